@@ -1,0 +1,75 @@
+import ArgumentParser
+import Foundation
+import LatchkeyServer
+import Logging
+
+/// `latchkey serve`: with no arguments, a development instance on http://localhost:8090 with a demo client and user.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the identity server (development defaults: http://localhost:8090, SQLite file latchkey.sqlite).")
+
+    @Option(help: "Port to listen on (default 8090).")
+    var port: Int?
+
+    @Option(help: "Interface to bind (default 127.0.0.1). Non-loopback addresses need an https issuer behind a TLS proxy.")
+    var host: String?
+
+    @Option(help: "SQLite database file (default latchkey.sqlite in the current directory).")
+    var database: String?
+
+    @Option(help: "JSON configuration file: issuer, clients, users, lifetimes (see README).")
+    var config: String?
+
+    @Option(help: "Public issuer URL (default http://localhost:<port>).")
+    var issuer: String?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    func run() async throws {
+        var configuration = DevelopmentDefaults.configuration(port: port ?? DevelopmentDefaults.port)
+        if let config {
+            let file = try ConfigurationFile.load(path: config)
+            if file.clients != nil && file.demo != true {
+                configuration.clients = []
+                configuration.users = []
+            }
+            try file.apply(to: &configuration)
+            if file.issuer == nil, let filePort = file.port, port == nil {
+                configuration.issuer = URL(string: "http://localhost:\(filePort)") ?? configuration.issuer
+            }
+        }
+        if let port { configuration.port = port }
+        if let host { configuration.host = host }
+        if let database { configuration.databasePath = database }
+        if let issuer {
+            guard let url = URL(string: issuer) else { throw ValidationError("--issuer \(issuer) is not a URL") }
+            configuration.issuer = url
+        }
+        var logger = Logger(label: "latchkey.server")
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+
+        let server: IdentityServer
+        do { server = try await IdentityServer.open(configuration: configuration, logger: logger) } catch let error as ConfigurationError {
+            throw ValidationError(error.description)
+        }
+        let demo = configuration.clients.contains { $0.clientId == DevelopmentDefaults.demoClientId }
+        let host = configuration.host, databasePath = configuration.databasePath
+        try await server.run { boundPort in
+            var lines = [
+                "Latchkey identity server",
+                "  issuer    \(server.issuer)",
+                "  listening \(host):\(boundPort)",
+                "  database  \(URL(fileURLWithPath: databasePath).path)",
+                "  discovery \(server.issuer)/.well-known/openid-configuration",
+            ]
+            if demo {
+                lines += [
+                    "  demo app  client_id \(DevelopmentDefaults.demoClientId) (public, PKCE), redirects http://127.0.0.1:<port>/callback, io.latchkey.demo:/callback",
+                    "  demo user \(DevelopmentDefaults.demoUsername) / \(DevelopmentDefaults.demoPassword)",
+                ]
+            }
+            Console.out(lines.joined(separator: "\n"))
+        }
+    }
+}

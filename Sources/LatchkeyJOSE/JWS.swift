@@ -1,0 +1,76 @@
+import Foundation
+
+/// The protected header of a compact JWS. Unknown members are ignored; `crit` is refused (we implement no extensions).
+public struct JWSHeader: Codable, Sendable, Equatable {
+    public var alg: String
+    public var kid: String?
+    public var typ: String?
+    public var crit: [String]?
+
+    public init(alg: String, kid: String? = nil, typ: String? = nil) {
+        self.alg = alg; self.kid = kid; self.typ = typ; self.crit = nil
+    }
+}
+
+/// A parsed compact JWS (`header.payload.signature`). Parsing checks shape only; call `verify` before trusting it.
+public struct CompactJWS: Sendable {
+    public let header: JWSHeader
+    public let payload: Data
+    public let signature: Data
+    /// `ASCII(header) || "." || ASCII(payload)`, the bytes the signature covers.
+    public let signingInput: Data
+
+    /// Hard upper bound on a token we will even look at; keeps hostile input cheap to reject.
+    public static let maximumLength = 16 * 1024
+
+    public init(parsing token: String) throws {
+        guard token.utf8.count <= Self.maximumLength else { throw JOSEError.malformed("token longer than \(Self.maximumLength) bytes") }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { throw JOSEError.malformed("expected 3 segments, found \(parts.count)") }
+        guard let headerData = Base64URL.decode(parts[0]) else { throw JOSEError.malformed("header is not base64url") }
+        guard let payload = Base64URL.decode(parts[1]) else { throw JOSEError.malformed("payload is not base64url") }
+        guard let signature = Base64URL.decode(parts[2]) else { throw JOSEError.malformed("signature is not base64url") }
+        let header: JWSHeader
+        do { header = try JSONDecoder().decode(JWSHeader.self, from: headerData) } catch {
+            throw JOSEError.malformed("header is not a JSON object with alg")
+        }
+        if let crit = header.crit, !crit.isEmpty { throw JOSEError.malformed("unsupported critical header \(crit)") }
+        self.header = header
+        self.payload = payload
+        self.signature = signature
+        self.signingInput = Data("\(parts[0]).\(parts[1])".utf8)
+    }
+
+    /// The header's algorithm if it is one we accept; `none`, `HS256` and anything unknown are refused here.
+    public func algorithm() throws -> JWSAlgorithm {
+        guard let alg = JWSAlgorithm(rawValue: header.alg) else { throw JOSEError.unsupportedAlgorithm(header.alg) }
+        return alg
+    }
+
+    /// Verifies the signature against the key set: the key is chosen by `kid`, and its own material decides the
+    /// algorithm, which must equal the header's. Throws `noMatchingKey` when no key could have signed it (callers
+    /// refetch the JWKS once on that error).
+    @discardableResult
+    public func verify(with keySet: JWKSet) throws -> JWK {
+        let alg = try algorithm()
+        let candidates = keySet.candidates(kid: header.kid, algorithm: alg)
+        guard !candidates.isEmpty else {
+            // A key with the right kid but another algorithm is an attack or a misconfiguration, not a rotation.
+            if let kid = header.kid, let wrong = keySet.keys.first(where: { $0.kid == kid }), let keyAlg = try? wrong.keyAlgorithm() {
+                throw JOSEError.algorithmMismatch(header: alg.rawValue, key: keyAlg.rawValue)
+            }
+            throw JOSEError.noMatchingKey(kid: header.kid)
+        }
+        for key in candidates where try key.verify(signature: signature, for: signingInput, algorithm: alg) {
+            return key
+        }
+        throw JOSEError.badSignature
+    }
+
+    /// Decodes the payload (after `verify`).
+    public func claims<T: Decodable>(as type: T.Type = T.self) throws -> T {
+        do { return try JSONDecoder().decode(T.self, from: payload) } catch {
+            throw JOSEError.malformed("payload is not the expected JSON object")
+        }
+    }
+}

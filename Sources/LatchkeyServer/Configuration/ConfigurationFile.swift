@@ -1,0 +1,92 @@
+import Foundation
+
+/// The `--config FILE` format (JSON). Every key is optional; see README "Configuration".
+///
+/// ```json
+/// { "issuer": "http://localhost:8090", "database": "latchkey.sqlite", "port": 8090,
+///   "clients": [ { "client_id": "my-app", "redirect_uris": ["com.example.app:/callback"] } ],
+///   "users": [ { "username": "ada@example.com", "password": "…", "claims": { "email": "ada@example.com" } } ],
+///   "lifetimes": { "access_token": 900 }, "demo": true }
+/// ```
+public struct ConfigurationFile: Codable, Sendable {
+    public var issuer: String?
+    public var host: String?
+    public var port: Int?
+    public var database: String?
+    public var clients: [ClientConfiguration]?
+    public var users: [UserSeed]?
+    public var lifetimes: Lifetimes?
+    public var loginPolicy: Policy?
+    /// Seed the demo client and user too (default: true when no clients are configured).
+    public var demo: Bool?
+    public var bcryptCost: UInt8?
+
+    public struct Lifetimes: Codable, Sendable {
+        public var accessToken, idToken, authorizationCode, refreshToken, session, loginRequest: Int?
+        enum CodingKeys: String, CodingKey {
+            case accessToken = "access_token", idToken = "id_token", authorizationCode = "authorization_code"
+            case refreshToken = "refresh_token", session, loginRequest = "login_request"
+        }
+    }
+
+    public struct Policy: Codable, Sendable {
+        public var maxFailuresPerAccount, lockoutSeconds, maxFailuresPerAddress, addressWindowSeconds: Int?
+        enum CodingKeys: String, CodingKey {
+            case maxFailuresPerAccount = "max_failures_per_account", lockoutSeconds = "lockout_seconds"
+            case maxFailuresPerAddress = "max_failures_per_address", addressWindowSeconds = "address_window_seconds"
+        }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case issuer, host, port, database, clients, users, lifetimes, demo
+        case loginPolicy = "login_policy", bcryptCost = "bcrypt_cost"
+    }
+
+    public static func load(path: String) throws -> ConfigurationFile {
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+            throw ConfigurationError.invalid("cannot read config file \(path): \(error.localizedDescription)")
+        }
+        do { return try JSONDecoder().decode(ConfigurationFile.self, from: data) } catch let error as DecodingError {
+            throw ConfigurationError.invalid("config file \(path): \(Self.describe(error))")
+        }
+    }
+
+    private static func describe(_ error: DecodingError) -> String {
+        func path(_ ctx: DecodingError.Context) -> String { ctx.codingPath.map(\.stringValue).joined(separator: ".") }
+        switch error {
+        case .keyNotFound(let key, let ctx): return "missing key \(path(ctx)).\(key.stringValue)"
+        case .typeMismatch(_, let ctx), .valueNotFound(_, let ctx): return "wrong type at \(path(ctx)): \(ctx.debugDescription)"
+        case .dataCorrupted(let ctx): return "invalid value at \(path(ctx)): \(ctx.debugDescription)"
+        @unknown default: return "\(error)"
+        }
+    }
+
+    /// Applies this file over `base`.
+    public func apply(to base: inout ServerConfiguration) throws {
+        if let issuer {
+            guard let url = URL(string: issuer) else { throw ConfigurationError.invalid("issuer \(issuer) is not a URL") }
+            base.issuer = url
+        }
+        if let host { base.host = host }
+        if let port { base.port = port }
+        if let database { base.databasePath = database }
+        if let users { base.users += users }
+        if let bcryptCost { base.bcryptCost = bcryptCost }
+        if let clients { base.clients = (demo ?? false) ? base.clients + clients : clients }
+        if let l = lifetimes {
+            if let v = l.accessToken { base.lifetimes.accessToken = v }
+            if let v = l.idToken { base.lifetimes.idToken = v }
+            if let v = l.authorizationCode { base.lifetimes.authorizationCode = v }
+            if let v = l.refreshToken { base.lifetimes.refreshToken = v }
+            if let v = l.session { base.lifetimes.session = v }
+            if let v = l.loginRequest { base.lifetimes.loginRequest = v }
+        }
+        if let p = loginPolicy {
+            if let v = p.maxFailuresPerAccount { base.loginPolicy.maxFailuresPerAccount = v }
+            if let v = p.lockoutSeconds { base.loginPolicy.lockoutSeconds = v }
+            if let v = p.maxFailuresPerAddress { base.loginPolicy.maxFailuresPerAddress = v }
+            if let v = p.addressWindowSeconds { base.loginPolicy.addressWindowSeconds = v }
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+
+/// RFC 6749 §5.2 error body. On the reachFive dialect (`/oauth/…` called with JSON) it also carries the ReachFive
+/// `ApiError` members, which OAuth clients ignore.
+struct OAuthErrorBody: Encodable {
+    var error: String
+    var errorDescription: String
+    var errorId: String?
+    var errorMessageKey: String?
+    var errorUserMsg: String?
+
+    enum CodingKeys: String, CodingKey {
+        case error, errorDescription = "error_description", errorId = "error_id"
+        case errorMessageKey = "error_message_key", errorUserMsg = "error_user_msg"
+    }
+}
+
+/// ReachFive `ApiError` (`shared/reference/reachfive-wire.md` §3.4).
+struct ReachFiveErrorBody: Encodable {
+    var error: String
+    var errorId: String
+    var errorUserMsg: String
+    var errorMessageKey: String
+    var errorDescription: String
+    var errorDetails: [APIError.FieldError]?
+
+    init(_ e: APIError, errorId: String) {
+        error = e.error; self.errorId = errorId; errorUserMsg = e.userMessage; errorMessageKey = e.messageKey
+        errorDescription = e.technical; errorDetails = e.fieldErrors.isEmpty ? nil : e.fieldErrors
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case error, errorId = "error_id", errorUserMsg = "error_user_msg", errorMessageKey = "error_message_key"
+        case errorDescription = "error_description", errorDetails = "error_details"
+    }
+}
+
+/// ThunderID `{code, message{key, defaultValue}, description{key, defaultValue}}` (`thunderid-wire.md` §2.1).
+struct ThunderErrorBody: Encodable {
+    struct I18nMessage: Encodable { var key: String; var defaultValue: String }
+    var code: String
+    var message: I18nMessage
+    var description: I18nMessage
+
+    init(_ e: APIError) {
+        code = e.code
+        message = I18nMessage(key: e.messageKey, defaultValue: e.userMessage)
+        description = I18nMessage(key: e.messageKey + ".description", defaultValue: e.technical)
+    }
+}
+
+/// Which error shape a path speaks.
+enum Dialect {
+    case oauth, reachFive, thunder, html
+
+    static func of(path: String) -> Dialect {
+        if path.hasPrefix("/oauth2/") || path.hasPrefix("/oauth/") || path.hasPrefix("/.well-known/") { return .oauth }
+        if path.hasPrefix("/identity/") { return .reachFive }
+        if path.hasPrefix("/flow/") || path.hasPrefix("/users/") || path == "/users" || path.hasPrefix("/scim2/") { return .thunder }
+        return .html
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// Response builders. Every response that carries a credential is marked `no-store` (RFC 6749 §5.1).
+enum Responses {
+    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok, noStore: Bool = false,
+                     headers: HTTPFields = [:]) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var fields = headers
+        fields[.contentType] = "application/json; charset=utf-8"
+        if noStore {
+            fields[.cacheControl] = "no-store"
+            fields[.pragma] = "no-cache"
+        }
+        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+    }
+
+    static func html(_ page: String, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+        var fields = headers
+        fields[.contentType] = "text/html; charset=utf-8"
+        fields[.cacheControl] = "no-store"
+        // No scripts at all; inline styles only; never framed (clickjacking of the password form).
+        fields[.contentSecurityPolicy] = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'"
+        fields[.xFrameOptions] = "DENY"
+        fields[.referrerPolicy] = "no-referrer"
+        fields[.xContentTypeOptions] = "nosniff"
+        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(string: page)))
+    }
+
+    /// 302 for GET flows, 303 after a POST so the browser does not re-post the form to the client.
+    static func redirect(to location: String, afterPost: Bool = false, headers: HTTPFields = [:]) -> Response {
+        var fields = headers
+        fields[.location] = location
+        fields[.cacheControl] = "no-store"
+        return Response(status: afterPost ? .seeOther : .found, headers: fields)
+    }
+
+    static func empty(status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+        Response(status: status, headers: headers)
+    }
+}
+
+extension HTTPField.Name {
+    static let pragma = Self("Pragma")!
+    static let xFrameOptions = Self("X-Frame-Options")!
+    static let xContentTypeOptions = Self("X-Content-Type-Options")!
+    static let referrerPolicy = Self("Referrer-Policy")!
+}
+
+/// Appends query parameters to a redirect URI that may already have a query (RFC 6749 §3.1.2: keep it).
+enum RedirectURL {
+    static func appending(_ parameters: [(String, String?)], to base: String) -> String {
+        var components = URLComponents(string: base) ?? URLComponents()
+        var items = components.percentEncodedQueryItems ?? []
+        for (name, value) in parameters {
+            guard let value else { continue }
+            items.append(URLQueryItem(name: name, value: FormEncoding.encode(value)))
+        }
+        components.percentEncodedQueryItems = items
+        return components.string ?? base
+    }
+}
+
+/// Strict percent-encoding for query values (only unreserved characters are left as they are).
+enum FormEncoding {
+    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+    static func encode(_ s: String) -> String { s.addingPercentEncoding(withAllowedCharacters: unreserved) ?? "" }
+}
+
+extension HTTPResponse.Status {
+    /// 423 (RFC 4918): the account is locked.
+    static let locked = HTTPResponse.Status(code: 423, reasonPhrase: "Locked")
+}

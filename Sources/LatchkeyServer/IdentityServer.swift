@@ -1,0 +1,125 @@
+import Foundation
+import Hummingbird
+import LatchkeyJOSE
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// The Latchkey identity server: an OpenID Connect provider serving the standard, thunderID and reachFive dialects.
+///
+/// ```swift
+/// let server = try await IdentityServer.open(configuration: DevelopmentDefaults.configuration())
+/// try await server.run()
+/// ```
+public final class IdentityServer: Sendable {
+    public let configuration: ServerConfiguration
+    let store: any Store
+    let keys: KeyRing
+    let clock: ServerClock
+    let hasher: PasswordHasher
+    let throttle: AddressThrottle
+    let cookies: CookiePolicy
+    let logger: Logger
+    private let issuerBox: NIOLockedValueBox<String>
+
+    /// The issuer in force. With port 0 in the configured issuer, it is completed with the bound port at start.
+    public var issuer: String { issuerBox.withLockedValue { $0 } }
+
+    var tokens: TokenIssuer {
+        TokenIssuer(issuer: issuer, store: store, keys: keys, lifetimes: configuration.lifetimes, clock: clock)
+    }
+
+    private init(configuration: ServerConfiguration, store: any Store, clock: ServerClock, logger: Logger) {
+        self.configuration = configuration
+        self.store = store
+        self.clock = clock
+        self.logger = logger
+        self.hasher = PasswordHasher(cost: configuration.bcryptCost)
+        self.throttle = AddressThrottle(limit: configuration.loginPolicy.maxFailuresPerAddress,
+                                        window: TimeInterval(configuration.loginPolicy.addressWindowSeconds))
+        self.cookies = CookiePolicy(secure: !configuration.usesPlainHTTPOnLoopback)
+        let longest = max(configuration.lifetimes.accessToken, configuration.lifetimes.idToken)
+        self.keys = KeyRing(store: store, clock: clock, retentionAfterRetirement: TimeInterval(longest + 3600))
+        self.issuerBox = NIOLockedValueBox(configuration.issuerString)
+    }
+
+    /// Validates the configuration, opens (and migrates) the database, creates signing keys on first start and
+    /// seeds the configured clients and users.
+    public static func open(configuration: ServerConfiguration, clock: ServerClock = .system,
+                            logger: Logger = Logger(label: "latchkey.server")) async throws -> IdentityServer {
+        try configuration.validate()
+        let store = try SQLiteStore(path: configuration.databasePath)
+        let server = IdentityServer(configuration: configuration, store: store, clock: clock, logger: logger)
+        try await server.keys.bootstrap()
+        try await server.seed()
+        return server
+    }
+
+    private func seed() async throws {
+        for client in configuration.clients {
+            try await store.upsertClient(ClientRecord(configuration: client, secretHash: client.clientSecret.map(Secrets.digest)))
+        }
+        for seed in configuration.users where try await store.user(username: seed.username) == nil {
+            try await createUser(username: seed.username, password: seed.password, claims: seed.claims, disabled: seed.disabled)
+        }
+    }
+
+    /// Creates a user with a bcrypt password hash.
+    @discardableResult
+    public func createUser(username: String, password: String, claims: [String: String] = [:], disabled: Bool = false) async throws -> String {
+        let id = UUID().uuidString.lowercased()
+        try await store.insertUser(UserRecord(id: id, username: username, passwordHash: try await hasher.hash(password), claims: claims,
+                                              disabled: disabled, failedLogins: 0, lockedUntil: nil, createdAt: clock.now))
+        return id
+    }
+
+    /// Generates new signing keys; the previous ones stay in the JWKS until their tokens have expired.
+    public func rotateKeys() async throws -> [String] { try await keys.rotate() }
+
+    /// The published key set (what `/oauth2/jwks` serves).
+    public func jwks() async throws -> JWKSet { try await keys.jwks() }
+
+    // MARK: Running
+
+    /// The Hummingbird application. `onRunning` receives the bound port (useful with port 0).
+    public func application(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+        let configuredIssuer = configuration.issuer
+        let issuerBox = self.issuerBox
+        return Application(
+            router: makeRouter(),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                if configuredIssuer.port == 0, var components = URLComponents(url: configuredIssuer, resolvingAgainstBaseURL: false) {
+                    components.port = port
+                    if let resolved = components.url?.absoluteString {
+                        issuerBox.withLockedValue { $0 = resolved.hasSuffix("/") ? String(resolved.dropLast()) : resolved }
+                    }
+                }
+                await onRunning(port)
+            },
+            logger: logger)
+    }
+
+    /// Runs until SIGINT/SIGTERM.
+    public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        try await application(onRunning: onRunning).runService()
+    }
+
+    func makeRouter() -> Router<LatchkeyRequestContext> {
+        let router = Router(context: LatchkeyRequestContext.self)
+        router.add(middleware: ErrorMiddleware())
+        addDiscoveryRoutes(router)
+        addAuthorizeRoutes(router)
+        addLoginRoutes(router)
+        addTokenRoutes(router)
+        addTokenManagementRoutes(router)
+        addUserInfoRoutes(router)
+        addEndSessionRoutes(router)
+        router.get("/health") { _, _ in Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok"))) }
+        return router
+    }
+
+    /// Both path prefixes of the OAuth endpoints: `/oauth2` (thunderID, standard) and `/oauth` (reachFive).
+    static let oauthPrefixes = ["/oauth2", "/oauth"]
+}

@@ -1,0 +1,67 @@
+import Foundation
+import LatchkeyJOSE
+
+/// Standard claims released per scope (OpenID Connect Core §5.4).
+enum ScopeClaims {
+    static let byScope: [String: [String]] = [
+        "profile": ["name", "family_name", "given_name", "middle_name", "nickname", "preferred_username", "profile",
+                    "picture", "website", "gender", "birthdate", "zoneinfo", "locale", "updated_at"],
+        "email": ["email", "email_verified"],
+        "phone": ["phone_number", "phone_number_verified"],
+        "address": ["address"],
+    ]
+    static let booleanClaims: Set<String> = ["email_verified", "phone_number_verified"]
+
+    /// The user's claims that `scopes` release, typed as OIDC expects (booleans, the `address` object).
+    static func claims(of user: UserRecord, scopes: [String]) -> [String: JSONValue] {
+        var out: [String: JSONValue] = [:]
+        for scope in scopes {
+            for name in byScope[scope] ?? [] {
+                guard let value = user.claims[name] else { continue }
+                if booleanClaims.contains(name) { out[name] = .bool(value == "true") }
+                else if name == "address" { out[name] = .object(["formatted": .string(value)]) }
+                else if name == "updated_at", let n = Double(value) { out[name] = .number(n) }
+                else { out[name] = .string(value) }
+            }
+        }
+        return out
+    }
+}
+
+/// RFC 9068 access token claims (`typ: at+jwt`).
+struct AccessTokenClaims: Codable, Sendable {
+    var iss: String
+    var sub: String
+    var aud: JSONValue
+    var exp: Int
+    var iat: Int
+    var jti: String
+    var clientId: String
+    var scope: String
+    var authTime: Int?
+    var sid: String?
+    /// RFC 8693 §4.1: the party acting on behalf of `sub`.
+    var act: [String: String]?
+
+    enum CodingKeys: String, CodingKey {
+        case iss, sub, aud, exp, iat, jti, scope, sid, act, clientId = "client_id", authTime = "auth_time"
+    }
+
+    var scopes: [String] { scope.split(separator: " ").map(String.init) }
+}
+
+/// The fixed claims of every JWT we verify (ID token hints, subject tokens).
+struct RegisteredClaims: Decodable {
+    var iss: String?
+    var sub: String?
+    var aud: JSONValue?
+    var exp: Double?
+    var iat: Double?
+    var jti: String?
+    var sid: String?
+    var scope: String?
+    var clientId: String?
+    var azp: String?
+
+    enum CodingKeys: String, CodingKey { case iss, sub, aud, exp, iat, jti, sid, scope, azp, clientId = "client_id" }
+}

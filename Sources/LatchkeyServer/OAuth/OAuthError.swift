@@ -1,0 +1,86 @@
+import Hummingbird
+
+/// An OAuth 2.0 error (RFC 6749 §5.2, RFC 6750 §3.1, OIDC Core §3.1.2.6). Descriptions are technical English and
+/// never contain a credential.
+public struct OAuthError: Error, Sendable, Equatable {
+    public enum Code: String, Sendable {
+        case invalidRequest = "invalid_request"
+        case invalidClient = "invalid_client"
+        case invalidGrant = "invalid_grant"
+        case unauthorizedClient = "unauthorized_client"
+        case unsupportedGrantType = "unsupported_grant_type"
+        case unsupportedResponseType = "unsupported_response_type"
+        case unsupportedTokenType = "unsupported_token_type"
+        case invalidScope = "invalid_scope"
+        case invalidTarget = "invalid_target"
+        case invalidToken = "invalid_token"
+        case insufficientScope = "insufficient_scope"
+        case accessDenied = "access_denied"
+        case loginRequired = "login_required"
+        case requestNotSupported = "request_not_supported"
+        case requestURINotSupported = "request_uri_not_supported"
+        case serverError = "server_error"
+    }
+
+    public var code: Code
+    public var description: String
+
+    public init(_ code: Code, _ description: String) {
+        self.code = code
+        self.description = description
+    }
+
+    var status: HTTPResponse.Status {
+        switch code {
+        case .invalidClient, .invalidToken: .unauthorized
+        case .insufficientScope: .forbidden
+        case .serverError: .internalServerError
+        default: .badRequest
+        }
+    }
+}
+
+/// A failure that is the server's fault; reported as a 500 without internal detail.
+public struct ServerError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    static func `internal`(_ why: String) -> ServerError { ServerError(description: why) }
+}
+
+/// An error of the app-facing identity APIs: rendered as a ReachFive `ApiError` under `/identity/`, as a ThunderID
+/// `{code, message, description}` under `/flow/` and `/users/`.
+public struct APIError: Error, Sendable {
+    public var status: HTTPResponse.Status
+    /// Machine code in the ThunderID catalogue style (`FES-1001`, `USR-1003`, `AUTH-4010` …).
+    public var code: String
+    /// Stable message key (ReachFive `error_message_key`, ThunderID `message.key`).
+    public var messageKey: String
+    /// User-facing text (English until the catalogue localizes it).
+    public var userMessage: String
+    /// Technical description (English).
+    public var technical: String
+    /// OAuth-style short error for the ReachFive `error` member.
+    public var error: String
+    public var fieldErrors: [FieldError]
+
+    public struct FieldError: Sendable, Codable, Equatable {
+        public var field: String
+        public var message: String
+        public var code: String
+    }
+
+    public init(status: HTTPResponse.Status, code: String, error: String, messageKey: String, userMessage: String,
+                technical: String, fieldErrors: [FieldError] = []) {
+        self.status = status; self.code = code; self.error = error; self.messageKey = messageKey
+        self.userMessage = userMessage; self.technical = technical; self.fieldErrors = fieldErrors
+    }
+
+    static func notFound(_ path: String) -> APIError {
+        APIError(status: .notFound, code: "SSE-4040", error: "not_found", messageKey: "error.not_found",
+                 userMessage: "The requested resource was not found.", technical: "No route for \(path)")
+    }
+
+    static func internalError() -> APIError {
+        APIError(status: .internalServerError, code: "SSE-5000", error: "server_error", messageKey: "error.internal",
+                 userMessage: "Something went wrong on our side. Please try again.", technical: "Internal server error")
+    }
+}

@@ -1,0 +1,92 @@
+import Crypto
+import Foundation
+import LatchkeyJOSE
+
+/// What the token endpoint returns (RFC 6749 §5.1, RFC 8693 §2.2.1).
+struct TokenResponse: Encodable {
+    var accessToken: String
+    var tokenType = "Bearer"
+    var expiresIn: Int
+    var refreshToken: String?
+    var idToken: String?
+    var scope: String
+    var issuedTokenType: String?
+
+    enum CodingKeys: String, CodingKey {
+        case accessToken = "access_token", tokenType = "token_type", expiresIn = "expires_in", refreshToken = "refresh_token"
+        case idToken = "id_token", scope, issuedTokenType = "issued_token_type"
+    }
+}
+
+/// Mints access tokens (ES256, `at+jwt`), ID tokens (RS256, the OIDC default every RP supports) and refresh tokens,
+/// and records each in the store so revocation reaches them.
+struct TokenIssuer: Sendable {
+    let issuer: String
+    let store: any Store
+    let keys: KeyRing
+    let lifetimes: TokenLifetimes
+    let clock: ServerClock
+
+    struct Grant {
+        var user: UserRecord?
+        /// `sub` of the access token (user id, or client id for client credentials).
+        var subject: String
+        var clientId: String
+        var scope: [String]
+        var audience: [String]? = nil
+        var nonce: String? = nil
+        var authTime: Date? = nil
+        var sessionId: String? = nil
+        var familyId: String? = nil
+        var actor: String? = nil
+    }
+
+    func accessToken(for grant: Grant) async throws -> (token: String, expiresIn: Int) {
+        let now = clock.now
+        let jti = Secrets.identifier()
+        let audience = grant.audience ?? [issuer]
+        let claims = AccessTokenClaims(
+            iss: issuer, sub: grant.subject, aud: audience.count == 1 ? .string(audience[0]) : .array(audience.map(JSONValue.string)),
+            exp: Int(now.timeIntervalSince1970) + lifetimes.accessToken, iat: Int(now.timeIntervalSince1970), jti: jti,
+            clientId: grant.clientId, scope: grant.scope.joined(separator: " "),
+            authTime: grant.authTime.map { Int($0.timeIntervalSince1970) }, sid: grant.sessionId,
+            act: grant.actor.map { ["sub": $0] })
+        let token = try await keys.signingKey(.es256).sign(claims: claims, type: "at+jwt")
+        try await store.insertAccessToken(AccessTokenRecord(
+            jti: jti, familyId: grant.familyId, clientId: grant.clientId, subject: grant.subject,
+            expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.accessToken)), revokedAt: nil))
+        return (token, lifetimes.accessToken)
+    }
+
+    func idToken(for grant: Grant, accessToken: String) async throws -> String? {
+        guard grant.scope.contains("openid"), let user = grant.user else { return nil }
+        let now = Int(clock.now.timeIntervalSince1970)
+        var claims = ScopeClaims.claims(of: user, scopes: grant.scope)
+        claims["iss"] = .string(issuer)
+        claims["sub"] = .string(user.id)
+        claims["aud"] = .string(grant.clientId)
+        claims["azp"] = .string(grant.clientId)
+        claims["iat"] = .number(Double(now))
+        claims["exp"] = .number(Double(now + lifetimes.idToken))
+        if let authTime = grant.authTime { claims["auth_time"] = .number(Double(Int(authTime.timeIntervalSince1970))) }
+        if let nonce = grant.nonce { claims["nonce"] = .string(nonce) }
+        if let sid = grant.sessionId { claims["sid"] = .string(sid) }
+        claims["at_hash"] = .string(Self.atHash(accessToken))
+        return try await keys.signingKey(.rs256).sign(claims: claims, type: "JWT")
+    }
+
+    /// OIDC Core §3.1.3.6: base64url of the left half of SHA-256 of the access token (RS256 and ES256 both use SHA-256).
+    static func atHash(_ accessToken: String) -> String {
+        Base64URL.encode(Data(SHA256.hash(data: Data(accessToken.utf8))).prefix(16))
+    }
+
+    /// A new refresh token in `familyId`; the caller persists the record (insert, or rotate atomically).
+    func refreshToken(for grant: Grant, familyId: String) -> (token: String, record: RefreshTokenRecord) {
+        let now = clock.now
+        let token = Secrets.token()
+        return (token, RefreshTokenRecord(
+            tokenHash: Secrets.digest(token), familyId: familyId, clientId: grant.clientId, userId: grant.subject,
+            scope: grant.scope, sessionId: grant.sessionId, authTime: grant.authTime ?? now, createdAt: now,
+            expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.refreshToken)), usedAt: nil))
+    }
+}

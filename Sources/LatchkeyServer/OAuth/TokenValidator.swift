@@ -1,0 +1,58 @@
+import Foundation
+import LatchkeyJOSE
+
+/// Verifies tokens this server issued (access tokens at userinfo/introspection, subject tokens, ID-token hints).
+struct TokenValidator: Sendable {
+    let issuer: String
+    let store: any Store
+    let keys: KeyRing
+    let clock: ServerClock
+
+    /// A live access token: our signature, `typ at+jwt`, our issuer, not expired, not revoked, family not revoked.
+    func accessToken(_ token: String) async throws(OAuthError) -> AccessTokenClaims {
+        let claims: AccessTokenClaims
+        do {
+            let jws = try CompactJWS(parsing: token)
+            guard jws.header.typ?.lowercased() == "at+jwt" else { throw OAuthError(.invalidToken, "not an access token") }
+            try jws.verify(with: try await keys.jwks())
+            claims = try jws.claims(as: AccessTokenClaims.self)
+        } catch let error as OAuthError {
+            throw error
+        } catch {
+            throw OAuthError(.invalidToken, "the access token is not valid")
+        }
+        guard claims.iss == issuer else { throw OAuthError(.invalidToken, "the access token was issued by another server") }
+        guard TimeInterval(claims.exp) > clock.now.timeIntervalSince1970 else { throw OAuthError(.invalidToken, "the access token has expired") }
+        do {
+            guard let record = try await store.accessToken(jti: claims.jti), record.revokedAt == nil else {
+                throw OAuthError(.invalidToken, "the access token has been revoked")
+            }
+            if let familyId = record.familyId, let family = try await store.family(id: familyId), family.revokedAt != nil {
+                throw OAuthError(.invalidToken, "the access token has been revoked")
+            }
+        } catch let error as OAuthError {
+            throw error
+        } catch {
+            throw OAuthError(.serverError, "could not check the token's state")
+        }
+        return claims
+    }
+
+    /// Any JWT signed by us, with our issuer; expiry checked unless `allowExpired` (ID-token hints at logout).
+    func signedJWT(_ token: String, allowExpired: Bool = false) async throws(OAuthError) -> (header: JWSHeader, claims: RegisteredClaims) {
+        do {
+            let jws = try CompactJWS(parsing: token)
+            try jws.verify(with: try await keys.jwks())
+            let claims = try jws.claims(as: RegisteredClaims.self)
+            guard claims.iss == issuer else { throw OAuthError(.invalidGrant, "the token was issued by another server") }
+            if !allowExpired {
+                guard let exp = claims.exp, exp > clock.now.timeIntervalSince1970 else { throw OAuthError(.invalidGrant, "the token has expired") }
+            }
+            return (jws.header, claims)
+        } catch let error as OAuthError {
+            throw error
+        } catch {
+            throw OAuthError(.invalidGrant, "the token is not a valid token of this server")
+        }
+    }
+}

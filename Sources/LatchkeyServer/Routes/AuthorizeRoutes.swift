@@ -1,0 +1,143 @@
+import Foundation
+import Hummingbird
+
+extension IdentityServer {
+    func addAuthorizeRoutes(_ router: Router<LatchkeyRequestContext>) {
+        for prefix in Self.oauthPrefixes {
+            router.get(RouterPath(prefix + "/authorize")) { request, _ in
+                try await self.authorize(try Parameters.query(of: request), request: request)
+            }
+            router.post(RouterPath(prefix + "/authorize")) { request, _ in
+                try await self.authorize(try await Parameters.body(of: request), request: request)
+            }
+        }
+    }
+
+    /// OIDC Core §3.1.2. Until client and redirect URI are known good, errors are shown on an error page and never
+    /// redirected (an unregistered redirect URI must not receive anything); after that they go back to the client
+    /// with `state` and `iss` (RFC 9207).
+    func authorize(_ params: Parameters, request: Request) async throws -> Response {
+        let clientId: String?, redirectUri: String?
+        do {
+            clientId = try params.single("client_id")
+            redirectUri = try params.single("redirect_uri")
+        } catch {
+            return authorizeErrorPage(error.description)
+        }
+        guard let clientId, let client = try await store.client(id: clientId)?.configuration else {
+            return authorizeErrorPage("The application that sent you here is not registered (unknown client_id).")
+        }
+        guard let redirectUri, RedirectURIMatcher.isRegistered(redirectUri, in: client.redirectUris) else {
+            return authorizeErrorPage("The application asked to return to an address it has not registered (redirect_uri).")
+        }
+        let state = try? params.single("state")
+        do {
+            let authRequest = try validateAuthorizationRequest(params, client: client, redirectUri: redirectUri, state: state)
+            return try await continueAuthorization(authRequest, request: request, clientName: client.name)
+        } catch let error as OAuthError {
+            return errorRedirect(error, redirectUri: redirectUri, state: state)
+        }
+    }
+
+    private func validateAuthorizationRequest(_ params: Parameters, client: ClientConfiguration, redirectUri: String,
+                                              state: String?) throws(OAuthError) -> AuthorizationRequest {
+        if try params.single("request") != nil { throw OAuthError(.requestNotSupported, "request objects are not supported") }
+        if try params.single("request_uri") != nil { throw OAuthError(.requestURINotSupported, "request_uri is not supported") }
+        guard try params.single("response_type") == "code" else {
+            throw OAuthError(.unsupportedResponseType, "only response_type=code is supported")
+        }
+        if let mode = try params.single("response_mode"), mode != "query" {
+            throw OAuthError(.invalidRequest, "only response_mode=query is supported")
+        }
+        guard client.grantTypes.contains(.authorizationCode) else {
+            throw OAuthError(.unauthorizedClient, "the client may not use the authorization code grant")
+        }
+        let requested = (try params.single("scope"))?.split(separator: " ").map(String.init) ?? client.scopes
+        let unknown = requested.filter { !client.scopes.contains($0) }
+        guard unknown.isEmpty else { throw OAuthError(.invalidScope, "scope not allowed for this client: \(unknown.joined(separator: " "))") }
+
+        let challenge = try params.single("code_challenge")
+        let method = try params.single("code_challenge_method")
+        if let challenge {
+            guard (method ?? "plain") == "S256" else { throw OAuthError(.invalidRequest, "code_challenge_method must be S256") }
+            guard PKCE.isValidChallenge(challenge) else { throw OAuthError(.invalidRequest, "code_challenge is not a base64url SHA-256 value") }
+        } else {
+            if method != nil { throw OAuthError(.invalidRequest, "code_challenge_method without code_challenge") }
+            if client.isPublic || client.requirePKCE {
+                throw OAuthError(.invalidRequest, "PKCE is required: send code_challenge with code_challenge_method=S256")
+            }
+        }
+        let prompt = (try params.single("prompt"))?.split(separator: " ").map(String.init) ?? []
+        if prompt.contains("none") && prompt.count > 1 { throw OAuthError(.invalidRequest, "prompt=none cannot be combined") }
+        if let unsupported = prompt.first(where: { !["none", "login", "consent", "select_account"].contains($0) }) {
+            throw OAuthError(.invalidRequest, "unsupported prompt value \(unsupported)")
+        }
+        let nonce = try params.single("nonce")
+        if let nonce, nonce.utf8.count > 255 { throw OAuthError(.invalidRequest, "nonce is longer than 255 characters") }
+        if let state, state.utf8.count > 1024 { throw OAuthError(.invalidRequest, "state is longer than 1024 characters") }
+        var maxAge: Int?
+        if let raw = try params.single("max_age") {
+            guard let value = Int(raw), value >= 0 else { throw OAuthError(.invalidRequest, "max_age must be a non-negative integer") }
+            maxAge = value
+        }
+        return AuthorizationRequest(clientId: client.clientId, redirectUri: redirectUri, scope: requested, state: state, nonce: nonce,
+                                    codeChallenge: challenge, loginHint: try params.single("login_hint"),
+                                    uiLocales: try params.single("ui_locales"), maxAge: maxAge, prompt: prompt)
+    }
+
+    /// Silent SSO when a live session satisfies the request; otherwise the login page (or `login_required`).
+    private func continueAuthorization(_ authRequest: AuthorizationRequest, request: Request, clientName: String) async throws -> Response {
+        let now = clock.now
+        var needsLogin = authRequest.prompt.contains("login")
+        let live = try await liveSession(for: request)
+        if let live, let maxAge = authRequest.maxAge, now.timeIntervalSince(live.session.authTime) > TimeInterval(maxAge) {
+            needsLogin = true
+        }
+        if let live, !needsLogin {
+            return try await issueCode(authRequest, user: live.user, session: live.session, afterPost: false)
+        }
+        if authRequest.prompt.contains("none") {
+            return errorRedirect(OAuthError(.loginRequired, "no active session satisfies the request"),
+                                 redirectUri: authRequest.redirectUri, state: authRequest.state)
+        }
+        let id = Secrets.token()
+        try await store.insertLoginRequest(LoginRequestRecord(
+            id: id, request: authRequest, createdAt: now,
+            expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.loginRequest))))
+        return Responses.redirect(to: "/login?request=\(id)")
+    }
+
+    /// The session behind the request's cookie, if it is live and its user may still sign in.
+    func liveSession(for request: Request) async throws -> (session: SessionRecord, user: UserRecord)? {
+        guard let secret = request.cookieValue(CookiePolicy.sessionCookie), !secret.isEmpty,
+              let session = try await store.session(secretHash: Secrets.digest(secret)),
+              session.endedAt == nil, session.expiresAt > clock.now,
+              let user = try await store.user(id: session.userId), !user.disabled else { return nil }
+        return (session, user)
+    }
+
+    /// Issues a single-use code bound to the client, redirect URI, PKCE challenge and nonce, and sends the browser
+    /// back with `code`, `state` and `iss`.
+    func issueCode(_ authRequest: AuthorizationRequest, user: UserRecord, session: SessionRecord, afterPost: Bool,
+                   headers: HTTPFields = [:]) async throws -> Response {
+        let code = Secrets.token()
+        let now = clock.now
+        try await store.insertAuthorizationCode(AuthorizationCodeRecord(
+            codeHash: Secrets.digest(code), clientId: authRequest.clientId, userId: user.id, redirectUri: authRequest.redirectUri,
+            scope: authRequest.scope, nonce: authRequest.nonce, codeChallenge: authRequest.codeChallenge, sessionId: session.id,
+            authTime: session.authTime, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.authorizationCode)),
+            usedAt: nil, familyId: nil))
+        let location = RedirectURL.appending([("code", code), ("state", authRequest.state), ("iss", issuer)], to: authRequest.redirectUri)
+        return Responses.redirect(to: location, afterPost: afterPost, headers: headers)
+    }
+
+    func errorRedirect(_ error: OAuthError, redirectUri: String, state: String?) -> Response {
+        Responses.redirect(to: RedirectURL.appending(
+            [("error", error.code.rawValue), ("error_description", error.description), ("state", state), ("iss", issuer)],
+            to: redirectUri))
+    }
+
+    func authorizeErrorPage(_ message: String) -> Response {
+        Responses.html(Pages.message(title: "Sign-in request not valid", body: message), status: .badRequest)
+    }
+}

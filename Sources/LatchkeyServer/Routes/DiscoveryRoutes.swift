@@ -1,0 +1,75 @@
+import Hummingbird
+import LatchkeyJOSE
+
+/// OpenID Provider Metadata (OIDC Discovery 1.0 §3, RFC 8414).
+struct ProviderMetadata: Encodable {
+    var issuer: String
+    var authorizationEndpoint: String
+    var tokenEndpoint: String
+    var userinfoEndpoint: String
+    var jwksUri: String
+    var revocationEndpoint: String
+    var introspectionEndpoint: String
+    var endSessionEndpoint: String
+    var scopesSupported = ["openid", "profile", "email", "phone", "address", "offline_access"]
+    var responseTypesSupported = ["code"]
+    var responseModesSupported = ["query"]
+    var grantTypesSupported = GrantType.allCases.map(\.rawValue)
+    var subjectTypesSupported = ["public"]
+    var idTokenSigningAlgValuesSupported = ["RS256"]
+    var tokenEndpointAuthMethodsSupported = ClientAuthMethod.allCases.map(\.rawValue)
+    var revocationEndpointAuthMethodsSupported = ClientAuthMethod.allCases.map(\.rawValue)
+    var introspectionEndpointAuthMethodsSupported = ClientAuthMethod.allCases.map(\.rawValue)
+    var codeChallengeMethodsSupported = ["S256"]
+    var claimsSupported = ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp", "sid"]
+        + ScopeClaims.byScope.values.flatMap { $0 }.sorted()
+    var promptValuesSupported = ["none", "login"]
+    var uiLocalesSupported = ["en"]
+    var authorizationResponseIssParameterSupported = true
+    var requestParameterSupported = false
+    var requestUriParameterSupported = false
+    var claimsParameterSupported = false
+    var frontchannelLogoutSupported = false
+
+    init(issuer: String) {
+        self.issuer = issuer
+        authorizationEndpoint = issuer + "/oauth2/authorize"
+        tokenEndpoint = issuer + "/oauth2/token"
+        userinfoEndpoint = issuer + "/oauth2/userinfo"
+        jwksUri = issuer + "/oauth2/jwks"
+        revocationEndpoint = issuer + "/oauth2/revoke"
+        introspectionEndpoint = issuer + "/oauth2/introspect"
+        endSessionEndpoint = issuer + "/oauth2/logout"
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case issuer, authorizationEndpoint = "authorization_endpoint", tokenEndpoint = "token_endpoint"
+        case userinfoEndpoint = "userinfo_endpoint", jwksUri = "jwks_uri", revocationEndpoint = "revocation_endpoint"
+        case introspectionEndpoint = "introspection_endpoint", endSessionEndpoint = "end_session_endpoint"
+        case scopesSupported = "scopes_supported", responseTypesSupported = "response_types_supported"
+        case responseModesSupported = "response_modes_supported", grantTypesSupported = "grant_types_supported"
+        case subjectTypesSupported = "subject_types_supported"
+        case idTokenSigningAlgValuesSupported = "id_token_signing_alg_values_supported"
+        case tokenEndpointAuthMethodsSupported = "token_endpoint_auth_methods_supported"
+        case revocationEndpointAuthMethodsSupported = "revocation_endpoint_auth_methods_supported"
+        case introspectionEndpointAuthMethodsSupported = "introspection_endpoint_auth_methods_supported"
+        case codeChallengeMethodsSupported = "code_challenge_methods_supported", claimsSupported = "claims_supported"
+        case promptValuesSupported = "prompt_values_supported", uiLocalesSupported = "ui_locales_supported"
+        case authorizationResponseIssParameterSupported = "authorization_response_iss_parameter_supported"
+        case requestParameterSupported = "request_parameter_supported", requestUriParameterSupported = "request_uri_parameter_supported"
+        case claimsParameterSupported = "claims_parameter_supported", frontchannelLogoutSupported = "frontchannel_logout_supported"
+    }
+}
+
+extension IdentityServer {
+    func addDiscoveryRoutes(_ router: Router<LatchkeyRequestContext>) {
+        for path in ["/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"] {
+            router.get(RouterPath(path)) { _, _ in try Responses.json(ProviderMetadata(issuer: self.issuer)) }
+        }
+        for path in Self.oauthPrefixes.map({ $0 + "/jwks" }) + ["/.well-known/jwks.json"] {
+            router.get(RouterPath(path)) { _, _ in
+                try Responses.json(try await self.keys.jwks(), headers: [.cacheControl: "public, max-age=300"])
+            }
+        }
+    }
+}

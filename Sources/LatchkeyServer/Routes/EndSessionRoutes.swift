@@ -1,0 +1,75 @@
+import Foundation
+import Hummingbird
+import LatchkeyJOSE
+
+/// RP-initiated logout (OpenID Connect RP-Initiated Logout 1.0). The browser is sent back only to a
+/// `post_logout_redirect_uri` registered for the client named by the ID-token hint (or `client_id`); anything else
+/// ends on our own "signed out" page, so the endpoint is no open redirector. Without a valid hint, the user confirms
+/// on a CSRF-protected form, so a third-party page cannot sign people out.
+extension IdentityServer {
+    func addEndSessionRoutes(_ router: Router<LatchkeyRequestContext>) {
+        for prefix in Self.oauthPrefixes {
+            router.get(RouterPath(prefix + "/logout")) { request, _ in try await self.endSession(request, try Parameters.query(of: request), isPost: false) }
+            router.post(RouterPath(prefix + "/logout")) { request, _ in try await self.endSession(request, try await Parameters.body(of: request), isPost: true) }
+        }
+    }
+
+    private func endSession(_ request: Request, _ params: Parameters, isPost: Bool) async throws -> Response {
+        let hint = try params.single("id_token_hint")
+        let postLogout = try params.single("post_logout_redirect_uri")
+        let state = try params.single("state")
+        var clientId = try params.single("client_id")
+
+        var hintedSid: String?
+        var hintedSub: String?
+        if let hint {
+            let verified: RegisteredClaims
+            do { verified = try await validator.signedJWT(hint, allowExpired: true).claims } catch {
+                return logoutError("The sign-out request carried an ID token that this server did not issue.")
+            }
+            let audiences = verified.aud?.stringArray ?? []
+            if let clientId, !audiences.contains(clientId) { return logoutError("client_id does not match the ID token.") }
+            clientId = clientId ?? audiences.first
+            hintedSid = verified.sid
+            hintedSub = verified.sub
+        }
+        var redirect: String?
+        if let postLogout {
+            guard let clientId, let client = try await store.client(id: clientId)?.configuration else {
+                return logoutError("A post-logout redirect needs id_token_hint or client_id to identify the application.")
+            }
+            guard RedirectURIMatcher.isRegistered(postLogout, in: client.postLogoutRedirectUris) else {
+                return logoutError("The application asked to return to an address it has not registered (post_logout_redirect_uri).")
+            }
+            redirect = RedirectURL.appending([("state", state)], to: postLogout)
+        }
+
+        let live = try await liveSession(for: request)
+        // The hint must belong to the browser's session user; otherwise a leaked ID token could sign anyone out silently.
+        let confirmedByHint = hint != nil && (live == nil || live?.user.id == hintedSub)
+        if !confirmedByHint && live != nil {
+            guard isPost, try params.single("confirm") == "yes", let form = try params.single("csrf"),
+                  let cookie = request.cookieValue(CookiePolicy.csrfCookie), Secrets.constantTimeEquals(form, cookie) else {
+                let csrf = Secrets.token()
+                var hidden: [(String, String)] = []
+                for name in ["post_logout_redirect_uri", "state", "client_id", "id_token_hint"] {
+                    if let v = try params.single(name) { hidden.append((name, v)) }
+                }
+                if hint == nil, let clientId { hidden.removeAll { $0.0 == "client_id" }; hidden.append(("client_id", clientId)) }
+                return Responses.html(Pages.logoutConfirmation(csrf: csrf, hiddenFields: hidden), headers: [.setCookie: cookies.csrf(csrf)])
+            }
+        }
+        if let live { try await store.endSession(id: live.session.id, now: clock.now) }
+        if let hintedSid, hintedSid != live?.session.id, live == nil || live?.user.id == hintedSub {
+            try await store.endSession(id: hintedSid, now: clock.now)
+        }
+        var headers = HTTPFields()
+        headers[values: .setCookie] = [cookies.clearSession()]
+        if let redirect { return Responses.redirect(to: redirect, afterPost: isPost, headers: headers) }
+        return Responses.html(Pages.message(title: "Signed out", body: "You have been signed out. You can close this window."), headers: headers)
+    }
+
+    private func logoutError(_ message: String) -> Response {
+        Responses.html(Pages.message(title: "Sign-out request not valid", body: message), status: .badRequest)
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import Hummingbird
+import LatchkeyJOSE
+
+/// Revocation (RFC 7009) and introspection (RFC 7662).
+extension IdentityServer {
+    func addTokenManagementRoutes(_ router: Router<LatchkeyRequestContext>) {
+        for prefix in Self.oauthPrefixes {
+            router.post(RouterPath(prefix + "/revoke")) { request, _ in
+                try await self.revoke(request, try await Parameters.body(of: request, allowJSON: prefix == "/oauth"))
+            }
+            router.post(RouterPath(prefix + "/introspect")) { request, _ in
+                try await self.introspect(request, try await Parameters.body(of: request))
+            }
+        }
+    }
+
+    /// Revoking a refresh token revokes its whole family, access tokens included. Unknown tokens answer 200
+    /// (RFC 7009 §2.2) so the endpoint cannot be used to probe for valid tokens.
+    private func revoke(_ request: Request, _ params: Parameters) async throws -> Response {
+        let client = try await ClientAuthenticator(store: store).authenticate(request, params)
+        let token = try params.required("token")
+        let hint = try params.single("token_type_hint")
+        if let hint, !["refresh_token", "access_token"].contains(hint) {
+            throw OAuthError(.unsupportedTokenType, "unsupported token_type_hint \(hint)")
+        }
+        if let refresh = try await store.refreshToken(hash: Secrets.digest(token)) {
+            guard refresh.clientId == client.clientId else { throw OAuthError(.invalidGrant, "the token was issued to another client") }
+            try await store.revokeFamily(id: refresh.familyId, reason: "revoked by client", now: clock.now)
+            return Responses.empty(headers: [.cacheControl: "no-store"])
+        }
+        if let jws = try? CompactJWS(parsing: token), (try? jws.verify(with: try await keys.jwks())) != nil,
+           let claims = try? jws.claims(as: RegisteredClaims.self), let jti = claims.jti,
+           let record = try await store.accessToken(jti: jti) {
+            guard record.clientId == client.clientId else { throw OAuthError(.invalidGrant, "the token was issued to another client") }
+            try await store.revokeAccessToken(jti: jti, now: clock.now)
+        }
+        return Responses.empty(headers: [.cacheControl: "no-store"])
+    }
+
+    struct IntrospectionResponse: Encodable {
+        var active: Bool
+        var scope: String?
+        var clientId: String?
+        var username: String?
+        var tokenType: String?
+        var exp: Int?
+        var iat: Int?
+        var sub: String?
+        var aud: JSONValue?
+        var iss: String?
+        var jti: String?
+
+        static let inactive = IntrospectionResponse(active: false)
+
+        enum CodingKeys: String, CodingKey {
+            case active, scope, username, exp, iat, sub, aud, iss, jti, clientId = "client_id", tokenType = "token_type"
+        }
+    }
+
+    /// Confidential clients (resource servers) may introspect any token; a public client only its own.
+    private func introspect(_ request: Request, _ params: Parameters) async throws -> Response {
+        let client = try await ClientAuthenticator(store: store).authenticate(request, params)
+        let token = try params.required("token")
+        var result = IntrospectionResponse.inactive
+        if let refresh = try await store.refreshToken(hash: Secrets.digest(token)) {
+            if refresh.usedAt == nil, refresh.expiresAt > clock.now,
+               let family = try await store.family(id: refresh.familyId), family.revokedAt == nil {
+                result = IntrospectionResponse(active: true, scope: refresh.scope.joined(separator: " "), clientId: refresh.clientId,
+                                               username: try await store.user(id: refresh.userId)?.username, tokenType: "refresh_token",
+                                               exp: Int(refresh.expiresAt.timeIntervalSince1970), iat: Int(refresh.createdAt.timeIntervalSince1970),
+                                               sub: refresh.userId, iss: issuer)
+            }
+        } else if let claims = try? await validator.accessToken(token) {
+            result = IntrospectionResponse(active: true, scope: claims.scope, clientId: claims.clientId,
+                                           username: try await store.user(id: claims.sub)?.username, tokenType: "Bearer",
+                                           exp: claims.exp, iat: claims.iat, sub: claims.sub, aud: claims.aud, iss: claims.iss, jti: claims.jti)
+        }
+        if client.isPublic, result.active, result.clientId != client.clientId { result = .inactive }
+        return try Responses.json(result, noStore: true)
+    }
+}

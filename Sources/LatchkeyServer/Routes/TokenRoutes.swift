@@ -1,0 +1,174 @@
+import Foundation
+import Hummingbird
+import LatchkeyJOSE
+
+/// `POST /oauth2/token` (RFC 6749 §3.2, RFC 8693). Form-encoded; `/oauth/token` also accepts JSON (reachFive).
+extension IdentityServer {
+    static let tokenTypeAccessToken = "urn:ietf:params:oauth:token-type:access_token"
+    static let tokenTypeJWT = "urn:ietf:params:oauth:token-type:jwt"
+    static let tokenTypeIDToken = "urn:ietf:params:oauth:token-type:id_token"
+
+    var validator: TokenValidator { TokenValidator(issuer: issuer, store: store, keys: keys, clock: clock) }
+
+    func addTokenRoutes(_ router: Router<LatchkeyRequestContext>) {
+        for prefix in Self.oauthPrefixes {
+            router.post(RouterPath(prefix + "/token")) { request, _ in
+                let params = try await Parameters.body(of: request, allowJSON: prefix == "/oauth")
+                return try await self.token(request, params)
+            }
+        }
+    }
+
+    private func token(_ request: Request, _ params: Parameters) async throws -> Response {
+        let client = try await ClientAuthenticator(store: store).authenticate(request, params)
+        let grantName = try params.required("grant_type")
+        guard let grant = GrantType(rawValue: grantName) else {
+            throw OAuthError(.unsupportedGrantType, "unsupported grant_type \(grantName)")
+        }
+        guard client.grantTypes.contains(grant) else {
+            throw OAuthError(.unauthorizedClient, "the client may not use the \(grantName) grant")
+        }
+        let response: TokenResponse
+        switch grant {
+        case .authorizationCode: response = try await authorizationCodeGrant(params, client: client)
+        case .refreshToken: response = try await refreshTokenGrant(params, client: client)
+        case .clientCredentials: response = try await clientCredentialsGrant(params, client: client)
+        case .tokenExchange: response = try await tokenExchangeGrant(params, client: client)
+        }
+        return try Responses.json(response, noStore: true)
+    }
+
+    private func authorizationCodeGrant(_ params: Parameters, client: ClientConfiguration) async throws -> TokenResponse {
+        let code = try params.required("code")
+        let now = clock.now
+        let codeHash = Secrets.digest(code)
+        let record: AuthorizationCodeRecord
+        switch try await store.redeemAuthorizationCode(hash: codeHash, now: now) {
+        case .notFound: throw OAuthError(.invalidGrant, "the authorization code is not valid")
+        case .replayed(let family):
+            logger.warning("authorization code replayed", metadata: ["client": .string(client.clientId), "family_revoked": .string("\(family != nil)")])
+            throw OAuthError(.invalidGrant, "the authorization code was already used; tokens issued with it have been revoked")
+        case .redeemed(let r): record = r
+        }
+        guard record.expiresAt > now else { throw OAuthError(.invalidGrant, "the authorization code has expired") }
+        guard record.clientId == client.clientId else { throw OAuthError(.invalidGrant, "the authorization code was issued to another client") }
+        guard try params.single("redirect_uri") == record.redirectUri else {
+            throw OAuthError(.invalidGrant, "redirect_uri does not match the authorization request")
+        }
+        let verifier = try params.single("code_verifier")
+        if let challenge = record.codeChallenge {
+            guard let verifier else { throw OAuthError(.invalidGrant, "code_verifier is required (PKCE)") }
+            guard PKCE.verify(verifier: verifier, challenge: challenge) else { throw OAuthError(.invalidGrant, "code_verifier does not match the code_challenge") }
+        } else if verifier != nil {
+            throw OAuthError(.invalidGrant, "code_verifier sent but the authorization request had no code_challenge")
+        }
+        guard let user = try await store.user(id: record.userId), !user.disabled else {
+            throw OAuthError(.invalidGrant, "the user can no longer sign in")
+        }
+        let familyId = Secrets.identifier()
+        try await store.insertFamily(TokenFamilyRecord(id: familyId, clientId: client.clientId, userId: user.id, createdAt: now))
+        try await store.attachFamily(toCodeHash: codeHash, familyId: familyId)
+        let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: record.scope, nonce: record.nonce,
+                                      authTime: record.authTime, sessionId: record.sessionId, familyId: familyId)
+        return try await issue(grant, client: client, newRefreshInFamily: familyId)
+    }
+
+    private func refreshTokenGrant(_ params: Parameters, client: ClientConfiguration) async throws -> TokenResponse {
+        let presented = try params.required("refresh_token")
+        let hash = Secrets.digest(presented)
+        guard let current = try await store.refreshToken(hash: hash), current.clientId == client.clientId else {
+            throw OAuthError(.invalidGrant, "the refresh token is not valid")
+        }
+        var scope = current.scope
+        if let requested = try params.single("scope")?.split(separator: " ").map(String.init) {
+            guard requested.allSatisfy(current.scope.contains) else { throw OAuthError(.invalidScope, "scope exceeds the original grant") }
+            scope = requested
+        }
+        guard let user = try await store.user(id: current.userId), !user.disabled else {
+            try await store.revokeFamily(id: current.familyId, reason: "user disabled", now: clock.now)
+            throw OAuthError(.invalidGrant, "the user can no longer sign in")
+        }
+        let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: scope,
+                                      authTime: current.authTime, sessionId: current.sessionId, familyId: current.familyId)
+        let next = tokens.refreshToken(for: grant, familyId: current.familyId)
+        switch try await store.rotateRefreshToken(presented: hash, next: next.record, now: clock.now) {
+        case .rotated: break
+        case .replayed:
+            logger.warning("refresh token replayed; family revoked", metadata: ["client": .string(client.clientId)])
+            throw OAuthError(.invalidGrant, "the refresh token was already used; the session has been revoked for safety")
+        case .revoked: throw OAuthError(.invalidGrant, "the refresh token has been revoked")
+        case .expired: throw OAuthError(.invalidGrant, "the refresh token has expired")
+        case .notFound: throw OAuthError(.invalidGrant, "the refresh token is not valid")
+        }
+        var response = try await issue(grant, client: client, newRefreshInFamily: nil)
+        response.refreshToken = next.token
+        return response
+    }
+
+    private func clientCredentialsGrant(_ params: Parameters, client: ClientConfiguration) async throws -> TokenResponse {
+        guard !client.isPublic else { throw OAuthError(.unauthorizedClient, "client_credentials requires a confidential client") }
+        let allowed = client.scopes.filter { !["openid", "offline_access"].contains($0) }
+        let requested = try params.single("scope")?.split(separator: " ").map(String.init) ?? allowed
+        guard requested.allSatisfy(allowed.contains) else { throw OAuthError(.invalidScope, "scope not allowed for client_credentials") }
+        let access = try await tokens.accessToken(for: .init(user: nil, subject: client.clientId, clientId: client.clientId, scope: requested))
+        return TokenResponse(accessToken: access.token, expiresIn: access.expiresIn, scope: requested.joined(separator: " "))
+    }
+
+    /// RFC 8693. The subject token must be one of ours; the result is an access token only (the session's own
+    /// tokens are untouched), with `act` naming the exchanging client when it differs from the subject's.
+    private func tokenExchangeGrant(_ params: Parameters, client: ClientConfiguration) async throws -> TokenResponse {
+        let subjectToken = try params.required("subject_token")
+        let subjectType = try params.required("subject_token_type")
+        if let requestedType = try params.single("requested_token_type"), requestedType != Self.tokenTypeAccessToken {
+            throw OAuthError(.invalidRequest, "only access tokens can be requested")
+        }
+        if try params.single("actor_token") != nil { throw OAuthError(.invalidRequest, "actor_token is not supported") }
+        let subject: String, subjectScope: [String], subjectClient: String?, familyId: String?, authTime: Date?
+        switch subjectType {
+        case Self.tokenTypeAccessToken:
+            let claims: AccessTokenClaims
+            do { claims = try await validator.accessToken(subjectToken) } catch {
+                throw OAuthError(.invalidGrant, "subject_token: \(error.description)")
+            }
+            subject = claims.sub; subjectScope = claims.scopes; subjectClient = claims.clientId
+            familyId = try await store.accessToken(jti: claims.jti)?.familyId
+            authTime = claims.authTime.map { Date(timeIntervalSince1970: TimeInterval($0)) }
+        case Self.tokenTypeJWT, Self.tokenTypeIDToken:
+            let (_, claims) = try await validator.signedJWT(subjectToken)
+            guard let sub = claims.sub else { throw OAuthError(.invalidGrant, "subject_token has no sub") }
+            guard claims.aud?.stringArray?.contains(client.clientId) == true else {
+                throw OAuthError(.invalidGrant, "subject_token was not issued to this client")
+            }
+            guard try await store.user(id: sub).map({ !$0.disabled }) == true else { throw OAuthError(.invalidGrant, "unknown or disabled subject") }
+            subject = sub; subjectScope = client.scopes.filter { $0 != "offline_access" }; subjectClient = client.clientId
+            familyId = nil; authTime = nil
+        default:
+            throw OAuthError(.invalidRequest, "unsupported subject_token_type")
+        }
+        let audience = try params.single("audience") ?? issuer
+        guard audience == issuer || client.allowedAudiences.contains(audience) else {
+            throw OAuthError(.invalidTarget, "the client may not request tokens for audience \(audience)")
+        }
+        let scope = try params.single("scope")?.split(separator: " ").map(String.init) ?? subjectScope
+        guard scope.allSatisfy(subjectScope.contains) else { throw OAuthError(.invalidScope, "scope exceeds the subject token's") }
+        let access = try await tokens.accessToken(for: .init(
+            user: nil, subject: subject, clientId: client.clientId, scope: scope, audience: [audience], authTime: authTime,
+            familyId: familyId, actor: subjectClient == client.clientId ? nil : client.clientId))
+        return TokenResponse(accessToken: access.token, expiresIn: access.expiresIn, scope: scope.joined(separator: " "),
+                             issuedTokenType: Self.tokenTypeAccessToken)
+    }
+
+    /// Access token, ID token (with `openid`) and, when given a family, its first refresh token.
+    private func issue(_ grant: TokenIssuer.Grant, client: ClientConfiguration, newRefreshInFamily familyId: String?) async throws -> TokenResponse {
+        let access = try await tokens.accessToken(for: grant)
+        let idToken = try await tokens.idToken(for: grant, accessToken: access.token)
+        var refresh: String?
+        if let familyId, client.grantTypes.contains(.refreshToken) {
+            let minted = tokens.refreshToken(for: grant, familyId: familyId)
+            try await store.insertRefreshToken(minted.record)
+            refresh = minted.token
+        }
+        return TokenResponse(accessToken: access.token, expiresIn: access.expiresIn, refreshToken: refresh, idToken: idToken,
+                             scope: grant.scope.joined(separator: " "))
+    }
+}

@@ -1,0 +1,28 @@
+import Foundation
+import HummingbirdBcrypt
+import NIOPosix
+
+/// bcrypt off the cooperative thread pool: a cost-12 hash takes ~250 ms of CPU and must not stall other requests.
+struct PasswordHasher: Sendable {
+    let cost: UInt8
+
+    /// A real hash of a random password, verified against when the user does not exist so that unknown and known
+    /// usernames take the same time to reject.
+    let decoyHash: String
+
+    init(cost: UInt8) {
+        self.cost = cost
+        self.decoyHash = Bcrypt.hash(Secrets.token(), cost: cost)
+    }
+
+    func hash(_ password: String) async throws -> String {
+        let cost = self.cost
+        return try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(password, cost: cost) }
+    }
+
+    func verify(_ password: String, hash: String?) async throws -> Bool {
+        let target = hash ?? decoyHash
+        let ok = try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(password, hash: target) }
+        return ok && hash != nil
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+
+/// A user account. Claims are the standard OpenID Connect claims the user has (`email`, `name`, …).
+public struct UserRecord: Sendable, Equatable {
+    public var id: String
+    public var username: String
+    public var passwordHash: String
+    public var claims: [String: String]
+    public var disabled: Bool
+    public var failedLogins: Int
+    public var lockedUntil: Date?
+    public var createdAt: Date
+}
+
+/// A client as stored: the secret is kept only as a SHA-256 digest.
+public struct ClientRecord: Sendable, Equatable {
+    public var configuration: ClientConfiguration
+    public var secretHash: Data?
+}
+
+/// A login in progress: the validated authorization request waiting for the user to authenticate.
+public struct LoginRequestRecord: Sendable, Equatable {
+    public var id: String
+    public var request: AuthorizationRequest
+    public var createdAt: Date
+    public var expiresAt: Date
+}
+
+/// The parameters of a validated authorization request, kept until a code is issued.
+public struct AuthorizationRequest: Sendable, Codable, Equatable {
+    public var clientId: String
+    public var redirectUri: String
+    public var scope: [String]
+    public var state: String?
+    public var nonce: String?
+    public var codeChallenge: String?
+    public var loginHint: String?
+    public var uiLocales: String?
+    public var maxAge: Int?
+    public var prompt: [String]
+}
+
+/// An issued authorization code (stored by hash, single use).
+public struct AuthorizationCodeRecord: Sendable, Equatable {
+    public var codeHash: Data
+    public var clientId: String
+    public var userId: String
+    public var redirectUri: String
+    public var scope: [String]
+    public var nonce: String?
+    public var codeChallenge: String?
+    public var sessionId: String?
+    public var authTime: Date
+    public var expiresAt: Date
+    public var usedAt: Date?
+    /// The token family created when the code was redeemed; revoked if the code is replayed (RFC 6749 §4.1.2).
+    public var familyId: String?
+}
+
+/// One refresh token of a family. Only the newest token of a family is usable; presenting an older one is a replay.
+public struct RefreshTokenRecord: Sendable, Equatable {
+    public var tokenHash: Data
+    public var familyId: String
+    public var clientId: String
+    public var userId: String
+    public var scope: [String]
+    public var sessionId: String?
+    public var authTime: Date
+    public var createdAt: Date
+    public var expiresAt: Date
+    public var usedAt: Date?
+}
+
+/// A grant: the refresh-token family and every access token issued from it.
+public struct TokenFamilyRecord: Sendable, Equatable {
+    public var id: String
+    public var clientId: String
+    public var userId: String
+    public var createdAt: Date
+    public var revokedAt: Date?
+    public var revokedReason: String?
+}
+
+/// An access token's server-side state, so revocation and family revocation reach self-contained JWTs.
+public struct AccessTokenRecord: Sendable, Equatable {
+    public var jti: String
+    public var familyId: String?
+    public var clientId: String
+    public var subject: String
+    public var expiresAt: Date
+    public var revokedAt: Date?
+}
+
+/// A browser SSO session (cookie value stored by hash).
+public struct SessionRecord: Sendable, Equatable {
+    /// Public session id (`sid` claim); not the cookie secret.
+    public var id: String
+    public var secretHash: Data
+    public var userId: String
+    public var authTime: Date
+    public var createdAt: Date
+    public var expiresAt: Date
+    public var endedAt: Date?
+}
+
+/// A persisted signing key. Retired keys stay published until the tokens they signed have expired.
+public struct SigningKeyRecord: Sendable, Equatable {
+    public var kid: String
+    public var algorithm: String
+    public var pem: String
+    public var createdAt: Date
+    public var retiredAt: Date?
+}
+
+/// Outcome of redeeming an authorization code.
+public enum CodeRedemption: Sendable, Equatable {
+    case redeemed(AuthorizationCodeRecord)
+    /// The code was already used; the family it produced (if any) has been revoked.
+    case replayed(familyId: String?)
+    case notFound
+}
+
+/// Outcome of rotating a refresh token.
+public enum RefreshRotation: Sendable, Equatable {
+    case rotated(previous: RefreshTokenRecord)
+    /// An already-rotated token was presented: the whole family is now revoked.
+    case replayed(familyId: String)
+    case revoked
+    case expired
+    case notFound
+}

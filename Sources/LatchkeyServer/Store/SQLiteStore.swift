@@ -1,0 +1,359 @@
+import Foundation
+import GRDB
+
+/// The default `Store`: one SQLite file in WAL mode, opened through a GRDB `DatabasePool`.
+///
+/// SQLite's default `synchronous=FULL` is kept, so a commit that returned survives a crash of the process (and of
+/// the machine). GRDB runs pool writes one at a time in `IMMEDIATE` transactions, so two concurrent rotations of one
+/// refresh token serialize and the second sees the first one's result.
+public final class SQLiteStore: Store {
+    private let pool: DatabasePool
+
+    public init(path: String) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA foreign_keys = ON")
+        }
+        let url = URL(fileURLWithPath: path)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        pool = try DatabasePool(path: path, configuration: configuration)
+        try Self.migrator.migrate(pool)
+    }
+
+    // MARK: Schema
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-oidc-core") { db in
+            try db.execute(sql: """
+                CREATE TABLE users (
+                    id TEXT PRIMARY KEY, username TEXT NOT NULL UNIQUE COLLATE NOCASE, password_hash TEXT NOT NULL,
+                    claims TEXT NOT NULL, disabled INTEGER NOT NULL DEFAULT 0, failed_logins INTEGER NOT NULL DEFAULT 0,
+                    locked_until REAL, created_at REAL NOT NULL);
+                CREATE TABLE clients (
+                    id TEXT PRIMARY KEY, configuration TEXT NOT NULL, secret_hash BLOB);
+                CREATE TABLE login_requests (
+                    id TEXT PRIMARY KEY, request TEXT NOT NULL, created_at REAL NOT NULL, expires_at REAL NOT NULL);
+                CREATE TABLE token_families (
+                    id TEXT PRIMARY KEY, client_id TEXT NOT NULL, user_id TEXT NOT NULL, created_at REAL NOT NULL,
+                    revoked_at REAL, revoked_reason TEXT);
+                CREATE TABLE authorization_codes (
+                    code_hash BLOB PRIMARY KEY, client_id TEXT NOT NULL, user_id TEXT NOT NULL, redirect_uri TEXT NOT NULL,
+                    scope TEXT NOT NULL, nonce TEXT, code_challenge TEXT, session_id TEXT, auth_time REAL NOT NULL,
+                    expires_at REAL NOT NULL, used_at REAL, family_id TEXT);
+                CREATE TABLE refresh_tokens (
+                    token_hash BLOB PRIMARY KEY, family_id TEXT NOT NULL REFERENCES token_families(id),
+                    client_id TEXT NOT NULL, user_id TEXT NOT NULL, scope TEXT NOT NULL, session_id TEXT,
+                    auth_time REAL NOT NULL, created_at REAL NOT NULL, expires_at REAL NOT NULL, used_at REAL);
+                CREATE INDEX refresh_tokens_family ON refresh_tokens(family_id);
+                CREATE TABLE access_tokens (
+                    jti TEXT PRIMARY KEY, family_id TEXT, client_id TEXT NOT NULL, subject TEXT NOT NULL,
+                    expires_at REAL NOT NULL, revoked_at REAL);
+                CREATE TABLE sessions (
+                    id TEXT PRIMARY KEY, secret_hash BLOB NOT NULL UNIQUE, user_id TEXT NOT NULL, auth_time REAL NOT NULL,
+                    created_at REAL NOT NULL, expires_at REAL NOT NULL, ended_at REAL);
+                CREATE TABLE signing_keys (
+                    kid TEXT PRIMARY KEY, algorithm TEXT NOT NULL, pem TEXT NOT NULL, created_at REAL NOT NULL, retired_at REAL);
+                """)
+        }
+        return migrator
+    }
+
+    // MARK: Users
+
+    public func insertUser(_ user: UserRecord) async throws {
+        try await pool.write { db in
+            try db.execute(sql: """
+                INSERT INTO users (id, username, password_hash, claims, disabled, failed_logins, locked_until, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [user.id, user.username, user.passwordHash, try Self.json(user.claims), user.disabled,
+                                 user.failedLogins, user.lockedUntil?.timeIntervalSince1970, user.createdAt.timeIntervalSince1970])
+        }
+    }
+
+    public func user(id: String) async throws -> UserRecord? {
+        try await pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id]).map(Self.user) }
+    }
+
+    public func user(username: String) async throws -> UserRecord? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM users WHERE username = ?", arguments: [username]).map(Self.user)
+        }
+    }
+
+    public func recordLoginFailure(userId: String, now: Date, maxFailures: Int, lockFor: TimeInterval) async throws -> UserRecord? {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE users SET failed_logins = failed_logins + 1 WHERE id = ?", arguments: [userId])
+            try db.execute(sql: """
+                UPDATE users SET locked_until = ?, failed_logins = 0 WHERE id = ? AND failed_logins >= ?
+                """, arguments: [now.addingTimeInterval(lockFor).timeIntervalSince1970, userId, maxFailures])
+            return try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [userId]).map(Self.user)
+        }
+    }
+
+    public func recordLoginSuccess(userId: String) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE users SET failed_logins = 0, locked_until = NULL WHERE id = ?", arguments: [userId])
+        }
+    }
+
+    private static func user(_ row: Row) throws -> UserRecord {
+        UserRecord(id: row["id"], username: row["username"], passwordHash: row["password_hash"],
+                   claims: try decode([String: String].self, row["claims"]), disabled: row["disabled"],
+                   failedLogins: row["failed_logins"], lockedUntil: date(row["locked_until"]), createdAt: date(row["created_at"]) ?? .distantPast)
+    }
+
+    // MARK: Clients
+
+    public func upsertClient(_ client: ClientRecord) async throws {
+        var stored = client.configuration
+        stored.clientSecret = nil  // only the hash is persisted
+        let json = try Self.json(stored)
+        try await pool.write { db in
+            try db.execute(sql: """
+                INSERT INTO clients (id, configuration, secret_hash) VALUES (?, ?, ?)
+                ON CONFLICT(id) DO UPDATE SET configuration = excluded.configuration, secret_hash = excluded.secret_hash
+                """, arguments: [client.configuration.clientId, json, client.secretHash])
+        }
+    }
+
+    public func client(id: String) async throws -> ClientRecord? {
+        try await pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM clients WHERE id = ?", arguments: [id]) else { return nil }
+            return ClientRecord(configuration: try Self.decode(ClientConfiguration.self, row["configuration"]), secretHash: row["secret_hash"])
+        }
+    }
+
+    // MARK: Pending logins
+
+    public func insertLoginRequest(_ request: LoginRequestRecord) async throws {
+        let json = try Self.json(request.request)
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM login_requests WHERE expires_at < ?", arguments: [request.createdAt.timeIntervalSince1970])
+            try db.execute(sql: "INSERT INTO login_requests (id, request, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                           arguments: [request.id, json, request.createdAt.timeIntervalSince1970, request.expiresAt.timeIntervalSince1970])
+        }
+    }
+
+    public func loginRequest(id: String, now: Date) async throws -> LoginRequestRecord? {
+        try await pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM login_requests WHERE id = ? AND expires_at > ?",
+                                             arguments: [id, now.timeIntervalSince1970]) else { return nil }
+            return LoginRequestRecord(id: row["id"], request: try Self.decode(AuthorizationRequest.self, row["request"]),
+                                      createdAt: Self.date(row["created_at"]) ?? now, expiresAt: Self.date(row["expires_at"]) ?? now)
+        }
+    }
+
+    public func deleteLoginRequest(id: String) async throws {
+        try await pool.write { db in try db.execute(sql: "DELETE FROM login_requests WHERE id = ?", arguments: [id]) }
+    }
+
+    // MARK: Authorization codes
+
+    public func insertAuthorizationCode(_ code: AuthorizationCodeRecord) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM authorization_codes WHERE expires_at < ?", arguments: [Date().addingTimeInterval(-3600).timeIntervalSince1970])
+            try db.execute(sql: """
+                INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, nonce, code_challenge,
+                    session_id, auth_time, expires_at, used_at, family_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)
+                """, arguments: [code.codeHash, code.clientId, code.userId, code.redirectUri, code.scope.joined(separator: " "),
+                                 code.nonce, code.codeChallenge, code.sessionId, code.authTime.timeIntervalSince1970,
+                                 code.expiresAt.timeIntervalSince1970])
+        }
+    }
+
+    public func redeemAuthorizationCode(hash: Data, now: Date) async throws -> CodeRedemption {
+        try await pool.write { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM authorization_codes WHERE code_hash = ?", arguments: [hash]) else {
+                return .notFound
+            }
+            let record = Self.code(row)
+            if record.usedAt != nil {
+                if let family = record.familyId {
+                    try Self.revokeFamily(db, id: family, reason: "authorization code replayed", now: now)
+                }
+                return .replayed(familyId: record.familyId)
+            }
+            try db.execute(sql: "UPDATE authorization_codes SET used_at = ? WHERE code_hash = ?", arguments: [now.timeIntervalSince1970, hash])
+            return .redeemed(record)
+        }
+    }
+
+    public func attachFamily(toCodeHash hash: Data, familyId: String) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE authorization_codes SET family_id = ? WHERE code_hash = ?", arguments: [familyId, hash])
+        }
+    }
+
+    private static func code(_ row: Row) -> AuthorizationCodeRecord {
+        AuthorizationCodeRecord(codeHash: row["code_hash"], clientId: row["client_id"], userId: row["user_id"],
+                                redirectUri: row["redirect_uri"], scope: scopes(row["scope"]), nonce: row["nonce"],
+                                codeChallenge: row["code_challenge"], sessionId: row["session_id"],
+                                authTime: date(row["auth_time"]) ?? .distantPast, expiresAt: date(row["expires_at"]) ?? .distantPast,
+                                usedAt: date(row["used_at"]), familyId: row["family_id"])
+    }
+
+    // MARK: Families and tokens
+
+    public func insertFamily(_ family: TokenFamilyRecord) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "INSERT INTO token_families (id, client_id, user_id, created_at) VALUES (?, ?, ?, ?)",
+                           arguments: [family.id, family.clientId, family.userId, family.createdAt.timeIntervalSince1970])
+        }
+    }
+
+    public func family(id: String) async throws -> TokenFamilyRecord? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM token_families WHERE id = ?", arguments: [id]).map { row in
+                TokenFamilyRecord(id: row["id"], clientId: row["client_id"], userId: row["user_id"],
+                                  createdAt: Self.date(row["created_at"]) ?? .distantPast, revokedAt: Self.date(row["revoked_at"]),
+                                  revokedReason: row["revoked_reason"])
+            }
+        }
+    }
+
+    public func revokeFamily(id: String, reason: String, now: Date) async throws {
+        try await pool.write { db in try Self.revokeFamily(db, id: id, reason: reason, now: now) }
+    }
+
+    private static func revokeFamily(_ db: Database, id: String, reason: String, now: Date) throws {
+        try db.execute(sql: "UPDATE token_families SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
+                       arguments: [now.timeIntervalSince1970, reason, id])
+    }
+
+    public func insertRefreshToken(_ token: RefreshTokenRecord) async throws {
+        try await pool.write { db in try Self.insertRefreshToken(db, token) }
+    }
+
+    private static func insertRefreshToken(_ db: Database, _ t: RefreshTokenRecord) throws {
+        try db.execute(sql: """
+            INSERT INTO refresh_tokens (token_hash, family_id, client_id, user_id, scope, session_id, auth_time, created_at, expires_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [t.tokenHash, t.familyId, t.clientId, t.userId, t.scope.joined(separator: " "), t.sessionId,
+                             t.authTime.timeIntervalSince1970, t.createdAt.timeIntervalSince1970, t.expiresAt.timeIntervalSince1970])
+    }
+
+    public func refreshToken(hash: Data) async throws -> RefreshTokenRecord? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM refresh_tokens WHERE token_hash = ?", arguments: [hash]).map(Self.refresh)
+        }
+    }
+
+    public func rotateRefreshToken(presented hash: Data, next: RefreshTokenRecord, now: Date) async throws -> RefreshRotation {
+        try await pool.write { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM refresh_tokens WHERE token_hash = ?", arguments: [hash]) else {
+                return .notFound
+            }
+            let current = Self.refresh(row)
+            let familyRevoked = try Bool.fetchOne(db, sql: "SELECT revoked_at IS NOT NULL FROM token_families WHERE id = ?",
+                                                  arguments: [current.familyId]) ?? true
+            if familyRevoked { return .revoked }
+            if current.usedAt != nil {
+                try Self.revokeFamily(db, id: current.familyId, reason: "refresh token replayed", now: now)
+                return .replayed(familyId: current.familyId)
+            }
+            if current.expiresAt <= now { return .expired }
+            try db.execute(sql: "UPDATE refresh_tokens SET used_at = ? WHERE token_hash = ?", arguments: [now.timeIntervalSince1970, hash])
+            var successor = next
+            successor.familyId = current.familyId
+            try Self.insertRefreshToken(db, successor)
+            return .rotated(previous: current)
+        }
+    }
+
+    private static func refresh(_ row: Row) -> RefreshTokenRecord {
+        RefreshTokenRecord(tokenHash: row["token_hash"], familyId: row["family_id"], clientId: row["client_id"], userId: row["user_id"],
+                           scope: scopes(row["scope"]), sessionId: row["session_id"], authTime: date(row["auth_time"]) ?? .distantPast,
+                           createdAt: date(row["created_at"]) ?? .distantPast, expiresAt: date(row["expires_at"]) ?? .distantPast,
+                           usedAt: date(row["used_at"]))
+    }
+
+    public func insertAccessToken(_ token: AccessTokenRecord) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "INSERT INTO access_tokens (jti, family_id, client_id, subject, expires_at) VALUES (?, ?, ?, ?, ?)",
+                           arguments: [token.jti, token.familyId, token.clientId, token.subject, token.expiresAt.timeIntervalSince1970])
+        }
+    }
+
+    public func accessToken(jti: String) async throws -> AccessTokenRecord? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM access_tokens WHERE jti = ?", arguments: [jti]).map { row in
+                AccessTokenRecord(jti: row["jti"], familyId: row["family_id"], clientId: row["client_id"], subject: row["subject"],
+                                  expiresAt: Self.date(row["expires_at"]) ?? .distantPast, revokedAt: Self.date(row["revoked_at"]))
+            }
+        }
+    }
+
+    public func revokeAccessToken(jti: String, now: Date) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE access_tokens SET revoked_at = ? WHERE jti = ? AND revoked_at IS NULL",
+                           arguments: [now.timeIntervalSince1970, jti])
+        }
+    }
+
+    // MARK: Sessions
+
+    public func insertSession(_ s: SessionRecord) async throws {
+        try await pool.write { db in
+            try db.execute(sql: """
+                INSERT INTO sessions (id, secret_hash, user_id, auth_time, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)
+                """, arguments: [s.id, s.secretHash, s.userId, s.authTime.timeIntervalSince1970, s.createdAt.timeIntervalSince1970,
+                                 s.expiresAt.timeIntervalSince1970])
+        }
+    }
+
+    public func session(secretHash: Data) async throws -> SessionRecord? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE secret_hash = ?", arguments: [secretHash]).map { row in
+                SessionRecord(id: row["id"], secretHash: row["secret_hash"], userId: row["user_id"],
+                              authTime: Self.date(row["auth_time"]) ?? .distantPast, createdAt: Self.date(row["created_at"]) ?? .distantPast,
+                              expiresAt: Self.date(row["expires_at"]) ?? .distantPast, endedAt: Self.date(row["ended_at"]))
+            }
+        }
+    }
+
+    public func endSession(id: String, now: Date) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL", arguments: [now.timeIntervalSince1970, id])
+        }
+    }
+
+    // MARK: Signing keys
+
+    public func signingKeys() async throws -> [SigningKeyRecord] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM signing_keys ORDER BY created_at").map { row in
+                SigningKeyRecord(kid: row["kid"], algorithm: row["algorithm"], pem: row["pem"],
+                                 createdAt: Self.date(row["created_at"]) ?? .distantPast, retiredAt: Self.date(row["retired_at"]))
+            }
+        }
+    }
+
+    public func insertSigningKey(_ key: SigningKeyRecord) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "INSERT INTO signing_keys (kid, algorithm, pem, created_at) VALUES (?, ?, ?, ?)",
+                           arguments: [key.kid, key.algorithm, key.pem, key.createdAt.timeIntervalSince1970])
+        }
+    }
+
+    public func retireSigningKeys(before: Date, now: Date) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE signing_keys SET retired_at = ? WHERE retired_at IS NULL AND created_at < ?",
+                           arguments: [now.timeIntervalSince1970, before.timeIntervalSince1970])
+        }
+    }
+
+    // MARK: Helpers
+
+    private static func date(_ value: Double?) -> Date? { value.map(Date.init(timeIntervalSince1970:)) }
+    private static func scopes(_ value: String) -> [String] { value.split(separator: " ").map(String.init) }
+    private static func json(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+    private static func decode<T: Decodable>(_ type: T.Type, _ text: String) throws -> T {
+        try JSONDecoder().decode(T.self, from: Data(text.utf8))
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+
+/// Persistence for the identity server. Every method is atomic; implementations must be safe to call concurrently
+/// from many requests and from several server instances sharing the same database.
+public protocol Store: Sendable {
+    // Users
+    func insertUser(_ user: UserRecord) async throws
+    func user(id: String) async throws -> UserRecord?
+    func user(username: String) async throws -> UserRecord?
+    /// Records a failed password attempt; locks the account once `maxFailures` is reached.
+    func recordLoginFailure(userId: String, now: Date, maxFailures: Int, lockFor: TimeInterval) async throws -> UserRecord?
+    func recordLoginSuccess(userId: String) async throws
+
+    // Clients
+    func upsertClient(_ client: ClientRecord) async throws
+    func client(id: String) async throws -> ClientRecord?
+
+    // Pending logins
+    func insertLoginRequest(_ request: LoginRequestRecord) async throws
+    func loginRequest(id: String, now: Date) async throws -> LoginRequestRecord?
+    func deleteLoginRequest(id: String) async throws
+
+    // Authorization codes
+    func insertAuthorizationCode(_ code: AuthorizationCodeRecord) async throws
+    /// Marks the code used and returns it, or reports a replay (and revokes what the first redemption produced).
+    func redeemAuthorizationCode(hash: Data, now: Date) async throws -> CodeRedemption
+    func attachFamily(toCodeHash hash: Data, familyId: String) async throws
+
+    // Token families, refresh and access tokens
+    func insertFamily(_ family: TokenFamilyRecord) async throws
+    func family(id: String) async throws -> TokenFamilyRecord?
+    func revokeFamily(id: String, reason: String, now: Date) async throws
+    func insertRefreshToken(_ token: RefreshTokenRecord) async throws
+    func refreshToken(hash: Data) async throws -> RefreshTokenRecord?
+    /// Atomically checks `presented` and replaces it by `next` (same family); detects replays.
+    func rotateRefreshToken(presented hash: Data, next: RefreshTokenRecord, now: Date) async throws -> RefreshRotation
+    func insertAccessToken(_ token: AccessTokenRecord) async throws
+    func accessToken(jti: String) async throws -> AccessTokenRecord?
+    func revokeAccessToken(jti: String, now: Date) async throws
+
+    // SSO sessions
+    func insertSession(_ session: SessionRecord) async throws
+    func session(secretHash: Data) async throws -> SessionRecord?
+    func endSession(id: String, now: Date) async throws
+
+    // Signing keys
+    func signingKeys() async throws -> [SigningKeyRecord]
+    func insertSigningKey(_ key: SigningKeyRecord) async throws
+    func retireSigningKeys(before: Date, now: Date) async throws
+}

@@ -1,0 +1,50 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// One HTTP/1.1 request/response over a fresh loopback connection, with SwiftNIO's client codec.
+enum RawHTTP {
+    struct Result {
+        let response: HTTPResult
+        let setCookies: [String]
+        var status: Int { response.status }
+    }
+
+    static func exchange(host: String, port: Int, method: String, path: String, headers: [String: String], body: Data?) async throws -> Result {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connectTimeout(.seconds(10))
+            .connect(host: host, port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
+                }
+            }
+        return try await channel.executeThenClose { inbound, outbound in
+            var head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: method), uri: path)
+            for (name, value) in headers { head.headers.add(name: name, value: value) }
+            try await outbound.write(.head(head))
+            if let body, !body.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
+            try await outbound.write(.end(nil))
+            var status = 0
+            var fields: [String: String] = [:]
+            var cookies: [String] = []
+            var data = Data()
+            for try await part in inbound {
+                switch part {
+                case .head(let response):
+                    status = Int(response.status.code)
+                    for (name, value) in response.headers {
+                        if name.lowercased() == "set-cookie" { cookies.append(value) } else { fields[name] = value }
+                    }
+                    if !cookies.isEmpty { fields["Set-Cookie"] = cookies.joined(separator: "\n") }
+                case .body(let buffer):
+                    data.append(contentsOf: buffer.readableBytesView)
+                case .end:
+                    return Result(response: HTTPResult(status: status, headers: fields, body: data), setCookies: cookies)
+                }
+            }
+            throw TestFailure("connection closed before the response ended")
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import Hummingbird
+import LatchkeyServer
+import Logging
+
+/// An identity server running in-process on a loopback port chosen by the OS, with its own SQLite file.
+final class TestServer: Sendable {
+    let server: IdentityServer
+    let port: Int
+    let databasePath: String
+    let advanceClock: @Sendable (TimeInterval) -> Void
+    private let task: Task<Void, any Error>
+
+    var issuer: String { server.issuer }
+    var base: String { "http://127.0.0.1:\(port)" }
+
+    static let confidentialClient = ClientConfiguration(
+        clientId: "backend", name: "Backend", clientSecret: "backend-secret-0123456789", tokenEndpointAuthMethod: .clientSecretBasic,
+        redirectUris: ["https://backend.example/callback"], grantTypes: [.clientCredentials, .tokenExchange, .authorizationCode, .refreshToken],
+        scopes: ["openid", "profile", "email", "api.read", "api.write"], allowedAudiences: ["https://api.example"], requirePKCE: false)
+
+    static let postClient = ClientConfiguration(
+        clientId: "poster", clientSecret: "poster-secret-0123456789", tokenEndpointAuthMethod: .clientSecretPost,
+        grantTypes: [.clientCredentials], scopes: ["api.read"])
+
+    /// Starts a server. `databasePath` reuses a file (restart tests); `configure` adjusts the configuration.
+    static func start(databasePath: String? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
+        let path = databasePath ?? FileManager.default.temporaryDirectory
+            .appendingPathComponent("latchkey-test-\(UUID().uuidString).sqlite").path
+        var configuration = DevelopmentDefaults.configuration(port: 0, databasePath: path, host: "127.0.0.1")
+        configuration.bcryptCost = 4
+        configuration.clients += [confidentialClient, postClient]
+        configuration.users.append(UserSeed(username: "disabled@example.com", password: "disabled password", disabled: true))
+        configure(&configuration)
+        var logger = Logger(label: "test.server")
+        logger.logLevel = .critical  // Hummingbird logs cancellation at shutdown as an error
+        let (clock, advance) = ServerClock.adjustable()
+        let trace = ProcessInfo.processInfo.environment["LATCHKEY_TEST_TRACE"] != nil
+        if trace { FileHandle.standardError.write(Data("opening \(path)\n".utf8)) }
+        let server = try await IdentityServer.open(configuration: configuration, clock: clock, logger: logger)
+        if trace { FileHandle.standardError.write(Data("opened \(path)\n".utf8)) }
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let app = server.application { port in continuation.yield(port) }
+        let task = Task {
+            do { try await app.run() } catch {
+                FileHandle.standardError.write(Data("server run ended with \(error)\n".utf8))
+                throw error
+            }
+            if ProcessInfo.processInfo.environment["LATCHKEY_TEST_TRACE"] != nil {
+                FileHandle.standardError.write(Data("server run ended (cancelled: \(Task.isCancelled))\n".utf8))
+            }
+        }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw TestFailure("server did not start") }
+        if ProcessInfo.processInfo.environment["LATCHKEY_TEST_TRACE"] != nil {
+            FileHandle.standardError.write(Data("server started on \(port)\n".utf8))
+        }
+        return TestServer(server: server, port: port, databasePath: path, advance: advance, task: task)
+    }
+
+    private init(server: IdentityServer, port: Int, databasePath: String, advance: @escaping @Sendable (TimeInterval) -> Void,
+                 task: Task<Void, any Error>) {
+        self.server = server; self.port = port; self.databasePath = databasePath; self.advanceClock = advance; self.task = task
+    }
+
+    /// Stops the server (graceful shutdown via task cancellation) and waits for it.
+    func stop() async {
+        task.cancel()
+        _ = await task.result
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
