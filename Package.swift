@@ -80,7 +80,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LatchkeyTests",
-            dependencies: ["Latchkey", "LatchkeyJOSE"],
+            dependencies: ["Latchkey", "LatchkeyJOSE", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

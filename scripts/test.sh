@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs every test: Swift unit and end-to-end tests (in-process servers on loopback), then the system tests
+# (the real `latchkey` binary driven by pytest, headless Chromium through the hosted pages, SIGKILL durability).
+# Installs what it needs on a fresh Debian machine (apt-get, pip); safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "==> installing ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need_apt[@]}"
+fi
+python3 -c "import selenium, pytest, requests" 2>/dev/null || { echo "==> installing selenium pytest requests"; python3 -m pip install -q selenium pytest requests; }
+
+echo "==> swift build"
+swift build --build-tests
+echo "==> swift test"
+swift test --skip-build
+echo "==> system tests (pytest)"
+LATCHKEY_BIN="$(swift build --show-bin-path)/latchkey" python3 -m pytest -q Tests/system
