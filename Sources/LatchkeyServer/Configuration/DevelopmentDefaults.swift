@@ -10,7 +10,7 @@ public enum DevelopmentDefaults {
     public static let demoPassword = "correct horse battery staple"
 
     /// Public client `latchkey-demo`: loopback redirects on any port (RFC 8252 §7.3) and the app's custom scheme.
-    public static func demoClient(issuer: String) -> ClientConfiguration {
+    public static func demoClient() -> ClientConfiguration {
         ClientConfiguration(
             clientId: demoClientId, name: "Latchkey Demo",
             redirectUris: ["http://127.0.0.1/callback", "http://localhost/callback", "http://[::1]/callback",
@@ -28,10 +28,13 @@ public enum DevelopmentDefaults {
 
     /// A complete development configuration; `port` changes the issuer too so links stay right.
     public static func configuration(port: Int = port, databasePath: String = databasePath, host: String = "localhost") -> ServerConfiguration {
-        let issuer = "http://\(host):\(port)"
+        var components = URLComponents()
+        components.scheme = "http"
+        components.host = host
+        components.port = port
+        let issuer = components.url ?? URL(fileURLWithPath: "/")  // validate() rejects the fallback with a clear message
         return ServerConfiguration(
-            issuer: URL(string: issuer)!,  // literal loopback URL built from an Int port: cannot fail
-            host: "127.0.0.1", port: port, databasePath: databasePath, development: true,
-            clients: [demoClient(issuer: issuer)], users: [demoUser])
+            issuer: issuer, host: "127.0.0.1", port: port, databasePath: databasePath, development: true,
+            clients: [demoClient()], users: [demoUser])
     }
 }

@@ -18,6 +18,9 @@ struct CookiePolicy: Sendable {
     /// Double-submit CSRF cookie for the hosted forms: `Strict`, so a cross-site POST never carries it.
     func csrf(_ value: String) -> String { cookie(Self.csrfCookie, value, maxAge: 3600, sameSite: "Strict") }
 
+    /// The form has done its job once the login succeeded.
+    func clearCSRF() -> String { cookie(Self.csrfCookie, "", maxAge: 0, sameSite: "Strict") }
+
     private func cookie(_ name: String, _ value: String, maxAge: Int, sameSite: String) -> String {
         "\(name)=\(value); Path=/; Max-Age=\(maxAge); HttpOnly; SameSite=\(sameSite)\(secure ? "; Secure" : "")"
     }

@@ -69,7 +69,7 @@ extension IdentityServer {
         try await store.insertSession(session)
         try await store.deleteLoginRequest(id: id)
         var headers = HTTPFields()
-        headers[values: .setCookie] = [cookies.session(secret, maxAge: configuration.lifetimes.session), cookies.csrf("")]
+        headers[values: .setCookie] = [cookies.session(secret, maxAge: configuration.lifetimes.session), cookies.clearCSRF()]
         return try await issueCode(pending.request, user: user, session: session, afterPost: true, headers: headers)
     }
 

@@ -153,7 +153,10 @@ public final class SQLiteStore: Store {
 
     public func insertAuthorizationCode(_ code: AuthorizationCodeRecord) async throws {
         try await pool.write { db in
-            try db.execute(sql: "DELETE FROM authorization_codes WHERE expires_at < ?", arguments: [Date().addingTimeInterval(-3600).timeIntervalSince1970])
+            // Used and expired codes are kept about two hours (the new code's expiry is "now" plus a minute), so a
+            // late replay is still recognised as one and revokes what the first redemption issued.
+            try db.execute(sql: "DELETE FROM authorization_codes WHERE expires_at < ?",
+                           arguments: [code.expiresAt.addingTimeInterval(-2 * 3600).timeIntervalSince1970])
             try db.execute(sql: """
                 INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, nonce, code_challenge,
                     session_id, auth_time, expires_at, used_at, family_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)

@@ -1,0 +1,84 @@
+import Foundation
+@testable import LatchkeyServer
+import Testing
+
+@Suite("Configuration: file format and refusals")
+struct ConfigurationTests {
+    func write(_ json: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-config-\(UUID().uuidString).json").path
+        try Data(json.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test func developmentDefaultsAreTheDocumentedOnes() throws {
+        let c = DevelopmentDefaults.configuration()
+        #expect(c.issuerString == "http://localhost:8090")
+        #expect(c.host == "127.0.0.1" && c.port == 8090 && c.databasePath == "latchkey.sqlite")
+        let demo = try #require(c.clients.first { $0.clientId == "latchkey-demo" })
+        #expect(demo.isPublic && demo.requirePKCE)
+        #expect(demo.redirectUris.contains("io.latchkey.demo:/callback"))
+        #expect(RedirectURIMatcher.isRegistered("http://127.0.0.1:49152/callback", in: demo.redirectUris))
+        #expect(c.users.map(\.username) == ["demo@example.com"])
+        try c.validate()
+    }
+
+    @Test func fileIsAppliedOverDefaults() throws {
+        let path = try write("""
+            { "issuer": "https://id.example.com", "port": 9000, "database": "/tmp/x.sqlite",
+              "clients": [ { "client_id": "app", "redirect_uris": ["com.example:/cb"] },
+                           { "client_id": "svc", "client_secret": "0123456789abcdef", "grant_types": ["client_credentials"], "scopes": ["api"] } ],
+              "users": [ { "username": "ada@example.com", "password": "pw", "claims": { "email": "ada@example.com" } } ],
+              "lifetimes": { "access_token": 300 }, "login_policy": { "max_failures_per_account": 3 } }
+            """)
+        var c = DevelopmentDefaults.configuration()
+        c.clients = []; c.users = []
+        try ConfigurationFile.load(path: path).apply(to: &c)
+        #expect(c.issuerString == "https://id.example.com" && c.port == 9000 && c.databasePath == "/tmp/x.sqlite")
+        #expect(c.clients.map(\.clientId) == ["app", "svc"])
+        #expect(c.clients[1].tokenEndpointAuthMethod == .clientSecretBasic)
+        #expect(c.lifetimes.accessToken == 300 && c.lifetimes.idToken == 3600)
+        #expect(c.loginPolicy.maxFailuresPerAccount == 3)
+        #expect(c.users.first?.claims["email"] == "ada@example.com")
+        try c.validate()
+    }
+
+    @Test func plainHTTPIsOnlyForLoopback() throws {
+        var c = DevelopmentDefaults.configuration()
+        c.issuer = URL(string: "http://id.example.com")!
+        #expect(throws: ConfigurationError.self) { try c.validate() }
+        c = DevelopmentDefaults.configuration()
+        c.host = "0.0.0.0"
+        #expect(throws: ConfigurationError.self) { try c.validate() }
+        c.issuer = URL(string: "https://id.example.com")!
+        try c.validate()  // behind a TLS proxy
+        #expect(!c.usesPlainHTTPOnLoopback, "an https issuer gets Secure cookies")
+    }
+
+    @Test func invalidClientsAreRefusedWithTheReason() throws {
+        let cases: [(ClientConfiguration, String)] = [
+            (ClientConfiguration(clientId: "a", clientSecret: "short"), "at least 16"),
+            (ClientConfiguration(clientId: "b", redirectUris: ["http://evil.example/cb"]), "must be loopback"),
+            (ClientConfiguration(clientId: "c", redirectUris: ["com.example:/cb#x"]), "fragment"),
+            (ClientConfiguration(clientId: "d", grantTypes: [.clientCredentials]), "public client"),
+            (ClientConfiguration(clientId: "e", redirectUris: ["not a uri"]), "absolute"),
+        ]
+        for (client, reason) in cases {
+            var c = DevelopmentDefaults.configuration()
+            c.clients = [client]
+            #expect { try c.validate() } throws: { ($0 as? ConfigurationError)?.description.contains(reason) == true }
+        }
+        var dup = DevelopmentDefaults.configuration()
+        dup.clients += dup.clients
+        #expect(throws: ConfigurationError.self) { try dup.validate() }
+    }
+
+    @Test func unreadableOrMalformedFilesSayWhy() throws {
+        #expect { try ConfigurationFile.load(path: "/nonexistent/latchkey.json") } throws: {
+            ($0 as? ConfigurationError)?.description.contains("cannot read") == true
+        }
+        let path = try write(#"{ "clients": [ { "name": "no id" } ] }"#)
+        #expect { try ConfigurationFile.load(path: path) } throws: {
+            ($0 as? ConfigurationError)?.description.contains("client_id") == true
+        }
+    }
+}
