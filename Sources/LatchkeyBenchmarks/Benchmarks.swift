@@ -32,7 +32,9 @@ struct Benchmarks {
     }
 
     static func report(_ name: String, _ measured: Double, baseline name2: String, _ base: Double) {
-        print(String(format: "  %-44@ %10.0f/s   vs %-28@ %10.0f/s   ratio %.2f", name as NSString, measured, name2 as NSString, base, measured / base))
+        func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : s + String(repeating: " ", count: n - s.count) }
+        print("  " + pad(name, 34) + String(format: "%9.0f/s", measured) + "   vs " + pad(name2, 22)
+              + String(format: "%9.0f/s   ratio %.2f", base, measured / base))
     }
 
     static func jose() throws {

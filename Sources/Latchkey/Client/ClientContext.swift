@@ -1,0 +1,196 @@
+import Foundation
+
+/// Everything bound to one configuration: endpoints, keys, tokens. `reInitialize` replaces it whole.
+final class ClientContext: Sendable {
+    let config: LatchkeyConfig
+    let http: any HTTPClient
+    let storage: any StorageAdapter
+    private let discovery: DiscoveryCache
+    private let cachedMetadata = Locked<ProviderMetadata?>(nil)
+    let tokens: TokenManager
+
+    init(config: LatchkeyConfig, http: any HTTPClient, storage: any StorageAdapter) {
+        self.config = config
+        self.http = http
+        self.storage = storage
+        self.discovery = DiscoveryCache(issuer: config.issuer, http: http)
+        // The token manager calls back into this context to refresh; a weak link avoids a retain cycle.
+        let owner = WeakContext()
+        self.tokens = TokenManager(storage: storage) { current in
+            guard let context = owner.get() else { throw LatchkeyError(.sdkNotInitialized, "the client was re-initialized") }
+            return try await context.refresh(current)
+        }
+        owner.set(self)
+    }
+
+    /// Provider metadata; fetched once (concurrent callers share the request). Nil when the server has no discovery.
+    func metadata() async -> ProviderMetadata? {
+        if let cached = cachedMetadata.withLock({ $0 }) { return cached }
+        let fetched = try? await discovery.get()
+        if let fetched { cachedMetadata.withLock { $0 = fetched } }
+        return fetched
+    }
+
+    func requireMetadata() async throws -> ProviderMetadata {
+        if let m = await metadata() { return m }
+        return try await discovery.get()
+    }
+
+    private func endpoint(_ path: String) -> URL {
+        URL(string: config.issuer + path) ?? URL(fileURLWithPath: "/")
+    }
+
+    /// From discovery once fetched (initialize prefetches it); until then the Latchkey/ThunderID convention.
+    var authorizationEndpoint: URL {
+        cachedMetadata.withLock { $0?.authorizationEndpoint } ?? endpoint("/oauth2/authorize")
+    }
+
+    private let validatorBox = Locked<IDTokenValidator?>(nil)
+
+    func idTokenValidator() async throws -> IDTokenValidator {
+        if let v = validatorBox.withLock({ $0 }) { return v }
+        let jwksURL = try await requireMetadata().jwksUri
+        return validatorBox.withLock { box in
+            if let v = box { return v }
+            let v = IDTokenValidator(jwks: JWKSCache(url: jwksURL, http: http))
+            box = v
+            return v
+        }
+    }
+
+    // MARK: Token endpoint
+
+    /// POSTs a form to the token endpoint and maps errors (OAuth and ReachFive shapes) to `LatchkeyError`.
+    func tokenRequest(_ parameters: [(String, String)]) async throws -> TokenResponse {
+        let url = try await requireMetadata().tokenEndpoint
+        let response = try await http.send(.form(url, parameters))
+        guard response.status == 200 else { throw Self.errorFrom(response) }
+        do { return try JSONDecoder().decode(TokenResponse.self, from: response.body) } catch {
+            throw LatchkeyError(.serverError, "the token endpoint answered 200 with a body that is not a token response", statusCode: 200)
+        }
+    }
+
+    static func errorFrom(_ response: HTTPResponse) -> LatchkeyError {
+        struct OAuthBody: Decodable { var error: String?; var error_description: String? }
+        let body = try? JSONDecoder().decode(OAuthBody.self, from: response.body)
+        let apiError = try? JSONDecoder().decode(LatchkeyError.ApiError.self, from: response.body)
+        if let error = body?.error {
+            return .oauth(error, description: body?.error_description, status: response.status,
+                          apiError: apiError?.errorUserMsg != nil ? apiError : nil)
+        }
+        let code: LatchkeyError.Code = response.status >= 500 ? .serverError : response.status == 401 ? .authenticationFailed : .unknownError
+        return LatchkeyError(code, "the server answered HTTP \(response.status)", statusCode: response.status)
+    }
+
+    /// Turns a token response into a stored token set, validating the ID token when there is one.
+    func validated(_ response: TokenResponse, nonce: String?, maxAge: Int?, previous: TokenSet?) async throws -> TokenSet {
+        if let idToken = response.idToken, config.tokenValidation.validate {
+            let issuer = try await requireMetadata().issuer
+            _ = try await idTokenValidator().validate(idToken, .init(
+                issuer: issuer, clientId: config.clientId, nonce: nonce, accessToken: response.accessToken, maxAge: maxAge,
+                leeway: config.tokenValidation.clockTolerance))
+        } else if previous == nil, config.scopes.contains("openid"), config.tokenValidation.validate {
+            throw LatchkeyError(.invalidToken, "the provider returned no ID token for an openid sign-in")
+        }
+        return TokenSet(accessToken: response.accessToken, refreshToken: response.refreshToken ?? previous?.refreshToken,
+                        idToken: response.idToken ?? previous?.idToken, tokenType: response.tokenType ?? "Bearer",
+                        expiresAt: Date().addingTimeInterval(TimeInterval(response.expiresIn ?? 3600)),
+                        scope: response.scope ?? previous?.scope, nonce: nonce ?? previous?.nonce)
+    }
+
+    /// One refresh round trip; the refreshed ID token is validated too (a nonce, if present, must be the original).
+    func refresh(_ current: TokenSet) async throws -> TokenSet {
+        guard let refreshToken = current.refreshToken else { throw LatchkeyError(.sessionExpired, "no refresh token") }
+        let response = try await tokenRequest([("grant_type", "refresh_token"), ("refresh_token", refreshToken),
+                                               ("client_id", config.clientId)])
+        var tokens = try await validatedRefresh(response, previous: current)
+        tokens.nonce = current.nonce
+        return tokens
+    }
+
+    private func validatedRefresh(_ response: TokenResponse, previous: TokenSet) async throws -> TokenSet {
+        if let idToken = response.idToken, config.tokenValidation.validate {
+            let issuer = try await requireMetadata().issuer
+            let claims = try await idTokenValidator().validate(idToken, .init(
+                issuer: issuer, clientId: config.clientId, nonce: nil, accessToken: response.accessToken,
+                leeway: config.tokenValidation.clockTolerance))
+            if let nonce = claims["nonce"]?.stringValue, nonce != previous.nonce {
+                throw LatchkeyError(.invalidToken, "ID token rejected: a refreshed ID token carries a different nonce")
+            }
+            if let old = previous.idToken, let oldSub: [String: JSONValue] = try? decodePayload(old), oldSub["sub"] != claims["sub"] {
+                throw LatchkeyError(.invalidToken, "ID token rejected: refresh returned a different subject")
+            }
+        }
+        return try await validated(response, nonce: nil, maxAge: nil, previous: previous)
+    }
+
+    private func decodePayload(_ jwt: String) throws -> [String: JSONValue] {
+        try CompactJWS(parsing: jwt).claims(as: [String: JSONValue].self)
+    }
+
+    // MARK: Other endpoints
+
+    func revoke(_ token: String, hint: String) async throws {
+        guard let url = try await requireMetadata().revocationEndpoint else { return }
+        let response = try await http.send(.form(url, [("token", token), ("token_type_hint", hint), ("client_id", config.clientId)]))
+        guard response.status == 200 else { throw Self.errorFrom(response) }
+    }
+
+    /// RP-initiated logout without a browser: the provider ends the session named by the hint; the redirect it
+    /// answers with is not followed.
+    func endSession(idTokenHint: String) async throws {
+        guard let url = try await requireMetadata().endSessionEndpoint else { return }
+        var parameters = [("id_token_hint", idTokenHint), ("client_id", config.clientId)]
+        if let after = config.afterSignOutUrl { parameters.append(("post_logout_redirect_uri", after)) }
+        let response = try await http.send(.form(url, parameters))
+        guard response.status < 400 else { throw Self.errorFrom(response) }
+    }
+
+    func userinfo(accessToken: String) async throws -> User {
+        guard let url = try await requireMetadata().userinfoEndpoint else {
+            throw LatchkeyError(.invalidConfiguration, "the provider has no userinfo endpoint")
+        }
+        let response = try await http.send(HTTPRequest(url: url, headers: ["Authorization": "Bearer \(accessToken)", "Accept": "application/json"]))
+        guard response.status == 200 else { throw Self.errorFrom(response) }
+        guard let claims = try? JSONDecoder().decode([String: JSONValue].self, from: response.body) else {
+            throw LatchkeyError(.serverError, "userinfo is not a JSON object")
+        }
+        return User(claims: claims)
+    }
+
+    /// Claims of the session's ID token (validated when it was received).
+    func user(from tokens: TokenSet) async throws -> User {
+        guard let idToken = tokens.idToken else { return try await userinfo(accessToken: tokens.accessToken) }
+        return User(claims: try decodePayload(idToken))
+    }
+}
+
+/// Fetches discovery once; concurrent callers share the request and a failure is retried on the next call.
+actor DiscoveryCache {
+    private let issuer: String
+    private let http: any HTTPClient
+    private var task: Task<ProviderMetadata, any Error>?
+
+    init(issuer: String, http: any HTTPClient) {
+        self.issuer = issuer
+        self.http = http
+    }
+
+    func get() async throws -> ProviderMetadata {
+        if let task { return try await task.value }
+        let task = Task { [issuer, http] in try await ProviderMetadata.discover(issuer: issuer, http: http) }
+        self.task = task
+        do { return try await task.value } catch {
+            self.task = nil
+            throw error
+        }
+    }
+}
+
+/// A weak reference that can cross concurrency domains (set once, read under a lock).
+private final class WeakContext: @unchecked Sendable {
+    private weak var value: ClientContext?
+    private let lock = NSLock()
+    func set(_ context: ClientContext) { lock.withLock { value = context } }
+    func get() -> ClientContext? { lock.withLock { value } }
+}

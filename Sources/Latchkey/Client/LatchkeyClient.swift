@@ -1,0 +1,290 @@
+import Foundation
+import Logging
+
+/// The Latchkey client: every seed method with the seed's name and labels (async/await instead of Futures).
+///
+/// ```swift
+/// let client = LatchkeyClient()
+/// try await client.initialize(config: LatchkeyConfig(baseUrl: "http://localhost:8090", clientId: "latchkey-demo",
+///                                                     afterSignInUrl: "http://127.0.0.1:7777/callback"))
+/// let url = try client.buildSignInURL()
+/// // … the browser returns to afterSignInUrl …
+/// let user = try await client.handleRedirectCallback(url: callbackURL)
+/// let token = try await client.getAccessToken()
+/// ```
+public final class LatchkeyClient: Sendable {
+    /// State that synchronous seed methods (`getConfiguration`, `isLoading`, `buildSignInURL`) must read.
+    private struct State {
+        var config: LatchkeyConfig?
+        var context: ClientContext?
+        var loading = 0
+        /// Authorization requests in flight, keyed by `state` — never one shared slot.
+        var pending: [String: PendingAuthorization] = [:]
+    }
+
+    struct PendingAuthorization: Sendable {
+        var pkce: PKCEPair
+        var nonce: String
+        var redirectUri: String
+        var maxAge: Int?
+        var sessionId: String?
+        var createdAt: Date
+    }
+
+    private let state = Locked(State())
+    private let http: any HTTPClient
+    let logger: Logger
+
+    public init(http: any HTTPClient = URLSessionHTTPClient(), logger: Logger = Logger(label: "latchkey")) {
+        self.http = http
+        self.logger = logger
+    }
+
+    // MARK: Initialization (seed 003)
+
+    /// Initializes the SDK; call once before anything else.
+    @discardableResult
+    public func initialize(config: LatchkeyConfig, storage: (any StorageAdapter)? = nil) async throws -> Bool {
+        try config.validate()
+        let context = ClientContext(config: config, http: http, storage: storage ?? InMemoryStorageAdapter())
+        try state.withLock { s in
+            guard s.config == nil else { throw LatchkeyError(.alreadyInitialized, "initialize(config:storage:) was already called") }
+            s.config = config
+            s.context = context
+        }
+        _ = await context.metadata()  // best effort: buildSignInURL is synchronous and wants the real endpoint
+        return true
+    }
+
+    /// Changes the base URL and/or client id, keeping the rest of the configuration and the storage.
+    @discardableResult
+    public func reInitialize(baseUrl: String? = nil, clientId: String? = nil) async throws -> Bool {
+        let (current, storage) = try state.withLock { s -> (LatchkeyConfig, any StorageAdapter) in
+            guard let config = s.config, let context = s.context else { throw LatchkeyError(.sdkNotInitialized, "call initialize(config:storage:) first") }
+            return (config, context.storage)
+        }
+        var config = current
+        if let baseUrl { config.baseUrl = baseUrl }
+        if let clientId { config.clientId = clientId }
+        try config.validate()
+        let context = ClientContext(config: config, http: http, storage: storage)
+        state.withLock { s in
+            s.config = config
+            s.context = context
+            s.pending = [:]
+        }
+        return true
+    }
+
+    public func getConfiguration() throws -> LatchkeyConfig { try context().config }
+
+    /// True while a sign-in or sign-out is in progress.
+    public func isLoading() -> Bool { state.withLock { $0.loading > 0 } }
+
+    func context() throws -> ClientContext {
+        guard let context = state.withLock({ $0.context }) else {
+            throw LatchkeyError(.sdkNotInitialized, "call initialize(config:storage:) first")
+        }
+        return context
+    }
+
+    func loading<T>(_ body: () async throws -> T) async rethrows -> T {
+        state.withLock { $0.loading += 1 }
+        defer { state.withLock { $0.loading -= 1 } }
+        return try await body()
+    }
+
+    // MARK: Redirect sign-in (seed 003)
+
+    /// The authorization URL (code flow, PKCE S256, fresh `state` and `nonce`) to open in a browser.
+    public func buildSignInURL(options: SignInOptions? = nil) throws -> URL {
+        try buildSignInURL(options: options, sessionId: nil)
+    }
+
+    func buildSignInURL(options: SignInOptions?, sessionId: String?, state requestedState: String? = nil, nonce requestedNonce: String? = nil,
+                        scopes: [String]? = nil) throws -> URL {
+        let context = try context()
+        guard let redirectUri = context.config.afterSignInUrl else {
+            throw LatchkeyError(.invalidConfiguration, "afterSignInUrl (the redirect URI) is not set")
+        }
+        let pkce = PKCEPair()
+        let stateValue = requestedState ?? PKCEPair().verifier.prefix(32).description
+        let nonce = requestedNonce ?? PKCEPair().verifier.prefix(32).description
+        var parameters: [(String, String)] = [
+            ("response_type", "code"), ("client_id", context.config.clientId), ("redirect_uri", redirectUri),
+            ("scope", (scopes ?? context.config.scopes).joined(separator: " ")), ("state", stateValue), ("nonce", nonce),
+            ("code_challenge", pkce.challenge), ("code_challenge_method", "S256"),
+        ]
+        if let prompt = options?.prompt { parameters.append(("prompt", prompt)) }
+        if let hint = options?.loginHint { parameters.append(("login_hint", hint)) }
+        if let fidp = options?.fidp { parameters.append(("fidp", fidp)) }
+        if let maxAge = options?.maxAge { parameters.append(("max_age", String(maxAge))) }
+        let reserved = Set(parameters.map(\.0))
+        for (name, value) in (options?.extra ?? [:]).sorted(by: { $0.key < $1.key }) where !reserved.contains(name) {
+            parameters.append((name, value))
+        }
+        guard var components = URLComponents(url: context.authorizationEndpoint, resolvingAgainstBaseURL: false) else {
+            throw LatchkeyError(.invalidConfiguration, "authorization endpoint is not a URL")
+        }
+        components.percentEncodedQuery = FormCoding.encode(parameters)
+        guard let url = components.url else { throw LatchkeyError(.invalidConfiguration, "cannot build the authorization URL") }
+        let pending = PendingAuthorization(pkce: pkce, nonce: nonce, redirectUri: redirectUri, maxAge: options?.maxAge,
+                                           sessionId: sessionId, createdAt: Date())
+        state.withLock { s in
+            s.pending = s.pending.filter { Date().timeIntervalSince($0.value.createdAt) < 600 }
+            s.pending[stateValue] = pending
+        }
+        return url
+    }
+
+    /// Completes a redirect sign-in: checks `error`, `state` and `iss`, exchanges the code (form-encoded, with the
+    /// PKCE verifier), validates the ID token and stores the session.
+    public func handleRedirectCallback(url: URL) async throws -> User {
+        try await loading {
+            let context = try context()
+            let tokens = try await completeAuthorization(url: url, context: context)
+            return try await context.user(from: tokens)
+        }
+    }
+
+    func completeAuthorization(url: URL, context: ClientContext) async throws -> TokenSet {
+        let query = Dictionary((URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map { ($0.name, $0.value ?? "") },
+                               uniquingKeysWith: { first, _ in first })
+        guard let returnedState = query["state"], !returnedState.isEmpty else {
+            throw LatchkeyError(.invalidGrant, "the callback has no state; it does not answer a sign-in this app started")
+        }
+        guard let pending = state.withLock({ $0.pending.removeValue(forKey: returnedState) }) else {
+            throw LatchkeyError(.invalidGrant, "the callback's state does not match any sign-in in progress (possible CSRF or a stale callback)")
+        }
+        if let iss = query["iss"] {
+            guard iss == context.config.issuer else { throw LatchkeyError(.invalidGrant, "the callback's iss is \(iss), expected \(context.config.issuer) (RFC 9207 mix-up defence)") }
+        } else if await context.metadata()?.authorizationResponseIssParameterSupported == true {
+            throw LatchkeyError(.invalidGrant, "the provider promises iss in callbacks (RFC 9207) but this one has none")
+        }
+        if let error = query["error"] {
+            let description = query["error_description"]
+            if error == "access_denied" {
+                throw LatchkeyError(.authenticationFailed, "access_denied: \(description ?? "the user or server refused the sign-in")", serverCode: error)
+            }
+            throw LatchkeyError.oauth(error, description: description, status: nil)
+        }
+        guard let code = query["code"], !code.isEmpty else { throw LatchkeyError(.invalidGrant, "the callback has no authorization code") }
+        let response = try await context.tokenRequest([
+            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", pending.redirectUri),
+            ("client_id", context.config.clientId), ("code_verifier", pending.pkce.verifier),
+        ])
+        let tokens = try await context.validated(response, nonce: pending.nonce, maxAge: pending.maxAge, previous: nil)
+        try await context.tokens.replace(tokens, sessionId: pending.sessionId)
+        return tokens
+    }
+
+    // MARK: Session and tokens (seed 003)
+
+    /// A valid access token, refreshed first if it is about to expire. Concurrent callers share one refresh.
+    public func getAccessToken(sessionId: String? = nil) async throws -> String {
+        try await context().tokens.accessToken(sessionId)
+    }
+
+    /// True when the session has tokens that are usable now or can be refreshed.
+    public func isSignedIn(sessionId: String? = nil) async throws -> Bool {
+        guard let tokens = try await context().tokens.tokens(sessionId) else { return false }
+        return !tokens.isExpired() || tokens.refreshToken != nil
+    }
+
+    /// Revokes the refresh token, ends the provider session (id_token_hint), clears local state and returns the
+    /// post-sign-out URL (the configured `afterSignOutUrl`, or "/"). Local state is cleared even if the server is down.
+    @discardableResult
+    public func signOut(options: SignOutOptions? = nil, sessionId: String? = nil) async throws -> String {
+        try await loading {
+            let context = try context()
+            let tokens = try await context.tokens.tokens(sessionId)
+            try await context.tokens.clear(sessionId)
+            if let refresh = tokens?.refreshToken {
+                do { try await context.revoke(refresh, hint: "refresh_token") } catch {
+                    logger.notice("refresh token revocation failed; local session cleared anyway", metadata: ["error": "\(error)"])
+                }
+            }
+            let hint = options?.idTokenHint ?? tokens?.idToken
+            if let hint {
+                do { try await context.endSession(idTokenHint: hint) } catch {
+                    logger.notice("end-session call failed; local session cleared anyway", metadata: ["error": "\(error)"])
+                }
+            }
+            return context.config.afterSignOutUrl ?? "/"
+        }
+    }
+
+    /// Forgets the session locally without telling the server.
+    public func clearSession(sessionId: String? = nil) {
+        guard let context = try? context() else { return }
+        Task { try? await context.tokens.clear(sessionId) }
+    }
+
+    /// Forgets the session locally and waits until storage has been updated.
+    public func clearSessionAndWait(sessionId: String? = nil) async throws {
+        try await context().tokens.clear(sessionId)
+    }
+
+    /// Decodes a JWT's payload without verifying it (for display and debugging; never for trust decisions).
+    public func decodeJwtToken<R: Decodable>(_ token: String) throws -> R {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let payload = Base64URL.decode(parts[1]) else {
+            throw LatchkeyError(.invalidInput, "not a JWT (expected three base64url segments)")
+        }
+        do { return try JSONDecoder().decode(R.self, from: payload) } catch {
+            throw LatchkeyError(.invalidInput, "the JWT payload does not decode as \(R.self)")
+        }
+    }
+
+    /// The signed-in user: validated ID-token claims, else the userinfo endpoint.
+    public func getUser(options: [String: String]? = nil, sessionId: String? = nil) async throws -> User {
+        let context = try context()
+        guard let tokens = try await context.tokens.tokens(sessionId) else { throw LatchkeyError(.sessionExpired, "not signed in") }
+        if tokens.idToken != nil, options?["source"] != "userinfo" {
+            return try await context.user(from: tokens)
+        }
+        return try await context.userinfo(accessToken: try await getAccessToken(sessionId: sessionId))
+    }
+
+    /// RFC 8693 token exchange. Returns the new token; the session's own tokens are left untouched.
+    public func exchangeToken(config: TokenExchangeRequestConfig, sessionId: String? = nil) async throws -> TokenResponse {
+        let context = try context()
+        let subject: String
+        if let given = config.subjectToken { subject = given } else { subject = try await getAccessToken(sessionId: sessionId) }
+        var parameters: [(String, String)] = [
+            ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange"), ("client_id", context.config.clientId),
+            ("subject_token", subject), ("subject_token_type", config.subjectTokenType),
+        ]
+        if let audience = config.audience { parameters.append(("audience", audience)) }
+        if let scope = config.scope { parameters.append(("scope", scope.joined(separator: " "))) }
+        if let requested = config.requestedTokenType { parameters.append(("requested_token_type", requested)) }
+        return try await context.tokenRequest(parameters)
+    }
+}
+
+/// Parameters of `exchangeToken(config:sessionId:)`.
+public struct TokenExchangeRequestConfig: Sendable {
+    /// Defaults to the session's access token.
+    public var subjectToken: String?
+    public var subjectTokenType: String
+    public var audience: String?
+    public var scope: [String]?
+    public var requestedTokenType: String?
+    public init(subjectToken: String? = nil, subjectTokenType: String = "urn:ietf:params:oauth:token-type:access_token",
+                audience: String? = nil, scope: [String]? = nil, requestedTokenType: String? = nil) {
+        self.subjectToken = subjectToken; self.subjectTokenType = subjectTokenType; self.audience = audience; self.scope = scope
+        self.requestedTokenType = requestedTokenType
+    }
+}
+
+/// A value behind a lock, for the few pieces of state synchronous API must read. Nothing escapes the closure.
+final class Locked<Value>: @unchecked Sendable {
+    private var value: Value
+    private let lock = NSLock()
+    init(_ value: Value) { self.value = value }
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

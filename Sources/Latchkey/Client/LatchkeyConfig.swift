@@ -1,0 +1,77 @@
+import Foundation
+
+/// Which identity-API dialect the server speaks besides standard OAuth 2.0 / OpenID Connect.
+public enum Dialect: String, Sendable, Codable {
+    case standard, thunderID, reachFive
+}
+
+/// ID-token validation settings.
+public struct TokenValidation: Sendable, Equatable {
+    /// Validate ID tokens (signature and claims). Only turn off for providers that sign with keys you cannot fetch.
+    public var validate: Bool
+    /// Allowed clock skew, seconds.
+    public var clockTolerance: TimeInterval
+    public init(validate: Bool = true, clockTolerance: TimeInterval = 60) {
+        self.validate = validate; self.clockTolerance = clockTolerance
+    }
+}
+
+/// SDK configuration (seed 003 `ThunderIDConfig`).
+public struct LatchkeyConfig: Sendable {
+    /// The issuer / server base URL. HTTPS, or plain http on a loopback host for development.
+    public var baseUrl: String
+    public var clientId: String
+    public var scopes: [String]
+    /// Redirect URI registered for the app (`io.example.app://callback`, or a loopback URL for the CLI).
+    public var afterSignInUrl: String?
+    public var afterSignOutUrl: String?
+    /// ThunderID application id (defaults to the client id).
+    public var applicationId: String?
+    public var tokenValidation: TokenValidation
+    public var dialect: Dialect
+
+    public init(baseUrl: String, clientId: String, scopes: [String] = ["openid", "profile", "email"], afterSignInUrl: String? = nil,
+                afterSignOutUrl: String? = nil, applicationId: String? = nil, tokenValidation: TokenValidation = TokenValidation(),
+                dialect: Dialect = .standard) {
+        self.baseUrl = baseUrl; self.clientId = clientId; self.scopes = scopes; self.afterSignInUrl = afterSignInUrl
+        self.afterSignOutUrl = afterSignOutUrl; self.applicationId = applicationId; self.tokenValidation = tokenValidation
+        self.dialect = dialect
+    }
+
+    /// The issuer string as tokens carry it (no trailing slash).
+    var issuer: String { baseUrl.hasSuffix("/") ? String(baseUrl.dropLast()) : baseUrl }
+
+    func validate() throws {
+        guard !baseUrl.isEmpty, let url = URL(string: baseUrl), let host = url.host, !host.isEmpty else {
+            throw LatchkeyError(.invalidConfiguration, "baseUrl must be an absolute URL")
+        }
+        let loopback = host == "localhost" || host == "::1" || host.hasPrefix("127.") || host == "[::1]"
+        guard url.scheme == "https" || (url.scheme == "http" && loopback) else {
+            throw LatchkeyError(.invalidConfiguration, "baseUrl must use HTTPS (plain http is allowed only for loopback hosts)")
+        }
+        guard !clientId.isEmpty else { throw LatchkeyError(.invalidConfiguration, "clientId is empty") }
+    }
+}
+
+/// ThunderID's name for the configuration.
+public typealias ThunderIDConfig = LatchkeyConfig
+
+/// Optional hints for `buildSignInURL(options:)`.
+public struct SignInOptions: Sendable {
+    public var prompt: String?
+    public var loginHint: String?
+    /// Federated identity provider hint.
+    public var fidp: String?
+    public var maxAge: Int?
+    /// Extra authorization parameters; they never override the ones the SDK sets.
+    public var extra: [String: String]
+    public init(prompt: String? = nil, loginHint: String? = nil, fidp: String? = nil, maxAge: Int? = nil, extra: [String: String] = [:]) {
+        self.prompt = prompt; self.loginHint = loginHint; self.fidp = fidp; self.maxAge = maxAge; self.extra = extra
+    }
+}
+
+public struct SignOutOptions: Sendable {
+    /// ID token to send as `id_token_hint`; defaults to the session's own.
+    public var idTokenHint: String?
+    public init(idTokenHint: String? = nil) { self.idTokenHint = idTokenHint }
+}

@@ -1,0 +1,122 @@
+import Foundation
+
+/// The one error type of the SDK. It carries both seed models: the ThunderID code (`code`, seed 003) and the
+/// ReachFive category (`category`, seeds 000–004), plus the HTTP status when there was one and the underlying error.
+/// Messages never contain tokens, codes or verifiers.
+public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConvertible {
+    /// Seed 003 codes (raw values as documented).
+    public enum Code: String, Sendable, CaseIterable {
+        case sdkNotInitialized = "SDK_NOT_INITIALIZED"
+        case alreadyInitialized = "ALREADY_INITIALIZED"
+        case invalidConfiguration = "INVALID_CONFIGURATION"
+        case invalidRedirectUri = "INVALID_REDIRECT_URI"
+        case authenticationFailed = "AUTHENTICATION_FAILED"
+        case userAccountLocked = "USER_ACCOUNT_LOCKED"
+        case userAccountDisabled = "USER_ACCOUNT_DISABLED"
+        case sessionExpired = "SESSION_EXPIRED"
+        case mfaRequired = "MFA_REQUIRED"
+        case mfaFailed = "MFA_FAILED"
+        case invalidGrant = "INVALID_GRANT"
+        case consentRequired = "CONSENT_REQUIRED"
+        case userAlreadyExists = "USER_ALREADY_EXISTS"
+        case invalidInput = "INVALID_INPUT"
+        case invitationCodeInvalid = "INVITATION_CODE_INVALID"
+        case invitationCodeExpired = "INVITATION_CODE_EXPIRED"
+        case registrationDisabled = "REGISTRATION_DISABLED"
+        case recoveryFailed = "RECOVERY_FAILED"
+        case confirmationCodeInvalid = "CONFIRMATION_CODE_INVALID"
+        case confirmationCodeExpired = "CONFIRMATION_CODE_EXPIRED"
+        case networkError = "NETWORK_ERROR"
+        case requestTimeout = "REQUEST_TIMEOUT"
+        case serverError = "SERVER_ERROR"
+        case unknownError = "UNKNOWN_ERROR"
+        /// The user canceled (ReachFive `AuthCanceled`).
+        case canceled = "CANCELED"
+        /// A token failed validation (signature, issuer, audience, nonce …).
+        case invalidToken = "INVALID_TOKEN"
+    }
+
+    /// ReachFive's error categories (seed 004).
+    public enum Category: Sendable, Equatable {
+        case requestError
+        case authFailure
+        case authCanceled
+        case technicalError
+    }
+
+    /// The ReachFive `ApiError` body, when the server sent one.
+    public struct ApiError: Sendable, Codable, Equatable {
+        public var error: String?
+        public var errorId: String?
+        public var errorUserMsg: String?
+        public var errorMessageKey: String?
+        public var errorDescription: String?
+        public var errorDetails: [FieldError]?
+
+        public struct FieldError: Sendable, Codable, Equatable {
+            public var field: String?
+            public var message: String?
+            public var code: String?
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case error, errorId = "error_id", errorUserMsg = "error_user_msg", errorMessageKey = "error_message_key"
+            case errorDescription = "error_description", errorDetails = "error_details"
+        }
+    }
+
+    public var code: Code
+    /// Technical English message for developers and logs.
+    public var message: String
+    public var statusCode: Int?
+    /// The OAuth `error` value or server code (`invalid_grant`, `FET-1005` …) that caused it.
+    public var serverCode: String?
+    public var apiError: ApiError?
+    public var underlying: (any Error & Sendable)?
+
+    public init(_ code: Code, _ message: String, statusCode: Int? = nil, serverCode: String? = nil, apiError: ApiError? = nil,
+                underlying: (any Error & Sendable)? = nil) {
+        self.code = code; self.message = message; self.statusCode = statusCode; self.serverCode = serverCode
+        self.apiError = apiError; self.underlying = underlying
+    }
+
+    public var category: Category {
+        switch code {
+        case .canceled: .authCanceled
+        case .authenticationFailed, .userAccountLocked, .userAccountDisabled, .sessionExpired, .invalidGrant, .consentRequired,
+             .mfaFailed, .invalidToken: .authFailure
+        case .invalidInput, .userAlreadyExists, .invitationCodeInvalid, .invitationCodeExpired, .registrationDisabled,
+             .confirmationCodeInvalid, .confirmationCodeExpired, .recoveryFailed, .mfaRequired, .invalidRedirectUri:
+            statusCode == 400 || statusCode == nil ? .requestError : .technicalError
+        default: .technicalError
+        }
+    }
+
+    /// The user-facing, localized message when the server gave one (ReachFive `errorUserMsg`).
+    public var errorUserMsg: String? { apiError?.errorUserMsg }
+
+    public var errorDescription: String? { errorUserMsg ?? message }
+    public var description: String {
+        "[\(code.rawValue)] \(message)" + (statusCode.map { " (HTTP \($0))" } ?? "") + (serverCode.map { " [\($0)]" } ?? "")
+    }
+}
+
+/// ThunderID's name for the error type (seed 003: `catch let error as IAMError`).
+public typealias IAMError = LatchkeyError
+
+extension LatchkeyError {
+    /// Maps an OAuth error response (RFC 6749 §5.2 / OIDC) to an SDK error.
+    static func oauth(_ error: String, description: String?, status: Int?, apiError: ApiError? = nil) -> LatchkeyError {
+        let code: Code = switch error {
+        case "invalid_grant": .invalidGrant
+        case "access_denied": .authenticationFailed
+        case "login_required", "interaction_required", "account_selection_required": .sessionExpired
+        case "consent_required": .consentRequired
+        case "invalid_client", "unauthorized_client", "invalid_request", "invalid_scope", "unsupported_grant_type",
+             "unsupported_response_type", "invalid_target": .invalidConfiguration
+        case "temporarily_unavailable", "server_error": .serverError
+        default: .unknownError
+        }
+        return LatchkeyError(code, "\(error): \(description ?? "no description")", statusCode: status, serverCode: error, apiError: apiError)
+    }
+}

@@ -1,0 +1,85 @@
+import Crypto
+import Foundation
+
+/// Validates ID tokens per OpenID Connect Core §3.1.3.7 and §12.2: signature by a provider key chosen by `kid`
+/// (RS256/ES256/EdDSA from the key's own material — never `none` or HMAC), `iss`, `aud`, `azp`, `exp`, `iat`, `nbf`,
+/// `nonce`, `at_hash`, `auth_time`/`max_age`, with a leeway for clock skew.
+public struct IDTokenValidator: Sendable {
+    public struct Expectations: Sendable {
+        public var issuer: String
+        public var clientId: String
+        /// Required on sign-in; on refresh a nonce, if present, must equal the original one.
+        public var nonce: String?
+        public var accessToken: String?
+        public var maxAge: Int?
+        public var leeway: TimeInterval
+        public var now: Date
+
+        public init(issuer: String, clientId: String, nonce: String?, accessToken: String?, maxAge: Int? = nil,
+                    leeway: TimeInterval = 60, now: Date = Date()) {
+            self.issuer = issuer; self.clientId = clientId; self.nonce = nonce; self.accessToken = accessToken
+            self.maxAge = maxAge; self.leeway = leeway; self.now = now
+        }
+    }
+
+    public let jwks: JWKSCache
+
+    public init(jwks: JWKSCache) { self.jwks = jwks }
+
+    /// Returns the verified claims.
+    public func validate(_ token: String, _ expect: Expectations) async throws -> [String: JSONValue] {
+        let jws: CompactJWS
+        do {
+            jws = try CompactJWS(parsing: token)
+            try await jwks.verify(jws)
+        } catch let error as JOSEError {
+            throw LatchkeyError(.invalidToken, "ID token rejected: \(error.description)", underlying: error)
+        }
+        let claims: [String: JSONValue]
+        do { claims = try jws.claims(as: [String: JSONValue].self) } catch {
+            throw LatchkeyError(.invalidToken, "ID token payload is not a JSON object")
+        }
+        func fail(_ why: String) -> LatchkeyError { LatchkeyError(.invalidToken, "ID token rejected: \(why)") }
+        let now = expect.now.timeIntervalSince1970
+
+        guard claims["iss"]?.stringValue == expect.issuer else { throw fail("iss is not \(expect.issuer)") }
+        guard claims["sub"]?.stringValue?.isEmpty == false else { throw fail("no sub") }
+        guard let audiences = claims["aud"]?.stringArray, audiences.contains(expect.clientId) else {
+            throw fail("aud does not contain \(expect.clientId)")
+        }
+        if let azp = claims["azp"] {
+            guard azp.stringValue == expect.clientId else { throw fail("azp is not \(expect.clientId)") }
+        } else if audiences.count > 1 {
+            throw fail("several audiences but no azp")
+        }
+        guard let exp = claims["exp"]?.doubleValue else { throw fail("no exp") }
+        guard exp + expect.leeway > now else { throw fail("expired") }
+        guard let iat = claims["iat"]?.doubleValue else { throw fail("no iat") }
+        guard iat - expect.leeway <= now else { throw fail("issued in the future (iat)") }
+        if let nbf = claims["nbf"]?.doubleValue, nbf - expect.leeway > now { throw fail("not valid yet (nbf)") }
+
+        switch (expect.nonce, claims["nonce"]?.stringValue) {
+        case (let expected?, let actual?):
+            guard constantTimeEqual(expected, actual) else { throw fail("nonce does not match the request") }
+        case (.some, nil): throw fail("nonce missing")
+        case (nil, _): break
+        }
+        if let atHash = claims["at_hash"]?.stringValue, let accessToken = expect.accessToken {
+            // Left half of the hash the signature algorithm uses: SHA-256 for RS256/ES256, SHA-512 for Ed25519.
+            let digest = (try? jws.algorithm()) == .edDSA
+                ? Data(SHA512.hash(data: Data(accessToken.utf8))) : Data(SHA256.hash(data: Data(accessToken.utf8)))
+            guard Base64URL.encode(digest.prefix(digest.count / 2)) == atHash else { throw fail("at_hash does not match the access token") }
+        }
+        if let maxAge = expect.maxAge {
+            guard let authTime = claims["auth_time"]?.doubleValue else { throw fail("max_age requested but no auth_time") }
+            guard authTime + Double(maxAge) + expect.leeway >= now else { throw fail("authentication is older than max_age") }
+        }
+        return claims
+    }
+
+    private func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        guard x.count == y.count else { return false }
+        return zip(x, y).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+}

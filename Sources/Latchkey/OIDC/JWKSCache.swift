@@ -1,0 +1,51 @@
+import Foundation
+
+/// Caches the provider's JWKS. A token naming an unknown `kid` triggers one refetch (key rotation), at most once per
+/// `minimumRefetchInterval`, so a stream of forged tokens cannot turn the SDK into a request amplifier.
+public actor JWKSCache {
+    private let url: URL
+    private let http: any HTTPClient
+    private let minimumRefetchInterval: TimeInterval
+    private var keys: JWKSet?
+    private var fetchedAt: Date?
+    private var inFlight: Task<JWKSet, any Error>?
+
+    public init(url: URL, http: any HTTPClient, minimumRefetchInterval: TimeInterval = 60) {
+        self.url = url
+        self.http = http
+        self.minimumRefetchInterval = minimumRefetchInterval
+    }
+
+    /// Verifies `jws` against the cached keys, refetching once if no key matches.
+    public func verify(_ jws: CompactJWS) async throws {
+        let current = try await keySet(forceRefresh: false)
+        do {
+            try jws.verify(with: current)
+        } catch JOSEError.noMatchingKey {
+            if let fetchedAt, Date().timeIntervalSince(fetchedAt) < minimumRefetchInterval, keys != nil, fetchedAt != .distantPast {
+                // Fetched recently: a rotation would already be visible.
+                throw JOSEError.noMatchingKey(kid: jws.header.kid)
+            }
+            try jws.verify(with: try await keySet(forceRefresh: true))
+        }
+    }
+
+    /// Concurrent callers share one fetch.
+    private func keySet(forceRefresh: Bool) async throws -> JWKSet {
+        if !forceRefresh, let keys { return keys }
+        if let inFlight { return try await inFlight.value }
+        let task = Task { [url, http] in
+            let response = try await http.send(HTTPRequest(url: url, headers: ["Accept": "application/json"]))
+            guard response.status == 200, let set = try? JSONDecoder().decode(JWKSet.self, from: response.body) else {
+                throw LatchkeyError(.invalidConfiguration, "JWKS at \(url.absoluteString) is unavailable (HTTP \(response.status))")
+            }
+            return set
+        }
+        inFlight = task
+        defer { inFlight = nil }
+        let set = try await task.value
+        keys = set
+        fetchedAt = Date()
+        return set
+    }
+}

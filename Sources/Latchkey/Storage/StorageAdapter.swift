@@ -1,0 +1,57 @@
+import Foundation
+
+/// Where the SDK keeps token sets (one item per session, written atomically).
+public protocol StorageAdapter: Sendable {
+    func get(_ key: String) async throws -> Data?
+    func set(_ key: String, _ value: Data) async throws
+    func remove(_ key: String) async throws
+}
+
+/// Process memory only; nothing survives a restart.
+public actor InMemoryStorageAdapter: StorageAdapter {
+    private var items: [String: Data] = [:]
+    public init() {}
+    public func get(_ key: String) -> Data? { items[key] }
+    public func set(_ key: String, _ value: Data) { items[key] = value }
+    public func remove(_ key: String) { items[key] = nil }
+}
+
+/// One file per key in a directory: created 0700, files 0600, written by atomic rename so a crash never leaves a
+/// half-written token set.
+public actor FileStorageAdapter: StorageAdapter {
+    private let directory: URL
+
+    public init(directory: URL) throws {
+        self.directory = directory
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    }
+
+    private func url(_ key: String) -> URL {
+        let safe = key.unicodeScalars.map { CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == "_" ? String($0) : "_" }.joined()
+        return directory.appendingPathComponent(safe + ".json")
+    }
+
+    public func get(_ key: String) throws -> Data? {
+        let file = url(key)
+        guard FileManager.default.fileExists(atPath: file.path) else { return nil }
+        return try Data(contentsOf: file)
+    }
+
+    public func set(_ key: String, _ value: Data) throws {
+        let file = url(key)
+        let temporary = directory.appendingPathComponent(".\(UUID().uuidString).tmp")
+        guard FileManager.default.createFile(atPath: temporary.path, contents: value, attributes: [.posixPermissions: 0o600]) else {
+            throw LatchkeyError(.unknownError, "cannot write \(temporary.path)")
+        }
+        if FileManager.default.fileExists(atPath: file.path) {
+            _ = try FileManager.default.replaceItemAt(file, withItemAt: temporary)
+        } else {
+            try FileManager.default.moveItem(at: temporary, to: file)
+        }
+    }
+
+    public func remove(_ key: String) throws {
+        let file = url(key)
+        if FileManager.default.fileExists(atPath: file.path) { try FileManager.default.removeItem(at: file) }
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+
+/// Owns every session's token set. Refresh is single-flight per session: concurrent callers share one request.
+/// A refresh that finishes after sign-out or a newer sign-in is discarded (each session has a generation that
+/// both bump), and tokens are cleared only on a definitive `invalid_grant`.
+actor TokenManager {
+    typealias Refresher = @Sendable (TokenSet) async throws -> TokenSet
+
+    private struct Slot {
+        var tokens: TokenSet?
+        var loaded = false
+        var generation = 0
+        var refresh: (generation: Int, task: Task<TokenSet, any Error>)?
+    }
+
+    private var slots: [String: Slot] = [:]
+    private let storage: any StorageAdapter
+    private let refresher: Refresher
+    /// Refresh this long before expiry, so a token is never sent in its last seconds.
+    private let skew: TimeInterval
+
+    init(storage: any StorageAdapter, skew: TimeInterval = 30, refresher: @escaping Refresher) {
+        self.storage = storage
+        self.skew = skew
+        self.refresher = refresher
+    }
+
+    static func key(_ sessionId: String?) -> String { "latchkey.session." + (sessionId ?? "default") }
+
+    func tokens(_ sessionId: String?) async throws -> TokenSet? {
+        let key = Self.key(sessionId)
+        if let slot = slots[key], slot.loaded { return slot.tokens }
+        let stored = try await storage.get(key).flatMap { try? JSONDecoder().decode(TokenSet.self, from: $0) }
+        if slots[key]?.loaded != true {
+            slots[key, default: Slot()].tokens = stored
+            slots[key, default: Slot()].loaded = true
+        }
+        return slots[key]?.tokens
+    }
+
+    /// A new sign-in: replaces the session's tokens and invalidates any refresh still in flight.
+    func replace(_ tokens: TokenSet, sessionId: String?) async throws {
+        let key = Self.key(sessionId)
+        var slot = slots[key] ?? Slot()
+        slot.generation += 1
+        slot.tokens = tokens
+        slot.loaded = true
+        slot.refresh = nil
+        slots[key] = slot
+        try await storage.set(key, try JSONEncoder().encode(tokens))
+    }
+
+    func clear(_ sessionId: String?) async throws {
+        let key = Self.key(sessionId)
+        var slot = slots[key] ?? Slot()
+        slot.generation += 1
+        slot.tokens = nil
+        slot.loaded = true
+        slot.refresh = nil
+        slots[key] = slot
+        try await storage.remove(key)
+    }
+
+    /// A usable access token, refreshing first when it expires within the skew.
+    func accessToken(_ sessionId: String?, now: Date = Date()) async throws -> String {
+        guard let current = try await tokens(sessionId) else {
+            throw LatchkeyError(.sessionExpired, "not signed in")
+        }
+        if !current.isExpired(now: now, skew: skew) { return current.accessToken }
+        return try await refreshed(sessionId).accessToken
+    }
+
+    /// Refreshes (or joins the refresh in flight) and returns the new tokens.
+    func refreshed(_ sessionId: String?) async throws -> TokenSet {
+        let key = Self.key(sessionId)
+        guard let slot = slots[key], let current = slot.tokens else { throw LatchkeyError(.sessionExpired, "not signed in") }
+        if let inFlight = slot.refresh, inFlight.generation == slot.generation {
+            return try await inFlight.task.value
+        }
+        guard current.refreshToken != nil else {
+            throw LatchkeyError(.sessionExpired, "the access token expired and there is no refresh token")
+        }
+        let generation = slot.generation
+        let refresher = self.refresher
+        let task = Task { try await refresher(current) }
+        slots[key]?.refresh = (generation, task)
+        do {
+            let fresh = try await task.value
+            guard slots[key]?.generation == generation else {
+                throw LatchkeyError(.sessionExpired, "signed out while the token was being refreshed; the result was discarded")
+            }
+            slots[key]?.refresh = nil
+            slots[key]?.tokens = fresh
+            try await storage.set(key, try JSONEncoder().encode(fresh))
+            return fresh
+        } catch let error as LatchkeyError where error.code == .invalidGrant {
+            if slots[key]?.generation == generation {
+                try await clear(sessionId)  // definitive: the grant is gone
+            }
+            throw LatchkeyError(.sessionExpired, "the session has ended; sign in again (\(error.message))", statusCode: error.statusCode,
+                                serverCode: error.serverCode, underlying: error)
+        } catch {
+            if slots[key]?.generation == generation { slots[key]?.refresh = nil }
+            throw error
+        }
+    }
+}

@@ -1,0 +1,31 @@
+import Foundation
+
+/// The tokens of one session, stored as one item. `expiresAt` is absolute, so a restored set knows its age.
+public struct TokenSet: Sendable, Codable, Equatable {
+    public var accessToken: String
+    public var refreshToken: String?
+    public var idToken: String?
+    public var tokenType: String
+    public var expiresAt: Date
+    public var scope: String?
+    /// The nonce of the original sign-in; a refreshed ID token that carries a nonce must repeat it.
+    public var nonce: String?
+
+    public func isExpired(now: Date = Date(), skew: TimeInterval = 0) -> Bool { expiresAt.timeIntervalSince(now) <= skew }
+}
+
+/// The token endpoint's answer (RFC 6749 §5.1, RFC 8693 §2.2.1).
+public struct TokenResponse: Sendable, Codable, Equatable {
+    public var accessToken: String
+    public var tokenType: String?
+    public var expiresIn: Int?
+    public var refreshToken: String?
+    public var idToken: String?
+    public var scope: String?
+    public var issuedTokenType: String?
+
+    enum CodingKeys: String, CodingKey {
+        case accessToken = "access_token", tokenType = "token_type", expiresIn = "expires_in", refreshToken = "refresh_token"
+        case idToken = "id_token", scope, issuedTokenType = "issued_token_type"
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+import Latchkey
+import Testing
+
+@Suite("SDK ↔ server: redirect sign-in, tokens, sign-out")
+struct SDKRedirectSignInTests {
+    @Test func buildSignInURLAndHandleRedirectCallback() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let client = LatchkeyClient()
+        #expect(try await client.initialize(config: server.sdkConfig()))
+        let url = try client.buildSignInURL(options: SignInOptions(loginHint: "demo@example.com", extra: ["client_id": "evil", "ui_locales": "fr"]))
+        let query = Dictionary(uniqueKeysWithValues: (URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map { ($0.name, $0.value ?? "") })
+        #expect(url.absoluteString.hasPrefix(server.issuer + "/oauth2/authorize?"))
+        #expect(query["code_challenge_method"] == "S256" && query["code_challenge"]?.count == 43)
+        #expect(query["state"] != nil && query["nonce"] != nil && query["client_id"] == "latchkey-demo", "extra never overrides")
+        #expect(query["ui_locales"] == "fr" && query["login_hint"] == "demo@example.com")
+
+        let user = try await client.handleRedirectCallback(url: try await server.browse(url))
+        #expect(user.email == "demo@example.com" && user.displayName == "Demo User" && !user.sub.isEmpty)
+        #expect(try await client.isSignedIn())
+        #expect(!client.isLoading())
+        let token = try await client.getAccessToken()
+        #expect(try await server.userinfo(token).status == 200)
+        let fromUserinfo = try await client.getUser(options: ["source": "userinfo"])
+        #expect(fromUserinfo.sub == user.sub && fromUserinfo.email == user.email)
+        struct Claims: Decodable { var sub: String; var client_id: String }
+        let claims: Claims = try client.decodeJwtToken(token)
+        #expect(claims.sub == user.sub && claims.client_id == "latchkey-demo")
+    }
+
+    @Test func initializationRules() async throws {
+        let client = LatchkeyClient()
+        #expect { try client.getConfiguration() } throws: { ($0 as? LatchkeyError)?.code == .sdkNotInitialized }
+        await #expect { try await client.getAccessToken() } throws: { ($0 as? LatchkeyError)?.code == .sdkNotInitialized }
+        for bad in ["", "http://id.example.com", "ftp://localhost", "not a url"] {
+            await #expect { try await LatchkeyClient().initialize(config: LatchkeyConfig(baseUrl: bad, clientId: "x")) } throws: {
+                ($0 as? LatchkeyError)?.code == .invalidConfiguration
+            }
+        }
+        try await client.initialize(config: LatchkeyConfig(baseUrl: "http://127.0.0.1:9", clientId: "a", afterSignInUrl: "app:/cb"))
+        await #expect { try await client.initialize(config: LatchkeyConfig(baseUrl: "https://id.example.com", clientId: "b")) } throws: {
+            ($0 as? LatchkeyError)?.code == .alreadyInitialized
+        }
+        try await client.reInitialize(clientId: "c")
+        #expect(try client.getConfiguration().clientId == "c")
+        #expect(try client.getConfiguration().afterSignInUrl == "app:/cb", "reInitialize keeps the rest")
+    }
+
+    @Test func callbackChecksStateIssAndErrors() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let client = LatchkeyClient()
+        try await client.initialize(config: server.sdkConfig())
+        let callback = try await server.browse(try client.buildSignInURL())
+        func variant(_ change: (inout [URLQueryItem]) -> Void) -> URL {
+            var c = URLComponents(url: callback, resolvingAgainstBaseURL: false)!
+            var items = c.queryItems ?? []
+            change(&items)
+            c.queryItems = items
+            return c.url!
+        }
+        await #expect { try await client.handleRedirectCallback(url: variant { $0.removeAll { $0.name == "state" } }) } throws: {
+            ($0 as? LatchkeyError)?.code == .invalidGrant && "\($0)".contains("no state")
+        }
+        await #expect { try await client.handleRedirectCallback(url: variant { items in
+            items = items.map { $0.name == "state" ? URLQueryItem(name: "state", value: "forged") : $0 } }) } throws: {
+            ($0 as? LatchkeyError)?.code == .invalidGrant && "\($0)".contains("does not match")
+        }
+        // A wrong iss (mix-up attack) is refused, and the pending request is consumed.
+        await #expect { try await client.handleRedirectCallback(url: variant { items in
+            items = items.map { $0.name == "iss" ? URLQueryItem(name: "iss", value: "https://evil.example") : $0 } }) } throws: {
+            ($0 as? LatchkeyError)?.code == .invalidGrant && "\($0)".contains("iss")
+        }
+        // access_denied is an authentication failure, not a technical error.
+        let denied = try client.buildSignInURL()
+        let state = URLComponents(url: denied, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value ?? ""
+        let deniedCallback = URL(string: "http://127.0.0.1:7777/callback?error=access_denied&error_description=no&state=\(state)&iss=\(FormCoding.escape(server.issuer))")!
+        await #expect { try await client.handleRedirectCallback(url: deniedCallback) } throws: {
+            let e = $0 as? LatchkeyError
+            return e?.code == .authenticationFailed && e?.category == .authFailure
+        }
+        #expect(try await !client.isSignedIn())
+    }
+
+    @Test func concurrentCallersOnAnExpiredTokenShareOneRefresh() async throws {
+        let server = try await TestServer.start { $0.lifetimes.accessToken = 10 }  // inside the SDK's 30 s refresh skew
+        defer { Task { await server.stop() } }
+        let http = ObservedHTTPClient()
+        let client = try await server.signedInClient(http: http)
+        let tokens = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<50 { group.addTask { try await client.getAccessToken() } }
+            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        #expect(http.refreshCount == 1, "exactly one refresh request for 50 concurrent callers")
+        #expect(tokens.count == 1, "all callers got the same fresh token")
+        #expect(try await server.userinfo(tokens.first!).status == 200)
+        // The family was not revoked: the rotated refresh token still works.
+        _ = try await client.getAccessToken()
+        #expect(http.refreshCount == 2)
+        #expect(try await client.isSignedIn())
+    }
+
+    @Test func refreshFinishingAfterSignOutIsDiscarded() async throws {
+        let server = try await TestServer.start { $0.lifetimes.accessToken = 10 }
+        defer { Task { await server.stop() } }
+        let http = ObservedHTTPClient()
+        let client = try await server.signedInClient(http: http)
+        http.delayRefreshes(by: .milliseconds(300))
+        let pending = Task { try await client.getAccessToken() }
+        try await Task.sleep(for: .milliseconds(50))
+        let after = try await client.signOut()
+        #expect(after == "http://127.0.0.1:7777/logout")
+        await #expect { try await pending.value } throws: { ($0 as? LatchkeyError)?.code == .sessionExpired }
+        #expect(try await !client.isSignedIn(), "the late refresh did not resurrect the session")
+    }
+
+    @Test func signOutRevokesAndEndsTheServerSession() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let storage = InMemoryStorageAdapter()
+        let client = try await server.signedInClient(storage: storage)
+        let stored = try #require(try await storage.get("latchkey.session.default"))
+        let tokens = try JSONDecoder().decode(Latchkey.TokenSet.self, from: stored)
+        #expect(try await client.signOut() == "http://127.0.0.1:7777/logout")
+        #expect(try await storage.get("latchkey.session.default") == nil)
+        #expect(try await server.refresh(try #require(tokens.refreshToken)).status == 400, "refresh token revoked")
+        #expect(try await server.userinfo(tokens.accessToken).status == 401, "and the family's access tokens")
+        await #expect { try await client.getAccessToken() } throws: { ($0 as? LatchkeyError)?.code == .sessionExpired }
+    }
+
+    @Test func exchangeTokenLeavesTheSessionAlone() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let client = try await server.signedInClient()
+        let before = try await client.getAccessToken()
+        let exchanged = try await client.exchangeToken(config: TokenExchangeRequestConfig(scope: ["openid"]))
+        #expect(exchanged.issuedTokenType == "urn:ietf:params:oauth:token-type:access_token")
+        #expect(exchanged.accessToken != before)
+        #expect(try await client.getAccessToken() == before)
+    }
+
+    @Test func fileStorageSurvivesANewClientAndIs0600() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-sdk-\(UUID().uuidString)")
+        _ = try await server.signedInClient(storage: try FileStorageAdapter(directory: dir))
+        let file = dir.appendingPathComponent("latchkey_session_default.json")
+        let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        let again = LatchkeyClient()
+        try await again.initialize(config: server.sdkConfig(), storage: try FileStorageAdapter(directory: dir))
+        #expect(try await again.isSignedIn())
+        #expect(try await server.userinfo(try await again.getAccessToken()).status == 200)
+    }
+}

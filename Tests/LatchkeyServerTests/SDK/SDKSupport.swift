@@ -1,0 +1,54 @@
+import Foundation
+import Latchkey
+import NIOConcurrencyHelpers
+
+/// Wraps the SDK's real URLSession client: counts refresh requests and can hold them back, to test single-flight
+/// refresh and sign-out races. Everything still goes over loopback HTTP to the real server.
+final class ObservedHTTPClient: HTTPClient {
+    private let inner = URLSessionHTTPClient()
+    private let refreshes = NIOLockedValueBox(0)
+    private let refreshDelay = NIOLockedValueBox<Duration>(.zero)
+
+    var refreshCount: Int { refreshes.withLockedValue { $0 } }
+    func delayRefreshes(by delay: Duration) { refreshDelay.withLockedValue { $0 = delay } }
+
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        if let body = request.body, String(decoding: body, as: UTF8.self).contains("grant_type=refresh_token") {
+            refreshes.withLockedValue { $0 += 1 }
+            let delay = refreshDelay.withLockedValue { $0 }
+            if delay > .zero { try await Task.sleep(for: delay) }
+        }
+        return try await inner.send(request)
+    }
+}
+
+extension TestServer {
+    func sdkConfig(redirect: String = "http://127.0.0.1:7777/callback") -> LatchkeyConfig {
+        LatchkeyConfig(baseUrl: issuer, clientId: "latchkey-demo", scopes: ["openid", "profile", "email", "offline_access"],
+                       afterSignInUrl: redirect, afterSignOutUrl: "http://127.0.0.1:7777/logout")
+    }
+
+    /// Plays the browser for an authorization URL built by the SDK: follows it to the hosted form, signs in, and
+    /// returns the callback URL the browser would be sent to.
+    func browse(_ url: URL, browser: TestBrowser = TestBrowser(), username: String = "demo@example.com",
+                password: String = "correct horse battery staple") async throws -> URL {
+        let authorize = try await browser.get(url.absoluteString)
+        guard var location = authorize.location else { throw TestFailure("authorize did not redirect: \(authorize.status) \(authorize.text)") }
+        if location.hasPrefix("/login") {
+            let page = try await browser.get(base + location)
+            let done = try await submitLogin(browser, page: page, username: username, password: password)
+            guard let next = done.location else { throw TestFailure("login failed: \(done.status)") }
+            location = next
+        }
+        guard let callback = URL(string: location) else { throw TestFailure("bad callback \(location)") }
+        return callback
+    }
+
+    /// A signed-in SDK client.
+    func signedInClient(http: any HTTPClient = URLSessionHTTPClient(), storage: (any StorageAdapter)? = nil) async throws -> LatchkeyClient {
+        let client = LatchkeyClient(http: http)
+        try await client.initialize(config: sdkConfig(), storage: storage)
+        _ = try await client.handleRedirectCallback(url: try await browse(try client.buildSignInURL()))
+        return client
+    }
+}
