@@ -160,14 +160,23 @@ api() { # METHOD PATH [JSON]
 
 api POST /auth/ "$(jq -nc --arg u "$ADMIN_USER" --arg p "$ADMIN_PASS" '{username:$u,password:$p}')"
 
+# "retype-password" auth scheme instance (glewlwyd's password scheme module). glewlwyd only
+# accepts a scheme login (POST /api/auth with scheme_type) for a scheme attached to a scope,
+# so it is attached as a required factor of the "profile" scope unless
+# GLEWLWYD_PASSWORD_SCHEME_REQUIRED=0.
+api POST /mod/scheme/ '{"module":"retype-password","name":"password","display_name":"Password","expiration":600,"max_use":0,"allow_user_register":false,"parameters":{}}'
+
 # scopes (openid already exists in the schema, with no password; require the password)
 api PUT /scope/openid '{"name":"openid","display_name":"Open ID","description":"Open ID Connect scope","password_required":true,"password_max_age":0,"scheme":{}}'
 for s in profile email offline_access; do
-  api POST /scope/ "$(jq -nc --arg n "$s" '{name:$n,display_name:$n,description:("OIDC scope " + $n),password_required:true,password_max_age:0,scheme:{}}')"
+  if [ "$s" = profile ] && [ "${GLEWLWYD_PASSWORD_SCHEME_REQUIRED:-1}" = 1 ]; then
+    scheme='{"0":[{"scheme_type":"retype-password","scheme_name":"password"}]}'; req='{"0":1}'
+  else
+    scheme='{}'; req='{}'
+  fi
+  api POST /scope/ "$(jq -nc --arg n "$s" --argjson sc "$scheme" --argjson rq "$req" \
+    '{name:$n,display_name:$n,description:("OIDC scope " + $n),password_required:true,password_max_age:0,scheme:$sc,scheme_required:$rq}')"
 done
-
-# "retype-password" auth scheme instance (glewlwyd's password scheme module)
-api POST /mod/scheme/ '{"module":"retype-password","name":"password","display_name":"Password","expiration":600,"max_use":0,"allow_user_register":false,"parameters":{}}'
 
 # test user (database user backend from the schema)
 api POST /user/ "$(jq -nc --arg u "$TEST_USER" --arg p "$TEST_PASS" \
@@ -203,7 +212,7 @@ PLUGIN_JSON="$(jq -nc \
   "scope-claim":"no","scope-claim-scope":[],
   "allowed-scope":["openid","profile","email","offline_access"],
   "pkce-allowed":true,"pkce-method-plain-allowed":false,"pkce-required":false,"pkce-required-public-client":false,"pkce-scopes":[],
-  "introspection-revocation-allowed":true,"introspection-revocation-auth-scope":[],
+  "introspection-revocation-allowed":true,"introspection-revocation-auth-scope":["openid"],
   "introspection-revocation-allow-target-client":true,
   "register-client-allowed":false,"register-client-auth-scope":[],"register-client-credentials-scope":[],
   "register-client-token-one-use":true,"register-client-management-allowed":false,

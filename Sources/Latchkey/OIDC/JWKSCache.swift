@@ -7,7 +7,8 @@ public actor JWKSCache {
     private let http: any HTTPClient
     private let minimumRefetchInterval: TimeInterval
     private var keys: JWKSet?
-    private var fetchedAt: Date?
+    /// When an unknown `kid` last forced a refetch; the rate limit applies between such refetches.
+    private var lastForcedRefetch: Date?
     private var inFlight: Task<JWKSet, any Error>?
 
     public init(url: URL, http: any HTTPClient, minimumRefetchInterval: TimeInterval = 60) {
@@ -22,10 +23,10 @@ public actor JWKSCache {
         do {
             try jws.verify(with: current)
         } catch JOSEError.noMatchingKey {
-            if let fetchedAt, Date().timeIntervalSince(fetchedAt) < minimumRefetchInterval, keys != nil, fetchedAt != .distantPast {
-                // Fetched recently: a rotation would already be visible.
+            if let last = lastForcedRefetch, Date().timeIntervalSince(last) < minimumRefetchInterval {
                 throw JOSEError.noMatchingKey(kid: jws.header.kid)
             }
+            lastForcedRefetch = Date()
             try jws.verify(with: try await keySet(forceRefresh: true))
         }
     }
@@ -45,7 +46,6 @@ public actor JWKSCache {
         defer { inFlight = nil }
         let set = try await task.value
         keys = set
-        fetchedAt = Date()
         return set
     }
 }
