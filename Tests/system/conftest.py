@@ -13,6 +13,8 @@ import urllib.parse
 
 import pytest
 import requests
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BINARY = os.environ.get("LATCHKEY_BIN", os.path.join(ROOT, ".build", "debug", "latchkey"))
@@ -86,3 +88,20 @@ def redeem(server, code, redirect_uri, verifier):
     return requests.post(server.base + "/oauth2/token", data={
         "grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri,
         "client_id": "latchkey-demo", "code_verifier": verifier}, timeout=10)
+
+
+@pytest.fixture
+def browser():
+    options = webdriver.ChromeOptions()
+    for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run"]:
+        options.add_argument(arg)
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if binary:
+        options.binary_location = binary
+    driver_path = shutil.which("chromedriver")
+    driver = webdriver.Chrome(service=Service(driver_path) if driver_path else None, options=options)
+    driver.set_page_load_timeout(20)
+    yield driver
+    driver.quit()
+
+

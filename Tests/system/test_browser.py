@@ -1,32 +1,12 @@
 """Headless Chromium through the hosted pages: sign in, silent SSO, prompt=login, end-session."""
-import shutil
 import urllib.parse
 
-import pytest
-import requests
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 from conftest import DEMO_PASSWORD, DEMO_USER, authorize_url, pkce_pair, redeem
 
 # The redirect target is never served: the test reads the URL the browser was sent to.
 REDIRECT = "http://127.0.0.1:9/callback"
-
-
-@pytest.fixture
-def browser():
-    options = webdriver.ChromeOptions()
-    for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run"]:
-        options.add_argument(arg)
-    binary = shutil.which("chromium") or shutil.which("chromium-browser")
-    if binary:
-        options.binary_location = binary
-    driver_path = shutil.which("chromedriver")
-    driver = webdriver.Chrome(service=Service(driver_path) if driver_path else None, options=options)
-    driver.set_page_load_timeout(20)
-    yield driver
-    driver.quit()
 
 
 def session_cookie(browser):

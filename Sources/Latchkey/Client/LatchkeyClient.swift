@@ -33,10 +33,17 @@ public final class LatchkeyClient: Sendable {
 
     private let state = Locked(State())
     private let http: any HTTPClient
+    private let userAgent: any AuthorizationUserAgent
     let logger: Logger
 
-    public init(http: any HTTPClient = URLSessionHTTPClient(), logger: Logger = Logger(label: "latchkey")) {
+    /// - Parameters:
+    ///   - http: the network seam (URLSession by default).
+    ///   - userAgent: how `webviewLogin` shows the provider's page: the loopback redirect + system browser by
+    ///     default; `ASWebAuthenticationSession` on Apple platforms.
+    public init(http: any HTTPClient = URLSessionHTTPClient(), userAgent: any AuthorizationUserAgent = LoopbackUserAgent(),
+                logger: Logger = Logger(label: "latchkey")) {
         self.http = http
+        self.userAgent = userAgent
         self.logger = logger
     }
 
@@ -102,9 +109,9 @@ public final class LatchkeyClient: Sendable {
     }
 
     func buildSignInURL(options: SignInOptions?, sessionId: String?, state requestedState: String? = nil, nonce requestedNonce: String? = nil,
-                        scopes: [String]? = nil) throws -> URL {
+                        scopes: [String]? = nil, redirectUri redirectOverride: String? = nil) throws -> URL {
         let context = try context()
-        guard let redirectUri = context.config.afterSignInUrl else {
+        guard let redirectUri = redirectOverride ?? context.config.afterSignInUrl else {
             throw LatchkeyError(.invalidConfiguration, "afterSignInUrl (the redirect URI) is not set")
         }
         let pkce = PKCEPair()
@@ -176,6 +183,28 @@ public final class LatchkeyClient: Sendable {
         let tokens = try await context.validated(response, nonce: pending.nonce, maxAge: pending.maxAge, previous: nil)
         try await context.tokens.replace(tokens, sessionId: pending.sessionId)
         return tokens
+    }
+
+    /// Seed 000/001: signs in through the provider's own page in a browser (SSO cookies shared) and returns the
+    /// tokens. Unlike the vendor SDK, the returned `state` is checked, `iss` is checked and the ID token is verified.
+    public func webviewLogin(_ request: WebviewLoginRequest) async throws -> AuthToken {
+        try await loading {
+            let context = try context()
+            // Fail before showing anything when the provider is unreachable or is not an OpenID Connect issuer.
+            _ = try await context.requireMetadata()
+            let redirect = try await userAgent.prepareRedirectURI()
+            let url = try buildSignInURL(options: nil, sessionId: request.sessionId, state: request.state, nonce: request.nonce,
+                                         scopes: request.scope, redirectUri: redirect)
+            let callback: URL
+            do { callback = try await userAgent.authorize(url: url) } catch {
+                if let requestState = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first(where: { $0.name == "state" })?.value {
+                    _ = state.withLock { $0.pending.removeValue(forKey: requestState) }
+                }
+                if let e = error as? LatchkeyError { throw e }
+                throw LatchkeyError(.canceled, "the sign-in page was closed: \(error.localizedDescription)")
+            }
+            return AuthToken(try await completeAuthorization(url: callback, context: context))
+        }
     }
 
     // MARK: Session and tokens (seed 003)

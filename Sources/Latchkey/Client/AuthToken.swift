@@ -1,0 +1,82 @@
+import Foundation
+
+/// The seeds' authentication token (ReachFive `AuthToken`, seeds 000–004).
+public struct AuthToken: Sendable, Equatable {
+    public var idToken: String?
+    public var accessToken: String
+    /// Present when the provider issued one (`offline_access`).
+    public var refreshToken: String?
+    /// Always "Bearer" for Latchkey.
+    public var tokenType: String?
+    /// Seconds the access token remains valid; ≤ 0 means expired.
+    public var expiresIn: Int?
+    /// The validated ID token's claims.
+    public var user: OpenIdUser?
+
+    init(_ tokens: TokenSet, now: Date = Date()) {
+        idToken = tokens.idToken
+        accessToken = tokens.accessToken
+        refreshToken = tokens.refreshToken
+        tokenType = tokens.tokenType
+        expiresIn = Int(tokens.expiresAt.timeIntervalSince(now).rounded(.down))
+        user = tokens.idToken.flatMap { try? CompactJWS(parsing: $0).claims(as: [String: JSONValue].self) }.map(OpenIdUser.init)
+    }
+}
+
+/// The user's standard claims, as the seeds name them.
+public struct OpenIdUser: Sendable, Equatable {
+    public var id: String?
+    public var name: String?
+    public var preferredUsername: String?
+    public var givenName: String?
+    public var familyName: String?
+    public var middleName: String?
+    public var nickname: String?
+    public var picture: String?
+    public var website: String?
+    public var email: String?
+    public var emailVerified: Bool?
+    public var gender: String?
+    public var zoneinfo: String?
+    public var locale: String?
+    public var phoneNumber: String?
+    public var phoneNumberVerified: Bool?
+    /// The formatted postal address (OIDC's `address.formatted`, or a plain string).
+    public var address: String?
+
+    public init(claims c: [String: JSONValue]) {
+        id = c["sub"]?.stringValue
+        name = c["name"]?.stringValue
+        preferredUsername = c["preferred_username"]?.stringValue
+        givenName = c["given_name"]?.stringValue
+        familyName = c["family_name"]?.stringValue
+        middleName = c["middle_name"]?.stringValue
+        nickname = c["nickname"]?.stringValue
+        picture = c["picture"]?.stringValue
+        website = c["website"]?.stringValue
+        email = c["email"]?.stringValue
+        emailVerified = c["email_verified"]?.boolValue
+        gender = c["gender"]?.stringValue
+        zoneinfo = c["zoneinfo"]?.stringValue
+        locale = c["locale"]?.stringValue
+        phoneNumber = c["phone_number"]?.stringValue
+        phoneNumberVerified = c["phone_number_verified"]?.boolValue
+        if case .object(let a)? = c["address"] { address = a["formatted"]?.stringValue } else { address = c["address"]?.stringValue }
+    }
+}
+
+/// Seed 000/001 `WebviewLoginRequest`. `presentationContextProvider` is the Apple presentation anchor; on other
+/// platforms it is ignored and the client's user agent decides how the page is shown.
+public struct WebviewLoginRequest: Sendable {
+    public var state: String?
+    public var nonce: String?
+    public var scope: [String]?
+    public var presentationContextProvider: (any Sendable)?
+    public var sessionId: String?
+
+    public init(state: String? = nil, nonce: String? = nil, scope: [String]? = nil, presentationContextProvider: (any Sendable)? = nil,
+                sessionId: String? = nil) {
+        self.state = state; self.nonce = nonce; self.scope = scope; self.presentationContextProvider = presentationContextProvider
+        self.sessionId = sessionId
+    }
+}

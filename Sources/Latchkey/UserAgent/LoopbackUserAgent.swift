@@ -1,0 +1,166 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// RFC 8252 §7.3 loopback redirect for native and command-line apps: listens on 127.0.0.1 on an ephemeral port,
+/// opens the system browser (or prints the URL), and takes the one redirect that comes back to `/callback`.
+public final class LoopbackUserAgent: AuthorizationUserAgent {
+    public enum BrowserMode: Sendable {
+        /// Try `xdg-open`/`open`; print the URL when that fails.
+        case system
+        /// Only print the URL (headless machines, SSH sessions, tests).
+        case printOnly
+    }
+
+    private let mode: BrowserMode
+    private let timeout: TimeInterval
+    private let output: @Sendable (String) -> Void
+    private let listener = Locked<LoopbackListener?>(nil)
+
+    public init(mode: BrowserMode = .system, timeout: TimeInterval = 300,
+                output: @escaping @Sendable (String) -> Void = { FileHandle.standardOutput.write(Data(($0 + "\n").utf8)) }) {
+        self.mode = mode
+        self.timeout = timeout
+        self.output = output
+    }
+
+    public func prepareRedirectURI() async throws -> String? {
+        let l = try LoopbackListener()
+        listener.withLock { $0 = l }
+        return "http://127.0.0.1:\(l.port)/callback"
+    }
+
+    public func authorize(url: URL) async throws -> URL {
+        guard let l = listener.withLock({ $0 }) else { throw LatchkeyError(.invalidConfiguration, "prepareRedirectURI() was not called") }
+        defer { l.close(); listener.withLock { $0 = nil } }
+        if mode == .printOnly || !Self.openBrowser(url) {
+            output(url.absoluteString)
+        }
+        return try await l.waitForCallback(timeout: timeout)
+    }
+
+    static func openBrowser(_ url: URL) -> Bool {
+        #if os(Linux) || os(macOS)
+        let process = Process()
+        #if os(macOS)
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/open")
+        #else
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/xdg-open")
+        #endif
+        process.arguments = [url.absoluteString]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        guard FileManager.default.isExecutableFile(atPath: process.executableURL?.path ?? "") else { return false }
+        do { try process.run() } catch { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+        #else
+        return false
+        #endif
+    }
+}
+
+/// A one-shot HTTP listener on 127.0.0.1. Blocking socket calls run on their own thread, never on the cooperative
+/// pool; closing the socket unblocks `accept`.
+final class LoopbackListener: @unchecked Sendable {
+    private let fd: Int32
+    let port: Int
+    private let closed = Locked(false)
+
+    init() throws {
+        #if os(Linux)
+        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let s = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard s >= 0 else { throw LatchkeyError(.networkError, "cannot create the loopback socket") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(s, 4) == 0 else { _ = systemClose(s); throw LatchkeyError(.networkError, "cannot listen on 127.0.0.1") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(s, $0, &length) }
+        }
+        fd = s
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    func close() {
+        let already = closed.withLock { c -> Bool in defer { c = true }; return c }
+        if !already { shutdown(fd, Int32(SHUT_RDWR)); _ = systemClose(fd) }
+    }
+
+    /// Accepts connections until one asks for `/callback`; answers it with a small page and returns its URL.
+    func waitForCallback(timeout: TimeInterval) async throws -> URL {
+        let port = self.port
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: .seconds(timeout))
+            self?.close()
+        }
+        defer { timer.cancel() }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<URL, any Error>) in
+                let thread = Thread { [self] in
+                    while true {
+                        let client = accept(fd, nil, nil)
+                        guard client >= 0 else {
+                            continuation.resume(throwing: LatchkeyError(.canceled, "no browser came back to the loopback redirect (canceled or timed out)"))
+                            return
+                        }
+                        let target = Self.readRequestTarget(client)
+                        let isCallback = target?.hasPrefix("/callback") == true
+                        Self.respond(client, ok: isCallback)
+                        _ = systemClose(client)
+                        if isCallback, let target, let url = URL(string: "http://127.0.0.1:\(port)\(target)") {
+                            continuation.resume(returning: url)
+                            return
+                        }
+                    }
+                }
+                thread.start()
+            }
+        } onCancel: {
+            self.close()
+        }
+    }
+
+    /// Reads the request line (`GET /callback?… HTTP/1.1`) and returns its target.
+    private static func readRequestTarget(_ client: Int32) -> String? {
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        var received = 0
+        while received < buffer.count {
+            let n = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress! + received, $0.count - received, 0) }
+            if n <= 0 { break }
+            received += n
+            if buffer[..<received].contains(0x0A) { break }
+        }
+        let line = String(decoding: buffer[..<received], as: UTF8.self).split(separator: "\r\n").first ?? ""
+        let parts = line.split(separator: " ")
+        guard parts.count >= 2, parts[0] == "GET" else { return nil }
+        return String(parts[1])
+    }
+
+    private static func respond(_ client: Int32, ok: Bool) {
+        let page = ok
+            ? "<!doctype html><html lang=\"en\"><title>Signed in</title><p>You can close this window and return to the application.</p></html>"
+            : "<!doctype html><html lang=\"en\"><title>Not found</title><p>Not found.</p></html>"
+        let response = "HTTP/1.1 \(ok ? "200 OK" : "404 Not Found")\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: \(page.utf8.count)\r\nConnection: close\r\nCache-Control: no-store\r\nReferrer-Policy: no-referrer\r\n\r\n\(page)"
+        _ = response.withCString { send(client, $0, strlen($0), 0) }
+    }
+}
+
+private func systemClose(_ fd: Int32) -> Int32 {
+    #if canImport(Glibc)
+    Glibc.close(fd)
+    #else
+    Darwin.close(fd)
+    #endif
+}

@@ -1,0 +1,140 @@
+import ArgumentParser
+import Foundation
+import Latchkey
+
+/// Where the CLI keeps its sign-in: `$LATCHKEY_HOME`, else `~/.config/latchkey` (`$XDG_CONFIG_HOME/latchkey`).
+/// The directory is 0700 and every file 0600.
+struct CLIHome {
+    let directory: URL
+
+    init() {
+        let env = ProcessInfo.processInfo.environment
+        if let home = env["LATCHKEY_HOME"], !home.isEmpty {
+            directory = URL(fileURLWithPath: home)
+        } else if let xdg = env["XDG_CONFIG_HOME"], !xdg.isEmpty {
+            directory = URL(fileURLWithPath: xdg).appendingPathComponent("latchkey")
+        } else {
+            directory = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".config/latchkey")
+        }
+    }
+
+    struct Profile: Codable { var issuer: String; var clientId: String; var scopes: [String] }
+
+    var profileURL: URL { directory.appendingPathComponent("profile.json") }
+
+    func storage() throws -> FileStorageAdapter { try FileStorageAdapter(directory: directory.appendingPathComponent("sessions")) }
+
+    func save(_ profile: Profile) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let data = try JSONEncoder().encode(profile)
+        guard FileManager.default.createFile(atPath: profileURL.path, contents: data, attributes: [.posixPermissions: 0o600]) else {
+            throw CLIError("cannot write \(profileURL.path)")
+        }
+    }
+
+    func load() throws -> Profile {
+        guard let data = try? Data(contentsOf: profileURL), let profile = try? JSONDecoder().decode(Profile.self, from: data) else {
+            throw CLIError("Not signed in. Run `latchkey login` first.")
+        }
+        return profile
+    }
+
+    /// A client restored from the saved profile and session.
+    func client(userAgent: any AuthorizationUserAgent = LoopbackUserAgent()) async throws -> LatchkeyClient {
+        let profile = try load()
+        let client = LatchkeyClient(userAgent: userAgent)
+        try await client.initialize(config: LatchkeyConfig(baseUrl: profile.issuer, clientId: profile.clientId, scopes: profile.scopes),
+                                    storage: try storage())
+        return client
+    }
+}
+
+struct CLIError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Turns SDK errors into one clear line and exit code 1.
+func runClient(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let error as CLIError {
+        Console.err("latchkey: \(error.description)")
+        throw ExitCode(1)
+    } catch let error as LatchkeyError {
+        let message: String = switch error.code {
+        case .networkError, .requestTimeout: "cannot reach the server (\(error.message)). Is it running?"
+        case .canceled: "sign-in canceled: \(error.message)"
+        case .sessionExpired: "your session has ended; run `latchkey login` again (\(error.message))"
+        case .invalidConfiguration: "configuration problem: \(error.message)"
+        default: error.description
+        }
+        Console.err("latchkey: \(message)")
+        throw ExitCode(1)
+    }
+}
+
+struct Login: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Sign in with the browser (loopback redirect, PKCE) to an OpenID Connect issuer.")
+
+    @Option(help: "Issuer URL (default: the local development server).")
+    var issuer: String = "http://localhost:8090"
+    @Option(help: "OAuth client id (a public client that allows http://127.0.0.1/callback on any port).")
+    var clientId: String = "latchkey-demo"
+    @Option(help: "Space-separated scopes.")
+    var scope: String = "openid profile email offline_access"
+    @Flag(help: "Do not open a browser: print the authorization URL on its own line and wait for the redirect.")
+    var noBrowser = false
+
+    func run() async throws {
+        try await runClient {
+            let home = CLIHome()
+            let scopes = scope.split(separator: " ").map(String.init)
+            let agent = LoopbackUserAgent(mode: noBrowser ? .printOnly : .system, output: { Console.out($0) })
+            let client = LatchkeyClient(userAgent: agent)
+            try await client.initialize(config: LatchkeyConfig(baseUrl: issuer, clientId: clientId, scopes: scopes), storage: try home.storage())
+            Console.err(noBrowser ? "Open this URL in a browser to sign in; waiting for the redirect…" : "Signing in with your browser…")
+            let token = try await client.webviewLogin(WebviewLoginRequest(scope: scopes))
+            try home.save(.init(issuer: issuer, clientId: clientId, scopes: scopes))
+            let who = token.user?.email ?? token.user?.preferredUsername ?? token.user?.id ?? "unknown user"
+            Console.out("Signed in to \(issuer) as \(who).")
+        }
+    }
+}
+
+struct Token: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print a valid access token, refreshing it if needed.")
+    func run() async throws {
+        try await runClient { Console.out(try await CLIHome().client().getAccessToken()) }
+    }
+}
+
+struct Whoami: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show the signed-in user.")
+    func run() async throws {
+        try await runClient {
+            let home = CLIHome()
+            let client = try await home.client()
+            guard try await client.isSignedIn() else { throw CLIError("Not signed in. Run `latchkey login` first.") }
+            let user = try await client.getUser()
+            Console.out("issuer   \(try home.load().issuer)")
+            Console.out("subject  \(user.sub)")
+            if let name = user.displayName { Console.out("name     \(name)") }
+            if let email = user.email { Console.out("email    \(email)") }
+        }
+    }
+}
+
+struct Logout: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Sign out: revoke the refresh token, end the server session, forget local tokens.")
+    func run() async throws {
+        try await runClient {
+            let home = CLIHome()
+            let client = try await home.client()
+            try await client.signOut()
+            try? FileManager.default.removeItem(at: home.profileURL)
+            Console.out("Signed out.")
+        }
+    }
+}

@@ -1,0 +1,60 @@
+"""The `latchkey` CLI as a user runs it: login --no-browser (headless Chromium completes the sign-in at the printed
+URL, which exercises webviewLogin through the loopback user agent), whoami, token, logout, and clear failures."""
+import os
+import stat
+import subprocess
+import tempfile
+
+import requests
+from selenium.webdriver.common.by import By
+
+from conftest import BINARY, DEMO_PASSWORD, DEMO_USER, free_port
+
+
+def cli(home, *args, timeout=60):
+    return subprocess.run([BINARY, *args], env={**os.environ, "LATCHKEY_HOME": home}, capture_output=True, text=True, timeout=timeout)
+
+
+def test_login_whoami_token_logout(server, browser):
+    home = tempfile.mkdtemp(prefix="latchkey-home-")
+    login = subprocess.Popen([BINARY, "login", "--no-browser", "--issuer", server.base], env={**os.environ, "LATCHKEY_HOME": home},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = login.stdout.readline().strip()
+    assert url.startswith(server.base + "/oauth2/authorize?"), url
+    assert "code_challenge_method=S256" in url and "redirect_uri=http%3A%2F%2F127.0.0.1%3A" in url
+
+    browser.get(url)  # the person opens the printed URL
+    browser.find_element(By.ID, "username").send_keys(DEMO_USER)
+    browser.find_element(By.ID, "password").send_keys(DEMO_PASSWORD)
+    browser.find_element(By.ID, "submit").click()
+    out, err = login.communicate(timeout=30)
+    assert login.returncode == 0, err
+    assert f"Signed in to {server.base} as {DEMO_USER}." in out
+    assert "close this window" in browser.page_source  # the loopback listener answered the browser
+
+    for path in [os.path.join(home, "profile.json")] + [os.path.join(home, "sessions", f) for f in os.listdir(os.path.join(home, "sessions"))]:
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, path
+
+    whoami = cli(home, "whoami")
+    assert whoami.returncode == 0 and DEMO_USER in whoami.stdout and "Demo User" in whoami.stdout, whoami.stderr
+
+    token = cli(home, "token")
+    assert token.returncode == 0, token.stderr
+    access = token.stdout.strip()
+    assert requests.get(server.base + "/oauth2/userinfo", headers={"Authorization": "Bearer " + access}).status_code == 200
+
+    logout = cli(home, "logout")
+    assert logout.returncode == 0 and "Signed out." in logout.stdout, logout.stderr
+    assert requests.get(server.base + "/oauth2/userinfo", headers={"Authorization": "Bearer " + access}).status_code == 401
+    after = cli(home, "token")
+    assert after.returncode == 1 and "Not signed in" in after.stderr
+
+
+def test_clear_failures(server):
+    home = tempfile.mkdtemp(prefix="latchkey-home-")
+    down = cli(home, "login", "--no-browser", "--issuer", f"http://127.0.0.1:{free_port()}")
+    assert down.returncode == 1 and "cannot reach the server" in down.stderr, down.stderr
+    wrong = cli(home, "login", "--no-browser", "--issuer", server.base + "/elsewhere")
+    assert wrong.returncode == 1 and "configuration problem" in wrong.stderr, wrong.stderr
+    nothing = cli(home, "whoami")
+    assert nothing.returncode == 1 and "Not signed in" in nothing.stderr
