@@ -41,24 +41,25 @@ actor TokenManager {
     /// A new sign-in: replaces the session's tokens and invalidates any refresh still in flight.
     func replace(_ tokens: TokenSet, sessionId: String?) async throws {
         let key = Self.key(sessionId)
+        startNewGeneration(key, tokens: tokens)
+        try await storage.set(key, try JSONEncoder().encode(tokens))
+    }
+
+    /// Sign-out: forgets the tokens and invalidates any refresh still in flight.
+    func clear(_ sessionId: String?) async throws {
+        let key = Self.key(sessionId)
+        startNewGeneration(key, tokens: nil)
+        try await storage.remove(key)
+    }
+
+    /// Bumping the generation is what makes a refresh started earlier discard its result.
+    private func startNewGeneration(_ key: String, tokens: TokenSet?) {
         var slot = slots[key] ?? Slot()
         slot.generation += 1
         slot.tokens = tokens
         slot.loaded = true
         slot.refresh = nil
         slots[key] = slot
-        try await storage.set(key, try JSONEncoder().encode(tokens))
-    }
-
-    func clear(_ sessionId: String?) async throws {
-        let key = Self.key(sessionId)
-        var slot = slots[key] ?? Slot()
-        slot.generation += 1
-        slot.tokens = nil
-        slot.loaded = true
-        slot.refresh = nil
-        slots[key] = slot
-        try await storage.remove(key)
     }
 
     /// A usable access token, refreshing first when it expires within the skew.
