@@ -75,7 +75,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "LatchkeyBenchmarks",
-            dependencies: ["Latchkey", "LatchkeyJOSE", "LatchkeyServer"],
+            dependencies: ["Latchkey", "LatchkeyJOSE", "LatchkeyServer", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

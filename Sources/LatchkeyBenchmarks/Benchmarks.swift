@@ -15,6 +15,7 @@ struct Benchmarks {
         print("Latchkey benchmarks (\(ProcessInfo.processInfo.processorCount) cores)")
         try jose()
         try await tokenEndpoint()
+        try await SDKBenchmarks.run()
     }
 
     /// Runs `body` repeatedly for about `seconds` and returns operations per second.

@@ -11,6 +11,12 @@ public struct TokenSet: Sendable, Codable, Equatable {
     /// The nonce of the original sign-in; a refreshed ID token that carries a nonce must repeat it.
     public var nonce: String?
 
+    public init(accessToken: String, refreshToken: String?, idToken: String?, tokenType: String = "Bearer", expiresAt: Date,
+                scope: String?, nonce: String?) {
+        self.accessToken = accessToken; self.refreshToken = refreshToken; self.idToken = idToken; self.tokenType = tokenType
+        self.expiresAt = expiresAt; self.scope = scope; self.nonce = nonce
+    }
+
     public func isExpired(now: Date = Date(), skew: TimeInterval = 0) -> Bool { expiresAt.timeIntervalSince(now) <= skew }
 }
 

@@ -1,0 +1,148 @@
+import Crypto
+import Foundation
+import Latchkey
+import LatchkeyServer
+import Logging
+
+/// SDK figures: ID-token validation, the cost of `getAccessToken` on a valid token, and single-flight refresh under
+/// 10,000 concurrent callers, each against a baseline measured in the same run.
+enum SDKBenchmarks {
+    /// Serves a fixed JWKS (the validator's cache makes this a one-time fetch).
+    struct FixedJWKS: HTTPClient {
+        let body: Data
+        func send(_ request: HTTPRequest) async throws -> HTTPResponse { HTTPResponse(status: 200, headers: [:], body: body) }
+    }
+
+    /// Counts refresh requests on their way to the real server.
+    final class CountingClient: HTTPClient, @unchecked Sendable {
+        let inner = URLSessionHTTPClient()
+        private let lock = NSLock()
+        private var count = 0
+        var refreshes: Int { lock.withLock { count } }
+        func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+            if let body = request.body, String(decoding: body, as: UTF8.self).contains("grant_type=refresh_token") { lock.withLock { count += 1 } }
+            return try await inner.send(request)
+        }
+    }
+
+    actor Bare { let value = "token"; func get() -> String { value } }
+
+    static func run() async throws {
+        print("SDK")
+        try await idTokenValidation()
+        try await tokenPaths()
+    }
+
+    static func idTokenValidation() async throws {
+        let key = try SigningKey.generate(.rs256)
+        let now = Date()
+        let access = "access-token"
+        let claims: [String: JSONValue] = [
+            "iss": .string("https://id.example.com"), "sub": .string("u1"), "aud": .string("app"), "azp": .string("app"),
+            "exp": .number(now.timeIntervalSince1970 + 3600), "iat": .number(now.timeIntervalSince1970), "nonce": .string("n"),
+            "at_hash": .string(Base64URL.encode(Data(SHA256.hash(data: Data(access.utf8))).prefix(16))),
+        ]
+        let token = try key.sign(claims: claims)
+        let validator = IDTokenValidator(jwks: JWKSCache(url: URL(fileURLWithPath: "/jwks"), http: FixedJWKS(body: try JSONEncoder().encode(JWKSet(keys: [try key.publicJWK()])))))
+        let expectations = IDTokenValidator.Expectations(issuer: "https://id.example.com", clientId: "app", nonce: "n", accessToken: access, now: now)
+        _ = try await validator.validate(token, expectations)
+        let parts = token.split(separator: ".")
+        let input = Data("\(parts[0]).\(parts[1])".utf8)
+        let signature = Base64URL.decode(parts[2]) ?? Data()
+        let jwk = try key.publicJWK()
+        let validations = try await asyncRate { _ = try await validator.validate(token, expectations) }
+        let raw = try Benchmarks.rate { _ = try jwk.verify(signature: signature, for: input, algorithm: .rs256) }
+        Benchmarks.report("ID-token validation (RS256, all claims)", validations, baseline: "raw RS256 verify", raw)
+    }
+
+    static func tokenPaths() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-bench-sdk-\(UUID().uuidString).sqlite").path
+        var configuration = DevelopmentDefaults.configuration(port: 0, databasePath: path, host: "127.0.0.1")
+        configuration.bcryptCost = 4
+        var logger = Logger(label: "bench")
+        logger.logLevel = .critical
+        let server = try await IdentityServer.open(configuration: configuration, logger: logger)
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let app = server.application { continuation.yield($0) }
+        let task = Task { try await app.run() }
+        var iterator = ports.makeAsyncIterator()
+        guard await iterator.next() != nil else { return }
+        defer { task.cancel(); try? FileManager.default.removeItem(atPath: path) }
+
+        // getAccessToken on a valid token vs a bare actor call.
+        let http = CountingClient()
+        let storage = InMemoryStorageAdapter()
+        let (first, second) = (try await signIn(server: server, http: http.inner), try await signIn(server: server, http: http.inner))
+        try await storage.set("latchkey.session.default", try JSONEncoder().encode(first))
+        let client = LatchkeyClient(http: http)
+        try await client.initialize(config: LatchkeyConfig(baseUrl: server.issuer, clientId: "latchkey-demo"), storage: storage)
+        let bare = Bare()
+        let valid = try await asyncRate { _ = try await client.getAccessToken() }
+        let actorCall = await asyncRate { _ = await bare.get() }
+        Benchmarks.report("getAccessToken (valid token)", valid, baseline: "bare actor call", actorCall)
+
+        // One refresh round trip, then 10,000 concurrent callers on an expired token.
+        let tokenURL = URL(string: server.issuer + "/oauth2/token") ?? URL(fileURLWithPath: "/")
+        let start = DispatchTime.now().uptimeNanoseconds
+        _ = try await http.inner.send(.form(tokenURL, [("grant_type", "refresh_token"), ("refresh_token", second.refreshToken ?? ""), ("client_id", "latchkey-demo")]))
+        let roundTrip = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
+        var expired = first
+        expired.expiresAt = Date().addingTimeInterval(-1)
+        try await storage.set("latchkey.session.default", try JSONEncoder().encode(expired))
+        let fresh = LatchkeyClient(http: http)
+        try await fresh.initialize(config: LatchkeyConfig(baseUrl: server.issuer, clientId: "latchkey-demo"), storage: storage)
+        let before = http.refreshes
+        let n = 10_000
+        let t0 = DispatchTime.now().uptimeNanoseconds
+        let distinct = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<n { group.addTask { try await fresh.getAccessToken() } }
+            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        let all = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6
+        print(String(format: "  %d concurrent getAccessToken on an expired token: %d refresh request(s), %d distinct token(s), %.1f ms for all vs %.1f ms for one refresh round trip (ratio %.2f)",
+                     n, http.refreshes - before, distinct.count, all, roundTrip, all / roundTrip))
+    }
+
+    /// Signs the demo user in through the hosted form (cookies handled by hand) and returns the token set.
+    static func signIn(server: IdentityServer, http: URLSessionHTTPClient) async throws -> TokenSet {
+        let pkce = PKCEPair()
+        let redirect = "http://127.0.0.1:9/callback"
+        let query = FormCoding.encode([("response_type", "code"), ("client_id", "latchkey-demo"), ("redirect_uri", redirect),
+                                       ("scope", "openid offline_access"), ("state", "s"), ("nonce", "n"),
+                                       ("code_challenge", pkce.challenge), ("code_challenge_method", "S256")])
+        guard let authorize = URL(string: server.issuer + "/oauth2/authorize?" + query) else { throw BenchError("url") }
+        let toLogin = try await http.send(HTTPRequest(url: authorize))
+        guard let loginPath = toLogin.location, let loginURL = URL(string: server.issuer + loginPath) else { throw BenchError("no login page") }
+        let page = try await http.send(HTTPRequest(url: loginURL))
+        let html = String(decoding: page.body, as: UTF8.self)
+        func field(_ name: String) -> String {
+            guard let r = html.range(of: "name=\"\(name)\" value=\"") else { return "" }
+            return String(html[r.upperBound...].prefix { $0 != "\"" })
+        }
+        let csrf = field("csrf")
+        guard let postURL = URL(string: server.issuer + "/login") else { throw BenchError("url") }
+        let done = try await http.send(.form(postURL, [("request", field("request")), ("csrf", csrf), ("username", DevelopmentDefaults.demoUsername),
+                                                       ("password", DevelopmentDefaults.demoPassword)], headers: ["Cookie": "lk_csrf=\(csrf)"]))
+        guard let callback = done.location.flatMap(URLComponents.init(string:)),
+              let code = callback.queryItems?.first(where: { $0.name == "code" })?.value,
+              let tokenURL = URL(string: server.issuer + "/oauth2/token") else { throw BenchError("sign-in failed (\(done.status))") }
+        let response = try await http.send(.form(tokenURL, [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirect),
+                                                             ("client_id", "latchkey-demo"), ("code_verifier", pkce.verifier)]))
+        let t = try JSONDecoder().decode(TokenResponse.self, from: response.body)
+        return TokenSet(accessToken: t.accessToken, refreshToken: t.refreshToken, idToken: t.idToken, tokenType: "Bearer",
+                        expiresAt: Date().addingTimeInterval(TimeInterval(t.expiresIn ?? 3600)), scope: t.scope, nonce: "n")
+    }
+
+    static func asyncRate(_ seconds: Double = 1.0, _ body: () async throws -> Void) async rethrows -> Double {
+        for _ in 0..<20 { try await body() }
+        var count = 0
+        let start = DispatchTime.now().uptimeNanoseconds
+        var elapsed = 0.0
+        repeat {
+            for _ in 0..<50 { try await body() }
+            count += 50
+            elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        } while elapsed < seconds
+        return Double(count) / elapsed
+    }
+}
