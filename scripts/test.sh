@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: Swift unit and end-to-end tests (in-process servers on loopback), then the system tests
-# (the real `latchkey` binary driven by pytest, headless Chromium through the hosted pages, SIGKILL durability).
+# (the real `latchkey` binary driven by pytest, headless Chromium through the hosted pages, SIGKILL durability, the
+# CLI), with glewlwyd running on loopback for the SDK's standards-mode test.
 # Installs what it needs on a fresh Debian machine (apt-get, pip); safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,13 @@ python3 -c "import selenium, pytest, requests" 2>/dev/null || { echo "==> instal
 
 echo "==> swift build"
 swift build --build-tests
+
+echo "==> glewlwyd (Debian's OpenID provider, for the SDK's standards-mode test) on 127.0.0.1"
+GLEWLWYD_WORK="$(mktemp -d /tmp/latchkey-glewlwyd.XXXXXX)"
+trap 'Tests/glewlwyd/stop.sh "$GLEWLWYD_WORK" >/dev/null 2>&1 || true' EXIT
+Tests/glewlwyd/start.sh "$GLEWLWYD_WORK"
+export LATCHKEY_GLEWLWYD_ENV="$GLEWLWYD_WORK/env"
+
 echo "==> swift test"
 swift test --skip-build
 echo "==> system tests (pytest)"

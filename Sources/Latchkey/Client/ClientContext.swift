@@ -130,9 +130,15 @@ final class ClientContext: Sendable {
 
     // MARK: Other endpoints
 
-    func revoke(_ token: String, hint: String) async throws {
+    /// RFC 7009 revocation as a public client. Some providers (glewlwyd) refuse unauthenticated revocation with 401
+    /// but accept the session's own access token as a bearer credential, so that is tried once.
+    func revoke(_ token: String, hint: String, accessToken: String? = nil) async throws {
         guard let url = try await requireMetadata().revocationEndpoint else { return }
-        let response = try await http.send(.form(url, [("token", token), ("token_type_hint", hint), ("client_id", config.clientId)]))
+        let parameters = [("token", token), ("token_type_hint", hint), ("client_id", config.clientId)]
+        var response = try await http.send(.form(url, parameters))
+        if response.status == 401, let accessToken {
+            response = try await http.send(.form(url, parameters, headers: ["Authorization": "Bearer \(accessToken)"]))
+        }
         guard response.status == 200 else { throw Self.errorFrom(response) }
     }
 

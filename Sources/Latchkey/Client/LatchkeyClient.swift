@@ -229,7 +229,7 @@ public final class LatchkeyClient: Sendable {
             let tokens = try await context.tokens.tokens(sessionId)
             try await context.tokens.clear(sessionId)
             if let refresh = tokens?.refreshToken {
-                do { try await context.revoke(refresh, hint: "refresh_token") } catch {
+                do { try await context.revoke(refresh, hint: "refresh_token", accessToken: tokens?.accessToken) } catch {
                     logger.notice("refresh token revocation failed; local session cleared anyway", metadata: ["error": "\(error)"])
                 }
             }
