@@ -105,11 +105,16 @@ public final class LatchkeyClient: Sendable {
 
     /// The authorization URL (code flow, PKCE S256, fresh `state` and `nonce`) to open in a browser.
     public func buildSignInURL(options: SignInOptions? = nil) throws -> URL {
-        try buildSignInURL(options: options, sessionId: nil)
+        try makeAuthorizationURL(options: options, sessionId: nil)
     }
 
-    func buildSignInURL(options: SignInOptions?, sessionId: String?, state requestedState: String? = nil, nonce requestedNonce: String? = nil,
-                        scopes: [String]? = nil, redirectUri redirectOverride: String? = nil) throws -> URL {
+    /// As `buildSignInURL(options:)`, for a named session (multi-session apps): the callback stores its tokens there.
+    public func buildSignInURL(options: SignInOptions?, sessionId: String?) throws -> URL {
+        try makeAuthorizationURL(options: options, sessionId: sessionId)
+    }
+
+    func makeAuthorizationURL(options: SignInOptions?, sessionId: String?, state requestedState: String? = nil, nonce requestedNonce: String? = nil,
+                              scopes: [String]? = nil, redirectUri redirectOverride: String? = nil) throws -> URL {
         let context = try context()
         guard let redirectUri = redirectOverride ?? context.config.afterSignInUrl else {
             throw LatchkeyError(.invalidConfiguration, "afterSignInUrl (the redirect URI) is not set")
@@ -193,8 +198,8 @@ public final class LatchkeyClient: Sendable {
             // Fail before showing anything when the provider is unreachable or is not an OpenID Connect issuer.
             _ = try await context.requireMetadata()
             let redirect = try await userAgent.prepareRedirectURI()
-            let url = try buildSignInURL(options: nil, sessionId: request.sessionId, state: request.state, nonce: request.nonce,
-                                         scopes: request.scope, redirectUri: redirect)
+            let url = try makeAuthorizationURL(options: nil, sessionId: request.sessionId, state: request.state, nonce: request.nonce,
+                                               scopes: request.scope, redirectUri: redirect)
             let callback: URL
             do { callback = try await userAgent.authorize(url: url) } catch {
                 if let requestState = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first(where: { $0.name == "state" })?.value {

@@ -129,6 +129,31 @@ struct SDKRedirectSignInTests {
         await #expect { try await client.getAccessToken() } throws: { ($0 as? LatchkeyError)?.code == .sessionExpired }
     }
 
+    @Test func clearSessionForgetsLocallyButDoesNotRevoke() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let storage = InMemoryStorageAdapter()
+        let client = try await server.signedInClient(storage: storage)
+        let tokens = try JSONDecoder().decode(Latchkey.TokenSet.self, from: try #require(try await storage.get("latchkey.session.default")))
+        client.clearSession()
+        try await client.clearSessionAndWait()
+        #expect(try await !client.isSignedIn())
+        #expect(try await storage.get("latchkey.session.default") == nil)
+        #expect(try await server.refresh(try #require(tokens.refreshToken)).status == 200, "the server still honours the grant")
+    }
+
+    @Test func sessionsAreIndependent() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let client = LatchkeyClient()
+        try await client.initialize(config: server.sdkConfig())
+        _ = try await client.handleRedirectCallback(url: try await server.browse(try client.buildSignInURL(options: nil, sessionId: "work")))
+        #expect(try await client.isSignedIn(sessionId: "work"))
+        #expect(try await !client.isSignedIn(), "the default session is untouched")
+        _ = try await client.signOut(sessionId: "work")
+        #expect(try await !client.isSignedIn(sessionId: "work"))
+    }
+
     @Test func exchangeTokenLeavesTheSessionAlone() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
