@@ -142,13 +142,17 @@ final class ClientContext: Sendable {
         guard response.status == 200 else { throw Self.errorFrom(response) }
     }
 
-    /// RP-initiated logout without a browser: the provider ends the session named by the hint; the redirect it
-    /// answers with is not followed.
+    /// RP-initiated logout without a browser: GET (which every OP must support, RP-Initiated Logout 1.0 §2) with the
+    /// ID-token hint; the provider ends that session and answers with a redirect, which is not followed.
     func endSession(idTokenHint: String) async throws {
-        guard let url = try await requireMetadata().endSessionEndpoint else { return }
+        guard let endpoint = try await requireMetadata().endSessionEndpoint,
+              var components = URLComponents(url: endpoint, resolvingAgainstBaseURL: false) else { return }
         var parameters = [("id_token_hint", idTokenHint), ("client_id", config.clientId)]
         if let after = config.afterSignOutUrl { parameters.append(("post_logout_redirect_uri", after)) }
-        let response = try await http.send(.form(url, parameters))
+        let existing = components.percentEncodedQuery.map { $0 + "&" } ?? ""
+        components.percentEncodedQuery = existing + FormCoding.encode(parameters)
+        guard let url = components.url else { return }
+        let response = try await http.send(HTTPRequest(url: url))
         guard response.status < 400 else { throw Self.errorFrom(response) }
     }
 

@@ -20,7 +20,8 @@ struct GlewlwydStandardsModeTests {
         let issuer = try #require(env["GLEWLWYD_ISSUER"]), base = try #require(env["GLEWLWYD_BASE"])
         let user = try #require(env["GLEWLWYD_TEST_USER"]), password = try #require(env["GLEWLWYD_TEST_PASSWORD"])
         let scopes = ["openid", "profile", "email", "offline_access"]
-        let client = LatchkeyClient()
+        let http = ObservedHTTPClient()
+        let client = LatchkeyClient(http: http)
         try await client.initialize(config: LatchkeyConfig(
             baseUrl: issuer, clientId: try #require(env["GLEWLWYD_CLIENT_ID"]), scopes: scopes,
             afterSignInUrl: try #require(env["GLEWLWYD_REDIRECT_URI"]), afterSignOutUrl: env["GLEWLWYD_POST_LOGOUT_REDIRECT_URI"]))
@@ -56,6 +57,9 @@ struct GlewlwydStandardsModeTests {
         let refreshToken = try #require(refreshed.refreshToken)
         _ = try await client.signOut()  // revoke (bearer fallback) + end-session with id_token_hint
         #expect(try await !client.isSignedIn())
+        #expect(http.statuses(pathEndingWith: "/revoke").last == 200, "revoked (glewlwyd wants the bearer fallback)")
+        let endSession = http.statuses(pathEndingWith: "/end_session")
+        #expect(endSession.count == 1 && (300..<400).contains(endSession[0]), "end_session accepted the hint: \(endSession)")
         let reuse = try await TestBrowser().postForm(issuer + "/token", ["grant_type": "refresh_token", "refresh_token": refreshToken,
                                                                        "client_id": env["GLEWLWYD_CLIENT_ID"] ?? ""])
         #expect(reuse.status >= 400, "the refresh token was revoked at glewlwyd (\(reuse.status))")

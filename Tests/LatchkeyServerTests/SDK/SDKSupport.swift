@@ -8,6 +8,12 @@ final class ObservedHTTPClient: HTTPClient {
     private let inner = URLSessionHTTPClient()
     private let refreshes = NIOLockedValueBox(0)
     private let refreshDelay = NIOLockedValueBox<Duration>(.zero)
+    private let exchanges = NIOLockedValueBox<[(path: String, status: Int)]>([])
+
+    /// Statuses of the responses to requests whose path ends with `suffix`.
+    func statuses(pathEndingWith suffix: String) -> [Int] {
+        exchanges.withLockedValue { $0.filter { $0.path.hasSuffix(suffix) }.map(\.status) }
+    }
 
     var refreshCount: Int { refreshes.withLockedValue { $0 } }
     func delayRefreshes(by delay: Duration) { refreshDelay.withLockedValue { $0 = delay } }
@@ -18,7 +24,9 @@ final class ObservedHTTPClient: HTTPClient {
             let delay = refreshDelay.withLockedValue { $0 }
             if delay > .zero { try await Task.sleep(for: delay) }
         }
-        return try await inner.send(request)
+        let response = try await inner.send(request)
+        exchanges.withLockedValue { $0.append((request.url.path, response.status)) }
+        return response
     }
 }
 
