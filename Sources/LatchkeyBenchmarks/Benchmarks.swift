@@ -5,7 +5,6 @@ import FoundationNetworking
 #endif
 import LatchkeyJOSE
 import LatchkeyServer
-import Logging
 
 /// `swift run -c release latchkey-bench`: every figure is a ratio against a baseline measured in the same run, so
 /// results compare across machines; absolute rates are printed for context only.
@@ -62,21 +61,12 @@ struct Benchmarks {
     /// both over loopback HTTP against an in-process server.
     static func tokenEndpoint() async throws {
         print("Token endpoint over loopback HTTP (sequential requests)")
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-bench-\(UUID().uuidString).sqlite").path
-        var configuration = DevelopmentDefaults.configuration(port: 0, databasePath: path, host: "127.0.0.1")
-        configuration.bcryptCost = 4
-        configuration.clients.append(ClientConfiguration(clientId: "bench", clientSecret: "bench-secret-0123456789",
-                                                         tokenEndpointAuthMethod: .clientSecretPost, grantTypes: [.clientCredentials],
-                                                         scopes: ["api"]))
-        var logger = Logger(label: "bench")
-        logger.logLevel = .critical
-        let server = try await IdentityServer.open(configuration: configuration, logger: logger)
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = server.application { continuation.yield($0) }
-        let task = Task { try await app.run() }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else { return }
-        let base = "http://127.0.0.1:\(port)"
+        let bench = try await BenchServer.start { configuration in
+            configuration.clients.append(ClientConfiguration(clientId: "bench", clientSecret: "bench-secret-0123456789",
+                                                             tokenEndpointAuthMethod: .clientSecretPost, grantTypes: [.clientCredentials],
+                                                             scopes: ["api"]))
+        }
+        let base = "http://127.0.0.1:\(bench.port)"
         let session = URLSession(configuration: .ephemeral)
 
         func timed(_ n: Int, _ request: () -> URLRequest) async throws -> Double {
@@ -98,9 +88,7 @@ struct Benchmarks {
         let health = try await timed(300) { URLRequest(url: URL(string: base + "/health")!) }
         let cc = try await timed(300) { post("grant_type=client_credentials&client_id=bench&client_secret=bench-secret-0123456789") }
         report("client_credentials grant", cc, baseline: "GET /health", health)
-        task.cancel()
-        _ = await task.result
-        try? FileManager.default.removeItem(atPath: path)
+        await bench.stop()
     }
 }
 

@@ -2,7 +2,6 @@ import Crypto
 import Foundation
 import Latchkey
 import LatchkeyServer
-import Logging
 
 /// SDK figures: ID-token validation, the cost of `getAccessToken` on a valid token, and single-flight refresh under
 /// 10,000 concurrent callers, each against a baseline measured in the same run.
@@ -56,18 +55,8 @@ enum SDKBenchmarks {
     }
 
     static func tokenPaths() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-bench-sdk-\(UUID().uuidString).sqlite").path
-        var configuration = DevelopmentDefaults.configuration(port: 0, databasePath: path, host: "127.0.0.1")
-        configuration.bcryptCost = 4
-        var logger = Logger(label: "bench")
-        logger.logLevel = .critical
-        let server = try await IdentityServer.open(configuration: configuration, logger: logger)
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = server.application { continuation.yield($0) }
-        let task = Task { try await app.run() }
-        var iterator = ports.makeAsyncIterator()
-        guard await iterator.next() != nil else { return }
-        defer { task.cancel(); try? FileManager.default.removeItem(atPath: path) }
+        let bench = try await BenchServer.start()
+        let server = bench.server
 
         // getAccessToken on a valid token vs a bare actor call.
         let http = CountingClient()
@@ -101,6 +90,7 @@ enum SDKBenchmarks {
         let all = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6
         print(String(format: "  %d concurrent getAccessToken on an expired token: %d refresh request(s), %d distinct token(s), %.1f ms for all vs %.1f ms for one refresh round trip (ratio %.2f)",
                      n, http.refreshes - before, distinct.count, all, roundTrip, all / roundTrip))
+        await bench.stop()
     }
 
     /// Signs the demo user in through the hosted form (cookies handled by hand) and returns the token set.
