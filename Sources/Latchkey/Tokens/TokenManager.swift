@@ -71,37 +71,46 @@ actor TokenManager {
         return try await refreshed(sessionId).accessToken
     }
 
-    /// Refreshes (or joins the refresh in flight) and returns the new tokens.
+    /// Refreshes (or joins the refresh in flight) and returns the new tokens. Every caller — the one that started
+    /// the request and those that joined it — re-checks the generation afterwards, so a refresh that finishes after
+    /// sign-out or a newer sign-in is discarded for all of them.
     func refreshed(_ sessionId: String?) async throws -> TokenSet {
         let key = Self.key(sessionId)
         guard let slot = slots[key], let current = slot.tokens else { throw LatchkeyError(.sessionExpired, "not signed in") }
-        if let inFlight = slot.refresh, inFlight.generation == slot.generation {
-            return try await inFlight.task.value
-        }
-        guard current.refreshToken != nil else {
-            throw LatchkeyError(.sessionExpired, "the access token expired and there is no refresh token")
-        }
         let generation = slot.generation
-        let refresher = self.refresher
-        let task = Task { try await refresher(current) }
-        slots[key]?.refresh = (generation, task)
+        let task: Task<TokenSet, any Error>
+        let started: Bool
+        if let inFlight = slot.refresh, inFlight.generation == generation {
+            task = inFlight.task
+            started = false
+        } else {
+            guard current.refreshToken != nil else {
+                throw LatchkeyError(.sessionExpired, "the access token expired and there is no refresh token")
+            }
+            let refresher = self.refresher
+            task = Task { try await refresher(current) }
+            slots[key]?.refresh = (generation, task)
+            started = true
+        }
         do {
             let fresh = try await task.value
             guard slots[key]?.generation == generation else {
                 throw LatchkeyError(.sessionExpired, "signed out while the token was being refreshed; the result was discarded")
             }
-            slots[key]?.refresh = nil
-            slots[key]?.tokens = fresh
-            try await storage.set(key, try JSONEncoder().encode(fresh))
+            if started {
+                slots[key]?.refresh = nil
+                slots[key]?.tokens = fresh
+                try await storage.set(key, try JSONEncoder().encode(fresh))
+            }
             return fresh
         } catch let error as LatchkeyError where error.code == .invalidGrant {
-            if slots[key]?.generation == generation {
+            if started, slots[key]?.generation == generation {
                 try await clear(sessionId)  // definitive: the grant is gone
             }
             throw LatchkeyError(.sessionExpired, "the session has ended; sign in again (\(error.message))", statusCode: error.statusCode,
                                 serverCode: error.serverCode, underlying: error)
         } catch {
-            if slots[key]?.generation == generation { slots[key]?.refresh = nil }
+            if started, slots[key]?.generation == generation { slots[key]?.refresh = nil }
             throw error
         }
     }

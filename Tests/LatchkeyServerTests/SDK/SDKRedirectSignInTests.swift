@@ -107,11 +107,16 @@ struct SDKRedirectSignInTests {
         let http = ObservedHTTPClient()
         let client = try await server.signedInClient(http: http)
         http.delayRefreshes(by: .milliseconds(300))
-        let pending = Task { try await client.getAccessToken() }
+        let starter = Task { try await client.getAccessToken() }
+        try await Task.sleep(for: .milliseconds(50))
+        let joiner = Task { try await client.getAccessToken() }  // joins the refresh already in flight
         try await Task.sleep(for: .milliseconds(50))
         let after = try await client.signOut()
         #expect(after == "http://127.0.0.1:7777/logout")
-        await #expect { try await pending.value } throws: { ($0 as? LatchkeyError)?.code == .sessionExpired }
+        await #expect { try await starter.value } throws: { ($0 as? LatchkeyError)?.code == .sessionExpired }
+        await #expect { try await joiner.value } throws: { ($0 as? LatchkeyError)?.code == .sessionExpired }
+        #expect(http.refreshCount == 1, "the joiner shared the first request")
+        #expect(http.statuses(pathEndingWith: "/oauth2/token").last == 200, "the server did answer the refresh: it was the SDK that discarded it")
         #expect(try await !client.isSignedIn(), "the late refresh did not resurrect the session")
     }
 

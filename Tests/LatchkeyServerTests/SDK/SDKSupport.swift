@@ -2,7 +2,7 @@ import Foundation
 import Latchkey
 import NIOConcurrencyHelpers
 
-/// Wraps the SDK's real URLSession client: counts refresh requests and can hold them back, to test single-flight
+/// Wraps the SDK's real URLSession client: counts refresh requests and can delay their answers, to test single-flight
 /// refresh and sign-out races. Everything still goes over loopback HTTP to the real server.
 final class ObservedHTTPClient: HTTPClient {
     private let inner = URLSessionHTTPClient()
@@ -19,13 +19,13 @@ final class ObservedHTTPClient: HTTPClient {
     func delayRefreshes(by delay: Duration) { refreshDelay.withLockedValue { $0 = delay } }
 
     func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        if let body = request.body, String(decoding: body, as: UTF8.self).contains("grant_type=refresh_token") {
-            refreshes.withLockedValue { $0 += 1 }
-            let delay = refreshDelay.withLockedValue { $0 }
-            if delay > .zero { try await Task.sleep(for: delay) }
-        }
+        let isRefresh = request.body.map { String(decoding: $0, as: UTF8.self).contains("grant_type=refresh_token") } ?? false
+        if isRefresh { refreshes.withLockedValue { $0 += 1 } }
         let response = try await inner.send(request)
         exchanges.withLockedValue { $0.append((request.url.path, response.status)) }
+        // The delay comes after the server answered: the refresh succeeded there but reaches the SDK late.
+        let delay = refreshDelay.withLockedValue { $0 }
+        if isRefresh, delay > .zero { try await Task.sleep(for: delay) }
         return response
     }
 }
