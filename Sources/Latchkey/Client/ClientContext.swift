@@ -23,18 +23,16 @@ final class ClientContext: Sendable {
         owner.set(self)
     }
 
-    /// Provider metadata; fetched once (concurrent callers share the request). Nil when the server has no discovery.
-    func metadata() async -> ProviderMetadata? {
+    /// Provider metadata, fetched once (concurrent callers share the request; a failure is retried next time).
+    func requireMetadata() async throws -> ProviderMetadata {
         if let cached = cachedMetadata.withLock({ $0 }) { return cached }
-        let fetched = try? await discovery.get()
-        if let fetched { cachedMetadata.withLock { $0 = fetched } }
+        let fetched = try await discovery.get()
+        cachedMetadata.withLock { $0 = fetched }
         return fetched
     }
 
-    func requireMetadata() async throws -> ProviderMetadata {
-        if let m = await metadata() { return m }
-        return try await discovery.get()
-    }
+    /// As `requireMetadata()`, nil when the provider cannot be reached or has no discovery document.
+    func metadata() async -> ProviderMetadata? { try? await requireMetadata() }
 
     private func endpoint(_ path: String) -> URL {
         URL(string: config.issuer + path) ?? URL(fileURLWithPath: "/")
@@ -82,46 +80,46 @@ final class ClientContext: Sendable {
         return LatchkeyError(code, "the server answered HTTP \(response.status)", statusCode: response.status)
     }
 
-    /// Turns a token response into a stored token set, validating the ID token when there is one.
-    func validated(_ response: TokenResponse, nonce: String?, maxAge: Int?, previous: TokenSet?) async throws -> TokenSet {
-        if let idToken = response.idToken, config.tokenValidation.validate {
-            let issuer = try await requireMetadata().issuer
-            _ = try await idTokenValidator().validate(idToken, .init(
-                issuer: issuer, clientId: config.clientId, nonce: nonce, accessToken: response.accessToken, maxAge: maxAge,
-                leeway: config.tokenValidation.clockTolerance))
-        } else if previous == nil, config.scopes.contains("openid"), config.tokenValidation.validate {
-            throw LatchkeyError(.invalidToken, "the provider returned no ID token for an openid sign-in")
-        }
-        return TokenSet(accessToken: response.accessToken, refreshToken: response.refreshToken ?? previous?.refreshToken,
-                        idToken: response.idToken ?? previous?.idToken, tokenType: response.tokenType ?? "Bearer",
-                        expiresAt: Date().addingTimeInterval(TimeInterval(response.expiresIn ?? 3600)),
-                        scope: response.scope ?? previous?.scope, nonce: nonce ?? previous?.nonce)
+    /// The verified claims of the response's ID token; nil when there is none or validation is turned off.
+    private func validateIDToken(_ response: TokenResponse, nonce: String?, maxAge: Int?) async throws -> [String: JSONValue]? {
+        guard let idToken = response.idToken, config.tokenValidation.validate else { return nil }
+        return try await idTokenValidator().validate(idToken, .init(
+            issuer: try await requireMetadata().issuer, clientId: config.clientId, nonce: nonce, accessToken: response.accessToken,
+            maxAge: maxAge, leeway: config.tokenValidation.clockTolerance))
     }
 
-    /// One refresh round trip; the refreshed ID token is validated too (a nonce, if present, must be the original).
+    /// The stored form of a token response; what the response leaves out (a refresh token, an ID token) is kept.
+    private func tokenSet(_ response: TokenResponse, previous: TokenSet?, nonce: String?) -> TokenSet {
+        TokenSet(accessToken: response.accessToken, refreshToken: response.refreshToken ?? previous?.refreshToken,
+                 idToken: response.idToken ?? previous?.idToken, tokenType: response.tokenType ?? "Bearer",
+                 expiresAt: Date().addingTimeInterval(TimeInterval(response.expiresIn ?? 3600)),
+                 scope: response.scope ?? previous?.scope, nonce: nonce)
+    }
+
+    /// A sign-in's token response: the ID token must be present when `openid` was requested, and is verified.
+    func signInTokens(_ response: TokenResponse, nonce: String, maxAge: Int?, expectsIDToken: Bool) async throws -> TokenSet {
+        let claims = try await validateIDToken(response, nonce: nonce, maxAge: maxAge)
+        if claims == nil, expectsIDToken, config.tokenValidation.validate {
+            throw LatchkeyError(.invalidToken, "the provider returned no ID token for an openid sign-in")
+        }
+        return tokenSet(response, previous: nil, nonce: nonce)
+    }
+
+    /// One refresh round trip. A refreshed ID token is verified too, and must name the same subject and, if it
+    /// carries a nonce, the original one (OpenID Connect Core §12.2).
     func refresh(_ current: TokenSet) async throws -> TokenSet {
         guard let refreshToken = current.refreshToken else { throw LatchkeyError(.sessionExpired, "no refresh token") }
         let response = try await tokenRequest([("grant_type", "refresh_token"), ("refresh_token", refreshToken),
                                                ("client_id", config.clientId)])
-        var tokens = try await validatedRefresh(response, previous: current)
-        tokens.nonce = current.nonce
-        return tokens
-    }
-
-    private func validatedRefresh(_ response: TokenResponse, previous: TokenSet) async throws -> TokenSet {
-        if let idToken = response.idToken, config.tokenValidation.validate {
-            let issuer = try await requireMetadata().issuer
-            let claims = try await idTokenValidator().validate(idToken, .init(
-                issuer: issuer, clientId: config.clientId, nonce: nil, accessToken: response.accessToken,
-                leeway: config.tokenValidation.clockTolerance))
-            if let nonce = claims["nonce"]?.stringValue, nonce != previous.nonce {
+        if let claims = try await validateIDToken(response, nonce: nil, maxAge: nil) {
+            if let nonce = claims["nonce"]?.stringValue, nonce != current.nonce {
                 throw LatchkeyError(.invalidToken, "ID token rejected: a refreshed ID token carries a different nonce")
             }
-            if let old = previous.idToken, let oldSub: [String: JSONValue] = try? decodePayload(old), oldSub["sub"] != claims["sub"] {
+            if let old = current.idToken, let oldClaims = try? decodePayload(old), oldClaims["sub"] != claims["sub"] {
                 throw LatchkeyError(.invalidToken, "ID token rejected: refresh returned a different subject")
             }
         }
-        return try await validated(response, nonce: nil, maxAge: nil, previous: previous)
+        return tokenSet(response, previous: current, nonce: current.nonce)
     }
 
     private func decodePayload(_ jwt: String) throws -> [String: JSONValue] {

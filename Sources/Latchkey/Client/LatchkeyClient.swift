@@ -15,7 +15,6 @@ import Logging
 public final class LatchkeyClient: Sendable {
     /// State that synchronous seed methods (`getConfiguration`, `isLoading`, `buildSignInURL`) must read.
     private struct State {
-        var config: LatchkeyConfig?
         var context: ClientContext?
         var loading = 0
         /// Authorization requests in flight, keyed by `state` — never one shared slot.
@@ -28,6 +27,7 @@ public final class LatchkeyClient: Sendable {
         var redirectUri: String
         var maxAge: Int?
         var sessionId: String?
+        var expectsIDToken: Bool
         var createdAt: Date
     }
 
@@ -55,8 +55,7 @@ public final class LatchkeyClient: Sendable {
         try config.validate()
         let context = ClientContext(config: config, http: http, storage: storage ?? InMemoryStorageAdapter())
         try state.withLock { s in
-            guard s.config == nil else { throw LatchkeyError(.alreadyInitialized, "initialize(config:storage:) was already called") }
-            s.config = config
+            guard s.context == nil else { throw LatchkeyError(.alreadyInitialized, "initialize(config:storage:) was already called") }
             s.context = context
         }
         _ = await context.metadata()  // best effort: buildSignInURL is synchronous and wants the real endpoint
@@ -66,20 +65,17 @@ public final class LatchkeyClient: Sendable {
     /// Changes the base URL and/or client id, keeping the rest of the configuration and the storage.
     @discardableResult
     public func reInitialize(baseUrl: String? = nil, clientId: String? = nil) async throws -> Bool {
-        let (current, storage) = try state.withLock { s -> (LatchkeyConfig, any StorageAdapter) in
-            guard let config = s.config, let context = s.context else { throw LatchkeyError(.sdkNotInitialized, "call initialize(config:storage:) first") }
-            return (config, context.storage)
-        }
-        var config = current
+        let current = try context()
+        var config = current.config
         if let baseUrl { config.baseUrl = baseUrl }
         if let clientId { config.clientId = clientId }
         try config.validate()
-        let context = ClientContext(config: config, http: http, storage: storage)
+        let context = ClientContext(config: config, http: http, storage: current.storage)
         state.withLock { s in
-            s.config = config
             s.context = context
             s.pending = [:]
         }
+        _ = await context.metadata()
         return true
     }
 
@@ -105,26 +101,27 @@ public final class LatchkeyClient: Sendable {
 
     /// The authorization URL (code flow, PKCE S256, fresh `state` and `nonce`) to open in a browser.
     public func buildSignInURL(options: SignInOptions? = nil) throws -> URL {
-        try makeAuthorizationURL(options: options, sessionId: nil)
+        try makeAuthorizationURL(options: options, sessionId: nil).url
     }
 
     /// As `buildSignInURL(options:)`, for a named session (multi-session apps): the callback stores its tokens there.
     public func buildSignInURL(options: SignInOptions?, sessionId: String?) throws -> URL {
-        try makeAuthorizationURL(options: options, sessionId: sessionId)
+        try makeAuthorizationURL(options: options, sessionId: sessionId).url
     }
 
     func makeAuthorizationURL(options: SignInOptions?, sessionId: String?, state requestedState: String? = nil, nonce requestedNonce: String? = nil,
-                              scopes: [String]? = nil, redirectUri redirectOverride: String? = nil) throws -> URL {
+                              scopes: [String]? = nil, redirectUri redirectOverride: String? = nil) throws -> (url: URL, state: String) {
         let context = try context()
         guard let redirectUri = redirectOverride ?? context.config.afterSignInUrl else {
             throw LatchkeyError(.invalidConfiguration, "afterSignInUrl (the redirect URI) is not set")
         }
         let pkce = PKCEPair()
-        let stateValue = requestedState ?? PKCEPair().verifier.prefix(32).description
-        let nonce = requestedNonce ?? PKCEPair().verifier.prefix(32).description
+        let stateValue = requestedState ?? Self.randomValue()
+        let nonce = requestedNonce ?? Self.randomValue()
+        let scopes = scopes ?? context.config.scopes
         var parameters: [(String, String)] = [
             ("response_type", "code"), ("client_id", context.config.clientId), ("redirect_uri", redirectUri),
-            ("scope", (scopes ?? context.config.scopes).joined(separator: " ")), ("state", stateValue), ("nonce", nonce),
+            ("scope", scopes.joined(separator: " ")), ("state", stateValue), ("nonce", nonce),
             ("code_challenge", pkce.challenge), ("code_challenge_method", "S256"),
         ]
         if let prompt = options?.prompt { parameters.append(("prompt", prompt)) }
@@ -141,12 +138,18 @@ public final class LatchkeyClient: Sendable {
         components.percentEncodedQuery = FormCoding.encode(parameters)
         guard let url = components.url else { throw LatchkeyError(.invalidConfiguration, "cannot build the authorization URL") }
         let pending = PendingAuthorization(pkce: pkce, nonce: nonce, redirectUri: redirectUri, maxAge: options?.maxAge,
-                                           sessionId: sessionId, createdAt: Date())
+                                           sessionId: sessionId, expectsIDToken: scopes.contains("openid"), createdAt: Date())
         state.withLock { s in
             s.pending = s.pending.filter { Date().timeIntervalSince($0.value.createdAt) < 600 }
             s.pending[stateValue] = pending
         }
-        return url
+        return (url, stateValue)
+    }
+
+    /// 256 bits from the system CSPRNG, base64url: `state` and `nonce` values.
+    static func randomValue() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return Base64URL.encode((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
     }
 
     /// Completes a redirect sign-in: checks `error`, `state` and `iss`, exchanges the code (form-encoded, with the
@@ -185,7 +188,8 @@ public final class LatchkeyClient: Sendable {
             ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", pending.redirectUri),
             ("client_id", context.config.clientId), ("code_verifier", pending.pkce.verifier),
         ])
-        let tokens = try await context.validated(response, nonce: pending.nonce, maxAge: pending.maxAge, previous: nil)
+        let tokens = try await context.signInTokens(response, nonce: pending.nonce, maxAge: pending.maxAge,
+                                                    expectsIDToken: pending.expectsIDToken)
         try await context.tokens.replace(tokens, sessionId: pending.sessionId)
         return tokens
     }
@@ -198,13 +202,17 @@ public final class LatchkeyClient: Sendable {
             // Fail before showing anything when the provider is unreachable or is not an OpenID Connect issuer.
             _ = try await context.requireMetadata()
             let redirect = try await userAgent.prepareRedirectURI()
-            let url = try makeAuthorizationURL(options: nil, sessionId: request.sessionId, state: request.state, nonce: request.nonce,
-                                               scopes: request.scope, redirectUri: redirect)
+            let authorization: (url: URL, state: String)
+            do {
+                authorization = try makeAuthorizationURL(options: nil, sessionId: request.sessionId, state: request.state,
+                                                         nonce: request.nonce, scopes: request.scope, redirectUri: redirect)
+            } catch {
+                if let redirect { userAgent.release(redirectURI: redirect) }
+                throw error
+            }
             let callback: URL
-            do { callback = try await userAgent.authorize(url: url) } catch {
-                if let requestState = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first(where: { $0.name == "state" })?.value {
-                    _ = state.withLock { $0.pending.removeValue(forKey: requestState) }
-                }
+            do { callback = try await userAgent.authorize(url: authorization.url) } catch {
+                _ = state.withLock { $0.pending.removeValue(forKey: authorization.state) }
                 if let e = error as? LatchkeyError { throw e }
                 throw LatchkeyError(.canceled, "the sign-in page was closed: \(error.localizedDescription)")
             }

@@ -7,4 +7,10 @@ public protocol AuthorizationUserAgent: Sendable {
     func prepareRedirectURI() async throws -> String?
     /// Presents `url` and waits for the callback. Throws `LatchkeyError(.canceled)` when the user gives up.
     func authorize(url: URL) async throws -> URL
+    /// Gives back what `prepareRedirectURI()` reserved when the sign-in stops before `authorize(url:)`.
+    func release(redirectURI: String)
+}
+
+extension AuthorizationUserAgent {
+    public func release(redirectURI: String) {}
 }

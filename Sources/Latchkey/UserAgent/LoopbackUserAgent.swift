@@ -18,7 +18,8 @@ public final class LoopbackUserAgent: AuthorizationUserAgent {
     private let mode: BrowserMode
     private let timeout: TimeInterval
     private let output: @Sendable (String) -> Void
-    private let listener = Locked<LoopbackListener?>(nil)
+    /// One listener per sign-in in progress, keyed by its redirect URI, so concurrent sign-ins never share a slot.
+    private let listeners = Locked<[String: LoopbackListener]>([:])
 
     public init(mode: BrowserMode = .system, timeout: TimeInterval = 300,
                 output: @escaping @Sendable (String) -> Void = { FileHandle.standardOutput.write(Data(($0 + "\n").utf8)) }) {
@@ -28,14 +29,22 @@ public final class LoopbackUserAgent: AuthorizationUserAgent {
     }
 
     public func prepareRedirectURI() async throws -> String? {
-        let l = try LoopbackListener()
-        listener.withLock { $0 = l }
-        return "http://127.0.0.1:\(l.port)/callback"
+        let listener = try LoopbackListener()
+        let redirectURI = "http://127.0.0.1:\(listener.port)/callback"
+        listeners.withLock { $0[redirectURI] = listener }
+        return redirectURI
+    }
+
+    public func release(redirectURI: String) {
+        listeners.withLock { $0.removeValue(forKey: redirectURI) }?.close()
     }
 
     public func authorize(url: URL) async throws -> URL {
-        guard let l = listener.withLock({ $0 }) else { throw LatchkeyError(.invalidConfiguration, "prepareRedirectURI() was not called") }
-        defer { l.close(); listener.withLock { $0 = nil } }
+        let redirectURI = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "redirect_uri" }?.value
+        guard let redirectURI, let l = listeners.withLock({ $0.removeValue(forKey: redirectURI) }) else {
+            throw LatchkeyError(.invalidConfiguration, "the authorization URL's redirect_uri was not prepared by this user agent")
+        }
+        defer { l.close() }
         if mode == .printOnly || !Self.openBrowser(url) {
             output(url.absoluteString)
         }
