@@ -2,6 +2,8 @@
 import urllib.parse
 
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
 
 from conftest import DEMO_PASSWORD, DEMO_USER, authorize_url, pkce_pair, redeem
 
@@ -42,7 +44,9 @@ def test_sign_in_sso_prompt_login_and_logout(browser, server):
     browser.find_element(By.ID, "username").send_keys(DEMO_USER)
     browser.find_element(By.ID, "password").send_keys("wrong password")
     browser.find_element(By.ID, "submit").click()
-    assert "incorrect" in browser.find_element(By.CSS_SELECTOR, "[role=alert]").text
+    # click() does not wait for the POST's page load: wait for the re-rendered form's alert.
+    alert = WebDriverWait(browser, 10).until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "[role=alert]")))
+    assert "incorrect" in alert.text
     browser.find_element(By.ID, "password").send_keys(DEMO_PASSWORD)
     try:
         browser.find_element(By.ID, "submit").click()

@@ -7,6 +7,7 @@ import tempfile
 
 import requests
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 from conftest import BINARY, DEMO_PASSWORD, DEMO_USER, free_port
 
@@ -30,7 +31,8 @@ def test_login_whoami_token_logout(server, browser):
     out, err = login.communicate(timeout=30)
     assert login.returncode == 0, err
     assert f"Signed in to {server.base} as {DEMO_USER}." in out
-    assert "close this window" in browser.page_source  # the loopback listener answered the browser
+    # The loopback listener answered the browser (which may still be rendering when the CLI exits).
+    WebDriverWait(browser, 10).until(lambda b: "close this window" in b.page_source)
 
     for path in [os.path.join(home, "profile.json")] + [os.path.join(home, "sessions", f) for f in os.listdir(os.path.join(home, "sessions"))]:
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, path
