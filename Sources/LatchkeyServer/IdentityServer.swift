@@ -116,6 +116,9 @@ public final class IdentityServer: Sendable {
         addTokenManagementRoutes(router)
         addUserInfoRoutes(router)
         addEndSessionRoutes(router)
+        addFlowRoutes(router)
+        addSelfServiceRoutes(router)
+        addSCIMRoutes(router)
         router.get("/health") { _, _ in Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok"))) }
         return router
     }

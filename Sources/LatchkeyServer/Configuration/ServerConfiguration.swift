@@ -18,6 +18,8 @@ public struct ServerConfiguration: Sendable {
     public var loginPolicy: LoginPolicy
     /// bcrypt cost for new password hashes (12 in production; tests lower it to keep suites fast).
     public var bcryptCost: UInt8
+    /// The attributes of user accounts (registration, profile, SCIM).
+    public var userSchema: UserSchema = .standard
 
     public init(issuer: URL, host: String = "127.0.0.1", port: Int = 8090, databasePath: String,
                 development: Bool = false, clients: [ClientConfiguration] = [], users: [UserSeed] = [],

@@ -10,6 +10,8 @@ public struct UserRecord: Sendable, Equatable {
     public var failedLogins: Int
     public var lockedUntil: Date?
     public var createdAt: Date
+    /// Last change of the profile or password (SCIM `meta.lastModified`); nil until the first change.
+    public var updatedAt: Date? = nil
 }
 
 /// A client as stored: the secret is kept only as a SHA-256 digest.

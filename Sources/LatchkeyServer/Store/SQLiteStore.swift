@@ -7,7 +7,7 @@ import GRDB
 /// the machine). GRDB runs pool writes one at a time in `IMMEDIATE` transactions, so two concurrent rotations of one
 /// refresh token serialize and the second sees the first one's result.
 public final class SQLiteStore: Store {
-    private let pool: DatabasePool
+    let pool: DatabasePool
 
     public init(path: String) throws {
         var configuration = Configuration()
@@ -57,6 +57,7 @@ public final class SQLiteStore: Store {
                     kid TEXT PRIMARY KEY, algorithm TEXT NOT NULL, pem TEXT NOT NULL, created_at REAL NOT NULL, retired_at REAL);
                 """)
         }
+        migrator.registerMigration("v2-flows-profile", migrate: Self.migrateFlowsAndProfile)
         return migrator
     }
 
@@ -98,10 +99,11 @@ public final class SQLiteStore: Store {
         }
     }
 
-    private static func user(_ row: Row) throws -> UserRecord {
+    static func user(_ row: Row) throws -> UserRecord {
         UserRecord(id: row["id"], username: row["username"], passwordHash: row["password_hash"],
                    claims: try decode([String: String].self, row["claims"]), disabled: row["disabled"],
-                   failedLogins: row["failed_logins"], lockedUntil: date(row["locked_until"]), createdAt: date(row["created_at"]) ?? .distantPast)
+                   failedLogins: row["failed_logins"], lockedUntil: date(row["locked_until"]), createdAt: date(row["created_at"]) ?? .distantPast,
+                   updatedAt: date(row["updated_at"]))
     }
 
     // MARK: Clients
@@ -220,7 +222,7 @@ public final class SQLiteStore: Store {
         try await pool.write { db in try Self.revokeFamily(db, id: id, reason: reason, now: now) }
     }
 
-    private static func revokeFamily(_ db: Database, id: String, reason: String, now: Date) throws {
+    static func revokeFamily(_ db: Database, id: String, reason: String, now: Date) throws {
         try db.execute(sql: "UPDATE token_families SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
                        arguments: [now.timeIntervalSince1970, reason, id])
     }
@@ -349,14 +351,14 @@ public final class SQLiteStore: Store {
 
     // MARK: Helpers
 
-    private static func date(_ value: Double?) -> Date? { value.map(Date.init(timeIntervalSince1970:)) }
-    private static func scopes(_ value: String) -> [String] { value.split(separator: " ").map(String.init) }
-    private static func json(_ value: some Encodable) throws -> String {
+    static func date(_ value: Double?) -> Date? { value.map(Date.init(timeIntervalSince1970:)) }
+    static func scopes(_ value: String) -> [String] { value.split(separator: " ").map(String.init) }
+    static func json(_ value: some Encodable) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
-    private static func decode<T: Decodable>(_ type: T.Type, _ text: String) throws -> T {
+    static func decode<T: Decodable>(_ type: T.Type, _ text: String) throws -> T {
         try JSONDecoder().decode(T.self, from: Data(text.utf8))
     }
 }

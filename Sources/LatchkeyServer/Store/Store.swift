@@ -10,6 +10,40 @@ public protocol Store: Sendable {
     /// Records a failed password attempt; locks the account once `maxFailures` is reached.
     func recordLoginFailure(userId: String, now: Date, maxFailures: Int, lockFor: TimeInterval) async throws -> UserRecord?
     func recordLoginSuccess(userId: String) async throws
+    /// Replaces the user's username, claims and disabled flag (and password hash), stamping `updatedAt`.
+    /// Throws `StoreError.conflict` when the username is taken.
+    func updateUser(_ user: UserRecord) async throws
+    /// Users whose claim `name` equals `value` (case-insensitive), for uniqueness checks such as `email`.
+    func users(claim name: String, equals value: String) async throws -> [UserRecord]
+
+    // Second factors
+    func factors(userId: String) async throws -> [UserFactorRecord]
+    func upsertFactor(_ factor: UserFactorRecord) async throws
+    func deleteFactor(userId: String, kind: UserFactorRecord.Kind) async throws
+
+    // Flow executions
+    func insertFlowExecution(_ execution: FlowExecutionRecord) async throws
+    func flowExecution(id: String, now: Date) async throws -> FlowExecutionRecord?
+    /// Atomically replaces the challenge digest if `presented` is the current one; false when it is not (stale or
+    /// replayed token, or a concurrent request won).
+    func swapFlowChallenge(id: String, presented: Data, next: Data) async throws -> Bool
+    func updateFlowExecution(id: String, state: Data, expiresAt: Date) async throws
+    func deleteFlowExecution(id: String) async throws
+
+    // Outbox (development delivery of email and SMS)
+    func insertOutboxMessage(_ message: OutboxMessage) async throws
+    func outboxMessages(recipient: String, limit: Int) async throws -> [OutboxMessage]
+
+    // Invitations
+    func insertInvitation(_ invitation: InvitationRecord) async throws
+    func invitation(codeHash: Data) async throws -> InvitationRecord?
+    /// Marks an unused invitation used; false when it was already used.
+    func useInvitation(codeHash: Data, now: Date) async throws -> Bool
+
+    /// Records a single-use token id (a flow assertion's `jti`); false when it was already consumed.
+    func consumeTokenId(_ jti: String, expiresAt: Date, now: Date) async throws -> Bool
+    /// Revokes every token family that holds a refresh token bound to the SSO session.
+    func revokeFamilies(sessionId: String, reason: String, now: Date) async throws
 
     // Clients
     func upsertClient(_ client: ClientRecord) async throws

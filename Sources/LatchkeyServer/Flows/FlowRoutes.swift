@@ -1,0 +1,7 @@
+import Foundation
+import Hummingbird
+
+/// The Flow Execution API: `POST /flow/execute`, `GET /flow/meta`.
+extension IdentityServer {
+    func addFlowRoutes(_ router: Router<LatchkeyRequestContext>) {}
+}

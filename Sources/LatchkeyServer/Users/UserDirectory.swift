@@ -1,0 +1,75 @@
+import Foundation
+
+/// Account changes shared by registration, recovery and self-service: schema validation, uniqueness and password
+/// hashing live here once.
+extension IdentityServer {
+    var userSchema: UserSchema { configuration.userSchema }
+
+    /// Applies `changes` (attribute → new value; nil or "" removes an optional attribute) to the user's profile.
+    /// Returns the problems instead of saving when any value is invalid or taken.
+    func updateProfile(of user: UserRecord, changes: [String: String?]) async throws -> Result<UserRecord, ProfileRejection> {
+        var updated = user
+        var problems: [UserSchema.Problem] = []
+        for (name, value) in changes.sorted(by: { $0.key < $1.key }) {
+            guard let attribute = userSchema.attribute(name) else {
+                problems.append(.init(attribute: name, key: "validation.attribute.unknown", message: "\(name) is not an attribute of this user type"))
+                continue
+            }
+            guard attribute.mutable else {
+                problems.append(.init(attribute: name, key: "validation.attribute.readOnly", message: "\(attribute.displayName) cannot be changed"))
+                continue
+            }
+            let trimmed = value?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+            if let problem = userSchema.problem(name, trimmed) { problems.append(problem); continue }
+            if name == "username" {
+                updated.username = trimmed
+            } else if trimmed.isEmpty {
+                updated.claims[name] = nil
+            } else {
+                if name == "email", user.claims["email"]?.lowercased() != trimmed.lowercased() {
+                    updated.claims["email_verified"] = "false"  // a new address is not verified
+                }
+                updated.claims[name] = trimmed
+            }
+        }
+        if !problems.isEmpty { return .failure(.invalid(problems)) }
+        if let conflict = try await uniquenessConflict(for: updated) { return .failure(.conflict(conflict)) }
+        updated.updatedAt = clock.now
+        do { try await store.updateUser(updated) } catch StoreError.conflict {
+            return .failure(.conflict(.init(attribute: "username", key: "validation.username.taken", message: "This username is already taken")))
+        }
+        return .success(updated)
+    }
+
+    /// The first unique attribute whose value another account already has.
+    func uniquenessConflict(for user: UserRecord) async throws -> UserSchema.Problem? {
+        if let other = try await store.user(username: user.username), other.id != user.id {
+            return .init(attribute: "username", key: "validation.username.taken", message: "This username is already taken")
+        }
+        for attribute in userSchema.attributes where attribute.unique && attribute.name != "username" {
+            guard let value = user.claims[attribute.name], !value.isEmpty else { continue }
+            if try await store.users(claim: attribute.name, equals: value).contains(where: { $0.id != user.id }) {
+                return .init(attribute: attribute.name, key: "validation.\(attribute.name).taken",
+                             message: "\(attribute.displayName) is already used by another account")
+            }
+        }
+        return nil
+    }
+
+    /// Replaces the password (policy checked), clears lockout state.
+    func setPassword(of user: UserRecord, to password: String) async throws -> Result<UserRecord, ProfileRejection> {
+        if let problem = PasswordPolicy.problem(password, username: user.username) { return .failure(.invalid([problem])) }
+        var updated = user
+        updated.passwordHash = try await hasher.hash(password)
+        updated.updatedAt = clock.now
+        try await store.updateUser(updated)
+        try await store.recordLoginSuccess(userId: user.id)
+        return .success(updated)
+    }
+}
+
+/// Why a profile change was refused.
+enum ProfileRejection: Error {
+    case invalid([UserSchema.Problem])
+    case conflict(UserSchema.Problem)
+}

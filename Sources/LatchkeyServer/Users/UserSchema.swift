@@ -1,0 +1,126 @@
+import Foundation
+
+/// The attributes a user account has: what registration asks for, what `/users/me/meta` publishes and what profile
+/// updates are validated against. The username is the account's sign-in name; the rest are OpenID Connect claims.
+public struct UserSchema: Sendable {
+    public struct Attribute: Sendable, Equatable {
+        public enum Kind: String, Sendable { case string, email, phone, url, locale, boolean }
+        public var name: String
+        public var kind: Kind
+        /// Must be present at registration and cannot be removed.
+        public var required: Bool
+        /// No two accounts may share the value (case-insensitive).
+        public var unique: Bool
+        /// Users may change it themselves.
+        public var mutable: Bool
+        public var displayName: String
+        public var maxLength: Int
+
+        public init(name: String, kind: Kind = .string, required: Bool = false, unique: Bool = false, mutable: Bool = true,
+                    displayName: String, maxLength: Int = 256) {
+            self.name = name; self.kind = kind; self.required = required; self.unique = unique; self.mutable = mutable
+            self.displayName = displayName; self.maxLength = maxLength
+        }
+    }
+
+    /// One validation failure, keyed by attribute.
+    public struct Problem: Sendable, Equatable, Error {
+        public var attribute: String
+        /// Stable message key (`validation.email.invalid` …) for localization.
+        public var key: String
+        public var message: String
+    }
+
+    public var attributes: [Attribute]
+
+    public init(attributes: [Attribute]) { self.attributes = attributes }
+
+    /// The built-in "default" user type: username and email required and unique, the usual profile claims optional.
+    public static let standard = UserSchema(attributes: [
+        Attribute(name: "username", required: true, unique: true, displayName: "Username", maxLength: 128),
+        Attribute(name: "email", kind: .email, required: true, unique: true, displayName: "Email address", maxLength: 254),
+        Attribute(name: "given_name", displayName: "First name", maxLength: 128),
+        Attribute(name: "family_name", displayName: "Last name", maxLength: 128),
+        Attribute(name: "name", displayName: "Full name", maxLength: 256),
+        Attribute(name: "phone_number", kind: .phone, displayName: "Phone number", maxLength: 32),
+        Attribute(name: "picture", kind: .url, displayName: "Picture URL", maxLength: 2048),
+        Attribute(name: "locale", kind: .locale, displayName: "Language", maxLength: 35),
+    ])
+
+    public func attribute(_ name: String) -> Attribute? { attributes.first { $0.name == name } }
+
+    /// Claims (other than `username`) that are part of the schema.
+    public var claimNames: [String] { attributes.map(\.name).filter { $0 != "username" } }
+
+    /// Checks one value's shape. Returns nil when it is acceptable.
+    public func problem(_ name: String, _ value: String) -> Problem? {
+        guard let attribute = attribute(name) else {
+            return Problem(attribute: name, key: "validation.attribute.unknown", message: "\(name) is not an attribute of this user type")
+        }
+        let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
+        if trimmed.isEmpty {
+            return attribute.required ? Problem(attribute: name, key: "validation.required", message: "\(attribute.displayName) is required") : nil
+        }
+        if trimmed.count > attribute.maxLength {
+            return Problem(attribute: name, key: "validation.maxLength.invalid",
+                           message: "\(attribute.displayName) must be at most \(attribute.maxLength) characters")
+        }
+        if trimmed.unicodeScalars.contains(where: { CharacterSet.controlCharacters.contains($0) }) {
+            return Problem(attribute: name, key: "validation.characters.invalid", message: "\(attribute.displayName) contains control characters")
+        }
+        let valid: Bool = switch attribute.kind {
+        case .string: true
+        case .email: Self.isEmail(trimmed)
+        case .phone: trimmed.range(of: #"^\+?[0-9][0-9 ()\-.]{5,30}$"#, options: .regularExpression) != nil
+        case .url: URL(string: trimmed).map { ["https", "http"].contains($0.scheme?.lowercased() ?? "") && $0.host != nil } ?? false
+        case .locale: trimmed.range(of: #"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$"#, options: .regularExpression) != nil
+        case .boolean: ["true", "false"].contains(trimmed)
+        }
+        return valid ? nil : Problem(attribute: name, key: "validation.\(attribute.kind.rawValue).invalid",
+                                     message: "\(attribute.displayName) is not a valid \(attribute.kind == .string ? "value" : attribute.kind.rawValue)")
+    }
+
+    static func isEmail(_ s: String) -> Bool {
+        s.range(of: #"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$"#, options: .regularExpression) != nil
+    }
+
+    /// The JSON Schema of the user type (`GET /users/me/meta`).
+    public func jsonSchema() -> [String: Any] {
+        var properties: [String: Any] = [:]
+        for a in attributes {
+            var p: [String: Any] = ["type": a.kind == .boolean ? "boolean" : "string", "title": a.displayName, "maxLength": a.maxLength]
+            switch a.kind {
+            case .email: p["format"] = "email"
+            case .url: p["format"] = "uri"
+            default: break
+            }
+            if a.unique { p["unique"] = true }
+            if !a.mutable { p["readOnly"] = true }
+            properties[a.name] = p
+        }
+        return ["type": "object", "properties": properties, "required": attributes.filter(\.required).map(\.name)]
+    }
+}
+
+/// Password rules (NIST SP 800-63B §5.1.1.2: length matters, composition rules do not).
+public enum PasswordPolicy {
+    public static let minimumLength = 8
+    public static let maximumLength = 128
+
+    /// Nil when acceptable; otherwise a problem keyed by the `password` attribute.
+    public static func problem(_ password: String, username: String? = nil) -> UserSchema.Problem? {
+        if password.count < minimumLength {
+            return .init(attribute: "password", key: "validation.password.minLength.invalid",
+                         message: "The password must be at least \(minimumLength) characters")
+        }
+        if password.count > maximumLength {
+            return .init(attribute: "password", key: "validation.password.maxLength.invalid",
+                         message: "The password must be at most \(maximumLength) characters")
+        }
+        if let username, password.caseInsensitiveCompare(username) == .orderedSame {
+            return .init(attribute: "password", key: "validation.password.username",
+                         message: "The password must not be the username")
+        }
+        return nil
+    }
+}
