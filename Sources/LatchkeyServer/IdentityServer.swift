@@ -20,6 +20,7 @@ public final class IdentityServer: Sendable {
     let throttle: AddressThrottle
     let cookies: CookiePolicy
     let logger: Logger
+    let outbox: any Outbox
     private let issuerBox: NIOLockedValueBox<String>
 
     /// The issuer in force. With port 0 in the configured issuer, it is completed with the bound port at start.
@@ -41,6 +42,7 @@ public final class IdentityServer: Sendable {
         let longest = max(configuration.lifetimes.accessToken, configuration.lifetimes.idToken)
         self.keys = KeyRing(store: store, clock: clock, retentionAfterRetirement: TimeInterval(longest + 3600))
         self.issuerBox = NIOLockedValueBox(configuration.issuerString)
+        self.outbox = configuration.outbox ?? (configuration.development ? StoreOutbox(store: store) : UndeliverableOutbox(logger: logger))
     }
 
     /// Validates the configuration, opens (and migrates) the database, creates signing keys on first start and

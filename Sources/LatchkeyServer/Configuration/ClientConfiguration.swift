@@ -30,12 +30,37 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     /// Audiences a token exchange may target besides the issuer itself.
     public var allowedAudiences: [String]
     public var requirePKCE: Bool
+    /// What kind of application this is; decides whether app-native flows may start without a browser.
+    public var appType: AppType
+    /// Self-registration through the REGISTRATION flow.
+    public var registration: RegistrationPolicy
+    /// Password recovery through the RECOVERY flow.
+    public var recoveryEnabled: Bool
+    /// Refuse sign-in (FET-1092) to users without a second factor.
+    public var requireMFA: Bool
+    /// The application's own flow graphs, by type; the built-in ones (`DefaultFlows`) fill the gaps.
+    public var flows: [FlowType: FlowGraph]
+
+    public enum AppType: String, Codable, Sendable {
+        /// Desktop, CLI or any native app: app-native flows allowed without attestation.
+        case native
+        /// iOS/Android app: outside development mode, app-native sign-in needs a platform `Attestation-Token`.
+        case mobile
+        /// Browser app: must use the redirect flow; app-native AUTHENTICATION/SIGNOUT are refused (FES-1010).
+        case browser
+    }
+
+    public enum RegistrationPolicy: String, Codable, Sendable {
+        case open, inviteOnly = "invite_only", disabled
+    }
 
     public init(clientId: String, name: String? = nil, clientSecret: String? = nil,
                 tokenEndpointAuthMethod: ClientAuthMethod? = nil, redirectUris: [String] = [],
                 postLogoutRedirectUris: [String] = [], grantTypes: [GrantType] = [.authorizationCode, .refreshToken],
                 scopes: [String] = ["openid", "profile", "email", "phone", "address", "offline_access"],
-                allowedAudiences: [String] = [], requirePKCE: Bool = true) {
+                allowedAudiences: [String] = [], requirePKCE: Bool = true, appType: AppType = .native,
+                registration: RegistrationPolicy = .open, recoveryEnabled: Bool = true, requireMFA: Bool = false,
+                flows: [FlowType: FlowGraph] = [:]) {
         self.clientId = clientId
         self.name = name ?? clientId
         self.clientSecret = clientSecret
@@ -46,6 +71,11 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         self.scopes = scopes
         self.allowedAudiences = allowedAudiences
         self.requirePKCE = requirePKCE
+        self.appType = appType
+        self.registration = registration
+        self.recoveryEnabled = recoveryEnabled
+        self.requireMFA = requireMFA
+        self.flows = flows
     }
 
     public var isPublic: Bool { tokenEndpointAuthMethod == .none }
@@ -59,6 +89,10 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         }
         if isPublic && grantTypes.contains(.clientCredentials) {
             throw ConfigurationError.invalid("public client \(clientId) cannot use client_credentials")
+        }
+        for (type, graph) in flows {
+            guard graph.type == type else { throw ConfigurationError.invalid("client \(clientId): flow \(graph.id) is not a \(type.rawValue) flow") }
+            try graph.validate()
         }
         for uri in redirectUris + postLogoutRedirectUris {
             guard let url = URL(string: uri), url.scheme != nil else {
@@ -75,7 +109,28 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         case clientId = "client_id", name, clientSecret = "client_secret"
         case tokenEndpointAuthMethod = "token_endpoint_auth_method", redirectUris = "redirect_uris"
         case postLogoutRedirectUris = "post_logout_redirect_uris", grantTypes = "grant_types", scopes
-        case allowedAudiences = "allowed_audiences", requirePKCE = "require_pkce"
+        case allowedAudiences = "allowed_audiences", requirePKCE = "require_pkce", appType = "app_type", registration
+        case recoveryEnabled = "recovery_enabled", requireMFA = "require_mfa", flows
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(clientId, forKey: .clientId)
+        try c.encode(name, forKey: .name)
+        try c.encodeIfPresent(clientSecret, forKey: .clientSecret)
+        try c.encode(tokenEndpointAuthMethod, forKey: .tokenEndpointAuthMethod)
+        try c.encode(redirectUris, forKey: .redirectUris)
+        try c.encode(postLogoutRedirectUris, forKey: .postLogoutRedirectUris)
+        try c.encode(grantTypes, forKey: .grantTypes)
+        try c.encode(scopes, forKey: .scopes)
+        try c.encode(allowedAudiences, forKey: .allowedAudiences)
+        try c.encode(requirePKCE, forKey: .requirePKCE)
+        try c.encode(appType, forKey: .appType)
+        try c.encode(registration, forKey: .registration)
+        try c.encode(recoveryEnabled, forKey: .recoveryEnabled)
+        try c.encode(requireMFA, forKey: .requireMFA)
+        // Keyed by the flow type's raw value so the JSON reads {"AUTHENTICATION": {...}}.
+        try c.encode(Dictionary(uniqueKeysWithValues: flows.map { ($0.key.rawValue, $0.value) }), forKey: .flows)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -92,7 +147,24 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
             grantTypes: try c.decodeIfPresent([GrantType].self, forKey: .grantTypes) ?? defaults.grantTypes,
             scopes: try c.decodeIfPresent([String].self, forKey: .scopes) ?? defaults.scopes,
             allowedAudiences: try c.decodeIfPresent([String].self, forKey: .allowedAudiences) ?? [],
-            requirePKCE: try c.decodeIfPresent(Bool.self, forKey: .requirePKCE) ?? true)
+            requirePKCE: try c.decodeIfPresent(Bool.self, forKey: .requirePKCE) ?? true,
+            appType: try c.decodeIfPresent(AppType.self, forKey: .appType) ?? .native,
+            registration: try c.decodeIfPresent(RegistrationPolicy.self, forKey: .registration) ?? .open,
+            recoveryEnabled: try c.decodeIfPresent(Bool.self, forKey: .recoveryEnabled) ?? true,
+            requireMFA: try c.decodeIfPresent(Bool.self, forKey: .requireMFA) ?? false,
+            flows: try Self.decodeFlows(c))
+    }
+
+    private static func decodeFlows(_ c: KeyedDecodingContainer<CodingKeys>) throws -> [FlowType: FlowGraph] {
+        let raw = try c.decodeIfPresent([String: FlowGraph].self, forKey: .flows) ?? [:]
+        var flows: [FlowType: FlowGraph] = [:]
+        for (name, graph) in raw {
+            guard let type = FlowType(rawValue: name) else {
+                throw DecodingError.dataCorruptedError(forKey: .flows, in: c, debugDescription: "unknown flow type \(name)")
+            }
+            flows[type] = graph
+        }
+        return flows
     }
 }
 

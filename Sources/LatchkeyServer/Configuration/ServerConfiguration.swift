@@ -20,6 +20,10 @@ public struct ServerConfiguration: Sendable {
     public var bcryptCost: UInt8
     /// The attributes of user accounts (registration, profile, SCIM).
     public var userSchema: UserSchema = .standard
+    /// Delivery of email and SMS (one-time codes). Nil: the database in development, otherwise nowhere (logged).
+    public var outbox: (any Outbox)?
+    /// Checks `Attestation-Token`s of `mobile` applications outside development mode.
+    public var attestationVerifier: (any AttestationVerifier)?
 
     public init(issuer: URL, host: String = "127.0.0.1", port: Int = 8090, databasePath: String,
                 development: Bool = false, clients: [ClientConfiguration] = [], users: [UserSeed] = [],
@@ -77,6 +81,12 @@ public struct TokenLifetimes: Sendable, Codable, Equatable {
     public var session: Int = 12 * 3600
     /// How long a pending login (authorize → form submit) stays valid.
     public var loginRequest: Int = 600
+    /// How long an app-native flow execution may sit between two steps.
+    public var flowExecution: Int = 900
+    /// Lifetime of a flow's COMPLETE assertion: it is meant to be exchanged for tokens at once (and only once).
+    public var flowAssertion: Int = 300
+    /// Lifetime of an emailed one-time code (second factor, password recovery).
+    public var oneTimeCode: Int = 600
     public init() {}
 }
 

@@ -1,7 +1,227 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
+import LatchkeyJOSE
 
-/// The Flow Execution API: `POST /flow/execute`, `GET /flow/meta`.
+/// The Flow Execution API (`thunderid-wire.md` §2.2): `POST /flow/execute`, `GET /flow/meta`, and in development
+/// mode `GET /dev/outbox`.
 extension IdentityServer {
-    func addFlowRoutes(_ router: Router<LatchkeyRequestContext>) {}
+    func addFlowRoutes(_ router: Router<LatchkeyRequestContext>) {
+        router.post("/flow/execute") { request, context in try await self.executeFlow(request, context: context) }
+        router.get("/flow/meta") { request, _ in try await self.flowMeta(request) }
+        router.get("/dev/outbox") { request, _ in try await self.devOutbox(request) }
+    }
+
+    private func executeFlow(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
+        let body = try await request.body.collect(upTo: 64 * 1024)
+        let flowRequest: FlowRequest
+        do { flowRequest = try JSONDecoder().decode(FlowRequest.self, from: Data(buffer: body)) } catch {
+            throw FlowFailure.badRequest("the body must be a JSON flow request with string inputs").apiError
+        }
+        let bearer = request.headers[.authorization].flatMap { header -> String? in
+            header.lowercased().hasPrefix("bearer ") ? String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces) : nil
+        }
+        let verbose = flowRequest.verbose ?? false
+        if let executionId = flowRequest.executionId {
+            return try await continueFlow(executionId, flowRequest, verbose: verbose, address: context.clientAddress, bearer: bearer)
+        }
+        return try await startFlow(flowRequest, attestation: request.headers[.attestationToken], verbose: verbose,
+                                   address: context.clientAddress, bearer: bearer)
+    }
+
+    // MARK: Initiation
+
+    private func startFlow(_ body: FlowRequest, attestation: String?, verbose: Bool, address: String, bearer: String?) async throws -> Response {
+        guard let applicationId = body.applicationId, !applicationId.isEmpty else {
+            throw FlowFailure.badRequest("applicationId and flowType are required to start a flow (executionId to continue one)").apiError
+        }
+        guard let client = try await store.client(id: applicationId)?.configuration else { throw FlowFailure.invalidApplication.apiError }
+        guard let type = body.flowType.flatMap(FlowType.init(rawValue:)) else { throw FlowFailure.invalidFlowType.apiError }
+        try checkInitiationAllowed(client: client, type: type, attestation: attestation)
+        let graph = client.flows[type] ?? DefaultFlows.graph(type)
+        guard let start = graph.start else { throw FlowFailure.internalError.apiError }
+        let now = clock.now
+        let state = FlowState(applicationId: applicationId, flowType: type, current: start.id)
+        var run = FlowRun(state: state, submitted: body.inputs ?? [:], client: client, clientAddress: address, bearerToken: bearer)
+        let engine = FlowEngine(server: self, graph: graph)
+        var stop = try await engine.run(from: start.id, &run)
+        // Inputs sent with the initiation may satisfy the first prompt: then the flow runs on in this call.
+        if case .prompt = stop, !(body.inputs ?? [:]).isEmpty {
+            run.submitted = body.inputs ?? [:]
+            stop = try await engine.submit(action: body.action, &run)
+        }
+        let executionId = Self.executionIdentifier()
+        let challenge = Secrets.token()
+        if case .prompt = stop {
+            try await store.insertFlowExecution(FlowExecutionRecord(
+                id: executionId, applicationId: applicationId, flowType: type.rawValue, challengeHash: Secrets.digest(challenge),
+                state: try JSONEncoder().encode(run.state), createdAt: now,
+                expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.flowExecution))))
+        }
+        return try respond(stop, run: run, executionId: executionId, challenge: challenge, verbose: verbose)
+    }
+
+    /// thunderID's initiation guards (§2.2), for AUTHENTICATION and SIGNOUT only: browser apps must redirect, and
+    /// mobile apps must prove they are the genuine app (platform attestation) unless the server is in development.
+    private func checkInitiationAllowed(client: ClientConfiguration, type: FlowType, attestation: String?) throws {
+        switch type {
+        case .registration:
+            if client.registration == .disabled { throw FlowFailure.registrationDisabled.apiError }
+        case .recovery:
+            if !client.recoveryEnabled { throw FlowFailure.recoveryDisabled.apiError }
+        case .authentication, .signOut:
+            if client.appType == .browser { throw FlowFailure.directInitiationForbidden.apiError }
+            if client.appType == .mobile, !configuration.development {
+                guard let verifier = configuration.attestationVerifier else { throw FlowFailure.attestationUnconfigured.apiError }
+                guard let attestation, !attestation.isEmpty else { throw FlowFailure.attestationMissing.apiError }
+                guard verifier.verify(attestation, applicationId: client.clientId) else { throw FlowFailure.attestationInvalid.apiError }
+            }
+        }
+    }
+
+    // MARK: Continuation
+
+    private func continueFlow(_ executionId: String, _ body: FlowRequest, verbose: Bool, address: String, bearer: String?) async throws -> Response {
+        guard let execution = try await store.flowExecution(id: executionId, now: clock.now) else { throw FlowFailure.invalidExecution.apiError }
+        // The challenge token is single use: it is swapped for the next one atomically, so a replayed or concurrent
+        // submission of the same step loses and gets ICS-1002 while the execution stays as it was.
+        let next = Secrets.token()
+        guard let presented = body.challengeToken, !presented.isEmpty,
+              try await store.swapFlowChallenge(id: executionId, presented: Secrets.digest(presented), next: Secrets.digest(next)) else {
+            return try Responses.json(FlowResponse(executionId: executionId, flowStatus: "ERROR", data: .init(),
+                                                   error: FlowFailure.invalidChallenge.body), noStore: true)
+        }
+        guard let client = try await store.client(id: execution.applicationId)?.configuration,
+              let type = FlowType(rawValue: execution.flowType),
+              let state = try? JSONDecoder().decode(FlowState.self, from: execution.state) else {
+            try await store.deleteFlowExecution(id: executionId)
+            throw FlowFailure.invalidExecution.apiError
+        }
+        let graph = client.flows[type] ?? DefaultFlows.graph(type)
+        var run = FlowRun(state: state, submitted: body.inputs ?? [:], client: client, clientAddress: address, bearerToken: bearer)
+        let stop: FlowStop
+        do {
+            stop = try await FlowEngine(server: self, graph: graph).submit(action: body.action, &run)
+        } catch {
+            try? await store.deleteFlowExecution(id: executionId)  // engine failures end the execution
+            throw error
+        }
+        switch stop {
+        case .prompt:
+            try await store.updateFlowExecution(id: executionId, state: try JSONEncoder().encode(run.state),
+                                                expiresAt: clock.now.addingTimeInterval(TimeInterval(configuration.lifetimes.flowExecution)))
+        case .complete, .failed:
+            try await store.deleteFlowExecution(id: executionId)
+        }
+        return try respond(stop, run: run, executionId: executionId, challenge: next, verbose: verbose)
+    }
+
+    // MARK: Responses
+
+    private func respond(_ stop: FlowStop, run: FlowRun, executionId: String, challenge: String, verbose: Bool) throws -> Response {
+        switch stop {
+        case .complete:
+            var data = FlowResponse.FlowData()
+            if !run.state.additionalData.isEmpty { data.additionalData = run.state.additionalData }
+            return try Responses.json(FlowResponse(executionId: executionId, flowStatus: "COMPLETE", data: data, assertion: run.assertion),
+                                      noStore: true)
+        case .failed(let failure):
+            if failure.httpStatus != 200 { throw failure.apiError }
+            return try Responses.json(FlowResponse(executionId: executionId, flowStatus: "ERROR", data: .init(), error: failure.body),
+                                      noStore: true)
+        case .prompt(let node):
+            let dynamic = run.state.dynamicInputs ?? []
+            let inputs = (node.inputs ?? []) + dynamic
+            var data = FlowResponse.FlowData(inputs: inputs.map(FlowResponse.FlowInputSpecWire.init),
+                                             actions: (node.actions ?? []).map(FlowResponse.FlowActionWire.init))
+            if verbose { data.meta = .init(components: Self.components(of: node, dynamic: dynamic)) }
+            if !run.state.additionalData.isEmpty { data.additionalData = run.state.additionalData }
+            if !run.fieldErrors.isEmpty { data.fieldErrors = run.fieldErrors }
+            return try Responses.json(FlowResponse(executionId: executionId, flowStatus: "INCOMPLETE", type: "VIEW", challengeToken: challenge,
+                                                   data: data, error: run.error?.body), noStore: true)
+        }
+    }
+
+    /// The prompt's component tree with the placeholder replaced by components for the dynamic inputs.
+    static func components(of node: FlowNode, dynamic: [FlowInputSpec]) -> [JSONValue] {
+        func expand(_ component: JSONValue) -> [JSONValue] {
+            guard case .object(var object) = component else { return [component] }
+            if object["type"]?.stringValue == "DYNAMIC_INPUT_PLACEHOLDER" {
+                return dynamic.map { input in
+                    DefaultFlows.component(input.ref, type: input.type, extra: [
+                        "ref": .string(input.identifier), "required": .bool(input.required),
+                        "label": .string(DefaultFlows.template("user:attributes.\(input.identifier).label"))])
+                }
+            }
+            if case .array(let children)? = object["components"] {
+                object["components"] = .array(children.flatMap(expand))
+            }
+            return [.object(object)]
+        }
+        return (node.components ?? []).flatMap(expand)
+    }
+
+    /// Time-ordered (UUIDv7-like: 48-bit milliseconds, then random) so executions sort by creation.
+    static func executionIdentifier() -> String {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        let millis = UInt64(Date().timeIntervalSince1970 * 1000)
+        for i in 0..<6 { bytes[i] = UInt8((millis >> (8 * (5 - UInt64(i)))) & 0xff) }
+        var generator = SystemRandomNumberGenerator()
+        for i in 6..<16 { bytes[i] = UInt8.random(in: .min ... .max, using: &generator) }
+        bytes[6] = (bytes[6] & 0x0f) | 0x70
+        bytes[8] = (bytes[8] & 0x3f) | 0x80
+        let hex = bytes.map { String(format: "%02x", $0) }.joined()
+        let parts = [hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4), hex.dropFirst(20)]
+        return parts.map(String.init).joined(separator: "-")
+    }
+
+    // MARK: Meta and development outbox
+
+    private func flowMeta(_ request: Request) async throws -> Response {
+        let params = try Parameters.query(of: request)
+        let type = try params.single("type") ?? "APP"
+        guard type == "APP" else { throw FlowFailure.badRequest("only type=APP is supported").apiError }
+        guard let id = try params.single("id"), let client = try await store.client(id: id)?.configuration else {
+            throw FlowFailure.invalidApplication.apiError
+        }
+        var translations = FlowTexts.english
+        translations["user"] = FlowTexts.attributeLabels(userSchema)
+        if let namespace = try params.single("namespace") { translations = translations.filter { $0.key == namespace } }
+        let total = translations.values.reduce(0) { $0 + $1.count }
+        let meta: [String: JSONValue] = [
+            "isRegistrationFlowEnabled": .bool(client.registration != .disabled),
+            "isRecoveryFlowEnabled": .bool(client.recoveryEnabled),
+            "application": .object(["id": .string(client.clientId), "name": .string(client.name)]),
+            "design": .object(["theme": .object([:]), "layout": .object([:])]),
+            "i18n": .object([
+                "languages": .array([.string("en")]), "language": .string("en"), "totalResults": .number(Double(total)),
+                "translations": .object(translations.mapValues { .object($0.mapValues(JSONValue.string)) }),
+            ]),
+        ]
+        return try Responses.json(meta)
+    }
+
+    /// Development only: the messages recorded for an address (newest first), so tests and the CLI can read a code.
+    private func devOutbox(_ request: Request) async throws -> Response {
+        guard configuration.development else { throw APIError.notFound(request.uri.path) }
+        guard let recipient = try Parameters.query(of: request).single("recipient") else {
+            throw FlowFailure.badRequest("recipient is required").apiError
+        }
+        let messages = try await store.outboxMessages(recipient: recipient, limit: 20)
+        return try Responses.json(["messages": messages.map { m -> [String: JSONValue] in
+            ["id": .string(m.id), "channel": .string(m.channel.rawValue), "recipient": .string(m.recipient), "subject": .string(m.subject),
+             "body": .string(m.body), "code": m.code.map(JSONValue.string) ?? .null,
+             "createdAt": .string(ISO8601DateFormatter().string(from: m.createdAt))]
+        }], noStore: true)
+    }
+}
+
+extension HTTPField.Name {
+    static let attestationToken = Self("Attestation-Token")!
+}
+
+/// Verifies a platform attestation (Apple App Attest, Play Integrity) for a mobile application. None ships with the
+/// server: deployments that register `mobile` apps provide one (`ServerConfiguration.attestationVerifier`).
+public protocol AttestationVerifier: Sendable {
+    func verify(_ token: String, applicationId: String) -> Bool
 }

@@ -123,6 +123,13 @@ extension IdentityServer {
             throw OAuthError(.invalidRequest, "only access tokens can be requested")
         }
         if try params.single("actor_token") != nil { throw OAuthError(.invalidRequest, "actor_token is not supported") }
+        if Self.isFlowAssertion(subjectToken) {
+            // Only as a JWT: declared as anything else it would dodge the single-use check of the assertion path.
+            guard subjectType == Self.tokenTypeJWT else {
+                throw OAuthError(.invalidRequest, "a flow assertion must be sent with subject_token_type \(Self.tokenTypeJWT)")
+            }
+            return try await flowAssertionExchange(subjectToken, params, client: client)
+        }
         let subject: String, subjectScope: [String], subjectClient: String?, familyId: String?, authTime: Date?
         switch subjectType {
         case Self.tokenTypeAccessToken:
@@ -156,6 +163,36 @@ extension IdentityServer {
             familyId: familyId, actor: subjectClient == client.clientId ? nil : client.clientId))
         return TokenResponse(accessToken: access.token, expiresIn: access.expiresIn, scope: scope.joined(separator: " "),
                              issuedTokenType: Self.tokenTypeAccessToken)
+    }
+
+    /// Peeks (unverified) at a JWT's `token_use` to route it; `redeemFlowAssertion` does the verifying.
+    static func isFlowAssertion(_ token: String) -> Bool {
+        guard let claims = try? CompactJWS(parsing: token).claims(as: [String: JSONValue].self) else { return false }
+        return claims["token_use"]?.stringValue == FlowAssertionClaims.tokenUse
+    }
+
+    /// A COMPLETE flow's assertion becomes a real session (the vendor issues an access token only): a new token
+    /// family with access token, refresh token and ID token, bound to the flow's sign-in session so the SIGNOUT
+    /// flow and refresh-token revocation reach it.
+    private func flowAssertionExchange(_ token: String, _ params: Parameters, client: ClientConfiguration) async throws -> TokenResponse {
+        let claims = try await redeemFlowAssertion(token, clientId: client.clientId)
+        if let audience = try params.single("audience"), audience != issuer {
+            throw OAuthError(.invalidTarget, "a flow assertion is exchanged for tokens of this server only")
+        }
+        if let requestedType = try params.single("requested_token_type"), requestedType != Self.tokenTypeAccessToken {
+            throw OAuthError(.invalidRequest, "only access tokens can be requested")
+        }
+        let scope = try params.single("scope")?.split(separator: " ").map(String.init) ?? client.scopes
+        guard scope.allSatisfy(client.scopes.contains) else { throw OAuthError(.invalidScope, "scope exceeds what the client may request") }
+        guard let user = try await store.user(id: claims.sub), !user.disabled else { throw OAuthError(.invalidGrant, "the user can no longer sign in") }
+        let familyId = Secrets.identifier()
+        try await store.insertFamily(TokenFamilyRecord(id: familyId, clientId: client.clientId, userId: user.id, createdAt: clock.now))
+        let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: scope,
+                                      authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)), sessionId: claims.sid,
+                                      familyId: familyId)
+        var response = try await issue(grant, client: client, newRefreshInFamily: familyId)
+        response.issuedTokenType = Self.tokenTypeAccessToken
+        return response
     }
 
     /// Access token, ID token (with `openid`) and, when given a family, its first refresh token.

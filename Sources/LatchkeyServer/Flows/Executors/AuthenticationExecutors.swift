@@ -1,0 +1,141 @@
+import Crypto
+import Foundation
+import HummingbirdOTP
+
+/// Password and second-factor steps of sign-in. The password step applies the same protections as the hosted
+/// login page: per-address throttling, account lockout, a decoy hash for unknown users, disabled accounts refused
+/// only after a correct password (so the answer does not reveal which accounts exist).
+enum AuthenticationExecutors {
+    static func password(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+        let username = (run.value("username") ?? "").trimmingCharacters(in: .whitespaces)
+        let password = run.submitted["password"] ?? ""
+        let now = server.clock.now
+        if let wait = await server.throttle.retryAfter(address: run.clientAddress, now: now) {
+            return .retry(.throttled(minutes: FlowExecutors.minutes(wait)))
+        }
+        let user = try await server.store.user(username: username)
+        if let user, let lockedUntil = user.lockedUntil, lockedUntil > now {
+            return .retry(.accountLocked(minutes: FlowExecutors.minutes(Int(lockedUntil.timeIntervalSince(now).rounded(.up)))))
+        }
+        guard try await server.hasher.verify(password, hash: user?.passwordHash), let user else {
+            await server.throttle.recordFailure(address: run.clientAddress, now: now)
+            if let user, let updated = try await server.store.recordLoginFailure(
+                userId: user.id, now: now, maxFailures: server.configuration.loginPolicy.maxFailuresPerAccount,
+                lockFor: TimeInterval(server.configuration.loginPolicy.lockoutSeconds)),
+               let lockedUntil = updated.lockedUntil, lockedUntil > now {
+                server.logger.notice("account locked after repeated failures", metadata: ["user": .string(user.id)])
+                return .retry(.accountLocked(minutes: FlowExecutors.minutes(Int(lockedUntil.timeIntervalSince(now).rounded(.up)))))
+            }
+            return .retry(.invalidCredentials)
+        }
+        if user.disabled { return .fail(.accountDisabled) }
+        try await server.store.recordLoginSuccess(userId: user.id)
+        run.state.userId = user.id
+        run.state.amr = ["pwd"]
+        run.state.authTime = now
+        return .next
+    }
+
+    /// Branches `totp`, `email_otp` or `none` by what the user has enrolled (TOTP first: it needs no delivery).
+    static func resolveSecondFactor(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+        guard let userId = run.state.userId else { return .fail(.invalidCredentials) }
+        let kinds = Set(try await server.store.factors(userId: userId).map(\.kind))
+        if kinds.contains(.totp) {
+            run.state.additionalData = ["mfaMethod": "totp", "otpLength": "6", "otpNumericOnly": "true"]
+            return .branch("totp")
+        }
+        if kinds.contains(.emailOTP), let email = try await server.store.user(id: userId)?.claims["email"], !email.isEmpty {
+            return .branch("email_otp")
+        }
+        if run.client.requireMFA || node.properties?["required"] == "true" { return .fail(.mfaNotEnrolled) }
+        return .branch("none")
+    }
+
+    /// RFC 6238 with a ±1 step window; five wrong codes end the execution.
+    static func verifyTOTP(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+        guard let userId = run.state.userId,
+              let factor = try await server.store.factors(userId: userId).first(where: { $0.kind == .totp }) else {
+            return .fail(.invalidCredentials)
+        }
+        let submitted = (run.submitted["otp"] ?? "").filter { !$0.isWhitespace }
+        let totp = TOTP(secret: factor.secret)
+        let now = server.clock.now
+        let candidates = [-30.0, 0, 30].map { String(format: "%06d", totp.compute(date: now.addingTimeInterval($0))) }
+        // Compare against every candidate (no early exit), each in constant time.
+        var matched = false
+        for candidate in candidates where Secrets.constantTimeEquals(candidate, submitted) { matched = true }
+        guard matched else {
+            run.state.factorAttempts += 1
+            if run.state.factorAttempts >= 5 { return .fail(.tooManyCodeAttempts) }
+            run.state.additionalData = ["mfaMethod": "totp", "otpLength": "6", "otpNumericOnly": "true"]
+            return .retry(.invalidCode)
+        }
+        run.state.amr.append("otp")
+        return .next
+    }
+}
+
+/// Emailed one-time codes: the second factor (`purpose` = `mfa`) and the password-recovery confirmation code
+/// (`purpose` = `recovery`). Codes are 6 digits, stored as a digest, expire, and allow five attempts and five sends.
+enum CodeExecutors {
+    static let maxSends = 5
+    static let maxAttempts = 5
+
+    static func send(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+        let recovery = node.properties?["purpose"] == "recovery"
+        guard run.state.codeSends < maxSends else { return .fail(recovery ? .recoveryFailed : .tooManyCodeAttempts) }
+        var user: UserRecord?
+        if recovery {
+            // Find the account by username or email; an unknown one gets the same answer and no message.
+            let identifier = (run.value("username") ?? "").trimmingCharacters(in: .whitespaces)
+            user = try await server.store.user(username: identifier)
+            if user == nil, !identifier.isEmpty { user = try await server.store.users(claim: "email", equals: identifier).first }
+            run.state.userId = user?.id
+        } else if let userId = run.state.userId {
+            user = try await server.store.user(id: userId)
+        }
+        let code = String(format: "%06d", Int.random(in: 0..<1_000_000))
+        let now = server.clock.now
+        run.state.codeSends += 1
+        run.state.code = .init(digest: Secrets.digest(code), expiresAt: now.addingTimeInterval(TimeInterval(server.configuration.lifetimes.oneTimeCode)),
+                               attempts: 0)
+        if let user, let email = user.claims["email"], !email.isEmpty, !user.disabled {
+            let subject = recovery ? "Your password reset code" : "Your sign-in code"
+            let body = "\(code) is your \(recovery ? "password reset" : "sign-in") code for \(run.client.name). It expires in "
+                + "\(FlowExecutors.minutes(server.configuration.lifetimes.oneTimeCode)). If you did not ask for it, ignore this message."
+            try await server.outbox.send(OutboxMessage(id: Secrets.identifier(), channel: .email, recipient: email, subject: subject,
+                                                       body: body, code: code, createdAt: now))
+        } else if recovery {
+            run.state.code?.digest = Data()  // nothing can match
+        } else {
+            return .fail(.mfaNotEnrolled)
+        }
+        run.state.additionalData = ["emailSent": "true", "otpLength": "6", "otpNumericOnly": "true",
+                                    "mfaMethod": recovery ? "recovery" : "email_otp"]
+        return .next
+    }
+
+    static func verify(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+        let recovery = node.properties?["purpose"] == "recovery"
+        let input = node.properties?["input"] ?? "otp"
+        guard var pending = run.state.code else { return .fail(recovery ? .recoveryFailed : .invalidCode) }
+        if pending.expiresAt <= server.clock.now { return .retry(.codeExpired) }
+        let submitted = (run.submitted[input] ?? "").filter { !$0.isWhitespace }
+        guard !pending.digest.isEmpty, Secrets.constantTimeEquals(Secrets.digest(submitted), pending.digest) else {
+            pending.attempts += 1
+            run.state.code = pending
+            if pending.attempts >= maxAttempts {
+                run.state.code = nil
+                return .fail(recovery ? .recoveryFailed : .tooManyCodeAttempts)
+            }
+            return .retry(.invalidCode)
+        }
+        run.state.code = nil  // single use
+        if recovery {
+            run.state.recoveryVerified = true
+        } else {
+            run.state.amr.append("otp")
+        }
+        return .next
+    }
+}

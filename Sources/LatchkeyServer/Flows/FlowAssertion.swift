@@ -1,0 +1,67 @@
+import Foundation
+import LatchkeyJOSE
+
+/// The JWT a COMPLETE flow returns (thunderID `assertion`): `typ JWT`, RS256 with the server's key, `aud` = the
+/// application. Unlike the vendor's, it is marked `token_use: flow_assertion`, is single use (its `jti` is consumed
+/// at the token endpoint) and is short-lived: the SDK exchanges it at once (RFC 8693) for a real session. It is not
+/// an access token and no API accepts it as one.
+struct FlowAssertionClaims: Codable, Sendable {
+    static let tokenUse = "flow_assertion"
+
+    var iss: String
+    var sub: String
+    var aud: String
+    var iat: Int
+    var exp: Int
+    var jti: String
+    var tokenUse: String
+    var authTime: Int
+    var amr: [String]
+    var sid: String
+    var flowType: String
+    var username: String?
+
+    enum CodingKeys: String, CodingKey {
+        case iss, sub, aud, iat, exp, jti, amr, sid, username
+        case tokenUse = "token_use", authTime = "auth_time", flowType = "flow_type"
+    }
+}
+
+extension IdentityServer {
+    /// Opens the sign-in session and signs the assertion for it.
+    func mintFlowAssertion(user: UserRecord, applicationId: String, flowType: FlowType, amr: [String], authTime: Date) async throws -> String {
+        let now = clock.now
+        let session = SessionRecord(id: Secrets.identifier(), secretHash: Secrets.digest(Secrets.token()), userId: user.id, authTime: authTime,
+                                    createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.session)), endedAt: nil)
+        try await store.insertSession(session)
+        let iat = Int(now.timeIntervalSince1970)
+        let claims = FlowAssertionClaims(iss: issuer, sub: user.id, aud: applicationId, iat: iat, exp: iat + configuration.lifetimes.flowAssertion,
+                                         jti: Secrets.identifier(), tokenUse: FlowAssertionClaims.tokenUse,
+                                         authTime: Int(authTime.timeIntervalSince1970), amr: amr, sid: session.id,
+                                         flowType: flowType.rawValue, username: user.username)
+        return try await keys.signingKey(.rs256).sign(claims: claims, type: "JWT")
+    }
+
+    /// Verifies a flow assertion presented at the token endpoint by `clientId` and consumes it (single use).
+    func redeemFlowAssertion(_ token: String, clientId: String) async throws -> FlowAssertionClaims {
+        let claims: FlowAssertionClaims
+        do {
+            let jws = try CompactJWS(parsing: token)
+            try jws.verify(with: try await keys.jwks())
+            claims = try jws.claims(as: FlowAssertionClaims.self)
+        } catch {
+            throw OAuthError(.invalidGrant, "subject_token is not a flow assertion of this server")
+        }
+        let now = clock.now
+        guard claims.tokenUse == FlowAssertionClaims.tokenUse, claims.iss == issuer else {
+            throw OAuthError(.invalidGrant, "subject_token is not a flow assertion of this server")
+        }
+        guard claims.aud == clientId else { throw OAuthError(.invalidGrant, "the flow assertion was issued to another application") }
+        guard TimeInterval(claims.exp) > now.timeIntervalSince1970 else { throw OAuthError(.invalidGrant, "the flow assertion has expired") }
+        guard try await store.consumeTokenId(claims.jti, expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)), now: now) else {
+            logger.warning("flow assertion replayed", metadata: ["client": .string(clientId)])
+            throw OAuthError(.invalidGrant, "the flow assertion was already used")
+        }
+        return claims
+    }
+}

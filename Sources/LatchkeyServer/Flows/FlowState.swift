@@ -1,0 +1,55 @@
+import Foundation
+
+/// What a flow execution remembers between steps (persisted as JSON with the execution). Passwords and one-time
+/// codes are never kept: a pending registration keeps the password's bcrypt hash, a sent code its SHA-256 digest.
+struct FlowState: Codable, Sendable {
+    var applicationId: String
+    var flowType: FlowType
+    /// The prompt waiting for the client's next submission.
+    var current: String
+    /// Non-sensitive inputs collected so far, by identifier.
+    var inputs: [String: String] = [:]
+    var userId: String?
+    /// Authentication methods completed (RFC 8176 values: `pwd`, `otp`).
+    var amr: [String] = []
+    var authTime: Date?
+    /// Inputs an executor asked for at run time (registration's required attributes), shown with `current`.
+    var dynamicInputs: [FlowInputSpec]?
+    /// Data for the prompt about to be shown (emailSent, otpLength …).
+    var additionalData: [String: String] = [:]
+    var code: PendingCode?
+    var codeSends = 0
+    var recoveryVerified = false
+    var pendingPasswordHash: String?
+    var invitationHash: Data?
+    /// Failed second-factor attempts (TOTP) in this execution.
+    var factorAttempts = 0
+
+    struct PendingCode: Codable, Sendable {
+        var digest: Data
+        var expiresAt: Date
+        var attempts: Int
+    }
+}
+
+/// One request's worth of flow execution: the persisted state plus what only this request carries (sensitive
+/// inputs, the caller's address and bearer token), and what the step produced.
+struct FlowRun {
+    var state: FlowState
+    /// Everything submitted with this request (including passwords), by identifier.
+    var submitted: [String: String]
+    let client: ClientConfiguration
+    let clientAddress: String
+    let bearerToken: String?
+    /// Set by the assertion executor.
+    var assertion: String?
+    /// Shown with the prompt the run stops at.
+    var error: FlowFailure?
+    var fieldErrors: [FlowResponse.FieldError] = []
+
+    /// A submitted value, else one collected earlier.
+    func value(_ identifier: String) -> String? {
+        if let v = submitted[identifier], !v.isEmpty { return v }
+        return state.inputs[identifier]
+    }
+}
