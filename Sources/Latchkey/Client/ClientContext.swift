@@ -34,7 +34,7 @@ final class ClientContext: Sendable {
     /// As `requireMetadata()`, nil when the provider cannot be reached or has no discovery document.
     func metadata() async -> ProviderMetadata? { try? await requireMetadata() }
 
-    private func endpoint(_ path: String) -> URL {
+    func endpoint(_ path: String) -> URL {
         URL(string: config.issuer + path) ?? URL(fileURLWithPath: "/")
     }
 
@@ -97,7 +97,7 @@ final class ClientContext: Sendable {
     }
 
     /// A sign-in's token response: the ID token must be present when `openid` was requested, and is verified.
-    func signInTokens(_ response: TokenResponse, nonce: String, maxAge: Int?, expectsIDToken: Bool) async throws -> TokenSet {
+    func signInTokens(_ response: TokenResponse, nonce: String?, maxAge: Int?, expectsIDToken: Bool) async throws -> TokenSet {
         let claims = try await validateIDToken(response, nonce: nonce, maxAge: maxAge)
         if claims == nil, expectsIDToken, config.tokenValidation.validate {
             throw LatchkeyError(.invalidToken, "the provider returned no ID token for an openid sign-in")

@@ -32,6 +32,11 @@ public final class LatchkeyClient: Sendable {
     }
 
     private let state = Locked(State())
+    /// App-native flows in progress, by execution id: each one's latest challenge token (single use, rotated by the
+    /// server on every step) and what the flow is for.
+    let flowProgress = Locked<[String: FlowProgress]>([:])
+    /// `/flow/meta` answers by application, for resolving component labels.
+    let flowMetaCache = Locked<[String: FlowMeta]>([:])
     private let http: any HTTPClient
     private let userAgent: any AuthorizationUserAgent
     let logger: Logger

@@ -29,13 +29,16 @@ public struct LatchkeyConfig: Sendable {
     public var applicationId: String?
     public var tokenValidation: TokenValidation
     public var dialect: Dialect
+    /// Supplies a platform attestation (Apple App Attest object, base64) sent as `Attestation-Token` when an
+    /// app-native sign-in starts; servers require it for `mobile` applications outside development mode.
+    public var attestationTokenProvider: (@Sendable () async throws -> String)?
 
     public init(baseUrl: String, clientId: String, scopes: [String] = ["openid", "profile", "email"], afterSignInUrl: String? = nil,
                 afterSignOutUrl: String? = nil, applicationId: String? = nil, tokenValidation: TokenValidation = TokenValidation(),
-                dialect: Dialect = .standard) {
+                dialect: Dialect = .standard, attestationTokenProvider: (@Sendable () async throws -> String)? = nil) {
         self.baseUrl = baseUrl; self.clientId = clientId; self.scopes = scopes; self.afterSignInUrl = afterSignInUrl
         self.afterSignOutUrl = afterSignOutUrl; self.applicationId = applicationId; self.tokenValidation = tokenValidation
-        self.dialect = dialect
+        self.dialect = dialect; self.attestationTokenProvider = attestationTokenProvider
     }
 
     /// The issuer string as tokens carry it (no trailing slash).

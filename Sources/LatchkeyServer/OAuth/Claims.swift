@@ -24,6 +24,8 @@ enum ScopeClaims {
                 else { out[name] = .string(value) }
             }
         }
+        // Every account has a sign-in name even when no preferred_username claim was set (self-registered users).
+        if scopes.contains("profile"), out["preferred_username"] == nil { out["preferred_username"] = .string(user.username) }
         return out
     }
 }
