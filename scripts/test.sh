@@ -15,7 +15,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need_apt[@]}"
 fi
-python3 -c "import selenium, pytest, requests" 2>/dev/null || { echo "==> installing selenium pytest requests"; python3 -m pip install -q selenium pytest requests; }
+python3 -c "import selenium, pytest, requests, pexpect" 2>/dev/null || { echo "==> installing selenium pytest requests pexpect"; python3 -m pip install -q selenium pytest requests pexpect; }
 
 echo "==> swift build"
 swift build --build-tests

@@ -78,27 +78,80 @@ struct Login: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Sign in with the browser (loopback redirect, PKCE) to an OpenID Connect issuer.")
 
+    @OptionGroup var server: ServerOptions
+    @Flag(help: "Do not open a browser: print the authorization URL on its own line and wait for the redirect.")
+    var noBrowser = false
+    @Flag(help: "Sign in right here in the terminal (app-native flow: password, then a one-time code if the account has one).")
+    var native = false
+
+    func run() async throws {
+        try await runClient {
+            let home = CLIHome()
+            if native {
+                let client = try await server.client(home: home)
+                let done = try await InteractiveFlow(client: client, request: EmbeddedFlowRequestConfig(flowType: .authentication),
+                                                     issuer: server.issuer).run()
+                try server.signedIn(home: home, user: done.user)
+                return
+            }
+            let agent = LoopbackUserAgent(mode: noBrowser ? .printOnly : .system, output: { Console.out($0) })
+            let client = try await server.client(home: home, userAgent: agent)
+            Console.err(noBrowser ? "Open this URL in a browser to sign in; waiting for the redirect…" : "Signing in with your browser…")
+            let token = try await client.webviewLogin(WebviewLoginRequest(scope: server.scopes))
+            try home.save(.init(issuer: server.issuer, clientId: server.clientId, scopes: server.scopes))
+            let who = token.user?.email ?? token.user?.preferredUsername ?? token.user?.id ?? "unknown user"
+            Console.out("Signed in to \(server.issuer) as \(who).")
+        }
+    }
+}
+
+/// Which server and application the sign-in commands talk to.
+struct ServerOptions: ParsableArguments {
     @Option(help: "Issuer URL (default: the local development server).")
     var issuer: String = "http://localhost:8090"
     @Option(help: "OAuth client id (a public client that allows http://127.0.0.1/callback on any port).")
     var clientId: String = "latchkey-demo"
     @Option(help: "Space-separated scopes.")
     var scope: String = "openid profile email offline_access"
-    @Flag(help: "Do not open a browser: print the authorization URL on its own line and wait for the redirect.")
-    var noBrowser = false
+
+    var scopes: [String] { scope.split(separator: " ").map(String.init) }
+
+    func client(home: CLIHome, userAgent: any AuthorizationUserAgent = LoopbackUserAgent()) async throws -> LatchkeyClient {
+        let client = LatchkeyClient(userAgent: userAgent)
+        try await client.initialize(config: LatchkeyConfig(baseUrl: issuer, clientId: clientId, scopes: scopes), storage: try home.storage())
+        return client
+    }
+
+    /// Saves the profile after an app-native sign-in or sign-up and says who is signed in.
+    func signedIn(home: CLIHome, user: User?) throws {
+        try home.save(.init(issuer: issuer, clientId: clientId, scopes: scopes))
+        Console.out("Signed in to \(issuer) as \(user?.email ?? user?.username ?? user?.sub ?? "unknown user").")
+    }
+}
+
+struct Signup: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Create an account in the terminal (app-native registration) and sign in.")
+    @OptionGroup var server: ServerOptions
 
     func run() async throws {
         try await runClient {
             let home = CLIHome()
-            let scopes = scope.split(separator: " ").map(String.init)
-            let agent = LoopbackUserAgent(mode: noBrowser ? .printOnly : .system, output: { Console.out($0) })
-            let client = LatchkeyClient(userAgent: agent)
-            try await client.initialize(config: LatchkeyConfig(baseUrl: issuer, clientId: clientId, scopes: scopes), storage: try home.storage())
-            Console.err(noBrowser ? "Open this URL in a browser to sign in; waiting for the redirect…" : "Signing in with your browser…")
-            let token = try await client.webviewLogin(WebviewLoginRequest(scope: scopes))
-            try home.save(.init(issuer: issuer, clientId: clientId, scopes: scopes))
-            let who = token.user?.email ?? token.user?.preferredUsername ?? token.user?.id ?? "unknown user"
-            Console.out("Signed in to \(issuer) as \(who).")
+            let client = try await server.client(home: home)
+            let done = try await InteractiveFlow(client: client, request: EmbeddedFlowRequestConfig(flowType: .registration), issuer: server.issuer).run()
+            try server.signedIn(home: home, user: done.user)
+        }
+    }
+}
+
+struct Recover: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Reset a forgotten password in the terminal (a code is sent by email).")
+    @OptionGroup var server: ServerOptions
+
+    func run() async throws {
+        try await runClient {
+            let client = try await server.client(home: CLIHome())
+            _ = try await InteractiveFlow(client: client, request: EmbeddedFlowRequestConfig(flowType: .recovery), issuer: server.issuer).run()
+            Console.out("Your password has been changed. Sign in with `latchkey login --native`.")
         }
     }
 }

@@ -1,0 +1,100 @@
+import Foundation
+import Latchkey
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Runs an app-native flow in the terminal on top of the SDK's `FlowRunner`: one prompt per input (passwords and
+/// codes hidden), numbered choices for SELECT inputs and for steps with several actions, the server's error above
+/// the step and field errors next to their prompt. A one-time code can be read from a development server's outbox
+/// when the user types `outbox` at the code prompt — never automatically.
+struct InteractiveFlow {
+    let client: LatchkeyClient
+    let request: EmbeddedFlowRequestConfig
+    let issuer: String
+
+    func run() async throws -> EmbeddedFlowResponse {
+        let runner = FlowRunner(client: client, request: request)
+        var state = await runner.start()
+        var remembered: [String: String] = [:]
+        while true {
+            switch state {
+            case .idle:
+                state = await runner.start()
+            case .completed(let response):
+                return response
+            case .failed(let failure):
+                throw CLIError("\(failure.message) [\(failure.code.rawValue)\(failure.serverCode.map { ", \($0)" } ?? "")]")
+            case .step(let step):
+                if let title = step.components.first(where: { $0.type == "TEXT" })?.label { Console.out("\n\(title)") }
+                if let error = step.error { Console.out("✗ \(error.message)") }
+                if step.additionalData["emailSent"] == "true", step.error == nil { Console.out("We sent a code by email.") }
+                // The primary action submits the inputs; any other (resend a code …) is picked by typing /N at a prompt.
+                let primary = step.actions.first { $0.type == nil || $0.type == "SUBMIT" } ?? step.actions.first
+                guard let primary else { throw CLIError("the server offered no way to continue this step") }
+                let others = step.actions.filter { $0.ref != primary.ref }
+                for (index, other) in others.enumerated() { Console.out("  (type /\(index + 2) to \(other.label ?? other.ref))") }
+                var inputs: [String: String] = [:]
+                var chosen = primary
+                collect: for input in step.inputs {
+                    if let problem = step.fieldErrors.first(where: { $0.identifier == input.identifier }) {
+                        Console.out("  ! \(input.label ?? input.identifier): \(problem.message)")
+                    }
+                    let value = try await ask(input, remembered: remembered)
+                    if value.hasPrefix("/"), let n = Int(value.dropFirst()), n >= 2, others.indices.contains(n - 2) {
+                        chosen = others[n - 2]
+                        inputs = [:]
+                        break collect
+                    }
+                    inputs[input.identifier] = value
+                    if !input.isSecret { remembered[input.identifier] = value }
+                }
+                state = await runner.submit(actionId: chosen.ref, inputs: inputs)
+            }
+        }
+    }
+
+    private func ask(_ input: FlowInput, remembered: [String: String]) async throws -> String {
+        let label = input.label ?? input.identifier
+        if input.isSelect {
+            Console.out("\(label):\n" + input.options.enumerated().map { "  \($0.offset + 1)) \($0.element)" }.joined(separator: "\n"))
+            while true {
+                guard let answer = Terminal.ask("Choose [1-\(input.options.count)]: ") else { throw CLIError("input ended") }
+                if let n = Int(answer), input.options.indices.contains(n - 1) { return input.options[n - 1] }
+                if input.options.contains(answer) { return answer }
+                Console.out("  ! Choose one of the listed options.")
+            }
+        }
+        if input.type == "OTP_INPUT" {
+            let hint = isDevelopmentServer ? " (or type 'outbox' to read it from the development outbox)" : ""
+            guard let answer = Terminal.ask("\(label)\(hint): ") else { throw CLIError("input ended") }
+            if answer == "outbox", isDevelopmentServer { return try await codeFromOutbox(remembered: remembered) }
+            return answer
+        }
+        let suffix = input.required ? "" : " (optional)"
+        let answer = input.isSecret ? Terminal.askSecret("\(label)\(suffix): ") : Terminal.ask("\(label)\(suffix): ")
+        guard let answer else { throw CLIError("input ended") }
+        return answer
+    }
+
+    /// The development outbox is served only by a server in development mode, which is loopback-only.
+    private var isDevelopmentServer: Bool {
+        guard let host = URL(string: issuer)?.host else { return false }
+        return host == "localhost" || host.hasPrefix("127.") || host == "::1" || host == "[::1]"
+    }
+
+    private func codeFromOutbox(remembered: [String: String]) async throws -> String {
+        var recipient = remembered.values.first { $0.contains("@") }
+        if recipient == nil { recipient = Terminal.ask("Email address the code was sent to: ") }
+        guard let recipient, var components = URLComponents(string: issuer + "/dev/outbox") else { throw CLIError("no recipient") }
+        components.queryItems = [URLQueryItem(name: "recipient", value: recipient)]
+        guard let url = components.url else { throw CLIError("bad issuer URL") }
+        let response = try await URLSessionHTTPClient().send(HTTPRequest(url: url, headers: ["Accept": "application/json"]))
+        struct Outbox: Decodable { struct Message: Decodable { var code: String? }; var messages: [Message] }
+        guard response.status == 200, let code = (try? JSONDecoder().decode(Outbox.self, from: response.body))?.messages.first?.code else {
+            throw CLIError("no code in the development outbox for \(recipient) (is the server in development mode?)")
+        }
+        Console.out("Code from the development outbox: \(code)")
+        return code
+    }
+}
