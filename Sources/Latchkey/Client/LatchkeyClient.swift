@@ -151,6 +151,15 @@ public final class LatchkeyClient: Sendable {
         return (url, stateValue)
     }
 
+    /// Scheme, host, port and path of the callback equal those of the redirect URI the request named.
+    static func sameEndpoint(_ callback: URL, _ redirectUri: String) -> Bool {
+        guard let expected = URLComponents(string: redirectUri), let actual = URLComponents(url: callback, resolvingAgainstBaseURL: false) else {
+            return false
+        }
+        return actual.scheme?.lowercased() == expected.scheme?.lowercased() && actual.host?.lowercased() == expected.host?.lowercased()
+            && actual.port == expected.port && actual.path == expected.path
+    }
+
     /// 256 bits from the system CSPRNG, base64url: `state` and `nonce` values.
     static func randomValue() -> String {
         var generator = SystemRandomNumberGenerator()
@@ -175,6 +184,9 @@ public final class LatchkeyClient: Sendable {
         }
         guard let pending = state.withLock({ $0.pending.removeValue(forKey: returnedState) }) else {
             throw LatchkeyError(.invalidGrant, "the callback's state does not match any sign-in in progress (possible CSRF or a stale callback)")
+        }
+        guard Self.sameEndpoint(url, pending.redirectUri) else {
+            throw LatchkeyError(.invalidRedirectUri, "the callback arrived at \(url.scheme ?? "")://\(url.host ?? "")\(url.path), not at the redirect URI of the sign-in")
         }
         if let iss = query["iss"] {
             guard iss == context.config.issuer else { throw LatchkeyError(.invalidGrant, "the callback's iss is \(iss), expected \(context.config.issuer) (RFC 9207 mix-up defence)") }

@@ -72,6 +72,12 @@ struct SDKRedirectSignInTests {
             items = items.map { $0.name == "iss" ? URLQueryItem(name: "iss", value: "https://evil.example") : $0 } }) } throws: {
             ($0 as? LatchkeyError)?.code == .invalidGrant && "\($0)".contains("iss")
         }
+        // A callback delivered somewhere else than the request's redirect URI (another path or port) is refused.
+        let misdirected = try client.buildSignInURL()
+        let misState = URLComponents(url: misdirected, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value ?? ""
+        await #expect { try await client.handleRedirectCallback(url: URL(string: "http://127.0.0.1:7778/callback?code=x&state=\(misState)")!) } throws: {
+            ($0 as? LatchkeyError)?.code == .invalidRedirectUri
+        }
         // access_denied is an authentication failure, not a technical error.
         let denied = try client.buildSignInURL()
         let state = URLComponents(url: denied, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value ?? ""
