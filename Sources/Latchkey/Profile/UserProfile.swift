@@ -26,14 +26,21 @@ public struct UserProfile: Sendable, Equatable {
     /// Every attribute as the server sent it: the SCIM resource's members (`userName`, `name`, `emails`, `meta` …),
     /// or the `/users/me` attributes (`username`, `email`, `given_name` …).
     public var claims: [String: JSONValue]
+    /// The sign-in name (SCIM `userName`, thunderID `username`).
     public var userName: String?
+    /// The primary email address.
     public var email: String?
+    /// The full name for display (SCIM `displayName`, OIDC `name`).
     public var displayName: String?
+    /// First name (SCIM `name.givenName`, OIDC `given_name`).
     public var givenName: String?
+    /// Last name (SCIM `name.familyName`, OIDC `family_name`).
     public var familyName: String?
+    /// Phone number (SCIM `phoneNumbers`, OIDC `phone_number`).
     public var phoneNumber: String?
     /// Picture URL (SCIM `photos`, OIDC `picture`).
     public var picture: String?
+    /// Language tag (`fr`, `en-US`).
     public var locale: String?
     /// Whether the account is enabled; SCIM only.
     public var active: Bool?

@@ -31,12 +31,7 @@ extension IdentityServer {
     /// places (logs, front ends) where an access token would not. The token must also be meant for this server
     /// (`aud`): one obtained by token exchange for another API must not work here. A disabled user's token is dead.
     func resourceCaller(_ request: Request) async throws(OAuthError) -> ResourceCaller {
-        let header = request.headers[.authorization]
-        guard let header, header.lowercased().hasPrefix("bearer "),
-              case let token = header.dropFirst(7).trimmingCharacters(in: .whitespaces), !token.isEmpty else {
-            throw OAuthError(.invalidToken, "expected Authorization: Bearer <access token>")
-        }
-        let claims = try await validator.accessToken(token)
+        let claims = try await validator.accessToken(try bearerToken(request, body: nil))
         guard claims.aud.stringArray?.contains(issuer) == true else {
             throw OAuthError(.invalidToken, "the access token is not meant for this server")
         }
