@@ -49,14 +49,23 @@ struct ThunderErrorBody: Encodable {
     }
 }
 
+/// SCIM error (RFC 7644 §3.12): `{schemas:[Error URN], status:"400", scimType?, detail}`. `status` is a string there.
+struct SCIMErrorBody: Encodable {
+    var schemas = [SCIMError.errorURN]
+    var status: String
+    var scimType: String?
+    var detail: String
+}
+
 /// Which error shape a path speaks.
 enum Dialect {
-    case oauth, reachFive, thunder, html
+    case oauth, reachFive, thunder, scim, html
 
     static func of(path: String) -> Dialect {
         if path.hasPrefix("/oauth2/") || path.hasPrefix("/oauth/") || path.hasPrefix("/.well-known/") { return .oauth }
         if path.hasPrefix("/identity/") { return .reachFive }
-        if path.hasPrefix("/flow/") || path.hasPrefix("/users/") || path == "/users" || path.hasPrefix("/scim2/") { return .thunder }
+        if path.hasPrefix("/scim2/") || path == "/scim2" { return .scim }
+        if path.hasPrefix("/flow/") || path.hasPrefix("/users/") || path == "/users" { return .thunder }
         return .html
     }
 }

@@ -10,6 +10,8 @@ struct ErrorMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
+        } catch let error as SCIMError {
+            return try error.response()
         } catch let error as OAuthError {
             return try Self.oauth(error, request: request)
         } catch let error as APIError {
@@ -36,6 +38,10 @@ struct ErrorMiddleware: RouterMiddleware {
         if error.code == .invalidToken || error.code == .insufficientScope {
             headers[.wwwAuthenticate] = "Bearer error=\"\(error.code.rawValue)\", error_description=\"\(error.description.replacingOccurrences(of: "\"", with: "'"))\""
         }
+        if Dialect.of(path: request.uri.path) == .scim {
+            // SCIM clients parse RFC 7644 errors only; the Bearer challenge still tells them why (RFC 6750 §3).
+            return try SCIMError(status: error.status, detail: error.description, headers: headers).response()
+        }
         let reachFive = request.uri.path.hasPrefix("/oauth/")
         let body = OAuthErrorBody(error: error.code.rawValue, errorDescription: error.description,
                                   errorId: reachFive ? Secrets.identifier() : nil,
@@ -50,6 +56,8 @@ struct ErrorMiddleware: RouterMiddleware {
             return try Responses.json(ReachFiveErrorBody(error, errorId: Secrets.identifier()), status: error.status)
         case .thunder:
             return try Responses.json(ThunderErrorBody(error), status: error.status)
+        case .scim:
+            return try SCIMError(status: error.status, detail: error.technical).response()
         case .oauth:
             return try Responses.json(OAuthErrorBody(error: error.error, errorDescription: error.technical), status: error.status)
         case .html:

@@ -1,7 +1,193 @@
 import Foundation
 import Hummingbird
+import LatchkeyJOSE
 
-/// Self-service profile in the thunderID dialect: `/users/me`, `/users/me/meta`, `/users/me/update-credentials`.
+/// Self-service profile in the thunderID dialect (`thunderid-wire.md` §2.7): `/users/me`, `/users/me/meta`,
+/// `/users/me/update-credentials`. Errors are thunderID `{code, message, description}` bodies.
+///
+/// Differences from the thunderID server, on purpose: only access tokens are accepted (not flow assertions or ID
+/// tokens), a client's own token (client credentials) is refused with 403 `AUTH-4030`, and changing the password
+/// requires the current one.
 extension IdentityServer {
-    func addSelfServiceRoutes(_ router: Router<LatchkeyRequestContext>) {}
+    func addSelfServiceRoutes(_ router: Router<LatchkeyRequestContext>) {
+        router.get("/users/me") { request, _ in
+            try await self.selfService(request) { user in try Self.selfUserResponse(user) }
+        }
+        router.put("/users/me") { request, _ in
+            try await self.selfService(request) { user in try await self.replaceSelfAttributes(request, user) }
+        }
+        router.get("/users/me/meta") { request, _ in
+            try await self.selfService(request) { _ in
+                let data = try JSONSerialization.data(withJSONObject: ["schema": self.userSchema.jsonSchema()], options: [.sortedKeys])
+                var response = Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
+                                        body: .init(byteBuffer: ByteBuffer(bytes: data)))
+                response.headers[.cacheControl] = "no-store"
+                return response
+            }
+        }
+        router.post("/users/me/update-credentials") { request, _ in
+            try await self.selfService(request) { user in try await self.updateSelfCredentials(request, user) }
+        }
+    }
+
+    /// Authenticates the caller as a user and runs `body` with that user. A missing, invalid, expired or revoked
+    /// token, or any token that is not an access token, is `401 AUTH-4010` with a Bearer challenge (RFC 6750 §3).
+    private func selfService(_ request: Request, _ body: (UserRecord) async throws -> Response) async throws -> Response {
+        let caller: ResourceCaller
+        do {
+            caller = try await resourceCaller(request)
+        } catch where error.code == .serverError {
+            throw APIError.internalError()
+        } catch {
+            var response = try ErrorMiddleware.api(SelfServiceErrors.unauthorized(error.description), path: request.uri.path)
+            response.headers[.wwwAuthenticate] =
+                "Bearer error=\"invalid_token\", error_description=\"\(error.description.replacingOccurrences(of: "\"", with: "'"))\""
+            return response
+        }
+        switch caller.subject {
+        case .user(let user): return try await body(user)
+        case .client: throw SelfServiceErrors.notAUser
+        case .missingUser: throw SelfServiceErrors.userNotFound
+        }
+    }
+
+    /// `{id, type, attributes}`: the username and every claim. Verification flags are booleans, as thunderID types
+    /// them; `PUT` accepts them back unchanged.
+    static func selfUserResponse(_ user: UserRecord) throws -> Response {
+        var attributes: [String: JSONValue] = ["username": .string(user.username)]
+        for (name, value) in user.claims {
+            attributes[name] = ScopeClaims.booleanClaims.contains(name) ? .bool(value == "true") : .string(value)
+        }
+        return try Responses.json(SelfUserBody(id: user.id, type: "default", attributes: attributes), noStore: true)
+    }
+
+    /// `PUT /users/me`: the attributes replace the profile. A schema attribute left out is removed (and a required
+    /// one left out is a validation error); claims outside the schema (`email_verified`) can only be sent back as
+    /// they are. The password is not an attribute here: it has its own endpoint that asks for the current one.
+    private func replaceSelfAttributes(_ request: Request, _ user: UserRecord) async throws -> Response {
+        let attributes = try await Self.selfServiceAttributes(request)
+        if attributes["password"] != nil {
+            throw SelfServiceErrors.invalidRequest("change the password with POST /users/me/update-credentials")
+        }
+        var changes: [String: String?] = [:]
+        var problems: [UserSchema.Problem] = []
+        for attribute in userSchema.attributes { changes[attribute.name] = .some(nil) }
+        for (name, value) in attributes {
+            switch value {
+            case .null: changes[name] = .some(nil)
+            case .string(let s): changes[name] = s
+            case .bool(let b): changes[name] = b ? "true" : "false"
+            case .number(let n): changes[name] = n.rounded() == n && abs(n) < 1e15 ? String(Int64(n)) : String(n)
+            case .array, .object:
+                problems.append(.init(attribute: name, key: "validation.type.invalid", message: "\(name) must be a single value"))
+            }
+        }
+        if !problems.isEmpty { throw SelfServiceErrors.schemaValidation(problems) }
+        switch try await updateProfile(of: user, changes: changes) {
+        case .success(let updated):
+            logger.info("profile updated through /users/me", metadata: ["user": .string(user.id)])
+            return try Self.selfUserResponse(updated)
+        case .failure(.invalid(let problems)): throw SelfServiceErrors.schemaValidation(problems)
+        case .failure(.conflict(let problem)): throw SelfServiceErrors.conflict(problem)
+        }
+    }
+
+    /// `POST /users/me/update-credentials` with `{"attributes":{"password":"new","currentPassword":"old"}}` → 204.
+    ///
+    /// The current password is required: an access token can leak (a log, a compromised front end), and it must
+    /// not be enough to take the account over. Wrong guesses count towards the account lockout like sign-in failures.
+    private func updateSelfCredentials(_ request: Request, _ user: UserRecord) async throws -> Response {
+        let attributes = try await Self.selfServiceAttributes(request)
+        guard case .string(let password)? = attributes["password"], !password.isEmpty else {
+            throw SelfServiceErrors.credentials("missing_credentials", "Missing credentials", "attributes.password (the new password) is required")
+        }
+        guard case .string(let currentPassword)? = attributes["currentPassword"], !currentPassword.isEmpty else {
+            throw SelfServiceErrors.credentials("missing_credentials", "Missing credentials",
+                                                "attributes.currentPassword (the current password) is required")
+        }
+        if let lockedUntil = user.lockedUntil, lockedUntil > clock.now {
+            throw SelfServiceErrors.credentials("account_locked", "Too many attempts", "too many wrong passwords; try again later")
+        }
+        guard try await hasher.verify(currentPassword, hash: user.passwordHash) else {
+            let policy = configuration.loginPolicy
+            _ = try await store.recordLoginFailure(userId: user.id, now: clock.now, maxFailures: policy.maxFailuresPerAccount,
+                                                   lockFor: TimeInterval(policy.lockoutSeconds))
+            logger.notice("password change refused: wrong current password", metadata: ["user": .string(user.id)])
+            throw SelfServiceErrors.credentials("invalid_current_password", "Invalid credentials", "the current password is not correct")
+        }
+        switch try await setPassword(of: user, to: password) {
+        case .success:
+            logger.info("password changed through /users/me/update-credentials", metadata: ["user": .string(user.id)])
+            return Response(status: .noContent, headers: [.cacheControl: "no-store"])
+        case .failure(.invalid(let problems)):
+            throw SelfServiceErrors.credentials("invalid_credentials", "Invalid credentials", problems.map(\.message).joined(separator: "; "))
+        case .failure(.conflict(let problem)):
+            throw SelfServiceErrors.credentials("invalid_credentials", "Invalid credentials", problem.message)
+        }
+    }
+
+    /// The `attributes` object of a `{"attributes": {…}}` JSON body, or `400 USR-1001`.
+    private static func selfServiceAttributes(_ request: Request) async throws -> [String: JSONValue] {
+        let contentType = request.headers[.contentType]?.lowercased() ?? ""
+        guard contentType.isEmpty || contentType.hasPrefix("application/json") else {
+            throw SelfServiceErrors.invalidRequest("the body must be application/json")
+        }
+        let buffer: ByteBuffer
+        do { buffer = try await request.body.collect(upTo: 64 * 1024) } catch {
+            throw SelfServiceErrors.invalidRequest("the body is larger than 64 KiB")
+        }
+        guard case .object(let body)? = try? JSONDecoder().decode(JSONValue.self, from: Data(buffer: buffer)),
+              case .object(let attributes)? = body["attributes"] else {
+            throw SelfServiceErrors.invalidRequest("expected a JSON object {\"attributes\": {…}}")
+        }
+        return attributes
+    }
+}
+
+/// `GET /users/me` body (thunderID `User`). There are no organization units, so no `ouId`.
+private struct SelfUserBody: Encodable {
+    var id: String
+    var type: String
+    var attributes: [String: JSONValue]
+}
+
+/// The thunderID user-service errors this dialect answers (`thunderid-api/user.yaml`).
+enum SelfServiceErrors {
+    static func unauthorized(_ why: String) -> APIError {
+        APIError(status: .unauthorized, code: "AUTH-4010", error: "invalid_token", messageKey: "error.unauthorized",
+                 userMessage: "Unauthorized", technical: "Authentication is required to access this resource: \(why)")
+    }
+
+    static let notAUser = APIError(
+        status: .forbidden, code: "AUTH-4030", error: "access_denied", messageKey: "error.forbidden", userMessage: "Forbidden",
+        technical: "The access token was issued to a client for itself; this resource needs a user's token")
+
+    static let userNotFound = APIError(
+        status: .notFound, code: "USR-1003", error: "not_found", messageKey: "error.userservice.user_not_found",
+        userMessage: "User not found", technical: "The user with the specified id does not exist")
+
+    static func invalidRequest(_ why: String) -> APIError {
+        APIError(status: .badRequest, code: "USR-1001", error: "invalid_request", messageKey: "error.userservice.invalid_request_format",
+                 userMessage: "Invalid request format", technical: "The request body is malformed or contains invalid data: \(why)")
+    }
+
+    /// Every problem, by attribute, in the description (and as field errors for dialects that render them).
+    static func schemaValidation(_ problems: [UserSchema.Problem]) -> APIError {
+        APIError(status: .badRequest, code: "USR-1019", error: "invalid_request", messageKey: "error.userservice.schema_validation_failed",
+                 userMessage: "Schema validation failed",
+                 technical: "User attributes do not conform to the required schema: "
+                     + problems.map { "\($0.attribute): \($0.message)" }.joined(separator: "; "),
+                 fieldErrors: problems.map { .init(field: $0.attribute, message: $0.message, code: $0.key) })
+    }
+
+    static func conflict(_ problem: UserSchema.Problem) -> APIError {
+        APIError(status: .conflict, code: "USR-1014", error: "conflict", messageKey: "error.userservice.attribute_conflict",
+                 userMessage: "Attribute conflict", technical: "A user with the same unique attribute value already exists: \(problem.attribute)",
+                 fieldErrors: [.init(field: problem.attribute, message: problem.message, code: problem.key)])
+    }
+
+    static func credentials(_ key: String, _ userMessage: String, _ why: String) -> APIError {
+        APIError(status: .badRequest, code: "USR-1017", error: "invalid_request", messageKey: "error.userservice.\(key)",
+                 userMessage: userMessage, technical: why)
+    }
 }

@@ -7,29 +7,43 @@ extension IdentityServer {
 
     /// Applies `changes` (attribute → new value; nil or "" removes an optional attribute) to the user's profile.
     /// Returns the problems instead of saving when any value is invalid or taken.
-    func updateProfile(of user: UserRecord, changes: [String: String?]) async throws -> Result<UserRecord, ProfileRejection> {
+    ///
+    /// A change to the value the attribute already has is not a change: it is skipped before any check, so a client
+    /// can send back what it read (a read-only attribute, a claim outside the schema such as `email_verified`).
+    /// `disabled` (enable/disable the account) and attributes users may not change themselves are honoured only
+    /// `byAdministrator`.
+    func updateProfile(of user: UserRecord, changes: [String: String?], disabled: Bool? = nil,
+                       byAdministrator: Bool = false) async throws -> Result<UserRecord, ProfileRejection> {
         var updated = user
         var problems: [UserSchema.Problem] = []
         for (name, value) in changes.sorted(by: { $0.key < $1.key }) {
+            let trimmed = value?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+            let current = name == "username" ? user.username : user.claims[name] ?? ""
+            if trimmed == current { continue }
             guard let attribute = userSchema.attribute(name) else {
                 problems.append(.init(attribute: name, key: "validation.attribute.unknown", message: "\(name) is not an attribute of this user type"))
                 continue
             }
-            guard attribute.mutable else {
+            guard attribute.mutable || byAdministrator else {
                 problems.append(.init(attribute: name, key: "validation.attribute.readOnly", message: "\(attribute.displayName) cannot be changed"))
                 continue
             }
-            let trimmed = value?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
             if let problem = userSchema.problem(name, trimmed) { problems.append(problem); continue }
             if name == "username" {
                 updated.username = trimmed
-            } else if trimmed.isEmpty {
-                updated.claims[name] = nil
             } else {
-                if name == "email", user.claims["email"]?.lowercased() != trimmed.lowercased() {
-                    updated.claims["email_verified"] = "false"  // a new address is not verified
+                // A new (or removed) address or number is not verified, whatever was verified before.
+                if let verifiedClaim = Self.verificationClaims[name], current.lowercased() != trimmed.lowercased() {
+                    updated.claims[verifiedClaim] = trimmed.isEmpty ? nil : "false"
                 }
-                updated.claims[name] = trimmed
+                updated.claims[name] = trimmed.isEmpty ? nil : trimmed
+            }
+        }
+        if let disabled, disabled != user.disabled {
+            if byAdministrator {
+                updated.disabled = disabled
+            } else {
+                problems.append(.init(attribute: "active", key: "validation.attribute.readOnly", message: "Only an administrator can enable or disable an account"))
             }
         }
         if !problems.isEmpty { return .failure(.invalid(problems)) }
@@ -40,6 +54,9 @@ extension IdentityServer {
         }
         return .success(updated)
     }
+
+    /// The `*_verified` claim that vouches for an attribute.
+    static let verificationClaims = ["email": "email_verified", "phone_number": "phone_number_verified"]
 
     /// The first unique attribute whose value another account already has.
     func uniquenessConflict(for user: UserRecord) async throws -> UserSchema.Problem? {
