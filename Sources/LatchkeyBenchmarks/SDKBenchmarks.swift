@@ -62,7 +62,8 @@ enum SDKBenchmarks {
         let http = CountingClient()
         let storage = InMemoryStorageAdapter()
         let (first, second) = (try await signIn(server: server, http: http.inner), try await signIn(server: server, http: http.inner))
-        try await storage.set("latchkey.session.default", try JSONEncoder().encode(first))
+        let firstData = try JSONEncoder().encode(first)
+        await storage.set("latchkey.session.default", firstData)
         let client = LatchkeyClient(http: http)
         try await client.initialize(config: LatchkeyConfig(baseUrl: server.issuer, clientId: "latchkey-demo"), storage: storage)
         let bare = Bare()
@@ -77,7 +78,8 @@ enum SDKBenchmarks {
         let roundTrip = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
         var expired = first
         expired.expiresAt = Date().addingTimeInterval(-1)
-        try await storage.set("latchkey.session.default", try JSONEncoder().encode(expired))
+        let expiredData = try JSONEncoder().encode(expired)
+        await storage.set("latchkey.session.default", expiredData)
         let fresh = LatchkeyClient(http: http)
         try await fresh.initialize(config: LatchkeyConfig(baseUrl: server.issuer, clientId: "latchkey-demo"), storage: storage)
         let before = http.refreshes

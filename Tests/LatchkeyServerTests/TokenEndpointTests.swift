@@ -97,6 +97,8 @@ struct TokenEndpointTests {
         #expect(claims["aud"]?.stringValue == "https://api.example")
         #expect(claims["act"] == .object(["sub": .string("backend")]))
         #expect(claims["scope"]?.stringValue == "openid")
+        let exchanged = try #require(json["access_token"] as? String)
+        #expect(try await server.userinfo(exchanged).status == 401, "a token for https://api.example is not for userinfo")
 
         // The original token still works: exchange does not replace the session's tokens.
         #expect(try await server.userinfo(tokens.accessToken).status == 200)

@@ -132,12 +132,12 @@ struct SDKRedirectSignInTests {
         let storage = InMemoryStorageAdapter()
         let http = ObservedHTTPClient()
         let client = try await server.signedInClient(http: http, storage: storage)
-        let stored = try #require(try await storage.get("latchkey.session.default"))
+        let stored = try #require(await storage.get("latchkey.session.default"))
         let tokens = try JSONDecoder().decode(Latchkey.TokenSet.self, from: stored)
         #expect(try await client.signOut() == "http://127.0.0.1:7777/logout")
         #expect(http.statuses(pathEndingWith: "/oauth2/revoke") == [200])
         #expect(http.statuses(pathEndingWith: "/oauth2/logout") == [302], "end-session accepted the hint and redirected")
-        #expect(try await storage.get("latchkey.session.default") == nil)
+        #expect(await storage.get("latchkey.session.default") == nil)
         #expect(try await server.refresh(try #require(tokens.refreshToken)).status == 400, "refresh token revoked")
         #expect(try await server.userinfo(tokens.accessToken).status == 401, "and the family's access tokens")
         await #expect { try await client.getAccessToken() } throws: { ($0 as? LatchkeyError)?.code == .sessionExpired }
@@ -148,11 +148,11 @@ struct SDKRedirectSignInTests {
         defer { Task { await server.stop() } }
         let storage = InMemoryStorageAdapter()
         let client = try await server.signedInClient(storage: storage)
-        let tokens = try JSONDecoder().decode(Latchkey.TokenSet.self, from: try #require(try await storage.get("latchkey.session.default")))
+        let tokens = try JSONDecoder().decode(Latchkey.TokenSet.self, from: try #require(await storage.get("latchkey.session.default")))
         client.clearSession()
         try await client.clearSessionAndWait()
         #expect(try await !client.isSignedIn())
-        #expect(try await storage.get("latchkey.session.default") == nil)
+        #expect(await storage.get("latchkey.session.default") == nil)
         #expect(try await server.refresh(try #require(tokens.refreshToken)).status == 200, "the server still honours the grant")
     }
 
