@@ -23,9 +23,11 @@ public struct ConfigurationFile: Codable, Sendable {
 
     public struct Lifetimes: Codable, Sendable {
         public var accessToken, idToken, authorizationCode, refreshToken, session, loginRequest: Int?
+        public var flowExecution, flowAssertion, oneTimeCode: Int?
         enum CodingKeys: String, CodingKey {
             case accessToken = "access_token", idToken = "id_token", authorizationCode = "authorization_code"
             case refreshToken = "refresh_token", session, loginRequest = "login_request"
+            case flowExecution = "flow_execution", flowAssertion = "flow_assertion", oneTimeCode = "one_time_code"
         }
     }
 
@@ -81,6 +83,9 @@ public struct ConfigurationFile: Codable, Sendable {
             if let v = l.refreshToken { base.lifetimes.refreshToken = v }
             if let v = l.session { base.lifetimes.session = v }
             if let v = l.loginRequest { base.lifetimes.loginRequest = v }
+            if let v = l.flowExecution { base.lifetimes.flowExecution = v }
+            if let v = l.flowAssertion { base.lifetimes.flowAssertion = v }
+            if let v = l.oneTimeCode { base.lifetimes.oneTimeCode = v }
         }
         if let p = loginPolicy {
             if let v = p.maxFailuresPerAccount { base.loginPolicy.maxFailuresPerAccount = v }
