@@ -34,6 +34,7 @@ final class ClientContext: Sendable {
     /// As `requireMetadata()`, nil when the provider cannot be reached or has no discovery document.
     func metadata() async -> ProviderMetadata? { try? await requireMetadata() }
 
+    /// `path` under the configured base URL (endpoints that discovery does not name: flows, profile).
     func endpoint(_ path: String) -> URL {
         URL(string: config.issuer + path) ?? URL(fileURLWithPath: "/")
     }

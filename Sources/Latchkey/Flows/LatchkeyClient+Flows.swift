@@ -25,10 +25,7 @@ extension LatchkeyClient {
 
     /// Submits one step of a registration flow (same loop as `signIn`); a COMPLETE registration signs the new user in.
     public func signUp(payload: EmbeddedSignInPayload? = nil, request: EmbeddedFlowRequestConfig? = nil) async throws -> EmbeddedFlowResponse {
-        try await loading {
-            try await runFlowStep(payload ?? EmbeddedSignInPayload(), request: request ?? EmbeddedFlowRequestConfig(flowType: .registration),
-                                  sessionId: nil)
-        }
+        try await signUp(payload: payload, request: request, sessionId: nil)
     }
 
     /// As `signUp(payload:request:)`, storing the new session under `sessionId`.

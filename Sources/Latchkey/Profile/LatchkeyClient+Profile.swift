@@ -96,9 +96,7 @@ extension LatchkeyClient {
 
     private static func send(_ context: ClientContext, method: String, path: String, accessToken: String, body: JSONValue?,
                              endpoint: ProfileEndpoint) async throws -> HTTPResponse {
-        guard let url = URL(string: context.config.issuer + path) else {
-            throw LatchkeyError(.invalidConfiguration, "cannot build the profile URL from baseUrl")
-        }
+        let url = context.endpoint(path)
         let mediaType = endpoint == .scim ? "application/scim+json" : "application/json"
         var headers = ["Authorization": "Bearer \(accessToken)", "Accept": mediaType]
         var data: Data?

@@ -38,6 +38,14 @@ struct TokenValidator: Sendable {
         return claims
     }
 
+    /// A live access token meant for this server's own resources (userinfo, `/users/me`, SCIM): RFC 9068 §4, a token
+    /// obtained by token exchange for another API (`aud`) does not work here.
+    func resourceAccessToken(_ token: String) async throws(OAuthError) -> AccessTokenClaims {
+        let claims = try await accessToken(token)
+        guard claims.aud.stringArray?.contains(issuer) == true else { throw OAuthError(.invalidToken, "the access token is for another audience") }
+        return claims
+    }
+
     /// Any JWT signed by us, with our issuer; expiry checked unless `allowExpired` (ID-token hints at logout).
     func signedJWT(_ token: String, allowExpired: Bool = false) async throws(OAuthError) -> (header: JWSHeader, claims: RegisteredClaims) {
         do {

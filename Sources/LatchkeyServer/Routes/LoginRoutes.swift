@@ -39,29 +39,16 @@ extension IdentityServer {
         }
         guard !username.isEmpty, !password.isEmpty else { return fail("Enter your email or username and your password.", .badRequest) }
 
-        let now = clock.now
-        let address = context.clientAddress
-        if let wait = await throttle.retryAfter(address: address, now: now) {
-            return fail("Too many failed sign-in attempts from your network. Try again in \(Self.minutes(wait)).", .tooManyRequests)
+        let user: UserRecord
+        switch try await checkPassword(username: username, password: password, address: context.clientAddress) {
+        case .throttled(let wait): return fail("Too many failed sign-in attempts from your network. Try again in \(Self.minutes(wait)).", .tooManyRequests)
+        case .locked(let until): return fail(lockedMessage(until: until), .locked)
+        case .rejected: return fail("The email or password is incorrect.", .unauthorized)
+        case .disabled: return fail("This account is disabled. Contact your administrator.", .forbidden)
+        case .accepted(let accepted): user = accepted
         }
-        let user = try await store.user(username: username)
-        if let user, let lockedUntil = user.lockedUntil, lockedUntil > now {
-            return fail(lockedMessage(until: lockedUntil, now: now), .locked)
-        }
-        guard try await hasher.verify(password, hash: user?.passwordHash), let user else {
-            await throttle.recordFailure(address: address, now: now)
-            if let user, let updated = try await store.recordLoginFailure(
-                userId: user.id, now: now, maxFailures: configuration.loginPolicy.maxFailuresPerAccount,
-                lockFor: TimeInterval(configuration.loginPolicy.lockoutSeconds)),
-               let lockedUntil = updated.lockedUntil, lockedUntil > now {
-                logger.notice("account locked after repeated failures", metadata: ["user": .string(user.id)])
-                return fail(lockedMessage(until: lockedUntil, now: now), .locked)
-            }
-            return fail("The email or password is incorrect.", .unauthorized)
-        }
-        if user.disabled { return fail("This account is disabled. Contact your administrator.", .forbidden) }
-        try await store.recordLoginSuccess(userId: user.id)
 
+        let now = clock.now
         let secret = Secrets.token()
         let session = SessionRecord(id: Secrets.identifier(), secretHash: Secrets.digest(secret), userId: user.id, authTime: now,
                                     createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.session)),
@@ -85,8 +72,8 @@ extension IdentityServer {
                        status: .badRequest)
     }
 
-    private func lockedMessage(until: Date, now: Date) -> String {
-        "This account is temporarily locked after too many failed sign-in attempts. Try again in \(Self.minutes(Int(until.timeIntervalSince(now).rounded(.up))))."
+    private func lockedMessage(until: Date) -> String {
+        "This account is temporarily locked after too many failed sign-in attempts. Try again in \(minutesUntil(until))."
     }
 
     static func minutes(_ seconds: Int) -> String {

@@ -17,16 +17,10 @@ extension IdentityServer {
             try await self.selfService(request) { user in try await self.replaceSelfAttributes(request, user) }
         }
         router.get("/users/me/meta") { request, _ in
-            try await self.selfService(request) { _ in
-                let data = try JSONSerialization.data(withJSONObject: ["schema": self.userSchema.jsonSchema()], options: [.sortedKeys])
-                var response = Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
-                                        body: .init(byteBuffer: ByteBuffer(bytes: data)))
-                response.headers[.cacheControl] = "no-store"
-                return response
-            }
+            try await self.selfService(request) { _ in try Responses.json(["schema": self.userSchema.jsonSchema()], noStore: true) }
         }
-        router.post("/users/me/update-credentials") { request, _ in
-            try await self.selfService(request) { user in try await self.updateSelfCredentials(request, user) }
+        router.post("/users/me/update-credentials") { request, context in
+            try await self.selfService(request) { user in try await self.updateSelfCredentials(request, user, address: context.clientAddress) }
         }
     }
 
@@ -96,7 +90,7 @@ extension IdentityServer {
     ///
     /// The current password is required: an access token can leak (a log, a compromised front end), and it must
     /// not be enough to take the account over. Wrong guesses count towards the account lockout like sign-in failures.
-    private func updateSelfCredentials(_ request: Request, _ user: UserRecord) async throws -> Response {
+    private func updateSelfCredentials(_ request: Request, _ user: UserRecord, address: String) async throws -> Response {
         let attributes = try await Self.selfServiceAttributes(request)
         guard case .string(let password)? = attributes["password"], !password.isEmpty else {
             throw SelfServiceErrors.credentials("missing_credentials", "Missing credentials", "attributes.password (the new password) is required")
@@ -105,13 +99,12 @@ extension IdentityServer {
             throw SelfServiceErrors.credentials("missing_credentials", "Missing credentials",
                                                 "attributes.currentPassword (the current password) is required")
         }
-        if let lockedUntil = user.lockedUntil, lockedUntil > clock.now {
+        // The same check as signing in: throttling, lockout (wrong guesses count), bookkeeping.
+        switch try await checkPassword(username: user.username, password: currentPassword, address: address) {
+        case .accepted: break
+        case .throttled, .locked:
             throw SelfServiceErrors.credentials("account_locked", "Too many attempts", "too many wrong passwords; try again later")
-        }
-        guard try await hasher.verify(currentPassword, hash: user.passwordHash) else {
-            let policy = configuration.loginPolicy
-            _ = try await store.recordLoginFailure(userId: user.id, now: clock.now, maxFailures: policy.maxFailuresPerAccount,
-                                                   lockFor: TimeInterval(policy.lockoutSeconds))
+        case .rejected, .disabled:
             logger.notice("password change refused: wrong current password", metadata: ["user": .string(user.id)])
             throw SelfServiceErrors.credentials("invalid_current_password", "Invalid credentials", "the current password is not correct")
         }

@@ -29,9 +29,7 @@ extension IdentityServer {
     }
 
     private func userinfo(_ request: Request, body: Parameters?) async throws -> Response {
-        let claims = try await validator.accessToken(try bearerToken(request, body: body))
-        // RFC 9068 §4: a token exchanged for another API (audience) is not for us.
-        guard claims.aud.stringArray?.contains(issuer) == true else { throw OAuthError(.invalidToken, "the access token is for another audience") }
+        let claims = try await validator.resourceAccessToken(try bearerToken(request, body: body))
         guard claims.scopes.contains("openid") else { throw OAuthError(.insufficientScope, "the access token lacks the openid scope") }
         guard let user = try await store.user(id: claims.sub), !user.disabled else { throw OAuthError(.invalidToken, "the user no longer exists") }
         var out = ScopeClaims.claims(of: user, scopes: claims.scopes)

@@ -1,4 +1,5 @@
 import Foundation
+import LatchkeyJOSE
 
 /// The attributes a user account has: what registration asks for, what `/users/me/meta` publishes and what profile
 /// updates are validated against. The username is the account's sign-in name; the rest are OpenID Connect claims.
@@ -85,20 +86,22 @@ public struct UserSchema: Sendable {
     }
 
     /// The JSON Schema of the user type (`GET /users/me/meta`).
-    public func jsonSchema() -> [String: Any] {
-        var properties: [String: Any] = [:]
+    public func jsonSchema() -> JSONValue {
+        var properties: [String: JSONValue] = [:]
         for a in attributes {
-            var p: [String: Any] = ["type": a.kind == .boolean ? "boolean" : "string", "title": a.displayName, "maxLength": a.maxLength]
+            var p: [String: JSONValue] = ["type": .string(a.kind == .boolean ? "boolean" : "string"), "title": .string(a.displayName),
+                                          "maxLength": .number(Double(a.maxLength))]
             switch a.kind {
-            case .email: p["format"] = "email"
-            case .url: p["format"] = "uri"
+            case .email: p["format"] = .string("email")
+            case .url: p["format"] = .string("uri")
             default: break
             }
-            if a.unique { p["unique"] = true }
-            if !a.mutable { p["readOnly"] = true }
-            properties[a.name] = p
+            if a.unique { p["unique"] = .bool(true) }
+            if !a.mutable { p["readOnly"] = .bool(true) }
+            properties[a.name] = .object(p)
         }
-        return ["type": "object", "properties": properties, "required": attributes.filter(\.required).map(\.name)]
+        return .object(["type": .string("object"), "properties": .object(properties),
+                        "required": .array(attributes.filter(\.required).map { .string($0.name) })])
     }
 }
 

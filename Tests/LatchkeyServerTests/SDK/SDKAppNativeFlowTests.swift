@@ -109,6 +109,16 @@ struct SDKAppNativeFlowTests {
         #expect(tokens.status == 200 && json["refresh_token"] is String && json["id_token"] is String && json["access_token"] is String)
         let replay = try await browser.postForm(server.base + "/oauth2/token", exchange)
         #expect(try replay.status == 400 && (try replay.json()["error"] as? String) == "invalid_grant")
+
+        // An assertion not redeemed within its 5 minutes is dead.
+        let late = try await browser.postJSON(server.base + "/flow/execute", [
+            "applicationId": "latchkey-demo", "flowType": "AUTHENTICATION",
+            "inputs": ["username": "demo@example.com", "password": "correct horse battery staple"]]).json()
+        var lateExchange = exchange
+        lateExchange["subject_token"] = try #require(late["assertion"] as? String)
+        server.advanceClock(301)
+        let expired = try await browser.postForm(server.base + "/oauth2/token", lateExchange)
+        #expect(try expired.status == 400 && (expired.json()["error_description"] as? String)?.contains("expired") == true)
     }
 
     @Test func lockoutAndDisabledAccount() async throws {
@@ -123,6 +133,10 @@ struct SDKAppNativeFlowTests {
         let stillLocked = try await credentials(client, "demo@example.com", "correct horse battery staple", flowId: flowId)
         #expect(stillLocked.flowStatus == .promptOnly && stillLocked.error?.code == .userAccountLocked)
 
+        // An unknown account gets exactly the wrong-password answer (no enumeration).
+        let unknown = try await credentials(client, "nobody@example.com", "wrong password")
+        let wrong = try await credentials(client, "disabled@example.com", "wrong password")
+        #expect(unknown.error?.serverCode == "FET-1005" && unknown.error == wrong.error && unknown.flowStatus == .promptOnly)
         let disabled = try await credentials(client, "disabled@example.com", "disabled password")
         #expect(disabled.flowStatus == .error && disabled.error?.code == .userAccountDisabled && disabled.error?.serverCode == "FET-1091")
         // The execution is over: continuing it is refused.
@@ -352,6 +366,14 @@ struct SDKAppNativeFlowTests {
             "executionId": id, "challengeToken": token2, "action": "action_001",
             "inputs": ["username": "demo@example.com", "password": "correct horse battery staple"]]).json()
         #expect(ok["flowStatus"] as? String == "COMPLETE" && ok["assertion"] is String)
+
+        // An execution left alone longer than its lifetime (15 minutes) is gone, even with the right token.
+        let idle = try await browser.postJSON(server.base + "/flow/execute", ["applicationId": "latchkey-demo", "flowType": "AUTHENTICATION"]).json()
+        server.advanceClock(901)
+        let stale = try await browser.postJSON(server.base + "/flow/execute", [
+            "executionId": try #require(idle["executionId"] as? String), "challengeToken": try #require(idle["challengeToken"] as? String),
+            "action": "action_001", "inputs": ["username": "demo@example.com", "password": "correct horse battery staple"]])
+        #expect(try stale.status == 400 && (stale.json()["code"] as? String) == "FES-1004")
 
         // SDK level: two submissions of one step race; one wins, the other gets ICS-1002 and the flow goes on.
         let client = try await client(server)

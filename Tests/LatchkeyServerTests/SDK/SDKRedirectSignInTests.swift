@@ -113,10 +113,16 @@ struct SDKRedirectSignInTests {
         let http = ObservedHTTPClient()
         let client = try await server.signedInClient(http: http)
         http.delayRefreshes(by: .milliseconds(300))
+        let answered = http.statuses(pathEndingWith: "/oauth2/token").count
         let starter = Task { try await client.getAccessToken() }
-        try await Task.sleep(for: .milliseconds(50))
+        // Wait for the server's answer to the refresh (not a fixed sleep: under load the request may leave late);
+        // the answer then reaches the SDK 300 ms later, so the refresh is still in flight for the joiner and sign-out.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while http.statuses(pathEndingWith: "/oauth2/token").count == answered, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
         let joiner = Task { try await client.getAccessToken() }  // joins the refresh already in flight
-        try await Task.sleep(for: .milliseconds(50))
+        try await Task.sleep(for: .milliseconds(20))
         let after = try await client.signOut()
         #expect(after == "http://127.0.0.1:7777/logout")
         await #expect { try await starter.value } throws: { ($0 as? LatchkeyError)?.code == .sessionExpired }

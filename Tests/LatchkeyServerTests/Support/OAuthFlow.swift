@@ -81,8 +81,9 @@ extension TestServer {
     }
 
     /// A complete sign-in ending with tokens.
-    func tokens(_ browser: TestBrowser = TestBrowser(), _ o: AuthorizeOptions = AuthorizeOptions()) async throws -> TokenSet {
-        let query = try await signIn(browser, o)
+    func tokens(_ browser: TestBrowser = TestBrowser(), _ o: AuthorizeOptions = AuthorizeOptions(), username: String = "demo@example.com",
+                password: String = "correct horse battery staple") async throws -> TokenSet {
+        let query = try await signIn(browser, o, username: username, password: password)
         let code = try #require(query["code"])
         let response = try await exchangeCode(code, o)
         #expect(response.status == 200, "token exchange failed: \(response.text)")

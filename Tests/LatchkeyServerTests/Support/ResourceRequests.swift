@@ -23,17 +23,12 @@ extension TestServer {
         }
     }
 
-    /// Signs `username` in through the hosted form and redeems the code.
+    /// Signs `username` in through the hosted form and redeems the code, asking for `scope`.
     func userTokens(username: String = "demo@example.com", password: String = "correct horse battery staple",
                     scope: String = "openid profile email offline_access") async throws -> TokenSet {
         var options = AuthorizeOptions()
         options.scope = scope
-        let query = try await signIn(TestBrowser(), options, username: username, password: password)
-        let response = try await exchangeCode(try #require(query["code"]), options)
-        #expect(response.status == 200, "token exchange failed: \(response.text)")
-        let json = try response.json()
-        return TokenSet(accessToken: try #require(json["access_token"] as? String), refreshToken: json["refresh_token"] as? String,
-                        idToken: json["id_token"] as? String, raw: json)
+        return try await tokens(TestBrowser(), options, username: username, password: password)
     }
 
     /// A client-credentials token of the confidential `backend` client.

@@ -2,38 +2,21 @@ import Crypto
 import Foundation
 import HummingbirdOTP
 
-/// Password and second-factor steps of sign-in. The password step applies the same protections as the hosted
-/// login page: per-address throttling, account lockout, a decoy hash for unknown users, disabled accounts refused
-/// only after a correct password (so the answer does not reveal which accounts exist).
+/// Password and second-factor steps of sign-in. The password step is `checkPassword`, as on the hosted login page.
 enum AuthenticationExecutors {
     static func password(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         let username = (run.value("username") ?? "").trimmingCharacters(in: .whitespaces)
-        let password = run.submitted["password"] ?? ""
-        let now = server.clock.now
-        if let wait = await server.throttle.retryAfter(address: run.clientAddress, now: now) {
-            return .retry(.throttled(minutes: FlowExecutors.minutes(wait)))
+        switch try await server.checkPassword(username: username, password: run.submitted["password"] ?? "", address: run.clientAddress) {
+        case .throttled(let wait): return .retry(.throttled(minutes: IdentityServer.minutes(wait)))
+        case .locked(let until): return .retry(.accountLocked(minutes: server.minutesUntil(until)))
+        case .rejected: return .retry(.invalidCredentials)
+        case .disabled: return .fail(.accountDisabled)
+        case .accepted(let user):
+            run.state.userId = user.id
+            run.state.amr = ["pwd"]
+            run.state.authTime = server.clock.now
+            return .next
         }
-        let user = try await server.store.user(username: username)
-        if let user, let lockedUntil = user.lockedUntil, lockedUntil > now {
-            return .retry(.accountLocked(minutes: FlowExecutors.minutes(Int(lockedUntil.timeIntervalSince(now).rounded(.up)))))
-        }
-        guard try await server.hasher.verify(password, hash: user?.passwordHash), let user else {
-            await server.throttle.recordFailure(address: run.clientAddress, now: now)
-            if let user, let updated = try await server.store.recordLoginFailure(
-                userId: user.id, now: now, maxFailures: server.configuration.loginPolicy.maxFailuresPerAccount,
-                lockFor: TimeInterval(server.configuration.loginPolicy.lockoutSeconds)),
-               let lockedUntil = updated.lockedUntil, lockedUntil > now {
-                server.logger.notice("account locked after repeated failures", metadata: ["user": .string(user.id)])
-                return .retry(.accountLocked(minutes: FlowExecutors.minutes(Int(lockedUntil.timeIntervalSince(now).rounded(.up)))))
-            }
-            return .retry(.invalidCredentials)
-        }
-        if user.disabled { return .fail(.accountDisabled) }
-        try await server.store.recordLoginSuccess(userId: user.id)
-        run.state.userId = user.id
-        run.state.amr = ["pwd"]
-        run.state.authTime = now
-        return .next
     }
 
     /// Branches `totp`, `email_otp` or `none` by what the user has enrolled (TOTP first: it needs no delivery).
@@ -102,7 +85,7 @@ enum CodeExecutors {
         if let user, let email = user.claims["email"], !email.isEmpty, !user.disabled {
             let subject = recovery ? "Your password reset code" : "Your sign-in code"
             let body = "\(code) is your \(recovery ? "password reset" : "sign-in") code for \(run.client.name). It expires in "
-                + "\(FlowExecutors.minutes(server.configuration.lifetimes.oneTimeCode)). If you did not ask for it, ignore this message."
+                + "\(IdentityServer.minutes(server.configuration.lifetimes.oneTimeCode)). If you did not ask for it, ignore this message."
             try await server.outbox.send(OutboxMessage(id: Secrets.identifier(), channel: .email, recipient: email, subject: subject,
                                                        body: body, code: code, createdAt: now))
         } else if recovery {

@@ -22,7 +22,4 @@ enum FlowExecutors {
 
     static var known: Set<String> { Set(registry.keys) }
     static func executor(_ name: String) -> Executor? { registry[name] }
-
-    /// "1 minute" / "N minutes", rounded up.
-    static func minutes(_ seconds: Int) -> String { IdentityServer.minutes(seconds) }
 }

@@ -1,0 +1,45 @@
+import Foundation
+
+/// The outcome of checking a password, shared by every place that takes one (hosted login page, the flow's
+/// password step, the self-service password change), so throttling and lockout are the same everywhere.
+enum PasswordCheck {
+    case accepted(UserRecord)
+    /// Too many failures from the caller's address; retry after this many seconds.
+    case throttled(seconds: Int)
+    /// The account is locked (now, or by this very failure).
+    case locked(until: Date)
+    /// Wrong password or unknown user: the same answer for both.
+    case rejected
+    /// The password was right but the account is disabled (said only after a correct password, so the answer does
+    /// not reveal which accounts exist).
+    case disabled
+}
+
+extension IdentityServer {
+    /// Per-address throttle, account lockout, a decoy bcrypt hash for unknown users, failure and success bookkeeping.
+    func checkPassword(username: String, password: String, address: String) async throws -> PasswordCheck {
+        let now = clock.now
+        if let wait = await throttle.retryAfter(address: address, now: now) { return .throttled(seconds: wait) }
+        let user = try await store.user(username: username)
+        if let user, let lockedUntil = user.lockedUntil, lockedUntil > now { return .locked(until: lockedUntil) }
+        guard try await hasher.verify(password, hash: user?.passwordHash), let user else {
+            await throttle.recordFailure(address: address, now: now)
+            if let user, let updated = try await store.recordLoginFailure(
+                userId: user.id, now: now, maxFailures: configuration.loginPolicy.maxFailuresPerAccount,
+                lockFor: TimeInterval(configuration.loginPolicy.lockoutSeconds)),
+               let lockedUntil = updated.lockedUntil, lockedUntil > now {
+                logger.notice("account locked after repeated failures", metadata: ["user": .string(user.id)])
+                return .locked(until: lockedUntil)
+            }
+            return .rejected
+        }
+        if user.disabled { return .disabled }
+        try await store.recordLoginSuccess(userId: user.id)
+        return .accepted(user)
+    }
+
+    /// Whole minutes until `until`, rounded up, as text.
+    func minutesUntil(_ until: Date) -> String {
+        Self.minutes(Int(until.timeIntervalSince(clock.now).rounded(.up)))
+    }
+}
