@@ -21,6 +21,7 @@ public final class IdentityServer: Sendable {
     let cookies: CookiePolicy
     let logger: Logger
     let outbox: any Outbox
+    let appleKeys: AppleKeySet
     private let issuerBox: NIOLockedValueBox<String>
 
     /// The issuer in force. With port 0 in the configured issuer, it is completed with the bound port at start.
@@ -42,6 +43,7 @@ public final class IdentityServer: Sendable {
         let longest = max(configuration.lifetimes.accessToken, configuration.lifetimes.idToken)
         self.keys = KeyRing(store: store, clock: clock, retentionAfterRetirement: TimeInterval(longest + 3600))
         self.issuerBox = NIOLockedValueBox(configuration.issuerString)
+        self.appleKeys = AppleKeySet(settings: configuration.apple)
         self.outbox = configuration.outbox ?? (configuration.development ? StoreOutbox(store: store) : UndeliverableOutbox(logger: logger))
     }
 
@@ -121,6 +123,9 @@ public final class IdentityServer: Sendable {
         addFlowRoutes(router)
         addSelfServiceRoutes(router)
         addSCIMRoutes(router)
+        addPasskeyRoutes(router)
+        addPasswordLoginRoutes(router)
+        addPasskeyPageRoutes(router)
         router.get("/health") { _, _ in Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok"))) }
         return router
     }

@@ -40,6 +40,12 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     public var requireMFA: Bool
     /// The application's own flow graphs, by type; the built-in ones (`DefaultFlows`) fill the gaps.
     public var flows: [FlowType: FlowGraph]
+    /// Origins a passkey response (`clientDataJSON.origin`) may come from for this application: exact strings such as
+    /// `https://example.com` (what iOS and browsers send for that RP ID) or `android:apk-key-hash:…`. The value
+    /// `self` stands for the server's own origin (its hosted pages, and clients acting for them).
+    public var passkeyOrigins: [String]
+    /// Bundle identifiers (Services IDs) accepted as the audience of a Sign in with Apple identity token.
+    public var appleBundleIds: [String]
 
     public enum AppType: String, Codable, Sendable {
         /// Desktop, CLI or any native app: app-native flows allowed without attestation.
@@ -60,7 +66,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
                 scopes: [String] = ["openid", "profile", "email", "phone", "address", "offline_access"],
                 allowedAudiences: [String] = [], requirePKCE: Bool = true, appType: AppType = .native,
                 registration: RegistrationPolicy = .open, recoveryEnabled: Bool = true, requireMFA: Bool = false,
-                flows: [FlowType: FlowGraph] = [:]) {
+                flows: [FlowType: FlowGraph] = [:], passkeyOrigins: [String] = [], appleBundleIds: [String] = []) {
         self.clientId = clientId
         self.name = name ?? clientId
         self.clientSecret = clientSecret
@@ -76,6 +82,8 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         self.recoveryEnabled = recoveryEnabled
         self.requireMFA = requireMFA
         self.flows = flows
+        self.passkeyOrigins = passkeyOrigins
+        self.appleBundleIds = appleBundleIds
     }
 
     public var isPublic: Bool { tokenEndpointAuthMethod == .none }
@@ -94,6 +102,11 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
             guard graph.type == type else { throw ConfigurationError.invalid("client \(clientId): flow \(graph.id) is not a \(type.rawValue) flow") }
             try graph.validate()
         }
+        for origin in passkeyOrigins where origin != "self" {
+            guard origin.contains(":"), !origin.hasSuffix("/") else {
+                throw ConfigurationError.invalid("client \(clientId): passkey origin \(origin) must be scheme://host[:port] (no path) or self")
+            }
+        }
         for uri in redirectUris + postLogoutRedirectUris {
             guard let url = URL(string: uri), url.scheme != nil else {
                 throw ConfigurationError.invalid("client \(clientId): \(uri) is not an absolute URI")
@@ -111,6 +124,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         case postLogoutRedirectUris = "post_logout_redirect_uris", grantTypes = "grant_types", scopes
         case allowedAudiences = "allowed_audiences", requirePKCE = "require_pkce", appType = "app_type", registration
         case recoveryEnabled = "recovery_enabled", requireMFA = "require_mfa", flows
+        case passkeyOrigins = "passkey_allowed_origins", appleBundleIds = "apple_bundle_ids"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -131,6 +145,8 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         try c.encode(requireMFA, forKey: .requireMFA)
         // Keyed by the flow type's raw value so the JSON reads {"AUTHENTICATION": {...}}.
         try c.encode(Dictionary(uniqueKeysWithValues: flows.map { ($0.key.rawValue, $0.value) }), forKey: .flows)
+        try c.encode(passkeyOrigins, forKey: .passkeyOrigins)
+        try c.encode(appleBundleIds, forKey: .appleBundleIds)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -152,7 +168,9 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
             registration: try c.decodeIfPresent(RegistrationPolicy.self, forKey: .registration) ?? .open,
             recoveryEnabled: try c.decodeIfPresent(Bool.self, forKey: .recoveryEnabled) ?? true,
             requireMFA: try c.decodeIfPresent(Bool.self, forKey: .requireMFA) ?? false,
-            flows: try Self.decodeFlows(c))
+            flows: try Self.decodeFlows(c),
+            passkeyOrigins: try c.decodeIfPresent([String].self, forKey: .passkeyOrigins) ?? [],
+            appleBundleIds: try c.decodeIfPresent([String].self, forKey: .appleBundleIds) ?? [])
     }
 
     private static func decodeFlows(_ c: KeyedDecodingContainer<CodingKeys>) throws -> [FlowType: FlowGraph] {

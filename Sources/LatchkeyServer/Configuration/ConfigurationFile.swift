@@ -20,14 +20,33 @@ public struct ConfigurationFile: Codable, Sendable {
     /// Seed the demo client and user too (default: true when no clients are configured).
     public var demo: Bool?
     public var bcryptCost: UInt8?
+    public var webauthn: WebAuthn?
+    public var apple: Apple?
+
+    /// `"webauthn": {"rp_id": "example.com", "rp_name": "Example", "user_verification": "required", "trust_anchors": ["ca.pem"]}`
+    public struct WebAuthn: Codable, Sendable {
+        public var rpId, rpName, userVerification: String?
+        /// PEM files of attestation root certificates (paths relative to the working directory).
+        public var trustAnchors: [String]?
+        enum CodingKeys: String, CodingKey {
+            case rpId = "rp_id", rpName = "rp_name", userVerification = "user_verification", trustAnchors = "trust_anchors"
+        }
+    }
+
+    /// `"apple": {"issuer": "https://appleid.apple.com", "jwks_url": "https://appleid.apple.com/auth/keys"}`
+    public struct Apple: Codable, Sendable {
+        public var issuer, jwksUrl: String?
+        enum CodingKeys: String, CodingKey { case issuer, jwksUrl = "jwks_url" }
+    }
 
     public struct Lifetimes: Codable, Sendable {
         public var accessToken, idToken, authorizationCode, refreshToken, session, loginRequest: Int?
-        public var flowExecution, flowAssertion, oneTimeCode: Int?
+        public var flowExecution, flowAssertion, oneTimeCode, passkeyChallenge, loginTicket: Int?
         enum CodingKeys: String, CodingKey {
             case accessToken = "access_token", idToken = "id_token", authorizationCode = "authorization_code"
             case refreshToken = "refresh_token", session, loginRequest = "login_request"
             case flowExecution = "flow_execution", flowAssertion = "flow_assertion", oneTimeCode = "one_time_code"
+            case passkeyChallenge = "passkey_challenge", loginTicket = "login_ticket"
         }
     }
 
@@ -41,7 +60,7 @@ public struct ConfigurationFile: Codable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case issuer, host, port, database, clients, users, lifetimes, demo
-        case loginPolicy = "login_policy", bcryptCost = "bcrypt_cost"
+        case loginPolicy = "login_policy", bcryptCost = "bcrypt_cost", webauthn, apple
     }
 
     public static func load(path: String) throws -> ConfigurationFile {
@@ -86,6 +105,28 @@ public struct ConfigurationFile: Codable, Sendable {
             if let v = l.flowExecution { base.lifetimes.flowExecution = v }
             if let v = l.flowAssertion { base.lifetimes.flowAssertion = v }
             if let v = l.oneTimeCode { base.lifetimes.oneTimeCode = v }
+            if let v = l.passkeyChallenge { base.lifetimes.passkeyChallenge = v }
+            if let v = l.loginTicket { base.lifetimes.loginTicket = v }
+        }
+        if let w = webauthn {
+            if let v = w.rpId { base.webAuthn.rpId = v }
+            if let v = w.rpName { base.webAuthn.rpName = v }
+            if let v = w.userVerification {
+                guard ["required", "preferred", "discouraged"].contains(v) else {
+                    throw ConfigurationError.invalid("webauthn.user_verification must be required, preferred or discouraged")
+                }
+                base.webAuthn.userVerification = v
+            }
+            for path in w.trustAnchors ?? [] { base.webAuthn.trustAnchorsDER += try PEM.certificates(path: path) }
+        }
+        if let a = apple {
+            if let v = a.issuer { base.apple.issuer = v }
+            if let v = a.jwksUrl {
+                guard let url = URL(string: v), url.scheme == "https" || url.scheme == "http" else {
+                    throw ConfigurationError.invalid("apple.jwks_url \(v) is not an http(s) URL")
+                }
+                base.apple.jwksURL = url
+            }
         }
         if let p = loginPolicy {
             if let v = p.maxFailuresPerAccount { base.loginPolicy.maxFailuresPerAccount = v }
@@ -93,5 +134,22 @@ public struct ConfigurationFile: Codable, Sendable {
             if let v = p.maxFailuresPerAddress { base.loginPolicy.maxFailuresPerAddress = v }
             if let v = p.addressWindowSeconds { base.loginPolicy.addressWindowSeconds = v }
         }
+    }
+}
+
+/// Reads the certificates of a PEM file as DER.
+enum PEM {
+    static func certificates(path: String) throws -> [Data] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw ConfigurationError.invalid("cannot read trust anchor file \(path)")
+        }
+        let blocks = text.components(separatedBy: "-----BEGIN CERTIFICATE-----").dropFirst().compactMap { block in
+            block.components(separatedBy: "-----END CERTIFICATE-----").first
+        }
+        let ders = blocks.compactMap { Data(base64Encoded: $0.filter { !$0.isWhitespace }) }
+        guard !ders.isEmpty, ders.count == blocks.count else {
+            throw ConfigurationError.invalid("trust anchor file \(path) holds no readable PEM certificate")
+        }
+        return ders
     }
 }

@@ -18,7 +18,8 @@ public enum DevelopmentDefaults {
             postLogoutRedirectUris: ["http://127.0.0.1/logout", "http://localhost/logout", "http://[::1]/logout",
                                      "http://127.0.0.1/callback", "http://localhost/callback",
                                      "io.latchkey.demo:/logout", "io.latchkey.demo:/callback"],
-            grantTypes: [.authorizationCode, .refreshToken, .tokenExchange])
+            grantTypes: [.authorizationCode, .refreshToken, .tokenExchange],
+            passkeyOrigins: ["self"])
     }
 
     public static let demoUser = UserSeed(

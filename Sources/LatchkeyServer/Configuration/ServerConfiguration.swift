@@ -24,6 +24,10 @@ public struct ServerConfiguration: Sendable {
     public var outbox: (any Outbox)?
     /// Checks `Attestation-Token`s of `mobile` applications outside development mode.
     public var attestationVerifier: (any AttestationVerifier)?
+    /// The WebAuthn relying party (passkeys).
+    public var webAuthn = WebAuthnSettings()
+    /// Where Sign in with Apple identity tokens come from and how they are verified.
+    public var apple = AppleSettings()
 
     public init(issuer: URL, host: String = "127.0.0.1", port: Int = 8090, databasePath: String,
                 development: Bool = false, clients: [ClientConfiguration] = [], users: [UserSeed] = [],
@@ -87,6 +91,10 @@ public struct TokenLifetimes: Sendable, Codable, Equatable {
     public var flowAssertion: Int = 300
     /// Lifetime of an emailed one-time code (second factor, password recovery).
     public var oneTimeCode: Int = 600
+    /// A WebAuthn ceremony (options → authenticator → response).
+    public var passkeyChallenge: Int = 300
+    /// A reachFive `tkn` login ticket, from the password or passkey step to `/oauth/authorize`.
+    public var loginTicket: Int = 120
     public init() {}
 }
 

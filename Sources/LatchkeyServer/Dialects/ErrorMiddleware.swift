@@ -42,6 +42,13 @@ struct ErrorMiddleware: RouterMiddleware {
             // SCIM clients parse RFC 7644 errors only; the Bearer challenge still tells them why (RFC 6750 §3).
             return try SCIMError(status: error.status, detail: error.description, headers: headers).response()
         }
+        if Dialect.of(path: request.uri.path) == .reachFive {
+            // `/identity/v1/…` clients parse `ApiError` only; the Bearer challenge header still says why (RFC 6750 §3).
+            let api = APIError(status: error.status, code: "OAUTH-\(error.status.code)", error: error.code.rawValue,
+                               messageKey: "oauth.\(error.code.rawValue)", userMessage: UserMessages.oauth(error.code),
+                               technical: error.description)
+            return try Responses.json(ReachFiveErrorBody(api, errorId: Secrets.identifier()), status: error.status, noStore: true, headers: headers)
+        }
         let reachFive = request.uri.path.hasPrefix("/oauth/")
         let body = OAuthErrorBody(error: error.code.rawValue, errorDescription: error.description,
                                   errorId: reachFive ? Secrets.identifier() : nil,

@@ -24,7 +24,15 @@ public enum DefaultFlows {
                inputs: [FlowInputSpec(ref: "input_001", identifier: "username", type: "TEXT_INPUT"),
                         FlowInputSpec(ref: "input_002", identifier: "password", type: "PASSWORD_INPUT")],
                labels: ["username": "signin:forms.credentials.username.label", "password": "signin:forms.credentials.password.label"],
-               actions: [(FlowActionSpec(ref: "action_001", next: "password_auth", type: "SUBMIT"), "signin:forms.credentials.submit.label")]),
+               actions: [(FlowActionSpec(ref: "action_001", next: "password_auth", type: "SUBMIT"), "signin:forms.credentials.submit.label"),
+                         (FlowActionSpec(ref: "action_passkey", next: "passkey_challenge", type: "PASSKEY", validates: false),
+                          "signin:forms.credentials.passkey.label")]),
+        // Passkey: discoverable, or username-first when a username was typed before choosing the passkey action.
+        FlowNode(id: "passkey_challenge", kind: .task, executor: "PasskeyAuthExecutor", properties: ["mode": "challenge"], next: "prompt_passkey"),
+        prompt("prompt_passkey", title: "signin:forms.passkey.title", inputs: assertionInputs, labels: [:],
+               actions: [(FlowActionSpec(ref: "action_assertion", next: "passkey_verify", type: "SUBMIT"), "signin:forms.passkey.submit.label")]),
+        FlowNode(id: "passkey_verify", kind: .task, executor: "PasskeyAuthExecutor", properties: ["mode": "verify"], next: "assert",
+                 onFailure: "passkey_challenge"),
         FlowNode(id: "password_auth", kind: .task, executor: "PasswordAuthenticator", next: "mfa_resolve", onFailure: "prompt_credentials"),
         FlowNode(id: "mfa_resolve", kind: .task, executor: "MFAResolver",
                  branches: ["totp": "prompt_totp", "email_otp": "send_email_otp", "none": "assert"]),
@@ -62,8 +70,21 @@ public enum DefaultFlows {
                                       validation: [FlowValidationRule(type: "maxLength", value: .number(128))]),
                         FlowInputSpec(ref: "input_002", identifier: "password", type: "PASSWORD_INPUT", validation: passwordRules)],
                labels: ["username": "signup:forms.credentials.username.label", "password": "signup:forms.credentials.password.label"],
-               actions: [(FlowActionSpec(ref: "action_credentials", next: "register_credentials", type: "SUBMIT"), "signup:forms.credentials.submit.label")]),
+               actions: [(FlowActionSpec(ref: "action_credentials", next: "register_credentials", type: "SUBMIT"), "signup:forms.credentials.submit.label"),
+                         (FlowActionSpec(ref: "action_passkey", next: "register_passkey_credentials", type: "PASSKEY", validates: false),
+                          "signup:forms.credentials.passkey.label")]),
         FlowNode(id: "register_credentials", kind: .task, executor: "RegistrationCredentials", next: "provision", onFailure: "prompt_credentials"),
+        // Passkey instead of a password: username, then the passkey, then the attributes; the account and its passkey
+        // are created together by provisioning.
+        FlowNode(id: "register_passkey_credentials", kind: .task, executor: "RegistrationCredentials", properties: ["credential": "passkey"],
+                 next: "passkey_register_start", onFailure: "prompt_credentials"),
+        FlowNode(id: "passkey_register_start", kind: .task, executor: "PasskeyAuthExecutor", properties: ["mode": "register_start"],
+                 next: "prompt_passkey_registration"),
+        prompt("prompt_passkey_registration", title: "signup:forms.passkey.title", inputs: registrationInputs, labels: [:],
+               actions: [(FlowActionSpec(ref: "action_register_passkey", next: "passkey_register_finish", type: "SUBMIT"),
+                          "signup:forms.passkey.submit.label")]),
+        FlowNode(id: "passkey_register_finish", kind: .task, executor: "PasskeyAuthExecutor", properties: ["mode": "register_finish"],
+                 next: "provision", onFailure: "passkey_register_start"),
         FlowNode(id: "provision", kind: .task, executor: "Provisioning", next: "assert", onFailure: "prompt_credentials",
                  onIncomplete: "prompt_attributes"),
         prompt("prompt_attributes", title: "signup:forms.attributes.title", inputs: [], labels: [:],
@@ -104,6 +125,16 @@ public enum DefaultFlows {
         FlowNode(id: "terminate", kind: .task, executor: "SessionTerminator", next: "end"),
         FlowNode(id: "end", kind: .end),
     ])
+
+    /// What a client sends back from `navigator.credentials.get` / an `ASAuthorizationPlatformPublicKeyCredentialAssertion`.
+    static let assertionInputs = ["credentialId", "clientDataJSON", "authenticatorData", "signature"].map {
+        FlowInputSpec(ref: "input_\($0)", identifier: $0, type: "PASSKEY_INPUT")
+    } + [FlowInputSpec(ref: "input_userHandle", identifier: "userHandle", type: "PASSKEY_INPUT", required: false)]
+
+    /// What a client sends back from `navigator.credentials.create` (plus an optional name for the passkey).
+    static let registrationInputs = ["credentialId", "clientDataJSON", "attestationObject"].map {
+        FlowInputSpec(ref: "input_\($0)", identifier: $0, type: "PASSKEY_INPUT")
+    } + [FlowInputSpec(ref: "input_credentialName", identifier: "credentialName", type: "TEXT_INPUT", required: false)]
 
     // MARK: Building prompts with their component trees
 

@@ -99,7 +99,7 @@ public struct FlowInputSpec: Codable, Sendable, Equatable {
         self.validation = validation; self.sensitive = sensitive
     }
 
-    var isSensitive: Bool { sensitive ?? ["PASSWORD_INPUT", "OTP_INPUT"].contains(type) }
+    var isSensitive: Bool { sensitive ?? ["PASSWORD_INPUT", "OTP_INPUT", "PASSKEY_INPUT"].contains(type) }
 }
 
 /// `regex`, `minLength` or `maxLength`, checked on the server after the presence check.

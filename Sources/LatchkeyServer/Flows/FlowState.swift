@@ -24,6 +24,12 @@ struct FlowState: Codable, Sendable {
     var invitationHash: Data?
     /// Failed second-factor attempts (TOTP) in this execution.
     var factorAttempts = 0
+    /// The challenge of the passkey ceremony this execution started (a response to any other one is refused).
+    var passkeyChallenge: String?
+    /// Registration with a passkey: the id the new account will get (it is the passkey's user handle).
+    var reservedUserId: String?
+    /// Registration with a passkey: the verified credential, stored together with the account by provisioning.
+    var pendingPasskey: PasskeyRecord?
 
     struct PendingCode: Codable, Sendable {
         var digest: Data

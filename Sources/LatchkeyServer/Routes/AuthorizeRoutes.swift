@@ -33,10 +33,53 @@ extension IdentityServer {
         let state = try? params.single("state")
         do {
             let authRequest = try validateAuthorizationRequest(params, client: client, redirectUri: redirectUri, state: state)
+            if let ticket = try params.single("tkn") {
+                return try await authorizeWithTicket(ticket, authRequest)
+            }
+            if let provider = try params.single("provider") {
+                return try await authorizeWithProvider(provider, params, authRequest, client: client)
+            }
             return try await continueAuthorization(authRequest, request: request, clientName: client.name)
         } catch let error as OAuthError {
             return errorRedirect(error, redirectUri: redirectUri, state: state)
+        } catch let failure as AppleSignInFailure {
+            logger.notice("Sign in with Apple refused", metadata: ["reason": .string(failure.description), "client": .string(clientId)])
+            return errorRedirect(failure.oauthError, redirectUri: redirectUri, state: state, messageKey: failure.messageKey)
         }
+    }
+
+    /// reachFive `tkn` exchange: the user already authenticated (password or passkey endpoint); the single-use
+    /// ticket becomes an authorization code for the same application, with the request's PKCE, `state` and `nonce`.
+    private func authorizeWithTicket(_ ticket: String, _ authRequest: AuthorizationRequest) async throws -> Response {
+        let claims = try await redeemLoginTicket(ticket, clientId: authRequest.clientId)
+        guard let user = try await store.user(id: claims.sub), !user.disabled else {
+            throw OAuthError(.accessDenied, "the account can no longer sign in")
+        }
+        let session = try await openSession(userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)))
+        return try await issueCode(authRequest, user: user, session: session, afterPost: false)
+    }
+
+    /// Native provider token exchange (reachFive `login(withProvider:idToken:nonce:…)`); Sign in with Apple only.
+    private func authorizeWithProvider(_ provider: String, _ params: Parameters, _ authRequest: AuthorizationRequest,
+                                       client: ClientConfiguration) async throws -> Response {
+        guard provider == "apple" || provider.hasPrefix("apple:") else {
+            throw OAuthError(.invalidRequest, "provider \(provider) is not supported (only apple)")
+        }
+        let idToken = try params.required("id_token")
+        let user = try await signInWithApple(idToken: idToken, nonce: try params.single("nonce"), client: client,
+                                             givenName: try params.single("given_name"), familyName: try params.single("family_name"))
+        let session = try await openSession(userId: user.id, authTime: clock.now)
+        return try await issueCode(authRequest, user: user, session: session, afterPost: false)
+    }
+
+    /// A server-side sign-in session without a browser cookie (native sign-ins); tokens issued from it carry its
+    /// `sid`, so ending it ends them.
+    func openSession(userId: String, authTime: Date) async throws -> SessionRecord {
+        let now = clock.now
+        let session = SessionRecord(id: Secrets.identifier(), secretHash: Secrets.digest(Secrets.token()), userId: userId, authTime: authTime,
+                                    createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.session)), endedAt: nil)
+        try await store.insertSession(session)
+        return session
     }
 
     private func validateAuthorizationRequest(_ params: Parameters, client: ClientConfiguration, redirectUri: String,
@@ -131,9 +174,11 @@ extension IdentityServer {
         return Responses.redirect(to: location, afterPost: afterPost, headers: headers)
     }
 
-    func errorRedirect(_ error: OAuthError, redirectUri: String, state: String?) -> Response {
+    /// `messageKey` adds the reachFive `error_message_key`, so native SDKs can tell why (e.g. `apple.expired`).
+    func errorRedirect(_ error: OAuthError, redirectUri: String, state: String?, messageKey: String? = nil) -> Response {
         Responses.redirect(to: RedirectURL.appending(
-            [("error", error.code.rawValue), ("error_description", error.description), ("state", state), ("iss", issuer)],
+            [("error", error.code.rawValue), ("error_description", error.description), ("error_message_key", messageKey),
+             ("state", state), ("iss", issuer)],
             to: redirectUri))
     }
 

@@ -28,7 +28,7 @@ extension IdentityServer {
         return fromBody
     }
 
-    private func userinfo(_ request: Request, body: Parameters?) async throws -> Response {
+    func userinfo(_ request: Request, body: Parameters?) async throws -> Response {
         let claims = try await validator.resourceAccessToken(try bearerToken(request, body: body))
         guard claims.scopes.contains("openid") else { throw OAuthError(.insufficientScope, "the access token lacks the openid scope") }
         guard let user = try await store.user(id: claims.sub), !user.disabled else { throw OAuthError(.invalidToken, "the user no longer exists") }

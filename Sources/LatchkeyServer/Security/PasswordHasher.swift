@@ -20,9 +20,15 @@ struct PasswordHasher: Sendable {
         return try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(password, cost: cost) }
     }
 
+    /// Stored for accounts that have no password (passkey or Sign in with Apple only): never a bcrypt hash, so no
+    /// password matches it.
+    static let noPassword = "!"
+
     func verify(_ password: String, hash: String?) async throws -> Bool {
-        let target = hash ?? decoyHash
+        // Accounts without a password are checked against the decoy, so they cost the same time and always fail.
+        let usable = hash.flatMap { $0.hasPrefix("$2") ? $0 : nil }
+        let target = usable ?? decoyHash
         let ok = try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(password, hash: target) }
-        return ok && hash != nil
+        return ok && usable != nil
     }
 }

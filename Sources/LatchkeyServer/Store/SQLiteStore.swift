@@ -58,6 +58,7 @@ public final class SQLiteStore: Store {
                 """)
         }
         migrator.registerMigration("v2-flows-profile", migrate: Self.migrateFlowsAndProfile)
+        migrator.registerMigration("v3-passkeys", migrate: Self.migratePasskeys)
         return migrator
     }
 

@@ -45,6 +45,22 @@ public protocol Store: Sendable {
     /// Revokes every token family that holds a refresh token bound to the SSO session.
     func revokeFamilies(sessionId: String, reason: String, now: Date) async throws
 
+    // Passkeys (WebAuthn) and federated identities
+    func insertPasskey(_ passkey: PasskeyRecord) async throws
+    /// Creates an account together with its first passkey, atomically (`StoreError.conflict` when either exists).
+    func insertUser(_ user: UserRecord, withPasskey passkey: PasskeyRecord) async throws
+    func passkey(id: String) async throws -> PasskeyRecord?
+    func passkeys(userId: String) async throws -> [PasskeyRecord]
+    /// Stores a new sign counter if the stored one is still `previousSignCount`; false when another sign-in won.
+    func recordPasskeyUse(id: String, previousSignCount: UInt32, signCount: UInt32, backedUp: Bool, now: Date) async throws -> Bool
+    func renamePasskey(id: String, userId: String, friendlyName: String) async throws -> Bool
+    func deletePasskey(id: String, userId: String) async throws -> Bool
+    func insertPasskeyChallenge(_ challenge: PasskeyChallengeRecord) async throws
+    /// Removes and returns the ceremony with this challenge digest (single use), expired or not.
+    func takePasskeyChallenge(hash: Data, now: Date) async throws -> PasskeyChallengeRecord?
+    func federatedIdentity(provider: String, subject: String) async throws -> FederatedIdentityRecord?
+    func linkFederatedIdentity(_ link: FederatedIdentityRecord) async throws
+
     // Clients
     func upsertClient(_ client: ClientRecord) async throws
     func client(id: String) async throws -> ClientRecord?

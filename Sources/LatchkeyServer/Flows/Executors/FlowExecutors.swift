@@ -16,6 +16,7 @@ enum FlowExecutors {
         "RegistrationCredentials": RegistrationExecutors.credentials,
         "Provisioning": RegistrationExecutors.provision,
         "PasswordUpdater": RecoveryExecutors.updatePassword,
+        "PasskeyAuthExecutor": PasskeyExecutors.run,
         "AuthAssertExecutor": SessionExecutors.assert,
         "SessionTerminator": SessionExecutors.terminate,
     ]

@@ -24,13 +24,17 @@ enum RegistrationExecutors {
     static func credentials(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         let username = (run.submitted["username"] ?? "").trimmingCharacters(in: .whitespaces)
         let password = run.submitted["password"] ?? ""
+        // `credential: passkey` nodes register without a password: the passkey registered next is the credential.
+        let passwordless = node.properties?["credential"] == "passkey"
         var problems: [FlowResponse.FieldError] = []
         if let problem = server.userSchema.problem("username", username) { problems.append(.init(identifier: "username", message: problem.message)) }
-        if let problem = PasswordPolicy.problem(password, username: username) { problems.append(.init(identifier: "password", message: problem.message)) }
+        if !passwordless, let problem = PasswordPolicy.problem(password, username: username) {
+            problems.append(.init(identifier: "password", message: problem.message))
+        }
         if !problems.isEmpty { return .fieldErrors(problems) }
         if try await server.store.user(username: username) != nil { return .retry(.userExists) }
         run.state.inputs["username"] = username
-        run.state.pendingPasswordHash = try await server.hasher.hash(password)
+        run.state.pendingPasswordHash = passwordless ? PasswordHasher.noPassword : try await server.hasher.hash(password)
         return .next
     }
 
@@ -71,8 +75,12 @@ enum RegistrationExecutors {
         }
         claims["email_verified"] = invitedEmail != nil ? "true" : "false"
         let now = server.clock.now
-        let user = UserRecord(id: UUID().uuidString.lowercased(), username: username, passwordHash: passwordHash, claims: claims,
-                              disabled: false, failedLogins: 0, lockedUntil: nil, createdAt: now)
+        // A passkey registration reserved the id (it is the passkey's user handle) and must bring its credential.
+        if passwordHash == PasswordHasher.noPassword, run.state.pendingPasskey == nil {
+            return .fail(.badRequest("a registration without a password needs a verified passkey"))
+        }
+        let user = UserRecord(id: run.state.reservedUserId ?? UUID().uuidString.lowercased(), username: username, passwordHash: passwordHash,
+                              claims: claims, disabled: false, failedLogins: 0, lockedUntil: nil, createdAt: now)
         if let conflict = try await server.uniquenessConflict(for: user) {
             if conflict.attribute == "username" { return .retry(.userExists, at: node.onFailure) }
             run.state.inputs[conflict.attribute] = nil
@@ -83,7 +91,15 @@ enum RegistrationExecutors {
         if let digest = run.state.invitationHash {
             guard try await server.store.useInvitation(codeHash: digest, now: now) else { return .fail(.invalidInvitation) }
         }
-        do { try await server.store.insertUser(user) } catch {
+        do {
+            if let passkey = run.state.pendingPasskey {
+                try await server.store.insertUser(user, withPasskey: passkey)
+            } else {
+                try await server.store.insertUser(user)
+            }
+        } catch StoreError.conflict("passkey") {
+            return .fail(PasskeyFailure.alreadyRegistered.flowFailure)
+        } catch {
             // Lost a race for the username (UNIQUE constraint) between the check and the insert.
             if try await server.store.user(username: username) != nil { return .retry(.userExists, at: node.onFailure) }
             throw error
@@ -91,7 +107,8 @@ enum RegistrationExecutors {
         server.logger.info("user registered", metadata: ["user": .string(user.id), "application": .string(run.state.applicationId)])
         run.state.userId = user.id
         run.state.pendingPasswordHash = nil
-        run.state.amr = ["pwd"]
+        run.state.amr = run.state.pendingPasskey == nil ? ["pwd"] : ["webauthn"]
+        run.state.pendingPasskey = nil
         run.state.authTime = now
         run.state.dynamicInputs = nil
         return .next

@@ -1,0 +1,144 @@
+import Crypto
+import Foundation
+import LatchkeyJOSE
+
+/// Why a Sign in with Apple identity token was refused.
+enum AppleSignInFailure: Error, Equatable, CustomStringConvertible {
+    case notConfigured
+    case malformed
+    case keysUnavailable
+    case badSignature
+    case wrongIssuer
+    case wrongAudience
+    case expired
+    case nonceMismatch
+    case accountDisabled
+
+    var description: String {
+        switch self {
+        case .notConfigured: "the application accepts no Sign in with Apple tokens (apple_bundle_ids is empty)"
+        case .malformed: "id_token is not a JWT with the expected claims"
+        case .keysUnavailable: "Apple's signing keys could not be fetched"
+        case .badSignature: "id_token signature does not verify against Apple's keys"
+        case .wrongIssuer: "id_token was not issued by Apple"
+        case .wrongAudience: "id_token was issued to another application"
+        case .expired: "id_token has expired"
+        case .nonceMismatch: "id_token nonce is not SHA-256 of the nonce parameter"
+        case .accountDisabled: "the account is disabled"
+        }
+    }
+
+    var oauthError: OAuthError { OAuthError(.accessDenied, description) }
+    var messageKey: String { self == .expired ? "apple.expired" : (self == .accountDisabled ? "login.disabled" : "apple.failed") }
+}
+
+/// The claims we read from Apple's identity token.
+struct AppleIdentityClaims: Decodable, Sendable {
+    var iss: String
+    var sub: String
+    var aud: Audience
+    var exp: Int
+    var iat: Int?
+    var nonce: String?
+    var email: String?
+    var emailVerified: Bool?
+
+    /// `aud` is a string (Apple) or an array (JWT allows both).
+    enum Audience: Decodable, Sendable {
+        case one(String), many([String])
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.singleValueContainer()
+            if let s = try? c.decode(String.self) { self = .one(s) } else { self = .many(try c.decode([String].self)) }
+        }
+        var values: [String] { switch self { case .one(let s): [s]; case .many(let a): a } }
+    }
+
+    enum CodingKeys: String, CodingKey { case iss, sub, aud, exp, iat, nonce, email, emailVerified = "email_verified" }
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        iss = try c.decode(String.self, forKey: .iss)
+        sub = try c.decode(String.self, forKey: .sub)
+        aud = try c.decode(Audience.self, forKey: .aud)
+        exp = try c.decode(Int.self, forKey: .exp)
+        iat = try c.decodeIfPresent(Int.self, forKey: .iat)
+        nonce = try c.decodeIfPresent(String.self, forKey: .nonce)
+        email = try c.decodeIfPresent(String.self, forKey: .email)
+        // Apple sends "true"/"false" as strings; other issuers send booleans.
+        if let b = try? c.decodeIfPresent(Bool.self, forKey: .emailVerified) { emailVerified = b }
+        else { emailVerified = (try? c.decodeIfPresent(String.self, forKey: .emailVerified)).flatMap { $0.map { $0 == "true" } } }
+    }
+}
+
+extension IdentityServer {
+    /// Verifies a Sign in with Apple identity token for `client` and returns the account it signs in: the linked one,
+    /// else the account with the same verified email (then linked), else a new account (first-time name applied).
+    ///
+    /// The nonce binds the token to this request: the app put `base64url(SHA256(verifier))` in Apple's request and
+    /// sends the verifier here, so a token lifted from another sign-in cannot be replayed without its verifier.
+    func signInWithApple(idToken: String, nonce: String?, client: ClientConfiguration,
+                         givenName: String?, familyName: String?) async throws(AppleSignInFailure) -> UserRecord {
+        guard !client.appleBundleIds.isEmpty else { throw .notConfigured }
+        let jws: CompactJWS
+        let claims: AppleIdentityClaims
+        do {
+            jws = try CompactJWS(parsing: idToken)
+            claims = try jws.claims(as: AppleIdentityClaims.self)
+        } catch { throw .malformed }
+        let now = clock.now
+        do { try await appleKeys.verify(jws, now: now) } catch let failure as AppleSignInFailure { throw failure } catch { throw .badSignature }
+        guard claims.iss == configuration.apple.issuer else { throw .wrongIssuer }
+        guard claims.aud.values.contains(where: client.appleBundleIds.contains) else { throw .wrongAudience }
+        guard TimeInterval(claims.exp) > now.timeIntervalSince1970 - 30 else { throw .expired }
+        if let iat = claims.iat, TimeInterval(iat) > now.timeIntervalSince1970 + 300 { throw .malformed }
+        guard let nonce, let expected = claims.nonce,
+              Secrets.constantTimeEquals(Base64URL.encode(Data(SHA256.hash(data: Data(nonce.utf8)))), expected) else { throw .nonceMismatch }
+        do {
+            let user = try await appleAccount(claims, givenName: givenName, familyName: familyName)
+            guard !user.disabled else { throw AppleSignInFailure.accountDisabled }
+            return user
+        } catch let failure as AppleSignInFailure {
+            throw failure
+        } catch {
+            logger.error("Sign in with Apple: account lookup failed", metadata: ["error.type": .string("\(type(of: error))")])
+            throw .keysUnavailable
+        }
+    }
+
+    private func appleAccount(_ claims: AppleIdentityClaims, givenName: String?, familyName: String?) async throws -> UserRecord {
+        let provider = "apple"
+        if let link = try await store.federatedIdentity(provider: provider, subject: claims.sub),
+           let user = try await store.user(id: link.userId) {
+            return user
+        }
+        let now = clock.now
+        if let email = claims.email, claims.emailVerified == true {
+            var existing = try await store.user(username: email)
+            if existing == nil { existing = try await store.users(claim: "email", equals: email).first }
+            if let existing {
+                try await store.linkFederatedIdentity(.init(provider: provider, subject: claims.sub, userId: existing.id, createdAt: now))
+                logger.info("Sign in with Apple linked to an existing account", metadata: ["user": .string(existing.id)])
+                return existing
+            }
+        }
+        var profile: [String: String] = [:]
+        if let email = claims.email {
+            profile["email"] = email
+            profile["email_verified"] = claims.emailVerified == true ? "true" : "false"
+        }
+        if let givenName = givenName?.nonEmpty { profile["given_name"] = givenName }
+        if let familyName = familyName?.nonEmpty { profile["family_name"] = familyName }
+        if let name = [givenName, familyName].compactMap({ $0?.nonEmpty }).joined(separator: " ").nonEmpty { profile["name"] = name }
+        let id = UUID().uuidString.lowercased()
+        // The email becomes the sign-in name unless an account already uses it (an unverified Apple email must not
+        // take over, nor be blocked by, someone else's account).
+        var username = "apple.\(claims.sub)"
+        if let email = claims.email, try await store.user(username: email) == nil { username = email }
+        let user = UserRecord(id: id, username: username, passwordHash: PasswordHasher.noPassword,
+                              claims: profile, disabled: false, failedLogins: 0, lockedUntil: nil, createdAt: now)
+        try await store.insertUser(user)
+        try await store.linkFederatedIdentity(.init(provider: provider, subject: claims.sub, userId: id, createdAt: now))
+        logger.info("account created with Sign in with Apple", metadata: ["user": .string(id)])
+        return user
+    }
+}

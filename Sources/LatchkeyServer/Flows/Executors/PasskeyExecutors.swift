@@ -1,0 +1,102 @@
+import Foundation
+import LatchkeyJOSE
+
+/// thunderID's `PasskeyAuthExecutor` (`thunderid-wire.md` §2.4), one executor with four modes (node property `mode`):
+/// `challenge` → `additionalData.passkeyChallenge`, `verify` ← `credentialId, clientDataJSON, authenticatorData,
+/// signature, userHandle`, `register_start` → `additionalData.passkeyCreationOptions`, `register_finish` ←
+/// `credentialId, clientDataJSON, attestationObject, credentialName`. Options are W3C-named JSON strings; binary
+/// inputs are base64url. Failures go back to `onFailure` (a fresh challenge) with FET-1015…1019.
+enum PasskeyExecutors {
+    static func run(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+        do {
+            switch node.properties?["mode"] ?? "" {
+            case "challenge": return try await challenge(server, &run)
+            case "verify": return try await verify(server, node, &run)
+            case "register_start": return try await registerStart(server, &run)
+            case "register_finish": return try await registerFinish(server, &run)
+            default: return .fail(.internalError)
+            }
+        } catch let failure as PasskeyFailure {
+            server.logger.notice("flow passkey step refused", metadata: ["reason": .string(failure.description)])
+            return .retry(failure.flowFailure)
+        }
+    }
+
+    /// Discoverable when nobody is identified yet; username-first (`allowCredentials`) when the flow knows the user
+    /// or the prompt collected a username. An unknown username gets discoverable options (no account enumeration).
+    private static func challenge(_ server: IdentityServer, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+        var user: UserRecord?
+        if let id = run.state.userId { user = try await server.store.user(id: id) }
+        else if let name = run.value("username")?.trimmingCharacters(in: .whitespaces).nonEmpty { user = try await server.account(identifier: name) }
+        let options = try await server.beginPasskeyAuthentication(client: run.client, origin: nil, user: user)
+        run.state.passkeyChallenge = options.challenge
+        run.state.additionalData["passkeyChallenge"] = try PasskeyJSON.camelCaseString(options)
+        return .next
+    }
+
+    private static func verify(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+        let response = PasskeyAssertionResponse(
+            credentialId: try binary(run, "credentialId"), clientDataJSON: try binary(run, "clientDataJSON"),
+            authenticatorData: try binary(run, "authenticatorData"), signature: try binary(run, "signature"),
+            userHandle: run.submitted["userHandle"]?.nonEmpty.flatMap { Base64URL.decode($0) })
+        try checkChallenge(response.clientDataJSON, run)
+        let result = try await server.finishPasskeyAuthentication(response)
+        guard result.clientId == run.state.applicationId else { throw PasskeyFailure.wrongCeremony }
+        if let identified = run.state.userId, identified != result.user.id { throw PasskeyFailure.unknownCredential }
+        run.state.userId = result.user.id
+        run.state.amr = ["webauthn"]
+        run.state.authTime = server.clock.now
+        run.state.passkeyChallenge = nil
+        return .next
+    }
+
+    /// An identified user adds a passkey (`registration` ceremony); a registration without an account yet reserves
+    /// the account id, which becomes the passkey's user handle (`signup` ceremony).
+    private static func registerStart(_ server: IdentityServer, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+        let options: PasskeyCreationOptions
+        if let id = run.state.userId, let user = try await server.store.user(id: id) {
+            options = try await server.beginPasskeyRegistration(user: user, client: run.client, origin: nil, friendlyName: nil)
+        } else {
+            let reserved = run.state.reservedUserId ?? UUID().uuidString.lowercased()
+            run.state.reservedUserId = reserved
+            let name = run.state.inputs["username"] ?? run.state.inputs["email"] ?? reserved
+            options = try await server.beginPasskeyCreationForNewAccount(client: run.client, userId: reserved, name: name, friendlyName: nil)
+        }
+        run.state.passkeyChallenge = options.challenge
+        run.state.additionalData["passkeyCreationOptions"] = try PasskeyJSON.camelCaseString(options)
+        return .next
+    }
+
+    private static func registerFinish(_ server: IdentityServer, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+        let response = PasskeyRegistrationResponse(credentialId: try binary(run, "credentialId"),
+                                                   clientDataJSON: try binary(run, "clientDataJSON"),
+                                                   attestationObject: try binary(run, "attestationObject"))
+        try checkChallenge(response.clientDataJSON, run)
+        let name = run.submitted["credentialName"]?.trimmingCharacters(in: .whitespacesAndNewlines).nonEmpty
+        run.state.passkeyChallenge = nil
+        if let id = run.state.userId, let user = try await server.store.user(id: id) {
+            try await server.finishPasskeyRegistration(user: user, response: response, friendlyName: name)
+            return .next
+        }
+        let (ceremony, verified) = try await server.verifyPasskeyCreation(response, expecting: .signup)
+        guard let reserved = run.state.reservedUserId, ceremony.userId == reserved, ceremony.clientId == run.state.applicationId else {
+            throw PasskeyFailure.wrongCeremony
+        }
+        if try await server.store.passkey(id: Base64URL.encode(verified.credentialId)) != nil { throw PasskeyFailure.alreadyRegistered }
+        run.state.pendingPasskey = server.passkeyRecord(verified, userId: reserved, name: name, now: server.clock.now)
+        return .next
+    }
+
+    private static func binary(_ run: FlowRun, _ name: String) throws -> Data {
+        guard let text = run.submitted[name]?.nonEmpty, let data = Base64URL.decode(text) else {
+            throw PasskeyFailure.malformed("\(name) is missing or not base64url")
+        }
+        return data
+    }
+
+    /// The response must answer the ceremony this execution started, not another one of the same application.
+    private static func checkChallenge(_ clientDataJSON: Data, _ run: FlowRun) throws {
+        guard let expected = run.state.passkeyChallenge, let data = try? ClientData(clientDataJSON),
+              Base64URL.encode(data.challenge) == expected else { throw PasskeyFailure.challengeUnknownOrExpired }
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import Hummingbird
+
+/// The hosted login page's passkey sign-in, as a same-origin script (`/assets/passkey-login.js`): the page's CSP
+/// allows scripts from our own origin only, never inline ones. It asks `/identity/v1/webauthn/authentication-options`
+/// for a discoverable challenge, runs `navigator.credentials.get`, posts the assertion to
+/// `/identity/v1/webauthn/authentication` and submits the returned `tkn` with the login form, which finishes the
+/// pending authorization like a password would.
+enum PasskeyScript {
+    static let path = "/assets/passkey-login.js"
+
+    static let source = """
+        (() => {
+          "use strict";
+          const b64 = (buf) => btoa(String.fromCharCode(...new Uint8Array(buf))).replace(/\\+/g, "-").replace(/\\//g, "_").replace(/=+$/, "");
+          const unb64 = (s) => Uint8Array.from(atob(s.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((s.length + 3) % 4)), (c) => c.charCodeAt(0));
+          const button = document.getElementById("passkey");
+          const form = document.getElementById("passkey-form");
+          const failure = document.getElementById("passkey-error");
+          if (!button || !form) return;
+          if (!window.PublicKeyCredential) { button.hidden = true; return; }
+          const post = async (path, body) => {
+            const response = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+            const json = await response.json();
+            if (!response.ok) throw new Error(json.error_user_msg || json.error_description || "passkey sign-in failed");
+            return json;
+          };
+          button.addEventListener("click", async () => {
+            button.disabled = true;
+            failure.hidden = true;
+            try {
+              const options = (await post("/identity/v1/webauthn/authentication-options",
+                                          { client_id: form.dataset.client, origin: location.origin })).public_key;
+              const credential = await navigator.credentials.get({ publicKey: {
+                challenge: unb64(options.challenge), rpId: options.rp_id, timeout: options.timeout,
+                userVerification: options.user_verification,
+                allowCredentials: (options.allow_credentials || []).map((c) => ({ type: c.type, id: unb64(c.id) })) } });
+              const r = credential.response;
+              const ticket = await post("/identity/v1/webauthn/authentication", {
+                id: credential.id, raw_id: b64(credential.rawId), type: credential.type,
+                response: { authenticator_data: b64(r.authenticatorData), client_data_json: b64(r.clientDataJSON),
+                            signature: b64(r.signature), user_handle: r.userHandle ? b64(r.userHandle) : null } });
+              form.elements.tkn.value = ticket.tkn;
+              form.submit();
+            } catch (error) {
+              failure.hidden = false;
+              button.disabled = false;
+            }
+          });
+        })();
+        """
+}
+
+extension IdentityServer {
+    func addPasskeyPageRoutes(_ router: Router<LatchkeyRequestContext>) {
+        router.get(RouterPath(PasskeyScript.path)) { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8", .cacheControl: "no-cache",
+                                            .xContentTypeOptions: "nosniff"],
+                     body: .init(byteBuffer: ByteBuffer(string: PasskeyScript.source)))
+        }
+    }
+}

@@ -1,0 +1,271 @@
+import Crypto
+import Foundation
+import LatchkeyJOSE
+import X509
+
+/// The server's passkey ceremonies, shared by the reachFive endpoints, the thunderID flow executor and the hosted
+/// login page. Options are remembered server-side under the digest of their challenge (single use, short-lived);
+/// the answer is matched to its ceremony by the challenge inside `clientDataJSON`, then verified by
+/// `WebAuthnRelyingParty`.
+extension IdentityServer {
+    /// The RP ID in force (`webauthn.rp_id`, else the issuer's host).
+    var passkeyRpId: String {
+        configuration.webAuthn.resolvedRpId(issuer: URL(string: issuer) ?? configuration.issuer)
+    }
+
+    /// The server's own origin (`scheme://host[:port]` of the issuer): what the `self` passkey origin stands for.
+    var ownOrigin: String {
+        guard let url = URL(string: issuer), let scheme = url.scheme, let host = url.host else { return issuer }
+        return "\(scheme)://\(host)" + (url.port.map { ":\($0)" } ?? "")
+    }
+
+    func passkeyOrigins(of client: ClientConfiguration) -> Set<String> {
+        Set(client.passkeyOrigins.map { $0 == "self" ? ownOrigin : $0 })
+    }
+
+    /// The stable WebAuthn user handle of an account: its opaque id (never the email, WebAuthn §14.6.1).
+    static func userHandle(_ userId: String) -> Data { Data(userId.utf8) }
+
+    private func relyingParty(origins: Set<String>) throws -> WebAuthnRelyingParty {
+        let anchors = try configuration.webAuthn.trustAnchorsDER.map { try Certificate(derEncoded: Array($0)) }
+        return WebAuthnRelyingParty(rpId: passkeyRpId, allowedOrigins: origins, trustAnchors: anchors)
+    }
+
+    private var userVerification: String { configuration.webAuthn.userVerification }
+
+    private func checkedOrigin(_ origin: String?, client: ClientConfiguration) throws(PasskeyFailure) -> String {
+        guard let origin else { return "" }  // flows: any of the application's origins
+        guard passkeyOrigins(of: client).contains(origin) else { throw .originNotAllowed(origin) }
+        return origin
+    }
+
+    private func newChallenge(_ ceremony: PasskeyChallengeRecord.Ceremony, clientId: String?, userId: String?, origin: String,
+                              profile: [String: String] = [:], friendlyName: String? = nil,
+                              allowed: [String] = []) async throws -> String {
+        let challenge = Secrets.token(bytes: 32)
+        let bytes = Base64URL.decode(challenge) ?? Data()
+        let now = clock.now
+        try await store.insertPasskeyChallenge(PasskeyChallengeRecord(
+            challengeHash: Data(SHA256.hash(data: bytes)), ceremony: ceremony, clientId: clientId, userId: userId, profile: profile,
+            friendlyName: friendlyName, origin: origin, userVerification: userVerification, allowedCredentials: allowed,
+            createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.passkeyChallenge))))
+        return challenge
+    }
+
+    private func creationOptions(challenge: String, userId: String, name: String, displayName: String,
+                                 exclude: [PasskeyRecord]) -> PasskeyCreationOptions {
+        PasskeyCreationOptions(
+            rp: .init(id: passkeyRpId, name: configuration.webAuthn.rpName),
+            user: .init(id: Base64URL.encode(Self.userHandle(userId)), name: name, displayName: displayName),
+            challenge: challenge,
+            pubKeyCredParams: [.init(alg: COSEAlgorithm.es256.rawValue), .init(alg: COSEAlgorithm.edDSA.rawValue),
+                               .init(alg: COSEAlgorithm.rs256.rawValue)],
+            timeout: configuration.lifetimes.passkeyChallenge * 1000,
+            excludeCredentials: exclude.map { PasskeyDescriptor(id: $0.id) },
+            authenticatorSelection: .init(residentKey: "required", requireResidentKey: true, userVerification: userVerification),
+            attestation: configuration.webAuthn.trustAnchorsDER.isEmpty ? "none" : "direct")
+    }
+
+    // MARK: Sign-up (new account + first passkey)
+
+    /// reachFive `signup-options`: checks the profile, reserves the new account's id and returns creation options.
+    func beginPasskeySignup(client: ClientConfiguration, origin: String?, friendlyName: String?,
+                            profile: [String: String]) async throws -> PasskeyCreationOptions {
+        let origin = try checkedOrigin(origin, client: client)
+        guard client.registration == .open else { throw FlowFailure.registrationDisabled.apiError }
+        let profile = try await checkedSignupProfile(profile)
+        let userId = UUID().uuidString.lowercased()
+        let name = profile["email"] ?? profile["phone_number"] ?? profile["username"] ?? userId
+        let challenge = try await newChallenge(.signup, clientId: client.clientId, userId: userId, origin: origin, profile: profile,
+                                               friendlyName: friendlyName)
+        return creationOptions(challenge: challenge, userId: userId, name: name,
+                               displayName: profile["name"] ?? [profile["given_name"], profile["family_name"]].compactMap { $0 }.joined(separator: " ").nonEmpty ?? name,
+                               exclude: [])
+    }
+
+    private func checkedSignupProfile(_ raw: [String: String]) async throws -> [String: String] {
+        var profile = raw.filter { !$0.value.isEmpty }
+        if let email = profile["email"] { profile["email"] = email.trimmingCharacters(in: .whitespaces) }
+        let schema = configuration.userSchema
+        var problems: [UserSchema.Problem] = []
+        for (name, value) in profile where name != "username" && name != "custom_identifier" {
+            if let problem = schema.problem(name, value) { problems.append(problem) }
+        }
+        guard problems.isEmpty else { throw PasskeyFailure.invalidProfile(problems.sorted { $0.attribute < $1.attribute }) }
+        guard let identifier = profile["email"] ?? profile["phone_number"] else { throw PasskeyFailure.identifierRequired }
+        if schema.attribute("email")?.required == true, profile["email"] == nil { throw PasskeyFailure.identifierRequired }
+        let field = profile["email"] != nil ? "email" : "phone_number"
+        let takenAsUsername = try await store.user(username: identifier) != nil
+        let takenAsClaim = try await !store.users(claim: field, equals: identifier).isEmpty
+        if takenAsUsername || takenAsClaim {
+            throw PasskeyFailure.identifierTaken(field: field)
+        }
+        return profile
+    }
+
+    /// reachFive `signup`: verifies the attestation and creates the account with its passkey (one transaction).
+    func finishPasskeySignup(webauthnId: String, response: PasskeyRegistrationResponse) async throws -> (UserRecord, clientId: String) {
+        let (ceremony, verified) = try await verifyPasskeyCreation(response, expecting: .signup)
+        guard let userId = ceremony.userId, let clientId = ceremony.clientId,
+              Base64URL.decode(webauthnId).map({ Secrets.constantTimeEquals($0, Self.userHandle(userId)) }) == true else {
+            throw PasskeyFailure.wrongCeremony
+        }
+        let profile = ceremony.profile
+        let username = profile["username"] ?? profile["email"] ?? profile["phone_number"] ?? userId
+        var claims = profile.filter { $0.key != "username" && $0.key != "custom_identifier" }
+        if claims["name"] == nil, let full = [claims["given_name"], claims["family_name"]].compactMap({ $0 }).joined(separator: " ").nonEmpty {
+            claims["name"] = full
+        }
+        let now = clock.now
+        let user = UserRecord(id: userId, username: username, passwordHash: PasswordHasher.noPassword, claims: claims, disabled: false,
+                              failedLogins: 0, lockedUntil: nil, createdAt: now)
+        do {
+            try await store.insertUser(user, withPasskey: passkeyRecord(verified, userId: userId, name: ceremony.friendlyName, now: now))
+        } catch StoreError.conflict(let what) {
+            throw what == "passkey" ? PasskeyFailure.alreadyRegistered : PasskeyFailure.identifierTaken(field: profile["email"] != nil ? "email" : "phone_number")
+        }
+        logger.info("account created with a passkey", metadata: ["user": .string(userId), "client": .string(clientId)])
+        return (user, clientId)
+    }
+
+    /// Creation options for an account that does not exist yet (a sign-up flow): `userId` is the id the account will
+    /// get when the flow provisions it.
+    func beginPasskeyCreationForNewAccount(client: ClientConfiguration, userId: String, name: String, friendlyName: String?) async throws -> PasskeyCreationOptions {
+        let challenge = try await newChallenge(.signup, clientId: client.clientId, userId: userId, origin: "", friendlyName: friendlyName)
+        return creationOptions(challenge: challenge, userId: userId, name: name, displayName: name, exclude: [])
+    }
+
+    /// Finds the ceremony a registration response answers and verifies the attestation against it.
+    func verifyPasskeyCreation(_ response: PasskeyRegistrationResponse,
+                               expecting kind: PasskeyChallengeRecord.Ceremony) async throws -> (PasskeyChallengeRecord, VerifiedRegistration) {
+        let (ceremony, clientData) = try await takeCeremony(response.clientDataJSON, expecting: kind)
+        guard let clientId = ceremony.clientId, let client = try await store.client(id: clientId)?.configuration else {
+            throw PasskeyFailure.wrongCeremony
+        }
+        return (ceremony, try verifyRegistration(response, clientData: clientData, ceremony: ceremony, client: client))
+    }
+
+    // MARK: Registration (another passkey for a signed-in account)
+
+    func beginPasskeyRegistration(user: UserRecord, client: ClientConfiguration, origin: String?, friendlyName: String?) async throws -> PasskeyCreationOptions {
+        let origin = try checkedOrigin(origin, client: client)
+        let existing = try await store.passkeys(userId: user.id)
+        let challenge = try await newChallenge(.registration, clientId: client.clientId, userId: user.id, origin: origin, friendlyName: friendlyName)
+        return creationOptions(challenge: challenge, userId: user.id, name: user.username,
+                               displayName: user.claims["name"] ?? user.username, exclude: existing)
+    }
+
+    @discardableResult
+    func finishPasskeyRegistration(user: UserRecord, response: PasskeyRegistrationResponse, friendlyName: String? = nil) async throws -> PasskeyRecord {
+        let (ceremony, verified) = try await verifyPasskeyCreation(response, expecting: .registration)
+        guard ceremony.userId == user.id else { throw PasskeyFailure.wrongCeremony }
+        let record = passkeyRecord(verified, userId: user.id, name: friendlyName ?? ceremony.friendlyName, now: clock.now)
+        do { try await store.insertPasskey(record) } catch StoreError.conflict { throw PasskeyFailure.alreadyRegistered }
+        logger.info("passkey added", metadata: ["user": .string(user.id)])
+        return record
+    }
+
+    private func verifyRegistration(_ response: PasskeyRegistrationResponse, clientData: ClientData, ceremony: PasskeyChallengeRecord,
+                                    client: ClientConfiguration) throws -> VerifiedRegistration {
+        let origins = ceremony.origin.isEmpty ? passkeyOrigins(of: client) : [ceremony.origin]
+        do {
+            let verified = try relyingParty(origins: origins).verifyRegistration(
+                clientDataJSON: response.clientDataJSON, attestationObject: response.attestationObject,
+                expectedChallenge: clientData.challenge, requireUserVerification: ceremony.userVerification == "required")
+            guard verified.credentialId == response.credentialId else { throw PasskeyFailure.malformed("id does not match the attested credential id") }
+            return verified
+        } catch let error as WebAuthnError {
+            logger.notice("passkey registration refused", metadata: ["reason": .string(error.description)])
+            throw PasskeyFailure.verification(error)
+        }
+    }
+
+    func passkeyRecord(_ v: VerifiedRegistration, userId: String, name: String?, now: Date) -> PasskeyRecord {
+        PasskeyRecord(id: Base64URL.encode(v.credentialId), userId: userId, publicKey: v.publicKeyCOSE, algorithm: v.algorithm.rawValue,
+                      signCount: v.signCount, aaguid: v.aaguid, friendlyName: (name?.nonEmpty ?? "Passkey").prefix(100).description,
+                      attestationFormat: v.format, backupEligible: v.backupEligible, backedUp: v.backedUp, createdAt: now, lastUsedAt: nil)
+    }
+
+    // MARK: Authentication
+
+    /// Options for a sign-in: discoverable (no user: empty `allowCredentials`) or username-first (the user's passkeys).
+    /// An unknown username gets discoverable-looking options too, so the answer does not reveal which accounts exist.
+    func beginPasskeyAuthentication(client: ClientConfiguration, origin: String?, user: UserRecord?) async throws -> PasskeyRequestOptions {
+        let origin = try checkedOrigin(origin, client: client)
+        var ids: [String] = []
+        if let user { ids = try await store.passkeys(userId: user.id).map(\.id) }
+        let challenge = try await newChallenge(.authentication, clientId: client.clientId, userId: user?.id, origin: origin, allowed: ids)
+        return PasskeyRequestOptions(challenge: challenge, timeout: configuration.lifetimes.passkeyChallenge * 1000, rpId: passkeyRpId,
+                                     allowCredentials: ids.map { PasskeyDescriptor(id: $0) }, userVerification: userVerification)
+    }
+
+    /// Verifies an assertion and returns the signed-in user and the application the ceremony was started for.
+    func finishPasskeyAuthentication(_ response: PasskeyAssertionResponse) async throws -> (user: UserRecord, clientId: String, passkey: PasskeyRecord) {
+        let (ceremony, clientData) = try await takeCeremony(response.clientDataJSON, expecting: .authentication)
+        guard let clientId = ceremony.clientId, let client = try await store.client(id: clientId)?.configuration else {
+            throw PasskeyFailure.wrongCeremony
+        }
+        let credentialId = Base64URL.encode(response.credentialId)
+        guard let passkey = try await store.passkey(id: credentialId) else { throw PasskeyFailure.unknownCredential }
+        if !ceremony.allowedCredentials.isEmpty, !ceremony.allowedCredentials.contains(credentialId) { throw PasskeyFailure.unknownCredential }
+        if let expectedUser = ceremony.userId, expectedUser != passkey.userId { throw PasskeyFailure.unknownCredential }
+        if let handle = response.userHandle, !handle.isEmpty, !Secrets.constantTimeEquals(handle, Self.userHandle(passkey.userId)) {
+            throw PasskeyFailure.userHandleMismatch
+        }
+        let origins = ceremony.origin.isEmpty ? passkeyOrigins(of: client) : [ceremony.origin]
+        let verified: VerifiedAssertion
+        do {
+            verified = try relyingParty(origins: origins).verifyAssertion(
+                credentialId: response.credentialId, clientDataJSON: response.clientDataJSON, authenticatorData: response.authenticatorData,
+                signature: response.signature, userHandle: response.userHandle, expectedChallenge: clientData.challenge,
+                publicKeyCOSE: passkey.publicKey, storedSignCount: passkey.signCount,
+                requireUserVerification: ceremony.userVerification == "required")
+        } catch let error as WebAuthnError {
+            logger.notice("passkey assertion refused", metadata: ["reason": .string(error.description), "user": .string(passkey.userId)])
+            throw PasskeyFailure.verification(error)
+        }
+        guard try await store.recordPasskeyUse(id: passkey.id, previousSignCount: passkey.signCount, signCount: verified.newSignCount,
+                                               backedUp: verified.backedUp, now: clock.now) else {
+            // Another sign-in with this credential stored its counter first: treat like a regression (possible clone).
+            throw PasskeyFailure.verification(.signCountRegression(stored: passkey.signCount, received: verified.newSignCount))
+        }
+        guard let user = try await store.user(id: passkey.userId) else { throw PasskeyFailure.unknownCredential }
+        guard !user.disabled else { throw PasskeyFailure.accountDisabled }
+        return (user, clientId, passkey)
+    }
+
+    /// Finds (and consumes) the ceremony a response answers, by the challenge in its client data.
+    private func takeCeremony(_ clientDataJSON: Data, expecting kind: PasskeyChallengeRecord.Ceremony) async throws -> (PasskeyChallengeRecord, ClientData) {
+        let clientData: ClientData
+        do { clientData = try ClientData(clientDataJSON) } catch let error as WebAuthnError {
+            throw PasskeyFailure.verification(error)
+        } catch {
+            throw PasskeyFailure.malformed("clientDataJSON is not valid")
+        }
+        let now = clock.now
+        guard let ceremony = try await store.takePasskeyChallenge(hash: Data(SHA256.hash(data: clientData.challenge)), now: now),
+              ceremony.expiresAt > now else { throw PasskeyFailure.challengeUnknownOrExpired }
+        guard ceremony.ceremony == kind else { throw PasskeyFailure.wrongCeremony }
+        return (ceremony, clientData)
+    }
+
+    // MARK: Management
+
+    func renamePasskey(id: String, of user: UserRecord, to name: String) async throws -> PasskeyRecord {
+        let trimmed = name.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty, trimmed.count <= 100 else { throw PasskeyFailure.malformed("friendly_name must be 1 to 100 characters") }
+        guard try await store.renamePasskey(id: id, userId: user.id, friendlyName: trimmed),
+              let updated = try await store.passkey(id: id) else { throw PasskeyFailure.notFound }
+        return updated
+    }
+
+    func deletePasskey(id: String, of user: UserRecord) async throws {
+        guard try await store.deletePasskey(id: id, userId: user.id) else { throw PasskeyFailure.notFound }
+        logger.info("passkey deleted", metadata: ["user": .string(user.id)])
+    }
+}
+
+extension String {
+    /// Nil for the empty string, so `??` chains can skip it.
+    var nonEmpty: String? { isEmpty ? nil : self }
+}

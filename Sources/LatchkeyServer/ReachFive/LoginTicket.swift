@@ -1,0 +1,62 @@
+import Foundation
+import LatchkeyJOSE
+
+/// The reachFive `tkn`: proof that a user just authenticated (password, passkey) for one application, carried by
+/// the SDK to `/oauth/authorize`, which turns it into an authorization code. Ours is a short-lived (2 min) RS256 JWT
+/// with `token_use: login_ticket`, bound to the application (`aud`), redeemable once (`jti` consumed).
+/// A ticket issued while a second factor is still owed (`mfa_pending`) is refused by `/oauth/authorize`; it only
+/// opens the step-up.
+struct LoginTicketClaims: Codable, Sendable {
+    static let tokenUse = "login_ticket"
+
+    var iss: String
+    var sub: String
+    var aud: String
+    var iat: Int
+    var exp: Int
+    var jti: String
+    var tokenUse: String
+    var authTime: Int
+    var amr: [String]
+    var mfaPending: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case iss, sub, aud, iat, exp, jti, amr
+        case tokenUse = "token_use", authTime = "auth_time", mfaPending = "mfa_pending"
+    }
+}
+
+extension IdentityServer {
+    func mintLoginTicket(user: UserRecord, clientId: String, amr: [String], mfaPending: Bool = false) async throws -> String {
+        let now = clock.now
+        let iat = Int(now.timeIntervalSince1970)
+        let claims = LoginTicketClaims(iss: issuer, sub: user.id, aud: clientId, iat: iat, exp: iat + configuration.lifetimes.loginTicket,
+                                       jti: Secrets.identifier(), tokenUse: LoginTicketClaims.tokenUse, authTime: iat, amr: amr,
+                                       mfaPending: mfaPending)
+        return try await keys.signingKey(.rs256).sign(claims: claims, type: "JWT")
+    }
+
+    /// Verifies and consumes a ticket presented by `clientId`. Errors are `access_denied` (the user must sign in again).
+    func redeemLoginTicket(_ ticket: String, clientId: String, allowMFAPending: Bool = false) async throws -> LoginTicketClaims {
+        let claims: LoginTicketClaims
+        do {
+            let jws = try CompactJWS(parsing: ticket)
+            try jws.verify(with: try await keys.jwks())
+            claims = try jws.claims(as: LoginTicketClaims.self)
+        } catch {
+            throw OAuthError(.accessDenied, "tkn is not a login ticket of this server")
+        }
+        let now = clock.now
+        guard claims.tokenUse == LoginTicketClaims.tokenUse, claims.iss == issuer else {
+            throw OAuthError(.accessDenied, "tkn is not a login ticket of this server")
+        }
+        guard claims.aud == clientId else { throw OAuthError(.accessDenied, "the login ticket was issued to another application") }
+        guard TimeInterval(claims.exp) > now.timeIntervalSince1970 else { throw OAuthError(.accessDenied, "the login ticket has expired") }
+        guard allowMFAPending || !claims.mfaPending else { throw OAuthError(.accessDenied, "the login ticket still needs a second factor") }
+        guard try await store.consumeTokenId(claims.jti, expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)), now: now) else {
+            logger.warning("login ticket replayed", metadata: ["client": .string(clientId)])
+            throw OAuthError(.accessDenied, "the login ticket was already used")
+        }
+        return claims
+    }
+}

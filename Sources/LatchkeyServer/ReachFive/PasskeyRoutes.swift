@@ -1,0 +1,170 @@
+import Foundation
+import Hummingbird
+import LatchkeyJOSE
+
+/// The reachFive passkey endpoints (`reachfive-wire.md` §2.3, §2.4, §2.5). Public ones name the application with
+/// `client_id`; the ones that change an account take its bearer access token.
+extension IdentityServer {
+    func addPasskeyRoutes(_ router: Router<LatchkeyRequestContext>) {
+        let base = "/identity/v1/webauthn"
+        router.post(RouterPath(base + "/signup-options")) { request, _ in try await self.passkeySignupOptions(request) }
+        router.post(RouterPath(base + "/signup")) { request, _ in try await self.passkeySignup(request) }
+        router.post(RouterPath(base + "/authentication-options")) { request, _ in try await self.passkeyAuthenticationOptions(request) }
+        router.post(RouterPath(base + "/authentication")) { request, _ in try await self.passkeyAuthentication(request) }
+        router.post(RouterPath(base + "/registration-options")) { request, _ in try await self.passkeyRegistrationOptions(request) }
+        router.post(RouterPath(base + "/registration")) { request, _ in try await self.passkeyRegistration(request) }
+        router.get(RouterPath(base + "/registration")) { request, _ in try await self.listPasskeys(request) }
+        router.patch(RouterPath(base + "/registration/:id")) { request, context in try await self.renamePasskey(request, context: context) }
+        router.delete(RouterPath(base + "/registration/:id")) { request, context in try await self.deletePasskey(request, context: context) }
+    }
+
+    /// `{friendly_name, options:{public_key:{…}}}` (reachFive `RegistrationOptions`).
+    private struct RegistrationOptionsBody: Encodable {
+        struct Options: Encodable { var publicKey: PasskeyCreationOptions }
+        var friendlyName: String
+        var options: Options
+    }
+
+    private struct AuthenticationOptionsBody: Encodable { var publicKey: PasskeyRequestOptions }
+
+    private struct DeviceCredentialBody: Encodable {
+        var id: String
+        var friendlyName: String
+        var createdAt: String
+        var lastUsedAt: String?
+        init(_ p: PasskeyRecord) {
+            id = p.id; friendlyName = p.friendlyName
+            createdAt = ISO8601DateFormatter().string(from: p.createdAt)
+            lastUsedAt = p.lastUsedAt.map { ISO8601DateFormatter().string(from: $0) }
+        }
+    }
+
+    private func snakeJSON(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        Response(status: status, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+                 body: .init(byteBuffer: ByteBuffer(bytes: try PasskeyJSON.snakeCase(value))))
+    }
+
+    private func publicClient(_ body: ReachFiveBody) async throws -> ClientConfiguration {
+        let clientId = try body.required("client_id")
+        guard let client = try await store.client(id: clientId)?.configuration else {
+            throw APIError(status: .badRequest, code: "SSE-400", error: "invalid_client", messageKey: "oauth.invalid_client",
+                           userMessage: "This application is not allowed to sign you in.", technical: "unknown client_id")
+        }
+        return client
+    }
+
+    /// Runs a ceremony step, answering its failure as a reachFive `ApiError`.
+    private func passkeyStep<T>(_ body: () async throws -> T) async throws -> T {
+        do { return try await body() } catch let failure as PasskeyFailure { throw failure.apiError }
+    }
+
+    // MARK: Sign-up
+
+    private func passkeySignupOptions(_ request: Request) async throws -> Response {
+        let body = try await ReachFiveBody.read(request)
+        let client = try await publicClient(body)
+        let origin = try body.required("origin")
+        let friendlyName = body.string("friendly_name")
+        var profile: [String: String] = [:]
+        let accepted = Set(configuration.userSchema.claimNames + ["username"])
+        for (name, value) in body.object("profile") ?? [:] where accepted.contains(name) {
+            if let text = value.stringValue { profile[name] = text }
+        }
+        let options = try await passkeyStep {
+            try await beginPasskeySignup(client: client, origin: origin, friendlyName: friendlyName, profile: profile)
+        }
+        return try snakeJSON(RegistrationOptionsBody(friendlyName: friendlyName ?? options.user.name, options: .init(publicKey: options)))
+    }
+
+    private func passkeySignup(_ request: Request) async throws -> Response {
+        let body = try await ReachFiveBody.read(request)
+        let webauthnId = try body.required("webauthn_id")
+        guard let credential = body.object("public_key_credential") else { throw ReachFiveBody.invalid("public_key_credential is required") }
+        let response = try ReachFiveCredential(credential).registration
+        let (user, clientId) = try await passkeyStep { try await finishPasskeySignup(webauthnId: webauthnId, response: response) }
+        return try Responses.json(TicketBody(tkn: try await mintLoginTicket(user: user, clientId: clientId, amr: ["webauthn"])), noStore: true)
+    }
+
+    // MARK: Sign-in
+
+    private func passkeyAuthenticationOptions(_ request: Request) async throws -> Response {
+        let body = try await ReachFiveBody.read(request)
+        let client = try await publicClient(body)
+        let origin = try body.required("origin")
+        var user: UserRecord?
+        if let identifier = body.string("email") ?? body.string("phone_number") ?? body.string("username") {
+            user = try await account(identifier: identifier)
+            // Username-first: an account without passkeys gets the same options as an unknown one (no enumeration);
+            // the authenticator then finds nothing to offer.
+        }
+        let options = try await passkeyStep { try await beginPasskeyAuthentication(client: client, origin: origin, user: user) }
+        return try snakeJSON(AuthenticationOptionsBody(publicKey: options))
+    }
+
+    private func passkeyAuthentication(_ request: Request) async throws -> Response {
+        let body = try await ReachFiveBody.read(request)
+        let assertion = try ReachFiveCredential(body.fields).assertion
+        let result = try await passkeyStep { try await finishPasskeyAuthentication(assertion) }
+        return try Responses.json(TicketBody(tkn: try await mintLoginTicket(user: result.user, clientId: result.clientId, amr: ["webauthn"])),
+                                  noStore: true)
+    }
+
+    // MARK: The signed-in account's passkeys
+
+    private func signedInUser(_ request: Request) async throws -> (UserRecord, ClientConfiguration?) {
+        let caller = try await resourceCaller(request)
+        guard let user = caller.user else { throw OAuthError(.invalidToken, "the access token does not belong to a user") }
+        return (user, try await store.client(id: caller.claims.clientId)?.configuration)
+    }
+
+    private func passkeyRegistrationOptions(_ request: Request) async throws -> Response {
+        let (user, client) = try await signedInUser(request)
+        guard let client else { throw OAuthError(.invalidToken, "the access token's application no longer exists") }
+        let body = try await ReachFiveBody.read(request)
+        let friendlyName = body.string("friendly_name")
+        let options = try await passkeyStep {
+            try await beginPasskeyRegistration(user: user, client: client, origin: try body.required("origin"), friendlyName: friendlyName)
+        }
+        return try snakeJSON(RegistrationOptionsBody(friendlyName: friendlyName ?? user.username, options: .init(publicKey: options)))
+    }
+
+    private func passkeyRegistration(_ request: Request) async throws -> Response {
+        let (user, _) = try await signedInUser(request)
+        let body = try await ReachFiveBody.read(request)
+        let credential = body.object("public_key_credential") ?? body.fields
+        let response = try ReachFiveCredential(credential).registration
+        try await passkeyStep { try await finishPasskeyRegistration(user: user, response: response, friendlyName: body.string("friendly_name")) }
+        return Responses.empty(status: .noContent)
+    }
+
+    private func listPasskeys(_ request: Request) async throws -> Response {
+        let (user, _) = try await signedInUser(request)
+        return try snakeJSON(try await store.passkeys(userId: user.id).map(DeviceCredentialBody.init))
+    }
+
+    private func renamePasskey(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
+        let (user, _) = try await signedInUser(request)
+        let id = try context.parameters.require("id")
+        let name = try await ReachFiveBody.read(request).required("friendly_name")
+        let updated = try await passkeyStep { try await renamePasskey(id: id, of: user, to: name) }
+        return try snakeJSON(DeviceCredentialBody(updated))
+    }
+
+    private func deletePasskey(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
+        let (user, _) = try await signedInUser(request)
+        let id = try context.parameters.require("id")
+        try await passkeyStep { try await deletePasskey(id: id, of: user) }
+        return Responses.empty(status: .noContent)
+    }
+
+    // MARK: Accounts by identifier
+
+    /// The account an identifier names: its username, else the one account whose `email` (or `phone_number`) claim
+    /// it is.
+    func account(identifier: String) async throws -> UserRecord? {
+        if let user = try await store.user(username: identifier) { return user }
+        let claim = identifier.contains("@") ? "email" : "phone_number"
+        let matches = try await store.users(claim: claim, equals: identifier)
+        return matches.count == 1 ? matches.first : nil
+    }
+}

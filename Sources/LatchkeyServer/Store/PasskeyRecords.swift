@@ -1,0 +1,56 @@
+import Foundation
+
+/// A registered passkey (WebAuthn public-key credential). The credential ID is the primary key, so one credential can
+/// never belong to two accounts (WebAuthn §7.1 step 25).
+public struct PasskeyRecord: Sendable, Equatable, Codable {
+    /// base64url of the raw credential ID.
+    public var id: String
+    public var userId: String
+    /// The COSE_Key bytes exactly as the authenticator produced them.
+    public var publicKey: Data
+    public var algorithm: Int
+    public var signCount: UInt32
+    public var aaguid: Data
+    public var friendlyName: String
+    public var attestationFormat: String
+    public var backupEligible: Bool
+    public var backedUp: Bool
+    public var createdAt: Date
+    public var lastUsedAt: Date?
+}
+
+/// One WebAuthn ceremony waiting for the authenticator's answer. The challenge is stored as a SHA-256 digest and the
+/// row is deleted when it is consumed, so a challenge works once.
+public struct PasskeyChallengeRecord: Sendable, Equatable {
+    public enum Ceremony: String, Sendable, Codable {
+        /// A new account and its first passkey (reachFive `signup-options`).
+        case signup
+        /// A passkey added to an existing account.
+        case registration
+        /// A sign-in.
+        case authentication
+    }
+    public var challengeHash: Data
+    public var ceremony: Ceremony
+    public var clientId: String?
+    /// The account (registration; username-first authentication), or the id reserved for the new account (signup).
+    public var userId: String?
+    /// Signup only: the profile to create the account with (JSON of claims).
+    public var profile: [String: String]
+    public var friendlyName: String?
+    /// The origin the options were requested for; the response must come from the same one.
+    public var origin: String
+    public var userVerification: String
+    /// Credential IDs the authenticator was allowed to use (username-first), base64url.
+    public var allowedCredentials: [String]
+    public var createdAt: Date
+    public var expiresAt: Date
+}
+
+/// A link between an account and an external identity (Sign in with Apple `sub`).
+public struct FederatedIdentityRecord: Sendable, Equatable {
+    public var provider: String
+    public var subject: String
+    public var userId: String
+    public var createdAt: Date
+}

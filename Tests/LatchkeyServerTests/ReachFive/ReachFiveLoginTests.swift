@@ -1,0 +1,275 @@
+import Foundation
+import LatchkeyJOSE
+@testable import LatchkeyServer
+import Testing
+
+/// reachFive password sign-in (`/identity/v1/password/login` → `tkn`), the `tkn` exchange on `/oauth/authorize`,
+/// and Sign in with Apple against a stand-in issuer, over loopback HTTP.
+@Suite("reachFive password login, tkn and Sign in with Apple")
+struct ReachFiveLoginTests {
+    static let bundleId = "io.latchkey.demo"
+
+    static func start(apple: AppleStandIn? = nil) async throws -> TestServer {
+        try await TestServer.start { configuration in
+            configuration.clients = configuration.clients.map { client in
+                var client = client
+                if client.clientId == "latchkey-demo" { client.appleBundleIds = [bundleId] }
+                return client
+            }
+            if let apple { configuration.apple.jwksURL = apple.jwksURL }
+        }
+    }
+
+    func passwordLogin(_ server: TestServer, _ body: [String: Any]) async throws -> HTTPResult {
+        try await server.call("POST", "/identity/v1/password/login", token: nil, json: body, contentType: "application/json")
+    }
+
+    /// `GET /oauth/authorize?…&tkn=` (or `provider=apple…`) → the 302 back to the app.
+    func authorize(_ server: TestServer, _ o: AuthorizeOptions, _ extra: [String: String]) async throws -> HTTPResult {
+        var o = o
+        o.extra = extra
+        return try await TestBrowser().get(server.authorizeURL(o).replacingOccurrences(of: "/oauth2/authorize", with: "/oauth/authorize"))
+    }
+
+    func tokens(_ server: TestServer, _ o: AuthorizeOptions, _ extra: [String: String]) async throws -> [String: Any] {
+        let redirect = try await authorize(server, o, extra)
+        #expect(redirect.status == 302)
+        let query = redirect.locationQuery
+        #expect(query["state"] == o.state)
+        #expect(query["iss"] == server.issuer)
+        let code = try #require(query["code"], "no code: \(redirect.location ?? "")")
+        let exchanged = try await server.exchangeCode(code, o)
+        #expect(exchanged.status == 200, "\(exchanged.text)")
+        return try exchanged.json()
+    }
+
+    @Test("password login → tkn → code → tokens; the ID token names the user and carries the nonce")
+    func passwordToTokens() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let login = try await passwordLogin(server, ["email": "demo@example.com", "password": "correct horse battery staple",
+                                                     "grant_type": "password", "client_id": "latchkey-demo", "scope": "openid email"])
+        #expect(login.status == 200, "\(login.text)")
+        let tkn = try #require(try login.json()["tkn"] as? String)
+        #expect(try login.json()["mfa_required"] == nil)
+        let o = AuthorizeOptions()
+        let tokens = try await tokens(server, o, ["tkn": tkn])
+        let claims = try await server.verifiedClaims(try #require(tokens["id_token"] as? String))
+        #expect(claims["email"]?.stringValue == "demo@example.com")
+        #expect(claims["nonce"]?.stringValue == o.nonce)
+        #expect(claims["amr"] == nil || claims["amr"] != nil)  // amr is optional in ID tokens
+    }
+
+    @Test("a tkn works once, only for its application, and not as an access token")
+    func ticketRules() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let login = try await passwordLogin(server, ["username": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
+        let tkn = try #require(try login.json()["tkn"] as? String)
+        // Not an API credential.
+        #expect(try await server.userinfo(tkn).status == 401)
+        // Another application cannot redeem it (and that attempt does not burn it).
+        var other = AuthorizeOptions()
+        other.clientId = "backend"
+        other.redirectUri = "https://backend.example/callback"
+        other.pkce = nil
+        other.scope = "openid"
+        let foreign = try await authorize(server, other, ["tkn": tkn])
+        #expect(foreign.locationQuery["error"] == "access_denied")
+        #expect(foreign.locationQuery["code"] == nil)
+        // First use works, the second is refused.
+        _ = try await tokens(server, AuthorizeOptions(), ["tkn": tkn])
+        let replay = try await authorize(server, AuthorizeOptions(), ["tkn": tkn])
+        #expect(replay.locationQuery["error"] == "access_denied")
+        #expect(replay.locationQuery["error_description"]?.contains("already used") == true)
+        // A forged or altered ticket is refused.
+        let altered = String(tkn.dropLast(3)) + "abc"
+        #expect(try await authorize(server, AuthorizeOptions(), ["tkn": altered]).locationQuery["error"] == "access_denied")
+    }
+
+    @Test("a tkn expires after two minutes")
+    func ticketExpiry() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let login = try await passwordLogin(server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
+        let tkn = try #require(try login.json()["tkn"] as? String)
+        server.advanceClock(121)
+        let late = try await authorize(server, AuthorizeOptions(), ["tkn": tkn])
+        #expect(late.locationQuery["error"] == "access_denied")
+        #expect(late.locationQuery["error_description"]?.contains("expired") == true)
+    }
+
+    @Test("wrong password and unknown account get the same ApiError; missing fields are a 400 with a message key")
+    func passwordFailures() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let wrong = try await passwordLogin(server, ["email": "demo@example.com", "password": "wrong", "client_id": "latchkey-demo"])
+        let unknown = try await passwordLogin(server, ["email": "nobody@example.com", "password": "wrong", "client_id": "latchkey-demo"])
+        for response in [wrong, unknown] {
+            #expect(response.status == 401)
+            let json = try response.json()
+            #expect(json["error_message_key"] as? String == "login.invalid_credentials")
+            #expect((json["error_user_msg"] as? String)?.isEmpty == false)
+            #expect(json["error_id"] != nil)
+            #expect(json["tkn"] == nil)
+        }
+        let missing = try await passwordLogin(server, ["email": "demo@example.com", "client_id": "latchkey-demo"])
+        #expect(missing.status == 400)
+        #expect(try missing.json()["error_message_key"] as? String == "login.missing_fields")
+        let disabled = try await passwordLogin(server, ["username": "disabled@example.com", "password": "disabled password", "client_id": "latchkey-demo"])
+        #expect(try disabled.json()["error_message_key"] as? String == "login.disabled")
+        let badClient = try await passwordLogin(server, ["email": "demo@example.com", "password": "x", "client_id": "nope"])
+        #expect(badClient.status == 400)
+    }
+
+    @Test("five wrong passwords lock the account (login.locked), even for the right password")
+    func lockout() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        for _ in 0..<5 { _ = try await passwordLogin(server, ["email": "demo@example.com", "password": "nope", "client_id": "latchkey-demo"]) }
+        let locked = try await passwordLogin(server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
+        #expect(locked.status == 401)
+        #expect(try locked.json()["error_message_key"] as? String == "login.locked")
+    }
+
+    @Test("an account with a second factor gets an MFA-pending tkn that /oauth/authorize refuses; step-up lists the factors")
+    func mfaStepUp() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let user = try #require(try await server.server.user(username: "demo@example.com"))
+        _ = try await server.server.enrollTOTP(userId: user.id)
+        let login = try await passwordLogin(server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
+        #expect(try login.json()["mfa_required"] as? Bool == true)
+        let tkn = try #require(try login.json()["tkn"] as? String)
+        let refused = try await authorize(server, AuthorizeOptions(), ["tkn": tkn])
+        #expect(refused.locationQuery["error"] == "access_denied")
+        #expect(refused.locationQuery["code"] == nil)
+        let login2 = try await passwordLogin(server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
+        let stepUp = try await server.call("POST", "/identity/v1/mfa/stepup", token: nil,
+                                           json: ["tkn": try #require(try login2.json()["tkn"] as? String), "client_id": "latchkey-demo"],
+                                           contentType: "application/json")
+        #expect(stepUp.status == 200, "\(stepUp.text)")
+        #expect(try stepUp.json()["amr"] as? [String] == ["otp"])
+        #expect(try stepUp.json()["token"] is String)
+    }
+
+    @Test("/identity/v1/config and /identity/v1/userinfo")
+    func configAndUserinfo() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let config = try await TestBrowser().get(server.base + "/identity/v1/config?client_id=latchkey-demo")
+        #expect((try config.json()["scope"] as? String)?.contains("openid") == true)
+        let tokens = try await server.userTokens()
+        let info = try await TestBrowser().get(server.base + "/identity/v1/userinfo", headers: ["Authorization": "Bearer \(tokens.accessToken)"])
+        #expect(try info.json()["email"] as? String == "demo@example.com")
+        let noToken = try await TestBrowser().get(server.base + "/identity/v1/userinfo")
+        #expect(noToken.status == 401)
+        #expect(try noToken.json()["error_message_key"] as? String == "oauth.invalid_token")
+    }
+
+    // MARK: Sign in with Apple
+
+    func apple(_ server: TestServer, token: String, verifier: String?, given: String? = nil, family: String? = nil) async throws -> HTTPResult {
+        var extra = ["provider": "apple:ios", "id_token": token]
+        if let verifier { extra["nonce"] = verifier }
+        if let given { extra["given_name"] = given }
+        if let family { extra["family_name"] = family }
+        var o = AuthorizeOptions()
+        o.nonce = nil
+        return try await authorize(server, o, extra)
+    }
+
+    @Test("Sign in with Apple: a new user is created with the first-time name, then signs in again as the same account")
+    func appleNewAndReturning() async throws {
+        let issuer = try await AppleStandIn.start()
+        let server = try await Self.start(apple: issuer)
+        defer { Task { await server.stop(); await issuer.stop() } }
+        let verifier = PKCEPair().verifier
+        let token = try issuer.identityToken(sub: "001234.apple", bundleId: Self.bundleId, verifier: verifier, email: "ada@privaterelay.appleid.com")
+        var o = AuthorizeOptions()
+        o.nonce = verifier
+        let first = try await tokens(server, o, ["provider": "apple", "id_token": token, "given_name": "Ada", "family_name": "Lovelace"])
+        let claims = try await server.verifiedClaims(try #require(first["id_token"] as? String))
+        #expect(claims["email"]?.stringValue == "ada@privaterelay.appleid.com")
+        #expect(claims["name"]?.stringValue == "Ada Lovelace")
+        #expect(claims["nonce"]?.stringValue == verifier)
+        let sub = try #require(claims["sub"]?.stringValue)
+
+        // Apple sends the name only the first time; the account keeps it and stays the same.
+        let verifier2 = PKCEPair().verifier
+        let again = try issuer.identityToken(sub: "001234.apple", bundleId: Self.bundleId, verifier: verifier2, email: "ada@privaterelay.appleid.com")
+        var o2 = AuthorizeOptions()
+        o2.nonce = verifier2
+        let second = try await tokens(server, o2, ["provider": "apple", "id_token": again])
+        let claims2 = try await server.verifiedClaims(try #require(second["id_token"] as? String))
+        #expect(claims2["sub"]?.stringValue == sub)
+        #expect(claims2["name"]?.stringValue == "Ada Lovelace")
+    }
+
+    @Test("Sign in with Apple with a verified email signs in the existing account with that email")
+    func appleLinksByVerifiedEmail() async throws {
+        let issuer = try await AppleStandIn.start()
+        let server = try await Self.start(apple: issuer)
+        defer { Task { await server.stop(); await issuer.stop() } }
+        let demo = try #require(try await server.server.user(username: "demo@example.com"))
+        let verifier = PKCEPair().verifier
+        let token = try issuer.identityToken(sub: "apple-demo", bundleId: Self.bundleId, verifier: verifier, email: "demo@example.com")
+        var o = AuthorizeOptions()
+        o.nonce = verifier
+        let result = try await tokens(server, o, ["provider": "apple", "id_token": token])
+        #expect(try await server.verifiedClaims(try #require(result["id_token"] as? String))["sub"]?.stringValue == demo.id)
+        // The same email unverified must not take over the account: it gets an account of its own.
+        let verifier2 = PKCEPair().verifier
+        let unverified = try issuer.identityToken(sub: "apple-other", bundleId: Self.bundleId, verifier: verifier2, email: "demo@example.com",
+                                                  emailVerified: false)
+        var o2 = AuthorizeOptions()
+        o2.nonce = verifier2
+        let other = try await tokens(server, o2, ["provider": "apple", "id_token": unverified])
+        #expect(try await server.verifiedClaims(try #require(other["id_token"] as? String))["sub"]?.stringValue != demo.id)
+    }
+
+    @Test("Sign in with Apple refuses: wrong audience, wrong nonce, no nonce, expired, another key, another issuer, garbage",
+          arguments: ["audience", "nonce", "missing-nonce", "expired", "key", "issuer", "garbage"])
+    func appleNegative(_ case_: String) async throws {
+        let issuer = try await AppleStandIn.start()
+        let server = try await Self.start(apple: issuer)
+        defer { Task { await server.stop(); await issuer.stop() } }
+        let verifier = PKCEPair().verifier
+        var sentVerifier: String? = verifier
+        var token: String
+        var expectedKey = "apple.failed"
+        switch case_ {
+        case "audience": token = try issuer.identityToken(sub: "s", bundleId: "com.evil.app", verifier: verifier, email: nil)
+        case "nonce": token = try issuer.identityToken(sub: "s", bundleId: Self.bundleId, verifier: "another-verifier", email: nil)
+        case "missing-nonce":
+            token = try issuer.identityToken(sub: "s", bundleId: Self.bundleId, verifier: verifier, email: nil)
+            sentVerifier = nil
+        case "expired":
+            token = try issuer.identityToken(sub: "s", bundleId: Self.bundleId, verifier: verifier, email: nil,
+                                             issuedAt: Date().addingTimeInterval(-3600), lifetime: 600)
+            expectedKey = "apple.expired"
+        case "key": token = try issuer.identityToken(sub: "s", bundleId: Self.bundleId, verifier: verifier, email: nil,
+                                                     signer: try SigningKey.generate(.rs256))
+        case "issuer": token = try issuer.identityToken(sub: "s", bundleId: Self.bundleId, verifier: verifier, email: nil,
+                                                        issuer: "https://evil.example")
+        default: token = "not.a.jwt"
+        }
+        let response = try await apple(server, token: token, verifier: sentVerifier)
+        #expect(response.status == 302)
+        #expect(response.locationQuery["error"] == "access_denied", "\(case_): \(response.location ?? "")")
+        #expect(response.locationQuery["code"] == nil)
+        #expect(response.locationQuery["error_message_key"] == expectedKey)
+    }
+
+    @Test("an application without apple_bundle_ids accepts no Apple token; unknown providers are refused")
+    func appleNotConfigured() async throws {
+        let issuer = try await AppleStandIn.start()
+        let server = try await TestServer.start { $0.apple.jwksURL = issuer.jwksURL }
+        defer { Task { await server.stop(); await issuer.stop() } }
+        let verifier = PKCEPair().verifier
+        let token = try issuer.identityToken(sub: "s", bundleId: Self.bundleId, verifier: verifier, email: nil)
+        #expect(try await apple(server, token: token, verifier: verifier).locationQuery["error"] == "access_denied")
+        let google = try await authorize(server, AuthorizeOptions(), ["provider": "google", "id_token": token])
+        #expect(google.locationQuery["error"] == "invalid_request")
+    }
+}

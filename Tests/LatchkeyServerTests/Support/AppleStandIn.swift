@@ -1,0 +1,66 @@
+import Crypto
+import Foundation
+import Hummingbird
+import LatchkeyJOSE
+import Logging
+
+/// A stand-in for Apple's identity service: its own RS256 key, published at `/auth/keys` on a loopback port, and
+/// identity tokens shaped like Apple's (`iss`, `aud` = bundle id, `sub`, `nonce`, `email`, `email_verified` as a
+/// string). The server under test is pointed at it through `AppleSettings`.
+final class AppleStandIn: Sendable {
+    static let issuer = "https://appleid.apple.com"
+    let key: SigningKey
+    let port: Int
+    private let task: Task<Void, any Error>
+
+    var jwksURL: URL { URL(string: "http://127.0.0.1:\(port)/auth/keys") ?? URL(fileURLWithPath: "/") }
+
+    static func start() async throws -> AppleStandIn {
+        let key = try SigningKey.generate(.rs256)
+        let jwks = try JSONEncoder().encode(JWKSet(keys: [try key.publicJWK()]))
+        let router = Router()
+        router.get("/auth/keys") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: jwks)))
+        }
+        var logger = Logger(label: "test.apple")
+        logger.logLevel = .critical
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                              onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
+        let task = Task { try await app.run() }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw TestFailure("stand-in Apple issuer did not start") }
+        return AppleStandIn(key: key, port: port, task: task)
+    }
+
+    private init(key: SigningKey, port: Int, task: Task<Void, any Error>) { self.key = key; self.port = port; self.task = task }
+
+    func stop() async { task.cancel(); _ = await task.result }
+
+    struct Claims: Encodable {
+        var iss = AppleStandIn.issuer
+        var aud: String
+        var sub: String
+        var iat: Int
+        var exp: Int
+        var nonce: String?
+        var email: String?
+        var email_verified: String?
+    }
+
+    /// An identity token for `bundleId` whose nonce is S256 of `verifier` (what the app put in Apple's request).
+    func identityToken(sub: String, bundleId: String, verifier: String?, email: String?, emailVerified: Bool = true,
+                       issuedAt: Date = Date(), lifetime: TimeInterval = 600, signer: SigningKey? = nil, issuer: String = AppleStandIn.issuer) throws -> String {
+        try identityToken(sub: sub, bundleId: bundleId, nonceClaim: verifier.map { Base64URL.encode(Data(SHA256.hash(data: Data($0.utf8)))) },
+                          email: email, emailVerified: emailVerified, issuedAt: issuedAt, lifetime: lifetime, signer: signer, issuer: issuer)
+    }
+
+    /// An identity token whose `nonce` claim is exactly `nonceClaim` (what the app passed to Apple).
+    func identityToken(sub: String, bundleId: String, nonceClaim nonce: String?, email: String?, emailVerified: Bool = true,
+                       issuedAt: Date = Date(), lifetime: TimeInterval = 600, signer: SigningKey? = nil, issuer: String = AppleStandIn.issuer) throws -> String {
+        let iat = Int(issuedAt.timeIntervalSince1970)
+        let claims = Claims(iss: issuer, aud: bundleId, sub: sub, iat: iat, exp: iat + Int(lifetime), nonce: nonce, email: email,
+                            email_verified: email == nil ? nil : (emailVerified ? "true" : "false"))
+        return try (signer ?? key).sign(claims: claims, type: nil)
+    }
+}
