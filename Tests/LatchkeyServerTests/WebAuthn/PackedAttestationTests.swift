@@ -6,7 +6,7 @@ import X509
 @testable import LatchkeyServer
 
 @Suite("WebAuthn packed x5c attestation")
-struct PackedAttestationTests {
+struct WebAuthnPackedAttestationTests {
     typealias F = WebAuthnFixture
 
     static func rp(anchors: [Certificate]) -> WebAuthnRelyingParty {
@@ -18,10 +18,10 @@ struct PackedAttestationTests {
         let pki = try TestPKI()
         let authenticator = try SoftwareAuthenticator()
         let response = try authenticator.register(challenge: F.challenge, attestation: .packedX5C(pki))
-        #expect(try F.register(Self.rp(anchors: [pki.root]), response).attestationType == .basic(trustedChain: true))
-        #expect(try F.register(Self.rp(anchors: [pki.intermediate]), response).attestationType == .basic(trustedChain: true))
+        #expect(try F.register(response, rp: Self.rp(anchors: [pki.root])).attestationType == .basic(trustedChain: true))
+        #expect(try F.register(response, rp: Self.rp(anchors: [pki.intermediate])).attestationType == .basic(trustedChain: true))
         let other = try TestPKI()
-        #expect(try F.register(Self.rp(anchors: [other.root, pki.root]), response).attestationType == .basic(trustedChain: true))
+        #expect(try F.register(response, rp: Self.rp(anchors: [other.root, pki.root])).attestationType == .basic(trustedChain: true))
     }
 
     @Test("x5c with no trust anchors is accepted as basic, untrusted")
@@ -36,7 +36,7 @@ struct PackedAttestationTests {
     func otherRoot() throws {
         let response = try SoftwareAuthenticator().register(challenge: F.challenge, attestation: .packedX5C(try TestPKI()))
         F.expectError(.untrustedAttestation("the x5c chain does not lead to a configured trust anchor")) {
-            _ = try F.register(Self.rp(anchors: [try TestPKI().root]), response)
+            _ = try F.register(response, rp: Self.rp(anchors: [try TestPKI().root]))
         }
     }
 
@@ -45,11 +45,11 @@ struct PackedAttestationTests {
         let authenticator = try SoftwareAuthenticator()
         let notCA = try TestPKI(intermediateIsCA: false)
         F.expectError(.untrustedAttestation("certificate 1 issues certificates but is not a CA")) {
-            _ = try F.register(Self.rp(anchors: [notCA.root]), try authenticator.register(challenge: F.challenge, attestation: .packedX5C(notCA)))
+            _ = try F.register(try authenticator.register(challenge: F.challenge, attestation: .packedX5C(notCA)), rp: Self.rp(anchors: [notCA.root]))
         }
         let expired = try TestPKI(intermediateNotAfter: Date(timeIntervalSinceNow: -60))
         F.expectError(.untrustedAttestation("certificate 1 of the chain is outside its validity period")) {
-            _ = try F.register(Self.rp(anchors: [expired.root]), try authenticator.register(challenge: F.challenge, attestation: .packedX5C(expired)))
+            _ = try F.register(try authenticator.register(challenge: F.challenge, attestation: .packedX5C(expired)), rp: Self.rp(anchors: [expired.root]))
         }
         // Without anchors the chain is not evaluated, so the same responses are basic/untrusted.
         #expect(try F.register(try authenticator.register(challenge: F.challenge, attestation: .packedX5C(expired))).attestationType == .basic(trustedChain: false))
@@ -72,8 +72,7 @@ struct PackedAttestationTests {
         }
         // The AAGUID extension is optional.
         let noAAGUID = try TestPKI(aaguid: nil)
-        #expect(try F.register(Self.rp(anchors: [noAAGUID.root]),
-                               try authenticator.register(challenge: F.challenge, attestation: .packedX5C(noAAGUID))).attestationType == .basic(trustedChain: true))
+        #expect(try F.register(try authenticator.register(challenge: F.challenge, attestation: .packedX5C(noAAGUID)), rp: Self.rp(anchors: [noAAGUID.root])).attestationType == .basic(trustedChain: true))
     }
 
     @Test("x5c signature problems and garbage certificates are invalid attestation")
@@ -133,7 +132,7 @@ struct PackedAttestationTests {
 }
 
 @Suite("WebAuthn COSE keys")
-struct COSEKeyTests {
+struct WebAuthnCOSEKeyTests {
     typealias F = WebAuthnFixture
 
     @Test("Valid keys of each algorithm parse and verify", arguments: [COSEAlgorithm.es256, .edDSA, .rs256])

@@ -151,8 +151,10 @@ struct TestPKI: @unchecked Sendable {
             Critical(leafIsCA ? BasicConstraints.isCertificateAuthority(maxPathLength: nil) : .notCertificateAuthority)
         }
         if let aaguid {
-            let value = try DER.Serializer.serialized(element: ASN1OctetString(contentBytes: ArraySlice(aaguid)))
-            try leafExtensions.append(Certificate.Extension(oid: PackedAttestation.aaguidExtension, critical: false, value: value[...]))
+            var serializer = DER.Serializer()
+            try serializer.serialize(ASN1OctetString(contentBytes: ArraySlice(aaguid)))
+            try leafExtensions.append(Certificate.Extension(oid: PackedAttestation.aaguidExtension, critical: false,
+                                                            value: serializer.serializedBytes[...]))
         }
         leaf = try Certificate(
             version: .v3, serialNumber: .init(), publicKey: .init(leafKey.publicKey), notValidBefore: Self.notBefore,
@@ -180,7 +182,7 @@ struct SoftwareAuthenticator: @unchecked Sendable {
 
     init(_ algorithm: COSEAlgorithm = .es256) throws { key = try TestCredentialKey.make(algorithm) }
 
-    static func clientDataJSON(type: String, challenge: Data, origin: String = origin, crossOrigin: Bool? = nil,
+    static func clientDataJSON(type: String, challenge: Data, origin: String = SoftwareAuthenticator.origin, crossOrigin: Bool? = nil,
                                topOrigin: String? = nil) -> Data {
         var json = #"{"type":"\#(type)","challenge":"\#(Base64URL.encode(challenge))","origin":"\#(origin)""#
         if let crossOrigin { json += #","crossOrigin":\#(crossOrigin)"# }
@@ -193,7 +195,7 @@ struct SoftwareAuthenticator: @unchecked Sendable {
     }
 
     /// rpIdHash ‖ flags ‖ signCount ‖ (attested credential data) ‖ (extensions).
-    func authenticatorData(rpId: String = rpId, flags: UInt8, signCount: UInt32, attested: Bool,
+    func authenticatorData(rpId: String = SoftwareAuthenticator.rpId, flags: UInt8, signCount: UInt32, attested: Bool,
                            credentialIdLength: Int? = nil, coseKey: Data? = nil, extensions: CBORValue? = nil) -> Data {
         var data = Data(SHA256.hash(data: Data(rpId.utf8)))
         data.append(flags)
@@ -212,8 +214,8 @@ struct SoftwareAuthenticator: @unchecked Sendable {
     enum Attestation { case none, packedSelf(alg: Int? = nil), packedX5C(TestPKI), format(String, CBORValue) }
 
     /// A registration response: (clientDataJSON, attestationObject).
-    func register(challenge: Data, attestation: Attestation = .none, flags: UInt8 = flags(at: true),
-                  rpId: String = rpId, origin: String = origin, type: String = "webauthn.create",
+    func register(challenge: Data, attestation: Attestation = .none, flags: UInt8 = SoftwareAuthenticator.flags(at: true),
+                  rpId: String = SoftwareAuthenticator.rpId, origin: String = SoftwareAuthenticator.origin, type: String = "webauthn.create",
                   credentialIdLength: Int? = nil, coseKey: Data? = nil) throws -> (clientDataJSON: Data, attestationObject: Data) {
         let clientDataJSON = Self.clientDataJSON(type: type, challenge: challenge, origin: origin)
         let authData = authenticatorData(rpId: rpId, flags: flags, signCount: signCount, attested: flags & 0x40 != 0,
@@ -237,8 +239,8 @@ struct SoftwareAuthenticator: @unchecked Sendable {
     }
 
     /// An authentication response: (clientDataJSON, authenticatorData, signature).
-    func assert(challenge: Data, flags: UInt8 = flags(), signCount: UInt32? = nil, rpId: String = rpId,
-                origin: String = origin, type: String = "webauthn.get", crossOrigin: Bool? = nil)
+    func assert(challenge: Data, flags: UInt8 = SoftwareAuthenticator.flags(), signCount: UInt32? = nil, rpId: String = SoftwareAuthenticator.rpId,
+                origin: String = SoftwareAuthenticator.origin, type: String = "webauthn.get", crossOrigin: Bool? = nil)
         throws -> (clientDataJSON: Data, authenticatorData: Data, signature: Data) {
         let clientDataJSON = Self.clientDataJSON(type: type, challenge: challenge, origin: origin, crossOrigin: crossOrigin)
         let authData = authenticatorData(rpId: rpId, flags: flags, signCount: signCount ?? self.signCount, attested: false)

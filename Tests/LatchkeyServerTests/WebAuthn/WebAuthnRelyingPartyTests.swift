@@ -1,3 +1,4 @@
+import _CryptoExtras
 import Crypto
 import Foundation
 import Testing
@@ -35,13 +36,13 @@ enum WebAuthnFixture {
         }
     }
 
-    static func register(_ rp: WebAuthnRelyingParty = rp, _ response: (clientDataJSON: Data, attestationObject: Data),
-                         challenge: Data = challenge, requireUV: Bool = false) throws -> VerifiedRegistration {
+    static func register(_ response: (clientDataJSON: Data, attestationObject: Data), rp: WebAuthnRelyingParty = WebAuthnFixture.rp,
+                         challenge: Data = WebAuthnFixture.challenge, requireUV: Bool = false) throws -> VerifiedRegistration {
         try rp.verifyRegistration(clientDataJSON: response.clientDataJSON, attestationObject: response.attestationObject,
                                   expectedChallenge: challenge, requireUserVerification: requireUV)
     }
 
-    static func assert(_ rp: WebAuthnRelyingParty = rp, _ response: (clientDataJSON: Data, authenticatorData: Data, signature: Data),
+    static func assert(_ response: (clientDataJSON: Data, authenticatorData: Data, signature: Data), rp: WebAuthnRelyingParty = WebAuthnFixture.rp,
                        key: Data, stored: UInt32 = 0, requireUV: Bool = false, userHandle: Data? = nil,
                        credentialId: Data = Data([1, 2, 3])) throws -> VerifiedAssertion {
         try rp.verifyAssertion(credentialId: credentialId, clientDataJSON: response.clientDataJSON,
@@ -266,9 +267,10 @@ struct WebAuthnRelyingPartyTests {
         json.insert(0x20, at: json.count - 1)
         F.expectError(.invalidSignature) { _ = try F.assert((json, good.authenticatorData, good.signature), key: key) }
 
-        // Another credential's key.
-        let other = try SoftwareAuthenticator(algorithm)
-        F.expectError(.invalidSignature) { _ = try F.assert(good, key: TestCBOR.encode(other.key.cose)) }
+        // Another credential's key (the suites share one RSA key, so mint a fresh one here).
+        let other = algorithm == .rs256 ? TestCredentialKey(kind: .rsa(try _RSA.Signing.PrivateKey(keySize: .bits2048)))
+                                        : try TestCredentialKey.make(algorithm)
+        F.expectError(.invalidSignature) { _ = try F.assert(good, key: TestCBOR.encode(other.cose)) }
     }
 
     @Test("Sign counter must increase unless both are zero")
@@ -304,9 +306,9 @@ struct WebAuthnRelyingPartyTests {
         // Supported by the code, excluded by this relying party's policy — at registration and at assertion.
         var strict = F.rp
         strict.allowedAlgorithms = [.edDSA]
-        F.expectError(.unsupportedAlgorithm(-7)) { _ = try F.register(strict, try authenticator.register(challenge: F.challenge)) }
+        F.expectError(.unsupportedAlgorithm(-7)) { _ = try F.register(try authenticator.register(challenge: F.challenge), rp: strict) }
         F.expectError(.unsupportedAlgorithm(-7)) {
-            _ = try F.assert(strict, try authenticator.assert(challenge: F.challenge), key: TestCBOR.encode(authenticator.key.cose))
+            _ = try F.assert(try authenticator.assert(challenge: F.challenge), rp: strict, key: TestCBOR.encode(authenticator.key.cose))
         }
     }
 
