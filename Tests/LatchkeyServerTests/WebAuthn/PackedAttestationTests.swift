@@ -1,0 +1,177 @@
+import Crypto
+import Foundation
+import SwiftASN1
+import Testing
+import X509
+@testable import LatchkeyServer
+
+@Suite("WebAuthn packed x5c attestation")
+struct WebAuthnPackedAttestationTests {
+    typealias F = WebAuthnFixture
+
+    static func rp(anchors: [Certificate]) -> WebAuthnRelyingParty {
+        WebAuthnRelyingParty(rpId: SoftwareAuthenticator.rpId, allowedOrigins: [SoftwareAuthenticator.origin], trustAnchors: anchors)
+    }
+
+    @Test("x5c verifying to a configured root or intermediate is trusted")
+    func trusted() throws {
+        let pki = try TestPKI()
+        let authenticator = try SoftwareAuthenticator()
+        let response = try authenticator.register(challenge: F.challenge, attestation: .packedX5C(pki))
+        #expect(try F.register(response, rp: Self.rp(anchors: [pki.root])).attestationType == .basic(trustedChain: true))
+        #expect(try F.register(response, rp: Self.rp(anchors: [pki.intermediate])).attestationType == .basic(trustedChain: true))
+        let other = try TestPKI()
+        #expect(try F.register(response, rp: Self.rp(anchors: [other.root, pki.root])).attestationType == .basic(trustedChain: true))
+    }
+
+    @Test("x5c with no trust anchors is accepted as basic, untrusted")
+    func noAnchors() throws {
+        let response = try SoftwareAuthenticator().register(challenge: F.challenge, attestation: .packedX5C(try TestPKI()))
+        let registration = try F.register(response)
+        #expect(registration.attestationType == .basic(trustedChain: false))
+        #expect(registration.format == "packed")
+    }
+
+    @Test("x5c under a different root is untrusted")
+    func otherRoot() throws {
+        let response = try SoftwareAuthenticator().register(challenge: F.challenge, attestation: .packedX5C(try TestPKI()))
+        F.expectError(.untrustedAttestation("the x5c chain does not lead to a configured trust anchor")) {
+            _ = try F.register(response, rp: Self.rp(anchors: [try TestPKI().root]))
+        }
+    }
+
+    @Test("Chain rules: intermediate that is not a CA, expired intermediate")
+    func chainRules() throws {
+        let authenticator = try SoftwareAuthenticator()
+        let notCA = try TestPKI(intermediateIsCA: false)
+        F.expectError(.untrustedAttestation("certificate 1 issues certificates but is not a CA")) {
+            _ = try F.register(try authenticator.register(challenge: F.challenge, attestation: .packedX5C(notCA)), rp: Self.rp(anchors: [notCA.root]))
+        }
+        let expired = try TestPKI(intermediateNotAfter: Date(timeIntervalSinceNow: -60))
+        F.expectError(.untrustedAttestation("certificate 1 of the chain is outside its validity period")) {
+            _ = try F.register(try authenticator.register(challenge: F.challenge, attestation: .packedX5C(expired)), rp: Self.rp(anchors: [expired.root]))
+        }
+        // Without anchors the chain is not evaluated, so the same responses are basic/untrusted.
+        #expect(try F.register(try authenticator.register(challenge: F.challenge, attestation: .packedX5C(expired))).attestationType == .basic(trustedChain: false))
+    }
+
+    @Test("Leaf requirements (§8.2.1): OU, CA flag, AAGUID extension")
+    func leafRequirements() throws {
+        let authenticator = try SoftwareAuthenticator()
+        let noOU = try TestPKI(leafOU: "Something Else")
+        F.expectError(.invalidAttestation("attestation certificate subject OU is not \"Authenticator Attestation\"")) {
+            _ = try F.register(try authenticator.register(challenge: F.challenge, attestation: .packedX5C(noOU)))
+        }
+        let wrongAAGUID = try TestPKI(aaguid: Data(repeating: 0x42, count: 16))
+        F.expectError(.invalidAttestation("AAGUID in the attestation certificate differs from the authenticator data")) {
+            _ = try F.register(try authenticator.register(challenge: F.challenge, attestation: .packedX5C(wrongAAGUID)))
+        }
+        let leafCA = try TestPKI(leafIsCA: true)
+        F.expectError(.invalidAttestation("attestation certificate is a CA certificate")) {
+            _ = try F.register(try authenticator.register(challenge: F.challenge, attestation: .packedX5C(leafCA)))
+        }
+        // The AAGUID extension is optional.
+        let noAAGUID = try TestPKI(aaguid: nil)
+        #expect(try F.register(try authenticator.register(challenge: F.challenge, attestation: .packedX5C(noAAGUID)), rp: Self.rp(anchors: [noAAGUID.root])).attestationType == .basic(trustedChain: true))
+    }
+
+    @Test("x5c signature problems and garbage certificates are invalid attestation")
+    func badStatements() throws {
+        let pki = try TestPKI()
+        let authenticator = try SoftwareAuthenticator()
+        let leafDER = try TestPKI.der(pki.leaf)
+        func statement(alg: Int = -7, sig: Data, x5c: [CBORValue]) -> CBORValue {
+            TestCBOR.map([(.text("alg"), TestCBOR.int(alg)), (.text("sig"), .bytes(sig)), (.text("x5c"), .array(x5c))])
+        }
+        // Signed by the credential key instead of the attestation key.
+        let wrongSigner = try authenticator.register(challenge: F.challenge, attestation: .packedSelf())
+        let object = try CBORDecoder.decode(wrongSigner.attestationObject)
+        let selfSig = object["attStmt"]?["sig"]?.bytesValue ?? Data()
+        let authData = object["authData"]?.bytesValue ?? Data()
+        func response(_ stmt: CBORValue) -> (Data, Data) {
+            (wrongSigner.clientDataJSON, TestCBOR.encode(TestCBOR.map([(.text("fmt"), .text("packed")), (.text("attStmt"), stmt), (.text("authData"), .bytes(authData))])))
+        }
+        F.expectError(.invalidAttestation("packed signature does not verify with the attestation certificate")) {
+            _ = try F.register(response(statement(sig: selfSig, x5c: [.bytes(leafDER)])))
+        }
+        F.expectError(.invalidAttestation("x5c[0] is not a DER X.509 certificate")) {
+            _ = try F.register(response(statement(sig: selfSig, x5c: [.bytes(Data([0x30, 0x03, 0x02, 0x01, 0x01]))])))
+        }
+        F.expectError(.invalidAttestation("x5c is not a non-empty array")) { _ = try F.register(response(statement(sig: selfSig, x5c: []))) }
+        F.expectError(.invalidAttestation("x5c[0] is not a byte string")) { _ = try F.register(response(statement(sig: selfSig, x5c: [.text("cert")]))) }
+        F.expectError(.unsupportedAlgorithm(-65535)) { _ = try F.register(response(statement(alg: -65535, sig: selfSig, x5c: [.bytes(leafDER)]))) }
+        F.expectError(.invalidAttestation("packed statement has no sig")) {
+            _ = try F.register(response(TestCBOR.map([(.text("alg"), TestCBOR.int(-7))])))
+        }
+        F.expectError(.invalidAttestation("packed statement has no integer alg")) {
+            _ = try F.register(response(TestCBOR.map([(.text("sig"), .bytes(selfSig))])))
+        }
+    }
+
+    /// swift-certificates' own `Verifier` with `RFC5280Policy` is the oracle for the synchronous chain validator.
+    @Test("The chain validator agrees with swift-certificates' Verifier + RFC5280Policy")
+    func oracle() async throws {
+        let good = try TestPKI()
+        let cases: [(String, TestPKI, [Certificate])] = [
+            ("valid to root", good, [good.root]),
+            ("valid to intermediate", good, [good.intermediate]),
+            ("other root", good, [try TestPKI().root]),
+            ("intermediate not CA", try TestPKI(intermediateIsCA: false), []),
+            ("expired intermediate", try TestPKI(intermediateNotAfter: Date(timeIntervalSinceNow: -60)), []),
+        ]
+        for (name, pki, explicitAnchors) in cases {
+            let anchors = explicitAnchors.isEmpty ? [pki.root] : explicitAnchors
+            var verifier = Verifier(rootCertificates: CertificateStore(anchors)) { RFC5280Policy() }
+            let result = await verifier.validate(leaf: pki.leaf, intermediates: CertificateStore([pki.intermediate]))
+            let oracleTrusts: Bool
+            if case .validCertificate = result { oracleTrusts = true } else { oracleTrusts = false }
+            let oursTrusts = (try? AttestationChain.validate(leaf: pki.leaf, intermediates: [pki.intermediate], anchors: anchors, now: Date())) != nil
+            #expect(oursTrusts == oracleTrusts, "\(name): ours \(oursTrusts), Verifier \(oracleTrusts)")
+        }
+    }
+}
+
+@Suite("WebAuthn COSE keys")
+struct WebAuthnCOSEKeyTests {
+    typealias F = WebAuthnFixture
+
+    @Test("Valid keys of each algorithm parse and verify", arguments: [COSEAlgorithm.es256, .edDSA, .rs256])
+    func valid(algorithm: COSEAlgorithm) throws {
+        let key = try TestCredentialKey.make(algorithm)
+        let cose = try COSEKey(encoded: TestCBOR.encode(key.cose))
+        #expect(cose.algorithm == algorithm)
+        let message = Data("message".utf8)
+        #expect(cose.isValidSignature(try key.sign(message), for: message))
+        #expect(!cose.isValidSignature(try key.sign(message), for: Data("other".utf8)))
+        #expect(!cose.isValidSignature(Data(), for: message))
+        #expect(!cose.isValidSignature(Data(repeating: 0xff, count: 512), for: message))
+    }
+
+    @Test("kty/crv/alg must agree; coordinates must have the right length and lie on the curve")
+    func invalid() throws {
+        let raw = P256.Signing.PrivateKey().publicKey.rawRepresentation
+        let x = Data(raw.prefix(32)), y = Data(raw.suffix(32))
+        func ec2(kty: Int = 2, alg: Int = -7, crv: Int = 1, x: Data = x, y: Data? = y) -> CBORValue {
+            var pairs: [(CBORValue, CBORValue)] = [(.unsigned(1), TestCBOR.int(kty)), (.unsigned(3), TestCBOR.int(alg)),
+                                                   (TestCBOR.int(-1), TestCBOR.int(crv)), (TestCBOR.int(-2), .bytes(x))]
+            if let y { pairs.append((TestCBOR.int(-3), .bytes(y))) }
+            return TestCBOR.map(pairs)
+        }
+        _ = try COSEKey(cbor: ec2())
+        F.expectMalformed(containing: "kty EC2") { _ = try COSEKey(cbor: ec2(kty: 1)) }
+        F.expectMalformed(containing: "P-256") { _ = try COSEKey(cbor: ec2(crv: 2)) }
+        F.expectMalformed(containing: "32-byte") { _ = try COSEKey(cbor: ec2(x: x.prefix(31))) }
+        F.expectMalformed(containing: "32-byte") { _ = try COSEKey(cbor: ec2(y: nil)) }
+        var offCurve = y
+        offCurve[offCurve.startIndex] ^= 0x01
+        F.expectMalformed(containing: "not a point") { _ = try COSEKey(cbor: ec2(y: offCurve)) }
+        F.expectMalformed(containing: "kty OKP") { _ = try COSEKey(cbor: ec2(alg: -8)) }
+        F.expectMalformed(containing: "no alg") { _ = try COSEKey(cbor: TestCBOR.map([(.unsigned(1), .unsigned(2))])) }
+        F.expectMalformed(containing: "not a map") { _ = try COSEKey(cbor: .array([])) }
+        F.expectMalformed(containing: "COSE key") { _ = try COSEKey(encoded: Data([0xa1])) }
+        // Short RSA keys are refused.
+        let short = TestCBOR.map([(.unsigned(1), .unsigned(3)), (.unsigned(3), TestCBOR.int(-257)),
+                                  (TestCBOR.int(-1), .bytes(Data(repeating: 0xc5, count: 128))), (TestCBOR.int(-2), .bytes(Data([1, 0, 1])))])
+        F.expectMalformed(containing: "RSA key") { _ = try COSEKey(cbor: short) }
+    }
+}
