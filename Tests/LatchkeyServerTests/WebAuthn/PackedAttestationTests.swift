@@ -10,13 +10,13 @@ struct WebAuthnPackedAttestationTests {
     typealias F = WebAuthnFixture
 
     static func rp(anchors: [Certificate]) -> WebAuthnRelyingParty {
-        WebAuthnRelyingParty(rpId: SoftwareAuthenticator.rpId, allowedOrigins: [SoftwareAuthenticator.origin], trustAnchors: anchors)
+        WebAuthnRelyingParty(rpId: TestAuthenticator.rpId, allowedOrigins: [TestAuthenticator.origin], trustAnchors: anchors)
     }
 
     @Test("x5c verifying to a configured root or intermediate is trusted")
     func trusted() throws {
         let pki = try TestPKI()
-        let authenticator = try SoftwareAuthenticator()
+        let authenticator = try TestAuthenticator()
         let response = try authenticator.register(challenge: F.challenge, attestation: .packedX5C(pki))
         #expect(try F.register(response, rp: Self.rp(anchors: [pki.root])).attestationType == .basic(trustedChain: true))
         #expect(try F.register(response, rp: Self.rp(anchors: [pki.intermediate])).attestationType == .basic(trustedChain: true))
@@ -26,7 +26,7 @@ struct WebAuthnPackedAttestationTests {
 
     @Test("x5c with no trust anchors is accepted as basic, untrusted")
     func noAnchors() throws {
-        let response = try SoftwareAuthenticator().register(challenge: F.challenge, attestation: .packedX5C(try TestPKI()))
+        let response = try TestAuthenticator().register(challenge: F.challenge, attestation: .packedX5C(try TestPKI()))
         let registration = try F.register(response)
         #expect(registration.attestationType == .basic(trustedChain: false))
         #expect(registration.format == "packed")
@@ -34,7 +34,7 @@ struct WebAuthnPackedAttestationTests {
 
     @Test("x5c under a different root is untrusted")
     func otherRoot() throws {
-        let response = try SoftwareAuthenticator().register(challenge: F.challenge, attestation: .packedX5C(try TestPKI()))
+        let response = try TestAuthenticator().register(challenge: F.challenge, attestation: .packedX5C(try TestPKI()))
         F.expectError(.untrustedAttestation("the x5c chain does not lead to a configured trust anchor")) {
             _ = try F.register(response, rp: Self.rp(anchors: [try TestPKI().root]))
         }
@@ -42,7 +42,7 @@ struct WebAuthnPackedAttestationTests {
 
     @Test("Chain rules: intermediate that is not a CA, expired intermediate")
     func chainRules() throws {
-        let authenticator = try SoftwareAuthenticator()
+        let authenticator = try TestAuthenticator()
         let notCA = try TestPKI(intermediateIsCA: false)
         F.expectError(.untrustedAttestation("certificate 1 issues certificates but is not a CA")) {
             _ = try F.register(try authenticator.register(challenge: F.challenge, attestation: .packedX5C(notCA)), rp: Self.rp(anchors: [notCA.root]))
@@ -57,7 +57,7 @@ struct WebAuthnPackedAttestationTests {
 
     @Test("Leaf requirements (§8.2.1): OU, CA flag, AAGUID extension")
     func leafRequirements() throws {
-        let authenticator = try SoftwareAuthenticator()
+        let authenticator = try TestAuthenticator()
         let noOU = try TestPKI(leafOU: "Something Else")
         F.expectError(.invalidAttestation("attestation certificate subject OU is not \"Authenticator Attestation\"")) {
             _ = try F.register(try authenticator.register(challenge: F.challenge, attestation: .packedX5C(noOU)))
@@ -78,7 +78,7 @@ struct WebAuthnPackedAttestationTests {
     @Test("x5c signature problems and garbage certificates are invalid attestation")
     func badStatements() throws {
         let pki = try TestPKI()
-        let authenticator = try SoftwareAuthenticator()
+        let authenticator = try TestAuthenticator()
         let leafDER = try TestPKI.der(pki.leaf)
         func statement(alg: Int = -7, sig: Data, x5c: [CBORValue]) -> CBORValue {
             TestCBOR.map([(.text("alg"), TestCBOR.int(alg)), (.text("sig"), .bytes(sig)), (.text("x5c"), .array(x5c))])

@@ -41,7 +41,7 @@ struct WebAuthnFuzzTests {
 
     /// Valid inputs to mutate: attestation objects of every kind we accept, COSE keys, authenticator data with extensions.
     static func corpus() throws -> (attestations: [(Data, Data)], keys: [Data], authData: [Data]) {
-        let es = try SoftwareAuthenticator(.es256), ed = try SoftwareAuthenticator(.edDSA), rsa = try SoftwareAuthenticator(.rs256)
+        let es = try TestAuthenticator(.es256), ed = try TestAuthenticator(.edDSA), rsa = try TestAuthenticator(.rs256)
         let attestations = [
             try es.register(challenge: F.challenge),
             try ed.register(challenge: F.challenge, attestation: .packedSelf()),
@@ -50,7 +50,7 @@ struct WebAuthnFuzzTests {
         ].map { ($0.clientDataJSON, $0.attestationObject) }
         let keys = [es, ed, rsa].map { TestCBOR.encode($0.key.cose) }
         let ext = TestCBOR.map([(.text("credProtect"), .unsigned(2)), (.text("hmac-secret"), .bool(true))])
-        let authData = [es.authenticatorData(flags: SoftwareAuthenticator.flags(at: true, ed: true), signCount: 1, attested: true, extensions: ext)]
+        let authData = [es.authenticatorData(flags: TestAuthenticator.flags(at: true, ed: true), signCount: 1, attested: true, extensions: ext)]
         return (attestations, keys, authData)
     }
 

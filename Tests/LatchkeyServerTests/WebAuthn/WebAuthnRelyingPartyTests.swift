@@ -8,8 +8,8 @@ import X509
 /// Shared fixtures: one relying party, one challenge, and an expectation helper that insists on the exact error.
 enum WebAuthnFixture {
     static let challenge = Data((0..<32).map { UInt8(255 - $0) })
-    static let rp = WebAuthnRelyingParty(rpId: SoftwareAuthenticator.rpId,
-                                         allowedOrigins: [SoftwareAuthenticator.origin, "http://localhost:8090"],
+    static let rp = WebAuthnRelyingParty(rpId: TestAuthenticator.rpId,
+                                         allowedOrigins: [TestAuthenticator.origin, "http://localhost:8090"],
                                          trustAnchors: [])
 
     static func expectError(_ expected: WebAuthnError, sourceLocation: SourceLocation = #_sourceLocation,
@@ -60,11 +60,11 @@ struct WebAuthnRelyingPartyTests {
 
     @Test("Register (none) and authenticate with each algorithm", arguments: [COSEAlgorithm.es256, .edDSA, .rs256])
     func roundTrip(algorithm: COSEAlgorithm) throws {
-        var authenticator = try SoftwareAuthenticator(algorithm)
+        var authenticator = try TestAuthenticator(algorithm)
         let registration = try F.register(try authenticator.register(challenge: F.challenge), requireUV: true)
         #expect(registration.algorithm == algorithm)
         #expect(registration.credentialId == authenticator.credentialId)
-        #expect(registration.aaguid == SoftwareAuthenticator.aaguid)
+        #expect(registration.aaguid == TestAuthenticator.aaguid)
         #expect(registration.format == "none")
         #expect(registration.attestationType == .none)
         #expect(registration.userVerified)
@@ -83,7 +83,7 @@ struct WebAuthnRelyingPartyTests {
 
     @Test("Packed self attestation with each algorithm", arguments: [COSEAlgorithm.es256, .edDSA, .rs256])
     func packedSelf(algorithm: COSEAlgorithm) throws {
-        let authenticator = try SoftwareAuthenticator(algorithm)
+        let authenticator = try TestAuthenticator(algorithm)
         let registration = try F.register(try authenticator.register(challenge: F.challenge, attestation: .packedSelf()))
         #expect(registration.attestationType == .selfAttestation)
         #expect(registration.format == "packed")
@@ -91,11 +91,11 @@ struct WebAuthnRelyingPartyTests {
 
     @Test("Backup flags are reported; both-zero counters are accepted; a second origin works")
     func flagsAndCounters() throws {
-        let authenticator = try SoftwareAuthenticator()
-        let flags = SoftwareAuthenticator.flags(uv: false, be: true, bs: true, at: true)
+        let authenticator = try TestAuthenticator()
+        let flags = TestAuthenticator.flags(uv: false, be: true, bs: true, at: true)
         let registration = try F.register(try authenticator.register(challenge: F.challenge, flags: flags))
         #expect(registration.backupEligible && registration.backedUp && !registration.userVerified)
-        let assertion = try F.assert(try authenticator.assert(challenge: F.challenge, flags: SoftwareAuthenticator.flags(uv: false, be: true, bs: true),
+        let assertion = try F.assert(try authenticator.assert(challenge: F.challenge, flags: TestAuthenticator.flags(uv: false, be: true, bs: true),
                                                               origin: "http://localhost:8090"),
                                      key: registration.publicKeyCOSE, stored: 0)
         #expect(assertion.newSignCount == 0 && assertion.backedUp && !assertion.userVerified)
@@ -105,7 +105,7 @@ struct WebAuthnRelyingPartyTests {
 
     @Test("Wrong origin is refused")
     func wrongOrigin() throws {
-        let authenticator = try SoftwareAuthenticator()
+        let authenticator = try TestAuthenticator()
         F.expectError(.originNotAllowed("https://evil.example")) {
             _ = try F.register(try authenticator.register(challenge: F.challenge, origin: "https://evil.example"))
         }
@@ -117,7 +117,7 @@ struct WebAuthnRelyingPartyTests {
 
     @Test("crossOrigin true is refused")
     func crossOrigin() throws {
-        let authenticator = try SoftwareAuthenticator()
+        let authenticator = try TestAuthenticator()
         let key = TestCBOR.encode(authenticator.key.cose)
         do {
             _ = try F.assert(try authenticator.assert(challenge: F.challenge, crossOrigin: true), key: key)
@@ -131,7 +131,7 @@ struct WebAuthnRelyingPartyTests {
 
     @Test("The ceremony type must match (get vs create)")
     func wrongType() throws {
-        let authenticator = try SoftwareAuthenticator()
+        let authenticator = try TestAuthenticator()
         F.expectError(.wrongType(expected: "webauthn.create")) {
             _ = try F.register(try authenticator.register(challenge: F.challenge, type: "webauthn.get"))
         }
@@ -143,7 +143,7 @@ struct WebAuthnRelyingPartyTests {
 
     @Test("A different challenge is refused")
     func wrongChallenge() throws {
-        let authenticator = try SoftwareAuthenticator()
+        let authenticator = try TestAuthenticator()
         var other = F.challenge
         other[31] ^= 1
         F.expectError(.challengeMismatch) { _ = try F.register(try authenticator.register(challenge: other)) }
@@ -160,7 +160,7 @@ struct WebAuthnRelyingPartyTests {
             #expect(throws: WebAuthnError.self) { try ClientData(Data(json.utf8)) }
         }
         #expect(throws: WebAuthnError.self) { try ClientData(Data(repeating: 0x20, count: ClientData.maxLength + 1)) }
-        let parsed = try ClientData(SoftwareAuthenticator.clientDataJSON(type: "webauthn.get", challenge: F.challenge,
+        let parsed = try ClientData(TestAuthenticator.clientDataJSON(type: "webauthn.get", challenge: F.challenge,
                                                                          crossOrigin: true, topOrigin: "https://top.example"))
         #expect(parsed.crossOrigin && parsed.topOrigin == "https://top.example" && parsed.challenge == F.challenge)
     }
@@ -169,7 +169,7 @@ struct WebAuthnRelyingPartyTests {
 
     @Test("Wrong RP ID hash is refused")
     func wrongRPID() throws {
-        let authenticator = try SoftwareAuthenticator()
+        let authenticator = try TestAuthenticator()
         F.expectError(.rpIdMismatch) { _ = try F.register(try authenticator.register(challenge: F.challenge, rpId: "evil.example")) }
         F.expectError(.rpIdMismatch) {
             _ = try F.assert(try authenticator.assert(challenge: F.challenge, rpId: "sub.example.com"), key: TestCBOR.encode(authenticator.key.cose))
@@ -178,53 +178,53 @@ struct WebAuthnRelyingPartyTests {
 
     @Test("User presence is required; user verification when asked")
     func presenceAndVerification() throws {
-        let authenticator = try SoftwareAuthenticator()
+        let authenticator = try TestAuthenticator()
         let key = TestCBOR.encode(authenticator.key.cose)
         F.expectError(.userNotPresent) {
-            _ = try F.register(try authenticator.register(challenge: F.challenge, flags: SoftwareAuthenticator.flags(up: false, at: true)))
+            _ = try F.register(try authenticator.register(challenge: F.challenge, flags: TestAuthenticator.flags(up: false, at: true)))
         }
         F.expectError(.userNotPresent) {
-            _ = try F.assert(try authenticator.assert(challenge: F.challenge, flags: SoftwareAuthenticator.flags(up: false)), key: key)
+            _ = try F.assert(try authenticator.assert(challenge: F.challenge, flags: TestAuthenticator.flags(up: false)), key: key)
         }
         F.expectError(.userVerificationRequired) {
-            _ = try F.register(try authenticator.register(challenge: F.challenge, flags: SoftwareAuthenticator.flags(uv: false, at: true)), requireUV: true)
+            _ = try F.register(try authenticator.register(challenge: F.challenge, flags: TestAuthenticator.flags(uv: false, at: true)), requireUV: true)
         }
         F.expectError(.userVerificationRequired) {
-            _ = try F.assert(try authenticator.assert(challenge: F.challenge, flags: SoftwareAuthenticator.flags(uv: false)), key: key, requireUV: true)
+            _ = try F.assert(try authenticator.assert(challenge: F.challenge, flags: TestAuthenticator.flags(uv: false)), key: key, requireUV: true)
         }
         // Not required: accepted without UV.
-        _ = try F.assert(try authenticator.assert(challenge: F.challenge, flags: SoftwareAuthenticator.flags(uv: false)), key: key)
+        _ = try F.assert(try authenticator.assert(challenge: F.challenge, flags: TestAuthenticator.flags(uv: false)), key: key)
         F.expectMalformed(containing: "backup state") {
-            _ = try F.assert(try authenticator.assert(challenge: F.challenge, flags: SoftwareAuthenticator.flags(bs: true)), key: key)
+            _ = try F.assert(try authenticator.assert(challenge: F.challenge, flags: TestAuthenticator.flags(bs: true)), key: key)
         }
     }
 
     @Test("Registration without attested credential data is refused")
     func registrationWithoutCredential() throws {
-        let authenticator = try SoftwareAuthenticator()
+        let authenticator = try TestAuthenticator()
         F.expectMalformed(containing: "no attested credential data") {
-            _ = try F.register(try authenticator.register(challenge: F.challenge, flags: SoftwareAuthenticator.flags(at: false)))
+            _ = try F.register(try authenticator.register(challenge: F.challenge, flags: TestAuthenticator.flags(at: false)))
         }
     }
 
     @Test("AT flag with truncated credential data, trailing bytes, credential ID of 1024 bytes")
     func authenticatorDataStructure() throws {
-        let authenticator = try SoftwareAuthenticator()
-        let full = authenticator.authenticatorData(flags: SoftwareAuthenticator.flags(at: true), signCount: 0, attested: true)
+        let authenticator = try TestAuthenticator()
+        let full = authenticator.authenticatorData(flags: TestAuthenticator.flags(at: true), signCount: 0, attested: true)
         _ = try AuthenticatorData(full)
         for cut in [37, 40, 54, 55, 60, full.count - 1] {
             #expect(throws: WebAuthnError.self, "cut at \(cut)") { try AuthenticatorData(full.prefix(cut)) }
         }
         F.expectMalformed(containing: "truncated") { _ = try AuthenticatorData(full.prefix(40)) }
         F.expectMalformed(containing: "trailing") { _ = try AuthenticatorData(full + Data([0])) }
-        let plain = authenticator.authenticatorData(flags: SoftwareAuthenticator.flags(), signCount: 0, attested: false)
+        let plain = authenticator.authenticatorData(flags: TestAuthenticator.flags(), signCount: 0, attested: false)
         F.expectMalformed(containing: "trailing") { _ = try AuthenticatorData(plain + Data([0xa0])) }
         F.expectMalformed(containing: "at least 37") { _ = try AuthenticatorData(plain.prefix(36)) }
         F.expectMalformed(containing: "1024 bytes exceeds 1023") {
-            _ = try AuthenticatorData(authenticator.authenticatorData(flags: SoftwareAuthenticator.flags(at: true), signCount: 0,
+            _ = try AuthenticatorData(authenticator.authenticatorData(flags: TestAuthenticator.flags(at: true), signCount: 0,
                                                                        attested: true, credentialIdLength: 1024))
         }
-        let longest = try AuthenticatorData(authenticator.authenticatorData(flags: SoftwareAuthenticator.flags(at: true), signCount: 0,
+        let longest = try AuthenticatorData(authenticator.authenticatorData(flags: TestAuthenticator.flags(at: true), signCount: 0,
                                                                              attested: true, credentialIdLength: 1023))
         #expect(longest.attestedCredential?.credentialId.count == 1023)
         F.expectMalformed(containing: "1024 bytes exceeds 1023") {
@@ -232,14 +232,14 @@ struct WebAuthnRelyingPartyTests {
         }
         // Extensions: ED flag with a map is parsed; ED without data and extensions without ED are refused.
         let ext = TestCBOR.map([(.text("credProtect"), .unsigned(2))])
-        let withExt = try AuthenticatorData(authenticator.authenticatorData(flags: SoftwareAuthenticator.flags(at: true, ed: true),
+        let withExt = try AuthenticatorData(authenticator.authenticatorData(flags: TestAuthenticator.flags(at: true, ed: true),
                                                                              signCount: 9, attested: true, extensions: ext))
         #expect(withExt.extensions?["credProtect"] == .unsigned(2) && withExt.signCount == 9)
         F.expectMalformed(containing: "ED flag") {
-            _ = try AuthenticatorData(authenticator.authenticatorData(flags: SoftwareAuthenticator.flags(ed: true), signCount: 0, attested: false))
+            _ = try AuthenticatorData(authenticator.authenticatorData(flags: TestAuthenticator.flags(ed: true), signCount: 0, attested: false))
         }
         F.expectMalformed(containing: "trailing") {
-            _ = try AuthenticatorData(authenticator.authenticatorData(flags: SoftwareAuthenticator.flags(), signCount: 0, attested: false, extensions: ext))
+            _ = try AuthenticatorData(authenticator.authenticatorData(flags: TestAuthenticator.flags(), signCount: 0, attested: false, extensions: ext))
         }
     }
 
@@ -247,7 +247,7 @@ struct WebAuthnRelyingPartyTests {
 
     @Test("Tampered signature, authenticator data and clientDataJSON are refused", arguments: [COSEAlgorithm.es256, .edDSA, .rs256])
     func tampering(algorithm: COSEAlgorithm) throws {
-        let authenticator = try SoftwareAuthenticator(algorithm)
+        let authenticator = try TestAuthenticator(algorithm)
         let key = TestCBOR.encode(authenticator.key.cose)
         let good = try authenticator.assert(challenge: F.challenge)
         _ = try F.assert(good, key: key)
@@ -275,7 +275,7 @@ struct WebAuthnRelyingPartyTests {
 
     @Test("Sign counter must increase unless both are zero")
     func signCount() throws {
-        var authenticator = try SoftwareAuthenticator()
+        var authenticator = try TestAuthenticator()
         let key = TestCBOR.encode(authenticator.key.cose)
         authenticator.signCount = 5
         F.expectError(.signCountRegression(stored: 5, received: 5)) { _ = try F.assert(try authenticator.assert(challenge: F.challenge), key: key, stored: 5) }
@@ -294,7 +294,7 @@ struct WebAuthnRelyingPartyTests {
 
     @Test("Unsupported credential algorithms are refused (ES384, PS256, missing from the allowed list)")
     func unsupportedAlgorithm() throws {
-        let authenticator = try SoftwareAuthenticator()
+        let authenticator = try TestAuthenticator()
         let p384 = P384.Signing.PrivateKey().publicKey.rawRepresentation
         let es384 = TestCBOR.encode(TestCBOR.map([(.unsigned(1), .unsigned(2)), (.unsigned(3), TestCBOR.int(-35)), (TestCBOR.int(-1), .unsigned(2)),
                                                   (TestCBOR.int(-2), .bytes(p384.prefix(48))), (TestCBOR.int(-3), .bytes(p384.suffix(48)))]))
@@ -314,7 +314,7 @@ struct WebAuthnRelyingPartyTests {
 
     @Test("Unsupported attestation formats are refused by name", arguments: ["tpm", "fido-u2f", "android-key", "android-safetynet", "apple", "compound", "x-unknown"])
     func unsupportedFormat(format: String) throws {
-        let authenticator = try SoftwareAuthenticator()
+        let authenticator = try TestAuthenticator()
         let statement = TestCBOR.map([(.text("alg"), TestCBOR.int(-7)), (.text("sig"), .bytes(Data([1])))])
         F.expectError(.unsupportedAttestationFormat(format)) {
             _ = try F.register(try authenticator.register(challenge: F.challenge, attestation: .format(format, statement)))
@@ -324,7 +324,7 @@ struct WebAuthnRelyingPartyTests {
 
     @Test("ECDAA packed statements are refused as unsupported")
     func ecdaa() throws {
-        let authenticator = try SoftwareAuthenticator()
+        let authenticator = try TestAuthenticator()
         let statement = TestCBOR.map([(.text("alg"), TestCBOR.int(-260)), (.text("sig"), .bytes(Data([1]))), (.text("ecdaaKeyId"), .bytes(Data([2])))])
         F.expectError(.unsupportedAttestationFormat("packed (ECDAA)")) {
             _ = try F.register(try authenticator.register(challenge: F.challenge, attestation: .format("packed", statement)))
@@ -333,7 +333,7 @@ struct WebAuthnRelyingPartyTests {
 
     @Test("'none' with a non-empty statement is refused")
     func noneWithStatement() throws {
-        let authenticator = try SoftwareAuthenticator()
+        let authenticator = try TestAuthenticator()
         F.expectError(.invalidAttestation("'none' attestation must have an empty statement")) {
             _ = try F.register(try authenticator.register(challenge: F.challenge,
                                                           attestation: .format("none", TestCBOR.map([(.text("sig"), .bytes(Data([1])))]))))
@@ -342,7 +342,7 @@ struct WebAuthnRelyingPartyTests {
 
     @Test("Packed self attestation: mismatched alg and bad signature are refused")
     func packedSelfNegative() throws {
-        let authenticator = try SoftwareAuthenticator()
+        let authenticator = try TestAuthenticator()
         do {
             _ = try F.register(try authenticator.register(challenge: F.challenge, attestation: .packedSelf(alg: -257)))
             Issue.record("mismatched alg accepted")
@@ -362,7 +362,7 @@ struct WebAuthnRelyingPartyTests {
 
     @Test("Malformed attestation objects are refused")
     func malformedAttestationObject() throws {
-        let authenticator = try SoftwareAuthenticator()
+        let authenticator = try TestAuthenticator()
         let good = try authenticator.register(challenge: F.challenge)
         F.expectMalformed(containing: "trailing") { _ = try F.register((good.clientDataJSON, good.attestationObject + Data([0]))) }
         F.expectMalformed(containing: "not a map") { _ = try AttestationObject(TestCBOR.encode(.array([]))) }

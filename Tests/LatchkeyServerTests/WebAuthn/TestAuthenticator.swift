@@ -124,7 +124,7 @@ struct TestPKI: @unchecked Sendable {
     static let notBefore = Date(timeIntervalSinceNow: -3600)
     static let notAfter = Date(timeIntervalSinceNow: 365 * 86400)
 
-    init(leafOU: String = "Authenticator Attestation", aaguid: Data? = SoftwareAuthenticator.aaguid,
+    init(leafOU: String = "Authenticator Attestation", aaguid: Data? = TestAuthenticator.aaguid,
          leafIsCA: Bool = false, intermediateIsCA: Bool = true, intermediateNotAfter: Date = TestPKI.notAfter) throws {
         let rootName = try DistinguishedName { CountryName("US"); OrganizationName("Latchkey Test"); CommonName("Test Root") }
         let intermediateName = try DistinguishedName { CountryName("US"); OrganizationName("Latchkey Test"); CommonName("Test Intermediate") }
@@ -171,7 +171,7 @@ struct TestPKI: @unchecked Sendable {
 
 /// A software authenticator and client in one: it produces the exact bytes a browser would hand to the relying
 /// party (clientDataJSON, attestation objects, assertions), with knobs to break each rule on purpose.
-struct SoftwareAuthenticator: @unchecked Sendable {
+struct TestAuthenticator: @unchecked Sendable {
     static let aaguid = Data((0..<16).map { UInt8($0 &* 17) })
     static let rpId = "example.com"
     static let origin = "https://example.com"
@@ -182,7 +182,7 @@ struct SoftwareAuthenticator: @unchecked Sendable {
 
     init(_ algorithm: COSEAlgorithm = .es256) throws { key = try TestCredentialKey.make(algorithm) }
 
-    static func clientDataJSON(type: String, challenge: Data, origin: String = SoftwareAuthenticator.origin, crossOrigin: Bool? = nil,
+    static func clientDataJSON(type: String, challenge: Data, origin: String = TestAuthenticator.origin, crossOrigin: Bool? = nil,
                                topOrigin: String? = nil) -> Data {
         var json = #"{"type":"\#(type)","challenge":"\#(Base64URL.encode(challenge))","origin":"\#(origin)""#
         if let crossOrigin { json += #","crossOrigin":\#(crossOrigin)"# }
@@ -195,7 +195,7 @@ struct SoftwareAuthenticator: @unchecked Sendable {
     }
 
     /// rpIdHash ‖ flags ‖ signCount ‖ (attested credential data) ‖ (extensions).
-    func authenticatorData(rpId: String = SoftwareAuthenticator.rpId, flags: UInt8, signCount: UInt32, attested: Bool,
+    func authenticatorData(rpId: String = TestAuthenticator.rpId, flags: UInt8, signCount: UInt32, attested: Bool,
                            credentialIdLength: Int? = nil, coseKey: Data? = nil, extensions: CBORValue? = nil) -> Data {
         var data = Data(SHA256.hash(data: Data(rpId.utf8)))
         data.append(flags)
@@ -214,8 +214,8 @@ struct SoftwareAuthenticator: @unchecked Sendable {
     enum Attestation { case none, packedSelf(alg: Int? = nil), packedX5C(TestPKI), format(String, CBORValue) }
 
     /// A registration response: (clientDataJSON, attestationObject).
-    func register(challenge: Data, attestation: Attestation = .none, flags: UInt8 = SoftwareAuthenticator.flags(at: true),
-                  rpId: String = SoftwareAuthenticator.rpId, origin: String = SoftwareAuthenticator.origin, type: String = "webauthn.create",
+    func register(challenge: Data, attestation: Attestation = .none, flags: UInt8 = TestAuthenticator.flags(at: true),
+                  rpId: String = TestAuthenticator.rpId, origin: String = TestAuthenticator.origin, type: String = "webauthn.create",
                   credentialIdLength: Int? = nil, coseKey: Data? = nil) throws -> (clientDataJSON: Data, attestationObject: Data) {
         let clientDataJSON = Self.clientDataJSON(type: type, challenge: challenge, origin: origin)
         let authData = authenticatorData(rpId: rpId, flags: flags, signCount: signCount, attested: flags & 0x40 != 0,
@@ -239,8 +239,8 @@ struct SoftwareAuthenticator: @unchecked Sendable {
     }
 
     /// An authentication response: (clientDataJSON, authenticatorData, signature).
-    func assert(challenge: Data, flags: UInt8 = SoftwareAuthenticator.flags(), signCount: UInt32? = nil, rpId: String = SoftwareAuthenticator.rpId,
-                origin: String = SoftwareAuthenticator.origin, type: String = "webauthn.get", crossOrigin: Bool? = nil)
+    func assert(challenge: Data, flags: UInt8 = TestAuthenticator.flags(), signCount: UInt32? = nil, rpId: String = TestAuthenticator.rpId,
+                origin: String = TestAuthenticator.origin, type: String = "webauthn.get", crossOrigin: Bool? = nil)
         throws -> (clientDataJSON: Data, authenticatorData: Data, signature: Data) {
         let clientDataJSON = Self.clientDataJSON(type: type, challenge: challenge, origin: origin, crossOrigin: crossOrigin)
         let authData = authenticatorData(rpId: rpId, flags: flags, signCount: signCount ?? self.signCount, attested: false)
