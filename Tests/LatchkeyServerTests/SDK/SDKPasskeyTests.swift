@@ -240,7 +240,8 @@ struct SDKPasskeyTests {
         let first = try await client.signIn(payload: .init(), request: signIn)
         let ask = try await client.signIn(payload: .init(flowId: first.flowId, actionId: "action_passkey", inputs: [:]), request: signIn)
         var inputs = try await client.passkeyInputs(for: ask)
-        var signature = try #require(Base64URL.decode(try #require(inputs["signature"])))
+        let encoded = try #require(inputs["signature"])
+        var signature = try #require(Base64URL.decode(encoded))
         signature[signature.count - 1] ^= 0x01
         inputs["signature"] = Base64URL.encode(signature)
         let refused = try await client.signIn(payload: .init(flowId: first.flowId, actionId: "action_assertion", inputs: inputs), request: signIn)
