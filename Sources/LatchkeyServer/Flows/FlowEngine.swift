@@ -95,8 +95,8 @@ struct FlowEngine {
                 return .prompt(prompt)
             }
             action = chosen
-        } else if actions.count == 1, !inputs.isEmpty, !run.submitted.isEmpty {
-            action = actions[0]  // thunderID's single-action auto-select
+        } else if !inputs.isEmpty, !run.submitted.isEmpty, let only = Self.soleSubmitAction(actions) {
+            action = only  // thunderID's single-action auto-select (alternatives such as a passkey button do not count)
         } else {
             return .prompt(prompt)
         }
@@ -112,6 +112,12 @@ struct FlowEngine {
         }
         run.state.additionalData = [:]
         return try await self.run(from: action.next, &run)
+    }
+
+    /// The one action that submits the prompt's inputs, when there is exactly one (`SUBMIT` or untyped).
+    static func soleSubmitAction(_ actions: [FlowActionSpec]) -> FlowActionSpec? {
+        let submitting = actions.filter { ($0.type ?? "SUBMIT") == "SUBMIT" }
+        return submitting.count == 1 ? submitting[0] : nil
     }
 
     /// Presence, options and the declared rules (`regex`, `minLength`, `maxLength` on Unicode code points).

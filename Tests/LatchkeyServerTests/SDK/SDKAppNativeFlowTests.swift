@@ -37,7 +37,7 @@ struct SDKAppNativeFlowTests {
         #expect(first.flowStatus == .promptOnly && first.type == .view && first.flowType == .authentication)
         #expect(first.inputs.map(\.identifier) == ["username", "password"])
         #expect(first.inputs.map(\.type) == ["TEXT_INPUT", "PASSWORD_INPUT"] && first.inputs[1].isSecret && first.inputs.allSatisfy(\.required))
-        #expect(first.actions.map(\.ref) == ["action_001"])
+        #expect(first.actions.map(\.ref) == ["action_001", "action_passkey"])
         // Labels come from the verbose component tree, resolved with /flow/meta translations.
         #expect(first.inputs[0].label == "Username or email" && first.actions[0].label == "Sign in")
         #expect(first.components.first?.label == "Sign in" && first.components.first?.type == "TEXT")
