@@ -71,11 +71,19 @@ extension LatchkeyClient {
             let context = try context()
             let provider = try resolvedCredentialProvider()
             let scopes = request.scopes ?? context.config.scopes
-            let origin = types.contains(.Passkey) ? try originWebAuthn(overriddenBy: request.originWebAuthn)
-                : (try? originWebAuthn(overriddenBy: request.originWebAuthn)) ?? context.config.issuer
+            var origin = context.config.issuer
             var passkeyOptions: PublicKeyCredentialRequestOptions?
             if types.contains(.Passkey) {
-                passkeyOptions = try await authenticationOptions(context, origin: origin, scopes: scopes, username: nil)
+                // A type that cannot be prepared is dropped (as the vendor SDK does); its error is thrown only when
+                // nothing else is left to offer.
+                do {
+                    origin = try originWebAuthn(overriddenBy: request.originWebAuthn)
+                    passkeyOptions = try await authenticationOptions(context, origin: origin, scopes: scopes, username: nil)
+                } catch {
+                    types.removeAll { $0 == .Passkey }
+                    guard !types.isEmpty else { throw error }
+                    logger.notice("passkey sign-in cannot be offered; offering the other credential types", metadata: ["error": "\(error)"])
+                }
             }
             let apple = types.contains(.SignInWithApple) ? PKCEPair() : nil
             let credentialRequest = CredentialRequest(types: types, mode: mode, passkeyOptions: passkeyOptions, origin: origin,
