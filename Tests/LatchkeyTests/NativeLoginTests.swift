@@ -36,7 +36,7 @@ final class ScriptedIdentityServer: HTTPClient, @unchecked Sendable {
     }
 
     func body(of path: String) throws -> [String: JSONValue] {
-        let request = try #require(requests.last { $0.url.path == path })
+        let request = try #require(requests.last { $0.url.path == path && $0.body != nil })
         return try JSONDecoder().decode([String: JSONValue].self, from: try #require(request.body))
     }
     func query(of path: String) throws -> [String: String] {

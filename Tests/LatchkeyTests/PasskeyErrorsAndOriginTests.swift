@@ -50,8 +50,8 @@ struct PasskeyErrorsAndOriginTests {
         """#.utf8))
     }
 
-    @Test(arguments: [
-        (400, "signup.identifier_taken", LatchkeyError.Code.userAlreadyExists, LatchkeyError.Category.requestError),
+    static let mappings: [(Int, String?, LatchkeyError.Code, LatchkeyError.Category)] = [
+        (400, "signup.identifier_taken", .userAlreadyExists, .requestError),
         (401, "login.invalid_credentials", .authenticationFailed, .authFailure),
         (403, "login.locked", .userAccountLocked, .technicalError),
         (403, "login.disabled", .userAccountDisabled, .technicalError),
@@ -68,7 +68,9 @@ struct PasskeyErrorsAndOriginTests {
         (400, nil, .invalidInput, .requestError),
         (401, nil, .authenticationFailed, .authFailure),
         (500, nil, .serverError, .technicalError),
-    ])
+    ]
+
+    @Test(arguments: mappings)
     func apiErrorBodiesMapToSeedCodes(_ status: Int, _ key: String?, _ code: LatchkeyError.Code, _ category: LatchkeyError.Category) {
         let error = IdentityErrorMapping.error(from: Self.apiError(status, key: key))
         #expect(error.code == code)

@@ -210,7 +210,7 @@ enum WebAuthnJSON {
             return v == .null ? nil : v
         }
         private func fail(_ camel: String, _ problem: String) -> LatchkeyError {
-            LatchkeyError(.invalidInput, "passkey \(context): \(style.key(camel)) \(problem)")
+            LatchkeyError(.invalidInput, "passkey \(context): \(style.key(camel))\(problem.hasPrefix("[") ? "" : " ")\(problem)")
         }
 
         func string(_ k: String) throws -> String {
