@@ -66,7 +66,7 @@ def authenticate(key_store, credential_id=None):
 def test_registration_then_authentication_verify(tmp_path, attestation):
     key_store = str(tmp_path / "passkeys.json")
     response, verified = register(key_store, attestation)
-    assert verified.fmt.value == attestation
+    assert getattr(verified.fmt, "value", verified.fmt) == attestation
     assert verified.credential_id == b64url_decode(response["id"])
     assert verified.sign_count == 0
     assert verified.user_verified
