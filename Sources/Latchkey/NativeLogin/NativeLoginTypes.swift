@@ -8,6 +8,7 @@ public typealias PresentationAnchor = ASPresentationAnchor
 /// Stand-in for `ASPresentationAnchor` where AuthenticationServices does not exist (Linux). Nothing is ever
 /// presented there; the type only lets seed code (`NativeLoginRequest(anchor: window)`) compile unchanged.
 open class PresentationAnchor {
+    /// A stand-in anchor.
     public init() {}
 }
 #endif
@@ -22,6 +23,7 @@ open class PresentationAnchor {
 public final class PresentationAnchorBox: @unchecked Sendable {
     private weak var object: AnyObject?
 
+    /// Boxes `anchor` (weakly).
     public init(_ anchor: PresentationAnchor) { object = anchor }
 
     /// The window, while it still exists. Main actor only.
@@ -85,6 +87,7 @@ public struct NativeLoginRequest: Sendable {
     /// ReachFive's analytics tag for the call (`origin` on the wire), not a WebAuthn origin.
     public var origin: String?
 
+    /// A request; every member is optional.
     public init(anchor: PresentationAnchor? = nil, originWebAuthn: String? = nil, scopes: [String]? = nil, origin: String? = nil) {
         self.anchor = anchor.map(PresentationAnchorBox.init); self.originWebAuthn = originWebAuthn; self.scopes = scopes; self.origin = origin
     }
@@ -93,26 +96,42 @@ public struct NativeLoginRequest: Sendable {
 /// The profile of a passkey sign-up (ReachFive `ProfilePasskeySignupRequest`); nil members are left out of the
 /// request. Sent snake_case (`given_name`, `phone_number`, `profile_url` …).
 public struct ProfilePasskeySignupRequest: Sendable, Equatable {
+    /// `email` on the wire.
     public var email: String?
+    /// `phone_number` on the wire.
     public var phoneNumber: String?
+    /// `custom_identifier` on the wire.
     public var customIdentifier: String?
+    /// `given_name` on the wire.
     public var givenName: String?
+    /// `middle_name` on the wire.
     public var middleName: String?
+    /// `family_name` on the wire.
     public var familyName: String?
+    /// `name` on the wire.
     public var name: String?
+    /// `nickname` on the wire.
     public var nickname: String?
     /// `YYYY-MM-DD`.
     public var birthdate: String?
+    /// `profile_url` on the wire.
     public var profileURL: String?
+    /// `picture` on the wire.
     public var picture: String?
+    /// `username` on the wire.
     public var username: String?
+    /// `gender` on the wire.
     public var gender: String?
+    /// `locale` on the wire.
     public var locale: String?
+    /// `bio` on the wire.
     public var bio: String?
+    /// `company` on the wire.
     public var company: String?
     /// Further members, sent as given (`custom_fields`, `consents`, `addresses` …).
     public var extra: [String: JSONValue]
 
+    /// A profile; every member is optional.
     public init(email: String? = nil, phoneNumber: String? = nil, customIdentifier: String? = nil, givenName: String? = nil,
                 middleName: String? = nil, familyName: String? = nil, name: String? = nil, nickname: String? = nil, birthdate: String? = nil,
                 profileURL: String? = nil, picture: String? = nil, username: String? = nil, gender: String? = nil, locale: String? = nil,
@@ -139,15 +158,20 @@ public struct ProfilePasskeySignupRequest: Sendable, Equatable {
 
 /// Seed 004 `PasskeySignupRequest`.
 public struct PasskeySignupRequest: Sendable {
+    /// The new account's profile.
     public var passkeyProfile: ProfilePasskeySignupRequest
     /// The name the system shows for the passkey (sent as `friendly_name`, and used as the credential's user name).
     public var friendlyName: String
+    /// Where the system sheet attaches (Apple platforms); ignored elsewhere.
     public var anchor: PresentationAnchorBox?
+    /// Overrides the configured WebAuthn origin (`scheme://host[:port]`).
     public var originWebAuthn: String?
+    /// Scopes to request; nil uses the configuration's.
     public var scopes: [String]?
     /// Analytics tag (`origin` on the wire).
     public var origin: String?
 
+    /// A sign-up request (seed 004 labels).
     public init(passkeyProfile: ProfilePasskeySignupRequest, friendlyName: String, anchor: PresentationAnchor? = nil,
                 originWebAuthn: String? = nil, scopes: [String]? = nil, origin: String? = nil) {
         self.passkeyProfile = passkeyProfile; self.friendlyName = friendlyName; self.anchor = anchor.map(PresentationAnchorBox.init)
@@ -164,12 +188,16 @@ public struct PasskeySignupRequest: Sendable {
 
 /// Adds a passkey to the signed-in account (ReachFive `NewPasskeyRequest`).
 public struct NewPasskeyRequest: Sendable {
+    /// Where the system sheet attaches (Apple platforms); ignored elsewhere.
     public var anchor: PresentationAnchorBox?
+    /// The passkey's name (`friendly_name` on the wire).
     public var friendlyName: String
+    /// Overrides the configured WebAuthn origin (`scheme://host[:port]`).
     public var originWebAuthn: String?
     /// Analytics tag (`origin` on the wire).
     public var origin: String?
 
+    /// A request to add a passkey.
     public init(anchor: PresentationAnchor? = nil, friendlyName: String, originWebAuthn: String? = nil, origin: String? = nil) {
         self.anchor = anchor.map(PresentationAnchorBox.init); self.friendlyName = friendlyName; self.originWebAuthn = originWebAuthn
         self.origin = origin
@@ -178,12 +206,16 @@ public struct NewPasskeyRequest: Sendable {
 
 /// A passkey registered on the account (`GET /identity/v1/webauthn/registration`).
 public struct DeviceCredential: Sendable, Equatable, Identifiable {
+    /// The passkey's name (`friendly_name` on the wire).
     public var friendlyName: String
     /// The server's registration id (use it to delete or rename).
     public var id: String
+    /// When it was registered (as the server formats it).
     public var createdAt: String?
+    /// When it was last used, if ever.
     public var lastUsedAt: String?
 
+    /// A registered passkey.
     public init(friendlyName: String, id: String, createdAt: String? = nil, lastUsedAt: String? = nil) {
         self.friendlyName = friendlyName; self.id = id; self.createdAt = createdAt; self.lastUsedAt = lastUsedAt
     }
@@ -198,9 +230,11 @@ public struct MfaStepUp: Sendable, Equatable, CustomStringConvertible {
     /// The PKCE verifier whose challenge the step-up request carried; the code that ends the step-up is redeemed with it.
     let codeVerifier: String?
 
+    /// A step-up (without the PKCE verifier, e.g. for tests).
     public init(token: String, amr: [String]) { self.init(token: token, amr: amr, codeVerifier: nil) }
     init(token: String, amr: [String], codeVerifier: String?) { self.token = token; self.amr = amr; self.codeVerifier = codeVerifier }
 
+    /// Never shows the token.
     public var description: String { "MfaStepUp(amr: \(amr))" }
 }
 

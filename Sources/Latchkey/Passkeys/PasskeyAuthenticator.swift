@@ -38,6 +38,7 @@ public protocol PasskeyAuthenticator: Sendable {
 public struct CredentialRequest: Sendable {
     /// Credential types acceptable, in the caller's order (the order a sheet shows them).
     public var types: [ModalAuthorization]
+    /// What to do when nothing is immediately available.
     public var mode: Mode
     /// The server's passkey request options, when `.Passkey` is among `types`.
     public var passkeyOptions: PublicKeyCredentialRequestOptions?
@@ -48,8 +49,10 @@ public struct CredentialRequest: Sendable {
     public var appleNonce: String?
     /// For `.SignInWithApple`: the scopes to request.
     public var appleScopes: [AppleIDScope]
+    /// Where the system sheet attaches (Apple platforms).
     public var anchor: PresentationAnchorBox?
 
+    /// A request; `appleNonce` is required for `.SignInWithApple` to be offered.
     public init(types: [ModalAuthorization], mode: Mode, passkeyOptions: PublicKeyCredentialRequestOptions?, origin: String,
                 appleNonce: String? = nil, appleScopes: [AppleIDScope] = [], anchor: PresentationAnchorBox? = nil) {
         self.types = types; self.mode = mode; self.passkeyOptions = passkeyOptions; self.origin = origin; self.appleNonce = appleNonce
@@ -72,6 +75,7 @@ public enum ProvidedCredential: Sendable, Equatable, CustomStringConvertible, Cu
         case .appleID: "appleID(…)"
         }
     }
+    /// Same as `description`: never shows secrets.
     public var debugDescription: String { description }
 }
 

@@ -8,19 +8,26 @@ import Darwin
 /// One credential of the software authenticator. It contains the **private key** (raw P-256 scalar): whoever can
 /// read a stored passkey can sign in as its user.
 public struct StoredPasskey: Sendable, Equatable, Codable, CustomStringConvertible {
+    /// The credential ID the relying party stores.
     public var credentialId: Data
+    /// The relying party ID the credential is scoped to.
     public var rpId: String
     /// The user handle (`user.id`) the relying party gave at creation; returned in assertions.
     public var userHandle: Data
+    /// The account name shown for the credential.
     public var userName: String
+    /// The display name shown for the credential.
     public var userDisplayName: String
     /// `P256.Signing.PrivateKey.rawRepresentation` (32 bytes).
     public var privateKey: Data
+    /// The signature counter, incremented before every assertion.
     public var signCount: UInt32
     /// Discoverable ("resident") credentials answer requests without an allow list.
     public var discoverable: Bool
+    /// When the credential was created.
     public var createdAt: Date
 
+    /// A stored credential.
     public init(credentialId: Data, rpId: String, userHandle: Data, userName: String, userDisplayName: String, privateKey: Data,
                 signCount: UInt32 = 0, discoverable: Bool = true, createdAt: Date = Date()) {
         self.credentialId = credentialId; self.rpId = rpId; self.userHandle = userHandle; self.userName = userName
@@ -39,6 +46,7 @@ public struct StoredPasskey: Sendable, Equatable, Codable, CustomStringConvertib
         case createdAt = "created_at"
     }
 
+    /// Binary members are unpadded base64url strings in the file.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         func binary(_ key: CodingKeys) throws -> Data {
@@ -58,6 +66,7 @@ public struct StoredPasskey: Sendable, Equatable, Codable, CustomStringConvertib
         createdAt = Date(timeIntervalSince1970: try c.decode(Double.self, forKey: .createdAt))
     }
 
+    /// Writes binary members as unpadded base64url.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(Base64URL.encode(credentialId), forKey: .credentialId)
@@ -85,11 +94,15 @@ public protocol PasskeyKeyStore: Sendable {
 /// Process memory only.
 public actor InMemoryPasskeyKeyStore: PasskeyKeyStore {
     private var items: [StoredPasskey] = []
+    /// A store holding `items`.
     public init(_ items: [StoredPasskey] = []) { self.items = items }
+    /// Every stored credential.
     public func all() -> [StoredPasskey] { items }
+    /// Inserts or replaces by credential ID.
     public func save(_ passkey: StoredPasskey) {
         if let index = items.firstIndex(where: { $0.credentialId == passkey.credentialId }) { items[index] = passkey } else { items.append(passkey) }
     }
+    /// Removes a credential; unknown IDs are ignored.
     public func remove(credentialId: Data) { items.removeAll { $0.credentialId == credentialId } }
 }
 
@@ -104,10 +117,13 @@ public actor FilePasskeyKeyStore: PasskeyKeyStore {
         var passkeys: [StoredPasskey]
     }
 
+    /// The key store file.
     public let url: URL
 
+    /// A store backed by `url` (created on first save, directory 0700, file 0600).
     public init(url: URL) { self.url = url }
 
+    /// Every stored credential; an absent file is an empty store.
     public func all() throws -> [StoredPasskey] {
         guard FileManager.default.fileExists(atPath: url.path) else { return [] }
         let data = try Data(contentsOf: url)
@@ -116,12 +132,14 @@ public actor FilePasskeyKeyStore: PasskeyKeyStore {
         }
     }
 
+    /// Inserts or replaces by credential ID, rewriting the file atomically.
     public func save(_ passkey: StoredPasskey) throws {
         var items = try all()
         if let index = items.firstIndex(where: { $0.credentialId == passkey.credentialId }) { items[index] = passkey } else { items.append(passkey) }
         try write(items)
     }
 
+    /// Removes a credential, rewriting the file atomically; unknown IDs are ignored.
     public func remove(credentialId: Data) throws {
         let items = try all()
         let remaining = items.filter { $0.credentialId != credentialId }

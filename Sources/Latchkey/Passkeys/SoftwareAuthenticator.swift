@@ -21,13 +21,16 @@ public actor SoftwareAuthenticator: PasskeyAuthenticator {
     public static let defaultAAGUID = Data([0x6c, 0x61, 0x74, 0x63, 0x68, 0x6b, 0x65, 0x79, 0x2d, 0x73, 0x77, 0x2d, 0x61, 0x75, 0x74, 0x68])
 
     private let store: any PasskeyKeyStore
+    /// The attestation format of new credentials.
     public let attestation: AttestationFormat
     /// Sets the UV flag (user verified). Turn off to test relying parties that require verification.
     public let userVerified: Bool
+    /// The AAGUID written into attested credential data (16 bytes).
     public let aaguid: Data
     /// Refuse RP IDs that are not the origin's host or a parent domain of it, as browsers do.
     public let checksOriginAgainstRpId: Bool
 
+    /// An authenticator over `store` (in memory by default).
     public init(store: any PasskeyKeyStore = InMemoryPasskeyKeyStore(), attestation: AttestationFormat = .none, userVerified: Bool = true,
                 aaguid: Data = SoftwareAuthenticator.defaultAAGUID, checksOriginAgainstRpId: Bool = true) {
         self.store = store; self.attestation = attestation; self.userVerified = userVerified
@@ -43,6 +46,7 @@ public actor SoftwareAuthenticator: PasskeyAuthenticator {
 
     // MARK: PasskeyAuthenticator
 
+    /// Creates a P-256 credential; refuses an excluded one (`.passkeyFailed`) and options without ES256 (`.passkeyNotSupported`).
     public func createCredential(for options: PublicKeyCredentialCreationOptions, origin: String,
                                  anchor: PresentationAnchorBox? = nil) async throws -> RegistrationCredential {
         let rpId = try effectiveRpId(options.rp.id, origin: origin)
@@ -85,6 +89,7 @@ public actor SoftwareAuthenticator: PasskeyAuthenticator {
                                       transports: ["internal"], authenticatorAttachment: "platform")
     }
 
+    /// Signs with the newest matching credential and increments its counter.
     public func getAssertion(for options: PublicKeyCredentialRequestOptions, origin: String, mode: Mode = .Always,
                              anchor: PresentationAnchorBox? = nil) async throws -> AssertionCredential {
         let rpId = try effectiveRpId(options.rpId, origin: origin)
@@ -108,6 +113,7 @@ public actor SoftwareAuthenticator: PasskeyAuthenticator {
                                    userHandle: passkey.userHandle.isEmpty ? nil : passkey.userHandle, authenticatorAttachment: "platform")
     }
 
+    /// True when a credential for `rpId` matches the allow list (any discoverable one when it is empty).
     public func hasCredential(rpId: String, allowCredentials: [PublicKeyCredentialDescriptor]) async -> Bool {
         ((try? await candidates(rpId: rpId, allow: allowCredentials)) ?? []).isEmpty == false
     }

@@ -8,9 +8,13 @@ import Foundation
 public struct SoftwareCredentialProvider: CredentialProvider {
     /// A saved password (a keychain entry's stand-in).
     public struct SavedPassword: Sendable, Equatable, CustomStringConvertible {
+        /// The account identifier (email, phone number or username).
         public var username: String
+        /// The password (never printed).
         public var password: String
+        /// A saved password.
         public init(username: String, password: String) { self.username = username; self.password = password }
+        /// Never shows the password.
         public var description: String { "SavedPassword(\(username))" }
     }
 
@@ -18,14 +22,19 @@ public struct SoftwareCredentialProvider: CredentialProvider {
     public typealias AppleIDTokenSource = @Sendable (_ nonce: String, _ scopes: [AppleIDScope]) async throws
         -> (identityToken: String, givenName: String?, familyName: String?)
 
+    /// Passkeys; nil offers none.
     public let authenticator: (any PasskeyAuthenticator)?
+    /// Saved passwords; the first one is offered.
     public let passwords: [SavedPassword]
+    /// Sign in with Apple stand-in; nil offers none.
     public let appleIDToken: AppleIDTokenSource?
 
+    /// A provider offering what it is given.
     public init(authenticator: (any PasskeyAuthenticator)? = nil, passwords: [SavedPassword] = [], appleIDToken: AppleIDTokenSource? = nil) {
         self.authenticator = authenticator; self.passwords = passwords; self.appleIDToken = appleIDToken
     }
 
+    /// The first requested type with a credential, following the `CredentialProvider` contract.
     public func credential(for request: CredentialRequest) async throws -> ProvidedCredential {
         for type in request.types {
             try Task.checkCancellation()

@@ -4,15 +4,18 @@ import Foundation
 public struct RegistrationCredential: Sendable, Equatable {
     /// The credential ID, base64url (the `id` member).
     public var id: String
+    /// The credential ID, raw.
     public var rawId: Data
     /// The exact bytes the authenticator's client signed over (`{"type":"webauthn.create", …}`).
     public var clientDataJSON: Data
     /// CBOR `{fmt, attStmt, authData}`.
     public var attestationObject: Data
+    /// How the authenticator can be reached (`internal` for platform authenticators).
     public var transports: [String]?
     /// `platform` or `cross-platform`, when known.
     public var authenticatorAttachment: String?
 
+    /// A registration result; `id` is derived from `rawId`.
     public init(rawId: Data, clientDataJSON: Data, attestationObject: Data, transports: [String]? = nil, authenticatorAttachment: String? = nil) {
         self.id = Base64URL.encode(rawId); self.rawId = rawId; self.clientDataJSON = clientDataJSON
         self.attestationObject = attestationObject; self.transports = transports; self.authenticatorAttachment = authenticatorAttachment
@@ -41,15 +44,20 @@ public struct RegistrationCredential: Sendable, Equatable {
 public struct AssertionCredential: Sendable, Equatable {
     /// The credential ID, base64url.
     public var id: String
+    /// The credential ID, raw.
     public var rawId: Data
+    /// The exact bytes the signature covers (hashed).
     public var clientDataJSON: Data
+    /// RP ID hash, flags, counter (WebAuthn §6.1).
     public var authenticatorData: Data
     /// ES256: an ASN.1 DER ECDSA signature over `authenticatorData || SHA-256(clientDataJSON)`.
     public var signature: Data
     /// The user handle stored with a discoverable credential; nil when the authenticator has none.
     public var userHandle: Data?
+    /// `platform` or `cross-platform`, when known.
     public var authenticatorAttachment: String?
 
+    /// An assertion result; `id` is derived from `rawId`.
     public init(rawId: Data, clientDataJSON: Data, authenticatorData: Data, signature: Data, userHandle: Data?,
                 authenticatorAttachment: String? = nil) {
         self.id = Base64URL.encode(rawId); self.rawId = rawId; self.clientDataJSON = clientDataJSON

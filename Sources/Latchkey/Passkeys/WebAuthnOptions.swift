@@ -21,7 +21,9 @@ public enum WebAuthnJSONStyle: Sendable, Equatable {
 public struct PublicKeyCredentialRpEntity: Sendable, Equatable {
     /// The RP ID (a domain); nil means "the origin's effective domain".
     public var id: String?
+    /// Human-readable name.
     public var name: String
+    /// A relying party.
     public init(id: String?, name: String) { self.id = id; self.name = name }
 }
 
@@ -31,8 +33,11 @@ public struct PublicKeyCredentialUserEntity: Sendable, Equatable {
     public var id: Data
     /// The user handle exactly as the server sent it (ReachFive's `webauthn_id` must echo it unchanged).
     public var encodedId: String
+    /// Human-readable name.
     public var name: String
+    /// The name shown for the account.
     public var displayName: String
+    /// A user; `encodedId` defaults to the base64url of `id`.
     public init(id: Data, encodedId: String? = nil, name: String, displayName: String) {
         self.id = id; self.encodedId = encodedId ?? Base64URL.encode(id); self.name = name; self.displayName = displayName
     }
@@ -40,28 +45,37 @@ public struct PublicKeyCredentialUserEntity: Sendable, Equatable {
 
 /// One acceptable key type (`pubKeyCredParams[]`); `alg` is a COSE algorithm identifier (-7 is ES256).
 public struct PublicKeyCredentialParameters: Sendable, Equatable {
+    /// Always `public-key` today.
     public var type: String
+    /// COSE algorithm identifier.
     public var alg: Int
+    /// An acceptable key type.
     public init(type: String = "public-key", alg: Int) { self.type = type; self.alg = alg }
 }
 
 /// A credential named by the relying party (`allowCredentials[]`, `excludeCredentials[]`).
 public struct PublicKeyCredentialDescriptor: Sendable, Equatable {
+    /// Always `public-key` today.
     public var type: String
     /// The credential ID, decoded.
     public var id: Data
+    /// Transport hints (`internal`, `usb`, `hybrid` …).
     public var transports: [String]?
+    /// A credential descriptor.
     public init(type: String = "public-key", id: Data, transports: [String]? = nil) { self.type = type; self.id = id; self.transports = transports }
 }
 
 /// `authenticatorSelection`.
 public struct AuthenticatorSelectionCriteria: Sendable, Equatable {
+    /// `platform` or `cross-platform`.
     public var authenticatorAttachment: String?
+    /// Level 1 spelling of `residentKey == "required"`.
     public var requireResidentKey: Bool?
     /// `discouraged`, `preferred` or `required`.
     public var residentKey: String?
     /// `discouraged`, `preferred` or `required`.
     public var userVerification: String?
+    /// Selection criteria.
     public init(authenticatorAttachment: String? = nil, requireResidentKey: Bool? = nil, residentKey: String? = nil, userVerification: String? = nil) {
         self.authenticatorAttachment = authenticatorAttachment; self.requireResidentKey = requireResidentKey
         self.residentKey = residentKey; self.userVerification = userVerification
@@ -70,17 +84,24 @@ public struct AuthenticatorSelectionCriteria: Sendable, Equatable {
 
 /// What the relying party asks for when a passkey is created (`PublicKeyCredentialCreationOptions`).
 public struct PublicKeyCredentialCreationOptions: Sendable, Equatable {
+    /// The relying party.
     public var rp: PublicKeyCredentialRpEntity
+    /// The account.
     public var user: PublicKeyCredentialUserEntity
+    /// The challenge, decoded.
     public var challenge: Data
+    /// Acceptable key types, most preferred first.
     public var pubKeyCredParams: [PublicKeyCredentialParameters]
     /// Milliseconds.
     public var timeout: Int?
+    /// Credentials the account already has: an authenticator holding one must refuse.
     public var excludeCredentials: [PublicKeyCredentialDescriptor]
+    /// Requirements on the authenticator.
     public var authenticatorSelection: AuthenticatorSelectionCriteria?
     /// `none`, `indirect`, `direct` or `enterprise`.
     public var attestation: String?
 
+    /// Creation options (ES256 by default).
     public init(rp: PublicKeyCredentialRpEntity, user: PublicKeyCredentialUserEntity, challenge: Data,
                 pubKeyCredParams: [PublicKeyCredentialParameters] = [.init(alg: -7)], timeout: Int? = nil,
                 excludeCredentials: [PublicKeyCredentialDescriptor] = [], authenticatorSelection: AuthenticatorSelectionCriteria? = nil,
@@ -137,15 +158,18 @@ public struct PublicKeyCredentialCreationOptions: Sendable, Equatable {
 
 /// What the relying party asks for when signing in with a passkey (`PublicKeyCredentialRequestOptions`).
 public struct PublicKeyCredentialRequestOptions: Sendable, Equatable {
+    /// The challenge, decoded.
     public var challenge: Data
     /// Milliseconds.
     public var timeout: Int?
+    /// The relying party ID; nil means the origin's host.
     public var rpId: String?
     /// Empty for a discoverable (usernameless) request.
     public var allowCredentials: [PublicKeyCredentialDescriptor]
     /// `discouraged`, `preferred` or `required`.
     public var userVerification: String?
 
+    /// Request options.
     public init(challenge: Data, timeout: Int? = nil, rpId: String?, allowCredentials: [PublicKeyCredentialDescriptor] = [],
                 userVerification: String? = nil) {
         self.challenge = challenge; self.timeout = timeout; self.rpId = rpId; self.allowCredentials = allowCredentials
@@ -169,9 +193,12 @@ public struct PublicKeyCredentialRequestOptions: Sendable, Equatable {
 
 /// ReachFive's answer to `signup-options` and `registration-options`: `{"friendly_name", "options": {"public_key": {…}}}`.
 public struct RegistrationOptions: Sendable, Equatable {
+    /// The passkey name the server echoed.
     public var friendlyName: String?
+    /// The creation options.
     public var options: PublicKeyCredentialCreationOptions
 
+    /// Registration options.
     public init(friendlyName: String?, options: PublicKeyCredentialCreationOptions) { self.friendlyName = friendlyName; self.options = options }
 
     /// Parses the ReachFive body.
