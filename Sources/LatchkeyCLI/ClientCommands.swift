@@ -83,9 +83,15 @@ struct Login: AsyncParsableCommand {
     var noBrowser = false
     @Flag(help: "Sign in right here in the terminal (app-native flow: password, then a one-time code if the account has one).")
     var native = false
+    @Flag(help: "Sign in with a passkey of the software authenticator ($LATCHKEY_HOME/passkeys.json).")
+    var passkey = false
+    @Option(help: "With --passkey: sign in as this account (username-first) instead of picking a discoverable passkey.")
+    var username: String?
+    @OptionGroup var passkeyOptions: PasskeyOptions
 
     func run() async throws {
         try await runClient {
+            if passkey { return try await PasskeyCLI.login(server: server, passkey: passkeyOptions, username: username) }
             let home = CLIHome()
             if native {
                 let client = try await server.client(home: home)
@@ -132,9 +138,14 @@ struct ServerOptions: ParsableArguments {
 struct Signup: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Create an account in the terminal (app-native registration) and sign in.")
     @OptionGroup var server: ServerOptions
+    @Flag(help: "Create the account with a passkey of the software authenticator instead of a password.")
+    var passkey = false
+    @OptionGroup var passkeyOptions: PasskeyOptions
+    @OptionGroup var profile: PasskeySignupOptions
 
     func run() async throws {
         try await runClient {
+            if passkey { return try await PasskeyCLI.signup(server: server, passkey: passkeyOptions, profile: profile) }
             let home = CLIHome()
             let client = try await server.client(home: home)
             let done = try await InteractiveFlow(client: client, request: EmbeddedFlowRequestConfig(flowType: .registration), issuer: server.issuer).run()

@@ -37,6 +37,8 @@ public final class LatchkeyClient: Sendable {
     let flowProgress = Locked<[String: FlowProgress]>([:])
     /// `/flow/meta` answers by application, for resolving component labels.
     let flowMetaCache = Locked<[String: FlowMeta]>([:])
+    /// The passkey authenticator and credential provider of native login (see `LatchkeyClient+NativeLogin.swift`).
+    let nativeLoginSeams = Locked(NativeLoginSeams())
     private let http: any HTTPClient
     private let userAgent: any AuthorizationUserAgent
     let logger: Logger
@@ -149,6 +151,11 @@ public final class LatchkeyClient: Sendable {
             s.pending[stateValue] = pending
         }
         return (url, stateValue)
+    }
+
+    /// Forgets an authorization request that will never complete (its redirect could not be captured).
+    func discardPendingAuthorization(state stateValue: String) {
+        _ = state.withLock { $0.pending.removeValue(forKey: stateValue) }
     }
 
     /// Scheme, host, port and path of the callback equal those of the redirect URI the request named.

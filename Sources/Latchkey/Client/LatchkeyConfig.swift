@@ -32,6 +32,9 @@ public struct LatchkeyConfig: Sendable {
     /// Supplies a platform attestation (Apple App Attest object, base64) sent as `Attestation-Token` when an
     /// app-native sign-in starts; servers require it for `mobile` applications outside development mode.
     public var attestationTokenProvider: (@Sendable () async throws -> String)?
+    /// The WebAuthn origin (`scheme://host[:port]`) of passkey ceremonies; nil uses the issuer's origin.
+    /// See `LatchkeyClient.originWebAuthn(overriddenBy:)`.
+    public var originWebAuthn: String? = nil
 
     public init(baseUrl: String, clientId: String, scopes: [String] = ["openid", "profile", "email"], afterSignInUrl: String? = nil,
                 afterSignOutUrl: String? = nil, applicationId: String? = nil, tokenValidation: TokenValidation = TokenValidation(),

@@ -34,6 +34,15 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
         case canceled = "CANCELED"
         /// A token failed validation (signature, issuer, audience, nonce …).
         case invalidToken = "INVALID_TOKEN"
+        /// No passkey authenticator or credential provider is available on this platform or configuration.
+        case passkeyNotSupported = "PASSKEY_NOT_SUPPORTED"
+        /// The user canceled a passkey ceremony (creation or assertion).
+        case passkeyCanceled = "PASSKEY_CANCELED"
+        /// No passkey matches the request (none stored for the relying party, none in the allow list, or the server
+        /// knows none for the account).
+        case passkeyNoCredential = "PASSKEY_NO_CREDENTIAL"
+        /// A passkey ceremony or its server verification failed (bad options, expired challenge, refused assertion).
+        case passkeyFailed = "PASSKEY_FAILED"
     }
 
     /// ReachFive's error categories (seed 004).
@@ -73,6 +82,11 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
     public var serverCode: String?
     public var apiError: ApiError?
     public var underlying: (any Error & Sendable)?
+    /// With `.mfaRequired` from a ReachFive password login: the step-up to continue with (token and offered methods).
+    public var mfaStepUp: MfaStepUp? = nil
+    /// ReachFive `/identity/…` answers are categorised by their HTTP status alone (400 request error, 401 auth
+    /// failure, anything else technical), as the vendor SDK does; set by the identity API error mapping.
+    var statusCategory: Category? = nil
 
     public init(_ code: Code, _ message: String, statusCode: Int? = nil, serverCode: String? = nil, apiError: ApiError? = nil,
                 underlying: (any Error & Sendable)? = nil) {
@@ -81,8 +95,11 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
     }
 
     public var category: Category {
-        switch code {
-        case .canceled: .authCanceled
+        if let statusCategory { return statusCategory }
+        return switch code {
+        case .canceled, .passkeyCanceled: .authCanceled
+        case .passkeyNoCredential, .passkeyFailed:
+            statusCode == 400 ? .requestError : statusCode == nil || statusCode == 401 ? .authFailure : .technicalError
         case .authenticationFailed, .userAccountLocked, .userAccountDisabled, .sessionExpired, .invalidGrant, .consentRequired,
              .mfaFailed, .invalidToken: .authFailure
         case .invalidInput, .userAlreadyExists, .invitationCodeInvalid, .invitationCodeExpired, .registrationDisabled,

@@ -21,6 +21,8 @@ enum FlowErrorMapping {
         case "FET-1066", "FET-1069": return .consentRequired
         case "FET-1073": return .invitationCodeInvalid
         case "FET-1074": return .invitationCodeExpired
+        case "FET-1016": return .passkeyNoCredential
+        case "FET-1018", "FET-1019": return .passkeyFailed
         case "FET-1090": return .userAccountLocked
         case "FET-1091": return .userAccountDisabled
         case "FET-1092": return .mfaRequired

@@ -1,0 +1,108 @@
+import Foundation
+
+/// The ReachFive identity API (`/identity/v1/…`): JSON bodies and answers, `ApiError` bodies on failure.
+enum IdentityAPI {
+    /// Sends one request and returns the answer when it is 2xx; otherwise throws the mapped `ApiError`.
+    static func send(_ context: ClientContext, _ method: String, _ path: String, body: JSONValue? = nil,
+                     bearer: String? = nil) async throws -> HTTPResponse {
+        var headers = ["Accept": "application/json"]
+        var data: Data?
+        if let body {
+            headers["Content-Type"] = "application/json"
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            data = try encoder.encode(body)
+        }
+        if let bearer { headers["Authorization"] = "Bearer \(bearer)" }
+        let response = try await context.http.send(HTTPRequest(method: method, url: context.endpoint(path), headers: headers, body: data))
+        guard (200..<300).contains(response.status) else { throw IdentityErrorMapping.error(from: response) }
+        return response
+    }
+
+    /// A 2xx answer's JSON object.
+    static func object(_ response: HTTPResponse, _ what: String) throws -> [String: JSONValue] {
+        guard let value = try? JSONDecoder().decode(JSONValue.self, from: response.body), case .object(let o) = value else {
+            throw LatchkeyError(.serverError, "the \(what) answer is not a JSON object", statusCode: response.status)
+        }
+        return o
+    }
+
+    /// The one-time `tkn` of a successful identity call.
+    static func tkn(_ o: [String: JSONValue], _ what: String) throws -> String {
+        guard let tkn = o["tkn"]?.stringValue, !tkn.isEmpty else { throw LatchkeyError(.serverError, "the \(what) answer has no tkn") }
+        return tkn
+    }
+}
+
+/// ReachFive `ApiError` answers → `LatchkeyError`. The code comes from `error_message_key` when the server sent a
+/// known one, else from the status; the category from the status alone (400 request error, 401 auth failure,
+/// anything else technical), as the vendor SDK does. The `ApiError`, status and key are kept.
+enum IdentityErrorMapping {
+    static func code(messageKey: String?, status: Int) -> LatchkeyError.Code {
+        switch messageKey ?? "" {
+        case "passkey.failed", "passkey.expired", "passkey.registration_failed", "passkey.already_registered": return .passkeyFailed
+        case "passkey.unknown", "passkey.not_found", "passkey.none": return .passkeyNoCredential
+        case "apple.failed", "apple.expired", "login.invalid_credentials", "login.throttled": return .authenticationFailed
+        case "login.locked": return .userAccountLocked
+        case "login.disabled": return .userAccountDisabled
+        case "signup.identifier_taken": return .userAlreadyExists
+        case let key where key.hasPrefix("passkey."): return .passkeyFailed
+        case let key where key.hasPrefix("login.") || key.hasPrefix("apple."): return .authenticationFailed
+        default:
+            switch status {
+            case 400: return .invalidInput
+            case 401, 403: return .authenticationFailed
+            case 500...: return .serverError
+            default: return .unknownError
+            }
+        }
+    }
+
+    static func category(status: Int) -> LatchkeyError.Category {
+        status == 400 ? .requestError : status == 401 ? .authFailure : .technicalError
+    }
+
+    static func error(from response: HTTPResponse) -> LatchkeyError {
+        guard let api = try? JSONDecoder().decode(LatchkeyError.ApiError.self, from: response.body),
+              api.error != nil || api.errorMessageKey != nil else {
+            var error = ClientContext.errorFrom(response)
+            error.statusCategory = category(status: response.status)
+            return error
+        }
+        let detail = api.errorDescription ?? api.errorUserMsg ?? "HTTP \(response.status)"
+        var error = LatchkeyError(code(messageKey: api.errorMessageKey, status: response.status), "\(api.error ?? "error"): \(detail)",
+                                  statusCode: response.status, serverCode: api.errorMessageKey ?? api.error, apiError: api)
+        error.statusCategory = category(status: response.status)
+        return error
+    }
+}
+
+/// WebAuthn origins: `scheme://host[:port]`, https (http only on loopback hosts, as browsers allow).
+enum WebAuthnOrigin {
+    /// Validates and serialises an origin: lowercase scheme and host, default port dropped.
+    /// - Parameter stripPath: drop a path (used for the issuer fallback); an explicit origin must not have one.
+    static func serialise(_ value: String, stripPath: Bool = false) throws -> String {
+        func reject(_ why: String) -> LatchkeyError {
+            LatchkeyError(.invalidConfiguration, "originWebAuthn \"\(value)\" is not a valid WebAuthn origin: \(why)")
+        }
+        guard !value.isEmpty, let c = URLComponents(string: value), let rawScheme = c.scheme else { throw reject("expected scheme://host[:port]") }
+        let scheme = rawScheme.lowercased()
+        guard scheme == "https" || scheme == "http" else { throw reject("the scheme must be https (or http on a loopback host)") }
+        guard var host = c.host?.lowercased(), !host.isEmpty else { throw reject("there is no host") }
+        guard c.user == nil, c.password == nil else { throw reject("user information is not allowed") }
+        if !stripPath {
+            guard c.path.isEmpty || c.path == "/" else { throw reject("an origin has no path") }
+            guard c.query == nil, c.fragment == nil else { throw reject("an origin has no query or fragment") }
+        }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        let loopback = host == "localhost" || host.hasSuffix(".localhost") || host == "::1" || host.hasPrefix("127.")
+        guard scheme == "https" || loopback else { throw reject("plain http is allowed only for loopback hosts") }
+        guard host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == ":" }) else { throw reject("the host has invalid characters") }
+        var out = scheme + "://" + (host.contains(":") ? "[\(host)]" : host)
+        if let port = c.port {
+            guard (1...65535).contains(port) else { throw reject("the port is out of range") }
+            if !((scheme == "https" && port == 443) || (scheme == "http" && port == 80)) { out += ":\(port)" }
+        }
+        return out
+    }
+}

@@ -1,0 +1,365 @@
+import Foundation
+
+/// The passkey seams a client was given.
+struct NativeLoginSeams: Sendable {
+    var credentialProvider: (any CredentialProvider)?
+    var passkeyAuthenticator: (any PasskeyAuthenticator)?
+}
+
+/// Native sign-in (seed 002), passkey sign-up (seed 004) and passkey management over the ReachFive identity API.
+///
+/// Every sign-in ends the same way: the server's one-time `tkn` is redeemed through `/oauth/authorize` (the 302 to
+/// the redirect URI is captured, never followed), with this request's own PKCE pair, `state` and `nonce`; the
+/// callback's `state` and `iss` are checked, the code is exchanged and the ID token verified — and the session is
+/// stored like a redirect sign-in's, so `getAccessToken`, `getUser` and `signOut` work afterwards.
+extension LatchkeyClient {
+    /// A client with the passkey seams (see `credentialProvider` and `passkeyAuthenticator`).
+    public convenience init(http: any HTTPClient = URLSessionHTTPClient(), userAgent: any AuthorizationUserAgent = LoopbackUserAgent(),
+                            credentialProvider: (any CredentialProvider)?, passkeyAuthenticator: (any PasskeyAuthenticator)? = nil) {
+        self.init(http: http, userAgent: userAgent)
+        nativeLoginSeams.withLock { $0 = NativeLoginSeams(credentialProvider: credentialProvider, passkeyAuthenticator: passkeyAuthenticator) }
+    }
+
+    /// Supplies the credential the user picks in `login(withRequest:…)`. When nil, a passkey-only provider over
+    /// `passkeyAuthenticator` is used. (On Apple platforms LatchkeyApple will provide the `ASAuthorizationController` one.)
+    public var credentialProvider: (any CredentialProvider)? {
+        get { nativeLoginSeams.withLock { $0.credentialProvider } }
+        set { nativeLoginSeams.withLock { $0.credentialProvider = newValue } }
+    }
+
+    /// Creates passkeys (`signup`, `registerNewPasskey`, thunderID passkey steps) and, without a credential
+    /// provider, signs in with them. `SoftwareAuthenticator` on Linux.
+    public var passkeyAuthenticator: (any PasskeyAuthenticator)? {
+        get { nativeLoginSeams.withLock { $0.passkeyAuthenticator } }
+        set { nativeLoginSeams.withLock { $0.passkeyAuthenticator = newValue } }
+    }
+
+    // MARK: Origin
+
+    /// The WebAuthn origin of passkey ceremonies, validated and serialised as `scheme://host[:port]`: the override,
+    /// else `LatchkeyConfig.originWebAuthn`, else the issuer's origin.
+    /// - Throws: `.invalidConfiguration` for anything that is not an https origin (http only on loopback hosts), has
+    ///   a path, query, fragment or user information; `.sdkNotInitialized` before `initialize`.
+    public func originWebAuthn(overriddenBy override: String? = nil) throws -> String {
+        if let override { return try WebAuthnOrigin.serialise(override) }
+        let config = try context().config
+        if let configured = config.originWebAuthn { return try WebAuthnOrigin.serialise(configured) }
+        return try WebAuthnOrigin.serialise(config.issuer, stripPath: true)
+    }
+
+    // MARK: Sign-in (seed 002)
+
+    /// Signs in with whatever credential the user picks: a passkey, a saved password or Sign in with Apple.
+    ///
+    /// With `.Passkey` the server's options are fetched first (`/identity/v1/webauthn/authentication-options`). For
+    /// `.SignInWithApple` a fresh PKCE pair is made: Apple gets its S256 challenge as nonce and the server the verifier.
+    /// - Parameters:
+    ///   - display: `.IfImmediatelyAvailableCredentials` fails with `.canceled` (`AuthCanceled`) when nothing is
+    ///     available, without UI; `.Always` fails with `.passkeyNoCredential` when a passkey was asked for.
+    /// - Throws: `LatchkeyError` — `.invalidInput` for an empty type list; `.passkeyNotSupported` without a credential
+    ///   provider; `.mfaRequired` (with `mfaStepUp`) when a password sign-in needs a second factor; the server's
+    ///   `ApiError` mapped (`.authenticationFailed`, `.userAccountLocked`, `.passkeyFailed` …). A cancelled calling
+    ///   task is a technical error (`.unknownError`), never `.canceled`.
+    public func login(withRequest request: NativeLoginRequest, usingModalAuthorizationFor requestTypes: [ModalAuthorization],
+                      display mode: Mode) async throws -> AuthToken {
+        try await loading {
+            var types: [ModalAuthorization] = []
+            for type in requestTypes where !types.contains(type) { types.append(type) }
+            guard !types.isEmpty else {
+                throw LatchkeyError(.invalidInput, "usingModalAuthorizationFor is empty: name at least one of .Passkey, .Password, .SignInWithApple")
+            }
+            let context = try context()
+            let provider = try resolvedCredentialProvider()
+            let scopes = request.scopes ?? context.config.scopes
+            var origin = context.config.issuer
+            var passkeyOptions: PublicKeyCredentialRequestOptions?
+            if types.contains(.Passkey) {
+                // A type that cannot be prepared is dropped (as the vendor SDK does); its error is thrown only when
+                // nothing else is left to offer.
+                do {
+                    origin = try originWebAuthn(overriddenBy: request.originWebAuthn)
+                    passkeyOptions = try await authenticationOptions(context, origin: origin, scopes: scopes, username: nil)
+                } catch {
+                    types.removeAll { $0 == .Passkey }
+                    guard !types.isEmpty else { throw error }
+                    logger.notice("passkey sign-in cannot be offered; offering the other credential types", metadata: ["error": "\(error)"])
+                }
+            }
+            let apple = types.contains(.SignInWithApple) ? PKCEPair() : nil
+            let credentialRequest = CredentialRequest(types: types, mode: mode, passkeyOptions: passkeyOptions, origin: origin,
+                                                      appleNonce: apple?.challenge, appleScopes: Self.appleScopes(scopes), anchor: request.anchor)
+            let credential = try await ceremony { try await provider.credential(for: credentialRequest) }
+            switch credential {
+            case .passkey(let assertion):
+                return try await finishPasskeyLogin(assertion, context: context, scopes: scopes, origin: request.origin)
+            case .password(let username, let password):
+                return try await passwordLogin(username: Username.Unspecified(username), password: password, context: context,
+                                               scopes: scopes, origin: request.origin)
+            case .appleID(let identityToken, let givenName, let familyName):
+                guard let apple else { throw LatchkeyError(.unknownError, "the credential provider returned an Apple ID that was not asked for") }
+                return try await authorizeWithoutBrowser(context, scopes: scopes, nonce: apple.verifier, extra: Self.compact([
+                    "provider": "apple", "id_token": identityToken, "given_name": givenName, "family_name": familyName, "origin": request.origin,
+                ]))
+            }
+        }
+    }
+
+    /// Username-first passkey sign-in: the server's options name the account's credentials (`allow_credentials`).
+    /// - Throws: as `login(withRequest:…)`; `.passkeyNoCredential` when the server lists no credential for the account.
+    public func login(withNonDiscoverableUsername username: Username, forRequest request: NativeLoginRequest,
+                      usingModalAuthorizationFor requestTypes: [NonDiscoverableAuthorization], display mode: Mode) async throws -> AuthToken {
+        try await loading {
+            guard requestTypes.contains(.Passkey) else {
+                throw LatchkeyError(.invalidInput, "usingModalAuthorizationFor is empty: name .Passkey")
+            }
+            let context = try context()
+            let provider = try resolvedCredentialProvider()
+            let scopes = request.scopes ?? context.config.scopes
+            let origin = try originWebAuthn(overriddenBy: request.originWebAuthn)
+            let options = try await authenticationOptions(context, origin: origin, scopes: scopes, username: username)
+            guard !options.allowCredentials.isEmpty else {
+                throw LatchkeyError(.passkeyNoCredential, "the server returned no allowCredentials for this account")
+            }
+            let credentialRequest = CredentialRequest(types: [.Passkey], mode: mode, passkeyOptions: options, origin: origin, anchor: request.anchor)
+            guard case .passkey(let assertion) = try await ceremony({ try await provider.credential(for: credentialRequest) }) else {
+                throw LatchkeyError(.unknownError, "the credential provider returned something other than the passkey asked for")
+            }
+            return try await finishPasskeyLogin(assertion, context: context, scopes: scopes, origin: request.origin)
+        }
+    }
+
+    /// Exchanges a native provider's ID token (Sign in with Apple) for a session:
+    /// `/oauth/authorize?provider=…&id_token=…&nonce=<verifier>` with a separate PKCE pair for the code.
+    /// - Parameters:
+    ///   - nonce: the PKCE verifier whose S256 challenge was the provider request's nonce; the server checks
+    ///     `base64url(SHA-256(nonce))` against the token's `nonce` claim, and our ID token then carries it.
+    ///   - givenName, familyName: Apple sends the name on first authorisation only, so it is forwarded.
+    public func login(withProvider provider: String, idToken: String, nonce: String, scope: [String]? = nil, origin: String? = nil,
+                      givenName: String? = nil, familyName: String? = nil) async throws -> AuthToken {
+        try await loading {
+            let context = try context()
+            return try await authorizeWithoutBrowser(context, scopes: scope ?? context.config.scopes, nonce: nonce, extra: Self.compact([
+                "provider": provider, "id_token": idToken, "given_name": givenName, "family_name": familyName, "origin": origin,
+            ]))
+        }
+    }
+
+    // MARK: Passkey sign-up and management (seed 004)
+
+    /// Creates an account with a passkey and signs it in.
+    /// - Throws: `.invalidConfiguration` for a bad `originWebAuthn` (before any network call); `.passkeyNotSupported`
+    ///   without an authenticator; `.userAlreadyExists` (with the field errors in `apiError`) and other mapped
+    ///   `ApiError`s; `.passkeyCanceled` when the user backs out.
+    public func signup(withRequest request: PasskeySignupRequest) async throws -> AuthToken {
+        try await loading {
+            let context = try context()
+            let origin = try originWebAuthn(overriddenBy: request.originWebAuthn)
+            let authenticator = try resolvedAuthenticator()
+            let scopes = request.scopes ?? context.config.scopes
+            let body: [String: JSONValue] = [
+                "origin": .string(origin), "friendly_name": .string(request.friendlyName), "client_id": .string(context.config.clientId),
+                "scope": .string(scopes.joined(separator: " ")), "profile": request.passkeyProfile.wire,
+            ]
+            let optionsResponse = try await IdentityAPI.send(context, "POST", "/identity/v1/webauthn/signup-options", body: .object(body))
+            var registration = try Self.registrationOptions(optionsResponse)
+            // The name the system shows for the passkey is the app's friendly name (as the vendor SDK does).
+            registration.options.user.name = request.friendlyName
+            let credential = try await ceremony {
+                try await authenticator.createCredential(for: registration.options, origin: origin, anchor: request.anchor)
+            }
+            let signup = try await IdentityAPI.send(context, "POST", "/identity/v1/webauthn/signup", body: .object([
+                "webauthn_id": .string(registration.options.user.encodedId), "public_key_credential": credential.reachFiveJSON,
+            ]))
+            let tkn = try IdentityAPI.tkn(try IdentityAPI.object(signup, "passkey sign-up"), "passkey sign-up")
+            return try await authorizeWithoutBrowser(context, scopes: scopes, nonce: nil, extra: Self.compact(["tkn": tkn, "origin": request.origin]))
+        }
+    }
+
+    /// Adds a passkey to the signed-in account.
+    public func registerNewPasskey(withRequest request: NewPasskeyRequest, authToken: AuthToken) async throws {
+        let context = try context()
+        let origin = try originWebAuthn(overriddenBy: request.originWebAuthn)
+        let authenticator = try resolvedAuthenticator()
+        let optionsResponse = try await IdentityAPI.send(context, "POST", "/identity/v1/webauthn/registration-options",
+                                                         body: .object(["origin": .string(origin), "friendly_name": .string(request.friendlyName)]),
+                                                         bearer: authToken.accessToken)
+        var registration = try Self.registrationOptions(optionsResponse)
+        registration.options.user.name = request.friendlyName
+        let credential = try await ceremony {
+            try await authenticator.createCredential(for: registration.options, origin: origin, anchor: request.anchor)
+        }
+        _ = try await IdentityAPI.send(context, "POST", "/identity/v1/webauthn/registration", body: credential.reachFiveJSON,
+                                       bearer: authToken.accessToken)
+    }
+
+    /// The passkeys registered on the signed-in account.
+    public func listWebAuthnCredentials(authToken: AuthToken) async throws -> [DeviceCredential] {
+        let context = try context()
+        let response = try await IdentityAPI.send(context, "GET", "/identity/v1/webauthn/registration", bearer: authToken.accessToken)
+        guard let value = try? JSONDecoder().decode(JSONValue.self, from: response.body), case .array(let items) = value else {
+            throw LatchkeyError(.serverError, "the passkey list is not a JSON array", statusCode: response.status)
+        }
+        return try items.map(Self.deviceCredential)
+    }
+
+    /// Removes a passkey from the signed-in account.
+    public func deleteWebAuthnRegistration(id: String, authToken: AuthToken) async throws {
+        let context = try context()
+        _ = try await IdentityAPI.send(context, "DELETE", "/identity/v1/webauthn/registration/" + (try Self.pathSegment(id)), bearer: authToken.accessToken)
+    }
+
+    /// Renames a passkey of the signed-in account and returns it as the server now has it.
+    @discardableResult
+    public func renameWebAuthnRegistration(id: String, friendlyName: String, authToken: AuthToken) async throws -> DeviceCredential {
+        let context = try context()
+        let response = try await IdentityAPI.send(context, "PATCH", "/identity/v1/webauthn/registration/" + (try Self.pathSegment(id)),
+                                                  body: .object(["friendly_name": .string(friendlyName)]), bearer: authToken.accessToken)
+        return try Self.deviceCredential(.object(try IdentityAPI.object(response, "passkey rename")))
+    }
+
+    /// The session as a seed `AuthToken` (refreshed first when it is about to expire), for the calls that take one.
+    public func authToken(sessionId: String? = nil) async throws -> AuthToken {
+        let context = try context()
+        _ = try await context.tokens.accessToken(sessionId)
+        guard let tokens = try await context.tokens.tokens(sessionId) else { throw LatchkeyError(.sessionExpired, "not signed in") }
+        return AuthToken(tokens)
+    }
+
+    // MARK: Internals
+
+    func resolvedCredentialProvider() throws -> any CredentialProvider {
+        let seams = nativeLoginSeams.withLock { $0 }
+        if let provider = seams.credentialProvider { return provider }
+        if let authenticator = seams.passkeyAuthenticator { return SoftwareCredentialProvider(authenticator: authenticator) }
+        throw LatchkeyError(.passkeyNotSupported, "no CredentialProvider is configured (set LatchkeyClient.credentialProvider)")
+    }
+
+    func resolvedAuthenticator() throws -> any PasskeyAuthenticator {
+        guard let authenticator = nativeLoginSeams.withLock({ $0.passkeyAuthenticator }) else {
+            throw LatchkeyError(.passkeyNotSupported, "no PasskeyAuthenticator is configured (set LatchkeyClient.passkeyAuthenticator)")
+        }
+        return authenticator
+    }
+
+    /// Runs a credential ceremony. A cancelled calling task is reported as a technical error — never `.canceled`,
+    /// which apps read as "no credential, show other options" (and may restart auto-fill on).
+    func ceremony<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        do {
+            let result = try await body()
+            if Task.isCancelled { throw CancellationError() }
+            return result
+        } catch is CancellationError {
+            throw LatchkeyError(.unknownError, "the calling task was canceled", underlying: CancellationError())
+        } catch let error as LatchkeyError {
+            if Task.isCancelled, error.code == .canceled || error.code == .passkeyCanceled {
+                throw LatchkeyError(.unknownError, "the calling task was canceled", underlying: error)
+            }
+            throw error
+        } catch {
+            throw LatchkeyError(.passkeyFailed, "the credential ceremony failed: \(error.localizedDescription)")
+        }
+    }
+
+    private func authenticationOptions(_ context: ClientContext, origin: String, scopes: [String], username: Username?) async throws
+        -> PublicKeyCredentialRequestOptions {
+        var body: [String: JSONValue] = ["client_id": .string(context.config.clientId), "origin": .string(origin),
+                                         "scope": .string(scopes.joined(separator: " "))]
+        if let username { body[username.wire.key] = .string(username.wire.value) }
+        let response = try await IdentityAPI.send(context, "POST", "/identity/v1/webauthn/authentication-options", body: .object(body))
+        do { return try PublicKeyCredentialRequestOptions(json: response.body, style: .reachFive) } catch let error as LatchkeyError {
+            throw LatchkeyError(.serverError, "the server's passkey options are unusable: \(error.message)", statusCode: response.status)
+        }
+    }
+
+    private func finishPasskeyLogin(_ assertion: AssertionCredential, context: ClientContext, scopes: [String], origin: String?) async throws -> AuthToken {
+        let response = try await IdentityAPI.send(context, "POST", "/identity/v1/webauthn/authentication", body: assertion.reachFiveJSON)
+        let tkn = try IdentityAPI.tkn(try IdentityAPI.object(response, "passkey sign-in"), "passkey sign-in")
+        return try await authorizeWithoutBrowser(context, scopes: scopes, nonce: nil, extra: Self.compact(["tkn": tkn, "origin": origin]))
+    }
+
+    private func passwordLogin(username: Username, password: String, context: ClientContext, scopes: [String], origin: String?) async throws -> AuthToken {
+        var body: [String: JSONValue] = [
+            username.wire.key: .string(username.wire.value), "password": .string(password), "grant_type": .string("password"),
+            "client_id": .string(context.config.clientId), "scope": .string(scopes.joined(separator: " ")),
+        ]
+        if let origin { body["origin"] = .string(origin) }
+        let response = try await IdentityAPI.send(context, "POST", "/identity/v1/password/login", body: .object(body))
+        let answer = try IdentityAPI.object(response, "password sign-in")
+        let tkn = try IdentityAPI.tkn(answer, "password sign-in")
+        if answer["mfa_required"]?.boolValue == true {
+            throw try await stepUp(tkn: tkn, context: context, scopes: scopes)
+        }
+        return try await authorizeWithoutBrowser(context, scopes: scopes, nonce: nil, extra: Self.compact(["tkn": tkn, "origin": origin]))
+    }
+
+    /// Starts the MFA step-up of a password sign-in and returns the `.mfaRequired` error that carries it.
+    private func stepUp(tkn: String, context: ClientContext, scopes: [String]) async throws -> LatchkeyError {
+        guard let redirectUri = context.config.afterSignInUrl else {
+            throw LatchkeyError(.invalidConfiguration, "afterSignInUrl (the redirect URI) is not set")
+        }
+        let pkce = PKCEPair()
+        let response = try await IdentityAPI.send(context, "POST", "/identity/v1/mfa/stepup", body: .object([
+            "response_type": .string("code"), "client_id": .string(context.config.clientId), "redirect_uri": .string(redirectUri),
+            "code_challenge": .string(pkce.challenge), "code_challenge_method": .string("S256"),
+            "scope": .string(scopes.joined(separator: " ")), "tkn": .string(tkn),
+        ]))
+        let answer = try IdentityAPI.object(response, "MFA step-up")
+        guard let token = answer["token"]?.stringValue else { throw LatchkeyError(.serverError, "the MFA step-up answer has no token") }
+        let amr = answer["amr"]?.stringArray ?? []
+        var error = LatchkeyError(.mfaRequired, "a second factor is required (\(amr.joined(separator: ", ")))")
+        error.mfaStepUp = MfaStepUp(token: token, amr: amr, codeVerifier: pkce.verifier)
+        return error
+    }
+
+    /// `/oauth/authorize` without a browser: this request's own PKCE/state/nonce, the 302 captured (never followed)
+    /// and completed like a redirect callback (state, iss, error, code exchange, ID-token verification, session stored).
+    func authorizeWithoutBrowser(_ context: ClientContext, scopes: [String], nonce: String?, extra: [String: String]) async throws -> AuthToken {
+        _ = try await context.requireMetadata()  // the authorization endpoint comes from discovery
+        let authorization = try makeAuthorizationURL(options: SignInOptions(extra: extra), sessionId: nil, nonce: nonce, scopes: scopes)
+        do {
+            let response = try await context.http.send(HTTPRequest(url: authorization.url, headers: ["Accept": "application/json"]))
+            guard (300..<400).contains(response.status) else {
+                if response.status >= 400 { throw IdentityErrorMapping.error(from: response) }
+                throw LatchkeyError(.serverError, "the authorization endpoint did not redirect (HTTP \(response.status))", statusCode: response.status)
+            }
+            guard let location = response.location, let callback = URL(string: location, relativeTo: authorization.url)?.absoluteURL else {
+                throw LatchkeyError(.serverError, "the authorization endpoint redirected without a Location", statusCode: response.status)
+            }
+            return AuthToken(try await completeAuthorization(url: callback, context: context))
+        } catch {
+            discardPendingAuthorization(state: authorization.state)
+            throw error
+        }
+    }
+
+    static func registrationOptions(_ response: HTTPResponse) throws -> RegistrationOptions {
+        do { return try RegistrationOptions(json: response.body) } catch let error as LatchkeyError {
+            throw LatchkeyError(.serverError, "the server's passkey creation options are unusable: \(error.message)", statusCode: response.status)
+        }
+    }
+
+    static func deviceCredential(_ value: JSONValue) throws -> DeviceCredential {
+        guard case .object(let o) = value, let id = o["id"]?.stringValue else {
+            throw LatchkeyError(.serverError, "a passkey entry has no id")
+        }
+        return DeviceCredential(friendlyName: o["friendly_name"]?.stringValue ?? "", id: id, createdAt: o["created_at"]?.stringValue,
+                                lastUsedAt: o["last_used_at"]?.stringValue)
+    }
+
+    static func pathSegment(_ id: String) throws -> String {
+        guard !id.isEmpty, let escaped = id.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(["-", "_", "."])) else {
+            throw LatchkeyError(.invalidInput, "the passkey id is empty")
+        }
+        return escaped
+    }
+
+    /// Apple's scopes from the OAuth ones: `email` → email, `profile`/`name` → full name.
+    static func appleScopes(_ scopes: [String]) -> [AppleIDScope] {
+        var out: [AppleIDScope] = []
+        if scopes.contains("email") { out.append(.email) }
+        if scopes.contains("profile") || scopes.contains("name") { out.append(.fullName) }
+        return out
+    }
+
+    static func compact(_ values: [String: String?]) -> [String: String] { values.compactMapValues { $0 } }
+}
