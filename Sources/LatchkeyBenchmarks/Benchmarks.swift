@@ -15,6 +15,7 @@ struct Benchmarks {
         try jose()
         try await tokenEndpoint()
         try await SDKBenchmarks.run()
+        try await PasskeyBenchmarks.run()
     }
 
     /// Runs `body` repeatedly for about `seconds` and returns operations per second.
