@@ -43,10 +43,12 @@ public actor FileStorageAdapter: StorageAdapter {
         guard FileManager.default.createFile(atPath: temporary.path, contents: value, attributes: [.posixPermissions: 0o600]) else {
             throw LatchkeyError(.unknownError, "cannot write \(temporary.path)")
         }
-        if FileManager.default.fileExists(atPath: file.path) {
-            _ = try FileManager.default.replaceItemAt(file, withItemAt: temporary)
-        } else {
-            try FileManager.default.moveItem(at: temporary, to: file)
+        // rename(2) replaces the old file atomically. (Foundation's replaceItemAt fails on Linux when the target
+        // exists, which broke a second sign-in on the same machine.)
+        guard rename(temporary.path, file.path) == 0 else {
+            let code = errno
+            try? FileManager.default.removeItem(at: temporary)
+            throw LatchkeyError(.unknownError, "cannot replace \(file.path) (errno \(code))")
         }
     }
 
