@@ -38,8 +38,20 @@ extension IdentityServer {
         return .accepted(user)
     }
 
-    /// Whole minutes until `until`, rounded up, as text.
-    func minutesUntil(_ until: Date) -> String {
-        Self.minutes(Int(until.timeIntervalSince(clock.now).rounded(.up)))
+}
+
+extension PasswordCheck {
+    /// What to tell the person for a refused outcome: catalog key (`login.*`), arguments and English, the same on
+    /// the hosted page, in the flows and anywhere else a password is checked; nil when the password was accepted.
+    /// `{minutes}` carries whole minutes, rendered as a localized duration by the catalog.
+    func userMessage(now: Date) -> LocalizedMessage? {
+        switch self {
+        case .accepted: nil
+        case .throttled(let seconds): LocalizedMessage("login.throttled", ["minutes": String(MessageCatalog.minutes(seconds: seconds))])
+        case .locked(let until):
+            LocalizedMessage("login.locked", ["minutes": String(MessageCatalog.minutes(seconds: Int(until.timeIntervalSince(now).rounded(.up))))])
+        case .rejected: LocalizedMessage("login.invalid_credentials")
+        case .disabled: LocalizedMessage("login.disabled")
+        }
     }
 }
