@@ -26,13 +26,14 @@ public enum LanguagePreferences {
     /// whole tags still find the language. Nil for an empty list.
     public static func acceptLanguage(_ tags: [String]) -> String? {
         var expanded: [String] = []
-        let lowered = Set(tags.map { $0.lowercased() })
-        for tag in tags {
-            if !expanded.contains(where: { $0.caseInsensitiveCompare(tag) == .orderedSame }) { expanded.append(tag) }
-            if let base = tag.split(separator: "-").first.map(String.init), base.count < tag.count, !lowered.contains(base.lowercased()),
-               !expanded.contains(where: { $0.caseInsensitiveCompare(base) == .orderedSame }) {
-                expanded.append(base)
-            }
+        let lowered = tags.map { $0.lowercased() }
+        func base(_ tag: String) -> String { tag.split(separator: "-").first.map { String($0).lowercased() } ?? tag.lowercased() }
+        for (index, tag) in tags.enumerated() {
+            expanded.append(tag)
+            // After the last tag of a language, its bare language (unless listed): `fr-CA, en` → `fr-CA, fr, en`.
+            let language = base(tag)
+            let isLastOfLanguage = !tags[(index + 1)...].contains { base($0) == language }
+            if isLastOfLanguage, language != tag.lowercased(), !lowered.contains(language) { expanded.append(language) }
         }
         guard !expanded.isEmpty else { return nil }
         return expanded.prefix(10).enumerated().map { index, tag in
@@ -42,12 +43,18 @@ public enum LanguagePreferences {
 }
 
 /// The choke point that puts `Accept-Language` on every request the SDK makes (discovery, token, flows, profile,
-/// and whatever is added later), unless the caller set one itself.
-struct LanguageHTTPClient: HTTPClient {
-    let base: any HTTPClient
-    let acceptLanguage: String
+/// and whatever is added later), unless the request already has one (in any letter case). `LatchkeyClient` wraps
+/// its HTTP client in one of these from `LatchkeyConfig.preferredLanguages`.
+public struct LanguageHTTPClient: HTTPClient {
+    public let base: any HTTPClient
+    public let acceptLanguage: String
 
-    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+    public init(base: any HTTPClient, acceptLanguage: String) {
+        self.base = base
+        self.acceptLanguage = acceptLanguage
+    }
+
+    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         var request = request
         if !request.headers.keys.contains(where: { $0.caseInsensitiveCompare("Accept-Language") == .orderedSame }) {
             request.headers["Accept-Language"] = acceptLanguage

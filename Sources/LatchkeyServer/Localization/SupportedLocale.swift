@@ -13,7 +13,8 @@ public struct LanguageTag: Sendable, Hashable, CustomStringConvertible {
     /// Parses a tag such as `pt-BR`, `zh_Hant_TW` or `sr-Latn-RS`; nil when it is not a language tag (`*`, empty,
     /// digits, garbage). Subtags after the region (variants, extensions) are ignored.
     public init?(_ raw: String) {
-        let parts = raw.trimmingCharacters(in: .whitespaces).split(whereSeparator: { $0 == "-" || $0 == "_" }).map(String.init)
+        let parts = raw.trimmingCharacters(in: .whitespaces).split(omittingEmptySubsequences: false, whereSeparator: { $0 == "-" || $0 == "_" })
+            .map(String.init)
         guard let first = parts.first, (2...8).contains(first.count), first.allSatisfy({ $0.isASCII && $0.isLetter }) else { return nil }
         guard parts.allSatisfy({ !$0.isEmpty && $0.count <= 8 && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } }) else { return nil }
         language = first.lowercased()
