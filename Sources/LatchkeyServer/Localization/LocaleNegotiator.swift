@@ -10,6 +10,7 @@ import Foundation
 /// Within each source the first tag that resolves to a table wins; a source with nothing usable falls through to the
 /// next one, so `ui_locales=tlh` still lets `Accept-Language: fr` decide.
 public enum LocaleNegotiator {
+    /// The table to answer in, from the sources above (each may be absent or unusable).
     public static func negotiate(explicit: String? = nil, uiLocales: String? = nil, acceptLanguage: String? = nil) -> SupportedLocale {
         if let explicit, let locale = firstSupported(explicit.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init)) {
             return locale

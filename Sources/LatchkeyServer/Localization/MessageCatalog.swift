@@ -2,19 +2,25 @@ import Foundation
 
 /// One language's messages: every catalog key, and the plural forms of "{count} minutes" used for durations.
 public struct LanguageTable: Sendable {
+    /// The language this table is for.
     public let locale: SupportedLocale
     /// `{count}` minutes, by CLDR plural category (exactly the categories `locale.pluralCategories` lists).
     public let minutes: [PluralCategory: String]
+    /// Text by catalog key, with `{name}` placeholders.
     public let messages: [String: String]
 }
 
 /// A user-facing message before it is rendered: a catalog key, its named placeholder values, and the English text
 /// to fall back on when the catalog does not know the key (messages defined by code outside the catalog).
 public struct LocalizedMessage: Sendable, Equatable {
+    /// Catalog key (or an alias of one).
     public var key: String
+    /// Values of the text's named placeholders.
     public var arguments: [String: String]
+    /// The English text, for callers without a language and for keys the catalog does not know.
     public var english: String
 
+    /// A message defined by its caller; `english` is used wherever the catalog lacks `key`.
     public init(key: String, arguments: [String: String] = [:], english: String) {
         self.key = key; self.arguments = arguments; self.english = english
     }
@@ -24,6 +30,7 @@ public struct LocalizedMessage: Sendable, Equatable {
         self.init(key: key, arguments: arguments, english: MessageCatalog.text(key, locale: .en, arguments: arguments) ?? key)
     }
 
+    /// The text in `locale` (English when the catalog does not know the key).
     public func text(_ locale: SupportedLocale) -> String {
         MessageCatalog.text(key, locale: locale, arguments: arguments) ?? english
     }

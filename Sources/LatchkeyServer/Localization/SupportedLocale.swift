@@ -44,6 +44,7 @@ public enum SupportedLocale: String, Sendable, CaseIterable, Codable {
 
     /// Text direction for the hosted pages' `dir` attribute.
     public var isRightToLeft: Bool { self == .ar }
+    /// `rtl` or `ltr`, as the HTML `dir` attribute wants it.
     public var direction: String { isRightToLeft ? "rtl" : "ltr" }
 
     /// The table a requested tag resolves to; nil when none fits (the caller then tries the next preference).
@@ -52,6 +53,7 @@ public enum SupportedLocale: String, Sendable, CaseIterable, Codable {
         self.init(resolving: tag)
     }
 
+    /// As `init?(resolving:)` for an already parsed tag.
     public init?(resolving tag: LanguageTag) {
         switch tag.language {
         case "zh":

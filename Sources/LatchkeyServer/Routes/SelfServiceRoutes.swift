@@ -119,7 +119,9 @@ extension IdentityServer {
             logger.info("password changed through /users/me/update-credentials", metadata: ["user": .string(user.id)])
             return Response(status: .noContent, headers: [.cacheControl: "no-store"])
         case .failure(.invalid(let problems)):
-            throw SelfServiceErrors.credentials("invalid_credentials", "Invalid credentials", problems.map(\.message).joined(separator: "; "))
+            var error = SelfServiceErrors.credentials("invalid_credentials", "Invalid credentials", problems.map(\.message).joined(separator: "; "))
+            error.fieldErrors = problems.map(\.fieldError)  // the password rule, in the user's language
+            throw error
         case .failure(.conflict(let problem)):
             throw SelfServiceErrors.credentials("invalid_credentials", "Invalid credentials", problem.message)
         }
