@@ -56,6 +56,11 @@ extension MessageCatalog {
         // Registration
         "signup.identifier_taken": "{field} is already used by another account.",
         "signup.identifier_required": "Enter an email address or a phone number.",
+        "login.mfa_not_enrolled": "This application needs a second sign-in step, which your account does not have yet.",
+        "login.expired": "Your sign-in has expired. Please sign in again.",
+        "signin:forms.passkey.title": "Use your passkey",
+        "signup:forms.credentials.passkey.label": "Use a passkey instead of a password",
+        "signup:forms.passkey.title": "Create your passkey",
         // Field validation
         "validation.required": "{field} is required",
         "validation.field_required": "This field is required",
