@@ -56,7 +56,7 @@ struct HostedLoginTests {
             page = try await server.submitLogin(browser, page: page, username: "demo@example.com", password: "wrong \(attempt)")
         }
         #expect(page.status == 423)
-        #expect(page.text.contains("temporarily locked"))
+        #expect(page.text.contains("This account is locked after too many failed attempts. Try again in 15 minutes."))
         let rightPassword = try await server.submitLogin(browser, page: page, username: "demo@example.com", password: "correct horse battery staple")
         #expect(rightPassword.status == 423, "a locked account refuses even the right password")
         #expect(rightPassword.location == nil)

@@ -23,7 +23,7 @@ def test_native_login_wrong_then_right_password_hidden(server):
     child.sendline(DEMO_USER)
     child.expect("Password: ")
     child.sendline("wrong password 1")
-    child.expect("✗ The username or password is incorrect.")
+    child.expect("✗ The email or password is incorrect.")
     # The password was typed with echo off: the screen never shows it.
     assert "wrong password 1" not in child.before
     child.expect("Username or email: ")

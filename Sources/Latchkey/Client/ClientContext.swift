@@ -11,6 +11,9 @@ final class ClientContext: Sendable {
 
     init(config: LatchkeyConfig, http: any HTTPClient, storage: any StorageAdapter) {
         self.config = config
+        // Every request of this context goes through one client, so the user's languages reach every endpoint.
+        let http: any HTTPClient = LanguagePreferences.acceptLanguage(config.languageTags)
+            .map { LanguageHTTPClient(base: http, acceptLanguage: $0) } ?? http
         self.http = http
         self.storage = storage
         self.discovery = DiscoveryCache(issuer: config.issuer, http: http)

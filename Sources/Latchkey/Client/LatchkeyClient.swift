@@ -139,6 +139,9 @@ public final class LatchkeyClient: Sendable {
         for (name, value) in (options?.extra ?? [:]).sorted(by: { $0.key < $1.key }) where !reserved.contains(name) {
             parameters.append((name, value))
         }
+        // OIDC Core §3.1.2.1: the hosted pages in the user's languages (an explicit `extra["ui_locales"]` wins).
+        let languages = context.config.languageTags
+        if !languages.isEmpty, options?.extra["ui_locales"] == nil { parameters.append(("ui_locales", languages.joined(separator: " "))) }
         guard var components = URLComponents(url: context.authorizationEndpoint, resolvingAgainstBaseURL: false) else {
             throw LatchkeyError(.invalidConfiguration, "authorization endpoint is not a URL")
         }

@@ -35,14 +35,23 @@ public struct LatchkeyConfig: Sendable {
     /// The WebAuthn origin (`scheme://host[:port]`) of passkey ceremonies; nil uses the issuer's origin.
     /// See `LatchkeyClient.originWebAuthn(overriddenBy:)`.
     public var originWebAuthn: String? = nil
+    /// The user's languages, most preferred first (BCP 47: `fr-CA`, `ja`, `zh-Hant-HK`), for the messages the server
+    /// shows or returns. Sent as `Accept-Language` on every request, as `ui_locales` on the authorization URL and as
+    /// the flow API's `locale`. `nil` uses the device's settings (`Locale.preferredLanguages`); an empty list sends
+    /// nothing, leaving the choice to the server.
+    public var preferredLanguages: [String]?
 
     public init(baseUrl: String, clientId: String, scopes: [String] = ["openid", "profile", "email"], afterSignInUrl: String? = nil,
                 afterSignOutUrl: String? = nil, applicationId: String? = nil, tokenValidation: TokenValidation = TokenValidation(),
-                dialect: Dialect = .standard, attestationTokenProvider: (@Sendable () async throws -> String)? = nil) {
+                dialect: Dialect = .standard, attestationTokenProvider: (@Sendable () async throws -> String)? = nil,
+                preferredLanguages: [String]? = nil) {
         self.baseUrl = baseUrl; self.clientId = clientId; self.scopes = scopes; self.afterSignInUrl = afterSignInUrl
         self.afterSignOutUrl = afterSignOutUrl; self.applicationId = applicationId; self.tokenValidation = tokenValidation
-        self.dialect = dialect; self.attestationTokenProvider = attestationTokenProvider
+        self.dialect = dialect; self.attestationTokenProvider = attestationTokenProvider; self.preferredLanguages = preferredLanguages
     }
+
+    /// The languages to send: `preferredLanguages`, or the device's, as clean BCP 47 tags without duplicates.
+    var languageTags: [String] { LanguagePreferences.tags(preferredLanguages ?? Locale.preferredLanguages) }
 
     /// The issuer string as tokens carry it (no trailing slash).
     var issuer: String { baseUrl.hasSuffix("/") ? String(baseUrl.dropLast()) : baseUrl }

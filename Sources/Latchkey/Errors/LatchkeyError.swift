@@ -87,11 +87,16 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
     /// ReachFive `/identity/…` answers are categorised by their HTTP status alone (400 request error, 401 auth
     /// failure, anything else technical), as the vendor SDK does; set by the identity API error mapping.
     var statusCategory: Category? = nil
+    /// The message for the user, already in their language (the SDK sends `LatchkeyConfig.preferredLanguages`), when
+    /// the server gave one: ReachFive `error_user_msg`, or thunderID `message.defaultValue`. Nil for errors the
+    /// SDK raises itself and for standard OAuth errors, whose descriptions are for developers.
+    public var userMessage: String?
 
     public init(_ code: Code, _ message: String, statusCode: Int? = nil, serverCode: String? = nil, apiError: ApiError? = nil,
-                underlying: (any Error & Sendable)? = nil) {
+                underlying: (any Error & Sendable)? = nil, userMessage: String? = nil) {
         self.code = code; self.message = message; self.statusCode = statusCode; self.serverCode = serverCode
         self.apiError = apiError; self.underlying = underlying
+        self.userMessage = userMessage ?? apiError?.errorUserMsg
     }
 
     public var category: Category {
@@ -112,7 +117,8 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
     /// The user-facing, localized message when the server gave one (ReachFive `errorUserMsg`).
     public var errorUserMsg: String? { apiError?.errorUserMsg }
 
-    public var errorDescription: String? { errorUserMsg ?? message }
+    /// `LocalizedError`: the localized user message when there is one, else the technical message.
+    public var errorDescription: String? { userMessage ?? message }
     public var description: String {
         "[\(code.rawValue)] \(message)" + (statusCode.map { " (HTTP \($0))" } ?? "") + (serverCode.map { " [\($0)]" } ?? "")
     }

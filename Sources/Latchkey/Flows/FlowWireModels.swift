@@ -29,7 +29,8 @@ struct FlowWireResponse: Decodable {
     }
     struct WireRule: Decodable { var type: String; var value: JSONValue; var message: String? }
     struct WireAction: Decodable { var ref: String; var type: String?; var nextNode: String? }
-    struct WireMeta: Decodable { var components: [JSONValue]? }
+    /// `translations`/`language` are our server's addition: the component labels' texts in the execution's language.
+    struct WireMeta: Decodable { var components: [JSONValue]?; var language: String?; var translations: [String: [String: String]]? }
     struct WireFieldError: Decodable { var identifier: String; var message: String }
 }
 

@@ -61,6 +61,8 @@ extension LatchkeyClient {
     private func runFlowStep(_ payload: EmbeddedSignInPayload, request: EmbeddedFlowRequestConfig, sessionId: String?) async throws -> EmbeddedFlowResponse {
         let context = try context()
         var body: [String: JSONValue] = ["verbose": .bool(request.verbose)]
+        // Our server's extension: the language of the flow's messages and labels (ahead of Accept-Language).
+        if let language = context.config.languageTags.first { body["locale"] = .string(language) }
         var headers = ["Content-Type": "application/json", "Accept": "application/json"]
         let progress: FlowProgress
         if let flowId = payload.flowId {
@@ -133,7 +135,15 @@ extension LatchkeyClient {
     }
 
     private func makeResponse(_ wire: FlowWireResponse, executionId: String, status: EmbeddedFlowStatus, progress: FlowProgress) async -> EmbeddedFlowResponse {
-        let meta: FlowMeta? = progress.verbose && wire.data?.meta != nil ? await cachedFlowMeta(progress.applicationId) : nil
+        var meta: FlowMeta? = progress.verbose && wire.data?.meta != nil ? await cachedFlowMeta(progress.applicationId) : nil
+        // Texts the step carries itself (in the execution's language) win over the cached meta's.
+        if let texts = wire.data?.meta?.translations, !texts.isEmpty {
+            var merged = meta ?? FlowMeta(isRegistrationFlowEnabled: false, isRecoveryFlowEnabled: false, application: nil, languages: [],
+                                          language: wire.data?.meta?.language ?? "", translations: [:])
+            for (namespace, entries) in texts { merged.translations[namespace, default: [:]].merge(entries) { $1 } }
+            if let language = wire.data?.meta?.language { merged.language = language }
+            meta = merged
+        }
         let components = (wire.data?.meta?.components ?? []).compactMap { FlowComponentParser.parse($0, meta: meta) }
         let labels = FlowComponentParser.labels(components)
         let inputs = (wire.data?.inputs ?? []).map { i in

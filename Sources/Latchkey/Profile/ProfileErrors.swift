@@ -25,8 +25,9 @@ extension LatchkeyError {
         default: .unknownError
         }
         // `description` adds the status and server code; the message is the server's own explanation.
+        // thunderID bodies carry a user message (localized by the server); SCIM and OAuth bodies only technical text.
         return LatchkeyError(code, detail ?? "the profile endpoint answered HTTP \(response.status)", statusCode: response.status,
-                             serverCode: serverCode)
+                             serverCode: serverCode, userMessage: i18n("message"))
     }
 
     /// The `error` of a `WWW-Authenticate: Bearer error="invalid_token"` challenge (RFC 6750 §3).

@@ -41,11 +41,15 @@ struct ThunderErrorBody: Encodable {
     var code: String
     var message: I18nMessage
     var description: I18nMessage
+    /// Our addition for `/users/me` validation: each attribute's problem, for the user (localized), so a client can
+    /// show it next to the field. thunderID clients ignore it.
+    var fieldErrors: [APIError.FieldError]?
 
     init(_ e: APIError) {
         code = e.code
         message = I18nMessage(key: e.messageKey, defaultValue: e.userMessage)
         description = I18nMessage(key: e.messageKey + ".description", defaultValue: e.technical)
+        fieldErrors = e.fieldErrors.isEmpty ? nil : e.fieldErrors
     }
 }
 

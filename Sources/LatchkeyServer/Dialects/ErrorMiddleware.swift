@@ -15,18 +15,18 @@ struct ErrorMiddleware: RouterMiddleware {
         } catch let error as OAuthError {
             return try Self.oauth(error, request: request)
         } catch let error as APIError {
-            return try Self.api(error, path: request.uri.path)
+            return try Self.api(error, path: request.uri.path, locale: error.locale ?? request.locale())
         } catch let error as HTTPError where error.status == .notFound {
-            return try Self.api(.notFound(request.uri.path), path: request.uri.path)
+            return try Self.api(.notFound(request.uri.path), path: request.uri.path, locale: request.locale())
         } catch let error as HTTPError where error.status.code < 500 {
             let api = APIError(status: error.status, code: "SSE-\(error.status.code)", error: "invalid_request",
                                messageKey: "error.request", userMessage: "The request could not be processed.",
                                technical: error.body ?? error.status.reasonPhrase)
-            return try Self.api(api, path: request.uri.path)
+            return try Self.api(api, path: request.uri.path, locale: request.locale())
         } catch {
             context.logger.error("request failed", metadata: ["path": .string(request.uri.path), "error.type": .string("\(type(of: error))"),
                                                              "error": .string(String(describing: error).prefix(200).description)])
-            return try Self.api(.internalError(), path: request.uri.path)
+            return try Self.api(.internalError(), path: request.uri.path, locale: request.locale())
         }
     }
 
@@ -44,20 +44,26 @@ struct ErrorMiddleware: RouterMiddleware {
         }
         if Dialect.of(path: request.uri.path) == .reachFive {
             // `/identity/v1/…` clients parse `ApiError` only; the Bearer challenge header still says why (RFC 6750 §3).
+            let locale = request.locale()
             let api = APIError(status: error.status, code: "OAUTH-\(error.status.code)", error: error.code.rawValue,
-                               messageKey: "oauth.\(error.code.rawValue)", userMessage: UserMessages.oauth(error.code),
+                               messageKey: UserMessages.oauthKey(error.code), userMessage: UserMessages.oauth(error.code, locale: locale),
                                technical: error.description)
-            return try Responses.json(ReachFiveErrorBody(api, errorId: Secrets.identifier()), status: error.status, noStore: true, headers: headers)
+            return try Responses.json(ReachFiveErrorBody(api.localized(locale), errorId: Secrets.identifier()), status: error.status,
+                                      noStore: true, headers: headers)
         }
         let reachFive = request.uri.path.hasPrefix("/oauth/")
+        // error_description stays technical English (RFC 6749 §5.2 says it is for developers); only the
+        // reachFive `error_user_msg` is for people, in their language.
         let body = OAuthErrorBody(error: error.code.rawValue, errorDescription: error.description,
                                   errorId: reachFive ? Secrets.identifier() : nil,
-                                  errorMessageKey: reachFive ? "oauth.\(error.code.rawValue)" : nil,
-                                  errorUserMsg: reachFive ? UserMessages.oauth(error.code) : nil)
+                                  errorMessageKey: reachFive ? UserMessages.oauthKey(error.code) : nil,
+                                  errorUserMsg: reachFive ? UserMessages.oauth(error.code, locale: request.locale()) : nil)
         return try Responses.json(body, status: error.status, noStore: true, headers: headers)
     }
 
-    static func api(_ error: APIError, path: String) throws -> Response {
+    /// Renders `error` in the dialect of `path`, its user-facing texts in `locale`.
+    static func api(_ error: APIError, path: String, locale: SupportedLocale = .en) throws -> Response {
+        let error = error.localized(locale)
         switch Dialect.of(path: path) {
         case .reachFive:
             return try Responses.json(ReachFiveErrorBody(error, errorId: Secrets.identifier()), status: error.status)
@@ -68,22 +74,18 @@ struct ErrorMiddleware: RouterMiddleware {
         case .oauth:
             return try Responses.json(OAuthErrorBody(error: error.error, errorDescription: error.technical), status: error.status)
         case .html:
-            return Responses.html(Pages.message(title: error.status == .notFound ? "Page not found" : "Something went wrong",
-                                                body: error.userMessage), status: error.status)
+            let title = MessageCatalog.text(error.status == .notFound ? "page.not_found.title" : "page.error.title", locale: locale) ?? ""
+            return Responses.html(Pages.message(title: title, body: error.userMessage, locale: locale), status: error.status)
         }
     }
 }
 
-/// User-facing wording for OAuth errors shown to people (the localization issue translates these).
+/// User-facing wording for OAuth errors shown to people (reachFive `error_user_msg`), from the catalog.
 enum UserMessages {
-    static func oauth(_ code: OAuthError.Code) -> String {
-        switch code {
-        case .invalidGrant: "Your sign-in has expired. Please sign in again."
-        case .invalidClient, .unauthorizedClient: "This application is not allowed to sign you in."
-        case .accessDenied: "Access was denied."
-        case .loginRequired: "Please sign in."
-        case .serverError: "Something went wrong on our side. Please try again."
-        default: "The sign-in request was not valid. Please try again."
-        }
+    /// `oauth.<code>`: every OAuth code has a key (most are aliases of a handful of texts).
+    static func oauthKey(_ code: OAuthError.Code) -> String { "oauth.\(code.rawValue)" }
+
+    static func oauth(_ code: OAuthError.Code, locale: SupportedLocale = .en) -> String {
+        MessageCatalog.text(oauthKey(code), locale: locale) ?? MessageCatalog.text("oauth.invalid_request", locale: locale, default: "")
     }
 }

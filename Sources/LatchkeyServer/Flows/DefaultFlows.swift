@@ -14,7 +14,8 @@ public enum DefaultFlows {
     }
 
     static let passwordRules = [FlowValidationRule(type: "minLength", value: .number(Double(PasswordPolicy.minimumLength)),
-                                                   message: "The password must be at least \(PasswordPolicy.minimumLength) characters")]
+                                                   message: "The password must be at least \(PasswordPolicy.minimumLength) characters",
+                                                   key: "validation.password.minLength.invalid")]
 
     // MARK: AUTHENTICATION: identify + password, then TOTP or an emailed code when enrolled, then the assertion.
 
@@ -38,7 +39,8 @@ public enum DefaultFlows {
                  branches: ["totp": "prompt_totp", "email_otp": "send_email_otp", "none": "assert"]),
         prompt("prompt_totp", title: "signin:forms.totp.title",
                inputs: [FlowInputSpec(ref: "input_otp", identifier: "otp", type: "OTP_INPUT",
-                                      validation: [FlowValidationRule(type: "regex", value: .string("^[0-9 ]{6,7}$"), message: "Enter the 6-digit code")])],
+                                      validation: [FlowValidationRule(type: "regex", value: .string("^[0-9 ]{6,7}$"), message: "Enter the 6-digit code",
+                                                                                key: "validation.otp_format")])],
                labels: ["otp": "signin:forms.totp.otp.label"],
                actions: [(FlowActionSpec(ref: "action_totp", next: "verify_totp", type: "SUBMIT"), "signin:forms.totp.submit.label")]),
         FlowNode(id: "verify_totp", kind: .task, executor: "TOTPVerifier", next: "assert", onFailure: "prompt_totp"),

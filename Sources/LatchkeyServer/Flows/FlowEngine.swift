@@ -101,7 +101,7 @@ struct FlowEngine {
             return .prompt(prompt)
         }
         if action.validates ?? true {
-            let problems = Self.validate(inputs, run.submitted)
+            let problems = Self.validate(inputs, run.submitted, locale: run.locale)
             if !problems.isEmpty {
                 run.fieldErrors = problems
                 return .prompt(prompt)
@@ -120,21 +120,25 @@ struct FlowEngine {
         return submitting.count == 1 ? submitting[0] : nil
     }
 
-    /// Presence, options and the declared rules (`regex`, `minLength`, `maxLength` on Unicode code points).
-    static func validate(_ inputs: [FlowInputSpec], _ submitted: [String: String]) -> [FlowResponse.FieldError] {
+    /// Presence, options and the declared rules (`regex`, `minLength`, `maxLength` on Unicode code points); the
+    /// messages in `locale`.
+    static func validate(_ inputs: [FlowInputSpec], _ submitted: [String: String], locale: SupportedLocale = .en) -> [FlowResponse.FieldError] {
         var problems: [FlowResponse.FieldError] = []
+        func problem(_ spec: FlowInputSpec, _ key: String) {
+            problems.append(.init(identifier: spec.identifier, message: MessageCatalog.text(key, locale: locale, default: key)))
+        }
         for spec in inputs {
             let value = submitted[spec.identifier] ?? ""
             if value.isEmpty {
-                if spec.required { problems.append(.init(identifier: spec.identifier, message: "This field is required")) }
+                if spec.required { problem(spec, "validation.field_required") }
                 continue
             }
             if value.unicodeScalars.count > 4096 {
-                problems.append(.init(identifier: spec.identifier, message: "The value is too long"))
+                problem(spec, "validation.too_long")
                 continue
             }
             if let options = spec.options, !options.isEmpty, !options.contains(value) {
-                problems.append(.init(identifier: spec.identifier, message: "Choose one of the options"))
+                problem(spec, "validation.option")
                 continue
             }
             for rule in spec.validation ?? [] {
@@ -150,7 +154,7 @@ struct FlowEngine {
                 default: failed = false
                 }
                 if failed {
-                    problems.append(.init(identifier: spec.identifier, message: rule.message ?? Self.defaultMessage(rule)))
+                    problems.append(.init(identifier: spec.identifier, message: Self.message(rule, locale: locale)))
                 }
             }
         }
@@ -163,11 +167,17 @@ struct FlowEngine {
         return rule.value.stringValue.flatMap { Int($0) }
     }
 
-    private static func defaultMessage(_ rule: FlowValidationRule) -> String {
-        switch rule.type {
-        case "minLength": "Must be at least \(limit(rule) ?? 0) characters"
-        case "maxLength": "Must be at most \(limit(rule) ?? 0) characters"
-        default: "The value is not in the expected format"
+    /// A failed rule's text in `locale`: its catalog key, else its own (custom, untranslated) message, else the
+    /// catalog's default for the rule type.
+    static func message(_ rule: FlowValidationRule, locale: SupportedLocale) -> String {
+        let arguments = ["count": String(limit(rule) ?? 0)]
+        if let key = rule.key, let text = MessageCatalog.text(key, locale: locale, arguments: arguments) { return text }
+        if let message = rule.message { return message }
+        let key = switch rule.type {
+        case "minLength": "validation.min_length"
+        case "maxLength": "validation.max_length"
+        default: "validation.format"
         }
+        return MessageCatalog.text(key, locale: locale, arguments: arguments, default: key)
     }
 }

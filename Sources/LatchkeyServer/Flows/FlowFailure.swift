@@ -6,22 +6,50 @@ import Hummingbird
 /// cannot say (locked, disabled, expired code …), each mapped to one seed 003 code by the SDK.
 struct FlowFailure: Error, Codable, Sendable, Equatable {
     var code: String
+    /// Catalog key (`MessageCatalog`); the thunderID `message.key` on the wire.
     var key: String
-    /// User-facing text (English; the localization catalogue translates by `key`).
+    /// User-facing English, used when the catalog does not know `key` (failures defined by other code); otherwise
+    /// the catalog's text in the execution's language is sent.
     var message: String
     /// Technical English.
     var description: String
     /// HTTP status when the failure is answered outside the flow body (`FES-` initiation errors).
     var httpStatus: Int = 200
+    /// Values of the named placeholders in the catalog text.
+    var arguments: [String: String] = [:]
 
-    var body: FlowErrorBody {
-        FlowErrorBody(code: code, message: .init(key: key, defaultValue: message),
+    init(code: String, key: String, message: String, description: String, httpStatus: Int = 200, arguments: [String: String] = [:]) {
+        self.code = code; self.key = key; self.message = message; self.description = description; self.httpStatus = httpStatus
+        self.arguments = arguments
+    }
+
+    /// A failure whose user message is a catalog message (a `PasswordCheck` outcome …).
+    init(code: String, _ message: LocalizedMessage, description: String, httpStatus: Int = 200) {
+        self.init(code: code, key: message.key, message: message.english, description: description, httpStatus: httpStatus,
+                  arguments: message.arguments)
+    }
+
+    /// The user-facing text in `locale`.
+    func text(_ locale: SupportedLocale) -> String {
+        MessageCatalog.text(key, locale: locale, arguments: arguments, default: message)
+    }
+
+    /// The thunderID error object, its `message` in `locale` (`description` stays technical English).
+    func body(_ locale: SupportedLocale) -> FlowErrorBody {
+        FlowErrorBody(code: code, message: .init(key: key, defaultValue: text(locale)),
                       description: .init(key: key + ".description", defaultValue: description))
     }
 
     var apiError: APIError {
         APIError(status: HTTPResponse.Status(code: httpStatus), code: code, error: "invalid_request", messageKey: key,
-                 userMessage: message, technical: description)
+                 userMessage: message, technical: description, arguments: arguments)
+    }
+
+    /// As `apiError`, answered in `locale` (the execution's language) rather than the one negotiated from headers.
+    func apiError(_ locale: SupportedLocale?) -> APIError {
+        var error = apiError
+        error.locale = locale
+        return error
     }
 
     // Service errors (HTTP status, not in-band)
@@ -59,8 +87,7 @@ struct FlowFailure: Error, Codable, Sendable, Equatable {
                                               description: "the challengeToken is missing, stale or already used")
 
     // Executors (in-band)
-    static let invalidCredentials = FlowFailure(code: "FET-1005", key: "flows.executor.errors.invalid_credentials",
-                                                message: "The username or password is incorrect.", description: "invalid credentials")
+    static let invalidCredentials = FlowFailure(code: "FET-1005", LocalizedMessage("login.invalid_credentials"), description: "invalid credentials")
     static let userExists = FlowFailure(code: "FET-1007", key: "flows.executor.errors.user_exists",
                                         message: "An account with this username already exists.", description: "user already exists")
     static let invalidCode = FlowFailure(code: "FET-1008", key: "flows.executor.errors.invalid_otp",
@@ -68,7 +95,8 @@ struct FlowFailure: Error, Codable, Sendable, Equatable {
     static let tooManyCodeAttempts = FlowFailure(code: "FET-1009", key: "flows.executor.errors.otp_attempts",
                                                  message: "Too many incorrect codes. Please start again.", description: "maximum one-time code attempts reached")
     static func attributeTaken(_ name: String, display: String) -> FlowFailure {
-        .init(code: "FET-1061", key: "flows.executor.errors.attribute_taken", message: "\(display) is already used by another account.",
+        .init(code: "FET-1061", LocalizedMessage(key: "signup.identifier_taken", arguments: UserSchema.fieldArguments(name, display: display),
+                                                 english: "\(display) is already used by another account."),
               description: "the value of \(name) is already used")
     }
     static let invalidAction = FlowFailure(code: "FET-1064", key: "flows.executor.errors.invalid_action",
@@ -77,13 +105,17 @@ struct FlowFailure: Error, Codable, Sendable, Equatable {
                                                message: "The invitation code is not valid.", description: "invalid invitation code")
     static let expiredInvitation = FlowFailure(code: "FET-1074", key: "flows.executor.errors.expired_invite",
                                                message: "The invitation code has expired.", description: "the invitation has expired")
-    static func accountLocked(minutes: String) -> FlowFailure {
-        .init(code: "FET-1090", key: "flows.executor.errors.account_locked",
-              message: "This account is temporarily locked after too many failed sign-in attempts. Try again in \(minutes).",
-              description: "the account is locked")
+    /// The flow failure for a refused password (`PasswordCheck`), with the same `login.*` message as the hosted page.
+    static func password(_ outcome: PasswordCheck, now: Date) -> FlowFailure {
+        let message = outcome.userMessage(now: now) ?? LocalizedMessage("login.invalid_credentials")
+        return switch outcome {
+        case .throttled: FlowFailure(code: "FET-1095", message, description: "too many failures from this address")
+        case .locked: FlowFailure(code: "FET-1090", message, description: "the account is locked")
+        case .disabled: accountDisabled
+        case .rejected, .accepted: invalidCredentials
+        }
     }
-    static let accountDisabled = FlowFailure(code: "FET-1091", key: "flows.executor.errors.account_disabled",
-                                             message: "This account is disabled. Contact your administrator.", description: "the account is disabled")
+    static let accountDisabled = FlowFailure(code: "FET-1091", LocalizedMessage("login.disabled"), description: "the account is disabled")
     static let mfaNotEnrolled = FlowFailure(code: "FET-1092", key: "flows.executor.errors.mfa_required",
                                             message: "This application requires a second sign-in step, but your account has none set up.",
                                             description: "multi-factor authentication is required and the user has no factor enrolled")
@@ -92,11 +124,6 @@ struct FlowFailure: Error, Codable, Sendable, Equatable {
     static let recoveryFailed = FlowFailure(code: "FET-1094", key: "flows.executor.errors.recovery_failed",
                                             message: "Password recovery could not be completed. Please start again.",
                                             description: "password recovery failed")
-    static func throttled(minutes: String) -> FlowFailure {
-        .init(code: "FET-1095", key: "flows.executor.errors.throttled",
-              message: "Too many failed sign-in attempts from your network. Try again in \(minutes).",
-              description: "too many failures from this address")
-    }
-    static let internalError = FlowFailure(code: "SSE-5000", key: "errors.internal", message: "Something went wrong on our side. Please try again.",
+    static let internalError = FlowFailure(code: "SSE-5000", key: "error.internal", message: "Something went wrong on our side. Please try again.",
                                            description: "Internal server error", httpStatus: 500)
 }

@@ -106,8 +106,13 @@ public struct FlowInputSpec: Codable, Sendable, Equatable {
 public struct FlowValidationRule: Codable, Sendable, Equatable {
     public var type: String
     public var value: JSONValue
+    /// English text shown when the rule fails (the rule's default when absent).
     public var message: String?
-    public init(type: String, value: JSONValue, message: String? = nil) { self.type = type; self.value = value; self.message = message }
+    /// Catalog key of `message` (`{count}` is the rule's bound): the text is then sent in the execution's language.
+    public var key: String?
+    public init(type: String, value: JSONValue, message: String? = nil, key: String? = nil) {
+        self.type = type; self.value = value; self.message = message; self.key = key
+    }
 }
 
 /// One action of a prompt (`data.actions[]`).

@@ -22,16 +22,25 @@ extension IdentityServer {
             header.lowercased().hasPrefix("bearer ") ? String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces) : nil
         }
         let verbose = flowRequest.verbose ?? false
-        if let executionId = flowRequest.executionId {
-            return try await continueFlow(executionId, flowRequest, verbose: verbose, address: context.clientAddress, bearer: bearer)
+        // Errors answered over HTTP speak the request's language: its explicit `locale`, else Accept-Language.
+        let requestLocale = request.locale(explicit: flowRequest.locale)
+        do {
+            if let executionId = flowRequest.executionId {
+                return try await continueFlow(executionId, flowRequest, verbose: verbose, address: context.clientAddress, bearer: bearer,
+                                              acceptLanguage: request.headers[.acceptLanguage])
+            }
+            return try await startFlow(flowRequest, attestation: request.headers[.attestationToken], verbose: verbose,
+                                       address: context.clientAddress, bearer: bearer, locale: requestLocale)
+        } catch var error as APIError {
+            if error.locale == nil { error.locale = requestLocale }
+            throw error
         }
-        return try await startFlow(flowRequest, attestation: request.headers[.attestationToken], verbose: verbose,
-                                   address: context.clientAddress, bearer: bearer)
     }
 
     // MARK: Initiation
 
-    private func startFlow(_ body: FlowRequest, attestation: String?, verbose: Bool, address: String, bearer: String?) async throws -> Response {
+    private func startFlow(_ body: FlowRequest, attestation: String?, verbose: Bool, address: String, bearer: String?,
+                           locale: SupportedLocale) async throws -> Response {
         guard let applicationId = body.applicationId, !applicationId.isEmpty else {
             throw FlowFailure.badRequest("applicationId and flowType are required to start a flow (executionId to continue one)").apiError
         }
@@ -41,8 +50,9 @@ extension IdentityServer {
         let graph = client.flows[type] ?? DefaultFlows.graph(type)
         guard let start = graph.start else { throw FlowFailure.internalError.apiError }
         let now = clock.now
-        let state = FlowState(applicationId: applicationId, flowType: type, current: start.id)
-        var run = FlowRun(state: state, submitted: body.inputs ?? [:], client: client, clientAddress: address, bearerToken: bearer)
+        var state = FlowState(applicationId: applicationId, flowType: type, current: start.id)
+        state.locale = locale.tag
+        var run = FlowRun(state: state, submitted: body.inputs ?? [:], client: client, clientAddress: address, bearerToken: bearer, locale: locale)
         let engine = FlowEngine(server: self, graph: graph)
         var stop = try await engine.run(from: start.id, &run)
         // Inputs sent with the initiation may satisfy the first prompt: then the flow runs on in this call.
@@ -81,15 +91,18 @@ extension IdentityServer {
 
     // MARK: Continuation
 
-    private func continueFlow(_ executionId: String, _ body: FlowRequest, verbose: Bool, address: String, bearer: String?) async throws -> Response {
+    private func continueFlow(_ executionId: String, _ body: FlowRequest, verbose: Bool, address: String, bearer: String?,
+                              acceptLanguage: String?) async throws -> Response {
         guard let execution = try await store.flowExecution(id: executionId, now: clock.now) else { throw FlowFailure.invalidExecution.apiError }
         // The challenge token is single use: it is swapped for the next one atomically, so a replayed or concurrent
         // submission of the same step loses and gets ICS-1002 while the execution stays as it was.
         let next = Secrets.token()
         guard let presented = body.challengeToken, !presented.isEmpty,
               try await store.swapFlowChallenge(id: executionId, presented: Secrets.digest(presented), next: Secrets.digest(next)) else {
+            // The execution's state is not read for a refused step, so its language is the request's.
+            let locale = LocaleNegotiator.negotiate(explicit: body.locale, acceptLanguage: acceptLanguage)
             return try Responses.json(FlowResponse(executionId: executionId, flowStatus: "ERROR", data: .init(),
-                                                   error: FlowFailure.invalidChallenge.body), noStore: true)
+                                                   error: FlowFailure.invalidChallenge.body(locale)), noStore: true)
         }
         guard let client = try await store.client(id: execution.applicationId)?.configuration,
               let type = FlowType(rawValue: execution.flowType),
@@ -98,7 +111,10 @@ extension IdentityServer {
             throw FlowFailure.invalidExecution.apiError
         }
         let graph = client.flows[type] ?? DefaultFlows.graph(type)
-        var run = FlowRun(state: state, submitted: body.inputs ?? [:], client: client, clientAddress: address, bearerToken: bearer)
+        // An explicit locale in this request switches the execution's language; otherwise it keeps the one it began in.
+        let locale = LocaleNegotiator.negotiate(explicit: body.locale ?? state.locale, acceptLanguage: acceptLanguage)
+        var run = FlowRun(state: state, submitted: body.inputs ?? [:], client: client, clientAddress: address, bearerToken: bearer, locale: locale)
+        run.state.locale = locale.tag
         let stop: FlowStop
         do {
             stop = try await FlowEngine(server: self, graph: graph).submit(action: body.action, &run)
@@ -126,19 +142,23 @@ extension IdentityServer {
             return try Responses.json(FlowResponse(executionId: executionId, flowStatus: "COMPLETE", data: data, assertion: run.assertion),
                                       noStore: true)
         case .failed(let failure):
-            if failure.httpStatus != 200 { throw failure.apiError }
-            return try Responses.json(FlowResponse(executionId: executionId, flowStatus: "ERROR", data: .init(), error: failure.body),
+            if failure.httpStatus != 200 { throw failure.apiError(run.locale) }
+            return try Responses.json(FlowResponse(executionId: executionId, flowStatus: "ERROR", data: .init(), error: failure.body(run.locale)),
                                       noStore: true)
         case .prompt(let node):
             let dynamic = run.state.dynamicInputs ?? []
             let inputs = (node.inputs ?? []) + dynamic
-            var data = FlowResponse.FlowData(inputs: inputs.map(FlowResponse.FlowInputSpecWire.init),
+            var data = FlowResponse.FlowData(inputs: inputs.map { FlowResponse.FlowInputSpecWire($0, locale: run.locale) },
                                              actions: (node.actions ?? []).map(FlowResponse.FlowActionWire.init))
-            if verbose { data.meta = .init(components: Self.components(of: node, dynamic: dynamic)) }
+            if verbose {
+                let components = Self.components(of: node, dynamic: dynamic)
+                data.meta = .init(components: components, language: run.locale.tag,
+                                  translations: flowTranslations(usedBy: components, locale: run.locale))
+            }
             if !run.state.additionalData.isEmpty { data.additionalData = run.state.additionalData }
             if !run.fieldErrors.isEmpty { data.fieldErrors = run.fieldErrors }
             return try Responses.json(FlowResponse(executionId: executionId, flowStatus: "INCOMPLETE", type: "VIEW", challengeToken: challenge,
-                                                   data: data, error: run.error?.body), noStore: true)
+                                                   data: data, error: run.error?.body(run.locale)), noStore: true)
         }
     }
 
@@ -184,8 +204,9 @@ extension IdentityServer {
         guard let id = try params.single("id"), let client = try await store.client(id: id)?.configuration else {
             throw FlowFailure.invalidApplication.apiError
         }
-        var translations = FlowTexts.english
-        translations["user"] = FlowTexts.attributeLabels(userSchema)
+        // `language` (explicit) wins over Accept-Language; the answer says which table it resolved to.
+        let locale = request.locale(explicit: try params.single("language"))
+        var translations = FlowTexts.translations(locale, schema: userSchema)
         if let namespace = try params.single("namespace") { translations = translations.filter { $0.key == namespace } }
         let total = translations.values.reduce(0) { $0 + $1.count }
         let meta: [String: JSONValue] = [
@@ -194,11 +215,31 @@ extension IdentityServer {
             "application": .object(["id": .string(client.clientId), "name": .string(client.name)]),
             "design": .object(["theme": .object([:]), "layout": .object([:])]),
             "i18n": .object([
-                "languages": .array([.string("en")]), "language": .string("en"), "totalResults": .number(Double(total)),
+                "languages": .array(SupportedLocale.allCases.map { .string($0.tag) }), "language": .string(locale.tag),
+                "totalResults": .number(Double(total)),
                 "translations": .object(translations.mapValues { .object($0.mapValues(JSONValue.string)) }),
             ]),
         ]
-        return try Responses.json(meta)
+        return try Responses.json(meta, headers: [.contentLanguage: locale.tag])
+    }
+
+    /// The `{{ t(ns:key) }}` texts a component tree uses, in `locale`, by namespace.
+    func flowTranslations(usedBy components: [JSONValue], locale: SupportedLocale) -> [String: [String: String]] {
+        let all = FlowTexts.translations(locale, schema: userSchema)
+        var used: [String: [String: String]] = [:]
+        func walk(_ value: JSONValue) {
+            switch value {
+            case .string(let s):
+                for reference in FlowTexts.references(in: s) {
+                    if let text = all[reference.namespace]?[reference.key] { used[reference.namespace, default: [:]][reference.key] = text }
+                }
+            case .array(let items): items.forEach(walk)
+            case .object(let members): members.values.forEach(walk)
+            default: break
+            }
+        }
+        components.forEach(walk)
+        return used
     }
 
     /// Development only: the messages recorded for an address (newest first), so tests and the CLI can read a code.

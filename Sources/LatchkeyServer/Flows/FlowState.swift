@@ -30,6 +30,9 @@ struct FlowState: Codable, Sendable {
     var reservedUserId: String?
     /// Registration with a passkey: the verified credential, stored together with the account by provisioning.
     var pendingPasskey: PasskeyRecord?
+    /// The execution's language (a `SupportedLocale` tag), chosen when it started: its messages, labels and
+    /// emails stay in it unless a later request names another `locale` explicitly.
+    var locale: String?
 
     struct PendingCode: Codable, Sendable {
         var digest: Data
@@ -47,6 +50,8 @@ struct FlowRun {
     let client: ClientConfiguration
     let clientAddress: String
     let bearerToken: String?
+    /// The language of this request's messages.
+    var locale: SupportedLocale = .en
     /// Set by the assertion executor.
     var assertion: String?
     /// Shown with the prompt the run stops at.

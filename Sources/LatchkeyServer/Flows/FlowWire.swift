@@ -33,7 +33,13 @@ struct FlowResponse: Encodable {
         var fieldErrors: [FieldError]?
     }
 
-    struct Meta: Encodable { var components: [JSONValue] }
+    /// `components` as thunderID sends them (labels are `{{ t(ns:key) }}` templates), plus our addition: the texts
+    /// those templates name, in the execution's `language`, so a client can render the step without another call.
+    struct Meta: Encodable {
+        var components: [JSONValue]
+        var language: String?
+        var translations: [String: [String: String]]?
+    }
     struct FieldError: Encodable, Equatable { var identifier: String; var message: String }
 
     struct FlowInputSpecWire: Encodable {
@@ -44,9 +50,15 @@ struct FlowResponse: Encodable {
         var options: [String]?
         var validation: [FlowValidationRule]?
         var oneTimeUse: Bool?
-        init(_ spec: FlowInputSpec) {
+        /// The input as sent, its rules' messages in `locale` (rules with a catalog `key`).
+        init(_ spec: FlowInputSpec, locale: SupportedLocale = .en) {
             ref = spec.ref; identifier = spec.identifier; type = spec.type; required = spec.required; options = spec.options
-            validation = spec.validation; oneTimeUse = spec.type == "OTP_INPUT" ? true : nil
+            validation = spec.validation?.map { rule in
+                var localized = rule
+                if rule.key != nil { localized.message = FlowEngine.message(rule, locale: locale) }
+                return localized
+            }
+            oneTimeUse = spec.type == "OTP_INPUT" ? true : nil
         }
     }
 

@@ -54,8 +54,15 @@ public struct APIError: Error, Sendable {
     public var code: String
     /// Stable message key (ReachFive `error_message_key`, ThunderID `message.key`).
     public var messageKey: String
-    /// User-facing text (English until the catalogue localizes it).
+    /// User-facing text in English. The error middleware replaces it with the catalog's text for `messageKey` in the
+    /// negotiated language when the catalog has the key (`MessageCatalog`), so code that only sets the key and
+    /// English text is localized as soon as the key is in the catalog.
     public var userMessage: String
+    /// Values of the named placeholders (`{field}`, `{minutes}` …) in the catalog text for `messageKey`.
+    public var arguments: [String: String]
+    /// The language to answer in when the route already knows it (an explicit flow `locale`); otherwise the
+    /// middleware negotiates from the request.
+    public var locale: SupportedLocale?
     /// Technical description (English).
     public var technical: String
     /// OAuth-style short error for the ReachFive `error` member.
@@ -64,14 +71,46 @@ public struct APIError: Error, Sendable {
 
     public struct FieldError: Sendable, Codable, Equatable {
         public var field: String
+        /// English text; localized by `messageKey` (else by `code`) when the catalog has the key.
         public var message: String
         public var code: String
+        /// Catalog key of `message` when it is not `code` (not sent: `code` is the wire's machine-readable key).
+        public var messageKey: String?
+        /// Placeholder values for the catalog text (not sent).
+        public var arguments: [String: String]
+
+        public init(field: String, message: String, code: String, messageKey: String? = nil, arguments: [String: String] = [:]) {
+            self.field = field; self.message = message; self.code = code; self.messageKey = messageKey; self.arguments = arguments
+        }
+
+        enum CodingKeys: String, CodingKey { case field, message, code }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(field: try c.decode(String.self, forKey: .field), message: try c.decode(String.self, forKey: .message),
+                      code: try c.decode(String.self, forKey: .code))
+        }
+
+        /// The message in `locale`.
+        public func localized(_ locale: SupportedLocale) -> FieldError {
+            var copy = self
+            copy.message = MessageCatalog.text(messageKey ?? code, locale: locale, arguments: arguments, default: message)
+            return copy
+        }
     }
 
     public init(status: HTTPResponse.Status, code: String, error: String, messageKey: String, userMessage: String,
-                technical: String, fieldErrors: [FieldError] = []) {
+                technical: String, fieldErrors: [FieldError] = [], arguments: [String: String] = [:]) {
         self.status = status; self.code = code; self.error = error; self.messageKey = messageKey
-        self.userMessage = userMessage; self.technical = technical; self.fieldErrors = fieldErrors
+        self.userMessage = userMessage; self.technical = technical; self.fieldErrors = fieldErrors; self.arguments = arguments
+    }
+
+    /// The user-facing texts in `locale` (English stays where the catalog does not know a key).
+    public func localized(_ locale: SupportedLocale) -> APIError {
+        var copy = self
+        copy.userMessage = MessageCatalog.text(messageKey, locale: locale, arguments: arguments, default: userMessage)
+        copy.fieldErrors = fieldErrors.map { $0.localized(locale) }
+        return copy
     }
 
     static func notFound(_ path: String) -> APIError {

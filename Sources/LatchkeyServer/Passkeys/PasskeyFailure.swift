@@ -46,9 +46,9 @@ enum PasskeyFailure: Error, Equatable, CustomStringConvertible {
     /// reachFive dialect (`/identity/v1/webauthn/…`).
     var apiError: APIError {
         func error(_ status: HTTPResponse.Status, _ error: String, _ key: String, _ english: String,
-                   fields: [APIError.FieldError] = []) -> APIError {
+                   fields: [APIError.FieldError] = [], arguments: [String: String] = [:]) -> APIError {
             APIError(status: status, code: "PKY-\(status.code)", error: error, messageKey: key, userMessage: english,
-                     technical: description, fieldErrors: fields)
+                     technical: description, fieldErrors: fields, arguments: arguments)
         }
         switch self {
         case .originNotAllowed, .malformed, .wrongCeremony:
@@ -73,9 +73,11 @@ enum PasskeyFailure: Error, Equatable, CustomStringConvertible {
                          fields: [.init(field: "email", message: "Enter an email address or a phone number.", code: "signup.identifier_required")])
         case .identifierTaken(let field):
             let display = field == "phone_number" ? "Phone number" : "Email address"
+            let arguments = UserSchema.fieldArguments(field, display: display)
             let english = "\(display) is already used by another account."
-            return error(.badRequest, "invalid_request", "signup.identifier_taken", english,
-                         fields: [.init(field: field, message: english, code: "signup.identifier_taken")])
+            var fieldError = APIError.FieldError(field: field, message: english, code: "signup.identifier_taken")
+            fieldError.arguments = arguments
+            return error(.badRequest, "invalid_request", "signup.identifier_taken", english, fields: [fieldError], arguments: arguments)
         case .invalidProfile(let problems):
             return error(.badRequest, "invalid_request", "error.userservice.schema_validation_failed", "Schema validation failed",
                          fields: problems.map { .init(field: $0.attribute, message: $0.message, code: $0.key) })

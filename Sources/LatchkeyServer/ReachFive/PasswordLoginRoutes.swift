@@ -21,25 +21,17 @@ extension IdentityServer {
             .trimmingCharacters(in: .whitespaces)
         let password = body.fields["password"]?.stringValue ?? ""
         guard !identifier.isEmpty, !password.isEmpty else {
-            throw Self.loginError(.badRequest, "login.missing_fields", "Enter your email or username and your password.",
+            throw Self.loginError(.badRequest, LocalizedMessage("login.missing_fields"),
                                   "an identifier (email, phone_number or username) and password are required")
         }
         // Unknown identifiers still go through the password check (decoy hash, same answer, same time).
         let username = try await account(identifier: identifier)?.username ?? identifier
-        let user: UserRecord
-        switch try await checkPassword(username: username, password: password, address: context.clientAddress) {
-        case .throttled(let wait):
-            throw Self.loginError(.tooManyRequests, "login.throttled",
-                                  "Too many failed sign-in attempts from your network. Try again in \(Self.minutes(wait)).", "address throttled")
-        case .locked(let until):
-            throw Self.loginError(.unauthorized, "login.locked",
-                                  "This account is locked after too many failed attempts. Try again in \(minutesUntil(until)).", "account locked")
-        case .rejected:
-            throw Self.loginError(.unauthorized, "login.invalid_credentials", "The email or password is incorrect.", "invalid credentials")
-        case .disabled:
-            throw Self.loginError(.unauthorized, "login.disabled", "This account is disabled. Contact your administrator.", "account disabled")
-        case .accepted(let accepted):
-            user = accepted
+        let outcome = try await checkPassword(username: username, password: password, address: context.clientAddress)
+        guard case .accepted(let user) = outcome else {
+            // The same key, arguments and wording as the hosted page and the flows (`PasswordCheck.userMessage`).
+            let message = outcome.userMessage(now: clock.now) ?? LocalizedMessage("login.invalid_credentials")
+            let status: HTTPResponse.Status = if case .throttled = outcome { .tooManyRequests } else { .unauthorized }
+            throw Self.loginError(status, message, "password sign-in refused: \(message.key)")
         }
         let factors = try await store.factors(userId: user.id)
         if !factors.isEmpty {
@@ -47,7 +39,7 @@ extension IdentityServer {
             return try Responses.json(TicketBody(tkn: ticket, mfaRequired: true), noStore: true)
         }
         if client.requireMFA {
-            throw Self.loginError(.forbidden, "login.mfa_not_enrolled", "This application needs a second sign-in step, which your account does not have yet.",
+            throw Self.loginError(.forbidden, LocalizedMessage("login.mfa_not_enrolled"),
                                   "the application requires MFA and the user has no second factor")
         }
         return try Responses.json(TicketBody(tkn: try await mintLoginTicket(user: user, clientId: client.clientId, amr: ["pwd"])), noStore: true)
@@ -61,10 +53,10 @@ extension IdentityServer {
         let clientId = try body.required("client_id")
         let claims: LoginTicketClaims
         do { claims = try await redeemLoginTicket(try body.required("tkn"), clientId: clientId, allowMFAPending: true) } catch let error as OAuthError {
-            throw Self.loginError(.unauthorized, "login.expired", "Your sign-in has expired. Please sign in again.", error.description)
+            throw Self.loginError(.unauthorized, LocalizedMessage("login.expired"), error.description)
         }
         guard let user = try await store.user(id: claims.sub), !user.disabled else {
-            throw Self.loginError(.unauthorized, "login.expired", "Your sign-in has expired. Please sign in again.", "the account can no longer sign in")
+            throw Self.loginError(.unauthorized, LocalizedMessage("login.expired"), "the account can no longer sign in")
         }
         let amr = try await store.factors(userId: user.id).map { $0.kind == .totp ? "otp" : "email" }
         let token = try await mintLoginTicket(user: user, clientId: clientId, amr: claims.amr, mfaPending: true)
@@ -81,8 +73,8 @@ extension IdentityServer {
         return try Responses.json(ConfigBody(scope: client.scopes.joined(separator: " "), sms: false))
     }
 
-    static func loginError(_ status: HTTPResponse.Status, _ key: String, _ english: String, _ technical: String) -> APIError {
+    static func loginError(_ status: HTTPResponse.Status, _ message: LocalizedMessage, _ technical: String) -> APIError {
         APIError(status: status, code: "AUTH-\(status.code)", error: status == .tooManyRequests ? "too_many_requests" : "invalid_grant",
-                 messageKey: key, userMessage: english, technical: technical)
+                 messageKey: message.key, userMessage: message.english, technical: technical, arguments: message.arguments)
     }
 }

@@ -22,13 +22,13 @@ extension IdentityServer {
             clientId = try params.single("client_id")
             redirectUri = try params.single("redirect_uri")
         } catch {
-            return authorizeErrorPage(error.description)
+            return authorizeErrorPage("page.authorize_invalid.malformed", request, params)
         }
         guard let clientId, let client = try await store.client(id: clientId)?.configuration else {
-            return authorizeErrorPage("The application that sent you here is not registered (unknown client_id).")
+            return authorizeErrorPage("page.authorize_invalid.client", request, params)
         }
         guard let redirectUri, RedirectURIMatcher.isRegistered(redirectUri, in: client.redirectUris) else {
-            return authorizeErrorPage("The application asked to return to an address it has not registered (redirect_uri).")
+            return authorizeErrorPage("page.authorize_invalid.redirect", request, params)
         }
         let state = try? params.single("state")
         do {
@@ -182,7 +182,10 @@ extension IdentityServer {
             to: redirectUri))
     }
 
-    func authorizeErrorPage(_ message: String) -> Response {
-        Responses.html(Pages.message(title: "Sign-in request not valid", body: message), status: .badRequest)
+    /// The error page for requests that cannot go back to the client, in the request's `ui_locales` or browser language.
+    func authorizeErrorPage(_ bodyKey: String, _ request: Request, _ params: Parameters) -> Response {
+        let uiLocales = (try? params.single("ui_locales")) ?? nil
+        return Responses.html(Pages.message(titleKey: "page.authorize_invalid.title", bodyKey: bodyKey,
+                                            locale: request.locale(uiLocales: uiLocales)), status: .badRequest)
     }
 }

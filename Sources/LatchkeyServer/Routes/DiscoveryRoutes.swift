@@ -24,7 +24,7 @@ struct ProviderMetadata: Encodable {
     var claimsSupported = ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp", "sid"]
         + ScopeClaims.byScope.values.flatMap { $0 }.sorted()
     var promptValuesSupported = ["none", "login"]
-    var uiLocalesSupported = ["en"]
+    var uiLocalesSupported = SupportedLocale.allCases.map(\.tag)
     var authorizationResponseIssParameterSupported = true
     var requestParameterSupported = false
     var requestUriParameterSupported = false

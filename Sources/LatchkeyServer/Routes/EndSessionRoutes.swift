@@ -25,10 +25,10 @@ extension IdentityServer {
         if let hint {
             let verified: RegisteredClaims
             do { verified = try await validator.signedJWT(hint, allowExpired: true).claims } catch {
-                return logoutError("The sign-out request carried an ID token that this server did not issue.")
+                return logoutError("page.logout_invalid.hint", request)
             }
             let audiences = verified.aud?.stringArray ?? []
-            if let clientId, !audiences.contains(clientId) { return logoutError("client_id does not match the ID token.") }
+            if let clientId, !audiences.contains(clientId) { return logoutError("page.logout_invalid.client", request) }
             clientId = clientId ?? audiences.first
             hintedSid = verified.sid
             hintedSub = verified.sub
@@ -36,10 +36,10 @@ extension IdentityServer {
         var redirect: String?
         if let postLogout {
             guard let clientId, let client = try await store.client(id: clientId)?.configuration else {
-                return logoutError("A post-logout redirect needs id_token_hint or client_id to identify the application.")
+                return logoutError("page.logout_invalid.unidentified", request)
             }
             guard RedirectURIMatcher.isRegistered(postLogout, in: client.postLogoutRedirectUris) else {
-                return logoutError("The application asked to return to an address it has not registered (post_logout_redirect_uri).")
+                return logoutError("page.authorize_invalid.redirect", request)
             }
             redirect = RedirectURL.appending([("state", state)], to: postLogout)
         }
@@ -56,7 +56,8 @@ extension IdentityServer {
                     if let v = try params.single(name) { hidden.append((name, v)) }
                 }
                 if hint == nil, let clientId { hidden.removeAll { $0.0 == "client_id" }; hidden.append(("client_id", clientId)) }
-                return Responses.html(Pages.logoutConfirmation(csrf: csrf, hiddenFields: hidden), headers: [.setCookie: cookies.csrf(csrf)])
+                return Responses.html(Pages.logoutConfirmation(csrf: csrf, hiddenFields: hidden, locale: request.locale(uiLocales: try params.single("ui_locales"))),
+                                      headers: [.setCookie: cookies.csrf(csrf)])
             }
         }
         if let live { try await store.endSession(id: live.session.id, now: clock.now) }
@@ -66,10 +67,11 @@ extension IdentityServer {
         var headers = HTTPFields()
         headers[values: .setCookie] = [cookies.clearSession()]
         if let redirect { return Responses.redirect(to: redirect, afterPost: isPost, headers: headers) }
-        return Responses.html(Pages.message(title: "Signed out", body: "You have been signed out. You can close this window."), headers: headers)
+        return Responses.html(Pages.message(titleKey: "page.signed_out.title", bodyKey: "page.signed_out.body",
+                                            locale: request.locale(uiLocales: try params.single("ui_locales"))), headers: headers)
     }
 
-    private func logoutError(_ message: String) -> Response {
-        Responses.html(Pages.message(title: "Sign-out request not valid", body: message), status: .badRequest)
+    private func logoutError(_ bodyKey: String, _ request: Request) -> Response {
+        Responses.html(Pages.message(titleKey: "page.logout_invalid.title", bodyKey: bodyKey, locale: request.locale()), status: .badRequest)
     }
 }

@@ -12,40 +12,42 @@ extension IdentityServer {
     private func showLogin(_ request: Request) async throws -> Response {
         let params = try Parameters.query(of: request)
         guard let id = try params.single("request"), let pending = try await store.loginRequest(id: id, now: clock.now) else {
-            return expiredLoginPage()
+            return expiredLoginPage(request.locale())
         }
         let client = try await store.client(id: pending.request.clientId)?.configuration
         return loginPage(requestId: id, clientName: client?.name ?? pending.request.clientId, username: pending.request.loginHint,
-                         error: nil, status: .ok)
+                         error: nil, status: .ok, locale: request.locale(uiLocales: pending.request.uiLocales))
     }
 
     private func submitLogin(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
         let params = try await Parameters.body(of: request)
         guard let id = try params.single("request"), let pending = try await store.loginRequest(id: id, now: clock.now) else {
-            return expiredLoginPage()
+            return expiredLoginPage(request.locale())
         }
+        // The language the page was shown in: the authorization request's ui_locales, else the browser's.
+        let locale = request.locale(uiLocales: pending.request.uiLocales)
         guard let formToken = try params.single("csrf"), let cookieToken = request.cookieValue(CookiePolicy.csrfCookie),
               Secrets.constantTimeEquals(formToken, cookieToken) else {
             logger.notice("login rejected: CSRF token missing or mismatched")
-            return Responses.html(Pages.message(title: "Sign-in form expired",
-                                                body: "For your security this form can only be sent from the page we showed you. Go back, reload the page and try again."),
-                                  status: .forbidden)
+            return Responses.html(Pages.message(titleKey: "page.csrf.title", bodyKey: "page.csrf.body", locale: locale), status: .forbidden)
         }
         let clientName = try await store.client(id: pending.request.clientId)?.configuration.name ?? pending.request.clientId
         let username = (try params.single("username") ?? "").trimmingCharacters(in: .whitespaces)
         let password = try params.single("password") ?? ""
-        func fail(_ message: String, _ status: HTTPResponse.Status) -> Response {
-            loginPage(requestId: id, clientName: clientName, username: username, error: message, status: status)
+        func fail(_ message: LocalizedMessage, _ status: HTTPResponse.Status) -> Response {
+            loginPage(requestId: id, clientName: clientName, username: username, error: message.text(locale), status: status, locale: locale)
         }
-        guard !username.isEmpty, !password.isEmpty else { return fail("Enter your email or username and your password.", .badRequest) }
+        guard !username.isEmpty, !password.isEmpty else { return fail(LocalizedMessage("login.missing_fields"), .badRequest) }
 
-        let user: UserRecord
-        switch try await checkPassword(username: username, password: password, address: context.clientAddress) {
-        case .throttled(let wait): return fail("Too many failed sign-in attempts from your network. Try again in \(Self.minutes(wait)).", .tooManyRequests)
-        case .locked(let until): return fail(lockedMessage(until: until), .locked)
-        case .rejected: return fail("The email or password is incorrect.", .unauthorized)
-        case .disabled: return fail("This account is disabled. Contact your administrator.", .forbidden)
-        case .accepted(let accepted): user = accepted
+        let outcome = try await checkPassword(username: username, password: password, address: context.clientAddress)
+        guard case .accepted(let user) = outcome else {
+            let status: HTTPResponse.Status = switch outcome {
+            case .throttled: .tooManyRequests
+            case .locked: .locked
+            case .disabled: .forbidden
+            case .rejected, .accepted: .unauthorized
+            }
+            return fail(outcome.userMessage(now: clock.now) ?? LocalizedMessage("login.invalid_credentials"), status)
         }
 
         let now = clock.now
@@ -60,24 +62,14 @@ extension IdentityServer {
         return try await issueCode(pending.request, user: user, session: session, afterPost: true, headers: headers)
     }
 
-    private func loginPage(requestId: String, clientName: String, username: String?, error: String?, status: HTTPResponse.Status) -> Response {
+    private func loginPage(requestId: String, clientName: String, username: String?, error: String?, status: HTTPResponse.Status,
+                           locale: SupportedLocale) -> Response {
         let csrf = Secrets.token()
-        let page = Pages.login(.init(requestId: requestId, csrf: csrf, clientName: clientName, username: username, error: error))
-        return Responses.html(page, status: status, headers: [.setCookie: cookies.csrf(csrf)])
+        let page = Pages.login(.init(requestId: requestId, csrf: csrf, clientName: clientName, username: username, error: error, locale: locale))
+        return Responses.html(page, status: status, headers: [.setCookie: cookies.csrf(csrf), .contentLanguage: locale.tag])
     }
 
-    private func expiredLoginPage() -> Response {
-        Responses.html(Pages.message(title: "Sign-in link expired",
-                                     body: "This sign-in page has expired or was already used. Return to the application and start again."),
-                       status: .badRequest)
-    }
-
-    private func lockedMessage(until: Date) -> String {
-        "This account is temporarily locked after too many failed sign-in attempts. Try again in \(minutesUntil(until))."
-    }
-
-    static func minutes(_ seconds: Int) -> String {
-        let m = max(1, (seconds + 59) / 60)
-        return m == 1 ? "1 minute" : "\(m) minutes"
+    private func expiredLoginPage(_ locale: SupportedLocale) -> Response {
+        Responses.html(Pages.message(titleKey: "page.expired.title", bodyKey: "page.expired.body", locale: locale), status: .badRequest)
     }
 }

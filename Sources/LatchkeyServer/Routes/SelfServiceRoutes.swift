@@ -33,7 +33,8 @@ extension IdentityServer {
         } catch where error.code == .serverError {
             throw APIError.internalError()
         } catch {
-            var response = try ErrorMiddleware.api(SelfServiceErrors.unauthorized(error.description), path: request.uri.path)
+            var response = try ErrorMiddleware.api(SelfServiceErrors.unauthorized(error.description), path: request.uri.path,
+                                                   locale: request.locale())
             response.headers[.wwwAuthenticate] =
                 "Bearer error=\"invalid_token\", error_description=\"\(error.description.replacingOccurrences(of: "\"", with: "'"))\""
             return response
@@ -73,7 +74,8 @@ extension IdentityServer {
             case .bool(let b): changes[name] = b ? "true" : "false"
             case .number(let n): changes[name] = n.rounded() == n && abs(n) < 1e15 ? String(Int64(n)) : String(n)
             case .array, .object:
-                problems.append(.init(attribute: name, key: "validation.type.invalid", message: "\(name) must be a single value"))
+                problems.append(.init(attribute: name, key: "validation.type.invalid", message: "\(name) must be a single value",
+                                      arguments: userSchema.attribute(name).map { userSchema.fieldArguments($0) } ?? ["field": name]))
             }
         }
         if !problems.isEmpty { throw SelfServiceErrors.schemaValidation(problems) }
@@ -100,10 +102,14 @@ extension IdentityServer {
                                                 "attributes.currentPassword (the current password) is required")
         }
         // The same check as signing in: throttling, lockout (wrong guesses count), bookkeeping.
-        switch try await checkPassword(username: user.username, password: currentPassword, address: address) {
+        let outcome = try await checkPassword(username: user.username, password: currentPassword, address: address)
+        switch outcome {
         case .accepted: break
         case .throttled, .locked:
-            throw SelfServiceErrors.credentials("account_locked", "Too many attempts", "too many wrong passwords; try again later")
+            // The same words (and wait) as the sign-in page: `login.locked` / `login.throttled`.
+            let message = outcome.userMessage(now: clock.now) ?? LocalizedMessage("error.userservice.account_locked")
+            throw APIError(status: .badRequest, code: "USR-1017", error: "invalid_request", messageKey: message.key,
+                           userMessage: message.english, technical: "too many wrong passwords; try again later", arguments: message.arguments)
         case .rejected, .disabled:
             logger.notice("password change refused: wrong current password", metadata: ["user": .string(user.id)])
             throw SelfServiceErrors.credentials("invalid_current_password", "Invalid credentials", "the current password is not correct")
@@ -113,7 +119,9 @@ extension IdentityServer {
             logger.info("password changed through /users/me/update-credentials", metadata: ["user": .string(user.id)])
             return Response(status: .noContent, headers: [.cacheControl: "no-store"])
         case .failure(.invalid(let problems)):
-            throw SelfServiceErrors.credentials("invalid_credentials", "Invalid credentials", problems.map(\.message).joined(separator: "; "))
+            var error = SelfServiceErrors.credentials("invalid_credentials", "Invalid credentials", problems.map(\.message).joined(separator: "; "))
+            error.fieldErrors = problems.map(\.fieldError)  // the password rule, in the user's language
+            throw error
         case .failure(.conflict(let problem)):
             throw SelfServiceErrors.credentials("invalid_credentials", "Invalid credentials", problem.message)
         }
@@ -170,13 +178,13 @@ enum SelfServiceErrors {
                  userMessage: "Schema validation failed",
                  technical: "User attributes do not conform to the required schema: "
                      + problems.map { "\($0.attribute): \($0.message)" }.joined(separator: "; "),
-                 fieldErrors: problems.map { .init(field: $0.attribute, message: $0.message, code: $0.key) })
+                 fieldErrors: problems.map(\.fieldError))
     }
 
     static func conflict(_ problem: UserSchema.Problem) -> APIError {
         APIError(status: .conflict, code: "USR-1014", error: "conflict", messageKey: "error.userservice.attribute_conflict",
                  userMessage: "Attribute conflict", technical: "A user with the same unique attribute value already exists: \(problem.attribute)",
-                 fieldErrors: [.init(field: problem.attribute, message: problem.message, code: problem.key)])
+                 fieldErrors: [problem.fieldError])
     }
 
     static func credentials(_ key: String, _ userMessage: String, _ why: String) -> APIError {

@@ -38,8 +38,32 @@ extension IdentityServer {
         return .accepted(user)
     }
 
-    /// Whole minutes until `until`, rounded up, as text.
-    func minutesUntil(_ until: Date) -> String {
-        Self.minutes(Int(until.timeIntervalSince(clock.now).rounded(.up)))
+}
+
+extension IdentityServer {
+    /// Whole minutes (rounded up, at least one) as English text. For logs and English-only text; messages for people
+    /// pass the number as the `minutes` argument of a catalog message instead (`PasswordCheck.userMessage`).
+    static func minutes(_ seconds: Int) -> String { MessageCatalog.duration(minutes: MessageCatalog.minutes(seconds: seconds), locale: .en) }
+
+    /// As `minutes(_:)`, until `until`.
+    func minutesUntil(_ until: Date) -> String { Self.minutes(Int(until.timeIntervalSince(clock.now).rounded(.up))) }
+}
+
+extension PasswordCheck {
+    /// The caller's address is throttled (as opposed to the account being locked).
+    var isThrottled: Bool { if case .throttled = self { true } else { false } }
+
+    /// What to tell the person for a refused outcome: catalog key (`login.*`), arguments and English, the same on
+    /// the hosted page, in the flows and anywhere else a password is checked; nil when the password was accepted.
+    /// `{minutes}` carries whole minutes, rendered as a localized duration by the catalog.
+    func userMessage(now: Date) -> LocalizedMessage? {
+        switch self {
+        case .accepted: nil
+        case .throttled(let seconds): LocalizedMessage("login.throttled", ["minutes": String(MessageCatalog.minutes(seconds: seconds))])
+        case .locked(let until):
+            LocalizedMessage("login.locked", ["minutes": String(MessageCatalog.minutes(seconds: Int(until.timeIntervalSince(now).rounded(.up))))])
+        case .rejected: LocalizedMessage("login.invalid_credentials")
+        case .disabled: LocalizedMessage("login.disabled")
+        }
     }
 }

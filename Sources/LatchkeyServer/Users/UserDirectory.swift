@@ -21,11 +21,13 @@ extension IdentityServer {
             let current = name == "username" ? user.username : user.claims[name] ?? ""
             if trimmed == current { continue }
             guard let attribute = userSchema.attribute(name) else {
-                problems.append(.init(attribute: name, key: "validation.attribute.unknown", message: "\(name) is not an attribute of this user type"))
+                problems.append(.init(attribute: name, key: "validation.attribute.unknown", message: "\(name) is not an attribute of this user type",
+                                      arguments: ["field": name]))
                 continue
             }
             guard attribute.mutable || byAdministrator else {
-                problems.append(.init(attribute: name, key: "validation.attribute.readOnly", message: "\(attribute.displayName) cannot be changed"))
+                problems.append(.init(attribute: name, key: "validation.attribute.readOnly", message: "\(attribute.displayName) cannot be changed",
+                                      arguments: userSchema.fieldArguments(attribute)))
                 continue
             }
             if let problem = userSchema.problem(name, trimmed) { problems.append(problem); continue }
@@ -43,7 +45,8 @@ extension IdentityServer {
             if byAdministrator {
                 updated.disabled = disabled
             } else {
-                problems.append(.init(attribute: "active", key: "validation.attribute.readOnly", message: "Only an administrator can enable or disable an account"))
+                problems.append(.init(attribute: "active", key: "validation.attribute.readOnly", message: "Only an administrator can enable or disable an account",
+                                      messageKey: "validation.account.adminOnly"))
             }
         }
         if !problems.isEmpty { return .failure(.invalid(problems)) }
@@ -67,7 +70,8 @@ extension IdentityServer {
             guard let value = user.claims[attribute.name], !value.isEmpty else { continue }
             if try await store.users(claim: attribute.name, equals: value).contains(where: { $0.id != user.id }) {
                 return .init(attribute: attribute.name, key: "validation.\(attribute.name).taken",
-                             message: "\(attribute.displayName) is already used by another account")
+                             message: "\(attribute.displayName) is already used by another account.",
+                             arguments: userSchema.fieldArguments(attribute), messageKey: "signup.identifier_taken")
             }
         }
         return nil

@@ -27,9 +27,36 @@ public struct UserSchema: Sendable {
     /// One validation failure, keyed by attribute.
     public struct Problem: Sendable, Equatable, Error {
         public var attribute: String
-        /// Stable message key (`validation.email.invalid` …) for localization.
+        /// Stable machine key (`validation.email.invalid` …), sent as the field error's `code`.
         public var key: String
+        /// English text.
         public var message: String
+        /// Placeholder values for the catalog text (`field`, `field.key`, `count`).
+        public var arguments: [String: String] = [:]
+        /// Catalog key of the text when it is not `key` (`validation.email.taken` reads as `signup.identifier_taken`).
+        public var messageKey: String?
+
+        /// The text in `locale` (English when the catalog does not know the key).
+        public func text(_ locale: SupportedLocale) -> String {
+            MessageCatalog.text(messageKey ?? key, locale: locale, arguments: arguments, default: message)
+        }
+
+        /// As a field error of the app-facing APIs (localized later, by the error middleware).
+        var fieldError: APIError.FieldError {
+            .init(field: attribute, message: message, code: key, messageKey: messageKey, arguments: arguments)
+        }
+    }
+
+    /// Placeholder values naming an attribute: its display name, and the catalog key of its translated label when
+    /// the display name is the standard English one (a deployment's own wording is kept as it is).
+    public static func fieldArguments(_ name: String, display: String) -> [String: String] {
+        let labelKey = "user:attributes.\(name).label"
+        if MessageCatalog.text(labelKey, locale: .en) == display { return ["field": display, "field.key": labelKey] }
+        return ["field": display]
+    }
+
+    func fieldArguments(_ attribute: Attribute, _ extra: [String: String] = [:]) -> [String: String] {
+        Self.fieldArguments(attribute.name, display: attribute.displayName).merging(extra) { $1 }
     }
 
     public var attributes: [Attribute]
@@ -56,18 +83,22 @@ public struct UserSchema: Sendable {
     /// Checks one value's shape. Returns nil when it is acceptable.
     public func problem(_ name: String, _ value: String) -> Problem? {
         guard let attribute = attribute(name) else {
-            return Problem(attribute: name, key: "validation.attribute.unknown", message: "\(name) is not an attribute of this user type")
+            return Problem(attribute: name, key: "validation.attribute.unknown", message: "\(name) is not an attribute of this user type",
+                           arguments: ["field": name])
         }
         let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
         if trimmed.isEmpty {
-            return attribute.required ? Problem(attribute: name, key: "validation.required", message: "\(attribute.displayName) is required") : nil
+            return attribute.required ? Problem(attribute: name, key: "validation.required", message: "\(attribute.displayName) is required",
+                                                arguments: fieldArguments(attribute)) : nil
         }
         if trimmed.count > attribute.maxLength {
             return Problem(attribute: name, key: "validation.maxLength.invalid",
-                           message: "\(attribute.displayName) must be at most \(attribute.maxLength) characters")
+                           message: "\(attribute.displayName) must be at most \(attribute.maxLength) characters",
+                           arguments: fieldArguments(attribute, ["count": String(attribute.maxLength)]))
         }
         if trimmed.unicodeScalars.contains(where: { CharacterSet.controlCharacters.contains($0) }) {
-            return Problem(attribute: name, key: "validation.characters.invalid", message: "\(attribute.displayName) contains control characters")
+            return Problem(attribute: name, key: "validation.characters.invalid", message: "\(attribute.displayName) contains control characters",
+                           arguments: fieldArguments(attribute))
         }
         let valid: Bool = switch attribute.kind {
         case .string: true
@@ -78,7 +109,8 @@ public struct UserSchema: Sendable {
         case .boolean: ["true", "false"].contains(trimmed)
         }
         return valid ? nil : Problem(attribute: name, key: "validation.\(attribute.kind.rawValue).invalid",
-                                     message: "\(attribute.displayName) is not a valid \(attribute.kind == .string ? "value" : attribute.kind.rawValue)")
+                                     message: "\(attribute.displayName) is not a valid \(attribute.kind == .string ? "value" : attribute.kind.rawValue)",
+                                     arguments: fieldArguments(attribute))
     }
 
     static func isEmail(_ s: String) -> Bool {
@@ -114,11 +146,11 @@ public enum PasswordPolicy {
     public static func problem(_ password: String, username: String? = nil) -> UserSchema.Problem? {
         if password.count < minimumLength {
             return .init(attribute: "password", key: "validation.password.minLength.invalid",
-                         message: "The password must be at least \(minimumLength) characters")
+                         message: "The password must be at least \(minimumLength) characters", arguments: ["count": String(minimumLength)])
         }
         if password.count > maximumLength {
             return .init(attribute: "password", key: "validation.password.maxLength.invalid",
-                         message: "The password must be at most \(maximumLength) characters")
+                         message: "The password must be at most \(maximumLength) characters", arguments: ["count": String(maximumLength)])
         }
         if let username, password.caseInsensitiveCompare(username) == .orderedSame {
             return .init(attribute: "password", key: "validation.password.username",

@@ -47,7 +47,7 @@ struct SDKAppNativeFlowTests {
                                             request: Self.signInRequest)
         #expect(wrong.flowStatus == .promptOnly && wrong.flowId == first.flowId)
         #expect(wrong.error?.code == .authenticationFailed && wrong.error?.serverCode == "FET-1005")
-        #expect(wrong.error?.message == "The username or password is incorrect." && wrong.error?.messageKey == "flows.executor.errors.invalid_credentials")
+        #expect(wrong.error?.message == "The email or password is incorrect." && wrong.error?.messageKey == "login.invalid_credentials")
         #expect(wrong.inputs.map(\.identifier) == ["username", "password"], "the same step again")
         #expect(try await client.isSignedIn() == false)
 

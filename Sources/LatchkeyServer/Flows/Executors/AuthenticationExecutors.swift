@@ -6,11 +6,10 @@ import HummingbirdOTP
 enum AuthenticationExecutors {
     static func password(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         let username = (run.value("username") ?? "").trimmingCharacters(in: .whitespaces)
-        switch try await server.checkPassword(username: username, password: run.submitted["password"] ?? "", address: run.clientAddress) {
-        case .throttled(let wait): return .retry(.throttled(minutes: IdentityServer.minutes(wait)))
-        case .locked(let until): return .retry(.accountLocked(minutes: server.minutesUntil(until)))
-        case .rejected: return .retry(.invalidCredentials)
-        case .disabled: return .fail(.accountDisabled)
+        let outcome = try await server.checkPassword(username: username, password: run.submitted["password"] ?? "", address: run.clientAddress)
+        switch outcome {
+        case .throttled, .locked, .rejected: return .retry(.password(outcome, now: server.clock.now))
+        case .disabled: return .fail(.password(outcome, now: server.clock.now))
         case .accepted(let user):
             run.state.userId = user.id
             run.state.amr = ["pwd"]
@@ -83,9 +82,12 @@ enum CodeExecutors {
         run.state.code = .init(digest: Secrets.digest(code), expiresAt: now.addingTimeInterval(TimeInterval(server.configuration.lifetimes.oneTimeCode)),
                                attempts: 0)
         if let user, let email = user.claims["email"], !email.isEmpty, !user.disabled {
-            let subject = recovery ? "Your password reset code" : "Your sign-in code"
-            let body = "\(code) is your \(recovery ? "password reset" : "sign-in") code for \(run.client.name). It expires in "
-                + "\(IdentityServer.minutes(server.configuration.lifetimes.oneTimeCode)). If you did not ask for it, ignore this message."
+            // In the execution's language: the person who asked for the code is the one reading it.
+            let kind = recovery ? "recovery" : "signin"
+            let arguments = ["code": code, "app": run.client.name,
+                             "minutes": String(MessageCatalog.minutes(seconds: server.configuration.lifetimes.oneTimeCode))]
+            let subject = MessageCatalog.text("email.code.\(kind).subject", locale: run.locale, default: "Your code")
+            let body = MessageCatalog.text("email.code.\(kind).body", locale: run.locale, arguments: arguments, default: code)
             try await server.outbox.send(OutboxMessage(id: Secrets.identifier(), channel: .email, recipient: email, subject: subject,
                                                        body: body, code: code, createdAt: now))
         } else if recovery {

@@ -27,9 +27,9 @@ enum RegistrationExecutors {
         // `credential: passkey` nodes register without a password: the passkey registered next is the credential.
         let passwordless = node.properties?["credential"] == "passkey"
         var problems: [FlowResponse.FieldError] = []
-        if let problem = server.userSchema.problem("username", username) { problems.append(.init(identifier: "username", message: problem.message)) }
+        if let problem = server.userSchema.problem("username", username) { problems.append(.init(identifier: "username", message: problem.text(run.locale))) }
         if !passwordless, let problem = PasswordPolicy.problem(password, username: username) {
-            problems.append(.init(identifier: "password", message: problem.message))
+            problems.append(.init(identifier: "password", message: problem.text(run.locale)))
         }
         if !problems.isEmpty { return .fieldErrors(problems) }
         if try await server.store.user(username: username) != nil { return .retry(.userExists) }
@@ -56,7 +56,7 @@ enum RegistrationExecutors {
             let value = (run.value(attribute.name) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
             if value.isEmpty { missing = true; continue }
             if let problem = schema.problem(attribute.name, value) {
-                problems.append(.init(identifier: attribute.name, message: problem.message))
+                problems.append(.init(identifier: attribute.name, message: problem.text(run.locale)))
                 run.state.inputs[attribute.name] = nil
             } else {
                 claims[attribute.name] = value
@@ -135,7 +135,7 @@ enum RecoveryExecutors {
             run.state.recoveryVerified = false
             return .next
         case .failure(.invalid(let problems)):
-            return .fieldErrors(problems.map { .init(identifier: "password", message: $0.message) })
+            return .fieldErrors(problems.map { .init(identifier: "password", message: $0.text(run.locale)) })
         case .failure(.conflict):
             return .fail(.recoveryFailed)
         }

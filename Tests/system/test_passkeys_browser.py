@@ -1,0 +1,114 @@
+"""Oracle: headless Chromium's WebAuthn virtual authenticator against our relying party, on http://localhost.
+
+The browser creates a passkey through the reachFive endpoints (our server verifies Chromium's attestation), then
+signs in with it from the hosted login page's "Sign in with a passkey" button (our server verifies Chromium's
+assertion), and the authorization completes with a code for that account."""
+import json
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
+
+from conftest import authorize_url, pkce_pair, redeem
+from test_browser import REDIRECT, wait_for_redirect
+
+SIGN_UP = """
+const done = arguments[arguments.length - 1];
+const b64 = (buf) => btoa(String.fromCharCode(...new Uint8Array(buf))).replace(/\\+/g, "-").replace(/\\//g, "_").replace(/=+$/, "");
+const unb64 = (s) => Uint8Array.from(atob(s.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((s.length + 3) % 4)), (c) => c.charCodeAt(0));
+(async () => {
+  const post = async (path, body) => {
+    const r = await fetch(path, {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+    return {status: r.status, json: await r.json()};
+  };
+  const options = await post("/identity/v1/webauthn/signup-options", {client_id: "latchkey-demo", origin: location.origin,
+    friendly_name: "Chromium", profile: {email: arguments[0], given_name: "Chrome"}});
+  if (options.status !== 200) return done({step: "options", ...options});
+  const pk = options.json.options.public_key;
+  const credential = await navigator.credentials.create({publicKey: {
+    rp: pk.rp, user: {id: unb64(pk.user.id), name: pk.user.name, displayName: pk.user.display_name},
+    challenge: unb64(pk.challenge), pubKeyCredParams: pk.pub_key_cred_params, timeout: pk.timeout,
+    excludeCredentials: pk.exclude_credentials.map((c) => ({type: c.type, id: unb64(c.id)})),
+    authenticatorSelection: {residentKey: pk.authenticator_selection.resident_key,
+                             requireResidentKey: pk.authenticator_selection.require_resident_key,
+                             userVerification: pk.authenticator_selection.user_verification},
+    attestation: arguments[1]}});
+  const r = credential.response;
+  done(await post("/identity/v1/webauthn/signup", {webauthn_id: pk.user.id, public_key_credential: {
+    id: credential.id, raw_id: b64(credential.rawId), type: credential.type,
+    response: {attestation_object: b64(r.attestationObject), client_data_json: b64(r.clientDataJSON)}}}));
+})().catch((e) => done({error: String(e)}));
+"""
+
+
+def add_virtual_authenticator(browser):
+    browser.execute_cdp_cmd("WebAuthn.enable", {"enableUI": False})
+    return browser.execute_cdp_cmd("WebAuthn.addVirtualAuthenticator", {"options": {
+        "protocol": "ctap2", "transport": "internal", "hasResidentKey": True, "hasUserVerification": True,
+        "isUserVerified": True, "automaticPresenceSimulation": True}})["authenticatorId"]
+
+
+def open_login(browser, server, state):
+    verifier, challenge = pkce_pair()
+    browser.get(authorize_url(server, REDIRECT, challenge, state))
+    WebDriverWait(browser, 10).until(expected_conditions.presence_of_element_located((By.ID, "passkey")))
+    return verifier
+
+
+def sign_up_in_browser(browser, email, attestation="none"):
+    browser.set_script_timeout(20)
+    return browser.execute_async_script(SIGN_UP, email, attestation)
+
+
+def test_chromium_passkey_signup_then_sign_in_from_hosted_page(browser, server):
+    authenticator = add_virtual_authenticator(browser)
+    open_login(browser, server, "register")
+    result = sign_up_in_browser(browser, "chrome@example.com")
+    assert result.get("status") == 200, result
+    assert result["json"]["tkn"]
+    stored = browser.execute_cdp_cmd("WebAuthn.getCredentials", {"authenticatorId": authenticator})["credentials"]
+    assert len(stored) == 1 and stored[0]["isResidentCredential"]
+
+    # A fresh authorization: the hosted page's passkey button signs the new account in (discoverable).
+    verifier = open_login(browser, server, "passkey")
+    try:
+        browser.find_element(By.ID, "passkey").click()
+    except Exception:
+        pass
+    query = wait_for_redirect(browser, REDIRECT, timeout=20)
+    assert query["state"] == ["passkey"]
+    tokens = redeem(server, query["code"][0], REDIRECT, verifier)
+    assert tokens.status_code == 200, tokens.text
+    userinfo = server_userinfo(server, tokens.json()["access_token"])
+    assert userinfo["email"] == "chrome@example.com"
+    # Chromium's counter moved on; the server accepted it (the stored credential's counter is now 1 or more).
+    after = browser.execute_cdp_cmd("WebAuthn.getCredentials", {"authenticatorId": authenticator})["credentials"]
+    assert after[0]["signCount"] >= 1
+
+
+def test_chromium_packed_attestation_and_refusals(browser, server):
+    authenticator = add_virtual_authenticator(browser)
+    open_login(browser, server, "packed")
+    # Chromium's virtual authenticator answers "direct" with a packed attestation statement; our server verifies it.
+    packed = sign_up_in_browser(browser, "packed@example.com", attestation="direct")
+    assert packed.get("status") == 200, packed
+    # The same email again is refused with a field error (before any authenticator prompt).
+    again = sign_up_in_browser(browser, "packed@example.com")
+    assert again.get("step") == "options" and again["status"] == 400, again
+    assert again["json"]["error_details"][0]["field"] == "email"
+    # With the passkey removed from the authenticator, the page's button reports the failure and stays usable.
+    browser.execute_cdp_cmd("WebAuthn.clearCredentials", {"authenticatorId": authenticator})
+    browser.execute_cdp_cmd("WebAuthn.setAutomaticPresenceSimulation", {"authenticatorId": authenticator, "enabled": True})
+    open_login(browser, server, "none-left")
+    browser.set_script_timeout(5)
+    browser.find_element(By.ID, "passkey").click()
+    error = WebDriverWait(browser, 90).until(expected_conditions.visibility_of_element_located((By.ID, "passkey-error")))
+    assert error.text
+    assert browser.find_element(By.ID, "passkey").is_enabled()
+
+
+def server_userinfo(server, access_token):
+    import requests
+    response = requests.get(server.base + "/oauth2/userinfo", headers={"Authorization": "Bearer " + access_token}, timeout=10)
+    assert response.status_code == 200, response.text
+    return response.json()
