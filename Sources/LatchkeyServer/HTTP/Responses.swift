@@ -17,12 +17,15 @@ enum Responses {
         return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
     }
 
-    static func html(_ page: String, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+    /// `sameOriginScripts`: the page loads our own script files (the passkey button) and may call our own
+    /// endpoints; inline scripts stay forbidden either way.
+    static func html(_ page: String, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:], sameOriginScripts: Bool = false) -> Response {
         var fields = headers
         fields[.contentType] = "text/html; charset=utf-8"
         fields[.cacheControl] = "no-store"
-        // No scripts at all; inline styles only; never framed (clickjacking of the password form).
-        fields[.contentSecurityPolicy] = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'"
+        // Inline styles only; no inline script ever; never framed (clickjacking of the password form).
+        let scripts = sameOriginScripts ? "script-src 'self'; connect-src 'self'; " : ""
+        fields[.contentSecurityPolicy] = "default-src 'none'; \(scripts)style-src 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'"
         fields[.xFrameOptions] = "DENY"
         fields[.referrerPolicy] = "no-referrer"
         fields[.xContentTypeOptions] = "nosniff"

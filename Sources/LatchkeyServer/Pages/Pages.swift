@@ -14,6 +14,8 @@ enum Pages {
         input:focus, button:focus { outline: 3px solid #2563eb; outline-offset: 2px; }
         button { margin-block-start: 1.5rem; width: 100%; padding: .75rem; font-size: 1rem; font-weight: 600; color: #fff;
                  background: #1d4ed8; border: 0; border-radius: 8px; cursor: pointer; }
+        button.secondary { margin-block-start: 0; color: CanvasText; background: transparent; border: 1px solid #888; }
+        p.or { text-align: center; margin: 1rem 0; opacity: .7; }
         .error { margin-block: 1rem 0; margin-inline: 0; padding: .75rem; border-radius: 8px; background: #fee2e2; color: #7f1d1d; border: 1px solid #fca5a5; }
         """
 
@@ -36,6 +38,9 @@ enum Pages {
         var username: String?
         var error: String?
         var locale: SupportedLocale = .en
+        /// The application accepts passkeys from this server's own origin: offer "Sign in with a passkey"
+        /// (`PasskeyScript`), which posts the resulting `tkn` with this form's request id and CSRF token.
+        var passkeyClientId: String? = nil
     }
 
     /// A catalog text for the page (HTML-escaped by the callers).
@@ -67,7 +72,24 @@ enum Pages {
               <input id="password" name="password" type="password" autocomplete="current-password" required\(described)\(form.username == nil ? "" : " autofocus")>
               <button type="submit" id="submit">\(HTML.escape(t("page.login.submit", l)))</button>
             </form>
+            \(passkeyBlock(form))
             """, locale: l)
+    }
+
+    private static func passkeyBlock(_ form: LoginForm) -> String {
+        guard let clientId = form.passkeyClientId else { return "" }
+        let l = form.locale
+        return """
+            <p class="or">\(HTML.escape(t("page.login.or", l)))</p>
+            <form id="passkey-form" method="post" action="/login" data-client="\(HTML.escape(clientId))">
+              <input type="hidden" name="request" value="\(HTML.escape(form.requestId))">
+              <input type="hidden" name="csrf" value="\(HTML.escape(form.csrf))">
+              <input type="hidden" name="tkn" value="">
+              <button type="button" id="passkey" class="secondary">\(HTML.escape(t("page.login.passkey", l)))</button>
+            </form>
+            <p class="error" id="passkey-error" role="alert" hidden>\(HTML.escape(t("page.login.passkey_failed", l)))</p>
+            <script src="\(PasskeyScript.path)" defer></script>
+            """
     }
 
     static func logoutConfirmation(csrf: String, hiddenFields: [(String, String)], locale l: SupportedLocale = .en) -> String {

@@ -15,7 +15,7 @@ extension IdentityServer {
             return expiredLoginPage(request.locale())
         }
         let client = try await store.client(id: pending.request.clientId)?.configuration
-        return loginPage(requestId: id, clientName: client?.name ?? pending.request.clientId, username: pending.request.loginHint,
+        return loginPage(requestId: id, client: client, clientId: pending.request.clientId, username: pending.request.loginHint,
                          error: nil, status: .ok, locale: request.locale(uiLocales: pending.request.uiLocales))
     }
 
@@ -31,28 +31,42 @@ extension IdentityServer {
             logger.notice("login rejected: CSRF token missing or mismatched")
             return Responses.html(Pages.message(titleKey: "page.csrf.title", bodyKey: "page.csrf.body", locale: locale), status: .forbidden)
         }
-        let clientName = try await store.client(id: pending.request.clientId)?.configuration.name ?? pending.request.clientId
+        let client = try await store.client(id: pending.request.clientId)?.configuration
         let username = (try params.single("username") ?? "").trimmingCharacters(in: .whitespaces)
         let password = try params.single("password") ?? ""
         func fail(_ message: LocalizedMessage, _ status: HTTPResponse.Status) -> Response {
-            loginPage(requestId: id, clientName: clientName, username: username, error: message.text(locale), status: status, locale: locale)
+            loginPage(requestId: id, client: client, clientId: pending.request.clientId, username: username, error: message.text(locale),
+                      status: status, locale: locale)
         }
-        guard !username.isEmpty, !password.isEmpty else { return fail(LocalizedMessage("login.missing_fields"), .badRequest) }
-
-        let outcome = try await checkPassword(username: username, password: password, address: context.clientAddress)
-        guard case .accepted(let user) = outcome else {
-            let status: HTTPResponse.Status = switch outcome {
-            case .throttled: .tooManyRequests
-            case .locked: .locked
-            case .disabled: .forbidden
-            case .rejected, .accepted: .unauthorized
+        let user: UserRecord
+        var authTime = clock.now
+        if let ticket = try params.single("tkn"), !ticket.isEmpty {
+            // The page's passkey button: the reachFive endpoints verified the passkey and issued a ticket for this
+            // application; redeeming it here (once) stands for the password.
+            guard let claims = try? await redeemLoginTicket(ticket, clientId: pending.request.clientId),
+                  let owner = try await store.user(id: claims.sub), !owner.disabled else {
+                return fail(LocalizedMessage("page.login.passkey_failed"), .unauthorized)
             }
-            return fail(outcome.userMessage(now: clock.now) ?? LocalizedMessage("login.invalid_credentials"), status)
+            user = owner
+            authTime = Date(timeIntervalSince1970: TimeInterval(claims.authTime))
+        } else {
+            guard !username.isEmpty, !password.isEmpty else { return fail(LocalizedMessage("login.missing_fields"), .badRequest) }
+            let outcome = try await checkPassword(username: username, password: password, address: context.clientAddress)
+            guard case .accepted(let accepted) = outcome else {
+                let status: HTTPResponse.Status = switch outcome {
+                case .throttled: .tooManyRequests
+                case .locked: .locked
+                case .disabled: .forbidden
+                case .rejected, .accepted: .unauthorized
+                }
+                return fail(outcome.userMessage(now: clock.now) ?? LocalizedMessage("login.invalid_credentials"), status)
+            }
+            user = accepted
         }
 
         let now = clock.now
         let secret = Secrets.token()
-        let session = SessionRecord(id: Secrets.identifier(), secretHash: Secrets.digest(secret), userId: user.id, authTime: now,
+        let session = SessionRecord(id: Secrets.identifier(), secretHash: Secrets.digest(secret), userId: user.id, authTime: authTime,
                                     createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.session)),
                                     endedAt: nil)
         try await store.insertSession(session)
@@ -62,11 +76,15 @@ extension IdentityServer {
         return try await issueCode(pending.request, user: user, session: session, afterPost: true, headers: headers)
     }
 
-    private func loginPage(requestId: String, clientName: String, username: String?, error: String?, status: HTTPResponse.Status,
-                           locale: SupportedLocale) -> Response {
+    private func loginPage(requestId: String, client: ClientConfiguration?, clientId: String, username: String?, error: String?,
+                           status: HTTPResponse.Status, locale: SupportedLocale) -> Response {
         let csrf = Secrets.token()
-        let page = Pages.login(.init(requestId: requestId, csrf: csrf, clientName: clientName, username: username, error: error, locale: locale))
-        return Responses.html(page, status: status, headers: [.setCookie: cookies.csrf(csrf), .contentLanguage: locale.tag])
+        // The passkey button only where the application accepts passkeys made for this very page's origin.
+        let passkeys = client.map { passkeyOrigins(of: $0).contains(ownOrigin) } ?? false
+        let page = Pages.login(.init(requestId: requestId, csrf: csrf, clientName: client?.name ?? clientId, username: username, error: error,
+                                     locale: locale, passkeyClientId: passkeys ? clientId : nil))
+        return Responses.html(page, status: status, headers: [.setCookie: cookies.csrf(csrf), .contentLanguage: locale.tag],
+                              sameOriginScripts: passkeys)
     }
 
     private func expiredLoginPage(_ locale: SupportedLocale) -> Response {

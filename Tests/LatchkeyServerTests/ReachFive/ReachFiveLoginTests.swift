@@ -122,6 +122,30 @@ struct ReachFiveLoginTests {
         #expect(badClient.status == 400)
     }
 
+    @Test("reachFive dialect in the user's language: a wrong password in fr, ja, zh-HK and ar; error_description stays English",
+          arguments: ["fr", "ja", "zh-HK", "ar"])
+    func localizedWrongPassword(_ language: String) async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let response = try await server.call("POST", "/identity/v1/password/login", token: nil,
+                                             json: ["email": "demo@example.com", "password": "wrong", "client_id": "latchkey-demo"],
+                                             contentType: "application/json", headers: ["Accept-Language": "\(language), en;q=0.5"])
+        let json = try response.json()
+        let locale = try #require(SupportedLocale(resolving: language))
+        let expected = try #require(MessageCatalog.text("login.invalid_credentials", locale: locale))
+        #expect(json["error_user_msg"] as? String == expected)
+        #expect(expected != MessageCatalog.text("login.invalid_credentials", locale: .en))
+        #expect(json["error_message_key"] as? String == "login.invalid_credentials")
+        #expect(json["error_description"] as? String == "password sign-in refused: login.invalid_credentials")
+        // Lockout text carries the localized duration.
+        for _ in 0..<5 { _ = try await passwordLogin(server, ["email": "demo@example.com", "password": "x", "client_id": "latchkey-demo"]) }
+        let locked = try await server.call("POST", "/identity/v1/password/login", token: nil,
+                                           json: ["email": "demo@example.com", "password": "x", "client_id": "latchkey-demo"],
+                                           contentType: "application/json", headers: ["Accept-Language": language])
+        let lockedMessage = try #require(try locked.json()["error_user_msg"] as? String)
+        #expect(lockedMessage.contains("{") == false && lockedMessage.contains("15"), "\(lockedMessage)")
+    }
+
     @Test("five wrong passwords lock the account (login.locked), even for the right password")
     func lockout() async throws {
         let server = try await Self.start()

@@ -129,6 +129,24 @@ struct SDKPasskeyTests {
         #expect(error.errorUserMsg?.isEmpty == false)
     }
 
+    @Test("the SDK's languages reach the identity endpoints: a refused passkey sign-up explains itself in Japanese")
+    func localizedNativeError() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let client = LatchkeyClient(credentialProvider: nil, passkeyAuthenticator: SoftwareAuthenticator())
+        var config = server.sdkConfig()
+        config.preferredLanguages = ["ja-JP"]
+        try await client.initialize(config: config)
+        let error = try await #require(throws: LatchkeyError.self) {
+            try await client.signup(withRequest: PasskeySignupRequest(passkeyProfile: .init(email: "demo@example.com"), friendlyName: "x"))
+        }
+        let expected = try #require(MessageCatalog.text("signup.identifier_taken", locale: .ja,
+                                                        arguments: UserSchema.fieldArguments("email", display: "Email address")))
+        #expect(error.userMessage == expected)
+        #expect(error.errorDescription == expected)
+        #expect(error.apiError?.errorDetails?.first?.message == expected)
+    }
+
     @Test("password with a second factor enrolled surfaces MFA_REQUIRED with the step-up token and factors")
     func passwordMFA() async throws {
         let server = try await Self.start()
