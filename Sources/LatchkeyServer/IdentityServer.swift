@@ -125,6 +125,7 @@ public final class IdentityServer: Sendable {
         addSCIMRoutes(router)
         addPasskeyRoutes(router)
         addPasswordLoginRoutes(router)
+        addStepUpRoutes(router)
         addPasskeyPageRoutes(router)
         router.get("/health") { _, _ in Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok"))) }
         return router

@@ -186,6 +186,8 @@ public final class LatchkeyClient: Sendable {
         }
     }
 
+    private typealias ApiErrorBody = LatchkeyError.ApiError
+
     func completeAuthorization(url: URL, context: ClientContext) async throws -> TokenSet {
         let query = Dictionary((URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map { ($0.name, $0.value ?? "") },
                                uniquingKeysWith: { first, _ in first })
@@ -205,10 +207,15 @@ public final class LatchkeyClient: Sendable {
         }
         if let error = query["error"] {
             let description = query["error_description"]
+            // ReachFive servers add `error_message_key` / `error_user_msg` (the person's language) to the callback.
+            let api = query["error_message_key"] == nil && query["error_user_msg"] == nil ? nil
+                : ApiErrorBody(error: error, errorUserMsg: query["error_user_msg"], errorMessageKey: query["error_message_key"],
+                               errorDescription: description)
             if error == "access_denied" {
-                throw LatchkeyError(.authenticationFailed, "access_denied: \(description ?? "the user or server refused the sign-in")", serverCode: error)
+                throw LatchkeyError(.authenticationFailed, "access_denied: \(description ?? "the user or server refused the sign-in")", serverCode: error,
+                                    apiError: api)
             }
-            throw LatchkeyError.oauth(error, description: description, status: nil)
+            throw LatchkeyError.oauth(error, description: description, status: nil, apiError: api)
         }
         guard let code = query["code"], !code.isEmpty else { throw LatchkeyError(.invalidGrant, "the callback has no authorization code") }
         let response = try await context.tokenRequest([

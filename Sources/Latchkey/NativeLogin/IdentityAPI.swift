@@ -46,6 +46,11 @@ enum IdentityErrorMapping {
         case "login.locked": return .userAccountLocked
         case "login.disabled": return .userAccountDisabled
         case "signup.identifier_taken": return .userAlreadyExists
+        case "login.expired": return .sessionExpired
+        case "login.mfa_not_enrolled": return .mfaRequired
+        case "flows.executor.errors.invalid_otp": return .confirmationCodeInvalid
+        case "flows.executor.errors.otp_expired": return .confirmationCodeExpired
+        case "flows.executor.errors.otp_attempts": return .mfaFailed
         case let key where key.hasPrefix("passkey."): return .passkeyFailed
         case let key where key.hasPrefix("login.") || key.hasPrefix("apple."): return .authenticationFailed
         default:

@@ -1,12 +1,10 @@
 import Foundation
 import Hummingbird
 
-/// reachFive password sign-in (`POST /identity/v1/password/login` → `{tkn}`), the MFA step-up entry
-/// (`POST /identity/v1/mfa/stepup`), the SDK bootstrap (`GET /identity/v1/config`) and `/identity/v1/userinfo`.
+/// reachFive password sign-in (`POST /identity/v1/password/login` → `{tkn}`, the step-up is in `StepUpRoutes`), the SDK bootstrap (`GET /identity/v1/config`) and `/identity/v1/userinfo`.
 extension IdentityServer {
     func addPasswordLoginRoutes(_ router: Router<LatchkeyRequestContext>) {
         router.post("/identity/v1/password/login") { request, context in try await self.passwordLogin(request, context: context) }
-        router.post("/identity/v1/mfa/stepup") { request, _ in try await self.mfaStepUp(request) }
         router.get("/identity/v1/config") { request, _ in try await self.identityConfig(request) }
         router.get("/identity/v1/userinfo") { request, _ in try await self.userinfo(request, body: nil) }
     }
@@ -43,24 +41,6 @@ extension IdentityServer {
                                   "the application requires MFA and the user has no second factor")
         }
         return try Responses.json(TicketBody(tkn: try await mintLoginTicket(user: user, clientId: client.clientId, amr: ["pwd"])), noStore: true)
-    }
-
-    /// `{tkn}` of a password sign-in that still owes a second factor → `{amr, token}`: which factors the account has
-    /// and a fresh step-up ticket. (The code steps that complete it are not implemented yet; see README.)
-    private func mfaStepUp(_ request: Request) async throws -> Response {
-        struct StepUpBody: Encodable { var amr: [String]; var token: String }
-        let body = try await ReachFiveBody.read(request)
-        let clientId = try body.required("client_id")
-        let claims: LoginTicketClaims
-        do { claims = try await redeemLoginTicket(try body.required("tkn"), clientId: clientId, allowMFAPending: true) } catch let error as OAuthError {
-            throw Self.loginError(.unauthorized, LocalizedMessage("login.expired"), error.description)
-        }
-        guard let user = try await store.user(id: claims.sub), !user.disabled else {
-            throw Self.loginError(.unauthorized, LocalizedMessage("login.expired"), "the account can no longer sign in")
-        }
-        let amr = try await store.factors(userId: user.id).map { $0.kind == .totp ? "otp" : "email" }
-        let token = try await mintLoginTicket(user: user, clientId: clientId, amr: claims.amr, mfaPending: true)
-        return try Responses.json(StepUpBody(amr: amr, token: token), noStore: true)
     }
 
     /// reachFive `initialize()` bootstrap: the scopes the application may ask for.

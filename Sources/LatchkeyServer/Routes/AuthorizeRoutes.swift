@@ -44,7 +44,8 @@ extension IdentityServer {
             return errorRedirect(error, redirectUri: redirectUri, state: state)
         } catch let failure as AppleSignInFailure {
             logger.notice("Sign in with Apple refused", metadata: ["reason": .string(failure.description), "client": .string(clientId)])
-            return errorRedirect(failure.oauthError, redirectUri: redirectUri, state: state, messageKey: failure.messageKey)
+            return errorRedirect(failure.oauthError, redirectUri: redirectUri, state: state, messageKey: failure.messageKey,
+                                 locale: request.locale())
         }
     }
 
@@ -163,6 +164,13 @@ extension IdentityServer {
     /// back with `code`, `state` and `iss`.
     func issueCode(_ authRequest: AuthorizationRequest, user: UserRecord, session: SessionRecord, afterPost: Bool,
                    headers: HTTPFields = [:]) async throws -> Response {
+        let code = try await mintAuthorizationCode(authRequest, user: user, session: session)
+        let location = RedirectURL.appending([("code", code), ("state", authRequest.state), ("iss", issuer)], to: authRequest.redirectUri)
+        return Responses.redirect(to: location, afterPost: afterPost, headers: headers)
+    }
+
+    /// A single-use code bound to the client, redirect URI, PKCE challenge and nonce (stored as a digest).
+    func mintAuthorizationCode(_ authRequest: AuthorizationRequest, user: UserRecord, session: SessionRecord) async throws -> String {
         let code = Secrets.token()
         let now = clock.now
         try await store.insertAuthorizationCode(AuthorizationCodeRecord(
@@ -170,15 +178,17 @@ extension IdentityServer {
             scope: authRequest.scope, nonce: authRequest.nonce, codeChallenge: authRequest.codeChallenge, sessionId: session.id,
             authTime: session.authTime, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.authorizationCode)),
             usedAt: nil, familyId: nil))
-        let location = RedirectURL.appending([("code", code), ("state", authRequest.state), ("iss", issuer)], to: authRequest.redirectUri)
-        return Responses.redirect(to: location, afterPost: afterPost, headers: headers)
+        return code
     }
 
     /// `messageKey` adds the reachFive `error_message_key`, so native SDKs can tell why (e.g. `apple.expired`).
-    func errorRedirect(_ error: OAuthError, redirectUri: String, state: String?, messageKey: String? = nil) -> Response {
-        Responses.redirect(to: RedirectURL.appending(
+    /// With a catalog `messageKey` the reachFive `error_user_msg` (in `locale`) goes along too.
+    func errorRedirect(_ error: OAuthError, redirectUri: String, state: String?, messageKey: String? = nil,
+                       locale: SupportedLocale = .en) -> Response {
+        let userMessage = messageKey.flatMap { MessageCatalog.text($0, locale: locale) }
+        return Responses.redirect(to: RedirectURL.appending(
             [("error", error.code.rawValue), ("error_description", error.description), ("error_message_key", messageKey),
-             ("state", state), ("iss", issuer)],
+             ("error_user_msg", userMessage), ("state", state), ("iss", issuer)],
             to: redirectUri))
     }
 

@@ -54,3 +54,16 @@ public struct FederatedIdentityRecord: Sendable, Equatable {
     public var userId: String
     public var createdAt: Date
 }
+
+/// A second-factor challenge of a reachFive MFA step-up (`/identity/v1/passwordless/start` → `verify`). The code is
+/// kept only as a SHA-256 digest (empty for authenticator-app codes, which are computed, not sent).
+public struct StepUpChallengeRecord: Sendable, Equatable {
+    public var id: String
+    /// The signed step-up token it continues (verified again, and consumed, at `verify`).
+    public var stepUpToken: String
+    /// `email` or `otp`.
+    public var kind: String
+    public var codeDigest: Data
+    public var attempts: Int
+    public var expiresAt: Date
+}

@@ -15,6 +15,9 @@ extension SQLiteStore {
                 challenge_hash BLOB PRIMARY KEY, ceremony TEXT NOT NULL, client_id TEXT, user_id TEXT, profile TEXT NOT NULL,
                 friendly_name TEXT, origin TEXT NOT NULL, user_verification TEXT NOT NULL, allowed_credentials TEXT NOT NULL,
                 created_at REAL NOT NULL, expires_at REAL NOT NULL);
+            CREATE TABLE step_up_challenges (
+                id TEXT PRIMARY KEY, step_up_token TEXT NOT NULL, kind TEXT NOT NULL, code_digest BLOB NOT NULL,
+                attempts INTEGER NOT NULL, expires_at REAL NOT NULL);
             CREATE TABLE federated_identities (
                 provider TEXT NOT NULL, subject TEXT NOT NULL, user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
                 created_at REAL NOT NULL, PRIMARY KEY (provider, subject));
@@ -125,6 +128,43 @@ extension SQLiteStore {
                 VALUES (?, ?, ?, ?, ?, 0, NULL, ?)
                 """, arguments: [user.id, user.username, user.passwordHash, claims, user.disabled, user.createdAt.timeIntervalSince1970])
             try Self.insertPasskey(db, passkey)
+        }
+    }
+
+    // MARK: MFA step-up challenges
+
+    public func insertStepUpChallenge(_ c: StepUpChallengeRecord, now: Date) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM step_up_challenges WHERE expires_at < ?", arguments: [now.timeIntervalSince1970])
+            try db.execute(sql: "INSERT INTO step_up_challenges (id, step_up_token, kind, code_digest, attempts, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+                           arguments: [c.id, c.stepUpToken, c.kind, c.codeDigest, c.attempts, c.expiresAt.timeIntervalSince1970])
+        }
+    }
+
+    public func stepUpChallenge(id: String) async throws -> StepUpChallengeRecord? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM step_up_challenges WHERE id = ?", arguments: [id]).map { row in
+                StepUpChallengeRecord(id: row["id"], stepUpToken: row["step_up_token"], kind: row["kind"], codeDigest: row["code_digest"],
+                                      attempts: row["attempts"], expiresAt: Self.date(row["expires_at"]) ?? .distantPast)
+            }
+        }
+    }
+
+    /// Counts a wrong code; true while attempts remain (the row is deleted when they run out).
+    public func failStepUpChallenge(id: String, maxAttempts: Int) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE step_up_challenges SET attempts = attempts + 1 WHERE id = ?", arguments: [id])
+            let attempts = try Int.fetchOne(db, sql: "SELECT attempts FROM step_up_challenges WHERE id = ?", arguments: [id]) ?? maxAttempts
+            if attempts >= maxAttempts { try db.execute(sql: "DELETE FROM step_up_challenges WHERE id = ?", arguments: [id]) }
+            return attempts < maxAttempts
+        }
+    }
+
+    /// Deletes the challenge; false when it was already gone (used by a concurrent request).
+    public func takeStepUpChallenge(id: String) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM step_up_challenges WHERE id = ?", arguments: [id])
+            return db.changesCount == 1
         }
     }
 

@@ -58,6 +58,12 @@ public protocol Store: Sendable {
     func insertPasskeyChallenge(_ challenge: PasskeyChallengeRecord) async throws
     /// Removes and returns the ceremony with this challenge digest (single use), expired or not.
     func takePasskeyChallenge(hash: Data, now: Date) async throws -> PasskeyChallengeRecord?
+    func insertStepUpChallenge(_ challenge: StepUpChallengeRecord, now: Date) async throws
+    func stepUpChallenge(id: String) async throws -> StepUpChallengeRecord?
+    /// Counts a wrong code; true while attempts remain (the challenge is deleted when they run out).
+    func failStepUpChallenge(id: String, maxAttempts: Int) async throws -> Bool
+    /// Deletes the challenge; false when it was already gone.
+    func takeStepUpChallenge(id: String) async throws -> Bool
     func federatedIdentity(provider: String, subject: String) async throws -> FederatedIdentityRecord?
     func linkFederatedIdentity(_ link: FederatedIdentityRecord) async throws
 

@@ -170,11 +170,23 @@ struct ReachFiveLoginTests {
         #expect(refused.locationQuery["code"] == nil)
         let login2 = try await passwordLogin(server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
         let stepUp = try await server.call("POST", "/identity/v1/mfa/stepup", token: nil,
-                                           json: ["tkn": try #require(try login2.json()["tkn"] as? String), "client_id": "latchkey-demo"],
+                                           json: ["tkn": try #require(try login2.json()["tkn"] as? String), "client_id": "latchkey-demo",
+                                                  "redirect_uri": "http://127.0.0.1:7777/callback", "code_challenge": PKCEPair().challenge,
+                                                  "code_challenge_method": "S256", "scope": "openid"],
                                            contentType: "application/json")
         #expect(stepUp.status == 200, "\(stepUp.text)")
         #expect(try stepUp.json()["amr"] as? [String] == ["otp"])
         #expect(try stepUp.json()["token"] is String)
+        // Without PKCE, or for an unregistered redirect URI, no step-up.
+        let login3 = try await passwordLogin(server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
+        let noPKCE = try await server.call("POST", "/identity/v1/mfa/stepup", token: nil,
+                                           json: ["tkn": try #require(try login3.json()["tkn"] as? String), "client_id": "latchkey-demo",
+                                                  "redirect_uri": "https://evil.example/cb"], contentType: "application/json")
+        #expect(noPKCE.status == 400)
+        // A step-up token is not a login ticket, nor an access token.
+        let token = try #require(try stepUp.json()["token"] as? String)
+        #expect(try await authorize(server, AuthorizeOptions(), ["tkn": token]).locationQuery["error"] == "access_denied")
+        #expect(try await server.userinfo(token).status == 401)
     }
 
     @Test("/identity/v1/config and /identity/v1/userinfo")

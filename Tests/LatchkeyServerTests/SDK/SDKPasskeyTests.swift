@@ -1,4 +1,5 @@
 import Foundation
+import HummingbirdOTP
 import Latchkey
 import LatchkeyJOSE
 @testable import LatchkeyServer
@@ -162,6 +163,46 @@ struct SDKPasskeyTests {
         #expect(error.mfaStepUp?.token.isEmpty == false)
     }
 
+    @Test("MFA step-up to the end: TOTP wrong then right, and an emailed code; each challenge and step-up is single use")
+    func passwordMFAContinued() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let user = try #require(try await server.server.user(username: "demo@example.com"))
+        let (secret, _) = try await server.server.enrollTOTP(userId: user.id)
+        try await server.server.enrollEmailOTP(userId: user.id)
+        let provider = SoftwareCredentialProvider(passwords: [.init(username: "demo@example.com", password: "correct horse battery staple")])
+        let client = try await client(server, provider: provider)
+        func stepUp() async throws -> MfaStepUp {
+            let error = try await #require(throws: LatchkeyError.self) {
+                try await client.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Password], display: .Always)
+            }
+            return try #require(error.mfaStepUp)
+        }
+        let first = try await stepUp()
+        #expect(Set(first.amr) == ["otp", "email"])
+        let otp = try await client.mfaStart(stepUp: first, authType: "otp")
+        let wrong = try await #require(throws: LatchkeyError.self) { try await otp.verify(code: "000000") }
+        #expect(wrong.code == .confirmationCodeInvalid)
+        let code = String(format: "%06d", TOTP(secret: secret).compute(date: Date()))
+        let token = try await otp.verify(code: code)
+        #expect(token.user?.email == "demo@example.com")
+        #expect(try await client.isSignedIn())
+        let again = try await #require(throws: LatchkeyError.self) { try await otp.verify(code: code) }
+        #expect(again.code == .confirmationCodeExpired)
+
+        // Emailed code: read from the development outbox.
+        let second = try await stepUp()
+        let email = try await client.mfaStart(stepUp: second, authType: "email")
+        let sent = try #require(try await server.server.outboxMessages(recipient: "demo@example.com").first?.code)
+        #expect(try await email.verify(code: sent).user?.email == "demo@example.com")
+        // The same step-up cannot mint a second code through another challenge.
+        let replay = try await client.mfaStart(stepUp: second, authType: "otp")
+        let refused = try await #require(throws: LatchkeyError.self) {
+            try await replay.verify(code: String(format: "%06d", TOTP(secret: secret).compute(date: Date())))
+        }
+        #expect(refused.code == .confirmationCodeExpired)
+    }
+
     @Test("Sign in with Apple through the modal: the nonce round-trips, a new account is created, and a wrong audience is refused")
     func appleModal() async throws {
         let issuer = try await AppleStandIn.start()
@@ -179,10 +220,13 @@ struct SDKPasskeyTests {
         let wrongAudience = SoftwareCredentialProvider(appleIDToken: { nonce, _ in
             (try issuer.identityToken(sub: "apple-ada", bundleId: "com.other.app", nonceClaim: nonce, email: nil), nil, nil)
         })
-        await #expect(throws: LatchkeyError.self) {
+        let refused = try await #require(throws: LatchkeyError.self) {
             try await client(server, provider: wrongAudience).login(withRequest: NativeLoginRequest(),
                                                                     usingModalAuthorizationFor: [.SignInWithApple], display: .Always)
         }
+        #expect(refused.code == .authenticationFailed)
+        #expect(refused.apiError?.errorMessageKey == "apple.failed")
+        #expect(refused.userMessage?.isEmpty == false)
         let replayedNonce = SoftwareCredentialProvider(appleIDToken: { _, _ in
             (try issuer.identityToken(sub: "apple-ada", bundleId: Self.bundleId, nonceClaim: "not-the-nonce", email: nil), nil, nil)
         })

@@ -1,0 +1,158 @@
+import Foundation
+import HummingbirdOTP
+import Hummingbird
+import LatchkeyJOSE
+
+/// The step-up token of a password sign-in that owes a second factor: who, for which application, and the
+/// authorization request (redirect URI, PKCE challenge, scope) the code will be issued for once the factor is proven.
+/// An RS256 JWT (`token_use: mfa_step_up`), 10 minutes, consumed when the code is issued.
+struct StepUpClaims: Codable, Sendable {
+    static let tokenUse = "mfa_step_up"
+    var iss: String
+    var sub: String
+    var aud: String
+    var iat: Int
+    var exp: Int
+    var jti: String
+    var tokenUse: String
+    var amr: [String]
+    var authTime: Int
+    var redirectUri: String
+    var codeChallenge: String?
+    var scope: [String]
+
+    enum CodingKeys: String, CodingKey {
+        case iss, sub, aud, iat, exp, jti, amr, scope
+        case tokenUse = "token_use", authTime = "auth_time", redirectUri = "redirect_uri", codeChallenge = "code_challenge"
+    }
+}
+
+/// reachFive MFA step-up (`reachfive-wire.md` §2.3): `POST /identity/v1/mfa/stepup` (`tkn` + the PKCE authorization
+/// parameters → `{amr, token}`), `POST /identity/v1/passwordless/start` (`{step_up, auth_type: email|otp}` →
+/// `{challenge_id}`; email sends a code) and `POST /identity/v1/passwordless/verify` (`{challenge_id,
+/// verification_code}` → `{code}`, an authorization code redeemed at the token endpoint with the PKCE verifier).
+extension IdentityServer {
+    static let stepUpMaxAttempts = 5
+
+    func addStepUpRoutes(_ router: Router<LatchkeyRequestContext>) {
+        router.post("/identity/v1/mfa/stepup") { request, _ in try await self.mfaStepUp(request) }
+        router.post("/identity/v1/passwordless/start") { request, context in try await self.stepUpStart(request, context: context) }
+        router.post("/identity/v1/passwordless/verify") { request, _ in try await self.stepUpVerify(request) }
+    }
+
+    private func mfaStepUp(_ request: Request) async throws -> Response {
+        struct Body: Encodable { var amr: [String]; var token: String }
+        let body = try await ReachFiveBody.read(request)
+        let clientId = try body.required("client_id")
+        guard let client = try await store.client(id: clientId)?.configuration else { throw ReachFiveBody.invalid("unknown client_id") }
+        let redirectUri = try body.required("redirect_uri")
+        guard RedirectURIMatcher.isRegistered(redirectUri, in: client.redirectUris) else { throw ReachFiveBody.invalid("redirect_uri is not registered") }
+        let challenge = body.string("code_challenge")
+        if let challenge {
+            guard body.string("code_challenge_method") == "S256", PKCE.isValidChallenge(challenge) else {
+                throw ReachFiveBody.invalid("code_challenge must be a base64url SHA-256 value with code_challenge_method S256")
+            }
+        } else if client.isPublic || client.requirePKCE {
+            throw ReachFiveBody.invalid("PKCE is required: send code_challenge with code_challenge_method=S256")
+        }
+        let scope = body.string("scope")?.split(separator: " ").map(String.init) ?? client.scopes
+        guard scope.allSatisfy(client.scopes.contains) else { throw ReachFiveBody.invalid("scope not allowed for this client") }
+        let ticket: LoginTicketClaims
+        do { ticket = try await redeemLoginTicket(try body.required("tkn"), clientId: clientId, allowMFAPending: true) } catch let error as OAuthError {
+            throw Self.loginError(.unauthorized, LocalizedMessage("login.expired"), error.description)
+        }
+        guard let user = try await store.user(id: ticket.sub), !user.disabled else {
+            throw Self.loginError(.unauthorized, LocalizedMessage("login.expired"), "the account can no longer sign in")
+        }
+        let factors = try await store.factors(userId: user.id)
+        let amr = factors.map { $0.kind == .totp ? "otp" : "email" }
+        let now = Int(clock.now.timeIntervalSince1970)
+        let claims = StepUpClaims(iss: issuer, sub: user.id, aud: clientId, iat: now, exp: now + configuration.lifetimes.oneTimeCode,
+                                  jti: Secrets.identifier(), tokenUse: StepUpClaims.tokenUse, amr: ticket.amr, authTime: ticket.authTime,
+                                  redirectUri: redirectUri, codeChallenge: challenge, scope: scope)
+        return try Responses.json(Body(amr: amr, token: try await keys.signingKey(.rs256).sign(claims: claims, type: "JWT")), noStore: true)
+    }
+
+    /// Verifies a step-up token (signature, issuer, use, expiry); it is consumed only when the code is issued.
+    private func stepUpClaims(_ token: String) async throws -> StepUpClaims {
+        let expired = Self.loginError(.unauthorized, LocalizedMessage("login.expired"), "the step-up token is invalid or expired")
+        guard let jws = try? CompactJWS(parsing: token), (try? jws.verify(with: try await keys.jwks())) != nil,
+              let claims = try? jws.claims(as: StepUpClaims.self), claims.tokenUse == StepUpClaims.tokenUse, claims.iss == issuer,
+              TimeInterval(claims.exp) > clock.now.timeIntervalSince1970 else { throw expired }
+        return claims
+    }
+
+    private func stepUpStart(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
+        struct Body: Encodable {
+            var challengeId: String
+            enum CodingKeys: String, CodingKey { case challengeId = "challenge_id" }
+        }
+        let body = try await ReachFiveBody.read(request)
+        let claims = try await stepUpClaims(try body.required("step_up"))
+        guard let user = try await store.user(id: claims.sub), !user.disabled else { throw ReachFiveBody.invalid("the account can no longer sign in") }
+        let kinds = Set(try await store.factors(userId: user.id).map(\.kind))
+        let kind = body.string("auth_type") ?? (kinds.contains(.totp) ? "otp" : "email")
+        let now = clock.now
+        var digest = Data()
+        switch kind {
+        case "otp" where kinds.contains(.totp):
+            break  // the authenticator app computes the code
+        case "email" where kinds.contains(.emailOTP) || kinds.contains(.totp):
+            guard let email = user.claims["email"], !email.isEmpty else { throw ReachFiveBody.invalid("the account has no email address") }
+            let code = String(format: "%06d", Int.random(in: 0..<1_000_000))
+            digest = Secrets.digest(code)
+            let locale = request.locale()
+            let clientName = try await store.client(id: claims.aud)?.configuration.name ?? claims.aud
+            let arguments = ["code": code, "app": clientName, "minutes": String(MessageCatalog.minutes(seconds: configuration.lifetimes.oneTimeCode))]
+            try await outbox.send(OutboxMessage(
+                id: Secrets.identifier(), channel: .email, recipient: email,
+                subject: MessageCatalog.text("email.code.signin.subject", locale: locale, default: "Your code"),
+                body: MessageCatalog.text("email.code.signin.body", locale: locale, arguments: arguments, default: code), code: code, createdAt: now))
+        default:
+            throw ReachFiveBody.invalid("auth_type must be one of the account's factors (\(kinds.map(\.rawValue).sorted().joined(separator: ", ")))")
+        }
+        let id = Secrets.identifier()
+        try await store.insertStepUpChallenge(StepUpChallengeRecord(
+            id: id, stepUpToken: try body.required("step_up"), kind: kind, codeDigest: digest, attempts: 0,
+            expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.oneTimeCode))), now: now)
+        return try Responses.json(Body(challengeId: id), noStore: true)
+    }
+
+    private func stepUpVerify(_ request: Request) async throws -> Response {
+        struct Body: Encodable { var code: String }
+        let body = try await ReachFiveBody.read(request)
+        let id = try body.required("challenge_id")
+        let submitted = (body.string("verification_code") ?? "").filter { !$0.isWhitespace }
+        let invalid = Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.invalid_otp"), "the verification code is wrong")
+        guard let challenge = try await store.stepUpChallenge(id: id), challenge.expiresAt > clock.now else {
+            throw Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_expired"), "the challenge is unknown, used or expired")
+        }
+        let claims = try await stepUpClaims(challenge.stepUpToken)
+        guard let user = try await store.user(id: claims.sub), !user.disabled else { throw ReachFiveBody.invalid("the account can no longer sign in") }
+        var matched = false
+        if challenge.kind == "otp" {
+            guard let factor = try await store.factors(userId: user.id).first(where: { $0.kind == .totp }) else { throw invalid }
+            let totp = TOTP(secret: factor.secret)
+            for offset in [-30.0, 0, 30] {
+                let candidate = String(format: "%06d", totp.compute(date: clock.now.addingTimeInterval(offset)))
+                if Secrets.constantTimeEquals(candidate, submitted) { matched = true }
+            }
+        } else {
+            matched = !challenge.codeDigest.isEmpty && Secrets.constantTimeEquals(Secrets.digest(submitted), challenge.codeDigest)
+        }
+        guard matched else {
+            if try await store.failStepUpChallenge(id: id, maxAttempts: Self.stepUpMaxAttempts) { throw invalid }
+            throw Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_attempts"), "too many wrong codes; sign in again")
+        }
+        // Single use twice over: the challenge row, and the step-up token's jti (a second challenge of the same
+        // step-up cannot mint a second code).
+        guard try await store.takeStepUpChallenge(id: id),
+              try await store.consumeTokenId(claims.jti, expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)), now: clock.now) else {
+            throw Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_expired"), "the step-up was already completed")
+        }
+        let session = try await openSession(userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)))
+        let authRequest = AuthorizationRequest(clientId: claims.aud, redirectUri: claims.redirectUri, scope: claims.scope, state: nil, nonce: nil,
+                                               codeChallenge: claims.codeChallenge, loginHint: nil, uiLocales: nil, maxAge: nil, prompt: [])
+        return try Responses.json(Body(code: try await mintAuthorizationCode(authRequest, user: user, session: session)), noStore: true)
+    }
+}
