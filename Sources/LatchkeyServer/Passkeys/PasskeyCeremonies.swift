@@ -142,7 +142,7 @@ extension IdentityServer {
         guard let clientId = ceremony.clientId, let client = try await store.client(id: clientId)?.configuration else {
             throw PasskeyFailure.wrongCeremony
         }
-        return (ceremony, try verifyRegistration(response, clientData: clientData, ceremony: ceremony, client: client))
+        return (ceremony, try await verifyRegistration(response, clientData: clientData, ceremony: ceremony, client: client))
     }
 
     // MARK: Registration (another passkey for a signed-in account)
@@ -166,10 +166,10 @@ extension IdentityServer {
     }
 
     private func verifyRegistration(_ response: PasskeyRegistrationResponse, clientData: ClientData, ceremony: PasskeyChallengeRecord,
-                                    client: ClientConfiguration) throws -> VerifiedRegistration {
+                                    client: ClientConfiguration) async throws -> VerifiedRegistration {
         let origins = ceremony.origin.isEmpty ? passkeyOrigins(of: client) : [ceremony.origin]
         do {
-            let verified = try relyingParty(origins: origins).verifyRegistration(
+            let verified = try await relyingParty(origins: origins).verifyRegistration(
                 clientDataJSON: response.clientDataJSON, attestationObject: response.attestationObject,
                 expectedChallenge: clientData.challenge, requireUserVerification: ceremony.userVerification == "required")
             guard verified.credentialId == response.credentialId else { throw PasskeyFailure.malformed("id does not match the attested credential id") }

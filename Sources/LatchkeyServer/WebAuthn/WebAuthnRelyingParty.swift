@@ -55,15 +55,15 @@ struct WebAuthnRelyingParty: Sendable {
     /// Registration ceremony, WebAuthn Level 3 §7.1 steps 5–27 (the caller does steps 1–4 and 28 onwards:
     /// obtaining the response, and rejecting credential IDs already registered).
     func verifyRegistration(clientDataJSON: Data, attestationObject: Data, expectedChallenge: Data,
-                            requireUserVerification: Bool) throws -> VerifiedRegistration {
-        try verifyRegistration(clientDataJSON: clientDataJSON, attestationObject: attestationObject,
+                            requireUserVerification: Bool) async throws -> VerifiedRegistration {
+        try await verifyRegistration(clientDataJSON: clientDataJSON, attestationObject: attestationObject,
                                expectedChallenge: expectedChallenge, requireUserVerification: requireUserVerification,
                                now: Date())
     }
 
     /// As above, with the time used for certificate validity made explicit (for tests and replays).
     func verifyRegistration(clientDataJSON: Data, attestationObject: Data, expectedChallenge: Data,
-                            requireUserVerification: Bool, now: Date) throws -> VerifiedRegistration {
+                            requireUserVerification: Bool, now: Date) async throws -> VerifiedRegistration {
         let clientData = try ClientData(clientDataJSON)
         try checkClientData(clientData, type: "webauthn.create", expectedChallenge: expectedChallenge)
         let clientDataHash = Data(SHA256.hash(data: clientDataJSON))
@@ -86,7 +86,7 @@ struct WebAuthnRelyingParty: Sendable {
             }
             attestationType = .none
         case "packed":
-            attestationType = try PackedAttestation.verify(statement: attestation.statement, authenticatorData: authData,
+            attestationType = try await PackedAttestation.verify(statement: attestation.statement, authenticatorData: authData,
                                                            clientDataHash: clientDataHash, credential: credential,
                                                            trustAnchors: trustAnchors, now: now)
         default:

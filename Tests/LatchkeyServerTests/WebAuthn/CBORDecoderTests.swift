@@ -60,7 +60,7 @@ struct WebAuthnCBORDecoderTests {
     ]
 
     @Test("RFC 8949 Appendix A examples", arguments: vectors.indices)
-    func appendixA(index: Int) throws {
+    func appendixA(index: Int) async throws {
         let (hex, expected) = Self.vectors[index]
         #expect(try CBORDecoder.decode(Data(hex: hex)) == expected, "vector \(hex)")
     }
@@ -76,7 +76,7 @@ struct WebAuthnCBORDecoderTests {
     ]
 
     @Test("RFC 8949 Appendix A floats", arguments: floats.indices)
-    func appendixAFloats(index: Int) throws {
+    func appendixAFloats(index: Int) async throws {
         let (hex, expected) = Self.floats[index]
         guard case .float(let value) = try CBORDecoder.decode(Data(hex: hex)) else {
             Issue.record("\(hex) is not a float"); return
@@ -112,7 +112,7 @@ struct WebAuthnCBORDecoderTests {
     ]
 
     @Test("Malformed CBOR is rejected with a clear reason", arguments: malformed.indices)
-    func malformedInput(index: Int) {
+    func malformedInput(index: Int) async {
         let (hex, reason) = Self.malformed[index]
         do {
             let value = try CBORDecoder.decode(Data(hex: hex))
@@ -125,7 +125,7 @@ struct WebAuthnCBORDecoderTests {
     }
 
     @Test("A header claiming 2^63 bytes fails fast, before allocating")
-    func hugeClaimedLength() {
+    func hugeClaimedLength() async {
         for hex in ["5b7fffffffffffffff", "7b7fffffffffffffff", "5bffffffffffffffff00", "9b7fffffffffffffff00"] {
             #expect(throws: CBORError.self) { try CBORDecoder.decode(Data(hex: hex)) }
         }
@@ -136,7 +136,7 @@ struct WebAuthnCBORDecoderTests {
     }
 
     @Test("100 000 nested arrays, indefinite arrays, maps and tags stop at the depth limit")
-    func deepNesting() {
+    func deepNesting() async {
         for opener: UInt8 in [0x81, 0x9f, 0xa1, 0xc0] {
             var data = Data(repeating: opener, count: 100_000)
             data.append(0x00)
@@ -157,7 +157,7 @@ struct WebAuthnCBORDecoderTests {
     }
 
     @Test("The item limit bounds wide inputs")
-    func itemLimit() {
+    func itemLimit() async {
         var data = Data(hex: "9f")
         data.append(Data(repeating: 0x00, count: 20_000))
         data.append(0xff)
@@ -169,7 +169,7 @@ struct WebAuthnCBORDecoderTests {
     }
 
     @Test("decodePrefix reports the length and leaves the rest")
-    func prefix() throws {
+    func prefix() async throws {
         let (value, length) = try CBORDecoder.decodePrefix(Data(hex: "a201020304ff00"))
         #expect(length == 5)
         #expect(value[1] == .unsigned(2))
@@ -178,7 +178,7 @@ struct WebAuthnCBORDecoderTests {
     }
 
     @Test("Accessors: intValue bounds, negative labels, text and bytes")
-    func accessors() throws {
+    func accessors() async throws {
         #expect(CBORValue.unsigned(.max).intValue == nil)
         #expect(CBORValue.negative(.max).intValue == nil)
         #expect(CBORValue.negative(UInt64(Int.max)).intValue == Int.min)

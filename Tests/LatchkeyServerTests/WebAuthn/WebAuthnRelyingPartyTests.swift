@@ -36,9 +36,33 @@ enum WebAuthnFixture {
         }
     }
 
+    static func expectError(_ expected: WebAuthnError, sourceLocation: SourceLocation = #_sourceLocation,
+                            _ body: () async throws -> Void) async {
+        do {
+            try await body()
+            Issue.record("expected \(expected), but it succeeded", sourceLocation: sourceLocation)
+        } catch let error as WebAuthnError {
+            #expect(error == expected, sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("expected \(expected), got \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    static func expectMalformed(containing text: String, sourceLocation: SourceLocation = #_sourceLocation,
+                                _ body: () async throws -> Void) async {
+        do {
+            try await body()
+            Issue.record("expected malformed(\(text)), but it succeeded", sourceLocation: sourceLocation)
+        } catch WebAuthnError.malformed(let detail) {
+            #expect(detail.contains(text), "\(detail)", sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("expected malformed(\(text)), got \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
     static func register(_ response: (clientDataJSON: Data, attestationObject: Data), rp: WebAuthnRelyingParty = WebAuthnFixture.rp,
-                         challenge: Data = WebAuthnFixture.challenge, requireUV: Bool = false) throws -> VerifiedRegistration {
-        try rp.verifyRegistration(clientDataJSON: response.clientDataJSON, attestationObject: response.attestationObject,
+                         challenge: Data = WebAuthnFixture.challenge, requireUV: Bool = false) async throws -> VerifiedRegistration {
+        try await rp.verifyRegistration(clientDataJSON: response.clientDataJSON, attestationObject: response.attestationObject,
                                   expectedChallenge: challenge, requireUserVerification: requireUV)
     }
 
@@ -59,9 +83,9 @@ struct WebAuthnRelyingPartyTests {
     // MARK: Positive paths
 
     @Test("Register (none) and authenticate with each algorithm", arguments: [COSEAlgorithm.es256, .edDSA, .rs256])
-    func roundTrip(algorithm: COSEAlgorithm) throws {
+    func roundTrip(algorithm: COSEAlgorithm) async throws {
         var authenticator = try TestAuthenticator(algorithm)
-        let registration = try F.register(try authenticator.register(challenge: F.challenge), requireUV: true)
+        let registration = try await F.register(try authenticator.register(challenge: F.challenge), requireUV: true)
         #expect(registration.algorithm == algorithm)
         #expect(registration.credentialId == authenticator.credentialId)
         #expect(registration.aaguid == TestAuthenticator.aaguid)
@@ -82,18 +106,18 @@ struct WebAuthnRelyingPartyTests {
     }
 
     @Test("Packed self attestation with each algorithm", arguments: [COSEAlgorithm.es256, .edDSA, .rs256])
-    func packedSelf(algorithm: COSEAlgorithm) throws {
+    func packedSelf(algorithm: COSEAlgorithm) async throws {
         let authenticator = try TestAuthenticator(algorithm)
-        let registration = try F.register(try authenticator.register(challenge: F.challenge, attestation: .packedSelf()))
+        let registration = try await F.register(try authenticator.register(challenge: F.challenge, attestation: .packedSelf()))
         #expect(registration.attestationType == .selfAttestation)
         #expect(registration.format == "packed")
     }
 
     @Test("Backup flags are reported; both-zero counters are accepted; a second origin works")
-    func flagsAndCounters() throws {
+    func flagsAndCounters() async throws {
         let authenticator = try TestAuthenticator()
         let flags = TestAuthenticator.flags(uv: false, be: true, bs: true, at: true)
-        let registration = try F.register(try authenticator.register(challenge: F.challenge, flags: flags))
+        let registration = try await F.register(try authenticator.register(challenge: F.challenge, flags: flags))
         #expect(registration.backupEligible && registration.backedUp && !registration.userVerified)
         let assertion = try F.assert(try authenticator.assert(challenge: F.challenge, flags: TestAuthenticator.flags(uv: false, be: true, bs: true),
                                                               origin: "http://localhost:8090"),
@@ -104,10 +128,10 @@ struct WebAuthnRelyingPartyTests {
     // MARK: Client data
 
     @Test("Wrong origin is refused")
-    func wrongOrigin() throws {
+    func wrongOrigin() async throws {
         let authenticator = try TestAuthenticator()
-        F.expectError(.originNotAllowed("https://evil.example")) {
-            _ = try F.register(try authenticator.register(challenge: F.challenge, origin: "https://evil.example"))
+        await F.expectError(.originNotAllowed("https://evil.example")) {
+            _ = try await F.register(try authenticator.register(challenge: F.challenge, origin: "https://evil.example"))
         }
         let key = TestCBOR.encode(authenticator.key.cose)
         F.expectError(.originNotAllowed("https://example.com.evil")) {
@@ -116,7 +140,7 @@ struct WebAuthnRelyingPartyTests {
     }
 
     @Test("crossOrigin true is refused")
-    func crossOrigin() throws {
+    func crossOrigin() async throws {
         let authenticator = try TestAuthenticator()
         let key = TestCBOR.encode(authenticator.key.cose)
         do {
@@ -130,10 +154,10 @@ struct WebAuthnRelyingPartyTests {
     }
 
     @Test("The ceremony type must match (get vs create)")
-    func wrongType() throws {
+    func wrongType() async throws {
         let authenticator = try TestAuthenticator()
-        F.expectError(.wrongType(expected: "webauthn.create")) {
-            _ = try F.register(try authenticator.register(challenge: F.challenge, type: "webauthn.get"))
+        await F.expectError(.wrongType(expected: "webauthn.create")) {
+            _ = try await F.register(try authenticator.register(challenge: F.challenge, type: "webauthn.get"))
         }
         F.expectError(.wrongType(expected: "webauthn.get")) {
             _ = try F.assert(try authenticator.assert(challenge: F.challenge, type: "webauthn.create"),
@@ -142,18 +166,18 @@ struct WebAuthnRelyingPartyTests {
     }
 
     @Test("A different challenge is refused")
-    func wrongChallenge() throws {
+    func wrongChallenge() async throws {
         let authenticator = try TestAuthenticator()
         var other = F.challenge
         other[31] ^= 1
-        F.expectError(.challengeMismatch) { _ = try F.register(try authenticator.register(challenge: other)) }
+        await F.expectError(.challengeMismatch) { _ = try await F.register(try authenticator.register(challenge: other)) }
         F.expectError(.challengeMismatch) {
             _ = try F.assert(try authenticator.assert(challenge: F.challenge.prefix(16)), key: TestCBOR.encode(authenticator.key.cose))
         }
     }
 
     @Test("Malformed clientDataJSON is refused")
-    func malformedClientData() throws {
+    func malformedClientData() async throws {
         for json in [#"{"type":"webauthn.create"}"#, "[]", "not json",
                      #"{"type":"webauthn.create","challenge":"a+b/","origin":"https://example.com"}"#,
                      #"{"type":"webauthn.create","challenge":"AAAA====","origin":"https://example.com"}"#] {
@@ -168,26 +192,26 @@ struct WebAuthnRelyingPartyTests {
     // MARK: Authenticator data
 
     @Test("Wrong RP ID hash is refused")
-    func wrongRPID() throws {
+    func wrongRPID() async throws {
         let authenticator = try TestAuthenticator()
-        F.expectError(.rpIdMismatch) { _ = try F.register(try authenticator.register(challenge: F.challenge, rpId: "evil.example")) }
+        await F.expectError(.rpIdMismatch) { _ = try await F.register(try authenticator.register(challenge: F.challenge, rpId: "evil.example")) }
         F.expectError(.rpIdMismatch) {
             _ = try F.assert(try authenticator.assert(challenge: F.challenge, rpId: "sub.example.com"), key: TestCBOR.encode(authenticator.key.cose))
         }
     }
 
     @Test("User presence is required; user verification when asked")
-    func presenceAndVerification() throws {
+    func presenceAndVerification() async throws {
         let authenticator = try TestAuthenticator()
         let key = TestCBOR.encode(authenticator.key.cose)
-        F.expectError(.userNotPresent) {
-            _ = try F.register(try authenticator.register(challenge: F.challenge, flags: TestAuthenticator.flags(up: false, at: true)))
+        await F.expectError(.userNotPresent) {
+            _ = try await F.register(try authenticator.register(challenge: F.challenge, flags: TestAuthenticator.flags(up: false, at: true)))
         }
         F.expectError(.userNotPresent) {
             _ = try F.assert(try authenticator.assert(challenge: F.challenge, flags: TestAuthenticator.flags(up: false)), key: key)
         }
-        F.expectError(.userVerificationRequired) {
-            _ = try F.register(try authenticator.register(challenge: F.challenge, flags: TestAuthenticator.flags(uv: false, at: true)), requireUV: true)
+        await F.expectError(.userVerificationRequired) {
+            _ = try await F.register(try authenticator.register(challenge: F.challenge, flags: TestAuthenticator.flags(uv: false, at: true)), requireUV: true)
         }
         F.expectError(.userVerificationRequired) {
             _ = try F.assert(try authenticator.assert(challenge: F.challenge, flags: TestAuthenticator.flags(uv: false)), key: key, requireUV: true)
@@ -200,15 +224,15 @@ struct WebAuthnRelyingPartyTests {
     }
 
     @Test("Registration without attested credential data is refused")
-    func registrationWithoutCredential() throws {
+    func registrationWithoutCredential() async throws {
         let authenticator = try TestAuthenticator()
-        F.expectMalformed(containing: "no attested credential data") {
-            _ = try F.register(try authenticator.register(challenge: F.challenge, flags: TestAuthenticator.flags(at: false)))
+        await F.expectMalformed(containing: "no attested credential data") {
+            _ = try await F.register(try authenticator.register(challenge: F.challenge, flags: TestAuthenticator.flags(at: false)))
         }
     }
 
     @Test("AT flag with truncated credential data, trailing bytes, credential ID of 1024 bytes")
-    func authenticatorDataStructure() throws {
+    func authenticatorDataStructure() async throws {
         let authenticator = try TestAuthenticator()
         let full = authenticator.authenticatorData(flags: TestAuthenticator.flags(at: true), signCount: 0, attested: true)
         _ = try AuthenticatorData(full)
@@ -227,8 +251,8 @@ struct WebAuthnRelyingPartyTests {
         let longest = try AuthenticatorData(authenticator.authenticatorData(flags: TestAuthenticator.flags(at: true), signCount: 0,
                                                                              attested: true, credentialIdLength: 1023))
         #expect(longest.attestedCredential?.credentialId.count == 1023)
-        F.expectMalformed(containing: "1024 bytes exceeds 1023") {
-            _ = try F.register(try authenticator.register(challenge: F.challenge, credentialIdLength: 1024))
+        await F.expectMalformed(containing: "1024 bytes exceeds 1023") {
+            _ = try await F.register(try authenticator.register(challenge: F.challenge, credentialIdLength: 1024))
         }
         // Extensions: ED flag with a map is parsed; ED without data and extensions without ED are refused.
         let ext = TestCBOR.map([(.text("credProtect"), .unsigned(2))])
@@ -246,7 +270,7 @@ struct WebAuthnRelyingPartyTests {
     // MARK: Signatures and counters
 
     @Test("Tampered signature, authenticator data and clientDataJSON are refused", arguments: [COSEAlgorithm.es256, .edDSA, .rs256])
-    func tampering(algorithm: COSEAlgorithm) throws {
+    func tampering(algorithm: COSEAlgorithm) async throws {
         let authenticator = try TestAuthenticator(algorithm)
         let key = TestCBOR.encode(authenticator.key.cose)
         let good = try authenticator.assert(challenge: F.challenge)
@@ -274,7 +298,7 @@ struct WebAuthnRelyingPartyTests {
     }
 
     @Test("Sign counter must increase unless both are zero")
-    func signCount() throws {
+    func signCount() async throws {
         var authenticator = try TestAuthenticator()
         let key = TestCBOR.encode(authenticator.key.cose)
         authenticator.signCount = 5
@@ -293,12 +317,12 @@ struct WebAuthnRelyingPartyTests {
     // MARK: Algorithms and attestation formats
 
     @Test("Unsupported credential algorithms are refused (ES384, PS256, missing from the allowed list)")
-    func unsupportedAlgorithm() throws {
+    func unsupportedAlgorithm() async throws {
         let authenticator = try TestAuthenticator()
         let p384 = P384.Signing.PrivateKey().publicKey.rawRepresentation
         let es384 = TestCBOR.encode(TestCBOR.map([(.unsigned(1), .unsigned(2)), (.unsigned(3), TestCBOR.int(-35)), (TestCBOR.int(-1), .unsigned(2)),
                                                   (TestCBOR.int(-2), .bytes(p384.prefix(48))), (TestCBOR.int(-3), .bytes(p384.suffix(48)))]))
-        F.expectError(.unsupportedAlgorithm(-35)) { _ = try F.register(try authenticator.register(challenge: F.challenge, coseKey: es384)) }
+        await F.expectError(.unsupportedAlgorithm(-35)) { _ = try await F.register(try authenticator.register(challenge: F.challenge, coseKey: es384)) }
         F.expectError(.unsupportedAlgorithm(-35)) { _ = try COSEKey(encoded: es384) }
         F.expectError(.unsupportedAlgorithm(-37)) {
             _ = try COSEKey(cbor: TestCBOR.map([(.unsigned(1), .unsigned(3)), (.unsigned(3), TestCBOR.int(-37))]))
@@ -306,65 +330,65 @@ struct WebAuthnRelyingPartyTests {
         // Supported by the code, excluded by this relying party's policy — at registration and at assertion.
         var strict = F.rp
         strict.allowedAlgorithms = [.edDSA]
-        F.expectError(.unsupportedAlgorithm(-7)) { _ = try F.register(try authenticator.register(challenge: F.challenge), rp: strict) }
+        await F.expectError(.unsupportedAlgorithm(-7)) { _ = try await F.register(try authenticator.register(challenge: F.challenge), rp: strict) }
         F.expectError(.unsupportedAlgorithm(-7)) {
             _ = try F.assert(try authenticator.assert(challenge: F.challenge), rp: strict, key: TestCBOR.encode(authenticator.key.cose))
         }
     }
 
     @Test("Unsupported attestation formats are refused by name", arguments: ["tpm", "fido-u2f", "android-key", "android-safetynet", "apple", "compound", "x-unknown"])
-    func unsupportedFormat(format: String) throws {
+    func unsupportedFormat(format: String) async throws {
         let authenticator = try TestAuthenticator()
         let statement = TestCBOR.map([(.text("alg"), TestCBOR.int(-7)), (.text("sig"), .bytes(Data([1])))])
-        F.expectError(.unsupportedAttestationFormat(format)) {
-            _ = try F.register(try authenticator.register(challenge: F.challenge, attestation: .format(format, statement)))
+        await F.expectError(.unsupportedAttestationFormat(format)) {
+            _ = try await F.register(try authenticator.register(challenge: F.challenge, attestation: .format(format, statement)))
         }
         #expect(WebAuthnError.unsupportedAttestationFormat(format).description.contains("'\(format)' is not supported"))
     }
 
     @Test("ECDAA packed statements are refused as unsupported")
-    func ecdaa() throws {
+    func ecdaa() async throws {
         let authenticator = try TestAuthenticator()
         let statement = TestCBOR.map([(.text("alg"), TestCBOR.int(-260)), (.text("sig"), .bytes(Data([1]))), (.text("ecdaaKeyId"), .bytes(Data([2])))])
-        F.expectError(.unsupportedAttestationFormat("packed (ECDAA)")) {
-            _ = try F.register(try authenticator.register(challenge: F.challenge, attestation: .format("packed", statement)))
+        await F.expectError(.unsupportedAttestationFormat("packed (ECDAA)")) {
+            _ = try await F.register(try authenticator.register(challenge: F.challenge, attestation: .format("packed", statement)))
         }
     }
 
     @Test("'none' with a non-empty statement is refused")
-    func noneWithStatement() throws {
+    func noneWithStatement() async throws {
         let authenticator = try TestAuthenticator()
-        F.expectError(.invalidAttestation("'none' attestation must have an empty statement")) {
-            _ = try F.register(try authenticator.register(challenge: F.challenge,
+        await F.expectError(.invalidAttestation("'none' attestation must have an empty statement")) {
+            _ = try await F.register(try authenticator.register(challenge: F.challenge,
                                                           attestation: .format("none", TestCBOR.map([(.text("sig"), .bytes(Data([1])))]))))
         }
     }
 
     @Test("Packed self attestation: mismatched alg and bad signature are refused")
-    func packedSelfNegative() throws {
+    func packedSelfNegative() async throws {
         let authenticator = try TestAuthenticator()
         do {
-            _ = try F.register(try authenticator.register(challenge: F.challenge, attestation: .packedSelf(alg: -257)))
+            _ = try await F.register(try authenticator.register(challenge: F.challenge, attestation: .packedSelf(alg: -257)))
             Issue.record("mismatched alg accepted")
         } catch WebAuthnError.invalidAttestation(let detail) { #expect(detail.contains("alg -257")) }
         let statement = TestCBOR.map([(.text("alg"), TestCBOR.int(-7)), (.text("sig"), .bytes(Data(repeating: 1, count: 70)))])
-        F.expectError(.invalidAttestation("self attestation signature does not verify")) {
-            _ = try F.register(try authenticator.register(challenge: F.challenge, attestation: .format("packed", statement)))
+        await F.expectError(.invalidAttestation("self attestation signature does not verify")) {
+            _ = try await F.register(try authenticator.register(challenge: F.challenge, attestation: .format("packed", statement)))
         }
         // A valid self-attestation signature does not survive a changed clientDataJSON.
         let response = try authenticator.register(challenge: F.challenge, attestation: .packedSelf())
         var json = response.clientDataJSON
         json.insert(0x20, at: json.count - 1)
-        F.expectError(.invalidAttestation("self attestation signature does not verify")) {
-            _ = try F.register((json, response.attestationObject))
+        await F.expectError(.invalidAttestation("self attestation signature does not verify")) {
+            _ = try await F.register((json, response.attestationObject))
         }
     }
 
     @Test("Malformed attestation objects are refused")
-    func malformedAttestationObject() throws {
+    func malformedAttestationObject() async throws {
         let authenticator = try TestAuthenticator()
         let good = try authenticator.register(challenge: F.challenge)
-        F.expectMalformed(containing: "trailing") { _ = try F.register((good.clientDataJSON, good.attestationObject + Data([0]))) }
+        await F.expectMalformed(containing: "trailing") { _ = try await F.register((good.clientDataJSON, good.attestationObject + Data([0]))) }
         F.expectMalformed(containing: "not a map") { _ = try AttestationObject(TestCBOR.encode(.array([]))) }
         F.expectMalformed(containing: "fmt") { _ = try AttestationObject(TestCBOR.encode(TestCBOR.map([(.text("attStmt"), .map([]))]))) }
         F.expectMalformed(containing: "attStmt") {

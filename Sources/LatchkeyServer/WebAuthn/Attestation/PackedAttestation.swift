@@ -10,7 +10,7 @@ enum PackedAttestation {
 
     static func verify(statement: CBORValue, authenticatorData: AuthenticatorData, clientDataHash: Data,
                        credential: AuthenticatorData.AttestedCredential, trustAnchors: [Certificate],
-                       now: Date = Date()) throws -> AttestationType {
+                       now: Date = Date()) async throws -> AttestationType {
         if statement["ecdaaKeyId"] != nil {
             throw WebAuthnError.unsupportedAttestationFormat("packed (ECDAA)")
         }
@@ -49,7 +49,7 @@ enum PackedAttestation {
         try checkLeafRequirements(leaf, aaguid: credential.aaguid)
 
         guard !trustAnchors.isEmpty else { return .basic(trustedChain: false) }
-        try AttestationChain.validate(leaf: leaf, intermediates: Array(certificates.dropFirst()),
+        try await AttestationChain.validate(leaf: leaf, intermediates: Array(certificates.dropFirst()),
                                       anchors: trustAnchors, now: now)
         return .basic(trustedChain: true)
     }
