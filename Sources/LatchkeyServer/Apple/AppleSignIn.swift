@@ -72,7 +72,8 @@ struct AppleIdentityClaims: Decodable, Sendable {
 
 extension IdentityServer {
     /// Verifies a Sign in with Apple identity token for `client` and returns the account it signs in: the linked one,
-    /// else the account with the same verified email (then linked), else a new account (first-time name applied).
+    /// else the account with the same email when both Apple and the account have it verified (then linked), else a new
+    /// account (first-time name applied).
     ///
     /// The nonce binds the token to this request: the app put `base64url(SHA256(verifier))` in Apple's request and
     /// sends the verifier here, so a token lifted from another sign-in cannot be replayed without its verifier.
@@ -115,7 +116,9 @@ extension IdentityServer {
         if let email = claims.email, claims.emailVerified == true {
             var existing = try await store.user(username: email)
             if existing == nil { existing = try await store.users(claim: "email", equals: email).first }
-            if let existing {
+            // Both sides must have proven the address: an account whose email nobody verified (anyone can sign up
+            // with any address) is not handed to the Apple user, nor the other way round (account pre-hijacking).
+            if let existing, existing.claims["email_verified"] == "true" {
                 try await store.linkFederatedIdentity(.init(provider: provider, subject: claims.sub, userId: existing.id, createdAt: now))
                 logger.info("Sign in with Apple linked to an existing account", metadata: ["user": .string(existing.id)])
                 return existing

@@ -262,6 +262,16 @@ struct ReachFiveLoginTests {
         o2.nonce = verifier2
         let other = try await tokens(server, o2, ["provider": "apple", "id_token": unverified])
         #expect(try await server.verifiedClaims(try #require(other["id_token"] as? String))["sub"]?.stringValue != demo.id)
+
+        // An account whose email was never verified (signed up by someone claiming it) is not linked either.
+        let squatter = try await server.server.createUser(username: "victim@example.com", password: "squatter's password",
+                                                          claims: ["email": "victim@example.com"])
+        let verifier3 = PKCEPair().verifier
+        let victim = try issuer.identityToken(sub: "apple-victim", bundleId: Self.bundleId, verifier: verifier3, email: "victim@example.com")
+        var o3 = AuthorizeOptions()
+        o3.nonce = verifier3
+        let third = try await tokens(server, o3, ["provider": "apple", "id_token": victim])
+        #expect(try await server.verifiedClaims(try #require(third["id_token"] as? String))["sub"]?.stringValue != squatter)
     }
 
     @Test("Sign in with Apple refuses: wrong audience, wrong nonce, no nonce, expired, another key, another issuer, garbage",
