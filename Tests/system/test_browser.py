@@ -45,7 +45,7 @@ def test_sign_in_sso_prompt_login_and_logout(browser, server):
     browser.find_element(By.ID, "password").send_keys("wrong password")
     browser.find_element(By.ID, "submit").click()
     # click() does not wait for the POST's page load: wait for the re-rendered form's alert.
-    alert = WebDriverWait(browser, 10).until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "[role=alert]")))
+    alert = WebDriverWait(browser, 10).until(expected_conditions.visibility_of_element_located((By.ID, "form-error")))
     assert "incorrect" in alert.text
     browser.find_element(By.ID, "password").send_keys(DEMO_PASSWORD)
     try:

@@ -67,7 +67,7 @@ def submit_wrong_password(browser):
     browser.find_element(By.ID, "username").send_keys(DEMO_USER)
     browser.find_element(By.ID, "password").send_keys("wrong password")
     browser.find_element(By.ID, "submit").click()
-    return WebDriverWait(browser, 10).until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "[role=alert]")))
+    return WebDriverWait(browser, 10).until(expected_conditions.visibility_of_element_located((By.ID, "form-error")))
 
 
 # Where the heading's text sits inside the card: for a right-to-left page it must hug the right edge.

@@ -87,7 +87,7 @@ enum Pages {
               <input type="hidden" name="tkn" value="">
               <button type="button" id="passkey" class="secondary">\(HTML.escape(t("page.login.passkey", l)))</button>
             </form>
-            <p class="error" id="passkey-error" role="alert" hidden>\(HTML.escape(t("page.login.passkey_failed", l)))</p>
+            <p class="error" id="passkey-error" hidden>\(HTML.escape(t("page.login.passkey_failed", l)))</p>
             <script src="\(PasskeyScript.path)" defer></script>
             """
     }

@@ -43,6 +43,7 @@ enum PasskeyScript {
               form.elements.tkn.value = ticket.tkn;
               form.submit();
             } catch (error) {
+              failure.setAttribute("role", "alert");  // announced when it appears, not on page load
               failure.hidden = false;
               button.disabled = false;
             }
