@@ -5,7 +5,7 @@ import LatchkeyJOSE
 /// application. Unlike the vendor's, it is marked `token_use: flow_assertion`, is single use (its `jti` is consumed
 /// at the token endpoint) and is short-lived: the SDK exchanges it at once (RFC 8693) for a real session. It is not
 /// an access token and no API accepts it as one.
-struct FlowAssertionClaims: Codable, Sendable {
+struct FlowAssertionClaims: OwnTokenClaims, Codable, Sendable {
     static let tokenUse = "flow_assertion"
 
     var iss: String
@@ -42,24 +42,17 @@ extension IdentityServer {
 
     /// Verifies a flow assertion presented at the token endpoint by `clientId` and consumes it (single use).
     func redeemFlowAssertion(_ token: String, clientId: String) async throws -> FlowAssertionClaims {
-        let claims: FlowAssertionClaims
         do {
-            let jws = try CompactJWS(parsing: token)
-            try jws.verify(with: try await keys.jwks())
-            claims = try jws.claims(as: FlowAssertionClaims.self)
+            return try await verifyOwnToken(token, as: FlowAssertionClaims.self, audience: clientId, consume: true)
         } catch {
-            throw OAuthError(.invalidGrant, "subject_token is not a flow assertion of this server")
+            if error == .used { logger.warning("flow assertion replayed", metadata: ["client": .string(clientId)]) }
+            let why: String = switch error {
+            case .notOurs: "subject_token is not a flow assertion of this server"
+            case .otherAudience: "the flow assertion was issued to another application"
+            case .expired: "the flow assertion has expired"
+            case .used: "the flow assertion was already used"
+            }
+            throw OAuthError(.invalidGrant, why)
         }
-        let now = clock.now
-        guard claims.tokenUse == FlowAssertionClaims.tokenUse, claims.iss == issuer else {
-            throw OAuthError(.invalidGrant, "subject_token is not a flow assertion of this server")
-        }
-        guard claims.aud == clientId else { throw OAuthError(.invalidGrant, "the flow assertion was issued to another application") }
-        guard TimeInterval(claims.exp) > now.timeIntervalSince1970 else { throw OAuthError(.invalidGrant, "the flow assertion has expired") }
-        guard try await store.consumeTokenId(claims.jti, expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)), now: now) else {
-            logger.warning("flow assertion replayed", metadata: ["client": .string(clientId)])
-            throw OAuthError(.invalidGrant, "the flow assertion was already used")
-        }
-        return claims
     }
 }

@@ -6,7 +6,7 @@ import LatchkeyJOSE
 /// with `token_use: login_ticket`, bound to the application (`aud`), redeemable once (`jti` consumed).
 /// A ticket issued while a second factor is still owed (`mfa_pending`) is refused by `/oauth/authorize`; it only
 /// opens the step-up.
-struct LoginTicketClaims: Codable, Sendable {
+struct LoginTicketClaims: OwnTokenClaims, Codable, Sendable {
     static let tokenUse = "login_ticket"
 
     var iss: String
@@ -37,26 +37,22 @@ extension IdentityServer {
     }
 
     /// Verifies and consumes a ticket presented by `clientId`. Errors are `access_denied` (the user must sign in again).
+    /// A ticket that still owes a second factor is refused unless `allowMFAPending`; it is checked before the ticket is
+    /// consumed, so a refused one is not spent.
     func redeemLoginTicket(_ ticket: String, clientId: String, allowMFAPending: Bool = false) async throws -> LoginTicketClaims {
-        let claims: LoginTicketClaims
         do {
-            let jws = try CompactJWS(parsing: ticket)
-            try jws.verify(with: try await keys.jwks())
-            claims = try jws.claims(as: LoginTicketClaims.self)
-        } catch {
-            throw OAuthError(.accessDenied, "tkn is not a login ticket of this server")
+            let peek = try await verifyOwnToken(ticket, as: LoginTicketClaims.self, audience: clientId, consume: false)
+            guard allowMFAPending || !peek.mfaPending else { throw OAuthError(.accessDenied, "the login ticket still needs a second factor") }
+            return try await verifyOwnToken(ticket, as: LoginTicketClaims.self, audience: clientId, consume: true)
+        } catch let failure as OwnTokenFailure {
+            if failure == .used { logger.warning("login ticket replayed", metadata: ["client": .string(clientId)]) }
+            let why: String = switch failure {
+            case .notOurs: "tkn is not a login ticket of this server"
+            case .otherAudience: "the login ticket was issued to another application"
+            case .expired: "the login ticket has expired"
+            case .used: "the login ticket was already used"
+            }
+            throw OAuthError(.accessDenied, why)
         }
-        let now = clock.now
-        guard claims.tokenUse == LoginTicketClaims.tokenUse, claims.iss == issuer else {
-            throw OAuthError(.accessDenied, "tkn is not a login ticket of this server")
-        }
-        guard claims.aud == clientId else { throw OAuthError(.accessDenied, "the login ticket was issued to another application") }
-        guard TimeInterval(claims.exp) > now.timeIntervalSince1970 else { throw OAuthError(.accessDenied, "the login ticket has expired") }
-        guard allowMFAPending || !claims.mfaPending else { throw OAuthError(.accessDenied, "the login ticket still needs a second factor") }
-        guard try await store.consumeTokenId(claims.jti, expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)), now: now) else {
-            logger.warning("login ticket replayed", metadata: ["client": .string(clientId)])
-            throw OAuthError(.accessDenied, "the login ticket was already used")
-        }
-        return claims
     }
 }

@@ -133,7 +133,7 @@ extension IdentityServer {
         let body = try await ReachFiveBody.read(request)
         let credential = body.object("public_key_credential") ?? body.fields
         let response = try ReachFiveCredential(credential).registration
-        try await passkeyStep { try await finishPasskeyRegistration(user: user, response: response, friendlyName: body.string("friendly_name")) }
+        _ = try await passkeyStep { try await finishPasskeyRegistration(user: user, response: response, friendlyName: body.string("friendly_name")) }
         return Responses.empty(status: .noContent)
     }
 

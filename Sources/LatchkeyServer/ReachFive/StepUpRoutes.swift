@@ -6,7 +6,7 @@ import LatchkeyJOSE
 /// The step-up token of a password sign-in that owes a second factor: who, for which application, and the
 /// authorization request (redirect URI, PKCE challenge, scope) the code will be issued for once the factor is proven.
 /// An RS256 JWT (`token_use: mfa_step_up`), 10 minutes, consumed when the code is issued.
-struct StepUpClaims: Codable, Sendable {
+struct StepUpClaims: OwnTokenClaims, Codable, Sendable {
     static let tokenUse = "mfa_step_up"
     var iss: String
     var sub: String
@@ -75,11 +75,9 @@ extension IdentityServer {
 
     /// Verifies a step-up token (signature, issuer, use, expiry); it is consumed only when the code is issued.
     private func stepUpClaims(_ token: String) async throws -> StepUpClaims {
-        let expired = Self.loginError(.unauthorized, LocalizedMessage("login.expired"), "the step-up token is invalid or expired")
-        guard let jws = try? CompactJWS(parsing: token), (try? jws.verify(with: try await keys.jwks())) != nil,
-              let claims = try? jws.claims(as: StepUpClaims.self), claims.tokenUse == StepUpClaims.tokenUse, claims.iss == issuer,
-              TimeInterval(claims.exp) > clock.now.timeIntervalSince1970 else { throw expired }
-        return claims
+        do { return try await verifyOwnToken(token, as: StepUpClaims.self, audience: nil, consume: false) } catch {
+            throw Self.loginError(.unauthorized, LocalizedMessage("login.expired"), "the step-up token is invalid or expired (\(error))")
+        }
     }
 
     private func stepUpStart(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {

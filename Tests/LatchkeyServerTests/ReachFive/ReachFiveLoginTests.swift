@@ -10,14 +10,7 @@ struct ReachFiveLoginTests {
     static let bundleId = "io.latchkey.demo"
 
     static func start(apple: AppleStandIn? = nil) async throws -> TestServer {
-        try await TestServer.start { configuration in
-            configuration.clients = configuration.clients.map { client in
-                var client = client
-                if client.clientId == "latchkey-demo" { client.appleBundleIds = [bundleId] }
-                return client
-            }
-            if let apple { configuration.apple.jwksURL = apple.jwksURL }
-        }
+        try await TestServer.startForNativeLogin(bundleId: bundleId, apple: apple)
     }
 
     func passwordLogin(_ server: TestServer, _ body: [String: Any]) async throws -> HTTPResult {

@@ -12,16 +12,8 @@ import Testing
 struct SDKPasskeyTests {
     static let bundleId = "io.latchkey.demo"
 
-    static func start(apple: AppleStandIn? = nil, configure: @escaping (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
-        try await TestServer.start { configuration in
-            configuration.clients = configuration.clients.map { client in
-                var client = client
-                if client.clientId == "latchkey-demo" { client.appleBundleIds = [bundleId] }
-                return client
-            }
-            if let apple { configuration.apple.jwksURL = apple.jwksURL }
-            configure(&configuration)
-        }
+    static func start(apple: AppleStandIn? = nil) async throws -> TestServer {
+        try await TestServer.startForNativeLogin(bundleId: bundleId, apple: apple)
     }
 
     func client(_ server: TestServer, provider: (any CredentialProvider)? = nil, authenticator: (any PasskeyAuthenticator)? = nil,

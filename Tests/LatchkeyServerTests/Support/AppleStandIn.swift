@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import LatchkeyJOSE
 import Logging
+import LatchkeyServer
 
 /// A stand-in for Apple's identity service: its own RS256 key, published at `/auth/keys` on a loopback port, and
 /// identity tokens shaped like Apple's (`iss`, `aud` = bundle id, `sub`, `nonce`, `email`, `email_verified` as a
@@ -62,5 +63,21 @@ final class AppleStandIn: Sendable {
         let claims = Claims(iss: issuer, aud: bundleId, sub: sub, iat: iat, exp: iat + Int(lifetime), nonce: nonce, email: email,
                             email_verified: email == nil ? nil : (emailVerified ? "true" : "false"))
         return try (signer ?? key).sign(claims: claims, type: nil)
+    }
+}
+
+extension TestServer {
+    /// The demo application accepting Sign in with Apple tokens for `bundleId`, pointed at `apple`'s keys.
+    static func startForNativeLogin(bundleId: String, apple: AppleStandIn? = nil,
+                                    configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
+        try await start { configuration in
+            configuration.clients = configuration.clients.map { client in
+                var client = client
+                if client.clientId == "latchkey-demo" { client.appleBundleIds = [bundleId] }
+                return client
+            }
+            if let apple { configuration.apple.jwksURL = apple.jwksURL }
+            configure(&configuration)
+        }
     }
 }

@@ -155,20 +155,20 @@ struct WebAuthnCOSEKeyTests {
             return TestCBOR.map(pairs)
         }
         _ = try COSEKey(cbor: ec2())
-        F.expectMalformed(containing: "kty EC2") { _ = try COSEKey(cbor: ec2(kty: 1)) }
-        F.expectMalformed(containing: "P-256") { _ = try COSEKey(cbor: ec2(crv: 2)) }
-        F.expectMalformed(containing: "32-byte") { _ = try COSEKey(cbor: ec2(x: x.prefix(31))) }
-        F.expectMalformed(containing: "32-byte") { _ = try COSEKey(cbor: ec2(y: nil)) }
+        await F.expectMalformed(containing: "kty EC2") { _ = try COSEKey(cbor: ec2(kty: 1)) }
+        await F.expectMalformed(containing: "P-256") { _ = try COSEKey(cbor: ec2(crv: 2)) }
+        await F.expectMalformed(containing: "32-byte") { _ = try COSEKey(cbor: ec2(x: x.prefix(31))) }
+        await F.expectMalformed(containing: "32-byte") { _ = try COSEKey(cbor: ec2(y: nil)) }
         var offCurve = y
         offCurve[offCurve.startIndex] ^= 0x01
-        F.expectMalformed(containing: "not a point") { _ = try COSEKey(cbor: ec2(y: offCurve)) }
-        F.expectMalformed(containing: "kty OKP") { _ = try COSEKey(cbor: ec2(alg: -8)) }
-        F.expectMalformed(containing: "no alg") { _ = try COSEKey(cbor: TestCBOR.map([(.unsigned(1), .unsigned(2))])) }
-        F.expectMalformed(containing: "not a map") { _ = try COSEKey(cbor: .array([])) }
-        F.expectMalformed(containing: "COSE key") { _ = try COSEKey(encoded: Data([0xa1])) }
+        await F.expectMalformed(containing: "not a point") { _ = try COSEKey(cbor: ec2(y: offCurve)) }
+        await F.expectMalformed(containing: "kty OKP") { _ = try COSEKey(cbor: ec2(alg: -8)) }
+        await F.expectMalformed(containing: "no alg") { _ = try COSEKey(cbor: TestCBOR.map([(.unsigned(1), .unsigned(2))])) }
+        await F.expectMalformed(containing: "not a map") { _ = try COSEKey(cbor: .array([])) }
+        await F.expectMalformed(containing: "COSE key") { _ = try COSEKey(encoded: Data([0xa1])) }
         // Short RSA keys are refused.
         let short = TestCBOR.map([(.unsigned(1), .unsigned(3)), (.unsigned(3), TestCBOR.int(-257)),
                                   (TestCBOR.int(-1), .bytes(Data(repeating: 0xc5, count: 128))), (TestCBOR.int(-2), .bytes(Data([1, 0, 1])))])
-        F.expectMalformed(containing: "RSA key") { _ = try COSEKey(cbor: short) }
+        await F.expectMalformed(containing: "RSA key") { _ = try COSEKey(cbor: short) }
     }
 }
