@@ -37,7 +37,8 @@ actor AppleKeySet {
         if !force, let cached, now.timeIntervalSince(cached.fetchedAt) < cacheSeconds { return cached.keys }
         var request = URLRequest(url: url)
         request.setValue("application/json", forHTTPHeaderField: "Accept")
-        let (data, response) = try await session.data(for: request)
+        let data: Data, response: URLResponse
+        do { (data, response) = try await session.data(for: request) } catch { throw AppleSignInFailure.keysUnavailable }
         guard (response as? HTTPURLResponse)?.statusCode == 200, let keys = try? JSONDecoder().decode(JWKSet.self, from: data) else {
             throw AppleSignInFailure.keysUnavailable
         }

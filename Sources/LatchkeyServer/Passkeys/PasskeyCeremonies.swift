@@ -88,7 +88,7 @@ extension IdentityServer {
         if let email = profile["email"] { profile["email"] = email.trimmingCharacters(in: .whitespaces) }
         let schema = configuration.userSchema
         var problems: [UserSchema.Problem] = []
-        for (name, value) in profile where name != "username" && name != "custom_identifier" {
+        for (name, value) in profile where name != "custom_identifier" {
             if let problem = schema.problem(name, value) { problems.append(problem) }
         }
         guard problems.isEmpty else { throw PasskeyFailure.invalidProfile(problems.sorted { $0.attribute < $1.attribute }) }
@@ -99,6 +99,9 @@ extension IdentityServer {
         let takenAsClaim = try await !store.users(claim: field, equals: identifier).isEmpty
         if takenAsUsername || takenAsClaim {
             throw PasskeyFailure.identifierTaken(field: field)
+        }
+        if let username = profile["username"], try await store.user(username: username) != nil {
+            throw PasskeyFailure.identifierTaken(field: "username")
         }
         return profile
     }

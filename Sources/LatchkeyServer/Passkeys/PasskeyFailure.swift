@@ -72,7 +72,7 @@ enum PasskeyFailure: Error, Equatable, CustomStringConvertible {
             return error(.badRequest, "invalid_request", "signup.identifier_required", "Enter an email address or a phone number.",
                          fields: [.init(field: "email", message: "Enter an email address or a phone number.", code: "signup.identifier_required")])
         case .identifierTaken(let field):
-            let display = field == "phone_number" ? "Phone number" : "Email address"
+            let display = field == "phone_number" ? "Phone number" : field == "username" ? "Username" : "Email address"
             let arguments = UserSchema.fieldArguments(field, display: display)
             let english = "\(display) is already used by another account."
             var fieldError = APIError.FieldError(field: field, message: english, code: "signup.identifier_taken")

@@ -82,6 +82,24 @@ struct PasskeyEndpointTests {
         #expect((try response.json()["error_description"] as? String)?.contains("evil.example") == true)
     }
 
+    @Test("sign-up options refuse a username or email already in use, and an invalid profile, before any ceremony")
+    func signupProfileChecks() async throws {
+        let c = try await Self.start()
+        defer { Task { await c.server.stop() } }
+        func options(_ profile: [String: String]) async throws -> HTTPResult {
+            try await post(c, "/identity/v1/webauthn/signup-options", .object([
+                "client_id": .string("latchkey-demo"), "origin": .string(c.origin), "profile": json(profile)]))
+        }
+        let username = try await options(["email": "new@example.com", "username": "demo@example.com"])
+        #expect(username.status == 400)
+        #expect((try username.json()["error_details"] as? [[String: Any]])?.first?["field"] as? String == "username")
+        let invalid = try await options(["email": "not-an-email"])
+        #expect(invalid.status == 400)
+        #expect((try invalid.json()["error_details"] as? [[String: Any]])?.first?["field"] as? String == "email")
+        let none = try await options(["given_name": "Ada"])
+        #expect(try key(none) == "signup.identifier_required")
+    }
+
     @Test("a response made for another origin than the options were asked for is refused")
     func wrongOriginInClientData() async throws {
         let c = try await Self.start()
