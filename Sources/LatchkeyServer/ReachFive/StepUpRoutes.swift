@@ -95,7 +95,7 @@ extension IdentityServer {
         switch kind {
         case "otp" where kinds.contains(.totp):
             break  // the authenticator app computes the code
-        case "email" where kinds.contains(.emailOTP) || kinds.contains(.totp):
+        case "email" where kinds.contains(.emailOTP):  // never a weaker factor than the account enrolled
             guard let email = user.claims["email"], !email.isEmpty else { throw ReachFiveBody.invalid("the account has no email address") }
             let code = String(format: "%06d", Int.random(in: 0..<1_000_000))
             digest = Secrets.digest(code)

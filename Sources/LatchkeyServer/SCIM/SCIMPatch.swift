@@ -176,21 +176,26 @@ struct SCIMPatch: Sendable {
     /// only when it holds that value.
     private static func requireMatch(_ path: SCIMPath, _ attribute: SCIMUser.MultiValued, _ user: SCIMUser) throws(SCIMError) {
         guard let filter = path.filter else { return }
-        for comparison in filter.comparisons {
-            let matched: Bool
-            switch comparison.attribute.lowercased() {
-            case "type": matched = comparison.value.stringValue?.lowercased() == attribute.type
-            case "primary": matched = comparison.value.boolValue == (attribute.primary ?? false)
-            case "value":
-                guard let current = user[attribute], let wanted = comparison.value.stringValue else { matched = false; break }
-                matched = current.caseInsensitiveCompare(wanted) == .orderedSame
-            default:
-                throw .badRequest(.invalidFilter, "\(attribute.rawValue) can be filtered by type, value or primary")
-            }
-            if !matched {
-                throw .badRequest(.noTarget, "no value of \(attribute.rawValue) matches the filter")
-            }
+        for comparison in filter.comparisons where try !matches(comparison, attribute, user) {
+            throw .badRequest(.noTarget, "no value of \(attribute.rawValue) matches the filter")
         }
+    }
+
+    // One function per decision: the earlier single-function shape (a `let` assigned in every case of a switch
+    // inside a typed-throws loop) crashed the Swift 6.3 optimizer in release builds.
+    private static func matches(_ comparison: SCIMFilter.Comparison, _ attribute: SCIMUser.MultiValued,
+                                _ user: SCIMUser) throws(SCIMError) -> Bool {
+        switch comparison.attribute.lowercased() {
+        case "type": return comparison.value.stringValue?.lowercased() == attribute.type
+        case "primary": return comparison.value.boolValue == (attribute.primary ?? false)
+        case "value": return holds(user[attribute], comparison.value.stringValue)
+        default: throw .badRequest(.invalidFilter, "\(attribute.rawValue) can be filtered by type, value or primary")
+        }
+    }
+
+    private static func holds(_ current: String?, _ wanted: String?) -> Bool {
+        guard let current, let wanted else { return false }
+        return current.caseInsensitiveCompare(wanted) == .orderedSame
     }
 
     /// `type` and `primary` are fixed; writing the value they have is accepted (clients echo them), anything else is not.

@@ -178,6 +178,13 @@ struct ReachFiveLoginTests {
         #expect(noPKCE.status == 400)
         // A step-up token is not a login ticket, nor an access token.
         let token = try #require(try stepUp.json()["token"] as? String)
+        // An account with only an authenticator app cannot be stepped up with an emailed code instead.
+        let emailInstead = try await server.call("POST", "/identity/v1/passwordless/start", token: nil,
+                                                 json: ["step_up": token, "auth_type": "email"], contentType: "application/json")
+        #expect(emailInstead.status == 400)
+        let otp = try await server.call("POST", "/identity/v1/passwordless/start", token: nil,
+                                        json: ["step_up": token, "auth_type": "otp"], contentType: "application/json")
+        #expect(otp.status == 200)
         #expect(try await authorize(server, AuthorizeOptions(), ["tkn": token]).locationQuery["error"] == "access_denied")
         #expect(try await server.userinfo(token).status == 401)
     }
