@@ -18,6 +18,8 @@ public final class IdentityServer: Sendable {
     let clock: ServerClock
     let hasher: PasswordHasher
     let throttle: AddressThrottle
+    /// Passkey challenges and step-up codes per address (every request counts, not only failures).
+    let challengeThrottle: AddressThrottle
     let cookies: CookiePolicy
     let logger: Logger
     let outbox: any Outbox
@@ -39,6 +41,8 @@ public final class IdentityServer: Sendable {
         self.hasher = PasswordHasher(cost: configuration.bcryptCost)
         self.throttle = AddressThrottle(limit: configuration.loginPolicy.maxFailuresPerAddress,
                                         window: TimeInterval(configuration.loginPolicy.addressWindowSeconds))
+        self.challengeThrottle = AddressThrottle(limit: configuration.loginPolicy.maxChallengesPerAddress,
+                                                 window: TimeInterval(configuration.loginPolicy.addressWindowSeconds))
         self.cookies = CookiePolicy(secure: !configuration.usesPlainHTTPOnLoopback)
         let longest = max(configuration.lifetimes.accessToken, configuration.lifetimes.idToken)
         self.keys = KeyRing(store: store, clock: clock, retentionAfterRetirement: TimeInterval(longest + 3600))

@@ -51,10 +51,11 @@ public struct ConfigurationFile: Codable, Sendable {
     }
 
     public struct Policy: Codable, Sendable {
-        public var maxFailuresPerAccount, lockoutSeconds, maxFailuresPerAddress, addressWindowSeconds: Int?
+        public var maxFailuresPerAccount, lockoutSeconds, maxFailuresPerAddress, addressWindowSeconds, maxChallengesPerAddress: Int?
         enum CodingKeys: String, CodingKey {
             case maxFailuresPerAccount = "max_failures_per_account", lockoutSeconds = "lockout_seconds"
             case maxFailuresPerAddress = "max_failures_per_address", addressWindowSeconds = "address_window_seconds"
+            case maxChallengesPerAddress = "max_challenges_per_address"
         }
     }
 
@@ -133,6 +134,7 @@ public struct ConfigurationFile: Codable, Sendable {
             if let v = p.lockoutSeconds { base.loginPolicy.lockoutSeconds = v }
             if let v = p.maxFailuresPerAddress { base.loginPolicy.maxFailuresPerAddress = v }
             if let v = p.addressWindowSeconds { base.loginPolicy.addressWindowSeconds = v }
+            if let v = p.maxChallengesPerAddress { base.loginPolicy.maxChallengesPerAddress = v }
         }
     }
 }

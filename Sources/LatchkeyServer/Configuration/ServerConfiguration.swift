@@ -107,6 +107,9 @@ public struct LoginPolicy: Sendable, Codable, Equatable {
     /// Failures tolerated from one address within `addressWindowSeconds`.
     public var maxFailuresPerAddress: Int = 20
     public var addressWindowSeconds: Int = 5 * 60
+    /// Passkey challenges and step-up codes one address may ask for within `addressWindowSeconds` (each one stores a
+    /// ceremony, and a step-up may send an email).
+    public var maxChallengesPerAddress: Int = 60
     public init() {}
 }
 

@@ -7,9 +7,15 @@ import LatchkeyJOSE
 extension IdentityServer {
     func addPasskeyRoutes(_ router: Router<LatchkeyRequestContext>) {
         let base = "/identity/v1/webauthn"
-        router.post(RouterPath(base + "/signup-options")) { request, _ in try await self.passkeySignupOptions(request) }
+        router.post(RouterPath(base + "/signup-options")) { request, context in
+            try await self.admitChallenge(context)
+            return try await self.passkeySignupOptions(request)
+        }
         router.post(RouterPath(base + "/signup")) { request, _ in try await self.passkeySignup(request) }
-        router.post(RouterPath(base + "/authentication-options")) { request, _ in try await self.passkeyAuthenticationOptions(request) }
+        router.post(RouterPath(base + "/authentication-options")) { request, context in
+            try await self.admitChallenge(context)
+            return try await self.passkeyAuthenticationOptions(request)
+        }
         router.post(RouterPath(base + "/authentication")) { request, _ in try await self.passkeyAuthentication(request) }
         router.post(RouterPath(base + "/registration-options")) { request, _ in try await self.passkeyRegistrationOptions(request) }
         router.post(RouterPath(base + "/registration")) { request, _ in try await self.passkeyRegistration(request) }
@@ -155,6 +161,19 @@ extension IdentityServer {
         let id = try context.parameters.require("id")
         try await passkeyStep { try await deletePasskey(id: id, of: user) }
         return Responses.empty(status: .noContent)
+    }
+
+    // MARK: Rate limit
+
+    /// Every challenge request counts against the caller's address (each stores a ceremony; a step-up may send an
+    /// email): past `max_challenges_per_address` in the window, 429 `login.throttled`.
+    func admitChallenge(_ context: LatchkeyRequestContext) async throws {
+        let now = clock.now
+        if let wait = await challengeThrottle.retryAfter(address: context.clientAddress, now: now) {
+            throw Self.loginError(.tooManyRequests, LocalizedMessage("login.throttled", ["minutes": String(MessageCatalog.minutes(seconds: wait))]),
+                                  "too many passkey or code requests from this address; retry after \(wait) s")
+        }
+        await challengeThrottle.recordFailure(address: context.clientAddress, now: now)
     }
 
     // MARK: Accounts by identifier

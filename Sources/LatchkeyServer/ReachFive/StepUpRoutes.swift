@@ -36,7 +36,10 @@ extension IdentityServer {
 
     func addStepUpRoutes(_ router: Router<LatchkeyRequestContext>) {
         router.post("/identity/v1/mfa/stepup") { request, _ in try await self.mfaStepUp(request) }
-        router.post("/identity/v1/passwordless/start") { request, context in try await self.stepUpStart(request, context: context) }
+        router.post("/identity/v1/passwordless/start") { request, context in
+            try await self.admitChallenge(context)
+            return try await self.stepUpStart(request, context: context)
+        }
         router.post("/identity/v1/passwordless/verify") { request, _ in try await self.stepUpVerify(request) }
     }
 

@@ -71,6 +71,22 @@ struct PasskeyEndpointTests {
         #expect(password.status == 400)
     }
 
+    @Test("one address gets a bounded number of challenges (429 login.throttled, localized)")
+    func challengeRateLimit() async throws {
+        let c = try await Self.start { $0.loginPolicy.maxChallengesPerAddress = 3 }
+        defer { Task { await c.server.stop() } }
+        for _ in 0..<3 {
+            let ok = try await post(c, "/identity/v1/webauthn/authentication-options", json(["client_id": "latchkey-demo", "origin": c.origin]))
+            #expect(ok.status == 200)
+        }
+        let limited = try await c.server.call("POST", "/identity/v1/webauthn/signup-options", token: nil,
+                                              body: try JSONEncoder().encode(json(["client_id": "latchkey-demo", "origin": c.origin])),
+                                              contentType: "application/json", headers: ["Accept-Language": "fr"])
+        #expect(limited.status == 429)
+        #expect(try key(limited) == "login.throttled")
+        #expect((try limited.json()["error_user_msg"] as? String)?.contains("minute") == true)
+    }
+
     @Test("options for an origin the application does not allow are refused")
     func originNotAllowedAtOptions() async throws {
         let c = try await Self.start()
