@@ -1,7 +1,8 @@
 import Foundation
 import Hummingbird
 
-/// reachFive password sign-in (`POST /identity/v1/password/login` → `{tkn}`, the step-up is in `StepUpRoutes`), the SDK bootstrap (`GET /identity/v1/config`) and `/identity/v1/userinfo`.
+/// reachFive password sign-in (`POST /identity/v1/password/login` → `{tkn}`; the step-up is in `StepUpRoutes`), the
+/// SDK bootstrap (`GET /identity/v1/config`) and `/identity/v1/userinfo`.
 extension IdentityServer {
     func addPasswordLoginRoutes(_ router: Router<LatchkeyRequestContext>) {
         router.post("/identity/v1/password/login") { request, context in try await self.passwordLogin(request, context: context) }
