@@ -90,17 +90,27 @@ def redeem(server, code, redirect_uri, verifier):
         "client_id": "latchkey-demo", "code_verifier": verifier}, timeout=10)
 
 
-@pytest.fixture
-def browser():
+def new_chrome(languages=None):
+    """Headless Chromium; `languages` ("ja,en") sets `--lang` and the `intl.accept_languages` preference, which is what
+    Chromium sends as `Accept-Language`."""
     options = webdriver.ChromeOptions()
     for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run"]:
         options.add_argument(arg)
+    if languages:
+        options.add_argument("--lang=" + languages.split(",")[0])
+        options.add_experimental_option("prefs", {"intl.accept_languages": languages})
     binary = shutil.which("chromium") or shutil.which("chromium-browser")
     if binary:
         options.binary_location = binary
     driver_path = shutil.which("chromedriver")
     driver = webdriver.Chrome(service=Service(driver_path) if driver_path else None, options=options)
     driver.set_page_load_timeout(20)
+    return driver
+
+
+@pytest.fixture
+def browser():
+    driver = new_chrome()
     yield driver
     driver.quit()
 

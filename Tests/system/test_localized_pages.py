@@ -1,15 +1,12 @@
 """Headless Chromium through the localized hosted pages: Arabic (right to left) from the browser's languages,
 Japanese from `ui_locales` and from the browser's languages."""
-import shutil
 
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import DEMO_USER, authorize_url, pkce_pair
+from conftest import DEMO_USER, authorize_url, new_chrome, pkce_pair
 
 REDIRECT = "http://127.0.0.1:9/callback"
 
@@ -27,18 +24,7 @@ def make_browser():
     drivers = []
 
     def make(languages=None):
-        options = webdriver.ChromeOptions()
-        for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run"]:
-            options.add_argument(arg)
-        if languages:
-            options.add_argument("--lang=" + languages.split(",")[0])
-            options.add_experimental_option("prefs", {"intl.accept_languages": languages})
-        binary = shutil.which("chromium") or shutil.which("chromium-browser")
-        if binary:
-            options.binary_location = binary
-        driver_path = shutil.which("chromedriver")
-        driver = webdriver.Chrome(service=Service(driver_path) if driver_path else None, options=options)
-        driver.set_page_load_timeout(20)
+        driver = new_chrome(languages)
         drivers.append(driver)
         return driver
 

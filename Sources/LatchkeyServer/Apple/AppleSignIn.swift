@@ -78,32 +78,34 @@ extension IdentityServer {
     /// The nonce binds the token to this request: the app put `base64url(SHA256(verifier))` in Apple's request and
     /// sends the verifier here, so a token lifted from another sign-in cannot be replayed without its verifier.
     func signInWithApple(idToken: String, nonce: String?, client: ClientConfiguration,
-                         givenName: String?, familyName: String?) async throws(AppleSignInFailure) -> UserRecord {
-        guard !client.appleBundleIds.isEmpty else { throw .notConfigured }
+                         givenName: String?, familyName: String?) async throws -> UserRecord {
+        guard !client.appleBundleIds.isEmpty else { throw AppleSignInFailure.notConfigured }
         let jws: CompactJWS
         let claims: AppleIdentityClaims
         do {
             jws = try CompactJWS(parsing: idToken)
             claims = try jws.claims(as: AppleIdentityClaims.self)
-        } catch { throw .malformed }
+        } catch { throw AppleSignInFailure.malformed }
         let now = clock.now
-        do { try await appleKeys.verify(jws, now: now) } catch let failure as AppleSignInFailure { throw failure } catch { throw .badSignature }
-        guard claims.iss == configuration.apple.issuer else { throw .wrongIssuer }
+        do { try await appleKeys.verify(jws, now: now) } catch let failure as AppleSignInFailure { throw failure } catch {
+            throw AppleSignInFailure.badSignature
+        }
+        try Self.check(claims, client: client, issuer: configuration.apple.issuer, nonce: nonce, now: now)
+        // Store failures propagate as they are (a server fault, answered 500), not as a refused token.
+        let user = try await appleAccount(claims, givenName: givenName, familyName: familyName)
+        guard !user.disabled else { throw AppleSignInFailure.accountDisabled }
+        return user
+    }
+
+    /// The claim rules, after the signature.
+    private static func check(_ claims: AppleIdentityClaims, client: ClientConfiguration, issuer: String, nonce: String?,
+                              now: Date) throws(AppleSignInFailure) {
+        guard claims.iss == issuer else { throw .wrongIssuer }
         guard claims.aud.values.contains(where: client.appleBundleIds.contains) else { throw .wrongAudience }
         guard TimeInterval(claims.exp) > now.timeIntervalSince1970 - 30 else { throw .expired }
         if let iat = claims.iat, TimeInterval(iat) > now.timeIntervalSince1970 + 300 { throw .malformed }
         guard let nonce, let expected = claims.nonce,
               Secrets.constantTimeEquals(Base64URL.encode(Data(SHA256.hash(data: Data(nonce.utf8)))), expected) else { throw .nonceMismatch }
-        do {
-            let user = try await appleAccount(claims, givenName: givenName, familyName: familyName)
-            guard !user.disabled else { throw AppleSignInFailure.accountDisabled }
-            return user
-        } catch let failure as AppleSignInFailure {
-            throw failure
-        } catch {
-            logger.error("Sign in with Apple: account lookup failed", metadata: ["error.type": .string("\(type(of: error))")])
-            throw .keysUnavailable
-        }
     }
 
     private func appleAccount(_ claims: AppleIdentityClaims, givenName: String?, familyName: String?) async throws -> UserRecord {

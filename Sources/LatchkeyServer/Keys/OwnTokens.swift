@@ -37,17 +37,19 @@ extension IdentityServer {
         }
         guard claims.tokenUse == C.tokenUse, claims.iss == issuer else { throw .notOurs }
         if let audience, claims.aud != audience { throw .otherAudience }
-        let now = clock.now
-        guard TimeInterval(claims.exp) > now.timeIntervalSince1970 else { throw .expired }
-        if consume {
-            let fresh: Bool
-            do {
-                fresh = try await store.consumeTokenId(claims.jti, expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)), now: now)
-            } catch {
-                throw .notOurs
-            }
-            guard fresh else { throw .used }
-        }
+        guard TimeInterval(claims.exp) > clock.now.timeIntervalSince1970 else { throw .expired }
+        if consume { try await consumeOwnToken(claims) }
         return claims
+    }
+
+    /// Spends a verified token's `jti` (for callers that check more before spending it); `.used` the second time.
+    func consumeOwnToken(_ claims: some OwnTokenClaims) async throws(OwnTokenFailure) {
+        let fresh: Bool
+        do {
+            fresh = try await store.consumeTokenId(claims.jti, expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)), now: clock.now)
+        } catch {
+            throw .notOurs
+        }
+        guard fresh else { throw .used }
     }
 }

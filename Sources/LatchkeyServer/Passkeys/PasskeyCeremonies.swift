@@ -23,6 +23,11 @@ extension IdentityServer {
         Set(client.passkeyOrigins.map { $0 == "self" ? ownOrigin : $0 })
     }
 
+    /// The origin the options were asked for; a flow ceremony (no stated origin) accepts any of the application's.
+    private func allowedOrigins(_ ceremony: PasskeyChallengeRecord, _ client: ClientConfiguration) -> Set<String> {
+        ceremony.origin.isEmpty ? passkeyOrigins(of: client) : [ceremony.origin]
+    }
+
     /// The stable WebAuthn user handle of an account: its opaque id (never the email, WebAuthn §14.6.1).
     static func userHandle(_ userId: String) -> Data { Data(userId.utf8) }
 
@@ -170,7 +175,7 @@ extension IdentityServer {
 
     private func verifyRegistration(_ response: PasskeyRegistrationResponse, clientData: ClientData, ceremony: PasskeyChallengeRecord,
                                     client: ClientConfiguration) async throws -> VerifiedRegistration {
-        let origins = ceremony.origin.isEmpty ? passkeyOrigins(of: client) : [ceremony.origin]
+        let origins = allowedOrigins(ceremony, client)
         do {
             let verified = try await relyingParty(origins: origins).verifyRegistration(
                 clientDataJSON: response.clientDataJSON, attestationObject: response.attestationObject,
@@ -215,7 +220,7 @@ extension IdentityServer {
         if let handle = response.userHandle, !handle.isEmpty, !Secrets.constantTimeEquals(handle, Self.userHandle(passkey.userId)) {
             throw PasskeyFailure.userHandleMismatch
         }
-        let origins = ceremony.origin.isEmpty ? passkeyOrigins(of: client) : [ceremony.origin]
+        let origins = allowedOrigins(ceremony, client)
         let verified: VerifiedAssertion
         do {
             verified = try relyingParty(origins: origins).verifyAssertion(

@@ -41,9 +41,10 @@ extension IdentityServer {
     /// consumed, so a refused one is not spent.
     func redeemLoginTicket(_ ticket: String, clientId: String, allowMFAPending: Bool = false) async throws -> LoginTicketClaims {
         do {
-            let peek = try await verifyOwnToken(ticket, as: LoginTicketClaims.self, audience: clientId, consume: false)
-            guard allowMFAPending || !peek.mfaPending else { throw OAuthError(.accessDenied, "the login ticket still needs a second factor") }
-            return try await verifyOwnToken(ticket, as: LoginTicketClaims.self, audience: clientId, consume: true)
+            let claims = try await verifyOwnToken(ticket, as: LoginTicketClaims.self, audience: clientId, consume: false)
+            guard allowMFAPending || !claims.mfaPending else { throw OAuthError(.accessDenied, "the login ticket still needs a second factor") }
+            try await consumeOwnToken(claims)
+            return claims
         } catch let failure as OwnTokenFailure {
             if failure == .used { logger.warning("login ticket replayed", metadata: ["client": .string(clientId)]) }
             let why: String = switch failure {

@@ -147,10 +147,9 @@ extension IdentityServer {
         }
         // Single use twice over: the challenge row, and the step-up token's jti (a second challenge of the same
         // step-up cannot mint a second code).
-        guard try await store.takeStepUpChallenge(id: id),
-              try await store.consumeTokenId(claims.jti, expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)), now: clock.now) else {
-            throw Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_expired"), "the step-up was already completed")
-        }
+        let completed = Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_expired"), "the step-up was already completed")
+        guard try await store.takeStepUpChallenge(id: id) else { throw completed }
+        do { try await consumeOwnToken(claims) } catch { throw completed }
         let session = try await openSession(userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)))
         let authRequest = AuthorizationRequest(clientId: claims.aud, redirectUri: claims.redirectUri, scope: claims.scope, state: nil, nonce: nil,
                                                codeChallenge: claims.codeChallenge, loginHint: nil, uiLocales: nil, maxAge: nil, prompt: [])

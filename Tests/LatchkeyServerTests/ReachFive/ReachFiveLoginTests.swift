@@ -1,4 +1,5 @@
 import Foundation
+import HummingbirdOTP
 import LatchkeyJOSE
 @testable import LatchkeyServer
 import Testing
@@ -50,7 +51,8 @@ struct ReachFiveLoginTests {
         let claims = try await server.verifiedClaims(try #require(tokens["id_token"] as? String))
         #expect(claims["email"]?.stringValue == "demo@example.com")
         #expect(claims["nonce"]?.stringValue == o.nonce)
-        #expect(claims["amr"] == nil || claims["amr"] != nil)  // amr is optional in ID tokens
+        #expect(claims["sid"]?.stringValue?.isEmpty == false, "the code carries the session the ticket opened")
+        #expect(claims["auth_time"] != nil)
     }
 
     @Test("a tkn works once, only for its application, and not as an access token")
@@ -78,6 +80,36 @@ struct ReachFiveLoginTests {
         // A forged or altered ticket is refused.
         let altered = String(tkn.dropLast(3)) + "abc"
         #expect(try await authorize(server, AuthorizeOptions(), ["tkn": altered]).locationQuery["error"] == "access_denied")
+    }
+
+    @Test("the hosted page takes a tkn in place of the password: once, for its own application only")
+    func hostedPageTicket() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        func submit(_ tkn: String) async throws -> HTTPResult {
+            let browser = TestBrowser()
+            let page = try await server.openLoginPage(browser, AuthorizeOptions())
+            #expect(page.text.contains("id=\"passkey\""), "the demo app accepts the server's own origin, so the page offers passkeys")
+            #expect(page.header("Content-Security-Policy")?.contains("script-src 'self'") == true)
+            let request = try #require(TestBrowser.hiddenField("request", in: page.text))
+            let csrf = try #require(TestBrowser.hiddenField("csrf", in: page.text))
+            return try await browser.postForm(server.base + "/login", ["request": request, "csrf": csrf, "tkn": tkn])
+        }
+        let garbage = try await submit("not-a-ticket")
+        #expect(garbage.status == 401)
+        #expect(garbage.location == nil)
+        let login = try await passwordLogin(server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
+        let tkn = try #require(try login.json()["tkn"] as? String)
+        let accepted = try await submit(tkn)
+        #expect(accepted.status == 303)
+        #expect(accepted.locationQuery["code"] != nil)
+        let replayed = try await submit(tkn)
+        #expect(replayed.status == 401)
+        #expect(replayed.location == nil)
+        // A ticket for another application does not sign anyone in here.
+        let foreign = try await passwordLogin(server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "backend"])
+        let other = try await submit(try #require(try foreign.json()["tkn"] as? String))
+        #expect(other.status == 401)
     }
 
     @Test("a tkn expires after two minutes")
@@ -154,7 +186,7 @@ struct ReachFiveLoginTests {
         let server = try await Self.start()
         defer { Task { await server.stop() } }
         let user = try #require(try await server.server.user(username: "demo@example.com"))
-        _ = try await server.server.enrollTOTP(userId: user.id)
+        let (secret, _) = try await server.server.enrollTOTP(userId: user.id)
         let login = try await passwordLogin(server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
         #expect(try login.json()["mfa_required"] as? Bool == true)
         let tkn = try #require(try login.json()["tkn"] as? String)
@@ -187,6 +219,30 @@ struct ReachFiveLoginTests {
         #expect(otp.status == 200)
         #expect(try await authorize(server, AuthorizeOptions(), ["tkn": token]).locationQuery["error"] == "access_denied")
         #expect(try await server.userinfo(token).status == 401)
+
+        // Five wrong codes end the challenge: even the right code is refused afterwards.
+        let challengeId = try #require(try otp.json()["challenge_id"] as? String)
+        func verify(_ code: String) async throws -> HTTPResult {
+            try await server.call("POST", "/identity/v1/passwordless/verify", token: nil,
+                                  json: ["challenge_id": challengeId, "verification_code": code], contentType: "application/json")
+        }
+        for attempt in 1...5 {
+            let wrong = try await verify("000000")
+            #expect(wrong.status == 400)
+            #expect(try wrong.json()["error_message_key"] as? String
+                    == (attempt < 5 ? "flows.executor.errors.invalid_otp" : "flows.executor.errors.otp_attempts"))
+        }
+        let right = String(format: "%06d", TOTP(secret: secret).compute(date: Date()))
+        let exhausted = try await verify(right)
+        #expect(exhausted.status == 400)
+        #expect(try exhausted.json()["code"] == nil)
+
+        // The step-up token expires with the one-time-code lifetime (10 minutes).
+        server.advanceClock(601)
+        let late = try await server.call("POST", "/identity/v1/passwordless/start", token: nil,
+                                         json: ["step_up": token, "auth_type": "otp"], contentType: "application/json")
+        #expect(late.status == 401)
+        #expect(try late.json()["error_message_key"] as? String == "login.expired")
     }
 
     @Test("/identity/v1/config and /identity/v1/userinfo")
