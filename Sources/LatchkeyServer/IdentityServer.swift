@@ -68,7 +68,8 @@ public final class IdentityServer: Sendable {
             try await store.upsertClient(ClientRecord(configuration: client, secretHash: client.clientSecret.map(Secrets.digest)))
         }
         for seed in configuration.users where try await store.user(username: seed.username) == nil {
-            try await createUser(username: seed.username, password: seed.password, claims: seed.claims, disabled: seed.disabled)
+            try await createUser(username: seed.username, password: seed.password, claims: UserRoles.claims(seed.claims, roles: seed.roles),
+                                 disabled: seed.disabled)
         }
     }
 

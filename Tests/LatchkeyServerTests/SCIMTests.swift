@@ -239,9 +239,18 @@ struct SCIMTests {
         try Self.expectError(try await server.call("PATCH", "/scim2/Users/\(adaId)", token: user,
                                                    json: Self.patch([["op": "replace", "path": "locale", "value": "fr"]])), 403, nil)
 
-        // A user whose token carries scim.admin may.
+        // A user with the admin role whose token carries scim.admin may.
         let userAdmin = try await server.userTokens(scope: "openid profile scim.admin").accessToken
         #expect(try await server.call("GET", "/scim2/Users/\(adaId)", token: userAdmin).string("userName") == "ada@example.com")
+        // M5: the scope alone is not an entitlement. Grace may ask the same client for scim.admin and gets it in her
+        // token, but without the role she administers nothing.
+        let graceWithScope = try await server.userTokens(username: "grace+ops@example.com", password: "grace's compiler password",
+                                                         scope: "openid profile scim.admin").accessToken
+        #expect(try await server.verifiedClaims(graceWithScope)["scope"]?.stringValue?.contains("scim.admin") == true)
+        try Self.expectError(try await server.call("GET", "/scim2/Users/\(adaId)", token: graceWithScope), 403, nil)
+        try Self.expectError(try await server.call("PATCH", "/scim2/Users/\(adaId)", token: graceWithScope,
+                                                   json: Self.patch([["op": "replace", "path": "emails", "value": [["value": "grace@evil.example"]]]])),
+                             403, nil)
 
         // The administrator disables Ada: her token stops working and she cannot sign in.
         let adaToken = try await server.userTokens(username: "ada@example.com", password: TestServer.adaPassword).accessToken

@@ -144,17 +144,21 @@ final class ClientContext: Sendable {
         guard response.status == 200 else { throw Self.errorFrom(response) }
     }
 
-    /// RP-initiated logout without a browser: GET (which every OP must support, RP-Initiated Logout 1.0 §2) with the
-    /// ID-token hint; the provider ends that session and answers with a redirect, which is not followed.
+    /// RP-initiated logout without a browser, with the ID-token hint; the provider ends that session and answers with a
+    /// redirect, which is not followed. POST first (RP-Initiated Logout 1.0 §2 requires OPs to support it), so the ID
+    /// token stays out of URLs, proxy and access logs; GET only for a provider that refuses the POST method.
     func endSession(idTokenHint: String) async throws {
-        guard let endpoint = try await requireMetadata().endSessionEndpoint,
-              var components = URLComponents(url: endpoint, resolvingAgainstBaseURL: false) else { return }
+        guard let endpoint = try await requireMetadata().endSessionEndpoint else { return }
         var parameters = [("id_token_hint", idTokenHint), ("client_id", config.clientId)]
         if let after = config.afterSignOutUrl { parameters.append(("post_logout_redirect_uri", after)) }
-        let existing = components.percentEncodedQuery.map { $0 + "&" } ?? ""
-        components.percentEncodedQuery = existing + FormCoding.encode(parameters)
-        guard let url = components.url else { return }
-        let response = try await http.send(HTTPRequest(url: url))
+        var response = try await http.send(.form(endpoint, parameters))
+        if [404, 405, 501].contains(response.status),
+           var components = URLComponents(url: endpoint, resolvingAgainstBaseURL: false) {
+            let existing = components.percentEncodedQuery.map { $0 + "&" } ?? ""
+            components.percentEncodedQuery = existing + FormCoding.encode(parameters)
+            guard let url = components.url else { return }
+            response = try await http.send(HTTPRequest(url: url))
+        }
         guard response.status < 400 else { throw Self.errorFrom(response) }
     }
 

@@ -1,4 +1,9 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Which identity-API dialect the server speaks besides standard OAuth 2.0 / OpenID Connect.
 public enum Dialect: String, Sendable, Codable {
@@ -56,11 +61,25 @@ public struct LatchkeyConfig: Sendable {
     /// The issuer string as tokens carry it (no trailing slash).
     var issuer: String { baseUrl.hasSuffix("/") ? String(baseUrl.dropLast()) : baseUrl }
 
+    /// `localhost`, or a literal address in 127.0.0.0/8 or `::1`. The host is parsed as an address, so a name such
+    /// as `127.example.com` is not mistaken for loopback.
+    static func isLoopback(host: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        if bare.lowercased() == "localhost" { return true }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, bare, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, bare, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { bytes in bytes.prefix(15).allSatisfy { $0 == 0 } && bytes[15] == 1 }
+        }
+        return false
+    }
+
     func validate() throws {
         guard !baseUrl.isEmpty, let url = URL(string: baseUrl), let host = url.host, !host.isEmpty else {
             throw LatchkeyError(.invalidConfiguration, "baseUrl must be an absolute URL")
         }
-        let loopback = host == "localhost" || host == "::1" || host.hasPrefix("127.") || host == "[::1]"
+        let loopback = Self.isLoopback(host: host)
         guard url.scheme == "https" || (url.scheme == "http" && loopback) else {
             throw LatchkeyError(.invalidConfiguration, "baseUrl must use HTTPS (plain http is allowed only for loopback hosts)")
         }

@@ -2,10 +2,19 @@ import Foundation
 
 /// The ReachFive identity API (`/identity/v1/…`): JSON bodies and answers, `ApiError` bodies on failure.
 enum IdentityAPI {
+    /// The calls that start a sign-in or sign-up without a browser: a server applies the application's attestation
+    /// policy to them, so they carry the app's `Attestation-Token` when the configuration supplies one.
+    static let nativeSignInPaths: Set<String> = [
+        "/identity/v1/password/login", "/identity/v1/webauthn/authentication-options", "/identity/v1/webauthn/signup-options",
+    ]
+
     /// Sends one request and returns the answer when it is 2xx; otherwise throws the mapped `ApiError`.
     static func send(_ context: ClientContext, _ method: String, _ path: String, body: JSONValue? = nil,
                      bearer: String? = nil) async throws -> HTTPResponse {
         var headers = ["Accept": "application/json"]
+        if nativeSignInPaths.contains(path), let provider = context.config.attestationTokenProvider {
+            headers["Attestation-Token"] = try await provider()
+        }
         var data: Data?
         if let body {
             headers["Content-Type"] = "application/json"

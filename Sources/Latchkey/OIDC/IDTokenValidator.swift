@@ -40,6 +40,9 @@ public struct IDTokenValidator: Sendable {
             throw LatchkeyError(.invalidToken, "ID token payload is not a JSON object")
         }
         func fail(_ why: String) -> LatchkeyError { LatchkeyError(.invalidToken, "ID token rejected: \(why)") }
+        // RFC 8725 §3.11: an explicitly typed JWT of another kind (an access token `at+jwt`, a logout token, a
+        // provider's own single-use tokens) is never an ID token, whatever its claims look like.
+        if let typ = jws.header.typ?.lowercased(), typ.hasSuffix("+jwt") { throw fail("typ \(typ) is not an ID token") }
         let now = expect.now.timeIntervalSince1970
 
         guard claims["iss"]?.stringValue == expect.issuer else { throw fail("iss is not \(expect.issuer)") }
@@ -60,7 +63,7 @@ public struct IDTokenValidator: Sendable {
 
         switch (expect.nonce, claims["nonce"]?.stringValue) {
         case (let expected?, let actual?):
-            guard constantTimeEqual(expected, actual) else { throw fail("nonce does not match the request") }
+            guard constantTimeEquals(expected, actual) else { throw fail("nonce does not match the request") }
         case (.some, nil): throw fail("nonce missing")
         case (nil, _): break
         }
@@ -77,9 +80,4 @@ public struct IDTokenValidator: Sendable {
         return claims
     }
 
-    private func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8), y = Array(b.utf8)
-        guard x.count == y.count else { return false }
-        return zip(x, y).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
-    }
 }

@@ -1,4 +1,9 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Where the SDK keeps token sets (one item per session, written atomically).
 public protocol StorageAdapter: Sendable {
@@ -16,9 +21,19 @@ public actor InMemoryStorageAdapter: StorageAdapter {
     public func remove(_ key: String) { items[key] = nil }
 }
 
+/// Storage that other processes read and write too (files on disk): it can hold an item exclusively across
+/// processes, so a read-modify-write of it (a token refresh) is not interleaved with another process's.
+public protocol SharedStorageAdapter: StorageAdapter {
+    /// Runs `body` while holding the cross-process lock of `key`.
+    func withExclusiveAccess<T: Sendable>(to key: String, _ body: @Sendable () async throws -> T) async throws -> T
+}
+
 /// One file per key in a directory: created 0700, files 0600, written by atomic rename so a crash never leaves a
-/// half-written token set.
-public actor FileStorageAdapter: StorageAdapter {
+/// half-written token set. Items can be held exclusively across processes (`flock(2)` on a lock file per key), so two
+/// `latchkey` commands refreshing at the same moment do not both present one refresh token.
+public actor FileStorageAdapter: SharedStorageAdapter {
+    /// How long to wait for another process's hold on an item before giving up.
+    static let lockTimeout: Duration = .seconds(30)
     private let directory: URL
 
     public init(directory: URL) throws {
@@ -55,5 +70,21 @@ public actor FileStorageAdapter: StorageAdapter {
     public func remove(_ key: String) throws {
         let file = url(key)
         if FileManager.default.fileExists(atPath: file.path) { try FileManager.default.removeItem(at: file) }
+    }
+
+    public func withExclusiveAccess<T: Sendable>(to key: String, _ body: @Sendable () async throws -> T) async throws -> T {
+        let lockPath = url(key).deletingPathExtension().path + ".lock"
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw LatchkeyError(.unknownError, "cannot open \(lockPath) (errno \(errno))") }
+        defer { _ = close(fd) }  // closing releases the lock
+        // Non-blocking attempts with short sleeps: a blocking flock would hold a cooperative thread hostage.
+        let deadline = ContinuousClock.now + Self.lockTimeout
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR, ContinuousClock.now < deadline else {
+                throw LatchkeyError(.unknownError, "another process holds \(lockPath) too long")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return try await body()
     }
 }

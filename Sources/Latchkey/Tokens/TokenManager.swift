@@ -87,8 +87,7 @@ actor TokenManager {
             guard current.refreshToken != nil else {
                 throw LatchkeyError(.sessionExpired, "the access token expired and there is no refresh token")
             }
-            let refresher = self.refresher
-            task = Task { try await refresher(current) }
+            task = Task { try await self.performRefresh(current, key: key, generation: generation) }
             slots[key]?.refresh = (generation, task)
             started = true
         }
@@ -100,7 +99,9 @@ actor TokenManager {
             if started {
                 slots[key]?.refresh = nil
                 slots[key]?.tokens = fresh
-                try await storage.set(key, try JSONEncoder().encode(fresh))
+                // Shared storage was written under its lock already; writing again outside it could put back a set
+                // that another process has rotated since.
+                if !(storage is any SharedStorageAdapter) { try await storage.set(key, try JSONEncoder().encode(fresh)) }
             }
             return fresh
         } catch let error as LatchkeyError where error.code == .invalidGrant {
@@ -113,5 +114,31 @@ actor TokenManager {
             if started, slots[key]?.generation == generation { slots[key]?.refresh = nil }
             throw error
         }
+    }
+
+    /// One refresh request. With storage that other processes share (the CLI's files), two processes holding the same
+    /// refresh token must not both present it: the server would take the second as a replay and revoke the session.
+    /// So, under the storage's lock, the stored set is read again; when another process has rotated it meanwhile, its
+    /// result is adopted without a request, otherwise this one refreshes and stores the result before the lock is
+    /// released.
+    private func performRefresh(_ current: TokenSet, key: String, generation: Int) async throws -> TokenSet {
+        guard let shared = storage as? any SharedStorageAdapter else { return try await refresher(current) }
+        let refresher = self.refresher
+        return try await shared.withExclusiveAccess(to: key) {
+            if let data = try await shared.get(key), let stored = try? JSONDecoder().decode(TokenSet.self, from: data),
+               stored.refreshToken != current.refreshToken {
+                return stored
+            }
+            let fresh = try await refresher(current)
+            try await self.store(fresh, key: key, ifGeneration: generation)
+            return fresh
+        }
+    }
+
+    /// Writes a refresh result unless the session was signed out or replaced since the refresh began (actor-isolated,
+    /// so it cannot interleave with `clear`/`replace`).
+    private func store(_ tokens: TokenSet, key: String, ifGeneration generation: Int) async throws {
+        guard slots[key]?.generation == generation else { return }
+        try await storage.set(key, try JSONEncoder().encode(tokens))
     }
 }

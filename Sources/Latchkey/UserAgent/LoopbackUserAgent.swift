@@ -6,7 +6,9 @@ import Darwin
 #endif
 
 /// RFC 8252 §7.3 loopback redirect for native and command-line apps: listens on 127.0.0.1 on an ephemeral port,
-/// opens the system browser (or prints the URL), and takes the one redirect that comes back to `/callback`.
+/// opens the system browser (or prints the URL), and takes the redirect that comes back to `/callback` with the
+/// authorization request's `state`. Anything else that reaches the port (another local process, a web page probing
+/// loopback ports) is answered 404 and ignored, so it can neither end nor hijack the sign-in.
 public final class LoopbackUserAgent: AuthorizationUserAgent {
     public enum BrowserMode: Sendable {
         /// Try `xdg-open`/`open`; print the URL when that fails.
@@ -48,7 +50,8 @@ public final class LoopbackUserAgent: AuthorizationUserAgent {
         if mode == .printOnly || !Self.openBrowser(url) {
             output(url.absoluteString)
         }
-        return try await l.waitForCallback(timeout: timeout)
+        let state = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value
+        return try await l.waitForCallback(timeout: timeout, expectedState: state)
     }
 
     static func openBrowser(_ url: URL) -> Bool {
@@ -107,8 +110,13 @@ final class LoopbackListener: @unchecked Sendable {
         if !already { shutdown(fd, Int32(SHUT_RDWR)); _ = systemClose(fd) }
     }
 
-    /// Accepts connections until one asks for `/callback`; answers it with a small page and returns its URL.
-    func waitForCallback(timeout: TimeInterval) async throws -> URL {
+    /// How long one connection may take to send its request line before it is dropped: an idle connection must not
+    /// hold the only accepting thread (closing the listening socket would not unblock `recv` on it).
+    static let requestReadTimeout: TimeInterval = 5
+
+    /// Accepts connections until one asks for `/callback` carrying `expectedState` (any `/callback` when nil); answers
+    /// it with a small page and returns its URL. Every other request gets a 404 and the wait goes on.
+    func waitForCallback(timeout: TimeInterval, expectedState: String? = nil) async throws -> URL {
         let port = self.port
         let timer = Task { [weak self] in
             try? await Task.sleep(for: .seconds(timeout))
@@ -124,11 +132,13 @@ final class LoopbackListener: @unchecked Sendable {
                             continuation.resume(throwing: LatchkeyError(.canceled, "no browser came back to the loopback redirect (canceled or timed out)"))
                             return
                         }
+                        Self.limitReadTime(client)
                         let target = Self.readRequestTarget(client)
-                        let isCallback = target?.hasPrefix("/callback") == true
+                        let url = target.flatMap { URL(string: "http://127.0.0.1:\(port)\($0)") }
+                        let isCallback = url.map { Self.isCallback($0, expectedState: expectedState) } ?? false
                         Self.respond(client, ok: isCallback)
                         _ = systemClose(client)
-                        if isCallback, let target, let url = URL(string: "http://127.0.0.1:\(port)\(target)") {
+                        if isCallback, let url {
                             continuation.resume(returning: url)
                             return
                         }
@@ -139,6 +149,19 @@ final class LoopbackListener: @unchecked Sendable {
         } onCancel: {
             self.close()
         }
+    }
+
+    /// The redirect of this sign-in: path `/callback` and, when a state is expected, exactly that `state`.
+    static func isCallback(_ url: URL, expectedState: String?) -> Bool {
+        guard url.path == "/callback" else { return false }
+        guard let expectedState else { return true }
+        let state = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value
+        return state.map { constantTimeEquals($0, expectedState) } ?? false
+    }
+
+    private static func limitReadTime(_ client: Int32) {
+        var limit = timeval(tv_sec: Int(requestReadTimeout), tv_usec: 0)
+        _ = setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
     }
 
     /// Reads the request line (`GET /callback?… HTTP/1.1`) and returns its target.

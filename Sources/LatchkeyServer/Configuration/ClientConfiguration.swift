@@ -193,17 +193,20 @@ public struct UserSeed: Sendable, Codable, Equatable {
     /// Standard OpenID Connect claims (`email`, `given_name`, `name`, …).
     public var claims: [String: String]
     public var disabled: Bool
+    /// Entitlements of the account (`admin` lets the account use the `scim.admin` scope); only the operator grants them.
+    public var roles: [String]
 
-    public init(username: String, password: String, claims: [String: String] = [:], disabled: Bool = false) {
-        self.username = username; self.password = password; self.claims = claims; self.disabled = disabled
+    public init(username: String, password: String, claims: [String: String] = [:], disabled: Bool = false, roles: [String] = []) {
+        self.username = username; self.password = password; self.claims = claims; self.disabled = disabled; self.roles = roles
     }
 
-    enum CodingKeys: String, CodingKey { case username, password, claims, disabled }
+    enum CodingKeys: String, CodingKey { case username, password, claims, disabled, roles }
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(username: try c.decode(String.self, forKey: .username),
                   password: try c.decode(String.self, forKey: .password),
                   claims: try c.decodeIfPresent([String: String].self, forKey: .claims) ?? [:],
-                  disabled: try c.decodeIfPresent(Bool.self, forKey: .disabled) ?? false)
+                  disabled: try c.decodeIfPresent(Bool.self, forKey: .disabled) ?? false,
+                  roles: try c.decodeIfPresent([String].self, forKey: .roles) ?? [])
     }
 }

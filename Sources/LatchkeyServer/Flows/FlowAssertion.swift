@@ -7,6 +7,7 @@ import LatchkeyJOSE
 /// an access token and no API accepts it as one.
 struct FlowAssertionClaims: OwnTokenClaims, Codable, Sendable {
     static let tokenUse = "flow_assertion"
+    static let jwtType = "flow-assertion+jwt"
 
     var iss: String
     var sub: String
@@ -37,7 +38,7 @@ extension IdentityServer {
                                          jti: Secrets.identifier(), tokenUse: FlowAssertionClaims.tokenUse,
                                          authTime: Int(authTime.timeIntervalSince1970), amr: amr, sid: session.id,
                                          flowType: flowType.rawValue, username: user.username)
-        return try await keys.signingKey(.rs256).sign(claims: claims, type: "JWT")
+        return try await signOwnToken(claims)
     }
 
     /// Verifies a flow assertion presented at the token endpoint by `clientId` and consumes it (single use).

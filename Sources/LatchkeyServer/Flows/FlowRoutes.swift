@@ -80,12 +80,7 @@ extension IdentityServer {
         case .recovery:
             if !client.recoveryEnabled { throw FlowFailure.recoveryDisabled.apiError }
         case .authentication, .signOut:
-            if client.appType == .browser { throw FlowFailure.directInitiationForbidden.apiError }
-            if client.appType == .mobile, !configuration.development {
-                guard let verifier = configuration.attestationVerifier else { throw FlowFailure.attestationUnconfigured.apiError }
-                guard let attestation, !attestation.isEmpty else { throw FlowFailure.attestationMissing.apiError }
-                guard verifier.verify(attestation, applicationId: client.clientId) else { throw FlowFailure.attestationInvalid.apiError }
-            }
+            try requireNativeSignInAllowed(client: client, attestation: attestation)
         }
     }
 

@@ -2,9 +2,12 @@ import Foundation
 import LatchkeyJOSE
 
 /// The claims every short-lived token this server signs for its own later use carries (flow assertion, reachFive
-/// login ticket, MFA step-up token): a `token_use` that says which one it is, so none can stand in for another.
-protocol OwnTokenClaims: Decodable {
+/// login ticket, MFA step-up token): a `token_use` that says which one it is, and a JOSE `typ` of its own, so none can
+/// stand in for another, nor for an ID token (`JWT`) or an access token (`at+jwt`) anywhere a token is verified.
+protocol OwnTokenClaims: Codable {
     static var tokenUse: String { get }
+    /// The JOSE header `typ` (RFC 8725 §3.11 explicit typing), e.g. `login-ticket+jwt`.
+    static var jwtType: String { get }
     var iss: String { get }
     var aud: String { get }
     var exp: Int { get }
@@ -30,6 +33,7 @@ extension IdentityServer {
         let claims: C
         do {
             let jws = try CompactJWS(parsing: token)
+            guard jws.header.typ?.lowercased() == C.jwtType else { throw OwnTokenFailure.notOurs }
             try jws.verify(with: try await keys.jwks())
             claims = try jws.claims(as: C.self)
         } catch {
@@ -40,6 +44,11 @@ extension IdentityServer {
         guard TimeInterval(claims.exp) > clock.now.timeIntervalSince1970 else { throw .expired }
         if consume { try await consumeOwnToken(claims) }
         return claims
+    }
+
+    /// Signs one of our own tokens with the current RS256 key and its own `typ`.
+    func signOwnToken<C: OwnTokenClaims>(_ claims: C) async throws -> String {
+        try await keys.signingKey(.rs256).sign(claims: claims, type: C.jwtType)
     }
 
     /// Spends a verified token's `jti` (for callers that check more before spending it); `.used` the second time.

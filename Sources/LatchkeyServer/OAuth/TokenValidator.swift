@@ -46,10 +46,13 @@ struct TokenValidator: Sendable {
         return claims
     }
 
-    /// Any JWT signed by us, with our issuer; expiry checked unless `allowExpired` (ID-token hints at logout).
-    func signedJWT(_ token: String, allowExpired: Bool = false) async throws(OAuthError) -> (header: JWSHeader, claims: RegisteredClaims) {
+    /// One of our ID tokens (`typ: JWT`, our signature and issuer; expiry checked unless `allowExpired`), for ID-token
+    /// hints at logout. The server's own single-use tokens carry a `typ` of their own and access tokens `at+jwt`, so
+    /// neither passes as an ID token.
+    func idToken(_ token: String, allowExpired: Bool = false) async throws(OAuthError) -> (header: JWSHeader, claims: RegisteredClaims) {
         do {
             let jws = try CompactJWS(parsing: token)
+            guard jws.header.typ == nil || jws.header.typ?.lowercased() == "jwt" else { throw OAuthError(.invalidGrant, "not an ID token") }
             try jws.verify(with: try await keys.jwks())
             let claims = try jws.claims(as: RegisteredClaims.self)
             guard claims.iss == issuer else { throw OAuthError(.invalidGrant, "the token was issued by another server") }

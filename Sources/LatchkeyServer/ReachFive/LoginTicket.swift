@@ -8,6 +8,7 @@ import LatchkeyJOSE
 /// opens the step-up.
 struct LoginTicketClaims: OwnTokenClaims, Codable, Sendable {
     static let tokenUse = "login_ticket"
+    static let jwtType = "login-ticket+jwt"
 
     var iss: String
     var sub: String
@@ -33,7 +34,7 @@ extension IdentityServer {
         let claims = LoginTicketClaims(iss: issuer, sub: user.id, aud: clientId, iat: iat, exp: iat + configuration.lifetimes.loginTicket,
                                        jti: Secrets.identifier(), tokenUse: LoginTicketClaims.tokenUse, authTime: iat, amr: amr,
                                        mfaPending: mfaPending)
-        return try await keys.signingKey(.rs256).sign(claims: claims, type: "JWT")
+        return try await signOwnToken(claims)
     }
 
     /// Verifies and consumes a ticket presented by `clientId`. Errors are `access_denied` (the user must sign in again).

@@ -50,12 +50,15 @@ extension IdentityServer {
                  body: .init(byteBuffer: ByteBuffer(bytes: try PasskeyJSON.snakeCase(value))))
     }
 
-    private func publicClient(_ body: ReachFiveBody) async throws -> ClientConfiguration {
+    /// The application a passkey sign-in or sign-up is for, when it allows native sign-in (its type and attestation
+    /// policy); the ceremony's second step is bound to the challenge this step issues, so checking here covers both.
+    private func publicClient(_ body: ReachFiveBody, _ request: Request) async throws -> ClientConfiguration {
         let clientId = try body.required("client_id")
         guard let client = try await store.client(id: clientId)?.configuration else {
             throw APIError(status: .badRequest, code: "SSE-400", error: "invalid_client", messageKey: "oauth.invalid_client",
                            userMessage: "This application is not allowed to sign you in.", technical: "unknown client_id")
         }
+        try requireNativeSignInAllowed(client: client, attestation: request.headers[.attestationToken])
         return client
     }
 
@@ -68,7 +71,7 @@ extension IdentityServer {
 
     private func passkeySignupOptions(_ request: Request) async throws -> Response {
         let body = try await ReachFiveBody.read(request)
-        let client = try await publicClient(body)
+        let client = try await publicClient(body, request)
         let origin = try body.required("origin")
         let friendlyName = body.string("friendly_name")
         var profile: [String: String] = [:]
@@ -95,7 +98,7 @@ extension IdentityServer {
 
     private func passkeyAuthenticationOptions(_ request: Request) async throws -> Response {
         let body = try await ReachFiveBody.read(request)
-        let client = try await publicClient(body)
+        let client = try await publicClient(body, request)
         let origin = try body.required("origin")
         var user: UserRecord?
         if let identifier = body.string("email") ?? body.string("phone_number") ?? body.string("username") {

@@ -16,6 +16,7 @@ extension IdentityServer {
             throw ReachFiveBody.invalid("unknown client_id")
         }
         if let grant = body.string("grant_type"), grant != "password" { throw ReachFiveBody.invalid("grant_type must be password") }
+        try requireNativeSignInAllowed(client: client, attestation: request.headers[.attestationToken])
         let identifier = (body.string("email") ?? body.string("phone_number") ?? body.string("username") ?? "")
             .trimmingCharacters(in: .whitespaces)
         let password = body.fields["password"]?.stringValue ?? ""

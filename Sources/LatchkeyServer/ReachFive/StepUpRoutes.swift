@@ -8,6 +8,7 @@ import LatchkeyJOSE
 /// An RS256 JWT (`token_use: mfa_step_up`), 10 minutes, consumed when the code is issued.
 struct StepUpClaims: OwnTokenClaims, Codable, Sendable {
     static let tokenUse = "mfa_step_up"
+    static let jwtType = "mfa-step-up+jwt"
     var iss: String
     var sub: String
     var aud: String
@@ -73,7 +74,7 @@ extension IdentityServer {
         let claims = StepUpClaims(iss: issuer, sub: user.id, aud: clientId, iat: now, exp: now + configuration.lifetimes.oneTimeCode,
                                   jti: Secrets.identifier(), tokenUse: StepUpClaims.tokenUse, amr: ticket.amr, authTime: ticket.authTime,
                                   redirectUri: redirectUri, codeChallenge: challenge, scope: scope)
-        return try Responses.json(Body(amr: amr, token: try await keys.signingKey(.rs256).sign(claims: claims, type: "JWT")), noStore: true)
+        return try Responses.json(Body(amr: amr, token: try await signOwnToken(claims)), noStore: true)
     }
 
     /// Verifies a step-up token (signature, issuer, use, expiry); it is consumed only when the code is issued.

@@ -24,7 +24,7 @@ extension IdentityServer {
         var hintedSub: String?
         if let hint {
             let verified: RegisteredClaims
-            do { verified = try await validator.signedJWT(hint, allowExpired: true).claims } catch {
+            do { verified = try await validator.idToken(hint, allowExpired: true).claims } catch {
                 return logoutError("page.logout_invalid.hint", request)
             }
             let audiences = verified.aud?.stringArray ?? []

@@ -18,7 +18,17 @@ struct ResourceCaller: Sendable {
     let claims: AccessTokenClaims
     let subject: Subject
 
-    var isAdmin: Bool { claims.scopes.contains(Self.adminScope) }
+    /// Administration needs both the scope and an entitlement: a client acting for itself (client credentials, which
+    /// only confidential clients get), or a user the operator gave the `admin` role. The scope alone is not enough,
+    /// because a client may list it and every user who signs in to that client could then ask for it.
+    var isAdmin: Bool {
+        guard claims.scopes.contains(Self.adminScope) else { return false }
+        switch subject {
+        case .client: return true
+        case .user(let user): return UserRoles.of(user).contains(UserRoles.admin)
+        case .missingUser: return false
+        }
+    }
     var user: UserRecord? { if case .user(let user) = subject { user } else { nil } }
 }
 

@@ -11,22 +11,24 @@ import LatchkeyJOSE
 extension IdentityServer {
     func addSelfServiceRoutes(_ router: Router<LatchkeyRequestContext>) {
         router.get("/users/me") { request, _ in
-            try await self.selfService(request) { user in try Self.selfUserResponse(user) }
+            try await self.selfService(request) { user, _ in try Self.selfUserResponse(user) }
         }
         router.put("/users/me") { request, _ in
-            try await self.selfService(request) { user in try await self.replaceSelfAttributes(request, user) }
+            try await self.selfService(request) { user, _ in try await self.replaceSelfAttributes(request, user) }
         }
         router.get("/users/me/meta") { request, _ in
-            try await self.selfService(request) { _ in try Responses.json(["schema": self.userSchema.jsonSchema()], noStore: true) }
+            try await self.selfService(request) { _, _ in try Responses.json(["schema": self.userSchema.jsonSchema()], noStore: true) }
         }
         router.post("/users/me/update-credentials") { request, context in
-            try await self.selfService(request) { user in try await self.updateSelfCredentials(request, user, address: context.clientAddress) }
+            try await self.selfService(request) { user, caller in
+                try await self.updateSelfCredentials(request, user, caller: caller, address: context.clientAddress)
+            }
         }
     }
 
     /// Authenticates the caller as a user and runs `body` with that user. A missing, invalid, expired or revoked
     /// token, or any token that is not an access token, is `401 AUTH-4010` with a Bearer challenge (RFC 6750 §3).
-    private func selfService(_ request: Request, _ body: (UserRecord) async throws -> Response) async throws -> Response {
+    private func selfService(_ request: Request, _ body: (UserRecord, ResourceCaller) async throws -> Response) async throws -> Response {
         let caller: ResourceCaller
         do {
             caller = try await resourceCaller(request)
@@ -40,7 +42,7 @@ extension IdentityServer {
             return response
         }
         switch caller.subject {
-        case .user(let user): return try await body(user)
+        case .user(let user): return try await body(user, caller)
         case .client: throw SelfServiceErrors.notAUser
         case .missingUser: throw SelfServiceErrors.userNotFound
         }
@@ -92,7 +94,7 @@ extension IdentityServer {
     ///
     /// The current password is required: an access token can leak (a log, a compromised front end), and it must
     /// not be enough to take the account over. Wrong guesses count towards the account lockout like sign-in failures.
-    private func updateSelfCredentials(_ request: Request, _ user: UserRecord, address: String) async throws -> Response {
+    private func updateSelfCredentials(_ request: Request, _ user: UserRecord, caller: ResourceCaller, address: String) async throws -> Response {
         let attributes = try await Self.selfServiceAttributes(request)
         guard case .string(let password)? = attributes["password"], !password.isEmpty else {
             throw SelfServiceErrors.credentials("missing_credentials", "Missing credentials", "attributes.password (the new password) is required")
@@ -114,7 +116,9 @@ extension IdentityServer {
             logger.notice("password change refused: wrong current password", metadata: ["user": .string(user.id)])
             throw SelfServiceErrors.credentials("invalid_current_password", "Invalid credentials", "the current password is not correct")
         }
-        switch try await setPassword(of: user, to: password) {
+        // Every other session and token of the account ends with the old password; the caller's own stays signed in.
+        let family = try await store.accessToken(jti: caller.claims.jti)?.familyId
+        switch try await setPassword(of: user, to: password, keepingSession: caller.claims.sid, keepingFamily: family) {
         case .success:
             logger.info("password changed through /users/me/update-credentials", metadata: ["user": .string(user.id)])
             return Response(status: .noContent, headers: [.cacheControl: "no-store"])

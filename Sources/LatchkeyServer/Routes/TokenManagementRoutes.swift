@@ -65,18 +65,27 @@ extension IdentityServer {
         var result = IntrospectionResponse.inactive
         if let refresh = try await store.refreshToken(hash: Secrets.digest(token)) {
             if refresh.usedAt == nil, refresh.expiresAt > clock.now,
-               let family = try await store.family(id: refresh.familyId), family.revokedAt == nil {
+               let family = try await store.family(id: refresh.familyId), family.revokedAt == nil,
+               try await store.user(id: refresh.userId).map({ !$0.disabled }) == true {
                 result = IntrospectionResponse(active: true, scope: refresh.scope.joined(separator: " "), clientId: refresh.clientId,
                                                username: try await store.user(id: refresh.userId)?.username, tokenType: "refresh_token",
                                                exp: Int(refresh.expiresAt.timeIntervalSince1970), iat: Int(refresh.createdAt.timeIntervalSince1970),
                                                sub: refresh.userId, iss: issuer)
             }
-        } else if let claims = try? await validator.accessToken(token) {
+        } else if let claims = try? await validator.accessToken(token), try await subjectMaySignIn(claims) {
             result = IntrospectionResponse(active: true, scope: claims.scope, clientId: claims.clientId,
                                            username: try await store.user(id: claims.sub)?.username, tokenType: "Bearer",
                                            exp: claims.exp, iat: claims.iat, sub: claims.sub, aud: claims.aud, iss: claims.iss, jti: claims.jti)
         }
         if client.isPublic, result.active, result.clientId != client.clientId { result = .inactive }
         return try Responses.json(result, noStore: true)
+    }
+
+    /// A user's token is active only while the user may sign in (a disabled account's tokens are dead to resource
+    /// servers too); a client's own token has no user to check.
+    private func subjectMaySignIn(_ claims: AccessTokenClaims) async throws -> Bool {
+        if let user = try await store.user(id: claims.sub) { return !user.disabled }
+        if claims.sub == claims.clientId { return true }
+        return try await store.client(id: claims.sub) != nil
     }
 }

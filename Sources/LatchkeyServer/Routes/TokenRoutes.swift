@@ -42,8 +42,9 @@ extension IdentityServer {
         let code = try params.required("code")
         let now = clock.now
         let codeHash = Secrets.digest(code)
+        let familyId = Secrets.identifier()
         let record: AuthorizationCodeRecord
-        switch try await store.redeemAuthorizationCode(hash: codeHash, now: now) {
+        switch try await store.redeemAuthorizationCode(hash: codeHash, familyId: familyId, now: now) {
         case .notFound: throw OAuthError(.invalidGrant, "the authorization code is not valid")
         case .replayed(let family):
             logger.warning("authorization code replayed", metadata: ["client": .string(client.clientId), "family_revoked": .string("\(family != nil)")])
@@ -65,9 +66,6 @@ extension IdentityServer {
         guard let user = try await store.user(id: record.userId), !user.disabled else {
             throw OAuthError(.invalidGrant, "the user can no longer sign in")
         }
-        let familyId = Secrets.identifier()
-        try await store.insertFamily(TokenFamilyRecord(id: familyId, clientId: client.clientId, userId: user.id, createdAt: now))
-        try await store.attachFamily(toCodeHash: codeHash, familyId: familyId)
         let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: record.scope, nonce: record.nonce,
                                       authTime: record.authTime, sessionId: record.sessionId, familyId: familyId)
         return try await issue(grant, client: client, newRefreshInFamily: familyId)
@@ -88,6 +86,7 @@ extension IdentityServer {
             try await store.revokeFamily(id: current.familyId, reason: "user disabled", now: clock.now)
             throw OAuthError(.invalidGrant, "the user can no longer sign in")
         }
+        try await requireLiveSession(for: current)
         let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: scope,
                                       authTime: current.authTime, sessionId: current.sessionId, familyId: current.familyId)
         let next = tokens.refreshToken(for: grant, familyId: current.familyId)
@@ -105,6 +104,20 @@ extension IdentityServer {
         return response
     }
 
+    /// A refresh token granted without `offline_access` lives no longer than the sign-in session it came from: once the
+    /// session has ended (logout, sign-out, a password change elsewhere) or expired, it is refused and its family revoked.
+    /// With `offline_access` the token outlives the session's expiry (not its explicit end, which revokes the family).
+    private func requireLiveSession(for token: RefreshTokenRecord) async throws {
+        guard !token.scope.contains("offline_access") else { return }
+        let now = clock.now
+        if let sessionId = token.sessionId, let session = try await store.session(id: sessionId),
+           session.endedAt == nil, session.expiresAt > now {
+            return
+        }
+        try await store.revokeFamily(id: token.familyId, reason: "session over", now: now)
+        throw OAuthError(.invalidGrant, "the sign-in session has ended; sign in again (request offline_access for longer-lived refresh tokens)")
+    }
+
     private func clientCredentialsGrant(_ params: Parameters, client: ClientConfiguration) async throws -> TokenResponse {
         guard !client.isPublic else { throw OAuthError(.unauthorizedClient, "client_credentials requires a confidential client") }
         let allowed = client.scopes.filter { !["openid", "offline_access"].contains($0) }
@@ -114,8 +127,11 @@ extension IdentityServer {
         return TokenResponse(accessToken: access.token, expiresIn: access.expiresIn, scope: requested.joined(separator: " "))
     }
 
-    /// RFC 8693. The subject token must be one of ours; the result is an access token only (the session's own
-    /// tokens are untouched), with `act` naming the exchanging client when it differs from the subject's.
+    /// RFC 8693. Only explicitly typed subject tokens are accepted: a live access token of ours (`typ: at+jwt`) whose
+    /// audience the exchanging client may use, or the flow assertion (`…:jwt`, routed by its `token_use` and verified
+    /// with its own `typ`). ID tokens, login tickets and step-up tokens are never exchanged: they prove a sign-in to one
+    /// party, not a grant. The result is an access token only, with at most the subject's scope, in the subject's
+    /// token family and session, so family revocation, logout and a password change reach it.
     private func tokenExchangeGrant(_ params: Parameters, client: ClientConfiguration) async throws -> TokenResponse {
         let subjectToken = try params.required("subject_token")
         let subjectType = try params.required("subject_token_type")
@@ -123,44 +139,50 @@ extension IdentityServer {
             throw OAuthError(.invalidRequest, "only access tokens can be requested")
         }
         if try params.single("actor_token") != nil { throw OAuthError(.invalidRequest, "actor_token is not supported") }
-        if Self.isFlowAssertion(subjectToken) {
-            // Only as a JWT: declared as anything else it would dodge the single-use check of the assertion path.
-            guard subjectType == Self.tokenTypeJWT else {
-                throw OAuthError(.invalidRequest, "a flow assertion must be sent with subject_token_type \(Self.tokenTypeJWT)")
+        switch subjectType {
+        case Self.tokenTypeJWT:
+            guard Self.isFlowAssertion(subjectToken) else {
+                throw OAuthError(.invalidGrant, "the only JWT accepted as subject_token is a flow assertion")
             }
             return try await flowAssertionExchange(subjectToken, params, client: client)
-        }
-        let subject: String, subjectScope: [String], subjectClient: String?, familyId: String?, authTime: Date?
-        switch subjectType {
         case Self.tokenTypeAccessToken:
-            let claims: AccessTokenClaims
-            do { claims = try await validator.accessToken(subjectToken) } catch {
-                throw OAuthError(.invalidGrant, "subject_token: \(error.description)")
-            }
-            subject = claims.sub; subjectScope = claims.scopes; subjectClient = claims.clientId
-            familyId = try await store.accessToken(jti: claims.jti)?.familyId
-            authTime = claims.authTime.map { Date(timeIntervalSince1970: TimeInterval($0)) }
-        case Self.tokenTypeJWT, Self.tokenTypeIDToken:
-            let (_, claims) = try await validator.signedJWT(subjectToken)
-            guard let sub = claims.sub else { throw OAuthError(.invalidGrant, "subject_token has no sub") }
-            guard claims.aud?.stringArray?.contains(client.clientId) == true else {
-                throw OAuthError(.invalidGrant, "subject_token was not issued to this client")
-            }
-            guard try await store.user(id: sub).map({ !$0.disabled }) == true else { throw OAuthError(.invalidGrant, "unknown or disabled subject") }
-            subject = sub; subjectScope = client.scopes.filter { $0 != "offline_access" }; subjectClient = client.clientId
-            familyId = nil; authTime = nil
+            break
+        case Self.tokenTypeIDToken:
+            throw OAuthError(.invalidRequest, "ID tokens are not accepted as subject tokens; exchange the access token")
         default:
             throw OAuthError(.invalidRequest, "unsupported subject_token_type")
+        }
+        let claims: AccessTokenClaims
+        do { claims = try await validator.accessToken(subjectToken) } catch {
+            throw OAuthError(.invalidGrant, "subject_token: \(error.description)")
+        }
+        // A token for another API is exchanged only by a client allowed that API; a public client exchanges only its own
+        // tokens (it cannot authenticate, so it could otherwise launder any token it found).
+        let subjectAudiences = claims.aud.stringArray ?? []
+        guard subjectAudiences.contains(where: { $0 == issuer || client.allowedAudiences.contains($0) }) else {
+            throw OAuthError(.invalidGrant, "subject_token was issued for an audience this client may not use")
+        }
+        if client.isPublic && claims.clientId != client.clientId {
+            throw OAuthError(.invalidGrant, "a public client may exchange only its own tokens")
+        }
+        let record = try await store.accessToken(jti: claims.jti)
+        if claims.sub != claims.clientId || record?.familyId != nil {
+            // A user's token: the user must still be allowed to sign in.
+            guard let user = try await store.user(id: claims.sub), !user.disabled else {
+                throw OAuthError(.invalidGrant, "unknown or disabled subject")
+            }
         }
         let audience = try params.single("audience") ?? issuer
         guard audience == issuer || client.allowedAudiences.contains(audience) else {
             throw OAuthError(.invalidTarget, "the client may not request tokens for audience \(audience)")
         }
+        let subjectScope = claims.scopes.filter { $0 != "offline_access" }
         let scope = try params.single("scope")?.split(separator: " ").map(String.init) ?? subjectScope
         guard scope.allSatisfy(subjectScope.contains) else { throw OAuthError(.invalidScope, "scope exceeds the subject token's") }
         let access = try await tokens.accessToken(for: .init(
-            user: nil, subject: subject, clientId: client.clientId, scope: scope, audience: [audience], authTime: authTime,
-            familyId: familyId, actor: subjectClient == client.clientId ? nil : client.clientId))
+            user: nil, subject: claims.sub, clientId: client.clientId, scope: scope, audience: [audience],
+            authTime: claims.authTime.map { Date(timeIntervalSince1970: TimeInterval($0)) }, sessionId: claims.sid,
+            familyId: record?.familyId, actor: claims.clientId == client.clientId ? nil : client.clientId))
         return TokenResponse(accessToken: access.token, expiresIn: access.expiresIn, scope: scope.joined(separator: " "),
                              issuedTokenType: Self.tokenTypeAccessToken)
     }
@@ -186,7 +208,8 @@ extension IdentityServer {
         guard scope.allSatisfy(client.scopes.contains) else { throw OAuthError(.invalidScope, "scope exceeds what the client may request") }
         guard let user = try await store.user(id: claims.sub), !user.disabled else { throw OAuthError(.invalidGrant, "the user can no longer sign in") }
         let familyId = Secrets.identifier()
-        try await store.insertFamily(TokenFamilyRecord(id: familyId, clientId: client.clientId, userId: user.id, createdAt: clock.now))
+        try await store.insertFamily(TokenFamilyRecord(id: familyId, clientId: client.clientId, userId: user.id, sessionId: claims.sid,
+                                                       createdAt: clock.now))
         let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: scope,
                                       authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)), sessionId: claims.sid,
                                       familyId: familyId)

@@ -78,9 +78,17 @@ public struct TokenFamilyRecord: Sendable, Equatable {
     public var id: String
     public var clientId: String
     public var userId: String
+    /// The sign-in session the family belongs to; ending the session revokes the family.
+    public var sessionId: String?
     public var createdAt: Date
     public var revokedAt: Date?
     public var revokedReason: String?
+
+    public init(id: String, clientId: String, userId: String, sessionId: String? = nil, createdAt: Date,
+                revokedAt: Date? = nil, revokedReason: String? = nil) {
+        self.id = id; self.clientId = clientId; self.userId = userId; self.sessionId = sessionId; self.createdAt = createdAt
+        self.revokedAt = revokedAt; self.revokedReason = revokedReason
+    }
 }
 
 /// An access token's server-side state, so revocation and family revocation reach self-contained JWTs.

@@ -179,11 +179,6 @@ extension SQLiteStore {
     }
 
     public func revokeFamilies(sessionId: String, reason: String, now: Date) async throws {
-        try await pool.write { db in
-            try db.execute(sql: """
-                UPDATE token_families SET revoked_at = ?, revoked_reason = ?
-                WHERE revoked_at IS NULL AND id IN (SELECT family_id FROM refresh_tokens WHERE session_id = ?)
-                """, arguments: [now.timeIntervalSince1970, reason, sessionId])
-        }
+        try await pool.write { db in try Self.revokeSessionFamilies(db, sessionId: sessionId, reason: reason, now: now) }
     }
 }

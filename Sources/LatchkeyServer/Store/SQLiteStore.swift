@@ -59,6 +59,17 @@ public final class SQLiteStore: Store {
         }
         migrator.registerMigration("v2-flows-profile", migrate: Self.migrateFlowsAndProfile)
         migrator.registerMigration("v3-passkeys", migrate: Self.migratePasskeys)
+        migrator.registerMigration("v4-main-family-sessions") { db in
+            // A family remembers the sign-in session it belongs to, so ending the session (logout, sign-out, a password
+            // change) reaches every token of it, also families that never held a refresh token.
+            try db.execute(sql: """
+                ALTER TABLE token_families ADD COLUMN session_id TEXT;
+                CREATE INDEX token_families_session ON token_families(session_id);
+                CREATE INDEX token_families_user ON token_families(user_id);
+                CREATE INDEX sessions_user ON sessions(user_id);
+                CREATE INDEX refresh_tokens_session ON refresh_tokens(session_id);
+                """)
+        }
         return migrator
     }
 
@@ -169,26 +180,27 @@ public final class SQLiteStore: Store {
         }
     }
 
-    public func redeemAuthorizationCode(hash: Data, now: Date) async throws -> CodeRedemption {
+    public func redeemAuthorizationCode(hash: Data, familyId: String, now: Date) async throws -> CodeRedemption {
         try await pool.write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM authorization_codes WHERE code_hash = ?", arguments: [hash]) else {
                 return .notFound
             }
-            let record = Self.code(row)
+            var record = Self.code(row)
             if record.usedAt != nil {
                 if let family = record.familyId {
                     try Self.revokeFamily(db, id: family, reason: "authorization code replayed", now: now)
                 }
                 return .replayed(familyId: record.familyId)
             }
-            try db.execute(sql: "UPDATE authorization_codes SET used_at = ? WHERE code_hash = ?", arguments: [now.timeIntervalSince1970, hash])
+            // The family exists and is attached in the same transaction that spends the code, so a replay arriving at
+            // any moment after this commit finds it and revokes what the first redemption produced.
+            try Self.insertFamily(db, TokenFamilyRecord(id: familyId, clientId: record.clientId, userId: record.userId,
+                                                        sessionId: record.sessionId, createdAt: now))
+            try db.execute(sql: "UPDATE authorization_codes SET used_at = ?, family_id = ? WHERE code_hash = ?",
+                           arguments: [now.timeIntervalSince1970, familyId, hash])
+            record.usedAt = now
+            record.familyId = familyId
             return .redeemed(record)
-        }
-    }
-
-    public func attachFamily(toCodeHash hash: Data, familyId: String) async throws {
-        try await pool.write { db in
-            try db.execute(sql: "UPDATE authorization_codes SET family_id = ? WHERE code_hash = ?", arguments: [familyId, hash])
         }
     }
 
@@ -204,15 +216,19 @@ public final class SQLiteStore: Store {
 
     public func insertFamily(_ family: TokenFamilyRecord) async throws {
         try await pool.write { db in
-            try db.execute(sql: "INSERT INTO token_families (id, client_id, user_id, created_at) VALUES (?, ?, ?, ?)",
-                           arguments: [family.id, family.clientId, family.userId, family.createdAt.timeIntervalSince1970])
+            try Self.insertFamily(db, family)
         }
+    }
+
+    private static func insertFamily(_ db: Database, _ family: TokenFamilyRecord) throws {
+        try db.execute(sql: "INSERT INTO token_families (id, client_id, user_id, session_id, created_at) VALUES (?, ?, ?, ?, ?)",
+                       arguments: [family.id, family.clientId, family.userId, family.sessionId, family.createdAt.timeIntervalSince1970])
     }
 
     public func family(id: String) async throws -> TokenFamilyRecord? {
         try await pool.read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM token_families WHERE id = ?", arguments: [id]).map { row in
-                TokenFamilyRecord(id: row["id"], clientId: row["client_id"], userId: row["user_id"],
+                TokenFamilyRecord(id: row["id"], clientId: row["client_id"], userId: row["user_id"], sessionId: row["session_id"],
                                   createdAt: Self.date(row["created_at"]) ?? .distantPast, revokedAt: Self.date(row["revoked_at"]),
                                   revokedReason: row["revoked_reason"])
             }
@@ -311,17 +327,50 @@ public final class SQLiteStore: Store {
 
     public func session(secretHash: Data) async throws -> SessionRecord? {
         try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE secret_hash = ?", arguments: [secretHash]).map { row in
-                SessionRecord(id: row["id"], secretHash: row["secret_hash"], userId: row["user_id"],
-                              authTime: Self.date(row["auth_time"]) ?? .distantPast, createdAt: Self.date(row["created_at"]) ?? .distantPast,
-                              expiresAt: Self.date(row["expires_at"]) ?? .distantPast, endedAt: Self.date(row["ended_at"]))
-            }
+            try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE secret_hash = ?", arguments: [secretHash]).map(Self.session)
         }
+    }
+
+    public func session(id: String) async throws -> SessionRecord? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE id = ?", arguments: [id]).map(Self.session)
+        }
+    }
+
+    private static func session(_ row: Row) -> SessionRecord {
+        SessionRecord(id: row["id"], secretHash: row["secret_hash"], userId: row["user_id"],
+                      authTime: date(row["auth_time"]) ?? .distantPast, createdAt: date(row["created_at"]) ?? .distantPast,
+                      expiresAt: date(row["expires_at"]) ?? .distantPast, endedAt: date(row["ended_at"]))
     }
 
     public func endSession(id: String, now: Date) async throws {
         try await pool.write { db in
             try db.execute(sql: "UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL", arguments: [now.timeIntervalSince1970, id])
+            try Self.revokeSessionFamilies(db, sessionId: id, reason: "session ended", now: now)
+        }
+    }
+
+    /// Revokes every family of the session: those created for it and those whose refresh tokens name it.
+    static func revokeSessionFamilies(_ db: Database, sessionId: String, reason: String, now: Date) throws {
+        try db.execute(sql: """
+            UPDATE token_families SET revoked_at = ?, revoked_reason = ?
+            WHERE revoked_at IS NULL AND (session_id = ? OR id IN (SELECT family_id FROM refresh_tokens WHERE session_id = ?))
+            """, arguments: [now.timeIntervalSince1970, reason, sessionId, sessionId])
+    }
+
+    public func revokeUserSessions(userId: String, keepingSession keptSession: String?, keepingFamily keptFamily: String?,
+                                   reason: String, now: Date) async throws {
+        try await pool.write { db in
+            let t = now.timeIntervalSince1970
+            try db.execute(sql: "UPDATE sessions SET ended_at = ? WHERE user_id = ? AND ended_at IS NULL AND id IS NOT ?",
+                           arguments: [t, userId, keptSession])
+            try db.execute(sql: """
+                UPDATE token_families SET revoked_at = ?, revoked_reason = ?
+                WHERE user_id = ? AND revoked_at IS NULL AND id IS NOT ? AND (session_id IS NULL OR session_id IS NOT ?)
+                """, arguments: [t, reason, userId, keptFamily, keptSession])
+            // Access tokens outside any family (none are minted for users today) are revoked one by one.
+            try db.execute(sql: "UPDATE access_tokens SET revoked_at = ? WHERE subject = ? AND family_id IS NULL AND revoked_at IS NULL",
+                           arguments: [t, userId])
         }
     }
 

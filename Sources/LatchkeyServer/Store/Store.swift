@@ -42,7 +42,7 @@ public protocol Store: Sendable {
 
     /// Records a single-use token id (a flow assertion's `jti`); false when it was already consumed.
     func consumeTokenId(_ jti: String, expiresAt: Date, now: Date) async throws -> Bool
-    /// Revokes every token family that holds a refresh token bound to the SSO session.
+    /// Revokes every token family of the sign-in session (created for it, or holding a refresh token bound to it).
     func revokeFamilies(sessionId: String, reason: String, now: Date) async throws
 
     // Passkeys (WebAuthn) and federated identities
@@ -78,9 +78,9 @@ public protocol Store: Sendable {
 
     // Authorization codes
     func insertAuthorizationCode(_ code: AuthorizationCodeRecord) async throws
-    /// Marks the code used and returns it, or reports a replay (and revokes what the first redemption produced).
-    func redeemAuthorizationCode(hash: Data, now: Date) async throws -> CodeRedemption
-    func attachFamily(toCodeHash hash: Data, familyId: String) async throws
+    /// Marks the code used, creates token family `familyId` for it (its client, user and session) and attaches it, all
+    /// in one transaction; or reports a replay (and revokes the family the first redemption produced).
+    func redeemAuthorizationCode(hash: Data, familyId: String, now: Date) async throws -> CodeRedemption
 
     // Token families, refresh and access tokens
     func insertFamily(_ family: TokenFamilyRecord) async throws
@@ -97,7 +97,12 @@ public protocol Store: Sendable {
     // SSO sessions
     func insertSession(_ session: SessionRecord) async throws
     func session(secretHash: Data) async throws -> SessionRecord?
+    func session(id: String) async throws -> SessionRecord?
+    /// Ends the session and revokes its token families, atomically.
     func endSession(id: String, now: Date) async throws
+    /// Ends every session of the user and revokes every token family of the user, except the kept session and the
+    /// kept family (the caller's own, when a signed-in user changes the password); nil keeps nothing.
+    func revokeUserSessions(userId: String, keepingSession: String?, keepingFamily: String?, reason: String, now: Date) async throws
 
     // Signing keys
     func signingKeys() async throws -> [SigningKeyRecord]

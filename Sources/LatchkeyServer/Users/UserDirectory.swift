@@ -77,14 +77,19 @@ extension IdentityServer {
         return nil
     }
 
-    /// Replaces the password (policy checked), clears lockout state.
-    func setPassword(of user: UserRecord, to password: String) async throws -> Result<UserRecord, ProfileRejection> {
+    /// Replaces the password (policy checked), clears lockout state, and ends every session and token family of the
+    /// account except the kept ones (the signed-in caller's own): whoever held the old password, or tokens obtained
+    /// with it, is signed out (a reset also evicts a pre-hijacker who registered the address first).
+    func setPassword(of user: UserRecord, to password: String, keepingSession: String? = nil,
+                     keepingFamily: String? = nil) async throws -> Result<UserRecord, ProfileRejection> {
         if let problem = PasswordPolicy.problem(password, username: user.username) { return .failure(.invalid([problem])) }
         var updated = user
         updated.passwordHash = try await hasher.hash(password)
         updated.updatedAt = clock.now
         try await store.updateUser(updated)
         try await store.recordLoginSuccess(userId: user.id)
+        try await store.revokeUserSessions(userId: user.id, keepingSession: keepingSession, keepingFamily: keepingFamily,
+                                           reason: "password changed", now: clock.now)
         return .success(updated)
     }
 }

@@ -142,7 +142,8 @@ struct SDKRedirectSignInTests {
         let tokens = try JSONDecoder().decode(Latchkey.TokenSet.self, from: stored)
         #expect(try await client.signOut() == "http://127.0.0.1:7777/logout")
         #expect(http.statuses(pathEndingWith: "/oauth2/revoke") == [200])
-        #expect(http.statuses(pathEndingWith: "/oauth2/logout") == [302], "end-session accepted the hint and redirected")
+        // POST (the ID token stays out of URLs and logs), answered with 303 See Other to the registered address.
+        #expect(http.statuses(pathEndingWith: "/oauth2/logout") == [303], "end-session accepted the hint and redirected")
         #expect(await storage.get("latchkey.session.default") == nil)
         #expect(try await server.refresh(try #require(tokens.refreshToken)).status == 400, "refresh token revoked")
         #expect(try await server.userinfo(tokens.accessToken).status == 401, "and the family's access tokens")

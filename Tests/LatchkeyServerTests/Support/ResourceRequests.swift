@@ -8,13 +8,19 @@ extension TestServer {
     static let adaPassword = "ada's analytical engine"
 
     /// The usual test server plus: `scim.admin` allowed for `latchkey-demo` (users) and `backend` (client
-    /// credentials); users `ada@example.com` and `grace+ops@example.com`.
+    /// credentials); the demo user holds the `admin` role (the scope alone administers nothing); users
+    /// `ada@example.com` and `grace+ops@example.com` (no role).
     static func startForProfiles() async throws -> TestServer {
         try await start { configuration in
             configuration.clients = configuration.clients.map { client in
                 var client = client
                 if ["latchkey-demo", "backend"].contains(client.clientId) { client.scopes.append("scim.admin") }
                 return client
+            }
+            configuration.users = configuration.users.map { user in
+                var user = user
+                if user.username == "demo@example.com" { user.roles = ["admin"] }
+                return user
             }
             configuration.users.append(UserSeed(username: "ada@example.com", password: adaPassword, claims: [
                 "email": "ada@example.com", "given_name": "Ada", "family_name": "Lovelace", "name": "Ada Lovelace"]))

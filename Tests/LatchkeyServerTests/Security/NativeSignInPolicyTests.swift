@@ -1,0 +1,63 @@
+import Foundation
+@testable import LatchkeyServer
+import Testing
+
+/// M6 of the security review, replayed over HTTP: the application's type and attestation policy hold on every
+/// native sign-in endpoint, not only on flow initiation.
+@Suite("Security: reachFive endpoints obey the application's type and attestation policy (M6)")
+struct NativeSignInPolicyTests {
+    struct FixedVerifier: AttestationVerifier {
+        func verify(_ token: String, applicationId: String) -> Bool { token == "genuine-app-\(applicationId)" }
+    }
+
+    static func start() async throws -> TestServer {
+        try await TestServer.start { config in
+            config.development = false
+            config.attestationVerifier = FixedVerifier()
+            config.clients.append(ClientConfiguration(clientId: "ios-app", grantTypes: [.authorizationCode, .tokenExchange, .refreshToken],
+                                                      appType: .mobile, passkeyOrigins: ["self"]))
+            config.clients.append(ClientConfiguration(clientId: "web-app", redirectUris: ["https://web.example/cb"], appType: .browser,
+                                                      passkeyOrigins: ["self"]))
+        }
+    }
+
+    func post(_ server: TestServer, _ path: String, _ body: [String: Any], attestation: String? = nil) async throws -> HTTPResult {
+        try await server.call("POST", path, token: nil, json: body, contentType: "application/json",
+                              headers: attestation.map { ["Attestation-Token": $0] } ?? [:])
+    }
+
+    @Test("password sign-in: a bot without the app's attestation gets no tkn; a browser-only app gets none at all")
+    func passwordLogin() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        func login(_ client: String, attestation: String? = nil) async throws -> HTTPResult {
+            try await post(server, "/identity/v1/password/login", ["email": "demo@example.com", "password": "correct horse battery staple",
+                                                                   "client_id": client], attestation: attestation)
+        }
+        let bot = try await login("ios-app")
+        #expect(try bot.status == 401 && (try bot.json()["tkn"]) == nil, "\(bot.text)")
+        let forged = try await login("ios-app", attestation: "forged")
+        #expect(try forged.status == 401 && (try forged.json()["tkn"]) == nil)
+        let web = try await login("web-app")
+        #expect(try web.status == 403 && (try web.json()["tkn"]) == nil, "\(web.text)")
+        let genuine = try await login("ios-app", attestation: "genuine-app-ios-app")
+        #expect(try genuine.status == 200 && (try genuine.json()["tkn"] as? String) != nil, "\(genuine.text)")
+    }
+
+    @Test("passkey sign-in and sign-up options: the same gate")
+    func passkeyOptions() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        for path in ["/identity/v1/webauthn/authentication-options", "/identity/v1/webauthn/signup-options"] {
+            var body: [String: Any] = ["client_id": "ios-app", "origin": server.issuer]
+            if path.hasSuffix("signup-options") { body["profile"] = ["email": "new-user@example.com"] }
+            let bot = try await post(server, path, body)
+            #expect(try bot.status == 401 && (try bot.json()["options"]) == nil && (try bot.json()["publicKey"]) == nil, "\(path): \(bot.text)")
+            body["client_id"] = "web-app"
+            #expect(try await post(server, path, body).status == 403, "\(path)")
+            body["client_id"] = "ios-app"
+            let genuine = try await post(server, path, body, attestation: "genuine-app-ios-app")
+            #expect(genuine.status == 200, "\(path): \(genuine.text)")
+        }
+    }
+}

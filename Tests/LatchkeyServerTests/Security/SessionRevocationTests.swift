@@ -1,0 +1,149 @@
+import Foundation
+import Latchkey
+@testable import LatchkeyServer
+import Testing
+
+/// M2 and L5 of the security review, replayed over HTTP: a password change or reset and a logout end the other
+/// sessions and their token families; a refresh token without `offline_access` lives no longer than its session.
+@Suite("Security: credential changes and logout revoke; refresh bounded by the session (M2, L5)")
+struct SessionRevocationTests {
+    @Test("a password change ends the attacker's session and refresh family, and keeps the changer's own")
+    func passwordChangeEvictsOtherSessions() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let attacker = try await server.tokens(TestBrowser())
+        let owner = try await server.tokens(TestBrowser())
+        let change = try await server.call("POST", "/users/me/update-credentials", token: owner.accessToken, json: [
+            "attributes": ["currentPassword": "correct horse battery staple", "password": "a completely new passphrase"],
+        ], contentType: "application/json")
+        #expect(change.status == 204, "\(change.text)")
+
+        #expect(try await server.userinfo(attacker.accessToken).status == 401, "the other session's access token is revoked")
+        let stolenRefresh = try await server.refresh(try #require(attacker.refreshToken))
+        #expect(try stolenRefresh.status == 400 && (try stolenRefresh.json()["error"] as? String) == "invalid_grant")
+        #expect(try await server.userinfo(owner.accessToken).status == 200, "the caller stays signed in")
+        #expect(try await server.refresh(try #require(owner.refreshToken)).status == 200)
+    }
+
+    /// Runs the RECOVERY flow for `username` through the SDK, reading the code from the development outbox.
+    func recover(_ server: TestServer, _ username: String, newPassword: String) async throws {
+        let client = LatchkeyClient()
+        var config = server.sdkConfig()
+        config.tokenValidation = TokenValidation(clockTolerance: 3600)
+        try await client.initialize(config: config)
+        let recovery = EmbeddedFlowRequestConfig(flowType: .recovery)
+        func step(_ id: String?, _ action: String?, _ inputs: [String: String] = [:]) async throws -> EmbeddedFlowResponse {
+            try await client.signIn(payload: .init(flowId: id, actionId: action, inputs: inputs), request: recovery)
+        }
+        let first = try await step(nil, nil)
+        _ = try await step(first.flowId, "action_recover", ["username": username])
+        let code = try #require(try await server.server.outboxMessages(recipient: username).first?.code)
+        _ = try await step(first.flowId, "action_verify", ["confirmationCode": code])
+        let done = try await step(first.flowId, "action_reset", ["password": newPassword])
+        #expect(done.flowStatus == .complete, "\(String(describing: done.error))")
+    }
+
+    func passkey(for userId: String) -> PasskeyRecord {
+        PasskeyRecord(id: "attacker-credential-\(userId)", userId: userId, publicKey: Data([1, 2, 3]), algorithm: -7, signCount: 0,
+                      aaguid: Data(count: 16), friendlyName: "attacker's key", attestationFormat: "none", backupEligible: false,
+                      backedUp: false, createdAt: Date(), lastUsedAt: nil)
+    }
+
+    @Test("a password reset by recovery ends every session of the account; an owner with a verified email keeps the passkeys")
+    func recoveryEndsEverySession() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let attacker = try await server.tokens(TestBrowser())
+        let demo = try #require(try await server.server.user(username: "demo@example.com"))
+        try await server.server.store.insertPasskey(passkey(for: demo.id))
+        try await recover(server, "demo@example.com", newPassword: "the owner's new passphrase")
+
+        #expect(try await server.userinfo(attacker.accessToken).status == 401)
+        #expect(try await server.refresh(try #require(attacker.refreshToken)).status == 400, "the attacker's refresh family is over")
+        #expect(try await server.server.store.user(id: demo.id)?.passwordHash != demo.passwordHash)
+        #expect(try await server.server.store.passkeys(userId: demo.id).count == 1, "a verified owner's passkeys are theirs")
+    }
+
+    @Test("pre-hijacking: whoever registered an unverified address first loses sessions and passkeys when its owner resets the password")
+    func recoveryEvictsThePreHijacker() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        // The attacker registers the victim's address (never verified), adds a passkey and keeps a session.
+        let victimId = try await server.server.createUser(username: "victim@example.com", password: "attacker's own password",
+                                                          claims: ["email": "victim@example.com", "email_verified": "false"])
+        try await server.server.store.insertPasskey(passkey(for: victimId))
+        let attacker = try await server.tokens(TestBrowser(), username: "victim@example.com", password: "attacker's own password")
+
+        // The owner of the address uses "forgot password": the code reaches them, not the attacker.
+        try await recover(server, "victim@example.com", newPassword: "the real owner's passphrase")
+        #expect(try await server.server.store.passkeys(userId: victimId).isEmpty, "the pre-hijacker's passkey is gone")
+        #expect(try await server.refresh(try #require(attacker.refreshToken)).status == 400)
+        #expect(try await server.userinfo(attacker.accessToken).status == 401)
+    }
+
+    @Test("RP-initiated logout revokes the refresh tokens of the session it ends")
+    func logoutRevokesRefreshFamilies() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let browser = TestBrowser()
+        let tokens = try await server.tokens(browser)
+        let other = try await server.tokens(TestBrowser())  // another session of the same user is not affected
+        let logout = try await browser.get(server.base + "/oauth2/logout?" + TestBrowser.formEncode(["id_token_hint": try #require(tokens.idToken)]))
+        #expect(logout.status < 400)
+        let refreshed = try await server.refresh(try #require(tokens.refreshToken))
+        #expect(try refreshed.status == 400 && (try refreshed.json()["error"] as? String) == "invalid_grant", "\(refreshed.text)")
+        #expect(try await server.userinfo(tokens.accessToken).status == 401)
+        #expect(try await server.refresh(try #require(other.refreshToken)).status == 200)
+    }
+
+    @Test("logout by POST (as the SDK sends it, so the ID token stays out of URLs) ends the hinted session")
+    func logoutByPost() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let tokens = try await server.tokens(TestBrowser())
+        let logout = try await TestBrowser().postForm(server.base + "/oauth2/logout", ["id_token_hint": try #require(tokens.idToken),
+                                                                                      "client_id": "latchkey-demo"])
+        #expect(logout.status < 400, "\(logout.status)")
+        #expect(try await server.refresh(try #require(tokens.refreshToken)).status == 400)
+    }
+
+    @Test("without offline_access a refresh token ends with its session; with it, it outlives the session's expiry")
+    func refreshWithoutOfflineAccessIsBoundToTheSession() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        var online = AuthorizeOptions()
+        online.scope = "openid profile"
+        let onlineTokens = try await server.tokens(TestBrowser(), online)
+        let offlineTokens = try await server.tokens(TestBrowser())  // asks for offline_access
+        let onlineRefresh = try await server.refresh(try #require(onlineTokens.refreshToken))
+        #expect(onlineRefresh.status == 200, "while the session lives, refresh works: \(onlineRefresh.text)")
+        let rotated = try #require(try onlineRefresh.json()["refresh_token"] as? String)
+
+        server.advanceClock(13 * 3600)  // past the 12-hour session, well inside the 30-day refresh lifetime
+        let expired = try await server.refresh(rotated)
+        #expect(try expired.status == 400 && (try expired.json()["error"] as? String) == "invalid_grant", "\(expired.text)")
+        let offline = try await server.refresh(try #require(offlineTokens.refreshToken))
+        #expect(offline.status == 200, "\(offline.text)")
+    }
+
+    @Test("L5: the code's redemption creates and attaches its family in one step, bound to the session")
+    func codeRedemptionAttachesTheFamilyAtomically() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let options = AuthorizeOptions()
+        let code = try #require(try await server.signIn(TestBrowser(), options)["code"])
+        let store = server.server.store
+        let redemption = try await store.redeemAuthorizationCode(hash: Secrets.digest(code), familyId: "family-under-test", now: Date())
+        guard case .redeemed(let record) = redemption else { Issue.record("not redeemed: \(redemption)"); return }
+        #expect(record.familyId == "family-under-test")
+        let family = try #require(try await store.family(id: "family-under-test"))
+        #expect(family.sessionId == record.sessionId && family.sessionId != nil && family.userId == record.userId)
+        // The replay that follows finds the family and revokes it.
+        guard case .replayed(let replayedFamily) = try await store.redeemAuthorizationCode(hash: Secrets.digest(code), familyId: "unused", now: Date()) else {
+            Issue.record("a second redemption must be a replay"); return
+        }
+        #expect(replayedFamily == "family-under-test")
+        #expect(try await store.family(id: "family-under-test")?.revokedAt != nil)
+        #expect(try await store.family(id: "unused") == nil, "a replay creates nothing")
+    }
+}
