@@ -24,6 +24,8 @@ public final class IdentityServer: Sendable {
     let logger: Logger
     let outbox: any Outbox
     let appleKeys: AppleKeySet
+    /// Seals secrets at rest and keys one-time code digests (`SecretSealer`).
+    let sealer: SecretSealer
     private let issuerBox: NIOLockedValueBox<String>
 
     /// The issuer in force. With port 0 in the configured issuer, it is completed with the bound port at start.
@@ -33,7 +35,8 @@ public final class IdentityServer: Sendable {
         TokenIssuer(issuer: issuer, store: store, keys: keys, lifetimes: configuration.lifetimes, clock: clock)
     }
 
-    private init(configuration: ServerConfiguration, store: any Store, clock: ServerClock, logger: Logger) {
+    private init(configuration: ServerConfiguration, store: any Store, clock: ServerClock, logger: Logger, sealer: SecretSealer) {
+        self.sealer = sealer
         self.configuration = configuration
         self.store = store
         self.clock = clock
@@ -56,8 +59,13 @@ public final class IdentityServer: Sendable {
     public static func open(configuration: ServerConfiguration, clock: ServerClock = .system,
                             logger: Logger = Logger(label: "latchkey.server")) async throws -> IdentityServer {
         try configuration.validate()
-        let store = try SQLiteStore(path: configuration.databasePath)
-        let server = IdentityServer(configuration: configuration, store: store, clock: clock, logger: logger)
+        KeyEncryptionKeySource.restrictFileCreation()
+        let sealer = try SecretSealer(keyEncryptionKey: try KeyEncryptionKeySource.resolve(configuration, logger: logger))
+        let store: SQLiteStore
+        do { store = try SQLiteStore(path: configuration.databasePath, sealer: sealer) } catch let error as SecretSealerError {
+            throw ConfigurationError.invalid(error.description)
+        }
+        let server = IdentityServer(configuration: configuration, store: store, clock: clock, logger: logger, sealer: sealer)
         try await server.keys.bootstrap()
         try await server.seed()
         return server

@@ -22,6 +22,8 @@ public struct ConfigurationFile: Codable, Sendable {
     public var bcryptCost: UInt8?
     public var webauthn: WebAuthn?
     public var apple: Apple?
+    /// A file holding the base64 of the 32-byte key that encrypts signing keys and TOTP secrets (mode 0600).
+    public var keyEncryptionKeyFile: String?
 
     /// `"webauthn": {"rp_id": "example.com", "rp_name": "Example", "user_verification": "required", "trust_anchors": ["ca.pem"]}`
     public struct WebAuthn: Codable, Sendable {
@@ -52,16 +54,20 @@ public struct ConfigurationFile: Codable, Sendable {
 
     public struct Policy: Codable, Sendable {
         public var maxFailuresPerAccount, lockoutSeconds, maxFailuresPerAddress, addressWindowSeconds, maxChallengesPerAddress: Int?
+        public var maxCodeFailuresPerAccount, codeWindowSeconds, maxRecoveryEmailsPerAccount: Int?
         enum CodingKeys: String, CodingKey {
             case maxFailuresPerAccount = "max_failures_per_account", lockoutSeconds = "lockout_seconds"
             case maxFailuresPerAddress = "max_failures_per_address", addressWindowSeconds = "address_window_seconds"
             case maxChallengesPerAddress = "max_challenges_per_address"
+            case maxCodeFailuresPerAccount = "max_code_failures_per_account", codeWindowSeconds = "code_window_seconds"
+            case maxRecoveryEmailsPerAccount = "max_recovery_emails_per_account"
         }
     }
 
     enum CodingKeys: String, CodingKey {
         case issuer, host, port, database, clients, users, lifetimes, demo
         case loginPolicy = "login_policy", bcryptCost = "bcrypt_cost", webauthn, apple
+        case keyEncryptionKeyFile = "key_encryption_key_file"
     }
 
     public static func load(path: String) throws -> ConfigurationFile {
@@ -95,6 +101,7 @@ public struct ConfigurationFile: Codable, Sendable {
         if let database { base.databasePath = database }
         if let users { base.users += users }
         if let bcryptCost { base.bcryptCost = bcryptCost }
+        if let keyEncryptionKeyFile { base.keyEncryptionKeyFile = keyEncryptionKeyFile }
         if let clients { base.clients = (demo ?? false) ? base.clients + clients : clients }
         if let l = lifetimes {
             if let v = l.accessToken { base.lifetimes.accessToken = v }
@@ -135,6 +142,13 @@ public struct ConfigurationFile: Codable, Sendable {
             if let v = p.maxFailuresPerAddress { base.loginPolicy.maxFailuresPerAddress = v }
             if let v = p.addressWindowSeconds { base.loginPolicy.addressWindowSeconds = v }
             if let v = p.maxChallengesPerAddress { base.loginPolicy.maxChallengesPerAddress = v }
+            for (name, value) in [("max_code_failures_per_account", p.maxCodeFailuresPerAccount), ("code_window_seconds", p.codeWindowSeconds),
+                                  ("max_recovery_emails_per_account", p.maxRecoveryEmailsPerAccount)] {
+                if let value, value < 1 { throw ConfigurationError.invalid("login_policy.\(name) must be at least 1, got \(value)") }
+            }
+            if let v = p.maxCodeFailuresPerAccount { base.loginPolicy.maxCodeFailuresPerAccount = v }
+            if let v = p.codeWindowSeconds { base.loginPolicy.codeWindowSeconds = v }
+            if let v = p.maxRecoveryEmailsPerAccount { base.loginPolicy.maxRecoveryEmailsPerAccount = v }
         }
     }
 }

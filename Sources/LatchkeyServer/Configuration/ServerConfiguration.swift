@@ -28,6 +28,12 @@ public struct ServerConfiguration: Sendable {
     public var webAuthn = WebAuthnSettings()
     /// Where Sign in with Apple identity tokens come from and how they are verified.
     public var apple = AppleSettings()
+    /// A file holding the key-encryption key of secrets at rest (base64 of 32 bytes, mode 0600). The
+    /// `LATCHKEY_KEY_ENCRYPTION_KEY` environment variable takes precedence; in development, with neither, a key file is
+    /// generated next to the database. Outside development one of them is required.
+    public var keyEncryptionKeyFile: String?
+    /// The key-encryption key itself (32 bytes), for servers embedded in another program; overrides the others.
+    public var keyEncryptionKey: Data?
 
     public init(issuer: URL, host: String = "127.0.0.1", port: Int = 8090, databasePath: String,
                 development: Bool = false, clients: [ClientConfiguration] = [], users: [UserSeed] = [],
@@ -110,6 +116,13 @@ public struct LoginPolicy: Sendable, Codable, Equatable {
     /// Passkey challenges and step-up codes one address may ask for within `addressWindowSeconds` (each one stores a
     /// ceremony, and a step-up may send an email).
     public var maxChallengesPerAddress: Int = 60
+    /// Wrong one-time codes (second factor: TOTP or emailed; recovery codes are counted apart) one account may submit
+    /// within `codeWindowSeconds`, across executions, resends and step-up challenges; then its codes are refused
+    /// until the oldest failure leaves the window.
+    public var maxCodeFailuresPerAccount: Int = 10
+    public var codeWindowSeconds: Int = 3600
+    /// Password-recovery emails one account (or unknown identifier) may be sent within `codeWindowSeconds`.
+    public var maxRecoveryEmailsPerAccount: Int = 5
     public init() {}
 }
 

@@ -14,6 +14,11 @@ extension IdentityServer {
 
     private func executeFlow(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
         let body = try await request.body.collect(upTo: 64 * 1024)
+        guard JSONMediaType.accepts(request, body: body) else {
+            var failure = FlowFailure.badRequest("the body must be sent as application/json")
+            failure.httpStatus = 415
+            throw failure.apiError
+        }
         let flowRequest: FlowRequest
         do { flowRequest = try JSONDecoder().decode(FlowRequest.self, from: Data(buffer: body)) } catch {
             throw FlowFailure.badRequest("the body must be a JSON flow request with string inputs").apiError

@@ -1,7 +1,7 @@
 import Foundation
 
 /// What a flow execution remembers between steps (persisted as JSON with the execution). Passwords and one-time
-/// codes are never kept: a pending registration keeps the password's bcrypt hash, a sent code its SHA-256 digest.
+/// codes are never kept: a pending registration keeps the password's bcrypt hash, a sent code its keyed digest.
 struct FlowState: Codable, Sendable {
     var applicationId: String
     var flowType: FlowType
@@ -18,6 +18,8 @@ struct FlowState: Codable, Sendable {
     /// Data for the prompt about to be shown (emailSent, otpLength …).
     var additionalData: [String: String] = [:]
     var code: PendingCode?
+    /// The code budget (`CodeBudget` key) the pending code's attempts are spent from.
+    var codeBudget: String?
     var codeSends = 0
     var recoveryVerified = false
     var pendingPasswordHash: String?

@@ -3,7 +3,7 @@ import Hummingbird
 import LatchkeyJOSE
 
 /// A reachFive-dialect JSON request body (`/identity/v1/…`), read with a size limit; a malformed body is a 400
-/// `ApiError`, never a 500.
+/// `ApiError`, never a 500, and a body not declared `application/json` a 415 (`JSONMediaType`).
 struct ReachFiveBody {
     let fields: [String: JSONValue]
 
@@ -11,6 +11,10 @@ struct ReachFiveBody {
         let buffer: ByteBuffer
         do { buffer = try await request.body.collect(upTo: 64 * 1024) } catch { throw Self.invalid("the body is larger than 64 KiB") }
         guard buffer.readableBytes > 0 else { return ReachFiveBody(fields: [:]) }
+        guard JSONMediaType.accepts(request, body: buffer) else {
+            throw APIError(status: .unsupportedMediaType, code: "SSE-415", error: "invalid_request", messageKey: "error.request",
+                           userMessage: "The request could not be processed.", technical: "the body must be sent as application/json")
+        }
         guard case .object(let fields)? = try? JSONDecoder().decode(JSONValue.self, from: Data(buffer: buffer)) else {
             throw Self.invalid("the body must be a JSON object")
         }

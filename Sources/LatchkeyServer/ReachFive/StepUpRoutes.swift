@@ -1,5 +1,4 @@
 import Foundation
-import HummingbirdOTP
 import Hummingbird
 import LatchkeyJOSE
 
@@ -90,33 +89,48 @@ extension IdentityServer {
             enum CodingKeys: String, CodingKey { case challengeId = "challenge_id" }
         }
         let body = try await ReachFiveBody.read(request)
-        let claims = try await stepUpClaims(try body.required("step_up"))
+        let stepUpToken = try body.required("step_up")
+        let claims = try await stepUpClaims(stepUpToken)
         guard let user = try await store.user(id: claims.sub), !user.disabled else { throw ReachFiveBody.invalid("the account can no longer sign in") }
+        // A locked account is not sent codes (nor given a challenge) it could not use.
+        if let wait = try await codeLockout(CodeBudget.secondFactor(userId: user.id)) {
+            throw Self.loginError(.tooManyRequests, .codesLocked(seconds: wait), "too many wrong codes for this account; retry after \(wait) s")
+        }
         let kinds = Set(try await store.factors(userId: user.id).map(\.kind))
         let kind = body.string("auth_type") ?? (kinds.contains(.totp) ? "otp" : "email")
         let now = clock.now
-        var digest = Data()
+        var email: (address: String, code: String)?
         switch kind {
         case "otp" where kinds.contains(.totp):
             break  // the authenticator app computes the code
         case "email" where kinds.contains(.emailOTP):  // never a weaker factor than the account enrolled
-            guard let email = user.claims["email"], !email.isEmpty else { throw ReachFiveBody.invalid("the account has no email address") }
-            let code = String(format: "%06d", Int.random(in: 0..<1_000_000))
-            digest = Secrets.digest(code)
-            let locale = request.locale()
-            let clientName = try await store.client(id: claims.aud)?.configuration.name ?? claims.aud
-            let arguments = ["code": code, "app": clientName, "minutes": String(MessageCatalog.minutes(seconds: configuration.lifetimes.oneTimeCode))]
-            try await outbox.send(OutboxMessage(
-                id: Secrets.identifier(), channel: .email, recipient: email,
-                subject: MessageCatalog.text("email.code.signin.subject", locale: locale, default: "Your code"),
-                body: MessageCatalog.text("email.code.signin.body", locale: locale, arguments: arguments, default: code), code: code, createdAt: now))
+            guard let address = user.claims["email"], !address.isEmpty else { throw ReachFiveBody.invalid("the account has no email address") }
+            email = (address, String(format: "%06d", Int.random(in: 0..<1_000_000)))
         default:
             throw ReachFiveBody.invalid("auth_type must be one of the account's factors (\(kinds.map(\.rawValue).sorted().joined(separator: ", ")))")
         }
+        // One challenge per step-up token, living as long as the token: starting again replaces it (a new email
+        // code) but keeps the attempts spent, and an exhausted token cannot start over. Only the token's digest and
+        // its verified claims are stored, never the bearer token itself. Stored before the email is sent, so an
+        // exhausted token sends nothing.
         let id = Secrets.identifier()
-        try await store.insertStepUpChallenge(StepUpChallengeRecord(
-            id: id, stepUpToken: try body.required("step_up"), kind: kind, codeDigest: digest, attempts: 0,
-            expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.oneTimeCode))), now: now)
+        let attempts = try await store.insertStepUpChallenge(StepUpChallengeRecord(
+            id: id, stepUpHash: Secrets.digest(stepUpToken), claims: try String(decoding: JSONEncoder().encode(claims), as: UTF8.self),
+            kind: kind, codeDigest: email.map { codeDigest($0.code) } ?? Data(), attempts: 0,
+            expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp))), now: now)
+        if attempts >= Self.stepUpMaxAttempts {
+            throw Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_attempts"), "too many wrong codes; sign in again")
+        }
+        if let email {
+            let locale = request.locale()
+            let clientName = try await store.client(id: claims.aud)?.configuration.name ?? claims.aud
+            let arguments = ["code": email.code, "app": clientName, "minutes": String(MessageCatalog.minutes(seconds: configuration.lifetimes.oneTimeCode))]
+            try await outbox.send(OutboxMessage(
+                id: Secrets.identifier(), channel: .email, recipient: email.address,
+                subject: MessageCatalog.text("email.code.signin.subject", locale: locale, default: "Your code"),
+                body: MessageCatalog.text("email.code.signin.body", locale: locale, arguments: arguments, default: email.code),
+                code: email.code, createdAt: now))
+        }
         return try Responses.json(Body(challengeId: id), noStore: true)
     }
 
@@ -126,26 +140,31 @@ extension IdentityServer {
         let id = try body.required("challenge_id")
         let submitted = (body.string("verification_code") ?? "").filter { !$0.isWhitespace }
         let invalid = Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.invalid_otp"), "the verification code is wrong")
-        guard let challenge = try await store.stepUpChallenge(id: id), challenge.expiresAt > clock.now else {
+        guard let challenge = try await store.stepUpChallenge(id: id), challenge.expiresAt > clock.now,
+              let claims = try? JSONDecoder().decode(StepUpClaims.self, from: Data(challenge.claims.utf8)),
+              TimeInterval(claims.exp) > clock.now.timeIntervalSince1970 else {
             throw Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_expired"), "the challenge is unknown, used or expired")
         }
-        let claims = try await stepUpClaims(challenge.stepUpToken)
         guard let user = try await store.user(id: claims.sub), !user.disabled else { throw ReachFiveBody.invalid("the account can no longer sign in") }
-        var matched = false
-        if challenge.kind == "otp" {
-            guard let factor = try await store.factors(userId: user.id).first(where: { $0.kind == .totp }) else { throw invalid }
-            let totp = TOTP(secret: factor.secret)
-            for offset in [-30.0, 0, 30] {
-                let candidate = String(format: "%06d", totp.compute(date: clock.now.addingTimeInterval(offset)))
-                if Secrets.constantTimeEquals(candidate, submitted) { matched = true }
-            }
-        } else {
-            matched = !challenge.codeDigest.isEmpty && Secrets.constantTimeEquals(Secrets.digest(submitted), challenge.codeDigest)
-        }
-        guard matched else {
-            if try await store.failStepUpChallenge(id: id, maxAttempts: Self.stepUpMaxAttempts) { throw invalid }
+        // Both budgets are spent before the code is checked: the challenge's own five attempts, and the account's
+        // second-factor budget shared with flows and every other challenge.
+        guard let attempt = try await store.reserveStepUpAttempt(id: id, maxAttempts: Self.stepUpMaxAttempts) else {
             throw Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_attempts"), "too many wrong codes; sign in again")
         }
+        let budget = CodeBudget.secondFactor(userId: user.id)
+        if let wait = try await reserveCodeAttempt(budget) {
+            throw Self.loginError(.tooManyRequests, .codesLocked(seconds: wait), "too many wrong codes for this account; retry after \(wait) s")
+        }
+        let matched = if challenge.kind == "otp" {
+            try await verifyTOTP(userId: user.id, code: submitted)
+        } else {
+            !challenge.codeDigest.isEmpty && Secrets.constantTimeEquals(codeDigest(submitted), challenge.codeDigest)
+        }
+        guard matched else {
+            if attempt < Self.stepUpMaxAttempts { throw invalid }
+            throw Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_attempts"), "too many wrong codes; sign in again")
+        }
+        try await codeAccepted(budget)
         // Single use twice over: the challenge row, and the step-up token's jti (a second challenge of the same
         // step-up cannot mint a second code).
         let completed = Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_expired"), "the step-up was already completed")

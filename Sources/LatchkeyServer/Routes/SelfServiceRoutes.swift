@@ -133,13 +133,14 @@ extension IdentityServer {
 
     /// The `attributes` object of a `{"attributes": {…}}` JSON body, or `400 USR-1001`.
     private static func selfServiceAttributes(_ request: Request) async throws -> [String: JSONValue] {
-        let contentType = request.headers[.contentType]?.lowercased() ?? ""
-        guard contentType.isEmpty || contentType.hasPrefix("application/json") else {
-            throw SelfServiceErrors.invalidRequest("the body must be application/json")
-        }
         let buffer: ByteBuffer
         do { buffer = try await request.body.collect(upTo: 64 * 1024) } catch {
             throw SelfServiceErrors.invalidRequest("the body is larger than 64 KiB")
+        }
+        guard JSONMediaType.accepts(request, body: buffer) else {
+            var error = SelfServiceErrors.invalidRequest("the body must be sent as application/json")
+            error.status = .unsupportedMediaType
+            throw error
         }
         guard case .object(let body)? = try? JSONDecoder().decode(JSONValue.self, from: Data(buffer: buffer)),
               case .object(let attributes)? = body["attributes"] else {

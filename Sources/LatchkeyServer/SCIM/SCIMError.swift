@@ -43,14 +43,13 @@ enum SCIMResponse {
     /// The request's JSON object. RFC 7644 §3.1 names `application/scim+json`; plain `application/json` is accepted
     /// too because most HTTP libraries send it by default.
     static func body(of request: Request) async throws -> [String: JSONValue] {
-        let contentType = request.headers[.contentType]?.lowercased() ?? ""
-        let mediaType = contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-        guard mediaType.isEmpty || mediaType == "application/scim+json" || mediaType == "application/json" else {
-            throw SCIMError(status: .unsupportedMediaType, detail: "the body must be application/scim+json or application/json")
-        }
         let buffer: ByteBuffer
         do { buffer = try await request.body.collect(upTo: 64 * 1024) } catch {
             throw SCIMError(status: .contentTooLarge, detail: "the body is larger than 64 KiB")
+        }
+        // A missing type is refused too: an untyped body is what a cross-site page can send without a preflight.
+        guard JSONMediaType.accepts(request, body: buffer, ["application/scim+json", "application/json"]) else {
+            throw SCIMError(status: .unsupportedMediaType, detail: "the body must be application/scim+json or application/json")
         }
         guard case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: Data(buffer: buffer)) else {
             throw SCIMError.badRequest(.invalidSyntax, "the body is not a JSON object")

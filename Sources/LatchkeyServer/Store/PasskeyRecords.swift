@@ -59,8 +59,11 @@ public struct FederatedIdentityRecord: Sendable, Equatable {
 /// kept only as a SHA-256 digest (empty for authenticator-app codes, which are computed, not sent).
 public struct StepUpChallengeRecord: Sendable, Equatable {
     public var id: String
-    /// The signed step-up token it continues (verified again, and consumed, at `verify`).
-    public var stepUpToken: String
+    /// SHA-256 of the step-up token it continues (the token itself is not kept: it is a bearer credential).
+    public var stepUpHash: Data
+    /// The verified step-up token's claims (JSON): whom and what the code will be issued for, and the token's `jti`
+    /// and `exp`, checked (and the `jti` consumed) at `verify`.
+    public var claims: String
     /// `email` or `otp`.
     public var kind: String
     public var codeDigest: Data

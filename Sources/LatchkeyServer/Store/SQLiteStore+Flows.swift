@@ -58,17 +58,19 @@ extension SQLiteStore {
         try await pool.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM user_factors WHERE user_id = ? ORDER BY kind", arguments: [userId]).compactMap { row in
                 guard let kind = UserFactorRecord.Kind(rawValue: row["kind"]) else { return nil }
-                return UserFactorRecord(userId: row["user_id"], kind: kind, secret: row["secret"], createdAt: Self.date(row["created_at"]) ?? .distantPast)
+                let secret = try self.opened(row["secret"], context: Self.factorContext(userId: row["user_id"], kind: kind.rawValue))
+                return UserFactorRecord(userId: row["user_id"], kind: kind, secret: secret, createdAt: Self.date(row["created_at"]) ?? .distantPast)
             }
         }
     }
 
     public func upsertFactor(_ factor: UserFactorRecord) async throws {
+        let secret = try sealed(factor.secret, context: Self.factorContext(userId: factor.userId, kind: factor.kind.rawValue))
         try await pool.write { db in
             try db.execute(sql: """
                 INSERT INTO user_factors (user_id, kind, secret, created_at) VALUES (?, ?, ?, ?)
-                ON CONFLICT(user_id, kind) DO UPDATE SET secret = excluded.secret, created_at = excluded.created_at
-                """, arguments: [factor.userId, factor.kind.rawValue, factor.secret, factor.createdAt.timeIntervalSince1970])
+                ON CONFLICT(user_id, kind) DO UPDATE SET secret = excluded.secret, created_at = excluded.created_at, totp_last_step = NULL
+                """, arguments: [factor.userId, factor.kind.rawValue, secret, factor.createdAt.timeIntervalSince1970])
         }
     }
 

@@ -133,30 +133,33 @@ extension SQLiteStore {
 
     // MARK: MFA step-up challenges
 
-    public func insertStepUpChallenge(_ c: StepUpChallengeRecord, now: Date) async throws {
+    public func insertStepUpChallenge(_ c: StepUpChallengeRecord, now: Date) async throws -> Int {
         try await pool.write { db in
             try db.execute(sql: "DELETE FROM step_up_challenges WHERE expires_at < ?", arguments: [now.timeIntervalSince1970])
-            try db.execute(sql: "INSERT INTO step_up_challenges (id, step_up_token, kind, code_digest, attempts, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
-                           arguments: [c.id, c.stepUpToken, c.kind, c.codeDigest, c.attempts, c.expiresAt.timeIntervalSince1970])
+            // One row per step-up token: a second start replaces the challenge (new id, code, kind) but keeps attempts.
+            try db.execute(sql: """
+                INSERT INTO step_up_challenges (id, step_up_hash, claims, kind, code_digest, attempts, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(step_up_hash) DO UPDATE SET id = excluded.id, kind = excluded.kind, code_digest = excluded.code_digest,
+                    expires_at = excluded.expires_at
+                """, arguments: [c.id, c.stepUpHash, c.claims, c.kind, c.codeDigest, c.attempts, c.expiresAt.timeIntervalSince1970])
+            return try Int.fetchOne(db, sql: "SELECT attempts FROM step_up_challenges WHERE step_up_hash = ?", arguments: [c.stepUpHash]) ?? 0
         }
     }
 
     public func stepUpChallenge(id: String) async throws -> StepUpChallengeRecord? {
         try await pool.read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM step_up_challenges WHERE id = ?", arguments: [id]).map { row in
-                StepUpChallengeRecord(id: row["id"], stepUpToken: row["step_up_token"], kind: row["kind"], codeDigest: row["code_digest"],
-                                      attempts: row["attempts"], expiresAt: Self.date(row["expires_at"]) ?? .distantPast)
+                StepUpChallengeRecord(id: row["id"], stepUpHash: row["step_up_hash"], claims: row["claims"], kind: row["kind"],
+                                      codeDigest: row["code_digest"], attempts: row["attempts"], expiresAt: Self.date(row["expires_at"]) ?? .distantPast)
             }
         }
     }
 
-    /// Counts a wrong code; true while attempts remain (the row is deleted when they run out).
-    public func failStepUpChallenge(id: String, maxAttempts: Int) async throws -> Bool {
+    public func reserveStepUpAttempt(id: String, maxAttempts: Int) async throws -> Int? {
         try await pool.write { db in
-            try db.execute(sql: "UPDATE step_up_challenges SET attempts = attempts + 1 WHERE id = ?", arguments: [id])
-            let attempts = try Int.fetchOne(db, sql: "SELECT attempts FROM step_up_challenges WHERE id = ?", arguments: [id]) ?? maxAttempts
-            if attempts >= maxAttempts { try db.execute(sql: "DELETE FROM step_up_challenges WHERE id = ?", arguments: [id]) }
-            return attempts < maxAttempts
+            try db.execute(sql: "UPDATE step_up_challenges SET attempts = attempts + 1 WHERE id = ? AND attempts < ?", arguments: [id, maxAttempts])
+            guard db.changesCount == 1 else { return nil }
+            return try Int.fetchOne(db, sql: "SELECT attempts FROM step_up_challenges WHERE id = ?", arguments: [id])
         }
     }
 

@@ -8,17 +8,22 @@ import GRDB
 /// refresh token serialize and the second sees the first one's result.
 public final class SQLiteStore: Store {
     let pool: DatabasePool
+    /// Encrypts signing keys and TOTP secrets at rest; nil keeps them in clear (a bare store in tools and tests).
+    let sealer: SecretSealer?
 
-    public init(path: String) throws {
+    public init(path: String, sealer: SecretSealer? = nil) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA foreign_keys = ON")
         }
-        let url = URL(fileURLWithPath: path)
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        self.sealer = sealer
+        try Self.createPrivateDirectory(for: path)
         pool = try DatabasePool(path: path, configuration: configuration)
+        Self.restrictFiles(of: path)
         try Self.migrator.migrate(pool)
+        try sealSecretsAtRest()
+        Self.restrictFiles(of: path)
     }
 
     // MARK: Schema
@@ -70,6 +75,7 @@ public final class SQLiteStore: Store {
                 CREATE INDEX refresh_tokens_session ON refresh_tokens(session_id);
                 """)
         }
+        migrator.registerMigration("v4-codes-budgets", migrate: Self.migrateCodeBudgets)
         return migrator
     }
 
@@ -379,16 +385,17 @@ public final class SQLiteStore: Store {
     public func signingKeys() async throws -> [SigningKeyRecord] {
         try await pool.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM signing_keys ORDER BY created_at").map { row in
-                SigningKeyRecord(kid: row["kid"], algorithm: row["algorithm"], pem: row["pem"],
+                SigningKeyRecord(kid: row["kid"], algorithm: row["algorithm"], pem: try self.opened(row["pem"], context: Self.signingKeyContext(row["kid"])),
                                  createdAt: Self.date(row["created_at"]) ?? .distantPast, retiredAt: Self.date(row["retired_at"]))
             }
         }
     }
 
     public func insertSigningKey(_ key: SigningKeyRecord) async throws {
+        let pem = try sealed(key.pem, context: Self.signingKeyContext(key.kid))
         try await pool.write { db in
             try db.execute(sql: "INSERT INTO signing_keys (kid, algorithm, pem, created_at) VALUES (?, ?, ?, ?)",
-                           arguments: [key.kid, key.algorithm, key.pem, key.createdAt.timeIntervalSince1970])
+                           arguments: [key.kid, key.algorithm, pem, key.createdAt.timeIntervalSince1970])
         }
     }
 

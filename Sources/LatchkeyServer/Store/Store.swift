@@ -20,6 +20,16 @@ public protocol Store: Sendable {
     func factors(userId: String) async throws -> [UserFactorRecord]
     func upsertFactor(_ factor: UserFactorRecord) async throws
     func deleteFactor(userId: String, kind: UserFactorRecord.Kind) async throws
+    /// Records `step` as the user's last accepted TOTP time step if it is later than the stored one (one conditional
+    /// update); false when a code of this step or a later one was already accepted (a replay).
+    func acceptTOTPStep(userId: String, step: Int64) async throws -> Bool
+
+    // Per-account budgets (wrong one-time codes, recovery emails), as sliding windows of events per key
+    /// Records an event for `key` only while fewer than `limit` are within the last `window` seconds (check and record
+    /// are one transaction); returns whether it was recorded and the events in the window afterwards.
+    func admitAccountEvent(key: String, now: Date, window: TimeInterval, limit: Int) async throws -> (admitted: Bool, events: AccountEventCount)
+    func accountEvents(key: String, now: Date, window: TimeInterval) async throws -> AccountEventCount
+    func clearAccountEvents(key: String) async throws
 
     // Flow executions
     func insertFlowExecution(_ execution: FlowExecutionRecord) async throws
@@ -58,10 +68,15 @@ public protocol Store: Sendable {
     func insertPasskeyChallenge(_ challenge: PasskeyChallengeRecord) async throws
     /// Removes and returns the ceremony with this challenge digest (single use), expired or not.
     func takePasskeyChallenge(hash: Data, now: Date) async throws -> PasskeyChallengeRecord?
-    func insertStepUpChallenge(_ challenge: StepUpChallengeRecord, now: Date) async throws
+    /// Stores the challenge as the one active challenge of its step-up token: a challenge the token already has is
+    /// replaced, and its wrong-code count carries over (a new start gives no fresh attempts). Returns that count.
+    @discardableResult
+    func insertStepUpChallenge(_ challenge: StepUpChallengeRecord, now: Date) async throws -> Int
     func stepUpChallenge(id: String) async throws -> StepUpChallengeRecord?
-    /// Counts a wrong code; true while attempts remain (the challenge is deleted when they run out).
-    func failStepUpChallenge(id: String, maxAttempts: Int) async throws -> Bool
+    /// Reserves one attempt before the code is checked (so concurrent guesses cannot exceed `maxAttempts`); returns
+    /// the attempts used including this one, or nil when none remain. An exhausted challenge stays until it expires,
+    /// so its step-up token cannot start over.
+    func reserveStepUpAttempt(id: String, maxAttempts: Int) async throws -> Int?
     /// Deletes the challenge; false when it was already gone.
     func takeStepUpChallenge(id: String) async throws -> Bool
     func federatedIdentity(provider: String, subject: String) async throws -> FederatedIdentityRecord?

@@ -187,10 +187,12 @@ struct SDKPasskeyTests {
         let email = try await client.mfaStart(stepUp: second, authType: "email")
         let sent = try #require(try await server.server.outboxMessages(recipient: "demo@example.com").first?.code)
         #expect(try await email.verify(code: sent).user?.email == "demo@example.com")
-        // The same step-up cannot mint a second code through another challenge.
+        // The same step-up cannot mint a second code through another challenge, even with a right code: one of the
+        // next time step (the first TOTP code is spent, so it would be refused as a replay before this check).
+        server.advanceClock(30)
         let replay = try await client.mfaStart(stepUp: second, authType: "otp")
         let refused = try await #require(throws: LatchkeyError.self) {
-            try await replay.verify(code: String(format: "%06d", TOTP(secret: secret).compute(date: Date())))
+            try await replay.verify(code: String(format: "%06d", TOTP(secret: secret).compute(date: Date().addingTimeInterval(30))))
         }
         #expect(refused.code == .confirmationCodeExpired)
     }

@@ -32,6 +32,10 @@ final class TestServer: Sendable {
         configuration.clients += [confidentialClient, postClient]
         configuration.users.append(UserSeed(username: "disabled@example.com", password: "disabled password", disabled: true))
         configure(&configuration)
+        if !configuration.development, configuration.keyEncryptionKey == nil, configuration.keyEncryptionKeyFile == nil {
+            // Production mode requires a key-encryption key; tests of other behaviour get a fixed one.
+            configuration.keyEncryptionKey = Data(repeating: 0x4C, count: 32)
+        }
         var logger = Logger(label: "test.server")
         logger.logLevel = .critical  // Hummingbird logs cancellation at shutdown as an error
         let (clock, advance) = ServerClock.adjustable()

@@ -33,32 +33,29 @@ enum AuthenticationExecutors {
         return .branch("none")
     }
 
-    /// RFC 6238 with a ±1 step window; five wrong codes end the execution.
+    /// RFC 6238 through `TOTPVerifier` (±1 step, each step accepted once). Five wrong codes end the execution, and
+    /// every code spends one attempt of the account's second-factor budget first, so new executions (which a known
+    /// password starts at will) do not bring fresh guesses.
     static func verifyTOTP(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
-        guard let userId = run.state.userId,
-              let factor = try await server.store.factors(userId: userId).first(where: { $0.kind == .totp }) else {
-            return .fail(.invalidCredentials)
-        }
-        let submitted = (run.submitted["otp"] ?? "").filter { !$0.isWhitespace }
-        let totp = TOTP(secret: factor.secret)
-        let now = server.clock.now
-        let candidates = [-30.0, 0, 30].map { String(format: "%06d", totp.compute(date: now.addingTimeInterval($0))) }
-        // Compare against every candidate (no early exit), each in constant time.
-        var matched = false
-        for candidate in candidates where Secrets.constantTimeEquals(candidate, submitted) { matched = true }
-        guard matched else {
+        guard let userId = run.state.userId else { return .fail(.invalidCredentials) }
+        let budget = CodeBudget.secondFactor(userId: userId)
+        if let wait = try await server.reserveCodeAttempt(budget) { return .fail(.codesLocked(seconds: wait)) }
+        guard try await server.verifyTOTP(userId: userId, code: run.submitted["otp"] ?? "") else {
             run.state.factorAttempts += 1
             if run.state.factorAttempts >= 5 { return .fail(.tooManyCodeAttempts) }
             run.state.additionalData = ["mfaMethod": "totp", "otpLength": "6", "otpNumericOnly": "true"]
             return .retry(.invalidCode)
         }
+        try await server.codeAccepted(budget)
         run.state.amr.append("otp")
         return .next
     }
 }
 
 /// Emailed one-time codes: the second factor (`purpose` = `mfa`) and the password-recovery confirmation code
-/// (`purpose` = `recovery`). Codes are 6 digits, stored as a digest, expire, and allow five attempts and five sends.
+/// (`purpose` = `recovery`). Codes are 6 digits, stored as a keyed digest, and expire. An execution allows five
+/// attempts in all (a resend does not give fresh ones) and five sends; beyond that, every attempt spends one of the
+/// account's code budget (per purpose), and recovery emails are limited per account and per address.
 enum CodeExecutors {
     static let maxSends = 5
     static let maxAttempts = 5
@@ -67,20 +64,34 @@ enum CodeExecutors {
         let recovery = node.properties?["purpose"] == "recovery"
         guard run.state.codeSends < maxSends else { return .fail(recovery ? .recoveryFailed : .tooManyCodeAttempts) }
         var user: UserRecord?
+        let budget: String
         if recovery {
             // Find the account by username or email; an unknown one gets the same answer and no message.
             let identifier = (run.value("username") ?? "").trimmingCharacters(in: .whitespaces)
             user = try await server.store.user(username: identifier)
             if user == nil, !identifier.isEmpty { user = try await server.store.users(claim: "email", equals: identifier).first }
             run.state.userId = user?.id
+            budget = CodeBudget.recovery(userId: user?.id, identifier: identifier)
+            // Recovery needs no credentials: its emails are limited per address and per account (or unknown
+            // identifier, answered alike), against brute force and mail bombing.
+            if let wait = await server.admitChallengeRequest(address: run.clientAddress) { return .fail(.addressThrottled(seconds: wait)) }
+            if let wait = try await server.codeLockout(budget) { return .fail(.codesLocked(seconds: wait)) }
+            if let wait = try await server.admitRecoveryEmail(budget) { return .fail(.recoveryThrottled(seconds: wait)) }
         } else if let userId = run.state.userId {
             user = try await server.store.user(id: userId)
+            budget = CodeBudget.secondFactor(userId: userId)
+            // A locked account is not sent codes it could not use.
+            if let wait = try await server.codeLockout(budget) { return .fail(.codesLocked(seconds: wait)) }
+        } else {
+            return .fail(.mfaNotEnrolled)
         }
+        run.state.codeBudget = budget
         let code = String(format: "%06d", Int.random(in: 0..<1_000_000))
         let now = server.clock.now
         run.state.codeSends += 1
-        run.state.code = .init(digest: Secrets.digest(code), expiresAt: now.addingTimeInterval(TimeInterval(server.configuration.lifetimes.oneTimeCode)),
-                               attempts: 0)
+        // A resend replaces the code but keeps the attempts already spent on this execution.
+        run.state.code = .init(digest: server.codeDigest(code), expiresAt: now.addingTimeInterval(TimeInterval(server.configuration.lifetimes.oneTimeCode)),
+                               attempts: run.state.code?.attempts ?? 0)
         if let user, let email = user.claims["email"], !email.isEmpty, !user.disabled {
             // In the execution's language: the person who asked for the code is the one reading it.
             let kind = recovery ? "recovery" : "signin"
@@ -106,7 +117,12 @@ enum CodeExecutors {
         guard var pending = run.state.code else { return .fail(recovery ? .recoveryFailed : .invalidCode) }
         if pending.expiresAt <= server.clock.now { return .retry(.codeExpired) }
         let submitted = (run.submitted[input] ?? "").filter { !$0.isWhitespace }
-        guard !pending.digest.isEmpty, Secrets.constantTimeEquals(Secrets.digest(submitted), pending.digest) else {
+        let budget = run.state.codeBudget ?? run.state.userId.map { recovery ? CodeBudget.recovery(userId: $0, identifier: "") : CodeBudget.secondFactor(userId: $0) }
+        if let budget, let wait = try await server.reserveCodeAttempt(budget) {
+            run.state.code = nil
+            return .fail(.codesLocked(seconds: wait))
+        }
+        guard !pending.digest.isEmpty, Secrets.constantTimeEquals(server.codeDigest(submitted), pending.digest) else {
             pending.attempts += 1
             run.state.code = pending
             if pending.attempts >= maxAttempts {
@@ -116,6 +132,7 @@ enum CodeExecutors {
             return .retry(.invalidCode)
         }
         run.state.code = nil  // single use
+        if let budget { try await server.codeAccepted(budget) }
         if recovery {
             run.state.recoveryVerified = true
         } else {

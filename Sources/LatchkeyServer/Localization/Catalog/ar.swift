@@ -137,5 +137,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} هو رمز تسجيل الدخول إلى {app}. تنتهي صلاحيته بعد {minutes}. إذا لم تطلبه، فتجاهل هذه الرسالة.",
         "email.code.recovery.subject": "رمز إعادة تعيين كلمة المرور",
         "email.code.recovery.body": "{code} هو رمز إعادة تعيين كلمة المرور في {app}. تنتهي صلاحيته بعد {minutes}. إذا لم تطلبه، فتجاهل هذه الرسالة.",
+        "codes.locked": "رموز غير صحيحة كثيرة لهذا الحساب. حاول مرة أخرى بعد {minutes}.",
+        "codes.recovery_throttled": "طُلبت رسائل كثيرة لإعادة تعيين كلمة المرور لهذا الحساب. حاول مرة أخرى بعد {minutes}.",
     ])
 }

@@ -135,5 +135,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} ist Ihr Anmeldecode für {app}. Er läuft in {minutes} ab. Wenn Sie ihn nicht angefordert haben, ignorieren Sie diese Nachricht.",
         "email.code.recovery.subject": "Ihr Code zum Zurücksetzen des Passworts",
         "email.code.recovery.body": "{code} ist Ihr Code zum Zurücksetzen des Passworts für {app}. Er läuft in {minutes} ab. Wenn Sie ihn nicht angefordert haben, ignorieren Sie diese Nachricht.",
+        "codes.locked": "Zu viele falsche Codes für dieses Konto. Versuchen Sie es in {minutes} erneut.",
+        "codes.recovery_throttled": "Für dieses Konto wurden zu viele E-Mails zum Zurücksetzen des Passworts angefordert. Versuchen Sie es in {minutes} erneut.",
     ])
 }

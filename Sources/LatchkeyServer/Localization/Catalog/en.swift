@@ -146,5 +146,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} is your sign-in code for {app}. It expires in {minutes}. If you did not ask for it, ignore this message.",
         "email.code.recovery.subject": "Your password reset code",
         "email.code.recovery.body": "{code} is your password reset code for {app}. It expires in {minutes}. If you did not ask for it, ignore this message.",
+        "codes.locked": "Too many incorrect codes for this account. Try again in {minutes}.",
+        "codes.recovery_throttled": "Too many password reset emails were requested for this account. Try again in {minutes}.",
     ])
 }

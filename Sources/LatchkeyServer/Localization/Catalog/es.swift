@@ -135,5 +135,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} es tu código de inicio de sesión para {app}. Caduca en {minutes}. Si no lo has solicitado, ignora este mensaje.",
         "email.code.recovery.subject": "Tu código para restablecer la contraseña",
         "email.code.recovery.body": "{code} es tu código para restablecer la contraseña de {app}. Caduca en {minutes}. Si no lo has solicitado, ignora este mensaje.",
+        "codes.locked": "Demasiados códigos incorrectos para esta cuenta. Vuelve a intentarlo dentro de {minutes}.",
+        "codes.recovery_throttled": "Se han solicitado demasiados correos para restablecer la contraseña de esta cuenta. Vuelve a intentarlo dentro de {minutes}.",
     ])
 }

@@ -135,5 +135,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} a bejelentkezési kódja ehhez: {app}. A kód {minutes} múlva lejár. Ha nem Ön kérte, hagyja figyelmen kívül ezt az üzenetet.",
         "email.code.recovery.subject": "Jelszó-visszaállítási kódja",
         "email.code.recovery.body": "{code} a jelszó-visszaállítási kódja ehhez: {app}. A kód {minutes} múlva lejár. Ha nem Ön kérte, hagyja figyelmen kívül ezt az üzenetet.",
+        "codes.locked": "Túl sok hibás kód érkezett ehhez a fiókhoz. Próbálja újra {minutes} múlva.",
+        "codes.recovery_throttled": "Túl sok jelszó-visszaállítási e-mailt kértek ehhez a fiókhoz. Próbálja újra {minutes} múlva.",
     ])
 }

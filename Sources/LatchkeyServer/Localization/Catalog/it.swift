@@ -135,5 +135,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} è il tuo codice di accesso per {app}. Scade tra {minutes}. Se non l'hai richiesto, ignora questo messaggio.",
         "email.code.recovery.subject": "Il tuo codice per reimpostare la password",
         "email.code.recovery.body": "{code} è il tuo codice per reimpostare la password di {app}. Scade tra {minutes}. Se non l'hai richiesto, ignora questo messaggio.",
+        "codes.locked": "Troppi codici errati per questo account. Riprova tra {minutes}.",
+        "codes.recovery_throttled": "Sono state richieste troppe email di reimpostazione della password per questo account. Riprova tra {minutes}.",
     ])
 }

@@ -135,5 +135,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} je váš prihlasovací kód pre {app}. Platnosť vyprší o {minutes}. Ak ste oň nežiadali, túto správu ignorujte.",
         "email.code.recovery.subject": "Váš kód na obnovenie hesla",
         "email.code.recovery.body": "{code} je váš kód na obnovenie hesla pre {app}. Platnosť vyprší o {minutes}. Ak ste oň nežiadali, túto správu ignorujte.",
+        "codes.locked": "Pre tento účet bolo zadaných príliš veľa nesprávnych kódov. Skúste to znova o {minutes}.",
+        "codes.recovery_throttled": "Pre tento účet bolo vyžiadaných príliš veľa e-mailov na obnovenie hesla. Skúste to znova o {minutes}.",
     ])
 }

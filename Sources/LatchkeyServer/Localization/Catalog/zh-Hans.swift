@@ -135,5 +135,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} 是你登录 {app} 的验证码，将在 {minutes}后失效。如果这不是你本人的操作，请忽略此邮件。",
         "email.code.recovery.subject": "你的密码重置验证码",
         "email.code.recovery.body": "{code} 是你重置 {app} 密码的验证码，将在 {minutes}后失效。如果这不是你本人的操作，请忽略此邮件。",
+        "codes.locked": "此账户输入错误验证码的次数过多。请在 {minutes}后重试。",
+        "codes.recovery_throttled": "此账户请求重置密码邮件的次数过多。请在 {minutes}后重试。",
     ])
 }

@@ -1,0 +1,106 @@
+import Foundation
+
+/// Per-account budgets of one-time codes, persisted in the store so that they hold across flow executions, resends,
+/// step-up challenges and server instances (a per-execution or per-challenge count alone is reset by starting over).
+///
+/// Second-factor codes (TOTP and emailed, in flows and step-up) and recovery codes have separate budgets: a stranger
+/// who floods an account's recovery, which needs no credentials, must not also lock its owner out of signing in.
+enum CodeBudget {
+    /// The second-factor budget of an account.
+    static func secondFactor(userId: String) -> String { "code:mfa:user:\(userId)" }
+
+    /// The recovery budget of what a recovery was started for: the account when the identifier names one, else the
+    /// identifier itself, so that unknown identifiers are limited exactly like accounts (no enumeration by budget).
+    static func recovery(userId: String?, identifier: String) -> String {
+        if let userId { return "code:recovery:user:\(userId)" }
+        return "code:recovery:identifier:\(identifier.lowercased())"
+    }
+
+    /// The recovery-email budget for the same subject as `recovery`.
+    static func recoveryEmails(codeKey: String) -> String { "mail:" + codeKey }
+}
+
+extension IdentityServer {
+    /// Spends one attempt of a code budget *before* the code is checked, so that concurrent guesses cannot all pass a
+    /// count taken before any of them was recorded. Nil when admitted; otherwise the seconds until the budget frees
+    /// up (the code must then be refused, right or wrong). A right code clears the budget (`codeAccepted`).
+    func reserveCodeAttempt(_ key: String) async throws -> Int? {
+        let policy = configuration.loginPolicy
+        let now = clock.now
+        let window = TimeInterval(policy.codeWindowSeconds)
+        let (admitted, events) = try await store.admitAccountEvent(key: key, now: now, window: window, limit: policy.maxCodeFailuresPerAccount)
+        return admitted ? nil : Self.secondsUntilFree(events, window: window, now: now)
+    }
+
+    /// Seconds until the budget frees up, without spending anything; nil when codes may be tried now. Checked before
+    /// sending a code, so a locked account is not sent codes it could not use.
+    func codeLockout(_ key: String) async throws -> Int? {
+        let policy = configuration.loginPolicy
+        let now = clock.now
+        let window = TimeInterval(policy.codeWindowSeconds)
+        let events = try await store.accountEvents(key: key, now: now, window: window)
+        return events.count >= policy.maxCodeFailuresPerAccount ? Self.secondsUntilFree(events, window: window, now: now) : nil
+    }
+
+    /// A right code: the attempts reserved so far were the owner's, so the budget starts afresh.
+    func codeAccepted(_ key: String) async throws {
+        try await store.clearAccountEvents(key: key)
+    }
+
+    /// Spends one recovery email of the subject's hourly budget; nil when it may be sent, else the seconds to wait.
+    func admitRecoveryEmail(_ codeKey: String) async throws -> Int? {
+        let policy = configuration.loginPolicy
+        let now = clock.now
+        let window = TimeInterval(policy.codeWindowSeconds)
+        let (admitted, events) = try await store.admitAccountEvent(key: CodeBudget.recoveryEmails(codeKey: codeKey), now: now,
+                                                                   window: window, limit: policy.maxRecoveryEmailsPerAccount)
+        return admitted ? nil : Self.secondsUntilFree(events, window: window, now: now)
+    }
+
+    /// Spends one request of the per-address challenge throttle (the one passkey challenges and step-up codes use);
+    /// nil when admitted, else the seconds to wait.
+    func admitChallengeRequest(address: String) async -> Int? {
+        let now = clock.now
+        if let wait = await challengeThrottle.retryAfter(address: address, now: now) { return wait }
+        await challengeThrottle.recordFailure(address: address, now: now)
+        return nil
+    }
+
+    /// The at-rest digest of a short one-time code: keyed (HMAC under the key-encryption key), because six digits
+    /// are a million guesses and a bare hash would be reversed at once from a copy of the database.
+    func codeDigest(_ code: String) -> Data { sealer.codeDigest(code) }
+
+    private static func secondsUntilFree(_ events: AccountEventCount, window: TimeInterval, now: Date) -> Int {
+        guard let oldest = events.oldest else { return 1 }
+        return max(1, Int(oldest.addingTimeInterval(window).timeIntervalSince(now).rounded(.up)))
+    }
+}
+
+extension LocalizedMessage {
+    /// Too many wrong codes for this account (or recovery subject) within the window.
+    static func codesLocked(seconds: Int) -> LocalizedMessage {
+        LocalizedMessage("codes.locked", ["minutes": String(MessageCatalog.minutes(seconds: seconds))])
+    }
+
+    /// Too many recovery emails for this account (or identifier) within the window.
+    static func recoveryThrottled(seconds: Int) -> LocalizedMessage {
+        LocalizedMessage("codes.recovery_throttled", ["minutes": String(MessageCatalog.minutes(seconds: seconds))])
+    }
+}
+
+extension FlowFailure {
+    /// A code refused because the account's code budget is spent. FET-1009 (too many code attempts), which the SDK
+    /// maps to `mfaFailed` when signing in and `recoveryFailed` in recovery.
+    static func codesLocked(seconds: Int) -> FlowFailure {
+        FlowFailure(code: "FET-1009", .codesLocked(seconds: seconds), description: "too many wrong one-time codes for this account; retry later")
+    }
+
+    static func recoveryThrottled(seconds: Int) -> FlowFailure {
+        FlowFailure(code: "FET-1009", .recoveryThrottled(seconds: seconds), description: "too many recovery emails for this account; retry later")
+    }
+
+    static func addressThrottled(seconds: Int) -> FlowFailure {
+        FlowFailure(code: "FET-1095", LocalizedMessage("login.throttled", ["minutes": String(MessageCatalog.minutes(seconds: seconds))]),
+                    description: "too many code requests from this address")
+    }
+}
