@@ -59,6 +59,8 @@ public final class SQLiteStore: Store {
         }
         migrator.registerMigration("v2-flows-profile", migrate: Self.migrateFlowsAndProfile)
         migrator.registerMigration("v3-passkeys", migrate: Self.migratePasskeys)
+        migrator.registerMigration("v4-throttle-email-index", migrate: Self.migrateEmailIndex)
+        migrator.registerMigration("v4-throttle-login-attempts", migrate: Self.migrateLoginAttempts)
         return migrator
     }
 

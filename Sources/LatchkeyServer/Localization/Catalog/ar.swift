@@ -137,5 +137,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} هو رمز تسجيل الدخول إلى {app}. تنتهي صلاحيته بعد {minutes}. إذا لم تطلبه، فتجاهل هذه الرسالة.",
         "email.code.recovery.subject": "رمز إعادة تعيين كلمة المرور",
         "email.code.recovery.body": "{code} هو رمز إعادة تعيين كلمة المرور في {app}. تنتهي صلاحيته بعد {minutes}. إذا لم تطلبه، فتجاهل هذه الرسالة.",
+        "server.busy": "الخدمة مشغولة. يرجى المحاولة مرة أخرى بعد لحظات.",
+        "request.throttled": "طلبات كثيرة جدًا من شبكتك. حاول مرة أخرى بعد {minutes}.",
     ])
 }

@@ -135,5 +135,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} ist Ihr Anmeldecode für {app}. Er läuft in {minutes} ab. Wenn Sie ihn nicht angefordert haben, ignorieren Sie diese Nachricht.",
         "email.code.recovery.subject": "Ihr Code zum Zurücksetzen des Passworts",
         "email.code.recovery.body": "{code} ist Ihr Code zum Zurücksetzen des Passworts für {app}. Er läuft in {minutes} ab. Wenn Sie ihn nicht angefordert haben, ignorieren Sie diese Nachricht.",
+        "server.busy": "Der Dienst ist ausgelastet. Bitte versuchen Sie es gleich noch einmal.",
+        "request.throttled": "Zu viele Anfragen aus Ihrem Netzwerk. Versuchen Sie es in {minutes} erneut.",
     ])
 }

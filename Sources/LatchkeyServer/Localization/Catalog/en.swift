@@ -146,5 +146,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} is your sign-in code for {app}. It expires in {minutes}. If you did not ask for it, ignore this message.",
         "email.code.recovery.subject": "Your password reset code",
         "email.code.recovery.body": "{code} is your password reset code for {app}. It expires in {minutes}. If you did not ask for it, ignore this message.",
+        "server.busy": "The service is busy. Please try again in a moment.",
+        "request.throttled": "Too many requests from your network. Try again in {minutes}.",
     ])
 }

@@ -135,5 +135,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} es tu código de inicio de sesión para {app}. Caduca en {minutes}. Si no lo has solicitado, ignora este mensaje.",
         "email.code.recovery.subject": "Tu código para restablecer la contraseña",
         "email.code.recovery.body": "{code} es tu código para restablecer la contraseña de {app}. Caduca en {minutes}. Si no lo has solicitado, ignora este mensaje.",
+        "server.busy": "El servicio está ocupado. Vuelve a intentarlo en un momento.",
+        "request.throttled": "Demasiadas solicitudes desde tu red. Vuelve a intentarlo dentro de {minutes}.",
     ])
 }

@@ -135,5 +135,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} est votre code de connexion pour {app}. Il expire dans {minutes}. Si vous ne l'avez pas demandé, ignorez ce message.",
         "email.code.recovery.subject": "Votre code de réinitialisation du mot de passe",
         "email.code.recovery.body": "{code} est votre code de réinitialisation du mot de passe pour {app}. Il expire dans {minutes}. Si vous ne l'avez pas demandé, ignorez ce message.",
+        "server.busy": "Le service est surchargé. Veuillez réessayer dans un instant.",
+        "request.throttled": "Trop de requêtes depuis votre réseau. Réessayez dans {minutes}.",
     ])
 }

@@ -135,5 +135,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} a bejelentkezési kódja ehhez: {app}. A kód {minutes} múlva lejár. Ha nem Ön kérte, hagyja figyelmen kívül ezt az üzenetet.",
         "email.code.recovery.subject": "Jelszó-visszaállítási kódja",
         "email.code.recovery.body": "{code} a jelszó-visszaállítási kódja ehhez: {app}. A kód {minutes} múlva lejár. Ha nem Ön kérte, hagyja figyelmen kívül ezt az üzenetet.",
+        "server.busy": "A szolgáltatás túlterhelt. Kérjük, próbálja újra egy pillanat múlva.",
+        "request.throttled": "Túl sok kérés érkezett az Ön hálózatáról. Próbálja újra {minutes} múlva.",
     ])
 }

@@ -135,5 +135,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} è il tuo codice di accesso per {app}. Scade tra {minutes}. Se non l'hai richiesto, ignora questo messaggio.",
         "email.code.recovery.subject": "Il tuo codice per reimpostare la password",
         "email.code.recovery.body": "{code} è il tuo codice per reimpostare la password di {app}. Scade tra {minutes}. Se non l'hai richiesto, ignora questo messaggio.",
+        "server.busy": "Il servizio è occupato. Riprova tra un momento.",
+        "request.throttled": "Troppe richieste dalla tua rete. Riprova tra {minutes}.",
     ])
 }

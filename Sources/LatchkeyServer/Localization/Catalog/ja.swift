@@ -135,5 +135,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{app}のサインインコードは{code}です。有効期限は{minutes}です。お心当たりがない場合は、このメッセージを無視してください。",
         "email.code.recovery.subject": "パスワード再設定コードのお知らせ",
         "email.code.recovery.body": "{app}のパスワード再設定コードは{code}です。有効期限は{minutes}です。お心当たりがない場合は、このメッセージを無視してください。",
+        "server.busy": "サービスが混み合っています。しばらくしてからもう一度お試しください。",
+        "request.throttled": "お使いのネットワークからのリクエストが多すぎます。{minutes}後にもう一度お試しください。",
     ])
 }

@@ -135,5 +135,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{app} 로그인 코드는 {code}입니다. 이 코드는 {minutes} 후에 만료됩니다. 요청하지 않으셨다면 이 메시지를 무시해 주세요.",
         "email.code.recovery.subject": "비밀번호 재설정 코드 안내",
         "email.code.recovery.body": "{app} 비밀번호 재설정 코드는 {code}입니다. 이 코드는 {minutes} 후에 만료됩니다. 요청하지 않으셨다면 이 메시지를 무시해 주세요.",
+        "server.busy": "서비스가 혼잡합니다. 잠시 후 다시 시도해 주세요.",
+        "request.throttled": "사용 중인 네트워크에서 요청이 너무 많습니다. {minutes} 후에 다시 시도해 주세요.",
     ])
 }

@@ -135,5 +135,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} is je aanmeldcode voor {app}. Hij verloopt over {minutes}. Heb je er niet om gevraagd? Negeer dan dit bericht.",
         "email.code.recovery.subject": "Je code om je wachtwoord opnieuw in te stellen",
         "email.code.recovery.body": "{code} is je code om je wachtwoord voor {app} opnieuw in te stellen. Hij verloopt over {minutes}. Heb je er niet om gevraagd? Negeer dan dit bericht.",
+        "server.busy": "De dienst is overbelast. Probeer het zo meteen opnieuw.",
+        "request.throttled": "Te veel verzoeken vanaf je netwerk. Probeer het over {minutes} opnieuw.",
     ])
 }

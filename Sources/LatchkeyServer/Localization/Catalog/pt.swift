@@ -135,5 +135,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} é o seu código de início de sessão para {app}. Expira dentro de {minutes}. Se não o pediu, ignore esta mensagem.",
         "email.code.recovery.subject": "O seu código para redefinir a palavra-passe",
         "email.code.recovery.body": "{code} é o seu código para redefinir a palavra-passe de {app}. Expira dentro de {minutes}. Se não o pediu, ignore esta mensagem.",
+        "server.busy": "O serviço está ocupado. Tente novamente dentro de momentos.",
+        "request.throttled": "Demasiados pedidos a partir da sua rede. Tente novamente dentro de {minutes}.",
     ])
 }

@@ -135,5 +135,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} je váš prihlasovací kód pre {app}. Platnosť vyprší o {minutes}. Ak ste oň nežiadali, túto správu ignorujte.",
         "email.code.recovery.subject": "Váš kód na obnovenie hesla",
         "email.code.recovery.body": "{code} je váš kód na obnovenie hesla pre {app}. Platnosť vyprší o {minutes}. Ak ste oň nežiadali, túto správu ignorujte.",
+        "server.busy": "Služba je preťažená. Skúste to znova o chvíľu.",
+        "request.throttled": "Z vašej siete prišlo príliš veľa požiadaviek. Skúste to znova o {minutes}.",
     ])
 }

@@ -135,5 +135,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} 是你登录 {app} 的验证码，将在 {minutes}后失效。如果这不是你本人的操作，请忽略此邮件。",
         "email.code.recovery.subject": "你的密码重置验证码",
         "email.code.recovery.body": "{code} 是你重置 {app} 密码的验证码，将在 {minutes}后失效。如果这不是你本人的操作，请忽略此邮件。",
+        "server.busy": "服务繁忙。请稍后重试。",
+        "request.throttled": "你的网络请求过多。请在 {minutes}后重试。",
     ])
 }

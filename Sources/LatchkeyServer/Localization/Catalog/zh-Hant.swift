@@ -135,5 +135,7 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} 是你登入 {app} 的驗證碼，將於 {minutes}後失效。如果這不是你本人的操作，請忽略此郵件。",
         "email.code.recovery.subject": "你的密碼重設驗證碼",
         "email.code.recovery.body": "{code} 是你重設 {app} 密碼的驗證碼，將於 {minutes}後失效。如果這不是你本人的操作，請忽略此郵件。",
+        "server.busy": "服務忙碌中。請稍後再試。",
+        "request.throttled": "你的網路請求過多。請於 {minutes}後再試。",
     ])
 }
