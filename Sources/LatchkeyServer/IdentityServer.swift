@@ -20,6 +20,12 @@ public final class IdentityServer: Sendable {
     let throttle: AddressThrottle
     /// Passkey challenges and step-up codes per address (every request counts, not only failures).
     let challengeThrottle: AddressThrottle
+    /// Authorization requests and flow starts per address (each one writes a row).
+    let startThrottle: AddressThrottle
+    /// Registrations started per address (REGISTRATION flows, passkey sign-up).
+    let registrationThrottle: AddressThrottle
+    /// When expired rows were last deleted (`pruneIfDue`).
+    let pruneSchedule = PruneSchedule()
     let cookies: CookiePolicy
     let logger: Logger
     let outbox: any Outbox
@@ -41,11 +47,16 @@ public final class IdentityServer: Sendable {
         self.store = store
         self.clock = clock
         self.logger = logger
-        self.hasher = PasswordHasher(cost: configuration.bcryptCost)
-        self.throttle = AddressThrottle(limit: configuration.loginPolicy.maxFailuresPerAddress,
-                                        window: TimeInterval(configuration.loginPolicy.addressWindowSeconds))
-        self.challengeThrottle = AddressThrottle(limit: configuration.loginPolicy.maxChallengesPerAddress,
-                                                 window: TimeInterval(configuration.loginPolicy.addressWindowSeconds))
+        let policy = configuration.loginPolicy
+        self.hasher = PasswordHasher(cost: configuration.bcryptCost, maxConcurrent: policy.maxConcurrentHashes, maxQueued: policy.maxQueuedHashes)
+        self.throttle = AddressThrottle(limit: policy.maxFailuresPerAddress, window: TimeInterval(policy.addressWindowSeconds),
+                                        capacity: policy.maxTrackedAddresses)
+        self.challengeThrottle = AddressThrottle(limit: policy.maxChallengesPerAddress, window: TimeInterval(policy.addressWindowSeconds),
+                                                 capacity: policy.maxTrackedAddresses)
+        self.startThrottle = AddressThrottle(limit: policy.maxStartsPerAddress, window: TimeInterval(policy.addressWindowSeconds),
+                                             capacity: policy.maxTrackedAddresses)
+        self.registrationThrottle = AddressThrottle(limit: policy.maxRegistrationsPerAddress, window: TimeInterval(policy.addressWindowSeconds),
+                                                    capacity: policy.maxTrackedAddresses)
         self.cookies = CookiePolicy(secure: !configuration.usesPlainHTTPOnLoopback)
         let longest = max(configuration.lifetimes.accessToken, configuration.lifetimes.idToken)
         self.keys = KeyRing(store: store, clock: clock, retentionAfterRetirement: TimeInterval(longest + 3600))
@@ -73,7 +84,9 @@ public final class IdentityServer: Sendable {
 
     private func seed() async throws {
         for client in configuration.clients {
-            try await store.upsertClient(ClientRecord(configuration: client, secretHash: client.clientSecret.map(Secrets.digest)))
+            // Salted PBKDF2 (`ClientSecrets`); test suites use few rounds to stay fast (`allowsLowBcryptCost`).
+            let rounds = configuration.allowsLowBcryptCost ? 1_000 : ClientSecrets.rounds
+            try await store.upsertClient(ClientRecord(configuration: client, secretHash: try client.clientSecret.map { try ClientSecrets.hash($0, rounds: rounds) }))
         }
         for seed in configuration.users where try await store.user(username: seed.username) == nil {
             try await createUser(username: seed.username, password: seed.password, claims: UserRoles.claims(seed.claims, roles: seed.roles),
@@ -126,6 +139,7 @@ public final class IdentityServer: Sendable {
     func makeRouter() -> Router<LatchkeyRequestContext> {
         let router = Router(context: LatchkeyRequestContext.self)
         router.add(middleware: ErrorMiddleware())
+        router.add(middleware: ClientAddressMiddleware(proxies: configuration.trustedProxies))
         addDiscoveryRoutes(router)
         addAuthorizeRoutes(router)
         addLoginRoutes(router)

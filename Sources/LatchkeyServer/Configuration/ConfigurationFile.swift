@@ -24,6 +24,13 @@ public struct ConfigurationFile: Codable, Sendable {
     public var apple: Apple?
     /// A file holding the base64 of the 32-byte key that encrypts signing keys and TOTP secrets (mode 0600).
     public var keyEncryptionKeyFile: String?
+    /// Reverse proxies (addresses or CIDR blocks) whose forwarding header names the client, e.g.
+    /// `["127.0.0.1", "::1"]` behind a local proxy; `client_address_header` is `x-forwarded-for` (default) or
+    /// `forwarded` (RFC 7239), whichever the proxy writes (it must overwrite or append to it, never pass it through).
+    public var trustedProxies: [String]?
+    public var clientAddressHeader: String?
+    /// Seconds between deletions of expired rows (default 600; 0: never).
+    public var pruneIntervalSeconds: Int?
 
     /// `"webauthn": {"rp_id": "example.com", "rp_name": "Example", "user_verification": "required", "trust_anchors": ["ca.pem"]}`
     public struct WebAuthn: Codable, Sendable {
@@ -55,12 +62,18 @@ public struct ConfigurationFile: Codable, Sendable {
     public struct Policy: Codable, Sendable {
         public var maxFailuresPerAccount, lockoutSeconds, maxFailuresPerAddress, addressWindowSeconds, maxChallengesPerAddress: Int?
         public var maxCodeFailuresPerAccount, codeWindowSeconds, maxRecoveryEmailsPerAccount: Int?
+        public var maxConcurrentHashes, maxQueuedHashes, maxTrackedAddresses, maxStartsPerAddress, maxRegistrationsPerAddress: Int?
+        public var maxFailuresPerAccountAllAddresses: Int?
         enum CodingKeys: String, CodingKey {
             case maxFailuresPerAccount = "max_failures_per_account", lockoutSeconds = "lockout_seconds"
             case maxFailuresPerAddress = "max_failures_per_address", addressWindowSeconds = "address_window_seconds"
             case maxChallengesPerAddress = "max_challenges_per_address"
             case maxCodeFailuresPerAccount = "max_code_failures_per_account", codeWindowSeconds = "code_window_seconds"
             case maxRecoveryEmailsPerAccount = "max_recovery_emails_per_account"
+            case maxConcurrentHashes = "max_concurrent_hashes", maxQueuedHashes = "max_queued_hashes"
+            case maxTrackedAddresses = "max_tracked_addresses", maxStartsPerAddress = "max_starts_per_address"
+            case maxRegistrationsPerAddress = "max_registrations_per_address"
+            case maxFailuresPerAccountAllAddresses = "max_failures_per_account_all_addresses"
         }
     }
 
@@ -68,6 +81,8 @@ public struct ConfigurationFile: Codable, Sendable {
         case issuer, host, port, database, clients, users, lifetimes, demo
         case loginPolicy = "login_policy", bcryptCost = "bcrypt_cost", webauthn, apple
         case keyEncryptionKeyFile = "key_encryption_key_file"
+        case trustedProxies = "trusted_proxies", clientAddressHeader = "client_address_header"
+        case pruneIntervalSeconds = "prune_interval_seconds"
     }
 
     public static func load(path: String) throws -> ConfigurationFile {
@@ -102,6 +117,13 @@ public struct ConfigurationFile: Codable, Sendable {
         if let users { base.users += users }
         if let bcryptCost { base.bcryptCost = bcryptCost }
         if let keyEncryptionKeyFile { base.keyEncryptionKeyFile = keyEncryptionKeyFile }
+        if let pruneIntervalSeconds { base.pruneIntervalSeconds = pruneIntervalSeconds }
+        if trustedProxies != nil || clientAddressHeader != nil {
+            guard let header = TrustedProxies.Header(rawValue: (clientAddressHeader ?? "x-forwarded-for").lowercased()) else {
+                throw ConfigurationError.invalid("client_address_header must be x-forwarded-for or forwarded")
+            }
+            base.trustedProxies = try TrustedProxies(trustedProxies ?? [], header: header)
+        }
         if let clients { base.clients = (demo ?? false) ? base.clients + clients : clients }
         if let l = lifetimes {
             if let v = l.accessToken { base.lifetimes.accessToken = v }
@@ -149,6 +171,12 @@ public struct ConfigurationFile: Codable, Sendable {
             if let v = p.maxCodeFailuresPerAccount { base.loginPolicy.maxCodeFailuresPerAccount = v }
             if let v = p.codeWindowSeconds { base.loginPolicy.codeWindowSeconds = v }
             if let v = p.maxRecoveryEmailsPerAccount { base.loginPolicy.maxRecoveryEmailsPerAccount = v }
+            if let v = p.maxConcurrentHashes { base.loginPolicy.maxConcurrentHashes = v }
+            if let v = p.maxQueuedHashes { base.loginPolicy.maxQueuedHashes = v }
+            if let v = p.maxTrackedAddresses { base.loginPolicy.maxTrackedAddresses = v }
+            if let v = p.maxStartsPerAddress { base.loginPolicy.maxStartsPerAddress = v }
+            if let v = p.maxRegistrationsPerAddress { base.loginPolicy.maxRegistrationsPerAddress = v }
+            if let v = p.maxFailuresPerAccountAllAddresses { base.loginPolicy.maxFailuresPerAccountAllAddresses = v }
         }
     }
 }

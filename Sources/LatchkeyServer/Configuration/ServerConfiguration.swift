@@ -18,6 +18,10 @@ public struct ServerConfiguration: Sendable {
     public var loginPolicy: LoginPolicy
     /// bcrypt cost for new password hashes (12 in production; tests lower it to keep suites fast).
     public var bcryptCost: UInt8
+    /// Lets `bcryptCost` go below `minimumProductionBcryptCost` outside development mode, and hashes client secrets
+    /// with few PBKDF2 rounds. For test suites only (they hash at cost 4 to stay fast); not settable from the
+    /// configuration file.
+    public var allowsLowBcryptCost = false
     /// The attributes of user accounts (registration, profile, SCIM).
     public var userSchema: UserSchema = .standard
     /// Delivery of email and SMS (one-time codes). Nil: the database in development, otherwise nowhere (logged).
@@ -34,6 +38,12 @@ public struct ServerConfiguration: Sendable {
     public var keyEncryptionKeyFile: String?
     /// The key-encryption key itself (32 bytes), for servers embedded in another program; overrides the others.
     public var keyEncryptionKey: Data?
+    /// Reverse proxies whose forwarding header names the client (`trusted_proxies`, `client_address_header`);
+    /// none by default, so forwarding headers are ignored and the socket peer is the client.
+    public var trustedProxies: TrustedProxies = .noneTrusted
+    /// How often expired rows (pending logins, flow executions, tokens, sessions, ceremonies, outbox) are deleted;
+    /// 0 turns the periodic pruning off.
+    public var pruneIntervalSeconds: Int = 600
 
     public init(issuer: URL, host: String = "127.0.0.1", port: Int = 8090, databasePath: String,
                 development: Bool = false, clients: [ClientConfiguration] = [], users: [UserSeed] = [],
@@ -56,6 +66,9 @@ public struct ServerConfiguration: Sendable {
         issuer.scheme == "http" && LoopbackHost.isLoopback(issuer.host ?? "")
     }
 
+    /// The lowest `bcrypt_cost` accepted outside development mode.
+    public static let minimumProductionBcryptCost: UInt8 = 10
+
     /// Refuses configurations that would expose credentials over plain HTTP.
     public func validate() throws {
         guard let scheme = issuer.scheme, scheme == "https" || scheme == "http", issuer.host != nil else {
@@ -74,6 +87,20 @@ public struct ServerConfiguration: Sendable {
                     "binding \(host) with an http issuer would serve credentials in clear text off this machine; use an https issuer behind a TLS proxy")
             }
         }
+        let p = loginPolicy
+        guard p.maxConcurrentHashes >= 1, p.maxQueuedHashes >= 0, p.maxTrackedAddresses >= 1, p.maxFailuresPerAccount >= 1,
+              p.maxFailuresPerAccountAllAddresses >= 1,
+              p.maxFailuresPerAddress >= 1, p.maxStartsPerAddress >= 1, p.maxRegistrationsPerAddress >= 1 else {
+            throw ConfigurationError.invalid(
+                "login_policy: max_concurrent_hashes, max_tracked_addresses and the max_* per-address and per-account limits must be at least 1, max_queued_hashes at least 0")
+        }
+        // bcrypt accepts 4...31; below 10 a stolen database is cheap to crack, so only development mode and test
+        // suites (`allowsLowBcryptCost`, cost 4 to stay fast) may go lower.
+        guard (4...31).contains(bcryptCost) else { throw ConfigurationError.invalid("bcrypt_cost must be between 4 and 31") }
+        guard development || allowsLowBcryptCost || bcryptCost >= Self.minimumProductionBcryptCost else {
+            throw ConfigurationError.invalid("bcrypt_cost must be at least \(Self.minimumProductionBcryptCost) outside development mode")
+        }
+        guard pruneIntervalSeconds >= 0 else { throw ConfigurationError.invalid("prune_interval_seconds must not be negative") }
         var seen = Set<String>()
         for client in clients {
             guard seen.insert(client.clientId).inserted else { throw ConfigurationError.invalid("duplicate client \(client.clientId)") }
@@ -106,8 +133,12 @@ public struct TokenLifetimes: Sendable, Codable, Equatable {
 
 /// Brute-force protection for the hosted login form.
 public struct LoginPolicy: Sendable, Codable, Equatable {
-    /// Consecutive failures that lock an account.
+    /// Consecutive failures from one client address (IPv6: one /64) that lock the account for that address. Per
+    /// address so that nobody can lock someone else out with a handful of requests.
     public var maxFailuresPerAccount: Int = 5
+    /// Consecutive failures from all addresses together that lock the account for everyone: bounds guessing spread
+    /// over many addresses.
+    public var maxFailuresPerAccountAllAddresses: Int = 50
     /// How long a locked account stays locked.
     public var lockoutSeconds: Int = 15 * 60
     /// Failures tolerated from one address within `addressWindowSeconds`.
@@ -123,6 +154,17 @@ public struct LoginPolicy: Sendable, Codable, Equatable {
     public var codeWindowSeconds: Int = 3600
     /// Password-recovery emails one account (or unknown identifier) may be sent within `codeWindowSeconds`.
     public var maxRecoveryEmailsPerAccount: Int = 5
+    /// bcrypt hashes that run at once (default: one per core) and that may wait for a slot; past that a request
+    /// needing a hash is refused at once with 503 `server.busy` instead of queueing without bound.
+    public var maxConcurrentHashes: Int = ProcessInfo.processInfo.activeProcessorCount
+    public var maxQueuedHashes: Int = 64
+    /// Addresses each per-address throttle remembers at most (least recently seen are dropped beyond).
+    public var maxTrackedAddresses: Int = 100_000
+    /// Unauthenticated starts one address may make within `addressWindowSeconds`: authorization requests that
+    /// store a pending login and flow executions (each one writes a row).
+    public var maxStartsPerAddress: Int = 300
+    /// Registrations one address may start within `addressWindowSeconds` (REGISTRATION flows, passkey sign-up).
+    public var maxRegistrationsPerAddress: Int = 20
     public init() {}
 }
 

@@ -34,6 +34,9 @@ extension IdentityServer {
                 return try await continueFlow(executionId, flowRequest, verbose: verbose, address: context.clientAddress, bearer: bearer,
                                               acceptLanguage: request.headers[.acceptLanguage])
             }
+            // Each start may store an execution; a registration may hash a password and create an account.
+            try await admitStart(address: context.clientAddress)
+            if flowRequest.flowType == FlowType.registration.rawValue { try await admitRegistration(address: context.clientAddress) }
             return try await startFlow(flowRequest, attestation: request.headers[.attestationToken], verbose: verbose,
                                        address: context.clientAddress, bearer: bearer, locale: requestLocale)
         } catch var error as APIError {

@@ -33,7 +33,7 @@ struct ClientAuthenticator: Sendable {
             throw OAuthError(.invalidClient, "the client must authenticate with \(record.configuration.tokenEndpointAuthMethod.rawValue)")
         }
         if method != .none {
-            guard let secret, let expected = record.secretHash, Secrets.constantTimeEquals(Secrets.digest(secret), expected) else {
+            guard let secret, let expected = record.secretHash, try await ClientSecrets.verify(secret, against: expected) else {
                 throw OAuthError(.invalidClient, "client authentication failed")
             }
         }

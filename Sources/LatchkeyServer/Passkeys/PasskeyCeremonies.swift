@@ -198,13 +198,21 @@ extension IdentityServer {
 
     /// Options for a sign-in: discoverable (no user: empty `allowCredentials`) or username-first (the user's passkeys).
     /// An unknown username gets discoverable-looking options too, so the answer does not reveal which accounts exist.
-    func beginPasskeyAuthentication(client: ClientConfiguration, origin: String?, user: UserRecord?) async throws -> PasskeyRequestOptions {
+    ///
+    /// `listCredentials` is for a user the caller has already authenticated. A user named by whoever asks (a typed
+    /// username or email) gets the same options as an unknown name, with no credential ids: listing them would tell
+    /// anyone which accounts exist and hand out the ids of their passkeys. The ceremony is still bound to that user
+    /// and their passkeys, so only one of them can answer it; every passkey is discoverable (`residentKey`
+    /// required), so the authenticator finds it without the list.
+    func beginPasskeyAuthentication(client: ClientConfiguration, origin: String?, user: UserRecord?,
+                                    listCredentials: Bool = false) async throws -> PasskeyRequestOptions {
         let origin = try checkedOrigin(origin, client: client)
         var ids: [String] = []
         if let user { ids = try await store.passkeys(userId: user.id).map(\.id) }
         let challenge = try await newChallenge(.authentication, clientId: client.clientId, userId: user?.id, origin: origin, allowed: ids)
+        let listed = listCredentials ? ids : []
         return PasskeyRequestOptions(challenge: challenge, timeout: configuration.lifetimes.passkeyChallenge * 1000, rpId: passkeyRpId,
-                                     allowCredentials: ids.map { PasskeyDescriptor(id: $0) }, userVerification: userVerification)
+                                     allowCredentials: listed.map { PasskeyDescriptor(id: $0) }, userVerification: userVerification)
     }
 
     /// Verifies an assertion and returns the signed-in user and the application the ceremony was started for.

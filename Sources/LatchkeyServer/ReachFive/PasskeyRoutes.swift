@@ -9,6 +9,7 @@ extension IdentityServer {
         let base = "/identity/v1/webauthn"
         router.post(RouterPath(base + "/signup-options")) { request, context in
             try await self.admitChallenge(context)
+            try await self.admitRegistration(address: context.clientAddress)
             return try await self.passkeySignupOptions(request)
         }
         router.post(RouterPath(base + "/signup")) { request, _ in try await self.passkeySignup(request) }
@@ -103,8 +104,8 @@ extension IdentityServer {
         var user: UserRecord?
         if let identifier = body.string("email") ?? body.string("phone_number") ?? body.string("username") {
             user = try await account(identifier: identifier)
-            // Username-first: an account without passkeys gets the same options as an unknown one (no enumeration);
-            // the authenticator then finds nothing to offer.
+            // Username-first: the ceremony is bound to that account, but the options are the same as for an unknown
+            // name (no credential ids; `beginPasskeyAuthentication`), so they tell nothing about who has an account.
         }
         let options = try await passkeyStep { try await beginPasskeyAuthentication(client: client, origin: origin, user: user) }
         return try snakeJSON(AuthenticationOptionsBody(publicKey: options))
@@ -171,12 +172,11 @@ extension IdentityServer {
     /// Every challenge request counts against the caller's address (each stores a ceremony; a step-up may send an
     /// email): past `max_challenges_per_address` in the window, 429 `login.throttled`.
     func admitChallenge(_ context: LatchkeyRequestContext) async throws {
-        let now = clock.now
-        if let wait = await challengeThrottle.retryAfter(address: context.clientAddress, now: now) {
+        // Checked and counted in one step (concurrent requests cannot all pass the check first).
+        if let wait = await challengeThrottle.reserve(address: context.clientAddress, now: clock.now) {
             throw Self.loginError(.tooManyRequests, LocalizedMessage("login.throttled", ["minutes": String(MessageCatalog.minutes(seconds: wait))]),
                                   "too many passkey or code requests from this address; retry after \(wait) s")
         }
-        await challengeThrottle.recordFailure(address: context.clientAddress, now: now)
     }
 
     // MARK: Accounts by identifier

@@ -4,11 +4,14 @@ import Hummingbird
 extension IdentityServer {
     func addAuthorizeRoutes(_ router: Router<LatchkeyRequestContext>) {
         for prefix in Self.oauthPrefixes {
-            router.get(RouterPath(prefix + "/authorize")) { request, _ in
-                try await self.authorize(try Parameters.query(of: request), request: request)
+            // Every authorization request may store a pending login: counted per address (`max_starts_per_address`).
+            router.get(RouterPath(prefix + "/authorize")) { request, context in
+                try await self.admitStart(address: context.clientAddress)
+                return try await self.authorize(try Parameters.query(of: request), request: request)
             }
-            router.post(RouterPath(prefix + "/authorize")) { request, _ in
-                try await self.authorize(try await Parameters.body(of: request), request: request)
+            router.post(RouterPath(prefix + "/authorize")) { request, context in
+                try await self.admitStart(address: context.clientAddress)
+                return try await self.authorize(try await Parameters.body(of: request), request: request)
             }
         }
     }

@@ -104,7 +104,7 @@ extension IdentityServer {
                                                 "attributes.currentPassword (the current password) is required")
         }
         // The same check as signing in: throttling, lockout (wrong guesses count), bookkeeping.
-        let outcome = try await checkPassword(username: user.username, password: currentPassword, address: address)
+        let outcome = try await checkPassword(username: user.username, password: currentPassword, address: address, revealLock: true)
         switch outcome {
         case .accepted: break
         case .throttled, .locked:

@@ -17,24 +17,47 @@ enum PasswordCheck {
 
 extension IdentityServer {
     /// Per-address throttle, account lockout, a decoy bcrypt hash for unknown users, failure and success bookkeeping.
-    func checkPassword(username: String, password: String, address: String) async throws -> PasswordCheck {
+    ///
+    /// Concurrency-safe: the attempt is counted (against the address, and against the account) *before* the
+    /// ~250 ms hash, in one atomic step each, so a burst of parallel guesses gets no more hashes than the limits
+    /// allow; the lock is checked again after the hash, and a right password never lifts a lock that concurrent
+    /// failures set.
+    ///
+    /// The lock is per account and client address (`max_failures_per_account`), plus one for the account from all
+    /// addresses together (`max_failures_per_account_all_addresses`): a stranger's wrong guesses lock the account
+    /// for the stranger's network, not for its owner.
+    ///
+    /// A locked account answers exactly like a wrong password (`.rejected`, after a decoy hash of the same cost),
+    /// whatever the password: saying "locked" would tell who has an account, and saying it only for the right
+    /// password would let anyone keep guessing a locked account's password. `revealLock` is for callers that
+    /// already know the account is the caller's (the self-service password change).
+    func checkPassword(username: String, password: String, address: String, revealLock: Bool = false) async throws -> PasswordCheck {
         let now = clock.now
-        if let wait = await throttle.retryAfter(address: address, now: now) { return .throttled(seconds: wait) }
+        let policy = configuration.loginPolicy
+        let limits = LoginLimits(perAddress: policy.maxFailuresPerAccount, perAccount: policy.maxFailuresPerAccountAllAddresses,
+                                 lockFor: TimeInterval(policy.lockoutSeconds))
+        let addressKey = ClientAddress.throttleKey(address)
+        let fallbackUntil = now.addingTimeInterval(limits.lockFor)
+        if let wait = await throttle.reserve(address: address, now: now) { return .throttled(seconds: wait) }
         let user = try await store.user(username: username)
-        if let user, let lockedUntil = user.lockedUntil, lockedUntil > now { return .locked(until: lockedUntil) }
+        if let user, case .refused(let lockedUntil) = try await store.reserveLoginAttempt(userId: user.id, address: addressKey, now: now, limits: limits) {
+            // Locked, or every allowed attempt is in flight: no real hash runs; the decoy keeps the time the same.
+            _ = try await hasher.verify(password, hash: nil)
+            return revealLock ? .locked(until: lockedUntil ?? fallbackUntil) : .rejected
+        }
         guard try await hasher.verify(password, hash: user?.passwordHash), let user else {
-            await throttle.recordFailure(address: address, now: now)
-            if let user, let updated = try await store.recordLoginFailure(
-                userId: user.id, now: now, maxFailures: configuration.loginPolicy.maxFailuresPerAccount,
-                lockFor: TimeInterval(configuration.loginPolicy.lockoutSeconds)),
-               let lockedUntil = updated.lockedUntil, lockedUntil > now {
+            if let user, let lockedUntil = try await store.settleLoginFailure(userId: user.id, address: addressKey, now: clock.now, limits: limits) {
                 logger.notice("account locked after repeated failures", metadata: ["user": .string(user.id)])
-                return .locked(until: lockedUntil)
+                if revealLock { return .locked(until: lockedUntil) }
             }
             return .rejected
         }
+        // Re-checked after the hash: failures that settled meanwhile may have locked the account.
+        guard try await store.settleLoginSuccess(userId: user.id, address: addressKey, now: clock.now) else {
+            return revealLock ? .locked(until: fallbackUntil) : .rejected
+        }
+        await throttle.release(address: address, at: now)
         if user.disabled { return .disabled }
-        try await store.recordLoginSuccess(userId: user.id)
         return .accepted(user)
     }
 

@@ -139,3 +139,22 @@ public enum RefreshRotation: Sendable, Equatable {
     case expired
     case notFound
 }
+
+/// The answer of `Store.reserveLoginAttempt`.
+public enum LoginAttemptReservation: Sendable, Equatable {
+    /// The attempt is counted; check the password, then settle it.
+    case reserved
+    /// Locked (until the date), or (nil) every allowed attempt is already being checked.
+    case refused(lockedUntil: Date?)
+}
+
+/// Lockout limits (`LoginPolicy`): failures per account and address, failures per account from all addresses
+/// together, and how long a lock lasts.
+public struct LoginLimits: Sendable, Equatable {
+    public var perAddress: Int
+    public var perAccount: Int
+    public var lockFor: TimeInterval
+    public init(perAddress: Int, perAccount: Int, lockFor: TimeInterval) {
+        self.perAddress = perAddress; self.perAccount = perAccount; self.lockFor = lockFor
+    }
+}

@@ -46,7 +46,14 @@ extension SQLiteStore {
     }
 
     public func users(claim name: String, equals value: String) async throws -> [UserRecord] {
-        try await pool.read { db in
+        if name == "email" {
+            // The literal path matches the expression of the `users_claim_email` index (a bound path would not).
+            return try await pool.read { db in
+                try Row.fetchAll(db, sql: "SELECT * FROM users WHERE json_extract(claims, '$.email') = ? COLLATE NOCASE",
+                                 arguments: [value]).map(Self.user)
+            }
+        }
+        return try await pool.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM users WHERE json_extract(claims, ?) = ? COLLATE NOCASE",
                              arguments: ["$.\"\(name.replacingOccurrences(of: "\"", with: ""))\"", value]).map(Self.user)
         }

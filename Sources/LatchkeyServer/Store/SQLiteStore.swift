@@ -76,6 +76,8 @@ public final class SQLiteStore: Store {
                 """)
         }
         migrator.registerMigration("v4-codes-budgets", migrate: Self.migrateCodeBudgets)
+        migrator.registerMigration("v4-throttle-email-index", migrate: Self.migrateEmailIndex)
+        migrator.registerMigration("v4-throttle-login-attempts", migrate: Self.migrateLoginAttempts)
         return migrator
     }
 

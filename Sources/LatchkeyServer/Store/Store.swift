@@ -15,6 +15,18 @@ public protocol Store: Sendable {
     func updateUser(_ user: UserRecord) async throws
     /// Users whose claim `name` equals `value` (case-insensitive), for uniqueness checks such as `email`.
     func users(claim name: String, equals value: String) async throws -> [UserRecord]
+    /// Reserves one password attempt from `address` (a throttle key) before the password is checked, counting it as
+    /// a failure in advance, for the account and address and for the account as a whole (one transaction): refused
+    /// while either is locked or has its limit of attempts counted (settled failures plus attempts still being
+    /// checked), so concurrent guesses cannot all pass a check made before any of them is recorded.
+    func reserveLoginAttempt(userId: String, address: String, now: Date, limits: LoginLimits) async throws -> LoginAttemptReservation
+    /// Settles a reserved attempt whose password was wrong: locks the account for that address, or for everyone,
+    /// once its limit is counted. Returns the lock's end when this failure locked either.
+    func settleLoginFailure(userId: String, address: String, now: Date, limits: LoginLimits) async throws -> Date?
+    /// Settles a reserved attempt whose password was right: clears the failure counts, unless the account (for that
+    /// address or for everyone) was locked meanwhile by concurrent failures; then nothing changes and the result is
+    /// false (refuse the login).
+    func settleLoginSuccess(userId: String, address: String, now: Date) async throws -> Bool
 
     // Second factors
     func factors(userId: String) async throws -> [UserFactorRecord]
@@ -123,4 +135,8 @@ public protocol Store: Sendable {
     func signingKeys() async throws -> [SigningKeyRecord]
     func insertSigningKey(_ key: SigningKeyRecord) async throws
     func retireSigningKeys(before: Date, now: Date) async throws
+
+    // Maintenance
+    /// Deletes rows that can no longer be used (see `IdentityServer.pruneExpired`); returns how many.
+    func pruneExpired(now: Date, outboxBefore: Date) async throws -> Int
 }

@@ -177,14 +177,18 @@ struct LocalizedResponsesTests {
         #expect(failed.text.contains("<html lang=\"ja\"") && failed.text.contains("メールアドレスまたはパスワードが正しくありません。"))
     }
 
-    @Test func lockoutMessageCarriesALocalizedDuration() async throws {
+    /// A locked account is not announced on the sign-in page (no enumeration): the localized wrong-password text.
+    /// (The localized lock duration is for the account's owner, `EnumerationTests.ownerIsToldOfTheLock`.)
+    @Test func lockedAccountGetsTheLocalizedWrongPasswordText() async throws {
         let server = try await TestServer.start { $0.loginPolicy.maxFailuresPerAccount = 2 }
         defer { Task { await server.stop() } }
         let browser = TestBrowser()
         var page = try await loginPage(server, browser, uiLocales: "ru", acceptLanguage: nil)
-        for attempt in 1...2 { page = try await server.submitLogin(browser, page: page, username: "demo@example.com", password: "wrong \(attempt)") }
-        #expect(page.status == 423)
-        #expect(page.text.contains("Учётная запись заблокирована после слишком большого числа неудачных попыток. Повторите попытку через 15 минут."))
+        for attempt in 1...3 { page = try await server.submitLogin(browser, page: page, username: "demo@example.com", password: "wrong \(attempt)") }
+        #expect(page.status == 401)
+        let expected = try #require(MessageCatalog.text("login.invalid_credentials", locale: .ru))
+        #expect(page.text.contains(expected))
+        #expect(!page.text.contains("заблокирована"))
     }
 
     @Test func messagePagesAreLocalized() async throws {

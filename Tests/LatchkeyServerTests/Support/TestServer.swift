@@ -29,6 +29,7 @@ final class TestServer: Sendable {
             .appendingPathComponent("latchkey-test-\(UUID().uuidString).sqlite").path
         var configuration = DevelopmentDefaults.configuration(port: 0, databasePath: path, host: "127.0.0.1")
         configuration.bcryptCost = 4
+        configuration.allowsLowBcryptCost = true  // some suites turn development mode off
         configuration.clients += [confidentialClient, postClient]
         configuration.users.append(UserSeed(username: "disabled@example.com", password: "disabled password", disabled: true))
         configure(&configuration)

@@ -22,13 +22,16 @@ enum PasskeyExecutors {
         }
     }
 
-    /// Discoverable when nobody is identified yet; username-first (`allowCredentials`) when the flow knows the user
-    /// or the prompt collected a username. An unknown username gets discoverable options (no account enumeration).
+    /// Discoverable when nobody is identified yet; bound to the user when the flow knows the user or the prompt
+    /// collected a username, with `allowCredentials` only for a user the flow has authenticated. A typed username,
+    /// known or not, gets discoverable options (no account enumeration, no credential ids).
     private static func challenge(_ server: IdentityServer, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         var user: UserRecord?
         if let id = run.state.userId { user = try await server.store.user(id: id) }
         else if let name = run.value("username")?.trimmingCharacters(in: .whitespaces).nonEmpty { user = try await server.account(identifier: name) }
-        let options = try await server.beginPasskeyAuthentication(client: run.client, origin: nil, user: user)
+        // Credential ids only for a user the flow has authenticated, never for a typed name (no enumeration).
+        let options = try await server.beginPasskeyAuthentication(client: run.client, origin: nil, user: user,
+                                                                  listCredentials: run.state.userId != nil)
         run.state.passkeyChallenge = options.challenge
         run.state.additionalData["passkeyChallenge"] = try PasskeyJSON.camelCaseString(options)
         return .next

@@ -137,5 +137,7 @@ extension MessageCatalog {
         "email.code.recovery.body": "{code} ist Ihr Code zum Zurücksetzen des Passworts für {app}. Er läuft in {minutes} ab. Wenn Sie ihn nicht angefordert haben, ignorieren Sie diese Nachricht.",
         "codes.locked": "Zu viele falsche Codes für dieses Konto. Versuchen Sie es in {minutes} erneut.",
         "codes.recovery_throttled": "Für dieses Konto wurden zu viele E-Mails zum Zurücksetzen des Passworts angefordert. Versuchen Sie es in {minutes} erneut.",
+        "server.busy": "Der Dienst ist ausgelastet. Bitte versuchen Sie es gleich noch einmal.",
+        "request.throttled": "Zu viele Anfragen aus Ihrem Netzwerk. Versuchen Sie es in {minutes} erneut.",
     ])
 }

@@ -148,5 +148,7 @@ extension MessageCatalog {
         "email.code.recovery.body": "{code} is your password reset code for {app}. It expires in {minutes}. If you did not ask for it, ignore this message.",
         "codes.locked": "Too many incorrect codes for this account. Try again in {minutes}.",
         "codes.recovery_throttled": "Too many password reset emails were requested for this account. Try again in {minutes}.",
+        "server.busy": "The service is busy. Please try again in a moment.",
+        "request.throttled": "Too many requests from your network. Try again in {minutes}.",
     ])
 }

@@ -137,5 +137,7 @@ extension MessageCatalog {
         "email.code.recovery.body": "{code} es tu código para restablecer la contraseña de {app}. Caduca en {minutes}. Si no lo has solicitado, ignora este mensaje.",
         "codes.locked": "Demasiados códigos incorrectos para esta cuenta. Vuelve a intentarlo dentro de {minutes}.",
         "codes.recovery_throttled": "Se han solicitado demasiados correos para restablecer la contraseña de esta cuenta. Vuelve a intentarlo dentro de {minutes}.",
+        "server.busy": "El servicio está ocupado. Vuelve a intentarlo en un momento.",
+        "request.throttled": "Demasiadas solicitudes desde tu red. Vuelve a intentarlo dentro de {minutes}.",
     ])
 }

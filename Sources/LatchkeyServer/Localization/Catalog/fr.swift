@@ -137,5 +137,7 @@ extension MessageCatalog {
         "email.code.recovery.body": "{code} est votre code de réinitialisation du mot de passe pour {app}. Il expire dans {minutes}. Si vous ne l'avez pas demandé, ignorez ce message.",
         "codes.locked": "Trop de codes incorrects pour ce compte. Réessayez dans {minutes}.",
         "codes.recovery_throttled": "Trop d'e-mails de réinitialisation du mot de passe ont été demandés pour ce compte. Réessayez dans {minutes}.",
+        "server.busy": "Le service est surchargé. Veuillez réessayer dans un instant.",
+        "request.throttled": "Trop de requêtes depuis votre réseau. Réessayez dans {minutes}.",
     ])
 }

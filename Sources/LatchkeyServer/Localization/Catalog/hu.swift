@@ -137,5 +137,7 @@ extension MessageCatalog {
         "email.code.recovery.body": "{code} a jelszó-visszaállítási kódja ehhez: {app}. A kód {minutes} múlva lejár. Ha nem Ön kérte, hagyja figyelmen kívül ezt az üzenetet.",
         "codes.locked": "Túl sok hibás kód érkezett ehhez a fiókhoz. Próbálja újra {minutes} múlva.",
         "codes.recovery_throttled": "Túl sok jelszó-visszaállítási e-mailt kértek ehhez a fiókhoz. Próbálja újra {minutes} múlva.",
+        "server.busy": "A szolgáltatás túlterhelt. Kérjük, próbálja újra egy pillanat múlva.",
+        "request.throttled": "Túl sok kérés érkezett az Ön hálózatáról. Próbálja újra {minutes} múlva.",
     ])
 }

@@ -137,5 +137,7 @@ extension MessageCatalog {
         "email.code.recovery.body": "{code} è il tuo codice per reimpostare la password di {app}. Scade tra {minutes}. Se non l'hai richiesto, ignora questo messaggio.",
         "codes.locked": "Troppi codici errati per questo account. Riprova tra {minutes}.",
         "codes.recovery_throttled": "Sono state richieste troppe email di reimpostazione della password per questo account. Riprova tra {minutes}.",
+        "server.busy": "Il servizio è occupato. Riprova tra un momento.",
+        "request.throttled": "Troppe richieste dalla tua rete. Riprova tra {minutes}.",
     ])
 }

@@ -137,5 +137,7 @@ extension MessageCatalog {
         "email.code.recovery.body": "{app}のパスワード再設定コードは{code}です。有効期限は{minutes}です。お心当たりがない場合は、このメッセージを無視してください。",
         "codes.locked": "このアカウントで誤ったコードの入力が多すぎます。{minutes}後にもう一度お試しください。",
         "codes.recovery_throttled": "このアカウントのパスワード再設定メールの依頼が多すぎます。{minutes}後にもう一度お試しください。",
+        "server.busy": "サービスが混み合っています。しばらくしてからもう一度お試しください。",
+        "request.throttled": "お使いのネットワークからのリクエストが多すぎます。{minutes}後にもう一度お試しください。",
     ])
 }

@@ -137,5 +137,7 @@ extension MessageCatalog {
         "email.code.recovery.body": "{app} 비밀번호 재설정 코드는 {code}입니다. 이 코드는 {minutes} 후에 만료됩니다. 요청하지 않으셨다면 이 메시지를 무시해 주세요.",
         "codes.locked": "이 계정에 잘못된 코드가 너무 많이 입력되었습니다. {minutes} 후에 다시 시도해 주세요.",
         "codes.recovery_throttled": "이 계정에 대한 비밀번호 재설정 이메일 요청이 너무 많습니다. {minutes} 후에 다시 시도해 주세요.",
+        "server.busy": "서비스가 혼잡합니다. 잠시 후 다시 시도해 주세요.",
+        "request.throttled": "사용 중인 네트워크에서 요청이 너무 많습니다. {minutes} 후에 다시 시도해 주세요.",
     ])
 }

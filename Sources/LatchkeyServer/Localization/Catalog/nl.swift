@@ -137,5 +137,7 @@ extension MessageCatalog {
         "email.code.recovery.body": "{code} is je code om je wachtwoord voor {app} opnieuw in te stellen. Hij verloopt over {minutes}. Heb je er niet om gevraagd? Negeer dan dit bericht.",
         "codes.locked": "Te veel onjuiste codes voor dit account. Probeer het over {minutes} opnieuw.",
         "codes.recovery_throttled": "Er zijn te veel e-mails voor het opnieuw instellen van het wachtwoord van dit account aangevraagd. Probeer het over {minutes} opnieuw.",
+        "server.busy": "De dienst is overbelast. Probeer het zo meteen opnieuw.",
+        "request.throttled": "Te veel verzoeken vanaf je netwerk. Probeer het over {minutes} opnieuw.",
     ])
 }

@@ -137,5 +137,7 @@ extension MessageCatalog {
         "email.code.recovery.body": "{code} é o seu código para redefinir a palavra-passe de {app}. Expira dentro de {minutes}. Se não o pediu, ignore esta mensagem.",
         "codes.locked": "Demasiados códigos incorretos para esta conta. Tente novamente dentro de {minutes}.",
         "codes.recovery_throttled": "Foram pedidos demasiados emails de redefinição da palavra-passe para esta conta. Tente novamente dentro de {minutes}.",
+        "server.busy": "O serviço está ocupado. Tente novamente dentro de momentos.",
+        "request.throttled": "Demasiados pedidos a partir da sua rede. Tente novamente dentro de {minutes}.",
     ])
 }

@@ -137,5 +137,7 @@ extension MessageCatalog {
         "email.code.recovery.body": "{code} je váš kód na obnovenie hesla pre {app}. Platnosť vyprší o {minutes}. Ak ste oň nežiadali, túto správu ignorujte.",
         "codes.locked": "Pre tento účet bolo zadaných príliš veľa nesprávnych kódov. Skúste to znova o {minutes}.",
         "codes.recovery_throttled": "Pre tento účet bolo vyžiadaných príliš veľa e-mailov na obnovenie hesla. Skúste to znova o {minutes}.",
+        "server.busy": "Služba je preťažená. Skúste to znova o chvíľu.",
+        "request.throttled": "Z vašej siete prišlo príliš veľa požiadaviek. Skúste to znova o {minutes}.",
     ])
 }

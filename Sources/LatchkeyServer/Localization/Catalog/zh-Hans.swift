@@ -137,5 +137,7 @@ extension MessageCatalog {
         "email.code.recovery.body": "{code} 是你重置 {app} 密码的验证码，将在 {minutes}后失效。如果这不是你本人的操作，请忽略此邮件。",
         "codes.locked": "此账户输入错误验证码的次数过多。请在 {minutes}后重试。",
         "codes.recovery_throttled": "此账户请求重置密码邮件的次数过多。请在 {minutes}后重试。",
+        "server.busy": "服务繁忙。请稍后重试。",
+        "request.throttled": "你的网络请求过多。请在 {minutes}后重试。",
     ])
 }

@@ -137,5 +137,7 @@ extension MessageCatalog {
         "email.code.recovery.body": "{code} 是你重設 {app} 密碼的驗證碼，將於 {minutes}後失效。如果這不是你本人的操作，請忽略此郵件。",
         "codes.locked": "此帳戶輸入錯誤驗證碼的次數過多。請於 {minutes}後再試。",
         "codes.recovery_throttled": "此帳戶要求重設密碼郵件的次數過多。請於 {minutes}後再試。",
+        "server.busy": "服務忙碌中。請稍後再試。",
+        "request.throttled": "你的網路請求過多。請於 {minutes}後再試。",
     ])
 }
