@@ -22,6 +22,8 @@ public struct ConfigurationFile: Codable, Sendable {
     public var bcryptCost: UInt8?
     public var webauthn: WebAuthn?
     public var apple: Apple?
+    /// `"recent_auth_seconds": 300`: how recent a sign-in must be to change the username, email or passkeys.
+    public var recentAuthSeconds: Int?
 
     /// `"webauthn": {"rp_id": "example.com", "rp_name": "Example", "user_verification": "required", "trust_anchors": ["ca.pem"]}`
     public struct WebAuthn: Codable, Sendable {
@@ -62,6 +64,7 @@ public struct ConfigurationFile: Codable, Sendable {
     enum CodingKeys: String, CodingKey {
         case issuer, host, port, database, clients, users, lifetimes, demo
         case loginPolicy = "login_policy", bcryptCost = "bcrypt_cost", webauthn, apple
+        case recentAuthSeconds = "recent_auth_seconds"
     }
 
     public static func load(path: String) throws -> ConfigurationFile {
@@ -128,6 +131,11 @@ public struct ConfigurationFile: Codable, Sendable {
                 }
                 base.apple.jwksURL = url
             }
+        }
+        if let v = recentAuthSeconds {
+            // Below a minute nobody can finish a change after signing in; above a day the check protects nothing.
+            guard (60...86_400).contains(v) else { throw ConfigurationError.invalid("recent_auth_seconds must be between 60 and 86400, got \(v)") }
+            base.recentAuthenticationSeconds = v
         }
         if let p = loginPolicy {
             if let v = p.maxFailuresPerAccount { base.loginPolicy.maxFailuresPerAccount = v }

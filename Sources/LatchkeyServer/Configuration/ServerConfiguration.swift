@@ -28,6 +28,9 @@ public struct ServerConfiguration: Sendable {
     public var webAuthn = WebAuthnSettings()
     /// Where Sign in with Apple identity tokens come from and how they are verified.
     public var apple = AppleSettings()
+    /// How recent the sign-in behind an access token (`auth_time`) must be, in seconds, for the token to change the
+    /// account's identifiers (username, email) or its passkeys: a leaked token alone must not take the account over.
+    public var recentAuthenticationSeconds: Int = 300
 
     public init(issuer: URL, host: String = "127.0.0.1", port: Int = 8090, databasePath: String,
                 development: Bool = false, clients: [ClientConfiguration] = [], users: [UserSeed] = [],

@@ -99,7 +99,10 @@ extension IdentityServer {
         case "otp" where kinds.contains(.totp):
             break  // the authenticator app computes the code
         case "email" where kinds.contains(.emailOTP):  // never a weaker factor than the account enrolled
-            guard let email = user.claims["email"], !email.isEmpty else { throw ReachFiveBody.invalid("the account has no email address") }
+            // Codes go only to a verified address (one nobody proved may belong to someone else).
+            guard let email = user.claims["email"], !email.isEmpty, user.claims["email_verified"] == "true" else {
+                throw ReachFiveBody.invalid("the account has no verified email address")
+            }
             let code = String(format: "%06d", Int.random(in: 0..<1_000_000))
             digest = Secrets.digest(code)
             let locale = request.locale()

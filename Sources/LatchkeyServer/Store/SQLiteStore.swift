@@ -59,6 +59,7 @@ public final class SQLiteStore: Store {
         }
         migrator.registerMigration("v2-flows-profile", migrate: Self.migrateFlowsAndProfile)
         migrator.registerMigration("v3-passkeys", migrate: Self.migratePasskeys)
+        migrator.registerMigration("v4-accounts-user-version-email-changes", migrate: Self.migrateAccountVersionsAndEmailChanges)
         return migrator
     }
 
@@ -104,7 +105,7 @@ public final class SQLiteStore: Store {
         UserRecord(id: row["id"], username: row["username"], passwordHash: row["password_hash"],
                    claims: try decode([String: String].self, row["claims"]), disabled: row["disabled"],
                    failedLogins: row["failed_logins"], lockedUntil: date(row["locked_until"]), createdAt: date(row["created_at"]) ?? .distantPast,
-                   updatedAt: date(row["updated_at"]))
+                   updatedAt: date(row["updated_at"]), version: row["version"] ?? 0)
     }
 
     // MARK: Clients

@@ -136,7 +136,7 @@ enum RecoveryExecutors {
             return .next
         case .failure(.invalid(let problems)):
             return .fieldErrors(problems.map { .init(identifier: "password", message: $0.text(run.locale)) })
-        case .failure(.conflict):
+        case .failure(.conflict), .failure(.stale):
             return .fail(.recoveryFailed)
         }
     }

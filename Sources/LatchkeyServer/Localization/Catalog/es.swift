@@ -135,5 +135,16 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} es tu código de inicio de sesión para {app}. Caduca en {minutes}. Si no lo has solicitado, ignora este mensaje.",
         "email.code.recovery.subject": "Tu código para restablecer la contraseña",
         "email.code.recovery.body": "{code} es tu código para restablecer la contraseña de {app}. Caduca en {minutes}. Si no lo has solicitado, ignora este mensaje.",
+        "error.reauthentication_required": "Vuelve a iniciar sesión para hacer este cambio.",
+        "error.userservice.concurrent_update": "Tu cuenta ha cambiado mientras tanto. Vuelve a cargarla e inténtalo de nuevo.",
+        "email.verify.subject": "Confirma tu dirección de correo electrónico",
+        "email.verify.body": "{code} es tu código para confirmar esta dirección de correo electrónico en tu cuenta. Caduca en {minutes}. Si no lo has solicitado, ignora este mensaje.",
+        "email.notice.email_change.subject": "Se está cambiando tu dirección de correo electrónico",
+        "email.notice.email_change.body": "Alguien con la sesión iniciada en tu cuenta ha pedido cambiarla a otra dirección de correo electrónico. El cambio se aplicará cuando se introduzca el código enviado allí. Si no has sido tú, cambia tu contraseña ahora.",
+        "email.notice.username_change.subject": "Se ha cambiado tu nombre de usuario",
+        "email.notice.username_change.body": "El nombre de usuario de tu cuenta ahora es {username}. Si no has sido tú, cambia tu contraseña ahora.",
+        "email.notice.passkey_added.subject": "Se ha añadido una llave de acceso a tu cuenta",
+        "email.notice.passkey_added.body": "Una nueva llave de acceso ({name}) ya puede iniciar sesión en tu cuenta. Si no has sido tú, elimínala y cambia tu contraseña ahora.",
+        "validation.username.notOwnEmail": "Un nombre de usuario con forma de dirección de correo electrónico debe ser tu propia dirección verificada.",
     ])
 }

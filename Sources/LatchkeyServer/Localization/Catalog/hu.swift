@@ -135,5 +135,16 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} a bejelentkezési kódja ehhez: {app}. A kód {minutes} múlva lejár. Ha nem Ön kérte, hagyja figyelmen kívül ezt az üzenetet.",
         "email.code.recovery.subject": "Jelszó-visszaállítási kódja",
         "email.code.recovery.body": "{code} a jelszó-visszaállítási kódja ehhez: {app}. A kód {minutes} múlva lejár. Ha nem Ön kérte, hagyja figyelmen kívül ezt az üzenetet.",
+        "error.reauthentication_required": "A módosításhoz jelentkezzen be újra.",
+        "error.userservice.concurrent_update": "A fiókja közben megváltozott. Töltse be újra, és próbálja meg ismét.",
+        "email.verify.subject": "Erősítse meg e-mail-címét",
+        "email.verify.body": "{code} a kódja, amellyel megerősítheti ezt az e-mail-címet a fiókjához. A kód {minutes} múlva lejár. Ha nem Ön kérte, hagyja figyelmen kívül ezt az üzenetet.",
+        "email.notice.email_change.subject": "E-mail-címe módosítás alatt áll",
+        "email.notice.email_change.body": "Valaki, aki be van jelentkezve a fiókjába, másik e-mail-címre kérte áthelyezni azt. A módosítás akkor lép életbe, amikor megadják az oda küldött kódot. Ha nem Ön volt, azonnal változtassa meg jelszavát.",
+        "email.notice.username_change.subject": "Felhasználóneve megváltozott",
+        "email.notice.username_change.body": "Fiókja felhasználóneve mostantól {username}. Ha nem Ön volt, azonnal változtassa meg jelszavát.",
+        "email.notice.passkey_added.subject": "Új azonosítókulcsot adtak a fiókjához",
+        "email.notice.passkey_added.body": "Egy új azonosítókulcs ({name}) mostantól bejelentkezhet a fiókjába. Ha nem Ön volt, távolítsa el, és azonnal változtassa meg jelszavát.",
+        "validation.username.notOwnEmail": "Az e-mail-címnek látszó felhasználónévnek az Ön saját, megerősített e-mail-címének kell lennie.",
     ])
 }

@@ -135,5 +135,16 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} é o seu código de início de sessão para {app}. Expira dentro de {minutes}. Se não o pediu, ignore esta mensagem.",
         "email.code.recovery.subject": "O seu código para redefinir a palavra-passe",
         "email.code.recovery.body": "{code} é o seu código para redefinir a palavra-passe de {app}. Expira dentro de {minutes}. Se não o pediu, ignore esta mensagem.",
+        "error.reauthentication_required": "Inicie sessão novamente para fazer esta alteração.",
+        "error.userservice.concurrent_update": "A sua conta foi alterada entretanto. Recarregue-a e tente novamente.",
+        "email.verify.subject": "Confirme o seu endereço de email",
+        "email.verify.body": "{code} é o seu código para confirmar este endereço de email na sua conta. Expira dentro de {minutes}. Se não o pediu, ignore esta mensagem.",
+        "email.notice.email_change.subject": "O seu endereço de email está a ser alterado",
+        "email.notice.email_change.body": "Alguém com sessão iniciada na sua conta pediu para a mudar para outro endereço de email. A alteração entra em vigor quando o código enviado para esse endereço for introduzido. Se não foi o utilizador, altere já a sua palavra-passe.",
+        "email.notice.username_change.subject": "O seu nome de utilizador foi alterado",
+        "email.notice.username_change.body": "O nome de utilizador da sua conta é agora {username}. Se não foi o utilizador, altere já a sua palavra-passe.",
+        "email.notice.passkey_added.subject": "Foi adicionada uma chave de acesso à sua conta",
+        "email.notice.passkey_added.body": "Uma nova chave de acesso ({name}) já pode iniciar sessão na sua conta. Se não foi o utilizador, remova-a e altere já a sua palavra-passe.",
+        "validation.username.notOwnEmail": "Um nome de utilizador que pareça um endereço de email tem de ser o seu próprio endereço de email verificado.",
     ])
 }
