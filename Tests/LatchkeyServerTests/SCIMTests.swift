@@ -66,11 +66,14 @@ struct SCIMTests {
         ])
         #expect(put.status == 200, "\(put.text)")
         #expect(try put.string("id") == before.string("id"), "id is read-only")
-        #expect(try put.string("name.givenName") == "Grace" && put.string("emails.0.value") == "grace@example.com")
+        // A new address waits for its code (H2): the old one stays until then.
+        #expect(try put.string("name.givenName") == "Grace" && put.string("emails.0.value") == "demo@example.com")
         #expect(try put.value("locale") == nil && put.value("displayName") == nil, "omitted attributes are cleared")
         #expect(try put.value("active") as? Bool == true, "active is kept when omitted")
         #expect(try put.string("meta.version") != before.string("meta.version"))
         #expect(try put.string("meta.created") == before.string("meta.created"))
+        _ = try await server.verifyPendingEmail("grace@example.com", token: token)
+        #expect(try await server.call("GET", "/scim2/Me", token: token).string("emails.0.value") == "grace@example.com")
 
         let noUserName = try await server.call("PUT", "/scim2/Me", token: token, json: ["schemas": [Self.userURN], "name": ["givenName": "X"]])
         try Self.expectError(noUserName, 400, "invalidValue")
@@ -100,13 +103,15 @@ struct SCIMTests {
         #expect(try patched.value("name.familyName") == nil, "removed after being replaced: operations apply in order")
         #expect(try patched.string("displayName") == "Ada L." && patched.string("name.formatted") == "Ada L.")
         #expect(try patched.string("locale") == "fr")
-        #expect(try patched.string("emails.0.value") == "demo2@example.com")
+        #expect(try patched.string("emails.0.value") == "demo@example.com", "a new address waits for its code")
         #expect(try patched.string("photos.0.value") == "https://example.com/ada.png")
         #expect(try patched.string("meta.version") != before.string("meta.version"))
 
+        #expect(try await server.userinfo(token).json()["email"] as? String == "demo@example.com", "not applied before verification")
+        _ = try await server.verifyPendingEmail("demo2@example.com", token: token)
         let stored = try await server.call("GET", "/scim2/Me", token: token)
         #expect(try stored.string("emails.0.value") == "demo2@example.com" && stored.string("name.givenName") == "Ada")
-        #expect(try await server.userinfo(token).json()["email_verified"] as? Bool == false, "a new address is unverified")
+        #expect(try await server.userinfo(token).json()["email_verified"] as? Bool == true, "applied by its code, so verified")
 
         let removed = try await server.call("PATCH", "/scim2/Me", token: token, json: Self.patch([
             ["op": "remove", "path": "phoneNumbers[type eq \"mobile\"]"],

@@ -13,6 +13,8 @@ enum AppleSignInFailure: Error, Equatable, CustomStringConvertible {
     case expired
     case nonceMismatch
     case accountDisabled
+    /// No account is linked or linkable, and the application does not let new accounts register.
+    case registrationClosed
 
     var description: String {
         switch self {
@@ -25,11 +27,19 @@ enum AppleSignInFailure: Error, Equatable, CustomStringConvertible {
         case .expired: "id_token has expired"
         case .nonceMismatch: "id_token nonce is not SHA-256 of the nonce parameter"
         case .accountDisabled: "the account is disabled"
+        case .registrationClosed: "no account is linked to this Apple ID and the application's registration is not open"
         }
     }
 
     var oauthError: OAuthError { OAuthError(.accessDenied, description) }
-    var messageKey: String { self == .expired ? "apple.expired" : (self == .accountDisabled ? "login.disabled" : "apple.failed") }
+    var messageKey: String {
+        switch self {
+        case .expired: "apple.expired"
+        case .accountDisabled: "login.disabled"
+        case .registrationClosed: "flows.errors.registration_disabled"
+        default: "apple.failed"
+        }
+    }
 }
 
 /// The claims we read from Apple's identity token.
@@ -72,8 +82,8 @@ struct AppleIdentityClaims: Decodable, Sendable {
 
 extension IdentityServer {
     /// Verifies a Sign in with Apple identity token for `client` and returns the account it signs in: the linked one,
-    /// else the account with the same email when both Apple and the account have it verified (then linked), else a new
-    /// account (first-time name applied).
+    /// else the account whose email claim is the same address when both Apple and the account have it verified (then
+    /// linked), else a new account (first-time name applied) when the application's registration is open.
     ///
     /// The nonce binds the token to this request: the app put `base64url(SHA256(verifier))` in Apple's request and
     /// sends the verifier here, so a token lifted from another sign-in cannot be replayed without its verifier.
@@ -92,7 +102,7 @@ extension IdentityServer {
         }
         try Self.check(claims, client: client, issuer: configuration.apple.issuer, nonce: nonce, now: now)
         // Store failures propagate as they are (a server fault, answered 500), not as a refused token.
-        let user = try await appleAccount(claims, givenName: givenName, familyName: familyName)
+        let user = try await appleAccount(claims, client: client, givenName: givenName, familyName: familyName)
         guard !user.disabled else { throw AppleSignInFailure.accountDisabled }
         return user
     }
@@ -108,7 +118,8 @@ extension IdentityServer {
               Secrets.constantTimeEquals(Base64URL.encode(Data(SHA256.hash(data: Data(nonce.utf8)))), expected) else { throw .nonceMismatch }
     }
 
-    private func appleAccount(_ claims: AppleIdentityClaims, givenName: String?, familyName: String?) async throws -> UserRecord {
+    private func appleAccount(_ claims: AppleIdentityClaims, client: ClientConfiguration, givenName: String?,
+                              familyName: String?) async throws -> UserRecord {
         let provider = "apple"
         if let link = try await store.federatedIdentity(provider: provider, subject: claims.sub),
            let user = try await store.user(id: link.userId) {
@@ -116,16 +127,22 @@ extension IdentityServer {
         }
         let now = clock.now
         if let email = claims.email, claims.emailVerified == true {
-            var existing = try await store.user(username: email)
-            if existing == nil { existing = try await store.users(claim: "email", equals: email).first }
-            // Both sides must have proven the address: an account whose email nobody verified (anyone can sign up
+            // Both sides must have proven the same address: an account whose email nobody verified (anyone can sign up
             // with any address) is not handed to the Apple user, nor the other way round (account pre-hijacking).
-            if let existing, existing.claims["email_verified"] == "true" {
+            // Matched on the email claim only, never the username: `email_verified` vouches for the claim, and a
+            // username that looks like an address proves nothing about who reads it.
+            let verified = try await store.users(claim: "email", equals: email).filter {
+                $0.claims["email"]?.lowercased() == email.lowercased() && $0.claims["email_verified"] == "true"
+            }
+            if verified.count == 1, let existing = verified.first {
                 try await store.linkFederatedIdentity(.init(provider: provider, subject: claims.sub, userId: existing.id, createdAt: now))
                 logger.info("Sign in with Apple linked to an existing account", metadata: ["user": .string(existing.id)])
                 return existing
             }
         }
+        // Linking is fine under any policy; a new account only where anyone may register (invite-only and closed
+        // applications create accounts through their own flows).
+        guard client.registration == .open else { throw AppleSignInFailure.registrationClosed }
         var profile: [String: String] = [:]
         if let email = claims.email {
             profile["email"] = email
@@ -138,7 +155,8 @@ extension IdentityServer {
         // The email becomes the sign-in name unless an account already uses it (an unverified Apple email must not
         // take over, nor be blocked by, someone else's account).
         var username = "apple.\(claims.sub)"
-        if let email = claims.email, try await store.user(username: email) == nil { username = email }
+        if let email = claims.email, try await store.user(username: email) == nil,
+           try await store.users(claim: "email", equals: email).isEmpty { username = email }
         let user = UserRecord(id: id, username: username, passwordHash: PasswordHasher.noPassword,
                               claims: profile, disabled: false, failedLogins: 0, lockedUntil: nil, createdAt: now)
         try await store.insertUser(user)

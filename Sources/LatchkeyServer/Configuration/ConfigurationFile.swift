@@ -31,6 +31,8 @@ public struct ConfigurationFile: Codable, Sendable {
     public var clientAddressHeader: String?
     /// Seconds between deletions of expired rows (default 600; 0: never).
     public var pruneIntervalSeconds: Int?
+    /// `"recent_auth_seconds": 300`: how recent a sign-in must be to change the username, email or passkeys.
+    public var recentAuthSeconds: Int?
 
     /// `"webauthn": {"rp_id": "example.com", "rp_name": "Example", "user_verification": "required", "trust_anchors": ["ca.pem"]}`
     public struct WebAuthn: Codable, Sendable {
@@ -83,6 +85,7 @@ public struct ConfigurationFile: Codable, Sendable {
         case keyEncryptionKeyFile = "key_encryption_key_file"
         case trustedProxies = "trusted_proxies", clientAddressHeader = "client_address_header"
         case pruneIntervalSeconds = "prune_interval_seconds"
+        case recentAuthSeconds = "recent_auth_seconds"
     }
 
     public static func load(path: String) throws -> ConfigurationFile {
@@ -157,6 +160,11 @@ public struct ConfigurationFile: Codable, Sendable {
                 }
                 base.apple.jwksURL = url
             }
+        }
+        if let v = recentAuthSeconds {
+            // Below a minute nobody can finish a change after signing in; above a day the check protects nothing.
+            guard (60...86_400).contains(v) else { throw ConfigurationError.invalid("recent_auth_seconds must be between 60 and 86400, got \(v)") }
+            base.recentAuthenticationSeconds = v
         }
         if let p = loginPolicy {
             if let v = p.maxFailuresPerAccount { base.loginPolicy.maxFailuresPerAccount = v }

@@ -44,6 +44,9 @@ public struct ServerConfiguration: Sendable {
     /// How often expired rows (pending logins, flow executions, tokens, sessions, ceremonies, outbox) are deleted;
     /// 0 turns the periodic pruning off.
     public var pruneIntervalSeconds: Int = 600
+    /// How recent the sign-in behind an access token (`auth_time`) must be, in seconds, for the token to change the
+    /// account's identifiers (username, email) or its passkeys: a leaked token alone must not take the account over.
+    public var recentAuthenticationSeconds: Int = 300
 
     public init(issuer: URL, host: String = "127.0.0.1", port: Int = 8090, databasePath: String,
                 development: Bool = false, clients: [ClientConfiguration] = [], users: [UserSeed] = [],

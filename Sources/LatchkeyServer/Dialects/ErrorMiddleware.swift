@@ -12,6 +12,8 @@ struct ErrorMiddleware: RouterMiddleware {
             return try await next(request, context)
         } catch let error as SCIMError {
             return try error.response()
+        } catch let error as RecentAuthenticationRequired {
+            return try error.response(request)
         } catch let error as OAuthError {
             return try Self.oauth(error, request: request)
         } catch let error as APIError {

@@ -121,14 +121,17 @@ extension IdentityServer {
 
     // MARK: The signed-in account's passkeys
 
-    private func signedInUser(_ request: Request) async throws -> (UserRecord, ClientConfiguration?) {
+    /// The token's user and application. `recently`: adding or removing a passkey changes how the account signs in,
+    /// so the token's sign-in must be recent (a leaked token alone must not plant a passkey).
+    private func signedInUser(_ request: Request, recently: Bool = false) async throws -> (UserRecord, ClientConfiguration?) {
         let caller = try await resourceCaller(request)
         guard let user = caller.user else { throw OAuthError(.invalidToken, "the access token does not belong to a user") }
+        if recently { try requireRecentAuthentication(caller.claims) }
         return (user, try await store.client(id: caller.claims.clientId)?.configuration)
     }
 
     private func passkeyRegistrationOptions(_ request: Request) async throws -> Response {
-        let (user, client) = try await signedInUser(request)
+        let (user, client) = try await signedInUser(request, recently: true)
         guard let client else { throw OAuthError(.invalidToken, "the access token's application no longer exists") }
         let body = try await ReachFiveBody.read(request)
         let friendlyName = body.string("friendly_name")
@@ -139,11 +142,12 @@ extension IdentityServer {
     }
 
     private func passkeyRegistration(_ request: Request) async throws -> Response {
-        let (user, _) = try await signedInUser(request)
+        let (user, _) = try await signedInUser(request, recently: true)
         let body = try await ReachFiveBody.read(request)
         let credential = body.object("public_key_credential") ?? body.fields
         let response = try ReachFiveCredential(credential).registration
-        _ = try await passkeyStep { try await finishPasskeyRegistration(user: user, response: response, friendlyName: body.string("friendly_name")) }
+        let added = try await passkeyStep { try await finishPasskeyRegistration(user: user, response: response, friendlyName: body.string("friendly_name")) }
+        try await notifyAccountChange(user, "passkey_added", arguments: ["name": added.friendlyName], locale: request.locale())
         return Responses.empty(status: .noContent)
     }
 
@@ -161,7 +165,7 @@ extension IdentityServer {
     }
 
     private func deletePasskey(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
-        let (user, _) = try await signedInUser(request)
+        let (user, _) = try await signedInUser(request, recently: true)
         let id = try context.parameters.require("id")
         try await passkeyStep { try await deletePasskey(id: id, of: user) }
         return Responses.empty(status: .noContent)
@@ -183,10 +187,16 @@ extension IdentityServer {
 
     /// The account an identifier names: its username, else the one account whose `email` (or `phone_number`) claim
     /// it is.
+    ///
+    /// An identifier that is one account's username and another's email or number (possible only in data older than
+    /// the rule that keeps them apart, see `uniquenessConflict`) names no account: picking either would hand one
+    /// person's sign-in to the other.
     func account(identifier: String) async throws -> UserRecord? {
-        if let user = try await store.user(username: identifier) { return user }
         let claim = identifier.contains("@") ? "email" : "phone_number"
         let matches = try await store.users(claim: claim, equals: identifier)
+        if let user = try await store.user(username: identifier) {
+            return matches.contains(where: { $0.id != user.id }) ? nil : user
+        }
         return matches.count == 1 ? matches.first : nil
     }
 }

@@ -104,7 +104,10 @@ extension IdentityServer {
         case "otp" where kinds.contains(.totp):
             break  // the authenticator app computes the code
         case "email" where kinds.contains(.emailOTP):  // never a weaker factor than the account enrolled
-            guard let address = user.claims["email"], !address.isEmpty else { throw ReachFiveBody.invalid("the account has no email address") }
+            // Codes go only to a verified address (one nobody proved may belong to someone else).
+            guard let address = user.claims["email"], !address.isEmpty, user.claims["email_verified"] == "true" else {
+                throw ReachFiveBody.invalid("the account has no verified email address")
+            }
             email = (address, String(format: "%06d", Int.random(in: 0..<1_000_000)))
         default:
             throw ReachFiveBody.invalid("auth_type must be one of the account's factors (\(kinds.map(\.rawValue).sorted().joined(separator: ", ")))")

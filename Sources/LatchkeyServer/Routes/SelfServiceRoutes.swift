@@ -11,10 +11,10 @@ import LatchkeyJOSE
 extension IdentityServer {
     func addSelfServiceRoutes(_ router: Router<LatchkeyRequestContext>) {
         router.get("/users/me") { request, _ in
-            try await self.selfService(request) { user, _ in try Self.selfUserResponse(user) }
+            try await self.selfService(request) { user, _ in try await self.selfUserResponse(user) }
         }
         router.put("/users/me") { request, _ in
-            try await self.selfService(request) { user, _ in try await self.replaceSelfAttributes(request, user) }
+            try await self.selfService(request) { user, caller in try await self.replaceSelfAttributes(request, user, caller: caller) }
         }
         router.get("/users/me/meta") { request, _ in
             try await self.selfService(request) { _, _ in try Responses.json(["schema": self.userSchema.jsonSchema()], noStore: true) }
@@ -23,6 +23,13 @@ extension IdentityServer {
             try await self.selfService(request) { user, caller in
                 try await self.updateSelfCredentials(request, user, caller: caller, address: context.clientAddress)
             }
+        }
+        router.post("/users/me/email") { request, context in
+            try await self.admitChallenge(context)  // each request sends an email
+            return try await self.selfService(request) { user, caller in try await self.requestEmailChange(request, user, caller: caller) }
+        }
+        router.post("/users/me/email/verify") { request, _ in
+            try await self.selfService(request) { user, _ in try await self.verifyEmailChange(request, user) }
         }
     }
 
@@ -48,20 +55,26 @@ extension IdentityServer {
         }
     }
 
-    /// `{id, type, attributes}`: the username and every claim. Verification flags are booleans, as thunderID types
-    /// them; `PUT` accepts them back unchanged.
-    static func selfUserResponse(_ user: UserRecord) throws -> Response {
+    /// `{id, type, attributes, pendingEmail?}`: the username and every claim. Verification flags are booleans, as
+    /// thunderID types them; `PUT` accepts them back unchanged. `pendingEmail` (our addition) is a new address
+    /// waiting for its code (`POST /users/me/email/verify`); `attributes.email` is still the current one.
+    func selfUserResponse(_ user: UserRecord) async throws -> Response {
         var attributes: [String: JSONValue] = ["username": .string(user.username)]
         for (name, value) in user.claims {
             attributes[name] = ScopeClaims.booleanClaims.contains(name) ? .bool(value == "true") : .string(value)
         }
-        return try Responses.json(SelfUserBody(id: user.id, type: "default", attributes: attributes), noStore: true)
+        let pending = try await store.emailChange(userId: user.id).flatMap { $0.expiresAt > clock.now ? $0.email : nil }
+        return try Responses.json(SelfUserBody(id: user.id, type: "default", attributes: attributes, pendingEmail: pending), noStore: true)
     }
 
     /// `PUT /users/me`: the attributes replace the profile. A schema attribute left out is removed (and a required
     /// one left out is a validation error); claims outside the schema (`email_verified`) can only be sent back as
     /// they are. The password is not an attribute here: it has its own endpoint that asks for the current one.
-    private func replaceSelfAttributes(_ request: Request, _ user: UserRecord) async throws -> Response {
+    ///
+    /// Changing the username or the email needs a recent sign-in (`requireRecentAuthentication`). A new email is not
+    /// applied here: a code goes to it and `POST /users/me/email/verify` applies it; the response names it as
+    /// `pendingEmail`. A stale write (the account changed since this request read it) is `409 USR-1021`.
+    private func replaceSelfAttributes(_ request: Request, _ user: UserRecord, caller: ResourceCaller) async throws -> Response {
         let attributes = try await Self.selfServiceAttributes(request)
         if attributes["password"] != nil {
             throw SelfServiceErrors.invalidRequest("change the password with POST /users/me/update-credentials")
@@ -81,13 +94,79 @@ extension IdentityServer {
             }
         }
         if !problems.isEmpty { throw SelfServiceErrors.schemaValidation(problems) }
+        if changesIdentifiers(of: user, changes) { try requireRecentAuthentication(caller.claims) }
         switch try await updateProfile(of: user, changes: changes) {
-        case .success(let updated):
+        case .success(let update):
             logger.info("profile updated through /users/me", metadata: ["user": .string(user.id)])
-            return try Self.selfUserResponse(updated)
+            try await afterSelfUpdate(update, before: user, locale: request.locale())
+            return try await selfUserResponse(update.user)
         case .failure(.invalid(let problems)): throw SelfServiceErrors.schemaValidation(problems)
         case .failure(.conflict(let problem)): throw SelfServiceErrors.conflict(problem)
+        case .failure(.stale): throw SelfServiceErrors.staleUpdate
         }
+    }
+
+    /// What follows a user's own profile change, whatever the dialect: the new email gets its code, and the account's
+    /// address hears of a new username.
+    func afterSelfUpdate(_ update: ProfileUpdate, before user: UserRecord, locale: SupportedLocale) async throws {
+        if update.user.username != user.username {
+            try await notifyAccountChange(user, "username_change", arguments: ["username": update.user.username], locale: locale)
+        }
+        if let email = update.pendingEmail { try await startEmailChange(of: update.user, to: email, locale: locale) }
+    }
+
+    /// `POST /users/me/email` with `{"email": "new@example.com"}` → `202 {"pendingEmail": …}`: sends a code to the
+    /// address (also the current one, while it is unverified), applied by `/users/me/email/verify`. Needs a recent
+    /// sign-in, like any change of the address codes go to.
+    private func requestEmailChange(_ request: Request, _ user: UserRecord, caller: ResourceCaller) async throws -> Response {
+        let body = try await Self.jsonObject(request)
+        guard case .string(let raw)? = body["email"] else { throw SelfServiceErrors.invalidRequest("expected {\"email\": \"…\"}") }
+        let email = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        if let problem = userSchema.problem("email", email) { throw SelfServiceErrors.schemaValidation([problem]) }
+        guard !email.isEmpty else { throw SelfServiceErrors.invalidRequest("email must not be empty") }
+        if email.lowercased() == (user.claims["email"] ?? "").lowercased(), user.claims["email_verified"] == "true" {
+            throw SelfServiceErrors.invalidRequest("that address is already the account's verified email")
+        }
+        try requireRecentAuthentication(caller.claims)
+        var candidate = user
+        candidate.claims["email"] = email
+        if let conflict = try await uniquenessConflict(for: candidate) { throw SelfServiceErrors.conflict(conflict) }
+        try await startEmailChange(of: user, to: email, locale: request.locale())
+        return try Responses.json(["pendingEmail": email], status: .accepted, noStore: true)
+    }
+
+    /// `POST /users/me/email/verify` with `{"code": "123456"}` → the profile with the new address, verified. A wrong
+    /// code is `400 USR-1030` (five tries), no pending change or an expired one `400 USR-1031`.
+    private func verifyEmailChange(_ request: Request, _ user: UserRecord) async throws -> Response {
+        let body = try await Self.jsonObject(request)
+        guard case .string(let code)? = body["code"], !code.isEmpty else { throw SelfServiceErrors.invalidRequest("expected {\"code\": \"…\"}") }
+        switch try await confirmEmailChange(of: user, code: code) {
+        case .success(let updated): return try await selfUserResponse(updated)
+        case .failure(.wrongCode):
+            throw SelfServiceErrors.code("USR-1030", "flows.executor.errors.invalid_otp", "The code is incorrect.", "the code is not the one sent")
+        case .failure(.exhausted):
+            throw SelfServiceErrors.code("USR-1032", "flows.executor.errors.otp_attempts", "Too many incorrect codes. Please start again.",
+                                         "too many wrong codes; request the change again")
+        case .failure(.expired):
+            throw SelfServiceErrors.code("USR-1031", "flows.executor.errors.otp_expired", "The code has expired. Ask for a new one.",
+                                         "no email change is pending, or its code expired")
+        case .failure(.rejected(.conflict(let problem))): throw SelfServiceErrors.conflict(problem)
+        case .failure(.rejected(.invalid(let problems))): throw SelfServiceErrors.schemaValidation(problems)
+        case .failure(.rejected(.stale)): throw SelfServiceErrors.staleUpdate
+        }
+    }
+
+    /// A JSON object body (at most 64 KiB), or `400 USR-1001`.
+    private static func jsonObject(_ request: Request) async throws -> [String: JSONValue] {
+        let contentType = request.headers[.contentType]?.lowercased() ?? ""
+        guard contentType.isEmpty || contentType.hasPrefix("application/json") else {
+            throw SelfServiceErrors.invalidRequest("the body must be application/json")
+        }
+        guard let buffer = try? await request.body.collect(upTo: 64 * 1024),
+              case .object(let body)? = try? JSONDecoder().decode(JSONValue.self, from: Data(buffer: buffer)) else {
+            throw SelfServiceErrors.invalidRequest("expected a JSON object")
+        }
+        return body
     }
 
     /// `POST /users/me/update-credentials` with `{"attributes":{"password":"new","currentPassword":"old"}}` → 204.
@@ -128,6 +207,8 @@ extension IdentityServer {
             throw error
         case .failure(.conflict(let problem)):
             throw SelfServiceErrors.credentials("invalid_credentials", "Invalid credentials", problem.message)
+        case .failure(.stale):
+            throw SelfServiceErrors.staleUpdate
         }
     }
 
@@ -155,6 +236,7 @@ private struct SelfUserBody: Encodable {
     var id: String
     var type: String
     var attributes: [String: JSONValue]
+    var pendingEmail: String?
 }
 
 /// The thunderID user-service errors this dialect answers (`thunderid-api/user.yaml`).
@@ -190,6 +272,16 @@ enum SelfServiceErrors {
         APIError(status: .conflict, code: "USR-1014", error: "conflict", messageKey: "error.userservice.attribute_conflict",
                  userMessage: "Attribute conflict", technical: "A user with the same unique attribute value already exists: \(problem.attribute)",
                  fieldErrors: [problem.fieldError])
+    }
+
+    /// The account changed between this request's read and its write (optimistic concurrency).
+    static let staleUpdate = APIError(
+        status: .conflict, code: "USR-1021", error: "conflict", messageKey: "error.userservice.concurrent_update",
+        userMessage: "Your account was changed in the meantime. Reload it and try again.",
+        technical: "the account changed since this request read it; read it again and retry")
+
+    static func code(_ code: String, _ key: String, _ userMessage: String, _ why: String) -> APIError {
+        APIError(status: .badRequest, code: code, error: "invalid_grant", messageKey: key, userMessage: userMessage, technical: why)
     }
 
     static func credentials(_ key: String, _ userMessage: String, _ why: String) -> APIError {

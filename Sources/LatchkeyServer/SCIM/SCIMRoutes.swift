@@ -70,14 +70,27 @@ extension IdentityServer {
         let disabled = next.active == current.active ? nil : !next.active
         // Nothing to save: answer with the resource as it is, without touching lastModified or the version.
         if changes.isEmpty && disabled == nil { return try scimUserResponse(user) }
-        switch try await updateProfile(of: user, changes: changes, disabled: disabled, byAdministrator: caller.isAdmin) {
-        case .success(let updated):
+        var isMe = false
+        if case .me = target { isMe = true }
+        // One's own identifiers (the addresses codes go to) need a recent sign-in, and a new email its code first.
+        if isMe, changesIdentifiers(of: user, changes) { try requireRecentAuthentication(caller.claims) }
+        switch try await updateProfile(of: user, changes: changes, disabled: disabled, byAdministrator: caller.isAdmin,
+                                       verifyingNewEmail: isMe || !caller.isAdmin) {
+        case .success(let update):
             // Attribute names only: values are personal data.
             logger.info("profile updated through SCIM", metadata: [
-                "user": .string(updated.id), "by": .string(caller.claims.sub),
+                "user": .string(update.user.id), "by": .string(caller.claims.sub),
                 "attributes": .string((changes.keys.sorted() + (disabled == nil ? [] : ["active"])).joined(separator: ",")),
             ])
-            return try scimUserResponse(updated)
+            try await afterSelfUpdate(update, before: user, locale: request.locale())
+            return try scimUserResponse(update.user)
+        case .failure(.stale):
+            // Another write came between this request's read and its write: with If-Match that is the version the
+            // client named no longer being current (412); without, a plain conflict.
+            if request.headers[.ifMatch] != nil {
+                throw SCIMError(status: .preconditionFailed, detail: "the resource has changed since that version; read it again")
+            }
+            throw SCIMError(status: .conflict, detail: "the resource changed while this request was writing it; read it again and retry")
         case .failure(let rejection):
             throw Self.scimError(rejection)
         }
@@ -96,6 +109,8 @@ extension IdentityServer {
         switch rejection {
         case .conflict(let problem):
             return SCIMError(status: .conflict, .uniqueness, detail: describe(problem))
+        case .stale:
+            return SCIMError(status: .conflict, detail: "the resource changed while this request was writing it; read it again and retry")
         case .invalid(let problems):
             let type: SCIMError.ScimType =
                 problems.contains { $0.key == "validation.attribute.unknown" } ? .invalidPath

@@ -12,6 +12,9 @@ public struct UserRecord: Sendable, Equatable {
     public var createdAt: Date
     /// Last change of the profile or password (SCIM `meta.lastModified`); nil until the first change.
     public var updatedAt: Date? = nil
+    /// Bumped by every profile, password or status write: profile updates are written only if the row is still at
+    /// the version they read (optimistic concurrency), so a stale copy can never overwrite a newer one.
+    public var version: Int = 0
 }
 
 /// A client as stored: the secret is kept only as a SHA-256 digest.

@@ -35,13 +35,16 @@ extension SQLiteStore {
         let claims = try Self.json(user.claims)
         let now = (user.updatedAt ?? Date()).timeIntervalSince1970
         try await pool.write { db in
-            if let other = try String.fetchOne(db, sql: "SELECT id FROM users WHERE username = ? AND id <> ?", arguments: [user.username, user.id]) {
-                _ = other
+            if try String.fetchOne(db, sql: "SELECT id FROM users WHERE username = ? AND id <> ?", arguments: [user.username, user.id]) != nil {
                 throw StoreError.conflict("username")
             }
+            // Only over the version the caller read: a whole-row write from a stale copy would undo a newer password
+            // reset or disable (lost update).
             try db.execute(sql: """
-                UPDATE users SET username = ?, password_hash = ?, claims = ?, disabled = ?, updated_at = ? WHERE id = ?
-                """, arguments: [user.username, user.passwordHash, claims, user.disabled, now, user.id])
+                UPDATE users SET username = ?, password_hash = ?, claims = ?, disabled = ?, updated_at = ?, version = version + 1
+                WHERE id = ? AND version = ?
+                """, arguments: [user.username, user.passwordHash, claims, user.disabled, now, user.id, user.version])
+            if db.changesCount == 0 { throw StoreError.conflict("version") }
         }
     }
 

@@ -78,6 +78,7 @@ public final class SQLiteStore: Store {
         migrator.registerMigration("v4-codes-budgets", migrate: Self.migrateCodeBudgets)
         migrator.registerMigration("v4-throttle-email-index", migrate: Self.migrateEmailIndex)
         migrator.registerMigration("v4-throttle-login-attempts", migrate: Self.migrateLoginAttempts)
+        migrator.registerMigration("v4-accounts-user-version-email-changes", migrate: Self.migrateAccountVersionsAndEmailChanges)
         return migrator
     }
 
@@ -123,7 +124,7 @@ public final class SQLiteStore: Store {
         UserRecord(id: row["id"], username: row["username"], passwordHash: row["password_hash"],
                    claims: try decode([String: String].self, row["claims"]), disabled: row["disabled"],
                    failedLogins: row["failed_logins"], lockedUntil: date(row["locked_until"]), createdAt: date(row["created_at"]) ?? .distantPast,
-                   updatedAt: date(row["updated_at"]))
+                   updatedAt: date(row["updated_at"]), version: row["version"] ?? 0)
     }
 
     // MARK: Clients

@@ -10,8 +10,9 @@ public protocol Store: Sendable {
     /// Records a failed password attempt; locks the account once `maxFailures` is reached.
     func recordLoginFailure(userId: String, now: Date, maxFailures: Int, lockFor: TimeInterval) async throws -> UserRecord?
     func recordLoginSuccess(userId: String) async throws
-    /// Replaces the user's username, claims and disabled flag (and password hash), stamping `updatedAt`.
-    /// Throws `StoreError.conflict` when the username is taken.
+    /// Replaces the user's username, claims and disabled flag (and password hash), stamping `updatedAt`, only if the
+    /// row is still at `user.version`. Throws `StoreError.conflict("username")` when the username is taken and
+    /// `StoreError.conflict("version")` when the copy is stale. Prefer `updateProfile`/`updatePasswordHash`.
     func updateUser(_ user: UserRecord) async throws
     /// Users whose claim `name` equals `value` (case-insensitive), for uniqueness checks such as `email`.
     func users(claim name: String, equals value: String) async throws -> [UserRecord]
@@ -27,6 +28,20 @@ public protocol Store: Sendable {
     /// address or for everyone) was locked meanwhile by concurrent failures; then nothing changes and the result is
     /// false (refuse the login).
     func settleLoginSuccess(userId: String, address: String, now: Date) async throws -> Bool
+    /// Writes the profile (username, claims and, when not nil, the disabled flag) only if the row is still at
+    /// `expectedVersion`, and bumps the version. False when another write came first (the caller's copy is stale).
+    /// Never touches the password hash. Throws `StoreError.conflict` when the username is taken.
+    func updateProfile(userId: String, username: String, claims: [String: String], disabled: Bool?, expectedVersion: Int,
+                       updatedAt: Date) async throws -> Bool
+    /// Replaces only the password hash, and bumps the version.
+    func updatePasswordHash(userId: String, passwordHash: String, updatedAt: Date) async throws
+    /// Stores the user's pending email change, replacing an earlier one (a new code voids the old).
+    func replaceEmailChange(_ change: EmailChangeRecord) async throws
+    /// The user's pending email change, if any.
+    func emailChange(userId: String) async throws -> EmailChangeRecord?
+    /// Checks a code against the pending email change in one transaction: a match removes it (single use) and
+    /// returns it; a miss counts an attempt and removes it at `maxAttempts`.
+    func redeemEmailChange(userId: String, codeDigest: Data, maxAttempts: Int, now: Date) async throws -> EmailChangeRedemption
 
     // Second factors
     func factors(userId: String) async throws -> [UserFactorRecord]

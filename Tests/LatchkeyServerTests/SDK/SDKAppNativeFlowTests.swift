@@ -166,7 +166,9 @@ struct SDKAppNativeFlowTests {
     @Test func emailCodeSecondFactor() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let userId = try await server.server.createUser(username: "grace", password: "compiler pioneer", claims: ["email": "grace@example.com"])
+        // Codes go only to a verified address (H2).
+        let userId = try await server.server.createUser(username: "grace", password: "compiler pioneer",
+                                                        claims: ["email": "grace@example.com", "email_verified": "true"])
         try await server.server.enrollEmailOTP(userId: userId)
         let client = try await client(server)
         let step = try await credentials(client, "grace", "compiler pioneer")

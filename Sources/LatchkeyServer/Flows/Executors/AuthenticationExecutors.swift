@@ -92,7 +92,9 @@ enum CodeExecutors {
         // A resend replaces the code but keeps the attempts already spent on this execution.
         run.state.code = .init(digest: server.codeDigest(code), expiresAt: now.addingTimeInterval(TimeInterval(server.configuration.lifetimes.oneTimeCode)),
                                attempts: run.state.code?.attempts ?? 0)
-        if let user, let email = user.claims["email"], !email.isEmpty, !user.disabled {
+        // Codes go only to a verified address: one nobody proved (typed in at sign-up, set by an administrator)
+        // may belong to someone else.
+        if let user, let email = user.claims["email"], !email.isEmpty, user.claims["email_verified"] == "true", !user.disabled {
             // In the execution's language: the person who asked for the code is the one reading it.
             let kind = recovery ? "recovery" : "signin"
             let arguments = ["code": code, "app": run.client.name,

@@ -78,7 +78,8 @@ enum PasskeyExecutors {
         let name = run.submitted["credentialName"]?.trimmingCharacters(in: .whitespacesAndNewlines).nonEmpty
         run.state.passkeyChallenge = nil
         if let id = run.state.userId, let user = try await server.store.user(id: id) {
-            try await server.finishPasskeyRegistration(user: user, response: response, friendlyName: name)
+            let added = try await server.finishPasskeyRegistration(user: user, response: response, friendlyName: name)
+            try await server.notifyAccountChange(user, "passkey_added", arguments: ["name": added.friendlyName], locale: run.locale)
             return .next
         }
         let (ceremony, verified) = try await server.verifyPasskeyCreation(response, expecting: .signup)

@@ -132,18 +132,11 @@ enum RecoveryExecutors {
         switch try await server.setPassword(of: user, to: run.submitted["password"] ?? "") {
         case .success:
             server.logger.info("password reset through recovery", metadata: ["user": .string(user.id)])
-            if user.claims["email_verified"] != "true" {
-                // Whoever registered the address before its owner proved it (a pre-hijacker) may have added passkeys;
-                // the owner, now proven by the emailed code, starts from the new password alone.
-                for passkey in try await server.store.passkeys(userId: user.id) {
-                    _ = try await server.store.deletePasskey(id: passkey.id, userId: user.id)
-                }
-            }
             run.state.recoveryVerified = false
             return .next
         case .failure(.invalid(let problems)):
             return .fieldErrors(problems.map { .init(identifier: "password", message: $0.text(run.locale)) })
-        case .failure(.conflict):
+        case .failure(.conflict), .failure(.stale):
             return .fail(.recoveryFailed)
         }
     }

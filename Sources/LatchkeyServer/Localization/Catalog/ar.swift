@@ -141,5 +141,16 @@ extension MessageCatalog {
         "codes.recovery_throttled": "طُلبت رسائل كثيرة لإعادة تعيين كلمة المرور لهذا الحساب. حاول مرة أخرى بعد {minutes}.",
         "server.busy": "الخدمة مشغولة. يرجى المحاولة مرة أخرى بعد لحظات.",
         "request.throttled": "طلبات كثيرة جدًا من شبكتك. حاول مرة أخرى بعد {minutes}.",
+        "error.reauthentication_required": "يُرجى تسجيل الدخول مرة أخرى لإجراء هذا التغيير.",
+        "error.userservice.concurrent_update": "تم تغيير حسابك في هذه الأثناء. أعد تحميله وحاول مرة أخرى.",
+        "email.verify.subject": "تأكيد عنوان بريدك الإلكتروني",
+        "email.verify.body": "{code} هو رمز تأكيد عنوان البريد الإلكتروني هذا لحسابك. تنتهي صلاحيته بعد {minutes}. إذا لم تطلبه، فتجاهل هذه الرسالة.",
+        "email.notice.email_change.subject": "يجري تغيير عنوان بريدك الإلكتروني",
+        "email.notice.email_change.body": "طلب شخص مسجّل الدخول إلى حسابك نقله إلى عنوان بريد إلكتروني آخر. يسري التغيير بعد إدخال الرمز المرسل إلى ذلك العنوان. إذا لم تكن أنت، فغيّر كلمة المرور الآن.",
+        "email.notice.username_change.subject": "تم تغيير اسم المستخدم",
+        "email.notice.username_change.body": "أصبح اسم المستخدم لحسابك الآن {username}. إذا لم تكن أنت، فغيّر كلمة المرور الآن.",
+        "email.notice.passkey_added.subject": "تمت إضافة مفتاح مرور إلى حسابك",
+        "email.notice.passkey_added.body": "يمكن الآن لمفتاح مرور جديد ({name}) تسجيل الدخول إلى حسابك. إذا لم تكن أنت، فاحذفه وغيّر كلمة المرور الآن.",
+        "validation.username.notOwnEmail": "يجب أن يكون اسم المستخدم الذي يبدو كعنوان بريد إلكتروني هو عنوان بريدك الإلكتروني المؤكَّد نفسه.",
     ])
 }

@@ -139,5 +139,16 @@ extension MessageCatalog {
         "codes.recovery_throttled": "Für dieses Konto wurden zu viele E-Mails zum Zurücksetzen des Passworts angefordert. Versuchen Sie es in {minutes} erneut.",
         "server.busy": "Der Dienst ist ausgelastet. Bitte versuchen Sie es gleich noch einmal.",
         "request.throttled": "Zu viele Anfragen aus Ihrem Netzwerk. Versuchen Sie es in {minutes} erneut.",
+        "error.reauthentication_required": "Bitte melden Sie sich erneut an, um diese Änderung vorzunehmen.",
+        "error.userservice.concurrent_update": "Ihr Konto wurde zwischenzeitlich geändert. Laden Sie es neu und versuchen Sie es noch einmal.",
+        "email.verify.subject": "Bestätigen Sie Ihre E-Mail-Adresse",
+        "email.verify.body": "{code} ist Ihr Code zur Bestätigung dieser E-Mail-Adresse für Ihr Konto. Er läuft in {minutes} ab. Wenn Sie ihn nicht angefordert haben, ignorieren Sie diese Nachricht.",
+        "email.notice.email_change.subject": "Ihre E-Mail-Adresse wird geändert",
+        "email.notice.email_change.body": "Jemand, der in Ihrem Konto angemeldet ist, möchte es auf eine andere E-Mail-Adresse umstellen. Die Änderung wird wirksam, sobald der dorthin gesendete Code eingegeben wird. Wenn Sie das nicht waren, ändern Sie sofort Ihr Passwort.",
+        "email.notice.username_change.subject": "Ihr Benutzername wurde geändert",
+        "email.notice.username_change.body": "Der Benutzername Ihres Kontos lautet jetzt {username}. Wenn Sie das nicht waren, ändern Sie sofort Ihr Passwort.",
+        "email.notice.passkey_added.subject": "Ihrem Konto wurde ein Passkey hinzugefügt",
+        "email.notice.passkey_added.body": "Ein neuer Passkey ({name}) kann sich jetzt bei Ihrem Konto anmelden. Wenn Sie das nicht waren, entfernen Sie ihn und ändern Sie sofort Ihr Passwort.",
+        "validation.username.notOwnEmail": "Ein Benutzername, der wie eine E-Mail-Adresse aussieht, muss Ihre eigene bestätigte E-Mail-Adresse sein.",
     ])
 }

@@ -150,5 +150,16 @@ extension MessageCatalog {
         "codes.recovery_throttled": "Too many password reset emails were requested for this account. Try again in {minutes}.",
         "server.busy": "The service is busy. Please try again in a moment.",
         "request.throttled": "Too many requests from your network. Try again in {minutes}.",
+        "error.reauthentication_required": "Please sign in again to make this change.",
+        "error.userservice.concurrent_update": "Your account was changed in the meantime. Reload it and try again.",
+        "email.verify.subject": "Confirm your email address",
+        "email.verify.body": "{code} is your code to confirm this email address for your account. It expires in {minutes}. If you did not ask for it, ignore this message.",
+        "email.notice.email_change.subject": "Your email address is being changed",
+        "email.notice.email_change.body": "Someone signed in to your account asked to move it to another email address. The change takes effect once the code sent there is entered. If this was not you, change your password now.",
+        "email.notice.username_change.subject": "Your username was changed",
+        "email.notice.username_change.body": "The username of your account is now {username}. If this was not you, change your password now.",
+        "email.notice.passkey_added.subject": "A passkey was added to your account",
+        "email.notice.passkey_added.body": "A new passkey ({name}) can now sign in to your account. If this was not you, remove it and change your password now.",
+        "validation.username.notOwnEmail": "A username that looks like an email address must be your own verified email address.",
     ])
 }

@@ -139,5 +139,16 @@ extension MessageCatalog {
         "codes.recovery_throttled": "Se han solicitado demasiados correos para restablecer la contraseña de esta cuenta. Vuelve a intentarlo dentro de {minutes}.",
         "server.busy": "El servicio está ocupado. Vuelve a intentarlo en un momento.",
         "request.throttled": "Demasiadas solicitudes desde tu red. Vuelve a intentarlo dentro de {minutes}.",
+        "error.reauthentication_required": "Vuelve a iniciar sesión para hacer este cambio.",
+        "error.userservice.concurrent_update": "Tu cuenta ha cambiado mientras tanto. Vuelve a cargarla e inténtalo de nuevo.",
+        "email.verify.subject": "Confirma tu dirección de correo electrónico",
+        "email.verify.body": "{code} es tu código para confirmar esta dirección de correo electrónico en tu cuenta. Caduca en {minutes}. Si no lo has solicitado, ignora este mensaje.",
+        "email.notice.email_change.subject": "Se está cambiando tu dirección de correo electrónico",
+        "email.notice.email_change.body": "Alguien con la sesión iniciada en tu cuenta ha pedido cambiarla a otra dirección de correo electrónico. El cambio se aplicará cuando se introduzca el código enviado allí. Si no has sido tú, cambia tu contraseña ahora.",
+        "email.notice.username_change.subject": "Se ha cambiado tu nombre de usuario",
+        "email.notice.username_change.body": "El nombre de usuario de tu cuenta ahora es {username}. Si no has sido tú, cambia tu contraseña ahora.",
+        "email.notice.passkey_added.subject": "Se ha añadido una llave de acceso a tu cuenta",
+        "email.notice.passkey_added.body": "Una nueva llave de acceso ({name}) ya puede iniciar sesión en tu cuenta. Si no has sido tú, elimínala y cambia tu contraseña ahora.",
+        "validation.username.notOwnEmail": "Un nombre de usuario con forma de dirección de correo electrónico debe ser tu propia dirección verificada.",
     ])
 }

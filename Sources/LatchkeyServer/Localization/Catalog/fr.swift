@@ -139,5 +139,16 @@ extension MessageCatalog {
         "codes.recovery_throttled": "Trop d'e-mails de réinitialisation du mot de passe ont été demandés pour ce compte. Réessayez dans {minutes}.",
         "server.busy": "Le service est surchargé. Veuillez réessayer dans un instant.",
         "request.throttled": "Trop de requêtes depuis votre réseau. Réessayez dans {minutes}.",
+        "error.reauthentication_required": "Veuillez vous reconnecter pour effectuer cette modification.",
+        "error.userservice.concurrent_update": "Votre compte a été modifié entre-temps. Rechargez-le et réessayez.",
+        "email.verify.subject": "Confirmez votre adresse e-mail",
+        "email.verify.body": "{code} est votre code pour confirmer cette adresse e-mail pour votre compte. Il expire dans {minutes}. Si vous ne l'avez pas demandé, ignorez ce message.",
+        "email.notice.email_change.subject": "Votre adresse e-mail est en cours de modification",
+        "email.notice.email_change.body": "Une personne connectée à votre compte a demandé à le rattacher à une autre adresse e-mail. La modification prendra effet dès que le code envoyé à cette adresse sera saisi. Si ce n'était pas vous, changez votre mot de passe maintenant.",
+        "email.notice.username_change.subject": "Votre nom d'utilisateur a été modifié",
+        "email.notice.username_change.body": "Le nom d'utilisateur de votre compte est désormais {username}. Si ce n'était pas vous, changez votre mot de passe maintenant.",
+        "email.notice.passkey_added.subject": "Une clé d'accès a été ajoutée à votre compte",
+        "email.notice.passkey_added.body": "Une nouvelle clé d'accès ({name}) peut désormais se connecter à votre compte. Si ce n'était pas vous, supprimez-la et changez votre mot de passe maintenant.",
+        "validation.username.notOwnEmail": "Un nom d'utilisateur qui ressemble à une adresse e-mail doit être votre propre adresse e-mail vérifiée.",
     ])
 }

@@ -139,5 +139,16 @@ extension MessageCatalog {
         "codes.recovery_throttled": "Túl sok jelszó-visszaállítási e-mailt kértek ehhez a fiókhoz. Próbálja újra {minutes} múlva.",
         "server.busy": "A szolgáltatás túlterhelt. Kérjük, próbálja újra egy pillanat múlva.",
         "request.throttled": "Túl sok kérés érkezett az Ön hálózatáról. Próbálja újra {minutes} múlva.",
+        "error.reauthentication_required": "A módosításhoz jelentkezzen be újra.",
+        "error.userservice.concurrent_update": "A fiókja közben megváltozott. Töltse be újra, és próbálja meg ismét.",
+        "email.verify.subject": "Erősítse meg e-mail-címét",
+        "email.verify.body": "{code} a kódja, amellyel megerősítheti ezt az e-mail-címet a fiókjához. A kód {minutes} múlva lejár. Ha nem Ön kérte, hagyja figyelmen kívül ezt az üzenetet.",
+        "email.notice.email_change.subject": "E-mail-címe módosítás alatt áll",
+        "email.notice.email_change.body": "Valaki, aki be van jelentkezve a fiókjába, másik e-mail-címre kérte áthelyezni azt. A módosítás akkor lép életbe, amikor megadják az oda küldött kódot. Ha nem Ön volt, azonnal változtassa meg jelszavát.",
+        "email.notice.username_change.subject": "Felhasználóneve megváltozott",
+        "email.notice.username_change.body": "Fiókja felhasználóneve mostantól {username}. Ha nem Ön volt, azonnal változtassa meg jelszavát.",
+        "email.notice.passkey_added.subject": "Új azonosítókulcsot adtak a fiókjához",
+        "email.notice.passkey_added.body": "Egy új azonosítókulcs ({name}) mostantól bejelentkezhet a fiókjába. Ha nem Ön volt, távolítsa el, és azonnal változtassa meg jelszavát.",
+        "validation.username.notOwnEmail": "Az e-mail-címnek látszó felhasználónévnek az Ön saját, megerősített e-mail-címének kell lennie.",
     ])
 }

@@ -139,5 +139,16 @@ extension MessageCatalog {
         "codes.recovery_throttled": "Sono state richieste troppe email di reimpostazione della password per questo account. Riprova tra {minutes}.",
         "server.busy": "Il servizio è occupato. Riprova tra un momento.",
         "request.throttled": "Troppe richieste dalla tua rete. Riprova tra {minutes}.",
+        "error.reauthentication_required": "Accedi di nuovo per effettuare questa modifica.",
+        "error.userservice.concurrent_update": "Il tuo account è stato modificato nel frattempo. Ricaricalo e riprova.",
+        "email.verify.subject": "Conferma il tuo indirizzo email",
+        "email.verify.body": "{code} è il tuo codice per confermare questo indirizzo email per il tuo account. Scade tra {minutes}. Se non l'hai richiesto, ignora questo messaggio.",
+        "email.notice.email_change.subject": "Il tuo indirizzo email sta per essere modificato",
+        "email.notice.email_change.body": "Qualcuno che ha eseguito l'accesso al tuo account ha chiesto di spostarlo su un altro indirizzo email. La modifica avrà effetto quando verrà inserito il codice inviato a quell'indirizzo. Se non sei stato tu, cambia subito la password.",
+        "email.notice.username_change.subject": "Il tuo nome utente è stato modificato",
+        "email.notice.username_change.body": "Il nome utente del tuo account ora è {username}. Se non sei stato tu, cambia subito la password.",
+        "email.notice.passkey_added.subject": "È stata aggiunta una passkey al tuo account",
+        "email.notice.passkey_added.body": "Una nuova passkey ({name}) ora può accedere al tuo account. Se non sei stato tu, rimuovila e cambia subito la password.",
+        "validation.username.notOwnEmail": "Un nome utente che sembra un indirizzo email deve essere il tuo indirizzo email verificato.",
     ])
 }

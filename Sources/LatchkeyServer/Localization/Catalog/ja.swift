@@ -139,5 +139,16 @@ extension MessageCatalog {
         "codes.recovery_throttled": "このアカウントのパスワード再設定メールの依頼が多すぎます。{minutes}後にもう一度お試しください。",
         "server.busy": "サービスが混み合っています。しばらくしてからもう一度お試しください。",
         "request.throttled": "お使いのネットワークからのリクエストが多すぎます。{minutes}後にもう一度お試しください。",
+        "error.reauthentication_required": "この変更を行うには、もう一度サインインしてください。",
+        "error.userservice.concurrent_update": "その間にアカウントが変更されました。再読み込みしてもう一度お試しください。",
+        "email.verify.subject": "メールアドレスの確認",
+        "email.verify.body": "このメールアドレスをアカウントに登録するための確認コードは{code}です。有効期限は{minutes}です。お心当たりがない場合は、このメッセージを無視してください。",
+        "email.notice.email_change.subject": "メールアドレスの変更手続きが行われています",
+        "email.notice.email_change.body": "アカウントにサインインしているユーザーが、別のメールアドレスへの変更を申請しました。変更先に送信されたコードが入力されると変更が反映されます。お心当たりがない場合は、今すぐパスワードを変更してください。",
+        "email.notice.username_change.subject": "ユーザー名が変更されました",
+        "email.notice.username_change.body": "アカウントのユーザー名が{username}に変更されました。お心当たりがない場合は、今すぐパスワードを変更してください。",
+        "email.notice.passkey_added.subject": "アカウントにパスキーが追加されました",
+        "email.notice.passkey_added.body": "新しいパスキー（{name}）でアカウントにサインインできるようになりました。お心当たりがない場合は、パスキーを削除し、今すぐパスワードを変更してください。",
+        "validation.username.notOwnEmail": "メールアドレスの形式のユーザー名には、ご自身の確認済みメールアドレスのみ使用できます。",
     ])
 }

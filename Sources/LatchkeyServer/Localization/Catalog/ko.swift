@@ -139,5 +139,16 @@ extension MessageCatalog {
         "codes.recovery_throttled": "이 계정에 대한 비밀번호 재설정 이메일 요청이 너무 많습니다. {minutes} 후에 다시 시도해 주세요.",
         "server.busy": "서비스가 혼잡합니다. 잠시 후 다시 시도해 주세요.",
         "request.throttled": "사용 중인 네트워크에서 요청이 너무 많습니다. {minutes} 후에 다시 시도해 주세요.",
+        "error.reauthentication_required": "이 변경을 하려면 다시 로그인해 주세요.",
+        "error.userservice.concurrent_update": "그사이에 계정이 변경되었습니다. 다시 불러온 후 다시 시도해 주세요.",
+        "email.verify.subject": "이메일 주소 확인",
+        "email.verify.body": "계정에 이 이메일 주소를 확인하기 위한 코드는 {code}입니다. 이 코드는 {minutes} 후에 만료됩니다. 요청하지 않으셨다면 이 메시지를 무시해 주세요.",
+        "email.notice.email_change.subject": "이메일 주소 변경이 요청되었습니다",
+        "email.notice.email_change.body": "계정에 로그인한 사용자가 다른 이메일 주소로 변경을 요청했습니다. 해당 주소로 보낸 코드를 입력하면 변경이 적용됩니다. 본인이 요청하지 않았다면 지금 바로 비밀번호를 변경해 주세요.",
+        "email.notice.username_change.subject": "사용자 이름이 변경되었습니다",
+        "email.notice.username_change.body": "계정의 사용자 이름이 이제 {username}입니다. 본인이 변경하지 않았다면 지금 바로 비밀번호를 변경해 주세요.",
+        "email.notice.passkey_added.subject": "계정에 패스키가 추가되었습니다",
+        "email.notice.passkey_added.body": "새 패스키({name})로 이제 계정에 로그인할 수 있습니다. 본인이 추가하지 않았다면 패스키를 삭제하고 지금 바로 비밀번호를 변경해 주세요.",
+        "validation.username.notOwnEmail": "이메일 주소 형식의 사용자 이름은 본인의 인증된 이메일 주소여야 합니다.",
     ])
 }

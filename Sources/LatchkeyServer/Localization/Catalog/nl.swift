@@ -139,5 +139,16 @@ extension MessageCatalog {
         "codes.recovery_throttled": "Er zijn te veel e-mails voor het opnieuw instellen van het wachtwoord van dit account aangevraagd. Probeer het over {minutes} opnieuw.",
         "server.busy": "De dienst is overbelast. Probeer het zo meteen opnieuw.",
         "request.throttled": "Te veel verzoeken vanaf je netwerk. Probeer het over {minutes} opnieuw.",
+        "error.reauthentication_required": "Meld je opnieuw aan om deze wijziging te doen.",
+        "error.userservice.concurrent_update": "Je account is intussen gewijzigd. Laad het opnieuw en probeer het nog een keer.",
+        "email.verify.subject": "Bevestig je e-mailadres",
+        "email.verify.body": "{code} is je code om dit e-mailadres voor je account te bevestigen. Hij verloopt over {minutes}. Heb je er niet om gevraagd? Negeer dan dit bericht.",
+        "email.notice.email_change.subject": "Je e-mailadres wordt gewijzigd",
+        "email.notice.email_change.body": "Iemand die bij je account is aangemeld, heeft gevraagd het naar een ander e-mailadres over te zetten. De wijziging gaat in zodra de code die daarheen is gestuurd, is ingevoerd. Was jij dit niet? Wijzig dan nu je wachtwoord.",
+        "email.notice.username_change.subject": "Je gebruikersnaam is gewijzigd",
+        "email.notice.username_change.body": "De gebruikersnaam van je account is nu {username}. Was jij dit niet? Wijzig dan nu je wachtwoord.",
+        "email.notice.passkey_added.subject": "Er is een toegangssleutel aan je account toegevoegd",
+        "email.notice.passkey_added.body": "Met een nieuwe toegangssleutel ({name}) kan nu worden aangemeld bij je account. Was jij dit niet? Verwijder hem dan en wijzig nu je wachtwoord.",
+        "validation.username.notOwnEmail": "Een gebruikersnaam die op een e-mailadres lijkt, moet je eigen geverifieerde e-mailadres zijn.",
     ])
 }

@@ -139,5 +139,16 @@ extension MessageCatalog {
         "codes.recovery_throttled": "Foram pedidos demasiados emails de redefinição da palavra-passe para esta conta. Tente novamente dentro de {minutes}.",
         "server.busy": "O serviço está ocupado. Tente novamente dentro de momentos.",
         "request.throttled": "Demasiados pedidos a partir da sua rede. Tente novamente dentro de {minutes}.",
+        "error.reauthentication_required": "Inicie sessão novamente para fazer esta alteração.",
+        "error.userservice.concurrent_update": "A sua conta foi alterada entretanto. Recarregue-a e tente novamente.",
+        "email.verify.subject": "Confirme o seu endereço de email",
+        "email.verify.body": "{code} é o seu código para confirmar este endereço de email na sua conta. Expira dentro de {minutes}. Se não o pediu, ignore esta mensagem.",
+        "email.notice.email_change.subject": "O seu endereço de email está a ser alterado",
+        "email.notice.email_change.body": "Alguém com sessão iniciada na sua conta pediu para a mudar para outro endereço de email. A alteração entra em vigor quando o código enviado para esse endereço for introduzido. Se não foi o utilizador, altere já a sua palavra-passe.",
+        "email.notice.username_change.subject": "O seu nome de utilizador foi alterado",
+        "email.notice.username_change.body": "O nome de utilizador da sua conta é agora {username}. Se não foi o utilizador, altere já a sua palavra-passe.",
+        "email.notice.passkey_added.subject": "Foi adicionada uma chave de acesso à sua conta",
+        "email.notice.passkey_added.body": "Uma nova chave de acesso ({name}) já pode iniciar sessão na sua conta. Se não foi o utilizador, remova-a e altere já a sua palavra-passe.",
+        "validation.username.notOwnEmail": "Um nome de utilizador que pareça um endereço de email tem de ser o seu próprio endereço de email verificado.",
     ])
 }

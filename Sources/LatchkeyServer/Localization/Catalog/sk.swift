@@ -139,5 +139,16 @@ extension MessageCatalog {
         "codes.recovery_throttled": "Pre tento účet bolo vyžiadaných príliš veľa e-mailov na obnovenie hesla. Skúste to znova o {minutes}.",
         "server.busy": "Služba je preťažená. Skúste to znova o chvíľu.",
         "request.throttled": "Z vašej siete prišlo príliš veľa požiadaviek. Skúste to znova o {minutes}.",
+        "error.reauthentication_required": "Ak chcete vykonať túto zmenu, prihláste sa znova.",
+        "error.userservice.concurrent_update": "Váš účet sa medzitým zmenil. Načítajte ho znova a skúste to ešte raz.",
+        "email.verify.subject": "Potvrďte svoju e-mailovú adresu",
+        "email.verify.body": "{code} je váš kód na potvrdenie tejto e-mailovej adresy pre váš účet. Platnosť vyprší o {minutes}. Ak ste oň nežiadali, túto správu ignorujte.",
+        "email.notice.email_change.subject": "Vaša e-mailová adresa sa mení",
+        "email.notice.email_change.body": "Niekto prihlásený do vášho účtu požiadal o jeho presun na inú e-mailovú adresu. Zmena sa prejaví po zadaní kódu, ktorý tam bol odoslaný. Ak ste to neboli vy, ihneď si zmeňte heslo.",
+        "email.notice.username_change.subject": "Vaše používateľské meno sa zmenilo",
+        "email.notice.username_change.body": "Používateľské meno vášho účtu je teraz {username}. Ak ste to neboli vy, ihneď si zmeňte heslo.",
+        "email.notice.passkey_added.subject": "K vášmu účtu bol pridaný prístupový kľúč",
+        "email.notice.passkey_added.body": "Nový prístupový kľúč ({name}) sa teraz môže prihlásiť do vášho účtu. Ak ste to neboli vy, odstráňte ho a ihneď si zmeňte heslo.",
+        "validation.username.notOwnEmail": "Používateľské meno, ktoré vyzerá ako e-mailová adresa, musí byť vaša vlastná overená e-mailová adresa.",
     ])
 }

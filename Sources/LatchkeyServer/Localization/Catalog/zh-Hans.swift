@@ -139,5 +139,16 @@ extension MessageCatalog {
         "codes.recovery_throttled": "此账户请求重置密码邮件的次数过多。请在 {minutes}后重试。",
         "server.busy": "服务繁忙。请稍后重试。",
         "request.throttled": "你的网络请求过多。请在 {minutes}后重试。",
+        "error.reauthentication_required": "请重新登录后再进行此更改。",
+        "error.userservice.concurrent_update": "你的账户在此期间已被更改。请重新加载后再试。",
+        "email.verify.subject": "确认你的邮箱地址",
+        "email.verify.body": "{code} 是你为账户确认此邮箱地址的验证码，将在 {minutes}后失效。如果这不是你本人的操作，请忽略此邮件。",
+        "email.notice.email_change.subject": "你的邮箱地址正在被更改",
+        "email.notice.email_change.body": "已登录你账户的某人申请将账户改用另一个邮箱地址。输入发送到该地址的验证码后，更改即生效。如果这不是你本人的操作，请立即修改密码。",
+        "email.notice.username_change.subject": "你的用户名已更改",
+        "email.notice.username_change.body": "你账户的用户名现在是 {username}。如果这不是你本人的操作，请立即修改密码。",
+        "email.notice.passkey_added.subject": "你的账户添加了通行密钥",
+        "email.notice.passkey_added.body": "新的通行密钥（{name}）现在可以登录你的账户。如果这不是你本人的操作，请将其删除并立即修改密码。",
+        "validation.username.notOwnEmail": "看起来像邮箱地址的用户名必须是你本人已验证的邮箱地址。",
     ])
 }

@@ -139,5 +139,16 @@ extension MessageCatalog {
         "codes.recovery_throttled": "此帳戶要求重設密碼郵件的次數過多。請於 {minutes}後再試。",
         "server.busy": "服務忙碌中。請稍後再試。",
         "request.throttled": "你的網路請求過多。請於 {minutes}後再試。",
+        "error.reauthentication_required": "請重新登入後再進行此變更。",
+        "error.userservice.concurrent_update": "你的帳戶在此期間已被變更。請重新載入後再試。",
+        "email.verify.subject": "確認你的電子郵件地址",
+        "email.verify.body": "{code} 是你為帳戶確認此電子郵件地址的驗證碼，將於 {minutes}後失效。如果這不是你本人的操作，請忽略此郵件。",
+        "email.notice.email_change.subject": "你的電子郵件地址正在變更",
+        "email.notice.email_change.body": "已登入你帳戶的某人申請將帳戶改用另一個電子郵件地址。輸入寄到該地址的驗證碼後，變更即生效。如果這不是你本人的操作，請立即變更密碼。",
+        "email.notice.username_change.subject": "你的使用者名稱已變更",
+        "email.notice.username_change.body": "你帳戶的使用者名稱現在是 {username}。如果這不是你本人的操作，請立即變更密碼。",
+        "email.notice.passkey_added.subject": "你的帳戶新增了密碼金鑰",
+        "email.notice.passkey_added.body": "新的密碼金鑰（{name}）現在可以登入你的帳戶。如果這不是你本人的操作，請將其刪除並立即變更密碼。",
+        "validation.username.notOwnEmail": "看起來像電子郵件地址的使用者名稱必須是你本人已驗證的電子郵件地址。",
     ])
 }

@@ -1,0 +1,114 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// A request changed an identifier (username, email) or a passkey with an access token whose sign-in is older than
+/// `recent_auth_seconds`. Answered 401 with `error="insufficient_user_authentication"` and `max_age` (RFC 9470), in
+/// the dialect of the path, so the client can send the user through a fresh sign-in (`max_age`, `prompt=login`).
+struct RecentAuthenticationRequired: Error, Sendable {
+    let maxAge: Int
+
+    static let errorCode = "insufficient_user_authentication"
+
+    var apiError: APIError {
+        APIError(status: .unauthorized, code: "AUTH-4011", error: Self.errorCode, messageKey: "error.reauthentication_required",
+                 userMessage: "Please sign in again to make this change.",
+                 technical: "\(Self.errorCode): this change needs a sign-in less than \(maxAge) seconds old; sign in again (max_age=\(maxAge))")
+    }
+
+    func response(_ request: Request) throws -> Response {
+        var response = try ErrorMiddleware.api(apiError, path: request.uri.path, locale: request.locale())
+        response.headers[.wwwAuthenticate] =
+            "Bearer error=\"\(Self.errorCode)\", error_description=\"a more recent authentication is required\", max_age=\(maxAge)"
+        return response
+    }
+}
+
+extension IdentityServer {
+    static let emailChangeMaxAttempts = 5
+
+    /// Refuses the change unless the token's sign-in (`auth_time`) is at most `recent_auth_seconds` old: a token can
+    /// leak (a log, a front end, a stolen device), and it must not be enough to take the account over by adding a
+    /// passkey or moving the email that recovery codes go to.
+    func requireRecentAuthentication(_ claims: AccessTokenClaims) throws(RecentAuthenticationRequired) {
+        let window = configuration.recentAuthenticationSeconds
+        guard let authTime = claims.authTime else { throw RecentAuthenticationRequired(maxAge: window) }
+        let age = clock.now.timeIntervalSince1970 - TimeInterval(authTime)
+        guard age <= TimeInterval(window), age > -60 else { throw RecentAuthenticationRequired(maxAge: window) }
+    }
+
+    /// Whether `changes` (as `updateProfile` takes them) would change the username or the email address.
+    func changesIdentifiers(of user: UserRecord, _ changes: [String: String?]) -> Bool {
+        for name in ["username", "email"] {
+            guard let value = changes[name] else { continue }
+            let trimmed = value?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+            if trimmed != (name == "username" ? user.username : user.claims[name] ?? "") { return true }
+        }
+        return false
+    }
+
+    /// Sends a code to `email` and keeps the change pending until `confirmEmailChange`; the current address is
+    /// told (it stays the account's address meanwhile). A new request replaces an earlier one.
+    func startEmailChange(of user: UserRecord, to email: String, locale: SupportedLocale) async throws {
+        let code = String(format: "%06d", Int.random(in: 0..<1_000_000))
+        let now = clock.now
+        let lifetime = configuration.lifetimes.oneTimeCode
+        try await store.replaceEmailChange(EmailChangeRecord(userId: user.id, email: email, codeDigest: Secrets.digest(code), attempts: 0,
+                                                             createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(lifetime))))
+        let arguments = ["code": code, "minutes": String(MessageCatalog.minutes(seconds: lifetime))]
+        try await outbox.send(OutboxMessage(
+            id: Secrets.identifier(), channel: .email, recipient: email,
+            subject: MessageCatalog.text("email.verify.subject", locale: locale, default: "Confirm your email address"),
+            body: MessageCatalog.text("email.verify.body", locale: locale, arguments: arguments, default: code), code: code, createdAt: now))
+        try await notifyAccountChange(user, "email_change", locale: locale)
+        logger.info("email change requested; code sent to the new address", metadata: ["user": .string(user.id)])
+    }
+
+    /// Applies the pending email change when `code` is the one sent to the new address: the address becomes the
+    /// account's, verified. Written over the version read, like every profile change.
+    func confirmEmailChange(of user: UserRecord, code: String) async throws -> Result<UserRecord, EmailChangeFailure> {
+        let submitted = code.filter { !$0.isWhitespace }
+        switch try await store.redeemEmailChange(userId: user.id, codeDigest: Secrets.digest(submitted),
+                                                 maxAttempts: Self.emailChangeMaxAttempts, now: clock.now) {
+        case .missing: return .failure(.expired)
+        case .wrongCode: return .failure(.wrongCode)
+        case .exhausted: return .failure(.exhausted)
+        case .redeemed(let change):
+            var updated = user
+            updated.claims["email"] = change.email
+            updated.claims["email_verified"] = "true"
+            // The address may have been taken meanwhile.
+            if let conflict = try await uniquenessConflict(for: updated) { return .failure(.rejected(.conflict(conflict))) }
+            updated.updatedAt = clock.now
+            do {
+                guard try await store.updateProfile(userId: user.id, username: user.username, claims: updated.claims, disabled: nil,
+                                                    expectedVersion: user.version, updatedAt: clock.now) else {
+                    return .failure(.rejected(.stale))
+                }
+            } catch StoreError.conflict {
+                return .failure(.rejected(.stale))
+            }
+            updated.version = user.version + 1
+            logger.info("email change verified and applied", metadata: ["user": .string(user.id)])
+            return .success(updated)
+        }
+    }
+
+    /// Tells the account's verified email address that something security-relevant changed (`kind`: `email_change`,
+    /// `username_change`, `passkey_added`), so its owner notices a takeover in progress. No code in these messages.
+    func notifyAccountChange(_ user: UserRecord, _ kind: String, arguments: [String: String] = [:], locale: SupportedLocale) async throws {
+        // Only a verified address: a notice must not go to whoever typed an address in.
+        guard let email = user.claims["email"], !email.isEmpty, user.claims["email_verified"] == "true" else { return }
+        try await outbox.send(OutboxMessage(
+            id: Secrets.identifier(), channel: .email, recipient: email,
+            subject: MessageCatalog.text("email.notice.\(kind).subject", locale: locale, default: "Your account was changed"),
+            body: MessageCatalog.text("email.notice.\(kind).body", locale: locale, arguments: arguments, default: "Your account was changed."),
+            code: nil, createdAt: clock.now))
+    }
+}
+
+/// Why an email change was not confirmed.
+enum EmailChangeFailure: Error {
+    case expired, wrongCode, exhausted
+    case rejected(ProfileRejection)
+}

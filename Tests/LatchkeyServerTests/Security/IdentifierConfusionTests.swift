@@ -1,0 +1,105 @@
+import Foundation
+import LatchkeyJOSE
+@testable import LatchkeyServer
+import Testing
+
+/// M4: usernames and email addresses name accounts in one space. A username may not be another account's email
+/// (nor an email another's username), a username that looks like an address must be the account's own verified
+/// email, and Sign in with Apple links only an account whose verified *email claim* is Apple's address.
+@Suite("Security: usernames and emails cannot be confused")
+struct IdentifierConfusionTests {
+    static let bundleId = "io.latchkey.demo"
+
+    func put(_ server: TestServer, _ token: String, _ changes: [String: Any]) async throws -> HTTPResult {
+        var attributes = try #require(try await server.call("GET", "/users/me", token: token).value("attributes") as? [String: Any])
+        attributes.merge(changes) { _, new in new }
+        return try await server.call("PUT", "/users/me", token: token, json: ["attributes": attributes], contentType: "application/json")
+    }
+
+    @Test("a username that is another account's email is refused, and so is an email that is another account's username")
+    func crossUniqueness() async throws {
+        let server = try await TestServer.startForProfiles()
+        defer { Task { await server.stop() } }
+        _ = try await server.server.createUser(username: "victim", password: "victim's long password",
+                                               claims: ["email": "victim@gmail.example", "email_verified": "true"])
+        _ = try await server.server.createUser(username: "boss@corp.example", password: "boss's long password",
+                                               claims: ["email": "boss.private@mail.example", "email_verified": "true"])
+        let token = try await server.userTokens().accessToken
+        let username = try await put(server, token, ["username": "victim@gmail.example"])
+        #expect(username.status != 200, "\(username.text)")
+        #expect(try await server.server.store.user(username: "victim@gmail.example") == nil)
+        let email = try await put(server, token, ["email": "boss@corp.example"])
+        #expect(email.status == 409, "\(email.text)")
+        #expect(try email.string("code") == "USR-1014")
+        #expect(try await server.server.outboxMessages(recipient: "boss@corp.example").isEmpty, "no code to another account's name")
+        // Through SCIM as well.
+        let scim = try await server.call("PATCH", "/scim2/Me", token: token, json: [
+            "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+            "Operations": [["op": "replace", "path": "userName", "value": "victim@gmail.example"]]])
+        #expect(scim.status == 409 || scim.status == 400, "\(scim.text)")
+        #expect(try await server.server.store.user(username: "victim@gmail.example") == nil)
+    }
+
+    @Test("a username that looks like an email address must be the account's own verified email")
+    func emailLikeUsernames() async throws {
+        let server = try await TestServer.startForProfiles()
+        defer { Task { await server.stop() } }
+        let token = try await server.userTokens().accessToken
+        // Nobody has this address yet: squatting it as a username would capture its owner's future sign-ins.
+        let squat = try await put(server, token, ["username": "future.victim@gmail.example"])
+        #expect(squat.status == 400, "\(squat.text)")
+        #expect(try squat.string("code") == "USR-1019")
+        #expect(try await server.server.store.user(username: "future.victim@gmail.example") == nil)
+        // A plain name is fine, and so is going back to one's own verified address.
+        #expect(try await put(server, token, ["username": "demo"]).status == 200)
+        let back = try await put(server, token, ["username": "DEMO@example.com"])
+        #expect(back.status == 200, "\(back.text)")
+    }
+
+    func apple(_ server: TestServer, _ issuer: AppleStandIn, sub: String, email: String) async throws -> HTTPResult {
+        let verifier = PKCEPair().verifier
+        let token = try issuer.identityToken(sub: sub, bundleId: Self.bundleId, verifier: verifier, email: email)
+        var o = AuthorizeOptions()
+        o.nonce = verifier
+        o.extra = ["provider": "apple", "id_token": token]
+        return try await TestBrowser().get(server.authorizeURL(o).replacingOccurrences(of: "/oauth2/authorize", with: "/oauth/authorize"))
+    }
+
+    @Test("Sign in with Apple does not link the victim into an account whose username (not verified email) is the victim's address")
+    func appleLinksOnTheVerifiedEmailClaimOnly() async throws {
+        let issuer = try await AppleStandIn.start()
+        let server = try await TestServer.startForNativeLogin(bundleId: Self.bundleId, apple: issuer)
+        defer { Task { await server.stop(); await issuer.stop() } }
+        // The attacker's account: their own verified Apple address, and the victim's address as username (as the
+        // attack left it, or as data from before usernames were checked).
+        let attacker = try await server.server.createUser(username: "victim@gmail.example", password: "attacker's long password",
+                                                          claims: ["email": "attacker@icloud.example", "email_verified": "true"])
+        let response = try await apple(server, issuer, sub: "apple-victim", email: "victim@gmail.example")
+        #expect(response.status == 302)
+        #expect(response.locationQuery["code"] != nil, "\(response.location ?? "")")
+        let link = try #require(try await server.server.store.federatedIdentity(provider: "apple", subject: "apple-victim"))
+        #expect(link.userId != attacker, "the victim's Apple ID must not be linked to the attacker's account")
+        let victim = try #require(try await server.server.store.user(id: link.userId))
+        #expect(victim.claims["email"] == "victim@gmail.example")
+        #expect(victim.username != "victim@gmail.example", "the address is someone's username already")
+    }
+
+    @Test("the Apple attack end to end: the attacker cannot take the victim's address as username in the first place")
+    func appleAttackFirstStepRefused() async throws {
+        let issuer = try await AppleStandIn.start()
+        let server = try await TestServer.startForNativeLogin(bundleId: Self.bundleId, apple: issuer)
+        defer { Task { await server.stop(); await issuer.stop() } }
+        let signIn = try await apple(server, issuer, sub: "apple-attacker", email: "attacker@icloud.example")
+        #expect(signIn.locationQuery["code"] != nil, "\(signIn.location ?? "")")
+        // The attacker's signed-in rename, as `PUT /users/me` performs it (the HTTP path is covered above).
+        let attacker = try #require(try await server.server.store.federatedIdentity(provider: "apple", subject: "apple-attacker"))
+        let account = try #require(try await server.server.store.user(id: attacker.userId))
+        let result = try await server.server.updateProfile(of: account, changes: ["username": "victim@gmail.example"])
+        guard case .failure(.invalid(let problems)) = result else { Issue.record("the username was accepted: \(result)"); return }
+        #expect(problems.map(\.attribute) == ["username"])
+        let victim = try await apple(server, issuer, sub: "apple-victim", email: "victim@gmail.example")
+        #expect(victim.locationQuery["code"] != nil)
+        let link = try #require(try await server.server.store.federatedIdentity(provider: "apple", subject: "apple-victim"))
+        #expect(link.userId != attacker.userId)
+    }
+}
