@@ -68,6 +68,9 @@ public struct ServerConfiguration: Sendable {
                     "binding \(host) with an http issuer would serve credentials in clear text off this machine; use an https issuer behind a TLS proxy")
             }
         }
+        if webAuthn.attestationRequired, webAuthn.trustAnchorsDER.isEmpty {
+            throw ConfigurationError.invalid("webauthn attestation required needs at least one trust anchor certificate")
+        }
         var seen = Set<String>()
         for client in clients {
             guard seen.insert(client.clientId).inserted else { throw ConfigurationError.invalid("duplicate client \(client.clientId)") }

@@ -1,5 +1,4 @@
 import Foundation
-import HummingbirdOTP
 import Hummingbird
 import LatchkeyJOSE
 
@@ -32,7 +31,7 @@ struct StepUpClaims: OwnTokenClaims, Codable, Sendable {
 /// `{challenge_id}`; email sends a code) and `POST /identity/v1/passwordless/verify` (`{challenge_id,
 /// verification_code}` → `{code}`, an authorization code redeemed at the token endpoint with the PKCE verifier).
 extension IdentityServer {
-    static let stepUpMaxAttempts = 5
+    static let stepUpMaxAttempts = SecondFactor.maxAttempts
 
     func addStepUpRoutes(_ router: Router<LatchkeyRequestContext>) {
         router.post("/identity/v1/mfa/stepup") { request, _ in try await self.mfaStepUp(request) }
@@ -99,16 +98,11 @@ extension IdentityServer {
         case "otp" where kinds.contains(.totp):
             break  // the authenticator app computes the code
         case "email" where kinds.contains(.emailOTP):  // never a weaker factor than the account enrolled
-            guard let email = user.claims["email"], !email.isEmpty else { throw ReachFiveBody.invalid("the account has no email address") }
-            let code = String(format: "%06d", Int.random(in: 0..<1_000_000))
-            digest = Secrets.digest(code)
-            let locale = request.locale()
             let clientName = try await store.client(id: claims.aud)?.configuration.name ?? claims.aud
-            let arguments = ["code": code, "app": clientName, "minutes": String(MessageCatalog.minutes(seconds: configuration.lifetimes.oneTimeCode))]
-            try await outbox.send(OutboxMessage(
-                id: Secrets.identifier(), channel: .email, recipient: email,
-                subject: MessageCatalog.text("email.code.signin.subject", locale: locale, default: "Your code"),
-                body: MessageCatalog.text("email.code.signin.body", locale: locale, arguments: arguments, default: code), code: code, createdAt: now))
+            guard let sent = try await sendSignInCode(to: user, appName: clientName, locale: request.locale()) else {
+                throw ReachFiveBody.invalid("the account has no email address")
+            }
+            digest = sent
         default:
             throw ReachFiveBody.invalid("auth_type must be one of the account's factors (\(kinds.map(\.rawValue).sorted().joined(separator: ", ")))")
         }
@@ -132,12 +126,7 @@ extension IdentityServer {
         guard let user = try await store.user(id: claims.sub), !user.disabled else { throw ReachFiveBody.invalid("the account can no longer sign in") }
         var matched = false
         if challenge.kind == "otp" {
-            guard let factor = try await store.factors(userId: user.id).first(where: { $0.kind == .totp }) else { throw invalid }
-            let totp = TOTP(secret: factor.secret)
-            for offset in [-30.0, 0, 30] {
-                let candidate = String(format: "%06d", totp.compute(date: clock.now.addingTimeInterval(offset)))
-                if Secrets.constantTimeEquals(candidate, submitted) { matched = true }
-            }
+            matched = try await verifyTOTP(userId: user.id, submitted: submitted)
         } else {
             matched = !challenge.codeDigest.isEmpty && Secrets.constantTimeEquals(Secrets.digest(submitted), challenge.codeDigest)
         }
@@ -150,7 +139,8 @@ extension IdentityServer {
         let completed = Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_expired"), "the step-up was already completed")
         guard try await store.takeStepUpChallenge(id: id) else { throw completed }
         do { try await consumeOwnToken(claims) } catch { throw completed }
-        let session = try await openSession(userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)))
+        let session = try await openSession(userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)),
+                                            amr: AuthenticationMethods.withSecondFactor(claims.amr))
         let authRequest = AuthorizationRequest(clientId: claims.aud, redirectUri: claims.redirectUri, scope: claims.scope, state: nil, nonce: nil,
                                                codeChallenge: claims.codeChallenge, loginHint: nil, uiLocales: nil, maxAge: nil, prompt: [])
         return try Responses.json(Body(code: try await mintAuthorizationCode(authRequest, user: user, session: session)), noStore: true)

@@ -69,7 +69,7 @@ extension IdentityServer {
         try await store.insertFamily(TokenFamilyRecord(id: familyId, clientId: client.clientId, userId: user.id, createdAt: now))
         try await store.attachFamily(toCodeHash: codeHash, familyId: familyId)
         let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: record.scope, nonce: record.nonce,
-                                      authTime: record.authTime, sessionId: record.sessionId, familyId: familyId)
+                                      authTime: record.authTime, sessionId: record.sessionId, familyId: familyId, amr: record.amr)
         return try await issue(grant, client: client, newRefreshInFamily: familyId)
     }
 
@@ -89,7 +89,8 @@ extension IdentityServer {
             throw OAuthError(.invalidGrant, "the user can no longer sign in")
         }
         let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: scope,
-                                      authTime: current.authTime, sessionId: current.sessionId, familyId: current.familyId)
+                                      authTime: current.authTime, sessionId: current.sessionId, familyId: current.familyId,
+                                      amr: current.amr)
         let next = tokens.refreshToken(for: grant, familyId: current.familyId)
         switch try await store.rotateRefreshToken(presented: hash, next: next.record, now: clock.now) {
         case .rotated: break
@@ -131,6 +132,7 @@ extension IdentityServer {
             return try await flowAssertionExchange(subjectToken, params, client: client)
         }
         let subject: String, subjectScope: [String], subjectClient: String?, familyId: String?, authTime: Date?
+        var amr: [String] = []
         switch subjectType {
         case Self.tokenTypeAccessToken:
             let claims: AccessTokenClaims
@@ -140,6 +142,7 @@ extension IdentityServer {
             subject = claims.sub; subjectScope = claims.scopes; subjectClient = claims.clientId
             familyId = try await store.accessToken(jti: claims.jti)?.familyId
             authTime = claims.authTime.map { Date(timeIntervalSince1970: TimeInterval($0)) }
+            amr = claims.amr ?? []
         case Self.tokenTypeJWT, Self.tokenTypeIDToken:
             let (_, claims) = try await validator.signedJWT(subjectToken)
             guard let sub = claims.sub else { throw OAuthError(.invalidGrant, "subject_token has no sub") }
@@ -160,7 +163,7 @@ extension IdentityServer {
         guard scope.allSatisfy(subjectScope.contains) else { throw OAuthError(.invalidScope, "scope exceeds the subject token's") }
         let access = try await tokens.accessToken(for: .init(
             user: nil, subject: subject, clientId: client.clientId, scope: scope, audience: [audience], authTime: authTime,
-            familyId: familyId, actor: subjectClient == client.clientId ? nil : client.clientId))
+            familyId: familyId, actor: subjectClient == client.clientId ? nil : client.clientId, amr: amr))
         return TokenResponse(accessToken: access.token, expiresIn: access.expiresIn, scope: scope.joined(separator: " "),
                              issuedTokenType: Self.tokenTypeAccessToken)
     }
@@ -189,7 +192,7 @@ extension IdentityServer {
         try await store.insertFamily(TokenFamilyRecord(id: familyId, clientId: client.clientId, userId: user.id, createdAt: clock.now))
         let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: scope,
                                       authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)), sessionId: claims.sid,
-                                      familyId: familyId)
+                                      familyId: familyId, amr: claims.amr)
         var response = try await issue(grant, client: client, newRefreshInFamily: familyId)
         response.issuedTokenType = Self.tokenTypeAccessToken
         return response

@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import HummingbirdOTP
 
 /// Password and second-factor steps of sign-in. The password step is `checkPassword`, as on the hosted login page.
 enum AuthenticationExecutors {
@@ -20,14 +19,15 @@ enum AuthenticationExecutors {
 
     /// Branches `totp`, `email_otp` or `none` by what the user has enrolled (TOTP first: it needs no delivery).
     static func resolveSecondFactor(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
-        guard let userId = run.state.userId else { return .fail(.invalidCredentials) }
-        let kinds = Set(try await server.store.factors(userId: userId).map(\.kind))
-        if kinds.contains(.totp) {
+        guard let userId = run.state.userId, let user = try await server.store.user(id: userId) else { return .fail(.invalidCredentials) }
+        switch try await server.enrolledSecondFactor(of: user) {
+        case .totp:
             run.state.additionalData = ["mfaMethod": "totp", "otpLength": "6", "otpNumericOnly": "true"]
             return .branch("totp")
-        }
-        if kinds.contains(.emailOTP), let email = try await server.store.user(id: userId)?.claims["email"], !email.isEmpty {
+        case .email:
             return .branch("email_otp")
+        case nil:
+            break
         }
         if run.client.requireMFA || node.properties?["required"] == "true" { return .fail(.mfaNotEnrolled) }
         return .branch("none")
@@ -35,20 +35,11 @@ enum AuthenticationExecutors {
 
     /// RFC 6238 with a ±1 step window; five wrong codes end the execution.
     static func verifyTOTP(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
-        guard let userId = run.state.userId,
-              let factor = try await server.store.factors(userId: userId).first(where: { $0.kind == .totp }) else {
-            return .fail(.invalidCredentials)
-        }
-        let submitted = (run.submitted["otp"] ?? "").filter { !$0.isWhitespace }
-        let totp = TOTP(secret: factor.secret)
-        let now = server.clock.now
-        let candidates = [-30.0, 0, 30].map { String(format: "%06d", totp.compute(date: now.addingTimeInterval($0))) }
-        // Compare against every candidate (no early exit), each in constant time.
-        var matched = false
-        for candidate in candidates where Secrets.constantTimeEquals(candidate, submitted) { matched = true }
+        guard let userId = run.state.userId else { return .fail(.invalidCredentials) }
+        let matched = try await server.verifyTOTP(userId: userId, submitted: SecondFactor.cleaned(run.submitted["otp"]))
         guard matched else {
             run.state.factorAttempts += 1
-            if run.state.factorAttempts >= 5 { return .fail(.tooManyCodeAttempts) }
+            if run.state.factorAttempts >= SecondFactor.maxAttempts { return .fail(.tooManyCodeAttempts) }
             run.state.additionalData = ["mfaMethod": "totp", "otpLength": "6", "otpNumericOnly": "true"]
             return .retry(.invalidCode)
         }
@@ -60,8 +51,8 @@ enum AuthenticationExecutors {
 /// Emailed one-time codes: the second factor (`purpose` = `mfa`) and the password-recovery confirmation code
 /// (`purpose` = `recovery`). Codes are 6 digits, stored as a digest, expire, and allow five attempts and five sends.
 enum CodeExecutors {
-    static let maxSends = 5
-    static let maxAttempts = 5
+    static let maxSends = SecondFactor.maxSends
+    static let maxAttempts = SecondFactor.maxAttempts
 
     static func send(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         let recovery = node.properties?["purpose"] == "recovery"
@@ -76,7 +67,7 @@ enum CodeExecutors {
         } else if let userId = run.state.userId {
             user = try await server.store.user(id: userId)
         }
-        let code = String(format: "%06d", Int.random(in: 0..<1_000_000))
+        let code = SecondFactor.newCode()
         let now = server.clock.now
         run.state.codeSends += 1
         run.state.code = .init(digest: Secrets.digest(code), expiresAt: now.addingTimeInterval(TimeInterval(server.configuration.lifetimes.oneTimeCode)),

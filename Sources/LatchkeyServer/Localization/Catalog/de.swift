@@ -135,5 +135,13 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} ist Ihr Anmeldecode für {app}. Er läuft in {minutes} ab. Wenn Sie ihn nicht angefordert haben, ignorieren Sie diese Nachricht.",
         "email.code.recovery.subject": "Ihr Code zum Zurücksetzen des Passworts",
         "email.code.recovery.body": "{code} ist Ihr Code zum Zurücksetzen des Passworts für {app}. Er läuft in {minutes} ab. Wenn Sie ihn nicht angefordert haben, ignorieren Sie diese Nachricht.",
+        "page.mfa.title": "Bestätigen Sie, dass Sie es sind",
+        "page.mfa.totp": "Geben Sie den 6-stelligen Code aus Ihrer Authenticator-App ein.",
+        "page.mfa.email": "Wir haben Ihnen einen 6-stelligen Code per E-Mail geschickt. Geben Sie ihn unten ein.",
+        "page.mfa.code": "Bestätigungscode",
+        "page.mfa.submit": "Bestätigen",
+        "page.mfa.resend": "Neuen Code senden",
+        "page.mfa.resent": "Ein neuer Code ist per E-Mail unterwegs.",
+        "page.mfa.resend_limit": "Für diese Anmeldung können keine weiteren Codes gesendet werden. Bitte beginnen Sie von vorn.",
     ])
 }

@@ -146,5 +146,13 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} is your sign-in code for {app}. It expires in {minutes}. If you did not ask for it, ignore this message.",
         "email.code.recovery.subject": "Your password reset code",
         "email.code.recovery.body": "{code} is your password reset code for {app}. It expires in {minutes}. If you did not ask for it, ignore this message.",
+        "page.mfa.title": "Confirm it's you",
+        "page.mfa.totp": "Enter the 6-digit code from your authenticator app.",
+        "page.mfa.email": "We emailed you a 6-digit code. Enter it below.",
+        "page.mfa.code": "Verification code",
+        "page.mfa.submit": "Verify",
+        "page.mfa.resend": "Send a new code",
+        "page.mfa.resent": "A new code is on its way to your email.",
+        "page.mfa.resend_limit": "No more codes can be sent for this sign-in. Please start again.",
     ])
 }

@@ -135,5 +135,13 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} es tu código de inicio de sesión para {app}. Caduca en {minutes}. Si no lo has solicitado, ignora este mensaje.",
         "email.code.recovery.subject": "Tu código para restablecer la contraseña",
         "email.code.recovery.body": "{code} es tu código para restablecer la contraseña de {app}. Caduca en {minutes}. Si no lo has solicitado, ignora este mensaje.",
+        "page.mfa.title": "Confirma que eres tú",
+        "page.mfa.totp": "Introduce el código de 6 dígitos de tu aplicación de autenticación.",
+        "page.mfa.email": "Te hemos enviado un código de 6 dígitos por correo electrónico. Introdúcelo abajo.",
+        "page.mfa.code": "Código de verificación",
+        "page.mfa.submit": "Verificar",
+        "page.mfa.resend": "Enviar un código nuevo",
+        "page.mfa.resent": "Te hemos enviado un código nuevo por correo electrónico.",
+        "page.mfa.resend_limit": "No se pueden enviar más códigos para este inicio de sesión. Vuelve a empezar.",
     ])
 }

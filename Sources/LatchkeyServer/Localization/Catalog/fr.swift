@@ -135,5 +135,13 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} est votre code de connexion pour {app}. Il expire dans {minutes}. Si vous ne l'avez pas demandé, ignorez ce message.",
         "email.code.recovery.subject": "Votre code de réinitialisation du mot de passe",
         "email.code.recovery.body": "{code} est votre code de réinitialisation du mot de passe pour {app}. Il expire dans {minutes}. Si vous ne l'avez pas demandé, ignorez ce message.",
+        "page.mfa.title": "Confirmez votre identité",
+        "page.mfa.totp": "Saisissez le code à 6 chiffres de votre application d'authentification.",
+        "page.mfa.email": "Nous vous avons envoyé un code à 6 chiffres par e-mail. Saisissez-le ci-dessous.",
+        "page.mfa.code": "Code de vérification",
+        "page.mfa.submit": "Vérifier",
+        "page.mfa.resend": "Envoyer un nouveau code",
+        "page.mfa.resent": "Un nouveau code vous a été envoyé par e-mail.",
+        "page.mfa.resend_limit": "Aucun autre code ne peut être envoyé pour cette connexion. Veuillez recommencer.",
     ])
 }

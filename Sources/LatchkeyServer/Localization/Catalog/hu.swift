@@ -135,5 +135,13 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} a bejelentkezési kódja ehhez: {app}. A kód {minutes} múlva lejár. Ha nem Ön kérte, hagyja figyelmen kívül ezt az üzenetet.",
         "email.code.recovery.subject": "Jelszó-visszaállítási kódja",
         "email.code.recovery.body": "{code} a jelszó-visszaállítási kódja ehhez: {app}. A kód {minutes} múlva lejár. Ha nem Ön kérte, hagyja figyelmen kívül ezt az üzenetet.",
+        "page.mfa.title": "Erősítse meg, hogy Ön az",
+        "page.mfa.totp": "Írja be a hitelesítő alkalmazásában látható 6 jegyű kódot.",
+        "page.mfa.email": "E-mailben elküldtünk Önnek egy 6 jegyű kódot. Írja be alább.",
+        "page.mfa.code": "Ellenőrző kód",
+        "page.mfa.submit": "Ellenőrzés",
+        "page.mfa.resend": "Új kód küldése",
+        "page.mfa.resent": "Az új kódot elküldtük e-mailben.",
+        "page.mfa.resend_limit": "Ehhez a bejelentkezéshez nem küldhető több kód. Kezdje újra.",
     ])
 }

@@ -135,5 +135,13 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} è il tuo codice di accesso per {app}. Scade tra {minutes}. Se non l'hai richiesto, ignora questo messaggio.",
         "email.code.recovery.subject": "Il tuo codice per reimpostare la password",
         "email.code.recovery.body": "{code} è il tuo codice per reimpostare la password di {app}. Scade tra {minutes}. Se non l'hai richiesto, ignora questo messaggio.",
+        "page.mfa.title": "Conferma la tua identità",
+        "page.mfa.totp": "Inserisci il codice a 6 cifre della tua app di autenticazione.",
+        "page.mfa.email": "Ti abbiamo inviato un codice a 6 cifre via email. Inseriscilo qui sotto.",
+        "page.mfa.code": "Codice di verifica",
+        "page.mfa.submit": "Verifica",
+        "page.mfa.resend": "Invia un nuovo codice",
+        "page.mfa.resent": "Un nuovo codice è in arrivo nella tua email.",
+        "page.mfa.resend_limit": "Non è possibile inviare altri codici per questo accesso. Ricomincia.",
     ])
 }

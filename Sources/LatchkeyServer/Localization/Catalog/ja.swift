@@ -135,5 +135,13 @@ extension MessageCatalog {
         "email.code.signin.body": "{app}のサインインコードは{code}です。有効期限は{minutes}です。お心当たりがない場合は、このメッセージを無視してください。",
         "email.code.recovery.subject": "パスワード再設定コードのお知らせ",
         "email.code.recovery.body": "{app}のパスワード再設定コードは{code}です。有効期限は{minutes}です。お心当たりがない場合は、このメッセージを無視してください。",
+        "page.mfa.title": "本人確認",
+        "page.mfa.totp": "認証アプリに表示されている6桁のコードを入力してください。",
+        "page.mfa.email": "6桁のコードをメールでお送りしました。下に入力してください。",
+        "page.mfa.code": "確認コード",
+        "page.mfa.submit": "確認",
+        "page.mfa.resend": "新しいコードを送信",
+        "page.mfa.resent": "新しいコードをメールでお送りしました。",
+        "page.mfa.resend_limit": "このサインインではこれ以上コードを送信できません。最初からやり直してください。",
     ])
 }

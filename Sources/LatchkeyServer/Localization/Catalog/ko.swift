@@ -135,5 +135,13 @@ extension MessageCatalog {
         "email.code.signin.body": "{app} 로그인 코드는 {code}입니다. 이 코드는 {minutes} 후에 만료됩니다. 요청하지 않으셨다면 이 메시지를 무시해 주세요.",
         "email.code.recovery.subject": "비밀번호 재설정 코드 안내",
         "email.code.recovery.body": "{app} 비밀번호 재설정 코드는 {code}입니다. 이 코드는 {minutes} 후에 만료됩니다. 요청하지 않으셨다면 이 메시지를 무시해 주세요.",
+        "page.mfa.title": "본인 확인",
+        "page.mfa.totp": "인증 앱에 표시된 6자리 코드를 입력해 주세요.",
+        "page.mfa.email": "6자리 코드를 이메일로 보내 드렸습니다. 아래에 입력해 주세요.",
+        "page.mfa.code": "인증 코드",
+        "page.mfa.submit": "확인",
+        "page.mfa.resend": "새 코드 보내기",
+        "page.mfa.resent": "새 코드를 이메일로 보내 드렸습니다.",
+        "page.mfa.resend_limit": "이 로그인에는 더 이상 코드를 보낼 수 없습니다. 처음부터 다시 시작해 주세요.",
     ])
 }

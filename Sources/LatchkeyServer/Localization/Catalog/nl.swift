@@ -135,5 +135,13 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} is je aanmeldcode voor {app}. Hij verloopt over {minutes}. Heb je er niet om gevraagd? Negeer dan dit bericht.",
         "email.code.recovery.subject": "Je code om je wachtwoord opnieuw in te stellen",
         "email.code.recovery.body": "{code} is je code om je wachtwoord voor {app} opnieuw in te stellen. Hij verloopt over {minutes}. Heb je er niet om gevraagd? Negeer dan dit bericht.",
+        "page.mfa.title": "Bevestig dat jij het bent",
+        "page.mfa.totp": "Voer de 6-cijferige code uit je authenticator-app in.",
+        "page.mfa.email": "We hebben je een 6-cijferige code gemaild. Voer die hieronder in.",
+        "page.mfa.code": "Verificatiecode",
+        "page.mfa.submit": "Verifiëren",
+        "page.mfa.resend": "Nieuwe code sturen",
+        "page.mfa.resent": "Er is een nieuwe code naar je e-mail onderweg.",
+        "page.mfa.resend_limit": "Voor deze aanmelding kunnen geen codes meer worden verstuurd. Begin opnieuw.",
     ])
 }

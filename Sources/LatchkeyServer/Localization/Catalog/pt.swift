@@ -135,5 +135,13 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} é o seu código de início de sessão para {app}. Expira dentro de {minutes}. Se não o pediu, ignore esta mensagem.",
         "email.code.recovery.subject": "O seu código para redefinir a palavra-passe",
         "email.code.recovery.body": "{code} é o seu código para redefinir a palavra-passe de {app}. Expira dentro de {minutes}. Se não o pediu, ignore esta mensagem.",
+        "page.mfa.title": "Confirme que é você",
+        "page.mfa.totp": "Introduza o código de 6 dígitos da sua aplicação de autenticação.",
+        "page.mfa.email": "Enviámos-lhe um código de 6 dígitos por e-mail. Introduza-o abaixo.",
+        "page.mfa.code": "Código de verificação",
+        "page.mfa.submit": "Verificar",
+        "page.mfa.resend": "Enviar um novo código",
+        "page.mfa.resent": "Um novo código está a caminho do seu e-mail.",
+        "page.mfa.resend_limit": "Não é possível enviar mais códigos para este início de sessão. Comece de novo.",
     ])
 }

@@ -135,5 +135,13 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} je váš prihlasovací kód pre {app}. Platnosť vyprší o {minutes}. Ak ste oň nežiadali, túto správu ignorujte.",
         "email.code.recovery.subject": "Váš kód na obnovenie hesla",
         "email.code.recovery.body": "{code} je váš kód na obnovenie hesla pre {app}. Platnosť vyprší o {minutes}. Ak ste oň nežiadali, túto správu ignorujte.",
+        "page.mfa.title": "Potvrďte, že ste to vy",
+        "page.mfa.totp": "Zadajte 6-miestny kód z vašej overovacej aplikácie.",
+        "page.mfa.email": "Poslali sme vám e-mailom 6-miestny kód. Zadajte ho nižšie.",
+        "page.mfa.code": "Overovací kód",
+        "page.mfa.submit": "Overiť",
+        "page.mfa.resend": "Poslať nový kód",
+        "page.mfa.resent": "Nový kód je na ceste do vášho e-mailu.",
+        "page.mfa.resend_limit": "Pre toto prihlásenie už nie je možné poslať ďalšie kódy. Začnite znova.",
     ])
 }

@@ -135,5 +135,13 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} 是你登录 {app} 的验证码，将在 {minutes}后失效。如果这不是你本人的操作，请忽略此邮件。",
         "email.code.recovery.subject": "你的密码重置验证码",
         "email.code.recovery.body": "{code} 是你重置 {app} 密码的验证码，将在 {minutes}后失效。如果这不是你本人的操作，请忽略此邮件。",
+        "page.mfa.title": "确认是您本人",
+        "page.mfa.totp": "请输入身份验证器应用中的 6 位数验证码。",
+        "page.mfa.email": "我们已通过电子邮件向您发送了 6 位数验证码，请在下方输入。",
+        "page.mfa.code": "验证码",
+        "page.mfa.submit": "验证",
+        "page.mfa.resend": "发送新验证码",
+        "page.mfa.resent": "新验证码已发送到您的电子邮箱。",
+        "page.mfa.resend_limit": "本次登录无法再发送验证码，请重新开始。",
     ])
 }

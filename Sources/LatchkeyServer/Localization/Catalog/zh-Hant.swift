@@ -135,5 +135,13 @@ extension MessageCatalog {
         "email.code.signin.body": "{code} 是你登入 {app} 的驗證碼，將於 {minutes}後失效。如果這不是你本人的操作，請忽略此郵件。",
         "email.code.recovery.subject": "你的密碼重設驗證碼",
         "email.code.recovery.body": "{code} 是你重設 {app} 密碼的驗證碼，將於 {minutes}後失效。如果這不是你本人的操作，請忽略此郵件。",
+        "page.mfa.title": "確認是您本人",
+        "page.mfa.totp": "請輸入驗證器應用程式中的 6 位數驗證碼。",
+        "page.mfa.email": "我們已透過電子郵件將 6 位數驗證碼寄給您，請在下方輸入。",
+        "page.mfa.code": "驗證碼",
+        "page.mfa.submit": "驗證",
+        "page.mfa.resend": "傳送新的驗證碼",
+        "page.mfa.resent": "新的驗證碼已寄到您的電子郵件。",
+        "page.mfa.resend_limit": "本次登入無法再傳送驗證碼，請重新開始。",
     ])
 }
