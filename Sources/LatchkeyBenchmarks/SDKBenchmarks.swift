@@ -112,9 +112,11 @@ enum SDKBenchmarks {
             return String(html[r.upperBound...].prefix { $0 != "\"" })
         }
         let csrf = field("csrf")
+        // The CSRF cookie as the page set it (the form's token is derived from it and the login request, not equal to it).
+        let csrfCookie = page.headers.first { $0.key.lowercased() == "set-cookie" }?.value.split(separator: ";").first.map(String.init) ?? ""
         guard let postURL = URL(string: server.issuer + "/login") else { throw BenchError("url") }
         let done = try await http.send(.form(postURL, [("request", field("request")), ("csrf", csrf), ("username", DevelopmentDefaults.demoUsername),
-                                                       ("password", DevelopmentDefaults.demoPassword)], headers: ["Cookie": "lk_csrf=\(csrf)"]))
+                                                       ("password", DevelopmentDefaults.demoPassword)], headers: ["Cookie": csrfCookie]))
         guard let callback = done.location.flatMap(URLComponents.init(string:)),
               let code = callback.queryItems?.first(where: { $0.name == "code" })?.value,
               let tokenURL = URL(string: server.issuer + "/oauth2/token") else { throw BenchError("sign-in failed (\(done.status))") }

@@ -34,13 +34,17 @@ public struct ConfigurationFile: Codable, Sendable {
     /// `"recent_auth_seconds": 300`: how recent a sign-in must be to change the username, email or passkeys.
     public var recentAuthSeconds: Int?
 
-    /// `"webauthn": {"rp_id": "example.com", "rp_name": "Example", "user_verification": "required", "trust_anchors": ["ca.pem"]}`
+    /// `"webauthn": {"rp_id": "example.com", "rp_name": "Example", "user_verification": "required", "trust_anchors": ["ca.pem"],
+    /// "attestation": "required"}`
     public struct WebAuthn: Codable, Sendable {
         public var rpId, rpName, userVerification: String?
         /// PEM files of attestation root certificates (paths relative to the working directory).
         public var trustAnchors: [String]?
+        /// `optional` (default) or `required`: with `required`, a passkey registers only with an attestation chain
+        /// to one of `trust_anchors` (needs at least one); `none` and self attestation are refused.
+        public var attestation: String?
         enum CodingKeys: String, CodingKey {
-            case rpId = "rp_id", rpName = "rp_name", userVerification = "user_verification", trustAnchors = "trust_anchors"
+            case rpId = "rp_id", rpName = "rp_name", userVerification = "user_verification", trustAnchors = "trust_anchors", attestation
         }
     }
 
@@ -151,6 +155,15 @@ public struct ConfigurationFile: Codable, Sendable {
                 base.webAuthn.userVerification = v
             }
             for path in w.trustAnchors ?? [] { base.webAuthn.trustAnchorsDER += try PEM.certificates(path: path) }
+            if let v = w.attestation {
+                guard ["optional", "required"].contains(v) else {
+                    throw ConfigurationError.invalid("webauthn.attestation must be optional or required")
+                }
+                base.webAuthn.attestationRequired = v == "required"
+            }
+            if base.webAuthn.attestationRequired, base.webAuthn.trustAnchorsDER.isEmpty {
+                throw ConfigurationError.invalid("webauthn.attestation required needs at least one webauthn.trust_anchors certificate")
+            }
         }
         if let a = apple {
             if let v = a.issuer { base.apple.issuer = v }

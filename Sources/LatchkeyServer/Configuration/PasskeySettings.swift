@@ -13,6 +13,9 @@ public struct WebAuthnSettings: Sendable, Equatable {
     /// DER certificates a `packed` x5c attestation chain must lead to. Empty: attestation certificates are accepted
     /// without a chain check (the default for consumer passkeys, which mostly send `none`).
     public var trustAnchorsDER: [Data] = []
+    /// Registration needs an attestation that chains to `trustAnchorsDER`: `none` and self attestation (which prove
+    /// nothing about the authenticator model) and untrusted chains are refused. Requires at least one anchor.
+    public var attestationRequired: Bool = false
     public init() {}
 
     func resolvedRpId(issuer: URL) -> String { rpId ?? issuer.host ?? "localhost" }

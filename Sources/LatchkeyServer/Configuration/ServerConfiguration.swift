@@ -104,6 +104,9 @@ public struct ServerConfiguration: Sendable {
             throw ConfigurationError.invalid("bcrypt_cost must be at least \(Self.minimumProductionBcryptCost) outside development mode")
         }
         guard pruneIntervalSeconds >= 0 else { throw ConfigurationError.invalid("prune_interval_seconds must not be negative") }
+        if webAuthn.attestationRequired, webAuthn.trustAnchorsDER.isEmpty {
+            throw ConfigurationError.invalid("webauthn attestation required needs at least one trust anchor certificate")
+        }
         var seen = Set<String>()
         for client in clients {
             guard seen.insert(client.clientId).inserted else { throw ConfigurationError.invalid("duplicate client \(client.clientId)") }

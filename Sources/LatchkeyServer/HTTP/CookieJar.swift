@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import LatchkeyJOSE
 
 /// The server's cookies, with the attributes the security model needs.
 struct CookiePolicy: Sendable {
@@ -8,18 +9,39 @@ struct CookiePolicy: Sendable {
 
     static let sessionCookie = "lk_session"
     static let csrfCookie = "lk_csrf"
+    static let secondFactorCookie = "lk_mfa"
+
+    /// With `Secure`, every cookie carries the `__Host-` prefix: the browser then only accepts it from this very host,
+    /// with `Path=/` and no `Domain`, so a sibling subdomain (same site) can neither plant nor overwrite it (session
+    /// injection, or tossing the CSRF cookie to forge a login). Plain-http loopback development cannot use the prefix
+    /// (browsers require `Secure` for it) and keeps the bare names.
+    private func name(_ base: String) -> String { secure ? "__Host-" + base : base }
+    var sessionName: String { name(Self.sessionCookie) }
+    var csrfName: String { name(Self.csrfCookie) }
+    var secondFactorName: String { name(Self.secondFactorCookie) }
 
     func session(_ value: String, maxAge: Int) -> String {
-        cookie(Self.sessionCookie, value, maxAge: maxAge, sameSite: "Lax")
+        cookie(sessionName, value, maxAge: maxAge, sameSite: "Lax")
     }
 
-    func clearSession() -> String { cookie(Self.sessionCookie, "", maxAge: 0, sameSite: "Lax") }
+    func clearSession() -> String { cookie(sessionName, "", maxAge: 0, sameSite: "Lax") }
 
     /// Double-submit CSRF cookie for the hosted forms: `Strict`, so a cross-site POST never carries it.
-    func csrf(_ value: String) -> String { cookie(Self.csrfCookie, value, maxAge: 3600, sameSite: "Strict") }
+    func csrf(_ value: String) -> String { cookie(csrfName, value, maxAge: 3600, sameSite: "Strict") }
 
     /// The form has done its job once the login succeeded.
-    func clearCSRF() -> String { cookie(Self.csrfCookie, "", maxAge: 0, sameSite: "Strict") }
+    func clearCSRF() -> String { cookie(csrfName, "", maxAge: 0, sameSite: "Strict") }
+
+    /// Binds a hosted-page sign-in that owes its second factor to the browser that passed the first one.
+    func secondFactor(_ value: String, maxAge: Int) -> String { cookie(secondFactorName, value, maxAge: maxAge, sameSite: "Strict") }
+
+    func clearSecondFactor() -> String { cookie(secondFactorName, "", maxAge: 0, sameSite: "Strict") }
+
+    /// The CSRF token a form carries for one login request: derived from the cookie's secret and the request id, so a
+    /// token shown for one login request is worthless for another, and the form never holds the cookie value itself.
+    static func csrfToken(secret: String, requestId: String) -> String {
+        Base64URL.encode(Secrets.digest("lk-csrf|" + requestId + "|" + secret))
+    }
 
     private func cookie(_ name: String, _ value: String, maxAge: Int, sameSite: String) -> String {
         "\(name)=\(value); Path=/; Max-Age=\(maxAge); HttpOnly; SameSite=\(sameSite)\(secure ? "; Secure" : "")"

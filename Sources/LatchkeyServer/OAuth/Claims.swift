@@ -44,9 +44,13 @@ struct AccessTokenClaims: Codable, Sendable {
     var sid: String?
     /// RFC 8693 §4.1: the party acting on behalf of `sub`.
     var act: [String: String]?
+    /// RFC 8176 methods of the sign-in behind the token (absent for client credentials).
+    var amr: [String]? = nil
+    /// `AuthenticationMethods.multiFactorACR` when the sign-in was multi-factor.
+    var acr: String? = nil
 
     enum CodingKeys: String, CodingKey {
-        case iss, sub, aud, exp, iat, jti, scope, sid, act, clientId = "client_id", authTime = "auth_time"
+        case iss, sub, aud, exp, iat, jti, scope, sid, act, amr, acr, clientId = "client_id", authTime = "auth_time"
     }
 
     var scopes: [String] { scope.split(separator: " ").map(String.init) }

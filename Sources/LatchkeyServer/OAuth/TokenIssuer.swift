@@ -39,6 +39,8 @@ struct TokenIssuer: Sendable {
         var sessionId: String? = nil
         var familyId: String? = nil
         var actor: String? = nil
+        /// How the user authenticated (RFC 8176), from the session, code or refresh token; empty for client credentials.
+        var amr: [String] = []
     }
 
     func accessToken(for grant: Grant) async throws -> (token: String, expiresIn: Int) {
@@ -50,7 +52,8 @@ struct TokenIssuer: Sendable {
             exp: Int(now.timeIntervalSince1970) + lifetimes.accessToken, iat: Int(now.timeIntervalSince1970), jti: jti,
             clientId: grant.clientId, scope: grant.scope.joined(separator: " "),
             authTime: grant.authTime.map { Int($0.timeIntervalSince1970) }, sid: grant.sessionId,
-            act: grant.actor.map { ["sub": $0] })
+            act: grant.actor.map { ["sub": $0] },
+            amr: grant.amr.isEmpty ? nil : AuthenticationMethods.normalized(grant.amr), acr: AuthenticationMethods.acr(for: grant.amr))
         let token = try await keys.signingKey(.es256).sign(claims: claims, type: "at+jwt")
         try await store.insertAccessToken(AccessTokenRecord(
             jti: jti, familyId: grant.familyId, clientId: grant.clientId, subject: grant.subject,
@@ -71,6 +74,8 @@ struct TokenIssuer: Sendable {
         if let authTime = grant.authTime { claims["auth_time"] = .number(Double(Int(authTime.timeIntervalSince1970))) }
         if let nonce = grant.nonce { claims["nonce"] = .string(nonce) }
         if let sid = grant.sessionId { claims["sid"] = .string(sid) }
+        if !grant.amr.isEmpty { claims["amr"] = .array(AuthenticationMethods.normalized(grant.amr).map(JSONValue.string)) }
+        if let acr = AuthenticationMethods.acr(for: grant.amr) { claims["acr"] = .string(acr) }
         claims["at_hash"] = .string(Self.atHash(accessToken))
         return try await keys.signingKey(.rs256).sign(claims: claims, type: "JWT")
     }
@@ -87,6 +92,6 @@ struct TokenIssuer: Sendable {
         return (token, RefreshTokenRecord(
             tokenHash: Secrets.digest(token), familyId: familyId, clientId: grant.clientId, userId: grant.subject,
             scope: grant.scope, sessionId: grant.sessionId, authTime: grant.authTime ?? now, createdAt: now,
-            expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.refreshToken)), usedAt: nil))
+            expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.refreshToken)), usedAt: nil, amr: grant.amr))
     }
 }

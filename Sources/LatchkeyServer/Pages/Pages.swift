@@ -15,7 +15,9 @@ enum Pages {
         button { margin-block-start: 1.5rem; width: 100%; padding: .75rem; font-size: 1rem; font-weight: 600; color: #fff;
                  background: #1d4ed8; border: 0; border-radius: 8px; cursor: pointer; }
         button.secondary { margin-block-start: 0; color: CanvasText; background: transparent; border: 1px solid #888; }
+        button#resend { margin-block-start: .75rem; }
         p.or { text-align: center; margin: 1rem 0; opacity: .7; }
+        .info { margin-block: 1rem 0; margin-inline: 0; padding: .75rem; border-radius: 8px; border: 1px solid #93c5fd; }
         .error { margin-block: 1rem 0; margin-inline: 0; padding: .75rem; border-radius: 8px; background: #fee2e2; color: #7f1d1d; border: 1px solid #fca5a5; }
         """
 
@@ -73,6 +75,50 @@ enum Pages {
               <button type="submit" id="submit">\(HTML.escape(t("page.login.submit", l)))</button>
             </form>
             \(passkeyBlock(form))
+            """, locale: l)
+    }
+
+    struct SecondFactorForm {
+        var requestId: String
+        var csrf: String
+        var clientName: String
+        var kind: SecondFactor
+        var error: String?
+        /// A neutral notice (a new code was sent).
+        var info: String?
+        var locale: SupportedLocale = .en
+    }
+
+    /// The second step of a hosted sign-in: the code from the authenticator app or the email. No script; the
+    /// "send a new code" button (email only) is a second submit button of the same form.
+    static func secondFactor(_ form: SecondFactorForm) -> String {
+        let l = form.locale
+        let errorBlock = form.error.map { "<p class=\"error\" id=\"form-error\" role=\"alert\">\(HTML.escape($0))</p>" } ?? ""
+        let infoBlock = form.info.map { "<p class=\"info\" id=\"form-info\" role=\"status\">\(HTML.escape($0))</p>" } ?? ""
+        let described = form.error == nil ? " aria-describedby=\"mfa-hint\"" : " aria-describedby=\"mfa-hint form-error\" aria-invalid=\"true\""
+        let hint = t(form.kind == .totp ? "page.mfa.totp" : "page.mfa.email", l)
+        let resend = form.kind == .email
+            ? "<button type=\"submit\" id=\"resend\" name=\"resend\" value=\"1\" class=\"secondary\" formnovalidate>\(HTML.escape(t("page.mfa.resend", l)))</button>"
+            : ""
+        let marker = "\u{1}client\u{1}"
+        let subtitle = HTML.escape(t("page.login.subtitle", l, ["client": marker]))
+            .replacingOccurrences(of: marker, with: "<strong>\(HTML.escape(form.clientName))</strong>")
+        // The code is digits, read left to right in every language (dir="ltr" on the field only).
+        return layout(title: t("page.mfa.title", l), body: """
+            <h1>\(HTML.escape(t("page.mfa.title", l)))</h1>
+            <p class="sub">\(subtitle)</p>
+            <p id="mfa-hint">\(HTML.escape(hint))</p>
+            \(infoBlock)
+            \(errorBlock)
+            <form method="post" action="/login" novalidate>
+              <input type="hidden" name="request" value="\(HTML.escape(form.requestId))">
+              <input type="hidden" name="csrf" value="\(HTML.escape(form.csrf))">
+              <label for="otp">\(HTML.escape(t("page.mfa.code", l)))</label>
+              <input id="otp" name="otp" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]*" maxlength="\(SecondFactor.codeLength)"
+                     dir="ltr" required autofocus\(described)>
+              <button type="submit" id="verify">\(HTML.escape(t("page.mfa.submit", l)))</button>
+              \(resend)
+            </form>
             """, locale: l)
     }
 

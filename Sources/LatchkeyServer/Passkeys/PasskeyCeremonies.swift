@@ -33,7 +33,9 @@ extension IdentityServer {
 
     private func relyingParty(origins: Set<String>) throws -> WebAuthnRelyingParty {
         let anchors = try configuration.webAuthn.trustAnchorsDER.map { try Certificate(derEncoded: Array($0)) }
-        return WebAuthnRelyingParty(rpId: passkeyRpId, allowedOrigins: origins, trustAnchors: anchors)
+        var party = WebAuthnRelyingParty(rpId: passkeyRpId, allowedOrigins: origins, trustAnchors: anchors)
+        party.requireTrustedAttestation = configuration.webAuthn.attestationRequired
+        return party
     }
 
     private var userVerification: String { configuration.webAuthn.userVerification }
@@ -46,13 +48,13 @@ extension IdentityServer {
 
     private func newChallenge(_ ceremony: PasskeyChallengeRecord.Ceremony, clientId: String?, userId: String?, origin: String,
                               profile: [String: String] = [:], friendlyName: String? = nil,
-                              allowed: [String] = []) async throws -> String {
+                              allowed: [String] = [], userVerification: String? = nil) async throws -> String {
         let challenge = Secrets.token(bytes: 32)
         let bytes = Base64URL.decode(challenge) ?? Data()
         let now = clock.now
         try await store.insertPasskeyChallenge(PasskeyChallengeRecord(
             challengeHash: Data(SHA256.hash(data: bytes)), ceremony: ceremony, clientId: clientId, userId: userId, profile: profile,
-            friendlyName: friendlyName, origin: origin, userVerification: userVerification, allowedCredentials: allowed,
+            friendlyName: friendlyName, origin: origin, userVerification: userVerification ?? self.userVerification, allowedCredentials: allowed,
             createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.passkeyChallenge))))
         return challenge
     }
@@ -209,14 +211,21 @@ extension IdentityServer {
         let origin = try checkedOrigin(origin, client: client)
         var ids: [String] = []
         if let user { ids = try await store.passkeys(userId: user.id).map(\.id) }
-        let challenge = try await newChallenge(.authentication, clientId: client.clientId, userId: user?.id, origin: origin, allowed: ids)
+        // An application that requires MFA accepts a passkey only as two factors: the authenticator must verify the
+        // user (PIN or biometric), and the response is refused without the UV flag.
+        let uv = client.requireMFA ? "required" : userVerification
+        let challenge = try await newChallenge(.authentication, clientId: client.clientId, userId: user?.id, origin: origin, allowed: ids,
+                                               userVerification: uv)
         let listed = listCredentials ? ids : []
         return PasskeyRequestOptions(challenge: challenge, timeout: configuration.lifetimes.passkeyChallenge * 1000, rpId: passkeyRpId,
-                                     allowCredentials: listed.map { PasskeyDescriptor(id: $0) }, userVerification: userVerification)
+                                     allowCredentials: listed.map { PasskeyDescriptor(id: $0) }, userVerification: uv)
     }
 
     /// Verifies an assertion and returns the signed-in user and the application the ceremony was started for.
-    func finishPasskeyAuthentication(_ response: PasskeyAssertionResponse) async throws -> (user: UserRecord, clientId: String, passkey: PasskeyRecord) {
+    /// `amr` is the sign-in's RFC 8176 methods (`AuthenticationMethods.passkey`): multi-factor only when the
+    /// authenticator verified the user.
+    func finishPasskeyAuthentication(_ response: PasskeyAssertionResponse) async throws
+        -> (user: UserRecord, clientId: String, passkey: PasskeyRecord, amr: [String]) {
         let (ceremony, clientData) = try await takeCeremony(response.clientDataJSON, expecting: .authentication)
         guard let clientId = ceremony.clientId, let client = try await store.client(id: clientId)?.configuration else {
             throw PasskeyFailure.wrongCeremony
@@ -247,7 +256,7 @@ extension IdentityServer {
         }
         guard let user = try await store.user(id: passkey.userId) else { throw PasskeyFailure.unknownCredential }
         guard !user.disabled else { throw PasskeyFailure.accountDisabled }
-        return (user, clientId, passkey)
+        return (user, clientId, passkey, AuthenticationMethods.passkey(userVerified: verified.userVerified, backupEligible: passkey.backupEligible))
     }
 
     /// Finds (and consumes) the ceremony a response answers, by the challenge in its client data.

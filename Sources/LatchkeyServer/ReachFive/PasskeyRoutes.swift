@@ -92,7 +92,10 @@ extension IdentityServer {
         guard let credential = body.object("public_key_credential") else { throw ReachFiveBody.invalid("public_key_credential is required") }
         let response = try ReachFiveCredential(credential).registration
         let (user, clientId) = try await passkeyStep { try await finishPasskeySignup(webauthnId: webauthnId, response: response) }
-        return try Responses.json(TicketBody(tkn: try await mintLoginTicket(user: user, clientId: clientId, amr: ["webauthn"])), noStore: true)
+        // A new account's first passkey: one factor, whatever the authenticator did (the account has nothing else).
+        let backupEligible = try await store.passkeys(userId: user.id).first?.backupEligible ?? true
+        let amr = AuthenticationMethods.passkey(userVerified: false, backupEligible: backupEligible)
+        return try Responses.json(TicketBody(tkn: try await mintLoginTicket(user: user, clientId: clientId, amr: amr)), noStore: true)
     }
 
     // MARK: Sign-in
@@ -115,7 +118,7 @@ extension IdentityServer {
         let body = try await ReachFiveBody.read(request)
         let assertion = try ReachFiveCredential(body.fields).assertion
         let result = try await passkeyStep { try await finishPasskeyAuthentication(assertion) }
-        return try Responses.json(TicketBody(tkn: try await mintLoginTicket(user: result.user, clientId: result.clientId, amr: ["webauthn"])),
+        return try Responses.json(TicketBody(tkn: try await mintLoginTicket(user: result.user, clientId: result.clientId, amr: result.amr)),
                                   noStore: true)
     }
 

@@ -32,7 +32,7 @@ struct StepUpClaims: OwnTokenClaims, Codable, Sendable {
 /// `{challenge_id}`; email sends a code) and `POST /identity/v1/passwordless/verify` (`{challenge_id,
 /// verification_code}` → `{code}`, an authorization code redeemed at the token endpoint with the PKCE verifier).
 extension IdentityServer {
-    static let stepUpMaxAttempts = 5
+    static let stepUpMaxAttempts = SecondFactor.maxAttempts
 
     func addStepUpRoutes(_ router: Router<LatchkeyRequestContext>) {
         router.post("/identity/v1/mfa/stepup") { request, _ in try await self.mfaStepUp(request) }
@@ -173,7 +173,8 @@ extension IdentityServer {
         let completed = Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_expired"), "the step-up was already completed")
         guard try await store.takeStepUpChallenge(id: id) else { throw completed }
         do { try await consumeOwnToken(claims) } catch { throw completed }
-        let session = try await openSession(userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)))
+        let session = try await openSession(userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)),
+                                            amr: AuthenticationMethods.withSecondFactor(claims.amr))
         let authRequest = AuthorizationRequest(clientId: claims.aud, redirectUri: claims.redirectUri, scope: claims.scope, state: nil, nonce: nil,
                                                codeChallenge: claims.codeChallenge, loginHint: nil, uiLocales: nil, maxAge: nil, prompt: [])
         return try Responses.json(Body(code: try await mintAuthorizationCode(authRequest, user: user, session: session)), noStore: true)

@@ -59,7 +59,13 @@ extension IdentityServer {
         guard let user = try await store.user(id: claims.sub), !user.disabled else {
             throw OAuthError(.accessDenied, "the account can no longer sign in")
         }
-        let session = try await openSession(userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)))
+        // require_mfa holds here too: a ticket proves one factor unless its amr says otherwise (a password ticket of an
+        // account without a second factor, or a passkey used without user verification).
+        if let client = try await store.client(id: authRequest.clientId)?.configuration, client.requireMFA,
+           !AuthenticationMethods.isMultiFactor(claims.amr) {
+            throw OAuthError(.accessDenied, "the application requires a second factor")
+        }
+        let session = try await openSession(userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)), amr: claims.amr)
         return try await issueCode(authRequest, user: user, session: session, afterPost: false)
     }
 
@@ -69,19 +75,24 @@ extension IdentityServer {
         guard provider == "apple" || provider.hasPrefix("apple:") else {
             throw OAuthError(.invalidRequest, "provider \(provider) is not supported (only apple)")
         }
+        // Apple's own checks are invisible to us (`amr` fed), so an application that requires a second factor cannot
+        // accept them as one.
+        guard !client.requireMFA else { throw OAuthError(.accessDenied, "the application requires a second factor") }
         let idToken = try params.required("id_token")
         let user = try await signInWithApple(idToken: idToken, nonce: try params.single("nonce"), client: client,
                                              givenName: try params.single("given_name"), familyName: try params.single("family_name"))
-        let session = try await openSession(userId: user.id, authTime: clock.now)
+        // RFC 8176 `fed`: Apple authenticated the user; we cannot see how, so it never counts as a second factor here.
+        let session = try await openSession(userId: user.id, authTime: clock.now, amr: ["fed"])
         return try await issueCode(authRequest, user: user, session: session, afterPost: false)
     }
 
     /// A server-side sign-in session without a browser cookie (native sign-ins); tokens issued from it carry its
     /// `sid`, so ending it ends them.
-    func openSession(userId: String, authTime: Date) async throws -> SessionRecord {
+    func openSession(userId: String, authTime: Date, amr: [String]) async throws -> SessionRecord {
         let now = clock.now
         let session = SessionRecord(id: Secrets.identifier(), secretHash: Secrets.digest(Secrets.token()), userId: userId, authTime: authTime,
-                                    createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.session)), endedAt: nil)
+                                    createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.session)), endedAt: nil,
+                                    amr: AuthenticationMethods.normalized(amr))
         try await store.insertSession(session)
         return session
     }
@@ -140,7 +151,7 @@ extension IdentityServer {
         if let live, let maxAge = authRequest.maxAge, now.timeIntervalSince(live.session.authTime) > TimeInterval(maxAge) {
             needsLogin = true
         }
-        if let live, !needsLogin {
+        if let live, !needsLogin, try await sessionSatisfies(live.session, user: live.user, clientId: authRequest.clientId) {
             return try await issueCode(authRequest, user: live.user, session: live.session, afterPost: false)
         }
         if authRequest.prompt.contains("none") {
@@ -154,9 +165,19 @@ extension IdentityServer {
         return Responses.redirect(to: "/login?request=\(id)")
     }
 
+    /// Whether an SSO session is strong enough to sign `user` in to `clientId` silently: it must be multi-factor when
+    /// the application requires MFA or the account has a second factor enrolled, so a session opened with a password
+    /// alone (or before the factor was enrolled) never stands in for the second factor.
+    func sessionSatisfies(_ session: SessionRecord, user: UserRecord, clientId: String) async throws -> Bool {
+        if AuthenticationMethods.isMultiFactor(session.amr) { return true }
+        let requireMFA = try await store.client(id: clientId)?.configuration.requireMFA ?? true
+        if requireMFA { return false }
+        return try await enrolledSecondFactor(of: user) == nil
+    }
+
     /// The session behind the request's cookie, if it is live and its user may still sign in.
     func liveSession(for request: Request) async throws -> (session: SessionRecord, user: UserRecord)? {
-        guard let secret = request.cookieValue(CookiePolicy.sessionCookie), !secret.isEmpty,
+        guard let secret = request.cookieValue(cookies.sessionName), !secret.isEmpty,
               let session = try await store.session(secretHash: Secrets.digest(secret)),
               session.endedAt == nil, session.expiresAt > clock.now,
               let user = try await store.user(id: session.userId), !user.disabled else { return nil }
@@ -180,7 +201,7 @@ extension IdentityServer {
             codeHash: Secrets.digest(code), clientId: authRequest.clientId, userId: user.id, redirectUri: authRequest.redirectUri,
             scope: authRequest.scope, nonce: authRequest.nonce, codeChallenge: authRequest.codeChallenge, sessionId: session.id,
             authTime: session.authTime, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.authorizationCode)),
-            usedAt: nil, familyId: nil))
+            usedAt: nil, familyId: nil, amr: session.amr))
         return code
     }
 

@@ -21,8 +21,9 @@ struct ProviderMetadata: Encodable {
     var revocationEndpointAuthMethodsSupported = ClientAuthMethod.allCases.map(\.rawValue)
     var introspectionEndpointAuthMethodsSupported = ClientAuthMethod.allCases.map(\.rawValue)
     var codeChallengeMethodsSupported = ["S256"]
-    var claimsSupported = ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp", "sid"]
+    var claimsSupported = ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp", "sid", "amr", "acr"]
         + ScopeClaims.byScope.values.flatMap { $0 }.sorted()
+    var acrValuesSupported = [AuthenticationMethods.multiFactorACR]
     var promptValuesSupported = ["none", "login"]
     var uiLocalesSupported = SupportedLocale.allCases.map(\.tag)
     var authorizationResponseIssParameterSupported = true
@@ -54,6 +55,7 @@ struct ProviderMetadata: Encodable {
         case revocationEndpointAuthMethodsSupported = "revocation_endpoint_auth_methods_supported"
         case introspectionEndpointAuthMethodsSupported = "introspection_endpoint_auth_methods_supported"
         case codeChallengeMethodsSupported = "code_challenge_methods_supported", claimsSupported = "claims_supported"
+        case acrValuesSupported = "acr_values_supported"
         case promptValuesSupported = "prompt_values_supported", uiLocalesSupported = "ui_locales_supported"
         case authorizationResponseIssParameterSupported = "authorization_response_iss_parameter_supported"
         case requestParameterSupported = "request_parameter_supported", requestUriParameterSupported = "request_uri_parameter_supported"

@@ -49,7 +49,7 @@ extension IdentityServer {
         let confirmedByHint = hint != nil && (live == nil || live?.user.id == hintedSub)
         if !confirmedByHint && live != nil {
             guard isPost, try params.single("confirm") == "yes", let form = try params.single("csrf"),
-                  let cookie = request.cookieValue(CookiePolicy.csrfCookie), Secrets.constantTimeEquals(form, cookie) else {
+                  let cookie = request.cookieValue(cookies.csrfName), Secrets.constantTimeEquals(form, cookie) else {
                 let csrf = Secrets.token()
                 var hidden: [(String, String)] = []
                 for name in ["post_logout_redirect_uri", "state", "client_id", "id_token_hint"] {

@@ -2,7 +2,16 @@ import Foundation
 import Hummingbird
 
 /// The hosted sign-in page. A login request id (from `/authorize`) names the pending authorization; a double-submit
-/// CSRF token (hidden field == `SameSite=Strict` cookie) proves the POST came from our own form.
+/// CSRF token (hidden field derived from a `SameSite=Strict` cookie and the login request id) proves the POST came
+/// from our own form for this very request.
+///
+/// Sign-in has up to two steps. The first factor is the password or the page's passkey (`tkn`). When the account has
+/// a second factor enrolled (TOTP first, else emailed codes), and the first step was not already multi-factor (a
+/// passkey with user verification), the page asks for the code: the pending step is stored server-side under the
+/// login request id and bound to the browser by an HttpOnly cookie, allows five wrong codes and five emails, and
+/// expires. An application with `require_mfa` refuses accounts without a second factor, as the flows do. The SSO
+/// session and the authorization code exist only once every required factor is proven; the session records its
+/// `amr`, which the tokens carry.
 extension IdentityServer {
     func addLoginRoutes(_ router: Router<LatchkeyRequestContext>) {
         router.get("/login") { request, _ in try await self.showLogin(request) }
@@ -15,8 +24,15 @@ extension IdentityServer {
             return expiredLoginPage(request.locale())
         }
         let client = try await store.client(id: pending.request.clientId)?.configuration
+        let locale = request.locale(uiLocales: pending.request.uiLocales)
+        // A reload of the page while the code is owed shows the code form again (same browser only).
+        if let factor = try await store.loginSecondFactor(requestId: id), isBound(factor, to: request),
+           let kind = SecondFactor(rawValue: factor.kind) {
+            return secondFactorPage(requestId: id, kind: kind, client: client, clientId: pending.request.clientId, error: nil, info: nil,
+                                    status: .ok, locale: locale)
+        }
         return loginPage(requestId: id, client: client, clientId: pending.request.clientId, username: pending.request.loginHint,
-                         error: nil, status: .ok, locale: request.locale(uiLocales: pending.request.uiLocales))
+                         error: nil, status: .ok, locale: locale)
     }
 
     private func submitLogin(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
@@ -26,12 +42,17 @@ extension IdentityServer {
         }
         // The language the page was shown in: the authorization request's ui_locales, else the browser's.
         let locale = request.locale(uiLocales: pending.request.uiLocales)
-        guard let formToken = try params.single("csrf"), let cookieToken = request.cookieValue(CookiePolicy.csrfCookie),
-              Secrets.constantTimeEquals(formToken, cookieToken) else {
+        guard let formToken = try params.single("csrf"), let secret = request.cookieValue(cookies.csrfName), !secret.isEmpty,
+              Secrets.constantTimeEquals(formToken, CookiePolicy.csrfToken(secret: secret, requestId: id)) else {
             logger.notice("login rejected: CSRF token missing or mismatched")
-            return Responses.html(Pages.message(titleKey: "page.csrf.title", bodyKey: "page.csrf.body", locale: locale), status: .forbidden)
+            return csrfPage(locale)
         }
         let client = try await store.client(id: pending.request.clientId)?.configuration
+        if let factor = try await store.loginSecondFactor(requestId: id) {
+            // The first factor was already accepted for this login request: only the code is taken now (sending the
+            // password again neither skips nor restarts the second step).
+            return try await submitSecondFactor(factor, pending: pending, params: params, request: request, client: client, locale: locale)
+        }
         let username = (try params.single("username") ?? "").trimmingCharacters(in: .whitespaces)
         let password = try params.single("password") ?? ""
         func fail(_ message: LocalizedMessage, _ status: HTTPResponse.Status) -> Response {
@@ -40,6 +61,7 @@ extension IdentityServer {
         }
         let user: UserRecord
         var authTime = clock.now
+        let amr: [String]
         if let ticket = try params.single("tkn"), !ticket.isEmpty {
             // The page's passkey button: the reachFive endpoints verified the passkey and issued a ticket for this
             // application; redeeming it here (once) stands for the password.
@@ -49,6 +71,7 @@ extension IdentityServer {
             }
             user = owner
             authTime = Date(timeIntervalSince1970: TimeInterval(claims.authTime))
+            amr = claims.amr
         } else {
             guard !username.isEmpty, !password.isEmpty else { return fail(LocalizedMessage("login.missing_fields"), .badRequest) }
             let outcome = try await checkPassword(username: username, password: password, address: context.clientAddress)
@@ -62,29 +85,170 @@ extension IdentityServer {
                 return fail(outcome.userMessage(now: clock.now) ?? LocalizedMessage("login.invalid_credentials"), status)
             }
             user = accepted
+            amr = ["pwd"]
         }
 
+        if AuthenticationMethods.isMultiFactor(amr) {
+            return try await completeLogin(pending, requestId: id, user: user, amr: amr, authTime: authTime)
+        }
+        if let kind = try await enrolledSecondFactor(of: user) {
+            return try await beginSecondFactor(kind, pending: pending, requestId: id, user: user, amr: amr, authTime: authTime,
+                                               client: client, locale: locale)
+        }
+        // No second factor enrolled: fine unless the application requires one (an unknown application is refused).
+        guard let client, !client.requireMFA else {
+            logger.notice("hosted sign-in refused: the application requires MFA and the account has no second factor",
+                          metadata: ["client": .string(pending.request.clientId)])
+            return fail(LocalizedMessage("login.mfa_not_enrolled"), .forbidden)
+        }
+        return try await completeLogin(pending, requestId: id, user: user, amr: amr, authTime: authTime)
+    }
+
+    // MARK: Second factor
+
+    /// Stores the pending second step (bound to this browser by a new cookie), emails the code when that is the
+    /// factor, and shows the code form.
+    private func beginSecondFactor(_ kind: SecondFactor, pending: LoginRequestRecord, requestId: String, user: UserRecord, amr: [String],
+                                   authTime: Date, client: ClientConfiguration?, locale: SupportedLocale) async throws -> Response {
+        let now = clock.now
+        let lifetime = configuration.lifetimes.oneTimeCode
+        var digest = Data()
+        if kind == .email {
+            guard let sent = try await sendSignInCode(to: user, appName: client?.name ?? pending.request.clientId, locale: locale) else {
+                return expiredLoginPage(locale)  // unreachable: `enrolledSecondFactor` only offers email with an address
+            }
+            digest = sent
+        }
+        let binding = Secrets.token()
+        let record = LoginSecondFactorRecord(
+            requestId: requestId, browserHash: Secrets.digest(binding), userId: user.id, kind: kind.rawValue, codeDigest: digest,
+            attempts: 0, sends: kind == .email ? 1 : 0, amr: amr, authTime: authTime, expiresAt: now.addingTimeInterval(TimeInterval(lifetime)))
+        guard try await store.insertLoginSecondFactor(record, now: now) else {
+            // A concurrent first-factor POST for the same login request won; this browser is not the bound one.
+            return csrfPage(locale)
+        }
+        return secondFactorPage(requestId: requestId, kind: kind, client: client, clientId: pending.request.clientId, error: nil, info: nil,
+                                status: .ok, locale: locale, extraCookies: [cookies.secondFactor(binding, maxAge: lifetime)])
+    }
+
+    /// Whether the request comes from the browser that passed the first factor.
+    private func isBound(_ factor: LoginSecondFactorRecord, to request: Request) -> Bool {
+        guard let value = request.cookieValue(cookies.secondFactorName), !value.isEmpty else { return false }
+        return Secrets.constantTimeEquals(Secrets.digest(value), factor.browserHash)
+    }
+
+    private func submitSecondFactor(_ factor: LoginSecondFactorRecord, pending: LoginRequestRecord, params: Parameters, request: Request,
+                                    client: ClientConfiguration?, locale: SupportedLocale) async throws -> Response {
+        let id = factor.requestId
+        guard isBound(factor, to: request) else {
+            logger.notice("second factor rejected: not the browser that passed the first factor")
+            return csrfPage(locale)
+        }
+        guard let kind = SecondFactor(rawValue: factor.kind), let user = try await store.user(id: factor.userId), !user.disabled else {
+            _ = try await store.takeLoginSecondFactor(requestId: id)
+            try await store.deleteLoginRequest(id: id)
+            return expiredLoginPage(locale)
+        }
+        func page(error: String?, info: String? = nil, message: LocalizedMessage? = nil, _ status: HTTPResponse.Status) -> Response {
+            secondFactorPage(requestId: id, kind: kind, client: client, clientId: pending.request.clientId,
+                             error: message.map { $0.text(locale) } ?? error.map { LocalizedMessage($0).text(locale) },
+                             info: info.map { LocalizedMessage($0).text(locale) }, status: status, locale: locale)
+        }
+        let now = clock.now
+        if try params.single("resend") != nil {
+            guard kind == .email else { return page(error: nil, .ok) }
+            // Counted before anything is sent, in one conditional UPDATE; the attempt counter is not reset.
+            let code = SecondFactor.newCode()
+            guard try await store.resendLoginSecondFactor(requestId: id, codeDigest: codeDigest(code),
+                                                          expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.oneTimeCode)),
+                                                          maxSends: SecondFactor.maxSends) else {
+                return page(error: "page.mfa.resend_limit", .tooManyRequests)
+            }
+            _ = try await sendSignInCode(to: user, appName: client?.name ?? pending.request.clientId, locale: locale, code: code)
+            return page(error: nil, info: "page.mfa.resent", .ok)
+        }
+        // A post without a code (the password form sent again, e.g. from another tab) just shows the code form: it is
+        // not a guess, and it never skips the second step.
+        guard let raw = try params.single("otp") else { return page(error: nil, .ok) }
+        guard factor.expiresAt > now else { return page(error: "flows.executor.errors.otp_expired", .unauthorized) }
+        let submitted = SecondFactor.cleaned(raw)
+        // The account's second-factor budget (shared with the flows and the step-up) is spent before the code is
+        // checked, so new hosted sign-ins, which a known password starts at will, bring no fresh guesses.
+        let budget = CodeBudget.secondFactor(userId: user.id)
+        if let wait = try await reserveCodeAttempt(budget) {
+            return page(error: nil, message: LocalizedMessage("codes.locked", ["minutes": String(max(1, (wait + 59) / 60))]), .tooManyRequests)
+        }
+        let matched: Bool
+        switch kind {
+        case .totp: matched = try await verifyTOTP(userId: user.id, code: submitted)
+        case .email: matched = !factor.codeDigest.isEmpty && Secrets.constantTimeEquals(codeDigest(submitted), factor.codeDigest)
+        }
+        guard matched else {
+            if try await store.failLoginSecondFactor(requestId: id, maxAttempts: SecondFactor.maxAttempts) {
+                return page(error: "flows.executor.errors.invalid_otp", .unauthorized)
+            }
+            // Out of attempts: the whole sign-in is over; the application has to start a new one.
+            logger.notice("hosted sign-in ended: too many wrong codes", metadata: ["user": .string(user.id)])
+            try await store.deleteLoginRequest(id: id)
+            var headers = HTTPFields()
+            headers[values: .setCookie] = [cookies.clearSecondFactor()]
+            return Responses.html(Pages.message(title: Pages.t("page.mfa.title", locale),
+                                                body: Pages.t("flows.executor.errors.otp_attempts", locale), locale: locale),
+                                  status: .tooManyRequests, headers: headers)
+        }
+        // Exactly once: a concurrent request with the same right code loses here.
+        guard try await store.takeLoginSecondFactor(requestId: id) else { return expiredLoginPage(locale) }
+        try await codeAccepted(budget)
+        return try await completeLogin(pending, requestId: id, user: user, amr: AuthenticationMethods.withSecondFactor(factor.amr),
+                                       authTime: factor.authTime)
+    }
+
+    // MARK: Completion
+
+    /// Opens the SSO session (rotating its secret: no fixation), ends the login request and sends the code.
+    private func completeLogin(_ pending: LoginRequestRecord, requestId: String, user: UserRecord, amr: [String],
+                               authTime: Date) async throws -> Response {
         let now = clock.now
         let secret = Secrets.token()
         let session = SessionRecord(id: Secrets.identifier(), secretHash: Secrets.digest(secret), userId: user.id, authTime: authTime,
                                     createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.session)),
-                                    endedAt: nil)
+                                    endedAt: nil, amr: AuthenticationMethods.normalized(amr))
         try await store.insertSession(session)
-        try await store.deleteLoginRequest(id: id)
+        try await store.deleteLoginRequest(id: requestId)
         var headers = HTTPFields()
-        headers[values: .setCookie] = [cookies.session(secret, maxAge: configuration.lifetimes.session), cookies.clearCSRF()]
+        headers[values: .setCookie] = [cookies.session(secret, maxAge: configuration.lifetimes.session), cookies.clearCSRF(),
+                                       cookies.clearSecondFactor()]
         return try await issueCode(pending.request, user: user, session: session, afterPost: true, headers: headers)
     }
 
+    // MARK: Pages
+
     private func loginPage(requestId: String, client: ClientConfiguration?, clientId: String, username: String?, error: String?,
                            status: HTTPResponse.Status, locale: SupportedLocale) -> Response {
-        let csrf = Secrets.token()
+        let secret = Secrets.token()
         // The passkey button only where the application accepts passkeys made for this very page's origin.
         let passkeys = client.map { passkeyOrigins(of: $0).contains(ownOrigin) } ?? false
-        let page = Pages.login(.init(requestId: requestId, csrf: csrf, clientName: client?.name ?? clientId, username: username, error: error,
+        let page = Pages.login(.init(requestId: requestId, csrf: CookiePolicy.csrfToken(secret: secret, requestId: requestId),
+                                     clientName: client?.name ?? clientId, username: username, error: error,
                                      locale: locale, passkeyClientId: passkeys ? clientId : nil))
-        return Responses.html(page, status: status, headers: [.setCookie: cookies.csrf(csrf), .contentLanguage: locale.tag],
+        return Responses.html(page, status: status, headers: [.setCookie: cookies.csrf(secret), .contentLanguage: locale.tag],
                               sameOriginScripts: passkeys)
+    }
+
+    private func secondFactorPage(requestId: String, kind: SecondFactor, client: ClientConfiguration?, clientId: String, error: String?,
+                                  info: String?, status: HTTPResponse.Status, locale: SupportedLocale,
+                                  extraCookies: [String] = []) -> Response {
+        let secret = Secrets.token()
+        let page = Pages.secondFactor(.init(requestId: requestId, csrf: CookiePolicy.csrfToken(secret: secret, requestId: requestId),
+                                            clientName: client?.name ?? clientId, kind: kind, error: error, info: info, locale: locale))
+        var headers = HTTPFields()
+        headers[values: .setCookie] = [cookies.csrf(secret)] + extraCookies
+        headers[.contentLanguage] = locale.tag
+        return Responses.html(page, status: status, headers: headers)
+    }
+
+    private func csrfPage(_ locale: SupportedLocale) -> Response {
+        Responses.html(Pages.message(titleKey: "page.csrf.title", bodyKey: "page.csrf.body", locale: locale), status: .forbidden)
     }
 
     private func expiredLoginPage(_ locale: SupportedLocale) -> Response {

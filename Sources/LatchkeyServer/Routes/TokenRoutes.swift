@@ -67,7 +67,7 @@ extension IdentityServer {
             throw OAuthError(.invalidGrant, "the user can no longer sign in")
         }
         let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: record.scope, nonce: record.nonce,
-                                      authTime: record.authTime, sessionId: record.sessionId, familyId: familyId)
+                                      authTime: record.authTime, sessionId: record.sessionId, familyId: familyId, amr: record.amr)
         return try await issue(grant, client: client, newRefreshInFamily: familyId)
     }
 
@@ -88,7 +88,8 @@ extension IdentityServer {
         }
         try await requireLiveSession(for: current)
         let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: scope,
-                                      authTime: current.authTime, sessionId: current.sessionId, familyId: current.familyId)
+                                      authTime: current.authTime, sessionId: current.sessionId, familyId: current.familyId,
+                                      amr: current.amr)
         let next = tokens.refreshToken(for: grant, familyId: current.familyId)
         switch try await store.rotateRefreshToken(presented: hash, next: next.record, now: clock.now) {
         case .rotated: break
@@ -182,7 +183,7 @@ extension IdentityServer {
         let access = try await tokens.accessToken(for: .init(
             user: nil, subject: claims.sub, clientId: client.clientId, scope: scope, audience: [audience],
             authTime: claims.authTime.map { Date(timeIntervalSince1970: TimeInterval($0)) }, sessionId: claims.sid,
-            familyId: record?.familyId, actor: claims.clientId == client.clientId ? nil : client.clientId))
+            familyId: record?.familyId, actor: claims.clientId == client.clientId ? nil : client.clientId, amr: claims.amr ?? []))
         return TokenResponse(accessToken: access.token, expiresIn: access.expiresIn, scope: scope.joined(separator: " "),
                              issuedTokenType: Self.tokenTypeAccessToken)
     }
@@ -212,7 +213,7 @@ extension IdentityServer {
                                                        createdAt: clock.now))
         let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: scope,
                                       authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)), sessionId: claims.sid,
-                                      familyId: familyId)
+                                      familyId: familyId, amr: claims.amr)
         var response = try await issue(grant, client: client, newRefreshInFamily: familyId)
         response.issuedTokenType = Self.tokenTypeAccessToken
         return response

@@ -60,6 +60,8 @@ public struct AuthorizationCodeRecord: Sendable, Equatable {
     public var usedAt: Date?
     /// The token family created when the code was redeemed; revoked if the code is replayed (RFC 6749 §4.1.2).
     public var familyId: String?
+    /// How the user authenticated (RFC 8176 `amr` values), copied from the session into the tokens.
+    public var amr: [String] = []
 }
 
 /// One refresh token of a family. Only the newest token of a family is usable; presenting an older one is a replay.
@@ -74,6 +76,8 @@ public struct RefreshTokenRecord: Sendable, Equatable {
     public var createdAt: Date
     public var expiresAt: Date
     public var usedAt: Date?
+    /// The `amr` of the sign-in the family started from; every rotation keeps it.
+    public var amr: [String] = []
 }
 
 /// A grant: the refresh-token family and every access token issued from it.
@@ -114,6 +118,9 @@ public struct SessionRecord: Sendable, Equatable {
     public var createdAt: Date
     public var expiresAt: Date
     public var endedAt: Date?
+    /// How the user authenticated (RFC 8176 `amr` values). A session reused for silent SSO must be as strong as the
+    /// application and the account require (a password-only session does not satisfy an account with a second factor).
+    public var amr: [String] = []
 }
 
 /// A persisted signing key. Retired keys stay published until the tokens they signed have expired.
@@ -160,4 +167,23 @@ public struct LoginLimits: Sendable, Equatable {
     public init(perAddress: Int, perAccount: Int, lockFor: TimeInterval) {
         self.perAddress = perAddress; self.perAccount = perAccount; self.lockFor = lockFor
     }
+}
+
+/// A hosted-page sign-in whose first factor was accepted and that now owes the second one. Keyed by the login
+/// request id and bound to the browser that passed the first factor (the digest of an HttpOnly cookie).
+public struct LoginSecondFactorRecord: Sendable, Equatable {
+    public var requestId: String
+    /// SHA-256 of the browser-binding cookie's value.
+    public var browserHash: Data
+    public var userId: String
+    /// `totp` or `email`.
+    public var kind: String
+    /// SHA-256 of the emailed code (empty for authenticator-app codes, which are computed, not sent).
+    public var codeDigest: Data
+    public var attempts: Int
+    public var sends: Int
+    /// The first factor's `amr` and time.
+    public var amr: [String]
+    public var authTime: Date
+    public var expiresAt: Date
 }

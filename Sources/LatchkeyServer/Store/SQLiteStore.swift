@@ -79,6 +79,7 @@ public final class SQLiteStore: Store {
         migrator.registerMigration("v4-throttle-email-index", migrate: Self.migrateEmailIndex)
         migrator.registerMigration("v4-throttle-login-attempts", migrate: Self.migrateLoginAttempts)
         migrator.registerMigration("v4-accounts-user-version-email-changes", migrate: Self.migrateAccountVersionsAndEmailChanges)
+        migrator.registerMigration("v4-hosted-amr-second-factor", migrate: Self.migrateAMRAndLoginSecondFactor)
         return migrator
     }
 
@@ -182,10 +183,10 @@ public final class SQLiteStore: Store {
                            arguments: [code.expiresAt.addingTimeInterval(-2 * 3600).timeIntervalSince1970])
             try db.execute(sql: """
                 INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, nonce, code_challenge,
-                    session_id, auth_time, expires_at, used_at, family_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)
+                    session_id, auth_time, expires_at, used_at, family_id, amr) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?)
                 """, arguments: [code.codeHash, code.clientId, code.userId, code.redirectUri, code.scope.joined(separator: " "),
                                  code.nonce, code.codeChallenge, code.sessionId, code.authTime.timeIntervalSince1970,
-                                 code.expiresAt.timeIntervalSince1970])
+                                 code.expiresAt.timeIntervalSince1970, try Self.json(code.amr)])
         }
     }
 
@@ -218,7 +219,7 @@ public final class SQLiteStore: Store {
                                 redirectUri: row["redirect_uri"], scope: scopes(row["scope"]), nonce: row["nonce"],
                                 codeChallenge: row["code_challenge"], sessionId: row["session_id"],
                                 authTime: date(row["auth_time"]) ?? .distantPast, expiresAt: date(row["expires_at"]) ?? .distantPast,
-                                usedAt: date(row["used_at"]), familyId: row["family_id"])
+                                usedAt: date(row["used_at"]), familyId: row["family_id"], amr: amr(row["amr"]))
     }
 
     // MARK: Families and tokens
@@ -259,10 +260,11 @@ public final class SQLiteStore: Store {
 
     private static func insertRefreshToken(_ db: Database, _ t: RefreshTokenRecord) throws {
         try db.execute(sql: """
-            INSERT INTO refresh_tokens (token_hash, family_id, client_id, user_id, scope, session_id, auth_time, created_at, expires_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO refresh_tokens (token_hash, family_id, client_id, user_id, scope, session_id, auth_time, created_at, expires_at, amr)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, arguments: [t.tokenHash, t.familyId, t.clientId, t.userId, t.scope.joined(separator: " "), t.sessionId,
-                             t.authTime.timeIntervalSince1970, t.createdAt.timeIntervalSince1970, t.expiresAt.timeIntervalSince1970])
+                             t.authTime.timeIntervalSince1970, t.createdAt.timeIntervalSince1970, t.expiresAt.timeIntervalSince1970,
+                             try Self.json(t.amr)])
     }
 
     public func refreshToken(hash: Data) async throws -> RefreshTokenRecord? {
@@ -297,7 +299,7 @@ public final class SQLiteStore: Store {
         RefreshTokenRecord(tokenHash: row["token_hash"], familyId: row["family_id"], clientId: row["client_id"], userId: row["user_id"],
                            scope: scopes(row["scope"]), sessionId: row["session_id"], authTime: date(row["auth_time"]) ?? .distantPast,
                            createdAt: date(row["created_at"]) ?? .distantPast, expiresAt: date(row["expires_at"]) ?? .distantPast,
-                           usedAt: date(row["used_at"]))
+                           usedAt: date(row["used_at"]), amr: amr(row["amr"]))
     }
 
     public func insertAccessToken(_ token: AccessTokenRecord) async throws {
@@ -328,9 +330,9 @@ public final class SQLiteStore: Store {
     public func insertSession(_ s: SessionRecord) async throws {
         try await pool.write { db in
             try db.execute(sql: """
-                INSERT INTO sessions (id, secret_hash, user_id, auth_time, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)
+                INSERT INTO sessions (id, secret_hash, user_id, auth_time, created_at, expires_at, amr) VALUES (?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [s.id, s.secretHash, s.userId, s.authTime.timeIntervalSince1970, s.createdAt.timeIntervalSince1970,
-                                 s.expiresAt.timeIntervalSince1970])
+                                 s.expiresAt.timeIntervalSince1970, try Self.json(s.amr)])
         }
     }
 
@@ -349,7 +351,7 @@ public final class SQLiteStore: Store {
     private static func session(_ row: Row) -> SessionRecord {
         SessionRecord(id: row["id"], secretHash: row["secret_hash"], userId: row["user_id"],
                       authTime: date(row["auth_time"]) ?? .distantPast, createdAt: date(row["created_at"]) ?? .distantPast,
-                      expiresAt: date(row["expires_at"]) ?? .distantPast, endedAt: date(row["ended_at"]))
+                      expiresAt: date(row["expires_at"]) ?? .distantPast, endedAt: date(row["ended_at"]), amr: amr(row["amr"]))
     }
 
     public func endSession(id: String, now: Date) async throws {

@@ -117,6 +117,16 @@ public protocol Store: Sendable {
     func insertLoginRequest(_ request: LoginRequestRecord) async throws
     func loginRequest(id: String, now: Date) async throws -> LoginRequestRecord?
     func deleteLoginRequest(id: String) async throws
+    /// Records a pending second factor for a login request; false when one already exists (it is never replaced, so
+    /// sending the password again cannot reset the attempt counter).
+    func insertLoginSecondFactor(_ pending: LoginSecondFactorRecord, now: Date) async throws -> Bool
+    func loginSecondFactor(requestId: String) async throws -> LoginSecondFactorRecord?
+    /// Counts a wrong code; true while attempts remain (the row is deleted when they run out).
+    func failLoginSecondFactor(requestId: String, maxAttempts: Int) async throws -> Bool
+    /// Replaces the emailed code if fewer than `maxSends` were sent; false otherwise. Attempts are not reset.
+    func resendLoginSecondFactor(requestId: String, codeDigest: Data, expiresAt: Date, maxSends: Int) async throws -> Bool
+    /// Deletes the pending second factor; false when it was already gone (used by a concurrent request).
+    func takeLoginSecondFactor(requestId: String) async throws -> Bool
 
     // Authorization codes
     func insertAuthorizationCode(_ code: AuthorizationCodeRecord) async throws

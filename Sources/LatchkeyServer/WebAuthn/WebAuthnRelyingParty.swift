@@ -40,6 +40,9 @@ struct WebAuthnRelyingParty: Sendable {
     var trustAnchors: [Certificate]
     /// Credential key algorithms accepted, at registration and again at every assertion.
     var allowedAlgorithms: [COSEAlgorithm] = [.es256, .edDSA, .rs256]
+    /// Registration needs an attestation chain to `trustAnchors` (`webauthn.attestation: required`): `none`, self
+    /// attestation and chains that reach no anchor are refused, so the anchors decide which authenticators may register.
+    var requireTrustedAttestation = false
 
     init(rpId: String, allowedOrigins: Set<String>, trustAnchors: [Certificate] = [],
          allowedAlgorithms: [COSEAlgorithm] = [.es256, .edDSA, .rs256]) {
@@ -92,6 +95,10 @@ struct WebAuthnRelyingParty: Sendable {
         default:
             // tpm, android-key, android-safetynet, fido-u2f, apple, compound and unknown formats.
             throw WebAuthnError.unsupportedAttestationFormat(attestation.format)
+        }
+
+        if requireTrustedAttestation, attestationType != .basic(trustedChain: true) {
+            throw WebAuthnError.untrustedAttestation("an attestation chaining to a configured trust anchor is required (got \(attestation.format))")
         }
 
         return VerifiedRegistration(

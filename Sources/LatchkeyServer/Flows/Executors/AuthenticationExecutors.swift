@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import HummingbirdOTP
 
 /// Password and second-factor steps of sign-in. The password step is `checkPassword`, as on the hosted login page.
 enum AuthenticationExecutors {
@@ -20,14 +19,15 @@ enum AuthenticationExecutors {
 
     /// Branches `totp`, `email_otp` or `none` by what the user has enrolled (TOTP first: it needs no delivery).
     static func resolveSecondFactor(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
-        guard let userId = run.state.userId else { return .fail(.invalidCredentials) }
-        let kinds = Set(try await server.store.factors(userId: userId).map(\.kind))
-        if kinds.contains(.totp) {
+        guard let userId = run.state.userId, let user = try await server.store.user(id: userId) else { return .fail(.invalidCredentials) }
+        switch try await server.enrolledSecondFactor(of: user) {
+        case .totp:
             run.state.additionalData = ["mfaMethod": "totp", "otpLength": "6", "otpNumericOnly": "true"]
             return .branch("totp")
-        }
-        if kinds.contains(.emailOTP), let email = try await server.store.user(id: userId)?.claims["email"], !email.isEmpty {
+        case .email:
             return .branch("email_otp")
+        case nil:
+            break
         }
         if run.client.requireMFA || node.properties?["required"] == "true" { return .fail(.mfaNotEnrolled) }
         return .branch("none")
@@ -40,9 +40,9 @@ enum AuthenticationExecutors {
         guard let userId = run.state.userId else { return .fail(.invalidCredentials) }
         let budget = CodeBudget.secondFactor(userId: userId)
         if let wait = try await server.reserveCodeAttempt(budget) { return .fail(.codesLocked(seconds: wait)) }
-        guard try await server.verifyTOTP(userId: userId, code: run.submitted["otp"] ?? "") else {
+        guard try await server.verifyTOTP(userId: userId, code: SecondFactor.cleaned(run.submitted["otp"])) else {
             run.state.factorAttempts += 1
-            if run.state.factorAttempts >= 5 { return .fail(.tooManyCodeAttempts) }
+            if run.state.factorAttempts >= SecondFactor.maxAttempts { return .fail(.tooManyCodeAttempts) }
             run.state.additionalData = ["mfaMethod": "totp", "otpLength": "6", "otpNumericOnly": "true"]
             return .retry(.invalidCode)
         }
@@ -57,8 +57,8 @@ enum AuthenticationExecutors {
 /// attempts in all (a resend does not give fresh ones) and five sends; beyond that, every attempt spends one of the
 /// account's code budget (per purpose), and recovery emails are limited per account and per address.
 enum CodeExecutors {
-    static let maxSends = 5
-    static let maxAttempts = 5
+    static let maxSends = SecondFactor.maxSends
+    static let maxAttempts = SecondFactor.maxAttempts
 
     static func send(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         let recovery = node.properties?["purpose"] == "recovery"
@@ -86,7 +86,7 @@ enum CodeExecutors {
             return .fail(.mfaNotEnrolled)
         }
         run.state.codeBudget = budget
-        let code = String(format: "%06d", Int.random(in: 0..<1_000_000))
+        let code = SecondFactor.newCode()
         let now = server.clock.now
         run.state.codeSends += 1
         // A resend replaces the code but keeps the attempts already spent on this execution.

@@ -47,7 +47,7 @@ enum PasskeyExecutors {
         guard result.clientId == run.state.applicationId else { throw PasskeyFailure.wrongCeremony }
         if let identified = run.state.userId, identified != result.user.id { throw PasskeyFailure.unknownCredential }
         run.state.userId = result.user.id
-        run.state.amr = ["webauthn"]
+        run.state.amr = result.amr
         run.state.authTime = server.clock.now
         run.state.passkeyChallenge = nil
         return .next

@@ -107,7 +107,7 @@ enum RegistrationExecutors {
         server.logger.info("user registered", metadata: ["user": .string(user.id), "application": .string(run.state.applicationId)])
         run.state.userId = user.id
         run.state.pendingPasswordHash = nil
-        run.state.amr = run.state.pendingPasskey == nil ? ["pwd"] : ["webauthn"]
+        run.state.amr = run.state.pendingPasskey.map { AuthenticationMethods.passkey(userVerified: false, backupEligible: $0.backupEligible) } ?? ["pwd"]
         run.state.pendingPasskey = nil
         run.state.authTime = now
         run.state.dynamicInputs = nil

@@ -150,5 +150,13 @@ extension MessageCatalog {
         "email.notice.passkey_added.subject": "Ihrem Konto wurde ein Passkey hinzugefügt",
         "email.notice.passkey_added.body": "Ein neuer Passkey ({name}) kann sich jetzt bei Ihrem Konto anmelden. Wenn Sie das nicht waren, entfernen Sie ihn und ändern Sie sofort Ihr Passwort.",
         "validation.username.notOwnEmail": "Ein Benutzername, der wie eine E-Mail-Adresse aussieht, muss Ihre eigene bestätigte E-Mail-Adresse sein.",
+        "page.mfa.title": "Bestätigen Sie, dass Sie es sind",
+        "page.mfa.totp": "Geben Sie den 6-stelligen Code aus Ihrer Authenticator-App ein.",
+        "page.mfa.email": "Wir haben Ihnen einen 6-stelligen Code per E-Mail geschickt. Geben Sie ihn unten ein.",
+        "page.mfa.code": "Bestätigungscode",
+        "page.mfa.submit": "Bestätigen",
+        "page.mfa.resend": "Neuen Code senden",
+        "page.mfa.resent": "Ein neuer Code ist per E-Mail unterwegs.",
+        "page.mfa.resend_limit": "Für diese Anmeldung können keine weiteren Codes gesendet werden. Bitte beginnen Sie von vorn.",
     ])
 }

@@ -161,5 +161,13 @@ extension MessageCatalog {
         "email.notice.passkey_added.subject": "A passkey was added to your account",
         "email.notice.passkey_added.body": "A new passkey ({name}) can now sign in to your account. If this was not you, remove it and change your password now.",
         "validation.username.notOwnEmail": "A username that looks like an email address must be your own verified email address.",
+        "page.mfa.title": "Confirm it's you",
+        "page.mfa.totp": "Enter the 6-digit code from your authenticator app.",
+        "page.mfa.email": "We emailed you a 6-digit code. Enter it below.",
+        "page.mfa.code": "Verification code",
+        "page.mfa.submit": "Verify",
+        "page.mfa.resend": "Send a new code",
+        "page.mfa.resent": "A new code is on its way to your email.",
+        "page.mfa.resend_limit": "No more codes can be sent for this sign-in. Please start again.",
     ])
 }

@@ -150,5 +150,13 @@ extension MessageCatalog {
         "email.notice.passkey_added.subject": "Se ha añadido una llave de acceso a tu cuenta",
         "email.notice.passkey_added.body": "Una nueva llave de acceso ({name}) ya puede iniciar sesión en tu cuenta. Si no has sido tú, elimínala y cambia tu contraseña ahora.",
         "validation.username.notOwnEmail": "Un nombre de usuario con forma de dirección de correo electrónico debe ser tu propia dirección verificada.",
+        "page.mfa.title": "Confirma que eres tú",
+        "page.mfa.totp": "Introduce el código de 6 dígitos de tu aplicación de autenticación.",
+        "page.mfa.email": "Te hemos enviado un código de 6 dígitos por correo electrónico. Introdúcelo abajo.",
+        "page.mfa.code": "Código de verificación",
+        "page.mfa.submit": "Verificar",
+        "page.mfa.resend": "Enviar un código nuevo",
+        "page.mfa.resent": "Te hemos enviado un código nuevo por correo electrónico.",
+        "page.mfa.resend_limit": "No se pueden enviar más códigos para este inicio de sesión. Vuelve a empezar.",
     ])
 }

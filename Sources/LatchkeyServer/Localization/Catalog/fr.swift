@@ -150,5 +150,13 @@ extension MessageCatalog {
         "email.notice.passkey_added.subject": "Une clé d'accès a été ajoutée à votre compte",
         "email.notice.passkey_added.body": "Une nouvelle clé d'accès ({name}) peut désormais se connecter à votre compte. Si ce n'était pas vous, supprimez-la et changez votre mot de passe maintenant.",
         "validation.username.notOwnEmail": "Un nom d'utilisateur qui ressemble à une adresse e-mail doit être votre propre adresse e-mail vérifiée.",
+        "page.mfa.title": "Confirmez votre identité",
+        "page.mfa.totp": "Saisissez le code à 6 chiffres de votre application d'authentification.",
+        "page.mfa.email": "Nous vous avons envoyé un code à 6 chiffres par e-mail. Saisissez-le ci-dessous.",
+        "page.mfa.code": "Code de vérification",
+        "page.mfa.submit": "Vérifier",
+        "page.mfa.resend": "Envoyer un nouveau code",
+        "page.mfa.resent": "Un nouveau code vous a été envoyé par e-mail.",
+        "page.mfa.resend_limit": "Aucun autre code ne peut être envoyé pour cette connexion. Veuillez recommencer.",
     ])
 }

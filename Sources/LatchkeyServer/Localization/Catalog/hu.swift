@@ -150,5 +150,13 @@ extension MessageCatalog {
         "email.notice.passkey_added.subject": "Új azonosítókulcsot adtak a fiókjához",
         "email.notice.passkey_added.body": "Egy új azonosítókulcs ({name}) mostantól bejelentkezhet a fiókjába. Ha nem Ön volt, távolítsa el, és azonnal változtassa meg jelszavát.",
         "validation.username.notOwnEmail": "Az e-mail-címnek látszó felhasználónévnek az Ön saját, megerősített e-mail-címének kell lennie.",
+        "page.mfa.title": "Erősítse meg, hogy Ön az",
+        "page.mfa.totp": "Írja be a hitelesítő alkalmazásában látható 6 jegyű kódot.",
+        "page.mfa.email": "E-mailben elküldtünk Önnek egy 6 jegyű kódot. Írja be alább.",
+        "page.mfa.code": "Ellenőrző kód",
+        "page.mfa.submit": "Ellenőrzés",
+        "page.mfa.resend": "Új kód küldése",
+        "page.mfa.resent": "Az új kódot elküldtük e-mailben.",
+        "page.mfa.resend_limit": "Ehhez a bejelentkezéshez nem küldhető több kód. Kezdje újra.",
     ])
 }

@@ -150,5 +150,13 @@ extension MessageCatalog {
         "email.notice.passkey_added.subject": "È stata aggiunta una passkey al tuo account",
         "email.notice.passkey_added.body": "Una nuova passkey ({name}) ora può accedere al tuo account. Se non sei stato tu, rimuovila e cambia subito la password.",
         "validation.username.notOwnEmail": "Un nome utente che sembra un indirizzo email deve essere il tuo indirizzo email verificato.",
+        "page.mfa.title": "Conferma la tua identità",
+        "page.mfa.totp": "Inserisci il codice a 6 cifre della tua app di autenticazione.",
+        "page.mfa.email": "Ti abbiamo inviato un codice a 6 cifre via email. Inseriscilo qui sotto.",
+        "page.mfa.code": "Codice di verifica",
+        "page.mfa.submit": "Verifica",
+        "page.mfa.resend": "Invia un nuovo codice",
+        "page.mfa.resent": "Un nuovo codice è in arrivo nella tua email.",
+        "page.mfa.resend_limit": "Non è possibile inviare altri codici per questo accesso. Ricomincia.",
     ])
 }

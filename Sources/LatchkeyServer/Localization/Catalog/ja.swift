@@ -150,5 +150,13 @@ extension MessageCatalog {
         "email.notice.passkey_added.subject": "アカウントにパスキーが追加されました",
         "email.notice.passkey_added.body": "新しいパスキー（{name}）でアカウントにサインインできるようになりました。お心当たりがない場合は、パスキーを削除し、今すぐパスワードを変更してください。",
         "validation.username.notOwnEmail": "メールアドレスの形式のユーザー名には、ご自身の確認済みメールアドレスのみ使用できます。",
+        "page.mfa.title": "本人確認",
+        "page.mfa.totp": "認証アプリに表示されている6桁のコードを入力してください。",
+        "page.mfa.email": "6桁のコードをメールでお送りしました。下に入力してください。",
+        "page.mfa.code": "確認コード",
+        "page.mfa.submit": "確認",
+        "page.mfa.resend": "新しいコードを送信",
+        "page.mfa.resent": "新しいコードをメールでお送りしました。",
+        "page.mfa.resend_limit": "このサインインではこれ以上コードを送信できません。最初からやり直してください。",
     ])
 }

@@ -150,5 +150,13 @@ extension MessageCatalog {
         "email.notice.passkey_added.subject": "계정에 패스키가 추가되었습니다",
         "email.notice.passkey_added.body": "새 패스키({name})로 이제 계정에 로그인할 수 있습니다. 본인이 추가하지 않았다면 패스키를 삭제하고 지금 바로 비밀번호를 변경해 주세요.",
         "validation.username.notOwnEmail": "이메일 주소 형식의 사용자 이름은 본인의 인증된 이메일 주소여야 합니다.",
+        "page.mfa.title": "본인 확인",
+        "page.mfa.totp": "인증 앱에 표시된 6자리 코드를 입력해 주세요.",
+        "page.mfa.email": "6자리 코드를 이메일로 보내 드렸습니다. 아래에 입력해 주세요.",
+        "page.mfa.code": "인증 코드",
+        "page.mfa.submit": "확인",
+        "page.mfa.resend": "새 코드 보내기",
+        "page.mfa.resent": "새 코드를 이메일로 보내 드렸습니다.",
+        "page.mfa.resend_limit": "이 로그인에는 더 이상 코드를 보낼 수 없습니다. 처음부터 다시 시작해 주세요.",
     ])
 }

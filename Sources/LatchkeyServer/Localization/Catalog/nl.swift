@@ -150,5 +150,13 @@ extension MessageCatalog {
         "email.notice.passkey_added.subject": "Er is een toegangssleutel aan je account toegevoegd",
         "email.notice.passkey_added.body": "Met een nieuwe toegangssleutel ({name}) kan nu worden aangemeld bij je account. Was jij dit niet? Verwijder hem dan en wijzig nu je wachtwoord.",
         "validation.username.notOwnEmail": "Een gebruikersnaam die op een e-mailadres lijkt, moet je eigen geverifieerde e-mailadres zijn.",
+        "page.mfa.title": "Bevestig dat jij het bent",
+        "page.mfa.totp": "Voer de 6-cijferige code uit je authenticator-app in.",
+        "page.mfa.email": "We hebben je een 6-cijferige code gemaild. Voer die hieronder in.",
+        "page.mfa.code": "Verificatiecode",
+        "page.mfa.submit": "Verifiëren",
+        "page.mfa.resend": "Nieuwe code sturen",
+        "page.mfa.resent": "Er is een nieuwe code naar je e-mail onderweg.",
+        "page.mfa.resend_limit": "Voor deze aanmelding kunnen geen codes meer worden verstuurd. Begin opnieuw.",
     ])
 }

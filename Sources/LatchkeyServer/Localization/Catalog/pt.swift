@@ -150,5 +150,13 @@ extension MessageCatalog {
         "email.notice.passkey_added.subject": "Foi adicionada uma chave de acesso à sua conta",
         "email.notice.passkey_added.body": "Uma nova chave de acesso ({name}) já pode iniciar sessão na sua conta. Se não foi o utilizador, remova-a e altere já a sua palavra-passe.",
         "validation.username.notOwnEmail": "Um nome de utilizador que pareça um endereço de email tem de ser o seu próprio endereço de email verificado.",
+        "page.mfa.title": "Confirme que é você",
+        "page.mfa.totp": "Introduza o código de 6 dígitos da sua aplicação de autenticação.",
+        "page.mfa.email": "Enviámos-lhe um código de 6 dígitos por e-mail. Introduza-o abaixo.",
+        "page.mfa.code": "Código de verificação",
+        "page.mfa.submit": "Verificar",
+        "page.mfa.resend": "Enviar um novo código",
+        "page.mfa.resent": "Um novo código está a caminho do seu e-mail.",
+        "page.mfa.resend_limit": "Não é possível enviar mais códigos para este início de sessão. Comece de novo.",
     ])
 }

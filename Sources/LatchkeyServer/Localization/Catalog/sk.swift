@@ -150,5 +150,13 @@ extension MessageCatalog {
         "email.notice.passkey_added.subject": "K vášmu účtu bol pridaný prístupový kľúč",
         "email.notice.passkey_added.body": "Nový prístupový kľúč ({name}) sa teraz môže prihlásiť do vášho účtu. Ak ste to neboli vy, odstráňte ho a ihneď si zmeňte heslo.",
         "validation.username.notOwnEmail": "Používateľské meno, ktoré vyzerá ako e-mailová adresa, musí byť vaša vlastná overená e-mailová adresa.",
+        "page.mfa.title": "Potvrďte, že ste to vy",
+        "page.mfa.totp": "Zadajte 6-miestny kód z vašej overovacej aplikácie.",
+        "page.mfa.email": "Poslali sme vám e-mailom 6-miestny kód. Zadajte ho nižšie.",
+        "page.mfa.code": "Overovací kód",
+        "page.mfa.submit": "Overiť",
+        "page.mfa.resend": "Poslať nový kód",
+        "page.mfa.resent": "Nový kód je na ceste do vášho e-mailu.",
+        "page.mfa.resend_limit": "Pre toto prihlásenie už nie je možné poslať ďalšie kódy. Začnite znova.",
     ])
 }

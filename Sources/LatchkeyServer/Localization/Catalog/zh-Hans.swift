@@ -150,5 +150,13 @@ extension MessageCatalog {
         "email.notice.passkey_added.subject": "你的账户添加了通行密钥",
         "email.notice.passkey_added.body": "新的通行密钥（{name}）现在可以登录你的账户。如果这不是你本人的操作，请将其删除并立即修改密码。",
         "validation.username.notOwnEmail": "看起来像邮箱地址的用户名必须是你本人已验证的邮箱地址。",
+        "page.mfa.title": "确认是您本人",
+        "page.mfa.totp": "请输入身份验证器应用中的 6 位数验证码。",
+        "page.mfa.email": "我们已通过电子邮件向您发送了 6 位数验证码，请在下方输入。",
+        "page.mfa.code": "验证码",
+        "page.mfa.submit": "验证",
+        "page.mfa.resend": "发送新验证码",
+        "page.mfa.resent": "新验证码已发送到您的电子邮箱。",
+        "page.mfa.resend_limit": "本次登录无法再发送验证码，请重新开始。",
     ])
 }

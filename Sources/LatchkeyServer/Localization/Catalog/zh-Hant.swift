@@ -150,5 +150,13 @@ extension MessageCatalog {
         "email.notice.passkey_added.subject": "你的帳戶新增了密碼金鑰",
         "email.notice.passkey_added.body": "新的密碼金鑰（{name}）現在可以登入你的帳戶。如果這不是你本人的操作，請將其刪除並立即變更密碼。",
         "validation.username.notOwnEmail": "看起來像電子郵件地址的使用者名稱必須是你本人已驗證的電子郵件地址。",
+        "page.mfa.title": "確認是您本人",
+        "page.mfa.totp": "請輸入驗證器應用程式中的 6 位數驗證碼。",
+        "page.mfa.email": "我們已透過電子郵件將 6 位數驗證碼寄給您，請在下方輸入。",
+        "page.mfa.code": "驗證碼",
+        "page.mfa.submit": "驗證",
+        "page.mfa.resend": "傳送新的驗證碼",
+        "page.mfa.resent": "新的驗證碼已寄到您的電子郵件。",
+        "page.mfa.resend_limit": "本次登入無法再傳送驗證碼，請重新開始。",
     ])
 }
