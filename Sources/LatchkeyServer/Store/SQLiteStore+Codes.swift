@@ -10,6 +10,7 @@ extension SQLiteStore {
         try db.execute(sql: """
             CREATE TABLE account_events (key TEXT NOT NULL, at REAL NOT NULL);
             CREATE INDEX account_events_key ON account_events(key, at);
+            CREATE INDEX account_events_at ON account_events(at);
             ALTER TABLE user_factors ADD COLUMN totp_last_step INTEGER;
             DROP TABLE step_up_challenges;
             CREATE TABLE step_up_challenges (
@@ -24,7 +25,7 @@ extension SQLiteStore {
         try await pool.write { db in
             // Check and record in one write transaction: concurrent attempts cannot all pass a count taken before any
             // of them was recorded.
-            try Self.pruneAccountEvents(db, key: key, now: now, window: window)
+            try Self.pruneAccountEvents(db, now: now, window: window)
             let current = try Self.countAccountEvents(db, key: key)
             guard current.count < limit else { return (false, current) }
             try db.execute(sql: "INSERT INTO account_events (key, at) VALUES (?, ?)", arguments: [key, now.timeIntervalSince1970])
@@ -44,8 +45,10 @@ extension SQLiteStore {
         try await pool.write { db in try db.execute(sql: "DELETE FROM account_events WHERE key = ?", arguments: [key]) }
     }
 
-    private static func pruneAccountEvents(_ db: Database, key: String, now: Date, window: TimeInterval) throws {
-        try db.execute(sql: "DELETE FROM account_events WHERE key = ? AND at <= ?", arguments: [key, now.timeIntervalSince1970 - window])
+    /// Events older than the window are dropped for every key, not only this one: keys of unknown recovery
+    /// identifiers are made up by strangers, and the table must not grow with them.
+    private static func pruneAccountEvents(_ db: Database, now: Date, window: TimeInterval) throws {
+        try db.execute(sql: "DELETE FROM account_events WHERE at <= ?", arguments: [now.timeIntervalSince1970 - window])
     }
 
     private static func countAccountEvents(_ db: Database, key: String) throws -> AccountEventCount {

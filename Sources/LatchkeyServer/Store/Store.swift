@@ -51,7 +51,8 @@ public protocol Store: Sendable {
     /// update); false when a code of this step or a later one was already accepted (a replay).
     func acceptTOTPStep(userId: String, step: Int64) async throws -> Bool
 
-    // Per-account budgets (wrong one-time codes, recovery emails), as sliding windows of events per key
+    // Per-account budgets (wrong one-time codes, recovery emails), as sliding windows of events per key. Every caller
+    // uses the same window (`LoginPolicy.codeWindowSeconds`): older events may be dropped for all keys.
     /// Records an event for `key` only while fewer than `limit` are within the last `window` seconds (check and record
     /// are one transaction); returns whether it was recorded and the events in the window afterwards.
     func admitAccountEvent(key: String, now: Date, window: TimeInterval, limit: Int) async throws -> (admitted: Bool, events: AccountEventCount)
