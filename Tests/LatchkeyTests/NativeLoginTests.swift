@@ -306,11 +306,17 @@ struct NativeLoginTests {
                                    usingModalAuthorizationFor: [.Passkey], display: .Always)
         #expect(try server.body(of: "/identity/v1/webauthn/authentication-options")["phone_number"] == .string("+33612345678"))
         #expect(try server.body(of: "/identity/v1/webauthn/authentication")["id"] == .string(credential.id))
-        // An account without passkeys: no allow list → no credential, before any ceremony.
+        // No allow list (a Latchkey server names no credential ids for a typed name): the authenticator offers its
+        // discoverable passkey and the server, which bound the ceremony to the account, decides.
         server.route("POST", "/identity/v1/webauthn/authentication-options", json: #"{"public_key":{"challenge":"AAEC","rp_id":"id.example.com","user_verification":"preferred"}}"#)
-        await #expect {
-            try await client.login(withNonDiscoverableUsername: .Email("x@example.com"), forRequest: NativeLoginRequest(),
+        _ = try await client.login(withNonDiscoverableUsername: .Email("x@example.com"), forRequest: NativeLoginRequest(),
                                    usingModalAuthorizationFor: [.Passkey], display: .Always)
+        #expect(try server.body(of: "/identity/v1/webauthn/authentication")["id"] == .string(credential.id))
+        // No passkey on the device: no credential.
+        let bare = try await self.client(server, provider: nil, authenticator: SoftwareAuthenticator())
+        await #expect {
+            try await bare.login(withNonDiscoverableUsername: .Email("x@example.com"), forRequest: NativeLoginRequest(),
+                                 usingModalAuthorizationFor: [.Passkey], display: .Always)
         } throws: { ($0 as? LatchkeyError)?.code == .passkeyNoCredential }
     }
 

@@ -104,8 +104,11 @@ extension LatchkeyClient {
         }
     }
 
-    /// Username-first passkey sign-in: the server's options name the account's credentials (`allow_credentials`).
-    /// - Throws: as `login(withRequest:…)`; `.passkeyNoCredential` when the server lists no credential for the account.
+    /// Username-first passkey sign-in: the server binds the ceremony to the named account. A Latchkey server lists
+    /// no credential ids for a typed name (`allow_credentials` is empty whether the account exists or not, so the
+    /// answer reveals nothing); every passkey is discoverable, so the authenticator finds the account's own, and the
+    /// server accepts only a passkey of that account.
+    /// - Throws: as `login(withRequest:…)`; `.passkeyNoCredential` when the authenticator has no passkey to offer.
     public func login(withNonDiscoverableUsername username: Username, forRequest request: NativeLoginRequest,
                       usingModalAuthorizationFor requestTypes: [NonDiscoverableAuthorization], display mode: Mode) async throws -> AuthToken {
         try await loading {
@@ -117,9 +120,6 @@ extension LatchkeyClient {
             let scopes = request.scopes ?? context.config.scopes
             let origin = try originWebAuthn(overriddenBy: request.originWebAuthn)
             let options = try await authenticationOptions(context, origin: origin, scopes: scopes, username: username)
-            guard !options.allowCredentials.isEmpty else {
-                throw LatchkeyError(.passkeyNoCredential, "the server returned no allowCredentials for this account")
-            }
             let credentialRequest = CredentialRequest(types: [.Passkey], mode: mode, passkeyOptions: options, origin: origin, anchor: request.anchor)
             guard case .passkey(let assertion) = try await ceremony({ try await provider.credential(for: credentialRequest) }) else {
                 throw LatchkeyError(.unknownError, "the credential provider returned something other than the passkey asked for")

@@ -100,3 +100,31 @@ struct ClientAddressTests {
         #expect(await throttle.retryAfter(address: latest, now: now.addingTimeInterval(400)) == nil)
     }
 }
+
+@Suite("Configuration keys of the throttles and proxies")
+struct ThrottleConfigurationTests {
+    static func apply(_ json: String) throws -> ServerConfiguration {
+        var configuration = ServerConfiguration(issuer: try #require(URL(string: "https://id.example")), databasePath: "/tmp/unused.sqlite")
+        try JSONDecoder().decode(ConfigurationFile.self, from: Data(json.utf8)).apply(to: &configuration)
+        try configuration.validate()
+        return configuration
+    }
+
+    @Test("trusted_proxies, client_address_header and the new login_policy limits are read; bad values are start-up errors")
+    func keys() throws {
+        let configuration = try Self.apply("""
+            {"trusted_proxies": ["127.0.0.1", "10.0.0.0/8"], "client_address_header": "forwarded", "prune_interval_seconds": 60,
+             "login_policy": {"max_concurrent_hashes": 3, "max_queued_hashes": 7, "max_tracked_addresses": 500,
+                              "max_starts_per_address": 40, "max_registrations_per_address": 4, "max_failures_per_account_all_addresses": 30}}
+            """)
+        #expect(configuration.trustedProxies == (try TrustedProxies(["127.0.0.1", "10.0.0.0/8"], header: .forwarded)))
+        #expect(configuration.pruneIntervalSeconds == 60)
+        let p = configuration.loginPolicy
+        #expect(p.maxConcurrentHashes == 3 && p.maxQueuedHashes == 7 && p.maxTrackedAddresses == 500)
+        #expect(p.maxStartsPerAddress == 40 && p.maxRegistrationsPerAddress == 4 && p.maxFailuresPerAccountAllAddresses == 30)
+        #expect(throws: ConfigurationError.self) { try Self.apply(#"{"trusted_proxies": ["not-an-ip"]}"#) }
+        #expect(throws: ConfigurationError.self) { try Self.apply(#"{"trusted_proxies": ["::1"], "client_address_header": "x-real-ip"}"#) }
+        #expect(throws: ConfigurationError.self) { try Self.apply(#"{"login_policy": {"max_concurrent_hashes": 0}}"#) }
+        #expect(throws: ConfigurationError.self) { try Self.apply(#"{"bcrypt_cost": 8}"#) }
+    }
+}

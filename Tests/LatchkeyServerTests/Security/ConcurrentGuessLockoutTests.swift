@@ -17,6 +17,7 @@ struct ConcurrentGuessLockoutTests {
         }
         defer { Task { await server.stop() } }
         let hold = HashHold.install(on: server, holding: [.verify])
+        defer { Task { await hold.release() } }  // never leave requests held if an expectation fails
         let collected = Collected()
         let burst = (0..<20).map { i in
             Task { let r = try await server.passwordLogin("demo@example.com", "wrong \(i)"); await collected.add(r); return r }
@@ -56,6 +57,7 @@ struct ConcurrentGuessLockoutTests {
         }
         defer { Task { await server.stop() } }
         let hold = HashHold.install(on: server, holding: [.verify, .decoy])
+        defer { Task { await hold.release() } }
         let collected = Collected()
         let burst = (0..<10).map { i in
             Task { let r = try await server.passwordLogin("ghost\(i)@example.com", "guess"); await collected.add(r); return r }

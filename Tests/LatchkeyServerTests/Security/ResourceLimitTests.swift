@@ -19,6 +19,7 @@ struct ResourceLimitTests {
         }
         defer { Task { await server.stop() } }
         let hold = HashHold.install(on: server, holding: [.verify, .decoy, .hash])
+        defer { Task { await hold.release() } }
         let running = Task { try await server.passwordLogin("ghost1@example.com", "guess") }
         try await eventually("one hash running") { await hold.count(.decoy) == 1 }
         let queued = Task { try await server.passwordLogin("ghost2@example.com", "guess") }
