@@ -79,10 +79,11 @@ extension IdentityServer {
             updated.claims["email_verified"] = "true"
             // The address may have been taken meanwhile.
             if let conflict = try await uniquenessConflict(for: updated) { return .failure(.rejected(.conflict(conflict))) }
-            updated.updatedAt = clock.now
+            let now = clock.now
+            updated.updatedAt = now
             do {
                 guard try await store.updateProfile(userId: user.id, username: user.username, claims: updated.claims, disabled: nil,
-                                                    expectedVersion: user.version, updatedAt: clock.now) else {
+                                                    expectedVersion: user.version, updatedAt: now) else {
                     return .failure(.rejected(.stale))
                 }
             } catch StoreError.conflict {

@@ -87,11 +87,13 @@ extension IdentityServer {
         }
         // Nothing to write: no version bump, no `updatedAt` stamp (and no chance of racing anything).
         guard changed else { return .success(ProfileUpdate(user: user, pendingEmail: pendingEmail)) }
-        updated.updatedAt = clock.now
+        // One timestamp for the row and the returned copy: the SCIM version (ETag) is computed from it.
+        let now = clock.now
+        updated.updatedAt = now
         do {
             guard try await store.updateProfile(userId: user.id, username: updated.username, claims: updated.claims,
                                                 disabled: updated.disabled == user.disabled ? nil : updated.disabled,
-                                                expectedVersion: user.version, updatedAt: clock.now) else {
+                                                expectedVersion: user.version, updatedAt: now) else {
                 logger.notice("profile update refused: the account changed since it was read", metadata: ["user": .string(user.id)])
                 return .failure(.stale)
             }
@@ -139,9 +141,10 @@ extension IdentityServer {
         if let problem = PasswordPolicy.problem(password, username: user.username) { return .failure(.invalid([problem])) }
         var updated = user
         updated.passwordHash = try await hasher.hash(password)
-        updated.updatedAt = clock.now
+        let now = clock.now
+        updated.updatedAt = now
         // Only the hash: the rest of `user` may be stale by now (a disable must not be undone by a password change).
-        try await store.updatePasswordHash(userId: user.id, passwordHash: updated.passwordHash, updatedAt: clock.now)
+        try await store.updatePasswordHash(userId: user.id, passwordHash: updated.passwordHash, updatedAt: now)
         updated.version += 1
         try await store.recordLoginSuccess(userId: user.id)
         try await store.revokeUserSessions(userId: user.id, keepingSession: keepingSession, keepingFamily: keepingFamily,

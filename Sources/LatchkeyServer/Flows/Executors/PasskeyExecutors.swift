@@ -57,6 +57,9 @@ enum PasskeyExecutors {
     /// the account id, which becomes the passkey's user handle (`signup` ceremony).
     private static func registerStart(_ server: IdentityServer, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         let options: PasskeyCreationOptions
+        // An account named but not authenticated in this execution (a recovery step that only identified it) gets
+        // no passkey: adding one is a credential change that needs the account's own sign-in.
+        if run.state.userId != nil, run.state.authTime == nil { throw PasskeyFailure.wrongCeremony }
         if let id = run.state.userId, let user = try await server.store.user(id: id) {
             options = try await server.beginPasskeyRegistration(user: user, client: run.client, origin: nil, friendlyName: nil)
         } else {
@@ -77,6 +80,7 @@ enum PasskeyExecutors {
         try checkChallenge(response.clientDataJSON, run)
         let name = run.submitted["credentialName"]?.trimmingCharacters(in: .whitespacesAndNewlines).nonEmpty
         run.state.passkeyChallenge = nil
+        if run.state.userId != nil, run.state.authTime == nil { throw PasskeyFailure.wrongCeremony }
         if let id = run.state.userId, let user = try await server.store.user(id: id) {
             let added = try await server.finishPasskeyRegistration(user: user, response: response, friendlyName: name)
             try await server.notifyAccountChange(user, "passkey_added", arguments: ["name": added.friendlyName], locale: run.locale)
