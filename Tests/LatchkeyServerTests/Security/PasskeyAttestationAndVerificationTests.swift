@@ -66,6 +66,29 @@ struct PasskeyAttestationAndVerificationTests {
 
     struct Context { let server: TestServer; var origin: String { server.base } }
 
+    @Test("over HTTP, attestation required: a passkey sign-up with `none` attestation is refused and creates no account")
+    func attestationRequiredOverHTTP() async throws {
+        let pki = try TestPKI()
+        let rootDER = try TestPKI.der(pki.root)
+        let server = try await TestServer.start { config in
+            config.webAuthn.trustAnchorsDER = [rootDER]
+            config.webAuthn.attestationRequired = true
+        }
+        defer { Task { await server.stop() } }
+        let c = Context(server: server)
+        let options = try await post(c, "/identity/v1/webauthn/signup-options", .object([
+            "client_id": .string("latchkey-demo"), "origin": .string(c.origin), "profile": .object(["email": .string("eve@example.com")])]))
+        #expect(options.status == 200, "\(options.text)")
+        #expect((try options.json()["options"] as? [String: Any]).flatMap { $0["public_key"] as? [String: Any] }?["attestation"] as? String == "direct")
+        let parsed = try RegistrationOptions(json: options.body)
+        let credential = try await SoftwareAuthenticator().createCredential(for: parsed.options, origin: c.origin)
+        let signup = try await post(c, "/identity/v1/webauthn/signup", .object([
+            "webauthn_id": .string(parsed.options.user.encodedId), "public_key_credential": credential.reachFiveJSON]))
+        #expect(signup.status == 401, "\(signup.text)")
+        #expect(try signup.json()["tkn"] == nil)
+        #expect(try await server.server.store.user(username: "eve@example.com") == nil)
+    }
+
     func post(_ c: Context, _ path: String, _ body: JSONValue) async throws -> HTTPResult {
         try await c.server.call("POST", path, token: nil, body: try JSONEncoder().encode(body), contentType: "application/json")
     }
