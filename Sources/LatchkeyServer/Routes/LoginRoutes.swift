@@ -176,7 +176,7 @@ extension IdentityServer {
         // checked, so new hosted sign-ins, which a known password starts at will, bring no fresh guesses.
         let budget = CodeBudget.secondFactor(userId: user.id)
         if let wait = try await reserveCodeAttempt(budget) {
-            return page(error: nil, message: LocalizedMessage("codes.locked", ["minutes": String(max(1, (wait + 59) / 60))]), .tooManyRequests)
+            return page(error: nil, message: .codesLocked(seconds: wait), .tooManyRequests)
         }
         let matched: Bool
         switch kind {
