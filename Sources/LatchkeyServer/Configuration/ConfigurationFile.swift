@@ -22,6 +22,11 @@ public struct ConfigurationFile: Codable, Sendable {
     public var bcryptCost: UInt8?
     public var webauthn: WebAuthn?
     public var apple: Apple?
+    /// Development mode (emails recorded at `/dev/outbox`, no attestation); loopback issuers only.
+    public var development: Bool?
+    /// Email delivery; see `SMTPFile`.
+    public var smtp: SMTPFile?
+    public var httpIdleTimeoutSeconds: Int?
 
     /// `"webauthn": {"rp_id": "example.com", "rp_name": "Example", "user_verification": "required", "trust_anchors": ["ca.pem"]}`
     public struct WebAuthn: Codable, Sendable {
@@ -62,6 +67,7 @@ public struct ConfigurationFile: Codable, Sendable {
     enum CodingKeys: String, CodingKey {
         case issuer, host, port, database, clients, users, lifetimes, demo
         case loginPolicy = "login_policy", bcryptCost = "bcrypt_cost", webauthn, apple
+        case development, smtp, httpIdleTimeoutSeconds = "http_idle_timeout_seconds"
     }
 
     public static func load(path: String) throws -> ConfigurationFile {
@@ -129,6 +135,9 @@ public struct ConfigurationFile: Codable, Sendable {
                 base.apple.jwksURL = url
             }
         }
+        if let development { base.development = development }
+        if let smtp { base.smtp = try smtp.settings() }
+        if let v = httpIdleTimeoutSeconds { base.httpIdleTimeoutSeconds = v }
         if let p = loginPolicy {
             if let v = p.maxFailuresPerAccount { base.loginPolicy.maxFailuresPerAccount = v }
             if let v = p.lockoutSeconds { base.loginPolicy.lockoutSeconds = v }

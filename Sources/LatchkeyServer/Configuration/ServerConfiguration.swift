@@ -10,7 +10,9 @@ public struct ServerConfiguration: Sendable {
     public var port: Int
     /// SQLite database file.
     public var databasePath: String
-    /// Development mode: demo data may be seeded, plain-http cookies are allowed on loopback.
+    /// Development mode: emails are only recorded (readable at `GET /dev/outbox`) and mobile attestation is waived.
+    /// Allowed only with a loopback issuer; `latchkey serve` turns it on only without `--config`, with `--dev` or
+    /// with `"development": true`.
     public var development: Bool
     public var clients: [ClientConfiguration]
     public var users: [UserSeed]
@@ -28,6 +30,11 @@ public struct ServerConfiguration: Sendable {
     public var webAuthn = WebAuthnSettings()
     /// Where Sign in with Apple identity tokens come from and how they are verified.
     public var apple = AppleSettings()
+    /// Email delivery through an SMTP relay (used when `outbox` is nil). Required outside development when an
+    /// application sends emails (recovery, emailed codes).
+    public var smtp: SMTPSettings?
+    /// Seconds an HTTP connection may sit idle (or trickle a request head) before it is closed (slowloris).
+    public var httpIdleTimeoutSeconds: Int = 60
 
     public init(issuer: URL, host: String = "127.0.0.1", port: Int = 8090, databasePath: String,
                 development: Bool = false, clients: [ClientConfiguration] = [], users: [UserSeed] = [],
@@ -68,6 +75,7 @@ public struct ServerConfiguration: Sendable {
                     "binding \(host) with an http issuer would serve credentials in clear text off this machine; use an https issuer behind a TLS proxy")
             }
         }
+        try validateDeployment()
         var seen = Set<String>()
         for client in clients {
             guard seen.insert(client.clientId).inserted else { throw ConfigurationError.invalid("duplicate client \(client.clientId)") }

@@ -59,6 +59,7 @@ public final class SQLiteStore: Store {
         }
         migrator.registerMigration("v2-flows-profile", migrate: Self.migrateFlowsAndProfile)
         migrator.registerMigration("v3-passkeys", migrate: Self.migratePasskeys)
+        migrator.registerMigration("v4-mail-queue", migrate: Self.migrateMailQueue)
         return migrator
     }
 
