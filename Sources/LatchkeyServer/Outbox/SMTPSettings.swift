@@ -137,7 +137,7 @@ extension ServerConfiguration {
         let loopbackIssuer = LoopbackHost.isLoopback(issuer.host ?? "")
         if development, !loopbackIssuer {
             throw ConfigurationError.invalid(
-                "development mode (codes readable at /dev/outbox, no attestation) is only allowed with a loopback issuer; remove --dev / \"development\": true")
+                "development mode (one-time codes readable at /dev/outbox, no attestation) is only allowed with a loopback issuer; it is what `latchkey serve` runs without --config, with --dev or with \"development\": true: give a configuration file with \"smtp\" and without those")
         }
         if !loopbackIssuer, users.contains(where: { $0.password == DevelopmentDefaults.demoPassword }) {
             throw ConfigurationError.invalid(

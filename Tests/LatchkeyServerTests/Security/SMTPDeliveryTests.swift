@@ -220,6 +220,29 @@ struct SMTPDeliveryTests {
         await #expect(throws: OutboxError.self) { try await outbox.send(Self.message()) }
     }
 
+    /// The running server works its queue: a recovery code asked for over HTTP reaches the relay, and only the relay.
+    @Test func theRunningServerDeliversRecoveryCodes() async throws {
+        let relay = try await FakeRelay()
+        defer { Task { await relay.stop() } }
+        let server = try await TestServer.start { config in
+            config.development = false
+            config.smtp = SMTPSettings(host: "127.0.0.1", port: relay.port, startTLS: .none, from: "noreply@example.com")
+        }
+        defer { Task { await server.stop() } }
+        let browser = TestBrowser()
+        let start = try await browser.postJSON(server.base + "/flow/execute",
+                                               ["applicationId": "latchkey-demo", "flowType": "RECOVERY", "inputs": ["username": "demo@example.com"]])
+        #expect(start.status == 200)
+        for _ in 0..<300 where relay.received.messages == 0 { try await Task.sleep(for: .milliseconds(100)) }
+        let received = relay.received
+        #expect(received.messages == 1 && received.commands.contains("RCPT TO:<demo@example.com>"))
+        let body = String(decoding: Data(base64Encoded: received.data.drop { !$0.isEmpty }.joined()) ?? Data(), as: UTF8.self)
+        let code = try #require(body.split(separator: " ").first.map(String.init))
+        #expect(code.count == 6 && code.allSatisfy(\.isNumber))
+        let outbox = try await browser.get(server.base + "/dev/outbox?recipient=demo@example.com")
+        #expect(outbox.status == 404 && !outbox.text.contains(code))
+    }
+
     @Test func dotStuffingAndEncodedWords() {
         #expect(MailMessage.dotStuffed("a\r\n.\r\n..b\r\nc") == "a\r\n..\r\n...b\r\nc\r\n")
         let long = String(repeating: "é", count: 60)
