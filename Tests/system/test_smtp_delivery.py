@@ -1,5 +1,6 @@
 """C1: a configured `latchkey serve` is not a development server. One-time codes travel by SMTP (STARTTLS, AUTH) to
 their recipient only, survive a relay outage and a restart, and `/dev/outbox` does not exist."""
+import base64
 import datetime
 import email
 import email.policy
@@ -29,6 +30,8 @@ from conftest import BINARY, free_port
 SMTP_USER = "latchkey"
 SMTP_PASSWORD = "relay-password-for-tests"
 VICTIM = "victim@example.com"
+# A real (non-development) server may need a key for its secrets at rest; servers that do not read it ignore it.
+SECRETS_AT_REST = {"LATCHKEY_KEY_ENCRYPTION_KEY": base64.b64encode(bytes(range(32))).decode()}
 
 
 def make_certificates(directory):
@@ -133,7 +136,7 @@ class ConfiguredServer:
 
     def start(self):
         log = open(os.path.join(self.workdir, "server.log"), "ab")
-        env = dict(os.environ, LATCHKEY_TEST_SMTP_PASSWORD=SMTP_PASSWORD)
+        env = dict(os.environ, LATCHKEY_TEST_SMTP_PASSWORD=SMTP_PASSWORD, **SECRETS_AT_REST)
         self.proc = subprocess.Popen([BINARY, "serve", "--config", self.config_path, *self.extra_args], cwd=self.workdir,
                                      stdout=log, stderr=subprocess.STDOUT, env=env)
         deadline = time.time() + 30
@@ -157,7 +160,6 @@ def configuration(workdir, smtp_port, ca_file, **smtp):
     port = free_port()
     return {
         "issuer": f"http://localhost:{port}", "port": port, "database": os.path.join(workdir, "latchkey.sqlite"),
-        "bcrypt_cost": 4,
         "clients": [{"client_id": "app", "redirect_uris": ["http://127.0.0.1/callback"],
                      "grant_types": ["authorization_code", "refresh_token"]}],
         "users": [{"username": VICTIM, "password": "victim's old password", "claims": {"email": VICTIM}}],
@@ -287,7 +289,8 @@ def run_serve(workdir, config, *args, timeout=30):
     path = os.path.join(workdir, "refused.json")
     with open(path, "w") as f:
         json.dump(config, f)
-    return subprocess.run([BINARY, "serve", "--config", path, *args], cwd=workdir, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([BINARY, "serve", "--config", path, *args], cwd=workdir, capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, **SECRETS_AT_REST))
 
 
 def test_start_up_refusals(workdir, certs):
