@@ -433,7 +433,6 @@ struct SDKAppNativeFlowTests {
         }
         let unconfigured = try await TestServer.start { config in
             config.development = false
-            config.outbox = CapturingOutbox()  // outside development a delivery is required (recovery emails)
             config.clients.append(ClientConfiguration(clientId: "ios-app", grantTypes: [.tokenExchange, .refreshToken], appType: .mobile))
             config.clients.append(ClientConfiguration(clientId: "web-app", redirectUris: ["https://web.example/cb"], appType: .browser))
         }
@@ -449,7 +448,6 @@ struct SDKAppNativeFlowTests {
 
         let server = try await TestServer.start { config in
             config.development = false
-            config.outbox = CapturingOutbox()
             config.attestationVerifier = FixedVerifier()
             config.clients.append(ClientConfiguration(clientId: "ios-app", grantTypes: [.tokenExchange, .refreshToken], appType: .mobile))
         }

@@ -1,15 +1,7 @@
 import Foundation
 @testable import LatchkeyServer
 import Logging
-import NIOConcurrencyHelpers
 import Testing
-
-/// A delivery that keeps what it was given, standing in for a real mail provider.
-final class CapturingOutbox: Outbox {
-    private let box = NIOLockedValueBox<[OutboxMessage]>([])
-    var messages: [OutboxMessage] { box.withLockedValue { $0 } }
-    func send(_ message: OutboxMessage) async throws { box.withLockedValue { $0.append(message) } }
-}
 
 /// C1: outside development, one-time codes go to their recipient only: `/dev/outbox` does not exist, and a server that
 /// would send emails without a delivery, or development mode on a public issuer, refuses to start.
@@ -78,15 +70,14 @@ struct DevelopmentModeTests {
         }
         await relayed.stop()
         // No application that emails: nothing to deliver, so no relay is needed.
-        let backEnd = try await TestServer.start { config in
-            config.development = false
-            config.users = []
-            config.clients = [ClientConfiguration(clientId: "svc", clientSecret: "svc-secret-0123456789", grantTypes: [.clientCredentials],
-                                                  recoveryEnabled: false,
-                                                  flows: [.authentication: FlowGraph(id: "pw", type: .authentication, nodes: [
-                                                      FlowNode(id: "start", kind: .start, next: "end"), FlowNode(id: "end", kind: .end)])])]
-        }
-        await backEnd.stop()
+        var backEnd = DevelopmentDefaults.configuration(port: 0, databasePath: "unused.sqlite", host: "127.0.0.1")
+        backEnd.development = false
+        backEnd.users = []
+        backEnd.clients = [ClientConfiguration(clientId: "svc", clientSecret: "svc-secret-0123456789", grantTypes: [.clientCredentials],
+                                               recoveryEnabled: false,
+                                               flows: [.authentication: FlowGraph(id: "pw", type: .authentication, nodes: [
+                                                   FlowNode(id: "start", kind: .start, next: "end"), FlowNode(id: "end", kind: .end)])])]
+        try backEnd.validate()
     }
 
     @Test func smtpSettingsAreChecked() async throws {

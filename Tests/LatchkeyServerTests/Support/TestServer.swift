@@ -32,6 +32,11 @@ final class TestServer: Sendable {
         configuration.clients += [confidentialClient, postClient]
         configuration.users.append(UserSeed(username: "disabled@example.com", password: "disabled password", disabled: true))
         configure(&configuration)
+        if !configuration.development, configuration.outbox == nil, configuration.smtp == nil {
+            // Outside development an application that emails needs a delivery; tests of other behaviour get one that
+            // keeps the messages (the refusal itself is tested with IdentityServer.open).
+            configuration.outbox = CapturingOutbox()
+        }
         var logger = Logger(label: "test.server")
         logger.logLevel = .critical  // Hummingbird logs cancellation at shutdown as an error
         let (clock, advance) = ServerClock.adjustable()
