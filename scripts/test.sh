@@ -15,7 +15,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need_apt[@]}"
 fi
-python3 -c "import selenium, pytest, requests, pexpect, webauthn" 2>/dev/null || { echo "==> installing selenium pytest requests pexpect webauthn"; python3 -m pip install -q selenium pytest requests pexpect webauthn; }
+python3 -c "import selenium, pytest, requests, pexpect, webauthn, aiosmtpd" 2>/dev/null || { echo "==> installing selenium pytest requests pexpect webauthn aiosmtpd"; python3 -m pip install -q selenium pytest requests pexpect webauthn aiosmtpd; }
 
 echo "==> swift build"
 swift build --build-tests

@@ -4,6 +4,8 @@ import LatchkeyServer
 import Logging
 
 /// `latchkey serve`: with no arguments, a development instance on http://localhost:8090 with a demo client and user.
+/// With `--config` the server is a real one (emails delivered by SMTP, no `/dev/outbox`) unless `--dev` or
+/// `"development": true` asks for development mode, which needs a loopback issuer.
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the identity server (development defaults: http://localhost:8090, SQLite file latchkey.sqlite).")
@@ -26,9 +28,14 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
+    @Flag(help: "Development mode with --config: one-time codes readable at /dev/outbox, no emails sent, mobile attestation waived (loopback issuer only).")
+    var dev = false
+
     func run() async throws {
         var configuration = DevelopmentDefaults.configuration(port: port ?? DevelopmentDefaults.port)
         if let config {
+            // A configured server is a real one unless asked otherwise: development mode hands out every one-time code.
+            configuration.development = false
             let file = try ConfigurationFile.load(path: config)
             if file.clients != nil && file.demo != true {
                 configuration.clients = []
@@ -39,6 +46,7 @@ struct Serve: AsyncParsableCommand {
                 configuration.issuer = URL(string: "http://localhost:\(filePort)") ?? configuration.issuer
             }
         }
+        if dev { configuration.development = true }
         if let port { configuration.port = port }
         if let host { configuration.host = host }
         if let database { configuration.databasePath = database }
@@ -54,7 +62,7 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError(error.description)
         }
         let demo = configuration.clients.contains { $0.clientId == DevelopmentDefaults.demoClientId }
-        let host = configuration.host, databasePath = configuration.databasePath
+        let host = configuration.host, databasePath = configuration.databasePath, development = configuration.development
         try await server.run { boundPort in
             var lines = [
                 "Latchkey identity server",
@@ -63,6 +71,9 @@ struct Serve: AsyncParsableCommand {
                 "  database  \(URL(fileURLWithPath: databasePath).path)",
                 "  discovery \(server.issuer)/.well-known/openid-configuration",
             ]
+            if development {
+                lines.append("  mode      development: one-time codes at /dev/outbox, no emails are sent")
+            }
             if demo {
                 lines += [
                     "  demo app  client_id \(DevelopmentDefaults.demoClientId) (public, PKCE), redirects http://127.0.0.1:<port>/callback, io.latchkey.demo:/callback",

@@ -4,6 +4,7 @@ import LatchkeyJOSE
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import ServiceLifecycle
 
 /// The Latchkey identity server: an OpenID Connect provider serving the standard, thunderID and reachFive dialects.
 ///
@@ -32,6 +33,8 @@ public final class IdentityServer: Sendable {
     let appleKeys: AppleKeySet
     /// Seals secrets at rest and keys one-time code digests (`SecretSealer`).
     let sealer: SecretSealer
+    /// SMTP delivery, when configured: its queue is worked by a service that runs with the HTTP server.
+    let smtpOutbox: SMTPOutbox?
     private let issuerBox: NIOLockedValueBox<String>
 
     /// The issuer in force. With port 0 in the configured issuer, it is completed with the bound port at start.
@@ -41,7 +44,8 @@ public final class IdentityServer: Sendable {
         TokenIssuer(issuer: issuer, store: store, keys: keys, lifetimes: configuration.lifetimes, clock: clock)
     }
 
-    private init(configuration: ServerConfiguration, store: any Store, clock: ServerClock, logger: Logger, sealer: SecretSealer) {
+    private init(configuration: ServerConfiguration, store: any Store, clock: ServerClock, logger: Logger, sealer: SecretSealer,
+                 smtp: SMTPOutbox? = nil) {
         self.sealer = sealer
         self.configuration = configuration
         self.store = store
@@ -62,7 +66,9 @@ public final class IdentityServer: Sendable {
         self.keys = KeyRing(store: store, clock: clock, retentionAfterRetirement: TimeInterval(longest + 3600))
         self.issuerBox = NIOLockedValueBox(configuration.issuerString)
         self.appleKeys = AppleKeySet(settings: configuration.apple)
-        self.outbox = configuration.outbox ?? (configuration.development ? StoreOutbox(store: store) : UndeliverableOutbox(logger: logger))
+        self.smtpOutbox = smtp
+        let fallback: any Outbox = configuration.development ? StoreOutbox(store: store) : UndeliverableOutbox(logger: logger)
+        self.outbox = configuration.outbox ?? smtp ?? fallback
     }
 
     /// Validates the configuration, opens (and migrates) the database, creates signing keys on first start and
@@ -76,7 +82,8 @@ public final class IdentityServer: Sendable {
         do { store = try SQLiteStore(path: configuration.databasePath, sealer: sealer) } catch let error as SecretSealerError {
             throw ConfigurationError.invalid(error.description)
         }
-        let server = IdentityServer(configuration: configuration, store: store, clock: clock, logger: logger, sealer: sealer)
+        let smtp = try configuration.smtp.map { try SMTPOutbox(settings: $0, store: store, clock: clock, logger: logger) }
+        let server = IdentityServer(configuration: configuration, store: store, clock: clock, logger: logger, sealer: sealer, smtp: smtp)
         try await server.keys.bootstrap()
         try await server.seed()
         return server
@@ -117,7 +124,10 @@ public final class IdentityServer: Sendable {
         let issuerBox = self.issuerBox
         return Application(
             router: makeRouter(),
+            // The idle timeout also closes connections that trickle a request head (slowloris) when no proxy does.
+            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(configuration.httpIdleTimeoutSeconds)))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+            services: smtpOutbox.map { [MailDeliveryService(outbox: $0) as any Service] } ?? [],
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
                 if configuredIssuer.port == 0, var components = URLComponents(url: configuredIssuer, resolvingAgainstBaseURL: false) {
@@ -138,6 +148,7 @@ public final class IdentityServer: Sendable {
 
     func makeRouter() -> Router<LatchkeyRequestContext> {
         let router = Router(context: LatchkeyRequestContext.self)
+        if configuration.issuer.scheme == "https" { router.add(middleware: StrictTransportSecurityMiddleware()) }
         router.add(middleware: ErrorMiddleware())
         router.add(middleware: ClientAddressMiddleware(proxies: configuration.trustedProxies))
         addDiscoveryRoutes(router)

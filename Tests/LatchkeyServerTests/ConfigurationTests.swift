@@ -28,11 +28,14 @@ struct ConfigurationTests {
               "clients": [ { "client_id": "app", "redirect_uris": ["com.example:/cb"] },
                            { "client_id": "svc", "client_secret": "0123456789abcdef", "grant_types": ["client_credentials"], "scopes": ["api"] } ],
               "users": [ { "username": "ada@example.com", "password": "pw", "claims": { "email": "ada@example.com" } } ],
-              "lifetimes": { "access_token": 300 }, "login_policy": { "max_failures_per_account": 3 } }
+              "lifetimes": { "access_token": 300 }, "login_policy": { "max_failures_per_account": 3 },
+              "development": false, "smtp": { "host": "smtp.example.com", "from": "noreply@example.com", "max_attempts": 4 } }
             """)
         var c = DevelopmentDefaults.configuration()
         c.clients = []; c.users = []
         try ConfigurationFile.load(path: path).apply(to: &c)
+        #expect(!c.development && c.smtp?.host == "smtp.example.com" && c.smtp?.port == 587 && c.smtp?.startTLS == .required)
+        #expect(c.smtp?.maxAttempts == 4 && c.smtp?.queueLimit == 1000)
         #expect(c.issuerString == "https://id.example.com" && c.port == 9000 && c.databasePath == "/tmp/x.sqlite")
         #expect(c.clients.map(\.clientId) == ["app", "svc"])
         #expect(c.clients[1].tokenEndpointAuthMethod == .clientSecretBasic)
@@ -50,7 +53,9 @@ struct ConfigurationTests {
         c.host = "0.0.0.0"
         #expect(throws: ConfigurationError.self) { try c.validate() }
         c.issuer = URL(string: "https://id.example.com")!
-        try c.validate()  // behind a TLS proxy
+        // Behind a TLS proxy: a real deployment (development mode and the demo password are loopback-only).
+        c.development = false; c.users = []; c.outbox = CapturingOutbox()
+        try c.validate()
         #expect(!c.usesPlainHTTPOnLoopback, "an https issuer gets Secure cookies")
     }
 

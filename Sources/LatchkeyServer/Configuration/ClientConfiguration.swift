@@ -32,7 +32,9 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     public var requirePKCE: Bool
     /// What kind of application this is; decides whether app-native flows may start without a browser.
     public var appType: AppType
-    /// Self-registration through the REGISTRATION flow.
+    /// Self-registration through the REGISTRATION flow. Unset, it is `open` only for clients that sign users in
+    /// (authorization-code or token-exchange grant); a back end with `client_credentials` alone gets `disabled`, since
+    /// its `client_id` alone would otherwise let anyone create accounts.
     public var registration: RegistrationPolicy
     /// Password recovery through the RECOVERY flow.
     public var recoveryEnabled: Bool
@@ -65,7 +67,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
                 postLogoutRedirectUris: [String] = [], grantTypes: [GrantType] = [.authorizationCode, .refreshToken],
                 scopes: [String] = ["openid", "profile", "email", "phone", "address", "offline_access"],
                 allowedAudiences: [String] = [], requirePKCE: Bool = true, appType: AppType = .native,
-                registration: RegistrationPolicy = .open, recoveryEnabled: Bool = true, requireMFA: Bool = false,
+                registration: RegistrationPolicy? = nil, recoveryEnabled: Bool = true, requireMFA: Bool = false,
                 flows: [FlowType: FlowGraph] = [:], passkeyOrigins: [String] = [], appleBundleIds: [String] = []) {
         self.clientId = clientId
         self.name = name ?? clientId
@@ -79,6 +81,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         self.requirePKCE = requirePKCE
         self.appType = appType
         self.registration = registration
+            ?? (grantTypes.contains(.authorizationCode) || grantTypes.contains(.tokenExchange) ? .open : .disabled)
         self.recoveryEnabled = recoveryEnabled
         self.requireMFA = requireMFA
         self.flows = flows
@@ -165,7 +168,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
             allowedAudiences: try c.decodeIfPresent([String].self, forKey: .allowedAudiences) ?? [],
             requirePKCE: try c.decodeIfPresent(Bool.self, forKey: .requirePKCE) ?? true,
             appType: try c.decodeIfPresent(AppType.self, forKey: .appType) ?? .native,
-            registration: try c.decodeIfPresent(RegistrationPolicy.self, forKey: .registration) ?? .open,
+            registration: try c.decodeIfPresent(RegistrationPolicy.self, forKey: .registration),
             recoveryEnabled: try c.decodeIfPresent(Bool.self, forKey: .recoveryEnabled) ?? true,
             requireMFA: try c.decodeIfPresent(Bool.self, forKey: .requireMFA) ?? false,
             flows: try Self.decodeFlows(c),

@@ -33,6 +33,11 @@ public struct ConfigurationFile: Codable, Sendable {
     public var pruneIntervalSeconds: Int?
     /// `"recent_auth_seconds": 300`: how recent a sign-in must be to change the username, email or passkeys.
     public var recentAuthSeconds: Int?
+    /// Development mode (emails recorded at `/dev/outbox`, no attestation); loopback issuers only.
+    public var development: Bool?
+    /// Email delivery; see `SMTPFile`.
+    public var smtp: SMTPFile?
+    public var httpIdleTimeoutSeconds: Int?
 
     /// `"webauthn": {"rp_id": "example.com", "rp_name": "Example", "user_verification": "required", "trust_anchors": ["ca.pem"],
     /// "attestation": "required"}`
@@ -90,6 +95,7 @@ public struct ConfigurationFile: Codable, Sendable {
         case trustedProxies = "trusted_proxies", clientAddressHeader = "client_address_header"
         case pruneIntervalSeconds = "prune_interval_seconds"
         case recentAuthSeconds = "recent_auth_seconds"
+        case development, smtp, httpIdleTimeoutSeconds = "http_idle_timeout_seconds"
     }
 
     public static func load(path: String) throws -> ConfigurationFile {
@@ -179,6 +185,9 @@ public struct ConfigurationFile: Codable, Sendable {
             guard (60...86_400).contains(v) else { throw ConfigurationError.invalid("recent_auth_seconds must be between 60 and 86400, got \(v)") }
             base.recentAuthenticationSeconds = v
         }
+        if let development { base.development = development }
+        if let smtp { base.smtp = try smtp.settings() }
+        if let v = httpIdleTimeoutSeconds { base.httpIdleTimeoutSeconds = v }
         if let p = loginPolicy {
             if let v = p.maxFailuresPerAccount { base.loginPolicy.maxFailuresPerAccount = v }
             if let v = p.lockoutSeconds { base.loginPolicy.lockoutSeconds = v }

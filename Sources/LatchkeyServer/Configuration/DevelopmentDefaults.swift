@@ -19,6 +19,7 @@ public enum DevelopmentDefaults {
                                      "http://127.0.0.1/callback", "http://localhost/callback",
                                      "io.latchkey.demo:/logout", "io.latchkey.demo:/callback"],
             grantTypes: [.authorizationCode, .refreshToken, .tokenExchange],
+            registration: .open,  // the demo is meant to be tried: sign-up stays open whatever the defaults become
             passkeyOrigins: ["self"])
     }
 

@@ -10,7 +10,9 @@ public struct ServerConfiguration: Sendable {
     public var port: Int
     /// SQLite database file.
     public var databasePath: String
-    /// Development mode: demo data may be seeded, plain-http cookies are allowed on loopback.
+    /// Development mode: emails are only recorded (readable at `GET /dev/outbox`) and mobile attestation is waived.
+    /// Allowed only with a loopback issuer; `latchkey serve` turns it on only without `--config`, with `--dev` or
+    /// with `"development": true`.
     public var development: Bool
     public var clients: [ClientConfiguration]
     public var users: [UserSeed]
@@ -47,6 +49,11 @@ public struct ServerConfiguration: Sendable {
     /// How recent the sign-in behind an access token (`auth_time`) must be, in seconds, for the token to change the
     /// account's identifiers (username, email) or its passkeys: a leaked token alone must not take the account over.
     public var recentAuthenticationSeconds: Int = 300
+    /// Email delivery through an SMTP relay (used when `outbox` is nil). Required outside development when an
+    /// application sends emails (recovery, emailed codes).
+    public var smtp: SMTPSettings?
+    /// Seconds an HTTP connection may sit idle (or trickle a request head) before it is closed (slowloris).
+    public var httpIdleTimeoutSeconds: Int = 60
 
     public init(issuer: URL, host: String = "127.0.0.1", port: Int = 8090, databasePath: String,
                 development: Bool = false, clients: [ClientConfiguration] = [], users: [UserSeed] = [],
@@ -107,6 +114,7 @@ public struct ServerConfiguration: Sendable {
         if webAuthn.attestationRequired, webAuthn.trustAnchorsDER.isEmpty {
             throw ConfigurationError.invalid("webauthn attestation required needs at least one trust anchor certificate")
         }
+        try validateDeployment()
         var seen = Set<String>()
         for client in clients {
             guard seen.insert(client.clientId).inserted else { throw ConfigurationError.invalid("duplicate client \(client.clientId)") }

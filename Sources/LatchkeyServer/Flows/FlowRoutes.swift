@@ -9,7 +9,10 @@ extension IdentityServer {
     func addFlowRoutes(_ router: Router<LatchkeyRequestContext>) {
         router.post("/flow/execute") { request, context in try await self.executeFlow(request, context: context) }
         router.get("/flow/meta") { request, _ in try await self.flowMeta(request) }
-        router.get("/dev/outbox") { request, _ in try await self.devOutbox(request) }
+        // Registered only in development: the outbox holds every one-time code (recovery, sign-in, step-up).
+        if configuration.development {
+            router.get("/dev/outbox") { request, _ in try await self.devOutbox(request) }
+        }
     }
 
     private func executeFlow(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
@@ -247,7 +250,6 @@ extension IdentityServer {
 
     /// Development only: the messages recorded for an address (newest first), so tests and the CLI can read a code.
     private func devOutbox(_ request: Request) async throws -> Response {
-        guard configuration.development else { throw APIError.notFound(request.uri.path) }
         guard let recipient = try Parameters.query(of: request).single("recipient") else {
             throw FlowFailure.badRequest("recipient is required").apiError
         }

@@ -13,12 +13,13 @@ public struct StoreOutbox: Outbox {
     public func send(_ message: OutboxMessage) async throws { try await store.insertOutboxMessage(message) }
 }
 
-/// The default outside development when no provider is configured: nothing is delivered, and the log says so
-/// (without the message, which carries a code).
+/// Outside development with no delivery configured (start-up refuses this when an application sends emails): the
+/// request that wanted a message fails rather than silently losing it; the log says so without the message, which
+/// carries a code.
 public struct UndeliverableOutbox: Outbox {
     let logger: Logger
     public func send(_ message: OutboxMessage) async throws {
-        logger.warning("no outbox is configured; a \(message.channel.rawValue) message was not delivered",
-                       metadata: ["subject": .string(message.subject)])
+        logger.error("no delivery is configured; a \(message.channel.rawValue) message was refused (configure \"smtp\")")
+        throw OutboxError.notConfigured
     }
 }

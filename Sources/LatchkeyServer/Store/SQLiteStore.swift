@@ -80,6 +80,7 @@ public final class SQLiteStore: Store {
         migrator.registerMigration("v4-throttle-login-attempts", migrate: Self.migrateLoginAttempts)
         migrator.registerMigration("v4-accounts-user-version-email-changes", migrate: Self.migrateAccountVersionsAndEmailChanges)
         migrator.registerMigration("v4-hosted-amr-second-factor", migrate: Self.migrateAMRAndLoginSecondFactor)
+        migrator.registerMigration("v4-mail-queue", migrate: Self.migrateMailQueue)
         return migrator
     }
 

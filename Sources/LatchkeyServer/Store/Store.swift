@@ -71,6 +71,16 @@ public protocol Store: Sendable {
     // Outbox (development delivery of email and SMS)
     func insertOutboxMessage(_ message: OutboxMessage) async throws
     func outboxMessages(recipient: String, limit: Int) async throws -> [OutboxMessage]
+    /// Queues an email for SMTP delivery unless `limit` messages already wait (checked in the same transaction);
+    /// false when the queue is full.
+    func enqueueMail(_ mail: QueuedMail, limit: Int) async throws -> Bool
+    /// Takes up to `limit` queued emails due at `now` and, in the same transaction, pushes their next attempt to
+    /// `leaseUntil`, so a second server sharing the database does not send them too.
+    func claimDueMail(now: Date, leaseUntil: Date, limit: Int) async throws -> [QueuedMail]
+    /// Records a failed attempt and when to try again.
+    func rescheduleMail(id: String, attempts: Int, nextAttemptAt: Date) async throws
+    /// Removes a delivered (or abandoned) email: its body carries a code.
+    func deleteMail(id: String) async throws
 
     // Invitations
     func insertInvitation(_ invitation: InvitationRecord) async throws

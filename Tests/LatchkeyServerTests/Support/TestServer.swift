@@ -37,6 +37,11 @@ final class TestServer: Sendable {
             // Production mode requires a key-encryption key; tests of other behaviour get a fixed one.
             configuration.keyEncryptionKey = Data(repeating: 0x4C, count: 32)
         }
+        if !configuration.development, configuration.outbox == nil, configuration.smtp == nil {
+            // Outside development an application that emails needs a delivery; tests of other behaviour get one that
+            // keeps the messages (the refusal itself is tested with IdentityServer.open).
+            configuration.outbox = CapturingOutbox()
+        }
         var logger = Logger(label: "test.server")
         logger.logLevel = .critical  // Hummingbird logs cancellation at shutdown as an error
         let (clock, advance) = ServerClock.adjustable()
