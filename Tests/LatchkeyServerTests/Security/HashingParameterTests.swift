@@ -18,6 +18,7 @@ struct HashingParameterTests {
         #expect(throws: ConfigurationError.self) { try configuration.validate() }
         configuration.bcryptCost = 4
         configuration.development = true
+        configuration.issuer = try #require(URL(string: "http://localhost:8090"))  // development needs a loopback issuer (C1)
         try configuration.validate()
     }
 

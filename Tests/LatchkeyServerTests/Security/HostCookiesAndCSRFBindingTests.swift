@@ -7,12 +7,21 @@ import Testing
 /// login request id, so a token shown for one login request does not work for another.
 @Suite("Cookies: __Host- prefix on https; CSRF token bound to the login request")
 struct HostCookiesAndCSRFBindingTests {
-    static let password = "correct horse battery staple"
+    /// Not the demo's published password: a server with a public issuer refuses to seed that one (L12).
+    static let password = "a private passphrase for the https tests"
 
     static func httpsServer() async throws -> TestServer {
         // The in-process server still listens on plain loopback HTTP; only the issuer (what browsers would see
         // through the TLS proxy) is https, which is what turns on `Secure` and the prefix.
-        try await TestServer.start { $0.issuer = URL(string: "https://id.example.test")! }
+        try await TestServer.start { config in
+            config.issuer = URL(string: "https://id.example.test")!
+            config.development = false  // development mode needs a loopback issuer (C1)
+            config.users = config.users.map { user in
+                var user = user
+                if user.username == "demo@example.com" { user.password = password }
+                return user
+            }
+        }
     }
 
     @Test("https issuer: __Host-lk_csrf and __Host-lk_session, Secure, Path=/, no Domain; sign-in and SSO work with them")
@@ -80,13 +89,13 @@ struct HostCookiesAndCSRFBindingTests {
         let locationB = try #require(authorizeB.location)
         let requestB = try #require(URLComponents(string: locationB)?.queryItems?.first { $0.name == "request" }?.value)
         let crossed = try await browser.postForm(server.base + "/login", [
-            "request": requestB, "csrf": tokenA, "username": "demo@example.com", "password": Self.password])
+            "request": requestB, "csrf": tokenA, "username": "demo@example.com", "password": DevelopmentDefaults.demoPassword])
         #expect(crossed.status == 403)
         #expect(crossed.location == nil)
         // The form token is not the cookie's value either.
         #expect(tokenA != browser.cookies["lk_csrf"])
         // Page A's own form still works.
-        let ok = try await server.submitLogin(browser, page: pageA, username: "demo@example.com", password: Self.password)
+        let ok = try await server.submitLogin(browser, page: pageA, username: "demo@example.com", password: DevelopmentDefaults.demoPassword)
         #expect(ok.status == 303)
     }
 }

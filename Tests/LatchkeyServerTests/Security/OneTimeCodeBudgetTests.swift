@@ -12,7 +12,7 @@ struct OneTimeCodeBudgetTests {
 
     /// A user with the emailed second factor.
     func emailOTPUser(_ server: TestServer) async throws -> String {
-        let id = try await server.server.createUser(username: "grace", password: Self.password, claims: ["email": "grace@example.com"])
+        let id = try await server.server.createUser(username: "grace", password: Self.password, claims: ["email": "grace@example.com", "email_verified": "true"])
         try await server.server.enrollEmailOTP(userId: id)
         return id
     }

@@ -38,7 +38,7 @@ struct SecretsAtRestTests {
         let token = try await OneTimeCodeBudgetTests.stepUpToken(server)
         #expect(try await OneTimeCodeBudgetTests.startChallenge(server, token).status == 200)
         // A pending emailed code in a flow execution.
-        let grace = try await server.server.createUser(username: "grace", password: "compiler pioneer", claims: ["email": "grace@example.com"])
+        let grace = try await server.server.createUser(username: "grace", password: "compiler pioneer", claims: ["email": "grace@example.com", "email_verified": "true"])
         try await server.server.enrollEmailOTP(userId: grace)
         let flow = FlowDriver(server)
         try await flow.start("AUTHENTICATION")
