@@ -6,16 +6,30 @@ import LatchkeyServer
 struct Keys: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Manage the server's signing keys.", subcommands: [Rotate.self, List.self])
 
+    /// Enough configuration to open the server's database: its path and the key-encryption key that seals the signing
+    /// keys (from `--config`'s `key_encryption_key_file`, `LATCHKEY_KEY_ENCRYPTION_KEY`, or the development key file).
+    static func storeConfiguration(database: String, config: String?) throws -> ServerConfiguration {
+        var configuration = DevelopmentDefaults.configuration(databasePath: database)
+        if let config {
+            let file = try ConfigurationFile.load(path: config)
+            configuration.keyEncryptionKeyFile = file.keyEncryptionKeyFile
+            configuration.development = file.development ?? false
+        }
+        configuration.clients = []
+        configuration.users = []
+        configuration.databasePath = database
+        return configuration
+    }
+
     struct Rotate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Generate new ES256 and RS256 signing keys and retire the current ones.")
         @Option(help: "SQLite database file (default latchkey.sqlite).")
         var database: String = DevelopmentDefaults.databasePath
+        @Option(help: "The server's JSON configuration file, for its key_encryption_key_file (or set LATCHKEY_KEY_ENCRYPTION_KEY).")
+        var config: String?
 
         func run() async throws {
-            var configuration = DevelopmentDefaults.configuration(databasePath: database)
-            configuration.clients = []
-            configuration.users = []
-            let server = try await IdentityServer.open(configuration: configuration)
+            let server = try await IdentityServer.open(configuration: try Keys.storeConfiguration(database: database, config: config))
             let kids = try await server.rotateKeys()
             Console.out("New signing keys: \(kids.joined(separator: ", ")). Running servers pick them up within 30 seconds;")
             Console.out("retired keys stay in the JWKS until the tokens they signed have expired.")
@@ -26,12 +40,11 @@ struct Keys: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Print the published JWKS.")
         @Option(help: "SQLite database file (default latchkey.sqlite).")
         var database: String = DevelopmentDefaults.databasePath
+        @Option(help: "The server's JSON configuration file, for its key_encryption_key_file (or set LATCHKEY_KEY_ENCRYPTION_KEY).")
+        var config: String?
 
         func run() async throws {
-            var configuration = DevelopmentDefaults.configuration(databasePath: database)
-            configuration.clients = []
-            configuration.users = []
-            let server = try await IdentityServer.open(configuration: configuration)
+            let server = try await IdentityServer.open(configuration: try Keys.storeConfiguration(database: database, config: config))
             for key in try await server.jwks().keys { Console.out("\(key.kid ?? "-")  \(key.alg ?? key.kty)") }
         }
     }

@@ -258,7 +258,8 @@ struct SCIMTests {
                              403, nil)
 
         // The administrator disables Ada: her token stops working and she cannot sign in.
-        let adaToken = try await server.userTokens(username: "ada@example.com", password: TestServer.adaPassword).accessToken
+        let adaTokens = try await server.userTokens(username: "ada@example.com", password: TestServer.adaPassword)
+        let adaToken = adaTokens.accessToken
         let disabled = try await server.call("PATCH", "/scim2/Users/\(adaId)", token: admin,
                                              json: Self.patch([["op": "replace", "path": "active", "value": false]]))
         #expect(disabled.status == 200, "\(disabled.text)")
@@ -274,6 +275,9 @@ struct SCIMTests {
         #expect(put.status == 200, "\(put.text)")
         #expect(try put.value("active") as? Bool == true && put.string("displayName") == "Countess of Lovelace")
         _ = try await server.userTokens(username: "ada@example.com", password: TestServer.adaPassword)
+        // L3: disabling revoked what she held; enabling the account again does not bring those tokens back.
+        #expect(try await server.refresh(try #require(adaTokens.refreshToken)).status == 400)
+        try Self.expectError(try await server.call("GET", "/scim2/Me", token: adaToken), 401, nil)
     }
 
     @Test func discoveryDescribesTheService() async throws {

@@ -101,6 +101,10 @@ extension IdentityServer {
             return .failure(.conflict(.init(attribute: "username", key: "validation.username.taken", message: "This username is already taken")))
         }
         updated.version = user.version + 1
+        if updated.disabled && !user.disabled {
+            // A disabled account is signed out everywhere at once: its sessions end and every refresh family is revoked.
+            try await store.revokeUserSessions(userId: user.id, keepingSession: nil, keepingFamily: nil, reason: "account disabled", now: now)
+        }
         return .success(ProfileUpdate(user: updated, pendingEmail: pendingEmail))
     }
 
