@@ -125,8 +125,11 @@ actor TokenManager {
         guard let shared = storage as? any SharedStorageAdapter else { return try await refresher(current) }
         let refresher = self.refresher
         return try await shared.withExclusiveAccess(to: key) {
-            if let data = try await shared.get(key), let stored = try? JSONDecoder().decode(TokenSet.self, from: data),
-               stored.refreshToken != current.refreshToken {
+            guard let data = try await shared.get(key) else {
+                // Another process signed out meanwhile: refreshing would write the session back.
+                throw LatchkeyError(.sessionExpired, "signed out in another process while the token was being refreshed")
+            }
+            if let stored = try? JSONDecoder().decode(TokenSet.self, from: data), stored.refreshToken != current.refreshToken {
                 return stored
             }
             let fresh = try await refresher(current)

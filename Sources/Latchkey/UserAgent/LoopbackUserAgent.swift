@@ -168,7 +168,9 @@ final class LoopbackListener: @unchecked Sendable {
     private static func readRequestTarget(_ client: Int32) -> String? {
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         var received = 0
-        while received < buffer.count {
+        // SO_RCVTIMEO bounds each recv; this bounds the whole request line (a byte every few seconds is still idle).
+        let deadline = Date().addingTimeInterval(requestReadTimeout)
+        while received < buffer.count, Date() < deadline {
             let n = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress! + received, $0.count - received, 0) }
             if n <= 0 { break }
             received += n
@@ -185,7 +187,15 @@ final class LoopbackListener: @unchecked Sendable {
             ? "<!doctype html><html lang=\"en\"><title>Signed in</title><p>You can close this window and return to the application.</p></html>"
             : "<!doctype html><html lang=\"en\"><title>Not found</title><p>Not found.</p></html>"
         let response = "HTTP/1.1 \(ok ? "200 OK" : "404 Not Found")\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: \(page.utf8.count)\r\nConnection: close\r\nCache-Control: no-store\r\nReferrer-Policy: no-referrer\r\n\r\n\(page)"
-        _ = response.withCString { send(client, $0, strlen($0), 0) }
+        // A peer that already reset the connection must not kill the process with SIGPIPE.
+        #if os(Linux)
+        let flags = Int32(MSG_NOSIGNAL)
+        #else
+        var on: Int32 = 1
+        _ = setsockopt(client, SOL_SOCKET, SO_NOSIGPIPE, &on, socklen_t(MemoryLayout<Int32>.size))
+        let flags: Int32 = 0
+        #endif
+        _ = response.withCString { send(client, $0, strlen($0), flags) }
     }
 }
 

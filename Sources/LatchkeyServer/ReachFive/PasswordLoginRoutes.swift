@@ -25,7 +25,9 @@ extension IdentityServer {
                                   "an identifier (email, phone_number or username) and password are required")
         }
         // Unknown identifiers still go through the password check (decoy hash, same answer, same time).
-        let username = try await account(identifier: identifier)?.username ?? identifier
+        // An unknown or ambiguous identifier (a username that is another account's email, from before usernames and
+        // emails shared a namespace) names no account: the check runs against the decoy.
+        let username = try await account(identifier: identifier)?.username ?? ""
         let outcome = try await checkPassword(username: username, password: password, address: context.clientAddress)
         guard case .accepted(let user) = outcome else {
             // The same key, arguments and wording as the hosted page and the flows (`PasswordCheck.userMessage`).
@@ -33,8 +35,9 @@ extension IdentityServer {
             let status: HTTPResponse.Status = if case .throttled = outcome { .tooManyRequests } else { .unauthorized }
             throw Self.loginError(status, message, "password sign-in refused: \(message.key)")
         }
-        let factors = try await store.factors(userId: user.id)
-        if !factors.isEmpty {
+        // The same rule as the hosted page and the flows: a factor counts when it can be asked for (emailed codes need
+        // a verified address).
+        if try await enrolledSecondFactor(of: user) != nil {
             let ticket = try await mintLoginTicket(user: user, clientId: client.clientId, amr: ["pwd"], mfaPending: true)
             return try Responses.json(TicketBody(tkn: ticket, mfaRequired: true), noStore: true)
         }

@@ -110,6 +110,11 @@ extension IdentityServer {
     /// factor, and shows the code form.
     private func beginSecondFactor(_ kind: SecondFactor, pending: LoginRequestRecord, requestId: String, user: UserRecord, amr: [String],
                                    authTime: Date, client: ClientConfiguration?, locale: SupportedLocale) async throws -> Response {
+        // An account whose code budget is spent is not sent codes it could not use (the flows and step-up do the same).
+        if let wait = try await codeLockout(CodeBudget.secondFactor(userId: user.id)) {
+            return Responses.html(Pages.message(title: Pages.t("page.mfa.title", locale), body: LocalizedMessage.codesLocked(seconds: wait).text(locale),
+                                                locale: locale), status: .tooManyRequests)
+        }
         let now = clock.now
         let lifetime = configuration.lifetimes.oneTimeCode
         var digest = Data()
@@ -157,6 +162,9 @@ extension IdentityServer {
         let now = clock.now
         if try params.single("resend") != nil {
             guard kind == .email else { return page(error: nil, .ok) }
+            if let wait = try await codeLockout(CodeBudget.secondFactor(userId: user.id)) {
+                return page(error: nil, message: .codesLocked(seconds: wait), .tooManyRequests)
+            }
             // Counted before anything is sent, in one conditional UPDATE; the attempt counter is not reset.
             let code = SecondFactor.newCode()
             guard try await store.resendLoginSecondFactor(requestId: id, codeDigest: codeDigest(code),

@@ -177,6 +177,10 @@ extension IdentityServer {
         guard audience == issuer || client.allowedAudiences.contains(audience) else {
             throw OAuthError(.invalidTarget, "the client may not request tokens for audience \(audience)")
         }
+        // An application that requires MFA does not take a single-factor sign-in in through another application's token.
+        if client.requireMFA && !AuthenticationMethods.isMultiFactor(claims.amr ?? []) {
+            throw OAuthError(.invalidGrant, "the application requires a multi-factor sign-in; the subject token's was not")
+        }
         let subjectScope = claims.scopes.filter { $0 != "offline_access" }
         let scope = try params.single("scope")?.split(separator: " ").map(String.init) ?? subjectScope
         guard scope.allSatisfy(subjectScope.contains) else { throw OAuthError(.invalidScope, "scope exceeds the subject token's") }
@@ -208,6 +212,10 @@ extension IdentityServer {
         let scope = try params.single("scope")?.split(separator: " ").map(String.init) ?? client.scopes
         guard scope.allSatisfy(client.scopes.contains) else { throw OAuthError(.invalidScope, "scope exceeds what the client may request") }
         guard let user = try await store.user(id: claims.sub), !user.disabled else { throw OAuthError(.invalidGrant, "the user can no longer sign in") }
+        // Every flow (a custom graph without the MFA step, a registration) ends here: one place holds `require_mfa`.
+        if client.requireMFA && !AuthenticationMethods.isMultiFactor(claims.amr) {
+            throw OAuthError(.invalidGrant, "the application requires a multi-factor sign-in; this flow's was not")
+        }
         let familyId = Secrets.identifier()
         try await store.insertFamily(TokenFamilyRecord(id: familyId, clientId: client.clientId, userId: user.id, sessionId: claims.sid,
                                                        createdAt: clock.now))

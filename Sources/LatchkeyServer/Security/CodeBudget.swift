@@ -16,7 +16,11 @@ enum CodeBudget {
         return "code:recovery:identifier:\(identifier.lowercased())"
     }
 
-    /// The recovery-email budget for the same subject as `recovery`.
+    /// The budget of verification codes sent for an account's email changes (each goes to an address of the caller's
+    /// choosing, so it is limited like recovery emails).
+    static func emailChange(userId: String) -> String { "code:email-change:user:\(userId)" }
+
+    /// The email budget for the same subject as `recovery` or `emailChange`.
     static func recoveryEmails(codeKey: String) -> String { "mail:" + codeKey }
 }
 
@@ -47,8 +51,9 @@ extension IdentityServer {
         try await store.clearAccountEvents(key: key)
     }
 
-    /// Spends one recovery email of the subject's hourly budget; nil when it may be sent, else the seconds to wait.
-    func admitRecoveryEmail(_ codeKey: String) async throws -> Int? {
+    /// Spends one code email (recovery, email change) of the subject's hourly budget
+    /// (`max_recovery_emails_per_account`); nil when it may be sent, else the seconds to wait.
+    func admitCodeEmail(_ codeKey: String) async throws -> Int? {
         let policy = configuration.loginPolicy
         let now = clock.now
         let window = TimeInterval(policy.codeWindowSeconds)
@@ -60,10 +65,8 @@ extension IdentityServer {
     /// Spends one request of the per-address challenge throttle (the one passkey challenges and step-up codes use);
     /// nil when admitted, else the seconds to wait.
     func admitChallengeRequest(address: String) async -> Int? {
-        let now = clock.now
-        if let wait = await challengeThrottle.retryAfter(address: address, now: now) { return wait }
-        await challengeThrottle.recordFailure(address: address, now: now)
-        return nil
+        // Checked and counted in one step, as `admitChallenge` does: concurrent starts cannot all pass the check first.
+        await challengeThrottle.reserve(address: address, now: clock.now)
     }
 
     /// The at-rest digest of a short one-time code: keyed (HMAC under the key-encryption key), because six digits

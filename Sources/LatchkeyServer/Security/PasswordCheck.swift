@@ -45,7 +45,16 @@ extension IdentityServer {
             _ = try await hasher.verify(password, hash: nil)
             return revealLock ? .locked(until: lockedUntil ?? fallbackUntil) : .rejected
         }
-        guard try await hasher.verify(password, hash: user?.passwordHash), let user else {
+        let matches: Bool
+        do {
+            matches = try await hasher.verify(password, hash: user?.passwordHash)
+        } catch {
+            // Not judged (503 `server.busy` when the hash queue is full): the reservation is given back, or anyone could
+            // pile never-settled attempts onto an account until it locks for good.
+            if let user { try? await store.releaseLoginAttempt(userId: user.id, address: addressKey) }
+            throw error
+        }
+        guard matches, let user else {
             if let user, let lockedUntil = try await store.settleLoginFailure(userId: user.id, address: addressKey, now: clock.now, limits: limits) {
                 logger.notice("account locked after repeated failures", metadata: ["user": .string(user.id)])
                 if revealLock { return .locked(until: lockedUntil) }

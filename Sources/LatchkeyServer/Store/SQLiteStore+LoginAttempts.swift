@@ -66,6 +66,14 @@ extension SQLiteStore {
         }
     }
 
+    public func releaseLoginAttempt(userId: String, address: String) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE users SET failed_logins = failed_logins - 1 WHERE id = ? AND failed_logins > 0", arguments: [userId])
+            try db.execute(sql: "UPDATE login_attempts SET failed = failed - 1 WHERE user_id = ? AND address = ? AND failed > 0",
+                           arguments: [userId, address])
+        }
+    }
+
     public func settleLoginSuccess(userId: String, address: String, now: Date) async throws -> Bool {
         let t = now.timeIntervalSince1970
         return try await pool.write { db in

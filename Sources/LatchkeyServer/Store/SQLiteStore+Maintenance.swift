@@ -28,6 +28,8 @@ extension SQLiteStore {
                 ("DELETE FROM consumed_token_ids WHERE expires_at < ?", [t]),
                 ("DELETE FROM passkey_challenges WHERE expires_at < ?", [t]),
                 ("DELETE FROM step_up_challenges WHERE expires_at < ?", [t]),
+                ("DELETE FROM login_second_factors WHERE expires_at < ?", [t]),
+                ("DELETE FROM email_changes WHERE expires_at < ?", [t]),
                 ("DELETE FROM outbox WHERE created_at < ?", [outboxBefore.timeIntervalSince1970]),
                 // Failures from an address that has been quiet for a day are forgotten (and its expired locks).
                 ("DELETE FROM login_attempts WHERE (locked_until IS NULL OR locked_until < ?) AND updated_at < ?", [t, t - 24 * 3600]),

@@ -106,19 +106,10 @@ public final class SQLiteStore: Store {
         }
     }
 
-    public func recordLoginFailure(userId: String, now: Date, maxFailures: Int, lockFor: TimeInterval) async throws -> UserRecord? {
-        try await pool.write { db in
-            try db.execute(sql: "UPDATE users SET failed_logins = failed_logins + 1 WHERE id = ?", arguments: [userId])
-            try db.execute(sql: """
-                UPDATE users SET locked_until = ?, failed_logins = 0 WHERE id = ? AND failed_logins >= ?
-                """, arguments: [now.addingTimeInterval(lockFor).timeIntervalSince1970, userId, maxFailures])
-            return try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [userId]).map(Self.user)
-        }
-    }
-
-    public func recordLoginSuccess(userId: String) async throws {
+    public func clearLoginFailures(userId: String) async throws {
         try await pool.write { db in
             try db.execute(sql: "UPDATE users SET failed_logins = 0, locked_until = NULL WHERE id = ?", arguments: [userId])
+            try db.execute(sql: "DELETE FROM login_attempts WHERE user_id = ?", arguments: [userId])
         }
     }
 

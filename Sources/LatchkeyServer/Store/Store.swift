@@ -7,9 +7,8 @@ public protocol Store: Sendable {
     func insertUser(_ user: UserRecord) async throws
     func user(id: String) async throws -> UserRecord?
     func user(username: String) async throws -> UserRecord?
-    /// Records a failed password attempt; locks the account once `maxFailures` is reached.
-    func recordLoginFailure(userId: String, now: Date, maxFailures: Int, lockFor: TimeInterval) async throws -> UserRecord?
-    func recordLoginSuccess(userId: String) async throws
+    /// Forgets every failed password attempt and lock of the account, from every address (a new password was set).
+    func clearLoginFailures(userId: String) async throws
     /// Replaces the user's username, claims and disabled flag (and password hash), stamping `updatedAt`, only if the
     /// row is still at `user.version`. Throws `StoreError.conflict("username")` when the username is taken and
     /// `StoreError.conflict("version")` when the copy is stale. Prefer `updateProfile`/`updatePasswordHash`.
@@ -28,6 +27,9 @@ public protocol Store: Sendable {
     /// address or for everyone) was locked meanwhile by concurrent failures; then nothing changes and the result is
     /// false (refuse the login).
     func settleLoginSuccess(userId: String, address: String, now: Date) async throws -> Bool
+    /// Gives back a reserved attempt whose password could not be checked (the hash queue was full, a store error):
+    /// an attempt that was never judged must not count towards a lock.
+    func releaseLoginAttempt(userId: String, address: String) async throws
     /// Writes the profile (username, claims and, when not nil, the disabled flag) only if the row is still at
     /// `expectedVersion`, and bumps the version. False when another write came first (the caller's copy is stale).
     /// Never touches the password hash. Throws `StoreError.conflict` when the username is taken.

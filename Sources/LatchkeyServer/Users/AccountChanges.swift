@@ -50,10 +50,18 @@ extension IdentityServer {
     /// Sends a code to `email` and keeps the change pending until `confirmEmailChange`; the current address is
     /// told (it stays the account's address meanwhile). A new request replaces an earlier one.
     func startEmailChange(of user: UserRecord, to email: String, locale: SupportedLocale) async throws {
-        let code = String(format: "%06d", Int.random(in: 0..<1_000_000))
+        // Every request mails an address of the caller's choosing and brings five fresh tries: both are bounded by the
+        // account's hourly email budget, whichever endpoint (`/users/me`, SCIM `/Me`, `/users/me/email`) asked.
+        if let wait = try await admitCodeEmail(CodeBudget.emailChange(userId: user.id)) {
+            let message = LocalizedMessage("request.throttled", ["minutes": String(MessageCatalog.minutes(seconds: wait))])
+            throw APIError(status: .tooManyRequests, code: "SRV-429", error: "too_many_requests", messageKey: message.key,
+                           userMessage: message.english, technical: "too many email-change codes for this account; retry after \(wait) s",
+                           arguments: message.arguments)
+        }
+        let code = SecondFactor.newCode()
         let now = clock.now
         let lifetime = configuration.lifetimes.oneTimeCode
-        try await store.replaceEmailChange(EmailChangeRecord(userId: user.id, email: email, codeDigest: Secrets.digest(code), attempts: 0,
+        try await store.replaceEmailChange(EmailChangeRecord(userId: user.id, email: email, codeDigest: codeDigest(code), attempts: 0,
                                                              createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(lifetime))))
         let arguments = ["code": code, "minutes": String(MessageCatalog.minutes(seconds: lifetime))]
         try await outbox.send(OutboxMessage(
@@ -68,7 +76,7 @@ extension IdentityServer {
     /// account's, verified. Written over the version read, like every profile change.
     func confirmEmailChange(of user: UserRecord, code: String) async throws -> Result<UserRecord, EmailChangeFailure> {
         let submitted = code.filter { !$0.isWhitespace }
-        switch try await store.redeemEmailChange(userId: user.id, codeDigest: Secrets.digest(submitted),
+        switch try await store.redeemEmailChange(userId: user.id, codeDigest: codeDigest(submitted),
                                                  maxAttempts: Self.emailChangeMaxAttempts, now: clock.now) {
         case .missing: return .failure(.expired)
         case .wrongCode: return .failure(.wrongCode)
@@ -99,7 +107,7 @@ extension IdentityServer {
     /// `username_change`, `passkey_added`), so its owner notices a takeover in progress. No code in these messages.
     func notifyAccountChange(_ user: UserRecord, _ kind: String, arguments: [String: String] = [:], locale: SupportedLocale) async throws {
         // Only a verified address: a notice must not go to whoever typed an address in.
-        guard let email = user.claims["email"], !email.isEmpty, user.claims["email_verified"] == "true" else { return }
+        guard let email = Self.verifiedEmail(of: user) else { return }
         try await outbox.send(OutboxMessage(
             id: Secrets.identifier(), channel: .email, recipient: email,
             subject: MessageCatalog.text("email.notice.\(kind).subject", locale: locale, default: "Your account was changed"),

@@ -150,7 +150,7 @@ extension IdentityServer {
         // Only the hash: the rest of `user` may be stale by now (a disable must not be undone by a password change).
         try await store.updatePasswordHash(userId: user.id, passwordHash: updated.passwordHash, updatedAt: now)
         updated.version += 1
-        try await store.recordLoginSuccess(userId: user.id)
+        try await store.clearLoginFailures(userId: user.id)
         try await store.revokeUserSessions(userId: user.id, keepingSession: keepingSession, keepingFamily: keepingFamily,
                                            reason: "password changed", now: clock.now)
         return .success(updated)

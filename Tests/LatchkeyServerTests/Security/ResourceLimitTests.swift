@@ -27,6 +27,10 @@ struct ResourceLimitTests {
         // Answered while the other two are still held: it did not wait for a slot.
         let refused = try await server.passwordLogin("ghost3@example.com", "guess")
         #expect(refused.status == 503 && refused.messageKey == "server.busy", "\(refused.text)")
+        // A real account's attempt that could not be judged is given back: piling them up must never lock the account.
+        let unjudged = try await server.passwordLogin("demo@example.com", "guess")
+        #expect(unjudged.status == 503)
+        #expect(try await server.server.store.user(username: "demo@example.com")?.failedLogins == 0)
         #expect(await hold.count(.decoy) == 1)
         await hold.release()
         #expect(try await running.value.status == 401)

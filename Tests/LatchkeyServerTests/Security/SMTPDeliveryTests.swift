@@ -112,7 +112,7 @@ final class FakeRelay: Sendable {
 
 @Suite("Security: SMTP delivery (C1)")
 struct SMTPDeliveryTests {
-    static func outbox(port: Int, username: String? = "latchkey", timeout: Int = 5)
+    static func outbox(port: Int, username: String? = "latchkey", timeout: Int = 20)
         throws -> (SMTPOutbox, any Store, @Sendable (TimeInterval) -> Void) {
         var settings = SMTPSettings(host: "127.0.0.1", port: port, startTLS: .none, username: username, password: username.map { _ in "relay pw" },
                                     from: "noreply@example.com")

@@ -66,17 +66,17 @@ enum CodeExecutors {
         var user: UserRecord?
         let budget: String
         if recovery {
-            // Find the account by username or email; an unknown one gets the same answer and no message.
+            // Find the account by username or email (ambiguous ones name none); an unknown one gets the same answer and no
+            // message.
             let identifier = (run.value("username") ?? "").trimmingCharacters(in: .whitespaces)
-            user = try await server.store.user(username: identifier)
-            if user == nil, !identifier.isEmpty { user = try await server.store.users(claim: "email", equals: identifier).first }
+            user = identifier.isEmpty ? nil : try await server.account(identifier: identifier)
             run.state.userId = user?.id
             budget = CodeBudget.recovery(userId: user?.id, identifier: identifier)
             // Recovery needs no credentials: its emails are limited per address and per account (or unknown
             // identifier, answered alike), against brute force and mail bombing.
             if let wait = await server.admitChallengeRequest(address: run.clientAddress) { return .fail(.addressThrottled(seconds: wait)) }
             if let wait = try await server.codeLockout(budget) { return .fail(.codesLocked(seconds: wait)) }
-            if let wait = try await server.admitRecoveryEmail(budget) { return .fail(.recoveryThrottled(seconds: wait)) }
+            if let wait = try await server.admitCodeEmail(budget) { return .fail(.recoveryThrottled(seconds: wait)) }
         } else if let userId = run.state.userId {
             user = try await server.store.user(id: userId)
             budget = CodeBudget.secondFactor(userId: userId)
