@@ -9,12 +9,7 @@ struct AppleRegistrationPolicyTests {
     static let bundleId = "io.latchkey.demo"
 
     func apple(_ server: TestServer, _ issuer: AppleStandIn, sub: String, email: String) async throws -> HTTPResult {
-        let verifier = PKCEPair().verifier
-        let token = try issuer.identityToken(sub: sub, bundleId: Self.bundleId, verifier: verifier, email: email)
-        var o = AuthorizeOptions()
-        o.nonce = verifier
-        o.extra = ["provider": "apple", "id_token": token]
-        return try await TestBrowser().get(server.authorizeURL(o).replacingOccurrences(of: "/oauth2/authorize", with: "/oauth/authorize"))
+        try await server.appleSignIn(issuer, sub: sub, email: email, bundleId: Self.bundleId)
     }
 
     @Test("registration invite_only or disabled: an unknown Apple user gets access_denied and no account", arguments: [

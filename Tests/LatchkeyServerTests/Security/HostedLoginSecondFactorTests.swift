@@ -224,13 +224,7 @@ struct HostedLoginSecondFactorTests {
 
     @Test("require_mfa: an account without a second factor is refused with a localized message; with TOTP it signs in")
     func requireMFA() async throws {
-        let server = try await TestServer.start { config in
-            config.clients = config.clients.map { client in
-                var client = client
-                if client.clientId == "latchkey-demo" { client.requireMFA = true }
-                return client
-            }
-        }
+        let server = try await TestServer.startRequiringMFA()
         defer { Task { await server.stop() } }
         let browser = TestBrowser()
         let refused = try await server.submitLogin(browser, page: try await server.openLoginPage(browser, AuthorizeOptions()),

@@ -57,12 +57,7 @@ struct IdentifierConfusionTests {
     }
 
     func apple(_ server: TestServer, _ issuer: AppleStandIn, sub: String, email: String) async throws -> HTTPResult {
-        let verifier = PKCEPair().verifier
-        let token = try issuer.identityToken(sub: sub, bundleId: Self.bundleId, verifier: verifier, email: email)
-        var o = AuthorizeOptions()
-        o.nonce = verifier
-        o.extra = ["provider": "apple", "id_token": token]
-        return try await TestBrowser().get(server.authorizeURL(o).replacingOccurrences(of: "/oauth2/authorize", with: "/oauth/authorize"))
+        try await server.appleSignIn(issuer, sub: sub, email: email, bundleId: Self.bundleId)
     }
 
     @Test("Sign in with Apple does not link the victim into an account whose username (not verified email) is the victim's address")

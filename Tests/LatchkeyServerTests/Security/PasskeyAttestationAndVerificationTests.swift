@@ -95,13 +95,7 @@ struct PasskeyAttestationAndVerificationTests {
 
     @Test("require_mfa: sign-in options demand user verification; an assertion without UV is refused, with UV it signs in as mfa")
     func userVerificationForRequireMFA() async throws {
-        let server = try await TestServer.start { config in
-            config.clients = config.clients.map { client in
-                var client = client
-                if client.clientId == "latchkey-demo" { client.requireMFA = true }
-                return client
-            }
-        }
+        let server = try await TestServer.startRequiringMFA()
         defer { Task { await server.stop() } }
         let c = Context(server: server)
         let keys = InMemoryPasskeyKeyStore()

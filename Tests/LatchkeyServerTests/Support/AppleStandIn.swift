@@ -81,3 +81,27 @@ extension TestServer {
         }
     }
 }
+
+extension TestServer {
+    /// Sign in with Apple as the SDK sends it (`/oauth/authorize?provider=apple&id_token=…&nonce=<verifier>`) with a
+    /// token of `issuer` for `sub`/`email`; returns the redirect back to the app.
+    func appleSignIn(_ issuer: AppleStandIn, sub: String, email: String, bundleId: String) async throws -> HTTPResult {
+        let verifier = PKCEPair().verifier
+        let token = try issuer.identityToken(sub: sub, bundleId: bundleId, verifier: verifier, email: email)
+        var o = AuthorizeOptions()
+        o.nonce = verifier
+        o.extra = ["provider": "apple", "id_token": token]
+        return try await TestBrowser().get(authorizeURL(o).replacingOccurrences(of: "/oauth2/authorize", with: "/oauth/authorize"))
+    }
+
+    /// A test server whose demo application requires MFA.
+    static func startRequiringMFA() async throws -> TestServer {
+        try await start { config in
+            config.clients = config.clients.map { client in
+                var client = client
+                if client.clientId == "latchkey-demo" { client.requireMFA = true }
+                return client
+            }
+        }
+    }
+}
