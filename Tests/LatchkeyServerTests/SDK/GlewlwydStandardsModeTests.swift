@@ -59,7 +59,10 @@ struct GlewlwydStandardsModeTests {
         #expect(try await !client.isSignedIn())
         #expect(http.statuses(pathEndingWith: "/revoke").last == 200, "revoked (glewlwyd wants the bearer fallback)")
         let endSession = http.statuses(pathEndingWith: "/end_session")
-        #expect(endSession.count == 1 && (300..<400).contains(endSession[0]), "end_session accepted the hint: \(endSession)")
+        // The SDK posts first (the ID token stays out of URLs); glewlwyd takes end_session by GET only, so the SDK's
+        // one fallback is a GET, which glewlwyd answers with its redirect.
+        #expect((1...2).contains(endSession.count) && (300..<400).contains(endSession.last ?? 0), "end_session accepted the hint: \(endSession)")
+        if endSession.count == 2 { #expect([404, 405, 501].contains(endSession[0]), "POST refused as unsupported: \(endSession)") }
         let reuse = try await TestBrowser().postForm(issuer + "/token", ["grant_type": "refresh_token", "refresh_token": refreshToken,
                                                                        "client_id": env["GLEWLWYD_CLIENT_ID"] ?? ""])
         #expect(reuse.status >= 400, "the refresh token was revoked at glewlwyd (\(reuse.status))")
