@@ -162,7 +162,7 @@ def configuration(workdir, smtp_port, ca_file, **smtp):
         "issuer": f"http://localhost:{port}", "port": port, "database": os.path.join(workdir, "latchkey.sqlite"),
         "clients": [{"client_id": "app", "redirect_uris": ["http://127.0.0.1/callback"],
                      "grant_types": ["authorization_code", "refresh_token"]}],
-        "users": [{"username": VICTIM, "password": "victim's old password", "claims": {"email": VICTIM}}],
+        "users": [{"username": VICTIM, "password": "victim's old password", "claims": {"email": VICTIM, "email_verified": "true"}}],
         "smtp": {"host": "127.0.0.1", "port": smtp_port, "starttls": "required", "username": SMTP_USER,
                  "password_env": "LATCHKEY_TEST_SMTP_PASSWORD", "from": "noreply@example.com", "ca_file": ca_file,
                  "timeout_seconds": 5, "retry_seconds": 1, "max_attempts": 10, **smtp},
