@@ -180,11 +180,7 @@ public struct ConfigurationFile: Codable, Sendable {
                 base.apple.jwksURL = url
             }
         }
-        if let v = recentAuthSeconds {
-            // Below a minute nobody can finish a change after signing in; above a day the check protects nothing.
-            guard (60...86_400).contains(v) else { throw ConfigurationError.invalid("recent_auth_seconds must be between 60 and 86400, got \(v)") }
-            base.recentAuthenticationSeconds = v
-        }
+        if let v = recentAuthSeconds { base.recentAuthenticationSeconds = v }  // bounds: `ServerConfiguration.validate()`
         if let development { base.development = development }
         if let smtp { base.smtp = try smtp.settings() }
         if let v = httpIdleTimeoutSeconds { base.httpIdleTimeoutSeconds = v }
@@ -194,10 +190,6 @@ public struct ConfigurationFile: Codable, Sendable {
             if let v = p.maxFailuresPerAddress { base.loginPolicy.maxFailuresPerAddress = v }
             if let v = p.addressWindowSeconds { base.loginPolicy.addressWindowSeconds = v }
             if let v = p.maxChallengesPerAddress { base.loginPolicy.maxChallengesPerAddress = v }
-            for (name, value) in [("max_code_failures_per_account", p.maxCodeFailuresPerAccount), ("code_window_seconds", p.codeWindowSeconds),
-                                  ("max_recovery_emails_per_account", p.maxRecoveryEmailsPerAccount)] {
-                if let value, value < 1 { throw ConfigurationError.invalid("login_policy.\(name) must be at least 1, got \(value)") }
-            }
             if let v = p.maxCodeFailuresPerAccount { base.loginPolicy.maxCodeFailuresPerAccount = v }
             if let v = p.codeWindowSeconds { base.loginPolicy.codeWindowSeconds = v }
             if let v = p.maxRecoveryEmailsPerAccount { base.loginPolicy.maxRecoveryEmailsPerAccount = v }

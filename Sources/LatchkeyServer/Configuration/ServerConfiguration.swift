@@ -111,6 +111,16 @@ public struct ServerConfiguration: Sendable {
             throw ConfigurationError.invalid("bcrypt_cost must be at least \(Self.minimumProductionBcryptCost) outside development mode")
         }
         guard pruneIntervalSeconds >= 0 else { throw ConfigurationError.invalid("prune_interval_seconds must not be negative") }
+        // Checked here, not only when read from a file, so configurations built in code (embedding, tests) obey them too.
+        for (name, value) in [("max_code_failures_per_account", p.maxCodeFailuresPerAccount), ("code_window_seconds", p.codeWindowSeconds),
+                              ("max_recovery_emails_per_account", p.maxRecoveryEmailsPerAccount)] where value < 1 {
+            throw ConfigurationError.invalid("login_policy.\(name) must be at least 1, got \(value)")
+        }
+        // Below a minute nobody can finish a change after signing in; above a day the check protects nothing.
+        guard (60...86_400).contains(recentAuthenticationSeconds) else {
+            throw ConfigurationError.invalid("recent_auth_seconds must be between 60 and 86400, got \(recentAuthenticationSeconds)")
+        }
+        guard httpIdleTimeoutSeconds >= 1 else { throw ConfigurationError.invalid("http_idle_timeout_seconds must be at least 1") }
         if webAuthn.attestationRequired, webAuthn.trustAnchorsDER.isEmpty {
             throw ConfigurationError.invalid("webauthn attestation required needs at least one trust anchor certificate")
         }

@@ -159,7 +159,16 @@ struct RecentAuthenticationTests {
         let file = try JSONDecoder().decode(ConfigurationFile.self, from: Data(#"{"recent_auth_seconds": 900}"#.utf8))
         try file.apply(to: &configuration)
         #expect(configuration.recentAuthenticationSeconds == 900)
+        try configuration.validate()
         let bad = try JSONDecoder().decode(ConfigurationFile.self, from: Data(#"{"recent_auth_seconds": 5}"#.utf8))
-        #expect(throws: ConfigurationError.self) { try bad.apply(to: &configuration) }
+        try bad.apply(to: &configuration)
+        #expect(throws: ConfigurationError.self) { try configuration.validate() }
+        // The same bound for a configuration built in code (a server embedded in another program).
+        var inCode = DevelopmentDefaults.configuration(port: 0, databasePath: "/tmp/unused.sqlite", host: "127.0.0.1")
+        inCode.recentAuthenticationSeconds = 100_000
+        #expect(throws: ConfigurationError.self) { try inCode.validate() }
+        inCode.recentAuthenticationSeconds = 300
+        inCode.loginPolicy.maxCodeFailuresPerAccount = 0
+        #expect(throws: ConfigurationError.self) { try inCode.validate() }
     }
 }
