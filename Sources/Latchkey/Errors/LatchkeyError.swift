@@ -30,6 +30,10 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
         case requestTimeout = "REQUEST_TIMEOUT"
         case serverError = "SERVER_ERROR"
         case unknownError = "UNKNOWN_ERROR"
+        /// The change needs a more recent sign-in (RFC 9470 `insufficient_user_authentication`): changing the username,
+        /// email or passkeys with a session whose sign-in is older than the server allows. The session is still valid:
+        /// sign the user in again (`max_age`/`prompt=login`) and retry.
+        case reauthenticationRequired = "REAUTHENTICATION_REQUIRED"
         /// The user canceled (ReachFive `AuthCanceled`).
         case canceled = "CANCELED"
         /// A token failed validation (signature, issuer, audience, nonce …).
@@ -106,7 +110,7 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
         case .passkeyNoCredential, .passkeyFailed:
             statusCode == 400 ? .requestError : statusCode == nil || statusCode == 401 ? .authFailure : .technicalError
         case .authenticationFailed, .userAccountLocked, .userAccountDisabled, .sessionExpired, .invalidGrant, .consentRequired,
-             .mfaFailed, .invalidToken: .authFailure
+             .mfaFailed, .invalidToken, .reauthenticationRequired: .authFailure
         case .invalidInput, .userAlreadyExists, .invitationCodeInvalid, .invitationCodeExpired, .registrationDisabled,
              .confirmationCodeInvalid, .confirmationCodeExpired, .recoveryFailed, .mfaRequired, .invalidRedirectUri:
             statusCode == 400 || statusCode == nil ? .requestError : .technicalError

@@ -84,7 +84,8 @@ enum IdentityErrorMapping {
             return error
         }
         let detail = api.errorDescription ?? api.errorUserMsg ?? "HTTP \(response.status)"
-        var error = LatchkeyError(code(messageKey: api.errorMessageKey, status: response.status), "\(api.error ?? "error"): \(detail)",
+        let mapped = LatchkeyError.needsReauthentication(api.error) ? .reauthenticationRequired : code(messageKey: api.errorMessageKey, status: response.status)
+        var error = LatchkeyError(mapped, "\(api.error ?? "error"): \(detail)",
                                   statusCode: response.status, serverCode: api.errorMessageKey ?? api.error, apiError: api)
         error.statusCategory = category(status: response.status)
         return error

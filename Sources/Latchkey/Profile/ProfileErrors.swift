@@ -15,6 +15,8 @@ extension LatchkeyError {
         let serverCode = text(body["scimType"]) ?? text(body["code"]) ?? text(body["error"]) ?? bearerChallengeError(response)
         let detail = text(body["detail"]) ?? i18n("description") ?? i18n("message") ?? text(body["error_description"])
         let code: Code = switch response.status {
+        case 401 where Self.needsReauthentication(serverCode) || bearerChallengeError(response) == Self.reauthenticationError:
+            .reauthenticationRequired
         case 401: .sessionExpired
         case 403: .authenticationFailed
         case 404 where selfTarget: .sessionExpired
@@ -28,6 +30,13 @@ extension LatchkeyError {
         // thunderID bodies carry a user message (localized by the server); SCIM and OAuth bodies only technical text.
         return LatchkeyError(code, detail ?? "the profile endpoint answered HTTP \(response.status)", statusCode: response.status,
                              serverCode: serverCode, userMessage: i18n("message"))
+    }
+
+    /// RFC 9470's error for a sign-in that is too old for the call; thunderID-shaped bodies carry `AUTH-4011`.
+    static let reauthenticationError = "insufficient_user_authentication"
+
+    static func needsReauthentication(_ serverCode: String?) -> Bool {
+        serverCode == reauthenticationError || serverCode == "AUTH-4011"
     }
 
     /// The `error` of a `WWW-Authenticate: Bearer error="invalid_token"` challenge (RFC 6750 §3).

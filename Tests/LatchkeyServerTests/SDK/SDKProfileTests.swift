@@ -21,9 +21,11 @@ private final class ProfileFailureHTTPClient: HTTPClient {
 @Suite("SDK ↔ server: getUserProfile / updateUserProfile")
 struct SDKProfileTests {
     func signedIn(_ server: TestServer, dialect: Dialect = .standard, scopes: [String]? = nil, http: any HTTPClient = URLSessionHTTPClient(),
-                  username: String = "demo@example.com", password: String = "correct horse battery staple") async throws -> LatchkeyClient {
+                  username: String = "demo@example.com", password: String = "correct horse battery staple",
+                  clockTolerance: TimeInterval? = nil) async throws -> LatchkeyClient {
         var config = server.sdkConfig()
         config.dialect = dialect
+        if let clockTolerance { config.tokenValidation = TokenValidation(clockTolerance: clockTolerance) }
         if let scopes { config.scopes = scopes }
         let client = LatchkeyClient(http: http)
         try await client.initialize(config: config)
@@ -63,6 +65,25 @@ struct SDKProfileTests {
         #expect(email.email == "demo@example.com")
         _ = try await server.verifyPendingEmail("ada.demo@example.com", token: try await client.getAccessToken())
         #expect(try await client.getUserProfile().email == "ada.demo@example.com")
+    }
+
+    @Test("H2 through the SDK: an identifier change with an old sign-in is REAUTHENTICATION_REQUIRED (the session stays), a fresh sign-in may make it")
+    func identifierChangesNeedARecentSignIn() async throws {
+        let server = try await TestServer.startForProfiles()
+        defer { Task { await server.stop() } }
+        for dialect in [Dialect.standard, .thunderID] {
+            // The server's clock moves forward below; the SDK tolerates that skew in ID tokens.
+            let client = try await signedIn(server, dialect: dialect, clockTolerance: 3600)
+            server.advanceClock(301)  // past recent_auth_seconds (300); the access token itself is still valid
+            await #expect { try await client.updateUserProfile(payload: ["email": .string("elsewhere@example.com")]) } throws: {
+                Self.code($0) == .reauthenticationRequired && ($0 as? LatchkeyError)?.category == .authFailure
+            }
+            #expect(try await client.isSignedIn(), "the session is not over")
+            #expect(try await client.getUserProfile().email == "demo@example.com")
+            let fresh = try await signedIn(server, dialect: dialect, clockTolerance: 3600)
+            let pending = try await fresh.updateUserProfile(payload: ["email": .string("elsewhere-\(dialect)@example.com")])
+            #expect(pending.email == "demo@example.com", "the new address waits for its code")
+        }
     }
 
     @Test func readAndUpdateOverUsersMe() async throws {
