@@ -28,13 +28,6 @@ extension SQLiteStore {
         }
     }
 
-    public func updatePasswordHash(userId: String, passwordHash: String, updatedAt: Date) async throws {
-        try await pool.write { db in
-            try db.execute(sql: "UPDATE users SET password_hash = ?, updated_at = ?, version = version + 1 WHERE id = ?",
-                           arguments: [passwordHash, updatedAt.timeIntervalSince1970, userId])
-        }
-    }
-
     public func replaceEmailChange(_ change: EmailChangeRecord) async throws {
         try await pool.write { db in
             try db.execute(sql: """

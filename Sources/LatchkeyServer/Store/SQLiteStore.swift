@@ -106,13 +106,6 @@ public final class SQLiteStore: Store {
         }
     }
 
-    public func clearLoginFailures(userId: String) async throws {
-        try await pool.write { db in
-            try db.execute(sql: "UPDATE users SET failed_logins = 0, locked_until = NULL WHERE id = ?", arguments: [userId])
-            try db.execute(sql: "DELETE FROM login_attempts WHERE user_id = ?", arguments: [userId])
-        }
-    }
-
     static func user(_ row: Row) throws -> UserRecord {
         UserRecord(id: row["id"], username: row["username"], passwordHash: row["password_hash"],
                    claims: try decode([String: String].self, row["claims"]), disabled: row["disabled"],
@@ -364,16 +357,32 @@ public final class SQLiteStore: Store {
     public func revokeUserSessions(userId: String, keepingSession keptSession: String?, keepingFamily keptFamily: String?,
                                    reason: String, now: Date) async throws {
         try await pool.write { db in
-            let t = now.timeIntervalSince1970
-            try db.execute(sql: "UPDATE sessions SET ended_at = ? WHERE user_id = ? AND ended_at IS NULL AND id IS NOT ?",
-                           arguments: [t, userId, keptSession])
-            try db.execute(sql: """
-                UPDATE token_families SET revoked_at = ?, revoked_reason = ?
-                WHERE user_id = ? AND revoked_at IS NULL AND id IS NOT ? AND (session_id IS NULL OR session_id IS NOT ?)
-                """, arguments: [t, reason, userId, keptFamily, keptSession])
-            // Access tokens outside any family (none are minted for users today) are revoked one by one.
-            try db.execute(sql: "UPDATE access_tokens SET revoked_at = ? WHERE subject = ? AND family_id IS NULL AND revoked_at IS NULL",
-                           arguments: [t, userId])
+            try Self.revokeUserSessions(db, userId: userId, keepingSession: keptSession, keepingFamily: keptFamily, reason: reason, now: now)
+        }
+    }
+
+    static func revokeUserSessions(_ db: Database, userId: String, keepingSession keptSession: String?, keepingFamily keptFamily: String?,
+                                   reason: String, now: Date) throws {
+        let t = now.timeIntervalSince1970
+        try db.execute(sql: "UPDATE sessions SET ended_at = ? WHERE user_id = ? AND ended_at IS NULL AND id IS NOT ?",
+                       arguments: [t, userId, keptSession])
+        try db.execute(sql: """
+            UPDATE token_families SET revoked_at = ?, revoked_reason = ?
+            WHERE user_id = ? AND revoked_at IS NULL AND id IS NOT ? AND (session_id IS NULL OR session_id IS NOT ?)
+            """, arguments: [t, reason, userId, keptFamily, keptSession])
+        // Access tokens outside any family (none are minted for users today) are revoked one by one.
+        try db.execute(sql: "UPDATE access_tokens SET revoked_at = ? WHERE subject = ? AND family_id IS NULL AND revoked_at IS NULL",
+                       arguments: [t, userId])
+    }
+
+    public func replacePassword(userId: String, passwordHash: String, keepingSession: String?, keepingFamily: String?,
+                                now: Date) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE users SET password_hash = ?, updated_at = ?, version = version + 1, failed_logins = 0, locked_until = NULL WHERE id = ?",
+                           arguments: [passwordHash, now.timeIntervalSince1970, userId])
+            try db.execute(sql: "DELETE FROM login_attempts WHERE user_id = ?", arguments: [userId])
+            try Self.revokeUserSessions(db, userId: userId, keepingSession: keepingSession, keepingFamily: keepingFamily,
+                                        reason: "password changed", now: now)
         }
     }
 

@@ -7,11 +7,13 @@ public protocol Store: Sendable {
     func insertUser(_ user: UserRecord) async throws
     func user(id: String) async throws -> UserRecord?
     func user(username: String) async throws -> UserRecord?
-    /// Forgets every failed password attempt and lock of the account, from every address (a new password was set).
-    func clearLoginFailures(userId: String) async throws
+    /// A new password, in one transaction: replaces only the hash (bumping the version), forgets every failed attempt
+    /// and lock of the account from every address, and ends every session and token family of the account except the
+    /// kept ones (`revokeUserSessions`). Nothing of it can happen without the rest.
+    func replacePassword(userId: String, passwordHash: String, keepingSession: String?, keepingFamily: String?, now: Date) async throws
     /// Replaces the user's username, claims and disabled flag (and password hash), stamping `updatedAt`, only if the
     /// row is still at `user.version`. Throws `StoreError.conflict("username")` when the username is taken and
-    /// `StoreError.conflict("version")` when the copy is stale. Prefer `updateProfile`/`updatePasswordHash`.
+    /// `StoreError.conflict("version")` when the copy is stale. Prefer `updateProfile`/`replacePassword`.
     func updateUser(_ user: UserRecord) async throws
     /// Users whose claim `name` equals `value` (case-insensitive), for uniqueness checks such as `email`.
     func users(claim name: String, equals value: String) async throws -> [UserRecord]
@@ -35,8 +37,7 @@ public protocol Store: Sendable {
     /// Never touches the password hash. Throws `StoreError.conflict` when the username is taken.
     func updateProfile(userId: String, username: String, claims: [String: String], disabled: Bool?, expectedVersion: Int,
                        updatedAt: Date) async throws -> Bool
-    /// Replaces only the password hash, and bumps the version.
-    func updatePasswordHash(userId: String, passwordHash: String, updatedAt: Date) async throws
+
     /// Stores the user's pending email change, replacing an earlier one (a new code voids the old).
     func replaceEmailChange(_ change: EmailChangeRecord) async throws
     /// The user's pending email change, if any.

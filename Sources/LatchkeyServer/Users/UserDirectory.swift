@@ -147,12 +147,11 @@ extension IdentityServer {
         updated.passwordHash = try await hasher.hash(password)
         let now = clock.now
         updated.updatedAt = now
-        // Only the hash: the rest of `user` may be stale by now (a disable must not be undone by a password change).
-        try await store.updatePasswordHash(userId: user.id, passwordHash: updated.passwordHash, updatedAt: now)
+        // Only the hash: the rest of `user` may be stale by now (a disable must not be undone by a password change). The
+        // hash, the cleared locks and the ended sessions are one transaction: a crash cannot leave the old sessions alive.
+        try await store.replacePassword(userId: user.id, passwordHash: updated.passwordHash, keepingSession: keepingSession,
+                                        keepingFamily: keepingFamily, now: now)
         updated.version += 1
-        try await store.clearLoginFailures(userId: user.id)
-        try await store.revokeUserSessions(userId: user.id, keepingSession: keepingSession, keepingFamily: keepingFamily,
-                                           reason: "password changed", now: clock.now)
         return .success(updated)
     }
 }

@@ -66,6 +66,21 @@ struct SessionRevocationTests {
         #expect(try await server.server.store.passkeys(userId: demo.id).count == 1, "a verified owner's passkeys are theirs")
     }
 
+    @Test("a password reset lifts every lock of the account, the per-address ones included, in the same step")
+    func resetLiftsLocks() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        func login(_ password: String) async throws -> HTTPResult {
+            try await server.call("POST", "/identity/v1/password/login", token: nil, json: [
+                "email": "demo@example.com", "password": password, "client_id": "latchkey-demo"], contentType: "application/json")
+        }
+        for _ in 0..<5 { _ = try await login("a wrong guess") }  // locks the account for this address
+        #expect(try await login(DevelopmentDefaults.demoPassword).status == 401, "locked: even the right password is refused")
+        try await recover(server, "demo@example.com", newPassword: "the owner's new passphrase")
+        let after = try await login("the owner's new passphrase")
+        #expect(after.status == 200, "the new password works at once from the same network: \(after.text)")
+    }
+
     @Test("RP-initiated logout revokes the refresh tokens of the session it ends")
     func logoutRevokesRefreshFamilies() async throws {
         let server = try await TestServer.start()
