@@ -19,6 +19,17 @@ extension SQLiteStore {
             if try String.fetchOne(db, sql: "SELECT id FROM users WHERE username = ? AND id <> ?", arguments: [username, userId]) != nil {
                 throw StoreError.conflict("username")
             }
+            // Usernames and emails name accounts in one space (M4). The directory checks that before writing; checked again
+            // inside the write, two concurrent changes cannot both pass it (a username that is someone's email, or the
+            // reverse).
+            if try String.fetchOne(db, sql: "SELECT id FROM users WHERE id <> ? AND json_extract(claims, '$.email') = ? COLLATE NOCASE",
+                                   arguments: [userId, username]) != nil {
+                throw StoreError.conflict("username")
+            }
+            if let email = claims["email"], !email.isEmpty,
+               try String.fetchOne(db, sql: "SELECT id FROM users WHERE id <> ? AND username = ? COLLATE NOCASE", arguments: [userId, email]) != nil {
+                throw StoreError.conflict("email")
+            }
             // One conditional UPDATE: the password hash is never written here, and `disabled` only when asked.
             try db.execute(sql: """
                 UPDATE users SET username = ?, claims = ?, disabled = COALESCE(?, disabled), updated_at = ?, version = version + 1

@@ -98,7 +98,9 @@ extension IdentityServer {
                 return .failure(.stale)
             }
         } catch StoreError.conflict {
-            return .failure(.conflict(.init(attribute: "username", key: "validation.username.taken", message: "This username is already taken")))
+            // Taken between the check above and the write: the same words as the check would have used.
+            let taken = UserSchema.Problem(attribute: "username", key: "validation.username.taken", message: "This username is already taken")
+            return .failure(.conflict(try await uniquenessConflict(for: updated) ?? taken))
         }
         updated.version = user.version + 1
         if updated.disabled && !user.disabled {

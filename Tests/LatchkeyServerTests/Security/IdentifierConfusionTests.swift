@@ -97,4 +97,27 @@ struct IdentifierConfusionTests {
         let link = try #require(try await server.server.store.federatedIdentity(provider: "apple", subject: "apple-victim"))
         #expect(link.userId != attacker.userId)
     }
+
+    @Test("the one-namespace rule holds inside the write too: a username that is another account's email, or an email that is another account's username, is a conflict even past the directory's check (concurrent changes)")
+    func crossUniquenessInsideTheWrite() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let store = server.server.store
+        _ = try await server.server.createUser(username: "alice@example.com", password: "alice's own password",
+                                               claims: ["email": "alice.private@example.com", "email_verified": "true"])
+        let malloryId = try await server.server.createUser(username: "mallory", password: "mallory's own password",
+                                                           claims: ["email": "mallory@example.com"])
+        let mallory = try #require(try await store.user(id: malloryId))
+        await #expect(throws: StoreError.conflict("username")) {
+            _ = try await store.updateProfile(userId: malloryId, username: "ALICE.PRIVATE@example.com", claims: mallory.claims, disabled: nil,
+                                              expectedVersion: mallory.version, updatedAt: Date())
+        }
+        var claims = mallory.claims
+        claims["email"] = "alice@example.com"
+        await #expect(throws: StoreError.conflict("email")) {
+            _ = try await store.updateProfile(userId: malloryId, username: "mallory", claims: claims, disabled: nil,
+                                              expectedVersion: mallory.version, updatedAt: Date())
+        }
+        #expect(try await store.user(id: malloryId)?.username == "mallory", "nothing was written")
+    }
 }
