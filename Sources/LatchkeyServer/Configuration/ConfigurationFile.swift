@@ -167,9 +167,6 @@ public struct ConfigurationFile: Codable, Sendable {
                 }
                 base.webAuthn.attestationRequired = v == "required"
             }
-            if base.webAuthn.attestationRequired, base.webAuthn.trustAnchorsDER.isEmpty {
-                throw ConfigurationError.invalid("webauthn.attestation required needs at least one webauthn.trust_anchors certificate")
-            }
         }
         if let a = apple {
             if let v = a.issuer { base.apple.issuer = v }

@@ -32,7 +32,7 @@ extension IdentityServer {
     /// Opens the sign-in session and signs the assertion for it.
     func mintFlowAssertion(user: UserRecord, applicationId: String, flowType: FlowType, amr: [String], authTime: Date) async throws -> String {
         let now = clock.now
-        let session = try await openSession(userId: user.id, authTime: authTime, amr: AuthenticationMethods.normalized(amr))
+        let session = try await openSession(userId: user.id, authTime: authTime, amr: amr)  // openSession normalizes
         let iat = Int(now.timeIntervalSince1970)
         let claims = FlowAssertionClaims(iss: issuer, sub: user.id, aud: applicationId, iat: iat, exp: iat + configuration.lifetimes.flowAssertion,
                                          jti: Secrets.identifier(), tokenUse: FlowAssertionClaims.tokenUse,

@@ -99,16 +99,13 @@ extension IdentityServer {
         let kinds = Set(try await store.factors(userId: user.id).map(\.kind))
         let kind = body.string("auth_type") ?? (kinds.contains(.totp) ? "otp" : "email")
         let now = clock.now
-        var email: (address: String, code: String)?
+        var emailCode: String?
         switch kind {
         case "otp" where kinds.contains(.totp):
             break  // the authenticator app computes the code
         case "email" where kinds.contains(.emailOTP):  // never a weaker factor than the account enrolled
-            // Codes go only to a verified address (one nobody proved may belong to someone else).
-            guard let address = user.claims["email"], !address.isEmpty, user.claims["email_verified"] == "true" else {
-                throw ReachFiveBody.invalid("the account has no verified email address")
-            }
-            email = (address, String(format: "%06d", Int.random(in: 0..<1_000_000)))
+            guard Self.verifiedEmail(of: user) != nil else { throw ReachFiveBody.invalid("the account has no verified email address") }
+            emailCode = SecondFactor.newCode()
         default:
             throw ReachFiveBody.invalid("auth_type must be one of the account's factors (\(kinds.map(\.rawValue).sorted().joined(separator: ", ")))")
         }
@@ -119,20 +116,14 @@ extension IdentityServer {
         let id = Secrets.identifier()
         let attempts = try await store.insertStepUpChallenge(StepUpChallengeRecord(
             id: id, stepUpHash: Secrets.digest(stepUpToken), claims: try String(decoding: JSONEncoder().encode(claims), as: UTF8.self),
-            kind: kind, codeDigest: email.map { codeDigest($0.code) } ?? Data(), attempts: 0,
+            kind: kind, codeDigest: emailCode.map(codeDigest) ?? Data(), attempts: 0,
             expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp))), now: now)
         if attempts >= Self.stepUpMaxAttempts {
             throw Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_attempts"), "too many wrong codes; sign in again")
         }
-        if let email {
-            let locale = request.locale()
+        if let emailCode {
             let clientName = try await store.client(id: claims.aud)?.configuration.name ?? claims.aud
-            let arguments = ["code": email.code, "app": clientName, "minutes": String(MessageCatalog.minutes(seconds: configuration.lifetimes.oneTimeCode))]
-            try await outbox.send(OutboxMessage(
-                id: Secrets.identifier(), channel: .email, recipient: email.address,
-                subject: MessageCatalog.text("email.code.signin.subject", locale: locale, default: "Your code"),
-                body: MessageCatalog.text("email.code.signin.body", locale: locale, arguments: arguments, default: email.code),
-                code: email.code, createdAt: now))
+            _ = try await sendSignInCode(to: user, appName: clientName, locale: request.locale(), code: emailCode)
         }
         return try Responses.json(Body(challengeId: id), noStore: true)
     }

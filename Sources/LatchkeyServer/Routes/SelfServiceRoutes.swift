@@ -156,14 +156,19 @@ extension IdentityServer {
         }
     }
 
-    /// A JSON object body (at most 64 KiB), or `400 USR-1001`.
+    /// A JSON object body (at most 64 KiB) declared as JSON: 415 for any other declared type (a cross-site form can
+    /// send `text/plain`), `400 USR-1001` for anything but an object.
     private static func jsonObject(_ request: Request) async throws -> [String: JSONValue] {
-        let contentType = request.headers[.contentType]?.lowercased() ?? ""
-        guard contentType.isEmpty || contentType.hasPrefix("application/json") else {
-            throw SelfServiceErrors.invalidRequest("the body must be application/json")
+        let buffer: ByteBuffer
+        do { buffer = try await request.body.collect(upTo: 64 * 1024) } catch {
+            throw SelfServiceErrors.invalidRequest("the body is larger than 64 KiB")
         }
-        guard let buffer = try? await request.body.collect(upTo: 64 * 1024),
-              case .object(let body)? = try? JSONDecoder().decode(JSONValue.self, from: Data(buffer: buffer)) else {
+        guard JSONMediaType.accepts(request, body: buffer) else {
+            var error = SelfServiceErrors.invalidRequest("the body must be sent as application/json")
+            error.status = .unsupportedMediaType
+            throw error
+        }
+        guard case .object(let body)? = try? JSONDecoder().decode(JSONValue.self, from: Data(buffer: buffer)) else {
             throw SelfServiceErrors.invalidRequest("expected a JSON object")
         }
         return body
@@ -214,17 +219,7 @@ extension IdentityServer {
 
     /// The `attributes` object of a `{"attributes": {…}}` JSON body, or `400 USR-1001`.
     private static func selfServiceAttributes(_ request: Request) async throws -> [String: JSONValue] {
-        let buffer: ByteBuffer
-        do { buffer = try await request.body.collect(upTo: 64 * 1024) } catch {
-            throw SelfServiceErrors.invalidRequest("the body is larger than 64 KiB")
-        }
-        guard JSONMediaType.accepts(request, body: buffer) else {
-            var error = SelfServiceErrors.invalidRequest("the body must be sent as application/json")
-            error.status = .unsupportedMediaType
-            throw error
-        }
-        guard case .object(let body)? = try? JSONDecoder().decode(JSONValue.self, from: Data(buffer: buffer)),
-              case .object(let attributes)? = body["attributes"] else {
+        guard case .object(let attributes)? = try await jsonObject(request)["attributes"] else {
             throw SelfServiceErrors.invalidRequest("expected a JSON object {\"attributes\": {…}}")
         }
         return attributes

@@ -189,8 +189,4 @@ extension SQLiteStore {
             return db.changesCount == 1
         }
     }
-
-    public func revokeFamilies(sessionId: String, reason: String, now: Date) async throws {
-        try await pool.write { db in try Self.revokeSessionFamilies(db, sessionId: sessionId, reason: reason, now: now) }
-    }
 }

@@ -93,8 +93,6 @@ public protocol Store: Sendable {
 
     /// Records a single-use token id (a flow assertion's `jti`); false when it was already consumed.
     func consumeTokenId(_ jti: String, expiresAt: Date, now: Date) async throws -> Bool
-    /// Revokes every token family of the sign-in session (created for it, or holding a refresh token bound to it).
-    func revokeFamilies(sessionId: String, reason: String, now: Date) async throws
 
     // Passkeys (WebAuthn) and federated identities
     func insertPasskey(_ passkey: PasskeyRecord) async throws

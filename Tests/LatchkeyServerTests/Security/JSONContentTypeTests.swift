@@ -62,7 +62,11 @@ struct JSONContentTypeTests {
                                                           "userName": "demo@example.com", "name": ["givenName": "Mallory"]],
                                       type: type, method: "PUT", token: token)
             #expect(scim.status == 415, "\(type ?? "no type")")
+            // The email-change endpoints (each request mails a code) read the same way.
+            let email = try await post(server, "/users/me/email", ["email": "mallory@evil.example"], type: type, method: "POST", token: token)
+            #expect(email.status == 415, "\(type ?? "no type")")
         }
+        #expect(try await server.server.outboxMessages(recipient: "mallory@evil.example").isEmpty)
         #expect(try await server.call("GET", "/users/me", token: token).string("attributes.given_name") == "Demo")
     }
 }

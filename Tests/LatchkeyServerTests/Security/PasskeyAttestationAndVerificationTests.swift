@@ -55,6 +55,7 @@ struct PasskeyAttestationAndVerificationTests {
             try Data(json.utf8).write(to: URL(fileURLWithPath: path))
             var c = DevelopmentDefaults.configuration()
             try ConfigurationFile.load(path: path).apply(to: &c)
+            try c.validate()  // as `IdentityServer.open` does at start-up
         }
         #expect(throws: ConfigurationError.self) { try load(#"{"webauthn": {"attestation": "required"}}"#) }
         #expect(throws: ConfigurationError.self) { try load(#"{"webauthn": {"attestation": "sometimes"}}"#) }

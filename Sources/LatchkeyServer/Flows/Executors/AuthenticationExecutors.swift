@@ -94,7 +94,7 @@ enum CodeExecutors {
                                attempts: run.state.code?.attempts ?? 0)
         // Codes go only to a verified address: one nobody proved (typed in at sign-up, set by an administrator)
         // may belong to someone else.
-        if let user, let email = user.claims["email"], !email.isEmpty, user.claims["email_verified"] == "true", !user.disabled {
+        if let user, let email = IdentityServer.verifiedEmail(of: user), !user.disabled {
             // In the execution's language: the person who asked for the code is the one reading it.
             let kind = recovery ? "recovery" : "signin"
             let arguments = ["code": code, "app": run.client.name,

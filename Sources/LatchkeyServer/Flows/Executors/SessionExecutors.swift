@@ -21,8 +21,7 @@ enum SessionExecutors {
         guard claims.clientId == run.state.applicationId else { return .fail(.badRequest("the access token belongs to another application")) }
         let now = server.clock.now
         if let sid = claims.sid {
-            try await server.store.endSession(id: sid, now: now)
-            try await server.store.revokeFamilies(sessionId: sid, reason: "signed out", now: now)
+            try await server.store.endSession(id: sid, now: now)  // revokes the session's families too
         }
         if let familyId = try await server.store.accessToken(jti: claims.jti)?.familyId {
             try await server.store.revokeFamily(id: familyId, reason: "signed out", now: now)
