@@ -11,6 +11,7 @@ let package = Package(
     platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .visionOS(.v1)],
     products: [
         .library(name: "Latchkey", targets: ["Latchkey"]),
+        .library(name: "LatchkeyApple", targets: ["LatchkeyApple"]),
         .library(name: "LatchkeyServer", targets: ["LatchkeyServer"]),
         .executable(name: "latchkey", targets: ["LatchkeyCLI"]),
         .executable(name: "latchkey-bench", targets: ["LatchkeyBenchmarks"]),
@@ -39,13 +40,28 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The SDK core: runs everywhere (Foundation + swift-crypto only).
+        // Linux only: the subset of AuthenticationServices and Security the SDK's Apple code uses, declared name for
+        // name from Apple's documentation and scriptable by tests (ARCHITECTURE §7). An Apple build never links it
+        // (the conditions below) and its sources are empty where AuthenticationServices exists.
+        .target(name: "AppleFrameworkStandIns", swiftSettings: swiftSettings),
+        // The SDK core: runs everywhere (Foundation + swift-crypto only; the stand-ins on Linux for the Apple types
+        // its seed requests carry).
         .target(
             name: "Latchkey",
             dependencies: [
                 "LatchkeyJOSE",
+                .target(name: "AppleFrameworkStandIns", condition: .when(platforms: [.linux])),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The Apple layer: ASWebAuthenticationSession, ASAuthorizationController and the Keychain behind the SDK's seams.
+        .target(
+            name: "LatchkeyApple",
+            dependencies: [
+                "Latchkey",
+                .target(name: "AppleFrameworkStandIns", condition: .when(platforms: [.linux])),
             ],
             swiftSettings: swiftSettings
         ),
@@ -95,7 +111,8 @@ let package = Package(
         .testTarget(
             name: "LatchkeyServerTests",
             dependencies: [
-                "LatchkeyServer", "LatchkeyJOSE", "Latchkey",
+                "LatchkeyServer", "LatchkeyJOSE", "Latchkey", "LatchkeyApple",
+                .target(name: "AppleFrameworkStandIns", condition: .when(platforms: [.linux])),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdOTP", package: "hummingbird-auth"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -64,19 +64,3 @@ public struct OpenIdUser: Sendable, Equatable {
         if case .object(let a)? = c["address"] { address = a["formatted"]?.stringValue } else { address = c["address"]?.stringValue }
     }
 }
-
-/// Seed 000/001 `WebviewLoginRequest`. `presentationContextProvider` is the Apple presentation anchor; on other
-/// platforms it is ignored and the client's user agent decides how the page is shown.
-public struct WebviewLoginRequest: Sendable {
-    public var state: String?
-    public var nonce: String?
-    public var scope: [String]?
-    public var presentationContextProvider: (any Sendable)?
-    public var sessionId: String?
-
-    public init(state: String? = nil, nonce: String? = nil, scope: [String]? = nil, presentationContextProvider: (any Sendable)? = nil,
-                sessionId: String? = nil) {
-        self.state = state; self.nonce = nonce; self.scope = scope; self.presentationContextProvider = presentationContextProvider
-        self.sessionId = sessionId
-    }
-}

@@ -41,26 +41,33 @@ public final class LatchkeyClient: Sendable {
     let nativeLoginSeams = Locked(NativeLoginSeams())
     private let http: any HTTPClient
     private let userAgent: any AuthorizationUserAgent
+    private let defaultStorage: (@Sendable (LatchkeyConfig) throws -> any StorageAdapter)?
     let logger: Logger
 
     /// - Parameters:
     ///   - http: the network seam (URLSession by default).
     ///   - userAgent: how `webviewLogin` shows the provider's page: the loopback redirect + system browser by
-    ///     default; `ASWebAuthenticationSession` on Apple platforms.
+    ///     default; LatchkeyApple's `WebAuthenticationSessionUserAgent` (`ASWebAuthenticationSession`) on Apple platforms.
+    ///   - defaultStorage: the storage `initialize(config:storage:)` uses when it is given none (LatchkeyApple passes
+    ///     the Keychain); nil keeps tokens in memory.
     public init(http: any HTTPClient = URLSessionHTTPClient(), userAgent: any AuthorizationUserAgent = LoopbackUserAgent(),
-                logger: Logger = Logger(label: "latchkey")) {
+                logger: Logger = Logger(label: "latchkey"), defaultStorage: (@Sendable (LatchkeyConfig) throws -> any StorageAdapter)? = nil) {
         self.http = http
         self.userAgent = userAgent
         self.logger = logger
+        self.defaultStorage = defaultStorage
     }
 
     // MARK: Initialization (seed 003)
 
     /// Initializes the SDK; call once before anything else.
+    /// - Parameter storage: where token sets are kept; nil uses the client's default storage (the Keychain for a
+    ///   client made by LatchkeyApple), else memory.
     @discardableResult
     public func initialize(config: LatchkeyConfig, storage: (any StorageAdapter)? = nil) async throws -> Bool {
         try config.validate()
-        let context = ClientContext(config: config, http: http, storage: storage ?? InMemoryStorageAdapter())
+        let resolved = try storage ?? defaultStorage?(config) ?? InMemoryStorageAdapter()
+        let context = ClientContext(config: config, http: http, storage: resolved)
         try state.withLock { s in
             guard s.context == nil else { throw LatchkeyError(.alreadyInitialized, "initialize(config:storage:) was already called") }
             s.context = context
@@ -230,28 +237,56 @@ public final class LatchkeyClient: Sendable {
 
     /// Seed 000/001: signs in through the provider's own page in a browser (SSO cookies shared) and returns the
     /// tokens. Unlike the vendor SDK, the returned `state` is checked, `iss` is checked and the ID token is verified.
+    /// - Throws: `.canceled` when the user closes the page; the user agent's errors (a sign-in already showing, no
+    ///   presentation context) as they are; the callback's and the token endpoint's errors mapped.
     public func webviewLogin(_ request: WebviewLoginRequest) async throws -> AuthToken {
         try await loading {
             let context = try context()
-            // Fail before showing anything when the provider is unreachable or is not an OpenID Connect issuer.
-            _ = try await context.requireMetadata()
-            let redirect = try await userAgent.prepareRedirectURI()
-            let authorization: (url: URL, state: String)
-            do {
-                authorization = try makeAuthorizationURL(options: nil, sessionId: request.sessionId, state: request.state,
-                                                         nonce: request.nonce, scopes: request.scope, redirectUri: redirect)
-            } catch {
-                if let redirect { userAgent.release(redirectURI: redirect) }
-                throw error
-            }
-            let callback: URL
-            do { callback = try await userAgent.authorize(url: authorization.url) } catch {
-                _ = state.withLock { $0.pending.removeValue(forKey: authorization.state) }
-                if let e = error as? LatchkeyError { throw e }
-                throw LatchkeyError(.canceled, "the sign-in page was closed: \(error.localizedDescription)")
-            }
-            return AuthToken(try await completeAuthorization(url: callback, context: context))
+            let tokens = try await signInThroughUserAgent(context, options: nil, sessionId: request.sessionId, state: request.state,
+                                                          nonce: request.nonce, scopes: request.scope, presentation: request.presentationContext)
+            return AuthToken(tokens)
         }
+    }
+
+    /// Seed 003's `buildSignInURL(options:)` and `handleRedirectCallback(url:)` in one call: the client's user agent
+    /// shows the URL (on Apple platforms an `ASWebAuthenticationSession` presented from `presentationContextProvider`)
+    /// and the callback it returns is handled at once. Returns the signed-in user.
+    /// - Throws: as `webviewLogin(_:)`.
+    public func signInWithBrowser(options: SignInOptions? = nil, sessionId: String? = nil,
+                                  presentationContextProvider: (any PresentationContextProviding)? = nil) async throws -> User {
+        try await loading {
+            let context = try context()
+            let tokens = try await signInThroughUserAgent(context, options: options, sessionId: sessionId, state: nil, nonce: nil, scopes: nil,
+                                                          presentation: presentationContextProvider.map(PresentationContextProviderBox.init))
+            return try await context.user(from: tokens)
+        }
+    }
+
+    private func signInThroughUserAgent(_ context: ClientContext, options: SignInOptions?, sessionId: String?, state requestedState: String?,
+                                        nonce: String?, scopes: [String]?, presentation: PresentationContextProviderBox?) async throws -> TokenSet {
+        // Fail before showing anything when the provider is unreachable or is not an OpenID Connect issuer.
+        _ = try await context.requireMetadata()
+        let redirect = try await userAgent.prepareRedirectURI()
+        let authorization: (url: URL, state: String)
+        do {
+            authorization = try makeAuthorizationURL(options: options, sessionId: sessionId, state: requestedState,
+                                                     nonce: nonce, scopes: scopes, redirectUri: redirect)
+        } catch {
+            if let redirect { userAgent.release(redirectURI: redirect) }
+            throw error
+        }
+        let callback: URL
+        do {
+            let redirectURI = redirect ?? context.config.afterSignInUrl ?? ""
+            callback = try await userAgent.authorize(url: authorization.url,
+                                                     presentation: AuthorizationPresentation(redirectURI: redirectURI, contextProvider: presentation))
+        } catch {
+            _ = state.withLock { $0.pending.removeValue(forKey: authorization.state) }
+            if let e = error as? LatchkeyError { throw e }
+            if error is CancellationError { throw LatchkeyError(.unknownError, "the sign-in task was cancelled", underlying: error) }
+            throw LatchkeyError(.canceled, "the sign-in page was closed: \(error.localizedDescription)")
+        }
+        return try await completeAuthorization(url: callback, context: context)
     }
 
     // MARK: Session and tokens (seed 003)

@@ -59,7 +59,8 @@ public struct LatchkeyConfig: Sendable {
     var languageTags: [String] { LanguagePreferences.tags(preferredLanguages ?? Locale.preferredLanguages) }
 
     /// The issuer string as tokens carry it (no trailing slash).
-    var issuer: String { baseUrl.hasSuffix("/") ? String(baseUrl.dropLast()) : baseUrl }
+    /// The issuer: `baseUrl` without a trailing slash.
+    public var issuer: String { baseUrl.hasSuffix("/") ? String(baseUrl.dropLast()) : baseUrl }
 
     /// `localhost`, or a literal address in 127.0.0.0/8 or `::1`. The host is parsed as an address, so a name such
     /// as `127.example.com` is not mistaken for loopback.

@@ -36,6 +36,10 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
         case reauthenticationRequired = "REAUTHENTICATION_REQUIRED"
         /// The user canceled (ReachFive `AuthCanceled`).
         case canceled = "CANCELED"
+        /// The token store cannot be used right now — the Keychain of a locked device (`errSecInteractionNotAllowed`,
+        /// e.g. an app prewarmed before the first unlock). Nothing was deleted or replaced: retry when the device is
+        /// unlocked (`UIApplication.protectedDataDidBecomeAvailableNotification`).
+        case storageUnavailable = "STORAGE_UNAVAILABLE"
         /// A token failed validation (signature, issuer, audience, nonce …).
         case invalidToken = "INVALID_TOKEN"
         /// No passkey authenticator or credential provider is available on this platform or configuration.
@@ -127,6 +131,9 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
         "[\(code.rawValue)] \(message)" + (statusCode.map { " (HTTP \($0))" } ?? "") + (serverCode.map { " [\($0)]" } ?? "")
     }
 }
+
+/// ThunderID's name for the client (seed 003: `let client = ThunderIDClient()`).
+public typealias ThunderIDClient = LatchkeyClient
 
 /// ThunderID's name for the error type (seed 003: `catch let error as IAMError`).
 public typealias IAMError = LatchkeyError

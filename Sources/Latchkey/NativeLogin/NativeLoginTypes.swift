@@ -1,17 +1,13 @@
 import Foundation
 #if canImport(AuthenticationServices)
 import AuthenticationServices
-
-/// The window the system credential sheet attaches to (`ASPresentationAnchor`: `UIWindow` / `NSWindow`).
-public typealias PresentationAnchor = ASPresentationAnchor
-#else
-/// Stand-in for `ASPresentationAnchor` where AuthenticationServices does not exist (Linux). Nothing is ever
-/// presented there; the type only lets seed code (`NativeLoginRequest(anchor: window)`) compile unchanged.
-open class PresentationAnchor {
-    /// A stand-in anchor.
-    public init() {}
-}
+#elseif canImport(AppleFrameworkStandIns)
+import AppleFrameworkStandIns  // Linux: the stand-in declares Apple's types so seed code compiles and is type-checked
 #endif
+
+/// The window a system sheet attaches to: `ASPresentationAnchor` (`UIWindow` / `NSWindow`). On Linux it is the
+/// stand-in's `ASPresentationAnchor`; nothing is ever presented there.
+public typealias PresentationAnchor = ASPresentationAnchor
 
 /// Carries the presentation anchor inside `Sendable` requests.
 ///

@@ -11,6 +11,8 @@ actor TokenManager {
         var loaded = false
         var generation = 0
         var refresh: (generation: Int, task: Task<TokenSet, any Error>)?
+        /// The tokens in memory are newer than the stored ones: writing them failed (a locked device's Keychain).
+        var unsaved = false
     }
 
     private var slots: [String: Slot] = [:]
@@ -29,7 +31,10 @@ actor TokenManager {
 
     func tokens(_ sessionId: String?) async throws -> TokenSet? {
         let key = Self.key(sessionId)
-        if let slot = slots[key], slot.loaded { return slot.tokens }
+        if let slot = slots[key], slot.loaded {
+            if slot.unsaved { await saveAgain(key) }
+            return slot.tokens
+        }
         let stored = try await storage.get(key).flatMap { try? JSONDecoder().decode(TokenSet.self, from: $0) }
         if slots[key]?.loaded != true {
             slots[key, default: Slot()].tokens = stored
@@ -52,6 +57,13 @@ actor TokenManager {
         try await storage.remove(key)
     }
 
+    /// Retries writing a refreshed set that could not be stored; it stays marked when the write fails again.
+    private func saveAgain(_ key: String) async {
+        guard let tokens = slots[key]?.tokens, let data = try? JSONEncoder().encode(tokens) else { return }
+        let generation = slots[key]?.generation
+        if (try? await storage.set(key, data)) != nil, slots[key]?.generation == generation { slots[key]?.unsaved = false }
+    }
+
     /// Bumping the generation is what makes a refresh started earlier discard its result.
     private func startNewGeneration(_ key: String, tokens: TokenSet?) {
         var slot = slots[key] ?? Slot()
@@ -59,6 +71,7 @@ actor TokenManager {
         slot.tokens = tokens
         slot.loaded = true
         slot.refresh = nil
+        slot.unsaved = false
         slots[key] = slot
     }
 
@@ -101,7 +114,11 @@ actor TokenManager {
                 slots[key]?.tokens = fresh
                 // Shared storage was written under its lock already; writing again outside it could put back a set
                 // that another process has rotated since.
-                if !(storage is any SharedStorageAdapter) { try await storage.set(key, try JSONEncoder().encode(fresh)) }
+                if !(storage is any SharedStorageAdapter) {
+                    // The old refresh token is spent: if the new set cannot be stored now (the device is locked), it
+                    // stays in memory and is written on the next access, rather than failing a refresh that worked.
+                    do { try await storage.set(key, try JSONEncoder().encode(fresh)) } catch { slots[key]?.unsaved = true }
+                }
             }
             return fresh
         } catch let error as LatchkeyError where error.code == .invalidGrant {

@@ -1,16 +1,34 @@
 import Foundation
 
 /// Shows an authorization URL to the user and returns the URL the provider redirected back to.
-/// Apple platforms use `ASWebAuthenticationSession`; Linux and command-line tools use `LoopbackUserAgent`.
+/// Apple platforms use `WebAuthenticationSessionUserAgent` (LatchkeyApple, `ASWebAuthenticationSession`); Linux and
+/// command-line tools use `LoopbackUserAgent`.
 public protocol AuthorizationUserAgent: Sendable {
     /// The redirect URI this agent can receive; nil means "use the configured `afterSignInUrl`".
     func prepareRedirectURI() async throws -> String?
     /// Presents `url` and waits for the callback. Throws `LatchkeyError(.canceled)` when the user gives up.
     func authorize(url: URL) async throws -> URL
+    /// As `authorize(url:)`, with what the app gave for presenting it (`webviewLogin` calls this one). The default
+    /// ignores `presentation`.
+    func authorize(url: URL, presentation: AuthorizationPresentation) async throws -> URL
     /// Gives back what `prepareRedirectURI()` reserved when the sign-in stops before `authorize(url:)`.
     func release(redirectURI: String)
 }
 
+/// How an authorization page is to be presented and where it returns.
+public struct AuthorizationPresentation: Sendable {
+    /// The redirect URI of this sign-in: where the page returns (the user agent waits for it).
+    public var redirectURI: String
+    /// The app's presentation context (`WebviewLoginRequest.presentationContextProvider`), if it gave one.
+    public var contextProvider: PresentationContextProviderBox?
+
+    /// A presentation.
+    public init(redirectURI: String, contextProvider: PresentationContextProviderBox? = nil) {
+        self.redirectURI = redirectURI; self.contextProvider = contextProvider
+    }
+}
+
 extension AuthorizationUserAgent {
     public func release(redirectURI: String) {}
+    public func authorize(url: URL, presentation: AuthorizationPresentation) async throws -> URL { try await authorize(url: url) }
 }

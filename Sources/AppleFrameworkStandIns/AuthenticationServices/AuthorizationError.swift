@@ -1,0 +1,43 @@
+#if !canImport(AuthenticationServices)
+import Foundation
+
+/// `ASAuthorizationErrorDomain`.
+public let ASAuthorizationErrorDomain = "com.apple.AuthenticationServices.AuthorizationError"
+
+/// Stand-in for the Swift import of `ASAuthorizationError` (`ASAuthorizationErrorCode` in Objective-C).
+public struct ASAuthorizationError: CustomNSError, Hashable, Sendable {
+    /// The codes and raw values of `ASAuthorizationErrorCode`.
+    public enum Code: Int, Sendable, Hashable {
+        case unknown = 1000
+        /// The user canceled; also the answer to `preferImmediatelyAvailableCredentials` when nothing is available.
+        case canceled = 1001
+        case invalidResponse = 1002
+        case notHandled = 1003
+        case failed = 1004
+        /// The request needed UI it was not allowed to show (iOS 15).
+        case notInteractive = 1005
+        /// A registration matched one of `excludedCredentials` (iOS 18).
+        case matchedExcludedCredential = 1006
+        case credentialImport = 1007
+        case credentialExport = 1008
+    }
+
+    /// The error's code.
+    public let code: Code
+    /// An error with `code`.
+    public init(_ code: Code) { self.code = code }
+
+    public static let unknown = Code.unknown
+    public static let canceled = Code.canceled
+    public static let invalidResponse = Code.invalidResponse
+    public static let notHandled = Code.notHandled
+    public static let failed = Code.failed
+    public static let notInteractive = Code.notInteractive
+    public static let matchedExcludedCredential = Code.matchedExcludedCredential
+    public static var errorDomain: String { ASAuthorizationErrorDomain }
+    public var errorCode: Int { code.rawValue }
+
+}
+/// `catch ASAuthorizationError.someCode` matching, as Foundation provides for Apple's imported error codes.
+public func ~= (code: ASAuthorizationError.Code, error: any Error) -> Bool { (error as? ASAuthorizationError)?.code == code }
+#endif

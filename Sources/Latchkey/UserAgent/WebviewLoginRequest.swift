@@ -1,0 +1,55 @@
+import Foundation
+#if canImport(AuthenticationServices)
+import AuthenticationServices
+#elseif canImport(AppleFrameworkStandIns)
+import AppleFrameworkStandIns
+#endif
+
+#if os(tvOS) || os(watchOS)
+/// tvOS and watchOS have no `ASWebAuthenticationPresentationContextProviding`: there is no browser sheet to anchor.
+/// The type exists so that `WebviewLoginRequest` has one shape everywhere; nothing conforms to it there.
+public protocol PresentationContextProviding: AnyObject {}
+#else
+/// What `webviewLogin` presents its browser sheet from: `ASWebAuthenticationPresentationContextProviding` (on Linux,
+/// the stand-in's protocol of that name). A view controller that implements
+/// `presentationAnchor(for:) -> ASPresentationAnchor` passes `self`.
+public typealias PresentationContextProviding = ASWebAuthenticationPresentationContextProviding
+#endif
+
+/// Carries the presentation context provider inside `Sendable` requests.
+///
+/// Providers are main-actor UI objects (view controllers). The box holds a **weak** reference (a sign-in must not keep
+/// a dismissed screen alive) and hands it out only on the main actor, where the Apple user agent uses it; that
+/// invariant is what the `@unchecked Sendable` states.
+public final class PresentationContextProviderBox: @unchecked Sendable {
+    private weak var object: (any PresentationContextProviding)?
+
+    /// Boxes `provider` (weakly).
+    public init(_ provider: any PresentationContextProviding) { object = provider }
+
+    /// The provider, while it still exists. Main actor only.
+    @MainActor public var provider: (any PresentationContextProviding)? { object }
+}
+
+/// Seed 000/001 `WebviewLoginRequest`: what `webviewLogin` asks for.
+public struct WebviewLoginRequest: Sendable {
+    /// The `state` to send; nil draws a random one. The callback must return it, or the sign-in fails.
+    public var state: String?
+    /// The `nonce` to send; nil draws a random one. The ID token must carry it.
+    public var nonce: String?
+    /// Scopes to request; nil uses the configuration's.
+    public var scope: [String]?
+    /// Where the browser sheet is presented from (seed 000/001: `presentationContextProvider: self`).
+    public var presentationContext: PresentationContextProviderBox?
+    /// The session the tokens are stored in (multi-session apps); nil is the default session.
+    public var sessionId: String?
+
+    /// A request with the seeds' labels. `presentationContextProvider` is required by the Apple user agent
+    /// (`WebAuthenticationSessionUserAgent`); other user agents ignore it.
+    public init(state: String? = nil, nonce: String? = nil, scope: [String]? = nil,
+                presentationContextProvider: (any PresentationContextProviding)? = nil, sessionId: String? = nil) {
+        self.state = state; self.nonce = nonce; self.scope = scope
+        self.presentationContext = presentationContextProvider.map(PresentationContextProviderBox.init)
+        self.sessionId = sessionId
+    }
+}

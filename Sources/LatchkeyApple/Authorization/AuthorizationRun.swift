@@ -1,0 +1,127 @@
+import Foundation
+import Latchkey
+#if canImport(AuthenticationServices)
+import AuthenticationServices
+#else
+import AppleFrameworkStandIns
+#endif
+
+/// What the system sheet returned, copied out of Apple's (non-`Sendable`) objects in the delegate callback.
+enum SystemCredential: Sendable {
+    case password(user: String, password: String)
+    case appleID(identityToken: String, givenName: String?, familyName: String?)
+    case passkeyAssertion(AssertionCredential)
+    case passkeyRegistration(RegistrationCredential)
+}
+
+/// One `ASAuthorizationController` run, from `performRequests` to exactly one result.
+///
+/// The run is the controller's delegate and presentation context provider and keeps the controller alive until it
+/// answers (the controller holds both weakly, and an unreferenced controller never calls back). Exactly-once holds
+/// whatever the system does: a delegate called twice, the calling task cancelled (the controller is cancelled and its
+/// late `.canceled` ignored), or the sheet's window already closed.
+@MainActor
+final class AuthorizationRun: NSObject, ASAuthorizationControllerDelegate, ASAuthorizationControllerPresentationContextProviding {
+    private let oneShot = OneShot<SystemCredential>()
+    private let anchor: PresentationAnchorBox?
+    private var controller: ASAuthorizationController?
+
+    private init(anchor: PresentationAnchorBox?) { self.anchor = anchor }
+
+    /// Runs `requests` (built on the main actor) and returns the credential, or throws the system's
+    /// `ASAuthorizationError`, a `LatchkeyError` for an answer that cannot be used, or `CancellationError`.
+    nonisolated static func perform(preferImmediatelyAvailableCredentials: Bool, anchor: PresentationAnchorBox?,
+                                    requests: @escaping @MainActor @Sendable () -> [ASAuthorizationRequest]) async throws -> SystemCredential {
+        let run = await AuthorizationRun(anchor: anchor)
+        let oneShot = run.oneShot
+        return try await withTaskCancellationHandler {
+            try await oneShot.wait {
+                Task { @MainActor in run.start(requests(), preferImmediatelyAvailableCredentials: preferImmediatelyAvailableCredentials) }
+            }
+        } onCancel: {
+            oneShot.resume(.failure(CancellationError()))
+            Task { @MainActor in run.cancel() }
+        }
+    }
+
+    private func start(_ requests: [ASAuthorizationRequest], preferImmediatelyAvailableCredentials: Bool) {
+        guard !oneShot.isDone else { return }
+        let controller = ASAuthorizationController(authorizationRequests: requests)
+        controller.delegate = self
+        controller.presentationContextProvider = self
+        self.controller = controller
+        if preferImmediatelyAvailableCredentials {
+            controller.performRequests(options: .preferImmediatelyAvailableCredentials)
+        } else {
+            controller.performRequests()
+        }
+    }
+
+    private func cancel() {
+        controller?.cancel()
+        controller = nil
+    }
+
+    /// Called from the delegate methods, on whatever thread the system uses: the one-shot is thread-safe, and the
+    /// controller is let go on the main actor after the delegate call has returned.
+    nonisolated private func finish(_ result: Result<SystemCredential, any Error>) {
+        oneShot.resume(result)
+        Task { @MainActor in self.controller = nil }
+    }
+
+    // MARK: ASAuthorizationControllerDelegate
+    // nonisolated, so they satisfy the protocol whether or not an SDK marks it @MainActor; the values are copied out
+    // here and handed over through the one-shot continuation.
+
+    nonisolated func authorizationController(controller: ASAuthorizationController, didCompleteWithAuthorization authorization: ASAuthorization) {
+        let result = Result { try Self.copy(authorization.credential) }
+        finish(result)
+    }
+
+    nonisolated func authorizationController(controller: ASAuthorizationController, didCompleteWithError error: any Error) {
+        let sendable: any Error = (error as? ASAuthorizationError).map { $0 as any Error }
+            ?? LatchkeyError(.unknownError, "the credential sheet failed: \(error.localizedDescription)")
+        finish(.failure(sendable))
+    }
+
+    // MARK: ASAuthorizationControllerPresentationContextProviding
+
+    func presentationAnchor(for controller: ASAuthorizationController) -> ASPresentationAnchor {
+        // A closed window leaves the system to choose; a fresh anchor is what Apple's samples fall back to.
+        anchor?.anchor ?? ASPresentationAnchor()
+    }
+
+    // MARK: Copying credentials
+
+    nonisolated static func copy(_ credential: any ASAuthorizationCredential) throws -> SystemCredential {
+        switch credential {
+        case let password as ASPasswordCredential:
+            return .password(user: password.user, password: password.password)
+        case let apple as ASAuthorizationAppleIDCredential:
+            guard let data = apple.identityToken, let token = String(data: data, encoding: .utf8), !token.isEmpty else {
+                throw LatchkeyError(.authenticationFailed, "Sign in with Apple returned no identity token")
+            }
+            return .appleID(identityToken: token, givenName: apple.fullName?.givenName, familyName: apple.fullName?.familyName)
+        case let assertion as ASAuthorizationPlatformPublicKeyCredentialAssertion:
+            guard let authenticatorData = assertion.rawAuthenticatorData, let signature = assertion.signature else {
+                throw LatchkeyError(.passkeyFailed, "the passkey assertion has no authenticator data or signature")
+            }
+            return .passkeyAssertion(AssertionCredential(
+                rawId: assertion.credentialID, clientDataJSON: assertion.rawClientDataJSON, authenticatorData: authenticatorData,
+                signature: signature, userHandle: assertion.userID, authenticatorAttachment: attachment(assertion.attachment)))
+        case let registration as ASAuthorizationPlatformPublicKeyCredentialRegistration:
+            guard let attestationObject = registration.rawAttestationObject else {
+                throw LatchkeyError(.passkeyFailed, "the new passkey has no attestation object")
+            }
+            return .passkeyRegistration(RegistrationCredential(
+                rawId: registration.credentialID, clientDataJSON: registration.rawClientDataJSON, attestationObject: attestationObject,
+                transports: ["internal", "hybrid"], authenticatorAttachment: attachment(registration.attachment)))
+        default:
+            throw LatchkeyError(.unknownError, "the credential sheet returned a credential Latchkey did not ask for (\(type(of: credential)))")
+        }
+    }
+
+    nonisolated private static func attachment(_ attachment: ASAuthorizationPublicKeyCredentialAttachment) -> String {
+        attachment == .platform ? "platform" : "cross-platform"
+    }
+}

@@ -1,0 +1,31 @@
+import Foundation
+import Latchkey
+import Logging
+
+extension LatchkeyClient {
+    /// A client wired to the Apple platform: `webviewLogin` in an `ASWebAuthenticationSession`, native sign-in
+    /// through the system credential sheet, passkeys on the platform authenticator, and the Keychain as the storage
+    /// `initialize(config:storage:)` uses when it is given none.
+    /// - Parameters:
+    ///   - prefersEphemeralWebBrowserSession: private browser sessions for `webviewLogin` (no shared cookies).
+    ///   - keychainAccessibility: when stored sessions can be read.
+    ///   - keychainAccessGroup: a keychain access group shared with the app's extensions.
+    public convenience init(http: any HTTPClient = URLSessionHTTPClient(), prefersEphemeralWebBrowserSession: Bool = false,
+                            keychainAccessibility: KeychainStorageAdapter.Accessibility = .afterFirstUnlockThisDeviceOnly,
+                            keychainAccessGroup: String? = nil, logger: Logger = Logger(label: "latchkey")) {
+        self.init(http: http, userAgent: WebAuthenticationSessionUserAgent(prefersEphemeralWebBrowserSession: prefersEphemeralWebBrowserSession),
+                  logger: logger, defaultStorage: { config in
+                      KeychainStorageAdapter(config: config, accessibility: keychainAccessibility, accessGroup: keychainAccessGroup)
+                  })
+        credentialProvider = AuthorizationControllerCredentialProvider()
+        passkeyAuthenticator = PlatformPasskeyAuthenticator()
+    }
+
+    #if canImport(AuthenticationServices)
+    /// Seed code's `ThunderIDClient()` / `LatchkeyClient()` in an app that imports LatchkeyApple: the Apple client
+    /// above with its defaults (Swift prefers this initializer, which needs no default arguments, over the core one).
+    public convenience init() {
+        self.init(http: URLSessionHTTPClient(), prefersEphemeralWebBrowserSession: false)
+    }
+    #endif
+}
