@@ -82,6 +82,7 @@ open class ASAuthorizationController: NSObject {
         inProgress = Task { @MainActor [weak self, device] in
             let outcome = await behaviour.respond(sheet)
             guard let self, !Task.isCancelled else { return }
+            if case .neverCompletes = outcome { return }  // still in progress: only cancel() ends it
             self.inProgress = nil
             switch outcome {
             case .neverCompletes:

@@ -14,7 +14,7 @@ import AppleFrameworkStandIns
 /// `display: .IfImmediatelyAvailableCredentials` uses `performRequests(options: .preferImmediatelyAvailableCredentials)`:
 /// with nothing on the device the call ends in `.canceled` (`AuthCanceled`) and nothing is shown. With `.Always` a
 /// closed sheet is `.canceled` too (the system does not say whether anything was available). Other system failures are
-/// technical errors that carry `ASAuthorizationError`'s code. A cancelled calling task cancels the sheet and throws
+/// technical errors that carry `ASAuthorizationError`'s code (`.passkeyFailed` when only passkeys were offered). A cancelled calling task cancels the sheet and throws
 /// `CancellationError`.
 public struct AuthorizationControllerCredentialProvider: CredentialProvider {
     /// A provider.
@@ -50,7 +50,7 @@ public struct AuthorizationControllerCredentialProvider: CredentialProvider {
                 }
             }
         } catch {
-            throw AuthorizationErrors.map(error, ceremony: .signIn, immediateOnly: immediateOnly, rpId: rpId)
+            throw AuthorizationErrors.map(error, ceremony: .signIn, immediateOnly: immediateOnly, rpId: rpId, passkeyOnly: types == [.Passkey])
         }
         switch credential {
         case .password(let user, let password): return .password(username: user, password: password)

@@ -66,7 +66,8 @@ enum AuthorizationErrors {
     /// What the ceremony was, for the message and the codes.
     enum Ceremony { case signIn, passkeyAssertion, passkeyRegistration }
 
-    static func map(_ error: any Error, ceremony: Ceremony, immediateOnly: Bool, rpId: String?) -> any Error {
+    /// - Parameter passkeyOnly: a sign-in that offered nothing but passkeys reports failures as passkey failures.
+    static func map(_ error: any Error, ceremony: Ceremony, immediateOnly: Bool, rpId: String?, passkeyOnly: Bool = false) -> any Error {
         guard let error = error as? ASAuthorizationError else { return error }  // LatchkeyError, CancellationError
         let passkey = ceremony != .signIn
         switch error.code {
@@ -79,7 +80,7 @@ enum AuthorizationErrors {
         default:
             // `.failed` is what a relying party outside the app's associated domains gets.
             let hint = rpId.map { " (check that the app's associated domains include webcredentials:\($0))" } ?? ""
-            return LatchkeyError(passkey ? .passkeyFailed : .unknownError,
+            return LatchkeyError(passkey || passkeyOnly ? .passkeyFailed : .unknownError,
                                  "the system credential sheet failed: ASAuthorizationError \(error.code.rawValue)\(hint)", underlying: error)
         }
     }

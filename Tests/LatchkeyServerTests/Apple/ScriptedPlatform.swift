@@ -1,0 +1,92 @@
+import AppleFrameworkStandIns
+import Foundation
+import Latchkey
+import LatchkeyApple
+@testable import LatchkeyServer
+
+/// The simulated user and credential store behind the authorization-controller stand-in: what iOS would do with
+/// iCloud Keychain holding `passkeys`, a saved `password` and an Apple ID. Like the real system it builds
+/// `clientDataJSON` itself with the origin `https://<RP ID>`. It answers with the first request (in the app's order)
+/// it holds a credential for; with none it behaves as Apple does (`.canceled`, with or without UI).
+enum ScriptedPlatform {
+    static func behaviour(passkeys: SoftwareAuthenticator? = nil, password: (user: String, password: String)? = nil,
+                          appleIDToken: (@Sendable (_ nonce: String) throws -> String)? = nil,
+                          appleName: PersonNameComponents? = nil) -> AuthorizationBehaviour {
+        AuthorizationBehaviour { sheet in
+            for request in sheet.requests {
+                do {
+                    if let assertion = request as? ASAuthorizationPlatformPublicKeyCredentialAssertionRequest, let passkeys {
+                        let options = PublicKeyCredentialRequestOptions(
+                            challenge: assertion.challenge, rpId: assertion.relyingPartyIdentifier,
+                            allowCredentials: assertion.allowedCredentials.map { PublicKeyCredentialDescriptor(id: $0.credentialID) },
+                            userVerification: assertion.userVerificationPreference.rawValue)
+                        guard await passkeys.hasCredential(rpId: assertion.relyingPartyIdentifier, allowCredentials: options.allowCredentials) else { continue }
+                        let signed = try await passkeys.getAssertion(for: options, origin: "https://" + assertion.relyingPartyIdentifier)
+                        let credential = ASAuthorizationPlatformPublicKeyCredentialAssertion(
+                            rawAuthenticatorData: signed.authenticatorData, userID: signed.userHandle, signature: signed.signature,
+                            rawClientDataJSON: signed.clientDataJSON, credentialID: signed.rawId)
+                        return .authorized(ASAuthorization(provider: assertion.provider, credential: credential), showingUI: true)
+                    }
+                    if let registration = request as? ASAuthorizationPlatformPublicKeyCredentialRegistrationRequest, let passkeys {
+                        let options = PublicKeyCredentialCreationOptions(
+                            rp: PublicKeyCredentialRpEntity(id: registration.relyingPartyIdentifier, name: registration.relyingPartyIdentifier),
+                            user: PublicKeyCredentialUserEntity(id: registration.userID, name: registration.name,
+                                                                displayName: registration.displayName ?? registration.name),
+                            challenge: registration.challenge,
+                            excludeCredentials: registration.excludedCredentials.map { PublicKeyCredentialDescriptor(id: $0.credentialID) })
+                        let created = try await passkeys.createCredential(for: options, origin: "https://" + registration.relyingPartyIdentifier)
+                        let credential = ASAuthorizationPlatformPublicKeyCredentialRegistration(
+                            rawAttestationObject: created.attestationObject, rawClientDataJSON: created.clientDataJSON, credentialID: created.rawId)
+                        return .authorized(ASAuthorization(provider: registration.provider, credential: credential), showingUI: true)
+                    }
+                    if request is ASAuthorizationPasswordRequest, let password {
+                        return .authorized(ASAuthorization(provider: request.provider, credential: ASPasswordCredential(user: password.user, password: password.password)),
+                                           showingUI: true)
+                    }
+                    if let apple = request as? ASAuthorizationAppleIDRequest, let appleIDToken, let nonce = apple.nonce {
+                        let credential = ASAuthorizationAppleIDCredential(user: "apple-user", authorizedScopes: apple.requestedScopes ?? [],
+                                                                          identityToken: Data(try appleIDToken(nonce).utf8), fullName: appleName)
+                        return .authorized(ASAuthorization(provider: apple.provider, credential: credential), showingUI: true)
+                    }
+                } catch {
+                    return .failed(.failed, showingUI: true)
+                }
+            }
+            return .failed(.canceled, showingUI: !sheet.options.contains(.preferImmediatelyAvailableCredentials))
+        }
+    }
+}
+
+/// A view controller's stand-in: the window sheets attach to, and the seeds' `presentationContextProvider: self`.
+@MainActor
+final class ScreenStandIn: NSObject, ASWebAuthenticationPresentationContextProviding {
+    let window = ASPresentationAnchor()
+    private(set) var anchorRequests = 0
+
+    func presentationAnchor(for session: ASWebAuthenticationSession) -> ASPresentationAnchor {
+        anchorRequests += 1
+        return window
+    }
+}
+
+extension TestServer {
+    /// The demo application as an iOS app uses it: its passkeys are made by the system for RP ID `localhost`, whose
+    /// origin is `https://localhost`; Sign in with Apple for `bundleId`.
+    static func startForApple(bundleId: String = "io.latchkey.demo", apple: AppleStandIn? = nil) async throws -> TestServer {
+        try await startForNativeLogin(bundleId: bundleId, apple: apple) { configuration in
+            configuration.webAuthn.rpId = "localhost"
+            configuration.clients = configuration.clients.map { client in
+                var client = client
+                if client.clientId == "latchkey-demo" { client.passkeyOrigins.append("https://localhost") }
+                return client
+            }
+        }
+    }
+
+    /// The SDK configuration of an iOS app: the custom-scheme callback, and the system's passkey origin.
+    func appleConfig() -> LatchkeyConfig {
+        var config = sdkConfig(redirect: "io.latchkey.demo:/callback")
+        config.originWebAuthn = "https://localhost"
+        return config
+    }
+}

@@ -1,0 +1,210 @@
+import AppleFrameworkStandIns
+import Foundation
+import Latchkey
+import LatchkeyApple
+import Testing
+
+/// Seeds 000/001 `webviewLogin` and seed 003's URL + callback pair through `ASWebAuthenticationSession`'s stand-in,
+/// against the real server: the scripted user signs in on the hosted page.
+@Suite("LatchkeyApple: webviewLogin through ASWebAuthenticationSession")
+struct WebAuthenticationSessionTests {
+    let device = StandInDevice()
+
+    func onDevice<T: Sendable>(_ body: () async throws -> T) async rethrows -> T {
+        try await StandInSystem.$device.withValue(device) { try await body() }
+    }
+
+    /// The Apple client, on this test's device, with an in-memory store unless one is given.
+    func appleClient(_ server: TestServer, ephemeral: Bool = false, storage: (any StorageAdapter)? = InMemoryStorageAdapter()) async throws -> LatchkeyClient {
+        let client = LatchkeyClient(http: URLSessionHTTPClient(), prefersEphemeralWebBrowserSession: ephemeral)
+        try await client.initialize(config: server.appleConfig(), storage: storage)
+        return client
+    }
+
+    @Test("success: the page is shown from the app's anchor, the custom-scheme callback ends it, state/iss/ID token are checked")
+    func success() async throws {
+        let server = try await TestServer.startForApple()
+        defer { Task { await server.stop() } }
+        try await onDevice {
+            device.webAuthentication = .navigates { request in try await server.browse(request.url) }
+            let client = try await appleClient(server, ephemeral: true)
+            let screen = await ScreenStandIn()
+            let token = try await client.webviewLogin(WebviewLoginRequest(state: "my-state", nonce: "my-nonce", scope: ["openid", "email"],
+                                                                          presentationContextProvider: screen))
+            #expect(token.user?.email == "demo@example.com")
+            #expect(try await client.isSignedIn())
+            #expect(await screen.anchorRequests == 1)
+            guard case .webAuthenticationStarted(let shown)? = device.log.events.first else { Issue.record("no session"); return }
+            #expect(shown.callback == .customScheme("io.latchkey.demo"))
+            #expect(shown.prefersEphemeralWebBrowserSession)
+            let query = URLComponents(url: shown.url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+            #expect(query.contains(URLQueryItem(name: "state", value: "my-state")) && query.contains(URLQueryItem(name: "code_challenge_method", value: "S256")))
+        }
+    }
+
+    @Test("the user cancels: .canceled (AuthCanceled); the client is usable afterwards")
+    func userCancels() async throws {
+        let server = try await TestServer.startForApple()
+        defer { Task { await server.stop() } }
+        try await onDevice {
+            device.webAuthentication = .userCancels
+            let client = try await appleClient(server)
+            let screen = await ScreenStandIn()
+            await #expect { try await client.webviewLogin(WebviewLoginRequest(presentationContextProvider: screen)) } throws: {
+                guard let e = $0 as? LatchkeyError else { return false }
+                return e.code == .canceled && e.category == .authCanceled
+            }
+            #expect(!client.isLoading())
+            device.webAuthentication = .navigates { request in try await server.browse(request.url) }
+            #expect(try await client.webviewLogin(WebviewLoginRequest(presentationContextProvider: screen)).user?.email == "demo@example.com")
+        }
+    }
+
+    @Test("a callback with another state is refused and stores nothing")
+    func wrongState() async throws {
+        let server = try await TestServer.startForApple()
+        defer { Task { await server.stop() } }
+        try await onDevice {
+            device.webAuthentication = .navigates { request in
+                let callback = try await server.browse(request.url)
+                var components = try #require(URLComponents(url: callback, resolvingAgainstBaseURL: false))
+                components.queryItems = components.queryItems?.map { $0.name == "state" ? URLQueryItem(name: "state", value: "forged") : $0 }
+                return try #require(components.url)
+            }
+            let client = try await appleClient(server)
+            let screen = await ScreenStandIn()
+            await #expect { try await client.webviewLogin(WebviewLoginRequest(presentationContextProvider: screen)) } throws: { $0 is LatchkeyError }
+            #expect(try await client.isSignedIn() == false)
+        }
+    }
+
+    @Test("an https callback (associated domain) uses Callback.https(host:path:)")
+    func httpsCallback() async throws {
+        let server = try await TestServer.startForApple()
+        defer { Task { await server.stop() } }
+        try await onDevice {
+            let seen = LockedBox<WebAuthenticationRequest?>(nil)
+            device.webAuthentication = WebAuthenticationBehaviour { request in
+                seen.set(request)
+                return .navigated(URL(string: "https://app.example/auth/callback?code=x&state=y")!)
+            }
+            var config = server.appleConfig()
+            config.afterSignInUrl = "https://app.example/auth/callback"
+            let client = LatchkeyClient(http: URLSessionHTTPClient(), prefersEphemeralWebBrowserSession: false)
+            try await client.initialize(config: config, storage: InMemoryStorageAdapter())
+            let screen = await ScreenStandIn()
+            // The demo app does not register this redirect URI, so the server refuses it; what matters here is that the
+            // session waited for exactly that host and path and returned the URL to the SDK, which checked its state.
+            await #expect { try await client.webviewLogin(WebviewLoginRequest(presentationContextProvider: screen)) } throws: { $0 is LatchkeyError }
+            #expect(seen.value?.callback == .https(host: "app.example", path: "/auth/callback"))
+        }
+    }
+
+    @Test("a second sign-in while a page is showing is refused at once; the first one goes on")
+    func secondConcurrentSignIn() async throws {
+        let server = try await TestServer.startForApple()
+        defer { Task { await server.stop() } }
+        try await onDevice {
+            let release = AsyncStream<Void>.makeStream()
+            device.webAuthentication = .navigates { request in
+                for await _ in release.stream { break }
+                return try await server.browse(request.url)
+            }
+            let client = try await appleClient(server)
+            let screen = await ScreenStandIn()
+            let first = Task { try await client.webviewLogin(WebviewLoginRequest(presentationContextProvider: screen)) }
+            while !device.log.events.contains(where: { if case .webAuthenticationStarted = $0 { true } else { false } }) {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            await #expect { try await client.webviewLogin(WebviewLoginRequest(presentationContextProvider: screen)) } throws: {
+                ($0 as? LatchkeyError)?.code == .invalidInput
+            }
+            release.continuation.yield()
+            #expect(try await first.value.user?.email == "demo@example.com")
+        }
+    }
+
+    @Test("start() returning false is a technical error, not a hang; no presentation context is a configuration error")
+    func cannotStart() async throws {
+        let server = try await TestServer.startForApple()
+        defer { Task { await server.stop() } }
+        try await onDevice {
+            device.webAuthentication = .cannotStart
+            let client = try await appleClient(server)
+            let screen = await ScreenStandIn()
+            await #expect { try await client.webviewLogin(WebviewLoginRequest(presentationContextProvider: screen)) } throws: {
+                guard let e = $0 as? LatchkeyError else { return false }
+                return e.code == .unknownError && e.category == .technicalError && e.message.contains("did not start")
+            }
+            await #expect { try await client.webviewLogin(WebviewLoginRequest()) } throws: { ($0 as? LatchkeyError)?.code == .invalidConfiguration }
+            #expect(!client.isLoading())
+        }
+    }
+
+    @Test("cancelling the calling task closes the page and ends the call")
+    func taskCancellation() async throws {
+        let server = try await TestServer.startForApple()
+        defer { Task { await server.stop() } }
+        try await onDevice {
+            device.webAuthentication = .staysOpen
+            let client = try await appleClient(server)
+            let screen = await ScreenStandIn()
+            let call = Task { try await client.webviewLogin(WebviewLoginRequest(presentationContextProvider: screen)) }
+            while device.log.events.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+            call.cancel()
+            await #expect(throws: (any Error).self) { try await call.value }
+            try await Task.sleep(for: .milliseconds(50))
+            #expect(device.log.events.contains(.webAuthenticationCanceledByApp))
+        }
+    }
+
+    @Test("seed 003 pair in one call: signInWithBrowser builds the URL, shows it and handles the callback")
+    func signInWithBrowser() async throws {
+        let server = try await TestServer.startForApple()
+        defer { Task { await server.stop() } }
+        try await onDevice {
+            device.webAuthentication = .navigates { request in try await server.browse(request.url) }
+            let client = try await appleClient(server)
+            let screen = await ScreenStandIn()
+            let user = try await client.signInWithBrowser(options: SignInOptions(loginHint: "demo@example.com"), sessionId: "work",
+                                                          presentationContextProvider: screen)
+            #expect(user.email == "demo@example.com")
+            #expect(try await client.isSignedIn(sessionId: "work"))
+            #expect(try await client.isSignedIn() == false)
+        }
+    }
+
+    @Test("the Apple client keeps sessions in the Keychain: getAccessToken, a cold start, a locked device (kept, retryable), refresh while locked")
+    func keychainByDefault() async throws {
+        let server = try await TestServer.startForApple()
+        defer { Task { await server.stop() } }
+        try await onDevice {
+            device.webAuthentication = .navigates { request in try await server.browse(request.url) }
+            let client = try await appleClient(server, storage: nil)
+            let screen = await ScreenStandIn()
+            _ = try await client.webviewLogin(WebviewLoginRequest(presentationContextProvider: screen))
+            #expect(device.keychain.items.count == 1)
+            #expect(device.keychain.items.first?.service == KeychainStorageAdapter.service(for: server.appleConfig()))
+            let token = try await client.getAccessToken()
+            #expect(try await server.userinfo(token).status == 200)
+
+            // Cold start before the first unlock (a prewarmed app): a retryable error, and the session is still there.
+            device.keychain.lockState = .beforeFirstUnlock
+            let prewarmed = try await appleClient(server, storage: nil)
+            await #expect { try await prewarmed.isSignedIn() } throws: { ($0 as? LatchkeyError)?.code == .storageUnavailable }
+            #expect(device.keychain.items.count == 1)
+            device.keychain.lockState = .unlocked
+            #expect(try await prewarmed.isSignedIn())
+            #expect(try await prewarmed.getAccessToken() == token)
+        }
+    }
+}
+
+/// A value shared with a `@Sendable` closure.
+final class LockedBox<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value { lock.withLock { stored } }
+    func set(_ value: Value) { lock.withLock { stored = value } }
+}
