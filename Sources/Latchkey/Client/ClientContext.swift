@@ -9,7 +9,7 @@ final class ClientContext: Sendable {
     private let cachedMetadata = Locked<ProviderMetadata?>(nil)
     let tokens: TokenManager
 
-    init(config: LatchkeyConfig, http: any HTTPClient, storage: any StorageAdapter) {
+    init(config: LatchkeyConfig, http: any HTTPClient, storage: any StorageAdapter, changes: AuthStateBroadcaster? = nil) {
         self.config = config
         // Every request of this context goes through one client, so the user's languages reach every endpoint.
         let http: any HTTPClient = LanguagePreferences.acceptLanguage(config.languageTags)
@@ -19,7 +19,7 @@ final class ClientContext: Sendable {
         self.discovery = DiscoveryCache(issuer: config.issuer, http: http)
         // The token manager calls back into this context to refresh; a weak link avoids a retain cycle.
         let owner = WeakContext()
-        self.tokens = TokenManager(storage: storage) { current in
+        self.tokens = TokenManager(storage: storage, changes: changes) { current in
             guard let context = owner.get() else { throw LatchkeyError(.sdkNotInitialized, "the client was re-initialized") }
             return try await context.refresh(current)
         }

@@ -42,6 +42,8 @@ public final class LatchkeyClient: Sendable {
     private let http: any HTTPClient
     private let userAgent: any AuthorizationUserAgent
     private let defaultStorage: (@Sendable (LatchkeyConfig) throws -> any StorageAdapter)?
+    /// Where session changes are published (`authStateChanges`).
+    let authState = AuthStateBroadcaster()
     let logger: Logger
 
     /// - Parameters:
@@ -67,7 +69,7 @@ public final class LatchkeyClient: Sendable {
     public func initialize(config: LatchkeyConfig, storage: (any StorageAdapter)? = nil) async throws -> Bool {
         try config.validate()
         let resolved = try storage ?? defaultStorage?(config) ?? InMemoryStorageAdapter()
-        let context = ClientContext(config: config, http: http, storage: resolved)
+        let context = ClientContext(config: config, http: http, storage: resolved, changes: authState)
         try state.withLock { s in
             guard s.context == nil else { throw LatchkeyError(.alreadyInitialized, "initialize(config:storage:) was already called") }
             s.context = context
@@ -84,7 +86,7 @@ public final class LatchkeyClient: Sendable {
         if let baseUrl { config.baseUrl = baseUrl }
         if let clientId { config.clientId = clientId }
         try config.validate()
-        let context = ClientContext(config: config, http: http, storage: current.storage)
+        let context = ClientContext(config: config, http: http, storage: current.storage, changes: authState)
         state.withLock { s in
             s.context = context
             s.pending = [:]
@@ -290,6 +292,17 @@ public final class LatchkeyClient: Sendable {
     }
 
     // MARK: Session and tokens (seed 003)
+
+    /// Every change of the session `sessionId` (nil: the default session) from now on, starting with its current state
+    /// (`.initialSession`, read from storage), then `.signedIn`, `.tokenRefreshed`, `.userUpdated`, `.signedOut` and
+    /// `.sessionExpired` as they happen through this client. Each call returns an independent stream; it ends when
+    /// the consuming task is cancelled. An uninitialized client, or storage that cannot be read (a locked device),
+    /// reports the initial session as signed out.
+    public func authStateChanges(sessionId: String? = nil) -> AsyncStream<AuthStateChange> {
+        authState.stream(sessionId: sessionId) { [weak self] in
+            (try? await self?.isSignedIn(sessionId: sessionId)) ?? false
+        }
+    }
 
     /// A valid access token, refreshed first if it is about to expire. Concurrent callers share one refresh.
     public func getAccessToken(sessionId: String? = nil) async throws -> String {

@@ -36,6 +36,13 @@ extension LatchkeyClient {
     ///   detail is in `message`), `.userAlreadyExists` (a unique value such as the email is taken),
     ///   `.authenticationFailed` (403: not allowed, e.g. no admin scope), `.sessionExpired` (401), `.serverError` (5xx).
     public func updateUserProfile(payload: [String: JSONValue], userId: String? = nil, sessionId: String? = nil) async throws -> User {
+        let user = try await performProfileUpdate(payload: payload, userId: userId, sessionId: sessionId)
+        // Another account's update (an administrator's `userId`) does not change this session's user.
+        if userId == nil { authState.publish(AuthStateChange(event: .userUpdated, sessionId: sessionId, isSignedIn: true)) }
+        return user
+    }
+
+    private func performProfileUpdate(payload: [String: JSONValue], userId: String?, sessionId: String?) async throws -> User {
         guard !payload.isEmpty else { throw LatchkeyError(.invalidInput, "the payload is empty: nothing to update") }
         let context = try context()
         let endpoint = try ProfileEndpoint.resolve(nil, dialect: context.config.dialect)

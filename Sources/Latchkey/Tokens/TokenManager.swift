@@ -21,9 +21,13 @@ actor TokenManager {
     /// Refresh this long before expiry, so a token is never sent in its last seconds.
     private let skew: TimeInterval
 
-    init(storage: any StorageAdapter, skew: TimeInterval = 30, refresher: @escaping Refresher) {
+    /// Told of every sign-in, sign-out, refresh and expiry (the client's `authStateChanges`).
+    private let changes: AuthStateBroadcaster?
+
+    init(storage: any StorageAdapter, skew: TimeInterval = 30, changes: AuthStateBroadcaster? = nil, refresher: @escaping Refresher) {
         self.storage = storage
         self.skew = skew
+        self.changes = changes
         self.refresher = refresher
     }
 
@@ -47,13 +51,16 @@ actor TokenManager {
     func replace(_ tokens: TokenSet, sessionId: String?) async throws {
         let key = Self.key(sessionId)
         startNewGeneration(key, tokens: tokens)
+        changes?.publish(AuthStateChange(event: .signedIn, sessionId: sessionId, isSignedIn: true))
         try await storage.set(key, try JSONEncoder().encode(tokens))
     }
 
     /// Sign-out: forgets the tokens and invalidates any refresh still in flight.
-    func clear(_ sessionId: String?) async throws {
+    func clear(_ sessionId: String?, because event: AuthStateChange.Event = .signedOut) async throws {
         let key = Self.key(sessionId)
+        let hadTokens = slots[key]?.tokens != nil || slots[key]?.loaded != true
         startNewGeneration(key, tokens: nil)
+        if hadTokens { changes?.publish(AuthStateChange(event: event, sessionId: sessionId, isSignedIn: false)) }
         try await storage.remove(key)
     }
 
@@ -112,6 +119,7 @@ actor TokenManager {
             if started {
                 slots[key]?.refresh = nil
                 slots[key]?.tokens = fresh
+                changes?.publish(AuthStateChange(event: .tokenRefreshed, sessionId: sessionId, isSignedIn: true))
                 // Shared storage was written under its lock already; writing again outside it could put back a set
                 // that another process has rotated since.
                 if !(storage is any SharedStorageAdapter) {
@@ -123,7 +131,7 @@ actor TokenManager {
             return fresh
         } catch let error as LatchkeyError where error.code == .invalidGrant {
             if started, slots[key]?.generation == generation {
-                try await clear(sessionId)  // definitive: the grant is gone
+                try await clear(sessionId, because: .sessionExpired)  // definitive: the grant is gone
             }
             throw LatchkeyError(.sessionExpired, "the session has ended; sign in again (\(error.message))", statusCode: error.statusCode,
                                 serverCode: error.serverCode, underlying: error)
