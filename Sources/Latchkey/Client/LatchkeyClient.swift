@@ -412,3 +412,6 @@ final class Locked<Value>: @unchecked Sendable {
         return try body(&value)
     }
 }
+
+/// ThunderID's name for the client (seed 003: `let client = ThunderIDClient()`).
+public typealias ThunderIDClient = LatchkeyClient

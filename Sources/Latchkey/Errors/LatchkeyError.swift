@@ -132,9 +132,6 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
     }
 }
 
-/// ThunderID's name for the client (seed 003: `let client = ThunderIDClient()`).
-public typealias ThunderIDClient = LatchkeyClient
-
 /// ThunderID's name for the error type (seed 003: `catch let error as IAMError`).
 public typealias IAMError = LatchkeyError
 
