@@ -5,9 +5,10 @@ import Foundation
 public let ASAuthorizationErrorDomain = "com.apple.AuthenticationServices.AuthorizationError"
 
 /// Stand-in for the Swift import of `ASAuthorizationError` (`ASAuthorizationErrorCode` in Objective-C).
-public struct ASAuthorizationError: CustomNSError, Hashable, Sendable {
+public struct ASAuthorizationError: StandInCodedError {
     /// The codes and raw values of `ASAuthorizationErrorCode`.
-    public enum Code: Int, Sendable, Hashable {
+    public enum Code: Int, Sendable, Hashable, StandInErrorCode {
+        public typealias ErrorType = ASAuthorizationError
         case unknown = 1000
         /// The user canceled; also the answer to `preferImmediatelyAvailableCredentials` when nothing is available.
         case canceled = 1001
@@ -35,9 +36,24 @@ public struct ASAuthorizationError: CustomNSError, Hashable, Sendable {
     public static let notInteractive = Code.notInteractive
     public static let matchedExcludedCredential = Code.matchedExcludedCredential
     public static var errorDomain: String { ASAuthorizationErrorDomain }
-    public var errorCode: Int { code.rawValue }
-
 }
-/// `catch ASAuthorizationError.someCode` matching, as Foundation provides for Apple's imported error codes.
-public func ~= (code: ASAuthorizationError.Code, error: any Error) -> Bool { (error as? ASAuthorizationError)?.code == code }
+
+/// What the Swift import of an `NS_ERROR_ENUM` gives both stand-in error types: an error struct around an `Int` code.
+public protocol StandInCodedError: CustomNSError, Hashable, Sendable {
+    associatedtype Code: StandInErrorCode where Code.ErrorType == Self
+    /// The error's code.
+    var code: Code { get }
+}
+
+extension StandInCodedError {
+    public var errorCode: Int { code.rawValue }
+}
+
+/// The code of a `StandInCodedError`, knowing its error type (Foundation's `_ErrorCodeProtocol`).
+public protocol StandInErrorCode: RawRepresentable, Hashable, Sendable where RawValue == Int {
+    associatedtype ErrorType: StandInCodedError where ErrorType.Code == Self
+}
+
+/// `catch ASAuthorizationError.canceled` matching, as Foundation provides for Apple's imported error codes.
+public func ~= <Code: StandInErrorCode>(code: Code, error: any Error) -> Bool { (error as? Code.ErrorType)?.code == code }
 #endif

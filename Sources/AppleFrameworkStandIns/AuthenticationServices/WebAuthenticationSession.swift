@@ -12,9 +12,10 @@ public protocol ASWebAuthenticationPresentationContextProviding: NSObjectProtoco
 public let ASWebAuthenticationSessionErrorDomain = "com.apple.AuthenticationServices.WebAuthenticationSession"
 
 /// Stand-in for the Swift import of `ASWebAuthenticationSessionErrorCode`.
-public struct ASWebAuthenticationSessionError: CustomNSError, Hashable, Sendable {
+public struct ASWebAuthenticationSessionError: StandInCodedError {
     /// `ASWebAuthenticationSessionErrorCode`.
-    public enum Code: Int, Sendable, Hashable {
+    public enum Code: Int, Sendable, Hashable, StandInErrorCode {
+        public typealias ErrorType = ASWebAuthenticationSessionError
         /// The user canceled (closed the browser sheet or declined the "wants to use … to sign in" alert).
         case canceledLogin = 1
         /// No presentation context provider was set before `start()`.
@@ -32,9 +33,8 @@ public struct ASWebAuthenticationSessionError: CustomNSError, Hashable, Sendable
     public static let presentationContextNotProvided = Code.presentationContextNotProvided
     public static let presentationContextInvalid = Code.presentationContextInvalid
     public static var errorDomain: String { ASWebAuthenticationSessionErrorDomain }
-    public var errorCode: Int { code.rawValue }
-
 }
+
 
 /// Stand-in for `ASWebAuthenticationSession`: shows a web page in a browser sheet and calls the completion handler once
 /// when the page navigates to the callback (custom scheme, or an https host and path since iOS 17.4), or when the user
@@ -164,6 +164,4 @@ open class ASWebAuthenticationSession: NSObject {
         handler(url, error)
     }
 }
-/// `catch ASWebAuthenticationSessionError.someCode` matching, as Foundation provides for Apple's imported error codes.
-public func ~= (code: ASWebAuthenticationSessionError.Code, error: any Error) -> Bool { (error as? ASWebAuthenticationSessionError)?.code == code }
 #endif

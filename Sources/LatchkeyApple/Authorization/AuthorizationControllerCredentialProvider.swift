@@ -20,37 +20,42 @@ public struct AuthorizationControllerCredentialProvider: CredentialProvider {
     /// A provider.
     public init() {}
 
+    /// What one entry of the sheet asks for, prepared off the main actor (plain values).
+    private enum Entry: Sendable {
+        case password
+        case appleID(nonce: String, scopes: [AppleIDScope])
+        case passkey(PublicKeyCredentialRequestOptions, rpId: String)
+    }
+
     /// Shows the sheet and returns the credential the user chose.
     public func credential(for request: CredentialRequest) async throws -> ProvidedCredential {
         let immediateOnly = request.mode == .IfImmediatelyAvailableCredentials
-        var rpId: String?
-        if request.types.contains(.Passkey), let options = request.passkeyOptions {
-            rpId = try AuthorizationRequests.relyingParty(options.rpId, origin: request.origin)
-        }
-        let types = request.types.filter { type in
+        // A type without what it needs (no Apple nonce, no passkey options) is left out of the sheet.
+        let entries: [Entry] = try request.types.compactMap { type in
             switch type {
-            case .Password: true
-            case .SignInWithApple: request.appleNonce != nil
-            case .Passkey: request.passkeyOptions != nil
+            case .Password: .password
+            case .SignInWithApple: request.appleNonce.map { .appleID(nonce: $0, scopes: request.appleScopes) }
+            case .Passkey: try request.passkeyOptions.map { .passkey($0, rpId: try AuthorizationRequests.relyingParty($0.rpId, origin: request.origin)) }
             }
         }
-        guard !types.isEmpty else {
+        guard !entries.isEmpty else {
             throw LatchkeyError(immediateOnly || !request.types.contains(.Passkey) ? .canceled : .passkeyNoCredential, "nothing to offer in the credential sheet")
         }
-        let passkeyRP = rpId
+        let rpId = entries.lazy.compactMap { if case .passkey(_, let rpId) = $0 { rpId } else { nil } }.first
         let credential: SystemCredential
         do {
             credential = try await AuthorizationRun.perform(preferImmediatelyAvailableCredentials: immediateOnly, anchor: request.anchor) {
-                types.compactMap { type -> ASAuthorizationRequest? in
-                    switch type {
-                    case .Password: AuthorizationRequests.password()
-                    case .SignInWithApple: request.appleNonce.map { AuthorizationRequests.appleID(nonce: $0, scopes: request.appleScopes) }
-                    case .Passkey: request.passkeyOptions.flatMap { options in passkeyRP.map { AuthorizationRequests.assertion(options, rpId: $0) } }
+                entries.map { entry -> ASAuthorizationRequest in
+                    switch entry {
+                    case .password: AuthorizationRequests.password()
+                    case .appleID(let nonce, let scopes): AuthorizationRequests.appleID(nonce: nonce, scopes: scopes)
+                    case .passkey(let options, let rpId): AuthorizationRequests.assertion(options, rpId: rpId)
                     }
                 }
             }
         } catch {
-            throw AuthorizationErrors.map(error, ceremony: .signIn, immediateOnly: immediateOnly, rpId: rpId, passkeyOnly: types == [.Passkey])
+            let passkeyOnly = entries.count == 1 && rpId != nil
+            throw AuthorizationErrors.map(error, ceremony: .signIn, immediateOnly: immediateOnly, rpId: rpId, passkeyOnly: passkeyOnly)
         }
         switch credential {
         case .password(let user, let password): return .password(username: user, password: password)

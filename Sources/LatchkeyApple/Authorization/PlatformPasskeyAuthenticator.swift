@@ -21,16 +21,9 @@ public struct PlatformPasskeyAuthenticator: PasskeyAuthenticator {
     public func createCredential(for options: PublicKeyCredentialCreationOptions, origin: String,
                                  anchor: PresentationAnchorBox?) async throws -> RegistrationCredential {
         let rpId = try AuthorizationRequests.relyingParty(options.rp.id, origin: origin)
-        do {
-            let credential = try await AuthorizationRun.perform(preferImmediatelyAvailableCredentials: false, anchor: anchor) {
-                [AuthorizationRequests.registration(options, rpId: rpId)]
-            }
-            guard case .passkeyRegistration(let registration) = credential else {
-                throw LatchkeyError(.passkeyFailed, "the passkey sheet returned something other than a new passkey")
-            }
-            return registration
-        } catch {
-            throw AuthorizationErrors.map(error, ceremony: .passkeyRegistration, immediateOnly: false, rpId: rpId)
+        return try await ceremony(.passkeyRegistration, rpId: rpId, immediateOnly: false, anchor: anchor,
+                                  request: { AuthorizationRequests.registration(options, rpId: rpId) }) {
+            if case .passkeyRegistration(let registration) = $0 { registration } else { nil }
         }
     }
 
@@ -38,20 +31,28 @@ public struct PlatformPasskeyAuthenticator: PasskeyAuthenticator {
     public func getAssertion(for options: PublicKeyCredentialRequestOptions, origin: String, mode: Mode,
                              anchor: PresentationAnchorBox?) async throws -> AssertionCredential {
         let rpId = try AuthorizationRequests.relyingParty(options.rpId, origin: origin)
-        let immediateOnly = mode == .IfImmediatelyAvailableCredentials
-        do {
-            let credential = try await AuthorizationRun.perform(preferImmediatelyAvailableCredentials: immediateOnly, anchor: anchor) {
-                [AuthorizationRequests.assertion(options, rpId: rpId)]
-            }
-            guard case .passkeyAssertion(let assertion) = credential else {
-                throw LatchkeyError(.passkeyFailed, "the passkey sheet returned something other than an assertion")
-            }
-            return assertion
-        } catch {
-            throw AuthorizationErrors.map(error, ceremony: .passkeyAssertion, immediateOnly: immediateOnly, rpId: rpId)
+        return try await ceremony(.passkeyAssertion, rpId: rpId, immediateOnly: mode == .IfImmediatelyAvailableCredentials, anchor: anchor,
+                                  request: { AuthorizationRequests.assertion(options, rpId: rpId) }) {
+            if case .passkeyAssertion(let assertion) = $0 { assertion } else { nil }
         }
     }
 
     /// True: the platform does not reveal whether it holds a passkey; `getAssertion` finds out.
     public func hasCredential(rpId: String, allowCredentials: [PublicKeyCredentialDescriptor]) async -> Bool { true }
+
+    /// One sheet with one request; its answer must be what `expected` extracts, its errors are mapped once.
+    private func ceremony<Result: Sendable>(_ ceremony: AuthorizationErrors.Ceremony, rpId: String, immediateOnly: Bool, anchor: PresentationAnchorBox?,
+                                            request: @escaping @MainActor @Sendable () -> ASAuthorizationRequest,
+                                            expected: (SystemCredential) -> Result?) async throws -> Result {
+        let credential: SystemCredential
+        do {
+            credential = try await AuthorizationRun.perform(preferImmediatelyAvailableCredentials: immediateOnly, anchor: anchor) { [request()] }
+        } catch {
+            throw AuthorizationErrors.map(error, ceremony: ceremony, immediateOnly: immediateOnly, rpId: rpId)
+        }
+        guard let result = expected(credential) else {
+            throw LatchkeyError(.passkeyFailed, "the passkey sheet answered with a credential of another kind")
+        }
+        return result
+    }
 }

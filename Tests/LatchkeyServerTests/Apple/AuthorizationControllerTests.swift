@@ -14,33 +14,21 @@ struct AuthorizationControllerTests {
     static let bundleId = "io.latchkey.demo"
     let device = StandInDevice()
 
-    func onDevice<T: Sendable>(_ body: () async throws -> T) async rethrows -> T {
-        try await StandInSystem.$device.withValue(device) { try await body() }
-    }
-
-    func appleClient(_ server: TestServer) async throws -> LatchkeyClient {
-        let client = LatchkeyClient(http: URLSessionHTTPClient(), prefersEphemeralWebBrowserSession: false)
-        try await client.initialize(config: server.appleConfig(), storage: InMemoryStorageAdapter())
-        return client
-    }
-
     var shownSheets: Int { device.log.events.filter { if case .authorizationSheetShown = $0 { true } else { false } }.count }
 
     @Test("passkey: sign up through the registration sheet, then sign in through the assertion sheet; the server verifies both")
     func passkeySignupAndLogin() async throws {
-        let server = try await TestServer.startForApple()
-        defer { Task { await server.stop() } }
-        try await onDevice {
+        try await device.withAppleServer { server in
             let iCloudKeychain = SoftwareAuthenticator()
             device.authorization = ScriptedPlatform.behaviour(passkeys: iCloudKeychain)
             let window = await ASPresentationAnchor()
-            let client = try await appleClient(server)
+            let client = try await server.appleClient()
             let profile = ProfilePasskeySignupRequest(email: "ada@example.com", givenName: "Ada")
             let signedUp = try await client.signup(withRequest: PasskeySignupRequest(passkeyPofile: profile, friendlyName: "ada@example.com", anchor: window))
             let sub = try #require(signedUp.user?.id)
             #expect(try await iCloudKeychain.credentials().count == 1)
 
-            let again = try await appleClient(server)
+            let again = try await server.appleClient()
             let token = try await again.login(withRequest: NativeLoginRequest(anchor: window), usingModalAuthorizationFor: [.Passkey, .Password, .SignInWithApple],
                                               display: .IfImmediatelyAvailableCredentials)
             #expect(token.user?.id == sub)
@@ -50,9 +38,7 @@ struct AuthorizationControllerTests {
 
     @Test("password from the sheet, with the passkey and Apple requests offered beside it")
     func password() async throws {
-        let server = try await TestServer.startForApple()
-        defer { Task { await server.stop() } }
-        try await onDevice {
+        try await device.withAppleServer { server in
             let offered = LockedBox<[String]>([])
             let platform = ScriptedPlatform.behaviour(password: (DevelopmentDefaults.demoUsername, DevelopmentDefaults.demoPassword))
             device.authorization = AuthorizationBehaviour { sheet in
@@ -60,7 +46,7 @@ struct AuthorizationControllerTests {
                 return await platform.respond(sheet)
             }
             let window = await ASPresentationAnchor()
-            let client = try await appleClient(server)
+            let client = try await server.appleClient()
             let token = try await client.login(withRequest: NativeLoginRequest(anchor: window), usingModalAuthorizationFor: [.Passkey, .Password, .SignInWithApple],
                                                display: .Always)
             #expect(token.user?.email == "demo@example.com")
@@ -74,15 +60,13 @@ struct AuthorizationControllerTests {
     func signInWithApple() async throws {
         let apple = try await AppleStandIn.start()
         defer { Task { await apple.stop() } }
-        let server = try await TestServer.startForApple(bundleId: Self.bundleId, apple: apple)
-        defer { Task { await server.stop() } }
-        try await onDevice {
+        try await device.withAppleServer(apple: apple) { server in
             var name = PersonNameComponents()
             name.givenName = "Grace"; name.familyName = "Hopper"
             device.authorization = ScriptedPlatform.behaviour(appleIDToken: { nonce in
                 try apple.identityToken(sub: "apple-grace", bundleId: Self.bundleId, nonceClaim: nonce, email: "grace@icloud.example")
             }, appleName: name)
-            let client = try await appleClient(server)
+            let client = try await server.appleClient()
             let token = try await client.login(withRequest: NativeLoginRequest(anchor: await ASPresentationAnchor()),
                                                usingModalAuthorizationFor: [.SignInWithApple], display: .Always)
             #expect(token.user?.email == "grace@icloud.example")
@@ -100,17 +84,15 @@ struct AuthorizationControllerTests {
 
     @Test("nothing available: IfImmediatelyAvailableCredentials is .canceled with no UI; Always shows the sheet and the closed sheet is .canceled")
     func nothingAvailable() async throws {
-        let server = try await TestServer.startForApple()
-        defer { Task { await server.stop() } }
-        try await onDevice {
+        try await device.withAppleServer { server in
             device.authorization = .nothingAvailable
-            let client = try await appleClient(server)
+            let client = try await server.appleClient()
             let screen = await ScreenStandIn()
             let window = await screen.window
             await #expect { try await client.login(withRequest: NativeLoginRequest(anchor: window), usingModalAuthorizationFor: [.Passkey, .Password],
                                                    display: .IfImmediatelyAvailableCredentials) } throws: {
-                guard let e = $0 as? LatchkeyError else { return false }
-                return e.code == .canceled && e.category == .authCanceled
+                guard let e = $0 as? LatchkeyError, let underlying = e.underlying else { return false }
+                return e.code == .canceled && e.category == .authCanceled && ASAuthorizationError.canceled ~= underlying
             }
             #expect(shownSheets == 0)
             #expect(device.log.events.contains(.authorizationAnsweredWithoutUI(requests: ["ASAuthorizationPlatformPublicKeyCredentialAssertionRequest", "ASAuthorizationPasswordRequest"])))
@@ -123,10 +105,8 @@ struct AuthorizationControllerTests {
 
     @Test("system failures are technical errors with ASAuthorizationError's code; a passkey failure hints at associated domains")
     func systemFailures() async throws {
-        let server = try await TestServer.startForApple()
-        defer { Task { await server.stop() } }
-        try await onDevice {
-            let client = try await appleClient(server)
+        try await device.withAppleServer { server in
+            let client = try await server.appleClient()
             for code in [ASAuthorizationError.Code.failed, .invalidResponse, .notHandled, .unknown] {
                 device.authorization = .fails(code)
                 await #expect { try await client.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Password], display: .Always) } throws: {
@@ -144,12 +124,10 @@ struct AuthorizationControllerTests {
 
     @Test("registerNewPasskey: a closed sheet is .passkeyCanceled; then the platform registers one the server lists")
     func registerNewPasskey() async throws {
-        let server = try await TestServer.startForApple()
-        defer { Task { await server.stop() } }
-        try await onDevice {
+        try await device.withAppleServer { server in
             let iCloudKeychain = SoftwareAuthenticator()
             device.authorization = ScriptedPlatform.behaviour(password: (DevelopmentDefaults.demoUsername, DevelopmentDefaults.demoPassword))
-            let client = try await appleClient(server)
+            let client = try await server.appleClient()
             let window = await ASPresentationAnchor()
             let token = try await client.login(withRequest: NativeLoginRequest(anchor: window), usingModalAuthorizationFor: [.Password], display: .Always)
             device.authorization = .userCancels
@@ -165,10 +143,8 @@ struct AuthorizationControllerTests {
 
     @Test("exactly once: a delegate called twice, a controller cancelled with the task, a sheet that never answers")
     func exactlyOnce() async throws {
-        let server = try await TestServer.startForApple()
-        defer { Task { await server.stop() } }
-        try await onDevice {
-            let client = try await appleClient(server)
+        try await device.withAppleServer { server in
+            let client = try await server.appleClient()
             let password = ScriptedPlatform.behaviour(password: (DevelopmentDefaults.demoUsername, DevelopmentDefaults.demoPassword))
             device.authorization = AuthorizationBehaviour { sheet in
                 guard case .authorized(let authorization, _) = await password.respond(sheet) else { return .neverCompletes }
@@ -183,7 +159,8 @@ struct AuthorizationControllerTests {
             call.cancel()
             await #expect { try await call.value } throws: { error in
                 // The SDK reports a cancelled task as a technical error, never as `.canceled` (apps would restart auto-fill).
-                (error as? LatchkeyError)?.code != .canceled
+                guard let e = error as? LatchkeyError else { return false }
+                return e.code == .unknownError && e.underlying is CancellationError
             }
             try await Task.sleep(for: .milliseconds(50))
             #expect(device.log.events.contains(.authorizationCanceledByApp))

@@ -9,13 +9,9 @@ import Testing
 struct KeychainStorageAdapterTests {
     let device = StandInDevice()
 
-    func onDevice<T: Sendable>(_ body: () async throws -> T) async rethrows -> T {
-        try await StandInSystem.$device.withValue(device) { try await body() }
-    }
-
     @Test("round trip, update in place (no delete, one item), two sessions, remove, missing item")
     func roundTrip() async throws {
-        try await onDevice {
+        try await device.run {
             let keychain = KeychainStorageAdapter(service: "latchkey:https://id.example#app")
             #expect(try await keychain.get("latchkey.session.default") == nil)
             try await keychain.set("latchkey.session.default", Data("one".utf8))
@@ -38,7 +34,7 @@ struct KeychainStorageAdapterTests {
 
     @Test("service from the configuration; accessibility choices; queries never synchronizable")
     func queryShape() async throws {
-        try await onDevice {
+        try await device.run {
             let config = LatchkeyConfig(baseUrl: "https://id.example/", clientId: "app")
             #expect(KeychainStorageAdapter.service(for: config) == "latchkey:https://id.example#app")
             let keychain = KeychainStorageAdapter(config: config, accessibility: .whenUnlockedThisDeviceOnly)
@@ -50,7 +46,7 @@ struct KeychainStorageAdapterTests {
 
     @Test("access group: in every query when set; one outside the entitlements is a configuration error")
     func accessGroup() async throws {
-        try await onDevice {
+        try await device.run {
             device.keychain.entitledAccessGroups = ["TEAMID.io.latchkey.app", "TEAMID.io.latchkey.shared"]
             let shared = KeychainStorageAdapter(service: "s", accessGroup: "TEAMID.io.latchkey.shared")
             try await shared.set("k", Data("v".utf8))
@@ -66,7 +62,7 @@ struct KeychainStorageAdapterTests {
 
     @Test("device locked: reading before first unlock is .storageUnavailable and the item stays; writes too; after unlock all is there")
     func lockedDevice() async throws {
-        try await onDevice {
+        try await device.run {
             let keychain = KeychainStorageAdapter(service: "s")
             try await keychain.set("k", Data("session".utf8))
             device.keychain.lockState = .locked
@@ -90,7 +86,7 @@ struct KeychainStorageAdapterTests {
 
     @Test("an item added by another process between update and add is updated, not duplicated; other statuses are technical errors")
     func raceAndFailures() async throws {
-        try await onDevice {
+        try await device.run {
             let keychain = KeychainStorageAdapter(service: "s")
             try await keychain.set("k", Data("v1".utf8))
             // Another process adds the item after our update found none: the add is a duplicate, so update it.

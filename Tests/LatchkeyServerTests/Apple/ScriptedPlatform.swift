@@ -69,6 +69,20 @@ final class ScreenStandIn: NSObject, ASWebAuthenticationPresentationContextProvi
     }
 }
 
+extension StandInDevice {
+    /// Runs `body` with this device as the task's simulated device.
+    func run<T: Sendable>(_ body: () async throws -> T) async rethrows -> T {
+        try await StandInSystem.$device.withValue(self) { try await body() }
+    }
+
+    /// Starts `TestServer.startForApple`, runs `body` on this device, and stops the server.
+    func withAppleServer(apple: AppleStandIn? = nil, _ body: (TestServer) async throws -> Void) async throws {
+        let server = try await TestServer.startForApple(apple: apple)
+        defer { Task { await server.stop() } }
+        try await run { try await body(server) }
+    }
+}
+
 extension TestServer {
     /// The demo application as an iOS app uses it: its passkeys are made by the system for RP ID `localhost`, whose
     /// origin is `https://localhost`; Sign in with Apple for `bundleId`.
@@ -77,10 +91,24 @@ extension TestServer {
             configuration.webAuthn.rpId = "localhost"
             configuration.clients = configuration.clients.map { client in
                 var client = client
-                if client.clientId == "latchkey-demo" { client.passkeyOrigins.append("https://localhost") }
+                if client.clientId == "latchkey-demo" {
+                    client.passkeyOrigins.append("https://localhost")
+                    client.redirectUris.append("https://app.example/auth/callback")  // an associated-domain callback
+                }
                 return client
             }
         }
+    }
+
+    /// The Apple client (`LatchkeyClient(…prefersEphemeralWebBrowserSession:)`) initialized with `appleConfig()`; in
+    /// memory unless `storage` is nil, which leaves the client's default, the Keychain.
+    func appleClient(ephemeral: Bool = false, storage: (any StorageAdapter)? = InMemoryStorageAdapter(),
+                     afterSignInUrl: String? = nil) async throws -> LatchkeyClient {
+        let client = LatchkeyClient(http: URLSessionHTTPClient(), prefersEphemeralWebBrowserSession: ephemeral)
+        var config = appleConfig()
+        if let afterSignInUrl { config.afterSignInUrl = afterSignInUrl }
+        try await client.initialize(config: config, storage: storage)
+        return client
     }
 
     /// The SDK configuration of an iOS app: the custom-scheme callback, and the system's passkey origin.

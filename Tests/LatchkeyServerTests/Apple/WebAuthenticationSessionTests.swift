@@ -10,24 +10,11 @@ import Testing
 struct WebAuthenticationSessionTests {
     let device = StandInDevice()
 
-    func onDevice<T: Sendable>(_ body: () async throws -> T) async rethrows -> T {
-        try await StandInSystem.$device.withValue(device) { try await body() }
-    }
-
-    /// The Apple client, on this test's device, with an in-memory store unless one is given.
-    func appleClient(_ server: TestServer, ephemeral: Bool = false, storage: (any StorageAdapter)? = InMemoryStorageAdapter()) async throws -> LatchkeyClient {
-        let client = LatchkeyClient(http: URLSessionHTTPClient(), prefersEphemeralWebBrowserSession: ephemeral)
-        try await client.initialize(config: server.appleConfig(), storage: storage)
-        return client
-    }
-
     @Test("success: the page is shown from the app's anchor, the custom-scheme callback ends it, state/iss/ID token are checked")
     func success() async throws {
-        let server = try await TestServer.startForApple()
-        defer { Task { await server.stop() } }
-        try await onDevice {
+        try await device.withAppleServer { server in
             device.webAuthentication = .navigates { request in try await server.browse(request.url) }
-            let client = try await appleClient(server, ephemeral: true)
+            let client = try await server.appleClient(ephemeral: true)
             let screen = await ScreenStandIn()
             let token = try await client.webviewLogin(WebviewLoginRequest(state: "my-state", nonce: "my-nonce", scope: ["openid", "email"],
                                                                           presentationContextProvider: screen))
@@ -44,11 +31,9 @@ struct WebAuthenticationSessionTests {
 
     @Test("the user cancels: .canceled (AuthCanceled); the client is usable afterwards")
     func userCancels() async throws {
-        let server = try await TestServer.startForApple()
-        defer { Task { await server.stop() } }
-        try await onDevice {
+        try await device.withAppleServer { server in
             device.webAuthentication = .userCancels
-            let client = try await appleClient(server)
+            let client = try await server.appleClient()
             let screen = await ScreenStandIn()
             await #expect { try await client.webviewLogin(WebviewLoginRequest(presentationContextProvider: screen)) } throws: {
                 guard let e = $0 as? LatchkeyError else { return false }
@@ -62,55 +47,48 @@ struct WebAuthenticationSessionTests {
 
     @Test("a callback with another state is refused and stores nothing")
     func wrongState() async throws {
-        let server = try await TestServer.startForApple()
-        defer { Task { await server.stop() } }
-        try await onDevice {
+        try await device.withAppleServer { server in
             device.webAuthentication = .navigates { request in
                 let callback = try await server.browse(request.url)
                 var components = try #require(URLComponents(url: callback, resolvingAgainstBaseURL: false))
                 components.queryItems = components.queryItems?.map { $0.name == "state" ? URLQueryItem(name: "state", value: "forged") : $0 }
                 return try #require(components.url)
             }
-            let client = try await appleClient(server)
+            let client = try await server.appleClient()
             let screen = await ScreenStandIn()
-            await #expect { try await client.webviewLogin(WebviewLoginRequest(presentationContextProvider: screen)) } throws: { $0 is LatchkeyError }
+            await #expect { try await client.webviewLogin(WebviewLoginRequest(presentationContextProvider: screen)) } throws: {
+                guard let e = $0 as? LatchkeyError else { return false }
+                return e.code == .invalidGrant && e.message.contains("state")
+            }
             #expect(try await client.isSignedIn() == false)
         }
     }
 
-    @Test("an https callback (associated domain) uses Callback.https(host:path:)")
+    @Test("an https callback (associated domain): the session waits for Callback.https(host:path:) and the sign-in completes")
     func httpsCallback() async throws {
-        let server = try await TestServer.startForApple()
-        defer { Task { await server.stop() } }
-        try await onDevice {
+        try await device.withAppleServer { server in
             let seen = LockedBox<WebAuthenticationRequest?>(nil)
-            device.webAuthentication = WebAuthenticationBehaviour { request in
+            device.webAuthentication = .navigates { request in
                 seen.set(request)
-                return .navigated(URL(string: "https://app.example/auth/callback?code=x&state=y")!)
+                return try await server.browse(request.url)
             }
-            var config = server.appleConfig()
-            config.afterSignInUrl = "https://app.example/auth/callback"
-            let client = LatchkeyClient(http: URLSessionHTTPClient(), prefersEphemeralWebBrowserSession: false)
-            try await client.initialize(config: config, storage: InMemoryStorageAdapter())
+            let client = try await server.appleClient(afterSignInUrl: "https://app.example/auth/callback")
             let screen = await ScreenStandIn()
-            // The demo app does not register this redirect URI, so the server refuses it; what matters here is that the
-            // session waited for exactly that host and path and returned the URL to the SDK, which checked its state.
-            await #expect { try await client.webviewLogin(WebviewLoginRequest(presentationContextProvider: screen)) } throws: { $0 is LatchkeyError }
+            let token = try await client.webviewLogin(WebviewLoginRequest(presentationContextProvider: screen))
+            #expect(token.user?.email == "demo@example.com")
             #expect(seen.value?.callback == .https(host: "app.example", path: "/auth/callback"))
         }
     }
 
     @Test("a second sign-in while a page is showing is refused at once; the first one goes on")
     func secondConcurrentSignIn() async throws {
-        let server = try await TestServer.startForApple()
-        defer { Task { await server.stop() } }
-        try await onDevice {
+        try await device.withAppleServer { server in
             let release = AsyncStream<Void>.makeStream()
             device.webAuthentication = .navigates { request in
                 for await _ in release.stream { break }
                 return try await server.browse(request.url)
             }
-            let client = try await appleClient(server)
+            let client = try await server.appleClient()
             let screen = await ScreenStandIn()
             let first = Task { try await client.webviewLogin(WebviewLoginRequest(presentationContextProvider: screen)) }
             while !device.log.events.contains(where: { if case .webAuthenticationStarted = $0 { true } else { false } }) {
@@ -126,11 +104,9 @@ struct WebAuthenticationSessionTests {
 
     @Test("start() returning false is a technical error, not a hang; no presentation context is a configuration error")
     func cannotStart() async throws {
-        let server = try await TestServer.startForApple()
-        defer { Task { await server.stop() } }
-        try await onDevice {
+        try await device.withAppleServer { server in
             device.webAuthentication = .cannotStart
-            let client = try await appleClient(server)
+            let client = try await server.appleClient()
             let screen = await ScreenStandIn()
             await #expect { try await client.webviewLogin(WebviewLoginRequest(presentationContextProvider: screen)) } throws: {
                 guard let e = $0 as? LatchkeyError else { return false }
@@ -143,16 +119,17 @@ struct WebAuthenticationSessionTests {
 
     @Test("cancelling the calling task closes the page and ends the call")
     func taskCancellation() async throws {
-        let server = try await TestServer.startForApple()
-        defer { Task { await server.stop() } }
-        try await onDevice {
+        try await device.withAppleServer { server in
             device.webAuthentication = .staysOpen
-            let client = try await appleClient(server)
+            let client = try await server.appleClient()
             let screen = await ScreenStandIn()
             let call = Task { try await client.webviewLogin(WebviewLoginRequest(presentationContextProvider: screen)) }
             while device.log.events.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
             call.cancel()
-            await #expect(throws: (any Error).self) { try await call.value }
+            await #expect { try await call.value } throws: {
+                guard let e = $0 as? LatchkeyError else { return false }
+                return e.code == .unknownError && e.underlying is CancellationError
+            }
             try await Task.sleep(for: .milliseconds(50))
             #expect(device.log.events.contains(.webAuthenticationCanceledByApp))
         }
@@ -160,11 +137,9 @@ struct WebAuthenticationSessionTests {
 
     @Test("seed 003 pair in one call: signInWithBrowser builds the URL, shows it and handles the callback")
     func signInWithBrowser() async throws {
-        let server = try await TestServer.startForApple()
-        defer { Task { await server.stop() } }
-        try await onDevice {
+        try await device.withAppleServer { server in
             device.webAuthentication = .navigates { request in try await server.browse(request.url) }
-            let client = try await appleClient(server)
+            let client = try await server.appleClient()
             let screen = await ScreenStandIn()
             let user = try await client.signInWithBrowser(options: SignInOptions(loginHint: "demo@example.com"), sessionId: "work",
                                                           presentationContextProvider: screen)
@@ -176,11 +151,9 @@ struct WebAuthenticationSessionTests {
 
     @Test("the Apple client keeps sessions in the Keychain: getAccessToken, a cold start, a locked device (kept, retryable), refresh while locked")
     func keychainByDefault() async throws {
-        let server = try await TestServer.startForApple()
-        defer { Task { await server.stop() } }
-        try await onDevice {
+        try await device.withAppleServer { server in
             device.webAuthentication = .navigates { request in try await server.browse(request.url) }
-            let client = try await appleClient(server, storage: nil)
+            let client = try await server.appleClient(storage: nil)
             let screen = await ScreenStandIn()
             _ = try await client.webviewLogin(WebviewLoginRequest(presentationContextProvider: screen))
             #expect(device.keychain.items.count == 1)
@@ -190,7 +163,7 @@ struct WebAuthenticationSessionTests {
 
             // Cold start before the first unlock (a prewarmed app): a retryable error, and the session is still there.
             device.keychain.lockState = .beforeFirstUnlock
-            let prewarmed = try await appleClient(server, storage: nil)
+            let prewarmed = try await server.appleClient(storage: nil)
             await #expect { try await prewarmed.isSignedIn() } throws: { ($0 as? LatchkeyError)?.code == .storageUnavailable }
             #expect(device.keychain.items.count == 1)
             device.keychain.lockState = .unlocked
