@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .library(name: "Latchkey", targets: ["Latchkey"]),
         .library(name: "LatchkeyApple", targets: ["LatchkeyApple"]),
+        .library(name: "LatchkeySwiftUI", targets: ["LatchkeySwiftUI"]),
         .library(name: "LatchkeyServer", targets: ["LatchkeyServer"]),
         .executable(name: "latchkey", targets: ["LatchkeyCLI"]),
         .executable(name: "latchkey-bench", targets: ["LatchkeyBenchmarks"]),
@@ -65,6 +66,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // SwiftUI: the provider, the auth state and the components. Each component's behaviour is a view model in
+        // plain Swift (Observation, main actor; built and tested everywhere); the views, under
+        // `#if canImport(SwiftUI)`, only lay them out.
+        .target(
+            name: "LatchkeySwiftUI",
+            dependencies: ["Latchkey", "LatchkeyApple"],
+            swiftSettings: swiftSettings
+        ),
         // The identity server: Hummingbird 2 + GRDB (SQLite, WAL).
         .target(
             name: "LatchkeyServer",
@@ -92,6 +101,7 @@ let package = Package(
             name: "LatchkeyCLI",
             dependencies: [
                 "Latchkey",
+                "LatchkeySwiftUI",
                 "LatchkeyServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -111,7 +121,7 @@ let package = Package(
         .testTarget(
             name: "LatchkeyServerTests",
             dependencies: [
-                "LatchkeyServer", "LatchkeyJOSE", "Latchkey", "LatchkeyApple",
+                "LatchkeyServer", "LatchkeyJOSE", "Latchkey", "LatchkeyApple", "LatchkeySwiftUI",
                 .target(name: "AppleFrameworkStandIns", condition: .when(platforms: [.linux])),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdOTP", package: "hummingbird-auth"),

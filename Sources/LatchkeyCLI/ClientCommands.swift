@@ -95,9 +95,8 @@ struct Login: AsyncParsableCommand {
             let home = CLIHome()
             if native {
                 let client = try await server.client(home: home)
-                let done = try await InteractiveFlow(client: client, request: EmbeddedFlowRequestConfig(flowType: .authentication),
-                                                     issuer: server.issuer).run()
-                try server.signedIn(home: home, user: done.user)
+                let user = try await InteractiveFlow(client: client, flowType: .authentication, issuer: server.issuer).run()
+                try server.signedIn(home: home, user: user)
                 return
             }
             let agent = LoopbackUserAgent(mode: noBrowser ? .printOnly : .system, output: { Console.out($0) })
@@ -148,8 +147,8 @@ struct Signup: AsyncParsableCommand {
             if passkey { return try await PasskeyCLI.signup(server: server, passkey: passkeyOptions, profile: profile) }
             let home = CLIHome()
             let client = try await server.client(home: home)
-            let done = try await InteractiveFlow(client: client, request: EmbeddedFlowRequestConfig(flowType: .registration), issuer: server.issuer).run()
-            try server.signedIn(home: home, user: done.user)
+            let user = try await InteractiveFlow(client: client, flowType: .registration, issuer: server.issuer).run()
+            try server.signedIn(home: home, user: user)
         }
     }
 }
@@ -161,7 +160,7 @@ struct Recover: AsyncParsableCommand {
     func run() async throws {
         try await runClient {
             let client = try await server.client(home: CLIHome())
-            _ = try await InteractiveFlow(client: client, request: EmbeddedFlowRequestConfig(flowType: .recovery), issuer: server.issuer).run()
+            _ = try await InteractiveFlow(client: client, flowType: .recovery, issuer: server.issuer).run()
             Console.out("Your password has been changed. Sign in with `latchkey login --native`.")
         }
     }

@@ -1,60 +1,63 @@
 import Foundation
 import Latchkey
+import LatchkeySwiftUI
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
-/// Runs an app-native flow in the terminal on top of the SDK's `FlowRunner`: one prompt per input (passwords and
-/// codes hidden), numbered choices for SELECT inputs and for steps with several actions, the server's error above
-/// the step and field errors next to their prompt. A one-time code can be read from a development server's outbox
-/// when the user types `outbox` at the code prompt — never automatically.
+/// Runs an app-native flow in the terminal on the same view model as the SwiftUI `SignIn`/`SignUp` components
+/// (`AuthFlowModel`): one prompt per input (passwords and codes hidden), numbered choices for SELECT inputs and for
+/// steps with several actions, the server's error above the step and field errors next to their prompt. A one-time
+/// code can be read from a development server's outbox when the user types `outbox` at the code prompt — never
+/// automatically.
 struct InteractiveFlow {
     let client: LatchkeyClient
-    let request: EmbeddedFlowRequestConfig
+    let flowType: EmbeddedFlowType
     let issuer: String
 
-    func run() async throws -> EmbeddedFlowResponse {
-        let runner = FlowRunner(client: client, request: request)
-        var state = await runner.start()
-        var remembered: [String: String] = [:]
+    @MainActor
+    func run() async throws -> User? {
+        // The device's languages (LANG), kept for this run only.
+        let model = AuthFlowModel(client: client, i18n: LatchkeyI18n(store: InMemoryLocaleStore()), flowType: flowType)
+        await model.start()
         while true {
-            switch state {
+            switch model.phase {
             case .idle:
-                state = await runner.start()
-            case .completed(let response):
-                return response
-            case .failed(let failure):
-                throw CLIError("\(failure.message) [\(failure.code.rawValue)\(failure.serverCode.map { ", \($0)" } ?? "")]")
-            case .step(let step):
-                if let title = step.components.first(where: { $0.type == "TEXT" })?.label { Console.out("\n\(title)") }
-                if let error = step.error { Console.out("✗ \(error.message)") }
-                if step.additionalData["emailSent"] == "true", step.error == nil { Console.out("We sent a code by email.") }
+                await model.start()
+            case .completed:
+                return model.user
+            case .failed:
+                throw CLIError("\(model.error ?? "The flow ended with an error.") [\(model.errorCode?.rawValue ?? LatchkeyError.Code.unknownError.rawValue)]")
+            case .step:
+                if let title = model.title { Console.out("\n\(title)") }
+                if let error = model.error { Console.out("✗ \(error)") }
+                if let notice = model.notice { Console.out(notice) }
+                if model.asksForPasskey {
+                    await model.submitPasskey()
+                    continue
+                }
                 // The primary action submits the inputs; any other (resend a code …) is picked by typing /N at a prompt.
-                let primary = step.actions.first { $0.type == nil || $0.type == "SUBMIT" } ?? step.actions.first
-                guard let primary else { throw CLIError("the server offered no way to continue this step") }
-                let others = step.actions.filter { $0.ref != primary.ref }
+                guard let primary = model.primaryAction else { throw CLIError("the server offered no way to continue this step") }
+                let others = model.secondaryActions
                 for (index, other) in others.enumerated() { Console.out("  (type /\(index + 2) to \(other.label ?? other.ref))") }
-                var inputs: [String: String] = [:]
                 var chosen = primary
-                collect: for input in step.inputs {
-                    if let problem = step.fieldErrors.first(where: { $0.identifier == input.identifier }) {
-                        Console.out("  ! \(input.label ?? input.identifier): \(problem.message)")
+                collect: for input in model.visibleInputs {
+                    if let problem = model.fieldError(for: input.identifier) {
+                        Console.out("  ! \(input.label ?? input.identifier): \(problem)")
                     }
-                    let value = try await ask(input, remembered: remembered)
+                    let value = try await ask(input, typed: model.values)
                     if value.hasPrefix("/"), let n = Int(value.dropFirst()), n >= 2, others.indices.contains(n - 2) {
                         chosen = others[n - 2]
-                        inputs = [:]
                         break collect
                     }
-                    inputs[input.identifier] = value
-                    if !input.isSecret { remembered[input.identifier] = value }
+                    model.setValue(value, for: input.identifier)
                 }
-                state = await runner.submit(actionId: chosen.ref, inputs: inputs)
+                await model.perform(actionId: chosen.ref)
             }
         }
     }
 
-    private func ask(_ input: FlowInput, remembered: [String: String]) async throws -> String {
+    private func ask(_ input: FlowInput, typed: [String: String]) async throws -> String {
         let label = input.label ?? input.identifier
         if input.isSelect {
             Console.out("\(label):\n" + input.options.enumerated().map { "  \($0.offset + 1)) \($0.element)" }.joined(separator: "\n"))
@@ -68,7 +71,7 @@ struct InteractiveFlow {
         if input.type == "OTP_INPUT" {
             let hint = isDevelopmentServer ? " (or type 'outbox' to read it from the development outbox)" : ""
             guard let answer = Terminal.ask("\(label)\(hint): ") else { throw CLIError("input ended") }
-            if answer == "outbox", isDevelopmentServer { return try await codeFromOutbox(remembered: remembered) }
+            if answer == "outbox", isDevelopmentServer { return try await codeFromOutbox(typed: typed) }
             return answer
         }
         let suffix = input.required ? "" : " (optional)"
@@ -83,8 +86,8 @@ struct InteractiveFlow {
         return host == "localhost" || host.hasPrefix("127.") || host == "::1" || host == "[::1]"
     }
 
-    private func codeFromOutbox(remembered: [String: String]) async throws -> String {
-        var recipient = remembered.values.first { $0.contains("@") }
+    private func codeFromOutbox(typed: [String: String]) async throws -> String {
+        var recipient = typed.values.sorted().first { $0.contains("@") }
         if recipient == nil { recipient = Terminal.ask("Email address the code was sent to: ") }
         guard let recipient, var components = URLComponents(string: issuer + "/dev/outbox") else { throw CLIError("no recipient") }
         components.queryItems = [URLQueryItem(name: "recipient", value: recipient)]

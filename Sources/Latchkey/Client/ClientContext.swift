@@ -2,7 +2,9 @@ import Foundation
 
 /// Everything bound to one configuration: endpoints, keys, tokens. `reInitialize` replaces it whole.
 final class ClientContext: Sendable {
-    let config: LatchkeyConfig
+    /// The configuration; only its languages change after creation (`LatchkeyClient.setPreferredLanguages`).
+    private let configBox: Locked<LatchkeyConfig>
+    var config: LatchkeyConfig { configBox.withLock { $0 } }
     let http: any HTTPClient
     let storage: any StorageAdapter
     private let discovery: DiscoveryCache
@@ -10,10 +12,13 @@ final class ClientContext: Sendable {
     let tokens: TokenManager
 
     init(config: LatchkeyConfig, http: any HTTPClient, storage: any StorageAdapter, changes: AuthStateBroadcaster? = nil) {
-        self.config = config
-        // Every request of this context goes through one client, so the user's languages reach every endpoint.
-        let http: any HTTPClient = LanguagePreferences.acceptLanguage(config.languageTags)
-            .map { LanguageHTTPClient(base: http, acceptLanguage: $0) } ?? http
+        let configBox = Locked(config)
+        self.configBox = configBox
+        // Every request of this context goes through one client, so the user's languages — as they are when the
+        // request is sent — reach every endpoint.
+        let http: any HTTPClient = PreferredLanguageHTTPClient(base: http) {
+            LanguagePreferences.acceptLanguage(configBox.withLock { $0.languageTags })
+        }
         self.http = http
         self.storage = storage
         self.discovery = DiscoveryCache(issuer: config.issuer, http: http)
@@ -24,6 +29,11 @@ final class ClientContext: Sendable {
             return try await context.refresh(current)
         }
         owner.set(self)
+    }
+
+    /// Changes the languages sent from now on (`Accept-Language`, `ui_locales`, the flow API's `locale`).
+    func setPreferredLanguages(_ languages: [String]?) {
+        configBox.withLock { $0.preferredLanguages = languages }
     }
 
     /// Provider metadata, fetched once (concurrent callers share the request; a failure is retried next time).

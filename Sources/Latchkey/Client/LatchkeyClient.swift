@@ -97,6 +97,16 @@ public final class LatchkeyClient: Sendable {
 
     public func getConfiguration() throws -> LatchkeyConfig { try context().config }
 
+    /// Changes the user's languages (`LatchkeyConfig.preferredLanguages`) without re-initializing: the next request
+    /// sends them as `Accept-Language`, the next authorization URL as `ui_locales`, and the next step of a flow in
+    /// progress as its `locale` (the server answers that step, and the rest of the flow, in the new language).
+    /// Sessions, flows in progress and pending authorization requests are kept.
+    /// - Parameter languages: BCP 47 tags, most preferred first; nil follows the device, an empty list sends none.
+    /// - Throws: `.sdkNotInitialized` before `initialize(config:storage:)`.
+    public func setPreferredLanguages(_ languages: [String]?) throws {
+        try context().setPreferredLanguages(languages)
+    }
+
     /// True while a sign-in or sign-out is in progress.
     public func isLoading() -> Bool { state.withLock { $0.loading > 0 } }
 
@@ -126,7 +136,7 @@ public final class LatchkeyClient: Sendable {
     }
 
     func makeAuthorizationURL(options: SignInOptions?, sessionId: String?, state requestedState: String? = nil, nonce requestedNonce: String? = nil,
-                              scopes: [String]? = nil, redirectUri redirectOverride: String? = nil) throws -> (url: URL, state: String) {
+                              scopes: [String]? = nil, redirectUri redirectOverride: String? = nil) throws -> (url: URL, state: String, redirectUri: String) {
         let context = try context()
         guard let redirectUri = redirectOverride ?? context.config.afterSignInUrl else {
             throw LatchkeyError(.invalidConfiguration, "afterSignInUrl (the redirect URI) is not set")
@@ -162,7 +172,7 @@ public final class LatchkeyClient: Sendable {
             s.pending = s.pending.filter { Date().timeIntervalSince($0.value.createdAt) < 600 }
             s.pending[stateValue] = pending
         }
-        return (url, stateValue)
+        return (url, stateValue, redirectUri)
     }
 
     /// Forgets an authorization request that will never complete (its redirect could not be captured).
@@ -269,7 +279,7 @@ public final class LatchkeyClient: Sendable {
         // Fail before showing anything when the provider is unreachable or is not an OpenID Connect issuer.
         _ = try await context.requireMetadata()
         let redirect = try await userAgent.prepareRedirectURI()
-        let authorization: (url: URL, state: String)
+        let authorization: (url: URL, state: String, redirectUri: String)
         do {
             authorization = try makeAuthorizationURL(options: options, sessionId: sessionId, state: requestedState,
                                                      nonce: nonce, scopes: scopes, redirectUri: redirect)
@@ -279,9 +289,8 @@ public final class LatchkeyClient: Sendable {
         }
         let callback: URL
         do {
-            let redirectURI = redirect ?? context.config.afterSignInUrl ?? ""
-            callback = try await userAgent.authorize(url: authorization.url,
-                                                     presentation: AuthorizationPresentation(redirectURI: redirectURI, contextProvider: presentation))
+            callback = try await userAgent.authorize(url: authorization.url, presentation: AuthorizationPresentation(
+                redirectURI: authorization.redirectUri, contextProvider: presentation))
         } catch {
             _ = state.withLock { $0.pending.removeValue(forKey: authorization.state) }
             if let e = error as? LatchkeyError { throw e }

@@ -34,6 +34,9 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
         /// email or passkeys with a session whose sign-in is older than the server allows. The session is still valid:
         /// sign the user in again (`max_age`/`prompt=login`) and retry.
         case reauthenticationRequired = "REAUTHENTICATION_REQUIRED"
+        /// The profile changed on the server since the version the update was based on (SCIM `If-Match` answered
+        /// 412): read it again, re-apply the edit and save (`updateUserProfile(payload:userId:sessionId:version:)`).
+        case profileConflict = "PROFILE_CONFLICT"
         /// The user canceled (ReachFive `AuthCanceled`).
         case canceled = "CANCELED"
         /// The token store cannot be used right now — the Keychain of a locked device (`errSecInteractionNotAllowed`,
@@ -111,6 +114,7 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
         if let statusCategory { return statusCategory }
         return switch code {
         case .canceled, .passkeyCanceled: .authCanceled
+        case .profileConflict: .requestError
         case .passkeyNoCredential, .passkeyFailed:
             statusCode == 400 ? .requestError : statusCode == nil || statusCode == 401 ? .authFailure : .technicalError
         case .authenticationFailed, .userAccountLocked, .userAccountDisabled, .sessionExpired, .invalidGrant, .consentRequired,

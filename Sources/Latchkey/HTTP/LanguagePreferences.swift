@@ -62,3 +62,15 @@ public struct LanguageHTTPClient: HTTPClient {
         return try await base.send(request)
     }
 }
+
+/// As `LanguageHTTPClient`, reading the header value for each request, so a language switch applies to the next
+/// request of every part of the SDK at once.
+struct PreferredLanguageHTTPClient: HTTPClient {
+    let base: any HTTPClient
+    let acceptLanguage: @Sendable () -> String?
+
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        guard let value = acceptLanguage() else { return try await base.send(request) }
+        return try await LanguageHTTPClient(base: base, acceptLanguage: value).send(request)
+    }
+}

@@ -36,13 +36,25 @@ extension LatchkeyClient {
     ///   detail is in `message`), `.userAlreadyExists` (a unique value such as the email is taken),
     ///   `.authenticationFailed` (403: not allowed, e.g. no admin scope), `.sessionExpired` (401), `.serverError` (5xx).
     public func updateUserProfile(payload: [String: JSONValue], userId: String? = nil, sessionId: String? = nil) async throws -> User {
-        let user = try await performProfileUpdate(payload: payload, userId: userId, sessionId: sessionId)
+        try await updateUserProfile(payload: payload, userId: userId, sessionId: sessionId, version: nil)
+    }
+
+    /// As `updateUserProfile(payload:userId:sessionId:)`, refused when the profile changed since `version` was read.
+    ///
+    /// - Parameter version: the `UserProfile.version` the edit was based on (SCIM `meta.version`), sent as `If-Match`
+    ///   so that a change made elsewhere in between (another device, an administrator) is not silently overwritten.
+    ///   Nil updates unconditionally. The `/users/me` endpoint has no versions: a version there is refused.
+    /// - Throws: `.profileConflict` when the server holds a newer version (HTTP 412): read the profile again,
+    ///   re-apply the edit and save; otherwise as `updateUserProfile(payload:userId:sessionId:)`.
+    public func updateUserProfile(payload: [String: JSONValue], userId: String? = nil, sessionId: String? = nil,
+                                  version: String?) async throws -> User {
+        let user = try await performProfileUpdate(payload: payload, userId: userId, sessionId: sessionId, version: version)
         // Another account's update (an administrator's `userId`) does not change this session's user.
         if userId == nil { authState.publish(AuthStateChange(event: .userUpdated, sessionId: sessionId, isSignedIn: true)) }
         return user
     }
 
-    private func performProfileUpdate(payload: [String: JSONValue], userId: String?, sessionId: String?) async throws -> User {
+    private func performProfileUpdate(payload: [String: JSONValue], userId: String?, sessionId: String?, version: String?) async throws -> User {
         guard !payload.isEmpty else { throw LatchkeyError(.invalidInput, "the payload is empty: nothing to update") }
         let context = try context()
         let endpoint = try ProfileEndpoint.resolve(nil, dialect: context.config.dialect)
@@ -63,7 +75,8 @@ extension LatchkeyClient {
                     : .object(["op": .string("replace"), "path": .string(target), "value": value])
             }
             let body = JSONValue.object(["schemas": .array([.string(ProfileAttributes.patchOpURN)]), "Operations": .array(operations)])
-            let response = try await Self.send(context, method: "PATCH", path: path, accessToken: accessToken, body: body, endpoint: .scim)
+            let response = try await Self.send(context, method: "PATCH", path: path, accessToken: accessToken, body: body, endpoint: .scim,
+                                               ifMatch: version)
             let selfTarget = userId == nil
             switch response.status {
             case 200:
@@ -78,6 +91,9 @@ extension LatchkeyClient {
         case .usersMe:
             guard userId == nil else {
                 throw LatchkeyError(.invalidInput, "updating another user needs SCIM (/scim2/Users/{id}); the users/me endpoint edits the signed-in user only")
+            }
+            guard version == nil else {
+                throw LatchkeyError(.invalidInput, "the users/me endpoint has no versions: a conditional update needs SCIM (/scim2/Me)")
             }
             let current = try await Self.fetchProfile(context, endpoint: .usersMe, path: "/users/me", accessToken: accessToken, selfTarget: true)
             var attributes = current.claims
@@ -102,10 +118,11 @@ extension LatchkeyClient {
     }
 
     private static func send(_ context: ClientContext, method: String, path: String, accessToken: String, body: JSONValue?,
-                             endpoint: ProfileEndpoint) async throws -> HTTPResponse {
+                             endpoint: ProfileEndpoint, ifMatch: String? = nil) async throws -> HTTPResponse {
         let url = context.endpoint(path)
         let mediaType = endpoint == .scim ? "application/scim+json" : "application/json"
         var headers = ["Authorization": "Bearer \(accessToken)", "Accept": mediaType]
+        if let ifMatch { headers["If-Match"] = ifMatch }
         var data: Data?
         if let body {
             headers["Content-Type"] = mediaType

@@ -22,7 +22,8 @@ extension LatchkeyError {
         case 404 where selfTarget: .sessionExpired
         case 408: .requestTimeout
         case 409: .userAlreadyExists
-        case 400, 404, 412, 413, 415, 422: .invalidInput
+        case 412: .profileConflict
+        case 400, 404, 413, 415, 422: .invalidInput
         case 500...: .serverError
         default: .unknownError
         }

@@ -1,0 +1,278 @@
+import Foundation
+import Latchkey
+import Observation
+
+/// One app-native flow — sign-in, sign-up or recovery — as a screen shows it (seed 003 `SignInState` / `SignUpState`):
+/// the step's inputs with their values and errors, its actions, which action is running, and the alternatives the
+/// flow offers (a passkey, a browser redirect).
+///
+/// It runs on the SDK's `FlowRunner`, which checks inputs against the step's own rules before sending, refuses a
+/// second submission while one is in flight, keeps the step when the server is unreachable (submitting again
+/// retries) and when a stale challenge is refused. On top, this model:
+/// - keeps what the user typed across a re-prompt (a wrong password clears only the secret fields), and shows every
+///   field error next to its field (never loses them, unlike the vendor's form);
+/// - never gets stuck after an error: an expired execution starts a new flow by itself, keeping the typed values
+///   and saying so; any other ended flow offers `restart()`;
+/// - updates `LatchkeyState` before `onComplete` runs;
+/// - shows its own texts, and the server's, in the language of `LatchkeyI18n`, switching mid-flow.
+///
+/// The same model drives the SwiftUI `SignIn`/`SignUp` views and the terminal prompts of `latchkey login --native`,
+/// `signup` and `recover`.
+@MainActor @Observable
+public final class AuthFlowModel {
+    /// Where the flow stands.
+    public enum Phase: Equatable, Sendable {
+        /// Not started (`start()` begins).
+        case idle
+        /// Waiting for the user's input on `step`.
+        case step
+        /// Done: signed in (sign-in, sign-up) or the recovery finished.
+        case completed
+        /// The flow ended with an error: `error` says why, `restart()` begins again.
+        case failed
+    }
+
+    /// Which flow this is.
+    public let flowType: EmbeddedFlowType
+    /// The application whose flow runs (nil: the configuration's).
+    public let applicationId: String?
+    /// Where the flow stands.
+    public private(set) var phase: Phase = .idle
+    /// The step on screen, as the server sent it (nil before the first answer).
+    public private(set) var step: EmbeddedFlowResponse?
+    /// The values typed so far, by input identifier.
+    public private(set) var values: [String: String] = [:]
+    /// Field errors by input identifier: the server's and the client-side checks'.
+    public private(set) var fieldErrors: [String: String] = [:]
+    /// The step's or the flow's error, in the user's language; nil when there is none.
+    public private(set) var error: String?
+    /// The code behind `error`.
+    public private(set) var errorCode: LatchkeyError.Code?
+    /// Information for the user that is not an error ("we sent you a code").
+    public private(set) var notice: String?
+    /// The action being sent; nil when idle. Only one runs at a time.
+    public private(set) var loadingActionId: String?
+    /// True while a step (or the start) is being sent.
+    public private(set) var isLoading = false
+    /// The signed-in user after a completed sign-in or sign-up.
+    public private(set) var user: User?
+
+    /// Called once when the flow completes, after `LatchkeyState` has the user.
+    @ObservationIgnored public var onComplete: (@MainActor (User?) -> Void)?
+    /// Called with the message of each error shown.
+    @ObservationIgnored public var onError: (@MainActor (String) -> Void)?
+
+    @ObservationIgnored private let client: LatchkeyClient
+    @ObservationIgnored private let state: LatchkeyState?
+    @ObservationIgnored private let i18n: LatchkeyI18n
+    @ObservationIgnored private let runner: FlowRunner
+    @ObservationIgnored private var running: Task<Void, Never>?
+    /// Identifiers of every secret or one-time input seen in this flow.
+    @ObservationIgnored private var secretKeys: Set<String> = []
+
+    /// A flow of `flowType` through `state.client`; the state learns of the sign-in when it completes.
+    public convenience init(state: LatchkeyState, flowType: EmbeddedFlowType = .authentication, applicationId: String? = nil) {
+        self.init(client: state.client, state: state, i18n: state.i18n, flowType: flowType, applicationId: applicationId)
+    }
+
+    /// A flow through `client` alone (a terminal, a test), with texts from `i18n`.
+    public convenience init(client: LatchkeyClient, i18n: LatchkeyI18n, flowType: EmbeddedFlowType = .authentication,
+                            applicationId: String? = nil) {
+        self.init(client: client, state: nil, i18n: i18n, flowType: flowType, applicationId: applicationId)
+    }
+
+    private init(client: LatchkeyClient, state: LatchkeyState?, i18n: LatchkeyI18n, flowType: EmbeddedFlowType, applicationId: String?) {
+        self.client = client
+        self.state = state
+        self.i18n = i18n
+        self.flowType = flowType
+        self.applicationId = applicationId
+        runner = FlowRunner(client: client, request: EmbeddedFlowRequestConfig(applicationId: applicationId, flowType: flowType),
+                            sessionId: state?.sessionId, checkMessages: i18n.checkMessages)
+    }
+
+    // MARK: What the view shows
+
+    /// The step's inputs (the vendor's `SignInState.inputs`).
+    public var inputs: [FlowInput] { step?.inputs ?? [] }
+    /// The step's actions (the vendor's `SignInState.actions`), passkey actions included.
+    public var actions: [FlowAction] { step?.actions ?? [] }
+    /// The step's UI tree with labels resolved (verbose flows).
+    public var components: [FlowComponent] { step?.components ?? [] }
+    /// The step's heading: the first text component's label.
+    public var title: String? { components.first { $0.type == "TEXT" }?.label }
+    /// The action that submits the inputs (a `SUBMIT`, else the first).
+    public var primaryAction: FlowAction? { actions.first { $0.type == nil || $0.type == "SUBMIT" } ?? actions.first }
+    /// Other ways on from this step (resend a code, a passkey instead of a password …).
+    public var secondaryActions: [FlowAction] { actions.filter { $0.ref != primaryAction?.ref } }
+    /// The action that switches to a passkey, when the step offers one.
+    public var passkeyAction: FlowAction? { actions.first { $0.type == "PASSKEY" } }
+    /// True when this step asks for a passkey ceremony (`submitPasskey()` runs it and sends the result).
+    public var asksForPasskey: Bool { step.map { (try? PasskeyFlowInputs.ceremony(in: $0)) != nil } ?? false }
+    /// The page to open in a browser when the step is a redirection (a federated provider); `continueRedirect(callback:)`
+    /// sends what the browser brought back.
+    public var redirectURL: URL? { step?.type == .redirection ? step?.redirectURL.flatMap(URL.init(string:)) : nil }
+    /// The inputs the user fills in (a passkey step's are filled by the ceremony).
+    public var visibleInputs: [FlowInput] { asksForPasskey ? [] : inputs }
+    /// True once the flow has completed.
+    public var isCompleted: Bool { phase == .completed }
+    /// True when the flow ended and can only start again.
+    public var canRestart: Bool { phase == .failed }
+
+    /// The value typed for `identifier`.
+    public func value(for identifier: String) -> String { values[identifier] ?? "" }
+    /// Records what the user typed; the field's own error goes away as they edit it.
+    public func setValue(_ value: String, for identifier: String) {
+        values[identifier] = value
+        if fieldErrors[identifier] != nil { fieldErrors[identifier] = nil }
+    }
+    /// The error to show next to `identifier`'s field.
+    public func fieldError(for identifier: String) -> String? { fieldErrors[identifier] }
+    /// True while `actionId` is being sent (a spinner on that button only).
+    public func isLoading(actionId: String) -> Bool { loadingActionId == actionId }
+
+    // MARK: What the user does
+
+    /// Starts the flow (the view calls it when it appears); does nothing once started.
+    public func start() async {
+        guard phase == .idle, !isLoading else { return }
+        await run(actionId: nil) { await $0.start() }
+    }
+
+    /// Begins a new flow, keeping the values typed (never secrets).
+    public func restart() async {
+        guard !isLoading else { return }
+        await run(actionId: nil) { await $0.restart() }
+    }
+
+    /// Submits the step's values with `actionId` without waiting (a button's action). Ignored while a submission
+    /// is in flight.
+    public func submit(actionId: String) {
+        guard !isLoading, phase == .step else { return }
+        running = Task { await self.perform(actionId: actionId) }
+    }
+
+    /// Submits the step's values with `actionId` and waits for the next step. Ignored while a submission is in
+    /// flight, so a double tap sends one request.
+    public func perform(actionId: String) async {
+        guard !isLoading, phase == .step, let step else { return }
+        // Only this step's inputs go to the server: values of earlier steps stay for display, not for sending.
+        let sent = Dictionary(uniqueKeysWithValues: step.inputs.compactMap { input in values[input.identifier].map { (input.identifier, $0) } })
+        await run(actionId: actionId) { await $0.submit(actionId: actionId, inputs: sent) }
+    }
+
+    /// Runs the passkey ceremony the step asks for (the platform's sheet on Apple) and submits its result.
+    public func submitPasskey() async {
+        guard !isLoading, phase == .step, let step, let action = primaryAction else { return }
+        loadingActionId = action.ref
+        isLoading = true
+        let inputs: [String: String]
+        do {
+            inputs = try await client.passkeyInputs(for: step)
+        } catch {
+            loadingActionId = nil
+            isLoading = false
+            show(error: error)
+            return
+        }
+        loadingActionId = nil
+        isLoading = false
+        await run(actionId: action.ref) { await $0.submit(actionId: action.ref, inputs: inputs) }
+    }
+
+    /// Continues a redirection step with what the browser brought back (its `code` and `state` query items).
+    public func continueRedirect(callback: URL) async {
+        guard !isLoading, phase == .step, let action = primaryAction else { return }
+        let items = URLComponents(url: callback, resolvingAgainstBaseURL: false)?.queryItems ?? []
+        let inputs = Dictionary(items.compactMap { item in item.value.map { (item.name, $0) } }, uniquingKeysWith: { first, _ in first })
+        await run(actionId: action.ref) { await $0.submit(actionId: action.ref, inputs: inputs) }
+    }
+
+    /// Waits for a submission started with `submit(actionId:)`.
+    public func waitUntilIdle() async { await running?.value }
+
+    // MARK: Internals
+
+    private func run(actionId: String?, _ call: (FlowRunner) async -> FlowRunnerState) async {
+        isLoading = true
+        loadingActionId = actionId
+        await runner.setCheckMessages(i18n.checkMessages)
+        let before = step
+        var result: FlowRunnerState
+        if let state { result = await state.tracked { await call(runner) } } else { result = await call(runner) }
+        var restarted = false
+        // An execution that expired (or that the server no longer knows) is not the user's fault: begin again.
+        if case .failed(let failure) = result, before != nil, failure.code == .sessionExpired || failure.code == .invalidInput && failure.serverCode == nil {
+            result = await runner.restart()
+            restarted = result.isStep
+        }
+        isLoading = false
+        loadingActionId = nil
+        await apply(result, previous: before)
+        if restarted { show(message: i18n.t(.flowExpired), code: .sessionExpired) }
+    }
+
+    private func apply(_ result: FlowRunnerState, previous: EmbeddedFlowResponse?) async {
+        switch result {
+        case .idle:
+            phase = .idle
+        case .step(let next):
+            let sameStep = previous.map { $0.flowId == next.flowId && Set($0.inputs.map(\.identifier)) == Set(next.inputs.map(\.identifier)) } ?? false
+            // A step the server refused (a wrong password) comes back with what was typed except secrets; a new
+            // step forgets every secret typed so far (codes are never carried over). A step stopped by the
+            // client-side checks keeps everything.
+            secretKeys.formUnion(next.inputs.filter { $0.isSecret || $0.oneTimeUse }.map(\.identifier))
+            if !sameStep || next.error != nil { forgetSecrets() }
+            step = next
+            phase = .step
+            fieldErrors = Dictionary(next.fieldErrors.map { ($0.identifier, $0.message) }, uniquingKeysWith: { first, _ in first })
+            notice = next.additionalData["emailSent"] == "true" && next.error == nil ? i18n.t(.codeSent) : nil
+            if let flowError = next.error {
+                // The server's in-band errors carry its code and a localized message; the SDK's own (the network)
+                // only technical text, so the table's words are shown for those.
+                let fromServer = !flowError.serverCode.isEmpty && !flowError.message.isEmpty
+                show(message: fromServer ? flowError.message : i18n.t(UIText.forError(flowError.code)), code: flowError.code)
+            } else {
+                error = nil
+                errorCode = nil
+            }
+        case .completed(let response):
+            step = response
+            phase = .completed
+            user = response.user
+            forgetSecrets()
+            fieldErrors = [:]
+            error = nil
+            errorCode = nil
+            notice = nil
+            if flowType != .recovery { await state?.didSignIn(response.user) }
+            onComplete?(response.user)
+        case .failed(let failure):
+            phase = .failed
+            fieldErrors = [:]
+            notice = nil
+            let known = [LatchkeyError.Code.networkError, .requestTimeout, .serverError, .sessionExpired].contains(failure.code)
+            show(message: known && failure.serverCode == nil ? i18n.t(UIText.forError(failure.code)) : failure.message, code: failure.code)
+        }
+    }
+
+    private func forgetSecrets() {
+        for key in secretKeys where values[key] != nil { values[key] = nil }
+    }
+
+    private func show(error: any Error) {
+        let error = error as? LatchkeyError ?? LatchkeyError(.unknownError, String(describing: error))
+        show(message: i18n.message(for: error), code: error.code)
+    }
+
+    private func show(message: String, code: LatchkeyError.Code) {
+        error = message
+        errorCode = code
+        onError?(message)
+    }
+}
+
+/// The vendor's name for the sign-in flow's state.
+public typealias SignInState = AuthFlowModel
+/// The vendor's name for the registration flow's state (the same model with `flowType: .registration`).
+public typealias SignUpState = AuthFlowModel

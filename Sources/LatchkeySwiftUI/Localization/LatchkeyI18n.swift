@@ -1,0 +1,101 @@
+import Foundation
+import Latchkey
+import Observation
+
+/// The texts the components show themselves, and the language the whole SDK uses (seed 003 `ThunderIDI18n`).
+///
+/// Texts that come from the server — flow titles, input and action labels, error messages — are already in the
+/// user's language because the SDK sends it with every request; this object holds the few the components add
+/// (button titles, the client-side checks, "cannot reach the server"). `setLocale(_:)` changes both at once: the
+/// component texts at once, the server's from the next request on (a flow in progress switches at its next step).
+@MainActor @Observable
+public final class LatchkeyI18n {
+    /// The active language as a BCP 47 tag (`fr-FR`, `ja`, `ar`); nil follows the device.
+    public private(set) var locale: String?
+    /// The table the texts come from: the best of `UIStrings.languages` for `locale` (English when none fits).
+    public private(set) var language: String
+    /// Called with the new languages when `setLocale(_:)` changes them (the state forwards them to the client).
+    @ObservationIgnored var onChange: (@MainActor ([String]?) -> Void)?
+    @ObservationIgnored private let store: any LocaleStore
+
+    /// - Parameters:
+    ///   - locale: the language to start with; nil takes the one `store` kept from an earlier `setLocale(_:)`, else
+    ///     the device's.
+    ///   - store: where `setLocale(_:)` keeps the choice (`UserDefaults` by default, as the vendor's package does).
+    public init(locale: String? = nil, store: any LocaleStore = UserDefaultsLocaleStore()) {
+        self.store = store
+        let chosen = locale ?? store.load()
+        self.locale = chosen
+        self.language = UIStrings.resolve(chosen.map { [$0] } ?? Locale.preferredLanguages)
+    }
+
+    /// The languages to send to the server: the chosen locale, or nil for the device's.
+    public var preferredLanguages: [String]? { locale.map { [$0] } }
+
+    /// Right-to-left script (Arabic): views lay out mirrored (`layoutDirection`).
+    public var isRightToLeft: Bool { UIStrings.isRightToLeft(language) }
+
+    /// Changes the active language for every component and for the server's messages, and keeps it for the next
+    /// launch. An unusable tag (empty, not BCP 47) is ignored.
+    public func setLocale(_ locale: String) {
+        let tags = LanguagePreferences.tags([locale])
+        guard let tag = tags.first else { return }
+        self.locale = tag
+        language = UIStrings.resolve([tag])
+        store.save(tag)
+        onChange?([tag])
+    }
+
+    /// Follows the device's languages again and forgets the kept choice.
+    public func resetLocale() {
+        locale = nil
+        language = UIStrings.resolve(Locale.preferredLanguages)
+        store.save(nil)
+        onChange?(nil)
+    }
+
+    /// The text for `key` in the active language.
+    public func t(_ key: UIText) -> String { UIStrings.text(key, language: language) }
+
+    /// The texts of the flow's client-side checks in the active language.
+    public var checkMessages: FlowCheckMessages {
+        FlowCheckMessages(required: t(.fieldRequired), chooseOption: t(.chooseOption), invalidValue: t(.invalidValue))
+    }
+
+    /// What the user should read for `error`: the server's localized message when it sent one, else this table's
+    /// text for the kind of failure (never a technical message with codes in it).
+    public func message(for error: LatchkeyError) -> String {
+        if let userMessage = error.userMessage, !userMessage.isEmpty { return userMessage }
+        return t(UIText.forError(error.code))
+    }
+}
+
+/// Where `LatchkeyI18n.setLocale(_:)` keeps the chosen language between launches.
+public protocol LocaleStore: Sendable {
+    /// The kept language, if any.
+    func load() -> String?
+    /// Keeps `locale`; nil forgets it.
+    func save(_ locale: String?)
+}
+
+/// `UserDefaults.standard` under `io.latchkey.locale`.
+public struct UserDefaultsLocaleStore: LocaleStore {
+    /// The defaults key.
+    public static let key = "io.latchkey.locale"
+    /// A store.
+    public init() {}
+    public func load() -> String? { UserDefaults.standard.string(forKey: Self.key) }
+    public func save(_ locale: String?) {
+        if let locale { UserDefaults.standard.set(locale, forKey: Self.key) } else { UserDefaults.standard.removeObject(forKey: Self.key) }
+    }
+}
+
+/// Keeps the language in memory only (tests, previews, apps that store it themselves).
+public final class InMemoryLocaleStore: LocaleStore, @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: String?
+    /// A store holding `locale`.
+    public init(_ locale: String? = nil) { value = locale }
+    public func load() -> String? { lock.withLock { value } }
+    public func save(_ locale: String?) { lock.withLock { value = locale } }
+}

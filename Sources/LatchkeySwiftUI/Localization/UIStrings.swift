@@ -1,0 +1,78 @@
+import Foundation
+import Latchkey
+
+/// The texts the components add themselves (everything else comes from the server, already localized).
+public enum UIText: String, Sendable, CaseIterable {
+    case signIn, signUp, signOut, continueAction, save, saving, loading, retry, startOver, usePasskey, signInWithBrowser
+    case fieldRequired, chooseOption, invalidValue
+    case sessionExpired, networkError, serverError, storageUnavailable, genericError, flowExpired
+    case profileConflict, profileSaved, codeSent
+    case displayName, givenName, familyName, email, phoneNumber, locale
+
+    /// The text that explains a failure of kind `code` when the server sent no message of its own.
+    public static func forError(_ code: LatchkeyError.Code) -> UIText {
+        switch code {
+        case .sessionExpired, .invalidGrant, .invalidToken: .sessionExpired
+        case .networkError, .requestTimeout: .networkError
+        case .serverError: .serverError
+        case .storageUnavailable: .storageUnavailable
+        case .profileConflict: .profileConflict
+        default: .genericError
+        }
+    }
+}
+
+/// The component texts in the server's 15 languages (the 20 language codes of the seeds resolve to them).
+public enum UIStrings {
+    /// The tables, by BCP 47 tag.
+    public static let languages: [String] = tables.keys.sorted()
+
+    /// The table for the first of `preferred` that has one (`fr-CA` → `fr`, `zh-TW` → `zh-Hant`), else `en`.
+    public static func resolve(_ preferred: [String]) -> String {
+        for raw in preferred {
+            let parts = raw.replacingOccurrences(of: "_", with: "-").split(separator: "-").map(String.init)
+            guard let language = parts.first?.lowercased(), !language.isEmpty else { continue }
+            if language == "zh" {
+                let rest = parts.dropFirst().map { $0.lowercased() }
+                if rest.contains("hant") || rest.contains(where: { ["hk", "mo", "tw"].contains($0) }) && !rest.contains("hans") { return "zh-Hant" }
+                return "zh-Hans"
+            }
+            if tables[language] != nil { return language }
+        }
+        return "en"
+    }
+
+    /// True for languages written right to left.
+    public static func isRightToLeft(_ language: String) -> Bool {
+        ["ar", "he", "fa", "ur"].contains(language.split(separator: "-").first.map { $0.lowercased() } ?? "")
+    }
+
+    /// `key` in `language` (a tag of `languages`), English when the table lacks it.
+    public static func text(_ key: UIText, language: String) -> String {
+        tables[language]?[key] ?? english[key] ?? key.rawValue
+    }
+
+    /// Every table; each holds every key (`UIStringsTests` checks it).
+    static let tables: [String: [UIText: String]] = [
+        "en": english, "ar": arabic, "de": german, "es": spanish, "fr": french, "hu": hungarian, "it": italian,
+        "ja": japanese, "ko": korean, "nl": dutch, "pt": portuguese, "ru": russian, "sk": slovak,
+        "zh-Hans": chineseSimplified, "zh-Hant": chineseTraditional,
+    ]
+
+    static let english: [UIText: String] = [
+        .signIn: "Sign in", .signUp: "Create account", .signOut: "Sign out", .continueAction: "Continue", .save: "Save",
+        .saving: "Saving…", .loading: "Loading…", .retry: "Try again", .startOver: "Start over", .usePasskey: "Use a passkey",
+        .signInWithBrowser: "Sign in with the browser",
+        .fieldRequired: "This field is required", .chooseOption: "Choose one of the options", .invalidValue: "The value is not valid",
+        .sessionExpired: "Your session has ended. Please sign in again.",
+        .networkError: "The server cannot be reached. Check your connection and try again.",
+        .serverError: "The service is having a problem. Please try again in a moment.",
+        .storageUnavailable: "Unlock your device to continue.",
+        .genericError: "Something went wrong. Please try again.",
+        .flowExpired: "That took too long, so we started again.",
+        .profileConflict: "Your profile was changed somewhere else. The latest version is shown with your edits: check them and save again.",
+        .profileSaved: "Your profile was saved.", .codeSent: "We sent a code by email.",
+        .displayName: "Display name", .givenName: "First name", .familyName: "Last name", .email: "Email",
+        .phoneNumber: "Phone number", .locale: "Language",
+    ]
+}

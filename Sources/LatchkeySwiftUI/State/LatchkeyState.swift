@@ -1,0 +1,239 @@
+import Foundation
+import Latchkey
+import LatchkeyApple
+import Observation
+
+/// The app's authentication state (seed 003 `ThunderIDState`): the signed-in user, whether the SDK is ready or busy,
+/// the last error in words for the user, the client for direct calls, and the language.
+///
+/// `.latchkeyProvider(config:)` creates one, puts it into the environment and calls `start()`; views read it with
+/// `@Environment(LatchkeyState.self)` (or `@EnvironmentObject` as the vendor's documentation shows). It follows the
+/// client's `authStateChanges`, so a sign-in or sign-out done anywhere through `client` — a component, the app's
+/// own code, a refresh the server refused — shows here without `refresh()`.
+///
+/// All behaviour lives here, in plain Swift on the main actor; the views only lay it out.
+@MainActor @Observable
+public final class LatchkeyState {
+    /// The signed-in user (from the verified ID token, else userinfo); nil when signed out, or while a stored
+    /// session cannot be checked (the server unreachable at launch: `isSignedIn` stays true, `error` says why).
+    public private(set) var user: User?
+    /// True while the session holds tokens that work or can be refreshed.
+    public private(set) var isSignedIn = false
+    /// True while the SDK initializes or a sign-in, sign-out or refresh of this state is in progress.
+    public var isLoading: Bool { operations > 0 }
+    /// True once `start()` finished, whether or not a session was restored or initialization failed.
+    public private(set) var isInitialized = false
+    /// What went wrong last, in the user's language; nil again after the next operation that succeeds.
+    public private(set) var error: String?
+    /// The failure behind `error`, for apps that branch on its code.
+    public private(set) var lastError: LatchkeyError?
+    /// The client, for direct API calls (sign-in, tokens, profile …); its changes show in this state.
+    public let client: LatchkeyClient
+    /// The session this state follows (nil: the default session).
+    public let sessionId: String?
+    /// The language of the components and of the server's messages.
+    public let i18n: LatchkeyI18n
+
+    private var operations = 0
+    @ObservationIgnored private let config: LatchkeyConfig?
+    @ObservationIgnored private let storage: (any StorageAdapter)?
+    @ObservationIgnored private var starting: Task<Void, Never>?
+    @ObservationIgnored private var following: Task<Void, Never>?
+    @ObservationIgnored private var signingOut: Task<Void, Never>?
+
+    /// A state that initializes `client` with `config` when it starts (what `.latchkeyProvider(config:)` does).
+    /// - Parameters:
+    ///   - client: on Apple platforms with LatchkeyApple, `LatchkeyClient()` signs in with the system sheets and
+    ///     keeps sessions in the Keychain.
+    ///   - storage: nil uses the client's default storage (the Keychain for the Apple client).
+    ///   - i18n: the language; by default the one kept by an earlier `setLocale(_:)`, else the device's.
+    public init(config: LatchkeyConfig, client: LatchkeyClient = LatchkeyClient(), storage: (any StorageAdapter)? = nil,
+                sessionId: String? = nil, i18n: LatchkeyI18n = LatchkeyI18n()) {
+        self.config = config
+        self.client = client
+        self.storage = storage
+        self.sessionId = sessionId
+        self.i18n = i18n
+        bindLanguage()
+    }
+
+    /// A state over a client the app has already initialized.
+    public init(client: LatchkeyClient, sessionId: String? = nil, i18n: LatchkeyI18n = LatchkeyI18n()) {
+        self.config = nil
+        self.storage = nil
+        self.client = client
+        self.sessionId = sessionId
+        self.i18n = i18n
+        bindLanguage()
+    }
+
+    /// Initializes the client (when this state was given the configuration), restores the stored session — checking
+    /// it with the server, so a session that ended while the app was closed shows as signed out with a message —
+    /// and starts following the client's changes. Calling it again waits for the first call; it never throws:
+    /// failures land in `error`.
+    public func start() async {
+        if let starting { return await starting.value }
+        let task = Task { await self.performStart() }
+        starting = task
+        await task.value
+    }
+
+    /// Reads the session again from storage and the server and updates `user` and `isSignedIn` (the vendor's
+    /// `refresh()`); only needed after changes made by another client instance or process sharing the storage.
+    public func refresh() async {
+        await tracked { await self.reload(check: true) }
+    }
+
+    /// Signs out (revokes the tokens, ends the server session, clears the stored one). A second call while one is
+    /// in progress waits for it instead of sending its own requests.
+    public func signOut() async {
+        if let signingOut { return await signingOut.value }
+        let task = Task {
+            await self.tracked {
+                do {
+                    _ = try await self.client.signOut(sessionId: self.sessionId)
+                    self.apply(user: nil, signedIn: false)
+                    self.clearError()
+                } catch {
+                    self.fail(error)
+                }
+            }
+        }
+        signingOut = task
+        await task.value
+        signingOut = nil
+    }
+
+    /// Changes the language of the components and of the server's messages (see `LatchkeyI18n.setLocale(_:)`).
+    public func setLocale(_ locale: String) { i18n.setLocale(locale) }
+
+    /// Stops following the client (the provider calls it when its view goes away).
+    public func stop() {
+        following?.cancel()
+        following = nil
+    }
+
+    // MARK: What components report
+
+    /// A component signed the user in through `client` (the change stream reports it too; this makes the state
+    /// current before the component's `onComplete` runs).
+    func didSignIn(_ signedIn: User?) async {
+        if let signedIn { apply(user: signedIn, signedIn: true); clearError() } else { await reload(check: false) }
+    }
+
+    /// Records a failure of an operation started by a component.
+    func report(_ failure: any Error) { fail(failure) }
+
+    /// Counts an operation of a component in `isLoading`.
+    func tracked<T>(_ body: () async throws -> T) async rethrows -> T {
+        operations += 1
+        defer { operations -= 1 }
+        return try await body()
+    }
+
+    // MARK: Internals
+
+    private func bindLanguage() {
+        i18n.onChange = { [weak self] languages in
+            guard let self else { return }
+            try? self.client.setPreferredLanguages(languages)
+        }
+    }
+
+    private func performStart() async {
+        await tracked {
+            if let config {
+                var config = config
+                if let languages = i18n.preferredLanguages { config.preferredLanguages = languages }
+                do {
+                    try await client.initialize(config: config, storage: storage)
+                } catch let error as LatchkeyError where error.code == .alreadyInitialized {
+                    if let languages = i18n.preferredLanguages { try? client.setPreferredLanguages(languages) }
+                } catch {
+                    fail(error)
+                    isInitialized = true
+                    return
+                }
+            } else if let languages = i18n.preferredLanguages {
+                try? client.setPreferredLanguages(languages)
+            }
+            // Subscribe before reading, so nothing that happens while the session is checked is missed.
+            let changes = client.authStateChanges(sessionId: sessionId)
+            await reload(check: true)
+            follow(changes)
+            isInitialized = true
+        }
+    }
+
+    private func follow(_ changes: AsyncStream<AuthStateChange>) {
+        following?.cancel()
+        following = Task { [weak self] in
+            for await change in changes {
+                guard let self else { return }
+                await self.handle(change)
+            }
+        }
+    }
+
+    private func handle(_ change: AuthStateChange) async {
+        switch change.event {
+        case .initialSession, .tokenRefreshed:
+            break  // read by `start()`; a refresh changes no user-visible state
+        case .signedIn:
+            await reload(check: false)
+        case .userUpdated:
+            await reload(check: false, fromServer: true)  // the stored ID token still has the old claims
+        case .signedOut:
+            apply(user: nil, signedIn: false)
+        case .sessionExpired:
+            apply(user: nil, signedIn: false)
+            fail(LatchkeyError(.sessionExpired, "the provider ended the session"))
+        }
+    }
+
+    /// Reads the session; with `check`, also makes sure its tokens still work (refreshing them if due); with
+    /// `fromServer`, the user comes from userinfo rather than the stored ID token.
+    private func reload(check: Bool, fromServer: Bool = false) async {
+        do {
+            guard try await client.isSignedIn(sessionId: sessionId) else {
+                apply(user: nil, signedIn: false)
+                clearError()
+                return
+            }
+            if check { _ = try await client.getAccessToken(sessionId: sessionId) }
+            apply(user: try await client.getUser(options: fromServer ? ["source": "userinfo"] : nil, sessionId: sessionId), signedIn: true)
+            clearError()
+        } catch let error as LatchkeyError {
+            switch error.code {
+            case .sessionExpired, .invalidGrant, .invalidToken:
+                apply(user: nil, signedIn: false)  // the session is over (the SDK has forgotten it)
+            case .storageUnavailable:
+                break  // a locked device: nothing is known, nothing is changed
+            default:
+                isSignedIn = (try? await client.isSignedIn(sessionId: sessionId)) ?? isSignedIn  // kept: only the check failed
+            }
+            fail(error)
+        } catch {
+            fail(error)
+        }
+    }
+
+    private func apply(user: User?, signedIn: Bool) {
+        if self.user != user { self.user = user }
+        if isSignedIn != signedIn { isSignedIn = signedIn }
+    }
+
+    private func clearError() {
+        if error != nil { error = nil }
+        if lastError != nil { lastError = nil }
+    }
+
+    private func fail(_ failure: any Error) {
+        let error = failure as? LatchkeyError ?? LatchkeyError(.unknownError, String(describing: failure), underlying: nil)
+        lastError = error
+        self.error = i18n.message(for: error)
+    }
+}
+
+/// The vendor's name for the state (seed 003 `ThunderIDState`).
+public typealias ThunderIDState = LatchkeyState

@@ -1,0 +1,261 @@
+#if canImport(SwiftUI)
+import SwiftUI
+import Latchkey
+#if canImport(UIKit)
+import UIKit
+#endif
+
+/// The unstyled sign-in form builder (seed 003 `BaseSignIn`): runs the application's sign-in flow in an
+/// `AuthFlowModel` (the vendor's `SignInState`) and hands it to `content` for each step.
+public struct BaseSignIn<Content: View>: View {
+    @Environment(LatchkeyState.self) private var state
+    @State private var model: AuthFlowModel?
+    private let applicationId: String?
+    private let flowType: EmbeddedFlowType
+    private let onComplete: (@MainActor () -> Void)?
+    private let onError: (@MainActor (String) -> Void)?
+    private let content: (AuthFlowModel) -> Content
+
+    /// - Parameters:
+    ///   - applicationId: the application whose flow runs (nil: the configuration's `applicationId`, else its client id).
+    ///   - onComplete: called once signed in, after `LatchkeyState.user` is set.
+    ///   - onError: called with each error message shown.
+    ///   - content: lays out the step from the model (`inputs`, `actions`, `value(for:)`/`binding(for:)`, `submit(actionId:)`).
+    public init(applicationId: String? = nil, onComplete: (@MainActor () -> Void)? = nil, onError: (@MainActor (String) -> Void)? = nil,
+                @ViewBuilder content: @escaping (AuthFlowModel) -> Content) {
+        self.init(flowType: .authentication, applicationId: applicationId, onComplete: onComplete, onError: onError, content: content)
+    }
+
+    init(flowType: EmbeddedFlowType, applicationId: String?, onComplete: (@MainActor () -> Void)?, onError: (@MainActor (String) -> Void)?,
+         content: @escaping (AuthFlowModel) -> Content) {
+        self.flowType = flowType
+        self.applicationId = applicationId
+        self.onComplete = onComplete
+        self.onError = onError
+        self.content = content
+    }
+
+    public var body: some View {
+        Group {
+            if let model {
+                content(model)
+            } else {
+                ProgressView().accessibilityLabel(state.i18n.t(.loading))
+            }
+        }
+        .onAppear {
+            guard model == nil else { return }
+            let flow = AuthFlowModel(state: state, flowType: flowType, applicationId: applicationId)
+            let onComplete = onComplete
+            let onError = onError
+            flow.onComplete = { _ in onComplete?() }
+            flow.onError = { message in onError?(message) }
+            model = flow
+            Task { await flow.start() }
+        }
+    }
+}
+
+/// The unstyled registration form builder (seed 003 `BaseSignUp`): `BaseSignIn` over the registration flow; its
+/// model is the vendor's `SignUpState`.
+public struct BaseSignUp<Content: View>: View {
+    private let base: BaseSignIn<Content>
+
+    /// As `BaseSignIn.init(applicationId:onComplete:onError:content:)`, for the registration flow.
+    public init(applicationId: String? = nil, onComplete: (@MainActor () -> Void)? = nil, onError: (@MainActor (String) -> Void)? = nil,
+                @ViewBuilder content: @escaping (AuthFlowModel) -> Content) {
+        base = BaseSignIn(flowType: .registration, applicationId: applicationId, onComplete: onComplete, onError: onError, content: content)
+    }
+
+    public var body: some View { base }
+}
+
+/// The app-native sign-in form (seed 003 `SignIn`): every step the server sends, with its fields, errors next to
+/// their fields, one spinner on the action being sent, a passkey when the flow offers one, and "start over" when a
+/// flow ended.
+public struct SignIn: View {
+    private let applicationId: String?
+    private let onComplete: (@MainActor () -> Void)?
+    private let onError: (@MainActor (String) -> Void)?
+
+    /// - Parameters:
+    ///   - applicationId: the application whose flow runs.
+    ///   - onComplete: called once signed in (`LatchkeyState` already shows the user).
+    ///   - onError: called with each error message shown.
+    public init(applicationId: String? = nil, onComplete: (@MainActor () -> Void)? = nil, onError: (@MainActor (String) -> Void)? = nil) {
+        self.applicationId = applicationId
+        self.onComplete = onComplete
+        self.onError = onError
+    }
+
+    public var body: some View {
+        BaseSignIn(applicationId: applicationId, onComplete: onComplete, onError: onError) { FlowForm(model: $0) }
+    }
+}
+
+/// The app-native registration form (seed 003 `SignUp`); the same layout as `SignIn`.
+public struct SignUp: View {
+    private let applicationId: String?
+    private let onComplete: (@MainActor () -> Void)?
+    private let onError: (@MainActor (String) -> Void)?
+
+    /// As `SignIn.init(applicationId:onComplete:onError:)`, for the registration flow.
+    public init(applicationId: String? = nil, onComplete: (@MainActor () -> Void)? = nil, onError: (@MainActor (String) -> Void)? = nil) {
+        self.applicationId = applicationId
+        self.onComplete = onComplete
+        self.onError = onError
+    }
+
+    public var body: some View {
+        BaseSignUp(applicationId: applicationId, onComplete: onComplete, onError: onError) { FlowForm(model: $0) }
+    }
+}
+
+extension AuthFlowModel {
+    /// A binding to the value of input `identifier` (the vendor's `SignInState.binding(for:)`).
+    public func binding(for identifier: String) -> Binding<String> {
+        // Binding's closures are `@isolated(any) @Sendable`: without `@MainActor` they would be non-isolated and could
+        // not call this main-actor model synchronously.
+        Binding(get: { @MainActor in self.value(for: identifier) }, set: { @MainActor value in self.setValue(value, for: identifier) })
+    }
+}
+
+/// The default layout of one flow step.
+struct FlowForm: View {
+    @Environment(LatchkeyState.self) private var state
+    let model: AuthFlowModel
+
+    var body: some View {
+        VStack(alignment: .leading, spacing: 16) {
+            if let title = model.title {
+                Text(title).font(.title2.weight(.semibold)).accessibilityAddTraits(.isHeader)
+            }
+            if let error = model.error {
+                Label(error, systemImage: "exclamationmark.triangle")
+                    .foregroundStyle(.red)
+                    .accessibilityLabel(error)
+            }
+            if let notice = model.notice {
+                Text(notice).font(.callout).foregroundStyle(.secondary)
+            }
+            ForEach(model.visibleInputs) { input in
+                FlowInputField(model: model, input: input)
+            }
+            if model.asksForPasskey {
+                Button {
+                    Task { await model.submitPasskey() }
+                } label: {
+                    Label(state.i18n.t(.usePasskey), systemImage: "person.badge.key")
+                }
+                .buttonStyle(.borderedProminent)
+                .disabled(model.isLoading)
+            } else {
+                ForEach(model.actions) { action in
+                    FlowActionButton(model: model, action: action, isPrimary: action.ref == model.primaryAction?.ref,
+                                     fallbackLabel: state.i18n.t(.continueAction))
+                }
+            }
+            if model.canRestart {
+                Button(state.i18n.t(.startOver)) { Task { await model.restart() } }
+                    .disabled(model.isLoading)
+            }
+            if model.phase == .idle {
+                ProgressView().accessibilityLabel(state.i18n.t(.loading))
+            }
+        }
+        .frame(maxWidth: .infinity, alignment: .leading)
+    }
+}
+
+/// One input of a step: a picker for SELECT inputs, a secure field for passwords, a text field otherwise; its error
+/// right under it.
+struct FlowInputField: View {
+    let model: AuthFlowModel
+    let input: FlowInput
+
+    private var label: String { input.label ?? input.identifier }
+
+    var body: some View {
+        VStack(alignment: .leading, spacing: 4) {
+            field
+            if let error = model.fieldError(for: input.identifier) {
+                Text(error).font(.footnote).foregroundStyle(.red)
+            }
+        }
+        .accessibilityElement(children: .combine)
+        .accessibilityHint(model.fieldError(for: input.identifier) ?? "")
+    }
+
+    @ViewBuilder private var field: some View {
+        let text = model.binding(for: input.identifier)
+        if input.isSelect {
+            Picker(label, selection: text) {
+                ForEach(input.options, id: \.self) { Text($0).tag($0) }
+            }
+            .accessibilityLabel(label)
+        } else if input.type == "PASSWORD_INPUT" {
+            SecureField(label, text: text)
+                .accessibilityLabel(label)
+            #if os(iOS) || os(visionOS)
+                .textContentType(.password)
+            #endif
+        } else {
+            TextField(label, text: text)
+                .autocorrectionDisabled()
+                .accessibilityLabel(label)
+            #if os(iOS) || os(visionOS)
+                .textInputAutocapitalization(.never)
+                .textContentType(contentType)
+                .keyboardType(keyboard)
+            #endif
+        }
+    }
+
+    #if os(iOS) || os(visionOS)
+    private var contentType: UITextContentType? {
+        switch input.type {
+        case "OTP_INPUT": .oneTimeCode
+        case "EMAIL_INPUT": .emailAddress
+        case "PHONE_INPUT": .telephoneNumber
+        default: input.identifier == "username" ? .username : nil
+        }
+    }
+
+    private var keyboard: UIKeyboardType {
+        switch input.type {
+        case "OTP_INPUT": .numberPad
+        case "EMAIL_INPUT": .emailAddress
+        case "PHONE_INPUT": .phonePad
+        default: .default
+        }
+    }
+    #endif
+}
+
+/// One action of a step, with its own spinner while it is being sent.
+struct FlowActionButton: View {
+    let model: AuthFlowModel
+    let action: FlowAction
+    let isPrimary: Bool
+    let fallbackLabel: String
+
+    var body: some View {
+        let button = Button {
+            model.submit(actionId: action.ref)
+        } label: {
+            HStack(spacing: 8) {
+                if model.isLoading(actionId: action.ref) { ProgressView() }
+                Text(action.label ?? fallbackLabel)
+            }
+            .frame(maxWidth: isPrimary ? .infinity : nil)
+        }
+        .disabled(model.isLoading)
+        .accessibilityLabel(action.label ?? fallbackLabel)
+        if isPrimary {
+            button.buttonStyle(.borderedProminent)
+        } else {
+            button.buttonStyle(.bordered)
+        }
+    }
+}
+#endif

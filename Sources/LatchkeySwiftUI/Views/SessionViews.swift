@@ -1,0 +1,156 @@
+#if canImport(SwiftUI)
+import SwiftUI
+import Latchkey
+#if canImport(AuthenticationServices)
+import AuthenticationServices
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+
+/// Shows `content` while the user is signed in, `fallback` (nothing by default) otherwise (seed 003 `SignedIn`).
+public struct SignedIn<Content: View, Fallback: View>: View {
+    @Environment(LatchkeyState.self) private var state
+    private let content: () -> Content
+    private let fallback: () -> Fallback
+
+    /// - Parameters:
+    ///   - content: shown while `LatchkeyState.isSignedIn`.
+    ///   - fallback: shown otherwise.
+    public init(@ViewBuilder content: @escaping () -> Content, @ViewBuilder fallback: @escaping () -> Fallback) {
+        self.content = content
+        self.fallback = fallback
+    }
+
+    public var body: some View {
+        if state.isSignedIn { content() } else { fallback() }
+    }
+}
+
+extension SignedIn where Fallback == EmptyView {
+    /// Shows `content` while signed in, nothing otherwise.
+    public init(@ViewBuilder content: @escaping () -> Content) {
+        self.init(content: content, fallback: { EmptyView() })
+    }
+}
+
+/// Shows `content` while the user is signed out, `fallback` (nothing by default) otherwise (seed 003 `SignedOut`).
+public struct SignedOut<Content: View, Fallback: View>: View {
+    @Environment(LatchkeyState.self) private var state
+    private let content: () -> Content
+    private let fallback: () -> Fallback
+
+    /// - Parameters:
+    ///   - content: shown while signed out (and once the state is initialized, so a restored session never flashes
+    ///     the sign-in screen).
+    ///   - fallback: shown otherwise.
+    public init(@ViewBuilder content: @escaping () -> Content, @ViewBuilder fallback: @escaping () -> Fallback) {
+        self.content = content
+        self.fallback = fallback
+    }
+
+    public var body: some View {
+        if state.isInitialized && !state.isSignedIn { content() } else { fallback() }
+    }
+}
+
+extension SignedOut where Fallback == EmptyView {
+    /// Shows `content` while signed out, nothing otherwise.
+    public init(@ViewBuilder content: @escaping () -> Content) {
+        self.init(content: content, fallback: { EmptyView() })
+    }
+}
+
+/// An unstyled button with a label, disabled while `isLoading` (seed 003 `BaseSignInButton`).
+public struct BaseSignInButton: View {
+    private let label: String
+    private let isLoading: Bool
+    private let action: @MainActor () -> Void
+
+    /// - Parameters:
+    ///   - label: the title (and accessibility label).
+    ///   - isLoading: disables the button.
+    ///   - action: what a tap does.
+    public init(label: String, isLoading: Bool = false, action: @escaping @MainActor () -> Void) {
+        self.label = label
+        self.isLoading = isLoading
+        self.action = action
+    }
+
+    public var body: some View {
+        Button(label) { action() }
+            .disabled(isLoading)
+            .accessibilityLabel(label)
+    }
+}
+
+/// An unstyled sign-out button (seed 003 `BaseSignOutButton`); the same as `BaseSignInButton`.
+public typealias BaseSignOutButton = BaseSignInButton
+
+/// The sign-in button (seed 003 `SignInButton`): `onTap`, or a browser sign-in in the system's sheet.
+public struct SignInButton: View {
+    @Environment(LatchkeyState.self) private var state
+    @State private var model: SignInButtonModel?
+    private let onTap: (@MainActor () -> Void)?
+
+    /// - Parameter onTap: what a tap does instead of the browser sign-in (present a `SignIn` sheet …).
+    public init(onTap: (@MainActor () -> Void)? = nil) {
+        self.onTap = onTap
+    }
+
+    public var body: some View {
+        BaseSignInButton(label: state.i18n.t(.signIn), isLoading: model?.isDisabled ?? state.isLoading) {
+            model?.tap()
+        }
+        .buttonStyle(.borderedProminent)
+        .onAppear {
+            guard model == nil else { return }
+            let button = SignInButtonModel(state: state, onTap: onTap)
+            button.presentationContextProvider = KeyWindowPresentationContext.shared
+            model = button
+        }
+    }
+}
+
+/// The sign-out button (seed 003 `SignOutButton`): signs out through the state, then calls `onSignOutComplete`.
+public struct SignOutButton: View {
+    @Environment(LatchkeyState.self) private var state
+    @State private var model: SignOutButtonModel?
+    private let onSignOutComplete: (@MainActor () -> Void)?
+
+    /// - Parameter onSignOutComplete: called after the sign-out, once the state shows it.
+    public init(onSignOutComplete: (@MainActor () -> Void)? = nil) {
+        self.onSignOutComplete = onSignOutComplete
+    }
+
+    public var body: some View {
+        BaseSignOutButton(label: state.i18n.t(.signOut), isLoading: state.isLoading) {
+            model?.tap()
+        }
+        .buttonStyle(.bordered)
+        .onAppear {
+            guard model == nil else { return }
+            model = SignOutButtonModel(state: state, onSignOutComplete: onSignOutComplete)
+        }
+    }
+}
+
+/// Presents the browser sheet from the app's key window.
+@MainActor
+final class KeyWindowPresentationContext: NSObject, PresentationContextProviding {
+    static let shared = KeyWindowPresentationContext()
+
+    #if canImport(AuthenticationServices) && !os(tvOS) && !os(watchOS)
+    func presentationAnchor(for session: ASWebAuthenticationSession) -> ASPresentationAnchor {
+        #if canImport(UIKit)
+        let windows = UIApplication.shared.connectedScenes.compactMap { $0 as? UIWindowScene }.flatMap(\.windows)
+        return windows.first(where: \.isKeyWindow) ?? windows.first ?? ASPresentationAnchor()
+        #else
+        return NSApplication.shared.keyWindow ?? NSApplication.shared.windows.first ?? ASPresentationAnchor()
+        #endif
+    }
+    #endif
+}
+#endif
