@@ -30,6 +30,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.30.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.0.0"),
+        // `swift package generate-documentation`: the DocC catalogs of Latchkey, LatchkeyApple and LatchkeySwiftUI.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // JOSE (JWS/JWK/base64url) shared by the SDK (ID-token verification) and the server (signing).

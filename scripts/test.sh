@@ -23,6 +23,14 @@ swift build --build-tests
 echo "==> swift build -c release"
 swift build -c release
 
+echo "==> documentation: DocC catalogs of Latchkey, LatchkeyApple and LatchkeySwiftUI (swift-docc-plugin), no warnings"
+DOCC_LOG="$(mktemp /tmp/latchkey-docc.XXXXXX)"
+swift package --disable-sandbox generate-documentation --target Latchkey --target LatchkeyApple --target LatchkeySwiftUI >"$DOCC_LOG" 2>&1 \
+  || { cat "$DOCC_LOG"; exit 1; }
+if grep -q "warning:" "$DOCC_LOG"; then grep -A4 "warning:" "$DOCC_LOG"; echo "DocC reported warnings"; exit 1; fi
+grep "Generated\|doccarchive" "$DOCC_LOG"
+rm -f "$DOCC_LOG"
+
 echo "==> glewlwyd (Debian's OpenID provider, for the SDK's standards-mode test) on 127.0.0.1"
 GLEWLWYD_WORK="$(mktemp -d /tmp/latchkey-glewlwyd.XXXXXX)"
 trap 'Tests/glewlwyd/stop.sh "$GLEWLWYD_WORK" >/dev/null 2>&1 || true' EXIT

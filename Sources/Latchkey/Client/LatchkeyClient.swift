@@ -50,6 +50,7 @@ public final class LatchkeyClient: Sendable {
     ///   - http: the network seam (URLSession by default).
     ///   - userAgent: how `webviewLogin` shows the provider's page: the loopback redirect + system browser by
     ///     default; LatchkeyApple's `WebAuthenticationSessionUserAgent` (`ASWebAuthenticationSession`) on Apple platforms.
+    ///   - logger: where the client reports what it could not do but worked around (a failed revocation …).
     ///   - defaultStorage: the storage `initialize(config:storage:)` uses when it is given none (LatchkeyApple passes
     ///     the Keychain); nil keeps tokens in memory.
     public init(http: any HTTPClient = URLSessionHTTPClient(), userAgent: any AuthorizationUserAgent = LoopbackUserAgent(),
@@ -63,8 +64,10 @@ public final class LatchkeyClient: Sendable {
     // MARK: Initialization (seed 003)
 
     /// Initializes the SDK; call once before anything else.
-    /// - Parameter storage: where token sets are kept; nil uses the client's default storage (the Keychain for a
-    ///   client made by LatchkeyApple), else memory.
+    /// - Parameters:
+    ///   - config: the provider, the application and the options (checked: an https base URL, or http on loopback).
+    ///   - storage: where token sets are kept; nil uses the client's default storage (the Keychain for a client made
+    ///     by LatchkeyApple), else memory.
     @discardableResult
     public func initialize(config: LatchkeyConfig, storage: (any StorageAdapter)? = nil) async throws -> Bool {
         try config.validate()

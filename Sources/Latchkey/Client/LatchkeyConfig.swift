@@ -105,6 +105,7 @@ public struct SignInOptions: Sendable {
     }
 }
 
+/// Options for `signOut(options:sessionId:)`.
 public struct SignOutOptions: Sendable {
     /// ID token to send as `id_token_hint`; defaults to the session's own.
     public var idTokenHint: String?

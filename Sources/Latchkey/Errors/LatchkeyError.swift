@@ -73,6 +73,7 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
         public var errorDescription: String?
         public var errorDetails: [FieldError]?
 
+        /// One field the server refused (`error_details[]`): its name, the reason and a code.
         public struct FieldError: Sendable, Codable, Equatable {
             public var field: String?
             public var message: String?

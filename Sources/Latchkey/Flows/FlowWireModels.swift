@@ -44,6 +44,7 @@ struct WireError: Decodable {
 
 /// `GET /flow/meta`: what a client needs to render flows itself.
 public struct FlowMeta: Sendable, Equatable {
+    /// The application a flow belongs to, as `/flow/meta` describes it (name, logo …).
     public struct Application: Sendable, Equatable {
         public var id: String
         public var name: String?

@@ -24,6 +24,7 @@ public struct HTTPRequest: Sendable {
     }
 }
 
+/// An HTTP answer: status, headers (as received) and body; redirects are returned, never followed.
 public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: [String: String]
@@ -36,6 +37,7 @@ public struct HTTPResponse: Sendable {
     }
 }
 
+/// The SDK's one network seam: every request goes through `send(_:)` (URLSession by default; a wrapper in tests).
 public protocol HTTPClient: Sendable {
     func send(_ request: HTTPRequest) async throws -> HTTPResponse
 }

@@ -54,7 +54,9 @@ extension LatchkeyClient {
     /// With `.Passkey` the server's options are fetched first (`/identity/v1/webauthn/authentication-options`). For
     /// `.SignInWithApple` a fresh PKCE pair is made: Apple gets its S256 challenge as nonce and the server the verifier.
     /// - Parameters:
-    ///   - display: `.IfImmediatelyAvailableCredentials` fails with `.canceled` (`AuthCanceled`) when nothing is
+    ///   - request: the scopes, the presentation anchor and the WebAuthn origin.
+    ///   - requestTypes: the kinds of credential the sheet offers (`.Passkey`, `.Password`, `.SignInWithApple`).
+    ///   - mode: `.IfImmediatelyAvailableCredentials` fails with `.canceled` (`AuthCanceled`) when nothing is
     ///     available, without UI; `.Always` fails with `.passkeyNoCredential` when a passkey was asked for.
     /// - Throws: `LatchkeyError` — `.invalidInput` for an empty type list; `.passkeyNotSupported` without a credential
     ///   provider; `.mfaRequired` (with `mfaStepUp`) when a password sign-in needs a second factor; the server's
@@ -131,9 +133,14 @@ extension LatchkeyClient {
     /// Exchanges a native provider's ID token (Sign in with Apple) for a session:
     /// `/oauth/authorize?provider=…&id_token=…&nonce=<verifier>` with a separate PKCE pair for the code.
     /// - Parameters:
+    ///   - provider: the provider's name on the server (`apple`).
+    ///   - idToken: the provider's ID token, as the platform returned it.
     ///   - nonce: the PKCE verifier whose S256 challenge was the provider request's nonce; the server checks
     ///     `base64url(SHA-256(nonce))` against the token's `nonce` claim, and our ID token then carries it.
-    ///   - givenName, familyName: Apple sends the name on first authorisation only, so it is forwarded.
+    ///   - scope: the scopes of the session; nil uses the configuration's.
+    ///   - origin: the origin the server records for the sign-in; nil uses the issuer's.
+    ///   - givenName: Apple sends the name on first authorisation only, so it is forwarded.
+    ///   - familyName: as `givenName`.
     public func login(withProvider provider: String, idToken: String, nonce: String, scope: [String]? = nil, origin: String? = nil,
                       givenName: String? = nil, familyName: String? = nil) async throws -> AuthToken {
         try await loading {

@@ -5,6 +5,7 @@ import Foundation
 /// (RS256/ES256/EdDSA from the key's own material — never `none` or HMAC), `iss`, `aud`, `azp`, `exp`, `iat`, `nbf`,
 /// `nonce`, `at_hash`, `auth_time`/`max_age`, with a leeway for clock skew.
 public struct IDTokenValidator: Sendable {
+    /// What an ID token must carry for this sign-in: issuer, audience, nonce, `at_hash` source, `max_age`, leeway.
     public struct Expectations: Sendable {
         public var issuer: String
         public var clientId: String

@@ -92,7 +92,7 @@ public enum COSEKey {
 
     /// An EC2 P-256 public key: `{1: 2 (kty EC2), 3: -7 (ES256), -1: 1 (P-256), -2: x, -3: y}`, as WebAuthn's
     /// attested credential data carries it.
-    /// - Parameter rawRepresentation: the 64-byte `x || y` of the public key.
+    /// - Parameter raw: the 64-byte `x || y` of the public key.
     public static func ec2P256(rawRepresentation raw: Data) -> CBORValue {
         let bytes = Data(raw)
         return .map([

@@ -25,7 +25,11 @@ public protocol PasskeyAuthenticator: Sendable {
 
     /// Signs the challenge with a matching credential (`navigator.credentials.get`). An empty allow list asks for any
     /// discoverable credential of the RP ID.
-    /// - Parameter mode: `.IfImmediatelyAvailableCredentials` must fail without UI when nothing matches.
+    /// - Parameters:
+    ///   - options: the relying party's request options (RP ID, challenge, allowed credentials, user verification).
+    ///   - origin: the WebAuthn origin written into `clientDataJSON` (`scheme://host[:port]`).
+    ///   - mode: `.IfImmediatelyAvailableCredentials` must fail without UI when nothing matches.
+    ///   - anchor: where system UI attaches; nil when there is none.
     func getAssertion(for options: PublicKeyCredentialRequestOptions, origin: String, mode: Mode,
                       anchor: PresentationAnchorBox?) async throws -> AssertionCredential
 

@@ -63,7 +63,8 @@ extension LatchkeyClient {
     /// Answers a thunderID flow step that asks for a passkey, with the client's `passkeyAuthenticator`; submit the
     /// result as the next step's `inputs`.
     /// - Parameters:
-    ///   - originWebAuthn: overrides the configured WebAuthn origin.
+    ///   - response: the step whose `additionalData` carries the passkey options.
+    ///   - override: overrides the configured WebAuthn origin.
     ///   - credentialName: the name of a new passkey (registration steps).
     public func passkeyInputs(for response: EmbeddedFlowResponse, originWebAuthn override: String? = nil,
                               credentialName: String? = nil) async throws -> [String: String] {

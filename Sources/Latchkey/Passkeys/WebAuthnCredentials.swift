@@ -95,6 +95,7 @@ public enum ClientData {
     /// - Parameters:
     ///   - type: `webauthn.create` or `webauthn.get`.
     ///   - challenge: the decoded challenge; it is written base64url without padding.
+    ///   - origin: the origin of the page or app (`scheme://host[:port]`).
     public static func json(type: String, challenge: Data, origin: String) -> Data {
         Data("{\"type\":\(quoted(type)),\"challenge\":\(quoted(Base64URL.encode(challenge))),\"origin\":\(quoted(origin)),\"crossOrigin\":false}".utf8)
     }

@@ -41,9 +41,13 @@ extension LatchkeyClient {
 
     /// As `updateUserProfile(payload:userId:sessionId:)`, refused when the profile changed since `version` was read.
     ///
-    /// - Parameter version: the `UserProfile.version` the edit was based on (SCIM `meta.version`), sent as `If-Match`
-    ///   so that a change made elsewhere in between (another device, an administrator) is not silently overwritten.
-    ///   Nil updates unconditionally. The `/users/me` endpoint has no versions: a version there is refused.
+    /// - Parameters:
+    ///   - payload: attributes and their new values, as for `updateUserProfile(payload:userId:sessionId:)`.
+    ///   - userId: another user to update (SCIM, admin scope); nil for the signed-in user.
+    ///   - sessionId: the session whose access token is used.
+    ///   - version: the `UserProfile.version` the edit was based on (SCIM `meta.version`), sent as `If-Match` so that
+    ///     a change made elsewhere in between (another device, an administrator) is not silently overwritten. Nil
+    ///     updates unconditionally. The `/users/me` endpoint has no versions: a version there is refused.
     /// - Throws: `.profileConflict` when the server holds a newer version (HTTP 412): read the profile again,
     ///   re-apply the edit and save; otherwise as `updateUserProfile(payload:userId:sessionId:)`.
     public func updateUserProfile(payload: [String: JSONValue], userId: String? = nil, sessionId: String? = nil,

@@ -10,6 +10,7 @@ import Darwin
 /// authorization request's `state`. Anything else that reaches the port (another local process, a web page probing
 /// loopback ports) is answered 404 and ignored, so it can neither end nor hijack the sign-in.
 public final class LoopbackUserAgent: AuthorizationUserAgent {
+    /// How the authorization URL reaches the user: the system browser, or printed for the user to open.
     public enum BrowserMode: Sendable {
         /// Try `xdg-open`/`open`; print the URL when that fails.
         case system

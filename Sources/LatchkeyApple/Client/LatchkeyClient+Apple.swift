@@ -2,14 +2,17 @@ import Foundation
 import Latchkey
 import Logging
 
+/// The Apple client: the system sheets and the Keychain behind the SDK's seams.
 extension LatchkeyClient {
     /// A client wired to the Apple platform: `webviewLogin` in an `ASWebAuthenticationSession`, native sign-in
     /// through the system credential sheet, passkeys on the platform authenticator, and the Keychain as the storage
     /// `initialize(config:storage:)` uses when it is given none.
     /// - Parameters:
+    ///   - http: the network seam (URLSession by default).
     ///   - prefersEphemeralWebBrowserSession: private browser sessions for `webviewLogin` (no shared cookies).
     ///   - keychainAccessibility: when stored sessions can be read.
     ///   - keychainAccessGroup: a keychain access group shared with the app's extensions.
+    ///   - logger: where the client reports what it worked around.
     public convenience init(http: any HTTPClient = URLSessionHTTPClient(), prefersEphemeralWebBrowserSession: Bool = false,
                             keychainAccessibility: KeychainStorageAdapter.Accessibility = .afterFirstUnlockThisDeviceOnly,
                             keychainAccessGroup: String? = nil, logger: Logger = Logger(label: "latchkey")) {

@@ -3,11 +3,64 @@ import Latchkey
 
 /// The texts the components add themselves (everything else comes from the server, already localized).
 public enum UIText: String, Sendable, CaseIterable {
-    case signIn, signUp, signOut, continueAction, save, saving, loading, retry, startOver, usePasskey, signInWithBrowser
-    case fieldRequired, chooseOption, invalidValue
-    case sessionExpired, networkError, serverError, storageUnavailable, genericError, flowExpired
-    case profileConflict, profileSaved, codeSent
-    case displayName, givenName, familyName, email, phoneNumber, locale
+    /// English: "Sign in".
+    case signIn
+    /// English: "Create account".
+    case signUp
+    /// English: "Sign out".
+    case signOut
+    /// English: "Continue".
+    case continueAction
+    /// English: "Save".
+    case save
+    /// English: "Saving…".
+    case saving
+    /// English: "Loading…".
+    case loading
+    /// English: "Try again".
+    case retry
+    /// English: "Start over".
+    case startOver
+    /// English: "Use a passkey".
+    case usePasskey
+    /// English: "Sign in with the browser".
+    case signInWithBrowser
+    /// English: "This field is required".
+    case fieldRequired
+    /// English: "Choose one of the options".
+    case chooseOption
+    /// English: "The value is not valid".
+    case invalidValue
+    /// English: "Your session has ended. Please sign in again.".
+    case sessionExpired
+    /// English: "The server cannot be reached. Check your connection and try again.".
+    case networkError
+    /// English: "The service is having a problem. Please try again in a moment.".
+    case serverError
+    /// English: "Unlock your device to continue.".
+    case storageUnavailable
+    /// English: "Something went wrong. Please try again.".
+    case genericError
+    /// English: "That took too long, so we started again.".
+    case flowExpired
+    /// English: "Your profile was changed somewhere else. The latest version is shown with your edits: check them and save again.".
+    case profileConflict
+    /// English: "Your profile was saved.".
+    case profileSaved
+    /// English: "We sent a code by email.".
+    case codeSent
+    /// English: "Display name".
+    case displayName
+    /// English: "First name".
+    case givenName
+    /// English: "Last name".
+    case familyName
+    /// English: "Email".
+    case email
+    /// English: "Phone number".
+    case phoneNumber
+    /// English: "Language".
+    case locale
 
     /// The text that explains a failure of kind `code` when the server sent no message of its own.
     public static func forError(_ code: LatchkeyError.Code) -> UIText {

@@ -43,9 +43,11 @@ public final class LatchkeyState {
 
     /// A state that initializes `client` with `config` when it starts (what `.latchkeyProvider(config:)` does).
     /// - Parameters:
+    ///   - config: the configuration `start()` initializes the client with.
     ///   - client: on Apple platforms with LatchkeyApple, `LatchkeyClient()` signs in with the system sheets and
     ///     keeps sessions in the Keychain.
     ///   - storage: nil uses the client's default storage (the Keychain for the Apple client).
+    ///   - sessionId: the session this state follows (nil: the default session).
     ///   - i18n: the language; by default the one kept by an earlier `setLocale(_:)`, else the device's.
     public init(config: LatchkeyConfig, client: LatchkeyClient = LatchkeyClient(), storage: (any StorageAdapter)? = nil,
                 sessionId: String? = nil, i18n: LatchkeyI18n = LatchkeyI18n()) {
@@ -107,7 +109,9 @@ public final class LatchkeyState {
     /// Changes the language of the components and of the server's messages (see `LatchkeyI18n.setLocale(_:)`).
     public func setLocale(_ locale: String) { i18n.setLocale(locale) }
 
-    /// Stops following the client (the provider calls it when its view goes away).
+    /// Stops following the client's changes for good (a state made for a screen that goes away); the provider's
+    /// state lives as long as the app and never needs it. The follower holds the state weakly, so a state that is
+    /// simply released stops too.
     public func stop() {
         following?.cancel()
         following = nil
