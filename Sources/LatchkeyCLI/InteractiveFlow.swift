@@ -34,6 +34,8 @@ struct InteractiveFlow {
                 if let notice = model.notice { Console.out(notice) }
                 if model.asksForPasskey {
                     await model.submitPasskey()
+                    // No second try without the user: a terminal has no other way out of a passkey step.
+                    if model.phase == .step, model.asksForPasskey, let error = model.error { throw CLIError(error) }
                     continue
                 }
                 // The primary action submits the inputs; any other (resend a code …) is picked by typing /N at a prompt.

@@ -172,6 +172,8 @@ public final class AuthFlowModel {
         } catch {
             loadingActionId = nil
             isLoading = false
+            // Closing the system sheet is the user's choice, not a failure: the step stays as it was.
+            if let code = (error as? LatchkeyError)?.code, code == .canceled || code == .passkeyCanceled { return }
             show(error: error)
             return
         }

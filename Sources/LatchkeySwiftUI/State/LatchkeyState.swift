@@ -23,6 +23,11 @@ public final class LatchkeyState {
     public var isLoading: Bool { operations > 0 }
     /// True once `start()` finished, whether or not a session was restored or initialization failed.
     public private(set) var isInitialized = false
+    /// What `SignedIn` shows its content on: a session is there.
+    public var showsSignedInContent: Bool { isSignedIn }
+    /// What `SignedOut` shows its content on: no session, and the stored one has been looked for (so a restored
+    /// session never flashes the sign-in screen at launch).
+    public var showsSignedOutContent: Bool { isInitialized && !isSignedIn }
     /// What went wrong last, in the user's language; nil again after the next operation that succeeds.
     public private(set) var error: String?
     /// The failure behind `error`, for apps that branch on its code.
@@ -49,24 +54,23 @@ public final class LatchkeyState {
     ///   - storage: nil uses the client's default storage (the Keychain for the Apple client).
     ///   - sessionId: the session this state follows (nil: the default session).
     ///   - i18n: the language; by default the one kept by an earlier `setLocale(_:)`, else the device's.
-    public init(config: LatchkeyConfig, client: LatchkeyClient = LatchkeyClient(), storage: (any StorageAdapter)? = nil,
-                sessionId: String? = nil, i18n: LatchkeyI18n = LatchkeyI18n()) {
+    public convenience init(config: LatchkeyConfig, client: LatchkeyClient = LatchkeyClient(), storage: (any StorageAdapter)? = nil,
+                            sessionId: String? = nil, i18n: LatchkeyI18n = LatchkeyI18n()) {
+        self.init(configuration: config, client: client, storage: storage, sessionId: sessionId, i18n: i18n)
+    }
+
+    /// A state over a client the app has already initialized.
+    public convenience init(client: LatchkeyClient, sessionId: String? = nil, i18n: LatchkeyI18n = LatchkeyI18n()) {
+        self.init(configuration: nil, client: client, storage: nil, sessionId: sessionId, i18n: i18n)
+    }
+
+    private init(configuration config: LatchkeyConfig?, client: LatchkeyClient, storage: (any StorageAdapter)?, sessionId: String?, i18n: LatchkeyI18n) {
         self.config = config
         self.client = client
         self.storage = storage
         self.sessionId = sessionId
         self.i18n = i18n
-        bindLanguage()
-    }
-
-    /// A state over a client the app has already initialized.
-    public init(client: LatchkeyClient, sessionId: String? = nil, i18n: LatchkeyI18n = LatchkeyI18n()) {
-        self.config = nil
-        self.storage = nil
-        self.client = client
-        self.sessionId = sessionId
-        self.i18n = i18n
-        bindLanguage()
+        i18n.onChange = { [weak self] languages in try? self?.client.setPreferredLanguages(languages) }
     }
 
     /// Initializes the client (when this state was given the configuration), restores the stored session — checking
@@ -136,13 +140,6 @@ public final class LatchkeyState {
     }
 
     // MARK: Internals
-
-    private func bindLanguage() {
-        i18n.onChange = { [weak self] languages in
-            guard let self else { return }
-            try? self.client.setPreferredLanguages(languages)
-        }
-    }
 
     private func performStart() async {
         await tracked {

@@ -74,41 +74,29 @@ public struct BaseSignUp<Content: View>: View {
 /// their fields, one spinner on the action being sent, a passkey when the flow offers one, and "start over" when a
 /// flow ended.
 public struct SignIn: View {
-    private let applicationId: String?
-    private let onComplete: (@MainActor () -> Void)?
-    private let onError: (@MainActor (String) -> Void)?
+    private let form: BaseSignIn<FlowForm>
 
     /// - Parameters:
     ///   - applicationId: the application whose flow runs.
     ///   - onComplete: called once signed in (`LatchkeyState` already shows the user).
     ///   - onError: called with each error message shown.
     public init(applicationId: String? = nil, onComplete: (@MainActor () -> Void)? = nil, onError: (@MainActor (String) -> Void)? = nil) {
-        self.applicationId = applicationId
-        self.onComplete = onComplete
-        self.onError = onError
+        form = BaseSignIn(flowType: .authentication, applicationId: applicationId, onComplete: onComplete, onError: onError) { FlowForm(model: $0) }
     }
 
-    public var body: some View {
-        BaseSignIn(applicationId: applicationId, onComplete: onComplete, onError: onError) { FlowForm(model: $0) }
-    }
+    public var body: some View { form }
 }
 
 /// The app-native registration form (seed 003 `SignUp`); the same layout as `SignIn`.
 public struct SignUp: View {
-    private let applicationId: String?
-    private let onComplete: (@MainActor () -> Void)?
-    private let onError: (@MainActor (String) -> Void)?
+    private let form: BaseSignIn<FlowForm>
 
     /// As `SignIn.init(applicationId:onComplete:onError:)`, for the registration flow.
     public init(applicationId: String? = nil, onComplete: (@MainActor () -> Void)? = nil, onError: (@MainActor (String) -> Void)? = nil) {
-        self.applicationId = applicationId
-        self.onComplete = onComplete
-        self.onError = onError
+        form = BaseSignIn(flowType: .registration, applicationId: applicationId, onComplete: onComplete, onError: onError) { FlowForm(model: $0) }
     }
 
-    public var body: some View {
-        BaseSignUp(applicationId: applicationId, onComplete: onComplete, onError: onError) { FlowForm(model: $0) }
-    }
+    public var body: some View { form }
 }
 
 extension AuthFlowModel {

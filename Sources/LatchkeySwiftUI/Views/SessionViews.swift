@@ -12,21 +12,16 @@ import AppKit
 
 /// Shows `content` while the user is signed in, `fallback` (nothing by default) otherwise (seed 003 `SignedIn`).
 public struct SignedIn<Content: View, Fallback: View>: View {
-    @Environment(LatchkeyState.self) private var state
-    private let content: () -> Content
-    private let fallback: () -> Fallback
+    private let gate: SessionGate<Content, Fallback>
 
     /// - Parameters:
-    ///   - content: shown while `LatchkeyState.isSignedIn`.
+    ///   - content: shown while `LatchkeyState.showsSignedInContent`.
     ///   - fallback: shown otherwise.
     public init(@ViewBuilder content: @escaping () -> Content, @ViewBuilder fallback: @escaping () -> Fallback) {
-        self.content = content
-        self.fallback = fallback
+        gate = SessionGate(shows: { $0.showsSignedInContent }, content: content, fallback: fallback)
     }
 
-    public var body: some View {
-        if state.isSignedIn { content() } else { fallback() }
-    }
+    public var body: some View { gate }
 }
 
 extension SignedIn where Fallback == EmptyView {
@@ -38,21 +33,28 @@ extension SignedIn where Fallback == EmptyView {
 
 /// Shows `content` while the user is signed out, `fallback` (nothing by default) otherwise (seed 003 `SignedOut`).
 public struct SignedOut<Content: View, Fallback: View>: View {
-    @Environment(LatchkeyState.self) private var state
-    private let content: () -> Content
-    private let fallback: () -> Fallback
+    private let gate: SessionGate<Content, Fallback>
 
     /// - Parameters:
-    ///   - content: shown while signed out (and once the state is initialized, so a restored session never flashes
-    ///     the sign-in screen).
+    ///   - content: shown while `LatchkeyState.showsSignedOutContent` (signed out, once the state is initialized, so
+    ///     a restored session never flashes the sign-in screen).
     ///   - fallback: shown otherwise.
     public init(@ViewBuilder content: @escaping () -> Content, @ViewBuilder fallback: @escaping () -> Fallback) {
-        self.content = content
-        self.fallback = fallback
+        gate = SessionGate(shows: { $0.showsSignedOutContent }, content: content, fallback: fallback)
     }
 
-    public var body: some View {
-        if state.isInitialized && !state.isSignedIn { content() } else { fallback() }
+    public var body: some View { gate }
+}
+
+/// `content` or `fallback`, as the state's rule says.
+struct SessionGate<Content: View, Fallback: View>: View {
+    @Environment(LatchkeyState.self) private var state
+    let shows: @MainActor (LatchkeyState) -> Bool
+    let content: () -> Content
+    let fallback: () -> Fallback
+
+    var body: some View {
+        if shows(state) { content() } else { fallback() }
     }
 }
 

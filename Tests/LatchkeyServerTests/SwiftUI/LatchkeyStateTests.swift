@@ -15,8 +15,10 @@ struct LatchkeyStateTests {
         defer { Task { await server.stop() } }
         let state = server.uiState()
         #expect(!state.isInitialized && !state.isLoading)
+        #expect(!state.showsSignedOutContent && !state.showsSignedInContent, "nothing before the stored session was looked for")
         await state.start()
         #expect(state.isInitialized && !state.isSignedIn && state.user == nil && state.error == nil && !state.isLoading)
+        #expect(state.showsSignedOutContent && !state.showsSignedInContent)
         await state.start()  // idempotent
         #expect(state.isInitialized && !state.isSignedIn)
     }
@@ -30,6 +32,7 @@ struct LatchkeyStateTests {
         let state = server.uiState(storage: storage)
         await state.start()
         #expect(state.isSignedIn && state.user?.email == "demo@example.com" && state.error == nil)
+        #expect(state.showsSignedInContent && !state.showsSignedOutContent)
 
         let broken = LatchkeyState(config: LatchkeyConfig(baseUrl: "http://id.example.com", clientId: "app"),
                                    i18n: LatchkeyI18n(locale: "en", store: InMemoryLocaleStore()))
@@ -87,10 +90,8 @@ struct LatchkeyStateTests {
     func loadingTransitions() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let storage = InMemoryStorageAdapter()
-        _ = try await server.signedInClient(storage: storage)
         let http = ControllableHTTPClient()
-        let state = server.uiState(storage: storage, http: http)
+        let state = try await server.signedInUIState(http: http, start: false)
         http.hold()
         let starting = Task { await state.start() }
         try await eventually { http.heldCount > 0 }
@@ -112,11 +113,8 @@ struct LatchkeyStateTests {
     func concurrentSignOuts() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let storage = InMemoryStorageAdapter()
-        _ = try await server.signedInClient(storage: storage)
         let http = ControllableHTTPClient()
-        let state = server.uiState(storage: storage, http: http)
-        await state.start()
+        let state = try await server.signedInUIState(http: http)
         #expect(state.isSignedIn)
         let button = SignOutButtonModel(state: state)
         var completions = 0

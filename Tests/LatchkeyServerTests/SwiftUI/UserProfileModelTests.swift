@@ -9,20 +9,11 @@ import Testing
 @MainActor
 @Suite("SwiftUI view models: the profile form")
 struct UserProfileModelTests {
-    func signedInState(_ server: TestServer) async throws -> LatchkeyState {
-        let storage = InMemoryStorageAdapter()
-        _ = try await server.signedInClient(storage: storage)
-        let state = server.uiState(storage: storage)
-        await state.start()
-        #expect(state.isSignedIn)
-        return state
-    }
-
     @Test("load, edit, save: only the changed field is sent, the saved profile is shown, the state's user follows")
     func loadEditSave() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let state = try await signedInState(server)
+        let state = try await server.signedInUIState()
         let model = UserProfileModel(state: state, fields: [.displayName, .givenName, .phoneNumbers])
         #expect(model.profile == nil && !model.hasChanges)
         await model.load()
@@ -51,7 +42,7 @@ struct UserProfileModelTests {
     func validationErrors() async throws {
         let server = try await TestServer.startForProfiles()
         defer { Task { await server.stop() } }
-        let state = try await signedInState(server)
+        let state = try await server.signedInUIState()
         let model = UserProfileModel(state: state, fields: [.displayName, .email])
         var failures = 0
         model.onError = { failures += 1 }
@@ -76,7 +67,7 @@ struct UserProfileModelTests {
     func concurrentChange() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let state = try await signedInState(server)
+        let state = try await server.signedInUIState()
         let model = UserProfileModel(state: state, fields: [.displayName, .givenName])
         await model.load()
         let loadedVersion = model.profile?.version

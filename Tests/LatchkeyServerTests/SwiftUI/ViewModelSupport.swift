@@ -100,3 +100,15 @@ actor SnapshotStorage: StorageAdapter {
 func startServer(_ configure: @escaping @Sendable (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
     try await TestServer.start(configure: configure)
 }
+
+extension TestServer {
+    /// A started `LatchkeyState` whose storage holds the demo user's session, signed in through the hosted page.
+    @MainActor
+    func signedInUIState(http: any HTTPClient = URLSessionHTTPClient(), start: Bool = true) async throws -> LatchkeyState {
+        let storage = InMemoryStorageAdapter()
+        _ = try await signedInClient(storage: storage)
+        let state = uiState(storage: storage, http: http)
+        if start { await state.start() }
+        return state
+    }
+}
