@@ -6,9 +6,12 @@ public struct JWSHeader: Codable, Sendable, Equatable {
     public var kid: String?
     public var typ: String?
     public var crit: [String]?
+    /// The signer's public key carried in the header (RFC 7515 §4.1.3); only DPoP proofs (RFC 9449) use it, and only
+    /// they may trust it — everything else verifies against a key set it already holds.
+    public var jwk: JWK?
 
-    public init(alg: String, kid: String? = nil, typ: String? = nil) {
-        self.alg = alg; self.kid = kid; self.typ = typ; self.crit = nil
+    public init(alg: String, kid: String? = nil, typ: String? = nil, jwk: JWK? = nil) {
+        self.alg = alg; self.kid = kid; self.typ = typ; self.crit = nil; self.jwk = jwk
     }
 }
 

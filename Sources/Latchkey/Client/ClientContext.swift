@@ -9,6 +9,8 @@ final class ClientContext: Sendable {
     let storage: any StorageAdapter
     private let discovery: DiscoveryCache
     private let cachedMetadata = Locked<ProviderMetadata?>(nil)
+    /// The last DPoP nonce each server sent (RFC 9449 §8), by origin.
+    private let dpopNonces = Locked<[String: String]>([:])
     let tokens: TokenManager
 
     init(config: LatchkeyConfig, http: any HTTPClient, storage: any StorageAdapter, changes: AuthStateBroadcaster? = nil) {
@@ -72,14 +74,78 @@ final class ClientContext: Sendable {
 
     // MARK: Token endpoint
 
-    /// POSTs a form to the token endpoint and maps errors (OAuth and ReachFive shapes) to `LatchkeyError`.
-    func tokenRequest(_ parameters: [(String, String)]) async throws -> TokenResponse {
+    /// POSTs a form to the token endpoint and maps errors (OAuth and ReachFive shapes) to `LatchkeyError`. With DPoP,
+    /// the request carries a proof by `dpopKey` (the session's, for a refresh) or by a new key (a sign-in), and the
+    /// answer remembers which key its tokens are bound to.
+    func tokenRequest(_ parameters: [(String, String)], dpopKey stored: String? = nil) async throws -> TokenResponse {
         let url = try await requireMetadata().tokenEndpoint
-        let response = try await http.send(.form(url, parameters))
+        let key: (any DPoPSigningKey)?
+        if let stored {
+            key = try await dpopKeys.key(persistentReference: stored)
+        } else {
+            key = config.useDPoP ? try await dpopKeys.makeKey() : nil
+        }
+        let response = try await send(.form(url, parameters), dpop: key, accessToken: nil)
         guard response.status == 200 else { throw Self.errorFrom(response) }
-        do { return try JSONDecoder().decode(TokenResponse.self, from: response.body) } catch {
+        var decoded: TokenResponse
+        do { decoded = try JSONDecoder().decode(TokenResponse.self, from: response.body) } catch {
             throw LatchkeyError(.serverError, "the token endpoint answered 200 with a body that is not a token response", statusCode: 200)
         }
+        // A provider that ignored the proof issued Bearer tokens: no key to keep.
+        if decoded.tokenType?.caseInsensitiveCompare("DPoP") == .orderedSame { decoded.dpopKey = key?.persistentReference }
+        return decoded
+    }
+
+    // MARK: DPoP
+
+    private var dpopKeys: any DPoPKeyProvider { config.dpopKeyProvider ?? SoftwareDPoPKeyProvider() }
+
+    /// Sends `request`, with a DPoP proof by `key` when there is one (naming `accessToken` at a resource), using the
+    /// last nonce the request's server gave; a `use_dpop_nonce` answer is retried once with its nonce.
+    func send(_ request: HTTPRequest, dpop key: (any DPoPSigningKey)?, accessToken: String?) async throws -> HTTPResponse {
+        guard let key else { return try await http.send(request) }
+        let origin = Self.origin(of: request.url)
+        var attempt = request
+        for tries in 1...2 {
+            let nonce = dpopNonces.withLock { $0[origin] }
+            attempt.headers["DPoP"] = try await DPoPProof.make(key: key, method: request.method, url: request.url,
+                                                               accessToken: accessToken, nonce: nonce)
+            let response = try await http.send(attempt)
+            if let fresh = response.header("DPoP-Nonce") { dpopNonces.withLock { $0[origin] = fresh } }
+            guard tries == 1, DPoPProof.asksForNonce(response) else { return response }
+        }
+        throw LatchkeyError(.unknownError, "unreachable")
+    }
+
+    /// `request` authorized with the session's access token: `Bearer`, or for DPoP-bound tokens `DPoP` with a proof.
+    func sendAuthorized(_ request: HTTPRequest, tokens: TokenSet) async throws -> HTTPResponse {
+        var request = request
+        guard let stored = tokens.dpopKey, tokens.tokenType.caseInsensitiveCompare("DPoP") == .orderedSame else {
+            request.headers["Authorization"] = "Bearer \(tokens.accessToken)"
+            return try await http.send(request)
+        }
+        request.headers["Authorization"] = "DPoP \(tokens.accessToken)"
+        return try await send(request, dpop: try await dpopKeys.key(persistentReference: stored), accessToken: tokens.accessToken)
+    }
+
+    /// The headers `sendAuthorized` would add (for requests the app sends itself).
+    func authorizationHeaders(method: String, url: URL, tokens: TokenSet) async throws -> [String: String] {
+        guard let stored = tokens.dpopKey, tokens.tokenType.caseInsensitiveCompare("DPoP") == .orderedSame else {
+            return ["Authorization": "Bearer \(tokens.accessToken)"]
+        }
+        let key = try await dpopKeys.key(persistentReference: stored)
+        let nonce = dpopNonces.withLock { $0[Self.origin(of: url)] }
+        return ["Authorization": "DPoP \(tokens.accessToken)",
+                "DPoP": try await DPoPProof.make(key: key, method: method, url: url, accessToken: tokens.accessToken, nonce: nonce)]
+    }
+
+    /// Records a `DPoP-Nonce` an app's own server sent, for the next proof to it.
+    func rememberDPoPNonce(from response: HTTPResponse, url: URL) {
+        if let fresh = response.header("DPoP-Nonce") { dpopNonces.withLock { $0[Self.origin(of: url)] = fresh } }
+    }
+
+    private static func origin(of url: URL) -> String {
+        "\(url.scheme?.lowercased() ?? "")://\(url.host?.lowercased() ?? "")\(url.port.map { ":\($0)" } ?? "")"
     }
 
     static func errorFrom(_ response: HTTPResponse) -> LatchkeyError {
@@ -107,7 +173,7 @@ final class ClientContext: Sendable {
         TokenSet(accessToken: response.accessToken, refreshToken: response.refreshToken ?? previous?.refreshToken,
                  idToken: response.idToken ?? previous?.idToken, tokenType: response.tokenType ?? "Bearer",
                  expiresAt: Date().addingTimeInterval(TimeInterval(response.expiresIn ?? 3600)),
-                 scope: response.scope ?? previous?.scope, nonce: nonce)
+                 scope: response.scope ?? previous?.scope, nonce: nonce, dpopKey: response.dpopKey)
     }
 
     /// A sign-in's token response: the ID token must be present when `openid` was requested, and is verified.
@@ -123,8 +189,10 @@ final class ClientContext: Sendable {
     /// carries a nonce, the original one (OpenID Connect Core §12.2).
     func refresh(_ current: TokenSet) async throws -> TokenSet {
         guard let refreshToken = current.refreshToken else { throw LatchkeyError(.sessionExpired, "no refresh token") }
+        // The session's key proves possession of a bound refresh token; a session without one (Bearer) gets a new key
+        // when DPoP is on.
         let response = try await tokenRequest([("grant_type", "refresh_token"), ("refresh_token", refreshToken),
-                                               ("client_id", config.clientId)])
+                                               ("client_id", config.clientId)], dpopKey: current.dpopKey)
         if let claims = try await validateIDToken(response, nonce: nil, maxAge: nil) {
             if let nonce = claims["nonce"]?.stringValue, nonce != current.nonce {
                 throw LatchkeyError(.invalidToken, "ID token rejected: a refreshed ID token carries a different nonce")
@@ -172,11 +240,11 @@ final class ClientContext: Sendable {
         guard response.status < 400 else { throw Self.errorFrom(response) }
     }
 
-    func userinfo(accessToken: String) async throws -> User {
+    func userinfo(tokens: TokenSet) async throws -> User {
         guard let url = try await requireMetadata().userinfoEndpoint else {
             throw LatchkeyError(.invalidConfiguration, "the provider has no userinfo endpoint")
         }
-        let response = try await http.send(HTTPRequest(url: url, headers: ["Authorization": "Bearer \(accessToken)", "Accept": "application/json"]))
+        let response = try await sendAuthorized(HTTPRequest(url: url, headers: ["Accept": "application/json"]), tokens: tokens)
         guard response.status == 200 else { throw Self.errorFrom(response) }
         guard let claims = try? JSONDecoder().decode([String: JSONValue].self, from: response.body) else {
             throw LatchkeyError(.serverError, "userinfo is not a JSON object")
@@ -186,7 +254,7 @@ final class ClientContext: Sendable {
 
     /// Claims of the session's ID token (validated when it was received).
     func user(from tokens: TokenSet) async throws -> User {
-        guard let idToken = tokens.idToken else { return try await userinfo(accessToken: tokens.accessToken) }
+        guard let idToken = tokens.idToken else { return try await userinfo(tokens: tokens) }
         return User(claims: try decodePayload(idToken))
     }
 }

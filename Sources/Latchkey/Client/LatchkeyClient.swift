@@ -379,7 +379,7 @@ public final class LatchkeyClient: Sendable {
         if tokens.idToken != nil, options?["source"] != "userinfo" {
             return try await context.user(from: tokens)
         }
-        return try await context.userinfo(accessToken: try await getAccessToken(sessionId: sessionId))
+        return try await context.userinfo(tokens: try await context.tokens.usableTokens(sessionId))
     }
 
     /// RFC 8693 token exchange. Returns the new token; the session's own tokens are left untouched.

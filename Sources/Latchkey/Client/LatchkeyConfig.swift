@@ -45,6 +45,15 @@ public struct LatchkeyConfig: Sendable {
     /// the flow API's `locale`. `nil` uses the device's settings (`Locale.preferredLanguages`); an empty list sends
     /// nothing, leaving the choice to the server.
     public var preferredLanguages: [String]?
+    /// Bind the session's tokens to a key of this device (DPoP, RFC 9449): every token request carries a proof made
+    /// with the session's key, so a stolen access or refresh token is useless elsewhere; resource requests send
+    /// `Authorization: DPoP` with a proof (`LatchkeyClient.authorizationHeaders(method:url:sessionId:)` for your own
+    /// APIs). Server nonces (`use_dpop_nonce`) are answered by one retry. Off by default; providers that ignore DPoP
+    /// keep issuing Bearer tokens, which are then used as such.
+    public var useDPoP = false
+    /// Where sessions' DPoP keys come from; nil: software P-256 keys stored with the tokens (LatchkeyApple's client
+    /// uses the Secure Enclave where there is one).
+    public var dpopKeyProvider: (any DPoPKeyProvider)? = nil
 
     public init(baseUrl: String, clientId: String, scopes: [String] = ["openid", "profile", "email"], afterSignInUrl: String? = nil,
                 afterSignOutUrl: String? = nil, applicationId: String? = nil, tokenValidation: TokenValidation = TokenValidation(),

@@ -79,7 +79,9 @@ extension LatchkeyClient {
             body["applicationId"] = .string(applicationId)
             body["flowType"] = .string(request.flowType.rawValue)
             if request.flowType == .signOut, let tokens = try await context.tokens.tokens(sessionId) {
-                headers["Authorization"] = "Bearer \(tokens.accessToken)"  // proof of the session to end
+                // Proof of the session to end (Bearer, or DPoP with a proof for a bound session).
+                let authorization = try await context.authorizationHeaders(method: "POST", url: context.endpoint("/flow/execute"), tokens: tokens)
+                headers.merge(authorization) { _, new in new }
             }
             if let provider = context.config.attestationTokenProvider, request.flowType != .registration, request.flowType != .recovery {
                 headers["Attestation-Token"] = try await provider()

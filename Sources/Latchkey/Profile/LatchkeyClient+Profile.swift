@@ -14,8 +14,8 @@ extension LatchkeyClient {
     public func getUserProfile(options: [String: String]? = nil, sessionId: String? = nil) async throws -> UserProfile {
         let context = try context()
         let endpoint = try ProfileEndpoint.resolve(options?["endpoint"], dialect: context.config.dialect)
-        let accessToken = try await getAccessToken(sessionId: sessionId)
-        return try await Self.fetchProfile(context, endpoint: endpoint, path: "/" + endpoint.rawValue, accessToken: accessToken, selfTarget: true)
+        let tokens = try await context.tokens.usableTokens(sessionId)
+        return try await Self.fetchProfile(context, endpoint: endpoint, path: "/" + endpoint.rawValue, tokens: tokens, selfTarget: true)
     }
 
     /// Updates profile attributes and returns the user as the server now has them.
@@ -62,7 +62,7 @@ extension LatchkeyClient {
         guard !payload.isEmpty else { throw LatchkeyError(.invalidInput, "the payload is empty: nothing to update") }
         let context = try context()
         let endpoint = try ProfileEndpoint.resolve(nil, dialect: context.config.dialect)
-        let accessToken = try await getAccessToken(sessionId: sessionId)
+        let tokens = try await context.tokens.usableTokens(sessionId)
         switch endpoint {
         case .scim:
             var path = "/scim2/Me"
@@ -79,7 +79,7 @@ extension LatchkeyClient {
                     : .object(["op": .string("replace"), "path": .string(target), "value": value])
             }
             let body = JSONValue.object(["schemas": .array([.string(ProfileAttributes.patchOpURN)]), "Operations": .array(operations)])
-            let response = try await Self.send(context, method: "PATCH", path: path, accessToken: accessToken, body: body, endpoint: .scim,
+            let response = try await Self.send(context, method: "PATCH", path: path, tokens: tokens, body: body, endpoint: .scim,
                                                ifMatch: version)
             let selfTarget = userId == nil
             switch response.status {
@@ -87,7 +87,7 @@ extension LatchkeyClient {
                 return User(claims: try Self.decodeProfile(response, endpoint: .scim).oidcClaims)
             case 204:
                 // RFC 7644 §3.5.2 lets a server answer without the resource: read it back.
-                return User(claims: try await Self.fetchProfile(context, endpoint: .scim, path: path, accessToken: accessToken,
+                return User(claims: try await Self.fetchProfile(context, endpoint: .scim, path: path, tokens: tokens,
                                                                 selfTarget: selfTarget).oidcClaims)
             default:
                 throw LatchkeyError.profile(response, selfTarget: selfTarget)
@@ -99,13 +99,13 @@ extension LatchkeyClient {
             guard version == nil else {
                 throw LatchkeyError(.invalidInput, "the users/me endpoint has no versions: a conditional update needs SCIM (/scim2/Me)")
             }
-            let current = try await Self.fetchProfile(context, endpoint: .usersMe, path: "/users/me", accessToken: accessToken, selfTarget: true)
+            let current = try await Self.fetchProfile(context, endpoint: .usersMe, path: "/users/me", tokens: tokens, selfTarget: true)
             var attributes = current.claims
             for (key, value) in payload {
                 let name = ProfileAttributes.claimName(key)
                 attributes[name] = value == .null ? nil : ProfileAttributes.claimValue(value)
             }
-            let response = try await Self.send(context, method: "PUT", path: "/users/me", accessToken: accessToken,
+            let response = try await Self.send(context, method: "PUT", path: "/users/me", tokens: tokens,
                                                body: .object(["attributes": .object(attributes)]), endpoint: .usersMe)
             guard response.status == 200 else { throw LatchkeyError.profile(response, selfTarget: true) }
             return User(claims: try Self.decodeProfile(response, endpoint: .usersMe).oidcClaims)
@@ -114,18 +114,18 @@ extension LatchkeyClient {
 
     // MARK: Transport
 
-    private static func fetchProfile(_ context: ClientContext, endpoint: ProfileEndpoint, path: String, accessToken: String,
+    private static func fetchProfile(_ context: ClientContext, endpoint: ProfileEndpoint, path: String, tokens: TokenSet,
                                      selfTarget: Bool) async throws -> UserProfile {
-        let response = try await send(context, method: "GET", path: path, accessToken: accessToken, body: nil, endpoint: endpoint)
+        let response = try await send(context, method: "GET", path: path, tokens: tokens, body: nil, endpoint: endpoint)
         guard response.status == 200 else { throw LatchkeyError.profile(response, selfTarget: selfTarget) }
         return try decodeProfile(response, endpoint: endpoint)
     }
 
-    private static func send(_ context: ClientContext, method: String, path: String, accessToken: String, body: JSONValue?,
+    private static func send(_ context: ClientContext, method: String, path: String, tokens: TokenSet, body: JSONValue?,
                              endpoint: ProfileEndpoint, ifMatch: String? = nil) async throws -> HTTPResponse {
         let url = context.endpoint(path)
         let mediaType = endpoint == .scim ? "application/scim+json" : "application/json"
-        var headers = ["Authorization": "Bearer \(accessToken)", "Accept": mediaType]
+        var headers = ["Accept": mediaType]
         if let ifMatch { headers["If-Match"] = ifMatch }
         var data: Data?
         if let body {
@@ -134,7 +134,7 @@ extension LatchkeyClient {
                 throw LatchkeyError(.invalidInput, "the payload cannot be encoded as JSON")
             }
         }
-        return try await context.http.send(HTTPRequest(method: method, url: url, headers: headers, body: data))
+        return try await context.sendAuthorized(HTTPRequest(method: method, url: url, headers: headers, body: data), tokens: tokens)
     }
 
     private static func decodeProfile(_ response: HTTPResponse, endpoint: ProfileEndpoint) throws -> UserProfile {

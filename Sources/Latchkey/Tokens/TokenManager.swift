@@ -84,11 +84,17 @@ actor TokenManager {
 
     /// A usable access token, refreshing first when it expires within the skew.
     func accessToken(_ sessionId: String?, now: Date = Date()) async throws -> String {
+        try await usableTokens(sessionId, now: now).accessToken
+    }
+
+    /// The session's tokens with a usable access token (refreshed first when it expires within the skew): what a
+    /// resource request needs, the token and how to present it (`tokenType`, the DPoP key).
+    func usableTokens(_ sessionId: String?, now: Date = Date()) async throws -> TokenSet {
         guard let current = try await tokens(sessionId) else {
             throw LatchkeyError(.sessionExpired, "not signed in")
         }
-        if !current.isExpired(now: now, skew: skew) { return current.accessToken }
-        return try await refreshed(sessionId).accessToken
+        if !current.isExpired(now: now, skew: skew) { return current }
+        return try await refreshed(sessionId)
     }
 
     /// Refreshes (or joins the refresh in flight) and returns the new tokens. Every caller — the one that started

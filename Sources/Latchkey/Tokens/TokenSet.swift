@@ -10,11 +10,13 @@ public struct TokenSet: Sendable, Codable, Equatable {
     public var scope: String?
     /// The nonce of the original sign-in; a refreshed ID token that carries a nonce must repeat it.
     public var nonce: String?
+    /// The `persistentReference` of the DPoP key the tokens are bound to (`tokenType` `DPoP`); forgotten with them.
+    public var dpopKey: String? = nil
 
     public init(accessToken: String, refreshToken: String?, idToken: String?, tokenType: String = "Bearer", expiresAt: Date,
-                scope: String?, nonce: String?) {
+                scope: String?, nonce: String?, dpopKey: String? = nil) {
         self.accessToken = accessToken; self.refreshToken = refreshToken; self.idToken = idToken; self.tokenType = tokenType
-        self.expiresAt = expiresAt; self.scope = scope; self.nonce = nonce
+        self.expiresAt = expiresAt; self.scope = scope; self.nonce = nonce; self.dpopKey = dpopKey
     }
 
     public func isExpired(now: Date = Date(), skew: TimeInterval = 0) -> Bool { expiresAt.timeIntervalSince(now) <= skew }
@@ -29,6 +31,8 @@ public struct TokenResponse: Sendable, Codable, Equatable {
     public var idToken: String?
     public var scope: String?
     public var issuedTokenType: String?
+    /// The DPoP key the request proved (not part of the answer): kept with the session's tokens.
+    var dpopKey: String? = nil
 
     enum CodingKeys: String, CodingKey {
         case accessToken = "access_token", tokenType = "token_type", expiresIn = "expires_in", refreshToken = "refresh_token"

@@ -48,6 +48,12 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     public var passkeyOrigins: [String]
     /// Bundle identifiers (Services IDs) accepted as the audience of a Sign in with Apple identity token.
     public var appleBundleIds: [String]
+    /// Tokens only with a DPoP proof (RFC 9449): the token endpoint refuses requests without one, so every access
+    /// token of the application is bound to a key (`cnf.jkt`), and so are a public client's refresh tokens.
+    public var requireDPoP = false
+    /// Authorization requests only through `/oauth2/par` (RFC 9126): `/oauth2/authorize` takes a `request_uri` and
+    /// nothing else, so no parameter of the request travels in the browser's address.
+    public var requirePushedAuthorizationRequests = false
 
     public enum AppType: String, Codable, Sendable {
         /// Desktop, CLI or any native app: app-native flows allowed without attestation.
@@ -128,6 +134,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         case allowedAudiences = "allowed_audiences", requirePKCE = "require_pkce", appType = "app_type", registration
         case recoveryEnabled = "recovery_enabled", requireMFA = "require_mfa", flows
         case passkeyOrigins = "passkey_allowed_origins", appleBundleIds = "apple_bundle_ids"
+        case requireDPoP = "require_dpop", requirePushedAuthorizationRequests = "require_pushed_authorization_requests"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -150,6 +157,8 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         try c.encode(Dictionary(uniqueKeysWithValues: flows.map { ($0.key.rawValue, $0.value) }), forKey: .flows)
         try c.encode(passkeyOrigins, forKey: .passkeyOrigins)
         try c.encode(appleBundleIds, forKey: .appleBundleIds)
+        try c.encode(requireDPoP, forKey: .requireDPoP)
+        try c.encode(requirePushedAuthorizationRequests, forKey: .requirePushedAuthorizationRequests)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -174,6 +183,8 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
             flows: try Self.decodeFlows(c),
             passkeyOrigins: try c.decodeIfPresent([String].self, forKey: .passkeyOrigins) ?? [],
             appleBundleIds: try c.decodeIfPresent([String].self, forKey: .appleBundleIds) ?? [])
+        requireDPoP = try c.decodeIfPresent(Bool.self, forKey: .requireDPoP) ?? false
+        requirePushedAuthorizationRequests = try c.decodeIfPresent(Bool.self, forKey: .requirePushedAuthorizationRequests) ?? false
     }
 
     private static func decodeFlows(_ c: KeyedDecodingContainer<CodingKeys>) throws -> [FlowType: FlowGraph] {

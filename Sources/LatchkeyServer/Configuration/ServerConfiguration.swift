@@ -54,6 +54,8 @@ public struct ServerConfiguration: Sendable {
     public var smtp: SMTPSettings?
     /// Seconds an HTTP connection may sit idle (or trickle a request head) before it is closed (slowloris).
     public var httpIdleTimeoutSeconds: Int = 60
+    /// DPoP (RFC 9449): how old a proof may be and whether proofs must carry a server nonce.
+    public var dpop = DPoPPolicy()
 
     public init(issuer: URL, host: String = "127.0.0.1", port: Int = 8090, databasePath: String,
                 development: Bool = false, clients: [ClientConfiguration] = [], users: [UserSeed] = [],
@@ -206,5 +208,19 @@ public enum LoopbackHost {
         if h == "localhost" || h == "::1" { return true }
         let parts = h.split(separator: ".")
         return parts.count == 4 && parts.first == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+}
+
+/// How the server checks DPoP proofs (RFC 9449).
+public struct DPoPPolicy: Sendable, Equatable {
+    /// Proofs must carry the nonce the server sends in `DPoP-Nonce` (§8); one that lacks it, or carries an old one, is
+    /// answered `use_dpop_nonce` with a fresh nonce, which clients retry with once. A nonce lives 5 to 10 minutes.
+    public var requireNonce = false
+    /// How far a proof's `iat` may be from the server's clock, seconds, either way; its `jti` is remembered that long.
+    public var proofLifetimeSeconds = 300
+    /// The defaults: no nonce, five minutes.
+    public init(requireNonce: Bool = false, proofLifetimeSeconds: Int = 300) {
+        self.requireNonce = requireNonce
+        self.proofLifetimeSeconds = proofLifetimeSeconds
     }
 }

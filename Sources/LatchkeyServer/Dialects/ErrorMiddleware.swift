@@ -37,9 +37,14 @@ struct ErrorMiddleware: RouterMiddleware {
         if error.code == .invalidClient, request.headers[.authorization]?.lowercased().hasPrefix("basic ") == true {
             headers[.wwwAuthenticate] = "Basic realm=\"latchkey\""  // RFC 6749 §5.2
         }
-        if error.code == .invalidToken || error.code == .insufficientScope {
-            headers[.wwwAuthenticate] = "Bearer error=\"\(error.code.rawValue)\", error_description=\"\(error.description.replacingOccurrences(of: "\"", with: "'"))\""
+        let description = error.description.replacingOccurrences(of: "\"", with: "'")
+        if error.challenge == .dpop {
+            // RFC 9449 §7.1: the DPoP scheme's challenge names the algorithms a proof may use.
+            headers[.wwwAuthenticate] = "DPoP error=\"\(error.code.rawValue)\", error_description=\"\(description)\", algs=\"\(DPoP.algorithms.joined(separator: " "))\""
+        } else if error.code == .invalidToken || error.code == .insufficientScope {
+            headers[.wwwAuthenticate] = "Bearer error=\"\(error.code.rawValue)\", error_description=\"\(description)\""
         }
+        if let nonce = error.dpopNonce { headers[DPoP.nonceHeader] = nonce }
         if Dialect.of(path: request.uri.path) == .scim {
             // SCIM clients parse RFC 7644 errors only; the Bearer challenge still tells them why (RFC 6750 §3).
             return try SCIMError(status: error.status, detail: error.description, headers: headers).response()

@@ -26,9 +26,7 @@ extension IdentityServer {
         do { flowRequest = try JSONDecoder().decode(FlowRequest.self, from: Data(buffer: body)) } catch {
             throw FlowFailure.badRequest("the body must be a JSON flow request with string inputs").apiError
         }
-        let bearer = request.headers[.authorization].flatMap { header -> String? in
-            header.lowercased().hasPrefix("bearer ") ? String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces) : nil
-        }
+        let bearer = try await flowAccessToken(request)
         let verbose = flowRequest.verbose ?? false
         // Errors answered over HTTP speak the request's language: its explicit `locale`, else Accept-Language.
         let requestLocale = request.locale(explicit: flowRequest.locale)
@@ -270,4 +268,24 @@ extension HTTPField.Name {
 /// server: deployments that register `mobile` apps provide one (`ServerConfiguration.attestationVerifier`).
 public protocol AttestationVerifier: Sendable {
     func verify(_ token: String, applicationId: String) -> Bool
+}
+
+extension IdentityServer {
+    /// The access token a flow request presents (the SIGNOUT flow's proof of the session): `Bearer`, or `DPoP` with
+    /// a proof by the key the token is bound to (RFC 9449), checked here; a bound token presented as Bearer is refused.
+    func flowAccessToken(_ request: Request) async throws -> String? {
+        guard let header = request.headers[.authorization] else { return nil }
+        let lowered = header.lowercased()
+        if lowered.hasPrefix("dpop ") {
+            _ = try await authenticateResource(request, body: nil)
+            return String(header.dropFirst(5)).trimmingCharacters(in: .whitespaces)
+        }
+        guard lowered.hasPrefix("bearer ") else { return nil }
+        let token = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+        // Only refusing is decided on the unverified claims; the flow verifies the token itself.
+        if (try? CompactJWS(parsing: token).claims(as: AccessTokenClaims.self))?.cnf != nil {
+            throw OAuthError(.invalidToken, "the access token is bound to a DPoP key: send it as Authorization: DPoP with a proof", challenge: .dpop)
+        }
+        return token
+    }
 }

@@ -48,9 +48,16 @@ struct AccessTokenClaims: Codable, Sendable {
     var amr: [String]? = nil
     /// `AuthenticationMethods.multiFactorACR` when the sign-in was multi-factor.
     var acr: String? = nil
+    /// RFC 9449 §6.1: the thumbprint of the DPoP key the token is bound to.
+    var cnf: Confirmation? = nil
+
+    /// The `cnf` claim (RFC 7800) of a DPoP-bound token.
+    struct Confirmation: Codable, Sendable, Equatable {
+        var jkt: String
+    }
 
     enum CodingKeys: String, CodingKey {
-        case iss, sub, aud, exp, iat, jti, scope, sid, act, amr, acr, clientId = "client_id", authTime = "auth_time"
+        case iss, sub, aud, exp, iat, jti, scope, sid, act, amr, acr, cnf, clientId = "client_id", authTime = "auth_time"
     }
 
     var scopes: [String] { scope.split(separator: " ").map(String.init) }

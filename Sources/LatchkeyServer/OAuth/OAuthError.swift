@@ -20,19 +20,35 @@ public struct OAuthError: Error, Sendable, Equatable {
         case requestNotSupported = "request_not_supported"
         case requestURINotSupported = "request_uri_not_supported"
         case serverError = "server_error"
+        /// RFC 9449 §7.1: the DPoP proof is missing, malformed, or does not match the request or the token.
+        case invalidDPoPProof = "invalid_dpop_proof"
+        /// RFC 9449 §8: the proof must carry the nonce sent in `DPoP-Nonce`.
+        case useDPoPNonce = "use_dpop_nonce"
+    }
+
+    /// The authentication scheme a resource request's challenge names (RFC 6750 `Bearer`, RFC 9449 `DPoP`).
+    public enum Challenge: Sendable, Equatable {
+        case bearer, dpop
     }
 
     public var code: Code
     public var description: String
+    /// The scheme of the `WWW-Authenticate` challenge, when a resource request is refused; nil at the token endpoint.
+    public var challenge: Challenge?
+    /// A fresh DPoP nonce to send back (`DPoP-Nonce`).
+    public var dpopNonce: String?
 
-    public init(_ code: Code, _ description: String) {
+    public init(_ code: Code, _ description: String, challenge: Challenge? = nil, dpopNonce: String? = nil) {
         self.code = code
         self.description = description
+        self.challenge = challenge
+        self.dpopNonce = dpopNonce
     }
 
     var status: HTTPResponse.Status {
         switch code {
         case .invalidClient, .invalidToken: .unauthorized
+        case .invalidDPoPProof, .useDPoPNonce: challenge == .dpop ? .unauthorized : .badRequest
         case .insufficientScope: .forbidden
         case .serverError: .internalServerError
         default: .badRequest

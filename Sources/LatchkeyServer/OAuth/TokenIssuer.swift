@@ -5,6 +5,7 @@ import LatchkeyJOSE
 /// What the token endpoint returns (RFC 6749 §5.1, RFC 8693 §2.2.1).
 struct TokenResponse: Encodable {
     var accessToken: String
+    /// `Bearer`, or `DPoP` for a DPoP-bound access token (RFC 9449 §5).
     var tokenType = "Bearer"
     var expiresIn: Int
     var refreshToken: String?
@@ -41,6 +42,10 @@ struct TokenIssuer: Sendable {
         var actor: String? = nil
         /// How the user authenticated (RFC 8176), from the session, code or refresh token; empty for client credentials.
         var amr: [String] = []
+        /// The thumbprint of the DPoP key the request proved (RFC 9449): the access token is bound to it (`cnf.jkt`).
+        var jkt: String? = nil
+        /// Bind the refresh token to `jkt` too (public clients, §5: their refresh tokens would otherwise work anywhere).
+        var bindsRefreshToken = false
     }
 
     func accessToken(for grant: Grant) async throws -> (token: String, expiresIn: Int) {
@@ -53,7 +58,8 @@ struct TokenIssuer: Sendable {
             clientId: grant.clientId, scope: grant.scope.joined(separator: " "),
             authTime: grant.authTime.map { Int($0.timeIntervalSince1970) }, sid: grant.sessionId,
             act: grant.actor.map { ["sub": $0] },
-            amr: grant.amr.isEmpty ? nil : AuthenticationMethods.normalized(grant.amr), acr: AuthenticationMethods.acr(for: grant.amr))
+            amr: grant.amr.isEmpty ? nil : AuthenticationMethods.normalized(grant.amr), acr: AuthenticationMethods.acr(for: grant.amr),
+            cnf: grant.jkt.map { AccessTokenClaims.Confirmation(jkt: $0) })
         let token = try await keys.signingKey(.es256).sign(claims: claims, type: "at+jwt")
         try await store.insertAccessToken(AccessTokenRecord(
             jti: jti, familyId: grant.familyId, clientId: grant.clientId, subject: grant.subject,
@@ -92,6 +98,7 @@ struct TokenIssuer: Sendable {
         return (token, RefreshTokenRecord(
             tokenHash: Secrets.digest(token), familyId: familyId, clientId: grant.clientId, userId: grant.subject,
             scope: grant.scope, sessionId: grant.sessionId, authTime: grant.authTime ?? now, createdAt: now,
-            expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.refreshToken)), usedAt: nil, amr: grant.amr))
+            expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.refreshToken)), usedAt: nil, amr: grant.amr,
+            jkt: grant.bindsRefreshToken ? grant.jkt : nil))
     }
 }

@@ -31,6 +31,8 @@ struct ProviderMetadata: Encodable {
     var requestUriParameterSupported = false
     var claimsParameterSupported = false
     var frontchannelLogoutSupported = false
+    /// RFC 9449 §5.1.
+    var dpopSigningAlgValuesSupported = DPoP.algorithms
 
     init(issuer: String) {
         self.issuer = issuer
@@ -60,6 +62,7 @@ struct ProviderMetadata: Encodable {
         case authorizationResponseIssParameterSupported = "authorization_response_iss_parameter_supported"
         case requestParameterSupported = "request_parameter_supported", requestUriParameterSupported = "request_uri_parameter_supported"
         case claimsParameterSupported = "claims_parameter_supported", frontchannelLogoutSupported = "frontchannel_logout_supported"
+        case dpopSigningAlgValuesSupported = "dpop_signing_alg_values_supported"
     }
 }
 

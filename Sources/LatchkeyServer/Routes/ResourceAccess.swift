@@ -41,7 +41,7 @@ extension IdentityServer {
     /// places (logs, front ends) where an access token would not. The token must also be meant for this server
     /// (`aud`): one obtained by token exchange for another API must not work here. A disabled user's token is dead.
     func resourceCaller(_ request: Request) async throws(OAuthError) -> ResourceCaller {
-        let claims = try await validator.resourceAccessToken(try bearerToken(request, body: nil))
+        let claims = try await authenticateResource(request, body: nil)
         let subject: ResourceCaller.Subject
         do {
             if let user = try await store.user(id: claims.sub) {

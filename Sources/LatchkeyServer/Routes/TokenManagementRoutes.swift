@@ -50,11 +50,13 @@ extension IdentityServer {
         var aud: JSONValue?
         var iss: String?
         var jti: String?
+        /// RFC 9449 §6.2: the key a DPoP-bound token is bound to.
+        var cnf: AccessTokenClaims.Confirmation?
 
         static let inactive = IntrospectionResponse(active: false)
 
         enum CodingKeys: String, CodingKey {
-            case active, scope, username, exp, iat, sub, aud, iss, jti, clientId = "client_id", tokenType = "token_type"
+            case active, scope, username, exp, iat, sub, aud, iss, jti, cnf, clientId = "client_id", tokenType = "token_type"
         }
     }
 
@@ -70,12 +72,13 @@ extension IdentityServer {
                 result = IntrospectionResponse(active: true, scope: refresh.scope.joined(separator: " "), clientId: refresh.clientId,
                                                username: try await store.user(id: refresh.userId)?.username, tokenType: "refresh_token",
                                                exp: Int(refresh.expiresAt.timeIntervalSince1970), iat: Int(refresh.createdAt.timeIntervalSince1970),
-                                               sub: refresh.userId, iss: issuer)
+                                               sub: refresh.userId, iss: issuer, cnf: refresh.jkt.map { .init(jkt: $0) })
             }
         } else if let claims = try? await validator.accessToken(token), try await subjectMaySignIn(claims) {
             result = IntrospectionResponse(active: true, scope: claims.scope, clientId: claims.clientId,
-                                           username: try await store.user(id: claims.sub)?.username, tokenType: "Bearer",
-                                           exp: claims.exp, iat: claims.iat, sub: claims.sub, aud: claims.aud, iss: claims.iss, jti: claims.jti)
+                                           username: try await store.user(id: claims.sub)?.username, tokenType: claims.cnf == nil ? "Bearer" : "DPoP",
+                                           exp: claims.exp, iat: claims.iat, sub: claims.sub, aud: claims.aud, iss: claims.iss, jti: claims.jti,
+                                           cnf: claims.cnf)
         }
         if client.isPublic, result.active, result.clientId != client.clientId { result = .inactive }
         return try Responses.json(result, noStore: true)

@@ -28,17 +28,34 @@ extension IdentityServer {
         guard client.grantTypes.contains(grant) else {
             throw OAuthError(.unauthorizedClient, "the client may not use the \(grantName) grant")
         }
-        let response: TokenResponse
-        switch grant {
-        case .authorizationCode: response = try await authorizationCodeGrant(params, client: client)
-        case .refreshToken: response = try await refreshTokenGrant(params, client: client)
-        case .clientCredentials: response = try await clientCredentialsGrant(params, client: client)
-        case .tokenExchange: response = try await tokenExchangeGrant(params, client: client)
+        // RFC 9449 §5: a proof binds what this request issues to the client's key.
+        var dpop: DPoPBinding?
+        if let proof = try dpopProof(request, challenge: nil) {
+            let jkt = try await verifyDPoPProof(proof, request: request, accessToken: nil, challenge: nil)
+            dpop = DPoPBinding(jkt: jkt, bindsRefreshToken: client.isPublic)
+        } else if client.requireDPoP {
+            throw OAuthError(.invalidDPoPProof, "this application requires DPoP: send a DPoP proof with the token request")
         }
-        return try Responses.json(response, noStore: true)
+        var response: TokenResponse
+        switch grant {
+        case .authorizationCode: response = try await authorizationCodeGrant(params, client: client, dpop: dpop)
+        case .refreshToken: response = try await refreshTokenGrant(params, client: client, dpop: dpop)
+        case .clientCredentials: response = try await clientCredentialsGrant(params, client: client, dpop: dpop)
+        case .tokenExchange: response = try await tokenExchangeGrant(params, client: client, dpop: dpop)
+        }
+        if dpop != nil { response.tokenType = "DPoP" }
+        var headers: HTTPFields = [:]
+        if configuration.dpop.requireNonce, dpop != nil { headers[DPoP.nonceHeader] = currentDPoPNonce() }
+        return try Responses.json(response, noStore: true, headers: headers)
     }
 
-    private func authorizationCodeGrant(_ params: Parameters, client: ClientConfiguration) async throws -> TokenResponse {
+    /// The key a token request proved, and whether its refresh token is bound too (public clients).
+    struct DPoPBinding {
+        var jkt: String
+        var bindsRefreshToken: Bool
+    }
+
+    private func authorizationCodeGrant(_ params: Parameters, client: ClientConfiguration, dpop: DPoPBinding?) async throws -> TokenResponse {
         let code = try params.required("code")
         let now = clock.now
         let codeHash = Secrets.digest(code)
@@ -67,15 +84,24 @@ extension IdentityServer {
             throw OAuthError(.invalidGrant, "the user can no longer sign in")
         }
         let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: record.scope, nonce: record.nonce,
-                                      authTime: record.authTime, sessionId: record.sessionId, familyId: familyId, amr: record.amr)
+                                      authTime: record.authTime, sessionId: record.sessionId, familyId: familyId, amr: record.amr,
+                                      jkt: dpop?.jkt, bindsRefreshToken: dpop?.bindsRefreshToken ?? false)
         return try await issue(grant, client: client, newRefreshInFamily: familyId)
     }
 
-    private func refreshTokenGrant(_ params: Parameters, client: ClientConfiguration) async throws -> TokenResponse {
+    private func refreshTokenGrant(_ params: Parameters, client: ClientConfiguration, dpop: DPoPBinding?) async throws -> TokenResponse {
         let presented = try params.required("refresh_token")
         let hash = Secrets.digest(presented)
         guard let current = try await store.refreshToken(hash: hash), current.clientId == client.clientId else {
             throw OAuthError(.invalidGrant, "the refresh token is not valid")
+        }
+        // A bound refresh token is worth nothing without its key (RFC 9449 §5): checked before it is spent, so a thief
+        // cannot even burn it.
+        if let bound = current.jkt {
+            guard let dpop else { throw OAuthError(.invalidDPoPProof, "the refresh token is bound to a DPoP key: send a proof made with it") }
+            guard Secrets.constantTimeEquals(dpop.jkt, bound) else {
+                throw OAuthError(.invalidGrant, "the refresh token is bound to another DPoP key")
+            }
         }
         var scope = current.scope
         if let requested = try params.single("scope")?.split(separator: " ").map(String.init) {
@@ -87,9 +113,10 @@ extension IdentityServer {
             throw OAuthError(.invalidGrant, "the user can no longer sign in")
         }
         try await requireLiveSession(for: current)
+        // The refresh token stays bound to the key it was bound to; the access token to the key of this proof.
         let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: scope,
                                       authTime: current.authTime, sessionId: current.sessionId, familyId: current.familyId,
-                                      amr: current.amr)
+                                      amr: current.amr, jkt: dpop?.jkt, bindsRefreshToken: current.jkt != nil)
         let next = tokens.refreshToken(for: grant, familyId: current.familyId)
         switch try await store.rotateRefreshToken(presented: hash, next: next.record, now: clock.now) {
         case .rotated: break
@@ -119,12 +146,13 @@ extension IdentityServer {
         throw OAuthError(.invalidGrant, "the sign-in session has ended; sign in again (request offline_access for longer-lived refresh tokens)")
     }
 
-    private func clientCredentialsGrant(_ params: Parameters, client: ClientConfiguration) async throws -> TokenResponse {
+    private func clientCredentialsGrant(_ params: Parameters, client: ClientConfiguration, dpop: DPoPBinding?) async throws -> TokenResponse {
         guard !client.isPublic else { throw OAuthError(.unauthorizedClient, "client_credentials requires a confidential client") }
         let allowed = client.scopes.filter { !["openid", "offline_access"].contains($0) }
         let requested = try params.single("scope")?.split(separator: " ").map(String.init) ?? allowed
         guard requested.allSatisfy(allowed.contains) else { throw OAuthError(.invalidScope, "scope not allowed for client_credentials") }
-        let access = try await tokens.accessToken(for: .init(user: nil, subject: client.clientId, clientId: client.clientId, scope: requested))
+        let access = try await tokens.accessToken(for: .init(user: nil, subject: client.clientId, clientId: client.clientId, scope: requested,
+                                                             jkt: dpop?.jkt))
         return TokenResponse(accessToken: access.token, expiresIn: access.expiresIn, scope: requested.joined(separator: " "))
     }
 
@@ -133,7 +161,7 @@ extension IdentityServer {
     /// with its own `typ`). ID tokens, login tickets and step-up tokens are never exchanged: they prove a sign-in to one
     /// party, not a grant. The result is an access token only, with at most the subject's scope, in the subject's
     /// token family and session, so family revocation, logout and a password change reach it.
-    private func tokenExchangeGrant(_ params: Parameters, client: ClientConfiguration) async throws -> TokenResponse {
+    private func tokenExchangeGrant(_ params: Parameters, client: ClientConfiguration, dpop: DPoPBinding?) async throws -> TokenResponse {
         let subjectToken = try params.required("subject_token")
         let subjectType = try params.required("subject_token_type")
         if let requestedType = try params.single("requested_token_type"), requestedType != Self.tokenTypeAccessToken {
@@ -145,7 +173,7 @@ extension IdentityServer {
             guard Self.isFlowAssertion(subjectToken) else {
                 throw OAuthError(.invalidGrant, "the only JWT accepted as subject_token is a flow assertion")
             }
-            return try await flowAssertionExchange(subjectToken, params, client: client)
+            return try await flowAssertionExchange(subjectToken, params, client: client, dpop: dpop)
         case Self.tokenTypeAccessToken:
             break
         case Self.tokenTypeIDToken:
@@ -165,6 +193,11 @@ extension IdentityServer {
         }
         if client.isPublic && claims.clientId != client.clientId {
             throw OAuthError(.invalidGrant, "a public client may exchange only its own tokens")
+        }
+        // A DPoP-bound token is exchanged only by the holder of its key: otherwise a stolen bound token would come out
+        // of the exchange as one that works anywhere.
+        if let bound = claims.cnf?.jkt, !Secrets.constantTimeEquals(dpop?.jkt ?? "", bound) {
+            throw OAuthError(.invalidGrant, "subject_token is bound to a DPoP key: the exchange needs a proof made with it")
         }
         let record = try await store.accessToken(jti: claims.jti)
         if claims.sub != claims.clientId || record?.familyId != nil {
@@ -187,7 +220,8 @@ extension IdentityServer {
         let access = try await tokens.accessToken(for: .init(
             user: nil, subject: claims.sub, clientId: client.clientId, scope: scope, audience: [audience],
             authTime: claims.authTime.map { Date(timeIntervalSince1970: TimeInterval($0)) }, sessionId: claims.sid,
-            familyId: record?.familyId, actor: claims.clientId == client.clientId ? nil : client.clientId, amr: claims.amr ?? []))
+            familyId: record?.familyId, actor: claims.clientId == client.clientId ? nil : client.clientId, amr: claims.amr ?? [],
+            jkt: dpop?.jkt))
         return TokenResponse(accessToken: access.token, expiresIn: access.expiresIn, scope: scope.joined(separator: " "),
                              issuedTokenType: Self.tokenTypeAccessToken)
     }
@@ -201,7 +235,7 @@ extension IdentityServer {
     /// A COMPLETE flow's assertion becomes a real session (the vendor issues an access token only): a new token
     /// family with access token, refresh token and ID token, bound to the flow's sign-in session so the SIGNOUT
     /// flow and refresh-token revocation reach it.
-    private func flowAssertionExchange(_ token: String, _ params: Parameters, client: ClientConfiguration) async throws -> TokenResponse {
+    private func flowAssertionExchange(_ token: String, _ params: Parameters, client: ClientConfiguration, dpop: DPoPBinding?) async throws -> TokenResponse {
         let claims = try await redeemFlowAssertion(token, clientId: client.clientId)
         if let audience = try params.single("audience"), audience != issuer {
             throw OAuthError(.invalidTarget, "a flow assertion is exchanged for tokens of this server only")
@@ -221,7 +255,7 @@ extension IdentityServer {
                                                        createdAt: clock.now))
         let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: scope,
                                       authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)), sessionId: claims.sid,
-                                      familyId: familyId, amr: claims.amr)
+                                      familyId: familyId, amr: claims.amr, jkt: dpop?.jkt, bindsRefreshToken: dpop?.bindsRefreshToken ?? false)
         var response = try await issue(grant, client: client, newRefreshInFamily: familyId)
         response.issuedTokenType = Self.tokenTypeAccessToken
         return response

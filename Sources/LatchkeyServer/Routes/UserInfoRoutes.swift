@@ -29,7 +29,7 @@ extension IdentityServer {
     }
 
     func userinfo(_ request: Request, body: Parameters?) async throws -> Response {
-        let claims = try await validator.resourceAccessToken(try bearerToken(request, body: body))
+        let claims = try await authenticateResource(request, body: body)
         guard claims.scopes.contains("openid") else { throw OAuthError(.insufficientScope, "the access token lacks the openid scope") }
         guard let user = try await store.user(id: claims.sub), !user.disabled else { throw OAuthError(.invalidToken, "the user no longer exists") }
         var out = ScopeClaims.claims(of: user, scopes: claims.scopes)

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import LatchkeyJOSE
 import Logging
 #if canImport(Glibc)
 import Glibc
@@ -20,6 +21,8 @@ public struct SecretSealer: Sendable {
     private let sealingKey: Data
     /// The HMAC key of one-time code digests.
     private let codeDigestKey: Data
+    /// The HMAC key of DPoP nonces: every instance sharing the key-encryption key issues and accepts the same ones.
+    private let dpopNonceKey: Data
 
     /// `keyEncryptionKey` must be 32 bytes.
     public init(keyEncryptionKey: Data) throws {
@@ -30,6 +33,7 @@ public struct SecretSealer: Sendable {
         }
         sealingKey = derive("latchkey secrets at rest v1")
         codeDigestKey = derive("latchkey one-time code digest v1")
+        dpopNonceKey = derive("latchkey dpop nonce v1")
     }
 
     static func isSealed(_ stored: String) -> Bool { stored.hasPrefix(prefix) }
@@ -50,6 +54,11 @@ public struct SecretSealer: Sendable {
             throw SecretSealerError.cannotOpen(context: context)
         }
         return text
+    }
+
+    /// The DPoP nonce of time window `window` (RFC 9449 §8): unguessable without the key, the same on every instance.
+    func dpopNonce(window: Int64) -> String {
+        Base64URL.encode(Data(HMAC<SHA256>.authenticationCode(for: Data("dpop-nonce:\(window)".utf8), using: SymmetricKey(data: dpopNonceKey))))
     }
 
     /// HMAC-SHA256 of a short code under the server's key: not reversible from the database alone.

@@ -78,6 +78,8 @@ public struct RefreshTokenRecord: Sendable, Equatable {
     public var usedAt: Date?
     /// The `amr` of the sign-in the family started from; every rotation keeps it.
     public var amr: [String] = []
+    /// The thumbprint of the DPoP key the token is bound to (RFC 9449): refreshing needs a proof by that key.
+    public var jkt: String? = nil
 }
 
 /// A grant: the refresh-token family and every access token issued from it.

@@ -81,6 +81,10 @@ public final class SQLiteStore: Store {
         migrator.registerMigration("v4-accounts-user-version-email-changes", migrate: Self.migrateAccountVersionsAndEmailChanges)
         migrator.registerMigration("v4-hosted-amr-second-factor", migrate: Self.migrateAMRAndLoginSecondFactor)
         migrator.registerMigration("v4-mail-queue", migrate: Self.migrateMailQueue)
+        migrator.registerMigration("v5-dpop-bound-refresh-tokens") { db in
+            // RFC 9449: a public client's refresh token is bound to the DPoP key it was issued to.
+            try db.execute(sql: "ALTER TABLE refresh_tokens ADD COLUMN jkt TEXT")
+        }
         return migrator
     }
 
@@ -245,11 +249,11 @@ public final class SQLiteStore: Store {
 
     private static func insertRefreshToken(_ db: Database, _ t: RefreshTokenRecord) throws {
         try db.execute(sql: """
-            INSERT INTO refresh_tokens (token_hash, family_id, client_id, user_id, scope, session_id, auth_time, created_at, expires_at, amr)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO refresh_tokens (token_hash, family_id, client_id, user_id, scope, session_id, auth_time, created_at, expires_at, amr, jkt)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, arguments: [t.tokenHash, t.familyId, t.clientId, t.userId, t.scope.joined(separator: " "), t.sessionId,
                              t.authTime.timeIntervalSince1970, t.createdAt.timeIntervalSince1970, t.expiresAt.timeIntervalSince1970,
-                             try Self.json(t.amr)])
+                             try Self.json(t.amr), t.jkt])
     }
 
     public func refreshToken(hash: Data) async throws -> RefreshTokenRecord? {
@@ -284,7 +288,7 @@ public final class SQLiteStore: Store {
         RefreshTokenRecord(tokenHash: row["token_hash"], familyId: row["family_id"], clientId: row["client_id"], userId: row["user_id"],
                            scope: scopes(row["scope"]), sessionId: row["session_id"], authTime: date(row["auth_time"]) ?? .distantPast,
                            createdAt: date(row["created_at"]) ?? .distantPast, expiresAt: date(row["expires_at"]) ?? .distantPast,
-                           usedAt: date(row["used_at"]), amr: amr(row["amr"]))
+                           usedAt: date(row["used_at"]), amr: amr(row["amr"]), jkt: row["jkt"])
     }
 
     public func insertAccessToken(_ token: AccessTokenRecord) async throws {

@@ -1,0 +1,106 @@
+import Crypto
+import Foundation
+import LatchkeyJOSE
+
+/// A session's DPoP key (RFC 9449): it signs the proofs that bind the session's tokens to this device.
+public protocol DPoPSigningKey: Sendable {
+    /// The JWS algorithm of the proofs (`ES256`).
+    var algorithm: String { get }
+    /// The public half, as it goes into each proof's header.
+    var publicJWK: JWK { get }
+    /// What the session's storage keeps to find the key again (for a software key, the key itself: it is then as
+    /// protected as the tokens it is stored with; for a Secure Enclave key, an opaque handle only that device can use).
+    var persistentReference: String { get }
+    /// The raw signature (`r || s` for ES256) over `input`.
+    func sign(_ input: Data) async throws -> Data
+}
+
+/// Makes and restores the DPoP keys of sessions. The default makes software P-256 keys; LatchkeyApple offers the
+/// Secure Enclave where a device has one.
+public protocol DPoPKeyProvider: Sendable {
+    /// A new key for a new session.
+    func makeKey() async throws -> any DPoPSigningKey
+    /// The key of a stored session.
+    /// - Throws: `.invalidToken` when the reference is not one of this provider's.
+    func key(persistentReference: String) async throws -> any DPoPSigningKey
+}
+
+/// Software P-256 keys (swift-crypto), stored as PEM with the session's tokens.
+public struct SoftwareDPoPKeyProvider: DPoPKeyProvider {
+    /// A provider.
+    public init() {}
+
+    public func makeKey() async throws -> any DPoPSigningKey {
+        try SoftwareDPoPKey(P256.Signing.PrivateKey())
+    }
+
+    public func key(persistentReference: String) async throws -> any DPoPSigningKey {
+        guard let key = try? P256.Signing.PrivateKey(pemRepresentation: persistentReference) else {
+            throw LatchkeyError(.invalidToken, "the stored DPoP key is not a P-256 private key")
+        }
+        return try SoftwareDPoPKey(key)
+    }
+}
+
+/// A software P-256 DPoP key.
+struct SoftwareDPoPKey: DPoPSigningKey {
+    private let privateKeyPEM: String
+    let publicJWK: JWK
+    var algorithm: String { "ES256" }
+    var persistentReference: String { privateKeyPEM }
+
+    init(_ key: P256.Signing.PrivateKey) throws {
+        privateKeyPEM = key.pemRepresentation
+        let raw = key.publicKey.rawRepresentation
+        publicJWK = JWK(kty: "EC", crv: "P-256", x: Base64URL.encode(raw.prefix(32)), y: Base64URL.encode(raw.suffix(32)))
+    }
+
+    func sign(_ input: Data) async throws -> Data {
+        let key = try P256.Signing.PrivateKey(pemRepresentation: privateKeyPEM)
+        return try key.signature(for: input).rawRepresentation
+    }
+}
+
+/// Proofs (RFC 9449 §4.2).
+enum DPoPProof {
+    struct Claims: Encodable {
+        var jti: String
+        var htm: String
+        var htu: String
+        var iat: Int
+        var ath: String?
+        var nonce: String?
+    }
+
+    /// A proof for `method` on `url` (query and fragment left out), naming `accessToken` in `ath` at a resource.
+    static func make(key: any DPoPSigningKey, method: String, url: URL, accessToken: String?, nonce: String?) async throws -> String {
+        var target = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        target?.query = nil
+        target?.fragment = nil
+        guard let htu = target?.string else { throw LatchkeyError(.invalidInput, "cannot make a DPoP proof for \(url)") }
+        let claims = Claims(jti: UUID().uuidString, htm: method.uppercased(), htu: htu, iat: Int(Date().timeIntervalSince1970),
+                            ath: accessToken.map { Base64URL.encode(Data(SHA256.hash(data: Data($0.utf8)))) }, nonce: nonce)
+        let header = JWSHeader(alg: key.algorithm, typ: "dpop+jwt", jwk: key.publicJWK)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let input = Base64URL.encode(try encoder.encode(header)) + "." + Base64URL.encode(try encoder.encode(claims))
+        return input + "." + Base64URL.encode(try await key.sign(Data(input.utf8)))
+    }
+
+    /// True when `response` asks for the proof again with the nonce it carries (§8: 400 `use_dpop_nonce` at the
+    /// token endpoint, 401 with a `DPoP error="use_dpop_nonce"` challenge at a resource).
+    static func asksForNonce(_ response: HTTPResponse) -> Bool {
+        guard response.header("DPoP-Nonce") != nil else { return false }
+        if response.status == 401 { return response.header("WWW-Authenticate")?.contains("use_dpop_nonce") == true }
+        guard response.status == 400 else { return false }
+        struct Body: Decodable { var error: String? }
+        return (try? JSONDecoder().decode(Body.self, from: response.body))?.error == "use_dpop_nonce"
+    }
+}
+
+extension HTTPResponse {
+    /// A header's value, the name in any letter case.
+    func header(_ name: String) -> String? {
+        headers.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+}

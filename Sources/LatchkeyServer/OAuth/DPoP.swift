@@ -1,0 +1,171 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import LatchkeyJOSE
+
+/// DPoP (RFC 9449): names and limits shared by the token endpoint, the resources and discovery.
+enum DPoP {
+    /// What a proof may be signed with: the algorithms of the keys clients make (P-256 software or Secure Enclave
+    /// keys, Ed25519); RSA is refused (slow to make on a device, and no client here needs it).
+    static let algorithms = ["ES256", "EdDSA"]
+    static let proofHeader = HTTPField.Name("DPoP")!
+    static let nonceHeader = HTTPField.Name("DPoP-Nonce")!
+    /// A nonce is valid in its window and the next.
+    static let nonceWindowSeconds: Int64 = 300
+    static let proofType = "dpop+jwt"
+
+    /// The claims of a proof (§4.2).
+    struct ProofClaims: Decodable {
+        var jti: String?
+        var htm: String?
+        var htu: String?
+        var iat: Double?
+        var ath: String?
+        var nonce: String?
+    }
+
+    /// `htu` as compared (§4.3): scheme and host in lower case, default ports dropped, no query or fragment.
+    static func normalizedURI(_ raw: String) -> String? {
+        guard var components = URLComponents(string: raw), let scheme = components.scheme?.lowercased(),
+              let host = components.host?.lowercased(), !host.isEmpty else { return nil }
+        components.scheme = scheme
+        components.host = host
+        if (scheme == "https" && components.port == 443) || (scheme == "http" && components.port == 80) { components.port = nil }
+        components.query = nil
+        components.fragment = nil
+        if components.path.isEmpty { components.path = "/" }
+        return components.string
+    }
+
+    /// `ath` (§4.2): base64url of the SHA-256 of the access token.
+    static func accessTokenHash(_ token: String) -> String {
+        Base64URL.encode(Data(SHA256.hash(data: Data(token.utf8))))
+    }
+}
+
+extension IdentityServer {
+    /// The request's DPoP proof, nil without one; two `DPoP` headers are refused (§4.3 check 1).
+    func dpopProof(_ request: Request, challenge: OAuthError.Challenge?) throws(OAuthError) -> String? {
+        let values = request.headers[values: DPoP.proofHeader]
+        guard values.count <= 1 else { throw OAuthError(.invalidDPoPProof, "send one DPoP proof, not \(values.count)", challenge: challenge) }
+        return values.first
+    }
+
+    /// The current DPoP nonce.
+    func currentDPoPNonce() -> String {
+        sealer.dpopNonce(window: Int64(clock.now.timeIntervalSince1970) / DPoP.nonceWindowSeconds)
+    }
+
+    /// Checks a proof for `request` (§4.3) and returns its key's RFC 7638 thumbprint (`jkt`).
+    ///
+    /// - Parameters:
+    ///   - accessToken: at a resource, the token the proof must name in `ath`; nil at the token endpoint.
+    ///   - challenge: `.dpop` at a resource (401 with a `DPoP` challenge), nil at the token endpoint (400).
+    func verifyDPoPProof(_ proof: String, request: Request, accessToken: String?, challenge: OAuthError.Challenge?) async throws(OAuthError) -> String {
+        func refuse(_ why: String) -> OAuthError { OAuthError(.invalidDPoPProof, why, challenge: challenge) }
+        let jws: CompactJWS
+        do { jws = try CompactJWS(parsing: proof) } catch { throw refuse("the DPoP proof is not a compact JWS") }
+        guard jws.header.typ == DPoP.proofType else { throw refuse("the DPoP proof's typ must be \(DPoP.proofType)") }
+        guard DPoP.algorithms.contains(jws.header.alg), let alg = JWSAlgorithm(rawValue: jws.header.alg) else {
+            throw refuse("the DPoP proof's alg must be one of \(DPoP.algorithms.joined(separator: ", "))")
+        }
+        guard let jwk = jws.header.jwk else { throw refuse("the DPoP proof has no jwk header") }
+        // The JWK type ignores private members; the raw header is read to refuse a key that carries its private half.
+        if Self.headerCarriesPrivateKey(proof) { throw refuse("the DPoP proof's jwk must be a public key") }
+        let verified: Bool
+        do { verified = try jwk.verify(signature: jws.signature, for: jws.signingInput, algorithm: alg) } catch {
+            throw refuse("the DPoP proof's key does not match its alg or is not a valid public key")
+        }
+        guard verified else { throw refuse("the DPoP proof's signature does not verify") }
+        guard let claims = try? jws.claims(as: DPoP.ProofClaims.self) else { throw refuse("the DPoP proof's claims are not a JSON object") }
+        guard let jti = claims.jti, !jti.isEmpty, jti.utf8.count <= 256 else { throw refuse("the DPoP proof needs a jti (at most 256 bytes)") }
+        guard claims.htm == request.method.rawValue else { throw refuse("the DPoP proof's htm does not match the request method") }
+        let target = issuer + request.uri.path
+        guard let htu = claims.htu.flatMap(DPoP.normalizedURI), htu == DPoP.normalizedURI(target) else {
+            throw refuse("the DPoP proof's htu does not match \(target)")
+        }
+        let now = clock.now
+        let window = TimeInterval(configuration.dpop.proofLifetimeSeconds)
+        guard let iat = claims.iat, iat.isFinite, abs(now.timeIntervalSince1970 - iat) <= window else {
+            throw refuse("the DPoP proof's iat is missing or more than \(Int(window)) s from the server's clock")
+        }
+        if let accessToken {
+            guard let ath = claims.ath, Secrets.constantTimeEquals(ath, DPoP.accessTokenHash(accessToken)) else {
+                throw refuse("the DPoP proof's ath does not match the access token")
+            }
+        }
+        if configuration.dpop.requireNonce {
+            let current = Int64(now.timeIntervalSince1970) / DPoP.nonceWindowSeconds
+            let accepted = [current, current - 1].map { sealer.dpopNonce(window: $0) }
+            guard let nonce = claims.nonce, accepted.contains(where: { Secrets.constantTimeEquals($0, nonce) }) else {
+                throw OAuthError(.useDPoPNonce, "the DPoP proof must carry the nonce from the DPoP-Nonce header", challenge: challenge,
+                                 dpopNonce: currentDPoPNonce())
+            }
+        }
+        let thumbprint = jwk.thumbprint()
+        // Single use (§11.1), in the store so it holds across instances; kept as long as the proof could be accepted.
+        let fresh: Bool
+        do {
+            fresh = try await store.consumeTokenId("dpop:\(thumbprint):\(jti)", expiresAt: Date(timeIntervalSince1970: iat + window), now: now)
+        } catch {
+            throw OAuthError(.serverError, "could not record the DPoP proof")
+        }
+        guard fresh else { throw refuse("the DPoP proof was already used") }
+        return thumbprint
+    }
+
+    private static func headerCarriesPrivateKey(_ proof: String) -> Bool {
+        guard let segment = proof.split(separator: ".", maxSplits: 1).first, let data = Base64URL.decode(segment),
+              let header = try? JSONDecoder().decode([String: JSONValue].self, from: data),
+              case .object(let jwk)? = header["jwk"] else { return true }
+        return ["d", "p", "q", "dp", "dq", "qi", "k"].contains { jwk[$0] != nil }
+    }
+
+    /// How a resource request presents its access token: `Bearer` (RFC 6750: header or form body) or `DPoP` (RFC 9449
+    /// §7.1, header only).
+    struct PresentedToken {
+        var token: String
+        var scheme: OAuthError.Challenge
+    }
+
+    func presentedAccessToken(_ request: Request, body: Parameters?) throws(OAuthError) -> PresentedToken {
+        if let header = request.headers[.authorization], header.lowercased().hasPrefix("dpop ") {
+            let token = header.dropFirst(5).trimmingCharacters(in: .whitespaces)
+            guard !token.isEmpty else { throw OAuthError(.invalidToken, "expected Authorization: DPoP <access token>", challenge: .dpop) }
+            if try body?.single("access_token") != nil { throw OAuthError(.invalidRequest, "send the access token only once") }
+            return PresentedToken(token: token, scheme: .dpop)
+        }
+        return PresentedToken(token: try bearerToken(request, body: body), scheme: .bearer)
+    }
+
+    /// The claims of a resource request's access token, with its DPoP binding enforced: a token bound to a key
+    /// (`cnf.jkt`) is accepted only as `Authorization: DPoP` with a proof by that key for this request and this token;
+    /// an unbound token only as a Bearer token.
+    func authenticateResource(_ request: Request, body: Parameters?) async throws(OAuthError) -> AccessTokenClaims {
+        let presented = try presentedAccessToken(request, body: body)
+        let claims: AccessTokenClaims
+        do { claims = try await validator.resourceAccessToken(presented.token) } catch {
+            var refused = error
+            if presented.scheme == .dpop { refused.challenge = .dpop }
+            throw refused
+        }
+        switch (presented.scheme, claims.cnf?.jkt) {
+        case (.bearer, nil):
+            return claims
+        case (.bearer, _?):
+            throw OAuthError(.invalidToken, "the access token is bound to a DPoP key: send it as Authorization: DPoP with a proof", challenge: .dpop)
+        case (.dpop, nil):
+            throw OAuthError(.invalidToken, "the access token is not bound to a key: send it as a Bearer token", challenge: .dpop)
+        case (.dpop, let bound?):
+            guard let proof = try dpopProof(request, challenge: .dpop) else {
+                throw OAuthError(.invalidDPoPProof, "a DPoP proof is required with a DPoP-bound token", challenge: .dpop)
+            }
+            let key = try await verifyDPoPProof(proof, request: request, accessToken: presented.token, challenge: .dpop)
+            guard Secrets.constantTimeEquals(key, bound) else {
+                throw OAuthError(.invalidDPoPProof, "the DPoP proof was made with another key than the token is bound to", challenge: .dpop)
+            }
+            return claims
+        }
+    }
+}

@@ -1,0 +1,246 @@
+import Crypto
+import Foundation
+import Latchkey
+import LatchkeyJOSE
+@testable import LatchkeyServer
+import Testing
+
+/// DPoP (RFC 9449) end to end: the SDK binds its session to a key, the server binds the tokens (`cnf.jkt`, token type
+/// `DPoP`, a public client's refresh token), and every rule of the proof has a negative test over loopback HTTP.
+@Suite("DPoP: sender-constrained tokens (RFC 9449)")
+struct DPoPTests {
+    /// A DPoP-bound SDK session of the demo user, and its stored tokens.
+    struct Session {
+        let client: LatchkeyClient
+        let storage: InMemoryStorageAdapter
+        let http: ObservedHTTPClient
+
+        var tokens: Latchkey.TokenSet {
+            get async throws {
+                let data = try #require(await storage.get("latchkey.session.default"))
+                return try JSONDecoder().decode(Latchkey.TokenSet.self, from: data)
+            }
+        }
+    }
+
+    static func signIn(_ server: TestServer, dpop: Bool = true) async throws -> Session {
+        let storage = InMemoryStorageAdapter()
+        let http = ObservedHTTPClient()
+        let client = LatchkeyClient(http: http)
+        var config = server.sdkConfig()
+        config.useDPoP = dpop
+        try await client.initialize(config: config, storage: storage)
+        _ = try await client.handleRedirectCallback(url: try await server.browse(try client.buildSignInURL()))
+        return Session(client: client, storage: storage, http: http)
+    }
+
+    /// A proof made by hand, each claim replaceable, to break one rule at a time.
+    static func proof(_ key: SigningKey, method: String = "GET", url: String, accessToken: String? = nil, iat: Date = Date(),
+                      jti: String = UUID().uuidString, nonce: String? = nil, type: String = "dpop+jwt") throws -> String {
+        var claims: [String: JSONValue] = ["jti": .string(jti), "htm": .string(method), "htu": .string(url),
+                                           "iat": .number(Double(Int(iat.timeIntervalSince1970)))]
+        if let accessToken { claims["ath"] = .string(Base64URL.encode(Data(SHA256.hash(data: Data(accessToken.utf8))))) }
+        if let nonce { claims["nonce"] = .string(nonce) }
+        return try key.signWithPublicKey(claims: claims, type: type)
+    }
+
+    @Test("the SDK's session is bound: token type DPoP, cnf.jkt of its key, userinfo and SCIM with proofs, discovery and introspection say so")
+    func boundSession() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let session = try await Self.signIn(server)
+        let tokens = try await session.tokens
+        #expect(tokens.tokenType == "DPoP" && tokens.dpopKey != nil)
+        let claims = try CompactJWS(parsing: tokens.accessToken).claims(as: [String: JSONValue].self)
+        guard case .object(let cnf)? = claims["cnf"], let jkt = cnf["jkt"]?.stringValue else { Issue.record("no cnf.jkt"); return }
+        let key = try SigningKey(algorithm: .es256, pem: try #require(tokens.dpopKey))
+        #expect(jkt == (try key.publicJWK()).thumbprint())
+
+        #expect(try await session.client.getUser(options: ["source": "userinfo"]).email == "demo@example.com")
+        #expect(try await session.client.getUserProfile().userName == "demo@example.com")
+        let headers = try await session.client.authorizationHeaders(method: "GET", url: URL(string: server.issuer + "/oauth2/userinfo")!)
+        #expect(headers["Authorization"]?.hasPrefix("DPoP ") == true && headers["DPoP"] != nil)
+        let viaHelper = try await session.client.sendAuthorized(HTTPRequest(url: URL(string: server.issuer + "/oauth2/userinfo")!))
+        #expect(viaHelper.status == 200)
+
+        let discovery = try await TestBrowser().get(server.base + "/.well-known/openid-configuration").json()
+        #expect(discovery["dpop_signing_alg_values_supported"] as? [String] == ["ES256", "EdDSA"])
+        let introspection = try await TestBrowser().postForm(server.base + "/oauth2/introspect", ["token": tokens.accessToken],
+                                                            headers: ["Authorization": basicAuth("backend", "backend-secret-0123456789")])
+        let body = try introspection.json()
+        #expect(body["active"] as? Bool == true && body["token_type"] as? String == "DPoP")
+        #expect((body["cnf"] as? [String: Any])?["jkt"] as? String == jkt)
+
+        try await session.client.signOut()
+        #expect(await session.storage.get("latchkey.session.default") == nil, "the key is forgotten with the tokens")
+    }
+
+    @Test("a bound access token at a resource: refused as Bearer, without a proof, and with a proof that breaks any rule")
+    func resourceRules() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let tokens = try await Self.signIn(server).tokens
+        let key = try SigningKey(algorithm: .es256, pem: try #require(tokens.dpopKey))
+        let other = try SigningKey.generate(.es256)
+        let url = server.issuer + "/oauth2/userinfo"
+        let browser = TestBrowser()
+        func call(_ headers: [String: String]) async throws -> HTTPResult { try await browser.get(server.base + "/oauth2/userinfo", headers: headers) }
+        let dpop = "DPoP \(tokens.accessToken)"
+
+        let good = try await call(["Authorization": dpop, "DPoP": try Self.proof(key, url: url, accessToken: tokens.accessToken)])
+        #expect(good.status == 200)
+
+        let asBearer = try await call(["Authorization": "Bearer \(tokens.accessToken)"])
+        #expect(asBearer.status == 401 && asBearer.header("WWW-Authenticate")?.hasPrefix("DPoP error=\"invalid_token\"") == true)
+        #expect(asBearer.header("WWW-Authenticate")?.contains("algs=\"ES256 EdDSA\"") == true)
+        let noProof = try await call(["Authorization": dpop])
+        #expect(noProof.status == 401 && noProof.header("WWW-Authenticate")?.contains("invalid_dpop_proof") == true)
+
+        let reused = try Self.proof(key, url: url, accessToken: tokens.accessToken)
+        let broken: [(String, String)] = [
+            ("another key", try Self.proof(other, url: url, accessToken: tokens.accessToken)),
+            ("wrong method", try Self.proof(key, method: "POST", url: url, accessToken: tokens.accessToken)),
+            ("wrong URL", try Self.proof(key, url: server.issuer + "/oauth2/token", accessToken: tokens.accessToken)),
+            ("stale iat", try Self.proof(key, url: url, accessToken: tokens.accessToken, iat: Date().addingTimeInterval(-600))),
+            ("future iat", try Self.proof(key, url: url, accessToken: tokens.accessToken, iat: Date().addingTimeInterval(600))),
+            ("wrong ath", try Self.proof(key, url: url, accessToken: "another token")),
+            ("no ath", try Self.proof(key, url: url)),
+            ("wrong typ", try Self.proof(key, url: url, accessToken: tokens.accessToken, type: "JWT")),
+            ("not a JWS", "not.a.proof"),
+            ("tampered", String(try Self.proof(key, url: url, accessToken: tokens.accessToken).dropLast(3)) + "AAA"),
+            ("private key in jwk", try Self.privateKeyProof(url: url, accessToken: tokens.accessToken)),
+            ("alg none", Self.unsignedProof(url: url, jwk: try key.publicJWK())),
+        ]
+        for (why, proof) in broken {
+            let refused = try await call(["Authorization": dpop, "DPoP": proof])
+            #expect(refused.status == 401 && refused.header("WWW-Authenticate")?.hasPrefix("DPoP error=\"invalid_dpop_proof\"") == true, "\(why)")
+        }
+        #expect(try await call(["Authorization": dpop, "DPoP": reused]).status == 200)
+        #expect(try await call(["Authorization": dpop, "DPoP": reused]).status == 401, "a jti is single use")
+        let twoProofs = try await browser.send(server.base + "/oauth2/userinfo", method: "GET", body: nil,
+                                               headers: ["Authorization": dpop, "DPoP": "\(try Self.proof(key, url: url, accessToken: tokens.accessToken)), x"])
+        #expect(twoProofs.status == 401)
+
+        // An unbound token is not accepted under the DPoP scheme.
+        let bearerTokens = try await Self.signIn(server, dpop: false).tokens
+        #expect(bearerTokens.tokenType == "Bearer" && bearerTokens.dpopKey == nil)
+        let unbound = try await call(["Authorization": "DPoP \(bearerTokens.accessToken)",
+                                      "DPoP": try Self.proof(other, url: url, accessToken: bearerTokens.accessToken)])
+        #expect(unbound.status == 401)
+        #expect(try await call(["Authorization": "Bearer \(bearerTokens.accessToken)"]).status == 200)
+    }
+
+    @Test("a public client's refresh token is bound: refused without a proof or with another key's, and still usable by its owner")
+    func boundRefreshToken() async throws {
+        let server = try await TestServer.start { $0.lifetimes.accessToken = 10 }
+        defer { Task { await server.stop() } }
+        let session = try await Self.signIn(server)
+        let tokens = try await session.tokens
+        let refreshToken = try #require(tokens.refreshToken)
+        let tokenURL = server.issuer + "/oauth2/token"
+        let form = ["grant_type": "refresh_token", "refresh_token": refreshToken, "client_id": "latchkey-demo"]
+        let browser = TestBrowser()
+        let noProof = try await browser.postForm(server.base + "/oauth2/token", form)
+        #expect(try noProof.status == 400 && (try noProof.json()["error"] as? String) == "invalid_dpop_proof")
+        let thief = try await browser.postForm(server.base + "/oauth2/token", form,
+                                               headers: ["DPoP": try Self.proof(try SigningKey.generate(.es256), method: "POST", url: tokenURL)])
+        #expect(try thief.status == 400 && (try thief.json()["error"] as? String) == "invalid_grant")
+
+        // Neither attempt spent it: the owner refreshes with its key (access tokens live 10 s, inside the SDK's refresh
+        // margin), and the new tokens stay bound to it.
+        _ = try await session.client.getAccessToken()
+        let refreshed = try await session.tokens
+        #expect(session.http.refreshCount == 1)
+        #expect(refreshed.tokenType == "DPoP" && refreshed.dpopKey == tokens.dpopKey && refreshed.refreshToken != refreshToken)
+    }
+
+    @Test("nonces: a proof without the server's nonce is answered use_dpop_nonce with one; the SDK retries once, then reuses it")
+    func nonces() async throws {
+        let server = try await TestServer.start { $0.dpop.requireNonce = true }
+        defer { Task { await server.stop() } }
+        let session = try await Self.signIn(server)
+        #expect(session.http.statuses(pathEndingWith: "/oauth2/token") == [400, 200], "one retry with the nonce")
+        #expect(try await session.client.getUser(options: ["source": "userinfo"]).email == "demo@example.com")
+        #expect(session.http.statuses(pathEndingWith: "/oauth2/userinfo") == [200], "the nonce the token endpoint sent is reused")
+
+        let tokenURL = server.issuer + "/oauth2/token"
+        let raw = try await TestBrowser().postForm(server.base + "/oauth2/token", ["grant_type": "refresh_token", "refresh_token": "x", "client_id": "latchkey-demo"],
+                                                   headers: ["DPoP": try Self.proof(try SigningKey.generate(.es256), method: "POST", url: tokenURL)])
+        #expect(try raw.status == 400 && (try raw.json()["error"] as? String) == "use_dpop_nonce" && raw.header("DPoP-Nonce") != nil)
+        let stale = try await TestBrowser().postForm(server.base + "/oauth2/token", ["grant_type": "refresh_token", "refresh_token": "x", "client_id": "latchkey-demo"],
+                                                     headers: ["DPoP": try Self.proof(try SigningKey.generate(.es256), method: "POST", url: tokenURL, nonce: "made-up")])
+        #expect((try stale.json()["error"] as? String) == "use_dpop_nonce")
+    }
+
+    @Test("an application that requires DPoP refuses token requests without a proof; a bound token is exchanged only with its key")
+    func requiredAndExchange() async throws {
+        let server = try await TestServer.start { config in
+            config.clients = config.clients.map { client in
+                var client = client
+                if client.clientId == "latchkey-demo" { client.requireDPoP = true; client.grantTypes.append(.tokenExchange) }
+                return client
+            }
+        }
+        defer { Task { await server.stop() } }
+        await #expect { _ = try await Self.signIn(server, dpop: false) } throws: { ($0 as? LatchkeyError)?.serverCode == "invalid_dpop_proof" }
+        let session = try await Self.signIn(server)
+        let tokens = try await session.tokens
+        let exchange = ["grant_type": "urn:ietf:params:oauth:grant-type:token-exchange", "client_id": "latchkey-demo",
+                        "subject_token": tokens.accessToken, "subject_token_type": "urn:ietf:params:oauth:token-type:access_token"]
+        let tokenURL = server.issuer + "/oauth2/token"
+        let stranger = try await TestBrowser().postForm(server.base + "/oauth2/token", exchange,
+                                                        headers: ["DPoP": try Self.proof(try SigningKey.generate(.es256), method: "POST", url: tokenURL)])
+        #expect(try stranger.status == 400 && (try stranger.json()["error"] as? String) == "invalid_grant")
+        let owner = try SigningKey(algorithm: .es256, pem: try #require(tokens.dpopKey))
+        let allowed = try await TestBrowser().postForm(server.base + "/oauth2/token", exchange,
+                                                       headers: ["DPoP": try Self.proof(owner, method: "POST", url: tokenURL)])
+        #expect(try allowed.status == 200 && (try allowed.json()["token_type"] as? String) == "DPoP")
+    }
+}
+
+extension DPoPTests {
+    @Test("app-native flows: the assertion is exchanged for bound tokens; the SIGNOUT flow proves the key, a bound token as Bearer is refused")
+    func flows() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let storage = InMemoryStorageAdapter()
+        let client = LatchkeyClient()
+        var config = server.sdkConfig()
+        config.useDPoP = true
+        try await client.initialize(config: config, storage: storage)
+        let signIn = EmbeddedFlowRequestConfig(flowType: .authentication)
+        let first = try await client.signIn(payload: .init(), request: signIn)
+        let done = try await client.signIn(payload: .init(flowId: first.flowId, actionId: "action_001",
+                                                          inputs: ["username": "demo@example.com", "password": "correct horse battery staple"]), request: signIn)
+        #expect(done.flowStatus == .complete)
+        let data = try #require(await storage.get("latchkey.session.default"))
+        let tokens = try JSONDecoder().decode(Latchkey.TokenSet.self, from: data)
+        #expect(tokens.tokenType == "DPoP" && tokens.dpopKey != nil)
+
+        let asBearer = try await TestBrowser().postJSON(server.base + "/flow/execute", ["applicationId": "latchkey-demo", "flowType": "SIGNOUT"],
+                                                        headers: ["Authorization": "Bearer \(tokens.accessToken)"])
+        #expect(asBearer.status == 401)
+        let out = try await client.signIn(payload: .init(), request: .init(flowType: .signOut))
+        let stillSignedIn = try await client.isSignedIn()
+        #expect(out.flowStatus == .complete && !stillSignedIn)
+        #expect(try await TestBrowser().get(server.base + "/oauth2/userinfo", headers: ["Authorization": "DPoP \(tokens.accessToken)",
+            "DPoP": try Self.proof(try SigningKey(algorithm: .es256, pem: try #require(tokens.dpopKey)), url: server.issuer + "/oauth2/userinfo",
+                                   accessToken: tokens.accessToken)]).status == 401, "the SIGNOUT flow ended the session's tokens")
+    }
+
+    static func privateKeyProof(url: String, accessToken: String) throws -> String {
+        // A header whose jwk carries `d`: built by hand, since the JWK type has no private members.
+        let key = try SigningKey.generate(.es256)
+        let jwk = try key.publicJWK()
+        let header = #"{"alg":"ES256","jwk":{"crv":"P-256","d":"AAAA","kty":"EC","x":"\#(jwk.x ?? "")","y":"\#(jwk.y ?? "")"},"typ":"dpop+jwt"}"#
+        let claims = #"{"ath":"\#(Base64URL.encode(Data(SHA256.hash(data: Data(accessToken.utf8)))))","htm":"GET","htu":"\#(url)","iat":\#(Int(Date().timeIntervalSince1970)),"jti":"\#(UUID().uuidString)"}"#
+        let input = Base64URL.encode(Data(header.utf8)) + "." + Base64URL.encode(Data(claims.utf8))
+        return input + "." + Base64URL.encode(try key.sign(Data(input.utf8)))
+    }
+
+    static func unsignedProof(url: String, jwk: JWK) -> String {
+        let header = #"{"alg":"none","jwk":{"crv":"P-256","kty":"EC","x":"\#(jwk.x ?? "")","y":"\#(jwk.y ?? "")"},"typ":"dpop+jwt"}"#
+        let claims = #"{"htm":"GET","htu":"\#(url)","iat":\#(Int(Date().timeIntervalSince1970)),"jti":"\#(UUID().uuidString)"}"#
+        return Base64URL.encode(Data(header.utf8)) + "." + Base64URL.encode(Data(claims.utf8)) + "."
+    }
+}
