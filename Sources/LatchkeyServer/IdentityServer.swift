@@ -153,6 +153,7 @@ public final class IdentityServer: Sendable {
         router.add(middleware: ClientAddressMiddleware(proxies: configuration.trustedProxies))
         addDiscoveryRoutes(router)
         addAuthorizeRoutes(router)
+        addPushedAuthorizationRoutes(router)
         addLoginRoutes(router)
         addTokenRoutes(router)
         addTokenManagementRoutes(router)

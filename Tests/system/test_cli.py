@@ -22,7 +22,8 @@ def test_login_whoami_token_logout(server, browser):
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     url = login.stdout.readline().strip()
     assert url.startswith(server.base + "/oauth2/authorize?"), url
-    assert "code_challenge_method=S256" in url and "redirect_uri=http%3A%2F%2F127.0.0.1%3A" in url
+    # Pushed (RFC 9126): the request went to /oauth2/par, the printed URL carries only its reference.
+    assert "request_uri=urn%3Aietf%3Aparams%3Aoauth%3Arequest_uri%3A" in url and "code_challenge" not in url and "state=" not in url, url
 
     browser.get(url)  # the person opens the printed URL
     browser.find_element(By.ID, "username").send_keys(DEMO_USER)

@@ -96,6 +96,28 @@ final class ClientContext: Sendable {
         return decoded
     }
 
+    // MARK: Pushed authorization requests
+
+    /// `url` (a complete authorization URL) pushed to the provider's PAR endpoint (RFC 9126) when discovery names one:
+    /// the result carries only `client_id` and the `request_uri`. Without the endpoint, `url` itself.
+    func pushIfOffered(_ url: URL) async throws -> URL {
+        guard let endpoint = try await requireMetadata().pushedAuthorizationRequestEndpoint,
+              let components = URLComponents(url: url, resolvingAgainstBaseURL: false), let query = components.percentEncodedQuery else {
+            return url
+        }
+        let parameters = FormCoding.decode(query)
+        let response = try await http.send(.form(endpoint, parameters))
+        guard response.status == 201 || response.status == 200 else { throw Self.errorFrom(response) }
+        struct Pushed: Decodable { var request_uri: String; var expires_in: Int? }
+        guard let pushed = try? JSONDecoder().decode(Pushed.self, from: response.body), !pushed.request_uri.isEmpty else {
+            throw LatchkeyError(.serverError, "the pushed authorization request answer has no request_uri", statusCode: response.status)
+        }
+        var reference = components
+        reference.percentEncodedQuery = FormCoding.encode([("client_id", config.clientId), ("request_uri", pushed.request_uri)])
+        guard let pushedURL = reference.url else { throw LatchkeyError(.invalidConfiguration, "cannot build the authorization URL") }
+        return pushedURL
+    }
+
     // MARK: DPoP
 
     private var dpopKeys: any DPoPKeyProvider { config.dpopKeyProvider ?? SoftwareDPoPKeyProvider() }

@@ -292,8 +292,10 @@ public final class LatchkeyClient: Sendable {
         }
         let callback: URL
         do {
-            callback = try await userAgent.authorize(url: authorization.url, presentation: AuthorizationPresentation(
-                redirectURI: authorization.redirectUri, contextProvider: presentation))
+            // RFC 9126: where the provider offers it, the request is pushed and the browser only carries its reference.
+            let url = try await context.pushIfOffered(authorization.url)
+            callback = try await userAgent.authorize(url: url, presentation: AuthorizationPresentation(
+                redirectURI: authorization.redirectUri, contextProvider: presentation, state: authorization.state))
         } catch {
             _ = state.withLock { $0.pending.removeValue(forKey: authorization.state) }
             if let e = error as? LatchkeyError { throw e }

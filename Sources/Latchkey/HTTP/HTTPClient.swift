@@ -95,4 +95,14 @@ public enum FormCoding {
     public static func encode(_ parameters: [(String, String)]) -> String {
         parameters.map { "\(escape($0.0))=\(escape($0.1))" }.joined(separator: "&")
     }
+
+    /// The pairs of an encoded form (or query), in order; `+` is a space.
+    public static func decode(_ text: String) -> [(String, String)] {
+        text.split(separator: "&").compactMap { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            func unescape(_ s: Substring) -> String? { s.replacingOccurrences(of: "+", with: " ").removingPercentEncoding }
+            guard let name = unescape(parts[0]), let value = unescape(parts.count > 1 ? parts[1] : "") else { return nil }
+            return (name, value)
+        }
+    }
 }

@@ -10,12 +10,21 @@ public struct ProviderMetadata: Sendable, Codable, Equatable {
     public var revocationEndpoint: URL?
     public var endSessionEndpoint: URL?
     public var authorizationResponseIssParameterSupported: Bool?
+    /// RFC 9126: where authorization requests are pushed; when present, the SDK's browser sign-ins push theirs.
+    public var pushedAuthorizationRequestEndpoint: URL?
+    /// RFC 8628: where a device (a terminal, a TV) starts a sign-in that a person approves elsewhere.
+    public var deviceAuthorizationEndpoint: URL?
+    /// RFC 9449: the algorithms the provider accepts for DPoP proofs.
+    public var dpopSigningAlgValuesSupported: [String]?
 
     enum CodingKeys: String, CodingKey {
         case issuer, authorizationEndpoint = "authorization_endpoint", tokenEndpoint = "token_endpoint", jwksUri = "jwks_uri"
         case userinfoEndpoint = "userinfo_endpoint", revocationEndpoint = "revocation_endpoint"
         case endSessionEndpoint = "end_session_endpoint"
         case authorizationResponseIssParameterSupported = "authorization_response_iss_parameter_supported"
+        case pushedAuthorizationRequestEndpoint = "pushed_authorization_request_endpoint"
+        case deviceAuthorizationEndpoint = "device_authorization_endpoint"
+        case dpopSigningAlgValuesSupported = "dpop_signing_alg_values_supported"
     }
 
     /// Fetches `<issuer>/.well-known/openid-configuration` and checks that it describes that issuer (OIDC Discovery §4.3).

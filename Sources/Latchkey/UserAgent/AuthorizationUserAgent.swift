@@ -21,10 +21,13 @@ public struct AuthorizationPresentation: Sendable {
     public var redirectURI: String
     /// The app's presentation context (`WebviewLoginRequest.presentationContextProvider`), if it gave one.
     public var contextProvider: PresentationContextProviderBox?
+    /// The request's `state`: the callback must carry it. Needed because a pushed request's URL (RFC 9126) carries
+    /// neither `state` nor `redirect_uri`.
+    public var state: String?
 
     /// A presentation.
-    public init(redirectURI: String, contextProvider: PresentationContextProviderBox? = nil) {
-        self.redirectURI = redirectURI; self.contextProvider = contextProvider
+    public init(redirectURI: String, contextProvider: PresentationContextProviderBox? = nil, state: String? = nil) {
+        self.redirectURI = redirectURI; self.contextProvider = contextProvider; self.state = state
     }
 }
 

@@ -43,15 +43,27 @@ public final class LoopbackUserAgent: AuthorizationUserAgent {
     }
 
     public func authorize(url: URL) async throws -> URL {
-        let redirectURI = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "redirect_uri" }?.value
-        guard let redirectURI, let l = listeners.withLock({ $0.removeValue(forKey: redirectURI) }) else {
+        let query = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems
+        guard let redirectURI = query?.first(where: { $0.name == "redirect_uri" })?.value else {
+            throw LatchkeyError(.invalidConfiguration, "the authorization URL's redirect_uri was not prepared by this user agent")
+        }
+        return try await authorize(url: url, redirectURI: redirectURI, state: query?.first { $0.name == "state" }?.value)
+    }
+
+    /// The pushed-request form too (RFC 9126): the redirect URI and `state` come from the SDK, not from the URL.
+    public func authorize(url: URL, presentation: AuthorizationPresentation) async throws -> URL {
+        let state = presentation.state ?? URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value
+        return try await authorize(url: url, redirectURI: presentation.redirectURI, state: state)
+    }
+
+    private func authorize(url: URL, redirectURI: String, state: String?) async throws -> URL {
+        guard let l = listeners.withLock({ $0.removeValue(forKey: redirectURI) }) else {
             throw LatchkeyError(.invalidConfiguration, "the authorization URL's redirect_uri was not prepared by this user agent")
         }
         defer { l.close() }
         if mode == .printOnly || !Self.openBrowser(url) {
             output(url.absoluteString)
         }
-        let state = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value
         return try await l.waitForCallback(timeout: timeout, expectedState: state)
     }
 

@@ -19,7 +19,10 @@ extension IdentityServer {
     /// OIDC Core §3.1.2. Until client and redirect URI are known good, errors are shown on an error page and never
     /// redirected (an unregistered redirect URI must not receive anything); after that they go back to the client
     /// with `state` and `iss` (RFC 9207).
-    func authorize(_ params: Parameters, request: Request) async throws -> Response {
+    func authorize(_ pushedOrGiven: Parameters, request: Request) async throws -> Response {
+        guard let params = try await resolveAuthorizationParameters(pushedOrGiven) else {
+            return authorizeErrorPage("page.authorize_invalid.malformed", request, pushedOrGiven)
+        }
         let clientId: String?, redirectUri: String?
         do {
             clientId = try params.single("client_id")
@@ -97,7 +100,7 @@ extension IdentityServer {
         return session
     }
 
-    private func validateAuthorizationRequest(_ params: Parameters, client: ClientConfiguration, redirectUri: String,
+    func validateAuthorizationRequest(_ params: Parameters, client: ClientConfiguration, redirectUri: String,
                                               state: String?) throws(OAuthError) -> AuthorizationRequest {
         if try params.single("request") != nil { throw OAuthError(.requestNotSupported, "request objects are not supported") }
         if try params.single("request_uri") != nil { throw OAuthError(.requestURINotSupported, "request_uri is not supported") }

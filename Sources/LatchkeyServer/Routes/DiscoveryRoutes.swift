@@ -33,6 +33,8 @@ struct ProviderMetadata: Encodable {
     var frontchannelLogoutSupported = false
     /// RFC 9449 §5.1.
     var dpopSigningAlgValuesSupported = DPoP.algorithms
+    /// RFC 9126 §5.
+    var pushedAuthorizationRequestEndpoint: String
 
     init(issuer: String) {
         self.issuer = issuer
@@ -43,6 +45,7 @@ struct ProviderMetadata: Encodable {
         revocationEndpoint = issuer + "/oauth2/revoke"
         introspectionEndpoint = issuer + "/oauth2/introspect"
         endSessionEndpoint = issuer + "/oauth2/logout"
+        pushedAuthorizationRequestEndpoint = issuer + "/oauth2/par"
     }
 
     enum CodingKeys: String, CodingKey {
@@ -63,6 +66,7 @@ struct ProviderMetadata: Encodable {
         case requestParameterSupported = "request_parameter_supported", requestUriParameterSupported = "request_uri_parameter_supported"
         case claimsParameterSupported = "claims_parameter_supported", frontchannelLogoutSupported = "frontchannel_logout_supported"
         case dpopSigningAlgValuesSupported = "dpop_signing_alg_values_supported"
+        case pushedAuthorizationRequestEndpoint = "pushed_authorization_request_endpoint"
     }
 }
 

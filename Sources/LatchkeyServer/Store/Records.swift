@@ -189,3 +189,13 @@ public struct LoginSecondFactorRecord: Sendable, Equatable {
     public var authTime: Date
     public var expiresAt: Date
 }
+
+/// An authorization request pushed to `/oauth2/par` (RFC 9126), waiting for its `request_uri` at `/oauth2/authorize`.
+public struct PushedRequestRecord: Sendable, Equatable {
+    /// SHA-256 of the `request_uri`.
+    public var uriHash: Data
+    public var clientId: String
+    /// The authorization request's parameters, as pushed.
+    public var parameters: [String: [String]]
+    public var expiresAt: Date
+}

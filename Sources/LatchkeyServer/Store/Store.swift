@@ -94,6 +94,11 @@ public protocol Store: Sendable {
     /// Records a single-use token id (a flow assertion's `jti`); false when it was already consumed.
     func consumeTokenId(_ jti: String, expiresAt: Date, now: Date) async throws -> Bool
 
+    // Pushed authorization requests (RFC 9126)
+    func insertPushedRequest(_ request: PushedRequestRecord) async throws
+    /// Takes a pushed request out (single use): nil when unknown, already used or expired.
+    func takePushedRequest(uriHash: Data, now: Date) async throws -> PushedRequestRecord?
+
     // Passkeys (WebAuthn) and federated identities
     func insertPasskey(_ passkey: PasskeyRecord) async throws
     /// Creates an account together with its first passkey, atomically (`StoreError.conflict` when either exists).

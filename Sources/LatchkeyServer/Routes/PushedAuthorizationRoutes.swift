@@ -1,0 +1,63 @@
+import Foundation
+import Hummingbird
+
+/// Pushed authorization requests (RFC 9126): the client posts its authorization request to the server directly
+/// (authenticated as at the token endpoint), and the browser carries only an opaque, short-lived, single-use
+/// `request_uri` — no parameter of the request travels in its address, history or logs.
+extension IdentityServer {
+    static let requestURIPrefix = "urn:ietf:params:oauth:request_uri:"
+    /// How long a `request_uri` may wait for the browser (RFC 9126 §2.2 suggests a short time).
+    static let pushedRequestLifetime = 60
+    /// Client credentials are checked here and never stored with the request.
+    private static let credentialParameters: Set<String> = ["client_secret", "client_assertion", "client_assertion_type"]
+
+    func addPushedAuthorizationRoutes(_ router: Router<LatchkeyRequestContext>) {
+        for prefix in Self.oauthPrefixes {
+            router.post(RouterPath(prefix + "/par")) { request, context in
+                // Each pushed request is stored until it is used or expires: counted per address like authorize.
+                try await self.admitStart(address: context.clientAddress)
+                return try await self.pushAuthorizationRequest(request, try await Parameters.body(of: request))
+            }
+        }
+    }
+
+    private func pushAuthorizationRequest(_ request: Request, _ params: Parameters) async throws -> Response {
+        let client = try await ClientAuthenticator(store: store).authenticate(request, params)
+        if try params.single("request_uri") != nil { throw OAuthError(.invalidRequest, "a pushed request cannot itself carry request_uri") }
+        guard let redirectUri = try params.single("redirect_uri"), RedirectURIMatcher.isRegistered(redirectUri, in: client.redirectUris) else {
+            throw OAuthError(.invalidRequest, "redirect_uri is missing or not registered for this client")
+        }
+        // The same checks as at the authorization endpoint, answered here (the client can still fix its request).
+        _ = try validateAuthorizationRequest(params, client: client, redirectUri: redirectUri, state: try params.single("state"))
+        let requestURI = Self.requestURIPrefix + Secrets.token()
+        let stored = params.values.filter { !Self.credentialParameters.contains($0.key) }
+        try await store.insertPushedRequest(PushedRequestRecord(
+            uriHash: Secrets.digest(requestURI), clientId: client.clientId, parameters: stored,
+            expiresAt: clock.now.addingTimeInterval(TimeInterval(Self.pushedRequestLifetime))))
+        struct Pushed: Encodable {
+            var requestURI: String
+            var expiresIn: Int
+            enum CodingKeys: String, CodingKey { case requestURI = "request_uri", expiresIn = "expires_in" }
+        }
+        return try Responses.json(Pushed(requestURI: requestURI, expiresIn: Self.pushedRequestLifetime), status: .created, noStore: true)
+    }
+
+    /// The parameters of an authorization request: those pushed under its `request_uri` (single use, this client's
+    /// only), else its own — refused for an application that requires pushed requests. Nil: show the error page.
+    func resolveAuthorizationParameters(_ params: Parameters) async throws -> Parameters? {
+        guard let requestURI = try? params.single("request_uri") else {
+            if let clientId = try? params.single("client_id"), let client = try await store.client(id: clientId)?.configuration,
+               client.requirePushedAuthorizationRequests {
+                logger.notice("authorization request without request_uri for an application that requires PAR", metadata: ["client": .string(clientId)])
+                return nil
+            }
+            return params
+        }
+        guard requestURI.hasPrefix(Self.requestURIPrefix), let clientId = try? params.single("client_id"),
+              let pushed = try await store.takePushedRequest(uriHash: Secrets.digest(requestURI), now: clock.now),
+              Secrets.constantTimeEquals(pushed.clientId, clientId) else {
+            return nil  // unknown, used, expired, or pushed by another client
+        }
+        return Parameters(pushed.parameters)
+    }
+}
