@@ -85,6 +85,8 @@ struct Login: AsyncParsableCommand {
     var native = false
     @Flag(help: "Sign in with a passkey of the software authenticator ($LATCHKEY_HOME/passkeys.json).")
     var passkey = false
+    @Flag(help: "Sign in from another device (RFC 8628): prints a code and a URL to open anywhere, and waits until it is allowed.")
+    var device = false
     @Option(help: "With --passkey: sign in as this account (username-first) instead of picking a discoverable passkey.")
     var username: String?
     @OptionGroup var passkeyOptions: PasskeyOptions
@@ -93,6 +95,16 @@ struct Login: AsyncParsableCommand {
         try await runClient {
             if passkey { return try await PasskeyCLI.login(server: server, passkey: passkeyOptions, username: username) }
             let home = CLIHome()
+            if device {
+                let client = try await server.client(home: home)
+                let authorization = try await client.startDeviceAuthorization(scopes: server.scopes)
+                Console.out("To sign in, open \(authorization.verificationUri.absoluteString) on any device and enter the code \(authorization.userCode)")
+                if let complete = authorization.verificationUriComplete { Console.out("(or open \(complete.absoluteString))") }
+                Console.err("Waiting for the sign-in to be allowed…")
+                let user = try await client.completeDeviceAuthorization(authorization)
+                try server.signedIn(home: home, user: user)
+                return
+            }
             if native {
                 let client = try await server.client(home: home)
                 let user = try await InteractiveFlow(client: client, flowType: .authentication, issuer: server.issuer).run()

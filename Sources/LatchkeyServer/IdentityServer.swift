@@ -154,6 +154,7 @@ public final class IdentityServer: Sendable {
         addDiscoveryRoutes(router)
         addAuthorizeRoutes(router)
         addPushedAuthorizationRoutes(router)
+        addDeviceRoutes(router)
         addLoginRoutes(router)
         addTokenRoutes(router)
         addTokenManagementRoutes(router)

@@ -12,6 +12,8 @@ public enum GrantType: String, Codable, Sendable, CaseIterable {
     case refreshToken = "refresh_token"
     case clientCredentials = "client_credentials"
     case tokenExchange = "urn:ietf:params:oauth:grant-type:token-exchange"
+    /// RFC 8628: a device without a browser (a terminal, a TV) polls while a person approves it elsewhere.
+    case deviceCode = "urn:ietf:params:oauth:grant-type:device_code"
 }
 
 /// A registered client (also the "application" of the thunderID dialect: `applicationId` == `clientId`).

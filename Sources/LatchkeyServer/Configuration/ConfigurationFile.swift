@@ -61,12 +61,13 @@ public struct ConfigurationFile: Codable, Sendable {
 
     public struct Lifetimes: Codable, Sendable {
         public var accessToken, idToken, authorizationCode, refreshToken, session, loginRequest: Int?
-        public var flowExecution, flowAssertion, oneTimeCode, passkeyChallenge, loginTicket: Int?
+        public var flowExecution, flowAssertion, oneTimeCode, passkeyChallenge, loginTicket, deviceCode, devicePollingInterval: Int?
         enum CodingKeys: String, CodingKey {
             case accessToken = "access_token", idToken = "id_token", authorizationCode = "authorization_code"
             case refreshToken = "refresh_token", session, loginRequest = "login_request"
             case flowExecution = "flow_execution", flowAssertion = "flow_assertion", oneTimeCode = "one_time_code"
-            case passkeyChallenge = "passkey_challenge", loginTicket = "login_ticket"
+            case passkeyChallenge = "passkey_challenge", loginTicket = "login_ticket", deviceCode = "device_code"
+            case devicePollingInterval = "device_polling_interval"
         }
     }
 
@@ -150,6 +151,8 @@ public struct ConfigurationFile: Codable, Sendable {
             if let v = l.oneTimeCode { base.lifetimes.oneTimeCode = v }
             if let v = l.passkeyChallenge { base.lifetimes.passkeyChallenge = v }
             if let v = l.loginTicket { base.lifetimes.loginTicket = v }
+            if let v = l.deviceCode { base.lifetimes.deviceCode = v }
+            if let v = l.devicePollingInterval { base.lifetimes.devicePollingInterval = v }
         }
         if let w = webauthn {
             if let v = w.rpId { base.webAuthn.rpId = v }

@@ -18,7 +18,7 @@ public enum DevelopmentDefaults {
             postLogoutRedirectUris: ["http://127.0.0.1/logout", "http://localhost/logout", "http://[::1]/logout",
                                      "http://127.0.0.1/callback", "http://localhost/callback",
                                      "io.latchkey.demo:/logout", "io.latchkey.demo:/callback"],
-            grantTypes: [.authorizationCode, .refreshToken, .tokenExchange],
+            grantTypes: [.authorizationCode, .refreshToken, .tokenExchange, .deviceCode],
             registration: .open,  // the demo is meant to be tried: sign-up stays open whatever the defaults become
             passkeyOrigins: ["self"])
     }

@@ -154,6 +154,10 @@ public struct TokenLifetimes: Sendable, Codable, Equatable {
     public var passkeyChallenge: Int = 300
     /// A reachFive `tkn` login ticket, from the password or passkey step to `/oauth/authorize`.
     public var loginTicket: Int = 120
+    /// A device authorization (RFC 8628): how long the person has to enter the code and allow it.
+    public var deviceCode: Int = 600
+    /// How often a device may poll for its token, seconds (RFC 8628 `interval`; each `slow_down` adds 5).
+    public var devicePollingInterval: Int = 5
     public init() {}
 }
 

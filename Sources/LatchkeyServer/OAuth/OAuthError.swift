@@ -20,6 +20,12 @@ public struct OAuthError: Error, Sendable, Equatable {
         case requestNotSupported = "request_not_supported"
         case requestURINotSupported = "request_uri_not_supported"
         case serverError = "server_error"
+        /// RFC 8628 §3.5: the person has not decided yet; poll again after the interval.
+        case authorizationPending = "authorization_pending"
+        /// RFC 8628 §3.5: polled too fast; the interval grew by 5 seconds.
+        case slowDown = "slow_down"
+        /// RFC 8628 §3.5: the device code expired; start again.
+        case expiredToken = "expired_token"
         /// RFC 9449 §7.1: the DPoP proof is missing, malformed, or does not match the request or the token.
         case invalidDPoPProof = "invalid_dpop_proof"
         /// RFC 9449 §8: the proof must carry the nonce sent in `DPoP-Nonce`.

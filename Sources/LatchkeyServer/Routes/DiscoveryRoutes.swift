@@ -35,6 +35,8 @@ struct ProviderMetadata: Encodable {
     var dpopSigningAlgValuesSupported = DPoP.algorithms
     /// RFC 9126 §5.
     var pushedAuthorizationRequestEndpoint: String
+    /// RFC 8628 §4.
+    var deviceAuthorizationEndpoint: String
 
     init(issuer: String) {
         self.issuer = issuer
@@ -46,6 +48,7 @@ struct ProviderMetadata: Encodable {
         introspectionEndpoint = issuer + "/oauth2/introspect"
         endSessionEndpoint = issuer + "/oauth2/logout"
         pushedAuthorizationRequestEndpoint = issuer + "/oauth2/par"
+        deviceAuthorizationEndpoint = issuer + "/oauth2/device_authorization"
     }
 
     enum CodingKeys: String, CodingKey {
@@ -67,6 +70,7 @@ struct ProviderMetadata: Encodable {
         case claimsParameterSupported = "claims_parameter_supported", frontchannelLogoutSupported = "frontchannel_logout_supported"
         case dpopSigningAlgValuesSupported = "dpop_signing_alg_values_supported"
         case pushedAuthorizationRequestEndpoint = "pushed_authorization_request_endpoint"
+        case deviceAuthorizationEndpoint = "device_authorization_endpoint"
     }
 }
 

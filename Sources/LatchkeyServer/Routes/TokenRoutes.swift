@@ -42,6 +42,7 @@ extension IdentityServer {
         case .refreshToken: response = try await refreshTokenGrant(params, client: client, dpop: dpop)
         case .clientCredentials: response = try await clientCredentialsGrant(params, client: client, dpop: dpop)
         case .tokenExchange: response = try await tokenExchangeGrant(params, client: client, dpop: dpop)
+        case .deviceCode: response = try await deviceCodeGrant(params, client: client, dpop: dpop)
         }
         if dpop != nil { response.tokenType = "DPoP" }
         var headers: HTTPFields = [:]
@@ -130,6 +131,31 @@ extension IdentityServer {
         var response = try await issue(grant, client: client, newRefreshInFamily: nil)
         response.refreshToken = next.token
         return response
+    }
+
+    /// RFC 8628 §3.4: the device's poll. Each answer but the approval is an error the device acts on
+    /// (`authorization_pending`, `slow_down`, `access_denied`, `expired_token`); an approval is handed out once.
+    private func deviceCodeGrant(_ params: Parameters, client: ClientConfiguration, dpop: DPoPBinding?) async throws -> TokenResponse {
+        let deviceCode = try params.required("device_code")
+        let authorization: DeviceAuthorizationRecord
+        switch try await store.pollDeviceAuthorization(deviceCodeHash: Secrets.digest(deviceCode), clientId: client.clientId, now: clock.now) {
+        case .notFound: throw OAuthError(.invalidGrant, "the device code is not valid")
+        case .expired: throw OAuthError(.expiredToken, "the device code has expired; start again")
+        case .slowDown(let interval): throw OAuthError(.slowDown, "polling too fast; wait \(interval) seconds between requests")
+        case .pending: throw OAuthError(.authorizationPending, "the sign-in has not been allowed yet")
+        case .denied: throw OAuthError(.accessDenied, "the sign-in was denied")
+        case .approved(let record): authorization = record
+        }
+        guard let userId = authorization.userId, let user = try await store.user(id: userId), !user.disabled else {
+            throw OAuthError(.invalidGrant, "the user can no longer sign in")
+        }
+        let familyId = Secrets.identifier()
+        try await store.insertFamily(TokenFamilyRecord(id: familyId, clientId: client.clientId, userId: user.id,
+                                                       sessionId: authorization.sessionId, createdAt: clock.now))
+        let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: authorization.scope,
+                                      authTime: authorization.authTime, sessionId: authorization.sessionId, familyId: familyId,
+                                      amr: authorization.amr, jkt: dpop?.jkt, bindsRefreshToken: dpop?.bindsRefreshToken ?? false)
+        return try await issue(grant, client: client, newRefreshInFamily: familyId)
     }
 
     /// A refresh token granted without `offline_access` lives no longer than the sign-in session it came from: once the

@@ -43,6 +43,9 @@ public struct AuthorizationRequest: Sendable, Codable, Equatable {
     public var uiLocales: String?
     public var maxAge: Int?
     public var prompt: [String]
+    /// Where the hosted login sends the browser once signed in, instead of issuing a code: a same-site path (the
+    /// device page, RFC 8628). Nil for authorization requests.
+    public var returnTo: String? = nil
 }
 
 /// An issued authorization code (stored by hash, single use).
@@ -198,4 +201,41 @@ public struct PushedRequestRecord: Sendable, Equatable {
     /// The authorization request's parameters, as pushed.
     public var parameters: [String: [String]]
     public var expiresAt: Date
+}
+
+/// A device authorization (RFC 8628): the device polls with `device_code` while a person enters `user_code` on the
+/// device page and allows or denies it.
+public struct DeviceAuthorizationRecord: Sendable, Equatable {
+    public enum Status: String, Sendable {
+        case pending, approved, denied, used
+    }
+    /// SHA-256 of the device code (a long random secret).
+    public var deviceCodeHash: Data
+    /// The keyed digest of the normalized user code (eight letters: short, so a bare hash would be reversible).
+    public var userCodeDigest: Data
+    public var clientId: String
+    public var scope: [String]
+    public var status: Status
+    /// Who allowed it, from the sign-in session that did.
+    public var userId: String?
+    public var sessionId: String?
+    public var authTime: Date?
+    public var amr: [String] = []
+    public var createdAt: Date
+    public var expiresAt: Date
+    /// The polling interval the device must keep, seconds (raised by `slow_down`).
+    public var interval: Int
+    public var lastPolledAt: Date?
+}
+
+/// What a device's poll finds (RFC 8628 §3.5).
+public enum DevicePoll: Sendable, Equatable {
+    case notFound
+    case expired
+    /// Polled sooner than the interval; the interval is now `interval`.
+    case slowDown(interval: Int)
+    case pending
+    case denied
+    /// Allowed: handed out once (the record is now `used`).
+    case approved(DeviceAuthorizationRecord)
 }

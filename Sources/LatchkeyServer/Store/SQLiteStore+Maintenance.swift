@@ -27,6 +27,7 @@ extension SQLiteStore {
                 ("DELETE FROM sessions WHERE expires_at < ? OR ended_at IS NOT NULL", [t]),
                 ("DELETE FROM consumed_token_ids WHERE expires_at < ?", [t]),
                 ("DELETE FROM pushed_requests WHERE expires_at < ?", [t]),
+                ("DELETE FROM device_authorizations WHERE expires_at < ?", [t]),
                 ("DELETE FROM passkey_challenges WHERE expires_at < ?", [t]),
                 ("DELETE FROM step_up_challenges WHERE expires_at < ?", [t]),
                 ("DELETE FROM login_second_factors WHERE expires_at < ?", [t]),

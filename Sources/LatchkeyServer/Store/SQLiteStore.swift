@@ -82,6 +82,7 @@ public final class SQLiteStore: Store {
         migrator.registerMigration("v4-hosted-amr-second-factor", migrate: Self.migrateAMRAndLoginSecondFactor)
         migrator.registerMigration("v4-mail-queue", migrate: Self.migrateMailQueue)
         migrator.registerMigration("v5-pushed-requests", migrate: Self.migratePushedRequests)
+        migrator.registerMigration("v5-device-authorizations", migrate: Self.migrateDeviceAuthorizations)
         migrator.registerMigration("v5-dpop-bound-refresh-tokens") { db in
             // RFC 9449: a public client's refresh token is bound to the DPoP key it was issued to.
             try db.execute(sql: "ALTER TABLE refresh_tokens ADD COLUMN jkt TEXT")

@@ -94,6 +94,17 @@ public protocol Store: Sendable {
     /// Records a single-use token id (a flow assertion's `jti`); false when it was already consumed.
     func consumeTokenId(_ jti: String, expiresAt: Date, now: Date) async throws -> Bool
 
+    // Device authorization (RFC 8628)
+    func insertDeviceAuthorization(_ authorization: DeviceAuthorizationRecord) async throws
+    /// The pending, unexpired authorization of a user code.
+    func pendingDeviceAuthorization(userCodeDigest: Data, now: Date) async throws -> DeviceAuthorizationRecord?
+    /// Allows (with the deciding session's user) or denies a pending authorization; false when it is no longer pending.
+    func decideDeviceAuthorization(userCodeDigest: Data, approve: Bool, userId: String, sessionId: String, authTime: Date,
+                                   amr: [String], now: Date) async throws -> Bool
+    /// One poll, atomically: the interval is enforced (and raised on `slow_down`), an approval is handed out once.
+    /// Another client's device code is `.notFound` and left untouched.
+    func pollDeviceAuthorization(deviceCodeHash: Data, clientId: String, now: Date) async throws -> DevicePoll
+
     // Pushed authorization requests (RFC 9126)
     func insertPushedRequest(_ request: PushedRequestRecord) async throws
     /// Takes a pushed request out (single use): nil when unknown, already used or expired.

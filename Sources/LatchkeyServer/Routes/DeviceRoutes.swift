@@ -1,0 +1,162 @@
+import Foundation
+import Hummingbird
+
+/// The device authorization grant (RFC 8628): a device without a browser asks for a code pair at
+/// `/oauth2/device_authorization`, shows the user code, and polls the token endpoint while a person enters the code on
+/// `/device` — signed in through the same hosted login and SSO session as the login page — and allows or denies it.
+extension IdentityServer {
+    /// RFC 8628 §6.1: twenty consonants (no vowels, so no words; no 0/O or 1/I to confuse), eight of them: 20^8 ≈ 2.6·10^10.
+    static let userCodeAlphabet = Array("BCDFGHJKLMNPQRSTVWXZ")
+    static let userCodeLength = 8
+    /// The CSRF binding of the device page's forms (the login page binds its token to the login request instead).
+    private static let deviceCSRFScope = "device"
+
+    func addDeviceRoutes(_ router: Router<LatchkeyRequestContext>) {
+        for prefix in Self.oauthPrefixes {
+            router.post(RouterPath(prefix + "/device_authorization")) { request, context in
+                try await self.admitStart(address: context.clientAddress)
+                return try await self.deviceAuthorization(request, try await Parameters.body(of: request))
+            }
+        }
+        router.get("/device") { request, context in try await self.showDevicePage(request, context: context) }
+        router.post("/device") { request, context in try await self.submitDevicePage(request, context: context) }
+    }
+
+    // MARK: The device's request
+
+    private func deviceAuthorization(_ request: Request, _ params: Parameters) async throws -> Response {
+        let client = try await ClientAuthenticator(store: store).authenticate(request, params)
+        guard client.grantTypes.contains(.deviceCode) else {
+            throw OAuthError(.unauthorizedClient, "the client may not use the device authorization grant")
+        }
+        let scope = try params.single("scope")?.split(separator: " ").map(String.init) ?? client.scopes
+        let unknown = scope.filter { !client.scopes.contains($0) }
+        guard unknown.isEmpty else { throw OAuthError(.invalidScope, "scope not allowed for this client: \(unknown.joined(separator: " "))") }
+        let now = clock.now
+        let deviceCode = Secrets.token()
+        var userCode = ""
+        // A collision of two pending user codes is refused by the store's unique index: try another.
+        for attempt in 1...3 {
+            userCode = Self.newUserCode()
+            do {
+                try await store.insertDeviceAuthorization(DeviceAuthorizationRecord(
+                    deviceCodeHash: Secrets.digest(deviceCode), userCodeDigest: codeDigest(userCode), clientId: client.clientId,
+                    scope: scope, status: .pending, createdAt: now,
+                    expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.deviceCode)),
+                    interval: configuration.lifetimes.devicePollingInterval, lastPolledAt: nil))
+                break
+            } catch where attempt < 3 {
+                continue
+            }
+        }
+        let display = Self.displayUserCode(userCode)
+        struct Answer: Encodable {
+            var deviceCode, userCode, verificationURI, verificationURIComplete: String
+            var expiresIn, interval: Int
+            enum CodingKeys: String, CodingKey {
+                case deviceCode = "device_code", userCode = "user_code", verificationURI = "verification_uri"
+                case verificationURIComplete = "verification_uri_complete", expiresIn = "expires_in", interval
+            }
+        }
+        return try Responses.json(Answer(deviceCode: deviceCode, userCode: display, verificationURI: issuer + "/device",
+                                         verificationURIComplete: issuer + "/device?user_code=" + display,
+                                         expiresIn: configuration.lifetimes.deviceCode, interval: configuration.lifetimes.devicePollingInterval),
+                                  noStore: true)
+    }
+
+    static func newUserCode() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return String((0..<userCodeLength).map { _ in userCodeAlphabet.randomElement(using: &generator) ?? "B" })
+    }
+
+    /// `BCDF-GHJK`: the form people read and type.
+    static func displayUserCode(_ code: String) -> String {
+        String(code.prefix(userCodeLength / 2)) + "-" + String(code.dropFirst(userCodeLength / 2))
+    }
+
+    /// What a person typed, as stored: upper case, dashes and spaces ignored; nil unless it can be a user code.
+    static func normalizedUserCode(_ typed: String) -> String? {
+        let letters = typed.uppercased().filter { $0 != "-" && !$0.isWhitespace }
+        guard letters.count == userCodeLength, letters.allSatisfy(userCodeAlphabet.contains) else { return nil }
+        return String(letters)
+    }
+
+    // MARK: The person's page
+
+    private func showDevicePage(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
+        let locale = request.locale()
+        let typed = try Parameters.query(of: request).single("user_code")
+        // Signed in already (back from the login page, or an SSO session): straight to the confirmation.
+        if let typed, let code = Self.normalizedUserCode(typed), let live = try await liveSession(for: request) {
+            if await admitChallengeRequest(address: context.clientAddress) == nil,
+               let pending = try await store.pendingDeviceAuthorization(userCodeDigest: codeDigest(code), now: clock.now),
+               try await sessionSatisfies(live.session, user: live.user, clientId: pending.clientId) {
+                return try await deviceConfirmationPage(pending, code: code, user: live.user, locale: locale)
+            }
+        }
+        return deviceEntryPage(typed: typed, error: nil, status: .ok, locale: locale)
+    }
+
+    private func submitDevicePage(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
+        let locale = request.locale()
+        let params = try await Parameters.body(of: request)
+        guard let formToken = try params.single("csrf"), let secret = request.cookieValue(cookies.csrfName), !secret.isEmpty,
+              Secrets.constantTimeEquals(formToken, CookiePolicy.csrfToken(secret: secret, requestId: Self.deviceCSRFScope)) else {
+            logger.notice("device page rejected: CSRF token missing or mismatched")
+            return Responses.html(Pages.message(titleKey: "page.csrf.title", bodyKey: "page.csrf.body", locale: locale), status: .forbidden)
+        }
+        let typed = try params.single("user_code") ?? ""
+        // Every look-up of a code counts against the address: eight letters are many guesses, not infinitely many.
+        if let wait = await admitChallengeRequest(address: context.clientAddress) {
+            let message = Pages.t("page.device.throttled", locale, ["minutes": String(max(1, (wait + 59) / 60))])
+            return deviceEntryPage(typed: typed, error: message, status: .tooManyRequests, locale: locale)
+        }
+        guard let code = Self.normalizedUserCode(typed),
+              let pending = try await store.pendingDeviceAuthorization(userCodeDigest: codeDigest(code), now: clock.now) else {
+            return deviceEntryPage(typed: typed, error: Pages.t("page.device.invalid", locale), status: .badRequest, locale: locale)
+        }
+        let returnTo = "/device?user_code=" + Self.displayUserCode(code)
+        guard let live = try await liveSession(for: request),
+              try await sessionSatisfies(live.session, user: live.user, clientId: pending.clientId) else {
+            // Sign in first (the hosted login, with its second factor), then back here, signed in.
+            let id = Secrets.token()
+            let now = clock.now
+            try await store.insertLoginRequest(LoginRequestRecord(
+                id: id, request: AuthorizationRequest(clientId: pending.clientId, redirectUri: "", scope: pending.scope, state: nil,
+                                                      nonce: nil, codeChallenge: nil, loginHint: nil, uiLocales: nil, maxAge: nil,
+                                                      prompt: [], returnTo: returnTo),
+                createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.loginRequest))))
+            return Responses.redirect(to: "/login?request=\(id)", afterPost: true)
+        }
+        switch try params.single("decision") {
+        case let decision? where decision == "approve" || decision == "deny":
+            let approve = decision == "approve"
+            guard try await store.decideDeviceAuthorization(userCodeDigest: codeDigest(code), approve: approve, userId: live.user.id,
+                                                            sessionId: live.session.id, authTime: live.session.authTime,
+                                                            amr: live.session.amr, now: clock.now) else {
+                return deviceEntryPage(typed: typed, error: Pages.t("page.device.invalid", locale), status: .badRequest, locale: locale)
+            }
+            logger.info("device authorization decided", metadata: ["client": .string(pending.clientId), "approved": .string("\(approve)")])
+            return Responses.html(Pages.message(titleKey: "page.device.title", bodyKey: approve ? "page.device.approved" : "page.device.denied",
+                                                locale: locale), headers: [.contentLanguage: locale.tag])
+        default:
+            return try await deviceConfirmationPage(pending, code: code, user: live.user, locale: locale)
+        }
+    }
+
+    private func deviceEntryPage(typed: String?, error: String?, status: HTTPResponse.Status, locale: SupportedLocale) -> Response {
+        let secret = Secrets.token()
+        let page = Pages.deviceEntry(csrf: CookiePolicy.csrfToken(secret: secret, requestId: Self.deviceCSRFScope),
+                                     typed: typed, error: error, locale: locale)
+        return Responses.html(page, status: status, headers: [.setCookie: cookies.csrf(secret), .contentLanguage: locale.tag])
+    }
+
+    private func deviceConfirmationPage(_ pending: DeviceAuthorizationRecord, code: String, user: UserRecord,
+                                        locale: SupportedLocale) async throws -> Response {
+        let secret = Secrets.token()
+        let clientName = try await store.client(id: pending.clientId)?.configuration.name ?? pending.clientId
+        let page = Pages.deviceConfirmation(csrf: CookiePolicy.csrfToken(secret: secret, requestId: Self.deviceCSRFScope),
+                                            code: Self.displayUserCode(code), clientName: clientName, userName: user.username, locale: locale)
+        return Responses.html(page, headers: [.setCookie: cookies.csrf(secret), .contentLanguage: locale.tag])
+    }
+}

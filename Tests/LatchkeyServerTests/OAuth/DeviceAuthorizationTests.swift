@@ -1,0 +1,201 @@
+import Foundation
+import Latchkey
+@testable import LatchkeyServer
+import Testing
+
+/// The device authorization grant (RFC 8628) over loopback HTTP: the device's request, the person's page (CSRF,
+/// sign-in through the hosted login, the confirmation), every answer of the poll, and the SDK's polling loop.
+@Suite("Device authorization grant (RFC 8628)")
+struct DeviceAuthorizationTests {
+    static let userCodePattern = #"^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$"#
+
+    static func start(_ server: TestServer, clientId: String = "latchkey-demo") async throws -> [String: Any] {
+        let answer = try await TestBrowser().postForm(server.base + "/oauth2/device_authorization", ["client_id": clientId, "scope": "openid email offline_access"])
+        #expect(answer.status == 200, "\(answer.text)")
+        return try answer.json()
+    }
+
+    static func poll(_ server: TestServer, _ deviceCode: String, clientId: String = "latchkey-demo") async throws -> HTTPResult {
+        try await TestBrowser().postForm(server.base + "/oauth2/token", ["grant_type": "urn:ietf:params:oauth:grant-type:device_code",
+                                                                        "device_code": deviceCode, "client_id": clientId])
+    }
+
+    static func error(_ result: HTTPResult) throws -> String? { try result.json()["error"] as? String }
+
+    /// The person: opens the page, types the code, signs in on the hosted login if needed, and decides.
+    static func decide(_ server: TestServer, userCode: String, approve: Bool, browser: TestBrowser = TestBrowser()) async throws -> HTTPResult {
+        let entry = try await browser.get(server.base + "/device")
+        #expect(entry.status == 200 && entry.header("Content-Security-Policy")?.contains("default-src 'none'") == true)
+        let csrf = try #require(TestBrowser.hiddenField("csrf", in: entry.text))
+        var page = try await browser.postForm(server.base + "/device", ["csrf": csrf, "user_code": userCode.lowercased().replacingOccurrences(of: "-", with: " ")])
+        if page.status == 303, let location = page.location, location.hasPrefix("/login") {
+            let login = try await browser.get(server.base + location)
+            let done = try await server.submitLogin(browser, page: login, username: "demo@example.com", password: "correct horse battery staple")
+            #expect(done.status == 303 && done.location?.hasPrefix("/device?user_code=") == true, "back to the device page")
+            page = try await browser.get(server.base + (done.location ?? "/device"))
+        }
+        #expect(page.status == 200 && page.text.contains("id=\"approve\""), "the confirmation: \(page.text.prefix(400))")
+        #expect(page.text.contains(userCode), "the page shows the code to compare with the device's")
+        let confirmCSRF = try #require(TestBrowser.hiddenField("csrf", in: page.text))
+        return try await browser.postForm(server.base + "/device", ["csrf": confirmCSRF, "user_code": userCode,
+                                                                   "decision": approve ? "approve" : "deny"])
+    }
+
+    @Test("the whole grant: codes, pending, too fast, sign-in on the page, allowed, tokens once")
+    func approved() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let discovery = try await TestBrowser().get(server.base + "/.well-known/openid-configuration").json()
+        #expect(discovery["device_authorization_endpoint"] as? String == server.issuer + "/oauth2/device_authorization")
+        #expect((discovery["grant_types_supported"] as? [String])?.contains("urn:ietf:params:oauth:grant-type:device_code") == true)
+
+        let codes = try await Self.start(server)
+        let deviceCode = try #require(codes["device_code"] as? String)
+        let userCode = try #require(codes["user_code"] as? String)
+        #expect(userCode.range(of: Self.userCodePattern, options: .regularExpression) != nil, "\(userCode)")
+        #expect(codes["verification_uri"] as? String == server.issuer + "/device")
+        #expect(codes["verification_uri_complete"] as? String == server.issuer + "/device?user_code=" + userCode)
+        #expect(codes["expires_in"] as? Int == 600 && codes["interval"] as? Int == 5)
+
+        #expect(try Self.error(try await Self.poll(server, deviceCode)) == "authorization_pending")
+        #expect(try Self.error(try await Self.poll(server, deviceCode)) == "slow_down", "polled again within the interval")
+        server.advanceClock(11)  // the interval is now 10 s
+        #expect(try Self.error(try await Self.poll(server, deviceCode)) == "authorization_pending")
+
+        let decided = try await Self.decide(server, userCode: userCode, approve: true)
+        #expect(decided.status == 200 && decided.text.contains("You can return to your device"))
+        server.advanceClock(11)
+        let tokens = try await Self.poll(server, deviceCode)
+        #expect(tokens.status == 200, "\(tokens.text)")
+        let body = try tokens.json()
+        #expect(body["access_token"] != nil && body["refresh_token"] != nil && body["id_token"] != nil)
+        let idToken = try #require(body["id_token"] as? String)
+        #expect(try await server.verifiedClaims(idToken)["email"] == .string("demo@example.com"))
+        server.advanceClock(11)
+        #expect(try Self.error(try await Self.poll(server, deviceCode)) == "invalid_grant", "handed out once")
+    }
+
+    @Test("denied, expired, another client's code, a wrong code, no CSRF token, a client without the grant")
+    func refusals() async throws {
+        let server = try await TestServer.start { config in
+            config.clients.append(ClientConfiguration(clientId: "tv-app", grantTypes: [.deviceCode, .refreshToken]))
+            config.clients.append(ClientConfiguration(clientId: "web-only", redirectUris: ["https://web.example/cb"]))
+        }
+        defer { Task { await server.stop() } }
+        let denied = try await Self.start(server)
+        let deniedResult = try await Self.decide(server, userCode: try #require(denied["user_code"] as? String), approve: false)
+        #expect(deniedResult.text.contains("denied"))
+        let deniedCode = try #require(denied["device_code"] as? String)
+        #expect(try Self.error(try await Self.poll(server, deniedCode)) == "access_denied")
+        server.advanceClock(6)
+        #expect(try Self.error(try await Self.poll(server, deniedCode)) == "invalid_grant")
+
+        let other = try await Self.start(server)
+        let otherCode = try #require(other["device_code"] as? String)
+        #expect(try Self.error(try await Self.poll(server, otherCode, clientId: "tv-app")) == "invalid_grant", "another client's device code")
+        #expect(try Self.error(try await Self.poll(server, otherCode)) == "authorization_pending", "…left untouched")
+
+        let late = try await Self.start(server)
+        server.advanceClock(601)
+        #expect(try Self.error(try await Self.poll(server, try #require(late["device_code"] as? String))) == "expired_token")
+
+        let browser = TestBrowser()
+        let entry = try await browser.get(server.base + "/device")
+        let csrf = try #require(TestBrowser.hiddenField("csrf", in: entry.text))
+        let wrong = try await browser.postForm(server.base + "/device", ["csrf": csrf, "user_code": "BCDF-GHJK"])
+        #expect(wrong.status == 400 && wrong.text.contains("not valid or has expired"))
+        // Every page sets a fresh CSRF cookie: the next form carries the token of the page it was shown on.
+        let nextCSRF = try #require(TestBrowser.hiddenField("csrf", in: wrong.text))
+        #expect(try await browser.postForm(server.base + "/device", ["csrf": csrf, "user_code": "BCDF-GHJK"]).status == 403, "a stale token")
+        let malformed = try await browser.postForm(server.base + "/device", ["csrf": nextCSRF, "user_code": "AEIO-0000"])
+        #expect(malformed.status == 400)
+        let noCSRF = try await TestBrowser().postForm(server.base + "/device", ["user_code": "BCDF-GHJK"])
+        #expect(noCSRF.status == 403)
+
+        let refused = try await TestBrowser().postForm(server.base + "/oauth2/device_authorization", ["client_id": "web-only"])
+        #expect(try refused.status == 400 && Self.error(refused) == "unauthorized_client")
+    }
+
+    @Test("guessing codes from one address is stopped (429)")
+    func throttled() async throws {
+        let server = try await TestServer.start { $0.loginPolicy.maxChallengesPerAddress = 3 }
+        defer { Task { await server.stop() } }
+        let browser = TestBrowser()
+        let entry = try await browser.get(server.base + "/device")
+        var csrf = try #require(TestBrowser.hiddenField("csrf", in: entry.text))
+        var statuses: [Int] = []
+        for guess in ["BCDF-GHJK", "BCDF-GHJL", "BCDF-GHJM", "BCDF-GHJN"] {
+            let page = try await browser.postForm(server.base + "/device", ["csrf": csrf, "user_code": guess])
+            statuses.append(page.status)
+            csrf = try #require(TestBrowser.hiddenField("csrf", in: page.text))
+        }
+        #expect(statuses == [400, 400, 400, 429])
+    }
+
+    @Test("the SDK: start, show the code, poll until allowed; the session is stored; denial and cancellation are reported")
+    func sdk() async throws {
+        let server = try await startServer { $0.lifetimes.devicePollingInterval = 1 }
+        defer { Task { await server.stop() } }
+        let client = LatchkeyClient()
+        try await client.initialize(config: server.sdkConfig())
+        let authorization = try await client.startDeviceAuthorization()
+        #expect(authorization.userCode.range(of: Self.userCodePattern, options: .regularExpression) != nil && authorization.interval == 1)
+        #expect(authorization.verificationUri.absoluteString == server.issuer + "/device")
+        let person = Task { try await Self.decide(server, userCode: authorization.userCode, approve: true) }
+        let user = try await client.completeDeviceAuthorization(authorization)
+        _ = try await person.value
+        let signedIn = try await client.isSignedIn()
+        #expect(user.email == "demo@example.com" && signedIn)
+
+        let refused = try await client.startDeviceAuthorization()
+        let denier = Task { try await Self.decide(server, userCode: refused.userCode, approve: false) }
+        await #expect { _ = try await client.completeDeviceAuthorization(refused, sessionId: "tv") } throws: {
+            ($0 as? LatchkeyError)?.code == .authenticationFailed && ($0 as? LatchkeyError)?.serverCode == "access_denied"
+        }
+        _ = try await denier.value
+
+        let abandoned = try await client.startDeviceAuthorization()
+        let waiting = Task { try await client.completeDeviceAuthorization(abandoned, sessionId: "abandoned") }
+        try await Task.sleep(for: .milliseconds(100))
+        waiting.cancel()
+        await #expect { _ = try await waiting.value } throws: { ($0 as? LatchkeyError)?.code == .canceled }
+    }
+
+    @Test("the SDK slows down when told to: after slow_down the next poll waits five seconds more")
+    func sdkHonoursSlowDown() async throws {
+        let server = try await startServer { $0.lifetimes.devicePollingInterval = 1 }
+        defer { Task { await server.stop() } }
+        let http = SlowDownOnceHTTPClient()
+        let client = LatchkeyClient(http: http)
+        try await client.initialize(config: server.sdkConfig())
+        let authorization = try await client.startDeviceAuthorization()
+        let person = Task {
+            try await Task.sleep(for: .milliseconds(1500))
+            return try await Self.decide(server, userCode: authorization.userCode, approve: true)
+        }
+        _ = try await client.completeDeviceAuthorization(authorization)
+        _ = try await person.value
+        let polls = http.pollTimes
+        #expect(polls.count >= 2)
+        if polls.count >= 2 { #expect(polls[1].timeIntervalSince(polls[0]) >= 6, "1 s interval + 5 s after slow_down") }
+    }
+}
+
+/// Answers the first device-code poll with `slow_down` (as a server would) and records when each poll was sent.
+final class SlowDownOnceHTTPClient: HTTPClient, @unchecked Sendable {
+    private let inner = URLSessionHTTPClient()
+    private let lock = NSLock()
+    private var times: [Date] = []
+    var pollTimes: [Date] { lock.withLock { times } }
+
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let isPoll = request.body.map { String(decoding: $0, as: UTF8.self).contains("device_code") && String(decoding: $0, as: UTF8.self).contains("grant_type") } ?? false
+        if isPoll {
+            let first: Bool = lock.withLock { times.append(Date()); return times.count == 1 }
+            if first {
+                return HTTPResponse(status: 400, headers: ["Content-Type": "application/json"], body: Data(#"{"error":"slow_down"}"#.utf8))
+            }
+        }
+        return try await inner.send(request)
+    }
+}
