@@ -46,7 +46,8 @@ let package = Package(
         // Linux only: the subset of AuthenticationServices and Security the SDK's Apple code uses, declared name for
         // name from Apple's documentation and scriptable by tests (ARCHITECTURE §7). An Apple build never links it
         // (the conditions below) and its sources are empty where AuthenticationServices exists.
-        .target(name: "AppleFrameworkStandIns", swiftSettings: swiftSettings),
+        .target(name: "AppleFrameworkStandIns", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+                swiftSettings: swiftSettings),
         // The SDK core: runs everywhere (Foundation + swift-crypto only; the stand-ins on Linux for the Apple types
         // its seed requests carry).
         .target(
@@ -64,6 +65,7 @@ let package = Package(
             name: "LatchkeyApple",
             dependencies: [
                 "Latchkey",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .target(name: "AppleFrameworkStandIns", condition: .when(platforms: [.linux])),
             ],
             swiftSettings: swiftSettings

@@ -1,4 +1,5 @@
 #if !canImport(AuthenticationServices)
+import Crypto
 import Foundation
 
 /// The simulated system the stand-ins run on. Each test binds its own device, so scripts never leak between tests
@@ -21,6 +22,9 @@ public final class StandInDevice: @unchecked Sendable {
     private var _webAuthentication = WebAuthenticationBehaviour.staysOpen
     private var _authorization = AuthorizationBehaviour.nothingAvailable
     private var _isPresentingWebAuthentication = false
+    private var _hasSecureEnclave = true
+    /// The device's own key: what its Secure Enclave wraps key handles with (so a handle works on this device only).
+    let secureEnclaveKey = SymmetricKey(size: .bits256)
 
     /// The device's keychain.
     public let keychain = StandInKeychain()
@@ -40,6 +44,12 @@ public final class StandInDevice: @unchecked Sendable {
     public var authorization: AuthorizationBehaviour {
         get { lock.withLock { _authorization } }
         set { lock.withLock { _authorization = newValue } }
+    }
+
+    /// Whether the device has a Secure Enclave (a Simulator or an old Mac has none).
+    public var hasSecureEnclave: Bool {
+        get { lock.withLock { _hasSecureEnclave } }
+        set { lock.withLock { _hasSecureEnclave = newValue } }
     }
 
     /// One browser sheet at a time, as on a real device.

@@ -42,6 +42,8 @@ public final class LatchkeyClient: Sendable {
     private let http: any HTTPClient
     private let userAgent: any AuthorizationUserAgent
     private let defaultStorage: (@Sendable (LatchkeyConfig) throws -> any StorageAdapter)?
+    /// The DPoP keys `initialize` uses when the configuration names none (LatchkeyApple: the Secure Enclave).
+    let defaultDPoPKeyProvider = Locked<(any DPoPKeyProvider)?>(nil)
     /// Where session changes are published (`authStateChanges`).
     let authState = AuthStateBroadcaster()
     let logger: Logger
@@ -71,6 +73,8 @@ public final class LatchkeyClient: Sendable {
     @discardableResult
     public func initialize(config: LatchkeyConfig, storage: (any StorageAdapter)? = nil) async throws -> Bool {
         try config.validate()
+        var config = config
+        if config.dpopKeyProvider == nil { config.dpopKeyProvider = defaultDPoPKeyProvider.withLock { $0 } }
         let resolved = try storage ?? defaultStorage?(config) ?? InMemoryStorageAdapter()
         let context = ClientContext(config: config, http: http, storage: resolved, changes: authState)
         try state.withLock { s in

@@ -2,6 +2,13 @@ import Foundation
 
 /// Calling your own APIs with the session's access token, Bearer or DPoP-bound alike.
 extension LatchkeyClient {
+    /// Where this client's sessions get their DPoP keys when `LatchkeyConfig.dpopKeyProvider` is nil (set before
+    /// `initialize`): software P-256 keys by default; the Apple client sets the Secure Enclave.
+    public var defaultDPoPKeys: (any DPoPKeyProvider)? {
+        get { defaultDPoPKeyProvider.withLock { $0 } }
+        set { defaultDPoPKeyProvider.withLock { $0 = newValue } }
+    }
+
     /// The headers that authorize a request to your API with the session's access token (refreshed first if due):
     /// `Authorization: Bearer …`, or for a DPoP-bound session (`LatchkeyConfig.useDPoP`) `Authorization: DPoP …` and a
     /// `DPoP` proof made for exactly this method and URL — make a new set for every request.

@@ -22,8 +22,16 @@ enum IdentityAPI {
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             data = try encoder.encode(body)
         }
-        if let bearer { headers["Authorization"] = "Bearer \(bearer)" }
-        let response = try await context.http.send(HTTPRequest(method: method, url: context.endpoint(path), headers: headers, body: data))
+        let request = HTTPRequest(method: method, url: context.endpoint(path), headers: headers, body: data)
+        let response: HTTPResponse
+        if let bearer {
+            // A token of one of this client's sessions is presented as that session requires (DPoP with a proof).
+            let tokens = await context.tokens.session(holding: bearer)
+                ?? TokenSet(accessToken: bearer, refreshToken: nil, idToken: nil, expiresAt: .distantFuture, scope: nil, nonce: nil)
+            response = try await context.sendAuthorized(request, tokens: tokens)
+        } else {
+            response = try await context.http.send(request)
+        }
         guard (200..<300).contains(response.status) else { throw IdentityErrorMapping.error(from: response) }
         return response
     }

@@ -33,6 +33,12 @@ actor TokenManager {
 
     static func key(_ sessionId: String?) -> String { "latchkey.session." + (sessionId ?? "default") }
 
+    /// The loaded session whose access token is `accessToken` (an `AuthToken` the app passes back), to present it the
+    /// way its session requires (DPoP).
+    func session(holding accessToken: String) -> TokenSet? {
+        slots.values.lazy.compactMap(\.tokens).first { $0.accessToken == accessToken }
+    }
+
     func tokens(_ sessionId: String?) async throws -> TokenSet? {
         let key = Self.key(sessionId)
         if let slot = slots[key], slot.loaded {

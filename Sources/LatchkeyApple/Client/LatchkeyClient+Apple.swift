@@ -6,7 +6,8 @@ import Logging
 extension LatchkeyClient {
     /// A client wired to the Apple platform: `webviewLogin` in an `ASWebAuthenticationSession`, native sign-in
     /// through the system credential sheet, passkeys on the platform authenticator, and the Keychain as the storage
-    /// `initialize(config:storage:)` uses when it is given none.
+    /// `initialize(config:storage:)` uses when it is given none; with `LatchkeyConfig.useDPoP`, session keys in the
+    /// Secure Enclave where the device has one.
     /// - Parameters:
     ///   - http: the network seam (URLSession by default).
     ///   - prefersEphemeralWebBrowserSession: private browser sessions for `webviewLogin` (no shared cookies).
@@ -22,6 +23,7 @@ extension LatchkeyClient {
                   })
         credentialProvider = AuthorizationControllerCredentialProvider()
         passkeyAuthenticator = PlatformPasskeyAuthenticator()
+        defaultDPoPKeys = SecureEnclaveDPoPKeyProvider()
     }
 
     #if canImport(AuthenticationServices)

@@ -58,6 +58,8 @@ struct DPoPTests {
 
         #expect(try await session.client.getUser(options: ["source": "userinfo"]).email == "demo@example.com")
         #expect(try await session.client.getUserProfile().userName == "demo@example.com")
+        // reachFive's identity API (passkey management) with the session's AuthToken: presented as DPoP too.
+        #expect(try await session.client.listWebAuthnCredentials(authToken: try await session.client.authToken()).isEmpty)
         let headers = try await session.client.authorizationHeaders(method: "GET", url: URL(string: server.issuer + "/oauth2/userinfo")!)
         #expect(headers["Authorization"]?.hasPrefix("DPoP ") == true && headers["DPoP"] != nil)
         let viaHelper = try await session.client.sendAuthorized(HTTPRequest(url: URL(string: server.issuer + "/oauth2/userinfo")!))
