@@ -45,6 +45,28 @@ struct ConfigurationTests {
         try c.validate()
     }
 
+    @Test func dpopDeviceAndPARSettings() throws {
+        let path = try write("""
+            { "issuer": "https://id.example.com", "database": "/tmp/x.sqlite", "development": false,
+              "clients": [ { "client_id": "tv", "grant_types": ["urn:ietf:params:oauth:grant-type:device_code"], "require_dpop": true,
+                             "require_pushed_authorization_requests": true } ],
+              "lifetimes": { "device_code": 900, "device_polling_interval": 2 },
+              "dpop": { "require_nonce": true, "proof_lifetime_seconds": 120 } }
+            """)
+        var c = DevelopmentDefaults.configuration()
+        c.clients = []; c.users = []
+        try ConfigurationFile.load(path: path).apply(to: &c)
+        #expect(c.clients.first?.grantTypes == [.deviceCode] && c.clients.first?.requireDPoP == true)
+        #expect(c.clients.first?.requirePushedAuthorizationRequests == true)
+        #expect(c.lifetimes.deviceCode == 900 && c.lifetimes.devicePollingInterval == 2)
+        #expect(c.dpop == DPoPPolicy(requireNonce: true, proofLifetimeSeconds: 120))
+        // The flags survive the store's JSON round trip of a client.
+        let stored = try JSONDecoder().decode(ClientConfiguration.self, from: try JSONEncoder().encode(try #require(c.clients.first)))
+        #expect(stored.requireDPoP && stored.requirePushedAuthorizationRequests)
+        c.dpop.proofLifetimeSeconds = 5
+        #expect(throws: ConfigurationError.self) { try c.validate() }
+    }
+
     @Test func plainHTTPIsOnlyForLoopback() throws {
         var c = DevelopmentDefaults.configuration()
         c.issuer = URL(string: "http://id.example.com")!

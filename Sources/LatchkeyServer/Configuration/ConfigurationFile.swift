@@ -38,6 +38,14 @@ public struct ConfigurationFile: Codable, Sendable {
     /// Email delivery; see `SMTPFile`.
     public var smtp: SMTPFile?
     public var httpIdleTimeoutSeconds: Int?
+    /// `{"require_nonce": true, "proof_lifetime_seconds": 300}` (RFC 9449).
+    public var dpop: DPoPFile?
+
+    public struct DPoPFile: Codable, Sendable {
+        public var requireNonce: Bool?
+        public var proofLifetimeSeconds: Int?
+        enum CodingKeys: String, CodingKey { case requireNonce = "require_nonce", proofLifetimeSeconds = "proof_lifetime_seconds" }
+    }
 
     /// `"webauthn": {"rp_id": "example.com", "rp_name": "Example", "user_verification": "required", "trust_anchors": ["ca.pem"],
     /// "attestation": "required"}`
@@ -96,7 +104,7 @@ public struct ConfigurationFile: Codable, Sendable {
         case trustedProxies = "trusted_proxies", clientAddressHeader = "client_address_header"
         case pruneIntervalSeconds = "prune_interval_seconds"
         case recentAuthSeconds = "recent_auth_seconds"
-        case development, smtp, httpIdleTimeoutSeconds = "http_idle_timeout_seconds"
+        case development, smtp, httpIdleTimeoutSeconds = "http_idle_timeout_seconds", dpop
     }
 
     public static func load(path: String) throws -> ConfigurationFile {
@@ -184,6 +192,8 @@ public struct ConfigurationFile: Codable, Sendable {
         if let development { base.development = development }
         if let smtp { base.smtp = try smtp.settings() }
         if let v = httpIdleTimeoutSeconds { base.httpIdleTimeoutSeconds = v }
+        if let v = dpop?.requireNonce { base.dpop.requireNonce = v }
+        if let v = dpop?.proofLifetimeSeconds { base.dpop.proofLifetimeSeconds = v }
         if let p = loginPolicy {
             if let v = p.maxFailuresPerAccount { base.loginPolicy.maxFailuresPerAccount = v }
             if let v = p.lockoutSeconds { base.loginPolicy.lockoutSeconds = v }

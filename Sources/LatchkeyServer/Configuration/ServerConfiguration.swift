@@ -89,6 +89,12 @@ public struct ServerConfiguration: Sendable {
         if issuer.query != nil || issuer.fragment != nil {
             throw ConfigurationError.invalid("issuer must not have a query or fragment (OpenID Connect Discovery §3)")
         }
+        guard (10...3600).contains(dpop.proofLifetimeSeconds) else {
+            throw ConfigurationError.invalid("dpop.proof_lifetime_seconds must be between 10 and 3600")
+        }
+        guard (1...60).contains(lifetimes.devicePollingInterval), (60...3600).contains(lifetimes.deviceCode) else {
+            throw ConfigurationError.invalid("lifetimes.device_polling_interval must be 1–60 s and lifetimes.device_code 60–3600 s")
+        }
         if scheme == "http" {
             guard LoopbackHost.isLoopback(issuer.host ?? "") else {
                 throw ConfigurationError.invalid(
