@@ -161,9 +161,9 @@ final class ClientContext: Sendable {
                 "DPoP": try await DPoPProof.make(key: key, method: method, url: url, accessToken: tokens.accessToken, nonce: nonce)]
     }
 
-    /// Records a `DPoP-Nonce` an app's own server sent, for the next proof to it.
-    func rememberDPoPNonce(from response: HTTPResponse, url: URL) {
-        if let fresh = response.header("DPoP-Nonce") { dpopNonces.withLock { $0[Self.origin(of: url)] = fresh } }
+    /// A new key's reference for a sign-in that polls (the device grant): one key for all its token requests.
+    func newDPoPKeyReference() async throws -> String? {
+        config.useDPoP ? try await dpopKeys.makeKey().persistentReference : nil
     }
 
     private static func origin(of url: URL) -> String {
@@ -234,10 +234,13 @@ final class ClientContext: Sendable {
 
     /// RFC 7009 revocation as a public client. Some providers (glewlwyd) refuse unauthenticated revocation with 401
     /// but accept the session's own access token as a bearer credential, so that is tried once.
-    func revoke(_ token: String, hint: String, accessToken: String? = nil) async throws {
+    func revoke(_ token: String, hint: String, accessToken: String? = nil, dpopKey: String? = nil) async throws {
         guard let url = try await requireMetadata().revocationEndpoint else { return }
         let parameters = [("token", token), ("token_type_hint", hint), ("client_id", config.clientId)]
-        var response = try await http.send(.form(url, parameters))
+        // A DPoP-bound refresh token is revoked with a proof by its key (the server ignores the request otherwise).
+        var key: (any DPoPSigningKey)?
+        if let dpopKey { key = try await dpopKeys.key(persistentReference: dpopKey) }
+        var response = try await send(.form(url, parameters), dpop: key, accessToken: nil)
         if response.status == 401, let accessToken {
             response = try await http.send(.form(url, parameters, headers: ["Authorization": "Bearer \(accessToken)"]))
         }

@@ -342,7 +342,7 @@ public final class LatchkeyClient: Sendable {
             let tokens = try await context.tokens.tokens(sessionId)
             try await context.tokens.clear(sessionId)
             if let refresh = tokens?.refreshToken {
-                do { try await context.revoke(refresh, hint: "refresh_token", accessToken: tokens?.accessToken) } catch {
+                do { try await context.revoke(refresh, hint: "refresh_token", accessToken: tokens?.accessToken, dpopKey: tokens?.dpopKey) } catch {
                     logger.notice("refresh token revocation failed; local session cleared anyway", metadata: ["error": "\(error)"])
                 }
             }
@@ -392,7 +392,15 @@ public final class LatchkeyClient: Sendable {
     public func exchangeToken(config: TokenExchangeRequestConfig, sessionId: String? = nil) async throws -> TokenResponse {
         let context = try context()
         let subject: String
-        if let given = config.subjectToken { subject = given } else { subject = try await getAccessToken(sessionId: sessionId) }
+        var key: String?
+        if let given = config.subjectToken {
+            subject = given
+            key = await context.tokens.session(holding: given)?.dpopKey
+        } else {
+            let tokens = try await context.tokens.usableTokens(sessionId)
+            subject = tokens.accessToken
+            key = tokens.dpopKey
+        }
         var parameters: [(String, String)] = [
             ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange"), ("client_id", context.config.clientId),
             ("subject_token", subject), ("subject_token_type", config.subjectTokenType),
@@ -400,7 +408,9 @@ public final class LatchkeyClient: Sendable {
         if let audience = config.audience { parameters.append(("audience", audience)) }
         if let scope = config.scope { parameters.append(("scope", scope.joined(separator: " "))) }
         if let requested = config.requestedTokenType { parameters.append(("requested_token_type", requested)) }
-        return try await context.tokenRequest(parameters)
+        // A DPoP-bound subject is exchanged with a proof by the session's key (the server refuses it otherwise); the
+        // token that comes back is bound to that key too.
+        return try await context.tokenRequest(parameters, dpopKey: key)
     }
 }
 

@@ -60,6 +60,7 @@ extension LatchkeyClient {
     public func completeDeviceAuthorization(_ authorization: DeviceAuthorization, sessionId: String? = nil) async throws -> User {
         let context = try context()
         var interval = authorization.interval
+        let key = try await context.newDPoPKeyReference()  // one key for every poll (a Secure Enclave key is not free)
         while true {
             do { try await Task.sleep(for: .seconds(interval)) } catch {
                 throw LatchkeyError(.canceled, "the device sign-in was cancelled while waiting for approval", underlying: error)
@@ -72,7 +73,7 @@ extension LatchkeyClient {
                 response = try await context.tokenRequest([
                     ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", authorization.deviceCode),
                     ("client_id", context.config.clientId),
-                ])
+                ], dpopKey: key)
             } catch let error as LatchkeyError {
                 switch error.serverCode {
                 case "authorization_pending": continue

@@ -65,6 +65,7 @@ extension LatchkeyClient {
         if let language = context.config.languageTags.first { body["locale"] = .string(language) }
         var headers = ["Content-Type": "application/json", "Accept": "application/json"]
         let progress: FlowProgress
+        var signOutTokens: TokenSet?
         if let flowId = payload.flowId {
             guard let known = flowProgress.withLock({ $0[flowId] }) else {
                 throw LatchkeyError(.invalidInput, "flow \(flowId) is not in progress in this client (finished, failed or never started); start a new one")
@@ -78,10 +79,10 @@ extension LatchkeyClient {
                                     verbose: request.verbose, updatedAt: Date())
             body["applicationId"] = .string(applicationId)
             body["flowType"] = .string(request.flowType.rawValue)
-            if request.flowType == .signOut, let tokens = try await context.tokens.tokens(sessionId) {
-                // Proof of the session to end (Bearer, or DPoP with a proof for a bound session).
-                let authorization = try await context.authorizationHeaders(method: "POST", url: context.endpoint("/flow/execute"), tokens: tokens)
-                headers.merge(authorization) { _, new in new }
+            if request.flowType == .signOut, let stored = try await context.tokens.tokens(sessionId) {
+                // Proof of the session to end: a usable token if it can be had, else the stored one (the server treats
+                // a dead token as nothing to end).
+                signOutTokens = (try? await context.tokens.usableTokens(sessionId)) ?? stored
             }
             if let provider = context.config.attestationTokenProvider, request.flowType != .registration, request.flowType != .recovery {
                 headers["Attestation-Token"] = try await provider()
@@ -90,7 +91,12 @@ extension LatchkeyClient {
         if let action = payload.actionId { body["action"] = .string(action) }
         if !payload.inputs.isEmpty { body["inputs"] = .object(payload.inputs.mapValues(JSONValue.string)) }
         let url = context.endpoint("/flow/execute")
-        let response = try await context.http.send(HTTPRequest(method: "POST", url: url, headers: headers, body: try JSONEncoder().encode(body)))
+        let flowRequest = HTTPRequest(method: "POST", url: url, headers: headers, body: try JSONEncoder().encode(body))
+        // Bearer, or DPoP with a proof (and its nonce retry) for a bound session.
+        let response: HTTPResponse
+        if let signOutTokens { response = try await context.sendAuthorized(flowRequest, tokens: signOutTokens) } else {
+            response = try await context.http.send(flowRequest)
+        }
         guard response.status == 200 else {
             if let flowId = payload.flowId, response.status == 400 { _ = flowProgress.withLock { $0.removeValue(forKey: flowId) } }
             throw FlowErrorMapping.error(from: response, flowType: progress.flowType)

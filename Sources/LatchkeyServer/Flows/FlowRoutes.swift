@@ -277,8 +277,12 @@ extension IdentityServer {
         guard let header = request.headers[.authorization] else { return nil }
         let lowered = header.lowercased()
         if lowered.hasPrefix("dpop ") {
-            _ = try await authenticateResource(request, body: nil)
-            return String(header.dropFirst(5)).trimmingCharacters(in: .whitespaces)
+            let presented = try presentedAccessToken(request, body: nil)
+            // An expired or revoked token is "nothing to end", as for Bearer (the flow decides); a live one must come
+            // with a proof by its key.
+            guard let claims = try? await validator.accessToken(presented.token) else { return nil }
+            try await enforceBinding(presented, claims: claims, request: request)
+            return presented.token
         }
         guard lowered.hasPrefix("bearer ") else { return nil }
         let token = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)

@@ -150,9 +150,15 @@ extension IdentityServer {
             if presented.scheme == .dpop { refused.challenge = .dpop }
             throw refused
         }
+        try await enforceBinding(presented, claims: claims, request: request)
+        return claims
+    }
+
+    /// `presented`'s scheme and proof against the token's binding (`cnf.jkt`).
+    func enforceBinding(_ presented: PresentedToken, claims: AccessTokenClaims, request: Request) async throws(OAuthError) {
         switch (presented.scheme, claims.cnf?.jkt) {
         case (.bearer, nil):
-            return claims
+            return
         case (.bearer, _?):
             throw OAuthError(.invalidToken, "the access token is bound to a DPoP key: send it as Authorization: DPoP with a proof", challenge: .dpop)
         case (.dpop, nil):
@@ -165,7 +171,6 @@ extension IdentityServer {
             guard Secrets.constantTimeEquals(key, bound) else {
                 throw OAuthError(.invalidDPoPProof, "the DPoP proof was made with another key than the token is bound to", challenge: .dpop)
             }
-            return claims
         }
     }
 }

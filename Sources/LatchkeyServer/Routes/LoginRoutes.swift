@@ -227,7 +227,7 @@ extension IdentityServer {
         headers[values: .setCookie] = [cookies.session(secret, maxAge: configuration.lifetimes.session), cookies.clearCSRF(),
                                        cookies.clearSecondFactor()]
         // A sign-in started by the device page goes back there (signed in now) instead of to an application.
-        if let returnTo = pending.request.returnTo, returnTo.hasPrefix("/"), !returnTo.hasPrefix("//") {
+        if let returnTo = pending.request.returnTo, returnTo.hasPrefix("/device?user_code="), !returnTo.contains("\\") {
             return Responses.redirect(to: returnTo, afterPost: true, headers: headers)
         }
         return try await issueCode(pending.request, user: user, session: session, afterPost: true, headers: headers)

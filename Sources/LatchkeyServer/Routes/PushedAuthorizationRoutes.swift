@@ -24,13 +24,18 @@ extension IdentityServer {
     private func pushAuthorizationRequest(_ request: Request, _ params: Parameters) async throws -> Response {
         let client = try await ClientAuthenticator(store: store).authenticate(request, params)
         if try params.single("request_uri") != nil { throw OAuthError(.invalidRequest, "a pushed request cannot itself carry request_uri") }
+        // One-time sign-in proofs go to the authorization endpoint directly; they are never kept in a pushed request.
+        for proof in ["tkn", "id_token"] where try params.single(proof) != nil {
+            throw OAuthError(.invalidRequest, "\(proof) is not accepted in a pushed request")
+        }
         guard let redirectUri = try params.single("redirect_uri"), RedirectURIMatcher.isRegistered(redirectUri, in: client.redirectUris) else {
             throw OAuthError(.invalidRequest, "redirect_uri is missing or not registered for this client")
         }
         // The same checks as at the authorization endpoint, answered here (the client can still fix its request).
         _ = try validateAuthorizationRequest(params, client: client, redirectUri: redirectUri, state: try params.single("state"))
         let requestURI = Self.requestURIPrefix + Secrets.token()
-        let stored = params.values.filter { !Self.credentialParameters.contains($0.key) }
+        var stored = params.values.filter { !Self.credentialParameters.contains($0.key) }
+        stored["client_id"] = [client.clientId]  // a client that authenticated with HTTP Basic may not have sent it
         try await store.insertPushedRequest(PushedRequestRecord(
             uriHash: Secrets.digest(requestURI), clientId: client.clientId, parameters: stored,
             expiresAt: clock.now.addingTimeInterval(TimeInterval(Self.pushedRequestLifetime))))

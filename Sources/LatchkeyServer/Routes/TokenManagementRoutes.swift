@@ -26,6 +26,16 @@ extension IdentityServer {
         }
         if let refresh = try await store.refreshToken(hash: Secrets.digest(token)) {
             guard refresh.clientId == client.clientId else { throw OAuthError(.invalidGrant, "the token was issued to another client") }
+            // A public client's bound refresh token is revoked only by the holder of its key: otherwise whoever copied
+            // it could end the session (RFC 7009 §2.2 lets the answer stay 200 either way).
+            if let bound = refresh.jkt, client.isPublic {
+                guard let proof = try dpopProof(request, challenge: nil),
+                      let key = try? await verifyDPoPProof(proof, request: request, accessToken: nil, challenge: nil),
+                      Secrets.constantTimeEquals(key, bound) else {
+                    logger.notice("revocation of a DPoP-bound refresh token without its key ignored", metadata: ["client": .string(client.clientId)])
+                    return Responses.empty(headers: [.cacheControl: "no-store"])
+                }
+            }
             try await store.revokeFamily(id: refresh.familyId, reason: "revoked by client", now: clock.now)
             return Responses.empty(headers: [.cacheControl: "no-store"])
         }

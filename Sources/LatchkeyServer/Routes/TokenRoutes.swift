@@ -117,7 +117,8 @@ extension IdentityServer {
         // The refresh token stays bound to the key it was bound to; the access token to the key of this proof.
         let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: scope,
                                       authTime: current.authTime, sessionId: current.sessionId, familyId: current.familyId,
-                                      amr: current.amr, jkt: dpop?.jkt, bindsRefreshToken: current.jkt != nil)
+                                      amr: current.amr, jkt: dpop?.jkt,
+                                      bindsRefreshToken: current.jkt != nil || (dpop?.bindsRefreshToken ?? false))
         let next = tokens.refreshToken(for: grant, familyId: current.familyId)
         switch try await store.rotateRefreshToken(presented: hash, next: next.record, now: clock.now) {
         case .rotated: break
@@ -148,6 +149,11 @@ extension IdentityServer {
         }
         guard let userId = authorization.userId, let user = try await store.user(id: userId), !user.disabled else {
             throw OAuthError(.invalidGrant, "the user can no longer sign in")
+        }
+        // The approval is worth what the session that gave it is: signing out (or a password change) since withdraws it.
+        guard let sessionId = authorization.sessionId, let session = try await store.session(id: sessionId),
+              session.endedAt == nil, session.expiresAt > clock.now else {
+            throw OAuthError(.accessDenied, "the session that allowed this device has ended")
         }
         let familyId = Secrets.identifier()
         try await store.insertFamily(TokenFamilyRecord(id: familyId, clientId: client.clientId, userId: user.id,

@@ -75,6 +75,13 @@ struct DPoPTests {
 
         try await session.client.signOut()
         #expect(await session.storage.get("latchkey.session.default") == nil, "the key is forgotten with the tokens")
+        // The SDK revoked the bound refresh token with a proof by its key: it is dead even for the key's holder.
+        let tokenURL = server.issuer + "/oauth2/token"
+        let afterSignOut = try await TestBrowser().postForm(server.base + "/oauth2/token",
+            ["grant_type": "refresh_token", "refresh_token": try #require(tokens.refreshToken), "client_id": "latchkey-demo"],
+            headers: ["DPoP": try Self.proof(key, method: "POST", url: tokenURL)])
+        #expect(try afterSignOut.status == 400 && afterSignOut.json()["error"] as? String == "invalid_grant")
+        #expect(session.http.statuses(pathEndingWith: "/oauth2/revoke") == [200])
     }
 
     @Test("a bound access token at a resource: refused as Bearer, without a proof, and with a proof that breaks any rule")
@@ -148,12 +155,26 @@ struct DPoPTests {
                                                headers: ["DPoP": try Self.proof(try SigningKey.generate(.es256), method: "POST", url: tokenURL)])
         #expect(try thief.status == 400 && (try thief.json()["error"] as? String) == "invalid_grant")
 
+        // Nor can a thief revoke it (the family would die with it): without a proof by its key the request is ignored.
+        let revoked = try await browser.postForm(server.base + "/oauth2/revoke", ["token": refreshToken, "token_type_hint": "refresh_token",
+                                                                                 "client_id": "latchkey-demo"])
+        #expect(revoked.status == 200)
         // Neither attempt spent it: the owner refreshes with its key (access tokens live 10 s, inside the SDK's refresh
         // margin), and the new tokens stay bound to it.
         _ = try await session.client.getAccessToken()
         let refreshed = try await session.tokens
         #expect(session.http.refreshCount == 1)
         #expect(refreshed.tokenType == "DPoP" && refreshed.dpopKey == tokens.dpopKey && refreshed.refreshToken != refreshToken)
+
+        // The holder of the key can revoke it: then it is dead.
+        let owner = try SigningKey(algorithm: .es256, pem: try #require(tokens.dpopKey))
+        let current = try #require(refreshed.refreshToken)
+        let revocation = try await browser.postForm(server.base + "/oauth2/revoke", ["token": current, "client_id": "latchkey-demo"],
+                                                    headers: ["DPoP": try Self.proof(owner, method: "POST", url: server.issuer + "/oauth2/revoke")])
+        #expect(revocation.status == 200)
+        let dead = try await browser.postForm(server.base + "/oauth2/token", ["grant_type": "refresh_token", "refresh_token": current, "client_id": "latchkey-demo"],
+                                              headers: ["DPoP": try Self.proof(owner, method: "POST", url: tokenURL)])
+        #expect(try dead.status == 400 && dead.json()["error"] as? String == "invalid_grant")
     }
 
     @Test("nonces: a proof without the server's nonce is answered use_dpop_nonce with one; the SDK retries once, then reuses it")
@@ -201,6 +222,23 @@ struct DPoPTests {
 }
 
 extension DPoPTests {
+    @Test("a public client that starts using DPoP at a refresh gets a bound refresh token from then on (RFC 9449 §5)")
+    func bindingStartsAtRefresh() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let unbound = try #require(try await Self.signIn(server, dpop: false).tokens.refreshToken)
+        let key = try SigningKey.generate(.es256)
+        let tokenURL = server.issuer + "/oauth2/token"
+        let browser = TestBrowser()
+        let first = try await browser.postForm(server.base + "/oauth2/token", ["grant_type": "refresh_token", "refresh_token": unbound, "client_id": "latchkey-demo"],
+                                               headers: ["DPoP": try Self.proof(key, method: "POST", url: tokenURL)])
+        let body = try first.json()
+        #expect(first.status == 200 && body["token_type"] as? String == "DPoP")
+        let bound = try #require(body["refresh_token"] as? String)
+        let withoutProof = try await browser.postForm(server.base + "/oauth2/token", ["grant_type": "refresh_token", "refresh_token": bound, "client_id": "latchkey-demo"])
+        #expect(try withoutProof.status == 400 && withoutProof.json()["error"] as? String == "invalid_dpop_proof")
+    }
+
     @Test("app-native flows: the assertion is exchanged for bound tokens; the SIGNOUT flow proves the key, a bound token as Bearer is refused")
     func flows() async throws {
         let server = try await TestServer.start()

@@ -90,6 +90,14 @@ struct DeviceAuthorizationTests {
         server.advanceClock(6)
         #expect(try Self.error(try await Self.poll(server, deniedCode)) == "invalid_grant")
 
+        // Allowed, then the person signs out everywhere before the device polls: the approval went with the session.
+        let withdrawn = try await Self.start(server)
+        _ = try await Self.decide(server, userCode: try #require(withdrawn["user_code"] as? String), approve: true)
+        let demo = try #require(try await server.server.user(username: "demo@example.com"))
+        try await server.server.store.revokeUserSessions(userId: demo.id, keepingSession: nil, keepingFamily: nil, reason: "test", now: Date())
+        server.advanceClock(6)
+        #expect(try Self.error(try await Self.poll(server, try #require(withdrawn["device_code"] as? String))) == "access_denied")
+
         let other = try await Self.start(server)
         let otherCode = try #require(other["device_code"] as? String)
         #expect(try Self.error(try await Self.poll(server, otherCode, clientId: "tv-app")) == "invalid_grant", "another client's device code")
