@@ -69,6 +69,11 @@ public struct JWK: Codable, Sendable, Hashable {
         }
     }
 
+    /// The JWK of a P-256 public key given as its 64-byte `x || y` (CryptoKit's `rawRepresentation`).
+    public static func p256(rawPublicKey raw: Data) -> JWK {
+        JWK(kty: "EC", crv: "P-256", x: Base64URL.encode(raw.prefix(32)), y: Base64URL.encode(raw.suffix(32)))
+    }
+
     /// RFC 7638 thumbprint (SHA-256, base64url): a stable key id derived from the key itself.
     public func thumbprint() -> String {
         let canonical: String

@@ -51,8 +51,7 @@ struct SoftwareDPoPKey: DPoPSigningKey {
 
     init(_ key: P256.Signing.PrivateKey) throws {
         privateKeyPEM = key.pemRepresentation
-        let raw = key.publicKey.rawRepresentation
-        publicJWK = JWK(kty: "EC", crv: "P-256", x: Base64URL.encode(raw.prefix(32)), y: Base64URL.encode(raw.suffix(32)))
+        publicJWK = JWK.p256(rawPublicKey: key.publicKey.rawRepresentation)
     }
 
     func sign(_ input: Data) async throws -> Data {

@@ -57,8 +57,7 @@ struct SecureEnclaveDPoPKey: DPoPSigningKey {
                                 underlying: error)
         }
         self.handle = handle
-        let raw = key.publicKey.rawRepresentation
-        publicJWK = JWK(kty: "EC", crv: "P-256", x: Base64URL.encode(raw.prefix(32)), y: Base64URL.encode(raw.suffix(32)))
+        publicJWK = JWK.p256(rawPublicKey: key.publicKey.rawRepresentation)
     }
 
     func sign(_ input: Data) async throws -> Data {
