@@ -148,6 +148,7 @@ public final class IdentityServer: Sendable {
 
     func makeRouter() -> Router<LatchkeyRequestContext> {
         let router = Router(context: LatchkeyRequestContext.self)
+        router.add(middleware: RequestIdMiddleware())
         if configuration.issuer.scheme == "https" { router.add(middleware: StrictTransportSecurityMiddleware()) }
         router.add(middleware: ErrorMiddleware())
         router.add(middleware: ClientAddressMiddleware(proxies: configuration.trustedProxies))
@@ -167,7 +168,7 @@ public final class IdentityServer: Sendable {
         addPasswordLoginRoutes(router)
         addStepUpRoutes(router)
         addPasskeyPageRoutes(router)
-        router.get("/health") { _, _ in Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok"))) }
+        addHealthRoutes(router)
         return router
     }
 

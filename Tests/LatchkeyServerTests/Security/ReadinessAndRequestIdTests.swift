@@ -1,0 +1,34 @@
+import Foundation
+import Testing
+
+/// `/ready` and the request id every answer carries (a first slice of issue 15's operability).
+@Suite("Operations: readiness and request ids")
+struct ReadinessAndRequestIdTests {
+    @Test("/ready answers 200 with its checks when the store answers and keys are loaded; /health stays plain")
+    func ready() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let ready = try await TestBrowser().get(server.base + "/ready")
+        let body = try ready.json()
+        #expect(ready.status == 200 && body["status"] as? String == "ready")
+        #expect(body["checks"] as? [String: String] == ["store": "ok", "keys": "ok"])
+        #expect(try await TestBrowser().get(server.base + "/health").text == "ok")
+    }
+
+    @Test("every answer has an X-Request-Id: a well-formed one offered is kept, anything else replaced; errors too")
+    func requestIds() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let browser = TestBrowser()
+        let generated = try await browser.get(server.base + "/health").header("X-Request-Id")
+        #expect(generated.map { (1...64).contains($0.count) } == true)
+        #expect(try await browser.get(server.base + "/health", headers: ["X-Request-Id": "trace-42.a_b"]).header("X-Request-Id") == "trace-42.a_b")
+        for hostile in [String(repeating: "a", count: 65), "two words", "id\"quote", "ünïcode"] {
+            let answered = try await browser.get(server.base + "/health", headers: ["X-Request-Id": hostile]).header("X-Request-Id")
+            #expect(answered != nil && answered != hostile, "\(hostile)")
+        }
+        #expect(try await browser.get(server.base + "/no-such-page").header("X-Request-Id") != nil, "a 404")
+        let oauthError = try await browser.postForm(server.base + "/oauth2/token", ["grant_type": "nope", "client_id": "latchkey-demo"])
+        #expect(oauthError.status == 400 && oauthError.header("X-Request-Id") != nil, "an OAuth error")
+    }
+}
