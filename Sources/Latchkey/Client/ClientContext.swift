@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// Everything bound to one configuration: endpoints, keys, tokens. `reInitialize` replaces it whole.
 final class ClientContext: Sendable {
@@ -13,12 +14,13 @@ final class ClientContext: Sendable {
     private let dpopNonces = Locked<[String: String]>([:])
     let tokens: TokenManager
 
-    init(config: LatchkeyConfig, http: any HTTPClient, storage: any StorageAdapter, changes: AuthStateBroadcaster? = nil) {
+    init(config: LatchkeyConfig, http: any HTTPClient, storage: any StorageAdapter, changes: AuthStateBroadcaster? = nil,
+         logger: Logger = Logger(label: "latchkey")) {
         let configBox = Locked(config)
         self.configBox = configBox
         // Every request of this context goes through one client, so the user's languages — as they are when the
         // request is sent — reach every endpoint.
-        let http: any HTTPClient = PreferredLanguageHTTPClient(base: http) {
+        let http: any HTTPClient = PreferredLanguageHTTPClient(base: LoggingHTTPClient(base: http, logger: logger)) {
             LanguagePreferences.acceptLanguage(configBox.withLock { $0.languageTags })
         }
         self.http = http

@@ -76,7 +76,7 @@ public final class LatchkeyClient: Sendable {
         var config = config
         if config.dpopKeyProvider == nil { config.dpopKeyProvider = defaultDPoPKeyProvider.withLock { $0 } }
         let resolved = try storage ?? defaultStorage?(config) ?? InMemoryStorageAdapter()
-        let context = ClientContext(config: config, http: http, storage: resolved, changes: authState)
+        let context = ClientContext(config: config, http: http, storage: resolved, changes: authState, logger: logger)
         try state.withLock { s in
             guard s.context == nil else { throw LatchkeyError(.alreadyInitialized, "initialize(config:storage:) was already called") }
             s.context = context
@@ -93,7 +93,7 @@ public final class LatchkeyClient: Sendable {
         if let baseUrl { config.baseUrl = baseUrl }
         if let clientId { config.clientId = clientId }
         try config.validate()
-        let context = ClientContext(config: config, http: http, storage: current.storage, changes: authState)
+        let context = ClientContext(config: config, http: http, storage: current.storage, changes: authState, logger: logger)
         state.withLock { s in
             s.context = context
             s.pending = [:]

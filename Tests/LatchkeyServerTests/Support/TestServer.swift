@@ -24,7 +24,8 @@ final class TestServer: Sendable {
         grantTypes: [.clientCredentials], scopes: ["api.read"])
 
     /// Starts a server. `databasePath` reuses a file (restart tests); `configure` adjusts the configuration.
-    static func start(databasePath: String? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
+    static func start(databasePath: String? = nil, logger given: Logger? = nil,
+                      configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
         let path = databasePath ?? FileManager.default.temporaryDirectory
             .appendingPathComponent("latchkey-test-\(UUID().uuidString).sqlite").path
         var configuration = DevelopmentDefaults.configuration(port: 0, databasePath: path, host: "127.0.0.1")
@@ -42,8 +43,8 @@ final class TestServer: Sendable {
             // keeps the messages (the refusal itself is tested with IdentityServer.open).
             configuration.outbox = CapturingOutbox()
         }
-        var logger = Logger(label: "test.server")
-        logger.logLevel = .critical  // Hummingbird logs cancellation at shutdown as an error
+        var logger = given ?? Logger(label: "test.server")
+        if given == nil { logger.logLevel = .critical }  // Hummingbird logs cancellation at shutdown as an error
         let (clock, advance) = ServerClock.adjustable()
         let trace = ProcessInfo.processInfo.environment["LATCHKEY_TEST_TRACE"] != nil
         if trace { FileHandle.standardError.write(Data("opening \(path)\n".utf8)) }
