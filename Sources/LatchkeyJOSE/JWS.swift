@@ -23,6 +23,14 @@ public struct CompactJWS: Sendable {
     /// `ASCII(header) || "." || ASCII(payload)`, the bytes the signature covers.
     public let signingInput: Data
 
+    /// What a signer signs: `base64url(header) "." base64url(claims)`, both as JSON with sorted keys and unescaped
+    /// slashes. The compact JWS is this, a dot, and the base64url signature over it.
+    public static func signingInput<C: Encodable>(header: JWSHeader, claims: C) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Base64URL.encode(try encoder.encode(header)) + "." + Base64URL.encode(try encoder.encode(claims))
+    }
+
     /// Hard upper bound on a token we will even look at; keeps hostile input cheap to reject.
     public static let maximumLength = 16 * 1024
 

@@ -80,20 +80,7 @@ public struct SigningKey: Sendable {
 
     /// Produces a compact JWS over the JSON encoding of `claims`.
     public func sign<C: Encodable>(claims: C, type: String? = "JWT") throws -> String {
-        try sign(claims: claims, header: JWSHeader(alg: algorithm.rawValue, kid: kid, typ: type))
-    }
-
-    /// Produces a compact JWS with the public key in the header instead of a `kid` (a DPoP proof, RFC 9449 §4.2).
-    public func signWithPublicKey<C: Encodable>(claims: C, type: String) throws -> String {
-        var jwk = try publicJWK()
-        jwk.kid = nil
-        return try sign(claims: claims, header: JWSHeader(alg: algorithm.rawValue, typ: type, jwk: jwk))
-    }
-
-    private func sign<C: Encodable>(claims: C, header: JWSHeader) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let input = Base64URL.encode(try encoder.encode(header)) + "." + Base64URL.encode(try encoder.encode(claims))
+        let input = try CompactJWS.signingInput(header: JWSHeader(alg: algorithm.rawValue, kid: kid, typ: type), claims: claims)
         return input + "." + Base64URL.encode(try sign(Data(input.utf8)))
     }
 }

@@ -76,16 +76,22 @@ final class ClientContext: Sendable {
 
     // MARK: Token endpoint
 
+    /// Which DPoP key a token request proves.
+    enum ProofKey {
+        /// A sign-in: a new key when `useDPoP` is on, none otherwise.
+        case fresh
+        /// This key (a session's), or no proof at all.
+        case stored(String?)
+    }
+
     /// POSTs a form to the token endpoint and maps errors (OAuth and ReachFive shapes) to `LatchkeyError`. With DPoP,
-    /// the request carries a proof by `dpopKey` (the session's, for a refresh) or by a new key (a sign-in), and the
-    /// answer remembers which key its tokens are bound to.
-    func tokenRequest(_ parameters: [(String, String)], dpopKey stored: String? = nil) async throws -> TokenResponse {
+    /// the request carries a proof by the key `proof` names, and the answer remembers which key its tokens are bound to.
+    func tokenRequest(_ parameters: [(String, String)], proof: ProofKey = .fresh) async throws -> TokenResponse {
         let url = try await requireMetadata().tokenEndpoint
         let key: (any DPoPSigningKey)?
-        if let stored {
-            key = try await dpopKeys.key(persistentReference: stored)
-        } else {
-            key = config.useDPoP ? try await dpopKeys.makeKey() : nil
+        switch proof {
+        case .fresh: key = config.useDPoP ? try await dpopKeys.makeKey() : nil
+        case .stored(let reference): key = try await storedKey(reference)
         }
         let response = try await send(.form(url, parameters), dpop: key, accessToken: nil)
         guard response.status == 200 else { throw Self.errorFrom(response) }
@@ -128,39 +134,49 @@ final class ClientContext: Sendable {
     /// last nonce the request's server gave; a `use_dpop_nonce` answer is retried once with its nonce.
     func send(_ request: HTTPRequest, dpop key: (any DPoPSigningKey)?, accessToken: String?) async throws -> HTTPResponse {
         guard let key else { return try await http.send(request) }
-        let origin = Self.origin(of: request.url)
-        var attempt = request
-        for tries in 1...2 {
-            let nonce = dpopNonces.withLock { $0[origin] }
-            attempt.headers["DPoP"] = try await DPoPProof.make(key: key, method: request.method, url: request.url,
-                                                               accessToken: accessToken, nonce: nonce)
-            let response = try await http.send(attempt)
-            if let fresh = response.header("DPoP-Nonce") { dpopNonces.withLock { $0[origin] = fresh } }
-            guard tries == 1, DPoPProof.asksForNonce(response) else { return response }
-        }
-        throw LatchkeyError(.unknownError, "unreachable")
+        let response = try await sendWithProof(request, key: key, accessToken: accessToken)
+        guard DPoPProof.asksForNonce(response) else { return response }
+        return try await sendWithProof(request, key: key, accessToken: accessToken)
+    }
+
+    private func sendWithProof(_ request: HTTPRequest, key: any DPoPSigningKey, accessToken: String?) async throws -> HTTPResponse {
+        var request = request
+        request.headers["DPoP"] = try await proof(key, method: request.method, url: request.url, accessToken: accessToken)
+        let response = try await http.send(request)
+        if let fresh = response.header("DPoP-Nonce") { dpopNonces.withLock { $0[Self.origin(of: request.url)] = fresh } }
+        return response
+    }
+
+    /// A proof with the last nonce `url`'s server sent.
+    private func proof(_ key: any DPoPSigningKey, method: String, url: URL, accessToken: String?) async throws -> String {
+        let nonce = dpopNonces.withLock { $0[Self.origin(of: url)] }
+        return try await DPoPProof.make(key: key, method: method, url: url, accessToken: accessToken, nonce: nonce)
+    }
+
+    /// The key a session's tokens are bound to; nil for Bearer tokens.
+    private func boundKey(_ tokens: TokenSet) async throws -> (any DPoPSigningKey)? {
+        tokens.tokenType.caseInsensitiveCompare("DPoP") == .orderedSame ? try await storedKey(tokens.dpopKey) : nil
+    }
+
+    /// The key a stored reference names; nil for none.
+    private func storedKey(_ reference: String?) async throws -> (any DPoPSigningKey)? {
+        guard let reference else { return nil }
+        return try await dpopKeys.key(persistentReference: reference)
     }
 
     /// `request` authorized with the session's access token: `Bearer`, or for DPoP-bound tokens `DPoP` with a proof.
     func sendAuthorized(_ request: HTTPRequest, tokens: TokenSet) async throws -> HTTPResponse {
+        let key = try await boundKey(tokens)
         var request = request
-        guard let stored = tokens.dpopKey, tokens.tokenType.caseInsensitiveCompare("DPoP") == .orderedSame else {
-            request.headers["Authorization"] = "Bearer \(tokens.accessToken)"
-            return try await http.send(request)
-        }
-        request.headers["Authorization"] = "DPoP \(tokens.accessToken)"
-        return try await send(request, dpop: try await dpopKeys.key(persistentReference: stored), accessToken: tokens.accessToken)
+        request.headers["Authorization"] = (key == nil ? "Bearer " : "DPoP ") + tokens.accessToken
+        return try await send(request, dpop: key, accessToken: tokens.accessToken)
     }
 
     /// The headers `sendAuthorized` would add (for requests the app sends itself).
     func authorizationHeaders(method: String, url: URL, tokens: TokenSet) async throws -> [String: String] {
-        guard let stored = tokens.dpopKey, tokens.tokenType.caseInsensitiveCompare("DPoP") == .orderedSame else {
-            return ["Authorization": "Bearer \(tokens.accessToken)"]
-        }
-        let key = try await dpopKeys.key(persistentReference: stored)
-        let nonce = dpopNonces.withLock { $0[Self.origin(of: url)] }
+        guard let key = try await boundKey(tokens) else { return ["Authorization": "Bearer \(tokens.accessToken)"] }
         return ["Authorization": "DPoP \(tokens.accessToken)",
-                "DPoP": try await DPoPProof.make(key: key, method: method, url: url, accessToken: tokens.accessToken, nonce: nonce)]
+                "DPoP": try await proof(key, method: method, url: url, accessToken: tokens.accessToken)]
     }
 
     /// A new key's reference for a sign-in that polls (the device grant): one key for all its token requests.
@@ -216,7 +232,7 @@ final class ClientContext: Sendable {
         // The session's key proves possession of a bound refresh token; a session without one (Bearer) gets a new key
         // when DPoP is on.
         let response = try await tokenRequest([("grant_type", "refresh_token"), ("refresh_token", refreshToken),
-                                               ("client_id", config.clientId)], dpopKey: current.dpopKey)
+                                               ("client_id", config.clientId)], proof: current.dpopKey.map { .stored($0) } ?? .fresh)
         if let claims = try await validateIDToken(response, nonce: nil, maxAge: nil) {
             if let nonce = claims["nonce"]?.stringValue, nonce != current.nonce {
                 throw LatchkeyError(.invalidToken, "ID token rejected: a refreshed ID token carries a different nonce")
@@ -240,8 +256,7 @@ final class ClientContext: Sendable {
         guard let url = try await requireMetadata().revocationEndpoint else { return }
         let parameters = [("token", token), ("token_type_hint", hint), ("client_id", config.clientId)]
         // A DPoP-bound refresh token is revoked with a proof by its key (the server ignores the request otherwise).
-        var key: (any DPoPSigningKey)?
-        if let dpopKey { key = try await dpopKeys.key(persistentReference: dpopKey) }
+        let key = try await storedKey(dpopKey)
         var response = try await send(.form(url, parameters), dpop: key, accessToken: nil)
         if response.status == 401, let accessToken {
             response = try await http.send(.form(url, parameters, headers: ["Authorization": "Bearer \(accessToken)"]))

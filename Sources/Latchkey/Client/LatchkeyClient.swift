@@ -409,8 +409,9 @@ public final class LatchkeyClient: Sendable {
         if let scope = config.scope { parameters.append(("scope", scope.joined(separator: " "))) }
         if let requested = config.requestedTokenType { parameters.append(("requested_token_type", requested)) }
         // A DPoP-bound subject is exchanged with a proof by the session's key (the server refuses it otherwise); the
-        // token that comes back is bound to that key too.
-        return try await context.tokenRequest(parameters, dpopKey: key)
+        // token that comes back is bound to that key too. A subject of no session of this client gets no proof: a new
+        // key would bind the result to a key the app could never use.
+        return try await context.tokenRequest(parameters, proof: .stored(key))
     }
 }
 

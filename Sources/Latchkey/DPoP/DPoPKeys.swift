@@ -76,13 +76,11 @@ enum DPoPProof {
         var target = URLComponents(url: url, resolvingAgainstBaseURL: false)
         target?.query = nil
         target?.fragment = nil
-        guard let htu = target?.string else { throw LatchkeyError(.invalidInput, "cannot make a DPoP proof for \(url)") }
+        // The URL is not in the message: an app's own API may carry secrets in its query.
+        guard let htu = target?.string else { throw LatchkeyError(.invalidInput, "cannot make a DPoP proof for this URL") }
         let claims = Claims(jti: UUID().uuidString, htm: method.uppercased(), htu: htu, iat: Int(Date().timeIntervalSince1970),
                             ath: accessToken.map { Base64URL.encode(Data(SHA256.hash(data: Data($0.utf8)))) }, nonce: nonce)
-        let header = JWSHeader(alg: key.algorithm, typ: "dpop+jwt", jwk: key.publicJWK)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let input = Base64URL.encode(try encoder.encode(header)) + "." + Base64URL.encode(try encoder.encode(claims))
+        let input = try CompactJWS.signingInput(header: JWSHeader(alg: key.algorithm, typ: "dpop+jwt", jwk: key.publicJWK), claims: claims)
         return input + "." + Base64URL.encode(try await key.sign(Data(input.utf8)))
     }
 

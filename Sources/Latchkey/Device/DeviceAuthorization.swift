@@ -73,7 +73,7 @@ extension LatchkeyClient {
                 response = try await context.tokenRequest([
                     ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", authorization.deviceCode),
                     ("client_id", context.config.clientId),
-                ], dpopKey: key)
+                ], proof: .stored(key))
             } catch let error as LatchkeyError {
                 switch error.serverCode {
                 case "authorization_pending": continue

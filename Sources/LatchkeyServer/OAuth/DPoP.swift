@@ -53,9 +53,9 @@ extension IdentityServer {
     }
 
     /// The current DPoP nonce.
-    func currentDPoPNonce() -> String {
-        sealer.dpopNonce(window: Int64(clock.now.timeIntervalSince1970) / DPoP.nonceWindowSeconds)
-    }
+    func currentDPoPNonce() -> String { sealer.dpopNonce(window: dpopNonceWindow()) }
+
+    private func dpopNonceWindow() -> Int64 { Int64(clock.now.timeIntervalSince1970) / DPoP.nonceWindowSeconds }
 
     /// Checks a proof for `request` (§4.3) and returns its key's RFC 7638 thumbprint (`jkt`).
     ///
@@ -96,7 +96,7 @@ extension IdentityServer {
             }
         }
         if configuration.dpop.requireNonce {
-            let current = Int64(now.timeIntervalSince1970) / DPoP.nonceWindowSeconds
+            let current = dpopNonceWindow()
             let accepted = [current, current - 1].map { sealer.dpopNonce(window: $0) }
             guard let nonce = claims.nonce, accepted.contains(where: { Secrets.constantTimeEquals($0, nonce) }) else {
                 throw OAuthError(.useDPoPNonce, "the DPoP proof must carry the nonce from the DPoP-Nonce header", challenge: challenge,

@@ -42,10 +42,16 @@ struct TokenIssuer: Sendable {
         var actor: String? = nil
         /// How the user authenticated (RFC 8176), from the session, code or refresh token; empty for client credentials.
         var amr: [String] = []
-        /// The thumbprint of the DPoP key the request proved (RFC 9449): the access token is bound to it (`cnf.jkt`).
-        var jkt: String? = nil
-        /// Bind the refresh token to `jkt` too (public clients, §5: their refresh tokens would otherwise work anywhere).
-        var bindsRefreshToken = false
+        /// The DPoP key the request proved (RFC 9449): the access token is bound to it (`cnf.jkt`), and so is the
+        /// refresh token when the binding says so.
+        var dpop: DPoPBinding? = nil
+    }
+
+    /// The key a token request proved, and whether its refresh token is bound too (public clients, RFC 9449 §5: their
+    /// refresh tokens would otherwise work anywhere).
+    struct DPoPBinding {
+        var jkt: String
+        var bindsRefreshToken: Bool
     }
 
     func accessToken(for grant: Grant) async throws -> (token: String, expiresIn: Int) {
@@ -59,7 +65,7 @@ struct TokenIssuer: Sendable {
             authTime: grant.authTime.map { Int($0.timeIntervalSince1970) }, sid: grant.sessionId,
             act: grant.actor.map { ["sub": $0] },
             amr: grant.amr.isEmpty ? nil : AuthenticationMethods.normalized(grant.amr), acr: AuthenticationMethods.acr(for: grant.amr),
-            cnf: grant.jkt.map { AccessTokenClaims.Confirmation(jkt: $0) })
+            cnf: grant.dpop.map { AccessTokenClaims.Confirmation(jkt: $0.jkt) })
         let token = try await keys.signingKey(.es256).sign(claims: claims, type: "at+jwt")
         try await store.insertAccessToken(AccessTokenRecord(
             jti: jti, familyId: grant.familyId, clientId: grant.clientId, subject: grant.subject,
@@ -99,6 +105,6 @@ struct TokenIssuer: Sendable {
             tokenHash: Secrets.digest(token), familyId: familyId, clientId: grant.clientId, userId: grant.subject,
             scope: grant.scope, sessionId: grant.sessionId, authTime: grant.authTime ?? now, createdAt: now,
             expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.refreshToken)), usedAt: nil, amr: grant.amr,
-            jkt: grant.bindsRefreshToken ? grant.jkt : nil))
+            jkt: grant.dpop?.bindsRefreshToken == true ? grant.dpop?.jkt : nil))
     }
 }

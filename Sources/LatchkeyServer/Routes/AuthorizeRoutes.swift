@@ -20,7 +20,7 @@ extension IdentityServer {
     /// redirected (an unregistered redirect URI must not receive anything); after that they go back to the client
     /// with `state` and `iss` (RFC 9207).
     func authorize(_ pushedOrGiven: Parameters, request: Request) async throws -> Response {
-        guard let params = try await resolveAuthorizationParameters(pushedOrGiven) else {
+        guard let (params, pushed) = try await resolveAuthorizationParameters(pushedOrGiven) else {
             return authorizeErrorPage("page.authorize_invalid.malformed", request, pushedOrGiven)
         }
         let clientId: String?, redirectUri: String?
@@ -32,6 +32,10 @@ extension IdentityServer {
         }
         guard let clientId, let client = try await store.client(id: clientId)?.configuration else {
             return authorizeErrorPage("page.authorize_invalid.client", request, params)
+        }
+        guard pushed || !client.requirePushedAuthorizationRequests else {
+            logger.notice("authorization request without request_uri for an application that requires PAR", metadata: ["client": .string(clientId)])
+            return authorizeErrorPage("page.authorize_invalid.malformed", request, params)
         }
         guard let redirectUri, RedirectURIMatcher.isRegistered(redirectUri, in: client.redirectUris) else {
             return authorizeErrorPage("page.authorize_invalid.redirect", request, params)

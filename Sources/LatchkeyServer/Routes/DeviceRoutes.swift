@@ -100,15 +100,14 @@ extension IdentityServer {
     private func submitDevicePage(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
         let locale = request.locale()
         let params = try await Parameters.body(of: request)
-        guard let formToken = try params.single("csrf"), let secret = request.cookieValue(cookies.csrfName), !secret.isEmpty,
-              Secrets.constantTimeEquals(formToken, CookiePolicy.csrfToken(secret: secret, requestId: Self.deviceCSRFScope)) else {
+        guard try formCarriesCSRFToken(params, request: request, scope: Self.deviceCSRFScope) else {
             logger.notice("device page rejected: CSRF token missing or mismatched")
-            return Responses.html(Pages.message(titleKey: "page.csrf.title", bodyKey: "page.csrf.body", locale: locale), status: .forbidden)
+            return csrfPage(locale)
         }
         let typed = try params.single("user_code") ?? ""
         // Every look-up of a code counts against the address: eight letters are many guesses, not infinitely many.
         if let wait = await admitChallengeRequest(address: context.clientAddress) {
-            let message = Pages.t("page.device.throttled", locale, ["minutes": String(max(1, (wait + 59) / 60))])
+            let message = Pages.t("page.device.throttled", locale, ["minutes": String(MessageCatalog.minutes(seconds: wait))])
             return deviceEntryPage(typed: typed, error: message, status: .tooManyRequests, locale: locale)
         }
         guard let code = Self.normalizedUserCode(typed),

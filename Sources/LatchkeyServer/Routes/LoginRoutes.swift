@@ -42,8 +42,7 @@ extension IdentityServer {
         }
         // The language the page was shown in: the authorization request's ui_locales, else the browser's.
         let locale = request.locale(uiLocales: pending.request.uiLocales)
-        guard let formToken = try params.single("csrf"), let secret = request.cookieValue(cookies.csrfName), !secret.isEmpty,
-              Secrets.constantTimeEquals(formToken, CookiePolicy.csrfToken(secret: secret, requestId: id)) else {
+        guard try formCarriesCSRFToken(params, request: request, scope: id) else {
             logger.notice("login rejected: CSRF token missing or mismatched")
             return csrfPage(locale)
         }
@@ -259,7 +258,16 @@ extension IdentityServer {
         return Responses.html(page, status: status, headers: headers)
     }
 
-    private func csrfPage(_ locale: SupportedLocale) -> Response {
+    /// The form's `csrf` field is the token of this browser's CSRF cookie for `scope` (a login request id, or the
+    /// device page): a double submit bound to the form it was shown with.
+    func formCarriesCSRFToken(_ params: Parameters, request: Request, scope: String) throws -> Bool {
+        guard let formToken = try params.single("csrf"), let secret = request.cookieValue(cookies.csrfName), !secret.isEmpty else {
+            return false
+        }
+        return Secrets.constantTimeEquals(formToken, CookiePolicy.csrfToken(secret: secret, requestId: scope))
+    }
+
+    func csrfPage(_ locale: SupportedLocale) -> Response {
         Responses.html(Pages.message(titleKey: "page.csrf.title", bodyKey: "page.csrf.body", locale: locale), status: .forbidden)
     }
 

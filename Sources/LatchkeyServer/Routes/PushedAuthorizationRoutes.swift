@@ -48,21 +48,14 @@ extension IdentityServer {
     }
 
     /// The parameters of an authorization request: those pushed under its `request_uri` (single use, this client's
-    /// only), else its own — refused for an application that requires pushed requests. Nil: show the error page.
-    func resolveAuthorizationParameters(_ params: Parameters) async throws -> Parameters? {
-        guard let requestURI = try? params.single("request_uri") else {
-            if let clientId = try? params.single("client_id"), let client = try await store.client(id: clientId)?.configuration,
-               client.requirePushedAuthorizationRequests {
-                logger.notice("authorization request without request_uri for an application that requires PAR", metadata: ["client": .string(clientId)])
-                return nil
-            }
-            return params
-        }
+    /// only; `pushed` true), else its own. Nil: show the error page.
+    func resolveAuthorizationParameters(_ params: Parameters) async throws -> (parameters: Parameters, pushed: Bool)? {
+        guard let requestURI = try? params.single("request_uri") else { return (params, false) }
         guard requestURI.hasPrefix(Self.requestURIPrefix), let clientId = try? params.single("client_id"),
               let pushed = try await store.takePushedRequest(uriHash: Secrets.digest(requestURI), now: clock.now),
               Secrets.constantTimeEquals(pushed.clientId, clientId) else {
             return nil  // unknown, used, expired, or pushed by another client
         }
-        return Parameters(pushed.parameters)
+        return (Parameters(pushed.parameters), true)
     }
 }

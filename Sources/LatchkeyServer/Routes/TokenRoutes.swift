@@ -29,10 +29,10 @@ extension IdentityServer {
             throw OAuthError(.unauthorizedClient, "the client may not use the \(grantName) grant")
         }
         // RFC 9449 §5: a proof binds what this request issues to the client's key.
-        var dpop: DPoPBinding?
+        var dpop: TokenIssuer.DPoPBinding?
         if let proof = try dpopProof(request, challenge: nil) {
             let jkt = try await verifyDPoPProof(proof, request: request, accessToken: nil, challenge: nil)
-            dpop = DPoPBinding(jkt: jkt, bindsRefreshToken: client.isPublic)
+            dpop = .init(jkt: jkt, bindsRefreshToken: client.isPublic)
         } else if client.requireDPoP {
             throw OAuthError(.invalidDPoPProof, "this application requires DPoP: send a DPoP proof with the token request")
         }
@@ -50,13 +50,8 @@ extension IdentityServer {
         return try Responses.json(response, noStore: true, headers: headers)
     }
 
-    /// The key a token request proved, and whether its refresh token is bound too (public clients).
-    struct DPoPBinding {
-        var jkt: String
-        var bindsRefreshToken: Bool
-    }
 
-    private func authorizationCodeGrant(_ params: Parameters, client: ClientConfiguration, dpop: DPoPBinding?) async throws -> TokenResponse {
+    private func authorizationCodeGrant(_ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?) async throws -> TokenResponse {
         let code = try params.required("code")
         let now = clock.now
         let codeHash = Secrets.digest(code)
@@ -85,12 +80,11 @@ extension IdentityServer {
             throw OAuthError(.invalidGrant, "the user can no longer sign in")
         }
         let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: record.scope, nonce: record.nonce,
-                                      authTime: record.authTime, sessionId: record.sessionId, familyId: familyId, amr: record.amr,
-                                      jkt: dpop?.jkt, bindsRefreshToken: dpop?.bindsRefreshToken ?? false)
+                                      authTime: record.authTime, sessionId: record.sessionId, familyId: familyId, amr: record.amr, dpop: dpop)
         return try await issue(grant, client: client, newRefreshInFamily: familyId)
     }
 
-    private func refreshTokenGrant(_ params: Parameters, client: ClientConfiguration, dpop: DPoPBinding?) async throws -> TokenResponse {
+    private func refreshTokenGrant(_ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?) async throws -> TokenResponse {
         let presented = try params.required("refresh_token")
         let hash = Secrets.digest(presented)
         guard let current = try await store.refreshToken(hash: hash), current.clientId == client.clientId else {
@@ -114,11 +108,12 @@ extension IdentityServer {
             throw OAuthError(.invalidGrant, "the user can no longer sign in")
         }
         try await requireLiveSession(for: current)
-        // The refresh token stays bound to the key it was bound to; the access token to the key of this proof.
+        // A bound refresh token's successor stays bound (to the same key, checked above).
+        var binding = dpop
+        if current.jkt != nil { binding?.bindsRefreshToken = true }
         let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: scope,
                                       authTime: current.authTime, sessionId: current.sessionId, familyId: current.familyId,
-                                      amr: current.amr, jkt: dpop?.jkt,
-                                      bindsRefreshToken: current.jkt != nil || (dpop?.bindsRefreshToken ?? false))
+                                      amr: current.amr, dpop: binding)
         let next = tokens.refreshToken(for: grant, familyId: current.familyId)
         switch try await store.rotateRefreshToken(presented: hash, next: next.record, now: clock.now) {
         case .rotated: break
@@ -136,7 +131,7 @@ extension IdentityServer {
 
     /// RFC 8628 §3.4: the device's poll. Each answer but the approval is an error the device acts on
     /// (`authorization_pending`, `slow_down`, `access_denied`, `expired_token`); an approval is handed out once.
-    private func deviceCodeGrant(_ params: Parameters, client: ClientConfiguration, dpop: DPoPBinding?) async throws -> TokenResponse {
+    private func deviceCodeGrant(_ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?) async throws -> TokenResponse {
         let deviceCode = try params.required("device_code")
         let authorization: DeviceAuthorizationRecord
         switch try await store.pollDeviceAuthorization(deviceCodeHash: Secrets.digest(deviceCode), clientId: client.clientId, now: clock.now) {
@@ -160,7 +155,7 @@ extension IdentityServer {
                                                        sessionId: authorization.sessionId, createdAt: clock.now))
         let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: authorization.scope,
                                       authTime: authorization.authTime, sessionId: authorization.sessionId, familyId: familyId,
-                                      amr: authorization.amr, jkt: dpop?.jkt, bindsRefreshToken: dpop?.bindsRefreshToken ?? false)
+                                      amr: authorization.amr, dpop: dpop)
         return try await issue(grant, client: client, newRefreshInFamily: familyId)
     }
 
@@ -178,13 +173,13 @@ extension IdentityServer {
         throw OAuthError(.invalidGrant, "the sign-in session has ended; sign in again (request offline_access for longer-lived refresh tokens)")
     }
 
-    private func clientCredentialsGrant(_ params: Parameters, client: ClientConfiguration, dpop: DPoPBinding?) async throws -> TokenResponse {
+    private func clientCredentialsGrant(_ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?) async throws -> TokenResponse {
         guard !client.isPublic else { throw OAuthError(.unauthorizedClient, "client_credentials requires a confidential client") }
         let allowed = client.scopes.filter { !["openid", "offline_access"].contains($0) }
         let requested = try params.single("scope")?.split(separator: " ").map(String.init) ?? allowed
         guard requested.allSatisfy(allowed.contains) else { throw OAuthError(.invalidScope, "scope not allowed for client_credentials") }
         let access = try await tokens.accessToken(for: .init(user: nil, subject: client.clientId, clientId: client.clientId, scope: requested,
-                                                             jkt: dpop?.jkt))
+                                                             dpop: dpop))
         return TokenResponse(accessToken: access.token, expiresIn: access.expiresIn, scope: requested.joined(separator: " "))
     }
 
@@ -193,7 +188,7 @@ extension IdentityServer {
     /// with its own `typ`). ID tokens, login tickets and step-up tokens are never exchanged: they prove a sign-in to one
     /// party, not a grant. The result is an access token only, with at most the subject's scope, in the subject's
     /// token family and session, so family revocation, logout and a password change reach it.
-    private func tokenExchangeGrant(_ params: Parameters, client: ClientConfiguration, dpop: DPoPBinding?) async throws -> TokenResponse {
+    private func tokenExchangeGrant(_ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?) async throws -> TokenResponse {
         let subjectToken = try params.required("subject_token")
         let subjectType = try params.required("subject_token_type")
         if let requestedType = try params.single("requested_token_type"), requestedType != Self.tokenTypeAccessToken {
@@ -253,7 +248,7 @@ extension IdentityServer {
             user: nil, subject: claims.sub, clientId: client.clientId, scope: scope, audience: [audience],
             authTime: claims.authTime.map { Date(timeIntervalSince1970: TimeInterval($0)) }, sessionId: claims.sid,
             familyId: record?.familyId, actor: claims.clientId == client.clientId ? nil : client.clientId, amr: claims.amr ?? [],
-            jkt: dpop?.jkt))
+            dpop: dpop))
         return TokenResponse(accessToken: access.token, expiresIn: access.expiresIn, scope: scope.joined(separator: " "),
                              issuedTokenType: Self.tokenTypeAccessToken)
     }
@@ -267,7 +262,7 @@ extension IdentityServer {
     /// A COMPLETE flow's assertion becomes a real session (the vendor issues an access token only): a new token
     /// family with access token, refresh token and ID token, bound to the flow's sign-in session so the SIGNOUT
     /// flow and refresh-token revocation reach it.
-    private func flowAssertionExchange(_ token: String, _ params: Parameters, client: ClientConfiguration, dpop: DPoPBinding?) async throws -> TokenResponse {
+    private func flowAssertionExchange(_ token: String, _ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?) async throws -> TokenResponse {
         let claims = try await redeemFlowAssertion(token, clientId: client.clientId)
         if let audience = try params.single("audience"), audience != issuer {
             throw OAuthError(.invalidTarget, "a flow assertion is exchanged for tokens of this server only")
@@ -287,7 +282,7 @@ extension IdentityServer {
                                                        createdAt: clock.now))
         let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: scope,
                                       authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)), sessionId: claims.sid,
-                                      familyId: familyId, amr: claims.amr, jkt: dpop?.jkt, bindsRefreshToken: dpop?.bindsRefreshToken ?? false)
+                                      familyId: familyId, amr: claims.amr, dpop: dpop)
         var response = try await issue(grant, client: client, newRefreshInFamily: familyId)
         response.issuedTokenType = Self.tokenTypeAccessToken
         return response

@@ -41,7 +41,10 @@ struct DPoPTests {
                                            "iat": .number(Double(Int(iat.timeIntervalSince1970)))]
         if let accessToken { claims["ath"] = .string(Base64URL.encode(Data(SHA256.hash(data: Data(accessToken.utf8))))) }
         if let nonce { claims["nonce"] = .string(nonce) }
-        return try key.signWithPublicKey(claims: claims, type: type)
+        var jwk = try key.publicJWK()
+        jwk.kid = nil
+        let input = try CompactJWS.signingInput(header: JWSHeader(alg: key.algorithm.rawValue, typ: type, jwk: jwk), claims: claims)
+        return input + "." + Base64URL.encode(try key.sign(Data(input.utf8)))
     }
 
     @Test("the SDK's session is bound: token type DPoP, cnf.jkt of its key, userinfo and SCIM with proofs, discovery and introspection say so")
@@ -218,6 +221,11 @@ struct DPoPTests {
         let allowed = try await TestBrowser().postForm(server.base + "/oauth2/token", exchange,
                                                        headers: ["DPoP": try Self.proof(owner, method: "POST", url: tokenURL)])
         #expect(try allowed.status == 200 && (try allowed.json()["token_type"] as? String) == "DPoP")
+        // The SDK exchanges its own bound token with the session's proof; the result is bound to the same key.
+        let exchanged = try await session.client.exchangeToken(config: .init())
+        #expect(exchanged.tokenType == "DPoP")
+        let exchangedClaims = try CompactJWS(parsing: exchanged.accessToken).claims(as: [String: JSONValue].self)
+        #expect(exchangedClaims["cnf"] == .object(["jkt": .string(try owner.publicJWK().thumbprint())]))
     }
 }
 
@@ -260,12 +268,32 @@ extension DPoPTests {
         let asBearer = try await TestBrowser().postJSON(server.base + "/flow/execute", ["applicationId": "latchkey-demo", "flowType": "SIGNOUT"],
                                                         headers: ["Authorization": "Bearer \(tokens.accessToken)"])
         #expect(asBearer.status == 401)
+        let key = try SigningKey(algorithm: .es256, pem: try #require(tokens.dpopKey))
+        let flowURL = server.issuer + "/flow/execute"
+        let anotherKey = try await TestBrowser().postJSON(server.base + "/flow/execute", ["applicationId": "latchkey-demo", "flowType": "SIGNOUT"],
+            headers: ["Authorization": "DPoP \(tokens.accessToken)",
+                      "DPoP": try Self.proof(try SigningKey.generate(.es256), method: "POST", url: flowURL, accessToken: tokens.accessToken)])
+        #expect(anotherKey.status == 401, "a live bound token needs a proof by its own key")
         let out = try await client.signIn(payload: .init(), request: .init(flowType: .signOut))
         let stillSignedIn = try await client.isSignedIn()
         #expect(out.flowStatus == .complete && !stillSignedIn)
         #expect(try await TestBrowser().get(server.base + "/oauth2/userinfo", headers: ["Authorization": "DPoP \(tokens.accessToken)",
-            "DPoP": try Self.proof(try SigningKey(algorithm: .es256, pem: try #require(tokens.dpopKey)), url: server.issuer + "/oauth2/userinfo",
-                                   accessToken: tokens.accessToken)]).status == 401, "the SIGNOUT flow ended the session's tokens")
+            "DPoP": try Self.proof(key, url: server.issuer + "/oauth2/userinfo", accessToken: tokens.accessToken)]).status == 401,
+                "the SIGNOUT flow ended the session's tokens")
+    }
+
+    @Test("a bound session whose access token expired still signs out: a dead token is nothing to end, not a refusal")
+    func expiredBoundTokenSignsOut() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let tokens = try await Self.signIn(server).tokens
+        let key = try SigningKey(algorithm: .es256, pem: try #require(tokens.dpopKey))
+        server.advanceClock(3700)  // past the access token's hour
+        let later = Date().addingTimeInterval(3700)  // the proof is made on the server's (advanced) clock
+        let out = try await TestBrowser().postJSON(server.base + "/flow/execute", ["applicationId": "latchkey-demo", "flowType": "SIGNOUT"],
+            headers: ["Authorization": "DPoP \(tokens.accessToken)",
+                      "DPoP": try Self.proof(key, method: "POST", url: server.issuer + "/flow/execute", accessToken: tokens.accessToken, iat: later)])
+        #expect(try out.status == 200 && out.json()["flowStatus"] as? String == "COMPLETE", "\(out.text)")
     }
 
     static func privateKeyProof(url: String, accessToken: String) throws -> String {

@@ -85,7 +85,13 @@ struct PushedAuthorizationTests {
         nested.extra = ["request_uri": "urn:ietf:params:oauth:request_uri:x"]
         var badScope = AuthorizeOptions()
         badScope.scope = "openid admin"
-        for (why, options) in [("no PKCE", noPKCE), ("unregistered redirect", badRedirect), ("nested request_uri", nested), ("scope", badScope)] {
+        // One-time sign-in proofs are never kept in a pushed request.
+        var ticket = AuthorizeOptions()
+        ticket.extra = ["tkn": "a-login-ticket"]
+        var appleToken = AuthorizeOptions()
+        appleToken.extra = ["provider": "apple", "id_token": "an-identity-token"]
+        for (why, options) in [("no PKCE", noPKCE), ("unregistered redirect", badRedirect), ("nested request_uri", nested), ("scope", badScope),
+                               ("tkn", ticket), ("id_token", appleToken)] {
             let refused = try await Self.push(server, Self.form(options))
             #expect(try refused.status == 400 && (try refused.json()["error"] as? String) != nil, "\(why)")
         }

@@ -1,4 +1,6 @@
 import Foundation
+import GRDB
+@testable import LatchkeyServer
 import Testing
 
 /// `/ready` and the request id every answer carries (a first slice of issue 15's operability).
@@ -13,6 +15,16 @@ struct ReadinessAndRequestIdTests {
         #expect(ready.status == 200 && body["status"] as? String == "ready")
         #expect(body["checks"] as? [String: String] == ["store": "ok", "keys": "ok"])
         #expect(try await TestBrowser().get(server.base + "/health").text == "ok")
+
+        // The store stops answering (a table gone): not ready, while still alive; ready again once it is back.
+        let store = try #require(server.server.store as? SQLiteStore)
+        try await store.pool.write { try $0.execute(sql: "ALTER TABLE clients RENAME TO clients_away") }
+        let broken = try await TestBrowser().get(server.base + "/ready")
+        #expect(try broken.status == 503 && (try broken.json()["checks"] as? [String: String])?["store"] == "unavailable")
+        #expect(!broken.text.contains("clients"), "no internal detail in the answer")
+        #expect(try await TestBrowser().get(server.base + "/health").status == 200)
+        try await store.pool.write { try $0.execute(sql: "ALTER TABLE clients_away RENAME TO clients") }
+        #expect(try await TestBrowser().get(server.base + "/ready").status == 200)
     }
 
     @Test("every answer has an X-Request-Id: a well-formed one offered is kept, anything else replaced; errors too")
