@@ -33,11 +33,23 @@ rm -f "$DOCC_LOG"
 
 echo "==> glewlwyd (Debian's OpenID provider, for the SDK's standards-mode test) on 127.0.0.1"
 GLEWLWYD_WORK="$(mktemp -d /tmp/latchkey-glewlwyd.XXXXXX)"
-trap 'Tests/glewlwyd/stop.sh "$GLEWLWYD_WORK" >/dev/null 2>&1 || true' EXIT
+PG_WORK="$(mktemp -d /tmp/latchkey-postgres.XXXXXX)"
+cleanup() {
+  Tests/glewlwyd/stop.sh "$GLEWLWYD_WORK" >/dev/null 2>&1 || true
+  Tests/postgres/stop.sh "$PG_WORK" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
 Tests/glewlwyd/start.sh "$GLEWLWYD_WORK"
 export LATCHKEY_GLEWLWYD_ENV="$GLEWLWYD_WORK/env"
 
-echo "==> swift test"
+echo "==> PostgreSQL (Debian's), a throwaway cluster on 127.0.0.1 for the shared store's tests"
+Tests/postgres/start.sh "$PG_WORK"
+# shellcheck disable=SC1091
+. "$PG_WORK/env"
+
+echo "==> swift test (SQLite; the store contract suite against SQLite and PostgreSQL)"
 swift test --skip-build
-echo "==> system tests (pytest)"
+echo "==> swift test again, every test server on PostgreSQL (the whole suite against the shared store)"
+LATCHKEY_TEST_SERVER_POSTGRES_URL="$LATCHKEY_TEST_POSTGRES_URL" swift test --skip-build
+echo "==> system tests (pytest; two instances on one PostgreSQL among them)"
 LATCHKEY_BIN="$(swift build --show-bin-path)/latchkey" python3 -m pytest -q Tests/system

@@ -16,6 +16,7 @@ struct Benchmarks {
         try await tokenEndpoint()
         try await SDKBenchmarks.run()
         try await PasskeyBenchmarks.run()
+        try await ScaleBenchmarks.run()
     }
 
     /// Runs `body` repeatedly for about `seconds` and returns operations per second.

@@ -97,6 +97,11 @@ enum SDKBenchmarks {
 
     /// Signs the demo user in through the hosted form (cookies handled by hand) and returns the token set.
     static func signIn(server: IdentityServer, http: URLSessionHTTPClient) async throws -> TokenSet {
+        try await signInKeepingSession(server: server, http: http).tokens
+    }
+
+    /// `signIn`, also returning the SSO session cookie (`lk_session=…`) the hosted login set.
+    static func signInKeepingSession(server: IdentityServer, http: URLSessionHTTPClient) async throws -> (tokens: TokenSet, cookie: String) {
         let pkce = PKCEPair()
         let redirect = "http://127.0.0.1:9/callback"
         let query = FormCoding.encode([("response_type", "code"), ("client_id", "latchkey-demo"), ("redirect_uri", redirect),
@@ -123,8 +128,12 @@ enum SDKBenchmarks {
         let response = try await http.send(.form(tokenURL, [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirect),
                                                              ("client_id", "latchkey-demo"), ("code_verifier", pkce.verifier)]))
         let t = try JSONDecoder().decode(TokenResponse.self, from: response.body)
-        return TokenSet(accessToken: t.accessToken, refreshToken: t.refreshToken, idToken: t.idToken, tokenType: "Bearer",
-                        expiresAt: Date().addingTimeInterval(TimeInterval(t.expiresIn ?? 3600)), scope: t.scope, nonce: "n")
+        let setCookie = done.headers.first { $0.key.lowercased() == "set-cookie" }?.value ?? ""
+        let session = setCookie.range(of: "lk_session=").map { range in
+            "lk_session=" + setCookie[range.upperBound...].prefix { $0 != ";" && $0 != "," }
+        } ?? ""
+        return (TokenSet(accessToken: t.accessToken, refreshToken: t.refreshToken, idToken: t.idToken, tokenType: "Bearer",
+                        expiresAt: Date().addingTimeInterval(TimeInterval(t.expiresIn ?? 3600)), scope: t.scope, nonce: "n"), session)
     }
 
     static func asyncRate(_ seconds: Double = 1.0, _ body: () async throws -> Void) async rethrows -> Double {

@@ -8,15 +8,16 @@ struct Keys: AsyncParsableCommand {
 
     /// Enough configuration to open the server's database: its path and the key-encryption key that seals the signing
     /// keys (from `--config`'s `key_encryption_key_file`, `LATCHKEY_KEY_ENCRYPTION_KEY`, or the development key file).
-    static func storeConfiguration(database: String?, config: String?) throws -> ServerConfiguration {
+    static func storeConfiguration(database: String?, config: String?, requireKey: Bool = true) throws -> ServerConfiguration {
         var configuration = DevelopmentDefaults.configuration()
         var path = database ?? DevelopmentDefaults.databasePath
+        let isPostgres = { (text: String) in text.lowercased().hasPrefix("postgres://") || text.lowercased().hasPrefix("postgresql://") }
         if let config {
             let file = try ConfigurationFile.load(path: config)
             path = database ?? file.database ?? path
             configuration.keyEncryptionKeyFile = file.keyEncryptionKeyFile
             configuration.development = file.development ?? false
-        } else if ProcessInfo.processInfo.environment["LATCHKEY_KEY_ENCRYPTION_KEY"] == nil,
+        } else if requireKey, !isPostgres(path), ProcessInfo.processInfo.environment["LATCHKEY_KEY_ENCRYPTION_KEY"] == nil,
                   FileManager.default.fileExists(atPath: path), !FileManager.default.fileExists(atPath: path + ".kek") {
             // An existing database without the development key file next to it belongs to a real server: a key made up
             // here would seal its secrets with a key that server does not have.
@@ -30,7 +31,7 @@ struct Keys: AsyncParsableCommand {
 
     struct Rotate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Generate new ES256 and RS256 signing keys and retire the current ones.")
-        @Option(help: "SQLite database file (default: the --config file's database, else latchkey.sqlite).")
+        @Option(help: "SQLite file or PostgreSQL URL (default: the --config file's database, else latchkey.sqlite).")
         var database: String?
         @Option(help: "The server's JSON configuration file, for its key_encryption_key_file (or set LATCHKEY_KEY_ENCRYPTION_KEY).")
         var config: String?
@@ -45,7 +46,7 @@ struct Keys: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Print the published JWKS.")
-        @Option(help: "SQLite database file (default: the --config file's database, else latchkey.sqlite).")
+        @Option(help: "SQLite file or PostgreSQL URL (default: the --config file's database, else latchkey.sqlite).")
         var database: String?
         @Option(help: "The server's JSON configuration file, for its key_encryption_key_file (or set LATCHKEY_KEY_ENCRYPTION_KEY).")
         var config: String?

@@ -6,7 +6,7 @@ struct LatchkeyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "latchkey",
         abstract: "Latchkey identity server and command-line client.",
-        subcommands: [Serve.self, Login.self, Signup.self, Recover.self, Token.self, Whoami.self, ProfileCommand.self, Logout.self, Keys.self,
+        subcommands: [Serve.self, Login.self, Signup.self, Recover.self, Token.self, Whoami.self, ProfileCommand.self, Logout.self, Keys.self, Migrate.self,
                       PasskeyCommand.self, AuthenticatorCommand.self])
 }
 

@@ -16,7 +16,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Interface to bind (default 127.0.0.1). Non-loopback addresses need an https issuer behind a TLS proxy.")
     var host: String?
 
-    @Option(help: "SQLite database file (default latchkey.sqlite in the current directory).")
+    @Option(help: "SQLite file (default latchkey.sqlite in the current directory) or PostgreSQL URL postgres://user@host:5432/db (several instances; the password from PGPASSWORD).")
     var database: String?
 
     @Option(help: "JSON configuration file: issuer, clients, users, lifetimes (see README).")
@@ -62,13 +62,15 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError(error.description)
         }
         let demo = configuration.clients.contains { $0.clientId == DevelopmentDefaults.demoClientId }
-        let host = configuration.host, databasePath = configuration.databasePath, development = configuration.development
+        // A PostgreSQL URL is shown without its password.
+        let host = configuration.host, development = configuration.development
+        let databaseShown = (try? configuration.databaseLocation)?.description ?? "-"
         try await server.run { boundPort in
             var lines = [
                 "Latchkey identity server",
                 "  issuer    \(server.issuer)",
                 "  listening \(host):\(boundPort)",
-                "  database  \(URL(fileURLWithPath: databasePath).path)",
+                "  database  \(databaseShown)",
                 "  discovery \(server.issuer)/.well-known/openid-configuration",
             ]
             if development {

@@ -18,13 +18,15 @@ public final class IdentityServer: Sendable {
     let keys: KeyRing
     let clock: ServerClock
     let hasher: PasswordHasher
-    let throttle: AddressThrottle
+    /// Failed password attempts per address. These four limits live in memory with one instance on SQLite and in
+    /// the store when instances share PostgreSQL (`AddressLimiter`).
+    let throttle: any AddressLimiter
     /// Passkey challenges and step-up codes per address (every request counts, not only failures).
-    let challengeThrottle: AddressThrottle
+    let challengeThrottle: any AddressLimiter
     /// Authorization requests and flow starts per address (each one writes a row).
-    let startThrottle: AddressThrottle
+    let startThrottle: any AddressLimiter
     /// Registrations started per address (REGISTRATION flows, passkey sign-up).
-    let registrationThrottle: AddressThrottle
+    let registrationThrottle: any AddressLimiter
     /// When expired rows were last deleted (`pruneIfDue`).
     let pruneSchedule = PruneSchedule()
     let cookies: CookiePolicy
@@ -44,8 +46,8 @@ public final class IdentityServer: Sendable {
         TokenIssuer(issuer: issuer, store: store, keys: keys, lifetimes: configuration.lifetimes, clock: clock)
     }
 
-    private init(configuration: ServerConfiguration, store: any Store, clock: ServerClock, logger: Logger, sealer: SecretSealer,
-                 smtp: SMTPOutbox? = nil) {
+    private init(configuration: ServerConfiguration, store: any Store, sharedStore: Bool, clock: ServerClock, logger: Logger,
+                 sealer: SecretSealer, smtp: SMTPOutbox? = nil) {
         self.sealer = sealer
         self.configuration = configuration
         self.store = store
@@ -53,14 +55,15 @@ public final class IdentityServer: Sendable {
         self.logger = logger
         let policy = configuration.loginPolicy
         self.hasher = PasswordHasher(cost: configuration.bcryptCost, maxConcurrent: policy.maxConcurrentHashes, maxQueued: policy.maxQueuedHashes)
-        self.throttle = AddressThrottle(limit: policy.maxFailuresPerAddress, window: TimeInterval(policy.addressWindowSeconds),
-                                        capacity: policy.maxTrackedAddresses)
-        self.challengeThrottle = AddressThrottle(limit: policy.maxChallengesPerAddress, window: TimeInterval(policy.addressWindowSeconds),
-                                                 capacity: policy.maxTrackedAddresses)
-        self.startThrottle = AddressThrottle(limit: policy.maxStartsPerAddress, window: TimeInterval(policy.addressWindowSeconds),
-                                             capacity: policy.maxTrackedAddresses)
-        self.registrationThrottle = AddressThrottle(limit: policy.maxRegistrationsPerAddress, window: TimeInterval(policy.addressWindowSeconds),
-                                                    capacity: policy.maxTrackedAddresses)
+        let window = TimeInterval(policy.addressWindowSeconds)
+        func limiter(_ bucket: String, _ limit: Int) -> any AddressLimiter {
+            sharedStore ? SharedAddressThrottle(store: store, bucket: bucket, limit: limit, window: window)
+                : AddressThrottle(limit: limit, window: window, capacity: policy.maxTrackedAddresses)
+        }
+        self.throttle = limiter("failed-logins", policy.maxFailuresPerAddress)
+        self.challengeThrottle = limiter("challenges", policy.maxChallengesPerAddress)
+        self.startThrottle = limiter("starts", policy.maxStartsPerAddress)
+        self.registrationThrottle = limiter("registrations", policy.maxRegistrationsPerAddress)
         self.cookies = CookiePolicy(secure: !configuration.usesPlainHTTPOnLoopback)
         let longest = max(configuration.lifetimes.accessToken, configuration.lifetimes.idToken)
         self.keys = KeyRing(store: store, clock: clock, retentionAfterRetirement: TimeInterval(longest + 3600))
@@ -78,15 +81,34 @@ public final class IdentityServer: Sendable {
         try configuration.validate()
         KeyEncryptionKeySource.restrictFileCreation()
         let sealer = try SecretSealer(keyEncryptionKey: try KeyEncryptionKeySource.resolve(configuration, logger: logger))
-        let store: SQLiteStore
-        do { store = try SQLiteStore(path: configuration.databasePath, sealer: sealer) } catch let error as SecretSealerError {
-            throw ConfigurationError.invalid(error.description)
-        }
+        let store = try await openStore(configuration, sealer: sealer, logger: logger)
+        let shared = store is PostgresStore
         let smtp = try configuration.smtp.map { try SMTPOutbox(settings: $0, store: store, clock: clock, logger: logger) }
-        let server = IdentityServer(configuration: configuration, store: store, clock: clock, logger: logger, sealer: sealer, smtp: smtp)
+        let server = IdentityServer(configuration: configuration, store: store, sharedStore: shared, clock: clock, logger: logger,
+                                    sealer: sealer, smtp: smtp)
         try await server.keys.bootstrap()
         try await server.seed()
         return server
+    }
+
+    /// The SQLite file, or the PostgreSQL database (`ServerConfiguration.database`), migrated to this build's schema.
+    static func openStore(_ configuration: ServerConfiguration, sealer: SecretSealer?, logger: Logger) async throws -> any Store {
+        do {
+            switch try configuration.databaseLocation {
+            case .sqlite(let path):
+                return try SQLiteStore(path: path, sealer: sealer)
+            case .postgres(let location):
+                return try await PostgresStore.open(location: location, sealer: sealer, poolSize: configuration.databasePoolSize,
+                                                    timeout: .seconds(configuration.databaseTimeoutSeconds), logger: logger)
+            }
+        } catch let error as SecretSealerError {
+            throw ConfigurationError.invalid(error.description)
+        } catch StoreError.schemaTooNew(let found, let known) {
+            throw ConfigurationError.invalid(
+                "the database schema is at version \(found), newer than this Latchkey knows (\(known)): it was migrated by a newer release; run that release (or a newer one)")
+        } catch StoreError.unavailable(let reason) {
+            throw ConfigurationError.invalid("the database \(try configuration.databaseLocation) cannot be reached (\(reason))")
+        }
     }
 
     private func seed() async throws {
@@ -108,6 +130,11 @@ public final class IdentityServer: Sendable {
         try await store.insertUser(UserRecord(id: id, username: username, passwordHash: try await hasher.hash(password), claims: claims,
                                               disabled: disabled, failedLogins: 0, lockedUntil: nil, createdAt: clock.now))
         return id
+    }
+
+    /// Releases the store's connections (PostgreSQL); call after the application has stopped. Nothing to do on SQLite.
+    public func close() {
+        (store as? PostgresStore)?.close()
     }
 
     /// Generates new signing keys; the previous ones stay in the JWKS until their tokens have expired.

@@ -10,7 +10,7 @@ struct DurabilityTests {
         let tokens = try await first.tokens(browser)
         let kids = Set(try await first.server.jwks().keys.compactMap(\.kid))
         let path = first.databasePath
-        await first.stop()
+        await first.stop(keepingDatabase: true)
 
         let second = try await TestServer.start(databasePath: path)
         defer { Task { await second.stop() } }

@@ -2,6 +2,7 @@
 import base64
 import hashlib
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -31,10 +32,14 @@ def free_port():
 class Server:
     """`latchkey serve` as a child process of the test runner (never of a Swift test), on a free loopback port."""
 
-    def __init__(self, workdir, port=None):
+    def __init__(self, workdir, port=None, database=None, issuer=None, env=None):
+        """`database`: a SQLite path or a PostgreSQL URL (default: latchkey.sqlite in `workdir`); `issuer`: passed as
+        `--issuer` (several instances behind one name share it); `env`: added to the child's environment."""
         self.workdir = workdir
         self.port = port or free_port()
-        self.database = os.path.join(workdir, "latchkey.sqlite")
+        self.database = database or os.path.join(workdir, "latchkey.sqlite")
+        self.issuer = issuer
+        self.env = env
         self.proc = None
 
     @property
@@ -43,10 +48,15 @@ class Server:
 
     def start(self):
         self.log = open(os.path.join(self.workdir, "server.log"), "ab")
-        self.proc = subprocess.Popen([BINARY, "serve", "--port", str(self.port), "--database", self.database],
-                                     cwd=self.workdir, stdout=self.log, stderr=subprocess.STDOUT)
+        command = [BINARY, "serve", "--port", str(self.port), "--database", self.database]
+        if self.issuer:
+            command += ["--issuer", self.issuer]
+        self.proc = subprocess.Popen(command, cwd=self.workdir, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env={**os.environ, **self.env} if self.env else None)
         deadline = time.time() + 30
         while time.time() < deadline:
+            if self.proc.poll() is not None:
+                break  # exited: no point waiting for it to answer
             try:
                 if requests.get(self.base + "/health", timeout=1).status_code == 200:
                     return self
@@ -82,6 +92,22 @@ def authorize_url(server, redirect_uri, challenge, state, nonce="n-0S6_PzA3Ze", 
     params = {"response_type": "code", "client_id": "latchkey-demo", "redirect_uri": redirect_uri, "scope": scope,
               "state": state, "nonce": nonce, "code_challenge": challenge, "code_challenge_method": "S256", **extra}
     return server.base + "/oauth2/authorize?" + urllib.parse.urlencode(params)
+
+
+def sign_in_code(server, redirect_uri="http://127.0.0.1:9/callback"):
+    """The hosted form, submitted as a browser would (cookies kept, redirects inspected): returns the authorization
+    code and its PKCE verifier, not yet redeemed."""
+    session = requests.Session()
+    verifier, challenge = pkce_pair()
+    r = session.get(authorize_url(server, redirect_uri, challenge, "st"), allow_redirects=False, timeout=20)
+    assert r.status_code == 302, r.text
+    page = session.get(server.base + r.headers["Location"], timeout=20)
+    fields = dict(re.findall(r'name="(request|csrf)" value="([^"]+)"', page.text))
+    done = session.post(server.base + "/login", data={**fields, "username": DEMO_USER, "password": DEMO_PASSWORD},
+                        allow_redirects=False, timeout=20)
+    assert done.status_code == 303, done.text
+    query = urllib.parse.parse_qs(urllib.parse.urlparse(done.headers["Location"]).query)
+    return query["code"][0], verifier
 
 
 def redeem(server, code, redirect_uri, verifier):

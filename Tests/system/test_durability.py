@@ -1,24 +1,13 @@
 """A server killed with SIGKILL restarts with every issued refresh token still valid."""
-import re
-import urllib.parse
-
 import requests
 
-from conftest import DEMO_PASSWORD, DEMO_USER, Server, authorize_url, pkce_pair, redeem
+from conftest import Server, redeem, sign_in_code
 
 
 def sign_in_without_browser(server, redirect_uri="http://127.0.0.1:9/callback"):
-    """The hosted form, submitted as a browser would (cookies kept, redirects inspected)."""
-    session = requests.Session()
-    verifier, challenge = pkce_pair()
-    r = session.get(authorize_url(server, redirect_uri, challenge, "st"), allow_redirects=False)
-    assert r.status_code == 302
-    page = session.get(server.base + r.headers["Location"])
-    fields = dict(re.findall(r'name="(request|csrf)" value="([^"]+)"', page.text))
-    done = session.post(server.base + "/login", data={**fields, "username": DEMO_USER, "password": DEMO_PASSWORD}, allow_redirects=False)
-    assert done.status_code == 303, done.text
-    query = urllib.parse.parse_qs(urllib.parse.urlparse(done.headers["Location"]).query)
-    tokens = redeem(server, query["code"][0], redirect_uri, verifier)
+    """The hosted form, submitted as a browser would (cookies kept, redirects inspected), then the code redeemed."""
+    code, verifier = sign_in_code(server, redirect_uri)
+    tokens = redeem(server, code, redirect_uri, verifier)
     assert tokens.status_code == 200, tokens.text
     return tokens.json()
 

@@ -12,7 +12,12 @@ public struct ConfigurationFile: Codable, Sendable {
     public var issuer: String?
     public var host: String?
     public var port: Int?
+    /// A SQLite file path, or a PostgreSQL URL (`postgres://user@127.0.0.1:5432/latchkey`) for several instances.
     public var database: String?
+    /// PostgreSQL: connections per instance (default 10).
+    public var databasePoolSize: Int?
+    /// PostgreSQL: seconds a statement or a wait for a connection may take before the request fails with 503 (default 10).
+    public var databaseTimeoutSeconds: Int?
     public var clients: [ClientConfiguration]?
     public var users: [UserSeed]?
     public var lifetimes: Lifetimes?
@@ -99,6 +104,7 @@ public struct ConfigurationFile: Codable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case issuer, host, port, database, clients, users, lifetimes, demo
+        case databasePoolSize = "database_pool_size", databaseTimeoutSeconds = "database_timeout_seconds"
         case loginPolicy = "login_policy", bcryptCost = "bcrypt_cost", webauthn, apple
         case keyEncryptionKeyFile = "key_encryption_key_file"
         case trustedProxies = "trusted_proxies", clientAddressHeader = "client_address_header"
@@ -127,6 +133,12 @@ public struct ConfigurationFile: Codable, Sendable {
         }
     }
 
+    /// Applies only the database settings (tools that open the store without serving).
+    public func applyDatabaseSettings(to base: inout ServerConfiguration) throws {
+        if let databasePoolSize { base.databasePoolSize = databasePoolSize }
+        if let databaseTimeoutSeconds { base.databaseTimeoutSeconds = databaseTimeoutSeconds }
+    }
+
     /// Applies this file over `base`.
     public func apply(to base: inout ServerConfiguration) throws {
         if let issuer {
@@ -136,6 +148,14 @@ public struct ConfigurationFile: Codable, Sendable {
         if let host { base.host = host }
         if let port { base.port = port }
         if let database { base.databasePath = database }
+        if let databasePoolSize {
+            guard (1...500).contains(databasePoolSize) else { throw ConfigurationError.invalid("database_pool_size must be 1…500") }
+            base.databasePoolSize = databasePoolSize
+        }
+        if let databaseTimeoutSeconds {
+            guard (1...600).contains(databaseTimeoutSeconds) else { throw ConfigurationError.invalid("database_timeout_seconds must be 1…600") }
+            base.databaseTimeoutSeconds = databaseTimeoutSeconds
+        }
         if let users { base.users += users }
         if let bcryptCost { base.bcryptCost = bcryptCost }
         if let keyEncryptionKeyFile { base.keyEncryptionKeyFile = keyEncryptionKeyFile }

@@ -8,8 +8,14 @@ public struct ServerConfiguration: Sendable {
     public var host: String
     /// Port to bind; 0 picks a free one (tests).
     public var port: Int
-    /// SQLite database file.
+    /// Where the data lives: a SQLite file path (the default, one instance) or a PostgreSQL URL
+    /// (`postgres://user@host:5432/latchkey`, shared by several instances; see `DatabaseLocation`).
     public var databasePath: String
+    /// PostgreSQL only: the most connections one instance opens (`database_pool_size`).
+    public var databasePoolSize: Int = 10
+    /// PostgreSQL only: how long a statement, a lock wait or a wait for a connection may take before the request fails
+    /// with 503 (`database_timeout_seconds`).
+    public var databaseTimeoutSeconds: Int = 10
     /// Development mode: emails are only recorded (readable at `GET /dev/outbox`) and mobile attestation is waived.
     /// Allowed only with a loopback issuer; `latchkey serve` turns it on only without `--config`, with `--dev` or
     /// with `"development": true`.
@@ -63,6 +69,11 @@ public struct ServerConfiguration: Sendable {
         self.issuer = issuer; self.host = host; self.port = port; self.databasePath = databasePath
         self.development = development; self.clients = clients; self.users = users
         self.lifetimes = lifetimes; self.loginPolicy = loginPolicy; self.bcryptCost = bcryptCost
+    }
+
+    /// `databasePath` read as a SQLite path or a PostgreSQL URL.
+    public var databaseLocation: DatabaseLocation {
+        get throws { try DatabaseLocation(databasePath) }
     }
 
     /// The issuer string exactly as it appears in tokens (no trailing slash).

@@ -18,6 +18,12 @@ struct ErrorMiddleware: RouterMiddleware {
             return try Self.oauth(error, request: request)
         } catch let error as APIError {
             return try Self.api(error, path: request.uri.path, locale: error.locale ?? request.locale())
+        } catch StoreError.unavailable {
+            // The database is away (restarting, failing over): a clear, retryable answer instead of a 500. The store
+            // logged why; the client learns only that it should try again.
+            var response = try Self.api(Self.storeUnavailable, path: request.uri.path, locale: request.locale())
+            response.headers[.retryAfter] = "5"
+            return response
         } catch let error as HTTPError where error.status == .notFound {
             return try Self.api(.notFound(request.uri.path), path: request.uri.path, locale: request.locale())
         } catch let error as HTTPError where error.status.code < 500 {
@@ -31,6 +37,10 @@ struct ErrorMiddleware: RouterMiddleware {
             return try Self.api(.internalError(), path: request.uri.path, locale: request.locale())
         }
     }
+
+    static let storeUnavailable = APIError(status: .serviceUnavailable, code: "SRV-503", error: "temporarily_unavailable",
+                                           messageKey: "server.busy", userMessage: "The service is busy. Please try again in a moment.",
+                                           technical: "the database is unavailable; retry later")
 
     static func oauth(_ error: OAuthError, request: Request) throws -> Response {
         var headers: HTTPFields = [:]

@@ -20,7 +20,7 @@ struct RequestIdMiddleware: RouterMiddleware {
             var response = try await next(request, context)
             response.headers[Self.header] = id
             return response
-        } catch let error as HTTPResponseError {
+        } catch let error as any HTTPResponseError {
             var response = try error.response(from: request, context: context)
             response.headers[Self.header] = id
             return response

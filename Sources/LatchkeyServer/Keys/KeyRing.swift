@@ -49,6 +49,18 @@ actor KeyRing {
 
     func jwks() async throws -> JWKSet { try await load().published }
 
+    /// The keys to verify a token signed with `kid`. A kid this instance has not loaded yet may be a key another
+    /// instance just made (`latchkey keys rotate`, a first start racing this one): then the store is read again at once
+    /// rather than after the 30 s reload, so no instance refuses a sibling's fresh token. At most one such early reload
+    /// a second, so made-up kids cannot turn every request into a database read.
+    func verificationKeys(kid: String?) async throws -> JWKSet {
+        let published = try await load().published
+        guard let kid, !published.keys.contains(where: { $0.kid == kid }), let cached,
+              clock.now.timeIntervalSince(cached.loadedAt) >= 1 else { return published }
+        self.cached = nil
+        return try await load().published
+    }
+
     /// Reloads at most every 30 s so a `latchkey keys rotate` against the same database is picked up by running servers.
     private func load() async throws -> (current: [JWSAlgorithm: SigningKey], published: JWKSet) {
         let now = clock.now

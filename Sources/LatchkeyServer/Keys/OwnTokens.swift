@@ -34,7 +34,7 @@ extension IdentityServer {
         do {
             let jws = try CompactJWS(parsing: token)
             guard jws.header.typ?.lowercased() == C.jwtType else { throw OwnTokenFailure.notOurs }
-            try jws.verify(with: try await keys.jwks())
+            try jws.verify(with: try await keys.verificationKeys(kid: jws.header.kid))
             claims = try jws.claims(as: C.self)
         } catch {
             throw .notOurs

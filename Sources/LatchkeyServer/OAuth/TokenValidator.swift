@@ -14,7 +14,7 @@ struct TokenValidator: Sendable {
         do {
             let jws = try CompactJWS(parsing: token)
             guard jws.header.typ?.lowercased() == "at+jwt" else { throw OAuthError(.invalidToken, "not an access token") }
-            try jws.verify(with: try await keys.jwks())
+            try jws.verify(with: try await keys.verificationKeys(kid: jws.header.kid))
             claims = try jws.claims(as: AccessTokenClaims.self)
         } catch let error as OAuthError {
             throw error
@@ -53,7 +53,7 @@ struct TokenValidator: Sendable {
         do {
             let jws = try CompactJWS(parsing: token)
             guard jws.header.typ == nil || jws.header.typ?.lowercased() == "jwt" else { throw OAuthError(.invalidGrant, "not an ID token") }
-            try jws.verify(with: try await keys.jwks())
+            try jws.verify(with: try await keys.verificationKeys(kid: jws.header.kid))
             let claims = try jws.claims(as: RegisteredClaims.self)
             guard claims.iss == issuer else { throw OAuthError(.invalidGrant, "the token was issued by another server") }
             if !allowExpired {

@@ -180,7 +180,7 @@ extension IdentityServer {
     /// email): past `max_challenges_per_address` in the window, 429 `login.throttled`.
     func admitChallenge(_ context: LatchkeyRequestContext) async throws {
         // Checked and counted in one step (concurrent requests cannot all pass the check first).
-        if let wait = await challengeThrottle.reserve(address: context.clientAddress, now: clock.now) {
+        if let wait = try await challengeThrottle.reserve(address: context.clientAddress, now: clock.now) {
             throw Self.loginError(.tooManyRequests, LocalizedMessage("login.throttled", ["minutes": String(MessageCatalog.minutes(seconds: wait))]),
                                   "too many passkey or code requests from this address; retry after \(wait) s")
         }

@@ -88,7 +88,7 @@ extension IdentityServer {
         let typed = try Parameters.query(of: request).single("user_code")
         // Signed in already (back from the login page, or an SSO session): straight to the confirmation.
         if let typed, let code = Self.normalizedUserCode(typed), let live = try await liveSession(for: request) {
-            if await admitChallengeRequest(address: context.clientAddress) == nil,
+            if try await admitChallengeRequest(address: context.clientAddress) == nil,
                let pending = try await store.pendingDeviceAuthorization(userCodeDigest: codeDigest(code), now: clock.now),
                try await sessionSatisfies(live.session, user: live.user, clientId: pending.clientId) {
                 return try await deviceConfirmationPage(pending, code: code, user: live.user, locale: locale)
@@ -106,7 +106,7 @@ extension IdentityServer {
         }
         let typed = try params.single("user_code") ?? ""
         // Every look-up of a code counts against the address: eight letters are many guesses, not infinitely many.
-        if let wait = await admitChallengeRequest(address: context.clientAddress) {
+        if let wait = try await admitChallengeRequest(address: context.clientAddress) {
             let message = Pages.t("page.device.throttled", locale, ["minutes": String(MessageCatalog.minutes(seconds: wait))])
             return deviceEntryPage(typed: typed, error: message, status: .tooManyRequests, locale: locale)
         }

@@ -39,7 +39,7 @@ extension IdentityServer {
             try await store.revokeFamily(id: refresh.familyId, reason: "revoked by client", now: clock.now)
             return Responses.empty(headers: [.cacheControl: "no-store"])
         }
-        if let jws = try? CompactJWS(parsing: token), (try? jws.verify(with: try await keys.jwks())) != nil,
+        if let jws = try? CompactJWS(parsing: token), (try? jws.verify(with: try await keys.verificationKeys(kid: jws.header.kid))) != nil,
            let claims = try? jws.claims(as: RegisteredClaims.self), let jti = claims.jti,
            let record = try await store.accessToken(jti: jti) {
             guard record.clientId == client.clientId else { throw OAuthError(.invalidGrant, "the token was issued to another client") }

@@ -83,3 +83,31 @@ actor AddressThrottle {
         }
     }
 }
+
+/// A per-address flood limit, whatever keeps its counts: `AddressThrottle` in this process's memory (one instance on
+/// SQLite), or `SharedAddressThrottle` in the store that several instances share (PostgreSQL), so that N instances
+/// behind one address do not admit N times the limit.
+protocol AddressLimiter: Sendable {
+    /// nil when the event is admitted (and then it already counts), else the seconds to wait.
+    func reserve(address: String, now: Date) async throws -> Int?
+    /// Takes back an event recorded at `at` by `reserve` (the attempt turned out not to count).
+    func release(address: String, at: Date) async throws
+}
+
+extension AddressThrottle: AddressLimiter {}
+
+/// The store-backed limiter: one bucket per kind of event, addresses keyed as `AddressThrottle` keys them.
+struct SharedAddressThrottle: AddressLimiter {
+    let store: any Store
+    let bucket: String
+    let limit: Int
+    let window: TimeInterval
+
+    func reserve(address: String, now: Date) async throws -> Int? {
+        try await store.reserveAddressEvent(bucket: bucket, address: ClientAddress.throttleKey(address), now: now, window: window, limit: limit)
+    }
+
+    func release(address: String, at: Date) async throws {
+        try await store.releaseAddressEvent(bucket: bucket, address: ClientAddress.throttleKey(address), at: at)
+    }
+}

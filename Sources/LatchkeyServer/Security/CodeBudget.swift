@@ -64,9 +64,9 @@ extension IdentityServer {
 
     /// Spends one request of the per-address challenge throttle (the one passkey challenges and step-up codes use);
     /// nil when admitted, else the seconds to wait.
-    func admitChallengeRequest(address: String) async -> Int? {
+    func admitChallengeRequest(address: String) async throws -> Int? {
         // Checked and counted in one step, as `admitChallenge` does: concurrent starts cannot all pass the check first.
-        await challengeThrottle.reserve(address: address, now: clock.now)
+        try await challengeThrottle.reserve(address: address, now: clock.now)
     }
 
     /// The at-rest digest of a short one-time code: keyed (HMAC under the key-encryption key), because six digits

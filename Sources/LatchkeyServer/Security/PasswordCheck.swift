@@ -38,7 +38,7 @@ extension IdentityServer {
                                  lockFor: TimeInterval(policy.lockoutSeconds))
         let addressKey = ClientAddress.throttleKey(address)
         let fallbackUntil = now.addingTimeInterval(limits.lockFor)
-        if let wait = await throttle.reserve(address: address, now: now) { return .throttled(seconds: wait) }
+        if let wait = try await throttle.reserve(address: address, now: now) { return .throttled(seconds: wait) }
         let user = try await store.user(username: username)
         if let user, case .refused(let lockedUntil) = try await store.reserveLoginAttempt(userId: user.id, address: addressKey, now: now, limits: limits) {
             // Locked, or every allowed attempt is in flight: no real hash runs; the decoy keeps the time the same.
@@ -65,7 +65,7 @@ extension IdentityServer {
         guard try await store.settleLoginSuccess(userId: user.id, address: addressKey, now: clock.now) else {
             return revealLock ? .locked(until: fallbackUntil) : .rejected
         }
-        await throttle.release(address: address, at: now)
+        try await throttle.release(address: address, at: now)
         if user.disabled { return .disabled }
         return .accepted(user)
     }

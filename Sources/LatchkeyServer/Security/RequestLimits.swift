@@ -15,8 +15,8 @@ extension IdentityServer {
         try await admit(registrationThrottle, address: address, what: "registrations")
     }
 
-    private func admit(_ throttle: AddressThrottle, address: String, what: String) async throws {
-        guard let wait = await throttle.reserve(address: address, now: clock.now) else { return }
+    private func admit(_ throttle: any AddressLimiter, address: String, what: String) async throws {
+        guard let wait = try await throttle.reserve(address: address, now: clock.now) else { return }
         let message = LocalizedMessage("request.throttled", ["minutes": String(MessageCatalog.minutes(seconds: wait))])
         throw APIError(status: .tooManyRequests, code: "SRV-429", error: "too_many_requests", messageKey: message.key,
                        userMessage: message.english, technical: "too many \(what) from this address; retry after \(wait) s",

@@ -109,6 +109,11 @@ enum KeyEncryptionKeySource {
                 "signing keys and TOTP secrets are encrypted at rest: set \(environmentVariable) (base64 of 32 bytes, e.g. openssl rand -base64 32) "
                     + "or key_encryption_key_file (a file with that value, mode 0600)")
         }
+        if case .postgres = try configuration.databaseLocation {
+            // Every instance must seal and open with the same key: one made up here would be this instance's alone.
+            throw ConfigurationError.invalid(
+                "with PostgreSQL every instance needs the same key-encryption key: set \(environmentVariable) (base64 of 32 bytes, e.g. openssl rand -base64 32) or key_encryption_key_file")
+        }
         let path = configuration.databasePath + ".kek"
         if FileManager.default.fileExists(atPath: path) { return try read(path, setting: "the development key file") }
         try SQLiteStore.createPrivateDirectory(for: configuration.databasePath)

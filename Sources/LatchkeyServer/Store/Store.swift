@@ -1,5 +1,16 @@
 import Foundation
 
+/// Errors a store reports for the caller to turn into an API answer.
+public enum StoreError: Error, Equatable {
+    /// A unique value (username) is already taken.
+    case conflict(String)
+    /// The database cannot be reached or did not answer in time (the server answers 503 and retries on the next
+    /// request). The reason is for the log only: it never names the database URL or its password.
+    case unavailable(String)
+    /// The database was migrated by a newer Latchkey than this one: starting would write rows it does not understand.
+    case schemaTooNew(found: Int, known: Int)
+}
+
 /// Persistence for the identity server. Every method is atomic; implementations must be safe to call concurrently
 /// from many requests and from several server instances sharing the same database.
 public protocol Store: Sendable {
@@ -188,6 +199,15 @@ public protocol Store: Sendable {
     func signingKeys() async throws -> [SigningKeyRecord]
     func insertSigningKey(_ key: SigningKeyRecord) async throws
     func retireSigningKeys(before: Date, now: Date) async throws
+
+    // Per-address throttles shared by every instance (flood limits on failed logins, challenges, starts). A single
+    // instance on SQLite keeps them in memory instead (`AddressThrottle`); the server uses these with a shared store.
+    /// Counts an event of `bucket` for `address` unless `limit` events are already within the last `window` seconds
+    /// (check and count are atomic across instances): nil when admitted, otherwise the seconds (≥ 1) until the oldest
+    /// counted event leaves the window.
+    func reserveAddressEvent(bucket: String, address: String, now: Date, window: TimeInterval, limit: Int) async throws -> Int?
+    /// Takes back one event recorded at `at` (the attempt it reserved turned out not to count).
+    func releaseAddressEvent(bucket: String, address: String, at: Date) async throws
 
     // Maintenance
     /// Deletes rows that can no longer be used (see `IdentityServer.pruneExpired`); returns how many.

@@ -120,7 +120,7 @@ struct EnumerationTests {
 
     @Test("lookups by email use an index (no table scan that makes unknown identifiers slower)")
     func emailLookupUsesTheIndex() async throws {
-        let server = try await TestServer.start()
+        let server = try await TestServer.start(databasePath: TestServer.newSQLitePath())  // SQLite's query plan
         defer { Task { await server.stop() } }
         let store = try #require(server.server.store as? SQLiteStore)
         let plan = try await store.emailLookupPlan()

@@ -8,7 +8,7 @@ import Testing
 struct ReadinessAndRequestIdTests {
     @Test("/ready answers 200 with its checks when the store answers and keys are loaded; /health stays plain")
     func ready() async throws {
-        let server = try await TestServer.start()
+        let server = try await TestServer.start(databasePath: TestServer.newSQLitePath())  // edits the SQLite file
         defer { Task { await server.stop() } }
         let ready = try await TestBrowser().get(server.base + "/ready")
         let body = try ready.json()

@@ -30,7 +30,7 @@ struct SecretsAtRestTests {
 
     @Test("the database file holds no PEM private key, TOTP secret, step-up token or bare digest of an emailed code")
     func noSecretsInClear() async throws {
-        let server = try await TestServer.startForNativeLogin(bundleId: "io.latchkey.demo")
+        let server = try await TestServer.startForNativeLogin(bundleId: "io.latchkey.demo", databasePath: TestServer.newSQLitePath())
         defer { Task { await server.stop() } }
         let demo = try #require(try await server.server.user(username: "demo@example.com"))
         let secret = try await server.server.enrollTOTP(userId: demo.id).secret

@@ -59,8 +59,9 @@ extension TestServer {
                        contentType: "application/json", headers: headers)
     }
 
-    /// Rows in `table` (read straight from the SQLite file).
+    /// Rows in `table` (read straight from the database, SQLite or PostgreSQL).
     func rowCount(_ table: String) async throws -> Int {
+        if let store = server.store as? PostgresStore { return try await store.rowCount(table: table) }
         let store = try #require(server.store as? SQLiteStore)
         return try await store.rowCount(table: table)
     }

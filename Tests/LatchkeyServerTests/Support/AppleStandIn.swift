@@ -68,9 +68,9 @@ final class AppleStandIn: Sendable {
 
 extension TestServer {
     /// The demo application accepting Sign in with Apple tokens for `bundleId`, pointed at `apple`'s keys.
-    static func startForNativeLogin(bundleId: String, apple: AppleStandIn? = nil,
+    static func startForNativeLogin(bundleId: String, apple: AppleStandIn? = nil, databasePath: String? = nil,
                                     configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
-        try await start { configuration in
+        try await start(databasePath: databasePath) { configuration in
             configuration.clients = configuration.clients.map { client in
                 var client = client
                 if client.clientId == "latchkey-demo" { client.appleBundleIds = [bundleId] }

@@ -23,16 +23,28 @@ final class TestServer: Sendable {
         clientId: "poster", clientSecret: "poster-secret-0123456789", tokenEndpointAuthMethod: .clientSecretPost,
         grantTypes: [.clientCredentials], scopes: ["api.read"])
 
+    /// A new SQLite file name, for tests of SQLite itself (they pass it as `databasePath`, also when the suites run
+    /// on PostgreSQL).
+    static func newSQLitePath() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-test-\(UUID().uuidString).sqlite").path
+    }
+
     /// Starts a server. `databasePath` reuses a file (restart tests); `configure` adjusts the configuration.
     static func start(databasePath: String? = nil, logger given: Logger? = nil,
                       configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
-        let path = databasePath ?? FileManager.default.temporaryDirectory
-            .appendingPathComponent("latchkey-test-\(UUID().uuidString).sqlite").path
+        // With LATCHKEY_TEST_SERVER_POSTGRES_URL set, every server of the suites that does not name a file runs on a
+        // fresh PostgreSQL database instead (the whole suite against the shared store).
+        let postgres = databasePath == nil ? try await TestDatabases.createIfConfigured() : nil
+        let path = databasePath ?? postgres ?? newSQLitePath()
         var configuration = DevelopmentDefaults.configuration(port: 0, databasePath: path, host: "127.0.0.1")
         configuration.bcryptCost = 4
         configuration.allowsLowBcryptCost = true  // some suites turn development mode off
         configuration.clients += [confidentialClient, postClient]
         configuration.users.append(UserSeed(username: "disabled@example.com", password: "disabled password", disabled: true))
+        if path.hasPrefix("postgres://") {
+            configuration.keyEncryptionKey = Data(repeating: 0x50, count: 32)
+            configuration.databasePoolSize = 3  // hundreds of servers run at once in the suites
+        }
         configure(&configuration)
         if !configuration.development, configuration.keyEncryptionKey == nil, configuration.keyEncryptionKeyFile == nil {
             // Production mode requires a key-encryption key; tests of other behaviour get a fixed one.
@@ -75,9 +87,12 @@ final class TestServer: Sendable {
     }
 
     /// Stops the server (graceful shutdown via task cancellation) and waits for it.
-    func stop() async {
+    /// `keepingDatabase` leaves a PostgreSQL database for a restart on it (the second server drops it).
+    func stop(keepingDatabase: Bool = false) async {
         task.cancel()
         _ = await task.result
+        server.close()
+        if !keepingDatabase { await TestDatabases.dropIfCreated(databasePath) }
     }
 }
 

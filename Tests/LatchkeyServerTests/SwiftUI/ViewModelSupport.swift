@@ -52,7 +52,7 @@ final class ControllableHTTPClient: HTTPClient {
 
 /// Waits (bounded) until `condition` holds on the main actor.
 @MainActor
-func eventually(_ condition: () -> Bool, timeout: Duration = .seconds(5)) async throws {
+func eventually(_ condition: () -> Bool, timeout: Duration = .seconds(30)) async throws {
     let clock = ContinuousClock()
     let deadline = clock.now + timeout
     while !condition() {

@@ -74,7 +74,7 @@ enum CodeExecutors {
             budget = CodeBudget.recovery(userId: user?.id, identifier: identifier)
             // Recovery needs no credentials: its emails are limited per address and per account (or unknown
             // identifier, answered alike), against brute force and mail bombing.
-            if let wait = await server.admitChallengeRequest(address: run.clientAddress) { return .fail(.addressThrottled(seconds: wait)) }
+            if let wait = try await server.admitChallengeRequest(address: run.clientAddress) { return .fail(.addressThrottled(seconds: wait)) }
             if let wait = try await server.codeLockout(budget) { return .fail(.codesLocked(seconds: wait)) }
             if let wait = try await server.admitCodeEmail(budget) { return .fail(.recoveryThrottled(seconds: wait)) }
         } else if let userId = run.state.userId {

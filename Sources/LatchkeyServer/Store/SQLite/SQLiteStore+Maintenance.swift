@@ -34,6 +34,7 @@ extension SQLiteStore {
                 ("DELETE FROM email_changes WHERE expires_at < ?", [t]),
                 ("DELETE FROM outbox WHERE created_at < ?", [outboxBefore.timeIntervalSince1970]),
                 // Failures from an address that has been quiet for a day are forgotten (and its expired locks).
+                ("DELETE FROM address_events WHERE at < ?", [t - 24 * 3600]),
                 ("DELETE FROM login_attempts WHERE (locked_until IS NULL OR locked_until < ?) AND updated_at < ?", [t, t - 24 * 3600]),
             ]
             for (sql, arguments) in statements {

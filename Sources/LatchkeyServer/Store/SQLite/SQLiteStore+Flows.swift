@@ -1,12 +1,6 @@
 import Foundation
 import GRDB
 
-/// Errors a store reports for the caller to turn into an API answer.
-public enum StoreError: Error, Equatable {
-    /// A unique value (username) is already taken.
-    case conflict(String)
-}
-
 /// Users' profiles and factors, flow executions, outbox, invitations and single-use token ids.
 extension SQLiteStore {
     static func migrateFlowsAndProfile(_ db: Database) throws {

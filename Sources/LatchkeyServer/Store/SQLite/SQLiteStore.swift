@@ -21,6 +21,7 @@ public final class SQLiteStore: Store {
         try Self.createPrivateDirectory(for: path)
         pool = try DatabasePool(path: path, configuration: configuration)
         Self.restrictFiles(of: path)
+        try Self.refuseNewerSchema(pool)
         try Self.migrator.migrate(pool)
         try sealSecretsAtRest()
         Self.restrictFiles(of: path)
@@ -87,13 +88,37 @@ public final class SQLiteStore: Store {
             // RFC 9449: a public client's refresh token is bound to the DPoP key it was issued to.
             try db.execute(sql: "ALTER TABLE refresh_tokens ADD COLUMN jkt TEXT")
         }
+        migrator.registerMigration("v6-address-events", migrate: Self.migrateAddressEvents)
         return migrator
+    }
+
+    /// The schema's version is the number of migrations applied (GRDB records each by name in `grdb_migrations`).
+    static var latestVersion: Int { migrator.migrations.count }
+
+    /// A database migrated by a newer Latchkey has migrations this build does not know: writing to it could corrupt
+    /// rows the newer version relies on, so the server refuses to start (`StoreError.schemaTooNew`).
+    static func refuseNewerSchema(_ pool: DatabasePool) throws {
+        let known = Set(migrator.migrations)
+        let applied = try pool.read { db in try migrator.appliedIdentifiers(db) }
+        let unknown = applied.subtracting(known)
+        if !unknown.isEmpty {
+            throw StoreError.schemaTooNew(found: applied.count, known: known.count)
+        }
+    }
+
+    /// Migrations applied to the file at `path` and the ones this build knows (`latchkey migrate --status`).
+    static func schemaVersion(of pool: DatabasePool) throws -> Int {
+        try pool.read { db in try migrator.appliedIdentifiers(db).count }
     }
 
     // MARK: Users
 
     public func insertUser(_ user: UserRecord) async throws {
         try await pool.write { db in
+            // The unique index would refuse it too, as a driver error; the store's contract is `StoreError.conflict`.
+            if try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE username = ?", arguments: [user.username]) == true {
+                throw StoreError.conflict("username")
+            }
             try db.execute(sql: """
                 INSERT INTO users (id, username, password_hash, claims, disabled, failed_logins, locked_until, created_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)

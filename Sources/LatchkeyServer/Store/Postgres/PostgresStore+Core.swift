@@ -1,0 +1,404 @@
+import Foundation
+import PostgresNIO
+
+/// Users, clients, pending logins, authorization codes, token families and tokens, sessions and signing keys.
+extension PostgresStore {
+    // MARK: Users
+
+    public func insertUser(_ user: UserRecord) async throws {
+        let claims = try SQLiteStore.json(user.claims)
+        do {
+            try await transaction { connection in
+                // Usernames and emails name accounts in one space: account writes take one lock, so the check below and
+                // the profile writes of other instances cannot interleave.
+                try await self.lock("accounts", "all", on: connection)
+                try await self.execute("""
+                    INSERT INTO users (id, username, password_hash, claims, disabled, failed_logins, locked_until, created_at)
+                    VALUES (\(user.id), \(user.username), \(user.passwordHash), \(claims), \(user.disabled), \(user.failedLogins),
+                            \(user.lockedUntil?.epoch), \(user.createdAt.epoch))
+                    """, on: connection)
+            }
+        } catch where Self.isUniqueViolation(error) {
+            throw StoreError.conflict("username")
+        }
+    }
+
+    public func user(id: String) async throws -> UserRecord? {
+        try await connection { connection in
+            try await self.row("SELECT * FROM users WHERE id = \(id)", on: connection).map(Self.user)
+        }
+    }
+
+    public func user(username: String) async throws -> UserRecord? {
+        try await connection { connection in
+            try await self.row("SELECT * FROM users WHERE lower(username) = lower(\(username))", on: connection).map(Self.user)
+        }
+    }
+
+    static func user(_ row: PostgresRow) throws -> UserRecord {
+        let c = Columns(row)
+        return UserRecord(id: try c("id"), username: try c("username"), passwordHash: try c("password_hash"),
+                          claims: try c.json("claims"), disabled: try c("disabled"), failedLogins: try c("failed_logins"),
+                          lockedUntil: try c.date("locked_until"), createdAt: try c.date("created_at") ?? .distantPast,
+                          updatedAt: try c.date("updated_at"), version: try c("version"))
+    }
+
+    // MARK: Clients
+
+    public func upsertClient(_ client: ClientRecord) async throws {
+        var stored = client.configuration
+        stored.clientSecret = nil  // only the hash is persisted
+        let json = try SQLiteStore.json(stored)
+        let id = client.configuration.clientId, secretHash = client.secretHash
+        try await connection { connection in
+            try await self.execute("""
+                INSERT INTO clients (id, configuration, secret_hash) VALUES (\(id), \(json), \(secretHash))
+                ON CONFLICT (id) DO UPDATE SET configuration = excluded.configuration, secret_hash = excluded.secret_hash
+                """, on: connection)
+        }
+    }
+
+    public func client(id: String) async throws -> ClientRecord? {
+        try await connection { connection in
+            guard let row = try await self.row("SELECT configuration, secret_hash FROM clients WHERE id = \(id)", on: connection) else {
+                return nil
+            }
+            let c = Columns(row)
+            return ClientRecord(configuration: try c.json("configuration"), secretHash: try c("secret_hash", as: Data?.self))
+        }
+    }
+
+    // MARK: Pending logins
+
+    public func insertLoginRequest(_ request: LoginRequestRecord) async throws {
+        let json = try SQLiteStore.json(request.request)
+        try await transaction { connection in
+            try await self.execute("DELETE FROM login_requests WHERE expires_at < \(request.createdAt.epoch)", on: connection)
+            try await self.execute("""
+                INSERT INTO login_requests (id, request, created_at, expires_at)
+                VALUES (\(request.id), \(json), \(request.createdAt.epoch), \(request.expiresAt.epoch))
+                """, on: connection)
+        }
+    }
+
+    public func loginRequest(id: String, now: Date) async throws -> LoginRequestRecord? {
+        try await connection { connection in
+            guard let row = try await self.row("SELECT * FROM login_requests WHERE id = \(id) AND expires_at > \(now.epoch)",
+                                               on: connection) else { return nil }
+            let c = Columns(row)
+            return LoginRequestRecord(id: try c("id"), request: try c.json("request"), createdAt: try c.date("created_at") ?? now,
+                                      expiresAt: try c.date("expires_at") ?? now)
+        }
+    }
+
+    public func deleteLoginRequest(id: String) async throws {
+        try await connection { connection in try await self.execute("DELETE FROM login_requests WHERE id = \(id)", on: connection) }
+    }
+
+    // MARK: Authorization codes
+
+    public func insertAuthorizationCode(_ code: AuthorizationCodeRecord) async throws {
+        let amr = try SQLiteStore.json(code.amr), scope = code.scope.joined(separator: " ")
+        try await transaction { connection in
+            // Used and expired codes are kept about two hours, so a late replay is still recognised as one.
+            try await self.execute("DELETE FROM authorization_codes WHERE expires_at < \(code.expiresAt.addingTimeInterval(-2 * 3600).epoch)",
+                                   on: connection)
+            try await self.execute("""
+                INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, nonce, code_challenge,
+                    session_id, auth_time, expires_at, used_at, family_id, amr)
+                VALUES (\(code.codeHash), \(code.clientId), \(code.userId), \(code.redirectUri), \(scope), \(code.nonce),
+                        \(code.codeChallenge), \(code.sessionId), \(code.authTime.epoch), \(code.expiresAt.epoch), NULL, NULL, \(amr))
+                """, on: connection)
+        }
+    }
+
+    public func redeemAuthorizationCode(hash: Data, familyId: String, now: Date) async throws -> CodeRedemption {
+        try await transaction { connection in
+            // The row lock makes concurrent redemptions (on any instance) take turns: the second one sees `used_at`.
+            guard let row = try await self.row("SELECT * FROM authorization_codes WHERE code_hash = \(hash) FOR UPDATE", on: connection) else {
+                return .notFound
+            }
+            var record = try Self.code(row)
+            if record.usedAt != nil {
+                if let family = record.familyId {
+                    try await self.revokeFamily(id: family, reason: "authorization code replayed", now: now, on: connection)
+                }
+                return .replayed(familyId: record.familyId)
+            }
+            try await self.insertFamily(TokenFamilyRecord(id: familyId, clientId: record.clientId, userId: record.userId,
+                                                          sessionId: record.sessionId, createdAt: now), on: connection)
+            try await self.execute("UPDATE authorization_codes SET used_at = \(now.epoch), family_id = \(familyId) WHERE code_hash = \(hash)",
+                                   on: connection)
+            record.usedAt = now
+            record.familyId = familyId
+            return .redeemed(record)
+        }
+    }
+
+    private static func code(_ row: PostgresRow) throws -> AuthorizationCodeRecord {
+        let c = Columns(row)
+        return AuthorizationCodeRecord(
+            codeHash: try c("code_hash"), clientId: try c("client_id"), userId: try c("user_id"), redirectUri: try c("redirect_uri"),
+            scope: SQLiteStore.scopes(try c("scope")), nonce: try c("nonce"), codeChallenge: try c("code_challenge"),
+            sessionId: try c("session_id"), authTime: try c.date("auth_time") ?? .distantPast,
+            expiresAt: try c.date("expires_at") ?? .distantPast, usedAt: try c.date("used_at"), familyId: try c("family_id"),
+            amr: SQLiteStore.amr(try c("amr")))
+    }
+
+    // MARK: Families and tokens
+
+    public func insertFamily(_ family: TokenFamilyRecord) async throws {
+        try await connection { connection in try await self.insertFamily(family, on: connection) }
+    }
+
+    func insertFamily(_ family: TokenFamilyRecord, on connection: PostgresConnection) async throws {
+        try await execute("""
+            INSERT INTO token_families (id, client_id, user_id, session_id, created_at)
+            VALUES (\(family.id), \(family.clientId), \(family.userId), \(family.sessionId), \(family.createdAt.epoch))
+            """, on: connection)
+    }
+
+    public func family(id: String) async throws -> TokenFamilyRecord? {
+        try await connection { connection in
+            guard let row = try await self.row("SELECT * FROM token_families WHERE id = \(id)", on: connection) else { return nil }
+            let c = Columns(row)
+            return TokenFamilyRecord(id: try c("id"), clientId: try c("client_id"), userId: try c("user_id"), sessionId: try c("session_id"),
+                                     createdAt: try c.date("created_at") ?? .distantPast, revokedAt: try c.date("revoked_at"),
+                                     revokedReason: try c("revoked_reason"))
+        }
+    }
+
+    public func revokeFamily(id: String, reason: String, now: Date) async throws {
+        try await connection { connection in try await self.revokeFamily(id: id, reason: reason, now: now, on: connection) }
+    }
+
+    func revokeFamily(id: String, reason: String, now: Date, on connection: PostgresConnection) async throws {
+        try await execute("""
+            UPDATE token_families SET revoked_at = \(now.epoch), revoked_reason = \(reason) WHERE id = \(id) AND revoked_at IS NULL
+            """, on: connection)
+    }
+
+    public func insertRefreshToken(_ token: RefreshTokenRecord) async throws {
+        try await connection { connection in try await self.insertRefreshToken(token, on: connection) }
+    }
+
+    private func insertRefreshToken(_ t: RefreshTokenRecord, on connection: PostgresConnection) async throws {
+        let amr = try SQLiteStore.json(t.amr), scope = t.scope.joined(separator: " ")
+        try await execute("""
+            INSERT INTO refresh_tokens (token_hash, family_id, client_id, user_id, scope, session_id, auth_time, created_at, expires_at, amr, jkt)
+            VALUES (\(t.tokenHash), \(t.familyId), \(t.clientId), \(t.userId), \(scope), \(t.sessionId), \(t.authTime.epoch),
+                    \(t.createdAt.epoch), \(t.expiresAt.epoch), \(amr), \(t.jkt))
+            """, on: connection)
+    }
+
+    public func refreshToken(hash: Data) async throws -> RefreshTokenRecord? {
+        try await connection { connection in
+            try await self.row("SELECT * FROM refresh_tokens WHERE token_hash = \(hash)", on: connection).map(Self.refresh)
+        }
+    }
+
+    public func rotateRefreshToken(presented hash: Data, next: RefreshTokenRecord, now: Date) async throws -> RefreshRotation {
+        try await transaction { connection in
+            // Locking the presented token's row serializes concurrent rotations of it across instances: exactly one
+            // sees it unused; every other one finds `used_at` set and revokes the family (replay detection).
+            guard let row = try await self.row("SELECT * FROM refresh_tokens WHERE token_hash = \(hash) FOR UPDATE", on: connection) else {
+                return .notFound
+            }
+            let current = try Self.refresh(row)
+            let revoked = try await self.row("SELECT revoked_at IS NOT NULL FROM token_families WHERE id = \(current.familyId)", on: connection)
+                .map { try $0.decode(Bool.self) } ?? true
+            if revoked { return .revoked }
+            if current.usedAt != nil {
+                try await self.revokeFamily(id: current.familyId, reason: "refresh token replayed", now: now, on: connection)
+                return .replayed(familyId: current.familyId)
+            }
+            if current.expiresAt <= now { return .expired }
+            try await self.execute("UPDATE refresh_tokens SET used_at = \(now.epoch) WHERE token_hash = \(hash)", on: connection)
+            var successor = next
+            successor.familyId = current.familyId
+            try await self.insertRefreshToken(successor, on: connection)
+            return .rotated(previous: current)
+        }
+    }
+
+    private static func refresh(_ row: PostgresRow) throws -> RefreshTokenRecord {
+        let c = Columns(row)
+        return RefreshTokenRecord(
+            tokenHash: try c("token_hash"), familyId: try c("family_id"), clientId: try c("client_id"), userId: try c("user_id"),
+            scope: SQLiteStore.scopes(try c("scope")), sessionId: try c("session_id"), authTime: try c.date("auth_time") ?? .distantPast,
+            createdAt: try c.date("created_at") ?? .distantPast, expiresAt: try c.date("expires_at") ?? .distantPast,
+            usedAt: try c.date("used_at"), amr: SQLiteStore.amr(try c("amr")), jkt: try c("jkt"))
+    }
+
+    public func insertAccessToken(_ token: AccessTokenRecord) async throws {
+        try await connection { connection in
+            try await self.execute("""
+                INSERT INTO access_tokens (jti, family_id, client_id, subject, expires_at)
+                VALUES (\(token.jti), \(token.familyId), \(token.clientId), \(token.subject), \(token.expiresAt.epoch))
+                """, on: connection)
+        }
+    }
+
+    public func accessToken(jti: String) async throws -> AccessTokenRecord? {
+        try await connection { connection in
+            guard let row = try await self.row("SELECT * FROM access_tokens WHERE jti = \(jti)", on: connection) else { return nil }
+            let c = Columns(row)
+            return AccessTokenRecord(jti: try c("jti"), familyId: try c("family_id"), clientId: try c("client_id"), subject: try c("subject"),
+                                     expiresAt: try c.date("expires_at") ?? .distantPast, revokedAt: try c.date("revoked_at"))
+        }
+    }
+
+    public func revokeAccessToken(jti: String, now: Date) async throws {
+        try await connection { connection in
+            try await self.execute("UPDATE access_tokens SET revoked_at = \(now.epoch) WHERE jti = \(jti) AND revoked_at IS NULL", on: connection)
+        }
+    }
+
+    // MARK: Sessions
+
+    public func insertSession(_ s: SessionRecord) async throws {
+        let amr = try SQLiteStore.json(s.amr)
+        try await connection { connection in
+            try await self.execute("""
+                INSERT INTO sessions (id, secret_hash, user_id, auth_time, created_at, expires_at, amr)
+                VALUES (\(s.id), \(s.secretHash), \(s.userId), \(s.authTime.epoch), \(s.createdAt.epoch), \(s.expiresAt.epoch), \(amr))
+                """, on: connection)
+        }
+    }
+
+    public func session(secretHash: Data) async throws -> SessionRecord? {
+        try await connection { connection in
+            try await self.row("SELECT * FROM sessions WHERE secret_hash = \(secretHash)", on: connection).map(Self.session)
+        }
+    }
+
+    public func session(id: String) async throws -> SessionRecord? {
+        try await connection { connection in
+            try await self.row("SELECT * FROM sessions WHERE id = \(id)", on: connection).map(Self.session)
+        }
+    }
+
+    private static func session(_ row: PostgresRow) throws -> SessionRecord {
+        let c = Columns(row)
+        return SessionRecord(id: try c("id"), secretHash: try c("secret_hash"), userId: try c("user_id"),
+                             authTime: try c.date("auth_time") ?? .distantPast, createdAt: try c.date("created_at") ?? .distantPast,
+                             expiresAt: try c.date("expires_at") ?? .distantPast, endedAt: try c.date("ended_at"),
+                             amr: SQLiteStore.amr(try c("amr")))
+    }
+
+    public func endSession(id: String, now: Date) async throws {
+        try await transaction { connection in
+            try await self.execute("UPDATE sessions SET ended_at = \(now.epoch) WHERE id = \(id) AND ended_at IS NULL", on: connection)
+            try await self.revokeSessionFamilies(sessionId: id, reason: "session ended", now: now, on: connection)
+        }
+    }
+
+    /// Revokes every family of the session: those created for it and those whose refresh tokens name it.
+    func revokeSessionFamilies(sessionId: String, reason: String, now: Date, on connection: PostgresConnection) async throws {
+        try await execute("""
+            UPDATE token_families SET revoked_at = \(now.epoch), revoked_reason = \(reason)
+            WHERE revoked_at IS NULL AND (session_id = \(sessionId) OR id IN (SELECT family_id FROM refresh_tokens WHERE session_id = \(sessionId)))
+            """, on: connection)
+    }
+
+    public func revokeUserSessions(userId: String, keepingSession keptSession: String?, keepingFamily keptFamily: String?,
+                                   reason: String, now: Date) async throws {
+        try await transaction { connection in
+            try await self.revokeUserSessions(userId: userId, keepingSession: keptSession, keepingFamily: keptFamily, reason: reason,
+                                              now: now, on: connection)
+        }
+    }
+
+    func revokeUserSessions(userId: String, keepingSession keptSession: String?, keepingFamily keptFamily: String?, reason: String,
+                            now: Date, on connection: PostgresConnection) async throws {
+        let t = now.epoch
+        try await execute("""
+            UPDATE sessions SET ended_at = \(t) WHERE user_id = \(userId) AND ended_at IS NULL AND id IS DISTINCT FROM \(keptSession)
+            """, on: connection)
+        try await execute("""
+            UPDATE token_families SET revoked_at = \(t), revoked_reason = \(reason)
+            WHERE user_id = \(userId) AND revoked_at IS NULL AND id IS DISTINCT FROM \(keptFamily)
+              AND (session_id IS NULL OR session_id IS DISTINCT FROM \(keptSession))
+            """, on: connection)
+        // Access tokens outside any family (none are minted for users today) are revoked one by one.
+        try await execute("""
+            UPDATE access_tokens SET revoked_at = \(t) WHERE subject = \(userId) AND family_id IS NULL AND revoked_at IS NULL
+            """, on: connection)
+    }
+
+    public func replacePassword(userId: String, passwordHash: String, keepingSession: String?, keepingFamily: String?,
+                                now: Date) async throws {
+        try await transaction { connection in
+            try await self.execute("""
+                UPDATE users SET password_hash = \(passwordHash), updated_at = \(now.epoch), version = version + 1, failed_logins = 0,
+                    locked_until = NULL WHERE id = \(userId)
+                """, on: connection)
+            try await self.execute("DELETE FROM login_attempts WHERE user_id = \(userId)", on: connection)
+            try await self.revokeUserSessions(userId: userId, keepingSession: keepingSession, keepingFamily: keepingFamily,
+                                              reason: "password changed", now: now, on: connection)
+        }
+    }
+
+    // MARK: Signing keys
+
+    public func signingKeys() async throws -> [SigningKeyRecord] {
+        let rows = try await connection { connection in
+            try await self.rows("SELECT * FROM signing_keys ORDER BY created_at", on: connection)
+        }
+        return try rows.map { row in
+            let c = Columns(row)
+            let kid: String = try c("kid")
+            return SigningKeyRecord(kid: kid, algorithm: try c("algorithm"), pem: try opened(try c("pem"), context: SQLiteStore.signingKeyContext(kid)),
+                                    createdAt: try c.date("created_at") ?? .distantPast, retiredAt: try c.date("retired_at"))
+        }
+    }
+
+    public func insertSigningKey(_ key: SigningKeyRecord) async throws {
+        let pem = try sealed(key.pem, context: SQLiteStore.signingKeyContext(key.kid))
+        try await connection { connection in
+            try await self.execute("""
+                INSERT INTO signing_keys (kid, algorithm, pem, created_at) VALUES (\(key.kid), \(key.algorithm), \(pem), \(key.createdAt.epoch))
+                """, on: connection)
+        }
+    }
+
+    public func retireSigningKeys(before: Date, now: Date) async throws {
+        try await connection { connection in
+            try await self.execute("""
+                UPDATE signing_keys SET retired_at = \(now.epoch) WHERE retired_at IS NULL AND created_at < \(before.epoch)
+                """, on: connection)
+        }
+    }
+
+    // MARK: Per-address throttles
+
+    public func reserveAddressEvent(bucket: String, address: String, now: Date, window: TimeInterval, limit: Int) async throws -> Int? {
+        try await transaction { connection in
+            // The count and the insert must not interleave with another instance's: one lock per bucket and address.
+            try await self.lock("address_events:\(bucket)", address, on: connection)
+            let since = now.epoch - window
+            let row = try await self.row("""
+                SELECT COUNT(*) AS n, MIN(at) AS oldest FROM address_events
+                WHERE bucket = \(bucket) AND address = \(address) AND at > \(since)
+                """, on: connection)
+            let c = try row.map(Columns.init)
+            let count: Int = try c?("n") ?? 0
+            if count >= limit {
+                let oldest = try c?.date("oldest") ?? now
+                return max(1, Int(oldest.addingTimeInterval(window).timeIntervalSince(now).rounded(.up)))
+            }
+            try await self.execute("INSERT INTO address_events (bucket, address, at) VALUES (\(bucket), \(address), \(now.epoch))",
+                                   on: connection)
+            return nil
+        }
+    }
+
+    public func releaseAddressEvent(bucket: String, address: String, at: Date) async throws {
+        try await connection { connection in
+            try await self.execute("""
+                DELETE FROM address_events WHERE ctid IN (
+                    SELECT ctid FROM address_events WHERE bucket = \(bucket) AND address = \(address) AND at = \(at.epoch) LIMIT 1)
+                """, on: connection)
+        }
+    }
+}

@@ -1,0 +1,246 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOSSL
+import PostgresNIO
+
+/// The shared `Store`: one PostgreSQL database behind any number of server instances.
+///
+/// Atomicity across instances comes from the database, never from this process: a state change is one conditional
+/// `UPDATE … WHERE <expected state> RETURNING …`, or a transaction that locks the rows it reads (`SELECT … FOR UPDATE`),
+/// or — where the rule is about rows that may not exist yet (a count in a window, "no other account has this email") —
+/// a transaction-scoped advisory lock on the key (`lock(_:_:on:)`). Transactions run at READ COMMITTED.
+///
+/// Every call has a deadline (`timeout`): a database that is gone fails the call with `StoreError.unavailable` (503)
+/// instead of holding the request, and the pool reconnects by itself when the database is back.
+public final class PostgresStore: Store {
+    let client: PostgresClient
+    let sealer: SecretSealer?
+    let logger: Logger
+    let timeout: Duration
+    private let runner: Task<Void, Never>
+
+    /// Connects (the pool opens connections lazily, up to `poolSize`), migrates the schema, and checks that sealed
+    /// secrets open with `sealer`'s key.
+    public static func open(location: PostgresLocation, sealer: SecretSealer?, poolSize: Int = 10, timeout: Duration = .seconds(10),
+                            logger: Logger = Logger(label: "latchkey.store")) async throws -> PostgresStore {
+        let store = try PostgresStore(location: location, sealer: sealer, poolSize: poolSize, timeout: timeout, logger: logger)
+        do {
+            // Start-up may wait for another instance's migration (the lock) and runs DDL: a longer deadline than requests.
+            try await store.guarded(timeout: .seconds(300)) { try await PostgresSchema.migrate(store.client, logger: store.logger) }
+            try await store.checkSealedSecrets()
+        } catch {
+            store.close()
+            throw error
+        }
+        return store
+    }
+
+    init(location: PostgresLocation, sealer: SecretSealer?, poolSize: Int, timeout: Duration, logger: Logger) throws {
+        let tls: PostgresClient.Configuration.TLS
+        switch location.tls {
+        case .disable: tls = .disable
+        case .prefer: tls = .prefer(.makeClientConfiguration())
+        case .require: tls = .require(.makeClientConfiguration())
+        }
+        var configuration = PostgresClient.Configuration(host: location.host, port: location.port, username: location.username,
+                                                         password: location.password, database: location.database, tls: tls)
+        configuration.options.maximumConnections = max(1, poolSize)
+        configuration.options.minimumConnections = 0
+        configuration.options.connectTimeout = .seconds(5)
+        // The server ends a statement or a lock wait that runs too long, so a connection is never held for ever.
+        let statementMilliseconds = Int(timeout.components.seconds) * 1000
+        configuration.options.additionalStartupParameters = [
+            ("statement_timeout", "\(statementMilliseconds)"), ("lock_timeout", "\(statementMilliseconds)"),
+            ("idle_in_transaction_session_timeout", "\(statementMilliseconds * 2)"), ("application_name", "latchkey"),
+        ]
+        // PostgresNIO logs every message it exchanges at debug and trace level, rows and bound values included (tokens'
+        // digests, sealed secrets, codes): its logger never goes below warning, whatever the server's level.
+        var driverLogger = logger
+        if driverLogger.logLevel < .warning { driverLogger.logLevel = .warning }
+        self.client = PostgresClient(configuration: configuration, backgroundLogger: driverLogger)
+        self.sealer = sealer
+        self.logger = driverLogger
+        // A little more than the server's own statement timeout, so the server's error normally comes first.
+        self.timeout = timeout + .seconds(2)
+        let client = self.client
+        self.runner = Task { await client.run() }
+    }
+
+    /// Stops the pool (its connections close). The store cannot be used afterwards.
+    public func close() {
+        runner.cancel()
+    }
+
+    deinit { runner.cancel() }
+
+    // MARK: Running statements
+
+    /// Runs `body` in one transaction on one pooled connection: committed when it returns, rolled back when it throws
+    /// (the error is passed on as it is). A deadlock or serialization failure, which PostgreSQL resolves by failing one
+    /// of the transactions, is retried (up to three times).
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try await guarded {
+                    try await self.client.withConnection { connection in
+                        try await connection.query("BEGIN", logger: self.logger)
+                        do {
+                            let value = try await body(connection)
+                            try await connection.query("COMMIT", logger: self.logger)
+                            return value
+                        } catch {
+                            _ = try? await connection.query("ROLLBACK", logger: self.logger)
+                            throw error
+                        }
+                    }
+                }
+            } catch let error as PSQLError where attempt < 3 && Self.isRetryable(error) {
+                continue
+            }
+        }
+    }
+
+    /// Runs `body` on one pooled connection, outside a transaction (single statements, reads).
+    func connection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        try await guarded { try await self.client.withConnection { connection in try await body(connection) } }
+    }
+
+    /// The rows of one statement (bind values with `\(value)` inside the query literal).
+    func rows(_ query: PostgresQuery, on connection: PostgresConnection) async throws -> [PostgresRow] {
+        try await connection.query(query, logger: logger).collect()
+    }
+
+    /// The first row of one statement, if any.
+    func row(_ query: PostgresQuery, on connection: PostgresConnection) async throws -> PostgresRow? {
+        try await rows(query, on: connection).first
+    }
+
+    /// Runs a statement and returns how many rows it returned: write `… RETURNING 1` to count the rows a conditional
+    /// `UPDATE` or `DELETE` changed.
+    @discardableResult
+    func execute(_ query: PostgresQuery, on connection: PostgresConnection) async throws -> Int {
+        try await rows(query, on: connection).count
+    }
+
+    /// Takes a transaction-scoped advisory lock on `namespace:key`: concurrent transactions that lock the same key (in
+    /// any instance) run one after the other; the lock ends with the transaction.
+    func lock(_ namespace: String, _ key: String, on connection: PostgresConnection) async throws {
+        try await execute("SELECT pg_advisory_xact_lock(hashtextextended(\(namespace + ":" + key), 0))", on: connection)
+    }
+
+    /// A unique constraint was violated (SQLSTATE 23505): the caller turns it into `StoreError.conflict`.
+    static func isUniqueViolation(_ error: any Error) -> Bool {
+        (error as? PSQLError)?.serverInfo?[.sqlState] == "23505"
+    }
+
+    private static func isRetryable(_ error: PSQLError) -> Bool {
+        let state = error.serverInfo?[.sqlState]
+        return state == "40001" || state == "40P01"
+    }
+
+    /// The deadline and the translation of "the database is not there" into `StoreError.unavailable`.
+    func guarded<T: Sendable>(timeout given: Duration? = nil, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        let timeout = given ?? self.timeout
+        do {
+            return try await withThrowingTaskGroup(of: T.self) { group in
+                group.addTask { try await operation() }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    throw StoreError.unavailable("no answer from PostgreSQL within \(timeout)")
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next() else { throw StoreError.unavailable("no answer from PostgreSQL") }
+                return first
+            }
+        } catch let error as PSQLError {
+            if let reason = Self.unavailability(error) {
+                logger.warning("PostgreSQL unavailable", metadata: ["reason": .string(reason)])
+                throw StoreError.unavailable(reason)
+            }
+            throw error
+        } catch let error as StoreError {
+            if case .unavailable(let reason) = error { logger.warning("PostgreSQL unavailable", metadata: ["reason": .string(reason)]) }
+            throw error
+        }
+    }
+
+    /// Why an error means the database cannot serve now (and a retry later may work); nil for errors of the statement.
+    static func unavailability(_ error: PSQLError) -> String? {
+        switch error.code {
+        case .server:
+            guard let state = error.serverInfo?[.sqlState] else { return nil }
+            // 08: connection exceptions; 57: shut down, cancelled (statement_timeout), too many connections (53300);
+            // 55P03: lock_timeout.
+            if state.hasPrefix("08") || state.hasPrefix("57") || state == "53300" || state == "55P03" {
+                return "PostgreSQL error \(state)"
+            }
+            return nil
+        case .connectionError, .serverClosedConnection, .uncleanShutdown, .clientClosedConnection, .poolClosed,
+             .queryCancelled:
+            return "PostgreSQL connection: \(error.code)"
+        default:
+            return nil
+        }
+    }
+
+    // MARK: Secrets at rest
+
+    /// Every sealed signing key and TOTP secret must open with the configured key: a wrong key is a start-up error,
+    /// not a failure at the first sign-in. (Nothing is ever stored in clear here: this store seals from its first row.)
+    func checkSealedSecrets() async throws {
+        guard let sealer else { return }
+        let (keys, factors) = try await connection { connection in
+            let keys = try await self.rows("SELECT kid, pem FROM signing_keys", on: connection)
+            let factors = try await self.rows("SELECT user_id, kind, secret FROM user_factors WHERE secret <> ''", on: connection)
+            return (keys, factors)
+        }
+        for row in keys {
+            let (kid, pem) = try row.decode((String, String).self)
+            _ = try sealer.open(pem, context: SQLiteStore.signingKeyContext(kid))
+        }
+        for row in factors {
+            let (userId, kind, secret) = try row.decode((String, String, String).self)
+            _ = try sealer.open(secret, context: SQLiteStore.factorContext(userId: userId, kind: kind))
+        }
+    }
+
+    /// Seals a secret for `context`; the plaintext when the store has no sealer (tools and tests on a bare store).
+    func sealed(_ secret: String, context: String) throws -> String {
+        guard let sealer, !secret.isEmpty else { return secret }
+        return try sealer.seal(secret, context: context)
+    }
+
+    func opened(_ stored: String, context: String) throws -> String {
+        guard let sealer, !stored.isEmpty else { return stored }
+        return try sealer.open(stored, context: context)
+    }
+}
+
+/// Named column access on a result row: `let c = Columns(row); let id: String = try c("id"); let at = try c.date("at")`.
+struct Columns {
+    private let row: PostgresRandomAccessRow
+
+    init(_ row: PostgresRow) { self.row = row.makeRandomAccess() }
+
+    func callAsFunction<T: PostgresDecodable>(_ name: String, as type: T.Type = T.self) throws -> T {
+        try row[name].decode(T.self)
+    }
+
+    /// A time column (seconds since 1970), nil when NULL.
+    func date(_ name: String) throws -> Date? {
+        try row[name].decode(Double?.self).map(Date.init(timeIntervalSince1970:))
+    }
+
+    /// A JSON-encoded text column.
+    func json<T: Decodable>(_ name: String, as type: T.Type = T.self) throws -> T {
+        try SQLiteStore.decode(T.self, try row[name].decode(String.self))
+    }
+}
+
+extension Date {
+    /// Seconds since 1970: how both stores keep times.
+    var epoch: Double { timeIntervalSince1970 }
+}

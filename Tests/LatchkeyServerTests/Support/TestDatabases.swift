@@ -1,0 +1,56 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Throwaway PostgreSQL databases for test servers, on the cluster `scripts/test.sh` starts
+/// (`LATCHKEY_TEST_SERVER_POSTGRES_URL`: an administrative URL, e.g. postgres://latchkey@127.0.0.1:55432/postgres).
+enum TestDatabases {
+    static var adminURL: String? { ProcessInfo.processInfo.environment["LATCHKEY_TEST_SERVER_POSTGRES_URL"] }
+
+    /// A new, empty database's URL, or nil when the suites run on SQLite.
+    static func createIfConfigured() async throws -> String? {
+        guard let admin = adminURL else { return nil }
+        return try await create(adminURL: admin, prefix: "latchkey_server")
+    }
+
+    /// Creates `<prefix>_<random>` and returns its URL.
+    static func create(adminURL admin: String, prefix: String) async throws -> String {
+        let name = prefix + "_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        try await run(admin, "CREATE DATABASE \(name)")
+        guard var components = URLComponents(string: admin) else { throw TestFailure("bad admin URL") }
+        components.path = "/" + name
+        guard let url = components.string else { throw TestFailure("bad admin URL") }
+        return url
+    }
+
+    /// Drops a database `create` made (ignored for SQLite paths and other names).
+    static func dropIfCreated(_ url: String) async {
+        guard let admin = adminURL ?? ProcessInfo.processInfo.environment["LATCHKEY_TEST_POSTGRES_URL"],
+              url.hasPrefix("postgres"), let name = URLComponents(string: url)?.path.dropFirst(),
+              name.hasPrefix("latchkey_"), name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else { return }
+        try? await run(admin, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+    }
+
+    /// One statement on a short-lived connection to the administrative database.
+    static func run(_ admin: String, _ sql: String) async throws {
+        guard let components = URLComponents(string: admin), let host = components.host, let user = components.user else {
+            throw TestFailure("bad admin URL \(admin)")
+        }
+        let configuration = PostgresConnection.Configuration(host: host, port: components.port ?? 5432, username: user,
+                                                             password: components.password, database: String(components.path.dropFirst()),
+                                                             tls: .disable)
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: Logger(label: "test.databases"))
+        } catch {
+            throw TestFailure("cannot connect to \(host): \(String(reflecting: error))")
+        }
+        do {
+            try await connection.query(PostgresQuery(unsafeSQL: sql), logger: Logger(label: "test.databases"))
+        } catch {
+            try? await connection.close()
+            throw TestFailure("\(sql): \(String(reflecting: error))")
+        }
+        try await connection.close()
+    }
+}
