@@ -12,6 +12,11 @@ import LatchkeyServer
 struct Benchmarks {
     static func main() async throws {
         print("Latchkey benchmarks (\(ProcessInfo.processInfo.processorCount) cores)")
+        if CommandLine.arguments.dropFirst().first == "scale" {
+            // `latchkey-bench scale`: only the SQLite / PostgreSQL / two-instance figures (issue 14).
+            try await ScaleBenchmarks.run()
+            return
+        }
         try jose()
         try await tokenEndpoint()
         try await SDKBenchmarks.run()

@@ -10,6 +10,7 @@ Tests/postgres/start.sh), else the module is skipped. Each run works in a databa
 import base64
 import json
 import os
+import signal
 import pwd
 import re
 import secrets
@@ -523,6 +524,49 @@ def test_postgres_outage_answers_503_and_recovers_without_restart(pair):
     assert resumed.status_code == 200, resumed.text + pair.logs()
     again = refresh(a, sign_in(a)["refresh_token"])
     assert again.status_code == 200, again.text
+
+
+# 7b. A database that stops answering without closing its connections (frozen with SIGSTOP, as a hung host or a
+# network partition looks): the request deadline still answers 503 in seconds, and service resumes on SIGCONT.
+
+def postgres_pids():
+    """The test cluster's processes: the postmaster (first line of postmaster.pid) and its children."""
+    with open(os.path.join(PG_DATA, "postmaster.pid")) as f:
+        postmaster = int(f.readline())
+    children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True).stdout.split()
+    return [postmaster] + [int(pid) for pid in children]
+
+
+def test_a_frozen_database_answers_503_within_the_deadline(pair):
+    if not PG_DATA:
+        pytest.skip("LATCHKEY_TEST_POSTGRES_DATA not set")
+    a = pair.a
+    before = sign_in(a)
+    pids = postgres_pids()
+    assert pids, "no PostgreSQL processes found"
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        asked = time.time()
+        token = refresh(a, before["refresh_token"])
+        took = time.time() - asked
+        # database_timeout_seconds is 10: the deadline (plus two seconds) ends the wait, never TCP's minutes.
+        assert took < 16, f"the token request took {took:.1f} s with the database frozen"
+        assert token.status_code == 503, token.text + pair.logs()
+        assert int(token.headers.get("Retry-After", "0")) >= 1, dict(token.headers)
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+    ready = poll(lambda: requests.get(a.base + "/ready", timeout=TIMEOUT), lambda r: r.status_code == 200, within=30)
+    assert isinstance(ready, requests.Response) and ready.status_code == 200, f"/ready after SIGCONT: {describe(ready)}" + pair.logs()
+    # Nothing of the frozen request ran (not even its BEGIN was answered): the token is still unspent.
+    resumed = refresh(a, before["refresh_token"])
+    assert resumed.status_code == 200, resumed.text + pair.logs()
+    again = refresh(a, sign_in(a)["refresh_token"])
+    assert again.status_code == 200, again.text + pair.logs()
 
 
 # 8. `latchkey migrate --status`, and a database migrated by a newer release.

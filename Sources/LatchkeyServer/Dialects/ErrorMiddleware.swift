@@ -24,6 +24,10 @@ struct ErrorMiddleware: RouterMiddleware {
             var response = try Self.api(Self.storeUnavailable, path: request.uri.path, locale: request.locale())
             response.headers[.retryAfter] = "5"
             return response
+        } catch StoreError.invalidInput {
+            let api = APIError(status: .badRequest, code: "SSE-400", error: "invalid_request", messageKey: "error.request",
+                               userMessage: "The request could not be processed.", technical: "a value holds a character the store refuses (NUL)")
+            return try Self.api(api, path: request.uri.path, locale: request.locale())
         } catch let error as HTTPError where error.status == .notFound {
             return try Self.api(.notFound(request.uri.path), path: request.uri.path, locale: request.locale())
         } catch let error as HTTPError where error.status.code < 500 {

@@ -31,7 +31,7 @@ extension IdentityServer {
             let store = try PostgresStore(location: location, sealer: nil, poolSize: 1, timeout: .seconds(configuration.databaseTimeoutSeconds),
                                           logger: logger)
             defer { store.close() }
-            let current = try await store.guarded { try await PostgresSchema.currentVersion(store.client, logger: logger) }
+            let current = try await store.guarded { _ in try await PostgresSchema.currentVersion(store.client, logger: logger) }
             return SchemaStatus(current: current, latest: PostgresSchema.latestVersion)
         }
     }

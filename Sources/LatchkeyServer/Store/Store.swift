@@ -7,6 +7,9 @@ public enum StoreError: Error, Equatable {
     /// The database cannot be reached or did not answer in time (the server answers 503 and retries on the next
     /// request). The reason is for the log only: it never names the database URL or its password.
     case unavailable(String)
+    /// A value the database cannot hold (PostgreSQL text refuses the NUL character): the request is malformed (400);
+    /// SQLite stores such values, so no lookup can match them there either.
+    case invalidInput
     /// The database was migrated by a newer Latchkey than this one: starting would write rows it does not understand.
     case schemaTooNew(found: Int, known: Int)
 }

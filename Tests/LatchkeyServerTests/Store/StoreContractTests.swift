@@ -44,6 +44,37 @@ struct StoreContractTests {
     }
 
     @Test(arguments: StoreKind.available)
+    func newAccountsKeepUsernamesAndEmailsInOneNamespace(_ kind: StoreKind) async throws {
+        try await kind.withStore { store async throws in
+            try await Make.insertUser(store, username: "ada", claims: ["email": "ada@example.com"])
+            let username = await Make.expectConflict("a username that is another account's email") {
+                try await store.insertUser(Make.user(username: "ADA@example.com"))
+            }
+            #expect(username == "username")
+            // An email that is another account's username is allowed (Sign in with Apple's `apple.<sub>` accounts).
+            try await store.insertUser(Make.user(username: "apple.001", claims: ["email": "Ada"]))
+            let withPasskey = await Make.expectConflict("the same rule when the account comes with its first passkey") {
+                try await store.insertUser(Make.user(username: "ada@EXAMPLE.com"), withPasskey: Make.passkey(userId: "someone-new"))
+            }
+            #expect(withPasskey == "username")
+            #expect(try await store.user(username: "ada@EXAMPLE.com") == nil, "nothing was created")
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func aValueWithANulCharacterMatchesNothing(_ kind: StoreKind) async throws {
+        try await kind.withStore { store async throws in
+            try await Make.insertUser(store, username: "ada")
+            // SQLite finds nothing; PostgreSQL's text cannot hold the character and says so (the server answers 400).
+            do {
+                #expect(try await store.user(username: "ada\u{0}") == nil)
+            } catch let error as StoreError {
+                #expect(error == .invalidInput)
+            }
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
     func updateUserWritesTheWholeRowAndBumpsTheVersion(_ kind: StoreKind) async throws {
         try await kind.withStore { store async throws in
             let user = try await Make.insertUser(store, username: "ada", claims: ["email": "ada@example.com"])

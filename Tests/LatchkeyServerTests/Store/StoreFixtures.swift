@@ -65,7 +65,7 @@ enum StoreKind: String, Sendable, CaseIterable, CustomTestStringConvertible {
         location.database = name
         var failure: (any Error)?
         do {
-            let store = try await PostgresStore.open(location: location, sealer: nil, poolSize: 10)
+            let store = try await PostgresStore.open(location: location, sealer: nil, poolSize: 10, timeout: .seconds(60))  // atomicity, not latency: the whole suite may load the machine
             do { try await body(store) } catch { failure = error }
             store.close()
         } catch {

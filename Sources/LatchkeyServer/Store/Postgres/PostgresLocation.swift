@@ -66,8 +66,9 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
             }
             self.tls = parsed
         } else {
-            // On one machine TLS buys nothing; across a network it is asked for unless the URL says otherwise.
-            self.tls = Self.isLoopback(self.host) ? .disable : .prefer
+            // On one machine TLS buys nothing; across a network it is required unless the URL says otherwise (with
+            // "prefer" a man in the middle could strip TLS and be sent the password).
+            self.tls = Self.isLoopback(self.host) ? .disable : .require
         }
     }
 

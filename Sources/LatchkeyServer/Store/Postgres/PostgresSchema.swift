@@ -6,7 +6,8 @@ import PostgresNIO
 ///
 /// The same tables as the SQLite store, in PostgreSQL's types: times are `DOUBLE PRECISION` seconds since 1970 (as in
 /// SQLite, so every comparison reads the same in both stores), digests `BYTEA`, flags `BOOLEAN`. Usernames and email
-/// claims are unique and looked up case-insensitively through indexes on `lower(...)` (SQLite's `COLLATE NOCASE`).
+/// claims are unique and looked up case-insensitively through indexes on `lower(x COLLATE "C")`: ASCII letters only,
+/// exactly as SQLite's `COLLATE NOCASE`, so both stores agree on which names are the same account.
 ///
 /// A migration is only ever appended: a released one is never edited (a database that ran it would not run it again).
 enum PostgresSchema {
@@ -27,8 +28,8 @@ enum PostgresSchema {
                 disabled BOOLEAN NOT NULL DEFAULT FALSE, failed_logins BIGINT NOT NULL DEFAULT 0, locked_until DOUBLE PRECISION,
                 created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION, version BIGINT NOT NULL DEFAULT 0)
             """,
-            "CREATE UNIQUE INDEX users_username ON users (lower(username))",
-            "CREATE INDEX users_claim_email ON users (lower((claims::jsonb) ->> 'email'))",
+            "CREATE UNIQUE INDEX users_username ON users (lower(username COLLATE \"C\"))",
+            "CREATE INDEX users_claim_email ON users (lower(((claims::jsonb) ->> 'email') COLLATE \"C\"))",
             "CREATE TABLE clients (id TEXT PRIMARY KEY, configuration TEXT NOT NULL, secret_hash BYTEA)",
             """
             CREATE TABLE login_requests (
@@ -90,7 +91,7 @@ enum PostgresSchema {
                 id TEXT PRIMARY KEY, channel TEXT NOT NULL, recipient TEXT NOT NULL, subject TEXT NOT NULL,
                 body TEXT NOT NULL, code TEXT, created_at DOUBLE PRECISION NOT NULL, seq BIGINT GENERATED ALWAYS AS IDENTITY)
             """,
-            "CREATE INDEX outbox_recipient ON outbox (lower(recipient), created_at)",
+            "CREATE INDEX outbox_recipient ON outbox (lower(recipient COLLATE \"C\"), created_at)",
             """
             CREATE TABLE invitations (
                 code_hash BYTEA PRIMARY KEY, application_id TEXT NOT NULL, email TEXT, created_at DOUBLE PRECISION NOT NULL,
@@ -173,40 +174,52 @@ enum PostgresSchema {
     @discardableResult
     static func migrate(_ client: PostgresClient, logger: Logger, upTo target: Int = latestVersion) async throws -> [Int] {
         try await client.withConnection { connection in
-            try await connection.query("""
-                CREATE TABLE IF NOT EXISTS latchkey_schema_migrations (
-                    version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
-                """, logger: logger)
+            // Waiting for another instance's migration, and the DDL itself, may take longer than a request may: no
+            // statement or lock timeout on this connection while it migrates (RESET gives the session's back).
+            try await connection.query("SET statement_timeout = 0", logger: logger)
+            try await connection.query("SET lock_timeout = 0", logger: logger)
+            // The lock first, then the bookkeeping table: two first starts must not both create it.
             try await connection.query("SELECT pg_advisory_lock(\(lockKey))", logger: logger)
+            let outcome: Result<[Int], any Error>
             do {
-                let applied = try await appliedVersions(connection, logger: logger)
-                if let newest = applied.max(), newest > latestVersion {
-                    throw StoreError.schemaTooNew(found: newest, known: latestVersion)
-                }
-                var done: [Int] = []
-                for migration in migrations where migration.version <= target && !applied.contains(migration.version) {
-                    try await connection.query("BEGIN", logger: logger)
-                    do {
-                        for statement in migration.statements {
-                            try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
-                        }
-                        try await connection.query(
-                            "INSERT INTO latchkey_schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))",
-                            logger: logger)
-                        try await connection.query("COMMIT", logger: logger)
-                    } catch {
-                        _ = try? await connection.query("ROLLBACK", logger: logger)
-                        throw error
-                    }
-                    done.append(migration.version)
-                }
-                try await connection.query("SELECT pg_advisory_unlock(\(lockKey))", logger: logger)
-                return done
+                outcome = .success(try await applyMigrations(connection, logger: logger, upTo: target))
             } catch {
-                _ = try? await connection.query("SELECT pg_advisory_unlock(\(lockKey))", logger: logger)
+                outcome = .failure(error)
+            }
+            _ = try? await connection.query("SELECT pg_advisory_unlock(\(lockKey))", logger: logger)
+            _ = try? await connection.query("RESET statement_timeout", logger: logger)
+            _ = try? await connection.query("RESET lock_timeout", logger: logger)
+            return try outcome.get()
+        }
+    }
+
+    private static func applyMigrations(_ connection: PostgresConnection, logger: Logger, upTo target: Int) async throws -> [Int] {
+        try await connection.query("""
+            CREATE TABLE IF NOT EXISTS latchkey_schema_migrations (
+                version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
+            """, logger: logger)
+        let applied = try await appliedVersions(connection, logger: logger)
+        if let newest = applied.max(), newest > latestVersion {
+            throw StoreError.schemaTooNew(found: newest, known: latestVersion)
+        }
+        var done: [Int] = []
+        for migration in migrations where migration.version <= target && !applied.contains(migration.version) {
+            try await connection.query("BEGIN", logger: logger)
+            do {
+                for statement in migration.statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query(
+                    "INSERT INTO latchkey_schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))",
+                    logger: logger)
+                try await connection.query("COMMIT", logger: logger)
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: logger)
                 throw error
             }
+            done.append(migration.version)
         }
+        return done
     }
 
     /// The version the database is at (0 before the first migration).

@@ -16,17 +16,17 @@ extension PostgresStore {
                 // writer; in PostgreSQL the checks read rows another transaction may be about to write.
                 try await self.lock("accounts", "all", on: connection)
                 if try await self.row("""
-                    SELECT id FROM users WHERE lower(username) = lower(\(username)) AND id <> \(userId) LIMIT 1
+                    SELECT id FROM users WHERE lower(username COLLATE "C") = lower(\(username) COLLATE "C") AND id <> \(userId) LIMIT 1
                     """, on: connection) != nil {
                     throw StoreError.conflict("username")
                 }
                 if try await self.row("""
-                    SELECT id FROM users WHERE id <> \(userId) AND lower((claims::jsonb) ->> 'email') = lower(\(username)) LIMIT 1
+                    SELECT id FROM users WHERE id <> \(userId) AND lower(((claims::jsonb) ->> 'email') COLLATE "C") = lower(\(username) COLLATE "C") LIMIT 1
                     """, on: connection) != nil {
                     throw StoreError.conflict("username")
                 }
                 if !email.isEmpty, try await self.row("""
-                    SELECT id FROM users WHERE id <> \(userId) AND lower(username) = lower(\(email)) LIMIT 1
+                    SELECT id FROM users WHERE id <> \(userId) AND lower(username COLLATE "C") = lower(\(email) COLLATE "C") LIMIT 1
                     """, on: connection) != nil {
                     throw StoreError.conflict("email")
                 }
@@ -38,7 +38,7 @@ extension PostgresStore {
                     """, on: connection) == 1
             }
         } catch let error where PostgresStore.isUniqueViolation(error) {
-            // A writer that did not take the lock got the username first: the unique index on lower(username) refused it.
+            // A writer that did not take the lock got the username first: the unique index on lower(username COLLATE "C") refused it.
             throw StoreError.conflict("username")
         }
     }

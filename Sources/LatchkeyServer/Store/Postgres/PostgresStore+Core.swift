@@ -12,6 +12,7 @@ extension PostgresStore {
                 // Usernames and emails name accounts in one space: account writes take one lock, so the check below and
                 // the profile writes of other instances cannot interleave.
                 try await self.lock("accounts", "all", on: connection)
+                try await self.checkAccountNamespace(username: user.username, on: connection)
                 try await self.execute("""
                     INSERT INTO users (id, username, password_hash, claims, disabled, failed_logins, locked_until, created_at)
                     VALUES (\(user.id), \(user.username), \(user.passwordHash), \(claims), \(user.disabled), \(user.failedLogins),
@@ -19,6 +20,17 @@ extension PostgresStore {
                     """, on: connection)
             }
         } catch where Self.isUniqueViolation(error) {
+            throw StoreError.conflict("username")
+        }
+    }
+
+    /// The one-namespace rule (M4) for a new account, checked under the accounts lock: its username may not be another
+    /// account's email (sign-in by that name would be ambiguous). Its email *may* be another account's username: Sign in
+    /// with Apple creates `apple.<sub>` with the Apple address as email when someone registered that address as a name.
+    func checkAccountNamespace(username: String, on connection: PostgresConnection) async throws {
+        if try await row("""
+            SELECT 1 FROM users WHERE lower(((claims::jsonb) ->> 'email') COLLATE "C") = lower(\(username) COLLATE "C") LIMIT 1
+            """, on: connection) != nil {
             throw StoreError.conflict("username")
         }
     }
@@ -31,7 +43,7 @@ extension PostgresStore {
 
     public func user(username: String) async throws -> UserRecord? {
         try await connection { connection in
-            try await self.row("SELECT * FROM users WHERE lower(username) = lower(\(username))", on: connection).map(Self.user)
+            try await self.row("SELECT * FROM users WHERE lower(username COLLATE \"C\") = lower(\(username) COLLATE \"C\")", on: connection).map(Self.user)
         }
     }
 
@@ -394,7 +406,9 @@ extension PostgresStore {
     }
 
     public func releaseAddressEvent(bucket: String, address: String, at: Date) async throws {
-        try await connection { connection in
+        try await transaction { connection in
+            // Under reserve's lock: two releases of events with the same time each remove one.
+            try await self.lock("address_events:\(bucket)", address, on: connection)
             try await self.execute("""
                 DELETE FROM address_events WHERE ctid IN (
                     SELECT ctid FROM address_events WHERE bucket = \(bucket) AND address = \(address) AND at = \(at.epoch) LIMIT 1)

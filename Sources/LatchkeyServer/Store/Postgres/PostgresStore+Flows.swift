@@ -14,7 +14,7 @@ extension PostgresStore {
                 // can take the same username between them (SQLite got this from its single writer).
                 try await self.lock("accounts", "all", on: connection)
                 let taken = try await self.row("""
-                    SELECT id FROM users WHERE lower(username) = lower(\(user.username)) AND id <> \(user.id) LIMIT 1
+                    SELECT id FROM users WHERE lower(username COLLATE "C") = lower(\(user.username) COLLATE "C") AND id <> \(user.id) LIMIT 1
                     """, on: connection)
                 if taken != nil { throw StoreError.conflict("username") }
                 // Only over the version the caller read: a whole-row write from a stale copy would undo a newer password
@@ -27,7 +27,7 @@ extension PostgresStore {
                 if changed == 0 { throw StoreError.conflict("version") }
             }
         } catch let error where PostgresStore.isUniqueViolation(error) {
-            // A writer that did not take the lock got the username first: the unique index on lower(username) refused it.
+            // A writer that did not take the lock got the username first: the unique index on lower(username COLLATE "C") refused it.
             throw StoreError.conflict("username")
         }
     }
@@ -38,14 +38,14 @@ extension PostgresStore {
             // The literal key matches the expression of the `users_claim_email` index (a bound key would not).
             rows = try await connection { connection in
                 try await self.rows("""
-                    SELECT * FROM users WHERE lower((claims::jsonb) ->> 'email') = lower(\(value)) ORDER BY created_at, id
+                    SELECT * FROM users WHERE lower(((claims::jsonb) ->> 'email') COLLATE "C") = lower(\(value) COLLATE "C") ORDER BY created_at, id
                     """, on: connection)
             }
         } else {
             let key = name.replacingOccurrences(of: "\"", with: "")
             rows = try await connection { connection in
                 try await self.rows("""
-                    SELECT * FROM users WHERE lower((claims::jsonb) ->> \(key)) = lower(\(value)) ORDER BY created_at, id
+                    SELECT * FROM users WHERE lower(((claims::jsonb) ->> \(key)) COLLATE "C") = lower(\(value) COLLATE "C") ORDER BY created_at, id
                     """, on: connection)
             }
         }
@@ -160,7 +160,7 @@ extension PostgresStore {
         let rows = try await connection { connection in
             // Newest first; messages with the same time, the last written first (`seq`, as SQLite's rowid).
             try await self.rows("""
-                SELECT * FROM outbox WHERE lower(recipient) = lower(\(recipient))
+                SELECT * FROM outbox WHERE lower(recipient COLLATE "C") = lower(\(recipient) COLLATE "C")
                 ORDER BY created_at DESC, seq DESC LIMIT \(bound)
                 """, on: connection)
         }

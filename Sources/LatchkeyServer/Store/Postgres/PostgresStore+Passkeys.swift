@@ -120,9 +120,10 @@ extension PostgresStore {
                 // The username check is a rule about rows that may not exist yet: under the lock every account write
                 // takes, a concurrent creation or profile change (on any instance) cannot slip between check and insert.
                 try await self.lock("accounts", "all", on: connection)
-                if try await self.row("SELECT 1 FROM users WHERE lower(username) = lower(\(user.username))", on: connection) != nil {
+                if try await self.row("SELECT 1 FROM users WHERE lower(username COLLATE \"C\") = lower(\(user.username) COLLATE \"C\")", on: connection) != nil {
                     throw StoreError.conflict("username")
                 }
+                try await self.checkAccountNamespace(username: user.username, on: connection)
                 try await self.execute("""
                     INSERT INTO users (id, username, password_hash, claims, disabled, failed_logins, locked_until, created_at)
                     VALUES (\(user.id), \(user.username), \(user.passwordHash), \(claims), \(user.disabled), 0, NULL, \(user.createdAt.epoch))

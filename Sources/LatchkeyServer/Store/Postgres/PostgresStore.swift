@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOCore
+import NIOConcurrencyHelpers
 import NIOSSL
 import PostgresNIO
 
@@ -26,8 +27,10 @@ public final class PostgresStore: Store {
                             logger: Logger = Logger(label: "latchkey.store")) async throws -> PostgresStore {
         let store = try PostgresStore(location: location, sealer: sealer, poolSize: poolSize, timeout: timeout, logger: logger)
         do {
-            // Start-up may wait for another instance's migration (the lock) and runs DDL: a longer deadline than requests.
-            try await store.guarded(timeout: .seconds(300)) { try await PostgresSchema.migrate(store.client, logger: store.logger) }
+            // Reachable at all? (The normal deadline: a wrong host or port fails the start in seconds.) Then the
+            // migration, which may wait for another instance's (the lock) and runs DDL: a longer deadline.
+            try await store.connection { connection in try await store.execute("SELECT 1", on: connection) }
+            try await store.guarded(timeout: .seconds(300)) { _ in try await PostgresSchema.migrate(store.client, logger: store.logger) }
             try await store.checkSealedSecrets()
         } catch {
             store.close()
@@ -84,11 +87,15 @@ public final class PostgresStore: Store {
         while true {
             attempt += 1
             do {
-                return try await guarded {
+                return try await guarded { deadline in
                     try await self.client.withConnection { connection in
-                        try await connection.query("BEGIN", logger: self.logger)
+                        // Explicit: the lock-then-check paths need each statement to see what committed before it
+                        // (a database whose default is REPEATABLE READ would take the snapshot before the lock).
+                        try await connection.query("BEGIN ISOLATION LEVEL READ COMMITTED", logger: self.logger)
                         do {
                             let value = try await body(connection)
+                            // The caller was already told 503: what it asked for must not happen behind its back.
+                            guard !deadline.passed else { throw StoreError.unavailable("the deadline passed before COMMIT") }
                             try await connection.query("COMMIT", logger: self.logger)
                             return value
                         } catch {
@@ -105,7 +112,7 @@ public final class PostgresStore: Store {
 
     /// Runs `body` on one pooled connection, outside a transaction (single statements, reads).
     func connection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
-        try await guarded { try await self.client.withConnection { connection in try await body(connection) } }
+        try await guarded { _ in try await self.client.withConnection { connection in try await body(connection) } }
     }
 
     /// The rows of one statement (bind values with `\(value)` inside the query literal).
@@ -141,21 +148,28 @@ public final class PostgresStore: Store {
         return state == "40001" || state == "40P01"
     }
 
+    /// Whether the caller of an operation stopped waiting for it (`guarded`).
+    final class Deadline: Sendable {
+        private let state = NIOLockedValueBox(false)
+        var passed: Bool { state.withLockedValue { $0 } }
+        func pass() { state.withLockedValue { $0 = true } }
+    }
+
     /// The deadline and the translation of "the database is not there" into `StoreError.unavailable`.
-    func guarded<T: Sendable>(timeout given: Duration? = nil, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+    ///
+    /// The operation runs in a task of its own and the caller waits for whichever comes first, the operation or the
+    /// deadline: PostgresNIO does not abandon a statement when its task is cancelled, so a database that stopped
+    /// answering without closing the socket would otherwise hold the request until TCP gives up. An abandoned
+    /// operation finishes (or fails) in the background; a transaction that reaches COMMIT after its deadline rolls back
+    /// instead (`Deadline`), so a 503 never hides a committed change — unless COMMIT was already under way.
+    func guarded<T: Sendable>(timeout given: Duration? = nil, _ operation: @escaping @Sendable (Deadline) async throws -> T) async throws -> T {
         let timeout = given ?? self.timeout
+        let deadline = Deadline()
         do {
-            return try await withThrowingTaskGroup(of: T.self) { group in
-                group.addTask { try await operation() }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    throw StoreError.unavailable("no answer from PostgreSQL within \(timeout)")
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next() else { throw StoreError.unavailable("no answer from PostgreSQL") }
-                return first
-            }
+            return try await Self.firstOf(timeout: timeout, deadline: deadline) { try await operation(deadline) }
         } catch let error as PSQLError {
+            let state = error.serverInfo?[.sqlState]
+            if state == "22021" || state == "22P05" { throw StoreError.invalidInput }  // a NUL or unencodable character
             if let reason = Self.unavailability(error) {
                 logger.warning("PostgreSQL unavailable", metadata: ["reason": .string(reason)])
                 throw StoreError.unavailable(reason)
@@ -164,6 +178,38 @@ public final class PostgresStore: Store {
         } catch let error as StoreError {
             if case .unavailable(let reason) = error { logger.warning("PostgreSQL unavailable", metadata: ["reason": .string(reason)]) }
             throw error
+        }
+    }
+
+    /// The operation's result, or `StoreError.unavailable` once `timeout` has passed (then `deadline` is marked).
+    private static func firstOf<T: Sendable>(timeout: Duration, deadline: Deadline,
+                                             _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        let settled = NIOLockedValueBox<CheckedContinuation<T, any Error>?>(nil)
+        let timer = NIOLockedValueBox<Task<Void, Never>?>(nil)
+        return try await withCheckedThrowingContinuation { continuation in
+            settled.withLockedValue { $0 = continuation }
+            @Sendable func settle(_ result: Result<T, any Error>) -> Bool {
+                guard let waiting = settled.withLockedValue({ current -> CheckedContinuation<T, any Error>? in
+                    defer { current = nil }
+                    return current
+                }) else { return false }
+                waiting.resume(with: result)
+                return true
+            }
+            // The timer first, so the operation always finds it to cancel (no sleeping task outlives a fast call).
+            timer.withLockedValue { current in
+                current = Task {
+                    try? await Task.sleep(for: timeout)
+                    guard !Task.isCancelled else { return }
+                    deadline.pass()
+                    _ = settle(.failure(StoreError.unavailable("no answer from PostgreSQL within \(timeout)")))
+                }
+            }
+            Task {
+                let result: Result<T, any Error>
+                do { result = .success(try await operation()) } catch { result = .failure(error) }
+                if settle(result) { timer.withLockedValue { $0?.cancel() } }
+            }
         }
     }
 

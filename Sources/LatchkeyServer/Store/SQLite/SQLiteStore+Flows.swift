@@ -43,6 +43,7 @@ extension SQLiteStore {
     }
 
     public func users(claim name: String, equals value: String) async throws -> [UserRecord] {
+        guard !value.contains("\u{0}") else { return [] }  // NOCASE stops at a NUL (see `user(username:)`)
         if name == "email" {
             // The literal path matches the expression of the `users_claim_email` index (a bound path would not).
             return try await pool.read { db in

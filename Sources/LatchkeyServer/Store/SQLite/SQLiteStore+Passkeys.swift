@@ -123,6 +123,7 @@ extension SQLiteStore {
             if try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE username = ?", arguments: [user.username]) == true {
                 throw StoreError.conflict("username")
             }
+            try Self.checkAccountNamespace(db, username: user.username)
             try db.execute(sql: """
                 INSERT INTO users (id, username, password_hash, claims, disabled, failed_logins, locked_until, created_at)
                 VALUES (?, ?, ?, ?, ?, 0, NULL, ?)

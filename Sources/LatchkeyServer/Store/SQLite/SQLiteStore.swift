@@ -119,6 +119,7 @@ public final class SQLiteStore: Store {
             if try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE username = ?", arguments: [user.username]) == true {
                 throw StoreError.conflict("username")
             }
+            try Self.checkAccountNamespace(db, username: user.username)
             try db.execute(sql: """
                 INSERT INTO users (id, username, password_hash, claims, disabled, failed_logins, locked_until, created_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -127,12 +128,24 @@ public final class SQLiteStore: Store {
         }
     }
 
+    /// The one-namespace rule (M4) for a new account, inside its write: its username may not be another account's
+    /// email (sign-in by that name would be ambiguous). Its email *may* be another account's username: Sign in with
+    /// Apple creates `apple.<sub>` with the Apple address as email when someone registered that address as a name.
+    static func checkAccountNamespace(_ db: Database, username: String) throws {
+        if try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE json_extract(claims, '$.email') = ? COLLATE NOCASE LIMIT 1",
+                             arguments: [username]) == true {
+            throw StoreError.conflict("username")
+        }
+    }
+
     public func user(id: String) async throws -> UserRecord? {
         try await pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id]).map(Self.user) }
     }
 
     public func user(username: String) async throws -> UserRecord? {
-        try await pool.read { db in
+        // SQLite's NOCASE stops comparing at a NUL, so "ada\0x" would find "ada": such a name names nobody.
+        guard !username.contains("\u{0}") else { return nil }
+        return try await pool.read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM users WHERE username = ?", arguments: [username]).map(Self.user)
         }
     }

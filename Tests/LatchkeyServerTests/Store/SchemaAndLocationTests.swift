@@ -1,0 +1,93 @@
+import Foundation
+import GRDB
+@testable import LatchkeyServer
+import Testing
+
+/// Where the data lives (`--database`), the schema versions both stores record, and the refusal to run on a schema
+/// a newer release wrote.
+@Suite("Database location and schema versions")
+struct SchemaAndLocationTests {
+    // MARK: Location
+
+    @Test("a PostgreSQL URL is parsed; its password is never part of what is shown or logged")
+    func postgresURLHidesItsPassword() throws {
+        let location = try DatabaseLocation("postgres://app:s3cr%40t@127.0.0.1:6543/latchkey")
+        guard case .postgres(let postgres) = location else { Issue.record("not PostgreSQL: \(location)"); return }
+        #expect(postgres.host == "127.0.0.1" && postgres.port == 6543 && postgres.username == "app" && postgres.database == "latchkey")
+        #expect(postgres.password == "s3cr@t", "percent-encoding is undone")
+        #expect(postgres.tls == .disable, "loopback needs no TLS")
+        #expect(!location.description.contains("s3cr"), "\(location)")
+        #expect(location.description == "postgres://app@127.0.0.1:6543/latchkey")
+    }
+
+    @Test("the password may come from PGPASSWORD; a remote host asks for TLS unless sslmode says otherwise")
+    func passwordFromTheEnvironmentAndTLS() throws {
+        let remote = try PostgresLocation(url: "postgresql://app@db.internal/latchkey", environment: ["PGPASSWORD": "from-env"])
+        #expect(remote.password == "from-env" && remote.port == 5432 && remote.tls == .require)
+        #expect(try PostgresLocation(url: "postgres://app@db.internal/latchkey?sslmode=require", environment: [:]).tls == .require)
+        #expect(!remote.description.contains("from-env"))
+    }
+
+    @Test("a malformed URL is a clear configuration error", arguments: [
+        "postgres://127.0.0.1/latchkey",          // no user
+        "postgres://app@127.0.0.1/",             // no database
+        "postgres://app@/latchkey",              // no host
+        "postgres://app@127.0.0.1/latchkey?sslmode=sometimes",
+    ])
+    func malformedURLs(_ url: String) {
+        #expect(throws: ConfigurationError.self) { try DatabaseLocation(url) }
+    }
+
+    @Test("anything that is not a postgres URL is a SQLite path")
+    func pathsAreSQLite() throws {
+        #expect(try DatabaseLocation("latchkey.sqlite") == .sqlite(path: "latchkey.sqlite"))
+        #expect(try DatabaseLocation("/var/lib/latchkey/postgres.sqlite") == .sqlite(path: "/var/lib/latchkey/postgres.sqlite"))
+    }
+
+    @Test("a PostgreSQL database needs the key-encryption key from the operator, also in development")
+    func postgresNeedsASharedKey() async throws {
+        var configuration = DevelopmentDefaults.configuration(port: 0, databasePath: "postgres://app@127.0.0.1:1/latchkey")
+        configuration.keyEncryptionKey = nil
+        await #expect(throws: ConfigurationError.self) {
+            _ = try await IdentityServer.open(configuration: configuration)
+        }
+    }
+
+    // MARK: SQLite schema versions
+
+    @Test("SQLite: a new file is at version 0, migrate brings it to the latest, and status says so")
+    func sqliteMigrateAndStatus() async throws {
+        let path = TestServer.newSQLitePath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var configuration = DevelopmentDefaults.configuration(port: 0, databasePath: path)
+        configuration.keyEncryptionKey = Data(repeating: 7, count: 32)
+        #expect(try await IdentityServer.schemaStatus(configuration: configuration).current == 0)
+        let (before, after) = try await IdentityServer.migrateDatabase(configuration: configuration)
+        #expect(before.current == 0 && after.current == after.latest && after.latest == SQLiteStore.latestVersion)
+        #expect(after.description.contains("up to date"))
+    }
+
+    @Test("SQLite: a file migrated by a newer release is refused at start, with a message that says so")
+    func sqliteRefusesANewerSchema() async throws {
+        let path = TestServer.newSQLitePath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        _ = try SQLiteStore(path: path)
+        let queue = try DatabaseQueue(path: path)
+        try await queue.write { try $0.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99-from-the-future')") }
+        try queue.close()
+
+        #expect(throws: StoreError.schemaTooNew(found: SQLiteStore.latestVersion + 1, known: SQLiteStore.latestVersion)) {
+            _ = try SQLiteStore(path: path)
+        }
+        var configuration = DevelopmentDefaults.configuration(port: 0, databasePath: path)
+        configuration.keyEncryptionKey = Data(repeating: 7, count: 32)
+        do {
+            _ = try await IdentityServer.open(configuration: configuration)
+            Issue.record("a server started on a newer schema")
+        } catch let error as ConfigurationError {
+            #expect(error.description.contains("newer"), "\(error)")
+        }
+        let status = try await IdentityServer.schemaStatus(configuration: configuration)
+        #expect(status.current > status.latest && status.description.contains("newer"))
+    }
+}
