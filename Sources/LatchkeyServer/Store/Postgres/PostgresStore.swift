@@ -252,17 +252,6 @@ public final class PostgresStore: Store {
             _ = try sealer.open(secret, context: SQLiteStore.factorContext(userId: userId, kind: kind))
         }
     }
-
-    /// Seals a secret for `context`; the plaintext when the store has no sealer (tools and tests on a bare store).
-    func sealed(_ secret: String, context: String) throws -> String {
-        guard let sealer, !secret.isEmpty else { return secret }
-        return try sealer.seal(secret, context: context)
-    }
-
-    func opened(_ stored: String, context: String) throws -> String {
-        guard let sealer, !stored.isEmpty else { return stored }
-        return try sealer.open(stored, context: context)
-    }
 }
 
 /// Named column access on a result row: `let c = Columns(row); let id: String = try c("id"); let at = try c.date("at")`.

@@ -120,9 +120,6 @@ extension SQLiteStore {
     public func insertUser(_ user: UserRecord, withPasskey passkey: PasskeyRecord) async throws {
         let claims = try Self.json(user.claims)
         try await pool.write { db in
-            if try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE username = ?", arguments: [user.username]) == true {
-                throw StoreError.conflict("username")
-            }
             try Self.checkAccountNamespace(db, username: user.username)
             try db.execute(sql: """
                 INSERT INTO users (id, username, password_hash, claims, disabled, failed_logins, locked_until, created_at)

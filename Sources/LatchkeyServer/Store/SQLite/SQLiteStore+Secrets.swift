@@ -6,6 +6,27 @@ import Glibc
 import Darwin
 #endif
 
+/// A store that seals signing keys and TOTP secrets at rest (`SecretSealer`): both stores, one implementation.
+protocol SealsSecretsAtRest {
+    var sealer: SecretSealer? { get }
+}
+
+extension SealsSecretsAtRest {
+    /// Seals a secret for `context`; the plaintext when the store has no sealer (tools and tests on a bare store).
+    func sealed(_ secret: String, context: String) throws -> String {
+        guard let sealer, !secret.isEmpty else { return secret }
+        return try sealer.seal(secret, context: context)
+    }
+
+    func opened(_ stored: String, context: String) throws -> String {
+        guard let sealer, !stored.isEmpty else { return stored }
+        return try sealer.open(stored, context: context)
+    }
+}
+
+extension SQLiteStore: SealsSecretsAtRest {}
+extension PostgresStore: SealsSecretsAtRest {}
+
 /// Secrets at rest: sealing of signing keys and TOTP secrets (`SecretSealer`), and the database files' permissions.
 extension SQLiteStore {
     /// The database directory, when it has to be created, is 0700; the database, WAL and shared-memory files are
@@ -25,16 +46,6 @@ extension SQLiteStore {
     static func signingKeyContext(_ kid: String) -> String { "signing key \(kid)" }
     static func factorContext(userId: String, kind: String) -> String { "\(kind) factor of user \(userId)" }
 
-    /// Seals a secret for `context`; the plaintext when the store has no sealer (tools and tests on a bare store).
-    func sealed(_ secret: String, context: String) throws -> String {
-        guard let sealer, !secret.isEmpty else { return secret }
-        return try sealer.seal(secret, context: context)
-    }
-
-    func opened(_ stored: String, context: String) throws -> String {
-        guard let sealer, !stored.isEmpty else { return stored }
-        return try sealer.open(stored, context: context)
-    }
 
     /// At start: encrypts the rows an older version stored in clear, and checks that every sealed row opens with the
     /// configured key (a wrong key is a start-up error, not a failure at the first sign-in). Freed pages are zeroed

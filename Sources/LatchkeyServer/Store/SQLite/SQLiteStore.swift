@@ -115,10 +115,6 @@ public final class SQLiteStore: Store {
 
     public func insertUser(_ user: UserRecord) async throws {
         try await pool.write { db in
-            // The unique index would refuse it too, as a driver error; the store's contract is `StoreError.conflict`.
-            if try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE username = ?", arguments: [user.username]) == true {
-                throw StoreError.conflict("username")
-            }
             try Self.checkAccountNamespace(db, username: user.username)
             try db.execute(sql: """
                 INSERT INTO users (id, username, password_hash, claims, disabled, failed_logins, locked_until, created_at)
@@ -128,10 +124,14 @@ public final class SQLiteStore: Store {
         }
     }
 
-    /// The one-namespace rule (M4) for a new account, inside its write: its username may not be another account's
-    /// email (sign-in by that name would be ambiguous). Its email *may* be another account's username: Sign in with
-    /// Apple creates `apple.<sub>` with the Apple address as email when someone registered that address as a name.
+    /// A new account's username, inside its write: taken (the unique index would refuse it too, but as a driver error;
+    /// the store's contract is `StoreError.conflict`), or another account's email — the one-namespace rule (M4): sign-in
+    /// by that name would be ambiguous. Its email *may* be another account's username: Sign in with Apple creates
+    /// `apple.<sub>` with the Apple address as email when someone registered that address as a name.
     static func checkAccountNamespace(_ db: Database, username: String) throws {
+        if try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE username = ?", arguments: [username]) == true {
+            throw StoreError.conflict("username")
+        }
         if try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE json_extract(claims, '$.email') = ? COLLATE NOCASE LIMIT 1",
                              arguments: [username]) == true {
             throw StoreError.conflict("username")
