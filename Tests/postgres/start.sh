@@ -3,13 +3,13 @@
 # data directory under WORKDIR, trust authentication for loopback only, and a superuser `latchkey`.
 #
 # Usage: Tests/postgres/start.sh WORKDIR
-#   PG_PORT  port on 127.0.0.1 (default 55432)
-# Writes WORKDIR/env (sourceable): LATCHKEY_TEST_POSTGRES_URL=postgres://latchkey@127.0.0.1:PORT/postgres
+#   PG_PORT  port on 127.0.0.1 (default: a free one the kernel picks, so a cluster of the developer's own never clashes)
+# Writes WORKDIR/env (sourceable): LATCHKEY_TEST_POSTGRES_URL=postgres://latchkey@127.0.0.1:PORT/postgres and the rest
 # initdb refuses to run as root: as root the cluster belongs to the `postgres` system user (or `nobody` without it).
 set -euo pipefail
 
 WORKDIR="${1:?usage: start.sh WORKDIR}"
-PORT="${PG_PORT:-55432}"
+PORT="${PG_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"
 log() { echo "[postgres/start] $*" >&2; }
 
 pg_bin() {
