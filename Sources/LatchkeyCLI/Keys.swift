@@ -17,6 +17,7 @@ struct Keys: AsyncParsableCommand {
             path = database ?? file.database ?? path
             configuration.keyEncryptionKeyFile = file.keyEncryptionKeyFile
             configuration.development = file.development ?? false
+            try file.applyDatabaseSettings(to: &configuration)
         } else if requireKey, !isPostgres(path), ProcessInfo.processInfo.environment["LATCHKEY_KEY_ENCRYPTION_KEY"] == nil,
                   FileManager.default.fileExists(atPath: path), !FileManager.default.fileExists(atPath: path + ".kek") {
             // An existing database without the development key file next to it belongs to a real server: a key made up

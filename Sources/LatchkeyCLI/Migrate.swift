@@ -19,10 +19,7 @@ struct Migrate: AsyncParsableCommand {
     var status = false
 
     func run() async throws {
-        var configuration = try Keys.storeConfiguration(database: database, config: config, requireKey: !status)
-        if let config, let file = try? ConfigurationFile.load(path: config) {
-            try file.applyDatabaseSettings(to: &configuration)
-        }
+        let configuration = try Keys.storeConfiguration(database: database, config: config, requireKey: !status)
         let location = (try? configuration.databaseLocation)?.description ?? configuration.databasePath
         do {
             if status {

@@ -44,20 +44,28 @@ public struct SoftwareDPoPKeyProvider: DPoPKeyProvider {
 
 /// A software P-256 DPoP key.
 struct SoftwareDPoPKey: DPoPSigningKey {
-    private let privateKeyPEM: String
+    /// The scalar: rebuilding the key from it for each proof is a plain copy, where the PEM would be parsed each time
+    /// (swift-crypto's key type is not `Sendable` here, so the key itself cannot be kept).
+    private let rawKey: Data
+    let persistentReference: String
     let publicJWK: JWK
     var algorithm: String { "ES256" }
-    var persistentReference: String { privateKeyPEM }
 
     init(_ key: P256.Signing.PrivateKey) throws {
-        privateKeyPEM = key.pemRepresentation
+        rawKey = key.rawRepresentation
+        persistentReference = key.pemRepresentation
         publicJWK = JWK.p256(rawPublicKey: key.publicKey.rawRepresentation)
     }
 
     func sign(_ input: Data) async throws -> Data {
-        let key = try P256.Signing.PrivateKey(pemRepresentation: privateKeyPEM)
-        return try key.signature(for: input).rawRepresentation
+        try P256.Signing.PrivateKey(rawRepresentation: rawKey).signature(for: input).rawRepresentation
     }
+}
+
+/// Printed or dumped, a software key shows its public half only.
+extension SoftwareDPoPKey: CustomStringConvertible, CustomReflectable {
+    var description: String { "SoftwareDPoPKey(ES256, public x \(publicJWK.x ?? "-"))" }
+    var customMirror: Mirror { Mirror(self, children: ["description": description]) }
 }
 
 /// Proofs (RFC 9449 §4.2).

@@ -39,3 +39,23 @@ public struct TokenResponse: Sendable, Codable, Equatable {
         case idToken = "id_token", scope, issuedTokenType = "issued_token_type"
     }
 }
+
+// Printing, interpolating or dumping a token set or a token answer never shows a token or the DPoP private key (for a
+// software key `dpopKey` is the key itself): what an app logs by accident stays harmless.
+extension TokenSet: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public var description: String {
+        "TokenSet(tokenType: \(tokenType), expiresAt: \(expiresAt), scope: \(scope ?? "-"), refreshToken: \(refreshToken == nil ? "none" : "redacted"), "
+            + "idToken: \(idToken == nil ? "none" : "redacted"), dpopKey: \(dpopKey == nil ? "none" : "redacted"))"
+    }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["description": description]) }
+}
+
+extension TokenResponse: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public var description: String {
+        "TokenResponse(tokenType: \(tokenType ?? "-"), expiresIn: \(expiresIn.map(String.init) ?? "-"), scope: \(scope ?? "-"), "
+            + "refreshToken: \(refreshToken == nil ? "none" : "redacted"), idToken: \(idToken == nil ? "none" : "redacted"))"
+    }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["description": description]) }
+}

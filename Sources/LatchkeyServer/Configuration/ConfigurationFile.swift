@@ -133,10 +133,17 @@ public struct ConfigurationFile: Codable, Sendable {
         }
     }
 
-    /// Applies only the database settings (tools that open the store without serving).
+    /// Applies only the database settings: pool size and timeout, checked (also for tools that open the store
+    /// without serving). The database itself is `database`.
     public func applyDatabaseSettings(to base: inout ServerConfiguration) throws {
-        if let databasePoolSize { base.databasePoolSize = databasePoolSize }
-        if let databaseTimeoutSeconds { base.databaseTimeoutSeconds = databaseTimeoutSeconds }
+        if let databasePoolSize {
+            guard (1...500).contains(databasePoolSize) else { throw ConfigurationError.invalid("database_pool_size must be 1…500") }
+            base.databasePoolSize = databasePoolSize
+        }
+        if let databaseTimeoutSeconds {
+            guard (1...600).contains(databaseTimeoutSeconds) else { throw ConfigurationError.invalid("database_timeout_seconds must be 1…600") }
+            base.databaseTimeoutSeconds = databaseTimeoutSeconds
+        }
     }
 
     /// Applies this file over `base`.
@@ -148,14 +155,7 @@ public struct ConfigurationFile: Codable, Sendable {
         if let host { base.host = host }
         if let port { base.port = port }
         if let database { base.databasePath = database }
-        if let databasePoolSize {
-            guard (1...500).contains(databasePoolSize) else { throw ConfigurationError.invalid("database_pool_size must be 1…500") }
-            base.databasePoolSize = databasePoolSize
-        }
-        if let databaseTimeoutSeconds {
-            guard (1...600).contains(databaseTimeoutSeconds) else { throw ConfigurationError.invalid("database_timeout_seconds must be 1…600") }
-            base.databaseTimeoutSeconds = databaseTimeoutSeconds
-        }
+        try applyDatabaseSettings(to: &base)
         if let users { base.users += users }
         if let bcryptCost { base.bcryptCost = bcryptCost }
         if let keyEncryptionKeyFile { base.keyEncryptionKeyFile = keyEncryptionKeyFile }

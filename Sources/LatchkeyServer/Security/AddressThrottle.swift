@@ -54,7 +54,13 @@ actor AddressThrottle {
     private func wait(_ key: String, now: Date) -> Int? {
         let recent = prune(key, now: now)
         guard recent.count >= limit, let oldest = recent.first else { return nil }
-        return max(1, Int((oldest.addingTimeInterval(window).timeIntervalSince(now)).rounded(.up)))
+        return Self.secondsUntilFree(oldest: oldest, window: window, now: now)
+    }
+
+    /// Whole seconds (at least one) until the oldest counted event leaves the window: the wait every address limiter,
+    /// in memory or in a store, reports.
+    static func secondsUntilFree(oldest: Date, window: TimeInterval, now: Date) -> Int {
+        max(1, Int(oldest.addingTimeInterval(window).timeIntervalSince(now).rounded(.up)))
     }
 
     private func record(_ key: String, now: Date) {

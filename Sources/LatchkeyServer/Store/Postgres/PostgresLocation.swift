@@ -68,16 +68,12 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         } else {
             // On one machine TLS buys nothing; across a network it is required unless the URL says otherwise (with
             // "prefer" a man in the middle could strip TLS and be sent the password).
-            self.tls = Self.isLoopback(self.host) ? .disable : .require
+            self.tls = LoopbackHost.isLoopback(self.host) ? .disable : .require
         }
     }
 
     public var description: String {
         let shownHost = host.contains(":") ? "[\(host)]" : host
         return "postgres://\(username)@\(shownHost):\(port)/\(database)" + (tls == .disable ? "" : "?sslmode=\(tls.rawValue)")
-    }
-
-    static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
 }

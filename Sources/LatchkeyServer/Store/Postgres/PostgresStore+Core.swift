@@ -396,8 +396,7 @@ extension PostgresStore {
             let c = try row.map(Columns.init)
             let count: Int = try c?("n") ?? 0
             if count >= limit {
-                let oldest = try c?.date("oldest") ?? now
-                return max(1, Int(oldest.addingTimeInterval(window).timeIntervalSince(now).rounded(.up)))
+                return AddressThrottle.secondsUntilFree(oldest: try c?.date("oldest") ?? now, window: window, now: now)
             }
             try await self.execute("INSERT INTO address_events (bucket, address, at) VALUES (\(bucket), \(address), \(now.epoch))",
                                    on: connection)

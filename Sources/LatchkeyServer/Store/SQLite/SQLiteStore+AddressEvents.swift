@@ -18,8 +18,7 @@ extension SQLiteStore {
                                        arguments: [bucket, address, now.timeIntervalSince1970 - window])
             let count: Int = row?["n"] ?? 0
             if count >= limit {
-                let oldest = Self.date(row?["oldest"]) ?? now
-                return max(1, Int(oldest.addingTimeInterval(window).timeIntervalSince(now).rounded(.up)))
+                return AddressThrottle.secondsUntilFree(oldest: Self.date(row?["oldest"]) ?? now, window: window, now: now)
             }
             try db.execute(sql: "INSERT INTO address_events (bucket, address, at) VALUES (?, ?, ?)",
                            arguments: [bucket, address, now.timeIntervalSince1970])

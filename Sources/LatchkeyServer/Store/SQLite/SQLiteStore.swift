@@ -106,11 +106,6 @@ public final class SQLiteStore: Store {
         }
     }
 
-    /// Migrations applied to the file at `path` and the ones this build knows (`latchkey migrate --status`).
-    static func schemaVersion(of pool: DatabasePool) throws -> Int {
-        try pool.read { db in try migrator.appliedIdentifiers(db).count }
-    }
-
     // MARK: Users
 
     public func insertUser(_ user: UserRecord) async throws {

@@ -1,0 +1,29 @@
+import Foundation
+@testable import Latchkey
+import Testing
+
+/// What an app prints, interpolates or dumps by accident must not carry a token or the DPoP private key.
+@Suite("Token sets, token answers and DPoP keys print without their secrets")
+struct SecretRedactionTests {
+    @Test("no token and no private key in description, debugDescription or dump")
+    func printedFormsHideSecrets() async throws {
+        let provider = SoftwareDPoPKeyProvider()
+        let key = try await provider.makeKey()
+        let tokens = TokenSet(accessToken: "AT-secret-value", refreshToken: "RT-secret-value", idToken: "ID-secret-value",
+                              tokenType: "DPoP", expiresAt: Date(timeIntervalSince1970: 0), scope: "openid", nonce: "n",
+                              dpopKey: key.persistentReference)
+        var answer = TokenResponse(accessToken: "AT-secret-value", tokenType: "Bearer", expiresIn: 60, refreshToken: "RT-secret-value",
+                                   idToken: "ID-secret-value", scope: "openid", issuedTokenType: nil)
+        answer.dpopKey = key.persistentReference
+        for value in [tokens as Any, answer as Any, key as Any] {
+            var dumped = ""
+            dump(value, to: &dumped)
+            for printed in ["\(value)", String(reflecting: value), dumped] {
+                for secret in ["AT-secret-value", "RT-secret-value", "ID-secret-value", "PRIVATE KEY", String(key.persistentReference.dropFirst(40).prefix(30))] {
+                    #expect(!printed.contains(secret), "\(secret) in \(printed)")
+                }
+            }
+        }
+        #expect("\(tokens)".contains("redacted"), "the shape is still there to debug with")
+    }
+}
