@@ -37,6 +37,8 @@ public final class IdentityServer: Sendable {
     let sealer: SecretSealer
     /// SMTP delivery, when configured: its queue is worked by a service that runs with the HTTP server.
     let smtpOutbox: SMTPOutbox?
+    /// The counters and histograms `GET /metrics` exposes (one registry per server).
+    public let metrics: ServerMetrics
     private let issuerBox: NIOLockedValueBox<String>
 
     /// The issuer in force. With port 0 in the configured issuer, it is completed with the bound port at start.
@@ -56,19 +58,22 @@ public final class IdentityServer: Sendable {
         let policy = configuration.loginPolicy
         self.hasher = PasswordHasher(cost: configuration.bcryptCost, maxConcurrent: policy.maxConcurrentHashes, maxQueued: policy.maxQueuedHashes)
         let window = TimeInterval(policy.addressWindowSeconds)
-        func limiter(_ bucket: String, _ limit: Int) -> any AddressLimiter {
-            sharedStore ? SharedAddressThrottle(store: store, bucket: bucket, limit: limit, window: window)
+        let metrics = ServerMetrics()
+        self.metrics = metrics
+        func limiter(_ bucket: String, _ limit: Int, _ kind: ServerMetrics.Limit) -> any AddressLimiter {
+            let limiter: any AddressLimiter = sharedStore ? SharedAddressThrottle(store: store, bucket: bucket, limit: limit, window: window)
                 : AddressThrottle(limit: limit, window: window, capacity: policy.maxTrackedAddresses)
+            return MeteredAddressLimiter(limiter: limiter, limit: kind, metrics: metrics)
         }
-        self.throttle = limiter("failed-logins", policy.maxFailuresPerAddress)
-        self.challengeThrottle = limiter("challenges", policy.maxChallengesPerAddress)
-        self.startThrottle = limiter("starts", policy.maxStartsPerAddress)
-        self.registrationThrottle = limiter("registrations", policy.maxRegistrationsPerAddress)
+        self.throttle = limiter("failed-logins", policy.maxFailuresPerAddress, .login)
+        self.challengeThrottle = limiter("challenges", policy.maxChallengesPerAddress, .challenge)
+        self.startThrottle = limiter("starts", policy.maxStartsPerAddress, .start)
+        self.registrationThrottle = limiter("registrations", policy.maxRegistrationsPerAddress, .registration)
         self.cookies = CookiePolicy(secure: !configuration.usesPlainHTTPOnLoopback)
         let longest = max(configuration.lifetimes.accessToken, configuration.lifetimes.idToken)
         self.keys = KeyRing(store: store, clock: clock, retentionAfterRetirement: TimeInterval(longest + 3600))
         self.issuerBox = NIOLockedValueBox(configuration.issuerString)
-        self.appleKeys = AppleKeySet(settings: configuration.apple)
+        self.appleKeys = AppleKeySet(settings: configuration.apple, metrics: metrics)
         self.smtpOutbox = smtp
         let fallback: any Outbox = configuration.development ? StoreOutbox(store: store) : UndeliverableOutbox(logger: logger)
         self.outbox = configuration.outbox ?? smtp ?? fallback
@@ -149,10 +154,15 @@ public final class IdentityServer: Sendable {
     public func application(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
         let configuredIssuer = configuration.issuer
         let issuerBox = self.issuerBox
+        let requestTimeout = TimeAmount.seconds(Int64(configuration.httpRequestTimeoutSeconds))
         return Application(
             router: makeRouter(),
-            // The idle timeout also closes connections that trickle a request head (slowloris) when no proxy does.
-            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(configuration.httpIdleTimeoutSeconds)))),
+            // Heads past the limits are answered 431 (`HeaderLimitHandler`); a client that trickles a request is cut
+            // off after `http_request_timeout_seconds` however it paces its bytes (`RequestReadDeadlineHandler`).
+            server: .http1(configuration: .init(additionalChannelHandlers: [HeaderLimitHandler(),
+                                                                            RequestReadDeadlineHandler(timeout: requestTimeout)],
+                                                idleTimeout: .seconds(Int64(configuration.httpIdleTimeoutSeconds)),
+                                                httpDecoderConfiguration: RequestSizeLimits.decoder)),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
             services: smtpOutbox.map { [MailDeliveryService(outbox: $0) as any Service] } ?? [],
             onServerRunning: { channel in
@@ -176,8 +186,10 @@ public final class IdentityServer: Sendable {
     func makeRouter() -> Router<LatchkeyRequestContext> {
         let router = Router(context: LatchkeyRequestContext.self)
         router.add(middleware: RequestIdMiddleware())
+        router.add(middleware: MetricsMiddleware(metrics: metrics))
         if configuration.issuer.scheme == "https" { router.add(middleware: StrictTransportSecurityMiddleware()) }
-        router.add(middleware: ErrorMiddleware())
+        router.add(middleware: ErrorMiddleware(metrics: metrics))
+        router.add(middleware: BodyLimitMiddleware())
         router.add(middleware: ClientAddressMiddleware(proxies: configuration.trustedProxies))
         addDiscoveryRoutes(router)
         addAuthorizeRoutes(router)
@@ -196,6 +208,7 @@ public final class IdentityServer: Sendable {
         addStepUpRoutes(router)
         addPasskeyPageRoutes(router)
         addHealthRoutes(router)
+        addMetricsRoute(router)
         return router
     }
 

@@ -13,8 +13,10 @@ actor AppleKeySet {
     private var cached: (keys: JWKSet, fetchedAt: Date)?
     private var lastForcedFetch: Date?
     private let session: URLSession
+    private let metrics: ServerMetrics
 
-    init(settings: AppleSettings) {
+    init(settings: AppleSettings, metrics: ServerMetrics) {
+        self.metrics = metrics
         url = settings.jwksURL
         cacheSeconds = TimeInterval(settings.keyCacheSeconds)
         let configuration = URLSessionConfiguration.ephemeral
@@ -38,10 +40,15 @@ actor AppleKeySet {
         var request = URLRequest(url: url)
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         let data: Data, response: URLResponse
-        do { (data, response) = try await session.data(for: request) } catch { throw AppleSignInFailure.keysUnavailable }
-        guard (response as? HTTPURLResponse)?.statusCode == 200, let keys = try? JSONDecoder().decode(JWKSet.self, from: data) else {
+        do { (data, response) = try await session.data(for: request) } catch {
+            metrics.jwksFetch(succeeded: false)
             throw AppleSignInFailure.keysUnavailable
         }
+        guard (response as? HTTPURLResponse)?.statusCode == 200, let keys = try? JSONDecoder().decode(JWKSet.self, from: data) else {
+            metrics.jwksFetch(succeeded: false)
+            throw AppleSignInFailure.keysUnavailable
+        }
+        metrics.jwksFetch(succeeded: true)
         cached = (keys, now)
         return keys
     }

@@ -89,6 +89,18 @@ extension IdentityServer {
     /// sends the verifier here, so a token lifted from another sign-in cannot be replayed without its verifier.
     func signInWithApple(idToken: String, nonce: String?, client: ClientConfiguration,
                          givenName: String?, familyName: String?) async throws -> UserRecord {
+        do {
+            let user = try await verifyAppleSignIn(idToken: idToken, nonce: nonce, client: client, givenName: givenName, familyName: familyName)
+            metrics.signIn(.apple, .success)
+            return user
+        } catch let failure as AppleSignInFailure {
+            metrics.signIn(.apple, .failure)
+            throw failure
+        }
+    }
+
+    private func verifyAppleSignIn(idToken: String, nonce: String?, client: ClientConfiguration,
+                                   givenName: String?, familyName: String?) async throws -> UserRecord {
         guard !client.appleBundleIds.isEmpty else { throw AppleSignInFailure.notConfigured }
         let jws: CompactJWS
         let claims: AppleIdentityClaims

@@ -43,8 +43,12 @@ public struct ConfigurationFile: Codable, Sendable {
     /// Email delivery; see `SMTPFile`.
     public var smtp: SMTPFile?
     public var httpIdleTimeoutSeconds: Int?
+    /// Seconds a client has to send a whole request (default 30; slowloris).
+    public var httpRequestTimeoutSeconds: Int?
     /// `{"require_nonce": true, "proof_lifetime_seconds": 300}` (RFC 9449).
     public var dpop: DPoPFile?
+    /// `"metrics": true` serves `GET /metrics` (Prometheus) on any binding; `false` never. Unset: loopback bindings only.
+    public var metrics: Bool?
 
     public struct DPoPFile: Codable, Sendable {
         public var requireNonce: Bool?
@@ -110,7 +114,8 @@ public struct ConfigurationFile: Codable, Sendable {
         case trustedProxies = "trusted_proxies", clientAddressHeader = "client_address_header"
         case pruneIntervalSeconds = "prune_interval_seconds"
         case recentAuthSeconds = "recent_auth_seconds"
-        case development, smtp, httpIdleTimeoutSeconds = "http_idle_timeout_seconds", dpop
+        case development, smtp, httpIdleTimeoutSeconds = "http_idle_timeout_seconds", dpop, metrics
+        case httpRequestTimeoutSeconds = "http_request_timeout_seconds"
     }
 
     public static func load(path: String) throws -> ConfigurationFile {
@@ -212,6 +217,8 @@ public struct ConfigurationFile: Codable, Sendable {
         if let development { base.development = development }
         if let smtp { base.smtp = try smtp.settings() }
         if let v = httpIdleTimeoutSeconds { base.httpIdleTimeoutSeconds = v }
+        if let v = httpRequestTimeoutSeconds { base.httpRequestTimeoutSeconds = v }
+        if let metrics { base.metricsEnabled = metrics }
         if let v = dpop?.requireNonce { base.dpop.requireNonce = v }
         if let v = dpop?.proofLifetimeSeconds { base.dpop.proofLifetimeSeconds = v }
         if let p = loginPolicy {

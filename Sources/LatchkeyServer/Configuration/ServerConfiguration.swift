@@ -60,8 +60,17 @@ public struct ServerConfiguration: Sendable {
     public var smtp: SMTPSettings?
     /// Seconds an HTTP connection may sit idle (or trickle a request head) before it is closed (slowloris).
     public var httpIdleTimeoutSeconds: Int = 60
+    /// Seconds a client has to send a whole request (head and body) once the server waits for one; slower
+    /// connections are closed, however they pace their bytes (slowloris). `RequestReadDeadlineHandler`.
+    public var httpRequestTimeoutSeconds: Int = 30
     /// DPoP (RFC 9449): how old a proof may be and whether proofs must carry a server nonce.
     public var dpop = DPoPPolicy()
+    /// Whether `GET /metrics` is served: nil (the default) serves it only when the server binds a loopback address,
+    /// since the figures are for the operator's scraper, not for the internet; true or false decides outright.
+    public var metricsEnabled: Bool?
+
+    /// Whether `GET /metrics` is routed (`metricsEnabled`, or a loopback binding when it is unset).
+    public var servesMetrics: Bool { metricsEnabled ?? LoopbackHost.isLoopback(host) }
 
     public init(issuer: URL, host: String = "127.0.0.1", port: Int = 8090, databasePath: String,
                 development: Bool = false, clients: [ClientConfiguration] = [], users: [UserSeed] = [],
@@ -140,6 +149,9 @@ public struct ServerConfiguration: Sendable {
             throw ConfigurationError.invalid("recent_auth_seconds must be between 60 and 86400, got \(recentAuthenticationSeconds)")
         }
         guard httpIdleTimeoutSeconds >= 1 else { throw ConfigurationError.invalid("http_idle_timeout_seconds must be at least 1") }
+        guard (1...3600).contains(httpRequestTimeoutSeconds) else {
+            throw ConfigurationError.invalid("http_request_timeout_seconds must be between 1 and 3600")
+        }
         if webAuthn.attestationRequired, webAuthn.trustAnchorsDER.isEmpty {
             throw ConfigurationError.invalid("webauthn attestation required needs at least one trust anchor certificate")
         }

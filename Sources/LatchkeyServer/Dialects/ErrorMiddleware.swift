@@ -1,11 +1,13 @@
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 
 /// Turns every thrown error into the response shape of the dialect the path belongs to, and keeps internal
 /// details (and anything secret) out of responses: unexpected errors are logged by type only and answered as 500.
 struct ErrorMiddleware: RouterMiddleware {
     typealias Context = LatchkeyRequestContext
+    let metrics: ServerMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
@@ -19,17 +21,22 @@ struct ErrorMiddleware: RouterMiddleware {
         } catch let error as APIError {
             return try Self.api(error, path: request.uri.path, locale: error.locale ?? request.locale())
         } catch StoreError.unavailable {
+            metrics.storeError("unavailable")
             // The database is away (restarting, failing over): a clear, retryable answer instead of a 500. The store
             // logged why; the client learns only that it should try again.
             var response = try Self.api(Self.storeUnavailable, path: request.uri.path, locale: request.locale())
             response.headers[.retryAfter] = "5"
             return response
         } catch StoreError.invalidInput {
+            metrics.storeError("invalid_input")
             let api = APIError(status: .badRequest, code: "SSE-400", error: "invalid_request", messageKey: "error.request",
                                userMessage: "The request could not be processed.", technical: "a value holds a character the store refuses (NUL)")
             return try Self.api(api, path: request.uri.path, locale: request.locale())
         } catch let error as HTTPError where error.status == .notFound {
             return try Self.api(.notFound(request.uri.path), path: request.uri.path, locale: request.locale())
+        } catch is NIOTooManyBytesError {
+            // A body read past the context's `maxUploadSize` by a decoder that does not go through `boundedBody()`.
+            return try Self.api(RequestSizeLimits.bodyTooLarge, path: request.uri.path, locale: request.locale())
         } catch let error as HTTPError where error.status.code < 500 {
             let api = APIError(status: error.status, code: "SSE-\(error.status.code)", error: "invalid_request",
                                messageKey: "error.request", userMessage: "The request could not be processed.",

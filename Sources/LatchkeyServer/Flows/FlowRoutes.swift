@@ -16,7 +16,7 @@ extension IdentityServer {
     }
 
     private func executeFlow(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
-        let body = try await request.body.collect(upTo: 64 * 1024)
+        let body = try await request.boundedBody()
         guard JSONMediaType.accepts(request, body: body) else {
             var failure = FlowFailure.badRequest("the body must be sent as application/json")
             failure.httpStatus = 415
@@ -130,7 +130,11 @@ extension IdentityServer {
         case .prompt:
             try await store.updateFlowExecution(id: executionId, state: try JSONEncoder().encode(run.state),
                                                 expiresAt: clock.now.addingTimeInterval(TimeInterval(configuration.lifetimes.flowExecution)))
-        case .complete, .failed:
+        case .complete:
+            try await store.deleteFlowExecution(id: executionId)
+            // A completion that hands out an assertion signed someone in (a recovery without one did not).
+            if run.assertion != nil { metrics.signIn(.flow, .success) }
+        case .failed:
             try await store.deleteFlowExecution(id: executionId)
         }
         return try respond(stop, run: run, executionId: executionId, challenge: next, verbose: verbose)

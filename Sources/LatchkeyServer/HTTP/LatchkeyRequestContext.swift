@@ -16,6 +16,9 @@ public struct LatchkeyRequestContext: RequestContext, RemoteAddressRequestContex
     /// The client's IP as text (port dropped), the key of the per-address throttles: the socket peer, or, when the
     /// peer is a trusted proxy, the client it forwards for (`ClientAddressMiddleware`).
     var clientAddress: String
+
+    /// What Hummingbird's own decoders read at most (`RequestSizeLimits.maxBodyBytes`, not its 2 MiB default).
+    public var maxUploadSize: Int { RequestSizeLimits.maxBodyBytes }
 }
 
 /// Replaces the context's client address by the one a trusted proxy forwards for (`trusted_proxies`). Without

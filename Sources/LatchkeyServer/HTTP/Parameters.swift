@@ -53,7 +53,7 @@ struct Parameters: Sendable {
 
     /// Parses the body of a POST: form-encoded, or JSON when `allowJSON` (the reachFive dialect's `/oauth/token`).
     static func body(of request: Request, allowJSON: Bool = false) async throws -> Parameters {
-        let buffer = try await request.body.collect(upTo: 64 * 1024)
+        let buffer = try await request.boundedBody()
         let data = Data(buffer: buffer)
         let contentType = request.headers[.contentType]?.lowercased() ?? ""
         if contentType.hasPrefix("application/x-www-form-urlencoded") {

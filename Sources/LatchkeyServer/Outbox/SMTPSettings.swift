@@ -143,7 +143,6 @@ extension ServerConfiguration {
             throw ConfigurationError.invalid(
                 "the demo user's password is published; it cannot be seeded on a non-loopback issuer (give a configuration with clients and without \"demo\": true)")
         }
-        guard httpIdleTimeoutSeconds >= 1 else { throw ConfigurationError.invalid("http_idle_timeout_seconds must be at least 1") }
         try smtp?.validate()
         if !development, outbox == nil, smtp == nil, let client = clients.first(where: \.sendsEmail) {
             throw ConfigurationError.invalid(

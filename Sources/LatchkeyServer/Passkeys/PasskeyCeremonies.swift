@@ -226,6 +226,18 @@ extension IdentityServer {
     /// authenticator verified the user.
     func finishPasskeyAuthentication(_ response: PasskeyAssertionResponse) async throws
         -> (user: UserRecord, clientId: String, passkey: PasskeyRecord, amr: [String]) {
+        do {
+            let result = try await verifyPasskeyAuthentication(response)
+            metrics.signIn(.passkey, .success)
+            return result
+        } catch let failure as PasskeyFailure {
+            metrics.signIn(.passkey, .failure)
+            throw failure
+        }
+    }
+
+    private func verifyPasskeyAuthentication(_ response: PasskeyAssertionResponse) async throws
+        -> (user: UserRecord, clientId: String, passkey: PasskeyRecord, amr: [String]) {
         let (ceremony, clientData) = try await takeCeremony(response.clientDataJSON, expecting: .authentication)
         guard let clientId = ceremony.clientId, let client = try await store.client(id: clientId)?.configuration else {
             throw PasskeyFailure.wrongCeremony

@@ -28,7 +28,7 @@ extension IdentityServer {
         // An unknown or ambiguous identifier (a username that is another account's email, from before usernames and
         // emails shared a namespace) names no account: the check runs against the decoy.
         let username = try await account(identifier: identifier)?.username ?? ""
-        let outcome = try await checkPassword(username: username, password: password, address: context.clientAddress)
+        let outcome = try await checkPassword(username: username, password: password, address: context.clientAddress, signIn: .password)
         guard case .accepted(let user) = outcome else {
             // The same key, arguments and wording as the hosted page and the flows (`PasswordCheck.userMessage`).
             let message = outcome.userMessage(now: clock.now) ?? LocalizedMessage("login.invalid_credentials")

@@ -8,8 +8,7 @@ struct ReachFiveBody {
     let fields: [String: JSONValue]
 
     static func read(_ request: Request) async throws -> ReachFiveBody {
-        let buffer: ByteBuffer
-        do { buffer = try await request.body.collect(upTo: 64 * 1024) } catch { throw Self.invalid("the body is larger than 64 KiB") }
+        let buffer = try await request.boundedBody()
         guard buffer.readableBytes > 0 else { return ReachFiveBody(fields: [:]) }
         guard JSONMediaType.accepts(request, body: buffer) else {
             throw APIError(status: .unsupportedMediaType, code: "SSE-415", error: "invalid_request", messageKey: "error.request",

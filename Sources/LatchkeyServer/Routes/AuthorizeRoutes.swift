@@ -159,6 +159,7 @@ extension IdentityServer {
             needsLogin = true
         }
         if let live, !needsLogin, try await sessionSatisfies(live.session, user: live.user, clientId: authRequest.clientId) {
+            metrics.signIn(.sso, .success)
             return try await issueCode(authRequest, user: live.user, session: live.session, afterPost: false)
         }
         if authRequest.prompt.contains("none") {

@@ -73,7 +73,7 @@ extension IdentityServer {
             amr = claims.amr
         } else {
             guard !username.isEmpty, !password.isEmpty else { return fail(LocalizedMessage("login.missing_fields"), .badRequest) }
-            let outcome = try await checkPassword(username: username, password: password, address: context.clientAddress)
+            let outcome = try await checkPassword(username: username, password: password, address: context.clientAddress, signIn: .password)
             guard case .accepted(let accepted) = outcome else {
                 let status: HTTPResponse.Status = switch outcome {
                 case .throttled: .tooManyRequests

@@ -159,10 +159,7 @@ extension IdentityServer {
     /// A JSON object body (at most 64 KiB) declared as JSON: 415 for any other declared type (a cross-site form can
     /// send `text/plain`), `400 USR-1001` for anything but an object.
     private static func jsonObject(_ request: Request) async throws -> [String: JSONValue] {
-        let buffer: ByteBuffer
-        do { buffer = try await request.body.collect(upTo: 64 * 1024) } catch {
-            throw SelfServiceErrors.invalidRequest("the body is larger than 64 KiB")
-        }
+        let buffer = try await request.boundedBody()
         guard JSONMediaType.accepts(request, body: buffer) else {
             var error = SelfServiceErrors.invalidRequest("the body must be sent as application/json")
             error.status = .unsupportedMediaType
@@ -188,7 +185,8 @@ extension IdentityServer {
                                                 "attributes.currentPassword (the current password) is required")
         }
         // The same check as signing in: throttling, lockout (wrong guesses count), bookkeeping.
-        let outcome = try await checkPassword(username: user.username, password: currentPassword, address: address, revealLock: true)
+        let outcome = try await checkPassword(username: user.username, password: currentPassword, address: address, revealLock: true,
+                                               signIn: nil)
         switch outcome {
         case .accepted: break
         case .throttled, .locked:

@@ -116,8 +116,9 @@ extension IdentityServer {
                                       amr: current.amr, dpop: binding)
         let next = tokens.refreshToken(for: grant, familyId: current.familyId)
         switch try await store.rotateRefreshToken(presented: hash, next: next.record, now: clock.now) {
-        case .rotated: break
+        case .rotated: metrics.refreshRotated()
         case .replayed:
+            metrics.refreshReplayDetected()
             logger.warning("refresh token replayed; family revoked", metadata: ["client": .string(client.clientId)])
             throw OAuthError(.invalidGrant, "the refresh token was already used; the session has been revoked for safety")
         case .revoked: throw OAuthError(.invalidGrant, "the refresh token has been revoked")

@@ -43,10 +43,7 @@ enum SCIMResponse {
     /// The request's JSON object. RFC 7644 §3.1 names `application/scim+json`; plain `application/json` is accepted
     /// too because most HTTP libraries send it by default.
     static func body(of request: Request) async throws -> [String: JSONValue] {
-        let buffer: ByteBuffer
-        do { buffer = try await request.body.collect(upTo: 64 * 1024) } catch {
-            throw SCIMError(status: .contentTooLarge, detail: "the body is larger than 64 KiB")
-        }
+        let buffer = try await request.boundedBody()
         // A missing type is refused too: an untyped body is what a cross-site page can send without a preflight.
         guard JSONMediaType.accepts(request, body: buffer, ["application/scim+json", "application/json"]) else {
             throw SCIMError(status: .unsupportedMediaType, detail: "the body must be application/scim+json or application/json")

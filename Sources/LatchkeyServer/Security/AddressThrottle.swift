@@ -117,3 +117,18 @@ struct SharedAddressThrottle: AddressLimiter {
         try await store.releaseAddressEvent(bucket: bucket, address: ClientAddress.throttleKey(address), at: at)
     }
 }
+
+/// Counts the refusals of another limiter in `latchkey_throttled_requests_total{limit=…}`.
+struct MeteredAddressLimiter: AddressLimiter {
+    let limiter: any AddressLimiter
+    let limit: ServerMetrics.Limit
+    let metrics: ServerMetrics
+
+    func reserve(address: String, now: Date) async throws -> Int? {
+        let wait = try await limiter.reserve(address: address, now: now)
+        if wait != nil { metrics.throttled(limit) }
+        return wait
+    }
+
+    func release(address: String, at: Date) async throws { try await limiter.release(address: address, at: at) }
+}

@@ -31,7 +31,25 @@ extension IdentityServer {
     /// whatever the password: saying "locked" would tell who has an account, and saying it only for the right
     /// password would let anyone keep guessing a locked account's password. `revealLock` is for callers that
     /// already know the account is the caller's (the self-service password change).
-    func checkPassword(username: String, password: String, address: String, revealLock: Bool = false) async throws -> PasswordCheck {
+    ///
+    /// `signIn` names the sign-in this check is part of, for the `latchkey_sign_ins_total` metric (nil: not a
+    /// sign-in, such as the self-service password change).
+    func checkPassword(username: String, password: String, address: String, revealLock: Bool = false,
+                       signIn method: ServerMetrics.SignInMethod?) async throws -> PasswordCheck {
+        let outcome = try await judgePassword(username: username, password: password, address: address, revealLock: revealLock)
+        if let method {
+            switch outcome {
+            // A flow's success is its completion (counted there): a password step may be followed by a second factor.
+            case .accepted: if method != .flow { metrics.signIn(method, .success) }
+            case .throttled: metrics.signIn(method, .throttled)
+            case .locked: metrics.signIn(method, .locked)
+            case .rejected, .disabled: metrics.signIn(method, .failure)
+            }
+        }
+        return outcome
+    }
+
+    private func judgePassword(username: String, password: String, address: String, revealLock: Bool) async throws -> PasswordCheck {
         let now = clock.now
         let policy = configuration.loginPolicy
         let limits = LoginLimits(perAddress: policy.maxFailuresPerAccount, perAccount: policy.maxFailuresPerAccountAllAddresses,
@@ -57,6 +75,7 @@ extension IdentityServer {
         guard matches, let user else {
             if let user, let lockedUntil = try await store.settleLoginFailure(userId: user.id, address: addressKey, now: clock.now, limits: limits) {
                 logger.notice("account locked after repeated failures", metadata: ["user": .string(user.id)])
+                metrics.lockout()
                 if revealLock { return .locked(until: lockedUntil) }
             }
             return .rejected

@@ -5,7 +5,8 @@ import Foundation
 enum AuthenticationExecutors {
     static func password(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         let username = (run.value("username") ?? "").trimmingCharacters(in: .whitespaces)
-        let outcome = try await server.checkPassword(username: username, password: run.submitted["password"] ?? "", address: run.clientAddress)
+        let outcome = try await server.checkPassword(username: username, password: run.submitted["password"] ?? "", address: run.clientAddress,
+                                                     signIn: .flow)
         switch outcome {
         case .throttled, .locked, .rejected: return .retry(.password(outcome, now: server.clock.now))
         case .disabled: return .fail(.password(outcome, now: server.clock.now))

@@ -1,0 +1,79 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+
+/// How large a request may be. Nothing the server takes needs more: the largest bodies are attestation objects and
+/// SCIM replacements, a few KiB; the largest heads carry a DPoP proof and cookies.
+public enum RequestSizeLimits {
+    /// Request bodies: 64 KiB; more is refused with 413 before it is read when `Content-Length` says so, and as soon
+    /// as a chunked body passes it otherwise.
+    public static let maxBodyBytes = 64 * 1024
+    /// The request head: 32 KiB in all, 16 KiB for one header line, 100 header fields; more is refused with 431.
+    public static let maxHeaderBytes = 32 * 1024
+    public static let maxHeaderFieldBytes = 16 * 1024
+    public static let maxHeaderFields = 100
+
+    static var decoder: HTTP1Channel.Configuration.DecoderConfiguration {
+        .init(maxHeaderFieldSize: maxHeaderFieldBytes, maxHeaderListSize: maxHeaderBytes, maxHeaderFieldCount: maxHeaderFields)
+    }
+
+    /// The error every oversized body becomes (thrown by `Request.boundedBody()`, and by `BodyLimitMiddleware` from
+    /// the declared length): answered 413 in the path's dialect by `ErrorMiddleware`.
+    static let bodyTooLarge = APIError(status: .contentTooLarge, code: "SSE-413", error: "invalid_request", messageKey: "error.request",
+                                       userMessage: "The request could not be processed.",
+                                       technical: "the request body is larger than \(maxBodyBytes / 1024) KiB")
+}
+
+extension Request {
+    /// The whole body, at most `RequestSizeLimits.maxBodyBytes`; a longer one throws the 413 error.
+    func boundedBody() async throws -> ByteBuffer {
+        do {
+            return try await body.collect(upTo: RequestSizeLimits.maxBodyBytes)
+        } catch is NIOTooManyBytesError {
+            throw RequestSizeLimits.bodyTooLarge
+        }
+    }
+}
+
+/// Refuses a body whose declared `Content-Length` passes the limit before a byte of it is read (413), so a client
+/// cannot make the server buffer it. Chunked bodies are cut off by `Request.boundedBody()` as they arrive.
+struct BodyLimitMiddleware: RouterMiddleware {
+    typealias Context = LatchkeyRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if let declared = request.headers[.contentLength], let length = Int(declared), length > RequestSizeLimits.maxBodyBytes {
+            throw RequestSizeLimits.bodyTooLarge
+        }
+        return try await next(request, context)
+    }
+}
+
+/// Answers a request head past the decoder's limits with 431 Request Header Fields Too Large (RFC 6585 §5) and closes
+/// the connection, where the HTTP server would otherwise answer a bare 400. Sits right after the HTTP codec; every
+/// other error goes on down the pipeline.
+final class HeaderLimitHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundOut = HTTPResponsePart
+
+    private static let body = #"{"error":"invalid_request","error_description":"the request head is larger than 32 KiB, or has more than 100 fields"}"#
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard let parserError = error as? HTTPParserError, parserError == .headerOverflow else {
+            context.fireErrorCaught(error)
+            return
+        }
+        let body = ByteBuffer(string: Self.body)
+        let head = HTTPResponse(status: .init(code: 431, reasonPhrase: "Request Header Fields Too Large"),
+                                headerFields: [.contentType: "application/json", .contentLength: String(body.readableBytes),
+                                               .connection: "close"])
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.write(wrapOutboundOut(.body(body)), promise: nil)
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in bound.value.close(promise: nil) }
+    }
+}

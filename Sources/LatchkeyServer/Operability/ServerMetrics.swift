@@ -1,0 +1,145 @@
+import Foundation
+import Prometheus
+
+/// The server's counters and histograms, exposed at `GET /metrics` in the Prometheus text format.
+///
+/// Each server owns its registry (no process-wide `MetricsSystem.bootstrap`), so several servers in one process — the
+/// tests run dozens — never mix their figures. Every label value comes from a closed set (an enum here, a route
+/// *template*, an HTTP method or status code): no user identifier, address, token or path segment a client chose
+/// can become a label, which would both leak it and let a client grow the registry without bound.
+public final class ServerMetrics: Sendable {
+    /// How a person proved who they are.
+    public enum SignInMethod: String, Sendable, CaseIterable {
+        /// A password: the hosted page or the reachFive password endpoint (the password check's outcome; a second
+        /// factor may follow).
+        case password
+        /// A passkey assertion (reachFive endpoints, the hosted page's passkey button, a flow's passkey step).
+        case passkey
+        /// A Sign in with Apple ID token.
+        case apple
+        /// An app-native flow (`/flow/execute`): the refusals of its password checks, and its completions.
+        case flow
+        /// An existing browser session reused at `/authorize`.
+        case sso
+    }
+
+    /// What came of a sign-in attempt.
+    public enum SignInOutcome: String, Sendable, CaseIterable {
+        case success
+        /// A wrong credential, an unknown account, a failed verification.
+        case failure
+        /// Refused because the account is locked.
+        case locked
+        /// Refused because the caller's address sent too many attempts.
+        case throttled
+    }
+
+    /// The per-address limits that can refuse a request.
+    public enum Limit: String, Sendable, CaseIterable {
+        case login, challenge, start, registration
+    }
+
+    let registry = PrometheusCollectorRegistry()
+
+    /// Upper bounds of the request latency histogram: 1 ms to 10 s, roughly ×2.5 apart (bcrypt sits near 250 ms).
+    static let latencyBuckets: [Duration] = [.milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+                                             .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+                                             .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10)]
+
+    public init() {
+        // Every series of a closed set is made at once, at zero: a dashboard sees `0`, not a missing series, and
+        // `rate()` works from the first increment.
+        for method in SignInMethod.allCases {
+            for outcome in SignInOutcome.allCases { _ = signInCounter(method, outcome) }
+        }
+        for limit in Limit.allCases { _ = throttleCounter(limit) }
+        _ = refreshCounter("rotated")
+        _ = refreshCounter("replayed")
+        _ = lockoutCounter()
+        _ = jwksCounter("ok")
+        _ = jwksCounter("failed")
+        _ = storeErrorCounter("unavailable")
+        _ = storeErrorCounter("invalid_input")
+    }
+
+    // MARK: Recording
+
+    /// One answered request: `route` is the matched route template (`/scim2/Users/{id}`), or `NotFound`.
+    func request(route: String, method: String, status: Int, duration: Duration) {
+        let labels = [("route", route), ("method", method), ("status", String(status))]
+        registry.makeCounter(descriptor: Self.name("http_requests", "total", "HTTP requests answered, by route template, method and status"),
+                             labels: labels).increment()
+        registry.makeDurationHistogram(descriptor: Self.name("http_request_duration", "seconds",
+                                                             "Time from the request head to the response head, by route template and method"),
+                                       labels: [("route", route), ("method", method)], buckets: Self.latencyBuckets)
+            .record(duration)
+    }
+
+    /// A sign-in attempt of `method` ended with `outcome`.
+    public func signIn(_ method: SignInMethod, _ outcome: SignInOutcome) { signInCounter(method, outcome).increment() }
+
+    /// A refresh token was exchanged for a new one.
+    func refreshRotated() { refreshCounter("rotated").increment() }
+
+    /// A refresh token was presented again after its rotation: its family was revoked.
+    func refreshReplayDetected() { refreshCounter("replayed").increment() }
+
+    /// An account was locked by repeated failures.
+    func lockout() { lockoutCounter().increment() }
+
+    /// A request was refused by a per-address limit.
+    func throttled(_ limit: Limit) { throttleCounter(limit).increment() }
+
+    /// The Apple key set was fetched (`ok`) or a fetch failed.
+    func jwksFetch(succeeded: Bool) { jwksCounter(succeeded ? "ok" : "failed").increment() }
+
+    /// The store refused or could not do its work (`unavailable`: 503 to the client; `invalid_input`: 400).
+    func storeError(_ kind: String) { storeErrorCounter(kind).increment() }
+
+    // MARK: Exposition
+
+    /// The registry in the Prometheus text exposition format (version 0.0.4).
+    public func exposition() -> String {
+        var bytes: [UInt8] = []
+        registry.emit(into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    // MARK: Series
+
+    /// `latchkey_<name>_<unit>`, with its `# HELP` text.
+    private static func name(_ name: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "latchkey", metricName: name, unitName: unit, helpText: help)
+    }
+
+    private func signInCounter(_ method: SignInMethod, _ outcome: SignInOutcome) -> Counter {
+        registry.makeCounter(descriptor: Self.name("sign_ins", "total", "Sign-in attempts by method (password, passkey, apple, flow, sso) and outcome"),
+                             labels: [("method", method.rawValue), ("outcome", outcome.rawValue)])
+    }
+
+    private func refreshCounter(_ result: String) -> Counter {
+        registry.makeCounter(descriptor: Self.name("refresh_tokens", "total", "Refresh-token grants: rotated, or replayed (family revoked)"),
+                             labels: [("result", result)])
+    }
+
+    private func lockoutCounter() -> Counter {
+        registry.makeCounter(descriptor: Self.name("account_lockouts", "total", "Accounts locked after repeated failed sign-ins"))
+    }
+
+    private func throttleCounter(_ limit: Limit) -> Counter {
+        registry.makeCounter(descriptor: Self.name("throttled_requests", "total",
+                                                   "Requests refused by a per-address limit (login, challenge, start, registration)"),
+                             labels: [("limit", limit.rawValue)])
+    }
+
+    private func jwksCounter(_ result: String) -> Counter {
+        registry.makeCounter(descriptor: Self.name("jwks_fetches", "total", "Fetches of a remote key set (Sign in with Apple)"),
+                             labels: [("source", "apple"), ("result", result)])
+    }
+
+    private func storeErrorCounter(_ kind: String) -> Counter {
+        registry.makeCounter(descriptor: Self.name("store_errors", "total",
+                                                   "Store operations that failed: unavailable (answered 503) or invalid input (answered 400)"),
+                             labels: [("kind", kind)])
+    }
+}
