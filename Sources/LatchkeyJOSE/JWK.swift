@@ -38,35 +38,9 @@ public struct JWK: Codable, Sendable, Hashable {
     }
 
     /// Verifies `signature` over `input` with this key using `algorithm`, which must be the key's own algorithm.
+    /// (Each call builds the crypto library's key; `PreparedKey` builds it once for many verifications.)
     public func verify(signature: Data, for input: Data, algorithm: JWSAlgorithm) throws -> Bool {
-        let keyAlg = try keyAlgorithm()
-        guard keyAlg == algorithm else {
-            throw JOSEError.algorithmMismatch(header: algorithm.rawValue, key: keyAlg.rawValue)
-        }
-        switch algorithm {
-        case .rs256:
-            guard let n = n.flatMap(Base64URL.decode), let e = e.flatMap(Base64URL.decode) else {
-                throw JOSEError.invalidKey("RSA key without n/e")
-            }
-            let key: _RSA.Signing.PublicKey
-            do { key = try _RSA.Signing.PublicKey(n: n, e: e) } catch { throw JOSEError.invalidKey("RSA n/e rejected") }
-            guard key.keySizeInBits >= 2048 else { throw JOSEError.invalidKey("RSA key shorter than 2048 bits") }
-            return key.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signature), for: input,
-                                        padding: .insecurePKCS1v1_5)
-        case .es256:
-            guard let x = x.flatMap(Base64URL.decode), let y = y.flatMap(Base64URL.decode), x.count == 32, y.count == 32 else {
-                throw JOSEError.invalidKey("EC key without 32-byte x/y")
-            }
-            let key: P256.Signing.PublicKey
-            do { key = try P256.Signing.PublicKey(rawRepresentation: x + y) } catch { throw JOSEError.invalidKey("EC point not on P-256") }
-            guard signature.count == 64, let sig = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
-            return key.isValidSignature(sig, for: input)
-        case .edDSA:
-            guard let x = x.flatMap(Base64URL.decode), x.count == 32 else { throw JOSEError.invalidKey("OKP key without 32-byte x") }
-            let key: Curve25519.Signing.PublicKey
-            do { key = try Curve25519.Signing.PublicKey(rawRepresentation: x) } catch { throw JOSEError.invalidKey("bad Ed25519 key") }
-            return key.isValidSignature(signature, for: input)
-        }
+        try PreparedKey(self).verify(signature: signature, for: input, algorithm: algorithm)
     }
 
     /// The JWK of a P-256 public key given as its 64-byte `x || y` (CryptoKit's `rawRepresentation`).
@@ -88,16 +62,52 @@ public struct JWK: Codable, Sendable, Hashable {
 
 /// A JWK Set document (`{"keys":[…]}`), as served at a `jwks_uri`.
 public struct JWKSet: Codable, Sendable, Hashable {
-    public var keys: [JWK]
-    public init(keys: [JWK]) { self.keys = keys }
+    /// The keys as published. Each is also prepared for verification (`PreparedKey`) when the set is made, decoded or
+    /// changed, so verifying against a set held for many tokens builds no key per token.
+    public var keys: [JWK] { didSet { prepared = Self.prepare(keys) } }
+    /// `keys[i]` prepared, or the reason it cannot verify anything.
+    private var prepared: [Result<PreparedKey, JOSEError>]
+
+    public init(keys: [JWK]) {
+        self.keys = keys
+        prepared = Self.prepare(keys)
+    }
+
+    private enum CodingKeys: String, CodingKey { case keys }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(keys: try container.decode([JWK].self, forKey: .keys))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(keys, forKey: .keys)
+    }
+
+    public static func == (a: JWKSet, b: JWKSet) -> Bool { a.keys == b.keys }
+    public func hash(into hasher: inout Hasher) { hasher.combine(keys) }
+
+    private static func prepare(_ keys: [JWK]) -> [Result<PreparedKey, JOSEError>] {
+        keys.map { key in
+            do { return .success(try PreparedKey(key)) } catch let error as JOSEError { return .failure(error) } catch {
+                return .failure(.invalidKey("\(error)"))
+            }
+        }
+    }
 
     /// Keys that could have signed a token with this header: same `kid` when the token names one, and a key usable
     /// for signatures with the header's algorithm.
     public func candidates(kid: String?, algorithm: JWSAlgorithm) -> [JWK] {
-        keys.filter { key in
-            (key.use == nil || key.use == "sig")
-                && (kid == nil || key.kid == kid)
-                && (try? key.keyAlgorithm()) == algorithm
-        }
+        keys.filter { key in Self.isCandidate(key, kid: kid, algorithm: algorithm) }
+    }
+
+    /// `candidates`, prepared (a candidate whose material is unusable is its error, thrown when it is tried).
+    func preparedCandidates(kid: String?, algorithm: JWSAlgorithm) -> [Result<PreparedKey, JOSEError>] {
+        zip(keys, prepared).compactMap { key, prepared in Self.isCandidate(key, kid: kid, algorithm: algorithm) ? prepared : nil }
+    }
+
+    private static func isCandidate(_ key: JWK, kid: String?, algorithm: JWSAlgorithm) -> Bool {
+        (key.use == nil || key.use == "sig") && (kid == nil || key.kid == kid) && (try? key.keyAlgorithm()) == algorithm
     }
 }

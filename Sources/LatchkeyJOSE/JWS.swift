@@ -13,6 +13,29 @@ public struct JWSHeader: Codable, Sendable, Equatable {
     public init(alg: String, kid: String? = nil, typ: String? = nil, jwk: JWK? = nil) {
         self.alg = alg; self.kid = kid; self.typ = typ; self.crit = nil; self.jwk = jwk
     }
+
+    /// The header of a compact JWS from its JSON: nil unless it is an object whose `alg` is a string and whose `kid`,
+    /// `typ` and `crit` (when present) have their types. Read with `JSONValue.parse` (duplicate members refused).
+    init?(json: Data) {
+        guard let object = try? JSONValue.parseObject(json), let alg = object["alg"]?.stringValue else { return nil }
+        // Present members must have their types; absent ones are nil.
+        for name in ["kid", "typ"] where object[name] != nil && object[name]?.stringValue == nil { return nil }
+        var crit: [String]?
+        if let value = object["crit"] {
+            guard let names = value.stringArray, case .array = value else { return nil }
+            crit = names
+        }
+        var jwk: JWK?
+        if let value = object["jwk"] {
+            // Only DPoP proofs carry a key; it is decoded as the JWK type decodes itself.
+            guard case .object = value, let data = try? JSONEncoder().encode(value), let key = try? JSONDecoder().decode(JWK.self, from: data) else {
+                return nil
+            }
+            jwk = key
+        }
+        self.init(alg: alg, kid: object["kid"]?.stringValue, typ: object["typ"]?.stringValue, jwk: jwk)
+        self.crit = crit
+    }
 }
 
 /// A parsed compact JWS (`header.payload.signature`). Parsing checks shape only; call `verify` before trusting it.
@@ -36,20 +59,18 @@ public struct CompactJWS: Sendable {
 
     public init(parsing token: String) throws {
         guard token.utf8.count <= Self.maximumLength else { throw JOSEError.malformed("token longer than \(Self.maximumLength) bytes") }
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { throw JOSEError.malformed("expected 3 segments, found \(parts.count)") }
-        guard let headerData = Base64URL.decode(parts[0]) else { throw JOSEError.malformed("header is not base64url") }
-        guard let payload = Base64URL.decode(parts[1]) else { throw JOSEError.malformed("payload is not base64url") }
-        guard let signature = Base64URL.decode(parts[2]) else { throw JOSEError.malformed("signature is not base64url") }
-        let header: JWSHeader
-        do { header = try JSONDecoder().decode(JWSHeader.self, from: headerData) } catch {
-            throw JOSEError.malformed("header is not a JSON object with alg")
-        }
+        // Split on the bytes: `String.split` walks grapheme clusters, which is most of a short token's parse time.
+        let parts = token.utf8.split(separator: UInt8(ascii: "."), maxSplits: 3, omittingEmptySubsequences: false)
+        guard parts.count == 3 else { throw JOSEError.malformed("expected 3 segments, found \(parts.count > 3 ? "more" : String(parts.count))") }
+        guard let headerData = Base64URL.decode(utf8: parts[0]) else { throw JOSEError.malformed("header is not base64url") }
+        guard let payload = Base64URL.decode(utf8: parts[1]) else { throw JOSEError.malformed("payload is not base64url") }
+        guard let signature = Base64URL.decode(utf8: parts[2]) else { throw JOSEError.malformed("signature is not base64url") }
+        guard let header = JWSHeader(json: headerData) else { throw JOSEError.malformed("header is not a JSON object with alg") }
         if let crit = header.crit, !crit.isEmpty { throw JOSEError.malformed("unsupported critical header \(crit)") }
         self.header = header
         self.payload = payload
         self.signature = signature
-        self.signingInput = Data("\(parts[0]).\(parts[1])".utf8)
+        self.signingInput = Data(token.utf8[parts[0].startIndex..<parts[1].endIndex])
     }
 
     /// The header's algorithm if it is one we accept; `none`, `HS256` and anything unknown are refused here.
@@ -64,7 +85,7 @@ public struct CompactJWS: Sendable {
     @discardableResult
     public func verify(with keySet: JWKSet) throws -> JWK {
         let alg = try algorithm()
-        let candidates = keySet.candidates(kid: header.kid, algorithm: alg)
+        let candidates = keySet.preparedCandidates(kid: header.kid, algorithm: alg)
         guard !candidates.isEmpty else {
             // A key with the right kid but another algorithm is an attack or a misconfiguration, not a rotation.
             if let kid = header.kid, let wrong = keySet.keys.first(where: { $0.kid == kid }), let keyAlg = try? wrong.keyAlgorithm() {
@@ -72,16 +93,25 @@ public struct CompactJWS: Sendable {
             }
             throw JOSEError.noMatchingKey(kid: header.kid)
         }
-        for key in candidates where try key.verify(signature: signature, for: signingInput, algorithm: alg) {
-            return key
+        for candidate in candidates {
+            let key = try candidate.get()
+            if try key.verify(signature: signature, for: signingInput, algorithm: alg) { return key.jwk }
         }
         throw JOSEError.badSignature
     }
 
     /// Decodes the payload (after `verify`).
     public func claims<T: Decodable>(as type: T.Type = T.self) throws -> T {
+        if T.self == [String: JSONValue].self, let object = try claimsObject() as? T { return object }
         do { return try JSONDecoder().decode(T.self, from: payload) } catch {
             throw JOSEError.malformed("payload is not the expected JSON object")
+        }
+    }
+
+    /// The payload as a JSON object, read by `JSONValue.parse` (strict, and without `Decodable`'s per-value retries).
+    public func claimsObject() throws -> [String: JSONValue] {
+        do { return try JSONValue.parseObject(payload) } catch {
+            throw JOSEError.malformed("payload is not a JSON object (\(error.reason))")
         }
     }
 }

@@ -209,6 +209,7 @@ public final class IdentityServer: Sendable {
         addPasskeyPageRoutes(router)
         addHealthRoutes(router)
         addMetricsRoute(router)
+        addOpenAPIRoute(router)
         return router
     }
 

@@ -37,7 +37,7 @@ public struct IDTokenValidator: Sendable {
             throw LatchkeyError(.invalidToken, "ID token rejected: \(error.description)", underlying: error)
         }
         let claims: [String: JSONValue]
-        do { claims = try jws.claims(as: [String: JSONValue].self) } catch {
+        do { claims = try jws.claimsObject() } catch {
             throw LatchkeyError(.invalidToken, "ID token payload is not a JSON object")
         }
         func fail(_ why: String) -> LatchkeyError { LatchkeyError(.invalidToken, "ID token rejected: \(why)") }

@@ -54,23 +54,12 @@ struct ErrorMiddleware: RouterMiddleware {
                                            technical: "the database is unavailable; retry later")
 
     static func oauth(_ error: OAuthError, request: Request) throws -> Response {
-        var headers: HTTPFields = [:]
-        if error.code == .invalidClient, request.headers[.authorization]?.lowercased().hasPrefix("basic ") == true {
-            headers[.wwwAuthenticate] = "Basic realm=\"latchkey\""  // RFC 6749 §5.2
-        }
-        let description = error.description.replacingOccurrences(of: "\"", with: "'")
-        if error.challenge == .dpop {
-            // RFC 9449 §7.1: the DPoP scheme's challenge names the algorithms a proof may use.
-            headers[.wwwAuthenticate] = "DPoP error=\"\(error.code.rawValue)\", error_description=\"\(description)\", algs=\"\(DPoP.algorithms.joined(separator: " "))\""
-        } else if error.code == .invalidToken || error.code == .insufficientScope {
-            headers[.wwwAuthenticate] = "Bearer error=\"\(error.code.rawValue)\", error_description=\"\(description)\""
-        }
-        if let nonce = error.dpopNonce { headers[DPoP.nonceHeader] = nonce }
-        if Dialect.of(path: request.uri.path) == .scim {
+        let headers = challengeHeaders(error, request: request)
+        switch Dialect.of(path: request.uri.path) {
+        case .scim:
             // SCIM clients parse RFC 7644 errors only; the Bearer challenge still tells them why (RFC 6750 §3).
             return try SCIMError(status: error.status, detail: error.description, headers: headers).response()
-        }
-        if Dialect.of(path: request.uri.path) == .reachFive {
+        case .reachFive:
             // `/identity/v1/…` clients parse `ApiError` only; the Bearer challenge header still says why (RFC 6750 §3).
             let locale = request.locale()
             let api = APIError(status: error.status, code: "OAUTH-\(error.status.code)", error: error.code.rawValue,
@@ -78,6 +67,18 @@ struct ErrorMiddleware: RouterMiddleware {
                                technical: error.description)
             return try Responses.json(ReachFiveErrorBody(api.localized(locale), errorId: Secrets.identifier()), status: error.status,
                                       noStore: true, headers: headers)
+        case .thunder, .html:
+            // thunderID endpoints (`/flow/…`, `/users/…`) answer `{code, message, description}` and pages answer a page,
+            // whatever the error's origin (a repeated parameter, a token refused); the challenge headers stay.
+            let locale = request.locale()
+            let code = error.code == .invalidToken ? "AUTH-4010" : "SSE-\(error.status.code)"
+            let api = APIError(status: error.status, code: code, error: error.code.rawValue, messageKey: UserMessages.oauthKey(error.code),
+                               userMessage: UserMessages.oauth(error.code, locale: locale), technical: error.description)
+            var response = try Self.api(api, path: request.uri.path, locale: locale)
+            for field in headers { response.headers[field.name] = field.value }
+            return response
+        case .oauth:
+            break
         }
         let reachFive = request.uri.path.hasPrefix("/oauth/")
         // error_description stays technical English (RFC 6749 §5.2 says it is for developers); only the
@@ -87,6 +88,24 @@ struct ErrorMiddleware: RouterMiddleware {
                                   errorMessageKey: reachFive ? UserMessages.oauthKey(error.code) : nil,
                                   errorUserMsg: reachFive ? UserMessages.oauth(error.code, locale: request.locale()) : nil)
         return try Responses.json(body, status: error.status, noStore: true, headers: headers)
+    }
+
+    /// The headers an OAuth error carries in every dialect: the Basic challenge of a failed client authentication
+    /// (RFC 6749 §5.2), the Bearer or DPoP challenge of a refused token (RFC 6750 §3, RFC 9449 §7.1), a DPoP nonce.
+    static func challengeHeaders(_ error: OAuthError, request: Request) -> HTTPFields {
+        var headers: HTTPFields = [:]
+        if error.code == .invalidClient, request.headers[.authorization]?.lowercased().hasPrefix("basic ") == true {
+            headers[.wwwAuthenticate] = "Basic realm=\"latchkey\""
+        }
+        let description = error.description.replacingOccurrences(of: "\"", with: "'")
+        if error.challenge == .dpop {
+            // RFC 9449 §7.1: the DPoP scheme's challenge names the algorithms a proof may use.
+            headers[.wwwAuthenticate] = "DPoP error=\"\(error.code.rawValue)\", error_description=\"\(description)\", algs=\"\(DPoP.algorithms.joined(separator: " "))\""
+        } else if error.code == .invalidToken || error.code == .insufficientScope {
+            headers[.wwwAuthenticate] = "Bearer error=\"\(error.code.rawValue)\", error_description=\"\(description)\""
+        }
+        if let nonce = error.dpopNonce { headers[DPoP.nonceHeader] = nonce }
+        return headers
     }
 
     /// Renders `error` in the dialect of `path`, its user-facing texts in `locale`.

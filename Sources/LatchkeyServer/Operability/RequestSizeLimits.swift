@@ -70,7 +70,7 @@ final class HeaderLimitHandler: ChannelInboundHandler, RemovableChannelHandler {
         let body = ByteBuffer(string: Self.body)
         let head = HTTPResponse(status: .init(code: 431, reasonPhrase: "Request Header Fields Too Large"),
                                 headerFields: [.contentType: "application/json", .contentLength: String(body.readableBytes),
-                                               .connection: "close"])
+                                               .connection: "close", RequestIdMiddleware.header: Secrets.identifier()])
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(body)), promise: nil)
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)

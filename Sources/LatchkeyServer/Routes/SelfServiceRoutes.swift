@@ -44,8 +44,13 @@ extension IdentityServer {
         } catch {
             var response = try ErrorMiddleware.api(SelfServiceErrors.unauthorized(error.description), path: request.uri.path,
                                                    locale: request.locale())
-            response.headers[.wwwAuthenticate] =
-                "Bearer error=\"invalid_token\", error_description=\"\(error.description.replacingOccurrences(of: "\"", with: "'"))\""
+            // The token's own challenge (a DPoP-bound token gets the DPoP scheme, a missing nonce its `DPoP-Nonce`),
+            // as userinfo and SCIM answer it; a Bearer `invalid_token` when the refusal has none.
+            for field in ErrorMiddleware.challengeHeaders(error, request: request) { response.headers[field.name] = field.value }
+            if response.headers[.wwwAuthenticate] == nil {
+                response.headers[.wwwAuthenticate] =
+                    "Bearer error=\"invalid_token\", error_description=\"\(error.description.replacingOccurrences(of: "\"", with: "'"))\""
+            }
             return response
         }
         switch caller.subject {
