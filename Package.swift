@@ -16,6 +16,8 @@ let package = Package(
         .library(name: "LatchkeyServer", targets: ["LatchkeyServer"]),
         .executable(name: "latchkey", targets: ["LatchkeyCLI"]),
         .executable(name: "latchkey-bench", targets: ["LatchkeyBenchmarks"]),
+        // Fuzzing harness (Tests/fuzz/README.md): replays inputs when built normally; scripts/fuzz.sh builds it for libFuzzer.
+        .executable(name: "latchkey-fuzz", targets: ["LatchkeyFuzz"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
@@ -125,7 +127,18 @@ let package = Package(
         ),
         .executableTarget(
             name: "LatchkeyBenchmarks",
-            dependencies: ["Latchkey", "LatchkeyJOSE", "LatchkeyServer", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Latchkey", "LatchkeyJOSE", "LatchkeyServer", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "LatchkeyFuzz",
+            dependencies: [
+                "Latchkey", "LatchkeyJOSE", "LatchkeyServer",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -16,6 +16,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need_apt[@]}"
 fi
 python3 -c "import selenium, pytest, requests, pexpect, webauthn, aiosmtpd" 2>/dev/null || { echo "==> installing selenium pytest requests pexpect webauthn aiosmtpd"; python3 -m pip install -q selenium pytest requests pexpect webauthn aiosmtpd; }
+# The API description's checkers (test_openapi.py), pinned: a new schemathesis release may add checks.
+python3 -c "import openapi_spec_validator, schemathesis" 2>/dev/null || { echo "==> installing openapi-spec-validator schemathesis"; python3 -m pip install -q openapi-spec-validator==0.9.0 schemathesis==4.32.5; }
 
 echo "==> swift build"
 swift build --build-tests
@@ -51,5 +53,14 @@ echo "==> swift test (SQLite; the store contract suite against SQLite and Postgr
 swift test --skip-build
 echo "==> swift test again, every test server on PostgreSQL (the whole suite against the shared store)"
 LATCHKEY_TEST_SERVER_POSTGRES_URL="$LATCHKEY_TEST_POSTGRES_URL" swift test --skip-build
-echo "==> system tests (pytest; two instances on one PostgreSQL among them)"
+echo "==> system tests (pytest: two instances on one PostgreSQL, the OpenAPI document under schemathesis, load and SIGKILL among them)"
 LATCHKEY_BIN="$(swift build --show-bin-path)/latchkey" python3 -m pytest -q Tests/system
+
+echo "==> ThreadSanitizer: the concurrency-heavy suites (token manager single-flight, store contract, server under concurrent requests)"
+# Its own build folder: sanitizer flags would otherwise rebuild .build from scratch.
+swift build --build-tests --sanitize=thread --scratch-path .build-tsan
+TSAN_OPTIONS="halt_on_error=1" swift test --skip-build --sanitize=thread --scratch-path .build-tsan \
+  --filter "LockedStorageRefreshTests|AuthStateBroadcastTests|SDKHardeningTests|SDKRedirectSignInTests|StoreContractTests|ConcurrentGuessLockoutTests|RefreshTokenTests|RequestLimitsTests|MetricsTests"
+
+echo "==> fuzzing: every libFuzzer target for a short run from its seed corpus (scripts/fuzz.sh; long runs by hand)"
+scripts/fuzz.sh --all "${LATCHKEY_FUZZ_SECONDS:-15}"

@@ -17,7 +17,9 @@ struct Benchmarks {
             ("jose", { try jose() }),
             ("idtoken", { try await SDKBenchmarks.idTokenValidation() }),
             ("sdk", { try await SDKBenchmarks.tokenPaths() }),
-            ("server", { try await tokenEndpoint() }),
+            ("server", { try await ServerBenchmarks.run() }),
+            ("refresh", { try await ServerBenchmarks.refreshOnly() }),
+            ("webauthn", { try await WebAuthnBenchmarks.run() }),
             ("passkey", { try await PasskeyBenchmarks.run() }),
             ("scale", { try await ScaleBenchmarks.run() }),
         ]
@@ -71,40 +73,6 @@ struct Benchmarks {
             let rawVerifyRate = try rate { _ = try prepared.verify(signature: signature, for: input, algorithm: alg) }
             report("\(alg.rawValue) JWS parse+verify", verifyRate, baseline: "raw \(alg.rawValue) verify", rawVerifyRate)
         }
-    }
-
-    /// Refresh-token grant (client auth, DB rotation in one transaction, two JWT signatures) vs a bare GET /health,
-    /// both over loopback HTTP against an in-process server.
-    static func tokenEndpoint() async throws {
-        print("Token endpoint over loopback HTTP (sequential requests)")
-        let bench = try await BenchServer.start { configuration in
-            configuration.clients.append(ClientConfiguration(clientId: "bench", clientSecret: "bench-secret-0123456789",
-                                                             tokenEndpointAuthMethod: .clientSecretPost, grantTypes: [.clientCredentials],
-                                                             scopes: ["api"]))
-        }
-        let base = "http://127.0.0.1:\(bench.port)"
-        let session = URLSession(configuration: .ephemeral)
-
-        func timed(_ n: Int, _ request: () -> URLRequest) async throws -> Double {
-            for _ in 0..<10 { _ = try await session.data(for: request()) }
-            let start = DispatchTime.now().uptimeNanoseconds
-            for _ in 0..<n {
-                let (_, response) = try await session.data(for: request())
-                guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw BenchError("unexpected status") }
-            }
-            return Double(n) / (Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
-        }
-        func post(_ form: String) -> URLRequest {
-            var r = URLRequest(url: URL(string: base + "/oauth2/token")!)
-            r.httpMethod = "POST"
-            r.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-            r.httpBody = Data(form.utf8)
-            return r
-        }
-        let health = try await timed(300) { URLRequest(url: URL(string: base + "/health")!) }
-        let cc = try await timed(300) { post("grant_type=client_credentials&client_id=bench&client_secret=bench-secret-0123456789") }
-        report("client_credentials grant", cc, baseline: "GET /health", health)
-        await bench.stop()
     }
 }
 

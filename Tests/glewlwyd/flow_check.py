@@ -13,6 +13,7 @@ GLEWLWYD_REDIRECT_URI, GLEWLWYD_TEST_USER, GLEWLWYD_TEST_PASSWORD,
 GLEWLWYD_POST_LOGOUT_REDIRECT_URI. Or pass the workdir of start.sh as argv[1]
 (its `env` file is read).
 """
+import json
 import base64
 import hashlib
 import os
@@ -209,6 +210,13 @@ def main():
     ui = r.json()
     expect(ui.get("sub") == c.get("sub"), "userinfo sub != id_token sub")
     ok("userinfo", str(ui))
+
+    # With GLEWLWYD_TOKENS_TO (a file path): the token answer is written there and the check stops before refreshing
+    # and revoking, so the benchmark (scripts/bench-peers.sh) can use the refresh token.
+    if os.environ.get("GLEWLWYD_TOKENS_TO"):
+        with open(os.environ["GLEWLWYD_TOKENS_TO"], "w") as f:
+            json.dump({"token_endpoint": disco["token_endpoint"], "client_id": client_id, **tokens}, f)
+        return 0
 
     # 10. refresh --------------------------------------------------------------------------
     r = requests.post(disco["token_endpoint"], data={

@@ -31,7 +31,13 @@ actor TokenManager {
         self.refresher = refresher
     }
 
-    static func key(_ sessionId: String?) -> String { "latchkey.session." + (sessionId ?? "default") }
+    static func key(_ sessionId: String?) -> String {
+        guard let sessionId else { return defaultKey }
+        return "latchkey.session." + sessionId
+    }
+
+    /// The default session's key, made once: `getAccessToken()` is called for every request an app makes.
+    private static let defaultKey = "latchkey.session.default"
 
     /// The loaded session whose access token is `accessToken` (an `AuthToken` the app passes back), to present it the
     /// way its session requires (DPoP).
@@ -88,9 +94,29 @@ actor TokenManager {
         slots[key] = slot
     }
 
-    /// A usable access token, refreshing first when it expires within the skew.
-    func accessToken(_ sessionId: String?, now: Date = Date()) async throws -> String {
-        try await usableTokens(sessionId, now: now).accessToken
+    /// A usable access token, refreshing first when it expires within the skew. A caller that finds a refresh in
+    /// flight waits for it off the actor: ten thousand concurrent callers cost the actor one turn each, and the
+    /// refresh's completion wakes them without queueing them on it again.
+    nonisolated func accessToken(_ sessionId: String?, now: Date = Date()) async throws -> String {
+        switch try await accessTokenOrRefresh(sessionId, now: now) {
+        case .ready(let token): return token
+        case .refreshing(let refresh): return try await refresh.value.accessToken
+        }
+    }
+
+    private enum Access: Sendable {
+        case ready(String)
+        case refreshing(Task<TokenSet, any Error>)
+    }
+
+    private func accessTokenOrRefresh(_ sessionId: String?, now: Date) async throws -> Access {
+        // The common case first, without copying the slot or the token set: loaded, saved, not about to expire.
+        if let slot = slots[Self.key(sessionId)], slot.loaded, !slot.unsaved, let tokens = slot.tokens, !tokens.isExpired(now: now, skew: skew) {
+            return .ready(tokens.accessToken)
+        }
+        guard let current = try await tokens(sessionId) else { throw LatchkeyError(.sessionExpired, "not signed in") }
+        if !current.isExpired(now: now, skew: skew) { return .ready(current.accessToken) }
+        return .refreshing(try refreshTask(sessionId))
     }
 
     /// The session's tokens with a usable access token (refreshed first when it expires within the skew): what a
@@ -103,52 +129,53 @@ actor TokenManager {
         return try await refreshed(sessionId)
     }
 
-    /// Refreshes (or joins the refresh in flight) and returns the new tokens. Every caller — the one that started
-    /// the request and those that joined it — re-checks the generation afterwards, so a refresh that finishes after
-    /// sign-out or a newer sign-in is discarded for all of them.
+    /// Refreshes (or joins the refresh in flight) and returns the new tokens.
     func refreshed(_ sessionId: String?) async throws -> TokenSet {
+        try await refreshTask(sessionId).value
+    }
+
+    /// The session's refresh in flight, or a new one. The task finishes the refresh itself, on the actor: it discards
+    /// a result whose session was signed out or replaced meanwhile (each session has a generation that both bump),
+    /// stores the new set, and ends the session on a definitive `invalid_grant`. Whoever waits for it, and wherever,
+    /// gets that one outcome.
+    private func refreshTask(_ sessionId: String?) throws -> Task<TokenSet, any Error> {
         let key = Self.key(sessionId)
         guard let slot = slots[key], let current = slot.tokens else { throw LatchkeyError(.sessionExpired, "not signed in") }
         let generation = slot.generation
-        let task: Task<TokenSet, any Error>
-        let started: Bool
-        if let inFlight = slot.refresh, inFlight.generation == generation {
-            task = inFlight.task
-            started = false
-        } else {
-            guard current.refreshToken != nil else {
-                throw LatchkeyError(.sessionExpired, "the access token expired and there is no refresh token")
-            }
-            task = Task { try await self.performRefresh(current, key: key, generation: generation) }
-            slots[key]?.refresh = (generation, task)
-            started = true
+        if let inFlight = slot.refresh, inFlight.generation == generation { return inFlight.task }
+        guard current.refreshToken != nil else {
+            throw LatchkeyError(.sessionExpired, "the access token expired and there is no refresh token")
         }
+        let task = Task { try await self.runRefresh(current, sessionId: sessionId, key: key, generation: generation) }
+        slots[key]?.refresh = (generation, task)
+        return task
+    }
+
+    private func runRefresh(_ current: TokenSet, sessionId: String?, key: String, generation: Int) async throws -> TokenSet {
         do {
-            let fresh = try await task.value
+            let fresh = try await performRefresh(current, key: key, generation: generation)
             guard slots[key]?.generation == generation else {
                 throw LatchkeyError(.sessionExpired, "signed out while the token was being refreshed; the result was discarded")
             }
-            if started {
-                slots[key]?.refresh = nil
-                slots[key]?.tokens = fresh
-                changes?.publish(AuthStateChange(event: .tokenRefreshed, sessionId: sessionId, isSignedIn: true))
-                // Shared storage was written under its lock already; writing again outside it could put back a set
-                // that another process has rotated since.
-                if !(storage is any SharedStorageAdapter) {
-                    // The old refresh token is spent: if the new set cannot be stored now (the device is locked), it
-                    // stays in memory and is written on the next access, rather than failing a refresh that worked.
-                    do { try await storage.set(key, try JSONEncoder().encode(fresh)) } catch { slots[key]?.unsaved = true }
-                }
+            slots[key]?.refresh = nil
+            slots[key]?.tokens = fresh
+            changes?.publish(AuthStateChange(event: .tokenRefreshed, sessionId: sessionId, isSignedIn: true))
+            // Shared storage was written under its lock already; writing again outside it could put back a set
+            // that another process has rotated since.
+            if !(storage is any SharedStorageAdapter) {
+                // The old refresh token is spent: if the new set cannot be stored now (the device is locked), it
+                // stays in memory and is written on the next access, rather than failing a refresh that worked.
+                do { try await storage.set(key, try JSONEncoder().encode(fresh)) } catch { slots[key]?.unsaved = true }
             }
             return fresh
         } catch let error as LatchkeyError where error.code == .invalidGrant {
-            if started, slots[key]?.generation == generation {
+            if slots[key]?.generation == generation {
                 try await clear(sessionId, because: .sessionExpired)  // definitive: the grant is gone
             }
             throw LatchkeyError(.sessionExpired, "the session has ended; sign in again (\(error.message))", statusCode: error.statusCode,
                                 serverCode: error.serverCode, underlying: error)
         } catch {
-            if started, slots[key]?.generation == generation { slots[key]?.refresh = nil }
+            if slots[key]?.generation == generation { slots[key]?.refresh = nil }
             throw error
         }
     }

@@ -178,7 +178,7 @@ final class LoopbackListener: @unchecked Sendable {
     }
 
     /// Reads the request line (`GET /callback?… HTTP/1.1`) and returns its target.
-    private static func readRequestTarget(_ client: Int32) -> String? {
+    static func readRequestTarget(_ client: Int32) -> String? {
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         var received = 0
         // SO_RCVTIMEO bounds each recv; this bounds the whole request line (a byte every few seconds is still idle).

@@ -73,7 +73,7 @@ struct TokenIssuer: Sendable {
         return (token, lifetimes.accessToken)
     }
 
-    func idToken(for grant: Grant, accessToken: String) async throws -> String? {
+    func idToken(for grant: Grant, accessToken: String, algorithm: JWSAlgorithm = .rs256) async throws -> String? {
         guard grant.scope.contains("openid"), let user = grant.user else { return nil }
         let now = Int(clock.now.timeIntervalSince1970)
         var claims = ScopeClaims.claims(of: user, scopes: grant.scope)
@@ -89,7 +89,7 @@ struct TokenIssuer: Sendable {
         if !grant.amr.isEmpty { claims["amr"] = .array(AuthenticationMethods.normalized(grant.amr).map(JSONValue.string)) }
         if let acr = AuthenticationMethods.acr(for: grant.amr) { claims["acr"] = .string(acr) }
         claims["at_hash"] = .string(Self.atHash(accessToken))
-        return try await keys.signingKey(.rs256).sign(claims: claims, type: "JWT")
+        return try await keys.signingKey(algorithm).sign(claims: claims, type: "JWT")
     }
 
     /// OIDC Core §3.1.3.6: base64url of the left half of SHA-256 of the access token (RS256 and ES256 both use SHA-256).

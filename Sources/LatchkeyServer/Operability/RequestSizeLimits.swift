@@ -55,18 +55,30 @@ struct BodyLimitMiddleware: RouterMiddleware {
 /// Answers a request head past the decoder's limits with 431 Request Header Fields Too Large (RFC 6585 §5) and closes
 /// the connection, where the HTTP server would otherwise answer a bare 400. Sits right after the HTTP codec; every
 /// other error goes on down the pipeline.
+///
+/// The close lingers: the client is usually still sending the rest of its head, and closing at once would reset the
+/// connection and destroy the answer before it is read. So the sending side is shut after the answer, what still
+/// arrives is read and dropped, and the connection is closed two seconds later at the latest.
 final class HeaderLimitHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
     typealias OutboundOut = HTTPResponsePart
 
     private static let body = #"{"error":"invalid_request","error_description":"the request head is larger than 32 KiB, or has more than 100 fields"}"#
+    private var answered = false
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !answered else { return }
+        context.fireChannelRead(data)
+    }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if answered { return }  // the decoder refuses every byte after the overflow: nothing more to say
         guard let parserError = error as? HTTPParserError, parserError == .headerOverflow else {
             context.fireErrorCaught(error)
             return
         }
+        answered = true
         let body = ByteBuffer(string: Self.body)
         let head = HTTPResponse(status: .init(code: 431, reasonPhrase: "Request Header Fields Too Large"),
                                 headerFields: [.contentType: "application/json", .contentLength: String(body.readableBytes),
@@ -74,6 +86,10 @@ final class HeaderLimitHandler: ChannelInboundHandler, RemovableChannelHandler {
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(body)), promise: nil)
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in bound.value.close(promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+            let context = bound.value
+            context.close(mode: .output, promise: nil)
+            context.eventLoop.scheduleTask(in: .seconds(2)) { bound.value.close(promise: nil) }
+        }
     }
 }

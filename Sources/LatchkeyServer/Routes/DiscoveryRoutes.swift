@@ -16,7 +16,7 @@ struct ProviderMetadata: Encodable {
     var responseModesSupported = ["query"]
     var grantTypesSupported = GrantType.allCases.map(\.rawValue)
     var subjectTypesSupported = ["public"]
-    var idTokenSigningAlgValuesSupported = ["RS256"]
+    var idTokenSigningAlgValuesSupported = ["RS256", "ES256"]
     var tokenEndpointAuthMethodsSupported = ClientAuthMethod.allCases.map(\.rawValue)
     var revocationEndpointAuthMethodsSupported = ClientAuthMethod.allCases.map(\.rawValue)
     var introspectionEndpointAuthMethodsSupported = ClientAuthMethod.allCases.map(\.rawValue)

@@ -292,7 +292,7 @@ extension IdentityServer {
     /// Access token, ID token (with `openid`) and, when given a family, its first refresh token.
     private func issue(_ grant: TokenIssuer.Grant, client: ClientConfiguration, newRefreshInFamily familyId: String?) async throws -> TokenResponse {
         let access = try await tokens.accessToken(for: grant)
-        let idToken = try await tokens.idToken(for: grant, accessToken: access.token)
+        let idToken = try await tokens.idToken(for: grant, accessToken: access.token, algorithm: client.idTokenSignedResponseAlg)
         var refresh: String?
         if let familyId, client.grantTypes.contains(.refreshToken) {
             let minted = tokens.refreshToken(for: grant, familyId: familyId)
