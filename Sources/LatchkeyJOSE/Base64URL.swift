@@ -16,6 +16,7 @@ public enum Base64URL {
 
     public static func encode(_ data: some DataProtocol) -> String {
         let bytes = Array(data)
+        let alphabet = Self.alphabet
         var out: [UInt8] = []
         out.reserveCapacity((bytes.count * 4 + 2) / 3)
         var index = 0
@@ -58,6 +59,7 @@ public enum Base64URL {
         var index = 0
         var accumulator: UInt32 = 0
         var bits = 0
+        let values = Self.values  // once: a static's accessor in the loop costs a lazy-initialization check per byte
         while index < bytes.count {
             let value = values[Int(bytes[index])]
             guard value != 0xFF else { return nil }
