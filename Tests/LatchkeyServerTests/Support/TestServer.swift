@@ -44,6 +44,8 @@ final class TestServer: Sendable {
         if path.hasPrefix("postgres://") {
             configuration.keyEncryptionKey = Data(repeating: 0x50, count: 32)
             configuration.databasePoolSize = 3  // hundreds of servers run at once in the suites
+            // …each opening connections while the machine is saturated: a slow connect is not what these tests test.
+            configuration.databaseTimeoutSeconds = 30
         }
         configure(&configuration)
         if !configuration.development, configuration.keyEncryptionKey == nil, configuration.keyEncryptionKeyFile == nil {
