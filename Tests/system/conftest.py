@@ -32,14 +32,16 @@ def free_port():
 class Server:
     """`latchkey serve` as a child process of the test runner (never of a Swift test), on a free loopback port."""
 
-    def __init__(self, workdir, port=None, database=None, issuer=None, env=None):
+    def __init__(self, workdir, port=None, database=None, issuer=None, env=None, args=None):
         """`database`: a SQLite path or a PostgreSQL URL (default: latchkey.sqlite in `workdir`); `issuer`: passed as
-        `--issuer` (several instances behind one name share it); `env`: added to the child's environment."""
+        `--issuer` (several instances behind one name share it); `env`: added to the child's environment; `args`: more
+        arguments of `latchkey serve` (`--config FILE`)."""
         self.workdir = workdir
         self.port = port or free_port()
         self.database = database or os.path.join(workdir, "latchkey.sqlite")
         self.issuer = issuer
         self.env = env
+        self.args = args or []
         self.proc = None
 
     @property
@@ -51,6 +53,7 @@ class Server:
         command = [BINARY, "serve", "--port", str(self.port), "--database", self.database]
         if self.issuer:
             command += ["--issuer", self.issuer]
+        command += self.args
         self.proc = subprocess.Popen(command, cwd=self.workdir, stdout=self.log, stderr=subprocess.STDOUT,
                                      env={**os.environ, **self.env} if self.env else None)
         deadline = time.time() + 30

@@ -11,8 +11,6 @@ import json
 import os
 import re
 import secrets
-import signal
-import subprocess
 import tempfile
 import threading
 import time
@@ -21,7 +19,7 @@ import urllib.parse
 import requests
 import urllib3
 
-from conftest import BINARY, DEMO_PASSWORD, DEMO_USER, free_port, pkce_pair
+from conftest import DEMO_PASSWORD, DEMO_USER, Server, free_port, pkce_pair
 
 LOAD_SECONDS = float(os.environ.get("LATCHKEY_LOAD_SECONDS", "8"))
 REDIRECT = "http://127.0.0.1:9/callback"
@@ -29,47 +27,21 @@ CLIENT = "latchkey-demo"
 TIMEOUT = 30
 
 
-class LoadServer:
+def load_server(workdir, port=None):
     """`latchkey serve --config` with limits raised for the load (every request comes from 127.0.0.1) and the
-    production bcrypt cost floor (10)."""
+    production bcrypt cost floor (10); the same file and port again for a restart."""
+    port = port or free_port()
+    config = os.path.join(workdir, "latchkey.json")
+    with open(config, "w") as f:
+        json.dump({"development": True, "bcrypt_cost": 10, "issuer": f"http://localhost:{port}",
+                   "login_policy": {"max_starts_per_address": 1_000_000, "max_registrations_per_address": 1_000_000,
+                                    "max_failures_per_address": 1_000_000, "max_queued_hashes": 1000}}, f)
+    return Server(workdir, port=port, args=["--config", config, "--log-level", "warning"])
 
-    def __init__(self, workdir, port=None):
-        self.workdir = workdir
-        self.port = port or free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.config = os.path.join(workdir, "latchkey.json")
-        with open(self.config, "w") as f:
-            json.dump({"development": True, "bcrypt_cost": 10, "issuer": self.base,
-                       "login_policy": {"max_starts_per_address": 1_000_000, "max_registrations_per_address": 1_000_000,
-                                        "max_failures_per_address": 1_000_000, "max_queued_hashes": 1000}}, f)
-        self.proc = None
 
-    def start(self):
-        log = open(os.path.join(self.workdir, "server.log"), "ab")
-        self.proc = subprocess.Popen([BINARY, "serve", "--config", self.config, "--port", str(self.port),
-                                      "--database", os.path.join(self.workdir, "latchkey.sqlite"), "--log-level", "warning"],
-                                     cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 30
-        while time.time() < deadline and self.proc.poll() is None:
-            try:
-                if requests.get(self.base + "/health", timeout=1).status_code == 200:
-                    return self
-            except requests.ConnectionError:
-                time.sleep(0.1)
-        raise RuntimeError("server did not start: " + self.log_tail())
-
-    def log_tail(self):
-        with open(os.path.join(self.workdir, "server.log"), errors="replace") as f:
-            return f.read()[-3000:]
-
-    def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=30)
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(timeout=30)
+def log_tail(server):
+    with open(os.path.join(server.workdir, "server.log"), errors="replace") as f:
+        return f.read()[-3000:]
 
 
 class Record:
@@ -277,11 +249,11 @@ def assert_accounts_sign_in(server, accounts):
 
 def test_load_loses_nothing_issued():
     workdir = tempfile.mkdtemp(prefix="latchkey-load-")
-    server = LoadServer(workdir).start()
+    server = load_server(workdir).start()
     try:
         record, elapsed, _ = run_load(server, LOAD_SECONDS)
         report(record, elapsed, "steady")
-        assert not record.failures, f"{len(record.failures)} failures, first: {record.failures[:3]}\n" + server.log_tail()
+        assert not record.failures, f"{len(record.failures)} failures, first: {record.failures[:3]}\n" + log_tail(server)
         chains = [c for c in record.chains if c.tokens]
         assert len(chains) >= 4 and sum(len(c.tokens) for c in chains) >= 20, "too little load to prove anything"
         assert record.accounts, "no account was registered under load"
@@ -309,14 +281,14 @@ def test_load_loses_nothing_issued():
 
 def test_sigkill_mid_load_keeps_everything_confirmed():
     workdir = tempfile.mkdtemp(prefix="latchkey-load-kill-")
-    server = LoadServer(workdir).start()
+    server = load_server(workdir).start()
     record, elapsed, killed_at = run_load(server, max(4.0, LOAD_SECONDS / 2), kill_at=max(2.0, LOAD_SECONDS / 4))
     report(record, elapsed, "sigkill")
     early = [f for f in record.failures if f[0] < killed_at - 0.2]
     assert not early, f"failures before the kill: {early[:3]}"
     chains = [c for c in record.chains if c.tokens]
     assert len(chains) >= 4, "too little load to prove anything"
-    restarted = LoadServer(workdir, port=server.port).start()
+    restarted = load_server(workdir, port=server.port).start()
     try:
         lost, working = [], 0
         for chain in chains:

@@ -64,7 +64,9 @@ final class HeaderLimitHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundOut = HTTPRequestPart
     typealias OutboundOut = HTTPResponsePart
 
-    private static let body = #"{"error":"invalid_request","error_description":"the request head is larger than 32 KiB, or has more than 100 fields"}"#
+    private static let body = #"{"error":"invalid_request","error_description":"the request head is larger than "#
+        + "\(RequestSizeLimits.maxHeaderBytes / 1024) KiB, has a line over \(RequestSizeLimits.maxHeaderFieldBytes / 1024) KiB, "
+        + #"or has more than \#(RequestSizeLimits.maxHeaderFields) fields"}"#
     private var answered = false
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -105,6 +105,10 @@ struct DPoPTests {
         let asBearer = try await call(["Authorization": "Bearer \(tokens.accessToken)"])
         #expect(asBearer.status == 401 && asBearer.header("WWW-Authenticate")?.hasPrefix("DPoP error=\"invalid_token\"") == true)
         #expect(asBearer.header("WWW-Authenticate")?.contains("algs=\"ES256 EdDSA\"") == true)
+        // The thunderID self-service endpoint gives the same challenge (it answered a Bearer one before), in its own body.
+        let profile = try await browser.get(server.base + "/users/me", headers: ["Authorization": "Bearer \(tokens.accessToken)"])
+        #expect(try profile.status == 401 && (profile.json()["code"] as? String) == "AUTH-4010")
+        #expect(profile.header("WWW-Authenticate")?.hasPrefix("DPoP error=\"invalid_token\"") == true)
         let noProof = try await call(["Authorization": dpop])
         #expect(noProof.status == 401 && noProof.header("WWW-Authenticate")?.contains("invalid_dpop_proof") == true)
 
@@ -196,6 +200,18 @@ struct DPoPTests {
         let stale = try await TestBrowser().postForm(server.base + "/oauth2/token", ["grant_type": "refresh_token", "refresh_token": "x", "client_id": "latchkey-demo"],
                                                      headers: ["DPoP": try Self.proof(try SigningKey.generate(.es256), method: "POST", url: tokenURL, nonce: "made-up")])
         #expect((try stale.json()["error"] as? String) == "use_dpop_nonce")
+
+        // /users/me asks for the nonce as userinfo does, so a DPoP client can retry there too.
+        let tokens = try await session.tokens
+        let key = try SigningKey(algorithm: .es256, pem: try #require(tokens.dpopKey))
+        let profileURL = server.issuer + "/users/me"
+        let withoutNonce = try await TestBrowser().get(server.base + "/users/me", headers: [
+            "Authorization": "DPoP \(tokens.accessToken)", "DPoP": try Self.proof(key, url: profileURL, accessToken: tokens.accessToken)])
+        #expect(withoutNonce.status == 401 && withoutNonce.header("WWW-Authenticate")?.contains("use_dpop_nonce") == true)
+        let nonce = try #require(withoutNonce.header("DPoP-Nonce"))
+        let retried = try await TestBrowser().get(server.base + "/users/me", headers: [
+            "Authorization": "DPoP \(tokens.accessToken)", "DPoP": try Self.proof(key, url: profileURL, accessToken: tokens.accessToken, nonce: nonce)])
+        #expect(retried.status == 200)
     }
 
     @Test("an application that requires DPoP refuses token requests without a proof; a bound token is exchanged only with its key")
@@ -267,7 +283,8 @@ extension DPoPTests {
 
         let asBearer = try await TestBrowser().postJSON(server.base + "/flow/execute", ["applicationId": "latchkey-demo", "flowType": "SIGNOUT"],
                                                         headers: ["Authorization": "Bearer \(tokens.accessToken)"])
-        #expect(asBearer.status == 401)
+        #expect(try asBearer.status == 401 && (asBearer.json()["code"] as? String) == "AUTH-4010", "a thunderID body on /flow")
+        #expect(asBearer.header("WWW-Authenticate")?.hasPrefix("DPoP error=\"invalid_token\"") == true)
         let key = try SigningKey(algorithm: .es256, pem: try #require(tokens.dpopKey))
         let flowURL = server.issuer + "/flow/execute"
         let anotherKey = try await TestBrowser().postJSON(server.base + "/flow/execute", ["applicationId": "latchkey-demo", "flowType": "SIGNOUT"],
