@@ -54,26 +54,39 @@ public enum Base64URL {
     private static func decode(bytes: UnsafeBufferPointer<UInt8>) -> Data? {
         let remainder = bytes.count % 4
         guard remainder != 1 else { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 3 / 4)
-        var index = 0
-        var accumulator: UInt32 = 0
-        var bits = 0
-        let values = Self.values  // once: a static's accessor in the loop costs a lazy-initialization check per byte
-        while index < bytes.count {
-            let value = values[Int(bytes[index])]
-            guard value != 0xFF else { return nil }
-            accumulator = accumulator << 6 | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
-                accumulator &= (1 << UInt32(bits)) - 1
+        // Straight into the result's storage: one allocation, no intermediate array; four characters make three
+        // bytes, with one validity test per group (every table entry outside the alphabet has its top bit set).
+        var out = Data(count: bytes.count / 4 * 3 + (remainder == 0 ? 0 : remainder - 1))
+        let valid = out.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) -> Bool in
+            Self.values.withUnsafeBufferPointer { values in
+                let whole = bytes.count - remainder
+                var read = 0, written = 0
+                while read < whole {
+                    let a = UInt32(values[Int(bytes[read])]), b = UInt32(values[Int(bytes[read + 1])])
+                    let c = UInt32(values[Int(bytes[read + 2])]), d = UInt32(values[Int(bytes[read + 3])])
+                    guard (a | b | c | d) & 0x80 == 0 else { return false }
+                    let group = a << 18 | b << 12 | c << 6 | d
+                    buffer[written] = UInt8(truncatingIfNeeded: group >> 16)
+                    buffer[written + 1] = UInt8(truncatingIfNeeded: group >> 8)
+                    buffer[written + 2] = UInt8(truncatingIfNeeded: group)
+                    read += 4
+                    written += 3
+                }
+                guard remainder > 0 else { return true }
+                // Two or three characters left: one or two bytes, and the 4 or 2 bits that pad them must be zero
+                // (the canonical encoding).
+                let a = UInt32(values[Int(bytes[read])]), b = UInt32(values[Int(bytes[read + 1])])
+                let c = remainder == 3 ? UInt32(values[Int(bytes[read + 2])]) : 0
+                guard (a | b | c) & 0x80 == 0 else { return false }
+                let group = a << 18 | b << 12 | c << 6
+                buffer[written] = UInt8(truncatingIfNeeded: group >> 16)
+                if remainder == 3 {
+                    buffer[written + 1] = UInt8(truncatingIfNeeded: group >> 8)
+                    return group & 0xFF == 0
+                }
+                return group & 0xFFFF == 0
             }
-            index += 1
         }
-        // 2 or 4 bits left over: they pad the last byte and must be zero (the canonical encoding).
-        guard accumulator == 0 else { return nil }
-        return Data(out)
+        return valid ? out : nil
     }
 }

@@ -73,7 +73,8 @@ struct JSONValueParser {
 
     private mutating func object(depth: Int) throws(JSONParseError) -> [String: JSONValue] {
         index += 1  // {
-        var members: [String: JSONValue] = [:]
+        // Room for a token's claims up front: growing from empty rehashed the members three times.
+        var members: [String: JSONValue] = Dictionary(minimumCapacity: 8)
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return members }
         while true {
@@ -136,6 +137,12 @@ struct JSONValueParser {
             index += 1
             if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
             guard digits(&self) > 0 else { throw error("expected digits in the exponent") }
+        }
+        // Integers of up to 15 digits (every time claim) are exact in a Double and read here; the rest through `Double`.
+        if index - start <= 15, !bytes[start..<index].contains(where: { $0 == UInt8(ascii: ".") || $0 | 0x20 == UInt8(ascii: "e") }) {
+            var magnitude: Int64 = 0
+            for byte in bytes[integer..<index] { magnitude = magnitude * 10 + Int64(byte - UInt8(ascii: "0")) }
+            return integer > start ? -Double(magnitude) : Double(magnitude)
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
         guard let number = Double(text), number.isFinite else { throw JSONParseError(offset: start, reason: "number out of range") }

@@ -55,6 +55,19 @@ struct JSONValueParserTests {
         #expect(throws: JSONParseError.self) { try JSONValue.parse(Data(hostile.utf8)) }
     }
 
+    @Test("numbers read on the integer fast path equal what Double reads", arguments: [
+        "0", "-0", "7", "-7", "1700000000", "123456789012345", "-12345678901234", "999999999999999", "-99999999999999",
+        "1234567890123456", "12345678901234567890", "1e3", "1E3", "-2.5", "0.1", "1e-7", "-0.0",
+    ])
+    func numbers(_ text: String) throws {
+        let expected = try #require(Double(text))
+        let read = try JSONValue.parse(Data(text.utf8))
+        guard case .number(let value) = read else { Issue.record("\(text) is not a number: \(read)"); return }
+        #expect(value == expected && value.sign == expected.sign, "\(text)")
+        guard case .object(let object) = try JSONValue.parse(Data(#"{"exp":\#(text)}"#.utf8)) else { Issue.record("not an object"); return }
+        #expect(object["exp"] == .number(expected))
+    }
+
     @Test("base64url round-trips every length and accepts only the canonical spelling")
     func base64url() {
         for length in 0..<70 {
@@ -66,7 +79,8 @@ struct JSONValueParserTests {
             #expect(Base64URL.decode(text) == bytes)
         }
         #expect(Base64URL.decode("AQ") == Data([1]))
-        for refused in ["AR", "AQ==", "A", "AQ=", "A+Q", "A/Q", "A Q", "AQ\n", "é"] {
+        #expect(Base64URL.decode("AQI") == Data([1, 2]) && Base64URL.decode("AQIDBA") == Data([1, 2, 3, 4]))
+        for refused in ["AR", "AQ==", "A", "AQ=", "A+Q", "A/Q", "A Q", "AQ\n", "é", "AQJ", "AQID!", "AQIDBAUGBw?A", "AQIDBAU=BwgJ"] {
             #expect(Base64URL.decode(refused) == nil, "\(refused)")  // "AR": the same byte with non-zero unused bits
         }
     }

@@ -15,7 +15,7 @@ final class ClientContext: Sendable {
     let tokens: TokenManager
 
     init(config: LatchkeyConfig, http: any HTTPClient, storage: any StorageAdapter, changes: AuthStateBroadcaster? = nil,
-         logger: Logger = Logger(label: "latchkey")) {
+         cache: AccessTokenCache? = nil, logger: Logger = Logger(label: "latchkey")) {
         let configBox = Locked(config)
         self.configBox = configBox
         // Every request of this context goes through one client, so the user's languages — as they are when the
@@ -28,7 +28,7 @@ final class ClientContext: Sendable {
         self.discovery = DiscoveryCache(issuer: config.issuer, http: http)
         // The token manager calls back into this context to refresh; a weak link avoids a retain cycle.
         let owner = WeakContext()
-        self.tokens = TokenManager(storage: storage, changes: changes) { current in
+        self.tokens = TokenManager(storage: storage, changes: changes, cache: cache) { current in
             guard let context = owner.get() else { throw LatchkeyError(.sdkNotInitialized, "the client was re-initialized") }
             return try await context.refresh(current)
         }

@@ -46,6 +46,8 @@ public final class LatchkeyClient: Sendable {
     let defaultDPoPKeyProvider = Locked<(any DPoPKeyProvider)?>(nil)
     /// Where session changes are published (`authStateChanges`).
     let authState = AuthStateBroadcaster()
+    /// The default session's usable access token, written by the current context's token manager only.
+    @usableFromInline let accessTokenCache = AccessTokenCache()
     let logger: Logger
 
     /// - Parameters:
@@ -76,10 +78,11 @@ public final class LatchkeyClient: Sendable {
         var config = config
         if config.dpopKeyProvider == nil { config.dpopKeyProvider = defaultDPoPKeyProvider.withLock { $0 } }
         let resolved = try storage ?? defaultStorage?(config) ?? InMemoryStorageAdapter()
-        let context = ClientContext(config: config, http: http, storage: resolved, changes: authState, logger: logger)
+        let context = ClientContext(config: config, http: http, storage: resolved, changes: authState, cache: accessTokenCache, logger: logger)
         try state.withLock { s in
             guard s.context == nil else { throw LatchkeyError(.alreadyInitialized, "initialize(config:storage:) was already called") }
             s.context = context
+            accessTokenCache.bind(to: context.tokens)
         }
         _ = await context.metadata()  // best effort: buildSignInURL is synchronous and wants the real endpoint
         return true
@@ -93,10 +96,12 @@ public final class LatchkeyClient: Sendable {
         if let baseUrl { config.baseUrl = baseUrl }
         if let clientId { config.clientId = clientId }
         try config.validate()
-        let context = ClientContext(config: config, http: http, storage: current.storage, changes: authState, logger: logger)
+        let context = ClientContext(config: config, http: http, storage: current.storage, changes: authState, cache: accessTokenCache,
+                                    logger: logger)
         state.withLock { s in
             s.context = context
             s.pending = [:]
+            accessTokenCache.bind(to: context.tokens)  // the old context's token is not this one's
         }
         _ = await context.metadata()
         return true
@@ -323,7 +328,23 @@ public final class LatchkeyClient: Sendable {
     }
 
     /// A valid access token, refreshed first if it is about to expire. Concurrent callers share one refresh.
+    @inlinable
     public func getAccessToken(sessionId: String? = nil) async throws -> String {
+        // Without the actor: the default session's token (loaded, saved, not yet due for refresh), or its refresh in
+        // flight.
+        if sessionId == nil {
+            switch accessTokenCache.lookup() {
+            case .token(let token): return token
+            case .refreshing(let refresh): return try await refresh.value.accessToken
+            case .askTheManager: break
+            }
+        }
+        return try await accessTokenFromManager(sessionId)
+    }
+
+    /// Every other case: the token manager loads, refreshes or waits for the refresh in flight.
+    @usableFromInline
+    func accessTokenFromManager(_ sessionId: String?) async throws -> String {
         try await context().tokens.accessToken(sessionId)
     }
 

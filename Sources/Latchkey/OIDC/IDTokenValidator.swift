@@ -70,8 +70,17 @@ public struct IDTokenValidator: Sendable {
         }
         if let atHash = claims["at_hash"]?.stringValue, let accessToken = expect.accessToken {
             // Left half of the hash the signature algorithm uses: SHA-256 for RS256/ES256, SHA-512 for Ed25519.
-            let digest = (try? jws.algorithm()) == .edDSA
-                ? Data(SHA512.hash(data: Data(accessToken.utf8))) : Data(SHA256.hash(data: Data(accessToken.utf8)))
+            // Hashed from the token's own bytes: the generic `hash(data:)` over a fresh `Data` cost more than the hash.
+            var token = accessToken
+            let edDSA = (try? jws.algorithm()) == .edDSA
+            let digest = token.withUTF8 { bytes -> [UInt8] in
+                func hash<H: HashFunction>(_: H.Type) -> [UInt8] {
+                    var hasher = H()
+                    hasher.update(bufferPointer: UnsafeRawBufferPointer(bytes))
+                    return Array(hasher.finalize())
+                }
+                return edDSA ? hash(SHA512.self) : hash(SHA256.self)
+            }
             guard Base64URL.encode(digest.prefix(digest.count / 2)) == atHash else { throw fail("at_hash does not match the access token") }
         }
         if let maxAge = expect.maxAge {

@@ -7,6 +7,9 @@ public actor JWKSCache {
     private let http: any HTTPClient
     private let minimumRefetchInterval: TimeInterval
     private var keys: JWKSet?
+    /// `keys`, readable without the actor: every ID token is verified against it, and the verification (tens of
+    /// microseconds of RSA) need not queue behind other callers on the actor.
+    private nonisolated let published = Locked<JWKSet?>(nil)
     /// When an unknown `kid` last forced a refetch; the rate limit applies between such refetches.
     private var lastForcedRefetch: Date?
     private var inFlight: Task<JWKSet, any Error>?
@@ -18,7 +21,17 @@ public actor JWKSCache {
     }
 
     /// Verifies `jws` against the cached keys, refetching once if no key matches.
-    public func verify(_ jws: CompactJWS) async throws {
+    public nonisolated func verify(_ jws: CompactJWS) async throws {
+        guard let current = published.withLock({ $0 }) else { return try await verifyFetching(jws) }
+        do {
+            try jws.verify(with: current)
+        } catch JOSEError.noMatchingKey {
+            try await verifyFetching(jws)  // the actor decides whether a refetch is allowed
+        }
+    }
+
+    /// `verify` on the actor: fetches the keys when there are none, and refetches once (rate-limited) when none matches.
+    private func verifyFetching(_ jws: CompactJWS) async throws {
         let current = try await keySet(forceRefresh: false)
         do {
             try jws.verify(with: current)
@@ -46,6 +59,7 @@ public actor JWKSCache {
         defer { inFlight = nil }
         let set = try await task.value
         keys = set
+        published.withLock { $0 = set }
         return set
     }
 }

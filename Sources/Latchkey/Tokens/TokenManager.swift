@@ -16,6 +16,8 @@ actor TokenManager {
     }
 
     private var slots: [String: Slot] = [:]
+    /// Sessions being read from storage: concurrent first callers share one read (and one decode) per session.
+    private var loads: [String: Task<TokenSet?, any Error>] = [:]
     private let storage: any StorageAdapter
     private let refresher: Refresher
     /// Refresh this long before expiry, so a token is never sent in its last seconds.
@@ -23,12 +25,30 @@ actor TokenManager {
 
     /// Told of every sign-in, sign-out, refresh and expiry (the client's `authStateChanges`).
     private let changes: AuthStateBroadcaster?
+    /// Where the default session's usable access token is published for the client's lock-only fast path.
+    private let cache: AccessTokenCache?
 
-    init(storage: any StorageAdapter, skew: TimeInterval = 30, changes: AuthStateBroadcaster? = nil, refresher: @escaping Refresher) {
+    init(storage: any StorageAdapter, skew: TimeInterval = 30, changes: AuthStateBroadcaster? = nil, cache: AccessTokenCache? = nil,
+         refresher: @escaping Refresher) {
         self.storage = storage
         self.skew = skew
         self.changes = changes
+        self.cache = cache
         self.refresher = refresher
+    }
+
+    /// Publishes the default session's state to the cache. Called on the actor after every change of that slot, so
+    /// the cache never answers differently from the actor: only a loaded, saved set is cached, until its expiry less
+    /// the skew, and only the refresh of the slot's current generation.
+    private func publish(_ key: String) {
+        guard let cache, key == Self.defaultKey else { return }
+        let slot = slots[key]
+        let refreshing = slot.flatMap { slot in slot.refresh.flatMap { $0.generation == slot.generation ? $0.task : nil } }
+        if let slot, slot.loaded, !slot.unsaved, let tokens = slot.tokens {
+            cache.update(tokens.accessToken, usableUntil: tokens.expiresAt.addingTimeInterval(-skew), refreshing: refreshing, from: self)
+        } else {
+            cache.update(nil, usableUntil: .distantPast, refreshing: refreshing, from: self)
+        }
     }
 
     static func key(_ sessionId: String?) -> String {
@@ -51,10 +71,27 @@ actor TokenManager {
             if slot.unsaved { await saveAgain(key) }
             return slot.tokens
         }
-        let stored = try await storage.get(key).flatMap { try? JSONDecoder().decode(TokenSet.self, from: $0) }
+        let load: Task<TokenSet?, any Error>
+        if let inFlight = loads[key] {
+            load = inFlight
+        } else {
+            let storage = self.storage
+            load = Task { try await storage.get(key).flatMap { try? JSONDecoder().decode(TokenSet.self, from: $0) } }
+            loads[key] = load
+        }
+        let stored: TokenSet?
+        do {
+            stored = try await load.value
+        } catch {
+            if loads[key] == load { loads[key] = nil }
+            throw error
+        }
+        if loads[key] == load { loads[key] = nil }
+        // A sign-in or sign-out while the read was in flight wins over what was read.
         if slots[key]?.loaded != true {
             slots[key, default: Slot()].tokens = stored
             slots[key, default: Slot()].loaded = true
+            publish(key)
         }
         return slots[key]?.tokens
     }
@@ -80,7 +117,10 @@ actor TokenManager {
     private func saveAgain(_ key: String) async {
         guard let tokens = slots[key]?.tokens, let data = try? JSONEncoder().encode(tokens) else { return }
         let generation = slots[key]?.generation
-        if (try? await storage.set(key, data)) != nil, slots[key]?.generation == generation { slots[key]?.unsaved = false }
+        if (try? await storage.set(key, data)) != nil, slots[key]?.generation == generation {
+            slots[key]?.unsaved = false
+            publish(key)
+        }
     }
 
     /// Bumping the generation is what makes a refresh started earlier discard its result.
@@ -92,6 +132,7 @@ actor TokenManager {
         slot.refresh = nil
         slot.unsaved = false
         slots[key] = slot
+        publish(key)
     }
 
     /// A usable access token, refreshing first when it expires within the skew. A caller that finds a refresh in
@@ -146,8 +187,9 @@ actor TokenManager {
         guard current.refreshToken != nil else {
             throw LatchkeyError(.sessionExpired, "the access token expired and there is no refresh token")
         }
-        let task = Task { try await self.runRefresh(current, sessionId: sessionId, key: key, generation: generation) }
+        let task = Task(priority: .high) { try await self.runRefresh(current, sessionId: sessionId, key: key, generation: generation) }
         slots[key]?.refresh = (generation, task)
+        publish(key)
         return task
     }
 
@@ -159,13 +201,22 @@ actor TokenManager {
             }
             slots[key]?.refresh = nil
             slots[key]?.tokens = fresh
+            publish(key)
             changes?.publish(AuthStateChange(event: .tokenRefreshed, sessionId: sessionId, isSignedIn: true))
             // Shared storage was written under its lock already; writing again outside it could put back a set
             // that another process has rotated since.
             if !(storage is any SharedStorageAdapter) {
                 // The old refresh token is spent: if the new set cannot be stored now (the device is locked), it
                 // stays in memory and is written on the next access, rather than failing a refresh that worked.
-                do { try await storage.set(key, try JSONEncoder().encode(fresh)) } catch { slots[key]?.unsaved = true }
+                do {
+                    try await storage.set(key, try JSONEncoder().encode(fresh))
+                } catch {
+                    // Only if nothing replaced the set during the write: the flag belongs to these tokens.
+                    if slots[key]?.generation == generation, slots[key]?.tokens == fresh {
+                        slots[key]?.unsaved = true
+                        publish(key)
+                    }
+                }
             }
             return fresh
         } catch let error as LatchkeyError where error.code == .invalidGrant {
@@ -175,7 +226,10 @@ actor TokenManager {
             throw LatchkeyError(.sessionExpired, "the session has ended; sign in again (\(error.message))", statusCode: error.statusCode,
                                 serverCode: error.serverCode, underlying: error)
         } catch {
-            if slots[key]?.generation == generation { slots[key]?.refresh = nil }
+            if slots[key]?.generation == generation {
+                slots[key]?.refresh = nil
+                publish(key)
+            }
             throw error
         }
     }

@@ -29,7 +29,8 @@ struct GlewlwydStandardsModeTests {
         #expect(url.absoluteString.hasPrefix(issuer), "authorization endpoint from discovery")
 
         // glewlwyd's login and consent are REST calls: password, then the password scheme the profile scope asks for.
-        let browser = TestBrowser()
+        // glewlwyd (libmicrohttpd) drops connections when the parallel suites saturate the machine; resend those.
+        let browser = TestBrowser(retriesOfDroppedConnections: 3)
         let json = ["Content-Type": "application/json"]
         func body(_ object: [String: Any]) throws -> Data { try JSONSerialization.data(withJSONObject: object) }
         var r = try await browser.send(base + "/api/auth/", method: "POST", body: try body(["username": user, "password": password]), headers: json)
@@ -63,7 +64,7 @@ struct GlewlwydStandardsModeTests {
         // one fallback is a GET, which glewlwyd answers with its redirect.
         #expect((1...2).contains(endSession.count) && (300..<400).contains(endSession.last ?? 0), "end_session accepted the hint: \(endSession)")
         if endSession.count == 2 { #expect([404, 405, 501].contains(endSession[0]), "POST refused as unsupported: \(endSession)") }
-        let reuse = try await TestBrowser().postForm(issuer + "/token", ["grant_type": "refresh_token", "refresh_token": refreshToken,
+        let reuse = try await TestBrowser(retriesOfDroppedConnections: 3).postForm(issuer + "/token", ["grant_type": "refresh_token", "refresh_token": refreshToken,
                                                                        "client_id": env["GLEWLWYD_CLIENT_ID"] ?? ""])
         #expect(reuse.status >= 400, "the refresh token was revoked at glewlwyd (\(reuse.status))")
     }

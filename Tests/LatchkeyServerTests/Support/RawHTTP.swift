@@ -11,6 +11,16 @@ enum RawHTTP {
         var status: Int { response.status }
     }
 
+    /// Whether `error` says the peer closed or reset the connection before a whole response arrived.
+    static func isDroppedConnection(_ error: any Error) -> Bool {
+        if let channelError = error as? ChannelError {
+            return channelError == .ioOnClosedChannel || channelError == .eof || channelError == .alreadyClosed
+        }
+        if let ioError = error as? IOError { return [ECONNRESET, EPIPE, ECONNREFUSED].contains(ioError.errnoCode) }
+        if error is NIOConnectionError { return true }
+        return error is TestFailure && "\(error)".contains("connection closed before the response ended")
+    }
+
     static func exchange(host: String, port: Int, method: String, path: String, headers: [String: String], body: Data?) async throws -> Result {
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(.seconds(10))
