@@ -975,6 +975,10 @@ struct StoreContractTests {
             try await store.upsertClient(ClientRecord(configuration: renamed, secretHash: nil))
             let updated = try #require(try await store.client(id: "shop"))
             #expect(updated.configuration.name == "Shop 2" && updated.secretHash == nil && updated.configuration.clientSecret == nil)
+            // Back to a configuration read before (the SQLite store remembers decodings by their text): still exact.
+            try await store.upsertClient(ClientRecord(configuration: configuration, secretHash: secretHash))
+            #expect(try await store.client(id: "shop")?.configuration == expected)
+            #expect(try await store.client(id: "shop")?.configuration.name == "Shop", "a repeated read answers the same")
             #expect(try await store.client(id: "unknown") == nil)
         }
     }
