@@ -146,13 +146,18 @@ enum SDKBenchmarks {
             return (distinct, wall, Double(waits[waits.count - 1]) / 1e6, Double(waits[waits.count / 2]) / 1e6)
         }
         let all = try await concurrently { try await fresh.getAccessToken() }
+        let refreshRequests = http.refreshes - before
         let harness = try await concurrently { await bare.get() }
         print(String(format: "  one getAccessToken on an expired token (a new client: refresh, metadata, keys): %.1f ms; the bare refresh round trip: %.1f ms",
                      single, roundTrip))
         print(String(format: "  %d concurrent getAccessToken on an expired token (a new client): %d refresh request(s), %d distinct token(s); every caller served within %.1f ms (median %.2f ms) = %.2f× one caller, %.2f× the bare round trip",
-                     n, http.refreshes - before, all.distinct.count, all.longest, all.median, all.longest / single, all.longest / roundTrip))
+                     n, refreshRequests, all.distinct.count, all.longest, all.median, all.longest / single, all.longest / roundTrip))
         print(String(format: "  wall time for the %d tasks: %.1f ms; the same %d tasks on a bare actor call: %.1f ms (longest call %.2f ms)",
                      n, all.wall, n, harness.wall, harness.longest))
+        // Not a figure but the property the figure is about: a run that breaks it fails (scripts/test.sh runs it).
+        guard refreshRequests == 1, all.distinct.count == 1 else {
+            throw BenchError("single-flight refresh broken: \(refreshRequests) refresh requests, \(all.distinct.count) distinct tokens")
+        }
         await bench.stop()
     }
 
