@@ -187,6 +187,8 @@ actor TokenManager {
         guard current.refreshToken != nil else {
             throw LatchkeyError(.sessionExpired, "the access token expired and there is no refresh token")
         }
+        // High priority: every request of the app waits for this one, and it must not queue behind their tasks
+        // (10,000 callers starting at once starved a refresh at the callers' priority).
         let task = Task(priority: .high) { try await self.runRefresh(current, sessionId: sessionId, key: key, generation: generation) }
         slots[key]?.refresh = (generation, task)
         publish(key)

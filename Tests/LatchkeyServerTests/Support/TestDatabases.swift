@@ -36,15 +36,23 @@ enum TestDatabases {
         guard let components = URLComponents(string: admin), let host = components.host, let user = components.user else {
             throw TestFailure("bad admin URL \(admin)")
         }
-        let configuration = PostgresConnection.Configuration(host: host, port: components.port ?? 5432, username: user,
+        var configuration = PostgresConnection.Configuration(host: host, port: components.port ?? 5432, username: user,
                                                              password: components.password, database: String(components.path.dropFirst()),
                                                              tls: .disable)
-        let connection: PostgresConnection
-        do {
-            connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: Logger(label: "test.databases"))
-        } catch {
-            throw TestFailure("cannot connect to \(host): \(String(reflecting: error))")
+        // The whole suite on PostgreSQL starts hundreds of servers, each creating its database, on two cores: a connect
+        // can wait past the driver's default 10 s (it did once in CI). A saturated machine is not what the tests test.
+        configuration.options.connectTimeout = .seconds(30)
+        var connection: PostgresConnection?
+        for attempt in 1...3 where connection == nil {
+            do {
+                connection = try await PostgresConnection.connect(configuration: configuration, id: attempt, logger: Logger(label: "test.databases"))
+            } catch where attempt < 3 {
+                try await Task.sleep(for: .seconds(attempt))
+            } catch {
+                throw TestFailure("cannot connect to \(host) after \(attempt) attempts: \(String(reflecting: error))")
+            }
         }
+        guard let connection else { throw TestFailure("cannot connect to \(host)") }
         do {
             try await connection.query(PostgresQuery(unsafeSQL: sql), logger: Logger(label: "test.databases"))
         } catch {

@@ -76,7 +76,8 @@ extension PostgresStore {
                 return nil
             }
             let c = Columns(row)
-            return ClientRecord(configuration: try c.json("configuration"), secretHash: try c("secret_hash", as: Data?.self))
+            return ClientRecord(configuration: try self.decodedClients.configuration(try c("configuration", as: String.self)),
+                                secretHash: try c("secret_hash", as: Data?.self))
         }
     }
 

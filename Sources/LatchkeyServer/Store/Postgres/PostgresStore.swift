@@ -19,6 +19,8 @@ public final class PostgresStore: Store {
     let sealer: SecretSealer?
     let logger: Logger
     let timeout: Duration
+    /// Client configurations by their stored JSON (every token request reads its client).
+    let decodedClients = DecodedClientConfigurations()
     private let runner: Task<Void, Never>
 
     /// Connects (the pool opens connections lazily, up to `poolSize`), migrates the schema, and checks that sealed
