@@ -64,7 +64,7 @@ echo "==> ThreadSanitizer: the concurrency-heavy suites (token manager single-fl
 # Its own build folder: sanitizer flags would otherwise rebuild .build from scratch.
 swift build --build-tests --sanitize=thread --scratch-path .build-tsan
 TSAN_OPTIONS="halt_on_error=1" swift test --skip-build --sanitize=thread --scratch-path .build-tsan \
-  --filter "LockedStorageRefreshTests|AuthStateBroadcastTests|SDKHardeningTests|SDKRedirectSignInTests|StoreContractTests|ConcurrentGuessLockoutTests|RefreshTokenTests|RequestLimitsTests|MetricsTests"
+  --filter "LockedStorageRefreshTests|AccessTokenCacheTests|AuthStateBroadcastTests|SDKHardeningTests|SDKRedirectSignInTests|StoreContractTests|ConcurrentGuessLockoutTests|RefreshTokenTests|RequestLimitsTests|MetricsTests"
 
 echo "==> fuzzing: every libFuzzer target for a short run from its seed corpus (scripts/fuzz.sh; long runs by hand)"
 scripts/fuzz.sh --all "${LATCHKEY_FUZZ_SECONDS:-15}"
