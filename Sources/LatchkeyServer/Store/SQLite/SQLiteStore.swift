@@ -289,8 +289,8 @@ public final class SQLiteStore: Store {
             INSERT INTO refresh_tokens (token_hash, family_id, client_id, user_id, scope, session_id, auth_time, created_at, expires_at, amr, jkt)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [t.tokenHash, t.familyId, t.clientId, t.userId, t.scope.joined(separator: " "), t.sessionId,
-                             t.authTime.timeIntervalSince1970, t.createdAt.timeIntervalSince1970, t.expiresAt.timeIntervalSince1970,
-                             try Self.json(t.amr), t.jkt])
+                  t.authTime.timeIntervalSince1970, t.createdAt.timeIntervalSince1970, t.expiresAt.timeIntervalSince1970,
+                  try Self.json(t.amr), t.jkt])
     }
 
     public func refreshToken(hash: Data) async throws -> RefreshTokenRecord? {
