@@ -79,14 +79,8 @@ actor TokenManager {
             load = Task { try await storage.get(key).flatMap { try? JSONDecoder().decode(TokenSet.self, from: $0) } }
             loads[key] = load
         }
-        let stored: TokenSet?
-        do {
-            stored = try await load.value
-        } catch {
-            if loads[key] == load { loads[key] = nil }
-            throw error
-        }
-        if loads[key] == load { loads[key] = nil }
+        defer { if loads[key] == load { loads[key] = nil } }
+        let stored = try await load.value
         // A sign-in or sign-out while the read was in flight wins over what was read.
         if slots[key]?.loaded != true {
             slots[key, default: Slot()].tokens = stored

@@ -18,7 +18,12 @@ enum RawHTTP {
         }
         if let ioError = error as? IOError { return [ECONNRESET, EPIPE, ECONNREFUSED].contains(ioError.errnoCode) }
         if error is NIOConnectionError { return true }
-        return error is TestFailure && "\(error)".contains("connection closed before the response ended")
+        return error is ClosedBeforeResponse
+    }
+
+    /// The peer closed the connection after the request and before the response's end.
+    struct ClosedBeforeResponse: Error, CustomStringConvertible {
+        var description: String { "connection closed before the response ended" }
     }
 
     static func exchange(host: String, port: Int, method: String, path: String, headers: [String: String], body: Data?) async throws -> Result {
@@ -54,7 +59,7 @@ enum RawHTTP {
                     return Result(response: HTTPResult(status: status, headers: fields, body: data), setCookies: cookies)
                 }
             }
-            throw TestFailure("connection closed before the response ended")
+            throw ClosedBeforeResponse()
         }
     }
 }
