@@ -156,7 +156,7 @@ struct JSONValueParser {
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                guard let plain = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self) else {
+                guard let plain = validatedUTF8(UnsafeBufferPointer(rebasing: bytes[start..<index])) else {
                     throw JSONParseError(offset: start, reason: "a string is not UTF-8")
                 }
                 index += 1
@@ -171,7 +171,7 @@ struct JSONValueParser {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 index += 1
-                guard let text = String(validating: scalars, as: UTF8.self) else { throw JSONParseError(offset: start, reason: "a string is not UTF-8") }
+                guard let text = scalars.withUnsafeBufferPointer(validatedUTF8) else { throw JSONParseError(offset: start, reason: "a string is not UTF-8") }
                 return text
             }
             guard byte >= 0x20 else { throw error("a control character in a string") }
@@ -226,5 +226,29 @@ struct JSONValueParser {
             index += 1
         }
         return code
+    }
+}
+
+/// The bytes as a string if they are well-formed UTF-8 (no overlong forms, surrogates or values past U+10FFFF), else
+/// nil. `String(validating:as:)` where the system has it (Linux; Apple's systems from 2024); the package also supports
+/// the year before, where `isWellFormedUTF8` checks the bytes first.
+@inline(__always)
+private func validatedUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+    if #available(macOS 15, iOS 18, tvOS 18, visionOS 2, watchOS 11, *) {
+        return String(validating: bytes, as: UTF8.self)
+    }
+    return isWellFormedUTF8(bytes) ? String(decoding: bytes, as: UTF8.self) : nil
+}
+
+/// Whether the bytes are well-formed UTF-8, by the standard library's strict parser.
+func isWellFormedUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    var parser = Unicode.UTF8.ForwardParser()
+    var iterator = bytes.makeIterator()
+    while true {
+        switch parser.parseScalar(from: &iterator) {
+        case .valid: continue
+        case .emptyInput: return true
+        case .error: return false
+        }
     }
 }

@@ -30,7 +30,17 @@ public final class IdentityServer: Sendable {
     /// When expired rows were last deleted (`pruneIfDue`).
     let pruneSchedule = PruneSchedule()
     let cookies: CookiePolicy
-    let logger: Logger
+    /// The logger the server was opened with; log through `logger`, which adds the request's id.
+    let baseLogger: Logger
+    /// The server's logger, with the `request_id` of the request the calling task serves (`RequestIdMiddleware` sets
+    /// it), so that every line a request causes — a replay, a lockout, a refused passkey — is found by the id its
+    /// answer carries. Outside a request (start-up, background work) it is the logger the server was opened with.
+    var logger: Logger {
+        guard let id = RequestIdMiddleware.current else { return baseLogger }
+        var logger = baseLogger
+        logger[metadataKey: "request_id"] = .string(id)
+        return logger
+    }
     let outbox: any Outbox
     let appleKeys: AppleKeySet
     /// Seals secrets at rest and keys one-time code digests (`SecretSealer`).
@@ -54,7 +64,7 @@ public final class IdentityServer: Sendable {
         self.configuration = configuration
         self.store = store
         self.clock = clock
-        self.logger = logger
+        self.baseLogger = logger
         let policy = configuration.loginPolicy
         self.hasher = PasswordHasher(cost: configuration.bcryptCost, maxConcurrent: policy.maxConcurrentHashes, maxQueued: policy.maxQueuedHashes)
         let window = TimeInterval(policy.addressWindowSeconds)
@@ -155,12 +165,14 @@ public final class IdentityServer: Sendable {
         let configuredIssuer = configuration.issuer
         let issuerBox = self.issuerBox
         let requestTimeout = TimeAmount.seconds(Int64(configuration.httpRequestTimeoutSeconds))
+        let metrics = self.metrics
+        let closed: @Sendable (ServerMetrics.ConnectionClose) -> Void = { metrics.connectionClosed($0) }
         return Application(
             router: makeRouter(),
-            // Heads past the limits are answered 431 (`HeaderLimitHandler`); a client that trickles a request is cut
-            // off after `http_request_timeout_seconds` however it paces its bytes (`RequestReadDeadlineHandler`).
-            server: .http1(configuration: .init(additionalChannelHandlers: [HeaderLimitHandler(),
-                                                                            RequestReadDeadlineHandler(timeout: requestTimeout)],
+            // Heads past the limits are answered 431 (`HeaderLimitHandler`); a client that trickles a request, or
+            // does not read its answer, is cut off after `http_request_timeout_seconds` (`ConnectionDeadlineHandler`).
+            server: .http1(configuration: .init(additionalChannelHandlers: [HeaderLimitHandler(onClose: closed),
+                                                                            ConnectionDeadlineHandler(timeout: requestTimeout, onClose: closed)],
                                                 idleTimeout: .seconds(Int64(configuration.httpIdleTimeoutSeconds)),
                                                 httpDecoderConfiguration: RequestSizeLimits.decoder)),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),

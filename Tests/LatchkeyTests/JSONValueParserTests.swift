@@ -1,5 +1,5 @@
 import Foundation
-import LatchkeyJOSE
+@testable import LatchkeyJOSE
 import Testing
 
 /// The strict JSON reader under token claims and headers, and the canonical base64url it reads them from.
@@ -97,5 +97,29 @@ struct JSONValueParserTests {
         let parsed = try CompactJWS(parsing: token(#"{"alg":"ES256","kid":"k1","typ":"JWT","crit":[]}"#))
         #expect(parsed.header == JWSHeader(alg: "ES256", kid: "k1", typ: "JWT") || parsed.header.crit == [])
         #expect(parsed.header.alg == "ES256" && parsed.header.kid == "k1" && parsed.header.typ == "JWT")
+    }
+
+    @Test("the UTF-8 check of systems without String(validating:) agrees with it: edge cases and 20,000 random sequences")
+    func fallbackUTF8CheckAgreesWithTheStandardLibrary() {
+        func agree(_ bytes: [UInt8]) -> Bool {
+            bytes.withUnsafeBufferPointer { isWellFormedUTF8($0) == (String(validating: $0, as: UTF8.self) != nil) }
+        }
+        let cases: [[UInt8]] = [
+            [], Array("plain".utf8), Array("é日👍".utf8), [0xF4, 0x8F, 0xBF, 0xBF],  // valid, up to U+10FFFF
+            [0xC0, 0x80], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80],  // overlong, surrogate, too large
+            [0xE2, 0x82], [0x80], [0xFF], [0x61, 0xF0, 0x9F, 0x91],  // truncated, lone continuation, never valid
+        ]
+        for bytes in cases { #expect(agree(bytes), "\(bytes)") }
+        #expect(cases[0...3].allSatisfy { $0.withUnsafeBufferPointer(isWellFormedUTF8) })
+        #expect(cases[4...].allSatisfy { !$0.withUnsafeBufferPointer(isWellFormedUTF8) })
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            // Mostly bytes from the interesting ranges: lead bytes, continuations and ASCII.
+            let bytes = (0..<Int.random(in: 1...8, using: &generator)).map { _ in
+                [UInt8.random(in: 0x80...0xBF, using: &generator), UInt8.random(in: 0xC0...0xFF, using: &generator),
+                 UInt8.random(in: 0x00...0x7F, using: &generator)].randomElement(using: &generator) ?? 0
+            }
+            #expect(agree(bytes), "\(bytes)")
+        }
     }
 }

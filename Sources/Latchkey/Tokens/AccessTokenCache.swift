@@ -84,7 +84,8 @@ final class AccessTokenCache: Sendable {
     static func now() -> Double {
         #if os(Linux)
         var spec = timespec()
-        clock_gettime(CLOCK_REALTIME_COARSE, &spec)
+        // A clock that cannot be read must not read as 1970, where every token looks valid for ever.
+        guard clock_gettime(CLOCK_REALTIME_COARSE, &spec) == 0 else { return Date().timeIntervalSince1970 }
         return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
         #else
         return Date().timeIntervalSince1970

@@ -206,12 +206,23 @@ actor TokenManager {
                 // stays in memory and is written on the next access, rather than failing a refresh that worked.
                 do {
                     try await storage.set(key, try JSONEncoder().encode(fresh))
+                    if slots[key]?.generation == generation, slots[key]?.tokens == fresh, slots[key]?.unsaved == true {
+                        slots[key]?.unsaved = false  // an earlier failed write is made good by this one
+                        publish(key)
+                    }
                 } catch {
                     // Only if nothing replaced the set during the write: the flag belongs to these tokens.
                     if slots[key]?.generation == generation, slots[key]?.tokens == fresh {
                         slots[key]?.unsaved = true
                         publish(key)
                     }
+                }
+                // The write is a suspension point (a Keychain write can take a while): a sign-out during it has
+                // emptied the slot and the cache, and the fresh set must not reach the waiters after all. A write
+                // that landed after the sign-out's removal is taken back, unless someone has signed in since.
+                guard slots[key]?.generation == generation else {
+                    if slots[key]?.tokens == nil { try? await storage.remove(key) }
+                    throw LatchkeyError(.sessionExpired, "signed out while the token was being refreshed; the result was discarded")
                 }
             }
             return fresh

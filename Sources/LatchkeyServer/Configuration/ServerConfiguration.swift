@@ -58,19 +58,23 @@ public struct ServerConfiguration: Sendable {
     /// Email delivery through an SMTP relay (used when `outbox` is nil). Required outside development when an
     /// application sends emails (recovery, emailed codes).
     public var smtp: SMTPSettings?
-    /// Seconds an HTTP connection may sit idle (or trickle a request head) before it is closed (slowloris).
+    /// Seconds a keep-alive HTTP connection may sit idle between requests before it is closed.
     public var httpIdleTimeoutSeconds: Int = 60
-    /// Seconds a client has to send a whole request (head and body) once the server waits for one; slower
-    /// connections are closed, however they pace their bytes (slowloris). `RequestReadDeadlineHandler`.
+    /// Seconds a client has to send a whole request (head and body) from its first byte, and to make room for an
+    /// answer it is not reading; slower connections are closed, however they pace their bytes (slowloris).
+    /// `ConnectionDeadlineHandler`.
     public var httpRequestTimeoutSeconds: Int = 30
     /// DPoP (RFC 9449): how old a proof may be and whether proofs must carry a server nonce.
     public var dpop = DPoPPolicy()
-    /// Whether `GET /metrics` is served: nil (the default) serves it only when the server binds a loopback address,
-    /// since the figures are for the operator's scraper, not for the internet; true or false decides outright.
+    /// Whether `GET /metrics` is served: nil (the default) serves it only when the server binds a loopback address and
+    /// trusts no proxy, and then only to requests that no proxy forwarded (see `servesMetrics`), since the figures are
+    /// for the operator's scraper, not for the internet; true or false decides outright.
     public var metricsEnabled: Bool?
 
-    /// Whether `GET /metrics` is routed (`metricsEnabled`, or a loopback binding when it is unset).
-    public var servesMetrics: Bool { metricsEnabled ?? LoopbackHost.isLoopback(host) }
+    /// Whether `GET /metrics` is routed: `metricsEnabled`, or, when it is unset, a loopback binding with no trusted
+    /// proxies. A server on 127.0.0.1 behind a reverse proxy (the setup this README recommends) is reachable from the
+    /// internet through it: configured proxies turn the default off, and the route refuses forwarded requests.
+    public var servesMetrics: Bool { metricsEnabled ?? (LoopbackHost.isLoopback(host) && trustedProxies.isEmpty) }
 
     public init(issuer: URL, host: String = "127.0.0.1", port: Int = 8090, databasePath: String,
                 development: Bool = false, clients: [ClientConfiguration] = [], users: [UserSeed] = [],

@@ -59,19 +59,44 @@ struct BodyLimitMiddleware: RouterMiddleware {
 /// The close lingers: the client is usually still sending the rest of its head, and closing at once would reset the
 /// connection and destroy the answer before it is read. So the sending side is shut after the answer, what still
 /// arrives is read and dropped, and the connection is closed two seconds later at the latest.
-final class HeaderLimitHandler: ChannelInboundHandler, RemovableChannelHandler {
+///
+/// Trailers past the limits arrive while a request is open (its head passed on, its end not) or its answer is being
+/// written: a 431 then would be a second answer to one request, so the connection is only closed.
+final class HeaderLimitHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
 
     private static let body = #"{"error":"invalid_request","error_description":"the request head is larger than "#
         + "\(RequestSizeLimits.maxHeaderBytes / 1024) KiB, has a line over \(RequestSizeLimits.maxHeaderFieldBytes / 1024) KiB, "
         + #"or has more than \#(RequestSizeLimits.maxHeaderFields) fields"}"#
+    private let onClose: @Sendable (ServerMetrics.ConnectionClose) -> Void
     private var answered = false
+    /// A request's head was passed on and its end not yet.
+    private var requestOpen = false
+    /// An answer's head was written and its end not yet.
+    private var responseOpen = false
+
+    init(onClose: @escaping @Sendable (ServerMetrics.ConnectionClose) -> Void = { _ in }) { self.onClose = onClose }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !answered else { return }
+        switch unwrapInboundIn(data) {
+        case .head: requestOpen = true
+        case .body: break
+        case .end: requestOpen = false
+        }
         context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head: responseOpen = true
+        case .body: break
+        case .end: responseOpen = false
+        }
+        context.write(data, promise: promise)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -81,6 +106,11 @@ final class HeaderLimitHandler: ChannelInboundHandler, RemovableChannelHandler {
             return
         }
         answered = true
+        onClose(.headerTooLarge)
+        if requestOpen || responseOpen {
+            context.close(promise: nil)
+            return
+        }
         let body = ByteBuffer(string: Self.body)
         let head = HTTPResponse(status: .init(code: 431, reasonPhrase: "Request Header Fields Too Large"),
                                 headerFields: [.contentType: "application/json", .contentLength: String(body.readableBytes),
@@ -88,10 +118,6 @@ final class HeaderLimitHandler: ChannelInboundHandler, RemovableChannelHandler {
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(body)), promise: nil)
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
-            let context = bound.value
-            context.close(mode: .output, promise: nil)
-            context.eventLoop.scheduleTask(in: .seconds(2)) { bound.value.close(promise: nil) }
-        }
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in bound.value.closeLingering() }
     }
 }

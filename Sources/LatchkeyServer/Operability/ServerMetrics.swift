@@ -8,6 +8,18 @@ import Prometheus
 /// *template*, an HTTP method or status code): no user identifier, address, token or path segment a client chose
 /// can become a label, which would both leak it and let a client grow the registry without bound.
 public final class ServerMetrics: Sendable {
+    /// Why the server closed a connection before the router saw (all of) a request, so that no route counts it.
+    public enum ConnectionClose: String, Sendable, CaseIterable {
+        /// A request head past the limits, answered 431.
+        case headerTooLarge = "header_too_large"
+        /// A request not delivered whole within `http_request_timeout_seconds` (slowloris).
+        case requestTimeout = "request_timeout"
+        /// An answer the client did not read for `http_request_timeout_seconds` (a slow reader).
+        case responseNotRead = "response_not_read"
+        /// A body declared past the limit, answered 413: the rest is not read.
+        case bodyTooLarge = "body_too_large"
+    }
+
     /// How a person proved who they are.
     public enum SignInMethod: String, Sendable, CaseIterable {
         /// A password: the hosted page or the reachFive password endpoint (the password check's outcome; a second
@@ -60,6 +72,7 @@ public final class ServerMetrics: Sendable {
         _ = jwksCounter("failed")
         _ = storeErrorCounter("unavailable")
         _ = storeErrorCounter("invalid_input")
+        for reason in ConnectionClose.allCases { _ = connectionCloseCounter(reason) }
     }
 
     // MARK: Recording
@@ -95,6 +108,9 @@ public final class ServerMetrics: Sendable {
 
     /// The store refused or could not do its work (`unavailable`: 503 to the client; `invalid_input`: 400).
     func storeError(_ kind: String) { storeErrorCounter(kind).increment() }
+
+    /// The server closed a connection for `reason` (see `ConnectionClose`).
+    func connectionClosed(_ reason: ConnectionClose) { connectionCloseCounter(reason).increment() }
 
     // MARK: Exposition
 
@@ -141,5 +157,11 @@ public final class ServerMetrics: Sendable {
         registry.makeCounter(descriptor: Self.name("store_errors", "total",
                                                    "Store operations that failed: unavailable (answered 503) or invalid input (answered 400)"),
                              labels: [("kind", kind)])
+    }
+
+    private func connectionCloseCounter(_ reason: ConnectionClose) -> Counter {
+        registry.makeCounter(descriptor: Self.name("http_connections_closed", "total",
+                                                   "Connections the server closed: header_too_large, request_timeout, response_not_read, body_too_large"),
+                             labels: [("reason", reason.rawValue)])
     }
 }

@@ -114,8 +114,28 @@ struct MetricsTests {
         try ConfigurationFile.load(path: file.path).apply(to: &base)
         #expect(base.servesMetrics && base.httpRequestTimeoutSeconds == 7)
 
+        // A proxy in front: configured ones turn the default off; an unconfigured one is told by the headers it adds.
+        configuration.host = "127.0.0.1"
+        configuration.metricsEnabled = nil
+        configuration.trustedProxies = try TrustedProxies(["127.0.0.1"])
+        #expect(!configuration.servesMetrics)
+        configuration.metricsEnabled = true
+        #expect(configuration.servesMetrics)
+
+        let byDefault = try await TestServer.start()
+        defer { Task { await byDefault.stop() } }
+        let browser = TestBrowser()
+        #expect(try await browser.get(byDefault.base + "/metrics").status == 200)
+        for header in ["Forwarded", "X-Forwarded-For", "X-Real-IP"] {
+            #expect(try await browser.get(byDefault.base + "/metrics", headers: [header: "for=203.0.113.9"]).status == 404, "\(header)")
+        }
+        let enabled = try await TestServer.start { $0.metricsEnabled = true }
+        defer { Task { await enabled.stop() } }
+        #expect(try await browser.get(enabled.base + "/metrics", headers: ["X-Forwarded-For": "203.0.113.9"]).status == 200,
+                "enabled outright: the operator's proxy rules decide")
+
         let server = try await TestServer.start { $0.metricsEnabled = false }
         defer { Task { await server.stop() } }
-        #expect(try await TestBrowser().get(server.base + "/metrics").status == 404)
+        #expect(try await browser.get(server.base + "/metrics").status == 404)
     }
 }

@@ -43,4 +43,29 @@ struct ReadinessAndRequestIdTests {
         let oauthError = try await browser.postForm(server.base + "/oauth2/token", ["grant_type": "nope", "client_id": "latchkey-demo"])
         #expect(oauthError.status == 400 && oauthError.header("X-Request-Id") != nil, "an OAuth error")
     }
+
+    @Test("the server's own log lines carry the id of the request that caused them (a refresh replay), offered or given")
+    func logLinesCarryTheRequestId() async throws {
+        let capture = NoSecretsInLogsTests.Capture()
+        let server = try await TestServer.start(logger: capture.logger("server"))
+        defer { Task { await server.stop() } }
+        let browser = TestBrowser()
+        /// Spends a refresh token, presents it again, and returns the replay's request id and the lines it logged.
+        func replay(headers: [String: String]) async throws -> (id: String?, lines: [String]) {
+            let refreshToken = try #require(try await server.tokens().refreshToken)
+            #expect(try await server.refresh(refreshToken).status == 200)
+            let before = capture.all.count
+            let answer = try await browser.postForm(server.base + "/oauth2/token",
+                                                    ["grant_type": "refresh_token", "refresh_token": refreshToken, "client_id": "latchkey-demo"],
+                                                    headers: headers)
+            #expect(answer.status == 400)
+            return (answer.header("X-Request-Id"), capture.all.dropFirst(before).filter { $0.contains("refresh token replayed") })
+        }
+        let offered = try await replay(headers: ["X-Request-Id": "replay-trace-7"])
+        #expect(offered.id == "replay-trace-7")
+        #expect(offered.lines.count == 1 && offered.lines.allSatisfy { $0.contains("request_id=replay-trace-7") }, "\(offered.lines)")
+        let given = try await replay(headers: [:])
+        let id = try #require(given.id)
+        #expect(given.lines.count == 1 && given.lines.allSatisfy { $0.contains("request_id=\(id)") }, "\(given.lines)")
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 @testable import LatchkeyServer
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Testing
@@ -89,5 +90,111 @@ struct RequestLimitsTests {
         // A connection that sends its request in time is not affected by the deadline of the one before on it.
         let patient = try await Self.exchange(server, "GET", "/health")
         #expect(patient.status == 200)
+    }
+
+    /// How many connections the server closed for `reason`, from its own registry.
+    static func closed(_ server: TestServer, _ reason: ServerMetrics.ConnectionClose) -> Double {
+        MetricsTests.samples(server.server.metrics.exposition())["latchkey_http_connections_closed_total{reason=\"\(reason.rawValue)\"}"] ?? -1
+    }
+
+    @Test("an answer given before the body arrived does not switch the deadline off for the requests after it")
+    func earlyAnswerKeepsTheDeadline() async throws {
+        let server = try await TestServer.start { $0.httpRequestTimeoutSeconds = 2 }
+        defer { Task { await server.stop() } }
+        let connection = try await RawConnection.open(port: server.port)
+        // Answered 404 before its one-byte body is sent; the byte follows; then a body trickles into the token endpoint.
+        try await connection.send("POST /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n")
+        try await eventually("the early 404") { connection.text.contains("404") }
+        try await connection.send("x")
+        try await connection.send("POST /oauth2/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 200\r\n\r\n")
+        let trickle = Task {
+            for _ in 0..<100 where connection.isActive {  // 30 s of bytes, each well within any idle timeout
+                try await Task.sleep(for: .milliseconds(300))
+                try? await connection.send("a")
+            }
+        }
+        defer { trickle.cancel() }
+        try await eventually("the trickling connection closed by the server") { !connection.isActive }
+        #expect(Self.closed(server, .requestTimeout) == 1)
+    }
+
+    @Test("a keep-alive connection idle for longer than the request deadline still serves its next request")
+    func idleKeepAliveOutlivesTheRequestDeadline() async throws {
+        let server = try await TestServer.start { $0.httpRequestTimeoutSeconds = 1 }
+        defer { Task { await server.stop() } }
+        let connection = try await RawConnection.open(port: server.port)
+        try await connection.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        try await eventually("the first answer") { connection.text.components(separatedBy: "HTTP/1.1 200").count == 2 }
+        try await Task.sleep(for: .milliseconds(2500))  // idle: the idle timeout (60 s) governs, not the request deadline
+        #expect(connection.isActive)
+        try await connection.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        try await eventually("the second answer on the same connection") { connection.text.components(separatedBy: "HTTP/1.1 200").count == 3 }
+        #expect(Self.closed(server, .requestTimeout) == 0)
+    }
+
+    @Test("a body declared past the limit is answered 413 and the connection closed, not drained")
+    func declaredOversizedBodyClosesTheConnection() async throws {
+        let server = try await TestServer.start()  // the request deadline at its default, 30 s
+        defer { Task { await server.stop() } }
+        let connection = try await RawConnection.open(port: server.port)
+        try await connection.send("POST /oauth2/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                                  + "Content-Length: 10000000000\r\n\r\n" + String(repeating: "a", count: 1000))
+        try await eventually("the connection closed after the 413") { !connection.isActive }
+        #expect(connection.text.hasPrefix("HTTP/1.1 413"), "\(connection.text.prefix(200))")
+        #expect(Self.closed(server, .bodyTooLarge) == 1)
+        #expect(try await TestBrowser().get(server.base + "/health").status == 200)
+    }
+
+    @Test("a client that stops reading its answers is cut off at the deadline")
+    func slowReaders() async throws {
+        let server = try await TestServer.start { $0.httpRequestTimeoutSeconds = 2 }
+        defer { Task { await server.stop() } }
+        // A small receive buffer and no reads: the server's socket buffers fill and its channel stops being writable.
+        let connection = try await RawConnection.open(port: server.port, reading: false)
+        let request = "GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n"
+        try await connection.send(String(repeating: request, count: 40))  // 40 × 287 KB answers, pipelined
+        try await eventually("the server closed the connection of a client that does not read") {
+            Self.closed(server, .responseNotRead) == 1
+        }
+        #expect(try await TestBrowser().get(server.base + "/health").status == 200)
+    }
+}
+
+/// A raw loopback connection: bytes out as given, bytes in collected (or left unread in the socket).
+final class RawConnection: Sendable {
+    let channel: any Channel
+    private let received: NIOLockedValueBox<[UInt8]>
+
+    private init(channel: any Channel, received: NIOLockedValueBox<[UInt8]>) {
+        self.channel = channel
+        self.received = received
+    }
+
+    static func open(port: Int, reading: Bool = true) async throws -> RawConnection {
+        let received = NIOLockedValueBox<[UInt8]>([])
+        var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connectTimeout(.seconds(10))
+        if !reading {
+            bootstrap = bootstrap.channelOption(ChannelOptions.autoRead, value: false)
+                .channelOption(ChannelOptions.socketOption(.so_rcvbuf), value: 4096)
+        }
+        let channel = try await bootstrap.channelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Collector(received: received)) }
+        }.connect(host: "127.0.0.1", port: port).get()
+        return RawConnection(channel: channel, received: received)
+    }
+
+    var isActive: Bool { channel.isActive }
+    var text: String { String(decoding: received.withLockedValue { $0 }, as: UTF8.self) }
+
+    func send(_ text: String) async throws { try await channel.writeAndFlush(ByteBuffer(string: text)).get() }
+
+    private final class Collector: ChannelInboundHandler, Sendable {
+        typealias InboundIn = ByteBuffer
+        let received: NIOLockedValueBox<[UInt8]>
+        init(received: NIOLockedValueBox<[UInt8]>) { self.received = received }
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            let buffer = unwrapInboundIn(data)
+            received.withLockedValue { $0.append(contentsOf: buffer.readableBytesView) }
+        }
     }
 }

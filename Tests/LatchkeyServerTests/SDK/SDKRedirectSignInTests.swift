@@ -132,6 +132,42 @@ struct SDKRedirectSignInTests {
         #expect(try await !client.isSignedIn(), "the late refresh did not resurrect the session")
     }
 
+    /// Storage whose writes of the default session wait while it is gated: a Keychain write that takes its time.
+    actor GatedStorage: StorageAdapter {
+        private var items: [String: Data] = [:]
+        private var gated = false
+        private var waiting: [CheckedContinuation<Void, Never>] = []
+        var writesWaiting: Int { waiting.count }
+        func gate() { gated = true }
+        func release() {
+            gated = false
+            waiting.forEach { $0.resume() }
+            waiting = []
+        }
+        func get(_ key: String) -> Data? { items[key] }
+        func set(_ key: String, _ value: Data) async {
+            if gated, key == "latchkey.session.default" { await withCheckedContinuation { waiting.append($0) } }
+            items[key] = value
+        }
+        func remove(_ key: String) { items[key] = nil }
+    }
+
+    @Test func signOutWhileTheRefreshedTokensAreWrittenDiscardsThem() async throws {
+        let server = try await TestServer.start { $0.lifetimes.accessToken = 10 }
+        defer { Task { await server.stop() } }
+        let storage = GatedStorage()
+        let client = try await server.signedInClient(storage: storage)
+        await storage.gate()
+        let caller = Task { try await client.getAccessToken() }  // refreshes: the token is within the skew of expiry
+        try await eventually("the refreshed set being written") { await storage.writesWaiting == 1 }
+        _ = try await client.signOut()
+        await storage.release()  // the write lands after the sign-out removed the session
+        await #expect { try await caller.value } throws: { ($0 as? LatchkeyError)?.code == .sessionExpired }
+        #expect(try await !client.isSignedIn())
+        await #expect { try await client.getAccessToken() } throws: { ($0 as? LatchkeyError)?.code == .sessionExpired }
+        try await eventually("the late write taken back") { await storage.get("latchkey.session.default") == nil }
+    }
+
     @Test func signOutRevokesAndEndsTheServerSession() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
