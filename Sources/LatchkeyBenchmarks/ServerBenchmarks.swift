@@ -6,6 +6,7 @@ import Hummingbird
 import NIOHTTP1
 import Latchkey
 import LatchkeyServer
+import Logging
 
 /// The token endpoint's throughput against a bare Hummingbird route in the same process (and against glewlwyd's when
 /// `LATCHKEY_BENCH_GLEWLWYD_*` name one), and a whole code-flow sign-in through the SDK against the sum of its HTTP
@@ -180,8 +181,10 @@ enum ServerBenchmarks {
         let router = Router()
         router.get("/bare") { _, _ in "ok" }
         let (ports, continuation) = AsyncStream<Int>.makeStream()
+        var quiet = Logger(label: "bench.bare")
+        quiet.logLevel = .critical  // its shutdown at the end of a group is not news
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                              onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) })
+                              onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: quiet)
         let task = Task { try await app.runService() }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw BenchError("bare server did not start") }

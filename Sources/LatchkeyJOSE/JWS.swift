@@ -115,9 +115,12 @@ public struct CompactJWS: Sendable {
         throw JOSEError.badSignature
     }
 
-    /// Decodes the payload (after `verify`).
+    /// Decodes the payload (after `verify`). The payload is first read by the strict reader, as `claimsObject` reads
+    /// it: `JSONDecoder` alone would take the last of two `sub` (or `htu`, `aud`) members where RFC 7515 §5.2 lets a
+    /// parser refuse them, and another reader of the same token might take the first.
     public func claims<T: Decodable>(as type: T.Type = T.self) throws -> T {
-        if T.self == [String: JSONValue].self, let object = try claimsObject() as? T { return object }
+        let object = try claimsObject()
+        if let object = object as? T { return object }
         do { return try JSONDecoder().decode(T.self, from: payload) } catch {
             throw JOSEError.malformed("payload is not the expected JSON object")
         }

@@ -99,6 +99,19 @@ struct JSONValueParserTests {
         #expect(parsed.header.alg == "ES256" && parsed.header.kid == "k1" && parsed.header.typ == "JWT")
     }
 
+    @Test("typed claims are read as strictly as untyped ones: a duplicate member is refused, not decoded as the last")
+    func typedClaimsRefuseDuplicates() throws {
+        struct Claims: Decodable { var sub: String; var htu: String? }
+        func token(_ claims: String) -> String {
+            Base64URL.encode(Data(#"{"alg":"ES256"}"#.utf8)) + "." + Base64URL.encode(Data(claims.utf8)) + ".c2ln"
+        }
+        #expect(throws: JOSEError.self) { try CompactJWS(parsing: token(#"{"sub":"a","sub":"b"}"#)).claims(as: Claims.self) }
+        #expect(throws: JOSEError.self) { try CompactJWS(parsing: token(#"{"sub":"a","htu":"x","htu":"y"}"#)).claims(as: Claims.self) }
+        #expect(throws: JOSEError.self) { try CompactJWS(parsing: token(#"{"sub":"a"} x"#)).claims(as: Claims.self) }
+        let claims = try CompactJWS(parsing: token(#"{"sub":"a","htu":"https://x"}"#)).claims(as: Claims.self)
+        #expect(claims.sub == "a" && claims.htu == "https://x")
+    }
+
     @Test("the UTF-8 check of systems without String(validating:) agrees with it: edge cases and 20,000 random sequences")
     func fallbackUTF8CheckAgreesWithTheStandardLibrary() {
         func agree(_ bytes: [UInt8]) -> Bool {
