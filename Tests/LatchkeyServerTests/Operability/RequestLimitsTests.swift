@@ -145,6 +145,20 @@ struct RequestLimitsTests {
         #expect(try await TestBrowser().get(server.base + "/health").status == 200)
     }
 
+    @Test("trailers past the limits close the connection: no 431 as a second answer to a request already open")
+    func oversizedTrailers() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let connection = try await RawConnection.open(port: server.port)
+        try await connection.send("POST /oauth2/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                                  + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-Big: "
+                                  + String(repeating: "a", count: 40 * 1024) + "\r\n\r\n")
+        try await eventually("the connection closed") { !connection.isActive }
+        #expect(!connection.text.contains("431"), "\(connection.text.prefix(200))")
+        #expect(Self.closed(server, .headerTooLarge) == 1)
+        #expect(try await TestBrowser().get(server.base + "/health").status == 200)
+    }
+
     @Test("a client that stops reading its answers is cut off at the deadline")
     func slowReaders() async throws {
         let server = try await TestServer.start { $0.httpRequestTimeoutSeconds = 2 }
