@@ -13,8 +13,9 @@ import NIOHTTPTypes
 ///   leaves it running until the body's end is read.
 /// - **Reading an answer**: a client that stops reading leaves the answer in the socket's buffers; once the channel
 ///   stops being writable, the client has `timeout` to make room, or the connection is closed.
-/// - **A body declared past the limit** is answered 413 (`BodyLimitMiddleware`) and not read: the connection is shut
-///   for writing after the answer and closed shortly after, instead of draining gigabytes the client announced.
+/// - **A body past the limit** is answered 413 before its end (`BodyLimitMiddleware` from the declared length,
+///   `Request.boundedBody()` for a chunked one) and the rest is not read: the connection is shut for writing after
+///   the answer and closed shortly after, instead of draining gigabytes the client announced.
 final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -133,13 +134,9 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
         cancelAll()
         onClose(.bodyTooLarge)
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        context.writeAndFlush(data).whenComplete { result in
-            switch result {
-            case .success: promise?.succeed(())
-            case .failure(let error): promise?.fail(error)
-            }
-            bound.value.closeLingering()
-        }
+        let written = context.writeAndFlush(data)
+        written.cascade(to: promise)
+        written.whenComplete { _ in bound.value.closeLingering() }
     }
 
     private func cancelAll() {

@@ -38,9 +38,10 @@ struct MetricsMiddleware: RouterMiddleware {
 }
 
 extension IdentityServer {
-    /// Headers a reverse proxy adds: a request carrying one came through a proxy, so from wherever the proxy serves.
-    static let forwardingHeaders: [HTTPField.Name] = [HTTPField.Name("Forwarded"), HTTPField.Name("X-Forwarded-For"),
-                                                      HTTPField.Name("X-Real-IP")].compactMap { $0 }
+    /// Headers a reverse proxy adds (the two `trusted_proxies` can read, and nginx's `X-Real-IP`): a request carrying
+    /// one came through a proxy, so from wherever the proxy serves.
+    static let forwardingHeaders: [HTTPField.Name] = (TrustedProxies.Header.allCases.map(\.rawValue) + ["X-Real-IP"])
+        .compactMap { HTTPField.Name($0) }
 
     /// `GET /metrics`, when `metrics` is enabled (the default only for a loopback binding: the figures say how many
     /// sign-ins fail and which routes are hit, which is for the operator, not the internet). Left to the default, a

@@ -16,7 +16,7 @@ public final class ServerMetrics: Sendable {
         case requestTimeout = "request_timeout"
         /// An answer the client did not read for `http_request_timeout_seconds` (a slow reader).
         case responseNotRead = "response_not_read"
-        /// A body declared past the limit, answered 413: the rest is not read.
+        /// A body past the limit, answered 413 before its end: the rest is not read.
         case bodyTooLarge = "body_too_large"
     }
 
