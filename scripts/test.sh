@@ -19,6 +19,12 @@ python3 -c "import selenium, pytest, requests, pexpect, webauthn, aiosmtpd" 2>/d
 # The API description's checkers (test_openapi.py), pinned: a new schemathesis release may add checks.
 python3 -c "import openapi_spec_validator, schemathesis" 2>/dev/null || { echo "==> installing openapi-spec-validator schemathesis"; python3 -m pip install -q openapi-spec-validator==0.9.0 schemathesis==4.32.5; }
 
+echo "==> the Apple-side modules and the example app against a real iOS SDK (scripts/ios-typecheck.sh)"
+# Runs where an extracted SDK is configured (LATCHKEY_IOS_SDK, or /tmp/ios-sdk/iPhoneOS17.4.sdk) and says in one line
+# that it skipped otherwise; errors or warnings fail the run.
+ios_status=0; scripts/ios-typecheck.sh || ios_status=$?
+[ "$ios_status" -eq 0 ] || [ "$ios_status" -eq 2 ] || exit 1
+
 echo "==> swift build"
 swift build --build-tests
 # The optimizer has crashed on code that builds in debug (Swift 6.3, SCIMPatch); the release build must stay green too.

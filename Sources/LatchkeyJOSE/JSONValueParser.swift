@@ -8,24 +8,19 @@ extension JSONValue {
     /// Why not `JSONDecoder`: decoding an untyped `JSONValue` through `Decodable` tries each type in turn and builds a
     /// `DecodingError` for every miss, which made claim parsing most of an ID token's validation time. This reads the
     /// bytes once.
-    public static func parse(_ data: Data, maxDepth: Int = 64) throws(JSONParseError) -> JSONValue {
-        // `withUnsafeBytes` rethrows untyped errors: the outcome comes back as a `Result` instead.
-        let outcome = data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Result<JSONValue, JSONParseError> in
+    ///
+    /// Throws `JSONParseError` and nothing else. The signature says plain `throws` rather than `throws(JSONParseError)`
+    /// so that the module also compiles against Apple SDKs whose standard library predates Swift 6 (iOS 17.4, the one
+    /// `scripts/ios-typecheck.sh` uses): the Swift 6.3 compiler crashes lowering any typed `throw` against it.
+    public static func parse(_ data: Data, maxDepth: Int = 64) throws -> JSONValue {
+        try data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
             var parser = JSONValueParser(bytes: raw.bindMemory(to: UInt8.self), maxDepth: maxDepth)
-            do throws(JSONParseError) {
-                let value = try parser.value(depth: 0)
-                parser.skipWhitespace()
-                guard parser.index == parser.bytes.count else { throw parser.error("trailing bytes after the value") }
-                return .success(value)
-            } catch {
-                return .failure(error)
-            }
+            return try parser.document()
         }
-        return try outcome.get()
     }
 
     /// `parse`, for a JSON object.
-    public static func parseObject(_ data: Data) throws(JSONParseError) -> [String: JSONValue] {
+    public static func parseObject(_ data: Data) throws -> [String: JSONValue] {
         guard case .object(let object) = try parse(data) else { throw JSONParseError(offset: 0, reason: "not a JSON object") }
         return object
     }
@@ -51,11 +46,19 @@ struct JSONValueParser {
 
     func error(_ reason: String) -> JSONParseError { JSONParseError(offset: index, reason: reason) }
 
+    /// The whole text as one value, with nothing after it but whitespace.
+    mutating func document() throws -> JSONValue {
+        let value = try value(depth: 0)
+        skipWhitespace()
+        guard index == bytes.count else { throw error("trailing bytes after the value") }
+        return value
+    }
+
     mutating func skipWhitespace() {
         while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 { index += 1 }
     }
 
-    mutating func value(depth: Int) throws(JSONParseError) -> JSONValue {
+    mutating func value(depth: Int) throws -> JSONValue {
         skipWhitespace()
         guard index < bytes.count else { throw error("unexpected end") }
         let byte = bytes[index]
@@ -71,7 +74,7 @@ struct JSONValueParser {
         }
     }
 
-    private mutating func object(depth: Int) throws(JSONParseError) -> [String: JSONValue] {
+    private mutating func object(depth: Int) throws -> [String: JSONValue] {
         index += 1  // {
         // Room for a token's claims up front: growing from empty rehashed the members three times.
         var members: [String: JSONValue] = Dictionary(minimumCapacity: 8)
@@ -95,7 +98,7 @@ struct JSONValueParser {
         }
     }
 
-    private mutating func array(depth: Int) throws(JSONParseError) -> [JSONValue] {
+    private mutating func array(depth: Int) throws -> [JSONValue] {
         index += 1  // [
         var elements: [JSONValue] = []
         skipWhitespace()
@@ -111,14 +114,14 @@ struct JSONValueParser {
         }
     }
 
-    private mutating func literal(_ word: StaticString) throws(JSONParseError) {
+    private mutating func literal(_ word: StaticString) throws {
         let count = word.utf8CodeUnitCount
         guard bytes.count - index >= count else { throw error("unexpected end") }
         for offset in 0..<count where bytes[index + offset] != word.utf8Start[offset] { throw error("unknown literal") }
         index += count
     }
 
-    private mutating func number() throws(JSONParseError) -> Double {
+    private mutating func number() throws -> Double {
         let start = index
         func digits(_ parser: inout JSONValueParser) -> Int {
             let from = parser.index
@@ -149,7 +152,7 @@ struct JSONValueParser {
         return number
     }
 
-    private mutating func string() throws(JSONParseError) -> String {
+    private mutating func string() throws -> String {
         index += 1  // opening quote
         let start = index
         // The common case: no escapes, so the bytes between the quotes are the string (validated as UTF-8).
@@ -210,7 +213,7 @@ struct JSONValueParser {
         throw error("unterminated string")
     }
 
-    private mutating func hex4() throws(JSONParseError) -> UInt32 {
+    private mutating func hex4() throws -> UInt32 {
         guard bytes.count - index >= 4 else { throw error("short \\u escape") }
         var code: UInt32 = 0
         for _ in 0..<4 {
@@ -232,11 +235,17 @@ struct JSONValueParser {
 /// The bytes as a string if they are well-formed UTF-8 (no overlong forms, surrogates or values past U+10FFFF), else
 /// nil. `String(validating:as:)` where the system has it (Linux; Apple's systems from 2024); the package also supports
 /// the year before, where `isWellFormedUTF8` checks the bytes first.
+///
+/// `String(validating:as:)` is declared only by the Swift 6 standard library (Xcode 16's SDKs on); an older Apple SDK
+/// would not compile the call at all. `Synchronization` arrived with that same standard library, so whether it can be
+/// imported tells which one this build has.
 @inline(__always)
 private func validatedUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+    #if canImport(Synchronization)
     if #available(macOS 15, iOS 18, tvOS 18, visionOS 2, watchOS 11, *) {
         return String(validating: bytes, as: UTF8.self)
     }
+    #endif
     return isWellFormedUTF8(bytes) ? String(decoding: bytes, as: UTF8.self) : nil
 }
 

@@ -128,8 +128,10 @@ public struct CompactJWS: Sendable {
 
     /// The payload as a JSON object, read by `JSONValue.parse` (strict, and without `Decodable`'s per-value retries).
     public func claimsObject() throws -> [String: JSONValue] {
-        do { return try JSONValue.parseObject(payload) } catch {
+        do { return try JSONValue.parseObject(payload) } catch let error as JSONParseError {
             throw JOSEError.malformed("payload is not a JSON object (\(error.reason))")
+        } catch {
+            throw JOSEError.malformed("payload is not a JSON object")
         }
     }
 }

@@ -20,8 +20,10 @@ import Synchronization
 /// clock, without an async frame of its own.
 @usableFromInline
 final class AccessTokenCache: Sendable {
+    /// `Sendable` said explicitly: `OSAllocatedUnfairLock(initialState:)` requires it, and a `@usableFromInline` type
+    /// never has it inferred.
     @usableFromInline
-    struct State {
+    struct State: Sendable {
         /// The token manager allowed to write: a client's context is replaced whole by `reInitialize`, and a refresh
         /// the old one finishes afterwards must not reach the new one's callers.
         var owner: ObjectIdentifier?

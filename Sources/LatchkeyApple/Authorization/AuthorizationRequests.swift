@@ -63,6 +63,9 @@ enum AuthorizationRequests {
 
 /// `ASAuthorizationError` → `LatchkeyError`, once for every adapter.
 enum AuthorizationErrors {
+    /// `ASAuthorizationError.Code.matchedExcludedCredential` by its value: the case is declared from the iOS 18 /
+    /// macOS 15 SDKs on, the error reaches apps on iOS 17 too, and the package builds with either SDK.
+    static let matchedExcludedCredential = 1006
     /// What the ceremony was, for the message and the codes.
     enum Ceremony { case signIn, passkeyAssertion, passkeyRegistration }
 
@@ -75,7 +78,7 @@ enum AuthorizationErrors {
             if immediateOnly && passkey { return LatchkeyError(.passkeyNoCredential, "no passkey is available on this device", underlying: error) }
             if immediateOnly { return LatchkeyError(.canceled, "no credential is immediately available", underlying: error) }
             return LatchkeyError(passkey ? .passkeyCanceled : .canceled, "the user closed the credential sheet", underlying: error)
-        case .matchedExcludedCredential:
+        case _ where error.code.rawValue == matchedExcludedCredential:
             return LatchkeyError(.passkeyFailed, "this device already holds a passkey for the account", underlying: error)
         default:
             // `.failed` is what a relying party outside the app's associated domains gets.

@@ -20,8 +20,12 @@ enum SystemCredential: Sendable {
 /// answers (the controller holds both weakly, and an unreferenced controller never calls back). Exactly-once holds
 /// whatever the system does: a delegate called twice, the calling task cancelled (the controller is cancelled and its
 /// late `.canceled` ignored), or the sheet's window already closed.
+///
+/// The presentation-context conformance is isolated to the main actor (Swift 6.2's `@MainActor P`): the protocol is
+/// nonisolated in SDKs before Xcode 26.4 and `@MainActor` from then on, and the controller asks for the anchor on the
+/// main thread either way. The delegate methods are `nonisolated` instead, for the same two SDKs.
 @MainActor
-final class AuthorizationRun: NSObject, ASAuthorizationControllerDelegate, ASAuthorizationControllerPresentationContextProviding {
+final class AuthorizationRun: NSObject, ASAuthorizationControllerDelegate, @MainActor ASAuthorizationControllerPresentationContextProviding {
     private let oneShot = OneShot<SystemCredential>()
     private let anchor: PresentationAnchorBox?
     private var controller: ASAuthorizationController?

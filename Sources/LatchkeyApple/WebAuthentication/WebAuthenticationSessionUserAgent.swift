@@ -101,6 +101,10 @@ final class SessionRun: Sendable {
     let oneShot = OneShot<URL>()
     @MainActor private var session: ASWebAuthenticationSession?
 
+    /// Written out, and nonisolated: the implicit initializer takes the main actor's isolation from `session` where an
+    /// SDK marks `ASWebAuthenticationSession` `@MainActor`, and runs are created off the main actor.
+    nonisolated init() {}
+
     @MainActor
     func start(url: URL, callback: CallbackRule, provider: (any PresentationContextProviding)?, ephemeral: Bool, headers: [String: String]) {
         guard !oneShot.isDone else { return }  // cancelled before the main actor got here

@@ -7,6 +7,7 @@ import UIKit
 
 /// The unstyled sign-in form builder (seed 003 `BaseSignIn`): runs the application's sign-in flow in an
 /// `AuthFlowModel` (the vendor's `SignInState`) and hands it to `content` for each step.
+@MainActor
 public struct BaseSignIn<Content: View>: View {
     @Environment(LatchkeyState.self) private var state
     @State private var model: AuthFlowModel?
@@ -58,6 +59,7 @@ public struct BaseSignIn<Content: View>: View {
 
 /// The unstyled registration form builder (seed 003 `BaseSignUp`): `BaseSignIn` over the registration flow; its
 /// model is the vendor's `SignUpState`.
+@MainActor
 public struct BaseSignUp<Content: View>: View {
     private let base: BaseSignIn<Content>
 
@@ -73,6 +75,7 @@ public struct BaseSignUp<Content: View>: View {
 /// The app-native sign-in form (seed 003 `SignIn`): every step the server sends, with its fields, errors next to
 /// their fields, one spinner on the action being sent, a passkey when the flow offers one, and "start over" when a
 /// flow ended.
+@MainActor
 public struct SignIn: View {
     private let form: BaseSignIn<FlowForm>
 
@@ -88,6 +91,7 @@ public struct SignIn: View {
 }
 
 /// The app-native registration form (seed 003 `SignUp`); the same layout as `SignIn`.
+@MainActor
 public struct SignUp: View {
     private let form: BaseSignIn<FlowForm>
 
@@ -109,6 +113,7 @@ extension AuthFlowModel {
 }
 
 /// The default layout of one flow step.
+@MainActor
 struct FlowForm: View {
     @Environment(LatchkeyState.self) private var state
     let model: AuthFlowModel
@@ -157,6 +162,7 @@ struct FlowForm: View {
 
 /// One input of a step: a picker for SELECT inputs, a secure field for passwords, a text field otherwise; its error
 /// right under it.
+@MainActor
 struct FlowInputField: View {
     let model: AuthFlowModel
     let input: FlowInput
@@ -221,6 +227,7 @@ struct FlowInputField: View {
 }
 
 /// One action of a step, with its own spinner while it is being sent.
+@MainActor
 struct FlowActionButton: View {
     let model: AuthFlowModel
     let action: FlowAction

@@ -11,6 +11,7 @@ extension LatchkeyState: ObservableObject {}
 
 /// Creates the app's `LatchkeyState`, puts it into the environment, starts it (initialize, restore the session,
 /// follow changes) and lays the subtree out in the chosen language's direction.
+@MainActor
 public struct LatchkeyProvider: ViewModifier {
     @State private var state: LatchkeyState
 
@@ -43,6 +44,9 @@ public struct LatchkeyProvider: ViewModifier {
     }
 }
 
+// `@MainActor` said here and on every view of this module: before the iOS 18 / macOS 15 SDKs `View` and
+// `ViewModifier` are not main-actor isolated, and the state these views create and read is.
+@MainActor
 extension View {
     /// Provides Latchkey to this view and its descendants (seed 003's `.thunderIDProvider(config:)`).
     public func latchkeyProvider(config: LatchkeyConfig) -> some View {

@@ -4,6 +4,7 @@ import Latchkey
 
 /// The unstyled profile form builder (seed 003 `BaseUserProfile`): loads the profile when it appears and hands
 /// `content` the loaded profile, bindings for the editable fields, whether it is busy, the last error and `save`.
+@MainActor
 public struct BaseUserProfile<Content: View>: View {
     @Environment(LatchkeyState.self) private var state
     @State private var model: UserProfileModel?
@@ -57,6 +58,7 @@ public struct BaseUserProfile<Content: View>: View {
 ///
 /// Where a file imports both `Latchkey` and `LatchkeySwiftUI`, `UserProfile` may name the profile data type:
 /// write `UserProfileView` (or `LatchkeySwiftUI.UserProfile`) for this view there.
+@MainActor
 public struct UserProfile: View {
     @Environment(LatchkeyState.self) private var state
     private let onSaved: (@MainActor () -> Void)?

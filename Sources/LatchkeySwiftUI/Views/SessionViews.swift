@@ -11,6 +11,7 @@ import AppKit
 #endif
 
 /// Shows `content` while the user is signed in, `fallback` (nothing by default) otherwise (seed 003 `SignedIn`).
+@MainActor
 public struct SignedIn<Content: View, Fallback: View>: View {
     private let gate: SessionGate<Content, Fallback>
 
@@ -32,6 +33,7 @@ extension SignedIn where Fallback == EmptyView {
 }
 
 /// Shows `content` while the user is signed out, `fallback` (nothing by default) otherwise (seed 003 `SignedOut`).
+@MainActor
 public struct SignedOut<Content: View, Fallback: View>: View {
     private let gate: SessionGate<Content, Fallback>
 
@@ -47,6 +49,7 @@ public struct SignedOut<Content: View, Fallback: View>: View {
 }
 
 /// `content` or `fallback`, as the state's rule says.
+@MainActor
 struct SessionGate<Content: View, Fallback: View>: View {
     @Environment(LatchkeyState.self) private var state
     let shows: @MainActor (LatchkeyState) -> Bool
@@ -66,6 +69,7 @@ extension SignedOut where Fallback == EmptyView {
 }
 
 /// An unstyled button with a label, disabled while `isLoading` (seed 003 `BaseSignInButton`).
+@MainActor
 public struct BaseSignInButton: View {
     private let label: String
     private let isLoading: Bool
@@ -92,6 +96,7 @@ public struct BaseSignInButton: View {
 public typealias BaseSignOutButton = BaseSignInButton
 
 /// The sign-in button (seed 003 `SignInButton`): `onTap`, or a browser sign-in in the system's sheet.
+@MainActor
 public struct SignInButton: View {
     @Environment(LatchkeyState.self) private var state
     @State private var model: SignInButtonModel?
@@ -117,6 +122,7 @@ public struct SignInButton: View {
 }
 
 /// The sign-out button (seed 003 `SignOutButton`): signs out through the state, then calls `onSignOutComplete`.
+@MainActor
 public struct SignOutButton: View {
     @Environment(LatchkeyState.self) private var state
     @State private var model: SignOutButtonModel?
@@ -140,8 +146,12 @@ public struct SignOutButton: View {
 }
 
 /// Presents the browser sheet from the app's key window.
+///
+/// The conformance is isolated to the main actor (`@MainActor PresentationContextProviding`, Swift 6.2): the protocol
+/// is nonisolated in SDKs before Xcode 26.4 and `@MainActor` from then on, and the system asks for the anchor on the
+/// main thread either way.
 @MainActor
-final class KeyWindowPresentationContext: NSObject, PresentationContextProviding {
+final class KeyWindowPresentationContext: NSObject, @MainActor PresentationContextProviding {
     static let shared = KeyWindowPresentationContext()
 
     #if canImport(AuthenticationServices) && !os(tvOS) && !os(watchOS)
