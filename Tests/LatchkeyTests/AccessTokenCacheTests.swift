@@ -14,6 +14,8 @@ struct AccessTokenCacheTests {
         func lock(_ value: Bool) { locked = value }
         func get(_ key: String) async throws -> Data? {
             reads += 1
+            // Latency, not a wait for anything: a Keychain read takes time, so concurrent first callers overlap (the
+            // count below holds whether or not they do).
             try await Task.sleep(for: .milliseconds(20))
             return items[key]
         }
@@ -120,8 +122,9 @@ struct AccessTokenCacheTests {
     }
 }
 
-/// Polls `condition` until it holds (at most about five seconds).
+/// Polls `condition` until it holds, for at most a minute (a saturated machine, ThreadSanitizer).
 private func eventually(_ condition: () -> Bool) async throws {
-    for _ in 0..<500 where !condition() { try await Task.sleep(for: .milliseconds(10)) }
+    let deadline = ContinuousClock.now + .seconds(60)
+    while !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
     #expect(condition())
 }

@@ -18,8 +18,8 @@ struct LoopbackUserAgentTests {
         #expect(a != b && a.hasPrefix("http://127.0.0.1:") && a.hasSuffix("/callback"))
         let first = Task { try await agent.authorize(url: authorizationURL(redirect: a, marker: "A")) }
         let second = Task { try await agent.authorize(url: authorizationURL(redirect: b, marker: "B")) }
-        try await Task.sleep(for: .milliseconds(100))
-        // The browser comes back to B first, then to A.
+        // The browser comes back to B first, then to A. No wait for the two sign-ins to start listening: each port was
+        // bound by `prepareRedirectURI`, so a callback that arrives first waits in the socket's backlog.
         let (_, rb) = try await URLSession.shared.data(from: URL(string: b + "?code=for-b&state=B")!)
         let (_, ra) = try await URLSession.shared.data(from: URL(string: a + "?code=for-a&state=A")!)
         #expect((rb as? HTTPURLResponse)?.statusCode == 200 && (ra as? HTTPURLResponse)?.statusCode == 200)

@@ -94,10 +94,19 @@ final class ScriptedIdentityServer: HTTPClient, @unchecked Sendable {
     }
 }
 
-/// A provider that never answers until its task is cancelled.
+/// A provider that never answers until its task is cancelled, and says when it has been asked.
 struct HangingCredentialProvider: CredentialProvider {
+    private let asked = AsyncStream<Void>.makeStream()
+
+    /// Returns once the SDK has asked for a credential (the sheet is "showing").
+    func waitUntilAsked() async {
+        for await _ in asked.stream { return }
+    }
+
     func credential(for request: CredentialRequest) async throws -> ProvidedCredential {
-        try await Task.sleep(for: .seconds(30))
+        asked.continuation.yield()
+        // Only cancellation ends this wait (an hour stands for "never"): what is under test is how it is reported.
+        try await Task.sleep(for: .seconds(3600))
         throw LatchkeyError(.canceled, "unreachable")
     }
 }
@@ -274,9 +283,10 @@ struct NativeLoginTests {
 
     @Test func aCancelledCallingTaskIsNotReportedAsCanceled() async throws {
         let server = ScriptedIdentityServer()
-        let client = try await client(server, provider: HangingCredentialProvider())
+        let provider = HangingCredentialProvider()
+        let client = try await client(server, provider: provider)
         let task = Task { try await client.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Password], display: .Always) }
-        try await Task.sleep(for: .milliseconds(100))
+        await provider.waitUntilAsked()
         task.cancel()
         let result = await task.result
         guard case .failure(let error) = result, let e = error as? LatchkeyError else { Issue.record("expected a LatchkeyError"); return }

@@ -20,7 +20,7 @@ struct SDKHardeningTests {
         let redirect = try #require(try await agent.prepareRedirectURI())
         let url = try #require(URL(string: "http://127.0.0.1:9/authorize?redirect_uri=\(FormCoding.escape(redirect))&state=the-real-state"))
         let signIn = Task { try await agent.authorize(url: url) }
-        try await Task.sleep(for: .milliseconds(100))
+        // (No wait for the listener: the port is bound already, and connections queue until it accepts.)
         // An idle connection that never sends a request line must not block the listener for good (it is dropped
         // after `requestReadTimeout`); before the fix, it held the accepting thread forever.
         let port = try #require(URL(string: redirect)?.port)

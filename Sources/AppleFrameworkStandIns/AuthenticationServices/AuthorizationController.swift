@@ -79,6 +79,7 @@ open class ASAuthorizationController: NSObject {
         let behaviour = device.authorization
         let sheet = AuthorizationSheet(requests: authorizationRequests, options: options, autoFill: autoFill)
         let names = authorizationRequests.map { String(describing: type(of: $0)) }
+        device.log.record(.authorizationRequested(requests: names))
         inProgress = Task { @MainActor [weak self, device] in
             let outcome = await behaviour.respond(sheet)
             guard let self, !Task.isCancelled else { return }

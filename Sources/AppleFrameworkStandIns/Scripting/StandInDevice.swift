@@ -133,6 +133,8 @@ public final class StandInLog: @unchecked Sendable {
         case webAuthenticationStarted(WebAuthenticationRequest)
         case webAuthenticationNavigatedElsewhere(URL)
         case webAuthenticationCanceledByApp
+        /// An app called `performRequests` (before the scripted user answers, or while a sheet never answers).
+        case authorizationRequested(requests: [String])
         /// An authorization controller showed its sheet (it asked its presentation context provider for an anchor).
         case authorizationSheetShown(requests: [String])
         /// An authorization controller answered without showing anything.
@@ -142,10 +144,58 @@ public final class StandInLog: @unchecked Sendable {
 
     private let lock = NSLock()
     private var _events: [Event] = []
+    private var expired: Set<UUID> = []
+    private var waiters: [UUID: (matches: @Sendable (Event) -> Bool, continuation: CheckedContinuation<Bool, Never>)] = [:]
 
     /// Everything so far, in order.
     public var events: [Event] { lock.withLock { _events } }
 
-    func record(_ event: Event) { lock.withLock { _events.append(event) } }
+    func record(_ event: Event) {
+        let woken = lock.withLock { () -> [CheckedContinuation<Bool, Never>] in
+            _events.append(event)
+            let ready = waiters.filter { $0.value.matches(event) }
+            for id in ready.keys { waiters[id] = nil }
+            return ready.values.map(\.continuation)
+        }
+        for continuation in woken { continuation.resume(returning: true) }
+    }
+
+    /// Waits until an event matching `matches` has been recorded at index `since` or later (at once if one already
+    /// was), for at most `seconds`: tests wait for what the system did rather than for a length of time. Returns
+    /// whether it came. Pass `events.count` taken before an action to wait for what that action causes.
+    @discardableResult
+    public func waitFor(since: Int = 0, seconds: Double = 60, _ matches: @escaping @Sendable (Event) -> Bool) async -> Bool {
+        let id = UUID()
+        // The deadline is a safety net for a broken test, generous enough for a saturated machine.
+        let deadline = Task { [weak self] in
+            try await Task.sleep(for: .seconds(seconds))
+            self?.resume(id, with: false)
+        }
+        defer { deadline.cancel() }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let seen: Bool? = lock.withLock {
+                if _events.dropFirst(since).contains(where: matches) { return true }
+                if expired.remove(id) != nil { return false }  // the deadline came first
+                waiters[id] = (matches, continuation)
+                return nil
+            }
+            if let seen { continuation.resume(returning: seen) }
+        }
+    }
+
+    /// Waits until `event` has been recorded (`waitFor(seconds:_:)`).
+    @discardableResult
+    public func waitFor(_ event: Event, since: Int = 0, seconds: Double = 60) async -> Bool {
+        await waitFor(since: since, seconds: seconds) { $0 == event }
+    }
+
+    private func resume(_ id: UUID, with outcome: Bool) {
+        let waiter = lock.withLock {
+            let waiter = waiters.removeValue(forKey: id)
+            if waiter == nil { expired.insert(id) }
+            return waiter
+        }
+        waiter?.continuation.resume(returning: outcome)
+    }
 }
 #endif

@@ -74,6 +74,9 @@ extension LatchkeyClient {
                     ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", authorization.deviceCode),
                     ("client_id", context.config.clientId),
                 ], proof: .stored(key))
+            } catch where Task.isCancelled {
+                // Cancelled during a poll rather than between two: the same answer as while waiting.
+                throw LatchkeyError(.canceled, "the device sign-in was cancelled while waiting for approval", underlying: error)
             } catch let error as LatchkeyError {
                 switch error.serverCode {
                 case "authorization_pending": continue

@@ -127,8 +127,8 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
         }
     }
 
-    /// Writes the answer's end, shuts the sending side, drops what still arrives and closes two seconds later at the
-    /// latest (closing at once, with unread bytes, would reset the connection and destroy the answer).
+    /// Writes the answer's end and closes lingeringly (`closeLingering()`: closing at once, with unread bytes, would
+    /// reset the connection and destroy the answer).
     private func closeAfter(_ context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         closing = true
         cancelAll()
@@ -164,12 +164,63 @@ private final class FirstBytesObserver: ChannelInboundHandler, RemovableChannelH
 }
 
 extension ChannelHandlerContext {
-    /// Closes after an answer the client may still be sending into: the sending side is shut at once (the answer is
-    /// complete), and the connection closed two seconds later at the latest. Closing at once, with unread bytes in
-    /// the socket, would reset the connection and could destroy the answer before the client reads it.
+    /// Closes after an answer the client may still be sending into, as nginx's lingering close does: the sending side
+    /// is shut at once (the answer is complete and the client sees its end), and what still arrives is read and
+    /// dropped until the client closes, or sends nothing for `LingeringDrain.quiet`, or `LingeringDrain.cap` has
+    /// passed. Closing at once, with unread bytes in the socket, makes the kernel reset the connection, and the reset
+    /// can destroy the answer before a client that is slow to stop sending reads it.
     func closeLingering() {
         close(mode: .output, promise: nil)
-        let bound = NIOLoopBound(self, eventLoop: eventLoop)
-        eventLoop.scheduleTask(in: .seconds(2)) { bound.value.close(promise: nil) }
+        // First in the pipeline: the rest of the request never reaches the HTTP decoder.
+        try? pipeline.syncOperations.addHandler(LingeringDrain(), position: .first)
+    }
+}
+
+/// Drops every byte of a connection whose answer is complete, and closes it once the client has gone quiet.
+final class LingeringDrain: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+
+    /// Closed once nothing has arrived for this long (nginx's `lingering_timeout` is 5 s).
+    static let quiet = TimeAmount.seconds(5)
+    /// And closed this long after the answer whatever the client does (nginx's `lingering_time` is 30 s).
+    static let cap = TimeAmount.seconds(30)
+
+    private var quietTimer: Scheduled<Void>?
+    private var capTimer: Scheduled<Void>?
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        capTimer = Self.closeLater(context, in: Self.cap)
+        quietTimer = Self.closeLater(context, in: Self.quiet)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        quietTimer?.cancel()
+        quietTimer = Self.closeLater(context, in: Self.quiet)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // The client has finished sending (a half-close, where the channel allows them): nothing left to drain.
+        if let event = event as? ChannelEvent, event == .inputClosed {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        cancelTimers()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) { cancelTimers() }
+
+    private func cancelTimers() {
+        quietTimer?.cancel()
+        capTimer?.cancel()
+    }
+
+    private static func closeLater(_ context: ChannelHandlerContext, in delay: TimeAmount) -> Scheduled<Void> {
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        return context.eventLoop.scheduleTask(in: delay) { bound.value.close(promise: nil) }
     }
 }

@@ -57,8 +57,8 @@ struct BodyLimitMiddleware: RouterMiddleware {
 /// other error goes on down the pipeline.
 ///
 /// The close lingers: the client is usually still sending the rest of its head, and closing at once would reset the
-/// connection and destroy the answer before it is read. So the sending side is shut after the answer, what still
-/// arrives is read and dropped, and the connection is closed two seconds later at the latest.
+/// connection and destroy the answer before it is read. So the sending side is shut after the answer, and what still
+/// arrives is read and dropped until the client stops sending (`closeLingering()`).
 ///
 /// Trailers past the limits arrive while a request is open (its head passed on, its end not) or its answer is being
 /// written: a 431 then would be a second answer to one request, so the connection is only closed.

@@ -154,16 +154,18 @@ struct AuthorizationControllerTests {
             #expect(token.user?.email == "demo@example.com", "the success is taken; the late error is ignored")
 
             device.authorization = .neverCompletes
+            let before = device.log.events.count
             let call = Task { try await client.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Password], display: .Always) }
-            try await Task.sleep(for: .milliseconds(100))
+            // Cancelled once the sheet is up (not after a guessed delay: on a busy machine it may not be yet).
+            #expect(await device.log.waitFor(since: before) { if case .authorizationRequested = $0 { true } else { false } })
             call.cancel()
             await #expect { try await call.value } throws: { error in
                 // The SDK reports a cancelled task as a technical error, never as `.canceled` (apps would restart auto-fill).
                 guard let e = error as? LatchkeyError else { return false }
                 return e.code == .unknownError && e.underlying is CancellationError
             }
-            try await Task.sleep(for: .milliseconds(50))
-            #expect(device.log.events.contains(.authorizationCanceledByApp))
+            // The controller is cancelled on the main actor after the call has returned: wait for it to happen.
+            #expect(await device.log.waitFor(.authorizationCanceledByApp, since: before))
             #expect(!client.isLoading())
         }
     }

@@ -92,9 +92,7 @@ struct WebAuthenticationSessionTests {
             let client = try await server.appleClient()
             let screen = await ScreenStandIn()
             let first = Task { try await client.webviewLogin(WebviewLoginRequest(presentationContextProvider: screen)) }
-            while !device.log.events.contains(where: { if case .webAuthenticationStarted = $0 { true } else { false } }) {
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            #expect(await device.log.waitFor { if case .webAuthenticationStarted = $0 { true } else { false } })
             await #expect { try await client.webviewLogin(WebviewLoginRequest(presentationContextProvider: screen)) } throws: {
                 ($0 as? LatchkeyError)?.code == .invalidInput
             }
@@ -125,14 +123,13 @@ struct WebAuthenticationSessionTests {
             let client = try await server.appleClient()
             let screen = await ScreenStandIn()
             let call = Task { try await client.webviewLogin(WebviewLoginRequest(presentationContextProvider: screen)) }
-            while device.log.events.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(await device.log.waitFor { if case .webAuthenticationStarted = $0 { true } else { false } })
             call.cancel()
             await #expect { try await call.value } throws: {
                 guard let e = $0 as? LatchkeyError else { return false }
                 return e.code == .unknownError && e.underlying is CancellationError
             }
-            try await Task.sleep(for: .milliseconds(50))
-            #expect(device.log.events.contains(.webAuthenticationCanceledByApp))
+            #expect(await device.log.waitFor(.webAuthenticationCanceledByApp))
         }
     }
 

@@ -112,18 +112,17 @@ struct SDKRedirectSignInTests {
         defer { Task { await server.stop() } }
         let http = ObservedHTTPClient()
         let client = try await server.signedInClient(http: http)
-        http.delayRefreshes(by: .milliseconds(300))
+        http.holdRefreshes()
         let answered = http.statuses(pathEndingWith: "/oauth2/token").count
         let starter = Task { try await client.getAccessToken() }
-        // Wait for the server's answer to the refresh (not a fixed sleep: under load the request may leave late);
-        // the answer then reaches the SDK 300 ms later, so the refresh is still in flight for the joiner and sign-out.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while http.statuses(pathEndingWith: "/oauth2/token").count == answered, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        let joiner = Task { try await client.getAccessToken() }  // joins the refresh already in flight
-        try await Task.sleep(for: .milliseconds(20))
+        // Once the server has answered the refresh, its answer is held back from the SDK: the refresh is in flight for
+        // the joiner and the sign-out for as long as the test needs, however slow the machine.
+        try await eventually("the server answering the refresh") { http.statuses(pathEndingWith: "/oauth2/token").count > answered }
+        let joiner = Task { try await client.getAccessToken() }  // joins the refresh in flight (or, if it starts after
+                                                                  // the sign-out, finds no session: the same error)
+        await Task.yield()
         let after = try await client.signOut()
+        http.releaseRefreshes()
         #expect(after == "http://127.0.0.1:7777/logout")
         await #expect { try await starter.value } throws: { ($0 as? LatchkeyError)?.code == .sessionExpired }
         await #expect { try await joiner.value } throws: { ($0 as? LatchkeyError)?.code == .sessionExpired }

@@ -2,12 +2,13 @@ import Foundation
 import Latchkey
 import NIOConcurrencyHelpers
 
-/// Wraps the SDK's real URLSession client: counts refresh requests and can delay their answers, to test single-flight
-/// refresh and sign-out races. Everything still goes over loopback HTTP to the real server.
+/// Wraps the SDK's real URLSession client: counts refresh requests and can hold their answers back, to test
+/// single-flight refresh and sign-out races. Everything still goes over loopback HTTP to the real server.
 final class ObservedHTTPClient: HTTPClient {
     private let inner = URLSessionHTTPClient()
     private let refreshes = NIOLockedValueBox(0)
-    private let refreshDelay = NIOLockedValueBox<Duration>(.zero)
+    /// While held, refresh answers wait here (after the server answered) until `releaseRefreshes()`.
+    private let hold = NIOLockedValueBox<(held: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
     private let exchanges = NIOLockedValueBox<[(path: String, status: Int)]>([])
 
     /// Statuses of the responses to requests whose path ends with `suffix`.
@@ -16,16 +17,30 @@ final class ObservedHTTPClient: HTTPClient {
     }
 
     var refreshCount: Int { refreshes.withLockedValue { $0 } }
-    func delayRefreshes(by delay: Duration) { refreshDelay.withLockedValue { $0 = delay } }
+    func holdRefreshes() { hold.withLockedValue { $0.held = true } }
+    func releaseRefreshes() {
+        let waiting = hold.withLockedValue { state in
+            defer { state = (false, []) }
+            return state.waiting
+        }
+        waiting.forEach { $0.resume() }
+    }
 
     func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         let isRefresh = request.body.map { String(decoding: $0, as: UTF8.self).contains("grant_type=refresh_token") } ?? false
         if isRefresh { refreshes.withLockedValue { $0 += 1 } }
         let response = try await inner.send(request)
         exchanges.withLockedValue { $0.append((request.url.path, response.status)) }
-        // The delay comes after the server answered: the refresh succeeded there but reaches the SDK late.
-        let delay = refreshDelay.withLockedValue { $0 }
-        if isRefresh, delay > .zero { try await Task.sleep(for: delay) }
+        // The hold comes after the server answered: the refresh succeeded there but reaches the SDK late.
+        if isRefresh {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let wait = hold.withLockedValue { state in
+                    if state.held { state.waiting.append(continuation) }
+                    return state.held
+                }
+                if !wait { continuation.resume() }
+            }
+        }
         return response
     }
 }

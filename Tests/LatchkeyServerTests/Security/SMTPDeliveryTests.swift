@@ -233,7 +233,7 @@ struct SMTPDeliveryTests {
         let start = try await browser.postJSON(server.base + "/flow/execute",
                                                ["applicationId": "latchkey-demo", "flowType": "RECOVERY", "inputs": ["username": "demo@example.com"]])
         #expect(start.status == 200)
-        for _ in 0..<300 where relay.received.messages == 0 { try await Task.sleep(for: .milliseconds(100)) }
+        try await eventually("the relay receiving the message") { relay.received.messages > 0 }
         let received = relay.received
         #expect(received.messages == 1 && received.commands.contains("RCPT TO:<demo@example.com>"))
         let body = String(decoding: Data(base64Encoded: received.data.drop { !$0.isEmpty }.joined()) ?? Data(), as: UTF8.self)

@@ -43,12 +43,17 @@ actor Collected {
 
 /// Waits (polling, without a timing assertion) until `condition` holds; fails after a generous bound so a broken
 /// server fails the test instead of hanging it.
-func eventually(_ what: String, _ condition: @Sendable () async throws -> Bool) async throws {
-    for _ in 0..<4000 {
+///
+/// The bound is a minute of wall time: a saturated two-core machine (CI, ThreadSanitizer) can be slower than an idle
+/// one by far more than any fixed number of polls allows for.
+func eventually(_ what: String, within bound: Duration = .seconds(60), _ condition: @Sendable () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + bound
+    while ContinuousClock.now < deadline {
         if try await condition() { return }
-        try await Task.sleep(nanoseconds: 5_000_000)
+        try await Task.sleep(for: .milliseconds(5))
     }
-    throw TestFailure("never happened: \(what)")
+    if try await condition() { return }
+    throw TestFailure("never happened within \(bound): \(what)")
 }
 
 extension TestServer {

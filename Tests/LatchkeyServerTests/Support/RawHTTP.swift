@@ -38,9 +38,17 @@ enum RawHTTP {
         return try await channel.executeThenClose { inbound, outbound in
             var head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: method), uri: path)
             for (name, value) in headers { head.headers.add(name: name, value: value) }
-            try await outbound.write(.head(head))
-            if let body, !body.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
-            try await outbound.write(.end(nil))
+            // A server may answer before the request's end (413, 431) and stop reading: a write that fails then is
+            // no reason to ignore the answer that already arrived, as an HTTP client that gives up on the first
+            // failed write would. The answer is read either way; the write's error counts only without one.
+            var writeError: (any Error)?
+            do {
+                try await outbound.write(.head(head))
+                if let body, !body.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
+                try await outbound.write(.end(nil))
+            } catch {
+                writeError = error
+            }
             var status = 0
             var fields: [String: String] = [:]
             var cookies: [String] = []
@@ -59,7 +67,7 @@ enum RawHTTP {
                     return Result(response: HTTPResult(status: status, headers: fields, body: data), setCookies: cookies)
                 }
             }
-            throw ClosedBeforeResponse()
+            throw writeError ?? ClosedBeforeResponse()
         }
     }
 }
