@@ -88,7 +88,7 @@ struct AuthorizationControllerTests {
             device.authorization = .nothingAvailable
             let client = try await server.appleClient()
             let screen = await ScreenStandIn()
-            let window = await screen.window
+            let window = screen.window
             await #expect { try await client.login(withRequest: NativeLoginRequest(anchor: window), usingModalAuthorizationFor: [.Passkey, .Password],
                                                    display: .IfImmediatelyAvailableCredentials) } throws: {
                 guard let e = $0 as? LatchkeyError, let underlying = e.underlying else { return false }

@@ -24,6 +24,7 @@ final class FakeRelay: Sendable {
     private let state: NIOLockedValueBox<Received>
     private let behaviour: NIOLockedValueBox<Behaviour>
     private let task: Task<Void, any Error>
+    private let listener: any Channel
 
     var received: Received { state.withLockedValue { $0 } }
     func set(_ change: @Sendable (inout Behaviour) -> Void) { behaviour.withLockedValue { change(&$0) } }
@@ -42,9 +43,13 @@ final class FakeRelay: Sendable {
                 }
             }
         port = server.channel.localAddress?.port ?? 0
+        listener = server.channel
+        // `stop()` closes the listening channel rather than cancelling this task: every connection already accepted
+        // is then still taken up (SwiftNIO traps on an accepted connection that never is, swift-nio #3481), and the
+        // conversations still going are cancelled once no more can arrive.
         task = Task {
-            try await server.executeThenClose { connections in
-                try await withThrowingDiscardingTaskGroup { group in
+            try await withThrowingDiscardingTaskGroup { group in
+                try await server.executeThenClose { connections in
                     for try await connection in connections {
                         group.addTask {
                             try? await connection.executeThenClose { lines, out in
@@ -53,6 +58,7 @@ final class FakeRelay: Sendable {
                         }
                     }
                 }
+                group.cancelAll()
             }
         }
     }
@@ -105,7 +111,7 @@ final class FakeRelay: Sendable {
     }
 
     func stop() async {
-        task.cancel()
+        try? await listener.close()
         _ = await task.result
     }
 }

@@ -12,7 +12,7 @@ final class AppleStandIn: Sendable {
     static let issuer = "https://appleid.apple.com"
     let key: SigningKey
     let port: Int
-    private let task: Task<Void, any Error>
+    private let service: GracefulService
 
     var jwksURL: URL { URL(string: "http://127.0.0.1:\(port)/auth/keys") ?? URL(fileURLWithPath: "/") }
 
@@ -28,15 +28,15 @@ final class AppleStandIn: Sendable {
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
                               onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
-        let task = Task { try await app.run() }
+        let service = GracefulService(app, logger: logger)
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw TestFailure("stand-in Apple issuer did not start") }
-        return AppleStandIn(key: key, port: port, task: task)
+        return AppleStandIn(key: key, port: port, service: service)
     }
 
-    private init(key: SigningKey, port: Int, task: Task<Void, any Error>) { self.key = key; self.port = port; self.task = task }
+    private init(key: SigningKey, port: Int, service: GracefulService) { self.key = key; self.port = port; self.service = service }
 
-    func stop() async { task.cancel(); _ = await task.result }
+    func stop() async { await service.stop() }
 
     struct Claims: Encodable {
         var iss = AppleStandIn.issuer

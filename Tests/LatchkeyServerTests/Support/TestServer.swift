@@ -9,7 +9,7 @@ final class TestServer: Sendable {
     let port: Int
     let databasePath: String
     let advanceClock: @Sendable (TimeInterval) -> Void
-    private let task: Task<Void, any Error>
+    private let service: GracefulService
 
     var issuer: String { server.issuer }
     var base: String { "http://127.0.0.1:\(port)" }
@@ -66,13 +66,11 @@ final class TestServer: Sendable {
         if trace { FileHandle.standardError.write(Data("opened \(path)\n".utf8)) }
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = server.application { port in continuation.yield(port) }
-        let task = Task {
-            do { try await app.run() } catch {
+        let service = GracefulService(app, logger: logger) { error in
+            if let error {
                 FileHandle.standardError.write(Data("server run ended with \(error)\n".utf8))
-                throw error
-            }
-            if ProcessInfo.processInfo.environment["LATCHKEY_TEST_TRACE"] != nil {
-                FileHandle.standardError.write(Data("server run ended (cancelled: \(Task.isCancelled))\n".utf8))
+            } else if ProcessInfo.processInfo.environment["LATCHKEY_TEST_TRACE"] != nil {
+                FileHandle.standardError.write(Data("server run ended\n".utf8))
             }
         }
         var iterator = ports.makeAsyncIterator()
@@ -80,19 +78,18 @@ final class TestServer: Sendable {
         if ProcessInfo.processInfo.environment["LATCHKEY_TEST_TRACE"] != nil {
             FileHandle.standardError.write(Data("server started on \(port)\n".utf8))
         }
-        return TestServer(server: server, port: port, databasePath: path, advance: advance, task: task)
+        return TestServer(server: server, port: port, databasePath: path, advance: advance, service: service)
     }
 
     private init(server: IdentityServer, port: Int, databasePath: String, advance: @escaping @Sendable (TimeInterval) -> Void,
-                 task: Task<Void, any Error>) {
-        self.server = server; self.port = port; self.databasePath = databasePath; self.advanceClock = advance; self.task = task
+                 service: GracefulService) {
+        self.server = server; self.port = port; self.databasePath = databasePath; self.advanceClock = advance; self.service = service
     }
 
-    /// Stops the server (graceful shutdown via task cancellation) and waits for it.
+    /// Stops the server (a graceful shutdown: no new connections, the open ones finished) and waits for it.
     /// `keepingDatabase` leaves a PostgreSQL database for a restart on it (the second server drops it).
     func stop(keepingDatabase: Bool = false) async {
-        task.cancel()
-        _ = await task.result
+        await service.stop()
         server.close()
         if !keepingDatabase { await TestDatabases.dropIfCreated(databasePath) }
     }

@@ -1,0 +1,37 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// Runs a service (a Hummingbird application) in a `ServiceGroup` until `stop()`, which shuts it down gracefully.
+///
+/// Not by cancelling its task: a cancelled Hummingbird server leaves connections it accepted but had not yet taken up
+/// unclosed, and SwiftNIO traps on those ("Deinited NIOAsyncWriter without calling finish()", swift-nio #3481) — seen
+/// here on a saturated machine, where a test's last requests are still arriving as it stops its server. A shutdown
+/// that takes longer than `maximumShutdown` (a client that never lets go) is escalated to cancellation.
+final class GracefulService: Sendable {
+    private let group: ServiceGroup
+    let task: Task<Void, any Error>
+
+    init(_ service: some Service, logger: Logger, maximumShutdown: Duration = .seconds(10),
+         onEnd: @escaping @Sendable ((any Error)?) -> Void = { _ in }) {
+        var configuration = ServiceGroupConfiguration(services: [service], logger: logger)
+        configuration.maximumGracefulShutdownDuration = maximumShutdown
+        let group = ServiceGroup(configuration: configuration)
+        self.group = group
+        task = Task {
+            do {
+                try await group.run()
+                onEnd(nil)
+            } catch {
+                onEnd(error)
+                throw error
+            }
+        }
+    }
+
+    /// Shuts the service down gracefully and waits until it has ended.
+    func stop() async {
+        await group.triggerGracefulShutdown()
+        _ = await task.result
+    }
+}
