@@ -202,14 +202,26 @@ struct Whoami: AsyncParsableCommand {
 }
 
 struct Logout: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Sign out: revoke the refresh token, end the server session, forget local tokens.")
+    static let configuration = CommandConfiguration(
+        abstract: "Sign out: forget local tokens, revoke them at the provider, end the provider's session (in the browser the sign-in used).",
+        discussion: "Prints what was ended and what was not. Exit status 0: everything was; 2: something stays valid at the provider (said why).")
+
+    @Flag(help: "Do not open a browser to end the provider's session: print the URL on its own line and wait for the redirect.")
+    var noBrowser = false
+    @Flag(help: "Leave the provider's session (in the browser) alone: only revoke the tokens.")
+    var keepProviderSession = false
+
     func run() async throws {
         try await runClient {
             let home = CLIHome()
-            let client = try await home.client()
-            try await client.signOut()
+            let agent = LoopbackUserAgent(mode: noBrowser ? .printOnly : .system, output: { Console.out($0) })
+            let client = try await home.client(userAgent: agent)
+            let report = try await client.signOutReporting(options: SignOutOptions(providerSession: keepProviderSession ? .keep : .automatic))
             try? FileManager.default.removeItem(at: home.profileURL)
-            Console.out("Signed out.")
+            Console.out("Signed out here: the tokens are forgotten on this computer.")
+            for line in SignOutWording.lines(report) { Console.out(line) }
+            // The exit status says whether everything asked for was done at the provider too.
+            if !report.isComplete { throw ExitCode(2) }
         }
     }
 }

@@ -1,6 +1,7 @@
 """The `latchkey` CLI as a user runs it: login --no-browser (headless Chromium completes the sign-in at the printed
 URL, which exercises webviewLogin through the loopback user agent), whoami, token, logout, and clear failures."""
 import os
+import urllib.parse
 import stat
 import subprocess
 import tempfile
@@ -46,9 +47,24 @@ def test_login_whoami_token_logout(server, browser):
     access = token.stdout.strip()
     assert requests.get(server.base + "/oauth2/userinfo", headers={"Authorization": "Bearer " + access}).status_code == 200
 
-    logout = cli(home, "logout")
-    assert logout.returncode == 0 and "Signed out." in logout.stdout, logout.stderr
+    # The sign-in happened in the browser, so logout ends the server's session there: the URL is printed (no browser
+    # here), the person's browser opens it and comes back to the CLI's loopback /logout.
+    logout = subprocess.Popen([BINARY, "logout", "--no-browser"], env={**os.environ, "LATCHKEY_HOME": home},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    end_session = logout.stdout.readline().strip()
+    assert end_session.startswith(server.base + "/oauth2/logout?") and "post_logout_redirect_uri=http%3A%2F%2F127.0.0.1%3A" in end_session, end_session
+    browser.get(end_session)
+    out, err = logout.communicate(timeout=30)
+    assert logout.returncode == 0, out + err
+    assert "refresh token: revoked at the provider" in out and "access token: revoked at the provider" in out, out
+    assert "provider session: ended at the provider" in out, out
+    WebDriverWait(browser, 10).until(lambda b: "close this window" in b.page_source)
     assert requests.get(server.base + "/oauth2/userinfo", headers={"Authorization": "Bearer " + access}).status_code == 401
+    # The browser's session at the server ended too: a silent sign-in there now needs a login.
+    browser.get(server.base + "/oauth2/authorize?" + urllib.parse.urlencode({
+        "response_type": "code", "client_id": "latchkey-demo", "redirect_uri": "http://127.0.0.1:9/callback", "scope": "openid",
+        "state": "s", "prompt": "none", "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", "code_challenge_method": "S256"}))
+    WebDriverWait(browser, 10).until(lambda b: "error=login_required" in b.current_url)
     after = cli(home, "token")
     assert after.returncode == 1 and "Not signed in" in after.stderr
 

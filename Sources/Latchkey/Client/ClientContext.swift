@@ -14,15 +14,20 @@ final class ClientContext: Sendable {
     private let dpopNonces = Locked<[String: String]>([:])
     let tokens: TokenManager
 
+    /// The provider's time, learned from its answers (ID-token and DPoP timestamps go by it).
+    let clock: ProviderClock
+
     init(config: LatchkeyConfig, http: any HTTPClient, storage: any StorageAdapter, changes: AuthStateBroadcaster? = nil,
-         cache: AccessTokenCache? = nil, logger: Logger = Logger(label: "latchkey")) {
+         cache: AccessTokenCache? = nil, logger: Logger = Logger(label: "latchkey"), clock: ProviderClock = ProviderClock()) {
         let configBox = Locked(config)
         self.configBox = configBox
+        self.clock = clock
         // Every request of this context goes through one client, so the user's languages — as they are when the
-        // request is sent — reach every endpoint.
-        let http: any HTTPClient = PreferredLanguageHTTPClient(base: LoggingHTTPClient(base: http, logger: logger)) {
+        // request is sent — reach every endpoint, and every answer's `Date` keeps the provider's time current.
+        let languages: any HTTPClient = PreferredLanguageHTTPClient(base: LoggingHTTPClient(base: http, logger: logger)) {
             LanguagePreferences.acceptLanguage(configBox.withLock { $0.languageTags })
         }
+        let http: any HTTPClient = ClockLearningHTTPClient(base: languages, clock: clock)
         self.http = http
         self.storage = storage
         self.discovery = DiscoveryCache(issuer: config.issuer, http: http)
@@ -150,7 +155,7 @@ final class ClientContext: Sendable {
     /// A proof with the last nonce `url`'s server sent.
     private func proof(_ key: any DPoPSigningKey, method: String, url: URL, accessToken: String?) async throws -> String {
         let nonce = dpopNonces.withLock { $0[Self.origin(of: url)] }
-        return try await DPoPProof.make(key: key, method: method, url: url, accessToken: accessToken, nonce: nonce)
+        return try await DPoPProof.make(key: key, method: method, url: url, accessToken: accessToken, nonce: nonce, now: clock.now)
     }
 
     /// The key a session's tokens are bound to; nil for Bearer tokens.
@@ -205,15 +210,17 @@ final class ClientContext: Sendable {
         guard let idToken = response.idToken, config.tokenValidation.validate else { return nil }
         return try await idTokenValidator().validate(idToken, .init(
             issuer: try await requireMetadata().issuer, clientId: config.clientId, nonce: nonce, accessToken: response.accessToken,
-            maxAge: maxAge, leeway: config.tokenValidation.clockTolerance))
+            maxAge: maxAge, leeway: config.tokenValidation.clockTolerance, now: clock.now))
     }
 
     /// The stored form of a token response; what the response leaves out (a refresh token, an ID token) is kept.
     private func tokenSet(_ response: TokenResponse, previous: TokenSet?, nonce: String?) -> TokenSet {
-        TokenSet(accessToken: response.accessToken, refreshToken: response.refreshToken ?? previous?.refreshToken,
-                 idToken: response.idToken ?? previous?.idToken, tokenType: response.tokenType ?? "Bearer",
-                 expiresAt: Date().addingTimeInterval(TimeInterval(response.expiresIn ?? 3600)),
-                 scope: response.scope ?? previous?.scope, nonce: nonce, dpopKey: response.dpopKey)
+        var tokens = TokenSet(accessToken: response.accessToken, refreshToken: response.refreshToken ?? previous?.refreshToken,
+                              idToken: response.idToken ?? previous?.idToken, tokenType: response.tokenType ?? "Bearer",
+                              expiresAt: Date().addingTimeInterval(TimeInterval(response.expiresIn ?? 3600)),
+                              scope: response.scope ?? previous?.scope, nonce: nonce, dpopKey: response.dpopKey)
+        tokens.signedInWithBrowser = previous?.signedInWithBrowser
+        return tokens
     }
 
     /// A sign-in's token response: the ID token must be present when `openid` was requested, and is verified.
@@ -264,22 +271,67 @@ final class ClientContext: Sendable {
         guard response.status == 200 else { throw Self.errorFrom(response) }
     }
 
-    /// RP-initiated logout without a browser, with the ID-token hint; the provider ends that session and answers with a
-    /// redirect, which is not followed. POST first (RP-Initiated Logout 1.0 §2 requires OPs to support it), so the ID
-    /// token stays out of URLs, proxy and access logs; GET only for a provider that refuses the POST method.
-    func endSession(idTokenHint: String) async throws {
-        guard let endpoint = try await requireMetadata().endSessionEndpoint else { return }
-        var parameters = [("id_token_hint", idTokenHint), ("client_id", config.clientId)]
-        if let after = config.afterSignOutUrl { parameters.append(("post_logout_redirect_uri", after)) }
-        var response = try await http.send(.form(endpoint, parameters))
-        if [404, 405, 501].contains(response.status),
-           var components = URLComponents(url: endpoint, resolvingAgainstBaseURL: false) {
-            let existing = components.percentEncodedQuery.map { $0 + "&" } ?? ""
-            components.percentEncodedQuery = existing + FormCoding.encode(parameters)
-            guard let url = components.url else { return }
-            response = try await http.send(HTTPRequest(url: url))
+    /// RP-initiated logout without a browser, with the ID-token hint: the provider ends that session and answers with a
+    /// redirect to `post_logout_redirect_uri`, which is not followed. POST first (RP-Initiated Logout 1.0 §2 requires
+    /// OPs to support it), so the ID token stays out of URLs, proxy and access logs; GET when the provider refuses the
+    /// POST (405, or a 4xx from an endpoint that is a browser page with CSRF protection).
+    ///
+    /// Only a redirect says the session ended. A 200 is a page for a browser (most providers ask the person to confirm
+    /// there): the provider's session lives in the browser's cookie, which a request from the app does not carry.
+    /// - Parameter postLogoutRedirectURI: a registered redirect URI to name (the configured `afterSignOutUrl`, or one
+    ///   the user agent prepared): a provider that ends the session then says so by redirecting there.
+    func endSessionStep(idTokenHint: String, metadata: ProviderMetadata?, postLogoutRedirectURI: String?) async -> SignOutReport.Step {
+        guard let metadata else { return .failed("the provider could not be reached (discovery failed)") }
+        guard let endpoint = metadata.endSessionEndpoint else {
+            return .unsupported("the provider publishes no end_session_endpoint: its session (in the browser) stays open until it expires")
         }
-        guard response.status < 400 else { throw Self.errorFrom(response) }
+        var parameters = [("id_token_hint", idTokenHint), ("client_id", config.clientId)]
+        if let postLogoutRedirectURI { parameters.append(("post_logout_redirect_uri", postLogoutRedirectURI)) }
+        do {
+            var response = try await http.send(.form(endpoint, parameters))
+            if (400..<500).contains(response.status) || response.status == 501,
+               var components = URLComponents(url: endpoint, resolvingAgainstBaseURL: false) {
+                let existing = components.percentEncodedQuery.map { $0 + "&" } ?? ""
+                components.percentEncodedQuery = existing + FormCoding.encode(parameters)
+                if let url = components.url { response = try await http.send(HTTPRequest(url: url)) }
+            }
+            switch response.status {
+            case 300..<400:
+                // Done only when the provider sends the browser where the sign-out ends (the URI named): a redirect
+                // to a page of its own is a page that asks the person, or ends the session itself, in the browser.
+                let location = response.header("Location") ?? ""
+                if let postLogoutRedirectURI, location.hasPrefix(postLogoutRedirectURI),
+                   ["", "?", "#", "&"].contains(String(location.dropFirst(postLogoutRedirectURI.count).prefix(1))) { return .done }
+                return .unconfirmed("the provider sent the request to a page of its own (it ends its session in the browser, usually after asking the person)")
+            case 200..<300:
+                return .unconfirmed("the provider answered with a page meant for a browser: many ask the person to confirm there, and its session lives in the browser's cookie")
+            default:
+                return .failed("the provider refused to end its session (HTTP \(response.status))")
+            }
+        } catch {
+            return .failed("the provider could not be reached (\(Self.describe(error)))")
+        }
+    }
+
+    /// Revokes `token` (RFC 7009) and says how that went.
+    func revocationStep(_ token: String, hint: String, metadata: ProviderMetadata?, accessToken: String?, dpopKey: String?) async -> SignOutReport.Step {
+        guard let metadata else { return .failed("the provider could not be reached (discovery failed)") }
+        guard metadata.revocationEndpoint != nil else {
+            let stays = hint == "refresh_token" ? "the refresh token stays valid until it expires" : "the access token stays valid until it expires"
+            return .unsupported("the provider publishes no revocation endpoint: \(stays)")
+        }
+        do {
+            try await revoke(token, hint: hint, accessToken: accessToken, dpopKey: dpopKey)
+            return .done
+        } catch let error as LatchkeyError where error.statusCode != nil {
+            return .failed("the provider refused the revocation (HTTP \(error.statusCode ?? 0)\(error.serverCode.map { ", \($0)" } ?? ""))")
+        } catch {
+            return .failed("the provider could not be reached (\(Self.describe(error)))")
+        }
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        (error as? LatchkeyError)?.message ?? String(describing: type(of: error))
     }
 
     func userinfo(tokens: TokenSet) async throws -> User {

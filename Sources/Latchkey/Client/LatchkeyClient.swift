@@ -49,6 +49,8 @@ public final class LatchkeyClient: Sendable {
     /// The default session's usable access token, written by the current context's token manager only.
     @usableFromInline let accessTokenCache = AccessTokenCache()
     let logger: Logger
+    /// The device's clock, read by each context's `ProviderClock` (tests set a skewed one before `initialize`).
+    let deviceClock = Locked<@Sendable () -> Date>({ Date() })
 
     /// - Parameters:
     ///   - http: the network seam (URLSession by default).
@@ -78,7 +80,8 @@ public final class LatchkeyClient: Sendable {
         var config = config
         if config.dpopKeyProvider == nil { config.dpopKeyProvider = defaultDPoPKeyProvider.withLock { $0 } }
         let resolved = try storage ?? defaultStorage?(config) ?? InMemoryStorageAdapter()
-        let context = ClientContext(config: config, http: http, storage: resolved, changes: authState, cache: accessTokenCache, logger: logger)
+        let context = ClientContext(config: config, http: http, storage: resolved, changes: authState, cache: accessTokenCache, logger: logger,
+                                    clock: ProviderClock(device: deviceClock.withLock { $0 }))
         try state.withLock { s in
             guard s.context == nil else { throw LatchkeyError(.alreadyInitialized, "initialize(config:storage:) was already called") }
             s.context = context
@@ -97,7 +100,7 @@ public final class LatchkeyClient: Sendable {
         if let clientId { config.clientId = clientId }
         try config.validate()
         let context = ClientContext(config: config, http: http, storage: current.storage, changes: authState, cache: accessTokenCache,
-                                    logger: logger)
+                                    logger: logger, clock: ProviderClock(device: deviceClock.withLock { $0 }))
         state.withLock { s in
             s.context = context
             s.pending = [:]
@@ -219,7 +222,8 @@ public final class LatchkeyClient: Sendable {
 
     private typealias ApiErrorBody = LatchkeyError.ApiError
 
-    func completeAuthorization(url: URL, context: ClientContext) async throws -> TokenSet {
+    /// - Parameter signedInWithBrowser: the page was shown by a user agent that keeps the provider's session.
+    func completeAuthorization(url: URL, context: ClientContext, signedInWithBrowser: Bool = false) async throws -> TokenSet {
         let query = Dictionary((URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map { ($0.name, $0.value ?? "") },
                                uniquingKeysWith: { first, _ in first })
         guard let returnedState = query["state"], !returnedState.isEmpty else {
@@ -253,8 +257,9 @@ public final class LatchkeyClient: Sendable {
             ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", pending.redirectUri),
             ("client_id", context.config.clientId), ("code_verifier", pending.pkce.verifier),
         ])
-        let tokens = try await context.signInTokens(response, nonce: pending.nonce, maxAge: pending.maxAge,
+        var tokens = try await context.signInTokens(response, nonce: pending.nonce, maxAge: pending.maxAge,
                                                     expectsIDToken: pending.expectsIDToken)
+        tokens.signedInWithBrowser = signedInWithBrowser ? true : nil
         try await context.tokens.replace(tokens, sessionId: pending.sessionId)
         return tokens
     }
@@ -311,7 +316,7 @@ public final class LatchkeyClient: Sendable {
             if error is CancellationError { throw LatchkeyError(.unknownError, "the sign-in task was cancelled", underlying: error) }
             throw LatchkeyError(.canceled, "the sign-in page was closed: \(error.localizedDescription)")
         }
-        return try await completeAuthorization(url: callback, context: context)
+        return try await completeAuthorization(url: callback, context: context, signedInWithBrowser: userAgent.keepsProviderSession)
     }
 
     // MARK: Session and tokens (seed 003)
@@ -356,24 +361,104 @@ public final class LatchkeyClient: Sendable {
 
     /// Revokes the refresh token, ends the provider session (id_token_hint), clears local state and returns the
     /// post-sign-out URL (the configured `afterSignOutUrl`, or "/"). Local state is cleared even if the server is down.
+    /// What happened at the provider is logged (a warning for each step that did not happen) and reported in full by
+    /// `signOutReporting(options:sessionId:)`.
     @discardableResult
     public func signOut(options: SignOutOptions? = nil, sessionId: String? = nil) async throws -> String {
+        try await signOutReporting(options: options, sessionId: sessionId).afterSignOutUrl
+    }
+
+    /// Signs out and says what happened: the local session is always forgotten first; then the refresh token and the
+    /// access token are revoked (RFC 7009) and the provider's session is ended (RP-Initiated Logout 1.0), each step
+    /// reported as done, not needed, not possible with this provider (no endpoint published), or failed (refused,
+    /// unreachable). Each step that did not happen is also a warning on the client's logger.
+    public func signOutReporting(options: SignOutOptions? = nil, sessionId: String? = nil) async throws -> SignOutReport {
         try await loading {
             let context = try context()
             let tokens = try await context.tokens.tokens(sessionId)
             try await context.tokens.clear(sessionId)
+            let metadata = await context.metadata()
+            var report = SignOutReport(refreshToken: .notNeeded("the session had no refresh token"),
+                                       accessToken: .notNeeded("the session had no access token"),
+                                       providerSession: .notNeeded("the session had no ID token to name it by"),
+                                       afterSignOutUrl: context.config.afterSignOutUrl ?? "/")
             if let refresh = tokens?.refreshToken {
-                do { try await context.revoke(refresh, hint: "refresh_token", accessToken: tokens?.accessToken, dpopKey: tokens?.dpopKey) } catch {
-                    logger.notice("refresh token revocation failed; local session cleared anyway", metadata: ["error": "\(error)"])
-                }
+                report.refreshToken = await context.revocationStep(refresh, hint: "refresh_token", metadata: metadata,
+                                                                   accessToken: tokens?.accessToken, dpopKey: tokens?.dpopKey)
             }
-            let hint = options?.idTokenHint ?? tokens?.idToken
-            if let hint {
-                do { try await context.endSession(idTokenHint: hint) } catch {
-                    logger.notice("end-session call failed; local session cleared anyway", metadata: ["error": "\(error)"])
-                }
+            if let access = tokens?.accessToken {
+                report.accessToken = await context.revocationStep(access, hint: "access_token", metadata: metadata,
+                                                                  accessToken: access, dpopKey: tokens?.dpopKey)
             }
-            return context.config.afterSignOutUrl ?? "/"
+            if let hint = options?.idTokenHint ?? tokens?.idToken {
+                report.providerSession = await endProviderSession(context, idTokenHint: hint, metadata: metadata, options: options,
+                                                                  signedInWithBrowser: tokens?.signedInWithBrowser == true)
+            }
+            for (name, step) in [("refresh token", report.refreshToken), ("access token", report.accessToken),
+                                 ("provider session", report.providerSession)] where !step.isSettled {
+                logger.warning("sign-out: \(name) not ended at the provider: \(step.explanation); local session cleared anyway")
+            }
+            return report
+        }
+    }
+
+    /// Ends the provider's session as `options` ask: in the browser, by a request, or not at all.
+    private func endProviderSession(_ context: ClientContext, idTokenHint: String, metadata: ProviderMetadata?, options: SignOutOptions?,
+                                    signedInWithBrowser: Bool) async -> SignOutReport.Step {
+        let choice = options?.providerSession ?? .automatic
+        if choice == .keep { return .notNeeded("kept, as the app asked") }
+        if choice == .inBrowser || (choice == .automatic && signedInWithBrowser && userAgent.keepsProviderSession),
+           let inBrowser = await endSessionInBrowser(context, idTokenHint: idTokenHint, metadata: metadata,
+                                                     presentation: options?.presentationContext) {
+            return inBrowser
+        }
+        // A redirect URI to name, so that a provider that ends the session can say so by redirecting (not followed).
+        let prepared = context.config.afterSignOutUrl == nil ? try? await userAgent.prepareSignOutRedirectURI() : nil
+        defer { if let prepared { userAgent.release(redirectURI: prepared) } }
+        return await context.endSessionStep(idTokenHint: idTokenHint, metadata: metadata,
+                                            postLogoutRedirectURI: context.config.afterSignOutUrl ?? prepared)
+    }
+
+    /// RP-Initiated Logout 1.0 in the user agent: the browser that holds the provider's session cookie is sent to
+    /// `end_session_endpoint` with `id_token_hint`, `client_id`, `post_logout_redirect_uri` and a fresh `state`, and the
+    /// step is done when the provider redirects back with that state. Nil when no page can be shown here (no
+    /// presentation context, no redirect URI to come back to): the caller then asks by a request.
+    private func endSessionInBrowser(_ context: ClientContext, idTokenHint: String, metadata: ProviderMetadata?,
+                                     presentation: PresentationContextProviderBox?) async -> SignOutReport.Step? {
+        guard let metadata else { return .failed("the provider could not be reached (discovery failed)") }
+        guard let endpoint = metadata.endSessionEndpoint else {
+            return .unsupported("the provider publishes no end_session_endpoint: its session (in the browser) stays open until it expires")
+        }
+        let prepared: String?
+        do { prepared = try await userAgent.prepareSignOutRedirectURI() } catch { return nil }
+        guard let redirect = prepared ?? context.config.afterSignOutUrl,
+              var components = URLComponents(url: endpoint, resolvingAgainstBaseURL: false) else { return nil }
+        let state = Self.randomValue()
+        var parameters = [("id_token_hint", idTokenHint), ("client_id", context.config.clientId),
+                          ("post_logout_redirect_uri", redirect), ("state", state)]
+        let locales = context.config.languageTags
+        if !locales.isEmpty { parameters.append(("ui_locales", locales.joined(separator: " "))) }
+        let existing = components.percentEncodedQuery.map { $0 + "&" } ?? ""
+        components.percentEncodedQuery = existing + FormCoding.encode(parameters)
+        guard let url = components.url else {
+            if let prepared { userAgent.release(redirectURI: prepared) }
+            return nil
+        }
+        do {
+            let back = try await userAgent.authorize(url: url, presentation: AuthorizationPresentation(
+                redirectURI: redirect, contextProvider: presentation, state: state))
+            let returned = URLComponents(url: back, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value
+            guard let returned, constantTimeEquals(returned, state) else {
+                return .failed("the browser came back without this sign-out's state: the provider's session may still be open")
+            }
+            return .done
+        } catch let error as LatchkeyError where error.code == .invalidConfiguration {
+            return nil  // no page can be shown here (no presentation context): ask by a request instead
+        } catch let error as LatchkeyError where error.code == .canceled {
+            // Some providers end their session on a page of their own and never come back: only they can say.
+            return .unconfirmed("the browser page was closed before the provider came back: its session may or may not have ended")
+        } catch {
+            return .failed("the browser could not end the provider's session (\(error))")
         }
     }
 

@@ -114,9 +114,36 @@ public struct SignInOptions: Sendable {
     }
 }
 
-/// Options for `signOut(options:sessionId:)`.
+/// Options for `signOut(options:sessionId:)` and `signOutReporting(options:sessionId:)`.
 public struct SignOutOptions: Sendable {
+    /// How the provider's own session is ended.
+    public enum ProviderSession: Sendable, Equatable {
+        /// In the browser when the session was signed in through one that keeps the provider's cookie (the system
+        /// browser of the loopback user agent, a shared `ASWebAuthenticationSession`); by a request from the app
+        /// otherwise, or when no browser page can be shown. The default.
+        case automatic
+        /// In the browser: the client's user agent is sent to `end_session_endpoint` (RP-Initiated Logout 1.0) and
+        /// the sign-out waits for the provider's redirect back (its `state` checked). Falls back to a request from the
+        /// app when no page can be shown (no presentation context).
+        case inBrowser
+        /// By a request from the app (`id_token_hint`, POST, then GET if refused). Ends the session at providers that
+        /// accept that, Latchkey's own among them; most keep the browser's session, which only the browser can end.
+        case request
+        /// Left alone: only the tokens are revoked (the person stays signed in to the provider's other apps).
+        case keep
+    }
+
     /// ID token to send as `id_token_hint`; defaults to the session's own.
     public var idTokenHint: String?
-    public init(idTokenHint: String? = nil) { self.idTokenHint = idTokenHint }
+    /// How the provider's session is ended; `.automatic` by default.
+    public var providerSession: ProviderSession
+    /// What the sign-out page is presented from (Apple platforms: the window of the `ASWebAuthenticationSession`).
+    public var presentationContext: PresentationContextProviderBox?
+
+    public init(idTokenHint: String? = nil, providerSession: ProviderSession = .automatic,
+                presentationContextProvider: (any PresentationContextProviding)? = nil) {
+        self.idTokenHint = idTokenHint
+        self.providerSession = providerSession
+        self.presentationContext = presentationContextProvider.map(PresentationContextProviderBox.init)
+    }
 }

@@ -12,6 +12,9 @@ public struct TokenSet: Sendable, Codable, Equatable {
     public var nonce: String?
     /// The `persistentReference` of the DPoP key the tokens are bound to (`tokenType` `DPoP`); forgotten with them.
     public var dpopKey: String? = nil
+    /// The sign-in happened in a browser that keeps the provider's session (its cookie): the system browser of the
+    /// loopback user agent, or a shared `ASWebAuthenticationSession`. Sign-out ends that session there.
+    public var signedInWithBrowser: Bool? = nil
 
     public init(accessToken: String, refreshToken: String?, idToken: String?, tokenType: String = "Bearer", expiresAt: Date,
                 scope: String?, nonce: String?, dpopKey: String? = nil) {

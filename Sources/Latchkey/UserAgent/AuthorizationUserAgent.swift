@@ -13,6 +13,13 @@ public protocol AuthorizationUserAgent: Sendable {
     func authorize(url: URL, presentation: AuthorizationPresentation) async throws -> URL
     /// Gives back what `prepareRedirectURI()` reserved when the sign-in stops before `authorize(url:)`.
     func release(redirectURI: String)
+    /// Whether pages this agent shows share their cookies with the next ones it shows: then the provider's session
+    /// (its cookie) lives there, and a sign-out sends this agent to `end_session_endpoint` to end it. The default is
+    /// false.
+    var keepsProviderSession: Bool { get }
+    /// The redirect URI this agent can receive the end of a sign-out at (`authorize(url:presentation:)` waits for it);
+    /// nil means "use the configured `afterSignOutUrl`". The default is nil.
+    func prepareSignOutRedirectURI() async throws -> String?
 }
 
 /// How an authorization page is to be presented and where it returns.
@@ -33,5 +40,7 @@ public struct AuthorizationPresentation: Sendable {
 
 extension AuthorizationUserAgent {
     public func release(redirectURI: String) {}
+    public var keepsProviderSession: Bool { false }
+    public func prepareSignOutRedirectURI() async throws -> String? { nil }
     public func authorize(url: URL, presentation: AuthorizationPresentation) async throws -> URL { try await authorize(url: url) }
 }

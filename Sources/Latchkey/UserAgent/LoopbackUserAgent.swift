@@ -31,9 +31,18 @@ public final class LoopbackUserAgent: AuthorizationUserAgent {
         self.output = output
     }
 
-    public func prepareRedirectURI() async throws -> String? {
+    public func prepareRedirectURI() async throws -> String? { try listen(path: "/callback") }
+
+    /// The end of a sign-out comes back to `/logout` on a port of its own (a provider registers loopback redirect URIs
+    /// without their port, RFC 8252 §7.3, for sign-out as for sign-in).
+    public func prepareSignOutRedirectURI() async throws -> String? { try listen(path: "/logout") }
+
+    /// The system browser (or the one the person opens the printed URL in) keeps the provider's session cookie.
+    public var keepsProviderSession: Bool { true }
+
+    private func listen(path: String) throws -> String {
         let listener = try LoopbackListener()
-        let redirectURI = "http://127.0.0.1:\(listener.port)/callback"
+        let redirectURI = "http://127.0.0.1:\(listener.port)\(path)"
         listeners.withLock { $0[redirectURI] = listener }
         return redirectURI
     }
@@ -64,7 +73,8 @@ public final class LoopbackUserAgent: AuthorizationUserAgent {
         if mode == .printOnly || !Self.openBrowser(url) {
             output(url.absoluteString)
         }
-        return try await l.waitForCallback(timeout: timeout, expectedState: state)
+        let path = URLComponents(string: redirectURI)?.path ?? "/callback"
+        return try await l.waitForCallback(timeout: timeout, expectedState: state, path: path)
     }
 
     static func openBrowser(_ url: URL) -> Bool {
@@ -127,9 +137,9 @@ final class LoopbackListener: @unchecked Sendable {
     /// hold the only accepting thread (closing the listening socket would not unblock `recv` on it).
     static let requestReadTimeout: TimeInterval = 5
 
-    /// Accepts connections until one asks for `/callback` carrying `expectedState` (any `/callback` when nil); answers
+    /// Accepts connections until one asks for `path` carrying `expectedState` (any request for `path` when nil); answers
     /// it with a small page and returns its URL. Every other request gets a 404 and the wait goes on.
-    func waitForCallback(timeout: TimeInterval, expectedState: String? = nil) async throws -> URL {
+    func waitForCallback(timeout: TimeInterval, expectedState: String? = nil, path: String = "/callback") async throws -> URL {
         let port = self.port
         let timer = Task { [weak self] in
             try? await Task.sleep(for: .seconds(timeout))
@@ -148,8 +158,8 @@ final class LoopbackListener: @unchecked Sendable {
                         Self.limitReadTime(client)
                         let target = Self.readRequestTarget(client)
                         let url = target.flatMap { URL(string: "http://127.0.0.1:\(port)\($0)") }
-                        let isCallback = url.map { Self.isCallback($0, expectedState: expectedState) } ?? false
-                        Self.respond(client, ok: isCallback)
+                        let isCallback = url.map { Self.isCallback($0, expectedState: expectedState, path: path) } ?? false
+                        Self.respond(client, ok: isCallback, signedOut: path == "/logout")
                         _ = systemClose(client)
                         if isCallback, let url {
                             continuation.resume(returning: url)
@@ -164,9 +174,9 @@ final class LoopbackListener: @unchecked Sendable {
         }
     }
 
-    /// The redirect of this sign-in: path `/callback` and, when a state is expected, exactly that `state`.
-    static func isCallback(_ url: URL, expectedState: String?) -> Bool {
-        guard url.path == "/callback" else { return false }
+    /// The redirect of this sign-in (or sign-out): its path and, when a state is expected, exactly that `state`.
+    static func isCallback(_ url: URL, expectedState: String?, path: String = "/callback") -> Bool {
+        guard url.path == path else { return false }
         guard let expectedState else { return true }
         let state = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value
         return state.map { constantTimeEquals($0, expectedState) } ?? false
@@ -195,9 +205,10 @@ final class LoopbackListener: @unchecked Sendable {
         return String(parts[1])
     }
 
-    private static func respond(_ client: Int32, ok: Bool) {
+    private static func respond(_ client: Int32, ok: Bool, signedOut: Bool = false) {
+        let title = signedOut ? "Signed out" : "Signed in"
         let page = ok
-            ? "<!doctype html><html lang=\"en\"><title>Signed in</title><p>You can close this window and return to the application.</p></html>"
+            ? "<!doctype html><html lang=\"en\"><title>\(title)</title><p>You can close this window and return to the application.</p></html>"
             : "<!doctype html><html lang=\"en\"><title>Not found</title><p>Not found.</p></html>"
         let response = "HTTP/1.1 \(ok ? "200 OK" : "404 Not Found")\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: \(page.utf8.count)\r\nConnection: close\r\nCache-Control: no-store\r\nReferrer-Policy: no-referrer\r\n\r\n\(page)"
         // A peer that already reset the connection must not kill the process with SIGPIPE.

@@ -35,6 +35,10 @@ public final class WebAuthenticationSessionUserAgent: AuthorizationUserAgent {
     /// Nil: the sign-in returns to the configured `afterSignInUrl`.
     public func prepareRedirectURI() async throws -> String? { nil }
 
+    /// A shared (not ephemeral) session keeps the provider's cookie in the system's browser storage: sign-out shows
+    /// `end_session_endpoint` in a sheet like the sign-in's to end it. An ephemeral one keeps nothing to end.
+    public var keepsProviderSession: Bool { !prefersEphemeralWebBrowserSession }
+
     /// Needs the presentation context and redirect URI that `webviewLogin` passes; always throws `.invalidConfiguration`.
     public func authorize(url: URL) async throws -> URL {
         throw LatchkeyError(.invalidConfiguration, "WebAuthenticationSessionUserAgent shows pages for webviewLogin(_:) and signInWithBrowser(…), which pass a presentation context")

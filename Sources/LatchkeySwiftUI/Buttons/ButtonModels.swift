@@ -59,6 +59,9 @@ public final class SignInButtonModel {
 public final class SignOutButtonModel {
     /// Called after the sign-out, once `LatchkeyState` shows it.
     @ObservationIgnored public var onSignOutComplete: (@MainActor () -> Void)?
+    /// What the provider's sign-out page is presented from, when the session is ended in the browser that signed in
+    /// (the key window by default in the SwiftUI view).
+    @ObservationIgnored public weak var presentationContextProvider: (any PresentationContextProviding)?
     @ObservationIgnored private let state: LatchkeyState
 
     /// A button over `state`.
@@ -79,7 +82,9 @@ public final class SignOutButtonModel {
 
     /// Signs out and waits; a second call during the first waits for it.
     public func signOut() async {
-        await state.signOut()
+        // The SDK boxes the provider weakly and reads it only on the main actor, where it came from.
+        nonisolated(unsafe) let provider = presentationContextProvider
+        await state.signOut(options: SignOutOptions(presentationContextProvider: provider))
         if !state.isSignedIn { onSignOutComplete?() }
     }
 }

@@ -32,6 +32,8 @@ public final class LatchkeyState {
     public private(set) var error: String?
     /// The failure behind `error`, for apps that branch on its code.
     public private(set) var lastError: LatchkeyError?
+    /// What the last sign-out did at the provider: each token revoked, its session ended, or why not (nil before one).
+    public private(set) var lastSignOut: SignOutReport?
     /// The client, for direct API calls (sign-in, tokens, profile …); its changes show in this state.
     public let client: LatchkeyClient
     /// The session this state follows (nil: the default session).
@@ -92,12 +94,16 @@ public final class LatchkeyState {
 
     /// Signs out (revokes the tokens, ends the server session, clears the stored one). A second call while one is
     /// in progress waits for it instead of sending its own requests.
-    public func signOut() async {
+    public func signOut() async { await signOut(options: nil) }
+
+    /// Signs out as `options` ask (how the provider's session is ended, what its page is presented from); what
+    /// happened at the provider is in `lastSignOut` afterwards. A second call while one is in progress waits for it.
+    public func signOut(options: SignOutOptions?) async {
         if let signingOut { return await signingOut.value }
         let task = Task {
             await self.tracked {
                 do {
-                    _ = try await self.client.signOut(sessionId: self.sessionId)
+                    self.lastSignOut = try await self.client.signOutReporting(options: options, sessionId: self.sessionId)
                     self.apply(user: nil, signedIn: false)
                     self.clearError()
                 } catch {

@@ -140,7 +140,9 @@ public struct SignOutButton: View {
         .buttonStyle(.bordered)
         .onAppear {
             guard model == nil else { return }
-            model = SignOutButtonModel(state: state, onSignOutComplete: onSignOutComplete)
+            let button = SignOutButtonModel(state: state, onSignOutComplete: onSignOutComplete)
+            button.presentationContextProvider = KeyWindowPresentationContext.shared
+            model = button
         }
     }
 }

@@ -1,0 +1,172 @@
+import Foundation
+@testable import Latchkey
+import LatchkeyJOSE
+import Testing
+
+/// Issue 24 against a provider double with third-party traits (`ProviderDouble`): metadata from both discovery
+/// documents, a sign-out that tells the truth, the provider's session ended in the browser, and clocks that disagree.
+@Suite("SDK ↔ any OpenID provider: RFC 8414 metadata, truthful sign-out, the browser's session, skewed clocks")
+struct AnyProviderSignOutTests {
+    static func client(_ provider: ProviderDouble, browser: TestBrowser, http: (any HTTPClient)? = nil,
+                       deviceSkew: TimeInterval = 0) async throws -> LatchkeyClient {
+        let agent = ScriptedBrowserUserAgent(browser: browser) { url, browser in
+            let answer = try await browser.get(url.absoluteString)
+            guard let location = answer.location, let callback = URL(string: location) else {
+                throw TestFailure("the double did not redirect: \(answer.status)")
+            }
+            return callback
+        }
+        let client = LatchkeyClient(http: http ?? SkewedDateHTTPClient(inner: URLSessionHTTPClient(), port: provider.port, skew: provider.skew),
+                                    userAgent: agent)
+        client.deviceClock.withLock { $0 = { Date().addingTimeInterval(deviceSkew) } }
+        try await client.initialize(config: LatchkeyConfig(baseUrl: provider.issuer, clientId: ProviderDouble.clientId,
+                                                           scopes: ["openid", "email", "offline_access"],
+                                                           afterSignInUrl: ProviderDouble.redirectURI,
+                                                           afterSignOutUrl: ProviderDouble.postLogoutRedirectURI))
+        return client
+    }
+
+    /// `prompt=none` in the browser: a code while the provider's session lives, `login_required` once it ended.
+    static func silentSignIn(_ provider: ProviderDouble, browser: TestBrowser) async throws -> String {
+        let challenge = Base64URL.encode(Data(repeating: 7, count: 32))
+        let answer = try await browser.get(provider.issuer + "/authorize?response_type=code&client_id=\(ProviderDouble.clientId)"
+            + "&redirect_uri=\(FormCoding.escape(ProviderDouble.redirectURI))&code_challenge=\(challenge)&code_challenge_method=S256"
+            + "&state=s&prompt=none")
+        let query = URLComponents(string: answer.location ?? "")?.queryItems ?? []
+        return query.first { $0.name == "error" }?.value ?? (query.contains { $0.name == "code" } ? "code" : "nothing")
+    }
+
+    @Test("an issuer with a path, revocation only in RFC 8414 metadata: found at the path-aware URL; the issuer check stays exact")
+    func metadataFromBothDocuments() async throws {
+        let provider = try await ProviderDouble.start()
+        defer { Task { await provider.stop() } }
+        let metadata = try await ProviderMetadata.discover(issuer: provider.issuer, http: URLSessionHTTPClient())
+        #expect(metadata.revocationEndpoint?.absoluteString == provider.issuer + "/revoke")
+        #expect(metadata.introspectionEndpoint?.absoluteString == provider.issuer + "/introspect")
+        #expect(metadata.missingEndpoints == ["device_authorization_endpoint", "pushed_authorization_request_endpoint"])
+        #expect(AuthorizationServerMetadata.url(issuer: "https://id.example.com/tenant/")?.absoluteString
+                == "https://id.example.com/.well-known/oauth-authorization-server/tenant")
+        #expect(AuthorizationServerMetadata.url(issuer: "https://id.example.com")?.absoluteString
+                == "https://id.example.com/.well-known/oauth-authorization-server")
+        // A second document naming another issuer is not believed.
+        #expect(await AuthorizationServerMetadata.fetch(issuer: provider.issuer + "x", http: URLSessionHTTPClient()) == nil)
+    }
+
+    @Test("sign-in, refresh, sign-out in the browser: both tokens dead at the provider and its session ended (prompt=none: login_required)")
+    func signOutInTheBrowserEndsEverything() async throws {
+        let provider = try await ProviderDouble.start()
+        defer { Task { await provider.stop() } }
+        let browser = TestBrowser()
+        let client = try await Self.client(provider, browser: browser)
+        let user = try await client.signInWithBrowser()
+        #expect(user.sub == ProviderDouble.subject)
+        let refreshed = try await client.context().tokens.refreshed(nil)
+        let access = refreshed.accessToken, refresh = try #require(refreshed.refreshToken)
+        #expect(provider.isActive(access) && provider.isActive(refresh))
+        #expect(try await Self.silentSignIn(provider, browser: browser) == "code", "the provider's session is open")
+
+        let report = try await client.signOutReporting()
+        #expect(report.refreshToken == .done && report.accessToken == .done && report.providerSession == .done, "\(report)")
+        #expect(report.isComplete && report.afterSignOutUrl == ProviderDouble.postLogoutRedirectURI)
+        #expect(provider.endSessionMethods == ["GET"], "the browser went to the end-session page; the app posted nothing")
+        #expect(!provider.isActive(access) && !provider.isActive(refresh), "both tokens revoked at the endpoint only RFC 8414 names")
+        #expect(try await Self.silentSignIn(provider, browser: browser) == "login_required", "the provider's session ended")
+        #expect(try await !client.isSignedIn())
+    }
+
+    @Test("sign-out by a request the provider refuses (POST 403, GET a confirmation page): reported as not confirmed, and true")
+    func aRequestTheProviderRefusesIsReported() async throws {
+        let provider = try await ProviderDouble.start()
+        defer { Task { await provider.stop() } }
+        let browser = TestBrowser()
+        let client = try await Self.client(provider, browser: browser)
+        _ = try await client.signInWithBrowser()
+        let report = try await client.signOutReporting(options: SignOutOptions(providerSession: .request))
+        #expect(report.refreshToken == .done && report.accessToken == .done)
+        guard case .unconfirmed = report.providerSession else { Issue.record("expected unconfirmed: \(report)"); return }
+        #expect(!report.isComplete)
+        #expect(provider.endSessionMethods == ["POST", "GET"], "a refused POST falls back to GET")
+        #expect(try await Self.silentSignIn(provider, browser: browser) == "code", "and indeed the session is still open")
+        #expect(try await !client.isSignedIn(), "the local session is forgotten whatever the provider did")
+    }
+
+    @Test("a provider without revocation or end-session endpoints: each step says so, and what stays valid")
+    func whatCannotBeDoneIsSaid() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        // The real server, its metadata stripped of revocation and end-session, as a provider that publishes neither.
+        let http = StrippingMetadataHTTPClient(inner: URLSessionHTTPClient(), strip: ["revocation_endpoint", "end_session_endpoint"])
+        let client = try await server.signedInClient(http: http)
+        let report = try await client.signOutReporting()
+        guard case .unsupported(let why) = report.refreshToken else { Issue.record("\(report)"); return }
+        #expect(why.contains("no revocation endpoint") && why.contains("stays valid until it expires"))
+        guard case .unsupported = report.providerSession else { Issue.record("\(report)"); return }
+        #expect(!report.isComplete)
+    }
+
+    @Test("a device clock ten minutes off either way: sign-in, refresh and sign-out work, by the offset the Date headers show")
+    func skewedDeviceClocks() async throws {
+        for deviceSkew in [-600.0, 600.0] {
+            let provider = try await ProviderDouble.start()
+            let browser = TestBrowser()
+            let client = try await Self.client(provider, browser: browser, deviceSkew: deviceSkew)
+            #expect(try await client.signInWithBrowser().sub == ProviderDouble.subject, "skew \(deviceSkew)")
+            let context = try client.context()
+            #expect(abs(context.clock.offset + deviceSkew) < 5, "learned \(context.clock.offset) for a device \(deviceSkew) s off")
+            #expect(try await context.tokens.refreshed(nil).idToken != nil)
+            #expect(try await client.signOutReporting().isComplete)
+            await provider.stop()
+        }
+    }
+
+    @Test("a provider whose clock runs ten minutes ahead: its ID tokens are not 'issued in the future' to a device in step")
+    func skewedProviderClock() async throws {
+        let provider = try await ProviderDouble.start(skew: 600)
+        defer { Task { await provider.stop() } }
+        let client = try await Self.client(provider, browser: TestBrowser())
+        #expect(try await client.signInWithBrowser().sub == ProviderDouble.subject)
+        #expect(abs(try client.context().clock.offset - 600) < 5)
+    }
+
+    @Test("Latchkey's server with DPoP: a device ten minutes off either way signs in and refreshes (proofs dated by the provider's clock)")
+    func dpopProofsFromASkewedDevice() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        for deviceSkew in [-600.0, 600.0] {
+            let client = LatchkeyClient()
+            client.deviceClock.withLock { $0 = { Date().addingTimeInterval(deviceSkew) } }
+            var config = server.sdkConfig()
+            config.useDPoP = true
+            try await client.initialize(config: config)
+            _ = try await client.handleRedirectCallback(url: try await server.browse(try client.buildSignInURL()))
+            let refreshed = try await client.context().tokens.refreshed(nil)
+            #expect(refreshed.tokenType == "DPoP", "skew \(deviceSkew)")
+            #expect(try await server.userinfo(refreshed.accessToken).status == 401, "a bound token without its proof is refused")
+            #expect(try await client.getUser(options: ["source": "userinfo"]).email == "demo@example.com", "with its proof it is not")
+        }
+    }
+
+    @Test("without the learned offset the same ID token is refused: the skew is real")
+    func theSkewIsReal() async throws {
+        let provider = try await ProviderDouble.start(skew: 600)
+        defer { Task { await provider.stop() } }
+        // No Date rewriting: the SDK sees the machine's time in the headers, the ID token says ten minutes later.
+        let client = try await Self.client(provider, browser: TestBrowser(), http: URLSessionHTTPClient())
+        await #expect { try await client.signInWithBrowser() } throws: { ($0 as? LatchkeyError)?.message.contains("future") == true }
+    }
+}
+
+/// Removes members from discovery documents on their way to the SDK: a provider that does not publish them.
+struct StrippingMetadataHTTPClient: HTTPClient {
+    let inner: any HTTPClient
+    let strip: [String]
+
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        var response = try await inner.send(request)
+        guard request.url.path.contains("/.well-known/"),
+              var object = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any] else { return response }
+        for name in strip { object[name] = nil }
+        response.body = (try? JSONSerialization.data(withJSONObject: object)) ?? response.body
+        return response
+    }
+}
