@@ -140,6 +140,7 @@ public struct SignOutOptions: Sendable {
     /// What the sign-out page is presented from (Apple platforms: the window of the `ASWebAuthenticationSession`).
     public var presentationContext: PresentationContextProviderBox?
 
+    /// Options: another ID-token hint, how the provider's session is ended, and what its page is presented from.
     public init(idTokenHint: String? = nil, providerSession: ProviderSession = .automatic,
                 presentationContextProvider: (any PresentationContextProviding)? = nil) {
         self.idTokenHint = idTokenHint
