@@ -16,6 +16,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need_apt[@]}"
 fi
 python3 -c "import selenium, pytest, requests, pexpect, webauthn, aiosmtpd" 2>/dev/null || { echo "==> installing selenium pytest requests pexpect webauthn aiosmtpd"; python3 -m pip install -q selenium pytest requests pexpect webauthn aiosmtpd; }
+# django-oauth-toolkit: a second third-party OpenID provider for the SDK's tests (Tests/dot/start.sh).
+python3 -c "import django, oauth2_provider" 2>/dev/null || { echo "==> installing django-oauth-toolkit"; python3 -m pip install -q django-oauth-toolkit; }
 # The API description's checkers (test_openapi.py), pinned: a new schemathesis release may add checks.
 python3 -c "import openapi_spec_validator, schemathesis" 2>/dev/null || { echo "==> installing openapi-spec-validator schemathesis"; python3 -m pip install -q openapi-spec-validator==0.9.0 schemathesis==4.32.5; }
 
@@ -46,13 +48,19 @@ rm -f "$DOCC_LOG"
 echo "==> glewlwyd (Debian's OpenID provider, for the SDK's standards-mode test) on 127.0.0.1"
 GLEWLWYD_WORK="$(mktemp -d /tmp/latchkey-glewlwyd.XXXXXX)"
 PG_WORK="$(mktemp -d /tmp/latchkey-postgres.XXXXXX)"
+DOT_WORK="$(mktemp -d /tmp/latchkey-dot.XXXXXX)"
 cleanup() {
   Tests/glewlwyd/stop.sh "$GLEWLWYD_WORK" >/dev/null 2>&1 || true
+  Tests/dot/stop.sh "$DOT_WORK" >/dev/null 2>&1 || true
   Tests/postgres/stop.sh "$PG_WORK" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 Tests/glewlwyd/start.sh "$GLEWLWYD_WORK"
 export LATCHKEY_GLEWLWYD_ENV="$GLEWLWYD_WORK/env"
+
+echo "==> django-oauth-toolkit (PyPI's OpenID provider for Django, for the SDK's any-provider test) on 127.0.0.1"
+Tests/dot/start.sh "$DOT_WORK"
+export LATCHKEY_DOT_ENV="$DOT_WORK/env"
 
 echo "==> PostgreSQL (Debian's), a throwaway cluster on 127.0.0.1 for the shared store's tests"
 Tests/postgres/start.sh "$PG_WORK"

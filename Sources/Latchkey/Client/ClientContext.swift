@@ -219,7 +219,7 @@ final class ClientContext: Sendable {
                               idToken: response.idToken ?? previous?.idToken, tokenType: response.tokenType ?? "Bearer",
                               expiresAt: Date().addingTimeInterval(TimeInterval(response.expiresIn ?? 3600)),
                               scope: response.scope ?? previous?.scope, nonce: nonce, dpopKey: response.dpopKey)
-        tokens.signedInWithBrowser = previous?.signedInWithBrowser
+        tokens.browser = previous?.browser
         return tokens
     }
 
@@ -280,7 +280,10 @@ final class ClientContext: Sendable {
     /// there): the provider's session lives in the browser's cookie, which a request from the app does not carry.
     /// - Parameter postLogoutRedirectURI: a registered redirect URI to name (the configured `afterSignOutUrl`, or one
     ///   the user agent prepared): a provider that ends the session then says so by redirecting there.
-    func endSessionStep(idTokenHint: String, metadata: ProviderMetadata?, postLogoutRedirectURI: String?) async -> SignOutReport.Step {
+    /// - Parameter signedInWithBrowser: the session was signed in through a browser, whose cookie this request does not
+    ///   carry: the provider's acceptance then does not show that the browser's session ended.
+    func endSessionStep(idTokenHint: String, metadata: ProviderMetadata?, postLogoutRedirectURI: String?,
+                        signedInWithBrowser: Bool) async -> SignOutReport.Step {
         guard let metadata else { return .failed("the provider could not be reached (discovery failed)") }
         guard let endpoint = metadata.endSessionEndpoint else {
             return .unsupported("the provider publishes no end_session_endpoint: its session (in the browser) stays open until it expires")
@@ -301,7 +304,10 @@ final class ClientContext: Sendable {
                 // to a page of its own is a page that asks the person, or ends the session itself, in the browser.
                 let location = response.header("Location") ?? ""
                 if let postLogoutRedirectURI, location.hasPrefix(postLogoutRedirectURI),
-                   ["", "?", "#", "&"].contains(String(location.dropFirst(postLogoutRedirectURI.count).prefix(1))) { return .done }
+                   ["", "?", "#", "&"].contains(String(location.dropFirst(postLogoutRedirectURI.count).prefix(1))) {
+                    guard signedInWithBrowser else { return .done }
+                    return .unconfirmed("the provider accepted the sign-out, but its session lives in the browser that signed in, whose cookie a request from the app does not carry: it may still be open there")
+                }
                 return .unconfirmed("the provider sent the request to a page of its own (it ends its session in the browser, usually after asking the person)")
             case 200..<300:
                 return .unconfirmed("the provider answered with a page meant for a browser: many ask the person to confirm there, and its session lives in the browser's cookie")

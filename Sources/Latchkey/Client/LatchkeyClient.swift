@@ -222,8 +222,8 @@ public final class LatchkeyClient: Sendable {
 
     private typealias ApiErrorBody = LatchkeyError.ApiError
 
-    /// - Parameter signedInWithBrowser: the page was shown by a user agent that keeps the provider's session.
-    func completeAuthorization(url: URL, context: ClientContext, signedInWithBrowser: Bool = false) async throws -> TokenSet {
+    /// - Parameter browser: which browser showed the page (`handleRedirectCallback`: one the app drove itself).
+    func completeAuthorization(url: URL, context: ClientContext, browser: SignInBrowser = .other) async throws -> TokenSet {
         let query = Dictionary((URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map { ($0.name, $0.value ?? "") },
                                uniquingKeysWith: { first, _ in first })
         guard let returnedState = query["state"], !returnedState.isEmpty else {
@@ -259,7 +259,7 @@ public final class LatchkeyClient: Sendable {
         ])
         var tokens = try await context.signInTokens(response, nonce: pending.nonce, maxAge: pending.maxAge,
                                                     expectsIDToken: pending.expectsIDToken)
-        tokens.signedInWithBrowser = signedInWithBrowser ? true : nil
+        tokens.browser = browser
         try await context.tokens.replace(tokens, sessionId: pending.sessionId)
         return tokens
     }
@@ -316,7 +316,7 @@ public final class LatchkeyClient: Sendable {
             if error is CancellationError { throw LatchkeyError(.unknownError, "the sign-in task was cancelled", underlying: error) }
             throw LatchkeyError(.canceled, "the sign-in page was closed: \(error.localizedDescription)")
         }
-        return try await completeAuthorization(url: callback, context: context, signedInWithBrowser: userAgent.keepsProviderSession)
+        return try await completeAuthorization(url: callback, context: context, browser: userAgent.keepsProviderSession ? .userAgent : .other)
     }
 
     // MARK: Session and tokens (seed 003)
@@ -392,7 +392,7 @@ public final class LatchkeyClient: Sendable {
             }
             if let hint = options?.idTokenHint ?? tokens?.idToken {
                 report.providerSession = await endProviderSession(context, idTokenHint: hint, metadata: metadata, options: options,
-                                                                  signedInWithBrowser: tokens?.signedInWithBrowser == true)
+                                                                  browser: tokens?.browser)
             }
             for (name, step) in [("refresh token", report.refreshToken), ("access token", report.accessToken),
                                  ("provider session", report.providerSession)] where !step.isSettled {
@@ -404,10 +404,10 @@ public final class LatchkeyClient: Sendable {
 
     /// Ends the provider's session as `options` ask: in the browser, by a request, or not at all.
     private func endProviderSession(_ context: ClientContext, idTokenHint: String, metadata: ProviderMetadata?, options: SignOutOptions?,
-                                    signedInWithBrowser: Bool) async -> SignOutReport.Step {
+                                    browser: SignInBrowser?) async -> SignOutReport.Step {
         let choice = options?.providerSession ?? .automatic
         if choice == .keep { return .notNeeded("kept, as the app asked") }
-        if choice == .inBrowser || (choice == .automatic && signedInWithBrowser && userAgent.keepsProviderSession),
+        if choice == .inBrowser || (choice == .automatic && browser == .userAgent && userAgent.keepsProviderSession),
            let inBrowser = await endSessionInBrowser(context, idTokenHint: idTokenHint, metadata: metadata,
                                                      presentation: options?.presentationContext) {
             return inBrowser
@@ -416,7 +416,7 @@ public final class LatchkeyClient: Sendable {
         let prepared = context.config.afterSignOutUrl == nil ? try? await userAgent.prepareSignOutRedirectURI() : nil
         defer { if let prepared { userAgent.release(redirectURI: prepared) } }
         return await context.endSessionStep(idTokenHint: idTokenHint, metadata: metadata,
-                                            postLogoutRedirectURI: context.config.afterSignOutUrl ?? prepared)
+                                            postLogoutRedirectURI: context.config.afterSignOutUrl ?? prepared, signedInWithBrowser: browser != nil)
     }
 
     /// RP-Initiated Logout 1.0 in the user agent: the browser that holds the provider's session cookie is sent to

@@ -12,9 +12,9 @@ public struct TokenSet: Sendable, Codable, Equatable {
     public var nonce: String?
     /// The `persistentReference` of the DPoP key the tokens are bound to (`tokenType` `DPoP`); forgotten with them.
     public var dpopKey: String? = nil
-    /// The sign-in happened in a browser that keeps the provider's session (its cookie): the system browser of the
-    /// loopback user agent, or a shared `ASWebAuthenticationSession`. Sign-out ends that session there.
-    public var signedInWithBrowser: Bool? = nil
+    /// Where the sign-in's page was shown, when it was a browser: the provider's session is then that browser's
+    /// cookie. nil for sign-ins without a browser (app-native flows, passkeys, the device grant, token exchange).
+    public var browser: SignInBrowser? = nil
 
     public init(accessToken: String, refreshToken: String?, idToken: String?, tokenType: String = "Bearer", expiresAt: Date,
                 scope: String?, nonce: String?, dpopKey: String? = nil) {
@@ -23,6 +23,16 @@ public struct TokenSet: Sendable, Codable, Equatable {
     }
 
     public func isExpired(now: Date = Date(), skew: TimeInterval = 0) -> Bool { expiresAt.timeIntervalSince(now) <= skew }
+}
+
+/// Which browser a redirect sign-in used, for ending the provider's session there (`SignOutOptions.ProviderSession`).
+public enum SignInBrowser: String, Sendable, Codable, Equatable {
+    /// The client's user agent, one that keeps the provider's cookie (the system browser of the loopback user agent,
+    /// a shared `ASWebAuthenticationSession`): sign-out can send it to the end-session page.
+    case userAgent
+    /// A browser the app drove itself (`buildSignInURL` and `handleRedirectCallback`), or a user agent that keeps no
+    /// cookies: the SDK cannot reach its session, and a request from the app cannot confirm it ended.
+    case other
 }
 
 /// The token endpoint's answer (RFC 6749 §5.1, RFC 8693 §2.2.1).
