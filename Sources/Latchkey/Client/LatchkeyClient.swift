@@ -215,15 +215,17 @@ public final class LatchkeyClient: Sendable {
     public func handleRedirectCallback(url: URL) async throws -> User {
         try await loading {
             let context = try context()
-            let tokens = try await completeAuthorization(url: url, context: context)
+            // The app showed the page in a browser of its own choosing.
+            let tokens = try await completeAuthorization(url: url, context: context, browser: .other)
             return try await context.user(from: tokens)
         }
     }
 
     private typealias ApiErrorBody = LatchkeyError.ApiError
 
-    /// - Parameter browser: which browser showed the page (`handleRedirectCallback`: one the app drove itself).
-    func completeAuthorization(url: URL, context: ClientContext, browser: SignInBrowser = .other) async throws -> TokenSet {
+    /// - Parameter browser: which browser showed the page; nil when none did (a native login's redirect, captured
+    ///   without a browser).
+    func completeAuthorization(url: URL, context: ClientContext, browser: SignInBrowser?) async throws -> TokenSet {
         let query = Dictionary((URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map { ($0.name, $0.value ?? "") },
                                uniquingKeysWith: { first, _ in first })
         guard let returnedState = query["state"], !returnedState.isEmpty else {

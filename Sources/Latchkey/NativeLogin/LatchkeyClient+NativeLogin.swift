@@ -332,7 +332,8 @@ extension LatchkeyClient {
             guard let location = response.location, let callback = URL(string: location, relativeTo: authorization.url)?.absoluteURL else {
                 throw LatchkeyError(.serverError, "the authorization endpoint redirected without a Location", statusCode: response.status)
             }
-            return AuthToken(try await completeAuthorization(url: callback, context: context))
+            // The redirect was captured without a browser: no browser holds a session of this sign-in.
+            return AuthToken(try await completeAuthorization(url: callback, context: context, browser: nil))
         } catch {
             discardPendingAuthorization(state: authorization.state)
             throw error
