@@ -27,6 +27,8 @@ public final class IdentityServer: Sendable {
     let startThrottle: any AddressLimiter
     /// Registrations started per address (REGISTRATION flows, passkey sign-up).
     let registrationThrottle: any AddressLimiter
+    /// Failed client authentications that cost a key derivation, per address and per client (review 2, N1).
+    let clientAuthThrottles: ClientAuthThrottles
     /// When expired rows were last deleted (`pruneIfDue`).
     let pruneSchedule = PruneSchedule()
     let cookies: CookiePolicy
@@ -79,6 +81,9 @@ public final class IdentityServer: Sendable {
         self.challengeThrottle = limiter("challenges", policy.maxChallengesPerAddress, .challenge)
         self.startThrottle = limiter("starts", policy.maxStartsPerAddress, .start)
         self.registrationThrottle = limiter("registrations", policy.maxRegistrationsPerAddress, .registration)
+        self.clientAuthThrottles = ClientAuthThrottles(
+            perAddress: limiter("client-auth", policy.maxClientAuthFailuresPerAddress, .clientAuthentication),
+            perClient: limiter("client-auth-per-client", policy.maxClientAuthFailuresPerClient, .clientAuthentication))
         self.cookies = CookiePolicy(secure: !configuration.usesPlainHTTPOnLoopback)
         let longest = max(configuration.lifetimes.accessToken, configuration.lifetimes.idToken)
         self.keys = KeyRing(store: store, clock: clock, retentionAfterRetirement: TimeInterval(longest + 3600))
@@ -128,14 +133,29 @@ public final class IdentityServer: Sendable {
 
     private func seed() async throws {
         for client in configuration.clients {
-            // Salted PBKDF2 (`ClientSecrets`); test suites use few rounds to stay fast (`allowsLowBcryptCost`).
-            let rounds = configuration.allowsLowBcryptCost ? 1_000 : ClientSecrets.rounds
-            try await store.upsertClient(ClientRecord(configuration: client, secretHash: try client.clientSecret.map { try ClientSecrets.hash($0, rounds: rounds) }))
+            try await store.upsertClient(ClientRecord(configuration: client, secretHash: try await seededSecretHash(client)))
         }
         for seed in configuration.users where try await store.user(username: seed.username) == nil {
             try await createUser(username: seed.username, password: seed.password, claims: UserRoles.claims(seed.claims, roles: seed.roles),
                                  disabled: seed.disabled)
         }
+    }
+
+    /// The stored form of a configured client's secret, with the secret remembered so that authenticating the client
+    /// never needs a key derivation after a start (review 2, N1: a flood of wrong secrets on a cold instance made the
+    /// real client wait behind it, answered 503). A stored form that already verifies the secret is kept: the other
+    /// instances on the same database remember that one, and a new salt at every start would send them back to the
+    /// key derivation. Salted PBKDF2 (`ClientSecrets`); test suites use few rounds (`allowsLowBcryptCost`).
+    private func seededSecretHash(_ client: ClientConfiguration) async throws -> Data? {
+        guard let secret = client.clientSecret else { return nil }
+        let rounds = configuration.clientSecretRounds ?? (configuration.allowsLowBcryptCost ? 1_000 : ClientSecrets.rounds)
+        if let existing = try await store.client(id: client.clientId)?.secretHash, ClientSecrets.isCurrentForm(existing, rounds: rounds),
+           try await ClientSecrets.verify(secret, against: existing) {
+            return existing  // `verify` remembered it
+        }
+        let fresh = try ClientSecrets.hash(secret, rounds: rounds)
+        ClientSecrets.remember(secret, for: fresh)
+        return fresh
     }
 
     /// Creates a user with a bcrypt password hash.

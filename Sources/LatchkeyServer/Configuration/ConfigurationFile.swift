@@ -93,6 +93,7 @@ public struct ConfigurationFile: Codable, Sendable {
         public var maxCodeFailuresPerAccount, codeWindowSeconds, maxRecoveryEmailsPerAccount: Int?
         public var maxConcurrentHashes, maxQueuedHashes, maxTrackedAddresses, maxStartsPerAddress, maxRegistrationsPerAddress: Int?
         public var maxFailuresPerAccountAllAddresses: Int?
+        public var maxClientAuthFailuresPerAddress, maxClientAuthFailuresPerClient: Int?
         enum CodingKeys: String, CodingKey {
             case maxFailuresPerAccount = "max_failures_per_account", lockoutSeconds = "lockout_seconds"
             case maxFailuresPerAddress = "max_failures_per_address", addressWindowSeconds = "address_window_seconds"
@@ -103,6 +104,8 @@ public struct ConfigurationFile: Codable, Sendable {
             case maxTrackedAddresses = "max_tracked_addresses", maxStartsPerAddress = "max_starts_per_address"
             case maxRegistrationsPerAddress = "max_registrations_per_address"
             case maxFailuresPerAccountAllAddresses = "max_failures_per_account_all_addresses"
+            case maxClientAuthFailuresPerAddress = "max_client_auth_failures_per_address"
+            case maxClientAuthFailuresPerClient = "max_client_auth_failures_per_client"
         }
     }
 
@@ -235,6 +238,8 @@ public struct ConfigurationFile: Codable, Sendable {
             if let v = p.maxTrackedAddresses { base.loginPolicy.maxTrackedAddresses = v }
             if let v = p.maxStartsPerAddress { base.loginPolicy.maxStartsPerAddress = v }
             if let v = p.maxRegistrationsPerAddress { base.loginPolicy.maxRegistrationsPerAddress = v }
+            if let v = p.maxClientAuthFailuresPerAddress { base.loginPolicy.maxClientAuthFailuresPerAddress = v }
+            if let v = p.maxClientAuthFailuresPerClient { base.loginPolicy.maxClientAuthFailuresPerClient = v }
             if let v = p.maxFailuresPerAccountAllAddresses { base.loginPolicy.maxFailuresPerAccountAllAddresses = v }
         }
     }

@@ -30,6 +30,9 @@ public struct ServerConfiguration: Sendable {
     /// with few PBKDF2 rounds. For test suites only (they hash at cost 4 to stay fast); not settable from the
     /// configuration file.
     public var allowsLowBcryptCost = false
+    /// PBKDF2 rounds for client secrets stored from now on; nil: `ClientSecrets.rounds` (1,000 with
+    /// `allowsLowBcryptCost`). Not read from the configuration file: tests of the production cost set it.
+    public var clientSecretRounds: Int?
     /// The attributes of user accounts (registration, profile, SCIM).
     public var userSchema: UserSchema = .standard
     /// Delivery of email and SMS (one-time codes). Nil: the database in development, otherwise nowhere (logged).
@@ -132,7 +135,8 @@ public struct ServerConfiguration: Sendable {
         let p = loginPolicy
         guard p.maxConcurrentHashes >= 1, p.maxQueuedHashes >= 0, p.maxTrackedAddresses >= 1, p.maxFailuresPerAccount >= 1,
               p.maxFailuresPerAccountAllAddresses >= 1,
-              p.maxFailuresPerAddress >= 1, p.maxStartsPerAddress >= 1, p.maxRegistrationsPerAddress >= 1 else {
+              p.maxFailuresPerAddress >= 1, p.maxStartsPerAddress >= 1, p.maxRegistrationsPerAddress >= 1,
+              p.maxClientAuthFailuresPerAddress >= 1, p.maxClientAuthFailuresPerClient >= 1 else {
             throw ConfigurationError.invalid(
                 "login_policy: max_concurrent_hashes, max_tracked_addresses and the max_* per-address and per-account limits must be at least 1, max_queued_hashes at least 0")
         }
@@ -228,6 +232,12 @@ public struct LoginPolicy: Sendable, Codable, Equatable {
     public var maxStartsPerAddress: Int = 300
     /// Registrations one address may start within `addressWindowSeconds` (REGISTRATION flows, passkey sign-up).
     public var maxRegistrationsPerAddress: Int = 20
+    /// Client authentications that need a key derivation (a secret not yet verified since the start) and fail,
+    /// per address and, over all addresses, per client, within `addressWindowSeconds`; past that they are refused
+    /// (429) before the derivation runs. Configured clients never need one after a start (their secrets are
+    /// remembered then), so this bounds what a flood of wrong secrets can cost, not what a real client may do.
+    public var maxClientAuthFailuresPerAddress: Int = 20
+    public var maxClientAuthFailuresPerClient: Int = 60
     public init() {}
 }
 

@@ -4,8 +4,17 @@ import LatchkeyJOSE
 
 /// Client authentication at the token, revocation and introspection endpoints (RFC 6749 §2.3).
 /// The method used must be the one the client registered; a public client may not present a secret.
+///
+/// A secret is checked at the cost of one SHA-256 once it has been verified since the start (configured clients'
+/// secrets are remembered at start). Any other check costs a PBKDF2 run, so it first takes a place in the failure
+/// budgets of its address and of its client (`ClientAuthThrottles`, shared by every instance on PostgreSQL): past
+/// them it is refused with 429 before deriving anything, and a check that succeeds gives its places back.
 struct ClientAuthenticator: Sendable {
     let store: any Store
+    /// Nil only where no request address exists (none today).
+    var throttles: ClientAuthThrottles? = nil
+    var address: String = ""
+    var now: Date = Date()
 
     func authenticate(_ request: Request, _ params: Parameters) async throws -> ClientConfiguration {
         let basic = try Self.basicCredentials(request)
@@ -33,11 +42,28 @@ struct ClientAuthenticator: Sendable {
             throw OAuthError(.invalidClient, "the client must authenticate with \(record.configuration.tokenEndpointAuthMethod.rawValue)")
         }
         if method != .none {
-            guard let secret, let expected = record.secretHash, try await ClientSecrets.verify(secret, against: expected) else {
+            guard let secret, let expected = record.secretHash, try await verify(secret, against: expected, clientId: clientId) else {
                 throw OAuthError(.invalidClient, "client authentication failed")
             }
         }
         return record.configuration
+    }
+
+    /// `ClientSecrets.verify`, throttled when it would derive a key.
+    private func verify(_ secret: String, against expected: Data, clientId: String) async throws -> Bool {
+        guard let throttles, !ClientSecrets.isCheap(expected) else { return try await ClientSecrets.verify(secret, against: expected) }
+        let clientKey = "client:" + clientId
+        if let wait = try await throttles.perAddress.reserve(address: address, now: now) { throw ClientAuthThrottles.refusal(wait) }
+        if let wait = try await throttles.perClient.reserve(address: clientKey, now: now) {
+            try await throttles.perAddress.release(address: address, at: now)
+            throw ClientAuthThrottles.refusal(wait)
+        }
+        let ok = try await ClientSecrets.verify(secret, against: expected)
+        if ok {  // not a failure: both places are given back
+            try await throttles.perAddress.release(address: address, at: now)
+            try await throttles.perClient.release(address: clientKey, at: now)
+        }
+        return ok
     }
 
     /// `Authorization: Basic base64(urlencode(id) ":" urlencode(secret))`.
@@ -50,5 +76,28 @@ struct ClientAuthenticator: Sendable {
               !id.isEmpty
         else { throw OAuthError(.invalidClient, "malformed Basic credentials") }
         return (id, secret)
+    }
+}
+
+/// The failure budgets of client authentications that need a key derivation: per address, and per client over all
+/// addresses (so many addresses cannot keep a cold instance deriving for one client either).
+struct ClientAuthThrottles: Sendable {
+    let perAddress: any AddressLimiter
+    let perClient: any AddressLimiter
+
+    static func refusal(_ wait: Int) -> APIError {
+        let message = LocalizedMessage("request.throttled", ["minutes": String(MessageCatalog.minutes(seconds: wait))])
+        return APIError(status: .tooManyRequests, code: "SRV-429", error: "too_many_requests", messageKey: message.key,
+                        userMessage: message.english, technical: "too many failed client authentications; retry after \(wait) s",
+                        arguments: message.arguments)
+    }
+}
+
+extension IdentityServer {
+    /// The client a request authenticates as (`ClientAuthenticator`), with failed key derivations throttled by the
+    /// request's address and by client.
+    func authenticateClient(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext) async throws -> ClientConfiguration {
+        try await ClientAuthenticator(store: store, throttles: clientAuthThrottles, address: context.clientAddress, now: clock.now)
+            .authenticate(request, params)
     }
 }

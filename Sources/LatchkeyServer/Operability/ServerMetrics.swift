@@ -49,6 +49,8 @@ public final class ServerMetrics: Sendable {
     /// The per-address limits that can refuse a request.
     public enum Limit: String, Sendable, CaseIterable {
         case login, challenge, start, registration
+        /// Client authentications that would need a key derivation (`ClientAuthenticator`).
+        case clientAuthentication = "client_authentication"
     }
 
     let registry = PrometheusCollectorRegistry()

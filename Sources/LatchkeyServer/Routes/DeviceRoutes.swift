@@ -15,7 +15,7 @@ extension IdentityServer {
         for prefix in Self.oauthPrefixes {
             router.post(RouterPath(prefix + "/device_authorization")) { request, context in
                 try await self.admitStart(address: context.clientAddress)
-                return try await self.deviceAuthorization(request, try await Parameters.body(of: request))
+                return try await self.deviceAuthorization(request, try await Parameters.body(of: request), context: context)
             }
         }
         router.get("/device") { request, context in try await self.showDevicePage(request, context: context) }
@@ -24,8 +24,8 @@ extension IdentityServer {
 
     // MARK: The device's request
 
-    private func deviceAuthorization(_ request: Request, _ params: Parameters) async throws -> Response {
-        let client = try await ClientAuthenticator(store: store).authenticate(request, params)
+    private func deviceAuthorization(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext) async throws -> Response {
+        let client = try await authenticateClient(request, params, context: context)
         guard client.grantTypes.contains(.deviceCode) else {
             throw OAuthError(.unauthorizedClient, "the client may not use the device authorization grant")
         }

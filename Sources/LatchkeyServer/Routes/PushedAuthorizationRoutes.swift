@@ -16,13 +16,13 @@ extension IdentityServer {
             router.post(RouterPath(prefix + "/par")) { request, context in
                 // Each pushed request is stored until it is used or expires: counted per address like authorize.
                 try await self.admitStart(address: context.clientAddress)
-                return try await self.pushAuthorizationRequest(request, try await Parameters.body(of: request))
+                return try await self.pushAuthorizationRequest(request, try await Parameters.body(of: request), context: context)
             }
         }
     }
 
-    private func pushAuthorizationRequest(_ request: Request, _ params: Parameters) async throws -> Response {
-        let client = try await ClientAuthenticator(store: store).authenticate(request, params)
+    private func pushAuthorizationRequest(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext) async throws -> Response {
+        let client = try await authenticateClient(request, params, context: context)
         if try params.single("request_uri") != nil { throw OAuthError(.invalidRequest, "a pushed request cannot itself carry request_uri") }
         // One-time sign-in proofs go to the authorization endpoint directly; they are never kept in a pushed request.
         for proof in ["tkn", "id_token"] where try params.single(proof) != nil {

@@ -6,19 +6,19 @@ import LatchkeyJOSE
 extension IdentityServer {
     func addTokenManagementRoutes(_ router: Router<LatchkeyRequestContext>) {
         for prefix in Self.oauthPrefixes {
-            router.post(RouterPath(prefix + "/revoke")) { request, _ in
-                try await self.revoke(request, try await Parameters.body(of: request, allowJSON: prefix == "/oauth"))
+            router.post(RouterPath(prefix + "/revoke")) { request, context in
+                try await self.revoke(request, try await Parameters.body(of: request, allowJSON: prefix == "/oauth"), context: context)
             }
-            router.post(RouterPath(prefix + "/introspect")) { request, _ in
-                try await self.introspect(request, try await Parameters.body(of: request))
+            router.post(RouterPath(prefix + "/introspect")) { request, context in
+                try await self.introspect(request, try await Parameters.body(of: request), context: context)
             }
         }
     }
 
     /// Revoking a refresh token revokes its whole family, access tokens included. Unknown tokens answer 200
     /// (RFC 7009 §2.2) so the endpoint cannot be used to probe for valid tokens.
-    private func revoke(_ request: Request, _ params: Parameters) async throws -> Response {
-        let client = try await ClientAuthenticator(store: store).authenticate(request, params)
+    private func revoke(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext) async throws -> Response {
+        let client = try await authenticateClient(request, params, context: context)
         let token = try params.required("token")
         let hint = try params.single("token_type_hint")
         if let hint, !["refresh_token", "access_token"].contains(hint) {
@@ -71,8 +71,8 @@ extension IdentityServer {
     }
 
     /// Confidential clients (resource servers) may introspect any token; a public client only its own.
-    private func introspect(_ request: Request, _ params: Parameters) async throws -> Response {
-        let client = try await ClientAuthenticator(store: store).authenticate(request, params)
+    private func introspect(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext) async throws -> Response {
+        let client = try await authenticateClient(request, params, context: context)
         let token = try params.required("token")
         var result = IntrospectionResponse.inactive
         if let refresh = try await store.refreshToken(hash: Secrets.digest(token)) {

@@ -12,15 +12,15 @@ extension IdentityServer {
 
     func addTokenRoutes(_ router: Router<LatchkeyRequestContext>) {
         for prefix in Self.oauthPrefixes {
-            router.post(RouterPath(prefix + "/token")) { request, _ in
+            router.post(RouterPath(prefix + "/token")) { request, context in
                 let params = try await Parameters.body(of: request, allowJSON: prefix == "/oauth")
-                return try await self.token(request, params)
+                return try await self.token(request, params, context: context)
             }
         }
     }
 
-    private func token(_ request: Request, _ params: Parameters) async throws -> Response {
-        let client = try await ClientAuthenticator(store: store).authenticate(request, params)
+    private func token(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext) async throws -> Response {
+        let client = try await authenticateClient(request, params, context: context)
         let grantName = try params.required("grant_type")
         guard let grant = GrantType(rawValue: grantName) else {
             throw OAuthError(.unsupportedGrantType, "unsupported grant_type \(grantName)")

@@ -62,6 +62,28 @@ enum ClientSecrets {
         return ok
     }
 
+    /// Whether `stored` verifies at the cost of one SHA-256: the secret that matches it is remembered (or it is the
+    /// former bare SHA-256). Only the other stored values cost a key derivation, and only those are throttled.
+    static func isCheap(_ stored: Data) -> Bool {
+        stored.count == 32 || verified.withLockedValue { $0[stored] != nil }
+    }
+
+    /// Remembers `secret` as the one `stored` was derived from (a value this process just made with `hash`), so that
+    /// no request after a start pays for, or can queue, a key derivation for it (review 2, N1).
+    static func remember(_ secret: String, for stored: Data) {
+        verified.withLockedValue { cache in
+            if cache.count >= 1024 { cache.removeAll() }
+            cache[stored] = Secrets.digest(secret)
+        }
+    }
+
+    /// Whether `stored` is in the current form with `rounds` rounds (a start rewrites anything else).
+    static func isCurrentForm(_ stored: Data, rounds: Int) -> Bool {
+        let bytes = [UInt8](stored)
+        guard bytes.count == 1 + 4 + saltLength + keyLength, bytes[0] == version else { return false }
+        return Int(bytes[1..<5].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }) == rounds
+    }
+
     private static func derive(_ secret: String, salt: [UInt8], rounds: Int) throws -> Data {
         let key = try KDF.Insecure.PBKDF2.deriveKey(from: Data(secret.utf8), salt: salt, using: .sha256, outputByteCount: keyLength,
                                                      unsafeUncheckedRounds: rounds)
