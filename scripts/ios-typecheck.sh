@@ -21,10 +21,11 @@ TOOL=${IOS_TYPECHECK_TOOL:-../shared/tools/ios-typecheck/ios-typecheck.sh}
 WORK=${IOS_TYPECHECK_WORK:-/tmp/ios-typecheck}
 
 if [ ! -d "$SDK" ]; then echo "ios-typecheck: no iOS SDK at $SDK (set LATCHKEY_IOS_SDK); skipped"; exit 2; fi
-if [ ! -x "$TOOL" ]; then echo "ios-typecheck: no type-check tool at $TOOL (set IOS_TYPECHECK_TOOL); skipped"; exit 2; fi
+if [ ! -f "$TOOL" ]; then echo "ios-typecheck: no type-check tool at $TOOL (set IOS_TYPECHECK_TOOL); skipped"; exit 2; fi
 
 # The example app is checked as one more module on top of the package's, so it can never rot.
-EXTRA_MODULES="LatchkeyDemo=Examples/LatchkeyDemo/Sources" "$TOOL" . "$SDK" "$WORK"
+# (Run by bash: a read-only copy of the tool may have lost its execute bit.)
+EXTRA_MODULES="LatchkeyDemo=Examples/LatchkeyDemo/Sources" bash "$TOOL" . "$SDK" "$WORK"
 status=$?
 
 # The tool fails on errors only; warnings in our own modules fail here too (the dependencies' are not ours).
