@@ -32,6 +32,14 @@ struct Serve: AsyncParsableCommand {
     var dev = false
 
     func run() async throws {
+        // A configuration error is the message alone (the command line was fine: its usage would only bury it).
+        do { try await serve() } catch let error as ConfigurationError {
+            FileHandle.standardError.write(Data("latchkey: \(error.description)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+
+    private func serve() async throws {
         var configuration = DevelopmentDefaults.configuration(port: port ?? DevelopmentDefaults.port)
         if let config {
             // A configured server is a real one unless asked otherwise: development mode hands out every one-time code.
@@ -58,9 +66,7 @@ struct Serve: AsyncParsableCommand {
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
 
         let server: IdentityServer
-        do { server = try await IdentityServer.open(configuration: configuration, logger: logger) } catch let error as ConfigurationError {
-            throw ValidationError(error.description)
-        }
+        server = try await IdentityServer.open(configuration: configuration, logger: logger)
         let demo = configuration.clients.contains { $0.clientId == DevelopmentDefaults.demoClientId }
         // A PostgreSQL URL is shown without its password.
         let host = configuration.host, development = configuration.development

@@ -137,7 +137,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         }
     }
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case clientId = "client_id", name, clientSecret = "client_secret"
         case tokenEndpointAuthMethod = "token_endpoint_auth_method", redirectUris = "redirect_uris"
         case postLogoutRedirectUris = "post_logout_redirect_uris", grantTypes = "grant_types", scopes
@@ -233,7 +233,7 @@ public struct UserSeed: Sendable, Codable, Equatable {
         self.username = username; self.password = password; self.claims = claims; self.disabled = disabled; self.roles = roles
     }
 
-    enum CodingKeys: String, CodingKey { case username, password, claims, disabled, roles }
+    enum CodingKeys: String, CodingKey, CaseIterable { case username, password, claims, disabled, roles }
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(username: try c.decode(String.self, forKey: .username),

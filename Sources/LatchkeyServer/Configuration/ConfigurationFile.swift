@@ -53,7 +53,7 @@ public struct ConfigurationFile: Codable, Sendable {
     public struct DPoPFile: Codable, Sendable {
         public var requireNonce: Bool?
         public var proofLifetimeSeconds: Int?
-        enum CodingKeys: String, CodingKey { case requireNonce = "require_nonce", proofLifetimeSeconds = "proof_lifetime_seconds" }
+        enum CodingKeys: String, CodingKey, CaseIterable { case requireNonce = "require_nonce", proofLifetimeSeconds = "proof_lifetime_seconds" }
     }
 
     /// `"webauthn": {"rp_id": "example.com", "rp_name": "Example", "user_verification": "required", "trust_anchors": ["ca.pem"],
@@ -65,7 +65,7 @@ public struct ConfigurationFile: Codable, Sendable {
         /// `optional` (default) or `required`: with `required`, a passkey registers only with an attestation chain
         /// to one of `trust_anchors` (needs at least one); `none` and self attestation are refused.
         public var attestation: String?
-        enum CodingKeys: String, CodingKey {
+        enum CodingKeys: String, CodingKey, CaseIterable {
             case rpId = "rp_id", rpName = "rp_name", userVerification = "user_verification", trustAnchors = "trust_anchors", attestation
         }
     }
@@ -73,13 +73,13 @@ public struct ConfigurationFile: Codable, Sendable {
     /// `"apple": {"issuer": "https://appleid.apple.com", "jwks_url": "https://appleid.apple.com/auth/keys"}`
     public struct Apple: Codable, Sendable {
         public var issuer, jwksUrl: String?
-        enum CodingKeys: String, CodingKey { case issuer, jwksUrl = "jwks_url" }
+        enum CodingKeys: String, CodingKey, CaseIterable { case issuer, jwksUrl = "jwks_url" }
     }
 
     public struct Lifetimes: Codable, Sendable {
         public var accessToken, idToken, authorizationCode, refreshToken, session, loginRequest: Int?
         public var flowExecution, flowAssertion, oneTimeCode, passkeyChallenge, loginTicket, deviceCode, devicePollingInterval: Int?
-        enum CodingKeys: String, CodingKey {
+        enum CodingKeys: String, CodingKey, CaseIterable {
             case accessToken = "access_token", idToken = "id_token", authorizationCode = "authorization_code"
             case refreshToken = "refresh_token", session, loginRequest = "login_request"
             case flowExecution = "flow_execution", flowAssertion = "flow_assertion", oneTimeCode = "one_time_code"
@@ -94,7 +94,7 @@ public struct ConfigurationFile: Codable, Sendable {
         public var maxConcurrentHashes, maxQueuedHashes, maxTrackedAddresses, maxStartsPerAddress, maxRegistrationsPerAddress: Int?
         public var maxFailuresPerAccountAllAddresses: Int?
         public var maxClientAuthFailuresPerAddress, maxClientAuthFailuresPerClient: Int?
-        enum CodingKeys: String, CodingKey {
+        enum CodingKeys: String, CodingKey, CaseIterable {
             case maxFailuresPerAccount = "max_failures_per_account", lockoutSeconds = "lockout_seconds"
             case maxFailuresPerAddress = "max_failures_per_address", addressWindowSeconds = "address_window_seconds"
             case maxChallengesPerAddress = "max_challenges_per_address"
@@ -109,7 +109,7 @@ public struct ConfigurationFile: Codable, Sendable {
         }
     }
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case issuer, host, port, database, clients, users, lifetimes, demo
         case databasePoolSize = "database_pool_size", databaseTimeoutSeconds = "database_timeout_seconds"
         case loginPolicy = "login_policy", bcryptCost = "bcrypt_cost", webauthn, apple
@@ -125,6 +125,12 @@ public struct ConfigurationFile: Codable, Sendable {
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
             throw ConfigurationError.invalid("cannot read config file \(path): \(error.localizedDescription)")
+        }
+        // Unknown keys first: a typo must not leave a default in force silently.
+        if let json = try? JSONSerialization.jsonObject(with: data) {
+            do { try ConfigurationShape.file.check(json) } catch ConfigurationError.invalid(let why) {
+                throw ConfigurationError.invalid("config file \(path): \(why)")
+            }
         }
         do { return try JSONDecoder().decode(ConfigurationFile.self, from: data) } catch let error as DecodingError {
             throw ConfigurationError.invalid("config file \(path): \(Self.describe(error))")

@@ -68,7 +68,7 @@ public struct SMTPFile: Codable, Sendable {
     public var username, password, passwordEnv, caFile, heloName: String?
     public var timeoutSeconds, maxAttempts, queueLimit, retrySeconds: Int?
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case host, from, port, starttls, username, password, passwordEnv = "password_env", caFile = "ca_file", heloName = "helo_name"
         case timeoutSeconds = "timeout_seconds", maxAttempts = "max_attempts", queueLimit = "queue_limit", retrySeconds = "retry_seconds"
     }
