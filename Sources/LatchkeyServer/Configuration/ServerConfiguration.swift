@@ -263,8 +263,11 @@ public struct DPoPPolicy: Sendable, Equatable {
     /// Proofs must carry the nonce the server sends in `DPoP-Nonce` (§8); one that lacks it, or carries an old one, is
     /// answered `use_dpop_nonce` with a fresh nonce, which clients retry with once. A nonce lives 5 to 10 minutes.
     public var requireNonce = false
-    /// How far a proof's `iat` may be from the server's clock, seconds, either way; its `jti` is remembered that long.
+    /// How old a proof's `iat` may be, seconds; its `jti` is remembered that long.
     public var proofLifetimeSeconds = 300
+    /// How far ahead of the server's clock a proof's `iat` may be: clock skew, not validity. (Clients that learn the
+    /// server's time from its `Date` header, as Latchkey's SDK does, date their proofs within it.)
+    public static let maximumFutureSkewSeconds: TimeInterval = 30
     /// The defaults: no nonce, five minutes.
     public init(requireNonce: Bool = false, proofLifetimeSeconds: Int = 300) {
         self.requireNonce = requireNonce

@@ -87,8 +87,11 @@ extension IdentityServer {
         }
         let now = clock.now
         let window = TimeInterval(configuration.dpop.proofLifetimeSeconds)
-        guard let iat = claims.iat, iat.isFinite, abs(now.timeIntervalSince1970 - iat) <= window else {
-            throw refuse("the DPoP proof's iat is missing or more than \(Int(window)) s from the server's clock")
+        // The past gets the whole lifetime; the future only a clock's worth of skew (review 2, N6): a proof dated ahead
+        // would stay usable that much longer, so brief use of the key must not buy ten minutes of proofs.
+        let ahead = DPoPPolicy.maximumFutureSkewSeconds
+        guard let iat = claims.iat, iat.isFinite, now.timeIntervalSince1970 - iat <= window, iat - now.timeIntervalSince1970 <= ahead else {
+            throw refuse("the DPoP proof's iat is missing, more than \(Int(window)) s old or more than \(Int(ahead)) s ahead of the server's clock")
         }
         if let accessToken {
             guard let ath = claims.ath, Secrets.constantTimeEquals(ath, DPoP.accessTokenHash(accessToken)) else {

@@ -134,14 +134,17 @@ extension ClientConfiguration {
 extension ServerConfiguration {
     /// Refusals that keep a development or half-configured instance from being exposed.
     func validateDeployment() throws {
+        // Both the issuer and the binding (review 2, N5): an https loopback issuer behind a local TLS proxy says nothing
+        // about who can reach the port itself (`--host 0.0.0.0` in a container).
         let loopbackIssuer = LoopbackHost.isLoopback(issuer.host ?? "")
-        if development, !loopbackIssuer {
+        let loopbackBinding = LoopbackHost.isLoopback(host)
+        if development, !loopbackIssuer || !loopbackBinding {
             throw ConfigurationError.invalid(
-                "development mode (one-time codes readable at /dev/outbox, no attestation) is only allowed with a loopback issuer; it is what `latchkey serve` runs without --config, with --dev or with \"development\": true: give a configuration file with \"smtp\" and without those")
+                "development mode (one-time codes readable at /dev/outbox, no attestation) is only allowed with a loopback issuer bound to a loopback address (here: issuer \(issuer.host ?? "-"), binding \(host)); it is what `latchkey serve` runs without --config, with --dev or with \"development\": true: give a configuration file with \"smtp\" and without those")
         }
-        if !loopbackIssuer, users.contains(where: { $0.password == DevelopmentDefaults.demoPassword }) {
+        if !loopbackIssuer || !loopbackBinding, users.contains(where: { $0.password == DevelopmentDefaults.demoPassword }) {
             throw ConfigurationError.invalid(
-                "the demo user's password is published; it cannot be seeded on a non-loopback issuer (give a configuration with clients and without \"demo\": true)")
+                "the demo user's password is published; it cannot be seeded on a non-loopback issuer or binding (give a configuration with clients and without \"demo\": true)")
         }
         try smtp?.validate()
         if !development, outbox == nil, smtp == nil, let client = clients.first(where: \.sendsEmail) {

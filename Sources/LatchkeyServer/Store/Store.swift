@@ -121,8 +121,9 @@ public protocol Store: Sendable {
 
     // Pushed authorization requests (RFC 9126)
     func insertPushedRequest(_ request: PushedRequestRecord) async throws
-    /// Takes a pushed request out (single use): nil when unknown, already used or expired.
-    func takePushedRequest(uriHash: Data, now: Date) async throws -> PushedRequestRecord?
+    /// Takes a pushed request of `clientId` out (single use): nil when unknown, another client's (left in place, so
+    /// that a leaked `request_uri` presented with the wrong `client_id` cannot burn it), already used or expired.
+    func takePushedRequest(uriHash: Data, clientId: String, now: Date) async throws -> PushedRequestRecord?
 
     // Passkeys (WebAuthn) and federated identities
     func insertPasskey(_ passkey: PasskeyRecord) async throws

@@ -299,6 +299,23 @@ extension DPoPTests {
                 "the SIGNOUT flow ended the session's tokens")
     }
 
+    @Test("a proof may be dated 30 s ahead of the server's clock at most, and 5 minutes back (review 2, N6)")
+    func futureDatedProofs() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let tokens = try await Self.signIn(server).tokens
+        let key = try SigningKey(algorithm: .es256, pem: try #require(tokens.dpopKey))
+        let url = server.issuer + "/oauth2/userinfo"
+        func userinfo(iat: Date) async throws -> Int {
+            try await TestBrowser().get(url, headers: ["Authorization": "DPoP \(tokens.accessToken)",
+                                                       "DPoP": try Self.proof(key, url: url, accessToken: tokens.accessToken, iat: iat)]).status
+        }
+        #expect(try await userinfo(iat: Date().addingTimeInterval(20)) == 200, "a clock a little ahead")
+        #expect(try await userinfo(iat: Date().addingTimeInterval(-290)) == 200, "a proof made almost five minutes ago")
+        #expect(try await userinfo(iat: Date().addingTimeInterval(60)) == 401, "made to be used later: refused")
+        #expect(try await userinfo(iat: Date().addingTimeInterval(299)) == 401, "the review's proof, dated 299 s ahead")
+    }
+
     @Test("a bound session whose access token expired still signs out: a dead token is nothing to end, not a refusal")
     func expiredBoundTokenSignsOut() async throws {
         let server = try await TestServer.start()

@@ -48,7 +48,7 @@ struct PushedAuthorizationTests {
         #expect(try await server.exchangeCode(code, o, verifier: PKCEPair().verifier).status == 400)
     }
 
-    @Test("a request_uri is single use, expires after 60 s, and belongs to the client that pushed it")
+    @Test("a request_uri is single use, expires after 60 s, belongs to the client that pushed it, and another client cannot burn it")
     func requestURIRules() async throws {
         let server = try await TestServer.start { config in
             config.clients.append(ClientConfiguration(clientId: "other-app", redirectUris: ["http://127.0.0.1:7777/callback"]))
@@ -68,8 +68,9 @@ struct PushedAuthorizationTests {
         let foreign = try await requestURI()
         #expect(try await TestBrowser().get(Self.authorizeURL(server, requestURI: foreign, clientId: "other-app")).status == 400,
                 "another client's request_uri")
-        #expect(try await TestBrowser().get(Self.authorizeURL(server, requestURI: foreign)).status == 400,
-                "…and the failed attempt used it up")
+        #expect(try await TestBrowser().get(Self.authorizeURL(server, requestURI: foreign)).status == 302,
+                "…and the attempt did not burn it: its own client still uses it (review 2, N11)")
+        #expect(try await TestBrowser().get(Self.authorizeURL(server, requestURI: foreign)).status == 400, "once")
         #expect(try await TestBrowser().get(Self.authorizeURL(server, requestURI: "urn:ietf:params:oauth:request_uri:made-up")).status == 400)
     }
 

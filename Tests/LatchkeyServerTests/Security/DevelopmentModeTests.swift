@@ -59,6 +59,27 @@ struct DevelopmentModeTests {
         #expect(refused?.contains("development mode") == true)
     }
 
+    /// Review 2, N5: an https loopback issuer (a local TLS proxy) with the port itself bound to every interface.
+    @Test func developmentModeNeedsALoopbackBindingToo() async throws {
+        for host in ["0.0.0.0", "192.0.2.1", "::"] {
+            let refused = await Self.refusal { config in
+                config.issuer = URL(string: "https://127.0.0.1:18406")!
+                config.host = host
+            }
+            #expect(refused?.contains("development mode") == true && refused?.contains("binding \(host)") == true, "\(host): \(refused ?? "started")")
+        }
+        // The demo user is refused on such a binding even outside development mode.
+        let demo = await Self.refusal { config in
+            config.issuer = URL(string: "https://localhost:18406")!
+            config.host = "0.0.0.0"
+            config.development = false
+            config.outbox = CapturingOutbox()
+            config.keyEncryptionKey = Data(repeating: 0x4C, count: 32)
+            config.users = [UserSeed(username: DevelopmentDefaults.demoUsername, password: DevelopmentDefaults.demoPassword)]
+        }
+        #expect(demo?.contains("demo user") == true, "\(demo ?? "started")")
+    }
+
     @Test func emailsWithoutADeliveryRefuseToStart() async throws {
         let refused = await Self.refusal { config in config.development = false }
         #expect(refused?.contains("no delivery is configured") == true, "recovery is on by default")

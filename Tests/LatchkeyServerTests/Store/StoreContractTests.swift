@@ -763,9 +763,11 @@ struct StoreContractTests {
         try await kind.withStore { store async throws in
             let request = Make.pushedRequest(expiresAt: at(60))
             try await store.insertPushedRequest(request)
-            #expect(try await store.takePushedRequest(uriHash: request.uriHash, now: at(1)) == request)
-            #expect(try await store.takePushedRequest(uriHash: request.uriHash, now: at(2)) == nil, "a request_uri is used once")
-            #expect(try await store.takePushedRequest(uriHash: Make.bytes(), now: at(2)) == nil)
+            #expect(try await store.takePushedRequest(uriHash: request.uriHash, clientId: request.clientId + "-other", now: at(1)) == nil,
+                    "another client's take finds nothing, and leaves the request in place (review 2, N11)")
+            #expect(try await store.takePushedRequest(uriHash: request.uriHash, clientId: request.clientId, now: at(1)) == request)
+            #expect(try await store.takePushedRequest(uriHash: request.uriHash, clientId: request.clientId, now: at(2)) == nil, "a request_uri is used once")
+            #expect(try await store.takePushedRequest(uriHash: Make.bytes(), clientId: request.clientId, now: at(2)) == nil)
         }
     }
 
@@ -774,8 +776,8 @@ struct StoreContractTests {
         try await kind.withStore { store async throws in
             let request = Make.pushedRequest(expiresAt: at(60))
             try await store.insertPushedRequest(request)
-            #expect(try await store.takePushedRequest(uriHash: request.uriHash, now: at(61)) == nil)
-            #expect(try await store.takePushedRequest(uriHash: request.uriHash, now: at(62)) == nil)
+            #expect(try await store.takePushedRequest(uriHash: request.uriHash, clientId: request.clientId, now: at(61)) == nil)
+            #expect(try await store.takePushedRequest(uriHash: request.uriHash, clientId: request.clientId, now: at(62)) == nil)
         }
     }
 
@@ -1373,7 +1375,7 @@ struct StoreContractTests {
             #expect(try await store.refreshToken(hash: revokedRefresh.tokenHash) == nil)
             #expect(try await store.session(id: oldSession.id) == nil)
             #expect(try await store.session(id: endedSession.id) == nil)
-            #expect(try await store.takePushedRequest(uriHash: oldPushed.uriHash, now: at(-100)) == nil)
+            #expect(try await store.takePushedRequest(uriHash: oldPushed.uriHash, clientId: oldPushed.clientId, now: at(-100)) == nil)
             #expect(try await store.pendingDeviceAuthorization(userCodeDigest: oldDevice.userCodeDigest, now: at(-100)) == nil)
             #expect(try await store.takePasskeyChallenge(hash: oldCeremony.challengeHash, now: t0) == nil)
             #expect(try await store.stepUpChallenge(id: oldStepUp.id) == nil)
@@ -1389,7 +1391,7 @@ struct StoreContractTests {
             #expect(try await store.refreshToken(hash: liveRefresh.tokenHash) == liveRefresh)
             #expect(try await store.session(id: liveSession.id) == liveSession)
             #expect(try await store.consumeTokenId("live-jti", expiresAt: at(600), now: t0) == false)
-            #expect(try await store.takePushedRequest(uriHash: livePushed.uriHash, now: t0) == livePushed)
+            #expect(try await store.takePushedRequest(uriHash: livePushed.uriHash, clientId: livePushed.clientId, now: t0) == livePushed)
             #expect(try await store.pendingDeviceAuthorization(userCodeDigest: liveDevice.userCodeDigest, now: t0) == liveDevice)
             #expect(try await store.takePasskeyChallenge(hash: liveCeremony.challengeHash, now: t0) == liveCeremony)
             #expect(try await store.stepUpChallenge(id: liveStepUp.id) == liveStepUp)
@@ -1575,7 +1577,7 @@ struct StoreContractTests {
         try await kind.withStore { store async throws in
             let request = Make.pushedRequest()
             try await store.insertPushedRequest(request)
-            let results = try await Make.concurrently(24) { _ in try await store.takePushedRequest(uriHash: request.uriHash, now: at(1)) }
+            let results = try await Make.concurrently(24) { _ in try await store.takePushedRequest(uriHash: request.uriHash, clientId: request.clientId, now: at(1)) }
             #expect(results.compactMap { $0 } == [request])
         }
     }

@@ -16,20 +16,20 @@ extension PostgresStore {
         }
     }
 
-    public func takePushedRequest(uriHash: Data, now: Date) async throws -> PushedRequestRecord? {
+    public func takePushedRequest(uriHash: Data, clientId: String, now: Date) async throws -> PushedRequestRecord? {
         // One DELETE … RETURNING takes the row out: of two concurrent uses (in any instance) exactly one gets it.
         // Deleted whether or not it is still valid: a request_uri is used once, a late one never again.
         let taken = try await connection { connection in
             try await self.row("""
-                DELETE FROM pushed_requests WHERE uri_hash = \(uriHash) RETURNING client_id, parameters, expires_at
+                DELETE FROM pushed_requests WHERE uri_hash = \(uriHash) AND client_id = \(clientId) RETURNING client_id, parameters, expires_at
                 """, on: connection)
         }
         guard let row = taken else { return nil }
         let c = Columns(row)
-        let clientId: String = try c("client_id")
+        let owner: String = try c("client_id")
         let stored: String = try c("parameters")
         guard let expiresAt = try c.date("expires_at"), expiresAt > now,
               let parameters = try? SQLiteStore.decode([String: [String]].self, stored) else { return nil }
-        return PushedRequestRecord(uriHash: uriHash, clientId: clientId, parameters: parameters, expiresAt: expiresAt)
+        return PushedRequestRecord(uriHash: uriHash, clientId: owner, parameters: parameters, expiresAt: expiresAt)
     }
 }

@@ -18,13 +18,14 @@ extension SQLiteStore {
         }
     }
 
-    public func takePushedRequest(uriHash: Data, now: Date) async throws -> PushedRequestRecord? {
+    public func takePushedRequest(uriHash: Data, clientId: String, now: Date) async throws -> PushedRequestRecord? {
         try await pool.write { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM pushed_requests WHERE uri_hash = ?", arguments: [uriHash]) else {
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM pushed_requests WHERE uri_hash = ? AND client_id = ?",
+                                             arguments: [uriHash, clientId]) else {
                 return nil
             }
             // Deleted whether or not it is still valid: a request_uri is used once, a late one never again.
-            try db.execute(sql: "DELETE FROM pushed_requests WHERE uri_hash = ?", arguments: [uriHash])
+            try db.execute(sql: "DELETE FROM pushed_requests WHERE uri_hash = ? AND client_id = ?", arguments: [uriHash, clientId])
             guard let expiresAt = Self.date(row["expires_at"]), expiresAt > now,
                   let parameters = try? Self.decode([String: [String]].self, row["parameters"] as String) else { return nil }
             return PushedRequestRecord(uriHash: uriHash, clientId: row["client_id"], parameters: parameters, expiresAt: expiresAt)
