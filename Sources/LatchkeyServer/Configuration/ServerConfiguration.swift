@@ -69,15 +69,18 @@ public struct ServerConfiguration: Sendable {
     public var httpRequestTimeoutSeconds: Int = 30
     /// DPoP (RFC 9449): how old a proof may be and whether proofs must carry a server nonce.
     public var dpop = DPoPPolicy()
-    /// Whether `GET /metrics` is served: nil (the default) serves it only when the server binds a loopback address and
-    /// trusts no proxy, and then only to requests that no proxy forwarded (see `servesMetrics`), since the figures are
-    /// for the operator's scraper, not for the internet; true or false decides outright.
+    /// Whether `GET /metrics` is served: nil (the default) serves it only on a development instance bound to a
+    /// loopback address that trusts no proxy, and then only to requests that no proxy forwarded (see `servesMetrics`),
+    /// since the figures are for the operator's scraper, not for the internet; true or false decides outright.
     public var metricsEnabled: Bool?
 
-    /// Whether `GET /metrics` is routed: `metricsEnabled`, or, when it is unset, a loopback binding with no trusted
-    /// proxies. A server on 127.0.0.1 behind a reverse proxy (the setup this README recommends) is reachable from the
-    /// internet through it: configured proxies turn the default off, and the route refuses forwarded requests.
-    public var servesMetrics: Bool { metricsEnabled ?? (LoopbackHost.isLoopback(host) && trustedProxies.isEmpty) }
+    /// Whether `GET /metrics` is routed: `metricsEnabled`, or, when it is unset, a development instance on a loopback
+    /// binding with no trusted proxies. A real server must say `"metrics": true` (review 2, N9): on 127.0.0.1 behind a
+    /// reverse proxy (the setup this README recommends) it is reachable from the internet through the proxy, and a
+    /// proxy that adds no forwarding header cannot be told from a local scraper.
+    public var servesMetrics: Bool {
+        metricsEnabled ?? (development && LoopbackHost.isLoopback(host) && trustedProxies.isEmpty)
+    }
 
     public init(issuer: URL, host: String = "127.0.0.1", port: Int = 8090, databasePath: String,
                 development: Bool = false, clients: [ClientConfiguration] = [], users: [UserSeed] = [],

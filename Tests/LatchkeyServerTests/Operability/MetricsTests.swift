@@ -95,10 +95,14 @@ struct MetricsTests {
         #expect(samples[#"latchkey_sign_ins_total{method="password",outcome="success"}"#] == 0)
     }
 
-    @Test("served by default only on a loopback binding; the configuration decides otherwise")
+    @Test("served by default only on a development instance's loopback binding; the configuration decides otherwise")
     func exposure() async throws {
         var configuration = DevelopmentDefaults.configuration(port: 0, databasePath: "unused", host: "127.0.0.1")
         #expect(configuration.servesMetrics)
+        // Review 2, N9: a real server on loopback may sit behind a proxy that adds no forwarding header.
+        configuration.development = false
+        #expect(!configuration.servesMetrics, "a real server serves metrics only when told to")
+        configuration.development = true
         configuration.host = "0.0.0.0"
         #expect(!configuration.servesMetrics)
         configuration.metricsEnabled = true
@@ -137,5 +141,10 @@ struct MetricsTests {
         let server = try await TestServer.start { $0.metricsEnabled = false }
         defer { Task { await server.stop() } }
         #expect(try await browser.get(server.base + "/metrics").status == 404)
+
+        // A real (non-development) server on loopback, asked through a proxy that adds no header: nothing to see.
+        let real = try await TestServer.start { $0.development = false }
+        defer { Task { await real.stop() } }
+        #expect(try await browser.get(real.base + "/metrics", headers: ["X-Forwarded-Host": "id.example.com"]).status == 404)
     }
 }
