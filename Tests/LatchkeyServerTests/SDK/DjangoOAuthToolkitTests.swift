@@ -11,14 +11,7 @@ import Testing
 @Suite("SDK ↔ django-oauth-toolkit (third-party OpenID Connect provider)",
        .enabled(if: ProcessInfo.processInfo.environment["LATCHKEY_DOT_ENV"] != nil, "run by scripts/test.sh, which starts django-oauth-toolkit"))
 struct DjangoOAuthToolkitTests {
-    let env: [String: String] = {
-        guard let path = ProcessInfo.processInfo.environment["LATCHKEY_DOT_ENV"],
-              let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [:] }
-        return Dictionary(text.split(separator: "\n").compactMap { line -> (String, String)? in
-            let parts = line.split(separator: "=", maxSplits: 1)
-            return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
-        }, uniquingKeysWith: { _, b in b })
-    }()
+    let env = ProviderEnvironment.load("LATCHKEY_DOT_ENV")
 
     @Test func signInRefreshAndSignOutByRequestThenInTheBrowser() async throws {
         let issuer = try #require(env["DOT_ISSUER"]), base = try #require(env["DOT_BASE"])

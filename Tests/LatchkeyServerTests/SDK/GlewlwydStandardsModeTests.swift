@@ -7,14 +7,7 @@ import Testing
 @Suite("SDK ↔ glewlwyd (third-party OpenID Connect provider)",
        .enabled(if: ProcessInfo.processInfo.environment["LATCHKEY_GLEWLWYD_ENV"] != nil, "run by scripts/test.sh, which starts glewlwyd"))
 struct GlewlwydStandardsModeTests {
-    let env: [String: String] = {
-        guard let path = ProcessInfo.processInfo.environment["LATCHKEY_GLEWLWYD_ENV"],
-              let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [:] }
-        return Dictionary(text.split(separator: "\n").compactMap { line -> (String, String)? in
-            let parts = line.split(separator: "=", maxSplits: 1)
-            return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
-        }, uniquingKeysWith: { _, b in b })
-    }()
+    let env = ProviderEnvironment.load("LATCHKEY_GLEWLWYD_ENV")
 
     @Test func signInRefreshUserinfoRevokeAndEndSession() async throws {
         let issuer = try #require(env["GLEWLWYD_ISSUER"]), base = try #require(env["GLEWLWYD_BASE"])

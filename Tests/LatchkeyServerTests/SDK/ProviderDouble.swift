@@ -50,14 +50,7 @@ final class ProviderDouble: Sendable {
         let portBox = NIOLockedValueBox(0)
         let router = Router()
         Self.routes(router, key: key, state: state, skew: skew) { portBox.withLockedValue { $0 } }
-        var logger = Logger(label: "test.provider-double")
-        logger.logLevel = .critical
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                              onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
-        let service = GracefulService(app, logger: logger)
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw TestFailure("the provider double did not start") }
+        let (port, service) = try await GracefulService.serve(router, label: "the provider double")
         portBox.withLockedValue { $0 = port }
         return ProviderDouble(port: port, skew: skew, service: service, state: state, key: key)
     }

@@ -17,6 +17,16 @@ struct ClientSecretFloodTests {
             "grant_type": "client_credentials", "client_id": clientId, "client_secret": secret, "scope": "api.read"], headers: headers).status
     }
 
+    /// Stores the client `stored` without passing through the configuration (an instance that never seeded it, or one
+    /// an operator added): its secret is not remembered, so each check of it derives a key. Returns the secret.
+    static func storeUnrememberedClient(_ server: TestServer) async throws -> String {
+        let secret = "stored-secret-0123456789"
+        var configuration = TestServer.postClient
+        configuration.clientId = "stored"
+        try await server.server.store.upsertClient(ClientRecord(configuration: configuration, secretHash: try ClientSecrets.hash(secret, rounds: 1_000)))
+        return secret
+    }
+
     @Test("a cold instance at the production cost, flooded with wrong secrets from the start: the real client is served every time")
     func coldFloodDoesNotBlockTheRealClient() async throws {
         let server = try await TestServer.start { $0.clientSecretRounds = ClientSecrets.rounds }
@@ -55,12 +65,7 @@ struct ClientSecretFloodTests {
             $0.loginPolicy.maxClientAuthFailuresPerClient = 5
         }
         defer { Task { await server.stop() } }
-        // A client stored without passing through the configuration (an instance that never seeded it, or one an
-        // operator added): its secret is not remembered, so each check derives a key.
-        let secret = "stored-secret-0123456789"
-        var configuration = TestServer.postClient
-        configuration.clientId = "stored"
-        try await server.server.store.upsertClient(ClientRecord(configuration: configuration, secretHash: try ClientSecrets.hash(secret, rounds: 1_000)))
+        let secret = try await Self.storeUnrememberedClient(server)
         let alice = ["X-Forwarded-For": "203.0.113.7"], bob = ["X-Forwarded-For": "198.51.100.20"], carol = ["X-Forwarded-For": "192.0.2.44"]
 
         for _ in 0..<3 { #expect(try await Self.clientCredentials(server, secret: Self.wrong, clientId: "stored", headers: alice) == 401) }
@@ -84,12 +89,9 @@ struct ClientSecretFloodTests {
             $0.loginPolicy.maxClientAuthFailuresPerClient = 2
         }
         defer { Task { await server.stop() } }
-        let secret = "stored-secret-0123456789"
-        var configuration = TestServer.postClient
-        configuration.clientId = "stored"
         // A new salt each round: each stored value is unknown to the cache, so every check derives.
         for _ in 0..<4 {
-            try await server.server.store.upsertClient(ClientRecord(configuration: configuration, secretHash: try ClientSecrets.hash(secret, rounds: 1_000)))
+            let secret = try await Self.storeUnrememberedClient(server)
             #expect(try await Self.clientCredentials(server, secret: secret, clientId: "stored") == 200)
         }
     }

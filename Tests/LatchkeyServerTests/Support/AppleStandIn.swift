@@ -23,14 +23,7 @@ final class AppleStandIn: Sendable {
         router.get("/auth/keys") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: jwks)))
         }
-        var logger = Logger(label: "test.apple")
-        logger.logLevel = .critical
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                              onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
-        let service = GracefulService(app, logger: logger)
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw TestFailure("stand-in Apple issuer did not start") }
+        let (port, service) = try await GracefulService.serve(router, label: "stand-in Apple issuer")
         return AppleStandIn(key: key, port: port, service: service)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Hummingbird
 import Logging
 import ServiceLifecycle
 
@@ -33,5 +34,21 @@ final class GracefulService: Sendable {
     func stop() async {
         await group.triggerGracefulShutdown()
         _ = await task.result
+    }
+}
+
+extension GracefulService {
+    /// Serves `router` on a free port of 127.0.0.1 (a stand-in of another party: Apple's key server, a provider
+    /// double) until `stop()`, and returns once it listens. `label` names its logger, which only logs criticals.
+    static func serve(_ router: Router<BasicRequestContext>, label: String) async throws -> (port: Int, service: GracefulService) {
+        var logger = Logger(label: label)
+        logger.logLevel = .critical
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                              onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
+        let service = GracefulService(app, logger: logger)
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw TestFailure("\(label) did not start") }
+        return (port, service)
     }
 }
