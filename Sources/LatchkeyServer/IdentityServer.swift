@@ -134,6 +134,12 @@ public final class IdentityServer: Sendable {
     private func seed() async throws {
         for client in configuration.clients {
             try await store.upsertClient(ClientRecord(configuration: client, secretHash: try await seededSecretHash(client)))
+            // Instances starting together on one database may each have written a fresh form: the last one stands, and
+            // that is the one to remember (one derivation here, none per request).
+            if let secret = client.clientSecret, let stored = try await store.client(id: client.clientId)?.secretHash,
+               !ClientSecrets.isCheap(stored) {
+                _ = try await ClientSecrets.verify(secret, against: stored)
+            }
         }
         for seed in configuration.users where try await store.user(username: seed.username) == nil {
             try await createUser(username: seed.username, password: seed.password, claims: UserRoles.claims(seed.claims, roles: seed.roles),

@@ -27,7 +27,7 @@ final class ClientContext: Sendable {
         let languages: any HTTPClient = PreferredLanguageHTTPClient(base: LoggingHTTPClient(base: http, logger: logger)) {
             LanguagePreferences.acceptLanguage(configBox.withLock { $0.languageTags })
         }
-        let http: any HTTPClient = ClockLearningHTTPClient(base: languages, clock: clock)
+        let http: any HTTPClient = ClockLearningHTTPClient(base: languages, clock: clock, issuer: config.issuer)
         self.http = http
         self.storage = storage
         self.discovery = DiscoveryCache(issuer: config.issuer, http: http)
@@ -229,7 +229,9 @@ final class ClientContext: Sendable {
         if claims == nil, expectsIDToken, config.tokenValidation.validate {
             throw LatchkeyError(.invalidToken, "the provider returned no ID token for an openid sign-in")
         }
-        return tokenSet(response, previous: nil, nonce: nonce)
+        var tokens = tokenSet(response, previous: nil, nonce: nonce)
+        tokens.browser = .withoutBrowser  // a redirect sign-in says which browser instead (`completeAuthorization`)
+        return tokens
     }
 
     /// One refresh round trip. A refreshed ID token is verified too, and must name the same subject and, if it
@@ -282,8 +284,10 @@ final class ClientContext: Sendable {
     ///   the user agent prepared): a provider that ends the session then says so by redirecting there.
     /// - Parameter signedInWithBrowser: the session was signed in through a browser, whose cookie this request does not
     ///   carry: the provider's acceptance then does not show that the browser's session ended.
+    /// - Parameter namesPreparedURI: `postLogoutRedirectURI` is one the user agent made up (not the app's configured
+    ///   `afterSignOutUrl`), which the provider may not have registered.
     func endSessionStep(idTokenHint: String, metadata: ProviderMetadata?, postLogoutRedirectURI: String?,
-                        signedInWithBrowser: Bool) async -> SignOutReport.Step {
+                        signedInWithBrowser: Bool, namesPreparedURI: Bool = false) async -> SignOutReport.Step {
         guard let metadata else { return .failed("the provider could not be reached (discovery failed)") }
         guard let endpoint = metadata.endSessionEndpoint else {
             return .unsupported("the provider publishes no end_session_endpoint: its session (in the browser) stays open until it expires")
@@ -292,7 +296,14 @@ final class ClientContext: Sendable {
         if let postLogoutRedirectURI { parameters.append(("post_logout_redirect_uri", postLogoutRedirectURI)) }
         do {
             var response = try await http.send(.form(endpoint, parameters))
-            if (400..<500).contains(response.status) || response.status == 501,
+            if response.status == 400, namesPreparedURI {
+                // The loopback URI the SDK made up is not registered at every provider: ask again without it.
+                parameters.removeAll { $0.0 == "post_logout_redirect_uri" }
+                response = try await http.send(.form(endpoint, parameters))
+            }
+            // GET only when the provider refuses the POST as such (403: a page behind CSRF protection; 404, 405, 501:
+            // no POST route): other refusals would only put the ID token into URLs and logs for nothing.
+            if [403, 404, 405, 501].contains(response.status),
                var components = URLComponents(url: endpoint, resolvingAgainstBaseURL: false) {
                 let existing = components.percentEncodedQuery.map { $0 + "&" } ?? ""
                 components.percentEncodedQuery = existing + FormCoding.encode(parameters)
@@ -303,7 +314,8 @@ final class ClientContext: Sendable {
                 // Done only when the provider sends the browser where the sign-out ends (the URI named): a redirect
                 // to a page of its own is a page that asks the person, or ends the session itself, in the browser.
                 let location = response.header("Location") ?? ""
-                if let postLogoutRedirectURI, location.hasPrefix(postLogoutRedirectURI),
+                if let postLogoutRedirectURI, parameters.contains(where: { $0.0 == "post_logout_redirect_uri" }),
+                   location.hasPrefix(postLogoutRedirectURI),
                    ["", "?", "#", "&"].contains(String(location.dropFirst(postLogoutRedirectURI.count).prefix(1))) {
                     guard signedInWithBrowser else { return .done }
                     return .unconfirmed("the provider accepted the sign-out, but its session lives in the browser that signed in, whose cookie a request from the app does not carry: it may still be open there")

@@ -223,9 +223,9 @@ public final class LatchkeyClient: Sendable {
 
     private typealias ApiErrorBody = LatchkeyError.ApiError
 
-    /// - Parameter browser: which browser showed the page; nil when none did (a native login's redirect, captured
-    ///   without a browser).
-    func completeAuthorization(url: URL, context: ClientContext, browser: SignInBrowser?) async throws -> TokenSet {
+    /// - Parameter browser: which browser showed the page (`.withoutBrowser`: a native login's redirect, captured
+    ///   without one).
+    func completeAuthorization(url: URL, context: ClientContext, browser: SignInBrowser) async throws -> TokenSet {
         let query = Dictionary((URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map { ($0.name, $0.value ?? "") },
                                uniquingKeysWith: { first, _ in first })
         guard let returnedState = query["state"], !returnedState.isEmpty else {
@@ -391,10 +391,20 @@ public final class LatchkeyClient: Sendable {
             if let access = tokens?.accessToken {
                 report.accessToken = await context.revocationStep(access, hint: "access_token", metadata: metadata,
                                                                   accessToken: access, dpopKey: tokens?.dpopKey)
+                // A provider that revokes the whole grant with the refresh token refuses the access token's revocation
+                // when it wants that token as the credential (the bearer fallback): it may well be dead already.
+                if report.refreshToken == .done, case .failed(let why) = report.accessToken, why.contains("HTTP 401") {
+                    report.accessToken = .unconfirmed("the provider refused to revoke it after revoking the refresh token, which may have revoked it too")
+                }
             }
-            if let hint = options?.idTokenHint ?? tokens?.idToken {
+            if options?.providerSession == .keep {
+                report.providerSession = .notNeeded("kept, as the app asked")
+            } else if let hint = options?.idTokenHint ?? tokens?.idToken {
                 report.providerSession = await endProviderSession(context, idTokenHint: hint, metadata: metadata, options: options,
                                                                   browser: tokens?.browser)
+            } else if tokens != nil, tokens?.browser != .withoutBrowser {
+                // A browser sign-in without an ID token (no `openid` scope) still left a session in that browser.
+                report.providerSession = .unconfirmed("the session has no ID token to name it by, so the provider's session in the browser that signed in was not ended")
             }
             for (name, step) in [("refresh token", report.refreshToken), ("access token", report.accessToken),
                                  ("provider session", report.providerSession)] where !step.isSettled {
@@ -408,7 +418,6 @@ public final class LatchkeyClient: Sendable {
     private func endProviderSession(_ context: ClientContext, idTokenHint: String, metadata: ProviderMetadata?, options: SignOutOptions?,
                                     browser: SignInBrowser?) async -> SignOutReport.Step {
         let choice = options?.providerSession ?? .automatic
-        if choice == .keep { return .notNeeded("kept, as the app asked") }
         if choice == .inBrowser || (choice == .automatic && browser == .userAgent && userAgent.keepsProviderSession),
            let inBrowser = await endSessionInBrowser(context, idTokenHint: idTokenHint, metadata: metadata,
                                                      presentation: options?.presentationContext) {
@@ -417,8 +426,10 @@ public final class LatchkeyClient: Sendable {
         // A redirect URI to name, so that a provider that ends the session can say so by redirecting (not followed).
         let prepared = context.config.afterSignOutUrl == nil ? try? await userAgent.prepareSignOutRedirectURI() : nil
         defer { if let prepared { userAgent.release(redirectURI: prepared) } }
+        // A session stored before the SDK recorded how it signed in (nil) may have a browser session: not confirmed.
         return await context.endSessionStep(idTokenHint: idTokenHint, metadata: metadata,
-                                            postLogoutRedirectURI: context.config.afterSignOutUrl ?? prepared, signedInWithBrowser: browser != nil)
+                                            postLogoutRedirectURI: context.config.afterSignOutUrl ?? prepared,
+                                            signedInWithBrowser: browser != .withoutBrowser, namesPreparedURI: prepared != nil)
     }
 
     /// RP-Initiated Logout 1.0 in the user agent: the browser that holds the provider's session cookie is sent to
@@ -434,7 +445,10 @@ public final class LatchkeyClient: Sendable {
         let prepared: String?
         do { prepared = try await userAgent.prepareSignOutRedirectURI() } catch { return nil }
         guard let redirect = prepared ?? context.config.afterSignOutUrl,
-              var components = URLComponents(url: endpoint, resolvingAgainstBaseURL: false) else { return nil }
+              var components = URLComponents(url: endpoint, resolvingAgainstBaseURL: false) else {
+            if let prepared { userAgent.release(redirectURI: prepared) }
+            return nil
+        }
         let state = Self.randomValue()
         var parameters = [("id_token_hint", idTokenHint), ("client_id", context.config.clientId),
                           ("post_logout_redirect_uri", redirect), ("state", state)]
@@ -454,13 +468,14 @@ public final class LatchkeyClient: Sendable {
                 return .failed("the browser came back without this sign-out's state: the provider's session may still be open")
             }
             return .done
-        } catch let error as LatchkeyError where error.code == .invalidConfiguration {
-            return nil  // no page can be shown here (no presentation context): ask by a request instead
         } catch let error as LatchkeyError where error.code == .canceled {
-            // Some providers end their session on a page of their own and never come back: only they can say.
-            return .unconfirmed("the browser page was closed before the provider came back: its session may or may not have ended")
+            // Closed, or timed out; and some providers end their session on a page of their own and never come back.
+            return .unconfirmed("the browser did not come back from the provider (closed, or timed out): its session may or may not have ended")
         } catch {
-            return .failed("the browser could not end the provider's session (\(error))")
+            // No page could be shown here (no browser to open, no presentation context, a callback the system cannot
+            // take, another sheet showing, the app in the background): ask by a request instead.
+            logger.notice("sign-out: the provider's page could not be shown (\(error)); ending its session by a request instead")
+            return nil
         }
     }
 

@@ -333,7 +333,7 @@ extension LatchkeyClient {
                 throw LatchkeyError(.serverError, "the authorization endpoint redirected without a Location", statusCode: response.status)
             }
             // The redirect was captured without a browser: no browser holds a session of this sign-in.
-            return AuthToken(try await completeAuthorization(url: callback, context: context, browser: nil))
+            return AuthToken(try await completeAuthorization(url: callback, context: context, browser: .withoutBrowser))
         } catch {
             discardPendingAuthorization(state: authorization.state)
             throw error

@@ -47,7 +47,8 @@ public struct SignOutReport: Sendable, Equatable, CustomStringConvertible {
     /// Where the app goes next (`afterSignOutUrl`, seed 003's return value of `signOut`).
     public var afterSignOutUrl: String
 
-    /// Every step settled: nothing of the session stays valid at the provider.
+    /// Every step settled: nothing of the session stays valid at the provider, except a provider session the app asked
+    /// to keep (`SignOutOptions.ProviderSession.keep`).
     public var isComplete: Bool { refreshToken.isSettled && accessToken.isSettled && providerSession.isSettled }
 
     public var description: String {

@@ -71,15 +71,34 @@ final class ProviderClock: Sendable {
     }
 }
 
-/// Sends through `base` and teaches `clock` the provider's time from every answer.
+/// Sends through `base` and teaches `clock` the provider's time from its answers: successful ones from the issuer's
+/// origin, fresh from its server. Not from other origins (the app's own APIs go through the client too, and their clocks
+/// are theirs), not from error pages (a proxy may answer those), and not from answers with an `Age` header (a cache
+/// that kept the origin's `Date` would set the clock back by the cached answer's age).
 struct ClockLearningHTTPClient: HTTPClient {
     let base: any HTTPClient
     let clock: ProviderClock
+    /// `scheme://host:port` of the issuer.
+    let origin: String
+
+    init(base: any HTTPClient, clock: ProviderClock, issuer: String) {
+        self.base = base
+        self.clock = clock
+        self.origin = URL(string: issuer).map(Self.origin(of:)) ?? ""
+    }
 
     func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         let sent = clock.deviceNow
         let response = try await base.send(request)
-        clock.learn(from: response, sent: sent, received: clock.deviceNow)
+        if (200..<300).contains(response.status), response.header("Age") == nil, Self.origin(of: request.url) == origin {
+            clock.learn(from: response, sent: sent, received: clock.deviceNow)
+        }
         return response
+    }
+
+    static func origin(of url: URL) -> String {
+        let scheme = url.scheme?.lowercased() ?? ""
+        let port = url.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
     }
 }

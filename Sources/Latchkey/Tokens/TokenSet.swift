@@ -12,8 +12,9 @@ public struct TokenSet: Sendable, Codable, Equatable {
     public var nonce: String?
     /// The `persistentReference` of the DPoP key the tokens are bound to (`tokenType` `DPoP`); forgotten with them.
     public var dpopKey: String? = nil
-    /// Where the sign-in's page was shown, when it was a browser: the provider's session is then that browser's
-    /// cookie. nil for sign-ins without a browser (app-native flows, passkeys, the device grant, token exchange).
+    /// Where the sign-in's page was shown: a browser (the provider's session is then that browser's cookie), or none
+    /// (app-native flows, passkeys, the device grant, token exchange). nil for a session stored before the SDK
+    /// recorded it: sign-out then cannot tell, and reports what it cannot confirm as unconfirmed.
     public var browser: SignInBrowser? = nil
 
     public init(accessToken: String, refreshToken: String?, idToken: String?, tokenType: String = "Bearer", expiresAt: Date,
@@ -33,6 +34,9 @@ public enum SignInBrowser: String, Sendable, Codable, Equatable {
     /// A browser the app drove itself (`buildSignInURL` and `handleRedirectCallback`), or a user agent that keeps no
     /// cookies: the SDK cannot reach its session, and a request from the app cannot confirm it ended.
     case other
+    /// No browser: the sign-in happened in the app (a flow, a passkey, the device grant), so no browser holds a session
+    /// of it; a provider that ends the session the ID token names is then confirmed by its redirect.
+    case withoutBrowser
 }
 
 /// The token endpoint's answer (RFC 6749 §5.1, RFC 8693 §2.2.1).

@@ -70,10 +70,15 @@ public final class LoopbackUserAgent: AuthorizationUserAgent {
             throw LatchkeyError(.invalidConfiguration, "the authorization URL's redirect_uri was not prepared by this user agent")
         }
         defer { l.close() }
+        let path = URLComponents(string: redirectURI)?.path ?? "/callback"
         if mode == .printOnly || !Self.openBrowser(url) {
+            // A sign-out need not wait for a person to open a printed URL when the app did not ask for printing: it
+            // falls back to a request (the SDK takes this error as "no page can be shown here").
+            if path == "/logout", mode == .system {
+                throw LatchkeyError(.invalidConfiguration, "no browser could be opened to end the provider's session")
+            }
             output(url.absoluteString)
         }
-        let path = URLComponents(string: redirectURI)?.path ?? "/callback"
         return try await l.waitForCallback(timeout: timeout, expectedState: state, path: path)
     }
 

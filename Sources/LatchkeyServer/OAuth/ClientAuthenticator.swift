@@ -54,11 +54,24 @@ struct ClientAuthenticator: Sendable {
         guard let throttles, !ClientSecrets.isCheap(expected) else { return try await ClientSecrets.verify(secret, against: expected) }
         let clientKey = "client:" + clientId
         if let wait = try await throttles.perAddress.reserve(address: address, now: now) { throw ClientAuthThrottles.refusal(wait) }
-        if let wait = try await throttles.perClient.reserve(address: clientKey, now: now) {
+        let perClient: Int?
+        do { perClient = try await throttles.perClient.reserve(address: clientKey, now: now) } catch {
+            try? await throttles.perAddress.release(address: address, at: now)
+            throw error
+        }
+        if let wait = perClient {
             try await throttles.perAddress.release(address: address, at: now)
             throw ClientAuthThrottles.refusal(wait)
         }
-        let ok = try await ClientSecrets.verify(secret, against: expected)
+        let ok: Bool
+        do {
+            ok = try await ClientSecrets.verify(secret, against: expected)
+        } catch {
+            // Not a wrong secret (the derivation queue was full, 503): the places are given back.
+            try? await throttles.perAddress.release(address: address, at: now)
+            try? await throttles.perClient.release(address: clientKey, at: now)
+            throw error
+        }
         if ok {  // not a failure: both places are given back
             try await throttles.perAddress.release(address: address, at: now)
             try await throttles.perClient.release(address: clientKey, at: now)

@@ -172,7 +172,9 @@ extension ChannelHandlerContext {
     func closeLingering() {
         close(mode: .output, promise: nil)
         // First in the pipeline: the rest of the request never reaches the HTTP decoder.
-        try? pipeline.syncOperations.addHandler(LingeringDrain(), position: .first)
+        do { try pipeline.syncOperations.addHandler(LingeringDrain(), position: .first) } catch {
+            close(promise: nil)  // nothing would ever close it otherwise
+        }
     }
 }
 
@@ -191,11 +193,18 @@ final class LingeringDrain: ChannelInboundHandler, RemovableChannelHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         capTimer = Self.closeLater(context, in: Self.cap)
         quietTimer = Self.closeLater(context, in: Self.quiet)
+        // Read on our own: the handlers behind this one (the request's body stream) may have stopped asking for more
+        // when their buffer filled, and a drain that reads nothing would close on unread bytes after all.
+        context.read()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         quietTimer?.cancel()
         quietTimer = Self.closeLater(context, in: Self.quiet)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        context.read()
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {

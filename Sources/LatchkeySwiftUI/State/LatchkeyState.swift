@@ -97,9 +97,11 @@ public final class LatchkeyState {
     public func signOut() async { await signOut(options: nil) }
 
     /// Signs out as `options` ask (how the provider's session is ended, what its page is presented from); what
-    /// happened at the provider is in `lastSignOut` afterwards. A second call while one is in progress waits for it.
+    /// happened at the provider is in `lastSignOut` afterwards (nil when the sign-out failed). A second call while one
+    /// is in progress waits for it, with the first call's options.
     public func signOut(options: SignOutOptions?) async {
         if let signingOut { return await signingOut.value }
+        lastSignOut = nil
         let task = Task {
             await self.tracked {
                 do {

@@ -104,6 +104,36 @@ struct AnyProviderSignOutTests {
         #expect(!report.isComplete)
     }
 
+    @Test("Latchkey's server, by a request: confirmed for a sign-in without a browser, unconfirmed for a browser's or an unknown one")
+    func whatARequestCanConfirm() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        // A passkey-less native sign-in (password through the credential sheet): no browser holds a session of it.
+        let native = LatchkeyClient(credentialProvider: SoftwareCredentialProvider(passwords: [
+            .init(username: "demo@example.com", password: "correct horse battery staple")]))
+        try await native.initialize(config: server.sdkConfig())
+        _ = try await native.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Password], display: .Always)
+        #expect(try await native.context().tokens.tokens(nil)?.browser == .withoutBrowser)
+        let confirmed = try await native.signOutReporting()
+        #expect(confirmed.providerSession == .done && confirmed.isComplete, "\(confirmed)")
+
+        // The hosted page in a browser the app drove itself: the server ends the session the hint names, but the SDK
+        // cannot see the browser's cookie, so it does not claim it.
+        let redirect = try await server.signedInClient()
+        guard case .unconfirmed = try await redirect.signOutReporting().providerSession else { Issue.record("expected unconfirmed"); return }
+
+        // A session stored before the SDK recorded how it signed in: unknown, so unconfirmed too.
+        let storage = InMemoryStorageAdapter()
+        let legacy = try await server.signedInClient(storage: storage)
+        let key = "latchkey.session.default"
+        var stored = try JSONDecoder().decode(Latchkey.TokenSet.self, from: try #require(await storage.get(key)))
+        stored.browser = nil
+        try await storage.set(key, try JSONEncoder().encode(stored))
+        let restored = LatchkeyClient()
+        try await restored.initialize(config: server.sdkConfig(), storage: storage)
+        guard case .unconfirmed = try await restored.signOutReporting().providerSession else { Issue.record("expected unconfirmed"); return }
+    }
+
     @Test("a device clock ten minutes off either way: sign-in, refresh and sign-out work, by the offset the Date headers show")
     func skewedDeviceClocks() async throws {
         for deviceSkew in [-600.0, 600.0] {
