@@ -372,8 +372,9 @@ public final class LatchkeyClient: Sendable {
 
     /// Signs out and says what happened: the local session is always forgotten first; then the refresh token and the
     /// access token are revoked (RFC 7009) and the provider's session is ended (RP-Initiated Logout 1.0), each step
-    /// reported as done, not needed, not possible with this provider (no endpoint published), or failed (refused,
-    /// unreachable). Each step that did not happen is also a warning on the client's logger.
+    /// reported as done, not needed, not possible with this provider (no endpoint published), failed (refused,
+    /// unreachable) or unconfirmed (the answer does not show it happened). Each step that did not settle is also a
+    /// warning on the client's logger. How the provider's session is ended: `SignOutOptions.ProviderSession`.
     public func signOutReporting(options: SignOutOptions? = nil, sessionId: String? = nil) async throws -> SignOutReport {
         try await loading {
             let context = try context()
