@@ -189,7 +189,8 @@ final class ClientContext: Sendable {
         config.useDPoP ? try await dpopKeys.makeKey().persistentReference : nil
     }
 
-    private static func origin(of url: URL) -> String {
+    /// `scheme://host[:port]`, lowercased: the key of per-server state (DPoP nonces, the provider's clock).
+    static func origin(of url: URL) -> String {
         "\(url.scheme?.lowercased() ?? "")://\(url.host?.lowercased() ?? "")\(url.port.map { ":\($0)" } ?? "")"
     }
 
@@ -303,11 +304,8 @@ final class ClientContext: Sendable {
             }
             // GET only when the provider refuses the POST as such (403: a page behind CSRF protection; 404, 405, 501:
             // no POST route): other refusals would only put the ID token into URLs and logs for nothing.
-            if [403, 404, 405, 501].contains(response.status),
-               var components = URLComponents(url: endpoint, resolvingAgainstBaseURL: false) {
-                let existing = components.percentEncodedQuery.map { $0 + "&" } ?? ""
-                components.percentEncodedQuery = existing + FormCoding.encode(parameters)
-                if let url = components.url { response = try await http.send(HTTPRequest(url: url)) }
+            if [403, 404, 405, 501].contains(response.status), let url = FormCoding.url(endpoint, adding: parameters) {
+                response = try await http.send(HTTPRequest(url: url))
             }
             switch response.status {
             case 300..<400:
@@ -348,7 +346,9 @@ final class ClientContext: Sendable {
         }
     }
 
-    private static func describe(_ error: any Error) -> String {
+    /// An error in words fit for a report or a log line: the SDK's own message (which names no token, code or
+    /// URL query), else only the error's type.
+    static func describe(_ error: any Error) -> String {
         (error as? LatchkeyError)?.message ?? String(describing: type(of: error))
     }
 

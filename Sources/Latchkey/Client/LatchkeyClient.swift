@@ -445,19 +445,13 @@ public final class LatchkeyClient: Sendable {
         }
         let prepared: String?
         do { prepared = try await userAgent.prepareSignOutRedirectURI() } catch { return nil }
-        guard let redirect = prepared ?? context.config.afterSignOutUrl,
-              var components = URLComponents(url: endpoint, resolvingAgainstBaseURL: false) else {
-            if let prepared { userAgent.release(redirectURI: prepared) }
-            return nil
-        }
+        guard let redirect = prepared ?? context.config.afterSignOutUrl else { return nil }  // nowhere to come back to
         let state = Self.randomValue()
         var parameters = [("id_token_hint", idTokenHint), ("client_id", context.config.clientId),
                           ("post_logout_redirect_uri", redirect), ("state", state)]
         let locales = context.config.languageTags
         if !locales.isEmpty { parameters.append(("ui_locales", locales.joined(separator: " "))) }
-        let existing = components.percentEncodedQuery.map { $0 + "&" } ?? ""
-        components.percentEncodedQuery = existing + FormCoding.encode(parameters)
-        guard let url = components.url else {
+        guard let url = FormCoding.url(endpoint, adding: parameters) else {
             if let prepared { userAgent.release(redirectURI: prepared) }
             return nil
         }
@@ -475,7 +469,8 @@ public final class LatchkeyClient: Sendable {
         } catch {
             // No page could be shown here (no browser to open, no presentation context, a callback the system cannot
             // take, another sheet showing, the app in the background): ask by a request instead.
-            logger.notice("sign-out: the provider's page could not be shown (\(error)); ending its session by a request instead")
+            // (The message, not the error: a system error's description may carry the URL, and with it the ID token.)
+            logger.notice("sign-out: the provider's page could not be shown (\(ClientContext.describe(error))); ending its session by a request instead")
             return nil
         }
     }

@@ -92,6 +92,14 @@ private final class RedirectBlocker: NSObject, URLSessionTaskDelegate, Sendable 
 public enum FormCoding {
     private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
     public static func escape(_ s: String) -> String { s.addingPercentEncoding(withAllowedCharacters: unreserved) ?? "" }
+    /// `url` with `parameters` added to its query (after any it has): a GET form of a request.
+    static func url(_ url: URL, adding parameters: [(String, String)]) -> URL? {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return nil }
+        let existing = components.percentEncodedQuery.map { $0 + "&" } ?? ""
+        components.percentEncodedQuery = existing + encode(parameters)
+        return components.url
+    }
+
     public static func encode(_ parameters: [(String, String)]) -> String {
         parameters.map { "\(escape($0.0))=\(escape($0.1))" }.joined(separator: "&")
     }

@@ -78,27 +78,21 @@ final class ProviderClock: Sendable {
 struct ClockLearningHTTPClient: HTTPClient {
     let base: any HTTPClient
     let clock: ProviderClock
-    /// `scheme://host:port` of the issuer.
+    /// The issuer's origin (`ClientContext.origin(of:)`).
     let origin: String
 
     init(base: any HTTPClient, clock: ProviderClock, issuer: String) {
         self.base = base
         self.clock = clock
-        self.origin = URL(string: issuer).map(Self.origin(of:)) ?? ""
+        self.origin = URL(string: issuer).map(ClientContext.origin(of:)) ?? ""
     }
 
     func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         let sent = clock.deviceNow
         let response = try await base.send(request)
-        if (200..<300).contains(response.status), response.header("Age") == nil, Self.origin(of: request.url) == origin {
+        if (200..<300).contains(response.status), response.header("Age") == nil, ClientContext.origin(of: request.url) == origin {
             clock.learn(from: response, sent: sent, received: clock.deviceNow)
         }
         return response
-    }
-
-    static func origin(of url: URL) -> String {
-        let scheme = url.scheme?.lowercased() ?? ""
-        let port = url.port ?? (scheme == "https" ? 443 : 80)
-        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
     }
 }

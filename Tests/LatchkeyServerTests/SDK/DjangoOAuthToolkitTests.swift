@@ -60,7 +60,7 @@ struct DjangoOAuthToolkitTests {
         // 1. Signed in in the browser, out by a request from the app: refused as POST (CSRF), accepted as GET, yet the
         //    browser's session lives on, and the report does not claim otherwise.
         let signedIn = try await client.signInWithBrowser()
-        #expect(signedIn.email == "bob@example.test" || signedIn.sub.isEmpty == false)
+        #expect(!signedIn.sub.isEmpty, "a verified ID token names the user")
         #expect(try await client.getUser(options: ["source": "userinfo"]).sub == signedIn.sub)
         let before = try await client.context().tokens.tokens(nil)
         let refreshed = try await client.context().tokens.refreshed(nil)
@@ -81,8 +81,7 @@ struct DjangoOAuthToolkitTests {
         _ = try await client.signInWithBrowser()
         let access = try await client.getAccessToken()
         let inBrowser = try await client.signOutReporting()
-        #expect(inBrowser.refreshToken == .notNeeded("the session had no refresh token") || inBrowser.refreshToken == .done)
-        #expect(inBrowser.accessToken == .done && inBrowser.providerSession == .done && inBrowser.isComplete, "\(inBrowser)")
+        #expect(inBrowser.refreshToken == .done && inBrowser.accessToken == .done && inBrowser.providerSession == .done && inBrowser.isComplete, "\(inBrowser)")
         #expect(try await browserSession() == "ended", "the provider's session ended")
         #expect(try await TestBrowser().get(issuer + "/userinfo/", headers: ["Authorization": "Bearer \(access)"]).status == 401)
     }
