@@ -11,10 +11,10 @@ import LatchkeyJOSE
 /// them it is refused with 429 before deriving anything, and a check that succeeds gives its places back.
 struct ClientAuthenticator: Sendable {
     let store: any Store
-    /// Nil only where no request address exists (none today).
-    var throttles: ClientAuthThrottles? = nil
-    var address: String = ""
-    var now: Date = Date()
+    let throttles: ClientAuthThrottles
+    /// The request's client address (`LatchkeyRequestContext.clientAddress`), the key of the per-address budget.
+    let address: String
+    let now: Date
 
     func authenticate(_ request: Request, _ params: Parameters) async throws -> ClientConfiguration {
         let basic = try Self.basicCredentials(request)
@@ -51,7 +51,7 @@ struct ClientAuthenticator: Sendable {
 
     /// `ClientSecrets.verify`, throttled when it would derive a key.
     private func verify(_ secret: String, against expected: Data, clientId: String) async throws -> Bool {
-        guard let throttles, !ClientSecrets.isCheap(expected) else { return try await ClientSecrets.verify(secret, against: expected) }
+        guard !ClientSecrets.isCheap(expected) else { return try await ClientSecrets.verify(secret, against: expected) }
         let clientKey = "client:" + clientId
         if let wait = try await throttles.perAddress.reserve(address: address, now: now) { throw ClientAuthThrottles.refusal(wait) }
         let perClient: Int?
