@@ -118,7 +118,9 @@ final class FakeRelay: Sendable {
 
 @Suite("Security: SMTP delivery (C1)")
 struct SMTPDeliveryTests {
-    static func outbox(port: Int, username: String? = "latchkey", timeout: Int = 20)
+    /// `timeout`: the SMTP dialogue's, generous (no test here is about it): on a saturated machine a greeting may well
+    /// take longer than the 20 s this once was (seen once under a concurrent build).
+    static func outbox(port: Int, username: String? = "latchkey", timeout: Int = 120)
         throws -> (SMTPOutbox, any Store, @Sendable (TimeInterval) -> Void) {
         var settings = SMTPSettings(host: "127.0.0.1", port: port, startTLS: .none, username: username, password: username.map { _ in "relay pw" },
                                     from: "noreply@example.com")
