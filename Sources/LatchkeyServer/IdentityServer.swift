@@ -27,6 +27,8 @@ public final class IdentityServer: Sendable {
     let startThrottle: any AddressLimiter
     /// Registrations started per address (REGISTRATION flows, passkey sign-up).
     let registrationThrottle: any AddressLimiter
+    /// Token requests that carried a DPoP proof (recorded as used) and failed, per address (review 2, N8).
+    let proofThrottle: any AddressLimiter
     /// Failed client authentications that cost a key derivation, per address and per client (review 2, N1).
     let clientAuthThrottles: ClientAuthThrottles
     /// When expired rows were last deleted (`pruneIfDue`).
@@ -81,6 +83,7 @@ public final class IdentityServer: Sendable {
         self.challengeThrottle = limiter("challenges", policy.maxChallengesPerAddress, .challenge)
         self.startThrottle = limiter("starts", policy.maxStartsPerAddress, .start)
         self.registrationThrottle = limiter("registrations", policy.maxRegistrationsPerAddress, .registration)
+        self.proofThrottle = limiter("dpop-proof-failures", policy.maxStartsPerAddress, .dpopProof)
         self.clientAuthThrottles = ClientAuthThrottles(
             perAddress: limiter("client-auth", policy.maxClientAuthFailuresPerAddress, .clientAuthentication),
             perClient: limiter("client-auth-per-client", policy.maxClientAuthFailuresPerClient, .clientAuthentication))

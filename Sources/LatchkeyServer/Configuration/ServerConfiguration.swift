@@ -231,7 +231,8 @@ public struct LoginPolicy: Sendable, Codable, Equatable {
     /// Addresses each per-address throttle remembers at most (least recently seen are dropped beyond).
     public var maxTrackedAddresses: Int = 100_000
     /// Unauthenticated starts one address may make within `addressWindowSeconds`: authorization requests that
-    /// store a pending login and flow executions (each one writes a row).
+    /// store a pending login and flow executions (each one writes a row). The same number bounds, apart, the token
+    /// requests with a DPoP proof (each proof is recorded) that fail.
     public var maxStartsPerAddress: Int = 300
     /// Registrations one address may start within `addressWindowSeconds` (REGISTRATION flows, passkey sign-up).
     public var maxRegistrationsPerAddress: Int = 20

@@ -55,7 +55,7 @@ extension IdentityServer {
     func consumeOwnToken(_ claims: some OwnTokenClaims) async throws(OwnTokenFailure) {
         let fresh: Bool
         do {
-            fresh = try await store.consumeTokenId(claims.jti, expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)), now: clock.now)
+            fresh = try await store.consumeTokenId(claims.jti, expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)))
         } catch {
             throw .notOurs
         }

@@ -110,7 +110,7 @@ extension IdentityServer {
         // Single use (§11.1), in the store so it holds across instances; kept as long as the proof could be accepted.
         let fresh: Bool
         do {
-            fresh = try await store.consumeTokenId("dpop:\(thumbprint):\(jti)", expiresAt: Date(timeIntervalSince1970: iat + window), now: now)
+            fresh = try await store.consumeTokenId("dpop:\(thumbprint):\(jti)", expiresAt: Date(timeIntervalSince1970: iat + window))
         } catch {
             throw OAuthError(.serverError, "could not record the DPoP proof")
         }

@@ -51,6 +51,8 @@ public final class ServerMetrics: Sendable {
         case login, challenge, start, registration
         /// Client authentications that would need a key derivation (`ClientAuthenticator`).
         case clientAuthentication = "client_authentication"
+        /// Token requests with a DPoP proof (each proof is recorded) that then fail (`max_starts_per_address`).
+        case dpopProof = "dpop_proof"
     }
 
     let registry = PrometheusCollectorRegistry()

@@ -15,6 +15,8 @@ enum SMTPError: Error, CustomStringConvertible, Equatable {
     case startTLSUnavailable
     case authenticationUnavailable
     case invalidMessage(String)
+    /// The relay (or someone on the path to it) sent more after its `220` to STARTTLS, before the handshake.
+    case plaintextAfterStartTLS
 
     /// A 5xx answer to the envelope or the content will not change by retrying; anything else might.
     var isPermanent: Bool {
@@ -35,6 +37,7 @@ enum SMTPError: Error, CustomStringConvertible, Equatable {
         case .startTLSUnavailable: "the relay does not offer STARTTLS, which is required"
         case .authenticationUnavailable: "the relay offers neither AUTH PLAIN nor AUTH LOGIN"
         case .invalidMessage(let why): "refused to send: \(why)"
+        case .plaintextAfterStartTLS: "plaintext arrived after the answer to STARTTLS, before TLS (RFC 3207 §4.2): refused"
         }
     }
 }
@@ -45,9 +48,15 @@ struct SMTPReply: Sendable, Equatable {
     var lines: [String]
 }
 
+/// One line from the relay, and how many bytes it took on the wire (for the STARTTLS check in `SMTPSession`).
+struct SMTPLine: Sendable, Equatable {
+    var text: String
+    var wireLength: Int
+}
+
 /// Splits the relay's byte stream into lines (CRLF, tolerating a bare LF), refusing absurdly long ones.
 struct SMTPLineDecoder: ByteToMessageDecoder {
-    typealias InboundOut = String
+    typealias InboundOut = SMTPLine
     static let maxLineLength = 4096
 
     mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
@@ -60,13 +69,26 @@ struct SMTPLineDecoder: ByteToMessageDecoder {
         guard length <= Self.maxLineLength, var line = buffer.readString(length: length) else { throw SMTPError.malformedReply(stage: "line") }
         buffer.moveReaderIndex(forwardBy: 1)
         if line.hasSuffix("\r") { line.removeLast() }
-        context.fireChannelRead(NIOAny(line))
+        context.fireChannelRead(NIOAny(SMTPLine(text: line, wireLength: length + 1)))
         return .continue
     }
 
     mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
         while try decode(context: context, buffer: &buffer) == .continue {}
         return .needMoreData
+    }
+}
+
+/// Counts the bytes the relay sends before TLS (it sits nearest the socket; once TLS is put below it, it counts
+/// decrypted bytes, which nobody reads any more). Used on the channel's event loop only.
+final class PlaintextMeter: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    private(set) var bytes = 0
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        bytes += unwrapInboundIn(data).readableBytes
+        context.fireChannelRead(data)
     }
 }
 
@@ -97,14 +119,14 @@ struct SMTPClient: Sendable {
     func send(from: String, to recipient: String, data: String) async throws {
         guard MailAddress.isValid(from), MailAddress.isValid(recipient) else { throw SMTPError.invalidMessage("not a plain address") }
         let timeout = TimeAmount.seconds(Int64(settings.timeoutSeconds))
-        let channel: NIOAsyncChannel<String, ByteBuffer>
+        let channel: NIOAsyncChannel<SMTPLine, ByteBuffer>
         do {
             channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connectTimeout(timeout)
                 .connect(host: settings.host, port: settings.port) { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(SMTPLineDecoder()))
-                        return try NIOAsyncChannel<String, ByteBuffer>(wrappingChannelSynchronously: channel)
+                        try channel.pipeline.syncOperations.addHandlers(PlaintextMeter(), ByteToMessageHandler(SMTPLineDecoder()))
+                        return try NIOAsyncChannel<SMTPLine, ByteBuffer>(wrappingChannelSynchronously: channel)
                     }
                 }
         } catch {
@@ -120,12 +142,14 @@ struct SMTPClient: Sendable {
 /// The dialogue of one connection.
 private struct SMTPSession {
     let channel: any Channel
-    var lines: NIOAsyncChannelInboundStream<String>.AsyncIterator
+    var lines: NIOAsyncChannelInboundStream<SMTPLine>.AsyncIterator
+    /// Bytes of every line read so far (compared with `PlaintextMeter` at STARTTLS).
+    var consumedBytes = 0
     let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
     let timeout: TimeAmount
     let timedOut = NIOLockedValueBox(false)
 
-    init(channel: any Channel, lines: NIOAsyncChannelInboundStream<String>.AsyncIterator,
+    init(channel: any Channel, lines: NIOAsyncChannelInboundStream<SMTPLine>.AsyncIterator,
          outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, timeout: TimeAmount) {
         self.channel = channel; self.lines = lines; self.outbound = outbound; self.timeout = timeout
     }
@@ -136,7 +160,7 @@ private struct SMTPSession {
         if let tls {
             guard extensions.contains(where: { $0.uppercased() == "STARTTLS" }) else { throw SMTPError.startTLSUnavailable }
             try await command("STARTTLS", expect: [220], stage: "STARTTLS")
-            try await startTLS(tls, host: settings.host)
+            try await startTLS(tls, host: settings.host, plaintextRead: consumedBytes)
             // RFC 3207 §4.2: everything learnt before the handshake is discarded.
             extensions = try await ehlo(settings.heloName)
         }
@@ -172,11 +196,18 @@ private struct SMTPSession {
         }
     }
 
-    private func startTLS(_ context: NIOSSLContext, host: String) async throws {
+    /// Puts TLS under the line decoder, after making sure the relay sent nothing past its `220` (N2, RFC 3207 §4.2):
+    /// replies already received in plaintext (split into lines, or half a line in the decoder) would otherwise be
+    /// read as the answers of the TLS side, so someone on the path could accept a message the relay never got.
+    /// The check and the insertion happen in one event-loop turn, so no byte can slip in between; bytes arriving
+    /// later reach the TLS handler, which refuses them as a broken handshake.
+    private func startTLS(_ context: NIOSSLContext, host: String, plaintextRead: Int) async throws {
         // SNI and name checks need a host name; an IP address is matched against the certificate's IP entries.
         let isAddress = (try? SocketAddress(ipAddress: host, port: 0)) != nil
         let channel = self.channel
         try await channel.eventLoop.submit {
+            let meter = try channel.pipeline.syncOperations.handler(type: PlaintextMeter.self)
+            guard meter.bytes == plaintextRead else { throw SMTPError.plaintextAfterStartTLS }
             let handler = try NIOSSLClientHandler(context: context, serverHostname: isAddress ? nil : host)
             try channel.pipeline.syncOperations.addHandler(handler, position: .first)
         }.get()
@@ -209,16 +240,17 @@ private struct SMTPSession {
         defer { watchdog.cancel() }
         var texts: [String] = []
         while texts.count < 100 {
-            let next: String?
+            let next: SMTPLine?
             do { next = try await lines.next() } catch {
                 if timedOut.withLockedValue({ $0 }) { throw SMTPError.timeout(stage: stage) }
                 if let error = error as? SMTPError { throw error }
                 throw SMTPError.closed(stage: stage)  // includes a failed TLS handshake
             }
-            guard let line = next else {
+            guard let next else {
                 throw timedOut.withLockedValue { $0 } ? SMTPError.timeout(stage: stage) : SMTPError.closed(stage: stage)
             }
-            let bytes = Array(line.utf8)
+            consumedBytes += next.wireLength
+            let bytes = Array(next.text.utf8)
             guard bytes.count >= 3, let code = Int(String(decoding: bytes[0..<3], as: UTF8.self)), (200...599).contains(code) else {
                 throw SMTPError.malformedReply(stage: stage)
             }

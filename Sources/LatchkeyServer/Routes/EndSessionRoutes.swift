@@ -5,7 +5,8 @@ import LatchkeyJOSE
 /// RP-initiated logout (OpenID Connect RP-Initiated Logout 1.0). The browser is sent back only to a
 /// `post_logout_redirect_uri` registered for the client named by the ID-token hint (or `client_id`); anything else
 /// ends on our own "signed out" page, so the endpoint is no open redirector. Without a valid hint, the user confirms
-/// on a CSRF-protected form, so a third-party page cannot sign people out.
+/// on a CSRF-protected form, so a third-party page cannot sign people out. Without a session cookie, a hint ends its
+/// session only when that session holds no live tokens any more (N3 of the second review).
 extension IdentityServer {
     func addEndSessionRoutes(_ router: Router<LatchkeyRequestContext>) {
         for prefix in Self.oauthPrefixes {
@@ -45,9 +46,17 @@ extension IdentityServer {
         }
 
         let live = try await liveSession(for: request)
-        // The hint must belong to the browser's session user; otherwise a leaked ID token could sign anyone out silently.
-        let confirmedByHint = hint != nil && (live == nil || live?.user.id == hintedSub)
-        if !confirmedByHint && live != nil {
+        // The hint confirms the sign-out of the browser's own session when it names the same user; otherwise a
+        // leaked ID token could sign anyone out silently.
+        // Without a session cookie (an app's request, or a browser that holds no session) a hint alone proves
+        // nothing: ID tokens travel into logs and front ends (N3). The hinted session then ends only once it holds no
+        // live tokens (the app revoked them first, as the SDK does), and that is what confirms it.
+        var hintedSessionEnded = false
+        if let hintedSid, live == nil {
+            hintedSessionEnded = try await store.endSessionHoldingNoTokens(id: hintedSid, now: clock.now)
+        }
+        let confirmedByHint = hint != nil && (live == nil ? hintedSessionEnded : live?.user.id == hintedSub)
+        if !confirmedByHint && (live != nil || hint != nil) {
             guard isPost, try params.single("confirm") == "yes", let form = try params.single("csrf"),
                   let cookie = request.cookieValue(cookies.csrfName), Secrets.constantTimeEquals(form, cookie) else {
                 let csrf = Secrets.token()
@@ -60,8 +69,10 @@ extension IdentityServer {
                                       headers: [.setCookie: cookies.csrf(csrf)])
             }
         }
+        // A confirmed form ends the browser's own session, and the hinted one only when it is the same user's in this
+        // browser: confirming takes no more than a CSRF cookie anyone can get, so it does not reach a cookie-less hint.
         if let live { try await store.endSession(id: live.session.id, now: clock.now) }
-        if let hintedSid, hintedSid != live?.session.id, live == nil || live?.user.id == hintedSub {
+        if let hintedSid, let live, hintedSid != live.session.id, live.user.id == hintedSub {
             try await store.endSession(id: hintedSid, now: clock.now)
         }
         var headers = HTTPFields()

@@ -30,7 +30,16 @@ extension IdentityServer {
         }
         // RFC 9449 §5: a proof binds what this request issues to the client's key.
         var dpop: TokenIssuer.DPoPBinding?
+        var proofCountedAt: Date?
         if let proof = try dpopProof(request, challenge: nil) {
+            // Each proof is recorded as used before the grant is judged, and a public client_id is all it takes to get
+            // here: requests with a proof count against the address until they succeed (review 2, N8).
+            let now = clock.now
+            if let wait = try await proofThrottle.reserve(address: context.clientAddress, now: now) {
+                throw Self.throttled(wait: wait, what: "failed token requests with a DPoP proof")
+            }
+            proofCountedAt = now
+            pruneIfDue()
             let jkt = try await verifyDPoPProof(proof, request: request, accessToken: nil, challenge: nil)
             dpop = .init(jkt: jkt, bindsRefreshToken: client.isPublic)
         } else if client.requireDPoP {
@@ -44,6 +53,7 @@ extension IdentityServer {
         case .tokenExchange: response = try await tokenExchangeGrant(params, client: client, dpop: dpop)
         case .deviceCode: response = try await deviceCodeGrant(params, client: client, dpop: dpop)
         }
+        if let proofCountedAt { try await proofThrottle.release(address: context.clientAddress, at: proofCountedAt) }
         if dpop != nil { response.tokenType = "DPoP" }
         var headers: HTTPFields = [:]
         if configuration.dpop.requireNonce, dpop != nil { headers[DPoP.nonceHeader] = currentDPoPNonce() }

@@ -17,10 +17,15 @@ extension IdentityServer {
 
     private func admit(_ throttle: any AddressLimiter, address: String, what: String) async throws {
         guard let wait = try await throttle.reserve(address: address, now: clock.now) else { return }
+        throw Self.throttled(wait: wait, what: what)
+    }
+
+    /// 429 `request.throttled`: too many `what` from the caller's address; retry after `wait` seconds.
+    static func throttled(wait: Int, what: String) -> APIError {
         let message = LocalizedMessage("request.throttled", ["minutes": String(MessageCatalog.minutes(seconds: wait))])
-        throw APIError(status: .tooManyRequests, code: "SRV-429", error: "too_many_requests", messageKey: message.key,
-                       userMessage: message.english, technical: "too many \(what) from this address; retry after \(wait) s",
-                       arguments: message.arguments)
+        return APIError(status: .tooManyRequests, code: "SRV-429", error: "too_many_requests", messageKey: message.key,
+                        userMessage: message.english, technical: "too many \(what) from this address; retry after \(wait) s",
+                        arguments: message.arguments)
     }
 
     /// Deletes expired rows now: pending logins, flow executions, authorization codes, access tokens, refresh tokens

@@ -105,8 +105,12 @@ public protocol Store: Sendable {
     /// Marks an unused invitation used; false when it was already used.
     func useInvitation(codeHash: Data, now: Date) async throws -> Bool
 
-    /// Records a single-use token id (a flow assertion's `jti`); false when it was already consumed.
-    func consumeTokenId(_ jti: String, expiresAt: Date, now: Date) async throws -> Bool
+    /// Records a single-use token id (a DPoP proof's, a flow assertion's, a login ticket's `jti`); false when it was
+    /// already consumed. `expiresAt` is the last moment the id could be accepted; the record is kept
+    /// `SingleUseRetention.skewMargin` longer and pruned by the database's clock (`pruneExpired`), not by any
+    /// instance's: an instance whose clock runs ahead must not forget an id that one running behind still accepts
+    /// (review 2, N7). Recording never deletes (N8: no scan on the request's path).
+    func consumeTokenId(_ jti: String, expiresAt: Date) async throws -> Bool
 
     // Device authorization (RFC 8628)
     func insertDeviceAuthorization(_ authorization: DeviceAuthorizationRecord) async throws
@@ -195,6 +199,9 @@ public protocol Store: Sendable {
     func session(id: String) async throws -> SessionRecord?
     /// Ends the session and revokes its token families, atomically.
     func endSession(id: String, now: Date) async throws
+    /// Ends the session only when no token family of it is live any more (its apps signed out, revoking their
+    /// tokens), in one step; true when the session is over (now or before), false when live tokens keep it.
+    func endSessionHoldingNoTokens(id: String, now: Date) async throws -> Bool
     /// Ends every session of the user and revokes every token family of the user, except the kept session and the
     /// kept family (the caller's own, when a signed-in user changes the password); nil keeps nothing.
     func revokeUserSessions(userId: String, keepingSession: String?, keepingFamily: String?, reason: String, now: Date) async throws
@@ -216,4 +223,11 @@ public protocol Store: Sendable {
     // Maintenance
     /// Deletes rows that can no longer be used (see `IdentityServer.pruneExpired`); returns how many.
     func pruneExpired(now: Date, outboxBefore: Date) async throws -> Int
+}
+
+/// How long single-use ids outlive their acceptance (`Store.consumeTokenId`).
+public enum SingleUseRetention {
+    /// How far apart the clocks of the instances sharing one store may be, with a consumed id still remembered by
+    /// all of them: five minutes, far beyond what NTP-synchronised machines drift.
+    public static let skewMargin: TimeInterval = 300
 }

@@ -316,6 +316,31 @@ extension DPoPTests {
         #expect(try await userinfo(iat: Date().addingTimeInterval(299)) == 401, "the review's proof, dated 299 s ahead")
     }
 
+    @Test("N8: token requests with a proof that fail are limited per address; each one records at most one id, and nothing is deleted on the way")
+    func failedProofBearingTokenRequestsAreThrottled() async throws {
+        let server = try await TestServer.start { $0.loginPolicy.maxStartsPerAddress = 5 }
+        defer { Task { await server.stop() } }
+        let url = server.issuer + "/oauth2/token"
+        let key = try SigningKey.generate(.es256)
+        func failing() async throws -> Int {
+            try await TestBrowser().postForm(url, ["grant_type": "authorization_code", "code": "nope-\(UUID().uuidString)",
+                                                   "client_id": "latchkey-demo", "redirect_uri": "http://127.0.0.1:7777/callback",
+                                                   "code_verifier": String(repeating: "v", count: 43)],
+                                             headers: ["DPoP": try Self.proof(key, method: "POST", url: url)]).status
+        }
+        let before = try await server.rowCount("consumed_token_ids")
+        var statuses: [Int] = []
+        for _ in 0..<4 { statuses.append(try await failing()) }
+        #expect(try await server.rowCount("consumed_token_ids") - before == 4, "one id per proof")
+        // A token request with a proof that succeeds gives its place back.
+        let session = try await Self.signIn(server)
+        #expect(try await session.tokens.dpopKey != nil)
+        let afterSignIn = try await server.rowCount("consumed_token_ids")
+        for _ in 0..<4 { statuses.append(try await failing()) }
+        #expect(statuses == [400, 400, 400, 400, 400, 429, 429, 429], "\(statuses)")
+        #expect(try await server.rowCount("consumed_token_ids") - afterSignIn == 1, "a refused request records nothing")
+    }
+
     @Test("a bound session whose access token expired still signs out: a dead token is nothing to end, not a refusal")
     func expiredBoundTokenSignsOut() async throws {
         let server = try await TestServer.start()

@@ -28,7 +28,7 @@ struct ConcurrentGuessLockoutTests {
             return held == 5 && answered == 15
         }
         for refused in await collected.results {
-            #expect(refused.status == 401 && refused.messageKey == "login.invalid_credentials")
+            #expect(refused.status == 401 && refused.messageKey == "login.invalid_credentials", "\(refused.status): \(refused.text)")
         }
         // The right password while every allowed attempt is in flight: refused, without a real hash.
         let during = try await server.passwordLogin("demo@example.com", Self.right)
@@ -38,7 +38,7 @@ struct ConcurrentGuessLockoutTests {
         await hold.release()
         for task in burst {
             let result = try await task.value
-            #expect(result.status == 401 && result.messageKey == "login.invalid_credentials")
+            #expect(result.status == 401 && result.messageKey == "login.invalid_credentials", "\(result.status): \(result.text)")
         }
         let after = try await server.passwordLogin("demo@example.com", Self.right)
         #expect(after.status == 401 && after.messageKey == "login.invalid_credentials", "the right password is refused while locked")

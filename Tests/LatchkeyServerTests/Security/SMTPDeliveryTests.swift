@@ -13,6 +13,9 @@ final class FakeRelay: Sendable {
         var silent = false
         var rcptReply = "250 OK"
         var authMechanisms = "LOGIN"
+        /// Offers STARTTLS and answers it like an on-path attacker (N2): `220` followed, in the same write, by
+        /// plaintext replies to every command the client would send after the handshake.
+        var injectAfterStartTLS = false
     }
     struct Received: Sendable {
         var commands: [String] = []
@@ -39,7 +42,7 @@ final class FakeRelay: Sendable {
             .bind(host: "127.0.0.1", port: 0) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(SMTPLineDecoder()))
-                    return try NIOAsyncChannel<String, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    return try NIOAsyncChannel<SMTPLine, ByteBuffer>(wrappingChannelSynchronously: channel)
                 }
             }
         port = server.channel.localAddress?.port ?? 0
@@ -63,7 +66,7 @@ final class FakeRelay: Sendable {
         }
     }
 
-    private static func converse(lines: NIOAsyncChannelInboundStream<String>, out: NIOAsyncChannelOutboundWriter<ByteBuffer>,
+    private static func converse(lines: NIOAsyncChannelInboundStream<SMTPLine>, out: NIOAsyncChannelOutboundWriter<ByteBuffer>,
                                  behaviour: Behaviour, state: NIOLockedValueBox<Received>) async throws {
         func say(_ text: String) async throws { try await out.write(ByteBuffer(string: text + "\r\n")) }
         if behaviour.silent {
@@ -72,7 +75,8 @@ final class FakeRelay: Sendable {
         }
         try await say("220 relay.test ESMTP")
         var inData = false, authStep = 0
-        for try await line in lines {
+        var incoming = lines.makeAsyncIterator()
+        while let line = try await incoming.next()?.text {
             if inData {
                 if line == "." {
                     inData = false
@@ -89,8 +93,14 @@ final class FakeRelay: Sendable {
             let verb = line.uppercased()
             if verb.hasPrefix("EHLO") {
                 try await say("250-relay.test")
+                if behaviour.injectAfterStartTLS { try await say("250-STARTTLS") }
                 try await say("250-AUTH \(behaviour.authMechanisms)")
                 try await say("250 8BITMIME")
+            } else if verb == "STARTTLS", behaviour.injectAfterStartTLS {
+                try await say(["220 go ahead", "250 injected-ehlo", "250 injected-mail", "250 injected-rcpt", "354 injected-data",
+                               "250 injected-queued", "221 injected-bye"].joined(separator: "\r\n"))
+                while try await incoming.next() != nil {}  // no TLS here: whatever the client sends next is not SMTP
+                return
             } else if verb == "AUTH LOGIN" {
                 authStep = 1
                 try await say("334 VXNlcm5hbWU6")
@@ -249,6 +259,30 @@ struct SMTPDeliveryTests {
         #expect(code.count == 6 && code.allSatisfy(\.isNumber))
         let outbox = try await browser.get(server.base + "/dev/outbox?recipient=demo@example.com")
         #expect(outbox.status == 404 && !outbox.text.contains(code))
+    }
+
+    /// N2: replies a man in the middle slips in after `220` to STARTTLS, before the handshake, are not taken as the
+    /// answers of the TLS side (RFC 3207 §4.2): the dialogue stops at STARTTLS and the message stays queued.
+    @Test func repliesInjectedBeforeTheTLSHandshakeAreRefused() async throws {
+        let relay = try await FakeRelay(.init(injectAfterStartTLS: true))
+        defer { Task { await relay.stop() } }
+        var settings = SMTPSettings(host: "127.0.0.1", port: relay.port, startTLS: .required, from: "noreply@example.com")
+        settings.timeoutSeconds = 120
+        let client = try SMTPClient(settings: settings)
+        await #expect(throws: SMTPError.plaintextAfterStartTLS) {
+            try await client.send(from: "noreply@example.com", to: "ada@example.com", data: "Subject: code\r\n\r\n123456\r\n")
+        }
+        #expect(relay.received.commands.last == "STARTTLS", "nothing after STARTTLS reached the relay in plaintext")
+
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-smtp-\(UUID().uuidString).sqlite").path
+        let store = try SQLiteStore(path: path)
+        var logger = Logger(label: "test.smtp")
+        logger.logLevel = .critical
+        let outbox = try SMTPOutbox(settings: settings, store: store, clock: ServerClock.adjustable().0, logger: logger)
+        try await outbox.send(Self.message())
+        await outbox.deliverDue()
+        #expect(try await Self.queued(store).count == 1, "the message is kept for another attempt, not counted as delivered")
+        #expect(relay.received.messages == 0)
     }
 
     @Test func dotStuffingAndEncodedWords() {

@@ -96,15 +96,46 @@ struct SessionRevocationTests {
         #expect(try await server.refresh(try #require(other.refreshToken)).status == 200)
     }
 
-    @Test("logout by POST (as the SDK sends it, so the ID token stays out of URLs) ends the hinted session")
+    @Test("logout by POST without a cookie (as the SDK sends it, after revoking its tokens) ends the hinted session")
     func logoutByPost() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let tokens = try await server.tokens(TestBrowser())
-        let logout = try await TestBrowser().postForm(server.base + "/oauth2/logout", ["id_token_hint": try #require(tokens.idToken),
-                                                                                      "client_id": "latchkey-demo"])
-        #expect(logout.status < 400, "\(logout.status)")
-        #expect(try await server.refresh(try #require(tokens.refreshToken)).status == 400)
+        let browser = TestBrowser()
+        let tokens = try await server.tokens(browser)
+        try await server.revoke(try #require(tokens.refreshToken))
+        let logout = try await TestBrowser().postForm(server.base + "/oauth2/logout", [
+            "id_token_hint": try #require(tokens.idToken), "client_id": "latchkey-demo", "post_logout_redirect_uri": "http://127.0.0.1:7777/logout"])
+        #expect((300..<400).contains(logout.status) && logout.location?.hasPrefix("http://127.0.0.1:7777/logout") == true, "\(logout.status) \(logout.location ?? "")")
+        var none = AuthorizeOptions()
+        none.prompt = "none"
+        #expect(try await browser.get(server.authorizeURL(none)).locationQuery["error"] == "login_required",
+                "the session is over, in the browser that holds its cookie too")
+    }
+
+    @Test("N3: a leaked ID token without the session's cookie signs nobody out while the session holds live tokens")
+    func leakedIDTokenEndsNothing() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let browser = TestBrowser()
+        let tokens = try await server.tokens(browser)
+        let idToken = try #require(tokens.idToken)
+        let attacker = TestBrowser()
+        let byGet = try await attacker.get(server.base + "/oauth2/logout?" + TestBrowser.formEncode(["id_token_hint": idToken]))
+        #expect(byGet.status == 200 && byGet.text.contains("csrf"), "a confirmation page, not a sign-out: \(byGet.status)")
+        let byPost = try await attacker.postForm(server.base + "/oauth2/logout", [
+            "id_token_hint": idToken, "client_id": "latchkey-demo", "post_logout_redirect_uri": "http://127.0.0.1:7777/logout"])
+        #expect(byPost.status == 200 && byPost.location == nil, "no redirect that says it is done: \(byPost.status)")
+        // Confirming needs only a CSRF cookie the attacker gets from the page itself: it still ends nothing.
+        let csrf = try #require(TestBrowser.hiddenField("csrf", in: byGet.text))
+        let confirmed = try await attacker.postForm(server.base + "/oauth2/logout", ["id_token_hint": idToken, "confirm": "yes", "csrf": csrf])
+        #expect(confirmed.status < 400, "\(confirmed.status)")
+
+        let refreshed = try await server.refresh(try #require(tokens.refreshToken))
+        #expect(refreshed.status == 200, "the refresh token still works: \(refreshed.text)")
+        var none = AuthorizeOptions()
+        none.prompt = "none"
+        let silent = try await browser.get(server.authorizeURL(none))
+        #expect(silent.locationQuery["code"] != nil, "the browser's session still signs in silently: \(silent.location ?? "")")
     }
 
     @Test("without offline_access a refresh token ends with its session; with it, it outlives the session's expiry")

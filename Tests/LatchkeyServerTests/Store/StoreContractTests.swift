@@ -655,9 +655,31 @@ struct StoreContractTests {
     @Test(arguments: StoreKind.available)
     func consumeTokenIdIsSingleUse(_ kind: StoreKind) async throws {
         try await kind.withStore { store async throws in
-            #expect(try await store.consumeTokenId("jti-1", expiresAt: at(600), now: t0))
-            #expect(try await store.consumeTokenId("jti-1", expiresAt: at(600), now: at(1)) == false)
-            #expect(try await store.consumeTokenId("jti-2", expiresAt: at(600), now: at(1)))
+            #expect(try await store.consumeTokenId("jti-1", expiresAt: at(600)))
+            #expect(try await store.consumeTokenId("jti-1", expiresAt: at(600)) == false)
+            #expect(try await store.consumeTokenId("jti-2", expiresAt: at(600)))
+        }
+    }
+
+    @Test("N7: an id one instance consumed stays consumed for another whose clock runs minutes behind, whatever the one ahead prunes",
+          arguments: StoreKind.available)
+    func consumedIdsOutliveTheClocksOfInstances(_ kind: StoreKind) async throws {
+        try await kind.withStores(2) { stores async throws in
+            let (ahead, behind) = (stores[0], stores[1])
+            let real = Date()
+            // The proof was made now; `behind` (4 min slow) accepts it for its whole 5-minute life by its own clock.
+            let proofExpiry = real.addingTimeInterval(-240 + 300)
+            #expect(try await behind.consumeTokenId("dpop:k:j", expiresAt: proofExpiry))
+            // `ahead` (4 min fast) prunes and records ids of its own: by its clock the proof expired long ago.
+            _ = try await ahead.pruneExpired(now: real.addingTimeInterval(240 + 600), outboxBefore: real)
+            #expect(try await ahead.consumeTokenId("dpop:k:other", expiresAt: real.addingTimeInterval(240 + 300)))
+            #expect(try await behind.consumeTokenId("dpop:k:j", expiresAt: proofExpiry) == false, "the replay on the slow instance is refused")
+            #expect(try await ahead.consumeTokenId("dpop:k:j", expiresAt: proofExpiry) == false)
+
+            // What the database's clock says is past acceptance and the margin is pruned, by either instance.
+            #expect(try await behind.consumeTokenId("dpop:k:old", expiresAt: real.addingTimeInterval(-SingleUseRetention.skewMargin - 60)))
+            #expect(try await behind.pruneExpired(now: real.addingTimeInterval(-240), outboxBefore: .distantPast) == 1)
+            #expect(try await ahead.consumeTokenId("dpop:k:old", expiresAt: real.addingTimeInterval(-SingleUseRetention.skewMargin - 60)))
         }
     }
 
@@ -1337,8 +1359,9 @@ struct StoreContractTests {
             let endedSession = Make.session(userId: user.id)
             for session in [liveSession, oldSession, endedSession] { try await store.insertSession(session) }
             try await store.endSession(id: endedSession.id, now: at(-5))
-            #expect(try await store.consumeTokenId("live-jti", expiresAt: at(600), now: t0))
-            #expect(try await store.consumeTokenId("old-jti", expiresAt: at(-10), now: at(-100)))
+            // Consumed ids are pruned by the database's clock (real time) with a margin, whatever `now` says.
+            #expect(try await store.consumeTokenId("live-jti", expiresAt: at(600)))
+            #expect(try await store.consumeTokenId("old-jti", expiresAt: Date().addingTimeInterval(-SingleUseRetention.skewMargin - 60)))
             let livePushed = Make.pushedRequest(), oldPushed = Make.pushedRequest(expiresAt: at(-10))
             try await store.insertPushedRequest(livePushed)
             try await store.insertPushedRequest(oldPushed)
@@ -1390,7 +1413,7 @@ struct StoreContractTests {
             #expect(try await store.accessToken(jti: liveAccess.jti) == liveAccess)
             #expect(try await store.refreshToken(hash: liveRefresh.tokenHash) == liveRefresh)
             #expect(try await store.session(id: liveSession.id) == liveSession)
-            #expect(try await store.consumeTokenId("live-jti", expiresAt: at(600), now: t0) == false)
+            #expect(try await store.consumeTokenId("live-jti", expiresAt: at(600)) == false)
             #expect(try await store.takePushedRequest(uriHash: livePushed.uriHash, clientId: livePushed.clientId, now: t0) == livePushed)
             #expect(try await store.pendingDeviceAuthorization(userCodeDigest: liveDevice.userCodeDigest, now: t0) == liveDevice)
             #expect(try await store.takePasskeyChallenge(hash: liveCeremony.challengeHash, now: t0) == liveCeremony)
@@ -1471,7 +1494,7 @@ struct StoreContractTests {
     @Test(arguments: StoreKind.available)
     func concurrentConsumptionsOfOneTokenIdSucceedOnce(_ kind: StoreKind) async throws {
         try await kind.withStore { store async throws in
-            let results = try await Make.concurrently(24) { _ in try await store.consumeTokenId("jti-once", expiresAt: at(600), now: t0) }
+            let results = try await Make.concurrently(24) { _ in try await store.consumeTokenId("jti-once", expiresAt: at(600)) }
             #expect(results.filter { $0 }.count == 1)
         }
     }

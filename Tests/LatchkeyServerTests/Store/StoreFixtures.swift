@@ -29,24 +29,30 @@ enum StoreKind: String, Sendable, CaseIterable, CustomTestStringConvertible {
     /// Runs `body` with a fresh, empty store of this kind, and removes the store's data afterwards (also when `body`
     /// throws).
     func withStore(_ body: (any Store) async throws -> Void) async throws {
+        try await withStores(1) { try await body($0[0]) }
+    }
+
+    /// As `withStore`, with `count` clients of one database (instances sharing it).
+    func withStores(_ count: Int, _ body: ([any Store]) async throws -> Void) async throws {
         switch self {
-        case .sqlite: try await Self.withSQLiteStore(body)
-        case .postgres: try await Self.withPostgresStore(body)
+        case .sqlite: try await Self.withSQLiteStores(count, body)
+        case .postgres: try await Self.withPostgresStores(count, body)
         }
     }
 
     /// A temporary SQLite file (in its own directory under `NSTemporaryDirectory()`), deleted at the end.
-    private static func withSQLiteStore(_ body: (any Store) async throws -> Void) async throws {
+    private static func withSQLiteStores(_ count: Int, _ body: ([any Store]) async throws -> Void) async throws {
         let directory = URL(fileURLWithPath: NSTemporaryDirectory())
             .appendingPathComponent("latchkey-contract-\(UUID().uuidString.lowercased())")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let store = try SQLiteStore(path: directory.appendingPathComponent("store.sqlite").path)
-        try await body(store)
+        let path = directory.appendingPathComponent("store.sqlite").path
+        let stores: [any Store] = try (0..<count).map { _ in try SQLiteStore(path: path) }
+        try await body(stores)
     }
 
     /// A new database `latchkey_contract_<random hex>` on the test cluster, opened with a `PostgresStore`, dropped
     /// (`WITH (FORCE)`) at the end.
-    private static func withPostgresStore(_ body: (any Store) async throws -> Void) async throws {
+    private static func withPostgresStores(_ count: Int, _ body: ([any Store]) async throws -> Void) async throws {
         guard let url = postgresURL else {
             Issue.record("\(postgresURLVariable) is not set")
             return
@@ -65,9 +71,12 @@ enum StoreKind: String, Sendable, CaseIterable, CustomTestStringConvertible {
         location.database = name
         var failure: (any Error)?
         do {
-            let store = try await PostgresStore.open(location: location, sealer: nil, poolSize: 10, timeout: .seconds(60))  // atomicity, not latency: the whole suite may load the machine
-            do { try await body(store) } catch { failure = error }
-            store.close()
+            var stores: [PostgresStore] = []
+            for _ in 0..<count {  // atomicity, not latency: the whole suite may load the machine
+                stores.append(try await PostgresStore.open(location: location, sealer: nil, poolSize: 10, timeout: .seconds(60)))
+            }
+            do { try await body(stores) } catch { failure = error }
+            for store in stores { store.close() }
         } catch {
             failure = error
         }

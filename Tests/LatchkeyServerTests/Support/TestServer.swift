@@ -45,7 +45,9 @@ final class TestServer: Sendable {
             configuration.keyEncryptionKey = Data(repeating: 0x50, count: 32)
             configuration.databasePoolSize = 3  // hundreds of servers run at once in the suites
             // …each opening connections while the machine is saturated: a slow connect is not what these tests test.
-            configuration.databaseTimeoutSeconds = 30
+            // Every store call's deadline includes the wait for one of the three connections: a burst of 20 requests
+            // (the lockout tests) on a CI machine running the whole suite waited past 30 s once, and answered 503.
+            configuration.databaseTimeoutSeconds = 120
         }
         configure(&configuration)
         if !configuration.development, configuration.keyEncryptionKey == nil, configuration.keyEncryptionKeyFile == nil {

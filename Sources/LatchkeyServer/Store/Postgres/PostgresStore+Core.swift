@@ -306,6 +306,22 @@ extension PostgresStore {
         }
     }
 
+    public func endSessionHoldingNoTokens(id: String, now: Date) async throws -> Bool {
+        try await transaction { connection in
+            // The session's row is locked first, so a family created for it meanwhile waits (or is seen).
+            let live = try await self.rows("SELECT ended_at FROM sessions WHERE id = \(id) FOR UPDATE", on: connection)
+            guard let row = live.first else { return true }
+            if try row.decode(Double?.self) != nil { return true }
+            let ended = try await self.execute("""
+                UPDATE sessions SET ended_at = \(now.epoch) WHERE id = \(id) AND NOT EXISTS (
+                    SELECT 1 FROM token_families WHERE revoked_at IS NULL
+                    AND (session_id = \(id) OR id IN (SELECT family_id FROM refresh_tokens WHERE session_id = \(id))))
+                RETURNING 1
+                """, on: connection)
+            return ended == 1
+        }
+    }
+
     /// Revokes every family of the session: those created for it and those whose refresh tokens name it.
     func revokeSessionFamilies(sessionId: String, reason: String, now: Date, on connection: PostgresConnection) async throws {
         try await execute("""

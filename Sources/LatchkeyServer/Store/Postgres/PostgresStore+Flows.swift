@@ -216,14 +216,12 @@ extension PostgresStore {
 
     // MARK: Single-use ids and session-wide revocation
 
-    public func consumeTokenId(_ jti: String, expiresAt: Date, now: Date) async throws -> Bool {
-        let t = now.epoch
+    public func consumeTokenId(_ jti: String, expiresAt: Date) async throws -> Bool {
         let expires = expiresAt.epoch
-        return try await transaction { connection -> Bool in
-            try await self.execute("DELETE FROM consumed_token_ids WHERE expires_at < \(t)", on: connection)
+        return try await connection { connection -> Bool in
             // ON CONFLICT DO NOTHING waits for a concurrent insert of the same id and then does nothing: of two
             // concurrent uses exactly one inserts (SQLite: INSERT OR IGNORE under its single writer).
-            return try await self.execute("""
+            try await self.execute("""
                 INSERT INTO consumed_token_ids (jti, expires_at) VALUES (\(jti), \(expires)) ON CONFLICT (jti) DO NOTHING RETURNING 1
                 """, on: connection) == 1
         }

@@ -23,6 +23,11 @@ extension SQLiteStore {
             """)
     }
 
+    /// Pruning consumed ids by expiry reads an index, not the whole table (review 2, N8).
+    static func migrateConsumedIdsExpiryIndex(_ db: Database) throws {
+        try db.execute(sql: "CREATE INDEX consumed_token_ids_expires ON consumed_token_ids (expires_at)")
+    }
+
     // MARK: Users
 
     public func updateUser(_ user: UserRecord) async throws {
@@ -176,9 +181,8 @@ extension SQLiteStore {
 
     // MARK: Single-use ids and session-wide revocation
 
-    public func consumeTokenId(_ jti: String, expiresAt: Date, now: Date) async throws -> Bool {
+    public func consumeTokenId(_ jti: String, expiresAt: Date) async throws -> Bool {
         try await pool.write { db in
-            try db.execute(sql: "DELETE FROM consumed_token_ids WHERE expires_at < ?", arguments: [now.timeIntervalSince1970])
             try db.execute(sql: "INSERT OR IGNORE INTO consumed_token_ids (jti, expires_at) VALUES (?, ?)",
                            arguments: [jti, expiresAt.timeIntervalSince1970])
             return db.changesCount == 1

@@ -25,7 +25,9 @@ extension SQLiteStore {
                     OR family_id IN (SELECT id FROM token_families WHERE revoked_at IS NOT NULL)
                  """, [t]),
                 ("DELETE FROM sessions WHERE expires_at < ? OR ended_at IS NOT NULL", [t]),
-                ("DELETE FROM consumed_token_ids WHERE expires_at < ?", [t]),
+                // By the database's clock (the machine's: every process on this file shares it), with the skew margin.
+                ("DELETE FROM consumed_token_ids WHERE expires_at < (julianday('now') - 2440587.5) * 86400.0 - ?",
+                 [SingleUseRetention.skewMargin]),
                 ("DELETE FROM pushed_requests WHERE expires_at < ?", [t]),
                 ("DELETE FROM device_authorizations WHERE expires_at < ?", [t]),
                 ("DELETE FROM passkey_challenges WHERE expires_at < ?", [t]),

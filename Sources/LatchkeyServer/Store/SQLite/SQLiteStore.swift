@@ -91,6 +91,7 @@ public final class SQLiteStore: Store {
             try db.execute(sql: "ALTER TABLE refresh_tokens ADD COLUMN jkt TEXT")
         }
         migrator.registerMigration("v6-address-events", migrate: Self.migrateAddressEvents)
+        migrator.registerMigration("v7-consumed-ids-expiry-index", migrate: Self.migrateConsumedIdsExpiryIndex)
         return migrator
     }
 
@@ -384,6 +385,17 @@ public final class SQLiteStore: Store {
         try await pool.write { db in
             try db.execute(sql: "UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL", arguments: [now.timeIntervalSince1970, id])
             try Self.revokeSessionFamilies(db, sessionId: id, reason: "session ended", now: now)
+        }
+    }
+
+    public func endSessionHoldingNoTokens(id: String, now: Date) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: """
+                UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL AND NOT EXISTS (
+                    SELECT 1 FROM token_families WHERE revoked_at IS NULL
+                    AND (session_id = ? OR id IN (SELECT family_id FROM refresh_tokens WHERE session_id = ?)))
+                """, arguments: [now.timeIntervalSince1970, id, id, id])
+            return try Bool.fetchOne(db, sql: "SELECT ended_at IS NOT NULL FROM sessions WHERE id = ?", arguments: [id]) ?? true
         }
     }
 
