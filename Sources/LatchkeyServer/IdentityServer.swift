@@ -29,6 +29,8 @@ public final class IdentityServer: Sendable {
     let registrationThrottle: any AddressLimiter
     /// Token requests that carried a DPoP proof (recorded as used) and failed, per address (review 2, N8).
     let proofThrottle: any AddressLimiter
+    /// Logs the shared recovery-code budget's tripping once per window (`reserveRecoveryCodeAttempt`).
+    let recoveryAlarm = OncePerWindow()
     /// Failed client authentications that cost a key derivation, per address and per client (review 2, N1).
     let clientAuthThrottles: ClientAuthThrottles
     /// When expired rows were last deleted (`pruneIfDue`).

@@ -90,7 +90,7 @@ public struct ConfigurationFile: Codable, Sendable {
 
     public struct Policy: Codable, Sendable {
         public var maxFailuresPerAccount, lockoutSeconds, maxFailuresPerAddress, addressWindowSeconds, maxChallengesPerAddress: Int?
-        public var maxCodeFailuresPerAccount, codeWindowSeconds, maxRecoveryEmailsPerAccount: Int?
+        public var maxCodeFailuresPerAccount, codeWindowSeconds, maxRecoveryEmailsPerAccount, maxRecoveryCodeFailures: Int?
         public var maxConcurrentHashes, maxQueuedHashes, maxTrackedAddresses, maxStartsPerAddress, maxRegistrationsPerAddress: Int?
         public var maxFailuresPerAccountAllAddresses: Int?
         public var maxClientAuthFailuresPerAddress, maxClientAuthFailuresPerClient: Int?
@@ -100,6 +100,7 @@ public struct ConfigurationFile: Codable, Sendable {
             case maxChallengesPerAddress = "max_challenges_per_address"
             case maxCodeFailuresPerAccount = "max_code_failures_per_account", codeWindowSeconds = "code_window_seconds"
             case maxRecoveryEmailsPerAccount = "max_recovery_emails_per_account"
+            case maxRecoveryCodeFailures = "max_recovery_code_failures"
             case maxConcurrentHashes = "max_concurrent_hashes", maxQueuedHashes = "max_queued_hashes"
             case maxTrackedAddresses = "max_tracked_addresses", maxStartsPerAddress = "max_starts_per_address"
             case maxRegistrationsPerAddress = "max_registrations_per_address"
@@ -239,6 +240,7 @@ public struct ConfigurationFile: Codable, Sendable {
             if let v = p.maxCodeFailuresPerAccount { base.loginPolicy.maxCodeFailuresPerAccount = v }
             if let v = p.codeWindowSeconds { base.loginPolicy.codeWindowSeconds = v }
             if let v = p.maxRecoveryEmailsPerAccount { base.loginPolicy.maxRecoveryEmailsPerAccount = v }
+            if let v = p.maxRecoveryCodeFailures { base.loginPolicy.maxRecoveryCodeFailures = v }
             if let v = p.maxConcurrentHashes { base.loginPolicy.maxConcurrentHashes = v }
             if let v = p.maxQueuedHashes { base.loginPolicy.maxQueuedHashes = v }
             if let v = p.maxTrackedAddresses { base.loginPolicy.maxTrackedAddresses = v }

@@ -152,7 +152,8 @@ public struct ServerConfiguration: Sendable {
         guard pruneIntervalSeconds >= 0 else { throw ConfigurationError.invalid("prune_interval_seconds must not be negative") }
         // Checked here, not only when read from a file, so configurations built in code (embedding, tests) obey them too.
         for (name, value) in [("max_code_failures_per_account", p.maxCodeFailuresPerAccount), ("code_window_seconds", p.codeWindowSeconds),
-                              ("max_recovery_emails_per_account", p.maxRecoveryEmailsPerAccount)] where value < 1 {
+                              ("max_recovery_emails_per_account", p.maxRecoveryEmailsPerAccount),
+                              ("max_recovery_code_failures", p.maxRecoveryCodeFailures)] where value < 1 {
             throw ConfigurationError.invalid("login_policy.\(name) must be at least 1, got \(value)")
         }
         // Below a minute nobody can finish a change after signing in; above a day the check protects nothing.
@@ -224,6 +225,11 @@ public struct LoginPolicy: Sendable, Codable, Equatable {
     public var codeWindowSeconds: Int = 3600
     /// Password-recovery emails one account (or unknown identifier) may be sent within `codeWindowSeconds`.
     public var maxRecoveryEmailsPerAccount: Int = 5
+    /// Wrong password-recovery codes over *all* accounts and addresses (and all instances sharing a store) within
+    /// `codeWindowSeconds`; past that no recovery code is checked until the window frees up, and the operator is told
+    /// (a warning in the log, `latchkey_throttled_requests_total{limit="recovery_codes"}`). An alarm against guessing
+    /// spread thin; someone who trips it on purpose delays recoveries, not sign-ins.
+    public var maxRecoveryCodeFailures: Int = 1000
     /// bcrypt hashes that run at once (default: one per core) and that may wait for a slot; past that a request
     /// needing a hash is refused at once with 503 `server.busy` instead of queueing without bound.
     public var maxConcurrentHashes: Int = ProcessInfo.processInfo.activeProcessorCount

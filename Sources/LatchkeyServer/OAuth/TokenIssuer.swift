@@ -105,6 +105,6 @@ struct TokenIssuer: Sendable {
             tokenHash: Secrets.digest(token), familyId: familyId, clientId: grant.clientId, userId: grant.subject,
             scope: grant.scope, sessionId: grant.sessionId, authTime: grant.authTime ?? now, createdAt: now,
             expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.refreshToken)), usedAt: nil, amr: grant.amr,
-            jkt: grant.dpop?.bindsRefreshToken == true ? grant.dpop?.jkt : nil))
+            jkt: grant.dpop.map { $0.bindsRefreshToken ? $0.jkt : RefreshTokenRecord.anyDPoPKey }))
     }
 }

@@ -53,6 +53,8 @@ public final class ServerMetrics: Sendable {
         case clientAuthentication = "client_authentication"
         /// Token requests with a DPoP proof (each proof is recorded) that then fail (`max_starts_per_address`).
         case dpopProof = "dpop_proof"
+        /// Recovery-code checks past the budget every account shares (`max_recovery_code_failures`).
+        case recoveryCodes = "recovery_codes"
     }
 
     let registry = PrometheusCollectorRegistry()

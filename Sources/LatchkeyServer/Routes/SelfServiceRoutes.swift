@@ -152,6 +152,8 @@ extension IdentityServer {
         case .failure(.exhausted):
             throw SelfServiceErrors.code("USR-1032", "flows.executor.errors.otp_attempts", "Too many incorrect codes. Please start again.",
                                          "too many wrong codes; request the change again")
+        case .failure(.addressLocked(let seconds)):
+            throw Self.throttled(wait: seconds, what: "wrong codes for this email address")
         case .failure(.expired):
             throw SelfServiceErrors.code("USR-1031", "flows.executor.errors.otp_expired", "The code has expired. Ask for a new one.",
                                          "no email change is pending, or its code expired")

@@ -101,10 +101,16 @@ extension IdentityServer {
             throw OAuthError(.invalidGrant, "the refresh token is not valid")
         }
         // A bound refresh token is worth nothing without its key (RFC 9449 §5): checked before it is spent, so a thief
-        // cannot even burn it.
+        // cannot even burn it. A confidential client's is not bound to the key (its authentication is the sender
+        // constraint, and it may rotate keys), but a session that began with DPoP does not drop it at a refresh: that
+        // would turn a leaked secret and refresh token into bearer access tokens (review 2, I1).
         if let bound = current.jkt {
-            guard let dpop else { throw OAuthError(.invalidDPoPProof, "the refresh token is bound to a DPoP key: send a proof made with it") }
-            guard Secrets.constantTimeEquals(dpop.jkt, bound) else {
+            guard let dpop else {
+                throw OAuthError(.invalidDPoPProof, bound == RefreshTokenRecord.anyDPoPKey
+                    ? "the refresh token was issued with DPoP: send a DPoP proof with the refresh request"
+                    : "the refresh token is bound to a DPoP key: send a proof made with it")
+            }
+            guard bound == RefreshTokenRecord.anyDPoPKey || Secrets.constantTimeEquals(dpop.jkt, bound) else {
                 throw OAuthError(.invalidGrant, "the refresh token is bound to another DPoP key")
             }
         }
@@ -120,7 +126,7 @@ extension IdentityServer {
         try await requireLiveSession(for: current)
         // A bound refresh token's successor stays bound (to the same key, checked above).
         var binding = dpop
-        if current.jkt != nil { binding?.bindsRefreshToken = true }
+        if let bound = current.jkt, bound != RefreshTokenRecord.anyDPoPKey { binding?.bindsRefreshToken = true }
         let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: scope,
                                       authTime: current.authTime, sessionId: current.sessionId, familyId: current.familyId,
                                       amr: current.amr, dpop: binding)

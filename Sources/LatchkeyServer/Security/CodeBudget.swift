@@ -22,6 +22,29 @@ enum CodeBudget {
 
     /// The email budget for the same subject as `recovery` or `emailChange`.
     static func recoveryEmails(codeKey: String) -> String { "mail:" + codeKey }
+
+    /// The budget of wrong verification codes for one *target* address, whichever account asked to move there: many
+    /// accounts must not add up their tries on someone else's address (review 2, N12).
+    static func emailVerification(address: String) -> String { "code:email-verify:address:\(address.lowercased())" }
+}
+
+/// Says yes at most once per window: one log line when an alarm trips, not one per refused request.
+actor OncePerWindow {
+    private var last: Date?
+
+    func shouldLog(now: Date, window: TimeInterval) -> Bool {
+        if let last, now.timeIntervalSince(last) < window { return false }
+        last = now
+        return true
+    }
+}
+
+/// The outcome of counting a recovery code against the budget all accounts share.
+enum GlobalCodeAttempt: Sendable {
+    /// Counted at `at` (given back if the code turns out right).
+    case admitted(at: Date)
+    /// The budget is spent: no recovery code is checked for `seconds`.
+    case refused(seconds: Int)
 }
 
 extension IdentityServer {
@@ -50,6 +73,35 @@ extension IdentityServer {
     func codeAccepted(_ key: String) async throws {
         try await store.clearAccountEvents(key: key)
     }
+
+    /// Counts one recovery-code check against `max_recovery_code_failures` per `code_window_seconds`, shared by every
+    /// account and, in the store, by every instance (review 2, N10): a guesser spreading over many accounts and
+    /// addresses meets it, and then no recovery code is checked until the window frees up. Each time it refuses, the
+    /// `latchkey_throttled_requests_total{limit="recovery_codes"}` counter grows, and the first refusal of a window is
+    /// logged as a warning for the operator. A right code gives its place back (`recoveryCodeAccepted`).
+    func reserveRecoveryCodeAttempt(address: String) async throws -> GlobalCodeAttempt {
+        let policy = configuration.loginPolicy
+        let now = clock.now
+        guard let wait = try await store.reserveAddressEvent(bucket: Self.recoveryCodeBucket, address: "*", now: now,
+                                                             window: TimeInterval(policy.codeWindowSeconds),
+                                                             limit: policy.maxRecoveryCodeFailures) else {
+            return .admitted(at: now)
+        }
+        metrics.throttled(.recoveryCodes)
+        if await recoveryAlarm.shouldLog(now: now, window: TimeInterval(policy.codeWindowSeconds)) {
+            logger.warning("wrong recovery codes reached max_recovery_code_failures: no recovery code is checked until the window frees up",
+                           metadata: ["limit": .stringConvertible(policy.maxRecoveryCodeFailures), "retry_after_seconds": .stringConvertible(wait),
+                                      "last_address": .string(ClientAddress.throttleKey(address))])
+        }
+        return .refused(seconds: wait)
+    }
+
+    /// A right recovery code: its check was not a guess, so it leaves the shared budget.
+    func recoveryCodeAccepted(at: Date) async throws {
+        try await store.releaseAddressEvent(bucket: Self.recoveryCodeBucket, address: "*", at: at)
+    }
+
+    static let recoveryCodeBucket = "recovery-code-checks"
 
     /// Spends one code email (recovery, email change) of the subject's hourly budget
     /// (`max_recovery_emails_per_account`); nil when it may be sent, else the seconds to wait.

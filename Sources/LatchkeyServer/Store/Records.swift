@@ -81,8 +81,13 @@ public struct RefreshTokenRecord: Sendable, Equatable {
     public var usedAt: Date?
     /// The `amr` of the sign-in the family started from; every rotation keeps it.
     public var amr: [String] = []
-    /// The thumbprint of the DPoP key the token is bound to (RFC 9449): refreshing needs a proof by that key.
+    /// The thumbprint of the DPoP key the token is bound to (RFC 9449): refreshing needs a proof by that key. For a
+    /// confidential client that uses DPoP, `anyDPoPKey`: refreshing needs a proof, by whichever key (see `TokenRoutes`).
     public var jkt: String? = nil
+
+    /// `jkt` of a confidential client's refresh token issued with DPoP: not bound to the key (RFC 9449 §5: the client
+    /// authenticates, and may rotate its key), but not to be refreshed without a proof either.
+    public static let anyDPoPKey = "*"
 }
 
 /// A grant: the refresh-token family and every access token issued from it.

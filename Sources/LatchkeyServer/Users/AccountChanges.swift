@@ -58,10 +58,11 @@ extension IdentityServer {
                            userMessage: message.english, technical: "too many email-change codes for this account; retry after \(wait) s",
                            arguments: message.arguments)
         }
-        let code = SecondFactor.newCode()
+        // A `LongCode`: a verified address is what recovery and Sign in with Apple's linking trust (review 2, N12).
+        let code = LongCode.newCode()
         let now = clock.now
         let lifetime = configuration.lifetimes.oneTimeCode
-        try await store.replaceEmailChange(EmailChangeRecord(userId: user.id, email: email, codeDigest: codeDigest(code), attempts: 0,
+        try await store.replaceEmailChange(EmailChangeRecord(userId: user.id, email: email, codeDigest: codeDigest(LongCode.normalized(code)), attempts: 0,
                                                              createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(lifetime))))
         let arguments = ["code": code, "minutes": String(MessageCatalog.minutes(seconds: lifetime))]
         try await outbox.send(OutboxMessage(
@@ -74,14 +75,22 @@ extension IdentityServer {
 
     /// Applies the pending email change when `code` is the one sent to the new address: the address becomes the
     /// account's, verified. Written over the version read, like every profile change.
+    ///
+    /// Each try also spends one of the *target address's* budget (`max_code_failures_per_account` per
+    /// `code_window_seconds`), whichever account asked to move there: accounts cannot add up their tries on one
+    /// address (review 2, N12).
     func confirmEmailChange(of user: UserRecord, code: String) async throws -> Result<UserRecord, EmailChangeFailure> {
-        let submitted = code.filter { !$0.isWhitespace }
+        let submitted = LongCode.normalized(code)
+        guard let pending = try await store.emailChange(userId: user.id), pending.expiresAt > clock.now else { return .failure(.expired) }
+        let target = CodeBudget.emailVerification(address: pending.email)
+        if let wait = try await reserveCodeAttempt(target) { return .failure(.addressLocked(seconds: wait)) }
         switch try await store.redeemEmailChange(userId: user.id, codeDigest: codeDigest(submitted),
                                                  maxAttempts: Self.emailChangeMaxAttempts, now: clock.now) {
         case .missing: return .failure(.expired)
         case .wrongCode: return .failure(.wrongCode)
         case .exhausted: return .failure(.exhausted)
         case .redeemed(let change):
+            try await codeAccepted(target)
             var updated = user
             updated.claims["email"] = change.email
             updated.claims["email_verified"] = "true"
@@ -119,5 +128,7 @@ extension IdentityServer {
 /// Why an email change was not confirmed.
 enum EmailChangeFailure: Error {
     case expired, wrongCode, exhausted
+    /// Too many wrong codes for the target address lately, from any account; retry after `seconds`.
+    case addressLocked(seconds: Int)
     case rejected(ProfileRejection)
 }

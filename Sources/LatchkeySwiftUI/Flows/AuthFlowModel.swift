@@ -107,6 +107,9 @@ public final class AuthFlowModel {
     public var secondaryActions: [FlowAction] { actions.filter { $0.ref != primaryAction?.ref } }
     /// The action that switches to a passkey, when the step offers one.
     public var passkeyAction: FlowAction? { actions.first { $0.type == "PASSKEY" } }
+    /// Whether this step's code is digits only (`otpNumericOnly`, true unless the server says otherwise): a recovery
+    /// code has letters too, so its field must not offer a number pad.
+    public var codeIsNumeric: Bool { step?.additionalData["otpNumericOnly"] != "false" }
     /// True when this step asks for a passkey ceremony (`submitPasskey()` runs it and sends the result).
     public var asksForPasskey: Bool { step.map { (try? PasskeyFlowInputs.ceremony(in: $0)) != nil } ?? false }
     /// The page to open in a browser when the step is a redirection (a federated provider); `continueRedirect(callback:)`

@@ -198,7 +198,7 @@ struct FlowInputField: View {
                 .autocorrectionDisabled()
                 .accessibilityLabel(label)
             #if os(iOS) || os(visionOS)
-                .textInputAutocapitalization(.never)
+                .textInputAutocapitalization(input.type == "OTP_INPUT" && !model.codeIsNumeric ? .characters : .never)
                 .textContentType(contentType)
                 .keyboardType(keyboard)
             #endif
@@ -217,7 +217,7 @@ struct FlowInputField: View {
 
     private var keyboard: UIKeyboardType {
         switch input.type {
-        case "OTP_INPUT": .numberPad
+        case "OTP_INPUT": model.codeIsNumeric ? .numberPad : .asciiCapable
         case "EMAIL_INPUT": .emailAddress
         case "PHONE_INPUT": .phonePad
         default: .default

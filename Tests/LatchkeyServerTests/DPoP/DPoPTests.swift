@@ -341,6 +341,44 @@ extension DPoPTests {
         #expect(try await server.rowCount("consumed_token_ids") - afterSignIn == 1, "a refused request records nothing")
     }
 
+    @Test("I1: a confidential client whose session began with DPoP cannot drop it at a refresh; it may change keys")
+    func confidentialClientsKeepDPoP() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        var options = AuthorizeOptions()
+        options.clientId = "backend"
+        options.redirectUri = "https://backend.example/callback"
+        options.scope = "openid profile"
+        let url = server.issuer + "/oauth2/token"
+        let authorization = ["Authorization": basicAuth("backend", "backend-secret-0123456789")]
+        func token(_ form: [String: String], key: SigningKey?) async throws -> HTTPResult {
+            var headers = authorization
+            if let key { headers["DPoP"] = try Self.proof(key, method: "POST", url: url) }
+            return try await TestBrowser().postForm(url, form, headers: headers)
+        }
+        func codeGrant(_ key: SigningKey?) async throws -> [String: Any] {
+            let code = try #require(try await server.signIn(TestBrowser(), options)["code"])
+            var form = ["grant_type": "authorization_code", "code": code, "redirect_uri": options.redirectUri]
+            form["code_verifier"] = options.pkce?.verifier
+            let response = try await token(form, key: key)
+            #expect(response.status == 200, "\(response.text)")
+            return try response.json()
+        }
+        let started = try await codeGrant(try SigningKey.generate(.es256))
+        #expect(started["token_type"] as? String == "DPoP")
+        let refreshToken = try #require(started["refresh_token"] as? String)
+        let bare = try await token(["grant_type": "refresh_token", "refresh_token": refreshToken], key: nil)
+        #expect(try bare.status == 400 && (bare.json()["error"] as? String) == "invalid_dpop_proof", "no Bearer downgrade: \(bare.text)")
+        let rotated = try await token(["grant_type": "refresh_token", "refresh_token": refreshToken], key: try SigningKey.generate(.es256))
+        #expect(try rotated.status == 200 && (rotated.json()["token_type"] as? String) == "DPoP", "another key is fine: \(rotated.text)")
+
+        // A session that never used DPoP refreshes as before.
+        let plain = try await codeGrant(nil)
+        #expect(plain["token_type"] as? String == "Bearer")
+        let refreshed = try await token(["grant_type": "refresh_token", "refresh_token": try #require(plain["refresh_token"] as? String)], key: nil)
+        #expect(try refreshed.status == 200 && (refreshed.json()["token_type"] as? String) == "Bearer", "\(refreshed.text)")
+    }
+
     @Test("a bound session whose access token expired still signs out: a dead token is nothing to end, not a refusal")
     func expiredBoundTokenSignsOut() async throws {
         let server = try await TestServer.start()

@@ -256,7 +256,7 @@ struct SMTPDeliveryTests {
         #expect(received.messages == 1 && received.commands.contains("RCPT TO:<demo@example.com>"))
         let body = String(decoding: Data(base64Encoded: received.data.drop { !$0.isEmpty }.joined()) ?? Data(), as: UTF8.self)
         let code = try #require(body.split(separator: " ").first.map(String.init))
-        #expect(code.count == 6 && code.allSatisfy(\.isNumber))
+        #expect(code.count == 11 && code.dropFirst(5).first == "-" && code.filter { $0 != "-" }.allSatisfy { LongCode.alphabet.contains($0) }, "\(code)")
         let outbox = try await browser.get(server.base + "/dev/outbox?recipient=demo@example.com")
         #expect(outbox.status == 404 && !outbox.text.contains(code))
     }

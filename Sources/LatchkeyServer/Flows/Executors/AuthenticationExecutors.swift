@@ -54,9 +54,12 @@ enum AuthenticationExecutors {
 }
 
 /// Emailed one-time codes: the second factor (`purpose` = `mfa`) and the password-recovery confirmation code
-/// (`purpose` = `recovery`). Codes are 6 digits, stored as a keyed digest, and expire. An execution allows five
-/// attempts in all (a resend does not give fresh ones) and five sends; beyond that, every attempt spends one of the
-/// account's code budget (per purpose), and recovery emails are limited per account and per address.
+/// (`purpose` = `recovery`). Second-factor codes are 6 digits (the password was the first factor); recovery codes,
+/// which are all that a recovery asks for, are `LongCode`s. Codes are stored as a keyed digest, and expire. An
+/// execution allows five attempts in all (a resend does not give fresh ones) and five sends; beyond that, every
+/// attempt spends one of the account's code budget (per purpose), wrong recovery codes also spend one of the
+/// budget all accounts share (`max_recovery_code_failures`), and recovery emails are limited per account and per
+/// address.
 enum CodeExecutors {
     static let maxSends = SecondFactor.maxSends
     static let maxAttempts = SecondFactor.maxAttempts
@@ -87,11 +90,11 @@ enum CodeExecutors {
             return .fail(.mfaNotEnrolled)
         }
         run.state.codeBudget = budget
-        let code = SecondFactor.newCode()
+        let code = recovery ? LongCode.newCode() : SecondFactor.newCode()
         let now = server.clock.now
         run.state.codeSends += 1
         // A resend replaces the code but keeps the attempts already spent on this execution.
-        run.state.code = .init(digest: server.codeDigest(code), expiresAt: now.addingTimeInterval(TimeInterval(server.configuration.lifetimes.oneTimeCode)),
+        run.state.code = .init(digest: server.codeDigest(recovery ? LongCode.normalized(code) : code), expiresAt: now.addingTimeInterval(TimeInterval(server.configuration.lifetimes.oneTimeCode)),
                                attempts: run.state.code?.attempts ?? 0)
         // Codes go only to a verified address: one nobody proved (typed in at sign-up, set by an administrator)
         // may belong to someone else.
@@ -109,8 +112,8 @@ enum CodeExecutors {
         } else {
             return .fail(.mfaNotEnrolled)
         }
-        run.state.additionalData = ["emailSent": "true", "otpLength": "6", "otpNumericOnly": "true",
-                                    "mfaMethod": recovery ? "recovery" : "email_otp"]
+        run.state.additionalData = ["emailSent": "true", "otpLength": recovery ? String(LongCode.length) : "6",
+                                    "otpNumericOnly": recovery ? "false" : "true", "mfaMethod": recovery ? "recovery" : "email_otp"]
         return .next
     }
 
@@ -119,9 +122,16 @@ enum CodeExecutors {
         let input = node.properties?["input"] ?? "otp"
         guard var pending = run.state.code else { return .fail(recovery ? .recoveryFailed : .invalidCode) }
         if pending.expiresAt <= server.clock.now { return .retry(.codeExpired) }
-        let submitted = (run.submitted[input] ?? "").filter { !$0.isWhitespace }
+        let typed = run.submitted[input] ?? ""
+        let submitted = recovery ? LongCode.normalized(typed) : typed.filter { !$0.isWhitespace }
         let budget = run.state.codeBudget ?? run.state.userId.map { recovery ? CodeBudget.recovery(userId: $0, identifier: "") : CodeBudget.secondFactor(userId: $0) }
         if let budget, let wait = try await server.reserveCodeAttempt(budget) {
+            run.state.code = nil
+            return .fail(.codesLocked(seconds: wait))
+        }
+        // Counted before the check too, so a burst cannot pass a count taken before any of it was recorded.
+        let globalAttempt = recovery ? try await server.reserveRecoveryCodeAttempt(address: run.clientAddress) : nil
+        if case .refused(let wait)? = globalAttempt {
             run.state.code = nil
             return .fail(.codesLocked(seconds: wait))
         }
@@ -136,6 +146,7 @@ enum CodeExecutors {
         }
         run.state.code = nil  // single use
         if let budget { try await server.codeAccepted(budget) }
+        if case .admitted(let at)? = globalAttempt { try await server.recoveryCodeAccepted(at: at) }
         if recovery {
             run.state.recoveryVerified = true
         } else {
