@@ -57,6 +57,11 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     /// Authorization requests only through `/oauth2/par` (RFC 9126): `/oauth2/authorize` takes a `request_uri` and
     /// nothing else, so no parameter of the request travels in the browser's address.
     public var requirePushedAuthorizationRequests = false
+    /// Device grant (RFC 8628): whether the device authorization answer carries `verification_uri_complete` (the page
+    /// with the code filled in) and a link with a code leads straight to the confirmation. Off by default: a link that
+    /// needs one click to approve is a one-click phishing lure (review 2, N4), so the person types the code shown on
+    /// the device. Turn it on for devices that show a QR code to a person standing in front of them.
+    public var deviceVerificationURIComplete = false
     /// How the application's ID tokens are signed (OIDC Registration `id_token_signed_response_alg`): `RS256`, the
     /// default every OpenID Connect client can verify, or `ES256`, about twenty times cheaper for the server to sign
     /// (an RSA signature is most of a refresh grant's cost) and shorter on the wire.
@@ -146,6 +151,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         case passkeyOrigins = "passkey_allowed_origins", appleBundleIds = "apple_bundle_ids"
         case requireDPoP = "require_dpop", requirePushedAuthorizationRequests = "require_pushed_authorization_requests"
         case idTokenSignedResponseAlg = "id_token_signed_response_alg"
+        case deviceVerificationURIComplete = "device_verification_uri_complete"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -170,6 +176,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         try c.encode(appleBundleIds, forKey: .appleBundleIds)
         try c.encode(requireDPoP, forKey: .requireDPoP)
         try c.encode(requirePushedAuthorizationRequests, forKey: .requirePushedAuthorizationRequests)
+        try c.encode(deviceVerificationURIComplete, forKey: .deviceVerificationURIComplete)
         try c.encode(idTokenSignedResponseAlg.rawValue, forKey: .idTokenSignedResponseAlg)
     }
 
@@ -197,6 +204,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
             appleBundleIds: try c.decodeIfPresent([String].self, forKey: .appleBundleIds) ?? [])
         requireDPoP = try c.decodeIfPresent(Bool.self, forKey: .requireDPoP) ?? false
         requirePushedAuthorizationRequests = try c.decodeIfPresent(Bool.self, forKey: .requirePushedAuthorizationRequests) ?? false
+        deviceVerificationURIComplete = try c.decodeIfPresent(Bool.self, forKey: .deviceVerificationURIComplete) ?? false
         if let alg = try c.decodeIfPresent(String.self, forKey: .idTokenSignedResponseAlg) {
             guard let parsed = JWSAlgorithm(rawValue: alg), parsed == .rs256 || parsed == .es256 else {
                 throw DecodingError.dataCorruptedError(forKey: .idTokenSignedResponseAlg, in: c,

@@ -19,7 +19,8 @@ extension Pages {
 
     /// "{client} on another device asks to sign in as {user} …" with Allow and Deny: the person checks the code the
     /// device shows before anything is granted (RFC 8628 §5.4, remote phishing).
-    static func deviceConfirmation(csrf: String, code: String, clientName: String, userName: String, locale l: SupportedLocale) -> String {
+    static func deviceConfirmation(csrf: String, code: String, clientName: String, userName: String, age: String,
+                                   locale l: SupportedLocale) -> String {
         let markers = ["client": "\u{1}client\u{1}", "user": "\u{1}user\u{1}", "code": "\u{1}code\u{1}"]
         let sentence = HTML.escape(t("page.device.confirm", l, markers))
             .replacingOccurrences(of: markers["client"] ?? "", with: "<strong>\(HTML.escape(clientName))</strong>")
@@ -28,6 +29,7 @@ extension Pages {
         return layout(title: t("page.device.title", l), body: """
             <h1>\(HTML.escape(t("page.device.title", l)))</h1>
             <p class="sub" id="confirm-text">\(sentence)</p>
+            <p class="sub" id="request-age">\(HTML.escape(t("page.device.age", l, ["minutes": age])))</p>
             <form method="post" action="/device">
               <input type="hidden" name="csrf" value="\(HTML.escape(csrf))">
               <input type="hidden" name="user_code" value="\(HTML.escape(code))">

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import LatchkeyJOSE
 
 /// The device authorization grant (RFC 8628): a device without a browser asks for a code pair at
 /// `/oauth2/device_authorization`, shows the user code, and polls the token endpoint while a person enters the code on
@@ -51,7 +52,8 @@ extension IdentityServer {
         }
         let display = Self.displayUserCode(userCode)
         struct Answer: Encodable {
-            var deviceCode, userCode, verificationURI, verificationURIComplete: String
+            var deviceCode, userCode, verificationURI: String
+            var verificationURIComplete: String?
             var expiresIn, interval: Int
             enum CodingKeys: String, CodingKey {
                 case deviceCode = "device_code", userCode = "user_code", verificationURI = "verification_uri"
@@ -59,7 +61,7 @@ extension IdentityServer {
             }
         }
         return try Responses.json(Answer(deviceCode: deviceCode, userCode: display, verificationURI: issuer + "/device",
-                                         verificationURIComplete: issuer + "/device?user_code=" + display,
+                                         verificationURIComplete: client.deviceVerificationURIComplete ? issuer + "/device?user_code=" + display : nil,
                                          expiresIn: configuration.lifetimes.deviceCode, interval: configuration.lifetimes.devicePollingInterval),
                                   noStore: true)
     }
@@ -85,16 +87,42 @@ extension IdentityServer {
 
     private func showDevicePage(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
         let locale = request.locale()
-        let typed = try Parameters.query(of: request).single("user_code")
-        // Signed in already (back from the login page, or an SSO session): straight to the confirmation.
-        if let typed, let code = Self.normalizedUserCode(typed), let live = try await liveSession(for: request) {
+        let query = try Parameters.query(of: request)
+        let typed = try query.single("user_code")
+        // Signed in already (back from the login page, or an SSO session): straight to the confirmation, when the code
+        // was typed on this server's page (`typed` proves it) or the application allows links with the code in them.
+        // Otherwise a link someone sent is an empty entry page: the person types the code their device shows (N4).
+        let typedHere = try query.single("typed")
+        var prefill: String? = nil
+        if let typed, let code = Self.normalizedUserCode(typed) {
+            let vouched = typedHere.map { Secrets.constantTimeEquals($0, deviceTypedProof(code)) } ?? false
             if try await admitChallengeRequest(address: context.clientAddress) == nil,
-               let pending = try await store.pendingDeviceAuthorization(userCodeDigest: codeDigest(code), now: clock.now),
-               try await sessionSatisfies(live.session, user: live.user, clientId: pending.clientId) {
-                return try await deviceConfirmationPage(pending, code: code, user: live.user, locale: locale)
+               let pending = try await store.pendingDeviceAuthorization(userCodeDigest: codeDigest(code), now: clock.now) {
+                let linkAllowed = try await store.client(id: pending.clientId)?.configuration.deviceVerificationURIComplete ?? false
+                if vouched || linkAllowed {
+                    prefill = typed
+                    if let live = try await liveSession(for: request),
+                       try await sessionSatisfies(live.session, user: live.user, clientId: pending.clientId),
+                       deviceSessionIsFreshEnough(live.session, for: pending) {
+                        return try await deviceConfirmationPage(pending, code: code, user: live.user, locale: locale)
+                    }
+                }
             }
         }
-        return deviceEntryPage(typed: typed, error: nil, status: .ok, locale: locale)
+        return deviceEntryPage(typed: prefill, error: nil, status: .ok, locale: locale)
+    }
+
+    /// Vouches, in the return address after the sign-in, that the person typed `code` on this server's page: keyed,
+    /// so a link someone else made cannot carry it.
+    private func deviceTypedProof(_ code: String) -> String {
+        Base64URL.encode(codeDigest("device-typed:" + code))
+    }
+
+    /// A device request with `offline_access` (a refresh token that outlives the session) needs a sign-in from the
+    /// last `recent_auth_seconds`, not any SSO session: approving it hands a device lasting access (N4).
+    func deviceSessionIsFreshEnough(_ session: SessionRecord, for pending: DeviceAuthorizationRecord) -> Bool {
+        guard pending.scope.contains("offline_access") else { return true }
+        return clock.now.timeIntervalSince(session.authTime) <= TimeInterval(configuration.recentAuthenticationSeconds)
     }
 
     private func submitDevicePage(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
@@ -114,16 +142,18 @@ extension IdentityServer {
               let pending = try await store.pendingDeviceAuthorization(userCodeDigest: codeDigest(code), now: clock.now) else {
             return deviceEntryPage(typed: typed, error: Pages.t("page.device.invalid", locale), status: .badRequest, locale: locale)
         }
-        let returnTo = "/device?user_code=" + Self.displayUserCode(code)
-        guard let live = try await liveSession(for: request),
-              try await sessionSatisfies(live.session, user: live.user, clientId: pending.clientId) else {
-            // Sign in first (the hosted login, with its second factor), then back here, signed in.
+        let returnTo = "/device?user_code=" + Self.displayUserCode(code) + "&typed=" + deviceTypedProof(code)
+        let live = try await liveSession(for: request)
+        let satisfied = if let live { try await sessionSatisfies(live.session, user: live.user, clientId: pending.clientId) } else { false }
+        guard let live, satisfied, deviceSessionIsFreshEnough(live.session, for: pending) else {
+            // Sign in first (the hosted login, with its second factor), then back here, signed in. A session that is
+            // good enough except for its age signs in again (`prompt=login`).
             let id = Secrets.token()
             let now = clock.now
             try await store.insertLoginRequest(LoginRequestRecord(
                 id: id, request: AuthorizationRequest(clientId: pending.clientId, redirectUri: "", scope: pending.scope, state: nil,
                                                       nonce: nil, codeChallenge: nil, loginHint: nil, uiLocales: nil, maxAge: nil,
-                                                      prompt: [], returnTo: returnTo),
+                                                      prompt: satisfied ? ["login"] : [], returnTo: returnTo),
                 createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.loginRequest))))
             return Responses.redirect(to: "/login?request=\(id)", afterPost: true)
         }
@@ -154,8 +184,11 @@ extension IdentityServer {
                                         locale: SupportedLocale) async throws -> Response {
         let secret = Secrets.token()
         let clientName = try await store.client(id: pending.clientId)?.configuration.name ?? pending.clientId
+        // How old the request is: a request someone else started, minutes before the person arrived, shows (N4).
+        let minutes = max(1, Int(clock.now.timeIntervalSince(pending.createdAt)) / 60)  // whole minutes passed (at least one)
         let page = Pages.deviceConfirmation(csrf: CookiePolicy.csrfToken(secret: secret, requestId: Self.deviceCSRFScope),
-                                            code: Self.displayUserCode(code), clientName: clientName, userName: user.username, locale: locale)
+                                            code: Self.displayUserCode(code), clientName: clientName, userName: user.username,
+                                            age: MessageCatalog.duration(minutes: minutes, locale: locale), locale: locale)
         return Responses.html(page, headers: [.setCookie: cookies.csrf(secret), .contentLanguage: locale.tag])
     }
 }

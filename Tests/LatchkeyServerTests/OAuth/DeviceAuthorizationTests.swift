@@ -54,7 +54,7 @@ struct DeviceAuthorizationTests {
         let userCode = try #require(codes["user_code"] as? String)
         #expect(userCode.range(of: Self.userCodePattern, options: .regularExpression) != nil, "\(userCode)")
         #expect(codes["verification_uri"] as? String == server.issuer + "/device")
-        #expect(codes["verification_uri_complete"] as? String == server.issuer + "/device?user_code=" + userCode)
+        #expect(codes["verification_uri_complete"] == nil, "no link with the code in it unless the application allows one (N4)")
         #expect(codes["expires_in"] as? Int == 600 && codes["interval"] as? Int == 5)
 
         #expect(try Self.error(try await Self.poll(server, deviceCode)) == "authorization_pending")
@@ -73,6 +73,43 @@ struct DeviceAuthorizationTests {
         #expect(try await server.verifiedClaims(idToken)["email"] == .string("demo@example.com"))
         server.advanceClock(11)
         #expect(try Self.error(try await Self.poll(server, deviceCode)) == "invalid_grant", "handed out once")
+    }
+
+    @Test("N4: a link with a code does not lead to one-click approval, offline_access needs a fresh sign-in, the page says how old the request is")
+    func phishingByLink() async throws {
+        let server = try await TestServer.start { config in
+            config.clients.append(ClientConfiguration(clientId: "qr-tv", grantTypes: [.deviceCode, .refreshToken], scopes: ["openid", "profile"]))
+            config.clients[config.clients.count - 1].deviceVerificationURIComplete = true
+        }
+        defer { Task { await server.stop() } }
+        // The victim has an ordinary SSO session; the attacker starts a request with offline_access and sends the link.
+        let victim = TestBrowser()
+        _ = try await server.tokens(victim)
+        let codes = try await Self.start(server)
+        let userCode = try #require(codes["user_code"] as? String)
+        #expect(codes["verification_uri_complete"] == nil)
+        let lure = try await victim.get(server.base + "/device?user_code=" + userCode)
+        #expect(lure.status == 200 && !lure.text.contains("id=\"approve\""), "an entry page, not the confirmation")
+        #expect(!lure.text.contains(userCode), "the code is not filled in: the person types what their device shows")
+        #expect(try Self.error(try await Self.poll(server, try #require(codes["device_code"] as? String))) == "authorization_pending")
+
+        // Typed by the person, seven minutes after the request, with a session signed in before that: offline_access
+        // asks for a fresh sign-in first; then the confirmation says how old the request is.
+        server.advanceClock(7 * 60)
+        let csrf = try #require(TestBrowser.hiddenField("csrf", in: lure.text))
+        let typed = try await victim.postForm(server.base + "/device", ["csrf": csrf, "user_code": userCode])
+        #expect(typed.status == 303 && typed.location?.hasPrefix("/login") == true, "signs in again: \(typed.status)")
+        let login = try await victim.get(server.base + (typed.location ?? ""))
+        let done = try await server.submitLogin(victim, page: login, username: "demo@example.com", password: "correct horse battery staple")
+        let confirmation = try await victim.get(server.base + (done.location ?? "/device"))
+        #expect(confirmation.text.contains("id=\"approve\""), "\(confirmation.text.prefix(300))")
+        #expect(confirmation.text.contains("This request was made 7 minutes ago"), "\(confirmation.text)")
+
+        // An application that shows a QR code may allow the link: then a fresh session goes straight to the confirmation.
+        let qr = try await TestBrowser().postForm(server.base + "/oauth2/device_authorization", ["client_id": "qr-tv", "scope": "openid profile"]).json()
+        let link = try #require(qr["verification_uri_complete"] as? String)
+        let linked = try await victim.get(link.replacingOccurrences(of: server.issuer, with: server.base))
+        #expect(linked.text.contains("id=\"approve\""), "\(linked.text.prefix(300))")
     }
 
     @Test("denied, expired, another client's code, a wrong code, no CSRF token, a client without the grant")

@@ -139,6 +139,7 @@ extension MessageCatalog {
         "page.device.approved": "تم. يمكنك العودة إلى جهازك.",
         "page.device.denied": "تم رفض تسجيل الدخول. لم تتم مشاركة أي شيء مع الجهاز.",
         "page.device.throttled": "جُرّبت رموز كثيرة من شبكتك. حاول مرة أخرى بعد {minutes}.",
+        "page.device.age": "الوقت منذ تقديم هذا الطلب: {minutes}. إن لم تبدأه للتو على جهازك، فارفضه.",
         "page.logout_invalid.hint": "تضمّن طلب تسجيل الخروج رمز هوية لم يُصدره هذا الخادم.",
         "page.logout_invalid.client": "يذكر طلب تسجيل الخروج تطبيقًا غير التطبيق المذكور في رمز الهوية.",
         "page.logout_invalid.unidentified": "لا يوضّح طلب تسجيل الخروج التطبيق الذي أُرسل منه.",

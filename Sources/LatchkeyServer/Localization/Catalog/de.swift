@@ -137,6 +137,7 @@ extension MessageCatalog {
         "page.device.approved": "Fertig. Sie können zu Ihrem Gerät zurückkehren.",
         "page.device.denied": "Die Anmeldung wurde abgelehnt. Mit dem Gerät wurde nichts geteilt.",
         "page.device.throttled": "Aus Ihrem Netzwerk wurden zu viele Codes ausprobiert. Versuchen Sie es in {minutes} erneut.",
+        "page.device.age": "Diese Anfrage wurde vor {minutes} gestellt. Wenn Sie sie nicht gerade auf Ihrem Gerät gestartet haben, lehnen Sie sie ab.",
         "page.logout_invalid.hint": "Die Abmeldeanfrage enthielt ein ID-Token, das dieser Server nicht ausgestellt hat.",
         "page.logout_invalid.client": "Die Abmeldeanfrage nennt eine andere Anwendung als ihr ID-Token.",
         "page.logout_invalid.unidentified": "Die Abmeldeanfrage gibt nicht an, von welcher Anwendung sie stammt.",

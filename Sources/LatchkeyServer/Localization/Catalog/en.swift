@@ -147,6 +147,7 @@ extension MessageCatalog {
         "page.device.approved": "Done. You can return to your device.",
         "page.device.denied": "The sign-in was denied. Nothing was shared with the device.",
         "page.device.throttled": "Too many codes were tried from your network. Try again in {minutes}.",
+        "page.device.age": "This request was made {minutes} ago. If you did not just start it on your device, deny it.",
         "page.logout_invalid.hint": "The sign-out request carried an ID token that this server did not issue.",
         "page.logout_invalid.client": "The sign-out request names a different application than its ID token.",
         "page.logout_invalid.unidentified": "The sign-out request does not say which application it comes from.",

@@ -137,6 +137,7 @@ extension MessageCatalog {
         "page.device.approved": "Listo. Ya puedes volver a tu dispositivo.",
         "page.device.denied": "Se ha denegado el inicio de sesión. No se ha compartido nada con el dispositivo.",
         "page.device.throttled": "Se han probado demasiados códigos desde tu red. Vuelve a intentarlo dentro de {minutes}.",
+        "page.device.age": "Esta solicitud se hizo hace {minutes}. Si no la acabas de iniciar en tu dispositivo, recházala.",
         "page.logout_invalid.hint": "La solicitud de cierre de sesión incluía un token de identidad que este servidor no ha emitido.",
         "page.logout_invalid.client": "La solicitud de cierre de sesión indica una aplicación distinta a la de su token de identidad.",
         "page.logout_invalid.unidentified": "La solicitud de cierre de sesión no indica de qué aplicación procede.",

@@ -137,6 +137,7 @@ extension MessageCatalog {
         "page.device.approved": "C'est fait. Vous pouvez revenir à votre appareil.",
         "page.device.denied": "La connexion a été refusée. Rien n'a été partagé avec l'appareil.",
         "page.device.throttled": "Trop de codes ont été essayés depuis votre réseau. Réessayez dans {minutes}.",
+        "page.device.age": "Cette demande a été faite il y a {minutes}. Si vous ne venez pas de la lancer sur votre appareil, refusez-la.",
         "page.logout_invalid.hint": "La demande de déconnexion contenait un jeton d'identité que ce serveur n'a pas émis.",
         "page.logout_invalid.client": "La demande de déconnexion désigne une autre application que son jeton d'identité.",
         "page.logout_invalid.unidentified": "La demande de déconnexion n'indique pas de quelle application elle provient.",

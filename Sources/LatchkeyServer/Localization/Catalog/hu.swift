@@ -137,6 +137,7 @@ extension MessageCatalog {
         "page.device.approved": "Kész. Visszatérhet az eszközéhez.",
         "page.device.denied": "A bejelentkezés elutasítva. Az eszköz semmilyen adatot nem kapott meg.",
         "page.device.throttled": "Túl sok kódot próbáltak ki az Ön hálózatáról. Próbálja újra {minutes} múlva.",
+        "page.device.age": "A kérés óta eltelt idő: {minutes}. Ha nem Ön indította el az imént az eszközén, utasítsa el.",
         "page.logout_invalid.hint": "A kijelentkezési kérés olyan azonosító tokent tartalmazott, amelyet nem ez a szerver állított ki.",
         "page.logout_invalid.client": "A kijelentkezési kérés más alkalmazást nevez meg, mint az azonosító tokenje.",
         "page.logout_invalid.unidentified": "A kijelentkezési kérés nem jelzi, melyik alkalmazástól származik.",

@@ -137,6 +137,7 @@ extension MessageCatalog {
         "page.device.approved": "Fatto. Puoi tornare al tuo dispositivo.",
         "page.device.denied": "L'accesso è stato negato. Non è stato condiviso nulla con il dispositivo.",
         "page.device.throttled": "Troppi codici provati dalla tua rete. Riprova tra {minutes}.",
+        "page.device.age": "Questa richiesta è stata fatta {minutes} fa. Se non l'hai appena avviata sul tuo dispositivo, rifiutala.",
         "page.logout_invalid.hint": "La richiesta di disconnessione conteneva un token di identità non emesso da questo server.",
         "page.logout_invalid.client": "La richiesta di disconnessione indica un'applicazione diversa da quella del suo token di identità.",
         "page.logout_invalid.unidentified": "La richiesta di disconnessione non indica da quale applicazione proviene.",

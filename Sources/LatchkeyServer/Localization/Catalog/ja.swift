@@ -137,6 +137,7 @@ extension MessageCatalog {
         "page.device.approved": "完了しました。デバイスに戻ってください。",
         "page.device.denied": "サインインを拒否しました。デバイスには何も共有されていません。",
         "page.device.throttled": "お使いのネットワークから試行されたコードが多すぎます。{minutes}後にもう一度お試しください。",
+        "page.device.age": "このリクエストは{minutes}前に行われました。デバイスで今始めたものでなければ、拒否してください。",
         "page.logout_invalid.hint": "サインアウトのリクエストに、このサーバーが発行していないIDトークンが含まれていました。",
         "page.logout_invalid.client": "サインアウトのリクエストが、IDトークンとは別のアプリケーションを指定しています。",
         "page.logout_invalid.unidentified": "サインアウトのリクエストに、送信元のアプリケーションが示されていません。",

@@ -137,6 +137,7 @@ extension MessageCatalog {
         "page.device.approved": "완료되었습니다. 기기로 돌아가셔도 됩니다.",
         "page.device.denied": "로그인이 거부되었습니다. 기기와 공유된 정보는 없습니다.",
         "page.device.throttled": "사용 중인 네트워크에서 시도한 코드가 너무 많습니다. {minutes} 후에 다시 시도해 주세요.",
+        "page.device.age": "이 요청은 {minutes} 전에 이루어졌습니다. 방금 기기에서 시작한 것이 아니라면 거부하세요.",
         "page.logout_invalid.hint": "로그아웃 요청에 이 서버가 발급하지 않은 ID 토큰이 포함되어 있습니다.",
         "page.logout_invalid.client": "로그아웃 요청에 ID 토큰과 다른 애플리케이션이 지정되어 있습니다.",
         "page.logout_invalid.unidentified": "로그아웃 요청에 어느 애플리케이션에서 왔는지 나와 있지 않습니다.",

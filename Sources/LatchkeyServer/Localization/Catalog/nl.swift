@@ -137,6 +137,7 @@ extension MessageCatalog {
         "page.device.approved": "Klaar. Je kunt teruggaan naar je apparaat.",
         "page.device.denied": "De aanmelding is geweigerd. Er is niets met het apparaat gedeeld.",
         "page.device.throttled": "Te veel codes geprobeerd vanaf je netwerk. Probeer het over {minutes} opnieuw.",
+        "page.device.age": "Dit verzoek is {minutes} geleden gedaan. Heb je het niet zojuist op je apparaat gestart, weiger het dan.",
         "page.logout_invalid.hint": "Het afmeldverzoek bevatte een ID-token dat deze server niet heeft uitgegeven.",
         "page.logout_invalid.client": "Het afmeldverzoek noemt een andere applicatie dan zijn ID-token.",
         "page.logout_invalid.unidentified": "Het afmeldverzoek vermeldt niet van welke applicatie het komt.",

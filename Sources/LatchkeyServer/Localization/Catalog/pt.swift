@@ -137,6 +137,7 @@ extension MessageCatalog {
         "page.device.approved": "Concluído. Pode voltar ao seu dispositivo.",
         "page.device.denied": "O início de sessão foi recusado. Nada foi partilhado com o dispositivo.",
         "page.device.throttled": "Foram experimentados demasiados códigos a partir da sua rede. Tente novamente dentro de {minutes}.",
+        "page.device.age": "Este pedido foi feito há {minutes}. Se não o acabou de iniciar no seu dispositivo, recuse-o.",
         "page.logout_invalid.hint": "O pedido de fim de sessão continha um token de identidade que este servidor não emitiu.",
         "page.logout_invalid.client": "O pedido de fim de sessão indica uma aplicação diferente da do seu token de identidade.",
         "page.logout_invalid.unidentified": "O pedido de fim de sessão não indica de que aplicação vem.",

@@ -137,6 +137,7 @@ extension MessageCatalog {
         "page.device.approved": "Hotovo. Môžete sa vrátiť k svojmu zariadeniu.",
         "page.device.denied": "Prihlásenie bolo zamietnuté. So zariadením sa nič nezdieľalo.",
         "page.device.throttled": "Z vašej siete bolo vyskúšaných príliš veľa kódov. Skúste to znova o {minutes}.",
+        "page.device.age": "Čas od vytvorenia požiadavky: {minutes}. Ak ste ju práve nezačali na svojom zariadení, zamietnite ju.",
         "page.logout_invalid.hint": "Žiadosť o odhlásenie obsahovala ID token, ktorý tento server nevydal.",
         "page.logout_invalid.client": "Žiadosť o odhlásenie uvádza inú aplikáciu než jej ID token.",
         "page.logout_invalid.unidentified": "Žiadosť o odhlásenie neuvádza, z ktorej aplikácie pochádza.",

@@ -137,6 +137,7 @@ extension MessageCatalog {
         "page.device.approved": "已完成。你可以返回设备继续操作。",
         "page.device.denied": "已拒绝此次登录。未向该设备共享任何信息。",
         "page.device.throttled": "你的网络尝试代码的次数过多。请在 {minutes}后重试。",
+        "page.device.age": "此请求发起于{minutes}前。如果不是你刚刚在设备上发起的，请拒绝。",
         "page.logout_invalid.hint": "退出请求中包含的 ID 令牌并非由本服务器签发。",
         "page.logout_invalid.client": "退出请求指定的应用与其 ID 令牌不一致。",
         "page.logout_invalid.unidentified": "退出请求未说明来自哪个应用。",

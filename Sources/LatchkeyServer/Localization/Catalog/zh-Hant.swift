@@ -137,6 +137,7 @@ extension MessageCatalog {
         "page.device.approved": "已完成。你可以返回裝置繼續操作。",
         "page.device.denied": "已拒絕此次登入。未與該裝置分享任何資訊。",
         "page.device.throttled": "你的網路嘗試代碼的次數過多。請於 {minutes}後再試。",
+        "page.device.age": "此請求發起於{minutes}前。如果不是你剛剛在裝置上發起的，請拒絕。",
         "page.logout_invalid.hint": "登出要求中的 ID 權杖並非由本伺服器簽發。",
         "page.logout_invalid.client": "登出要求指定的應用程式與其 ID 權杖不一致。",
         "page.logout_invalid.unidentified": "登出要求未說明來自哪個應用程式。",
