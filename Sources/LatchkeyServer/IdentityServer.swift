@@ -27,11 +27,11 @@ public final class IdentityServer: Sendable {
     let startThrottle: any AddressLimiter
     /// Registrations started per address (REGISTRATION flows, passkey sign-up).
     let registrationThrottle: any AddressLimiter
-    /// Token requests that carried a DPoP proof (recorded as used) and failed, per address (review 2, N8).
+    /// Token requests that carried a DPoP proof (recorded as used) and failed, per address.
     let proofThrottle: any AddressLimiter
     /// Logs the shared recovery-code budget's tripping once per window (`reserveRecoveryCodeAttempt`).
     let recoveryAlarm = OncePerWindow()
-    /// Failed client authentications that cost a key derivation, per address and per client (review 2, N1).
+    /// Failed client authentications that cost a key derivation, per address and per client.
     let clientAuthThrottles: ClientAuthThrottles
     /// When expired rows were last deleted (`pruneIfDue`).
     let pruneSchedule = PruneSchedule()
@@ -153,7 +153,7 @@ public final class IdentityServer: Sendable {
     }
 
     /// The stored form of a configured client's secret, with the secret remembered so that authenticating the client
-    /// never needs a key derivation after a start (review 2, N1: a flood of wrong secrets on a cold instance made the
+    /// never needs a key derivation after a start (a flood of wrong secrets on a cold instance made the
     /// real client wait behind it, answered 503). A stored form that already verifies the secret is kept: the other
     /// instances on the same database remember that one, and a new salt at every start would send them back to the
     /// key derivation. Salted PBKDF2 (`ClientSecrets`); test suites use few rounds (`allowsLowBcryptCost`).

@@ -66,7 +66,7 @@ struct SCIMTests {
         ])
         #expect(put.status == 200, "\(put.text)")
         #expect(try put.string("id") == before.string("id"), "id is read-only")
-        // A new address waits for its code (H2): the old one stays until then.
+        // A new address waits for its code: the old one stays until then.
         #expect(try put.string("name.givenName") == "Grace" && put.string("emails.0.value") == "demo@example.com")
         #expect(try put.value("locale") == nil && put.value("displayName") == nil, "omitted attributes are cleared")
         #expect(try put.value("active") as? Bool == true, "active is kept when omitted")
@@ -247,7 +247,7 @@ struct SCIMTests {
         // A user with the admin role whose token carries scim.admin may.
         let userAdmin = try await server.userTokens(scope: "openid profile scim.admin").accessToken
         #expect(try await server.call("GET", "/scim2/Users/\(adaId)", token: userAdmin).string("userName") == "ada@example.com")
-        // M5: the scope alone is not an entitlement. Grace may ask the same client for scim.admin and gets it in her
+        // The scope alone is not an entitlement. Grace may ask the same client for scim.admin and gets it in her
         // token, but without the role she administers nothing.
         let graceWithScope = try await server.userTokens(username: "grace+ops@example.com", password: "grace's compiler password",
                                                          scope: "openid profile scim.admin").accessToken
@@ -275,7 +275,7 @@ struct SCIMTests {
         #expect(put.status == 200, "\(put.text)")
         #expect(try put.value("active") as? Bool == true && put.string("displayName") == "Countess of Lovelace")
         _ = try await server.userTokens(username: "ada@example.com", password: TestServer.adaPassword)
-        // L3: disabling revoked what she held; enabling the account again does not bring those tokens back.
+        // Disabling revoked what she held; enabling the account again does not bring those tokens back.
         #expect(try await server.refresh(try #require(adaTokens.refreshToken)).status == 400)
         try Self.expectError(try await server.call("GET", "/scim2/Me", token: adaToken), 401, nil)
     }

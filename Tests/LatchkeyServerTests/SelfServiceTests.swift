@@ -78,7 +78,7 @@ struct SelfServiceTests {
         nested["given_name"] = ["first": "x"]
         #expect(try await put(nested).string("code") == "USR-1019")
 
-        // Nothing above was saved; a new address waits for its code (H2) and echoing the flag back does not verify it.
+        // Nothing above was saved; a new address waits for its code and echoing the flag back does not verify it.
         var newEmail = valid
         newEmail["email"] = "demo.new@example.com"
         newEmail["email_verified"] = true  // echoed back: not a way to verify the new address

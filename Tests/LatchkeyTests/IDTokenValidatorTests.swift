@@ -68,7 +68,7 @@ struct IDTokenValidatorTests {
         try await expect(key.sign(claims: claims { $0["nonce"] = .string("n-2") }), fails: "nonce")
         try await expect(key.sign(claims: claims { $0["nonce"] = nil }), fails: "nonce missing")
         try await expect(key.sign(claims: claims { $0["at_hash"] = .string("AAAAAAAAAAAAAAAAAAAAAA") }), fails: "at_hash")
-        // L10: an explicitly typed JWT of another kind is never an ID token, even with every claim right.
+        // An explicitly typed JWT of another kind is never an ID token, even with every claim right.
         try await expect(key.sign(claims: claims(), type: "at+jwt"), fails: "typ at+jwt")
         try await expect(key.sign(claims: claims(), type: "login-ticket+jwt"), fails: "typ login-ticket+jwt")
         try await expect(key.sign(claims: claims { $0["auth_time"] = .number(now.timeIntervalSince1970 - 3600) }), maxAge: 60, fails: "max_age")

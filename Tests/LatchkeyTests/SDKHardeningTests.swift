@@ -10,10 +10,10 @@ import Darwin
 @testable import Latchkey
 import Testing
 
-/// L9–L11 of the security review, on the SDK side.
-@Suite("SDK hardening: loopback callback, loopback hosts, refresh across processes (L9–L11)")
+/// The SDK's defences: its loopback callback, what counts as a loopback host, one refresh across processes.
+@Suite("SDK hardening: loopback callback, loopback hosts, refresh across processes")
 struct SDKHardeningTests {
-    @Test("L9: a stray request to /callback (another local process, a probing web page) neither ends nor hijacks the sign-in")
+    @Test("a stray request to /callback (another local process, a probing web page) neither ends nor hijacks the sign-in")
     func strayCallbacksAreIgnored() async throws {
         // A generous timeout: the idle connection alone holds the listener for `requestReadTimeout`.
         let agent = LoopbackUserAgent(mode: .printOnly, timeout: 120, output: { _ in })
@@ -53,7 +53,7 @@ struct SDKHardeningTests {
         return fd
     }
 
-    @Test("L10: loopback is an address, not a name that starts with 127.")
+    @Test("loopback is an address, not a name that starts with 127.")
     func loopbackHostsAreParsed() throws {
         for host in ["localhost", "127.0.0.1", "127.1.2.3", "::1", "[::1]"] { #expect(LatchkeyConfig.isLoopback(host: host), "\(host)") }
         for host in ["127.evil.com", "127.0.0.1.evil.com", "localhost.evil.com", "10.0.0.1", "::2", "example.com"] {
@@ -78,7 +78,7 @@ struct SDKHardeningTests {
         }
     }
 
-    @Test("L11: two processes sharing the token files refresh once; the second adopts the first one's result")
+    @Test("two processes sharing the token files refresh once; the second adopts the first one's result")
     func refreshIsSingleFlightAcrossProcesses() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-shared-\(UUID().uuidString)")
         let endpoint = FakeTokenEndpoint()

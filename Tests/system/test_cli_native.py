@@ -78,7 +78,7 @@ def test_recover_reads_code_from_outbox_only_when_asked(server):
     child.expect("✗ The code is incorrect.")
     child.expect(r"development outbox\): ")
     child.sendline("outbox")
-    child.expect(r"Code from the development outbox: ([0-9A-Z]{5}-[0-9A-Z]{5})")  # recovery codes are long (review 2, N10)
+    child.expect(r"Code from the development outbox: ([0-9A-Z]{5}-[0-9A-Z]{5})")  # recovery codes are long
     child.expect("New password: ")
     child.sendline("recovered passphrase 42")
     child.expect("Your password has been changed.")

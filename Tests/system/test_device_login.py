@@ -18,7 +18,7 @@ def start_device_login(server, home):
     first = login.stdout.readline().strip()
     match = re.match(r"To sign in, open (\S+) on any device and enter the code ([BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4})$", first)
     assert match, first
-    # No link with the code in it: the demo application does not allow one (review 2, N4), so the person types it.
+    # No link with the code in it: the demo application does not allow one, so the person types it.
     return login, match.group(1), match.group(2)
 
 
@@ -45,7 +45,7 @@ def test_device_login_allowed_then_denied(server, browser):
     whoami = subprocess.run([BINARY, "whoami"], env={**os.environ, "LATCHKEY_HOME": home}, capture_output=True, text=True, timeout=30)
     assert whoami.returncode == 0 and DEMO_USER in whoami.stdout, whoami.stderr
 
-    # A second device: a link with its code leads to an empty entry page, not to the confirmation (N4); the browser is
+    # A second device: a link with its code leads to an empty entry page, not to the confirmation; the browser is
     # signed in already (SSO, a minute ago), so the typed code goes straight to the confirmation.
     other_home = tempfile.mkdtemp(prefix="latchkey-home-")
     second, _, second_code = start_device_login(server, other_home)

@@ -1,4 +1,4 @@
-"""C1: a configured `latchkey serve` is not a development server. One-time codes travel by SMTP (STARTTLS, AUTH) to
+"""A configured `latchkey serve` is not a development server. One-time codes travel by SMTP (STARTTLS, AUTH) to
 their recipient only, survive a relay outage and a restart, and `/dev/outbox` does not exist."""
 import base64
 import datetime
@@ -193,7 +193,7 @@ def start_recovery(server, locale=None):
 def code_of(message):
     parsed = email.message_from_bytes(message["content"], policy=email.policy.default)
     text = parsed.get_body(preferencelist=("plain",)).get_content()
-    match = re.search(r"\b([0-9A-Z]{5}-[0-9A-Z]{5})\b", text)  # a recovery code (review 2, N10)
+    match = re.search(r"\b([0-9A-Z]{5}-[0-9A-Z]{5})\b", text)  # a recovery code
     assert match, text
     return parsed, match.group(1)
 
@@ -207,11 +207,11 @@ def wait_for_log(server, needle, timeout=20):
     raise AssertionError(f"{needle!r} not in the server log: {server.log_text}")
 
 
-def test_c1_recovery_code_goes_to_the_mailbox_not_to_an_attacker(workdir, certs):
+def test_recovery_code_goes_to_the_mailbox_not_to_an_attacker(workdir, certs):
     relay = Relay(certs, free_port()).start()
     server = ConfiguredServer(workdir, configuration(workdir, relay.controller.port, certs["ca"])).start()
     try:
-        # The attack of C1: the route that handed out every code does not exist on a configured server.
+        # The attack: the route that handed out every code does not exist on a configured server.
         started = start_recovery(server, locale="fr")
         assert requests.get(server.base + "/dev/outbox", params={"recipient": VICTIM}, timeout=10).status_code == 404
 

@@ -59,7 +59,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     public var requirePushedAuthorizationRequests = false
     /// Device grant (RFC 8628): whether the device authorization answer carries `verification_uri_complete` (the page
     /// with the code filled in) and a link with a code leads straight to the confirmation. Off by default: a link that
-    /// needs one click to approve is a one-click phishing lure (review 2, N4), so the person types the code shown on
+    /// needs one click to approve is a one-click phishing lure, so the person types the code shown on
     /// the device. Turn it on for devices that show a QR code to a person standing in front of them.
     public var deviceVerificationURIComplete = false
     /// How the application's ID tokens are signed (OIDC Registration `id_token_signed_response_alg`): `RS256`, the

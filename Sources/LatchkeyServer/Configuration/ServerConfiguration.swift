@@ -75,7 +75,7 @@ public struct ServerConfiguration: Sendable {
     public var metricsEnabled: Bool?
 
     /// Whether `GET /metrics` is routed: `metricsEnabled`, or, when it is unset, a development instance on a loopback
-    /// binding with no trusted proxies. A real server must say `"metrics": true` (review 2, N9): on 127.0.0.1 behind a
+    /// binding with no trusted proxies. A real server must say `"metrics": true`: on 127.0.0.1 behind a
     /// reverse proxy (the setup this README recommends) it is reachable from the internet through the proxy, and a
     /// proxy that adds no forwarding header cannot be told from a local scraper.
     public var servesMetrics: Bool {

@@ -87,7 +87,7 @@ extension IdentityServer {
         }
         let now = clock.now
         let window = TimeInterval(configuration.dpop.proofLifetimeSeconds)
-        // The past gets the whole lifetime; the future only a clock's worth of skew (review 2, N6): a proof dated ahead
+        // The past gets the whole lifetime; the future only a clock's worth of skew: a proof dated ahead
         // would stay usable that much longer, so brief use of the key must not buy ten minutes of proofs.
         let ahead = DPoPPolicy.maximumFutureSkewSeconds
         guard let iat = claims.iat, iat.isFinite, now.timeIntervalSince1970 - iat <= window, iat - now.timeIntervalSince1970 <= ahead else {

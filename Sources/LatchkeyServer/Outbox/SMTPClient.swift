@@ -196,7 +196,7 @@ private struct SMTPSession {
         }
     }
 
-    /// Puts TLS under the line decoder, after making sure the relay sent nothing past its `220` (N2, RFC 3207 §4.2):
+    /// Puts TLS under the line decoder, after making sure the relay sent nothing past its `220` (RFC 3207 §4.2):
     /// replies already received in plaintext (split into lines, or half a line in the decoder) would otherwise be
     /// read as the answers of the TLS side, so someone on the path could accept a message the relay never got.
     /// The check and the insertion happen in one event-loop turn, so no byte can slip in between; bytes arriving

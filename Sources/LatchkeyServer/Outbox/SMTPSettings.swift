@@ -134,7 +134,7 @@ extension ClientConfiguration {
 extension ServerConfiguration {
     /// Refusals that keep a development or half-configured instance from being exposed.
     func validateDeployment() throws {
-        // Both the issuer and the binding (review 2, N5): an https loopback issuer behind a local TLS proxy says nothing
+        // Both the issuer and the binding: an https loopback issuer behind a local TLS proxy says nothing
         // about who can reach the port itself (`--host 0.0.0.0` in a container).
         let loopbackIssuer = LoopbackHost.isLoopback(issuer.host ?? "")
         let loopbackBinding = LoopbackHost.isLoopback(host)

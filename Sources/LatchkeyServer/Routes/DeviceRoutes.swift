@@ -91,7 +91,7 @@ extension IdentityServer {
         let typed = try query.single("user_code")
         // Signed in already (back from the login page, or an SSO session): straight to the confirmation, when the code
         // was typed on this server's page (`typed` proves it) or the application allows links with the code in them.
-        // Otherwise a link someone sent is an empty entry page: the person types the code their device shows (N4).
+        // Otherwise a link someone sent is an empty entry page: the person types the code their device shows.
         let typedHere = try query.single("typed")
         var prefill: String? = nil
         if let typed, let code = Self.normalizedUserCode(typed) {
@@ -119,7 +119,7 @@ extension IdentityServer {
     }
 
     /// A device request with `offline_access` (a refresh token that outlives the session) needs a sign-in from the
-    /// last `recent_auth_seconds`, not any SSO session: approving it hands a device lasting access (N4).
+    /// last `recent_auth_seconds`, not any SSO session: approving it hands a device lasting access.
     func deviceSessionIsFreshEnough(_ session: SessionRecord, for pending: DeviceAuthorizationRecord) -> Bool {
         guard pending.scope.contains("offline_access") else { return true }
         return clock.now.timeIntervalSince(session.authTime) <= TimeInterval(configuration.recentAuthenticationSeconds)
@@ -184,7 +184,7 @@ extension IdentityServer {
                                         locale: SupportedLocale) async throws -> Response {
         let secret = Secrets.token()
         let clientName = try await store.client(id: pending.clientId)?.configuration.name ?? pending.clientId
-        // How old the request is: a request someone else started, minutes before the person arrived, shows (N4).
+        // How old the request is: one that someone else started minutes before the person arrived shows its age.
         let minutes = max(1, Int(clock.now.timeIntervalSince(pending.createdAt)) / 60)  // whole minutes passed (at least one)
         let page = Pages.deviceConfirmation(csrf: CookiePolicy.csrfToken(secret: secret, requestId: Self.deviceCSRFScope),
                                             code: Self.displayUserCode(code), clientName: clientName, userName: user.username,

@@ -6,7 +6,7 @@ import LatchkeyJOSE
 /// `post_logout_redirect_uri` registered for the client named by the ID-token hint (or `client_id`); anything else
 /// ends on our own "signed out" page, so the endpoint is no open redirector. Without a valid hint, the user confirms
 /// on a CSRF-protected form, so a third-party page cannot sign people out. Without a session cookie, a hint ends its
-/// session only when that session holds no live tokens any more (N3 of the second review).
+/// session only when that session holds no live tokens any more.
 extension IdentityServer {
     func addEndSessionRoutes(_ router: Router<LatchkeyRequestContext>) {
         for prefix in Self.oauthPrefixes {
@@ -49,7 +49,7 @@ extension IdentityServer {
         // The hint confirms the sign-out of the browser's own session when it names the same user; otherwise a
         // leaked ID token could sign anyone out silently.
         // Without a session cookie (an app's request, or a browser that holds no session) a hint alone proves
-        // nothing: ID tokens travel into logs and front ends (N3). The hinted session then ends only once it holds no
+        // nothing: ID tokens travel into logs and front ends. The hinted session then ends only once it holds no
         // live tokens (the app revoked them first, as the SDK does), and that is what confirms it.
         var hintedSessionEnded = false
         if let hintedSid, live == nil {

@@ -52,7 +52,7 @@ extension IdentityServer {
     func resolveAuthorizationParameters(_ params: Parameters) async throws -> (parameters: Parameters, pushed: Bool)? {
         guard let requestURI = try? params.single("request_uri") else { return (params, false) }
         guard requestURI.hasPrefix(Self.requestURIPrefix), let clientId = try? params.single("client_id"),
-              // Taken only with its own client_id (review 2, N11): presented with another, it stays for its client.
+              // Taken only with its own client_id: presented with another, it stays for its client.
               let pushed = try await store.takePushedRequest(uriHash: Secrets.digest(requestURI), clientId: clientId, now: clock.now),
               Secrets.constantTimeEquals(pushed.clientId, clientId) else {
             return nil  // unknown, used, expired, or pushed by another client

@@ -33,7 +33,7 @@ extension IdentityServer {
         var proofCountedAt: Date?
         if let proof = try dpopProof(request, challenge: nil) {
             // Each proof is recorded as used before the grant is judged, and a public client_id is all it takes to get
-            // here: requests with a proof count against the address until they succeed (review 2, N8).
+            // here: requests with a proof count against the address until they succeed.
             let now = clock.now
             if let wait = try await proofThrottle.reserve(address: context.clientAddress, now: now) {
                 throw Self.throttled(wait: wait, what: "failed token requests with a DPoP proof")
@@ -103,7 +103,7 @@ extension IdentityServer {
         // A bound refresh token is worth nothing without its key (RFC 9449 §5): checked before it is spent, so a thief
         // cannot even burn it. A confidential client's is not bound to the key (its authentication is the sender
         // constraint, and it may rotate keys), but a session that began with DPoP does not drop it at a refresh: that
-        // would turn a leaked secret and refresh token into bearer access tokens (review 2, I1).
+        // would turn a leaked secret and refresh token into bearer access tokens.
         if let bound = current.jkt {
             guard let dpop else {
                 throw OAuthError(.invalidDPoPProof, bound == RefreshTokenRecord.anyDPoPKey

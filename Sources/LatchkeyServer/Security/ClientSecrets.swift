@@ -69,7 +69,7 @@ enum ClientSecrets {
     }
 
     /// Remembers `secret` as the one `stored` was derived from (a value this process just made with `hash`), so that
-    /// no request after a start pays for, or can queue, a key derivation for it (review 2, N1).
+    /// no request after a start pays for, or can queue, a key derivation for it.
     static func remember(_ secret: String, for stored: Data) {
         verified.withLockedValue { cache in
             if cache.count >= 1024 { cache.removeAll() }

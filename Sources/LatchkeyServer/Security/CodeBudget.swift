@@ -24,7 +24,7 @@ enum CodeBudget {
     static func recoveryEmails(codeKey: String) -> String { "mail:" + codeKey }
 
     /// The budget of wrong verification codes for one *target* address, whichever account asked to move there: many
-    /// accounts must not add up their tries on someone else's address (review 2, N12).
+    /// accounts must not add up their tries on someone else's address.
     static func emailVerification(address: String) -> String { "code:email-verify:address:\(address.lowercased())" }
 }
 
@@ -75,7 +75,7 @@ extension IdentityServer {
     }
 
     /// Counts one recovery-code check against `max_recovery_code_failures` per `code_window_seconds`, shared by every
-    /// account and, in the store, by every instance (review 2, N10): a guesser spreading over many accounts and
+    /// account and, in the store, by every instance: a guesser spreading over many accounts and
     /// addresses meets it, and then no recovery code is checked until the window frees up. Each time it refuses, the
     /// `latchkey_throttled_requests_total{limit="recovery_codes"}` counter grows, and the first refusal of a window is
     /// logged as a warning for the operator. A right code gives its place back (`recoveryCodeAccepted`).

@@ -3,7 +3,7 @@ import Foundation
 /// The codes that prove a mailbox where nothing else is asked for: password recovery (no password, no second factor)
 /// and the verification of a new email address. Ten characters of Crockford's base32 (50 bits), shown as
 /// `ABCDE-FGHJK`: a stranger guessing at the rates the budgets allow would need far longer than the universe has
-/// existed, where six digits gave about one account a day across ten thousand (review 2, N10 and N12).
+/// existed, where six digits gave about one account a day across ten thousand.
 ///
 /// Typed back, the code forgives what people do: lower case, spaces, the hyphen, `O` for zero and `I`/`L` for one.
 enum LongCode {

@@ -108,8 +108,8 @@ public protocol Store: Sendable {
     /// Records a single-use token id (a DPoP proof's, a flow assertion's, a login ticket's `jti`); false when it was
     /// already consumed. `expiresAt` is the last moment the id could be accepted; the record is kept
     /// `SingleUseRetention.skewMargin` longer and pruned by the database's clock (`pruneExpired`), not by any
-    /// instance's: an instance whose clock runs ahead must not forget an id that one running behind still accepts
-    /// (review 2, N7). Recording never deletes (N8: no scan on the request's path).
+    /// instance's: an instance whose clock runs ahead must not forget an id that one running behind still accepts.
+    /// Recording never deletes (no scan on the request's path).
     func consumeTokenId(_ jti: String, expiresAt: Date) async throws -> Bool
 
     // Device authorization (RFC 8628)

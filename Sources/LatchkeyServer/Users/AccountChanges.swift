@@ -58,7 +58,7 @@ extension IdentityServer {
                            userMessage: message.english, technical: "too many email-change codes for this account; retry after \(wait) s",
                            arguments: message.arguments)
         }
-        // A `LongCode`: a verified address is what recovery and Sign in with Apple's linking trust (review 2, N12).
+        // A `LongCode`: a verified address is what recovery and Sign in with Apple's linking trust.
         let code = LongCode.newCode()
         let now = clock.now
         let lifetime = configuration.lifetimes.oneTimeCode
@@ -78,7 +78,7 @@ extension IdentityServer {
     ///
     /// Each try also spends one of the *target address's* budget (`max_code_failures_per_account` per
     /// `code_window_seconds`), whichever account asked to move there: accounts cannot add up their tries on one
-    /// address (review 2, N12).
+    /// address.
     func confirmEmailChange(of user: UserRecord, code: String) async throws -> Result<UserRecord, EmailChangeFailure> {
         let submitted = LongCode.normalized(code)
         guard let pending = try await store.emailChange(userId: user.id), pending.expiresAt > clock.now else { return .failure(.expired) }

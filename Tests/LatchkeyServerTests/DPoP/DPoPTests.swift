@@ -299,7 +299,7 @@ extension DPoPTests {
                 "the SIGNOUT flow ended the session's tokens")
     }
 
-    @Test("a proof may be dated 30 s ahead of the server's clock at most, and 5 minutes back (review 2, N6)")
+    @Test("a proof may be dated 30 s ahead of the server's clock at most, and 5 minutes back")
     func futureDatedProofs() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
@@ -316,7 +316,7 @@ extension DPoPTests {
         #expect(try await userinfo(iat: Date().addingTimeInterval(299)) == 401, "the review's proof, dated 299 s ahead")
     }
 
-    @Test("N8: token requests with a proof that fail are limited per address; each one records at most one id, and nothing is deleted on the way")
+    @Test("token requests with a proof that fail are limited per address; each one records at most one id, and nothing is deleted on the way")
     func failedProofBearingTokenRequestsAreThrottled() async throws {
         let server = try await TestServer.start { $0.loginPolicy.maxStartsPerAddress = 5 }
         defer { Task { await server.stop() } }
@@ -341,7 +341,7 @@ extension DPoPTests {
         #expect(try await server.rowCount("consumed_token_ids") - afterSignIn == 1, "a refused request records nothing")
     }
 
-    @Test("I1: a confidential client whose session began with DPoP cannot drop it at a refresh; it may change keys")
+    @Test("a confidential client whose session began with DPoP cannot drop it at a refresh; it may change keys")
     func confidentialClientsKeepDPoP() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }

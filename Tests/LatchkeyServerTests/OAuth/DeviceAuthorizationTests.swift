@@ -54,7 +54,7 @@ struct DeviceAuthorizationTests {
         let userCode = try #require(codes["user_code"] as? String)
         #expect(userCode.range(of: Self.userCodePattern, options: .regularExpression) != nil, "\(userCode)")
         #expect(codes["verification_uri"] as? String == server.issuer + "/device")
-        #expect(codes["verification_uri_complete"] == nil, "no link with the code in it unless the application allows one (N4)")
+        #expect(codes["verification_uri_complete"] == nil, "no link with the code in it unless the application allows one")
         #expect(codes["expires_in"] as? Int == 600 && codes["interval"] as? Int == 5)
 
         #expect(try Self.error(try await Self.poll(server, deviceCode)) == "authorization_pending")
@@ -75,7 +75,7 @@ struct DeviceAuthorizationTests {
         #expect(try Self.error(try await Self.poll(server, deviceCode)) == "invalid_grant", "handed out once")
     }
 
-    @Test("N4: a link with a code does not lead to one-click approval, offline_access needs a fresh sign-in, the page says how old the request is")
+    @Test("a link with a code does not lead to one-click approval, offline_access needs a fresh sign-in, the page says how old the request is")
     func phishingByLink() async throws {
         let server = try await TestServer.start { config in
             config.clients.append(ClientConfiguration(clientId: "qr-tv", grantTypes: [.deviceCode, .refreshToken], scopes: ["openid", "profile"]))

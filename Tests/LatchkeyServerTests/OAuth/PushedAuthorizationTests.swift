@@ -69,7 +69,7 @@ struct PushedAuthorizationTests {
         #expect(try await TestBrowser().get(Self.authorizeURL(server, requestURI: foreign, clientId: "other-app")).status == 400,
                 "another client's request_uri")
         #expect(try await TestBrowser().get(Self.authorizeURL(server, requestURI: foreign)).status == 302,
-                "…and the attempt did not burn it: its own client still uses it (review 2, N11)")
+                "…and the attempt did not burn it: its own client still uses it")
         #expect(try await TestBrowser().get(Self.authorizeURL(server, requestURI: foreign)).status == 400, "once")
         #expect(try await TestBrowser().get(Self.authorizeURL(server, requestURI: "urn:ietf:params:oauth:request_uri:made-up")).status == 400)
     }

@@ -99,7 +99,7 @@ struct MetricsTests {
     func exposure() async throws {
         var configuration = DevelopmentDefaults.configuration(port: 0, databasePath: "unused", host: "127.0.0.1")
         #expect(configuration.servesMetrics)
-        // Review 2, N9: a real server on loopback may sit behind a proxy that adds no forwarding header.
+        // A real server on loopback may sit behind a proxy that adds no forwarding header.
         configuration.development = false
         #expect(!configuration.servesMetrics, "a real server serves metrics only when told to")
         configuration.development = true

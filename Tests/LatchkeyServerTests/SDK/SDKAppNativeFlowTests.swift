@@ -166,7 +166,7 @@ struct SDKAppNativeFlowTests {
     @Test func emailCodeSecondFactor() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        // Codes go only to a verified address (H2).
+        // Codes go only to a verified address.
         let userId = try await server.server.createUser(username: "grace", password: "compiler pioneer",
                                                         claims: ["email": "grace@example.com", "email_verified": "true"])
         try await server.server.enrollEmailOTP(userId: userId)

@@ -60,14 +60,14 @@ struct SDKProfileTests {
         let after = try await client.getUserProfile()
         #expect(after.givenName == "Ada" && after.familyName == nil && after.locale == "fr")
         #expect(after.version != profile.version)
-        // A new address waits for the code sent to it (H2); the app then posts the code to /users/me/email/verify.
+        // A new address waits for the code sent to it; the app then posts the code to /users/me/email/verify.
         let email = try await client.updateUserProfile(payload: ["email": .string("ada.demo@example.com")])
         #expect(email.email == "demo@example.com")
         _ = try await server.verifyPendingEmail("ada.demo@example.com", token: try await client.getAccessToken())
         #expect(try await client.getUserProfile().email == "ada.demo@example.com")
     }
 
-    @Test("H2 through the SDK: an identifier change with an old sign-in is REAUTHENTICATION_REQUIRED (the session stays), a fresh sign-in may make it")
+    @Test("through the SDK: an identifier change with an old sign-in is REAUTHENTICATION_REQUIRED (the session stays), a fresh sign-in may make it")
     func identifierChangesNeedARecentSignIn() async throws {
         let server = try await TestServer.startForProfiles()
         defer { Task { await server.stop() } }

@@ -2,7 +2,7 @@ import Foundation
 @testable import LatchkeyServer
 import Testing
 
-/// M7: Sign in with Apple creates an account only where the application's registration is open; linking an existing
+/// Sign in with Apple creates an account only where the application's registration is open; linking an existing
 /// account with the same verified email is fine under any policy.
 @Suite("Security: Sign in with Apple obeys the registration policy")
 struct AppleRegistrationPolicyTests {

@@ -2,7 +2,7 @@ import Foundation
 @testable import LatchkeyServer
 import Testing
 
-/// M1: behind a trusted reverse proxy each client has its own throttle bucket (read from `X-Forwarded-For` /
+/// Behind a trusted reverse proxy each client has its own throttle bucket (read from `X-Forwarded-For` /
 /// `Forwarded`, walking from the right); without one, forwarding headers are ignored; IPv6 clients are keyed by
 /// /64; the throttle map is bounded.
 @Suite("Client addresses: trusted proxies, IPv6 /64 keys, bounded throttles")

@@ -2,12 +2,12 @@ import Foundation
 @testable import LatchkeyServer
 import Testing
 
-/// Review 2, N1 (medium): a flood of wrong client secrets against a freshly started instance made every request of
+/// A flood of wrong client secrets against a freshly started instance made every request of
 /// the real confidential client answer 503, because each wrong secret ran a 210,000-round PBKDF2 until one success
 /// filled the cache. Now configured clients' secrets are remembered at start (no request derives a key for them), and
 /// the derivations that remain (a stored secret not verified since the start) are budgeted per address and per client
 /// before they run.
-@Suite("Security: wrong client secrets cannot block a confidential client (review 2, N1)")
+@Suite("Security: wrong client secrets cannot block a confidential client")
 struct ClientSecretFloodTests {
     static let wrong = "wrong-secret-0123456789"
 

@@ -2,7 +2,7 @@ import Foundation
 @testable import LatchkeyServer
 import Testing
 
-/// H1: the account lockout and the per-address throttle hold against a burst of parallel password guesses. Each
+/// The account lockout and the per-address throttle hold against a burst of parallel password guesses. Each
 /// attempt is counted before its (slow) hash, so the burst gets no more real hashes than the limits allow, and a
 /// right password in or after the burst does not get past (or lift) the lock.
 @Suite("Lockout and throttles under concurrent guesses")

@@ -3,9 +3,9 @@ import Foundation
 import Logging
 import Testing
 
-/// C1: outside development, one-time codes go to their recipient only: `/dev/outbox` does not exist, and a server that
+/// Outside development, one-time codes go to their recipient only: `/dev/outbox` does not exist, and a server that
 /// would send emails without a delivery, or development mode on a public issuer, refuses to start.
-@Suite("Security: development mode and email delivery (C1)")
+@Suite("Security: development mode and email delivery")
 struct DevelopmentModeTests {
     static func refusal(_ configure: (inout ServerConfiguration) -> Void) async -> String? {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-refusal-\(UUID().uuidString).sqlite").path
@@ -59,7 +59,7 @@ struct DevelopmentModeTests {
         #expect(refused?.contains("development mode") == true)
     }
 
-    /// Review 2, N5: an https loopback issuer (a local TLS proxy) with the port itself bound to every interface.
+    /// An https loopback issuer (a local TLS proxy) with the port itself bound to every interface.
     @Test func developmentModeNeedsALoopbackBindingToo() async throws {
         for host in ["0.0.0.0", "192.0.2.1", "::"] {
             let refused = await Self.refusal { config in

@@ -2,7 +2,7 @@ import Foundation
 @testable import LatchkeyServer
 import Testing
 
-/// H2: a new email address is verified before it receives codes. Changing it sends a code to the new address and a
+/// A new email address is verified before it receives codes. Changing it sends a code to the new address and a
 /// notice to the old one; until the code is entered, recovery codes still go to the old (verified) address. Codes
 /// are never sent to an address nobody verified.
 @Suite("Security: email changes are verified before codes go there")

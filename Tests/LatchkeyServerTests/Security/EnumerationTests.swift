@@ -4,7 +4,7 @@ import LatchkeyJOSE
 @testable import LatchkeyServer
 import Testing
 
-/// M9: nothing tells who has an account. A locked account answers like a wrong password (same words, same decoy
+/// Nothing tells who has an account. A locked account answers like a wrong password (same words, same decoy
 /// hash), username-first passkey options are the same for every name, and lookups by email use an index.
 @Suite("No account enumeration through lockout, passkey options or lookups")
 struct EnumerationTests {
@@ -130,7 +130,7 @@ struct EnumerationTests {
     }
 }
 
-/// M9: lockout DoS. Wrong guesses lock the account for the guesser's address only; only many addresses together
+/// Lockout DoS. Wrong guesses lock the account for the guesser's address only; only many addresses together
 /// lock it for everyone.
 @Suite("Lockout per account and address")
 struct LockoutPerAddressTests {

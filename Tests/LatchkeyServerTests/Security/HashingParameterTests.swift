@@ -3,7 +3,7 @@ import HummingbirdBcrypt
 @testable import LatchkeyServer
 import Testing
 
-/// L8: bcrypt cost has a floor outside development, passwords longer than bcrypt's 72 bytes count in full (without
+/// Bcrypt cost has a floor outside development, passwords longer than bcrypt's 72 bytes count in full (without
 /// breaking hashes stored before), and client secrets are stored salted and slow, not as a bare SHA-256.
 @Suite("Hashing parameters: bcrypt cost floor, long passwords, client secrets")
 struct HashingParameterTests {
@@ -18,7 +18,7 @@ struct HashingParameterTests {
         #expect(throws: ConfigurationError.self) { try configuration.validate() }
         configuration.bcryptCost = 4
         configuration.development = true
-        configuration.issuer = try #require(URL(string: "http://localhost:8090"))  // development needs a loopback issuer (C1)
+        configuration.issuer = try #require(URL(string: "http://localhost:8090"))  // development needs a loopback issuer
         try configuration.validate()
     }
 

@@ -2,12 +2,12 @@ import Foundation
 @testable import LatchkeyServer
 import Testing
 
-/// L2: with an https issuer every cookie carries the `__Host-` prefix (a sibling subdomain can neither plant nor
+/// With an https issuer every cookie carries the `__Host-` prefix (a sibling subdomain can neither plant nor
 /// overwrite it); plain-http loopback development keeps the bare names. The hosted form's CSRF token is bound to the
 /// login request id, so a token shown for one login request does not work for another.
 @Suite("Cookies: __Host- prefix on https; CSRF token bound to the login request")
 struct HostCookiesAndCSRFBindingTests {
-    /// Not the demo's published password: a server with a public issuer refuses to seed that one (L12).
+    /// Not the demo's published password: a server with a public issuer refuses to seed that one.
     static let password = "a private passphrase for the https tests"
 
     static func httpsServer() async throws -> TestServer {
@@ -15,7 +15,7 @@ struct HostCookiesAndCSRFBindingTests {
         // through the TLS proxy) is https, which is what turns on `Secure` and the prefix.
         try await TestServer.start { config in
             config.issuer = URL(string: "https://id.example.test")!
-            config.development = false  // development mode needs a loopback issuer (C1)
+            config.development = false  // development mode needs a loopback issuer
             config.users = config.users.map { user in
                 var user = user
                 if user.username == "demo@example.com" { user.password = password }

@@ -4,7 +4,7 @@ import LatchkeyJOSE
 @testable import LatchkeyServer
 import Testing
 
-/// C2: the hosted login page asks for the enrolled second factor (TOTP or emailed code) and honours `require_mfa`;
+/// The hosted login page asks for the enrolled second factor (TOTP or emailed code) and honours `require_mfa`;
 /// the SSO session and the code exist only after it, and an SSO session made with a password alone does not
 /// satisfy a later authorization for an account with a second factor. Tokens say how the user signed in (`amr`).
 @Suite("Hosted login: second factor, require_mfa, SSO strength, amr")

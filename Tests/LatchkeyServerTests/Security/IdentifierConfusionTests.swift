@@ -3,7 +3,7 @@ import LatchkeyJOSE
 @testable import LatchkeyServer
 import Testing
 
-/// M4: usernames and email addresses name accounts in one space. A username may not be another account's email
+/// Usernames and email addresses name accounts in one space. A username may not be another account's email
 /// (nor an email another's username), a username that looks like an address must be the account's own verified
 /// email, and Sign in with Apple links only an account whose verified *email claim* is Apple's address.
 @Suite("Security: usernames and emails cannot be confused")

@@ -2,10 +2,10 @@ import Foundation
 @testable import LatchkeyServer
 import Testing
 
-/// L6: JSON endpoints refuse bodies not declared JSON. A cross-site page can POST `<form enctype="text/plain">` (whose
+/// JSON endpoints refuse bodies not declared JSON. A cross-site page can POST `<form enctype="text/plain">` (whose
 /// body can be valid JSON) or `fetch` an untyped Blob without a CORS preflight; neither may reach an endpoint that acts
 /// on JSON (sign in, send codes, start flows, change the profile).
-@Suite("Security: JSON endpoints require a JSON Content-Type (L6)")
+@Suite("Security: JSON endpoints require a JSON Content-Type")
 struct JSONContentTypeTests {
     /// The two "simple" shapes a cross-site page can send: `text/plain`, and no type at all.
     static let crossSiteTypes: [String?] = ["text/plain", nil]

@@ -2,9 +2,9 @@ import Foundation
 @testable import LatchkeyServer
 import Testing
 
-/// M6 of the security review, replayed over HTTP: the application's type and attestation policy hold on every
+/// Replayed over HTTP: the application's type and attestation policy hold on every
 /// native sign-in endpoint, not only on flow initiation.
-@Suite("Security: reachFive endpoints obey the application's type and attestation policy (M6)")
+@Suite("Security: reachFive endpoints obey the application's type and attestation policy")
 struct NativeSignInPolicyTests {
     struct FixedVerifier: AttestationVerifier {
         func verify(_ token: String, applicationId: String) -> Bool { token == "genuine-app-\(applicationId)" }

@@ -3,10 +3,10 @@ import HummingbirdOTP
 @testable import LatchkeyServer
 import Testing
 
-/// H3: one-time codes cannot be brute-forced by starting over. Wrong codes are counted per account across resends,
+/// One-time codes cannot be brute-forced by starting over. Wrong codes are counted per account across resends,
 /// flow executions and step-up challenges; recovery (which needs no credentials) has its own account budget and a
 /// limit on emails. Every step goes over loopback HTTP as an attacker's script would send it.
-@Suite("Security: one-time code budgets per account (H3)")
+@Suite("Security: one-time code budgets per account")
 struct OneTimeCodeBudgetTests {
     static let password = "compiler pioneer"
 

@@ -5,8 +5,8 @@ import NIOCore
 import NIOPosix
 import Testing
 
-/// L12 (idle connections, the published demo password, HSTS) and L1 (who may self-register by default).
-@Suite("Security: operations hardening (L12) and default registration (L1)")
+/// Idle connections, the published demo password, HSTS, and who may self-register by default.
+@Suite("Security: operations hardening and default registration")
 struct OperationsHardeningTests {
     @Test func demoUserIsNotSeededOnAPublicIssuer() async throws {
         let refused = await DevelopmentModeTests.refusal { config in

@@ -5,7 +5,7 @@ import LatchkeyJOSE
 import Testing
 import X509
 
-/// L7: `webauthn.attestation: required` makes the trust anchors decide which authenticators may register (`none`,
+/// `webauthn.attestation: required` makes the trust anchors decide which authenticators may register (`none`,
 /// self attestation and foreign chains refused), and an application with `require_mfa` accepts a passkey only with
 /// user verification, which then counts as multi-factor in `amr`.
 @Suite("Passkeys: attestation required mode; user verification for require_mfa applications")

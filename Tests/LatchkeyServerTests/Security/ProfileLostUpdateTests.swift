@@ -2,7 +2,7 @@ import Foundation
 @testable import LatchkeyServer
 import Testing
 
-/// M3: a profile write made from a copy of the account read before a password change or a disable must not write
+/// A profile write made from a copy of the account read before a password change or a disable must not write
 /// the old password hash or `disabled = 0` back. Profile writes touch only the profile, are conditional on the
 /// version they read, and are skipped when nothing changed.
 @Suite("Security: stale profile writes cannot undo a password change or a disable")

@@ -4,7 +4,7 @@ import LatchkeyJOSE
 @testable import LatchkeyServer
 import Testing
 
-/// H2: a bearer access token whose sign-in is old (a leaked token) cannot change the username or email, nor add or
+/// A bearer access token whose sign-in is old (a leaked token) cannot change the username or email, nor add or
 /// remove a passkey, through any dialect; the answer says why (RFC 9470 `insufficient_user_authentication`, `max_age`)
 /// so the app can send the user through a fresh sign-in, after which the same change works.
 @Suite("Security: identifier and passkey changes need a recent sign-in")

@@ -2,10 +2,10 @@ import Foundation
 @testable import LatchkeyServer
 import Testing
 
-/// Review 2, N10 and N12: the codes that are all a recovery or an address verification asks for are long (ten
+/// The codes that are all a recovery or an address verification asks for are long (ten
 /// characters of Crockford's base32), wrong recovery codes have a budget all accounts share (an alarm against
 /// guessing spread over many accounts and addresses), and wrong verification codes are counted per target address.
-@Suite("Security: recovery and verification codes (review 2, N10, N12)")
+@Suite("Security: recovery and verification codes")
 struct RecoveryCodeTests {
     /// Starts a recovery for `identifier` and returns the driver and the code mailed for it.
     func recovery(_ server: TestServer, _ identifier: String) async throws -> (FlowDriver, String) {
@@ -75,7 +75,7 @@ struct RecoveryCodeTests {
         #expect(accepted.flowStatus == "INCOMPLETE" && accepted.flowErrorCode == nil, "\(accepted.text)")
     }
 
-    @Test("N12: wrong verification codes count per target address, whichever account asked to move there")
+    @Test("wrong verification codes count per target address, whichever account asked to move there")
     func verificationGuessesPerTargetAddress() async throws {
         let server = try await TestServer.start { $0.loginPolicy.maxCodeFailuresPerAccount = 6 }
         defer { Task { await server.stop() } }

@@ -2,7 +2,7 @@ import Foundation
 @testable import LatchkeyServer
 import Testing
 
-/// M10: bounded bcrypt (a full queue is refused at once), per-address limits on registrations, flow starts and
+/// Bounded bcrypt (a full queue is refused at once), per-address limits on registrations, flow starts and
 /// authorization requests, and pruning of expired rows.
 @Suite("Resource limits: bcrypt queue, start and registration throttles, pruning")
 struct ResourceLimitTests {

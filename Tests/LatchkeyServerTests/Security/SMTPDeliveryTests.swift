@@ -13,7 +13,7 @@ final class FakeRelay: Sendable {
         var silent = false
         var rcptReply = "250 OK"
         var authMechanisms = "LOGIN"
-        /// Offers STARTTLS and answers it like an on-path attacker (N2): `220` followed, in the same write, by
+        /// Offers STARTTLS and answers it like an on-path attacker: `220` followed, in the same write, by
         /// plaintext replies to every command the client would send after the handshake.
         var injectAfterStartTLS = false
     }
@@ -126,7 +126,7 @@ final class FakeRelay: Sendable {
     }
 }
 
-@Suite("Security: SMTP delivery (C1)")
+@Suite("Security: SMTP delivery")
 struct SMTPDeliveryTests {
     /// `timeout`: the SMTP dialogue's, generous (no test here is about it): on a saturated machine a greeting may well
     /// take longer than the 20 s this once was (seen once under a concurrent build).
@@ -261,7 +261,7 @@ struct SMTPDeliveryTests {
         #expect(outbox.status == 404 && !outbox.text.contains(code))
     }
 
-    /// N2: replies a man in the middle slips in after `220` to STARTTLS, before the handshake, are not taken as the
+    /// Replies a man in the middle slips in after `220` to STARTTLS, before the handshake, are not taken as the
     /// answers of the TLS side (RFC 3207 §4.2): the dialogue stops at STARTTLS and the message stays queued.
     @Test func repliesInjectedBeforeTheTLSHandshakeAreRefused() async throws {
         let relay = try await FakeRelay(.init(injectAfterStartTLS: true))

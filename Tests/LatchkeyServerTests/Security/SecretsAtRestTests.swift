@@ -6,10 +6,10 @@ import LatchkeyJOSE
 import Logging
 import Testing
 
-/// M8: a copy of the database (a backup, a stray file, another local user) yields no signing key, no TOTP secret, no
+/// A copy of the database (a backup, a stray file, another local user) yields no signing key, no TOTP secret, no
 /// step-up token and no reversible one-time code digest; its files are private; and a wrong key-encryption key is a
 /// clear start-up error rather than garbage at the first sign-in.
-@Suite("Security: secrets at rest (M8)")
+@Suite("Security: secrets at rest")
 struct SecretsAtRestTests {
     /// Every byte SQLite keeps for the database: the file, its write-ahead log and shared memory.
     static func databaseBytes(_ path: String) -> Data {

@@ -3,9 +3,9 @@ import Latchkey
 @testable import LatchkeyServer
 import Testing
 
-/// M2 and L5 of the security review, replayed over HTTP: a password change or reset and a logout end the other
+/// Replayed over HTTP: a password change or reset and a logout end the other
 /// sessions and their token families; a refresh token without `offline_access` lives no longer than its session.
-@Suite("Security: credential changes and logout revoke; refresh bounded by the session (M2, L5)")
+@Suite("Security: credential changes and logout revoke; refresh bounded by the session")
 struct SessionRevocationTests {
     @Test("a password change ends the attacker's session and refresh family, and keeps the changer's own")
     func passwordChangeEvictsOtherSessions() async throws {
@@ -112,7 +112,7 @@ struct SessionRevocationTests {
                 "the session is over, in the browser that holds its cookie too")
     }
 
-    @Test("N3: a leaked ID token without the session's cookie signs nobody out while the session holds live tokens")
+    @Test("a leaked ID token without the session's cookie signs nobody out while the session holds live tokens")
     func leakedIDTokenEndsNothing() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
@@ -157,7 +157,7 @@ struct SessionRevocationTests {
         #expect(offline.status == 200, "\(offline.text)")
     }
 
-    @Test("L5: the code's redemption creates and attaches its family in one step, bound to the session")
+    @Test("the code's redemption creates and attaches its family in one step, bound to the session")
     func codeRedemptionAttachesTheFamilyAtomically() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }

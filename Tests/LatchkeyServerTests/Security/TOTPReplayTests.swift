@@ -3,9 +3,9 @@ import HummingbirdOTP
 @testable import LatchkeyServer
 import Testing
 
-/// L4: a TOTP code is accepted once (RFC 6238 §5.2). Someone who watched a code being typed (or replays a captured
+/// A TOTP code is accepted once (RFC 6238 §5.2). Someone who watched a code being typed (or replays a captured
 /// request) within its ±30 s window cannot use it again, in flows or in step-up.
-@Suite("Security: TOTP codes are single use (L4)")
+@Suite("Security: TOTP codes are single use")
 struct TOTPReplayTests {
     static let password = "correct horse battery staple"
 

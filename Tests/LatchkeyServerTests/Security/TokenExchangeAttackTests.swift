@@ -4,10 +4,10 @@ import LatchkeyJOSE
 @testable import LatchkeyServer
 import Testing
 
-/// C3 of the security review, replayed over HTTP: token exchange must accept only explicitly typed subject tokens
+/// Replayed over HTTP: token exchange must accept only explicitly typed subject tokens
 /// (a live access token with an audience the client may use, or the flow assertion), never a login ticket, a step-up
 /// token or an ID token, and what it mints must stay inside the subject's scope, family and session.
-@Suite("Security: token exchange takes only typed subject tokens (C3, L3)")
+@Suite("Security: token exchange takes only typed subject tokens")
 struct TokenExchangeAttackTests {
     static let exchangeGrant = "urn:ietf:params:oauth:grant-type:token-exchange"
     static let jwtType = "urn:ietf:params:oauth:token-type:jwt"
@@ -143,7 +143,7 @@ struct TokenExchangeAttackTests {
         #expect(try await server.refresh(try #require(tokens.refreshToken)).status == 400, "and the session's refresh token")
     }
 
-    @Test("L3: a disabled user's tokens are inactive at introspection and cannot be exchanged")
+    @Test("a disabled user's tokens are inactive at introspection and cannot be exchanged")
     func disabledUsersTokensAreDead() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }

@@ -661,7 +661,7 @@ struct StoreContractTests {
         }
     }
 
-    @Test("N7: an id one instance consumed stays consumed for another whose clock runs minutes behind, whatever the one ahead prunes",
+    @Test("an id one instance consumed stays consumed for another whose clock runs minutes behind, whatever the one ahead prunes",
           arguments: StoreKind.available)
     func consumedIdsOutliveTheClocksOfInstances(_ kind: StoreKind) async throws {
         try await kind.withStores(2) { stores async throws in
@@ -786,7 +786,7 @@ struct StoreContractTests {
             let request = Make.pushedRequest(expiresAt: at(60))
             try await store.insertPushedRequest(request)
             #expect(try await store.takePushedRequest(uriHash: request.uriHash, clientId: request.clientId + "-other", now: at(1)) == nil,
-                    "another client's take finds nothing, and leaves the request in place (review 2, N11)")
+                    "another client's take finds nothing, and leaves the request in place")
             #expect(try await store.takePushedRequest(uriHash: request.uriHash, clientId: request.clientId, now: at(1)) == request)
             #expect(try await store.takePushedRequest(uriHash: request.uriHash, clientId: request.clientId, now: at(2)) == nil, "a request_uri is used once")
             #expect(try await store.takePushedRequest(uriHash: Make.bytes(), clientId: request.clientId, now: at(2)) == nil)

@@ -166,7 +166,7 @@ enum PostgresSchema {
             "CREATE INDEX address_events_key ON address_events (bucket, address, at)",
             "CREATE INDEX address_events_at ON address_events (at)",
         ]),
-        // Review 2, N8: pruning consumed ids by expiry reads an index, not the whole table.
+        // Pruning consumed ids by expiry reads an index, not the whole table.
         Migration(version: 2, name: "consumed-ids-expiry-index", statements: [
             "CREATE INDEX consumed_token_ids_expires ON consumed_token_ids (expires_at)",
         ]),

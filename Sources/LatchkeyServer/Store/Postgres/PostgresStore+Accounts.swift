@@ -10,7 +10,7 @@ extension PostgresStore {
         let t = updatedAt.epoch
         do {
             return try await transaction { connection -> Bool in
-                // Usernames and emails name accounts in one space (M4). The directory checks that before writing; checked
+                // Usernames and emails name accounts in one space. The directory checks that before writing; checked
                 // again here under the lock every account write takes, two concurrent changes (in any instance) cannot
                 // both pass it (a username that is someone's email, or the reverse). SQLite got this from its single
                 // writer; in PostgreSQL the checks read rows another transaction may be about to write.

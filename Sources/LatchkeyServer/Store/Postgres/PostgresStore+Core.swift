@@ -24,7 +24,7 @@ extension PostgresStore {
         }
     }
 
-    /// The one-namespace rule (M4) for a new account, checked under the accounts lock: its username may not be another
+    /// The one-namespace rule for a new account, checked under the accounts lock: its username may not be another
     /// account's email (sign-in by that name would be ambiguous). Its email *may* be another account's username: Sign in
     /// with Apple creates `apple.<sub>` with the Apple address as email when someone registered that address as a name.
     func checkAccountNamespace(username: String, on connection: PostgresConnection) async throws {

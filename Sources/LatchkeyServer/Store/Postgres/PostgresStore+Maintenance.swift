@@ -19,7 +19,7 @@ extension PostgresStore {
                OR family_id IN (SELECT id FROM token_families WHERE revoked_at IS NOT NULL)
             """,
             "DELETE FROM sessions WHERE expires_at < \(t) OR ended_at IS NOT NULL",
-            // By the database's clock, which every instance shares, with the skew margin (review 2, N7).
+            // By the database's clock, which every instance shares, with the skew margin.
             "DELETE FROM consumed_token_ids WHERE expires_at < extract(epoch FROM now()) - \(SingleUseRetention.skewMargin)",
             "DELETE FROM pushed_requests WHERE expires_at < \(t)",
             "DELETE FROM device_authorizations WHERE expires_at < \(t)",

@@ -19,7 +19,7 @@ extension SQLiteStore {
             if try String.fetchOne(db, sql: "SELECT id FROM users WHERE username = ? AND id <> ?", arguments: [username, userId]) != nil {
                 throw StoreError.conflict("username")
             }
-            // Usernames and emails name accounts in one space (M4). The directory checks that before writing; checked again
+            // Usernames and emails name accounts in one space. The directory checks that before writing; checked again
             // inside the write, two concurrent changes cannot both pass it (a username that is someone's email, or the
             // reverse).
             if try String.fetchOne(db, sql: "SELECT id FROM users WHERE id <> ? AND json_extract(claims, '$.email') = ? COLLATE NOCASE",

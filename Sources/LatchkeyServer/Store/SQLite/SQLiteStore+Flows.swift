@@ -23,7 +23,7 @@ extension SQLiteStore {
             """)
     }
 
-    /// Pruning consumed ids by expiry reads an index, not the whole table (review 2, N8).
+    /// Pruning consumed ids by expiry reads an index, not the whole table.
     static func migrateConsumedIdsExpiryIndex(_ db: Database) throws {
         try db.execute(sql: "CREATE INDEX consumed_token_ids_expires ON consumed_token_ids (expires_at)")
     }

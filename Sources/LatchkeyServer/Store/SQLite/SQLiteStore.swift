@@ -123,7 +123,7 @@ public final class SQLiteStore: Store {
     }
 
     /// A new account's username, inside its write: taken (the unique index would refuse it too, but as a driver error;
-    /// the store's contract is `StoreError.conflict`), or another account's email — the one-namespace rule (M4): sign-in
+    /// the store's contract is `StoreError.conflict`), or another account's email — the one-namespace rule: sign-in
     /// by that name would be ambiguous. Its email *may* be another account's username: Sign in with Apple creates
     /// `apple.<sub>` with the Apple address as email when someone registered that address as a name.
     static func checkAccountNamespace(_ db: Database, username: String) throws {
