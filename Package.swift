@@ -3,7 +3,7 @@ import PackageDescription
 
 // Strict concurrency is the Swift 6 language mode default; these keep the code honest about imports and existentials.
 let swiftSettings: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("ExistentialAny")
 ]
 
 let package = Package(
@@ -17,7 +17,7 @@ let package = Package(
         .executable(name: "latchkey", targets: ["LatchkeyCLI"]),
         .executable(name: "latchkey-bench", targets: ["LatchkeyBenchmarks"]),
         // Fuzzing harness (Tests/fuzz/README.md): replays inputs when built normally; scripts/fuzz.sh builds it for libFuzzer.
-        .executable(name: "latchkey-fuzz", targets: ["LatchkeyFuzz"]),
+        .executable(name: "latchkey-fuzz", targets: ["LatchkeyFuzz"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
@@ -40,7 +40,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.34.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         // `swift package generate-documentation`: the DocC catalogs of Latchkey, LatchkeyApple and LatchkeySwiftUI.
-        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")
     ],
     targets: [
         // JOSE (JWS/JWK/base64url) shared by the SDK (ID-token verification) and the server (signing).
@@ -48,15 +48,16 @@ let package = Package(
             name: "LatchkeyJOSE",
             dependencies: [
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto")
             ],
             swiftSettings: swiftSettings
         ),
         // Linux only: the subset of AuthenticationServices and Security the SDK's Apple code uses, declared name for
         // name from Apple's documentation and scriptable by tests (ARCHITECTURE §7). An Apple build never links it
         // (the conditions below) and its sources are empty where AuthenticationServices exists.
-        .target(name: "AppleFrameworkStandIns", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
-                swiftSettings: swiftSettings),
+        .target(
+            name: "AppleFrameworkStandIns", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings),
         // The SDK core: runs everywhere (Foundation + swift-crypto only; the stand-ins on Linux for the Apple types
         // its seed requests carry).
         .target(
@@ -65,7 +66,7 @@ let package = Package(
                 "LatchkeyJOSE",
                 .target(name: "AppleFrameworkStandIns", condition: .when(platforms: [.linux])),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log")
             ],
             swiftSettings: swiftSettings
         ),
@@ -75,7 +76,7 @@ let package = Package(
             dependencies: [
                 "Latchkey",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .target(name: "AppleFrameworkStandIns", condition: .when(platforms: [.linux])),
+                .target(name: "AppleFrameworkStandIns", condition: .when(platforms: [.linux]))
             ],
             swiftSettings: swiftSettings
         ),
@@ -110,7 +111,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras")
             ],
             swiftSettings: swiftSettings
         ),
@@ -121,15 +122,17 @@ let package = Package(
                 "LatchkeySwiftUI",
                 "LatchkeyServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log")
             ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "LatchkeyBenchmarks",
-            dependencies: ["Latchkey", "LatchkeyJOSE", "LatchkeyServer", .product(name: "Crypto", package: "swift-crypto"),
-                           .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
-                           .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")],
+            dependencies: [
+                "Latchkey", "LatchkeyJOSE", "LatchkeyServer", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -137,7 +140,7 @@ let package = Package(
             dependencies: [
                 "Latchkey", "LatchkeyJOSE", "LatchkeyServer",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log")
             ],
             swiftSettings: swiftSettings
         ),
@@ -162,10 +165,10 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio")
             ],
             swiftSettings: swiftSettings
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

@@ -21,6 +21,10 @@ python3 -c "import django, oauth2_provider" 2>/dev/null || { echo "==> installin
 # The API description's checkers (test_openapi.py), pinned: a new schemathesis release may add checks.
 python3 -c "import openapi_spec_validator, schemathesis" 2>/dev/null || { echo "==> installing openapi-spec-validator schemathesis"; python3 -m pip install -q openapi-spec-validator==0.9.0 schemathesis==4.32.5; }
 
+echo "==> formatting (swift-format, the toolchain's, with .swift-format: 4 spaces, 150 columns, layout only)"
+# Fix with: swift format format --in-place --recursive --parallel Sources Tests Examples Package.swift
+swift format lint --strict --recursive --parallel Sources Tests Examples Package.swift
+
 echo "==> the Apple-side modules and the example app against a real iOS SDK (scripts/ios-typecheck.sh)"
 # Runs where an extracted SDK is configured (LATCHKEY_IOS_SDK, or /tmp/ios-sdk/iPhoneOS17.4.sdk) and says in one line
 # that it skipped otherwise; errors or warnings fail the run.

@@ -21,7 +21,7 @@ struct Benchmarks {
             ("refresh", { try await ServerBenchmarks.refreshOnly() }),
             ("webauthn", { try await WebAuthnBenchmarks.run() }),
             ("passkey", { try await PasskeyBenchmarks.run() }),
-            ("scale", { try await ScaleBenchmarks.run() }),
+            ("scale", { try await ScaleBenchmarks.run() })
         ]
         let asked = Set(CommandLine.arguments.dropFirst())
         if let unknown = asked.first(where: { name in !groups.contains { $0.name == name } }) {
@@ -65,20 +65,24 @@ struct Benchmarks {
     /// `report` of a `paired` measurement (the ratio is the median of the rounds', not the quotient of the medians).
     static func report(_ name: String, paired result: (Double, Double, ratio: Double), baseline name2: String) {
         func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : s + String(repeating: " ", count: n - s.count) }
-        print("  " + pad(name, 34) + String(format: "%9.0f/s", result.0) + "   vs " + pad(name2, 22)
-              + String(format: "%9.0f/s   ratio %.2f (median of 5 alternating rounds)", result.1, result.ratio))
+        print(
+            "  " + pad(name, 34) + String(format: "%9.0f/s", result.0) + "   vs " + pad(name2, 22)
+                + String(format: "%9.0f/s   ratio %.2f (median of 5 alternating rounds)", result.1, result.ratio))
     }
 
     static func report(_ name: String, _ measured: Double, baseline name2: String, _ base: Double) {
         func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : s + String(repeating: " ", count: n - s.count) }
-        print("  " + pad(name, 34) + String(format: "%9.0f/s", measured) + "   vs " + pad(name2, 22)
-              + String(format: "%9.0f/s   ratio %.2f", base, measured / base))
+        print(
+            "  " + pad(name, 34) + String(format: "%9.0f/s", measured) + "   vs " + pad(name2, 22)
+                + String(format: "%9.0f/s   ratio %.2f", base, measured / base))
     }
 
     static func jose() async throws {
         print("JOSE (sign/verify of a 300-byte ID token vs the bare signature primitive)")
-        struct Claims: Codable { var iss = "http://localhost:8090"; var sub = UUID().uuidString; var aud = "latchkey-demo"
-            var exp = 2_000_000_000; var iat = 1_700_000_000; var nonce = "n-0S6_PzA3Ze"; var email = "demo@example.com"; var name = "Demo User" }
+        struct Claims: Codable {
+            var iss = "http://localhost:8090"; var sub = UUID().uuidString; var aud = "latchkey-demo"
+            var exp = 2_000_000_000; var iat = 1_700_000_000; var nonce = "n-0S6_PzA3Ze"; var email = "demo@example.com"; var name = "Demo User"
+        }
         for alg in [JWSAlgorithm.es256, .rs256] {
             let key = try SigningKey.generate(alg)
             let set = JWKSet(keys: [try key.publicJWK()])
@@ -86,13 +90,19 @@ struct Benchmarks {
             let input = Data(token.split(separator: ".").prefix(2).joined(separator: ".").utf8)
             let signature = try key.sign(input)
             let jwk = try key.publicJWK()
-            report("\(alg.rawValue) JWS sign (encode+sign)", paired: try await paired({ _ = try key.sign(claims: Claims()) },
-                                                                       baseline: { _ = try key.sign(input) }),
-                   baseline: "raw \(alg.rawValue) signature")
+            report(
+                "\(alg.rawValue) JWS sign (encode+sign)",
+                paired: try await paired(
+                    { _ = try key.sign(claims: Claims()) },
+                    baseline: { _ = try key.sign(input) }),
+                baseline: "raw \(alg.rawValue) signature")
             let prepared = try PreparedKey(jwk)  // the bare primitive: the library's key built once
-            report("\(alg.rawValue) JWS parse+verify", paired: try await paired({ try CompactJWS(parsing: token).verify(with: set) },
-                                                                  baseline: { _ = try prepared.verify(signature: signature, for: input, algorithm: alg) }),
-                   baseline: "raw \(alg.rawValue) verify")
+            report(
+                "\(alg.rawValue) JWS parse+verify",
+                paired: try await paired(
+                    { try CompactJWS(parsing: token).verify(with: set) },
+                    baseline: { _ = try prepared.verify(signature: signature, for: input, algorithm: alg) }),
+                baseline: "raw \(alg.rawValue) verify")
         }
     }
 }

@@ -42,26 +42,36 @@ enum PasskeyBenchmarks {
 
         // One account with a passkey, made through the endpoints.
         let authenticator = SoftwareAuthenticator()
-        let options = try await send("/identity/v1/webauthn/signup-options", .object([
-            "client_id": .string("latchkey-demo"), "origin": .string(origin),
-            "profile": .object(["email": .string("bench@example.com")])]))
+        let options = try await send(
+            "/identity/v1/webauthn/signup-options",
+            .object([
+                "client_id": .string("latchkey-demo"), "origin": .string(origin),
+                "profile": .object(["email": .string("bench@example.com")])
+            ]))
         let creation = try RegistrationOptions(json: options)
         let credential = try await authenticator.createCredential(for: creation.options, origin: origin)
-        _ = try await send("/identity/v1/webauthn/signup", .object([
-            "webauthn_id": .string(creation.options.user.encodedId), "public_key_credential": credential.reachFiveJSON]))
+        _ = try await send(
+            "/identity/v1/webauthn/signup",
+            .object([
+                "webauthn_id": .string(creation.options.user.encodedId), "public_key_credential": credential.reachFiveJSON
+            ]))
 
         let health = try await timed(200) { _ = try await send("/health") }
         let passkey = try await timed(100) {
-            let raw = try await send("/identity/v1/webauthn/authentication-options",
-                                     .object(["client_id": .string("latchkey-demo"), "origin": .string(origin)]))
+            let raw = try await send(
+                "/identity/v1/webauthn/authentication-options",
+                .object(["client_id": .string("latchkey-demo"), "origin": .string(origin)]))
             let request = try PublicKeyCredentialRequestOptions(json: raw, style: .reachFive)
             let assertion = try await authenticator.getAssertion(for: request, origin: origin)
             _ = try await send("/identity/v1/webauthn/authentication", assertion.reachFiveJSON)
         }
         let password = try await timed(10) {
-            _ = try await send("/identity/v1/password/login", .object([
-                "email": .string(DevelopmentDefaults.demoUsername), "password": .string(DevelopmentDefaults.demoPassword),
-                "client_id": .string("latchkey-demo")]))
+            _ = try await send(
+                "/identity/v1/password/login",
+                .object([
+                    "email": .string(DevelopmentDefaults.demoUsername), "password": .string(DevelopmentDefaults.demoPassword),
+                    "client_id": .string("latchkey-demo")
+                ]))
         }
         Benchmarks.report("passkey sign-in (2 requests)", passkey, baseline: "GET /health", health)
         Benchmarks.report("password sign-in (bcrypt 12)", password, baseline: "GET /health", health)

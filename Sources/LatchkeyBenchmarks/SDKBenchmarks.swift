@@ -40,10 +40,11 @@ enum SDKBenchmarks {
         let claims: [String: JSONValue] = [
             "iss": .string("https://id.example.com"), "sub": .string("u1"), "aud": .string("app"), "azp": .string("app"),
             "exp": .number(now.timeIntervalSince1970 + 3600), "iat": .number(now.timeIntervalSince1970), "nonce": .string("n"),
-            "at_hash": .string(Base64URL.encode(Data(SHA256.hash(data: Data(access.utf8))).prefix(16))),
+            "at_hash": .string(Base64URL.encode(Data(SHA256.hash(data: Data(access.utf8))).prefix(16)))
         ]
         let token = try key.sign(claims: claims)
-        let validator = IDTokenValidator(jwks: JWKSCache(url: URL(fileURLWithPath: "/jwks"), http: FixedJWKS(body: try JSONEncoder().encode(JWKSet(keys: [try key.publicJWK()])))))
+        let validator = IDTokenValidator(
+            jwks: JWKSCache(url: URL(fileURLWithPath: "/jwks"), http: FixedJWKS(body: try JSONEncoder().encode(JWKSet(keys: [try key.publicJWK()])))))
         let expectations = IDTokenValidator.Expectations(issuer: "https://id.example.com", clientId: "app", nonce: "n", accessToken: access, now: now)
         _ = try await validator.validate(token, expectations)
         let parts = token.split(separator: ".")
@@ -52,17 +53,19 @@ enum SDKBenchmarks {
         let jwk = try key.publicJWK()
 
         let prepared = try PreparedKey(jwk)  // the bare primitive: the library's key built once
-        Benchmarks.report("ID-token validation (RS256, all claims)",
-                          paired: try await Benchmarks.paired({ _ = try await validator.validate(token, expectations) },
-                                                              baseline: { _ = try prepared.verify(signature: signature, for: input, algorithm: .rs256) }),
-                          baseline: "raw RS256 verify")
+        Benchmarks.report(
+            "ID-token validation (RS256, all claims)",
+            paired: try await Benchmarks.paired(
+                { _ = try await validator.validate(token, expectations) },
+                baseline: { _ = try prepared.verify(signature: signature, for: input, algorithm: .rs256) }),
+            baseline: "raw RS256 verify")
         // Where the rest goes, step by step (context for the ratio, not a measured claim of its own).
         let jws = try CompactJWS(parsing: token)
         let jwks = validator.jwks
         let steps: [(String, () async throws -> Void)] = [
             ("parse (3 segments, header JSON)", { _ = try CompactJWS(parsing: token) }),
             ("verify through the JWKS cache", { try await jwks.verify(jws) }),
-            ("claims JSON", { _ = try jws.claimsObject() }),
+            ("claims JSON", { _ = try jws.claimsObject() })
         ]
         var figures: [String] = []
         for (name, step) in steps { figures.append(String(format: "%@ %.2f µs", name, 1e6 / (try await asyncRate(Benchmarks.seconds / 3, step)))) }
@@ -83,9 +86,12 @@ enum SDKBenchmarks {
         let client = LatchkeyClient(http: http)
         try await client.initialize(config: LatchkeyConfig(baseUrl: server.issuer, clientId: "latchkey-demo"), storage: storage)
         let bare = Bare(first.accessToken)
-        Benchmarks.report("getAccessToken (valid token)", paired: try await Benchmarks.paired({ _ = try await client.getAccessToken() },
-                                                                                       baseline: { _ = await bare.get() }),
-                          baseline: "bare actor call")
+        Benchmarks.report(
+            "getAccessToken (valid token)",
+            paired: try await Benchmarks.paired(
+                { _ = try await client.getAccessToken() },
+                baseline: { _ = await bare.get() }),
+            baseline: "bare actor call")
 
         // One refresh round trip, then 10,000 concurrent callers on an expired token.
         let tokenURL = URL(string: server.issuer + "/oauth2/token") ?? URL(fileURLWithPath: "/")
@@ -94,7 +100,8 @@ enum SDKBenchmarks {
         var trips: [Double] = []
         for _ in 0..<21 {
             let start = DispatchTime.now().uptimeNanoseconds
-            let answer = try await http.inner.send(.form(tokenURL, [("grant_type", "refresh_token"), ("refresh_token", chained), ("client_id", "latchkey-demo")]))
+            let answer = try await http.inner.send(
+                .form(tokenURL, [("grant_type", "refresh_token"), ("refresh_token", chained), ("client_id", "latchkey-demo")]))
             trips.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
             chained = try JSONDecoder().decode(TokenResponse.self, from: answer.body).refreshToken ?? ""
         }
@@ -125,7 +132,9 @@ enum SDKBenchmarks {
         // its child list (removeChildTask walks it), which measured the harness rather than the SDK. Each caller
         // times its own call: "served within" is the longest any caller waited, from its call to its token; the
         // wall time also holds starting and awaiting 10,000 tasks on two cores, which the bare run shows alone.
-        func concurrently(_ body: @escaping @Sendable () async throws -> String) async throws -> (distinct: Set<String>, wall: Double, longest: Double, median: Double) {
+        func concurrently(_ body: @escaping @Sendable () async throws -> String) async throws -> (
+            distinct: Set<String>, wall: Double, longest: Double, median: Double
+        ) {
             let t0 = DispatchTime.now().uptimeNanoseconds
             let tasks = (0..<n).map { _ in
                 Task { () async throws -> (String, UInt64) in
@@ -148,12 +157,20 @@ enum SDKBenchmarks {
         let all = try await concurrently { try await fresh.getAccessToken() }
         let refreshRequests = http.refreshes - before
         let harness = try await concurrently { await bare.get() }
-        print(String(format: "  one getAccessToken on an expired token (a new client: refresh, metadata, keys): %.1f ms; the bare refresh round trip: %.1f ms",
-                     single, roundTrip))
-        print(String(format: "  %d concurrent getAccessToken on an expired token (a new client): %d refresh request(s), %d distinct token(s); every caller served within %.1f ms (median %.2f ms) = %.2f× one caller, %.2f× the bare round trip",
-                     n, refreshRequests, all.distinct.count, all.longest, all.median, all.longest / single, all.longest / roundTrip))
-        print(String(format: "  wall time for the %d tasks: %.1f ms; the same %d tasks on a bare actor call: %.1f ms (longest call %.2f ms)",
-                     n, all.wall, n, harness.wall, harness.longest))
+        print(
+            String(
+                format:
+                    "  one getAccessToken on an expired token (a new client: refresh, metadata, keys): %.1f ms; the bare refresh round trip: %.1f ms",
+                single, roundTrip))
+        print(
+            String(
+                format:
+                    "  %d concurrent getAccessToken on an expired token (a new client): %d refresh request(s), %d distinct token(s); every caller served within %.1f ms (median %.2f ms) = %.2f× one caller, %.2f× the bare round trip",
+                n, refreshRequests, all.distinct.count, all.longest, all.median, all.longest / single, all.longest / roundTrip))
+        print(
+            String(
+                format: "  wall time for the %d tasks: %.1f ms; the same %d tasks on a bare actor call: %.1f ms (longest call %.2f ms)",
+                n, all.wall, n, harness.wall, harness.longest))
         // Not a figure but the property the figure is about: a run that breaks it fails (scripts/test.sh runs it).
         guard refreshRequests == 1, all.distinct.count == 1 else {
             throw BenchError("single-flight refresh broken: \(refreshRequests) refresh requests, \(all.distinct.count) distinct tokens")
@@ -170,9 +187,11 @@ enum SDKBenchmarks {
     static func signInKeepingSession(server: IdentityServer, http: URLSessionHTTPClient) async throws -> (tokens: TokenSet, cookie: String) {
         let pkce = PKCEPair()
         let redirect = "http://127.0.0.1:9/callback"
-        let query = FormCoding.encode([("response_type", "code"), ("client_id", "latchkey-demo"), ("redirect_uri", redirect),
-                                       ("scope", "openid offline_access"), ("state", "s"), ("nonce", "n"),
-                                       ("code_challenge", pkce.challenge), ("code_challenge_method", "S256")])
+        let query = FormCoding.encode([
+            ("response_type", "code"), ("client_id", "latchkey-demo"), ("redirect_uri", redirect),
+            ("scope", "openid offline_access"), ("state", "s"), ("nonce", "n"),
+            ("code_challenge", pkce.challenge), ("code_challenge_method", "S256")
+        ])
         guard let authorize = URL(string: server.issuer + "/oauth2/authorize?" + query) else { throw BenchError("url") }
         let toLogin = try await http.send(HTTPRequest(url: authorize))
         guard let loginPath = toLogin.location, let loginURL = URL(string: server.issuer + loginPath) else { throw BenchError("no login page") }
@@ -186,20 +205,35 @@ enum SDKBenchmarks {
         // The CSRF cookie as the page set it (the form's token is derived from it and the login request, not equal to it).
         let csrfCookie = page.headers.first { $0.key.lowercased() == "set-cookie" }?.value.split(separator: ";").first.map(String.init) ?? ""
         guard let postURL = URL(string: server.issuer + "/login") else { throw BenchError("url") }
-        let done = try await http.send(.form(postURL, [("request", field("request")), ("csrf", csrf), ("username", DevelopmentDefaults.demoUsername),
-                                                       ("password", DevelopmentDefaults.demoPassword)], headers: ["Cookie": csrfCookie]))
+        let done = try await http.send(
+            .form(
+                postURL,
+                [
+                    ("request", field("request")), ("csrf", csrf), ("username", DevelopmentDefaults.demoUsername),
+                    ("password", DevelopmentDefaults.demoPassword)
+                ], headers: ["Cookie": csrfCookie]))
         guard let callback = done.location.flatMap(URLComponents.init(string:)),
-              let code = callback.queryItems?.first(where: { $0.name == "code" })?.value,
-              let tokenURL = URL(string: server.issuer + "/oauth2/token") else { throw BenchError("sign-in failed (\(done.status))") }
-        let response = try await http.send(.form(tokenURL, [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirect),
-                                                             ("client_id", "latchkey-demo"), ("code_verifier", pkce.verifier)]))
+            let code = callback.queryItems?.first(where: { $0.name == "code" })?.value,
+            let tokenURL = URL(string: server.issuer + "/oauth2/token")
+        else { throw BenchError("sign-in failed (\(done.status))") }
+        let response = try await http.send(
+            .form(
+                tokenURL,
+                [
+                    ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirect),
+                    ("client_id", "latchkey-demo"), ("code_verifier", pkce.verifier)
+                ]))
         let t = try JSONDecoder().decode(TokenResponse.self, from: response.body)
         let setCookie = done.headers.first { $0.key.lowercased() == "set-cookie" }?.value ?? ""
-        let session = setCookie.range(of: "lk_session=").map { range in
-            "lk_session=" + setCookie[range.upperBound...].prefix { $0 != ";" && $0 != "," }
-        } ?? ""
-        return (TokenSet(accessToken: t.accessToken, refreshToken: t.refreshToken, idToken: t.idToken, tokenType: "Bearer",
-                        expiresAt: Date().addingTimeInterval(TimeInterval(t.expiresIn ?? 3600)), scope: t.scope, nonce: "n"), session)
+        let session =
+            setCookie.range(of: "lk_session=").map { range in
+                "lk_session=" + setCookie[range.upperBound...].prefix { $0 != ";" && $0 != "," }
+            } ?? ""
+        return (
+            TokenSet(
+                accessToken: t.accessToken, refreshToken: t.refreshToken, idToken: t.idToken, tokenType: "Bearer",
+                expiresAt: Date().addingTimeInterval(TimeInterval(t.expiresIn ?? 3600)), scope: t.scope, nonce: "n"), session
+        )
     }
 
     static func asyncRate(_ seconds: Double = Benchmarks.seconds, _ body: () async throws -> Void) async rethrows -> Double {

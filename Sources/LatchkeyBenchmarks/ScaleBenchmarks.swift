@@ -37,11 +37,15 @@ enum ScaleBenchmarks {
         let single = try await measure([sqlite])
         await sqlite.stop()
 
-        let postgresA = try await BenchServer.start { configure(&$0); $0.databasePath = url }
+        let postgresA = try await BenchServer.start {
+            configure(&$0); $0.databasePath = url
+        }
         let onePostgres = try await measure([postgresA])
         // The second instance answers for the same issuer, as instances behind one address do.
         let sharedIssuer = URL(string: "http://127.0.0.1:\(postgresA.port)")!
-        let postgresB = try await BenchServer.start { configure(&$0); $0.databasePath = url; $0.issuer = sharedIssuer }
+        let postgresB = try await BenchServer.start {
+            configure(&$0); $0.databasePath = url; $0.issuer = sharedIssuer
+        }
         let twoPostgres = try await measure([postgresA, postgresB])
         await postgresA.stop()
         await postgresB.stop()
@@ -79,8 +83,13 @@ enum ScaleBenchmarks {
         let chains = TokenChains(seeds.map(\.refresh))
         let refresh = try await concurrentRate { worker, round in
             let base = bases[(worker + round) % bases.count]
-            let response = try await http.send(.form(URL(string: base + "/oauth2/token")!, [
-                ("grant_type", "refresh_token"), ("refresh_token", await chains.token(worker)), ("client_id", DevelopmentDefaults.demoClientId)]))
+            let response = try await http.send(
+                .form(
+                    URL(string: base + "/oauth2/token")!,
+                    [
+                        ("grant_type", "refresh_token"), ("refresh_token", await chains.token(worker)),
+                        ("client_id", DevelopmentDefaults.demoClientId)
+                    ]))
             guard response.status == 200, let next = try JSONDecoder().decode(TokenResponse.self, from: response.body).refreshToken else {
                 throw BenchError("refresh \(response.status): \(String(decoding: response.body.prefix(200), as: UTF8.self))")
             }
@@ -91,17 +100,26 @@ enum ScaleBenchmarks {
             // Authorize on one instance, redeem on the next: a load balancer does not keep a client on one instance.
             let pkce = PKCEPair()
             let redirect = "http://127.0.0.1:9/callback"
-            let query = FormCoding.encode([("response_type", "code"), ("client_id", DevelopmentDefaults.demoClientId), ("redirect_uri", redirect),
-                                           ("scope", "openid"), ("state", "s"), ("nonce", "n"), ("code_challenge", pkce.challenge),
-                                           ("code_challenge_method", "S256")])
-            let authorize = try await http.send(HTTPRequest(url: URL(string: bases[(worker + round) % bases.count] + "/oauth2/authorize?" + query)!,
-                                                            headers: ["Cookie": seeds[worker].cookie]))
+            let query = FormCoding.encode([
+                ("response_type", "code"), ("client_id", DevelopmentDefaults.demoClientId), ("redirect_uri", redirect),
+                ("scope", "openid"), ("state", "s"), ("nonce", "n"), ("code_challenge", pkce.challenge),
+                ("code_challenge_method", "S256")
+            ])
+            let authorize = try await http.send(
+                HTTPRequest(
+                    url: URL(string: bases[(worker + round) % bases.count] + "/oauth2/authorize?" + query)!,
+                    headers: ["Cookie": seeds[worker].cookie]))
             guard let code = authorize.location.flatMap(URLComponents.init(string:))?.queryItems?.first(where: { $0.name == "code" })?.value else {
                 throw BenchError("authorize \(authorize.status) did not answer with a code")
             }
-            let token = try await http.send(.form(URL(string: bases[(worker + round + 1) % bases.count] + "/oauth2/token")!, [
-                ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirect), ("client_id", DevelopmentDefaults.demoClientId),
-                ("code_verifier", pkce.verifier)]))
+            let token = try await http.send(
+                .form(
+                    URL(string: bases[(worker + round + 1) % bases.count] + "/oauth2/token")!,
+                    [
+                        ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirect),
+                        ("client_id", DevelopmentDefaults.demoClientId),
+                        ("code_verifier", pkce.verifier)
+                    ]))
             guard token.status == 200 else { throw BenchError("code exchange \(token.status)") }
         }
         return Measurement(health: health, refresh: refresh, codeFlow: codeFlow)

@@ -43,7 +43,9 @@ enum ServerBenchmarks {
         for _ in 0..<(workers * 150) { minted.append(try await mintCode(server: bench.server, http: http, cookie: cookie, pkce: pkce)) }
         let codes = CodeQueue(minted)
         let codeGrant = try await throughput(port: bench.port, limit: minted.count) { _ in
-            Call(method: .POST, path: "/oauth2/token", form: "grant_type=authorization_code&client_id=latchkey-demo&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcallback"
+            Call(
+                method: .POST, path: "/oauth2/token",
+                form: "grant_type=authorization_code&client_id=latchkey-demo&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcallback"
                     + "&code_verifier=\(pkce.verifier)&code=\(codes.next())")
         }
         Benchmarks.report("authorization-code grant", codeGrant, baseline: "bare Hummingbird route", bareRate)
@@ -73,11 +75,14 @@ enum ServerBenchmarks {
         var chains: [String] = []
         for _ in 0..<workers { chains.append(try await SDKBenchmarks.signIn(server: bench.server, http: http).refreshToken ?? "") }
         let tokens = ChainBox(chains)
-        return try await throughput(port: bench.port, check: { worker, data in
-            guard let next = try? JSONDecoder().decode(TokenResponse.self, from: data).refreshToken else { return false }
-            tokens.set(worker, next)
-            return true
-        }) { worker in
+        return try await throughput(
+            port: bench.port,
+            check: { worker, data in
+                guard let next = try? JSONDecoder().decode(TokenResponse.self, from: data).refreshToken else { return false }
+                tokens.set(worker, next)
+                return true
+            }
+        ) { worker in
             Call(method: .POST, path: "/oauth2/token", form: "grant_type=refresh_token&client_id=latchkey-demo&refresh_token=" + tokens.get(worker))
         }
     }
@@ -92,7 +97,8 @@ enum ServerBenchmarks {
         var total = 0.0, inHTTP = 0.0
         for index in 0..<31 {
             let client = LatchkeyClient(http: timing, userAgent: agent)
-            try await client.initialize(config: LatchkeyConfig(baseUrl: bench.server.issuer, clientId: "latchkey-demo"), storage: InMemoryStorageAdapter())
+            try await client.initialize(
+                config: LatchkeyConfig(baseUrl: bench.server.issuer, clientId: "latchkey-demo"), storage: InMemoryStorageAdapter())
             _ = try await client.signInWithBrowser()  // the first one fetches metadata and keys, as an app's first does
             timing.reset()
             let start = DispatchTime.now().uptimeNanoseconds
@@ -102,8 +108,10 @@ enum ServerBenchmarks {
                 inHTTP += timing.milliseconds
             }
         }
-        print(String(format: "  code-flow sign-in through the SDK: %.2f ms, of which %.2f ms in its %d HTTP round trips (ratio %.2f)",
-                     total / 30, inHTTP / 30, timing.requests, total / inHTTP))
+        print(
+            String(
+                format: "  code-flow sign-in through the SDK: %.2f ms, of which %.2f ms in its %d HTTP round trips (ratio %.2f)",
+                total / 30, inHTTP / 30, timing.requests, total / inHTTP))
     }
 
     // MARK: Peers
@@ -113,10 +121,11 @@ enum ServerBenchmarks {
     static func glewlwydRefresh() async throws -> Double? {
         let environment = ProcessInfo.processInfo.environment
         guard let url = environment["LATCHKEY_BENCH_GLEWLWYD_TOKEN_URL"], let client = environment["LATCHKEY_BENCH_GLEWLWYD_CLIENT_ID"],
-              let token = environment["LATCHKEY_BENCH_GLEWLWYD_REFRESH_TOKEN"], let parsed = URLComponents(string: url),
-              let host = parsed.host, LoopbackHost.isLoopback(host), let port = parsed.port
+            let token = environment["LATCHKEY_BENCH_GLEWLWYD_REFRESH_TOKEN"], let parsed = URLComponents(string: url),
+            let host = parsed.host, LoopbackHost.isLoopback(host), let port = parsed.port
         else { return nil }
-        let body = "grant_type=refresh_token&client_id=\(client)&refresh_token=\(token.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? token)"
+        let body =
+            "grant_type=refresh_token&client_id=\(client)&refresh_token=\(token.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? token)"
         return try await throughput(port: port) { _ in Call(method: .POST, path: parsed.percentEncodedPath, form: body) }
     }
 
@@ -127,8 +136,10 @@ enum ServerBenchmarks {
 
     /// Requests per second with `workers` keep-alive connections each a request in flight, for twice
     /// `Benchmarks.seconds` (or until `limit` requests); every answer must be 200 (and pass `check`).
-    static func throughput(port: Int, limit: Int = .max, check: @escaping @Sendable (Int, Data) -> Bool = { _, _ in true },
-                           _ call: @escaping @Sendable (Int) -> Call) async throws -> Double {
+    static func throughput(
+        port: Int, limit: Int = .max, check: @escaping @Sendable (Int, Data) -> Bool = { _, _ in true },
+        _ call: @escaping @Sendable (Int) -> Call
+    ) async throws -> Double {
         let seconds = Benchmarks.seconds * 2
         let counter = ChainBox([])
         var connections: [KeepAliveConnection] = []
@@ -145,8 +156,10 @@ enum ServerBenchmarks {
         return rate
     }
 
-    private static func load(_ connections: [KeepAliveConnection], start: UInt64, seconds: Double, counter: ChainBox, limit: Int,
-                             check: @escaping @Sendable (Int, Data) -> Bool, _ call: @escaping @Sendable (Int) -> Call) async throws {
+    private static func load(
+        _ connections: [KeepAliveConnection], start: UInt64, seconds: Double, counter: ChainBox, limit: Int,
+        check: @escaping @Sendable (Int, Data) -> Bool, _ call: @escaping @Sendable (Int) -> Call
+    ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (worker, connection) in connections.enumerated() {
                 group.addTask {
@@ -165,9 +178,11 @@ enum ServerBenchmarks {
 
     /// A code from `/oauth2/authorize` on the strength of the SSO cookie.
     static func mintCode(server: IdentityServer, http: URLSessionHTTPClient, cookie: String, pkce: PKCEPair) async throws -> String {
-        let query = FormCoding.encode([("response_type", "code"), ("client_id", "latchkey-demo"), ("redirect_uri", "http://127.0.0.1:9/callback"),
-                                       ("scope", "openid offline_access"), ("state", "s"), ("nonce", "n"),
-                                       ("code_challenge", pkce.challenge), ("code_challenge_method", "S256")])
+        let query = FormCoding.encode([
+            ("response_type", "code"), ("client_id", "latchkey-demo"), ("redirect_uri", "http://127.0.0.1:9/callback"),
+            ("scope", "openid offline_access"), ("state", "s"), ("nonce", "n"),
+            ("code_challenge", pkce.challenge), ("code_challenge_method", "S256")
+        ])
         guard let url = URL(string: server.issuer + "/oauth2/authorize?" + query) else { throw BenchError("url") }
         let answer = try await http.send(Latchkey.HTTPRequest(url: url, headers: ["Cookie": cookie]))
         guard let code = answer.location.flatMap(URLComponents.init(string:))?.queryItems?.first(where: { $0.name == "code" })?.value else {
@@ -183,12 +198,18 @@ enum ServerBenchmarks {
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         var quiet = Logger(label: "bench.bare")
         quiet.logLevel = .critical  // its shutdown at the end of a group is not news
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                              onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: quiet)
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: quiet)
         let task = Task { try await app.runService() }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw BenchError("bare server did not start") }
-        return (port, { task.cancel(); _ = await task.result })
+        return (
+            port,
+            {
+                task.cancel(); _ = await task.result
+            }
+        )
     }
 }
 
@@ -201,7 +222,11 @@ final class ChainBox: @unchecked Sendable {
     func get(_ index: Int) -> String { lock.withLock { values[index] } }
     func set(_ index: Int, _ value: String) { lock.withLock { values[index] = value } }
     /// Counts one request unless `limit` are counted already.
-    func take(_ limit: Int) -> Bool { lock.withLock { guard count < limit else { return false }; count += 1; return true } }
+    func take(_ limit: Int) -> Bool {
+        lock.withLock {
+            guard count < limit else { return false }; count += 1; return true
+        }
+    }
     var taken: Int { lock.withLock { count } }
 }
 
@@ -227,10 +252,19 @@ final class TimingHTTPClient: Latchkey.HTTPClient, @unchecked Sendable {
     private var count = 0
     var milliseconds: Double { lock.withLock { Double(nanoseconds) / 1e6 } }
     var requests: Int { lock.withLock { count } }
-    func reset() { lock.withLock { nanoseconds = 0; count = 0 } }
+    func reset() {
+        lock.withLock {
+            nanoseconds = 0; count = 0
+        }
+    }
     func send(_ request: Latchkey.HTTPRequest) async throws -> Latchkey.HTTPResponse {
         let start = DispatchTime.now().uptimeNanoseconds
-        defer { let spent = DispatchTime.now().uptimeNanoseconds - start; lock.withLock { nanoseconds += spent; count += 1 } }
+        defer {
+            let spent = DispatchTime.now().uptimeNanoseconds - start;
+            lock.withLock {
+                nanoseconds += spent; count += 1
+            }
+        }
         return try await inner.send(request)
     }
 }
@@ -255,9 +289,14 @@ struct ScriptedBrowser: AuthorizationUserAgent {
         }
         let csrfCookie = page.headers.first { $0.key.lowercased() == "set-cookie" }?.value.split(separator: ";").first.map(String.init) ?? ""
         guard let postURL = URL(string: issuer + "/login") else { throw BenchError("url") }
-        let done = try await http.send(.form(postURL, [("request", field("request")), ("csrf", field("csrf")),
-                                                       ("username", DevelopmentDefaults.demoUsername), ("password", DevelopmentDefaults.demoPassword)],
-                                             headers: ["Cookie": csrfCookie]))
+        let done = try await http.send(
+            .form(
+                postURL,
+                [
+                    ("request", field("request")), ("csrf", field("csrf")),
+                    ("username", DevelopmentDefaults.demoUsername), ("password", DevelopmentDefaults.demoPassword)
+                ],
+                headers: ["Cookie": csrfCookie]))
         guard let callback = done.location.flatMap(URL.init(string:)) else { throw BenchError("sign-in failed (\(done.status))") }
         return callback
     }

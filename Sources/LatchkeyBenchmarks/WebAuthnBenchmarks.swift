@@ -11,23 +11,27 @@ enum WebAuthnBenchmarks {
         print("WebAuthn assertion verification (ES256, the server's checks vs the bare signature and py_webauthn)")
         let rpId = "bench.example.com", origin = "https://bench.example.com"
         let authenticator = SoftwareAuthenticator()
-        let creation = PublicKeyCredentialCreationOptions(rp: .init(id: rpId, name: "Bench"),
-                                                          user: .init(id: Data("bench-user".utf8), name: "bench", displayName: "Bench"),
-                                                          challenge: Data(repeating: 1, count: 32))
+        let creation = PublicKeyCredentialCreationOptions(
+            rp: .init(id: rpId, name: "Bench"),
+            user: .init(id: Data("bench-user".utf8), name: "bench", displayName: "Bench"),
+            challenge: Data(repeating: 1, count: 32))
         let credential = try await authenticator.createCredential(for: creation, origin: origin)
         let publicKey = try WebAuthnBenchmarkHooks.credentialPublicKey(attestationObject: credential.attestationObject)
         let challenge = Data((0..<32).map { UInt8($0) })
         let assertion = try await authenticator.getAssertion(for: PublicKeyCredentialRequestOptions(challenge: challenge, rpId: rpId), origin: origin)
 
         let verify = try WebAuthnBenchmarkHooks.p256Verifier(publicKeyCOSE: publicKey)
-        let result = try await Benchmarks.paired({
-            _ = try WebAuthnBenchmarkHooks.verifyAssertion(rpId: rpId, origin: origin, credentialId: assertion.rawId,
-                                                           clientDataJSON: assertion.clientDataJSON, authenticatorData: assertion.authenticatorData,
-                                                           signature: assertion.signature, challenge: challenge, publicKeyCOSE: publicKey)
-        }, baseline: {
-            let message = assertion.authenticatorData + Data(SHA256.hash(data: assertion.clientDataJSON))
-            guard verify(assertion.signature, message) else { throw BenchError("the bare verification failed") }
-        })
+        let result = try await Benchmarks.paired(
+            {
+                _ = try WebAuthnBenchmarkHooks.verifyAssertion(
+                    rpId: rpId, origin: origin, credentialId: assertion.rawId,
+                    clientDataJSON: assertion.clientDataJSON, authenticatorData: assertion.authenticatorData,
+                    signature: assertion.signature, challenge: challenge, publicKeyCOSE: publicKey)
+            },
+            baseline: {
+                let message = assertion.authenticatorData + Data(SHA256.hash(data: assertion.clientDataJSON))
+                guard verify(assertion.signature, message) else { throw BenchError("the bare verification failed") }
+            })
         Benchmarks.report("assertion verification (all checks)", paired: result, baseline: "raw P-256 verify")
         let checks = result.0
         if let python = try pyWebAuthnRate(rpId: rpId, origin: origin, assertion: assertion, challenge: challenge, publicKey: publicKey) {
@@ -43,10 +47,12 @@ enum WebAuthnBenchmarks {
         guard FileManager.default.fileExists(atPath: script) else { return nil }
         let input = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-bench-assertion-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: input) }
-        let fields = ["rp_id": rpId, "origin": origin, "credential_id": Base64URL.encode(assertion.rawId),
-                      "client_data_json": Base64URL.encode(assertion.clientDataJSON),
-                      "authenticator_data": Base64URL.encode(assertion.authenticatorData), "signature": Base64URL.encode(assertion.signature),
-                      "challenge": Base64URL.encode(challenge), "public_key_cose": Base64URL.encode(publicKey)]
+        let fields = [
+            "rp_id": rpId, "origin": origin, "credential_id": Base64URL.encode(assertion.rawId),
+            "client_data_json": Base64URL.encode(assertion.clientDataJSON),
+            "authenticator_data": Base64URL.encode(assertion.authenticatorData), "signature": Base64URL.encode(assertion.signature),
+            "challenge": Base64URL.encode(challenge), "public_key_cose": Base64URL.encode(publicKey)
+        ]
         try JSONEncoder().encode(fields).write(to: input)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")

@@ -43,8 +43,9 @@ struct CLIHome {
     func client(userAgent: any AuthorizationUserAgent = LoopbackUserAgent()) async throws -> LatchkeyClient {
         let profile = try load()
         let client = LatchkeyClient(userAgent: userAgent)
-        try await client.initialize(config: LatchkeyConfig(baseUrl: profile.issuer, clientId: profile.clientId, scopes: profile.scopes),
-                                    storage: try storage())
+        try await client.initialize(
+            config: LatchkeyConfig(baseUrl: profile.issuer, clientId: profile.clientId, scopes: profile.scopes),
+            storage: try storage())
         return client
     }
 }
@@ -62,13 +63,14 @@ func runClient(_ body: () async throws -> Void) async throws {
         Console.err("latchkey: \(error.description)")
         throw ExitCode(1)
     } catch let error as LatchkeyError {
-        let message: String = switch error.code {
-        case .networkError, .requestTimeout: "cannot reach the server (\(error.message)). Is it running?"
-        case .canceled: "sign-in canceled: \(error.message)"
-        case .sessionExpired: "your session has ended; run `latchkey login` again (\(error.message))"
-        case .invalidConfiguration: "configuration problem: \(error.message)"
-        default: error.description
-        }
+        let message: String =
+            switch error.code {
+            case .networkError, .requestTimeout: "cannot reach the server (\(error.message)). Is it running?"
+            case .canceled: "sign-in canceled: \(error.message)"
+            case .sessionExpired: "your session has ended; run `latchkey login` again (\(error.message))"
+            case .invalidConfiguration: "configuration problem: \(error.message)"
+            default: error.description
+            }
         Console.err("latchkey: \(message)")
         throw ExitCode(1)
     }
@@ -98,7 +100,8 @@ struct Login: AsyncParsableCommand {
             if device {
                 let client = try await server.client(home: home)
                 let authorization = try await client.startDeviceAuthorization(scopes: server.scopes)
-                Console.out("To sign in, open \(authorization.verificationUri.absoluteString) on any device and enter the code \(authorization.userCode)")
+                Console.out(
+                    "To sign in, open \(authorization.verificationUri.absoluteString) on any device and enter the code \(authorization.userCode)")
                 if let complete = authorization.verificationUriComplete { Console.out("(or open \(complete.absoluteString))") }
                 Console.err("Waiting for the sign-in to be allowed…")
                 let user = try await client.completeDeviceAuthorization(authorization)

@@ -27,7 +27,8 @@ struct InteractiveFlow {
             case .completed:
                 return model.user
             case .failed:
-                throw CLIError("\(model.error ?? "The flow ended with an error.") [\(model.errorCode?.rawValue ?? LatchkeyError.Code.unknownError.rawValue)]")
+                throw CLIError(
+                    "\(model.error ?? "The flow ended with an error.") [\(model.errorCode?.rawValue ?? LatchkeyError.Code.unknownError.rawValue)]")
             case .step:
                 if let title = model.title { Console.out("\n\(title)") }
                 if let error = model.error { Console.out("✗ \(error)") }

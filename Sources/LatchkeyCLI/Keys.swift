@@ -19,10 +19,12 @@ struct Keys: AsyncParsableCommand {
             configuration.development = file.development ?? false
             try file.applyDatabaseSettings(to: &configuration)
         } else if requireKey, !isPostgres(path), ProcessInfo.processInfo.environment["LATCHKEY_KEY_ENCRYPTION_KEY"] == nil,
-                  FileManager.default.fileExists(atPath: path), !FileManager.default.fileExists(atPath: path + ".kek") {
+            FileManager.default.fileExists(atPath: path), !FileManager.default.fileExists(atPath: path + ".kek")
+        {
             // An existing database without the development key file next to it belongs to a real server: a key made up
             // here would seal its secrets with a key that server does not have.
-            throw ValidationError("\(path) is not a development database: give --config (its key_encryption_key_file) or set LATCHKEY_KEY_ENCRYPTION_KEY")
+            throw ValidationError(
+                "\(path) is not a development database: give --config (its key_encryption_key_file) or set LATCHKEY_KEY_ENCRYPTION_KEY")
         }
         configuration.databasePath = path
         configuration.clients = []

@@ -6,8 +6,10 @@ struct LatchkeyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "latchkey",
         abstract: "Latchkey identity server and command-line client.",
-        subcommands: [Serve.self, Login.self, Signup.self, Recover.self, Token.self, Whoami.self, ProfileCommand.self, Logout.self, Keys.self, Migrate.self,
-                      PasskeyCommand.self, AuthenticatorCommand.self])
+        subcommands: [
+            Serve.self, Login.self, Signup.self, Recover.self, Token.self, Whoami.self, ProfileCommand.self, Logout.self, Keys.self, Migrate.self,
+            PasskeyCommand.self, AuthenticatorCommand.self
+        ])
 }
 
 /// Unbuffered console output: banners and URLs must reach a pipe (scripts, tests) the moment they are printed.

@@ -9,7 +9,8 @@ struct Migrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Apply the database schema migrations of this release (or show the schema version with --status).")
 
-    @Option(help: "SQLite file or PostgreSQL URL (postgres://user@127.0.0.1:5432/latchkey); default: the --config file's database, else latchkey.sqlite.")
+    @Option(
+        help: "SQLite file or PostgreSQL URL (postgres://user@127.0.0.1:5432/latchkey); default: the --config file's database, else latchkey.sqlite.")
     var database: String?
 
     @Option(help: "The server's JSON configuration file (its database and key_encryption_key_file).")

@@ -63,7 +63,9 @@ enum PasskeyCLI {
         let name = options.passkeyName ?? profile.email ?? profile.username ?? profile.phoneNumber ?? "latchkey"
         let token = try await client.signup(withRequest: PasskeySignupRequest(passkeyProfile: profile, friendlyName: name, scopes: server.scopes))
         try home.save(.init(issuer: server.issuer, clientId: server.clientId, scopes: server.scopes))
-        Console.out("Signed up to \(server.issuer) as \(token.user?.email ?? token.user?.preferredUsername ?? token.user?.id ?? "unknown user") with a passkey.")
+        Console.out(
+            "Signed up to \(server.issuer) as \(token.user?.email ?? token.user?.preferredUsername ?? token.user?.id ?? "unknown user") with a passkey."
+        )
     }
 
     static func login(server: ServerOptions, passkey: PasskeyOptions, username: String?) async throws {
@@ -72,13 +74,16 @@ enum PasskeyCLI {
         let request = NativeLoginRequest(scopes: server.scopes)
         let token: AuthToken
         if let username {
-            token = try await client.login(withNonDiscoverableUsername: .Unspecified(username), forRequest: request,
-                                           usingModalAuthorizationFor: [.Passkey], display: .Always)
+            token = try await client.login(
+                withNonDiscoverableUsername: .Unspecified(username), forRequest: request,
+                usingModalAuthorizationFor: [.Passkey], display: .Always)
         } else {
             token = try await client.login(withRequest: request, usingModalAuthorizationFor: [.Passkey], display: .Always)
         }
         try home.save(.init(issuer: server.issuer, clientId: server.clientId, scopes: server.scopes))
-        Console.out("Signed in to \(server.issuer) as \(token.user?.email ?? token.user?.preferredUsername ?? token.user?.id ?? "unknown user") with a passkey.")
+        Console.out(
+            "Signed in to \(server.issuer) as \(token.user?.email ?? token.user?.preferredUsername ?? token.user?.id ?? "unknown user") with a passkey."
+        )
     }
 }
 
@@ -120,8 +125,9 @@ struct PasskeyCommand: AsyncParsableCommand {
                 let items = try await client.listWebAuthnCredentials(authToken: token)
                 if items.isEmpty { Console.out("No passkeys.") }
                 for item in items {
-                    Console.out([item.id, item.friendlyName, item.createdAt.map { "created \($0)" }, item.lastUsedAt.map { "last used \($0)" }]
-                        .compactMap { $0 }.joined(separator: "\t"))
+                    Console.out(
+                        [item.id, item.friendlyName, item.createdAt.map { "created \($0)" }, item.lastUsedAt.map { "last used \($0)" }]
+                            .compactMap { $0 }.joined(separator: "\t"))
                 }
             }
         }

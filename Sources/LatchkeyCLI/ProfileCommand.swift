@@ -77,7 +77,7 @@ struct ProfileCommand: AsyncParsableCommand {
         let rows: [(String, String?)] = [
             ("id", profile.id), ("username", profile.userName), ("name", profile.displayName), ("given name", profile.givenName),
             ("family name", profile.familyName), ("email", profile.email), ("phone", profile.phoneNumber),
-            ("picture", profile.picture), ("locale", profile.locale), ("active", profile.active.map { $0 ? "yes" : "no" }),
+            ("picture", profile.picture), ("locale", profile.locale), ("active", profile.active.map { $0 ? "yes" : "no" })
         ]
         for case let (label, value?) in rows {
             Console.out(label.padding(toLength: 12, withPad: " ", startingAt: 0) + value)

@@ -16,7 +16,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Interface to bind (default 127.0.0.1). Non-loopback addresses need an https issuer behind a TLS proxy.")
     var host: String?
 
-    @Option(help: "SQLite file (default latchkey.sqlite in the current directory) or PostgreSQL URL postgres://user@host:5432/db (several instances; the password from PGPASSWORD).")
+    @Option(
+        help:
+            "SQLite file (default latchkey.sqlite in the current directory) or PostgreSQL URL postgres://user@host:5432/db (several instances; the password from PGPASSWORD)."
+    )
     var database: String?
 
     @Option(help: "JSON configuration file: issuer, clients, users, lifetimes (see README).")
@@ -28,7 +31,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
-    @Flag(help: "Development mode with --config: one-time codes readable at /dev/outbox, no emails sent, mobile attestation waived (loopback issuer only).")
+    @Flag(
+        help:
+            "Development mode with --config: one-time codes readable at /dev/outbox, no emails sent, mobile attestation waived (loopback issuer only)."
+    )
     var dev = false
 
     func run() async throws {
@@ -77,7 +83,7 @@ struct Serve: AsyncParsableCommand {
                 "  issuer    \(server.issuer)",
                 "  listening \(host):\(boundPort)",
                 "  database  \(databaseShown)",
-                "  discovery \(server.issuer)/.well-known/openid-configuration",
+                "  discovery \(server.issuer)/.well-known/openid-configuration"
             ]
             if development {
                 lines.append("  mode      development: one-time codes at /dev/outbox, no emails are sent")
@@ -85,7 +91,7 @@ struct Serve: AsyncParsableCommand {
             if demo {
                 lines += [
                     "  demo app  client_id \(DevelopmentDefaults.demoClientId) (public, PKCE), redirects http://127.0.0.1:<port>/callback, io.latchkey.demo:/callback",
-                    "  demo user \(DevelopmentDefaults.demoUsername) / \(DevelopmentDefaults.demoPassword)",
+                    "  demo user \(DevelopmentDefaults.demoUsername) / \(DevelopmentDefaults.demoPassword)"
                 ]
             }
             Console.out(lines.joined(separator: "\n"))

@@ -4,9 +4,11 @@ import Latchkey
 /// what that leaves valid.
 enum SignOutWording {
     static func lines(_ report: SignOutReport) -> [String] {
-        [line("refresh token", report.refreshToken, done: "revoked at the provider"),
-         line("access token", report.accessToken, done: "revoked at the provider"),
-         line("provider session", report.providerSession, done: "ended at the provider")]
+        [
+            line("refresh token", report.refreshToken, done: "revoked at the provider"),
+            line("access token", report.accessToken, done: "revoked at the provider"),
+            line("provider session", report.providerSession, done: "ended at the provider")
+        ]
     }
 
     private static func line(_ what: String, _ step: SignOutReport.Step, done: String) -> String {

@@ -41,12 +41,13 @@ enum LatchkeyFuzz {
             return
         }
         guard arguments.count >= 2, let target = FuzzTargets.named(arguments[0]) else {
-            fail("""
-            usage: latchkey-fuzz TARGET FILE_OR_DIR…   (replay inputs through one target)
-                   latchkey-fuzz --corpora DIR          (replay DIR/<target>/* for every target)
-                   latchkey-fuzz --list
-            targets: \(FuzzTargets.all.map(\.name).joined(separator: ", "))
-            """)
+            fail(
+                """
+                usage: latchkey-fuzz TARGET FILE_OR_DIR…   (replay inputs through one target)
+                       latchkey-fuzz --corpora DIR          (replay DIR/<target>/* for every target)
+                       latchkey-fuzz --list
+                targets: \(FuzzTargets.all.map(\.name).joined(separator: ", "))
+                """)
         }
         let count = run(target, paths: Array(arguments.dropFirst()))
         print("\(target.name): replayed \(count) input(s), no crash")
@@ -65,7 +66,8 @@ enum LatchkeyFuzz {
                     let full = URL(fileURLWithPath: path).appendingPathComponent(relative).path
                     var dir: ObjCBool = false
                     if !relative.split(separator: "/").contains(where: { $0.hasPrefix(".") }),
-                       FileManager.default.fileExists(atPath: full, isDirectory: &dir), !dir.boolValue {
+                        FileManager.default.fileExists(atPath: full, isDirectory: &dir), !dir.boolValue
+                    {
                         files.append(full)
                     }
                 }

@@ -22,15 +22,18 @@ enum SDKHarness {
         let input = Base64URL.encode(Data(header.utf8)) + "." + Base64URL.encode(payload)
         let signature: Data
         do {
-            signature = edDSA ? try Fixtures.keys.edDSA.signature(for: Data(input.utf8))
+            signature =
+                edDSA
+                ? try Fixtures.keys.edDSA.signature(for: Data(input.utf8))
                 : try Fixtures.keys.es256.signature(for: Data(input.utf8)).rawRepresentation
         } catch {
             fatalError("fixture key cannot sign: \(error)")
         }
         let token = input + "." + Base64URL.encode(signature)
-        let expectations = IDTokenValidator.Expectations(issuer: Fixtures.issuer, clientId: Fixtures.clientId, nonce: nonce,
-                                                         accessToken: "fuzz-access-token", maxAge: 3600, leeway: 60,
-                                                         now: Date(timeIntervalSince1970: 1_750_000_000))
+        let expectations = IDTokenValidator.Expectations(
+            issuer: Fixtures.issuer, clientId: Fixtures.clientId, nonce: nonce,
+            accessToken: "fuzz-access-token", maxAge: 3600, leeway: 60,
+            now: Date(timeIntervalSince1970: 1_750_000_000))
         blocking { await verbose("id-token") { _ = try await validator.validate(token, expectations) } }
     }
 
@@ -41,8 +44,10 @@ enum SDKHarness {
         let client = LatchkeyClient(http: ScriptedProvider.shared, userAgent: callbackAgent, logger: quietLogger)
         blocking {
             do {
-                try await client.initialize(config: LatchkeyConfig(baseUrl: Fixtures.issuer, clientId: Fixtures.clientId,
-                                                                   afterSignInUrl: "com.example.app:/callback"))
+                try await client.initialize(
+                    config: LatchkeyConfig(
+                        baseUrl: Fixtures.issuer, clientId: Fixtures.clientId,
+                        afterSignInUrl: "com.example.app:/callback"))
             } catch {
                 fatalError("the callback harness's client does not initialize: \(error)")
             }
@@ -79,12 +84,17 @@ enum SDKHarness {
             for status in [200, 400] {
                 let provider = ScriptedProvider(flowAnswer: HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: data))
                 let client = LatchkeyClient(http: provider, userAgent: ScriptedUserAgent(), logger: quietLogger)
-                guard (try? await client.initialize(config: LatchkeyConfig(baseUrl: Fixtures.issuer, clientId: Fixtures.clientId,
-                                                                           applicationId: "fuzz-app"))) != nil else {
+                guard
+                    (try? await client.initialize(
+                        config: LatchkeyConfig(
+                            baseUrl: Fixtures.issuer, clientId: Fixtures.clientId,
+                            applicationId: "fuzz-app"))) != nil
+                else {
                     fatalError("the flow harness's client does not initialize")
                 }
                 await verbose("flow \(status)") {
-                    let step = try await client.signIn(payload: EmbeddedSignInPayload(), request: EmbeddedFlowRequestConfig(flowType: .authentication))
+                    let step = try await client.signIn(
+                        payload: EmbeddedSignInPayload(), request: EmbeddedFlowRequestConfig(flowType: .authentication))
                     if isVerbose { print("flow \(status): \(step)") }
                 }
             }
@@ -111,18 +121,22 @@ final class ScriptedProvider: HTTPClient, @unchecked Sendable {
 
     init(flowAnswer: HTTPResponse?) { self.flowAnswer = flowAnswer }
 
-    static let discovery = Data("""
-    {"issuer":"\(Fixtures.issuer)","authorization_endpoint":"\(Fixtures.issuer)/oauth2/authorize",
-     "token_endpoint":"\(Fixtures.issuer)/oauth2/token","jwks_uri":"\(Fixtures.issuer)/oauth2/jwks",
-     "authorization_response_iss_parameter_supported":false}
-    """.utf8)
-    static let flowMeta = Data("""
-    {"isRegistrationFlowEnabled":true,"isRecoveryFlowEnabled":false,"application":{"id":"fuzz-app","name":"Fuzz"},
-     "i18n":{"languages":["en","fr"],"language":"en","translations":{"signin":{"title":"Sign in","username":"Username"}}}}
-    """.utf8)
+    static let discovery = Data(
+        """
+        {"issuer":"\(Fixtures.issuer)","authorization_endpoint":"\(Fixtures.issuer)/oauth2/authorize",
+         "token_endpoint":"\(Fixtures.issuer)/oauth2/token","jwks_uri":"\(Fixtures.issuer)/oauth2/jwks",
+         "authorization_response_iss_parameter_supported":false}
+        """.utf8)
+    static let flowMeta = Data(
+        """
+        {"isRegistrationFlowEnabled":true,"isRecoveryFlowEnabled":false,"application":{"id":"fuzz-app","name":"Fuzz"},
+         "i18n":{"languages":["en","fr"],"language":"en","translations":{"signin":{"title":"Sign in","username":"Username"}}}}
+        """.utf8)
 
     func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        func json(_ status: Int, _ body: Data) -> HTTPResponse { HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: body) }
+        func json(_ status: Int, _ body: Data) -> HTTPResponse {
+            HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: body)
+        }
         switch request.url.path {
         case "/.well-known/openid-configuration": return json(200, Self.discovery)
         case "/oauth2/jwks": return json(200, Data(Fixtures.jwksJSON.utf8))

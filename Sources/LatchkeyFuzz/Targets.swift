@@ -17,8 +17,10 @@ enum FuzzTargets {
     typealias Server = LatchkeyServerFuzzEntryPoints
 
     static let all: [FuzzTarget] = [
-        FuzzTarget(name: "cbor", maxLength: 4096,
-                   summary: "server CBOR decoder (WebAuthn); the SDK's CBOR encoder must round-trip what it decodes") { data in
+        FuzzTarget(
+            name: "cbor", maxLength: 4096,
+            summary: "server CBOR decoder (WebAuthn); the SDK's CBOR encoder must round-trip what it decodes"
+        ) { data in
             Server.cbor(data)
             CBORRoundTrip.check(data)
         },
@@ -46,8 +48,10 @@ enum FuzzTargets {
         FuzzTarget(name: "id-token", maxLength: 4096, summary: "SDK ID-token validation of a claims payload the harness signs") {
             SDKHarness.idToken($0)
         },
-        FuzzTarget(name: "callback", maxLength: 4096,
-                   summary: "SDK redirect callback: loopback listener request line, then the callback URL handling") {
+        FuzzTarget(
+            name: "callback", maxLength: 4096,
+            summary: "SDK redirect callback: loopback listener request line, then the callback URL handling"
+        ) {
             SDKHarness.callback($0)
         },
         FuzzTarget(name: "flow-response", maxLength: 16384, summary: "SDK decoding of /flow/execute answers (200 and error bodies)") {
@@ -62,10 +66,12 @@ enum FuzzTargets {
         FuzzTarget(name: "scim-patch", maxLength: 8192, summary: "SCIM PATCH/PUT bodies applied to an account") { data in
             blocking { await Server.scimPatch(data) }
         },
-        FuzzTarget(name: "token-body", maxLength: 4096,
-                   summary: "token endpoint bodies (byte 0: content type), Basic credentials, grant parameters") { data in
+        FuzzTarget(
+            name: "token-body", maxLength: 4096,
+            summary: "token endpoint bodies (byte 0: content type), Basic credentials, grant parameters"
+        ) { data in
             blocking { await Server.tokenBody(data) }
-        },
+        }
     ]
 
     static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }

@@ -125,7 +125,9 @@ struct JSONValueParser {
         let start = index
         func digits(_ parser: inout JSONValueParser) -> Int {
             let from = parser.index
-            while parser.index < parser.bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(parser.bytes[parser.index]) { parser.index += 1 }
+            while parser.index < parser.bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(parser.bytes[parser.index]) {
+                parser.index += 1
+            }
             return parser.index - from
         }
         if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
@@ -174,7 +176,9 @@ struct JSONValueParser {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 index += 1
-                guard let text = scalars.withUnsafeBufferPointer(validatedUTF8) else { throw JSONParseError(offset: start, reason: "a string is not UTF-8") }
+                guard let text = scalars.withUnsafeBufferPointer(validatedUTF8) else {
+                    throw JSONParseError(offset: start, reason: "a string is not UTF-8")
+                }
                 return text
             }
             guard byte >= 0x20 else { throw error("a control character in a string") }

@@ -16,8 +16,10 @@ public struct JWK: Codable, Sendable, Hashable {
     public var n: String?
     public var e: String?
 
-    public init(kty: String, kid: String? = nil, use: String? = nil, alg: String? = nil,
-                crv: String? = nil, x: String? = nil, y: String? = nil, n: String? = nil, e: String? = nil) {
+    public init(
+        kty: String, kid: String? = nil, use: String? = nil, alg: String? = nil,
+        crv: String? = nil, x: String? = nil, y: String? = nil, n: String? = nil, e: String? = nil
+    ) {
         self.kty = kty; self.kid = kid; self.use = use; self.alg = alg
         self.crv = crv; self.x = x; self.y = y; self.n = n; self.e = e
     }

@@ -16,7 +16,10 @@ public struct SigningKey: Sendable {
     private let material: Material
     public let kid: String
     public var algorithm: JWSAlgorithm {
-        switch material { case .es256: .es256; case .rs256: .rs256 }
+        switch material {
+        case .es256: .es256;
+        case .rs256: .rs256
+        }
     }
 
     /// Generates a fresh key. RSA keys are 2048-bit (RS256 as required by OpenID Connect Core §15.1).
@@ -62,12 +65,14 @@ public struct SigningKey: Sendable {
         switch material {
         case .es256(let box):
             let raw = box.key.publicKey.rawRepresentation
-            return JWK(kty: "EC", kid: kid, use: "sig", alg: "ES256", crv: "P-256",
-                       x: Base64URL.encode(raw.prefix(32)), y: Base64URL.encode(raw.suffix(32)))
+            return JWK(
+                kty: "EC", kid: kid, use: "sig", alg: "ES256", crv: "P-256",
+                x: Base64URL.encode(raw.prefix(32)), y: Base64URL.encode(raw.suffix(32)))
         case .rs256(let key):
             let primitives = try key.publicKey.getKeyPrimitives()
-            return JWK(kty: "RSA", kid: kid, use: "sig", alg: "RS256",
-                       n: Base64URL.encode(primitives.modulus), e: Base64URL.encode(primitives.publicExponent))
+            return JWK(
+                kty: "RSA", kid: kid, use: "sig", alg: "RS256",
+                n: Base64URL.encode(primitives.modulus), e: Base64URL.encode(primitives.publicExponent))
         }
     }
 

@@ -64,8 +64,10 @@ public final class IdentityServer: Sendable {
         TokenIssuer(issuer: issuer, store: store, keys: keys, lifetimes: configuration.lifetimes, clock: clock)
     }
 
-    private init(configuration: ServerConfiguration, store: any Store, sharedStore: Bool, clock: ServerClock, logger: Logger,
-                 sealer: SecretSealer, smtp: SMTPOutbox? = nil) {
+    private init(
+        configuration: ServerConfiguration, store: any Store, sharedStore: Bool, clock: ServerClock, logger: Logger,
+        sealer: SecretSealer, smtp: SMTPOutbox? = nil
+    ) {
         self.sealer = sealer
         self.configuration = configuration
         self.store = store
@@ -77,7 +79,9 @@ public final class IdentityServer: Sendable {
         let metrics = ServerMetrics()
         self.metrics = metrics
         func limiter(_ bucket: String, _ limit: Int, _ kind: ServerMetrics.Limit) -> any AddressLimiter {
-            let limiter: any AddressLimiter = sharedStore ? SharedAddressThrottle(store: store, bucket: bucket, limit: limit, window: window)
+            let limiter: any AddressLimiter =
+                sharedStore
+                ? SharedAddressThrottle(store: store, bucket: bucket, limit: limit, window: window)
                 : AddressThrottle(limit: limit, window: window, capacity: policy.maxTrackedAddresses)
             return MeteredAddressLimiter(limiter: limiter, limit: kind, metrics: metrics)
         }
@@ -101,16 +105,19 @@ public final class IdentityServer: Sendable {
 
     /// Validates the configuration, opens (and migrates) the database, creates signing keys on first start and
     /// seeds the configured clients and users.
-    public static func open(configuration: ServerConfiguration, clock: ServerClock = .system,
-                            logger: Logger = Logger(label: "latchkey.server")) async throws -> IdentityServer {
+    public static func open(
+        configuration: ServerConfiguration, clock: ServerClock = .system,
+        logger: Logger = Logger(label: "latchkey.server")
+    ) async throws -> IdentityServer {
         try configuration.validate()
         KeyEncryptionKeySource.restrictFileCreation()
         let sealer = try SecretSealer(keyEncryptionKey: try KeyEncryptionKeySource.resolve(configuration, logger: logger))
         let store = try await openStore(configuration, sealer: sealer, logger: logger)
         let shared = store is PostgresStore
         let smtp = try configuration.smtp.map { try SMTPOutbox(settings: $0, store: store, clock: clock, logger: logger) }
-        let server = IdentityServer(configuration: configuration, store: store, sharedStore: shared, clock: clock, logger: logger,
-                                    sealer: sealer, smtp: smtp)
+        let server = IdentityServer(
+            configuration: configuration, store: store, sharedStore: shared, clock: clock, logger: logger,
+            sealer: sealer, smtp: smtp)
         try await server.keys.bootstrap()
         try await server.seed()
         return server
@@ -123,14 +130,16 @@ public final class IdentityServer: Sendable {
             case .sqlite(let path):
                 return try SQLiteStore(path: path, sealer: sealer)
             case .postgres(let location):
-                return try await PostgresStore.open(location: location, sealer: sealer, poolSize: configuration.databasePoolSize,
-                                                    timeout: .seconds(configuration.databaseTimeoutSeconds), logger: logger)
+                return try await PostgresStore.open(
+                    location: location, sealer: sealer, poolSize: configuration.databasePoolSize,
+                    timeout: .seconds(configuration.databaseTimeoutSeconds), logger: logger)
             }
         } catch let error as SecretSealerError {
             throw ConfigurationError.invalid(error.description)
         } catch StoreError.schemaTooNew(let found, let known) {
             throw ConfigurationError.invalid(
-                "the database schema is at version \(found), newer than this Latchkey knows (\(known)): it was migrated by a newer release; run that release (or a newer one)")
+                "the database schema is at version \(found), newer than this Latchkey knows (\(known)): it was migrated by a newer release; run that release (or a newer one)"
+            )
         } catch StoreError.unavailable(let reason) {
             throw ConfigurationError.invalid("the database \(try configuration.databaseLocation) cannot be reached (\(reason))")
         }
@@ -142,13 +151,15 @@ public final class IdentityServer: Sendable {
             // Instances starting together on one database may each have written a fresh form: the last one stands, and
             // that is the one to remember (one derivation here, none per request).
             if let secret = client.clientSecret, let stored = try await store.client(id: client.clientId)?.secretHash,
-               !ClientSecrets.isCheap(stored) {
+                !ClientSecrets.isCheap(stored)
+            {
                 _ = try await ClientSecrets.verify(secret, against: stored)
             }
         }
         for seed in configuration.users where try await store.user(username: seed.username) == nil {
-            try await createUser(username: seed.username, password: seed.password, claims: UserRoles.claims(seed.claims, roles: seed.roles),
-                                 disabled: seed.disabled)
+            try await createUser(
+                username: seed.username, password: seed.password, claims: UserRoles.claims(seed.claims, roles: seed.roles),
+                disabled: seed.disabled)
         }
     }
 
@@ -161,7 +172,8 @@ public final class IdentityServer: Sendable {
         guard let secret = client.clientSecret else { return nil }
         let rounds = configuration.clientSecretRounds ?? (configuration.allowsLowBcryptCost ? 1_000 : ClientSecrets.rounds)
         if let existing = try await store.client(id: client.clientId)?.secretHash, ClientSecrets.isCurrentForm(existing, rounds: rounds),
-           try await ClientSecrets.verify(secret, against: existing) {
+            try await ClientSecrets.verify(secret, against: existing)
+        {
             return existing  // `verify` remembered it
         }
         let fresh = try ClientSecrets.hash(secret, rounds: rounds)
@@ -173,8 +185,10 @@ public final class IdentityServer: Sendable {
     @discardableResult
     public func createUser(username: String, password: String, claims: [String: String] = [:], disabled: Bool = false) async throws -> String {
         let id = UUID().uuidString.lowercased()
-        try await store.insertUser(UserRecord(id: id, username: username, passwordHash: try await hasher.hash(password), claims: claims,
-                                              disabled: disabled, failedLogins: 0, lockedUntil: nil, createdAt: clock.now))
+        try await store.insertUser(
+            UserRecord(
+                id: id, username: username, passwordHash: try await hasher.hash(password), claims: claims,
+                disabled: disabled, failedLogins: 0, lockedUntil: nil, createdAt: clock.now))
         return id
     }
 
@@ -202,10 +216,14 @@ public final class IdentityServer: Sendable {
             router: makeRouter(),
             // Heads past the limits are answered 431 (`HeaderLimitHandler`); a client that trickles a request, or
             // does not read its answer, is cut off after `http_request_timeout_seconds` (`ConnectionDeadlineHandler`).
-            server: .http1(configuration: .init(additionalChannelHandlers: [HeaderLimitHandler(onClose: closed),
-                                                                            ConnectionDeadlineHandler(timeout: requestTimeout, onClose: closed)],
-                                                idleTimeout: .seconds(Int64(configuration.httpIdleTimeoutSeconds)),
-                                                httpDecoderConfiguration: RequestSizeLimits.decoder)),
+            server: .http1(
+                configuration: .init(
+                    additionalChannelHandlers: [
+                        HeaderLimitHandler(onClose: closed),
+                        ConnectionDeadlineHandler(timeout: requestTimeout, onClose: closed)
+                    ],
+                    idleTimeout: .seconds(Int64(configuration.httpIdleTimeoutSeconds)),
+                    httpDecoderConfiguration: RequestSizeLimits.decoder)),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
             services: smtpOutbox.map { [MailDeliveryService(outbox: $0) as any Service] } ?? [],
             onServerRunning: { channel in

@@ -133,8 +133,10 @@ struct AuthorizationCodeFlowTests {
     @Test func unregisteredRedirectURIIsNeverRedirectedTo() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        for redirect in ["https://evil.example/callback", "http://127.0.0.1:7777/other", "http://evil.example:7777/callback",
-                         "io.latchkey.demo:/callback/../evil", "http://127.0.0.1:7777/callback#frag"] {
+        for redirect in [
+            "https://evil.example/callback", "http://127.0.0.1:7777/other", "http://evil.example:7777/callback",
+            "io.latchkey.demo:/callback/../evil", "http://127.0.0.1:7777/callback#frag"
+        ] {
             var options = AuthorizeOptions()
             options.redirectUri = redirect
             let response = try await TestBrowser().get(server.authorizeURL(options))

@@ -23,7 +23,8 @@ struct ConfigurationTests {
     }
 
     @Test func fileIsAppliedOverDefaults() throws {
-        let path = try write("""
+        let path = try write(
+            """
             { "issuer": "https://id.example.com", "port": 9000, "database": "/tmp/x.sqlite",
               "clients": [ { "client_id": "app", "redirect_uris": ["com.example:/cb"] },
                            { "client_id": "svc", "client_secret": "0123456789abcdef", "grant_types": ["client_credentials"], "scopes": ["api"] } ],
@@ -46,7 +47,8 @@ struct ConfigurationTests {
     }
 
     @Test func dpopDeviceAndPARSettings() throws {
-        let path = try write("""
+        let path = try write(
+            """
             { "issuer": "https://id.example.com", "database": "/tmp/x.sqlite", "development": false,
               "clients": [ { "client_id": "tv", "grant_types": ["urn:ietf:params:oauth:grant-type:device_code"], "require_dpop": true,
                              "require_pushed_authorization_requests": true } ],
@@ -87,7 +89,7 @@ struct ConfigurationTests {
             (ClientConfiguration(clientId: "b", redirectUris: ["http://evil.example/cb"]), "must be loopback"),
             (ClientConfiguration(clientId: "c", redirectUris: ["com.example:/cb#x"]), "fragment"),
             (ClientConfiguration(clientId: "d", grantTypes: [.clientCredentials]), "public client"),
-            (ClientConfiguration(clientId: "e", redirectUris: ["not a uri"]), "absolute"),
+            (ClientConfiguration(clientId: "e", redirectUris: ["not a uri"]), "absolute")
         ]
         for (client, reason) in cases {
             var c = DevelopmentDefaults.configuration()

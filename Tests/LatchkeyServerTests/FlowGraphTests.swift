@@ -13,9 +13,12 @@ struct FlowGraphTests {
     }
 
     @Test func malformedGraphsAreRefused() {
-        let unknownExecutor = FlowGraph(id: "bad", type: .authentication, nodes: [
-            FlowNode(id: "start", kind: .start, next: "t"), FlowNode(id: "t", kind: .task, executor: "RunShell", next: "end"),
-            FlowNode(id: "end", kind: .end)])
+        let unknownExecutor = FlowGraph(
+            id: "bad", type: .authentication,
+            nodes: [
+                FlowNode(id: "start", kind: .start, next: "t"), FlowNode(id: "t", kind: .task, executor: "RunShell", next: "end"),
+                FlowNode(id: "end", kind: .end)
+            ])
         #expect(throws: ConfigurationError.self) { try unknownExecutor.validate() }
         let dangling = FlowGraph(id: "bad", type: .authentication, nodes: [FlowNode(id: "start", kind: .start, next: "nowhere")])
         #expect(throws: ConfigurationError.self) { try dangling.validate() }
@@ -27,12 +30,12 @@ struct FlowGraphTests {
 
     @Test func applicationSettingsAndFlowsRoundTripThroughJSONAndTheStore() async throws {
         let json = """
-        {"client_id": "shop", "app_type": "mobile", "registration": "invite_only", "recovery_enabled": false, "require_mfa": true,
-         "grant_types": ["urn:ietf:params:oauth:grant-type:token-exchange", "refresh_token"],
-         "flows": {"SIGNOUT": {"id": "custom-signout", "type": "SIGNOUT", "nodes": [
-            {"id": "start", "kind": "start", "next": "t"}, {"id": "t", "kind": "task", "executor": "SessionTerminator", "next": "end"},
-            {"id": "end", "kind": "end"}]}}}
-        """
+            {"client_id": "shop", "app_type": "mobile", "registration": "invite_only", "recovery_enabled": false, "require_mfa": true,
+             "grant_types": ["urn:ietf:params:oauth:grant-type:token-exchange", "refresh_token"],
+             "flows": {"SIGNOUT": {"id": "custom-signout", "type": "SIGNOUT", "nodes": [
+                {"id": "start", "kind": "start", "next": "t"}, {"id": "t", "kind": "task", "executor": "SessionTerminator", "next": "end"},
+                {"id": "end", "kind": "end"}]}}}
+            """
         let client = try JSONDecoder().decode(ClientConfiguration.self, from: Data(json.utf8))
         #expect(client.appType == .mobile && client.registration == .inviteOnly && !client.recoveryEnabled && client.requireMFA)
         #expect(client.flows[.signOut]?.id == "custom-signout")
@@ -47,12 +50,18 @@ struct FlowGraphTests {
     }
 
     @Test func inputRulesAreCheckedOnTheServer() {
-        let inputs = [FlowInputSpec(ref: "a", identifier: "code", type: "TEXT_INPUT",
-                                    validation: [FlowValidationRule(type: "regex", value: .string("^[0-9]+$")),
-                                                 FlowValidationRule(type: "maxLength", value: .number(4))]),
-                      FlowInputSpec(ref: "b", identifier: "team", type: "SELECT", required: false, options: ["red"]),
-                      FlowInputSpec(ref: "c", identifier: "bad", type: "TEXT_INPUT", required: false,
-                                    validation: [FlowValidationRule(type: "minLength", value: .number(.infinity))])]
+        let inputs = [
+            FlowInputSpec(
+                ref: "a", identifier: "code", type: "TEXT_INPUT",
+                validation: [
+                    FlowValidationRule(type: "regex", value: .string("^[0-9]+$")),
+                    FlowValidationRule(type: "maxLength", value: .number(4))
+                ]),
+            FlowInputSpec(ref: "b", identifier: "team", type: "SELECT", required: false, options: ["red"]),
+            FlowInputSpec(
+                ref: "c", identifier: "bad", type: "TEXT_INPUT", required: false,
+                validation: [FlowValidationRule(type: "minLength", value: .number(.infinity))])
+        ]
         #expect(FlowEngine.validate(inputs, ["code": "12"]).isEmpty)
         #expect(FlowEngine.validate(inputs, [:]).map(\.identifier) == ["code"])
         #expect(FlowEngine.validate(inputs, ["code": "12a"]).map(\.message) == ["The value is not in the expected format"])

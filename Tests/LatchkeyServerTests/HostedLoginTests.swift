@@ -41,8 +41,9 @@ struct HostedLoginTests {
         #expect(ok.status == 303)
 
         let stranger = TestBrowser()
-        let unknown = try await server.submitLogin(stranger, page: try await server.openLoginPage(stranger, AuthorizeOptions()),
-                                                   username: "nobody@example.com", password: "whatever")
+        let unknown = try await server.submitLogin(
+            stranger, page: try await server.openLoginPage(stranger, AuthorizeOptions()),
+            username: "nobody@example.com", password: "whatever")
         #expect(unknown.status == 401)
         #expect(unknown.text.contains("The email or password is incorrect."), "unknown users get the same message")
     }

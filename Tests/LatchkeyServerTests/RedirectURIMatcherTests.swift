@@ -11,7 +11,7 @@ struct RedirectURIMatcherTests {
         ("https://app.example/cb?x=1", false), ("https://app.example/cb/", false), ("https://app.example:444/cb", false),
         ("http://127.0.0.1:80/callbackx", false), ("http://127.0.0.2:80/callback", false), ("http://localhost.evil:80/callback", false),
         ("http://user@127.0.0.1:80/callback", false), ("io.latchkey.demo:/callback2", false), ("https://127.0.0.1:80/callback", false),
-        ("http://127.0.0.1/callback/../callback", false), ("HTTP://127.0.0.1:5/callback", false),
+        ("http://127.0.0.1/callback/../callback", false), ("HTTP://127.0.0.1:5/callback", false)
     ])
     func matches(uri: String, expected: Bool) {
         #expect(RedirectURIMatcher.isRegistered(uri, in: registered) == expected, "\(uri)")

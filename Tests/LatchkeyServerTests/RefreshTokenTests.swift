@@ -48,8 +48,9 @@ struct RefreshTokenTests {
         defer { Task { await server.stop() } }
         let tokens = try await server.tokens()
         let refresh = try #require(tokens.refreshToken)
-        let other = try await TestBrowser().postForm(server.base + "/oauth2/token", ["grant_type": "refresh_token", "refresh_token": refresh],
-                                                     headers: ["Authorization": basicAuth("backend", "backend-secret-0123456789")])
+        let other = try await TestBrowser().postForm(
+            server.base + "/oauth2/token", ["grant_type": "refresh_token", "refresh_token": refresh],
+            headers: ["Authorization": basicAuth("backend", "backend-secret-0123456789")])
         #expect(try other.json()["error"] as? String == "invalid_grant")
         #expect(try await server.refresh(refresh).status == 200, "a foreign client's attempt does not burn the token")
 
@@ -65,11 +66,17 @@ struct RefreshTokenTests {
         var options = AuthorizeOptions()
         options.scope = "openid email offline_access"
         let tokens = try await server.tokens(TestBrowser(), options)
-        let wider = try await TestBrowser().postForm(server.base + "/oauth2/token", [
-            "grant_type": "refresh_token", "refresh_token": tokens.refreshToken!, "client_id": "latchkey-demo", "scope": "openid profile"])
+        let wider = try await TestBrowser().postForm(
+            server.base + "/oauth2/token",
+            [
+                "grant_type": "refresh_token", "refresh_token": tokens.refreshToken!, "client_id": "latchkey-demo", "scope": "openid profile"
+            ])
         #expect(try wider.json()["error"] as? String == "invalid_scope")
-        let narrower = try await TestBrowser().postForm(server.base + "/oauth2/token", [
-            "grant_type": "refresh_token", "refresh_token": tokens.refreshToken!, "client_id": "latchkey-demo", "scope": "openid"])
+        let narrower = try await TestBrowser().postForm(
+            server.base + "/oauth2/token",
+            [
+                "grant_type": "refresh_token", "refresh_token": tokens.refreshToken!, "client_id": "latchkey-demo", "scope": "openid"
+            ])
         #expect(try narrower.json()["scope"] as? String == "openid")
     }
 }

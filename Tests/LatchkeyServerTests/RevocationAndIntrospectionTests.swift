@@ -7,8 +7,9 @@ struct RevocationAndIntrospectionTests {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let tokens = try await server.tokens()
-        let revoke = try await TestBrowser().postForm(server.base + "/oauth2/revoke",
-                                                      ["token": tokens.refreshToken!, "token_type_hint": "refresh_token", "client_id": "latchkey-demo"])
+        let revoke = try await TestBrowser().postForm(
+            server.base + "/oauth2/revoke",
+            ["token": tokens.refreshToken!, "token_type_hint": "refresh_token", "client_id": "latchkey-demo"])
         #expect(revoke.status == 200)
         #expect(try await server.refresh(tokens.refreshToken!).status == 400)
         #expect(try await server.userinfo(tokens.accessToken).status == 401)
@@ -33,8 +34,9 @@ struct RevocationAndIntrospectionTests {
         let unknown = try await TestBrowser().postForm(server.base + "/oauth2/revoke", ["token": "nonsense", "client_id": "latchkey-demo"])
         #expect(unknown.status == 200)
         let tokens = try await server.tokens()
-        let foreign = try await TestBrowser().postForm(server.base + "/oauth2/revoke", ["token": tokens.refreshToken!],
-                                                       headers: ["Authorization": basicAuth("backend", "backend-secret-0123456789")])
+        let foreign = try await TestBrowser().postForm(
+            server.base + "/oauth2/revoke", ["token": tokens.refreshToken!],
+            headers: ["Authorization": basicAuth("backend", "backend-secret-0123456789")])
         #expect(foreign.status == 400)
         #expect(try await server.refresh(tokens.refreshToken!).status == 200)
         let unauthenticated = try await TestBrowser().postForm(server.base + "/oauth2/revoke", ["token": tokens.accessToken])
@@ -63,9 +65,11 @@ struct RevocationAndIntrospectionTests {
         let garbage = try await TestBrowser().postForm(server.base + "/oauth2/introspect", ["token": "garbage"], headers: auth).json()
         #expect(garbage["active"] as? Bool == false)
 
-        let backendToken = try await TestBrowser().postForm(server.base + "/oauth2/token", ["grant_type": "client_credentials"], headers: auth)
+        let backendToken =
+            try await TestBrowser().postForm(server.base + "/oauth2/token", ["grant_type": "client_credentials"], headers: auth)
             .json()["access_token"] as? String
-        let byPublic = try await TestBrowser().postForm(server.base + "/oauth2/introspect", ["token": backendToken!, "client_id": "latchkey-demo"]).json()
+        let byPublic = try await TestBrowser().postForm(server.base + "/oauth2/introspect", ["token": backendToken!, "client_id": "latchkey-demo"])
+            .json()
         #expect(byPublic["active"] as? Bool == false, "a public client sees only its own tokens")
     }
 
@@ -91,8 +95,10 @@ struct RevocationAndIntrospectionTests {
         #expect(none.status == 401)
         #expect(none.header("WWW-Authenticate")?.hasPrefix("Bearer") == true)
 
-        let cc = try await TestBrowser().postForm(server.base + "/oauth2/token", ["grant_type": "client_credentials", "scope": "api.read"],
-                                                  headers: ["Authorization": basicAuth("backend", "backend-secret-0123456789")]).json()
+        let cc = try await TestBrowser().postForm(
+            server.base + "/oauth2/token", ["grant_type": "client_credentials", "scope": "api.read"],
+            headers: ["Authorization": basicAuth("backend", "backend-secret-0123456789")]
+        ).json()
         let noOpenID = try await server.userinfo(cc["access_token"] as! String)
         #expect(noOpenID.status == 403)
         #expect(noOpenID.header("WWW-Authenticate")?.contains("insufficient_scope") == true)

@@ -14,7 +14,9 @@ struct SCIMTests {
 
     /// Asserts an RFC 7644 §3.12 error and returns its detail.
     @discardableResult
-    static func expectError(_ result: HTTPResult, _ status: Int, _ scimType: String?, sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+    static func expectError(_ result: HTTPResult, _ status: Int, _ scimType: String?, sourceLocation: SourceLocation = #_sourceLocation) throws
+        -> String
+    {
         #expect(result.status == status, "\(result.text)", sourceLocation: sourceLocation)
         #expect(result.header("Content-Type")?.hasPrefix("application/scim+json") == true, sourceLocation: sourceLocation)
         #expect(try result.value("schemas") as? [String] == [errorURN], sourceLocation: sourceLocation)
@@ -59,11 +61,13 @@ struct SCIMTests {
         defer { Task { await server.stop() } }
         let token = try await server.userTokens().accessToken
         let before = try await server.call("GET", "/scim2/Me", token: token)
-        let put = try await server.call("PUT", "/scim2/Me", token: token, json: [
-            "schemas": [Self.userURN], "id": "ignored", "userName": "demo@example.com", "externalId": "crm-1",
-            "name": ["givenName": "Grace", "familyName": "Hopper"],
-            "emails": [["value": "grace@example.com", "type": "work", "primary": true]],
-        ])
+        let put = try await server.call(
+            "PUT", "/scim2/Me", token: token,
+            json: [
+                "schemas": [Self.userURN], "id": "ignored", "userName": "demo@example.com", "externalId": "crm-1",
+                "name": ["givenName": "Grace", "familyName": "Hopper"],
+                "emails": [["value": "grace@example.com", "type": "work", "primary": true]]
+            ])
         #expect(put.status == 200, "\(put.text)")
         #expect(try put.string("id") == before.string("id"), "id is read-only")
         // A new address waits for its code: the old one stays until then.
@@ -77,8 +81,11 @@ struct SCIMTests {
 
         let noUserName = try await server.call("PUT", "/scim2/Me", token: token, json: ["schemas": [Self.userURN], "name": ["givenName": "X"]])
         try Self.expectError(noUserName, 400, "invalidValue")
-        let twoEmails = try await server.call("PUT", "/scim2/Me", token: token, json: [
-            "userName": "demo@example.com", "emails": [["value": "a@example.com"], ["value": "b@example.com"]]])
+        let twoEmails = try await server.call(
+            "PUT", "/scim2/Me", token: token,
+            json: [
+                "userName": "demo@example.com", "emails": [["value": "a@example.com"], ["value": "b@example.com"]]
+            ])
         try Self.expectError(twoEmails, 400, "invalidValue")
         let password = try await server.call("PUT", "/scim2/Me", token: token, json: ["userName": "demo@example.com", "password": "new password 1"])
         try Self.expectError(password, 400, "mutability")
@@ -89,14 +96,16 @@ struct SCIMTests {
         defer { Task { await server.stop() } }
         let token = try await server.userTokens().accessToken
         let before = try await server.call("GET", "/scim2/Me", token: token)
-        let patched = try await server.call("PATCH", "/scim2/Me", token: token, json: Self.patch([
-            ["op": "add", "path": "phoneNumbers", "value": [["value": "+1 555 0100", "type": "mobile"]]],
-            ["op": "replace", "path": "name.givenName", "value": "Ada"],
-            ["op": "replace", "value": ["displayName": "Ada L.", "locale": "fr", "\(Self.userURN):name.familyName": "King"]],
-            ["op": "replace", "path": "emails[type eq \"work\"].value", "value": "demo2@example.com"],
-            ["op": "Add", "path": "photos", "value": [["value": "https://example.com/ada.png", "type": "photo"]]],
-            ["op": "remove", "path": "name.familyName"],
-        ]), contentType: "application/json")
+        let patched = try await server.call(
+            "PATCH", "/scim2/Me", token: token,
+            json: Self.patch([
+                ["op": "add", "path": "phoneNumbers", "value": [["value": "+1 555 0100", "type": "mobile"]]],
+                ["op": "replace", "path": "name.givenName", "value": "Ada"],
+                ["op": "replace", "value": ["displayName": "Ada L.", "locale": "fr", "\(Self.userURN):name.familyName": "King"]],
+                ["op": "replace", "path": "emails[type eq \"work\"].value", "value": "demo2@example.com"],
+                ["op": "Add", "path": "photos", "value": [["value": "https://example.com/ada.png", "type": "photo"]]],
+                ["op": "remove", "path": "name.familyName"]
+            ]), contentType: "application/json")
         #expect(patched.status == 200, "\(patched.text)")
         #expect(try patched.string("phoneNumbers.0.value") == "+1 555 0100" && patched.string("phoneNumbers.0.type") == "mobile")
         #expect(try patched.string("name.givenName") == "Ada")
@@ -113,18 +122,22 @@ struct SCIMTests {
         #expect(try stored.string("emails.0.value") == "demo2@example.com" && stored.string("name.givenName") == "Ada")
         #expect(try await server.userinfo(token).json()["email_verified"] as? Bool == true, "applied by its code, so verified")
 
-        let removed = try await server.call("PATCH", "/scim2/Me", token: token, json: Self.patch([
-            ["op": "remove", "path": "phoneNumbers[type eq \"mobile\"]"],
-            ["op": "remove", "path": "photos[value eq \"https://example.com/ada.png\"]"],
-        ]))
+        let removed = try await server.call(
+            "PATCH", "/scim2/Me", token: token,
+            json: Self.patch([
+                ["op": "remove", "path": "phoneNumbers[type eq \"mobile\"]"],
+                ["op": "remove", "path": "photos[value eq \"https://example.com/ada.png\"]"]
+            ]))
         #expect(removed.status == 200, "\(removed.text)")
         #expect(try removed.value("phoneNumbers") == nil && removed.value("photos") == nil)
 
         // Microsoft Entra ID style: capitalized ops, a string boolean, no-op values.
-        let entra = try await server.call("PATCH", "/scim2/Me", token: token, json: Self.patch([
-            ["op": "Replace", "path": "active", "value": "True"],
-            ["op": "Replace", "path": "emails[type eq \"work\"].primary", "value": true],
-        ]))
+        let entra = try await server.call(
+            "PATCH", "/scim2/Me", token: token,
+            json: Self.patch([
+                ["op": "Replace", "path": "active", "value": "True"],
+                ["op": "Replace", "path": "emails[type eq \"work\"].primary", "value": true]
+            ]))
         #expect(entra.status == 200, "\(entra.text)")
         #expect(try entra.string("meta.version") == removed.string("meta.version"), "nothing changed, nothing saved")
     }
@@ -138,21 +151,28 @@ struct SCIMTests {
         }
         let badEmail = try await patch([
             ["op": "replace", "path": "name.givenName", "value": "Changed"],
-            ["op": "replace", "path": "emails[type eq \"work\"].value", "value": "not-an-address"],
+            ["op": "replace", "path": "emails[type eq \"work\"].value", "value": "not-an-address"]
         ])
         let detail = try Self.expectError(badEmail, 400, "invalidValue")
         #expect(detail.contains("emails"), "the problem is named by its SCIM path: \(detail)")
         #expect(try await server.call("GET", "/scim2/Me", token: token).string("name.givenName") == "Demo", "all or nothing")
 
         try Self.expectError(try await patch([["op": "replace", "path": "nickName", "value": "x"]]), 400, "invalidPath")
-        try Self.expectError(try await patch([["op": "replace", "path": "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:department",
-                                               "value": "x"]]), 400, "invalidPath")
+        try Self.expectError(
+            try await patch([
+                [
+                    "op": "replace", "path": "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:department",
+                    "value": "x"
+                ]
+            ]), 400, "invalidPath")
         try Self.expectError(try await patch([["op": "replace", "value": ["title": "x"]]]), 400, "invalidPath")
         try Self.expectError(try await patch([["op": "remove"]]), 400, "noTarget")
-        try Self.expectError(try await patch([["op": "replace", "path": "emails[value eq \"nobody@example.com\"].value", "value": "a@example.com"]]),
-                             400, "noTarget")
-        try Self.expectError(try await patch([["op": "replace", "path": "emails[display co \"x\"].value", "value": "a@example.com"]]),
-                             400, "invalidFilter")
+        try Self.expectError(
+            try await patch([["op": "replace", "path": "emails[value eq \"nobody@example.com\"].value", "value": "a@example.com"]]),
+            400, "noTarget")
+        try Self.expectError(
+            try await patch([["op": "replace", "path": "emails[display co \"x\"].value", "value": "a@example.com"]]),
+            400, "invalidFilter")
         try Self.expectError(try await patch([["op": "replace", "path": "id", "value": "x"]]), 400, "mutability")
         try Self.expectError(try await patch([["op": "replace", "path": "active", "value": false]]), 400, "mutability")
         try Self.expectError(try await patch([["op": "replace", "path": "locale", "value": 42]]), 400, "invalidValue")
@@ -171,11 +191,17 @@ struct SCIMTests {
         let server = try await TestServer.startForProfiles()
         defer { Task { await server.stop() } }
         let token = try await server.userTokens().accessToken
-        let userName = try await server.call("PATCH", "/scim2/Me", token: token, json: Self.patch([
-            ["op": "replace", "path": "userName", "value": "Ada@Example.com"]]))
+        let userName = try await server.call(
+            "PATCH", "/scim2/Me", token: token,
+            json: Self.patch([
+                ["op": "replace", "path": "userName", "value": "Ada@Example.com"]
+            ]))
         #expect(try Self.expectError(userName, 409, "uniqueness").contains("userName"))
-        let email = try await server.call("PATCH", "/scim2/Me", token: token, json: Self.patch([
-            ["op": "replace", "path": "emails", "value": [["value": "ADA@example.com", "type": "work"]]]]))
+        let email = try await server.call(
+            "PATCH", "/scim2/Me", token: token,
+            json: Self.patch([
+                ["op": "replace", "path": "emails", "value": [["value": "ADA@example.com", "type": "work"]]]
+            ]))
         #expect(try Self.expectError(email, 409, "uniqueness").contains("emails"))
     }
 
@@ -190,13 +216,15 @@ struct SCIMTests {
         let change = Self.patch([["op": "replace", "path": "locale", "value": "de"]])
         let first = try await server.call("PATCH", "/scim2/Me", token: token, json: change, headers: ["If-Match": version])
         #expect(first.status == 200)
-        let stale = try await server.call("PATCH", "/scim2/Me", token: token, json: Self.patch([["op": "replace", "path": "locale", "value": "it"]]),
-                                          headers: ["If-Match": version])
+        let stale = try await server.call(
+            "PATCH", "/scim2/Me", token: token, json: Self.patch([["op": "replace", "path": "locale", "value": "it"]]),
+            headers: ["If-Match": version])
         try Self.expectError(stale, 412, nil)
         #expect(try await server.call("GET", "/scim2/Me", token: token).string("locale") == "de", "the stale write was not applied")
         let fresh = try #require(first.header("ETag"))
-        let put = try await server.call("PUT", "/scim2/Me", token: token, json: ["userName": "demo@example.com", "emails": [["value": "demo@example.com"]]],
-                                        headers: ["If-Match": fresh])
+        let put = try await server.call(
+            "PUT", "/scim2/Me", token: token, json: ["userName": "demo@example.com", "emails": [["value": "demo@example.com"]]],
+            headers: ["If-Match": fresh])
         #expect(put.status == 200, "\(put.text)")
     }
 
@@ -214,7 +242,8 @@ struct SCIMTests {
 
         #expect(try await server.call("GET", "/scim2/Me", token: tokens.accessToken).status == 200)
         try await server.revoke(tokens.accessToken)
-        let revoked = try await server.call("PATCH", "/scim2/Me", token: tokens.accessToken, json: Self.patch([["op": "replace", "path": "locale", "value": "fr"]]))
+        let revoked = try await server.call(
+            "PATCH", "/scim2/Me", token: tokens.accessToken, json: Self.patch([["op": "replace", "path": "locale", "value": "fr"]]))
         #expect(try Self.expectError(revoked, 401, nil).contains("revoked"))
     }
 
@@ -241,27 +270,34 @@ struct SCIMTests {
         let user = try await server.userTokens().accessToken
         try Self.expectError(try await server.call("GET", "/scim2/Users/\(adaId)", token: user), 403, nil)
         try Self.expectError(try await server.call("GET", "/scim2/Users?filter=userName%20eq%20%22ada%40example.com%22", token: user), 403, nil)
-        try Self.expectError(try await server.call("PATCH", "/scim2/Users/\(adaId)", token: user,
-                                                   json: Self.patch([["op": "replace", "path": "locale", "value": "fr"]])), 403, nil)
+        try Self.expectError(
+            try await server.call(
+                "PATCH", "/scim2/Users/\(adaId)", token: user,
+                json: Self.patch([["op": "replace", "path": "locale", "value": "fr"]])), 403, nil)
 
         // A user with the admin role whose token carries scim.admin may.
         let userAdmin = try await server.userTokens(scope: "openid profile scim.admin").accessToken
         #expect(try await server.call("GET", "/scim2/Users/\(adaId)", token: userAdmin).string("userName") == "ada@example.com")
         // The scope alone is not an entitlement. Grace may ask the same client for scim.admin and gets it in her
         // token, but without the role she administers nothing.
-        let graceWithScope = try await server.userTokens(username: "grace+ops@example.com", password: "grace's compiler password",
-                                                         scope: "openid profile scim.admin").accessToken
+        let graceWithScope = try await server.userTokens(
+            username: "grace+ops@example.com", password: "grace's compiler password",
+            scope: "openid profile scim.admin"
+        ).accessToken
         #expect(try await server.verifiedClaims(graceWithScope)["scope"]?.stringValue?.contains("scim.admin") == true)
         try Self.expectError(try await server.call("GET", "/scim2/Users/\(adaId)", token: graceWithScope), 403, nil)
-        try Self.expectError(try await server.call("PATCH", "/scim2/Users/\(adaId)", token: graceWithScope,
-                                                   json: Self.patch([["op": "replace", "path": "emails", "value": [["value": "grace@evil.example"]]]])),
-                             403, nil)
+        try Self.expectError(
+            try await server.call(
+                "PATCH", "/scim2/Users/\(adaId)", token: graceWithScope,
+                json: Self.patch([["op": "replace", "path": "emails", "value": [["value": "grace@evil.example"]]]])),
+            403, nil)
 
         // The administrator disables Ada: her token stops working and she cannot sign in.
         let adaTokens = try await server.userTokens(username: "ada@example.com", password: TestServer.adaPassword)
         let adaToken = adaTokens.accessToken
-        let disabled = try await server.call("PATCH", "/scim2/Users/\(adaId)", token: admin,
-                                             json: Self.patch([["op": "replace", "path": "active", "value": false]]))
+        let disabled = try await server.call(
+            "PATCH", "/scim2/Users/\(adaId)", token: admin,
+            json: Self.patch([["op": "replace", "path": "active", "value": false]]))
         #expect(disabled.status == 200, "\(disabled.text)")
         #expect(try disabled.value("active") as? Bool == false)
         try Self.expectError(try await server.call("GET", "/scim2/Me", token: adaToken), 401, nil)
@@ -269,9 +305,12 @@ struct SCIMTests {
         let page = try await server.openLoginPage(browser, AuthorizeOptions())
         #expect(try await server.submitLogin(browser, page: page, username: "ada@example.com", password: TestServer.adaPassword).status == 403)
 
-        let put = try await server.call("PUT", "/scim2/Users/\(adaId)", token: admin, json: [
-            "schemas": [Self.userURN], "userName": "ada@example.com", "active": true, "displayName": "Countess of Lovelace",
-            "emails": [["value": "ada@example.com", "type": "work", "primary": true]]])
+        let put = try await server.call(
+            "PUT", "/scim2/Users/\(adaId)", token: admin,
+            json: [
+                "schemas": [Self.userURN], "userName": "ada@example.com", "active": true, "displayName": "Countess of Lovelace",
+                "emails": [["value": "ada@example.com", "type": "work", "primary": true]]
+            ])
         #expect(put.status == 200, "\(put.text)")
         #expect(try put.value("active") as? Bool == true && put.string("displayName") == "Countess of Lovelace")
         _ = try await server.userTokens(username: "ada@example.com", password: TestServer.adaPassword)

@@ -24,7 +24,8 @@ struct SelfServiceTests {
         attributes["given_name"] = "Dee"
         attributes["locale"] = "fr"
         attributes["family_name"] = nil
-        let put = try await server.call("PUT", "/users/me", token: tokens.accessToken, json: ["attributes": attributes], contentType: "application/json")
+        let put = try await server.call(
+            "PUT", "/users/me", token: tokens.accessToken, json: ["attributes": attributes], contentType: "application/json")
         #expect(put.status == 200, "\(put.text)")
         #expect(try put.string("attributes.given_name") == "Dee")
         #expect(try put.value("attributes.family_name") == nil)
@@ -123,17 +124,20 @@ struct SelfServiceTests {
         #expect(try client.string("code") == "AUTH-4030")
 
         // A token exchanged for another API's audience is not for this server.
-        let exchanged = try await TestBrowser().postForm(server.base + "/oauth2/token", [
-            "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange", "subject_token": tokens.accessToken,
-            "subject_token_type": "urn:ietf:params:oauth:token-type:access_token", "audience": "https://api.example",
-        ], headers: ["Authorization": basicAuth("backend", "backend-secret-0123456789")])
+        let exchanged = try await TestBrowser().postForm(
+            server.base + "/oauth2/token",
+            [
+                "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange", "subject_token": tokens.accessToken,
+                "subject_token_type": "urn:ietf:params:oauth:token-type:access_token", "audience": "https://api.example"
+            ], headers: ["Authorization": basicAuth("backend", "backend-secret-0123456789")])
         let foreign = try #require(try exchanged.json()["access_token"] as? String)
         #expect(try await server.call("GET", "/users/me", token: foreign).status == 401)
 
         #expect(try await server.call("GET", "/users/me", token: tokens.accessToken).status == 200)
         try await server.revoke(tokens.accessToken)
-        let revoked = try await server.call("PUT", "/users/me", token: tokens.accessToken, json: ["attributes": ["given_name": "x"]],
-                                            contentType: "application/json")
+        let revoked = try await server.call(
+            "PUT", "/users/me", token: tokens.accessToken, json: ["attributes": ["given_name": "x"]],
+            contentType: "application/json")
         #expect(revoked.status == 401)
         #expect(try revoked.string("code") == "AUTH-4010")
     }
@@ -143,8 +147,9 @@ struct SelfServiceTests {
         defer { Task { await server.stop() } }
         let token = try await server.userTokens(username: "ada@example.com", password: TestServer.adaPassword).accessToken
         func change(_ attributes: [String: String]) async throws -> HTTPResult {
-            try await server.call("POST", "/users/me/update-credentials", token: token, json: ["attributes": attributes],
-                                  contentType: "application/json")
+            try await server.call(
+                "POST", "/users/me/update-credentials", token: token, json: ["attributes": attributes],
+                contentType: "application/json")
         }
         let newPassword = "the engine weaves algebra"
 

@@ -27,7 +27,8 @@ struct AccessTokenCacheTests {
     }
 
     static func tokens(_ access: String, expiresIn: TimeInterval) -> TokenSet {
-        TokenSet(accessToken: access, refreshToken: "r-" + access, idToken: nil, expiresAt: Date().addingTimeInterval(expiresIn), scope: nil, nonce: nil)
+        TokenSet(
+            accessToken: access, refreshToken: "r-" + access, idToken: nil, expiresAt: Date().addingTimeInterval(expiresIn), scope: nil, nonce: nil)
     }
 
     static func cached(_ cache: AccessTokenCache) -> String? {

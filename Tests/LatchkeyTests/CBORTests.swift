@@ -100,8 +100,10 @@ struct CBORTests {
         (.map([:]), "a0"), (.map([.int(1): .int(2), .int(3): .int(4)]), "a201020304"),
         (.map([.text("a"): .int(1), .text("b"): .array([.int(2), .int(3)])]), "a26161016162820203"),
         (.array([.text("a"), .map([.text("b"): .text("c")])]), "826161a161626163"),
-        (.map([.text("a"): .text("A"), .text("b"): .text("B"), .text("c"): .text("C"), .text("d"): .text("D"), .text("e"): .text("E")]),
-         "a56161614161626142616361436164614461656145"),
+        (
+            .map([.text("a"): .text("A"), .text("b"): .text("B"), .text("c"): .text("C"), .text("d"): .text("D"), .text("e"): .text("E")]),
+            "a56161614161626142616361436164614461656145"
+        )
     ]
 
     @Test(arguments: 0..<CBORTests.vectors.count)
@@ -123,8 +125,10 @@ struct CBORTests {
 
     @Test func mapsAreSortedCanonicallyWhateverTheInsertionOrder() throws {
         // CTAP2: shorter encoded keys first, then bytewise; integers (major 0/1) before text (major 3).
-        let value = CBORValue.map([.text("authData"): .null, .text("fmt"): .null, .int(-3): .null, .text("attStmt"): .null,
-                                   .int(1): .null, .int(-1): .null, .int(3): .null, .int(-2): .null, .int(24): .null])
+        let value = CBORValue.map([
+            .text("authData"): .null, .text("fmt"): .null, .int(-3): .null, .text("attStmt"): .null,
+            .int(1): .null, .int(-1): .null, .int(3): .null, .int(-2): .null, .int(24): .null
+        ])
         let keys = try TestCBOR.mapKeyOrder(value.encoded)
         #expect(keys == [.int(1), .int(3), .int(-1), .int(-2), .int(-3), .int(24), .text("fmt"), .text("attStmt"), .text("authData")])
     }

@@ -30,7 +30,7 @@ struct IDTokenValidatorTests {
             "iss": .string(issuer), "sub": .string("u1"), "aud": .string("app"), "azp": .string("app"),
             "exp": .number(now.timeIntervalSince1970 + 300), "iat": .number(now.timeIntervalSince1970),
             "nonce": .string("n-1"), "at_hash": .string(Base64URL.encode(Data(SHA256.hash(data: Data("AT".utf8))).prefix(16))),
-            "auth_time": .number(now.timeIntervalSince1970 - 10),
+            "auth_time": .number(now.timeIntervalSince1970 - 10)
         ]
         change(&c)
         return c
@@ -53,15 +53,24 @@ struct IDTokenValidatorTests {
 
     @Test func aValidTokenPasses() async throws {
         let (v, _) = try validator()
-        let verified = try await v.validate(try key.sign(claims: claims()), .init(issuer: issuer, clientId: "app", nonce: "n-1", accessToken: "AT", maxAge: 60, now: now))
+        let verified = try await v.validate(
+            try key.sign(claims: claims()), .init(issuer: issuer, clientId: "app", nonce: "n-1", accessToken: "AT", maxAge: 60, now: now))
         #expect(verified["sub"]?.stringValue == "u1")
     }
 
     @Test func claimRules() async throws {
         try await expect(key.sign(claims: claims { $0["iss"] = .string("https://evil.example") }), fails: "iss")
         try await expect(key.sign(claims: claims { $0["aud"] = .string("other") }), fails: "aud")
-        try await expect(key.sign(claims: claims { $0["aud"] = .array([.string("app"), .string("other")]); $0["azp"] = .string("other") }), fails: "azp")
-        try await expect(key.sign(claims: claims { $0["aud"] = .array([.string("app"), .string("other")]); $0["azp"] = nil }), fails: "azp")
+        try await expect(
+            key.sign(
+                claims: claims {
+                    $0["aud"] = .array([.string("app"), .string("other")]); $0["azp"] = .string("other")
+                }), fails: "azp")
+        try await expect(
+            key.sign(
+                claims: claims {
+                    $0["aud"] = .array([.string("app"), .string("other")]); $0["azp"] = nil
+                }), fails: "azp")
         try await expect(key.sign(claims: claims { $0["exp"] = .number(now.timeIntervalSince1970 - 120) }), fails: "expired")
         try await expect(key.sign(claims: claims { $0["iat"] = .number(now.timeIntervalSince1970 + 600) }), fails: "iat")
         try await expect(key.sign(claims: claims { $0["nbf"] = .number(now.timeIntervalSince1970 + 600) }), fails: "nbf")
@@ -95,13 +104,15 @@ struct IDTokenValidatorTests {
         let stranger = try SigningKey.generate(.es256)
         let (v, stub) = try validator()
         await #expect(throws: LatchkeyError.self) {
-            try await v.validate(try stranger.sign(claims: claims()), .init(issuer: issuer, clientId: "app", nonce: "n-1", accessToken: "AT", now: now))
+            try await v.validate(
+                try stranger.sign(claims: claims()), .init(issuer: issuer, clientId: "app", nonce: "n-1", accessToken: "AT", now: now))
         }
         #expect(stub.fetches == 2, "initial fetch plus exactly one refetch")
 
         // After a real rotation the refetch finds the new key.
         stub.replace(JWKSet(keys: [try key.publicJWK(), try stranger.publicJWK()]))
-        _ = try await v.validate(try stranger.sign(claims: claims()), .init(issuer: issuer, clientId: "app", nonce: "n-1", accessToken: "AT", now: now))
+        _ = try await v.validate(
+            try stranger.sign(claims: claims()), .init(issuer: issuer, clientId: "app", nonce: "n-1", accessToken: "AT", now: now))
         #expect(stub.fetches == 3)
     }
 
@@ -110,7 +121,8 @@ struct IDTokenValidatorTests {
         let v = IDTokenValidator(jwks: JWKSCache(url: URL(string: "https://id.example.com/jwks")!, http: stub, minimumRefetchInterval: 60))
         let stranger = try SigningKey.generate(.es256)
         for _ in 0..<5 {
-            _ = try? await v.validate(try stranger.sign(claims: claims()), .init(issuer: issuer, clientId: "app", nonce: "n-1", accessToken: "AT", now: now))
+            _ = try? await v.validate(
+                try stranger.sign(claims: claims()), .init(issuer: issuer, clientId: "app", nonce: "n-1", accessToken: "AT", now: now))
         }
         #expect(stub.fetches == 2, "one refetch for the first unknown kid, then none: forged kids cannot hammer the JWKS endpoint")
     }

@@ -68,7 +68,9 @@ struct JOSETests {
             #expect(throws: JOSEError.badSignature) { try CompactJWS(parsing: "\(parts[0]).\(otherPayload).\(parts[2])").verify(with: keySet) }
             var sig = Base64URL.decode(parts[2])!
             sig[sig.count / 2] ^= 0x01
-            #expect(throws: JOSEError.badSignature) { try CompactJWS(parsing: "\(parts[0]).\(parts[1]).\(Base64URL.encode(sig))").verify(with: keySet) }
+            #expect(throws: JOSEError.badSignature) {
+                try CompactJWS(parsing: "\(parts[0]).\(parts[1]).\(Base64URL.encode(sig))").verify(with: keySet)
+            }
         }
     }
 
@@ -79,8 +81,10 @@ struct JOSETests {
     }
 
     @Test func malformedTokensAreRejectedWithoutCrashing() {
-        for bad in ["", "a", "a.b", "a.b.c.d", "!!.e30.", "e30.e30.e30", "eyJhbGciOiJSUzI1NiJ9.e30.==",
-                    String(repeating: "a", count: 20_000), Base64URL.encode(Data("[]".utf8)) + ".e30.AA"] {
+        for bad in [
+            "", "a", "a.b", "a.b.c.d", "!!.e30.", "e30.e30.e30", "eyJhbGciOiJSUzI1NiJ9.e30.==",
+            String(repeating: "a", count: 20_000), Base64URL.encode(Data("[]".utf8)) + ".e30.AA"
+        ] {
             #expect(throws: (any Error).self) { try CompactJWS(parsing: bad).verify(with: keySet) }
         }
     }
@@ -101,8 +105,11 @@ struct JOSETests {
 
     @Test func thumbprintMatchesRFC7638Example() {
         // RFC 7638 §3.1 example key and thumbprint.
-        let jwk = JWK(kty: "RSA", n: "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw",
-                      e: "AQAB")
+        let jwk = JWK(
+            kty: "RSA",
+            n:
+                "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw",
+            e: "AQAB")
         #expect(jwk.thumbprint() == "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs")
     }
 

@@ -12,12 +12,13 @@ struct JSONValueParserTests {
             #"{"s":"quote \" slash \/ backslash \\ tab \t nl \n uni \u00e9 astral \ud83d\ude00 ctl \u0001"}"#,
             #"  [1, 2.25, -0, 0.5e-2, 1E+2]  "#,
             #""plain""#, "42", "true", "null",
-            #"{"ünïcödé":"日本語","emoji":"👍🏽"}"#,
+            #"{"ünïcödé":"日本語","emoji":"👍🏽"}"#
         ]
         for text in texts {
             let ours = try JSONValue.parse(Data(text.utf8))
             let theirs = try JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])
-            let reencoded = try JSONDecoder().decode(JSONValue.self, from: try JSONSerialization.data(withJSONObject: theirs, options: [.fragmentsAllowed]))
+            let reencoded = try JSONDecoder().decode(
+                JSONValue.self, from: try JSONSerialization.data(withJSONObject: theirs, options: [.fragmentsAllowed]))
             #expect(Self.sameNumbers(ours, reencoded), "\(text)")
         }
     }
@@ -32,12 +33,14 @@ struct JSONValueParserTests {
         }
     }
 
-    @Test("refuses what RFC 8259 and RFC 7515 §5.2 refuse", arguments: [
-        #"{"sub":"a","sub":"b"}"#,           // duplicate member: which `sub` would count?
-        #"{"a":1,}"#, "[1,]", "{", "[", #"{"a" 1}"#, "01", "1.", ".5", "-", "1e", "+1", "NaN", "Infinity", "1e400",
-        #""\ud800""#, #""\udc00""#, #""\ud800\u0041""#, #""\x""#, #""\u12""#, "\"a\u{01}b\"", #""unterminated"#,
-        "tru", "nul", "true false", "{} {}", "",
-    ])
+    @Test(
+        "refuses what RFC 8259 and RFC 7515 §5.2 refuse",
+        arguments: [
+            #"{"sub":"a","sub":"b"}"#,  // duplicate member: which `sub` would count?
+            #"{"a":1,}"#, "[1,]", "{", "[", #"{"a" 1}"#, "01", "1.", ".5", "-", "1e", "+1", "NaN", "Infinity", "1e400",
+            #""\ud800""#, #""\udc00""#, #""\ud800\u0041""#, #""\x""#, #""\u12""#, "\"a\u{01}b\"", #""unterminated"#,
+            "tru", "nul", "true false", "{} {}", ""
+        ])
     func refuses(_ text: String) {
         #expect(throws: JSONParseError.self) { try JSONValue.parse(Data(text.utf8)) }
     }
@@ -55,10 +58,12 @@ struct JSONValueParserTests {
         #expect(throws: JSONParseError.self) { try JSONValue.parse(Data(hostile.utf8)) }
     }
 
-    @Test("numbers read on the integer fast path equal what Double reads", arguments: [
-        "0", "-0", "7", "-7", "1700000000", "123456789012345", "-12345678901234", "999999999999999", "-99999999999999",
-        "1234567890123456", "12345678901234567890", "1e3", "1E3", "-2.5", "0.1", "1e-7", "-0.0",
-    ])
+    @Test(
+        "numbers read on the integer fast path equal what Double reads",
+        arguments: [
+            "0", "-0", "7", "-7", "1700000000", "123456789012345", "-12345678901234", "999999999999999", "-99999999999999",
+            "1234567890123456", "12345678901234567890", "1e3", "1E3", "-2.5", "0.1", "1e-7", "-0.0"
+        ])
     func numbers(_ text: String) throws {
         let expected = try #require(Double(text))
         let read = try JSONValue.parse(Data(text.utf8))
@@ -74,8 +79,10 @@ struct JSONValueParserTests {
             let bytes = Data((0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) })
             let text = Base64URL.encode(bytes)
             #expect(!text.contains("=") && !text.contains("+") && !text.contains("/"))
-            #expect(text == bytes.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-                .replacingOccurrences(of: "=", with: ""))
+            #expect(
+                text
+                    == bytes.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                    .replacingOccurrences(of: "=", with: ""))
             #expect(Base64URL.decode(text) == bytes)
         }
         #expect(Base64URL.decode("AQ") == Data([1]))
@@ -120,7 +127,7 @@ struct JSONValueParserTests {
         let cases: [[UInt8]] = [
             [], Array("plain".utf8), Array("é日👍".utf8), [0xF4, 0x8F, 0xBF, 0xBF],  // valid, up to U+10FFFF
             [0xC0, 0x80], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80],  // overlong, surrogate, too large
-            [0xE2, 0x82], [0x80], [0xFF], [0x61, 0xF0, 0x9F, 0x91],  // truncated, lone continuation, never valid
+            [0xE2, 0x82], [0x80], [0xFF], [0x61, 0xF0, 0x9F, 0x91]  // truncated, lone continuation, never valid
         ]
         for bytes in cases { #expect(agree(bytes), "\(bytes)") }
         #expect(cases[0...3].allSatisfy { $0.withUnsafeBufferPointer(isWellFormedUTF8) })
@@ -129,8 +136,10 @@ struct JSONValueParserTests {
         for _ in 0..<20_000 {
             // Mostly bytes from the interesting ranges: lead bytes, continuations and ASCII.
             let bytes = (0..<Int.random(in: 1...8, using: &generator)).map { _ in
-                [UInt8.random(in: 0x80...0xBF, using: &generator), UInt8.random(in: 0xC0...0xFF, using: &generator),
-                 UInt8.random(in: 0x00...0x7F, using: &generator)].randomElement(using: &generator) ?? 0
+                [
+                    UInt8.random(in: 0x80...0xBF, using: &generator), UInt8.random(in: 0xC0...0xFF, using: &generator),
+                    UInt8.random(in: 0x00...0x7F, using: &generator)
+                ].randomElement(using: &generator) ?? 0
             }
             #expect(agree(bytes), "\(bytes)")
         }

@@ -21,8 +21,9 @@ struct LockedStorageRefreshTests {
     @Test func refreshedTokensSurviveAFailedWrite() async throws {
         let storage = LockableStorage()
         let manager = TokenManager(storage: storage) { old in
-            TokenSet(accessToken: old.accessToken + "+", refreshToken: (old.refreshToken ?? "") + "+", idToken: nil,
-                     expiresAt: Date().addingTimeInterval(3600), scope: nil, nonce: nil)
+            TokenSet(
+                accessToken: old.accessToken + "+", refreshToken: (old.refreshToken ?? "") + "+", idToken: nil,
+                expiresAt: Date().addingTimeInterval(3600), scope: nil, nonce: nil)
         }
         let expired = TokenSet(accessToken: "a", refreshToken: "r", idToken: nil, expiresAt: Date().addingTimeInterval(-10), scope: nil, nonce: nil)
         try await manager.replace(expired, sessionId: nil)

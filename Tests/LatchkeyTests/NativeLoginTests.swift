@@ -50,15 +50,18 @@ final class ScriptedIdentityServer: HTTPClient, @unchecked Sendable {
         let iss = Self.issuer
         switch request.url.path {
         case "/.well-known/openid-configuration":
-            return Self.json(200, """
-            {"issuer":"\(iss)","authorization_endpoint":"\(iss)/oauth/authorize","token_endpoint":"\(iss)/oauth/token",
-             "jwks_uri":"\(iss)/oauth2/jwks","authorization_response_iss_parameter_supported":true}
-            """)
+            return Self.json(
+                200,
+                """
+                {"issuer":"\(iss)","authorization_endpoint":"\(iss)/oauth/authorize","token_endpoint":"\(iss)/oauth/token",
+                 "jwks_uri":"\(iss)/oauth2/jwks","authorization_response_iss_parameter_supported":true}
+                """)
         case "/oauth2/jwks":
             return HTTPResponse(status: 200, headers: [:], body: try JSONEncoder().encode(JWKSet(keys: [key.publicJWK()])))
         case "/oauth/authorize":
-            let q = Dictionary((URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map { ($0.name, $0.value ?? "") },
-                               uniquingKeysWith: { a, _ in a })
+            let q = Dictionary(
+                (URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map { ($0.name, $0.value ?? "") },
+                uniquingKeysWith: { a, _ in a })
             let code = UUID().uuidString
             let state = lock.withLock { () -> String in
                 codes[code] = (q["code_challenge"] ?? "", q["nonce"])
@@ -67,20 +70,26 @@ final class ScriptedIdentityServer: HTTPClient, @unchecked Sendable {
             let location = "\(q["redirect_uri"] ?? "")?code=\(code)&state=\(FormCoding.escape(state))&iss=\(FormCoding.escape(iss))"
             return HTTPResponse(status: 302, headers: ["Location": location], body: Data())
         case "/oauth/token":
-            let form = Dictionary(String(decoding: request.body ?? Data(), as: UTF8.self).split(separator: "&").map { pair -> (String, String) in
-                let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? "" }
-                return (parts[0], parts.count > 1 ? parts[1] : "")
-            }, uniquingKeysWith: { a, _ in a })
+            let form = Dictionary(
+                String(decoding: request.body ?? Data(), as: UTF8.self).split(separator: "&").map { pair -> (String, String) in
+                    let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? "" }
+                    return (parts[0], parts.count > 1 ? parts[1] : "")
+                }, uniquingKeysWith: { a, _ in a })
             guard let pending = lock.withLock({ codes.removeValue(forKey: form["code"] ?? "") }),
-                  PKCEPair(verifier: form["code_verifier"] ?? "").challenge == pending.challenge else {
+                PKCEPair(verifier: form["code_verifier"] ?? "").challenge == pending.challenge
+            else {
                 return Self.json(400, #"{"error":"invalid_grant"}"#)
             }
             let now = Date().timeIntervalSince1970
-            var claims: [String: JSONValue] = ["iss": .string(iss), "sub": .string("user-1"), "aud": .string("app"), "azp": .string("app"),
-                                               "exp": .number(now + 300), "iat": .number(now), "email": .string("ada@example.com")]
+            var claims: [String: JSONValue] = [
+                "iss": .string(iss), "sub": .string("user-1"), "aud": .string("app"), "azp": .string("app"),
+                "exp": .number(now + 300), "iat": .number(now), "email": .string("ada@example.com")
+            ]
             if let nonce = pending.nonce { claims["nonce"] = .string(nonce) }
             let idToken = try key.sign(claims: claims)
-            return Self.json(200, #"{"access_token":"AT-\#(UUID().uuidString)","token_type":"Bearer","expires_in":3600,"refresh_token":"RT","id_token":"\#(idToken)"}"#)
+            return Self.json(
+                200,
+                #"{"access_token":"AT-\#(UUID().uuidString)","token_type":"Bearer","expires_in":3600,"refresh_token":"RT","id_token":"\#(idToken)"}"#)
         default:
             guard let route = lock.withLock({ routes["\(request.method) \(request.url.path)"] }) else {
                 return Self.json(404, #"{"error":"not_found","error_description":"no route"}"#)
@@ -123,11 +132,15 @@ final class NonceBox: @unchecked Sendable {
 struct NativeLoginTests {
     static let origin = "https://id.example.com"
 
-    func client(_ server: ScriptedIdentityServer, provider: (any CredentialProvider)?, authenticator: (any PasskeyAuthenticator)? = nil) async throws -> LatchkeyClient {
+    func client(_ server: ScriptedIdentityServer, provider: (any CredentialProvider)?, authenticator: (any PasskeyAuthenticator)? = nil) async throws
+        -> LatchkeyClient
+    {
         let client = LatchkeyClient(http: server, credentialProvider: provider, passkeyAuthenticator: authenticator)
-        try await client.initialize(config: LatchkeyConfig(baseUrl: ScriptedIdentityServer.issuer, clientId: "app",
-                                                           scopes: ["openid", "profile", "email", "offline_access"],
-                                                           afterSignInUrl: "com.example.app:/callback"))
+        try await client.initialize(
+            config: LatchkeyConfig(
+                baseUrl: ScriptedIdentityServer.issuer, clientId: "app",
+                scopes: ["openid", "profile", "email", "offline_access"],
+                afterSignInUrl: "com.example.app:/callback"))
         server.reset()
         return client
     }
@@ -135,13 +148,15 @@ struct NativeLoginTests {
     /// An authenticator holding one discoverable passkey for id.example.com.
     func authenticatorWithPasskey() async throws -> (SoftwareAuthenticator, RegistrationCredential) {
         let authenticator = SoftwareAuthenticator()
-        let credential = try await authenticator.createCredential(for: PublicKeyCredentialCreationOptions(
-            rp: .init(id: "id.example.com", name: "Example"), user: .init(id: Data("user-1".utf8), name: "ada", displayName: "Ada"),
-            challenge: Data([1, 2, 3])), origin: Self.origin)
+        let credential = try await authenticator.createCredential(
+            for: PublicKeyCredentialCreationOptions(
+                rp: .init(id: "id.example.com", name: "Example"), user: .init(id: Data("user-1".utf8), name: "ada", displayName: "Ada"),
+                challenge: Data([1, 2, 3])), origin: Self.origin)
         return (authenticator, credential)
     }
 
-    static let authenticationOptions = #"{"public_key":{"challenge":"bG9naW4tY2hhbGxlbmdl","timeout":60000,"rp_id":"id.example.com","user_verification":"preferred"}}"#
+    static let authenticationOptions =
+        #"{"public_key":{"challenge":"bG9naW4tY2hhbGxlbmdl","timeout":60000,"rp_id":"id.example.com","user_verification":"preferred"}}"#
 
     @Test func discoverablePasskeyLoginEndsInAStoredSession() async throws {
         let server = ScriptedIdentityServer()
@@ -150,14 +165,19 @@ struct NativeLoginTests {
         server.route("POST", "/identity/v1/webauthn/authentication", json: #"{"tkn":"one-time"}"#)
         let client = try await client(server, provider: SoftwareCredentialProvider(authenticator: authenticator))
 
-        let token = try await client.login(withRequest: NativeLoginRequest(anchor: nil, origin: "app-launch"),
-                                           usingModalAuthorizationFor: [.Passkey, .Password], display: .Always)
-        #expect(server.calls == ["POST /identity/v1/webauthn/authentication-options", "POST /identity/v1/webauthn/authentication",
-                                 "GET /oauth/authorize", "POST /oauth/token"])
+        let token = try await client.login(
+            withRequest: NativeLoginRequest(anchor: nil, origin: "app-launch"),
+            usingModalAuthorizationFor: [.Passkey, .Password], display: .Always)
+        #expect(
+            server.calls == [
+                "POST /identity/v1/webauthn/authentication-options", "POST /identity/v1/webauthn/authentication",
+                "GET /oauth/authorize", "POST /oauth/token"
+            ])
         let options = try server.body(of: "/identity/v1/webauthn/authentication-options")
         #expect(options == ["client_id": .string("app"), "origin": .string(Self.origin), "scope": .string("openid profile email offline_access")])
         let assertion = try server.body(of: "/identity/v1/webauthn/authentication")
-        #expect(assertion["id"] == .string(credential.id) && assertion["raw_id"] == .string(credential.id) && assertion["type"] == .string("public-key"))
+        #expect(
+            assertion["id"] == .string(credential.id) && assertion["raw_id"] == .string(credential.id) && assertion["type"] == .string("public-key"))
         guard case .object(let response)? = assertion["response"] else { Issue.record("no response"); return }
         #expect(Set(response.keys) == ["authenticator_data", "client_data_json", "signature", "user_handle"])
         #expect(response["user_handle"] == .string(Base64URL.encode(Data("user-1".utf8))))
@@ -174,14 +194,21 @@ struct NativeLoginTests {
         server.route("POST", "/identity/v1/password/login", json: #"{"tkn":"pw-tkn"}"#)
         let provider = SoftwareCredentialProvider(passwords: [.init(username: "ada@example.com", password: "secret words")])
         let client = try await client(server, provider: provider)
-        let token = try await client.login(withRequest: NativeLoginRequest(scopes: ["openid", "email"]),
-                                           usingModalAuthorizationFor: [.Passkey, .Password], display: .IfImmediatelyAvailableCredentials)
+        let token = try await client.login(
+            withRequest: NativeLoginRequest(scopes: ["openid", "email"]),
+            usingModalAuthorizationFor: [.Passkey, .Password], display: .IfImmediatelyAvailableCredentials)
         // The passkey options call fails (no route: 404), so .Passkey is dropped and the password is offered alone.
-        #expect(server.calls == ["POST /identity/v1/webauthn/authentication-options", "POST /identity/v1/password/login",
-                                 "GET /oauth/authorize", "POST /oauth/token"])
+        #expect(
+            server.calls == [
+                "POST /identity/v1/webauthn/authentication-options", "POST /identity/v1/password/login",
+                "GET /oauth/authorize", "POST /oauth/token"
+            ])
         let body = try server.body(of: "/identity/v1/password/login")
-        #expect(body == ["email": .string("ada@example.com"), "password": .string("secret words"), "grant_type": .string("password"),
-                         "client_id": .string("app"), "scope": .string("openid email")])
+        #expect(
+            body == [
+                "email": .string("ada@example.com"), "password": .string("secret words"), "grant_type": .string("password"),
+                "client_id": .string("app"), "scope": .string("openid email")
+            ])
         #expect(try server.query(of: "/oauth/authorize")["tkn"] == "pw-tkn")
         #expect(token.user?.email == "ada@example.com")
         #expect(Username.classify("+33 6 12 34 56 78") == "phone_number" && Username.classify("ada") == "username")
@@ -234,8 +261,9 @@ struct NativeLoginTests {
         let server = ScriptedIdentityServer()
         let client = try await client(server, provider: nil)
         let pkce = PKCEPair()
-        _ = try await client.login(withProvider: "apple", idToken: "jwt", nonce: pkce.verifier, scope: ["openid"], origin: "tag",
-                                   givenName: nil, familyName: nil)
+        _ = try await client.login(
+            withProvider: "apple", idToken: "jwt", nonce: pkce.verifier, scope: ["openid"], origin: "tag",
+            givenName: nil, familyName: nil)
         let q = try server.query(of: "/oauth/authorize")
         #expect(q["provider"] == "apple" && q["nonce"] == pkce.verifier && q["scope"] == "openid" && q["origin"] == "tag" && q["given_name"] == nil)
     }
@@ -244,8 +272,9 @@ struct NativeLoginTests {
         let server = ScriptedIdentityServer()
         let client = try await client(server, provider: SoftwareCredentialProvider(authenticator: SoftwareAuthenticator()))
         await #expect {
-            try await client.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Password, .SignInWithApple],
-                                   display: .IfImmediatelyAvailableCredentials)
+            try await client.login(
+                withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Password, .SignInWithApple],
+                display: .IfImmediatelyAvailableCredentials)
         } throws: { error in
             let e = error as? LatchkeyError
             return e?.code == .canceled && e?.category == .authCanceled
@@ -254,7 +283,8 @@ struct NativeLoginTests {
         // With .Passkey only the options call is made.
         server.route("POST", "/identity/v1/webauthn/authentication-options", json: Self.authenticationOptions)
         await #expect {
-            try await client.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Passkey], display: .IfImmediatelyAvailableCredentials)
+            try await client.login(
+                withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Passkey], display: .IfImmediatelyAvailableCredentials)
         } throws: { ($0 as? LatchkeyError)?.code == .canceled }
         #expect(server.calls == ["POST /identity/v1/webauthn/authentication-options"])
     }
@@ -274,10 +304,12 @@ struct NativeLoginTests {
     @Test func emptyTypeListAndMissingProviderAreClearErrors() async throws {
         let server = ScriptedIdentityServer()
         let client = try await client(server, provider: nil)
-        await #expect { try await client.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [], display: .Always) }
-            throws: { ($0 as? LatchkeyError)?.code == .invalidInput }
-        await #expect { try await client.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Password], display: .Always) }
-            throws: { ($0 as? LatchkeyError)?.code == .passkeyNotSupported }
+        await #expect { try await client.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [], display: .Always) } throws: {
+            ($0 as? LatchkeyError)?.code == .invalidInput
+        }
+        await #expect {
+            try await client.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Password], display: .Always)
+        } throws: { ($0 as? LatchkeyError)?.code == .passkeyNotSupported }
         #expect(server.calls.isEmpty)
     }
 
@@ -308,29 +340,38 @@ struct NativeLoginTests {
     @Test func usernameFirstPasskeyLogin() async throws {
         let server = ScriptedIdentityServer()
         let (authenticator, credential) = try await authenticatorWithPasskey()
-        server.route("POST", "/identity/v1/webauthn/authentication-options",
-                     json: #"{"public_key":{"challenge":"AAEC","rp_id":"id.example.com","allow_credentials":[{"type":"public-key","id":"\#(credential.id)"}],"user_verification":"preferred"}}"#)
+        server.route(
+            "POST", "/identity/v1/webauthn/authentication-options",
+            json:
+                #"{"public_key":{"challenge":"AAEC","rp_id":"id.example.com","allow_credentials":[{"type":"public-key","id":"\#(credential.id)"}],"user_verification":"preferred"}}"#
+        )
         server.route("POST", "/identity/v1/webauthn/authentication", json: #"{"tkn":"t"}"#)
         let client = try await client(server, provider: nil, authenticator: authenticator)
-        _ = try await client.login(withNonDiscoverableUsername: .Unspecified("+33612345678"), forRequest: NativeLoginRequest(),
-                                   usingModalAuthorizationFor: [.Passkey], display: .Always)
+        _ = try await client.login(
+            withNonDiscoverableUsername: .Unspecified("+33612345678"), forRequest: NativeLoginRequest(),
+            usingModalAuthorizationFor: [.Passkey], display: .Always)
         #expect(try server.body(of: "/identity/v1/webauthn/authentication-options")["phone_number"] == .string("+33612345678"))
         #expect(try server.body(of: "/identity/v1/webauthn/authentication")["id"] == .string(credential.id))
         // No allow list (a Latchkey server names no credential ids for a typed name): the authenticator offers its
         // discoverable passkey and the server, which bound the ceremony to the account, decides.
-        server.route("POST", "/identity/v1/webauthn/authentication-options", json: #"{"public_key":{"challenge":"AAEC","rp_id":"id.example.com","user_verification":"preferred"}}"#)
-        _ = try await client.login(withNonDiscoverableUsername: .Email("x@example.com"), forRequest: NativeLoginRequest(),
-                                   usingModalAuthorizationFor: [.Passkey], display: .Always)
+        server.route(
+            "POST", "/identity/v1/webauthn/authentication-options",
+            json: #"{"public_key":{"challenge":"AAEC","rp_id":"id.example.com","user_verification":"preferred"}}"#)
+        _ = try await client.login(
+            withNonDiscoverableUsername: .Email("x@example.com"), forRequest: NativeLoginRequest(),
+            usingModalAuthorizationFor: [.Passkey], display: .Always)
         #expect(try server.body(of: "/identity/v1/webauthn/authentication")["id"] == .string(credential.id))
         // No passkey on the device: no credential.
         let bare = try await self.client(server, provider: nil, authenticator: SoftwareAuthenticator())
         await #expect {
-            try await bare.login(withNonDiscoverableUsername: .Email("x@example.com"), forRequest: NativeLoginRequest(),
-                                 usingModalAuthorizationFor: [.Passkey], display: .Always)
+            try await bare.login(
+                withNonDiscoverableUsername: .Email("x@example.com"), forRequest: NativeLoginRequest(),
+                usingModalAuthorizationFor: [.Passkey], display: .Always)
         } throws: { ($0 as? LatchkeyError)?.code == .passkeyNoCredential }
     }
 
-    static let registrationOptions = #"{"friendly_name":"phone","options":{"public_key":{"rp":{"id":"id.example.com","name":"Example"},"user":{"id":"d2ViYXV0aG4taWQ","name":"ada","display_name":"Ada"},"challenge":"c2lnbnVw","pub_key_cred_params":[{"alg":-7,"type":"public-key"}],"attestation":"none"}}}"#
+    static let registrationOptions =
+        #"{"friendly_name":"phone","options":{"public_key":{"rp":{"id":"id.example.com","name":"Example"},"user":{"id":"d2ViYXV0aG4taWQ","name":"ada","display_name":"Ada"},"challenge":"c2lnbnVw","pub_key_cred_params":[{"alg":-7,"type":"public-key"}],"attestation":"none"}}}"#
 
     @Test func passkeySignupCreatesTheAccountAndSignsIn() async throws {
         let server = ScriptedIdentityServer()
@@ -338,13 +379,23 @@ struct NativeLoginTests {
         server.route("POST", "/identity/v1/webauthn/signup", json: #"{"tkn":"signup-tkn"}"#)
         let authenticator = SoftwareAuthenticator()
         let client = try await client(server, provider: nil, authenticator: authenticator)
-        let profile = ProfilePasskeySignupRequest(email: "ada@example.com", givenName: "Ada", familyName: "Lovelace", profileURL: "https://ada.example")
+        let profile = ProfilePasskeySignupRequest(
+            email: "ada@example.com", givenName: "Ada", familyName: "Lovelace", profileURL: "https://ada.example")
         let token = try await client.signup(withRequest: PasskeySignupRequest(passkeyPofile: profile, friendlyName: "Ada's laptop"))
-        #expect(server.calls == ["POST /identity/v1/webauthn/signup-options", "POST /identity/v1/webauthn/signup", "GET /oauth/authorize", "POST /oauth/token"])
+        #expect(
+            server.calls == [
+                "POST /identity/v1/webauthn/signup-options", "POST /identity/v1/webauthn/signup", "GET /oauth/authorize", "POST /oauth/token"
+            ])
         let options = try server.body(of: "/identity/v1/webauthn/signup-options")
-        #expect(options["origin"] == .string(Self.origin) && options["friendly_name"] == .string("Ada's laptop") && options["client_id"] == .string("app"))
-        #expect(options["profile"] == .object(["email": .string("ada@example.com"), "given_name": .string("Ada"), "family_name": .string("Lovelace"),
-                                               "profile_url": .string("https://ada.example")]))
+        #expect(
+            options["origin"] == .string(Self.origin) && options["friendly_name"] == .string("Ada's laptop") && options["client_id"] == .string("app")
+        )
+        #expect(
+            options["profile"]
+                == .object([
+                    "email": .string("ada@example.com"), "given_name": .string("Ada"), "family_name": .string("Lovelace"),
+                    "profile_url": .string("https://ada.example")
+                ]))
         let signup = try server.body(of: "/identity/v1/webauthn/signup")
         #expect(signup["webauthn_id"] == .string("d2ViYXV0aG4taWQ"))
         guard case .object(let credential)? = signup["public_key_credential"], case .object(let response)? = credential["response"] else {
@@ -361,8 +412,10 @@ struct NativeLoginTests {
         let server = ScriptedIdentityServer()
         let client = try await client(server, provider: nil, authenticator: SoftwareAuthenticator())
         await #expect {
-            try await client.signup(withRequest: PasskeySignupRequest(passkeyProfile: .init(email: "a@b.c"), friendlyName: "x",
-                                                                      originWebAuthn: "http://evil.example"))
+            try await client.signup(
+                withRequest: PasskeySignupRequest(
+                    passkeyProfile: .init(email: "a@b.c"), friendlyName: "x",
+                    originWebAuthn: "http://evil.example"))
         } throws: { error in
             let e = error as? LatchkeyError
             return e?.code == .invalidConfiguration && e?.category == .technicalError
@@ -375,25 +428,35 @@ struct NativeLoginTests {
         server.route("POST", "/identity/v1/password/login", json: #"{"tkn":"t"}"#)
         server.route("POST", "/identity/v1/webauthn/registration-options", json: Self.registrationOptions)
         server.route("POST", "/identity/v1/webauthn/registration") { _ in HTTPResponse(status: 204, headers: [:], body: Data()) }
-        server.route("GET", "/identity/v1/webauthn/registration",
-                     json: #"[{"id":"reg-1","friendly_name":"phone","created_at":"2026-01-01T00:00:00Z"},{"id":"reg 2","friendly_name":"key"}]"#)
+        server.route(
+            "GET", "/identity/v1/webauthn/registration",
+            json: #"[{"id":"reg-1","friendly_name":"phone","created_at":"2026-01-01T00:00:00Z"},{"id":"reg 2","friendly_name":"key"}]"#)
         server.route("DELETE", "/identity/v1/webauthn/registration/reg 2") { _ in HTTPResponse(status: 204, headers: [:], body: Data()) }
         server.route("PATCH", "/identity/v1/webauthn/registration/reg-1", json: #"{"id":"reg-1","friendly_name":"work phone"}"#)
-        let client = try await client(server, provider: SoftwareCredentialProvider(passwords: [.init(username: "ada", password: "pw")]),
-                                      authenticator: SoftwareAuthenticator())
+        let client = try await client(
+            server, provider: SoftwareCredentialProvider(passwords: [.init(username: "ada", password: "pw")]),
+            authenticator: SoftwareAuthenticator())
         let token = try await client.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Password], display: .Always)
         server.reset()
 
         try await client.registerNewPasskey(withRequest: NewPasskeyRequest(friendlyName: "phone"), authToken: token)
         let list = try await client.listWebAuthnCredentials(authToken: token)
-        #expect(list == [DeviceCredential(friendlyName: "phone", id: "reg-1", createdAt: "2026-01-01T00:00:00Z"), DeviceCredential(friendlyName: "key", id: "reg 2")])
+        #expect(
+            list == [
+                DeviceCredential(friendlyName: "phone", id: "reg-1", createdAt: "2026-01-01T00:00:00Z"),
+                DeviceCredential(friendlyName: "key", id: "reg 2")
+            ])
         try await client.deleteWebAuthnRegistration(id: "reg 2", authToken: token)
         #expect(try await client.renameWebAuthnRegistration(id: "reg-1", friendlyName: "work phone", authToken: token).friendlyName == "work phone")
-        #expect(server.calls == ["POST /identity/v1/webauthn/registration-options", "POST /identity/v1/webauthn/registration",
-                                 "GET /identity/v1/webauthn/registration", "DELETE /identity/v1/webauthn/registration/reg 2",
-                                 "PATCH /identity/v1/webauthn/registration/reg-1"])
+        #expect(
+            server.calls == [
+                "POST /identity/v1/webauthn/registration-options", "POST /identity/v1/webauthn/registration",
+                "GET /identity/v1/webauthn/registration", "DELETE /identity/v1/webauthn/registration/reg 2",
+                "PATCH /identity/v1/webauthn/registration/reg-1"
+            ])
         #expect(server.requests.allSatisfy { $0.headers["Authorization"] == "Bearer \(token.accessToken)" })
-        #expect(try server.body(of: "/identity/v1/webauthn/registration-options") == ["origin": .string(Self.origin), "friendly_name": .string("phone")])
+        #expect(
+            try server.body(of: "/identity/v1/webauthn/registration-options") == ["origin": .string(Self.origin), "friendly_name": .string("phone")])
         let registration = try server.body(of: "/identity/v1/webauthn/registration")
         #expect(Set(registration.keys) == ["id", "raw_id", "type", "response"])
         #expect(try await client.authToken().accessToken == token.accessToken)

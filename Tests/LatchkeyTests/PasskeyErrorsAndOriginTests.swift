@@ -20,7 +20,7 @@ struct PasskeyErrorsAndOriginTests {
         ("http://localhost:8090", "http://localhost:8090"),
         ("http://localhost:80", "http://localhost"),
         ("http://127.0.0.1:3000", "http://127.0.0.1:3000"),
-        ("http://[::1]:8090", "http://[::1]:8090"),
+        ("http://[::1]:8090", "http://[::1]:8090")
     ])
     func acceptedOrigins(_ input: String, _ expected: String) async throws {
         #expect(try await client().originWebAuthn(overriddenBy: input) == expected)
@@ -28,7 +28,7 @@ struct PasskeyErrorsAndOriginTests {
 
     @Test(arguments: [
         "", "example.com", "ftp://example.com", "http://example.com", "https://", "https://example.com/path", "https://example.com?x=1",
-        "https://example.com#frag", "https://user:pw@example.com", "https://exa mple.com", "android:apk-key-hash:abc", "https://example.com:0",
+        "https://example.com#frag", "https://user:pw@example.com", "https://exa mple.com", "android:apk-key-hash:abc", "https://example.com:0"
     ])
     func rejectedOrigins(_ input: String) async throws {
         let client = try await client()
@@ -44,10 +44,13 @@ struct PasskeyErrorsAndOriginTests {
 
     static func apiError(_ status: Int, key: String?, error: String = "invalid_request") -> HTTPResponse {
         let keyMember = key.map { #","error_message_key":"\#($0)""# } ?? ""
-        return HTTPResponse(status: status, headers: [:], body: Data(#"""
-        {"error":"\#(error)","error_id":"e-1","error_user_msg":"Something went wrong","error_description":"technical detail"\#(keyMember),
-         "error_details":[{"field":"email","message":"taken","code":"email.taken"}]}
-        """#.utf8))
+        return HTTPResponse(
+            status: status, headers: [:],
+            body: Data(
+                #"""
+                {"error":"\#(error)","error_id":"e-1","error_user_msg":"Something went wrong","error_description":"technical detail"\#(keyMember),
+                 "error_details":[{"field":"email","message":"taken","code":"email.taken"}]}
+                """#.utf8))
     }
 
     static let mappings: [(Int, String?, LatchkeyError.Code, LatchkeyError.Category)] = [
@@ -67,7 +70,7 @@ struct PasskeyErrorsAndOriginTests {
         (401, "apple.expired", .authenticationFailed, .authFailure),
         (400, nil, .invalidInput, .requestError),
         (401, nil, .authenticationFailed, .authFailure),
-        (500, nil, .serverError, .technicalError),
+        (500, nil, .serverError, .technicalError)
     ]
 
     @Test(arguments: mappings)
@@ -105,8 +108,13 @@ struct PasskeyErrorsAndOriginTests {
     }
 
     @Test func profileWireOmitsNilMembers() {
-        let profile = ProfilePasskeySignupRequest(email: "a@b.c", phoneNumber: "+331", customIdentifier: "c1", middleName: "M", birthdate: "1815-12-10")
-        #expect(profile.wire == .object(["email": .string("a@b.c"), "phone_number": .string("+331"), "custom_identifier": .string("c1"),
-                                         "middle_name": .string("M"), "birthdate": .string("1815-12-10")]))
+        let profile = ProfilePasskeySignupRequest(
+            email: "a@b.c", phoneNumber: "+331", customIdentifier: "c1", middleName: "M", birthdate: "1815-12-10")
+        #expect(
+            profile.wire
+                == .object([
+                    "email": .string("a@b.c"), "phone_number": .string("+331"), "custom_identifier": .string("c1"),
+                    "middle_name": .string("M"), "birthdate": .string("1815-12-10")
+                ]))
     }
 }

@@ -14,8 +14,10 @@ struct ProviderClockTests {
         #expect(ProviderClock.httpDate("Sun, 06 Nov 1994 08:49:37 GMT")?.timeIntervalSince1970 == 784_111_777)
         #expect(ProviderClock.httpDate("Thu, 26 Nov 2026 13:30:17 GMT")?.timeIntervalSince1970 == 1_795_699_817)
         #expect(ProviderClock.httpDate("Thu, 29 Feb 2024 00:00:00 GMT")?.timeIntervalSince1970 == 1_709_164_800)
-        for bad in ["Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994", "Sun, 06 Nov 1994 08:49:37 UTC",
-                    "Sun, 6 Nov 1994 08:49:37 GMT", "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 06 Nov 1994 25:49:37 GMT", "", "garbage"] {
+        for bad in [
+            "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994", "Sun, 06 Nov 1994 08:49:37 UTC",
+            "Sun, 6 Nov 1994 08:49:37 GMT", "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 06 Nov 1994 25:49:37 GMT", "", "garbage"
+        ] {
             #expect(ProviderClock.httpDate(bad) == nil, "\(bad)")
         }
     }

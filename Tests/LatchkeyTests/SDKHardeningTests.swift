@@ -73,8 +73,9 @@ struct SDKHardeningTests {
             try await Task.sleep(for: .milliseconds(200))  // long enough for the other process to want a refresh too
             guard tokens.refreshToken == current else { replays += 1; throw LatchkeyError(.invalidGrant, "replayed refresh token") }
             current = "refresh-\(requests)"
-            return TokenSet(accessToken: "access-\(requests)", refreshToken: current, idToken: nil, expiresAt: Date().addingTimeInterval(3600),
-                            scope: nil, nonce: nil)
+            return TokenSet(
+                accessToken: "access-\(requests)", refreshToken: current, idToken: nil, expiresAt: Date().addingTimeInterval(3600),
+                scope: nil, nonce: nil)
         }
     }
 
@@ -82,8 +83,9 @@ struct SDKHardeningTests {
     func refreshIsSingleFlightAcrossProcesses() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-shared-\(UUID().uuidString)")
         let endpoint = FakeTokenEndpoint()
-        let expired = TokenSet(accessToken: "access-0", refreshToken: "refresh-0", idToken: nil, expiresAt: Date().addingTimeInterval(-60),
-                               scope: nil, nonce: nil)
+        let expired = TokenSet(
+            accessToken: "access-0", refreshToken: "refresh-0", idToken: nil, expiresAt: Date().addingTimeInterval(-60),
+            scope: nil, nonce: nil)
         // Two adapters and two managers on one directory: what two `latchkey` commands are.
         let first = TokenManager(storage: try FileStorageAdapter(directory: directory)) { try await endpoint.refresh($0) }
         let second = TokenManager(storage: try FileStorageAdapter(directory: directory)) { try await endpoint.refresh($0) }

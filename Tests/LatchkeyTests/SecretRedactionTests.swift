@@ -9,17 +9,21 @@ struct SecretRedactionTests {
     func printedFormsHideSecrets() async throws {
         let provider = SoftwareDPoPKeyProvider()
         let key = try await provider.makeKey()
-        let tokens = TokenSet(accessToken: "AT-secret-value", refreshToken: "RT-secret-value", idToken: "ID-secret-value",
-                              tokenType: "DPoP", expiresAt: Date(timeIntervalSince1970: 0), scope: "openid", nonce: "n",
-                              dpopKey: key.persistentReference)
-        var answer = TokenResponse(accessToken: "AT-secret-value", tokenType: "Bearer", expiresIn: 60, refreshToken: "RT-secret-value",
-                                   idToken: "ID-secret-value", scope: "openid", issuedTokenType: nil)
+        let tokens = TokenSet(
+            accessToken: "AT-secret-value", refreshToken: "RT-secret-value", idToken: "ID-secret-value",
+            tokenType: "DPoP", expiresAt: Date(timeIntervalSince1970: 0), scope: "openid", nonce: "n",
+            dpopKey: key.persistentReference)
+        var answer = TokenResponse(
+            accessToken: "AT-secret-value", tokenType: "Bearer", expiresIn: 60, refreshToken: "RT-secret-value",
+            idToken: "ID-secret-value", scope: "openid", issuedTokenType: nil)
         answer.dpopKey = key.persistentReference
         for value in [tokens as Any, answer as Any, key as Any] {
             var dumped = ""
             dump(value, to: &dumped)
             for printed in ["\(value)", String(reflecting: value), dumped] {
-                for secret in ["AT-secret-value", "RT-secret-value", "ID-secret-value", "PRIVATE KEY", String(key.persistentReference.dropFirst(40).prefix(30))] {
+                for secret in [
+                    "AT-secret-value", "RT-secret-value", "ID-secret-value", "PRIVATE KEY", String(key.persistentReference.dropFirst(40).prefix(30))
+                ] {
                     #expect(!printed.contains(secret), "\(secret) in \(printed)")
                 }
             }

@@ -39,8 +39,10 @@ struct ParsedAuthData {
 @Suite("Software authenticator: attestation objects and assertions a relying party verifies")
 struct SoftwareAuthenticatorTests {
     static let origin = "https://login.example.com"
-    static func creation(rpId: String? = "example.com", exclude: [Data] = [], residentKey: String? = "required",
-                         params: [PublicKeyCredentialParameters] = [.init(alg: -7)]) -> PublicKeyCredentialCreationOptions {
+    static func creation(
+        rpId: String? = "example.com", exclude: [Data] = [], residentKey: String? = "required",
+        params: [PublicKeyCredentialParameters] = [.init(alg: -7)]
+    ) -> PublicKeyCredentialCreationOptions {
         PublicKeyCredentialCreationOptions(
             rp: .init(id: rpId, name: "Example"), user: .init(id: Data("user-1".utf8), name: "ada", displayName: "Ada"),
             challenge: Data("register-challenge".utf8), pubKeyCredParams: params,
@@ -48,13 +50,17 @@ struct SoftwareAuthenticatorTests {
             authenticatorSelection: .init(residentKey: residentKey), attestation: "none")
     }
     static func request(allow: [Data] = [], rpId: String? = "example.com") -> PublicKeyCredentialRequestOptions {
-        PublicKeyCredentialRequestOptions(challenge: Data("login-challenge".utf8), rpId: rpId,
-                                          allowCredentials: allow.map { PublicKeyCredentialDescriptor(id: $0) }, userVerification: "preferred")
+        PublicKeyCredentialRequestOptions(
+            challenge: Data("login-challenge".utf8), rpId: rpId,
+            allowCredentials: allow.map { PublicKeyCredentialDescriptor(id: $0) }, userVerification: "preferred")
     }
 
-    func attestation(_ credential: RegistrationCredential) throws -> (fmt: String, statement: [CBORValue: CBORValue], authData: ParsedAuthData, raw: Data) {
+    func attestation(_ credential: RegistrationCredential) throws -> (
+        fmt: String, statement: [CBORValue: CBORValue], authData: ParsedAuthData, raw: Data
+    ) {
         guard case .map(let object) = try TestCBOR.decode(credential.attestationObject), case .text(let fmt)? = object[.text("fmt")],
-              case .map(let statement)? = object[.text("attStmt")], case .bytes(let authData)? = object[.text("authData")] else {
+            case .map(let statement)? = object[.text("attStmt")], case .bytes(let authData)? = object[.text("authData")]
+        else {
             throw TestCBOR.Malformed()
         }
         #expect(try TestCBOR.mapKeyOrder(credential.attestationObject) == [.text("fmt"), .text("attStmt"), .text("authData")])
@@ -74,8 +80,11 @@ struct SoftwareAuthenticatorTests {
         #expect(authData.publicKey?[.int(1)] == .int(2) && authData.publicKey?[.int(3)] == .int(-7) && authData.publicKey?[.int(-1)] == .int(1))
         _ = try authData.p256Key()
         let clientData = try JSONDecoder().decode([String: JSONValue].self, from: credential.clientDataJSON)
-        #expect(clientData == ["type": .string("webauthn.create"), "challenge": .string(Base64URL.encode(Data("register-challenge".utf8))),
-                               "origin": .string(Self.origin), "crossOrigin": .bool(false)])
+        #expect(
+            clientData == [
+                "type": .string("webauthn.create"), "challenge": .string(Base64URL.encode(Data("register-challenge".utf8))),
+                "origin": .string(Self.origin), "crossOrigin": .bool(false)
+            ])
         #expect(credential.transports == ["internal"])
     }
 
@@ -142,7 +151,8 @@ struct SoftwareAuthenticatorTests {
             try await authenticator.getAssertion(for: Self.request(allow: [Data([7, 7, 7])]), origin: Self.origin)
         } throws: { ($0 as? LatchkeyError)?.code == .passkeyNoCredential }
         await #expect {
-            try await authenticator.getAssertion(for: Self.request(allow: [Data([7, 7, 7])]), origin: Self.origin, mode: .IfImmediatelyAvailableCredentials)
+            try await authenticator.getAssertion(
+                for: Self.request(allow: [Data([7, 7, 7])]), origin: Self.origin, mode: .IfImmediatelyAvailableCredentials)
         } throws: { ($0 as? LatchkeyError)?.code == .canceled }
     }
 
@@ -187,8 +197,10 @@ struct SoftwareAuthenticatorTests {
         #expect(assertion.rawId == credential.rawId)
         #expect(try ParsedAuthData(assertion.authenticatorData).signCount == 2)
         let key = try attestation(credential).authData.p256Key()
-        #expect(key.isValidSignature(try P256.Signing.ECDSASignature(derRepresentation: assertion.signature),
-                                     for: assertion.authenticatorData + Data(SHA256.hash(data: assertion.clientDataJSON))))
+        #expect(
+            key.isValidSignature(
+                try P256.Signing.ECDSASignature(derRepresentation: assertion.signature),
+                for: assertion.authenticatorData + Data(SHA256.hash(data: assertion.clientDataJSON))))
         let stored = try await FilePasskeyKeyStore(url: url).all()
         #expect(stored.count == 1 && stored[0].userHandle == Data("user-1".utf8) && stored[0].signCount == 2)
         #expect(!stored[0].description.contains(Base64URL.encode(stored[0].privateKey)))
@@ -199,17 +211,21 @@ struct SoftwareAuthenticatorTests {
 
     @Test func thunderIDFlowStepsBecomeInputs() async throws {
         let authenticator = SoftwareAuthenticator()
-        let creation = #"{"challenge":"AAEC","rp":{"id":"example.com","name":"Example"},"user":{"id":"dXNlci0x","name":"ada","displayName":"Ada"},"pubKeyCredParams":[{"type":"public-key","alg":-7}],"attestation":"none"}"#
-        let register = EmbeddedFlowResponse(flowId: "f", flowStatus: .promptOnly, type: .view, flowType: .registration, inputs: [], actions: [],
-                                            components: [], fieldErrors: [], error: nil, additionalData: ["passkeyCreationOptions": creation],
-                                            redirectURL: nil, user: nil)
-        let registered = try await PasskeyFlowInputs.inputs(for: register, authenticator: authenticator, origin: Self.origin, credentialName: "laptop")
+        let creation =
+            #"{"challenge":"AAEC","rp":{"id":"example.com","name":"Example"},"user":{"id":"dXNlci0x","name":"ada","displayName":"Ada"},"pubKeyCredParams":[{"type":"public-key","alg":-7}],"attestation":"none"}"#
+        let register = EmbeddedFlowResponse(
+            flowId: "f", flowStatus: .promptOnly, type: .view, flowType: .registration, inputs: [], actions: [],
+            components: [], fieldErrors: [], error: nil, additionalData: ["passkeyCreationOptions": creation],
+            redirectURL: nil, user: nil)
+        let registered = try await PasskeyFlowInputs.inputs(
+            for: register, authenticator: authenticator, origin: Self.origin, credentialName: "laptop")
         #expect(Set(registered.keys) == ["credentialId", "clientDataJSON", "attestationObject", "credentialName"])
         #expect(registered["credentialName"] == "laptop")
         let attestationObject = try #require(Base64URL.decode(registered["attestationObject"] ?? ""))
         #expect(try TestCBOR.decode(attestationObject) != .null)
 
-        let challenge = #"{"challenge":"BAUG","timeout":60000,"rpId":"example.com","allowCredentials":[{"type":"public-key","id":"\#(registered["credentialId"]!)"}],"userVerification":"preferred"}"#
+        let challenge =
+            #"{"challenge":"BAUG","timeout":60000,"rpId":"example.com","allowCredentials":[{"type":"public-key","id":"\#(registered["credentialId"]!)"}],"userVerification":"preferred"}"#
         var verify = register
         verify.additionalData = ["passkeyChallenge": challenge]
         let inputs = try await PasskeyFlowInputs.inputs(for: verify, authenticator: authenticator, origin: Self.origin)
@@ -221,7 +237,8 @@ struct SoftwareAuthenticatorTests {
 
         var none = register
         none.additionalData = [:]
-        await #expect { try await PasskeyFlowInputs.inputs(for: none, authenticator: authenticator, origin: Self.origin) }
-            throws: { ($0 as? LatchkeyError)?.code == .invalidInput }
+        await #expect { try await PasskeyFlowInputs.inputs(for: none, authenticator: authenticator, origin: Self.origin) } throws: {
+            ($0 as? LatchkeyError)?.code == .invalidInput
+        }
     }
 }

@@ -27,8 +27,9 @@ enum DemoConfiguration {
     static let scopes = ["openid", "profile", "email", "offline_access"]
 
     static var latchkey: LatchkeyConfig {
-        var config = LatchkeyConfig(baseUrl: serverURL, clientId: clientId, scopes: scopes,
-                                    afterSignInUrl: afterSignInURL, afterSignOutUrl: afterSignOutURL)
+        var config = LatchkeyConfig(
+            baseUrl: serverURL, clientId: clientId, scopes: scopes,
+            afterSignInUrl: afterSignInURL, afterSignOutUrl: afterSignOutURL)
         config.originWebAuthn = passkeyOrigin
         return config
     }

@@ -65,8 +65,9 @@ struct SignedInScreen: View {
         defer { isAddingPasskey = false }
         do {
             let token = try await state.client.authToken()  // the session's tokens, refreshed if due
-            let request = NewPasskeyRequest(anchor: UIApplication.shared.foregroundKeyWindow,
-                                            friendlyName: state.user?.email ?? "Latchkey Demo")
+            let request = NewPasskeyRequest(
+                anchor: UIApplication.shared.foregroundKeyWindow,
+                friendlyName: state.user?.email ?? "Latchkey Demo")
             try await state.client.registerNewPasskey(withRequest: request, authToken: token)
             passkeyStatus = "Passkey added."
         } catch let error as LatchkeyError where error.code == .passkeyCanceled {

@@ -73,9 +73,10 @@ struct SignedOutScreen: View {
         isUsingPasskey = true
         defer { isUsingPasskey = false }
         do {
-            _ = try await state.client.login(withRequest: NativeLoginRequest(anchor: UIApplication.shared.foregroundKeyWindow),
-                                             usingModalAuthorizationFor: [.Passkey],
-                                             display: .Always)
+            _ = try await state.client.login(
+                withRequest: NativeLoginRequest(anchor: UIApplication.shared.foregroundKeyWindow),
+                usingModalAuthorizationFor: [.Passkey],
+                display: .Always)
             // Nothing else to do: the client announces the new session, `LatchkeyState` follows, `RootView` switches.
         } catch let error as LatchkeyError where error.code == .canceled || error.code == .passkeyCanceled {
             // The user closed the sheet: their choice, not an error to show.

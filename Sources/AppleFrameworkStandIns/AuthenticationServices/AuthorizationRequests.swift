@@ -109,9 +109,11 @@ open class ASAuthorizationAppleIDCredential: NSObject, ASAuthorizationCredential
     public let realUserStatus: ASUserDetectionStatus
 
     /// Stand-in only (the system builds these).
-    public init(user: String, state: String? = nil, authorizedScopes: [ASAuthorization.Scope] = [], authorizationCode: Data? = nil,
-                identityToken: Data?, email: String? = nil, fullName: PersonNameComponents? = nil,
-                realUserStatus: ASUserDetectionStatus = .unknown) {
+    public init(
+        user: String, state: String? = nil, authorizedScopes: [ASAuthorization.Scope] = [], authorizationCode: Data? = nil,
+        identityToken: Data?, email: String? = nil, fullName: PersonNameComponents? = nil,
+        realUserStatus: ASUserDetectionStatus = .unknown
+    ) {
         self.user = user; self.state = state; self.authorizedScopes = authorizedScopes; self.authorizationCode = authorizationCode
         self.identityToken = identityToken; self.email = email; self.fullName = fullName; self.realUserStatus = realUserStatus
         super.init()
@@ -163,13 +165,17 @@ open class ASAuthorizationPlatformPublicKeyCredentialProvider: NSObject, ASAutho
 
     /// A sign-in request.
     open func createCredentialAssertionRequest(challenge: Data) -> ASAuthorizationPlatformPublicKeyCredentialAssertionRequest {
-        ASAuthorizationPlatformPublicKeyCredentialAssertionRequest(provider: self, challenge: challenge, relyingPartyIdentifier: relyingPartyIdentifier)
+        ASAuthorizationPlatformPublicKeyCredentialAssertionRequest(
+            provider: self, challenge: challenge, relyingPartyIdentifier: relyingPartyIdentifier)
     }
 
     /// A registration request.
-    open func createCredentialRegistrationRequest(challenge: Data, name: String, userID: Data) -> ASAuthorizationPlatformPublicKeyCredentialRegistrationRequest {
-        ASAuthorizationPlatformPublicKeyCredentialRegistrationRequest(provider: self, challenge: challenge, name: name, userID: userID,
-                                                                     relyingPartyIdentifier: relyingPartyIdentifier)
+    open func createCredentialRegistrationRequest(challenge: Data, name: String, userID: Data)
+        -> ASAuthorizationPlatformPublicKeyCredentialRegistrationRequest
+    {
+        ASAuthorizationPlatformPublicKeyCredentialRegistrationRequest(
+            provider: self, challenge: challenge, name: name, userID: userID,
+            relyingPartyIdentifier: relyingPartyIdentifier)
     }
 }
 
@@ -231,8 +237,10 @@ open class ASAuthorizationPlatformPublicKeyCredentialAssertion: NSObject, ASAuth
     public let attachment: ASAuthorizationPublicKeyCredentialAttachment
 
     /// Stand-in only (the system builds these).
-    public init(rawAuthenticatorData: Data?, userID: Data?, signature: Data?, rawClientDataJSON: Data, credentialID: Data,
-                attachment: ASAuthorizationPublicKeyCredentialAttachment = .platform) {
+    public init(
+        rawAuthenticatorData: Data?, userID: Data?, signature: Data?, rawClientDataJSON: Data, credentialID: Data,
+        attachment: ASAuthorizationPublicKeyCredentialAttachment = .platform
+    ) {
         self.rawAuthenticatorData = rawAuthenticatorData; self.userID = userID; self.signature = signature
         self.rawClientDataJSON = rawClientDataJSON; self.credentialID = credentialID; self.attachment = attachment
         super.init()
@@ -251,8 +259,10 @@ open class ASAuthorizationPlatformPublicKeyCredentialRegistration: NSObject, ASA
     public let attachment: ASAuthorizationPublicKeyCredentialAttachment
 
     /// Stand-in only (the system builds these).
-    public init(rawAttestationObject: Data?, rawClientDataJSON: Data, credentialID: Data,
-                attachment: ASAuthorizationPublicKeyCredentialAttachment = .platform) {
+    public init(
+        rawAttestationObject: Data?, rawClientDataJSON: Data, credentialID: Data,
+        attachment: ASAuthorizationPublicKeyCredentialAttachment = .platform
+    ) {
         self.rawAttestationObject = rawAttestationObject; self.rawClientDataJSON = rawClientDataJSON; self.credentialID = credentialID
         self.attachment = attachment
         super.init()

@@ -35,7 +35,6 @@ public struct ASWebAuthenticationSessionError: StandInCodedError {
     public static var errorDomain: String { ASWebAuthenticationSessionErrorDomain }
 }
 
-
 /// Stand-in for `ASWebAuthenticationSession`: shows a web page in a browser sheet and calls the completion handler once
 /// when the page navigates to the callback (custom scheme, or an https host and path since iOS 17.4), or when the user
 /// cancels.
@@ -124,8 +123,9 @@ open class ASWebAuthenticationSession: NSObject {
         guard behaviour.allowsStart, !device.isPresentingWebAuthentication else { return false }
         _ = provider.presentationAnchor(for: self)
         device.isPresentingWebAuthentication = true
-        let request = WebAuthenticationRequest(url: url, callback: callback?.kind, prefersEphemeralWebBrowserSession: prefersEphemeralWebBrowserSession,
-                                               additionalHeaderFields: additionalHeaderFields ?? [:])
+        let request = WebAuthenticationRequest(
+            url: url, callback: callback?.kind, prefersEphemeralWebBrowserSession: prefersEphemeralWebBrowserSession,
+            additionalHeaderFields: additionalHeaderFields ?? [:])
         device.log.record(.webAuthenticationStarted(request))
         presentation = Task { @MainActor [weak self] in
             let outcome = await behaviour.user(request)

@@ -75,8 +75,10 @@ public struct WebAuthenticationRequest: Sendable, Equatable {
     /// `additionalHeaderFields`.
     public var additionalHeaderFields: [String: String]
 
-    init(url: URL, callback: ASWebAuthenticationSession.Callback.Kind?, prefersEphemeralWebBrowserSession: Bool,
-         additionalHeaderFields: [String: String]) {
+    init(
+        url: URL, callback: ASWebAuthenticationSession.Callback.Kind?, prefersEphemeralWebBrowserSession: Bool,
+        additionalHeaderFields: [String: String]
+    ) {
         self.url = url
         self.callback = callback.map {
             switch $0 {

@@ -71,11 +71,16 @@ public final class StandInKeychain: @unchecked Sendable {
             let query = Query(attributes)
             guard let itemClass = query.itemClass else { return errSecParam }
             guard let group = query.resolvedGroup(entitled: _entitledAccessGroups) else { return errSecMissingEntitlement }
-            let item = Item(itemClass: itemClass, service: query.service, account: query.account, accessGroup: group,
-                            synchronizable: query.synchronizable == true, accessible: query.accessible ?? "ak", data: query.data)
+            let item = Item(
+                itemClass: itemClass, service: query.service, account: query.account, accessGroup: group,
+                synchronizable: query.synchronizable == true, accessible: query.accessible ?? "ak", data: query.data)
             guard isAvailable(item.accessible) else { return errSecInteractionNotAllowed }
-            guard !_items.contains(where: { $0.itemClass == item.itemClass && $0.service == item.service && $0.account == item.account
-                && $0.accessGroup == item.accessGroup && $0.synchronizable == item.synchronizable }) else { return errSecDuplicateItem }
+            guard
+                !_items.contains(where: {
+                    $0.itemClass == item.itemClass && $0.service == item.service && $0.account == item.account
+                        && $0.accessGroup == item.accessGroup && $0.synchronizable == item.synchronizable
+                })
+            else { return errSecDuplicateItem }
             _items.append(item)
             return errSecSuccess
         }

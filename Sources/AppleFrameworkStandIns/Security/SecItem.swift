@@ -70,17 +70,18 @@ public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
 
 /// A readable description of `status`.
 public func SecCopyErrorMessageString(_ status: OSStatus, _ reserved: UnsafeMutableRawPointer?) -> CFString? {
-    let text: String? = switch status {
-    case errSecSuccess: "No error."
-    case errSecParam: "One or more parameters passed to a function were not valid."
-    case errSecNotAvailable: "No keychain is available."
-    case errSecAuthFailed: "The user name or passphrase you entered is not correct."
-    case errSecDuplicateItem: "The specified item already exists in the keychain."
-    case errSecItemNotFound: "The specified item could not be found in the keychain."
-    case errSecInteractionNotAllowed: "User interaction is not allowed."
-    case errSecMissingEntitlement: "A required entitlement isn't present."
-    default: nil
-    }
+    let text: String? =
+        switch status {
+        case errSecSuccess: "No error."
+        case errSecParam: "One or more parameters passed to a function were not valid."
+        case errSecNotAvailable: "No keychain is available."
+        case errSecAuthFailed: "The user name or passphrase you entered is not correct."
+        case errSecDuplicateItem: "The specified item already exists in the keychain."
+        case errSecItemNotFound: "The specified item could not be found in the keychain."
+        case errSecInteractionNotAllowed: "User interaction is not allowed."
+        case errSecMissingEntitlement: "A required entitlement isn't present."
+        default: nil
+        }
     return text.map { NSString(string: $0) }
 }
 #endif

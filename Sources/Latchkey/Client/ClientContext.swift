@@ -17,8 +17,10 @@ final class ClientContext: Sendable {
     /// The provider's time, learned from its answers (ID-token and DPoP timestamps go by it).
     let clock: ProviderClock
 
-    init(config: LatchkeyConfig, http: any HTTPClient, storage: any StorageAdapter, changes: AuthStateBroadcaster? = nil,
-         cache: AccessTokenCache? = nil, logger: Logger = Logger(label: "latchkey"), clock: ProviderClock = ProviderClock()) {
+    init(
+        config: LatchkeyConfig, http: any HTTPClient, storage: any StorageAdapter, changes: AuthStateBroadcaster? = nil,
+        cache: AccessTokenCache? = nil, logger: Logger = Logger(label: "latchkey"), clock: ProviderClock = ProviderClock()
+    ) {
         let configBox = Locked(config)
         self.configBox = configBox
         self.clock = clock
@@ -115,7 +117,8 @@ final class ClientContext: Sendable {
     /// the result carries only `client_id` and the `request_uri`. Without the endpoint, `url` itself.
     func pushIfOffered(_ url: URL) async throws -> URL {
         guard let endpoint = try await requireMetadata().pushedAuthorizationRequestEndpoint,
-              let components = URLComponents(url: url, resolvingAgainstBaseURL: false), let query = components.percentEncodedQuery else {
+            let components = URLComponents(url: url, resolvingAgainstBaseURL: false), let query = components.percentEncodedQuery
+        else {
             return url
         }
         let parameters = FormCoding.decode(query)
@@ -180,8 +183,10 @@ final class ClientContext: Sendable {
     /// The headers `sendAuthorized` would add (for requests the app sends itself).
     func authorizationHeaders(method: String, url: URL, tokens: TokenSet) async throws -> [String: String] {
         guard let key = try await boundKey(tokens) else { return ["Authorization": "Bearer \(tokens.accessToken)"] }
-        return ["Authorization": "DPoP \(tokens.accessToken)",
-                "DPoP": try await proof(key, method: method, url: url, accessToken: tokens.accessToken)]
+        return [
+            "Authorization": "DPoP \(tokens.accessToken)",
+            "DPoP": try await proof(key, method: method, url: url, accessToken: tokens.accessToken)
+        ]
     }
 
     /// A new key's reference for a sign-in that polls (the device grant): one key for all its token requests.
@@ -199,8 +204,9 @@ final class ClientContext: Sendable {
         let body = try? JSONDecoder().decode(OAuthBody.self, from: response.body)
         let apiError = try? JSONDecoder().decode(LatchkeyError.ApiError.self, from: response.body)
         if let error = body?.error {
-            return .oauth(error, description: body?.error_description, status: response.status,
-                          apiError: apiError?.errorUserMsg != nil ? apiError : nil)
+            return .oauth(
+                error, description: body?.error_description, status: response.status,
+                apiError: apiError?.errorUserMsg != nil ? apiError : nil)
         }
         let code: LatchkeyError.Code = response.status >= 500 ? .serverError : response.status == 401 ? .authenticationFailed : .unknownError
         return LatchkeyError(code, "the server answered HTTP \(response.status)", statusCode: response.status)
@@ -209,17 +215,20 @@ final class ClientContext: Sendable {
     /// The verified claims of the response's ID token; nil when there is none or validation is turned off.
     private func validateIDToken(_ response: TokenResponse, nonce: String?, maxAge: Int?) async throws -> [String: JSONValue]? {
         guard let idToken = response.idToken, config.tokenValidation.validate else { return nil }
-        return try await idTokenValidator().validate(idToken, .init(
-            issuer: try await requireMetadata().issuer, clientId: config.clientId, nonce: nonce, accessToken: response.accessToken,
-            maxAge: maxAge, leeway: config.tokenValidation.clockTolerance, now: clock.now))
+        return try await idTokenValidator().validate(
+            idToken,
+            .init(
+                issuer: try await requireMetadata().issuer, clientId: config.clientId, nonce: nonce, accessToken: response.accessToken,
+                maxAge: maxAge, leeway: config.tokenValidation.clockTolerance, now: clock.now))
     }
 
     /// The stored form of a token response; what the response leaves out (a refresh token, an ID token) is kept.
     private func tokenSet(_ response: TokenResponse, previous: TokenSet?, nonce: String?) -> TokenSet {
-        var tokens = TokenSet(accessToken: response.accessToken, refreshToken: response.refreshToken ?? previous?.refreshToken,
-                              idToken: response.idToken ?? previous?.idToken, tokenType: response.tokenType ?? "Bearer",
-                              expiresAt: Date().addingTimeInterval(TimeInterval(response.expiresIn ?? 3600)),
-                              scope: response.scope ?? previous?.scope, nonce: nonce, dpopKey: response.dpopKey)
+        var tokens = TokenSet(
+            accessToken: response.accessToken, refreshToken: response.refreshToken ?? previous?.refreshToken,
+            idToken: response.idToken ?? previous?.idToken, tokenType: response.tokenType ?? "Bearer",
+            expiresAt: Date().addingTimeInterval(TimeInterval(response.expiresIn ?? 3600)),
+            scope: response.scope ?? previous?.scope, nonce: nonce, dpopKey: response.dpopKey)
         tokens.browser = previous?.browser
         return tokens
     }
@@ -241,8 +250,11 @@ final class ClientContext: Sendable {
         guard let refreshToken = current.refreshToken else { throw LatchkeyError(.sessionExpired, "no refresh token") }
         // The session's key proves possession of a bound refresh token; a session without one (Bearer) gets a new key
         // when DPoP is on.
-        let response = try await tokenRequest([("grant_type", "refresh_token"), ("refresh_token", refreshToken),
-                                               ("client_id", config.clientId)], proof: current.dpopKey.map { .stored($0) } ?? .fresh)
+        let response = try await tokenRequest(
+            [
+                ("grant_type", "refresh_token"), ("refresh_token", refreshToken),
+                ("client_id", config.clientId)
+            ], proof: current.dpopKey.map { .stored($0) } ?? .fresh)
         if let claims = try await validateIDToken(response, nonce: nil, maxAge: nil) {
             if let nonce = claims["nonce"]?.stringValue, nonce != current.nonce {
                 throw LatchkeyError(.invalidToken, "ID token rejected: a refreshed ID token carries a different nonce")
@@ -287,8 +299,10 @@ final class ClientContext: Sendable {
     ///   carry: the provider's acceptance then does not show that the browser's session ended.
     /// - Parameter namesPreparedURI: `postLogoutRedirectURI` is one the user agent made up (not the app's configured
     ///   `afterSignOutUrl`), which the provider may not have registered.
-    func endSessionStep(idTokenHint: String, metadata: ProviderMetadata?, postLogoutRedirectURI: String?,
-                        signedInWithBrowser: Bool, namesPreparedURI: Bool = false) async -> SignOutReport.Step {
+    func endSessionStep(
+        idTokenHint: String, metadata: ProviderMetadata?, postLogoutRedirectURI: String?,
+        signedInWithBrowser: Bool, namesPreparedURI: Bool = false
+    ) async -> SignOutReport.Step {
         guard let metadata else { return .failed("the provider could not be reached (discovery failed)") }
         guard let endpoint = metadata.endSessionEndpoint else {
             return .unsupported("the provider publishes no end_session_endpoint: its session (in the browser) stays open until it expires")
@@ -313,14 +327,20 @@ final class ClientContext: Sendable {
                 // to a page of its own is a page that asks the person, or ends the session itself, in the browser.
                 let location = response.header("Location") ?? ""
                 if let postLogoutRedirectURI, parameters.contains(where: { $0.0 == "post_logout_redirect_uri" }),
-                   location.hasPrefix(postLogoutRedirectURI),
-                   ["", "?", "#", "&"].contains(String(location.dropFirst(postLogoutRedirectURI.count).prefix(1))) {
+                    location.hasPrefix(postLogoutRedirectURI),
+                    ["", "?", "#", "&"].contains(String(location.dropFirst(postLogoutRedirectURI.count).prefix(1)))
+                {
                     guard signedInWithBrowser else { return .done }
-                    return .unconfirmed("the provider accepted the sign-out, but its session lives in the browser that signed in, whose cookie a request from the app does not carry: it may still be open there")
+                    return .unconfirmed(
+                        "the provider accepted the sign-out, but its session lives in the browser that signed in, whose cookie a request from the app does not carry: it may still be open there"
+                    )
                 }
-                return .unconfirmed("the provider sent the request to a page of its own (it ends its session in the browser, usually after asking the person)")
+                return .unconfirmed(
+                    "the provider sent the request to a page of its own (it ends its session in the browser, usually after asking the person)")
             case 200..<300:
-                return .unconfirmed("the provider answered with a page meant for a browser: many ask the person to confirm there, and its session lives in the browser's cookie")
+                return .unconfirmed(
+                    "the provider answered with a page meant for a browser: many ask the person to confirm there, and its session lives in the browser's cookie"
+                )
             default:
                 return .failed("the provider refused to end its session (HTTP \(response.status))")
             }
@@ -330,7 +350,9 @@ final class ClientContext: Sendable {
     }
 
     /// Revokes `token` (RFC 7009) and says how that went.
-    func revocationStep(_ token: String, hint: String, metadata: ProviderMetadata?, accessToken: String?, dpopKey: String?) async -> SignOutReport.Step {
+    func revocationStep(_ token: String, hint: String, metadata: ProviderMetadata?, accessToken: String?, dpopKey: String?) async
+        -> SignOutReport.Step
+    {
         guard let metadata else { return .failed("the provider could not be reached (discovery failed)") }
         guard metadata.revocationEndpoint != nil else {
             let stays = hint == "refresh_token" ? "the refresh token stays valid until it expires" : "the access token stays valid until it expires"

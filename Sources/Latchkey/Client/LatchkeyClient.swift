@@ -59,8 +59,10 @@ public final class LatchkeyClient: Sendable {
     ///   - logger: where the client reports what it could not do but worked around (a failed revocation …).
     ///   - defaultStorage: the storage `initialize(config:storage:)` uses when it is given none (LatchkeyApple passes
     ///     the Keychain); nil keeps tokens in memory.
-    public init(http: any HTTPClient = URLSessionHTTPClient(), userAgent: any AuthorizationUserAgent = LoopbackUserAgent(),
-                logger: Logger = Logger(label: "latchkey"), defaultStorage: (@Sendable (LatchkeyConfig) throws -> any StorageAdapter)? = nil) {
+    public init(
+        http: any HTTPClient = URLSessionHTTPClient(), userAgent: any AuthorizationUserAgent = LoopbackUserAgent(),
+        logger: Logger = Logger(label: "latchkey"), defaultStorage: (@Sendable (LatchkeyConfig) throws -> any StorageAdapter)? = nil
+    ) {
         self.http = http
         self.userAgent = userAgent
         self.logger = logger
@@ -80,8 +82,9 @@ public final class LatchkeyClient: Sendable {
         var config = config
         if config.dpopKeyProvider == nil { config.dpopKeyProvider = defaultDPoPKeyProvider.withLock { $0 } }
         let resolved = try storage ?? defaultStorage?(config) ?? InMemoryStorageAdapter()
-        let context = ClientContext(config: config, http: http, storage: resolved, changes: authState, cache: accessTokenCache, logger: logger,
-                                    clock: ProviderClock(device: deviceClock.withLock { $0 }))
+        let context = ClientContext(
+            config: config, http: http, storage: resolved, changes: authState, cache: accessTokenCache, logger: logger,
+            clock: ProviderClock(device: deviceClock.withLock { $0 }))
         try state.withLock { s in
             guard s.context == nil else { throw LatchkeyError(.alreadyInitialized, "initialize(config:storage:) was already called") }
             s.context = context
@@ -99,8 +102,9 @@ public final class LatchkeyClient: Sendable {
         if let baseUrl { config.baseUrl = baseUrl }
         if let clientId { config.clientId = clientId }
         try config.validate()
-        let context = ClientContext(config: config, http: http, storage: current.storage, changes: authState, cache: accessTokenCache,
-                                    logger: logger, clock: ProviderClock(device: deviceClock.withLock { $0 }))
+        let context = ClientContext(
+            config: config, http: http, storage: current.storage, changes: authState, cache: accessTokenCache,
+            logger: logger, clock: ProviderClock(device: deviceClock.withLock { $0 }))
         state.withLock { s in
             s.context = context
             s.pending = [:]
@@ -150,8 +154,10 @@ public final class LatchkeyClient: Sendable {
         try makeAuthorizationURL(options: options, sessionId: sessionId).url
     }
 
-    func makeAuthorizationURL(options: SignInOptions?, sessionId: String?, state requestedState: String? = nil, nonce requestedNonce: String? = nil,
-                              scopes: [String]? = nil, redirectUri redirectOverride: String? = nil) throws -> (url: URL, state: String, redirectUri: String) {
+    func makeAuthorizationURL(
+        options: SignInOptions?, sessionId: String?, state requestedState: String? = nil, nonce requestedNonce: String? = nil,
+        scopes: [String]? = nil, redirectUri redirectOverride: String? = nil
+    ) throws -> (url: URL, state: String, redirectUri: String) {
         let context = try context()
         guard let redirectUri = redirectOverride ?? context.config.afterSignInUrl else {
             throw LatchkeyError(.invalidConfiguration, "afterSignInUrl (the redirect URI) is not set")
@@ -163,7 +169,7 @@ public final class LatchkeyClient: Sendable {
         var parameters: [(String, String)] = [
             ("response_type", "code"), ("client_id", context.config.clientId), ("redirect_uri", redirectUri),
             ("scope", scopes.joined(separator: " ")), ("state", stateValue), ("nonce", nonce),
-            ("code_challenge", pkce.challenge), ("code_challenge_method", "S256"),
+            ("code_challenge", pkce.challenge), ("code_challenge_method", "S256")
         ]
         if let prompt = options?.prompt { parameters.append(("prompt", prompt)) }
         if let hint = options?.loginHint { parameters.append(("login_hint", hint)) }
@@ -181,8 +187,9 @@ public final class LatchkeyClient: Sendable {
         }
         components.percentEncodedQuery = FormCoding.encode(parameters)
         guard let url = components.url else { throw LatchkeyError(.invalidConfiguration, "cannot build the authorization URL") }
-        let pending = PendingAuthorization(pkce: pkce, nonce: nonce, redirectUri: redirectUri, maxAge: options?.maxAge,
-                                           sessionId: sessionId, expectsIDToken: scopes.contains("openid"), createdAt: Date())
+        let pending = PendingAuthorization(
+            pkce: pkce, nonce: nonce, redirectUri: redirectUri, maxAge: options?.maxAge,
+            sessionId: sessionId, expectsIDToken: scopes.contains("openid"), createdAt: Date())
         state.withLock { s in
             s.pending = s.pending.filter { Date().timeIntervalSince($0.value.createdAt) < 600 }
             s.pending[stateValue] = pending
@@ -226,8 +233,9 @@ public final class LatchkeyClient: Sendable {
     /// - Parameter browser: which browser showed the page (`.withoutBrowser`: a native login's redirect, captured
     ///   without one).
     func completeAuthorization(url: URL, context: ClientContext, browser: SignInBrowser) async throws -> TokenSet {
-        let query = Dictionary((URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map { ($0.name, $0.value ?? "") },
-                               uniquingKeysWith: { first, _ in first })
+        let query = Dictionary(
+            (URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map { ($0.name, $0.value ?? "") },
+            uniquingKeysWith: { first, _ in first })
         guard let returnedState = query["state"], !returnedState.isEmpty else {
             throw LatchkeyError(.invalidGrant, "the callback has no state; it does not answer a sign-in this app started")
         }
@@ -235,32 +243,41 @@ public final class LatchkeyClient: Sendable {
             throw LatchkeyError(.invalidGrant, "the callback's state does not match any sign-in in progress (possible CSRF or a stale callback)")
         }
         guard Self.sameEndpoint(url, pending.redirectUri) else {
-            throw LatchkeyError(.invalidRedirectUri, "the callback arrived at \(url.scheme ?? "")://\(url.host ?? "")\(url.path), not at the redirect URI of the sign-in")
+            throw LatchkeyError(
+                .invalidRedirectUri,
+                "the callback arrived at \(url.scheme ?? "")://\(url.host ?? "")\(url.path), not at the redirect URI of the sign-in")
         }
         if let iss = query["iss"] {
-            guard iss == context.config.issuer else { throw LatchkeyError(.invalidGrant, "the callback's iss is \(iss), expected \(context.config.issuer) (RFC 9207 mix-up defence)") }
+            guard iss == context.config.issuer else {
+                throw LatchkeyError(.invalidGrant, "the callback's iss is \(iss), expected \(context.config.issuer) (RFC 9207 mix-up defence)")
+            }
         } else if await context.metadata()?.authorizationResponseIssParameterSupported == true {
             throw LatchkeyError(.invalidGrant, "the provider promises iss in callbacks (RFC 9207) but this one has none")
         }
         if let error = query["error"] {
             let description = query["error_description"]
             // ReachFive servers add `error_message_key` / `error_user_msg` (the person's language) to the callback.
-            let api = query["error_message_key"] == nil && query["error_user_msg"] == nil ? nil
-                : ApiErrorBody(error: error, errorUserMsg: query["error_user_msg"], errorMessageKey: query["error_message_key"],
-                               errorDescription: description)
+            let api =
+                query["error_message_key"] == nil && query["error_user_msg"] == nil
+                ? nil
+                : ApiErrorBody(
+                    error: error, errorUserMsg: query["error_user_msg"], errorMessageKey: query["error_message_key"],
+                    errorDescription: description)
             if error == "access_denied" {
-                throw LatchkeyError(.authenticationFailed, "access_denied: \(description ?? "the user or server refused the sign-in")", serverCode: error,
-                                    apiError: api)
+                throw LatchkeyError(
+                    .authenticationFailed, "access_denied: \(description ?? "the user or server refused the sign-in")", serverCode: error,
+                    apiError: api)
             }
             throw LatchkeyError.oauth(error, description: description, status: nil, apiError: api)
         }
         guard let code = query["code"], !code.isEmpty else { throw LatchkeyError(.invalidGrant, "the callback has no authorization code") }
         let response = try await context.tokenRequest([
             ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", pending.redirectUri),
-            ("client_id", context.config.clientId), ("code_verifier", pending.pkce.verifier),
+            ("client_id", context.config.clientId), ("code_verifier", pending.pkce.verifier)
         ])
-        var tokens = try await context.signInTokens(response, nonce: pending.nonce, maxAge: pending.maxAge,
-                                                    expectsIDToken: pending.expectsIDToken)
+        var tokens = try await context.signInTokens(
+            response, nonce: pending.nonce, maxAge: pending.maxAge,
+            expectsIDToken: pending.expectsIDToken)
         tokens.browser = browser
         try await context.tokens.replace(tokens, sessionId: pending.sessionId)
         return tokens
@@ -273,8 +290,9 @@ public final class LatchkeyClient: Sendable {
     public func webviewLogin(_ request: WebviewLoginRequest) async throws -> AuthToken {
         try await loading {
             let context = try context()
-            let tokens = try await signInThroughUserAgent(context, options: nil, sessionId: request.sessionId, state: request.state,
-                                                          nonce: request.nonce, scopes: request.scope, presentation: request.presentationContext)
+            let tokens = try await signInThroughUserAgent(
+                context, options: nil, sessionId: request.sessionId, state: request.state,
+                nonce: request.nonce, scopes: request.scope, presentation: request.presentationContext)
             return AuthToken(tokens)
         }
     }
@@ -283,25 +301,31 @@ public final class LatchkeyClient: Sendable {
     /// shows the URL (on Apple platforms an `ASWebAuthenticationSession` presented from `presentationContextProvider`)
     /// and the callback it returns is handled at once. Returns the signed-in user.
     /// - Throws: as `webviewLogin(_:)`.
-    public func signInWithBrowser(options: SignInOptions? = nil, sessionId: String? = nil,
-                                  presentationContextProvider: (any PresentationContextProviding)? = nil) async throws -> User {
+    public func signInWithBrowser(
+        options: SignInOptions? = nil, sessionId: String? = nil,
+        presentationContextProvider: (any PresentationContextProviding)? = nil
+    ) async throws -> User {
         try await loading {
             let context = try context()
-            let tokens = try await signInThroughUserAgent(context, options: options, sessionId: sessionId, state: nil, nonce: nil, scopes: nil,
-                                                          presentation: presentationContextProvider.map(PresentationContextProviderBox.init))
+            let tokens = try await signInThroughUserAgent(
+                context, options: options, sessionId: sessionId, state: nil, nonce: nil, scopes: nil,
+                presentation: presentationContextProvider.map(PresentationContextProviderBox.init))
             return try await context.user(from: tokens)
         }
     }
 
-    private func signInThroughUserAgent(_ context: ClientContext, options: SignInOptions?, sessionId: String?, state requestedState: String?,
-                                        nonce: String?, scopes: [String]?, presentation: PresentationContextProviderBox?) async throws -> TokenSet {
+    private func signInThroughUserAgent(
+        _ context: ClientContext, options: SignInOptions?, sessionId: String?, state requestedState: String?,
+        nonce: String?, scopes: [String]?, presentation: PresentationContextProviderBox?
+    ) async throws -> TokenSet {
         // Fail before showing anything when the provider is unreachable or is not an OpenID Connect issuer.
         _ = try await context.requireMetadata()
         let redirect = try await userAgent.prepareRedirectURI()
         let authorization: (url: URL, state: String, redirectUri: String)
         do {
-            authorization = try makeAuthorizationURL(options: options, sessionId: sessionId, state: requestedState,
-                                                     nonce: nonce, scopes: scopes, redirectUri: redirect)
+            authorization = try makeAuthorizationURL(
+                options: options, sessionId: sessionId, state: requestedState,
+                nonce: nonce, scopes: scopes, redirectUri: redirect)
         } catch {
             if let redirect { userAgent.release(redirectURI: redirect) }
             throw error
@@ -310,8 +334,10 @@ public final class LatchkeyClient: Sendable {
         do {
             // RFC 9126: where the provider offers it, the request is pushed and the browser only carries its reference.
             let url = try await context.pushIfOffered(authorization.url)
-            callback = try await userAgent.authorize(url: url, presentation: AuthorizationPresentation(
-                redirectURI: authorization.redirectUri, contextProvider: presentation, state: authorization.state))
+            callback = try await userAgent.authorize(
+                url: url,
+                presentation: AuthorizationPresentation(
+                    redirectURI: authorization.redirectUri, contextProvider: presentation, state: authorization.state))
         } catch {
             _ = state.withLock { $0.pending.removeValue(forKey: authorization.state) }
             if let e = error as? LatchkeyError { throw e }
@@ -381,34 +407,42 @@ public final class LatchkeyClient: Sendable {
             let tokens = try await context.tokens.tokens(sessionId)
             try await context.tokens.clear(sessionId)
             let metadata = await context.metadata()
-            var report = SignOutReport(refreshToken: .notNeeded("the session had no refresh token"),
-                                       accessToken: .notNeeded("the session had no access token"),
-                                       providerSession: .notNeeded("the session had no ID token to name it by"),
-                                       afterSignOutUrl: context.config.afterSignOutUrl ?? "/")
+            var report = SignOutReport(
+                refreshToken: .notNeeded("the session had no refresh token"),
+                accessToken: .notNeeded("the session had no access token"),
+                providerSession: .notNeeded("the session had no ID token to name it by"),
+                afterSignOutUrl: context.config.afterSignOutUrl ?? "/")
             if let refresh = tokens?.refreshToken {
-                report.refreshToken = await context.revocationStep(refresh, hint: "refresh_token", metadata: metadata,
-                                                                   accessToken: tokens?.accessToken, dpopKey: tokens?.dpopKey)
+                report.refreshToken = await context.revocationStep(
+                    refresh, hint: "refresh_token", metadata: metadata,
+                    accessToken: tokens?.accessToken, dpopKey: tokens?.dpopKey)
             }
             if let access = tokens?.accessToken {
-                report.accessToken = await context.revocationStep(access, hint: "access_token", metadata: metadata,
-                                                                  accessToken: access, dpopKey: tokens?.dpopKey)
+                report.accessToken = await context.revocationStep(
+                    access, hint: "access_token", metadata: metadata,
+                    accessToken: access, dpopKey: tokens?.dpopKey)
                 // A provider that revokes the whole grant with the refresh token refuses the access token's revocation
                 // when it wants that token as the credential (the bearer fallback): it may well be dead already.
                 if report.refreshToken == .done, case .failed(let why) = report.accessToken, why.contains("HTTP 401") {
-                    report.accessToken = .unconfirmed("the provider refused to revoke it after revoking the refresh token, which may have revoked it too")
+                    report.accessToken = .unconfirmed(
+                        "the provider refused to revoke it after revoking the refresh token, which may have revoked it too")
                 }
             }
             if options?.providerSession == .keep {
                 report.providerSession = .notNeeded("kept, as the app asked")
             } else if let hint = options?.idTokenHint ?? tokens?.idToken {
-                report.providerSession = await endProviderSession(context, idTokenHint: hint, metadata: metadata, options: options,
-                                                                  browser: tokens?.browser)
+                report.providerSession = await endProviderSession(
+                    context, idTokenHint: hint, metadata: metadata, options: options,
+                    browser: tokens?.browser)
             } else if tokens != nil, tokens?.browser != .withoutBrowser {
                 // A browser sign-in without an ID token (no `openid` scope) still left a session in that browser.
-                report.providerSession = .unconfirmed("the session has no ID token to name it by, so the provider's session in the browser that signed in was not ended")
+                report.providerSession = .unconfirmed(
+                    "the session has no ID token to name it by, so the provider's session in the browser that signed in was not ended")
             }
-            for (name, step) in [("refresh token", report.refreshToken), ("access token", report.accessToken),
-                                 ("provider session", report.providerSession)] where !step.isSettled {
+            for (name, step) in [
+                ("refresh token", report.refreshToken), ("access token", report.accessToken),
+                ("provider session", report.providerSession)
+            ] where !step.isSettled {
                 logger.warning("sign-out: \(name) not ended at the provider: \(step.explanation); local session cleared anyway")
             }
             return report
@@ -416,29 +450,36 @@ public final class LatchkeyClient: Sendable {
     }
 
     /// Ends the provider's session as `options` ask: in the browser, by a request, or not at all.
-    private func endProviderSession(_ context: ClientContext, idTokenHint: String, metadata: ProviderMetadata?, options: SignOutOptions?,
-                                    browser: SignInBrowser?) async -> SignOutReport.Step {
+    private func endProviderSession(
+        _ context: ClientContext, idTokenHint: String, metadata: ProviderMetadata?, options: SignOutOptions?,
+        browser: SignInBrowser?
+    ) async -> SignOutReport.Step {
         let choice = options?.providerSession ?? .automatic
         if choice == .inBrowser || (choice == .automatic && browser == .userAgent && userAgent.keepsProviderSession),
-           let inBrowser = await endSessionInBrowser(context, idTokenHint: idTokenHint, metadata: metadata,
-                                                     presentation: options?.presentationContext) {
+            let inBrowser = await endSessionInBrowser(
+                context, idTokenHint: idTokenHint, metadata: metadata,
+                presentation: options?.presentationContext)
+        {
             return inBrowser
         }
         // A redirect URI to name, so that a provider that ends the session can say so by redirecting (not followed).
         let prepared = context.config.afterSignOutUrl == nil ? try? await userAgent.prepareSignOutRedirectURI() : nil
         defer { if let prepared { userAgent.release(redirectURI: prepared) } }
         // A session stored before the SDK recorded how it signed in (nil) may have a browser session: not confirmed.
-        return await context.endSessionStep(idTokenHint: idTokenHint, metadata: metadata,
-                                            postLogoutRedirectURI: context.config.afterSignOutUrl ?? prepared,
-                                            signedInWithBrowser: browser != .withoutBrowser, namesPreparedURI: prepared != nil)
+        return await context.endSessionStep(
+            idTokenHint: idTokenHint, metadata: metadata,
+            postLogoutRedirectURI: context.config.afterSignOutUrl ?? prepared,
+            signedInWithBrowser: browser != .withoutBrowser, namesPreparedURI: prepared != nil)
     }
 
     /// RP-Initiated Logout 1.0 in the user agent: the browser that holds the provider's session cookie is sent to
     /// `end_session_endpoint` with `id_token_hint`, `client_id`, `post_logout_redirect_uri` and a fresh `state`, and the
     /// step is done when the provider redirects back with that state. Nil when no page can be shown here (no
     /// presentation context, no redirect URI to come back to): the caller then asks by a request.
-    private func endSessionInBrowser(_ context: ClientContext, idTokenHint: String, metadata: ProviderMetadata?,
-                                     presentation: PresentationContextProviderBox?) async -> SignOutReport.Step? {
+    private func endSessionInBrowser(
+        _ context: ClientContext, idTokenHint: String, metadata: ProviderMetadata?,
+        presentation: PresentationContextProviderBox?
+    ) async -> SignOutReport.Step? {
         guard let metadata else { return .failed("the provider could not be reached (discovery failed)") }
         guard let endpoint = metadata.endSessionEndpoint else {
             return .unsupported("the provider publishes no end_session_endpoint: its session (in the browser) stays open until it expires")
@@ -447,8 +488,10 @@ public final class LatchkeyClient: Sendable {
         do { prepared = try await userAgent.prepareSignOutRedirectURI() } catch { return nil }
         guard let redirect = prepared ?? context.config.afterSignOutUrl else { return nil }  // nowhere to come back to
         let state = Self.randomValue()
-        var parameters = [("id_token_hint", idTokenHint), ("client_id", context.config.clientId),
-                          ("post_logout_redirect_uri", redirect), ("state", state)]
+        var parameters = [
+            ("id_token_hint", idTokenHint), ("client_id", context.config.clientId),
+            ("post_logout_redirect_uri", redirect), ("state", state)
+        ]
         let locales = context.config.languageTags
         if !locales.isEmpty { parameters.append(("ui_locales", locales.joined(separator: " "))) }
         guard let url = FormCoding.url(endpoint, adding: parameters) else {
@@ -456,8 +499,10 @@ public final class LatchkeyClient: Sendable {
             return nil
         }
         do {
-            let back = try await userAgent.authorize(url: url, presentation: AuthorizationPresentation(
-                redirectURI: redirect, contextProvider: presentation, state: state))
+            let back = try await userAgent.authorize(
+                url: url,
+                presentation: AuthorizationPresentation(
+                    redirectURI: redirect, contextProvider: presentation, state: state))
             let returned = URLComponents(url: back, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value
             guard let returned, constantTimeEquals(returned, state) else {
                 return .failed("the browser came back without this sign-out's state: the provider's session may still be open")
@@ -470,7 +515,8 @@ public final class LatchkeyClient: Sendable {
             // No page could be shown here (no browser to open, no presentation context, a callback the system cannot
             // take, another sheet showing, the app in the background): ask by a request instead.
             // (The message, not the error: a system error's description may carry the URL, and with it the ID token.)
-            logger.notice("sign-out: the provider's page could not be shown (\(ClientContext.describe(error))); ending its session by a request instead")
+            logger.notice(
+                "sign-out: the provider's page could not be shown (\(ClientContext.describe(error))); ending its session by a request instead")
             return nil
         }
     }
@@ -522,7 +568,7 @@ public final class LatchkeyClient: Sendable {
         }
         var parameters: [(String, String)] = [
             ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange"), ("client_id", context.config.clientId),
-            ("subject_token", subject), ("subject_token_type", config.subjectTokenType),
+            ("subject_token", subject), ("subject_token_type", config.subjectTokenType)
         ]
         if let audience = config.audience { parameters.append(("audience", audience)) }
         if let scope = config.scope { parameters.append(("scope", scope.joined(separator: " "))) }
@@ -542,8 +588,10 @@ public struct TokenExchangeRequestConfig: Sendable {
     public var audience: String?
     public var scope: [String]?
     public var requestedTokenType: String?
-    public init(subjectToken: String? = nil, subjectTokenType: String = "urn:ietf:params:oauth:token-type:access_token",
-                audience: String? = nil, scope: [String]? = nil, requestedTokenType: String? = nil) {
+    public init(
+        subjectToken: String? = nil, subjectTokenType: String = "urn:ietf:params:oauth:token-type:access_token",
+        audience: String? = nil, scope: [String]? = nil, requestedTokenType: String? = nil
+    ) {
         self.subjectToken = subjectToken; self.subjectTokenType = subjectTokenType; self.audience = audience; self.scope = scope
         self.requestedTokenType = requestedTokenType
     }

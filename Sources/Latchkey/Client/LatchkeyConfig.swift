@@ -55,10 +55,12 @@ public struct LatchkeyConfig: Sendable {
     /// uses the Secure Enclave where there is one).
     public var dpopKeyProvider: (any DPoPKeyProvider)? = nil
 
-    public init(baseUrl: String, clientId: String, scopes: [String] = ["openid", "profile", "email"], afterSignInUrl: String? = nil,
-                afterSignOutUrl: String? = nil, applicationId: String? = nil, tokenValidation: TokenValidation = TokenValidation(),
-                dialect: Dialect = .standard, attestationTokenProvider: (@Sendable () async throws -> String)? = nil,
-                preferredLanguages: [String]? = nil) {
+    public init(
+        baseUrl: String, clientId: String, scopes: [String] = ["openid", "profile", "email"], afterSignInUrl: String? = nil,
+        afterSignOutUrl: String? = nil, applicationId: String? = nil, tokenValidation: TokenValidation = TokenValidation(),
+        dialect: Dialect = .standard, attestationTokenProvider: (@Sendable () async throws -> String)? = nil,
+        preferredLanguages: [String]? = nil
+    ) {
         self.baseUrl = baseUrl; self.clientId = clientId; self.scopes = scopes; self.afterSignInUrl = afterSignInUrl
         self.afterSignOutUrl = afterSignOutUrl; self.applicationId = applicationId; self.tokenValidation = tokenValidation
         self.dialect = dialect; self.attestationTokenProvider = attestationTokenProvider; self.preferredLanguages = preferredLanguages
@@ -141,8 +143,10 @@ public struct SignOutOptions: Sendable {
     public var presentationContext: PresentationContextProviderBox?
 
     /// Options: another ID-token hint, how the provider's session is ended, and what its page is presented from.
-    public init(idTokenHint: String? = nil, providerSession: ProviderSession = .automatic,
-                presentationContextProvider: (any PresentationContextProviding)? = nil) {
+    public init(
+        idTokenHint: String? = nil, providerSession: ProviderSession = .automatic,
+        presentationContextProvider: (any PresentationContextProviding)? = nil
+    ) {
         self.idTokenHint = idTokenHint
         self.providerSession = providerSession
         self.presentationContext = presentationContextProvider.map(PresentationContextProviderBox.init)

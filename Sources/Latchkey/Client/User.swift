@@ -15,7 +15,8 @@ public struct User: Sendable, Equatable {
         sub = claims["sub"]?.stringValue ?? ""
         username = claims["preferred_username"]?.stringValue ?? claims["username"]?.stringValue
         email = claims["email"]?.stringValue
-        displayName = claims["name"]?.stringValue
+        displayName =
+            claims["name"]?.stringValue
             ?? [claims["given_name"]?.stringValue, claims["family_name"]?.stringValue].compactMap { $0 }.joined(separator: " ").nilIfEmpty
         profilePicture = claims["picture"]?.stringValue
     }

@@ -81,15 +81,18 @@ enum DPoPProof {
 
     /// A proof for `method` on `url` (query and fragment left out), naming `accessToken` in `ath` at a resource.
     /// `now` is the provider's time (`ProviderClock`): a proof dated by a device clock minutes off is refused.
-    static func make(key: any DPoPSigningKey, method: String, url: URL, accessToken: String?, nonce: String?,
-                     now: Date = Date()) async throws -> String {
+    static func make(
+        key: any DPoPSigningKey, method: String, url: URL, accessToken: String?, nonce: String?,
+        now: Date = Date()
+    ) async throws -> String {
         var target = URLComponents(url: url, resolvingAgainstBaseURL: false)
         target?.query = nil
         target?.fragment = nil
         // The URL is not in the message: an app's own API may carry secrets in its query.
         guard let htu = target?.string else { throw LatchkeyError(.invalidInput, "cannot make a DPoP proof for this URL") }
-        let claims = Claims(jti: UUID().uuidString, htm: method.uppercased(), htu: htu, iat: Int(now.timeIntervalSince1970),
-                            ath: accessToken.map { Base64URL.encode(Data(SHA256.hash(data: Data($0.utf8)))) }, nonce: nonce)
+        let claims = Claims(
+            jti: UUID().uuidString, htm: method.uppercased(), htu: htu, iat: Int(now.timeIntervalSince1970),
+            ath: accessToken.map { Base64URL.encode(Data(SHA256.hash(data: Data($0.utf8)))) }, nonce: nonce)
         let input = try CompactJWS.signingInput(header: JWSHeader(alg: key.algorithm, typ: "dpop+jwt", jwk: key.publicJWK), claims: claims)
         return input + "." + Base64URL.encode(try await key.sign(Data(input.utf8)))
     }

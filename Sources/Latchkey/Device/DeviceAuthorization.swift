@@ -32,8 +32,13 @@ extension LatchkeyClient {
             throw LatchkeyError(.invalidConfiguration, "the provider offers no device authorization (no device_authorization_endpoint)")
         }
         let requested = scopes ?? context.config.scopes
-        let response = try await context.http.send(.form(endpoint, [("client_id", context.config.clientId),
-                                                                     ("scope", requested.joined(separator: " "))]))
+        let response = try await context.http.send(
+            .form(
+                endpoint,
+                [
+                    ("client_id", context.config.clientId),
+                    ("scope", requested.joined(separator: " "))
+                ]))
         guard response.status == 200 else { throw ClientContext.errorFrom(response) }
         struct Answer: Decodable {
             var device_code: String
@@ -46,10 +51,11 @@ extension LatchkeyClient {
         guard let answer = try? JSONDecoder().decode(Answer.self, from: response.body), let verification = URL(string: answer.verification_uri) else {
             throw LatchkeyError(.serverError, "the device authorization answer is not the expected JSON", statusCode: response.status)
         }
-        return DeviceAuthorization(userCode: answer.user_code, verificationUri: verification,
-                                   verificationUriComplete: answer.verification_uri_complete.flatMap(URL.init(string:)),
-                                   expiresAt: Date().addingTimeInterval(TimeInterval(answer.expires_in)),
-                                   interval: max(1, answer.interval ?? 5), scopes: requested, deviceCode: answer.device_code)
+        return DeviceAuthorization(
+            userCode: answer.user_code, verificationUri: verification,
+            verificationUriComplete: answer.verification_uri_complete.flatMap(URL.init(string:)),
+            expiresAt: Date().addingTimeInterval(TimeInterval(answer.expires_in)),
+            interval: max(1, answer.interval ?? 5), scopes: requested, deviceCode: answer.device_code)
     }
 
     /// Polls the token endpoint at the provider's interval (each `slow_down` adds five seconds, RFC 8628 §3.5) until
@@ -70,25 +76,29 @@ extension LatchkeyClient {
             }
             let response: TokenResponse
             do {
-                response = try await context.tokenRequest([
-                    ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", authorization.deviceCode),
-                    ("client_id", context.config.clientId),
-                ], proof: .stored(key))
-            } catch where Task.isCancelled {
+                response = try await context.tokenRequest(
+                    [
+                        ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", authorization.deviceCode),
+                        ("client_id", context.config.clientId)
+                    ], proof: .stored(key))
+            } catch let error where Task.isCancelled {
                 // Cancelled during a poll rather than between two: the same answer as while waiting.
                 throw LatchkeyError(.canceled, "the device sign-in was cancelled while waiting for approval", underlying: error)
             } catch let error as LatchkeyError {
                 switch error.serverCode {
                 case "authorization_pending": continue
                 case "slow_down": interval += 5; continue
-                case "expired_token": throw LatchkeyError(.sessionExpired, "the device code expired before the sign-in was allowed; start again",
-                                                          statusCode: error.statusCode, serverCode: error.serverCode)
+                case "expired_token":
+                    throw LatchkeyError(
+                        .sessionExpired, "the device code expired before the sign-in was allowed; start again",
+                        statusCode: error.statusCode, serverCode: error.serverCode)
                 default: throw error  // access_denied is already .authenticationFailed
                 }
             }
             return try await loading {
-                let tokens = try await context.signInTokens(response, nonce: nil, maxAge: nil,
-                                                            expectsIDToken: authorization.scopes.contains("openid"))
+                let tokens = try await context.signInTokens(
+                    response, nonce: nil, maxAge: nil,
+                    expectsIDToken: authorization.scopes.contains("openid"))
                 try await context.tokens.replace(tokens, sessionId: sessionId)
                 return try await context.user(from: tokens)
             }

@@ -104,8 +104,10 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
     /// SDK raises itself and for standard OAuth errors, whose descriptions are for developers.
     public var userMessage: String?
 
-    public init(_ code: Code, _ message: String, statusCode: Int? = nil, serverCode: String? = nil, apiError: ApiError? = nil,
-                underlying: (any Error & Sendable)? = nil, userMessage: String? = nil) {
+    public init(
+        _ code: Code, _ message: String, statusCode: Int? = nil, serverCode: String? = nil, apiError: ApiError? = nil,
+        underlying: (any Error & Sendable)? = nil, userMessage: String? = nil
+    ) {
         self.code = code; self.message = message; self.statusCode = statusCode; self.serverCode = serverCode
         self.apiError = apiError; self.underlying = underlying
         self.userMessage = userMessage ?? apiError?.errorUserMsg
@@ -119,9 +121,10 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
         case .passkeyNoCredential, .passkeyFailed:
             statusCode == 400 ? .requestError : statusCode == nil || statusCode == 401 ? .authFailure : .technicalError
         case .authenticationFailed, .userAccountLocked, .userAccountDisabled, .sessionExpired, .invalidGrant, .consentRequired,
-             .mfaFailed, .invalidToken, .reauthenticationRequired: .authFailure
+            .mfaFailed, .invalidToken, .reauthenticationRequired:
+            .authFailure
         case .invalidInput, .userAlreadyExists, .invitationCodeInvalid, .invitationCodeExpired, .registrationDisabled,
-             .confirmationCodeInvalid, .confirmationCodeExpired, .recoveryFailed, .mfaRequired, .invalidRedirectUri:
+            .confirmationCodeInvalid, .confirmationCodeExpired, .recoveryFailed, .mfaRequired, .invalidRedirectUri:
             statusCode == 400 || statusCode == nil ? .requestError : .technicalError
         default: .technicalError
         }
@@ -143,16 +146,18 @@ public typealias IAMError = LatchkeyError
 extension LatchkeyError {
     /// Maps an OAuth error response (RFC 6749 §5.2 / OIDC) to an SDK error.
     static func oauth(_ error: String, description: String?, status: Int?, apiError: ApiError? = nil) -> LatchkeyError {
-        let code: Code = switch error {
-        case "invalid_grant": .invalidGrant
-        case "access_denied": .authenticationFailed
-        case "login_required", "interaction_required", "account_selection_required": .sessionExpired
-        case "consent_required": .consentRequired
-        case "invalid_client", "unauthorized_client", "invalid_request", "invalid_scope", "unsupported_grant_type",
-             "unsupported_response_type", "invalid_target": .invalidConfiguration
-        case "temporarily_unavailable", "server_error": .serverError
-        default: .unknownError
-        }
+        let code: Code =
+            switch error {
+            case "invalid_grant": .invalidGrant
+            case "access_denied": .authenticationFailed
+            case "login_required", "interaction_required", "account_selection_required": .sessionExpired
+            case "consent_required": .consentRequired
+            case "invalid_client", "unauthorized_client", "invalid_request", "invalid_scope", "unsupported_grant_type",
+                "unsupported_response_type", "invalid_target":
+                .invalidConfiguration
+            case "temporarily_unavailable", "server_error": .serverError
+            default: .unknownError
+            }
         return LatchkeyError(code, "\(error): \(description ?? "no description")", statusCode: status, serverCode: error, apiError: apiError)
     }
 }

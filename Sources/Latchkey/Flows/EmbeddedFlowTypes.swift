@@ -77,8 +77,10 @@ public struct FlowInput: Sendable, Equatable, Identifiable {
     public var isSecret: Bool { type == "PASSWORD_INPUT" || type == "OTP_INPUT" }
     public var isSelect: Bool { type == "SELECT" || !options.isEmpty }
 
-    public init(ref: String, identifier: String, type: String, required: Bool, options: [String] = [], validation: [FlowValidationRule] = [],
-                oneTimeUse: Bool = false, label: String? = nil) {
+    public init(
+        ref: String, identifier: String, type: String, required: Bool, options: [String] = [], validation: [FlowValidationRule] = [],
+        oneTimeUse: Bool = false, label: String? = nil
+    ) {
         self.ref = ref; self.identifier = identifier; self.type = type; self.required = required; self.options = options
         self.validation = validation; self.oneTimeUse = oneTimeUse; self.label = label
     }

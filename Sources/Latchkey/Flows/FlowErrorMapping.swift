@@ -43,8 +43,9 @@ enum FlowErrorMapping {
         }
         let code = self.code(serverCode, flowType: flowType, status: response.status)
         let technical = body.description?.defaultValue ?? body.message?.defaultValue ?? "HTTP \(response.status)"
-        let api = LatchkeyError.ApiError(error: serverCode, errorId: nil, errorUserMsg: body.message?.defaultValue,
-                                         errorMessageKey: body.message?.key, errorDescription: technical, errorDetails: nil)
+        let api = LatchkeyError.ApiError(
+            error: serverCode, errorId: nil, errorUserMsg: body.message?.defaultValue,
+            errorMessageKey: body.message?.key, errorDescription: technical, errorDetails: nil)
         return LatchkeyError(code, "\(serverCode): \(technical)", statusCode: response.status, serverCode: serverCode, apiError: api)
     }
 }

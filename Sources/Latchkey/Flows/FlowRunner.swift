@@ -29,8 +29,10 @@ public struct FlowCheckMessages: Sendable, Equatable {
     public var invalidValue: String
 
     /// Messages; the defaults are English.
-    public init(required: String = "This field is required", chooseOption: String = "Choose one of the options",
-                invalidValue: String = "The value is not valid") {
+    public init(
+        required: String = "This field is required", chooseOption: String = "Choose one of the options",
+        invalidValue: String = "The value is not valid"
+    ) {
         self.required = required; self.chooseOption = chooseOption; self.invalidValue = invalidValue
     }
 }
@@ -52,8 +54,10 @@ public actor FlowRunner {
     public var checkMessages: FlowCheckMessages
 
     /// A runner for one flow of `request.flowType`; nothing is sent before `start()`.
-    public init(client: LatchkeyClient, request: EmbeddedFlowRequestConfig, sessionId: String? = nil,
-                checkMessages: FlowCheckMessages = FlowCheckMessages()) {
+    public init(
+        client: LatchkeyClient, request: EmbeddedFlowRequestConfig, sessionId: String? = nil,
+        checkMessages: FlowCheckMessages = FlowCheckMessages()
+    ) {
         self.client = client
         self.request = request
         self.sessionId = sessionId
@@ -93,8 +97,10 @@ public actor FlowRunner {
     }
 
     /// The client-side checks the server will repeat: required, SELECT options, and the `validation` rules.
-    public static func check(_ inputs: [String: String], against step: EmbeddedFlowResponse,
-                             messages: FlowCheckMessages = FlowCheckMessages()) -> [FlowFieldError] {
+    public static func check(
+        _ inputs: [String: String], against step: EmbeddedFlowResponse,
+        messages: FlowCheckMessages = FlowCheckMessages()
+    ) -> [FlowFieldError] {
         var problems: [FlowFieldError] = []
         for input in step.inputs {
             let value = inputs[input.identifier] ?? ""
@@ -118,7 +124,8 @@ public actor FlowRunner {
         defer { isSubmitting = false }
         let previous = state
         do {
-            let response: EmbeddedFlowResponse = request.flowType == .registration
+            let response: EmbeddedFlowResponse =
+                request.flowType == .registration
                 ? try await client.signUp(payload: payload, request: request, sessionId: sessionId)
                 : try await client.signIn(payload: payload, request: request, sessionId: sessionId)
             switch response.flowStatus {
@@ -129,17 +136,20 @@ public actor FlowRunner {
                     step.error = response.error  // the step is still open on the server: show it again
                     state = .step(step)
                 } else {
-                    state = .failed(FlowRunnerFailure(code: response.error?.code ?? .unknownError,
-                                                      message: response.error?.message ?? "The flow ended with an error.",
-                                                      serverCode: response.error?.serverCode))
+                    state = .failed(
+                        FlowRunnerFailure(
+                            code: response.error?.code ?? .unknownError,
+                            message: response.error?.message ?? "The flow ended with an error.",
+                            serverCode: response.error?.serverCode))
                 }
             }
         } catch let error as LatchkeyError where Self.isTransient(error.code) && previous.isStep {
             // The step never reached the server, or its answer was lost: it is still open with the challenge the
             // SDK holds, so the same step is shown with the error and submitting it again retries.
             if case .step(var step) = previous {
-                step.error = FlowError(code: error.code, serverCode: error.serverCode ?? "", messageKey: "",
-                                       message: error.userMessage ?? error.message, description: error.message)
+                step.error = FlowError(
+                    code: error.code, serverCode: error.serverCode ?? "", messageKey: "",
+                    message: error.userMessage ?? error.message, description: error.message)
                 step.fieldErrors = []
                 state = .step(step)
             }

@@ -104,8 +104,9 @@ struct FlowMetaWire: Decodable {
     var i18n: I18n?
 
     var model: FlowMeta {
-        FlowMeta(isRegistrationFlowEnabled: isRegistrationFlowEnabled ?? false, isRecoveryFlowEnabled: isRecoveryFlowEnabled ?? false,
-                 application: application.map { .init(id: $0.id ?? "", name: $0.name, logoUrl: $0.logoUrl) },
-                 languages: i18n?.languages ?? [], language: i18n?.language ?? "en", translations: i18n?.translations ?? [:])
+        FlowMeta(
+            isRegistrationFlowEnabled: isRegistrationFlowEnabled ?? false, isRecoveryFlowEnabled: isRecoveryFlowEnabled ?? false,
+            application: application.map { .init(id: $0.id ?? "", name: $0.name, logoUrl: $0.logoUrl) },
+            languages: i18n?.languages ?? [], language: i18n?.language ?? "en", translations: i18n?.translations ?? [:])
     }
 }

@@ -19,7 +19,9 @@ extension LatchkeyClient {
     ///
     /// `request.flowType` may also name RECOVERY or SIGNOUT; a SIGNOUT flow ends the session's server side (the
     /// session's access token is sent as proof) and then clears it locally.
-    public func signIn(payload: EmbeddedSignInPayload, request: EmbeddedFlowRequestConfig, sessionId: String? = nil) async throws -> EmbeddedFlowResponse {
+    public func signIn(payload: EmbeddedSignInPayload, request: EmbeddedFlowRequestConfig, sessionId: String? = nil) async throws
+        -> EmbeddedFlowResponse
+    {
         try await loading { try await runFlowStep(payload, request: request, sessionId: sessionId) }
     }
 
@@ -29,10 +31,12 @@ extension LatchkeyClient {
     }
 
     /// As `signUp(payload:request:)`, storing the new session under `sessionId`.
-    public func signUp(payload: EmbeddedSignInPayload?, request: EmbeddedFlowRequestConfig?, sessionId: String?) async throws -> EmbeddedFlowResponse {
+    public func signUp(payload: EmbeddedSignInPayload?, request: EmbeddedFlowRequestConfig?, sessionId: String?) async throws -> EmbeddedFlowResponse
+    {
         try await loading {
-            try await runFlowStep(payload ?? EmbeddedSignInPayload(), request: request ?? EmbeddedFlowRequestConfig(flowType: .registration),
-                                  sessionId: sessionId)
+            try await runFlowStep(
+                payload ?? EmbeddedSignInPayload(), request: request ?? EmbeddedFlowRequestConfig(flowType: .registration),
+                sessionId: sessionId)
         }
     }
 
@@ -43,7 +47,8 @@ extension LatchkeyClient {
         guard var components = URLComponents(url: context.endpoint("/flow/meta"), resolvingAgainstBaseURL: false) else {
             throw LatchkeyError(.invalidConfiguration, "baseUrl is not a URL")
         }
-        components.queryItems = [URLQueryItem(name: "type", value: "APP"), URLQueryItem(name: "id", value: id)]
+        components.queryItems =
+            [URLQueryItem(name: "type", value: "APP"), URLQueryItem(name: "id", value: id)]
             + (language.map { [URLQueryItem(name: "language", value: $0)] } ?? [])
         guard let url = components.url else { throw LatchkeyError(.invalidConfiguration, "cannot build the flow meta URL") }
         let response = try await context.http.send(HTTPRequest(url: url, headers: ["Accept": "application/json"]))
@@ -58,7 +63,9 @@ extension LatchkeyClient {
 
     // MARK: The loop
 
-    private func runFlowStep(_ payload: EmbeddedSignInPayload, request: EmbeddedFlowRequestConfig, sessionId: String?) async throws -> EmbeddedFlowResponse {
+    private func runFlowStep(_ payload: EmbeddedSignInPayload, request: EmbeddedFlowRequestConfig, sessionId: String?) async throws
+        -> EmbeddedFlowResponse
+    {
         let context = try context()
         var body: [String: JSONValue] = ["verbose": .bool(request.verbose)]
         // Our server's extension: the language of the flow's messages and labels (ahead of Accept-Language).
@@ -68,15 +75,17 @@ extension LatchkeyClient {
         var signOutTokens: TokenSet?
         if let flowId = payload.flowId {
             guard let known = flowProgress.withLock({ $0[flowId] }) else {
-                throw LatchkeyError(.invalidInput, "flow \(flowId) is not in progress in this client (finished, failed or never started); start a new one")
+                throw LatchkeyError(
+                    .invalidInput, "flow \(flowId) is not in progress in this client (finished, failed or never started); start a new one")
             }
             progress = known
             body["executionId"] = .string(flowId)
             body["challengeToken"] = .string(known.challengeToken)
         } else {
             let applicationId = request.applicationId ?? context.config.applicationId ?? context.config.clientId
-            progress = FlowProgress(challengeToken: "", flowType: request.flowType, applicationId: applicationId, sessionId: sessionId,
-                                    verbose: request.verbose, updatedAt: Date())
+            progress = FlowProgress(
+                challengeToken: "", flowType: request.flowType, applicationId: applicationId, sessionId: sessionId,
+                verbose: request.verbose, updatedAt: Date())
             body["applicationId"] = .string(applicationId)
             body["flowType"] = .string(request.flowType.rawValue)
             if request.flowType == .signOut, let stored = try await context.tokens.tokens(sessionId) {
@@ -94,7 +103,9 @@ extension LatchkeyClient {
         let flowRequest = HTTPRequest(method: "POST", url: url, headers: headers, body: try JSONEncoder().encode(body))
         // Bearer, or DPoP with a proof (and its nonce retry) for a bound session.
         let response: HTTPResponse
-        if let signOutTokens { response = try await context.sendAuthorized(flowRequest, tokens: signOutTokens) } else {
+        if let signOutTokens {
+            response = try await context.sendAuthorized(flowRequest, tokens: signOutTokens)
+        } else {
             response = try await context.http.send(flowRequest)
         }
         guard response.status == 200 else {
@@ -102,7 +113,8 @@ extension LatchkeyClient {
             throw FlowErrorMapping.error(from: response, flowType: progress.flowType)
         }
         guard let wire = try? JSONDecoder().decode(FlowWireResponse.self, from: response.body), let executionId = wire.executionId,
-              let status = wire.flowStatus.flatMap(EmbeddedFlowStatus.init(rawValue:)) else {
+            let status = wire.flowStatus.flatMap(EmbeddedFlowStatus.init(rawValue:))
+        else {
             throw LatchkeyError(.serverError, "the flow answer is not a flow response", statusCode: 200)
         }
         var result = await makeResponse(wire, executionId: executionId, status: status, progress: progress)
@@ -135,19 +147,24 @@ extension LatchkeyClient {
         let response = try await context.tokenRequest([
             ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange"), ("client_id", context.config.clientId),
             ("subject_token", assertion), ("subject_token_type", "urn:ietf:params:oauth:token-type:jwt"),
-            ("scope", context.config.scopes.joined(separator: " ")),
+            ("scope", context.config.scopes.joined(separator: " "))
         ])
         let tokens = try await context.signInTokens(response, nonce: nil, maxAge: nil, expectsIDToken: context.config.scopes.contains("openid"))
         try await context.tokens.replace(tokens, sessionId: sessionId)
         return try await context.user(from: tokens)
     }
 
-    private func makeResponse(_ wire: FlowWireResponse, executionId: String, status: EmbeddedFlowStatus, progress: FlowProgress) async -> EmbeddedFlowResponse {
+    private func makeResponse(_ wire: FlowWireResponse, executionId: String, status: EmbeddedFlowStatus, progress: FlowProgress) async
+        -> EmbeddedFlowResponse
+    {
         var meta: FlowMeta? = progress.verbose && wire.data?.meta != nil ? await cachedFlowMeta(progress.applicationId) : nil
         // Texts the step carries itself (in the execution's language) win over the cached meta's.
         if let texts = wire.data?.meta?.translations, !texts.isEmpty {
-            var merged = meta ?? FlowMeta(isRegistrationFlowEnabled: false, isRecoveryFlowEnabled: false, application: nil, languages: [],
-                                          language: wire.data?.meta?.language ?? "", translations: [:])
+            var merged =
+                meta
+                ?? FlowMeta(
+                    isRegistrationFlowEnabled: false, isRecoveryFlowEnabled: false, application: nil, languages: [],
+                    language: wire.data?.meta?.language ?? "", translations: [:])
             for (namespace, entries) in texts { merged.translations[namespace, default: [:]].merge(entries) { $1 } }
             if let language = wire.data?.meta?.language { merged.language = language }
             meta = merged
@@ -155,15 +172,17 @@ extension LatchkeyClient {
         let components = (wire.data?.meta?.components ?? []).compactMap { FlowComponentParser.parse($0, meta: meta) }
         let labels = FlowComponentParser.labels(components)
         let inputs = (wire.data?.inputs ?? []).map { i in
-            FlowInput(ref: i.ref ?? i.identifier, identifier: i.identifier, type: i.type ?? "TEXT_INPUT", required: i.required ?? false,
-                      options: i.options ?? [], validation: (i.validation ?? []).map { .init(type: $0.type, value: $0.value, message: $0.message) },
-                      oneTimeUse: i.oneTimeUse ?? false, label: labels[i.ref ?? ""] ?? labels[i.identifier])
+            FlowInput(
+                ref: i.ref ?? i.identifier, identifier: i.identifier, type: i.type ?? "TEXT_INPUT", required: i.required ?? false,
+                options: i.options ?? [], validation: (i.validation ?? []).map { .init(type: $0.type, value: $0.value, message: $0.message) },
+                oneTimeUse: i.oneTimeUse ?? false, label: labels[i.ref ?? ""] ?? labels[i.identifier])
         }
         let actions = (wire.data?.actions ?? []).map { FlowAction(ref: $0.ref, type: $0.type, nextNode: $0.nextNode, label: labels[$0.ref]) }
         let error = wire.error.map { e in
-            FlowError(code: FlowErrorMapping.code(e.code ?? "", flowType: progress.flowType), serverCode: e.code ?? "",
-                      messageKey: e.message?.key ?? "", message: e.message?.defaultValue ?? e.description?.defaultValue ?? "",
-                      description: e.description?.defaultValue)
+            FlowError(
+                code: FlowErrorMapping.code(e.code ?? "", flowType: progress.flowType), serverCode: e.code ?? "",
+                messageKey: e.message?.key ?? "", message: e.message?.defaultValue ?? e.description?.defaultValue ?? "",
+                description: e.description?.defaultValue)
         }
         return EmbeddedFlowResponse(
             flowId: executionId, flowStatus: status, type: wire.type.flatMap(EmbeddedFlowStepType.init(rawValue:)), flowType: progress.flowType,
@@ -186,8 +205,9 @@ enum FlowComponentParser {
         var children: [FlowComponent] = []
         if case .array(let list)? = o["components"] { children = list.compactMap { parse($0, meta: meta) } }
         let label = o["label"]?.stringValue.map { meta?.resolve($0) ?? $0 }
-        return FlowComponent(id: id, type: type, category: o["category"]?.stringValue, variant: o["variant"]?.stringValue,
-                             ref: o["ref"]?.stringValue, label: label, components: children, raw: o)
+        return FlowComponent(
+            id: id, type: type, category: o["category"]?.stringValue, variant: o["variant"]?.stringValue,
+            ref: o["ref"]?.stringValue, label: label, components: children, raw: o)
     }
 
     /// Labels by component id and by bound identifier, over the whole tree.

@@ -37,7 +37,8 @@ package enum LatchkeyFuzzEntryPoints {
         _ = shutdown(fds[0], Int32(SHUT_WR))
         // As in `LoopbackListener.waitForCallback`.
         guard let target = LoopbackListener.readRequestTarget(fds[1]),
-              let url = URL(string: "http://127.0.0.1:\(port)\(target)") else { return nil }
+            let url = URL(string: "http://127.0.0.1:\(port)\(target)")
+        else { return nil }
         return LoopbackListener.isCallback(url, expectedState: expectedState) ? url : nil
     }
 }

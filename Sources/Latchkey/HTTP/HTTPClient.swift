@@ -73,8 +73,9 @@ public final class URLSessionHTTPClient: HTTPClient {
             throw error
         } catch let error as URLError {
             let code: LatchkeyError.Code = error.code == .timedOut ? .requestTimeout : .networkError
-            throw LatchkeyError(code, "\(request.method) \(request.url.host ?? "")\(request.url.path): \(error.localizedDescription)",
-                                underlying: error)
+            throw LatchkeyError(
+                code, "\(request.method) \(request.url.host ?? "")\(request.url.path): \(error.localizedDescription)",
+                underlying: error)
         } catch {
             throw LatchkeyError(.networkError, "\(request.method) \(request.url.host ?? "")\(request.url.path) failed: \(error.localizedDescription)")
         }
@@ -82,8 +83,10 @@ public final class URLSessionHTTPClient: HTTPClient {
 }
 
 private final class RedirectBlocker: NSObject, URLSessionTaskDelegate, Sendable {
-    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
+    ) {
         completionHandler(nil)
     }
 }

@@ -13,8 +13,9 @@ public enum LanguagePreferences {
             tag = tag.replacingOccurrences(of: "_", with: "-").trimmingCharacters(in: .whitespaces)
             let subtags = tag.split(separator: "-", omittingEmptySubsequences: false)
             guard let first = subtags.first, (2...8).contains(first.count), first.allSatisfy({ $0.isASCII && $0.isLetter }),
-                  subtags.allSatisfy({ !$0.isEmpty && $0.count <= 8 && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } }),
-                  !["c", "posix"].contains(tag.lowercased()) else { continue }
+                subtags.allSatisfy({ !$0.isEmpty && $0.count <= 8 && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } }),
+                !["c", "posix"].contains(tag.lowercased())
+            else { continue }
             if seen.insert(tag.lowercased()).inserted { out.append(tag) }
             if out.count == 10 { break }
         }

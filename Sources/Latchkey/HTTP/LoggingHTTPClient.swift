@@ -17,7 +17,8 @@ struct LoggingHTTPClient: HTTPClient {
             logger.debug("HTTP \(response.status) \(what)", metadata: ["ms": .stringConvertible(Self.milliseconds(since: started))])
             return response
         } catch let error as LatchkeyError {
-            logger.debug("HTTP failed \(what)", metadata: ["code": .string(error.code.rawValue), "ms": .stringConvertible(Self.milliseconds(since: started))])
+            logger.debug(
+                "HTTP failed \(what)", metadata: ["code": .string(error.code.rawValue), "ms": .stringConvertible(Self.milliseconds(since: started))])
             throw error
         } catch {
             logger.debug("HTTP failed \(what)", metadata: ["ms": .stringConvertible(Self.milliseconds(since: started))])

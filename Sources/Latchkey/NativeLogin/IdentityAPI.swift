@@ -5,12 +5,14 @@ enum IdentityAPI {
     /// The calls that start a sign-in or sign-up without a browser: a server applies the application's attestation
     /// policy to them, so they carry the app's `Attestation-Token` when the configuration supplies one.
     static let nativeSignInPaths: Set<String> = [
-        "/identity/v1/password/login", "/identity/v1/webauthn/authentication-options", "/identity/v1/webauthn/signup-options",
+        "/identity/v1/password/login", "/identity/v1/webauthn/authentication-options", "/identity/v1/webauthn/signup-options"
     ]
 
     /// Sends one request and returns the answer when it is 2xx; otherwise throws the mapped `ApiError`.
-    static func send(_ context: ClientContext, _ method: String, _ path: String, body: JSONValue? = nil,
-                     bearer: String? = nil) async throws -> HTTPResponse {
+    static func send(
+        _ context: ClientContext, _ method: String, _ path: String, body: JSONValue? = nil,
+        bearer: String? = nil
+    ) async throws -> HTTPResponse {
         var headers = ["Accept": "application/json"]
         if nativeSignInPaths.contains(path), let provider = context.config.attestationTokenProvider {
             headers["Attestation-Token"] = try await provider()
@@ -26,7 +28,8 @@ enum IdentityAPI {
         let response: HTTPResponse
         if let bearer {
             // A token of one of this client's sessions is presented as that session requires (DPoP with a proof).
-            let tokens = await context.tokens.session(holding: bearer)
+            let tokens =
+                await context.tokens.session(holding: bearer)
                 ?? TokenSet(accessToken: bearer, refreshToken: nil, idToken: nil, expiresAt: .distantFuture, scope: nil, nonce: nil)
             response = try await context.sendAuthorized(request, tokens: tokens)
         } else {
@@ -86,15 +89,19 @@ enum IdentityErrorMapping {
 
     static func error(from response: HTTPResponse) -> LatchkeyError {
         guard let api = try? JSONDecoder().decode(LatchkeyError.ApiError.self, from: response.body),
-              api.error != nil || api.errorMessageKey != nil else {
+            api.error != nil || api.errorMessageKey != nil
+        else {
             var error = ClientContext.errorFrom(response)
             error.statusCategory = category(status: response.status)
             return error
         }
         let detail = api.errorDescription ?? api.errorUserMsg ?? "HTTP \(response.status)"
-        let mapped = LatchkeyError.needsReauthentication(api.error) ? .reauthenticationRequired : code(messageKey: api.errorMessageKey, status: response.status)
-        var error = LatchkeyError(mapped, "\(api.error ?? "error"): \(detail)",
-                                  statusCode: response.status, serverCode: api.errorMessageKey ?? api.error, apiError: api)
+        let mapped =
+            LatchkeyError.needsReauthentication(api.error)
+            ? .reauthenticationRequired : code(messageKey: api.errorMessageKey, status: response.status)
+        var error = LatchkeyError(
+            mapped, "\(api.error ?? "error"): \(detail)",
+            statusCode: response.status, serverCode: api.errorMessageKey ?? api.error, apiError: api)
         error.statusCategory = category(status: response.status)
         return error
     }
@@ -120,7 +127,9 @@ enum WebAuthnOrigin {
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         let loopback = host == "localhost" || host.hasSuffix(".localhost") || host == "::1" || host.hasPrefix("127.")
         guard scheme == "https" || loopback else { throw reject("plain http is allowed only for loopback hosts") }
-        guard host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == ":" }) else { throw reject("the host has invalid characters") }
+        guard host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == ":" }) else {
+            throw reject("the host has invalid characters")
+        }
         var out = scheme + "://" + (host.contains(":") ? "[\(host)]" : host)
         if let port = c.port {
             guard (1...65535).contains(port) else { throw reject("the port is out of range") }

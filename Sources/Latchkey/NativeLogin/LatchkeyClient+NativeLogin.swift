@@ -14,8 +14,10 @@ struct NativeLoginSeams: Sendable {
 /// stored like a redirect sign-in's, so `getAccessToken`, `getUser` and `signOut` work afterwards.
 extension LatchkeyClient {
     /// A client with the passkey seams (see `credentialProvider` and `passkeyAuthenticator`).
-    public convenience init(http: any HTTPClient = URLSessionHTTPClient(), userAgent: any AuthorizationUserAgent = LoopbackUserAgent(),
-                            credentialProvider: (any CredentialProvider)?, passkeyAuthenticator: (any PasskeyAuthenticator)? = nil) {
+    public convenience init(
+        http: any HTTPClient = URLSessionHTTPClient(), userAgent: any AuthorizationUserAgent = LoopbackUserAgent(),
+        credentialProvider: (any CredentialProvider)?, passkeyAuthenticator: (any PasskeyAuthenticator)? = nil
+    ) {
         self.init(http: http, userAgent: userAgent)
         nativeLoginSeams.withLock { $0 = NativeLoginSeams(credentialProvider: credentialProvider, passkeyAuthenticator: passkeyAuthenticator) }
     }
@@ -62,8 +64,10 @@ extension LatchkeyClient {
     ///   provider; `.mfaRequired` (with `mfaStepUp`) when a password sign-in needs a second factor; the server's
     ///   `ApiError` mapped (`.authenticationFailed`, `.userAccountLocked`, `.passkeyFailed` …). A cancelled calling
     ///   task is a technical error (`.unknownError`), never `.canceled`.
-    public func login(withRequest request: NativeLoginRequest, usingModalAuthorizationFor requestTypes: [ModalAuthorization],
-                      display mode: Mode) async throws -> AuthToken {
+    public func login(
+        withRequest request: NativeLoginRequest, usingModalAuthorizationFor requestTypes: [ModalAuthorization],
+        display mode: Mode
+    ) async throws -> AuthToken {
         try await loading {
             var types: [ModalAuthorization] = []
             for type in requestTypes where !types.contains(type) { types.append(type) }
@@ -88,20 +92,24 @@ extension LatchkeyClient {
                 }
             }
             let apple = types.contains(.SignInWithApple) ? PKCEPair() : nil
-            let credentialRequest = CredentialRequest(types: types, mode: mode, passkeyOptions: passkeyOptions, origin: origin,
-                                                      appleNonce: apple?.challenge, appleScopes: Self.appleScopes(scopes), anchor: request.anchor)
+            let credentialRequest = CredentialRequest(
+                types: types, mode: mode, passkeyOptions: passkeyOptions, origin: origin,
+                appleNonce: apple?.challenge, appleScopes: Self.appleScopes(scopes), anchor: request.anchor)
             let credential = try await ceremony { try await provider.credential(for: credentialRequest) }
             switch credential {
             case .passkey(let assertion):
                 return try await finishPasskeyLogin(assertion, context: context, scopes: scopes, origin: request.origin)
             case .password(let username, let password):
-                return try await passwordLogin(username: Username.Unspecified(username), password: password, context: context,
-                                               scopes: scopes, origin: request.origin)
+                return try await passwordLogin(
+                    username: Username.Unspecified(username), password: password, context: context,
+                    scopes: scopes, origin: request.origin)
             case .appleID(let identityToken, let givenName, let familyName):
                 guard let apple else { throw LatchkeyError(.unknownError, "the credential provider returned an Apple ID that was not asked for") }
-                return try await authorizeWithoutBrowser(context, scopes: scopes, nonce: apple.verifier, extra: Self.compact([
-                    "provider": "apple", "id_token": identityToken, "given_name": givenName, "family_name": familyName, "origin": request.origin,
-                ]))
+                return try await authorizeWithoutBrowser(
+                    context, scopes: scopes, nonce: apple.verifier,
+                    extra: Self.compact([
+                        "provider": "apple", "id_token": identityToken, "given_name": givenName, "family_name": familyName, "origin": request.origin
+                    ]))
             }
         }
     }
@@ -111,8 +119,10 @@ extension LatchkeyClient {
     /// answer reveals nothing); every passkey is discoverable, so the authenticator finds the account's own, and the
     /// server accepts only a passkey of that account.
     /// - Throws: as `login(withRequest:…)`; `.passkeyNoCredential` when the authenticator has no passkey to offer.
-    public func login(withNonDiscoverableUsername username: Username, forRequest request: NativeLoginRequest,
-                      usingModalAuthorizationFor requestTypes: [NonDiscoverableAuthorization], display mode: Mode) async throws -> AuthToken {
+    public func login(
+        withNonDiscoverableUsername username: Username, forRequest request: NativeLoginRequest,
+        usingModalAuthorizationFor requestTypes: [NonDiscoverableAuthorization], display mode: Mode
+    ) async throws -> AuthToken {
         try await loading {
             guard requestTypes.contains(.Passkey) else {
                 throw LatchkeyError(.invalidInput, "usingModalAuthorizationFor is empty: name .Passkey")
@@ -141,13 +151,17 @@ extension LatchkeyClient {
     ///   - origin: the origin the server records for the sign-in; nil uses the issuer's.
     ///   - givenName: Apple sends the name on first authorisation only, so it is forwarded.
     ///   - familyName: as `givenName`.
-    public func login(withProvider provider: String, idToken: String, nonce: String, scope: [String]? = nil, origin: String? = nil,
-                      givenName: String? = nil, familyName: String? = nil) async throws -> AuthToken {
+    public func login(
+        withProvider provider: String, idToken: String, nonce: String, scope: [String]? = nil, origin: String? = nil,
+        givenName: String? = nil, familyName: String? = nil
+    ) async throws -> AuthToken {
         try await loading {
             let context = try context()
-            return try await authorizeWithoutBrowser(context, scopes: scope ?? context.config.scopes, nonce: nonce, extra: Self.compact([
-                "provider": provider, "id_token": idToken, "given_name": givenName, "family_name": familyName, "origin": origin,
-            ]))
+            return try await authorizeWithoutBrowser(
+                context, scopes: scope ?? context.config.scopes, nonce: nonce,
+                extra: Self.compact([
+                    "provider": provider, "id_token": idToken, "given_name": givenName, "family_name": familyName, "origin": origin
+                ]))
         }
     }
 
@@ -165,7 +179,7 @@ extension LatchkeyClient {
             let scopes = request.scopes ?? context.config.scopes
             let body: [String: JSONValue] = [
                 "origin": .string(origin), "friendly_name": .string(request.friendlyName), "client_id": .string(context.config.clientId),
-                "scope": .string(scopes.joined(separator: " ")), "profile": request.passkeyProfile.wire,
+                "scope": .string(scopes.joined(separator: " ")), "profile": request.passkeyProfile.wire
             ]
             let optionsResponse = try await IdentityAPI.send(context, "POST", "/identity/v1/webauthn/signup-options", body: .object(body))
             var registration = try Self.registrationOptions(optionsResponse)
@@ -174,9 +188,11 @@ extension LatchkeyClient {
             let credential = try await ceremony {
                 try await authenticator.createCredential(for: registration.options, origin: origin, anchor: request.anchor)
             }
-            let signup = try await IdentityAPI.send(context, "POST", "/identity/v1/webauthn/signup", body: .object([
-                "webauthn_id": .string(registration.options.user.encodedId), "public_key_credential": credential.reachFiveJSON,
-            ]))
+            let signup = try await IdentityAPI.send(
+                context, "POST", "/identity/v1/webauthn/signup",
+                body: .object([
+                    "webauthn_id": .string(registration.options.user.encodedId), "public_key_credential": credential.reachFiveJSON
+                ]))
             let tkn = try IdentityAPI.tkn(try IdentityAPI.object(signup, "passkey sign-up"), "passkey sign-up")
             return try await authorizeWithoutBrowser(context, scopes: scopes, nonce: nil, extra: Self.compact(["tkn": tkn, "origin": request.origin]))
         }
@@ -187,16 +203,18 @@ extension LatchkeyClient {
         let context = try context()
         let origin = try originWebAuthn(overriddenBy: request.originWebAuthn)
         let authenticator = try resolvedAuthenticator()
-        let optionsResponse = try await IdentityAPI.send(context, "POST", "/identity/v1/webauthn/registration-options",
-                                                         body: .object(["origin": .string(origin), "friendly_name": .string(request.friendlyName)]),
-                                                         bearer: authToken.accessToken)
+        let optionsResponse = try await IdentityAPI.send(
+            context, "POST", "/identity/v1/webauthn/registration-options",
+            body: .object(["origin": .string(origin), "friendly_name": .string(request.friendlyName)]),
+            bearer: authToken.accessToken)
         var registration = try Self.registrationOptions(optionsResponse)
         registration.options.user.name = request.friendlyName
         let credential = try await ceremony {
             try await authenticator.createCredential(for: registration.options, origin: origin, anchor: request.anchor)
         }
-        _ = try await IdentityAPI.send(context, "POST", "/identity/v1/webauthn/registration", body: credential.reachFiveJSON,
-                                       bearer: authToken.accessToken)
+        _ = try await IdentityAPI.send(
+            context, "POST", "/identity/v1/webauthn/registration", body: credential.reachFiveJSON,
+            bearer: authToken.accessToken)
     }
 
     /// The passkeys registered on the signed-in account.
@@ -212,15 +230,17 @@ extension LatchkeyClient {
     /// Removes a passkey from the signed-in account.
     public func deleteWebAuthnRegistration(id: String, authToken: AuthToken) async throws {
         let context = try context()
-        _ = try await IdentityAPI.send(context, "DELETE", "/identity/v1/webauthn/registration/" + (try Self.pathSegment(id)), bearer: authToken.accessToken)
+        _ = try await IdentityAPI.send(
+            context, "DELETE", "/identity/v1/webauthn/registration/" + (try Self.pathSegment(id)), bearer: authToken.accessToken)
     }
 
     /// Renames a passkey of the signed-in account and returns it as the server now has it.
     @discardableResult
     public func renameWebAuthnRegistration(id: String, friendlyName: String, authToken: AuthToken) async throws -> DeviceCredential {
         let context = try context()
-        let response = try await IdentityAPI.send(context, "PATCH", "/identity/v1/webauthn/registration/" + (try Self.pathSegment(id)),
-                                                  body: .object(["friendly_name": .string(friendlyName)]), bearer: authToken.accessToken)
+        let response = try await IdentityAPI.send(
+            context, "PATCH", "/identity/v1/webauthn/registration/" + (try Self.pathSegment(id)),
+            body: .object(["friendly_name": .string(friendlyName)]), bearer: authToken.accessToken)
         return try Self.deviceCredential(.object(try IdentityAPI.object(response, "passkey rename")))
     }
 
@@ -268,9 +288,12 @@ extension LatchkeyClient {
     }
 
     private func authenticationOptions(_ context: ClientContext, origin: String, scopes: [String], username: Username?) async throws
-        -> PublicKeyCredentialRequestOptions {
-        var body: [String: JSONValue] = ["client_id": .string(context.config.clientId), "origin": .string(origin),
-                                         "scope": .string(scopes.joined(separator: " "))]
+        -> PublicKeyCredentialRequestOptions
+    {
+        var body: [String: JSONValue] = [
+            "client_id": .string(context.config.clientId), "origin": .string(origin),
+            "scope": .string(scopes.joined(separator: " "))
+        ]
         if let username { body[username.wire.key] = .string(username.wire.value) }
         let response = try await IdentityAPI.send(context, "POST", "/identity/v1/webauthn/authentication-options", body: .object(body))
         do { return try PublicKeyCredentialRequestOptions(json: response.body, style: .reachFive) } catch let error as LatchkeyError {
@@ -278,16 +301,20 @@ extension LatchkeyClient {
         }
     }
 
-    private func finishPasskeyLogin(_ assertion: AssertionCredential, context: ClientContext, scopes: [String], origin: String?) async throws -> AuthToken {
+    private func finishPasskeyLogin(_ assertion: AssertionCredential, context: ClientContext, scopes: [String], origin: String?) async throws
+        -> AuthToken
+    {
         let response = try await IdentityAPI.send(context, "POST", "/identity/v1/webauthn/authentication", body: assertion.reachFiveJSON)
         let tkn = try IdentityAPI.tkn(try IdentityAPI.object(response, "passkey sign-in"), "passkey sign-in")
         return try await authorizeWithoutBrowser(context, scopes: scopes, nonce: nil, extra: Self.compact(["tkn": tkn, "origin": origin]))
     }
 
-    private func passwordLogin(username: Username, password: String, context: ClientContext, scopes: [String], origin: String?) async throws -> AuthToken {
+    private func passwordLogin(username: Username, password: String, context: ClientContext, scopes: [String], origin: String?) async throws
+        -> AuthToken
+    {
         var body: [String: JSONValue] = [
             username.wire.key: .string(username.wire.value), "password": .string(password), "grant_type": .string("password"),
-            "client_id": .string(context.config.clientId), "scope": .string(scopes.joined(separator: " ")),
+            "client_id": .string(context.config.clientId), "scope": .string(scopes.joined(separator: " "))
         ]
         if let origin { body["origin"] = .string(origin) }
         let response = try await IdentityAPI.send(context, "POST", "/identity/v1/password/login", body: .object(body))
@@ -305,11 +332,13 @@ extension LatchkeyClient {
             throw LatchkeyError(.invalidConfiguration, "afterSignInUrl (the redirect URI) is not set")
         }
         let pkce = PKCEPair()
-        let response = try await IdentityAPI.send(context, "POST", "/identity/v1/mfa/stepup", body: .object([
-            "response_type": .string("code"), "client_id": .string(context.config.clientId), "redirect_uri": .string(redirectUri),
-            "code_challenge": .string(pkce.challenge), "code_challenge_method": .string("S256"),
-            "scope": .string(scopes.joined(separator: " ")), "tkn": .string(tkn),
-        ]))
+        let response = try await IdentityAPI.send(
+            context, "POST", "/identity/v1/mfa/stepup",
+            body: .object([
+                "response_type": .string("code"), "client_id": .string(context.config.clientId), "redirect_uri": .string(redirectUri),
+                "code_challenge": .string(pkce.challenge), "code_challenge_method": .string("S256"),
+                "scope": .string(scopes.joined(separator: " ")), "tkn": .string(tkn)
+            ]))
         let answer = try IdentityAPI.object(response, "MFA step-up")
         guard let token = answer["token"]?.stringValue else { throw LatchkeyError(.serverError, "the MFA step-up answer has no token") }
         let amr = answer["amr"]?.stringArray ?? []
@@ -327,7 +356,8 @@ extension LatchkeyClient {
             let response = try await context.http.send(HTTPRequest(url: authorization.url, headers: ["Accept": "application/json"]))
             guard (300..<400).contains(response.status) else {
                 if response.status >= 400 { throw IdentityErrorMapping.error(from: response) }
-                throw LatchkeyError(.serverError, "the authorization endpoint did not redirect (HTTP \(response.status))", statusCode: response.status)
+                throw LatchkeyError(
+                    .serverError, "the authorization endpoint did not redirect (HTTP \(response.status))", statusCode: response.status)
             }
             guard let location = response.location, let callback = URL(string: location, relativeTo: authorization.url)?.absoluteURL else {
                 throw LatchkeyError(.serverError, "the authorization endpoint redirected without a Location", statusCode: response.status)
@@ -350,8 +380,9 @@ extension LatchkeyClient {
         guard case .object(let o) = value, let id = o["id"]?.stringValue else {
             throw LatchkeyError(.serverError, "a passkey entry has no id")
         }
-        return DeviceCredential(friendlyName: o["friendly_name"]?.stringValue ?? "", id: id, createdAt: o["created_at"]?.stringValue,
-                                lastUsedAt: o["last_used_at"]?.stringValue)
+        return DeviceCredential(
+            friendlyName: o["friendly_name"]?.stringValue ?? "", id: id, createdAt: o["created_at"]?.stringValue,
+            lastUsedAt: o["last_used_at"]?.stringValue)
     }
 
     static func pathSegment(_ id: String) throws -> String {

@@ -29,10 +29,12 @@ extension LatchkeyClient {
         guard stepUp.codeVerifier != nil else {
             throw LatchkeyError(.invalidInput, "this step-up was not started by this client (it has no PKCE verifier)")
         }
-        let response = try await IdentityAPI.send(context, "POST", "/identity/v1/passwordless/start", body: .object([
-            "step_up": .string(stepUp.token), "auth_type": .string(authType), "client_id": .string(context.config.clientId),
-            "response_type": .string("code"),
-        ]))
+        let response = try await IdentityAPI.send(
+            context, "POST", "/identity/v1/passwordless/start",
+            body: .object([
+                "step_up": .string(stepUp.token), "auth_type": .string(authType), "client_id": .string(context.config.clientId),
+                "response_type": .string("code")
+            ]))
         let answer = try IdentityAPI.object(response, "step-up start")
         guard let id = answer["challenge_id"]?.stringValue, !id.isEmpty else {
             throw LatchkeyError(.serverError, "the step-up start answer has no challenge_id")
@@ -55,10 +57,11 @@ extension LatchkeyClient {
             }
             let tokenResponse = try await context.tokenRequest([
                 ("grant_type", "authorization_code"), ("code", authorizationCode), ("redirect_uri", redirectUri),
-                ("client_id", context.config.clientId), ("code_verifier", verifier),
+                ("client_id", context.config.clientId), ("code_verifier", verifier)
             ])
-            let tokens = try await context.signInTokens(tokenResponse, nonce: nil, maxAge: nil,
-                                                        expectsIDToken: context.config.scopes.contains("openid"))
+            let tokens = try await context.signInTokens(
+                tokenResponse, nonce: nil, maxAge: nil,
+                expectsIDToken: context.config.scopes.contains("openid"))
             try await context.tokens.replace(tokens, sessionId: nil)
             return AuthToken(tokens)
         }

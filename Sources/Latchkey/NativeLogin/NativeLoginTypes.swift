@@ -128,10 +128,12 @@ public struct ProfilePasskeySignupRequest: Sendable, Equatable {
     public var extra: [String: JSONValue]
 
     /// A profile; every member is optional.
-    public init(email: String? = nil, phoneNumber: String? = nil, customIdentifier: String? = nil, givenName: String? = nil,
-                middleName: String? = nil, familyName: String? = nil, name: String? = nil, nickname: String? = nil, birthdate: String? = nil,
-                profileURL: String? = nil, picture: String? = nil, username: String? = nil, gender: String? = nil, locale: String? = nil,
-                bio: String? = nil, company: String? = nil, extra: [String: JSONValue] = [:]) {
+    public init(
+        email: String? = nil, phoneNumber: String? = nil, customIdentifier: String? = nil, givenName: String? = nil,
+        middleName: String? = nil, familyName: String? = nil, name: String? = nil, nickname: String? = nil, birthdate: String? = nil,
+        profileURL: String? = nil, picture: String? = nil, username: String? = nil, gender: String? = nil, locale: String? = nil,
+        bio: String? = nil, company: String? = nil, extra: [String: JSONValue] = [:]
+    ) {
         self.email = email; self.phoneNumber = phoneNumber; self.customIdentifier = customIdentifier; self.givenName = givenName
         self.middleName = middleName; self.familyName = familyName; self.name = name; self.nickname = nickname; self.birthdate = birthdate
         self.profileURL = profileURL; self.picture = picture; self.username = username; self.gender = gender; self.locale = locale
@@ -145,7 +147,7 @@ public struct ProfilePasskeySignupRequest: Sendable, Equatable {
             ("email", email), ("phone_number", phoneNumber), ("custom_identifier", customIdentifier), ("given_name", givenName),
             ("middle_name", middleName), ("family_name", familyName), ("name", name), ("nickname", nickname), ("birthdate", birthdate),
             ("profile_url", profileURL), ("picture", picture), ("username", username), ("gender", gender), ("locale", locale),
-            ("bio", bio), ("company", company),
+            ("bio", bio), ("company", company)
         ]
         for (key, value) in members { if let value { o[key] = .string(value) } }
         return .object(o)
@@ -168,17 +170,22 @@ public struct PasskeySignupRequest: Sendable {
     public var origin: String?
 
     /// A sign-up request (seed 004 labels).
-    public init(passkeyProfile: ProfilePasskeySignupRequest, friendlyName: String, anchor: PresentationAnchor? = nil,
-                originWebAuthn: String? = nil, scopes: [String]? = nil, origin: String? = nil) {
+    public init(
+        passkeyProfile: ProfilePasskeySignupRequest, friendlyName: String, anchor: PresentationAnchor? = nil,
+        originWebAuthn: String? = nil, scopes: [String]? = nil, origin: String? = nil
+    ) {
         self.passkeyProfile = passkeyProfile; self.friendlyName = friendlyName; self.anchor = anchor.map(PresentationAnchorBox.init)
         self.originWebAuthn = originWebAuthn; self.scopes = scopes; self.origin = origin
     }
 
     /// The seed 004 example's spelling (`passkeyPofile:`), so code copied from it compiles.
-    public init(passkeyPofile: ProfilePasskeySignupRequest, friendlyName: String, anchor: PresentationAnchor? = nil,
-                originWebAuthn: String? = nil, scopes: [String]? = nil, origin: String? = nil) {
-        self.init(passkeyProfile: passkeyPofile, friendlyName: friendlyName, anchor: anchor, originWebAuthn: originWebAuthn,
-                  scopes: scopes, origin: origin)
+    public init(
+        passkeyPofile: ProfilePasskeySignupRequest, friendlyName: String, anchor: PresentationAnchor? = nil,
+        originWebAuthn: String? = nil, scopes: [String]? = nil, origin: String? = nil
+    ) {
+        self.init(
+            passkeyProfile: passkeyPofile, friendlyName: friendlyName, anchor: anchor, originWebAuthn: originWebAuthn,
+            scopes: scopes, origin: origin)
     }
 }
 

@@ -16,8 +16,10 @@ public struct IDTokenValidator: Sendable {
         public var leeway: TimeInterval
         public var now: Date
 
-        public init(issuer: String, clientId: String, nonce: String?, accessToken: String?, maxAge: Int? = nil,
-                    leeway: TimeInterval = 60, now: Date = Date()) {
+        public init(
+            issuer: String, clientId: String, nonce: String?, accessToken: String?, maxAge: Int? = nil,
+            leeway: TimeInterval = 60, now: Date = Date()
+        ) {
             self.issuer = issuer; self.clientId = clientId; self.nonce = nonce; self.accessToken = accessToken
             self.maxAge = maxAge; self.leeway = leeway; self.now = now
         }

@@ -43,8 +43,9 @@ public struct ProviderMetadata: Sendable, Codable, Equatable {
         }
         let response = try await http.send(HTTPRequest(url: url, headers: ["Accept": "application/json"]))
         guard response.status == 200 else {
-            throw LatchkeyError(.invalidConfiguration, "discovery at \(url.absoluteString) answered HTTP \(response.status); is \(issuer) an OpenID Connect issuer?",
-                                statusCode: response.status)
+            throw LatchkeyError(
+                .invalidConfiguration, "discovery at \(url.absoluteString) answered HTTP \(response.status); is \(issuer) an OpenID Connect issuer?",
+                statusCode: response.status)
         }
         var metadata: ProviderMetadata
         do { metadata = try JSONDecoder().decode(ProviderMetadata.self, from: response.body) } catch {
@@ -61,10 +62,12 @@ public struct ProviderMetadata: Sendable, Codable, Equatable {
 
     /// The endpoints beyond sign-in that neither document names (by their metadata names).
     public var missingEndpoints: [String] {
-        [("revocation_endpoint", revocationEndpoint), ("introspection_endpoint", introspectionEndpoint),
-         ("device_authorization_endpoint", deviceAuthorizationEndpoint),
-         ("pushed_authorization_request_endpoint", pushedAuthorizationRequestEndpoint)]
-            .filter { $0.1 == nil }.map(\.0)
+        [
+            ("revocation_endpoint", revocationEndpoint), ("introspection_endpoint", introspectionEndpoint),
+            ("device_authorization_endpoint", deviceAuthorizationEndpoint),
+            ("pushed_authorization_request_endpoint", pushedAuthorizationRequestEndpoint)
+        ]
+        .filter { $0.1 == nil }.map(\.0)
     }
 
     /// Fills in what the OpenID document left out; what it says itself stands.
@@ -108,10 +111,11 @@ struct AuthorizationServerMetadata: Decodable, Sendable {
     /// The document for exactly `issuer` (RFC 8414 §3.3), or nil when there is none or it names another issuer.
     static func fetch(issuer: String, http: any HTTPClient) async -> AuthorizationServerMetadata? {
         guard let url = url(issuer: issuer),
-              let response = try? await http.send(HTTPRequest(url: url, headers: ["Accept": "application/json"])),
-              response.status == 200,
-              let metadata = try? JSONDecoder().decode(AuthorizationServerMetadata.self, from: response.body),
-              metadata.issuer == issuer else { return nil }
+            let response = try? await http.send(HTTPRequest(url: url, headers: ["Accept": "application/json"])),
+            response.status == 200,
+            let metadata = try? JSONDecoder().decode(AuthorizationServerMetadata.self, from: response.body),
+            metadata.issuer == issuer
+        else { return nil }
         return metadata
     }
 }

@@ -97,7 +97,7 @@ public enum COSEKey {
         let bytes = Data(raw)
         return .map([
             .int(1): .int(2), .int(3): .int(es256), .int(-1): .int(1),
-            .int(-2): .bytes(Data(bytes.prefix(32))), .int(-3): .bytes(Data(bytes.dropFirst(32))),
+            .int(-2): .bytes(Data(bytes.prefix(32))), .int(-3): .bytes(Data(bytes.dropFirst(32)))
         ])
     }
 }

@@ -20,8 +20,10 @@ public protocol PasskeyAuthenticator: Sendable {
     ///   - options: the relying party's creation options (RP ID, user, challenge, algorithms, exclusions).
     ///   - origin: the WebAuthn origin written into `clientDataJSON` (`scheme://host[:port]`).
     ///   - anchor: where system UI attaches; nil when there is none.
-    func createCredential(for options: PublicKeyCredentialCreationOptions, origin: String,
-                          anchor: PresentationAnchorBox?) async throws -> RegistrationCredential
+    func createCredential(
+        for options: PublicKeyCredentialCreationOptions, origin: String,
+        anchor: PresentationAnchorBox?
+    ) async throws -> RegistrationCredential
 
     /// Signs the challenge with a matching credential (`navigator.credentials.get`). An empty allow list asks for any
     /// discoverable credential of the RP ID.
@@ -30,8 +32,10 @@ public protocol PasskeyAuthenticator: Sendable {
     ///   - origin: the WebAuthn origin written into `clientDataJSON` (`scheme://host[:port]`).
     ///   - mode: `.IfImmediatelyAvailableCredentials` must fail without UI when nothing matches.
     ///   - anchor: where system UI attaches; nil when there is none.
-    func getAssertion(for options: PublicKeyCredentialRequestOptions, origin: String, mode: Mode,
-                      anchor: PresentationAnchorBox?) async throws -> AssertionCredential
+    func getAssertion(
+        for options: PublicKeyCredentialRequestOptions, origin: String, mode: Mode,
+        anchor: PresentationAnchorBox?
+    ) async throws -> AssertionCredential
 
     /// Whether `getAssertion` would find a credential right now without further UI. Authenticators that cannot tell
     /// (platform authenticators hide this on purpose) answer true and let `getAssertion` decide.
@@ -57,8 +61,10 @@ public struct CredentialRequest: Sendable {
     public var anchor: PresentationAnchorBox?
 
     /// A request; `appleNonce` is required for `.SignInWithApple` to be offered.
-    public init(types: [ModalAuthorization], mode: Mode, passkeyOptions: PublicKeyCredentialRequestOptions?, origin: String,
-                appleNonce: String? = nil, appleScopes: [AppleIDScope] = [], anchor: PresentationAnchorBox? = nil) {
+    public init(
+        types: [ModalAuthorization], mode: Mode, passkeyOptions: PublicKeyCredentialRequestOptions?, origin: String,
+        appleNonce: String? = nil, appleScopes: [AppleIDScope] = [], anchor: PresentationAnchorBox? = nil
+    ) {
         self.types = types; self.mode = mode; self.passkeyOptions = passkeyOptions; self.origin = origin; self.appleNonce = appleNonce
         self.appleScopes = appleScopes; self.anchor = anchor
     }

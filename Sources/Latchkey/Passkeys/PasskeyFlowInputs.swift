@@ -30,13 +30,16 @@ public enum PasskeyFlowInputs {
 
     /// Runs the step's ceremony with `authenticator` and returns the inputs to submit.
     /// - Throws: `.invalidInput` when the step has no passkey data; the authenticator's errors.
-    public static func inputs(for response: EmbeddedFlowResponse, authenticator: any PasskeyAuthenticator, origin: String,
-                              credentialName: String? = nil, mode: Mode = .Always, anchor: PresentationAnchorBox? = nil) async throws -> [String: String] {
+    public static func inputs(
+        for response: EmbeddedFlowResponse, authenticator: any PasskeyAuthenticator, origin: String,
+        credentialName: String? = nil, mode: Mode = .Always, anchor: PresentationAnchorBox? = nil
+    ) async throws -> [String: String] {
         switch try ceremony(in: response) {
         case .assertion(let options)?:
             return assertionInputs(try await authenticator.getAssertion(for: options, origin: origin, mode: mode, anchor: anchor))
         case .registration(let options)?:
-            return registrationInputs(try await authenticator.createCredential(for: options, origin: origin, anchor: anchor), credentialName: credentialName)
+            return registrationInputs(
+                try await authenticator.createCredential(for: options, origin: origin, anchor: anchor), credentialName: credentialName)
         case nil:
             throw LatchkeyError(.invalidInput, "this flow step asks for no passkey (no passkeyChallenge or passkeyCreationOptions)")
         }
@@ -44,16 +47,20 @@ public enum PasskeyFlowInputs {
 
     /// The verify step's inputs.
     public static func assertionInputs(_ assertion: AssertionCredential) -> [String: String] {
-        var inputs = ["credentialId": assertion.id, "clientDataJSON": Base64URL.encode(assertion.clientDataJSON),
-                      "authenticatorData": Base64URL.encode(assertion.authenticatorData), "signature": Base64URL.encode(assertion.signature)]
+        var inputs = [
+            "credentialId": assertion.id, "clientDataJSON": Base64URL.encode(assertion.clientDataJSON),
+            "authenticatorData": Base64URL.encode(assertion.authenticatorData), "signature": Base64URL.encode(assertion.signature)
+        ]
         if let handle = assertion.userHandle { inputs["userHandle"] = Base64URL.encode(handle) }
         return inputs
     }
 
     /// The register_finish step's inputs.
     public static func registrationInputs(_ credential: RegistrationCredential, credentialName: String?) -> [String: String] {
-        var inputs = ["credentialId": credential.id, "clientDataJSON": Base64URL.encode(credential.clientDataJSON),
-                      "attestationObject": Base64URL.encode(credential.attestationObject)]
+        var inputs = [
+            "credentialId": credential.id, "clientDataJSON": Base64URL.encode(credential.clientDataJSON),
+            "attestationObject": Base64URL.encode(credential.attestationObject)
+        ]
         if let credentialName { inputs["credentialName"] = credentialName }
         return inputs
     }
@@ -66,8 +73,10 @@ extension LatchkeyClient {
     ///   - response: the step whose `additionalData` carries the passkey options.
     ///   - override: overrides the configured WebAuthn origin.
     ///   - credentialName: the name of a new passkey (registration steps).
-    public func passkeyInputs(for response: EmbeddedFlowResponse, originWebAuthn override: String? = nil,
-                              credentialName: String? = nil) async throws -> [String: String] {
+    public func passkeyInputs(
+        for response: EmbeddedFlowResponse, originWebAuthn override: String? = nil,
+        credentialName: String? = nil
+    ) async throws -> [String: String] {
         let origin = try originWebAuthn(overriddenBy: override)
         let authenticator = try resolvedAuthenticator()
         return try await ceremony {

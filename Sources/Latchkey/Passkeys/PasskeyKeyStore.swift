@@ -28,8 +28,10 @@ public struct StoredPasskey: Sendable, Equatable, Codable, CustomStringConvertib
     public var createdAt: Date
 
     /// A stored credential.
-    public init(credentialId: Data, rpId: String, userHandle: Data, userName: String, userDisplayName: String, privateKey: Data,
-                signCount: UInt32 = 0, discoverable: Bool = true, createdAt: Date = Date()) {
+    public init(
+        credentialId: Data, rpId: String, userHandle: Data, userName: String, userDisplayName: String, privateKey: Data,
+        signCount: UInt32 = 0, discoverable: Bool = true, createdAt: Date = Date()
+    ) {
         self.credentialId = credentialId; self.rpId = rpId; self.userHandle = userHandle; self.userName = userName
         self.userDisplayName = userDisplayName; self.privateKey = privateKey; self.signCount = signCount; self.discoverable = discoverable
         self.createdAt = createdAt

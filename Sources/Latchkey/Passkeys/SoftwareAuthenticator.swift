@@ -31,8 +31,10 @@ public actor SoftwareAuthenticator: PasskeyAuthenticator {
     public let checksOriginAgainstRpId: Bool
 
     /// An authenticator over `store` (in memory by default).
-    public init(store: any PasskeyKeyStore = InMemoryPasskeyKeyStore(), attestation: AttestationFormat = .none, userVerified: Bool = true,
-                aaguid: Data = SoftwareAuthenticator.defaultAAGUID, checksOriginAgainstRpId: Bool = true) {
+    public init(
+        store: any PasskeyKeyStore = InMemoryPasskeyKeyStore(), attestation: AttestationFormat = .none, userVerified: Bool = true,
+        aaguid: Data = SoftwareAuthenticator.defaultAAGUID, checksOriginAgainstRpId: Bool = true
+    ) {
         self.store = store; self.attestation = attestation; self.userVerified = userVerified
         self.aaguid = aaguid.count == 16 ? aaguid : Self.defaultAAGUID; self.checksOriginAgainstRpId = checksOriginAgainstRpId
     }
@@ -47,11 +49,15 @@ public actor SoftwareAuthenticator: PasskeyAuthenticator {
     // MARK: PasskeyAuthenticator
 
     /// Creates a P-256 credential; refuses an excluded one (`.passkeyFailed`) and options without ES256 (`.passkeyNotSupported`).
-    public func createCredential(for options: PublicKeyCredentialCreationOptions, origin: String,
-                                 anchor: PresentationAnchorBox? = nil) async throws -> RegistrationCredential {
+    public func createCredential(
+        for options: PublicKeyCredentialCreationOptions, origin: String,
+        anchor: PresentationAnchorBox? = nil
+    ) async throws -> RegistrationCredential {
         let rpId = try effectiveRpId(options.rp.id, origin: origin)
-        guard options.pubKeyCredParams.isEmpty
-                || options.pubKeyCredParams.contains(where: { $0.type == "public-key" && Int64($0.alg) == COSEKey.es256 }) else {
+        guard
+            options.pubKeyCredParams.isEmpty
+                || options.pubKeyCredParams.contains(where: { $0.type == "public-key" && Int64($0.alg) == COSEKey.es256 })
+        else {
             throw LatchkeyError(.passkeyNotSupported, "the relying party accepts none of this authenticator's algorithms (ES256 only)")
         }
         let existing = try await store.all()
@@ -77,27 +83,36 @@ public actor SoftwareAuthenticator: PasskeyAuthenticator {
             let signature = try key.signature(for: authData + Data(SHA256.hash(data: clientData))).derRepresentation
             statement = .map([.text("alg"): .int(COSEKey.es256), .text("sig"): .bytes(signature)])
         }
-        let attestationObject = CBORValue.map([.text("fmt"): .text(attestation.rawValue), .text("attStmt"): statement,
-                                               .text("authData"): .bytes(authData)]).encoded
+        let attestationObject = CBORValue.map([
+            .text("fmt"): .text(attestation.rawValue), .text("attStmt"): statement,
+            .text("authData"): .bytes(authData)
+        ]).encoded
         let residentKey = options.authenticatorSelection?.residentKey
         // Passkeys are discoverable unless the relying party discourages it.
         let discoverable = residentKey != "discouraged" || options.authenticatorSelection?.requireResidentKey == true
-        try await store.save(StoredPasskey(credentialId: credentialId, rpId: rpId, userHandle: options.user.id, userName: options.user.name,
-                                           userDisplayName: options.user.displayName, privateKey: key.rawRepresentation,
-                                           discoverable: discoverable))
-        return RegistrationCredential(rawId: credentialId, clientDataJSON: clientData, attestationObject: attestationObject,
-                                      transports: ["internal"], authenticatorAttachment: "platform")
+        try await store.save(
+            StoredPasskey(
+                credentialId: credentialId, rpId: rpId, userHandle: options.user.id, userName: options.user.name,
+                userDisplayName: options.user.displayName, privateKey: key.rawRepresentation,
+                discoverable: discoverable))
+        return RegistrationCredential(
+            rawId: credentialId, clientDataJSON: clientData, attestationObject: attestationObject,
+            transports: ["internal"], authenticatorAttachment: "platform")
     }
 
     /// Signs with the newest matching credential and increments its counter.
-    public func getAssertion(for options: PublicKeyCredentialRequestOptions, origin: String, mode: Mode = .Always,
-                             anchor: PresentationAnchorBox? = nil) async throws -> AssertionCredential {
+    public func getAssertion(
+        for options: PublicKeyCredentialRequestOptions, origin: String, mode: Mode = .Always,
+        anchor: PresentationAnchorBox? = nil
+    ) async throws -> AssertionCredential {
         let rpId = try effectiveRpId(options.rpId, origin: origin)
         // The most recently created matching credential, as a platform authenticator would suggest it first.
         guard var passkey = try await candidates(rpId: rpId, allow: options.allowCredentials).last else {
             if mode == .IfImmediatelyAvailableCredentials { throw LatchkeyError(.canceled, "no passkey is available for \(rpId)") }
-            throw LatchkeyError(.passkeyNoCredential, options.allowCredentials.isEmpty
-                ? "this authenticator has no passkey for \(rpId)" : "this authenticator has none of the passkeys the relying party allows")
+            throw LatchkeyError(
+                .passkeyNoCredential,
+                options.allowCredentials.isEmpty
+                    ? "this authenticator has no passkey for \(rpId)" : "this authenticator has none of the passkeys the relying party allows")
         }
         let key: P256.Signing.PrivateKey
         do { key = try P256.Signing.PrivateKey(rawRepresentation: passkey.privateKey) } catch {
@@ -109,8 +124,9 @@ public actor SoftwareAuthenticator: PasskeyAuthenticator {
         let clientData = ClientData.json(type: "webauthn.get", challenge: options.challenge, origin: origin)
         let authData = authenticatorData(rpId: rpId, extraFlags: 0, signCount: passkey.signCount)
         let signature = try key.signature(for: authData + Data(SHA256.hash(data: clientData))).derRepresentation
-        return AssertionCredential(rawId: passkey.credentialId, clientDataJSON: clientData, authenticatorData: authData, signature: signature,
-                                   userHandle: passkey.userHandle.isEmpty ? nil : passkey.userHandle, authenticatorAttachment: "platform")
+        return AssertionCredential(
+            rawId: passkey.credentialId, clientDataJSON: clientData, authenticatorData: authData, signature: signature,
+            userHandle: passkey.userHandle.isEmpty ? nil : passkey.userHandle, authenticatorAttachment: "platform")
     }
 
     /// True when a credential for `rpId` matches the allow list (any discoverable one when it is empty).

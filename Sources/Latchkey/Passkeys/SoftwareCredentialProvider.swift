@@ -19,7 +19,8 @@ public struct SoftwareCredentialProvider: CredentialProvider {
     }
 
     /// Sign in with Apple's stand-in: given the nonce and scopes, an identity token (and the name on first use).
-    public typealias AppleIDTokenSource = @Sendable (_ nonce: String, _ scopes: [AppleIDScope]) async throws
+    public typealias AppleIDTokenSource =
+        @Sendable (_ nonce: String, _ scopes: [AppleIDScope]) async throws
         -> (identityToken: String, givenName: String?, familyName: String?)
 
     /// Passkeys; nil offers none.
@@ -43,7 +44,8 @@ public struct SoftwareCredentialProvider: CredentialProvider {
                 guard let authenticator, let options = request.passkeyOptions else { continue }
                 let rpId = options.rpId ?? URLComponents(string: request.origin)?.host ?? ""
                 guard await authenticator.hasCredential(rpId: rpId, allowCredentials: options.allowCredentials) else { continue }
-                return .passkey(try await authenticator.getAssertion(for: options, origin: request.origin, mode: request.mode, anchor: request.anchor))
+                return .passkey(
+                    try await authenticator.getAssertion(for: options, origin: request.origin, mode: request.mode, anchor: request.anchor))
             case .Password:
                 guard let saved = passwords.first else { continue }
                 return .password(username: saved.username, password: saved.password)

@@ -23,18 +23,26 @@ public struct RegistrationCredential: Sendable, Equatable {
 
     /// ReachFive's `public_key_credential`: `{id, raw_id, type, response: {attestation_object, client_data_json}}`.
     public var reachFiveJSON: JSONValue {
-        .object(["id": .string(id), "raw_id": .string(Base64URL.encode(rawId)), "type": .string("public-key"),
-                 "response": .object(["attestation_object": .string(Base64URL.encode(attestationObject)),
-                                      "client_data_json": .string(Base64URL.encode(clientDataJSON))])])
+        .object([
+            "id": .string(id), "raw_id": .string(Base64URL.encode(rawId)), "type": .string("public-key"),
+            "response": .object([
+                "attestation_object": .string(Base64URL.encode(attestationObject)),
+                "client_data_json": .string(Base64URL.encode(clientDataJSON))
+            ])
+        ])
     }
 
     /// W3C `RegistrationResponseJSON` (WebAuthn Level 3 §5.1), what `PublicKeyCredential.toJSON()` produces.
     public var w3cJSON: JSONValue {
-        var response: [String: JSONValue] = ["clientDataJSON": .string(Base64URL.encode(clientDataJSON)),
-                                             "attestationObject": .string(Base64URL.encode(attestationObject))]
+        var response: [String: JSONValue] = [
+            "clientDataJSON": .string(Base64URL.encode(clientDataJSON)),
+            "attestationObject": .string(Base64URL.encode(attestationObject))
+        ]
         response["transports"] = .array((transports ?? []).map(JSONValue.string))
-        var out: [String: JSONValue] = ["id": .string(id), "rawId": .string(Base64URL.encode(rawId)), "type": .string("public-key"),
-                                        "response": .object(response), "clientExtensionResults": .object([:])]
+        var out: [String: JSONValue] = [
+            "id": .string(id), "rawId": .string(Base64URL.encode(rawId)), "type": .string("public-key"),
+            "response": .object(response), "clientExtensionResults": .object([:])
+        ]
         if let authenticatorAttachment { out["authenticatorAttachment"] = .string(authenticatorAttachment) }
         return .object(out)
     }
@@ -58,8 +66,10 @@ public struct AssertionCredential: Sendable, Equatable {
     public var authenticatorAttachment: String?
 
     /// An assertion result; `id` is derived from `rawId`.
-    public init(rawId: Data, clientDataJSON: Data, authenticatorData: Data, signature: Data, userHandle: Data?,
-                authenticatorAttachment: String? = nil) {
+    public init(
+        rawId: Data, clientDataJSON: Data, authenticatorData: Data, signature: Data, userHandle: Data?,
+        authenticatorAttachment: String? = nil
+    ) {
         self.id = Base64URL.encode(rawId); self.rawId = rawId; self.clientDataJSON = clientDataJSON
         self.authenticatorData = authenticatorData; self.signature = signature; self.userHandle = userHandle
         self.authenticatorAttachment = authenticatorAttachment
@@ -68,22 +78,30 @@ public struct AssertionCredential: Sendable, Equatable {
     /// ReachFive's `/webauthn/authentication` body: `{id, raw_id, type, response: {authenticator_data, client_data_json,
     /// signature, user_handle}}` (`user_handle` left out when there is none).
     public var reachFiveJSON: JSONValue {
-        var response: [String: JSONValue] = ["authenticator_data": .string(Base64URL.encode(authenticatorData)),
-                                             "client_data_json": .string(Base64URL.encode(clientDataJSON)),
-                                             "signature": .string(Base64URL.encode(signature))]
+        var response: [String: JSONValue] = [
+            "authenticator_data": .string(Base64URL.encode(authenticatorData)),
+            "client_data_json": .string(Base64URL.encode(clientDataJSON)),
+            "signature": .string(Base64URL.encode(signature))
+        ]
         if let userHandle { response["user_handle"] = .string(Base64URL.encode(userHandle)) }
-        return .object(["id": .string(id), "raw_id": .string(Base64URL.encode(rawId)), "type": .string("public-key"),
-                        "response": .object(response)])
+        return .object([
+            "id": .string(id), "raw_id": .string(Base64URL.encode(rawId)), "type": .string("public-key"),
+            "response": .object(response)
+        ])
     }
 
     /// W3C `AuthenticationResponseJSON` (WebAuthn Level 3 §5.1).
     public var w3cJSON: JSONValue {
-        var response: [String: JSONValue] = ["clientDataJSON": .string(Base64URL.encode(clientDataJSON)),
-                                             "authenticatorData": .string(Base64URL.encode(authenticatorData)),
-                                             "signature": .string(Base64URL.encode(signature))]
+        var response: [String: JSONValue] = [
+            "clientDataJSON": .string(Base64URL.encode(clientDataJSON)),
+            "authenticatorData": .string(Base64URL.encode(authenticatorData)),
+            "signature": .string(Base64URL.encode(signature))
+        ]
         if let userHandle { response["userHandle"] = .string(Base64URL.encode(userHandle)) }
-        var out: [String: JSONValue] = ["id": .string(id), "rawId": .string(Base64URL.encode(rawId)), "type": .string("public-key"),
-                                        "response": .object(response), "clientExtensionResults": .object([:])]
+        var out: [String: JSONValue] = [
+            "id": .string(id), "rawId": .string(Base64URL.encode(rawId)), "type": .string("public-key"),
+            "response": .object(response), "clientExtensionResults": .object([:])
+        ]
         if let authenticatorAttachment { out["authenticatorAttachment"] = .string(authenticatorAttachment) }
         return .object(out)
     }
@@ -97,7 +115,8 @@ public enum ClientData {
     ///   - challenge: the decoded challenge; it is written base64url without padding.
     ///   - origin: the origin of the page or app (`scheme://host[:port]`).
     public static func json(type: String, challenge: Data, origin: String) -> Data {
-        Data("{\"type\":\(quoted(type)),\"challenge\":\(quoted(Base64URL.encode(challenge))),\"origin\":\(quoted(origin)),\"crossOrigin\":false}".utf8)
+        Data(
+            "{\"type\":\(quoted(type)),\"challenge\":\(quoted(Base64URL.encode(challenge))),\"origin\":\(quoted(origin)),\"crossOrigin\":false}".utf8)
     }
 
     private static func quoted(_ s: String) -> String {

@@ -76,7 +76,8 @@ public struct AuthenticatorSelectionCriteria: Sendable, Equatable {
     /// `discouraged`, `preferred` or `required`.
     public var userVerification: String?
     /// Selection criteria.
-    public init(authenticatorAttachment: String? = nil, requireResidentKey: Bool? = nil, residentKey: String? = nil, userVerification: String? = nil) {
+    public init(authenticatorAttachment: String? = nil, requireResidentKey: Bool? = nil, residentKey: String? = nil, userVerification: String? = nil)
+    {
         self.authenticatorAttachment = authenticatorAttachment; self.requireResidentKey = requireResidentKey
         self.residentKey = residentKey; self.userVerification = userVerification
     }
@@ -102,10 +103,12 @@ public struct PublicKeyCredentialCreationOptions: Sendable, Equatable {
     public var attestation: String?
 
     /// Creation options (ES256 by default).
-    public init(rp: PublicKeyCredentialRpEntity, user: PublicKeyCredentialUserEntity, challenge: Data,
-                pubKeyCredParams: [PublicKeyCredentialParameters] = [.init(alg: -7)], timeout: Int? = nil,
-                excludeCredentials: [PublicKeyCredentialDescriptor] = [], authenticatorSelection: AuthenticatorSelectionCriteria? = nil,
-                attestation: String? = nil) {
+    public init(
+        rp: PublicKeyCredentialRpEntity, user: PublicKeyCredentialUserEntity, challenge: Data,
+        pubKeyCredParams: [PublicKeyCredentialParameters] = [.init(alg: -7)], timeout: Int? = nil,
+        excludeCredentials: [PublicKeyCredentialDescriptor] = [], authenticatorSelection: AuthenticatorSelectionCriteria? = nil,
+        attestation: String? = nil
+    ) {
         self.rp = rp; self.user = user; self.challenge = challenge; self.pubKeyCredParams = pubKeyCredParams; self.timeout = timeout
         self.excludeCredentials = excludeCredentials; self.authenticatorSelection = authenticatorSelection; self.attestation = attestation
     }
@@ -143,13 +146,15 @@ public struct PublicKeyCredentialCreationOptions: Sendable, Equatable {
         if let sel = try r.optionalObject("authenticatorSelection") {
             let sr = WebAuthnJSON.Reader(sel, style: s, context: "authenticatorSelection")
             selection = AuthenticatorSelectionCriteria(
-                authenticatorAttachment: try sr.optionalString("authenticatorAttachment"), requireResidentKey: try sr.optionalBool("requireResidentKey"),
+                authenticatorAttachment: try sr.optionalString("authenticatorAttachment"),
+                requireResidentKey: try sr.optionalBool("requireResidentKey"),
                 residentKey: try sr.optionalString("residentKey"), userVerification: try sr.optionalString("userVerification"))
         }
         self.init(
             rp: PublicKeyCredentialRpEntity(id: try rpReader.optionalString("id"), name: try rpReader.optionalString("name") ?? ""),
-            user: PublicKeyCredentialUserEntity(id: userId, encodedId: encodedUserId, name: try userReader.optionalString("name") ?? "",
-                                                displayName: try userReader.optionalString("displayName") ?? ""),
+            user: PublicKeyCredentialUserEntity(
+                id: userId, encodedId: encodedUserId, name: try userReader.optionalString("name") ?? "",
+                displayName: try userReader.optionalString("displayName") ?? ""),
             challenge: try r.binary("challenge"), pubKeyCredParams: params, timeout: try r.optionalInt("timeout"),
             excludeCredentials: try r.descriptors("excludeCredentials"), authenticatorSelection: selection,
             attestation: try r.optionalString("attestation"))
@@ -170,8 +175,10 @@ public struct PublicKeyCredentialRequestOptions: Sendable, Equatable {
     public var userVerification: String?
 
     /// Request options.
-    public init(challenge: Data, timeout: Int? = nil, rpId: String?, allowCredentials: [PublicKeyCredentialDescriptor] = [],
-                userVerification: String? = nil) {
+    public init(
+        challenge: Data, timeout: Int? = nil, rpId: String?, allowCredentials: [PublicKeyCredentialDescriptor] = [],
+        userVerification: String? = nil
+    ) {
         self.challenge = challenge; self.timeout = timeout; self.rpId = rpId; self.allowCredentials = allowCredentials
         self.userVerification = userVerification
     }
@@ -181,8 +188,9 @@ public struct PublicKeyCredentialRequestOptions: Sendable, Equatable {
     public init(json: Data, style: WebAuthnJSONStyle) throws {
         let object = try WebAuthnJSON.unwrap(try WebAuthnJSON.object(json), style: style)
         let r = WebAuthnJSON.Reader(object, style: style, context: "request options")
-        self.init(challenge: try r.binary("challenge"), timeout: try r.optionalInt("timeout"), rpId: try r.optionalString("rpId"),
-                  allowCredentials: try r.descriptors("allowCredentials"), userVerification: try r.optionalString("userVerification"))
+        self.init(
+            challenge: try r.binary("challenge"), timeout: try r.optionalInt("timeout"), rpId: try r.optionalString("rpId"),
+            allowCredentials: try r.descriptors("allowCredentials"), userVerification: try r.optionalString("userVerification"))
     }
 
     /// As `init(json:style:)` from a JSON string (thunderID's `additionalData.passkeyChallenge`).

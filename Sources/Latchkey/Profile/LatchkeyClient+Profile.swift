@@ -50,8 +50,10 @@ extension LatchkeyClient {
     ///     updates unconditionally. The `/users/me` endpoint has no versions: a version there is refused.
     /// - Throws: `.profileConflict` when the server holds a newer version (HTTP 412): read the profile again,
     ///   re-apply the edit and save; otherwise as `updateUserProfile(payload:userId:sessionId:)`.
-    public func updateUserProfile(payload: [String: JSONValue], userId: String? = nil, sessionId: String? = nil,
-                                  version: String?) async throws -> User {
+    public func updateUserProfile(
+        payload: [String: JSONValue], userId: String? = nil, sessionId: String? = nil,
+        version: String?
+    ) async throws -> User {
         let user = try await performProfileUpdate(payload: payload, userId: userId, sessionId: sessionId, version: version)
         // Another account's update (an administrator's `userId`) does not change this session's user.
         if userId == nil { authState.publish(AuthStateChange(event: .userUpdated, sessionId: sessionId, isSignedIn: true)) }
@@ -79,22 +81,27 @@ extension LatchkeyClient {
                     : .object(["op": .string("replace"), "path": .string(target), "value": value])
             }
             let body = JSONValue.object(["schemas": .array([.string(ProfileAttributes.patchOpURN)]), "Operations": .array(operations)])
-            let response = try await Self.send(context, method: "PATCH", path: path, tokens: tokens, body: body, endpoint: .scim,
-                                               ifMatch: version)
+            let response = try await Self.send(
+                context, method: "PATCH", path: path, tokens: tokens, body: body, endpoint: .scim,
+                ifMatch: version)
             let selfTarget = userId == nil
             switch response.status {
             case 200:
                 return User(claims: try Self.decodeProfile(response, endpoint: .scim).oidcClaims)
             case 204:
                 // RFC 7644 §3.5.2 lets a server answer without the resource: read it back.
-                return User(claims: try await Self.fetchProfile(context, endpoint: .scim, path: path, tokens: tokens,
-                                                                selfTarget: selfTarget).oidcClaims)
+                return User(
+                    claims: try await Self.fetchProfile(
+                        context, endpoint: .scim, path: path, tokens: tokens,
+                        selfTarget: selfTarget
+                    ).oidcClaims)
             default:
                 throw LatchkeyError.profile(response, selfTarget: selfTarget)
             }
         case .usersMe:
             guard userId == nil else {
-                throw LatchkeyError(.invalidInput, "updating another user needs SCIM (/scim2/Users/{id}); the users/me endpoint edits the signed-in user only")
+                throw LatchkeyError(
+                    .invalidInput, "updating another user needs SCIM (/scim2/Users/{id}); the users/me endpoint edits the signed-in user only")
             }
             guard version == nil else {
                 throw LatchkeyError(.invalidInput, "the users/me endpoint has no versions: a conditional update needs SCIM (/scim2/Me)")
@@ -105,8 +112,9 @@ extension LatchkeyClient {
                 let name = ProfileAttributes.claimName(key)
                 attributes[name] = value == .null ? nil : ProfileAttributes.claimValue(value)
             }
-            let response = try await Self.send(context, method: "PUT", path: "/users/me", tokens: tokens,
-                                               body: .object(["attributes": .object(attributes)]), endpoint: .usersMe)
+            let response = try await Self.send(
+                context, method: "PUT", path: "/users/me", tokens: tokens,
+                body: .object(["attributes": .object(attributes)]), endpoint: .usersMe)
             guard response.status == 200 else { throw LatchkeyError.profile(response, selfTarget: true) }
             return User(claims: try Self.decodeProfile(response, endpoint: .usersMe).oidcClaims)
         }
@@ -114,15 +122,19 @@ extension LatchkeyClient {
 
     // MARK: Transport
 
-    private static func fetchProfile(_ context: ClientContext, endpoint: ProfileEndpoint, path: String, tokens: TokenSet,
-                                     selfTarget: Bool) async throws -> UserProfile {
+    private static func fetchProfile(
+        _ context: ClientContext, endpoint: ProfileEndpoint, path: String, tokens: TokenSet,
+        selfTarget: Bool
+    ) async throws -> UserProfile {
         let response = try await send(context, method: "GET", path: path, tokens: tokens, body: nil, endpoint: endpoint)
         guard response.status == 200 else { throw LatchkeyError.profile(response, selfTarget: selfTarget) }
         return try decodeProfile(response, endpoint: endpoint)
     }
 
-    private static func send(_ context: ClientContext, method: String, path: String, tokens: TokenSet, body: JSONValue?,
-                             endpoint: ProfileEndpoint, ifMatch: String? = nil) async throws -> HTTPResponse {
+    private static func send(
+        _ context: ClientContext, method: String, path: String, tokens: TokenSet, body: JSONValue?,
+        endpoint: ProfileEndpoint, ifMatch: String? = nil
+    ) async throws -> HTTPResponse {
         let url = context.endpoint(path)
         let mediaType = endpoint == .scim ? "application/scim+json" : "application/json"
         var headers = ["Accept": mediaType]
@@ -139,8 +151,9 @@ extension LatchkeyClient {
 
     private static func decodeProfile(_ response: HTTPResponse, endpoint: ProfileEndpoint) throws -> UserProfile {
         guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: response.body) else {
-            throw LatchkeyError(.serverError, "the profile endpoint answered \(response.status) with a body that is not a JSON object",
-                                statusCode: response.status)
+            throw LatchkeyError(
+                .serverError, "the profile endpoint answered \(response.status) with a body that is not a JSON object",
+                statusCode: response.status)
         }
         let profile = endpoint == .scim ? UserProfile(scim: object) : UserProfile(usersMe: object)
         guard !profile.id.isEmpty else {
@@ -158,13 +171,13 @@ enum ProfileAttributes {
     static let scimPathOfClaim = [
         "username": "userName", "given_name": "name.givenName", "family_name": "name.familyName",
         "email": "emails[type eq \"work\"].value", "phone_number": "phoneNumbers[type eq \"mobile\"].value",
-        "picture": "photos[type eq \"photo\"].value", "locale": "locale",
+        "picture": "photos[type eq \"photo\"].value", "locale": "locale"
     ]
 
     /// SCIM path → claim, for the `/users/me` dialect.
     static let claimOfSCIMPath = [
         "userName": "username", "name.givenName": "given_name", "name.familyName": "family_name", "displayName": "name",
-        "name.formatted": "name", "emails": "email", "phoneNumbers": "phone_number", "photos": "picture", "locale": "locale",
+        "name.formatted": "name", "emails": "email", "phoneNumbers": "phone_number", "photos": "picture", "locale": "locale"
     ]
 
     /// The SCIM path of a payload key. `name` is the OIDC full name (→ `displayName`) when its value is a string, the

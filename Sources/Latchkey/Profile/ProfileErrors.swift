@@ -14,23 +14,25 @@ extension LatchkeyError {
         func i18n(_ name: String) -> String? { text(body[name]?.objectMembers?["defaultValue"]) }
         let serverCode = text(body["scimType"]) ?? text(body["code"]) ?? text(body["error"]) ?? bearerChallengeError(response)
         let detail = text(body["detail"]) ?? i18n("description") ?? i18n("message") ?? text(body["error_description"])
-        let code: Code = switch response.status {
-        case 401 where Self.needsReauthentication(serverCode) || bearerChallengeError(response) == Self.reauthenticationError:
-            .reauthenticationRequired
-        case 401: .sessionExpired
-        case 403: .authenticationFailed
-        case 404 where selfTarget: .sessionExpired
-        case 408: .requestTimeout
-        case 409: .userAlreadyExists
-        case 412: .profileConflict
-        case 400, 404, 413, 415, 422: .invalidInput
-        case 500...: .serverError
-        default: .unknownError
-        }
+        let code: Code =
+            switch response.status {
+            case 401 where Self.needsReauthentication(serverCode) || bearerChallengeError(response) == Self.reauthenticationError:
+                .reauthenticationRequired
+            case 401: .sessionExpired
+            case 403: .authenticationFailed
+            case 404 where selfTarget: .sessionExpired
+            case 408: .requestTimeout
+            case 409: .userAlreadyExists
+            case 412: .profileConflict
+            case 400, 404, 413, 415, 422: .invalidInput
+            case 500...: .serverError
+            default: .unknownError
+            }
         // `description` adds the status and server code; the message is the server's own explanation.
         // thunderID bodies carry a user message (localized by the server); SCIM and OAuth bodies only technical text.
-        return LatchkeyError(code, detail ?? "the profile endpoint answered HTTP \(response.status)", statusCode: response.status,
-                             serverCode: serverCode, userMessage: i18n("message"))
+        return LatchkeyError(
+            code, detail ?? "the profile endpoint answered HTTP \(response.status)", statusCode: response.status,
+            serverCode: serverCode, userMessage: i18n("message"))
     }
 
     /// RFC 9470's error for a sign-in that is too old for the call; thunderID-shaped bodies carry `AUTH-4011`.
@@ -43,7 +45,8 @@ extension LatchkeyError {
     /// The `error` of a `WWW-Authenticate: Bearer error="invalid_token"` challenge (RFC 6750 §3).
     private static func bearerChallengeError(_ response: HTTPResponse) -> String? {
         guard let challenge = response.headers.first(where: { $0.key.lowercased() == "www-authenticate" })?.value,
-              let start = challenge.range(of: "error=\"") else { return nil }
+            let start = challenge.range(of: "error=\"")
+        else { return nil }
         let rest = challenge[start.upperBound...]
         return rest.firstIndex(of: "\"").map { String(rest[..<$0]) }
     }

@@ -76,7 +76,8 @@ public struct UserProfile: Sendable, Equatable {
         userName = attributes["username"]?.stringValue
         givenName = attributes["given_name"]?.stringValue
         familyName = attributes["family_name"]?.stringValue
-        displayName = attributes["name"]?.stringValue
+        displayName =
+            attributes["name"]?.stringValue
             ?? [givenName, familyName].compactMap { $0 }.joined(separator: " ").nilIfEmpty
         email = attributes["email"]?.stringValue
         phoneNumber = attributes["phone_number"]?.stringValue
@@ -94,9 +95,11 @@ public struct UserProfile: Sendable, Equatable {
             return out
         }
         var out: [String: JSONValue] = ["sub": .string(id)]
-        let pairs: [(String, String?)] = [("username", userName), ("email", email), ("name", displayName),
-                                          ("given_name", givenName), ("family_name", familyName),
-                                          ("phone_number", phoneNumber), ("picture", picture), ("locale", locale)]
+        let pairs: [(String, String?)] = [
+            ("username", userName), ("email", email), ("name", displayName),
+            ("given_name", givenName), ("family_name", familyName),
+            ("phone_number", phoneNumber), ("picture", picture), ("locale", locale)
+        ]
         for (claim, value) in pairs { if let value { out[claim] = .string(value) } }
         return out
     }

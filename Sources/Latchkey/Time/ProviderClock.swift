@@ -47,13 +47,15 @@ final class ProviderClock: Sendable {
     static func httpDate(_ text: String) -> Date? {
         let parts = text.split(separator: " ")
         guard parts.count == 6, parts[0].count == 4, parts[0].hasSuffix(","), parts[5] == "GMT",
-              let day = Int(parts[1]), parts[1].count == 2, (1...31).contains(day),
-              let month = months.firstIndex(of: String(parts[2])).map({ $0 + 1 }),
-              let year = Int(parts[3]), parts[3].count == 4 else { return nil }
+            let day = Int(parts[1]), parts[1].count == 2, (1...31).contains(day),
+            let month = months.firstIndex(of: String(parts[2])).map({ $0 + 1 }),
+            let year = Int(parts[3]), parts[3].count == 4
+        else { return nil }
         let clock = parts[4].split(separator: ":")
         guard clock.count == 3, clock.allSatisfy({ $0.count == 2 }),
-              let hour = Int(clock[0]), let minute = Int(clock[1]), let second = Int(clock[2]),
-              hour < 24, minute < 60, second < 61 else { return nil }
+            let hour = Int(clock[0]), let minute = Int(clock[1]), let second = Int(clock[2]),
+            hour < 24, minute < 60, second < 61
+        else { return nil }
         let days = daysFromCivil(year: year, month: month, day: day)
         return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3_600 + minute * 60 + second))
     }

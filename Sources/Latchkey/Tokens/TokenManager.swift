@@ -28,8 +28,10 @@ actor TokenManager {
     /// Where the default session's usable access token is published for the client's lock-only fast path.
     private let cache: AccessTokenCache?
 
-    init(storage: any StorageAdapter, skew: TimeInterval = 30, changes: AuthStateBroadcaster? = nil, cache: AccessTokenCache? = nil,
-         refresher: @escaping Refresher) {
+    init(
+        storage: any StorageAdapter, skew: TimeInterval = 30, changes: AuthStateBroadcaster? = nil, cache: AccessTokenCache? = nil,
+        refresher: @escaping Refresher
+    ) {
         self.storage = storage
         self.skew = skew
         self.changes = changes
@@ -230,8 +232,9 @@ actor TokenManager {
             if slots[key]?.generation == generation {
                 try await clear(sessionId, because: .sessionExpired)  // definitive: the grant is gone
             }
-            throw LatchkeyError(.sessionExpired, "the session has ended; sign in again (\(error.message))", statusCode: error.statusCode,
-                                serverCode: error.serverCode, underlying: error)
+            throw LatchkeyError(
+                .sessionExpired, "the session has ended; sign in again (\(error.message))", statusCode: error.statusCode,
+                serverCode: error.serverCode, underlying: error)
         } catch {
             if slots[key]?.generation == generation {
                 slots[key]?.refresh = nil

@@ -17,8 +17,10 @@ public struct TokenSet: Sendable, Codable, Equatable {
     /// recorded it: sign-out then cannot tell, and reports what it cannot confirm as unconfirmed.
     public var browser: SignInBrowser? = nil
 
-    public init(accessToken: String, refreshToken: String?, idToken: String?, tokenType: String = "Bearer", expiresAt: Date,
-                scope: String?, nonce: String?, dpopKey: String? = nil) {
+    public init(
+        accessToken: String, refreshToken: String?, idToken: String?, tokenType: String = "Bearer", expiresAt: Date,
+        scope: String?, nonce: String?, dpopKey: String? = nil
+    ) {
         self.accessToken = accessToken; self.refreshToken = refreshToken; self.idToken = idToken; self.tokenType = tokenType
         self.expiresAt = expiresAt; self.scope = scope; self.nonce = nonce; self.dpopKey = dpopKey
     }

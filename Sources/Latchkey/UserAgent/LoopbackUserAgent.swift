@@ -24,8 +24,10 @@ public final class LoopbackUserAgent: AuthorizationUserAgent {
     /// One listener per sign-in in progress, keyed by its redirect URI, so concurrent sign-ins never share a slot.
     private let listeners = Locked<[String: LoopbackListener]>([:])
 
-    public init(mode: BrowserMode = .system, timeout: TimeInterval = 300,
-                output: @escaping @Sendable (String) -> Void = { FileHandle.standardOutput.write(Data(($0 + "\n").utf8)) }) {
+    public init(
+        mode: BrowserMode = .system, timeout: TimeInterval = 300,
+        output: @escaping @Sendable (String) -> Void = { FileHandle.standardOutput.write(Data(($0 + "\n").utf8)) }
+    ) {
         self.mode = mode
         self.timeout = timeout
         self.output = output
@@ -134,7 +136,9 @@ final class LoopbackListener: @unchecked Sendable {
     }
 
     func close() {
-        let already = closed.withLock { c -> Bool in defer { c = true }; return c }
+        let already = closed.withLock { c -> Bool in
+            defer { c = true }; return c
+        }
         if !already { shutdown(fd, Int32(SHUT_RDWR)); _ = systemClose(fd) }
     }
 
@@ -157,7 +161,8 @@ final class LoopbackListener: @unchecked Sendable {
                     while true {
                         let client = accept(fd, nil, nil)
                         guard client >= 0 else {
-                            continuation.resume(throwing: LatchkeyError(.canceled, "no browser came back to the loopback redirect (canceled or timed out)"))
+                            continuation.resume(
+                                throwing: LatchkeyError(.canceled, "no browser came back to the loopback redirect (canceled or timed out)"))
                             return
                         }
                         Self.limitReadTime(client)
@@ -212,10 +217,12 @@ final class LoopbackListener: @unchecked Sendable {
 
     private static func respond(_ client: Int32, ok: Bool, signedOut: Bool = false) {
         let title = signedOut ? "Signed out" : "Signed in"
-        let page = ok
+        let page =
+            ok
             ? "<!doctype html><html lang=\"en\"><title>\(title)</title><p>You can close this window and return to the application.</p></html>"
             : "<!doctype html><html lang=\"en\"><title>Not found</title><p>Not found.</p></html>"
-        let response = "HTTP/1.1 \(ok ? "200 OK" : "404 Not Found")\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: \(page.utf8.count)\r\nConnection: close\r\nCache-Control: no-store\r\nReferrer-Policy: no-referrer\r\n\r\n\(page)"
+        let response =
+            "HTTP/1.1 \(ok ? "200 OK" : "404 Not Found")\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: \(page.utf8.count)\r\nConnection: close\r\nCache-Control: no-store\r\nReferrer-Policy: no-referrer\r\n\r\n\(page)"
         // A peer that already reset the connection must not kill the process with SIGPIPE.
         #if os(Linux)
         let flags = Int32(MSG_NOSIGNAL)

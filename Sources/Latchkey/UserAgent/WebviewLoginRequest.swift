@@ -46,8 +46,10 @@ public struct WebviewLoginRequest: Sendable {
 
     /// A request with the seeds' labels. `presentationContextProvider` is required by the Apple user agent
     /// (`WebAuthenticationSessionUserAgent`); other user agents ignore it.
-    public init(state: String? = nil, nonce: String? = nil, scope: [String]? = nil,
-                presentationContextProvider: (any PresentationContextProviding)? = nil, sessionId: String? = nil) {
+    public init(
+        state: String? = nil, nonce: String? = nil, scope: [String]? = nil,
+        presentationContextProvider: (any PresentationContextProviding)? = nil, sessionId: String? = nil
+    ) {
         self.state = state; self.nonce = nonce; self.scope = scope
         self.presentationContext = presentationContextProvider.map(PresentationContextProviderBox.init)
         self.sessionId = sessionId

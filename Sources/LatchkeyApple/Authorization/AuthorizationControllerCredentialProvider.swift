@@ -35,11 +35,13 @@ public struct AuthorizationControllerCredentialProvider: CredentialProvider {
             switch type {
             case .Password: .password
             case .SignInWithApple: request.appleNonce.map { .appleID(nonce: $0, scopes: request.appleScopes) }
-            case .Passkey: try request.passkeyOptions.map { .passkey($0, rpId: try AuthorizationRequests.relyingParty($0.rpId, origin: request.origin)) }
+            case .Passkey:
+                try request.passkeyOptions.map { .passkey($0, rpId: try AuthorizationRequests.relyingParty($0.rpId, origin: request.origin)) }
             }
         }
         guard !entries.isEmpty else {
-            throw LatchkeyError(immediateOnly || !request.types.contains(.Passkey) ? .canceled : .passkeyNoCredential, "nothing to offer in the credential sheet")
+            throw LatchkeyError(
+                immediateOnly || !request.types.contains(.Passkey) ? .canceled : .passkeyNoCredential, "nothing to offer in the credential sheet")
         }
         let rpId = entries.lazy.compactMap { if case .passkey(_, let rpId) = $0 { rpId } else { nil } }.first
         let credential: SystemCredential

@@ -26,17 +26,20 @@ enum AuthorizationRequests {
         return request
     }
 
-    static func registration(_ options: PublicKeyCredentialCreationOptions, rpId: String) -> ASAuthorizationPlatformPublicKeyCredentialRegistrationRequest {
+    static func registration(_ options: PublicKeyCredentialCreationOptions, rpId: String)
+        -> ASAuthorizationPlatformPublicKeyCredentialRegistrationRequest
+    {
         let request = ASAuthorizationPlatformPublicKeyCredentialProvider(relyingPartyIdentifier: rpId)
             .createCredentialRegistrationRequest(challenge: options.challenge, name: options.user.name, userID: options.user.id)
         request.displayName = options.user.displayName
         request.userVerificationPreference = userVerification(options.authenticatorSelection?.userVerification)
-        request.attestationPreference = switch options.attestation {
-        case "direct": .direct
-        case "indirect": .indirect
-        case "enterprise": .enterprise
-        default: .none
-        }
+        request.attestationPreference =
+            switch options.attestation {
+            case "direct": .direct
+            case "indirect": .indirect
+            case "enterprise": .enterprise
+            default: .none
+            }
         if #available(iOS 17.4, macOS 14.4, tvOS 17.4, watchOS 10.4, visionOS 1.1, *) {
             request.excludedCredentials = options.excludeCredentials.map { ASAuthorizationPlatformPublicKeyCredentialDescriptor(credentialID: $0.id) }
         }
@@ -83,8 +86,9 @@ enum AuthorizationErrors {
         default:
             // `.failed` is what a relying party outside the app's associated domains gets.
             let hint = rpId.map { " (check that the app's associated domains include webcredentials:\($0))" } ?? ""
-            return LatchkeyError(passkey || passkeyOnly ? .passkeyFailed : .unknownError,
-                                 "the system credential sheet failed: ASAuthorizationError \(error.code.rawValue)\(hint)", underlying: error)
+            return LatchkeyError(
+                passkey || passkeyOnly ? .passkeyFailed : .unknownError,
+                "the system credential sheet failed: ASAuthorizationError \(error.code.rawValue)\(hint)", underlying: error)
         }
     }
 }

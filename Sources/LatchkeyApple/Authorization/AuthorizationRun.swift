@@ -34,8 +34,10 @@ final class AuthorizationRun: NSObject, ASAuthorizationControllerDelegate, @Main
 
     /// Runs `requests` (built on the main actor) and returns the credential, or throws the system's
     /// `ASAuthorizationError`, a `LatchkeyError` for an answer that cannot be used, or `CancellationError`.
-    nonisolated static func perform(preferImmediatelyAvailableCredentials: Bool, anchor: PresentationAnchorBox?,
-                                    requests: @escaping @MainActor @Sendable () -> [ASAuthorizationRequest]) async throws -> SystemCredential {
+    nonisolated static func perform(
+        preferImmediatelyAvailableCredentials: Bool, anchor: PresentationAnchorBox?,
+        requests: @escaping @MainActor @Sendable () -> [ASAuthorizationRequest]
+    ) async throws -> SystemCredential {
         let run = await AuthorizationRun(anchor: anchor)
         let oneShot = run.oneShot
         return try await withTaskCancellationHandler {
@@ -83,7 +85,8 @@ final class AuthorizationRun: NSObject, ASAuthorizationControllerDelegate, @Main
     }
 
     nonisolated func authorizationController(controller: ASAuthorizationController, didCompleteWithError error: any Error) {
-        let sendable: any Error = (error as? ASAuthorizationError).map { $0 as any Error }
+        let sendable: any Error =
+            (error as? ASAuthorizationError).map { $0 as any Error }
             ?? LatchkeyError(.unknownError, "the credential sheet failed: \(error.localizedDescription)")
         finish(.failure(sendable))
     }
@@ -110,16 +113,18 @@ final class AuthorizationRun: NSObject, ASAuthorizationControllerDelegate, @Main
             guard let authenticatorData = assertion.rawAuthenticatorData, let signature = assertion.signature else {
                 throw LatchkeyError(.passkeyFailed, "the passkey assertion has no authenticator data or signature")
             }
-            return .passkeyAssertion(AssertionCredential(
-                rawId: assertion.credentialID, clientDataJSON: assertion.rawClientDataJSON, authenticatorData: authenticatorData,
-                signature: signature, userHandle: assertion.userID, authenticatorAttachment: attachment(assertion.attachment)))
+            return .passkeyAssertion(
+                AssertionCredential(
+                    rawId: assertion.credentialID, clientDataJSON: assertion.rawClientDataJSON, authenticatorData: authenticatorData,
+                    signature: signature, userHandle: assertion.userID, authenticatorAttachment: attachment(assertion.attachment)))
         case let registration as ASAuthorizationPlatformPublicKeyCredentialRegistration:
             guard let attestationObject = registration.rawAttestationObject else {
                 throw LatchkeyError(.passkeyFailed, "the new passkey has no attestation object")
             }
-            return .passkeyRegistration(RegistrationCredential(
-                rawId: registration.credentialID, clientDataJSON: registration.rawClientDataJSON, attestationObject: attestationObject,
-                transports: ["internal", "hybrid"], authenticatorAttachment: attachment(registration.attachment)))
+            return .passkeyRegistration(
+                RegistrationCredential(
+                    rawId: registration.credentialID, clientDataJSON: registration.rawClientDataJSON, attestationObject: attestationObject,
+                    transports: ["internal", "hybrid"], authenticatorAttachment: attachment(registration.attachment)))
         default:
             throw LatchkeyError(.unknownError, "the credential sheet returned a credential Latchkey did not ask for (\(type(of: credential)))")
         }

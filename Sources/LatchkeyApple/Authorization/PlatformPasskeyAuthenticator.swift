@@ -18,21 +18,29 @@ public struct PlatformPasskeyAuthenticator: PasskeyAuthenticator {
     public init() {}
 
     /// Registers a passkey (`ASAuthorizationPlatformPublicKeyCredentialRegistrationRequest`).
-    public func createCredential(for options: PublicKeyCredentialCreationOptions, origin: String,
-                                 anchor: PresentationAnchorBox?) async throws -> RegistrationCredential {
+    public func createCredential(
+        for options: PublicKeyCredentialCreationOptions, origin: String,
+        anchor: PresentationAnchorBox?
+    ) async throws -> RegistrationCredential {
         let rpId = try AuthorizationRequests.relyingParty(options.rp.id, origin: origin)
-        return try await ceremony(.passkeyRegistration, rpId: rpId, immediateOnly: false, anchor: anchor,
-                                  request: { AuthorizationRequests.registration(options, rpId: rpId) }) {
+        return try await ceremony(
+            .passkeyRegistration, rpId: rpId, immediateOnly: false, anchor: anchor,
+            request: { AuthorizationRequests.registration(options, rpId: rpId) }
+        ) {
             if case .passkeyRegistration(let registration) = $0 { registration } else { nil }
         }
     }
 
     /// Signs the challenge with a passkey (`ASAuthorizationPlatformPublicKeyCredentialAssertionRequest`).
-    public func getAssertion(for options: PublicKeyCredentialRequestOptions, origin: String, mode: Mode,
-                             anchor: PresentationAnchorBox?) async throws -> AssertionCredential {
+    public func getAssertion(
+        for options: PublicKeyCredentialRequestOptions, origin: String, mode: Mode,
+        anchor: PresentationAnchorBox?
+    ) async throws -> AssertionCredential {
         let rpId = try AuthorizationRequests.relyingParty(options.rpId, origin: origin)
-        return try await ceremony(.passkeyAssertion, rpId: rpId, immediateOnly: mode == .IfImmediatelyAvailableCredentials, anchor: anchor,
-                                  request: { AuthorizationRequests.assertion(options, rpId: rpId) }) {
+        return try await ceremony(
+            .passkeyAssertion, rpId: rpId, immediateOnly: mode == .IfImmediatelyAvailableCredentials, anchor: anchor,
+            request: { AuthorizationRequests.assertion(options, rpId: rpId) }
+        ) {
             if case .passkeyAssertion(let assertion) = $0 { assertion } else { nil }
         }
     }
@@ -41,9 +49,11 @@ public struct PlatformPasskeyAuthenticator: PasskeyAuthenticator {
     public func hasCredential(rpId: String, allowCredentials: [PublicKeyCredentialDescriptor]) async -> Bool { true }
 
     /// One sheet with one request; its answer must be what `expected` extracts, its errors are mapped once.
-    private func ceremony<Result: Sendable>(_ ceremony: AuthorizationErrors.Ceremony, rpId: String, immediateOnly: Bool, anchor: PresentationAnchorBox?,
-                                            request: @escaping @MainActor @Sendable () -> ASAuthorizationRequest,
-                                            expected: (SystemCredential) -> Result?) async throws -> Result {
+    private func ceremony<Result: Sendable>(
+        _ ceremony: AuthorizationErrors.Ceremony, rpId: String, immediateOnly: Bool, anchor: PresentationAnchorBox?,
+        request: @escaping @MainActor @Sendable () -> ASAuthorizationRequest,
+        expected: (SystemCredential) -> Result?
+    ) async throws -> Result {
         let credential: SystemCredential
         do {
             credential = try await AuthorizationRun.perform(preferImmediatelyAvailableCredentials: immediateOnly, anchor: anchor) { [request()] }

@@ -14,13 +14,17 @@ extension LatchkeyClient {
     ///   - keychainAccessibility: when stored sessions can be read.
     ///   - keychainAccessGroup: a keychain access group shared with the app's extensions.
     ///   - logger: where the client reports what it worked around.
-    public convenience init(http: any HTTPClient = URLSessionHTTPClient(), prefersEphemeralWebBrowserSession: Bool = false,
-                            keychainAccessibility: KeychainStorageAdapter.Accessibility = .afterFirstUnlockThisDeviceOnly,
-                            keychainAccessGroup: String? = nil, logger: Logger = Logger(label: "latchkey")) {
-        self.init(http: http, userAgent: WebAuthenticationSessionUserAgent(prefersEphemeralWebBrowserSession: prefersEphemeralWebBrowserSession),
-                  logger: logger, defaultStorage: { config in
-                      KeychainStorageAdapter(config: config, accessibility: keychainAccessibility, accessGroup: keychainAccessGroup)
-                  })
+    public convenience init(
+        http: any HTTPClient = URLSessionHTTPClient(), prefersEphemeralWebBrowserSession: Bool = false,
+        keychainAccessibility: KeychainStorageAdapter.Accessibility = .afterFirstUnlockThisDeviceOnly,
+        keychainAccessGroup: String? = nil, logger: Logger = Logger(label: "latchkey")
+    ) {
+        self.init(
+            http: http, userAgent: WebAuthenticationSessionUserAgent(prefersEphemeralWebBrowserSession: prefersEphemeralWebBrowserSession),
+            logger: logger,
+            defaultStorage: { config in
+                KeychainStorageAdapter(config: config, accessibility: keychainAccessibility, accessGroup: keychainAccessGroup)
+            })
         credentialProvider = AuthorizationControllerCredentialProvider()
         passkeyAuthenticator = PlatformPasskeyAuthenticator()
         defaultDPoPKeys = SecureEnclaveDPoPKeyProvider()

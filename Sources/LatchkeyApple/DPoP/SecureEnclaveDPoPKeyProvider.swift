@@ -53,8 +53,9 @@ struct SecureEnclaveDPoPKey: DPoPSigningKey {
         do { key = try SecureEnclave.P256.Signing.PrivateKey(dataRepresentation: handle) } catch {
             // A handle from another device (a restored backup) or a reset Secure Enclave: the session cannot prove
             // its key any more, which is what binding it to this device was for.
-            throw LatchkeyError(.invalidToken, "the session's DPoP key is not in this device's Secure Enclave; sign in again",
-                                underlying: error)
+            throw LatchkeyError(
+                .invalidToken, "the session's DPoP key is not in this device's Secure Enclave; sign in again",
+                underlying: error)
         }
         self.handle = handle
         publicJWK = JWK.p256(rawPublicKey: key.publicKey.rawRepresentation)

@@ -96,7 +96,7 @@ public actor KeychainStorageAdapter: StorageAdapter {
             kSecClass as String: kSecClassGenericPassword,
             kSecAttrService as String: service,
             kSecAttrAccount as String: key,
-            kSecAttrSynchronizable as String: false,
+            kSecAttrSynchronizable as String: false
         ]
         if let accessGroup { query[kSecAttrAccessGroup as String] = accessGroup }
         #if os(macOS)
@@ -110,9 +110,12 @@ public actor KeychainStorageAdapter: StorageAdapter {
         let text = SecCopyErrorMessageString(status, nil).map { $0 as String } ?? "OSStatus \(status)"
         switch status {
         case errSecInteractionNotAllowed:
-            throw LatchkeyError(.storageUnavailable, "the keychain cannot \(operation) the session while the device is locked; it is kept, retry after unlock (\(text))")
+            throw LatchkeyError(
+                .storageUnavailable,
+                "the keychain cannot \(operation) the session while the device is locked; it is kept, retry after unlock (\(text))")
         case errSecMissingEntitlement:
-            throw LatchkeyError(.invalidConfiguration, "keychain access group \(accessGroup ?? "(default)") is not in the app's entitlements (\(text))")
+            throw LatchkeyError(
+                .invalidConfiguration, "keychain access group \(accessGroup ?? "(default)") is not in the app's entitlements (\(text))")
         default:
             throw LatchkeyError(.unknownError, "keychain \(operation) failed: \(text) (\(status))")
         }

@@ -41,7 +41,9 @@ public final class WebAuthenticationSessionUserAgent: AuthorizationUserAgent {
 
     /// Needs the presentation context and redirect URI that `webviewLogin` passes; always throws `.invalidConfiguration`.
     public func authorize(url: URL) async throws -> URL {
-        throw LatchkeyError(.invalidConfiguration, "WebAuthenticationSessionUserAgent shows pages for webviewLogin(_:) and signInWithBrowser(…), which pass a presentation context")
+        throw LatchkeyError(
+            .invalidConfiguration,
+            "WebAuthenticationSessionUserAgent shows pages for webviewLogin(_:) and signInWithBrowser(…), which pass a presentation context")
     }
 
     /// Presents `url` and returns the callback URL.
@@ -55,8 +57,9 @@ public final class WebAuthenticationSessionUserAgent: AuthorizationUserAgent {
         return try await withTaskCancellationHandler {
             try await run.oneShot.wait {
                 Task { @MainActor in
-                    run.start(url: url, callback: callback, provider: presentation.contextProvider?.provider,
-                              ephemeral: prefersEphemeralWebBrowserSession, headers: additionalHeaderFields)
+                    run.start(
+                        url: url, callback: callback, provider: presentation.contextProvider?.provider,
+                        ephemeral: prefersEphemeralWebBrowserSession, headers: additionalHeaderFields)
                 }
             }
         } onCancel: {
@@ -84,7 +87,10 @@ struct CallbackRule: Sendable, Equatable {
 
     init(redirectURI: String) throws {
         guard let components = URLComponents(string: redirectURI), let scheme = components.scheme?.lowercased(), !scheme.isEmpty else {
-            throw LatchkeyError(.invalidRedirectUri, "afterSignInUrl \"\(redirectURI)\" is not a URL; ASWebAuthenticationSession needs a custom scheme (io.example.app://callback) or an https URL of an associated domain")
+            throw LatchkeyError(
+                .invalidRedirectUri,
+                "afterSignInUrl \"\(redirectURI)\" is not a URL; ASWebAuthenticationSession needs a custom scheme (io.example.app://callback) or an https URL of an associated domain"
+            )
         }
         switch scheme {
         case "https":
@@ -93,7 +99,10 @@ struct CallbackRule: Sendable, Equatable {
             }
             kind = .https(host: host, path: components.path.isEmpty ? "/" : components.path)
         case "http":
-            throw LatchkeyError(.invalidRedirectUri, "ASWebAuthenticationSession cannot return to an http URL (\(redirectURI)); use a custom scheme or an https URL of an associated domain")
+            throw LatchkeyError(
+                .invalidRedirectUri,
+                "ASWebAuthenticationSession cannot return to an http URL (\(redirectURI)); use a custom scheme or an https URL of an associated domain"
+            )
         default:
             kind = .customScheme(scheme)
         }
@@ -113,8 +122,12 @@ final class SessionRun: Sendable {
     func start(url: URL, callback: CallbackRule, provider: (any PresentationContextProviding)?, ephemeral: Bool, headers: [String: String]) {
         guard !oneShot.isDone else { return }  // cancelled before the main actor got here
         guard let provider else {
-            oneShot.resume(.failure(LatchkeyError(.invalidConfiguration,
-                "webviewLogin needs presentationContextProvider (a view controller that implements ASWebAuthenticationPresentationContextProviding), or it was released before the page could show")))
+            oneShot.resume(
+                .failure(
+                    LatchkeyError(
+                        .invalidConfiguration,
+                        "webviewLogin needs presentationContextProvider (a view controller that implements ASWebAuthenticationPresentationContextProviding), or it was released before the page could show"
+                    )))
             return
         }
         let completion: ASWebAuthenticationSession.CompletionHandler = { [weak self] callbackURL, error in
@@ -132,7 +145,8 @@ final class SessionRun: Sendable {
             }
         case .https(let host, let path):
             guard #available(iOS 17.4, macOS 14.4, tvOS 17.4, watchOS 10.4, visionOS 1.1, *) else {
-                oneShot.resume(.failure(LatchkeyError(.invalidRedirectUri, "https callbacks need iOS 17.4 / macOS 14.4; use a custom scheme on older systems")))
+                oneShot.resume(
+                    .failure(LatchkeyError(.invalidRedirectUri, "https callbacks need iOS 17.4 / macOS 14.4; use a custom scheme on older systems")))
                 return
             }
             session = ASWebAuthenticationSession(url: url, callback: .https(host: host, path: path), completionHandler: completion)
@@ -145,8 +159,12 @@ final class SessionRun: Sendable {
         self.session = session
         guard session.start() else {
             self.session = nil
-            oneShot.resume(.failure(LatchkeyError(.unknownError,
-                "ASWebAuthenticationSession did not start (another sign-in sheet is showing, the app is not in the foreground, or the presentation anchor is not a window on screen)")))
+            oneShot.resume(
+                .failure(
+                    LatchkeyError(
+                        .unknownError,
+                        "ASWebAuthenticationSession did not start (another sign-in sheet is showing, the app is not in the foreground, or the presentation anchor is not a window on screen)"
+                    )))
             return
         }
     }
@@ -163,8 +181,11 @@ final class SessionRun: Sendable {
         case let error as ASWebAuthenticationSessionError where error.code == .canceledLogin:
             return .failure(LatchkeyError(.canceled, "the user closed the sign-in page", underlying: error))
         case let error as ASWebAuthenticationSessionError:
-            return .failure(LatchkeyError(.invalidConfiguration,
-                "the sign-in page could not be presented (ASWebAuthenticationSessionError \(error.code.rawValue)): the presentation anchor must be a window on screen", underlying: error))
+            return .failure(
+                LatchkeyError(
+                    .invalidConfiguration,
+                    "the sign-in page could not be presented (ASWebAuthenticationSessionError \(error.code.rawValue)): the presentation anchor must be a window on screen",
+                    underlying: error))
         case let error?:
             return .failure(LatchkeyError(.unknownError, "the sign-in page failed: \(error.localizedDescription)", underlying: error))
         case nil:

@@ -60,7 +60,12 @@ struct AppleIdentityClaims: Decodable, Sendable {
             let c = try decoder.singleValueContainer()
             if let s = try? c.decode(String.self) { self = .one(s) } else { self = .many(try c.decode([String].self)) }
         }
-        var values: [String] { switch self { case .one(let s): [s]; case .many(let a): a } }
+        var values: [String] {
+            switch self {
+            case .one(let s): [s];
+            case .many(let a): a
+            }
+        }
     }
 
     enum CodingKeys: String, CodingKey { case iss, sub, aud, exp, iat, nonce, email, emailVerified = "email_verified" }
@@ -75,8 +80,11 @@ struct AppleIdentityClaims: Decodable, Sendable {
         nonce = try c.decodeIfPresent(String.self, forKey: .nonce)
         email = try c.decodeIfPresent(String.self, forKey: .email)
         // Apple sends "true"/"false" as strings; other issuers send booleans.
-        if let b = try? c.decodeIfPresent(Bool.self, forKey: .emailVerified) { emailVerified = b }
-        else { emailVerified = (try? c.decodeIfPresent(String.self, forKey: .emailVerified)).flatMap { $0.map { $0 == "true" } } }
+        if let b = try? c.decodeIfPresent(Bool.self, forKey: .emailVerified) {
+            emailVerified = b
+        } else {
+            emailVerified = (try? c.decodeIfPresent(String.self, forKey: .emailVerified)).flatMap { $0.map { $0 == "true" } }
+        }
     }
 }
 
@@ -87,8 +95,10 @@ extension IdentityServer {
     ///
     /// The nonce binds the token to this request: the app put `base64url(SHA256(verifier))` in Apple's request and
     /// sends the verifier here, so a token lifted from another sign-in cannot be replayed without its verifier.
-    func signInWithApple(idToken: String, nonce: String?, client: ClientConfiguration,
-                         givenName: String?, familyName: String?) async throws -> UserRecord {
+    func signInWithApple(
+        idToken: String, nonce: String?, client: ClientConfiguration,
+        givenName: String?, familyName: String?
+    ) async throws -> UserRecord {
         do {
             let user = try await verifyAppleSignIn(idToken: idToken, nonce: nonce, client: client, givenName: givenName, familyName: familyName)
             metrics.signIn(.apple, .success)
@@ -99,8 +109,10 @@ extension IdentityServer {
         }
     }
 
-    private func verifyAppleSignIn(idToken: String, nonce: String?, client: ClientConfiguration,
-                                   givenName: String?, familyName: String?) async throws -> UserRecord {
+    private func verifyAppleSignIn(
+        idToken: String, nonce: String?, client: ClientConfiguration,
+        givenName: String?, familyName: String?
+    ) async throws -> UserRecord {
         guard !client.appleBundleIds.isEmpty else { throw AppleSignInFailure.notConfigured }
         let jws: CompactJWS
         let claims: AppleIdentityClaims
@@ -120,21 +132,27 @@ extension IdentityServer {
     }
 
     /// The claim rules, after the signature.
-    private static func check(_ claims: AppleIdentityClaims, client: ClientConfiguration, issuer: String, nonce: String?,
-                              now: Date) throws(AppleSignInFailure) {
+    private static func check(
+        _ claims: AppleIdentityClaims, client: ClientConfiguration, issuer: String, nonce: String?,
+        now: Date
+    ) throws(AppleSignInFailure) {
         guard claims.iss == issuer else { throw .wrongIssuer }
         guard claims.aud.values.contains(where: client.appleBundleIds.contains) else { throw .wrongAudience }
         guard TimeInterval(claims.exp) > now.timeIntervalSince1970 - 30 else { throw .expired }
         if let iat = claims.iat, TimeInterval(iat) > now.timeIntervalSince1970 + 300 { throw .malformed }
         guard let nonce, let expected = claims.nonce,
-              Secrets.constantTimeEquals(Base64URL.encode(Data(SHA256.hash(data: Data(nonce.utf8)))), expected) else { throw .nonceMismatch }
+            Secrets.constantTimeEquals(Base64URL.encode(Data(SHA256.hash(data: Data(nonce.utf8)))), expected)
+        else { throw .nonceMismatch }
     }
 
-    private func appleAccount(_ claims: AppleIdentityClaims, client: ClientConfiguration, givenName: String?,
-                              familyName: String?) async throws -> UserRecord {
+    private func appleAccount(
+        _ claims: AppleIdentityClaims, client: ClientConfiguration, givenName: String?,
+        familyName: String?
+    ) async throws -> UserRecord {
         let provider = "apple"
         if let link = try await store.federatedIdentity(provider: provider, subject: claims.sub),
-           let user = try await store.user(id: link.userId) {
+            let user = try await store.user(id: link.userId)
+        {
             return user
         }
         let now = clock.now
@@ -168,9 +186,13 @@ extension IdentityServer {
         // take over, nor be blocked by, someone else's account).
         var username = "apple.\(claims.sub)"
         if let email = claims.email, try await store.user(username: email) == nil,
-           try await store.users(claim: "email", equals: email).isEmpty { username = email }
-        let user = UserRecord(id: id, username: username, passwordHash: PasswordHasher.noPassword,
-                              claims: profile, disabled: false, failedLogins: 0, lockedUntil: nil, createdAt: now)
+            try await store.users(claim: "email", equals: email).isEmpty
+        {
+            username = email
+        }
+        let user = UserRecord(
+            id: id, username: username, passwordHash: PasswordHasher.noPassword,
+            claims: profile, disabled: false, failedLogins: 0, lockedUntil: nil, createdAt: now)
         try await store.insertUser(user)
         try await store.linkFederatedIdentity(.init(provider: provider, subject: claims.sub, userId: id, createdAt: now))
         logger.info("account created with Sign in with Apple", metadata: ["user": .string(id)])

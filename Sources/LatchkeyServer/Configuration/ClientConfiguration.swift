@@ -80,13 +80,15 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         case open, inviteOnly = "invite_only", disabled
     }
 
-    public init(clientId: String, name: String? = nil, clientSecret: String? = nil,
-                tokenEndpointAuthMethod: ClientAuthMethod? = nil, redirectUris: [String] = [],
-                postLogoutRedirectUris: [String] = [], grantTypes: [GrantType] = [.authorizationCode, .refreshToken],
-                scopes: [String] = ["openid", "profile", "email", "phone", "address", "offline_access"],
-                allowedAudiences: [String] = [], requirePKCE: Bool = true, appType: AppType = .native,
-                registration: RegistrationPolicy? = nil, recoveryEnabled: Bool = true, requireMFA: Bool = false,
-                flows: [FlowType: FlowGraph] = [:], passkeyOrigins: [String] = [], appleBundleIds: [String] = []) {
+    public init(
+        clientId: String, name: String? = nil, clientSecret: String? = nil,
+        tokenEndpointAuthMethod: ClientAuthMethod? = nil, redirectUris: [String] = [],
+        postLogoutRedirectUris: [String] = [], grantTypes: [GrantType] = [.authorizationCode, .refreshToken],
+        scopes: [String] = ["openid", "profile", "email", "phone", "address", "offline_access"],
+        allowedAudiences: [String] = [], requirePKCE: Bool = true, appType: AppType = .native,
+        registration: RegistrationPolicy? = nil, recoveryEnabled: Bool = true, requireMFA: Bool = false,
+        flows: [FlowType: FlowGraph] = [:], passkeyOrigins: [String] = [], appleBundleIds: [String] = []
+    ) {
         self.clientId = clientId
         self.name = name ?? clientId
         self.clientSecret = clientSecret
@@ -98,7 +100,8 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         self.allowedAudiences = allowedAudiences
         self.requirePKCE = requirePKCE
         self.appType = appType
-        self.registration = registration
+        self.registration =
+            registration
             ?? (grantTypes.contains(.authorizationCode) || grantTypes.contains(.tokenExchange) ? .open : .disabled)
         self.recoveryEnabled = recoveryEnabled
         self.requireMFA = requireMFA
@@ -207,8 +210,9 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         deviceVerificationURIComplete = try c.decodeIfPresent(Bool.self, forKey: .deviceVerificationURIComplete) ?? false
         if let alg = try c.decodeIfPresent(String.self, forKey: .idTokenSignedResponseAlg) {
             guard let parsed = JWSAlgorithm(rawValue: alg), parsed == .rs256 || parsed == .es256 else {
-                throw DecodingError.dataCorruptedError(forKey: .idTokenSignedResponseAlg, in: c,
-                                                       debugDescription: "id_token_signed_response_alg must be RS256 or ES256, got \(alg)")
+                throw DecodingError.dataCorruptedError(
+                    forKey: .idTokenSignedResponseAlg, in: c,
+                    debugDescription: "id_token_signed_response_alg must be RS256 or ES256, got \(alg)")
             }
             idTokenSignedResponseAlg = parsed
         }
@@ -244,10 +248,11 @@ public struct UserSeed: Sendable, Codable, Equatable {
     enum CodingKeys: String, CodingKey, CaseIterable { case username, password, claims, disabled, roles }
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(username: try c.decode(String.self, forKey: .username),
-                  password: try c.decode(String.self, forKey: .password),
-                  claims: try c.decodeIfPresent([String: String].self, forKey: .claims) ?? [:],
-                  disabled: try c.decodeIfPresent(Bool.self, forKey: .disabled) ?? false,
-                  roles: try c.decodeIfPresent([String].self, forKey: .roles) ?? [])
+        self.init(
+            username: try c.decode(String.self, forKey: .username),
+            password: try c.decode(String.self, forKey: .password),
+            claims: try c.decodeIfPresent([String: String].self, forKey: .claims) ?? [:],
+            disabled: try c.decodeIfPresent(Bool.self, forKey: .disabled) ?? false,
+            roles: try c.decodeIfPresent([String].self, forKey: .roles) ?? [])
     }
 }

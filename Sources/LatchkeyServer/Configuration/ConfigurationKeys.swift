@@ -13,18 +13,22 @@ indirect enum ConfigurationShape: Sendable {
     case value
 
     /// The configuration file.
-    static let file: ConfigurationShape = .object(keys(ConfigurationFile.CodingKeys.self, nested: [
-        "clients": .array(.object(keys(ClientConfiguration.CodingKeys.self))),
-        "users": .array(.object(keys(UserSeed.CodingKeys.self))),
-        "lifetimes": .object(keys(ConfigurationFile.Lifetimes.CodingKeys.self)),
-        "login_policy": .object(keys(ConfigurationFile.Policy.CodingKeys.self)),
-        "webauthn": .object(keys(ConfigurationFile.WebAuthn.CodingKeys.self)),
-        "apple": .object(keys(ConfigurationFile.Apple.CodingKeys.self)),
-        "smtp": .object(keys(SMTPFile.CodingKeys.self)),
-        "dpop": .object(keys(ConfigurationFile.DPoPFile.CodingKeys.self)),
-    ]))
+    static let file: ConfigurationShape = .object(
+        keys(
+            ConfigurationFile.CodingKeys.self,
+            nested: [
+                "clients": .array(.object(keys(ClientConfiguration.CodingKeys.self))),
+                "users": .array(.object(keys(UserSeed.CodingKeys.self))),
+                "lifetimes": .object(keys(ConfigurationFile.Lifetimes.CodingKeys.self)),
+                "login_policy": .object(keys(ConfigurationFile.Policy.CodingKeys.self)),
+                "webauthn": .object(keys(ConfigurationFile.WebAuthn.CodingKeys.self)),
+                "apple": .object(keys(ConfigurationFile.Apple.CodingKeys.self)),
+                "smtp": .object(keys(SMTPFile.CodingKeys.self)),
+                "dpop": .object(keys(ConfigurationFile.DPoPFile.CodingKeys.self))
+            ]))
 
-    private static func keys<K: CodingKey & CaseIterable>(_ type: K.Type, nested: [String: ConfigurationShape] = [:]) -> [String: ConfigurationShape] {
+    private static func keys<K: CodingKey & CaseIterable>(_ type: K.Type, nested: [String: ConfigurationShape] = [:]) -> [String: ConfigurationShape]
+    {
         Dictionary(uniqueKeysWithValues: K.allCases.map { ($0.stringValue, nested[$0.stringValue] ?? .value) })
     }
 

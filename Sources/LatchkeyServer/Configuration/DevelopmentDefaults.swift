@@ -13,11 +13,15 @@ public enum DevelopmentDefaults {
     public static func demoClient() -> ClientConfiguration {
         ClientConfiguration(
             clientId: demoClientId, name: "Latchkey Demo",
-            redirectUris: ["http://127.0.0.1/callback", "http://localhost/callback", "http://[::1]/callback",
-                           "io.latchkey.demo:/callback"],
-            postLogoutRedirectUris: ["http://127.0.0.1/logout", "http://localhost/logout", "http://[::1]/logout",
-                                     "http://127.0.0.1/callback", "http://localhost/callback",
-                                     "io.latchkey.demo:/logout", "io.latchkey.demo:/callback"],
+            redirectUris: [
+                "http://127.0.0.1/callback", "http://localhost/callback", "http://[::1]/callback",
+                "io.latchkey.demo:/callback"
+            ],
+            postLogoutRedirectUris: [
+                "http://127.0.0.1/logout", "http://localhost/logout", "http://[::1]/logout",
+                "http://127.0.0.1/callback", "http://localhost/callback",
+                "io.latchkey.demo:/logout", "io.latchkey.demo:/callback"
+            ],
             grantTypes: [.authorizationCode, .refreshToken, .tokenExchange, .deviceCode],
             registration: .open,  // the demo is meant to be tried: sign-up stays open whatever the defaults become
             passkeyOrigins: ["self"])
@@ -25,8 +29,10 @@ public enum DevelopmentDefaults {
 
     public static let demoUser = UserSeed(
         username: demoUsername, password: demoPassword,
-        claims: ["email": demoUsername, "email_verified": "true", "name": "Demo User", "given_name": "Demo",
-                 "family_name": "User", "preferred_username": "demo", "locale": "en-US"])
+        claims: [
+            "email": demoUsername, "email_verified": "true", "name": "Demo User", "given_name": "Demo",
+            "family_name": "User", "preferred_username": "demo", "locale": "en-US"
+        ])
 
     /// A complete development configuration; `port` changes the issuer too so links stay right.
     public static func configuration(port: Int = port, databasePath: String = databasePath, host: String = "localhost") -> ServerConfiguration {

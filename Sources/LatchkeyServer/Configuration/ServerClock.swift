@@ -12,7 +12,9 @@ public struct ServerClock: Sendable {
     /// A clock that starts at the real time and can be advanced.
     public static func adjustable() -> (ServerClock, advance: @Sendable (TimeInterval) -> Void) {
         let offset = NIOLockedValueBox<TimeInterval>(0)
-        return (ServerClock { Date().addingTimeInterval(offset.withLockedValue { $0 }) },
-                { delta in offset.withLockedValue { $0 += delta } })
+        return (
+            ServerClock { Date().addingTimeInterval(offset.withLockedValue { $0 }) },
+            { delta in offset.withLockedValue { $0 += delta } }
+        )
     }
 }

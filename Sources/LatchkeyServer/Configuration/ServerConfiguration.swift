@@ -82,9 +82,11 @@ public struct ServerConfiguration: Sendable {
         metricsEnabled ?? (development && LoopbackHost.isLoopback(host) && trustedProxies.isEmpty)
     }
 
-    public init(issuer: URL, host: String = "127.0.0.1", port: Int = 8090, databasePath: String,
-                development: Bool = false, clients: [ClientConfiguration] = [], users: [UserSeed] = [],
-                lifetimes: TokenLifetimes = TokenLifetimes(), loginPolicy: LoginPolicy = LoginPolicy(), bcryptCost: UInt8 = 12) {
+    public init(
+        issuer: URL, host: String = "127.0.0.1", port: Int = 8090, databasePath: String,
+        development: Bool = false, clients: [ClientConfiguration] = [], users: [UserSeed] = [],
+        lifetimes: TokenLifetimes = TokenLifetimes(), loginPolicy: LoginPolicy = LoginPolicy(), bcryptCost: UInt8 = 12
+    ) {
         self.issuer = issuer; self.host = host; self.port = port; self.databasePath = databasePath
         self.development = development; self.clients = clients; self.users = users
         self.lifetimes = lifetimes; self.loginPolicy = loginPolicy; self.bcryptCost = bcryptCost
@@ -132,16 +134,19 @@ public struct ServerConfiguration: Sendable {
             }
             guard LoopbackHost.isLoopback(host) else {
                 throw ConfigurationError.invalid(
-                    "binding \(host) with an http issuer would serve credentials in clear text off this machine; use an https issuer behind a TLS proxy")
+                    "binding \(host) with an http issuer would serve credentials in clear text off this machine; use an https issuer behind a TLS proxy"
+                )
             }
         }
         let p = loginPolicy
         guard p.maxConcurrentHashes >= 1, p.maxQueuedHashes >= 0, p.maxTrackedAddresses >= 1, p.maxFailuresPerAccount >= 1,
-              p.maxFailuresPerAccountAllAddresses >= 1,
-              p.maxFailuresPerAddress >= 1, p.maxStartsPerAddress >= 1, p.maxRegistrationsPerAddress >= 1,
-              p.maxClientAuthFailuresPerAddress >= 1, p.maxClientAuthFailuresPerClient >= 1 else {
+            p.maxFailuresPerAccountAllAddresses >= 1,
+            p.maxFailuresPerAddress >= 1, p.maxStartsPerAddress >= 1, p.maxRegistrationsPerAddress >= 1,
+            p.maxClientAuthFailuresPerAddress >= 1, p.maxClientAuthFailuresPerClient >= 1
+        else {
             throw ConfigurationError.invalid(
-                "login_policy: max_concurrent_hashes, max_tracked_addresses and the max_* per-address and per-account limits must be at least 1, max_queued_hashes at least 0")
+                "login_policy: max_concurrent_hashes, max_tracked_addresses and the max_* per-address and per-account limits must be at least 1, max_queued_hashes at least 0"
+            )
         }
         // bcrypt accepts 4...31; below 10 a stolen database is cheap to crack, so only development mode and test
         // suites (`allowsLowBcryptCost`, cost 4 to stay fast) may go lower.
@@ -151,9 +156,11 @@ public struct ServerConfiguration: Sendable {
         }
         guard pruneIntervalSeconds >= 0 else { throw ConfigurationError.invalid("prune_interval_seconds must not be negative") }
         // Checked here, not only when read from a file, so configurations built in code (embedding, tests) obey them too.
-        for (name, value) in [("max_code_failures_per_account", p.maxCodeFailuresPerAccount), ("code_window_seconds", p.codeWindowSeconds),
-                              ("max_recovery_emails_per_account", p.maxRecoveryEmailsPerAccount),
-                              ("max_recovery_code_failures", p.maxRecoveryCodeFailures)] where value < 1 {
+        for (name, value) in [
+            ("max_code_failures_per_account", p.maxCodeFailuresPerAccount), ("code_window_seconds", p.codeWindowSeconds),
+            ("max_recovery_emails_per_account", p.maxRecoveryEmailsPerAccount),
+            ("max_recovery_code_failures", p.maxRecoveryCodeFailures)
+        ] where value < 1 {
             throw ConfigurationError.invalid("login_policy.\(name) must be at least 1, got \(value)")
         }
         // Below a minute nobody can finish a change after signing in; above a day the check protects nothing.
@@ -254,7 +261,9 @@ public struct LoginPolicy: Sendable, Codable, Equatable {
 public enum ConfigurationError: Error, CustomStringConvertible, Equatable {
     case invalid(String)
     public var description: String {
-        switch self { case .invalid(let why): "invalid configuration: \(why)" }
+        switch self {
+        case .invalid(let why): "invalid configuration: \(why)"
+        }
     }
 }
 

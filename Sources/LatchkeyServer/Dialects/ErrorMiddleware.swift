@@ -29,8 +29,9 @@ struct ErrorMiddleware: RouterMiddleware {
             return response
         } catch StoreError.invalidInput {
             metrics.storeError("invalid_input")
-            let api = APIError(status: .badRequest, code: "SSE-400", error: "invalid_request", messageKey: "error.request",
-                               userMessage: "The request could not be processed.", technical: "a value holds a character the store refuses (NUL)")
+            let api = APIError(
+                status: .badRequest, code: "SSE-400", error: "invalid_request", messageKey: "error.request",
+                userMessage: "The request could not be processed.", technical: "a value holds a character the store refuses (NUL)")
             return try Self.api(api, path: request.uri.path, locale: request.locale())
         } catch let error as HTTPError where error.status == .notFound {
             return try Self.api(.notFound(request.uri.path), path: request.uri.path, locale: request.locale())
@@ -38,20 +39,26 @@ struct ErrorMiddleware: RouterMiddleware {
             // A body read past the context's `maxUploadSize` by a decoder that does not go through `boundedBody()`.
             return try Self.api(RequestSizeLimits.bodyTooLarge, path: request.uri.path, locale: request.locale())
         } catch let error as HTTPError where error.status.code < 500 {
-            let api = APIError(status: error.status, code: "SSE-\(error.status.code)", error: "invalid_request",
-                               messageKey: "error.request", userMessage: "The request could not be processed.",
-                               technical: error.body ?? error.status.reasonPhrase)
+            let api = APIError(
+                status: error.status, code: "SSE-\(error.status.code)", error: "invalid_request",
+                messageKey: "error.request", userMessage: "The request could not be processed.",
+                technical: error.body ?? error.status.reasonPhrase)
             return try Self.api(api, path: request.uri.path, locale: request.locale())
         } catch {
-            context.logger.error("request failed", metadata: ["path": .string(request.uri.path), "error.type": .string("\(type(of: error))"),
-                                                             "error": .string(String(describing: error).prefix(200).description)])
+            context.logger.error(
+                "request failed",
+                metadata: [
+                    "path": .string(request.uri.path), "error.type": .string("\(type(of: error))"),
+                    "error": .string(String(describing: error).prefix(200).description)
+                ])
             return try Self.api(.internalError(), path: request.uri.path, locale: request.locale())
         }
     }
 
-    static let storeUnavailable = APIError(status: .serviceUnavailable, code: "SRV-503", error: "temporarily_unavailable",
-                                           messageKey: "server.busy", userMessage: "The service is busy. Please try again in a moment.",
-                                           technical: "the database is unavailable; retry later")
+    static let storeUnavailable = APIError(
+        status: .serviceUnavailable, code: "SRV-503", error: "temporarily_unavailable",
+        messageKey: "server.busy", userMessage: "The service is busy. Please try again in a moment.",
+        technical: "the database is unavailable; retry later")
 
     static func oauth(_ error: OAuthError, request: Request) throws -> Response {
         let headers = challengeHeaders(error, request: request)
@@ -62,18 +69,21 @@ struct ErrorMiddleware: RouterMiddleware {
         case .reachFive:
             // `/identity/v1/…` clients parse `ApiError` only; the Bearer challenge header still says why (RFC 6750 §3).
             let locale = request.locale()
-            let api = APIError(status: error.status, code: "OAUTH-\(error.status.code)", error: error.code.rawValue,
-                               messageKey: UserMessages.oauthKey(error.code), userMessage: UserMessages.oauth(error.code, locale: locale),
-                               technical: error.description)
-            return try Responses.json(ReachFiveErrorBody(api.localized(locale), errorId: Secrets.identifier()), status: error.status,
-                                      noStore: true, headers: headers)
+            let api = APIError(
+                status: error.status, code: "OAUTH-\(error.status.code)", error: error.code.rawValue,
+                messageKey: UserMessages.oauthKey(error.code), userMessage: UserMessages.oauth(error.code, locale: locale),
+                technical: error.description)
+            return try Responses.json(
+                ReachFiveErrorBody(api.localized(locale), errorId: Secrets.identifier()), status: error.status,
+                noStore: true, headers: headers)
         case .thunder, .html:
             // thunderID endpoints (`/flow/…`, `/users/…`) answer `{code, message, description}` and pages answer a page,
             // whatever the error's origin (a repeated parameter, a token refused); the challenge headers stay.
             let locale = request.locale()
             let code = error.code == .invalidToken ? "AUTH-4010" : "SSE-\(error.status.code)"
-            let api = APIError(status: error.status, code: code, error: error.code.rawValue, messageKey: UserMessages.oauthKey(error.code),
-                               userMessage: UserMessages.oauth(error.code, locale: locale), technical: error.description)
+            let api = APIError(
+                status: error.status, code: code, error: error.code.rawValue, messageKey: UserMessages.oauthKey(error.code),
+                userMessage: UserMessages.oauth(error.code, locale: locale), technical: error.description)
             var response = try Self.api(api, path: request.uri.path, locale: locale)
             for field in headers { response.headers[field.name] = field.value }
             return response
@@ -83,10 +93,11 @@ struct ErrorMiddleware: RouterMiddleware {
         let reachFive = request.uri.path.hasPrefix("/oauth/")
         // error_description stays technical English (RFC 6749 §5.2 says it is for developers); only the
         // reachFive `error_user_msg` is for people, in their language.
-        let body = OAuthErrorBody(error: error.code.rawValue, errorDescription: error.description,
-                                  errorId: reachFive ? Secrets.identifier() : nil,
-                                  errorMessageKey: reachFive ? UserMessages.oauthKey(error.code) : nil,
-                                  errorUserMsg: reachFive ? UserMessages.oauth(error.code, locale: request.locale()) : nil)
+        let body = OAuthErrorBody(
+            error: error.code.rawValue, errorDescription: error.description,
+            errorId: reachFive ? Secrets.identifier() : nil,
+            errorMessageKey: reachFive ? UserMessages.oauthKey(error.code) : nil,
+            errorUserMsg: reachFive ? UserMessages.oauth(error.code, locale: request.locale()) : nil)
         return try Responses.json(body, status: error.status, noStore: true, headers: headers)
     }
 
@@ -100,7 +111,8 @@ struct ErrorMiddleware: RouterMiddleware {
         let description = error.description.replacingOccurrences(of: "\"", with: "'")
         if error.challenge == .dpop {
             // RFC 9449 §7.1: the DPoP scheme's challenge names the algorithms a proof may use.
-            headers[.wwwAuthenticate] = "DPoP error=\"\(error.code.rawValue)\", error_description=\"\(description)\", algs=\"\(DPoP.algorithms.joined(separator: " "))\""
+            headers[.wwwAuthenticate] =
+                "DPoP error=\"\(error.code.rawValue)\", error_description=\"\(description)\", algs=\"\(DPoP.algorithms.joined(separator: " "))\""
         } else if error.code == .invalidToken || error.code == .insufficientScope {
             headers[.wwwAuthenticate] = "Bearer error=\"\(error.code.rawValue)\", error_description=\"\(description)\""
         }

@@ -34,10 +34,11 @@ extension IdentityServer {
         let now = clock.now
         let session = try await openSession(userId: user.id, authTime: authTime, amr: amr)  // openSession normalizes
         let iat = Int(now.timeIntervalSince1970)
-        let claims = FlowAssertionClaims(iss: issuer, sub: user.id, aud: applicationId, iat: iat, exp: iat + configuration.lifetimes.flowAssertion,
-                                         jti: Secrets.identifier(), tokenUse: FlowAssertionClaims.tokenUse,
-                                         authTime: Int(authTime.timeIntervalSince1970), amr: amr, sid: session.id,
-                                         flowType: flowType.rawValue, username: user.username)
+        let claims = FlowAssertionClaims(
+            iss: issuer, sub: user.id, aud: applicationId, iat: iat, exp: iat + configuration.lifetimes.flowAssertion,
+            jti: Secrets.identifier(), tokenUse: FlowAssertionClaims.tokenUse,
+            authTime: Int(authTime.timeIntervalSince1970), amr: amr, sid: session.id,
+            flowType: flowType.rawValue, username: user.username)
         return try await signOwnToken(claims)
     }
 
@@ -47,12 +48,13 @@ extension IdentityServer {
             return try await verifyOwnToken(token, as: FlowAssertionClaims.self, audience: clientId, consume: true)
         } catch {
             if error == .used { logger.warning("flow assertion replayed", metadata: ["client": .string(clientId)]) }
-            let why: String = switch error {
-            case .notOurs: "subject_token is not a flow assertion of this server"
-            case .otherAudience: "the flow assertion was issued to another application"
-            case .expired: "the flow assertion has expired"
-            case .used: "the flow assertion was already used"
-            }
+            let why: String =
+                switch error {
+                case .notOurs: "subject_token is not a flow assertion of this server"
+                case .otherAudience: "the flow assertion was issued to another application"
+                case .expired: "the flow assertion has expired"
+                case .used: "the flow assertion was already used"
+                }
             throw OAuthError(.invalidGrant, why)
         }
     }

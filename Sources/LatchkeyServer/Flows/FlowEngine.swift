@@ -150,7 +150,9 @@ struct FlowEngine {
                 case "regex":
                     if let pattern = rule.value.stringValue {
                         failed = value.range(of: pattern, options: .regularExpression) == nil
-                    } else { failed = false }
+                    } else {
+                        failed = false
+                    }
                 default: failed = false
                 }
                 if failed {
@@ -173,11 +175,12 @@ struct FlowEngine {
         let arguments = ["count": String(limit(rule) ?? 0)]
         if let key = rule.key, let text = MessageCatalog.text(key, locale: locale, arguments: arguments) { return text }
         if let message = rule.message { return message }
-        let key = switch rule.type {
-        case "minLength": "validation.min_length"
-        case "maxLength": "validation.max_length"
-        default: "validation.format"
-        }
+        let key =
+            switch rule.type {
+            case "minLength": "validation.min_length"
+            case "maxLength": "validation.max_length"
+            default: "validation.format"
+            }
         return MessageCatalog.text(key, locale: locale, arguments: arguments, default: key)
     }
 }

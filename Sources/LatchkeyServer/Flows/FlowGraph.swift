@@ -31,7 +31,8 @@ public struct FlowGraph: Codable, Sendable, Equatable {
         let ids = Set(nodes.map(\.id))
         guard ids.count == nodes.count else { throw ConfigurationError.invalid("flow \(id): duplicate node ids") }
         for node in nodes {
-            let edges = [node.next, node.onFailure, node.onIncomplete].compactMap { $0 } + (node.actions ?? []).map(\.next)
+            let edges =
+                [node.next, node.onFailure, node.onIncomplete].compactMap { $0 } + (node.actions ?? []).map(\.next)
                 + (node.branches ?? [:]).values
             for edge in edges where !ids.contains(edge) {
                 throw ConfigurationError.invalid("flow \(id): node \(node.id) points at unknown node \(edge)")
@@ -73,9 +74,11 @@ public struct FlowNode: Codable, Sendable, Equatable {
     /// Named outcomes of an executor (for example `totp` / `email_otp` / `none` of the MFA resolver).
     public var branches: [String: String]?
 
-    public init(id: String, kind: Kind, inputs: [FlowInputSpec]? = nil, actions: [FlowActionSpec]? = nil, components: [JSONValue]? = nil,
-                executor: String? = nil, properties: [String: String]? = nil, next: String? = nil, onFailure: String? = nil,
-                onIncomplete: String? = nil, branches: [String: String]? = nil) {
+    public init(
+        id: String, kind: Kind, inputs: [FlowInputSpec]? = nil, actions: [FlowActionSpec]? = nil, components: [JSONValue]? = nil,
+        executor: String? = nil, properties: [String: String]? = nil, next: String? = nil, onFailure: String? = nil,
+        onIncomplete: String? = nil, branches: [String: String]? = nil
+    ) {
         self.id = id; self.kind = kind; self.inputs = inputs; self.actions = actions; self.components = components
         self.executor = executor; self.properties = properties; self.next = next; self.onFailure = onFailure
         self.onIncomplete = onIncomplete; self.branches = branches
@@ -93,8 +96,10 @@ public struct FlowInputSpec: Codable, Sendable, Equatable {
     /// Cleared from the execution after use and never stored (passwords, one-time codes).
     public var sensitive: Bool?
 
-    public init(ref: String, identifier: String, type: String, required: Bool = true, options: [String]? = nil,
-                validation: [FlowValidationRule]? = nil, sensitive: Bool? = nil) {
+    public init(
+        ref: String, identifier: String, type: String, required: Bool = true, options: [String]? = nil,
+        validation: [FlowValidationRule]? = nil, sensitive: Bool? = nil
+    ) {
         self.ref = ref; self.identifier = identifier; self.type = type; self.required = required; self.options = options
         self.validation = validation; self.sensitive = sensitive
     }

@@ -32,14 +32,16 @@ extension IdentityServer {
         let requestLocale = request.locale(explicit: flowRequest.locale)
         do {
             if let executionId = flowRequest.executionId {
-                return try await continueFlow(executionId, flowRequest, verbose: verbose, address: context.clientAddress, bearer: bearer,
-                                              acceptLanguage: request.headers[.acceptLanguage])
+                return try await continueFlow(
+                    executionId, flowRequest, verbose: verbose, address: context.clientAddress, bearer: bearer,
+                    acceptLanguage: request.headers[.acceptLanguage])
             }
             // Each start may store an execution; a registration may hash a password and create an account.
             try await admitStart(address: context.clientAddress)
             if flowRequest.flowType == FlowType.registration.rawValue { try await admitRegistration(address: context.clientAddress) }
-            return try await startFlow(flowRequest, attestation: request.headers[.attestationToken], verbose: verbose,
-                                       address: context.clientAddress, bearer: bearer, locale: requestLocale)
+            return try await startFlow(
+                flowRequest, attestation: request.headers[.attestationToken], verbose: verbose,
+                address: context.clientAddress, bearer: bearer, locale: requestLocale)
         } catch var error as APIError {
             if error.locale == nil { error.locale = requestLocale }
             throw error
@@ -48,8 +50,10 @@ extension IdentityServer {
 
     // MARK: Initiation
 
-    private func startFlow(_ body: FlowRequest, attestation: String?, verbose: Bool, address: String, bearer: String?,
-                           locale: SupportedLocale) async throws -> Response {
+    private func startFlow(
+        _ body: FlowRequest, attestation: String?, verbose: Bool, address: String, bearer: String?,
+        locale: SupportedLocale
+    ) async throws -> Response {
         guard let applicationId = body.applicationId, !applicationId.isEmpty else {
             throw FlowFailure.badRequest("applicationId and flowType are required to start a flow (executionId to continue one)").apiError
         }
@@ -72,10 +76,11 @@ extension IdentityServer {
         let executionId = Self.executionIdentifier()
         let challenge = Secrets.token()
         if case .prompt = stop {
-            try await store.insertFlowExecution(FlowExecutionRecord(
-                id: executionId, applicationId: applicationId, flowType: type.rawValue, challengeHash: Secrets.digest(challenge),
-                state: try JSONEncoder().encode(run.state), createdAt: now,
-                expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.flowExecution))))
+            try await store.insertFlowExecution(
+                FlowExecutionRecord(
+                    id: executionId, applicationId: applicationId, flowType: type.rawValue, challengeHash: Secrets.digest(challenge),
+                    state: try JSONEncoder().encode(run.state), createdAt: now,
+                    expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.flowExecution))))
         }
         return try respond(stop, run: run, executionId: executionId, challenge: challenge, verbose: verbose)
     }
@@ -95,22 +100,28 @@ extension IdentityServer {
 
     // MARK: Continuation
 
-    private func continueFlow(_ executionId: String, _ body: FlowRequest, verbose: Bool, address: String, bearer: String?,
-                              acceptLanguage: String?) async throws -> Response {
+    private func continueFlow(
+        _ executionId: String, _ body: FlowRequest, verbose: Bool, address: String, bearer: String?,
+        acceptLanguage: String?
+    ) async throws -> Response {
         guard let execution = try await store.flowExecution(id: executionId, now: clock.now) else { throw FlowFailure.invalidExecution.apiError }
         // The challenge token is single use: it is swapped for the next one atomically, so a replayed or concurrent
         // submission of the same step loses and gets ICS-1002 while the execution stays as it was.
         let next = Secrets.token()
         guard let presented = body.challengeToken, !presented.isEmpty,
-              try await store.swapFlowChallenge(id: executionId, presented: Secrets.digest(presented), next: Secrets.digest(next)) else {
+            try await store.swapFlowChallenge(id: executionId, presented: Secrets.digest(presented), next: Secrets.digest(next))
+        else {
             // The execution's state is not read for a refused step, so its language is the request's.
             let locale = LocaleNegotiator.negotiate(explicit: body.locale, acceptLanguage: acceptLanguage)
-            return try Responses.json(FlowResponse(executionId: executionId, flowStatus: "ERROR", data: .init(),
-                                                   error: FlowFailure.invalidChallenge.body(locale)), noStore: true)
+            return try Responses.json(
+                FlowResponse(
+                    executionId: executionId, flowStatus: "ERROR", data: .init(),
+                    error: FlowFailure.invalidChallenge.body(locale)), noStore: true)
         }
         guard let client = try await store.client(id: execution.applicationId)?.configuration,
-              let type = FlowType(rawValue: execution.flowType),
-              let state = try? JSONDecoder().decode(FlowState.self, from: execution.state) else {
+            let type = FlowType(rawValue: execution.flowType),
+            let state = try? JSONDecoder().decode(FlowState.self, from: execution.state)
+        else {
             try await store.deleteFlowExecution(id: executionId)
             throw FlowFailure.invalidExecution.apiError
         }
@@ -128,8 +139,9 @@ extension IdentityServer {
         }
         switch stop {
         case .prompt:
-            try await store.updateFlowExecution(id: executionId, state: try JSONEncoder().encode(run.state),
-                                                expiresAt: clock.now.addingTimeInterval(TimeInterval(configuration.lifetimes.flowExecution)))
+            try await store.updateFlowExecution(
+                id: executionId, state: try JSONEncoder().encode(run.state),
+                expiresAt: clock.now.addingTimeInterval(TimeInterval(configuration.lifetimes.flowExecution)))
         case .complete:
             try await store.deleteFlowExecution(id: executionId)
             // A completion that hands out an assertion signed someone in (a recovery without one did not).
@@ -147,26 +159,32 @@ extension IdentityServer {
         case .complete:
             var data = FlowResponse.FlowData()
             if !run.state.additionalData.isEmpty { data.additionalData = run.state.additionalData }
-            return try Responses.json(FlowResponse(executionId: executionId, flowStatus: "COMPLETE", data: data, assertion: run.assertion),
-                                      noStore: true)
+            return try Responses.json(
+                FlowResponse(executionId: executionId, flowStatus: "COMPLETE", data: data, assertion: run.assertion),
+                noStore: true)
         case .failed(let failure):
             if failure.httpStatus != 200 { throw failure.apiError(run.locale) }
-            return try Responses.json(FlowResponse(executionId: executionId, flowStatus: "ERROR", data: .init(), error: failure.body(run.locale)),
-                                      noStore: true)
+            return try Responses.json(
+                FlowResponse(executionId: executionId, flowStatus: "ERROR", data: .init(), error: failure.body(run.locale)),
+                noStore: true)
         case .prompt(let node):
             let dynamic = run.state.dynamicInputs ?? []
             let inputs = (node.inputs ?? []) + dynamic
-            var data = FlowResponse.FlowData(inputs: inputs.map { FlowResponse.FlowInputSpecWire($0, locale: run.locale) },
-                                             actions: (node.actions ?? []).map(FlowResponse.FlowActionWire.init))
+            var data = FlowResponse.FlowData(
+                inputs: inputs.map { FlowResponse.FlowInputSpecWire($0, locale: run.locale) },
+                actions: (node.actions ?? []).map(FlowResponse.FlowActionWire.init))
             if verbose {
                 let components = Self.components(of: node, dynamic: dynamic)
-                data.meta = .init(components: components, language: run.locale.tag,
-                                  translations: flowTranslations(usedBy: components, locale: run.locale))
+                data.meta = .init(
+                    components: components, language: run.locale.tag,
+                    translations: flowTranslations(usedBy: components, locale: run.locale))
             }
             if !run.state.additionalData.isEmpty { data.additionalData = run.state.additionalData }
             if !run.fieldErrors.isEmpty { data.fieldErrors = run.fieldErrors }
-            return try Responses.json(FlowResponse(executionId: executionId, flowStatus: "INCOMPLETE", type: "VIEW", challengeToken: challenge,
-                                                   data: data, error: run.error?.body(run.locale)), noStore: true)
+            return try Responses.json(
+                FlowResponse(
+                    executionId: executionId, flowStatus: "INCOMPLETE", type: "VIEW", challengeToken: challenge,
+                    data: data, error: run.error?.body(run.locale)), noStore: true)
         }
     }
 
@@ -176,9 +194,12 @@ extension IdentityServer {
             guard case .object(var object) = component else { return [component] }
             if object["type"]?.stringValue == "DYNAMIC_INPUT_PLACEHOLDER" {
                 return dynamic.map { input in
-                    DefaultFlows.component(input.ref, type: input.type, extra: [
-                        "ref": .string(input.identifier), "required": .bool(input.required),
-                        "label": .string(DefaultFlows.template("user:attributes.\(input.identifier).label"))])
+                    DefaultFlows.component(
+                        input.ref, type: input.type,
+                        extra: [
+                            "ref": .string(input.identifier), "required": .bool(input.required),
+                            "label": .string(DefaultFlows.template("user:attributes.\(input.identifier).label"))
+                        ])
                 }
             }
             if case .array(let children)? = object["components"] {
@@ -225,8 +246,8 @@ extension IdentityServer {
             "i18n": .object([
                 "languages": .array(SupportedLocale.allCases.map { .string($0.tag) }), "language": .string(locale.tag),
                 "totalResults": .number(Double(total)),
-                "translations": .object(translations.mapValues { .object($0.mapValues(JSONValue.string)) }),
-            ]),
+                "translations": .object(translations.mapValues { .object($0.mapValues(JSONValue.string)) })
+            ])
         ]
         return try Responses.json(meta, headers: [.contentLanguage: locale.tag])
     }
@@ -256,11 +277,16 @@ extension IdentityServer {
             throw FlowFailure.badRequest("recipient is required").apiError
         }
         let messages = try await store.outboxMessages(recipient: recipient, limit: 20)
-        return try Responses.json(["messages": messages.map { m -> [String: JSONValue] in
-            ["id": .string(m.id), "channel": .string(m.channel.rawValue), "recipient": .string(m.recipient), "subject": .string(m.subject),
-             "body": .string(m.body), "code": m.code.map(JSONValue.string) ?? .null,
-             "createdAt": .string(ISO8601DateFormatter().string(from: m.createdAt))]
-        }], noStore: true)
+        return try Responses.json(
+            [
+                "messages": messages.map { m -> [String: JSONValue] in
+                    [
+                        "id": .string(m.id), "channel": .string(m.channel.rawValue), "recipient": .string(m.recipient), "subject": .string(m.subject),
+                        "body": .string(m.body), "code": m.code.map(JSONValue.string) ?? .null,
+                        "createdAt": .string(ISO8601DateFormatter().string(from: m.createdAt))
+                    ]
+                }
+            ], noStore: true)
     }
 }
 

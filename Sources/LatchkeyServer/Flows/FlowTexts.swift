@@ -10,19 +10,19 @@ enum FlowTexts {
             "forms.credentials.title", "forms.credentials.username.label", "forms.credentials.password.label",
             "forms.credentials.submit.label", "forms.credentials.passkey.label", "forms.passkey.title", "forms.passkey.submit.label",
             "forms.totp.title", "forms.totp.otp.label", "forms.totp.submit.label",
-            "forms.email_otp.title", "forms.email_otp.otp.label", "forms.email_otp.submit.label", "forms.email_otp.resend.label",
+            "forms.email_otp.title", "forms.email_otp.otp.label", "forms.email_otp.submit.label", "forms.email_otp.resend.label"
         ],
         "signup": [
             "forms.invitation.title", "forms.invitation.code.label", "forms.invitation.submit.label", "forms.credentials.title",
             "forms.credentials.username.label", "forms.credentials.password.label", "forms.credentials.submit.label",
             "forms.credentials.passkey.label", "forms.passkey.title", "forms.passkey.submit.label",
-            "forms.attributes.title", "forms.attributes.submit.label",
+            "forms.attributes.title", "forms.attributes.submit.label"
         ],
         "recovery": [
             "forms.identify.title", "forms.identify.username.label", "forms.identify.submit.label", "forms.code.title",
             "forms.code.code.label", "forms.code.submit.label", "forms.code.resend.label", "forms.password.title",
-            "forms.password.password.label", "forms.password.submit.label",
-        ],
+            "forms.password.password.label", "forms.password.submit.label"
+        ]
     ]
 
     /// The English texts (as before localization; kept for callers that want the reference wording).
@@ -32,7 +32,8 @@ enum FlowTexts {
     static func translations(_ locale: SupportedLocale, schema: UserSchema) -> [String: [String: String]] {
         var out: [String: [String: String]] = [:]
         for (namespace, keys) in Self.keys {
-            out[namespace] = Dictionary(uniqueKeysWithValues: keys.map { ($0, MessageCatalog.text("\(namespace):\($0)", locale: locale, default: $0)) })
+            out[namespace] = Dictionary(
+                uniqueKeysWithValues: keys.map { ($0, MessageCatalog.text("\(namespace):\($0)", locale: locale, default: $0)) })
         }
         out["user"] = attributeLabels(schema, locale: locale)
         return out
@@ -41,11 +42,12 @@ enum FlowTexts {
     /// Labels of the user-schema attributes (dynamic registration inputs), in the `user` namespace: the catalog's
     /// translation when the schema uses the standard English label, the deployment's own wording otherwise.
     static func attributeLabels(_ schema: UserSchema, locale: SupportedLocale = .en) -> [String: String] {
-        Dictionary(uniqueKeysWithValues: schema.attributes.map { attribute in
-            let arguments = UserSchema.fieldArguments(attribute.name, display: attribute.displayName)
-            let label = arguments["field.key"].flatMap { MessageCatalog.text($0, locale: locale) } ?? attribute.displayName
-            return ("attributes.\(attribute.name).label", label)
-        })
+        Dictionary(
+            uniqueKeysWithValues: schema.attributes.map { attribute in
+                let arguments = UserSchema.fieldArguments(attribute.name, display: attribute.displayName)
+                let label = arguments["field.key"].flatMap { MessageCatalog.text($0, locale: locale) } ?? attribute.displayName
+                return ("attributes.\(attribute.name).label", label)
+            })
     }
 
     /// The `(namespace, key)` pairs of the `{{ t(namespace:key) }}` templates in a label.
@@ -58,8 +60,11 @@ enum FlowTexts {
             if inner.hasPrefix("t("), inner.hasSuffix(")") {
                 let reference = inner.dropFirst(2).dropLast()
                 if let colon = reference.firstIndex(of: ":") {
-                    found.append((String(reference[..<colon]).trimmingCharacters(in: .whitespaces),
-                                  String(reference[reference.index(after: colon)...]).trimmingCharacters(in: .whitespaces)))
+                    found.append(
+                        (
+                            String(reference[..<colon]).trimmingCharacters(in: .whitespaces),
+                            String(reference[reference.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+                        ))
                 }
             }
             rest = rest[end.upperBound...]

@@ -53,9 +53,10 @@ package enum LatchkeyServerFuzzEntryPoints {
         guard let attestation = try? AttestationObject(data) else { return }
         let authData = attestation.authenticatorData
         guard attestation.format == "packed", let credential = authData.attestedCredential else { return }
-        _ = try? await PackedAttestation.verify(statement: attestation.statement, authenticatorData: authData,
-                                                clientDataHash: Data(repeating: 0x5a, count: 32), credential: credential,
-                                                trustAnchors: [], now: Date(timeIntervalSince1970: 1_750_000_000))
+        _ = try? await PackedAttestation.verify(
+            statement: attestation.statement, authenticatorData: authData,
+            clientDataHash: Data(repeating: 0x5a, count: 32), credential: credential,
+            trustAnchors: [], now: Date(timeIntervalSince1970: 1_750_000_000))
     }
 
     /// `clientDataJSON` (WebAuthn §5.8.1).
@@ -93,9 +94,11 @@ package enum LatchkeyServerFuzzEntryPoints {
 
     /// A PATCH (and PUT) body read as the SCIM routes read it, applied to an account.
     package static func scimPatch(_ data: Data) async {
-        let request = Request(head: HTTPRequest(method: .patch, scheme: "https", authority: "id.example.com", path: "/scim2/Me",
-                                                headerFields: [.contentType: "application/scim+json"]),
-                              body: RequestBody(buffer: ByteBuffer(bytes: data)))
+        let request = Request(
+            head: HTTPRequest(
+                method: .patch, scheme: "https", authority: "id.example.com", path: "/scim2/Me",
+                headerFields: [.contentType: "application/scim+json"]),
+            body: RequestBody(buffer: ByteBuffer(bytes: data)))
         guard let body = try? await SCIMResponse.body(of: request) else { return }
         let current = SCIMUser(fuzzUser)
         if let patched = try? SCIMPatch(body: body).apply(to: current) { _ = patched.changes(from: current) }
@@ -104,8 +107,10 @@ package enum LatchkeyServerFuzzEntryPoints {
 
     private static let fuzzUser = UserRecord(
         id: "user-1", username: "bjensen", passwordHash: "",
-        claims: ["given_name": "Barbara", "family_name": "Jensen", "name": "Barbara Jensen", "email": "bjensen@example.com",
-                 "phone_number": "+15555550100", "locale": "en-US"],
+        claims: [
+            "given_name": "Barbara", "family_name": "Jensen", "name": "Barbara Jensen", "email": "bjensen@example.com",
+            "phone_number": "+15555550100", "locale": "en-US"
+        ],
         disabled: false, failedLogins: 0, lockedUntil: nil, createdAt: Date(timeIntervalSince1970: 1_750_000_000))
 
     // MARK: Token endpoint
@@ -126,13 +131,17 @@ package enum LatchkeyServerFuzzEntryPoints {
         var fields = HTTPFields()
         if let contentType { fields[.contentType] = contentType }
         fields[.authorization] = "Basic " + String(decoding: body.prefix(256), as: UTF8.self)
-        let request = Request(head: HTTPRequest(method: .post, scheme: "https", authority: "id.example.com", path: "/oauth/token",
-                                                headerFields: fields),
-                              body: RequestBody(buffer: ByteBuffer(bytes: body)))
+        let request = Request(
+            head: HTTPRequest(
+                method: .post, scheme: "https", authority: "id.example.com", path: "/oauth/token",
+                headerFields: fields),
+            body: RequestBody(buffer: ByteBuffer(bytes: body)))
         _ = try? ClientAuthenticator.basicCredentials(request)
         guard let params = try? await Parameters.body(of: request, allowJSON: [1, 2, 4].contains(mode % 5)) else { return }
-        for name in ["client_id", "client_secret", "code", "redirect_uri", "code_verifier", "refresh_token", "device_code",
-                     "requested_token_type", "actor_token", "audience"] {
+        for name in [
+            "client_id", "client_secret", "code", "redirect_uri", "code_verifier", "refresh_token", "device_code",
+            "requested_token_type", "actor_token", "audience"
+        ] {
             _ = try? params.single(name)
         }
         _ = try? params.single("scope")?.split(separator: " ").map(String.init)

@@ -4,8 +4,10 @@ import Hummingbird
 
 /// Response builders. Every response that carries a credential is marked `no-store` (RFC 6749 §5.1).
 enum Responses {
-    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok, noStore: Bool = false,
-                     headers: HTTPFields = [:]) throws -> Response {
+    static func json(
+        _ value: some Encodable, status: HTTPResponse.Status = .ok, noStore: Bool = false,
+        headers: HTTPFields = [:]
+    ) throws -> Response {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var fields = headers
@@ -25,7 +27,8 @@ enum Responses {
         fields[.cacheControl] = "no-store"
         // Inline styles only; no inline script ever; never framed (clickjacking of the password form).
         let scripts = sameOriginScripts ? "script-src 'self'; connect-src 'self'; " : ""
-        fields[.contentSecurityPolicy] = "default-src 'none'; \(scripts)style-src 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'"
+        fields[.contentSecurityPolicy] =
+            "default-src 'none'; \(scripts)style-src 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'"
         fields[.xFrameOptions] = "DENY"
         fields[.referrerPolicy] = "no-referrer"
         fields[.xContentTypeOptions] = "nosniff"

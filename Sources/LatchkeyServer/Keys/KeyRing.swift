@@ -37,8 +37,10 @@ actor KeyRing {
     @discardableResult
     private func addKey(_ alg: JWSAlgorithm) async throws -> String {
         let key = try SigningKey.generate(alg)
-        try await store.insertSigningKey(SigningKeyRecord(kid: key.kid, algorithm: alg.rawValue, pem: key.pemRepresentation,
-                                                          createdAt: clock.now, retiredAt: nil))
+        try await store.insertSigningKey(
+            SigningKeyRecord(
+                kid: key.kid, algorithm: alg.rawValue, pem: key.pemRepresentation,
+                createdAt: clock.now, retiredAt: nil))
         return key.kid
     }
 
@@ -56,7 +58,8 @@ actor KeyRing {
     func verificationKeys(kid: String?) async throws -> JWKSet {
         let published = try await load().published
         guard let kid, !published.keys.contains(where: { $0.kid == kid }), let cached,
-              clock.now.timeIntervalSince(cached.loadedAt) >= 1 else { return published }
+            clock.now.timeIntervalSince(cached.loadedAt) >= 1
+        else { return published }
         self.cached = nil
         return try await load().published
     }

@@ -28,8 +28,10 @@ enum OwnTokenFailure: Error, Equatable {
 extension IdentityServer {
     /// Verifies one of our own tokens: signature against our published keys, `token_use`, `iss`, `aud` (when given)
     /// and expiry; with `consume`, spends its `jti` so it works once.
-    func verifyOwnToken<C: OwnTokenClaims>(_ token: String, as type: C.Type, audience: String?,
-                                           consume: Bool) async throws(OwnTokenFailure) -> C {
+    func verifyOwnToken<C: OwnTokenClaims>(
+        _ token: String, as type: C.Type, audience: String?,
+        consume: Bool
+    ) async throws(OwnTokenFailure) -> C {
         let claims: C
         do {
             let jws = try CompactJWS(parsing: token)

@@ -45,10 +45,11 @@ public struct LocalizedMessage: Sendable, Equatable {
 /// - an argument `X.key` naming a catalog key replaces `{X}` with that key's text in the target language (an
 ///   attribute's display name: `field` = "Email address", `field.key` = `user:attributes.email.label`).
 public enum MessageCatalog {
-    public static let tables: [SupportedLocale: LanguageTable] = Dictionary(uniqueKeysWithValues: [
-        english, arabic, german, spanish, french, hungarian, italian, japanese, korean, dutch, portuguese, russian, slovak,
-        simplifiedChinese, traditionalChinese,
-    ].map { ($0.locale, $0) })
+    public static let tables: [SupportedLocale: LanguageTable] = Dictionary(
+        uniqueKeysWithValues: [
+            english, arabic, german, spanish, french, hungarian, italian, japanese, korean, dutch, portuguese, russian, slovak,
+            simplifiedChinese, traditionalChinese
+        ].map { ($0.locale, $0) })
 
     /// Keys that say exactly what another key says (wire keys kept for compatibility, OAuth codes that share a text).
     public static let aliases: [String: String] = [
@@ -87,7 +88,7 @@ public enum MessageCatalog {
         "page.login.password": "signin:forms.credentials.password.label",
         "page.logout.submit": "page.logout.heading_plain",
         "page.authorize_invalid.title": "page.invalid_request.title",
-        "page.logout_invalid.title": "page.invalid_request.title",
+        "page.logout_invalid.title": "page.invalid_request.title"
     ]
 
     /// The English table defines the key set; every other table has exactly these keys.

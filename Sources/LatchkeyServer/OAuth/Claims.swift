@@ -4,11 +4,13 @@ import LatchkeyJOSE
 /// Standard claims released per scope (OpenID Connect Core §5.4).
 enum ScopeClaims {
     static let byScope: [String: [String]] = [
-        "profile": ["name", "family_name", "given_name", "middle_name", "nickname", "preferred_username", "profile",
-                    "picture", "website", "gender", "birthdate", "zoneinfo", "locale", "updated_at"],
+        "profile": [
+            "name", "family_name", "given_name", "middle_name", "nickname", "preferred_username", "profile",
+            "picture", "website", "gender", "birthdate", "zoneinfo", "locale", "updated_at"
+        ],
         "email": ["email", "email_verified"],
         "phone": ["phone_number", "phone_number_verified"],
-        "address": ["address"],
+        "address": ["address"]
     ]
     static let booleanClaims: Set<String> = ["email_verified", "phone_number_verified"]
 
@@ -18,10 +20,15 @@ enum ScopeClaims {
         for scope in scopes {
             for name in byScope[scope] ?? [] {
                 guard let value = user.claims[name] else { continue }
-                if booleanClaims.contains(name) { out[name] = .bool(value == "true") }
-                else if name == "address" { out[name] = .object(["formatted": .string(value)]) }
-                else if name == "updated_at", let n = Double(value) { out[name] = .number(n) }
-                else { out[name] = .string(value) }
+                if booleanClaims.contains(name) {
+                    out[name] = .bool(value == "true")
+                } else if name == "address" {
+                    out[name] = .object(["formatted": .string(value)])
+                } else if name == "updated_at", let n = Double(value) {
+                    out[name] = .number(n)
+                } else {
+                    out[name] = .string(value)
+                }
             }
         }
         // Every account has a sign-in name even when no preferred_username claim was set (self-registered users).

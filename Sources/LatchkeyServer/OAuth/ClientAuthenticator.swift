@@ -83,10 +83,10 @@ struct ClientAuthenticator: Sendable {
     static func basicCredentials(_ request: Request) throws -> (id: String, secret: String)? {
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("basic ") else { return nil }
         guard let data = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
-              let text = String(data: data, encoding: .utf8), let colon = text.firstIndex(of: ":"),
-              let id = String(text[..<colon]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding,
-              let secret = String(text[text.index(after: colon)...]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding,
-              !id.isEmpty
+            let text = String(data: data, encoding: .utf8), let colon = text.firstIndex(of: ":"),
+            let id = String(text[..<colon]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding,
+            let secret = String(text[text.index(after: colon)...]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding,
+            !id.isEmpty
         else { throw OAuthError(.invalidClient, "malformed Basic credentials") }
         return (id, secret)
     }
@@ -100,9 +100,10 @@ struct ClientAuthThrottles: Sendable {
 
     static func refusal(_ wait: Int) -> APIError {
         let message = LocalizedMessage("request.throttled", ["minutes": String(MessageCatalog.minutes(seconds: wait))])
-        return APIError(status: .tooManyRequests, code: "SRV-429", error: "too_many_requests", messageKey: message.key,
-                        userMessage: message.english, technical: "too many failed client authentications; retry after \(wait) s",
-                        arguments: message.arguments)
+        return APIError(
+            status: .tooManyRequests, code: "SRV-429", error: "too_many_requests", messageKey: message.key,
+            userMessage: message.english, technical: "too many failed client authentications; retry after \(wait) s",
+            arguments: message.arguments)
     }
 }
 

@@ -28,7 +28,8 @@ enum DPoP {
     /// `htu` as compared (§4.3): scheme and host in lower case, default ports dropped, no query or fragment.
     static func normalizedURI(_ raw: String) -> String? {
         guard var components = URLComponents(string: raw), let scheme = components.scheme?.lowercased(),
-              let host = components.host?.lowercased(), !host.isEmpty else { return nil }
+            let host = components.host?.lowercased(), !host.isEmpty
+        else { return nil }
         components.scheme = scheme
         components.host = host
         if (scheme == "https" && components.port == 443) || (scheme == "http" && components.port == 80) { components.port = nil }
@@ -62,7 +63,8 @@ extension IdentityServer {
     /// - Parameters:
     ///   - accessToken: at a resource, the token the proof must name in `ath`; nil at the token endpoint.
     ///   - challenge: `.dpop` at a resource (401 with a `DPoP` challenge), nil at the token endpoint (400).
-    func verifyDPoPProof(_ proof: String, request: Request, accessToken: String?, challenge: OAuthError.Challenge?) async throws(OAuthError) -> String {
+    func verifyDPoPProof(_ proof: String, request: Request, accessToken: String?, challenge: OAuthError.Challenge?) async throws(OAuthError) -> String
+    {
         func refuse(_ why: String) -> OAuthError { OAuthError(.invalidDPoPProof, why, challenge: challenge) }
         let jws: CompactJWS
         do { jws = try CompactJWS(parsing: proof) } catch { throw refuse("the DPoP proof is not a compact JWS") }
@@ -102,8 +104,9 @@ extension IdentityServer {
             let current = dpopNonceWindow()
             let accepted = [current, current - 1].map { sealer.dpopNonce(window: $0) }
             guard let nonce = claims.nonce, accepted.contains(where: { Secrets.constantTimeEquals($0, nonce) }) else {
-                throw OAuthError(.useDPoPNonce, "the DPoP proof must carry the nonce from the DPoP-Nonce header", challenge: challenge,
-                                 dpopNonce: currentDPoPNonce())
+                throw OAuthError(
+                    .useDPoPNonce, "the DPoP proof must carry the nonce from the DPoP-Nonce header", challenge: challenge,
+                    dpopNonce: currentDPoPNonce())
             }
         }
         let thumbprint = jwk.thumbprint()
@@ -120,8 +123,9 @@ extension IdentityServer {
 
     private static func headerCarriesPrivateKey(_ proof: String) -> Bool {
         guard let segment = proof.split(separator: ".", maxSplits: 1).first, let data = Base64URL.decode(segment),
-              let header = try? JSONDecoder().decode([String: JSONValue].self, from: data),
-              case .object(let jwk)? = header["jwk"] else { return true }
+            let header = try? JSONDecoder().decode([String: JSONValue].self, from: data),
+            case .object(let jwk)? = header["jwk"]
+        else { return true }
         return ["d", "p", "q", "dp", "dq", "qi", "k"].contains { jwk[$0] != nil }
     }
 

@@ -109,8 +109,9 @@ public struct APIError: Error, Sendable {
 
         public init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
-            self.init(field: try c.decode(String.self, forKey: .field), message: try c.decode(String.self, forKey: .message),
-                      code: try c.decode(String.self, forKey: .code))
+            self.init(
+                field: try c.decode(String.self, forKey: .field), message: try c.decode(String.self, forKey: .message),
+                code: try c.decode(String.self, forKey: .code))
         }
 
         /// The message in `locale`.
@@ -121,8 +122,10 @@ public struct APIError: Error, Sendable {
         }
     }
 
-    public init(status: HTTPResponse.Status, code: String, error: String, messageKey: String, userMessage: String,
-                technical: String, fieldErrors: [FieldError] = [], arguments: [String: String] = [:]) {
+    public init(
+        status: HTTPResponse.Status, code: String, error: String, messageKey: String, userMessage: String,
+        technical: String, fieldErrors: [FieldError] = [], arguments: [String: String] = [:]
+    ) {
         self.status = status; self.code = code; self.error = error; self.messageKey = messageKey
         self.userMessage = userMessage; self.technical = technical; self.fieldErrors = fieldErrors; self.arguments = arguments
     }
@@ -136,12 +139,14 @@ public struct APIError: Error, Sendable {
     }
 
     static func notFound(_ path: String) -> APIError {
-        APIError(status: .notFound, code: "SSE-4040", error: "not_found", messageKey: "error.not_found",
-                 userMessage: "The requested resource was not found.", technical: "No route for \(path)")
+        APIError(
+            status: .notFound, code: "SSE-4040", error: "not_found", messageKey: "error.not_found",
+            userMessage: "The requested resource was not found.", technical: "No route for \(path)")
     }
 
     static func internalError() -> APIError {
-        APIError(status: .internalServerError, code: "SSE-5000", error: "server_error", messageKey: "error.internal",
-                 userMessage: "Something went wrong on our side. Please try again.", technical: "Internal server error")
+        APIError(
+            status: .internalServerError, code: "SSE-5000", error: "server_error", messageKey: "error.internal",
+            userMessage: "Something went wrong on our side. Please try again.", technical: "Internal server error")
     }
 }

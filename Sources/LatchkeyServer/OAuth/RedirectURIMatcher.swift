@@ -9,11 +9,12 @@ enum RedirectURIMatcher {
     static func isRegistered(_ requested: String, in registered: [String]) -> Bool {
         if registered.contains(requested) { return true }
         guard let req = URLComponents(string: requested), req.scheme == "http", let host = req.host,
-              LoopbackHost.isLoopback(host), req.port != nil, req.user == nil, req.password == nil, req.fragment == nil
+            LoopbackHost.isLoopback(host), req.port != nil, req.user == nil, req.password == nil, req.fragment == nil
         else { return false }
         return registered.contains { entry in
             guard let reg = URLComponents(string: entry), reg.scheme == "http", reg.port == nil,
-                  let regHost = reg.host, LoopbackHost.isLoopback(regHost) else { return false }
+                let regHost = reg.host, LoopbackHost.isLoopback(regHost)
+            else { return false }
             return normalizedHost(regHost) == normalizedHost(host) && reg.percentEncodedPath == req.percentEncodedPath
                 && reg.percentEncodedQuery == req.percentEncodedQuery
         }

@@ -67,9 +67,10 @@ struct TokenIssuer: Sendable {
             amr: grant.amr.isEmpty ? nil : AuthenticationMethods.normalized(grant.amr), acr: AuthenticationMethods.acr(for: grant.amr),
             cnf: grant.dpop.map { AccessTokenClaims.Confirmation(jkt: $0.jkt) })
         let token = try await keys.signingKey(.es256).sign(claims: claims, type: "at+jwt")
-        try await store.insertAccessToken(AccessTokenRecord(
-            jti: jti, familyId: grant.familyId, clientId: grant.clientId, subject: grant.subject,
-            expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.accessToken)), revokedAt: nil))
+        try await store.insertAccessToken(
+            AccessTokenRecord(
+                jti: jti, familyId: grant.familyId, clientId: grant.clientId, subject: grant.subject,
+                expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.accessToken)), revokedAt: nil))
         return (token, lifetimes.accessToken)
     }
 
@@ -101,10 +102,13 @@ struct TokenIssuer: Sendable {
     func refreshToken(for grant: Grant, familyId: String) -> (token: String, record: RefreshTokenRecord) {
         let now = clock.now
         let token = Secrets.token()
-        return (token, RefreshTokenRecord(
-            tokenHash: Secrets.digest(token), familyId: familyId, clientId: grant.clientId, userId: grant.subject,
-            scope: grant.scope, sessionId: grant.sessionId, authTime: grant.authTime ?? now, createdAt: now,
-            expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.refreshToken)), usedAt: nil, amr: grant.amr,
-            jkt: grant.dpop.map { $0.bindsRefreshToken ? $0.jkt : RefreshTokenRecord.anyDPoPKey }))
+        return (
+            token,
+            RefreshTokenRecord(
+                tokenHash: Secrets.digest(token), familyId: familyId, clientId: grant.clientId, userId: grant.subject,
+                scope: grant.scope, sessionId: grant.sessionId, authTime: grant.authTime ?? now, createdAt: now,
+                expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.refreshToken)), usedAt: nil, amr: grant.amr,
+                jkt: grant.dpop.map { $0.bindsRefreshToken ? $0.jkt : RefreshTokenRecord.anyDPoPKey })
+        )
     }
 }

@@ -7,7 +7,9 @@ extension IdentityServer {
     /// `GET /health` answers while the process serves; `GET /ready` only when it can do its work: the store answers
     /// and signing keys are loaded (503 otherwise, without internal detail — the log has it).
     func addHealthRoutes(_ router: Router<LatchkeyRequestContext>) {
-        router.get("/health") { _, _ in Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok"))) }
+        router.get("/health") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok")))
+        }
         router.get("/ready") { _, _ in try await self.readiness() }
     }
 
@@ -28,7 +30,8 @@ extension IdentityServer {
             checks["keys"] = "unavailable"
         }
         let ready = checks.values.allSatisfy { $0 == "ok" }
-        return try Responses.json(Status(status: ready ? "ready" : "unavailable", checks: checks), status: ready ? .ok : .serviceUnavailable,
-                                  noStore: true)
+        return try Responses.json(
+            Status(status: ready ? "ready" : "unavailable", checks: checks), status: ready ? .ok : .serviceUnavailable,
+            noStore: true)
     }
 }

@@ -24,8 +24,9 @@ struct MetricsMiddleware: RouterMiddleware {
     }
 
     private func record(_ request: Request, _ context: Context, status: Int, _ started: ContinuousClock.Instant) {
-        metrics.request(route: context.endpointPath ?? "NotFound", method: Self.method(request.method), status: status,
-                        duration: ContinuousClock.now - started)
+        metrics.request(
+            route: context.endpointPath ?? "NotFound", method: Self.method(request.method), status: status,
+            duration: ContinuousClock.now - started)
     }
 
     /// Methods outside the standard set are one label value, so a client cannot add series by inventing methods.
@@ -54,8 +55,9 @@ extension IdentityServer {
             if onlyDirect, Self.forwardingHeaders.contains(where: { request.headers[$0] != nil }) {
                 throw HTTPError(.notFound)
             }
-            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
-                     body: .init(byteBuffer: ByteBuffer(string: self.metrics.exposition())))
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
+                body: .init(byteBuffer: ByteBuffer(string: self.metrics.exposition())))
         }
     }
 }

@@ -6,8 +6,9 @@ extension IdentityServer {
     func addOpenAPIRoute(_ router: Router<LatchkeyRequestContext>) {
         let body = ByteBuffer(string: OpenAPIDocument.json)
         router.get("/openapi.json") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "public, max-age=3600"],
-                     body: .init(byteBuffer: body))
+            Response(
+                status: .ok, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "public, max-age=3600"],
+                body: .init(byteBuffer: body))
         }
     }
 }

@@ -23,9 +23,10 @@ public enum RequestSizeLimits {
 
     /// The error every oversized body becomes (thrown by `Request.boundedBody()`, and by `BodyLimitMiddleware` from
     /// the declared length): answered 413 in the path's dialect by `ErrorMiddleware`.
-    static let bodyTooLarge = APIError(status: .contentTooLarge, code: "SSE-413", error: "invalid_request", messageKey: "error.request",
-                                       userMessage: "The request could not be processed.",
-                                       technical: "the request body is larger than \(maxBodyBytes / 1024) KiB")
+    static let bodyTooLarge = APIError(
+        status: .contentTooLarge, code: "SSE-413", error: "invalid_request", messageKey: "error.request",
+        userMessage: "The request could not be processed.",
+        technical: "the request body is larger than \(maxBodyBytes / 1024) KiB")
 }
 
 extension Request {
@@ -68,7 +69,8 @@ final class HeaderLimitHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
 
-    private static let body = #"{"error":"invalid_request","error_description":"the request head is larger than "#
+    private static let body =
+        #"{"error":"invalid_request","error_description":"the request head is larger than "#
         + "\(RequestSizeLimits.maxHeaderBytes / 1024) KiB, has a line over \(RequestSizeLimits.maxHeaderFieldBytes / 1024) KiB, "
         + #"or has more than \#(RequestSizeLimits.maxHeaderFields) fields"}"#
     private let onClose: @Sendable (ServerMetrics.ConnectionClose) -> Void
@@ -112,9 +114,12 @@ final class HeaderLimitHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         let body = ByteBuffer(string: Self.body)
-        let head = HTTPResponse(status: .init(code: 431, reasonPhrase: "Request Header Fields Too Large"),
-                                headerFields: [.contentType: "application/json", .contentLength: String(body.readableBytes),
-                                               .connection: "close", RequestIdMiddleware.header: Secrets.identifier()])
+        let head = HTTPResponse(
+            status: .init(code: 431, reasonPhrase: "Request Header Fields Too Large"),
+            headerFields: [
+                .contentType: "application/json", .contentLength: String(body.readableBytes),
+                .connection: "close", RequestIdMiddleware.header: Secrets.identifier()
+            ])
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(body)), promise: nil)
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)

@@ -60,9 +60,11 @@ public final class ServerMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
 
     /// Upper bounds of the request latency histogram: 1 ms to 10 s, roughly ×2.5 apart (bcrypt sits near 250 ms).
-    static let latencyBuckets: [Duration] = [.milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
-                                             .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
-                                             .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10)]
+    static let latencyBuckets: [Duration] = [
+        .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+        .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+        .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10)
+    ]
 
     public init() {
         // Every series of a closed set is made at once, at zero: a dashboard sees `0`, not a missing series, and
@@ -86,12 +88,17 @@ public final class ServerMetrics: Sendable {
     /// One answered request: `route` is the matched route template (`/scim2/Users/{id}`), or `NotFound`.
     func request(route: String, method: String, status: Int, duration: Duration) {
         let labels = [("route", route), ("method", method), ("status", String(status))]
-        registry.makeCounter(descriptor: Self.name("http_requests", "total", "HTTP requests answered, by route template, method and status"),
-                             labels: labels).increment()
-        registry.makeDurationHistogram(descriptor: Self.name("http_request_duration", "seconds",
-                                                             "Time from the request head to the response head, by route template and method"),
-                                       labels: [("route", route), ("method", method)], buckets: Self.latencyBuckets)
-            .record(duration)
+        registry.makeCounter(
+            descriptor: Self.name("http_requests", "total", "HTTP requests answered, by route template, method and status"),
+            labels: labels
+        ).increment()
+        registry.makeDurationHistogram(
+            descriptor: Self.name(
+                "http_request_duration", "seconds",
+                "Time from the request head to the response head, by route template and method"),
+            labels: [("route", route), ("method", method)], buckets: Self.latencyBuckets
+        )
+        .record(duration)
     }
 
     /// A sign-in attempt of `method` ended with `outcome`.
@@ -135,13 +142,15 @@ public final class ServerMetrics: Sendable {
     }
 
     private func signInCounter(_ method: SignInMethod, _ outcome: SignInOutcome) -> Counter {
-        registry.makeCounter(descriptor: Self.name("sign_ins", "total", "Sign-in attempts by method (password, passkey, apple, flow, sso) and outcome"),
-                             labels: [("method", method.rawValue), ("outcome", outcome.rawValue)])
+        registry.makeCounter(
+            descriptor: Self.name("sign_ins", "total", "Sign-in attempts by method (password, passkey, apple, flow, sso) and outcome"),
+            labels: [("method", method.rawValue), ("outcome", outcome.rawValue)])
     }
 
     private func refreshCounter(_ result: String) -> Counter {
-        registry.makeCounter(descriptor: Self.name("refresh_tokens", "total", "Refresh-token grants: rotated, or replayed (family revoked)"),
-                             labels: [("result", result)])
+        registry.makeCounter(
+            descriptor: Self.name("refresh_tokens", "total", "Refresh-token grants: rotated, or replayed (family revoked)"),
+            labels: [("result", result)])
     }
 
     private func lockoutCounter() -> Counter {
@@ -149,25 +158,32 @@ public final class ServerMetrics: Sendable {
     }
 
     private func throttleCounter(_ limit: Limit) -> Counter {
-        registry.makeCounter(descriptor: Self.name("throttled_requests", "total",
-                                                   "Requests refused by a per-address limit (login, challenge, start, registration)"),
-                             labels: [("limit", limit.rawValue)])
+        registry.makeCounter(
+            descriptor: Self.name(
+                "throttled_requests", "total",
+                "Requests refused by a per-address limit (login, challenge, start, registration)"),
+            labels: [("limit", limit.rawValue)])
     }
 
     private func jwksCounter(_ result: String) -> Counter {
-        registry.makeCounter(descriptor: Self.name("jwks_fetches", "total", "Fetches of a remote key set (Sign in with Apple)"),
-                             labels: [("source", "apple"), ("result", result)])
+        registry.makeCounter(
+            descriptor: Self.name("jwks_fetches", "total", "Fetches of a remote key set (Sign in with Apple)"),
+            labels: [("source", "apple"), ("result", result)])
     }
 
     private func storeErrorCounter(_ kind: String) -> Counter {
-        registry.makeCounter(descriptor: Self.name("store_errors", "total",
-                                                   "Store operations that failed: unavailable (answered 503) or invalid input (answered 400)"),
-                             labels: [("kind", kind)])
+        registry.makeCounter(
+            descriptor: Self.name(
+                "store_errors", "total",
+                "Store operations that failed: unavailable (answered 503) or invalid input (answered 400)"),
+            labels: [("kind", kind)])
     }
 
     private func connectionCloseCounter(_ reason: ConnectionClose) -> Counter {
-        registry.makeCounter(descriptor: Self.name("http_connections_closed", "total",
-                                                   "Connections the server closed: header_too_large, request_timeout, response_not_read, body_too_large"),
-                             labels: [("reason", reason.rawValue)])
+        registry.makeCounter(
+            descriptor: Self.name(
+                "http_connections_closed", "total",
+                "Connections the server closed: header_too_large, request_timeout, response_not_read, body_too_large"),
+            labels: [("reason", reason.rawValue)])
     }
 }

@@ -149,8 +149,10 @@ private struct SMTPSession {
     let timeout: TimeAmount
     let timedOut = NIOLockedValueBox(false)
 
-    init(channel: any Channel, lines: NIOAsyncChannelInboundStream<SMTPLine>.AsyncIterator,
-         outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, timeout: TimeAmount) {
+    init(
+        channel: any Channel, lines: NIOAsyncChannelInboundStream<SMTPLine>.AsyncIterator,
+        outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, timeout: TimeAmount
+    ) {
         self.channel = channel; self.lines = lines; self.outbound = outbound; self.timeout = timeout
     }
 
@@ -182,8 +184,9 @@ private struct SMTPSession {
     }
 
     private mutating func authenticate(username: String, password: String, extensions: [String]) async throws {
-        let mechanisms = Set(extensions.filter { $0.uppercased().hasPrefix("AUTH") }
-            .flatMap { $0.uppercased().split(whereSeparator: { $0 == " " || $0 == "=" }).dropFirst().map(String.init) })
+        let mechanisms = Set(
+            extensions.filter { $0.uppercased().hasPrefix("AUTH") }
+                .flatMap { $0.uppercased().split(whereSeparator: { $0 == " " || $0 == "=" }).dropFirst().map(String.init) })
         func base64(_ s: String) -> String { Data(s.utf8).base64EncodedString() }
         if mechanisms.contains("PLAIN") {
             try await command("AUTH PLAIN " + base64("\u{0}\(username)\u{0}\(password)"), expect: [235], stage: "AUTH")
@@ -283,7 +286,9 @@ enum MailMessage {
         let id = messageId.filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
         let normalized = body.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\r", with: "\n")
             .replacingOccurrences(of: "\n", with: "\r\n")
-        let encodedBody = Data(normalized.utf8).base64EncodedString(options: [.lineLength76Characters, .endLineWithCarriageReturn, .endLineWithLineFeed])
+        let encodedBody = Data(normalized.utf8).base64EncodedString(options: [
+            .lineLength76Characters, .endLineWithCarriageReturn, .endLineWithLineFeed
+        ])
         let headers = [
             "Date: \(rfc5322Date(date))",
             "From: <\(from)>",
@@ -293,7 +298,7 @@ enum MailMessage {
             "MIME-Version: 1.0",
             "Content-Type: text/plain; charset=UTF-8",
             "Content-Transfer-Encoding: base64",
-            "Auto-Submitted: auto-generated",
+            "Auto-Submitted: auto-generated"
         ]
         return headers.joined(separator: "\r\n") + "\r\n\r\n" + encodedBody + "\r\n"
     }

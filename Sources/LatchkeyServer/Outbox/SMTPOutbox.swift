@@ -21,11 +21,13 @@ public final class SMTPOutbox: Outbox {
     public func send(_ message: OutboxMessage) async throws {
         guard message.channel == .email else { throw OutboxError.unsupportedChannel }
         // Refused before it is stored: a recipient or subject that could inject headers or recipients.
-        _ = try MailMessage.render(from: settings.from, to: message.recipient, subject: message.subject, body: "",
-                                   messageId: message.id, date: message.createdAt)
+        _ = try MailMessage.render(
+            from: settings.from, to: message.recipient, subject: message.subject, body: "",
+            messageId: message.id, date: message.createdAt)
         let now = clock.now
-        let queued = QueuedMail(id: message.id, recipient: message.recipient, subject: message.subject, body: message.body,
-                                nextAttemptAt: now, createdAt: now)
+        let queued = QueuedMail(
+            id: message.id, recipient: message.recipient, subject: message.subject, body: message.body,
+            nextAttemptAt: now, createdAt: now)
         guard try await store.enqueueMail(queued, limit: settings.queueLimit) else {
             logger.error("the mail queue is full; an email was refused", metadata: ["queue_limit": "\(settings.queueLimit)"])
             throw OutboxError.queueFull
@@ -59,8 +61,9 @@ public final class SMTPOutbox: Outbox {
     private func deliver(_ mail: QueuedMail) async {
         let attempt = mail.attempts + 1
         do {
-            let data = try MailMessage.render(from: settings.from, to: mail.recipient, subject: mail.subject, body: mail.body,
-                                              messageId: mail.id, date: mail.createdAt)
+            let data = try MailMessage.render(
+                from: settings.from, to: mail.recipient, subject: mail.subject, body: mail.body,
+                messageId: mail.id, date: mail.createdAt)
             try await client.send(from: settings.from, to: mail.recipient, data: data)
             try await store.deleteMail(id: mail.id)
             logger.info("email delivered", metadata: ["mail_id": .string(mail.id), "attempt": "\(attempt)"])
@@ -73,9 +76,12 @@ public final class SMTPOutbox: Outbox {
                 return
             }
             let delay = min(Double(settings.retrySeconds) * pow(2, Double(attempt - 1)), 3600)
-            logger.warning("email delivery failed; will retry",
-                           metadata: ["mail_id": .string(mail.id), "attempt": "\(attempt)", "retry_in_seconds": "\(Int(delay))",
-                                      "reason": .string(reason)])
+            logger.warning(
+                "email delivery failed; will retry",
+                metadata: [
+                    "mail_id": .string(mail.id), "attempt": "\(attempt)", "retry_in_seconds": "\(Int(delay))",
+                    "reason": .string(reason)
+                ])
             try? await store.rescheduleMail(id: mail.id, attempts: attempt, nextAttemptAt: clock.now.addingTimeInterval(delay))
         }
     }

@@ -31,8 +31,10 @@ public struct SMTPSettings: Sendable, Equatable {
     /// Wait before the first retry; doubled after each failure, capped at an hour.
     public var retrySeconds: Int = 30
 
-    public init(host: String, port: Int = 587, startTLS: StartTLS = .required, username: String? = nil, password: String? = nil,
-                from: String, caFile: String? = nil) {
+    public init(
+        host: String, port: Int = 587, startTLS: StartTLS = .required, username: String? = nil, password: String? = nil,
+        from: String, caFile: String? = nil
+    ) {
         self.host = host; self.port = port; self.startTLS = startTLS; self.username = username; self.password = password
         self.from = from; self.caFile = caFile
     }
@@ -83,8 +85,9 @@ public struct SMTPFile: Codable, Sendable {
             }
             secret = value
         }
-        var s = SMTPSettings(host: host, port: port ?? 587, startTLS: starttls ?? .required, username: username, password: secret,
-                             from: from, caFile: caFile)
+        var s = SMTPSettings(
+            host: host, port: port ?? 587, startTLS: starttls ?? .required, username: username, password: secret,
+            from: from, caFile: caFile)
         if let heloName { s.heloName = heloName }
         if let v = timeoutSeconds { s.timeoutSeconds = v }
         if let v = maxAttempts { s.maxAttempts = v }
@@ -104,16 +107,18 @@ enum MailAddress {
         guard address.utf8.count <= 254, let at = address.lastIndex(of: "@") else { return false }
         let local = address[..<at], domain = address[address.index(after: at)...]
         guard (1...64).contains(local.count), local.allSatisfy(localCharacters.contains),
-              !local.hasPrefix("."), !local.hasSuffix("."), !local.contains("..") else { return false }
+            !local.hasPrefix("."), !local.hasSuffix("."), !local.contains("..")
+        else { return false }
         return isValidDomain(String(domain))
     }
 
     static func isValidDomain(_ domain: String) -> Bool {
         let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
-        return (1...253).contains(domain.count) && labels.allSatisfy { label in
-            (1...63).contains(label.count) && label.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
-                && !label.hasPrefix("-") && !label.hasSuffix("-")
-        }
+        return (1...253).contains(domain.count)
+            && labels.allSatisfy { label in
+                (1...63).contains(label.count) && label.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
+                    && !label.hasPrefix("-") && !label.hasSuffix("-")
+            }
     }
 }
 
@@ -140,16 +145,19 @@ extension ServerConfiguration {
         let loopbackBinding = LoopbackHost.isLoopback(host)
         if development, !loopbackIssuer || !loopbackBinding {
             throw ConfigurationError.invalid(
-                "development mode (one-time codes readable at /dev/outbox, no attestation) is only allowed with a loopback issuer bound to a loopback address (here: issuer \(issuer.host ?? "-"), binding \(host)); it is what `latchkey serve` runs without --config, with --dev or with \"development\": true: give a configuration file with \"smtp\" and without those")
+                "development mode (one-time codes readable at /dev/outbox, no attestation) is only allowed with a loopback issuer bound to a loopback address (here: issuer \(issuer.host ?? "-"), binding \(host)); it is what `latchkey serve` runs without --config, with --dev or with \"development\": true: give a configuration file with \"smtp\" and without those"
+            )
         }
         if !loopbackIssuer || !loopbackBinding, users.contains(where: { $0.password == DevelopmentDefaults.demoPassword }) {
             throw ConfigurationError.invalid(
-                "the demo user's password is published; it cannot be seeded on a non-loopback issuer or binding (give a configuration with clients and without \"demo\": true)")
+                "the demo user's password is published; it cannot be seeded on a non-loopback issuer or binding (give a configuration with clients and without \"demo\": true)"
+            )
         }
         try smtp?.validate()
         if !development, outbox == nil, smtp == nil, let client = clients.first(where: \.sendsEmail) {
             throw ConfigurationError.invalid(
-                "client \(client.clientId) sends emails (password recovery or emailed codes) but no delivery is configured: add \"smtp\" to the configuration file (or disable recovery and use flows without EmailCodeSender)")
+                "client \(client.clientId) sends emails (password recovery or emailed codes) but no delivery is configured: add \"smtp\" to the configuration file (or disable recovery and use flows without EmailCodeSender)"
+            )
         }
     }
 }

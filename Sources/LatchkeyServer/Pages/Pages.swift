@@ -51,31 +51,34 @@ enum Pages {
     }
 
     static func login(_ form: LoginForm) -> String {
-        let errorBlock = form.error.map {
-            "<p class=\"error\" id=\"form-error\" role=\"alert\">\(HTML.escape($0))</p>"
-        } ?? ""
+        let errorBlock =
+            form.error.map {
+                "<p class=\"error\" id=\"form-error\" role=\"alert\">\(HTML.escape($0))</p>"
+            } ?? ""
         let described = form.error == nil ? "" : " aria-describedby=\"form-error\" aria-invalid=\"true\""
         let l = form.locale
         // The client name is inserted after escaping the sentence around it, so it can be wrapped in <strong>.
         let marker = "\u{1}client\u{1}"
         let subtitle = HTML.escape(t("page.login.subtitle", l, ["client": marker]))
             .replacingOccurrences(of: marker, with: "<strong>\(HTML.escape(form.clientName))</strong>")
-        return layout(title: t("page.login.title", l), body: """
-            <h1>\(HTML.escape(t("page.login.title", l)))</h1>
-            <p class="sub">\(subtitle)</p>
-            \(errorBlock)
-            <form method="post" action="/login" novalidate>
-              <input type="hidden" name="request" value="\(HTML.escape(form.requestId))">
-              <input type="hidden" name="csrf" value="\(HTML.escape(form.csrf))">
-              <label for="username">\(HTML.escape(t("page.login.username", l)))</label>
-              <input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false"
-                     required value="\(HTML.escape(form.username ?? ""))"\(described)\(form.username == nil ? " autofocus" : "")>
-              <label for="password">\(HTML.escape(t("page.login.password", l)))</label>
-              <input id="password" name="password" type="password" autocomplete="current-password" required\(described)\(form.username == nil ? "" : " autofocus")>
-              <button type="submit" id="submit">\(HTML.escape(t("page.login.submit", l)))</button>
-            </form>
-            \(passkeyBlock(form))
-            """, locale: l)
+        return layout(
+            title: t("page.login.title", l),
+            body: """
+                <h1>\(HTML.escape(t("page.login.title", l)))</h1>
+                <p class="sub">\(subtitle)</p>
+                \(errorBlock)
+                <form method="post" action="/login" novalidate>
+                  <input type="hidden" name="request" value="\(HTML.escape(form.requestId))">
+                  <input type="hidden" name="csrf" value="\(HTML.escape(form.csrf))">
+                  <label for="username">\(HTML.escape(t("page.login.username", l)))</label>
+                  <input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false"
+                         required value="\(HTML.escape(form.username ?? ""))"\(described)\(form.username == nil ? " autofocus" : "")>
+                  <label for="password">\(HTML.escape(t("page.login.password", l)))</label>
+                  <input id="password" name="password" type="password" autocomplete="current-password" required\(described)\(form.username == nil ? "" : " autofocus")>
+                  <button type="submit" id="submit">\(HTML.escape(t("page.login.submit", l)))</button>
+                </form>
+                \(passkeyBlock(form))
+                """, locale: l)
     }
 
     struct SecondFactorForm {
@@ -97,29 +100,32 @@ enum Pages {
         let infoBlock = form.info.map { "<p class=\"info\" id=\"form-info\" role=\"status\">\(HTML.escape($0))</p>" } ?? ""
         let described = form.error == nil ? " aria-describedby=\"mfa-hint\"" : " aria-describedby=\"mfa-hint form-error\" aria-invalid=\"true\""
         let hint = t(form.kind == .totp ? "page.mfa.totp" : "page.mfa.email", l)
-        let resend = form.kind == .email
+        let resend =
+            form.kind == .email
             ? "<button type=\"submit\" id=\"resend\" name=\"resend\" value=\"1\" class=\"secondary\" formnovalidate>\(HTML.escape(t("page.mfa.resend", l)))</button>"
             : ""
         let marker = "\u{1}client\u{1}"
         let subtitle = HTML.escape(t("page.login.subtitle", l, ["client": marker]))
             .replacingOccurrences(of: marker, with: "<strong>\(HTML.escape(form.clientName))</strong>")
         // The code is digits, read left to right in every language (dir="ltr" on the field only).
-        return layout(title: t("page.mfa.title", l), body: """
-            <h1>\(HTML.escape(t("page.mfa.title", l)))</h1>
-            <p class="sub">\(subtitle)</p>
-            <p id="mfa-hint">\(HTML.escape(hint))</p>
-            \(infoBlock)
-            \(errorBlock)
-            <form method="post" action="/login" novalidate>
-              <input type="hidden" name="request" value="\(HTML.escape(form.requestId))">
-              <input type="hidden" name="csrf" value="\(HTML.escape(form.csrf))">
-              <label for="otp">\(HTML.escape(t("page.mfa.code", l)))</label>
-              <input id="otp" name="otp" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]*" maxlength="\(SecondFactor.codeLength)"
-                     dir="ltr" required autofocus\(described)>
-              <button type="submit" id="verify">\(HTML.escape(t("page.mfa.submit", l)))</button>
-              \(resend)
-            </form>
-            """, locale: l)
+        return layout(
+            title: t("page.mfa.title", l),
+            body: """
+                <h1>\(HTML.escape(t("page.mfa.title", l)))</h1>
+                <p class="sub">\(subtitle)</p>
+                <p id="mfa-hint">\(HTML.escape(hint))</p>
+                \(infoBlock)
+                \(errorBlock)
+                <form method="post" action="/login" novalidate>
+                  <input type="hidden" name="request" value="\(HTML.escape(form.requestId))">
+                  <input type="hidden" name="csrf" value="\(HTML.escape(form.csrf))">
+                  <label for="otp">\(HTML.escape(t("page.mfa.code", l)))</label>
+                  <input id="otp" name="otp" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]*" maxlength="\(SecondFactor.codeLength)"
+                         dir="ltr" required autofocus\(described)>
+                  <button type="submit" id="verify">\(HTML.escape(t("page.mfa.submit", l)))</button>
+                  \(resend)
+                </form>
+                """, locale: l)
     }
 
     private static func passkeyBlock(_ form: LoginForm) -> String {
@@ -141,16 +147,18 @@ enum Pages {
     static func logoutConfirmation(csrf: String, hiddenFields: [(String, String)], locale l: SupportedLocale = .en) -> String {
         let hidden = hiddenFields.map { "<input type=\"hidden\" name=\"\(HTML.escape($0.0))\" value=\"\(HTML.escape($0.1))\">" }
             .joined(separator: "\n  ")
-        return layout(title: t("page.logout.heading_plain", l), body: """
-            <h1>\(HTML.escape(t("page.logout.heading", l)))</h1>
-            <p class="sub">\(HTML.escape(t("page.logout.body", l)))</p>
-            <form method="post" action="/oauth2/logout">
-              <input type="hidden" name="csrf" value="\(HTML.escape(csrf))">
-              <input type="hidden" name="confirm" value="yes">
-              \(hidden)
-              <button type="submit" id="confirm-logout">\(HTML.escape(t("page.logout.submit", l)))</button>
-            </form>
-            """, locale: l)
+        return layout(
+            title: t("page.logout.heading_plain", l),
+            body: """
+                <h1>\(HTML.escape(t("page.logout.heading", l)))</h1>
+                <p class="sub">\(HTML.escape(t("page.logout.body", l)))</p>
+                <form method="post" action="/oauth2/logout">
+                  <input type="hidden" name="csrf" value="\(HTML.escape(csrf))">
+                  <input type="hidden" name="confirm" value="yes">
+                  \(hidden)
+                  <button type="submit" id="confirm-logout">\(HTML.escape(t("page.logout.submit", l)))</button>
+                </form>
+                """, locale: l)
     }
 
     static func message(title: String, body: String, locale: SupportedLocale = .en) -> String {

@@ -55,9 +55,13 @@ enum PasskeyScript {
 extension IdentityServer {
     func addPasskeyPageRoutes(_ router: Router<LatchkeyRequestContext>) {
         router.get(RouterPath(PasskeyScript.path)) { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8", .cacheControl: "no-cache",
-                                            .xContentTypeOptions: "nosniff"],
-                     body: .init(byteBuffer: ByteBuffer(string: PasskeyScript.source)))
+            Response(
+                status: .ok,
+                headers: [
+                    .contentType: "text/javascript; charset=utf-8", .cacheControl: "no-cache",
+                    .xContentTypeOptions: "nosniff"
+                ],
+                body: .init(byteBuffer: ByteBuffer(string: PasskeyScript.source)))
         }
     }
 }

@@ -46,27 +46,34 @@ extension IdentityServer {
         return origin
     }
 
-    private func newChallenge(_ ceremony: PasskeyChallengeRecord.Ceremony, clientId: String?, userId: String?, origin: String,
-                              profile: [String: String] = [:], friendlyName: String? = nil,
-                              allowed: [String] = [], userVerification: String? = nil) async throws -> String {
+    private func newChallenge(
+        _ ceremony: PasskeyChallengeRecord.Ceremony, clientId: String?, userId: String?, origin: String,
+        profile: [String: String] = [:], friendlyName: String? = nil,
+        allowed: [String] = [], userVerification: String? = nil
+    ) async throws -> String {
         let challenge = Secrets.token(bytes: 32)
         let bytes = Base64URL.decode(challenge) ?? Data()
         let now = clock.now
-        try await store.insertPasskeyChallenge(PasskeyChallengeRecord(
-            challengeHash: Data(SHA256.hash(data: bytes)), ceremony: ceremony, clientId: clientId, userId: userId, profile: profile,
-            friendlyName: friendlyName, origin: origin, userVerification: userVerification ?? self.userVerification, allowedCredentials: allowed,
-            createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.passkeyChallenge))))
+        try await store.insertPasskeyChallenge(
+            PasskeyChallengeRecord(
+                challengeHash: Data(SHA256.hash(data: bytes)), ceremony: ceremony, clientId: clientId, userId: userId, profile: profile,
+                friendlyName: friendlyName, origin: origin, userVerification: userVerification ?? self.userVerification, allowedCredentials: allowed,
+                createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.passkeyChallenge))))
         return challenge
     }
 
-    private func creationOptions(challenge: String, userId: String, name: String, displayName: String,
-                                 exclude: [PasskeyRecord]) -> PasskeyCreationOptions {
+    private func creationOptions(
+        challenge: String, userId: String, name: String, displayName: String,
+        exclude: [PasskeyRecord]
+    ) -> PasskeyCreationOptions {
         PasskeyCreationOptions(
             rp: .init(id: passkeyRpId, name: configuration.webAuthn.rpName),
             user: .init(id: Base64URL.encode(Self.userHandle(userId)), name: name, displayName: displayName),
             challenge: challenge,
-            pubKeyCredParams: [.init(alg: COSEAlgorithm.es256.rawValue), .init(alg: COSEAlgorithm.edDSA.rawValue),
-                               .init(alg: COSEAlgorithm.rs256.rawValue)],
+            pubKeyCredParams: [
+                .init(alg: COSEAlgorithm.es256.rawValue), .init(alg: COSEAlgorithm.edDSA.rawValue),
+                .init(alg: COSEAlgorithm.rs256.rawValue)
+            ],
             timeout: configuration.lifetimes.passkeyChallenge * 1000,
             excludeCredentials: exclude.map { PasskeyDescriptor(id: $0.id) },
             authenticatorSelection: .init(residentKey: "required", requireResidentKey: true, userVerification: userVerification),
@@ -76,18 +83,22 @@ extension IdentityServer {
     // MARK: Sign-up (new account + first passkey)
 
     /// reachFive `signup-options`: checks the profile, reserves the new account's id and returns creation options.
-    func beginPasskeySignup(client: ClientConfiguration, origin: String?, friendlyName: String?,
-                            profile: [String: String]) async throws -> PasskeyCreationOptions {
+    func beginPasskeySignup(
+        client: ClientConfiguration, origin: String?, friendlyName: String?,
+        profile: [String: String]
+    ) async throws -> PasskeyCreationOptions {
         let origin = try checkedOrigin(origin, client: client)
         guard client.registration == .open else { throw FlowFailure.registrationDisabled.apiError }
         let profile = try await checkedSignupProfile(profile)
         let userId = UUID().uuidString.lowercased()
         let name = profile["email"] ?? profile["phone_number"] ?? profile["username"] ?? userId
-        let challenge = try await newChallenge(.signup, clientId: client.clientId, userId: userId, origin: origin, profile: profile,
-                                               friendlyName: friendlyName)
-        return creationOptions(challenge: challenge, userId: userId, name: name,
-                               displayName: profile["name"] ?? [profile["given_name"], profile["family_name"]].compactMap { $0 }.joined(separator: " ").nonEmpty ?? name,
-                               exclude: [])
+        let challenge = try await newChallenge(
+            .signup, clientId: client.clientId, userId: userId, origin: origin, profile: profile,
+            friendlyName: friendlyName)
+        return creationOptions(
+            challenge: challenge, userId: userId, name: name,
+            displayName: profile["name"] ?? [profile["given_name"], profile["family_name"]].compactMap { $0 }.joined(separator: " ").nonEmpty ?? name,
+            exclude: [])
     }
 
     private func checkedSignupProfile(_ raw: [String: String]) async throws -> [String: String] {
@@ -117,7 +128,8 @@ extension IdentityServer {
     func finishPasskeySignup(webauthnId: String, response: PasskeyRegistrationResponse) async throws -> (UserRecord, clientId: String) {
         let (ceremony, verified) = try await verifyPasskeyCreation(response, expecting: .signup)
         guard let userId = ceremony.userId, let clientId = ceremony.clientId,
-              Base64URL.decode(webauthnId).map({ Secrets.constantTimeEquals($0, Self.userHandle(userId)) }) == true else {
+            Base64URL.decode(webauthnId).map({ Secrets.constantTimeEquals($0, Self.userHandle(userId)) }) == true
+        else {
             throw PasskeyFailure.wrongCeremony
         }
         let profile = ceremony.profile
@@ -127,12 +139,14 @@ extension IdentityServer {
             claims["name"] = full
         }
         let now = clock.now
-        let user = UserRecord(id: userId, username: username, passwordHash: PasswordHasher.noPassword, claims: claims, disabled: false,
-                              failedLogins: 0, lockedUntil: nil, createdAt: now)
+        let user = UserRecord(
+            id: userId, username: username, passwordHash: PasswordHasher.noPassword, claims: claims, disabled: false,
+            failedLogins: 0, lockedUntil: nil, createdAt: now)
         do {
             try await store.insertUser(user, withPasskey: passkeyRecord(verified, userId: userId, name: ceremony.friendlyName, now: now))
         } catch StoreError.conflict(let what) {
-            throw what == "passkey" ? PasskeyFailure.alreadyRegistered : PasskeyFailure.identifierTaken(field: profile["email"] != nil ? "email" : "phone_number")
+            throw what == "passkey"
+                ? PasskeyFailure.alreadyRegistered : PasskeyFailure.identifierTaken(field: profile["email"] != nil ? "email" : "phone_number")
         }
         logger.info("account created with a passkey", metadata: ["user": .string(userId), "client": .string(clientId)])
         return (user, clientId)
@@ -140,14 +154,18 @@ extension IdentityServer {
 
     /// Creation options for an account that does not exist yet (a sign-up flow): `userId` is the id the account will
     /// get when the flow provisions it.
-    func beginPasskeyCreationForNewAccount(client: ClientConfiguration, userId: String, name: String, friendlyName: String?) async throws -> PasskeyCreationOptions {
+    func beginPasskeyCreationForNewAccount(client: ClientConfiguration, userId: String, name: String, friendlyName: String?) async throws
+        -> PasskeyCreationOptions
+    {
         let challenge = try await newChallenge(.signup, clientId: client.clientId, userId: userId, origin: "", friendlyName: friendlyName)
         return creationOptions(challenge: challenge, userId: userId, name: name, displayName: name, exclude: [])
     }
 
     /// Finds the ceremony a registration response answers and verifies the attestation against it.
-    func verifyPasskeyCreation(_ response: PasskeyRegistrationResponse,
-                               expecting kind: PasskeyChallengeRecord.Ceremony) async throws -> (PasskeyChallengeRecord, VerifiedRegistration) {
+    func verifyPasskeyCreation(
+        _ response: PasskeyRegistrationResponse,
+        expecting kind: PasskeyChallengeRecord.Ceremony
+    ) async throws -> (PasskeyChallengeRecord, VerifiedRegistration) {
         let (ceremony, clientData) = try await takeCeremony(response.clientDataJSON, expecting: kind)
         guard let clientId = ceremony.clientId, let client = try await store.client(id: clientId)?.configuration else {
             throw PasskeyFailure.wrongCeremony
@@ -157,16 +175,20 @@ extension IdentityServer {
 
     // MARK: Registration (another passkey for a signed-in account)
 
-    func beginPasskeyRegistration(user: UserRecord, client: ClientConfiguration, origin: String?, friendlyName: String?) async throws -> PasskeyCreationOptions {
+    func beginPasskeyRegistration(user: UserRecord, client: ClientConfiguration, origin: String?, friendlyName: String?) async throws
+        -> PasskeyCreationOptions
+    {
         let origin = try checkedOrigin(origin, client: client)
         let existing = try await store.passkeys(userId: user.id)
         let challenge = try await newChallenge(.registration, clientId: client.clientId, userId: user.id, origin: origin, friendlyName: friendlyName)
-        return creationOptions(challenge: challenge, userId: user.id, name: user.username,
-                               displayName: user.claims["name"] ?? user.username, exclude: existing)
+        return creationOptions(
+            challenge: challenge, userId: user.id, name: user.username,
+            displayName: user.claims["name"] ?? user.username, exclude: existing)
     }
 
     @discardableResult
-    func finishPasskeyRegistration(user: UserRecord, response: PasskeyRegistrationResponse, friendlyName: String? = nil) async throws -> PasskeyRecord {
+    func finishPasskeyRegistration(user: UserRecord, response: PasskeyRegistrationResponse, friendlyName: String? = nil) async throws -> PasskeyRecord
+    {
         let (ceremony, verified) = try await verifyPasskeyCreation(response, expecting: .registration)
         guard ceremony.userId == user.id else { throw PasskeyFailure.wrongCeremony }
         let record = passkeyRecord(verified, userId: user.id, name: friendlyName ?? ceremony.friendlyName, now: clock.now)
@@ -175,14 +197,18 @@ extension IdentityServer {
         return record
     }
 
-    private func verifyRegistration(_ response: PasskeyRegistrationResponse, clientData: ClientData, ceremony: PasskeyChallengeRecord,
-                                    client: ClientConfiguration) async throws -> VerifiedRegistration {
+    private func verifyRegistration(
+        _ response: PasskeyRegistrationResponse, clientData: ClientData, ceremony: PasskeyChallengeRecord,
+        client: ClientConfiguration
+    ) async throws -> VerifiedRegistration {
         let origins = allowedOrigins(ceremony, client)
         do {
             let verified = try await relyingParty(origins: origins).verifyRegistration(
                 clientDataJSON: response.clientDataJSON, attestationObject: response.attestationObject,
                 expectedChallenge: clientData.challenge, requireUserVerification: ceremony.userVerification == "required")
-            guard verified.credentialId == response.credentialId else { throw PasskeyFailure.malformed("id does not match the attested credential id") }
+            guard verified.credentialId == response.credentialId else {
+                throw PasskeyFailure.malformed("id does not match the attested credential id")
+            }
             return verified
         } catch let error as WebAuthnError {
             logger.notice("passkey registration refused", metadata: ["reason": .string(error.description)])
@@ -191,9 +217,10 @@ extension IdentityServer {
     }
 
     func passkeyRecord(_ v: VerifiedRegistration, userId: String, name: String?, now: Date) -> PasskeyRecord {
-        PasskeyRecord(id: Base64URL.encode(v.credentialId), userId: userId, publicKey: v.publicKeyCOSE, algorithm: v.algorithm.rawValue,
-                      signCount: v.signCount, aaguid: v.aaguid, friendlyName: (name?.nonEmpty ?? "Passkey").prefix(100).description,
-                      attestationFormat: v.format, backupEligible: v.backupEligible, backedUp: v.backedUp, createdAt: now, lastUsedAt: nil)
+        PasskeyRecord(
+            id: Base64URL.encode(v.credentialId), userId: userId, publicKey: v.publicKeyCOSE, algorithm: v.algorithm.rawValue,
+            signCount: v.signCount, aaguid: v.aaguid, friendlyName: (name?.nonEmpty ?? "Passkey").prefix(100).description,
+            attestationFormat: v.format, backupEligible: v.backupEligible, backedUp: v.backedUp, createdAt: now, lastUsedAt: nil)
     }
 
     // MARK: Authentication
@@ -206,26 +233,31 @@ extension IdentityServer {
     /// anyone which accounts exist and hand out the ids of their passkeys. The ceremony is still bound to that user
     /// and their passkeys, so only one of them can answer it; every passkey is discoverable (`residentKey`
     /// required), so the authenticator finds it without the list.
-    func beginPasskeyAuthentication(client: ClientConfiguration, origin: String?, user: UserRecord?,
-                                    listCredentials: Bool = false) async throws -> PasskeyRequestOptions {
+    func beginPasskeyAuthentication(
+        client: ClientConfiguration, origin: String?, user: UserRecord?,
+        listCredentials: Bool = false
+    ) async throws -> PasskeyRequestOptions {
         let origin = try checkedOrigin(origin, client: client)
         var ids: [String] = []
         if let user { ids = try await store.passkeys(userId: user.id).map(\.id) }
         // An application that requires MFA accepts a passkey only as two factors: the authenticator must verify the
         // user (PIN or biometric), and the response is refused without the UV flag.
         let uv = client.requireMFA ? "required" : userVerification
-        let challenge = try await newChallenge(.authentication, clientId: client.clientId, userId: user?.id, origin: origin, allowed: ids,
-                                               userVerification: uv)
+        let challenge = try await newChallenge(
+            .authentication, clientId: client.clientId, userId: user?.id, origin: origin, allowed: ids,
+            userVerification: uv)
         let listed = listCredentials ? ids : []
-        return PasskeyRequestOptions(challenge: challenge, timeout: configuration.lifetimes.passkeyChallenge * 1000, rpId: passkeyRpId,
-                                     allowCredentials: listed.map { PasskeyDescriptor(id: $0) }, userVerification: uv)
+        return PasskeyRequestOptions(
+            challenge: challenge, timeout: configuration.lifetimes.passkeyChallenge * 1000, rpId: passkeyRpId,
+            allowCredentials: listed.map { PasskeyDescriptor(id: $0) }, userVerification: uv)
     }
 
     /// Verifies an assertion and returns the signed-in user and the application the ceremony was started for.
     /// `amr` is the sign-in's RFC 8176 methods (`AuthenticationMethods.passkey`): multi-factor only when the
     /// authenticator verified the user.
     func finishPasskeyAuthentication(_ response: PasskeyAssertionResponse) async throws
-        -> (user: UserRecord, clientId: String, passkey: PasskeyRecord, amr: [String]) {
+        -> (user: UserRecord, clientId: String, passkey: PasskeyRecord, amr: [String])
+    {
         do {
             let result = try await verifyPasskeyAuthentication(response)
             metrics.signIn(.passkey, .success)
@@ -237,7 +269,8 @@ extension IdentityServer {
     }
 
     private func verifyPasskeyAuthentication(_ response: PasskeyAssertionResponse) async throws
-        -> (user: UserRecord, clientId: String, passkey: PasskeyRecord, amr: [String]) {
+        -> (user: UserRecord, clientId: String, passkey: PasskeyRecord, amr: [String])
+    {
         let (ceremony, clientData) = try await takeCeremony(response.clientDataJSON, expecting: .authentication)
         guard let clientId = ceremony.clientId, let client = try await store.client(id: clientId)?.configuration else {
             throw PasskeyFailure.wrongCeremony
@@ -261,8 +294,11 @@ extension IdentityServer {
             logger.notice("passkey assertion refused", metadata: ["reason": .string(error.description), "user": .string(passkey.userId)])
             throw PasskeyFailure.verification(error)
         }
-        guard try await store.recordPasskeyUse(id: passkey.id, previousSignCount: passkey.signCount, signCount: verified.newSignCount,
-                                               backedUp: verified.backedUp, now: clock.now) else {
+        guard
+            try await store.recordPasskeyUse(
+                id: passkey.id, previousSignCount: passkey.signCount, signCount: verified.newSignCount,
+                backedUp: verified.backedUp, now: clock.now)
+        else {
             // Another sign-in with this credential stored its counter first: treat like a regression (possible clone).
             throw PasskeyFailure.verification(.signCountRegression(stored: passkey.signCount, received: verified.newSignCount))
         }
@@ -272,7 +308,9 @@ extension IdentityServer {
     }
 
     /// Finds (and consumes) the ceremony a response answers, by the challenge in its client data.
-    private func takeCeremony(_ clientDataJSON: Data, expecting kind: PasskeyChallengeRecord.Ceremony) async throws -> (PasskeyChallengeRecord, ClientData) {
+    private func takeCeremony(_ clientDataJSON: Data, expecting kind: PasskeyChallengeRecord.Ceremony) async throws -> (
+        PasskeyChallengeRecord, ClientData
+    ) {
         let clientData: ClientData
         do { clientData = try ClientData(clientDataJSON) } catch let error as WebAuthnError {
             throw PasskeyFailure.verification(error)
@@ -281,7 +319,8 @@ extension IdentityServer {
         }
         let now = clock.now
         guard let ceremony = try await store.takePasskeyChallenge(hash: Data(SHA256.hash(data: clientData.challenge)), now: now),
-              ceremony.expiresAt > now else { throw PasskeyFailure.challengeUnknownOrExpired }
+            ceremony.expiresAt > now
+        else { throw PasskeyFailure.challengeUnknownOrExpired }
         guard ceremony.ceremony == kind else { throw PasskeyFailure.wrongCeremony }
         return (ceremony, clientData)
     }
@@ -292,7 +331,8 @@ extension IdentityServer {
         let trimmed = name.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty, trimmed.count <= 100 else { throw PasskeyFailure.malformed("friendly_name must be 1 to 100 characters") }
         guard try await store.renamePasskey(id: id, userId: user.id, friendlyName: trimmed),
-              let updated = try await store.passkey(id: id) else { throw PasskeyFailure.notFound }
+            let updated = try await store.passkey(id: id)
+        else { throw PasskeyFailure.notFound }
         return updated
     }
 

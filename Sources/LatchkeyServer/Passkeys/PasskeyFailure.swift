@@ -45,10 +45,13 @@ enum PasskeyFailure: Error, Equatable, CustomStringConvertible {
 
     /// reachFive dialect (`/identity/v1/webauthn/…`).
     var apiError: APIError {
-        func error(_ status: HTTPResponse.Status, _ error: String, _ key: String, _ english: String,
-                   fields: [APIError.FieldError] = [], arguments: [String: String] = [:]) -> APIError {
-            APIError(status: status, code: "PKY-\(status.code)", error: error, messageKey: key, userMessage: english,
-                     technical: description, fieldErrors: fields, arguments: arguments)
+        func error(
+            _ status: HTTPResponse.Status, _ error: String, _ key: String, _ english: String,
+            fields: [APIError.FieldError] = [], arguments: [String: String] = [:]
+        ) -> APIError {
+            APIError(
+                status: status, code: "PKY-\(status.code)", error: error, messageKey: key, userMessage: english,
+                technical: description, fieldErrors: fields, arguments: arguments)
         }
         switch self {
         case .originNotAllowed, .malformed, .wrongCeremony:
@@ -56,8 +59,9 @@ enum PasskeyFailure: Error, Equatable, CustomStringConvertible {
         case .challengeUnknownOrExpired:
             return error(.badRequest, "invalid_grant", "passkey.expired", "This passkey request has expired. Please try again.")
         case .unknownCredential, .userHandleMismatch:
-            return error(.unauthorized, "invalid_grant", "passkey.unknown",
-                         "This passkey isn't recognised. Sign in another way or create an account.")
+            return error(
+                .unauthorized, "invalid_grant", "passkey.unknown",
+                "This passkey isn't recognised. Sign in another way or create an account.")
         case .verification:
             return error(.unauthorized, "invalid_grant", "passkey.failed", "We couldn't verify your passkey. Please try again.")
         case .alreadyRegistered:
@@ -69,8 +73,9 @@ enum PasskeyFailure: Error, Equatable, CustomStringConvertible {
         case .accountDisabled:
             return error(.forbidden, "access_denied", "login.disabled", "This account is disabled. Contact your administrator.")
         case .identifierRequired:
-            return error(.badRequest, "invalid_request", "signup.identifier_required", "Enter an email address or a phone number.",
-                         fields: [.init(field: "email", message: "Enter an email address or a phone number.", code: "signup.identifier_required")])
+            return error(
+                .badRequest, "invalid_request", "signup.identifier_required", "Enter an email address or a phone number.",
+                fields: [.init(field: "email", message: "Enter an email address or a phone number.", code: "signup.identifier_required")])
         case .identifierTaken(let field):
             let display = field == "phone_number" ? "Phone number" : field == "username" ? "Username" : "Email address"
             let arguments = UserSchema.fieldArguments(field, display: display)
@@ -79,8 +84,9 @@ enum PasskeyFailure: Error, Equatable, CustomStringConvertible {
             fieldError.arguments = arguments
             return error(.badRequest, "invalid_request", "signup.identifier_taken", english, fields: [fieldError], arguments: arguments)
         case .invalidProfile(let problems):
-            return error(.badRequest, "invalid_request", "error.userservice.schema_validation_failed", "Schema validation failed",
-                         fields: problems.map { .init(field: $0.attribute, message: $0.message, code: $0.key) })
+            return error(
+                .badRequest, "invalid_request", "error.userservice.schema_validation_failed", "Schema validation failed",
+                fields: problems.map { .init(field: $0.attribute, message: $0.message, code: $0.key) })
         }
     }
 
@@ -90,15 +96,19 @@ enum PasskeyFailure: Error, Equatable, CustomStringConvertible {
         case .noPasskeys:
             FlowFailure(code: "FET-1016", key: "passkey.none", message: "There is no passkey for this account yet.", description: description)
         case .alreadyRegistered, .identifierRequired, .identifierTaken, .invalidProfile:
-            FlowFailure(code: "FET-1018", key: "passkey.registration_failed", message: "We couldn't save your passkey. Please try again.",
-                        description: description)
+            FlowFailure(
+                code: "FET-1018", key: "passkey.registration_failed", message: "We couldn't save your passkey. Please try again.",
+                description: description)
         case .unknownCredential, .userHandleMismatch:
-            FlowFailure(code: "FET-1015", key: "passkey.unknown", message: "This passkey isn't recognised. Sign in another way or create an account.",
-                        description: description)
+            FlowFailure(
+                code: "FET-1015", key: "passkey.unknown", message: "This passkey isn't recognised. Sign in another way or create an account.",
+                description: description)
         case .challengeUnknownOrExpired:
-            FlowFailure(code: "FET-1019", key: "passkey.expired", message: "This passkey request has expired. Please try again.", description: description)
+            FlowFailure(
+                code: "FET-1019", key: "passkey.expired", message: "This passkey request has expired. Please try again.", description: description)
         default:
-            FlowFailure(code: "FET-1019", key: "passkey.failed", message: "We couldn't verify your passkey. Please try again.", description: description)
+            FlowFailure(
+                code: "FET-1019", key: "passkey.failed", message: "We couldn't verify your passkey. Please try again.", description: description)
         }
     }
 }

@@ -31,9 +31,10 @@ extension IdentityServer {
     func mintLoginTicket(user: UserRecord, clientId: String, amr: [String], mfaPending: Bool = false) async throws -> String {
         let now = clock.now
         let iat = Int(now.timeIntervalSince1970)
-        let claims = LoginTicketClaims(iss: issuer, sub: user.id, aud: clientId, iat: iat, exp: iat + configuration.lifetimes.loginTicket,
-                                       jti: Secrets.identifier(), tokenUse: LoginTicketClaims.tokenUse, authTime: iat, amr: amr,
-                                       mfaPending: mfaPending)
+        let claims = LoginTicketClaims(
+            iss: issuer, sub: user.id, aud: clientId, iat: iat, exp: iat + configuration.lifetimes.loginTicket,
+            jti: Secrets.identifier(), tokenUse: LoginTicketClaims.tokenUse, authTime: iat, amr: amr,
+            mfaPending: mfaPending)
         return try await signOwnToken(claims)
     }
 
@@ -48,12 +49,13 @@ extension IdentityServer {
             return claims
         } catch let failure as OwnTokenFailure {
             if failure == .used { logger.warning("login ticket replayed", metadata: ["client": .string(clientId)]) }
-            let why: String = switch failure {
-            case .notOurs: "tkn is not a login ticket of this server"
-            case .otherAudience: "the login ticket was issued to another application"
-            case .expired: "the login ticket has expired"
-            case .used: "the login ticket was already used"
-            }
+            let why: String =
+                switch failure {
+                case .notOurs: "tkn is not a login ticket of this server"
+                case .otherAudience: "the login ticket was issued to another application"
+                case .expired: "the login ticket has expired"
+                case .used: "the login ticket was already used"
+                }
             throw OAuthError(.accessDenied, why)
         }
     }

@@ -47,8 +47,9 @@ extension IdentityServer {
     }
 
     private func snakeJSON(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
-        Response(status: status, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
-                 body: .init(byteBuffer: ByteBuffer(bytes: try PasskeyJSON.snakeCase(value))))
+        Response(
+            status: status, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: try PasskeyJSON.snakeCase(value))))
     }
 
     /// The application a passkey sign-in or sign-up is for, when it allows native sign-in (its type and attestation
@@ -56,8 +57,9 @@ extension IdentityServer {
     private func publicClient(_ body: ReachFiveBody, _ request: Request) async throws -> ClientConfiguration {
         let clientId = try body.required("client_id")
         guard let client = try await store.client(id: clientId)?.configuration else {
-            throw APIError(status: .badRequest, code: "SSE-400", error: "invalid_client", messageKey: "oauth.invalid_client",
-                           userMessage: "This application is not allowed to sign you in.", technical: "unknown client_id")
+            throw APIError(
+                status: .badRequest, code: "SSE-400", error: "invalid_client", messageKey: "oauth.invalid_client",
+                userMessage: "This application is not allowed to sign you in.", technical: "unknown client_id")
         }
         try requireNativeSignInAllowed(client: client, attestation: request.headers[.attestationToken])
         return client
@@ -118,8 +120,9 @@ extension IdentityServer {
         let body = try await ReachFiveBody.read(request)
         let assertion = try ReachFiveCredential(body.fields).assertion
         let result = try await passkeyStep { try await finishPasskeyAuthentication(assertion) }
-        return try Responses.json(TicketBody(tkn: try await mintLoginTicket(user: result.user, clientId: result.clientId, amr: result.amr)),
-                                  noStore: true)
+        return try Responses.json(
+            TicketBody(tkn: try await mintLoginTicket(user: result.user, clientId: result.clientId, amr: result.amr)),
+            noStore: true)
     }
 
     // MARK: The signed-in account's passkeys
@@ -149,7 +152,9 @@ extension IdentityServer {
         let body = try await ReachFiveBody.read(request)
         let credential = body.object("public_key_credential") ?? body.fields
         let response = try ReachFiveCredential(credential).registration
-        let added = try await passkeyStep { try await finishPasskeyRegistration(user: user, response: response, friendlyName: body.string("friendly_name")) }
+        let added = try await passkeyStep {
+            try await finishPasskeyRegistration(user: user, response: response, friendlyName: body.string("friendly_name"))
+        }
         try await notifyAccountChange(user, "passkey_added", arguments: ["name": added.friendlyName], locale: request.locale())
         return Responses.empty(status: .noContent)
     }
@@ -181,8 +186,9 @@ extension IdentityServer {
     func admitChallenge(_ context: LatchkeyRequestContext) async throws {
         // Checked and counted in one step (concurrent requests cannot all pass the check first).
         if let wait = try await challengeThrottle.reserve(address: context.clientAddress, now: clock.now) {
-            throw Self.loginError(.tooManyRequests, LocalizedMessage("login.throttled", ["minutes": String(MessageCatalog.minutes(seconds: wait))]),
-                                  "too many passkey or code requests from this address; retry after \(wait) s")
+            throw Self.loginError(
+                .tooManyRequests, LocalizedMessage("login.throttled", ["minutes": String(MessageCatalog.minutes(seconds: wait))]),
+                "too many passkey or code requests from this address; retry after \(wait) s")
         }
     }
 

@@ -21,8 +21,9 @@ extension IdentityServer {
             .trimmingCharacters(in: .whitespaces)
         let password = body.fields["password"]?.stringValue ?? ""
         guard !identifier.isEmpty, !password.isEmpty else {
-            throw Self.loginError(.badRequest, LocalizedMessage("login.missing_fields"),
-                                  "an identifier (email, phone_number or username) and password are required")
+            throw Self.loginError(
+                .badRequest, LocalizedMessage("login.missing_fields"),
+                "an identifier (email, phone_number or username) and password are required")
         }
         // Unknown identifiers still go through the password check (decoy hash, same answer, same time).
         // An unknown or ambiguous identifier (a username that is another account's email, from before usernames and
@@ -42,8 +43,9 @@ extension IdentityServer {
             return try Responses.json(TicketBody(tkn: ticket, mfaRequired: true), noStore: true)
         }
         if client.requireMFA {
-            throw Self.loginError(.forbidden, LocalizedMessage("login.mfa_not_enrolled"),
-                                  "the application requires MFA and the user has no second factor")
+            throw Self.loginError(
+                .forbidden, LocalizedMessage("login.mfa_not_enrolled"),
+                "the application requires MFA and the user has no second factor")
         }
         return try Responses.json(TicketBody(tkn: try await mintLoginTicket(user: user, clientId: client.clientId, amr: ["pwd"])), noStore: true)
     }
@@ -59,7 +61,8 @@ extension IdentityServer {
     }
 
     static func loginError(_ status: HTTPResponse.Status, _ message: LocalizedMessage, _ technical: String) -> APIError {
-        APIError(status: status, code: "AUTH-\(status.code)", error: status == .tooManyRequests ? "too_many_requests" : "invalid_grant",
-                 messageKey: message.key, userMessage: message.english, technical: technical, arguments: message.arguments)
+        APIError(
+            status: status, code: "AUTH-\(status.code)", error: status == .tooManyRequests ? "too_many_requests" : "invalid_grant",
+            messageKey: message.key, userMessage: message.english, technical: technical, arguments: message.arguments)
     }
 }

@@ -11,8 +11,9 @@ struct ReachFiveBody {
         let buffer = try await request.boundedBody()
         guard buffer.readableBytes > 0 else { return ReachFiveBody(fields: [:]) }
         guard JSONMediaType.accepts(request, body: buffer) else {
-            throw APIError(status: .unsupportedMediaType, code: "SSE-415", error: "invalid_request", messageKey: "error.request",
-                           userMessage: "The request could not be processed.", technical: "the body must be sent as application/json")
+            throw APIError(
+                status: .unsupportedMediaType, code: "SSE-415", error: "invalid_request", messageKey: "error.request",
+                userMessage: "The request could not be processed.", technical: "the body must be sent as application/json")
         }
         guard case .object(let fields)? = try? JSONDecoder().decode(JSONValue.self, from: Data(buffer: buffer)) else {
             throw Self.invalid("the body must be a JSON object")
@@ -32,8 +33,9 @@ struct ReachFiveBody {
     }
 
     static func invalid(_ why: String) -> APIError {
-        APIError(status: .badRequest, code: "SSE-400", error: "invalid_request", messageKey: "error.request",
-                 userMessage: "The request could not be processed.", technical: why)
+        APIError(
+            status: .badRequest, code: "SSE-400", error: "invalid_request", messageKey: "error.request",
+            userMessage: "The request could not be processed.", technical: why)
     }
 }
 
@@ -67,19 +69,21 @@ struct ReachFiveCredential {
 
     var registration: PasskeyRegistrationResponse {
         get throws {
-            PasskeyRegistrationResponse(credentialId: credentialId,
-                                        clientDataJSON: try binary("client_data_json", "clientDataJSON") ?? Data(),
-                                        attestationObject: try binary("attestation_object", "attestationObject") ?? Data())
+            PasskeyRegistrationResponse(
+                credentialId: credentialId,
+                clientDataJSON: try binary("client_data_json", "clientDataJSON") ?? Data(),
+                attestationObject: try binary("attestation_object", "attestationObject") ?? Data())
         }
     }
 
     var assertion: PasskeyAssertionResponse {
         get throws {
-            PasskeyAssertionResponse(credentialId: credentialId,
-                                     clientDataJSON: try binary("client_data_json", "clientDataJSON") ?? Data(),
-                                     authenticatorData: try binary("authenticator_data", "authenticatorData") ?? Data(),
-                                     signature: try binary("signature", "signature") ?? Data(),
-                                     userHandle: try binary("user_handle", "userHandle", required: false))
+            PasskeyAssertionResponse(
+                credentialId: credentialId,
+                clientDataJSON: try binary("client_data_json", "clientDataJSON") ?? Data(),
+                authenticatorData: try binary("authenticator_data", "authenticatorData") ?? Data(),
+                signature: try binary("signature", "signature") ?? Data(),
+                userHandle: try binary("user_handle", "userHandle", required: false))
         }
     }
 }

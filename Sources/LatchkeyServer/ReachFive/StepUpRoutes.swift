@@ -49,7 +49,9 @@ extension IdentityServer {
         let clientId = try body.required("client_id")
         guard let client = try await store.client(id: clientId)?.configuration else { throw ReachFiveBody.invalid("unknown client_id") }
         let redirectUri = try body.required("redirect_uri")
-        guard RedirectURIMatcher.isRegistered(redirectUri, in: client.redirectUris) else { throw ReachFiveBody.invalid("redirect_uri is not registered") }
+        guard RedirectURIMatcher.isRegistered(redirectUri, in: client.redirectUris) else {
+            throw ReachFiveBody.invalid("redirect_uri is not registered")
+        }
         let challenge = body.string("code_challenge")
         if let challenge {
             guard body.string("code_challenge_method") == "S256", PKCE.isValidChallenge(challenge) else {
@@ -61,7 +63,8 @@ extension IdentityServer {
         let scope = body.string("scope")?.split(separator: " ").map(String.init) ?? client.scopes
         guard scope.allSatisfy(client.scopes.contains) else { throw ReachFiveBody.invalid("scope not allowed for this client") }
         let ticket: LoginTicketClaims
-        do { ticket = try await redeemLoginTicket(try body.required("tkn"), clientId: clientId, allowMFAPending: true) } catch let error as OAuthError {
+        do { ticket = try await redeemLoginTicket(try body.required("tkn"), clientId: clientId, allowMFAPending: true) } catch let error as OAuthError
+        {
             throw Self.loginError(.unauthorized, LocalizedMessage("login.expired"), error.description)
         }
         guard let user = try await store.user(id: ticket.sub), !user.disabled else {
@@ -70,9 +73,10 @@ extension IdentityServer {
         let factors = try await store.factors(userId: user.id)
         let amr = factors.map { $0.kind == .totp ? "otp" : "email" }
         let now = Int(clock.now.timeIntervalSince1970)
-        let claims = StepUpClaims(iss: issuer, sub: user.id, aud: clientId, iat: now, exp: now + configuration.lifetimes.oneTimeCode,
-                                  jti: Secrets.identifier(), tokenUse: StepUpClaims.tokenUse, amr: ticket.amr, authTime: ticket.authTime,
-                                  redirectUri: redirectUri, codeChallenge: challenge, scope: scope)
+        let claims = StepUpClaims(
+            iss: issuer, sub: user.id, aud: clientId, iat: now, exp: now + configuration.lifetimes.oneTimeCode,
+            jti: Secrets.identifier(), tokenUse: StepUpClaims.tokenUse, amr: ticket.amr, authTime: ticket.authTime,
+            redirectUri: redirectUri, codeChallenge: challenge, scope: scope)
         return try Responses.json(Body(amr: amr, token: try await signOwnToken(claims)), noStore: true)
     }
 
@@ -91,7 +95,9 @@ extension IdentityServer {
         let body = try await ReachFiveBody.read(request)
         let stepUpToken = try body.required("step_up")
         let claims = try await stepUpClaims(stepUpToken)
-        guard let user = try await store.user(id: claims.sub), !user.disabled else { throw ReachFiveBody.invalid("the account can no longer sign in") }
+        guard let user = try await store.user(id: claims.sub), !user.disabled else {
+            throw ReachFiveBody.invalid("the account can no longer sign in")
+        }
         // A locked account is not sent codes (nor given a challenge) it could not use.
         if let wait = try await codeLockout(CodeBudget.secondFactor(userId: user.id)) {
             throw Self.loginError(.tooManyRequests, .codesLocked(seconds: wait), "too many wrong codes for this account; retry after \(wait) s")
@@ -114,10 +120,11 @@ extension IdentityServer {
         // its verified claims are stored, never the bearer token itself. Stored before the email is sent, so an
         // exhausted token sends nothing.
         let id = Secrets.identifier()
-        let attempts = try await store.insertStepUpChallenge(StepUpChallengeRecord(
-            id: id, stepUpHash: Secrets.digest(stepUpToken), claims: try String(decoding: JSONEncoder().encode(claims), as: UTF8.self),
-            kind: kind, codeDigest: emailCode.map(codeDigest) ?? Data(), attempts: 0,
-            expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp))), now: now)
+        let attempts = try await store.insertStepUpChallenge(
+            StepUpChallengeRecord(
+                id: id, stepUpHash: Secrets.digest(stepUpToken), claims: try String(decoding: JSONEncoder().encode(claims), as: UTF8.self),
+                kind: kind, codeDigest: emailCode.map(codeDigest) ?? Data(), attempts: 0,
+                expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp))), now: now)
         if attempts >= Self.stepUpMaxAttempts {
             throw Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_attempts"), "too many wrong codes; sign in again")
         }
@@ -135,11 +142,14 @@ extension IdentityServer {
         let submitted = (body.string("verification_code") ?? "").filter { !$0.isWhitespace }
         let invalid = Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.invalid_otp"), "the verification code is wrong")
         guard let challenge = try await store.stepUpChallenge(id: id), challenge.expiresAt > clock.now,
-              let claims = try? JSONDecoder().decode(StepUpClaims.self, from: Data(challenge.claims.utf8)),
-              TimeInterval(claims.exp) > clock.now.timeIntervalSince1970 else {
+            let claims = try? JSONDecoder().decode(StepUpClaims.self, from: Data(challenge.claims.utf8)),
+            TimeInterval(claims.exp) > clock.now.timeIntervalSince1970
+        else {
             throw Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_expired"), "the challenge is unknown, used or expired")
         }
-        guard let user = try await store.user(id: claims.sub), !user.disabled else { throw ReachFiveBody.invalid("the account can no longer sign in") }
+        guard let user = try await store.user(id: claims.sub), !user.disabled else {
+            throw ReachFiveBody.invalid("the account can no longer sign in")
+        }
         // Both budgets are spent before the code is checked: the challenge's own five attempts, and the account's
         // second-factor budget shared with flows and every other challenge.
         guard let attempt = try await store.reserveStepUpAttempt(id: id, maxAttempts: Self.stepUpMaxAttempts) else {
@@ -149,11 +159,12 @@ extension IdentityServer {
         if let wait = try await reserveCodeAttempt(budget) {
             throw Self.loginError(.tooManyRequests, .codesLocked(seconds: wait), "too many wrong codes for this account; retry after \(wait) s")
         }
-        let matched = if challenge.kind == "otp" {
-            try await verifyTOTP(userId: user.id, code: submitted)
-        } else {
-            !challenge.codeDigest.isEmpty && Secrets.constantTimeEquals(codeDigest(submitted), challenge.codeDigest)
-        }
+        let matched =
+            if challenge.kind == "otp" {
+                try await verifyTOTP(userId: user.id, code: submitted)
+            } else {
+                !challenge.codeDigest.isEmpty && Secrets.constantTimeEquals(codeDigest(submitted), challenge.codeDigest)
+            }
         guard matched else {
             if attempt < Self.stepUpMaxAttempts { throw invalid }
             throw Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_attempts"), "too many wrong codes; sign in again")
@@ -164,10 +175,12 @@ extension IdentityServer {
         let completed = Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_expired"), "the step-up was already completed")
         guard try await store.takeStepUpChallenge(id: id) else { throw completed }
         do { try await consumeOwnToken(claims) } catch { throw completed }
-        let session = try await openSession(userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)),
-                                            amr: AuthenticationMethods.withSecondFactor(claims.amr))
-        let authRequest = AuthorizationRequest(clientId: claims.aud, redirectUri: claims.redirectUri, scope: claims.scope, state: nil, nonce: nil,
-                                               codeChallenge: claims.codeChallenge, loginHint: nil, uiLocales: nil, maxAge: nil, prompt: [])
+        let session = try await openSession(
+            userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)),
+            amr: AuthenticationMethods.withSecondFactor(claims.amr))
+        let authRequest = AuthorizationRequest(
+            clientId: claims.aud, redirectUri: claims.redirectUri, scope: claims.scope, state: nil, nonce: nil,
+            codeChallenge: claims.codeChallenge, loginHint: nil, uiLocales: nil, maxAge: nil, prompt: [])
         return try Responses.json(Body(code: try await mintAuthorizationCode(authRequest, user: user, session: session)), noStore: true)
     }
 }

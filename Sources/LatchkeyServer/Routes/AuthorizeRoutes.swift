@@ -54,8 +54,9 @@ extension IdentityServer {
             return errorRedirect(error, redirectUri: redirectUri, state: state)
         } catch let failure as AppleSignInFailure {
             logger.notice("Sign in with Apple refused", metadata: ["reason": .string(failure.description), "client": .string(clientId)])
-            return errorRedirect(failure.oauthError, redirectUri: redirectUri, state: state, messageKey: failure.messageKey,
-                                 locale: request.locale())
+            return errorRedirect(
+                failure.oauthError, redirectUri: redirectUri, state: state, messageKey: failure.messageKey,
+                locale: request.locale())
         }
     }
 
@@ -69,7 +70,8 @@ extension IdentityServer {
         // require_mfa holds here too: a ticket proves one factor unless its amr says otherwise (a password ticket of an
         // account without a second factor, or a passkey used without user verification).
         if let client = try await store.client(id: authRequest.clientId)?.configuration, client.requireMFA,
-           !AuthenticationMethods.isMultiFactor(claims.amr) {
+            !AuthenticationMethods.isMultiFactor(claims.amr)
+        {
             throw OAuthError(.accessDenied, "the application requires a second factor")
         }
         let session = try await openSession(userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)), amr: claims.amr)
@@ -77,8 +79,10 @@ extension IdentityServer {
     }
 
     /// Native provider token exchange (reachFive `login(withProvider:idToken:nonce:…)`); Sign in with Apple only.
-    private func authorizeWithProvider(_ provider: String, _ params: Parameters, _ authRequest: AuthorizationRequest,
-                                       client: ClientConfiguration) async throws -> Response {
+    private func authorizeWithProvider(
+        _ provider: String, _ params: Parameters, _ authRequest: AuthorizationRequest,
+        client: ClientConfiguration
+    ) async throws -> Response {
         guard provider == "apple" || provider.hasPrefix("apple:") else {
             throw OAuthError(.invalidRequest, "provider \(provider) is not supported (only apple)")
         }
@@ -86,8 +90,9 @@ extension IdentityServer {
         // accept them as one.
         guard !client.requireMFA else { throw OAuthError(.accessDenied, "the application requires a second factor") }
         let idToken = try params.required("id_token")
-        let user = try await signInWithApple(idToken: idToken, nonce: try params.single("nonce"), client: client,
-                                             givenName: try params.single("given_name"), familyName: try params.single("family_name"))
+        let user = try await signInWithApple(
+            idToken: idToken, nonce: try params.single("nonce"), client: client,
+            givenName: try params.single("given_name"), familyName: try params.single("family_name"))
         // RFC 8176 `fed`: Apple authenticated the user; we cannot see how, so it never counts as a second factor here.
         let session = try await openSession(userId: user.id, authTime: clock.now, amr: ["fed"])
         return try await issueCode(authRequest, user: user, session: session, afterPost: false)
@@ -97,15 +102,18 @@ extension IdentityServer {
     /// `sid`, so ending it ends them.
     func openSession(userId: String, authTime: Date, amr: [String]) async throws -> SessionRecord {
         let now = clock.now
-        let session = SessionRecord(id: Secrets.identifier(), secretHash: Secrets.digest(Secrets.token()), userId: userId, authTime: authTime,
-                                    createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.session)), endedAt: nil,
-                                    amr: AuthenticationMethods.normalized(amr))
+        let session = SessionRecord(
+            id: Secrets.identifier(), secretHash: Secrets.digest(Secrets.token()), userId: userId, authTime: authTime,
+            createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.session)), endedAt: nil,
+            amr: AuthenticationMethods.normalized(amr))
         try await store.insertSession(session)
         return session
     }
 
-    func validateAuthorizationRequest(_ params: Parameters, client: ClientConfiguration, redirectUri: String,
-                                              state: String?) throws(OAuthError) -> AuthorizationRequest {
+    func validateAuthorizationRequest(
+        _ params: Parameters, client: ClientConfiguration, redirectUri: String,
+        state: String?
+    ) throws(OAuthError) -> AuthorizationRequest {
         if try params.single("request") != nil { throw OAuthError(.requestNotSupported, "request objects are not supported") }
         if try params.single("request_uri") != nil { throw OAuthError(.requestURINotSupported, "request_uri is not supported") }
         guard try params.single("response_type") == "code" else {
@@ -145,9 +153,10 @@ extension IdentityServer {
             guard let value = Int(raw), value >= 0 else { throw OAuthError(.invalidRequest, "max_age must be a non-negative integer") }
             maxAge = value
         }
-        return AuthorizationRequest(clientId: client.clientId, redirectUri: redirectUri, scope: requested, state: state, nonce: nonce,
-                                    codeChallenge: challenge, loginHint: try params.single("login_hint"),
-                                    uiLocales: try params.single("ui_locales"), maxAge: maxAge, prompt: prompt)
+        return AuthorizationRequest(
+            clientId: client.clientId, redirectUri: redirectUri, scope: requested, state: state, nonce: nonce,
+            codeChallenge: challenge, loginHint: try params.single("login_hint"),
+            uiLocales: try params.single("ui_locales"), maxAge: maxAge, prompt: prompt)
     }
 
     /// Silent SSO when a live session satisfies the request; otherwise the login page (or `login_required`).
@@ -163,13 +172,15 @@ extension IdentityServer {
             return try await issueCode(authRequest, user: live.user, session: live.session, afterPost: false)
         }
         if authRequest.prompt.contains("none") {
-            return errorRedirect(OAuthError(.loginRequired, "no active session satisfies the request"),
-                                 redirectUri: authRequest.redirectUri, state: authRequest.state)
+            return errorRedirect(
+                OAuthError(.loginRequired, "no active session satisfies the request"),
+                redirectUri: authRequest.redirectUri, state: authRequest.state)
         }
         let id = Secrets.token()
-        try await store.insertLoginRequest(LoginRequestRecord(
-            id: id, request: authRequest, createdAt: now,
-            expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.loginRequest))))
+        try await store.insertLoginRequest(
+            LoginRequestRecord(
+                id: id, request: authRequest, createdAt: now,
+                expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.loginRequest))))
         return Responses.redirect(to: "/login?request=\(id)")
     }
 
@@ -186,16 +197,19 @@ extension IdentityServer {
     /// The session behind the request's cookie, if it is live and its user may still sign in.
     func liveSession(for request: Request) async throws -> (session: SessionRecord, user: UserRecord)? {
         guard let secret = request.cookieValue(cookies.sessionName), !secret.isEmpty,
-              let session = try await store.session(secretHash: Secrets.digest(secret)),
-              session.endedAt == nil, session.expiresAt > clock.now,
-              let user = try await store.user(id: session.userId), !user.disabled else { return nil }
+            let session = try await store.session(secretHash: Secrets.digest(secret)),
+            session.endedAt == nil, session.expiresAt > clock.now,
+            let user = try await store.user(id: session.userId), !user.disabled
+        else { return nil }
         return (session, user)
     }
 
     /// Issues a single-use code bound to the client, redirect URI, PKCE challenge and nonce, and sends the browser
     /// back with `code`, `state` and `iss`.
-    func issueCode(_ authRequest: AuthorizationRequest, user: UserRecord, session: SessionRecord, afterPost: Bool,
-                   headers: HTTPFields = [:]) async throws -> Response {
+    func issueCode(
+        _ authRequest: AuthorizationRequest, user: UserRecord, session: SessionRecord, afterPost: Bool,
+        headers: HTTPFields = [:]
+    ) async throws -> Response {
         let code = try await mintAuthorizationCode(authRequest, user: user, session: session)
         let location = RedirectURL.appending([("code", code), ("state", authRequest.state), ("iss", issuer)], to: authRequest.redirectUri)
         return Responses.redirect(to: location, afterPost: afterPost, headers: headers)
@@ -205,29 +219,37 @@ extension IdentityServer {
     func mintAuthorizationCode(_ authRequest: AuthorizationRequest, user: UserRecord, session: SessionRecord) async throws -> String {
         let code = Secrets.token()
         let now = clock.now
-        try await store.insertAuthorizationCode(AuthorizationCodeRecord(
-            codeHash: Secrets.digest(code), clientId: authRequest.clientId, userId: user.id, redirectUri: authRequest.redirectUri,
-            scope: authRequest.scope, nonce: authRequest.nonce, codeChallenge: authRequest.codeChallenge, sessionId: session.id,
-            authTime: session.authTime, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.authorizationCode)),
-            usedAt: nil, familyId: nil, amr: session.amr))
+        try await store.insertAuthorizationCode(
+            AuthorizationCodeRecord(
+                codeHash: Secrets.digest(code), clientId: authRequest.clientId, userId: user.id, redirectUri: authRequest.redirectUri,
+                scope: authRequest.scope, nonce: authRequest.nonce, codeChallenge: authRequest.codeChallenge, sessionId: session.id,
+                authTime: session.authTime, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.authorizationCode)),
+                usedAt: nil, familyId: nil, amr: session.amr))
         return code
     }
 
     /// `messageKey` adds the reachFive `error_message_key`, so native SDKs can tell why (e.g. `apple.expired`).
     /// With a catalog `messageKey` the reachFive `error_user_msg` (in `locale`) goes along too.
-    func errorRedirect(_ error: OAuthError, redirectUri: String, state: String?, messageKey: String? = nil,
-                       locale: SupportedLocale = .en) -> Response {
+    func errorRedirect(
+        _ error: OAuthError, redirectUri: String, state: String?, messageKey: String? = nil,
+        locale: SupportedLocale = .en
+    ) -> Response {
         let userMessage = messageKey.flatMap { MessageCatalog.text($0, locale: locale) }
-        return Responses.redirect(to: RedirectURL.appending(
-            [("error", error.code.rawValue), ("error_description", error.description), ("error_message_key", messageKey),
-             ("error_user_msg", userMessage), ("state", state), ("iss", issuer)],
-            to: redirectUri))
+        return Responses.redirect(
+            to: RedirectURL.appending(
+                [
+                    ("error", error.code.rawValue), ("error_description", error.description), ("error_message_key", messageKey),
+                    ("error_user_msg", userMessage), ("state", state), ("iss", issuer)
+                ],
+                to: redirectUri))
     }
 
     /// The error page for requests that cannot go back to the client, in the request's `ui_locales` or browser language.
     func authorizeErrorPage(_ bodyKey: String, _ request: Request, _ params: Parameters) -> Response {
         let uiLocales = (try? params.single("ui_locales")) ?? nil
-        return Responses.html(Pages.message(titleKey: "page.authorize_invalid.title", bodyKey: bodyKey,
-                                            locale: request.locale(uiLocales: uiLocales)), status: .badRequest)
+        return Responses.html(
+            Pages.message(
+                titleKey: "page.authorize_invalid.title", bodyKey: bodyKey,
+                locale: request.locale(uiLocales: uiLocales)), status: .badRequest)
     }
 }

@@ -40,13 +40,14 @@ extension IdentityServer {
         for attempt in 1...3 {
             userCode = Self.newUserCode()
             do {
-                try await store.insertDeviceAuthorization(DeviceAuthorizationRecord(
-                    deviceCodeHash: Secrets.digest(deviceCode), userCodeDigest: codeDigest(userCode), clientId: client.clientId,
-                    scope: scope, status: .pending, createdAt: now,
-                    expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.deviceCode)),
-                    interval: configuration.lifetimes.devicePollingInterval, lastPolledAt: nil))
+                try await store.insertDeviceAuthorization(
+                    DeviceAuthorizationRecord(
+                        deviceCodeHash: Secrets.digest(deviceCode), userCodeDigest: codeDigest(userCode), clientId: client.clientId,
+                        scope: scope, status: .pending, createdAt: now,
+                        expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.deviceCode)),
+                        interval: configuration.lifetimes.devicePollingInterval, lastPolledAt: nil))
                 break
-            } catch where attempt < 3 {
+            } catch _ where attempt < 3 {
                 continue
             }
         }
@@ -60,10 +61,12 @@ extension IdentityServer {
                 case verificationURIComplete = "verification_uri_complete", expiresIn = "expires_in", interval
             }
         }
-        return try Responses.json(Answer(deviceCode: deviceCode, userCode: display, verificationURI: issuer + "/device",
-                                         verificationURIComplete: client.deviceVerificationURIComplete ? issuer + "/device?user_code=" + display : nil,
-                                         expiresIn: configuration.lifetimes.deviceCode, interval: configuration.lifetimes.devicePollingInterval),
-                                  noStore: true)
+        return try Responses.json(
+            Answer(
+                deviceCode: deviceCode, userCode: display, verificationURI: issuer + "/device",
+                verificationURIComplete: client.deviceVerificationURIComplete ? issuer + "/device?user_code=" + display : nil,
+                expiresIn: configuration.lifetimes.deviceCode, interval: configuration.lifetimes.devicePollingInterval),
+            noStore: true)
     }
 
     static func newUserCode() -> String {
@@ -97,13 +100,15 @@ extension IdentityServer {
         if let typed, let code = Self.normalizedUserCode(typed) {
             let vouched = typedHere.map { Secrets.constantTimeEquals($0, deviceTypedProof(code)) } ?? false
             if try await admitChallengeRequest(address: context.clientAddress) == nil,
-               let pending = try await store.pendingDeviceAuthorization(userCodeDigest: codeDigest(code), now: clock.now) {
+                let pending = try await store.pendingDeviceAuthorization(userCodeDigest: codeDigest(code), now: clock.now)
+            {
                 let linkAllowed = try await store.client(id: pending.clientId)?.configuration.deviceVerificationURIComplete ?? false
                 if vouched || linkAllowed {
                     prefill = typed
                     if let live = try await liveSession(for: request),
-                       try await sessionSatisfies(live.session, user: live.user, clientId: pending.clientId),
-                       deviceSessionIsFreshEnough(live.session, for: pending) {
+                        try await sessionSatisfies(live.session, user: live.user, clientId: pending.clientId),
+                        deviceSessionIsFreshEnough(live.session, for: pending)
+                    {
                         return try await deviceConfirmationPage(pending, code: code, user: live.user, locale: locale)
                     }
                 }
@@ -139,7 +144,8 @@ extension IdentityServer {
             return deviceEntryPage(typed: typed, error: message, status: .tooManyRequests, locale: locale)
         }
         guard let code = Self.normalizedUserCode(typed),
-              let pending = try await store.pendingDeviceAuthorization(userCodeDigest: codeDigest(code), now: clock.now) else {
+            let pending = try await store.pendingDeviceAuthorization(userCodeDigest: codeDigest(code), now: clock.now)
+        else {
             return deviceEntryPage(typed: typed, error: Pages.t("page.device.invalid", locale), status: .badRequest, locale: locale)
         }
         let returnTo = "/device?user_code=" + Self.displayUserCode(code) + "&typed=" + deviceTypedProof(code)
@@ -150,24 +156,32 @@ extension IdentityServer {
             // good enough except for its age signs in again (`prompt=login`).
             let id = Secrets.token()
             let now = clock.now
-            try await store.insertLoginRequest(LoginRequestRecord(
-                id: id, request: AuthorizationRequest(clientId: pending.clientId, redirectUri: "", scope: pending.scope, state: nil,
-                                                      nonce: nil, codeChallenge: nil, loginHint: nil, uiLocales: nil, maxAge: nil,
-                                                      prompt: satisfied ? ["login"] : [], returnTo: returnTo),
-                createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.loginRequest))))
+            try await store.insertLoginRequest(
+                LoginRequestRecord(
+                    id: id,
+                    request: AuthorizationRequest(
+                        clientId: pending.clientId, redirectUri: "", scope: pending.scope, state: nil,
+                        nonce: nil, codeChallenge: nil, loginHint: nil, uiLocales: nil, maxAge: nil,
+                        prompt: satisfied ? ["login"] : [], returnTo: returnTo),
+                    createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.loginRequest))))
             return Responses.redirect(to: "/login?request=\(id)", afterPost: true)
         }
         switch try params.single("decision") {
         case let decision? where decision == "approve" || decision == "deny":
             let approve = decision == "approve"
-            guard try await store.decideDeviceAuthorization(userCodeDigest: codeDigest(code), approve: approve, userId: live.user.id,
-                                                            sessionId: live.session.id, authTime: live.session.authTime,
-                                                            amr: live.session.amr, now: clock.now) else {
+            guard
+                try await store.decideDeviceAuthorization(
+                    userCodeDigest: codeDigest(code), approve: approve, userId: live.user.id,
+                    sessionId: live.session.id, authTime: live.session.authTime,
+                    amr: live.session.amr, now: clock.now)
+            else {
                 return deviceEntryPage(typed: typed, error: Pages.t("page.device.invalid", locale), status: .badRequest, locale: locale)
             }
             logger.info("device authorization decided", metadata: ["client": .string(pending.clientId), "approved": .string("\(approve)")])
-            return Responses.html(Pages.message(titleKey: "page.device.title", bodyKey: approve ? "page.device.approved" : "page.device.denied",
-                                                locale: locale), headers: [.contentLanguage: locale.tag])
+            return Responses.html(
+                Pages.message(
+                    titleKey: "page.device.title", bodyKey: approve ? "page.device.approved" : "page.device.denied",
+                    locale: locale), headers: [.contentLanguage: locale.tag])
         default:
             return try await deviceConfirmationPage(pending, code: code, user: live.user, locale: locale)
         }
@@ -175,20 +189,24 @@ extension IdentityServer {
 
     private func deviceEntryPage(typed: String?, error: String?, status: HTTPResponse.Status, locale: SupportedLocale) -> Response {
         let secret = Secrets.token()
-        let page = Pages.deviceEntry(csrf: CookiePolicy.csrfToken(secret: secret, requestId: Self.deviceCSRFScope),
-                                     typed: typed, error: error, locale: locale)
+        let page = Pages.deviceEntry(
+            csrf: CookiePolicy.csrfToken(secret: secret, requestId: Self.deviceCSRFScope),
+            typed: typed, error: error, locale: locale)
         return Responses.html(page, status: status, headers: [.setCookie: cookies.csrf(secret), .contentLanguage: locale.tag])
     }
 
-    private func deviceConfirmationPage(_ pending: DeviceAuthorizationRecord, code: String, user: UserRecord,
-                                        locale: SupportedLocale) async throws -> Response {
+    private func deviceConfirmationPage(
+        _ pending: DeviceAuthorizationRecord, code: String, user: UserRecord,
+        locale: SupportedLocale
+    ) async throws -> Response {
         let secret = Secrets.token()
         let clientName = try await store.client(id: pending.clientId)?.configuration.name ?? pending.clientId
         // How old the request is: one that someone else started minutes before the person arrived shows its age.
         let minutes = max(1, Int(clock.now.timeIntervalSince(pending.createdAt)) / 60)  // whole minutes passed (at least one)
-        let page = Pages.deviceConfirmation(csrf: CookiePolicy.csrfToken(secret: secret, requestId: Self.deviceCSRFScope),
-                                            code: Self.displayUserCode(code), clientName: clientName, userName: user.username,
-                                            age: MessageCatalog.duration(minutes: minutes, locale: locale), locale: locale)
+        let page = Pages.deviceConfirmation(
+            csrf: CookiePolicy.csrfToken(secret: secret, requestId: Self.deviceCSRFScope),
+            code: Self.displayUserCode(code), clientName: clientName, userName: user.username,
+            age: MessageCatalog.duration(minutes: minutes, locale: locale), locale: locale)
         return Responses.html(page, headers: [.setCookie: cookies.csrf(secret), .contentLanguage: locale.tag])
     }
 }

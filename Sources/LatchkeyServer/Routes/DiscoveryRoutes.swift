@@ -21,7 +21,8 @@ struct ProviderMetadata: Encodable {
     var revocationEndpointAuthMethodsSupported = ClientAuthMethod.allCases.map(\.rawValue)
     var introspectionEndpointAuthMethodsSupported = ClientAuthMethod.allCases.map(\.rawValue)
     var codeChallengeMethodsSupported = ["S256"]
-    var claimsSupported = ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp", "sid", "amr", "acr"]
+    var claimsSupported =
+        ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp", "sid", "amr", "acr"]
         + ScopeClaims.byScope.values.flatMap { $0 }.sorted()
     var acrValuesSupported = [AuthenticationMethods.multiFactorACR]
     var promptValuesSupported = ["none", "login"]

@@ -10,8 +10,12 @@ import LatchkeyJOSE
 extension IdentityServer {
     func addEndSessionRoutes(_ router: Router<LatchkeyRequestContext>) {
         for prefix in Self.oauthPrefixes {
-            router.get(RouterPath(prefix + "/logout")) { request, _ in try await self.endSession(request, try Parameters.query(of: request), isPost: false) }
-            router.post(RouterPath(prefix + "/logout")) { request, _ in try await self.endSession(request, try await Parameters.body(of: request), isPost: true) }
+            router.get(RouterPath(prefix + "/logout")) { request, _ in
+                try await self.endSession(request, try Parameters.query(of: request), isPost: false)
+            }
+            router.post(RouterPath(prefix + "/logout")) { request, _ in
+                try await self.endSession(request, try await Parameters.body(of: request), isPost: true)
+            }
         }
     }
 
@@ -58,15 +62,17 @@ extension IdentityServer {
         let confirmedByHint = hint != nil && (live == nil ? hintedSessionEnded : live?.user.id == hintedSub)
         if !confirmedByHint && (live != nil || hint != nil) {
             guard isPost, try params.single("confirm") == "yes", let form = try params.single("csrf"),
-                  let cookie = request.cookieValue(cookies.csrfName), Secrets.constantTimeEquals(form, cookie) else {
+                let cookie = request.cookieValue(cookies.csrfName), Secrets.constantTimeEquals(form, cookie)
+            else {
                 let csrf = Secrets.token()
                 var hidden: [(String, String)] = []
                 for name in ["post_logout_redirect_uri", "state", "client_id", "id_token_hint"] {
                     if let v = try params.single(name) { hidden.append((name, v)) }
                 }
                 if hint == nil, let clientId { hidden.removeAll { $0.0 == "client_id" }; hidden.append(("client_id", clientId)) }
-                return Responses.html(Pages.logoutConfirmation(csrf: csrf, hiddenFields: hidden, locale: request.locale(uiLocales: try params.single("ui_locales"))),
-                                      headers: [.setCookie: cookies.csrf(csrf)])
+                return Responses.html(
+                    Pages.logoutConfirmation(csrf: csrf, hiddenFields: hidden, locale: request.locale(uiLocales: try params.single("ui_locales"))),
+                    headers: [.setCookie: cookies.csrf(csrf)])
             }
         }
         // A confirmed form ends the browser's own session, and the hinted one only when it is the same user's in this
@@ -78,8 +84,10 @@ extension IdentityServer {
         var headers = HTTPFields()
         headers[values: .setCookie] = [cookies.clearSession()]
         if let redirect { return Responses.redirect(to: redirect, afterPost: isPost, headers: headers) }
-        return Responses.html(Pages.message(titleKey: "page.signed_out.title", bodyKey: "page.signed_out.body",
-                                            locale: request.locale(uiLocales: try params.single("ui_locales"))), headers: headers)
+        return Responses.html(
+            Pages.message(
+                titleKey: "page.signed_out.title", bodyKey: "page.signed_out.body",
+                locale: request.locale(uiLocales: try params.single("ui_locales"))), headers: headers)
     }
 
     private func logoutError(_ bodyKey: String, _ request: Request) -> Response {

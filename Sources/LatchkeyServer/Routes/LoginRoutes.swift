@@ -27,12 +27,15 @@ extension IdentityServer {
         let locale = request.locale(uiLocales: pending.request.uiLocales)
         // A reload of the page while the code is owed shows the code form again (same browser only).
         if let factor = try await store.loginSecondFactor(requestId: id), isBound(factor, to: request),
-           let kind = SecondFactor(rawValue: factor.kind) {
-            return secondFactorPage(requestId: id, kind: kind, client: client, clientId: pending.request.clientId, error: nil, info: nil,
-                                    status: .ok, locale: locale)
+            let kind = SecondFactor(rawValue: factor.kind)
+        {
+            return secondFactorPage(
+                requestId: id, kind: kind, client: client, clientId: pending.request.clientId, error: nil, info: nil,
+                status: .ok, locale: locale)
         }
-        return loginPage(requestId: id, client: client, clientId: pending.request.clientId, username: pending.request.loginHint,
-                         error: nil, status: .ok, locale: locale)
+        return loginPage(
+            requestId: id, client: client, clientId: pending.request.clientId, username: pending.request.loginHint,
+            error: nil, status: .ok, locale: locale)
     }
 
     private func submitLogin(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
@@ -55,8 +58,9 @@ extension IdentityServer {
         let username = (try params.single("username") ?? "").trimmingCharacters(in: .whitespaces)
         let password = try params.single("password") ?? ""
         func fail(_ message: LocalizedMessage, _ status: HTTPResponse.Status) -> Response {
-            loginPage(requestId: id, client: client, clientId: pending.request.clientId, username: username, error: message.text(locale),
-                      status: status, locale: locale)
+            loginPage(
+                requestId: id, client: client, clientId: pending.request.clientId, username: username, error: message.text(locale),
+                status: status, locale: locale)
         }
         let user: UserRecord
         var authTime = clock.now
@@ -65,7 +69,8 @@ extension IdentityServer {
             // The page's passkey button: the reachFive endpoints verified the passkey and issued a ticket for this
             // application; redeeming it here (once) stands for the password.
             guard let claims = try? await redeemLoginTicket(ticket, clientId: pending.request.clientId),
-                  let owner = try await store.user(id: claims.sub), !owner.disabled else {
+                let owner = try await store.user(id: claims.sub), !owner.disabled
+            else {
                 return fail(LocalizedMessage("page.login.passkey_failed"), .unauthorized)
             }
             user = owner
@@ -75,12 +80,13 @@ extension IdentityServer {
             guard !username.isEmpty, !password.isEmpty else { return fail(LocalizedMessage("login.missing_fields"), .badRequest) }
             let outcome = try await checkPassword(username: username, password: password, address: context.clientAddress, signIn: .password)
             guard case .accepted(let accepted) = outcome else {
-                let status: HTTPResponse.Status = switch outcome {
-                case .throttled: .tooManyRequests
-                case .locked: .locked
-                case .disabled: .forbidden
-                case .rejected, .accepted: .unauthorized
-                }
+                let status: HTTPResponse.Status =
+                    switch outcome {
+                    case .throttled: .tooManyRequests
+                    case .locked: .locked
+                    case .disabled: .forbidden
+                    case .rejected, .accepted: .unauthorized
+                    }
                 return fail(outcome.userMessage(now: clock.now) ?? LocalizedMessage("login.invalid_credentials"), status)
             }
             user = accepted
@@ -91,13 +97,15 @@ extension IdentityServer {
             return try await completeLogin(pending, requestId: id, user: user, amr: amr, authTime: authTime)
         }
         if let kind = try await enrolledSecondFactor(of: user) {
-            return try await beginSecondFactor(kind, pending: pending, requestId: id, user: user, amr: amr, authTime: authTime,
-                                               client: client, locale: locale)
+            return try await beginSecondFactor(
+                kind, pending: pending, requestId: id, user: user, amr: amr, authTime: authTime,
+                client: client, locale: locale)
         }
         // No second factor enrolled: fine unless the application requires one (an unknown application is refused).
         guard let client, !client.requireMFA else {
-            logger.notice("hosted sign-in refused: the application requires MFA and the account has no second factor",
-                          metadata: ["client": .string(pending.request.clientId)])
+            logger.notice(
+                "hosted sign-in refused: the application requires MFA and the account has no second factor",
+                metadata: ["client": .string(pending.request.clientId)])
             return fail(LocalizedMessage("login.mfa_not_enrolled"), .forbidden)
         }
         return try await completeLogin(pending, requestId: id, user: user, amr: amr, authTime: authTime)
@@ -107,12 +115,16 @@ extension IdentityServer {
 
     /// Stores the pending second step (bound to this browser by a new cookie), emails the code when that is the
     /// factor, and shows the code form.
-    private func beginSecondFactor(_ kind: SecondFactor, pending: LoginRequestRecord, requestId: String, user: UserRecord, amr: [String],
-                                   authTime: Date, client: ClientConfiguration?, locale: SupportedLocale) async throws -> Response {
+    private func beginSecondFactor(
+        _ kind: SecondFactor, pending: LoginRequestRecord, requestId: String, user: UserRecord, amr: [String],
+        authTime: Date, client: ClientConfiguration?, locale: SupportedLocale
+    ) async throws -> Response {
         // An account whose code budget is spent is not sent codes it could not use (the flows and step-up do the same).
         if let wait = try await codeLockout(CodeBudget.secondFactor(userId: user.id)) {
-            return Responses.html(Pages.message(title: Pages.t("page.mfa.title", locale), body: LocalizedMessage.codesLocked(seconds: wait).text(locale),
-                                                locale: locale), status: .tooManyRequests)
+            return Responses.html(
+                Pages.message(
+                    title: Pages.t("page.mfa.title", locale), body: LocalizedMessage.codesLocked(seconds: wait).text(locale),
+                    locale: locale), status: .tooManyRequests)
         }
         let now = clock.now
         let lifetime = configuration.lifetimes.oneTimeCode
@@ -131,8 +143,9 @@ extension IdentityServer {
             // A concurrent first-factor POST for the same login request won; this browser is not the bound one.
             return csrfPage(locale)
         }
-        return secondFactorPage(requestId: requestId, kind: kind, client: client, clientId: pending.request.clientId, error: nil, info: nil,
-                                status: .ok, locale: locale, extraCookies: [cookies.secondFactor(binding, maxAge: lifetime)])
+        return secondFactorPage(
+            requestId: requestId, kind: kind, client: client, clientId: pending.request.clientId, error: nil, info: nil,
+            status: .ok, locale: locale, extraCookies: [cookies.secondFactor(binding, maxAge: lifetime)])
     }
 
     /// Whether the request comes from the browser that passed the first factor.
@@ -141,8 +154,10 @@ extension IdentityServer {
         return Secrets.constantTimeEquals(Secrets.digest(value), factor.browserHash)
     }
 
-    private func submitSecondFactor(_ factor: LoginSecondFactorRecord, pending: LoginRequestRecord, params: Parameters, request: Request,
-                                    client: ClientConfiguration?, locale: SupportedLocale) async throws -> Response {
+    private func submitSecondFactor(
+        _ factor: LoginSecondFactorRecord, pending: LoginRequestRecord, params: Parameters, request: Request,
+        client: ClientConfiguration?, locale: SupportedLocale
+    ) async throws -> Response {
         let id = factor.requestId
         guard isBound(factor, to: request) else {
             logger.notice("second factor rejected: not the browser that passed the first factor")
@@ -154,9 +169,10 @@ extension IdentityServer {
             return expiredLoginPage(locale)
         }
         func page(error: String?, info: String? = nil, message: LocalizedMessage? = nil, _ status: HTTPResponse.Status) -> Response {
-            secondFactorPage(requestId: id, kind: kind, client: client, clientId: pending.request.clientId,
-                             error: message.map { $0.text(locale) } ?? error.map { LocalizedMessage($0).text(locale) },
-                             info: info.map { LocalizedMessage($0).text(locale) }, status: status, locale: locale)
+            secondFactorPage(
+                requestId: id, kind: kind, client: client, clientId: pending.request.clientId,
+                error: message.map { $0.text(locale) } ?? error.map { LocalizedMessage($0).text(locale) },
+                info: info.map { LocalizedMessage($0).text(locale) }, status: status, locale: locale)
         }
         let now = clock.now
         if try params.single("resend") != nil {
@@ -166,9 +182,12 @@ extension IdentityServer {
             }
             // Counted before anything is sent, in one conditional UPDATE; the attempt counter is not reset.
             let code = SecondFactor.newCode()
-            guard try await store.resendLoginSecondFactor(requestId: id, codeDigest: codeDigest(code),
-                                                          expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.oneTimeCode)),
-                                                          maxSends: SecondFactor.maxSends) else {
+            guard
+                try await store.resendLoginSecondFactor(
+                    requestId: id, codeDigest: codeDigest(code),
+                    expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.oneTimeCode)),
+                    maxSends: SecondFactor.maxSends)
+            else {
                 return page(error: "page.mfa.resend_limit", .tooManyRequests)
             }
             _ = try await sendSignInCode(to: user, appName: client?.name ?? pending.request.clientId, locale: locale, code: code)
@@ -199,32 +218,40 @@ extension IdentityServer {
             try await store.deleteLoginRequest(id: id)
             var headers = HTTPFields()
             headers[values: .setCookie] = [cookies.clearSecondFactor()]
-            return Responses.html(Pages.message(title: Pages.t("page.mfa.title", locale),
-                                                body: Pages.t("flows.executor.errors.otp_attempts", locale), locale: locale),
-                                  status: .tooManyRequests, headers: headers)
+            return Responses.html(
+                Pages.message(
+                    title: Pages.t("page.mfa.title", locale),
+                    body: Pages.t("flows.executor.errors.otp_attempts", locale), locale: locale),
+                status: .tooManyRequests, headers: headers)
         }
         // Exactly once: a concurrent request with the same right code loses here.
         guard try await store.takeLoginSecondFactor(requestId: id) else { return expiredLoginPage(locale) }
         try await codeAccepted(budget)
-        return try await completeLogin(pending, requestId: id, user: user, amr: AuthenticationMethods.withSecondFactor(factor.amr),
-                                       authTime: factor.authTime)
+        return try await completeLogin(
+            pending, requestId: id, user: user, amr: AuthenticationMethods.withSecondFactor(factor.amr),
+            authTime: factor.authTime)
     }
 
     // MARK: Completion
 
     /// Opens the SSO session (rotating its secret: no fixation), ends the login request and sends the code.
-    private func completeLogin(_ pending: LoginRequestRecord, requestId: String, user: UserRecord, amr: [String],
-                               authTime: Date) async throws -> Response {
+    private func completeLogin(
+        _ pending: LoginRequestRecord, requestId: String, user: UserRecord, amr: [String],
+        authTime: Date
+    ) async throws -> Response {
         let now = clock.now
         let secret = Secrets.token()
-        let session = SessionRecord(id: Secrets.identifier(), secretHash: Secrets.digest(secret), userId: user.id, authTime: authTime,
-                                    createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.session)),
-                                    endedAt: nil, amr: AuthenticationMethods.normalized(amr))
+        let session = SessionRecord(
+            id: Secrets.identifier(), secretHash: Secrets.digest(secret), userId: user.id, authTime: authTime,
+            createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.session)),
+            endedAt: nil, amr: AuthenticationMethods.normalized(amr))
         try await store.insertSession(session)
         try await store.deleteLoginRequest(id: requestId)
         var headers = HTTPFields()
-        headers[values: .setCookie] = [cookies.session(secret, maxAge: configuration.lifetimes.session), cookies.clearCSRF(),
-                                       cookies.clearSecondFactor()]
+        headers[values: .setCookie] = [
+            cookies.session(secret, maxAge: configuration.lifetimes.session), cookies.clearCSRF(),
+            cookies.clearSecondFactor()
+        ]
         // A sign-in started by the device page goes back there (signed in now) instead of to an application.
         if let returnTo = pending.request.returnTo, returnTo.hasPrefix("/device?user_code="), !returnTo.contains("\\") {
             return Responses.redirect(to: returnTo, afterPost: true, headers: headers)
@@ -234,24 +261,33 @@ extension IdentityServer {
 
     // MARK: Pages
 
-    private func loginPage(requestId: String, client: ClientConfiguration?, clientId: String, username: String?, error: String?,
-                           status: HTTPResponse.Status, locale: SupportedLocale) -> Response {
+    private func loginPage(
+        requestId: String, client: ClientConfiguration?, clientId: String, username: String?, error: String?,
+        status: HTTPResponse.Status, locale: SupportedLocale
+    ) -> Response {
         let secret = Secrets.token()
         // The passkey button only where the application accepts passkeys made for this very page's origin.
         let passkeys = client.map { passkeyOrigins(of: $0).contains(ownOrigin) } ?? false
-        let page = Pages.login(.init(requestId: requestId, csrf: CookiePolicy.csrfToken(secret: secret, requestId: requestId),
-                                     clientName: client?.name ?? clientId, username: username, error: error,
-                                     locale: locale, passkeyClientId: passkeys ? clientId : nil))
-        return Responses.html(page, status: status, headers: [.setCookie: cookies.csrf(secret), .contentLanguage: locale.tag],
-                              sameOriginScripts: passkeys)
+        let page = Pages.login(
+            .init(
+                requestId: requestId, csrf: CookiePolicy.csrfToken(secret: secret, requestId: requestId),
+                clientName: client?.name ?? clientId, username: username, error: error,
+                locale: locale, passkeyClientId: passkeys ? clientId : nil))
+        return Responses.html(
+            page, status: status, headers: [.setCookie: cookies.csrf(secret), .contentLanguage: locale.tag],
+            sameOriginScripts: passkeys)
     }
 
-    private func secondFactorPage(requestId: String, kind: SecondFactor, client: ClientConfiguration?, clientId: String, error: String?,
-                                  info: String?, status: HTTPResponse.Status, locale: SupportedLocale,
-                                  extraCookies: [String] = []) -> Response {
+    private func secondFactorPage(
+        requestId: String, kind: SecondFactor, client: ClientConfiguration?, clientId: String, error: String?,
+        info: String?, status: HTTPResponse.Status, locale: SupportedLocale,
+        extraCookies: [String] = []
+    ) -> Response {
         let secret = Secrets.token()
-        let page = Pages.secondFactor(.init(requestId: requestId, csrf: CookiePolicy.csrfToken(secret: secret, requestId: requestId),
-                                            clientName: client?.name ?? clientId, kind: kind, error: error, info: info, locale: locale))
+        let page = Pages.secondFactor(
+            .init(
+                requestId: requestId, csrf: CookiePolicy.csrfToken(secret: secret, requestId: requestId),
+                clientName: client?.name ?? clientId, kind: kind, error: error, info: info, locale: locale))
         var headers = HTTPFields()
         headers[values: .setCookie] = [cookies.csrf(secret)] + extraCookies
         headers[.contentLanguage] = locale.tag

@@ -36,9 +36,10 @@ extension IdentityServer {
         let requestURI = Self.requestURIPrefix + Secrets.token()
         var stored = params.values.filter { !Self.credentialParameters.contains($0.key) }
         stored["client_id"] = [client.clientId]  // a client that authenticated with HTTP Basic may not have sent it
-        try await store.insertPushedRequest(PushedRequestRecord(
-            uriHash: Secrets.digest(requestURI), clientId: client.clientId, parameters: stored,
-            expiresAt: clock.now.addingTimeInterval(TimeInterval(Self.pushedRequestLifetime))))
+        try await store.insertPushedRequest(
+            PushedRequestRecord(
+                uriHash: Secrets.digest(requestURI), clientId: client.clientId, parameters: stored,
+                expiresAt: clock.now.addingTimeInterval(TimeInterval(Self.pushedRequestLifetime))))
         struct Pushed: Encodable {
             var requestURI: String
             var expiresIn: Int
@@ -52,9 +53,10 @@ extension IdentityServer {
     func resolveAuthorizationParameters(_ params: Parameters) async throws -> (parameters: Parameters, pushed: Bool)? {
         guard let requestURI = try? params.single("request_uri") else { return (params, false) }
         guard requestURI.hasPrefix(Self.requestURIPrefix), let clientId = try? params.single("client_id"),
-              // Taken only with its own client_id: presented with another, it stays for its client.
-              let pushed = try await store.takePushedRequest(uriHash: Secrets.digest(requestURI), clientId: clientId, now: clock.now),
-              Secrets.constantTimeEquals(pushed.clientId, clientId) else {
+            // Taken only with its own client_id: presented with another, it stays for its client.
+            let pushed = try await store.takePushedRequest(uriHash: Secrets.digest(requestURI), clientId: clientId, now: clock.now),
+            Secrets.constantTimeEquals(pushed.clientId, clientId)
+        else {
             return nil  // unknown, used, expired, or pushed by another client
         }
         return (Parameters(pushed.parameters), true)

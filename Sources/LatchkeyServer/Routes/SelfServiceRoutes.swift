@@ -39,11 +39,12 @@ extension IdentityServer {
         let caller: ResourceCaller
         do {
             caller = try await resourceCaller(request)
-        } catch where error.code == .serverError {
+        } catch let error where error.code == .serverError {
             throw APIError.internalError()
         } catch {
-            var response = try ErrorMiddleware.api(SelfServiceErrors.unauthorized(error.description), path: request.uri.path,
-                                                   locale: request.locale())
+            var response = try ErrorMiddleware.api(
+                SelfServiceErrors.unauthorized(error.description), path: request.uri.path,
+                locale: request.locale())
             // The token's own challenge (a DPoP-bound token gets the DPoP scheme, a missing nonce its `DPoP-Nonce`),
             // as userinfo and SCIM answer it; a Bearer `invalid_token` when the refusal has none.
             for field in ErrorMiddleware.challengeHeaders(error, request: request) { response.headers[field.name] = field.value }
@@ -94,8 +95,10 @@ extension IdentityServer {
             case .bool(let b): changes[name] = b ? "true" : "false"
             case .number(let n): changes[name] = n.rounded() == n && abs(n) < 1e15 ? String(Int64(n)) : String(n)
             case .array, .object:
-                problems.append(.init(attribute: name, key: "validation.type.invalid", message: "\(name) must be a single value",
-                                      arguments: userSchema.attribute(name).map { userSchema.fieldArguments($0) } ?? ["field": name]))
+                problems.append(
+                    .init(
+                        attribute: name, key: "validation.type.invalid", message: "\(name) must be a single value",
+                        arguments: userSchema.attribute(name).map { userSchema.fieldArguments($0) } ?? ["field": name]))
             }
         }
         if !problems.isEmpty { throw SelfServiceErrors.schemaValidation(problems) }
@@ -150,13 +153,15 @@ extension IdentityServer {
         case .failure(.wrongCode):
             throw SelfServiceErrors.code("USR-1030", "flows.executor.errors.invalid_otp", "The code is incorrect.", "the code is not the one sent")
         case .failure(.exhausted):
-            throw SelfServiceErrors.code("USR-1032", "flows.executor.errors.otp_attempts", "Too many incorrect codes. Please start again.",
-                                         "too many wrong codes; request the change again")
+            throw SelfServiceErrors.code(
+                "USR-1032", "flows.executor.errors.otp_attempts", "Too many incorrect codes. Please start again.",
+                "too many wrong codes; request the change again")
         case .failure(.addressLocked(let seconds)):
             throw Self.throttled(wait: seconds, what: "wrong codes for this email address")
         case .failure(.expired):
-            throw SelfServiceErrors.code("USR-1031", "flows.executor.errors.otp_expired", "The code has expired. Ask for a new one.",
-                                         "no email change is pending, or its code expired")
+            throw SelfServiceErrors.code(
+                "USR-1031", "flows.executor.errors.otp_expired", "The code has expired. Ask for a new one.",
+                "no email change is pending, or its code expired")
         case .failure(.rejected(.conflict(let problem))): throw SelfServiceErrors.conflict(problem)
         case .failure(.rejected(.invalid(let problems))): throw SelfServiceErrors.schemaValidation(problems)
         case .failure(.rejected(.stale)): throw SelfServiceErrors.staleUpdate
@@ -188,19 +193,22 @@ extension IdentityServer {
             throw SelfServiceErrors.credentials("missing_credentials", "Missing credentials", "attributes.password (the new password) is required")
         }
         guard case .string(let currentPassword)? = attributes["currentPassword"], !currentPassword.isEmpty else {
-            throw SelfServiceErrors.credentials("missing_credentials", "Missing credentials",
-                                                "attributes.currentPassword (the current password) is required")
+            throw SelfServiceErrors.credentials(
+                "missing_credentials", "Missing credentials",
+                "attributes.currentPassword (the current password) is required")
         }
         // The same check as signing in: throttling, lockout (wrong guesses count), bookkeeping.
-        let outcome = try await checkPassword(username: user.username, password: currentPassword, address: address, revealLock: true,
-                                               signIn: nil)
+        let outcome = try await checkPassword(
+            username: user.username, password: currentPassword, address: address, revealLock: true,
+            signIn: nil)
         switch outcome {
         case .accepted: break
         case .throttled, .locked:
             // The same words (and wait) as the sign-in page: `login.locked` / `login.throttled`.
             let message = outcome.userMessage(now: clock.now) ?? LocalizedMessage("error.userservice.account_locked")
-            throw APIError(status: .badRequest, code: "USR-1017", error: "invalid_request", messageKey: message.key,
-                           userMessage: message.english, technical: "too many wrong passwords; try again later", arguments: message.arguments)
+            throw APIError(
+                status: .badRequest, code: "USR-1017", error: "invalid_request", messageKey: message.key,
+                userMessage: message.english, technical: "too many wrong passwords; try again later", arguments: message.arguments)
         case .rejected, .disabled:
             logger.notice("password change refused: wrong current password", metadata: ["user": .string(user.id)])
             throw SelfServiceErrors.credentials("invalid_current_password", "Invalid credentials", "the current password is not correct")
@@ -242,8 +250,9 @@ private struct SelfUserBody: Encodable {
 /// The thunderID user-service errors this dialect answers (`thunderid-api/user.yaml`).
 enum SelfServiceErrors {
     static func unauthorized(_ why: String) -> APIError {
-        APIError(status: .unauthorized, code: "AUTH-4010", error: "invalid_token", messageKey: "error.unauthorized",
-                 userMessage: "Unauthorized", technical: "Authentication is required to access this resource: \(why)")
+        APIError(
+            status: .unauthorized, code: "AUTH-4010", error: "invalid_token", messageKey: "error.unauthorized",
+            userMessage: "Unauthorized", technical: "Authentication is required to access this resource: \(why)")
     }
 
     static let notAUser = APIError(
@@ -255,23 +264,26 @@ enum SelfServiceErrors {
         userMessage: "User not found", technical: "The user with the specified id does not exist")
 
     static func invalidRequest(_ why: String) -> APIError {
-        APIError(status: .badRequest, code: "USR-1001", error: "invalid_request", messageKey: "error.userservice.invalid_request_format",
-                 userMessage: "Invalid request format", technical: "The request body is malformed or contains invalid data: \(why)")
+        APIError(
+            status: .badRequest, code: "USR-1001", error: "invalid_request", messageKey: "error.userservice.invalid_request_format",
+            userMessage: "Invalid request format", technical: "The request body is malformed or contains invalid data: \(why)")
     }
 
     /// Every problem, by attribute, in the description (and as field errors for dialects that render them).
     static func schemaValidation(_ problems: [UserSchema.Problem]) -> APIError {
-        APIError(status: .badRequest, code: "USR-1019", error: "invalid_request", messageKey: "error.userservice.schema_validation_failed",
-                 userMessage: "Schema validation failed",
-                 technical: "User attributes do not conform to the required schema: "
-                     + problems.map { "\($0.attribute): \($0.message)" }.joined(separator: "; "),
-                 fieldErrors: problems.map(\.fieldError))
+        APIError(
+            status: .badRequest, code: "USR-1019", error: "invalid_request", messageKey: "error.userservice.schema_validation_failed",
+            userMessage: "Schema validation failed",
+            technical: "User attributes do not conform to the required schema: "
+                + problems.map { "\($0.attribute): \($0.message)" }.joined(separator: "; "),
+            fieldErrors: problems.map(\.fieldError))
     }
 
     static func conflict(_ problem: UserSchema.Problem) -> APIError {
-        APIError(status: .conflict, code: "USR-1014", error: "conflict", messageKey: "error.userservice.attribute_conflict",
-                 userMessage: "Attribute conflict", technical: "A user with the same unique attribute value already exists: \(problem.attribute)",
-                 fieldErrors: [problem.fieldError])
+        APIError(
+            status: .conflict, code: "USR-1014", error: "conflict", messageKey: "error.userservice.attribute_conflict",
+            userMessage: "Attribute conflict", technical: "A user with the same unique attribute value already exists: \(problem.attribute)",
+            fieldErrors: [problem.fieldError])
     }
 
     /// The account changed between this request's read and its write (optimistic concurrency).
@@ -285,7 +297,8 @@ enum SelfServiceErrors {
     }
 
     static func credentials(_ key: String, _ userMessage: String, _ why: String) -> APIError {
-        APIError(status: .badRequest, code: "USR-1017", error: "invalid_request", messageKey: "error.userservice.\(key)",
-                 userMessage: userMessage, technical: why)
+        APIError(
+            status: .badRequest, code: "USR-1017", error: "invalid_request", messageKey: "error.userservice.\(key)",
+            userMessage: userMessage, technical: why)
     }
 }

@@ -30,8 +30,9 @@ extension IdentityServer {
             // it could end the session (RFC 7009 §2.2 lets the answer stay 200 either way).
             if let bound = refresh.jkt, client.isPublic {
                 guard let proof = try dpopProof(request, challenge: nil),
-                      let key = try? await verifyDPoPProof(proof, request: request, accessToken: nil, challenge: nil),
-                      Secrets.constantTimeEquals(key, bound) else {
+                    let key = try? await verifyDPoPProof(proof, request: request, accessToken: nil, challenge: nil),
+                    Secrets.constantTimeEquals(key, bound)
+                else {
                     logger.notice("revocation of a DPoP-bound refresh token without its key ignored", metadata: ["client": .string(client.clientId)])
                     return Responses.empty(headers: [.cacheControl: "no-store"])
                 }
@@ -40,8 +41,9 @@ extension IdentityServer {
             return Responses.empty(headers: [.cacheControl: "no-store"])
         }
         if let jws = try? CompactJWS(parsing: token), (try? jws.verify(with: try await keys.verificationKeys(kid: jws.header.kid))) != nil,
-           let claims = try? jws.claims(as: RegisteredClaims.self), let jti = claims.jti,
-           let record = try await store.accessToken(jti: jti) {
+            let claims = try? jws.claims(as: RegisteredClaims.self), let jti = claims.jti,
+            let record = try await store.accessToken(jti: jti)
+        {
             guard record.clientId == client.clientId else { throw OAuthError(.invalidGrant, "the token was issued to another client") }
             try await store.revokeAccessToken(jti: jti, now: clock.now)
         }
@@ -77,18 +79,21 @@ extension IdentityServer {
         var result = IntrospectionResponse.inactive
         if let refresh = try await store.refreshToken(hash: Secrets.digest(token)) {
             if refresh.usedAt == nil, refresh.expiresAt > clock.now,
-               let family = try await store.family(id: refresh.familyId), family.revokedAt == nil,
-               try await store.user(id: refresh.userId).map({ !$0.disabled }) == true {
-                result = IntrospectionResponse(active: true, scope: refresh.scope.joined(separator: " "), clientId: refresh.clientId,
-                                               username: try await store.user(id: refresh.userId)?.username, tokenType: "refresh_token",
-                                               exp: Int(refresh.expiresAt.timeIntervalSince1970), iat: Int(refresh.createdAt.timeIntervalSince1970),
-                                               sub: refresh.userId, iss: issuer, cnf: refresh.jkt.map { .init(jkt: $0) })
+                let family = try await store.family(id: refresh.familyId), family.revokedAt == nil,
+                try await store.user(id: refresh.userId).map({ !$0.disabled }) == true
+            {
+                result = IntrospectionResponse(
+                    active: true, scope: refresh.scope.joined(separator: " "), clientId: refresh.clientId,
+                    username: try await store.user(id: refresh.userId)?.username, tokenType: "refresh_token",
+                    exp: Int(refresh.expiresAt.timeIntervalSince1970), iat: Int(refresh.createdAt.timeIntervalSince1970),
+                    sub: refresh.userId, iss: issuer, cnf: refresh.jkt.map { .init(jkt: $0) })
             }
         } else if let claims = try? await validator.accessToken(token), try await subjectMaySignIn(claims) {
-            result = IntrospectionResponse(active: true, scope: claims.scope, clientId: claims.clientId,
-                                           username: try await store.user(id: claims.sub)?.username, tokenType: claims.cnf == nil ? "Bearer" : "DPoP",
-                                           exp: claims.exp, iat: claims.iat, sub: claims.sub, aud: claims.aud, iss: claims.iss, jti: claims.jti,
-                                           cnf: claims.cnf)
+            result = IntrospectionResponse(
+                active: true, scope: claims.scope, clientId: claims.clientId,
+                username: try await store.user(id: claims.sub)?.username, tokenType: claims.cnf == nil ? "Bearer" : "DPoP",
+                exp: claims.exp, iat: claims.iat, sub: claims.sub, aud: claims.aud, iss: claims.iss, jti: claims.jti,
+                cnf: claims.cnf)
         }
         if client.isPublic, result.active, result.clientId != client.clientId { result = .inactive }
         return try Responses.json(result, noStore: true)

@@ -60,8 +60,9 @@ extension IdentityServer {
         return try Responses.json(response, noStore: true, headers: headers)
     }
 
-
-    private func authorizationCodeGrant(_ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?) async throws -> TokenResponse {
+    private func authorizationCodeGrant(_ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?) async throws
+        -> TokenResponse
+    {
         let code = try params.required("code")
         let now = clock.now
         let codeHash = Secrets.digest(code)
@@ -70,7 +71,8 @@ extension IdentityServer {
         switch try await store.redeemAuthorizationCode(hash: codeHash, familyId: familyId, now: now) {
         case .notFound: throw OAuthError(.invalidGrant, "the authorization code is not valid")
         case .replayed(let family):
-            logger.warning("authorization code replayed", metadata: ["client": .string(client.clientId), "family_revoked": .string("\(family != nil)")])
+            logger.warning(
+                "authorization code replayed", metadata: ["client": .string(client.clientId), "family_revoked": .string("\(family != nil)")])
             throw OAuthError(.invalidGrant, "the authorization code was already used; tokens issued with it have been revoked")
         case .redeemed(let r): record = r
         }
@@ -82,15 +84,18 @@ extension IdentityServer {
         let verifier = try params.single("code_verifier")
         if let challenge = record.codeChallenge {
             guard let verifier else { throw OAuthError(.invalidGrant, "code_verifier is required (PKCE)") }
-            guard PKCE.verify(verifier: verifier, challenge: challenge) else { throw OAuthError(.invalidGrant, "code_verifier does not match the code_challenge") }
+            guard PKCE.verify(verifier: verifier, challenge: challenge) else {
+                throw OAuthError(.invalidGrant, "code_verifier does not match the code_challenge")
+            }
         } else if verifier != nil {
             throw OAuthError(.invalidGrant, "code_verifier sent but the authorization request had no code_challenge")
         }
         guard let user = try await store.user(id: record.userId), !user.disabled else {
             throw OAuthError(.invalidGrant, "the user can no longer sign in")
         }
-        let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: record.scope, nonce: record.nonce,
-                                      authTime: record.authTime, sessionId: record.sessionId, familyId: familyId, amr: record.amr, dpop: dpop)
+        let grant = TokenIssuer.Grant(
+            user: user, subject: user.id, clientId: client.clientId, scope: record.scope, nonce: record.nonce,
+            authTime: record.authTime, sessionId: record.sessionId, familyId: familyId, amr: record.amr, dpop: dpop)
         return try await issue(grant, client: client, newRefreshInFamily: familyId)
     }
 
@@ -106,9 +111,11 @@ extension IdentityServer {
         // would turn a leaked secret and refresh token into bearer access tokens.
         if let bound = current.jkt {
             guard let dpop else {
-                throw OAuthError(.invalidDPoPProof, bound == RefreshTokenRecord.anyDPoPKey
-                    ? "the refresh token was issued with DPoP: send a DPoP proof with the refresh request"
-                    : "the refresh token is bound to a DPoP key: send a proof made with it")
+                throw OAuthError(
+                    .invalidDPoPProof,
+                    bound == RefreshTokenRecord.anyDPoPKey
+                        ? "the refresh token was issued with DPoP: send a DPoP proof with the refresh request"
+                        : "the refresh token is bound to a DPoP key: send a proof made with it")
             }
             guard bound == RefreshTokenRecord.anyDPoPKey || Secrets.constantTimeEquals(dpop.jkt, bound) else {
                 throw OAuthError(.invalidGrant, "the refresh token is bound to another DPoP key")
@@ -127,9 +134,10 @@ extension IdentityServer {
         // A bound refresh token's successor stays bound (to the same key, checked above).
         var binding = dpop
         if let bound = current.jkt, bound != RefreshTokenRecord.anyDPoPKey { binding?.bindsRefreshToken = true }
-        let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: scope,
-                                      authTime: current.authTime, sessionId: current.sessionId, familyId: current.familyId,
-                                      amr: current.amr, dpop: binding)
+        let grant = TokenIssuer.Grant(
+            user: user, subject: user.id, clientId: client.clientId, scope: scope,
+            authTime: current.authTime, sessionId: current.sessionId, familyId: current.familyId,
+            amr: current.amr, dpop: binding)
         let next = tokens.refreshToken(for: grant, familyId: current.familyId)
         switch try await store.rotateRefreshToken(presented: hash, next: next.record, now: clock.now) {
         case .rotated: metrics.refreshRotated()
@@ -164,15 +172,19 @@ extension IdentityServer {
         }
         // The approval is worth what the session that gave it is: signing out (or a password change) since withdraws it.
         guard let sessionId = authorization.sessionId, let session = try await store.session(id: sessionId),
-              session.endedAt == nil, session.expiresAt > clock.now else {
+            session.endedAt == nil, session.expiresAt > clock.now
+        else {
             throw OAuthError(.accessDenied, "the session that allowed this device has ended")
         }
         let familyId = Secrets.identifier()
-        try await store.insertFamily(TokenFamilyRecord(id: familyId, clientId: client.clientId, userId: user.id,
-                                                       sessionId: authorization.sessionId, createdAt: clock.now))
-        let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: authorization.scope,
-                                      authTime: authorization.authTime, sessionId: authorization.sessionId, familyId: familyId,
-                                      amr: authorization.amr, dpop: dpop)
+        try await store.insertFamily(
+            TokenFamilyRecord(
+                id: familyId, clientId: client.clientId, userId: user.id,
+                sessionId: authorization.sessionId, createdAt: clock.now))
+        let grant = TokenIssuer.Grant(
+            user: user, subject: user.id, clientId: client.clientId, scope: authorization.scope,
+            authTime: authorization.authTime, sessionId: authorization.sessionId, familyId: familyId,
+            amr: authorization.amr, dpop: dpop)
         return try await issue(grant, client: client, newRefreshInFamily: familyId)
     }
 
@@ -183,20 +195,25 @@ extension IdentityServer {
         guard !token.scope.contains("offline_access") else { return }
         let now = clock.now
         if let sessionId = token.sessionId, let session = try await store.session(id: sessionId),
-           session.endedAt == nil, session.expiresAt > now {
+            session.endedAt == nil, session.expiresAt > now
+        {
             return
         }
         try await store.revokeFamily(id: token.familyId, reason: "session over", now: now)
         throw OAuthError(.invalidGrant, "the sign-in session has ended; sign in again (request offline_access for longer-lived refresh tokens)")
     }
 
-    private func clientCredentialsGrant(_ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?) async throws -> TokenResponse {
+    private func clientCredentialsGrant(_ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?) async throws
+        -> TokenResponse
+    {
         guard !client.isPublic else { throw OAuthError(.unauthorizedClient, "client_credentials requires a confidential client") }
         let allowed = client.scopes.filter { !["openid", "offline_access"].contains($0) }
         let requested = try params.single("scope")?.split(separator: " ").map(String.init) ?? allowed
         guard requested.allSatisfy(allowed.contains) else { throw OAuthError(.invalidScope, "scope not allowed for client_credentials") }
-        let access = try await tokens.accessToken(for: .init(user: nil, subject: client.clientId, clientId: client.clientId, scope: requested,
-                                                             dpop: dpop))
+        let access = try await tokens.accessToken(
+            for: .init(
+                user: nil, subject: client.clientId, clientId: client.clientId, scope: requested,
+                dpop: dpop))
         return TokenResponse(accessToken: access.token, expiresIn: access.expiresIn, scope: requested.joined(separator: " "))
     }
 
@@ -261,13 +278,15 @@ extension IdentityServer {
         let subjectScope = claims.scopes.filter { $0 != "offline_access" }
         let scope = try params.single("scope")?.split(separator: " ").map(String.init) ?? subjectScope
         guard scope.allSatisfy(subjectScope.contains) else { throw OAuthError(.invalidScope, "scope exceeds the subject token's") }
-        let access = try await tokens.accessToken(for: .init(
-            user: nil, subject: claims.sub, clientId: client.clientId, scope: scope, audience: [audience],
-            authTime: claims.authTime.map { Date(timeIntervalSince1970: TimeInterval($0)) }, sessionId: claims.sid,
-            familyId: record?.familyId, actor: claims.clientId == client.clientId ? nil : client.clientId, amr: claims.amr ?? [],
-            dpop: dpop))
-        return TokenResponse(accessToken: access.token, expiresIn: access.expiresIn, scope: scope.joined(separator: " "),
-                             issuedTokenType: Self.tokenTypeAccessToken)
+        let access = try await tokens.accessToken(
+            for: .init(
+                user: nil, subject: claims.sub, clientId: client.clientId, scope: scope, audience: [audience],
+                authTime: claims.authTime.map { Date(timeIntervalSince1970: TimeInterval($0)) }, sessionId: claims.sid,
+                familyId: record?.familyId, actor: claims.clientId == client.clientId ? nil : client.clientId, amr: claims.amr ?? [],
+                dpop: dpop))
+        return TokenResponse(
+            accessToken: access.token, expiresIn: access.expiresIn, scope: scope.joined(separator: " "),
+            issuedTokenType: Self.tokenTypeAccessToken)
     }
 
     /// Peeks (unverified) at a JWT's `token_use` to route it; `redeemFlowAssertion` does the verifying.
@@ -279,7 +298,9 @@ extension IdentityServer {
     /// A COMPLETE flow's assertion becomes a real session (the vendor issues an access token only): a new token
     /// family with access token, refresh token and ID token, bound to the flow's sign-in session so the SIGNOUT
     /// flow and refresh-token revocation reach it.
-    private func flowAssertionExchange(_ token: String, _ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?) async throws -> TokenResponse {
+    private func flowAssertionExchange(_ token: String, _ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?)
+        async throws -> TokenResponse
+    {
         let claims = try await redeemFlowAssertion(token, clientId: client.clientId)
         if let audience = try params.single("audience"), audience != issuer {
             throw OAuthError(.invalidTarget, "a flow assertion is exchanged for tokens of this server only")
@@ -289,17 +310,22 @@ extension IdentityServer {
         }
         let scope = try params.single("scope")?.split(separator: " ").map(String.init) ?? client.scopes
         guard scope.allSatisfy(client.scopes.contains) else { throw OAuthError(.invalidScope, "scope exceeds what the client may request") }
-        guard let user = try await store.user(id: claims.sub), !user.disabled else { throw OAuthError(.invalidGrant, "the user can no longer sign in") }
+        guard let user = try await store.user(id: claims.sub), !user.disabled else {
+            throw OAuthError(.invalidGrant, "the user can no longer sign in")
+        }
         // Every flow (a custom graph without the MFA step, a registration) ends here: one place holds `require_mfa`.
         if client.requireMFA && !AuthenticationMethods.isMultiFactor(claims.amr) {
             throw OAuthError(.invalidGrant, "the application requires a multi-factor sign-in; this flow's was not")
         }
         let familyId = Secrets.identifier()
-        try await store.insertFamily(TokenFamilyRecord(id: familyId, clientId: client.clientId, userId: user.id, sessionId: claims.sid,
-                                                       createdAt: clock.now))
-        let grant = TokenIssuer.Grant(user: user, subject: user.id, clientId: client.clientId, scope: scope,
-                                      authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)), sessionId: claims.sid,
-                                      familyId: familyId, amr: claims.amr, dpop: dpop)
+        try await store.insertFamily(
+            TokenFamilyRecord(
+                id: familyId, clientId: client.clientId, userId: user.id, sessionId: claims.sid,
+                createdAt: clock.now))
+        let grant = TokenIssuer.Grant(
+            user: user, subject: user.id, clientId: client.clientId, scope: scope,
+            authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)), sessionId: claims.sid,
+            familyId: familyId, amr: claims.amr, dpop: dpop)
         var response = try await issue(grant, client: client, newRefreshInFamily: familyId)
         response.issuedTokenType = Self.tokenTypeAccessToken
         return response
@@ -315,7 +341,8 @@ extension IdentityServer {
             try await store.insertRefreshToken(minted.record)
             refresh = minted.token
         }
-        return TokenResponse(accessToken: access.token, expiresIn: access.expiresIn, refreshToken: refresh, idToken: idToken,
-                             scope: grant.scope.joined(separator: " "))
+        return TokenResponse(
+            accessToken: access.token, expiresIn: access.expiresIn, refreshToken: refresh, idToken: idToken,
+            scope: grant.scope.joined(separator: " "))
     }
 }

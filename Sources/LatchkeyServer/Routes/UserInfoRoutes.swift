@@ -19,7 +19,8 @@ extension IdentityServer {
         let fromBody = try body?.single("access_token")
         if let header {
             guard fromBody == nil else { throw OAuthError(.invalidRequest, "send the access token only once") }
-            guard header.lowercased().hasPrefix("bearer "), case let token = header.dropFirst(7).trimmingCharacters(in: .whitespaces), !token.isEmpty else {
+            guard header.lowercased().hasPrefix("bearer "), case let token = header.dropFirst(7).trimmingCharacters(in: .whitespaces), !token.isEmpty
+            else {
                 throw OAuthError(.invalidToken, "expected Authorization: Bearer <access token>")
             }
             return token

@@ -20,8 +20,10 @@ extension IdentityServer {
     }
 
     private static func scimList(_ resources: [JSONValue]) -> JSONValue {
-        .object(["schemas": .array([.string(scimListResponseURN)]), "totalResults": .number(Double(resources.count)),
-                 "startIndex": .number(1), "itemsPerPage": .number(Double(resources.count)), "Resources": .array(resources)])
+        .object([
+            "schemas": .array([.string(scimListResponseURN)]), "totalResults": .number(Double(resources.count)),
+            "startIndex": .number(1), "itemsPerPage": .number(Double(resources.count)), "Resources": .array(resources)
+        ])
     }
 
     private func scimMeta(_ resourceType: String, _ path: String) -> JSONValue {
@@ -38,11 +40,13 @@ extension IdentityServer {
             "changePassword": supported(false),
             "sort": supported(false),
             "etag": supported(true),
-            "authenticationSchemes": .array([.object([
-                "type": .string("oauthbearertoken"), "name": .string("OAuth Bearer Token"), "primary": .bool(true),
-                "description": .string("An access token of this server (RFC 6750); /Users needs the \(ResourceCaller.adminScope) scope."),
-            ])]),
-            "meta": scimMeta("ServiceProviderConfig", "ServiceProviderConfig"),
+            "authenticationSchemes": .array([
+                .object([
+                    "type": .string("oauthbearertoken"), "name": .string("OAuth Bearer Token"), "primary": .bool(true),
+                    "description": .string("An access token of this server (RFC 6750); /Users needs the \(ResourceCaller.adminScope) scope.")
+                ])
+            ]),
+            "meta": scimMeta("ServiceProviderConfig", "ServiceProviderConfig")
         ])
     }
 
@@ -51,19 +55,21 @@ extension IdentityServer {
             "schemas": .array([.string("urn:ietf:params:scim:schemas:core:2.0:ResourceType")]),
             "id": .string("User"), "name": .string("User"), "endpoint": .string("/Users"),
             "description": .string("User Account"), "schema": .string(SCIMUser.schemaURN),
-            "meta": scimMeta("ResourceType", "ResourceTypes/User"),
+            "meta": scimMeta("ResourceType", "ResourceTypes/User")
         ])
     }
 
     /// The core User schema (RFC 7643 §7) reduced to the attributes this server stores.
     func scimUserSchema() -> JSONValue {
-        func attribute(_ name: String, type: String = "string", multiValued: Bool = false, required: Bool = false,
-                       mutability: String = "readWrite", uniqueness: String = "none", canonical: [String]? = nil,
-                       sub: [JSONValue]? = nil) -> JSONValue {
+        func attribute(
+            _ name: String, type: String = "string", multiValued: Bool = false, required: Bool = false,
+            mutability: String = "readWrite", uniqueness: String = "none", canonical: [String]? = nil,
+            sub: [JSONValue]? = nil
+        ) -> JSONValue {
             var a: [String: JSONValue] = [
                 "name": .string(name), "type": .string(type), "multiValued": .bool(multiValued), "required": .bool(required),
                 "caseExact": .bool(false), "mutability": .string(mutability), "returned": .string("default"),
-                "uniqueness": .string(uniqueness),
+                "uniqueness": .string(uniqueness)
             ]
             if let canonical { a["canonicalValues"] = .array(canonical.map(JSONValue.string)) }
             if let sub { a["subAttributes"] = .array(sub) }
@@ -83,9 +89,9 @@ extension IdentityServer {
                 attribute("phoneNumbers", type: "complex", multiValued: true, sub: values("mobile", primary: false)),
                 attribute("photos", type: "complex", multiValued: true, sub: values("photo", primary: false)),
                 attribute("locale"),
-                attribute("active", type: "boolean"),
+                attribute("active", type: "boolean")
             ]),
-            "meta": scimMeta("Schema", "Schemas/" + SCIMUser.schemaURN),
+            "meta": scimMeta("Schema", "Schemas/" + SCIMUser.schemaURN)
         ])
     }
 }

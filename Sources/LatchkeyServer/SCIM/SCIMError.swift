@@ -25,8 +25,9 @@ struct SCIMError: Error, Sendable {
     static func badRequest(_ type: ScimType, _ detail: String) -> SCIMError { SCIMError(status: .badRequest, type, detail: detail) }
 
     func response() throws -> Response {
-        try SCIMResponse.json(SCIMErrorBody(status: String(status.code), scimType: scimType?.rawValue, detail: detail),
-                              status: status, headers: headers)
+        try SCIMResponse.json(
+            SCIMErrorBody(status: String(status.code), scimType: scimType?.rawValue, detail: detail),
+            status: status, headers: headers)
     }
 }
 

@@ -30,7 +30,8 @@ struct SCIMPatch: Sendable {
         var operations: [Operation] = []
         for item in list {
             guard case .object(let object) = item, case .string(let name)? = SCIMUser.value(object, "op"),
-                  let op = Op(rawValue: name.lowercased()) else {
+                let op = Op(rawValue: name.lowercased())
+            else {
                 throw .badRequest(.invalidSyntax, "each operation needs op add, remove or replace")
             }
             var path: SCIMPath?
@@ -183,8 +184,10 @@ struct SCIMPatch: Sendable {
 
     // One function per decision: the earlier single-function shape (a `let` assigned in every case of a switch
     // inside a typed-throws loop) crashed the Swift 6.3 optimizer in release builds.
-    private static func matches(_ comparison: SCIMFilter.Comparison, _ attribute: SCIMUser.MultiValued,
-                                _ user: SCIMUser) throws(SCIMError) -> Bool {
+    private static func matches(
+        _ comparison: SCIMFilter.Comparison, _ attribute: SCIMUser.MultiValued,
+        _ user: SCIMUser
+    ) throws(SCIMError) -> Bool {
         switch comparison.attribute.lowercased() {
         case "type": return comparison.value.stringValue?.lowercased() == attribute.type
         case "primary": return comparison.value.boolValue == (attribute.primary ?? false)
@@ -204,7 +207,8 @@ struct SCIMPatch: Sendable {
             throw .badRequest(.invalidValue, "\(attribute.rawValue) holds one value, of type \"\(attribute.type)\"")
         }
         if let primary = SCIMUser.value(members, "primary"), primary != .null, primary.boolValue != (attribute.primary ?? false),
-           !(attribute.primary == nil && primary.boolValue == true) {
+            !(attribute.primary == nil && primary.boolValue == true)
+        {
             throw .badRequest(.invalidValue, "\(attribute.rawValue).primary cannot be changed")
         }
     }

@@ -58,7 +58,8 @@ struct SCIMPath: Equatable, Sendable {
         var sub: String?
         if !rest.isEmpty {
             guard rest.first == ".", case let subName = rest.dropFirst(), !subName.contains("."),
-                  let canonical = attribute.subAttributes.first(where: { $0.caseInsensitiveCompare(subName) == .orderedSame }) else {
+                let canonical = attribute.subAttributes.first(where: { $0.caseInsensitiveCompare(subName) == .orderedSame })
+            else {
                 throw .badRequest(.invalidPath, "\(text) is not an attribute of this server's users")
             }
             sub = canonical
@@ -143,7 +144,8 @@ struct SCIMFilter: Equatable, Sendable {
                 var j = i + 1
                 while j < characters.count, characters[j] != "\"" { j += characters[j] == "\\" ? 2 : 1 }
                 guard j < characters.count,
-                      let literal = try? JSONDecoder().decode(String.self, from: Data(String(characters[i...j]).utf8)) else {
+                    let literal = try? JSONDecoder().decode(String.self, from: Data(String(characters[i...j]).utf8))
+                else {
                     throw .badRequest(.invalidFilter, "unterminated string in \(text)")
                 }
                 tokens.append(.string(literal))

@@ -43,7 +43,9 @@ extension IdentityServer {
             case .missingUser: throw SCIMError(status: .notFound, detail: "the token's user no longer exists")
             }
         case .user(let id):
-            guard caller.isAdmin else { throw SCIMError(status: .forbidden, detail: "/Users needs an access token with the \(ResourceCaller.adminScope) scope") }
+            guard caller.isAdmin else {
+                throw SCIMError(status: .forbidden, detail: "/Users needs an access token with the \(ResourceCaller.adminScope) scope")
+            }
             guard let user = try await store.user(id: id) else { throw SCIMError(status: .notFound, detail: "no user with that id") }
             return (caller, user)
         }
@@ -74,14 +76,18 @@ extension IdentityServer {
         if case .me = target { isMe = true }
         // One's own identifiers (the addresses codes go to) need a recent sign-in, and a new email its code first.
         if isMe, changesIdentifiers(of: user, changes) { try requireRecentAuthentication(caller.claims) }
-        switch try await updateProfile(of: user, changes: changes, disabled: disabled, byAdministrator: caller.isAdmin,
-                                       verifyingNewEmail: isMe || !caller.isAdmin) {
+        switch try await updateProfile(
+            of: user, changes: changes, disabled: disabled, byAdministrator: caller.isAdmin,
+            verifyingNewEmail: isMe || !caller.isAdmin)
+        {
         case .success(let update):
             // Attribute names only: values are personal data.
-            logger.info("profile updated through SCIM", metadata: [
-                "user": .string(update.user.id), "by": .string(caller.claims.sub),
-                "attributes": .string((changes.keys.sorted() + (disabled == nil ? [] : ["active"])).joined(separator: ",")),
-            ])
+            logger.info(
+                "profile updated through SCIM",
+                metadata: [
+                    "user": .string(update.user.id), "by": .string(caller.claims.sub),
+                    "attributes": .string((changes.keys.sorted() + (disabled == nil ? [] : ["active"])).joined(separator: ","))
+                ])
             try await afterSelfUpdate(update, before: user, locale: request.locale())
             return try scimUserResponse(update.user)
         case .failure(.stale):
@@ -97,8 +103,9 @@ extension IdentityServer {
     }
 
     private func scimUserResponse(_ user: UserRecord) throws -> Response {
-        try SCIMResponse.json(SCIMUser.representation(of: user, baseURL: issuer),
-                              headers: [.eTag: SCIMUser.version(of: user), .location: SCIMUser.location(of: user, baseURL: issuer)])
+        try SCIMResponse.json(
+            SCIMUser.representation(of: user, baseURL: issuer),
+            headers: [.eTag: SCIMUser.version(of: user), .location: SCIMUser.location(of: user, baseURL: issuer)])
     }
 
     /// `updateProfile` problems, named by their SCIM paths.
@@ -113,7 +120,8 @@ extension IdentityServer {
             return SCIMError(status: .conflict, detail: "the resource changed while this request was writing it; read it again and retry")
         case .invalid(let problems):
             let type: SCIMError.ScimType =
-                problems.contains { $0.key == "validation.attribute.unknown" } ? .invalidPath
+                problems.contains { $0.key == "validation.attribute.unknown" }
+                ? .invalidPath
                 : problems.contains { $0.key == "validation.attribute.readOnly" } ? .mutability : .invalidValue
             return .badRequest(type, problems.map(describe).joined(separator: "; "))
         }
@@ -135,7 +143,9 @@ extension IdentityServer {
     /// `id`. Without a filter the answer is `tooMany`: the store is not built for listing every account.
     private func scimList(_ request: Request) async throws -> Response {
         let caller = try await resourceCaller(request)
-        guard caller.isAdmin else { throw SCIMError(status: .forbidden, detail: "/Users needs an access token with the \(ResourceCaller.adminScope) scope") }
+        guard caller.isAdmin else {
+            throw SCIMError(status: .forbidden, detail: "/Users needs an access token with the \(ResourceCaller.adminScope) scope")
+        }
         let query = request.uri.query ?? ""
         guard let filterText = Self.queryValue("filter", in: query), !filterText.isEmpty else {
             throw SCIMError.badRequest(.tooMany, "a filter is required: userName eq \"…\", emails.value eq \"…\" or id eq \"…\"")
@@ -156,13 +166,14 @@ extension IdentityServer {
         let startIndex = max(1, Self.queryValue("startIndex", in: query).flatMap { Int($0) } ?? 1)
         let count = min(Self.scimMaxResults, max(0, Self.queryValue("count", in: query).flatMap { Int($0) } ?? Self.scimMaxResults))
         let page = users.dropFirst(startIndex - 1).prefix(count)
-        return try SCIMResponse.json(JSONValue.object([
-            "schemas": .array([.string(Self.scimListResponseURN)]),
-            "totalResults": .number(Double(users.count)),
-            "startIndex": .number(Double(startIndex)),
-            "itemsPerPage": .number(Double(page.count)),
-            "Resources": .array(page.map { SCIMUser.representation(of: $0, baseURL: issuer) }),
-        ]))
+        return try SCIMResponse.json(
+            JSONValue.object([
+                "schemas": .array([.string(Self.scimListResponseURN)]),
+                "totalResults": .number(Double(users.count)),
+                "startIndex": .number(Double(startIndex)),
+                "itemsPerPage": .number(Double(page.count)),
+                "Resources": .array(page.map { SCIMUser.representation(of: $0, baseURL: issuer) })
+            ]))
     }
 
     static let scimListResponseURN = "urn:ietf:params:scim:api:messages:2.0:ListResponse"
@@ -182,14 +193,21 @@ extension IdentityServer {
             while let byte = raw.popFirst() {
                 var decoded = byte
                 if byte == UInt8(ascii: "%"), raw.count >= 2,
-                   let value = UInt8(String(decoding: raw.prefix(2), as: UTF8.self), radix: 16) {
+                    let value = UInt8(String(decoding: raw.prefix(2), as: UTF8.self), radix: 16)
+                {
                     decoded = value
                     raw = raw.dropFirst(2)
                 } else if byte == UInt8(ascii: "+") {
                     decoded = inString ? byte : UInt8(ascii: " ")
                 }
                 if inString {
-                    if escaped { escaped = false } else if decoded == UInt8(ascii: "\\") { escaped = true } else if decoded == UInt8(ascii: "\"") { inString = false }
+                    if escaped {
+                        escaped = false
+                    } else if decoded == UInt8(ascii: "\\") {
+                        escaped = true
+                    } else if decoded == UInt8(ascii: "\"") {
+                        inString = false
+                    }
                 } else if decoded == UInt8(ascii: "\"") {
                     inString = true
                 }

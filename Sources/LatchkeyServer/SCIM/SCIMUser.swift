@@ -44,9 +44,11 @@ struct SCIMUser: Equatable, Sendable {
     }
 
     /// The SCIM path that shows each claim, to name attributes in SCIM errors.
-    static let pathOfClaim = ["username": "userName", "given_name": "name.givenName", "family_name": "name.familyName",
-                              "name": "displayName", "email": "emails", "phone_number": "phoneNumbers", "picture": "photos",
-                              "locale": "locale", "active": "active"]
+    static let pathOfClaim = [
+        "username": "userName", "given_name": "name.givenName", "family_name": "name.familyName",
+        "name": "displayName", "email": "emails", "phone_number": "phoneNumbers", "picture": "photos",
+        "locale": "locale", "active": "active"
+    ]
 
     /// The claims whose values differ from `original`, as `updateProfile(of:changes:)` takes them (nil removes).
     func changes(from original: SCIMUser) -> [String: String?] {
@@ -110,7 +112,7 @@ struct SCIMUser: Equatable, Sendable {
             "schemas": .array([.string(schemaURN)]),
             "id": .string(user.id),
             "userName": .string(view.userName),
-            "active": .bool(view.active),
+            "active": .bool(view.active)
         ]
         var name: [String: JSONValue] = [:]
         if let v = view.givenName { name["givenName"] = .string(v) }
@@ -132,7 +134,7 @@ struct SCIMUser: Equatable, Sendable {
             "created": .string(user.createdAt.formatted(.iso8601)),
             "lastModified": .string((user.updatedAt ?? user.createdAt).formatted(.iso8601)),
             "location": .string(location(of: user, baseURL: baseURL)),
-            "version": .string(version(of: user)),
+            "version": .string(version(of: user))
         ])
         return .object(resource)
     }
@@ -149,8 +151,11 @@ struct SCIMUser: Equatable, Sendable {
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
-        let data = (try? encoder.encode(Fingerprint(id: user.id, username: user.username, claims: user.claims,
-                                                    disabled: user.disabled, updatedAt: user.updatedAt?.timeIntervalSince1970))) ?? Data()
+        let data =
+            (try? encoder.encode(
+                Fingerprint(
+                    id: user.id, username: user.username, claims: user.claims,
+                    disabled: user.disabled, updatedAt: user.updatedAt?.timeIntervalSince1970))) ?? Data()
         let digest = SHA256.hash(data: data).prefix(12).map { String(format: "%02x", $0) }.joined()
         return "W/\"\(digest)\""
     }

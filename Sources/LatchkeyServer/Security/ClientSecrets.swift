@@ -85,8 +85,9 @@ enum ClientSecrets {
     }
 
     private static func derive(_ secret: String, salt: [UInt8], rounds: Int) throws -> Data {
-        let key = try KDF.Insecure.PBKDF2.deriveKey(from: Data(secret.utf8), salt: salt, using: .sha256, outputByteCount: keyLength,
-                                                     unsafeUncheckedRounds: rounds)
+        let key = try KDF.Insecure.PBKDF2.deriveKey(
+            from: Data(secret.utf8), salt: salt, using: .sha256, outputByteCount: keyLength,
+            unsafeUncheckedRounds: rounds)
         return key.withUnsafeBytes { Data($0) }
     }
 

@@ -82,16 +82,22 @@ extension IdentityServer {
     func reserveRecoveryCodeAttempt(address: String) async throws -> GlobalCodeAttempt {
         let policy = configuration.loginPolicy
         let now = clock.now
-        guard let wait = try await store.reserveAddressEvent(bucket: Self.recoveryCodeBucket, address: "*", now: now,
-                                                             window: TimeInterval(policy.codeWindowSeconds),
-                                                             limit: policy.maxRecoveryCodeFailures) else {
+        guard
+            let wait = try await store.reserveAddressEvent(
+                bucket: Self.recoveryCodeBucket, address: "*", now: now,
+                window: TimeInterval(policy.codeWindowSeconds),
+                limit: policy.maxRecoveryCodeFailures)
+        else {
             return .admitted(at: now)
         }
         metrics.throttled(.recoveryCodes)
         if await recoveryAlarm.shouldLog(now: now, window: TimeInterval(policy.codeWindowSeconds)) {
-            logger.warning("wrong recovery codes reached max_recovery_code_failures: no recovery code is checked until the window frees up",
-                           metadata: ["limit": .stringConvertible(policy.maxRecoveryCodeFailures), "retry_after_seconds": .stringConvertible(wait),
-                                      "last_address": .string(ClientAddress.throttleKey(address))])
+            logger.warning(
+                "wrong recovery codes reached max_recovery_code_failures: no recovery code is checked until the window frees up",
+                metadata: [
+                    "limit": .stringConvertible(policy.maxRecoveryCodeFailures), "retry_after_seconds": .stringConvertible(wait),
+                    "last_address": .string(ClientAddress.throttleKey(address))
+                ])
         }
         return .refused(seconds: wait)
     }
@@ -109,8 +115,9 @@ extension IdentityServer {
         let policy = configuration.loginPolicy
         let now = clock.now
         let window = TimeInterval(policy.codeWindowSeconds)
-        let (admitted, events) = try await store.admitAccountEvent(key: CodeBudget.recoveryEmails(codeKey: codeKey), now: now,
-                                                                   window: window, limit: policy.maxRecoveryEmailsPerAccount)
+        let (admitted, events) = try await store.admitAccountEvent(
+            key: CodeBudget.recoveryEmails(codeKey: codeKey), now: now,
+            window: window, limit: policy.maxRecoveryEmailsPerAccount)
         return admitted ? nil : Self.secondsUntilFree(events, window: window, now: now)
     }
 
@@ -155,7 +162,8 @@ extension FlowFailure {
     }
 
     static func addressThrottled(seconds: Int) -> FlowFailure {
-        FlowFailure(code: "FET-1095", LocalizedMessage("login.throttled", ["minutes": String(MessageCatalog.minutes(seconds: seconds))]),
-                    description: "too many code requests from this address")
+        FlowFailure(
+            code: "FET-1095", LocalizedMessage("login.throttled", ["minutes": String(MessageCatalog.minutes(seconds: seconds))]),
+            description: "too many code requests from this address")
     }
 }

@@ -21,13 +21,14 @@ enum LongCode {
 
     /// The form that is digested and compared: upper case, no spaces or hyphens, look-alikes mapped to digits.
     static func normalized(_ submitted: String) -> String {
-        String(submitted.uppercased().compactMap { character -> Character? in
-            switch character {
-            case " ", "-", "\t", "\n", "\r": nil
-            case "O": "0"
-            case "I", "L": "1"
-            default: character
-            }
-        })
+        String(
+            submitted.uppercased().compactMap { character -> Character? in
+                switch character {
+                case " ", "-", "\t", "\n", "\r": nil
+                case "O": "0"
+                case "I", "L": "1"
+                default: character
+                }
+            })
     }
 }

@@ -34,8 +34,10 @@ extension IdentityServer {
     ///
     /// `signIn` names the sign-in this check is part of, for the `latchkey_sign_ins_total` metric (nil: not a
     /// sign-in, such as the self-service password change).
-    func checkPassword(username: String, password: String, address: String, revealLock: Bool = false,
-                       signIn method: ServerMetrics.SignInMethod?) async throws -> PasswordCheck {
+    func checkPassword(
+        username: String, password: String, address: String, revealLock: Bool = false,
+        signIn method: ServerMetrics.SignInMethod?
+    ) async throws -> PasswordCheck {
         let outcome = try await judgePassword(username: username, password: password, address: address, revealLock: revealLock)
         if let method {
             switch outcome {
@@ -52,13 +54,16 @@ extension IdentityServer {
     private func judgePassword(username: String, password: String, address: String, revealLock: Bool) async throws -> PasswordCheck {
         let now = clock.now
         let policy = configuration.loginPolicy
-        let limits = LoginLimits(perAddress: policy.maxFailuresPerAccount, perAccount: policy.maxFailuresPerAccountAllAddresses,
-                                 lockFor: TimeInterval(policy.lockoutSeconds))
+        let limits = LoginLimits(
+            perAddress: policy.maxFailuresPerAccount, perAccount: policy.maxFailuresPerAccountAllAddresses,
+            lockFor: TimeInterval(policy.lockoutSeconds))
         let addressKey = ClientAddress.throttleKey(address)
         let fallbackUntil = now.addingTimeInterval(limits.lockFor)
         if let wait = try await throttle.reserve(address: address, now: now) { return .throttled(seconds: wait) }
         let user = try await store.user(username: username)
-        if let user, case .refused(let lockedUntil) = try await store.reserveLoginAttempt(userId: user.id, address: addressKey, now: now, limits: limits) {
+        if let user,
+            case .refused(let lockedUntil) = try await store.reserveLoginAttempt(userId: user.id, address: addressKey, now: now, limits: limits)
+        {
             // Locked, or every allowed attempt is in flight: no real hash runs; the decoy keeps the time the same.
             _ = try await hasher.verify(password, hash: nil)
             return revealLock ? .locked(until: lockedUntil ?? fallbackUntil) : .rejected

@@ -54,7 +54,8 @@ struct PasswordHasher: Sendable {
         // Accounts without a password are checked against the decoy, so they cost the same time and always fail.
         let usable = hash.flatMap { $0.hasPrefix("$2") || $0.hasPrefix(Self.prehashedPrefix) ? $0 : nil }
         let target = usable ?? decoyHash
-        let (input, stored) = target.hasPrefix(Self.prehashedPrefix)
+        let (input, stored) =
+            target.hasPrefix(Self.prehashedPrefix)
             ? (Self.prehash(password), String(target.dropFirst(Self.prehashedPrefix.count)))
             : (password, target)
         let ok = try await run(usable == nil ? .decoy : .verify) { Bcrypt.verify(input, hash: stored) }
@@ -104,9 +105,10 @@ actor HashingGate {
         if waiters.isEmpty { running -= 1 } else { waiters.removeFirst().resume() }
     }
 
-    static let busy = APIError(status: .serviceUnavailable, code: "SRV-503", error: "temporarily_unavailable", messageKey: "server.busy",
-                               userMessage: "The service is busy. Please try again in a moment.",
-                               technical: "too many password hashes queued; refused without waiting")
+    static let busy = APIError(
+        status: .serviceUnavailable, code: "SRV-503", error: "temporarily_unavailable", messageKey: "server.busy",
+        userMessage: "The service is busy. Please try again in a moment.",
+        technical: "too many password hashes queued; refused without waiting")
 }
 
 /// See `PasswordHasher.probe`. Nothing is installed outside tests.

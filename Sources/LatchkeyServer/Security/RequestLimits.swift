@@ -23,9 +23,10 @@ extension IdentityServer {
     /// 429 `request.throttled`: too many `what` from the caller's address; retry after `wait` seconds.
     static func throttled(wait: Int, what: String) -> APIError {
         let message = LocalizedMessage("request.throttled", ["minutes": String(MessageCatalog.minutes(seconds: wait))])
-        return APIError(status: .tooManyRequests, code: "SRV-429", error: "too_many_requests", messageKey: message.key,
-                        userMessage: message.english, technical: "too many \(what) from this address; retry after \(wait) s",
-                        arguments: message.arguments)
+        return APIError(
+            status: .tooManyRequests, code: "SRV-429", error: "too_many_requests", messageKey: message.key,
+            userMessage: message.english, technical: "too many \(what) from this address; retry after \(wait) s",
+            arguments: message.arguments)
     }
 
     /// Deletes expired rows now: pending logins, flow executions, authorization codes, access tokens, refresh tokens

@@ -67,15 +67,18 @@ extension IdentityServer {
 
     /// Emails a sign-in code (`email.code.signin.*` in `locale`) to `user`'s verified address and returns its keyed
     /// digest; nil when the account has no verified email address. The code itself is never returned or logged.
-    func sendSignInCode(to user: UserRecord, appName: String, locale: SupportedLocale,
-                        code: String = SecondFactor.newCode()) async throws -> Data? {
+    func sendSignInCode(
+        to user: UserRecord, appName: String, locale: SupportedLocale,
+        code: String = SecondFactor.newCode()
+    ) async throws -> Data? {
         guard let email = Self.verifiedEmail(of: user) else { return nil }
         let arguments = ["code": code, "app": appName, "minutes": String(MessageCatalog.minutes(seconds: configuration.lifetimes.oneTimeCode))]
-        try await outbox.send(OutboxMessage(
-            id: Secrets.identifier(), channel: .email, recipient: email,
-            subject: MessageCatalog.text("email.code.signin.subject", locale: locale, default: "Your code"),
-            body: MessageCatalog.text("email.code.signin.body", locale: locale, arguments: arguments, default: code), code: code,
-            createdAt: clock.now))
+        try await outbox.send(
+            OutboxMessage(
+                id: Secrets.identifier(), channel: .email, recipient: email,
+                subject: MessageCatalog.text("email.code.signin.subject", locale: locale, default: "Your code"),
+                body: MessageCatalog.text("email.code.signin.body", locale: locale, arguments: arguments, default: code), code: code,
+                createdAt: clock.now))
         return codeDigest(code)
     }
 }

@@ -26,7 +26,9 @@ public struct SecretSealer: Sendable {
 
     /// `keyEncryptionKey` must be 32 bytes.
     public init(keyEncryptionKey: Data) throws {
-        guard keyEncryptionKey.count == 32 else { throw ConfigurationError.invalid("the key-encryption key must be 32 bytes (base64 of 32 random bytes)") }
+        guard keyEncryptionKey.count == 32 else {
+            throw ConfigurationError.invalid("the key-encryption key must be 32 bytes (base64 of 32 random bytes)")
+        }
         let master = SymmetricKey(data: keyEncryptionKey)
         func derive(_ info: String) -> Data {
             HKDF<SHA256>.deriveKey(inputKeyMaterial: master, info: Data(info.utf8), outputByteCount: 32).withUnsafeBytes { Data($0) }
@@ -48,9 +50,10 @@ public struct SecretSealer: Sendable {
     /// another key, belongs to another row, or was altered.
     func open(_ stored: String, context: String) throws -> String {
         guard Self.isSealed(stored), let combined = Data(base64Encoded: String(stored.dropFirst(Self.prefix.count))),
-              let box = try? AES.GCM.SealedBox(combined: combined),
-              let plain = try? AES.GCM.open(box, using: SymmetricKey(data: sealingKey), authenticating: Data(context.utf8)),
-              let text = String(data: plain, encoding: .utf8) else {
+            let box = try? AES.GCM.SealedBox(combined: combined),
+            let plain = try? AES.GCM.open(box, using: SymmetricKey(data: sealingKey), authenticating: Data(context.utf8)),
+            let text = String(data: plain, encoding: .utf8)
+        else {
             throw SecretSealerError.cannotOpen(context: context)
         }
         return text
@@ -94,8 +97,10 @@ enum KeyEncryptionKeySource {
         umask(0o077)
     }
 
-    static func resolve(_ configuration: ServerConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment,
-                        logger: Logger) throws -> Data {
+    static func resolve(
+        _ configuration: ServerConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment,
+        logger: Logger
+    ) throws -> Data {
         if let key = configuration.keyEncryptionKey { return key }
         if let text = environment[environmentVariable], !text.isEmpty {
             guard let key = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)), key.count == 32 else {
@@ -112,13 +117,16 @@ enum KeyEncryptionKeySource {
         if case .postgres = try configuration.databaseLocation {
             // Every instance must seal and open with the same key: one made up here would be this instance's alone.
             throw ConfigurationError.invalid(
-                "with PostgreSQL every instance needs the same key-encryption key: set \(environmentVariable) (base64 of 32 bytes, e.g. openssl rand -base64 32) or key_encryption_key_file")
+                "with PostgreSQL every instance needs the same key-encryption key: set \(environmentVariable) (base64 of 32 bytes, e.g. openssl rand -base64 32) or key_encryption_key_file"
+            )
         }
         let path = configuration.databasePath + ".kek"
         if FileManager.default.fileExists(atPath: path) { return try read(path, setting: "the development key file") }
         try SQLiteStore.createPrivateDirectory(for: configuration.databasePath)
         try generate(path)
-        logger.notice("development mode: generated a key-encryption key at \(path) (mode 0600); production needs \(environmentVariable) or key_encryption_key_file")
+        logger.notice(
+            "development mode: generated a key-encryption key at \(path) (mode 0600); production needs \(environmentVariable) or key_encryption_key_file"
+        )
         return try read(path, setting: "the development key file")
     }
 
@@ -129,7 +137,8 @@ enum KeyEncryptionKeySource {
             throw ConfigurationError.invalid("\(setting) \(path) must be readable by its owner only (chmod 600)")
         }
         guard let text = try? String(contentsOfFile: path, encoding: .utf8),
-              let key = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)), key.count == 32 else {
+            let key = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)), key.count == 32
+        else {
             throw ConfigurationError.invalid("\(setting) \(path) must hold the base64 of 32 bytes (for example: openssl rand -base64 32)")
         }
         return key

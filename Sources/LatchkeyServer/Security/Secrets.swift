@@ -34,9 +34,10 @@ enum Secrets {
 enum PKCE {
     /// `code_verifier = 43*128unreserved` (RFC 7636 §4.1).
     static func isValidVerifier(_ verifier: String) -> Bool {
-        (43...128).contains(verifier.utf8.count) && verifier.unicodeScalars.allSatisfy {
-            ("A"..."Z").contains($0) || ("a"..."z").contains($0) || ("0"..."9").contains($0) || "-._~".unicodeScalars.contains($0)
-        }
+        (43...128).contains(verifier.utf8.count)
+            && verifier.unicodeScalars.allSatisfy {
+                ("A"..."Z").contains($0) || ("a"..."z").contains($0) || ("0"..."9").contains($0) || "-._~".unicodeScalars.contains($0)
+            }
     }
 
     /// A challenge is the base64url SHA-256 of a verifier: exactly 43 base64url characters.

@@ -101,8 +101,10 @@ public struct TokenFamilyRecord: Sendable, Equatable {
     public var revokedAt: Date?
     public var revokedReason: String?
 
-    public init(id: String, clientId: String, userId: String, sessionId: String? = nil, createdAt: Date,
-                revokedAt: Date? = nil, revokedReason: String? = nil) {
+    public init(
+        id: String, clientId: String, userId: String, sessionId: String? = nil, createdAt: Date,
+        revokedAt: Date? = nil, revokedReason: String? = nil
+    ) {
         self.id = id; self.clientId = clientId; self.userId = userId; self.sessionId = sessionId; self.createdAt = createdAt
         self.revokedAt = revokedAt; self.revokedReason = revokedReason
     }

@@ -18,7 +18,8 @@ public struct SchemaStatus: Sendable, Equatable, CustomStringConvertible {
 
 extension IdentityServer {
     /// The schema version of the configured database, without changing it (and without the key-encryption key).
-    public static func schemaStatus(configuration: ServerConfiguration, logger: Logger = Logger(label: "latchkey.store")) async throws -> SchemaStatus {
+    public static func schemaStatus(configuration: ServerConfiguration, logger: Logger = Logger(label: "latchkey.store")) async throws -> SchemaStatus
+    {
         switch try configuration.databaseLocation {
         case .sqlite(let path):
             guard FileManager.default.fileExists(atPath: path) else { return SchemaStatus(current: 0, latest: SQLiteStore.latestVersion) }
@@ -28,8 +29,9 @@ extension IdentityServer {
             let current = try await queue.read { db in try SQLiteStore.migrator.appliedIdentifiers(db).count }
             return SchemaStatus(current: current, latest: SQLiteStore.latestVersion)
         case .postgres(let location):
-            let store = try PostgresStore(location: location, sealer: nil, poolSize: 1, timeout: .seconds(configuration.databaseTimeoutSeconds),
-                                          logger: logger)
+            let store = try PostgresStore(
+                location: location, sealer: nil, poolSize: 1, timeout: .seconds(configuration.databaseTimeoutSeconds),
+                logger: logger)
             defer { store.close() }
             let current = try await store.guarded { _ in try await PostgresSchema.currentVersion(store.client, logger: logger) }
             return SchemaStatus(current: current, latest: PostgresSchema.latestVersion)
@@ -38,8 +40,10 @@ extension IdentityServer {
 
     /// Brings the configured database to this build's schema (what every start does too), sealing secrets an older
     /// version kept in clear. Refuses a database migrated by a newer build. Returns the status before and after.
-    public static func migrateDatabase(configuration: ServerConfiguration,
-                                       logger: Logger = Logger(label: "latchkey.store")) async throws -> (before: SchemaStatus, after: SchemaStatus) {
+    public static func migrateDatabase(
+        configuration: ServerConfiguration,
+        logger: Logger = Logger(label: "latchkey.store")
+    ) async throws -> (before: SchemaStatus, after: SchemaStatus) {
         let before = try await schemaStatus(configuration: configuration, logger: logger)
         if before.current > before.latest {
             throw ConfigurationError.invalid(before.description)

@@ -49,8 +49,10 @@ public protocol Store: Sendable {
     /// Writes the profile (username, claims and, when not nil, the disabled flag) only if the row is still at
     /// `expectedVersion`, and bumps the version. False when another write came first (the caller's copy is stale).
     /// Never touches the password hash. Throws `StoreError.conflict` when the username is taken.
-    func updateProfile(userId: String, username: String, claims: [String: String], disabled: Bool?, expectedVersion: Int,
-                       updatedAt: Date) async throws -> Bool
+    func updateProfile(
+        userId: String, username: String, claims: [String: String], disabled: Bool?, expectedVersion: Int,
+        updatedAt: Date
+    ) async throws -> Bool
 
     /// Stores the user's pending email change, replacing an earlier one (a new code voids the old).
     func replaceEmailChange(_ change: EmailChangeRecord) async throws
@@ -117,8 +119,10 @@ public protocol Store: Sendable {
     /// The pending, unexpired authorization of a user code.
     func pendingDeviceAuthorization(userCodeDigest: Data, now: Date) async throws -> DeviceAuthorizationRecord?
     /// Allows (with the deciding session's user) or denies a pending authorization; false when it is no longer pending.
-    func decideDeviceAuthorization(userCodeDigest: Data, approve: Bool, userId: String, sessionId: String, authTime: Date,
-                                   amr: [String], now: Date) async throws -> Bool
+    func decideDeviceAuthorization(
+        userCodeDigest: Data, approve: Bool, userId: String, sessionId: String, authTime: Date,
+        amr: [String], now: Date
+    ) async throws -> Bool
     /// One poll, atomically: the interval is enforced (and raised on `slow_down`), an approval is handed out once.
     /// Another client's device code is `.notFound` and left untouched.
     func pollDeviceAuthorization(deviceCodeHash: Data, clientId: String, now: Date) async throws -> DevicePoll

@@ -23,8 +23,10 @@ extension IdentityServer {
     public func createInvitation(applicationId: String, email: String? = nil, validFor seconds: Int = 7 * 24 * 3600) async throws -> String {
         let code = Secrets.token(bytes: 12)
         let now = clock.now
-        try await store.insertInvitation(InvitationRecord(codeHash: Secrets.digest(code), applicationId: applicationId, email: email,
-                                                          createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(seconds)), usedAt: nil))
+        try await store.insertInvitation(
+            InvitationRecord(
+                codeHash: Secrets.digest(code), applicationId: applicationId, email: email,
+                createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(seconds)), usedAt: nil))
         return code
     }
 

@@ -11,9 +11,10 @@ struct RecentAuthenticationRequired: Error, Sendable {
     static let errorCode = "insufficient_user_authentication"
 
     var apiError: APIError {
-        APIError(status: .unauthorized, code: "AUTH-4011", error: Self.errorCode, messageKey: "error.reauthentication_required",
-                 userMessage: "Please sign in again to make this change.",
-                 technical: "\(Self.errorCode): this change needs a sign-in less than \(maxAge) seconds old; sign in again (max_age=\(maxAge))")
+        APIError(
+            status: .unauthorized, code: "AUTH-4011", error: Self.errorCode, messageKey: "error.reauthentication_required",
+            userMessage: "Please sign in again to make this change.",
+            technical: "\(Self.errorCode): this change needs a sign-in less than \(maxAge) seconds old; sign in again (max_age=\(maxAge))")
     }
 
     func response(_ request: Request) throws -> Response {
@@ -54,21 +55,25 @@ extension IdentityServer {
         // account's hourly email budget, whichever endpoint (`/users/me`, SCIM `/Me`, `/users/me/email`) asked.
         if let wait = try await admitCodeEmail(CodeBudget.emailChange(userId: user.id)) {
             let message = LocalizedMessage("request.throttled", ["minutes": String(MessageCatalog.minutes(seconds: wait))])
-            throw APIError(status: .tooManyRequests, code: "SRV-429", error: "too_many_requests", messageKey: message.key,
-                           userMessage: message.english, technical: "too many email-change codes for this account; retry after \(wait) s",
-                           arguments: message.arguments)
+            throw APIError(
+                status: .tooManyRequests, code: "SRV-429", error: "too_many_requests", messageKey: message.key,
+                userMessage: message.english, technical: "too many email-change codes for this account; retry after \(wait) s",
+                arguments: message.arguments)
         }
         // A `LongCode`: a verified address is what recovery and Sign in with Apple's linking trust.
         let code = LongCode.newCode()
         let now = clock.now
         let lifetime = configuration.lifetimes.oneTimeCode
-        try await store.replaceEmailChange(EmailChangeRecord(userId: user.id, email: email, codeDigest: codeDigest(LongCode.normalized(code)), attempts: 0,
-                                                             createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(lifetime))))
+        try await store.replaceEmailChange(
+            EmailChangeRecord(
+                userId: user.id, email: email, codeDigest: codeDigest(LongCode.normalized(code)), attempts: 0,
+                createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(lifetime))))
         let arguments = ["code": code, "minutes": String(MessageCatalog.minutes(seconds: lifetime))]
-        try await outbox.send(OutboxMessage(
-            id: Secrets.identifier(), channel: .email, recipient: email,
-            subject: MessageCatalog.text("email.verify.subject", locale: locale, default: "Confirm your email address"),
-            body: MessageCatalog.text("email.verify.body", locale: locale, arguments: arguments, default: code), code: code, createdAt: now))
+        try await outbox.send(
+            OutboxMessage(
+                id: Secrets.identifier(), channel: .email, recipient: email,
+                subject: MessageCatalog.text("email.verify.subject", locale: locale, default: "Confirm your email address"),
+                body: MessageCatalog.text("email.verify.body", locale: locale, arguments: arguments, default: code), code: code, createdAt: now))
         try await notifyAccountChange(user, "email_change", locale: locale)
         logger.info("email change requested; code sent to the new address", metadata: ["user": .string(user.id)])
     }
@@ -84,8 +89,10 @@ extension IdentityServer {
         guard let pending = try await store.emailChange(userId: user.id), pending.expiresAt > clock.now else { return .failure(.expired) }
         let target = CodeBudget.emailVerification(address: pending.email)
         if let wait = try await reserveCodeAttempt(target) { return .failure(.addressLocked(seconds: wait)) }
-        switch try await store.redeemEmailChange(userId: user.id, codeDigest: codeDigest(submitted),
-                                                 maxAttempts: Self.emailChangeMaxAttempts, now: clock.now) {
+        switch try await store.redeemEmailChange(
+            userId: user.id, codeDigest: codeDigest(submitted),
+            maxAttempts: Self.emailChangeMaxAttempts, now: clock.now)
+        {
         case .missing: return .failure(.expired)
         case .wrongCode: return .failure(.wrongCode)
         case .exhausted: return .failure(.exhausted)
@@ -99,8 +106,11 @@ extension IdentityServer {
             let now = clock.now
             updated.updatedAt = now
             do {
-                guard try await store.updateProfile(userId: user.id, username: user.username, claims: updated.claims, disabled: nil,
-                                                    expectedVersion: user.version, updatedAt: now) else {
+                guard
+                    try await store.updateProfile(
+                        userId: user.id, username: user.username, claims: updated.claims, disabled: nil,
+                        expectedVersion: user.version, updatedAt: now)
+                else {
                     return .failure(.rejected(.stale))
                 }
             } catch StoreError.conflict {
@@ -117,11 +127,12 @@ extension IdentityServer {
     func notifyAccountChange(_ user: UserRecord, _ kind: String, arguments: [String: String] = [:], locale: SupportedLocale) async throws {
         // Only a verified address: a notice must not go to whoever typed an address in.
         guard let email = Self.verifiedEmail(of: user) else { return }
-        try await outbox.send(OutboxMessage(
-            id: Secrets.identifier(), channel: .email, recipient: email,
-            subject: MessageCatalog.text("email.notice.\(kind).subject", locale: locale, default: "Your account was changed"),
-            body: MessageCatalog.text("email.notice.\(kind).body", locale: locale, arguments: arguments, default: "Your account was changed."),
-            code: nil, createdAt: clock.now))
+        try await outbox.send(
+            OutboxMessage(
+                id: Secrets.identifier(), channel: .email, recipient: email,
+                subject: MessageCatalog.text("email.notice.\(kind).subject", locale: locale, default: "Your account was changed"),
+                body: MessageCatalog.text("email.notice.\(kind).body", locale: locale, arguments: arguments, default: "Your account was changed."),
+                code: nil, createdAt: clock.now))
     }
 }
 

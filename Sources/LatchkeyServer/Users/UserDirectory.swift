@@ -21,8 +21,10 @@ extension IdentityServer {
     /// reset, a disable), the update is refused as `.stale` instead of overwriting it. Nothing is written when
     /// nothing changed.
     /// `verifyingNewEmail` (default: unless `byAdministrator`) holds a new email back for verification.
-    func updateProfile(of user: UserRecord, changes: [String: String?], disabled: Bool? = nil, byAdministrator: Bool = false,
-                       verifyingNewEmail: Bool? = nil) async throws -> Result<ProfileUpdate, ProfileRejection> {
+    func updateProfile(
+        of user: UserRecord, changes: [String: String?], disabled: Bool? = nil, byAdministrator: Bool = false,
+        verifyingNewEmail: Bool? = nil
+    ) async throws -> Result<ProfileUpdate, ProfileRejection> {
         let verifyingNewEmail = verifyingNewEmail ?? !byAdministrator
         var updated = user
         var problems: [UserSchema.Problem] = []
@@ -34,13 +36,17 @@ extension IdentityServer {
             let current = name == "username" ? user.username : user.claims[name] ?? ""
             if trimmed == current { continue }
             guard let attribute = userSchema.attribute(name) else {
-                problems.append(.init(attribute: name, key: "validation.attribute.unknown", message: "\(name) is not an attribute of this user type",
-                                      arguments: ["field": name]))
+                problems.append(
+                    .init(
+                        attribute: name, key: "validation.attribute.unknown", message: "\(name) is not an attribute of this user type",
+                        arguments: ["field": name]))
                 continue
             }
             guard attribute.mutable || byAdministrator else {
-                problems.append(.init(attribute: name, key: "validation.attribute.readOnly", message: "\(attribute.displayName) cannot be changed",
-                                      arguments: userSchema.fieldArguments(attribute)))
+                problems.append(
+                    .init(
+                        attribute: name, key: "validation.attribute.readOnly", message: "\(attribute.displayName) cannot be changed",
+                        arguments: userSchema.fieldArguments(attribute)))
                 continue
             }
             if let problem = userSchema.problem(name, trimmed) { problems.append(problem); continue }
@@ -49,10 +55,12 @@ extension IdentityServer {
                 // whoever owns that address: users may take only their own verified one.
                 // (Checked after uniqueness, so a taken name still reads as taken.)
                 if !byAdministrator, trimmed.contains("@"),
-                   trimmed.lowercased() != (user.claims["email"] ?? "").lowercased() || user.claims["email_verified"] != "true" {
-                    usernameProblem = .init(attribute: name, key: "validation.username.notOwnEmail",
-                                            message: "A username that looks like an email address must be your own verified email address",
-                                            arguments: userSchema.fieldArguments(attribute))
+                    trimmed.lowercased() != (user.claims["email"] ?? "").lowercased() || user.claims["email_verified"] != "true"
+                {
+                    usernameProblem = .init(
+                        attribute: name, key: "validation.username.notOwnEmail",
+                        message: "A username that looks like an email address must be your own verified email address",
+                        arguments: userSchema.fieldArguments(attribute))
                 }
                 updated.username = trimmed
             } else if name == "email", verifyingNewEmail, !trimmed.isEmpty, current.lowercased() != trimmed.lowercased() {
@@ -73,8 +81,10 @@ extension IdentityServer {
                 updated.disabled = disabled
                 changed = true
             } else {
-                problems.append(.init(attribute: "active", key: "validation.attribute.readOnly", message: "Only an administrator can enable or disable an account",
-                                      messageKey: "validation.account.adminOnly"))
+                problems.append(
+                    .init(
+                        attribute: "active", key: "validation.attribute.readOnly", message: "Only an administrator can enable or disable an account",
+                        messageKey: "validation.account.adminOnly"))
             }
         }
         if !problems.isEmpty { return .failure(.invalid(problems)) }
@@ -91,9 +101,12 @@ extension IdentityServer {
         let now = clock.now
         updated.updatedAt = now
         do {
-            guard try await store.updateProfile(userId: user.id, username: updated.username, claims: updated.claims,
-                                                disabled: updated.disabled == user.disabled ? nil : updated.disabled,
-                                                expectedVersion: user.version, updatedAt: now) else {
+            guard
+                try await store.updateProfile(
+                    userId: user.id, username: updated.username, claims: updated.claims,
+                    disabled: updated.disabled == user.disabled ? nil : updated.disabled,
+                    expectedVersion: user.version, updatedAt: now)
+            else {
                 logger.notice("profile update refused: the account changed since it was read", metadata: ["user": .string(user.id)])
                 return .failure(.stale)
             }
@@ -125,15 +138,17 @@ extension IdentityServer {
         }
         if let email = user.claims["email"], !email.isEmpty, let other = try await store.user(username: email), other.id != user.id {
             let arguments = userSchema.attribute("email").map { userSchema.fieldArguments($0) } ?? ["field": "email"]
-            return .init(attribute: "email", key: "validation.email.taken", message: "Email is already used by another account.",
-                         arguments: arguments, messageKey: "signup.identifier_taken")
+            return .init(
+                attribute: "email", key: "validation.email.taken", message: "Email is already used by another account.",
+                arguments: arguments, messageKey: "signup.identifier_taken")
         }
         for attribute in userSchema.attributes where attribute.unique && attribute.name != "username" {
             guard let value = user.claims[attribute.name], !value.isEmpty else { continue }
             if try await store.users(claim: attribute.name, equals: value).contains(where: { $0.id != user.id }) {
-                return .init(attribute: attribute.name, key: "validation.\(attribute.name).taken",
-                             message: "\(attribute.displayName) is already used by another account.",
-                             arguments: userSchema.fieldArguments(attribute), messageKey: "signup.identifier_taken")
+                return .init(
+                    attribute: attribute.name, key: "validation.\(attribute.name).taken",
+                    message: "\(attribute.displayName) is already used by another account.",
+                    arguments: userSchema.fieldArguments(attribute), messageKey: "signup.identifier_taken")
             }
         }
         return nil
@@ -142,8 +157,10 @@ extension IdentityServer {
     /// Replaces the password (policy checked), clears lockout state, and ends every session and token family of the
     /// account except the kept ones (the signed-in caller's own): whoever held the old password, or tokens obtained
     /// with it, is signed out (a reset also evicts a pre-hijacker who registered the address first).
-    func setPassword(of user: UserRecord, to password: String, keepingSession: String? = nil,
-                     keepingFamily: String? = nil) async throws -> Result<UserRecord, ProfileRejection> {
+    func setPassword(
+        of user: UserRecord, to password: String, keepingSession: String? = nil,
+        keepingFamily: String? = nil
+    ) async throws -> Result<UserRecord, ProfileRejection> {
         if let problem = PasswordPolicy.problem(password, username: user.username) { return .failure(.invalid([problem])) }
         var updated = user
         updated.passwordHash = try await hasher.hash(password)
@@ -151,8 +168,9 @@ extension IdentityServer {
         updated.updatedAt = now
         // Only the hash: the rest of `user` may be stale by now (a disable must not be undone by a password change). The
         // hash, the cleared locks and the ended sessions are one transaction: a crash cannot leave the old sessions alive.
-        try await store.replacePassword(userId: user.id, passwordHash: updated.passwordHash, keepingSession: keepingSession,
-                                        keepingFamily: keepingFamily, now: now)
+        try await store.replacePassword(
+            userId: user.id, passwordHash: updated.passwordHash, keepingSession: keepingSession,
+            keepingFamily: keepingFamily, now: now)
         updated.version += 1
         return .success(updated)
     }

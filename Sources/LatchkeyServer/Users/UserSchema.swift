@@ -17,8 +17,10 @@ public struct UserSchema: Sendable {
         public var displayName: String
         public var maxLength: Int
 
-        public init(name: String, kind: Kind = .string, required: Bool = false, unique: Bool = false, mutable: Bool = true,
-                    displayName: String, maxLength: Int = 256) {
+        public init(
+            name: String, kind: Kind = .string, required: Bool = false, unique: Bool = false, mutable: Bool = true,
+            displayName: String, maxLength: Int = 256
+        ) {
             self.name = name; self.kind = kind; self.required = required; self.unique = unique; self.mutable = mutable
             self.displayName = displayName; self.maxLength = maxLength
         }
@@ -72,7 +74,7 @@ public struct UserSchema: Sendable {
         Attribute(name: "name", displayName: "Full name", maxLength: 256),
         Attribute(name: "phone_number", kind: .phone, displayName: "Phone number", maxLength: 32),
         Attribute(name: "picture", kind: .url, displayName: "Picture URL", maxLength: 2048),
-        Attribute(name: "locale", kind: .locale, displayName: "Language", maxLength: 35),
+        Attribute(name: "locale", kind: .locale, displayName: "Language", maxLength: 35)
     ])
 
     public func attribute(_ name: String) -> Attribute? { attributes.first { $0.name == name } }
@@ -83,34 +85,43 @@ public struct UserSchema: Sendable {
     /// Checks one value's shape. Returns nil when it is acceptable.
     public func problem(_ name: String, _ value: String) -> Problem? {
         guard let attribute = attribute(name) else {
-            return Problem(attribute: name, key: "validation.attribute.unknown", message: "\(name) is not an attribute of this user type",
-                           arguments: ["field": name])
+            return Problem(
+                attribute: name, key: "validation.attribute.unknown", message: "\(name) is not an attribute of this user type",
+                arguments: ["field": name])
         }
         let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
         if trimmed.isEmpty {
-            return attribute.required ? Problem(attribute: name, key: "validation.required", message: "\(attribute.displayName) is required",
-                                                arguments: fieldArguments(attribute)) : nil
+            return attribute.required
+                ? Problem(
+                    attribute: name, key: "validation.required", message: "\(attribute.displayName) is required",
+                    arguments: fieldArguments(attribute)) : nil
         }
         if trimmed.count > attribute.maxLength {
-            return Problem(attribute: name, key: "validation.maxLength.invalid",
-                           message: "\(attribute.displayName) must be at most \(attribute.maxLength) characters",
-                           arguments: fieldArguments(attribute, ["count": String(attribute.maxLength)]))
+            return Problem(
+                attribute: name, key: "validation.maxLength.invalid",
+                message: "\(attribute.displayName) must be at most \(attribute.maxLength) characters",
+                arguments: fieldArguments(attribute, ["count": String(attribute.maxLength)]))
         }
         if trimmed.unicodeScalars.contains(where: { CharacterSet.controlCharacters.contains($0) }) {
-            return Problem(attribute: name, key: "validation.characters.invalid", message: "\(attribute.displayName) contains control characters",
-                           arguments: fieldArguments(attribute))
+            return Problem(
+                attribute: name, key: "validation.characters.invalid", message: "\(attribute.displayName) contains control characters",
+                arguments: fieldArguments(attribute))
         }
-        let valid: Bool = switch attribute.kind {
-        case .string: true
-        case .email: Self.isEmail(trimmed)
-        case .phone: trimmed.range(of: #"^\+?[0-9][0-9 ()\-.]{5,30}$"#, options: .regularExpression) != nil
-        case .url: URL(string: trimmed).map { ["https", "http"].contains($0.scheme?.lowercased() ?? "") && $0.host != nil } ?? false
-        case .locale: trimmed.range(of: #"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$"#, options: .regularExpression) != nil
-        case .boolean: ["true", "false"].contains(trimmed)
-        }
-        return valid ? nil : Problem(attribute: name, key: "validation.\(attribute.kind.rawValue).invalid",
-                                     message: "\(attribute.displayName) is not a valid \(attribute.kind == .string ? "value" : attribute.kind.rawValue)",
-                                     arguments: fieldArguments(attribute))
+        let valid: Bool =
+            switch attribute.kind {
+            case .string: true
+            case .email: Self.isEmail(trimmed)
+            case .phone: trimmed.range(of: #"^\+?[0-9][0-9 ()\-.]{5,30}$"#, options: .regularExpression) != nil
+            case .url: URL(string: trimmed).map { ["https", "http"].contains($0.scheme?.lowercased() ?? "") && $0.host != nil } ?? false
+            case .locale: trimmed.range(of: #"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$"#, options: .regularExpression) != nil
+            case .boolean: ["true", "false"].contains(trimmed)
+            }
+        return valid
+            ? nil
+            : Problem(
+                attribute: name, key: "validation.\(attribute.kind.rawValue).invalid",
+                message: "\(attribute.displayName) is not a valid \(attribute.kind == .string ? "value" : attribute.kind.rawValue)",
+                arguments: fieldArguments(attribute))
     }
 
     static func isEmail(_ s: String) -> Bool {
@@ -121,8 +132,10 @@ public struct UserSchema: Sendable {
     public func jsonSchema() -> JSONValue {
         var properties: [String: JSONValue] = [:]
         for a in attributes {
-            var p: [String: JSONValue] = ["type": .string(a.kind == .boolean ? "boolean" : "string"), "title": .string(a.displayName),
-                                          "maxLength": .number(Double(a.maxLength))]
+            var p: [String: JSONValue] = [
+                "type": .string(a.kind == .boolean ? "boolean" : "string"), "title": .string(a.displayName),
+                "maxLength": .number(Double(a.maxLength))
+            ]
             switch a.kind {
             case .email: p["format"] = .string("email")
             case .url: p["format"] = .string("uri")
@@ -132,8 +145,10 @@ public struct UserSchema: Sendable {
             if !a.mutable { p["readOnly"] = .bool(true) }
             properties[a.name] = .object(p)
         }
-        return .object(["type": .string("object"), "properties": .object(properties),
-                        "required": .array(attributes.filter(\.required).map { .string($0.name) })])
+        return .object([
+            "type": .string("object"), "properties": .object(properties),
+            "required": .array(attributes.filter(\.required).map { .string($0.name) })
+        ])
     }
 }
 
@@ -145,16 +160,19 @@ public enum PasswordPolicy {
     /// Nil when acceptable; otherwise a problem keyed by the `password` attribute.
     public static func problem(_ password: String, username: String? = nil) -> UserSchema.Problem? {
         if password.count < minimumLength {
-            return .init(attribute: "password", key: "validation.password.minLength.invalid",
-                         message: "The password must be at least \(minimumLength) characters", arguments: ["count": String(minimumLength)])
+            return .init(
+                attribute: "password", key: "validation.password.minLength.invalid",
+                message: "The password must be at least \(minimumLength) characters", arguments: ["count": String(minimumLength)])
         }
         if password.count > maximumLength {
-            return .init(attribute: "password", key: "validation.password.maxLength.invalid",
-                         message: "The password must be at most \(maximumLength) characters", arguments: ["count": String(maximumLength)])
+            return .init(
+                attribute: "password", key: "validation.password.maxLength.invalid",
+                message: "The password must be at most \(maximumLength) characters", arguments: ["count": String(maximumLength)])
         }
         if let username, password.caseInsensitiveCompare(username) == .orderedSame {
-            return .init(attribute: "password", key: "validation.password.username",
-                         message: "The password must not be the username")
+            return .init(
+                attribute: "password", key: "validation.password.username",
+                message: "The password must not be the username")
         }
         return nil
     }

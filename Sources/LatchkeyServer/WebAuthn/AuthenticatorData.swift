@@ -15,8 +15,10 @@ struct AuthenticatorData: Sendable {
         var attestedCredentialData: Bool
         var extensionData: Bool
 
-        init(userPresent: Bool, userVerified: Bool, backupEligible: Bool, backedUp: Bool,
-             attestedCredentialData: Bool, extensionData: Bool) {
+        init(
+            userPresent: Bool, userVerified: Bool, backupEligible: Bool, backedUp: Bool,
+            attestedCredentialData: Bool, extensionData: Bool
+        ) {
             self.userPresent = userPresent
             self.userVerified = userVerified
             self.backupEligible = backupEligible
@@ -26,8 +28,9 @@ struct AuthenticatorData: Sendable {
         }
 
         init(byte: UInt8) {
-            self.init(userPresent: byte & 0x01 != 0, userVerified: byte & 0x04 != 0, backupEligible: byte & 0x08 != 0,
-                      backedUp: byte & 0x10 != 0, attestedCredentialData: byte & 0x40 != 0, extensionData: byte & 0x80 != 0)
+            self.init(
+                userPresent: byte & 0x01 != 0, userVerified: byte & 0x04 != 0, backupEligible: byte & 0x08 != 0,
+                backedUp: byte & 0x10 != 0, attestedCredentialData: byte & 0x40 != 0, extensionData: byte & 0x80 != 0)
         }
     }
 
@@ -83,8 +86,9 @@ struct AuthenticatorData: Sendable {
                 try CBORDecoder.decodePrefix(keyBytes)
             }
             let publicKey = try COSEKey(cbor: keyValue)
-            attestedCredential = AttestedCredential(aaguid: aaguid, credentialId: credentialId, publicKey: publicKey,
-                                                    publicKeyCBOR: Data(bytes[position..<position + keyLength]))
+            attestedCredential = AttestedCredential(
+                aaguid: aaguid, credentialId: credentialId, publicKey: publicKey,
+                publicKeyCBOR: Data(bytes[position..<position + keyLength]))
             position += keyLength
         } else {
             attestedCredential = nil

@@ -14,12 +14,16 @@ package enum WebAuthnBenchmarkHooks {
 
     /// WebAuthn §7.2 steps 7–23 as `finishPasskeyAuthentication` runs them: client data, authenticator data, the COSE
     /// key decoded and the signature checked. Returns the new sign count.
-    package static func verifyAssertion(rpId: String, origin: String, credentialId: Data, clientDataJSON: Data, authenticatorData: Data,
-                                        signature: Data, challenge: Data, publicKeyCOSE: Data) throws -> UInt32 {
+    package static func verifyAssertion(
+        rpId: String, origin: String, credentialId: Data, clientDataJSON: Data, authenticatorData: Data,
+        signature: Data, challenge: Data, publicKeyCOSE: Data
+    ) throws -> UInt32 {
         try WebAuthnRelyingParty(rpId: rpId, allowedOrigins: [origin])
-            .verifyAssertion(credentialId: credentialId, clientDataJSON: clientDataJSON, authenticatorData: authenticatorData,
-                             signature: signature, userHandle: nil, expectedChallenge: challenge, publicKeyCOSE: publicKeyCOSE,
-                             storedSignCount: 0, requireUserVerification: false)
+            .verifyAssertion(
+                credentialId: credentialId, clientDataJSON: clientDataJSON, authenticatorData: authenticatorData,
+                signature: signature, userHandle: nil, expectedChallenge: challenge, publicKeyCOSE: publicKeyCOSE,
+                storedSignCount: 0, requireUserVerification: false
+            )
             .newSignCount
     }
 }

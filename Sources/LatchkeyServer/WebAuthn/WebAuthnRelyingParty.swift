@@ -44,8 +44,10 @@ struct WebAuthnRelyingParty: Sendable {
     /// attestation and chains that reach no anchor are refused, so the anchors decide which authenticators may register.
     var requireTrustedAttestation = false
 
-    init(rpId: String, allowedOrigins: Set<String>, trustAnchors: [Certificate] = [],
-         allowedAlgorithms: [COSEAlgorithm] = [.es256, .edDSA, .rs256]) {
+    init(
+        rpId: String, allowedOrigins: Set<String>, trustAnchors: [Certificate] = [],
+        allowedAlgorithms: [COSEAlgorithm] = [.es256, .edDSA, .rs256]
+    ) {
         self.rpId = rpId
         self.allowedOrigins = allowedOrigins
         self.trustAnchors = trustAnchors
@@ -57,16 +59,21 @@ struct WebAuthnRelyingParty: Sendable {
 
     /// Registration ceremony, WebAuthn Level 3 §7.1 steps 5–27 (the caller does steps 1–4 and 28 onwards:
     /// obtaining the response, and rejecting credential IDs already registered).
-    func verifyRegistration(clientDataJSON: Data, attestationObject: Data, expectedChallenge: Data,
-                            requireUserVerification: Bool) async throws -> VerifiedRegistration {
-        try await verifyRegistration(clientDataJSON: clientDataJSON, attestationObject: attestationObject,
-                               expectedChallenge: expectedChallenge, requireUserVerification: requireUserVerification,
-                               now: Date())
+    func verifyRegistration(
+        clientDataJSON: Data, attestationObject: Data, expectedChallenge: Data,
+        requireUserVerification: Bool
+    ) async throws -> VerifiedRegistration {
+        try await verifyRegistration(
+            clientDataJSON: clientDataJSON, attestationObject: attestationObject,
+            expectedChallenge: expectedChallenge, requireUserVerification: requireUserVerification,
+            now: Date())
     }
 
     /// As above, with the time used for certificate validity made explicit (for tests and replays).
-    func verifyRegistration(clientDataJSON: Data, attestationObject: Data, expectedChallenge: Data,
-                            requireUserVerification: Bool, now: Date) async throws -> VerifiedRegistration {
+    func verifyRegistration(
+        clientDataJSON: Data, attestationObject: Data, expectedChallenge: Data,
+        requireUserVerification: Bool, now: Date
+    ) async throws -> VerifiedRegistration {
         let clientData = try ClientData(clientDataJSON)
         try checkClientData(clientData, type: "webauthn.create", expectedChallenge: expectedChallenge)
         let clientDataHash = Data(SHA256.hash(data: clientDataJSON))
@@ -89,9 +96,10 @@ struct WebAuthnRelyingParty: Sendable {
             }
             attestationType = .none
         case "packed":
-            attestationType = try await PackedAttestation.verify(statement: attestation.statement, authenticatorData: authData,
-                                                           clientDataHash: clientDataHash, credential: credential,
-                                                           trustAnchors: trustAnchors, now: now)
+            attestationType = try await PackedAttestation.verify(
+                statement: attestation.statement, authenticatorData: authData,
+                clientDataHash: clientDataHash, credential: credential,
+                trustAnchors: trustAnchors, now: now)
         default:
             // tpm, android-key, android-safetynet, fido-u2f, apple, compound and unknown formats.
             throw WebAuthnError.unsupportedAttestationFormat(attestation.format)
@@ -110,9 +118,11 @@ struct WebAuthnRelyingParty: Sendable {
 
     /// Authentication ceremony, WebAuthn Level 3 §7.2 steps 7–23 for a credential the caller has already looked up
     /// by `credentialId` (and, for discoverable credentials, whose owner it will compare with `userHandle`).
-    func verifyAssertion(credentialId: Data, clientDataJSON: Data, authenticatorData: Data, signature: Data,
-                         userHandle: Data?, expectedChallenge: Data, publicKeyCOSE: Data, storedSignCount: UInt32,
-                         requireUserVerification: Bool) throws -> VerifiedAssertion {
+    func verifyAssertion(
+        credentialId: Data, clientDataJSON: Data, authenticatorData: Data, signature: Data,
+        userHandle: Data?, expectedChallenge: Data, publicKeyCOSE: Data, storedSignCount: UInt32,
+        requireUserVerification: Bool
+    ) throws -> VerifiedAssertion {
         let clientData = try ClientData(clientDataJSON)
         try checkClientData(clientData, type: "webauthn.get", expectedChallenge: expectedChallenge)
         let authData = try AuthenticatorData(authenticatorData)
@@ -129,9 +139,10 @@ struct WebAuthnRelyingParty: Sendable {
         if storedSignCount != 0 || received != 0, received <= storedSignCount {
             throw WebAuthnError.signCountRegression(stored: storedSignCount, received: received)
         }
-        return VerifiedAssertion(credentialId: credentialId, newSignCount: received,
-                                 userVerified: authData.flags.userVerified, backedUp: authData.flags.backedUp,
-                                 userHandle: userHandle)
+        return VerifiedAssertion(
+            credentialId: credentialId, newSignCount: received,
+            userVerified: authData.flags.userVerified, backedUp: authData.flags.backedUp,
+            userHandle: userHandle)
     }
 
     /// §7.1 steps 7–10 / §7.2 steps 11–14 (type, challenge, origin, cross-origin).

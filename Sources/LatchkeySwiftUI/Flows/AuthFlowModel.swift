@@ -76,8 +76,10 @@ public final class AuthFlowModel {
     }
 
     /// A flow through `client` alone (a terminal, a test), with texts from `i18n`.
-    public convenience init(client: LatchkeyClient, i18n: LatchkeyI18n, flowType: EmbeddedFlowType = .authentication,
-                            applicationId: String? = nil) {
+    public convenience init(
+        client: LatchkeyClient, i18n: LatchkeyI18n, flowType: EmbeddedFlowType = .authentication,
+        applicationId: String? = nil
+    ) {
         self.init(client: client, state: nil, i18n: i18n, flowType: flowType, applicationId: applicationId)
     }
 
@@ -87,8 +89,9 @@ public final class AuthFlowModel {
         self.i18n = i18n
         self.flowType = flowType
         self.applicationId = applicationId
-        runner = FlowRunner(client: client, request: EmbeddedFlowRequestConfig(applicationId: applicationId, flowType: flowType),
-                            sessionId: state?.sessionId, checkMessages: i18n.checkMessages)
+        runner = FlowRunner(
+            client: client, request: EmbeddedFlowRequestConfig(applicationId: applicationId, flowType: flowType),
+            sessionId: state?.sessionId, checkMessages: i18n.checkMessages)
     }
 
     // MARK: What the view shows
@@ -207,7 +210,9 @@ public final class AuthFlowModel {
         if let state { result = await state.tracked { await call(runner) } } else { result = await call(runner) }
         var restarted = false
         // An execution that expired (or that the server no longer knows) is not the user's fault: begin again.
-        if case .failed(let failure) = result, before != nil, failure.code == .sessionExpired || failure.code == .invalidInput && failure.serverCode == nil {
+        if case .failed(let failure) = result, before != nil,
+            failure.code == .sessionExpired || failure.code == .invalidInput && failure.serverCode == nil
+        {
             result = await runner.restart()
             restarted = result.isStep
         }
@@ -222,7 +227,8 @@ public final class AuthFlowModel {
         case .idle:
             phase = .idle
         case .step(let next):
-            let sameStep = previous.map { $0.flowId == next.flowId && Set($0.inputs.map(\.identifier)) == Set(next.inputs.map(\.identifier)) } ?? false
+            let sameStep =
+                previous.map { $0.flowId == next.flowId && Set($0.inputs.map(\.identifier)) == Set(next.inputs.map(\.identifier)) } ?? false
             // A step the server refused (a wrong password) comes back with what was typed except secrets; a new
             // step forgets every secret typed so far (codes are never carried over). A step stopped by the
             // client-side checks keeps everything.

@@ -17,7 +17,7 @@ extension UIStrings {
         .profileConflict: "تم تغيير ملفك الشخصي من مكان آخر. يُعرض أحدث إصدار مع تعديلاتك: راجعها واحفظ مرة أخرى.",
         .profileSaved: "تم حفظ ملفك الشخصي.", .codeSent: "أرسلنا إليك رمزًا عبر البريد الإلكتروني.",
         .displayName: "الاسم المعروض", .givenName: "الاسم الأول", .familyName: "اسم العائلة", .email: "البريد الإلكتروني",
-        .phoneNumber: "رقم الهاتف", .locale: "اللغة",
+        .phoneNumber: "رقم الهاتف", .locale: "اللغة"
     ]
 
     static let german: [UIText: String] = [
@@ -32,10 +32,11 @@ extension UIStrings {
         .storageUnavailable: "Entsperren Sie Ihr Gerät, um fortzufahren.",
         .genericError: "Etwas ist schiefgelaufen. Bitte versuchen Sie es erneut.",
         .flowExpired: "Das hat zu lange gedauert, daher haben wir neu begonnen.",
-        .profileConflict: "Ihr Profil wurde an anderer Stelle geändert. Die neueste Version wird mit Ihren Änderungen angezeigt: Prüfen Sie sie und speichern Sie erneut.",
+        .profileConflict:
+            "Ihr Profil wurde an anderer Stelle geändert. Die neueste Version wird mit Ihren Änderungen angezeigt: Prüfen Sie sie und speichern Sie erneut.",
         .profileSaved: "Ihr Profil wurde gespeichert.", .codeSent: "Wir haben Ihnen einen Code per E-Mail gesendet.",
         .displayName: "Anzeigename", .givenName: "Vorname", .familyName: "Nachname", .email: "E-Mail",
-        .phoneNumber: "Telefonnummer", .locale: "Sprache",
+        .phoneNumber: "Telefonnummer", .locale: "Sprache"
     ]
 
     static let spanish: [UIText: String] = [
@@ -53,7 +54,7 @@ extension UIStrings {
         .profileConflict: "Su perfil se modificó en otro lugar. Se muestra la versión más reciente con sus cambios: revíselos y vuelva a guardar.",
         .profileSaved: "Se guardó su perfil.", .codeSent: "Le enviamos un código por correo electrónico.",
         .displayName: "Nombre para mostrar", .givenName: "Nombre", .familyName: "Apellidos", .email: "Correo electrónico",
-        .phoneNumber: "Número de teléfono", .locale: "Idioma",
+        .phoneNumber: "Número de teléfono", .locale: "Idioma"
     ]
 
     static let french: [UIText: String] = [
@@ -68,10 +69,11 @@ extension UIStrings {
         .storageUnavailable: "Déverrouillez votre appareil pour continuer.",
         .genericError: "Une erreur s’est produite. Veuillez réessayer.",
         .flowExpired: "Cela a pris trop de temps, nous avons donc recommencé.",
-        .profileConflict: "Votre profil a été modifié ailleurs. La version la plus récente est affichée avec vos modifications : vérifiez-les et enregistrez à nouveau.",
+        .profileConflict:
+            "Votre profil a été modifié ailleurs. La version la plus récente est affichée avec vos modifications : vérifiez-les et enregistrez à nouveau.",
         .profileSaved: "Votre profil a été enregistré.", .codeSent: "Nous vous avons envoyé un code par e-mail.",
         .displayName: "Nom d’affichage", .givenName: "Prénom", .familyName: "Nom", .email: "E-mail",
-        .phoneNumber: "Numéro de téléphone", .locale: "Langue",
+        .phoneNumber: "Numéro de téléphone", .locale: "Langue"
     ]
 
     static let hungarian: [UIText: String] = [
@@ -89,7 +91,7 @@ extension UIStrings {
         .profileConflict: "A profilját máshol módosították. A legújabb verzió látható az Ön módosításaival: ellenőrizze őket, és mentse újra.",
         .profileSaved: "A profilja mentve.", .codeSent: "E-mailben küldtünk Önnek egy kódot.",
         .displayName: "Megjelenített név", .givenName: "Utónév", .familyName: "Vezetéknév", .email: "E-mail",
-        .phoneNumber: "Telefonszám", .locale: "Nyelv",
+        .phoneNumber: "Telefonszám", .locale: "Nyelv"
     ]
 
     static let italian: [UIText: String] = [
@@ -104,10 +106,11 @@ extension UIStrings {
         .storageUnavailable: "Sblocca il dispositivo per continuare.",
         .genericError: "Si è verificato un errore. Riprova.",
         .flowExpired: "Ci è voluto troppo tempo, quindi abbiamo ricominciato.",
-        .profileConflict: "Il profilo è stato modificato altrove. Viene mostrata la versione più recente con le tue modifiche: controllale e salva di nuovo.",
+        .profileConflict:
+            "Il profilo è stato modificato altrove. Viene mostrata la versione più recente con le tue modifiche: controllale e salva di nuovo.",
         .profileSaved: "Il profilo è stato salvato.", .codeSent: "Ti abbiamo inviato un codice via e-mail.",
         .displayName: "Nome visualizzato", .givenName: "Nome", .familyName: "Cognome", .email: "E-mail",
-        .phoneNumber: "Numero di telefono", .locale: "Lingua",
+        .phoneNumber: "Numero di telefono", .locale: "Lingua"
     ]
 
     static let japanese: [UIText: String] = [
@@ -125,7 +128,7 @@ extension UIStrings {
         .profileConflict: "プロフィールがほかの場所で変更されました。最新のバージョンが編集内容とともに表示されています。内容を確認して、もう一度保存してください。",
         .profileSaved: "プロフィールを保存しました。", .codeSent: "メールでコードを送信しました。",
         .displayName: "表示名", .givenName: "名", .familyName: "姓", .email: "メールアドレス",
-        .phoneNumber: "電話番号", .locale: "言語",
+        .phoneNumber: "電話番号", .locale: "言語"
     ]
 
     static let korean: [UIText: String] = [
@@ -143,7 +146,7 @@ extension UIStrings {
         .profileConflict: "프로필이 다른 곳에서 변경되었습니다. 최신 버전이 편집한 내용과 함께 표시됩니다. 내용을 확인한 후 다시 저장하십시오.",
         .profileSaved: "프로필이 저장되었습니다.", .codeSent: "이메일로 코드를 보냈습니다.",
         .displayName: "표시 이름", .givenName: "이름", .familyName: "성", .email: "이메일",
-        .phoneNumber: "전화번호", .locale: "언어",
+        .phoneNumber: "전화번호", .locale: "언어"
     ]
 
     static let dutch: [UIText: String] = [
@@ -161,7 +164,7 @@ extension UIStrings {
         .profileConflict: "Uw profiel is elders gewijzigd. De nieuwste versie wordt getoond met uw wijzigingen: controleer ze en sla opnieuw op.",
         .profileSaved: "Uw profiel is opgeslagen.", .codeSent: "We hebben u een code per e-mail gestuurd.",
         .displayName: "Weergavenaam", .givenName: "Voornaam", .familyName: "Achternaam", .email: "E-mail",
-        .phoneNumber: "Telefoonnummer", .locale: "Taal",
+        .phoneNumber: "Telefoonnummer", .locale: "Taal"
     ]
 
     static let portuguese: [UIText: String] = [
@@ -179,7 +182,7 @@ extension UIStrings {
         .profileConflict: "Seu perfil foi alterado em outro lugar. A versão mais recente é exibida com suas edições: revise-as e salve novamente.",
         .profileSaved: "Seu perfil foi salvo.", .codeSent: "Enviamos um código para você por e-mail.",
         .displayName: "Nome de exibição", .givenName: "Nome", .familyName: "Sobrenome", .email: "E-mail",
-        .phoneNumber: "Número de telefone", .locale: "Idioma",
+        .phoneNumber: "Número de telefone", .locale: "Idioma"
     ]
 
     static let russian: [UIText: String] = [
@@ -197,7 +200,7 @@ extension UIStrings {
         .profileConflict: "Ваш профиль был изменён в другом месте. Показана последняя версия с вашими правками: проверьте их и сохраните снова.",
         .profileSaved: "Ваш профиль сохранён.", .codeSent: "Мы отправили вам код по электронной почте.",
         .displayName: "Отображаемое имя", .givenName: "Имя", .familyName: "Фамилия", .email: "Эл. почта",
-        .phoneNumber: "Номер телефона", .locale: "Язык",
+        .phoneNumber: "Номер телефона", .locale: "Язык"
     ]
 
     static let slovak: [UIText: String] = [
@@ -215,7 +218,7 @@ extension UIStrings {
         .profileConflict: "Váš profil bol zmenený inde. Zobrazuje sa najnovšia verzia s vašimi úpravami: skontrolujte ich a znova uložte.",
         .profileSaved: "Váš profil bol uložený.", .codeSent: "Poslali sme vám kód e-mailom.",
         .displayName: "Zobrazované meno", .givenName: "Meno", .familyName: "Priezvisko", .email: "E-mail",
-        .phoneNumber: "Telefónne číslo", .locale: "Jazyk",
+        .phoneNumber: "Telefónne číslo", .locale: "Jazyk"
     ]
 
     static let chineseSimplified: [UIText: String] = [
@@ -233,7 +236,7 @@ extension UIStrings {
         .profileConflict: "您的个人资料已在其他地方更改。现显示最新版本及您的编辑内容：请检查后再次保存。",
         .profileSaved: "您的个人资料已保存。", .codeSent: "我们已通过电子邮件向您发送了验证码。",
         .displayName: "显示名称", .givenName: "名字", .familyName: "姓氏", .email: "电子邮件",
-        .phoneNumber: "电话号码", .locale: "语言",
+        .phoneNumber: "电话号码", .locale: "语言"
     ]
 
     static let chineseTraditional: [UIText: String] = [
@@ -251,6 +254,6 @@ extension UIStrings {
         .profileConflict: "您的個人檔案已在其他地方變更。目前顯示最新版本及您的編輯內容：請檢查後再次儲存。",
         .profileSaved: "您的個人檔案已儲存。", .codeSent: "我們已透過電子郵件傳送驗證碼給您。",
         .displayName: "顯示名稱", .givenName: "名字", .familyName: "姓氏", .email: "電子郵件",
-        .phoneNumber: "電話號碼", .locale: "語言",
+        .phoneNumber: "電話號碼", .locale: "語言"
     ]
 }

@@ -109,7 +109,7 @@ public enum UIStrings {
     static let tables: [String: [UIText: String]] = [
         "en": english, "ar": arabic, "de": german, "es": spanish, "fr": french, "hu": hungarian, "it": italian,
         "ja": japanese, "ko": korean, "nl": dutch, "pt": portuguese, "ru": russian, "sk": slovak,
-        "zh-Hans": chineseSimplified, "zh-Hant": chineseTraditional,
+        "zh-Hans": chineseSimplified, "zh-Hant": chineseTraditional
     ]
 
     static let english: [UIText: String] = [
@@ -126,6 +126,6 @@ public enum UIStrings {
         .profileConflict: "Your profile was changed somewhere else. The latest version is shown with your edits: check them and save again.",
         .profileSaved: "Your profile was saved.", .codeSent: "We sent a code by email.",
         .displayName: "Display name", .givenName: "First name", .familyName: "Last name", .email: "Email",
-        .phoneNumber: "Phone number", .locale: "Language",
+        .phoneNumber: "Phone number", .locale: "Language"
     ]
 }

@@ -122,8 +122,9 @@ public final class UserProfileModel {
         }
         do {
             _ = try await state.tracked {
-                try await self.state.client.updateUserProfile(payload: payload, userId: nil, sessionId: self.state.sessionId,
-                                                              version: self.profile?.version)
+                try await self.state.client.updateUserProfile(
+                    payload: payload, userId: nil, sessionId: self.state.sessionId,
+                    version: self.profile?.version)
             }
             let fresh = try await state.tracked { try await self.fetch() }
             show(fresh, keepingEdits: false)

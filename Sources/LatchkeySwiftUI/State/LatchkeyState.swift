@@ -56,8 +56,10 @@ public final class LatchkeyState {
     ///   - storage: nil uses the client's default storage (the Keychain for the Apple client).
     ///   - sessionId: the session this state follows (nil: the default session).
     ///   - i18n: the language; by default the one kept by an earlier `setLocale(_:)`, else the device's.
-    public convenience init(config: LatchkeyConfig, client: LatchkeyClient = LatchkeyClient(), storage: (any StorageAdapter)? = nil,
-                            sessionId: String? = nil, i18n: LatchkeyI18n = LatchkeyI18n()) {
+    public convenience init(
+        config: LatchkeyConfig, client: LatchkeyClient = LatchkeyClient(), storage: (any StorageAdapter)? = nil,
+        sessionId: String? = nil, i18n: LatchkeyI18n = LatchkeyI18n()
+    ) {
         self.init(configuration: config, client: client, storage: storage, sessionId: sessionId, i18n: i18n)
     }
 
@@ -66,7 +68,9 @@ public final class LatchkeyState {
         self.init(configuration: nil, client: client, storage: nil, sessionId: sessionId, i18n: i18n)
     }
 
-    private init(configuration config: LatchkeyConfig?, client: LatchkeyClient, storage: (any StorageAdapter)?, sessionId: String?, i18n: LatchkeyI18n) {
+    private init(
+        configuration config: LatchkeyConfig?, client: LatchkeyClient, storage: (any StorageAdapter)?, sessionId: String?, i18n: LatchkeyI18n
+    ) {
         self.config = config
         self.client = client
         self.storage = storage

@@ -22,13 +22,17 @@ public struct BaseSignIn<Content: View>: View {
     ///   - onComplete: called once signed in, after `LatchkeyState.user` is set.
     ///   - onError: called with each error message shown.
     ///   - content: lays out the step from the model (`inputs`, `actions`, `value(for:)`/`binding(for:)`, `submit(actionId:)`).
-    public init(applicationId: String? = nil, onComplete: (@MainActor () -> Void)? = nil, onError: (@MainActor (String) -> Void)? = nil,
-                @ViewBuilder content: @escaping (AuthFlowModel) -> Content) {
+    public init(
+        applicationId: String? = nil, onComplete: (@MainActor () -> Void)? = nil, onError: (@MainActor (String) -> Void)? = nil,
+        @ViewBuilder content: @escaping (AuthFlowModel) -> Content
+    ) {
         self.init(flowType: .authentication, applicationId: applicationId, onComplete: onComplete, onError: onError, content: content)
     }
 
-    init(flowType: EmbeddedFlowType, applicationId: String?, onComplete: (@MainActor () -> Void)?, onError: (@MainActor (String) -> Void)?,
-         content: @escaping (AuthFlowModel) -> Content) {
+    init(
+        flowType: EmbeddedFlowType, applicationId: String?, onComplete: (@MainActor () -> Void)?, onError: (@MainActor (String) -> Void)?,
+        content: @escaping (AuthFlowModel) -> Content
+    ) {
         self.flowType = flowType
         self.applicationId = applicationId
         self.onComplete = onComplete
@@ -64,8 +68,10 @@ public struct BaseSignUp<Content: View>: View {
     private let base: BaseSignIn<Content>
 
     /// As `BaseSignIn.init(applicationId:onComplete:onError:content:)`, for the registration flow.
-    public init(applicationId: String? = nil, onComplete: (@MainActor () -> Void)? = nil, onError: (@MainActor (String) -> Void)? = nil,
-                @ViewBuilder content: @escaping (AuthFlowModel) -> Content) {
+    public init(
+        applicationId: String? = nil, onComplete: (@MainActor () -> Void)? = nil, onError: (@MainActor (String) -> Void)? = nil,
+        @ViewBuilder content: @escaping (AuthFlowModel) -> Content
+    ) {
         base = BaseSignIn(flowType: .registration, applicationId: applicationId, onComplete: onComplete, onError: onError, content: content)
     }
 
@@ -144,8 +150,9 @@ struct FlowForm: View {
                 .disabled(model.isLoading)
             } else {
                 ForEach(model.actions) { action in
-                    FlowActionButton(model: model, action: action, isPrimary: action.ref == model.primaryAction?.ref,
-                                     fallbackLabel: state.i18n.t(.continueAction))
+                    FlowActionButton(
+                        model: model, action: action, isPrimary: action.ref == model.primaryAction?.ref,
+                        fallbackLabel: state.i18n.t(.continueAction))
                 }
             }
             if model.canRestart {
@@ -190,18 +197,18 @@ struct FlowInputField: View {
         } else if input.type == "PASSWORD_INPUT" {
             SecureField(label, text: text)
                 .accessibilityLabel(label)
-            #if os(iOS) || os(visionOS)
-                .textContentType(.password)
-            #endif
+                #if os(iOS) || os(visionOS)
+            .textContentType(.password)
+                #endif
         } else {
             TextField(label, text: text)
                 .autocorrectionDisabled()
                 .accessibilityLabel(label)
-            #if os(iOS) || os(visionOS)
-                .textInputAutocapitalization(input.type == "OTP_INPUT" && !model.codeIsNumeric ? .characters : .never)
-                .textContentType(contentType)
-                .keyboardType(keyboard)
-            #endif
+                #if os(iOS) || os(visionOS)
+            .textInputAutocapitalization(input.type == "OTP_INPUT" && !model.codeIsNumeric ? .characters : .never)
+            .textContentType(contentType)
+            .keyboardType(keyboard)
+                #endif
         }
     }
 

@@ -18,9 +18,11 @@ public struct BaseUserProfile<Content: View>: View {
     ///   - onSaved: called after a successful save.
     ///   - onError: called when a load or save fails.
     ///   - content: `(profile, fields, isLoading, error, save)`.
-    public init(fields: [UserProfileModel.Field] = [.displayName, .phoneNumbers], onSaved: (@MainActor () -> Void)? = nil,
-                onError: (@MainActor () -> Void)? = nil,
-                @ViewBuilder content: @escaping (LatchkeyUserProfile?, [String: Binding<String>], Bool, String?, @escaping () -> Void) -> Content) {
+    public init(
+        fields: [UserProfileModel.Field] = [.displayName, .phoneNumbers], onSaved: (@MainActor () -> Void)? = nil,
+        onError: (@MainActor () -> Void)? = nil,
+        @ViewBuilder content: @escaping (LatchkeyUserProfile?, [String: Binding<String>], Bool, String?, @escaping () -> Void) -> Content
+    ) {
         self.editable = fields
         self.onSaved = onSaved
         self.onError = onError
@@ -46,10 +48,15 @@ public struct BaseUserProfile<Content: View>: View {
     }
 
     private func bindings(_ model: UserProfileModel) -> [String: Binding<String>] {
-        Dictionary(uniqueKeysWithValues: model.editable.map { field in
-            (field.key, Binding(get: { @MainActor in model.value(for: field.key) },
-                                set: { @MainActor value in model.setValue(value, for: field.key) }))
-        })
+        Dictionary(
+            uniqueKeysWithValues: model.editable.map { field in
+                (
+                    field.key,
+                    Binding(
+                        get: { @MainActor in model.value(for: field.key) },
+                        set: { @MainActor value in model.setValue(value, for: field.key) })
+                )
+            })
     }
 }
 

@@ -24,13 +24,15 @@ struct AuthorizationControllerTests {
             let window = await ASPresentationAnchor()
             let client = try await server.appleClient()
             let profile = ProfilePasskeySignupRequest(email: "ada@example.com", givenName: "Ada")
-            let signedUp = try await client.signup(withRequest: PasskeySignupRequest(passkeyPofile: profile, friendlyName: "ada@example.com", anchor: window))
+            let signedUp = try await client.signup(
+                withRequest: PasskeySignupRequest(passkeyPofile: profile, friendlyName: "ada@example.com", anchor: window))
             let sub = try #require(signedUp.user?.id)
             #expect(try await iCloudKeychain.credentials().count == 1)
 
             let again = try await server.appleClient()
-            let token = try await again.login(withRequest: NativeLoginRequest(anchor: window), usingModalAuthorizationFor: [.Passkey, .Password, .SignInWithApple],
-                                              display: .IfImmediatelyAvailableCredentials)
+            let token = try await again.login(
+                withRequest: NativeLoginRequest(anchor: window), usingModalAuthorizationFor: [.Passkey, .Password, .SignInWithApple],
+                display: .IfImmediatelyAvailableCredentials)
             #expect(token.user?.id == sub)
             #expect(try await server.server.store.passkeys(userId: sub).first?.signCount == 1)
         }
@@ -47,11 +49,15 @@ struct AuthorizationControllerTests {
             }
             let window = await ASPresentationAnchor()
             let client = try await server.appleClient()
-            let token = try await client.login(withRequest: NativeLoginRequest(anchor: window), usingModalAuthorizationFor: [.Passkey, .Password, .SignInWithApple],
-                                               display: .Always)
+            let token = try await client.login(
+                withRequest: NativeLoginRequest(anchor: window), usingModalAuthorizationFor: [.Passkey, .Password, .SignInWithApple],
+                display: .Always)
             #expect(token.user?.email == "demo@example.com")
-            #expect(offered.value == ["ASAuthorizationPlatformPublicKeyCredentialAssertionRequest", "ASAuthorizationPasswordRequest", "ASAuthorizationAppleIDRequest"],
-                    "the caller's order")
+            #expect(
+                offered.value == [
+                    "ASAuthorizationPlatformPublicKeyCredentialAssertionRequest", "ASAuthorizationPasswordRequest", "ASAuthorizationAppleIDRequest"
+                ],
+                "the caller's order")
             #expect(shownSheets == 1)
         }
     }
@@ -63,12 +69,14 @@ struct AuthorizationControllerTests {
         try await device.withAppleServer(apple: apple) { server in
             var name = PersonNameComponents()
             name.givenName = "Grace"; name.familyName = "Hopper"
-            device.authorization = ScriptedPlatform.behaviour(appleIDToken: { nonce in
-                try apple.identityToken(sub: "apple-grace", bundleId: Self.bundleId, nonceClaim: nonce, email: "grace@icloud.example")
-            }, appleName: name)
+            device.authorization = ScriptedPlatform.behaviour(
+                appleIDToken: { nonce in
+                    try apple.identityToken(sub: "apple-grace", bundleId: Self.bundleId, nonceClaim: nonce, email: "grace@icloud.example")
+                }, appleName: name)
             let client = try await server.appleClient()
-            let token = try await client.login(withRequest: NativeLoginRequest(anchor: await ASPresentationAnchor()),
-                                               usingModalAuthorizationFor: [.SignInWithApple], display: .Always)
+            let token = try await client.login(
+                withRequest: NativeLoginRequest(anchor: await ASPresentationAnchor()),
+                usingModalAuthorizationFor: [.SignInWithApple], display: .Always)
             #expect(token.user?.email == "grace@icloud.example")
             #expect(token.user?.givenName == "Grace" && token.user?.familyName == "Hopper")
 
@@ -76,7 +84,9 @@ struct AuthorizationControllerTests {
             device.authorization = ScriptedPlatform.behaviour(appleIDToken: { _ in
                 try apple.identityToken(sub: "apple-grace", bundleId: Self.bundleId, nonceClaim: "someone-elses-nonce", email: nil)
             })
-            await #expect { try await client.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.SignInWithApple], display: .Always) } throws: {
+            await #expect {
+                try await client.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.SignInWithApple], display: .Always)
+            } throws: {
                 ($0 as? LatchkeyError)?.category == .authFailure
             }
         }
@@ -89,15 +99,25 @@ struct AuthorizationControllerTests {
             let client = try await server.appleClient()
             let screen = await ScreenStandIn()
             let window = screen.window
-            await #expect { try await client.login(withRequest: NativeLoginRequest(anchor: window), usingModalAuthorizationFor: [.Passkey, .Password],
-                                                   display: .IfImmediatelyAvailableCredentials) } throws: {
+            await #expect {
+                try await client.login(
+                    withRequest: NativeLoginRequest(anchor: window), usingModalAuthorizationFor: [.Passkey, .Password],
+                    display: .IfImmediatelyAvailableCredentials)
+            } throws: {
                 guard let e = $0 as? LatchkeyError, let underlying = e.underlying else { return false }
                 return e.code == .canceled && e.category == .authCanceled && ASAuthorizationError.canceled ~= underlying
             }
             #expect(shownSheets == 0)
-            #expect(device.log.events.contains(.authorizationAnsweredWithoutUI(requests: ["ASAuthorizationPlatformPublicKeyCredentialAssertionRequest", "ASAuthorizationPasswordRequest"])))
-            await #expect { try await client.login(withRequest: NativeLoginRequest(anchor: window), usingModalAuthorizationFor: [.Passkey, .Password],
-                                                   display: .Always) } throws: { ($0 as? LatchkeyError)?.code == .canceled }
+            #expect(
+                device.log.events.contains(
+                    .authorizationAnsweredWithoutUI(requests: [
+                        "ASAuthorizationPlatformPublicKeyCredentialAssertionRequest", "ASAuthorizationPasswordRequest"
+                    ])))
+            await #expect {
+                try await client.login(
+                    withRequest: NativeLoginRequest(anchor: window), usingModalAuthorizationFor: [.Passkey, .Password],
+                    display: .Always)
+            } throws: { ($0 as? LatchkeyError)?.code == .canceled }
             #expect(shownSheets == 1)
             #expect(!client.isLoading())
         }
@@ -109,13 +129,18 @@ struct AuthorizationControllerTests {
             let client = try await server.appleClient()
             for code in [ASAuthorizationError.Code.failed, .invalidResponse, .notHandled, .unknown] {
                 device.authorization = .fails(code)
-                await #expect { try await client.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Password], display: .Always) } throws: {
+                await #expect {
+                    try await client.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Password], display: .Always)
+                } throws: {
                     guard let e = $0 as? LatchkeyError else { return false }
-                    return e.category == .technicalError && e.message.contains("\(code.rawValue)") && (e.underlying as? ASAuthorizationError)?.code == code
+                    return e.category == .technicalError && e.message.contains("\(code.rawValue)")
+                        && (e.underlying as? ASAuthorizationError)?.code == code
                 }
             }
             device.authorization = .fails(.failed)
-            await #expect { try await client.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Passkey], display: .Always) } throws: {
+            await #expect {
+                try await client.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Passkey], display: .Always)
+            } throws: {
                 guard let e = $0 as? LatchkeyError else { return false }
                 return e.code == .passkeyFailed && e.message.contains("webcredentials:localhost")
             }
@@ -129,9 +154,12 @@ struct AuthorizationControllerTests {
             device.authorization = ScriptedPlatform.behaviour(password: (DevelopmentDefaults.demoUsername, DevelopmentDefaults.demoPassword))
             let client = try await server.appleClient()
             let window = await ASPresentationAnchor()
-            let token = try await client.login(withRequest: NativeLoginRequest(anchor: window), usingModalAuthorizationFor: [.Password], display: .Always)
+            let token = try await client.login(
+                withRequest: NativeLoginRequest(anchor: window), usingModalAuthorizationFor: [.Password], display: .Always)
             device.authorization = .userCancels
-            await #expect { try await client.registerNewPasskey(withRequest: NewPasskeyRequest(anchor: window, friendlyName: "iPhone"), authToken: token) } throws: {
+            await #expect {
+                try await client.registerNewPasskey(withRequest: NewPasskeyRequest(anchor: window, friendlyName: "iPhone"), authToken: token)
+            } throws: {
                 ($0 as? LatchkeyError)?.code == .passkeyCanceled
             }
             device.authorization = ScriptedPlatform.behaviour(passkeys: iCloudKeychain)

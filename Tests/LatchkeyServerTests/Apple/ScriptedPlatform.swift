@@ -9,9 +9,11 @@ import LatchkeyApple
 /// `clientDataJSON` itself with the origin `https://<RP ID>`. It answers with the first request (in the app's order)
 /// it holds a credential for; with none it behaves as Apple does (`.canceled`, with or without UI).
 enum ScriptedPlatform {
-    static func behaviour(passkeys: SoftwareAuthenticator? = nil, password: (user: String, password: String)? = nil,
-                          appleIDToken: (@Sendable (_ nonce: String) throws -> String)? = nil,
-                          appleName: PersonNameComponents? = nil) -> AuthorizationBehaviour {
+    static func behaviour(
+        passkeys: SoftwareAuthenticator? = nil, password: (user: String, password: String)? = nil,
+        appleIDToken: (@Sendable (_ nonce: String) throws -> String)? = nil,
+        appleName: PersonNameComponents? = nil
+    ) -> AuthorizationBehaviour {
         AuthorizationBehaviour { sheet in
             for request in sheet.requests {
                 do {
@@ -20,7 +22,9 @@ enum ScriptedPlatform {
                             challenge: assertion.challenge, rpId: assertion.relyingPartyIdentifier,
                             allowCredentials: assertion.allowedCredentials.map { PublicKeyCredentialDescriptor(id: $0.credentialID) },
                             userVerification: assertion.userVerificationPreference.rawValue)
-                        guard await passkeys.hasCredential(rpId: assertion.relyingPartyIdentifier, allowCredentials: options.allowCredentials) else { continue }
+                        guard await passkeys.hasCredential(rpId: assertion.relyingPartyIdentifier, allowCredentials: options.allowCredentials) else {
+                            continue
+                        }
                         let signed = try await passkeys.getAssertion(for: options, origin: "https://" + assertion.relyingPartyIdentifier)
                         let credential = ASAuthorizationPlatformPublicKeyCredentialAssertion(
                             rawAuthenticatorData: signed.authenticatorData, userID: signed.userHandle, signature: signed.signature,
@@ -30,8 +34,9 @@ enum ScriptedPlatform {
                     if let registration = request as? ASAuthorizationPlatformPublicKeyCredentialRegistrationRequest, let passkeys {
                         let options = PublicKeyCredentialCreationOptions(
                             rp: PublicKeyCredentialRpEntity(id: registration.relyingPartyIdentifier, name: registration.relyingPartyIdentifier),
-                            user: PublicKeyCredentialUserEntity(id: registration.userID, name: registration.name,
-                                                                displayName: registration.displayName ?? registration.name),
+                            user: PublicKeyCredentialUserEntity(
+                                id: registration.userID, name: registration.name,
+                                displayName: registration.displayName ?? registration.name),
                             challenge: registration.challenge,
                             excludeCredentials: registration.excludedCredentials.map { PublicKeyCredentialDescriptor(id: $0.credentialID) })
                         let created = try await passkeys.createCredential(for: options, origin: "https://" + registration.relyingPartyIdentifier)
@@ -40,12 +45,15 @@ enum ScriptedPlatform {
                         return .authorized(ASAuthorization(provider: registration.provider, credential: credential), showingUI: true)
                     }
                     if request is ASAuthorizationPasswordRequest, let password {
-                        return .authorized(ASAuthorization(provider: request.provider, credential: ASPasswordCredential(user: password.user, password: password.password)),
-                                           showingUI: true)
+                        return .authorized(
+                            ASAuthorization(
+                                provider: request.provider, credential: ASPasswordCredential(user: password.user, password: password.password)),
+                            showingUI: true)
                     }
                     if let apple = request as? ASAuthorizationAppleIDRequest, let appleIDToken, let nonce = apple.nonce {
-                        let credential = ASAuthorizationAppleIDCredential(user: "apple-user", authorizedScopes: apple.requestedScopes ?? [],
-                                                                          identityToken: Data(try appleIDToken(nonce).utf8), fullName: appleName)
+                        let credential = ASAuthorizationAppleIDCredential(
+                            user: "apple-user", authorizedScopes: apple.requestedScopes ?? [],
+                            identityToken: Data(try appleIDToken(nonce).utf8), fullName: appleName)
                         return .authorized(ASAuthorization(provider: apple.provider, credential: credential), showingUI: true)
                     }
                 } catch {
@@ -102,8 +110,10 @@ extension TestServer {
 
     /// The Apple client (`LatchkeyClient(…prefersEphemeralWebBrowserSession:)`) initialized with `appleConfig()`; in
     /// memory unless `storage` is nil, which leaves the client's default, the Keychain.
-    func appleClient(ephemeral: Bool = false, storage: (any StorageAdapter)? = InMemoryStorageAdapter(),
-                     afterSignInUrl: String? = nil) async throws -> LatchkeyClient {
+    func appleClient(
+        ephemeral: Bool = false, storage: (any StorageAdapter)? = InMemoryStorageAdapter(),
+        afterSignInUrl: String? = nil
+    ) async throws -> LatchkeyClient {
         let client = LatchkeyClient(http: URLSessionHTTPClient(), prefersEphemeralWebBrowserSession: ephemeral)
         var config = appleConfig()
         if let afterSignInUrl { config.afterSignInUrl = afterSignInUrl }

@@ -16,8 +16,10 @@ struct WebAuthenticationSessionTests {
             device.webAuthentication = .navigates { request in try await server.browse(request.url) }
             let client = try await server.appleClient(ephemeral: true)
             let screen = await ScreenStandIn()
-            let token = try await client.webviewLogin(WebviewLoginRequest(state: "my-state", nonce: "my-nonce", scope: ["openid", "email"],
-                                                                          presentationContextProvider: screen))
+            let token = try await client.webviewLogin(
+                WebviewLoginRequest(
+                    state: "my-state", nonce: "my-nonce", scope: ["openid", "email"],
+                    presentationContextProvider: screen))
             #expect(token.user?.email == "demo@example.com")
             #expect(try await client.isSignedIn())
             #expect(await screen.anchorRequests == 1)
@@ -139,8 +141,9 @@ struct WebAuthenticationSessionTests {
             device.webAuthentication = .navigates { request in try await server.browse(request.url) }
             let client = try await server.appleClient()
             let screen = await ScreenStandIn()
-            let user = try await client.signInWithBrowser(options: SignInOptions(loginHint: "demo@example.com"), sessionId: "work",
-                                                          presentationContextProvider: screen)
+            let user = try await client.signInWithBrowser(
+                options: SignInOptions(loginHint: "demo@example.com"), sessionId: "work",
+                presentationContextProvider: screen)
             #expect(user.email == "demo@example.com")
             #expect(try await client.isSignedIn(sessionId: "work"))
             #expect(try await client.isSignedIn() == false)

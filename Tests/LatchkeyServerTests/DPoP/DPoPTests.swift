@@ -35,10 +35,14 @@ struct DPoPTests {
     }
 
     /// A proof made by hand, each claim replaceable, to break one rule at a time.
-    static func proof(_ key: SigningKey, method: String = "GET", url: String, accessToken: String? = nil, iat: Date = Date(),
-                      jti: String = UUID().uuidString, nonce: String? = nil, type: String = "dpop+jwt") throws -> String {
-        var claims: [String: JSONValue] = ["jti": .string(jti), "htm": .string(method), "htu": .string(url),
-                                           "iat": .number(Double(Int(iat.timeIntervalSince1970)))]
+    static func proof(
+        _ key: SigningKey, method: String = "GET", url: String, accessToken: String? = nil, iat: Date = Date(),
+        jti: String = UUID().uuidString, nonce: String? = nil, type: String = "dpop+jwt"
+    ) throws -> String {
+        var claims: [String: JSONValue] = [
+            "jti": .string(jti), "htm": .string(method), "htu": .string(url),
+            "iat": .number(Double(Int(iat.timeIntervalSince1970)))
+        ]
         if let accessToken { claims["ath"] = .string(Base64URL.encode(Data(SHA256.hash(data: Data(accessToken.utf8))))) }
         if let nonce { claims["nonce"] = .string(nonce) }
         var jwk = try key.publicJWK()
@@ -70,8 +74,9 @@ struct DPoPTests {
 
         let discovery = try await TestBrowser().get(server.base + "/.well-known/openid-configuration").json()
         #expect(discovery["dpop_signing_alg_values_supported"] as? [String] == ["ES256", "EdDSA"])
-        let introspection = try await TestBrowser().postForm(server.base + "/oauth2/introspect", ["token": tokens.accessToken],
-                                                            headers: ["Authorization": basicAuth("backend", "backend-secret-0123456789")])
+        let introspection = try await TestBrowser().postForm(
+            server.base + "/oauth2/introspect", ["token": tokens.accessToken],
+            headers: ["Authorization": basicAuth("backend", "backend-secret-0123456789")])
         let body = try introspection.json()
         #expect(body["active"] as? Bool == true && body["token_type"] as? String == "DPoP")
         #expect((body["cnf"] as? [String: Any])?["jkt"] as? String == jkt)
@@ -80,7 +85,8 @@ struct DPoPTests {
         #expect(await session.storage.get("latchkey.session.default") == nil, "the key is forgotten with the tokens")
         // The SDK revoked the bound refresh token with a proof by its key: it is dead even for the key's holder.
         let tokenURL = server.issuer + "/oauth2/token"
-        let afterSignOut = try await TestBrowser().postForm(server.base + "/oauth2/token",
+        let afterSignOut = try await TestBrowser().postForm(
+            server.base + "/oauth2/token",
             ["grant_type": "refresh_token", "refresh_token": try #require(tokens.refreshToken), "client_id": "latchkey-demo"],
             headers: ["DPoP": try Self.proof(key, method: "POST", url: tokenURL)])
         #expect(try afterSignOut.status == 400 && afterSignOut.json()["error"] as? String == "invalid_grant")
@@ -96,7 +102,9 @@ struct DPoPTests {
         let other = try SigningKey.generate(.es256)
         let url = server.issuer + "/oauth2/userinfo"
         let browser = TestBrowser()
-        func call(_ headers: [String: String]) async throws -> HTTPResult { try await browser.get(server.base + "/oauth2/userinfo", headers: headers) }
+        func call(_ headers: [String: String]) async throws -> HTTPResult {
+            try await browser.get(server.base + "/oauth2/userinfo", headers: headers)
+        }
         let dpop = "DPoP \(tokens.accessToken)"
 
         let good = try await call(["Authorization": dpop, "DPoP": try Self.proof(key, url: url, accessToken: tokens.accessToken)])
@@ -125,7 +133,7 @@ struct DPoPTests {
             ("not a JWS", "not.a.proof"),
             ("tampered", String(try Self.proof(key, url: url, accessToken: tokens.accessToken).dropLast(3)) + "AAA"),
             ("private key in jwk", try Self.privateKeyProof(url: url, accessToken: tokens.accessToken)),
-            ("alg none", Self.unsignedProof(url: url, jwk: try key.publicJWK())),
+            ("alg none", Self.unsignedProof(url: url, jwk: try key.publicJWK()))
         ]
         for (why, proof) in broken {
             let refused = try await call(["Authorization": dpop, "DPoP": proof])
@@ -133,15 +141,18 @@ struct DPoPTests {
         }
         #expect(try await call(["Authorization": dpop, "DPoP": reused]).status == 200)
         #expect(try await call(["Authorization": dpop, "DPoP": reused]).status == 401, "a jti is single use")
-        let twoProofs = try await browser.send(server.base + "/oauth2/userinfo", method: "GET", body: nil,
-                                               headers: ["Authorization": dpop, "DPoP": "\(try Self.proof(key, url: url, accessToken: tokens.accessToken)), x"])
+        let twoProofs = try await browser.send(
+            server.base + "/oauth2/userinfo", method: "GET", body: nil,
+            headers: ["Authorization": dpop, "DPoP": "\(try Self.proof(key, url: url, accessToken: tokens.accessToken)), x"])
         #expect(twoProofs.status == 401)
 
         // An unbound token is not accepted under the DPoP scheme.
         let bearerTokens = try await Self.signIn(server, dpop: false).tokens
         #expect(bearerTokens.tokenType == "Bearer" && bearerTokens.dpopKey == nil)
-        let unbound = try await call(["Authorization": "DPoP \(bearerTokens.accessToken)",
-                                      "DPoP": try Self.proof(other, url: url, accessToken: bearerTokens.accessToken)])
+        let unbound = try await call([
+            "Authorization": "DPoP \(bearerTokens.accessToken)",
+            "DPoP": try Self.proof(other, url: url, accessToken: bearerTokens.accessToken)
+        ])
         #expect(unbound.status == 401)
         #expect(try await call(["Authorization": "Bearer \(bearerTokens.accessToken)"]).status == 200)
     }
@@ -158,13 +169,18 @@ struct DPoPTests {
         let browser = TestBrowser()
         let noProof = try await browser.postForm(server.base + "/oauth2/token", form)
         #expect(try noProof.status == 400 && (try noProof.json()["error"] as? String) == "invalid_dpop_proof")
-        let thief = try await browser.postForm(server.base + "/oauth2/token", form,
-                                               headers: ["DPoP": try Self.proof(try SigningKey.generate(.es256), method: "POST", url: tokenURL)])
+        let thief = try await browser.postForm(
+            server.base + "/oauth2/token", form,
+            headers: ["DPoP": try Self.proof(try SigningKey.generate(.es256), method: "POST", url: tokenURL)])
         #expect(try thief.status == 400 && (try thief.json()["error"] as? String) == "invalid_grant")
 
         // Nor can a thief revoke it (the family would die with it): without a proof by its key the request is ignored.
-        let revoked = try await browser.postForm(server.base + "/oauth2/revoke", ["token": refreshToken, "token_type_hint": "refresh_token",
-                                                                                 "client_id": "latchkey-demo"])
+        let revoked = try await browser.postForm(
+            server.base + "/oauth2/revoke",
+            [
+                "token": refreshToken, "token_type_hint": "refresh_token",
+                "client_id": "latchkey-demo"
+            ])
         #expect(revoked.status == 200)
         // Neither attempt spent it: the owner refreshes with its key (access tokens live 10 s, inside the SDK's refresh
         // margin), and the new tokens stay bound to it.
@@ -176,11 +192,13 @@ struct DPoPTests {
         // The holder of the key can revoke it: then it is dead.
         let owner = try SigningKey(algorithm: .es256, pem: try #require(tokens.dpopKey))
         let current = try #require(refreshed.refreshToken)
-        let revocation = try await browser.postForm(server.base + "/oauth2/revoke", ["token": current, "client_id": "latchkey-demo"],
-                                                    headers: ["DPoP": try Self.proof(owner, method: "POST", url: server.issuer + "/oauth2/revoke")])
+        let revocation = try await browser.postForm(
+            server.base + "/oauth2/revoke", ["token": current, "client_id": "latchkey-demo"],
+            headers: ["DPoP": try Self.proof(owner, method: "POST", url: server.issuer + "/oauth2/revoke")])
         #expect(revocation.status == 200)
-        let dead = try await browser.postForm(server.base + "/oauth2/token", ["grant_type": "refresh_token", "refresh_token": current, "client_id": "latchkey-demo"],
-                                              headers: ["DPoP": try Self.proof(owner, method: "POST", url: tokenURL)])
+        let dead = try await browser.postForm(
+            server.base + "/oauth2/token", ["grant_type": "refresh_token", "refresh_token": current, "client_id": "latchkey-demo"],
+            headers: ["DPoP": try Self.proof(owner, method: "POST", url: tokenURL)])
         #expect(try dead.status == 400 && dead.json()["error"] as? String == "invalid_grant")
     }
 
@@ -194,23 +212,32 @@ struct DPoPTests {
         #expect(session.http.statuses(pathEndingWith: "/oauth2/userinfo") == [200], "the nonce the token endpoint sent is reused")
 
         let tokenURL = server.issuer + "/oauth2/token"
-        let raw = try await TestBrowser().postForm(server.base + "/oauth2/token", ["grant_type": "refresh_token", "refresh_token": "x", "client_id": "latchkey-demo"],
-                                                   headers: ["DPoP": try Self.proof(try SigningKey.generate(.es256), method: "POST", url: tokenURL)])
+        let raw = try await TestBrowser().postForm(
+            server.base + "/oauth2/token", ["grant_type": "refresh_token", "refresh_token": "x", "client_id": "latchkey-demo"],
+            headers: ["DPoP": try Self.proof(try SigningKey.generate(.es256), method: "POST", url: tokenURL)])
         #expect(try raw.status == 400 && (try raw.json()["error"] as? String) == "use_dpop_nonce" && raw.header("DPoP-Nonce") != nil)
-        let stale = try await TestBrowser().postForm(server.base + "/oauth2/token", ["grant_type": "refresh_token", "refresh_token": "x", "client_id": "latchkey-demo"],
-                                                     headers: ["DPoP": try Self.proof(try SigningKey.generate(.es256), method: "POST", url: tokenURL, nonce: "made-up")])
+        let stale = try await TestBrowser().postForm(
+            server.base + "/oauth2/token", ["grant_type": "refresh_token", "refresh_token": "x", "client_id": "latchkey-demo"],
+            headers: ["DPoP": try Self.proof(try SigningKey.generate(.es256), method: "POST", url: tokenURL, nonce: "made-up")])
         #expect((try stale.json()["error"] as? String) == "use_dpop_nonce")
 
         // /users/me asks for the nonce as userinfo does, so a DPoP client can retry there too.
         let tokens = try await session.tokens
         let key = try SigningKey(algorithm: .es256, pem: try #require(tokens.dpopKey))
         let profileURL = server.issuer + "/users/me"
-        let withoutNonce = try await TestBrowser().get(server.base + "/users/me", headers: [
-            "Authorization": "DPoP \(tokens.accessToken)", "DPoP": try Self.proof(key, url: profileURL, accessToken: tokens.accessToken)])
+        let withoutNonce = try await TestBrowser().get(
+            server.base + "/users/me",
+            headers: [
+                "Authorization": "DPoP \(tokens.accessToken)", "DPoP": try Self.proof(key, url: profileURL, accessToken: tokens.accessToken)
+            ])
         #expect(withoutNonce.status == 401 && withoutNonce.header("WWW-Authenticate")?.contains("use_dpop_nonce") == true)
         let nonce = try #require(withoutNonce.header("DPoP-Nonce"))
-        let retried = try await TestBrowser().get(server.base + "/users/me", headers: [
-            "Authorization": "DPoP \(tokens.accessToken)", "DPoP": try Self.proof(key, url: profileURL, accessToken: tokens.accessToken, nonce: nonce)])
+        let retried = try await TestBrowser().get(
+            server.base + "/users/me",
+            headers: [
+                "Authorization": "DPoP \(tokens.accessToken)",
+                "DPoP": try Self.proof(key, url: profileURL, accessToken: tokens.accessToken, nonce: nonce)
+            ])
         #expect(retried.status == 200)
     }
 
@@ -227,15 +254,19 @@ struct DPoPTests {
         await #expect { _ = try await Self.signIn(server, dpop: false) } throws: { ($0 as? LatchkeyError)?.serverCode == "invalid_dpop_proof" }
         let session = try await Self.signIn(server)
         let tokens = try await session.tokens
-        let exchange = ["grant_type": "urn:ietf:params:oauth:grant-type:token-exchange", "client_id": "latchkey-demo",
-                        "subject_token": tokens.accessToken, "subject_token_type": "urn:ietf:params:oauth:token-type:access_token"]
+        let exchange = [
+            "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange", "client_id": "latchkey-demo",
+            "subject_token": tokens.accessToken, "subject_token_type": "urn:ietf:params:oauth:token-type:access_token"
+        ]
         let tokenURL = server.issuer + "/oauth2/token"
-        let stranger = try await TestBrowser().postForm(server.base + "/oauth2/token", exchange,
-                                                        headers: ["DPoP": try Self.proof(try SigningKey.generate(.es256), method: "POST", url: tokenURL)])
+        let stranger = try await TestBrowser().postForm(
+            server.base + "/oauth2/token", exchange,
+            headers: ["DPoP": try Self.proof(try SigningKey.generate(.es256), method: "POST", url: tokenURL)])
         #expect(try stranger.status == 400 && (try stranger.json()["error"] as? String) == "invalid_grant")
         let owner = try SigningKey(algorithm: .es256, pem: try #require(tokens.dpopKey))
-        let allowed = try await TestBrowser().postForm(server.base + "/oauth2/token", exchange,
-                                                       headers: ["DPoP": try Self.proof(owner, method: "POST", url: tokenURL)])
+        let allowed = try await TestBrowser().postForm(
+            server.base + "/oauth2/token", exchange,
+            headers: ["DPoP": try Self.proof(owner, method: "POST", url: tokenURL)])
         #expect(try allowed.status == 200 && (try allowed.json()["token_type"] as? String) == "DPoP")
         // The SDK exchanges its own bound token with the session's proof; the result is bound to the same key.
         let exchanged = try await session.client.exchangeToken(config: .init())
@@ -254,12 +285,14 @@ extension DPoPTests {
         let key = try SigningKey.generate(.es256)
         let tokenURL = server.issuer + "/oauth2/token"
         let browser = TestBrowser()
-        let first = try await browser.postForm(server.base + "/oauth2/token", ["grant_type": "refresh_token", "refresh_token": unbound, "client_id": "latchkey-demo"],
-                                               headers: ["DPoP": try Self.proof(key, method: "POST", url: tokenURL)])
+        let first = try await browser.postForm(
+            server.base + "/oauth2/token", ["grant_type": "refresh_token", "refresh_token": unbound, "client_id": "latchkey-demo"],
+            headers: ["DPoP": try Self.proof(key, method: "POST", url: tokenURL)])
         let body = try first.json()
         #expect(first.status == 200 && body["token_type"] as? String == "DPoP")
         let bound = try #require(body["refresh_token"] as? String)
-        let withoutProof = try await browser.postForm(server.base + "/oauth2/token", ["grant_type": "refresh_token", "refresh_token": bound, "client_id": "latchkey-demo"])
+        let withoutProof = try await browser.postForm(
+            server.base + "/oauth2/token", ["grant_type": "refresh_token", "refresh_token": bound, "client_id": "latchkey-demo"])
         #expect(try withoutProof.status == 400 && withoutProof.json()["error"] as? String == "invalid_dpop_proof")
     }
 
@@ -274,29 +307,41 @@ extension DPoPTests {
         try await client.initialize(config: config, storage: storage)
         let signIn = EmbeddedFlowRequestConfig(flowType: .authentication)
         let first = try await client.signIn(payload: .init(), request: signIn)
-        let done = try await client.signIn(payload: .init(flowId: first.flowId, actionId: "action_001",
-                                                          inputs: ["username": "demo@example.com", "password": "correct horse battery staple"]), request: signIn)
+        let done = try await client.signIn(
+            payload: .init(
+                flowId: first.flowId, actionId: "action_001",
+                inputs: ["username": "demo@example.com", "password": "correct horse battery staple"]), request: signIn)
         #expect(done.flowStatus == .complete)
         let data = try #require(await storage.get("latchkey.session.default"))
         let tokens = try JSONDecoder().decode(Latchkey.TokenSet.self, from: data)
         #expect(tokens.tokenType == "DPoP" && tokens.dpopKey != nil)
 
-        let asBearer = try await TestBrowser().postJSON(server.base + "/flow/execute", ["applicationId": "latchkey-demo", "flowType": "SIGNOUT"],
-                                                        headers: ["Authorization": "Bearer \(tokens.accessToken)"])
+        let asBearer = try await TestBrowser().postJSON(
+            server.base + "/flow/execute", ["applicationId": "latchkey-demo", "flowType": "SIGNOUT"],
+            headers: ["Authorization": "Bearer \(tokens.accessToken)"])
         #expect(try asBearer.status == 401 && (asBearer.json()["code"] as? String) == "AUTH-4010", "a thunderID body on /flow")
         #expect(asBearer.header("WWW-Authenticate")?.hasPrefix("DPoP error=\"invalid_token\"") == true)
         let key = try SigningKey(algorithm: .es256, pem: try #require(tokens.dpopKey))
         let flowURL = server.issuer + "/flow/execute"
-        let anotherKey = try await TestBrowser().postJSON(server.base + "/flow/execute", ["applicationId": "latchkey-demo", "flowType": "SIGNOUT"],
-            headers: ["Authorization": "DPoP \(tokens.accessToken)",
-                      "DPoP": try Self.proof(try SigningKey.generate(.es256), method: "POST", url: flowURL, accessToken: tokens.accessToken)])
+        let anotherKey = try await TestBrowser().postJSON(
+            server.base + "/flow/execute", ["applicationId": "latchkey-demo", "flowType": "SIGNOUT"],
+            headers: [
+                "Authorization": "DPoP \(tokens.accessToken)",
+                "DPoP": try Self.proof(try SigningKey.generate(.es256), method: "POST", url: flowURL, accessToken: tokens.accessToken)
+            ])
         #expect(anotherKey.status == 401, "a live bound token needs a proof by its own key")
         let out = try await client.signIn(payload: .init(), request: .init(flowType: .signOut))
         let stillSignedIn = try await client.isSignedIn()
         #expect(out.flowStatus == .complete && !stillSignedIn)
-        #expect(try await TestBrowser().get(server.base + "/oauth2/userinfo", headers: ["Authorization": "DPoP \(tokens.accessToken)",
-            "DPoP": try Self.proof(key, url: server.issuer + "/oauth2/userinfo", accessToken: tokens.accessToken)]).status == 401,
-                "the SIGNOUT flow ended the session's tokens")
+        #expect(
+            try await TestBrowser().get(
+                server.base + "/oauth2/userinfo",
+                headers: [
+                    "Authorization": "DPoP \(tokens.accessToken)",
+                    "DPoP": try Self.proof(key, url: server.issuer + "/oauth2/userinfo", accessToken: tokens.accessToken)
+                ]
+            ).status == 401,
+            "the SIGNOUT flow ended the session's tokens")
     }
 
     @Test("a proof may be dated 30 s ahead of the server's clock at most, and 5 minutes back")
@@ -307,8 +352,13 @@ extension DPoPTests {
         let key = try SigningKey(algorithm: .es256, pem: try #require(tokens.dpopKey))
         let url = server.issuer + "/oauth2/userinfo"
         func userinfo(iat: Date) async throws -> Int {
-            try await TestBrowser().get(url, headers: ["Authorization": "DPoP \(tokens.accessToken)",
-                                                       "DPoP": try Self.proof(key, url: url, accessToken: tokens.accessToken, iat: iat)]).status
+            try await TestBrowser().get(
+                url,
+                headers: [
+                    "Authorization": "DPoP \(tokens.accessToken)",
+                    "DPoP": try Self.proof(key, url: url, accessToken: tokens.accessToken, iat: iat)
+                ]
+            ).status
         }
         #expect(try await userinfo(iat: Date().addingTimeInterval(20)) == 200, "a clock a little ahead")
         #expect(try await userinfo(iat: Date().addingTimeInterval(-290)) == 200, "a proof made almost five minutes ago")
@@ -323,10 +373,15 @@ extension DPoPTests {
         let url = server.issuer + "/oauth2/token"
         let key = try SigningKey.generate(.es256)
         func failing() async throws -> Int {
-            try await TestBrowser().postForm(url, ["grant_type": "authorization_code", "code": "nope-\(UUID().uuidString)",
-                                                   "client_id": "latchkey-demo", "redirect_uri": "http://127.0.0.1:7777/callback",
-                                                   "code_verifier": String(repeating: "v", count: 43)],
-                                             headers: ["DPoP": try Self.proof(key, method: "POST", url: url)]).status
+            try await TestBrowser().postForm(
+                url,
+                [
+                    "grant_type": "authorization_code", "code": "nope-\(UUID().uuidString)",
+                    "client_id": "latchkey-demo", "redirect_uri": "http://127.0.0.1:7777/callback",
+                    "code_verifier": String(repeating: "v", count: 43)
+                ],
+                headers: ["DPoP": try Self.proof(key, method: "POST", url: url)]
+            ).status
         }
         let before = try await server.rowCount("consumed_token_ids")
         var statuses: [Int] = []
@@ -387,9 +442,12 @@ extension DPoPTests {
         let key = try SigningKey(algorithm: .es256, pem: try #require(tokens.dpopKey))
         server.advanceClock(3700)  // past the access token's hour
         let later = Date().addingTimeInterval(3700)  // the proof is made on the server's (advanced) clock
-        let out = try await TestBrowser().postJSON(server.base + "/flow/execute", ["applicationId": "latchkey-demo", "flowType": "SIGNOUT"],
-            headers: ["Authorization": "DPoP \(tokens.accessToken)",
-                      "DPoP": try Self.proof(key, method: "POST", url: server.issuer + "/flow/execute", accessToken: tokens.accessToken, iat: later)])
+        let out = try await TestBrowser().postJSON(
+            server.base + "/flow/execute", ["applicationId": "latchkey-demo", "flowType": "SIGNOUT"],
+            headers: [
+                "Authorization": "DPoP \(tokens.accessToken)",
+                "DPoP": try Self.proof(key, method: "POST", url: server.issuer + "/flow/execute", accessToken: tokens.accessToken, iat: later)
+            ])
         #expect(try out.status == 200 && out.json()["flowStatus"] as? String == "COMPLETE", "\(out.text)")
     }
 
@@ -398,7 +456,8 @@ extension DPoPTests {
         let key = try SigningKey.generate(.es256)
         let jwk = try key.publicJWK()
         let header = #"{"alg":"ES256","jwk":{"crv":"P-256","d":"AAAA","kty":"EC","x":"\#(jwk.x ?? "")","y":"\#(jwk.y ?? "")"},"typ":"dpop+jwt"}"#
-        let claims = #"{"ath":"\#(Base64URL.encode(Data(SHA256.hash(data: Data(accessToken.utf8)))))","htm":"GET","htu":"\#(url)","iat":\#(Int(Date().timeIntervalSince1970)),"jti":"\#(UUID().uuidString)"}"#
+        let claims =
+            #"{"ath":"\#(Base64URL.encode(Data(SHA256.hash(data: Data(accessToken.utf8)))))","htm":"GET","htu":"\#(url)","iat":\#(Int(Date().timeIntervalSince1970)),"jti":"\#(UUID().uuidString)"}"#
         let input = Base64URL.encode(Data(header.utf8)) + "." + Base64URL.encode(Data(claims.utf8))
         return input + "." + Base64URL.encode(try key.sign(Data(input.utf8)))
     }

@@ -8,7 +8,7 @@ struct LocaleNegotiatorTests {
         ("zh-CN", "zh-Hans"), ("zh-SG", "zh-Hans"), ("zh", "zh-Hans"), ("zh-Hans", "zh-Hans"), ("zh-HK", "zh-Hant"), ("zh-MO", "zh-Hant"),
         ("zh-TW", "zh-Hant"), ("zh-Hant", "zh-Hant"), ("zh-Hant-HK", "zh-Hant"), ("zh-Hans-HK", "zh-Hans"), ("zh_Hant_TW", "zh-Hant"),
         ("ZH-hk", "zh-Hant"), ("ar-EG", "ar"), ("es-419", "es"), ("de-AT", "de"), ("sk", "sk"), ("hu-HU", "hu"), ("ko-KR", "ko"),
-        ("nl-BE", "nl"), ("ru", "ru"), ("it-CH", "it"),
+        ("nl-BE", "nl"), ("ru", "ru"), ("it-CH", "it")
     ])
     func tagsResolveToTables(_ tag: String, _ expected: String) {
         #expect(SupportedLocale(resolving: tag)?.tag == expected, "\(tag)")
@@ -33,7 +33,7 @@ struct LocaleNegotiatorTests {
         ("zh-HK,zh;q=0.9", "zh-Hant"),
         ("zh-SG", "zh-Hans"),
         ("ja;q=0.8, ja-JP;q=0.9, pt-BR;q=0.85", "ja"),
-        ("sk , hu;q=1.0", "sk"),
+        ("sk , hu;q=1.0", "sk")
     ])
     func acceptLanguageHonoursQValues(_ header: String, _ expected: String) {
         #expect(LocaleNegotiator.negotiate(acceptLanguage: header).tag == expected, "\(header)")

@@ -11,7 +11,7 @@ struct LocalizedResponsesTests {
         ("fr-FR, fr;q=0.9, en;q=0.5", "L'adresse e-mail ou le mot de passe est incorrect.", "Ce champ est obligatoire", "Se connecter"),
         ("ja", "メールアドレスまたはパスワードが正しくありません。", "この項目は必須です", "サインイン"),
         ("zh-HK, en;q=0.1", "電子郵件或密碼不正確。", "此欄位為必填", "登入"),
-        ("ar", "البريد الإلكتروني أو كلمة المرور غير صحيحة.", "هذا الحقل مطلوب", "تسجيل الدخول"),
+        ("ar", "البريد الإلكتروني أو كلمة المرور غير صحيحة.", "هذا الحقل مطلوب", "تسجيل الدخول")
     ]
 
     static func member(_ object: Any?, _ path: String...) -> Any? {
@@ -23,11 +23,14 @@ struct LocalizedResponsesTests {
     }
 
     @Test(arguments: wrongPassword)
-    func flowWrongPasswordAndFieldErrorsInTheUsersLanguage(_ expected: (acceptLanguage: String, text: String, fieldRequired: String, title: String)) async throws {
+    func flowWrongPasswordAndFieldErrorsInTheUsersLanguage(_ expected: (acceptLanguage: String, text: String, fieldRequired: String, title: String))
+        async throws
+    {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let start = try await flow(server, ["applicationId": "latchkey-demo", "flowType": "AUTHENTICATION", "verbose": true],
-                                   language: expected.acceptLanguage)
+        let start = try await flow(
+            server, ["applicationId": "latchkey-demo", "flowType": "AUTHENTICATION", "verbose": true],
+            language: expected.acceptLanguage)
         let startBody = try start.json()
         // The component labels' texts travel with the step, in the execution's language.
         let translations = Self.member(startBody, "data", "meta", "translations", "signin") as? [String: String]
@@ -36,16 +39,24 @@ struct LocalizedResponsesTests {
         var challenge = try #require(startBody["challengeToken"] as? String)
 
         // Empty inputs: per-field problems, localized.
-        let empty = try await flow(server, ["executionId": executionId, "challengeToken": challenge, "action": "action_001",
-                                            "inputs": ["username": "", "password": ""]], language: expected.acceptLanguage)
+        let empty = try await flow(
+            server,
+            [
+                "executionId": executionId, "challengeToken": challenge, "action": "action_001",
+                "inputs": ["username": "", "password": ""]
+            ], language: expected.acceptLanguage)
         let emptyBody = try empty.json()
         let fieldErrors = try #require(Self.member(emptyBody, "data", "fieldErrors") as? [[String: Any]])
         #expect(fieldErrors.count == 2 && fieldErrors.allSatisfy { $0["message"] as? String == expected.fieldRequired })
         challenge = try #require(emptyBody["challengeToken"] as? String)
 
-        let wrong = try await flow(server, ["executionId": executionId, "challengeToken": challenge, "action": "action_001",
-                                            "inputs": ["username": "demo@example.com", "password": "not the password"]],
-                                   language: expected.acceptLanguage)
+        let wrong = try await flow(
+            server,
+            [
+                "executionId": executionId, "challengeToken": challenge, "action": "action_001",
+                "inputs": ["username": "demo@example.com", "password": "not the password"]
+            ],
+            language: expected.acceptLanguage)
         let body = try wrong.json()
         #expect(body["flowStatus"] as? String == "INCOMPLETE")
         #expect(Self.member(body, "error", "code") as? String == "FET-1005")
@@ -61,9 +72,13 @@ struct LocalizedResponsesTests {
         let startBody = try start.json()
         let executionId = try #require(startBody["executionId"] as? String)
         // The next request comes with another Accept-Language and no locale: the execution stays German.
-        let wrong = try await flow(server, ["executionId": executionId, "challengeToken": try #require(startBody["challengeToken"] as? String),
-                                            "action": "action_001", "inputs": ["username": "demo@example.com", "password": "nope nope"]],
-                                   language: "ja")
+        let wrong = try await flow(
+            server,
+            [
+                "executionId": executionId, "challengeToken": try #require(startBody["challengeToken"] as? String),
+                "action": "action_001", "inputs": ["username": "demo@example.com", "password": "nope nope"]
+            ],
+            language: "ja")
         #expect(Self.member(try wrong.json(), "error", "message", "defaultValue") as? String == "E-Mail-Adresse oder Passwort ist falsch.")
         // A stale challenge is answered in the request's language.
         let stale = try await flow(server, ["executionId": executionId, "challengeToken": "stale", "locale": "ko"])
@@ -104,8 +119,10 @@ struct LocalizedResponsesTests {
     @Test func reachFiveErrorUserMessageIsLocalizedAndTheDescriptionStaysEnglish() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let body: [String: Any] = ["grant_type": "authorization_code", "code": "not-a-code", "redirect_uri": "http://127.0.0.1:7777/callback",
-                                   "client_id": "latchkey-demo", "code_verifier": PKCEPair().verifier]
+        let body: [String: Any] = [
+            "grant_type": "authorization_code", "code": "not-a-code", "redirect_uri": "http://127.0.0.1:7777/callback",
+            "client_id": "latchkey-demo", "code_verifier": PKCEPair().verifier
+        ]
         let english = try await TestBrowser().postJSON(server.base + "/oauth/token", body).json()
         let japanese = try await TestBrowser().postJSON(server.base + "/oauth/token", body, headers: ["Accept-Language": "ja-JP"]).json()
         #expect(japanese["error"] as? String == "invalid_grant")
@@ -123,8 +140,9 @@ struct LocalizedResponsesTests {
         let me = try await server.call("GET", "/users/me", token: tokens.accessToken)
         var attributes = try #require(try me.value("attributes") as? [String: Any])
         attributes["email"] = "not-an-email"
-        let put = try await server.call("PUT", "/users/me", token: tokens.accessToken, json: ["attributes": attributes],
-                                        contentType: "application/json", headers: ["Accept-Language": "es"])
+        let put = try await server.call(
+            "PUT", "/users/me", token: tokens.accessToken, json: ["attributes": attributes],
+            contentType: "application/json", headers: ["Accept-Language": "es"])
         #expect(put.status == 400)
         #expect(try put.string("code") == "USR-1019")
         #expect(try put.string("message.defaultValue") == "Algunos datos no son válidos")
@@ -157,12 +175,20 @@ struct LocalizedResponsesTests {
         #expect(!page.text.contains("margin-left") && !page.text.contains("text-align: left"), "logical CSS only")
         let request = try #require(TestBrowser.hiddenField("request", in: page.text))
         let csrf = try #require(TestBrowser.hiddenField("csrf", in: page.text))
-        let failed = try await browser.postForm(server.base + "/login", ["request": request, "csrf": csrf, "username": "demo@example.com",
-                                                                        "password": "wrong"], headers: ["Accept-Language": "ar"])
+        let failed = try await browser.postForm(
+            server.base + "/login",
+            [
+                "request": request, "csrf": csrf, "username": "demo@example.com",
+                "password": "wrong"
+            ], headers: ["Accept-Language": "ar"])
         #expect(failed.status == 401)
         #expect(failed.text.contains("البريد الإلكتروني أو كلمة المرور غير صحيحة."))
-        let empty = try await browser.postForm(server.base + "/login", ["request": request, "csrf": try #require(TestBrowser.hiddenField("csrf", in: failed.text)),
-                                                                       "username": "", "password": ""], headers: ["Accept-Language": "ar"])
+        let empty = try await browser.postForm(
+            server.base + "/login",
+            [
+                "request": request, "csrf": try #require(TestBrowser.hiddenField("csrf", in: failed.text)),
+                "username": "", "password": ""
+            ], headers: ["Accept-Language": "ar"])
         #expect(empty.text.contains("أدخل بريدك الإلكتروني أو اسم المستخدم وكلمة المرور."))
     }
 
@@ -203,8 +229,12 @@ struct LocalizedResponsesTests {
         #expect(notFound.status == 404 && notFound.text.contains("Pagina non trovata"))
         // The CSRF page, in the language of the pending login.
         let page = try await loginPage(server, browser, uiLocales: "sk", acceptLanguage: nil)
-        let forged = try await TestBrowser().postForm(server.base + "/login", ["request": try #require(TestBrowser.hiddenField("request", in: page.text)),
-                                                                              "csrf": "forged", "username": "a", "password": "b"])
+        let forged = try await TestBrowser().postForm(
+            server.base + "/login",
+            [
+                "request": try #require(TestBrowser.hiddenField("request", in: page.text)),
+                "csrf": "forged", "username": "a", "password": "b"
+            ])
         #expect(forged.status == 403 && forged.text.contains("Platnosť prihlasovacieho formulára vypršala"))
     }
 
@@ -220,13 +250,15 @@ struct LocalizedResponsesTests {
     @Test func recoveryEmailIsWrittenInTheExecutionsLanguage() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let start = try await flow(server, ["applicationId": "latchkey-demo", "flowType": "RECOVERY", "inputs": ["username": "demo@example.com"]],
-                                   language: "fr")
+        let start = try await flow(
+            server, ["applicationId": "latchkey-demo", "flowType": "RECOVERY", "inputs": ["username": "demo@example.com"]],
+            language: "fr")
         #expect(start.status == 200)
         let message = try #require(try await server.server.outboxMessages(recipient: "demo@example.com").first)
         #expect(message.subject == "Votre code de réinitialisation du mot de passe")
         let code = try #require(message.code)
-        #expect(message.body == "\(code) est votre code de réinitialisation du mot de passe pour Latchkey Demo. Il expire dans 10 minutes. "
+        #expect(
+            message.body == "\(code) est votre code de réinitialisation du mot de passe pour Latchkey Demo. Il expire dans 10 minutes. "
                 + "Si vous ne l'avez pas demandé, ignorez ce message.")
     }
 }

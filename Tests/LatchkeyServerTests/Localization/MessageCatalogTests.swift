@@ -11,8 +11,10 @@ struct MessageCatalogTests {
     @Test func fifteenTablesCoverTheTwentySeedLanguages() {
         #expect(MessageCatalog.tables.count == 15)
         #expect(Set(MessageCatalog.tables.keys) == Set(SupportedLocale.allCases))
-        let seed = ["ar", "de", "en", "es", "fr", "hu", "it", "jp", "ko", "nl", "pt", "ru", "sk", "zh-CN", "zh-Hans", "zh-Hant",
-                    "zh-HK", "zh-MO", "zh-SG", "zh-TW"]
+        let seed = [
+            "ar", "de", "en", "es", "fr", "hu", "it", "jp", "ko", "nl", "pt", "ru", "sk", "zh-CN", "zh-Hans", "zh-Hant",
+            "zh-HK", "zh-MO", "zh-SG", "zh-TW"
+        ]
         for code in seed { #expect(SupportedLocale(resolving: code) != nil, "seed language \(code) has no table") }
     }
 
@@ -28,11 +30,14 @@ struct MessageCatalogTests {
         for (key, text) in table.messages.sorted(by: { $0.key < $1.key }) {
             #expect(!text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "\(locale.tag) \(key) is empty")
             guard let reference = english[key] else { continue }
-            #expect(MessageCatalog.placeholders(text) == MessageCatalog.placeholders(reference),
-                    "\(locale.tag) \(key): placeholders \(MessageCatalog.placeholders(text).sorted()) ≠ English \(MessageCatalog.placeholders(reference).sorted())")
+            #expect(
+                MessageCatalog.placeholders(text) == MessageCatalog.placeholders(reference),
+                "\(locale.tag) \(key): placeholders \(MessageCatalog.placeholders(text).sorted()) ≠ English \(MessageCatalog.placeholders(reference).sorted())"
+            )
             if locale != .en {
-                #expect(text != reference || Self.identicalAllowed.contains("\(locale.tag)|\(key)"),
-                        "\(locale.tag) \(key) is identical to English (\"\(text)\"): translate it or allow-list it")
+                #expect(
+                    text != reference || Self.identicalAllowed.contains("\(locale.tag)|\(key)"),
+                    "\(locale.tag) \(key) is identical to English (\"\(text)\"): translate it or allow-list it")
             }
         }
     }
@@ -60,15 +65,20 @@ struct MessageCatalogTests {
     }
 
     @Test func namedPlaceholdersAndLanguageAwareArguments() {
-        #expect(MessageCatalog.text("login.locked", locale: .fr, arguments: ["minutes": "5"])
+        #expect(
+            MessageCatalog.text("login.locked", locale: .fr, arguments: ["minutes": "5"])
                 == "Ce compte est verrouillé après trop de tentatives infructueuses. Réessayez dans 5 minutes.")
-        #expect(MessageCatalog.text("login.throttled", locale: .ja, arguments: ["minutes": "5"])
+        #expect(
+            MessageCatalog.text("login.throttled", locale: .ja, arguments: ["minutes": "5"])
                 == "お使いのネットワークからのサインイン失敗が多すぎます。5分後にもう一度お試しください。")
         // `field.key` names the attribute's label, translated in the target language.
         let field = UserSchema.fieldArguments("email", display: "Email address")
-        #expect(MessageCatalog.text("signup.identifier_taken", locale: .de, arguments: field) == "E-Mail-Adresse wird bereits von einem anderen Konto verwendet.")
+        #expect(
+            MessageCatalog.text("signup.identifier_taken", locale: .de, arguments: field)
+                == "E-Mail-Adresse wird bereits von einem anderen Konto verwendet.")
         // A deployment's own label is kept as it is.
-        #expect(MessageCatalog.text("signup.identifier_taken", locale: .de, arguments: UserSchema.fieldArguments("email", display: "Work mail"))
+        #expect(
+            MessageCatalog.text("signup.identifier_taken", locale: .de, arguments: UserSchema.fieldArguments("email", display: "Work mail"))
                 == "Work mail wird bereits von einem anderen Konto verwendet.")
         #expect(MessageCatalog.text("no.such.key", locale: .fr) == nil)
         #expect(MessageCatalog.text("no.such.key", locale: .fr, default: "English") == "English")
@@ -85,9 +95,11 @@ struct MessageCatalogTests {
         for attribute in UserSchema.standard.attributes {
             #expect(MessageCatalog.text("user:attributes.\(attribute.name).label", locale: .en) == attribute.displayName)
         }
-        for code in ["invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type",
-                     "unsupported_response_type", "unsupported_token_type", "invalid_scope", "invalid_target", "invalid_token",
-                     "insufficient_scope", "access_denied", "login_required", "request_not_supported", "request_uri_not_supported", "server_error"] {
+        for code in [
+            "invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type",
+            "unsupported_response_type", "unsupported_token_type", "invalid_scope", "invalid_target", "invalid_token",
+            "insufficient_scope", "access_denied", "login_required", "request_not_supported", "request_uri_not_supported", "server_error"
+        ] {
             #expect(MessageCatalog.has("oauth.\(code)"), "oauth.\(code)")
         }
     }
@@ -112,22 +124,27 @@ struct MessageCatalogTests {
             "signup.identifier_required": "Enter an email address or a phone number.",
             "page.login.passkey": "Sign in with a passkey",
             "page.login.or": "or",
-            "page.login.passkey_failed": "Passkey sign-in didn't work. Try again or use your password.",
+            "page.login.passkey_failed": "Passkey sign-in didn't work. Try again or use your password."
         ]
         for (key, english) in expected { #expect(MessageCatalog.english.messages[key] == english, "\(key)") }
     }
 
     @Test func apiErrorsAreLocalizedByKeyAndKeepTheirEnglishOtherwise() {
-        let known = APIError(status: .badRequest, code: "X-1", error: "invalid_request", messageKey: "passkey.failed",
-                             userMessage: "We couldn't verify your passkey. Please try again.", technical: "bad signature",
-                             fieldErrors: [.init(field: "password", message: "too short", code: "validation.password.minLength.invalid",
-                                                 arguments: ["count": "8"])])
+        let known = APIError(
+            status: .badRequest, code: "X-1", error: "invalid_request", messageKey: "passkey.failed",
+            userMessage: "We couldn't verify your passkey. Please try again.", technical: "bad signature",
+            fieldErrors: [
+                .init(
+                    field: "password", message: "too short", code: "validation.password.minLength.invalid",
+                    arguments: ["count": "8"])
+            ])
         let french = known.localized(.fr)
         #expect(french.userMessage == "Nous n'avons pas pu vérifier votre clé d'accès. Veuillez réessayer.")
         #expect(french.technical == "bad signature")
         #expect(french.fieldErrors.first?.message == "Le mot de passe doit contenir au moins 8 caractères")
-        let unknown = APIError(status: .badRequest, code: "X-2", error: "invalid_request", messageKey: "somebody.elses.key",
-                               userMessage: "Their English.", technical: "t")
+        let unknown = APIError(
+            status: .badRequest, code: "X-2", error: "invalid_request", messageKey: "somebody.elses.key",
+            userMessage: "Their English.", technical: "t")
         #expect(unknown.localized(.ja).userMessage == "Their English.")
         // A PasswordCheck outcome reads the same everywhere.
         let locked = PasswordCheck.locked(until: Date(timeIntervalSince1970: 600)).userMessage(now: Date(timeIntervalSince1970: 0))

@@ -10,14 +10,19 @@ struct DeviceAuthorizationTests {
     static let userCodePattern = #"^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$"#
 
     static func start(_ server: TestServer, clientId: String = "latchkey-demo") async throws -> [String: Any] {
-        let answer = try await TestBrowser().postForm(server.base + "/oauth2/device_authorization", ["client_id": clientId, "scope": "openid email offline_access"])
+        let answer = try await TestBrowser().postForm(
+            server.base + "/oauth2/device_authorization", ["client_id": clientId, "scope": "openid email offline_access"])
         #expect(answer.status == 200, "\(answer.text)")
         return try answer.json()
     }
 
     static func poll(_ server: TestServer, _ deviceCode: String, clientId: String = "latchkey-demo") async throws -> HTTPResult {
-        try await TestBrowser().postForm(server.base + "/oauth2/token", ["grant_type": "urn:ietf:params:oauth:grant-type:device_code",
-                                                                        "device_code": deviceCode, "client_id": clientId])
+        try await TestBrowser().postForm(
+            server.base + "/oauth2/token",
+            [
+                "grant_type": "urn:ietf:params:oauth:grant-type:device_code",
+                "device_code": deviceCode, "client_id": clientId
+            ])
     }
 
     static func error(_ result: HTTPResult) throws -> String? { try result.json()["error"] as? String }
@@ -27,7 +32,8 @@ struct DeviceAuthorizationTests {
         let entry = try await browser.get(server.base + "/device")
         #expect(entry.status == 200 && entry.header("Content-Security-Policy")?.contains("default-src 'none'") == true)
         let csrf = try #require(TestBrowser.hiddenField("csrf", in: entry.text))
-        var page = try await browser.postForm(server.base + "/device", ["csrf": csrf, "user_code": userCode.lowercased().replacingOccurrences(of: "-", with: " ")])
+        var page = try await browser.postForm(
+            server.base + "/device", ["csrf": csrf, "user_code": userCode.lowercased().replacingOccurrences(of: "-", with: " ")])
         if page.status == 303, let location = page.location, location.hasPrefix("/login") {
             let login = try await browser.get(server.base + location)
             let done = try await server.submitLogin(browser, page: login, username: "demo@example.com", password: "correct horse battery staple")
@@ -37,8 +43,12 @@ struct DeviceAuthorizationTests {
         #expect(page.status == 200 && page.text.contains("id=\"approve\""), "the confirmation: \(page.text.prefix(400))")
         #expect(page.text.contains(userCode), "the page shows the code to compare with the device's")
         let confirmCSRF = try #require(TestBrowser.hiddenField("csrf", in: page.text))
-        return try await browser.postForm(server.base + "/device", ["csrf": confirmCSRF, "user_code": userCode,
-                                                                   "decision": approve ? "approve" : "deny"])
+        return try await browser.postForm(
+            server.base + "/device",
+            [
+                "csrf": confirmCSRF, "user_code": userCode,
+                "decision": approve ? "approve" : "deny"
+            ])
     }
 
     @Test("the whole grant: codes, pending, too fast, sign-in on the page, allowed, tokens once")
@@ -106,7 +116,8 @@ struct DeviceAuthorizationTests {
         #expect(confirmation.text.contains("This request was made 7 minutes ago"), "\(confirmation.text)")
 
         // An application that shows a QR code may allow the link: then a fresh session goes straight to the confirmation.
-        let qr = try await TestBrowser().postForm(server.base + "/oauth2/device_authorization", ["client_id": "qr-tv", "scope": "openid profile"]).json()
+        let qr = try await TestBrowser().postForm(server.base + "/oauth2/device_authorization", ["client_id": "qr-tv", "scope": "openid profile"])
+            .json()
         let link = try #require(qr["verification_uri_complete"] as? String)
         let linked = try await victim.get(link.replacingOccurrences(of: server.issuer, with: server.base))
         #expect(linked.text.contains("id=\"approve\""), "\(linked.text.prefix(300))")
@@ -232,9 +243,14 @@ final class SlowDownOnceHTTPClient: HTTPClient, @unchecked Sendable {
     var pollTimes: [Date] { lock.withLock { times } }
 
     func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let isPoll = request.body.map { String(decoding: $0, as: UTF8.self).contains("device_code") && String(decoding: $0, as: UTF8.self).contains("grant_type") } ?? false
+        let isPoll =
+            request.body.map {
+                String(decoding: $0, as: UTF8.self).contains("device_code") && String(decoding: $0, as: UTF8.self).contains("grant_type")
+            } ?? false
         if isPoll {
-            let first: Bool = lock.withLock { times.append(Date()); return times.count == 1 }
+            let first: Bool = lock.withLock {
+                times.append(Date()); return times.count == 1
+            }
             if first {
                 return HTTPResponse(status: 400, headers: ["Content-Type": "application/json"], body: Data(#"{"error":"slow_down"}"#.utf8))
             }

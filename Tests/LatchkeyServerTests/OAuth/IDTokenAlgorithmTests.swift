@@ -19,8 +19,11 @@ struct IDTokenAlgorithmTests {
         #expect(try CompactJWS(parsing: second).header.alg == "ES256")
 
         let validator = IDTokenValidator(jwks: JWKSCache(url: try #require(URL(string: server.base + "/oauth2/jwks")), http: URLSessionHTTPClient()))
-        let claims = try await validator.validate(second, .init(issuer: server.issuer, clientId: "latchkey-demo", nonce: nil,
-                                                                accessToken: refreshed["access_token"] as? String))
+        let claims = try await validator.validate(
+            second,
+            .init(
+                issuer: server.issuer, clientId: "latchkey-demo", nonce: nil,
+                accessToken: refreshed["access_token"] as? String))
         #expect(claims["sub"]?.stringValue != nil)
         let discovery = try await TestBrowser().get(server.base + "/.well-known/openid-configuration").json()
         #expect(discovery["id_token_signing_alg_values_supported"] as? [String] == ["RS256", "ES256"])

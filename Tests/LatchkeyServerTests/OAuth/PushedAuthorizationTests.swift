@@ -66,10 +66,12 @@ struct PushedAuthorizationTests {
         #expect(try await TestBrowser().get(Self.authorizeURL(server, requestURI: late)).status == 400, "expired")
 
         let foreign = try await requestURI()
-        #expect(try await TestBrowser().get(Self.authorizeURL(server, requestURI: foreign, clientId: "other-app")).status == 400,
-                "another client's request_uri")
-        #expect(try await TestBrowser().get(Self.authorizeURL(server, requestURI: foreign)).status == 302,
-                "…and the attempt did not burn it: its own client still uses it")
+        #expect(
+            try await TestBrowser().get(Self.authorizeURL(server, requestURI: foreign, clientId: "other-app")).status == 400,
+            "another client's request_uri")
+        #expect(
+            try await TestBrowser().get(Self.authorizeURL(server, requestURI: foreign)).status == 302,
+            "…and the attempt did not burn it: its own client still uses it")
         #expect(try await TestBrowser().get(Self.authorizeURL(server, requestURI: foreign)).status == 400, "once")
         #expect(try await TestBrowser().get(Self.authorizeURL(server, requestURI: "urn:ietf:params:oauth:request_uri:made-up")).status == 400)
     }
@@ -91,8 +93,10 @@ struct PushedAuthorizationTests {
         ticket.extra = ["tkn": "a-login-ticket"]
         var appleToken = AuthorizeOptions()
         appleToken.extra = ["provider": "apple", "id_token": "an-identity-token"]
-        for (why, options) in [("no PKCE", noPKCE), ("unregistered redirect", badRedirect), ("nested request_uri", nested), ("scope", badScope),
-                               ("tkn", ticket), ("id_token", appleToken)] {
+        for (why, options) in [
+            ("no PKCE", noPKCE), ("unregistered redirect", badRedirect), ("nested request_uri", nested), ("scope", badScope),
+            ("tkn", ticket), ("id_token", appleToken)
+        ] {
             let refused = try await Self.push(server, Self.form(options))
             #expect(try refused.status == 400 && (try refused.json()["error"] as? String) != nil, "\(why)")
         }

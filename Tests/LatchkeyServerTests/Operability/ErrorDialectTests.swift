@@ -18,9 +18,10 @@ struct ErrorDialectTests {
         #expect(!page.text.hasPrefix("{"))
         // The token endpoint (a form body, the parameter given twice); userinfo would not do: it takes no token from
         // the query at all, so it answers invalid_token whatever the query repeats.
-        let oauth = try await browser.send(server.base + "/oauth2/token", method: "POST",
-                                           body: Data("grant_type=refresh_token&grant_type=refresh_token&client_id=latchkey-demo".utf8),
-                                           headers: ["Content-Type": "application/x-www-form-urlencoded"])
+        let oauth = try await browser.send(
+            server.base + "/oauth2/token", method: "POST",
+            body: Data("grant_type=refresh_token&grant_type=refresh_token&client_id=latchkey-demo".utf8),
+            headers: ["Content-Type": "application/x-www-form-urlencoded"])
         #expect(oauth.status == 400 && oauth.header("Content-Type")?.hasPrefix("application/json") == true)
         #expect(try (oauth.json()["error"] as? String) == "invalid_request" && oauth.json()["code"] == nil, "OAuth JSON, not a thunderID body")
         #expect(try (oauth.json()["error_description"] as? String)?.contains("grant_type") == true, "refused for the repeated parameter")

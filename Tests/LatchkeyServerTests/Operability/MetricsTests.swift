@@ -46,8 +46,9 @@ struct MetricsTests {
         #expect(samples[#"latchkey_refresh_tokens_total{result="replayed"}"#] == 1)
         #expect(samples[#"latchkey_http_requests_total{route="/oauth2/token",method="POST",status="200"}"#] == 2, "the code and the refresh")
         #expect(samples[#"latchkey_http_requests_total{route="/oauth2/token",method="POST",status="400"}"#] == 1)
-        #expect(samples.keys.contains { $0.hasPrefix(#"latchkey_http_requests_total{route="/scim2/Users/{id}",method="GET""#) },
-                "a route is labelled by its template")
+        #expect(
+            samples.keys.contains { $0.hasPrefix(#"latchkey_http_requests_total{route="/scim2/Users/{id}",method="GET""#) },
+            "a route is labelled by its template")
         #expect(samples[#"latchkey_http_requests_total{route="NotFound",method="GET",status="404"}"#] == 1)
         #expect((samples[#"latchkey_http_request_duration_seconds_count{route="/oauth2/token",method="POST"}"#] ?? 0) == 3)
         #expect(samples[#"latchkey_http_request_duration_seconds_bucket{route="/oauth2/token",method="POST",le="+Inf"}"#] == 3)
@@ -55,8 +56,10 @@ struct MetricsTests {
 
         // Nothing a client sent or received is a label: no path it chose, no account, no token.
         let userId = try #require(try await server.server.store.user(username: "demo@example.com")).id
-        for secret in [tokens.accessToken, refreshToken, tokens.idToken ?? "-", "demo@example.com", userId, "qwertz",
-                       String(secretPath.dropFirst("/scim2/Users/".count)), "not it"] {
+        for secret in [
+            tokens.accessToken, refreshToken, tokens.idToken ?? "-", "demo@example.com", userId, "qwertz",
+            String(secretPath.dropFirst("/scim2/Users/".count)), "not it"
+        ] {
             #expect(!text.contains(secret), "\(secret.prefix(12))… is in /metrics")
         }
     }
@@ -88,7 +91,9 @@ struct MetricsTests {
         let flow = FlowDriver(server)
         try await flow.start("AUTHENTICATION")
         #expect(try await flow.submit("action_001", ["username": "demo@example.com", "password": "wrong"]).flowStatus == "INCOMPLETE")
-        #expect(try await flow.submit("action_001", ["username": "demo@example.com", "password": "correct horse battery staple"]).flowStatus == "COMPLETE")
+        #expect(
+            try await flow.submit("action_001", ["username": "demo@example.com", "password": "correct horse battery staple"]).flowStatus == "COMPLETE"
+        )
         let (_, samples) = try await Self.metrics(server)
         #expect(samples[#"latchkey_sign_ins_total{method="flow",outcome="failure"}"#] == 1)
         #expect(samples[#"latchkey_sign_ins_total{method="flow",outcome="success"}"#] == 1, "the completion (not also its password step)")
@@ -135,8 +140,9 @@ struct MetricsTests {
         }
         let enabled = try await TestServer.start { $0.metricsEnabled = true }
         defer { Task { await enabled.stop() } }
-        #expect(try await browser.get(enabled.base + "/metrics", headers: ["X-Forwarded-For": "203.0.113.9"]).status == 200,
-                "enabled outright: the operator's proxy rules decide")
+        #expect(
+            try await browser.get(enabled.base + "/metrics", headers: ["X-Forwarded-For": "203.0.113.9"]).status == 200,
+            "enabled outright: the operator's proxy rules decide")
 
         let server = try await TestServer.start { $0.metricsEnabled = false }
         defer { Task { await server.stop() } }

@@ -55,9 +55,10 @@ struct ReadinessAndRequestIdTests {
             let refreshToken = try #require(try await server.tokens().refreshToken)
             #expect(try await server.refresh(refreshToken).status == 200)
             let before = capture.all.count
-            let answer = try await browser.postForm(server.base + "/oauth2/token",
-                                                    ["grant_type": "refresh_token", "refresh_token": refreshToken, "client_id": "latchkey-demo"],
-                                                    headers: headers)
+            let answer = try await browser.postForm(
+                server.base + "/oauth2/token",
+                ["grant_type": "refresh_token", "refresh_token": refreshToken, "client_id": "latchkey-demo"],
+                headers: headers)
             #expect(answer.status == 400)
             return (answer.header("X-Request-Id"), capture.all.dropFirst(before).filter { $0.contains("refresh token replayed") })
         }

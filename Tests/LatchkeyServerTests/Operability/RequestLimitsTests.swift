@@ -8,10 +8,13 @@ import Testing
 /// Oversized bodies (413) and heads (431) get clear answers in each dialect, and slow clients cannot hold the server.
 @Suite("Operations: request size limits and slow clients")
 struct RequestLimitsTests {
-    static func exchange(_ server: TestServer, _ method: String, _ path: String, headers: [String: String] = [:],
-                         body: Data? = nil) async throws -> RawHTTP.Result {
-        try await RawHTTP.exchange(host: "127.0.0.1", port: server.port, method: method, path: path, headers: ["Host": "127.0.0.1"].merging(headers) { $1 },
-                                   body: body)
+    static func exchange(
+        _ server: TestServer, _ method: String, _ path: String, headers: [String: String] = [:],
+        body: Data? = nil
+    ) async throws -> RawHTTP.Result {
+        try await RawHTTP.exchange(
+            host: "127.0.0.1", port: server.port, method: method, path: path, headers: ["Host": "127.0.0.1"].merging(headers) { $1 },
+            body: body)
     }
 
     @Test("a body past 64 KiB is 413 in the dialect of its path, declared or chunked; one below is read")
@@ -21,22 +24,29 @@ struct RequestLimitsTests {
         let big = Data(repeating: UInt8(ascii: "a"), count: RequestSizeLimits.maxBodyBytes + 1)
         for chunked in [false, true] {
             let framing = chunked ? ["Transfer-Encoding": "chunked"] : ["Content-Length": String(big.count)]
-            let oauth = try await Self.exchange(server, "POST", "/oauth2/token",
-                                                headers: framing.merging(["Content-Type": "application/x-www-form-urlencoded"]) { $1 }, body: big)
+            let oauth = try await Self.exchange(
+                server, "POST", "/oauth2/token",
+                headers: framing.merging(["Content-Type": "application/x-www-form-urlencoded"]) { $1 }, body: big)
             #expect(oauth.status == 413, "chunked: \(chunked)")
             #expect(try oauth.response.json()["error"] as? String == "invalid_request")
-            let flow = try await Self.exchange(server, "POST", "/flow/execute", headers: framing.merging(["Content-Type": "application/json"]) { $1 }, body: big)
+            let flow = try await Self.exchange(
+                server, "POST", "/flow/execute", headers: framing.merging(["Content-Type": "application/json"]) { $1 }, body: big)
             #expect(try flow.status == 413 && (flow.response.json()["code"] as? String) == "SSE-413", "thunderID: \(flow.response.text)")
-            let reachFive = try await Self.exchange(server, "POST", "/identity/v1/password/login",
-                                                    headers: framing.merging(["Content-Type": "application/json"]) { $1 }, body: big)
+            let reachFive = try await Self.exchange(
+                server, "POST", "/identity/v1/password/login",
+                headers: framing.merging(["Content-Type": "application/json"]) { $1 }, body: big)
             #expect(try reachFive.status == 413 && (reachFive.response.json()["error_message_key"]) != nil, "reachFive: \(reachFive.response.text)")
-            let scim = try await Self.exchange(server, "PUT", "/scim2/Me", headers: framing.merging(["Content-Type": "application/scim+json"]) { $1 }, body: big)
+            let scim = try await Self.exchange(
+                server, "PUT", "/scim2/Me", headers: framing.merging(["Content-Type": "application/scim+json"]) { $1 }, body: big)
             #expect(scim.status == 413 || scim.status == 401, "SCIM: \(scim.status)")
             #expect(scim.response.text.contains("urn:ietf:params:scim:api:messages:2.0:Error"))
         }
         let fits = Data(("client_id=latchkey-demo&grant_type=nope&pad=" + String(repeating: "b", count: 60_000)).utf8)
-        let answer = try await Self.exchange(server, "POST", "/oauth2/token", headers: ["Content-Type": "application/x-www-form-urlencoded"], body: fits)
-        #expect(try answer.status == 400 && (answer.response.json()["error"] as? String) == "unsupported_grant_type", "read and judged: \(answer.response.text)")
+        let answer = try await Self.exchange(
+            server, "POST", "/oauth2/token", headers: ["Content-Type": "application/x-www-form-urlencoded"], body: fits)
+        #expect(
+            try answer.status == 400 && (answer.response.json()["error"] as? String) == "unsupported_grant_type",
+            "read and judged: \(answer.response.text)")
         #expect(try await TestBrowser().get(server.base + "/health").status == 200, "the server is fine")
     }
 
@@ -53,8 +63,12 @@ struct RequestLimitsTests {
         var total: [String: String] = [:]
         for i in 0..<3 { total["X-Part-\(i)"] = String(repeating: "c", count: 12 * 1024) }
         #expect(try await Self.exchange(server, "GET", "/health", headers: total).status == 431)
-        let within = try await Self.exchange(server, "GET", "/health", headers: ["X-Big": String(repeating: "a", count: 12 * 1024),
-                                                                                  "Cookie": String(repeating: "k=v; ", count: 1000)])
+        let within = try await Self.exchange(
+            server, "GET", "/health",
+            headers: [
+                "X-Big": String(repeating: "a", count: 12 * 1024),
+                "Cookie": String(repeating: "k=v; ", count: 1000)
+            ])
         #expect(within.status == 200)
         #expect(try await TestBrowser().get(server.base + "/health").status == 200)
     }
@@ -106,7 +120,8 @@ struct RequestLimitsTests {
         try await connection.send("POST /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n")
         try await eventually("the early 404") { connection.text.contains("404") }
         try await connection.send("x")
-        try await connection.send("POST /oauth2/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 200\r\n\r\n")
+        try await connection.send(
+            "POST /oauth2/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 200\r\n\r\n")
         let trickle = Task {
             for _ in 0..<100 where connection.isActive {  // 30 s of bytes, each well within any idle timeout
                 try await Task.sleep(for: .milliseconds(300))
@@ -137,8 +152,9 @@ struct RequestLimitsTests {
         let server = try await TestServer.start()  // the request deadline at its default, 30 s
         defer { Task { await server.stop() } }
         let connection = try await RawConnection.open(port: server.port)
-        try await connection.send("POST /oauth2/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-                                  + "Content-Length: 10000000000\r\n\r\n" + String(repeating: "a", count: 1000))
+        try await connection.send(
+            "POST /oauth2/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                + "Content-Length: 10000000000\r\n\r\n" + String(repeating: "a", count: 1000))
         try await eventually("the connection closed after the 413") { !connection.isActive }
         #expect(connection.text.hasPrefix("HTTP/1.1 413"), "\(connection.text.prefix(200))")
         #expect(Self.closed(server, .bodyTooLarge) == 1)
@@ -150,9 +166,10 @@ struct RequestLimitsTests {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let connection = try await RawConnection.open(port: server.port)
-        try await connection.send("POST /oauth2/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-                                  + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-Big: "
-                                  + String(repeating: "a", count: 40 * 1024) + "\r\n\r\n")
+        try await connection.send(
+            "POST /oauth2/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-Big: "
+                + String(repeating: "a", count: 40 * 1024) + "\r\n\r\n")
         try await eventually("the connection closed") { !connection.isActive }
         #expect(!connection.text.contains("431"), "\(connection.text.prefix(200))")
         #expect(Self.closed(server, .headerTooLarge) == 1)

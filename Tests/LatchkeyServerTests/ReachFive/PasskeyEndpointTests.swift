@@ -25,21 +25,30 @@ struct PasskeyEndpointTests {
     func json(_ object: [String: String]) -> JSONValue { .object(object.mapValues(JSONValue.string)) }
 
     /// signup-options → authenticator → signup; returns the `tkn` answer.
-    func signUp(_ c: Context, _ authenticator: SoftwareAuthenticator, email: String = "ada@example.com",
-                origin: String? = nil) async throws -> HTTPResult {
-        let options = try await post(c, "/identity/v1/webauthn/signup-options", .object([
-            "client_id": .string("latchkey-demo"), "origin": .string(c.origin), "friendly_name": .string("key"),
-            "profile": json(["email": email, "given_name": "Ada"])]))
+    func signUp(
+        _ c: Context, _ authenticator: SoftwareAuthenticator, email: String = "ada@example.com",
+        origin: String? = nil
+    ) async throws -> HTTPResult {
+        let options = try await post(
+            c, "/identity/v1/webauthn/signup-options",
+            .object([
+                "client_id": .string("latchkey-demo"), "origin": .string(c.origin), "friendly_name": .string("key"),
+                "profile": json(["email": email, "given_name": "Ada"])
+            ]))
         #expect(options.status == 200, "\(options.text)")
         let parsed = try RegistrationOptions(json: options.body)
         let credential = try await authenticator.createCredential(for: parsed.options, origin: origin ?? c.origin)
-        return try await post(c, "/identity/v1/webauthn/signup", .object([
-            "webauthn_id": .string(parsed.options.user.encodedId), "public_key_credential": credential.reachFiveJSON]))
+        return try await post(
+            c, "/identity/v1/webauthn/signup",
+            .object([
+                "webauthn_id": .string(parsed.options.user.encodedId), "public_key_credential": credential.reachFiveJSON
+            ]))
     }
 
     func assertion(_ c: Context, _ authenticator: SoftwareAuthenticator, origin: String? = nil) async throws -> AssertionCredential {
-        let options = try await post(c, "/identity/v1/webauthn/authentication-options",
-                                     json(["client_id": "latchkey-demo", "origin": c.origin]))
+        let options = try await post(
+            c, "/identity/v1/webauthn/authentication-options",
+            json(["client_id": "latchkey-demo", "origin": c.origin]))
         #expect(options.status == 200, "\(options.text)")
         let parsed = try PublicKeyCredentialRequestOptions(json: options.body, style: .reachFive)
         return try await authenticator.getAssertion(for: parsed, origin: origin ?? c.origin)
@@ -55,8 +64,11 @@ struct PasskeyEndpointTests {
     func happyPath() async throws {
         let c = try await Self.start()
         defer { Task { await c.server.stop() } }
-        let offered = try await post(c, "/identity/v1/webauthn/signup-options", .object([
-            "client_id": .string("latchkey-demo"), "origin": .string(c.origin), "profile": json(["email": "someone@example.com"])]))
+        let offered = try await post(
+            c, "/identity/v1/webauthn/signup-options",
+            .object([
+                "client_id": .string("latchkey-demo"), "origin": .string(c.origin), "profile": json(["email": "someone@example.com"])
+            ]))
         let publicKey = try #require((try offered.json()["options"] as? [String: Any])?["public_key"] as? [String: Any])
         #expect((publicKey["rp"] as? [String: Any])?["id"] as? String == "127.0.0.1")
         #expect((publicKey["pub_key_cred_params"] as? [[String: Any]])?.compactMap { $0["alg"] as? Int } == [-7, -8, -257])
@@ -64,8 +76,9 @@ struct PasskeyEndpointTests {
         #expect((publicKey["exclude_credentials"] as? [Any])?.isEmpty == true)
         #expect(publicKey["attestation"] as? String == "none")
         let handle = try #require((publicKey["user"] as? [String: Any])?["id"] as? String)
-        #expect(Base64URL.decode(handle).flatMap { UUID(uuidString: String(decoding: $0, as: UTF8.self)) } != nil,
-                "the user handle is the reserved account id, not the email")
+        #expect(
+            Base64URL.decode(handle).flatMap { UUID(uuidString: String(decoding: $0, as: UTF8.self)) } != nil,
+            "the user handle is the reserved account id, not the email")
 
         let authenticator = SoftwareAuthenticator()
         let signup = try await signUp(c, authenticator)
@@ -79,7 +92,8 @@ struct PasskeyEndpointTests {
         let signin = try await authenticate(c, assertion.reachFiveJSON)
         #expect(signin.status == 200, "\(signin.text)")
         // The passkey-only account has no password to guess.
-        let password = try await post(c, "/identity/v1/password/login", json(["email": "ada@example.com", "password": "", "client_id": "latchkey-demo"]))
+        let password = try await post(
+            c, "/identity/v1/password/login", json(["email": "ada@example.com", "password": "", "client_id": "latchkey-demo"]))
         #expect(password.status == 400)
     }
 
@@ -91,9 +105,10 @@ struct PasskeyEndpointTests {
             let ok = try await post(c, "/identity/v1/webauthn/authentication-options", json(["client_id": "latchkey-demo", "origin": c.origin]))
             #expect(ok.status == 200)
         }
-        let limited = try await c.server.call("POST", "/identity/v1/webauthn/signup-options", token: nil,
-                                              body: try JSONEncoder().encode(json(["client_id": "latchkey-demo", "origin": c.origin])),
-                                              contentType: "application/json", headers: ["Accept-Language": "fr"])
+        let limited = try await c.server.call(
+            "POST", "/identity/v1/webauthn/signup-options", token: nil,
+            body: try JSONEncoder().encode(json(["client_id": "latchkey-demo", "origin": c.origin])),
+            contentType: "application/json", headers: ["Accept-Language": "fr"])
         #expect(limited.status == 429)
         #expect(try key(limited) == "login.throttled")
         #expect((try limited.json()["error_user_msg"] as? String)?.contains("minute") == true)
@@ -103,8 +118,9 @@ struct PasskeyEndpointTests {
     func originNotAllowedAtOptions() async throws {
         let c = try await Self.start()
         defer { Task { await c.server.stop() } }
-        let response = try await post(c, "/identity/v1/webauthn/authentication-options",
-                                      json(["client_id": "latchkey-demo", "origin": "https://evil.example"]))
+        let response = try await post(
+            c, "/identity/v1/webauthn/authentication-options",
+            json(["client_id": "latchkey-demo", "origin": "https://evil.example"]))
         #expect(response.status == 400)
         #expect(try key(response) == "passkey.failed")
         #expect((try response.json()["error_description"] as? String)?.contains("evil.example") == true)
@@ -115,8 +131,11 @@ struct PasskeyEndpointTests {
         let c = try await Self.start()
         defer { Task { await c.server.stop() } }
         func options(_ profile: [String: String]) async throws -> HTTPResult {
-            try await post(c, "/identity/v1/webauthn/signup-options", .object([
-                "client_id": .string("latchkey-demo"), "origin": .string(c.origin), "profile": json(profile)]))
+            try await post(
+                c, "/identity/v1/webauthn/signup-options",
+                .object([
+                    "client_id": .string("latchkey-demo"), "origin": .string(c.origin), "profile": json(profile)
+                ]))
         }
         let username = try await options(["email": "new@example.com", "username": "demo@example.com"])
         #expect(username.status == 400)
@@ -161,7 +180,9 @@ struct PasskeyEndpointTests {
         #expect(try key(expired) == "passkey.expired")
     }
 
-    @Test("tampered signature, authenticator data, client data or user handle are refused", arguments: ["signature", "authData", "clientData", "userHandle"])
+    @Test(
+        "tampered signature, authenticator data, client data or user handle are refused",
+        arguments: ["signature", "authData", "clientData", "userHandle"])
     func tampering(_ part: String) async throws {
         let c = try await Self.start()
         defer { Task { await c.server.stop() } }
@@ -173,7 +194,9 @@ struct PasskeyEndpointTests {
         case "authData": a.authenticatorData[33] ^= 0x01  // the sign counter's high byte
         case "clientData":
             // Same challenge (so the ceremony is found), other bytes: the signature no longer covers them.
-            a.clientDataJSON = Data(String(decoding: a.clientDataJSON, as: UTF8.self).replacingOccurrences(of: "\"crossOrigin\":false", with: "\"crossOrigin\":false ").utf8)
+            a.clientDataJSON = Data(
+                String(decoding: a.clientDataJSON, as: UTF8.self).replacingOccurrences(of: "\"crossOrigin\":false", with: "\"crossOrigin\":false ")
+                    .utf8)
         default: a.userHandle = Data("someone-else".utf8)
         }
         let response = try await authenticate(c, a.reachFiveJSON)
@@ -187,8 +210,8 @@ struct PasskeyEndpointTests {
         defer { Task { await c.server.stop() } }
         let authenticator = SoftwareAuthenticator()
         #expect(try await signUp(c, authenticator).status == 200)
-        let older = try await assertion(c, authenticator)   // counter 1
-        let newer = try await assertion(c, authenticator)   // counter 2
+        let older = try await assertion(c, authenticator)  // counter 1
+        let newer = try await assertion(c, authenticator)  // counter 2
         #expect(try await authenticate(c, newer.reachFiveJSON).status == 200)
         let response = try await authenticate(c, older.reachFiveJSON)
         #expect(response.status == 401)
@@ -222,12 +245,16 @@ struct PasskeyEndpointTests {
         #expect(try key(unknown) == "passkey.unknown")
 
         // A sign-up ceremony's challenge answered at the sign-in endpoint.
-        let options = try await post(c, "/identity/v1/webauthn/signup-options", .object([
-            "client_id": .string("latchkey-demo"), "origin": .string(c.origin), "profile": json(["email": "bob@example.com"])]))
+        let options = try await post(
+            c, "/identity/v1/webauthn/signup-options",
+            .object([
+                "client_id": .string("latchkey-demo"), "origin": .string(c.origin), "profile": json(["email": "bob@example.com"])
+            ]))
         let parsed = try RegistrationOptions(json: options.body)
         let credential = try await SoftwareAuthenticator().createCredential(for: parsed.options, origin: c.origin)
-        let crossed = AssertionCredential(rawId: credential.rawId, clientDataJSON: credential.clientDataJSON,
-                                          authenticatorData: Data(repeating: 0, count: 37), signature: Data([0x30]), userHandle: nil)
+        let crossed = AssertionCredential(
+            rawId: credential.rawId, clientDataJSON: credential.clientDataJSON,
+            authenticatorData: Data(repeating: 0, count: 37), signature: Data([0x30]), userHandle: nil)
         let wrong = try await authenticate(c, crossed.reachFiveJSON)
         #expect(wrong.status == 400)
         #expect(try key(wrong) == "passkey.failed")
@@ -256,15 +283,21 @@ struct PasskeyEndpointTests {
     func malformedAndUnauthenticated() async throws {
         let c = try await Self.start()
         defer { Task { await c.server.stop() } }
-        let garbage = try await c.server.call("POST", "/identity/v1/webauthn/authentication", token: nil, body: Data("{".utf8),
-                                               contentType: "application/json")
+        let garbage = try await c.server.call(
+            "POST", "/identity/v1/webauthn/authentication", token: nil, body: Data("{".utf8),
+            contentType: "application/json")
         #expect(garbage.status == 400)
         let noResponse = try await authenticate(c, .object(["id": .string("AAAA")]))
         #expect(noResponse.status == 400)
-        let badCBOR = try await post(c, "/identity/v1/webauthn/signup", .object([
-            "webauthn_id": .string("x"), "public_key_credential": .object([
-                "id": .string("AAAA"), "type": .string("public-key"),
-                "response": json(["attestation_object": "AAAA", "client_data_json": Base64URL.encode(Data("{}".utf8))])])]))
+        let badCBOR = try await post(
+            c, "/identity/v1/webauthn/signup",
+            .object([
+                "webauthn_id": .string("x"),
+                "public_key_credential": .object([
+                    "id": .string("AAAA"), "type": .string("public-key"),
+                    "response": json(["attestation_object": "AAAA", "client_data_json": Base64URL.encode(Data("{}".utf8))])
+                ])
+            ]))
         #expect(badCBOR.status == 401)
         #expect(try key(badCBOR) == "passkey.failed")
         let list = try await c.server.call("GET", "/identity/v1/webauthn/registration", token: nil)

@@ -41,8 +41,12 @@ struct ReachFiveLoginTests {
     func passwordToTokens() async throws {
         let server = try await Self.start()
         defer { Task { await server.stop() } }
-        let login = try await passwordLogin(server, ["email": "demo@example.com", "password": "correct horse battery staple",
-                                                     "grant_type": "password", "client_id": "latchkey-demo", "scope": "openid email"])
+        let login = try await passwordLogin(
+            server,
+            [
+                "email": "demo@example.com", "password": "correct horse battery staple",
+                "grant_type": "password", "client_id": "latchkey-demo", "scope": "openid email"
+            ])
         #expect(login.status == 200, "\(login.text)")
         let tkn = try #require(try login.json()["tkn"] as? String)
         #expect(try login.json()["mfa_required"] == nil)
@@ -59,7 +63,8 @@ struct ReachFiveLoginTests {
     func ticketRules() async throws {
         let server = try await Self.start()
         defer { Task { await server.stop() } }
-        let login = try await passwordLogin(server, ["username": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
+        let login = try await passwordLogin(
+            server, ["username": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
         let tkn = try #require(try login.json()["tkn"] as? String)
         // Not an API credential.
         #expect(try await server.userinfo(tkn).status == 401)
@@ -98,7 +103,8 @@ struct ReachFiveLoginTests {
         let garbage = try await submit("not-a-ticket")
         #expect(garbage.status == 401)
         #expect(garbage.location == nil)
-        let login = try await passwordLogin(server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
+        let login = try await passwordLogin(
+            server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
         let tkn = try #require(try login.json()["tkn"] as? String)
         let accepted = try await submit(tkn)
         #expect(accepted.status == 303)
@@ -107,7 +113,8 @@ struct ReachFiveLoginTests {
         #expect(replayed.status == 401)
         #expect(replayed.location == nil)
         // A ticket for another application does not sign anyone in here.
-        let foreign = try await passwordLogin(server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "backend"])
+        let foreign = try await passwordLogin(
+            server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "backend"])
         let other = try await submit(try #require(try foreign.json()["tkn"] as? String))
         #expect(other.status == 401)
     }
@@ -116,7 +123,8 @@ struct ReachFiveLoginTests {
     func ticketExpiry() async throws {
         let server = try await Self.start()
         defer { Task { await server.stop() } }
-        let login = try await passwordLogin(server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
+        let login = try await passwordLogin(
+            server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
         let tkn = try #require(try login.json()["tkn"] as? String)
         server.advanceClock(121)
         let late = try await authorize(server, AuthorizeOptions(), ["tkn": tkn])
@@ -141,20 +149,23 @@ struct ReachFiveLoginTests {
         let missing = try await passwordLogin(server, ["email": "demo@example.com", "client_id": "latchkey-demo"])
         #expect(missing.status == 400)
         #expect(try missing.json()["error_message_key"] as? String == "login.missing_fields")
-        let disabled = try await passwordLogin(server, ["username": "disabled@example.com", "password": "disabled password", "client_id": "latchkey-demo"])
+        let disabled = try await passwordLogin(
+            server, ["username": "disabled@example.com", "password": "disabled password", "client_id": "latchkey-demo"])
         #expect(try disabled.json()["error_message_key"] as? String == "login.disabled")
         let badClient = try await passwordLogin(server, ["email": "demo@example.com", "password": "x", "client_id": "nope"])
         #expect(badClient.status == 400)
     }
 
-    @Test("reachFive dialect in the user's language: a wrong password in fr, ja, zh-HK and ar; error_description stays English",
-          arguments: ["fr", "ja", "zh-HK", "ar"])
+    @Test(
+        "reachFive dialect in the user's language: a wrong password in fr, ja, zh-HK and ar; error_description stays English",
+        arguments: ["fr", "ja", "zh-HK", "ar"])
     func localizedWrongPassword(_ language: String) async throws {
         let server = try await Self.start()
         defer { Task { await server.stop() } }
-        let response = try await server.call("POST", "/identity/v1/password/login", token: nil,
-                                             json: ["email": "demo@example.com", "password": "wrong", "client_id": "latchkey-demo"],
-                                             contentType: "application/json", headers: ["Accept-Language": "\(language), en;q=0.5"])
+        let response = try await server.call(
+            "POST", "/identity/v1/password/login", token: nil,
+            json: ["email": "demo@example.com", "password": "wrong", "client_id": "latchkey-demo"],
+            contentType: "application/json", headers: ["Accept-Language": "\(language), en;q=0.5"])
         let json = try response.json()
         let locale = try #require(SupportedLocale(resolving: language))
         let expected = try #require(MessageCatalog.text("login.invalid_credentials", locale: locale))
@@ -164,9 +175,10 @@ struct ReachFiveLoginTests {
         #expect(json["error_description"] as? String == "password sign-in refused: login.invalid_credentials")
         // A locked account answers with the same localized text (the lock is not announced).
         for _ in 0..<5 { _ = try await passwordLogin(server, ["email": "demo@example.com", "password": "x", "client_id": "latchkey-demo"]) }
-        let locked = try await server.call("POST", "/identity/v1/password/login", token: nil,
-                                           json: ["email": "demo@example.com", "password": "x", "client_id": "latchkey-demo"],
-                                           contentType: "application/json", headers: ["Accept-Language": language])
+        let locked = try await server.call(
+            "POST", "/identity/v1/password/login", token: nil,
+            json: ["email": "demo@example.com", "password": "x", "client_id": "latchkey-demo"],
+            contentType: "application/json", headers: ["Accept-Language": language])
         #expect(try locked.json()["error_user_msg"] as? String == MessageCatalog.text("login.invalid_credentials", locale: locale))
         #expect(try locked.json()["error_message_key"] as? String == "login.invalid_credentials")
     }
@@ -176,12 +188,14 @@ struct ReachFiveLoginTests {
         let server = try await Self.start()
         defer { Task { await server.stop() } }
         for _ in 0..<5 { _ = try await passwordLogin(server, ["email": "demo@example.com", "password": "nope", "client_id": "latchkey-demo"]) }
-        let locked = try await passwordLogin(server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
+        let locked = try await passwordLogin(
+            server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
         #expect(locked.status == 401)
         #expect(try locked.json()["error_message_key"] as? String == "login.invalid_credentials")
         #expect(try locked.json()["tkn"] == nil)
         server.advanceClock(15 * 60 + 1)
-        let unlocked = try await passwordLogin(server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
+        let unlocked = try await passwordLogin(
+            server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
         #expect(try unlocked.status == 200 && unlocked.json()["tkn"] is String)
     }
 
@@ -191,35 +205,46 @@ struct ReachFiveLoginTests {
         defer { Task { await server.stop() } }
         let user = try #require(try await server.server.user(username: "demo@example.com"))
         let (secret, _) = try await server.server.enrollTOTP(userId: user.id)
-        let login = try await passwordLogin(server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
+        let login = try await passwordLogin(
+            server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
         #expect(try login.json()["mfa_required"] as? Bool == true)
         let tkn = try #require(try login.json()["tkn"] as? String)
         let refused = try await authorize(server, AuthorizeOptions(), ["tkn": tkn])
         #expect(refused.locationQuery["error"] == "access_denied")
         #expect(refused.locationQuery["code"] == nil)
-        let login2 = try await passwordLogin(server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
-        let stepUp = try await server.call("POST", "/identity/v1/mfa/stepup", token: nil,
-                                           json: ["tkn": try #require(try login2.json()["tkn"] as? String), "client_id": "latchkey-demo",
-                                                  "redirect_uri": "http://127.0.0.1:7777/callback", "code_challenge": PKCEPair().challenge,
-                                                  "code_challenge_method": "S256", "scope": "openid"],
-                                           contentType: "application/json")
+        let login2 = try await passwordLogin(
+            server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
+        let stepUp = try await server.call(
+            "POST", "/identity/v1/mfa/stepup", token: nil,
+            json: [
+                "tkn": try #require(try login2.json()["tkn"] as? String), "client_id": "latchkey-demo",
+                "redirect_uri": "http://127.0.0.1:7777/callback", "code_challenge": PKCEPair().challenge,
+                "code_challenge_method": "S256", "scope": "openid"
+            ],
+            contentType: "application/json")
         #expect(stepUp.status == 200, "\(stepUp.text)")
         #expect(try stepUp.json()["amr"] as? [String] == ["otp"])
         #expect(try stepUp.json()["token"] is String)
         // Without PKCE, or for an unregistered redirect URI, no step-up.
-        let login3 = try await passwordLogin(server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
-        let noPKCE = try await server.call("POST", "/identity/v1/mfa/stepup", token: nil,
-                                           json: ["tkn": try #require(try login3.json()["tkn"] as? String), "client_id": "latchkey-demo",
-                                                  "redirect_uri": "https://evil.example/cb"], contentType: "application/json")
+        let login3 = try await passwordLogin(
+            server, ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"])
+        let noPKCE = try await server.call(
+            "POST", "/identity/v1/mfa/stepup", token: nil,
+            json: [
+                "tkn": try #require(try login3.json()["tkn"] as? String), "client_id": "latchkey-demo",
+                "redirect_uri": "https://evil.example/cb"
+            ], contentType: "application/json")
         #expect(noPKCE.status == 400)
         // A step-up token is not a login ticket, nor an access token.
         let token = try #require(try stepUp.json()["token"] as? String)
         // An account with only an authenticator app cannot be stepped up with an emailed code instead.
-        let emailInstead = try await server.call("POST", "/identity/v1/passwordless/start", token: nil,
-                                                 json: ["step_up": token, "auth_type": "email"], contentType: "application/json")
+        let emailInstead = try await server.call(
+            "POST", "/identity/v1/passwordless/start", token: nil,
+            json: ["step_up": token, "auth_type": "email"], contentType: "application/json")
         #expect(emailInstead.status == 400)
-        let otp = try await server.call("POST", "/identity/v1/passwordless/start", token: nil,
-                                        json: ["step_up": token, "auth_type": "otp"], contentType: "application/json")
+        let otp = try await server.call(
+            "POST", "/identity/v1/passwordless/start", token: nil,
+            json: ["step_up": token, "auth_type": "otp"], contentType: "application/json")
         #expect(otp.status == 200)
         #expect(try await authorize(server, AuthorizeOptions(), ["tkn": token]).locationQuery["error"] == "access_denied")
         #expect(try await server.userinfo(token).status == 401)
@@ -227,13 +252,15 @@ struct ReachFiveLoginTests {
         // Five wrong codes end the challenge: even the right code is refused afterwards.
         let challengeId = try #require(try otp.json()["challenge_id"] as? String)
         func verify(_ code: String) async throws -> HTTPResult {
-            try await server.call("POST", "/identity/v1/passwordless/verify", token: nil,
-                                  json: ["challenge_id": challengeId, "verification_code": code], contentType: "application/json")
+            try await server.call(
+                "POST", "/identity/v1/passwordless/verify", token: nil,
+                json: ["challenge_id": challengeId, "verification_code": code], contentType: "application/json")
         }
         for attempt in 1...5 {
             let wrong = try await verify("000000")
             #expect(wrong.status == 400)
-            #expect(try wrong.json()["error_message_key"] as? String
+            #expect(
+                try wrong.json()["error_message_key"] as? String
                     == (attempt < 5 ? "flows.executor.errors.invalid_otp" : "flows.executor.errors.otp_attempts"))
         }
         let right = String(format: "%06d", TOTP(secret: secret).compute(date: Date()))
@@ -243,8 +270,9 @@ struct ReachFiveLoginTests {
 
         // The step-up token expires with the one-time-code lifetime (10 minutes).
         server.advanceClock(601)
-        let late = try await server.call("POST", "/identity/v1/passwordless/start", token: nil,
-                                         json: ["step_up": token, "auth_type": "otp"], contentType: "application/json")
+        let late = try await server.call(
+            "POST", "/identity/v1/passwordless/start", token: nil,
+            json: ["step_up": token, "auth_type": "otp"], contentType: "application/json")
         #expect(late.status == 401)
         #expect(try late.json()["error_message_key"] as? String == "login.expired")
     }
@@ -279,7 +307,11 @@ struct ReachFiveLoginTests {
     func appleNewAndReturning() async throws {
         let issuer = try await AppleStandIn.start()
         let server = try await Self.start(apple: issuer)
-        defer { Task { await server.stop(); await issuer.stop() } }
+        defer {
+            Task {
+                await server.stop(); await issuer.stop()
+            }
+        }
         let verifier = PKCEPair().verifier
         let token = try issuer.identityToken(sub: "001234.apple", bundleId: Self.bundleId, verifier: verifier, email: "ada@privaterelay.appleid.com")
         var o = AuthorizeOptions()
@@ -306,7 +338,11 @@ struct ReachFiveLoginTests {
     func appleLinksByVerifiedEmail() async throws {
         let issuer = try await AppleStandIn.start()
         let server = try await Self.start(apple: issuer)
-        defer { Task { await server.stop(); await issuer.stop() } }
+        defer {
+            Task {
+                await server.stop(); await issuer.stop()
+            }
+        }
         let demo = try #require(try await server.server.user(username: "demo@example.com"))
         let verifier = PKCEPair().verifier
         let token = try issuer.identityToken(sub: "apple-demo", bundleId: Self.bundleId, verifier: verifier, email: "demo@example.com")
@@ -316,16 +352,18 @@ struct ReachFiveLoginTests {
         #expect(try await server.verifiedClaims(try #require(result["id_token"] as? String))["sub"]?.stringValue == demo.id)
         // The same email unverified must not take over the account: it gets an account of its own.
         let verifier2 = PKCEPair().verifier
-        let unverified = try issuer.identityToken(sub: "apple-other", bundleId: Self.bundleId, verifier: verifier2, email: "demo@example.com",
-                                                  emailVerified: false)
+        let unverified = try issuer.identityToken(
+            sub: "apple-other", bundleId: Self.bundleId, verifier: verifier2, email: "demo@example.com",
+            emailVerified: false)
         var o2 = AuthorizeOptions()
         o2.nonce = verifier2
         let other = try await tokens(server, o2, ["provider": "apple", "id_token": unverified])
         #expect(try await server.verifiedClaims(try #require(other["id_token"] as? String))["sub"]?.stringValue != demo.id)
 
         // An account whose email was never verified (signed up by someone claiming it) is not linked either.
-        let squatter = try await server.server.createUser(username: "victim@example.com", password: "squatter's password",
-                                                          claims: ["email": "victim@example.com"])
+        let squatter = try await server.server.createUser(
+            username: "victim@example.com", password: "squatter's password",
+            claims: ["email": "victim@example.com"])
         let verifier3 = PKCEPair().verifier
         let victim = try issuer.identityToken(sub: "apple-victim", bundleId: Self.bundleId, verifier: verifier3, email: "victim@example.com")
         var o3 = AuthorizeOptions()
@@ -334,12 +372,17 @@ struct ReachFiveLoginTests {
         #expect(try await server.verifiedClaims(try #require(third["id_token"] as? String))["sub"]?.stringValue != squatter)
     }
 
-    @Test("Sign in with Apple refuses: wrong audience, wrong nonce, no nonce, expired, another key, another issuer, garbage",
-          arguments: ["audience", "nonce", "missing-nonce", "expired", "key", "issuer", "garbage"])
+    @Test(
+        "Sign in with Apple refuses: wrong audience, wrong nonce, no nonce, expired, another key, another issuer, garbage",
+        arguments: ["audience", "nonce", "missing-nonce", "expired", "key", "issuer", "garbage"])
     func appleNegative(_ case_: String) async throws {
         let issuer = try await AppleStandIn.start()
         let server = try await Self.start(apple: issuer)
-        defer { Task { await server.stop(); await issuer.stop() } }
+        defer {
+            Task {
+                await server.stop(); await issuer.stop()
+            }
+        }
         let verifier = PKCEPair().verifier
         var sentVerifier: String? = verifier
         var token: String
@@ -351,13 +394,18 @@ struct ReachFiveLoginTests {
             token = try issuer.identityToken(sub: "s", bundleId: Self.bundleId, verifier: verifier, email: nil)
             sentVerifier = nil
         case "expired":
-            token = try issuer.identityToken(sub: "s", bundleId: Self.bundleId, verifier: verifier, email: nil,
-                                             issuedAt: Date().addingTimeInterval(-3600), lifetime: 600)
+            token = try issuer.identityToken(
+                sub: "s", bundleId: Self.bundleId, verifier: verifier, email: nil,
+                issuedAt: Date().addingTimeInterval(-3600), lifetime: 600)
             expectedKey = "apple.expired"
-        case "key": token = try issuer.identityToken(sub: "s", bundleId: Self.bundleId, verifier: verifier, email: nil,
-                                                     signer: try SigningKey.generate(.rs256))
-        case "issuer": token = try issuer.identityToken(sub: "s", bundleId: Self.bundleId, verifier: verifier, email: nil,
-                                                        issuer: "https://evil.example")
+        case "key":
+            token = try issuer.identityToken(
+                sub: "s", bundleId: Self.bundleId, verifier: verifier, email: nil,
+                signer: try SigningKey.generate(.rs256))
+        case "issuer":
+            token = try issuer.identityToken(
+                sub: "s", bundleId: Self.bundleId, verifier: verifier, email: nil,
+                issuer: "https://evil.example")
         default: token = "not.a.jwt"
         }
         let response = try await apple(server, token: token, verifier: sentVerifier)
@@ -371,7 +419,11 @@ struct ReachFiveLoginTests {
     func appleNotConfigured() async throws {
         let issuer = try await AppleStandIn.start()
         let server = try await TestServer.start { $0.apple.jwksURL = issuer.jwksURL }
-        defer { Task { await server.stop(); await issuer.stop() } }
+        defer {
+            Task {
+                await server.stop(); await issuer.stop()
+            }
+        }
         let verifier = PKCEPair().verifier
         let token = try issuer.identityToken(sub: "s", bundleId: Self.bundleId, verifier: verifier, email: nil)
         #expect(try await apple(server, token: token, verifier: verifier).locationQuery["error"] == "access_denied")

@@ -7,8 +7,10 @@ import Testing
 /// documents, a sign-out that tells the truth, the provider's session ended in the browser, and clocks that disagree.
 @Suite("SDK ↔ any OpenID provider: RFC 8414 metadata, truthful sign-out, the browser's session, skewed clocks")
 struct AnyProviderSignOutTests {
-    static func client(_ provider: ProviderDouble, browser: TestBrowser, http: (any HTTPClient)? = nil,
-                       deviceSkew: TimeInterval = 0) async throws -> LatchkeyClient {
+    static func client(
+        _ provider: ProviderDouble, browser: TestBrowser, http: (any HTTPClient)? = nil,
+        deviceSkew: TimeInterval = 0
+    ) async throws -> LatchkeyClient {
         let agent = ScriptedBrowserUserAgent(browser: browser) { url, browser in
             let answer = try await browser.get(url.absoluteString)
             guard let location = answer.location, let callback = URL(string: location) else {
@@ -16,22 +18,26 @@ struct AnyProviderSignOutTests {
             }
             return callback
         }
-        let client = LatchkeyClient(http: http ?? SkewedDateHTTPClient(inner: URLSessionHTTPClient(), port: provider.port, skew: provider.skew),
-                                    userAgent: agent)
+        let client = LatchkeyClient(
+            http: http ?? SkewedDateHTTPClient(inner: URLSessionHTTPClient(), port: provider.port, skew: provider.skew),
+            userAgent: agent)
         client.deviceClock.withLock { $0 = { Date().addingTimeInterval(deviceSkew) } }
-        try await client.initialize(config: LatchkeyConfig(baseUrl: provider.issuer, clientId: ProviderDouble.clientId,
-                                                           scopes: ["openid", "email", "offline_access"],
-                                                           afterSignInUrl: ProviderDouble.redirectURI,
-                                                           afterSignOutUrl: ProviderDouble.postLogoutRedirectURI))
+        try await client.initialize(
+            config: LatchkeyConfig(
+                baseUrl: provider.issuer, clientId: ProviderDouble.clientId,
+                scopes: ["openid", "email", "offline_access"],
+                afterSignInUrl: ProviderDouble.redirectURI,
+                afterSignOutUrl: ProviderDouble.postLogoutRedirectURI))
         return client
     }
 
     /// `prompt=none` in the browser: a code while the provider's session lives, `login_required` once it ended.
     static func silentSignIn(_ provider: ProviderDouble, browser: TestBrowser) async throws -> String {
         let challenge = Base64URL.encode(Data(repeating: 7, count: 32))
-        let answer = try await browser.get(provider.issuer + "/authorize?response_type=code&client_id=\(ProviderDouble.clientId)"
-            + "&redirect_uri=\(FormCoding.escape(ProviderDouble.redirectURI))&code_challenge=\(challenge)&code_challenge_method=S256"
-            + "&state=s&prompt=none")
+        let answer = try await browser.get(
+            provider.issuer + "/authorize?response_type=code&client_id=\(ProviderDouble.clientId)"
+                + "&redirect_uri=\(FormCoding.escape(ProviderDouble.redirectURI))&code_challenge=\(challenge)&code_challenge_method=S256"
+                + "&state=s&prompt=none")
         let query = URLComponents(string: answer.location ?? "")?.queryItems ?? []
         return query.first { $0.name == "error" }?.value ?? (query.contains { $0.name == "code" } ? "code" : "nothing")
     }
@@ -44,9 +50,11 @@ struct AnyProviderSignOutTests {
         #expect(metadata.revocationEndpoint?.absoluteString == provider.issuer + "/revoke")
         #expect(metadata.introspectionEndpoint?.absoluteString == provider.issuer + "/introspect")
         #expect(metadata.missingEndpoints == ["device_authorization_endpoint", "pushed_authorization_request_endpoint"])
-        #expect(AuthorizationServerMetadata.url(issuer: "https://id.example.com/tenant/")?.absoluteString
+        #expect(
+            AuthorizationServerMetadata.url(issuer: "https://id.example.com/tenant/")?.absoluteString
                 == "https://id.example.com/.well-known/oauth-authorization-server/tenant")
-        #expect(AuthorizationServerMetadata.url(issuer: "https://id.example.com")?.absoluteString
+        #expect(
+            AuthorizationServerMetadata.url(issuer: "https://id.example.com")?.absoluteString
                 == "https://id.example.com/.well-known/oauth-authorization-server")
         // A second document naming another issuer is not believed.
         #expect(await AuthorizationServerMetadata.fetch(issuer: provider.issuer + "x", http: URLSessionHTTPClient()) == nil)
@@ -109,8 +117,10 @@ struct AnyProviderSignOutTests {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         // A passkey-less native sign-in (password through the credential sheet): no browser holds a session of it.
-        let native = LatchkeyClient(credentialProvider: SoftwareCredentialProvider(passwords: [
-            .init(username: "demo@example.com", password: "correct horse battery staple")]))
+        let native = LatchkeyClient(
+            credentialProvider: SoftwareCredentialProvider(passwords: [
+                .init(username: "demo@example.com", password: "correct horse battery staple")
+            ]))
         try await native.initialize(config: server.sdkConfig())
         _ = try await native.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Password], display: .Always)
         #expect(try await native.context().tokens.tokens(nil)?.browser == .withoutBrowser)
@@ -194,7 +204,8 @@ struct StrippingMetadataHTTPClient: HTTPClient {
     func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         var response = try await inner.send(request)
         guard request.url.path.contains("/.well-known/"),
-              var object = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any] else { return response }
+            var object = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any]
+        else { return response }
         for name in strip { object[name] = nil }
         response.body = (try? JSONSerialization.data(withJSONObject: object)) ?? response.body
         return response

@@ -4,8 +4,9 @@ import Testing
 
 /// The SDK in standards mode against a third-party OpenID Provider (Debian's glewlwyd), started on loopback by
 /// `scripts/test.sh` through `Tests/glewlwyd/start.sh`, which exports `LATCHKEY_GLEWLWYD_ENV`.
-@Suite("SDK ↔ glewlwyd (third-party OpenID Connect provider)",
-       .enabled(if: ProcessInfo.processInfo.environment["LATCHKEY_GLEWLWYD_ENV"] != nil, "run by scripts/test.sh, which starts glewlwyd"))
+@Suite(
+    "SDK ↔ glewlwyd (third-party OpenID Connect provider)",
+    .enabled(if: ProcessInfo.processInfo.environment["LATCHKEY_GLEWLWYD_ENV"] != nil, "run by scripts/test.sh, which starts glewlwyd"))
 struct GlewlwydStandardsModeTests {
     let env = ProviderEnvironment.load("LATCHKEY_GLEWLWYD_ENV")
 
@@ -22,13 +23,18 @@ struct GlewlwydStandardsModeTests {
         // the profile scope asks for); its sign-out page asks them to confirm, which its script does by deleting the
         // OpenID session and the login session.
         var agent = ScriptedBrowserUserAgent(browser: browser) { url, browser in
-            var r = try await browser.send(base + "/api/auth/", method: "POST", body: try body(["username": user, "password": password]), headers: json)
+            var r = try await browser.send(
+                base + "/api/auth/", method: "POST", body: try body(["username": user, "password": password]), headers: json)
             #expect(r.status == 200, "glewlwyd login: \(r.status)")
-            r = try await browser.send(base + "/api/auth/", method: "POST", body: try body([
-                "username": user, "scheme_type": "retype-password", "scheme_name": "password", "value": ["password": password]]), headers: json)
+            r = try await browser.send(
+                base + "/api/auth/", method: "POST",
+                body: try body([
+                    "username": user, "scheme_type": "retype-password", "scheme_name": "password", "value": ["password": password]
+                ]), headers: json)
             #expect(r.status == 200, "glewlwyd scheme login: \(r.status)")
-            r = try await browser.send(base + "/api/auth/grant/" + clientId, method: "PUT", body: try body(["scope": scopes.joined(separator: " ")]),
-                                       headers: json)
+            r = try await browser.send(
+                base + "/api/auth/grant/" + clientId, method: "PUT", body: try body(["scope": scopes.joined(separator: " ")]),
+                headers: json)
             #expect(r.status == 200, "glewlwyd consent: \(r.status)")
             let authorize = try await browser.get(url.absoluteString + "&g_continue")
             return try #require(authorize.location.flatMap(URL.init(string:)), "glewlwyd did not redirect back: \(authorize.status)")
@@ -44,9 +50,10 @@ struct GlewlwydStandardsModeTests {
         }
         let http = ObservedHTTPClient()
         let client = LatchkeyClient(http: http, userAgent: agent)
-        try await client.initialize(config: LatchkeyConfig(
-            baseUrl: issuer, clientId: clientId, scopes: scopes,
-            afterSignInUrl: env["GLEWLWYD_REDIRECT_URI"], afterSignOutUrl: env["GLEWLWYD_POST_LOGOUT_REDIRECT_URI"]))
+        try await client.initialize(
+            config: LatchkeyConfig(
+                baseUrl: issuer, clientId: clientId, scopes: scopes,
+                afterSignInUrl: env["GLEWLWYD_REDIRECT_URI"], afterSignOutUrl: env["GLEWLWYD_POST_LOGOUT_REDIRECT_URI"]))
         #expect(try client.buildSignInURL().absoluteString.hasPrefix(issuer), "authorization endpoint from discovery")
         let glewlwydSessionIsOpen: @Sendable () async throws -> Bool = { try await browser.get(base + "/api/profile_list").status == 200 }
 
@@ -67,12 +74,17 @@ struct GlewlwydStandardsModeTests {
         guard case .unconfirmed = byRequest.providerSession else { Issue.record("a request cannot end glewlwyd's session: \(byRequest)"); return }
         #expect(!byRequest.isComplete)
         #expect(try await !client.isSignedIn())
-        #expect(http.statuses(pathEndingWith: "/revoke").filter { $0 == 200 }.count == 2,
-                "both tokens revoked (glewlwyd wants the bearer fallback): \(http.statuses(pathEndingWith: "/revoke"))")
-        let reuse = try await TestBrowser(retriesOfDroppedConnections: 3).postForm(issuer + "/token", [
-            "grant_type": "refresh_token", "refresh_token": refreshToken, "client_id": clientId])
+        #expect(
+            http.statuses(pathEndingWith: "/revoke").filter { $0 == 200 }.count == 2,
+            "both tokens revoked (glewlwyd wants the bearer fallback): \(http.statuses(pathEndingWith: "/revoke"))")
+        let reuse = try await TestBrowser(retriesOfDroppedConnections: 3).postForm(
+            issuer + "/token",
+            [
+                "grant_type": "refresh_token", "refresh_token": refreshToken, "client_id": clientId
+            ])
         #expect(reuse.status >= 400, "the refresh token was revoked at glewlwyd (\(reuse.status))")
-        let userinfo = try await TestBrowser(retriesOfDroppedConnections: 3).get(issuer + "/userinfo", headers: ["Authorization": "Bearer \(refreshed.accessToken)"])
+        let userinfo = try await TestBrowser(retriesOfDroppedConnections: 3).get(
+            issuer + "/userinfo", headers: ["Authorization": "Bearer \(refreshed.accessToken)"])
         #expect(userinfo.status == 401, "the access token was revoked at glewlwyd (\(userinfo.status))")
         #expect(try await glewlwydSessionIsOpen(), "and, as reported, glewlwyd's own session is still open")
 

@@ -68,8 +68,10 @@ final class ProviderDouble: Sendable {
 
     // MARK: Routes
 
-    private static func routes(_ router: Router<BasicRequestContext>, key: SigningKey, state: NIOLockedValueBox<State>, skew: TimeInterval,
-                               port: @escaping @Sendable () -> Int) {
+    private static func routes(
+        _ router: Router<BasicRequestContext>, key: SigningKey, state: NIOLockedValueBox<State>, skew: TimeInterval,
+        port: @escaping @Sendable () -> Int
+    ) {
         let issuer: @Sendable () -> String = { "http://127.0.0.1:\(port())/tenant" }
         router.get("/tenant/.well-known/openid-configuration") { _, _ in
             let i = issuer()
@@ -77,22 +79,26 @@ final class ProviderDouble: Sendable {
                 "issuer": i, "authorization_endpoint": i + "/authorize", "token_endpoint": i + "/token", "jwks_uri": i + "/jwks",
                 "userinfo_endpoint": i + "/userinfo", "end_session_endpoint": i + "/logout",
                 "response_types_supported": ["code"], "subject_types_supported": ["public"],
-                "id_token_signing_alg_values_supported": ["ES256"],
+                "id_token_signing_alg_values_supported": ["ES256"]
             ])
         }
         router.get("/.well-known/oauth-authorization-server/tenant") { _, _ in
             let i = issuer()
-            return try json(["issuer": i, "authorization_endpoint": i + "/authorize", "token_endpoint": i + "/token",
-                             "revocation_endpoint": i + "/revoke", "introspection_endpoint": i + "/introspect"])
+            return try json([
+                "issuer": i, "authorization_endpoint": i + "/authorize", "token_endpoint": i + "/token",
+                "revocation_endpoint": i + "/revoke", "introspection_endpoint": i + "/introspect"
+            ])
         }
         router.get("/tenant/jwks") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/json"],
-                     body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(JWKSet(keys: [try key.publicJWK()])))))
+            Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(JWKSet(keys: [try key.publicJWK()])))))
         }
         router.get("/tenant/authorize") { request, _ in
             let q = request.uri.queryParameters
             guard let redirect = q["redirect_uri"].map(String.init), redirect == redirectURI, q["client_id"] == Substring(clientId),
-                  let challenge = q["code_challenge"].map(String.init), q["code_challenge_method"] == "S256" else {
+                let challenge = q["code_challenge"].map(String.init), q["code_challenge_method"] == "S256"
+            else {
                 return Response(status: .badRequest)
             }
             let stateParam = q["state"].map(String.init) ?? ""
@@ -120,9 +126,10 @@ final class ProviderDouble: Sendable {
             switch form["grant_type"] {
             case "authorization_code":
                 guard let code = form["code"], let verifier = form["code_verifier"],
-                      let grant = state.withLockedValue({ $0.codes.removeValue(forKey: code) }),
-                      Base64URL.encode(Data(SHA256.hash(data: Data(verifier.utf8)))) == grant.challenge,
-                      form["redirect_uri"] == redirectURI else { return try oauthError("invalid_grant") }
+                    let grant = state.withLockedValue({ $0.codes.removeValue(forKey: code) }),
+                    Base64URL.encode(Data(SHA256.hash(data: Data(verifier.utf8)))) == grant.challenge,
+                    form["redirect_uri"] == redirectURI
+                else { return try oauthError("invalid_grant") }
                 return try issue(key: key, state: state, issuer: issuer(), nonce: grant.nonce, sid: grant.session, now: now)
             case "refresh_token":
                 guard let refresh = form["refresh_token"], state.withLockedValue({ $0.activeRefresh.remove(refresh) != nil }) else {
@@ -151,13 +158,15 @@ final class ProviderDouble: Sendable {
         }
         router.post("/tenant/introspect") { request, _ in
             let form = try await formBody(request)
-            let active = form["token"].map { token in state.withLockedValue { $0.activeAccess.contains(token) || $0.activeRefresh.contains(token) } } ?? false
+            let active =
+                form["token"].map { token in state.withLockedValue { $0.activeAccess.contains(token) || $0.activeRefresh.contains(token) } } ?? false
             return try json(["active": active])
         }
         router.post("/tenant/logout") { _, _ in
             state.withLockedValue { $0.endSessionMethods.append("POST") }
-            return Response(status: .forbidden, headers: [.contentType: "text/html"],
-                            body: .init(byteBuffer: ByteBuffer(string: "<p>CSRF check failed</p>")))
+            return Response(
+                status: .forbidden, headers: [.contentType: "text/html"],
+                body: .init(byteBuffer: ByteBuffer(string: "<p>CSRF check failed</p>")))
         }
         router.get("/tenant/logout") { request, _ in
             state.withLockedValue { $0.endSessionMethods.append("GET") }
@@ -165,10 +174,12 @@ final class ProviderDouble: Sendable {
             let session = request.headers[.cookie].flatMap { cookie(named: "op_session", in: $0) }
             let keys = JWKSet(keys: [try key.publicJWK()])
             guard let session, state.withLockedValue({ $0.sessions.contains(session) }), let hint = q["id_token_hint"],
-                  let jws = try? CompactJWS(parsing: String(hint)), (try? jws.verify(with: keys)) != nil else {
+                let jws = try? CompactJWS(parsing: String(hint)), (try? jws.verify(with: keys)) != nil
+            else {
                 // No session cookie (a request from the app, not the browser): a page asking the person to confirm.
-                return Response(status: .ok, headers: [.contentType: "text/html"],
-                                body: .init(byteBuffer: ByteBuffer(string: "<form method=post><button>Sign out?</button></form>")))
+                return Response(
+                    status: .ok, headers: [.contentType: "text/html"],
+                    body: .init(byteBuffer: ByteBuffer(string: "<form method=post><button>Sign out?</button></form>")))
             }
             state.withLockedValue { _ = $0.sessions.remove(session) }
             guard let after = q["post_logout_redirect_uri"].map(String.init), after == postLogoutRedirectURI else {
@@ -180,23 +191,30 @@ final class ProviderDouble: Sendable {
         }
     }
 
-    private static func issue(key: SigningKey, state: NIOLockedValueBox<State>, issuer: String, nonce: String?, sid: String?,
-                              now: Date) throws -> Response {
+    private static func issue(
+        key: SigningKey, state: NIOLockedValueBox<State>, issuer: String, nonce: String?, sid: String?,
+        now: Date
+    ) throws -> Response {
         let access = randomToken(), refresh = randomToken()
         state.withLockedValue {
             $0.activeAccess.insert(access)
             $0.activeRefresh.insert(refresh)
         }
-        struct Claims: Encodable { var iss: String; var sub: String; var aud: String; var iat: Int; var exp: Int; var nonce: String?; var sid: String?; var email: String }
+        struct Claims: Encodable {
+            var iss: String; var sub: String; var aud: String; var iat: Int; var exp: Int; var nonce: String?; var sid: String?; var email: String
+        }
         let iat = Int(now.timeIntervalSince1970)
-        let idToken = try key.sign(claims: Claims(iss: issuer, sub: subject, aud: clientId, iat: iat, exp: iat + 600, nonce: nonce, sid: sid,
-                                                  email: "double@example.test"), type: nil)
+        let idToken = try key.sign(
+            claims: Claims(
+                iss: issuer, sub: subject, aud: clientId, iat: iat, exp: iat + 600, nonce: nonce, sid: sid,
+                email: "double@example.test"), type: nil)
         return try json(["access_token": access, "token_type": "Bearer", "expires_in": 300, "refresh_token": refresh, "id_token": idToken])
     }
 
     private static func json(_ object: [String: Any]) throws -> Response {
-        Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
-                 body: .init(byteBuffer: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: object))))
+        Response(
+            status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: object))))
     }
 
     private static func oauthError(_ code: String) throws -> Response {
@@ -214,7 +232,9 @@ final class ProviderDouble: Sendable {
         let text = String(buffer: buffer)
         var form: [String: String] = [:]
         for pair in text.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "" }
+            let parts = pair.split(separator: "=", maxSplits: 1).map {
+                String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
+            }
             if parts.count == 2 { form[parts[0]] = parts[1] }
         }
         return form
@@ -282,7 +302,9 @@ struct ScriptedBrowserUserAgent: AuthorizationUserAgent {
         var next = url.absoluteString
         for _ in 0..<5 {
             let answer = try await browser.get(next)
-            guard let location = answer.location else { throw LatchkeyError(.canceled, "the provider showed a page (\(answer.status)) and the person left") }
+            guard let location = answer.location else {
+                throw LatchkeyError(.canceled, "the provider showed a page (\(answer.status)) and the person left")
+            }
             if location.hasPrefix(presentation.redirectURI), let back = URL(string: location) { return back }
             if location.hasPrefix(url.absoluteString.prefix(while: { $0 != "?" })) || location.contains("/authorize") {
                 next = location

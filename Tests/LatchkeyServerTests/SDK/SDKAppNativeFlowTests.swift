@@ -23,8 +23,9 @@ struct SDKAppNativeFlowTests {
     func credentials(_ client: LatchkeyClient, _ username: String, _ password: String, flowId: String? = nil) async throws -> EmbeddedFlowResponse {
         var id = flowId
         if id == nil { id = try await client.signIn(payload: .init(), request: Self.signInRequest).flowId }
-        return try await client.signIn(payload: .init(flowId: id, actionId: "action_001", inputs: ["username": username, "password": password]),
-                                       request: Self.signInRequest)
+        return try await client.signIn(
+            payload: .init(flowId: id, actionId: "action_001", inputs: ["username": username, "password": password]),
+            request: Self.signInRequest)
     }
 
     @Test func passwordSignInWrongThenRightThenRefreshAndSignOut() async throws {
@@ -42,18 +43,22 @@ struct SDKAppNativeFlowTests {
         #expect(first.inputs[0].label == "Username or email" && first.actions[0].label == "Sign in")
         #expect(first.components.first?.label == "Sign in" && first.components.first?.type == "TEXT")
 
-        let wrong = try await client.signIn(payload: .init(flowId: first.flowId, actionId: "action_001",
-                                                           inputs: ["username": "demo@example.com", "password": "wrong password"]),
-                                            request: Self.signInRequest)
+        let wrong = try await client.signIn(
+            payload: .init(
+                flowId: first.flowId, actionId: "action_001",
+                inputs: ["username": "demo@example.com", "password": "wrong password"]),
+            request: Self.signInRequest)
         #expect(wrong.flowStatus == .promptOnly && wrong.flowId == first.flowId)
         #expect(wrong.error?.code == .authenticationFailed && wrong.error?.serverCode == "FET-1005")
         #expect(wrong.error?.message == "The email or password is incorrect." && wrong.error?.messageKey == "login.invalid_credentials")
         #expect(wrong.inputs.map(\.identifier) == ["username", "password"], "the same step again")
         #expect(try await client.isSignedIn() == false)
 
-        let done = try await client.signIn(payload: .init(flowId: first.flowId, actionId: "action_001",
-                                                          inputs: ["username": "demo@example.com", "password": "correct horse battery staple"]),
-                                           request: Self.signInRequest)
+        let done = try await client.signIn(
+            payload: .init(
+                flowId: first.flowId, actionId: "action_001",
+                inputs: ["username": "demo@example.com", "password": "correct horse battery staple"]),
+            request: Self.signInRequest)
         #expect(done.flowStatus == .complete && done.error == nil)
         #expect(done.user?.email == "demo@example.com")
         #expect(try await client.isSignedIn())
@@ -80,9 +85,12 @@ struct SDKAppNativeFlowTests {
         defer { Task { await server.stop() } }
         // The wire: inputs on the initiating request satisfy the first prompt, so one call completes the flow.
         let browser = TestBrowser()
-        let started = try await browser.postJSON(server.base + "/flow/execute", [
-            "applicationId": "latchkey-demo", "flowType": "AUTHENTICATION",
-            "inputs": ["username": "demo@example.com", "password": "correct horse battery staple"]])
+        let started = try await browser.postJSON(
+            server.base + "/flow/execute",
+            [
+                "applicationId": "latchkey-demo", "flowType": "AUTHENTICATION",
+                "inputs": ["username": "demo@example.com", "password": "correct horse battery staple"]
+            ])
         let body = try started.json()
         #expect(started.status == 200 && body["flowStatus"] as? String == "COMPLETE")
         let assertion = try #require(body["assertion"] as? String)
@@ -93,9 +101,11 @@ struct SDKAppNativeFlowTests {
         // Not an access token: userinfo refuses it.
         #expect(try await server.userinfo(assertion).status == 401)
 
-        let exchange: [String: String] = ["grant_type": "urn:ietf:params:oauth:grant-type:token-exchange", "client_id": "latchkey-demo",
-                                          "subject_token": assertion, "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
-                                          "scope": "openid profile email offline_access"]
+        let exchange: [String: String] = [
+            "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange", "client_id": "latchkey-demo",
+            "subject_token": assertion, "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+            "scope": "openid profile email offline_access"
+        ]
         // Declared as an ID token it is refused (it would dodge the single-use check).
         var asIDToken = exchange
         asIDToken["subject_token_type"] = "urn:ietf:params:oauth:token-type:id_token"
@@ -103,7 +113,10 @@ struct SDKAppNativeFlowTests {
         // Another application cannot redeem it.
         var other = exchange
         other["client_id"] = "backend"
-        #expect(try await browser.postForm(server.base + "/oauth2/token", other, headers: ["Authorization": basicAuth("backend", "backend-secret-0123456789")]).status == 400)
+        #expect(
+            try await browser.postForm(
+                server.base + "/oauth2/token", other, headers: ["Authorization": basicAuth("backend", "backend-secret-0123456789")]
+            ).status == 400)
         let tokens = try await browser.postForm(server.base + "/oauth2/token", exchange)
         let json = try tokens.json()
         #expect(tokens.status == 200 && json["refresh_token"] is String && json["id_token"] is String && json["access_token"] is String)
@@ -111,9 +124,13 @@ struct SDKAppNativeFlowTests {
         #expect(try replay.status == 400 && (try replay.json()["error"] as? String) == "invalid_grant")
 
         // An assertion not redeemed within its 5 minutes is dead.
-        let late = try await browser.postJSON(server.base + "/flow/execute", [
-            "applicationId": "latchkey-demo", "flowType": "AUTHENTICATION",
-            "inputs": ["username": "demo@example.com", "password": "correct horse battery staple"]]).json()
+        let late = try await browser.postJSON(
+            server.base + "/flow/execute",
+            [
+                "applicationId": "latchkey-demo", "flowType": "AUTHENTICATION",
+                "inputs": ["username": "demo@example.com", "password": "correct horse battery staple"]
+            ]
+        ).json()
         var lateExchange = exchange
         lateExchange["subject_token"] = try #require(late["assertion"] as? String)
         server.advanceClock(301)
@@ -157,9 +174,11 @@ struct SDKAppNativeFlowTests {
         #expect(try await client.isSignedIn() == false, "a password alone does not sign in")
         let code = String(format: "%06d", TOTP(secret: secret).compute(date: Date()))
         let wrongCode = String(format: "%06d", (Int(code)! + 500_000) % 1_000_000)
-        let wrong = try await client.signIn(payload: .init(flowId: step.flowId, actionId: "action_totp", inputs: ["otp": wrongCode]), request: Self.signInRequest)
+        let wrong = try await client.signIn(
+            payload: .init(flowId: step.flowId, actionId: "action_totp", inputs: ["otp": wrongCode]), request: Self.signInRequest)
         #expect(wrong.error?.code == .mfaFailed && wrong.error?.serverCode == "FET-1008" && wrong.flowStatus == .promptOnly)
-        let done = try await client.signIn(payload: .init(flowId: step.flowId, actionId: "action_totp", inputs: ["otp": code]), request: Self.signInRequest)
+        let done = try await client.signIn(
+            payload: .init(flowId: step.flowId, actionId: "action_totp", inputs: ["otp": code]), request: Self.signInRequest)
         #expect(done.flowStatus == .complete && done.user?.sub == userId)
     }
 
@@ -167,8 +186,9 @@ struct SDKAppNativeFlowTests {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         // Codes go only to a verified address.
-        let userId = try await server.server.createUser(username: "grace", password: "compiler pioneer",
-                                                        claims: ["email": "grace@example.com", "email_verified": "true"])
+        let userId = try await server.server.createUser(
+            username: "grace", password: "compiler pioneer",
+            claims: ["email": "grace@example.com", "email_verified": "true"])
         try await server.server.enrollEmailOTP(userId: userId)
         let client = try await client(server)
         let step = try await credentials(client, "grace", "compiler pioneer")
@@ -180,18 +200,21 @@ struct SDKAppNativeFlowTests {
         let code = try #require(messages.first?["code"] as? String)
         #expect(messages.count == 1 && (messages.first?["body"] as? String)?.contains(code) == true)
 
-        let wrong = try await client.signIn(payload: .init(flowId: step.flowId, actionId: "action_email_otp", inputs: ["otp": code == "000000" ? "111111" : "000000"]),
-                                            request: Self.signInRequest)
+        let wrong = try await client.signIn(
+            payload: .init(flowId: step.flowId, actionId: "action_email_otp", inputs: ["otp": code == "000000" ? "111111" : "000000"]),
+            request: Self.signInRequest)
         #expect(wrong.error?.code == .mfaFailed)
         // Resend needs no inputs and invalidates the first code.
         let resent = try await client.signIn(payload: .init(flowId: step.flowId, actionId: "action_resend"), request: Self.signInRequest)
         #expect(resent.flowStatus == .promptOnly && resent.error == nil)
         let newCode = try #require(try await server.server.outboxMessages(recipient: "grace@example.com").first?.code)
         if newCode != code {
-            let stale = try await client.signIn(payload: .init(flowId: step.flowId, actionId: "action_email_otp", inputs: ["otp": code]), request: Self.signInRequest)
+            let stale = try await client.signIn(
+                payload: .init(flowId: step.flowId, actionId: "action_email_otp", inputs: ["otp": code]), request: Self.signInRequest)
             #expect(stale.error?.code == .mfaFailed)
         }
-        let done = try await client.signIn(payload: .init(flowId: step.flowId, actionId: "action_email_otp", inputs: ["otp": newCode]), request: Self.signInRequest)
+        let done = try await client.signIn(
+            payload: .init(flowId: step.flowId, actionId: "action_email_otp", inputs: ["otp": newCode]), request: Self.signInRequest)
         #expect(done.flowStatus == .complete && done.user?.sub == userId)
     }
 
@@ -223,8 +246,9 @@ struct SDKAppNativeFlowTests {
         let attributes = try await submit("action_credentials", ["username": "newbie", "password": "long enough password"])
         #expect(attributes.inputs.map(\.identifier) == ["email"] && attributes.inputs[0].type == "EMAIL_INPUT")
         #expect(attributes.actions.map(\.ref) == ["action_attributes"])
-        #expect(attributes.components.flatMap(\.components).contains { $0.ref == "email" && $0.label == "Email address" },
-                "the dynamic placeholder became an input component with its label")
+        #expect(
+            attributes.components.flatMap(\.components).contains { $0.ref == "email" && $0.label == "Email address" },
+            "the dynamic placeholder became an input component with its label")
         let badEmail = try await submit("action_attributes", ["email": "not-an-email"])
         #expect(badEmail.fieldErrors.first?.identifier == "email" && badEmail.inputs.map(\.identifier) == ["email"])
         let usedEmail = try await submit("action_attributes", ["email": "DEMO@example.com"])
@@ -251,30 +275,39 @@ struct SDKAppNativeFlowTests {
         }
 
         let invited = LatchkeyClient()
-        try await invited.initialize(config: LatchkeyConfig(baseUrl: server.issuer, clientId: "invite-app", scopes: ["openid", "email", "offline_access"],
-                                                            tokenValidation: TokenValidation(clockTolerance: 3600)))
+        try await invited.initialize(
+            config: LatchkeyConfig(
+                baseUrl: server.issuer, clientId: "invite-app", scopes: ["openid", "email", "offline_access"],
+                tokenValidation: TokenValidation(clockTolerance: 3600)))
         let request = EmbeddedFlowRequestConfig(flowType: .registration)
         let first = try await invited.signUp(payload: nil, request: request)
         #expect(first.inputs.map(\.identifier) == ["invitationCode"])
-        let bad = try await invited.signUp(payload: .init(flowId: first.flowId, actionId: "action_invitation", inputs: ["invitationCode": "guess"]), request: request)
+        let bad = try await invited.signUp(
+            payload: .init(flowId: first.flowId, actionId: "action_invitation", inputs: ["invitationCode": "guess"]), request: request)
         #expect(bad.error?.code == .invitationCodeInvalid)
         let expiring = try await server.server.createInvitation(applicationId: "invite-app", validFor: 60)
         let code = try await server.server.createInvitation(applicationId: "invite-app", email: "invitee@example.com")
         let otherApp = try await server.server.createInvitation(applicationId: "latchkey-demo")
-        let wrongApp = try await invited.signUp(payload: .init(flowId: first.flowId, actionId: "action_invitation", inputs: ["invitationCode": otherApp]), request: request)
+        let wrongApp = try await invited.signUp(
+            payload: .init(flowId: first.flowId, actionId: "action_invitation", inputs: ["invitationCode": otherApp]), request: request)
         #expect(wrongApp.error?.code == .invitationCodeInvalid, "an invitation is for one application")
         server.advanceClock(120)
-        let expired = try await invited.signUp(payload: .init(flowId: first.flowId, actionId: "action_invitation", inputs: ["invitationCode": expiring]), request: request)
+        let expired = try await invited.signUp(
+            payload: .init(flowId: first.flowId, actionId: "action_invitation", inputs: ["invitationCode": expiring]), request: request)
         #expect(expired.error?.code == .invitationCodeExpired && expired.error?.serverCode == "FET-1074")
-        let accepted = try await invited.signUp(payload: .init(flowId: first.flowId, actionId: "action_invitation", inputs: ["invitationCode": code]), request: request)
+        let accepted = try await invited.signUp(
+            payload: .init(flowId: first.flowId, actionId: "action_invitation", inputs: ["invitationCode": code]), request: request)
         #expect(accepted.inputs.map(\.identifier) == ["username", "password"])
-        let done = try await invited.signUp(payload: .init(flowId: first.flowId, actionId: "action_credentials",
-                                                           inputs: ["username": "invitee", "password": "invited password"]), request: request)
+        let done = try await invited.signUp(
+            payload: .init(
+                flowId: first.flowId, actionId: "action_credentials",
+                inputs: ["username": "invitee", "password": "invited password"]), request: request)
         #expect(done.flowStatus == .complete, "the invited address needs no attribute step")
         #expect(try await invited.getUser().email == "invitee@example.com")
         // Used once only.
         let again = try await invited.signUp(payload: nil, request: request)
-        let reused = try await invited.signUp(payload: .init(flowId: again.flowId, actionId: "action_invitation", inputs: ["invitationCode": code]), request: request)
+        let reused = try await invited.signUp(
+            payload: .init(flowId: again.flowId, actionId: "action_invitation", inputs: ["invitationCode": code]), request: request)
         #expect(reused.error?.code == .invitationCodeInvalid)
     }
 
@@ -321,10 +354,12 @@ struct SDKAppNativeFlowTests {
         let client = try await client(server)
         let recovery = EmbeddedFlowRequestConfig(flowType: .recovery)
         let first = try await client.signIn(payload: .init(), request: recovery)
-        _ = try await client.signIn(payload: .init(flowId: first.flowId, actionId: "action_recover", inputs: ["username": "demo@example.com"]), request: recovery)
+        _ = try await client.signIn(
+            payload: .init(flowId: first.flowId, actionId: "action_recover", inputs: ["username": "demo@example.com"]), request: recovery)
         var last: EmbeddedFlowResponse?
         for _ in 0..<5 {
-            last = try await client.signIn(payload: .init(flowId: first.flowId, actionId: "action_verify", inputs: ["confirmationCode": "99999x"]), request: recovery)
+            last = try await client.signIn(
+                payload: .init(flowId: first.flowId, actionId: "action_verify", inputs: ["confirmationCode": "99999x"]), request: recovery)
         }
         #expect(last?.flowStatus == .error && last?.error?.code == .recoveryFailed)
         await #expect { _ = try await client.signIn(payload: .init(), request: .init(applicationId: "no-recovery", flowType: .recovery)) } throws: {
@@ -352,35 +387,50 @@ struct SDKAppNativeFlowTests {
         let start = try await browser.postJSON(server.base + "/flow/execute", ["applicationId": "latchkey-demo", "flowType": "AUTHENTICATION"]).json()
         let id = try #require(start["executionId"] as? String)
         let token1 = try #require(start["challengeToken"] as? String)
-        let wrong = try await browser.postJSON(server.base + "/flow/execute", [
-            "executionId": id, "challengeToken": token1, "action": "action_001", "inputs": ["username": "demo@example.com", "password": "nope"]]).json()
+        let wrong = try await browser.postJSON(
+            server.base + "/flow/execute",
+            [
+                "executionId": id, "challengeToken": token1, "action": "action_001", "inputs": ["username": "demo@example.com", "password": "nope"]
+            ]
+        ).json()
         let token2 = try #require(wrong["challengeToken"] as? String)
         #expect(token2 != token1 && (wrong["error"] as? [String: Any])?["code"] as? String == "FET-1005")
-        let replay = try await browser.postJSON(server.base + "/flow/execute", [
-            "executionId": id, "challengeToken": token1, "action": "action_001",
-            "inputs": ["username": "demo@example.com", "password": "correct horse battery staple"]])
+        let replay = try await browser.postJSON(
+            server.base + "/flow/execute",
+            [
+                "executionId": id, "challengeToken": token1, "action": "action_001",
+                "inputs": ["username": "demo@example.com", "password": "correct horse battery staple"]
+            ])
         let replayBody = try replay.json()
         #expect(replay.status == 200 && replayBody["flowStatus"] as? String == "ERROR")
         #expect((replayBody["error"] as? [String: Any])?["code"] as? String == "ICS-1002" && replayBody["assertion"] == nil)
         let missing = try await browser.postJSON(server.base + "/flow/execute", ["executionId": id, "action": "action_001"]).json()
         #expect((missing["error"] as? [String: Any])?["code"] as? String == "ICS-1002")
-        let ok = try await browser.postJSON(server.base + "/flow/execute", [
-            "executionId": id, "challengeToken": token2, "action": "action_001",
-            "inputs": ["username": "demo@example.com", "password": "correct horse battery staple"]]).json()
+        let ok = try await browser.postJSON(
+            server.base + "/flow/execute",
+            [
+                "executionId": id, "challengeToken": token2, "action": "action_001",
+                "inputs": ["username": "demo@example.com", "password": "correct horse battery staple"]
+            ]
+        ).json()
         #expect(ok["flowStatus"] as? String == "COMPLETE" && ok["assertion"] is String)
 
         // An execution left alone longer than its lifetime (15 minutes) is gone, even with the right token.
         let idle = try await browser.postJSON(server.base + "/flow/execute", ["applicationId": "latchkey-demo", "flowType": "AUTHENTICATION"]).json()
         server.advanceClock(901)
-        let stale = try await browser.postJSON(server.base + "/flow/execute", [
-            "executionId": try #require(idle["executionId"] as? String), "challengeToken": try #require(idle["challengeToken"] as? String),
-            "action": "action_001", "inputs": ["username": "demo@example.com", "password": "correct horse battery staple"]])
+        let stale = try await browser.postJSON(
+            server.base + "/flow/execute",
+            [
+                "executionId": try #require(idle["executionId"] as? String), "challengeToken": try #require(idle["challengeToken"] as? String),
+                "action": "action_001", "inputs": ["username": "demo@example.com", "password": "correct horse battery staple"]
+            ])
         #expect(try stale.status == 400 && (stale.json()["code"] as? String) == "FES-1004")
 
         // SDK level: two submissions of one step race; one wins, the other gets ICS-1002 and the flow goes on.
         let client = try await client(server)
         let first = try await client.signIn(payload: .init(), request: Self.signInRequest)
-        let payload = EmbeddedSignInPayload(flowId: first.flowId, actionId: "action_001", inputs: ["username": "demo@example.com", "password": "wrong one"])
+        let payload = EmbeddedSignInPayload(
+            flowId: first.flowId, actionId: "action_001", inputs: ["username": "demo@example.com", "password": "wrong one"])
         async let a = client.signIn(payload: payload, request: Self.signInRequest)
         async let b = client.signIn(payload: payload, request: Self.signInRequest)
         let results = try await [a, b]
@@ -400,19 +450,30 @@ struct SDKAppNativeFlowTests {
         guard case .step(let choose) = await runner.start() else { Issue.record("no first step"); return }
         #expect(choose.inputs.first?.options == ["red", "blue"] && choose.inputs.first?.isSelect == true)
         // Checked before sending: an option not offered.
-        guard case .step(let rejected) = await runner.submit(actionId: "action_team", inputs: ["team": "green"]) else { Issue.record("no step"); return }
+        guard case .step(let rejected) = await runner.submit(actionId: "action_team", inputs: ["team": "green"]) else {
+            Issue.record("no step"); return
+        }
         #expect(rejected.fieldErrors.first?.identifier == "team" && rejected.flowId == choose.flowId)
         // The server checks it too.
-        let raw = try await client.signIn(payload: .init(flowId: choose.flowId, actionId: "action_team", inputs: ["team": "green"]), request: Self.signInRequest)
+        let raw = try await client.signIn(
+            payload: .init(flowId: choose.flowId, actionId: "action_team", inputs: ["team": "green"]), request: Self.signInRequest)
         #expect(raw.fieldErrors.first?.identifier == "team")
-        guard case .step(let creds) = await runner.submit(actionId: "action_team", inputs: ["team": "blue"]) else { Issue.record("no credentials step"); return }
+        guard case .step(let creds) = await runner.submit(actionId: "action_team", inputs: ["team": "blue"]) else {
+            Issue.record("no credentials step"); return
+        }
         #expect(creds.inputs.map(\.identifier) == ["username", "password"])
-        guard case .step(let retry) = await runner.submit(actionId: "action_login", inputs: ["username": "demo@example.com", "password": "bad password"]) else {
+        guard
+            case .step(let retry) = await runner.submit(
+                actionId: "action_login", inputs: ["username": "demo@example.com", "password": "bad password"])
+        else {
             Issue.record("no retry"); return
         }
         #expect(retry.error?.code == .authenticationFailed)
-        guard case .completed(let done) = await runner.submit(actionId: "action_login",
-                                                              inputs: ["username": "demo@example.com", "password": "correct horse battery staple"]) else {
+        guard
+            case .completed(let done) = await runner.submit(
+                actionId: "action_login",
+                inputs: ["username": "demo@example.com", "password": "correct horse battery staple"])
+        else {
             Issue.record("not completed"); return
         }
         #expect(done.user?.email == "demo@example.com")
@@ -436,7 +497,8 @@ struct SDKAppNativeFlowTests {
         #expect(try web.status == 403 && (try web.json()["code"] as? String) == "FES-1010")
         #expect(try await browser.get(unconfigured.base + "/dev/outbox?recipient=demo@example.com").status == 404, "development only")
         // Registration is never restricted by attestation.
-        #expect(try await browser.postJSON(unconfigured.base + "/flow/execute", ["applicationId": "ios-app", "flowType": "REGISTRATION"]).status == 200)
+        #expect(
+            try await browser.postJSON(unconfigured.base + "/flow/execute", ["applicationId": "ios-app", "flowType": "REGISTRATION"]).status == 200)
 
         let server = try await TestServer.start { config in
             config.development = false
@@ -446,12 +508,15 @@ struct SDKAppNativeFlowTests {
         defer { Task { await server.stop() } }
         let missing = try await browser.postJSON(server.base + "/flow/execute", ["applicationId": "ios-app", "flowType": "AUTHENTICATION"])
         #expect(try missing.status == 401 && (try missing.json()["code"] as? String) == "FES-1014")
-        let forged = try await browser.postJSON(server.base + "/flow/execute", ["applicationId": "ios-app", "flowType": "AUTHENTICATION"],
-                                                headers: ["Attestation-Token": "forged"])
+        let forged = try await browser.postJSON(
+            server.base + "/flow/execute", ["applicationId": "ios-app", "flowType": "AUTHENTICATION"],
+            headers: ["Attestation-Token": "forged"])
         #expect(try forged.status == 401 && (try forged.json()["code"] as? String) == "FES-1015")
         let app = LatchkeyClient()
-        try await app.initialize(config: LatchkeyConfig(baseUrl: server.issuer, clientId: "ios-app", scopes: ["openid", "offline_access"],
-                                                        attestationTokenProvider: { "genuine-app-ios-app" }))
+        try await app.initialize(
+            config: LatchkeyConfig(
+                baseUrl: server.issuer, clientId: "ios-app", scopes: ["openid", "offline_access"],
+                attestationTokenProvider: { "genuine-app-ios-app" }))
         let step = try await app.signIn(payload: .init(), request: Self.signInRequest)
         #expect(step.flowStatus == .promptOnly)
     }
@@ -472,12 +537,14 @@ struct SDKAppNativeFlowTests {
         #expect(try badType.status == 400 && (try badType.json()["code"] as? String) == "FES-1005")
         let badExecution = try await browser.postJSON(server.base + "/flow/execute", ["executionId": "nope", "challengeToken": "x"])
         #expect(try badExecution.status == 400 && (try badExecution.json()["code"] as? String) == "FES-1004")
-        let badJSON = try await browser.send(server.base + "/flow/execute", method: "POST", body: Data("{".utf8), headers: ["Content-Type": "application/json"])
+        let badJSON = try await browser.send(
+            server.base + "/flow/execute", method: "POST", body: Data("{".utf8), headers: ["Content-Type": "application/json"])
         let badJSONBody = try badJSON.json()
         #expect(badJSON.status == 400 && badJSONBody["code"] as? String == "FES-1001" && (badJSONBody["message"] as? [String: Any])?["key"] != nil)
         // An action the step does not offer.
         let first = try await client.signIn(payload: .init(), request: Self.signInRequest)
-        let invalid = try await client.signIn(payload: .init(flowId: first.flowId, actionId: "action_admin", inputs: ["username": "x"]), request: Self.signInRequest)
+        let invalid = try await client.signIn(
+            payload: .init(flowId: first.flowId, actionId: "action_admin", inputs: ["username": "x"]), request: Self.signInRequest)
         #expect(invalid.error?.code == .invalidInput && invalid.error?.serverCode == "FET-1064")
     }
 }

@@ -23,7 +23,7 @@ struct SDKLocalizationTests {
         (["fr-CA", "en"], "L'adresse e-mail ou le mot de passe est incorrect.", "Nom d'utilisateur ou e-mail"),
         (["ja-JP"], "メールアドレスまたはパスワードが正しくありません。", "ユーザー名またはメールアドレス"),
         (["zh-HK"], "電子郵件或密碼不正確。", "使用者名稱或電子郵件"),
-        (["ar"], "البريد الإلكتروني أو كلمة المرور غير صحيحة.", "اسم المستخدم أو البريد الإلكتروني"),
+        (["ar"], "البريد الإلكتروني أو كلمة المرور غير صحيحة.", "اسم المستخدم أو البريد الإلكتروني")
     ]
 
     func client(_ server: TestServer, languages: [String]?, http: any HTTPClient = URLSessionHTTPClient()) async throws -> LatchkeyClient {
@@ -42,12 +42,15 @@ struct SDKLocalizationTests {
         let request = EmbeddedFlowRequestConfig(flowType: .authentication)
         let first = try await client.signIn(payload: .init(), request: request)
         #expect(first.inputs.first?.label == expected.label, "labels in the execution's language")
-        let empty = try await client.signIn(payload: .init(flowId: first.flowId, actionId: "action_001", inputs: ["username": "demo@example.com"]),
-                                            request: request)
+        let empty = try await client.signIn(
+            payload: .init(flowId: first.flowId, actionId: "action_001", inputs: ["username": "demo@example.com"]),
+            request: request)
         #expect(empty.fieldErrors.map(\.identifier) == ["password"])
         #expect(empty.fieldErrors.first?.message != "This field is required", "field errors are localized too")
-        let wrong = try await client.signIn(payload: .init(flowId: first.flowId, actionId: "action_001",
-                                                           inputs: ["username": "demo@example.com", "password": "wrong password"]), request: request)
+        let wrong = try await client.signIn(
+            payload: .init(
+                flowId: first.flowId, actionId: "action_001",
+                inputs: ["username": "demo@example.com", "password": "wrong password"]), request: request)
         #expect(wrong.error?.code == .authenticationFailed && wrong.error?.serverCode == "FET-1005")
         #expect(wrong.error?.message == expected.text)
         #expect(wrong.error?.description == "invalid credentials")
@@ -60,15 +63,19 @@ struct SDKLocalizationTests {
         let client = try await client(server, languages: ["fr-CA", "en"], http: http)
         let request = EmbeddedFlowRequestConfig(flowType: .authentication)
         let first = try await client.signIn(payload: .init(), request: request)
-        let done = try await client.signIn(payload: .init(flowId: first.flowId, actionId: "action_001",
-                                                          inputs: ["username": "demo@example.com", "password": "correct horse battery staple"]),
-                                           request: request)
+        let done = try await client.signIn(
+            payload: .init(
+                flowId: first.flowId, actionId: "action_001",
+                inputs: ["username": "demo@example.com", "password": "correct horse battery staple"]),
+            request: request)
         #expect(done.flowStatus == .complete)
         _ = try await client.getUserProfile()
         try await client.signOut()
         let paths = http.requests.map(\.url.path)
-        for expected in ["/.well-known/openid-configuration", "/flow/meta", "/flow/execute", "/oauth2/token", "/oauth2/jwks", "/scim2/Me",
-                         "/oauth2/revoke", "/oauth2/logout"] {
+        for expected in [
+            "/.well-known/openid-configuration", "/flow/meta", "/flow/execute", "/oauth2/token", "/oauth2/jwks", "/scim2/Me",
+            "/oauth2/revoke", "/oauth2/logout"
+        ] {
             #expect(paths.contains(expected), "\(expected) in \(paths)")
         }
         for sent in http.requests {
@@ -94,7 +101,10 @@ struct SDKLocalizationTests {
         let url = try #require(URL(string: server.base + "/flow/meta?type=APP&id=latchkey-demo"))
         _ = try await wrapper.send(HTTPRequest(url: url, headers: ["accept-language": "de"]))
         _ = try await wrapper.send(HTTPRequest(url: url))
-        #expect(recorder.requests.map { $0.headers.filter { $0.key.lowercased() == "accept-language" } } == [["accept-language": "de"], ["Accept-Language": "ja"]])
+        #expect(
+            recorder.requests.map { $0.headers.filter { $0.key.lowercased() == "accept-language" } } == [
+                ["accept-language": "de"], ["Accept-Language": "ja"]
+            ])
     }
 
     @Test func uiLocalesOnTheAuthorizationURLReachesTheHostedPage() async throws {
@@ -118,7 +128,8 @@ struct SDKLocalizationTests {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let client = try await client(server, languages: ["zh-HK"])
-        await #expect { _ = try await client.signIn(payload: .init(), request: .init(applicationId: "nope", flowType: .authentication)) } throws: { error in
+        await #expect { _ = try await client.signIn(payload: .init(), request: .init(applicationId: "nope", flowType: .authentication)) } throws: {
+            error in
             guard let error = error as? LatchkeyError else { return false }
             return error.code == .invalidConfiguration && error.serverCode == "FES-1003" && error.userMessage == "無法識別此應用程式。"
                 && error.errorDescription == "無法識別此應用程式。" && error.errorUserMsg == "無法識別此應用程式。"
@@ -149,7 +160,7 @@ struct SDKLocalizationTests {
         (["fr_CA", "fr-CA", "en_US.UTF-8"], "fr-CA, fr;q=0.9, en-US;q=0.8, en;q=0.7"),
         (["ja"], "ja"),
         (["zh-Hant-HK", "zh-Hant", "en"], "zh-Hant-HK, zh-Hant;q=0.9, zh;q=0.8, en;q=0.7"),
-        (["C", "POSIX", "x\r\nInjected: 1", "de"], "de"),
+        (["C", "POSIX", "x\r\nInjected: 1", "de"], "de")
     ])
     func acceptLanguageHeaderValue(_ languages: [String], _ expected: String) {
         #expect(LanguagePreferences.acceptLanguage(LanguagePreferences.tags(languages)) == expected)

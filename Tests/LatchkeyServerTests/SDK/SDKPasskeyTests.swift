@@ -16,10 +16,13 @@ struct SDKPasskeyTests {
         try await TestServer.startForNativeLogin(bundleId: bundleId, apple: apple)
     }
 
-    func client(_ server: TestServer, provider: (any CredentialProvider)? = nil, authenticator: (any PasskeyAuthenticator)? = nil,
-                http: any HTTPClient = URLSessionHTTPClient()) async throws -> LatchkeyClient {
-        let client = LatchkeyClient(http: http, credentialProvider: provider ?? authenticator.map { SoftwareCredentialProvider(authenticator: $0) },
-                                    passkeyAuthenticator: authenticator)
+    func client(
+        _ server: TestServer, provider: (any CredentialProvider)? = nil, authenticator: (any PasskeyAuthenticator)? = nil,
+        http: any HTTPClient = URLSessionHTTPClient()
+    ) async throws -> LatchkeyClient {
+        let client = LatchkeyClient(
+            http: http, credentialProvider: provider ?? authenticator.map { SoftwareCredentialProvider(authenticator: $0) },
+            passkeyAuthenticator: authenticator)
         try await client.initialize(config: server.sdkConfig())
         return client
     }
@@ -44,8 +47,9 @@ struct SDKPasskeyTests {
         let discoverable = try await second.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Passkey], display: .Always)
         #expect(discoverable.user?.id == sub)
         let third = try await client(server, authenticator: authenticator)
-        let usernameFirst = try await third.login(withNonDiscoverableUsername: .Email("ada@example.com"), forRequest: NativeLoginRequest(),
-                                                  usingModalAuthorizationFor: [.Passkey], display: .Always)
+        let usernameFirst = try await third.login(
+            withNonDiscoverableUsername: .Email("ada@example.com"), forRequest: NativeLoginRequest(),
+            usingModalAuthorizationFor: [.Passkey], display: .Always)
         #expect(usernameFirst.user?.id == sub)
         #expect(try await third.getAccessToken().isEmpty == false)
 
@@ -109,12 +113,14 @@ struct SDKPasskeyTests {
         let server = try await Self.start()
         defer { Task { await server.stop() } }
         let right = SoftwareCredentialProvider(passwords: [.init(username: "demo@example.com", password: "correct horse battery staple")])
-        let token = try await client(server, provider: right).login(withRequest: NativeLoginRequest(),
-                                                                    usingModalAuthorizationFor: [.Passkey, .Password], display: .Always)
+        let token = try await client(server, provider: right).login(
+            withRequest: NativeLoginRequest(),
+            usingModalAuthorizationFor: [.Passkey, .Password], display: .Always)
         #expect(token.user?.email == "demo@example.com")
         let wrong = SoftwareCredentialProvider(passwords: [.init(username: "demo@example.com", password: "not it")])
         let error = try await #require(throws: LatchkeyError.self) {
-            try await client(server, provider: wrong).login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Password], display: .Always)
+            try await client(server, provider: wrong).login(
+                withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Password], display: .Always)
         }
         #expect(error.code == .authenticationFailed)
         #expect(error.category == .authFailure)
@@ -133,8 +139,10 @@ struct SDKPasskeyTests {
         let error = try await #require(throws: LatchkeyError.self) {
             try await client.signup(withRequest: PasskeySignupRequest(passkeyProfile: .init(email: "demo@example.com"), friendlyName: "x"))
         }
-        let expected = try #require(MessageCatalog.text("signup.identifier_taken", locale: .ja,
-                                                        arguments: UserSchema.fieldArguments("email", display: "Email address")))
+        let expected = try #require(
+            MessageCatalog.text(
+                "signup.identifier_taken", locale: .ja,
+                arguments: UserSchema.fieldArguments("email", display: "Email address")))
         #expect(error.userMessage == expected)
         #expect(error.errorDescription == expected)
         #expect(error.apiError?.errorDetails?.first?.message == expected)
@@ -148,7 +156,8 @@ struct SDKPasskeyTests {
         _ = try await server.server.enrollTOTP(userId: user.id)
         let provider = SoftwareCredentialProvider(passwords: [.init(username: "demo@example.com", password: "correct horse battery staple")])
         let error = try await #require(throws: LatchkeyError.self) {
-            try await client(server, provider: provider).login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Password], display: .Always)
+            try await client(server, provider: provider).login(
+                withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Password], display: .Always)
         }
         #expect(error.code == .mfaRequired)
         #expect(error.mfaStepUp?.amr == ["otp"])
@@ -201,13 +210,18 @@ struct SDKPasskeyTests {
     func appleModal() async throws {
         let issuer = try await AppleStandIn.start()
         let server = try await Self.start(apple: issuer)
-        defer { Task { await server.stop(); await issuer.stop() } }
+        defer {
+            Task {
+                await server.stop(); await issuer.stop()
+            }
+        }
         let good = SoftwareCredentialProvider(appleIDToken: { nonce, _ in
             // The stand-in puts the nonce the SDK asked for into the token, as Apple does.
             (try issuer.identityToken(sub: "apple-ada", bundleId: Self.bundleId, nonceClaim: nonce, email: "ada@icloud.example"), "Ada", "Lovelace")
         })
-        let token = try await client(server, provider: good).login(withRequest: NativeLoginRequest(),
-                                                                   usingModalAuthorizationFor: [.SignInWithApple], display: .Always)
+        let token = try await client(server, provider: good).login(
+            withRequest: NativeLoginRequest(),
+            usingModalAuthorizationFor: [.SignInWithApple], display: .Always)
         #expect(token.user?.email == "ada@icloud.example")
         #expect(token.user?.name == "Ada Lovelace")
 
@@ -215,8 +229,9 @@ struct SDKPasskeyTests {
             (try issuer.identityToken(sub: "apple-ada", bundleId: "com.other.app", nonceClaim: nonce, email: nil), nil, nil)
         })
         let refused = try await #require(throws: LatchkeyError.self) {
-            try await client(server, provider: wrongAudience).login(withRequest: NativeLoginRequest(),
-                                                                    usingModalAuthorizationFor: [.SignInWithApple], display: .Always)
+            try await client(server, provider: wrongAudience).login(
+                withRequest: NativeLoginRequest(),
+                usingModalAuthorizationFor: [.SignInWithApple], display: .Always)
         }
         #expect(refused.code == .authenticationFailed)
         #expect(refused.apiError?.errorMessageKey == "apple.failed")
@@ -225,8 +240,9 @@ struct SDKPasskeyTests {
             (try issuer.identityToken(sub: "apple-ada", bundleId: Self.bundleId, nonceClaim: "not-the-nonce", email: nil), nil, nil)
         })
         await #expect(throws: LatchkeyError.self) {
-            try await client(server, provider: replayedNonce).login(withRequest: NativeLoginRequest(),
-                                                                    usingModalAuthorizationFor: [.SignInWithApple], display: .Always)
+            try await client(server, provider: replayedNonce).login(
+                withRequest: NativeLoginRequest(),
+                usingModalAuthorizationFor: [.SignInWithApple], display: .Always)
         }
     }
 
@@ -236,12 +252,14 @@ struct SDKPasskeyTests {
         defer { Task { await server.stop() } }
         let empty = SoftwareAuthenticator()
         let immediate = try await #require(throws: LatchkeyError.self) {
-            try await client(server, authenticator: empty).login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Passkey],
-                                                                 display: .IfImmediatelyAvailableCredentials)
+            try await client(server, authenticator: empty).login(
+                withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Passkey],
+                display: .IfImmediatelyAvailableCredentials)
         }
         #expect(immediate.category == .authCanceled)
         let always = try await #require(throws: LatchkeyError.self) {
-            try await client(server, authenticator: empty).login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Passkey], display: .Always)
+            try await client(server, authenticator: empty).login(
+                withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.Passkey], display: .Always)
         }
         #expect(always.code == .passkeyNoCredential)
     }
@@ -257,15 +275,18 @@ struct SDKPasskeyTests {
         let signUp = EmbeddedFlowRequestConfig(flowType: .registration)
         let start = try await client.signUp(payload: .init(), request: signUp)
         #expect(start.actions.map(\.ref).contains("action_passkey"))
-        let challenge = try await client.signUp(payload: .init(flowId: start.flowId, actionId: "action_passkey", inputs: ["username": "grace"]),
-                                                request: signUp)
+        let challenge = try await client.signUp(
+            payload: .init(flowId: start.flowId, actionId: "action_passkey", inputs: ["username": "grace"]),
+            request: signUp)
         #expect(challenge.additionalData["passkeyCreationOptions"] != nil, "\(challenge)")
         let inputs = try await client.passkeyInputs(for: challenge, credentialName: "Grace's key")
-        let attributes = try await client.signUp(payload: .init(flowId: start.flowId, actionId: "action_register_passkey", inputs: inputs),
-                                                 request: signUp)
+        let attributes = try await client.signUp(
+            payload: .init(flowId: start.flowId, actionId: "action_register_passkey", inputs: inputs),
+            request: signUp)
         #expect(attributes.inputs.map(\.identifier).contains("email"), "the required attributes come after the passkey: \(attributes)")
-        let done = try await client.signUp(payload: .init(flowId: start.flowId, actionId: "action_attributes", inputs: ["email": "grace@example.com"]),
-                                           request: signUp)
+        let done = try await client.signUp(
+            payload: .init(flowId: start.flowId, actionId: "action_attributes", inputs: ["email": "grace@example.com"]),
+            request: signUp)
         #expect(done.flowStatus == .complete, "\(done)")
         let grace = try #require(try await server.server.user(username: "grace"))
         #expect(try await server.server.store.passkeys(userId: grace.id).map(\.friendlyName) == ["Grace's key"])
@@ -274,12 +295,15 @@ struct SDKPasskeyTests {
             let signer = try await self.client(server, authenticator: authenticator)
             let signIn = EmbeddedFlowRequestConfig(flowType: .authentication)
             let first = try await signer.signIn(payload: .init(), request: signIn)
-            let ask = try await signer.signIn(payload: .init(flowId: first.flowId, actionId: "action_passkey",
-                                                             inputs: username.map { ["username": $0] } ?? [:]), request: signIn)
+            let ask = try await signer.signIn(
+                payload: .init(
+                    flowId: first.flowId, actionId: "action_passkey",
+                    inputs: username.map { ["username": $0] } ?? [:]), request: signIn)
             let options = try #require(ask.additionalData["passkeyChallenge"])
             #expect(options.contains("allowCredentials"))
             let assertion = try await signer.passkeyInputs(for: ask)
-            let complete = try await signer.signIn(payload: .init(flowId: first.flowId, actionId: "action_assertion", inputs: assertion), request: signIn)
+            let complete = try await signer.signIn(
+                payload: .init(flowId: first.flowId, actionId: "action_assertion", inputs: assertion), request: signIn)
             #expect(complete.flowStatus == .complete, "\(complete)")
             #expect(try await signer.getUser().sub == grace.id)
         }

@@ -20,9 +20,11 @@ private final class ProfileFailureHTTPClient: HTTPClient {
 
 @Suite("SDK ↔ server: getUserProfile / updateUserProfile")
 struct SDKProfileTests {
-    func signedIn(_ server: TestServer, dialect: Dialect = .standard, scopes: [String]? = nil, http: any HTTPClient = URLSessionHTTPClient(),
-                  username: String = "demo@example.com", password: String = "correct horse battery staple",
-                  clockTolerance: TimeInterval? = nil) async throws -> LatchkeyClient {
+    func signedIn(
+        _ server: TestServer, dialect: Dialect = .standard, scopes: [String]? = nil, http: any HTTPClient = URLSessionHTTPClient(),
+        username: String = "demo@example.com", password: String = "correct horse battery staple",
+        clockTolerance: TimeInterval? = nil
+    ) async throws -> LatchkeyClient {
         var config = server.sdkConfig()
         config.dialect = dialect
         if let clockTolerance { config.tokenValidation = TokenValidation(clockTolerance: clockTolerance) }
@@ -52,7 +54,7 @@ struct SDKProfileTests {
 
         // OIDC claim names, a SCIM path and a removal, in one PATCH.
         let user = try await client.updateUserProfile(payload: [
-            "given_name": .string("Ada"), "locale": .string("fr"), "family_name": .null, "displayName": .string("Ada of Demo"),
+            "given_name": .string("Ada"), "locale": .string("fr"), "family_name": .null, "displayName": .string("Ada of Demo")
         ])
         #expect(user.sub == sub && user.claims["given_name"] == .string("Ada") && user.claims["family_name"] == nil)
         #expect(user.displayName == "Ada of Demo" && user.email == "demo@example.com")
@@ -100,8 +102,10 @@ struct SDKProfileTests {
         // …and the thunderID dialect makes it the default, for reads and updates.
         let thunder = try await signedIn(server, dialect: .thunderID)
         #expect(try await thunder.getUserProfile().endpoint == .usersMe)
-        let user = try await thunder.updateUserProfile(payload: ["given_name": .string("Grace"), "name.familyName": .string("Hopper"),
-                                                                 "locale": .null])
+        let user = try await thunder.updateUserProfile(payload: [
+            "given_name": .string("Grace"), "name.familyName": .string("Hopper"),
+            "locale": .null
+        ])
         #expect(user.claims["given_name"] == .string("Grace") && user.claims["family_name"] == .string("Hopper"))
         #expect(user.claims["locale"] == nil, "null removes")
         #expect(user.email == "demo@example.com", "the attributes not in the payload are kept (read, merged, PUT)")
@@ -163,9 +167,13 @@ struct SDKProfileTests {
         await #expect { try await thunder.getUserProfile(options: nil, sessionId: "never-signed-in") } throws: { Self.code($0) == .sessionExpired }
 
         // 5xx, with a SCIM body and with none.
-        let failing = try await signedIn(server, http: ProfileFailureHTTPClient(status: 503, body: """
-            {"schemas":["urn:ietf:params:scim:api:messages:2.0:Error"],"status":"503","detail":"directory offline"}
-            """))
+        let failing = try await signedIn(
+            server,
+            http: ProfileFailureHTTPClient(
+                status: 503,
+                body: """
+                    {"schemas":["urn:ietf:params:scim:api:messages:2.0:Error"],"status":"503","detail":"directory offline"}
+                    """))
         await #expect { try await failing.getUserProfile() } throws: {
             Self.code($0) == .serverError && ($0 as? LatchkeyError)?.message.contains("directory offline") == true
         }

@@ -10,7 +10,8 @@ struct SDKRedirectSignInTests {
         let client = LatchkeyClient()
         #expect(try await client.initialize(config: server.sdkConfig()))
         let url = try client.buildSignInURL(options: SignInOptions(loginHint: "demo@example.com", extra: ["client_id": "evil", "ui_locales": "fr"]))
-        let query = Dictionary(uniqueKeysWithValues: (URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map { ($0.name, $0.value ?? "") })
+        let query = Dictionary(
+            uniqueKeysWithValues: (URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map { ($0.name, $0.value ?? "") })
         #expect(url.absoluteString.hasPrefix(server.issuer + "/oauth2/authorize?"))
         #expect(query["code_challenge_method"] == "S256" && query["code_challenge"]?.count == 43)
         #expect(query["state"] != nil && query["nonce"] != nil && query["client_id"] == "latchkey-demo", "extra never overrides")
@@ -63,25 +64,36 @@ struct SDKRedirectSignInTests {
         await #expect { try await client.handleRedirectCallback(url: variant { $0.removeAll { $0.name == "state" } }) } throws: {
             ($0 as? LatchkeyError)?.code == .invalidGrant && "\($0)".contains("no state")
         }
-        await #expect { try await client.handleRedirectCallback(url: variant { items in
-            items = items.map { $0.name == "state" ? URLQueryItem(name: "state", value: "forged") : $0 } }) } throws: {
+        await #expect {
+            try await client.handleRedirectCallback(
+                url: variant { items in
+                    items = items.map { $0.name == "state" ? URLQueryItem(name: "state", value: "forged") : $0 }
+                })
+        } throws: {
             ($0 as? LatchkeyError)?.code == .invalidGrant && "\($0)".contains("does not match")
         }
         // A wrong iss (mix-up attack) is refused, and the pending request is consumed.
-        await #expect { try await client.handleRedirectCallback(url: variant { items in
-            items = items.map { $0.name == "iss" ? URLQueryItem(name: "iss", value: "https://evil.example") : $0 } }) } throws: {
+        await #expect {
+            try await client.handleRedirectCallback(
+                url: variant { items in
+                    items = items.map { $0.name == "iss" ? URLQueryItem(name: "iss", value: "https://evil.example") : $0 }
+                })
+        } throws: {
             ($0 as? LatchkeyError)?.code == .invalidGrant && "\($0)".contains("iss")
         }
         // A callback delivered somewhere else than the request's redirect URI (another path or port) is refused.
         let misdirected = try client.buildSignInURL()
         let misState = URLComponents(url: misdirected, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value ?? ""
-        await #expect { try await client.handleRedirectCallback(url: URL(string: "http://127.0.0.1:7778/callback?code=x&state=\(misState)")!) } throws: {
+        await #expect {
+            try await client.handleRedirectCallback(url: URL(string: "http://127.0.0.1:7778/callback?code=x&state=\(misState)")!)
+        } throws: {
             ($0 as? LatchkeyError)?.code == .invalidRedirectUri
         }
         // access_denied is an authentication failure, not a technical error.
         let denied = try client.buildSignInURL()
         let state = URLComponents(url: denied, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value ?? ""
-        let deniedCallback = URL(string: "http://127.0.0.1:7777/callback?error=access_denied&error_description=no&state=\(state)&iss=\(FormCoding.escape(server.issuer))")!
+        let deniedCallback = URL(
+            string: "http://127.0.0.1:7777/callback?error=access_denied&error_description=no&state=\(state)&iss=\(FormCoding.escape(server.issuer))")!
         await #expect { try await client.handleRedirectCallback(url: deniedCallback) } throws: {
             let e = $0 as? LatchkeyError
             return e?.code == .authenticationFailed && e?.category == .authFailure
@@ -119,7 +131,7 @@ struct SDKRedirectSignInTests {
         // the joiner and the sign-out for as long as the test needs, however slow the machine.
         try await eventually("the server answering the refresh") { http.statuses(pathEndingWith: "/oauth2/token").count > answered }
         let joiner = Task { try await client.getAccessToken() }  // joins the refresh in flight (or, if it starts after
-                                                                  // the sign-out, finds no session: the same error)
+        // the sign-out, finds no session: the same error)
         await Task.yield()
         let after = try await client.signOut()
         http.releaseRefreshes()

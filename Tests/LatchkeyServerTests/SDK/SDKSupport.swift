@@ -47,14 +47,17 @@ final class ObservedHTTPClient: HTTPClient {
 
 extension TestServer {
     func sdkConfig(redirect: String = "http://127.0.0.1:7777/callback") -> LatchkeyConfig {
-        LatchkeyConfig(baseUrl: issuer, clientId: "latchkey-demo", scopes: ["openid", "profile", "email", "offline_access"],
-                       afterSignInUrl: redirect, afterSignOutUrl: "http://127.0.0.1:7777/logout")
+        LatchkeyConfig(
+            baseUrl: issuer, clientId: "latchkey-demo", scopes: ["openid", "profile", "email", "offline_access"],
+            afterSignInUrl: redirect, afterSignOutUrl: "http://127.0.0.1:7777/logout")
     }
 
     /// Plays the browser for an authorization URL built by the SDK: follows it to the hosted form, signs in, and
     /// returns the callback URL the browser would be sent to.
-    func browse(_ url: URL, browser: TestBrowser = TestBrowser(), username: String = "demo@example.com",
-                password: String = "correct horse battery staple") async throws -> URL {
+    func browse(
+        _ url: URL, browser: TestBrowser = TestBrowser(), username: String = "demo@example.com",
+        password: String = "correct horse battery staple"
+    ) async throws -> URL {
         let authorize = try await browser.get(url.absoluteString)
         guard var location = authorize.location else { throw TestFailure("authorize did not redirect: \(authorize.status) \(authorize.text)") }
         if location.hasPrefix("/login") {

@@ -12,8 +12,11 @@ struct AppleRegistrationPolicyTests {
         try await server.appleSignIn(issuer, sub: sub, email: email, bundleId: Self.bundleId)
     }
 
-    @Test("registration invite_only or disabled: an unknown Apple user gets access_denied and no account", arguments: [
-        ClientConfiguration.RegistrationPolicy.inviteOnly, .disabled])
+    @Test(
+        "registration invite_only or disabled: an unknown Apple user gets access_denied and no account",
+        arguments: [
+            ClientConfiguration.RegistrationPolicy.inviteOnly, .disabled
+        ])
     func newAccountRefused(_ policy: ClientConfiguration.RegistrationPolicy) async throws {
         let issuer = try await AppleStandIn.start()
         let server = try await TestServer.startForNativeLogin(bundleId: Self.bundleId, apple: issuer) { configuration in
@@ -23,7 +26,11 @@ struct AppleRegistrationPolicyTests {
                 return client
             }
         }
-        defer { Task { await server.stop(); await issuer.stop() } }
+        defer {
+            Task {
+                await server.stop(); await issuer.stop()
+            }
+        }
         let refused = try await apple(server, issuer, sub: "apple-stranger", email: "stranger@icloud.example")
         #expect(refused.status == 302)
         #expect(refused.locationQuery["error"] == "access_denied", "\(refused.location ?? "")")

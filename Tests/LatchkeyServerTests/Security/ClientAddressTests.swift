@@ -70,7 +70,8 @@ struct ClientAddressTests {
         #expect(proxies.clientAddress(peer: "10.1.2.3", headerValues: []) == "10.1.2.3", "no header: the proxy itself")
         #expect(proxies.clientAddress(peer: "10.1.2.3", headerValues: ["unknown"]) == "10.1.2.3", "garbage ends the walk")
         #expect(proxies.clientAddress(peer: "fd00::1", headerValues: ["2001:db8::5"]) == "2001:db8::5")
-        #expect(TrustedProxies.forwardedFor(#"for=192.0.2.60;proto=http, for="[2001:db8:cafe::17]:4711""#)
+        #expect(
+            TrustedProxies.forwardedFor(#"for=192.0.2.60;proto=http, for="[2001:db8:cafe::17]:4711""#)
                 == ["192.0.2.60", "[2001:db8:cafe::17]:4711"])
         #expect(throws: ConfigurationError.self) { try TrustedProxies(["10.0.0.0/33"]) }
         #expect(throws: ConfigurationError.self) { try TrustedProxies(["proxy.example"]) }
@@ -92,7 +93,9 @@ struct ClientAddressTests {
     func memoryBound() async {
         let throttle = AddressThrottle(limit: 1, window: 300, capacity: 100)
         let now = Date()
-        for i in 0..<5000 { await throttle.recordFailure(address: "10.\(i / 65536).\((i / 256) % 256).\(i % 256)", now: now.addingTimeInterval(Double(i) / 100)) }
+        for i in 0..<5000 {
+            await throttle.recordFailure(address: "10.\(i / 65536).\((i / 256) % 256).\(i % 256)", now: now.addingTimeInterval(Double(i) / 100))
+        }
         #expect(await throttle.trackedCount <= 100)
         let latest = "10.0.\((4999 / 256) % 256).\(4999 % 256)"
         #expect(await throttle.retryAfter(address: latest, now: now.addingTimeInterval(50)) != nil, "the most recent address is still throttled")
@@ -112,7 +115,8 @@ struct ThrottleConfigurationTests {
 
     @Test("trusted_proxies, client_address_header and the new login_policy limits are read; bad values are start-up errors")
     func keys() throws {
-        let configuration = try Self.apply("""
+        let configuration = try Self.apply(
+            """
             {"trusted_proxies": ["127.0.0.1", "10.0.0.0/8"], "client_address_header": "forwarded", "prune_interval_seconds": 60,
              "login_policy": {"max_concurrent_hashes": 3, "max_queued_hashes": 7, "max_tracked_addresses": 500,
                               "max_starts_per_address": 40, "max_registrations_per_address": 4, "max_failures_per_account_all_addresses": 30}}

@@ -11,10 +11,16 @@ import Testing
 struct ClientSecretFloodTests {
     static let wrong = "wrong-secret-0123456789"
 
-    static func clientCredentials(_ server: TestServer, secret: String, clientId: String = "poster",
-                                  headers: [String: String] = [:]) async throws -> Int {
-        try await TestBrowser().postForm(server.base + "/oauth2/token", [
-            "grant_type": "client_credentials", "client_id": clientId, "client_secret": secret, "scope": "api.read"], headers: headers).status
+    static func clientCredentials(
+        _ server: TestServer, secret: String, clientId: String = "poster",
+        headers: [String: String] = [:]
+    ) async throws -> Int {
+        try await TestBrowser().postForm(
+            server.base + "/oauth2/token",
+            [
+                "grant_type": "client_credentials", "client_id": clientId, "client_secret": secret, "scope": "api.read"
+            ], headers: headers
+        ).status
     }
 
     /// Stores the client `stored` without passing through the configuration (an instance that never seeded it, or one
@@ -23,7 +29,8 @@ struct ClientSecretFloodTests {
         let secret = "stored-secret-0123456789"
         var configuration = TestServer.postClient
         configuration.clientId = "stored"
-        try await server.server.store.upsertClient(ClientRecord(configuration: configuration, secretHash: try ClientSecrets.hash(secret, rounds: 1_000)))
+        try await server.server.store.upsertClient(
+            ClientRecord(configuration: configuration, secretHash: try ClientSecrets.hash(secret, rounds: 1_000)))
         return secret
     }
 
@@ -69,15 +76,18 @@ struct ClientSecretFloodTests {
         let alice = ["X-Forwarded-For": "203.0.113.7"], bob = ["X-Forwarded-For": "198.51.100.20"], carol = ["X-Forwarded-For": "192.0.2.44"]
 
         for _ in 0..<3 { #expect(try await Self.clientCredentials(server, secret: Self.wrong, clientId: "stored", headers: alice) == 401) }
-        #expect(try await Self.clientCredentials(server, secret: Self.wrong, clientId: "stored", headers: alice) == 429,
-                "alice's budget is spent: refused before deriving")
-        #expect(try await Self.clientCredentials(server, secret: secret, clientId: "stored", headers: alice) == 429,
-                "even with the right secret: nothing is derived for that address until the window passes")
+        #expect(
+            try await Self.clientCredentials(server, secret: Self.wrong, clientId: "stored", headers: alice) == 429,
+            "alice's budget is spent: refused before deriving")
+        #expect(
+            try await Self.clientCredentials(server, secret: secret, clientId: "stored", headers: alice) == 429,
+            "even with the right secret: nothing is derived for that address until the window passes")
         #expect(try await Self.clientCredentials(server, secret: Self.wrong, clientId: "stored", headers: bob) == 401)
         // The client's own budget (5) is spent over two addresses: a third address is refused too.
         #expect(try await Self.clientCredentials(server, secret: Self.wrong, clientId: "stored", headers: bob) == 401)
-        #expect(try await Self.clientCredentials(server, secret: Self.wrong, clientId: "stored", headers: carol) == 429,
-                "the client's budget is spent over all addresses")
+        #expect(
+            try await Self.clientCredentials(server, secret: Self.wrong, clientId: "stored", headers: carol) == 429,
+            "the client's budget is spent over all addresses")
         // Configured clients are remembered: no budget applies to them, whatever the flood did.
         #expect(try await Self.clientCredentials(server, secret: "poster-secret-0123456789", headers: alice) == 200)
     }

@@ -13,14 +13,16 @@ struct ConcurrentGuessLockoutTests {
     func burstDoesNotGetPastTheLockout() async throws {
         let server = try await TestServer.start {
             $0.loginPolicy.maxFailuresPerAddress = 1000  // this test is about the account's limit
-            $0.loginPolicy.maxConcurrentHashes = 64      // held hashes must not fill the gate
+            $0.loginPolicy.maxConcurrentHashes = 64  // held hashes must not fill the gate
         }
         defer { Task { await server.stop() } }
         let hold = HashHold.install(on: server, holding: [.verify])
         defer { Task { await hold.release() } }  // never leave requests held if an expectation fails
         let collected = Collected()
         let burst = (0..<20).map { i in
-            Task { let r = try await server.passwordLogin("demo@example.com", "wrong \(i)"); await collected.add(r); return r }
+            Task {
+                let r = try await server.passwordLogin("demo@example.com", "wrong \(i)"); await collected.add(r); return r
+            }
         }
         // Five guesses hold their real hash; the fifteen others were refused before hashing (a decoy hash, not held).
         try await eventually("5 real hashes held, 15 refused") {
@@ -60,7 +62,9 @@ struct ConcurrentGuessLockoutTests {
         defer { Task { await hold.release() } }
         let collected = Collected()
         let burst = (0..<10).map { i in
-            Task { let r = try await server.passwordLogin("ghost\(i)@example.com", "guess"); await collected.add(r); return r }
+            Task {
+                let r = try await server.passwordLogin("ghost\(i)@example.com", "guess"); await collected.add(r); return r
+            }
         }
         try await eventually("3 hashes held and 7 throttled") {
             let (held, answered) = (await hold.count(.decoy), await collected.count)
@@ -88,12 +92,14 @@ struct ConcurrentGuessLockoutTests {
         // Two attempts reserved (the right one and a wrong one), the wrong one settles first and locks.
         #expect(try await store.reserveLoginAttempt(userId: user.id, address: "a", now: now, limits: limits) == .reserved)
         #expect(try await store.reserveLoginAttempt(userId: user.id, address: "a", now: now, limits: limits) == .reserved)
-        #expect(try await store.reserveLoginAttempt(userId: user.id, address: "a", now: now, limits: limits) == .refused(lockedUntil: nil),
-                "a third attempt while two are in flight is refused")
+        #expect(
+            try await store.reserveLoginAttempt(userId: user.id, address: "a", now: now, limits: limits) == .refused(lockedUntil: nil),
+            "a third attempt while two are in flight is refused")
         let lockedUntil = try #require(try await store.settleLoginFailure(userId: user.id, address: "a", now: now, limits: limits))
         #expect(try await store.settleLoginSuccess(userId: user.id, address: "a", now: now) == false)
-        #expect(try await store.reserveLoginAttempt(userId: user.id, address: "a", now: now, limits: limits) == .refused(lockedUntil: lockedUntil),
-                "the lock stays")
+        #expect(
+            try await store.reserveLoginAttempt(userId: user.id, address: "a", now: now, limits: limits) == .refused(lockedUntil: lockedUntil),
+            "the lock stays")
         // Another address is not locked out by this one's failures.
         #expect(try await store.reserveLoginAttempt(userId: user.id, address: "b", now: now, limits: limits) == .reserved)
         #expect(try await store.settleLoginSuccess(userId: user.id, address: "b", now: now))

@@ -20,7 +20,8 @@ struct ConfigurationTypoTests {
     @Test("a misspelt key at the top, in the login policy, in a client and in SMTP settings: refused, with the key meant")
     func typosAreRefused() throws {
         let top = try #require(Self.refusal(#"{"portt": 9000, "clientz": []}"#))
-        #expect(top.contains("`clientz`: unknown key; did you mean `clients`?") && top.contains("`portt`: unknown key; did you mean `port`?"), "\(top)")
+        #expect(
+            top.contains("`clientz`: unknown key; did you mean `clients`?") && top.contains("`portt`: unknown key; did you mean `port`?"), "\(top)")
         let policy = try #require(Self.refusal(#"{"login_policy": {"require_mfa": true, "max_failures_per_adress": 3}}"#))
         #expect(policy.contains("`login_policy.max_failures_per_adress`: unknown key; did you mean `max_failures_per_address`?"), "\(policy)")
         #expect(policy.contains("`login_policy.require_mfa`: unknown key"), "a client's key in the wrong place is unknown there: \(policy)")
@@ -34,7 +35,8 @@ struct ConfigurationTypoTests {
 
     @Test("free-form values keep their own keys: user claims and client flows are data, not configuration keys")
     func freeFormValuesAreNotChecked() throws {
-        let file = try Self.load(#"{"users": [{"username": "a@example.com", "password": "correct horse battery staple", "claims": {"anything_at_all": "x"}}]}"#)
+        let file = try Self.load(
+            #"{"users": [{"username": "a@example.com", "password": "correct horse battery staple", "claims": {"anything_at_all": "x"}}]}"#)
         #expect(file.users?.first?.claims["anything_at_all"] == "x")
     }
 

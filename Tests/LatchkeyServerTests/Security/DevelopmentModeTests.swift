@@ -30,8 +30,9 @@ struct DevelopmentModeTests {
         }
         defer { Task { await server.stop() } }
         let attacker = TestBrowser()
-        let start = try await attacker.postJSON(server.base + "/flow/execute",
-                                                ["applicationId": "latchkey-demo", "flowType": "RECOVERY", "inputs": ["username": "demo@example.com"]])
+        let start = try await attacker.postJSON(
+            server.base + "/flow/execute",
+            ["applicationId": "latchkey-demo", "flowType": "RECOVERY", "inputs": ["username": "demo@example.com"]])
         #expect(start.status == 200)
         let code = try #require(mail.messages.first { $0.recipient == "demo@example.com" }?.code, "the code went to the account's address")
         let outbox = try await attacker.get(server.base + "/dev/outbox?recipient=demo@example.com")
@@ -44,8 +45,9 @@ struct DevelopmentModeTests {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let browser = TestBrowser()
-        _ = try await browser.postJSON(server.base + "/flow/execute",
-                                       ["applicationId": "latchkey-demo", "flowType": "RECOVERY", "inputs": ["username": "demo@example.com"]])
+        _ = try await browser.postJSON(
+            server.base + "/flow/execute",
+            ["applicationId": "latchkey-demo", "flowType": "RECOVERY", "inputs": ["username": "demo@example.com"]])
         let outbox = try await browser.get(server.base + "/dev/outbox?recipient=demo@example.com")
         #expect(outbox.status == 200)
         #expect((try outbox.json()["messages"] as? [[String: Any]])?.first?["code"] is String)
@@ -94,19 +96,30 @@ struct DevelopmentModeTests {
         var backEnd = DevelopmentDefaults.configuration(port: 0, databasePath: "unused.sqlite", host: "127.0.0.1")
         backEnd.development = false
         backEnd.users = []
-        backEnd.clients = [ClientConfiguration(clientId: "svc", clientSecret: "svc-secret-0123456789", grantTypes: [.clientCredentials],
-                                               recoveryEnabled: false,
-                                               flows: [.authentication: FlowGraph(id: "pw", type: .authentication, nodes: [
-                                                   FlowNode(id: "start", kind: .start, next: "end"), FlowNode(id: "end", kind: .end)])])]
+        backEnd.clients = [
+            ClientConfiguration(
+                clientId: "svc", clientSecret: "svc-secret-0123456789", grantTypes: [.clientCredentials],
+                recoveryEnabled: false,
+                flows: [
+                    .authentication: FlowGraph(
+                        id: "pw", type: .authentication,
+                        nodes: [
+                            FlowNode(id: "start", kind: .start, next: "end"), FlowNode(id: "end", kind: .end)
+                        ])
+                ])
+        ]
         try backEnd.validate()
     }
 
     @Test func smtpSettingsAreChecked() async throws {
         func refusal(_ smtp: SMTPSettings) async -> String? {
-            await Self.refusal { config in config.development = false; config.smtp = smtp }
+            await Self.refusal { config in
+                config.development = false; config.smtp = smtp
+            }
         }
-        #expect(await refusal(SMTPSettings(host: "smtp.example.com", startTLS: .none, username: "u", password: "p", from: "a@example.com"))?
-            .contains("plain SMTP") == true, "credentials in clear text to a remote relay")
+        #expect(
+            await refusal(SMTPSettings(host: "smtp.example.com", startTLS: .none, username: "u", password: "p", from: "a@example.com"))?
+                .contains("plain SMTP") == true, "credentials in clear text to a remote relay")
         #expect(await refusal(SMTPSettings(host: "smtp.example.com", from: "a@example.com\r\nBcc: x@example.com"))?.contains("from") == true)
         #expect(await refusal(SMTPSettings(host: "smtp.example.com", username: "u", from: "a@example.com"))?.contains("password") == true)
         #expect(await refusal(SMTPSettings(host: "smtp.example.com", from: "a@example.com", caFile: "/nonexistent.pem"))?.contains("ca_file") == true)

@@ -13,8 +13,11 @@ struct EmailChangeVerificationTests {
 
     /// Starts password recovery for `identifier` over `/flow/execute`.
     func startRecovery(_ server: TestServer, _ identifier: String) async throws {
-        let start = try await TestBrowser().postJSON(server.base + "/flow/execute", [
-            "applicationId": "latchkey-demo", "flowType": "RECOVERY", "inputs": ["username": identifier]])
+        let start = try await TestBrowser().postJSON(
+            server.base + "/flow/execute",
+            [
+                "applicationId": "latchkey-demo", "flowType": "RECOVERY", "inputs": ["username": identifier]
+            ])
         #expect(start.status == 200, "\(start.text)")
     }
 
@@ -48,8 +51,9 @@ struct EmailChangeVerificationTests {
         #expect(try await codes(server, "new.demo@example.com") == [code], "no recovery code for the unverified address")
 
         // A wrong code is refused; the right one applies the address, verified.
-        let wrong = try await server.call("POST", "/users/me/email/verify", token: token, json: ["code": code == "000000" ? "111111" : "000000"],
-                                          contentType: "application/json")
+        let wrong = try await server.call(
+            "POST", "/users/me/email/verify", token: token, json: ["code": code == "000000" ? "111111" : "000000"],
+            contentType: "application/json")
         #expect(wrong.status == 400)
         #expect(try wrong.string("code") == "USR-1030")
         let verified = try await server.call("POST", "/users/me/email/verify", token: token, json: ["code": code], contentType: "application/json")
@@ -71,9 +75,12 @@ struct EmailChangeVerificationTests {
         let server = try await TestServer.startForProfiles()
         defer { Task { await server.stop() } }
         let token = try await server.userTokens().accessToken
-        let patch = try await server.call("PATCH", "/scim2/Me", token: token, json: [
-            "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
-            "Operations": [["op": "replace", "path": "emails", "value": [["value": "scim.demo@example.com", "primary": true]]]]])
+        let patch = try await server.call(
+            "PATCH", "/scim2/Me", token: token,
+            json: [
+                "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                "Operations": [["op": "replace", "path": "emails", "value": [["value": "scim.demo@example.com", "primary": true]]]]
+            ])
         #expect(patch.status == 200, "\(patch.text)")
         #expect(try patch.string("emails.0.value") == "demo@example.com")
         let user = try #require(try await server.server.store.user(username: "demo@example.com"))
@@ -88,12 +95,14 @@ struct EmailChangeVerificationTests {
         let server = try await TestServer.startForProfiles()
         defer { Task { await server.stop() } }
         let token = try await server.userTokens().accessToken
-        let start = try await server.call("POST", "/users/me/email", token: token, json: ["email": "other.demo@example.com"], contentType: "application/json")
+        let start = try await server.call(
+            "POST", "/users/me/email", token: token, json: ["email": "other.demo@example.com"], contentType: "application/json")
         #expect(start.status == 202, "\(start.text)")
         let code = try #require(try await codes(server, "other.demo@example.com").first)
         let wrongCode = code == "000000" ? "111111" : "000000"
         for attempt in 1...5 {
-            let wrong = try await server.call("POST", "/users/me/email/verify", token: token, json: ["code": wrongCode], contentType: "application/json")
+            let wrong = try await server.call(
+                "POST", "/users/me/email/verify", token: token, json: ["code": wrongCode], contentType: "application/json")
             #expect(try wrong.string("code") == (attempt < 5 ? "USR-1030" : "USR-1032"))
         }
         let late = try await server.call("POST", "/users/me/email/verify", token: token, json: ["code": code], contentType: "application/json")
@@ -107,9 +116,12 @@ struct EmailChangeVerificationTests {
         defer { Task { await server.stop() } }
         let demo = try #require(try await server.server.store.user(username: "demo@example.com"))
         let admin = try await server.clientToken(scope: "scim.admin")
-        let patch = try await server.call("PATCH", "/scim2/Users/\(demo.id)", token: admin, json: [
-            "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
-            "Operations": [["op": "replace", "path": "emails", "value": [["value": "attacker@evil.example", "primary": true]]]]])
+        let patch = try await server.call(
+            "PATCH", "/scim2/Users/\(demo.id)", token: admin,
+            json: [
+                "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                "Operations": [["op": "replace", "path": "emails", "value": [["value": "attacker@evil.example", "primary": true]]]]
+            ])
         #expect(patch.status == 200, "\(patch.text)")
         #expect(try await server.server.store.user(id: demo.id)?.claims["email_verified"] == "false")
         try await startRecovery(server, "demo@example.com")
@@ -118,9 +130,12 @@ struct EmailChangeVerificationTests {
 
         // The email second factor: the code is not sent to the unverified address either.
         try await server.server.enrollEmailOTP(userId: demo.id)
-        let signIn = try await TestBrowser().postJSON(server.base + "/flow/execute", [
-            "applicationId": "latchkey-demo", "flowType": "AUTHENTICATION",
-            "inputs": ["username": "demo@example.com", "password": "correct horse battery staple"]])
+        let signIn = try await TestBrowser().postJSON(
+            server.base + "/flow/execute",
+            [
+                "applicationId": "latchkey-demo", "flowType": "AUTHENTICATION",
+                "inputs": ["username": "demo@example.com", "password": "correct horse battery staple"]
+            ])
         _ = signIn  // the execution fails (no verified address for the factor); what matters is where codes went
         #expect(try await server.server.outboxMessages(recipient: "attacker@evil.example").isEmpty)
     }

@@ -53,9 +53,10 @@ struct EnumerationTests {
         defer { Task { await server.stop() } }
         let token = try await server.userTokens().accessToken
         func change(_ current: String) async throws -> HTTPResult {
-            try await server.call("POST", "/users/me/update-credentials", token: token,
-                                  json: ["attributes": ["password": "the engine weaves algebra", "currentPassword": current]],
-                                  contentType: "application/json", headers: ["Accept-Language": "ru"])
+            try await server.call(
+                "POST", "/users/me/update-credentials", token: token,
+                json: ["attributes": ["password": "the engine weaves algebra", "currentPassword": current]],
+                contentType: "application/json", headers: ["Accept-Language": "ru"])
         }
         for attempt in 1...4 {
             #expect(try await change("wrong \(attempt)").string("message.key") == "error.userservice.invalid_current_password")
@@ -69,21 +70,28 @@ struct EnumerationTests {
 
     /// signup-options → authenticator → signup for `email`.
     static func signUp(_ server: TestServer, _ authenticator: SoftwareAuthenticator, email: String) async throws {
-        let options = try await server.call("POST", "/identity/v1/webauthn/signup-options", token: nil, json: [
-            "client_id": "latchkey-demo", "origin": server.base, "friendly_name": "key", "profile": ["email": email]] as [String: Any],
+        let options = try await server.call(
+            "POST", "/identity/v1/webauthn/signup-options", token: nil,
+            json: [
+                "client_id": "latchkey-demo", "origin": server.base, "friendly_name": "key", "profile": ["email": email]
+            ] as [String: Any],
             contentType: "application/json")
         #expect(options.status == 200, "\(options.text)")
         let parsed = try RegistrationOptions(json: options.body)
         let credential = try await authenticator.createCredential(for: parsed.options, origin: server.base)
-        let body = try JSONEncoder().encode(JSONValue.object(["webauthn_id": .string(parsed.options.user.encodedId),
-                                                              "public_key_credential": credential.reachFiveJSON]))
+        let body = try JSONEncoder().encode(
+            JSONValue.object([
+                "webauthn_id": .string(parsed.options.user.encodedId),
+                "public_key_credential": credential.reachFiveJSON
+            ]))
         let signup = try await server.call("POST", "/identity/v1/webauthn/signup", token: nil, body: body, contentType: "application/json")
         #expect(signup.status == 200, "\(signup.text)")
     }
 
     static func authenticationOptions(_ server: TestServer, email: String) async throws -> HTTPResult {
-        try await server.call("POST", "/identity/v1/webauthn/authentication-options", token: nil,
-                              json: ["client_id": "latchkey-demo", "origin": server.base, "email": email], contentType: "application/json")
+        try await server.call(
+            "POST", "/identity/v1/webauthn/authentication-options", token: nil,
+            json: ["client_id": "latchkey-demo", "origin": server.base, "email": email], contentType: "application/json")
     }
 
     @Test("username-first passkey options list no credential ids, known name or not, yet only that user's passkey answers")
@@ -107,14 +115,17 @@ struct EnumerationTests {
         // Grace's passkey cannot answer a ceremony started for Ada; Ada's (discoverable) passkey can.
         let forAda = try PublicKeyCredentialRequestOptions(json: known.body, style: .reachFive)
         let graceAnswer = try await grace.getAssertion(for: forAda, origin: server.base)
-        let refused = try await server.call("POST", "/identity/v1/webauthn/authentication", token: nil,
-                                            body: try JSONEncoder().encode(graceAnswer.reachFiveJSON), contentType: "application/json")
+        let refused = try await server.call(
+            "POST", "/identity/v1/webauthn/authentication", token: nil,
+            body: try JSONEncoder().encode(graceAnswer.reachFiveJSON), contentType: "application/json")
         #expect(refused.status == 400 || refused.status == 401, "\(refused.text)")
-        let again = try PublicKeyCredentialRequestOptions(json: try await Self.authenticationOptions(server, email: "ada@example.com").body,
-                                                          style: .reachFive)
+        let again = try PublicKeyCredentialRequestOptions(
+            json: try await Self.authenticationOptions(server, email: "ada@example.com").body,
+            style: .reachFive)
         let adaAnswer = try await ada.getAssertion(for: again, origin: server.base)
-        let accepted = try await server.call("POST", "/identity/v1/webauthn/authentication", token: nil,
-                                             body: try JSONEncoder().encode(adaAnswer.reachFiveJSON), contentType: "application/json")
+        let accepted = try await server.call(
+            "POST", "/identity/v1/webauthn/authentication", token: nil,
+            body: try JSONEncoder().encode(adaAnswer.reachFiveJSON), contentType: "application/json")
         #expect(accepted.status == 200, "\(accepted.text)")
     }
 

@@ -35,9 +35,11 @@ struct HashingParameterTests {
         #expect(stored.hasPrefix(PasswordHasher.prehashedPrefix))
 
         // An account hashed by an earlier version (bcrypt of the password itself).
-        try await server.server.store.insertUser(UserRecord(id: "legacy", username: "legacy@example.com",
-                                                            passwordHash: Bcrypt.hash("an older password", cost: 4), claims: [:],
-                                                            disabled: false, failedLogins: 0, lockedUntil: nil, createdAt: Date()))
+        try await server.server.store.insertUser(
+            UserRecord(
+                id: "legacy", username: "legacy@example.com",
+                passwordHash: Bcrypt.hash("an older password", cost: 4), claims: [:],
+                disabled: false, failedLogins: 0, lockedUntil: nil, createdAt: Date()))
         #expect(try await server.passwordLogin("legacy@example.com", "an older password").status == 200)
         #expect(try await server.passwordLogin("legacy@example.com", "another password").status == 401)
     }
@@ -52,12 +54,14 @@ struct HashingParameterTests {
         #expect(stored.count > 32)
         #expect(try ClientSecrets.hash(secret, rounds: 1_000) != ClientSecrets.hash(secret, rounds: 1_000), "salted")
         for attempt in 0..<2 {  // the second one is answered from the verified cache
-            let ok = try await TestBrowser().postForm(server.base + "/oauth2/token", ["grant_type": "client_credentials", "scope": "api.read"],
-                                                      headers: ["Authorization": basicAuth("backend", secret)])
+            let ok = try await TestBrowser().postForm(
+                server.base + "/oauth2/token", ["grant_type": "client_credentials", "scope": "api.read"],
+                headers: ["Authorization": basicAuth("backend", secret)])
             #expect(ok.status == 200, "attempt \(attempt): \(ok.text)")
         }
-        let wrong = try await TestBrowser().postForm(server.base + "/oauth2/token", ["grant_type": "client_credentials", "scope": "api.read"],
-                                                     headers: ["Authorization": basicAuth("backend", secret + "x")])
+        let wrong = try await TestBrowser().postForm(
+            server.base + "/oauth2/token", ["grant_type": "client_credentials", "scope": "api.read"],
+            headers: ["Authorization": basicAuth("backend", secret + "x")])
         #expect(wrong.status == 401)
         #expect(try await ClientSecrets.verify(secret, against: Secrets.digest(secret)), "a bare SHA-256 stored before still verifies")
     }

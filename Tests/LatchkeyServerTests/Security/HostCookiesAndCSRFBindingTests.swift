@@ -60,8 +60,11 @@ struct HostCookiesAndCSRFBindingTests {
         // What a sibling subdomain can do: set `lk_csrf` for the parent domain and post a token derived from it.
         attacker.setCookie("lk_csrf", "planted")
         for token in ["planted", CookiePolicy.csrfToken(secret: "planted", requestId: requestId)] {
-            let forged = try await attacker.postForm(server.base + "/login", [
-                "request": requestId, "csrf": token, "username": "demo@example.com", "password": Self.password])
+            let forged = try await attacker.postForm(
+                server.base + "/login",
+                [
+                    "request": requestId, "csrf": token, "username": "demo@example.com", "password": Self.password
+                ])
             #expect(forged.status == 403)
             #expect(forged.location == nil)
         }
@@ -88,8 +91,11 @@ struct HostCookiesAndCSRFBindingTests {
         let authorizeB = try await browser.get(server.authorizeURL(AuthorizeOptions()))
         let locationB = try #require(authorizeB.location)
         let requestB = try #require(URLComponents(string: locationB)?.queryItems?.first { $0.name == "request" }?.value)
-        let crossed = try await browser.postForm(server.base + "/login", [
-            "request": requestB, "csrf": tokenA, "username": "demo@example.com", "password": DevelopmentDefaults.demoPassword])
+        let crossed = try await browser.postForm(
+            server.base + "/login",
+            [
+                "request": requestB, "csrf": tokenA, "username": "demo@example.com", "password": DevelopmentDefaults.demoPassword
+            ])
         #expect(crossed.status == 403)
         #expect(crossed.location == nil)
         // The form token is not the cookie's value either.

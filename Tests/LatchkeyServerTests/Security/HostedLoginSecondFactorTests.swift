@@ -30,10 +30,14 @@ struct HostedLoginSecondFactorTests {
     }
 
     /// Posts the code form of `page` (as a person would: the page's own hidden fields).
-    static func submitCode(_ server: TestServer, _ browser: TestBrowser, page: HTTPResult, code: String?,
-                           resend: Bool = false) async throws -> HTTPResult {
-        var form = ["request": try #require(TestBrowser.hiddenField("request", in: page.text)),
-                    "csrf": try #require(TestBrowser.hiddenField("csrf", in: page.text))]
+    static func submitCode(
+        _ server: TestServer, _ browser: TestBrowser, page: HTTPResult, code: String?,
+        resend: Bool = false
+    ) async throws -> HTTPResult {
+        var form = [
+            "request": try #require(TestBrowser.hiddenField("request", in: page.text)),
+            "csrf": try #require(TestBrowser.hiddenField("csrf", in: page.text))
+        ]
         if let code { form["otp"] = code }
         if resend { form["resend"] = "1" }
         return try await browser.postForm(server.base + "/login", form)
@@ -113,8 +117,9 @@ struct HostedLoginSecondFactorTests {
         defer { Task { await server.stop() } }
         let secret = try await server.server.enrollTOTP(userId: try await Self.demoUserId(server)).secret
         let browser = TestBrowser()
-        var page = try await server.submitLogin(browser, page: try await server.openLoginPage(browser, AuthorizeOptions()),
-                                                username: "demo@example.com", password: Self.password)
+        var page = try await server.submitLogin(
+            browser, page: try await server.openLoginPage(browser, AuthorizeOptions()),
+            username: "demo@example.com", password: Self.password)
         #expect(Self.isCodeForm(page))
         let first = page
         for attempt in 1...4 {
@@ -142,16 +147,20 @@ struct HostedLoginSecondFactorTests {
         defer { Task { await server.stop() } }
         let secret = try await server.server.enrollTOTP(userId: try await Self.demoUserId(server)).secret
         let victim = TestBrowser()
-        let page = try await server.submitLogin(victim, page: try await server.openLoginPage(victim, AuthorizeOptions()),
-                                                username: "demo@example.com", password: Self.password)
+        let page = try await server.submitLogin(
+            victim, page: try await server.openLoginPage(victim, AuthorizeOptions()),
+            username: "demo@example.com", password: Self.password)
         #expect(Self.isCodeForm(page))
         let requestId = try #require(TestBrowser.hiddenField("request", in: page.text))
         // Another browser that learned the login request id gets its own valid CSRF pair, but not the binding cookie.
         let other = TestBrowser()
         let otherPage = try await other.get(server.base + "/login?request=" + requestId)
         #expect(!Self.isCodeForm(otherPage), "another browser does not see the code form")
-        let stolen = try await other.postForm(server.base + "/login", [
-            "request": requestId, "csrf": try #require(TestBrowser.hiddenField("csrf", in: otherPage.text)), "otp": Self.currentCode(secret)])
+        let stolen = try await other.postForm(
+            server.base + "/login",
+            [
+                "request": requestId, "csrf": try #require(TestBrowser.hiddenField("csrf", in: otherPage.text)), "otp": Self.currentCode(secret)
+            ])
         #expect(stolen.status == 403)
         #expect(stolen.location == nil)
         // The victim's browser still finishes.
@@ -166,8 +175,9 @@ struct HostedLoginSecondFactorTests {
         try await server.server.enrollEmailOTP(userId: try await Self.demoUserId(server))
         let browser = TestBrowser()
         let o = AuthorizeOptions()
-        let page = try await server.submitLogin(browser, page: try await server.openLoginPage(browser, o),
-                                                username: "demo@example.com", password: Self.password)
+        let page = try await server.submitLogin(
+            browser, page: try await server.openLoginPage(browser, o),
+            username: "demo@example.com", password: Self.password)
         #expect(page.status == 200 && page.location == nil)
         #expect(Self.isCodeForm(page))
         #expect(page.text.contains("We emailed you a 6-digit code"))
@@ -202,8 +212,9 @@ struct HostedLoginSecondFactorTests {
         defer { Task { await server.stop() } }
         try await server.server.enrollEmailOTP(userId: try await Self.demoUserId(server))
         let browser = TestBrowser()
-        var page = try await server.submitLogin(browser, page: try await server.openLoginPage(browser, AuthorizeOptions()),
-                                                username: "demo@example.com", password: Self.password)
+        var page = try await server.submitLogin(
+            browser, page: try await server.openLoginPage(browser, AuthorizeOptions()),
+            username: "demo@example.com", password: Self.password)
         for _ in 1...4 {
             page = try await Self.submitCode(server, browser, page: page, code: nil, resend: true)
             #expect(page.status == 200)
@@ -227,8 +238,9 @@ struct HostedLoginSecondFactorTests {
         let server = try await TestServer.startRequiringMFA()
         defer { Task { await server.stop() } }
         let browser = TestBrowser()
-        let refused = try await server.submitLogin(browser, page: try await server.openLoginPage(browser, AuthorizeOptions()),
-                                                   username: "demo@example.com", password: Self.password)
+        let refused = try await server.submitLogin(
+            browser, page: try await server.openLoginPage(browser, AuthorizeOptions()),
+            username: "demo@example.com", password: Self.password)
         #expect(refused.status == 403)
         #expect(refused.location == nil)
         #expect(refused.text.contains("This application needs a second sign-in step, which your account does not have yet."))
@@ -237,16 +249,18 @@ struct HostedLoginSecondFactorTests {
         var german = AuthorizeOptions()
         german.extra = ["ui_locales": "de"]
         let deBrowser = TestBrowser()
-        let deRefused = try await server.submitLogin(deBrowser, page: try await server.openLoginPage(deBrowser, german),
-                                                     username: "demo@example.com", password: Self.password)
+        let deRefused = try await server.submitLogin(
+            deBrowser, page: try await server.openLoginPage(deBrowser, german),
+            username: "demo@example.com", password: Self.password)
         #expect(deRefused.status == 403)
         let germanText = try #require(MessageCatalog.text("login.mfa_not_enrolled", locale: .de))
         #expect(deRefused.text.contains(HTML.escape(germanText)))
 
         // The reachFive tkn path is refused on require_mfa apps too (password/login refuses to mint one already).
         let secret = try await server.server.enrollTOTP(userId: try await Self.demoUserId(server)).secret
-        let page = try await server.submitLogin(browser, page: try await server.openLoginPage(browser, AuthorizeOptions()),
-                                                username: "demo@example.com", password: Self.password)
+        let page = try await server.submitLogin(
+            browser, page: try await server.openLoginPage(browser, AuthorizeOptions()),
+            username: "demo@example.com", password: Self.password)
         #expect(Self.isCodeForm(page))
         let done = try await Self.submitCode(server, browser, page: page, code: Self.currentCode(secret))
         #expect(done.status == 303)
@@ -278,8 +292,9 @@ struct HostedLoginSecondFactorTests {
         #expect(noPrompt.locationQuery["code"] == nil)
 
         // After password + TOTP, the new session is reused silently, and its tokens still say mfa.
-        let page = try await server.submitLogin(browser, page: try await browser.get(server.base + (again.location ?? "")),
-                                                username: "demo@example.com", password: Self.password)
+        let page = try await server.submitLogin(
+            browser, page: try await browser.get(server.base + (again.location ?? "")),
+            username: "demo@example.com", password: Self.password)
         let done = try await Self.submitCode(server, browser, page: page, code: Self.currentCode(secret))
         #expect(done.status == 303)
         let o = AuthorizeOptions()
@@ -302,13 +317,19 @@ struct HostedLoginSecondFactorTests {
         #expect(id["acr"] == nil)
         #expect(Self.amr(try Self.accessClaims(tokens.accessToken)) == ["pwd"])
 
-        let started = try await TestBrowser().postJSON(server.base + "/flow/execute", [
-            "applicationId": "latchkey-demo", "flowType": "AUTHENTICATION",
-            "inputs": ["username": "demo@example.com", "password": Self.password]])
+        let started = try await TestBrowser().postJSON(
+            server.base + "/flow/execute",
+            [
+                "applicationId": "latchkey-demo", "flowType": "AUTHENTICATION",
+                "inputs": ["username": "demo@example.com", "password": Self.password]
+            ])
         let assertion = try #require(try started.json()["assertion"] as? String)
-        let exchanged = try await TestBrowser().postForm(server.base + "/oauth2/token", [
-            "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange", "client_id": "latchkey-demo", "subject_token": assertion,
-            "subject_token_type": "urn:ietf:params:oauth:token-type:jwt", "scope": "openid profile email offline_access"])
+        let exchanged = try await TestBrowser().postForm(
+            server.base + "/oauth2/token",
+            [
+                "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange", "client_id": "latchkey-demo", "subject_token": assertion,
+                "subject_token_type": "urn:ietf:params:oauth:token-type:jwt", "scope": "openid profile email offline_access"
+            ])
         #expect(exchanged.status == 200, "\(exchanged.text)")
         let flowID = try await server.verifiedClaims(try #require(try exchanged.json()["id_token"] as? String))
         #expect(Self.amr(flowID) == ["pwd"])
@@ -321,9 +342,12 @@ struct HostedLoginSecondFactorTests {
         defer { Task { await server.stop() } }
         let secret = try await server.server.enrollTOTP(userId: try await Self.demoUserId(server)).secret
         let browser = TestBrowser()
-        let started = try await browser.postJSON(server.base + "/flow/execute", [
-            "applicationId": "latchkey-demo", "flowType": "AUTHENTICATION",
-            "inputs": ["username": "demo@example.com", "password": Self.password]])
+        let started = try await browser.postJSON(
+            server.base + "/flow/execute",
+            [
+                "applicationId": "latchkey-demo", "flowType": "AUTHENTICATION",
+                "inputs": ["username": "demo@example.com", "password": Self.password]
+            ])
         let body = try started.json()
         #expect(body["assertion"] == nil, "a password alone does not complete the flow: \(started.text)")
         let executionId = try #require(body["executionId"] as? String)
@@ -331,9 +355,12 @@ struct HostedLoginSecondFactorTests {
         if let challenge = body["challengeToken"] as? String { step["challengeToken"] = challenge }
         let finished = try await browser.postJSON(server.base + "/flow/execute", step)
         let assertion = try #require(try finished.json()["assertion"] as? String, "\(finished.text)")
-        let exchanged = try await TestBrowser().postForm(server.base + "/oauth2/token", [
-            "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange", "client_id": "latchkey-demo", "subject_token": assertion,
-            "subject_token_type": "urn:ietf:params:oauth:token-type:jwt", "scope": "openid"])
+        let exchanged = try await TestBrowser().postForm(
+            server.base + "/oauth2/token",
+            [
+                "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange", "client_id": "latchkey-demo", "subject_token": assertion,
+                "subject_token_type": "urn:ietf:params:oauth:token-type:jwt", "scope": "openid"
+            ])
         let id = try await server.verifiedClaims(try #require(try exchanged.json()["id_token"] as? String))
         #expect(Self.amr(id) == ["pwd", "otp", "mfa"])
         #expect(id["acr"]?.stringValue == AuthenticationMethods.multiFactorACR)
@@ -343,8 +370,11 @@ struct HostedLoginSecondFactorTests {
     func amrOnReachFivePaths() async throws {
         let server = try await TestServer.startForNativeLogin(bundleId: "io.latchkey.demo")
         defer { Task { await server.stop() } }
-        let login = try await server.call("POST", "/identity/v1/password/login", token: nil, json: [
-            "email": "demo@example.com", "password": Self.password, "client_id": "latchkey-demo"], contentType: "application/json")
+        let login = try await server.call(
+            "POST", "/identity/v1/password/login", token: nil,
+            json: [
+                "email": "demo@example.com", "password": Self.password, "client_id": "latchkey-demo"
+            ], contentType: "application/json")
         let tkn = try #require(try login.json()["tkn"] as? String)
         var o = AuthorizeOptions()
         o.extra = ["tkn": tkn]
@@ -355,19 +385,31 @@ struct HostedLoginSecondFactorTests {
 
         // Step-up with TOTP.
         let secret = try await server.server.enrollTOTP(userId: try await Self.demoUserId(server)).secret
-        let pending = try await server.call("POST", "/identity/v1/password/login", token: nil, json: [
-            "email": "demo@example.com", "password": Self.password, "client_id": "latchkey-demo"], contentType: "application/json")
+        let pending = try await server.call(
+            "POST", "/identity/v1/password/login", token: nil,
+            json: [
+                "email": "demo@example.com", "password": Self.password, "client_id": "latchkey-demo"
+            ], contentType: "application/json")
         let pendingTkn = try #require(try pending.json()["tkn"] as? String)
         let pkce = PKCEPair()
-        let stepUp = try await server.call("POST", "/identity/v1/mfa/stepup", token: nil, json: [
-            "tkn": pendingTkn, "client_id": "latchkey-demo", "redirect_uri": "http://127.0.0.1:7777/callback",
-            "code_challenge": pkce.challenge, "code_challenge_method": "S256", "scope": "openid"], contentType: "application/json")
+        let stepUp = try await server.call(
+            "POST", "/identity/v1/mfa/stepup", token: nil,
+            json: [
+                "tkn": pendingTkn, "client_id": "latchkey-demo", "redirect_uri": "http://127.0.0.1:7777/callback",
+                "code_challenge": pkce.challenge, "code_challenge_method": "S256", "scope": "openid"
+            ], contentType: "application/json")
         let stepUpToken = try #require(try stepUp.json()["token"] as? String, "\(stepUp.text)")
-        let start = try await server.call("POST", "/identity/v1/passwordless/start", token: nil, json: [
-            "step_up": stepUpToken, "auth_type": "otp"], contentType: "application/json")
+        let start = try await server.call(
+            "POST", "/identity/v1/passwordless/start", token: nil,
+            json: [
+                "step_up": stepUpToken, "auth_type": "otp"
+            ], contentType: "application/json")
         let challengeId = try #require(try start.json()["challenge_id"] as? String, "\(start.text)")
-        let verify = try await server.call("POST", "/identity/v1/passwordless/verify", token: nil, json: [
-            "challenge_id": challengeId, "verification_code": Self.currentCode(secret)], contentType: "application/json")
+        let verify = try await server.call(
+            "POST", "/identity/v1/passwordless/verify", token: nil,
+            json: [
+                "challenge_id": challengeId, "verification_code": Self.currentCode(secret)
+            ], contentType: "application/json")
         let code = try #require(try verify.json()["code"] as? String, "\(verify.text)")
         var stepped = AuthorizeOptions()
         stepped.pkce = pkce

@@ -20,10 +20,12 @@ struct IdentifierConfusionTests {
     func crossUniqueness() async throws {
         let server = try await TestServer.startForProfiles()
         defer { Task { await server.stop() } }
-        _ = try await server.server.createUser(username: "victim", password: "victim's long password",
-                                               claims: ["email": "victim@gmail.example", "email_verified": "true"])
-        _ = try await server.server.createUser(username: "boss@corp.example", password: "boss's long password",
-                                               claims: ["email": "boss.private@mail.example", "email_verified": "true"])
+        _ = try await server.server.createUser(
+            username: "victim", password: "victim's long password",
+            claims: ["email": "victim@gmail.example", "email_verified": "true"])
+        _ = try await server.server.createUser(
+            username: "boss@corp.example", password: "boss's long password",
+            claims: ["email": "boss.private@mail.example", "email_verified": "true"])
         let token = try await server.userTokens().accessToken
         let username = try await put(server, token, ["username": "victim@gmail.example"])
         #expect(username.status != 200, "\(username.text)")
@@ -33,9 +35,12 @@ struct IdentifierConfusionTests {
         #expect(try email.string("code") == "USR-1014")
         #expect(try await server.server.outboxMessages(recipient: "boss@corp.example").isEmpty, "no code to another account's name")
         // Through SCIM as well.
-        let scim = try await server.call("PATCH", "/scim2/Me", token: token, json: [
-            "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
-            "Operations": [["op": "replace", "path": "userName", "value": "victim@gmail.example"]]])
+        let scim = try await server.call(
+            "PATCH", "/scim2/Me", token: token,
+            json: [
+                "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                "Operations": [["op": "replace", "path": "userName", "value": "victim@gmail.example"]]
+            ])
         #expect(scim.status == 409 || scim.status == 400, "\(scim.text)")
         #expect(try await server.server.store.user(username: "victim@gmail.example") == nil)
     }
@@ -64,11 +69,16 @@ struct IdentifierConfusionTests {
     func appleLinksOnTheVerifiedEmailClaimOnly() async throws {
         let issuer = try await AppleStandIn.start()
         let server = try await TestServer.startForNativeLogin(bundleId: Self.bundleId, apple: issuer)
-        defer { Task { await server.stop(); await issuer.stop() } }
+        defer {
+            Task {
+                await server.stop(); await issuer.stop()
+            }
+        }
         // The attacker's account: their own verified Apple address, and the victim's address as username (as the
         // attack left it, or as data from before usernames were checked).
-        let attacker = try await server.server.createUser(username: "victim@gmail.example", password: "attacker's long password",
-                                                          claims: ["email": "attacker@icloud.example", "email_verified": "true"])
+        let attacker = try await server.server.createUser(
+            username: "victim@gmail.example", password: "attacker's long password",
+            claims: ["email": "attacker@icloud.example", "email_verified": "true"])
         let response = try await apple(server, issuer, sub: "apple-victim", email: "victim@gmail.example")
         #expect(response.status == 302)
         #expect(response.locationQuery["code"] != nil, "\(response.location ?? "")")
@@ -83,7 +93,11 @@ struct IdentifierConfusionTests {
     func appleAttackFirstStepRefused() async throws {
         let issuer = try await AppleStandIn.start()
         let server = try await TestServer.startForNativeLogin(bundleId: Self.bundleId, apple: issuer)
-        defer { Task { await server.stop(); await issuer.stop() } }
+        defer {
+            Task {
+                await server.stop(); await issuer.stop()
+            }
+        }
         let signIn = try await apple(server, issuer, sub: "apple-attacker", email: "attacker@icloud.example")
         #expect(signIn.locationQuery["code"] != nil, "\(signIn.location ?? "")")
         // The attacker's signed-in rename, as `PUT /users/me` performs it (the HTTP path is covered above).
@@ -98,25 +112,31 @@ struct IdentifierConfusionTests {
         #expect(link.userId != attacker.userId)
     }
 
-    @Test("the one-namespace rule holds inside the write too: a username that is another account's email, or an email that is another account's username, is a conflict even past the directory's check (concurrent changes)")
+    @Test(
+        "the one-namespace rule holds inside the write too: a username that is another account's email, or an email that is another account's username, is a conflict even past the directory's check (concurrent changes)"
+    )
     func crossUniquenessInsideTheWrite() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let store = server.server.store
-        _ = try await server.server.createUser(username: "alice@example.com", password: "alice's own password",
-                                               claims: ["email": "alice.private@example.com", "email_verified": "true"])
-        let malloryId = try await server.server.createUser(username: "mallory", password: "mallory's own password",
-                                                           claims: ["email": "mallory@example.com"])
+        _ = try await server.server.createUser(
+            username: "alice@example.com", password: "alice's own password",
+            claims: ["email": "alice.private@example.com", "email_verified": "true"])
+        let malloryId = try await server.server.createUser(
+            username: "mallory", password: "mallory's own password",
+            claims: ["email": "mallory@example.com"])
         let mallory = try #require(try await store.user(id: malloryId))
         await #expect(throws: StoreError.conflict("username")) {
-            _ = try await store.updateProfile(userId: malloryId, username: "ALICE.PRIVATE@example.com", claims: mallory.claims, disabled: nil,
-                                              expectedVersion: mallory.version, updatedAt: Date())
+            _ = try await store.updateProfile(
+                userId: malloryId, username: "ALICE.PRIVATE@example.com", claims: mallory.claims, disabled: nil,
+                expectedVersion: mallory.version, updatedAt: Date())
         }
         var claims = mallory.claims
         claims["email"] = "alice@example.com"
         await #expect(throws: StoreError.conflict("email")) {
-            _ = try await store.updateProfile(userId: malloryId, username: "mallory", claims: claims, disabled: nil,
-                                              expectedVersion: mallory.version, updatedAt: Date())
+            _ = try await store.updateProfile(
+                userId: malloryId, username: "mallory", claims: claims, disabled: nil,
+                expectedVersion: mallory.version, updatedAt: Date())
         }
         #expect(try await store.user(id: malloryId)?.username == "mallory", "nothing was written")
     }

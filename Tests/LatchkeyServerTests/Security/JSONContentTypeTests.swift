@@ -10,13 +10,16 @@ struct JSONContentTypeTests {
     /// The two "simple" shapes a cross-site page can send: `text/plain`, and no type at all.
     static let crossSiteTypes: [String?] = ["text/plain", nil]
 
-    func post(_ server: TestServer, _ path: String, _ object: [String: Any], type: String?, method: String = "POST",
-              token: String? = nil) async throws -> HTTPResult {
+    func post(
+        _ server: TestServer, _ path: String, _ object: [String: Any], type: String?, method: String = "POST",
+        token: String? = nil
+    ) async throws -> HTTPResult {
         var headers: [String: String] = [:]
         if let type { headers["Content-Type"] = type }
         if let token { headers["Authorization"] = "Bearer \(token)" }
-        return try await TestBrowser().send(server.base + path, method: method, body: try JSONSerialization.data(withJSONObject: object),
-                                            headers: headers)
+        return try await TestBrowser().send(
+            server.base + path, method: method, body: try JSONSerialization.data(withJSONObject: object),
+            headers: headers)
     }
 
     @Test("reachFive: a text/plain (or untyped) JSON password login is 415 and signs nobody in")
@@ -55,12 +58,17 @@ struct JSONContentTypeTests {
         defer { Task { await server.stop() } }
         let token = try await server.userTokens().accessToken
         for type in Self.crossSiteTypes {
-            let me = try await post(server, "/users/me", ["attributes": ["username": "demo@example.com", "given_name": "Mallory"]],
-                                    type: type, method: "PUT", token: token)
+            let me = try await post(
+                server, "/users/me", ["attributes": ["username": "demo@example.com", "given_name": "Mallory"]],
+                type: type, method: "PUT", token: token)
             #expect(me.status == 415, "\(type ?? "no type")")
-            let scim = try await post(server, "/scim2/Me", ["schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"],
-                                                          "userName": "demo@example.com", "name": ["givenName": "Mallory"]],
-                                      type: type, method: "PUT", token: token)
+            let scim = try await post(
+                server, "/scim2/Me",
+                [
+                    "schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"],
+                    "userName": "demo@example.com", "name": ["givenName": "Mallory"]
+                ],
+                type: type, method: "PUT", token: token)
             #expect(scim.status == 415, "\(type ?? "no type")")
             // The email-change endpoints (each request mails a code) read the same way.
             let email = try await post(server, "/users/me/email", ["email": "mallory@evil.example"], type: type, method: "POST", token: token)

@@ -14,16 +14,21 @@ struct NativeSignInPolicyTests {
         try await TestServer.start { config in
             config.development = false
             config.attestationVerifier = FixedVerifier()
-            config.clients.append(ClientConfiguration(clientId: "ios-app", grantTypes: [.authorizationCode, .tokenExchange, .refreshToken],
-                                                      appType: .mobile, passkeyOrigins: ["self"]))
-            config.clients.append(ClientConfiguration(clientId: "web-app", redirectUris: ["https://web.example/cb"], appType: .browser,
-                                                      passkeyOrigins: ["self"]))
+            config.clients.append(
+                ClientConfiguration(
+                    clientId: "ios-app", grantTypes: [.authorizationCode, .tokenExchange, .refreshToken],
+                    appType: .mobile, passkeyOrigins: ["self"]))
+            config.clients.append(
+                ClientConfiguration(
+                    clientId: "web-app", redirectUris: ["https://web.example/cb"], appType: .browser,
+                    passkeyOrigins: ["self"]))
         }
     }
 
     func post(_ server: TestServer, _ path: String, _ body: [String: Any], attestation: String? = nil) async throws -> HTTPResult {
-        try await server.call("POST", path, token: nil, json: body, contentType: "application/json",
-                              headers: attestation.map { ["Attestation-Token": $0] } ?? [:])
+        try await server.call(
+            "POST", path, token: nil, json: body, contentType: "application/json",
+            headers: attestation.map { ["Attestation-Token": $0] } ?? [:])
     }
 
     @Test("password sign-in: a bot without the app's attestation gets no tkn; a browser-only app gets none at all")
@@ -31,8 +36,12 @@ struct NativeSignInPolicyTests {
         let server = try await Self.start()
         defer { Task { await server.stop() } }
         func login(_ client: String, attestation: String? = nil) async throws -> HTTPResult {
-            try await post(server, "/identity/v1/password/login", ["email": "demo@example.com", "password": "correct horse battery staple",
-                                                                   "client_id": client], attestation: attestation)
+            try await post(
+                server, "/identity/v1/password/login",
+                [
+                    "email": "demo@example.com", "password": "correct horse battery staple",
+                    "client_id": client
+                ], attestation: attestation)
         }
         let bot = try await login("ios-app")
         #expect(try bot.status == 401 && (try bot.json()["tkn"]) == nil, "\(bot.text)")

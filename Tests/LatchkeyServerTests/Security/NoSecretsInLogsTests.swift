@@ -31,10 +31,13 @@ struct NoSecretsInLogsTests {
                 get { metadata[key] }
                 set { metadata[key] = newValue }
             }
-            func log(level: Logger.Level, message: Logger.Message, metadata extra: Logger.Metadata?, source: String,
-                     file: String, function: String, line: UInt) {
+            func log(
+                level: Logger.Level, message: Logger.Message, metadata extra: Logger.Metadata?, source: String,
+                file: String, function: String, line: UInt
+            ) {
                 let merged = metadata.merging(extra ?? [:]) { $1 }
-                capture.append("\(label) \(level) \(message) \(merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
+                capture.append(
+                    "\(label) \(level) \(message) \(merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
             }
         }
     }
@@ -75,8 +78,10 @@ struct NoSecretsInLogsTests {
         // An app-native flow into a second session, then its refresh.
         let request = EmbeddedFlowRequestConfig(flowType: .authentication)
         let first = try await client.signIn(payload: .init(), request: request, sessionId: "flow")
-        _ = try await client.signIn(payload: .init(flowId: first.flowId, actionId: "action_001",
-                                                   inputs: ["username": "demo@example.com", "password": password]), request: request, sessionId: "flow")
+        _ = try await client.signIn(
+            payload: .init(
+                flowId: first.flowId, actionId: "action_001",
+                inputs: ["username": "demo@example.com", "password": password]), request: request, sessionId: "flow")
         try await remember()
 
         // Passkeys: register one for the signed-in user, then sign in with it.

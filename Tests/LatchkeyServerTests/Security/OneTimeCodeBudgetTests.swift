@@ -12,7 +12,8 @@ struct OneTimeCodeBudgetTests {
 
     /// A user with the emailed second factor.
     func emailOTPUser(_ server: TestServer) async throws -> String {
-        let id = try await server.server.createUser(username: "grace", password: Self.password, claims: ["email": "grace@example.com", "email_verified": "true"])
+        let id = try await server.server.createUser(
+            username: "grace", password: Self.password, claims: ["email": "grace@example.com", "email_verified": "true"])
         try await server.server.enrollEmailOTP(userId: id)
         return id
     }
@@ -108,7 +109,9 @@ struct OneTimeCodeBudgetTests {
         // The second factor has its own budget: a stranger flooding recovery does not lock the owner's sign-in.
         let signIn = FlowDriver(server)
         try await signIn.start("AUTHENTICATION")
-        #expect(try await signIn.submit("action_001", ["username": "demo@example.com", "password": "correct horse battery staple"]).flowStatus == "COMPLETE")
+        #expect(
+            try await signIn.submit("action_001", ["username": "demo@example.com", "password": "correct horse battery staple"]).flowStatus
+                == "COMPLETE")
     }
 
     @Test("recovery emails are limited per account, and unknown identifiers are answered alike")
@@ -134,25 +137,31 @@ struct OneTimeCodeBudgetTests {
     // MARK: Step-up
 
     static func stepUpToken(_ server: TestServer) async throws -> String {
-        let login = try await server.call("POST", "/identity/v1/password/login", token: nil,
-                                          json: ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"],
-                                          contentType: "application/json")
-        let stepUp = try await server.call("POST", "/identity/v1/mfa/stepup", token: nil,
-                                           json: ["tkn": try #require(try login.json()["tkn"] as? String), "client_id": "latchkey-demo",
-                                                  "redirect_uri": "http://127.0.0.1:7777/callback", "code_challenge": PKCEPair().challenge,
-                                                  "code_challenge_method": "S256", "scope": "openid"],
-                                           contentType: "application/json")
+        let login = try await server.call(
+            "POST", "/identity/v1/password/login", token: nil,
+            json: ["email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo"],
+            contentType: "application/json")
+        let stepUp = try await server.call(
+            "POST", "/identity/v1/mfa/stepup", token: nil,
+            json: [
+                "tkn": try #require(try login.json()["tkn"] as? String), "client_id": "latchkey-demo",
+                "redirect_uri": "http://127.0.0.1:7777/callback", "code_challenge": PKCEPair().challenge,
+                "code_challenge_method": "S256", "scope": "openid"
+            ],
+            contentType: "application/json")
         return try #require(try stepUp.json()["token"] as? String)
     }
 
     static func startChallenge(_ server: TestServer, _ token: String) async throws -> HTTPResult {
-        try await server.call("POST", "/identity/v1/passwordless/start", token: nil, json: ["step_up": token, "auth_type": "otp"],
-                              contentType: "application/json")
+        try await server.call(
+            "POST", "/identity/v1/passwordless/start", token: nil, json: ["step_up": token, "auth_type": "otp"],
+            contentType: "application/json")
     }
 
     static func verify(_ server: TestServer, _ challengeId: String, _ code: String) async throws -> HTTPResult {
-        try await server.call("POST", "/identity/v1/passwordless/verify", token: nil,
-                              json: ["challenge_id": challengeId, "verification_code": code], contentType: "application/json")
+        try await server.call(
+            "POST", "/identity/v1/passwordless/verify", token: nil,
+            json: ["challenge_id": challengeId, "verification_code": code], contentType: "application/json")
     }
 
     static func currentTOTP(_ server: TestServer, _ secret: String) -> String {

@@ -27,8 +27,9 @@ struct OperationsHardeningTests {
         defer { Task { await server.stop() } }
         let browser = TestBrowser()
         #expect(try await browser.get(server.base + "/health").header("Strict-Transport-Security") == "max-age=31536000")
-        #expect(try await browser.get(server.base + "/no-such-page").header("Strict-Transport-Security") == "max-age=31536000",
-                "error answers too")
+        #expect(
+            try await browser.get(server.base + "/no-such-page").header("Strict-Transport-Security") == "max-age=31536000",
+            "error answers too")
 
         let loopback = try await TestServer.start()
         defer { Task { await loopback.stop() } }
@@ -61,14 +62,21 @@ struct OperationsHardeningTests {
     }
 
     @Test func backEndClientsDoNotOpenSelfRegistration() async throws {
-        #expect(ClientConfiguration(clientId: "svc", clientSecret: "svc-secret-0123456789", grantTypes: [.clientCredentials]).registration == .disabled)
+        #expect(
+            ClientConfiguration(clientId: "svc", clientSecret: "svc-secret-0123456789", grantTypes: [.clientCredentials]).registration == .disabled)
         #expect(ClientConfiguration(clientId: "app").registration == .open)
         #expect(ClientConfiguration(clientId: "x", grantTypes: [.tokenExchange]).registration == .open)
-        #expect(ClientConfiguration(clientId: "svc", clientSecret: "svc-secret-0123456789", grantTypes: [.clientCredentials],
-                                    registration: .open).registration == .open, "explicit wins")
-        let decoded = try JSONDecoder().decode(ClientConfiguration.self, from: Data(#"""
-            {"client_id": "svc", "client_secret": "svc-secret-0123456789", "grant_types": ["client_credentials"]}
-            """#.utf8))
+        #expect(
+            ClientConfiguration(
+                clientId: "svc", clientSecret: "svc-secret-0123456789", grantTypes: [.clientCredentials],
+                registration: .open
+            ).registration == .open, "explicit wins")
+        let decoded = try JSONDecoder().decode(
+            ClientConfiguration.self,
+            from: Data(
+                #"""
+                {"client_id": "svc", "client_secret": "svc-secret-0123456789", "grant_types": ["client_credentials"]}
+                """#.utf8))
         #expect(decoded.registration == .disabled)
 
         let server = try await TestServer.start()

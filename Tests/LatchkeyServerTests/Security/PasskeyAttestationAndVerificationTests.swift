@@ -77,14 +77,21 @@ struct PasskeyAttestationAndVerificationTests {
         }
         defer { Task { await server.stop() } }
         let c = Context(server: server)
-        let options = try await post(c, "/identity/v1/webauthn/signup-options", .object([
-            "client_id": .string("latchkey-demo"), "origin": .string(c.origin), "profile": .object(["email": .string("eve@example.com")])]))
+        let options = try await post(
+            c, "/identity/v1/webauthn/signup-options",
+            .object([
+                "client_id": .string("latchkey-demo"), "origin": .string(c.origin), "profile": .object(["email": .string("eve@example.com")])
+            ]))
         #expect(options.status == 200, "\(options.text)")
-        #expect((try options.json()["options"] as? [String: Any]).flatMap { $0["public_key"] as? [String: Any] }?["attestation"] as? String == "direct")
+        #expect(
+            (try options.json()["options"] as? [String: Any]).flatMap { $0["public_key"] as? [String: Any] }?["attestation"] as? String == "direct")
         let parsed = try RegistrationOptions(json: options.body)
         let credential = try await SoftwareAuthenticator().createCredential(for: parsed.options, origin: c.origin)
-        let signup = try await post(c, "/identity/v1/webauthn/signup", .object([
-            "webauthn_id": .string(parsed.options.user.encodedId), "public_key_credential": credential.reachFiveJSON]))
+        let signup = try await post(
+            c, "/identity/v1/webauthn/signup",
+            .object([
+                "webauthn_id": .string(parsed.options.user.encodedId), "public_key_credential": credential.reachFiveJSON
+            ]))
         #expect(signup.status == 401, "\(signup.text)")
         #expect(try signup.json()["tkn"] == nil)
         #expect(try await server.server.store.user(username: "eve@example.com") == nil)
@@ -103,24 +110,32 @@ struct PasskeyAttestationAndVerificationTests {
         let withoutUV = SoftwareAuthenticator(store: keys, userVerified: false)
         let withUV = SoftwareAuthenticator(store: keys, userVerified: true)
         // Sign-up (the global setting, preferred, applies to registration).
-        let options = try await post(c, "/identity/v1/webauthn/signup-options", .object([
-            "client_id": .string("latchkey-demo"), "origin": .string(c.origin), "profile": .object(["email": .string("ada@example.com")])]))
+        let options = try await post(
+            c, "/identity/v1/webauthn/signup-options",
+            .object([
+                "client_id": .string("latchkey-demo"), "origin": .string(c.origin), "profile": .object(["email": .string("ada@example.com")])
+            ]))
         #expect(options.status == 200, "\(options.text)")
         let parsed = try RegistrationOptions(json: options.body)
         let credential = try await withoutUV.createCredential(for: parsed.options, origin: c.origin)
-        let signup = try await post(c, "/identity/v1/webauthn/signup", .object([
-            "webauthn_id": .string(parsed.options.user.encodedId), "public_key_credential": credential.reachFiveJSON]))
+        let signup = try await post(
+            c, "/identity/v1/webauthn/signup",
+            .object([
+                "webauthn_id": .string(parsed.options.user.encodedId), "public_key_credential": credential.reachFiveJSON
+            ]))
         #expect(signup.status == 200, "\(signup.text)")
         // A sign-up ticket is one factor: /authorize refuses it on a require_mfa app.
         var o = AuthorizeOptions()
         o.extra = ["tkn": try #require(try signup.json()["tkn"] as? String)]
-        let refusedSignup = try await TestBrowser().get(server.authorizeURL(o).replacingOccurrences(of: "/oauth2/authorize", with: "/oauth/authorize"))
+        let refusedSignup = try await TestBrowser().get(
+            server.authorizeURL(o).replacingOccurrences(of: "/oauth2/authorize", with: "/oauth/authorize"))
         #expect(refusedSignup.locationQuery["error"] == "access_denied")
         #expect(refusedSignup.locationQuery["code"] == nil)
 
         func signIn(_ authenticator: SoftwareAuthenticator) async throws -> HTTPResult {
-            let options = try await post(c, "/identity/v1/webauthn/authentication-options",
-                                         .object(["client_id": .string("latchkey-demo"), "origin": .string(c.origin)]))
+            let options = try await post(
+                c, "/identity/v1/webauthn/authentication-options",
+                .object(["client_id": .string("latchkey-demo"), "origin": .string(c.origin)]))
             let publicKey = try #require(try options.json()["public_key"] as? [String: Any])
             #expect(publicKey["user_verification"] as? String == "required")
             let parsed = try PublicKeyCredentialRequestOptions(json: options.body, style: .reachFive)
@@ -135,7 +150,8 @@ struct PasskeyAttestationAndVerificationTests {
         #expect(accepted.status == 200, "\(accepted.text)")
         var signedIn = AuthorizeOptions()
         signedIn.extra = ["tkn": try #require(try accepted.json()["tkn"] as? String)]
-        let redirect = try await TestBrowser().get(server.authorizeURL(signedIn).replacingOccurrences(of: "/oauth2/authorize", with: "/oauth/authorize"))
+        let redirect = try await TestBrowser().get(
+            server.authorizeURL(signedIn).replacingOccurrences(of: "/oauth2/authorize", with: "/oauth/authorize"))
         let code = try #require(redirect.locationQuery["code"], "\(redirect.location ?? "")")
         let tokens = try await server.exchangeCode(code, signedIn)
         let id = try await server.verifiedClaims(try #require(try tokens.json()["id_token"] as? String))

@@ -16,9 +16,10 @@ struct ProfileLostUpdateTests {
         let stale = try #require(try await server.server.store.user(username: "ada@example.com"))
         // ...then Ada changes her password through another path...
         let newPassword = "a brand new passphrase 42"
-        let change = try await server.call("POST", "/users/me/update-credentials", token: token,
-                                           json: ["attributes": ["password": newPassword, "currentPassword": TestServer.adaPassword]],
-                                           contentType: "application/json")
+        let change = try await server.call(
+            "POST", "/users/me/update-credentials", token: token,
+            json: ["attributes": ["password": newPassword, "currentPassword": TestServer.adaPassword]],
+            contentType: "application/json")
         #expect(change.status == 204, "\(change.text)")
         let afterReset = try #require(try await server.server.store.user(username: "ada@example.com"))
         #expect(afterReset.passwordHash != stale.passwordHash)
@@ -42,8 +43,11 @@ struct ProfileLostUpdateTests {
         defer { Task { await server.stop() } }
         let stale = try #require(try await server.server.store.user(username: "ada@example.com"))
         let admin = try await server.clientToken(scope: "scim.admin")
-        let disable = try await server.call("PATCH", "/scim2/Users/\(stale.id)", token: admin, json: [
-            "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": [["op": "replace", "path": "active", "value": false]]])
+        let disable = try await server.call(
+            "PATCH", "/scim2/Users/\(stale.id)", token: admin,
+            json: [
+                "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": [["op": "replace", "path": "active", "value": false]]
+            ])
         #expect(disable.status == 200, "\(disable.text)")
         let result = try await server.server.updateProfile(of: stale, changes: ["given_name": "Augusta"])
         guard case .failure(.stale) = result else { Issue.record("a stale write was accepted: \(result)"); return }

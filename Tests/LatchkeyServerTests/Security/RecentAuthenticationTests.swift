@@ -75,9 +75,12 @@ struct RecentAuthenticationTests {
         defer { Task { await server.stop() } }
         let stolen = try await server.userTokens().accessToken
         server.advanceClock(TimeInterval(Self.window + 60))
-        let patch = try await server.call("PATCH", "/scim2/Me", token: stolen, json: [
-            "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
-            "Operations": [["op": "replace", "path": "emails", "value": [["value": "attacker@evil.example", "primary": true]]]]])
+        let patch = try await server.call(
+            "PATCH", "/scim2/Me", token: stolen,
+            json: [
+                "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                "Operations": [["op": "replace", "path": "emails", "value": [["value": "attacker@evil.example", "primary": true]]]]
+            ])
         #expect(patch.status == 401, "\(patch.text)")
         #expect(try patch.string("status") == "401")
         #expect(try patch.string("detail")?.contains("insufficient_user_authentication") == true)
@@ -100,13 +103,15 @@ struct RecentAuthenticationTests {
 
     /// registration-options → authenticator → registration with `token`.
     func addPasskey(_ server: TestServer, token: String, authenticator: SoftwareAuthenticator) async throws -> (HTTPResult, HTTPResult?) {
-        let options = try await post(server, "/identity/v1/webauthn/registration-options",
-                                      .object(["origin": .string(server.base), "friendly_name": .string("attacker's key")]), token: token)
+        let options = try await post(
+            server, "/identity/v1/webauthn/registration-options",
+            .object(["origin": .string(server.base), "friendly_name": .string("attacker's key")]), token: token)
         guard options.status == 200 else { return (options, nil) }
         let parsed = try RegistrationOptions(json: options.body)
         let credential = try await authenticator.createCredential(for: parsed.options, origin: server.base)
-        let done = try await post(server, "/identity/v1/webauthn/registration",
-                                  .object(["public_key_credential": credential.reachFiveJSON, "friendly_name": .string("attacker's key")]), token: token)
+        let done = try await post(
+            server, "/identity/v1/webauthn/registration",
+            .object(["public_key_credential": credential.reachFiveJSON, "friendly_name": .string("attacker's key")]), token: token)
         return (options, done)
     }
 
@@ -130,8 +135,10 @@ struct RecentAuthenticationTests {
         let early = try await post(server, "/identity/v1/webauthn/registration-options", .object(["origin": .string(server.base)]), token: fresh)
         #expect(early.status == 200, "\(early.text)")
         server.advanceClock(TimeInterval(Self.window + 60))
-        let credential = try await SoftwareAuthenticator().createCredential(for: try RegistrationOptions(json: early.body).options, origin: server.base)
-        let late = try await post(server, "/identity/v1/webauthn/registration", .object(["public_key_credential": credential.reachFiveJSON]), token: fresh)
+        let credential = try await SoftwareAuthenticator().createCredential(
+            for: try RegistrationOptions(json: early.body).options, origin: server.base)
+        let late = try await post(
+            server, "/identity/v1/webauthn/registration", .object(["public_key_credential": credential.reachFiveJSON]), token: fresh)
         #expect(late.status == 401)
         #expect(try late.json()["error"] as? String == "insufficient_user_authentication")
         #expect(try await server.server.store.passkeys(userId: demo.id).isEmpty, "no passkey was planted")

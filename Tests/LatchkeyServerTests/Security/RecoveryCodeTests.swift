@@ -45,8 +45,9 @@ struct RecoveryCodeTests {
         }
         defer { Task { await server.stop() } }
         for name in ["ann", "bob", "cy"] {
-            _ = try await server.server.createUser(username: "\(name)@example.com", password: "a long enough password",
-                                                   claims: ["email": "\(name)@example.com", "email_verified": "true"])
+            _ = try await server.server.createUser(
+                username: "\(name)@example.com", password: "a long enough password",
+                claims: ["email": "\(name)@example.com", "email_verified": "true"])
         }
         // Three wrong codes spread over two accounts: each account is far below its own budget.
         let (ann, _) = try await recovery(server, "ann@example.com")
@@ -79,8 +80,9 @@ struct RecoveryCodeTests {
     func verificationGuessesPerTargetAddress() async throws {
         let server = try await TestServer.start { $0.loginPolicy.maxCodeFailuresPerAccount = 6 }
         defer { Task { await server.stop() } }
-        _ = try await server.server.createUser(username: "mallory@example.com", password: "a long enough password",
-                                               claims: ["email": "mallory@example.com", "email_verified": "true"])
+        _ = try await server.server.createUser(
+            username: "mallory@example.com", password: "a long enough password",
+            claims: ["email": "mallory@example.com", "email_verified": "true"])
         let target = "not-yet-registered@example.org"
         func verify(_ token: String, _ code: String) async throws -> HTTPResult {
             try await server.call("POST", "/users/me/email/verify", token: token, json: ["code": code], contentType: "application/json")

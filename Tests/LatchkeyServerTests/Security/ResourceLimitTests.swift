@@ -7,8 +7,9 @@ import Testing
 @Suite("Resource limits: bcrypt queue, start and registration throttles, pruning")
 struct ResourceLimitTests {
     static func startFlow(_ server: TestServer, _ type: String) async throws -> HTTPResult {
-        try await server.call("POST", "/flow/execute", token: nil, json: ["applicationId": "latchkey-demo", "flowType": type],
-                              contentType: "application/json")
+        try await server.call(
+            "POST", "/flow/execute", token: nil, json: ["applicationId": "latchkey-demo", "flowType": type],
+            contentType: "application/json")
     }
 
     @Test("with every hash slot and queue place taken, a password check is refused at once with 503 server.busy")
@@ -49,9 +50,10 @@ struct ResourceLimitTests {
         #expect(try await Self.startFlow(server, "REGISTRATION").status == 200)
         let third = try await Self.startFlow(server, "REGISTRATION")
         #expect(third.status == 429 && third.messageKey == "request.throttled", "\(third.text)")
-        let signup = try await server.call("POST", "/identity/v1/webauthn/signup-options", token: nil,
-                                           json: ["client_id": "latchkey-demo", "origin": server.base, "profile": ["email": "new@example.com"]] as [String: Any],
-                                           contentType: "application/json")
+        let signup = try await server.call(
+            "POST", "/identity/v1/webauthn/signup-options", token: nil,
+            json: ["client_id": "latchkey-demo", "origin": server.base, "profile": ["email": "new@example.com"]] as [String: Any],
+            contentType: "application/json")
         #expect(signup.status == 429 && signup.messageKey == "request.throttled", "\(signup.text)")
         #expect(try await Self.startFlow(server, "AUTHENTICATION").status == 200, "sign-in is not a registration")
         server.advanceClock(5 * 60 + 1)
@@ -84,22 +86,32 @@ struct ResourceLimitTests {
         #expect(try await Self.startFlow(server, "AUTHENTICATION").status == 200)
         let user = try #require(try await store.user(username: "demo@example.com"))
         // Rows that expire with the clock, and dead ones: an ended session, a revoked family's refresh token.
-        try await store.insertAccessToken(AccessTokenRecord(jti: "old", familyId: nil, clientId: "latchkey-demo", subject: user.id,
-                                                            expiresAt: now.addingTimeInterval(3600), revokedAt: nil))
-        try await store.insertSession(SessionRecord(id: "ended", secretHash: Data("a".utf8), userId: user.id, authTime: now, createdAt: now,
-                                                    expiresAt: now.addingTimeInterval(30 * 24 * 3600), endedAt: nil))
+        try await store.insertAccessToken(
+            AccessTokenRecord(
+                jti: "old", familyId: nil, clientId: "latchkey-demo", subject: user.id,
+                expiresAt: now.addingTimeInterval(3600), revokedAt: nil))
+        try await store.insertSession(
+            SessionRecord(
+                id: "ended", secretHash: Data("a".utf8), userId: user.id, authTime: now, createdAt: now,
+                expiresAt: now.addingTimeInterval(30 * 24 * 3600), endedAt: nil))
         try await store.endSession(id: "ended", now: now)
-        try await store.insertFamily(TokenFamilyRecord(id: "revoked", clientId: "latchkey-demo", userId: user.id, createdAt: now,
-                                                       revokedAt: nil, revokedReason: nil))
-        try await store.insertRefreshToken(RefreshTokenRecord(tokenHash: Data("r".utf8), familyId: "revoked", clientId: "latchkey-demo",
-                                                              userId: user.id, scope: ["openid"], sessionId: nil, authTime: now, createdAt: now,
-                                                              expiresAt: now.addingTimeInterval(30 * 24 * 3600), usedAt: nil))
+        try await store.insertFamily(
+            TokenFamilyRecord(
+                id: "revoked", clientId: "latchkey-demo", userId: user.id, createdAt: now,
+                revokedAt: nil, revokedReason: nil))
+        try await store.insertRefreshToken(
+            RefreshTokenRecord(
+                tokenHash: Data("r".utf8), familyId: "revoked", clientId: "latchkey-demo",
+                userId: user.id, scope: ["openid"], sessionId: nil, authTime: now, createdAt: now,
+                expiresAt: now.addingTimeInterval(30 * 24 * 3600), usedAt: nil))
         try await store.revokeFamily(id: "revoked", reason: "test", now: now)
         // Consumed ids are pruned by the database's clock (not the server's, which the test moves): this one is past
         // its acceptance and the skew margin in real time.
         _ = try await store.consumeTokenId("jti-1", expiresAt: Date().addingTimeInterval(-SingleUseRetention.skewMargin - 60))
-        try await store.insertOutboxMessage(OutboxMessage(id: "m1", channel: .email, recipient: "demo@example.com", subject: "s", body: "b",
-                                                          code: nil, createdAt: now))
+        try await store.insertOutboxMessage(
+            OutboxMessage(
+                id: "m1", channel: .email, recipient: "demo@example.com", subject: "s", body: "b",
+                code: nil, createdAt: now))
         for table in ["login_requests", "flow_executions", "access_tokens", "sessions", "refresh_tokens", "consumed_token_ids", "outbox"] {
             #expect(try await server.rowCount(table) >= 1, "\(table) has a row before")
         }

@@ -66,8 +66,10 @@ final class FakeRelay: Sendable {
         }
     }
 
-    private static func converse(lines: NIOAsyncChannelInboundStream<SMTPLine>, out: NIOAsyncChannelOutboundWriter<ByteBuffer>,
-                                 behaviour: Behaviour, state: NIOLockedValueBox<Received>) async throws {
+    private static func converse(
+        lines: NIOAsyncChannelInboundStream<SMTPLine>, out: NIOAsyncChannelOutboundWriter<ByteBuffer>,
+        behaviour: Behaviour, state: NIOLockedValueBox<Received>
+    ) async throws {
         func say(_ text: String) async throws { try await out.write(ByteBuffer(string: text + "\r\n")) }
         if behaviour.silent {
             for try await _ in lines {}
@@ -97,8 +99,11 @@ final class FakeRelay: Sendable {
                 try await say("250-AUTH \(behaviour.authMechanisms)")
                 try await say("250 8BITMIME")
             } else if verb == "STARTTLS", behaviour.injectAfterStartTLS {
-                try await say(["220 go ahead", "250 injected-ehlo", "250 injected-mail", "250 injected-rcpt", "354 injected-data",
-                               "250 injected-queued", "221 injected-bye"].joined(separator: "\r\n"))
+                try await say(
+                    [
+                        "220 go ahead", "250 injected-ehlo", "250 injected-mail", "250 injected-rcpt", "354 injected-data",
+                        "250 injected-queued", "221 injected-bye"
+                    ].joined(separator: "\r\n"))
                 while try await incoming.next() != nil {}  // no TLS here: whatever the client sends next is not SMTP
                 return
             } else if verb == "AUTH LOGIN" {
@@ -131,9 +136,11 @@ struct SMTPDeliveryTests {
     /// `timeout`: the SMTP dialogue's, generous (no test here is about it): on a saturated machine a greeting may well
     /// take longer than the 20 s this once was (seen once under a concurrent build).
     static func outbox(port: Int, username: String? = "latchkey", timeout: Int = 120)
-        throws -> (SMTPOutbox, any Store, @Sendable (TimeInterval) -> Void) {
-        var settings = SMTPSettings(host: "127.0.0.1", port: port, startTLS: .none, username: username, password: username.map { _ in "relay pw" },
-                                    from: "noreply@example.com")
+        throws -> (SMTPOutbox, any Store, @Sendable (TimeInterval) -> Void)
+    {
+        var settings = SMTPSettings(
+            host: "127.0.0.1", port: port, startTLS: .none, username: username, password: username.map { _ in "relay pw" },
+            from: "noreply@example.com")
         settings.timeoutSeconds = timeout
         settings.maxAttempts = 3
         settings.retrySeconds = 60
@@ -146,7 +153,8 @@ struct SMTPDeliveryTests {
         return (try SMTPOutbox(settings: settings, store: store, clock: clock, logger: logger), store, advance)
     }
 
-    static func message(_ recipient: String = "ada@example.com", subject: String = "Your code", body: String = "123456 is your code") -> OutboxMessage {
+    static func message(_ recipient: String = "ada@example.com", subject: String = "Your code", body: String = "123456 is your code") -> OutboxMessage
+    {
         OutboxMessage(id: UUID().uuidString, channel: .email, recipient: recipient, subject: subject, body: body, code: "123456", createdAt: Date())
     }
 
@@ -212,11 +220,12 @@ struct SMTPDeliveryTests {
     @Test func aSilentRelayTimesOut() async throws {
         let relay = try await FakeRelay(.init(silent: true))
         defer { Task { await relay.stop() } }
-        let client = try SMTPClient(settings: {
-            var s = SMTPSettings(host: "127.0.0.1", port: relay.port, startTLS: .none, from: "noreply@example.com")
-            s.timeoutSeconds = 1
-            return s
-        }())
+        let client = try SMTPClient(
+            settings: {
+                var s = SMTPSettings(host: "127.0.0.1", port: relay.port, startTLS: .none, from: "noreply@example.com")
+                s.timeoutSeconds = 1
+                return s
+            }())
         await #expect(throws: SMTPError.timeout(stage: "greeting")) {
             try await client.send(from: "noreply@example.com", to: "ada@example.com", data: "Subject: x\r\n\r\nbody\r\n")
         }
@@ -224,7 +233,9 @@ struct SMTPDeliveryTests {
 
     @Test func headerInjectionIsRefusedBeforeQueueing() async throws {
         let (outbox, store, _) = try Self.outbox(port: 9)
-        for recipient in ["ada@example.com\r\nBcc: eve@example.com", "ada@example.com>, <eve@example.com", "Ada <ada@example.com>", "ada @example.com"] {
+        for recipient in [
+            "ada@example.com\r\nBcc: eve@example.com", "ada@example.com>, <eve@example.com", "Ada <ada@example.com>", "ada @example.com"
+        ] {
             await #expect(throws: SMTPError.self) { try await outbox.send(Self.message(recipient)) }
         }
         await #expect(throws: SMTPError.self) { try await outbox.send(Self.message(subject: "Code\r\nBcc: eve@example.com")) }
@@ -248,15 +259,17 @@ struct SMTPDeliveryTests {
         }
         defer { Task { await server.stop() } }
         let browser = TestBrowser()
-        let start = try await browser.postJSON(server.base + "/flow/execute",
-                                               ["applicationId": "latchkey-demo", "flowType": "RECOVERY", "inputs": ["username": "demo@example.com"]])
+        let start = try await browser.postJSON(
+            server.base + "/flow/execute",
+            ["applicationId": "latchkey-demo", "flowType": "RECOVERY", "inputs": ["username": "demo@example.com"]])
         #expect(start.status == 200)
         try await eventually("the relay receiving the message") { relay.received.messages > 0 }
         let received = relay.received
         #expect(received.messages == 1 && received.commands.contains("RCPT TO:<demo@example.com>"))
         let body = String(decoding: Data(base64Encoded: received.data.drop { !$0.isEmpty }.joined()) ?? Data(), as: UTF8.self)
         let code = try #require(body.split(separator: " ").first.map(String.init))
-        #expect(code.count == 11 && code.dropFirst(5).first == "-" && code.filter { $0 != "-" }.allSatisfy { LongCode.alphabet.contains($0) }, "\(code)")
+        #expect(
+            code.count == 11 && code.dropFirst(5).first == "-" && code.filter { $0 != "-" }.allSatisfy { LongCode.alphabet.contains($0) }, "\(code)")
         let outbox = try await browser.get(server.base + "/dev/outbox?recipient=demo@example.com")
         #expect(outbox.status == 404 && !outbox.text.contains(code))
     }

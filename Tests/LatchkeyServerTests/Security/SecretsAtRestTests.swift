@@ -38,7 +38,8 @@ struct SecretsAtRestTests {
         let token = try await OneTimeCodeBudgetTests.stepUpToken(server)
         #expect(try await OneTimeCodeBudgetTests.startChallenge(server, token).status == 200)
         // A pending emailed code in a flow execution.
-        let grace = try await server.server.createUser(username: "grace", password: "compiler pioneer", claims: ["email": "grace@example.com", "email_verified": "true"])
+        let grace = try await server.server.createUser(
+            username: "grace", password: "compiler pioneer", claims: ["email": "grace@example.com", "email_verified": "true"])
         try await server.server.enrollEmailOTP(userId: grace)
         let flow = FlowDriver(server)
         try await flow.start("AUTHENTICATION")
@@ -53,7 +54,8 @@ struct SecretsAtRestTests {
         // The flow state is JSON, where a digest is base64: the bare SHA-256 of the 6 digits must not be there.
         // (JSONEncoder writes "/" as "\/" in strings.)
         let unkeyed = Data(SHA256.hash(data: Data(code.utf8))).base64EncodedString()
-        #expect(!Self.contains(bytes, unkeyed) && !Self.contains(bytes, unkeyed.replacingOccurrences(of: "/", with: "\\/")), "the code digest is unkeyed")
+        #expect(
+            !Self.contains(bytes, unkeyed) && !Self.contains(bytes, unkeyed.replacingOccurrences(of: "/", with: "\\/")), "the code digest is unkeyed")
         // And all of it still works: tokens are signed, the TOTP secret is read back.
         #expect(try await server.server.jwks().keys.count >= 2)
         let stored = try await server.server.store.factors(userId: demo.id).first { $0.kind == .totp }
@@ -115,9 +117,12 @@ struct SecretsAtRestTests {
         do {
             // What the previous version wrote: no sealer.
             let bare = try SQLiteStore(path: path)
-            try await bare.insertSigningKey(SigningKeyRecord(kid: key.kid, algorithm: "ES256", pem: key.pemRepresentation, createdAt: Date(), retiredAt: nil))
-            try await bare.insertUser(UserRecord(id: "u1", username: "old", passwordHash: "x", claims: [:], disabled: false, failedLogins: 0,
-                                                 lockedUntil: nil, createdAt: Date()))
+            try await bare.insertSigningKey(
+                SigningKeyRecord(kid: key.kid, algorithm: "ES256", pem: key.pemRepresentation, createdAt: Date(), retiredAt: nil))
+            try await bare.insertUser(
+                UserRecord(
+                    id: "u1", username: "old", passwordHash: "x", claims: [:], disabled: false, failedLogins: 0,
+                    lockedUntil: nil, createdAt: Date()))
             try await bare.upsertFactor(UserFactorRecord(userId: "u1", kind: .totp, secret: secret, createdAt: Date()))
             #expect(Self.contains(Self.databaseBytes(path), "PRIVATE KEY"))
         }

@@ -59,9 +59,10 @@ func eventually(_ what: String, within bound: Duration = .seconds(60), _ conditi
 extension TestServer {
     /// `POST /identity/v1/password/login` (reachFive), from the test's loopback address.
     func passwordLogin(_ identifier: String, _ password: String, headers: [String: String] = [:]) async throws -> HTTPResult {
-        try await call("POST", "/identity/v1/password/login", token: nil,
-                       json: ["email": identifier, "password": password, "client_id": "latchkey-demo"],
-                       contentType: "application/json", headers: headers)
+        try await call(
+            "POST", "/identity/v1/password/login", token: nil,
+            json: ["email": identifier, "password": password, "client_id": "latchkey-demo"],
+            contentType: "application/json", headers: headers)
     }
 
     /// Rows in `table` (read straight from the database, SQLite or PostgreSQL).

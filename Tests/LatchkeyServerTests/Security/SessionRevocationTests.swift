@@ -13,9 +13,11 @@ struct SessionRevocationTests {
         defer { Task { await server.stop() } }
         let attacker = try await server.tokens(TestBrowser())
         let owner = try await server.tokens(TestBrowser())
-        let change = try await server.call("POST", "/users/me/update-credentials", token: owner.accessToken, json: [
-            "attributes": ["currentPassword": "correct horse battery staple", "password": "a completely new passphrase"],
-        ], contentType: "application/json")
+        let change = try await server.call(
+            "POST", "/users/me/update-credentials", token: owner.accessToken,
+            json: [
+                "attributes": ["currentPassword": "correct horse battery staple", "password": "a completely new passphrase"]
+            ], contentType: "application/json")
         #expect(change.status == 204, "\(change.text)")
 
         #expect(try await server.userinfo(attacker.accessToken).status == 401, "the other session's access token is revoked")
@@ -44,9 +46,10 @@ struct SessionRevocationTests {
     }
 
     func passkey(for userId: String) -> PasskeyRecord {
-        PasskeyRecord(id: "attacker-credential-\(userId)", userId: userId, publicKey: Data([1, 2, 3]), algorithm: -7, signCount: 0,
-                      aaguid: Data(count: 16), friendlyName: "attacker's key", attestationFormat: "none", backupEligible: false,
-                      backedUp: false, createdAt: Date(), lastUsedAt: nil)
+        PasskeyRecord(
+            id: "attacker-credential-\(userId)", userId: userId, publicKey: Data([1, 2, 3]), algorithm: -7, signCount: 0,
+            aaguid: Data(count: 16), friendlyName: "attacker's key", attestationFormat: "none", backupEligible: false,
+            backedUp: false, createdAt: Date(), lastUsedAt: nil)
     }
 
     /// (Recovery codes go only to a verified address, `EmailChangeVerificationTests`, so a pre-hijacker who registered
@@ -71,8 +74,11 @@ struct SessionRevocationTests {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         func login(_ password: String) async throws -> HTTPResult {
-            try await server.call("POST", "/identity/v1/password/login", token: nil, json: [
-                "email": "demo@example.com", "password": password, "client_id": "latchkey-demo"], contentType: "application/json")
+            try await server.call(
+                "POST", "/identity/v1/password/login", token: nil,
+                json: [
+                    "email": "demo@example.com", "password": password, "client_id": "latchkey-demo"
+                ], contentType: "application/json")
         }
         for _ in 0..<5 { _ = try await login("a wrong guess") }  // locks the account for this address
         #expect(try await login(DevelopmentDefaults.demoPassword).status == 401, "locked: even the right password is refused")
@@ -103,13 +109,20 @@ struct SessionRevocationTests {
         let browser = TestBrowser()
         let tokens = try await server.tokens(browser)
         try await server.revoke(try #require(tokens.refreshToken))
-        let logout = try await TestBrowser().postForm(server.base + "/oauth2/logout", [
-            "id_token_hint": try #require(tokens.idToken), "client_id": "latchkey-demo", "post_logout_redirect_uri": "http://127.0.0.1:7777/logout"])
-        #expect((300..<400).contains(logout.status) && logout.location?.hasPrefix("http://127.0.0.1:7777/logout") == true, "\(logout.status) \(logout.location ?? "")")
+        let logout = try await TestBrowser().postForm(
+            server.base + "/oauth2/logout",
+            [
+                "id_token_hint": try #require(tokens.idToken), "client_id": "latchkey-demo",
+                "post_logout_redirect_uri": "http://127.0.0.1:7777/logout"
+            ])
+        #expect(
+            (300..<400).contains(logout.status) && logout.location?.hasPrefix("http://127.0.0.1:7777/logout") == true,
+            "\(logout.status) \(logout.location ?? "")")
         var none = AuthorizeOptions()
         none.prompt = "none"
-        #expect(try await browser.get(server.authorizeURL(none)).locationQuery["error"] == "login_required",
-                "the session is over, in the browser that holds its cookie too")
+        #expect(
+            try await browser.get(server.authorizeURL(none)).locationQuery["error"] == "login_required",
+            "the session is over, in the browser that holds its cookie too")
     }
 
     @Test("a leaked ID token without the session's cookie signs nobody out while the session holds live tokens")
@@ -122,8 +135,11 @@ struct SessionRevocationTests {
         let attacker = TestBrowser()
         let byGet = try await attacker.get(server.base + "/oauth2/logout?" + TestBrowser.formEncode(["id_token_hint": idToken]))
         #expect(byGet.status == 200 && byGet.text.contains("csrf"), "a confirmation page, not a sign-out: \(byGet.status)")
-        let byPost = try await attacker.postForm(server.base + "/oauth2/logout", [
-            "id_token_hint": idToken, "client_id": "latchkey-demo", "post_logout_redirect_uri": "http://127.0.0.1:7777/logout"])
+        let byPost = try await attacker.postForm(
+            server.base + "/oauth2/logout",
+            [
+                "id_token_hint": idToken, "client_id": "latchkey-demo", "post_logout_redirect_uri": "http://127.0.0.1:7777/logout"
+            ])
         #expect(byPost.status == 200 && byPost.location == nil, "no redirect that says it is done: \(byPost.status)")
         // Confirming needs only a CSRF cookie the attacker gets from the page itself: it still ends nothing.
         let csrf = try #require(TestBrowser.hiddenField("csrf", in: byGet.text))
@@ -170,7 +186,9 @@ struct SessionRevocationTests {
         let family = try #require(try await store.family(id: "family-under-test"))
         #expect(family.sessionId == record.sessionId && family.sessionId != nil && family.userId == record.userId)
         // The replay that follows finds the family and revokes it.
-        guard case .replayed(let replayedFamily) = try await store.redeemAuthorizationCode(hash: Secrets.digest(code), familyId: "unused", now: Date()) else {
+        guard
+            case .replayed(let replayedFamily) = try await store.redeemAuthorizationCode(hash: Secrets.digest(code), familyId: "unused", now: Date())
+        else {
             Issue.record("a second redemption must be a replay"); return
         }
         #expect(replayedFamily == "family-under-test")

@@ -14,22 +14,27 @@ struct TokenExchangeAttackTests {
     static let accessTokenType = "urn:ietf:params:oauth:token-type:access_token"
     static let idTokenType = "urn:ietf:params:oauth:token-type:id_token"
 
-    func exchange(_ server: TestServer, subject: String, type: String, client: String = "latchkey-demo",
-                  extra: [String: String] = [:]) async throws -> HTTPResult {
+    func exchange(
+        _ server: TestServer, subject: String, type: String, client: String = "latchkey-demo",
+        extra: [String: String] = [:]
+    ) async throws -> HTTPResult {
         var form = ["grant_type": Self.exchangeGrant, "subject_token": subject, "subject_token_type": type]
         form.merge(extra) { _, new in new }
         if client == "backend" {
-            return try await TestBrowser().postForm(server.base + "/oauth2/token", form,
-                                                    headers: ["Authorization": basicAuth("backend", "backend-secret-0123456789")])
+            return try await TestBrowser().postForm(
+                server.base + "/oauth2/token", form,
+                headers: ["Authorization": basicAuth("backend", "backend-secret-0123456789")])
         }
         form["client_id"] = client
         return try await TestBrowser().postForm(server.base + "/oauth2/token", form)
     }
 
     func passwordLogin(_ server: TestServer) async throws -> [String: Any] {
-        let login = try await server.call("POST", "/identity/v1/password/login", token: nil, json: [
-            "email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo", "scope": "openid",
-        ], contentType: "application/json")
+        let login = try await server.call(
+            "POST", "/identity/v1/password/login", token: nil,
+            json: [
+                "email": "demo@example.com", "password": "correct horse battery staple", "client_id": "latchkey-demo", "scope": "openid"
+            ], contentType: "application/json")
         #expect(login.status == 200, "\(login.text)")
         return try login.json()
     }
@@ -65,10 +70,12 @@ struct TokenExchangeAttackTests {
         try await server.server.enrollTOTP(userId: demo.id)
         let ticket = try #require(try await passwordLogin(server)["tkn"] as? String)
         let options = AuthorizeOptions()
-        let stepUp = try await server.call("POST", "/identity/v1/mfa/stepup", token: nil, json: [
-            "tkn": ticket, "client_id": "latchkey-demo", "redirect_uri": options.redirectUri, "code_challenge": options.pkce!.challenge,
-            "code_challenge_method": "S256", "scope": "openid",
-        ], contentType: "application/json")
+        let stepUp = try await server.call(
+            "POST", "/identity/v1/mfa/stepup", token: nil,
+            json: [
+                "tkn": ticket, "client_id": "latchkey-demo", "redirect_uri": options.redirectUri, "code_challenge": options.pkce!.challenge,
+                "code_challenge_method": "S256", "scope": "openid"
+            ], contentType: "application/json")
         #expect(stepUp.status == 200, "\(stepUp.text)")
         let token = try #require(try stepUp.json()["token"] as? String)
         #expect(try CompactJWS(parsing: token).header.typ == "mfa-step-up+jwt")
@@ -94,16 +101,21 @@ struct TokenExchangeAttackTests {
         }
     }
 
-    @Test("audience laundering: a token for another API is exchanged only by a client allowed that API, and a public client only exchanges its own tokens")
+    @Test(
+        "audience laundering: a token for another API is exchanged only by a client allowed that API, and a public client only exchanges its own tokens"
+    )
     func audienceLaunderingIsRefused() async throws {
         let server = try await TestServer.start { config in
-            config.clients.append(ClientConfiguration(clientId: "other-public", redirectUris: ["http://127.0.0.1/callback"],
-                                                      grantTypes: [.authorizationCode, .tokenExchange]))
+            config.clients.append(
+                ClientConfiguration(
+                    clientId: "other-public", redirectUris: ["http://127.0.0.1/callback"],
+                    grantTypes: [.authorizationCode, .tokenExchange]))
         }
         defer { Task { await server.stop() } }
         let tokens = try await server.tokens()
-        let forAPI = try await exchange(server, subject: tokens.accessToken, type: Self.accessTokenType, client: "backend",
-                                        extra: ["audience": "https://api.example", "scope": "openid profile"])
+        let forAPI = try await exchange(
+            server, subject: tokens.accessToken, type: Self.accessTokenType, client: "backend",
+            extra: ["audience": "https://api.example", "scope": "openid profile"])
         #expect(forAPI.status == 200, "\(forAPI.text)")
         let apiToken = try #require(try forAPI.json()["access_token"] as? String)
 
@@ -116,8 +128,9 @@ struct TokenExchangeAttackTests {
         // Its own token still exchanges, within its scope.
         let own = try await exchange(server, subject: tokens.accessToken, type: Self.accessTokenType, extra: ["scope": "openid email"])
         #expect(own.status == 200, "\(own.text)")
-        let wider = try await exchange(server, subject: try #require(try own.json()["access_token"] as? String), type: Self.accessTokenType,
-                                       extra: ["scope": "openid profile"])
+        let wider = try await exchange(
+            server, subject: try #require(try own.json()["access_token"] as? String), type: Self.accessTokenType,
+            extra: ["scope": "openid profile"])
         #expect(try wider.json()["error"] as? String == "invalid_scope", "the result's scope is at most the subject's")
     }
 
@@ -149,8 +162,10 @@ struct TokenExchangeAttackTests {
         defer { Task { await server.stop() } }
         let tokens = try await server.tokens()
         let introspect = { (token: String) async throws -> [String: Any] in
-            try await TestBrowser().postForm(server.base + "/oauth2/introspect", ["token": token],
-                                             headers: ["Authorization": basicAuth("backend", "backend-secret-0123456789")]).json()
+            try await TestBrowser().postForm(
+                server.base + "/oauth2/introspect", ["token": token],
+                headers: ["Authorization": basicAuth("backend", "backend-secret-0123456789")]
+            ).json()
         }
         #expect(try await introspect(tokens.accessToken)["active"] as? Bool == true)
         #expect(try await introspect(try #require(tokens.refreshToken))["active"] as? Bool == true)
@@ -172,10 +187,12 @@ struct TokenExchangeAttackTests {
         let start = try await browser.postJSON(server.base + "/flow/execute", ["applicationId": "latchkey-demo", "flowType": "AUTHENTICATION"])
         let executionId = try #require(try start.json()["executionId"] as? String)
         let challenge = try #require(try start.json()["challengeToken"] as? String)
-        let done = try await browser.postJSON(server.base + "/flow/execute", [
-            "executionId": executionId, "challengeToken": challenge, "action": "action_001",
-            "inputs": ["username": "demo@example.com", "password": "correct horse battery staple"],
-        ])
+        let done = try await browser.postJSON(
+            server.base + "/flow/execute",
+            [
+                "executionId": executionId, "challengeToken": challenge, "action": "action_001",
+                "inputs": ["username": "demo@example.com", "password": "correct horse battery staple"]
+            ])
         let assertion = try #require(try done.json()["assertion"] as? String, "\(done.text)")
         #expect(try CompactJWS(parsing: assertion).header.typ == "flow-assertion+jwt")
         let first = try await exchange(server, subject: assertion, type: Self.jwtType)

@@ -28,12 +28,14 @@ struct SchemaAndLocationTests {
         #expect(!remote.description.contains("from-env"))
     }
 
-    @Test("a malformed URL is a clear configuration error", arguments: [
-        "postgres://127.0.0.1/latchkey",          // no user
-        "postgres://app@127.0.0.1/",             // no database
-        "postgres://app@/latchkey",              // no host
-        "postgres://app@127.0.0.1/latchkey?sslmode=sometimes",
-    ])
+    @Test(
+        "a malformed URL is a clear configuration error",
+        arguments: [
+            "postgres://127.0.0.1/latchkey",  // no user
+            "postgres://app@127.0.0.1/",  // no database
+            "postgres://app@/latchkey",  // no host
+            "postgres://app@127.0.0.1/latchkey?sslmode=sometimes"
+        ])
     func malformedURLs(_ url: String) {
         #expect(throws: ConfigurationError.self) { try DatabaseLocation(url) }
     }

@@ -159,14 +159,17 @@ struct StoreContractTests {
             #expect(try await store.settleLoginFailure(userId: user.id, address: "192.0.2.1", now: t0, limits: limits) == at(600))
             #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.2", now: t0, limits: limits) == .reserved)
             #expect(try await store.settleLoginFailure(userId: user.id, address: "192.0.2.2", now: t0, limits: limits) == at(600))
-            #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.3", now: at(1), limits: limits)
+            #expect(
+                try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.3", now: at(1), limits: limits)
                     == .refused(lockedUntil: at(600)), "the account is locked for everyone")
 
             try await store.replacePassword(userId: user.id, passwordHash: "hash-v2", keepingSession: nil, keepingFamily: nil, now: at(2))
-            #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: at(3), limits: limits) == .reserved,
-                    "the address lock is gone")
-            #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.3", now: at(3), limits: limits) == .reserved,
-                    "the account lock is gone")
+            #expect(
+                try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: at(3), limits: limits) == .reserved,
+                "the address lock is gone")
+            #expect(
+                try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.3", now: at(3), limits: limits) == .reserved,
+                "the account lock is gone")
         }
     }
 
@@ -182,8 +185,9 @@ struct StoreContractTests {
             let looseFamily = Make.family(userId: user.id)
             for family in [keptFamily, otherFamily, looseFamily] { try await store.insertFamily(family) }
 
-            try await store.replacePassword(userId: user.id, passwordHash: "hash-v2", keepingSession: kept.id, keepingFamily: keptFamily.id,
-                                            now: at(5))
+            try await store.replacePassword(
+                userId: user.id, passwordHash: "hash-v2", keepingSession: kept.id, keepingFamily: keptFamily.id,
+                now: at(5))
             #expect(try await store.session(id: kept.id) == kept, "the kept session goes on")
             #expect(try await store.session(id: other.id)?.endedAt == at(5))
             #expect(try await store.family(id: keptFamily.id) == keptFamily)
@@ -196,20 +200,26 @@ struct StoreContractTests {
     func updateProfileWritesOnlyAtTheExpectedVersion(_ kind: StoreKind) async throws {
         try await kind.withStore { store async throws in
             let user = try await Make.insertUser(store, username: "ada", claims: ["email": "ada@example.com"])
-            #expect(try await store.updateProfile(userId: user.id, username: "lovelace", claims: ["email": "ada@lovelace.example"],
-                                                  disabled: nil, expectedVersion: user.version, updatedAt: at(10)))
+            #expect(
+                try await store.updateProfile(
+                    userId: user.id, username: "lovelace", claims: ["email": "ada@lovelace.example"],
+                    disabled: nil, expectedVersion: user.version, updatedAt: at(10)))
             let stored = try #require(try await store.user(id: user.id))
             #expect(stored.username == "lovelace" && stored.claims == ["email": "ada@lovelace.example"])
             #expect(stored.version == user.version + 1 && stored.updatedAt == at(10))
             #expect(stored.passwordHash == user.passwordHash, "a profile write never touches the password hash")
             #expect(!stored.disabled, "disabled: nil keeps the flag")
 
-            #expect(try await store.updateProfile(userId: user.id, username: "stale", claims: [:], disabled: true,
-                                                  expectedVersion: user.version, updatedAt: at(20)) == false, "a stale copy is refused")
+            #expect(
+                try await store.updateProfile(
+                    userId: user.id, username: "stale", claims: [:], disabled: true,
+                    expectedVersion: user.version, updatedAt: at(20)) == false, "a stale copy is refused")
             #expect(try await store.user(id: user.id) == stored, "and changes nothing")
 
-            #expect(try await store.updateProfile(userId: user.id, username: "lovelace", claims: stored.claims, disabled: true,
-                                                  expectedVersion: stored.version, updatedAt: at(30)))
+            #expect(
+                try await store.updateProfile(
+                    userId: user.id, username: "lovelace", claims: stored.claims, disabled: true,
+                    expectedVersion: stored.version, updatedAt: at(30)))
             let disabled = try #require(try await store.user(id: user.id))
             #expect(disabled.disabled && disabled.version == stored.version + 1 && disabled.updatedAt == at(30))
         }
@@ -221,12 +231,14 @@ struct StoreContractTests {
             let ada = try await Make.insertUser(store, username: "ada")
             try await Make.insertUser(store, username: "bob")
             await Make.expectConflict("bob is taken") {
-                _ = try await store.updateProfile(userId: ada.id, username: "bob", claims: [:], disabled: nil,
-                                                  expectedVersion: ada.version, updatedAt: at(1))
+                _ = try await store.updateProfile(
+                    userId: ada.id, username: "bob", claims: [:], disabled: nil,
+                    expectedVersion: ada.version, updatedAt: at(1))
             }
             await Make.expectConflict("BOB is bob") {
-                _ = try await store.updateProfile(userId: ada.id, username: "BOB", claims: [:], disabled: nil,
-                                                  expectedVersion: ada.version, updatedAt: at(1))
+                _ = try await store.updateProfile(
+                    userId: ada.id, username: "BOB", claims: [:], disabled: nil,
+                    expectedVersion: ada.version, updatedAt: at(1))
             }
             let stored = try #require(try await store.user(id: ada.id))
             #expect(stored.username == "ada" && stored.version == ada.version)
@@ -242,10 +254,12 @@ struct StoreContractTests {
             let limits = Make.limits(perAddress: 2, perAccount: 10)
             #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: t0, limits: limits) == .reserved)
             #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: t0, limits: limits) == .reserved)
-            #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: t0, limits: limits)
+            #expect(
+                try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: t0, limits: limits)
                     == .refused(lockedUntil: nil), "every allowed attempt is being checked: refused, but not locked")
-            #expect(try await store.reserveLoginAttempt(userId: user.id, address: "198.51.100.7", now: t0, limits: limits) == .reserved,
-                    "another address has its own count")
+            #expect(
+                try await store.reserveLoginAttempt(userId: user.id, address: "198.51.100.7", now: t0, limits: limits) == .reserved,
+                "another address has its own count")
         }
     }
 
@@ -257,12 +271,15 @@ struct StoreContractTests {
             #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: t0, limits: limits) == .reserved)
             #expect(try await store.settleLoginFailure(userId: user.id, address: "192.0.2.1", now: t0, limits: limits) == nil)
             #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: t0, limits: limits) == .reserved)
-            #expect(try await store.settleLoginFailure(userId: user.id, address: "192.0.2.1", now: t0, limits: limits) == at(300),
-                    "the second failure reaches the limit: locked until now + lockFor")
-            #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: at(1), limits: limits)
+            #expect(
+                try await store.settleLoginFailure(userId: user.id, address: "192.0.2.1", now: t0, limits: limits) == at(300),
+                "the second failure reaches the limit: locked until now + lockFor")
+            #expect(
+                try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: at(1), limits: limits)
                     == .refused(lockedUntil: at(300)))
-            #expect(try await store.reserveLoginAttempt(userId: user.id, address: "198.51.100.7", now: at(1), limits: limits) == .reserved,
-                    "the lock holds for that address only")
+            #expect(
+                try await store.reserveLoginAttempt(userId: user.id, address: "198.51.100.7", now: at(1), limits: limits) == .reserved,
+                "the lock holds for that address only")
         }
     }
 
@@ -277,7 +294,8 @@ struct StoreContractTests {
                 locks.append(try await store.settleLoginFailure(userId: user.id, address: address, now: t0, limits: limits))
             }
             #expect(locks == [nil, nil, at(300)])
-            #expect(try await store.reserveLoginAttempt(userId: user.id, address: "198.51.100.7", now: at(1), limits: limits)
+            #expect(
+                try await store.reserveLoginAttempt(userId: user.id, address: "198.51.100.7", now: at(1), limits: limits)
                     == .refused(lockedUntil: at(300)), "a fresh address is refused too")
         }
     }
@@ -289,7 +307,8 @@ struct StoreContractTests {
             let limits = Make.limits(perAddress: 1, perAccount: 10, lockFor: 300)
             #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: t0, limits: limits) == .reserved)
             #expect(try await store.settleLoginFailure(userId: user.id, address: "192.0.2.1", now: t0, limits: limits) == at(300))
-            #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: at(299), limits: limits)
+            #expect(
+                try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: at(299), limits: limits)
                     == .refused(lockedUntil: at(300)))
             #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: at(301), limits: limits) == .reserved)
         }
@@ -307,7 +326,8 @@ struct StoreContractTests {
             // Both earlier attempts are forgotten: the full allowance is back.
             #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: at(1), limits: limits) == .reserved)
             #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: at(1), limits: limits) == .reserved)
-            #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: at(1), limits: limits)
+            #expect(
+                try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: at(1), limits: limits)
                     == .refused(lockedUntil: nil))
         }
     }
@@ -320,9 +340,11 @@ struct StoreContractTests {
             #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: t0, limits: limits) == .reserved)
             #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: t0, limits: limits) == .reserved)
             #expect(try await store.settleLoginFailure(userId: user.id, address: "192.0.2.1", now: t0, limits: limits) == at(300))
-            #expect(try await store.settleLoginSuccess(userId: user.id, address: "192.0.2.1", now: t0) == false,
-                    "the right password came too late: the address was locked meanwhile")
-            #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: at(1), limits: limits)
+            #expect(
+                try await store.settleLoginSuccess(userId: user.id, address: "192.0.2.1", now: t0) == false,
+                "the right password came too late: the address was locked meanwhile")
+            #expect(
+                try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: at(1), limits: limits)
                     == .refused(lockedUntil: at(300)), "and the lock stays")
         }
     }
@@ -334,11 +356,13 @@ struct StoreContractTests {
             let limits = Make.limits(perAddress: 2, perAccount: 2)
             #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: t0, limits: limits) == .reserved)
             #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: t0, limits: limits) == .reserved)
-            #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: t0, limits: limits)
+            #expect(
+                try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: t0, limits: limits)
                     == .refused(lockedUntil: nil))
             try await store.releaseLoginAttempt(userId: user.id, address: "192.0.2.1")
-            #expect(try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: t0, limits: limits) == .reserved,
-                    "an attempt never judged does not count")
+            #expect(
+                try await store.reserveLoginAttempt(userId: user.id, address: "192.0.2.1", now: t0, limits: limits) == .reserved,
+                "an attempt never judged does not count")
         }
     }
 
@@ -355,8 +379,9 @@ struct StoreContractTests {
             let second = Make.emailChange(userId: user.id, email: "second@example.com", code: Make.bytes())
             try await store.replaceEmailChange(second)
             #expect(try await store.emailChange(userId: user.id) == second)
-            #expect(try await store.redeemEmailChange(userId: user.id, codeDigest: first.codeDigest, maxAttempts: 5, now: at(1)) == .wrongCode,
-                    "a new code voids the old one")
+            #expect(
+                try await store.redeemEmailChange(userId: user.id, codeDigest: first.codeDigest, maxAttempts: 5, now: at(1)) == .wrongCode,
+                "a new code voids the old one")
         }
     }
 
@@ -388,8 +413,9 @@ struct StoreContractTests {
             #expect(try await store.redeemEmailChange(userId: user.id, codeDigest: Make.bytes(), maxAttempts: 2, now: at(1)) == .wrongCode)
             #expect(try await store.redeemEmailChange(userId: user.id, codeDigest: Make.bytes(), maxAttempts: 2, now: at(2)) == .exhausted)
             #expect(try await store.emailChange(userId: user.id) == nil)
-            #expect(try await store.redeemEmailChange(userId: user.id, codeDigest: change.codeDigest, maxAttempts: 2, now: at(3)) == .missing,
-                    "the right code comes too late")
+            #expect(
+                try await store.redeemEmailChange(userId: user.id, codeDigest: change.codeDigest, maxAttempts: 2, now: at(3)) == .missing,
+                "the right code comes too late")
         }
     }
 
@@ -459,8 +485,9 @@ struct StoreContractTests {
             let later = try await store.admitAccountEvent(key: key, now: at(65), window: 60, limit: 3)
             #expect(later.admitted, "t0 left the window (and the refused event was never recorded)")
             #expect(later.events == AccountEventCount(count: 3, oldest: at(10)))
-            #expect(try await store.admitAccountEvent(key: "wrong-code:user-2", now: at(30), window: 60, limit: 3).admitted,
-                    "keys have their own budgets")
+            #expect(
+                try await store.admitAccountEvent(key: "wrong-code:user-2", now: at(30), window: 60, limit: 3).admitted,
+                "keys have their own budgets")
         }
     }
 
@@ -475,8 +502,9 @@ struct StoreContractTests {
             #expect(try await store.accountEvents(key: "unknown", now: at(20), window: 60) == AccountEventCount(count: 0, oldest: nil))
             try await store.clearAccountEvents(key: "k")
             #expect(try await store.accountEvents(key: "k", now: at(20), window: 60) == AccountEventCount(count: 0, oldest: nil))
-            #expect(try await store.accountEvents(key: "j", now: at(20), window: 60) == AccountEventCount(count: 1, oldest: at(10)),
-                    "other keys are kept")
+            #expect(
+                try await store.accountEvents(key: "j", now: at(20), window: 60) == AccountEventCount(count: 1, oldest: at(10)),
+                "other keys are kept")
         }
     }
 
@@ -522,10 +550,22 @@ struct StoreContractTests {
     @Test(arguments: StoreKind.available)
     func addressEventBucketsAndAddressesAreIndependent(_ kind: StoreKind) async throws {
         try await kind.withStore { store async throws in
-            do { let waited = try await store.reserveAddressEvent(bucket: "starts", address: "192.0.2.1", now: t0, window: 60, limit: 1); #expect(waited == nil) }
-            do { let waited = try await store.reserveAddressEvent(bucket: "starts", address: "192.0.2.1", now: at(1), window: 60, limit: 1); #expect(waited == 59) }
-            do { let waited = try await store.reserveAddressEvent(bucket: "registrations", address: "192.0.2.1", now: at(1), window: 60, limit: 1); #expect(waited == nil) }
-            do { let waited = try await store.reserveAddressEvent(bucket: "starts", address: "192.0.2.2", now: at(1), window: 60, limit: 1); #expect(waited == nil) }
+            do {
+                let waited = try await store.reserveAddressEvent(bucket: "starts", address: "192.0.2.1", now: t0, window: 60, limit: 1);
+                #expect(waited == nil)
+            }
+            do {
+                let waited = try await store.reserveAddressEvent(bucket: "starts", address: "192.0.2.1", now: at(1), window: 60, limit: 1);
+                #expect(waited == 59)
+            }
+            do {
+                let waited = try await store.reserveAddressEvent(bucket: "registrations", address: "192.0.2.1", now: at(1), window: 60, limit: 1);
+                #expect(waited == nil)
+            }
+            do {
+                let waited = try await store.reserveAddressEvent(bucket: "starts", address: "192.0.2.2", now: at(1), window: 60, limit: 1);
+                #expect(waited == nil)
+            }
         }
     }
 
@@ -549,8 +589,9 @@ struct StoreContractTests {
             try await store.insertFlowExecution(flow)
             let next = Make.bytes(), later = Make.bytes()
             #expect(try await store.swapFlowChallenge(id: flow.id, presented: flow.challengeHash, next: next))
-            #expect(try await store.swapFlowChallenge(id: flow.id, presented: flow.challengeHash, next: later) == false,
-                    "the old challenge is spent")
+            #expect(
+                try await store.swapFlowChallenge(id: flow.id, presented: flow.challengeHash, next: later) == false,
+                "the old challenge is spent")
             #expect(try await store.flowExecution(id: flow.id, now: at(1))?.challengeHash == next)
             #expect(try await store.swapFlowChallenge(id: flow.id, presented: next, next: later))
             #expect(try await store.swapFlowChallenge(id: "unknown", presented: later, next: next) == false)
@@ -616,8 +657,9 @@ struct StoreContractTests {
             #expect(copy.recipient == first.recipient && copy.subject == first.subject && copy.body == first.body)
             #expect(copy.attempts == 0 && copy.createdAt == first.createdAt)
             #expect(try await store.claimDueMail(now: at(20), leaseUntil: at(80), limit: 10).isEmpty, "leased until at(80)")
-            #expect(Set(try await store.claimDueMail(now: at(81), leaseUntil: at(140), limit: 10).map(\.id)) == [first.id, second.id],
-                    "due again once the lease ended (a server that claimed it died)")
+            #expect(
+                Set(try await store.claimDueMail(now: at(81), leaseUntil: at(140), limit: 10).map(\.id)) == [first.id, second.id],
+                "due again once the lease ended (a server that claimed it died)")
             #expect(try await store.claimDueMail(now: at(200), leaseUntil: at(300), limit: 2).count == 2, "at most limit")
         }
     }
@@ -661,8 +703,9 @@ struct StoreContractTests {
         }
     }
 
-    @Test("an id one instance consumed stays consumed for another whose clock runs minutes behind, whatever the one ahead prunes",
-          arguments: StoreKind.available)
+    @Test(
+        "an id one instance consumed stays consumed for another whose clock runs minutes behind, whatever the one ahead prunes",
+        arguments: StoreKind.available)
     func consumedIdsOutliveTheClocksOfInstances(_ kind: StoreKind) async throws {
         try await kind.withStores(2) { stores async throws in
             let (ahead, behind) = (stores[0], stores[1])
@@ -693,8 +736,10 @@ struct StoreContractTests {
             #expect(try await store.pendingDeviceAuthorization(userCodeDigest: device.userCodeDigest, now: at(1)) == device)
             #expect(try await store.pendingDeviceAuthorization(userCodeDigest: device.userCodeDigest, now: at(601)) == nil, "expired")
             #expect(try await store.pendingDeviceAuthorization(userCodeDigest: Make.bytes(), now: at(1)) == nil)
-            #expect(try await store.decideDeviceAuthorization(userCodeDigest: device.userCodeDigest, approve: true, userId: "user-1",
-                                                              sessionId: "sid-1", authTime: t0, amr: ["pwd"], now: at(2)))
+            #expect(
+                try await store.decideDeviceAuthorization(
+                    userCodeDigest: device.userCodeDigest, approve: true, userId: "user-1",
+                    sessionId: "sid-1", authTime: t0, amr: ["pwd"], now: at(2)))
             #expect(try await store.pendingDeviceAuthorization(userCodeDigest: device.userCodeDigest, now: at(3)) == nil, "decided")
         }
     }
@@ -704,15 +749,21 @@ struct StoreContractTests {
         try await kind.withStore { store async throws in
             let device = Make.deviceAuthorization()
             try await store.insertDeviceAuthorization(device)
-            #expect(try await store.decideDeviceAuthorization(userCodeDigest: device.userCodeDigest, approve: false, userId: "user-1",
-                                                              sessionId: "sid-1", authTime: t0, amr: ["pwd"], now: at(1)))
-            #expect(try await store.decideDeviceAuthorization(userCodeDigest: device.userCodeDigest, approve: true, userId: "user-2",
-                                                              sessionId: "sid-2", authTime: t0, amr: ["pwd"], now: at(2)) == false,
-                    "a denial is final")
+            #expect(
+                try await store.decideDeviceAuthorization(
+                    userCodeDigest: device.userCodeDigest, approve: false, userId: "user-1",
+                    sessionId: "sid-1", authTime: t0, amr: ["pwd"], now: at(1)))
+            #expect(
+                try await store.decideDeviceAuthorization(
+                    userCodeDigest: device.userCodeDigest, approve: true, userId: "user-2",
+                    sessionId: "sid-2", authTime: t0, amr: ["pwd"], now: at(2)) == false,
+                "a denial is final")
             let expired = Make.deviceAuthorization(expiresAt: at(60))
             try await store.insertDeviceAuthorization(expired)
-            #expect(try await store.decideDeviceAuthorization(userCodeDigest: expired.userCodeDigest, approve: true, userId: "user-1",
-                                                              sessionId: "sid-1", authTime: t0, amr: ["pwd"], now: at(61)) == false)
+            #expect(
+                try await store.decideDeviceAuthorization(
+                    userCodeDigest: expired.userCodeDigest, approve: true, userId: "user-1",
+                    sessionId: "sid-1", authTime: t0, amr: ["pwd"], now: at(61)) == false)
         }
     }
 
@@ -736,8 +787,10 @@ struct StoreContractTests {
         try await kind.withStore { store async throws in
             let device = Make.deviceAuthorization()
             try await store.insertDeviceAuthorization(device)
-            #expect(try await store.decideDeviceAuthorization(userCodeDigest: device.userCodeDigest, approve: true, userId: "user-1",
-                                                              sessionId: "sid-1", authTime: at(1), amr: ["pwd", "otp"], now: at(1)))
+            #expect(
+                try await store.decideDeviceAuthorization(
+                    userCodeDigest: device.userCodeDigest, approve: true, userId: "user-1",
+                    sessionId: "sid-1", authTime: at(1), amr: ["pwd", "otp"], now: at(1)))
             let poll = try await store.pollDeviceAuthorization(deviceCodeHash: device.deviceCodeHash, clientId: device.clientId, now: at(2))
             guard case .approved(let approved) = poll else {
                 Issue.record("an approved authorization: \(poll)")
@@ -746,7 +799,8 @@ struct StoreContractTests {
             #expect(approved.deviceCodeHash == device.deviceCodeHash && approved.clientId == device.clientId && approved.scope == device.scope)
             #expect(approved.userId == "user-1" && approved.sessionId == "sid-1")
             #expect(approved.authTime == at(1) && approved.amr == ["pwd", "otp"])
-            #expect(try await store.pollDeviceAuthorization(deviceCodeHash: device.deviceCodeHash, clientId: device.clientId, now: at(100))
+            #expect(
+                try await store.pollDeviceAuthorization(deviceCodeHash: device.deviceCodeHash, clientId: device.clientId, now: at(100))
                     == .notFound, "an approval is handed out once")
         }
     }
@@ -757,11 +811,15 @@ struct StoreContractTests {
             let denied = Make.deviceAuthorization(), expired = Make.deviceAuthorization(expiresAt: at(60))
             try await store.insertDeviceAuthorization(denied)
             try await store.insertDeviceAuthorization(expired)
-            #expect(try await store.decideDeviceAuthorization(userCodeDigest: denied.userCodeDigest, approve: false, userId: "user-1",
-                                                              sessionId: "sid-1", authTime: t0, amr: ["pwd"], now: at(1)))
-            #expect(try await store.pollDeviceAuthorization(deviceCodeHash: denied.deviceCodeHash, clientId: denied.clientId, now: at(2))
+            #expect(
+                try await store.decideDeviceAuthorization(
+                    userCodeDigest: denied.userCodeDigest, approve: false, userId: "user-1",
+                    sessionId: "sid-1", authTime: t0, amr: ["pwd"], now: at(1)))
+            #expect(
+                try await store.pollDeviceAuthorization(deviceCodeHash: denied.deviceCodeHash, clientId: denied.clientId, now: at(2))
                     == .denied)
-            #expect(try await store.pollDeviceAuthorization(deviceCodeHash: expired.deviceCodeHash, clientId: expired.clientId, now: at(61))
+            #expect(
+                try await store.pollDeviceAuthorization(deviceCodeHash: expired.deviceCodeHash, clientId: expired.clientId, now: at(61))
                     == .expired)
             #expect(try await store.pollDeviceAuthorization(deviceCodeHash: Make.bytes(), clientId: "tv", now: at(2)) == .notFound)
         }
@@ -773,8 +831,9 @@ struct StoreContractTests {
             let device = Make.deviceAuthorization(clientId: "tv", interval: 5)
             try await store.insertDeviceAuthorization(device)
             #expect(try await store.pollDeviceAuthorization(deviceCodeHash: device.deviceCodeHash, clientId: "other", now: t0) == .notFound)
-            #expect(try await store.pollDeviceAuthorization(deviceCodeHash: device.deviceCodeHash, clientId: "tv", now: at(1)) == .pending,
-                    "the foreign poll did not count as a poll (no slow_down)")
+            #expect(
+                try await store.pollDeviceAuthorization(deviceCodeHash: device.deviceCodeHash, clientId: "tv", now: at(1)) == .pending,
+                "the foreign poll did not count as a poll (no slow_down)")
         }
     }
 
@@ -785,10 +844,13 @@ struct StoreContractTests {
         try await kind.withStore { store async throws in
             let request = Make.pushedRequest(expiresAt: at(60))
             try await store.insertPushedRequest(request)
-            #expect(try await store.takePushedRequest(uriHash: request.uriHash, clientId: request.clientId + "-other", now: at(1)) == nil,
-                    "another client's take finds nothing, and leaves the request in place")
+            #expect(
+                try await store.takePushedRequest(uriHash: request.uriHash, clientId: request.clientId + "-other", now: at(1)) == nil,
+                "another client's take finds nothing, and leaves the request in place")
             #expect(try await store.takePushedRequest(uriHash: request.uriHash, clientId: request.clientId, now: at(1)) == request)
-            #expect(try await store.takePushedRequest(uriHash: request.uriHash, clientId: request.clientId, now: at(2)) == nil, "a request_uri is used once")
+            #expect(
+                try await store.takePushedRequest(uriHash: request.uriHash, clientId: request.clientId, now: at(2)) == nil,
+                "a request_uri is used once")
             #expect(try await store.takePushedRequest(uriHash: Make.bytes(), clientId: request.clientId, now: at(2)) == nil)
         }
     }
@@ -870,8 +932,9 @@ struct StoreContractTests {
             #expect(try await store.recordPasskeyUse(id: passkey.id, previousSignCount: 10, signCount: 11, backedUp: true, now: at(5)))
             let used = try #require(try await store.passkey(id: passkey.id))
             #expect(used.signCount == 11 && used.backedUp && used.lastUsedAt == at(5))
-            #expect(try await store.recordPasskeyUse(id: passkey.id, previousSignCount: 10, signCount: 12, backedUp: false, now: at(6)) == false,
-                    "another sign-in won with counter 10")
+            #expect(
+                try await store.recordPasskeyUse(id: passkey.id, previousSignCount: 10, signCount: 12, backedUp: false, now: at(6)) == false,
+                "another sign-in won with counter 10")
             #expect(try await store.passkey(id: passkey.id) == used)
         }
     }
@@ -904,8 +967,9 @@ struct StoreContractTests {
 
             let expired = Make.passkeyChallenge(userId: nil, expiresAt: at(10))
             try await store.insertPasskeyChallenge(expired)
-            #expect(try await store.takePasskeyChallenge(hash: expired.challengeHash, now: at(20)) == expired,
-                    "an expired ceremony is still consumed (and returned, for the caller to refuse)")
+            #expect(
+                try await store.takePasskeyChallenge(hash: expired.challengeHash, now: at(20)) == expired,
+                "an expired ceremony is still consumed (and returned, for the caller to refuse)")
             #expect(try await store.takePasskeyChallenge(hash: expired.challengeHash, now: at(21)) == nil)
         }
     }
@@ -983,8 +1047,9 @@ struct StoreContractTests {
     @Test(arguments: StoreKind.available)
     func upsertClientKeepsOnlyTheSecretHash(_ kind: StoreKind) async throws {
         try await kind.withStore { store async throws in
-            var configuration = ClientConfiguration(clientId: "shop", name: "Shop", clientSecret: "a-secret-of-sixteen-characters",
-                                                    redirectUris: ["https://shop.example/callback"])
+            var configuration = ClientConfiguration(
+                clientId: "shop", name: "Shop", clientSecret: "a-secret-of-sixteen-characters",
+                redirectUris: ["https://shop.example/callback"])
             configuration.requireDPoP = true
             let secretHash = Make.bytes()
             try await store.upsertClient(ClientRecord(configuration: configuration, secretHash: secretHash))
@@ -1061,8 +1126,10 @@ struct StoreContractTests {
             let resent = try #require(try await store.loginSecondFactor(requestId: pending.requestId))
             #expect(resent.codeDigest == code && resent.expiresAt == at(900) && resent.sends == 2)
             #expect(resent.attempts == 1, "attempts are not reset")
-            #expect(try await store.resendLoginSecondFactor(requestId: pending.requestId, codeDigest: Make.bytes(), expiresAt: at(1000),
-                                                            maxSends: 2) == false)
+            #expect(
+                try await store.resendLoginSecondFactor(
+                    requestId: pending.requestId, codeDigest: Make.bytes(), expiresAt: at(1000),
+                    maxSends: 2) == false)
             #expect(try await store.loginSecondFactor(requestId: pending.requestId)?.codeDigest == code)
         }
     }
@@ -1175,8 +1242,9 @@ struct StoreContractTests {
             #expect(try await store.rotateRefreshToken(presented: token.tokenHash, next: stolen, now: at(20)) == .replayed(familyId: family.id))
             #expect(try await store.family(id: family.id)?.revokedAt != nil)
             #expect(try await store.refreshToken(hash: stolen.tokenHash) == nil, "a replay issues nothing")
-            #expect(try await store.rotateRefreshToken(presented: next.tokenHash, next: Make.refreshToken(family), now: at(21)) == .revoked,
-                    "the legitimate newest token dies with its family")
+            #expect(
+                try await store.rotateRefreshToken(presented: next.tokenHash, next: Make.refreshToken(family), now: at(21)) == .revoked,
+                "the legitimate newest token dies with its family")
         }
     }
 
@@ -1193,7 +1261,8 @@ struct StoreContractTests {
             try await store.insertRefreshToken(ofRevoked)
             try await store.revokeFamily(id: revokedFamily.id, reason: "signed out", now: at(1))
             #expect(try await store.rotateRefreshToken(presented: expiring.tokenHash, next: Make.refreshToken(family), now: at(61)) == .expired)
-            #expect(try await store.rotateRefreshToken(presented: ofRevoked.tokenHash, next: Make.refreshToken(revokedFamily), now: at(2))
+            #expect(
+                try await store.rotateRefreshToken(presented: ofRevoked.tokenHash, next: Make.refreshToken(revokedFamily), now: at(2))
                     == .revoked)
             #expect(try await store.rotateRefreshToken(presented: Make.bytes(), next: Make.refreshToken(family), now: at(2)) == .notFound)
         }
@@ -1242,8 +1311,8 @@ struct StoreContractTests {
             let session = Make.session(userId: user.id), other = Make.session(userId: user.id)
             try await store.insertSession(session)
             try await store.insertSession(other)
-            let created = Make.family(userId: user.id, sessionId: session.id)   // created for the session
-            let named = Make.family(userId: user.id)                            // only its refresh token names the session
+            let created = Make.family(userId: user.id, sessionId: session.id)  // created for the session
+            let named = Make.family(userId: user.id)  // only its refresh token names the session
             let elsewhere = Make.family(userId: user.id, sessionId: other.id)
             for family in [created, named, elsewhere] { try await store.insertFamily(family) }
             try await store.insertRefreshToken(Make.refreshToken(named, sessionId: session.id))
@@ -1272,8 +1341,9 @@ struct StoreContractTests {
             let foreignFamily = Make.family(userId: stranger.id, sessionId: foreign.id)
             for family in [ofFirst, sessionless, keptFamily, ofKept, foreignFamily] { try await store.insertFamily(family) }
 
-            try await store.revokeUserSessions(userId: user.id, keepingSession: kept.id, keepingFamily: keptFamily.id,
-                                               reason: "signed out everywhere", now: at(5))
+            try await store.revokeUserSessions(
+                userId: user.id, keepingSession: kept.id, keepingFamily: keptFamily.id,
+                reason: "signed out everywhere", now: at(5))
             #expect(try await store.session(id: first.id)?.endedAt == at(5))
             #expect(try await store.session(id: second.id)?.endedAt == at(5))
             #expect(try await store.session(id: kept.id) == kept, "the kept session goes on")
@@ -1408,8 +1478,9 @@ struct StoreContractTests {
             // Kept.
             #expect(try await store.loginRequest(id: liveRequest.id, now: t0) == liveRequest)
             #expect(try await store.flowExecution(id: liveFlow.id, now: t0) == liveFlow)
-            #expect(try await store.redeemAuthorizationCode(hash: recentCode.codeHash, familyId: "family-recent", now: t0) != .notFound,
-                    "a used or expired code is kept a day, so a late replay is still recognised")
+            #expect(
+                try await store.redeemAuthorizationCode(hash: recentCode.codeHash, familyId: "family-recent", now: t0) != .notFound,
+                "a used or expired code is kept a day, so a late replay is still recognised")
             #expect(try await store.accessToken(jti: liveAccess.jti) == liveAccess)
             #expect(try await store.refreshToken(hash: liveRefresh.tokenHash) == liveRefresh)
             #expect(try await store.session(id: liveSession.id) == liveSession)
@@ -1442,8 +1513,9 @@ struct StoreContractTests {
             #expect(rotated.count == 1, "exactly one rotation: \(outcomes.map { $0.1 })")
             #expect(rotated.first?.1 == .rotated(previous: token))
             let others = outcomes.filter { !$0.1.isRotated }.map { $0.1 }
-            #expect(others.allSatisfy { $0 == .replayed(familyId: family.id) || $0 == .revoked },
-                    "every other presentation is a replay (or meets the family it revoked): \(others)")
+            #expect(
+                others.allSatisfy { $0 == .replayed(familyId: family.id) || $0 == .revoked },
+                "every other presentation is a replay (or meets the family it revoked): \(others)")
             #expect(others.contains(.replayed(familyId: family.id)))
             #expect(try await store.family(id: family.id)?.revokedAt != nil, "the family ends revoked")
             var issued = 0
@@ -1467,8 +1539,9 @@ struct StoreContractTests {
             let winners = outcomes.filter { if case .redeemed = $0.1 { return true } else { return false } }
             #expect(winners.count == 1, "exactly one redemption")
             let winner = try #require(winners.first?.0)
-            #expect(outcomes.filter { $0.0 != winner }.allSatisfy { $0.1 == .replayed(familyId: winner) },
-                    "every other one is a replay of the winner's family")
+            #expect(
+                outcomes.filter { $0.0 != winner }.allSatisfy { $0.1 == .replayed(familyId: winner) },
+                "every other one is a replay of the winner's family")
             #expect(try await store.family(id: winner)?.revokedAt != nil, "the replays revoked what the code produced")
             for (familyId, _) in outcomes where familyId != winner {
                 #expect(try await store.family(id: familyId) == nil, "a replay creates no family")
@@ -1528,8 +1601,12 @@ struct StoreContractTests {
             try await store.insertPasskey(passkey)
             let outcomes = try await Make.concurrently(24) { (index: Int) -> (UInt32, Bool) in
                 let count = UInt32(11 + index)
-                return (count, try await store.recordPasskeyUse(id: passkey.id, previousSignCount: 10, signCount: count, backedUp: false,
-                                                                now: at(5)))
+                return (
+                    count,
+                    try await store.recordPasskeyUse(
+                        id: passkey.id, previousSignCount: 10, signCount: count, backedUp: false,
+                        now: at(5))
+                )
             }
             let winners = outcomes.filter { $0.1 }
             #expect(winners.count == 1)
@@ -1600,7 +1677,9 @@ struct StoreContractTests {
         try await kind.withStore { store async throws in
             let request = Make.pushedRequest()
             try await store.insertPushedRequest(request)
-            let results = try await Make.concurrently(24) { _ in try await store.takePushedRequest(uriHash: request.uriHash, clientId: request.clientId, now: at(1)) }
+            let results = try await Make.concurrently(24) { _ in
+                try await store.takePushedRequest(uriHash: request.uriHash, clientId: request.clientId, now: at(1))
+            }
             #expect(results.compactMap { $0 } == [request])
         }
     }
@@ -1610,8 +1689,10 @@ struct StoreContractTests {
         try await kind.withStore { store async throws in
             let device = Make.deviceAuthorization()
             try await store.insertDeviceAuthorization(device)
-            #expect(try await store.decideDeviceAuthorization(userCodeDigest: device.userCodeDigest, approve: true, userId: "user-1",
-                                                              sessionId: "sid-1", authTime: t0, amr: ["pwd"], now: at(1)))
+            #expect(
+                try await store.decideDeviceAuthorization(
+                    userCodeDigest: device.userCodeDigest, approve: true, userId: "user-1",
+                    sessionId: "sid-1", authTime: t0, amr: ["pwd"], now: at(1)))
             let results = try await Make.concurrently(24) { _ in
                 try await store.pollDeviceAuthorization(deviceCodeHash: device.deviceCodeHash, clientId: device.clientId, now: at(5))
             }
@@ -1627,9 +1708,13 @@ struct StoreContractTests {
             try await store.insertDeviceAuthorization(device)
             let outcomes = try await Make.concurrently(16) { (index: Int) -> (Bool, Bool) in
                 let approve = index % 2 == 0
-                return (approve, try await store.decideDeviceAuthorization(userCodeDigest: device.userCodeDigest, approve: approve,
-                                                                           userId: "user-\(index)", sessionId: "sid-\(index)",
-                                                                           authTime: t0, amr: ["pwd"], now: at(1)))
+                return (
+                    approve,
+                    try await store.decideDeviceAuthorization(
+                        userCodeDigest: device.userCodeDigest, approve: approve,
+                        userId: "user-\(index)", sessionId: "sid-\(index)",
+                        authTime: t0, amr: ["pwd"], now: at(1))
+                )
             }
             let winners = outcomes.filter { $0.1 }
             #expect(winners.count == 1)
@@ -1727,8 +1812,12 @@ struct StoreContractTests {
             let user = try await Make.insertUser(store, username: "ada")
             let outcomes = try await Make.concurrently(24) { (index: Int) -> ([String: String], Bool) in
                 let claims = ["name": "writer \(index)"]
-                return (claims, try await store.updateProfile(userId: user.id, username: "ada", claims: claims, disabled: nil,
-                                                              expectedVersion: user.version, updatedAt: at(1)))
+                return (
+                    claims,
+                    try await store.updateProfile(
+                        userId: user.id, username: "ada", claims: claims, disabled: nil,
+                        expectedVersion: user.version, updatedAt: at(1))
+                )
             }
             let winners = outcomes.filter { $0.1 }
             #expect(winners.count == 1, "no lost update")

@@ -95,8 +95,9 @@ enum StoreKind: String, Sendable, CaseIterable, CustomTestStringConvertible {
 enum PostgresAdmin {
     static func execute(_ sql: String, at location: PostgresLocation) async throws {
         // The throwaway cluster is local: no TLS.
-        let configuration = PostgresClient.Configuration(host: location.host, port: location.port, username: location.username,
-                                                         password: location.password, database: location.database, tls: .disable)
+        let configuration = PostgresClient.Configuration(
+            host: location.host, port: location.port, username: location.username,
+            password: location.password, database: location.database, tls: .disable)
         var logger = Logger(label: "latchkey.store-contract")
         logger.logLevel = .critical
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
@@ -172,8 +173,10 @@ enum StoreFixture {
     /// Runs `operation`, which must throw `StoreError.conflict`; returns the conflict's reason (nil, and an issue, when
     /// it did not throw that).
     @discardableResult
-    static func expectConflict(_ what: String, sourceLocation: SourceLocation = #_sourceLocation,
-                               _ operation: () async throws -> Void) async -> String? {
+    static func expectConflict(
+        _ what: String, sourceLocation: SourceLocation = #_sourceLocation,
+        _ operation: () async throws -> Void
+    ) async -> String? {
         do {
             try await operation()
             Issue.record("expected StoreError.conflict, nothing was thrown: \(what)", sourceLocation: sourceLocation)
@@ -188,137 +191,182 @@ enum StoreFixture {
 
     // MARK: Accounts
 
-    static func user(id: String = StoreFixture.unique("user"), username: String? = nil, claims: [String: String] = [:],
-                     passwordHash: String = "hash-v1") -> UserRecord {
-        UserRecord(id: id, username: username ?? id, passwordHash: passwordHash, claims: claims, disabled: false, failedLogins: 0,
-                   lockedUntil: nil, createdAt: t0)
+    static func user(
+        id: String = StoreFixture.unique("user"), username: String? = nil, claims: [String: String] = [:],
+        passwordHash: String = "hash-v1"
+    ) -> UserRecord {
+        UserRecord(
+            id: id, username: username ?? id, passwordHash: passwordHash, claims: claims, disabled: false, failedLogins: 0,
+            lockedUntil: nil, createdAt: t0)
     }
 
     @discardableResult
-    static func insertUser(_ store: any Store, id: String = StoreFixture.unique("user"), username: String? = nil,
-                           claims: [String: String] = [:]) async throws -> UserRecord {
+    static func insertUser(
+        _ store: any Store, id: String = StoreFixture.unique("user"), username: String? = nil,
+        claims: [String: String] = [:]
+    ) async throws -> UserRecord {
         let record = Self.user(id: id, username: username, claims: claims)
         try await store.insertUser(record)
         return record
     }
 
     static func emailChange(userId: String, email: String = "new@example.com", code: Data, expiresAt: Date = StoreFixture.at(900))
-        -> EmailChangeRecord {
+        -> EmailChangeRecord
+    {
         EmailChangeRecord(userId: userId, email: email, codeDigest: code, attempts: 0, createdAt: t0, expiresAt: expiresAt)
     }
 
     // MARK: Sessions and tokens
 
     static func session(userId: String, id: String = StoreFixture.unique("sid"), expiresAt: Date = StoreFixture.at(3600))
-        -> SessionRecord {
-        SessionRecord(id: id, secretHash: bytes(), userId: userId, authTime: t0, createdAt: t0, expiresAt: expiresAt, endedAt: nil,
-                      amr: ["pwd"])
+        -> SessionRecord
+    {
+        SessionRecord(
+            id: id, secretHash: bytes(), userId: userId, authTime: t0, createdAt: t0, expiresAt: expiresAt, endedAt: nil,
+            amr: ["pwd"])
     }
 
-    static func family(userId: String, id: String = StoreFixture.unique("family"), sessionId: String? = nil,
-                       clientId: String = "app") -> TokenFamilyRecord {
+    static func family(
+        userId: String, id: String = StoreFixture.unique("family"), sessionId: String? = nil,
+        clientId: String = "app"
+    ) -> TokenFamilyRecord {
         TokenFamilyRecord(id: id, clientId: clientId, userId: userId, sessionId: sessionId, createdAt: t0)
     }
 
-    static func refreshToken(_ family: TokenFamilyRecord, hash: Data = StoreFixture.bytes(), sessionId: String? = nil,
-                             createdAt: Date = StoreFixture.t0, expiresAt: Date = StoreFixture.at(3600)) -> RefreshTokenRecord {
-        RefreshTokenRecord(tokenHash: hash, familyId: family.id, clientId: family.clientId, userId: family.userId,
-                           scope: ["openid", "offline_access"], sessionId: sessionId ?? family.sessionId, authTime: t0,
-                           createdAt: createdAt, expiresAt: expiresAt, usedAt: nil, amr: ["pwd", "otp"], jkt: "thumbprint")
+    static func refreshToken(
+        _ family: TokenFamilyRecord, hash: Data = StoreFixture.bytes(), sessionId: String? = nil,
+        createdAt: Date = StoreFixture.t0, expiresAt: Date = StoreFixture.at(3600)
+    ) -> RefreshTokenRecord {
+        RefreshTokenRecord(
+            tokenHash: hash, familyId: family.id, clientId: family.clientId, userId: family.userId,
+            scope: ["openid", "offline_access"], sessionId: sessionId ?? family.sessionId, authTime: t0,
+            createdAt: createdAt, expiresAt: expiresAt, usedAt: nil, amr: ["pwd", "otp"], jkt: "thumbprint")
     }
 
-    static func accessToken(jti: String = StoreFixture.unique("jti"), familyId: String?, subject: String,
-                            expiresAt: Date = StoreFixture.at(300)) -> AccessTokenRecord {
+    static func accessToken(
+        jti: String = StoreFixture.unique("jti"), familyId: String?, subject: String,
+        expiresAt: Date = StoreFixture.at(300)
+    ) -> AccessTokenRecord {
         AccessTokenRecord(jti: jti, familyId: familyId, clientId: "app", subject: subject, expiresAt: expiresAt, revokedAt: nil)
     }
 
-    static func code(userId: String, sessionId: String? = nil, hash: Data = StoreFixture.bytes(),
-                     expiresAt: Date = StoreFixture.at(60)) -> AuthorizationCodeRecord {
-        AuthorizationCodeRecord(codeHash: hash, clientId: "app", userId: userId, redirectUri: "https://app.example/callback",
-                                scope: ["openid", "profile"], nonce: "n-0S6", codeChallenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
-                                sessionId: sessionId, authTime: t0, expiresAt: expiresAt, usedAt: nil, familyId: nil, amr: ["pwd"])
+    static func code(
+        userId: String, sessionId: String? = nil, hash: Data = StoreFixture.bytes(),
+        expiresAt: Date = StoreFixture.at(60)
+    ) -> AuthorizationCodeRecord {
+        AuthorizationCodeRecord(
+            codeHash: hash, clientId: "app", userId: userId, redirectUri: "https://app.example/callback",
+            scope: ["openid", "profile"], nonce: "n-0S6", codeChallenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+            sessionId: sessionId, authTime: t0, expiresAt: expiresAt, usedAt: nil, familyId: nil, amr: ["pwd"])
     }
 
     static func signingKey(kid: String, createdAt: Date) -> SigningKeyRecord {
-        SigningKeyRecord(kid: kid, algorithm: "RS256", pem: "-----BEGIN PRIVATE KEY-----\n\(kid)\n-----END PRIVATE KEY-----\n",
-                         createdAt: createdAt, retiredAt: nil)
+        SigningKeyRecord(
+            kid: kid, algorithm: "RS256", pem: "-----BEGIN PRIVATE KEY-----\n\(kid)\n-----END PRIVATE KEY-----\n",
+            createdAt: createdAt, retiredAt: nil)
     }
 
     // MARK: Pending logins and flows
 
-    static func loginRequest(id: String = StoreFixture.unique("request"), createdAt: Date = StoreFixture.t0,
-                             expiresAt: Date = StoreFixture.at(600)) -> LoginRequestRecord {
-        let request = AuthorizationRequest(clientId: "app", redirectUri: "https://app.example/callback", scope: ["openid", "email"],
-                                           state: "xyz", nonce: "n-0S6", codeChallenge: "challenge", loginHint: "ada@example.com",
-                                           uiLocales: "fr-CA", maxAge: 300, prompt: ["login"], returnTo: nil)
+    static func loginRequest(
+        id: String = StoreFixture.unique("request"), createdAt: Date = StoreFixture.t0,
+        expiresAt: Date = StoreFixture.at(600)
+    ) -> LoginRequestRecord {
+        let request = AuthorizationRequest(
+            clientId: "app", redirectUri: "https://app.example/callback", scope: ["openid", "email"],
+            state: "xyz", nonce: "n-0S6", codeChallenge: "challenge", loginHint: "ada@example.com",
+            uiLocales: "fr-CA", maxAge: 300, prompt: ["login"], returnTo: nil)
         return LoginRequestRecord(id: id, request: request, createdAt: createdAt, expiresAt: expiresAt)
     }
 
-    static func loginSecondFactor(userId: String, requestId: String = StoreFixture.unique("request"), kind: String = "email",
-                                  sends: Int = 1, expiresAt: Date = StoreFixture.at(300)) -> LoginSecondFactorRecord {
-        LoginSecondFactorRecord(requestId: requestId, browserHash: bytes(), userId: userId, kind: kind, codeDigest: bytes(), attempts: 0,
-                                sends: sends, amr: ["pwd"], authTime: t0, expiresAt: expiresAt)
+    static func loginSecondFactor(
+        userId: String, requestId: String = StoreFixture.unique("request"), kind: String = "email",
+        sends: Int = 1, expiresAt: Date = StoreFixture.at(300)
+    ) -> LoginSecondFactorRecord {
+        LoginSecondFactorRecord(
+            requestId: requestId, browserHash: bytes(), userId: userId, kind: kind, codeDigest: bytes(), attempts: 0,
+            sends: sends, amr: ["pwd"], authTime: t0, expiresAt: expiresAt)
     }
 
-    static func flowExecution(id: String = StoreFixture.unique("flow"), challenge: Data = StoreFixture.bytes(),
-                              createdAt: Date = StoreFixture.t0, expiresAt: Date = StoreFixture.at(600)) -> FlowExecutionRecord {
-        FlowExecutionRecord(id: id, applicationId: "app", flowType: "AUTHENTICATION", challengeHash: challenge,
-                            state: Data(#"{"node":"start"}"#.utf8), createdAt: createdAt, expiresAt: expiresAt)
+    static func flowExecution(
+        id: String = StoreFixture.unique("flow"), challenge: Data = StoreFixture.bytes(),
+        createdAt: Date = StoreFixture.t0, expiresAt: Date = StoreFixture.at(600)
+    ) -> FlowExecutionRecord {
+        FlowExecutionRecord(
+            id: id, applicationId: "app", flowType: "AUTHENTICATION", challengeHash: challenge,
+            state: Data(#"{"node":"start"}"#.utf8), createdAt: createdAt, expiresAt: expiresAt)
     }
 
     // MARK: Messages
 
     static func outboxMessage(recipient: String = "ada@example.com", createdAt: Date = StoreFixture.t0) -> OutboxMessage {
-        OutboxMessage(id: unique("message"), channel: .email, recipient: recipient, subject: "Your code", body: "123456 is your code",
-                      code: "123456", createdAt: createdAt)
+        OutboxMessage(
+            id: unique("message"), channel: .email, recipient: recipient, subject: "Your code", body: "123456 is your code",
+            code: "123456", createdAt: createdAt)
     }
 
-    static func mail(id: String = StoreFixture.unique("mail"), nextAttemptAt: Date = StoreFixture.t0,
-                     createdAt: Date = StoreFixture.t0) -> QueuedMail {
-        QueuedMail(id: id, recipient: "ada@example.com", subject: "Your code", body: "123456 is your code", attempts: 0,
-                   nextAttemptAt: nextAttemptAt, createdAt: createdAt)
+    static func mail(
+        id: String = StoreFixture.unique("mail"), nextAttemptAt: Date = StoreFixture.t0,
+        createdAt: Date = StoreFixture.t0
+    ) -> QueuedMail {
+        QueuedMail(
+            id: id, recipient: "ada@example.com", subject: "Your code", body: "123456 is your code", attempts: 0,
+            nextAttemptAt: nextAttemptAt, createdAt: createdAt)
     }
 
     static func invitation(codeHash: Data = StoreFixture.bytes(), expiresAt: Date = StoreFixture.at(86_400)) -> InvitationRecord {
-        InvitationRecord(codeHash: codeHash, applicationId: "app", email: "guest@example.com", createdAt: t0, expiresAt: expiresAt,
-                         usedAt: nil)
+        InvitationRecord(
+            codeHash: codeHash, applicationId: "app", email: "guest@example.com", createdAt: t0, expiresAt: expiresAt,
+            usedAt: nil)
     }
 
     // MARK: OAuth extensions
 
     static func deviceAuthorization(clientId: String = "tv", expiresAt: Date = StoreFixture.at(600), interval: Int = 5)
-        -> DeviceAuthorizationRecord {
-        DeviceAuthorizationRecord(deviceCodeHash: bytes(), userCodeDigest: bytes(), clientId: clientId, scope: ["openid", "profile"],
-                                  status: .pending, userId: nil, sessionId: nil, authTime: nil, amr: [], createdAt: t0,
-                                  expiresAt: expiresAt, interval: interval, lastPolledAt: nil)
+        -> DeviceAuthorizationRecord
+    {
+        DeviceAuthorizationRecord(
+            deviceCodeHash: bytes(), userCodeDigest: bytes(), clientId: clientId, scope: ["openid", "profile"],
+            status: .pending, userId: nil, sessionId: nil, authTime: nil, amr: [], createdAt: t0,
+            expiresAt: expiresAt, interval: interval, lastPolledAt: nil)
     }
 
     static func pushedRequest(expiresAt: Date = StoreFixture.at(60)) -> PushedRequestRecord {
-        PushedRequestRecord(uriHash: bytes(), clientId: "app",
-                            parameters: ["client_id": ["app"], "scope": ["openid profile"], "resource": ["https://a.example", "https://b.example"]],
-                            expiresAt: expiresAt)
+        PushedRequestRecord(
+            uriHash: bytes(), clientId: "app",
+            parameters: ["client_id": ["app"], "scope": ["openid profile"], "resource": ["https://a.example", "https://b.example"]],
+            expiresAt: expiresAt)
     }
 
     // MARK: Passkeys and step-up
 
-    static func passkey(userId: String, id: String = StoreFixture.unique("credential"), signCount: UInt32 = 0,
-                        createdAt: Date = StoreFixture.t0) -> PasskeyRecord {
-        PasskeyRecord(id: id, userId: userId, publicKey: bytes(77), algorithm: -7, signCount: signCount, aaguid: bytes(16),
-                      friendlyName: "iPhone", attestationFormat: "none", backupEligible: true, backedUp: false, createdAt: createdAt,
-                      lastUsedAt: nil)
+    static func passkey(
+        userId: String, id: String = StoreFixture.unique("credential"), signCount: UInt32 = 0,
+        createdAt: Date = StoreFixture.t0
+    ) -> PasskeyRecord {
+        PasskeyRecord(
+            id: id, userId: userId, publicKey: bytes(77), algorithm: -7, signCount: signCount, aaguid: bytes(16),
+            friendlyName: "iPhone", attestationFormat: "none", backupEligible: true, backedUp: false, createdAt: createdAt,
+            lastUsedAt: nil)
     }
 
-    static func passkeyChallenge(hash: Data = StoreFixture.bytes(), userId: String? = "user-1", createdAt: Date = StoreFixture.t0,
-                                 expiresAt: Date = StoreFixture.at(300)) -> PasskeyChallengeRecord {
-        PasskeyChallengeRecord(challengeHash: hash, ceremony: .signup, clientId: "app", userId: userId,
-                               profile: ["email": "ada@example.com", "name": "Ada"], friendlyName: "Laptop", origin: "https://app.example",
-                               userVerification: "required", allowedCredentials: ["cred-a", "cred-b"], createdAt: createdAt,
-                               expiresAt: expiresAt)
+    static func passkeyChallenge(
+        hash: Data = StoreFixture.bytes(), userId: String? = "user-1", createdAt: Date = StoreFixture.t0,
+        expiresAt: Date = StoreFixture.at(300)
+    ) -> PasskeyChallengeRecord {
+        PasskeyChallengeRecord(
+            challengeHash: hash, ceremony: .signup, clientId: "app", userId: userId,
+            profile: ["email": "ada@example.com", "name": "Ada"], friendlyName: "Laptop", origin: "https://app.example",
+            userVerification: "required", allowedCredentials: ["cred-a", "cred-b"], createdAt: createdAt,
+            expiresAt: expiresAt)
     }
 
-    static func stepUpChallenge(id: String = StoreFixture.unique("stepup"), stepUpHash: Data = StoreFixture.bytes(),
-                                code: Data = StoreFixture.bytes(), expiresAt: Date = StoreFixture.at(300)) -> StepUpChallengeRecord {
-        StepUpChallengeRecord(id: id, stepUpHash: stepUpHash, claims: #"{"sub":"user-1","jti":"j1"}"#, kind: "email", codeDigest: code,
-                              attempts: 0, expiresAt: expiresAt)
+    static func stepUpChallenge(
+        id: String = StoreFixture.unique("stepup"), stepUpHash: Data = StoreFixture.bytes(),
+        code: Data = StoreFixture.bytes(), expiresAt: Date = StoreFixture.at(300)
+    ) -> StepUpChallengeRecord {
+        StepUpChallengeRecord(
+            id: id, stepUpHash: stepUpHash, claims: #"{"sub":"user-1","jti":"j1"}"#, kind: "email", codeDigest: code,
+            attempts: 0, expiresAt: expiresAt)
     }
 }

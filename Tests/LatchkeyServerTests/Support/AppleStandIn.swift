@@ -43,26 +43,34 @@ final class AppleStandIn: Sendable {
     }
 
     /// An identity token for `bundleId` whose nonce is S256 of `verifier` (what the app put in Apple's request).
-    func identityToken(sub: String, bundleId: String, verifier: String?, email: String?, emailVerified: Bool = true,
-                       issuedAt: Date = Date(), lifetime: TimeInterval = 600, signer: SigningKey? = nil, issuer: String = AppleStandIn.issuer) throws -> String {
-        try identityToken(sub: sub, bundleId: bundleId, nonceClaim: verifier.map { Base64URL.encode(Data(SHA256.hash(data: Data($0.utf8)))) },
-                          email: email, emailVerified: emailVerified, issuedAt: issuedAt, lifetime: lifetime, signer: signer, issuer: issuer)
+    func identityToken(
+        sub: String, bundleId: String, verifier: String?, email: String?, emailVerified: Bool = true,
+        issuedAt: Date = Date(), lifetime: TimeInterval = 600, signer: SigningKey? = nil, issuer: String = AppleStandIn.issuer
+    ) throws -> String {
+        try identityToken(
+            sub: sub, bundleId: bundleId, nonceClaim: verifier.map { Base64URL.encode(Data(SHA256.hash(data: Data($0.utf8)))) },
+            email: email, emailVerified: emailVerified, issuedAt: issuedAt, lifetime: lifetime, signer: signer, issuer: issuer)
     }
 
     /// An identity token whose `nonce` claim is exactly `nonceClaim` (what the app passed to Apple).
-    func identityToken(sub: String, bundleId: String, nonceClaim nonce: String?, email: String?, emailVerified: Bool = true,
-                       issuedAt: Date = Date(), lifetime: TimeInterval = 600, signer: SigningKey? = nil, issuer: String = AppleStandIn.issuer) throws -> String {
+    func identityToken(
+        sub: String, bundleId: String, nonceClaim nonce: String?, email: String?, emailVerified: Bool = true,
+        issuedAt: Date = Date(), lifetime: TimeInterval = 600, signer: SigningKey? = nil, issuer: String = AppleStandIn.issuer
+    ) throws -> String {
         let iat = Int(issuedAt.timeIntervalSince1970)
-        let claims = Claims(iss: issuer, aud: bundleId, sub: sub, iat: iat, exp: iat + Int(lifetime), nonce: nonce, email: email,
-                            email_verified: email == nil ? nil : (emailVerified ? "true" : "false"))
+        let claims = Claims(
+            iss: issuer, aud: bundleId, sub: sub, iat: iat, exp: iat + Int(lifetime), nonce: nonce, email: email,
+            email_verified: email == nil ? nil : (emailVerified ? "true" : "false"))
         return try (signer ?? key).sign(claims: claims, type: nil)
     }
 }
 
 extension TestServer {
     /// The demo application accepting Sign in with Apple tokens for `bundleId`, pointed at `apple`'s keys.
-    static func startForNativeLogin(bundleId: String, apple: AppleStandIn? = nil, databasePath: String? = nil,
-                                    configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
+    static func startForNativeLogin(
+        bundleId: String, apple: AppleStandIn? = nil, databasePath: String? = nil,
+        configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws -> TestServer {
         try await start(databasePath: databasePath) { configuration in
             configuration.clients = configuration.clients.map { client in
                 var client = client

@@ -13,8 +13,10 @@ final class GracefulService: Sendable {
     private let group: ServiceGroup
     let task: Task<Void, any Error>
 
-    init(_ service: some Service, logger: Logger, maximumShutdown: Duration = .seconds(10),
-         onEnd: @escaping @Sendable ((any Error)?) -> Void = { _ in }) {
+    init(
+        _ service: some Service, logger: Logger, maximumShutdown: Duration = .seconds(10),
+        onEnd: @escaping @Sendable ((any Error)?) -> Void = { _ in }
+    ) {
         var configuration = ServiceGroupConfiguration(services: [service], logger: logger)
         configuration.maximumGracefulShutdownDuration = maximumShutdown
         let group = ServiceGroup(configuration: configuration)
@@ -44,8 +46,9 @@ extension GracefulService {
         var logger = Logger(label: label)
         logger.logLevel = .critical
         let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                              onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
         let service = GracefulService(app, logger: logger)
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw TestFailure("\(label) did not start") }

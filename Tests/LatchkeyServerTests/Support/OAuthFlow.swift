@@ -35,8 +35,10 @@ struct TokenSet {
 
 extension TestServer {
     func authorizeURL(_ o: AuthorizeOptions) -> String {
-        var items: [String: String] = ["response_type": "code", "client_id": o.clientId, "redirect_uri": o.redirectUri,
-                                       "scope": o.scope, "state": o.state]
+        var items: [String: String] = [
+            "response_type": "code", "client_id": o.clientId, "redirect_uri": o.redirectUri,
+            "scope": o.scope, "state": o.state
+        ]
         if let nonce = o.nonce { items["nonce"] = nonce }
         if let prompt = o.prompt { items["prompt"] = prompt }
         if let maxAge = o.maxAge { items["max_age"] = String(maxAge) }
@@ -63,8 +65,10 @@ extension TestServer {
     }
 
     /// authorize → form → credentials → redirect back; returns the callback query.
-    func signIn(_ browser: TestBrowser, _ o: AuthorizeOptions = AuthorizeOptions(),
-                username: String = "demo@example.com", password: String = "correct horse battery staple") async throws -> [String: String] {
+    func signIn(
+        _ browser: TestBrowser, _ o: AuthorizeOptions = AuthorizeOptions(),
+        username: String = "demo@example.com", password: String = "correct horse battery staple"
+    ) async throws -> [String: String] {
         let page = try await openLoginPage(browser, o)
         #expect(page.status == 200)
         let done = try await submitLogin(browser, page: page, username: username, password: password)
@@ -81,19 +85,23 @@ extension TestServer {
     }
 
     /// A complete sign-in ending with tokens.
-    func tokens(_ browser: TestBrowser = TestBrowser(), _ o: AuthorizeOptions = AuthorizeOptions(), username: String = "demo@example.com",
-                password: String = "correct horse battery staple") async throws -> TokenSet {
+    func tokens(
+        _ browser: TestBrowser = TestBrowser(), _ o: AuthorizeOptions = AuthorizeOptions(), username: String = "demo@example.com",
+        password: String = "correct horse battery staple"
+    ) async throws -> TokenSet {
         let query = try await signIn(browser, o, username: username, password: password)
         let code = try #require(query["code"])
         let response = try await exchangeCode(code, o)
         #expect(response.status == 200, "token exchange failed: \(response.text)")
         let json = try response.json()
-        return TokenSet(accessToken: try #require(json["access_token"] as? String), refreshToken: json["refresh_token"] as? String,
-                        idToken: json["id_token"] as? String, raw: json)
+        return TokenSet(
+            accessToken: try #require(json["access_token"] as? String), refreshToken: json["refresh_token"] as? String,
+            idToken: json["id_token"] as? String, raw: json)
     }
 
     func refresh(_ refreshToken: String, clientId: String = "latchkey-demo") async throws -> HTTPResult {
-        try await TestBrowser().postForm(base + "/oauth2/token", ["grant_type": "refresh_token", "refresh_token": refreshToken, "client_id": clientId])
+        try await TestBrowser().postForm(
+            base + "/oauth2/token", ["grant_type": "refresh_token", "refresh_token": refreshToken, "client_id": clientId])
     }
 
     func userinfo(_ accessToken: String) async throws -> HTTPResult {

@@ -22,16 +22,24 @@ extension TestServer {
                 if user.username == "demo@example.com" { user.roles = ["admin"] }
                 return user
             }
-            configuration.users.append(UserSeed(username: "ada@example.com", password: adaPassword, claims: [
-                "email": "ada@example.com", "given_name": "Ada", "family_name": "Lovelace", "name": "Ada Lovelace"]))
-            configuration.users.append(UserSeed(username: "grace+ops@example.com", password: "grace's compiler password",
-                                                claims: ["email": "grace+ops@example.com"]))
+            configuration.users.append(
+                UserSeed(
+                    username: "ada@example.com", password: adaPassword,
+                    claims: [
+                        "email": "ada@example.com", "given_name": "Ada", "family_name": "Lovelace", "name": "Ada Lovelace"
+                    ]))
+            configuration.users.append(
+                UserSeed(
+                    username: "grace+ops@example.com", password: "grace's compiler password",
+                    claims: ["email": "grace+ops@example.com"]))
         }
     }
 
     /// Signs `username` in through the hosted form and redeems the code, asking for `scope`.
-    func userTokens(username: String = "demo@example.com", password: String = "correct horse battery staple",
-                    scope: String = "openid profile email offline_access") async throws -> TokenSet {
+    func userTokens(
+        username: String = "demo@example.com", password: String = "correct horse battery staple",
+        scope: String = "openid profile email offline_access"
+    ) async throws -> TokenSet {
         var options = AuthorizeOptions()
         options.scope = scope
         return try await tokens(TestBrowser(), options, username: username, password: password)
@@ -39,8 +47,9 @@ extension TestServer {
 
     /// A client-credentials token of the confidential `backend` client.
     func clientToken(scope: String) async throws -> String {
-        let response = try await TestBrowser().postForm(base + "/oauth2/token", ["grant_type": "client_credentials", "scope": scope],
-                                                        headers: ["Authorization": basicAuth("backend", "backend-secret-0123456789")])
+        let response = try await TestBrowser().postForm(
+            base + "/oauth2/token", ["grant_type": "client_credentials", "scope": scope],
+            headers: ["Authorization": basicAuth("backend", "backend-secret-0123456789")])
         #expect(response.status == 200, "client credentials failed: \(response.text)")
         return try #require(try response.json()["access_token"] as? String)
     }
@@ -52,8 +61,10 @@ extension TestServer {
     }
 
     /// One request with an optional bearer token and JSON body (any method, over real loopback HTTP).
-    func call(_ method: String, _ path: String, token: String?, json: Any? = nil, body: Data? = nil,
-              contentType: String = "application/scim+json", headers: [String: String] = [:]) async throws -> HTTPResult {
+    func call(
+        _ method: String, _ path: String, token: String?, json: Any? = nil, body: Data? = nil,
+        contentType: String = "application/scim+json", headers: [String: String] = [:]
+    ) async throws -> HTTPResult {
         var fields = headers
         if let token { fields["Authorization"] = "Bearer \(token)" }
         var data = body

@@ -71,7 +71,7 @@ final class TestBrowser: @unchecked Sendable {
             do {
                 result = try await RawHTTP.exchange(host: host, port: port, method: method, path: path, headers: fields, body: body)
                 break
-            } catch where attempt < retriesOfDroppedConnections && RawHTTP.isDroppedConnection(error) {
+            } catch let error where attempt < retriesOfDroppedConnections && RawHTTP.isDroppedConnection(error) {
                 attempt += 1
                 if trace { FileHandle.standardError.write(Data("↻ \(error) — resending \(url.prefix(80))\n".utf8)) }
                 try await Task.sleep(for: .milliseconds(250 * attempt))
@@ -94,8 +94,10 @@ final class TestBrowser: @unchecked Sendable {
 
     static func formEncode(_ form: [String: String]) -> String {
         let allowed = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-        return form.map { "\($0.key.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")=\($0.value.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }
-            .sorted().joined(separator: "&")
+        return form.map {
+            "\($0.key.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")=\($0.value.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")"
+        }
+        .sorted().joined(separator: "&")
     }
 
     /// The `value` of `<input name="NAME" value="…">` in a page.

@@ -26,8 +26,9 @@ enum TestDatabases {
     /// Drops a database `create` made (ignored for SQLite paths and other names).
     static func dropIfCreated(_ url: String) async {
         guard let admin = adminURL ?? ProcessInfo.processInfo.environment["LATCHKEY_TEST_POSTGRES_URL"],
-              url.hasPrefix("postgres"), let name = URLComponents(string: url)?.path.dropFirst(),
-              name.hasPrefix("latchkey_"), name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else { return }
+            url.hasPrefix("postgres"), let name = URLComponents(string: url)?.path.dropFirst(),
+            name.hasPrefix("latchkey_"), name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" })
+        else { return }
         try? await run(admin, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
     }
 
@@ -36,9 +37,10 @@ enum TestDatabases {
         guard let components = URLComponents(string: admin), let host = components.host, let user = components.user else {
             throw TestFailure("bad admin URL \(admin)")
         }
-        var configuration = PostgresConnection.Configuration(host: host, port: components.port ?? 5432, username: user,
-                                                             password: components.password, database: String(components.path.dropFirst()),
-                                                             tls: .disable)
+        var configuration = PostgresConnection.Configuration(
+            host: host, port: components.port ?? 5432, username: user,
+            password: components.password, database: String(components.path.dropFirst()),
+            tls: .disable)
         // The whole suite on PostgreSQL starts hundreds of servers, each creating its database, on two cores: a connect
         // can wait past the driver's default 10 s (it did once in CI). A saturated machine is not what the tests test.
         configuration.options.connectTimeout = .seconds(30)
@@ -46,7 +48,7 @@ enum TestDatabases {
         for attempt in 1...3 where connection == nil {
             do {
                 connection = try await PostgresConnection.connect(configuration: configuration, id: attempt, logger: Logger(label: "test.databases"))
-            } catch where attempt < 3 {
+            } catch _ where attempt < 3 {
                 try await Task.sleep(for: .seconds(attempt))
             } catch {
                 throw TestFailure("cannot connect to \(host) after \(attempt) attempts: \(String(reflecting: error))")

@@ -30,8 +30,10 @@ final class TestServer: Sendable {
     }
 
     /// Starts a server. `databasePath` reuses a file (restart tests); `configure` adjusts the configuration.
-    static func start(databasePath: String? = nil, logger given: Logger? = nil,
-                      configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
+    static func start(
+        databasePath: String? = nil, logger given: Logger? = nil,
+        configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws -> TestServer {
         // With LATCHKEY_TEST_SERVER_POSTGRES_URL set, every server of the suites that does not name a file runs on a
         // fresh PostgreSQL database instead (the whole suite against the shared store).
         let postgres = databasePath == nil ? try await TestDatabases.createIfConfigured() : nil
@@ -83,8 +85,10 @@ final class TestServer: Sendable {
         return TestServer(server: server, port: port, databasePath: path, advance: advance, service: service)
     }
 
-    private init(server: IdentityServer, port: Int, databasePath: String, advance: @escaping @Sendable (TimeInterval) -> Void,
-                 service: GracefulService) {
+    private init(
+        server: IdentityServer, port: Int, databasePath: String, advance: @escaping @Sendable (TimeInterval) -> Void,
+        service: GracefulService
+    ) {
         self.server = server; self.port = port; self.databasePath = databasePath; self.advanceClock = advance; self.service = service
     }
 

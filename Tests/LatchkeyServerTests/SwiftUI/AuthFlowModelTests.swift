@@ -89,8 +89,9 @@ struct AuthFlowModelTests {
     func emailedCode() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let userId = try await server.server.createUser(username: "grace", password: "compiler pioneer",
-                                                        claims: ["email": "grace@example.com", "email_verified": "true"])
+        let userId = try await server.server.createUser(
+            username: "grace", password: "compiler pioneer",
+            claims: ["email": "grace@example.com", "email_verified": "true"])
         try await server.server.enrollEmailOTP(userId: userId)
         let state = server.uiState()
         let model = await started(state)

@@ -34,8 +34,9 @@ struct LatchkeyStateTests {
         #expect(state.isSignedIn && state.user?.email == "demo@example.com" && state.error == nil)
         #expect(state.showsSignedInContent && !state.showsSignedOutContent)
 
-        let broken = LatchkeyState(config: LatchkeyConfig(baseUrl: "http://id.example.com", clientId: "app"),
-                                   i18n: LatchkeyI18n(locale: "en", store: InMemoryLocaleStore()))
+        let broken = LatchkeyState(
+            config: LatchkeyConfig(baseUrl: "http://id.example.com", clientId: "app"),
+            i18n: LatchkeyI18n(locale: "en", store: InMemoryLocaleStore()))
         await broken.start()
         #expect(broken.isInitialized && !broken.isSignedIn && broken.lastError?.code == .invalidConfiguration && broken.error != nil)
     }

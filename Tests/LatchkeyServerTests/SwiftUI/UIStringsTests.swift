@@ -23,7 +23,7 @@ struct UIStringsTests {
     func resolution() {
         let cases: [([String], String)] = [
             (["fr-CA"], "fr"), (["pt_BR"], "pt"), (["zh-TW"], "zh-Hant"), (["zh-HK"], "zh-Hant"), (["zh-Hant-CN"], "zh-Hant"),
-            (["zh-Hans-HK"], "zh-Hans"), (["zh"], "zh-Hans"), (["sw", "de-AT"], "de"), (["tlh"], "en"), ([], "en"), (["AR"], "ar"),
+            (["zh-Hans-HK"], "zh-Hans"), (["zh"], "zh-Hans"), (["sw", "de-AT"], "de"), (["tlh"], "en"), ([], "en"), (["AR"], "ar")
         ]
         for (tags, expected) in cases { #expect(UIStrings.resolve(tags) == expected, "\(tags)") }
         #expect(UIStrings.isRightToLeft("ar") && !UIStrings.isRightToLeft("fr"))
@@ -33,7 +33,9 @@ struct UIStringsTests {
     @MainActor
     func errorMessages() {
         let i18n = LatchkeyI18n(locale: "ja", store: InMemoryLocaleStore())
-        #expect(i18n.message(for: LatchkeyError(.networkError, "GET 127.0.0.1/x failed: connection refused")) == UIStrings.text(.networkError, language: "ja"))
+        #expect(
+            i18n.message(for: LatchkeyError(.networkError, "GET 127.0.0.1/x failed: connection refused"))
+                == UIStrings.text(.networkError, language: "ja"))
         #expect(i18n.message(for: LatchkeyError(.authenticationFailed, "FET-1005", userMessage: "サーバーの文")) == "サーバーの文")
         #expect(i18n.checkMessages.required == UIStrings.text(.fieldRequired, language: "ja"))
     }

@@ -65,8 +65,10 @@ extension TestServer {
     /// A `LatchkeyState` for the demo application (ID tokens checked with the tolerance tests that move the server's
     /// clock need), in `locale` with an in-memory language store.
     @MainActor
-    func uiState(storage: any StorageAdapter = InMemoryStorageAdapter(), http: any HTTPClient = URLSessionHTTPClient(),
-                 clientId: String = "latchkey-demo", locale: String? = "en", passkeys: (any PasskeyAuthenticator)? = nil) -> LatchkeyState {
+    func uiState(
+        storage: any StorageAdapter = InMemoryStorageAdapter(), http: any HTTPClient = URLSessionHTTPClient(),
+        clientId: String = "latchkey-demo", locale: String? = "en", passkeys: (any PasskeyAuthenticator)? = nil
+    ) -> LatchkeyState {
         var config = sdkConfig()
         config.clientId = clientId
         config.tokenValidation = TokenValidation(clockTolerance: 3600)

@@ -45,8 +45,10 @@ struct WebAuthnCBORDecoderTests {
         ("a0", .map([])), ("a201020304", m([(.unsigned(1), .unsigned(2)), (.unsigned(3), .unsigned(4))])),
         ("a26161016162820203", m([(text("a"), .unsigned(1)), (text("b"), .array([.unsigned(2), .unsigned(3)]))])),
         ("826161a161626163", .array([text("a"), m([(text("b"), text("c"))])])),
-        ("a56161614161626142616361436164614461656145",
-         m([(text("a"), text("A")), (text("b"), text("B")), (text("c"), text("C")), (text("d"), text("D")), (text("e"), text("E"))])),
+        (
+            "a56161614161626142616361436164614461656145",
+            m([(text("a"), text("A")), (text("b"), text("B")), (text("c"), text("C")), (text("d"), text("D")), (text("e"), text("E"))])
+        ),
         ("5f42010243030405ff", .bytes(Data([1, 2, 3, 4, 5]))), ("7f657374726561646d696e67ff", .text("streaming")),
         ("9fff", .array([])),
         ("9f018202039f0405ffff", .array([.unsigned(1), .array([.unsigned(2), .unsigned(3)]), .array([.unsigned(4), .unsigned(5)])])),
@@ -56,7 +58,7 @@ struct WebAuthnCBORDecoderTests {
         ("9f0102030405060708090a0b0c0d0e0f101112131415161718181819ff", .array((1...25).map { .unsigned(UInt64($0)) })),
         ("bf61610161629f0203ffff", m([(text("a"), .unsigned(1)), (text("b"), .array([.unsigned(2), .unsigned(3)]))])),
         ("826161bf61626163ff", .array([text("a"), m([(text("b"), text("c"))])])),
-        ("bf6346756ef563416d7421ff", m([(text("Fun"), .bool(true)), (text("Amt"), .negative(1))])),
+        ("bf6346756ef563416d7421ff", m([(text("Fun"), .bool(true)), (text("Amt"), .negative(1))]))
     ]
 
     @Test("RFC 8949 Appendix A examples", arguments: vectors.indices)
@@ -72,7 +74,7 @@ struct WebAuthnCBORDecoderTests {
         ("fb7e37e43c8800759c", 1.0e+300), ("f90001", 5.960464477539063e-8), ("f90400", 0.00006103515625),
         ("f9c400", -4.0), ("fbc010666666666666", -4.1), ("f97c00", .infinity), ("f97e00", .nan), ("f9fc00", -.infinity),
         ("fa7f800000", .infinity), ("fa7fc00000", .nan), ("faff800000", -.infinity),
-        ("fb7ff0000000000000", .infinity), ("fb7ff8000000000000", .nan), ("fbfff0000000000000", -.infinity),
+        ("fb7ff0000000000000", .infinity), ("fb7ff8000000000000", .nan), ("fbfff0000000000000", -.infinity)
     ]
 
     @Test("RFC 8949 Appendix A floats", arguments: floats.indices)
@@ -81,7 +83,9 @@ struct WebAuthnCBORDecoderTests {
         guard case .float(let value) = try CBORDecoder.decode(Data(hex: hex)) else {
             Issue.record("\(hex) is not a float"); return
         }
-        if expected.isNaN { #expect(value.isNaN) } else {
+        if expected.isNaN {
+            #expect(value.isNaN)
+        } else {
             #expect(value == expected && value.sign == expected.sign, "\(hex) gave \(value)")
         }
     }
@@ -108,7 +112,7 @@ struct WebAuthnCBORDecoderTests {
         ("5f5f4100ffff", "chunk"), ("7f7f6100ffff", "chunk"),
         ("61ff", "UTF-8"), ("62c080", "UTF-8"), ("63eda080", "UTF-8"), ("7f61c361bcff", "UTF-8"),
         ("a201000100", "duplicate map key"), ("a26161006161 01", "duplicate map key"),
-        ("0000", "trailing"), ("9bffffffffffffffff", "item limit"), ("bb7fffffffffffffff", "item limit"),
+        ("0000", "trailing"), ("9bffffffffffffffff", "item limit"), ("bb7fffffffffffffff", "item limit")
     ]
 
     @Test("Malformed CBOR is rejected with a clear reason", arguments: malformed.indices)

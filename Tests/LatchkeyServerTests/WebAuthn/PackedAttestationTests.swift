@@ -45,14 +45,18 @@ struct WebAuthnPackedAttestationTests {
         let authenticator = try TestAuthenticator()
         let notCA = try TestPKI(intermediateIsCA: false)
         await F.expectError(.untrustedAttestation(AttestationChain.refusal)) {
-            _ = try await F.register(try authenticator.register(challenge: F.challenge, attestation: .packedX5C(notCA)), rp: Self.rp(anchors: [notCA.root]))
+            _ = try await F.register(
+                try authenticator.register(challenge: F.challenge, attestation: .packedX5C(notCA)), rp: Self.rp(anchors: [notCA.root]))
         }
         let expired = try TestPKI(intermediateNotAfter: Date(timeIntervalSinceNow: -60))
         await F.expectError(.untrustedAttestation(AttestationChain.refusal)) {
-            _ = try await F.register(try authenticator.register(challenge: F.challenge, attestation: .packedX5C(expired)), rp: Self.rp(anchors: [expired.root]))
+            _ = try await F.register(
+                try authenticator.register(challenge: F.challenge, attestation: .packedX5C(expired)), rp: Self.rp(anchors: [expired.root]))
         }
         // Without anchors the chain is not evaluated, so the same responses are basic/untrusted.
-        #expect(try await F.register(try authenticator.register(challenge: F.challenge, attestation: .packedX5C(expired))).attestationType == .basic(trustedChain: false))
+        #expect(
+            try await F.register(try authenticator.register(challenge: F.challenge, attestation: .packedX5C(expired))).attestationType
+                == .basic(trustedChain: false))
     }
 
     @Test("Leaf requirements (§8.2.1): OU, CA flag, AAGUID extension")
@@ -72,7 +76,10 @@ struct WebAuthnPackedAttestationTests {
         }
         // The AAGUID extension is optional.
         let noAAGUID = try TestPKI(aaguid: nil)
-        #expect(try await F.register(try authenticator.register(challenge: F.challenge, attestation: .packedX5C(noAAGUID)), rp: Self.rp(anchors: [noAAGUID.root])).attestationType == .basic(trustedChain: true))
+        #expect(
+            try await F.register(
+                try authenticator.register(challenge: F.challenge, attestation: .packedX5C(noAAGUID)), rp: Self.rp(anchors: [noAAGUID.root])
+            ).attestationType == .basic(trustedChain: true))
     }
 
     @Test("x5c signature problems and garbage certificates are invalid attestation")
@@ -89,7 +96,10 @@ struct WebAuthnPackedAttestationTests {
         let selfSig = object["attStmt"]?["sig"]?.bytesValue ?? Data()
         let authData = object["authData"]?.bytesValue ?? Data()
         func response(_ stmt: CBORValue) -> (Data, Data) {
-            (wrongSigner.clientDataJSON, TestCBOR.encode(TestCBOR.map([(.text("fmt"), .text("packed")), (.text("attStmt"), stmt), (.text("authData"), .bytes(authData))])))
+            (
+                wrongSigner.clientDataJSON,
+                TestCBOR.encode(TestCBOR.map([(.text("fmt"), .text("packed")), (.text("attStmt"), stmt), (.text("authData"), .bytes(authData))]))
+            )
         }
         await F.expectError(.invalidAttestation("packed signature does not verify with the attestation certificate")) {
             _ = try await F.register(response(statement(sig: selfSig, x5c: [.bytes(leafDER)])))
@@ -97,9 +107,15 @@ struct WebAuthnPackedAttestationTests {
         await F.expectError(.invalidAttestation("x5c[0] is not a DER X.509 certificate")) {
             _ = try await F.register(response(statement(sig: selfSig, x5c: [.bytes(Data([0x30, 0x03, 0x02, 0x01, 0x01]))])))
         }
-        await F.expectError(.invalidAttestation("x5c is not a non-empty array")) { _ = try await F.register(response(statement(sig: selfSig, x5c: []))) }
-        await F.expectError(.invalidAttestation("x5c[0] is not a byte string")) { _ = try await F.register(response(statement(sig: selfSig, x5c: [.text("cert")]))) }
-        await F.expectError(.unsupportedAlgorithm(-65535)) { _ = try await F.register(response(statement(alg: -65535, sig: selfSig, x5c: [.bytes(leafDER)]))) }
+        await F.expectError(.invalidAttestation("x5c is not a non-empty array")) {
+            _ = try await F.register(response(statement(sig: selfSig, x5c: [])))
+        }
+        await F.expectError(.invalidAttestation("x5c[0] is not a byte string")) {
+            _ = try await F.register(response(statement(sig: selfSig, x5c: [.text("cert")])))
+        }
+        await F.expectError(.unsupportedAlgorithm(-65535)) {
+            _ = try await F.register(response(statement(alg: -65535, sig: selfSig, x5c: [.bytes(leafDER)])))
+        }
         await F.expectError(.invalidAttestation("packed statement has no sig")) {
             _ = try await F.register(response(TestCBOR.map([(.text("alg"), TestCBOR.int(-7))])))
         }
@@ -118,11 +134,12 @@ struct WebAuthnPackedAttestationTests {
             ("valid to intermediate", good, [good.intermediate], true),
             ("other root", good, [try TestPKI().root], false),
             ("intermediate not CA", try TestPKI(intermediateIsCA: false), [], false),
-            ("expired intermediate", try TestPKI(intermediateNotAfter: Date(timeIntervalSinceNow: -60)), [], false),
+            ("expired intermediate", try TestPKI(intermediateNotAfter: Date(timeIntervalSinceNow: -60)), [], false)
         ]
         for (name, pki, explicitAnchors, expected) in cases {
             let anchors = explicitAnchors.isEmpty ? [pki.root] : explicitAnchors
-            let trusted = await (try? AttestationChain.validate(leaf: pki.leaf, intermediates: [pki.intermediate], anchors: anchors, now: Date())) != nil
+            let trusted =
+                await (try? AttestationChain.validate(leaf: pki.leaf, intermediates: [pki.intermediate], anchors: anchors, now: Date())) != nil
             #expect(trusted == expected, "\(name)")
         }
     }
@@ -149,8 +166,10 @@ struct WebAuthnCOSEKeyTests {
         let raw = P256.Signing.PrivateKey().publicKey.rawRepresentation
         let x = Data(raw.prefix(32)), y = Data(raw.suffix(32))
         func ec2(kty: Int = 2, alg: Int = -7, crv: Int = 1, x: Data = x, y: Data? = y) -> CBORValue {
-            var pairs: [(CBORValue, CBORValue)] = [(.unsigned(1), TestCBOR.int(kty)), (.unsigned(3), TestCBOR.int(alg)),
-                                                   (TestCBOR.int(-1), TestCBOR.int(crv)), (TestCBOR.int(-2), .bytes(x))]
+            var pairs: [(CBORValue, CBORValue)] = [
+                (.unsigned(1), TestCBOR.int(kty)), (.unsigned(3), TestCBOR.int(alg)),
+                (TestCBOR.int(-1), TestCBOR.int(crv)), (TestCBOR.int(-2), .bytes(x))
+            ]
             if let y { pairs.append((TestCBOR.int(-3), .bytes(y))) }
             return TestCBOR.map(pairs)
         }
@@ -167,8 +186,10 @@ struct WebAuthnCOSEKeyTests {
         await F.expectMalformed(containing: "not a map") { _ = try COSEKey(cbor: .array([])) }
         await F.expectMalformed(containing: "COSE key") { _ = try COSEKey(encoded: Data([0xa1])) }
         // Short RSA keys are refused.
-        let short = TestCBOR.map([(.unsigned(1), .unsigned(3)), (.unsigned(3), TestCBOR.int(-257)),
-                                  (TestCBOR.int(-1), .bytes(Data(repeating: 0xc5, count: 128))), (TestCBOR.int(-2), .bytes(Data([1, 0, 1])))])
+        let short = TestCBOR.map([
+            (.unsigned(1), .unsigned(3)), (.unsigned(3), TestCBOR.int(-257)),
+            (TestCBOR.int(-1), .bytes(Data(repeating: 0xc5, count: 128))), (TestCBOR.int(-2), .bytes(Data([1, 0, 1])))
+        ])
         await F.expectMalformed(containing: "RSA key") { _ = try COSEKey(cbor: short) }
     }
 }

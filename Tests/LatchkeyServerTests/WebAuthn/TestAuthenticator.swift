@@ -67,22 +67,32 @@ struct TestCredentialKey: @unchecked Sendable {
     }
 
     var algorithm: Int {
-        switch kind { case .p256: -7; case .ed25519: -8; case .rsa: -257 }
+        switch kind {
+        case .p256: -7;
+        case .ed25519: -8;
+        case .rsa: -257
+        }
     }
 
     var cose: CBORValue {
         switch kind {
         case .p256(let key):
             let raw = key.publicKey.rawRepresentation
-            return TestCBOR.map([(.unsigned(1), .unsigned(2)), (.unsigned(3), TestCBOR.int(-7)), (TestCBOR.int(-1), .unsigned(1)),
-                                 (TestCBOR.int(-2), .bytes(raw.prefix(32))), (TestCBOR.int(-3), .bytes(raw.suffix(32)))])
+            return TestCBOR.map([
+                (.unsigned(1), .unsigned(2)), (.unsigned(3), TestCBOR.int(-7)), (TestCBOR.int(-1), .unsigned(1)),
+                (TestCBOR.int(-2), .bytes(raw.prefix(32))), (TestCBOR.int(-3), .bytes(raw.suffix(32)))
+            ])
         case .ed25519(let key):
-            return TestCBOR.map([(.unsigned(1), .unsigned(1)), (.unsigned(3), TestCBOR.int(-8)), (TestCBOR.int(-1), .unsigned(6)),
-                                 (TestCBOR.int(-2), .bytes(key.publicKey.rawRepresentation))])
+            return TestCBOR.map([
+                (.unsigned(1), .unsigned(1)), (.unsigned(3), TestCBOR.int(-8)), (TestCBOR.int(-1), .unsigned(6)),
+                (TestCBOR.int(-2), .bytes(key.publicKey.rawRepresentation))
+            ])
         case .rsa(let key):
             let (n, e) = TestKeys.rsaComponents(key.publicKey)
-            return TestCBOR.map([(.unsigned(1), .unsigned(3)), (.unsigned(3), TestCBOR.int(-257)),
-                                 (TestCBOR.int(-1), .bytes(n)), (TestCBOR.int(-2), .bytes(e))])
+            return TestCBOR.map([
+                (.unsigned(1), .unsigned(3)), (.unsigned(3), TestCBOR.int(-257)),
+                (TestCBOR.int(-1), .bytes(n)), (TestCBOR.int(-2), .bytes(e))
+            ])
         }
     }
 
@@ -103,7 +113,8 @@ enum TestKeys {
     /// n and e from the PKCS#1 DER of the public key (SEQUENCE { INTEGER n, INTEGER e }), minus sign padding.
     static func rsaComponents(_ key: _RSA.Signing.PublicKey) -> (Data, Data) {
         guard let node = try? DER.parse([UInt8](key.pkcs1DERRepresentation)),
-              case .constructed(let children) = node.content else { return (Data(), Data()) }
+            case .constructed(let children) = node.content
+        else { return (Data(), Data()) }
         let ints = children.compactMap { child -> Data? in
             guard case .primitive(let bytes) = child.content else { return nil }
             return Data(bytes.drop { $0 == 0 })
@@ -124,10 +135,16 @@ struct TestPKI: @unchecked Sendable {
     static let notBefore = Date(timeIntervalSinceNow: -3600)
     static let notAfter = Date(timeIntervalSinceNow: 365 * 86400)
 
-    init(leafOU: String = "Authenticator Attestation", aaguid: Data? = TestAuthenticator.aaguid,
-         leafIsCA: Bool = false, intermediateIsCA: Bool = true, intermediateNotAfter: Date = TestPKI.notAfter) throws {
-        let rootName = try DistinguishedName { CountryName("US"); OrganizationName("Latchkey Test"); CommonName("Test Root") }
-        let intermediateName = try DistinguishedName { CountryName("US"); OrganizationName("Latchkey Test"); CommonName("Test Intermediate") }
+    init(
+        leafOU: String = "Authenticator Attestation", aaguid: Data? = TestAuthenticator.aaguid,
+        leafIsCA: Bool = false, intermediateIsCA: Bool = true, intermediateNotAfter: Date = TestPKI.notAfter
+    ) throws {
+        let rootName = try DistinguishedName {
+            CountryName("US"); OrganizationName("Latchkey Test"); CommonName("Test Root")
+        }
+        let intermediateName = try DistinguishedName {
+            CountryName("US"); OrganizationName("Latchkey Test"); CommonName("Test Intermediate")
+        }
         let leafName = try DistinguishedName {
             CountryName("US"); OrganizationName("Latchkey Test"); OrganizationalUnitName(leafOU); CommonName("Test Authenticator")
         }
@@ -153,8 +170,10 @@ struct TestPKI: @unchecked Sendable {
         if let aaguid {
             var serializer = DER.Serializer()
             try serializer.serialize(ASN1OctetString(contentBytes: ArraySlice(aaguid)))
-            try leafExtensions.append(Certificate.Extension(oid: PackedAttestation.aaguidExtension, critical: false,
-                                                            value: serializer.serializedBytes[...]))
+            try leafExtensions.append(
+                Certificate.Extension(
+                    oid: PackedAttestation.aaguidExtension, critical: false,
+                    value: serializer.serializedBytes[...]))
         }
         leaf = try Certificate(
             version: .v3, serialNumber: .init(), publicKey: .init(leafKey.publicKey), notValidBefore: Self.notBefore,
@@ -182,8 +201,10 @@ struct TestAuthenticator: @unchecked Sendable {
 
     init(_ algorithm: COSEAlgorithm = .es256) throws { key = try TestCredentialKey.make(algorithm) }
 
-    static func clientDataJSON(type: String, challenge: Data, origin: String = TestAuthenticator.origin, crossOrigin: Bool? = nil,
-                               topOrigin: String? = nil) -> Data {
+    static func clientDataJSON(
+        type: String, challenge: Data, origin: String = TestAuthenticator.origin, crossOrigin: Bool? = nil,
+        topOrigin: String? = nil
+    ) -> Data {
         var json = #"{"type":"\#(type)","challenge":"\#(Base64URL.encode(challenge))","origin":"\#(origin)""#
         if let crossOrigin { json += #","crossOrigin":\#(crossOrigin)"# }
         if let topOrigin { json += #","topOrigin":"\#(topOrigin)""# }
@@ -195,8 +216,10 @@ struct TestAuthenticator: @unchecked Sendable {
     }
 
     /// rpIdHash ‖ flags ‖ signCount ‖ (attested credential data) ‖ (extensions).
-    func authenticatorData(rpId: String = TestAuthenticator.rpId, flags: UInt8, signCount: UInt32, attested: Bool,
-                           credentialIdLength: Int? = nil, coseKey: Data? = nil, extensions: CBORValue? = nil) -> Data {
+    func authenticatorData(
+        rpId: String = TestAuthenticator.rpId, flags: UInt8, signCount: UInt32, attested: Bool,
+        credentialIdLength: Int? = nil, coseKey: Data? = nil, extensions: CBORValue? = nil
+    ) -> Data {
         var data = Data(SHA256.hash(data: Data(rpId.utf8)))
         data.append(flags)
         data.append(contentsOf: TestCBOR.bigEndian(UInt64(signCount), 4))
@@ -214,12 +237,15 @@ struct TestAuthenticator: @unchecked Sendable {
     enum Attestation { case none, packedSelf(alg: Int? = nil), packedX5C(TestPKI), format(String, CBORValue) }
 
     /// A registration response: (clientDataJSON, attestationObject).
-    func register(challenge: Data, attestation: Attestation = .none, flags: UInt8 = TestAuthenticator.flags(at: true),
-                  rpId: String = TestAuthenticator.rpId, origin: String = TestAuthenticator.origin, type: String = "webauthn.create",
-                  credentialIdLength: Int? = nil, coseKey: Data? = nil) throws -> (clientDataJSON: Data, attestationObject: Data) {
+    func register(
+        challenge: Data, attestation: Attestation = .none, flags: UInt8 = TestAuthenticator.flags(at: true),
+        rpId: String = TestAuthenticator.rpId, origin: String = TestAuthenticator.origin, type: String = "webauthn.create",
+        credentialIdLength: Int? = nil, coseKey: Data? = nil
+    ) throws -> (clientDataJSON: Data, attestationObject: Data) {
         let clientDataJSON = Self.clientDataJSON(type: type, challenge: challenge, origin: origin)
-        let authData = authenticatorData(rpId: rpId, flags: flags, signCount: signCount, attested: flags & 0x40 != 0,
-                                         credentialIdLength: credentialIdLength, coseKey: coseKey)
+        let authData = authenticatorData(
+            rpId: rpId, flags: flags, signCount: signCount, attested: flags & 0x40 != 0,
+            credentialIdLength: credentialIdLength, coseKey: coseKey)
         let signed = authData + Data(SHA256.hash(data: clientDataJSON))
         let format: String, statement: CBORValue
         switch attestation {
@@ -230,8 +256,10 @@ struct TestAuthenticator: @unchecked Sendable {
         case .packedX5C(let pki):
             format = "packed"
             let sig = try pki.leafKey.signature(for: signed).derRepresentation
-            statement = TestCBOR.map([(.text("alg"), TestCBOR.int(-7)), (.text("sig"), .bytes(sig)),
-                                      (.text("x5c"), .array([.bytes(try TestPKI.der(pki.leaf)), .bytes(try TestPKI.der(pki.intermediate))]))])
+            statement = TestCBOR.map([
+                (.text("alg"), TestCBOR.int(-7)), (.text("sig"), .bytes(sig)),
+                (.text("x5c"), .array([.bytes(try TestPKI.der(pki.leaf)), .bytes(try TestPKI.der(pki.intermediate))]))
+            ])
         case .format(let name, let stmt): format = name; statement = stmt
         }
         let object = TestCBOR.map([(.text("fmt"), .text(format)), (.text("attStmt"), statement), (.text("authData"), .bytes(authData))])
@@ -239,9 +267,12 @@ struct TestAuthenticator: @unchecked Sendable {
     }
 
     /// An authentication response: (clientDataJSON, authenticatorData, signature).
-    func assert(challenge: Data, flags: UInt8 = TestAuthenticator.flags(), signCount: UInt32? = nil, rpId: String = TestAuthenticator.rpId,
-                origin: String = TestAuthenticator.origin, type: String = "webauthn.get", crossOrigin: Bool? = nil)
-        throws -> (clientDataJSON: Data, authenticatorData: Data, signature: Data) {
+    func assert(
+        challenge: Data, flags: UInt8 = TestAuthenticator.flags(), signCount: UInt32? = nil, rpId: String = TestAuthenticator.rpId,
+        origin: String = TestAuthenticator.origin, type: String = "webauthn.get", crossOrigin: Bool? = nil
+    )
+        throws -> (clientDataJSON: Data, authenticatorData: Data, signature: Data)
+    {
         let clientDataJSON = Self.clientDataJSON(type: type, challenge: challenge, origin: origin, crossOrigin: crossOrigin)
         let authData = authenticatorData(rpId: rpId, flags: flags, signCount: signCount ?? self.signCount, attested: false)
         let signature = try key.sign(authData + Data(SHA256.hash(data: clientDataJSON)))

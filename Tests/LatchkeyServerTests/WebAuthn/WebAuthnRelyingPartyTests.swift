@@ -8,12 +8,15 @@ import X509
 /// Shared fixtures: one relying party, one challenge, and an expectation helper that insists on the exact error.
 enum WebAuthnFixture {
     static let challenge = Data((0..<32).map { UInt8(255 - $0) })
-    static let rp = WebAuthnRelyingParty(rpId: TestAuthenticator.rpId,
-                                         allowedOrigins: [TestAuthenticator.origin, "http://localhost:8090"],
-                                         trustAnchors: [])
+    static let rp = WebAuthnRelyingParty(
+        rpId: TestAuthenticator.rpId,
+        allowedOrigins: [TestAuthenticator.origin, "http://localhost:8090"],
+        trustAnchors: [])
 
-    static func expectError(_ expected: WebAuthnError, sourceLocation: SourceLocation = #_sourceLocation,
-                            _ body: () async throws -> Void) async {
+    static func expectError(
+        _ expected: WebAuthnError, sourceLocation: SourceLocation = #_sourceLocation,
+        _ body: () async throws -> Void
+    ) async {
         do {
             try await body()
             Issue.record("expected \(expected), but it succeeded", sourceLocation: sourceLocation)
@@ -24,8 +27,10 @@ enum WebAuthnFixture {
         }
     }
 
-    static func expectMalformed(containing text: String, sourceLocation: SourceLocation = #_sourceLocation,
-                                _ body: () async throws -> Void) async {
+    static func expectMalformed(
+        containing text: String, sourceLocation: SourceLocation = #_sourceLocation,
+        _ body: () async throws -> Void
+    ) async {
         do {
             try await body()
             Issue.record("expected malformed(\(text)), but it succeeded", sourceLocation: sourceLocation)
@@ -36,19 +41,25 @@ enum WebAuthnFixture {
         }
     }
 
-    static func register(_ response: (clientDataJSON: Data, attestationObject: Data), rp: WebAuthnRelyingParty = WebAuthnFixture.rp,
-                         challenge: Data = WebAuthnFixture.challenge, requireUV: Bool = false) async throws -> VerifiedRegistration {
-        try await rp.verifyRegistration(clientDataJSON: response.clientDataJSON, attestationObject: response.attestationObject,
-                                  expectedChallenge: challenge, requireUserVerification: requireUV)
+    static func register(
+        _ response: (clientDataJSON: Data, attestationObject: Data), rp: WebAuthnRelyingParty = WebAuthnFixture.rp,
+        challenge: Data = WebAuthnFixture.challenge, requireUV: Bool = false
+    ) async throws -> VerifiedRegistration {
+        try await rp.verifyRegistration(
+            clientDataJSON: response.clientDataJSON, attestationObject: response.attestationObject,
+            expectedChallenge: challenge, requireUserVerification: requireUV)
     }
 
-    static func assert(_ response: (clientDataJSON: Data, authenticatorData: Data, signature: Data), rp: WebAuthnRelyingParty = WebAuthnFixture.rp,
-                       key: Data, stored: UInt32 = 0, requireUV: Bool = false, userHandle: Data? = nil,
-                       credentialId: Data = Data([1, 2, 3])) throws -> VerifiedAssertion {
-        try rp.verifyAssertion(credentialId: credentialId, clientDataJSON: response.clientDataJSON,
-                               authenticatorData: response.authenticatorData, signature: response.signature,
-                               userHandle: userHandle, expectedChallenge: challenge, publicKeyCOSE: key,
-                               storedSignCount: stored, requireUserVerification: requireUV)
+    static func assert(
+        _ response: (clientDataJSON: Data, authenticatorData: Data, signature: Data), rp: WebAuthnRelyingParty = WebAuthnFixture.rp,
+        key: Data, stored: UInt32 = 0, requireUV: Bool = false, userHandle: Data? = nil,
+        credentialId: Data = Data([1, 2, 3])
+    ) throws -> VerifiedAssertion {
+        try rp.verifyAssertion(
+            credentialId: credentialId, clientDataJSON: response.clientDataJSON,
+            authenticatorData: response.authenticatorData, signature: response.signature,
+            userHandle: userHandle, expectedChallenge: challenge, publicKeyCOSE: key,
+            storedSignCount: stored, requireUserVerification: requireUV)
     }
 }
 
@@ -72,9 +83,10 @@ struct WebAuthnRelyingPartyTests {
 
         authenticator.signCount = 7
         let handle = Data("user-1".utf8)
-        let assertion = try F.assert(try authenticator.assert(challenge: F.challenge), key: registration.publicKeyCOSE,
-                                     stored: registration.signCount, requireUV: true, userHandle: handle,
-                                     credentialId: registration.credentialId)
+        let assertion = try F.assert(
+            try authenticator.assert(challenge: F.challenge), key: registration.publicKeyCOSE,
+            stored: registration.signCount, requireUV: true, userHandle: handle,
+            credentialId: registration.credentialId)
         #expect(assertion.newSignCount == 7)
         #expect(assertion.userVerified)
         #expect(assertion.userHandle == handle)
@@ -95,9 +107,11 @@ struct WebAuthnRelyingPartyTests {
         let flags = TestAuthenticator.flags(uv: false, be: true, bs: true, at: true)
         let registration = try await F.register(try authenticator.register(challenge: F.challenge, flags: flags))
         #expect(registration.backupEligible && registration.backedUp && !registration.userVerified)
-        let assertion = try F.assert(try authenticator.assert(challenge: F.challenge, flags: TestAuthenticator.flags(uv: false, be: true, bs: true),
-                                                              origin: "http://localhost:8090"),
-                                     key: registration.publicKeyCOSE, stored: 0)
+        let assertion = try F.assert(
+            try authenticator.assert(
+                challenge: F.challenge, flags: TestAuthenticator.flags(uv: false, be: true, bs: true),
+                origin: "http://localhost:8090"),
+            key: registration.publicKeyCOSE, stored: 0)
         #expect(assertion.newSignCount == 0 && assertion.backedUp && !assertion.userVerified)
     }
 
@@ -136,8 +150,9 @@ struct WebAuthnRelyingPartyTests {
             _ = try await F.register(try authenticator.register(challenge: F.challenge, type: "webauthn.get"))
         }
         await F.expectError(.wrongType(expected: "webauthn.get")) {
-            _ = try F.assert(try authenticator.assert(challenge: F.challenge, type: "webauthn.create"),
-                             key: TestCBOR.encode(authenticator.key.cose))
+            _ = try F.assert(
+                try authenticator.assert(challenge: F.challenge, type: "webauthn.create"),
+                key: TestCBOR.encode(authenticator.key.cose))
         }
     }
 
@@ -154,14 +169,18 @@ struct WebAuthnRelyingPartyTests {
 
     @Test("Malformed clientDataJSON is refused")
     func malformedClientData() async throws {
-        for json in [#"{"type":"webauthn.create"}"#, "[]", "not json",
-                     #"{"type":"webauthn.create","challenge":"a+b/","origin":"https://example.com"}"#,
-                     #"{"type":"webauthn.create","challenge":"AAAA====","origin":"https://example.com"}"#] {
+        for json in [
+            #"{"type":"webauthn.create"}"#, "[]", "not json",
+            #"{"type":"webauthn.create","challenge":"a+b/","origin":"https://example.com"}"#,
+            #"{"type":"webauthn.create","challenge":"AAAA====","origin":"https://example.com"}"#
+        ] {
             #expect(throws: WebAuthnError.self) { try ClientData(Data(json.utf8)) }
         }
         #expect(throws: WebAuthnError.self) { try ClientData(Data(repeating: 0x20, count: ClientData.maxLength + 1)) }
-        let parsed = try ClientData(TestAuthenticator.clientDataJSON(type: "webauthn.get", challenge: F.challenge,
-                                                                         crossOrigin: true, topOrigin: "https://top.example"))
+        let parsed = try ClientData(
+            TestAuthenticator.clientDataJSON(
+                type: "webauthn.get", challenge: F.challenge,
+                crossOrigin: true, topOrigin: "https://top.example"))
         #expect(parsed.crossOrigin && parsed.topOrigin == "https://top.example" && parsed.challenge == F.challenge)
     }
 
@@ -187,7 +206,8 @@ struct WebAuthnRelyingPartyTests {
             _ = try F.assert(try authenticator.assert(challenge: F.challenge, flags: TestAuthenticator.flags(up: false)), key: key)
         }
         await F.expectError(.userVerificationRequired) {
-            _ = try await F.register(try authenticator.register(challenge: F.challenge, flags: TestAuthenticator.flags(uv: false, at: true)), requireUV: true)
+            _ = try await F.register(
+                try authenticator.register(challenge: F.challenge, flags: TestAuthenticator.flags(uv: false, at: true)), requireUV: true)
         }
         await F.expectError(.userVerificationRequired) {
             _ = try F.assert(try authenticator.assert(challenge: F.challenge, flags: TestAuthenticator.flags(uv: false)), key: key, requireUV: true)
@@ -221,25 +241,32 @@ struct WebAuthnRelyingPartyTests {
         await F.expectMalformed(containing: "trailing") { _ = try AuthenticatorData(plain + Data([0xa0])) }
         await F.expectMalformed(containing: "at least 37") { _ = try AuthenticatorData(plain.prefix(36)) }
         await F.expectMalformed(containing: "1024 bytes exceeds 1023") {
-            _ = try AuthenticatorData(authenticator.authenticatorData(flags: TestAuthenticator.flags(at: true), signCount: 0,
-                                                                       attested: true, credentialIdLength: 1024))
+            _ = try AuthenticatorData(
+                authenticator.authenticatorData(
+                    flags: TestAuthenticator.flags(at: true), signCount: 0,
+                    attested: true, credentialIdLength: 1024))
         }
-        let longest = try AuthenticatorData(authenticator.authenticatorData(flags: TestAuthenticator.flags(at: true), signCount: 0,
-                                                                             attested: true, credentialIdLength: 1023))
+        let longest = try AuthenticatorData(
+            authenticator.authenticatorData(
+                flags: TestAuthenticator.flags(at: true), signCount: 0,
+                attested: true, credentialIdLength: 1023))
         #expect(longest.attestedCredential?.credentialId.count == 1023)
         await F.expectMalformed(containing: "1024 bytes exceeds 1023") {
             _ = try await F.register(try authenticator.register(challenge: F.challenge, credentialIdLength: 1024))
         }
         // Extensions: ED flag with a map is parsed; ED without data and extensions without ED are refused.
         let ext = TestCBOR.map([(.text("credProtect"), .unsigned(2))])
-        let withExt = try AuthenticatorData(authenticator.authenticatorData(flags: TestAuthenticator.flags(at: true, ed: true),
-                                                                             signCount: 9, attested: true, extensions: ext))
+        let withExt = try AuthenticatorData(
+            authenticator.authenticatorData(
+                flags: TestAuthenticator.flags(at: true, ed: true),
+                signCount: 9, attested: true, extensions: ext))
         #expect(withExt.extensions?["credProtect"] == .unsigned(2) && withExt.signCount == 9)
         await F.expectMalformed(containing: "ED flag") {
             _ = try AuthenticatorData(authenticator.authenticatorData(flags: TestAuthenticator.flags(ed: true), signCount: 0, attested: false))
         }
         await F.expectMalformed(containing: "trailing") {
-            _ = try AuthenticatorData(authenticator.authenticatorData(flags: TestAuthenticator.flags(), signCount: 0, attested: false, extensions: ext))
+            _ = try AuthenticatorData(
+                authenticator.authenticatorData(flags: TestAuthenticator.flags(), signCount: 0, attested: false, extensions: ext))
         }
     }
 
@@ -256,10 +283,12 @@ struct WebAuthnRelyingPartyTests {
         signature[signature.count / 2] ^= 0x01
         await F.expectError(.invalidSignature) { _ = try F.assert((good.clientDataJSON, good.authenticatorData, signature), key: key) }
         await F.expectError(.invalidSignature) { _ = try F.assert((good.clientDataJSON, good.authenticatorData, Data()), key: key) }
-        await F.expectError(.invalidSignature) { _ = try F.assert((good.clientDataJSON, good.authenticatorData, Data(repeating: 0x30, count: 70)), key: key) }
+        await F.expectError(.invalidSignature) {
+            _ = try F.assert((good.clientDataJSON, good.authenticatorData, Data(repeating: 0x30, count: 70)), key: key)
+        }
 
         var authData = good.authenticatorData
-        authData[36] ^= 0x01 // the counter's low byte: still well-formed, but not what was signed
+        authData[36] ^= 0x01  // the counter's low byte: still well-formed, but not what was signed
         await F.expectError(.invalidSignature) { _ = try F.assert((good.clientDataJSON, authData, good.signature), key: key) }
 
         // Same challenge/origin/type, different bytes: an added space.
@@ -268,8 +297,10 @@ struct WebAuthnRelyingPartyTests {
         await F.expectError(.invalidSignature) { _ = try F.assert((json, good.authenticatorData, good.signature), key: key) }
 
         // Another credential's key (the suites share one RSA key, so mint a fresh one here).
-        let other = algorithm == .rs256 ? TestCredentialKey(kind: .rsa(try _RSA.Signing.PrivateKey(keySize: .bits2048)))
-                                        : try TestCredentialKey.make(algorithm)
+        let other =
+            algorithm == .rs256
+            ? TestCredentialKey(kind: .rsa(try _RSA.Signing.PrivateKey(keySize: .bits2048)))
+            : try TestCredentialKey.make(algorithm)
         await F.expectError(.invalidSignature) { _ = try F.assert(good, key: TestCBOR.encode(other.cose)) }
     }
 
@@ -278,11 +309,17 @@ struct WebAuthnRelyingPartyTests {
         var authenticator = try TestAuthenticator()
         let key = TestCBOR.encode(authenticator.key.cose)
         authenticator.signCount = 5
-        await F.expectError(.signCountRegression(stored: 5, received: 5)) { _ = try F.assert(try authenticator.assert(challenge: F.challenge), key: key, stored: 5) }
+        await F.expectError(.signCountRegression(stored: 5, received: 5)) {
+            _ = try F.assert(try authenticator.assert(challenge: F.challenge), key: key, stored: 5)
+        }
         authenticator.signCount = 3
-        await F.expectError(.signCountRegression(stored: 5, received: 3)) { _ = try F.assert(try authenticator.assert(challenge: F.challenge), key: key, stored: 5) }
+        await F.expectError(.signCountRegression(stored: 5, received: 3)) {
+            _ = try F.assert(try authenticator.assert(challenge: F.challenge), key: key, stored: 5)
+        }
         authenticator.signCount = 0
-        await F.expectError(.signCountRegression(stored: 5, received: 0)) { _ = try F.assert(try authenticator.assert(challenge: F.challenge), key: key, stored: 5) }
+        await F.expectError(.signCountRegression(stored: 5, received: 0)) {
+            _ = try F.assert(try authenticator.assert(challenge: F.challenge), key: key, stored: 5)
+        }
         #expect(try F.assert(try authenticator.assert(challenge: F.challenge), key: key, stored: 0).newSignCount == 0)
         authenticator.signCount = 6
         #expect(try F.assert(try authenticator.assert(challenge: F.challenge), key: key, stored: 5).newSignCount == 6)
@@ -296,9 +333,14 @@ struct WebAuthnRelyingPartyTests {
     func unsupportedAlgorithm() async throws {
         let authenticator = try TestAuthenticator()
         let p384 = P384.Signing.PrivateKey().publicKey.rawRepresentation
-        let es384 = TestCBOR.encode(TestCBOR.map([(.unsigned(1), .unsigned(2)), (.unsigned(3), TestCBOR.int(-35)), (TestCBOR.int(-1), .unsigned(2)),
-                                                  (TestCBOR.int(-2), .bytes(p384.prefix(48))), (TestCBOR.int(-3), .bytes(p384.suffix(48)))]))
-        await F.expectError(.unsupportedAlgorithm(-35)) { _ = try await F.register(try authenticator.register(challenge: F.challenge, coseKey: es384)) }
+        let es384 = TestCBOR.encode(
+            TestCBOR.map([
+                (.unsigned(1), .unsigned(2)), (.unsigned(3), TestCBOR.int(-35)), (TestCBOR.int(-1), .unsigned(2)),
+                (TestCBOR.int(-2), .bytes(p384.prefix(48))), (TestCBOR.int(-3), .bytes(p384.suffix(48)))
+            ]))
+        await F.expectError(.unsupportedAlgorithm(-35)) {
+            _ = try await F.register(try authenticator.register(challenge: F.challenge, coseKey: es384))
+        }
         await F.expectError(.unsupportedAlgorithm(-35)) { _ = try COSEKey(encoded: es384) }
         await F.expectError(.unsupportedAlgorithm(-37)) {
             _ = try COSEKey(cbor: TestCBOR.map([(.unsigned(1), .unsigned(3)), (.unsigned(3), TestCBOR.int(-37))]))
@@ -312,7 +354,9 @@ struct WebAuthnRelyingPartyTests {
         }
     }
 
-    @Test("Unsupported attestation formats are refused by name", arguments: ["tpm", "fido-u2f", "android-key", "android-safetynet", "apple", "compound", "x-unknown"])
+    @Test(
+        "Unsupported attestation formats are refused by name",
+        arguments: ["tpm", "fido-u2f", "android-key", "android-safetynet", "apple", "compound", "x-unknown"])
     func unsupportedFormat(format: String) async throws {
         let authenticator = try TestAuthenticator()
         let statement = TestCBOR.map([(.text("alg"), TestCBOR.int(-7)), (.text("sig"), .bytes(Data([1])))])
@@ -325,7 +369,8 @@ struct WebAuthnRelyingPartyTests {
     @Test("ECDAA packed statements are refused as unsupported")
     func ecdaa() async throws {
         let authenticator = try TestAuthenticator()
-        let statement = TestCBOR.map([(.text("alg"), TestCBOR.int(-260)), (.text("sig"), .bytes(Data([1]))), (.text("ecdaaKeyId"), .bytes(Data([2])))])
+        let statement = TestCBOR.map([(.text("alg"), TestCBOR.int(-260)), (.text("sig"), .bytes(Data([1]))), (.text("ecdaaKeyId"), .bytes(Data([2])))]
+        )
         await F.expectError(.unsupportedAttestationFormat("packed (ECDAA)")) {
             _ = try await F.register(try authenticator.register(challenge: F.challenge, attestation: .format("packed", statement)))
         }
@@ -335,8 +380,10 @@ struct WebAuthnRelyingPartyTests {
     func noneWithStatement() async throws {
         let authenticator = try TestAuthenticator()
         await F.expectError(.invalidAttestation("'none' attestation must have an empty statement")) {
-            _ = try await F.register(try authenticator.register(challenge: F.challenge,
-                                                          attestation: .format("none", TestCBOR.map([(.text("sig"), .bytes(Data([1])))]))))
+            _ = try await F.register(
+                try authenticator.register(
+                    challenge: F.challenge,
+                    attestation: .format("none", TestCBOR.map([(.text("sig"), .bytes(Data([1])))]))))
         }
     }
 

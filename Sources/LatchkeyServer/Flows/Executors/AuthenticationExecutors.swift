@@ -5,8 +5,9 @@ import Foundation
 enum AuthenticationExecutors {
     static func password(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         let username = (run.value("username") ?? "").trimmingCharacters(in: .whitespaces)
-        let outcome = try await server.checkPassword(username: username, password: run.submitted["password"] ?? "", address: run.clientAddress,
-                                                     signIn: .flow)
+        let outcome = try await server.checkPassword(
+            username: username, password: run.submitted["password"] ?? "", address: run.clientAddress,
+            signIn: .flow)
         switch outcome {
         case .throttled, .locked, .rejected: return .retry(.password(outcome, now: server.clock.now))
         case .disabled: return .fail(.password(outcome, now: server.clock.now))
@@ -94,26 +95,34 @@ enum CodeExecutors {
         let now = server.clock.now
         run.state.codeSends += 1
         // A resend replaces the code but keeps the attempts already spent on this execution.
-        run.state.code = .init(digest: server.codeDigest(recovery ? LongCode.normalized(code) : code), expiresAt: now.addingTimeInterval(TimeInterval(server.configuration.lifetimes.oneTimeCode)),
-                               attempts: run.state.code?.attempts ?? 0)
+        run.state.code = .init(
+            digest: server.codeDigest(recovery ? LongCode.normalized(code) : code),
+            expiresAt: now.addingTimeInterval(TimeInterval(server.configuration.lifetimes.oneTimeCode)),
+            attempts: run.state.code?.attempts ?? 0)
         // Codes go only to a verified address: one nobody proved (typed in at sign-up, set by an administrator)
         // may belong to someone else.
         if let user, let email = IdentityServer.verifiedEmail(of: user), !user.disabled {
             // In the execution's language: the person who asked for the code is the one reading it.
             let kind = recovery ? "recovery" : "signin"
-            let arguments = ["code": code, "app": run.client.name,
-                             "minutes": String(MessageCatalog.minutes(seconds: server.configuration.lifetimes.oneTimeCode))]
+            let arguments = [
+                "code": code, "app": run.client.name,
+                "minutes": String(MessageCatalog.minutes(seconds: server.configuration.lifetimes.oneTimeCode))
+            ]
             let subject = MessageCatalog.text("email.code.\(kind).subject", locale: run.locale, default: "Your code")
             let body = MessageCatalog.text("email.code.\(kind).body", locale: run.locale, arguments: arguments, default: code)
-            try await server.outbox.send(OutboxMessage(id: Secrets.identifier(), channel: .email, recipient: email, subject: subject,
-                                                       body: body, code: code, createdAt: now))
+            try await server.outbox.send(
+                OutboxMessage(
+                    id: Secrets.identifier(), channel: .email, recipient: email, subject: subject,
+                    body: body, code: code, createdAt: now))
         } else if recovery {
             run.state.code?.digest = Data()  // nothing can match
         } else {
             return .fail(.mfaNotEnrolled)
         }
-        run.state.additionalData = ["emailSent": "true", "otpLength": recovery ? String(LongCode.length) : "6",
-                                    "otpNumericOnly": recovery ? "false" : "true", "mfaMethod": recovery ? "recovery" : "email_otp"]
+        run.state.additionalData = [
+            "emailSent": "true", "otpLength": recovery ? String(LongCode.length) : "6",
+            "otpNumericOnly": recovery ? "false" : "true", "mfaMethod": recovery ? "recovery" : "email_otp"
+        ]
         return .next
     }
 
@@ -124,7 +133,9 @@ enum CodeExecutors {
         if pending.expiresAt <= server.clock.now { return .retry(.codeExpired) }
         let typed = run.submitted[input] ?? ""
         let submitted = recovery ? LongCode.normalized(typed) : typed.filter { !$0.isWhitespace }
-        let budget = run.state.codeBudget ?? run.state.userId.map { recovery ? CodeBudget.recovery(userId: $0, identifier: "") : CodeBudget.secondFactor(userId: $0) }
+        let budget =
+            run.state.codeBudget
+            ?? run.state.userId.map { recovery ? CodeBudget.recovery(userId: $0, identifier: "") : CodeBudget.secondFactor(userId: $0) }
         if let budget, let wait = try await server.reserveCodeAttempt(budget) {
             run.state.code = nil
             return .fail(.codesLocked(seconds: wait))

@@ -18,7 +18,7 @@ enum FlowExecutors {
         "PasswordUpdater": RecoveryExecutors.updatePassword,
         "PasskeyAuthExecutor": PasskeyExecutors.run,
         "AuthAssertExecutor": SessionExecutors.assert,
-        "SessionTerminator": SessionExecutors.terminate,
+        "SessionTerminator": SessionExecutors.terminate
     ]
 
     static var known: Set<String> { Set(registry.keys) }

@@ -27,11 +27,15 @@ enum PasskeyExecutors {
     /// known or not, gets discoverable options (no account enumeration, no credential ids).
     private static func challenge(_ server: IdentityServer, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         var user: UserRecord?
-        if let id = run.state.userId { user = try await server.store.user(id: id) }
-        else if let name = run.value("username")?.trimmingCharacters(in: .whitespaces).nonEmpty { user = try await server.account(identifier: name) }
+        if let id = run.state.userId {
+            user = try await server.store.user(id: id)
+        } else if let name = run.value("username")?.trimmingCharacters(in: .whitespaces).nonEmpty {
+            user = try await server.account(identifier: name)
+        }
         // Credential ids only for a user the flow has authenticated, never for a typed name (no enumeration).
-        let options = try await server.beginPasskeyAuthentication(client: run.client, origin: nil, user: user,
-                                                                  listCredentials: run.state.userId != nil)
+        let options = try await server.beginPasskeyAuthentication(
+            client: run.client, origin: nil, user: user,
+            listCredentials: run.state.userId != nil)
         run.state.passkeyChallenge = options.challenge
         run.state.additionalData["passkeyChallenge"] = try PasskeyJSON.camelCaseString(options)
         return .next
@@ -74,9 +78,10 @@ enum PasskeyExecutors {
     }
 
     private static func registerFinish(_ server: IdentityServer, _ run: inout FlowRun) async throws -> ExecutorOutcome {
-        let response = PasskeyRegistrationResponse(credentialId: try binary(run, "credentialId"),
-                                                   clientDataJSON: try binary(run, "clientDataJSON"),
-                                                   attestationObject: try binary(run, "attestationObject"))
+        let response = PasskeyRegistrationResponse(
+            credentialId: try binary(run, "credentialId"),
+            clientDataJSON: try binary(run, "clientDataJSON"),
+            attestationObject: try binary(run, "attestationObject"))
         try checkChallenge(response.clientDataJSON, run)
         let name = run.submitted["credentialName"]?.trimmingCharacters(in: .whitespacesAndNewlines).nonEmpty
         run.state.passkeyChallenge = nil
@@ -105,6 +110,7 @@ enum PasskeyExecutors {
     /// The response must answer the ceremony this execution started, not another one of the same application.
     private static func checkChallenge(_ clientDataJSON: Data, _ run: FlowRun) throws {
         guard let expected = run.state.passkeyChallenge, let data = try? ClientData(clientDataJSON),
-              Base64URL.encode(data.challenge) == expected else { throw PasskeyFailure.challengeUnknownOrExpired }
+            Base64URL.encode(data.challenge) == expected
+        else { throw PasskeyFailure.challengeUnknownOrExpired }
     }
 }

@@ -12,7 +12,8 @@ enum RegistrationExecutors {
         let code = (run.submitted["invitationCode"] ?? "").trimmingCharacters(in: .whitespaces)
         let digest = Secrets.digest(code)
         guard let invitation = try await server.store.invitation(codeHash: digest), invitation.applicationId == run.state.applicationId,
-              invitation.usedAt == nil else {
+            invitation.usedAt == nil
+        else {
             return .retry(.invalidInvitation)
         }
         guard invitation.expiresAt > server.clock.now else { return .retry(.expiredInvitation) }
@@ -27,7 +28,9 @@ enum RegistrationExecutors {
         // `credential: passkey` nodes register without a password: the passkey registered next is the credential.
         let passwordless = node.properties?["credential"] == "passkey"
         var problems: [FlowResponse.FieldError] = []
-        if let problem = server.userSchema.problem("username", username) { problems.append(.init(identifier: "username", message: problem.text(run.locale))) }
+        if let problem = server.userSchema.problem("username", username) {
+            problems.append(.init(identifier: "username", message: problem.text(run.locale)))
+        }
         if !passwordless, let problem = PasswordPolicy.problem(password, username: username) {
             problems.append(.init(identifier: "password", message: problem.text(run.locale)))
         }
@@ -64,7 +67,9 @@ enum RegistrationExecutors {
         }
         if missing || !problems.isEmpty { return .collect(asked, problems) }
         for attribute in schema.attributes where !attribute.required {
-            if let value = run.state.inputs[attribute.name], schema.problem(attribute.name, value) == nil, !value.isEmpty { claims[attribute.name] = value }
+            if let value = run.state.inputs[attribute.name], schema.problem(attribute.name, value) == nil, !value.isEmpty {
+                claims[attribute.name] = value
+            }
         }
         var invitedEmail: String?
         if let digest = run.state.invitationHash {
@@ -79,8 +84,9 @@ enum RegistrationExecutors {
         if passwordHash == PasswordHasher.noPassword, run.state.pendingPasskey == nil {
             return .fail(.badRequest("a registration without a password needs a verified passkey"))
         }
-        let user = UserRecord(id: run.state.reservedUserId ?? UUID().uuidString.lowercased(), username: username, passwordHash: passwordHash,
-                              claims: claims, disabled: false, failedLogins: 0, lockedUntil: nil, createdAt: now)
+        let user = UserRecord(
+            id: run.state.reservedUserId ?? UUID().uuidString.lowercased(), username: username, passwordHash: passwordHash,
+            claims: claims, disabled: false, failedLogins: 0, lockedUntil: nil, createdAt: now)
         if let conflict = try await server.uniquenessConflict(for: user) {
             if conflict.attribute == "username" { return .retry(.userExists, at: node.onFailure) }
             run.state.inputs[conflict.attribute] = nil
@@ -107,7 +113,8 @@ enum RegistrationExecutors {
         server.logger.info("user registered", metadata: ["user": .string(user.id), "application": .string(run.state.applicationId)])
         run.state.userId = user.id
         run.state.pendingPasswordHash = nil
-        run.state.amr = run.state.pendingPasskey.map { AuthenticationMethods.passkey(userVerified: false, backupEligible: $0.backupEligible) } ?? ["pwd"]
+        run.state.amr =
+            run.state.pendingPasskey.map { AuthenticationMethods.passkey(userVerified: false, backupEligible: $0.backupEligible) } ?? ["pwd"]
         run.state.pendingPasskey = nil
         run.state.authTime = now
         run.state.dynamicInputs = nil

@@ -5,8 +5,9 @@ enum SessionExecutors {
     static func assert(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         guard let userId = run.state.userId, let user = try await server.store.user(id: userId) else { return .fail(.invalidCredentials) }
         guard !user.disabled else { return .fail(.accountDisabled) }
-        run.assertion = try await server.mintFlowAssertion(user: user, applicationId: run.state.applicationId, flowType: run.state.flowType,
-                                                           amr: run.state.amr, authTime: run.state.authTime ?? server.clock.now)
+        run.assertion = try await server.mintFlowAssertion(
+            user: user, applicationId: run.state.applicationId, flowType: run.state.flowType,
+            amr: run.state.amr, authTime: run.state.authTime ?? server.clock.now)
         return .next
     }
 

@@ -41,7 +41,8 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
 
     public init(url text: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
-              scheme == "postgres" || scheme == "postgresql" else {
+            scheme == "postgres" || scheme == "postgresql"
+        else {
             throw ConfigurationError.invalid("the database URL must look like postgres://user@127.0.0.1:5432/latchkey")
         }
         guard let host = components.host, !host.isEmpty else {

@@ -21,155 +21,159 @@ enum PostgresSchema {
     static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }
 
     static let migrations: [Migration] = [
-        Migration(version: 1, name: "identity-server", statements: [
-            """
-            CREATE TABLE users (
-                id TEXT PRIMARY KEY, username TEXT NOT NULL, password_hash TEXT NOT NULL, claims TEXT NOT NULL,
-                disabled BOOLEAN NOT NULL DEFAULT FALSE, failed_logins BIGINT NOT NULL DEFAULT 0, locked_until DOUBLE PRECISION,
-                created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION, version BIGINT NOT NULL DEFAULT 0)
-            """,
-            "CREATE UNIQUE INDEX users_username ON users (lower(username COLLATE \"C\"))",
-            "CREATE INDEX users_claim_email ON users (lower(((claims::jsonb) ->> 'email') COLLATE \"C\"))",
-            "CREATE TABLE clients (id TEXT PRIMARY KEY, configuration TEXT NOT NULL, secret_hash BYTEA)",
-            """
-            CREATE TABLE login_requests (
-                id TEXT PRIMARY KEY, request TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
-            """,
-            "CREATE INDEX login_requests_expiry ON login_requests (expires_at)",
-            """
-            CREATE TABLE token_families (
-                id TEXT PRIMARY KEY, client_id TEXT NOT NULL, user_id TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL,
-                revoked_at DOUBLE PRECISION, revoked_reason TEXT, session_id TEXT)
-            """,
-            "CREATE INDEX token_families_session ON token_families (session_id)",
-            "CREATE INDEX token_families_user ON token_families (user_id)",
-            """
-            CREATE TABLE authorization_codes (
-                code_hash BYTEA PRIMARY KEY, client_id TEXT NOT NULL, user_id TEXT NOT NULL, redirect_uri TEXT NOT NULL,
-                scope TEXT NOT NULL, nonce TEXT, code_challenge TEXT, session_id TEXT, auth_time DOUBLE PRECISION NOT NULL,
-                expires_at DOUBLE PRECISION NOT NULL, used_at DOUBLE PRECISION, family_id TEXT, amr TEXT)
-            """,
-            "CREATE INDEX authorization_codes_expiry ON authorization_codes (expires_at)",
-            """
-            CREATE TABLE refresh_tokens (
-                token_hash BYTEA PRIMARY KEY, family_id TEXT NOT NULL REFERENCES token_families(id),
-                client_id TEXT NOT NULL, user_id TEXT NOT NULL, scope TEXT NOT NULL, session_id TEXT,
-                auth_time DOUBLE PRECISION NOT NULL, created_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL,
-                used_at DOUBLE PRECISION, amr TEXT, jkt TEXT)
-            """,
-            "CREATE INDEX refresh_tokens_family ON refresh_tokens (family_id)",
-            "CREATE INDEX refresh_tokens_session ON refresh_tokens (session_id)",
-            """
-            CREATE TABLE access_tokens (
-                jti TEXT PRIMARY KEY, family_id TEXT, client_id TEXT NOT NULL, subject TEXT NOT NULL,
-                expires_at DOUBLE PRECISION NOT NULL, revoked_at DOUBLE PRECISION)
-            """,
-            "CREATE INDEX access_tokens_subject ON access_tokens (subject)",
-            """
-            CREATE TABLE sessions (
-                id TEXT PRIMARY KEY, secret_hash BYTEA NOT NULL UNIQUE, user_id TEXT NOT NULL, auth_time DOUBLE PRECISION NOT NULL,
-                created_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL, ended_at DOUBLE PRECISION, amr TEXT)
-            """,
-            "CREATE INDEX sessions_user ON sessions (user_id)",
-            """
-            CREATE TABLE signing_keys (
-                kid TEXT PRIMARY KEY, algorithm TEXT NOT NULL, pem TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL,
-                retired_at DOUBLE PRECISION)
-            """,
-            """
-            CREATE TABLE user_factors (
-                user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, kind TEXT NOT NULL, secret TEXT NOT NULL,
-                created_at DOUBLE PRECISION NOT NULL, totp_last_step BIGINT, PRIMARY KEY (user_id, kind))
-            """,
-            """
-            CREATE TABLE flow_executions (
-                id TEXT PRIMARY KEY, application_id TEXT NOT NULL, flow_type TEXT NOT NULL, challenge_hash BYTEA NOT NULL,
-                state BYTEA NOT NULL, created_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
-            """,
-            """
-            CREATE TABLE outbox (
-                id TEXT PRIMARY KEY, channel TEXT NOT NULL, recipient TEXT NOT NULL, subject TEXT NOT NULL,
-                body TEXT NOT NULL, code TEXT, created_at DOUBLE PRECISION NOT NULL, seq BIGINT GENERATED ALWAYS AS IDENTITY)
-            """,
-            "CREATE INDEX outbox_recipient ON outbox (lower(recipient COLLATE \"C\"), created_at)",
-            """
-            CREATE TABLE invitations (
-                code_hash BYTEA PRIMARY KEY, application_id TEXT NOT NULL, email TEXT, created_at DOUBLE PRECISION NOT NULL,
-                expires_at DOUBLE PRECISION NOT NULL, used_at DOUBLE PRECISION)
-            """,
-            "CREATE TABLE consumed_token_ids (jti TEXT PRIMARY KEY, expires_at DOUBLE PRECISION NOT NULL)",
-            """
-            CREATE TABLE passkeys (
-                id TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, public_key BYTEA NOT NULL,
-                algorithm BIGINT NOT NULL, sign_count BIGINT NOT NULL, aaguid BYTEA NOT NULL, friendly_name TEXT NOT NULL,
-                attestation_format TEXT NOT NULL, backup_eligible BOOLEAN NOT NULL, backed_up BOOLEAN NOT NULL,
-                created_at DOUBLE PRECISION NOT NULL, last_used_at DOUBLE PRECISION,
-                seq BIGINT GENERATED ALWAYS AS IDENTITY)
-            """,
-            // `seq` orders a user's passkeys as they were added, as SQLite's rowid does.
-            "CREATE INDEX passkeys_user ON passkeys (user_id)",
-            """
-            CREATE TABLE passkey_challenges (
-                challenge_hash BYTEA PRIMARY KEY, ceremony TEXT NOT NULL, client_id TEXT, user_id TEXT, profile TEXT NOT NULL,
-                friendly_name TEXT, origin TEXT NOT NULL, user_verification TEXT NOT NULL, allowed_credentials TEXT NOT NULL,
-                created_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
-            """,
-            """
-            CREATE TABLE federated_identities (
-                provider TEXT NOT NULL, subject TEXT NOT NULL, user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-                created_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (provider, subject))
-            """,
-            "CREATE TABLE account_events (key TEXT NOT NULL, at DOUBLE PRECISION NOT NULL)",
-            "CREATE INDEX account_events_key ON account_events (key, at)",
-            "CREATE INDEX account_events_at ON account_events (at)",
-            """
-            CREATE TABLE step_up_challenges (
-                id TEXT PRIMARY KEY, step_up_hash BYTEA NOT NULL UNIQUE, claims TEXT NOT NULL, kind TEXT NOT NULL,
-                code_digest BYTEA NOT NULL, attempts BIGINT NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
-            """,
-            """
-            CREATE TABLE login_attempts (
-                user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, address TEXT NOT NULL,
-                failed BIGINT NOT NULL DEFAULT 0, locked_until DOUBLE PRECISION, updated_at DOUBLE PRECISION NOT NULL,
-                PRIMARY KEY (user_id, address))
-            """,
-            """
-            CREATE TABLE email_changes (
-                user_id TEXT PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE, email TEXT NOT NULL, code_digest BYTEA NOT NULL,
-                attempts BIGINT NOT NULL, created_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
-            """,
-            """
-            CREATE TABLE login_second_factors (
-                request_id TEXT PRIMARY KEY, browser_hash BYTEA NOT NULL, user_id TEXT NOT NULL, kind TEXT NOT NULL,
-                code_digest BYTEA NOT NULL, attempts BIGINT NOT NULL, sends BIGINT NOT NULL, amr TEXT NOT NULL,
-                auth_time DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
-            """,
-            """
-            CREATE TABLE mail_queue (
-                id TEXT PRIMARY KEY, recipient TEXT NOT NULL, subject TEXT NOT NULL, body TEXT NOT NULL,
-                attempts BIGINT NOT NULL DEFAULT 0, next_attempt_at DOUBLE PRECISION NOT NULL, created_at DOUBLE PRECISION NOT NULL)
-            """,
-            "CREATE INDEX mail_queue_due ON mail_queue (next_attempt_at)",
-            """
-            CREATE TABLE pushed_requests (
-                uri_hash BYTEA PRIMARY KEY, client_id TEXT NOT NULL, parameters TEXT NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
-            """,
-            """
-            CREATE TABLE device_authorizations (
-                device_code_hash BYTEA PRIMARY KEY, user_code_digest BYTEA NOT NULL UNIQUE, client_id TEXT NOT NULL,
-                scope TEXT NOT NULL, status TEXT NOT NULL, user_id TEXT, session_id TEXT, auth_time DOUBLE PRECISION, amr TEXT,
-                created_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL, poll_interval BIGINT NOT NULL,
-                last_polled_at DOUBLE PRECISION)
-            """,
-            // Per-address throttles shared by every instance (`Store.reserveAddressEvent`).
-            "CREATE TABLE address_events (bucket TEXT NOT NULL, address TEXT NOT NULL, at DOUBLE PRECISION NOT NULL)",
-            "CREATE INDEX address_events_key ON address_events (bucket, address, at)",
-            "CREATE INDEX address_events_at ON address_events (at)",
-        ]),
+        Migration(
+            version: 1, name: "identity-server",
+            statements: [
+                """
+                CREATE TABLE users (
+                    id TEXT PRIMARY KEY, username TEXT NOT NULL, password_hash TEXT NOT NULL, claims TEXT NOT NULL,
+                    disabled BOOLEAN NOT NULL DEFAULT FALSE, failed_logins BIGINT NOT NULL DEFAULT 0, locked_until DOUBLE PRECISION,
+                    created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION, version BIGINT NOT NULL DEFAULT 0)
+                """,
+                "CREATE UNIQUE INDEX users_username ON users (lower(username COLLATE \"C\"))",
+                "CREATE INDEX users_claim_email ON users (lower(((claims::jsonb) ->> 'email') COLLATE \"C\"))",
+                "CREATE TABLE clients (id TEXT PRIMARY KEY, configuration TEXT NOT NULL, secret_hash BYTEA)",
+                """
+                CREATE TABLE login_requests (
+                    id TEXT PRIMARY KEY, request TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
+                """,
+                "CREATE INDEX login_requests_expiry ON login_requests (expires_at)",
+                """
+                CREATE TABLE token_families (
+                    id TEXT PRIMARY KEY, client_id TEXT NOT NULL, user_id TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL,
+                    revoked_at DOUBLE PRECISION, revoked_reason TEXT, session_id TEXT)
+                """,
+                "CREATE INDEX token_families_session ON token_families (session_id)",
+                "CREATE INDEX token_families_user ON token_families (user_id)",
+                """
+                CREATE TABLE authorization_codes (
+                    code_hash BYTEA PRIMARY KEY, client_id TEXT NOT NULL, user_id TEXT NOT NULL, redirect_uri TEXT NOT NULL,
+                    scope TEXT NOT NULL, nonce TEXT, code_challenge TEXT, session_id TEXT, auth_time DOUBLE PRECISION NOT NULL,
+                    expires_at DOUBLE PRECISION NOT NULL, used_at DOUBLE PRECISION, family_id TEXT, amr TEXT)
+                """,
+                "CREATE INDEX authorization_codes_expiry ON authorization_codes (expires_at)",
+                """
+                CREATE TABLE refresh_tokens (
+                    token_hash BYTEA PRIMARY KEY, family_id TEXT NOT NULL REFERENCES token_families(id),
+                    client_id TEXT NOT NULL, user_id TEXT NOT NULL, scope TEXT NOT NULL, session_id TEXT,
+                    auth_time DOUBLE PRECISION NOT NULL, created_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL,
+                    used_at DOUBLE PRECISION, amr TEXT, jkt TEXT)
+                """,
+                "CREATE INDEX refresh_tokens_family ON refresh_tokens (family_id)",
+                "CREATE INDEX refresh_tokens_session ON refresh_tokens (session_id)",
+                """
+                CREATE TABLE access_tokens (
+                    jti TEXT PRIMARY KEY, family_id TEXT, client_id TEXT NOT NULL, subject TEXT NOT NULL,
+                    expires_at DOUBLE PRECISION NOT NULL, revoked_at DOUBLE PRECISION)
+                """,
+                "CREATE INDEX access_tokens_subject ON access_tokens (subject)",
+                """
+                CREATE TABLE sessions (
+                    id TEXT PRIMARY KEY, secret_hash BYTEA NOT NULL UNIQUE, user_id TEXT NOT NULL, auth_time DOUBLE PRECISION NOT NULL,
+                    created_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL, ended_at DOUBLE PRECISION, amr TEXT)
+                """,
+                "CREATE INDEX sessions_user ON sessions (user_id)",
+                """
+                CREATE TABLE signing_keys (
+                    kid TEXT PRIMARY KEY, algorithm TEXT NOT NULL, pem TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL,
+                    retired_at DOUBLE PRECISION)
+                """,
+                """
+                CREATE TABLE user_factors (
+                    user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, kind TEXT NOT NULL, secret TEXT NOT NULL,
+                    created_at DOUBLE PRECISION NOT NULL, totp_last_step BIGINT, PRIMARY KEY (user_id, kind))
+                """,
+                """
+                CREATE TABLE flow_executions (
+                    id TEXT PRIMARY KEY, application_id TEXT NOT NULL, flow_type TEXT NOT NULL, challenge_hash BYTEA NOT NULL,
+                    state BYTEA NOT NULL, created_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
+                """,
+                """
+                CREATE TABLE outbox (
+                    id TEXT PRIMARY KEY, channel TEXT NOT NULL, recipient TEXT NOT NULL, subject TEXT NOT NULL,
+                    body TEXT NOT NULL, code TEXT, created_at DOUBLE PRECISION NOT NULL, seq BIGINT GENERATED ALWAYS AS IDENTITY)
+                """,
+                "CREATE INDEX outbox_recipient ON outbox (lower(recipient COLLATE \"C\"), created_at)",
+                """
+                CREATE TABLE invitations (
+                    code_hash BYTEA PRIMARY KEY, application_id TEXT NOT NULL, email TEXT, created_at DOUBLE PRECISION NOT NULL,
+                    expires_at DOUBLE PRECISION NOT NULL, used_at DOUBLE PRECISION)
+                """,
+                "CREATE TABLE consumed_token_ids (jti TEXT PRIMARY KEY, expires_at DOUBLE PRECISION NOT NULL)",
+                """
+                CREATE TABLE passkeys (
+                    id TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, public_key BYTEA NOT NULL,
+                    algorithm BIGINT NOT NULL, sign_count BIGINT NOT NULL, aaguid BYTEA NOT NULL, friendly_name TEXT NOT NULL,
+                    attestation_format TEXT NOT NULL, backup_eligible BOOLEAN NOT NULL, backed_up BOOLEAN NOT NULL,
+                    created_at DOUBLE PRECISION NOT NULL, last_used_at DOUBLE PRECISION,
+                    seq BIGINT GENERATED ALWAYS AS IDENTITY)
+                """,
+                // `seq` orders a user's passkeys as they were added, as SQLite's rowid does.
+                "CREATE INDEX passkeys_user ON passkeys (user_id)",
+                """
+                CREATE TABLE passkey_challenges (
+                    challenge_hash BYTEA PRIMARY KEY, ceremony TEXT NOT NULL, client_id TEXT, user_id TEXT, profile TEXT NOT NULL,
+                    friendly_name TEXT, origin TEXT NOT NULL, user_verification TEXT NOT NULL, allowed_credentials TEXT NOT NULL,
+                    created_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
+                """,
+                """
+                CREATE TABLE federated_identities (
+                    provider TEXT NOT NULL, subject TEXT NOT NULL, user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                    created_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (provider, subject))
+                """,
+                "CREATE TABLE account_events (key TEXT NOT NULL, at DOUBLE PRECISION NOT NULL)",
+                "CREATE INDEX account_events_key ON account_events (key, at)",
+                "CREATE INDEX account_events_at ON account_events (at)",
+                """
+                CREATE TABLE step_up_challenges (
+                    id TEXT PRIMARY KEY, step_up_hash BYTEA NOT NULL UNIQUE, claims TEXT NOT NULL, kind TEXT NOT NULL,
+                    code_digest BYTEA NOT NULL, attempts BIGINT NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
+                """,
+                """
+                CREATE TABLE login_attempts (
+                    user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, address TEXT NOT NULL,
+                    failed BIGINT NOT NULL DEFAULT 0, locked_until DOUBLE PRECISION, updated_at DOUBLE PRECISION NOT NULL,
+                    PRIMARY KEY (user_id, address))
+                """,
+                """
+                CREATE TABLE email_changes (
+                    user_id TEXT PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE, email TEXT NOT NULL, code_digest BYTEA NOT NULL,
+                    attempts BIGINT NOT NULL, created_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
+                """,
+                """
+                CREATE TABLE login_second_factors (
+                    request_id TEXT PRIMARY KEY, browser_hash BYTEA NOT NULL, user_id TEXT NOT NULL, kind TEXT NOT NULL,
+                    code_digest BYTEA NOT NULL, attempts BIGINT NOT NULL, sends BIGINT NOT NULL, amr TEXT NOT NULL,
+                    auth_time DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
+                """,
+                """
+                CREATE TABLE mail_queue (
+                    id TEXT PRIMARY KEY, recipient TEXT NOT NULL, subject TEXT NOT NULL, body TEXT NOT NULL,
+                    attempts BIGINT NOT NULL DEFAULT 0, next_attempt_at DOUBLE PRECISION NOT NULL, created_at DOUBLE PRECISION NOT NULL)
+                """,
+                "CREATE INDEX mail_queue_due ON mail_queue (next_attempt_at)",
+                """
+                CREATE TABLE pushed_requests (
+                    uri_hash BYTEA PRIMARY KEY, client_id TEXT NOT NULL, parameters TEXT NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
+                """,
+                """
+                CREATE TABLE device_authorizations (
+                    device_code_hash BYTEA PRIMARY KEY, user_code_digest BYTEA NOT NULL UNIQUE, client_id TEXT NOT NULL,
+                    scope TEXT NOT NULL, status TEXT NOT NULL, user_id TEXT, session_id TEXT, auth_time DOUBLE PRECISION, amr TEXT,
+                    created_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL, poll_interval BIGINT NOT NULL,
+                    last_polled_at DOUBLE PRECISION)
+                """,
+                // Per-address throttles shared by every instance (`Store.reserveAddressEvent`).
+                "CREATE TABLE address_events (bucket TEXT NOT NULL, address TEXT NOT NULL, at DOUBLE PRECISION NOT NULL)",
+                "CREATE INDEX address_events_key ON address_events (bucket, address, at)",
+                "CREATE INDEX address_events_at ON address_events (at)"
+            ]),
         // Pruning consumed ids by expiry reads an index, not the whole table.
-        Migration(version: 2, name: "consumed-ids-expiry-index", statements: [
-            "CREATE INDEX consumed_token_ids_expires ON consumed_token_ids (expires_at)",
-        ]),
+        Migration(
+            version: 2, name: "consumed-ids-expiry-index",
+            statements: [
+                "CREATE INDEX consumed_token_ids_expires ON consumed_token_ids (expires_at)"
+            ])
     ]
 
     /// Brings the database to `latestVersion`, one migration per transaction, under an advisory lock: instances that
@@ -198,7 +202,8 @@ enum PostgresSchema {
     }
 
     private static func applyMigrations(_ connection: PostgresConnection, logger: Logger, upTo target: Int) async throws -> [Int] {
-        try await connection.query("""
+        try await connection.query(
+            """
             CREATE TABLE IF NOT EXISTS latchkey_schema_migrations (
                 version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
             """, logger: logger)
@@ -229,7 +234,8 @@ enum PostgresSchema {
     /// The version the database is at (0 before the first migration).
     static func currentVersion(_ client: PostgresClient, logger: Logger) async throws -> Int {
         try await client.withConnection { connection in
-            let exists = try await connection.query("SELECT to_regclass('latchkey_schema_migrations') IS NOT NULL", logger: logger)
+            let exists =
+                try await connection.query("SELECT to_regclass('latchkey_schema_migrations') IS NOT NULL", logger: logger)
                 .collect().first?.decode(Bool.self) ?? false
             guard exists else { return 0 }
             return try await appliedVersions(connection, logger: logger).max() ?? 0

@@ -3,8 +3,10 @@ import PostgresNIO
 
 /// Profile writes with optimistic concurrency, and pending email changes.
 extension PostgresStore {
-    public func updateProfile(userId: String, username: String, claims: [String: String], disabled: Bool?, expectedVersion: Int,
-                              updatedAt: Date) async throws -> Bool {
+    public func updateProfile(
+        userId: String, username: String, claims: [String: String], disabled: Bool?, expectedVersion: Int,
+        updatedAt: Date
+    ) async throws -> Bool {
         let claimsJSON = try SQLiteStore.json(claims)
         let email = claims["email"] ?? ""
         let t = updatedAt.epoch
@@ -15,23 +17,31 @@ extension PostgresStore {
                 // both pass it (a username that is someone's email, or the reverse). SQLite got this from its single
                 // writer; in PostgreSQL the checks read rows another transaction may be about to write.
                 try await self.lock("accounts", "all", on: connection)
-                if try await self.row("""
+                if try await self.row(
+                    """
                     SELECT id FROM users WHERE lower(username COLLATE "C") = lower(\(username) COLLATE "C") AND id <> \(userId) LIMIT 1
-                    """, on: connection) != nil {
+                    """, on: connection) != nil
+                {
                     throw StoreError.conflict("username")
                 }
-                if try await self.row("""
+                if try await self.row(
+                    """
                     SELECT id FROM users WHERE id <> \(userId) AND lower(((claims::jsonb) ->> 'email') COLLATE "C") = lower(\(username) COLLATE "C") LIMIT 1
-                    """, on: connection) != nil {
+                    """, on: connection) != nil
+                {
                     throw StoreError.conflict("username")
                 }
-                if !email.isEmpty, try await self.row("""
-                    SELECT id FROM users WHERE id <> \(userId) AND lower(username COLLATE "C") = lower(\(email) COLLATE "C") LIMIT 1
-                    """, on: connection) != nil {
+                if !email.isEmpty,
+                    try await self.row(
+                        """
+                        SELECT id FROM users WHERE id <> \(userId) AND lower(username COLLATE "C") = lower(\(email) COLLATE "C") LIMIT 1
+                        """, on: connection) != nil
+                {
                     throw StoreError.conflict("email")
                 }
                 // One conditional UPDATE: the password hash is never written here, and `disabled` only when asked.
-                return try await self.execute("""
+                return try await self.execute(
+                    """
                     UPDATE users SET username = \(username), claims = \(claimsJSON), disabled = COALESCE(\(disabled), disabled),
                         updated_at = \(t), version = version + 1
                     WHERE id = \(userId) AND version = \(expectedVersion) RETURNING 1
@@ -48,7 +58,8 @@ extension PostgresStore {
         let expiresAt = change.expiresAt.epoch
         try await connection { connection in
             // One statement (SQLite: INSERT OR REPLACE): a new code replaces the pending one atomically.
-            _ = try await self.execute("""
+            _ = try await self.execute(
+                """
                 INSERT INTO email_changes (user_id, email, code_digest, attempts, created_at, expires_at)
                 VALUES (\(change.userId), \(change.email), \(change.codeDigest), \(change.attempts), \(createdAt), \(expiresAt))
                 ON CONFLICT (user_id) DO UPDATE SET email = EXCLUDED.email, code_digest = EXCLUDED.code_digest,
@@ -95,7 +106,8 @@ extension PostgresStore {
         let email: String = try c("email")
         let codeDigest: Data = try c("code_digest")
         let attempts: Int = try c("attempts")
-        return EmailChangeRecord(userId: userId, email: email, codeDigest: codeDigest, attempts: attempts,
-                                 createdAt: try c.date("created_at") ?? .distantPast, expiresAt: try c.date("expires_at") ?? .distantPast)
+        return EmailChangeRecord(
+            userId: userId, email: email, codeDigest: codeDigest, attempts: attempts,
+            createdAt: try c.date("created_at") ?? .distantPast, expiresAt: try c.date("expires_at") ?? .distantPast)
     }
 }

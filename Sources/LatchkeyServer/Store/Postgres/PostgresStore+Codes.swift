@@ -6,7 +6,9 @@ import PostgresNIO
 extension PostgresStore {
     // MARK: Account event budgets
 
-    public func admitAccountEvent(key: String, now: Date, window: TimeInterval, limit: Int) async throws -> (admitted: Bool, events: AccountEventCount) {
+    public func admitAccountEvent(key: String, now: Date, window: TimeInterval, limit: Int) async throws -> (
+        admitted: Bool, events: AccountEventCount
+    ) {
         let t = now.epoch
         let cutoff = t - window
         return try await transaction { connection -> (admitted: Bool, events: AccountEventCount) in
@@ -17,7 +19,8 @@ extension PostgresStore {
             try await self.pruneAccountEvents(before: cutoff, on: connection)
             // Only events within the window are counted (what is left after SQLite's prune): the prune skips rows
             // another transaction is pruning, so the count must not depend on it.
-            let row = try await self.row("""
+            let row = try await self.row(
+                """
                 SELECT COUNT(*) AS n, MIN(at) AS oldest FROM account_events WHERE key = \(key) AND at > \(cutoff)
                 """, on: connection)
             let (count, oldest) = try Self.accountEventWindow(row)
@@ -32,7 +35,8 @@ extension PostgresStore {
     public func accountEvents(key: String, now: Date, window: TimeInterval) async throws -> AccountEventCount {
         let cutoff = now.epoch - window
         let row = try await connection { connection in
-            try await self.row("""
+            try await self.row(
+                """
                 SELECT COUNT(*) AS n, MIN(at) AS oldest FROM account_events WHERE key = \(key) AND at > \(cutoff)
                 """, on: connection)
         }
@@ -53,7 +57,8 @@ extension PostgresStore {
     /// pruning at the same moment are skipped (SKIP LOCKED) rather than waited for: concurrent admissions of different
     /// keys neither queue nor deadlock on each other's housekeeping.
     private func pruneAccountEvents(before cutoff: Double, on connection: PostgresConnection) async throws {
-        try await execute("""
+        try await execute(
+            """
             DELETE FROM account_events WHERE ctid = ANY(ARRAY(
                 SELECT ctid FROM account_events WHERE at <= \(cutoff) FOR UPDATE SKIP LOCKED))
             """, on: connection)
@@ -73,7 +78,8 @@ extension PostgresStore {
     public func acceptTOTPStep(userId: String, step: Int64) async throws -> Bool {
         try await connection { connection in
             // One conditional UPDATE: of two requests presenting the same code, exactly one moves the step forward.
-            try await self.execute("""
+            try await self.execute(
+                """
                 UPDATE user_factors SET totp_last_step = \(step)
                 WHERE user_id = \(userId) AND kind = 'totp' AND (totp_last_step IS NULL OR totp_last_step < \(step))
                 RETURNING 1

@@ -13,13 +13,14 @@ extension PostgresStore {
                 // the profile writes of other instances cannot interleave.
                 try await self.lock("accounts", "all", on: connection)
                 try await self.checkAccountNamespace(username: user.username, on: connection)
-                try await self.execute("""
+                try await self.execute(
+                    """
                     INSERT INTO users (id, username, password_hash, claims, disabled, failed_logins, locked_until, created_at)
                     VALUES (\(user.id), \(user.username), \(user.passwordHash), \(claims), \(user.disabled), \(user.failedLogins),
                             \(user.lockedUntil?.epoch), \(user.createdAt.epoch))
                     """, on: connection)
             }
-        } catch where Self.isUniqueViolation(error) {
+        } catch let error where Self.isUniqueViolation(error) {
             throw StoreError.conflict("username")
         }
     }
@@ -28,9 +29,11 @@ extension PostgresStore {
     /// account's email (sign-in by that name would be ambiguous). Its email *may* be another account's username: Sign in
     /// with Apple creates `apple.<sub>` with the Apple address as email when someone registered that address as a name.
     func checkAccountNamespace(username: String, on connection: PostgresConnection) async throws {
-        if try await row("""
+        if try await row(
+            """
             SELECT 1 FROM users WHERE lower(((claims::jsonb) ->> 'email') COLLATE "C") = lower(\(username) COLLATE "C") LIMIT 1
-            """, on: connection) != nil {
+            """, on: connection) != nil
+        {
             throw StoreError.conflict("username")
         }
     }
@@ -43,16 +46,18 @@ extension PostgresStore {
 
     public func user(username: String) async throws -> UserRecord? {
         try await connection { connection in
-            try await self.row("SELECT * FROM users WHERE lower(username COLLATE \"C\") = lower(\(username) COLLATE \"C\")", on: connection).map(Self.user)
+            try await self.row("SELECT * FROM users WHERE lower(username COLLATE \"C\") = lower(\(username) COLLATE \"C\")", on: connection).map(
+                Self.user)
         }
     }
 
     static func user(_ row: PostgresRow) throws -> UserRecord {
         let c = Columns(row)
-        return UserRecord(id: try c("id"), username: try c("username"), passwordHash: try c("password_hash"),
-                          claims: try c.json("claims"), disabled: try c("disabled"), failedLogins: try c("failed_logins"),
-                          lockedUntil: try c.date("locked_until"), createdAt: try c.date("created_at") ?? .distantPast,
-                          updatedAt: try c.date("updated_at"), version: try c("version"))
+        return UserRecord(
+            id: try c("id"), username: try c("username"), passwordHash: try c("password_hash"),
+            claims: try c.json("claims"), disabled: try c("disabled"), failedLogins: try c("failed_logins"),
+            lockedUntil: try c.date("locked_until"), createdAt: try c.date("created_at") ?? .distantPast,
+            updatedAt: try c.date("updated_at"), version: try c("version"))
     }
 
     // MARK: Clients
@@ -63,7 +68,8 @@ extension PostgresStore {
         let json = try SQLiteStore.json(stored)
         let id = client.configuration.clientId, secretHash = client.secretHash
         try await connection { connection in
-            try await self.execute("""
+            try await self.execute(
+                """
                 INSERT INTO clients (id, configuration, secret_hash) VALUES (\(id), \(json), \(secretHash))
                 ON CONFLICT (id) DO UPDATE SET configuration = excluded.configuration, secret_hash = excluded.secret_hash
                 """, on: connection)
@@ -76,8 +82,9 @@ extension PostgresStore {
                 return nil
             }
             let c = Columns(row)
-            return ClientRecord(configuration: try self.decodedClients.configuration(try c("configuration", as: String.self)),
-                                secretHash: try c("secret_hash", as: Data?.self))
+            return ClientRecord(
+                configuration: try self.decodedClients.configuration(try c("configuration", as: String.self)),
+                secretHash: try c("secret_hash", as: Data?.self))
         }
     }
 
@@ -87,7 +94,8 @@ extension PostgresStore {
         let json = try SQLiteStore.json(request.request)
         try await transaction { connection in
             try await self.execute("DELETE FROM login_requests WHERE expires_at < \(request.createdAt.epoch)", on: connection)
-            try await self.execute("""
+            try await self.execute(
+                """
                 INSERT INTO login_requests (id, request, created_at, expires_at)
                 VALUES (\(request.id), \(json), \(request.createdAt.epoch), \(request.expiresAt.epoch))
                 """, on: connection)
@@ -96,11 +104,15 @@ extension PostgresStore {
 
     public func loginRequest(id: String, now: Date) async throws -> LoginRequestRecord? {
         try await connection { connection in
-            guard let row = try await self.row("SELECT * FROM login_requests WHERE id = \(id) AND expires_at > \(now.epoch)",
-                                               on: connection) else { return nil }
+            guard
+                let row = try await self.row(
+                    "SELECT * FROM login_requests WHERE id = \(id) AND expires_at > \(now.epoch)",
+                    on: connection)
+            else { return nil }
             let c = Columns(row)
-            return LoginRequestRecord(id: try c("id"), request: try c.json("request"), createdAt: try c.date("created_at") ?? now,
-                                      expiresAt: try c.date("expires_at") ?? now)
+            return LoginRequestRecord(
+                id: try c("id"), request: try c.json("request"), createdAt: try c.date("created_at") ?? now,
+                expiresAt: try c.date("expires_at") ?? now)
         }
     }
 
@@ -114,9 +126,11 @@ extension PostgresStore {
         let amr = try SQLiteStore.json(code.amr), scope = code.scope.joined(separator: " ")
         try await transaction { connection in
             // Used and expired codes are kept about two hours, so a late replay is still recognised as one.
-            try await self.execute("DELETE FROM authorization_codes WHERE expires_at < \(code.expiresAt.addingTimeInterval(-2 * 3600).epoch)",
-                                   on: connection)
-            try await self.execute("""
+            try await self.execute(
+                "DELETE FROM authorization_codes WHERE expires_at < \(code.expiresAt.addingTimeInterval(-2 * 3600).epoch)",
+                on: connection)
+            try await self.execute(
+                """
                 INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, nonce, code_challenge,
                     session_id, auth_time, expires_at, used_at, family_id, amr)
                 VALUES (\(code.codeHash), \(code.clientId), \(code.userId), \(code.redirectUri), \(scope), \(code.nonce),
@@ -138,10 +152,13 @@ extension PostgresStore {
                 }
                 return .replayed(familyId: record.familyId)
             }
-            try await self.insertFamily(TokenFamilyRecord(id: familyId, clientId: record.clientId, userId: record.userId,
-                                                          sessionId: record.sessionId, createdAt: now), on: connection)
-            try await self.execute("UPDATE authorization_codes SET used_at = \(now.epoch), family_id = \(familyId) WHERE code_hash = \(hash)",
-                                   on: connection)
+            try await self.insertFamily(
+                TokenFamilyRecord(
+                    id: familyId, clientId: record.clientId, userId: record.userId,
+                    sessionId: record.sessionId, createdAt: now), on: connection)
+            try await self.execute(
+                "UPDATE authorization_codes SET used_at = \(now.epoch), family_id = \(familyId) WHERE code_hash = \(hash)",
+                on: connection)
             record.usedAt = now
             record.familyId = familyId
             return .redeemed(record)
@@ -165,7 +182,8 @@ extension PostgresStore {
     }
 
     func insertFamily(_ family: TokenFamilyRecord, on connection: PostgresConnection) async throws {
-        try await execute("""
+        try await execute(
+            """
             INSERT INTO token_families (id, client_id, user_id, session_id, created_at)
             VALUES (\(family.id), \(family.clientId), \(family.userId), \(family.sessionId), \(family.createdAt.epoch))
             """, on: connection)
@@ -175,9 +193,10 @@ extension PostgresStore {
         try await connection { connection in
             guard let row = try await self.row("SELECT * FROM token_families WHERE id = \(id)", on: connection) else { return nil }
             let c = Columns(row)
-            return TokenFamilyRecord(id: try c("id"), clientId: try c("client_id"), userId: try c("user_id"), sessionId: try c("session_id"),
-                                     createdAt: try c.date("created_at") ?? .distantPast, revokedAt: try c.date("revoked_at"),
-                                     revokedReason: try c("revoked_reason"))
+            return TokenFamilyRecord(
+                id: try c("id"), clientId: try c("client_id"), userId: try c("user_id"), sessionId: try c("session_id"),
+                createdAt: try c.date("created_at") ?? .distantPast, revokedAt: try c.date("revoked_at"),
+                revokedReason: try c("revoked_reason"))
         }
     }
 
@@ -186,7 +205,8 @@ extension PostgresStore {
     }
 
     func revokeFamily(id: String, reason: String, now: Date, on connection: PostgresConnection) async throws {
-        try await execute("""
+        try await execute(
+            """
             UPDATE token_families SET revoked_at = \(now.epoch), revoked_reason = \(reason) WHERE id = \(id) AND revoked_at IS NULL
             """, on: connection)
     }
@@ -197,7 +217,8 @@ extension PostgresStore {
 
     private func insertRefreshToken(_ t: RefreshTokenRecord, on connection: PostgresConnection) async throws {
         let amr = try SQLiteStore.json(t.amr), scope = t.scope.joined(separator: " ")
-        try await execute("""
+        try await execute(
+            """
             INSERT INTO refresh_tokens (token_hash, family_id, client_id, user_id, scope, session_id, auth_time, created_at, expires_at, amr, jkt)
             VALUES (\(t.tokenHash), \(t.familyId), \(t.clientId), \(t.userId), \(scope), \(t.sessionId), \(t.authTime.epoch),
                     \(t.createdAt.epoch), \(t.expiresAt.epoch), \(amr), \(t.jkt))
@@ -218,7 +239,8 @@ extension PostgresStore {
                 return .notFound
             }
             let current = try Self.refresh(row)
-            let revoked = try await self.row("SELECT revoked_at IS NOT NULL FROM token_families WHERE id = \(current.familyId)", on: connection)
+            let revoked =
+                try await self.row("SELECT revoked_at IS NOT NULL FROM token_families WHERE id = \(current.familyId)", on: connection)
                 .map { try $0.decode(Bool.self) } ?? true
             if revoked { return .revoked }
             if current.usedAt != nil {
@@ -245,7 +267,8 @@ extension PostgresStore {
 
     public func insertAccessToken(_ token: AccessTokenRecord) async throws {
         try await connection { connection in
-            try await self.execute("""
+            try await self.execute(
+                """
                 INSERT INTO access_tokens (jti, family_id, client_id, subject, expires_at)
                 VALUES (\(token.jti), \(token.familyId), \(token.clientId), \(token.subject), \(token.expiresAt.epoch))
                 """, on: connection)
@@ -256,8 +279,9 @@ extension PostgresStore {
         try await connection { connection in
             guard let row = try await self.row("SELECT * FROM access_tokens WHERE jti = \(jti)", on: connection) else { return nil }
             let c = Columns(row)
-            return AccessTokenRecord(jti: try c("jti"), familyId: try c("family_id"), clientId: try c("client_id"), subject: try c("subject"),
-                                     expiresAt: try c.date("expires_at") ?? .distantPast, revokedAt: try c.date("revoked_at"))
+            return AccessTokenRecord(
+                jti: try c("jti"), familyId: try c("family_id"), clientId: try c("client_id"), subject: try c("subject"),
+                expiresAt: try c.date("expires_at") ?? .distantPast, revokedAt: try c.date("revoked_at"))
         }
     }
 
@@ -272,7 +296,8 @@ extension PostgresStore {
     public func insertSession(_ s: SessionRecord) async throws {
         let amr = try SQLiteStore.json(s.amr)
         try await connection { connection in
-            try await self.execute("""
+            try await self.execute(
+                """
                 INSERT INTO sessions (id, secret_hash, user_id, auth_time, created_at, expires_at, amr)
                 VALUES (\(s.id), \(s.secretHash), \(s.userId), \(s.authTime.epoch), \(s.createdAt.epoch), \(s.expiresAt.epoch), \(amr))
                 """, on: connection)
@@ -293,10 +318,11 @@ extension PostgresStore {
 
     private static func session(_ row: PostgresRow) throws -> SessionRecord {
         let c = Columns(row)
-        return SessionRecord(id: try c("id"), secretHash: try c("secret_hash"), userId: try c("user_id"),
-                             authTime: try c.date("auth_time") ?? .distantPast, createdAt: try c.date("created_at") ?? .distantPast,
-                             expiresAt: try c.date("expires_at") ?? .distantPast, endedAt: try c.date("ended_at"),
-                             amr: SQLiteStore.amr(try c("amr")))
+        return SessionRecord(
+            id: try c("id"), secretHash: try c("secret_hash"), userId: try c("user_id"),
+            authTime: try c.date("auth_time") ?? .distantPast, createdAt: try c.date("created_at") ?? .distantPast,
+            expiresAt: try c.date("expires_at") ?? .distantPast, endedAt: try c.date("ended_at"),
+            amr: SQLiteStore.amr(try c("amr")))
     }
 
     public func endSession(id: String, now: Date) async throws {
@@ -312,7 +338,8 @@ extension PostgresStore {
             let live = try await self.rows("SELECT ended_at FROM sessions WHERE id = \(id) FOR UPDATE", on: connection)
             guard let row = live.first else { return true }
             if try row.decode(Double?.self) != nil { return true }
-            let ended = try await self.execute("""
+            let ended = try await self.execute(
+                """
                 UPDATE sessions SET ended_at = \(now.epoch) WHERE id = \(id) AND NOT EXISTS (
                     SELECT 1 FROM token_families WHERE revoked_at IS NULL
                     AND (session_id = \(id) OR id IN (SELECT family_id FROM refresh_tokens WHERE session_id = \(id))))
@@ -324,47 +351,60 @@ extension PostgresStore {
 
     /// Revokes every family of the session: those created for it and those whose refresh tokens name it.
     func revokeSessionFamilies(sessionId: String, reason: String, now: Date, on connection: PostgresConnection) async throws {
-        try await execute("""
+        try await execute(
+            """
             UPDATE token_families SET revoked_at = \(now.epoch), revoked_reason = \(reason)
             WHERE revoked_at IS NULL AND (session_id = \(sessionId) OR id IN (SELECT family_id FROM refresh_tokens WHERE session_id = \(sessionId)))
             """, on: connection)
     }
 
-    public func revokeUserSessions(userId: String, keepingSession keptSession: String?, keepingFamily keptFamily: String?,
-                                   reason: String, now: Date) async throws {
+    public func revokeUserSessions(
+        userId: String, keepingSession keptSession: String?, keepingFamily keptFamily: String?,
+        reason: String, now: Date
+    ) async throws {
         try await transaction { connection in
-            try await self.revokeUserSessions(userId: userId, keepingSession: keptSession, keepingFamily: keptFamily, reason: reason,
-                                              now: now, on: connection)
+            try await self.revokeUserSessions(
+                userId: userId, keepingSession: keptSession, keepingFamily: keptFamily, reason: reason,
+                now: now, on: connection)
         }
     }
 
-    func revokeUserSessions(userId: String, keepingSession keptSession: String?, keepingFamily keptFamily: String?, reason: String,
-                            now: Date, on connection: PostgresConnection) async throws {
+    func revokeUserSessions(
+        userId: String, keepingSession keptSession: String?, keepingFamily keptFamily: String?, reason: String,
+        now: Date, on connection: PostgresConnection
+    ) async throws {
         let t = now.epoch
-        try await execute("""
+        try await execute(
+            """
             UPDATE sessions SET ended_at = \(t) WHERE user_id = \(userId) AND ended_at IS NULL AND id IS DISTINCT FROM \(keptSession)
             """, on: connection)
-        try await execute("""
+        try await execute(
+            """
             UPDATE token_families SET revoked_at = \(t), revoked_reason = \(reason)
             WHERE user_id = \(userId) AND revoked_at IS NULL AND id IS DISTINCT FROM \(keptFamily)
               AND (session_id IS NULL OR session_id IS DISTINCT FROM \(keptSession))
             """, on: connection)
         // Access tokens outside any family (none are minted for users today) are revoked one by one.
-        try await execute("""
+        try await execute(
+            """
             UPDATE access_tokens SET revoked_at = \(t) WHERE subject = \(userId) AND family_id IS NULL AND revoked_at IS NULL
             """, on: connection)
     }
 
-    public func replacePassword(userId: String, passwordHash: String, keepingSession: String?, keepingFamily: String?,
-                                now: Date) async throws {
+    public func replacePassword(
+        userId: String, passwordHash: String, keepingSession: String?, keepingFamily: String?,
+        now: Date
+    ) async throws {
         try await transaction { connection in
-            try await self.execute("""
+            try await self.execute(
+                """
                 UPDATE users SET password_hash = \(passwordHash), updated_at = \(now.epoch), version = version + 1, failed_logins = 0,
                     locked_until = NULL WHERE id = \(userId)
                 """, on: connection)
             try await self.execute("DELETE FROM login_attempts WHERE user_id = \(userId)", on: connection)
-            try await self.revokeUserSessions(userId: userId, keepingSession: keepingSession, keepingFamily: keepingFamily,
-                                              reason: "password changed", now: now, on: connection)
+            try await self.revokeUserSessions(
+                userId: userId, keepingSession: keepingSession, keepingFamily: keepingFamily,
+                reason: "password changed", now: now, on: connection)
         }
     }
 
@@ -377,15 +417,17 @@ extension PostgresStore {
         return try rows.map { row in
             let c = Columns(row)
             let kid: String = try c("kid")
-            return SigningKeyRecord(kid: kid, algorithm: try c("algorithm"), pem: try opened(try c("pem"), context: SQLiteStore.signingKeyContext(kid)),
-                                    createdAt: try c.date("created_at") ?? .distantPast, retiredAt: try c.date("retired_at"))
+            return SigningKeyRecord(
+                kid: kid, algorithm: try c("algorithm"), pem: try opened(try c("pem"), context: SQLiteStore.signingKeyContext(kid)),
+                createdAt: try c.date("created_at") ?? .distantPast, retiredAt: try c.date("retired_at"))
         }
     }
 
     public func insertSigningKey(_ key: SigningKeyRecord) async throws {
         let pem = try sealed(key.pem, context: SQLiteStore.signingKeyContext(key.kid))
         try await connection { connection in
-            try await self.execute("""
+            try await self.execute(
+                """
                 INSERT INTO signing_keys (kid, algorithm, pem, created_at) VALUES (\(key.kid), \(key.algorithm), \(pem), \(key.createdAt.epoch))
                 """, on: connection)
         }
@@ -393,7 +435,8 @@ extension PostgresStore {
 
     public func retireSigningKeys(before: Date, now: Date) async throws {
         try await connection { connection in
-            try await self.execute("""
+            try await self.execute(
+                """
                 UPDATE signing_keys SET retired_at = \(now.epoch) WHERE retired_at IS NULL AND created_at < \(before.epoch)
                 """, on: connection)
         }
@@ -406,7 +449,8 @@ extension PostgresStore {
             // The count and the insert must not interleave with another instance's: one lock per bucket and address.
             try await self.lock("address_events:\(bucket)", address, on: connection)
             let since = now.epoch - window
-            let row = try await self.row("""
+            let row = try await self.row(
+                """
                 SELECT COUNT(*) AS n, MIN(at) AS oldest FROM address_events
                 WHERE bucket = \(bucket) AND address = \(address) AND at > \(since)
                 """, on: connection)
@@ -415,8 +459,9 @@ extension PostgresStore {
             if count >= limit {
                 return AddressThrottle.secondsUntilFree(oldest: try c?.date("oldest") ?? now, window: window, now: now)
             }
-            try await self.execute("INSERT INTO address_events (bucket, address, at) VALUES (\(bucket), \(address), \(now.epoch))",
-                                   on: connection)
+            try await self.execute(
+                "INSERT INTO address_events (bucket, address, at) VALUES (\(bucket), \(address), \(now.epoch))",
+                on: connection)
             return nil
         }
     }
@@ -425,7 +470,8 @@ extension PostgresStore {
         try await transaction { connection in
             // Under reserve's lock: two releases of events with the same time each remove one.
             try await self.lock("address_events:\(bucket)", address, on: connection)
-            try await self.execute("""
+            try await self.execute(
+                """
                 DELETE FROM address_events WHERE ctid IN (
                     SELECT ctid FROM address_events WHERE bucket = \(bucket) AND address = \(address) AND at = \(at.epoch) LIMIT 1)
                 """, on: connection)

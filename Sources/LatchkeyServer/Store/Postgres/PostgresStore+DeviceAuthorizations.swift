@@ -7,7 +7,8 @@ extension PostgresStore {
         let amr = try SQLiteStore.json(a.amr)
         let scope = a.scope.joined(separator: " ")
         try await connection { connection in
-            _ = try await self.execute("""
+            _ = try await self.execute(
+                """
                 INSERT INTO device_authorizations (device_code_hash, user_code_digest, client_id, scope, status, user_id, session_id,
                     auth_time, amr, created_at, expires_at, poll_interval, last_polled_at)
                 VALUES (\(a.deviceCodeHash), \(a.userCodeDigest), \(a.clientId), \(scope), \(a.status.rawValue), \(a.userId),
@@ -20,14 +21,18 @@ extension PostgresStore {
     public func pendingDeviceAuthorization(userCodeDigest: Data, now: Date) async throws -> DeviceAuthorizationRecord? {
         let t = now.epoch
         return try await connection { connection in
-            try await self.row("""
+            try await self.row(
+                """
                 SELECT * FROM device_authorizations WHERE user_code_digest = \(userCodeDigest) AND status = 'pending' AND expires_at > \(t)
-                """, on: connection).map(PostgresStore.deviceAuthorization)
+                """, on: connection
+            ).map(PostgresStore.deviceAuthorization)
         }
     }
 
-    public func decideDeviceAuthorization(userCodeDigest: Data, approve: Bool, userId: String, sessionId: String, authTime: Date,
-                                          amr: [String], now: Date) async throws -> Bool {
+    public func decideDeviceAuthorization(
+        userCodeDigest: Data, approve: Bool, userId: String, sessionId: String, authTime: Date,
+        amr: [String], now: Date
+    ) async throws -> Bool {
         let amrJSON = try SQLiteStore.json(amr)
         let status = approve ? "approved" : "denied"
         let authTimeEpoch = authTime.epoch
@@ -35,7 +40,8 @@ extension PostgresStore {
         // One conditional UPDATE: of two concurrent decisions (or a decision and an expiry) only one finds the row
         // still pending; the other changes nothing and gets false.
         return try await connection { connection in
-            try await self.execute("""
+            try await self.execute(
+                """
                 UPDATE device_authorizations SET status = \(status), user_id = \(userId), session_id = \(sessionId),
                     auth_time = \(authTimeEpoch), amr = \(amrJSON)
                 WHERE user_code_digest = \(userCodeDigest) AND status = 'pending' AND expires_at > \(t)
@@ -50,29 +56,35 @@ extension PostgresStore {
             // FOR UPDATE: concurrent polls of the same device code (from any instance) run one after the other, so the
             // interval is enforced against the latest poll and an approval is handed out exactly once. A decision
             // waiting on the lock re-checks `status = 'pending'` after this transaction and finds it changed.
-            guard let row = try await self.row("SELECT * FROM device_authorizations WHERE device_code_hash = \(deviceCodeHash) FOR UPDATE",
-                                               on: connection) else { return .notFound }
+            guard
+                let row = try await self.row(
+                    "SELECT * FROM device_authorizations WHERE device_code_hash = \(deviceCodeHash) FOR UPDATE",
+                    on: connection)
+            else { return .notFound }
             let record = try PostgresStore.deviceAuthorization(row)
             if record.status == .used || record.clientId != clientId { return .notFound }
             if record.expiresAt <= now { return .expired }
             if let last = record.lastPolledAt, now.timeIntervalSince(last) < TimeInterval(record.interval) {
                 // RFC 8628 §3.5: every slow_down adds 5 seconds to the interval the device must keep.
                 let interval = record.interval + 5
-                try await self.execute("""
+                try await self.execute(
+                    """
                     UPDATE device_authorizations SET poll_interval = \(interval), last_polled_at = \(t) WHERE device_code_hash = \(deviceCodeHash)
                     """, on: connection)
                 return .slowDown(interval: interval)
             }
-            try await self.execute("UPDATE device_authorizations SET last_polled_at = \(t) WHERE device_code_hash = \(deviceCodeHash)",
-                                   on: connection)
+            try await self.execute(
+                "UPDATE device_authorizations SET last_polled_at = \(t) WHERE device_code_hash = \(deviceCodeHash)",
+                on: connection)
             switch record.status {
             case .pending: return .pending
             case .denied:
                 try await self.execute("DELETE FROM device_authorizations WHERE device_code_hash = \(deviceCodeHash)", on: connection)
                 return .denied
             case .approved:
-                try await self.execute("UPDATE device_authorizations SET status = 'used' WHERE device_code_hash = \(deviceCodeHash)",
-                                       on: connection)
+                try await self.execute(
+                    "UPDATE device_authorizations SET status = 'used' WHERE device_code_hash = \(deviceCodeHash)",
+                    on: connection)
                 return .approved(record)
             case .used: return .notFound
             }

@@ -13,13 +13,15 @@ extension PostgresStore {
                 // The username check and the write run under the lock every account write takes, so no other instance
                 // can take the same username between them (SQLite got this from its single writer).
                 try await self.lock("accounts", "all", on: connection)
-                let taken = try await self.row("""
+                let taken = try await self.row(
+                    """
                     SELECT id FROM users WHERE lower(username COLLATE "C") = lower(\(user.username) COLLATE "C") AND id <> \(user.id) LIMIT 1
                     """, on: connection)
                 if taken != nil { throw StoreError.conflict("username") }
                 // Only over the version the caller read: a whole-row write from a stale copy would undo a newer password
                 // reset or disable (lost update).
-                let changed = try await self.execute("""
+                let changed = try await self.execute(
+                    """
                     UPDATE users SET username = \(user.username), password_hash = \(user.passwordHash), claims = \(claims),
                         disabled = \(user.disabled), updated_at = \(now), version = version + 1
                     WHERE id = \(user.id) AND version = \(user.version) RETURNING 1
@@ -37,14 +39,16 @@ extension PostgresStore {
         if name == "email" {
             // The literal key matches the expression of the `users_claim_email` index (a bound key would not).
             rows = try await connection { connection in
-                try await self.rows("""
+                try await self.rows(
+                    """
                     SELECT * FROM users WHERE lower(((claims::jsonb) ->> 'email') COLLATE "C") = lower(\(value) COLLATE "C") ORDER BY created_at, id
                     """, on: connection)
             }
         } else {
             let key = name.replacingOccurrences(of: "\"", with: "")
             rows = try await connection { connection in
-                try await self.rows("""
+                try await self.rows(
+                    """
                     SELECT * FROM users WHERE lower(((claims::jsonb) ->> \(key)) COLLATE "C") = lower(\(value) COLLATE "C") ORDER BY created_at, id
                     """, on: connection)
             }
@@ -77,7 +81,8 @@ extension PostgresStore {
         let createdAt = factor.createdAt.epoch
         try await connection { connection in
             // One statement: INSERT … ON CONFLICT DO UPDATE is atomic against a concurrent enrolment of the same kind.
-            _ = try await self.execute("""
+            _ = try await self.execute(
+                """
                 INSERT INTO user_factors (user_id, kind, secret, created_at) VALUES (\(userId), \(kind), \(secret), \(createdAt))
                 ON CONFLICT (user_id, kind) DO UPDATE SET secret = EXCLUDED.secret, created_at = EXCLUDED.created_at, totp_last_step = NULL
                 """, on: connection)
@@ -96,7 +101,8 @@ extension PostgresStore {
     public func insertFlowExecution(_ e: FlowExecutionRecord) async throws {
         try await transaction { connection in
             try await self.execute("DELETE FROM flow_executions WHERE expires_at < \(e.createdAt.epoch)", on: connection)
-            try await self.execute("""
+            try await self.execute(
+                """
                 INSERT INTO flow_executions (id, application_id, flow_type, challenge_hash, state, created_at, expires_at)
                 VALUES (\(e.id), \(e.applicationId), \(e.flowType), \(e.challengeHash), \(e.state), \(e.createdAt.epoch), \(e.expiresAt.epoch))
                 """, on: connection)
@@ -115,14 +121,16 @@ extension PostgresStore {
         let flowType: String = try c("flow_type")
         let challengeHash: Data = try c("challenge_hash")
         let state: Data = try c("state")
-        return FlowExecutionRecord(id: rowId, applicationId: applicationId, flowType: flowType, challengeHash: challengeHash, state: state,
-                                   createdAt: try c.date("created_at") ?? .distantPast, expiresAt: try c.date("expires_at") ?? .distantPast)
+        return FlowExecutionRecord(
+            id: rowId, applicationId: applicationId, flowType: flowType, challengeHash: challengeHash, state: state,
+            createdAt: try c.date("created_at") ?? .distantPast, expiresAt: try c.date("expires_at") ?? .distantPast)
     }
 
     public func swapFlowChallenge(id: String, presented: Data, next: Data) async throws -> Bool {
         try await connection { connection in
             // One conditional UPDATE: of two requests presenting the same challenge, exactly one replaces it.
-            try await self.execute("""
+            try await self.execute(
+                """
                 UPDATE flow_executions SET challenge_hash = \(next) WHERE id = \(id) AND challenge_hash = \(presented) RETURNING 1
                 """, on: connection) == 1
         }
@@ -147,7 +155,8 @@ extension PostgresStore {
         let channel = m.channel.rawValue
         let createdAt = m.createdAt.epoch
         try await connection { connection in
-            _ = try await self.execute("""
+            _ = try await self.execute(
+                """
                 INSERT INTO outbox (id, channel, recipient, subject, body, code, created_at)
                 VALUES (\(m.id), \(channel), \(m.recipient), \(m.subject), \(m.body), \(m.code), \(createdAt))
                 """, on: connection)
@@ -159,7 +168,8 @@ extension PostgresStore {
         let bound: Int? = limit >= 0 ? limit : nil
         let rows = try await connection { connection in
             // Newest first; messages with the same time, the last written first (`seq`, as SQLite's rowid).
-            try await self.rows("""
+            try await self.rows(
+                """
                 SELECT * FROM outbox WHERE lower(recipient COLLATE "C") = lower(\(recipient) COLLATE "C")
                 ORDER BY created_at DESC, seq DESC LIMIT \(bound)
                 """, on: connection)
@@ -172,8 +182,9 @@ extension PostgresStore {
             let subject: String = try c("subject")
             let body: String = try c("body")
             let code: String? = try c("code")
-            return OutboxMessage(id: id, channel: OutboxMessage.Channel(rawValue: channel) ?? .email, recipient: to, subject: subject,
-                                 body: body, code: code, createdAt: try c.date("created_at") ?? .distantPast)
+            return OutboxMessage(
+                id: id, channel: OutboxMessage.Channel(rawValue: channel) ?? .email, recipient: to, subject: subject,
+                body: body, code: code, createdAt: try c.date("created_at") ?? .distantPast)
         }
     }
 
@@ -183,7 +194,8 @@ extension PostgresStore {
         let createdAt = i.createdAt.epoch
         let expiresAt = i.expiresAt.epoch
         try await connection { connection in
-            _ = try await self.execute("""
+            _ = try await self.execute(
+                """
                 INSERT INTO invitations (code_hash, application_id, email, created_at, expires_at)
                 VALUES (\(i.codeHash), \(i.applicationId), \(i.email), \(createdAt), \(expiresAt))
                 """, on: connection)
@@ -199,16 +211,18 @@ extension PostgresStore {
         let hash: Data = try c("code_hash")
         let applicationId: String = try c("application_id")
         let email: String? = try c("email")
-        return InvitationRecord(codeHash: hash, applicationId: applicationId, email: email,
-                                createdAt: try c.date("created_at") ?? .distantPast, expiresAt: try c.date("expires_at") ?? .distantPast,
-                                usedAt: try c.date("used_at"))
+        return InvitationRecord(
+            codeHash: hash, applicationId: applicationId, email: email,
+            createdAt: try c.date("created_at") ?? .distantPast, expiresAt: try c.date("expires_at") ?? .distantPast,
+            usedAt: try c.date("used_at"))
     }
 
     public func useInvitation(codeHash: Data, now: Date) async throws -> Bool {
         let t = now.epoch
         return try await connection { connection in
             // One conditional UPDATE: of two concurrent uses, exactly one finds it unused.
-            try await self.execute("""
+            try await self.execute(
+                """
                 UPDATE invitations SET used_at = \(t) WHERE code_hash = \(codeHash) AND used_at IS NULL RETURNING 1
                 """, on: connection) == 1
         }
@@ -221,7 +235,8 @@ extension PostgresStore {
         return try await connection { connection -> Bool in
             // ON CONFLICT DO NOTHING waits for a concurrent insert of the same id and then does nothing: of two
             // concurrent uses exactly one inserts (SQLite: INSERT OR IGNORE under its single writer).
-            try await self.execute("""
+            try await self.execute(
+                """
                 INSERT INTO consumed_token_ids (jti, expires_at) VALUES (\(jti), \(expires)) ON CONFLICT (jti) DO NOTHING RETURNING 1
                 """, on: connection) == 1
         }

@@ -18,7 +18,8 @@ extension PostgresStore {
         let t = now.epoch, perAccount = limits.perAccount, perAddress = limits.perAddress
         return try await transaction { connection in
             try await self.lockLoginAccount(userId, on: connection)
-            let accountCounted = try await self.execute("""
+            let accountCounted = try await self.execute(
+                """
                 UPDATE users SET failed_logins = failed_logins + 1, locked_until = NULL
                 WHERE id = \(userId) AND (locked_until IS NULL OR locked_until <= \(t)) AND failed_logins < \(perAccount)
                 RETURNING 1
@@ -30,21 +31,25 @@ extension PostgresStore {
             // Insert-if-absent that also locks an existing row (a no-op update instead of DO NOTHING): the pruning in
             // `pruneExpired` does not take the account's lock, and must not delete the row between this statement and
             // the next one (the next would then find nothing and refuse).
-            try await self.execute("""
+            try await self.execute(
+                """
                 INSERT INTO login_attempts (user_id, address, failed, locked_until, updated_at) VALUES (\(userId), \(address), 0, NULL, \(t))
                 ON CONFLICT (user_id, address) DO UPDATE SET failed = login_attempts.failed
                 """, on: connection)
-            let addressCounted = try await self.execute("""
+            let addressCounted = try await self.execute(
+                """
                 UPDATE login_attempts SET failed = failed + 1, locked_until = NULL, updated_at = \(t)
                 WHERE user_id = \(userId) AND address = \(address) AND (locked_until IS NULL OR locked_until <= \(t)) AND failed < \(perAddress)
                 RETURNING 1
                 """, on: connection)
             guard addressCounted == 1 else {
                 // Not reserved after all: give the account-wide count back (same transaction).
-                try await self.execute("UPDATE users SET failed_logins = failed_logins - 1 WHERE id = \(userId) AND failed_logins > 0",
-                                       on: connection)
-                let until = try await self.row("SELECT locked_until FROM login_attempts WHERE user_id = \(userId) AND address = \(address)",
-                                               on: connection)?.decode(Double?.self)
+                try await self.execute(
+                    "UPDATE users SET failed_logins = failed_logins - 1 WHERE id = \(userId) AND failed_logins > 0",
+                    on: connection)
+                let until = try await self.row(
+                    "SELECT locked_until FROM login_attempts WHERE user_id = \(userId) AND address = \(address)",
+                    on: connection)?.decode(Double?.self)
                 return .refused(lockedUntil: until.flatMap { $0 > t ? Date(timeIntervalSince1970: $0) : nil })
             }
             return .reserved
@@ -58,17 +63,21 @@ extension PostgresStore {
             try await self.lockLoginAccount(userId, on: connection)
             // The failure was counted when reserved; only the locks are left to decide. Attempts still in flight were
             // counted too and are absorbed by a lock (their own settling changes nothing while it holds).
-            let addressLocked = try await self.execute("""
-                UPDATE login_attempts SET locked_until = \(until), failed = 0, updated_at = \(t)
-                WHERE user_id = \(userId) AND address = \(address) AND failed >= \(perAddress) AND (locked_until IS NULL OR locked_until <= \(t))
-                RETURNING 1
-                """, on: connection) == 1
+            let addressLocked =
+                try await self.execute(
+                    """
+                    UPDATE login_attempts SET locked_until = \(until), failed = 0, updated_at = \(t)
+                    WHERE user_id = \(userId) AND address = \(address) AND failed >= \(perAddress) AND (locked_until IS NULL OR locked_until <= \(t))
+                    RETURNING 1
+                    """, on: connection) == 1
             // Always run (not short-circuited by the address lock): both locks are decided, as in SQLite.
-            let accountLocked = try await self.execute("""
-                UPDATE users SET locked_until = \(until), failed_logins = 0
-                WHERE id = \(userId) AND failed_logins >= \(perAccount) AND (locked_until IS NULL OR locked_until <= \(t))
-                RETURNING 1
-                """, on: connection) == 1
+            let accountLocked =
+                try await self.execute(
+                    """
+                    UPDATE users SET locked_until = \(until), failed_logins = 0
+                    WHERE id = \(userId) AND failed_logins >= \(perAccount) AND (locked_until IS NULL OR locked_until <= \(t))
+                    RETURNING 1
+                    """, on: connection) == 1
             return addressLocked || accountLocked ? Date(timeIntervalSince1970: until) : nil
         }
     }
@@ -76,9 +85,11 @@ extension PostgresStore {
     public func releaseLoginAttempt(userId: String, address: String) async throws {
         try await transaction { connection in
             try await self.lockLoginAccount(userId, on: connection)
-            try await self.execute("UPDATE users SET failed_logins = failed_logins - 1 WHERE id = \(userId) AND failed_logins > 0",
-                                   on: connection)
-            try await self.execute("""
+            try await self.execute(
+                "UPDATE users SET failed_logins = failed_logins - 1 WHERE id = \(userId) AND failed_logins > 0",
+                on: connection)
+            try await self.execute(
+                """
                 UPDATE login_attempts SET failed = failed - 1 WHERE user_id = \(userId) AND address = \(address) AND failed > 0
                 """, on: connection)
         }
@@ -88,11 +99,14 @@ extension PostgresStore {
         let t = now.epoch
         return try await transaction { connection in
             try await self.lockLoginAccount(userId, on: connection)
-            let addressLocked = try await self.row("""
-                SELECT 1 FROM login_attempts WHERE user_id = \(userId) AND address = \(address) AND locked_until > \(t)
-                """, on: connection) != nil
+            let addressLocked =
+                try await self.row(
+                    """
+                    SELECT 1 FROM login_attempts WHERE user_id = \(userId) AND address = \(address) AND locked_until > \(t)
+                    """, on: connection) != nil
             guard !addressLocked else { return false }
-            let cleared = try await self.execute("""
+            let cleared = try await self.execute(
+                """
                 UPDATE users SET failed_logins = 0, locked_until = NULL
                 WHERE id = \(userId) AND (locked_until IS NULL OR locked_until <= \(t))
                 RETURNING 1

@@ -9,7 +9,8 @@ extension PostgresStore {
             try await self.execute("DELETE FROM login_second_factors WHERE expires_at < \(t)", on: connection)
             // SQLite's INSERT OR IGNORE: a pending second factor is never replaced. A concurrent insert for the same
             // request (on any instance) is waited for, then this one does nothing and reports false.
-            return try await self.execute("""
+            return try await self.execute(
+                """
                 INSERT INTO login_second_factors (request_id, browser_hash, user_id, kind, code_digest, attempts, sends, amr,
                     auth_time, expires_at)
                 VALUES (\(p.requestId), \(p.browserHash), \(p.userId), \(p.kind), \(p.codeDigest), \(p.attempts), \(p.sends), \(amr),
@@ -26,11 +27,12 @@ extension PostgresStore {
                 return nil
             }
             let c = Columns(row)
-            return LoginSecondFactorRecord(requestId: try c("request_id"), browserHash: try c("browser_hash"), userId: try c("user_id"),
-                                           kind: try c("kind"), codeDigest: try c("code_digest"), attempts: try c("attempts"),
-                                           sends: try c("sends"), amr: SQLiteStore.amr(try c("amr", as: String?.self)),
-                                           authTime: try c.date("auth_time") ?? .distantPast,
-                                           expiresAt: try c.date("expires_at") ?? .distantPast)
+            return LoginSecondFactorRecord(
+                requestId: try c("request_id"), browserHash: try c("browser_hash"), userId: try c("user_id"),
+                kind: try c("kind"), codeDigest: try c("code_digest"), attempts: try c("attempts"),
+                sends: try c("sends"), amr: SQLiteStore.amr(try c("amr", as: String?.self)),
+                authTime: try c.date("auth_time") ?? .distantPast,
+                expiresAt: try c.date("expires_at") ?? .distantPast)
         }
     }
 
@@ -38,9 +40,12 @@ extension PostgresStore {
         try await transaction { connection in
             // The UPDATE … RETURNING counts and reads in one statement and holds the row's lock until commit, so the
             // delete at the limit follows from the same state for concurrent failures on any instance.
-            guard let attempts = try await self.row("""
-                UPDATE login_second_factors SET attempts = attempts + 1 WHERE request_id = \(requestId) RETURNING attempts
-                """, on: connection)?.decode(Int.self) else {
+            guard
+                let attempts = try await self.row(
+                    """
+                    UPDATE login_second_factors SET attempts = attempts + 1 WHERE request_id = \(requestId) RETURNING attempts
+                    """, on: connection)?.decode(Int.self)
+            else {
                 // No pending second factor: false, as SQLite (which reads a missing row as exhausted). Nothing to delete,
                 // and no second statement that could see a row inserted meanwhile.
                 return false
@@ -56,7 +61,8 @@ extension PostgresStore {
         let until = expiresAt.epoch
         return try await connection { connection in
             // One conditional UPDATE: concurrent resends (on any instance) re-check `sends` after each other's write.
-            try await self.execute("""
+            try await self.execute(
+                """
                 UPDATE login_second_factors SET code_digest = \(codeDigest), expires_at = \(until), sends = sends + 1
                 WHERE request_id = \(requestId) AND kind = 'email' AND sends < \(maxSends)
                 RETURNING 1

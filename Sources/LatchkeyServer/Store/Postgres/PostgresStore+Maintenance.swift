@@ -31,7 +31,7 @@ extension PostgresStore {
             // Failures from an address that has been quiet for a day are forgotten (and its expired locks).
             "DELETE FROM login_attempts WHERE (locked_until IS NULL OR locked_until < \(t)) AND updated_at < \(quietSince)",
             // Per-address throttle events older than a day (no throttle window is longer).
-            "DELETE FROM address_events WHERE at < \(t - 86400)",
+            "DELETE FROM address_events WHERE at < \(t - 86400)"
         ]
         // Each DELETE commits on its own (unlike SQLite's one write transaction), with its own deadline: pruning needs
         // no atomicity, and short statements hold no row locks across tables, so they cannot deadlock with requests
@@ -39,8 +39,9 @@ extension PostgresStore {
         // count comes back as one number (`WITH … RETURNING 1 … count(*)`), not as one row per deleted row.
         var deleted = 0
         for statement in statements {
-            let counted = PostgresQuery(unsafeSQL: "WITH pruned AS (\(statement.sql) RETURNING 1) SELECT count(*) FROM pruned",
-                                        binds: statement.binds)
+            let counted = PostgresQuery(
+                unsafeSQL: "WITH pruned AS (\(statement.sql) RETURNING 1) SELECT count(*) FROM pruned",
+                binds: statement.binds)
             deleted += try await connection { connection -> Int in
                 try await self.row(counted, on: connection)?.decode(Int.self) ?? 0
             }

@@ -25,8 +25,10 @@ public final class PostgresStore: Store {
 
     /// Connects (the pool opens connections lazily, up to `poolSize`), migrates the schema, and checks that sealed
     /// secrets open with `sealer`'s key.
-    public static func open(location: PostgresLocation, sealer: SecretSealer?, poolSize: Int = 10, timeout: Duration = .seconds(10),
-                            logger: Logger = Logger(label: "latchkey.store")) async throws -> PostgresStore {
+    public static func open(
+        location: PostgresLocation, sealer: SecretSealer?, poolSize: Int = 10, timeout: Duration = .seconds(10),
+        logger: Logger = Logger(label: "latchkey.store")
+    ) async throws -> PostgresStore {
         let store = try PostgresStore(location: location, sealer: sealer, poolSize: poolSize, timeout: timeout, logger: logger)
         do {
             // Reachable at all? (The normal deadline: a wrong host or port fails the start in seconds.) Then the
@@ -48,8 +50,9 @@ public final class PostgresStore: Store {
         case .prefer: tls = .prefer(.makeClientConfiguration())
         case .require: tls = .require(.makeClientConfiguration())
         }
-        var configuration = PostgresClient.Configuration(host: location.host, port: location.port, username: location.username,
-                                                         password: location.password, database: location.database, tls: tls)
+        var configuration = PostgresClient.Configuration(
+            host: location.host, port: location.port, username: location.username,
+            password: location.password, database: location.database, tls: tls)
         configuration.options.maximumConnections = max(1, poolSize)
         configuration.options.minimumConnections = 0
         configuration.options.connectTimeout = .seconds(5)
@@ -57,7 +60,7 @@ public final class PostgresStore: Store {
         let statementMilliseconds = Int(timeout.components.seconds) * 1000
         configuration.options.additionalStartupParameters = [
             ("statement_timeout", "\(statementMilliseconds)"), ("lock_timeout", "\(statementMilliseconds)"),
-            ("idle_in_transaction_session_timeout", "\(statementMilliseconds * 2)"), ("application_name", "latchkey"),
+            ("idle_in_transaction_session_timeout", "\(statementMilliseconds * 2)"), ("application_name", "latchkey")
         ]
         // PostgresNIO logs every message it exchanges at debug and trace level, rows and bound values included (tokens'
         // digests, sealed secrets, codes): its logger never goes below warning, whatever the server's level.
@@ -184,17 +187,21 @@ public final class PostgresStore: Store {
     }
 
     /// The operation's result, or `StoreError.unavailable` once `timeout` has passed (then `deadline` is marked).
-    private static func firstOf<T: Sendable>(timeout: Duration, deadline: Deadline,
-                                             _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+    private static func firstOf<T: Sendable>(
+        timeout: Duration, deadline: Deadline,
+        _ operation: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
         let settled = NIOLockedValueBox<CheckedContinuation<T, any Error>?>(nil)
         let timer = NIOLockedValueBox<Task<Void, Never>?>(nil)
         return try await withCheckedThrowingContinuation { continuation in
             settled.withLockedValue { $0 = continuation }
             @Sendable func settle(_ result: Result<T, any Error>) -> Bool {
-                guard let waiting = settled.withLockedValue({ current -> CheckedContinuation<T, any Error>? in
-                    defer { current = nil }
-                    return current
-                }) else { return false }
+                guard
+                    let waiting = settled.withLockedValue({ current -> CheckedContinuation<T, any Error>? in
+                        defer { current = nil }
+                        return current
+                    })
+                else { return false }
                 waiting.resume(with: result)
                 return true
             }
@@ -227,7 +234,7 @@ public final class PostgresStore: Store {
             }
             return nil
         case .connectionError, .serverClosedConnection, .uncleanShutdown, .clientClosedConnection, .poolClosed,
-             .queryCancelled:
+            .queryCancelled:
             return "PostgreSQL connection: \(error.code)"
         default:
             return nil

@@ -7,21 +7,24 @@ extension SQLiteStore {
     static func migrateCodeBudgets(_ db: Database) throws {
         // Step-up challenges are short-lived (minutes): the old table, which kept the whole step-up JWT, is dropped
         // rather than converted (a pending step-up just starts again).
-        try db.execute(sql: """
-            CREATE TABLE account_events (key TEXT NOT NULL, at REAL NOT NULL);
-            CREATE INDEX account_events_key ON account_events(key, at);
-            CREATE INDEX account_events_at ON account_events(at);
-            ALTER TABLE user_factors ADD COLUMN totp_last_step INTEGER;
-            DROP TABLE step_up_challenges;
-            CREATE TABLE step_up_challenges (
-                id TEXT PRIMARY KEY, step_up_hash BLOB NOT NULL UNIQUE, claims TEXT NOT NULL, kind TEXT NOT NULL,
-                code_digest BLOB NOT NULL, attempts INTEGER NOT NULL, expires_at REAL NOT NULL);
-            """)
+        try db.execute(
+            sql: """
+                CREATE TABLE account_events (key TEXT NOT NULL, at REAL NOT NULL);
+                CREATE INDEX account_events_key ON account_events(key, at);
+                CREATE INDEX account_events_at ON account_events(at);
+                ALTER TABLE user_factors ADD COLUMN totp_last_step INTEGER;
+                DROP TABLE step_up_challenges;
+                CREATE TABLE step_up_challenges (
+                    id TEXT PRIMARY KEY, step_up_hash BLOB NOT NULL UNIQUE, claims TEXT NOT NULL, kind TEXT NOT NULL,
+                    code_digest BLOB NOT NULL, attempts INTEGER NOT NULL, expires_at REAL NOT NULL);
+                """)
     }
 
     // MARK: Account event budgets
 
-    public func admitAccountEvent(key: String, now: Date, window: TimeInterval, limit: Int) async throws -> (admitted: Bool, events: AccountEventCount) {
+    public func admitAccountEvent(key: String, now: Date, window: TimeInterval, limit: Int) async throws -> (
+        admitted: Bool, events: AccountEventCount
+    ) {
         try await pool.write { db in
             // Check and record in one write transaction: concurrent attempts cannot all pass a count taken before any
             // of them was recorded.
@@ -35,8 +38,9 @@ extension SQLiteStore {
 
     public func accountEvents(key: String, now: Date, window: TimeInterval) async throws -> AccountEventCount {
         try await pool.read { db in
-            let row = try Row.fetchOne(db, sql: "SELECT COUNT(*) AS n, MIN(at) AS oldest FROM account_events WHERE key = ? AND at > ?",
-                                       arguments: [key, now.timeIntervalSince1970 - window])
+            let row = try Row.fetchOne(
+                db, sql: "SELECT COUNT(*) AS n, MIN(at) AS oldest FROM account_events WHERE key = ? AND at > ?",
+                arguments: [key, now.timeIntervalSince1970 - window])
             return AccountEventCount(count: row?["n"] ?? 0, oldest: Self.date(row?["oldest"]))
         }
     }
@@ -61,10 +65,11 @@ extension SQLiteStore {
     public func acceptTOTPStep(userId: String, step: Int64) async throws -> Bool {
         try await pool.write { db in
             // One conditional UPDATE: of two requests presenting the same code, exactly one moves the step forward.
-            try db.execute(sql: """
-                UPDATE user_factors SET totp_last_step = ?
-                WHERE user_id = ? AND kind = 'totp' AND (totp_last_step IS NULL OR totp_last_step < ?)
-                """, arguments: [step, userId, step])
+            try db.execute(
+                sql: """
+                    UPDATE user_factors SET totp_last_step = ?
+                    WHERE user_id = ? AND kind = 'totp' AND (totp_last_step IS NULL OR totp_last_step < ?)
+                    """, arguments: [step, userId, step])
             return db.changesCount == 1
         }
     }

@@ -20,14 +20,18 @@ extension SQLiteStore {
                 ("DELETE FROM flow_executions WHERE expires_at < ?", [t]),
                 ("DELETE FROM authorization_codes WHERE expires_at < ?", [codesBefore]),
                 ("DELETE FROM access_tokens WHERE expires_at < ?", [t]),
-                ("""
-                 DELETE FROM refresh_tokens WHERE expires_at < ?
-                    OR family_id IN (SELECT id FROM token_families WHERE revoked_at IS NOT NULL)
-                 """, [t]),
+                (
+                    """
+                    DELETE FROM refresh_tokens WHERE expires_at < ?
+                       OR family_id IN (SELECT id FROM token_families WHERE revoked_at IS NOT NULL)
+                    """, [t]
+                ),
                 ("DELETE FROM sessions WHERE expires_at < ? OR ended_at IS NOT NULL", [t]),
                 // By the database's clock (the machine's: every process on this file shares it), with the skew margin.
-                ("DELETE FROM consumed_token_ids WHERE expires_at < (julianday('now') - 2440587.5) * 86400.0 - ?",
-                 [SingleUseRetention.skewMargin]),
+                (
+                    "DELETE FROM consumed_token_ids WHERE expires_at < (julianday('now') - 2440587.5) * 86400.0 - ?",
+                    [SingleUseRetention.skewMargin]
+                ),
                 ("DELETE FROM pushed_requests WHERE expires_at < ?", [t]),
                 ("DELETE FROM device_authorizations WHERE expires_at < ?", [t]),
                 ("DELETE FROM passkey_challenges WHERE expires_at < ?", [t]),
@@ -37,7 +41,7 @@ extension SQLiteStore {
                 ("DELETE FROM outbox WHERE created_at < ?", [outboxBefore.timeIntervalSince1970]),
                 // Failures from an address that has been quiet for a day are forgotten (and its expired locks).
                 ("DELETE FROM address_events WHERE at < ?", [t - 24 * 3600]),
-                ("DELETE FROM login_attempts WHERE (locked_until IS NULL OR locked_until < ?) AND updated_at < ?", [t, t - 24 * 3600]),
+                ("DELETE FROM login_attempts WHERE (locked_until IS NULL OR locked_until < ?) AND updated_at < ?", [t, t - 24 * 3600])
             ]
             for (sql, arguments) in statements {
                 try db.execute(sql: sql, arguments: arguments)
@@ -58,8 +62,10 @@ extension SQLiteStore {
     /// SQLite's plan for the lookup of users by email (`users(claim: "email", …)`).
     func emailLookupPlan() async throws -> String {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN SELECT * FROM users WHERE json_extract(claims, '$.email') = ? COLLATE NOCASE",
-                             arguments: ["someone@example.com"]).map { row -> String in row["detail"] }.joined(separator: "; ")
+            try Row.fetchAll(
+                db, sql: "EXPLAIN QUERY PLAN SELECT * FROM users WHERE json_extract(claims, '$.email') = ? COLLATE NOCASE",
+                arguments: ["someone@example.com"]
+            ).map { row -> String in row["detail"] }.joined(separator: "; ")
         }
     }
 }

@@ -46,7 +46,6 @@ extension SQLiteStore {
     static func signingKeyContext(_ kid: String) -> String { "signing key \(kid)" }
     static func factorContext(userId: String, kind: String) -> String { "\(kind) factor of user \(userId)" }
 
-
     /// At start: encrypts the rows an older version stored in clear, and checks that every sealed row opens with the
     /// configured key (a wrong key is a start-up error, not a failure at the first sign-in). Freed pages are zeroed
     /// (`secure_delete`) and the WAL is truncated, so the plaintext does not linger in the file.
@@ -69,8 +68,9 @@ extension SQLiteStore {
                 if SecretSealer.isSealed(secret) {
                     _ = try sealer.open(secret, context: context)
                 } else {
-                    try db.execute(sql: "UPDATE user_factors SET secret = ? WHERE user_id = ? AND kind = ?",
-                                   arguments: [try sealer.seal(secret, context: context), userId, kind])
+                    try db.execute(
+                        sql: "UPDATE user_factors SET secret = ? WHERE user_id = ? AND kind = ?",
+                        arguments: [try sealer.seal(secret, context: context), userId, kind])
                 }
             }
         }

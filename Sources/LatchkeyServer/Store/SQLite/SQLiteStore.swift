@@ -34,49 +34,51 @@ public final class SQLiteStore: Store {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1-oidc-core") { db in
-            try db.execute(sql: """
-                CREATE TABLE users (
-                    id TEXT PRIMARY KEY, username TEXT NOT NULL UNIQUE COLLATE NOCASE, password_hash TEXT NOT NULL,
-                    claims TEXT NOT NULL, disabled INTEGER NOT NULL DEFAULT 0, failed_logins INTEGER NOT NULL DEFAULT 0,
-                    locked_until REAL, created_at REAL NOT NULL);
-                CREATE TABLE clients (
-                    id TEXT PRIMARY KEY, configuration TEXT NOT NULL, secret_hash BLOB);
-                CREATE TABLE login_requests (
-                    id TEXT PRIMARY KEY, request TEXT NOT NULL, created_at REAL NOT NULL, expires_at REAL NOT NULL);
-                CREATE TABLE token_families (
-                    id TEXT PRIMARY KEY, client_id TEXT NOT NULL, user_id TEXT NOT NULL, created_at REAL NOT NULL,
-                    revoked_at REAL, revoked_reason TEXT);
-                CREATE TABLE authorization_codes (
-                    code_hash BLOB PRIMARY KEY, client_id TEXT NOT NULL, user_id TEXT NOT NULL, redirect_uri TEXT NOT NULL,
-                    scope TEXT NOT NULL, nonce TEXT, code_challenge TEXT, session_id TEXT, auth_time REAL NOT NULL,
-                    expires_at REAL NOT NULL, used_at REAL, family_id TEXT);
-                CREATE TABLE refresh_tokens (
-                    token_hash BLOB PRIMARY KEY, family_id TEXT NOT NULL REFERENCES token_families(id),
-                    client_id TEXT NOT NULL, user_id TEXT NOT NULL, scope TEXT NOT NULL, session_id TEXT,
-                    auth_time REAL NOT NULL, created_at REAL NOT NULL, expires_at REAL NOT NULL, used_at REAL);
-                CREATE INDEX refresh_tokens_family ON refresh_tokens(family_id);
-                CREATE TABLE access_tokens (
-                    jti TEXT PRIMARY KEY, family_id TEXT, client_id TEXT NOT NULL, subject TEXT NOT NULL,
-                    expires_at REAL NOT NULL, revoked_at REAL);
-                CREATE TABLE sessions (
-                    id TEXT PRIMARY KEY, secret_hash BLOB NOT NULL UNIQUE, user_id TEXT NOT NULL, auth_time REAL NOT NULL,
-                    created_at REAL NOT NULL, expires_at REAL NOT NULL, ended_at REAL);
-                CREATE TABLE signing_keys (
-                    kid TEXT PRIMARY KEY, algorithm TEXT NOT NULL, pem TEXT NOT NULL, created_at REAL NOT NULL, retired_at REAL);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE users (
+                        id TEXT PRIMARY KEY, username TEXT NOT NULL UNIQUE COLLATE NOCASE, password_hash TEXT NOT NULL,
+                        claims TEXT NOT NULL, disabled INTEGER NOT NULL DEFAULT 0, failed_logins INTEGER NOT NULL DEFAULT 0,
+                        locked_until REAL, created_at REAL NOT NULL);
+                    CREATE TABLE clients (
+                        id TEXT PRIMARY KEY, configuration TEXT NOT NULL, secret_hash BLOB);
+                    CREATE TABLE login_requests (
+                        id TEXT PRIMARY KEY, request TEXT NOT NULL, created_at REAL NOT NULL, expires_at REAL NOT NULL);
+                    CREATE TABLE token_families (
+                        id TEXT PRIMARY KEY, client_id TEXT NOT NULL, user_id TEXT NOT NULL, created_at REAL NOT NULL,
+                        revoked_at REAL, revoked_reason TEXT);
+                    CREATE TABLE authorization_codes (
+                        code_hash BLOB PRIMARY KEY, client_id TEXT NOT NULL, user_id TEXT NOT NULL, redirect_uri TEXT NOT NULL,
+                        scope TEXT NOT NULL, nonce TEXT, code_challenge TEXT, session_id TEXT, auth_time REAL NOT NULL,
+                        expires_at REAL NOT NULL, used_at REAL, family_id TEXT);
+                    CREATE TABLE refresh_tokens (
+                        token_hash BLOB PRIMARY KEY, family_id TEXT NOT NULL REFERENCES token_families(id),
+                        client_id TEXT NOT NULL, user_id TEXT NOT NULL, scope TEXT NOT NULL, session_id TEXT,
+                        auth_time REAL NOT NULL, created_at REAL NOT NULL, expires_at REAL NOT NULL, used_at REAL);
+                    CREATE INDEX refresh_tokens_family ON refresh_tokens(family_id);
+                    CREATE TABLE access_tokens (
+                        jti TEXT PRIMARY KEY, family_id TEXT, client_id TEXT NOT NULL, subject TEXT NOT NULL,
+                        expires_at REAL NOT NULL, revoked_at REAL);
+                    CREATE TABLE sessions (
+                        id TEXT PRIMARY KEY, secret_hash BLOB NOT NULL UNIQUE, user_id TEXT NOT NULL, auth_time REAL NOT NULL,
+                        created_at REAL NOT NULL, expires_at REAL NOT NULL, ended_at REAL);
+                    CREATE TABLE signing_keys (
+                        kid TEXT PRIMARY KEY, algorithm TEXT NOT NULL, pem TEXT NOT NULL, created_at REAL NOT NULL, retired_at REAL);
+                    """)
         }
         migrator.registerMigration("v2-flows-profile", migrate: Self.migrateFlowsAndProfile)
         migrator.registerMigration("v3-passkeys", migrate: Self.migratePasskeys)
         migrator.registerMigration("v4-main-family-sessions") { db in
             // A family remembers the sign-in session it belongs to, so ending the session (logout, sign-out, a password
             // change) reaches every token of it, also families that never held a refresh token.
-            try db.execute(sql: """
-                ALTER TABLE token_families ADD COLUMN session_id TEXT;
-                CREATE INDEX token_families_session ON token_families(session_id);
-                CREATE INDEX token_families_user ON token_families(user_id);
-                CREATE INDEX sessions_user ON sessions(user_id);
-                CREATE INDEX refresh_tokens_session ON refresh_tokens(session_id);
-                """)
+            try db.execute(
+                sql: """
+                    ALTER TABLE token_families ADD COLUMN session_id TEXT;
+                    CREATE INDEX token_families_session ON token_families(session_id);
+                    CREATE INDEX token_families_user ON token_families(user_id);
+                    CREATE INDEX sessions_user ON sessions(user_id);
+                    CREATE INDEX refresh_tokens_session ON refresh_tokens(session_id);
+                    """)
         }
         migrator.registerMigration("v4-codes-budgets", migrate: Self.migrateCodeBudgets)
         migrator.registerMigration("v4-throttle-email-index", migrate: Self.migrateEmailIndex)
@@ -114,11 +116,15 @@ public final class SQLiteStore: Store {
     public func insertUser(_ user: UserRecord) async throws {
         try await pool.write { db in
             try Self.checkAccountNamespace(db, username: user.username)
-            try db.execute(sql: """
-                INSERT INTO users (id, username, password_hash, claims, disabled, failed_logins, locked_until, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [user.id, user.username, user.passwordHash, try Self.json(user.claims), user.disabled,
-                                 user.failedLogins, user.lockedUntil?.timeIntervalSince1970, user.createdAt.timeIntervalSince1970])
+            try db.execute(
+                sql: """
+                    INSERT INTO users (id, username, password_hash, claims, disabled, failed_logins, locked_until, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    user.id, user.username, user.passwordHash, try Self.json(user.claims), user.disabled,
+                    user.failedLogins, user.lockedUntil?.timeIntervalSince1970, user.createdAt.timeIntervalSince1970
+                ])
         }
     }
 
@@ -130,8 +136,10 @@ public final class SQLiteStore: Store {
         if try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE username = ?", arguments: [username]) == true {
             throw StoreError.conflict("username")
         }
-        if try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE json_extract(claims, '$.email') = ? COLLATE NOCASE LIMIT 1",
-                             arguments: [username]) == true {
+        if try Bool.fetchOne(
+            db, sql: "SELECT 1 FROM users WHERE json_extract(claims, '$.email') = ? COLLATE NOCASE LIMIT 1",
+            arguments: [username]) == true
+        {
             throw StoreError.conflict("username")
         }
     }
@@ -149,10 +157,11 @@ public final class SQLiteStore: Store {
     }
 
     static func user(_ row: Row) throws -> UserRecord {
-        UserRecord(id: row["id"], username: row["username"], passwordHash: row["password_hash"],
-                   claims: try decode([String: String].self, row["claims"]), disabled: row["disabled"],
-                   failedLogins: row["failed_logins"], lockedUntil: date(row["locked_until"]), createdAt: date(row["created_at"]) ?? .distantPast,
-                   updatedAt: date(row["updated_at"]), version: row["version"] ?? 0)
+        UserRecord(
+            id: row["id"], username: row["username"], passwordHash: row["password_hash"],
+            claims: try decode([String: String].self, row["claims"]), disabled: row["disabled"],
+            failedLogins: row["failed_logins"], lockedUntil: date(row["locked_until"]), createdAt: date(row["created_at"]) ?? .distantPast,
+            updatedAt: date(row["updated_at"]), version: row["version"] ?? 0)
     }
 
     // MARK: Clients
@@ -162,10 +171,11 @@ public final class SQLiteStore: Store {
         stored.clientSecret = nil  // only the hash is persisted
         let json = try Self.json(stored)
         try await pool.write { db in
-            try db.execute(sql: """
-                INSERT INTO clients (id, configuration, secret_hash) VALUES (?, ?, ?)
-                ON CONFLICT(id) DO UPDATE SET configuration = excluded.configuration, secret_hash = excluded.secret_hash
-                """, arguments: [client.configuration.clientId, json, client.secretHash])
+            try db.execute(
+                sql: """
+                    INSERT INTO clients (id, configuration, secret_hash) VALUES (?, ?, ?)
+                    ON CONFLICT(id) DO UPDATE SET configuration = excluded.configuration, secret_hash = excluded.secret_hash
+                    """, arguments: [client.configuration.clientId, json, client.secretHash])
         }
     }
 
@@ -182,17 +192,22 @@ public final class SQLiteStore: Store {
         let json = try Self.json(request.request)
         try await pool.write { db in
             try db.execute(sql: "DELETE FROM login_requests WHERE expires_at < ?", arguments: [request.createdAt.timeIntervalSince1970])
-            try db.execute(sql: "INSERT INTO login_requests (id, request, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                           arguments: [request.id, json, request.createdAt.timeIntervalSince1970, request.expiresAt.timeIntervalSince1970])
+            try db.execute(
+                sql: "INSERT INTO login_requests (id, request, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                arguments: [request.id, json, request.createdAt.timeIntervalSince1970, request.expiresAt.timeIntervalSince1970])
         }
     }
 
     public func loginRequest(id: String, now: Date) async throws -> LoginRequestRecord? {
         try await pool.read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM login_requests WHERE id = ? AND expires_at > ?",
-                                             arguments: [id, now.timeIntervalSince1970]) else { return nil }
-            return LoginRequestRecord(id: row["id"], request: try Self.decode(AuthorizationRequest.self, row["request"]),
-                                      createdAt: Self.date(row["created_at"]) ?? now, expiresAt: Self.date(row["expires_at"]) ?? now)
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT * FROM login_requests WHERE id = ? AND expires_at > ?",
+                    arguments: [id, now.timeIntervalSince1970])
+            else { return nil }
+            return LoginRequestRecord(
+                id: row["id"], request: try Self.decode(AuthorizationRequest.self, row["request"]),
+                createdAt: Self.date(row["created_at"]) ?? now, expiresAt: Self.date(row["expires_at"]) ?? now)
         }
     }
 
@@ -206,14 +221,19 @@ public final class SQLiteStore: Store {
         try await pool.write { db in
             // Used and expired codes are kept about two hours (the new code's expiry is "now" plus a minute), so a
             // late replay is still recognised as one and revokes what the first redemption issued.
-            try db.execute(sql: "DELETE FROM authorization_codes WHERE expires_at < ?",
-                           arguments: [code.expiresAt.addingTimeInterval(-2 * 3600).timeIntervalSince1970])
-            try db.execute(sql: """
-                INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, nonce, code_challenge,
-                    session_id, auth_time, expires_at, used_at, family_id, amr) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?)
-                """, arguments: [code.codeHash, code.clientId, code.userId, code.redirectUri, code.scope.joined(separator: " "),
-                                 code.nonce, code.codeChallenge, code.sessionId, code.authTime.timeIntervalSince1970,
-                                 code.expiresAt.timeIntervalSince1970, try Self.json(code.amr)])
+            try db.execute(
+                sql: "DELETE FROM authorization_codes WHERE expires_at < ?",
+                arguments: [code.expiresAt.addingTimeInterval(-2 * 3600).timeIntervalSince1970])
+            try db.execute(
+                sql: """
+                    INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, nonce, code_challenge,
+                        session_id, auth_time, expires_at, used_at, family_id, amr) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?)
+                    """,
+                arguments: [
+                    code.codeHash, code.clientId, code.userId, code.redirectUri, code.scope.joined(separator: " "),
+                    code.nonce, code.codeChallenge, code.sessionId, code.authTime.timeIntervalSince1970,
+                    code.expiresAt.timeIntervalSince1970, try Self.json(code.amr)
+                ])
         }
     }
 
@@ -231,10 +251,14 @@ public final class SQLiteStore: Store {
             }
             // The family exists and is attached in the same transaction that spends the code, so a replay arriving at
             // any moment after this commit finds it and revokes what the first redemption produced.
-            try Self.insertFamily(db, TokenFamilyRecord(id: familyId, clientId: record.clientId, userId: record.userId,
-                                                        sessionId: record.sessionId, createdAt: now))
-            try db.execute(sql: "UPDATE authorization_codes SET used_at = ?, family_id = ? WHERE code_hash = ?",
-                           arguments: [now.timeIntervalSince1970, familyId, hash])
+            try Self.insertFamily(
+                db,
+                TokenFamilyRecord(
+                    id: familyId, clientId: record.clientId, userId: record.userId,
+                    sessionId: record.sessionId, createdAt: now))
+            try db.execute(
+                sql: "UPDATE authorization_codes SET used_at = ?, family_id = ? WHERE code_hash = ?",
+                arguments: [now.timeIntervalSince1970, familyId, hash])
             record.usedAt = now
             record.familyId = familyId
             return .redeemed(record)
@@ -242,11 +266,12 @@ public final class SQLiteStore: Store {
     }
 
     private static func code(_ row: Row) -> AuthorizationCodeRecord {
-        AuthorizationCodeRecord(codeHash: row["code_hash"], clientId: row["client_id"], userId: row["user_id"],
-                                redirectUri: row["redirect_uri"], scope: scopes(row["scope"]), nonce: row["nonce"],
-                                codeChallenge: row["code_challenge"], sessionId: row["session_id"],
-                                authTime: date(row["auth_time"]) ?? .distantPast, expiresAt: date(row["expires_at"]) ?? .distantPast,
-                                usedAt: date(row["used_at"]), familyId: row["family_id"], amr: amr(row["amr"]))
+        AuthorizationCodeRecord(
+            codeHash: row["code_hash"], clientId: row["client_id"], userId: row["user_id"],
+            redirectUri: row["redirect_uri"], scope: scopes(row["scope"]), nonce: row["nonce"],
+            codeChallenge: row["code_challenge"], sessionId: row["session_id"],
+            authTime: date(row["auth_time"]) ?? .distantPast, expiresAt: date(row["expires_at"]) ?? .distantPast,
+            usedAt: date(row["used_at"]), familyId: row["family_id"], amr: amr(row["amr"]))
     }
 
     // MARK: Families and tokens
@@ -258,16 +283,18 @@ public final class SQLiteStore: Store {
     }
 
     private static func insertFamily(_ db: Database, _ family: TokenFamilyRecord) throws {
-        try db.execute(sql: "INSERT INTO token_families (id, client_id, user_id, session_id, created_at) VALUES (?, ?, ?, ?, ?)",
-                       arguments: [family.id, family.clientId, family.userId, family.sessionId, family.createdAt.timeIntervalSince1970])
+        try db.execute(
+            sql: "INSERT INTO token_families (id, client_id, user_id, session_id, created_at) VALUES (?, ?, ?, ?, ?)",
+            arguments: [family.id, family.clientId, family.userId, family.sessionId, family.createdAt.timeIntervalSince1970])
     }
 
     public func family(id: String) async throws -> TokenFamilyRecord? {
         try await pool.read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM token_families WHERE id = ?", arguments: [id]).map { row in
-                TokenFamilyRecord(id: row["id"], clientId: row["client_id"], userId: row["user_id"], sessionId: row["session_id"],
-                                  createdAt: Self.date(row["created_at"]) ?? .distantPast, revokedAt: Self.date(row["revoked_at"]),
-                                  revokedReason: row["revoked_reason"])
+                TokenFamilyRecord(
+                    id: row["id"], clientId: row["client_id"], userId: row["user_id"], sessionId: row["session_id"],
+                    createdAt: Self.date(row["created_at"]) ?? .distantPast, revokedAt: Self.date(row["revoked_at"]),
+                    revokedReason: row["revoked_reason"])
             }
         }
     }
@@ -277,8 +304,9 @@ public final class SQLiteStore: Store {
     }
 
     static func revokeFamily(_ db: Database, id: String, reason: String, now: Date) throws {
-        try db.execute(sql: "UPDATE token_families SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
-                       arguments: [now.timeIntervalSince1970, reason, id])
+        try db.execute(
+            sql: "UPDATE token_families SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
+            arguments: [now.timeIntervalSince1970, reason, id])
     }
 
     public func insertRefreshToken(_ token: RefreshTokenRecord) async throws {
@@ -286,12 +314,17 @@ public final class SQLiteStore: Store {
     }
 
     private static func insertRefreshToken(_ db: Database, _ t: RefreshTokenRecord) throws {
-        try execute(db, """
+        try execute(
+            db,
+            """
             INSERT INTO refresh_tokens (token_hash, family_id, client_id, user_id, scope, session_id, auth_time, created_at, expires_at, amr, jkt)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, [t.tokenHash, t.familyId, t.clientId, t.userId, t.scope.joined(separator: " "), t.sessionId,
-                  t.authTime.timeIntervalSince1970, t.createdAt.timeIntervalSince1970, t.expiresAt.timeIntervalSince1970,
-                  try Self.json(t.amr), t.jkt])
+            """,
+            [
+                t.tokenHash, t.familyId, t.clientId, t.userId, t.scope.joined(separator: " "), t.sessionId,
+                t.authTime.timeIntervalSince1970, t.createdAt.timeIntervalSince1970, t.expiresAt.timeIntervalSince1970,
+                try Self.json(t.amr), t.jkt
+            ])
     }
 
     public func refreshToken(hash: Data) async throws -> RefreshTokenRecord? {
@@ -306,8 +339,10 @@ public final class SQLiteStore: Store {
                 return .notFound
             }
             let current = Self.refresh(row)
-            let familyRevoked = try Bool.fetchOne(db.cachedStatement(sql: "SELECT revoked_at IS NOT NULL FROM token_families WHERE id = ?"),
-                                                  arguments: [current.familyId]) ?? true
+            let familyRevoked =
+                try Bool.fetchOne(
+                    db.cachedStatement(sql: "SELECT revoked_at IS NOT NULL FROM token_families WHERE id = ?"),
+                    arguments: [current.familyId]) ?? true
             if familyRevoked { return .revoked }
             if current.usedAt != nil {
                 try Self.revokeFamily(db, id: current.familyId, reason: "refresh token replayed", now: now)
@@ -323,32 +358,36 @@ public final class SQLiteStore: Store {
     }
 
     private static func refresh(_ row: Row) -> RefreshTokenRecord {
-        RefreshTokenRecord(tokenHash: row["token_hash"], familyId: row["family_id"], clientId: row["client_id"], userId: row["user_id"],
-                           scope: scopes(row["scope"]), sessionId: row["session_id"], authTime: date(row["auth_time"]) ?? .distantPast,
-                           createdAt: date(row["created_at"]) ?? .distantPast, expiresAt: date(row["expires_at"]) ?? .distantPast,
-                           usedAt: date(row["used_at"]), amr: amr(row["amr"]), jkt: row["jkt"])
+        RefreshTokenRecord(
+            tokenHash: row["token_hash"], familyId: row["family_id"], clientId: row["client_id"], userId: row["user_id"],
+            scope: scopes(row["scope"]), sessionId: row["session_id"], authTime: date(row["auth_time"]) ?? .distantPast,
+            createdAt: date(row["created_at"]) ?? .distantPast, expiresAt: date(row["expires_at"]) ?? .distantPast,
+            usedAt: date(row["used_at"]), amr: amr(row["amr"]), jkt: row["jkt"])
     }
 
     public func insertAccessToken(_ token: AccessTokenRecord) async throws {
         try await pool.write { db in
-            try Self.execute(db, "INSERT INTO access_tokens (jti, family_id, client_id, subject, expires_at) VALUES (?, ?, ?, ?, ?)",
-                             [token.jti, token.familyId, token.clientId, token.subject, token.expiresAt.timeIntervalSince1970])
+            try Self.execute(
+                db, "INSERT INTO access_tokens (jti, family_id, client_id, subject, expires_at) VALUES (?, ?, ?, ?, ?)",
+                [token.jti, token.familyId, token.clientId, token.subject, token.expiresAt.timeIntervalSince1970])
         }
     }
 
     public func accessToken(jti: String) async throws -> AccessTokenRecord? {
         try await pool.read { db in
             try Self.row(db, "SELECT * FROM access_tokens WHERE jti = ?", [jti]).map { row in
-                AccessTokenRecord(jti: row["jti"], familyId: row["family_id"], clientId: row["client_id"], subject: row["subject"],
-                                  expiresAt: Self.date(row["expires_at"]) ?? .distantPast, revokedAt: Self.date(row["revoked_at"]))
+                AccessTokenRecord(
+                    jti: row["jti"], familyId: row["family_id"], clientId: row["client_id"], subject: row["subject"],
+                    expiresAt: Self.date(row["expires_at"]) ?? .distantPast, revokedAt: Self.date(row["revoked_at"]))
             }
         }
     }
 
     public func revokeAccessToken(jti: String, now: Date) async throws {
         try await pool.write { db in
-            try db.execute(sql: "UPDATE access_tokens SET revoked_at = ? WHERE jti = ? AND revoked_at IS NULL",
-                           arguments: [now.timeIntervalSince1970, jti])
+            try db.execute(
+                sql: "UPDATE access_tokens SET revoked_at = ? WHERE jti = ? AND revoked_at IS NULL",
+                arguments: [now.timeIntervalSince1970, jti])
         }
     }
 
@@ -356,10 +395,14 @@ public final class SQLiteStore: Store {
 
     public func insertSession(_ s: SessionRecord) async throws {
         try await pool.write { db in
-            try db.execute(sql: """
-                INSERT INTO sessions (id, secret_hash, user_id, auth_time, created_at, expires_at, amr) VALUES (?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [s.id, s.secretHash, s.userId, s.authTime.timeIntervalSince1970, s.createdAt.timeIntervalSince1970,
-                                 s.expiresAt.timeIntervalSince1970, try Self.json(s.amr)])
+            try db.execute(
+                sql: """
+                    INSERT INTO sessions (id, secret_hash, user_id, auth_time, created_at, expires_at, amr) VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    s.id, s.secretHash, s.userId, s.authTime.timeIntervalSince1970, s.createdAt.timeIntervalSince1970,
+                    s.expiresAt.timeIntervalSince1970, try Self.json(s.amr)
+                ])
         }
     }
 
@@ -376,9 +419,10 @@ public final class SQLiteStore: Store {
     }
 
     private static func session(_ row: Row) -> SessionRecord {
-        SessionRecord(id: row["id"], secretHash: row["secret_hash"], userId: row["user_id"],
-                      authTime: date(row["auth_time"]) ?? .distantPast, createdAt: date(row["created_at"]) ?? .distantPast,
-                      expiresAt: date(row["expires_at"]) ?? .distantPast, endedAt: date(row["ended_at"]), amr: amr(row["amr"]))
+        SessionRecord(
+            id: row["id"], secretHash: row["secret_hash"], userId: row["user_id"],
+            authTime: date(row["auth_time"]) ?? .distantPast, createdAt: date(row["created_at"]) ?? .distantPast,
+            expiresAt: date(row["expires_at"]) ?? .distantPast, endedAt: date(row["ended_at"]), amr: amr(row["amr"]))
     }
 
     public func endSession(id: String, now: Date) async throws {
@@ -390,52 +434,65 @@ public final class SQLiteStore: Store {
 
     public func endSessionHoldingNoTokens(id: String, now: Date) async throws -> Bool {
         try await pool.write { db in
-            try db.execute(sql: """
-                UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL AND NOT EXISTS (
-                    SELECT 1 FROM token_families WHERE revoked_at IS NULL
-                    AND (session_id = ? OR id IN (SELECT family_id FROM refresh_tokens WHERE session_id = ?)))
-                """, arguments: [now.timeIntervalSince1970, id, id, id])
+            try db.execute(
+                sql: """
+                    UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL AND NOT EXISTS (
+                        SELECT 1 FROM token_families WHERE revoked_at IS NULL
+                        AND (session_id = ? OR id IN (SELECT family_id FROM refresh_tokens WHERE session_id = ?)))
+                    """, arguments: [now.timeIntervalSince1970, id, id, id])
             return try Bool.fetchOne(db, sql: "SELECT ended_at IS NOT NULL FROM sessions WHERE id = ?", arguments: [id]) ?? true
         }
     }
 
     /// Revokes every family of the session: those created for it and those whose refresh tokens name it.
     static func revokeSessionFamilies(_ db: Database, sessionId: String, reason: String, now: Date) throws {
-        try db.execute(sql: """
-            UPDATE token_families SET revoked_at = ?, revoked_reason = ?
-            WHERE revoked_at IS NULL AND (session_id = ? OR id IN (SELECT family_id FROM refresh_tokens WHERE session_id = ?))
-            """, arguments: [now.timeIntervalSince1970, reason, sessionId, sessionId])
+        try db.execute(
+            sql: """
+                UPDATE token_families SET revoked_at = ?, revoked_reason = ?
+                WHERE revoked_at IS NULL AND (session_id = ? OR id IN (SELECT family_id FROM refresh_tokens WHERE session_id = ?))
+                """, arguments: [now.timeIntervalSince1970, reason, sessionId, sessionId])
     }
 
-    public func revokeUserSessions(userId: String, keepingSession keptSession: String?, keepingFamily keptFamily: String?,
-                                   reason: String, now: Date) async throws {
+    public func revokeUserSessions(
+        userId: String, keepingSession keptSession: String?, keepingFamily keptFamily: String?,
+        reason: String, now: Date
+    ) async throws {
         try await pool.write { db in
             try Self.revokeUserSessions(db, userId: userId, keepingSession: keptSession, keepingFamily: keptFamily, reason: reason, now: now)
         }
     }
 
-    static func revokeUserSessions(_ db: Database, userId: String, keepingSession keptSession: String?, keepingFamily keptFamily: String?,
-                                   reason: String, now: Date) throws {
+    static func revokeUserSessions(
+        _ db: Database, userId: String, keepingSession keptSession: String?, keepingFamily keptFamily: String?,
+        reason: String, now: Date
+    ) throws {
         let t = now.timeIntervalSince1970
-        try db.execute(sql: "UPDATE sessions SET ended_at = ? WHERE user_id = ? AND ended_at IS NULL AND id IS NOT ?",
-                       arguments: [t, userId, keptSession])
-        try db.execute(sql: """
-            UPDATE token_families SET revoked_at = ?, revoked_reason = ?
-            WHERE user_id = ? AND revoked_at IS NULL AND id IS NOT ? AND (session_id IS NULL OR session_id IS NOT ?)
-            """, arguments: [t, reason, userId, keptFamily, keptSession])
+        try db.execute(
+            sql: "UPDATE sessions SET ended_at = ? WHERE user_id = ? AND ended_at IS NULL AND id IS NOT ?",
+            arguments: [t, userId, keptSession])
+        try db.execute(
+            sql: """
+                UPDATE token_families SET revoked_at = ?, revoked_reason = ?
+                WHERE user_id = ? AND revoked_at IS NULL AND id IS NOT ? AND (session_id IS NULL OR session_id IS NOT ?)
+                """, arguments: [t, reason, userId, keptFamily, keptSession])
         // Access tokens outside any family (none are minted for users today) are revoked one by one.
-        try db.execute(sql: "UPDATE access_tokens SET revoked_at = ? WHERE subject = ? AND family_id IS NULL AND revoked_at IS NULL",
-                       arguments: [t, userId])
+        try db.execute(
+            sql: "UPDATE access_tokens SET revoked_at = ? WHERE subject = ? AND family_id IS NULL AND revoked_at IS NULL",
+            arguments: [t, userId])
     }
 
-    public func replacePassword(userId: String, passwordHash: String, keepingSession: String?, keepingFamily: String?,
-                                now: Date) async throws {
+    public func replacePassword(
+        userId: String, passwordHash: String, keepingSession: String?, keepingFamily: String?,
+        now: Date
+    ) async throws {
         try await pool.write { db in
-            try db.execute(sql: "UPDATE users SET password_hash = ?, updated_at = ?, version = version + 1, failed_logins = 0, locked_until = NULL WHERE id = ?",
-                           arguments: [passwordHash, now.timeIntervalSince1970, userId])
+            try db.execute(
+                sql: "UPDATE users SET password_hash = ?, updated_at = ?, version = version + 1, failed_logins = 0, locked_until = NULL WHERE id = ?",
+                arguments: [passwordHash, now.timeIntervalSince1970, userId])
             try db.execute(sql: "DELETE FROM login_attempts WHERE user_id = ?", arguments: [userId])
-            try Self.revokeUserSessions(db, userId: userId, keepingSession: keepingSession, keepingFamily: keepingFamily,
-                                        reason: "password changed", now: now)
+            try Self.revokeUserSessions(
+                db, userId: userId, keepingSession: keepingSession, keepingFamily: keepingFamily,
+                reason: "password changed", now: now)
         }
     }
 
@@ -444,8 +501,9 @@ public final class SQLiteStore: Store {
     public func signingKeys() async throws -> [SigningKeyRecord] {
         try await pool.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM signing_keys ORDER BY created_at").map { row in
-                SigningKeyRecord(kid: row["kid"], algorithm: row["algorithm"], pem: try self.opened(row["pem"], context: Self.signingKeyContext(row["kid"])),
-                                 createdAt: Self.date(row["created_at"]) ?? .distantPast, retiredAt: Self.date(row["retired_at"]))
+                SigningKeyRecord(
+                    kid: row["kid"], algorithm: row["algorithm"], pem: try self.opened(row["pem"], context: Self.signingKeyContext(row["kid"])),
+                    createdAt: Self.date(row["created_at"]) ?? .distantPast, retiredAt: Self.date(row["retired_at"]))
             }
         }
     }
@@ -453,15 +511,17 @@ public final class SQLiteStore: Store {
     public func insertSigningKey(_ key: SigningKeyRecord) async throws {
         let pem = try sealed(key.pem, context: Self.signingKeyContext(key.kid))
         try await pool.write { db in
-            try db.execute(sql: "INSERT INTO signing_keys (kid, algorithm, pem, created_at) VALUES (?, ?, ?, ?)",
-                           arguments: [key.kid, key.algorithm, pem, key.createdAt.timeIntervalSince1970])
+            try db.execute(
+                sql: "INSERT INTO signing_keys (kid, algorithm, pem, created_at) VALUES (?, ?, ?, ?)",
+                arguments: [key.kid, key.algorithm, pem, key.createdAt.timeIntervalSince1970])
         }
     }
 
     public func retireSigningKeys(before: Date, now: Date) async throws {
         try await pool.write { db in
-            try db.execute(sql: "UPDATE signing_keys SET retired_at = ? WHERE retired_at IS NULL AND created_at < ?",
-                           arguments: [now.timeIntervalSince1970, before.timeIntervalSince1970])
+            try db.execute(
+                sql: "UPDATE signing_keys SET retired_at = ? WHERE retired_at IS NULL AND created_at < ?",
+                arguments: [now.timeIntervalSince1970, before.timeIntervalSince1970])
         }
     }
 

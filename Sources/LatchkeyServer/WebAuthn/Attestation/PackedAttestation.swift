@@ -8,9 +8,11 @@ enum PackedAttestation {
     /// id-fido-gen-ce-aaguid: the authenticator model's AAGUID, embedded in attestation certificates (§8.2.1).
     static let aaguidExtension: ASN1ObjectIdentifier = [1, 3, 6, 1, 4, 1, 45724, 1, 1, 4]
 
-    static func verify(statement: CBORValue, authenticatorData: AuthenticatorData, clientDataHash: Data,
-                       credential: AuthenticatorData.AttestedCredential, trustAnchors: [Certificate],
-                       now: Date = Date()) async throws -> AttestationType {
+    static func verify(
+        statement: CBORValue, authenticatorData: AuthenticatorData, clientDataHash: Data,
+        credential: AuthenticatorData.AttestedCredential, trustAnchors: [Certificate],
+        now: Date = Date()
+    ) async throws -> AttestationType {
         if statement["ecdaaKeyId"] != nil {
             throw WebAuthnError.unsupportedAttestationFormat("packed (ECDAA)")
         }
@@ -21,7 +23,8 @@ enum PackedAttestation {
         guard let x5cValue = statement["x5c"] else {
             // Self attestation: the credential key signs, and must claim the algorithm it actually is.
             guard alg == credential.publicKey.algorithm.rawValue else {
-                throw WebAuthnError.invalidAttestation("self attestation alg \(alg) differs from the credential key's \(credential.publicKey.algorithm.rawValue)")
+                throw WebAuthnError.invalidAttestation(
+                    "self attestation alg \(alg) differs from the credential key's \(credential.publicKey.algorithm.rawValue)")
             }
             guard credential.publicKey.isValidSignature(signature, for: signedData) else {
                 throw WebAuthnError.invalidAttestation("self attestation signature does not verify")
@@ -49,8 +52,9 @@ enum PackedAttestation {
         try checkLeafRequirements(leaf, aaguid: credential.aaguid)
 
         guard !trustAnchors.isEmpty else { return .basic(trustedChain: false) }
-        try await AttestationChain.validate(leaf: leaf, intermediates: Array(certificates.dropFirst()),
-                                      anchors: trustAnchors, now: now)
+        try await AttestationChain.validate(
+            leaf: leaf, intermediates: Array(certificates.dropFirst()),
+            anchors: trustAnchors, now: now)
         return .basic(trustedChain: true)
     }
 

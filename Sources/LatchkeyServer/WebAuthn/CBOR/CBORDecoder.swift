@@ -79,7 +79,7 @@ enum CBORDecoder {
             case 26: argument = try uint(byteCount: 4)
             case 27: argument = try uint(byteCount: 8)
             case 28, 29, 30: throw fail("reserved additional information \(info)", at: offset)
-            default: argument = 0 // 31: indefinite length or break, interpreted by the caller
+            default: argument = 0  // 31: indefinite length or break, interpreted by the caller
             }
             return Head(major: major, info: info, argument: argument, offset: offset)
         }
@@ -187,8 +187,9 @@ enum CBORDecoder {
 
         func validateUTF8(_ content: ArraySlice<UInt8>, at offset: Int) throws {
             // The standard library's UTF-8 decoder rejects overlong forms, surrogates and values above U+10FFFF.
-            let hadError = transcode(content.makeIterator(), from: UTF8.self, to: UTF32.self,
-                                     stoppingOnError: true, into: { _ in })
+            let hadError = transcode(
+                content.makeIterator(), from: UTF8.self, to: UTF32.self,
+                stoppingOnError: true, into: { _ in })
             guard !hadError else { throw fail("text string is not valid UTF-8", at: offset) }
         }
 

@@ -90,15 +90,17 @@ struct COSEKey: Sendable {
         switch material {
         case .p256(let x963):
             guard let key = try? P256.Signing.PublicKey(x963Representation: x963),
-                  let sig = try? P256.Signing.ECDSASignature(derRepresentation: signature) else { return false }
+                let sig = try? P256.Signing.ECDSASignature(derRepresentation: signature)
+            else { return false }
             return key.isValidSignature(sig, for: data)
         case .ed25519(let raw):
             guard signature.count == 64, let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw) else { return false }
             return key.isValidSignature(signature, for: data)
         case .rsa(let n, let e):
             guard let key = try? _RSA.Signing.PublicKey(n: n, e: e) else { return false }
-            return key.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signature), for: data,
-                                        padding: .insecurePKCS1v1_5)
+            return key.isValidSignature(
+                _RSA.Signing.RSASignature(rawRepresentation: signature), for: data,
+                padding: .insecurePKCS1v1_5)
         }
     }
 }
