@@ -15,21 +15,12 @@ import Logging
 public final class LatchkeyClient: Sendable {
     /// State that synchronous seed methods (`getConfiguration`, `isLoading`, `buildSignInURL`) must read.
     private struct State {
-        var context: ClientContext?
+        var context: OAuthClient?
         var loading = 0
-        /// Authorization requests in flight, keyed by `state` — never one shared slot.
-        var pending: [String: PendingAuthorization] = [:]
     }
 
-    struct PendingAuthorization: Sendable {
-        var pkce: PKCEPair
-        var nonce: String
-        var redirectUri: String
-        var maxAge: Int?
-        var sessionId: String?
-        var expectsIDToken: Bool
-        var createdAt: Date
-    }
+    /// Redirect sign-ins in flight (`buildSignInURL`, `webviewLogin`, native login's captured redirect).
+    let codeFlow = AuthorizationCodeFlow()
 
     private let state = Locked(State())
     /// App-native flows in progress, by execution id: each one's latest challenge token (single use, rotated by the
@@ -82,7 +73,7 @@ public final class LatchkeyClient: Sendable {
         var config = config
         if config.dpopKeyProvider == nil { config.dpopKeyProvider = defaultDPoPKeyProvider.withLock { $0 } }
         let resolved = try storage ?? defaultStorage?(config) ?? InMemoryStorageAdapter()
-        let context = ClientContext(
+        let context = OAuthClient(
             config: config, http: http, storage: resolved, changes: authState, cache: accessTokenCache, logger: logger,
             clock: ProviderClock(device: deviceClock.withLock { $0 }))
         try state.withLock { s in
@@ -102,12 +93,12 @@ public final class LatchkeyClient: Sendable {
         if let baseUrl { config.baseUrl = baseUrl }
         if let clientId { config.clientId = clientId }
         try config.validate()
-        let context = ClientContext(
+        let context = OAuthClient(
             config: config, http: http, storage: current.storage, changes: authState, cache: accessTokenCache,
             logger: logger, clock: ProviderClock(device: deviceClock.withLock { $0 }))
         state.withLock { s in
             s.context = context
-            s.pending = [:]
+            codeFlow.discardAll()
             accessTokenCache.bind(to: context.tokens)  // the old context's token is not this one's
         }
         _ = await context.metadata()
@@ -129,7 +120,7 @@ public final class LatchkeyClient: Sendable {
     /// True while a sign-in or sign-out is in progress.
     public func isLoading() -> Bool { state.withLock { $0.loading > 0 } }
 
-    func context() throws -> ClientContext {
+    func context() throws -> OAuthClient {
         guard let context = state.withLock({ $0.context }) else {
             throw LatchkeyError(.sdkNotInitialized, "call initialize(config:storage:) first")
         }
@@ -146,75 +137,12 @@ public final class LatchkeyClient: Sendable {
 
     /// The authorization URL (code flow, PKCE S256, fresh `state` and `nonce`) to open in a browser.
     public func buildSignInURL(options: SignInOptions? = nil) throws -> URL {
-        try makeAuthorizationURL(options: options, sessionId: nil).url
+        try codeFlow.start(context(), options: options, sessionId: nil).url
     }
 
     /// As `buildSignInURL(options:)`, for a named session (multi-session apps): the callback stores its tokens there.
     public func buildSignInURL(options: SignInOptions?, sessionId: String?) throws -> URL {
-        try makeAuthorizationURL(options: options, sessionId: sessionId).url
-    }
-
-    func makeAuthorizationURL(
-        options: SignInOptions?, sessionId: String?, state requestedState: String? = nil, nonce requestedNonce: String? = nil,
-        scopes: [String]? = nil, redirectUri redirectOverride: String? = nil
-    ) throws -> (url: URL, state: String, redirectUri: String) {
-        let context = try context()
-        guard let redirectUri = redirectOverride ?? context.config.afterSignInUrl else {
-            throw LatchkeyError(.invalidConfiguration, "afterSignInUrl (the redirect URI) is not set")
-        }
-        let pkce = PKCEPair()
-        let stateValue = requestedState ?? Self.randomValue()
-        let nonce = requestedNonce ?? Self.randomValue()
-        let scopes = scopes ?? context.config.scopes
-        var parameters: [(String, String)] = [
-            ("response_type", "code"), ("client_id", context.config.clientId), ("redirect_uri", redirectUri),
-            ("scope", scopes.joined(separator: " ")), ("state", stateValue), ("nonce", nonce),
-            ("code_challenge", pkce.challenge), ("code_challenge_method", "S256")
-        ]
-        if let prompt = options?.prompt { parameters.append(("prompt", prompt)) }
-        if let hint = options?.loginHint { parameters.append(("login_hint", hint)) }
-        if let fidp = options?.fidp { parameters.append(("fidp", fidp)) }
-        if let maxAge = options?.maxAge { parameters.append(("max_age", String(maxAge))) }
-        let reserved = Set(parameters.map(\.0))
-        for (name, value) in (options?.extra ?? [:]).sorted(by: { $0.key < $1.key }) where !reserved.contains(name) {
-            parameters.append((name, value))
-        }
-        // OIDC Core §3.1.2.1: the hosted pages in the user's languages (an explicit `extra["ui_locales"]` wins).
-        let languages = context.config.languageTags
-        if !languages.isEmpty, options?.extra["ui_locales"] == nil { parameters.append(("ui_locales", languages.joined(separator: " "))) }
-        guard var components = URLComponents(url: context.authorizationEndpoint, resolvingAgainstBaseURL: false) else {
-            throw LatchkeyError(.invalidConfiguration, "authorization endpoint is not a URL")
-        }
-        components.percentEncodedQuery = FormCoding.encode(parameters)
-        guard let url = components.url else { throw LatchkeyError(.invalidConfiguration, "cannot build the authorization URL") }
-        let pending = PendingAuthorization(
-            pkce: pkce, nonce: nonce, redirectUri: redirectUri, maxAge: options?.maxAge,
-            sessionId: sessionId, expectsIDToken: scopes.contains("openid"), createdAt: Date())
-        state.withLock { s in
-            s.pending = s.pending.filter { Date().timeIntervalSince($0.value.createdAt) < 600 }
-            s.pending[stateValue] = pending
-        }
-        return (url, stateValue, redirectUri)
-    }
-
-    /// Forgets an authorization request that will never complete (its redirect could not be captured).
-    func discardPendingAuthorization(state stateValue: String) {
-        _ = state.withLock { $0.pending.removeValue(forKey: stateValue) }
-    }
-
-    /// Scheme, host, port and path of the callback equal those of the redirect URI the request named.
-    static func sameEndpoint(_ callback: URL, _ redirectUri: String) -> Bool {
-        guard let expected = URLComponents(string: redirectUri), let actual = URLComponents(url: callback, resolvingAgainstBaseURL: false) else {
-            return false
-        }
-        return actual.scheme?.lowercased() == expected.scheme?.lowercased() && actual.host?.lowercased() == expected.host?.lowercased()
-            && actual.port == expected.port && actual.path == expected.path
-    }
-
-    /// 256 bits from the system CSPRNG, base64url: `state` and `nonce` values.
-    static func randomValue() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return Base64URL.encode((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        try codeFlow.start(context(), options: options, sessionId: sessionId).url
     }
 
     /// Completes a redirect sign-in: checks `error`, `state` and `iss`, exchanges the code (form-encoded, with the
@@ -223,64 +151,9 @@ public final class LatchkeyClient: Sendable {
         try await loading {
             let context = try context()
             // The app showed the page in a browser of its own choosing.
-            let tokens = try await completeAuthorization(url: url, context: context, browser: .other)
+            let tokens = try await codeFlow.resume(callback: url, context: context, browser: .other)
             return try await context.user(from: tokens)
         }
-    }
-
-    private typealias ApiErrorBody = LatchkeyError.ApiError
-
-    /// - Parameter browser: which browser showed the page (`.withoutBrowser`: a native login's redirect, captured
-    ///   without one).
-    func completeAuthorization(url: URL, context: ClientContext, browser: SignInBrowser) async throws -> TokenSet {
-        let query = Dictionary(
-            (URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map { ($0.name, $0.value ?? "") },
-            uniquingKeysWith: { first, _ in first })
-        guard let returnedState = query["state"], !returnedState.isEmpty else {
-            throw LatchkeyError(.invalidGrant, "the callback has no state; it does not answer a sign-in this app started")
-        }
-        guard let pending = state.withLock({ $0.pending.removeValue(forKey: returnedState) }) else {
-            throw LatchkeyError(.invalidGrant, "the callback's state does not match any sign-in in progress (possible CSRF or a stale callback)")
-        }
-        guard Self.sameEndpoint(url, pending.redirectUri) else {
-            throw LatchkeyError(
-                .invalidRedirectUri,
-                "the callback arrived at \(url.scheme ?? "")://\(url.host ?? "")\(url.path), not at the redirect URI of the sign-in")
-        }
-        if let iss = query["iss"] {
-            guard iss == context.config.issuer else {
-                throw LatchkeyError(.invalidGrant, "the callback's iss is \(iss), expected \(context.config.issuer) (RFC 9207 mix-up defence)")
-            }
-        } else if await context.metadata()?.authorizationResponseIssParameterSupported == true {
-            throw LatchkeyError(.invalidGrant, "the provider promises iss in callbacks (RFC 9207) but this one has none")
-        }
-        if let error = query["error"] {
-            let description = query["error_description"]
-            // ReachFive servers add `error_message_key` / `error_user_msg` (the person's language) to the callback.
-            let api =
-                query["error_message_key"] == nil && query["error_user_msg"] == nil
-                ? nil
-                : ApiErrorBody(
-                    error: error, errorUserMsg: query["error_user_msg"], errorMessageKey: query["error_message_key"],
-                    errorDescription: description)
-            if error == "access_denied" {
-                throw LatchkeyError(
-                    .authenticationFailed, "access_denied: \(description ?? "the user or server refused the sign-in")", serverCode: error,
-                    apiError: api)
-            }
-            throw LatchkeyError.oauth(error, description: description, status: nil, apiError: api)
-        }
-        guard let code = query["code"], !code.isEmpty else { throw LatchkeyError(.invalidGrant, "the callback has no authorization code") }
-        let response = try await context.tokenRequest([
-            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", pending.redirectUri),
-            ("client_id", context.config.clientId), ("code_verifier", pending.pkce.verifier)
-        ])
-        var tokens = try await context.signInTokens(
-            response, nonce: pending.nonce, maxAge: pending.maxAge,
-            expectsIDToken: pending.expectsIDToken)
-        tokens.browser = browser
-        try await context.tokens.replace(tokens, sessionId: pending.sessionId)
-        return tokens
     }
 
     /// Seed 000/001: signs in through the provider's own page in a browser (SSO cookies shared) and returns the
@@ -315,16 +188,16 @@ public final class LatchkeyClient: Sendable {
     }
 
     private func signInThroughUserAgent(
-        _ context: ClientContext, options: SignInOptions?, sessionId: String?, state requestedState: String?,
+        _ context: OAuthClient, options: SignInOptions?, sessionId: String?, state requestedState: String?,
         nonce: String?, scopes: [String]?, presentation: PresentationContextProviderBox?
     ) async throws -> TokenSet {
         // Fail before showing anything when the provider is unreachable or is not an OpenID Connect issuer.
         _ = try await context.requireMetadata()
         let redirect = try await userAgent.prepareRedirectURI()
-        let authorization: (url: URL, state: String, redirectUri: String)
+        let authorization: AuthorizationCodeFlow.Request
         do {
-            authorization = try makeAuthorizationURL(
-                options: options, sessionId: sessionId, state: requestedState,
+            authorization = try codeFlow.start(
+                context, options: options, sessionId: sessionId, state: requestedState,
                 nonce: nonce, scopes: scopes, redirectUri: redirect)
         } catch {
             if let redirect { userAgent.release(redirectURI: redirect) }
@@ -339,12 +212,12 @@ public final class LatchkeyClient: Sendable {
                 presentation: AuthorizationPresentation(
                     redirectURI: authorization.redirectUri, contextProvider: presentation, state: authorization.state))
         } catch {
-            _ = state.withLock { $0.pending.removeValue(forKey: authorization.state) }
+            codeFlow.discard(state: authorization.state)
             if let e = error as? LatchkeyError { throw e }
             if error is CancellationError { throw LatchkeyError(.unknownError, "the sign-in task was cancelled", underlying: error) }
             throw LatchkeyError(.canceled, "the sign-in page was closed: \(error.localizedDescription)")
         }
-        return try await completeAuthorization(url: callback, context: context, browser: userAgent.keepsProviderSession ? .userAgent : .other)
+        return try await codeFlow.resume(callback: callback, context: context, browser: userAgent.keepsProviderSession ? .userAgent : .other)
     }
 
     // MARK: Session and tokens (seed 003)
@@ -451,7 +324,7 @@ public final class LatchkeyClient: Sendable {
 
     /// Ends the provider's session as `options` ask: in the browser, by a request, or not at all.
     private func endProviderSession(
-        _ context: ClientContext, idTokenHint: String, metadata: ProviderMetadata?, options: SignOutOptions?,
+        _ context: OAuthClient, idTokenHint: String, metadata: ProviderMetadata?, options: SignOutOptions?,
         browser: SignInBrowser?
     ) async -> SignOutReport.Step {
         let choice = options?.providerSession ?? .automatic
@@ -477,7 +350,7 @@ public final class LatchkeyClient: Sendable {
     /// step is done when the provider redirects back with that state. Nil when no page can be shown here (no
     /// presentation context, no redirect URI to come back to): the caller then asks by a request.
     private func endSessionInBrowser(
-        _ context: ClientContext, idTokenHint: String, metadata: ProviderMetadata?,
+        _ context: OAuthClient, idTokenHint: String, metadata: ProviderMetadata?,
         presentation: PresentationContextProviderBox?
     ) async -> SignOutReport.Step? {
         guard let metadata else { return .failed("the provider could not be reached (discovery failed)") }
@@ -487,7 +360,7 @@ public final class LatchkeyClient: Sendable {
         let prepared: String?
         do { prepared = try await userAgent.prepareSignOutRedirectURI() } catch { return nil }
         guard let redirect = prepared ?? context.config.afterSignOutUrl else { return nil }  // nowhere to come back to
-        let state = Self.randomValue()
+        let state = AuthorizationCodeFlow.randomValue()
         var parameters = [
             ("id_token_hint", idTokenHint), ("client_id", context.config.clientId),
             ("post_logout_redirect_uri", redirect), ("state", state)
@@ -516,7 +389,7 @@ public final class LatchkeyClient: Sendable {
             // take, another sheet showing, the app in the background): ask by a request instead.
             // (The message, not the error: a system error's description may carry the URL, and with it the ID token.)
             logger.notice(
-                "sign-out: the provider's page could not be shown (\(ClientContext.describe(error))); ending its session by a request instead")
+                "sign-out: the provider's page could not be shown (\(OAuthClient.describe(error))); ending its session by a request instead")
             return nil
         }
     }
@@ -566,17 +439,13 @@ public final class LatchkeyClient: Sendable {
             subject = tokens.accessToken
             key = tokens.dpopKey
         }
-        var parameters: [(String, String)] = [
-            ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange"), ("client_id", context.config.clientId),
-            ("subject_token", subject), ("subject_token_type", config.subjectTokenType)
-        ]
-        if let audience = config.audience { parameters.append(("audience", audience)) }
-        if let scope = config.scope { parameters.append(("scope", scope.joined(separator: " "))) }
-        if let requested = config.requestedTokenType { parameters.append(("requested_token_type", requested)) }
+        let exchange = TokenGrant.TokenExchange(
+            subjectToken: subject, subjectTokenType: config.subjectTokenType, audience: config.audience, scope: config.scope,
+            requestedTokenType: config.requestedTokenType)
         // A DPoP-bound subject is exchanged with a proof by the session's key (the server refuses it otherwise); the
         // token that comes back is bound to that key too. A subject of no session of this client gets no proof: a new
         // key would bind the result to a key the app could never use.
-        return try await context.tokenRequest(parameters, proof: .stored(key))
+        return try await context.tokenRequest(.tokenExchange(exchange), proof: .stored(key))
     }
 }
 

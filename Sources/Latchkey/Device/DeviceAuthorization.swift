@@ -39,7 +39,7 @@ extension LatchkeyClient {
                     ("client_id", context.config.clientId),
                     ("scope", requested.joined(separator: " "))
                 ]))
-        guard response.status == 200 else { throw ClientContext.errorFrom(response) }
+        guard response.status == 200 else { throw OAuthClient.errorFrom(response) }
         struct Answer: Decodable {
             var device_code: String
             var user_code: String
@@ -76,11 +76,7 @@ extension LatchkeyClient {
             }
             let response: TokenResponse
             do {
-                response = try await context.tokenRequest(
-                    [
-                        ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", authorization.deviceCode),
-                        ("client_id", context.config.clientId)
-                    ], proof: .stored(key))
+                response = try await context.tokenRequest(.deviceCode(authorization.deviceCode), proof: .stored(key))
             } catch let error where Task.isCancelled {
                 // Cancelled during a poll rather than between two: the same answer as while waiting.
                 throw LatchkeyError(.canceled, "the device sign-in was cancelled while waiting for approval", underlying: error)

@@ -39,7 +39,7 @@ enum FlowErrorMapping {
     /// (`errorUserMsg`), so one error type serves both seed models.
     static func error(from response: HTTPResponse, flowType: EmbeddedFlowType?) -> LatchkeyError {
         guard let body = try? JSONDecoder().decode(WireError.self, from: response.body), let serverCode = body.code else {
-            return ClientContext.errorFrom(response)
+            return OAuthClient.errorFrom(response)
         }
         let code = self.code(serverCode, flowType: flowType, status: response.status)
         let technical = body.description?.defaultValue ?? body.message?.defaultValue ?? "HTTP \(response.status)"

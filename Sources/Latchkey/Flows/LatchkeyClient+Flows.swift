@@ -143,12 +143,9 @@ extension LatchkeyClient {
     }
 
     /// RFC 8693: the assertion (a `jwt` subject token) for access, refresh and ID token; the ID token is verified.
-    private func establishSession(assertion: String, context: ClientContext, sessionId: String?) async throws -> User {
-        let response = try await context.tokenRequest([
-            ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange"), ("client_id", context.config.clientId),
-            ("subject_token", assertion), ("subject_token_type", "urn:ietf:params:oauth:token-type:jwt"),
-            ("scope", context.config.scopes.joined(separator: " "))
-        ])
+    private func establishSession(assertion: String, context: OAuthClient, sessionId: String?) async throws -> User {
+        let response = try await context.tokenRequest(
+            .tokenExchange(.init(subjectToken: assertion, subjectTokenType: TokenGrant.jwtTokenType, scope: context.config.scopes)))
         let tokens = try await context.signInTokens(response, nonce: nil, maxAge: nil, expectsIDToken: context.config.scopes.contains("openid"))
         try await context.tokens.replace(tokens, sessionId: sessionId)
         return try await context.user(from: tokens)

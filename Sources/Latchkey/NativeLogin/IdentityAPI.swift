@@ -10,7 +10,7 @@ enum IdentityAPI {
 
     /// Sends one request and returns the answer when it is 2xx; otherwise throws the mapped `ApiError`.
     static func send(
-        _ context: ClientContext, _ method: String, _ path: String, body: JSONValue? = nil,
+        _ context: OAuthClient, _ method: String, _ path: String, body: JSONValue? = nil,
         bearer: String? = nil
     ) async throws -> HTTPResponse {
         var headers = ["Accept": "application/json"]
@@ -91,7 +91,7 @@ enum IdentityErrorMapping {
         guard let api = try? JSONDecoder().decode(LatchkeyError.ApiError.self, from: response.body),
             api.error != nil || api.errorMessageKey != nil
         else {
-            var error = ClientContext.errorFrom(response)
+            var error = OAuthClient.errorFrom(response)
             error.statusCategory = category(status: response.status)
             return error
         }

@@ -287,7 +287,7 @@ extension LatchkeyClient {
         }
     }
 
-    private func authenticationOptions(_ context: ClientContext, origin: String, scopes: [String], username: Username?) async throws
+    private func authenticationOptions(_ context: OAuthClient, origin: String, scopes: [String], username: Username?) async throws
         -> PublicKeyCredentialRequestOptions
     {
         var body: [String: JSONValue] = [
@@ -301,7 +301,7 @@ extension LatchkeyClient {
         }
     }
 
-    private func finishPasskeyLogin(_ assertion: AssertionCredential, context: ClientContext, scopes: [String], origin: String?) async throws
+    private func finishPasskeyLogin(_ assertion: AssertionCredential, context: OAuthClient, scopes: [String], origin: String?) async throws
         -> AuthToken
     {
         let response = try await IdentityAPI.send(context, "POST", "/identity/v1/webauthn/authentication", body: assertion.reachFiveJSON)
@@ -309,7 +309,7 @@ extension LatchkeyClient {
         return try await authorizeWithoutBrowser(context, scopes: scopes, nonce: nil, extra: Self.compact(["tkn": tkn, "origin": origin]))
     }
 
-    private func passwordLogin(username: Username, password: String, context: ClientContext, scopes: [String], origin: String?) async throws
+    private func passwordLogin(username: Username, password: String, context: OAuthClient, scopes: [String], origin: String?) async throws
         -> AuthToken
     {
         var body: [String: JSONValue] = [
@@ -327,7 +327,7 @@ extension LatchkeyClient {
     }
 
     /// Starts the MFA step-up of a password sign-in and returns the `.mfaRequired` error that carries it.
-    private func stepUp(tkn: String, context: ClientContext, scopes: [String]) async throws -> LatchkeyError {
+    private func stepUp(tkn: String, context: OAuthClient, scopes: [String]) async throws -> LatchkeyError {
         guard let redirectUri = context.config.afterSignInUrl else {
             throw LatchkeyError(.invalidConfiguration, "afterSignInUrl (the redirect URI) is not set")
         }
@@ -349,9 +349,9 @@ extension LatchkeyClient {
 
     /// `/oauth/authorize` without a browser: this request's own PKCE/state/nonce, the 302 captured (never followed)
     /// and completed like a redirect callback (state, iss, error, code exchange, ID-token verification, session stored).
-    func authorizeWithoutBrowser(_ context: ClientContext, scopes: [String], nonce: String?, extra: [String: String]) async throws -> AuthToken {
+    func authorizeWithoutBrowser(_ context: OAuthClient, scopes: [String], nonce: String?, extra: [String: String]) async throws -> AuthToken {
         _ = try await context.requireMetadata()  // the authorization endpoint comes from discovery
-        let authorization = try makeAuthorizationURL(options: SignInOptions(extra: extra), sessionId: nil, nonce: nonce, scopes: scopes)
+        let authorization = try codeFlow.start(context, options: SignInOptions(extra: extra), sessionId: nil, nonce: nonce, scopes: scopes)
         do {
             let response = try await context.http.send(HTTPRequest(url: authorization.url, headers: ["Accept": "application/json"]))
             guard (300..<400).contains(response.status) else {
@@ -363,9 +363,9 @@ extension LatchkeyClient {
                 throw LatchkeyError(.serverError, "the authorization endpoint redirected without a Location", statusCode: response.status)
             }
             // The redirect was captured without a browser: no browser holds a session of this sign-in.
-            return AuthToken(try await completeAuthorization(url: callback, context: context, browser: .withoutBrowser))
+            return AuthToken(try await codeFlow.resume(callback: callback, context: context, browser: .withoutBrowser))
         } catch {
-            discardPendingAuthorization(state: authorization.state)
+            codeFlow.discard(state: authorization.state)
             throw error
         }
     }

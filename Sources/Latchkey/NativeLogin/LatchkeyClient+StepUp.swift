@@ -55,10 +55,8 @@ extension LatchkeyClient {
             guard let authorizationCode = answer["code"]?.stringValue, !authorizationCode.isEmpty else {
                 throw LatchkeyError(.serverError, "the step-up verification answer has no code")
             }
-            let tokenResponse = try await context.tokenRequest([
-                ("grant_type", "authorization_code"), ("code", authorizationCode), ("redirect_uri", redirectUri),
-                ("client_id", context.config.clientId), ("code_verifier", verifier)
-            ])
+            let tokenResponse = try await context.tokenRequest(
+                .authorizationCode(code: authorizationCode, redirectURI: redirectUri, codeVerifier: verifier))
             let tokens = try await context.signInTokens(
                 tokenResponse, nonce: nil, maxAge: nil,
                 expectsIDToken: context.config.scopes.contains("openid"))

@@ -123,7 +123,7 @@ extension LatchkeyClient {
     // MARK: Transport
 
     private static func fetchProfile(
-        _ context: ClientContext, endpoint: ProfileEndpoint, path: String, tokens: TokenSet,
+        _ context: OAuthClient, endpoint: ProfileEndpoint, path: String, tokens: TokenSet,
         selfTarget: Bool
     ) async throws -> UserProfile {
         let response = try await send(context, method: "GET", path: path, tokens: tokens, body: nil, endpoint: endpoint)
@@ -132,7 +132,7 @@ extension LatchkeyClient {
     }
 
     private static func send(
-        _ context: ClientContext, method: String, path: String, tokens: TokenSet, body: JSONValue?,
+        _ context: OAuthClient, method: String, path: String, tokens: TokenSet, body: JSONValue?,
         endpoint: ProfileEndpoint, ifMatch: String? = nil
     ) async throws -> HTTPResponse {
         let url = context.endpoint(path)

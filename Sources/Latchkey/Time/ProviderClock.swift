@@ -80,19 +80,19 @@ final class ProviderClock: Sendable {
 struct ClockLearningHTTPClient: HTTPClient {
     let base: any HTTPClient
     let clock: ProviderClock
-    /// The issuer's origin (`ClientContext.origin(of:)`).
+    /// The issuer's origin (`OAuthClient.origin(of:)`).
     let origin: String
 
     init(base: any HTTPClient, clock: ProviderClock, issuer: String) {
         self.base = base
         self.clock = clock
-        self.origin = URL(string: issuer).map(ClientContext.origin(of:)) ?? ""
+        self.origin = URL(string: issuer).map(OAuthClient.origin(of:)) ?? ""
     }
 
     func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         let sent = clock.deviceNow
         let response = try await base.send(request)
-        if (200..<300).contains(response.status), response.header("Age") == nil, ClientContext.origin(of: request.url) == origin {
+        if (200..<300).contains(response.status), response.header("Age") == nil, OAuthClient.origin(of: request.url) == origin {
             clock.learn(from: response, sent: sent, received: clock.deviceNow)
         }
         return response

@@ -1,8 +1,10 @@
 import Foundation
 import Logging
 
-/// Everything bound to one configuration: endpoints, keys, tokens. `reInitialize` replaces it whole.
-final class ClientContext: Sendable {
+/// The provider's OAuth client as this app is configured for it: its endpoints (from discovery), its DPoP keys, its
+/// token requests (`tokenRequest`, one `TokenGrant` each), its stored sessions and their refresh. Everything here is
+/// bound to one configuration; `reInitialize` replaces it whole.
+final class OAuthClient: Sendable {
     /// The configuration; only its languages change after creation (`LatchkeyClient.setPreferredLanguages`).
     private let configBox: Locked<LatchkeyConfig>
     var config: LatchkeyConfig { configBox.withLock { $0 } }
@@ -93,7 +95,8 @@ final class ClientContext: Sendable {
 
     /// POSTs a form to the token endpoint and maps errors (OAuth and ReachFive shapes) to `LatchkeyError`. With DPoP,
     /// the request carries a proof by the key `proof` names, and the answer remembers which key its tokens are bound to.
-    func tokenRequest(_ parameters: [(String, String)], proof: ProofKey = .fresh) async throws -> TokenResponse {
+    func tokenRequest(_ grant: TokenGrant, proof: ProofKey = .fresh) async throws -> TokenResponse {
+        let parameters = grant.parameters(clientId: config.clientId)
         let url = try await requireMetadata().tokenEndpoint
         let key: (any DPoPSigningKey)?
         switch proof {
@@ -250,11 +253,7 @@ final class ClientContext: Sendable {
         guard let refreshToken = current.refreshToken else { throw LatchkeyError(.sessionExpired, "no refresh token") }
         // The session's key proves possession of a bound refresh token; a session without one (Bearer) gets a new key
         // when DPoP is on.
-        let response = try await tokenRequest(
-            [
-                ("grant_type", "refresh_token"), ("refresh_token", refreshToken),
-                ("client_id", config.clientId)
-            ], proof: current.dpopKey.map { .stored($0) } ?? .fresh)
+        let response = try await tokenRequest(.refreshToken(refreshToken), proof: current.dpopKey.map { .stored($0) } ?? .fresh)
         if let claims = try await validateIDToken(response, nonce: nil, maxAge: nil) {
             if let nonce = claims["nonce"]?.stringValue, nonce != current.nonce {
                 throw LatchkeyError(.invalidToken, "ID token rejected: a refreshed ID token carries a different nonce")
@@ -417,8 +416,8 @@ actor DiscoveryCache {
 
 /// A weak reference that can cross concurrency domains (set once, read under a lock).
 private final class WeakContext: @unchecked Sendable {
-    private weak var value: ClientContext?
+    private weak var value: OAuthClient?
     private let lock = NSLock()
-    func set(_ context: ClientContext) { lock.withLock { value = context } }
-    func get() -> ClientContext? { lock.withLock { value } }
+    func set(_ context: OAuthClient) { lock.withLock { value = context } }
+    func get() -> OAuthClient? { lock.withLock { value } }
 }

@@ -1,0 +1,153 @@
+import Foundation
+
+/// The authorization-code flow with PKCE (RFC 6749 §4.1, RFC 7636, OpenID Connect Core §3.1): `start` builds the
+/// authorization URL and remembers the request under its `state`; `resume` takes the callback, checks it and redeems
+/// the code. Requests in flight are keyed by `state`, never one shared slot, so two sign-ins cannot answer each other.
+/// `LatchkeyClient` holds one and keeps the seed's names (`buildSignInURL`, `handleRedirectCallback`, `webviewLogin`).
+final class AuthorizationCodeFlow: Sendable {
+    /// A request `start` made: the URL to open, its `state`, and the redirect URI it names.
+    struct Request: Sendable {
+        var url: URL
+        var state: String
+        var redirectUri: String
+    }
+
+    /// What `resume` needs of a request: the verifier, the nonce and the redirect URI it was made with.
+    struct Pending: Sendable {
+        var pkce: PKCEPair
+        var nonce: String
+        var redirectUri: String
+        var maxAge: Int?
+        var sessionId: String?
+        var expectsIDToken: Bool
+        var createdAt: Date
+    }
+
+    private let pending = Locked<[String: Pending]>([:])
+
+    /// The authorization URL (PKCE S256, fresh `state` and `nonce` unless given), remembered under its `state` until
+    /// `resume` or `discard`. `redirectUri` overrides the configured one (a loopback listener's, a native login's).
+    func start(
+        _ context: OAuthClient, options: SignInOptions?, sessionId: String?, state requestedState: String? = nil,
+        nonce requestedNonce: String? = nil, scopes: [String]? = nil, redirectUri redirectOverride: String? = nil
+    ) throws -> Request {
+        guard let redirectUri = redirectOverride ?? context.config.afterSignInUrl else {
+            throw LatchkeyError(.invalidConfiguration, "afterSignInUrl (the redirect URI) is not set")
+        }
+        let pkce = PKCEPair()
+        let stateValue = requestedState ?? Self.randomValue()
+        let nonce = requestedNonce ?? Self.randomValue()
+        let scopes = scopes ?? context.config.scopes
+        var parameters: [(String, String)] = [
+            ("response_type", "code"), ("client_id", context.config.clientId), ("redirect_uri", redirectUri),
+            ("scope", scopes.joined(separator: " ")), ("state", stateValue), ("nonce", nonce),
+            ("code_challenge", pkce.challenge), ("code_challenge_method", "S256")
+        ]
+        if let prompt = options?.prompt { parameters.append(("prompt", prompt)) }
+        if let hint = options?.loginHint { parameters.append(("login_hint", hint)) }
+        if let fidp = options?.fidp { parameters.append(("fidp", fidp)) }
+        if let maxAge = options?.maxAge { parameters.append(("max_age", String(maxAge))) }
+        let reserved = Set(parameters.map(\.0))
+        for (name, value) in (options?.extra ?? [:]).sorted(by: { $0.key < $1.key }) where !reserved.contains(name) {
+            parameters.append((name, value))
+        }
+        // OIDC Core §3.1.2.1: the hosted pages in the user's languages (an explicit `extra["ui_locales"]` wins).
+        let languages = context.config.languageTags
+        if !languages.isEmpty, options?.extra["ui_locales"] == nil { parameters.append(("ui_locales", languages.joined(separator: " "))) }
+        guard var components = URLComponents(url: context.authorizationEndpoint, resolvingAgainstBaseURL: false) else {
+            throw LatchkeyError(.invalidConfiguration, "authorization endpoint is not a URL")
+        }
+        components.percentEncodedQuery = FormCoding.encode(parameters)
+        guard let url = components.url else { throw LatchkeyError(.invalidConfiguration, "cannot build the authorization URL") }
+        let request = Pending(
+            pkce: pkce, nonce: nonce, redirectUri: redirectUri, maxAge: options?.maxAge,
+            sessionId: sessionId, expectsIDToken: scopes.contains("openid"), createdAt: Date())
+        pending.withLock { pending in
+            pending = pending.filter { Date().timeIntervalSince($0.value.createdAt) < 600 }
+            pending[stateValue] = request
+        }
+        return Request(url: url, state: stateValue, redirectUri: redirectUri)
+    }
+
+    /// Forgets an authorization request that will never complete (its redirect could not be captured, the page was
+    /// closed).
+    func discard(state stateValue: String) {
+        _ = pending.withLock { $0.removeValue(forKey: stateValue) }
+    }
+
+    /// Forgets every request in flight (the client was configured again).
+    func discardAll() {
+        pending.withLock { $0 = [:] }
+    }
+
+    /// Scheme, host, port and path of the callback equal those of the redirect URI the request named.
+    static func sameEndpoint(_ callback: URL, _ redirectUri: String) -> Bool {
+        guard let expected = URLComponents(string: redirectUri), let actual = URLComponents(url: callback, resolvingAgainstBaseURL: false) else {
+            return false
+        }
+        return actual.scheme?.lowercased() == expected.scheme?.lowercased() && actual.host?.lowercased() == expected.host?.lowercased()
+            && actual.port == expected.port && actual.path == expected.path
+    }
+
+    /// 256 bits from the system CSPRNG, base64url: `state` and `nonce` values.
+    static func randomValue() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return Base64URL.encode((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+    }
+
+    private typealias ApiErrorBody = LatchkeyError.ApiError
+
+    /// Completes a request `start` made: checks the callback's `state` (single use), endpoint, `iss` (RFC 9207) and
+    /// `error`, redeems the code with the PKCE verifier, verifies the ID token (nonce, `max_age`) and stores the
+    /// session.
+    /// - Parameter browser: which browser showed the page (`.withoutBrowser`: a native login's redirect, captured
+    ///   without one).
+    func resume(callback url: URL, context: OAuthClient, browser: SignInBrowser) async throws -> TokenSet {
+        let query = Dictionary(
+            (URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map { ($0.name, $0.value ?? "") },
+            uniquingKeysWith: { first, _ in first })
+        guard let returnedState = query["state"], !returnedState.isEmpty else {
+            throw LatchkeyError(.invalidGrant, "the callback has no state; it does not answer a sign-in this app started")
+        }
+        guard let request = pending.withLock({ $0.removeValue(forKey: returnedState) }) else {
+            throw LatchkeyError(.invalidGrant, "the callback's state does not match any sign-in in progress (possible CSRF or a stale callback)")
+        }
+        guard Self.sameEndpoint(url, request.redirectUri) else {
+            throw LatchkeyError(
+                .invalidRedirectUri,
+                "the callback arrived at \(url.scheme ?? "")://\(url.host ?? "")\(url.path), not at the redirect URI of the sign-in")
+        }
+        if let iss = query["iss"] {
+            guard iss == context.config.issuer else {
+                throw LatchkeyError(.invalidGrant, "the callback's iss is \(iss), expected \(context.config.issuer) (RFC 9207 mix-up defence)")
+            }
+        } else if await context.metadata()?.authorizationResponseIssParameterSupported == true {
+            throw LatchkeyError(.invalidGrant, "the provider promises iss in callbacks (RFC 9207) but this one has none")
+        }
+        if let error = query["error"] {
+            let description = query["error_description"]
+            // ReachFive servers add `error_message_key` / `error_user_msg` (the person's language) to the callback.
+            let api =
+                query["error_message_key"] == nil && query["error_user_msg"] == nil
+                ? nil
+                : ApiErrorBody(
+                    error: error, errorUserMsg: query["error_user_msg"], errorMessageKey: query["error_message_key"],
+                    errorDescription: description)
+            if error == "access_denied" {
+                throw LatchkeyError(
+                    .authenticationFailed, "access_denied: \(description ?? "the user or server refused the sign-in")", serverCode: error,
+                    apiError: api)
+            }
+            throw LatchkeyError.oauth(error, description: description, status: nil, apiError: api)
+        }
+        guard let code = query["code"], !code.isEmpty else { throw LatchkeyError(.invalidGrant, "the callback has no authorization code") }
+        let response = try await context.tokenRequest(
+            .authorizationCode(code: code, redirectURI: request.redirectUri, codeVerifier: request.pkce.verifier))
+        var tokens = try await context.signInTokens(
+            response, nonce: request.nonce, maxAge: request.maxAge,
+            expectsIDToken: request.expectsIDToken)
+        tokens.browser = browser
+        try await context.tokens.replace(tokens, sessionId: request.sessionId)
+        return tokens
+    }
+}
