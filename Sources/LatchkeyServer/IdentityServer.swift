@@ -253,14 +253,22 @@ public final class IdentityServer: Sendable {
         router.add(middleware: BodyLimitMiddleware())
         router.add(middleware: ClientAddressMiddleware(proxies: configuration.trustedProxies))
         addDiscoveryRoutes(router)
-        addAuthorizeRoutes(router)
-        addPushedAuthorizationRoutes(router)
+        // The OAuth family, mounted twice: each mount a group with the error middleware of its dialect.
+        for (path, isReachFive) in [("/oauth2", false), ("/oauth", true)] {
+            let group = router.group(RouterPath(path))
+                .add(middleware: ErrorMiddleware(metrics: metrics, dialect: isReachFive ? .reachFiveOAuth : .oauth))
+            let mount = OAuthMount(routes: group, isReachFive: isReachFive)
+            addAuthorizeRoutes(mount)
+            addPushedAuthorizationRoutes(mount)
+            addDeviceAuthorizationRoutes(mount)
+            addTokenRoutes(mount)
+            addTokenManagementRoutes(mount)
+            addUserInfoRoutes(mount)
+            addEndSessionRoutes(mount)
+            addJWKSRoutes(mount)
+        }
         addDeviceRoutes(router)
         addLoginRoutes(router)
-        addTokenRoutes(router)
-        addTokenManagementRoutes(router)
-        addUserInfoRoutes(router)
-        addEndSessionRoutes(router)
         addFlowRoutes(router)
         addSelfServiceRoutes(router)
         addSCIMRoutes(router)
@@ -273,7 +281,4 @@ public final class IdentityServer: Sendable {
         addOpenAPIRoute(router)
         return router
     }
-
-    /// Both path prefixes of the OAuth endpoints: `/oauth2` (thunderID, standard) and `/oauth` (reachFive).
-    static let oauthPrefixes = ["/oauth2", "/oauth"]
 }

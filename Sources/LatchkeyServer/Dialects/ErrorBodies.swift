@@ -63,10 +63,14 @@ struct SCIMErrorBody: Encodable {
 
 /// Which error shape a path speaks.
 enum Dialect {
-    case oauth, reachFive, thunder, scim, html
+    /// `oauth`: RFC 6749 errors; `reachFiveOAuth`: the same under `/oauth`, with reachFive's fields added.
+    case oauth, reachFiveOAuth, reachFive, thunder, scim, html
 
+    /// The dialect a path's prefix speaks: for what no route group answers (an unknown path, a body refused before
+    /// routing); a route's errors take the dialect of the group it was registered on.
     static func of(path: String) -> Dialect {
-        if path.hasPrefix("/oauth2/") || path.hasPrefix("/oauth/") || path.hasPrefix("/.well-known/") { return .oauth }
+        if path.hasPrefix("/oauth/") { return .reachFiveOAuth }
+        if path.hasPrefix("/oauth2/") || path.hasPrefix("/.well-known/") { return .oauth }
         if path.hasPrefix("/identity/") { return .reachFive }
         if path.hasPrefix("/scim2/") || path == "/scim2" { return .scim }
         if path.hasPrefix("/flow/") || path.hasPrefix("/users/") || path == "/users" { return .thunder }

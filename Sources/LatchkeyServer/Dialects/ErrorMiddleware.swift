@@ -3,13 +3,16 @@ import Hummingbird
 import Logging
 import NIOCore
 
-/// Turns every thrown error into the response shape of the dialect the path belongs to, and keeps internal
-/// details (and anything secret) out of responses: unexpected errors are logged by type only and answered as 500.
+/// Turns every thrown error into the response shape of a dialect, and keeps internal details (and anything secret)
+/// out of responses: unexpected errors are logged by type only and answered as 500. On a route group the dialect is
+/// the group's; the router-wide instance (no dialect) answers what no group does in the dialect of the path's prefix.
 struct ErrorMiddleware: RouterMiddleware {
     typealias Context = LatchkeyRequestContext
     let metrics: ServerMetrics
+    var dialect: Dialect? = nil
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let dialect = self.dialect ?? Dialect.of(path: request.uri.path)
         do {
             return try await next(request, context)
         } catch let error as SCIMError {
@@ -17,14 +20,14 @@ struct ErrorMiddleware: RouterMiddleware {
         } catch let error as RecentAuthenticationRequired {
             return try error.response(request)
         } catch let error as OAuthError {
-            return try Self.oauth(error, request: request)
+            return try Self.oauth(error, request: request, dialect: dialect)
         } catch let error as APIError {
-            return try Self.api(error, path: request.uri.path, locale: error.locale ?? request.locale())
+            return try Self.api(error, dialect: dialect, locale: error.locale ?? request.locale())
         } catch StoreError.unavailable {
             metrics.storeError("unavailable")
             // The database is away (restarting, failing over): a clear, retryable answer instead of a 500. The store
             // logged why; the client learns only that it should try again.
-            var response = try Self.api(Self.storeUnavailable, path: request.uri.path, locale: request.locale())
+            var response = try Self.api(Self.storeUnavailable, dialect: dialect, locale: request.locale())
             response.headers[.retryAfter] = "5"
             return response
         } catch StoreError.invalidInput {
@@ -32,18 +35,18 @@ struct ErrorMiddleware: RouterMiddleware {
             let api = APIError(
                 status: .badRequest, code: "SSE-400", error: "invalid_request", messageKey: "error.request",
                 userMessage: "The request could not be processed.", technical: "a value holds a character the store refuses (NUL)")
-            return try Self.api(api, path: request.uri.path, locale: request.locale())
+            return try Self.api(api, dialect: dialect, locale: request.locale())
         } catch let error as HTTPError where error.status == .notFound {
-            return try Self.api(.notFound(request.uri.path), path: request.uri.path, locale: request.locale())
+            return try Self.api(.notFound(request.uri.path), dialect: dialect, locale: request.locale())
         } catch is NIOTooManyBytesError {
             // A body read past the context's `maxUploadSize` by a decoder that does not go through `boundedBody()`.
-            return try Self.api(RequestSizeLimits.bodyTooLarge, path: request.uri.path, locale: request.locale())
+            return try Self.api(RequestSizeLimits.bodyTooLarge, dialect: dialect, locale: request.locale())
         } catch let error as HTTPError where error.status.code < 500 {
             let api = APIError(
                 status: error.status, code: "SSE-\(error.status.code)", error: "invalid_request",
                 messageKey: "error.request", userMessage: "The request could not be processed.",
                 technical: error.body ?? error.status.reasonPhrase)
-            return try Self.api(api, path: request.uri.path, locale: request.locale())
+            return try Self.api(api, dialect: dialect, locale: request.locale())
         } catch {
             context.logger.error(
                 "request failed",
@@ -51,7 +54,7 @@ struct ErrorMiddleware: RouterMiddleware {
                     "path": .string(request.uri.path), "error.type": .string("\(type(of: error))"),
                     "error": .string(String(describing: error).prefix(200).description)
                 ])
-            return try Self.api(.internalError(), path: request.uri.path, locale: request.locale())
+            return try Self.api(.internalError(), dialect: dialect, locale: request.locale())
         }
     }
 
@@ -60,9 +63,9 @@ struct ErrorMiddleware: RouterMiddleware {
         messageKey: "server.busy", userMessage: "The service is busy. Please try again in a moment.",
         technical: "the database is unavailable; retry later")
 
-    static func oauth(_ error: OAuthError, request: Request) throws -> Response {
+    static func oauth(_ error: OAuthError, request: Request, dialect: Dialect) throws -> Response {
         let headers = challengeHeaders(error, request: request)
-        switch Dialect.of(path: request.uri.path) {
+        switch dialect {
         case .scim:
             // SCIM clients parse RFC 7644 errors only; the Bearer challenge still tells them why (RFC 6750 §3).
             return try SCIMError(status: error.status, detail: error.description, headers: headers).response()
@@ -84,13 +87,13 @@ struct ErrorMiddleware: RouterMiddleware {
             let api = APIError(
                 status: error.status, code: code, error: error.code.rawValue, messageKey: UserMessages.oauthKey(error.code),
                 userMessage: UserMessages.oauth(error.code, locale: locale), technical: error.description)
-            var response = try Self.api(api, path: request.uri.path, locale: locale)
+            var response = try Self.api(api, dialect: dialect, locale: locale)
             for field in headers { response.headers[field.name] = field.value }
             return response
-        case .oauth:
+        case .oauth, .reachFiveOAuth:
             break
         }
-        let reachFive = request.uri.path.hasPrefix("/oauth/")
+        let reachFive = dialect == .reachFiveOAuth
         // error_description stays technical English (RFC 6749 §5.2 says it is for developers); only the
         // reachFive `error_user_msg` is for people, in their language.
         let body = OAuthErrorBody(
@@ -120,17 +123,22 @@ struct ErrorMiddleware: RouterMiddleware {
         return headers
     }
 
-    /// Renders `error` in the dialect of `path`, its user-facing texts in `locale`.
+    /// Renders `error` in the dialect of `path`'s prefix, its user-facing texts in `locale`.
     static func api(_ error: APIError, path: String, locale: SupportedLocale = .en) throws -> Response {
+        try api(error, dialect: Dialect.of(path: path), locale: locale)
+    }
+
+    /// Renders `error` in `dialect`, its user-facing texts in `locale`.
+    static func api(_ error: APIError, dialect: Dialect, locale: SupportedLocale = .en) throws -> Response {
         let error = error.localized(locale)
-        switch Dialect.of(path: path) {
+        switch dialect {
         case .reachFive:
             return try Responses.json(ReachFiveErrorBody(error, errorId: Secrets.identifier()), status: error.status)
         case .thunder:
             return try Responses.json(ThunderErrorBody(error), status: error.status)
         case .scim:
             return try SCIMError(status: error.status, detail: error.technical).response()
-        case .oauth:
+        case .oauth, .reachFiveOAuth:
             return try Responses.json(OAuthErrorBody(error: error.error, errorDescription: error.technical), status: error.status)
         case .html:
             let title = MessageCatalog.text(error.status == .notFound ? "page.not_found.title" : "page.error.title", locale: locale) ?? ""

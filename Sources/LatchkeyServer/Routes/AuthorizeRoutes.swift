@@ -2,17 +2,15 @@ import Foundation
 import Hummingbird
 
 extension IdentityServer {
-    func addAuthorizeRoutes(_ router: Router<LatchkeyRequestContext>) {
-        for prefix in Self.oauthPrefixes {
-            // Every authorization request may store a pending login: counted per address (`max_starts_per_address`).
-            router.get(RouterPath(prefix + "/authorize")) { request, context in
-                try await self.admitStart(address: context.clientAddress)
-                return try await self.authorize(try Parameters.query(of: request), request: request)
-            }
-            router.post(RouterPath(prefix + "/authorize")) { request, context in
-                try await self.admitStart(address: context.clientAddress)
-                return try await self.authorize(try await Parameters.body(of: request), request: request)
-            }
+    func addAuthorizeRoutes(_ mount: OAuthMount) {
+        // Every authorization request may store a pending login: counted per address (`max_starts_per_address`).
+        mount.routes.get("authorize") { request, context in
+            try await self.admitStart(address: context.clientAddress)
+            return try await self.authorize(try Parameters.query(of: request), request: request)
+        }
+        mount.routes.post("authorize") { request, context in
+            try await self.admitStart(address: context.clientAddress)
+            return try await self.authorize(try await Parameters.body(of: request), request: request)
         }
     }
 

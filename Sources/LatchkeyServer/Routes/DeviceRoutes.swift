@@ -12,13 +12,16 @@ extension IdentityServer {
     /// The CSRF binding of the device page's forms (the login page binds its token to the login request instead).
     private static let deviceCSRFScope = "device"
 
-    func addDeviceRoutes(_ router: Router<LatchkeyRequestContext>) {
-        for prefix in Self.oauthPrefixes {
-            router.post(RouterPath(prefix + "/device_authorization")) { request, context in
-                try await self.admitStart(address: context.clientAddress)
-                return try await self.deviceAuthorization(request, try await Parameters.body(of: request), context: context)
-            }
+    /// The device's request (`device_authorization`), in the OAuth family.
+    func addDeviceAuthorizationRoutes(_ mount: OAuthMount) {
+        mount.routes.post("device_authorization") { request, context in
+            try await self.admitStart(address: context.clientAddress)
+            return try await self.deviceAuthorization(request, try await Parameters.body(of: request), context: context)
         }
+    }
+
+    /// The person's page (`/device`).
+    func addDeviceRoutes(_ router: Router<LatchkeyRequestContext>) {
         router.get("/device") { request, context in try await self.showDevicePage(request, context: context) }
         router.post("/device") { request, context in try await self.submitDevicePage(request, context: context) }
     }

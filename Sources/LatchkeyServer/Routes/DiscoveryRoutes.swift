@@ -80,10 +80,15 @@ extension IdentityServer {
         for path in ["/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"] {
             router.get(RouterPath(path)) { _, _ in try Responses.json(ProviderMetadata(issuer: self.issuer)) }
         }
-        for path in Self.oauthPrefixes.map({ $0 + "/jwks" }) + ["/.well-known/jwks.json"] {
-            router.get(RouterPath(path)) { _, _ in
-                try Responses.json(try await self.keys.jwks(), headers: [.cacheControl: "public, max-age=300"])
-            }
-        }
+        router.get("/.well-known/jwks.json") { _, _ in try await self.jwksResponse() }
+    }
+
+    /// `jwks` in the OAuth family.
+    func addJWKSRoutes(_ mount: OAuthMount) {
+        mount.routes.get("jwks") { _, _ in try await self.jwksResponse() }
+    }
+
+    private func jwksResponse() async throws -> Response {
+        try Responses.json(try await keys.jwks(), headers: [.cacheControl: "public, max-age=300"])
     }
 }

@@ -8,14 +8,12 @@ import LatchkeyJOSE
 /// on a CSRF-protected form, so a third-party page cannot sign people out. Without a session cookie, a hint ends its
 /// session only when that session holds no live tokens any more.
 extension IdentityServer {
-    func addEndSessionRoutes(_ router: Router<LatchkeyRequestContext>) {
-        for prefix in Self.oauthPrefixes {
-            router.get(RouterPath(prefix + "/logout")) { request, _ in
-                try await self.endSession(request, try Parameters.query(of: request), isPost: false)
-            }
-            router.post(RouterPath(prefix + "/logout")) { request, _ in
-                try await self.endSession(request, try await Parameters.body(of: request), isPost: true)
-            }
+    func addEndSessionRoutes(_ mount: OAuthMount) {
+        mount.routes.get("logout") { request, _ in
+            try await self.endSession(request, try Parameters.query(of: request), isPost: false)
+        }
+        mount.routes.post("logout") { request, _ in
+            try await self.endSession(request, try await Parameters.body(of: request), isPost: true)
         }
     }
 

@@ -11,13 +11,11 @@ extension IdentityServer {
     /// Client credentials are checked here and never stored with the request.
     private static let credentialParameters: Set<String> = ["client_secret", "client_assertion", "client_assertion_type"]
 
-    func addPushedAuthorizationRoutes(_ router: Router<LatchkeyRequestContext>) {
-        for prefix in Self.oauthPrefixes {
-            router.post(RouterPath(prefix + "/par")) { request, context in
-                // Each pushed request is stored until it is used or expires: counted per address like authorize.
-                try await self.admitStart(address: context.clientAddress)
-                return try await self.pushAuthorizationRequest(request, try await Parameters.body(of: request), context: context)
-            }
+    func addPushedAuthorizationRoutes(_ mount: OAuthMount) {
+        mount.routes.post("par") { request, context in
+            // Each pushed request is stored until it is used or expires: counted per address like authorize.
+            try await self.admitStart(address: context.clientAddress)
+            return try await self.pushAuthorizationRequest(request, try await Parameters.body(of: request), context: context)
         }
     }
 

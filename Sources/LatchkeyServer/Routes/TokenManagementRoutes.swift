@@ -4,14 +4,12 @@ import LatchkeyJOSE
 
 /// Revocation (RFC 7009) and introspection (RFC 7662).
 extension IdentityServer {
-    func addTokenManagementRoutes(_ router: Router<LatchkeyRequestContext>) {
-        for prefix in Self.oauthPrefixes {
-            router.post(RouterPath(prefix + "/revoke")) { request, context in
-                try await self.revoke(request, try await Parameters.body(of: request, allowJSON: prefix == "/oauth"), context: context)
-            }
-            router.post(RouterPath(prefix + "/introspect")) { request, context in
-                try await self.introspect(request, try await Parameters.body(of: request), context: context)
-            }
+    func addTokenManagementRoutes(_ mount: OAuthMount) {
+        mount.routes.post("revoke") { request, context in
+            try await self.revoke(request, try await Parameters.body(of: request, allowJSON: mount.isReachFive), context: context)
+        }
+        mount.routes.post("introspect") { request, context in
+            try await self.introspect(request, try await Parameters.body(of: request), context: context)
         }
     }
 

@@ -10,12 +10,10 @@ extension IdentityServer {
 
     var validator: TokenValidator { TokenValidator(issuer: issuer, store: store, keys: keys, clock: clock) }
 
-    func addTokenRoutes(_ router: Router<LatchkeyRequestContext>) {
-        for prefix in Self.oauthPrefixes {
-            router.post(RouterPath(prefix + "/token")) { request, context in
-                let params = try await Parameters.body(of: request, allowJSON: prefix == "/oauth")
-                return try await self.token(request, params, context: context)
-            }
+    func addTokenRoutes(_ mount: OAuthMount) {
+        mount.routes.post("token") { request, context in
+            let params = try await Parameters.body(of: request, allowJSON: mount.isReachFive)
+            return try await self.token(request, params, context: context)
         }
     }
 

@@ -4,12 +4,10 @@ import LatchkeyJOSE
 
 /// UserInfo (OIDC Core §5.3): the claims the access token's scopes release.
 extension IdentityServer {
-    func addUserInfoRoutes(_ router: Router<LatchkeyRequestContext>) {
-        for prefix in Self.oauthPrefixes {
-            router.get(RouterPath(prefix + "/userinfo")) { request, _ in try await self.userinfo(request, body: nil) }
-            router.post(RouterPath(prefix + "/userinfo")) { request, _ in
-                try await self.userinfo(request, body: try await Parameters.body(of: request))
-            }
+    func addUserInfoRoutes(_ mount: OAuthMount) {
+        mount.routes.get("userinfo") { request, _ in try await self.userinfo(request, body: nil) }
+        mount.routes.post("userinfo") { request, _ in
+            try await self.userinfo(request, body: try await Parameters.body(of: request))
         }
     }
 
