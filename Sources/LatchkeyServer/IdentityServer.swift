@@ -252,7 +252,9 @@ public final class IdentityServer: Sendable {
         router.add(middleware: ErrorMiddleware(metrics: metrics))
         router.add(middleware: BodyLimitMiddleware())
         router.add(middleware: ClientAddressMiddleware(proxies: configuration.trustedProxies))
-        addDiscoveryRoutes(router)
+        let issuerBox = self.issuerBox
+        let discovery = DiscoveryController(issuer: { issuerBox.withLockedValue { $0 } }, keys: keys)
+        discovery.addRoutes(to: router)
         // The OAuth family, mounted twice: each mount a group with the error middleware of its dialect.
         for (path, isReachFive) in [("/oauth2", false), ("/oauth", true)] {
             let group = router.group(RouterPath(path))
@@ -265,7 +267,7 @@ public final class IdentityServer: Sendable {
             addTokenManagementRoutes(mount)
             addUserInfoRoutes(mount)
             addEndSessionRoutes(mount)
-            addJWKSRoutes(mount)
+            discovery.addRoutes(to: mount)
         }
         addDeviceRoutes(router)
         addLoginRoutes(router)
@@ -276,9 +278,10 @@ public final class IdentityServer: Sendable {
         addPasswordLoginRoutes(router)
         addStepUpRoutes(router)
         addPasskeyPageRoutes(router)
-        addHealthRoutes(router)
-        addMetricsRoute(router)
-        addOpenAPIRoute(router)
+        OperabilityController(
+            store: store, keys: keys, metrics: metrics, servesMetrics: configuration.servesMetrics,
+            metricsOnlyDirect: configuration.metricsEnabled == nil
+        ).addRoutes(to: router)
         return router
     }
 }

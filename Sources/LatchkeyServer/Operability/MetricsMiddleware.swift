@@ -37,27 +37,3 @@ struct MetricsMiddleware: RouterMiddleware {
         }
     }
 }
-
-extension IdentityServer {
-    /// Headers a reverse proxy adds (the two `trusted_proxies` can read, and nginx's `X-Real-IP`): a request carrying
-    /// one came through a proxy, so from wherever the proxy serves.
-    static let forwardingHeaders: [HTTPField.Name] = (TrustedProxies.Header.allCases.map(\.rawValue) + ["X-Real-IP"])
-        .compactMap { HTTPField.Name($0) }
-
-    /// `GET /metrics`, when `metrics` is enabled (the default only for a loopback binding: the figures say how many
-    /// sign-ins fail and which routes are hit, which is for the operator, not the internet). Left to the default, a
-    /// forwarded request is answered 404 as if there were no such route: the loopback binding may sit behind a proxy
-    /// nobody told the server about.
-    func addMetricsRoute(_ router: Router<LatchkeyRequestContext>) {
-        guard configuration.servesMetrics else { return }
-        let onlyDirect = configuration.metricsEnabled == nil
-        router.get("/metrics") { request, _ in
-            if onlyDirect, Self.forwardingHeaders.contains(where: { request.headers[$0] != nil }) {
-                throw HTTPError(.notFound)
-            }
-            return Response(
-                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
-                body: .init(byteBuffer: ByteBuffer(string: self.metrics.exposition())))
-        }
-    }
-}

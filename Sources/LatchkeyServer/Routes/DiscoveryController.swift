@@ -75,20 +75,26 @@ struct ProviderMetadata: Encodable {
     }
 }
 
-extension IdentityServer {
-    func addDiscoveryRoutes(_ router: Router<LatchkeyRequestContext>) {
+/// Discovery (OpenID Connect Discovery 1.0, RFC 8414) and the signing keys (`jwks`, RFC 7517): what a client reads
+/// before anything else. Holds the issuer in force and the key ring, nothing more.
+struct DiscoveryController {
+    /// The issuer in force (completed with the bound port at start when the configuration says port 0).
+    let issuer: @Sendable () -> String
+    let keys: KeyRing
+
+    func addRoutes(to router: Router<LatchkeyRequestContext>) {
         for path in ["/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"] {
-            router.get(RouterPath(path)) { _, _ in try Responses.json(ProviderMetadata(issuer: self.issuer)) }
+            router.get(RouterPath(path)) { _, _ in try Responses.json(ProviderMetadata(issuer: issuer())) }
         }
-        router.get("/.well-known/jwks.json") { _, _ in try await self.jwksResponse() }
+        router.get("/.well-known/jwks.json") { _, _ in try await jwks() }
     }
 
     /// `jwks` in the OAuth family.
-    func addJWKSRoutes(_ mount: OAuthMount) {
-        mount.routes.get("jwks") { _, _ in try await self.jwksResponse() }
+    func addRoutes(to mount: OAuthMount) {
+        mount.routes.get("jwks") { _, _ in try await jwks() }
     }
 
-    private func jwksResponse() async throws -> Response {
+    private func jwks() async throws -> Response {
         try Responses.json(try await keys.jwks(), headers: [.cacheControl: "public, max-age=300"])
     }
 }
