@@ -37,7 +37,7 @@ swift build --build-tests
 echo "==> swift build -c release"
 swift build -c release
 # Every benchmark group, briefly: they run, and the 10,000-caller run fails unless exactly one refresh was sent. The
-# figures are the README's, from longer runs; nothing here is timed against a threshold.
+# figures are in docs/testing.md, from longer runs; nothing here is timed against a threshold.
 echo "==> latchkey-bench (a short run of every group)"
 LATCHKEY_BENCH_SECONDS=0.1 "$(swift build -c release --show-bin-path)/latchkey-bench"
 

@@ -22,7 +22,7 @@ struct Serve: AsyncParsableCommand {
     )
     var database: String?
 
-    @Option(help: "JSON configuration file: issuer, clients, users, lifetimes (see README).")
+    @Option(help: "JSON configuration file: issuer, clients, users, lifetimes (see docs/configuration.md).")
     var config: String?
 
     @Option(help: "Public issuer URL (default http://localhost:<port>).")

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The `--config FILE` format (JSON). Every key is optional; see README "Configuration".
+/// The `--config FILE` format (JSON). Every key is optional; see docs/configuration.md.
 ///
 /// ```json
 /// { "issuer": "http://localhost:8090", "database": "latchkey.sqlite", "port": 8090,

@@ -76,7 +76,7 @@ public struct ServerConfiguration: Sendable {
 
     /// Whether `GET /metrics` is routed: `metricsEnabled`, or, when it is unset, a development instance on a loopback
     /// binding with no trusted proxies. A real server must say `"metrics": true`: on 127.0.0.1 behind a
-    /// reverse proxy (the setup this README recommends) it is reachable from the internet through the proxy, and a
+    /// reverse proxy (the setup docs/operating.md recommends) it is reachable from the internet through the proxy, and a
     /// proxy that adds no forwarding header cannot be told from a local scraper.
     public var servesMetrics: Bool {
         metricsEnabled ?? (development && LoopbackHost.isLoopback(host) && trustedProxies.isEmpty)

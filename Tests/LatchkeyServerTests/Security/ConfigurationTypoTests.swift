@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// Issue 25, "a typo must not weaken a server": unknown keys at any level of a configuration file are refused at start,
-/// with their path and the nearest known key; every key the README documents is known.
+/// with their path and the nearest known key; every key the documentation shows is known.
 @Suite("Configuration files: unknown keys are refused with the nearest known one")
 struct ConfigurationTypoTests {
     static func load(_ json: String) throws -> ConfigurationFile {
@@ -40,9 +40,10 @@ struct ConfigurationTypoTests {
         #expect(file.users?.first?.claims["anything_at_all"] == "x")
     }
 
-    @Test("the README's example configuration has no unknown key")
+    @Test("the documented example configuration (docs/configuration.md) has no unknown key")
     func readmeExampleIsKnown() throws {
-        let readme = try String(contentsOfFile: #filePath.components(separatedBy: "/Tests/")[0] + "/README.md", encoding: .utf8)
+        let readme = try String(
+            contentsOfFile: #filePath.components(separatedBy: "/Tests/")[0] + "/docs/configuration.md", encoding: .utf8)
         let start = try #require(readme.range(of: "```json\n"))
         let end = try #require(readme.range(of: "\n```", range: start.upperBound..<readme.endIndex))
         let example = String(readme[start.upperBound..<end.lowerBound])
