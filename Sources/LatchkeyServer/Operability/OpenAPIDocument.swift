@@ -804,6 +804,21 @@ enum OpenAPIDocument {
           "413": {
             "$ref": "#/components/responses/PayloadTooLargeOAuth"
           },
+          "429": {
+            "description": "Too many failed client authentications that would need a key derivation (`max_client_auth_failures_per_address`, `max_client_auth_failures_per_client`), or too many failed token requests with a DPoP proof from this address (`max_starts_per_address`); `error: too_many_requests`.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/OAuthError"
+                }
+              }
+            }
+          },
           "431": {
             "$ref": "#/components/responses/HeadersTooLarge"
           },
@@ -1158,7 +1173,7 @@ enum OpenAPIDocument {
         "tags": [
           "OAuth 2.0 and OpenID Connect"
         ],
-        "description": "OpenID Connect RP-Initiated Logout 1.0: ends the browser's session (and the hinted one) and goes back only to a registered `post_logout_redirect_uri` (with `state`).",
+        "description": "OpenID Connect RP-Initiated Logout 1.0: ends the browser's session (and the hinted one when it is the same user's) and goes back only to a registered `post_logout_redirect_uri` (with `state`). Without the session's cookie (an app's request), an `id_token_hint` ends its session only once that session holds no live tokens (the app revoked them first); otherwise the answer is the confirmation page, and a leaked ID token alone signs nobody out.",
         "parameters": [
           {
             "name": "id_token_hint",
@@ -1956,6 +1971,21 @@ enum OpenAPIDocument {
           "413": {
             "$ref": "#/components/responses/PayloadTooLargeOAuth"
           },
+          "429": {
+            "description": "Too many failed client authentications that would need a key derivation (`max_client_auth_failures_per_address`, `max_client_auth_failures_per_client`), or too many failed token requests with a DPoP proof from this address (`max_starts_per_address`); `error: too_many_requests`.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/OAuthError"
+                }
+              }
+            }
+          },
           "431": {
             "$ref": "#/components/responses/HeadersTooLarge"
           },
@@ -2315,7 +2345,7 @@ enum OpenAPIDocument {
         "tags": [
           "reachFive dialect"
         ],
-        "description": "OpenID Connect RP-Initiated Logout 1.0: ends the browser's session (and the hinted one) and goes back only to a registered `post_logout_redirect_uri` (with `state`).",
+        "description": "OpenID Connect RP-Initiated Logout 1.0: ends the browser's session (and the hinted one when it is the same user's) and goes back only to a registered `post_logout_redirect_uri` (with `state`). Without the session's cookie (an app's request), an `id_token_hint` ends its session only once that session holds no live tokens (the app revoked them first); otherwise the answer is the confirmation page, and a leaked ID token alone signs nobody out.",
         "parameters": [
           {
             "name": "id_token_hint",
@@ -3896,6 +3926,21 @@ enum OpenAPIDocument {
           },
           "415": {
             "$ref": "#/components/responses/UnsupportedMediaTypeThunder"
+          },
+          "429": {
+            "description": "Too many wrong codes for the new address lately, whichever account asked to move there (`max_code_failures_per_account` per `code_window_seconds`).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
           },
           "431": {
             "$ref": "#/components/responses/HeadersTooLarge"
@@ -7113,7 +7158,6 @@ enum OpenAPIDocument {
           "device_code",
           "user_code",
           "verification_uri",
-          "verification_uri_complete",
           "expires_in",
           "interval"
         ],
@@ -7132,7 +7176,8 @@ enum OpenAPIDocument {
           },
           "verification_uri_complete": {
             "type": "string",
-            "format": "uri"
+            "format": "uri",
+            "description": "The page with the code filled in: only for applications with `device_verification_uri_complete` (off by default: a link that needs one click to approve is a phishing lure)."
           },
           "expires_in": {
             "type": "integer"
