@@ -144,15 +144,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // What every test suite shares (`eventually`); used by tests only.
+        .target(name: "LatchkeyTestSupport", path: "Tests/LatchkeyTestSupport", swiftSettings: swiftSettings),
         .testTarget(
             name: "LatchkeyTests",
-            dependencies: ["Latchkey", "LatchkeyJOSE", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Latchkey", "LatchkeyJOSE", "LatchkeyTestSupport", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LatchkeyServerTests",
             dependencies: [
-                "LatchkeyServer", "LatchkeyJOSE", "Latchkey", "LatchkeyApple", "LatchkeySwiftUI",
+                "LatchkeyServer", "LatchkeyJOSE", "Latchkey", "LatchkeyApple", "LatchkeySwiftUI", "LatchkeyTestSupport",
                 .target(name: "AppleFrameworkStandIns", condition: .when(platforms: [.linux])),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdOTP", package: "hummingbird-auth"),

@@ -171,7 +171,7 @@ struct AuthorizationCodeFlowTests {
         defer { Task { await server.stop() } }
         let options = AuthorizeOptions()
         let code = try #require(try await server.signIn(TestBrowser(), options)["code"])
-        let wrong = try await server.exchangeCode(code, options, verifier: PKCEPair().verifier)
+        let wrong = try await server.exchangeCode(code, options, verifier: TestPKCE().verifier)
         #expect(wrong.status == 400)
         #expect(try wrong.json()["error"] as? String == "invalid_grant")
 

@@ -1,3 +1,4 @@
+import LatchkeyTestSupport
 import Foundation
 @testable import Latchkey
 import Testing
@@ -121,11 +122,4 @@ struct AccessTokenCacheTests {
         #expect(await storage.reads == 1, "one read for 200 callers")
         #expect(Self.cached(cache) == "stored")
     }
-}
-
-/// Polls `condition` until it holds, for at most a minute (a saturated machine, ThreadSanitizer).
-private func eventually(_ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(60)
-    while !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-    #expect(condition())
 }

@@ -121,7 +121,7 @@ struct LocalizedResponsesTests {
         defer { Task { await server.stop() } }
         let body: [String: Any] = [
             "grant_type": "authorization_code", "code": "not-a-code", "redirect_uri": "http://127.0.0.1:7777/callback",
-            "client_id": "latchkey-demo", "code_verifier": PKCEPair().verifier
+            "client_id": "latchkey-demo", "code_verifier": TestPKCE().verifier
         ]
         let english = try await TestBrowser().postJSON(server.base + "/oauth/token", body).json()
         let japanese = try await TestBrowser().postJSON(server.base + "/oauth/token", body, headers: ["Accept-Language": "ja-JP"]).json()

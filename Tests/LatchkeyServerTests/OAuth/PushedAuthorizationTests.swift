@@ -45,7 +45,7 @@ struct PushedAuthorizationTests {
         let idToken = try #require(try tokens.json()["id_token"] as? String)
         #expect(try await server.verifiedClaims(idToken)["nonce"] == .string(o.nonce ?? ""))
         // Without the pushed verifier the code is refused: PKCE came from the pushed request.
-        #expect(try await server.exchangeCode(code, o, verifier: PKCEPair().verifier).status == 400)
+        #expect(try await server.exchangeCode(code, o, verifier: TestPKCE().verifier).status == 400)
     }
 
     @Test("a request_uri is single use, expires after 60 s, belongs to the client that pushed it, and another client cannot burn it")

@@ -218,7 +218,7 @@ struct ReachFiveLoginTests {
             "POST", "/identity/v1/mfa/stepup", token: nil,
             json: [
                 "tkn": try #require(try login2.json()["tkn"] as? String), "client_id": "latchkey-demo",
-                "redirect_uri": "http://127.0.0.1:7777/callback", "code_challenge": PKCEPair().challenge,
+                "redirect_uri": "http://127.0.0.1:7777/callback", "code_challenge": TestPKCE().challenge,
                 "code_challenge_method": "S256", "scope": "openid"
             ],
             contentType: "application/json")
@@ -312,7 +312,7 @@ struct ReachFiveLoginTests {
                 await server.stop(); await issuer.stop()
             }
         }
-        let verifier = PKCEPair().verifier
+        let verifier = TestPKCE().verifier
         let token = try issuer.identityToken(sub: "001234.apple", bundleId: Self.bundleId, verifier: verifier, email: "ada@privaterelay.appleid.com")
         var o = AuthorizeOptions()
         o.nonce = verifier
@@ -324,7 +324,7 @@ struct ReachFiveLoginTests {
         let sub = try #require(claims["sub"]?.stringValue)
 
         // Apple sends the name only the first time; the account keeps it and stays the same.
-        let verifier2 = PKCEPair().verifier
+        let verifier2 = TestPKCE().verifier
         let again = try issuer.identityToken(sub: "001234.apple", bundleId: Self.bundleId, verifier: verifier2, email: "ada@privaterelay.appleid.com")
         var o2 = AuthorizeOptions()
         o2.nonce = verifier2
@@ -344,14 +344,14 @@ struct ReachFiveLoginTests {
             }
         }
         let demo = try #require(try await server.server.user(username: "demo@example.com"))
-        let verifier = PKCEPair().verifier
+        let verifier = TestPKCE().verifier
         let token = try issuer.identityToken(sub: "apple-demo", bundleId: Self.bundleId, verifier: verifier, email: "demo@example.com")
         var o = AuthorizeOptions()
         o.nonce = verifier
         let result = try await tokens(server, o, ["provider": "apple", "id_token": token])
         #expect(try await server.verifiedClaims(try #require(result["id_token"] as? String))["sub"]?.stringValue == demo.id)
         // The same email unverified must not take over the account: it gets an account of its own.
-        let verifier2 = PKCEPair().verifier
+        let verifier2 = TestPKCE().verifier
         let unverified = try issuer.identityToken(
             sub: "apple-other", bundleId: Self.bundleId, verifier: verifier2, email: "demo@example.com",
             emailVerified: false)
@@ -364,7 +364,7 @@ struct ReachFiveLoginTests {
         let squatter = try await server.server.createUser(
             username: "victim@example.com", password: "squatter's password",
             claims: ["email": "victim@example.com"])
-        let verifier3 = PKCEPair().verifier
+        let verifier3 = TestPKCE().verifier
         let victim = try issuer.identityToken(sub: "apple-victim", bundleId: Self.bundleId, verifier: verifier3, email: "victim@example.com")
         var o3 = AuthorizeOptions()
         o3.nonce = verifier3
@@ -383,7 +383,7 @@ struct ReachFiveLoginTests {
                 await server.stop(); await issuer.stop()
             }
         }
-        let verifier = PKCEPair().verifier
+        let verifier = TestPKCE().verifier
         var sentVerifier: String? = verifier
         var token: String
         var expectedKey = "apple.failed"
@@ -424,7 +424,7 @@ struct ReachFiveLoginTests {
                 await server.stop(); await issuer.stop()
             }
         }
-        let verifier = PKCEPair().verifier
+        let verifier = TestPKCE().verifier
         let token = try issuer.identityToken(sub: "s", bundleId: Self.bundleId, verifier: verifier, email: nil)
         #expect(try await apple(server, token: token, verifier: verifier).locationQuery["error"] == "access_denied")
         let google = try await authorize(server, AuthorizeOptions(), ["provider": "google", "id_token": token])

@@ -391,7 +391,7 @@ struct HostedLoginSecondFactorTests {
                 "email": "demo@example.com", "password": Self.password, "client_id": "latchkey-demo"
             ], contentType: "application/json")
         let pendingTkn = try #require(try pending.json()["tkn"] as? String)
-        let pkce = PKCEPair()
+        let pkce = TestPKCE()
         let stepUp = try await server.call(
             "POST", "/identity/v1/mfa/stepup", token: nil,
             json: [

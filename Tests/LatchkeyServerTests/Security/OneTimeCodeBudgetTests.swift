@@ -145,7 +145,7 @@ struct OneTimeCodeBudgetTests {
             "POST", "/identity/v1/mfa/stepup", token: nil,
             json: [
                 "tkn": try #require(try login.json()["tkn"] as? String), "client_id": "latchkey-demo",
-                "redirect_uri": "http://127.0.0.1:7777/callback", "code_challenge": PKCEPair().challenge,
+                "redirect_uri": "http://127.0.0.1:7777/callback", "code_challenge": TestPKCE().challenge,
                 "code_challenge_method": "S256", "scope": "openid"
             ],
             contentType: "application/json")

@@ -41,21 +41,6 @@ actor Collected {
     var count: Int { results.count }
 }
 
-/// Waits (polling, without a timing assertion) until `condition` holds; fails after a generous bound so a broken
-/// server fails the test instead of hanging it.
-///
-/// The bound is a minute of wall time: a saturated two-core machine (CI, ThreadSanitizer) can be slower than an idle
-/// one by far more than any fixed number of polls allows for.
-func eventually(_ what: String, within bound: Duration = .seconds(60), _ condition: @Sendable () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + bound
-    while ContinuousClock.now < deadline {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(5))
-    }
-    if try await condition() { return }
-    throw TestFailure("never happened within \(bound): \(what)")
-}
-
 extension TestServer {
     /// `POST /identity/v1/password/login` (reachFive), from the test's loopback address.
     func passwordLogin(_ identifier: String, _ password: String, headers: [String: String] = [:]) async throws -> HTTPResult {

@@ -87,7 +87,7 @@ extension TestServer {
     /// Sign in with Apple as the SDK sends it (`/oauth/authorize?provider=apple&id_token=…&nonce=<verifier>`) with a
     /// token of `issuer` for `sub`/`email`; returns the redirect back to the app.
     func appleSignIn(_ issuer: AppleStandIn, sub: String, email: String, bundleId: String) async throws -> HTTPResult {
-        let verifier = PKCEPair().verifier
+        let verifier = TestPKCE().verifier
         let token = try issuer.identityToken(sub: sub, bundleId: bundleId, verifier: verifier, email: email)
         var o = AuthorizeOptions()
         o.nonce = verifier

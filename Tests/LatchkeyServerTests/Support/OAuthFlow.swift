@@ -3,8 +3,8 @@ import Foundation
 import LatchkeyJOSE
 import Testing
 
-/// PKCE pair for tests.
-struct PKCEPair {
+/// A PKCE pair (RFC 7636, S256) as the server tests' hand-made client sends it (not the SDK's `PKCEPair`).
+struct TestPKCE {
     let verifier: String
     let challenge: String
     init() {
@@ -22,11 +22,12 @@ struct AuthorizeOptions {
     var prompt: String?
     var maxAge: Int?
     var loginHint: String?
-    var pkce: PKCEPair? = PKCEPair()
+    var pkce: TestPKCE? = TestPKCE()
     var extra: [String: String] = [:]
 }
 
-struct TokenSet {
+/// What a token endpoint answered, as the server tests read it (not the SDK's `TokenSet`).
+struct IssuedTokens {
     let accessToken: String
     let refreshToken: String?
     let idToken: String?
@@ -88,13 +89,13 @@ extension TestServer {
     func tokens(
         _ browser: TestBrowser = TestBrowser(), _ o: AuthorizeOptions = AuthorizeOptions(), username: String = "demo@example.com",
         password: String = "correct horse battery staple"
-    ) async throws -> TokenSet {
+    ) async throws -> IssuedTokens {
         let query = try await signIn(browser, o, username: username, password: password)
         let code = try #require(query["code"])
         let response = try await exchangeCode(code, o)
         #expect(response.status == 200, "token exchange failed: \(response.text)")
         let json = try response.json()
-        return TokenSet(
+        return IssuedTokens(
             accessToken: try #require(json["access_token"] as? String), refreshToken: json["refresh_token"] as? String,
             idToken: json["id_token"] as? String, raw: json)
     }

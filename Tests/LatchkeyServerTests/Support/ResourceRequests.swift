@@ -39,7 +39,7 @@ extension TestServer {
     func userTokens(
         username: String = "demo@example.com", password: String = "correct horse battery staple",
         scope: String = "openid profile email offline_access"
-    ) async throws -> TokenSet {
+    ) async throws -> IssuedTokens {
         var options = AuthorizeOptions()
         options.scope = scope
         return try await tokens(TestBrowser(), options, username: username, password: password)

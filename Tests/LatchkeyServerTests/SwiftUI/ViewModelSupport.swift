@@ -50,17 +50,6 @@ final class ControllableHTTPClient: HTTPClient {
     }
 }
 
-/// Waits (bounded) until `condition` holds on the main actor.
-@MainActor
-func eventually(_ condition: () -> Bool, timeout: Duration = .seconds(30)) async throws {
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    while !condition() {
-        guard clock.now < deadline else { return }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-}
-
 extension TestServer {
     /// A `LatchkeyState` for the demo application (ID tokens checked with the tolerance tests that move the server's
     /// clock need), in `locale` with an in-memory language store.

@@ -1,0 +1,21 @@
+/// A condition `eventually` waited for in vain.
+public struct ConditionNeverHeld: Error, CustomStringConvertible {
+    public let description: String
+}
+
+/// Waits until `condition` holds, checking it again every few milliseconds on the caller's actor, and throws when it
+/// has not held within `bound`. The bound only turns a hang into a failure and is no timing assertion: a minute,
+/// because a saturated two-core machine (CI, ThreadSanitizer) can be slower than an idle one by far more than any
+/// fixed number of checks allows for. The one helper every suite waits with.
+public func eventually(
+    _ what: String = "the condition", within bound: Duration = .seconds(60), isolation: isolated (any Actor)? = #isolation,
+    _ condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + bound
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+    if try await condition() { return }
+    throw ConditionNeverHeld(description: "never happened within \(bound): \(what)")
+}
