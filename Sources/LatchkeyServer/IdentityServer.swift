@@ -255,6 +255,9 @@ public final class IdentityServer: Sendable {
         let issuerBox = self.issuerBox
         let discovery = DiscoveryController(issuer: { issuerBox.withLockedValue { $0 } }, keys: keys)
         discovery.addRoutes(to: router)
+        let userInfo = UserInfoController(authenticate: { try await self.authenticateResource($0, body: $1) }, store: store)
+        let endSession = EndSessionController(
+            validator: { self.validator }, store: store, sessions: browserSessions, cookies: cookies, clock: clock)
         // The OAuth family, mounted twice: each mount a group with the error middleware of its dialect.
         for (path, isReachFive) in [("/oauth2", false), ("/oauth", true)] {
             let group = router.group(RouterPath(path))
@@ -265,10 +268,11 @@ public final class IdentityServer: Sendable {
             addDeviceAuthorizationRoutes(mount)
             addTokenRoutes(mount)
             addTokenManagementRoutes(mount)
-            addUserInfoRoutes(mount)
-            addEndSessionRoutes(mount)
+            userInfo.addRoutes(to: mount)
+            endSession.addRoutes(to: mount)
             discovery.addRoutes(to: mount)
         }
+        userInfo.addIdentityRoutes(to: router)
         addDeviceRoutes(router)
         addLoginRoutes(router)
         addFlowRoutes(router)

@@ -149,6 +149,22 @@ extension IdentityServer {
     /// The claims of a resource request's access token, with its DPoP binding enforced: a token bound to a key
     /// (`cnf.jkt`) is accepted only as `Authorization: DPoP` with a proof by that key for this request and this token;
     /// an unbound token only as a Bearer token.
+    /// Bearer token from the header (RFC 6750 §2.1) or, for POST, the form body (§2.2) — not both.
+    func bearerToken(_ request: Request, body: Parameters?) throws(OAuthError) -> String {
+        let header = request.headers[.authorization]
+        let fromBody = try body?.single("access_token")
+        if let header {
+            guard fromBody == nil else { throw OAuthError(.invalidRequest, "send the access token only once") }
+            guard header.lowercased().hasPrefix("bearer "), case let token = header.dropFirst(7).trimmingCharacters(in: .whitespaces), !token.isEmpty
+            else {
+                throw OAuthError(.invalidToken, "expected Authorization: Bearer <access token>")
+            }
+            return token
+        }
+        guard let fromBody else { throw OAuthError(.invalidToken, "an access token is required") }
+        return fromBody
+    }
+
     func authenticateResource(_ request: Request, body: Parameters?) async throws(OAuthError) -> AccessTokenClaims {
         let presented = try presentedAccessToken(request, body: body)
         let claims: AccessTokenClaims

@@ -2,12 +2,11 @@ import Foundation
 import Hummingbird
 
 /// reachFive password sign-in (`POST /identity/v1/password/login` → `{tkn}`; the step-up is in `StepUpRoutes`), the
-/// SDK bootstrap (`GET /identity/v1/config`) and `/identity/v1/userinfo`.
+/// SDK bootstrap (`GET /identity/v1/config`); `/identity/v1/userinfo` is `UserInfoController`'s.
 extension IdentityServer {
     func addPasswordLoginRoutes(_ router: Router<LatchkeyRequestContext>) {
         router.post("/identity/v1/password/login") { request, context in try await self.passwordLogin(request, context: context) }
         router.get("/identity/v1/config") { request, _ in try await self.identityConfig(request) }
-        router.get("/identity/v1/userinfo") { request, _ in try await self.userinfo(request, body: nil) }
     }
 
     private func passwordLogin(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {

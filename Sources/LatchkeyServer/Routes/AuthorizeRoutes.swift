@@ -192,14 +192,12 @@ extension IdentityServer {
         return try await enrolledSecondFactor(of: user) == nil
     }
 
+    /// The browser sessions this server's cookies name.
+    var browserSessions: BrowserSessions { BrowserSessions(store: store, cookies: cookies, clock: clock) }
+
     /// The session behind the request's cookie, if it is live and its user may still sign in.
     func liveSession(for request: Request) async throws -> (session: SessionRecord, user: UserRecord)? {
-        guard let secret = request.cookieValue(cookies.sessionName), !secret.isEmpty,
-            let session = try await store.session(secretHash: Secrets.digest(secret)),
-            session.endedAt == nil, session.expiresAt > clock.now,
-            let user = try await store.user(id: session.userId), !user.disabled
-        else { return nil }
-        return (session, user)
+        try await browserSessions.live(for: request)
     }
 
     /// Issues a single-use code bound to the client, redirect URI, PKCE challenge and nonce, and sends the browser

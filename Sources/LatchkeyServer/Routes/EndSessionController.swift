@@ -7,13 +7,20 @@ import LatchkeyJOSE
 /// ends on our own "signed out" page, so the endpoint is no open redirector. Without a valid hint, the user confirms
 /// on a CSRF-protected form, so a third-party page cannot sign people out. Without a session cookie, a hint ends its
 /// session only when that session holds no live tokens any more.
-extension IdentityServer {
-    func addEndSessionRoutes(_ mount: OAuthMount) {
+struct EndSessionController {
+    /// Verifies ID-token hints (this server's, expired ones too), with the issuer in force.
+    let validator: @Sendable () -> TokenValidator
+    let store: any Store
+    let sessions: BrowserSessions
+    let cookies: CookiePolicy
+    let clock: ServerClock
+
+    func addRoutes(to mount: OAuthMount) {
         mount.routes.get("logout") { request, _ in
-            try await self.endSession(request, try Parameters.query(of: request), isPost: false)
+            try await endSession(request, try Parameters.query(of: request), isPost: false)
         }
         mount.routes.post("logout") { request, _ in
-            try await self.endSession(request, try await Parameters.body(of: request), isPost: true)
+            try await endSession(request, try await Parameters.body(of: request), isPost: true)
         }
     }
 
@@ -27,7 +34,7 @@ extension IdentityServer {
         var hintedSub: String?
         if let hint {
             let verified: RegisteredClaims
-            do { verified = try await validator.idToken(hint, allowExpired: true).claims } catch {
+            do { verified = try await validator().idToken(hint, allowExpired: true).claims } catch {
                 return logoutError("page.logout_invalid.hint", request)
             }
             let audiences = verified.aud?.stringArray ?? []
@@ -47,7 +54,7 @@ extension IdentityServer {
             redirect = RedirectURL.appending([("state", state)], to: postLogout)
         }
 
-        let live = try await liveSession(for: request)
+        let live = try await sessions.live(for: request)
         // The hint confirms the sign-out of the browser's own session when it names the same user; otherwise a
         // leaked ID token could sign anyone out silently.
         // Without a session cookie (an app's request, or a browser that holds no session) a hint alone proves

@@ -1,0 +1,20 @@
+import Foundation
+import Hummingbird
+
+/// The sign-in session a browser's cookie names: live only while it has not ended or expired and its user may still
+/// sign in. Shared by every handler that asks "who is this browser signed in as".
+struct BrowserSessions: Sendable {
+    let store: any Store
+    let cookies: CookiePolicy
+    let clock: ServerClock
+
+    /// The session behind the request's cookie, if it is live and its user may still sign in.
+    func live(for request: Request) async throws -> (session: SessionRecord, user: UserRecord)? {
+        guard let secret = request.cookieValue(cookies.sessionName), !secret.isEmpty,
+            let session = try await store.session(secretHash: Secrets.digest(secret)),
+            session.endedAt == nil, session.expiresAt > clock.now,
+            let user = try await store.user(id: session.userId), !user.disabled
+        else { return nil }
+        return (session, user)
+    }
+}
