@@ -30,11 +30,11 @@ public final class IdentityServer: Sendable {
     /// Token requests that carried a DPoP proof (recorded as used) and failed, per address.
     let proofThrottle: any AddressLimiter
     /// Logs the shared recovery-code budget's tripping once per window (`reserveRecoveryCodeAttempt`).
-    let recoveryAlarm = OncePerWindow()
+    let recoveryAlarm = OncePerInterval()
     /// Failed client authentications that cost a key derivation, per address and per client.
     let clientAuthThrottles: ClientAuthThrottles
     /// When expired rows were last deleted (`pruneIfDue`).
-    let pruneSchedule = PruneSchedule()
+    let pruneSchedule = OncePerInterval()
     let cookies: CookiePolicy
     /// The logger the server was opened with; log through `logger`, which adds the request's id.
     let baseLogger: Logger
@@ -252,12 +252,16 @@ public final class IdentityServer: Sendable {
         router.add(middleware: ErrorMiddleware(metrics: metrics))
         router.add(middleware: BodyLimitMiddleware())
         router.add(middleware: ClientAddressMiddleware(proxies: configuration.trustedProxies))
+        // What the controllers hold: the issuer in force (completed with the bound port at start), and the pieces.
         let issuerBox = self.issuerBox
-        let discovery = DiscoveryController(issuer: { issuerBox.withLockedValue { $0 } }, keys: keys)
+        let issuer: @Sendable () -> String = { issuerBox.withLockedValue { $0 } }
+        let (store, keys, clock) = (self.store, self.keys, self.clock)
+        let discovery = DiscoveryController(issuer: issuer, keys: keys)
         discovery.addRoutes(to: router)
         let userInfo = UserInfoController(authenticate: { try await self.authenticateResource($0, body: $1) }, store: store)
         let endSession = EndSessionController(
-            validator: { self.validator }, store: store, sessions: browserSessions, cookies: cookies, clock: clock)
+            validator: { TokenValidator(issuer: issuer(), store: store, keys: keys, clock: clock) },
+            store: store, sessions: browserSessions, cookies: cookies, clock: clock)
         // The OAuth family, mounted twice: each mount a group with the error middleware of its dialect.
         for (path, isReachFive) in [("/oauth2", false), ("/oauth", true)] {
             let group = router.group(RouterPath(path))

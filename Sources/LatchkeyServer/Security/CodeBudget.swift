@@ -28,17 +28,6 @@ enum CodeBudget {
     static func emailVerification(address: String) -> String { "code:email-verify:address:\(address.lowercased())" }
 }
 
-/// Says yes at most once per window: one log line when an alarm trips, not one per refused request.
-actor OncePerWindow {
-    private var last: Date?
-
-    func shouldLog(now: Date, window: TimeInterval) -> Bool {
-        if let last, now.timeIntervalSince(last) < window { return false }
-        last = now
-        return true
-    }
-}
-
 /// The outcome of counting a recovery code against the budget all accounts share.
 enum GlobalCodeAttempt: Sendable {
     /// Counted at `at` (given back if the code turns out right).
@@ -91,7 +80,7 @@ extension IdentityServer {
             return .admitted(at: now)
         }
         metrics.throttled(.recoveryCodes)
-        if await recoveryAlarm.shouldLog(now: now, window: TimeInterval(policy.codeWindowSeconds)) {
+        if await recoveryAlarm.claim(now: now, interval: TimeInterval(policy.codeWindowSeconds)) {
             logger.warning(
                 "wrong recovery codes reached max_recovery_code_failures: no recovery code is checked until the window frees up",
                 metadata: [

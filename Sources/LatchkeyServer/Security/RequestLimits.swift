@@ -55,11 +55,12 @@ extension IdentityServer {
     }
 }
 
-/// One pruning per interval, whichever request notices first.
-actor PruneSchedule {
+/// Says yes at most once per interval, to whichever caller asks first: one pruning per `prune_interval_seconds`, one
+/// log line per window when an alarm trips (not one per refused request).
+actor OncePerInterval {
     private var last: Date?
 
-    /// Whether a pruning has been started (tests).
+    /// Whether it has said yes yet (tests).
     var hasRun: Bool { last != nil }
 
     func claim(now: Date, interval: TimeInterval) -> Bool {

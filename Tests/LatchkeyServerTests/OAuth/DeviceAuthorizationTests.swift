@@ -101,12 +101,15 @@ struct DeviceAuthorizationTests {
         let lure = try await victim.get(server.base + "/device?user_code=" + userCode)
         #expect(lure.status == 200 && !lure.text.contains("id=\"approve\""), "an entry page, not the confirmation")
         #expect(!lure.text.contains(userCode), "the code is not filled in: the person types what their device shows")
+        // The proof that the code was typed on this server's page is keyed: one made up in a link vouches for nothing.
+        let forged = try await victim.get(server.base + "/device?user_code=" + userCode + "&typed=" + String(repeating: "A", count: 43))
+        #expect(forged.status == 200 && !forged.text.contains("id=\"approve\"") && !forged.text.contains(userCode))
         #expect(try Self.error(try await Self.poll(server, try #require(codes["device_code"] as? String))) == "authorization_pending")
 
         // Typed by the person, seven minutes after the request, with a session signed in before that: offline_access
         // asks for a fresh sign-in first; then the confirmation says how old the request is.
         server.advanceClock(7 * 60)
-        let csrf = try #require(TestBrowser.hiddenField("csrf", in: lure.text))
+        let csrf = try #require(TestBrowser.hiddenField("csrf", in: forged.text))  // every page sets a fresh CSRF cookie
         let typed = try await victim.postForm(server.base + "/device", ["csrf": csrf, "user_code": userCode])
         #expect(typed.status == 303 && typed.location?.hasPrefix("/login") == true, "signs in again: \(typed.status)")
         let login = try await victim.get(server.base + (typed.location ?? ""))

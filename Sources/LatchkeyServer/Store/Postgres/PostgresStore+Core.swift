@@ -334,18 +334,15 @@ extension PostgresStore {
 
     public func endSessionHoldingNoTokens(id: String, now: Date) async throws -> Bool {
         try await transaction { connection in
-            // The session's row is locked first, so a family created for it meanwhile waits (or is seen).
-            let live = try await self.rows("SELECT ended_at FROM sessions WHERE id = \(id) FOR UPDATE", on: connection)
-            guard let row = live.first else { return true }
-            if try row.decode(Double?.self) != nil { return true }
-            let ended = try await self.execute(
+            // One conditional UPDATE, as on SQLite; then whether the session is over (now, before, or gone).
+            try await self.execute(
                 """
-                UPDATE sessions SET ended_at = \(now.epoch) WHERE id = \(id) AND NOT EXISTS (
+                UPDATE sessions SET ended_at = \(now.epoch) WHERE id = \(id) AND ended_at IS NULL AND NOT EXISTS (
                     SELECT 1 FROM token_families WHERE revoked_at IS NULL
                     AND (session_id = \(id) OR id IN (SELECT family_id FROM refresh_tokens WHERE session_id = \(id))))
-                RETURNING 1
                 """, on: connection)
-            return ended == 1
+            let row = try await self.row("SELECT ended_at IS NOT NULL FROM sessions WHERE id = \(id)", on: connection)
+            return try row?.decode(Bool.self) ?? true
         }
     }
 
