@@ -12,72 +12,58 @@ import ServiceLifecycle
 /// let server = try await IdentityServer.open(configuration: DevelopmentDefaults.configuration())
 /// try await server.run()
 /// ```
-public final class IdentityServer: Sendable {
+public final class IdentityServer: Sendable, LogsForRequests {
     public let configuration: ServerConfiguration
     let store: any Store
     let keys: KeyRing
     let clock: ServerClock
     let hasher: PasswordHasher
-    /// Failed password attempts per address. These four limits live in memory with one instance on SQLite and in
-    /// the store when instances share PostgreSQL (`AddressLimiter`).
-    let throttle: any AddressLimiter
-    /// Passkey challenges and step-up codes per address (every request counts, not only failures).
-    let challengeThrottle: any AddressLimiter
-    /// Authorization requests and flow starts per address (each one writes a row).
-    let startThrottle: any AddressLimiter
-    /// Registrations started per address (REGISTRATION flows, passkey sign-up).
-    let registrationThrottle: any AddressLimiter
-    /// Token requests that carried a DPoP proof (recorded as used) and failed, per address.
-    let proofThrottle: any AddressLimiter
-    /// Logs the shared recovery-code budget's tripping once per window (`reserveRecoveryCodeAttempt`).
-    let recoveryAlarm = OncePerInterval()
-    /// Failed client authentications that cost a key derivation, per address and per client.
-    let clientAuthThrottles: ClientAuthThrottles
-    /// When expired rows were last deleted (`pruneIfDue`).
-    let pruneSchedule = OncePerInterval()
     let cookies: CookiePolicy
     /// The logger the server was opened with; log through `logger`, which adds the request's id.
     let baseLogger: Logger
-    /// The server's logger, with the `request_id` of the request the calling task serves (`RequestIdMiddleware` sets
-    /// it), so that every line a request causes — a replay, a lockout, a refused passkey — is found by the id its
-    /// answer carries. Outside a request (start-up, background work) it is the logger the server was opened with.
-    var logger: Logger {
-        guard let id = RequestIdMiddleware.current else { return baseLogger }
-        var logger = baseLogger
-        logger[metadataKey: "request_id"] = .string(id)
-        return logger
-    }
-    let outbox: any Outbox
-    let appleKeys: AppleKeySet
-    /// Seals secrets at rest and keys one-time code digests (`SecretSealer`).
-    let sealer: SecretSealer
     /// SMTP delivery, when configured: its queue is worked by a service that runs with the HTTP server.
     let smtpOutbox: SMTPOutbox?
     /// The counters and histograms `GET /metrics` exposes (one registry per server).
     public let metrics: ServerMetrics
     private let issuerBox: NIOLockedValueBox<String>
 
+    // The parts the controllers are built from (`makeRouter`), each holding only what it needs.
+    let kit: TokenKit
+    let accounts: Accounts
+    let admission: Admission
+    let pruner: Pruner
+    let ownTokens: OwnTokens
+    let passkeys: Passkeys
+    let apple: AppleSignIn
+    let dpop: DPoPVerifier
+    let resources: ResourceAuthenticator
+    let clientAuthentication: ClientAuthentication
+    let nativeSignIn: NativeSignInPolicy
+    let sessions: SignInSessions
+    let browserSessions: BrowserSessions
+    let responses: AuthorizationResponses
+    /// Token requests that carried a DPoP proof (recorded as used) and failed, per address.
+    let proofThrottle: any AddressLimiter
+
     /// The issuer in force. With port 0 in the configured issuer, it is completed with the bound port at start.
     public var issuer: String { issuerBox.withLockedValue { $0 } }
-
-    var tokens: TokenIssuer {
-        TokenIssuer(issuer: issuer, store: store, keys: keys, lifetimes: configuration.lifetimes, clock: clock)
-    }
 
     private init(
         configuration: ServerConfiguration, store: any Store, sharedStore: Bool, clock: ServerClock, logger: Logger,
         sealer: SecretSealer, smtp: SMTPOutbox? = nil
     ) {
-        self.sealer = sealer
         self.configuration = configuration
         self.store = store
         self.clock = clock
         self.baseLogger = logger
         let policy = configuration.loginPolicy
-        self.hasher = PasswordHasher(cost: configuration.bcryptCost, maxConcurrent: policy.maxConcurrentHashes, maxQueued: policy.maxQueuedHashes)
+        let hasher = PasswordHasher(cost: configuration.bcryptCost, maxConcurrent: policy.maxConcurrentHashes, maxQueued: policy.maxQueuedHashes)
+        self.hasher = hasher
         let window = TimeInterval(policy.addressWindowSeconds)
         let metrics = ServerMetrics()
         self.metrics = metrics
+        // Per-address limits live in memory with one instance on SQLite, and in the store when instances share
+        // PostgreSQL (`AddressLimiter`).
         func limiter(_ bucket: String, _ limit: Int, _ kind: ServerMetrics.Limit) -> any AddressLimiter {
             let limiter: any AddressLimiter =
                 sharedStore
@@ -85,22 +71,55 @@ public final class IdentityServer: Sendable {
                 : AddressThrottle(limit: limit, window: window, capacity: policy.maxTrackedAddresses)
             return MeteredAddressLimiter(limiter: limiter, limit: kind, metrics: metrics)
         }
-        self.throttle = limiter("failed-logins", policy.maxFailuresPerAddress, .login)
-        self.challengeThrottle = limiter("challenges", policy.maxChallengesPerAddress, .challenge)
-        self.startThrottle = limiter("starts", policy.maxStartsPerAddress, .start)
-        self.registrationThrottle = limiter("registrations", policy.maxRegistrationsPerAddress, .registration)
-        self.proofThrottle = limiter("dpop-proof-failures", policy.maxStartsPerAddress, .dpopProof)
-        self.clientAuthThrottles = ClientAuthThrottles(
-            perAddress: limiter("client-auth", policy.maxClientAuthFailuresPerAddress, .clientAuthentication),
-            perClient: limiter("client-auth-per-client", policy.maxClientAuthFailuresPerClient, .clientAuthentication))
-        self.cookies = CookiePolicy(secure: !configuration.usesPlainHTTPOnLoopback)
+        let cookies = CookiePolicy(secure: !configuration.usesPlainHTTPOnLoopback)
+        self.cookies = cookies
         let longest = max(configuration.lifetimes.accessToken, configuration.lifetimes.idToken)
-        self.keys = KeyRing(store: store, clock: clock, retentionAfterRetirement: TimeInterval(longest + 3600))
-        self.issuerBox = NIOLockedValueBox(configuration.issuerString)
-        self.appleKeys = AppleKeySet(settings: configuration.apple, metrics: metrics)
+        let keys = KeyRing(store: store, clock: clock, retentionAfterRetirement: TimeInterval(longest + 3600))
+        self.keys = keys
+        let issuerBox = NIOLockedValueBox(configuration.issuerString)
+        self.issuerBox = issuerBox
         self.smtpOutbox = smtp
         let fallback: any Outbox = configuration.development ? StoreOutbox(store: store) : UndeliverableOutbox(logger: logger)
-        self.outbox = configuration.outbox ?? smtp ?? fallback
+        let outbox = configuration.outbox ?? smtp ?? fallback
+
+        let issuerInForce: @Sendable () -> String = { issuerBox.withLockedValue { $0 } }
+        let kit = TokenKit(issuerInForce: issuerInForce, store: store, keys: keys, lifetimes: configuration.lifetimes, clock: clock)
+        self.kit = kit
+        let accounts = Accounts(
+            configuration: configuration, store: store, clock: clock, hasher: hasher,
+            throttle: limiter("failed-logins", policy.maxFailuresPerAddress, .login), recoveryAlarm: OncePerInterval(),
+            sealer: sealer, outbox: outbox, metrics: metrics, baseLogger: logger)
+        self.accounts = accounts
+        let pruner = Pruner(
+            store: store, clock: clock, intervalSeconds: configuration.pruneIntervalSeconds, schedule: OncePerInterval(), baseLogger: logger)
+        self.pruner = pruner
+        self.admission = Admission(
+            startThrottle: limiter("starts", policy.maxStartsPerAddress, .start),
+            registrationThrottle: limiter("registrations", policy.maxRegistrationsPerAddress, .registration),
+            challengeThrottle: limiter("challenges", policy.maxChallengesPerAddress, .challenge), clock: clock, pruner: pruner)
+        self.proofThrottle = limiter("dpop-proof-failures", policy.maxStartsPerAddress, .dpopProof)
+        self.clientAuthentication = ClientAuthentication(
+            store: store,
+            throttles: ClientAuthThrottles(
+                perAddress: limiter("client-auth", policy.maxClientAuthFailuresPerAddress, .clientAuthentication),
+                perClient: limiter("client-auth-per-client", policy.maxClientAuthFailuresPerClient, .clientAuthentication)),
+            clock: clock)
+        let sessions = SignInSessions(store: store, clock: clock, lifetime: configuration.lifetimes.session)
+        self.sessions = sessions
+        self.browserSessions = BrowserSessions(store: store, cookies: cookies, clock: clock)
+        self.ownTokens = OwnTokens(kit: kit, sessions: sessions, baseLogger: logger)
+        self.passkeys = Passkeys(
+            webAuthn: configuration.webAuthn, configuredIssuer: configuration.issuer, issuerInForce: issuerInForce,
+            lifetimes: configuration.lifetimes, userSchema: configuration.userSchema, store: store, clock: clock, metrics: metrics,
+            baseLogger: logger)
+        self.apple = AppleSignIn(
+            appleKeys: AppleKeySet(settings: configuration.apple, metrics: metrics), appleIssuer: configuration.apple.issuer,
+            store: store, clock: clock, metrics: metrics, baseLogger: logger)
+        let dpop = DPoPVerifier(kit: kit, settings: configuration.dpop, sealer: sealer)
+        self.dpop = dpop
+        self.resources = ResourceAuthenticator(kit: kit, dpop: dpop)
+        self.nativeSignIn = NativeSignInPolicy(development: configuration.development, attestationVerifier: configuration.attestationVerifier)
+        self.responses = AuthorizationResponses(kit: kit)
     }
 
     /// Validates the configuration, opens (and migrates) the database, creates signing keys on first start and
@@ -184,13 +203,14 @@ public final class IdentityServer: Sendable {
     /// Creates a user with a bcrypt password hash.
     @discardableResult
     public func createUser(username: String, password: String, claims: [String: String] = [:], disabled: Bool = false) async throws -> String {
-        let id = UUID().uuidString.lowercased()
-        try await store.insertUser(
-            UserRecord(
-                id: id, username: username, passwordHash: try await hasher.hash(password), claims: claims,
-                disabled: disabled, failedLogins: 0, lockedUntil: nil, createdAt: clock.now))
-        return id
+        try await accounts.createUser(username: username, password: password, claims: claims, disabled: disabled)
     }
+
+    /// Deletes expired rows now: pending logins, flow executions, authorization codes, access tokens, refresh tokens
+    /// (expired, or of a revoked family), sessions (expired or ended), consumed token ids, passkey and step-up
+    /// ceremonies, and outbox messages older than a day. Returns the number of rows deleted.
+    @discardableResult
+    public func pruneExpired() async throws -> Int { try await pruner.pruneExpired() }
 
     /// Releases the store's connections (PostgreSQL); call after the application has stopped. Nothing to do on SQLite.
     public func close() {
@@ -252,40 +272,67 @@ public final class IdentityServer: Sendable {
         router.add(middleware: ErrorMiddleware(metrics: metrics))
         router.add(middleware: BodyLimitMiddleware())
         router.add(middleware: ClientAddressMiddleware(proxies: configuration.trustedProxies))
-        // What the controllers hold: the issuer in force (completed with the bound port at start), and the pieces.
-        let issuerBox = self.issuerBox
-        let issuer: @Sendable () -> String = { issuerBox.withLockedValue { $0 } }
-        let (store, keys, clock) = (self.store, self.keys, self.clock)
+        let (store, clock, issuer) = (self.store, self.clock, kit.issuerInForce)
         let discovery = DiscoveryController(issuer: issuer, keys: keys)
-        discovery.addRoutes(to: router)
-        let userInfo = UserInfoController(authenticate: { try await self.authenticateResource($0, body: $1) }, store: store)
+        let userInfo = UserInfoController(authenticate: resources.authenticateResource, store: store)
         let endSession = EndSessionController(
-            validator: { TokenValidator(issuer: issuer(), store: store, keys: keys, clock: clock) },
-            store: store, sessions: browserSessions, cookies: cookies, clock: clock)
+            validator: { [kit] in kit.validator }, store: store, sessions: browserSessions, cookies: cookies, clock: clock)
+        let authorize = AuthorizeController(
+            kit: kit, admission: admission, accounts: accounts, ownTokens: ownTokens, apple: apple, sessions: sessions,
+            browserSessions: browserSessions, responses: responses, metrics: metrics, baseLogger: baseLogger)
+        let pushed = PushedAuthorizationController(
+            store: store, clock: clock, admission: admission, clientAuthentication: clientAuthentication)
+        let device = DeviceController(
+            configuration: configuration, kit: kit, cookies: cookies, admission: admission, clientAuthentication: clientAuthentication,
+            accounts: accounts, browserSessions: browserSessions, baseLogger: baseLogger)
+        let token = TokenController(
+            kit: kit, clientAuthentication: clientAuthentication, dpop: dpop, ownTokens: ownTokens, proofThrottle: proofThrottle,
+            pruner: pruner, metrics: metrics, baseLogger: baseLogger)
+        let tokenManagement = TokenManagementController(kit: kit, clientAuthentication: clientAuthentication, dpop: dpop, baseLogger: baseLogger)
         // The OAuth family, mounted twice: each mount a group with the error middleware of its dialect.
         for (path, isReachFive) in [("/oauth2", false), ("/oauth", true)] {
             let group = router.group(RouterPath(path))
                 .add(middleware: ErrorMiddleware(metrics: metrics, dialect: isReachFive ? .reachFiveOAuth : .oauth))
             let mount = OAuthMount(routes: group, isReachFive: isReachFive)
-            addAuthorizeRoutes(mount)
-            addPushedAuthorizationRoutes(mount)
-            addDeviceAuthorizationRoutes(mount)
-            addTokenRoutes(mount)
-            addTokenManagementRoutes(mount)
+            authorize.addRoutes(to: mount)
+            pushed.addRoutes(to: mount)
+            device.addRoutes(to: mount)
+            token.addRoutes(to: mount)
+            tokenManagement.addRoutes(to: mount)
             userInfo.addRoutes(to: mount)
             endSession.addRoutes(to: mount)
             discovery.addRoutes(to: mount)
         }
+        discovery.addRoutes(to: router)
         userInfo.addIdentityRoutes(to: router)
-        addDeviceRoutes(router)
-        addLoginRoutes(router)
-        addFlowRoutes(router)
-        addSelfServiceRoutes(router)
-        addSCIMRoutes(router)
-        addPasskeyRoutes(router)
-        addPasswordLoginRoutes(router)
-        addStepUpRoutes(router)
-        addPasskeyPageRoutes(router)
+        device.addRoutes(to: router)
+        HostedLoginController(
+            configuration: configuration, store: store, clock: clock, cookies: cookies, accounts: accounts, passkeys: passkeys,
+            ownTokens: ownTokens, responses: responses, baseLogger: baseLogger
+        ).addRoutes(to: router)
+        let flowServices = FlowServices(
+            store: store, clock: clock, accounts: accounts, passkeys: passkeys, admission: admission, ownTokens: ownTokens, kit: kit,
+            baseLogger: baseLogger)
+        FlowController(
+            configuration: configuration, store: store, clock: clock, services: flowServices, admission: admission,
+            resources: resources, nativeSignIn: nativeSignIn, metrics: metrics, baseLogger: baseLogger
+        ).addRoutes(to: router)
+        SelfServiceController(
+            store: store, clock: clock, accounts: accounts, resources: resources, admission: admission, baseLogger: baseLogger
+        ).addRoutes(to: router)
+        SCIMController(issuerInForce: issuer, store: store, accounts: accounts, resources: resources, baseLogger: baseLogger)
+            .addRoutes(to: router)
+        ReachFivePasskeyController(
+            store: store, clock: clock, accounts: accounts, passkeys: passkeys, ownTokens: ownTokens, admission: admission,
+            resources: resources, nativeSignIn: nativeSignIn, baseLogger: baseLogger
+        ).addRoutes(to: router)
+        ReachFivePasswordController(store: store, clock: clock, accounts: accounts, ownTokens: ownTokens, nativeSignIn: nativeSignIn)
+            .addRoutes(to: router)
+        StepUpController(
+            configuration: configuration, store: store, clock: clock, issuerInForce: issuer, accounts: accounts, ownTokens: ownTokens,
+            admission: admission, sessions: sessions, responses: responses, baseLogger: baseLogger
+        ).addRoutes(to: router)
+        PasskeyPageController().addRoutes(to: router)
         OperabilityController(
             store: store, keys: keys, metrics: metrics, servesMetrics: configuration.servesMetrics,
             metricsOnlyDirect: configuration.metricsEnabled == nil

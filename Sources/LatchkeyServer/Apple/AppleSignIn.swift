@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import LatchkeyJOSE
+import Logging
 
 /// Why a Sign in with Apple identity token was refused.
 enum AppleSignInFailure: Error, Equatable, CustomStringConvertible {
@@ -88,7 +89,17 @@ struct AppleIdentityClaims: Decodable, Sendable {
     }
 }
 
-extension IdentityServer {
+/// Sign in with Apple for native apps: Apple's identity token verified against Apple's published keys, and the
+/// account it signs in to.
+struct AppleSignIn: Sendable, LogsForRequests {
+    let appleKeys: AppleKeySet
+    /// Apple's issuer (`ServerConfiguration.apple`).
+    let appleIssuer: String
+    let store: any Store
+    let clock: ServerClock
+    let metrics: ServerMetrics
+    let baseLogger: Logger
+
     /// Verifies a Sign in with Apple identity token for `client` and returns the account it signs in: the linked one,
     /// else the account whose email claim is the same address when both Apple and the account have it verified (then
     /// linked), else a new account (first-time name applied) when the application's registration is open.
@@ -124,7 +135,7 @@ extension IdentityServer {
         do { try await appleKeys.verify(jws, now: now) } catch let failure as AppleSignInFailure { throw failure } catch {
             throw AppleSignInFailure.badSignature
         }
-        try Self.check(claims, client: client, issuer: configuration.apple.issuer, nonce: nonce, now: now)
+        try Self.check(claims, client: client, issuer: appleIssuer, nonce: nonce, now: now)
         // Store failures propagate as they are (a server fault, answered 500), not as a refused token.
         let user = try await appleAccount(claims, client: client, givenName: givenName, familyName: familyName)
         guard !user.disabled else { throw AppleSignInFailure.accountDisabled }

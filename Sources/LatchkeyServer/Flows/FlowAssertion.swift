@@ -28,14 +28,14 @@ struct FlowAssertionClaims: OwnTokenClaims, Codable, Sendable {
     }
 }
 
-extension IdentityServer {
+extension OwnTokens {
     /// Opens the sign-in session and signs the assertion for it.
     func mintFlowAssertion(user: UserRecord, applicationId: String, flowType: FlowType, amr: [String], authTime: Date) async throws -> String {
         let now = clock.now
-        let session = try await openSession(userId: user.id, authTime: authTime, amr: amr)  // openSession normalizes
+        let session = try await sessions.open(userId: user.id, authTime: authTime, amr: amr)  // openSession normalizes
         let iat = Int(now.timeIntervalSince1970)
         let claims = FlowAssertionClaims(
-            iss: issuer, sub: user.id, aud: applicationId, iat: iat, exp: iat + configuration.lifetimes.flowAssertion,
+            iss: issuer, sub: user.id, aud: applicationId, iat: iat, exp: iat + lifetimes.flowAssertion,
             jti: Secrets.identifier(), tokenUse: FlowAssertionClaims.tokenUse,
             authTime: Int(authTime.timeIntervalSince1970), amr: amr, sid: session.id,
             flowType: flowType.rawValue, username: user.username)

@@ -25,7 +25,7 @@ enum FlowStop {
 
 /// Walks a flow graph: applies a submission at the current prompt, then runs tasks until the next prompt or the end.
 struct FlowEngine {
-    let server: IdentityServer
+    let services: FlowServices
     let graph: FlowGraph
 
     /// At most this many nodes per request, so a cyclic custom graph cannot spin.
@@ -47,7 +47,7 @@ struct FlowEngine {
                 id = next
             case .task:
                 guard let name = node.executor, let executor = FlowExecutors.executor(name) else { return .failed(.internalError) }
-                let outcome = try await executor(server, node, &run)
+                let outcome = try await executor(services, node, &run)
                 switch outcome {
                 case .next:
                     guard let next = node.next else { return .failed(.internalError) }
@@ -75,7 +75,7 @@ struct FlowEngine {
                 }
             }
         }
-        server.logger.error("flow exceeded the step limit", metadata: ["flow": .string(graph.id)])
+        services.logger.error("flow exceeded the step limit", metadata: ["flow": .string(graph.id)])
         return .failed(.internalError)
     }
 

@@ -1,12 +1,25 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import LatchkeyJOSE
 
 /// The Flow Execution API (`thunderid-wire.md` §2.2): `POST /flow/execute`, `GET /flow/meta`, and in development
 /// mode `GET /dev/outbox`.
-extension IdentityServer {
-    func addFlowRoutes(_ router: Router<LatchkeyRequestContext>) {
+struct FlowController: Sendable, LogsForRequests {
+    let configuration: ServerConfiguration
+    let store: any Store
+    let clock: ServerClock
+    let services: FlowServices
+    let admission: Admission
+    let resources: ResourceAuthenticator
+    let nativeSignIn: NativeSignInPolicy
+    let metrics: ServerMetrics
+    let baseLogger: Logger
+
+    private var userSchema: UserSchema { configuration.userSchema }
+
+    func addRoutes(to router: Router<LatchkeyRequestContext>) {
         router.post("/flow/execute") { request, context in try await self.executeFlow(request, context: context) }
         router.get("/flow/meta") { request, _ in try await self.flowMeta(request) }
         // Registered only in development: the outbox holds every one-time code (recovery, sign-in, step-up).
@@ -37,8 +50,8 @@ extension IdentityServer {
                     acceptLanguage: request.headers[.acceptLanguage])
             }
             // Each start may store an execution; a registration may hash a password and create an account.
-            try await admitStart(address: context.clientAddress)
-            if flowRequest.flowType == FlowType.registration.rawValue { try await admitRegistration(address: context.clientAddress) }
+            try await admission.admitStart(address: context.clientAddress)
+            if flowRequest.flowType == FlowType.registration.rawValue { try await admission.admitRegistration(address: context.clientAddress) }
             return try await startFlow(
                 flowRequest, attestation: request.headers[.attestationToken], verbose: verbose,
                 address: context.clientAddress, bearer: bearer, locale: requestLocale)
@@ -66,7 +79,7 @@ extension IdentityServer {
         var state = FlowState(applicationId: applicationId, flowType: type, current: start.id)
         state.locale = locale.tag
         var run = FlowRun(state: state, submitted: body.inputs ?? [:], client: client, clientAddress: address, bearerToken: bearer, locale: locale)
-        let engine = FlowEngine(server: self, graph: graph)
+        let engine = FlowEngine(services: services, graph: graph)
         var stop = try await engine.run(from: start.id, &run)
         // Inputs sent with the initiation may satisfy the first prompt: then the flow runs on in this call.
         if case .prompt = stop, !(body.inputs ?? [:]).isEmpty {
@@ -94,7 +107,7 @@ extension IdentityServer {
         case .recovery:
             if !client.recoveryEnabled { throw FlowFailure.recoveryDisabled.apiError }
         case .authentication, .signOut:
-            try requireNativeSignInAllowed(client: client, attestation: attestation)
+            try nativeSignIn.requireNativeSignInAllowed(client: client, attestation: attestation)
         }
     }
 
@@ -132,7 +145,7 @@ extension IdentityServer {
         run.state.locale = locale.tag
         let stop: FlowStop
         do {
-            stop = try await FlowEngine(server: self, graph: graph).submit(action: body.action, &run)
+            stop = try await FlowEngine(services: services, graph: graph).submit(action: body.action, &run)
         } catch {
             try? await store.deleteFlowExecution(id: executionId)  // engine failures end the execution
             throw error
@@ -300,18 +313,18 @@ public protocol AttestationVerifier: Sendable {
     func verify(_ token: String, applicationId: String) -> Bool
 }
 
-extension IdentityServer {
+extension FlowController {
     /// The access token a flow request presents (the SIGNOUT flow's proof of the session): `Bearer`, or `DPoP` with
     /// a proof by the key the token is bound to (RFC 9449), checked here; a bound token presented as Bearer is refused.
     func flowAccessToken(_ request: Request) async throws -> String? {
         guard let header = request.headers[.authorization] else { return nil }
         let lowered = header.lowercased()
         if lowered.hasPrefix("dpop ") {
-            let presented = try presentedAccessToken(request, body: nil)
+            let presented = try resources.presentedAccessToken(request, body: nil)
             // An expired or revoked token is "nothing to end", as for Bearer (the flow decides); a live one must come
             // with a proof by its key.
-            guard let claims = try? await validator.accessToken(presented.token) else { return nil }
-            try await enforceBinding(presented, claims: claims, request: request)
+            guard let claims = try? await services.validator.accessToken(presented.token) else { return nil }
+            try await resources.enforceBinding(presented, claims: claims, request: request)
             return presented.token
         }
         guard lowered.hasPrefix("bearer ") else { return nil }

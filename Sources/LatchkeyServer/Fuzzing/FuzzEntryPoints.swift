@@ -69,7 +69,7 @@ package enum LatchkeyServerFuzzEntryPoints {
     /// What the server reads from a compact JWS besides the JOSE parsing: DPoP proof claims and their `htu`, the
     /// flow-assertion peek of the token exchange.
     package static func jws(_ token: String) {
-        _ = IdentityServer.isFlowAssertion(token)
+        _ = TokenController.isFlowAssertion(token)
         guard let jws = try? CompactJWS(parsing: token) else { return }
         if let claims = try? jws.claims(as: DPoP.ProofClaims.self), let htu = claims.htu {
             _ = DPoP.normalizedURI(htu)
@@ -82,9 +82,9 @@ package enum LatchkeyServerFuzzEntryPoints {
     package static func scimFilter(_ data: Data) {
         let text = String(decoding: data, as: UTF8.self)
         _ = try? SCIMFilter.parse(text)
-        if let filter = IdentityServer.queryValue("filter", in: text) { _ = try? SCIMFilter.parse(filter) }
-        _ = IdentityServer.queryValue("startIndex", in: text).flatMap { Int($0) }
-        _ = IdentityServer.queryValue("count", in: text).flatMap { Int($0) }
+        if let filter = SCIMController.queryValue("filter", in: text) { _ = try? SCIMFilter.parse(filter) }
+        _ = SCIMController.queryValue("startIndex", in: text).flatMap { Int($0) }
+        _ = SCIMController.queryValue("count", in: text).flatMap { Int($0) }
     }
 
     /// The `path` of a PATCH operation.
@@ -147,7 +147,7 @@ package enum LatchkeyServerFuzzEntryPoints {
         _ = try? params.single("scope")?.split(separator: " ").map(String.init)
         if let grant = try? params.required("grant_type") { _ = GrantType(rawValue: grant) }
         if let subject = try? params.required("subject_token"), (try? params.required("subject_token_type")) != nil {
-            _ = IdentityServer.isFlowAssertion(subject)
+            _ = TokenController.isFlowAssertion(subject)
         }
         _ = try? Parameters(formEncoded: String(decoding: body, as: UTF8.self))
     }

@@ -18,3 +18,22 @@ struct BrowserSessions: Sendable {
         return (session, user)
     }
 }
+
+/// Opens server-side sign-in sessions. Tokens issued from a session carry its `sid`, so ending it ends them.
+struct SignInSessions: Sendable {
+    let store: any Store
+    let clock: ServerClock
+    /// `lifetimes.session`, in seconds.
+    let lifetime: Int
+
+    /// A sign-in session without a browser cookie (native sign-ins, flows, step-up).
+    func open(userId: String, authTime: Date, amr: [String]) async throws -> SessionRecord {
+        let now = clock.now
+        let session = SessionRecord(
+            id: Secrets.identifier(), secretHash: Secrets.digest(Secrets.token()), userId: userId, authTime: authTime,
+            createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(lifetime)), endedAt: nil,
+            amr: AuthenticationMethods.normalized(amr))
+        try await store.insertSession(session)
+        return session
+    }
+}

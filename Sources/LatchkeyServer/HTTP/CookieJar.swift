@@ -60,3 +60,20 @@ extension Request {
         return nil
     }
 }
+
+extension CookiePolicy {
+    /// The form's `csrf` field is the token of this browser's CSRF cookie for `scope` (a login request id, or the
+    /// device page): a double submit bound to the form it was shown with.
+    func formCarriesCSRFToken(_ params: Parameters, request: Request, scope: String) throws -> Bool {
+        guard let formToken = try params.single("csrf"), let secret = request.cookieValue(csrfName), !secret.isEmpty else {
+            return false
+        }
+        return Secrets.constantTimeEquals(formToken, CookiePolicy.csrfToken(secret: secret, requestId: scope))
+    }
+}
+
+extension CookiePolicy {
+    func csrfPage(_ locale: SupportedLocale) -> Response {
+        Responses.html(Pages.message(titleKey: "page.csrf.title", bodyKey: "page.csrf.body", locale: locale), status: .forbidden)
+    }
+}

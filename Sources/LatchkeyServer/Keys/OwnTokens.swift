@@ -1,5 +1,6 @@
 import Foundation
 import LatchkeyJOSE
+import Logging
 
 /// The claims every short-lived token this server signs for its own later use carries (flow assertion, reachFive
 /// login ticket, MFA step-up token): a `token_use` that says which one it is, and a JOSE `typ` of its own, so none can
@@ -25,7 +26,20 @@ enum OwnTokenFailure: Error, Equatable {
     case used
 }
 
-extension IdentityServer {
+/// Signs, verifies and spends the server's own short-lived tokens (`OwnTokenClaims`): reachFive login tickets, flow
+/// assertions and step-up tokens.
+struct OwnTokens: Sendable, LogsForRequests {
+    let kit: TokenKit
+    /// Flow assertions open the session their tokens will belong to.
+    let sessions: SignInSessions
+    let baseLogger: Logger
+
+    private var keys: KeyRing { kit.keys }
+    private var store: any Store { kit.store }
+    var clock: ServerClock { kit.clock }
+    var issuer: String { kit.issuer }
+    var lifetimes: TokenLifetimes { kit.lifetimes }
+
     /// Verifies one of our own tokens: signature against our published keys, `token_use`, `iss`, `aud` (when given)
     /// and expiry; with `consume`, spends its `jti` so it works once.
     func verifyOwnToken<C: OwnTokenClaims>(

@@ -107,11 +107,16 @@ struct ClientAuthThrottles: Sendable {
     }
 }
 
-extension IdentityServer {
+/// Client authentication as the endpoints use it: one `ClientAuthenticator` per request, with its address and time.
+struct ClientAuthentication: Sendable {
+    let store: any Store
+    let throttles: ClientAuthThrottles
+    let clock: ServerClock
+
     /// The client a request authenticates as (`ClientAuthenticator`), with failed key derivations throttled by the
     /// request's address and by client.
-    func authenticateClient(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext) async throws -> ClientConfiguration {
-        try await ClientAuthenticator(store: store, throttles: clientAuthThrottles, address: context.clientAddress, now: clock.now)
+    func authenticate(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext) async throws -> ClientConfiguration {
+        try await ClientAuthenticator(store: store, throttles: throttles, address: context.clientAddress, now: clock.now)
             .authenticate(request, params)
     }
 }

@@ -45,16 +45,26 @@ enum DPoP {
     }
 }
 
-extension IdentityServer {
+/// Verifies DPoP proofs (RFC 9449 §4.3) and makes the server's nonces: at the token endpoint and at the resources.
+struct DPoPVerifier: Sendable {
+    let kit: TokenKit
+    let settings: DPoPPolicy
+    /// Makes the nonces (keyed, so any instance can check another's).
+    let sealer: SecretSealer
+
+    private var issuer: String { kit.issuer }
+    private var store: any Store { kit.store }
+    private var clock: ServerClock { kit.clock }
+
     /// The request's DPoP proof, nil without one; two `DPoP` headers are refused (§4.3 check 1).
-    func dpopProof(_ request: Request, challenge: OAuthError.Challenge?) throws(OAuthError) -> String? {
+    func proof(_ request: Request, challenge: OAuthError.Challenge?) throws(OAuthError) -> String? {
         let values = request.headers[values: DPoP.proofHeader]
         guard values.count <= 1 else { throw OAuthError(.invalidDPoPProof, "send one DPoP proof, not \(values.count)", challenge: challenge) }
         return values.first
     }
 
     /// The current DPoP nonce.
-    func currentDPoPNonce() -> String { sealer.dpopNonce(window: dpopNonceWindow()) }
+    func currentNonce() -> String { sealer.dpopNonce(window: dpopNonceWindow()) }
 
     private func dpopNonceWindow() -> Int64 { Int64(clock.now.timeIntervalSince1970) / DPoP.nonceWindowSeconds }
 
@@ -63,8 +73,7 @@ extension IdentityServer {
     /// - Parameters:
     ///   - accessToken: at a resource, the token the proof must name in `ath`; nil at the token endpoint.
     ///   - challenge: `.dpop` at a resource (401 with a `DPoP` challenge), nil at the token endpoint (400).
-    func verifyDPoPProof(_ proof: String, request: Request, accessToken: String?, challenge: OAuthError.Challenge?) async throws(OAuthError) -> String
-    {
+    func verifyProof(_ proof: String, request: Request, accessToken: String?, challenge: OAuthError.Challenge?) async throws(OAuthError) -> String {
         func refuse(_ why: String) -> OAuthError { OAuthError(.invalidDPoPProof, why, challenge: challenge) }
         let jws: CompactJWS
         do { jws = try CompactJWS(parsing: proof) } catch { throw refuse("the DPoP proof is not a compact JWS") }
@@ -88,7 +97,7 @@ extension IdentityServer {
             throw refuse("the DPoP proof's htu does not match \(target)")
         }
         let now = clock.now
-        let window = TimeInterval(configuration.dpop.proofLifetimeSeconds)
+        let window = TimeInterval(settings.proofLifetimeSeconds)
         // The past gets the whole lifetime; the future only a clock's worth of skew: a proof dated ahead
         // would stay usable that much longer, so brief use of the key must not buy ten minutes of proofs.
         let ahead = DPoPPolicy.maximumFutureSkewSeconds
@@ -100,13 +109,13 @@ extension IdentityServer {
                 throw refuse("the DPoP proof's ath does not match the access token")
             }
         }
-        if configuration.dpop.requireNonce {
+        if settings.requireNonce {
             let current = dpopNonceWindow()
             let accepted = [current, current - 1].map { sealer.dpopNonce(window: $0) }
             guard let nonce = claims.nonce, accepted.contains(where: { Secrets.constantTimeEquals($0, nonce) }) else {
                 throw OAuthError(
                     .useDPoPNonce, "the DPoP proof must carry the nonce from the DPoP-Nonce header", challenge: challenge,
-                    dpopNonce: currentDPoPNonce())
+                    dpopNonce: currentNonce())
             }
         }
         let thumbprint = jwk.thumbprint()
@@ -128,6 +137,16 @@ extension IdentityServer {
         else { return true }
         return ["d", "p", "q", "dp", "dq", "qi", "k"].contains { jwk[$0] != nil }
     }
+}
+
+/// Authenticates requests to protected resources by their access token: Bearer (RFC 6750) or DPoP-bound (RFC 9449
+/// §7.1), with the binding enforced.
+struct ResourceAuthenticator: Sendable {
+    let kit: TokenKit
+    let dpop: DPoPVerifier
+
+    private var validator: TokenValidator { kit.validator }
+    var store: any Store { kit.store }
 
     /// How a resource request presents its access token: `Bearer` (RFC 6750: header or form body) or `DPoP` (RFC 9449
     /// §7.1, header only).
@@ -187,10 +206,10 @@ extension IdentityServer {
         case (.dpop, nil):
             throw OAuthError(.invalidToken, "the access token is not bound to a key: send it as a Bearer token", challenge: .dpop)
         case (.dpop, let bound?):
-            guard let proof = try dpopProof(request, challenge: .dpop) else {
+            guard let proof = try dpop.proof(request, challenge: .dpop) else {
                 throw OAuthError(.invalidDPoPProof, "a DPoP proof is required with a DPoP-bound token", challenge: .dpop)
             }
-            let key = try await verifyDPoPProof(proof, request: request, accessToken: presented.token, challenge: .dpop)
+            let key = try await dpop.verifyProof(proof, request: request, accessToken: presented.token, challenge: .dpop)
             guard Secrets.constantTimeEquals(key, bound) else {
                 throw OAuthError(.invalidDPoPProof, "the DPoP proof was made with another key than the token is bound to", challenge: .dpop)
             }

@@ -52,8 +52,8 @@ enum PasskeyScript {
         """
 }
 
-extension IdentityServer {
-    func addPasskeyPageRoutes(_ router: Router<LatchkeyRequestContext>) {
+struct PasskeyPageController: Sendable {
+    func addRoutes(to router: Router<LatchkeyRequestContext>) {
         router.get(RouterPath(PasskeyScript.path)) { _, _ in
             Response(
                 status: .ok,

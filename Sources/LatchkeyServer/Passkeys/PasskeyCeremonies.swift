@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Logging
 import LatchkeyJOSE
 import X509
 
@@ -7,10 +8,25 @@ import X509
 /// login page. Options are remembered server-side under the digest of their challenge (single use, short-lived);
 /// the answer is matched to its ceremony by the challenge inside `clientDataJSON`, then verified by
 /// `WebAuthnRelyingParty`.
-extension IdentityServer {
+/// The WebAuthn ceremonies (registration, sign-up, authentication) with their stored challenges, for the reachFive
+/// passkey API and the flow steps alike.
+struct Passkeys: Sendable, LogsForRequests {
+    let webAuthn: WebAuthnSettings
+    /// The configured issuer: the RP ID's fallback before the issuer in force is known.
+    let configuredIssuer: URL
+    let issuerInForce: @Sendable () -> String
+    let lifetimes: TokenLifetimes
+    let userSchema: UserSchema
+    let store: any Store
+    let clock: ServerClock
+    let metrics: ServerMetrics
+    let baseLogger: Logger
+
+    private var issuer: String { issuerInForce() }
+
     /// The RP ID in force (`webauthn.rp_id`, else the issuer's host).
     var passkeyRpId: String {
-        configuration.webAuthn.resolvedRpId(issuer: URL(string: issuer) ?? configuration.issuer)
+        webAuthn.resolvedRpId(issuer: URL(string: issuer) ?? configuredIssuer)
     }
 
     /// The server's own origin (`scheme://host[:port]` of the issuer): what the `self` passkey origin stands for.
@@ -32,13 +48,13 @@ extension IdentityServer {
     static func userHandle(_ userId: String) -> Data { Data(userId.utf8) }
 
     private func relyingParty(origins: Set<String>) throws -> WebAuthnRelyingParty {
-        let anchors = try configuration.webAuthn.trustAnchorsDER.map { try Certificate(derEncoded: Array($0)) }
+        let anchors = try webAuthn.trustAnchorsDER.map { try Certificate(derEncoded: Array($0)) }
         var party = WebAuthnRelyingParty(rpId: passkeyRpId, allowedOrigins: origins, trustAnchors: anchors)
-        party.requireTrustedAttestation = configuration.webAuthn.attestationRequired
+        party.requireTrustedAttestation = webAuthn.attestationRequired
         return party
     }
 
-    private var userVerification: String { configuration.webAuthn.userVerification }
+    private var userVerification: String { webAuthn.userVerification }
 
     private func checkedOrigin(_ origin: String?, client: ClientConfiguration) throws(PasskeyFailure) -> String {
         guard let origin else { return "" }  // flows: any of the application's origins
@@ -58,7 +74,7 @@ extension IdentityServer {
             PasskeyChallengeRecord(
                 challengeHash: Data(SHA256.hash(data: bytes)), ceremony: ceremony, clientId: clientId, userId: userId, profile: profile,
                 friendlyName: friendlyName, origin: origin, userVerification: userVerification ?? self.userVerification, allowedCredentials: allowed,
-                createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.passkeyChallenge))))
+                createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.passkeyChallenge))))
         return challenge
     }
 
@@ -67,17 +83,17 @@ extension IdentityServer {
         exclude: [PasskeyRecord]
     ) -> PasskeyCreationOptions {
         PasskeyCreationOptions(
-            rp: .init(id: passkeyRpId, name: configuration.webAuthn.rpName),
+            rp: .init(id: passkeyRpId, name: webAuthn.rpName),
             user: .init(id: Base64URL.encode(Self.userHandle(userId)), name: name, displayName: displayName),
             challenge: challenge,
             pubKeyCredParams: [
                 .init(alg: COSEAlgorithm.es256.rawValue), .init(alg: COSEAlgorithm.edDSA.rawValue),
                 .init(alg: COSEAlgorithm.rs256.rawValue)
             ],
-            timeout: configuration.lifetimes.passkeyChallenge * 1000,
+            timeout: lifetimes.passkeyChallenge * 1000,
             excludeCredentials: exclude.map { PasskeyDescriptor(id: $0.id) },
             authenticatorSelection: .init(residentKey: "required", requireResidentKey: true, userVerification: userVerification),
-            attestation: configuration.webAuthn.trustAnchorsDER.isEmpty ? "none" : "direct")
+            attestation: webAuthn.trustAnchorsDER.isEmpty ? "none" : "direct")
     }
 
     // MARK: Sign-up (new account + first passkey)
@@ -104,7 +120,7 @@ extension IdentityServer {
     private func checkedSignupProfile(_ raw: [String: String]) async throws -> [String: String] {
         var profile = raw.filter { !$0.value.isEmpty }
         if let email = profile["email"] { profile["email"] = email.trimmingCharacters(in: .whitespaces) }
-        let schema = configuration.userSchema
+        let schema = userSchema
         var problems: [UserSchema.Problem] = []
         for (name, value) in profile where name != "custom_identifier" {
             if let problem = schema.problem(name, value) { problems.append(problem) }
@@ -248,7 +264,7 @@ extension IdentityServer {
             userVerification: uv)
         let listed = listCredentials ? ids : []
         return PasskeyRequestOptions(
-            challenge: challenge, timeout: configuration.lifetimes.passkeyChallenge * 1000, rpId: passkeyRpId,
+            challenge: challenge, timeout: lifetimes.passkeyChallenge * 1000, rpId: passkeyRpId,
             allowCredentials: listed.map { PasskeyDescriptor(id: $0) }, userVerification: uv)
     }
 

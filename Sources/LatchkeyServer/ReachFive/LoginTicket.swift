@@ -27,12 +27,12 @@ struct LoginTicketClaims: OwnTokenClaims, Codable, Sendable {
     }
 }
 
-extension IdentityServer {
+extension OwnTokens {
     func mintLoginTicket(user: UserRecord, clientId: String, amr: [String], mfaPending: Bool = false) async throws -> String {
         let now = clock.now
         let iat = Int(now.timeIntervalSince1970)
         let claims = LoginTicketClaims(
-            iss: issuer, sub: user.id, aud: clientId, iat: iat, exp: iat + configuration.lifetimes.loginTicket,
+            iss: issuer, sub: user.id, aud: clientId, iat: iat, exp: iat + lifetimes.loginTicket,
             jti: Secrets.identifier(), tokenUse: LoginTicketClaims.tokenUse, authTime: iat, amr: amr,
             mfaPending: mfaPending)
         return try await signOwnToken(claims)

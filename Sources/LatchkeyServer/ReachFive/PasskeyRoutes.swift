@@ -1,20 +1,31 @@
 import Foundation
 import Hummingbird
+import Logging
 import LatchkeyJOSE
 
 /// The reachFive passkey endpoints (`reachfive-wire.md` §2.3, §2.4, §2.5). Public ones name the application with
 /// `client_id`; the ones that change an account take its bearer access token.
-extension IdentityServer {
-    func addPasskeyRoutes(_ router: Router<LatchkeyRequestContext>) {
+struct ReachFivePasskeyController: Sendable, LogsForRequests {
+    let store: any Store
+    let clock: ServerClock
+    let accounts: Accounts
+    let passkeys: Passkeys
+    let ownTokens: OwnTokens
+    let admission: Admission
+    let resources: ResourceAuthenticator
+    let nativeSignIn: NativeSignInPolicy
+    let baseLogger: Logger
+
+    func addRoutes(to router: Router<LatchkeyRequestContext>) {
         let base = "/identity/v1/webauthn"
         router.post(RouterPath(base + "/signup-options")) { request, context in
-            try await self.admitChallenge(context)
-            try await self.admitRegistration(address: context.clientAddress)
+            try await admission.admitChallenge(context)
+            try await admission.admitRegistration(address: context.clientAddress)
             return try await self.passkeySignupOptions(request)
         }
         router.post(RouterPath(base + "/signup")) { request, _ in try await self.passkeySignup(request) }
         router.post(RouterPath(base + "/authentication-options")) { request, context in
-            try await self.admitChallenge(context)
+            try await admission.admitChallenge(context)
             return try await self.passkeyAuthenticationOptions(request)
         }
         router.post(RouterPath(base + "/authentication")) { request, _ in try await self.passkeyAuthentication(request) }
@@ -61,7 +72,7 @@ extension IdentityServer {
                 status: .badRequest, code: "SSE-400", error: "invalid_client", messageKey: "oauth.invalid_client",
                 userMessage: "This application is not allowed to sign you in.", technical: "unknown client_id")
         }
-        try requireNativeSignInAllowed(client: client, attestation: request.headers[.attestationToken])
+        try nativeSignIn.requireNativeSignInAllowed(client: client, attestation: request.headers[.attestationToken])
         return client
     }
 
@@ -78,12 +89,12 @@ extension IdentityServer {
         let origin = try body.required("origin")
         let friendlyName = body.string("friendly_name")
         var profile: [String: String] = [:]
-        let accepted = Set(configuration.userSchema.claimNames + ["username"])
+        let accepted = Set(accounts.userSchema.claimNames + ["username"])
         for (name, value) in body.object("profile") ?? [:] where accepted.contains(name) {
             if let text = value.stringValue { profile[name] = text }
         }
         let options = try await passkeyStep {
-            try await beginPasskeySignup(client: client, origin: origin, friendlyName: friendlyName, profile: profile)
+            try await passkeys.beginPasskeySignup(client: client, origin: origin, friendlyName: friendlyName, profile: profile)
         }
         return try snakeJSON(RegistrationOptionsBody(friendlyName: friendlyName ?? options.user.name, options: .init(publicKey: options)))
     }
@@ -93,11 +104,11 @@ extension IdentityServer {
         let webauthnId = try body.required("webauthn_id")
         guard let credential = body.object("public_key_credential") else { throw ReachFiveBody.invalid("public_key_credential is required") }
         let response = try ReachFiveCredential(credential).registration
-        let (user, clientId) = try await passkeyStep { try await finishPasskeySignup(webauthnId: webauthnId, response: response) }
+        let (user, clientId) = try await passkeyStep { try await passkeys.finishPasskeySignup(webauthnId: webauthnId, response: response) }
         // A new account's first passkey: one factor, whatever the authenticator did (the account has nothing else).
         let backupEligible = try await store.passkeys(userId: user.id).first?.backupEligible ?? true
         let amr = AuthenticationMethods.passkey(userVerified: false, backupEligible: backupEligible)
-        return try Responses.json(TicketBody(tkn: try await mintLoginTicket(user: user, clientId: clientId, amr: amr)), noStore: true)
+        return try Responses.json(TicketBody(tkn: try await ownTokens.mintLoginTicket(user: user, clientId: clientId, amr: amr)), noStore: true)
     }
 
     // MARK: Sign-in
@@ -108,20 +119,20 @@ extension IdentityServer {
         let origin = try body.required("origin")
         var user: UserRecord?
         if let identifier = body.string("email") ?? body.string("phone_number") ?? body.string("username") {
-            user = try await account(identifier: identifier)
+            user = try await accounts.account(identifier: identifier)
             // Username-first: the ceremony is bound to that account, but the options are the same as for an unknown
             // name (no credential ids; `beginPasskeyAuthentication`), so they tell nothing about who has an account.
         }
-        let options = try await passkeyStep { try await beginPasskeyAuthentication(client: client, origin: origin, user: user) }
+        let options = try await passkeyStep { try await passkeys.beginPasskeyAuthentication(client: client, origin: origin, user: user) }
         return try snakeJSON(AuthenticationOptionsBody(publicKey: options))
     }
 
     private func passkeyAuthentication(_ request: Request) async throws -> Response {
         let body = try await ReachFiveBody.read(request)
         let assertion = try ReachFiveCredential(body.fields).assertion
-        let result = try await passkeyStep { try await finishPasskeyAuthentication(assertion) }
+        let result = try await passkeyStep { try await passkeys.finishPasskeyAuthentication(assertion) }
         return try Responses.json(
-            TicketBody(tkn: try await mintLoginTicket(user: result.user, clientId: result.clientId, amr: result.amr)),
+            TicketBody(tkn: try await ownTokens.mintLoginTicket(user: result.user, clientId: result.clientId, amr: result.amr)),
             noStore: true)
     }
 
@@ -130,9 +141,9 @@ extension IdentityServer {
     /// The token's user and application. `recently`: adding or removing a passkey changes how the account signs in,
     /// so the token's sign-in must be recent (a leaked token alone must not plant a passkey).
     private func signedInUser(_ request: Request, recently: Bool = false) async throws -> (UserRecord, ClientConfiguration?) {
-        let caller = try await resourceCaller(request)
+        let caller = try await resources.resourceCaller(request)
         guard let user = caller.user else { throw OAuthError(.invalidToken, "the access token does not belong to a user") }
-        if recently { try requireRecentAuthentication(caller.claims) }
+        if recently { try accounts.requireRecentAuthentication(caller.claims) }
         return (user, try await store.client(id: caller.claims.clientId)?.configuration)
     }
 
@@ -142,7 +153,7 @@ extension IdentityServer {
         let body = try await ReachFiveBody.read(request)
         let friendlyName = body.string("friendly_name")
         let options = try await passkeyStep {
-            try await beginPasskeyRegistration(user: user, client: client, origin: try body.required("origin"), friendlyName: friendlyName)
+            try await passkeys.beginPasskeyRegistration(user: user, client: client, origin: try body.required("origin"), friendlyName: friendlyName)
         }
         return try snakeJSON(RegistrationOptionsBody(friendlyName: friendlyName ?? user.username, options: .init(publicKey: options)))
     }
@@ -153,9 +164,9 @@ extension IdentityServer {
         let credential = body.object("public_key_credential") ?? body.fields
         let response = try ReachFiveCredential(credential).registration
         let added = try await passkeyStep {
-            try await finishPasskeyRegistration(user: user, response: response, friendlyName: body.string("friendly_name"))
+            try await passkeys.finishPasskeyRegistration(user: user, response: response, friendlyName: body.string("friendly_name"))
         }
-        try await notifyAccountChange(user, "passkey_added", arguments: ["name": added.friendlyName], locale: request.locale())
+        try await accounts.notifyAccountChange(user, "passkey_added", arguments: ["name": added.friendlyName], locale: request.locale())
         return Responses.empty(status: .noContent)
     }
 
@@ -168,44 +179,14 @@ extension IdentityServer {
         let (user, _) = try await signedInUser(request)
         let id = try context.parameters.require("id")
         let name = try await ReachFiveBody.read(request).required("friendly_name")
-        let updated = try await passkeyStep { try await renamePasskey(id: id, of: user, to: name) }
+        let updated = try await passkeyStep { try await passkeys.renamePasskey(id: id, of: user, to: name) }
         return try snakeJSON(DeviceCredentialBody(updated))
     }
 
     private func deletePasskey(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
         let (user, _) = try await signedInUser(request, recently: true)
         let id = try context.parameters.require("id")
-        try await passkeyStep { try await deletePasskey(id: id, of: user) }
+        try await passkeyStep { try await passkeys.deletePasskey(id: id, of: user) }
         return Responses.empty(status: .noContent)
-    }
-
-    // MARK: Rate limit
-
-    /// Every challenge request counts against the caller's address (each stores a ceremony; a step-up may send an
-    /// email): past `max_challenges_per_address` in the window, 429 `login.throttled`.
-    func admitChallenge(_ context: LatchkeyRequestContext) async throws {
-        // Checked and counted in one step (concurrent requests cannot all pass the check first).
-        if let wait = try await challengeThrottle.reserve(address: context.clientAddress, now: clock.now) {
-            throw Self.loginError(
-                .tooManyRequests, LocalizedMessage("login.throttled", ["minutes": String(MessageCatalog.minutes(seconds: wait))]),
-                "too many passkey or code requests from this address; retry after \(wait) s")
-        }
-    }
-
-    // MARK: Accounts by identifier
-
-    /// The account an identifier names: its username, else the one account whose `email` (or `phone_number`) claim
-    /// it is.
-    ///
-    /// An identifier that is one account's username and another's email or number (possible only in data older than
-    /// the rule that keeps them apart, see `uniquenessConflict`) names no account: picking either would hand one
-    /// person's sign-in to the other.
-    func account(identifier: String) async throws -> UserRecord? {
-        let claim = identifier.contains("@") ? "email" : "phone_number"
-        let matches = try await store.users(claim: claim, equals: identifier)
-        if let user = try await store.user(username: identifier) {
-            return matches.contains(where: { $0.id != user.id }) ? nil : user
-        }
-        return matches.count == 1 ? matches.first : nil
     }
 }

@@ -3,8 +3,14 @@ import Hummingbird
 
 /// reachFive password sign-in (`POST /identity/v1/password/login` → `{tkn}`; the step-up is in `StepUpRoutes`), the
 /// SDK bootstrap (`GET /identity/v1/config`); `/identity/v1/userinfo` is `UserInfoController`'s.
-extension IdentityServer {
-    func addPasswordLoginRoutes(_ router: Router<LatchkeyRequestContext>) {
+struct ReachFivePasswordController: Sendable {
+    let store: any Store
+    let clock: ServerClock
+    let accounts: Accounts
+    let ownTokens: OwnTokens
+    let nativeSignIn: NativeSignInPolicy
+
+    func addRoutes(to router: Router<LatchkeyRequestContext>) {
         router.post("/identity/v1/password/login") { request, context in try await self.passwordLogin(request, context: context) }
         router.get("/identity/v1/config") { request, _ in try await self.identityConfig(request) }
     }
@@ -15,38 +21,39 @@ extension IdentityServer {
             throw ReachFiveBody.invalid("unknown client_id")
         }
         if let grant = body.string("grant_type"), grant != "password" { throw ReachFiveBody.invalid("grant_type must be password") }
-        try requireNativeSignInAllowed(client: client, attestation: request.headers[.attestationToken])
+        try nativeSignIn.requireNativeSignInAllowed(client: client, attestation: request.headers[.attestationToken])
         let identifier = (body.string("email") ?? body.string("phone_number") ?? body.string("username") ?? "")
             .trimmingCharacters(in: .whitespaces)
         let password = body.fields["password"]?.stringValue ?? ""
         guard !identifier.isEmpty, !password.isEmpty else {
-            throw Self.loginError(
+            throw APIError.login(
                 .badRequest, LocalizedMessage("login.missing_fields"),
                 "an identifier (email, phone_number or username) and password are required")
         }
         // Unknown identifiers still go through the password check (decoy hash, same answer, same time).
         // An unknown or ambiguous identifier (a username that is another account's email, from before usernames and
         // emails shared a namespace) names no account: the check runs against the decoy.
-        let username = try await account(identifier: identifier)?.username ?? ""
-        let outcome = try await checkPassword(username: username, password: password, address: context.clientAddress, signIn: .password)
+        let username = try await accounts.account(identifier: identifier)?.username ?? ""
+        let outcome = try await accounts.checkPassword(username: username, password: password, address: context.clientAddress, signIn: .password)
         guard case .accepted(let user) = outcome else {
             // The same key, arguments and wording as the hosted page and the flows (`PasswordCheck.userMessage`).
             let message = outcome.userMessage(now: clock.now) ?? LocalizedMessage("login.invalid_credentials")
             let status: HTTPResponse.Status = if case .throttled = outcome { .tooManyRequests } else { .unauthorized }
-            throw Self.loginError(status, message, "password sign-in refused: \(message.key)")
+            throw APIError.login(status, message, "password sign-in refused: \(message.key)")
         }
         // The same rule as the hosted page and the flows: a factor counts when it can be asked for (emailed codes need
         // a verified address).
-        if try await enrolledSecondFactor(of: user) != nil {
-            let ticket = try await mintLoginTicket(user: user, clientId: client.clientId, amr: ["pwd"], mfaPending: true)
+        if try await accounts.enrolledSecondFactor(of: user) != nil {
+            let ticket = try await ownTokens.mintLoginTicket(user: user, clientId: client.clientId, amr: ["pwd"], mfaPending: true)
             return try Responses.json(TicketBody(tkn: ticket, mfaRequired: true), noStore: true)
         }
         if client.requireMFA {
-            throw Self.loginError(
+            throw APIError.login(
                 .forbidden, LocalizedMessage("login.mfa_not_enrolled"),
                 "the application requires MFA and the user has no second factor")
         }
-        return try Responses.json(TicketBody(tkn: try await mintLoginTicket(user: user, clientId: client.clientId, amr: ["pwd"])), noStore: true)
+        return try Responses.json(
+            TicketBody(tkn: try await ownTokens.mintLoginTicket(user: user, clientId: client.clientId, amr: ["pwd"])), noStore: true)
     }
 
     /// reachFive `initialize()` bootstrap: the scopes the application may ask for.
@@ -57,11 +64,5 @@ extension IdentityServer {
             throw ReachFiveBody.invalid("unknown client_id")
         }
         return try Responses.json(ConfigBody(scope: client.scopes.joined(separator: " "), sms: false))
-    }
-
-    static func loginError(_ status: HTTPResponse.Status, _ message: LocalizedMessage, _ technical: String) -> APIError {
-        APIError(
-            status: status, code: "AUTH-\(status.code)", error: status == .tooManyRequests ? "too_many_requests" : "invalid_grant",
-            messageKey: message.key, userMessage: message.english, technical: technical, arguments: message.arguments)
     }
 }

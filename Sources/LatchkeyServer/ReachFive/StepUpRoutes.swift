@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Logging
 import LatchkeyJOSE
 
 /// The step-up token of a password sign-in that owes a second factor: who, for which application, and the
@@ -31,13 +32,26 @@ struct StepUpClaims: OwnTokenClaims, Codable, Sendable {
 /// parameters → `{amr, token}`), `POST /identity/v1/passwordless/start` (`{step_up, auth_type: email|otp}` →
 /// `{challenge_id}`; email sends a code) and `POST /identity/v1/passwordless/verify` (`{challenge_id,
 /// verification_code}` → `{code}`, an authorization code redeemed at the token endpoint with the PKCE verifier).
-extension IdentityServer {
+struct StepUpController: Sendable, LogsForRequests {
+    let configuration: ServerConfiguration
+    let store: any Store
+    let clock: ServerClock
+    let issuerInForce: @Sendable () -> String
+    let accounts: Accounts
+    let ownTokens: OwnTokens
+    let admission: Admission
+    let sessions: SignInSessions
+    let responses: AuthorizationResponses
+    let baseLogger: Logger
+
+    private var issuer: String { issuerInForce() }
+
     static let stepUpMaxAttempts = SecondFactor.maxAttempts
 
-    func addStepUpRoutes(_ router: Router<LatchkeyRequestContext>) {
+    func addRoutes(to router: Router<LatchkeyRequestContext>) {
         router.post("/identity/v1/mfa/stepup") { request, _ in try await self.mfaStepUp(request) }
         router.post("/identity/v1/passwordless/start") { request, context in
-            try await self.admitChallenge(context)
+            try await admission.admitChallenge(context)
             return try await self.stepUpStart(request, context: context)
         }
         router.post("/identity/v1/passwordless/verify") { request, _ in try await self.stepUpVerify(request) }
@@ -63,12 +77,13 @@ extension IdentityServer {
         let scope = body.string("scope")?.split(separator: " ").map(String.init) ?? client.scopes
         guard scope.allSatisfy(client.scopes.contains) else { throw ReachFiveBody.invalid("scope not allowed for this client") }
         let ticket: LoginTicketClaims
-        do { ticket = try await redeemLoginTicket(try body.required("tkn"), clientId: clientId, allowMFAPending: true) } catch let error as OAuthError
+        do { ticket = try await ownTokens.redeemLoginTicket(try body.required("tkn"), clientId: clientId, allowMFAPending: true) } catch let error
+            as OAuthError
         {
-            throw Self.loginError(.unauthorized, LocalizedMessage("login.expired"), error.description)
+            throw APIError.login(.unauthorized, LocalizedMessage("login.expired"), error.description)
         }
         guard let user = try await store.user(id: ticket.sub), !user.disabled else {
-            throw Self.loginError(.unauthorized, LocalizedMessage("login.expired"), "the account can no longer sign in")
+            throw APIError.login(.unauthorized, LocalizedMessage("login.expired"), "the account can no longer sign in")
         }
         let factors = try await store.factors(userId: user.id)
         let amr = factors.map { $0.kind == .totp ? "otp" : "email" }
@@ -77,13 +92,13 @@ extension IdentityServer {
             iss: issuer, sub: user.id, aud: clientId, iat: now, exp: now + configuration.lifetimes.oneTimeCode,
             jti: Secrets.identifier(), tokenUse: StepUpClaims.tokenUse, amr: ticket.amr, authTime: ticket.authTime,
             redirectUri: redirectUri, codeChallenge: challenge, scope: scope)
-        return try Responses.json(Body(amr: amr, token: try await signOwnToken(claims)), noStore: true)
+        return try Responses.json(Body(amr: amr, token: try await ownTokens.signOwnToken(claims)), noStore: true)
     }
 
     /// Verifies a step-up token (signature, issuer, use, expiry); it is consumed only when the code is issued.
     private func stepUpClaims(_ token: String) async throws -> StepUpClaims {
-        do { return try await verifyOwnToken(token, as: StepUpClaims.self, audience: nil, consume: false) } catch {
-            throw Self.loginError(.unauthorized, LocalizedMessage("login.expired"), "the step-up token is invalid or expired (\(error))")
+        do { return try await ownTokens.verifyOwnToken(token, as: StepUpClaims.self, audience: nil, consume: false) } catch {
+            throw APIError.login(.unauthorized, LocalizedMessage("login.expired"), "the step-up token is invalid or expired (\(error))")
         }
     }
 
@@ -99,8 +114,8 @@ extension IdentityServer {
             throw ReachFiveBody.invalid("the account can no longer sign in")
         }
         // A locked account is not sent codes (nor given a challenge) it could not use.
-        if let wait = try await codeLockout(CodeBudget.secondFactor(userId: user.id)) {
-            throw Self.loginError(.tooManyRequests, .codesLocked(seconds: wait), "too many wrong codes for this account; retry after \(wait) s")
+        if let wait = try await accounts.codeLockout(CodeBudget.secondFactor(userId: user.id)) {
+            throw APIError.login(.tooManyRequests, .codesLocked(seconds: wait), "too many wrong codes for this account; retry after \(wait) s")
         }
         let kinds = Set(try await store.factors(userId: user.id).map(\.kind))
         let kind = body.string("auth_type") ?? (kinds.contains(.totp) ? "otp" : "email")
@@ -110,7 +125,7 @@ extension IdentityServer {
         case "otp" where kinds.contains(.totp):
             break  // the authenticator app computes the code
         case "email" where kinds.contains(.emailOTP):  // never a weaker factor than the account enrolled
-            guard Self.verifiedEmail(of: user) != nil else { throw ReachFiveBody.invalid("the account has no verified email address") }
+            guard Accounts.verifiedEmail(of: user) != nil else { throw ReachFiveBody.invalid("the account has no verified email address") }
             emailCode = SecondFactor.newCode()
         default:
             throw ReachFiveBody.invalid("auth_type must be one of the account's factors (\(kinds.map(\.rawValue).sorted().joined(separator: ", ")))")
@@ -123,14 +138,14 @@ extension IdentityServer {
         let attempts = try await store.insertStepUpChallenge(
             StepUpChallengeRecord(
                 id: id, stepUpHash: Secrets.digest(stepUpToken), claims: try String(decoding: JSONEncoder().encode(claims), as: UTF8.self),
-                kind: kind, codeDigest: emailCode.map(codeDigest) ?? Data(), attempts: 0,
+                kind: kind, codeDigest: emailCode.map(accounts.codeDigest) ?? Data(), attempts: 0,
                 expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp))), now: now)
         if attempts >= Self.stepUpMaxAttempts {
-            throw Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_attempts"), "too many wrong codes; sign in again")
+            throw APIError.login(.badRequest, LocalizedMessage("flows.executor.errors.otp_attempts"), "too many wrong codes; sign in again")
         }
         if let emailCode {
             let clientName = try await store.client(id: claims.aud)?.configuration.name ?? claims.aud
-            _ = try await sendSignInCode(to: user, appName: clientName, locale: request.locale(), code: emailCode)
+            _ = try await accounts.sendSignInCode(to: user, appName: clientName, locale: request.locale(), code: emailCode)
         }
         return try Responses.json(Body(challengeId: id), noStore: true)
     }
@@ -140,12 +155,12 @@ extension IdentityServer {
         let body = try await ReachFiveBody.read(request)
         let id = try body.required("challenge_id")
         let submitted = (body.string("verification_code") ?? "").filter { !$0.isWhitespace }
-        let invalid = Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.invalid_otp"), "the verification code is wrong")
+        let invalid = APIError.login(.badRequest, LocalizedMessage("flows.executor.errors.invalid_otp"), "the verification code is wrong")
         guard let challenge = try await store.stepUpChallenge(id: id), challenge.expiresAt > clock.now,
             let claims = try? JSONDecoder().decode(StepUpClaims.self, from: Data(challenge.claims.utf8)),
             TimeInterval(claims.exp) > clock.now.timeIntervalSince1970
         else {
-            throw Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_expired"), "the challenge is unknown, used or expired")
+            throw APIError.login(.badRequest, LocalizedMessage("flows.executor.errors.otp_expired"), "the challenge is unknown, used or expired")
         }
         guard let user = try await store.user(id: claims.sub), !user.disabled else {
             throw ReachFiveBody.invalid("the account can no longer sign in")
@@ -153,34 +168,34 @@ extension IdentityServer {
         // Both budgets are spent before the code is checked: the challenge's own five attempts, and the account's
         // second-factor budget shared with flows and every other challenge.
         guard let attempt = try await store.reserveStepUpAttempt(id: id, maxAttempts: Self.stepUpMaxAttempts) else {
-            throw Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_attempts"), "too many wrong codes; sign in again")
+            throw APIError.login(.badRequest, LocalizedMessage("flows.executor.errors.otp_attempts"), "too many wrong codes; sign in again")
         }
         let budget = CodeBudget.secondFactor(userId: user.id)
-        if let wait = try await reserveCodeAttempt(budget) {
-            throw Self.loginError(.tooManyRequests, .codesLocked(seconds: wait), "too many wrong codes for this account; retry after \(wait) s")
+        if let wait = try await accounts.reserveCodeAttempt(budget) {
+            throw APIError.login(.tooManyRequests, .codesLocked(seconds: wait), "too many wrong codes for this account; retry after \(wait) s")
         }
         let matched =
             if challenge.kind == "otp" {
-                try await verifyTOTP(userId: user.id, code: submitted)
+                try await accounts.verifyTOTP(userId: user.id, code: submitted)
             } else {
-                !challenge.codeDigest.isEmpty && Secrets.constantTimeEquals(codeDigest(submitted), challenge.codeDigest)
+                !challenge.codeDigest.isEmpty && Secrets.constantTimeEquals(accounts.codeDigest(submitted), challenge.codeDigest)
             }
         guard matched else {
             if attempt < Self.stepUpMaxAttempts { throw invalid }
-            throw Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_attempts"), "too many wrong codes; sign in again")
+            throw APIError.login(.badRequest, LocalizedMessage("flows.executor.errors.otp_attempts"), "too many wrong codes; sign in again")
         }
-        try await codeAccepted(budget)
+        try await accounts.codeAccepted(budget)
         // Single use twice over: the challenge row, and the step-up token's jti (a second challenge of the same
         // step-up cannot mint a second code).
-        let completed = Self.loginError(.badRequest, LocalizedMessage("flows.executor.errors.otp_expired"), "the step-up was already completed")
+        let completed = APIError.login(.badRequest, LocalizedMessage("flows.executor.errors.otp_expired"), "the step-up was already completed")
         guard try await store.takeStepUpChallenge(id: id) else { throw completed }
-        do { try await consumeOwnToken(claims) } catch { throw completed }
-        let session = try await openSession(
+        do { try await ownTokens.consumeOwnToken(claims) } catch { throw completed }
+        let session = try await sessions.open(
             userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)),
             amr: AuthenticationMethods.withSecondFactor(claims.amr))
         let authRequest = AuthorizationRequest(
             clientId: claims.aud, redirectUri: claims.redirectUri, scope: claims.scope, state: nil, nonce: nil,
             codeChallenge: claims.codeChallenge, loginHint: nil, uiLocales: nil, maxAge: nil, prompt: [])
-        return try Responses.json(Body(code: try await mintAuthorizationCode(authRequest, user: user, session: session)), noStore: true)
+        return try Responses.json(Body(code: try await responses.mintAuthorizationCode(authRequest, user: user, session: session)), noStore: true)
     }
 }

@@ -1,15 +1,34 @@
 import Foundation
 import Hummingbird
+import Logging
 
-extension IdentityServer {
-    func addAuthorizeRoutes(_ mount: OAuthMount) {
+/// The authorization endpoint (OIDC Core §3.1.2) in each OAuth mount, with reachFive's native sign-in exchanges (a
+/// login ticket or a provider's ID token for a code).
+struct AuthorizeController: Sendable, LogsForRequests {
+    let kit: TokenKit
+    let admission: Admission
+    let accounts: Accounts
+    /// Login tickets are redeemed here.
+    let ownTokens: OwnTokens
+    let apple: AppleSignIn
+    let sessions: SignInSessions
+    let browserSessions: BrowserSessions
+    let responses: AuthorizationResponses
+    let metrics: ServerMetrics
+    let baseLogger: Logger
+
+    private var store: any Store { kit.store }
+    private var clock: ServerClock { kit.clock }
+    private var lifetimes: TokenLifetimes { kit.lifetimes }
+
+    func addRoutes(to mount: OAuthMount) {
         // Every authorization request may store a pending login: counted per address (`max_starts_per_address`).
         mount.routes.get("authorize") { request, context in
-            try await self.admitStart(address: context.clientAddress)
+            try await admission.admitStart(address: context.clientAddress)
             return try await self.authorize(try Parameters.query(of: request), request: request)
         }
         mount.routes.post("authorize") { request, context in
-            try await self.admitStart(address: context.clientAddress)
+            try await admission.admitStart(address: context.clientAddress)
             return try await self.authorize(try await Parameters.body(of: request), request: request)
         }
     }
@@ -18,29 +37,31 @@ extension IdentityServer {
     /// redirected (an unregistered redirect URI must not receive anything); after that they go back to the client
     /// with `state` and `iss` (RFC 9207).
     func authorize(_ pushedOrGiven: Parameters, request: Request) async throws -> Response {
-        guard let (params, pushed) = try await resolveAuthorizationParameters(pushedOrGiven) else {
-            return authorizeErrorPage("page.authorize_invalid.malformed", request, pushedOrGiven)
+        guard
+            let (params, pushed) = try await PushedAuthorizationController.resolveAuthorizationParameters(pushedOrGiven, store: store, now: clock.now)
+        else {
+            return AuthorizationResponses.authorizeErrorPage("page.authorize_invalid.malformed", request, pushedOrGiven)
         }
         let clientId: String?, redirectUri: String?
         do {
             clientId = try params.single("client_id")
             redirectUri = try params.single("redirect_uri")
         } catch {
-            return authorizeErrorPage("page.authorize_invalid.malformed", request, params)
+            return AuthorizationResponses.authorizeErrorPage("page.authorize_invalid.malformed", request, params)
         }
         guard let clientId, let client = try await store.client(id: clientId)?.configuration else {
-            return authorizeErrorPage("page.authorize_invalid.client", request, params)
+            return AuthorizationResponses.authorizeErrorPage("page.authorize_invalid.client", request, params)
         }
         guard pushed || !client.requirePushedAuthorizationRequests else {
             logger.notice("authorization request without request_uri for an application that requires PAR", metadata: ["client": .string(clientId)])
-            return authorizeErrorPage("page.authorize_invalid.malformed", request, params)
+            return AuthorizationResponses.authorizeErrorPage("page.authorize_invalid.malformed", request, params)
         }
         guard let redirectUri, RedirectURIMatcher.isRegistered(redirectUri, in: client.redirectUris) else {
-            return authorizeErrorPage("page.authorize_invalid.redirect", request, params)
+            return AuthorizationResponses.authorizeErrorPage("page.authorize_invalid.redirect", request, params)
         }
         let state = try? params.single("state")
         do {
-            let authRequest = try validateAuthorizationRequest(params, client: client, redirectUri: redirectUri, state: state)
+            let authRequest = try AuthorizeController.validateAuthorizationRequest(params, client: client, redirectUri: redirectUri, state: state)
             if let ticket = try params.single("tkn") {
                 return try await authorizeWithTicket(ticket, authRequest)
             }
@@ -49,10 +70,10 @@ extension IdentityServer {
             }
             return try await continueAuthorization(authRequest, request: request, clientName: client.name)
         } catch let error as OAuthError {
-            return errorRedirect(error, redirectUri: redirectUri, state: state)
+            return responses.errorRedirect(error, redirectUri: redirectUri, state: state)
         } catch let failure as AppleSignInFailure {
             logger.notice("Sign in with Apple refused", metadata: ["reason": .string(failure.description), "client": .string(clientId)])
-            return errorRedirect(
+            return responses.errorRedirect(
                 failure.oauthError, redirectUri: redirectUri, state: state, messageKey: failure.messageKey,
                 locale: request.locale())
         }
@@ -61,7 +82,7 @@ extension IdentityServer {
     /// reachFive `tkn` exchange: the user already authenticated (password or passkey endpoint); the single-use
     /// ticket becomes an authorization code for the same application, with the request's PKCE, `state` and `nonce`.
     private func authorizeWithTicket(_ ticket: String, _ authRequest: AuthorizationRequest) async throws -> Response {
-        let claims = try await redeemLoginTicket(ticket, clientId: authRequest.clientId)
+        let claims = try await ownTokens.redeemLoginTicket(ticket, clientId: authRequest.clientId)
         guard let user = try await store.user(id: claims.sub), !user.disabled else {
             throw OAuthError(.accessDenied, "the account can no longer sign in")
         }
@@ -72,8 +93,8 @@ extension IdentityServer {
         {
             throw OAuthError(.accessDenied, "the application requires a second factor")
         }
-        let session = try await openSession(userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)), amr: claims.amr)
-        return try await issueCode(authRequest, user: user, session: session, afterPost: false)
+        let session = try await sessions.open(userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)), amr: claims.amr)
+        return try await responses.issueCode(authRequest, user: user, session: session, afterPost: false)
     }
 
     /// Native provider token exchange (reachFive `login(withProvider:idToken:nonce:…)`); Sign in with Apple only.
@@ -88,27 +109,15 @@ extension IdentityServer {
         // accept them as one.
         guard !client.requireMFA else { throw OAuthError(.accessDenied, "the application requires a second factor") }
         let idToken = try params.required("id_token")
-        let user = try await signInWithApple(
+        let user = try await apple.signInWithApple(
             idToken: idToken, nonce: try params.single("nonce"), client: client,
             givenName: try params.single("given_name"), familyName: try params.single("family_name"))
         // RFC 8176 `fed`: Apple authenticated the user; we cannot see how, so it never counts as a second factor here.
-        let session = try await openSession(userId: user.id, authTime: clock.now, amr: ["fed"])
-        return try await issueCode(authRequest, user: user, session: session, afterPost: false)
+        let session = try await sessions.open(userId: user.id, authTime: clock.now, amr: ["fed"])
+        return try await responses.issueCode(authRequest, user: user, session: session, afterPost: false)
     }
 
-    /// A server-side sign-in session without a browser cookie (native sign-ins); tokens issued from it carry its
-    /// `sid`, so ending it ends them.
-    func openSession(userId: String, authTime: Date, amr: [String]) async throws -> SessionRecord {
-        let now = clock.now
-        let session = SessionRecord(
-            id: Secrets.identifier(), secretHash: Secrets.digest(Secrets.token()), userId: userId, authTime: authTime,
-            createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.session)), endedAt: nil,
-            amr: AuthenticationMethods.normalized(amr))
-        try await store.insertSession(session)
-        return session
-    }
-
-    func validateAuthorizationRequest(
+    static func validateAuthorizationRequest(
         _ params: Parameters, client: ClientConfiguration, redirectUri: String,
         state: String?
     ) throws(OAuthError) -> AuthorizationRequest {
@@ -161,16 +170,16 @@ extension IdentityServer {
     private func continueAuthorization(_ authRequest: AuthorizationRequest, request: Request, clientName: String) async throws -> Response {
         let now = clock.now
         var needsLogin = authRequest.prompt.contains("login")
-        let live = try await liveSession(for: request)
+        let live = try await browserSessions.live(for: request)
         if let live, let maxAge = authRequest.maxAge, now.timeIntervalSince(live.session.authTime) > TimeInterval(maxAge) {
             needsLogin = true
         }
-        if let live, !needsLogin, try await sessionSatisfies(live.session, user: live.user, clientId: authRequest.clientId) {
+        if let live, !needsLogin, try await accounts.sessionSatisfies(live.session, user: live.user, clientId: authRequest.clientId) {
             metrics.signIn(.sso, .success)
-            return try await issueCode(authRequest, user: live.user, session: live.session, afterPost: false)
+            return try await responses.issueCode(authRequest, user: live.user, session: live.session, afterPost: false)
         }
         if authRequest.prompt.contains("none") {
-            return errorRedirect(
+            return responses.errorRedirect(
                 OAuthError(.loginRequired, "no active session satisfies the request"),
                 redirectUri: authRequest.redirectUri, state: authRequest.state)
         }
@@ -178,74 +187,8 @@ extension IdentityServer {
         try await store.insertLoginRequest(
             LoginRequestRecord(
                 id: id, request: authRequest, createdAt: now,
-                expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.loginRequest))))
+                expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.loginRequest))))
         return Responses.redirect(to: "/login?request=\(id)")
     }
 
-    /// Whether an SSO session is strong enough to sign `user` in to `clientId` silently: it must be multi-factor when
-    /// the application requires MFA or the account has a second factor enrolled, so a session opened with a password
-    /// alone (or before the factor was enrolled) never stands in for the second factor.
-    func sessionSatisfies(_ session: SessionRecord, user: UserRecord, clientId: String) async throws -> Bool {
-        if AuthenticationMethods.isMultiFactor(session.amr) { return true }
-        let requireMFA = try await store.client(id: clientId)?.configuration.requireMFA ?? true
-        if requireMFA { return false }
-        return try await enrolledSecondFactor(of: user) == nil
-    }
-
-    /// The browser sessions this server's cookies name.
-    var browserSessions: BrowserSessions { BrowserSessions(store: store, cookies: cookies, clock: clock) }
-
-    /// The session behind the request's cookie, if it is live and its user may still sign in.
-    func liveSession(for request: Request) async throws -> (session: SessionRecord, user: UserRecord)? {
-        try await browserSessions.live(for: request)
-    }
-
-    /// Issues a single-use code bound to the client, redirect URI, PKCE challenge and nonce, and sends the browser
-    /// back with `code`, `state` and `iss`.
-    func issueCode(
-        _ authRequest: AuthorizationRequest, user: UserRecord, session: SessionRecord, afterPost: Bool,
-        headers: HTTPFields = [:]
-    ) async throws -> Response {
-        let code = try await mintAuthorizationCode(authRequest, user: user, session: session)
-        let location = RedirectURL.appending([("code", code), ("state", authRequest.state), ("iss", issuer)], to: authRequest.redirectUri)
-        return Responses.redirect(to: location, afterPost: afterPost, headers: headers)
-    }
-
-    /// A single-use code bound to the client, redirect URI, PKCE challenge and nonce (stored as a digest).
-    func mintAuthorizationCode(_ authRequest: AuthorizationRequest, user: UserRecord, session: SessionRecord) async throws -> String {
-        let code = Secrets.token()
-        let now = clock.now
-        try await store.insertAuthorizationCode(
-            AuthorizationCodeRecord(
-                codeHash: Secrets.digest(code), clientId: authRequest.clientId, userId: user.id, redirectUri: authRequest.redirectUri,
-                scope: authRequest.scope, nonce: authRequest.nonce, codeChallenge: authRequest.codeChallenge, sessionId: session.id,
-                authTime: session.authTime, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.authorizationCode)),
-                usedAt: nil, familyId: nil, amr: session.amr))
-        return code
-    }
-
-    /// `messageKey` adds the reachFive `error_message_key`, so native SDKs can tell why (e.g. `apple.expired`).
-    /// With a catalog `messageKey` the reachFive `error_user_msg` (in `locale`) goes along too.
-    func errorRedirect(
-        _ error: OAuthError, redirectUri: String, state: String?, messageKey: String? = nil,
-        locale: SupportedLocale = .en
-    ) -> Response {
-        let userMessage = messageKey.flatMap { MessageCatalog.text($0, locale: locale) }
-        return Responses.redirect(
-            to: RedirectURL.appending(
-                [
-                    ("error", error.code.rawValue), ("error_description", error.description), ("error_message_key", messageKey),
-                    ("error_user_msg", userMessage), ("state", state), ("iss", issuer)
-                ],
-                to: redirectUri))
-    }
-
-    /// The error page for requests that cannot go back to the client, in the request's `ui_locales` or browser language.
-    func authorizeErrorPage(_ bodyKey: String, _ request: Request, _ params: Parameters) -> Response {
-        let uiLocales = (try? params.single("ui_locales")) ?? nil
-        return Responses.html(
-            Pages.message(
-                titleKey: "page.authorize_invalid.title", bodyKey: bodyKey,
-                locale: request.locale(uiLocales: uiLocales)), status: .badRequest)
-    }
 }

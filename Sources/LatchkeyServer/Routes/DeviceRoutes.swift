@@ -1,11 +1,25 @@
 import Foundation
 import Hummingbird
+import Logging
 import LatchkeyJOSE
 
 /// The device authorization grant (RFC 8628): a device without a browser asks for a code pair at
 /// `/oauth2/device_authorization`, shows the user code, and polls the token endpoint while a person enters the code on
 /// `/device` — signed in through the same hosted login and SSO session as the login page — and allows or denies it.
-extension IdentityServer {
+struct DeviceController: Sendable, LogsForRequests {
+    let configuration: ServerConfiguration
+    let kit: TokenKit
+    let cookies: CookiePolicy
+    let admission: Admission
+    let clientAuthentication: ClientAuthentication
+    let accounts: Accounts
+    let browserSessions: BrowserSessions
+    let baseLogger: Logger
+
+    private var store: any Store { kit.store }
+    private var clock: ServerClock { kit.clock }
+    private var issuer: String { kit.issuer }
+
     /// RFC 8628 §6.1: twenty consonants (no vowels, so no words; no 0/O or 1/I to confuse), eight of them: 20^8 ≈ 2.6·10^10.
     static let userCodeAlphabet = Array("BCDFGHJKLMNPQRSTVWXZ")
     static let userCodeLength = 8
@@ -13,15 +27,15 @@ extension IdentityServer {
     private static let deviceCSRFScope = "device"
 
     /// The device's request (`device_authorization`), in the OAuth family.
-    func addDeviceAuthorizationRoutes(_ mount: OAuthMount) {
+    func addRoutes(to mount: OAuthMount) {
         mount.routes.post("device_authorization") { request, context in
-            try await self.admitStart(address: context.clientAddress)
+            try await admission.admitStart(address: context.clientAddress)
             return try await self.deviceAuthorization(request, try await Parameters.body(of: request), context: context)
         }
     }
 
     /// The person's page (`/device`).
-    func addDeviceRoutes(_ router: Router<LatchkeyRequestContext>) {
+    func addRoutes(to router: Router<LatchkeyRequestContext>) {
         router.get("/device") { request, context in try await self.showDevicePage(request, context: context) }
         router.post("/device") { request, context in try await self.submitDevicePage(request, context: context) }
     }
@@ -29,7 +43,7 @@ extension IdentityServer {
     // MARK: The device's request
 
     private func deviceAuthorization(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext) async throws -> Response {
-        let client = try await authenticateClient(request, params, context: context)
+        let client = try await clientAuthentication.authenticate(request, params, context: context)
         guard client.grantTypes.contains(.deviceCode) else {
             throw OAuthError(.unauthorizedClient, "the client may not use the device authorization grant")
         }
@@ -45,7 +59,7 @@ extension IdentityServer {
             do {
                 try await store.insertDeviceAuthorization(
                     DeviceAuthorizationRecord(
-                        deviceCodeHash: Secrets.digest(deviceCode), userCodeDigest: codeDigest(userCode), clientId: client.clientId,
+                        deviceCodeHash: Secrets.digest(deviceCode), userCodeDigest: accounts.codeDigest(userCode), clientId: client.clientId,
                         scope: scope, status: .pending, createdAt: now,
                         expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.deviceCode)),
                         interval: configuration.lifetimes.devicePollingInterval, lastPolledAt: nil))
@@ -102,14 +116,14 @@ extension IdentityServer {
         var prefill: String? = nil
         if let typed, let code = Self.normalizedUserCode(typed) {
             let vouched = typedHere.map { Secrets.constantTimeEquals($0, deviceTypedProof(code)) } ?? false
-            if try await admitChallengeRequest(address: context.clientAddress) == nil,
-                let pending = try await store.pendingDeviceAuthorization(userCodeDigest: codeDigest(code), now: clock.now)
+            if try await admission.admitChallengeRequest(address: context.clientAddress) == nil,
+                let pending = try await store.pendingDeviceAuthorization(userCodeDigest: accounts.codeDigest(code), now: clock.now)
             {
                 let linkAllowed = try await store.client(id: pending.clientId)?.configuration.deviceVerificationURIComplete ?? false
                 if vouched || linkAllowed {
                     prefill = typed
-                    if let live = try await liveSession(for: request),
-                        try await sessionSatisfies(live.session, user: live.user, clientId: pending.clientId),
+                    if let live = try await browserSessions.live(for: request),
+                        try await accounts.sessionSatisfies(live.session, user: live.user, clientId: pending.clientId),
                         deviceSessionIsFreshEnough(live.session, for: pending)
                     {
                         return try await deviceConfirmationPage(pending, code: code, user: live.user, locale: locale)
@@ -123,7 +137,7 @@ extension IdentityServer {
     /// Vouches, in the return address after the sign-in, that the person typed `code` on this server's page: keyed,
     /// so a link someone else made cannot carry it.
     private func deviceTypedProof(_ code: String) -> String {
-        Base64URL.encode(codeDigest("device-typed:" + code))
+        Base64URL.encode(accounts.codeDigest("device-typed:" + code))
     }
 
     /// A device request with `offline_access` (a refresh token that outlives the session) needs a sign-in from the
@@ -136,24 +150,24 @@ extension IdentityServer {
     private func submitDevicePage(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
         let locale = request.locale()
         let params = try await Parameters.body(of: request)
-        guard try formCarriesCSRFToken(params, request: request, scope: Self.deviceCSRFScope) else {
+        guard try cookies.formCarriesCSRFToken(params, request: request, scope: Self.deviceCSRFScope) else {
             logger.notice("device page rejected: CSRF token missing or mismatched")
-            return csrfPage(locale)
+            return cookies.csrfPage(locale)
         }
         let typed = try params.single("user_code") ?? ""
         // Every look-up of a code counts against the address: eight letters are many guesses, not infinitely many.
-        if let wait = try await admitChallengeRequest(address: context.clientAddress) {
+        if let wait = try await admission.admitChallengeRequest(address: context.clientAddress) {
             let message = Pages.t("page.device.throttled", locale, ["minutes": String(MessageCatalog.minutes(seconds: wait))])
             return deviceEntryPage(typed: typed, error: message, status: .tooManyRequests, locale: locale)
         }
         guard let code = Self.normalizedUserCode(typed),
-            let pending = try await store.pendingDeviceAuthorization(userCodeDigest: codeDigest(code), now: clock.now)
+            let pending = try await store.pendingDeviceAuthorization(userCodeDigest: accounts.codeDigest(code), now: clock.now)
         else {
             return deviceEntryPage(typed: typed, error: Pages.t("page.device.invalid", locale), status: .badRequest, locale: locale)
         }
         let returnTo = "/device?user_code=" + Self.displayUserCode(code) + "&typed=" + deviceTypedProof(code)
-        let live = try await liveSession(for: request)
-        let satisfied = if let live { try await sessionSatisfies(live.session, user: live.user, clientId: pending.clientId) } else { false }
+        let live = try await browserSessions.live(for: request)
+        let satisfied = if let live { try await accounts.sessionSatisfies(live.session, user: live.user, clientId: pending.clientId) } else { false }
         guard let live, satisfied, deviceSessionIsFreshEnough(live.session, for: pending) else {
             // Sign in first (the hosted login, with its second factor), then back here, signed in. A session that is
             // good enough except for its age signs in again (`prompt=login`).
@@ -174,7 +188,7 @@ extension IdentityServer {
             let approve = decision == "approve"
             guard
                 try await store.decideDeviceAuthorization(
-                    userCodeDigest: codeDigest(code), approve: approve, userId: live.user.id,
+                    userCodeDigest: accounts.codeDigest(code), approve: approve, userId: live.user.id,
                     sessionId: live.session.id, authTime: live.session.authTime,
                     amr: live.session.amr, now: clock.now)
             else {

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Logging
 
 /// The hosted sign-in page. A login request id (from `/authorize`) names the pending authorization; a double-submit
 /// CSRF token (hidden field derived from a `SameSite=Strict` cookie and the login request id) proves the POST came
@@ -12,8 +13,18 @@ import Hummingbird
 /// expires. An application with `require_mfa` refuses accounts without a second factor, as the flows do. The SSO
 /// session and the authorization code exist only once every required factor is proven; the session records its
 /// `amr`, which the tokens carry.
-extension IdentityServer {
-    func addLoginRoutes(_ router: Router<LatchkeyRequestContext>) {
+struct HostedLoginController: Sendable, LogsForRequests {
+    let configuration: ServerConfiguration
+    let store: any Store
+    let clock: ServerClock
+    let cookies: CookiePolicy
+    let accounts: Accounts
+    let passkeys: Passkeys
+    let ownTokens: OwnTokens
+    let responses: AuthorizationResponses
+    let baseLogger: Logger
+
+    func addRoutes(to router: Router<LatchkeyRequestContext>) {
         router.get("/login") { request, _ in try await self.showLogin(request) }
         router.post("/login") { request, context in try await self.submitLogin(request, context: context) }
     }
@@ -45,9 +56,9 @@ extension IdentityServer {
         }
         // The language the page was shown in: the authorization request's ui_locales, else the browser's.
         let locale = request.locale(uiLocales: pending.request.uiLocales)
-        guard try formCarriesCSRFToken(params, request: request, scope: id) else {
+        guard try cookies.formCarriesCSRFToken(params, request: request, scope: id) else {
             logger.notice("login rejected: CSRF token missing or mismatched")
-            return csrfPage(locale)
+            return cookies.csrfPage(locale)
         }
         let client = try await store.client(id: pending.request.clientId)?.configuration
         if let factor = try await store.loginSecondFactor(requestId: id) {
@@ -68,7 +79,7 @@ extension IdentityServer {
         if let ticket = try params.single("tkn"), !ticket.isEmpty {
             // The page's passkey button: the reachFive endpoints verified the passkey and issued a ticket for this
             // application; redeeming it here (once) stands for the password.
-            guard let claims = try? await redeemLoginTicket(ticket, clientId: pending.request.clientId),
+            guard let claims = try? await ownTokens.redeemLoginTicket(ticket, clientId: pending.request.clientId),
                 let owner = try await store.user(id: claims.sub), !owner.disabled
             else {
                 return fail(LocalizedMessage("page.login.passkey_failed"), .unauthorized)
@@ -78,7 +89,7 @@ extension IdentityServer {
             amr = claims.amr
         } else {
             guard !username.isEmpty, !password.isEmpty else { return fail(LocalizedMessage("login.missing_fields"), .badRequest) }
-            let outcome = try await checkPassword(username: username, password: password, address: context.clientAddress, signIn: .password)
+            let outcome = try await accounts.checkPassword(username: username, password: password, address: context.clientAddress, signIn: .password)
             guard case .accepted(let accepted) = outcome else {
                 let status: HTTPResponse.Status =
                     switch outcome {
@@ -96,7 +107,7 @@ extension IdentityServer {
         if AuthenticationMethods.isMultiFactor(amr) {
             return try await completeLogin(pending, requestId: id, user: user, amr: amr, authTime: authTime)
         }
-        if let kind = try await enrolledSecondFactor(of: user) {
+        if let kind = try await accounts.enrolledSecondFactor(of: user) {
             return try await beginSecondFactor(
                 kind, pending: pending, requestId: id, user: user, amr: amr, authTime: authTime,
                 client: client, locale: locale)
@@ -120,7 +131,7 @@ extension IdentityServer {
         authTime: Date, client: ClientConfiguration?, locale: SupportedLocale
     ) async throws -> Response {
         // An account whose code budget is spent is not sent codes it could not use (the flows and step-up do the same).
-        if let wait = try await codeLockout(CodeBudget.secondFactor(userId: user.id)) {
+        if let wait = try await accounts.codeLockout(CodeBudget.secondFactor(userId: user.id)) {
             return Responses.html(
                 Pages.message(
                     title: Pages.t("page.mfa.title", locale), body: LocalizedMessage.codesLocked(seconds: wait).text(locale),
@@ -130,7 +141,7 @@ extension IdentityServer {
         let lifetime = configuration.lifetimes.oneTimeCode
         var digest = Data()
         if kind == .email {
-            guard let sent = try await sendSignInCode(to: user, appName: client?.name ?? pending.request.clientId, locale: locale) else {
+            guard let sent = try await accounts.sendSignInCode(to: user, appName: client?.name ?? pending.request.clientId, locale: locale) else {
                 return expiredLoginPage(locale)  // unreachable: `enrolledSecondFactor` only offers email with an address
             }
             digest = sent
@@ -141,7 +152,7 @@ extension IdentityServer {
             attempts: 0, sends: kind == .email ? 1 : 0, amr: amr, authTime: authTime, expiresAt: now.addingTimeInterval(TimeInterval(lifetime)))
         guard try await store.insertLoginSecondFactor(record, now: now) else {
             // A concurrent first-factor POST for the same login request won; this browser is not the bound one.
-            return csrfPage(locale)
+            return cookies.csrfPage(locale)
         }
         return secondFactorPage(
             requestId: requestId, kind: kind, client: client, clientId: pending.request.clientId, error: nil, info: nil,
@@ -161,7 +172,7 @@ extension IdentityServer {
         let id = factor.requestId
         guard isBound(factor, to: request) else {
             logger.notice("second factor rejected: not the browser that passed the first factor")
-            return csrfPage(locale)
+            return cookies.csrfPage(locale)
         }
         guard let kind = SecondFactor(rawValue: factor.kind), let user = try await store.user(id: factor.userId), !user.disabled else {
             _ = try await store.takeLoginSecondFactor(requestId: id)
@@ -177,20 +188,20 @@ extension IdentityServer {
         let now = clock.now
         if try params.single("resend") != nil {
             guard kind == .email else { return page(error: nil, .ok) }
-            if let wait = try await codeLockout(CodeBudget.secondFactor(userId: user.id)) {
+            if let wait = try await accounts.codeLockout(CodeBudget.secondFactor(userId: user.id)) {
                 return page(error: nil, message: .codesLocked(seconds: wait), .tooManyRequests)
             }
             // Counted before anything is sent, in one conditional UPDATE; the attempt counter is not reset.
             let code = SecondFactor.newCode()
             guard
                 try await store.resendLoginSecondFactor(
-                    requestId: id, codeDigest: codeDigest(code),
+                    requestId: id, codeDigest: accounts.codeDigest(code),
                     expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.oneTimeCode)),
                     maxSends: SecondFactor.maxSends)
             else {
                 return page(error: "page.mfa.resend_limit", .tooManyRequests)
             }
-            _ = try await sendSignInCode(to: user, appName: client?.name ?? pending.request.clientId, locale: locale, code: code)
+            _ = try await accounts.sendSignInCode(to: user, appName: client?.name ?? pending.request.clientId, locale: locale, code: code)
             return page(error: nil, info: "page.mfa.resent", .ok)
         }
         // A post without a code (the password form sent again, e.g. from another tab) just shows the code form: it is
@@ -201,13 +212,13 @@ extension IdentityServer {
         // The account's second-factor budget (shared with the flows and the step-up) is spent before the code is
         // checked, so new hosted sign-ins, which a known password starts at will, bring no fresh guesses.
         let budget = CodeBudget.secondFactor(userId: user.id)
-        if let wait = try await reserveCodeAttempt(budget) {
+        if let wait = try await accounts.reserveCodeAttempt(budget) {
             return page(error: nil, message: .codesLocked(seconds: wait), .tooManyRequests)
         }
         let matched: Bool
         switch kind {
-        case .totp: matched = try await verifyTOTP(userId: user.id, code: submitted)
-        case .email: matched = !factor.codeDigest.isEmpty && Secrets.constantTimeEquals(codeDigest(submitted), factor.codeDigest)
+        case .totp: matched = try await accounts.verifyTOTP(userId: user.id, code: submitted)
+        case .email: matched = !factor.codeDigest.isEmpty && Secrets.constantTimeEquals(accounts.codeDigest(submitted), factor.codeDigest)
         }
         guard matched else {
             if try await store.failLoginSecondFactor(requestId: id, maxAttempts: SecondFactor.maxAttempts) {
@@ -226,7 +237,7 @@ extension IdentityServer {
         }
         // Exactly once: a concurrent request with the same right code loses here.
         guard try await store.takeLoginSecondFactor(requestId: id) else { return expiredLoginPage(locale) }
-        try await codeAccepted(budget)
+        try await accounts.codeAccepted(budget)
         return try await completeLogin(
             pending, requestId: id, user: user, amr: AuthenticationMethods.withSecondFactor(factor.amr),
             authTime: factor.authTime)
@@ -256,7 +267,7 @@ extension IdentityServer {
         if let returnTo = pending.request.returnTo, returnTo.hasPrefix("/device?user_code="), !returnTo.contains("\\") {
             return Responses.redirect(to: returnTo, afterPost: true, headers: headers)
         }
-        return try await issueCode(pending.request, user: user, session: session, afterPost: true, headers: headers)
+        return try await responses.issueCode(pending.request, user: user, session: session, afterPost: true, headers: headers)
     }
 
     // MARK: Pages
@@ -267,7 +278,7 @@ extension IdentityServer {
     ) -> Response {
         let secret = Secrets.token()
         // The passkey button only where the application accepts passkeys made for this very page's origin.
-        let passkeys = client.map { passkeyOrigins(of: $0).contains(ownOrigin) } ?? false
+        let passkeys = client.map { self.passkeys.passkeyOrigins(of: $0).contains(self.passkeys.ownOrigin) } ?? false
         let page = Pages.login(
             .init(
                 requestId: requestId, csrf: CookiePolicy.csrfToken(secret: secret, requestId: requestId),
@@ -292,19 +303,6 @@ extension IdentityServer {
         headers[values: .setCookie] = [cookies.csrf(secret)] + extraCookies
         headers[.contentLanguage] = locale.tag
         return Responses.html(page, status: status, headers: headers)
-    }
-
-    /// The form's `csrf` field is the token of this browser's CSRF cookie for `scope` (a login request id, or the
-    /// device page): a double submit bound to the form it was shown with.
-    func formCarriesCSRFToken(_ params: Parameters, request: Request, scope: String) throws -> Bool {
-        guard let formToken = try params.single("csrf"), let secret = request.cookieValue(cookies.csrfName), !secret.isEmpty else {
-            return false
-        }
-        return Secrets.constantTimeEquals(formToken, CookiePolicy.csrfToken(secret: secret, requestId: scope))
-    }
-
-    func csrfPage(_ locale: SupportedLocale) -> Response {
-        Responses.html(Pages.message(titleKey: "page.csrf.title", bodyKey: "page.csrf.body", locale: locale), status: .forbidden)
     }
 
     private func expiredLoginPage(_ locale: SupportedLocale) -> Response {

@@ -4,23 +4,28 @@ import Hummingbird
 /// Pushed authorization requests (RFC 9126): the client posts its authorization request to the server directly
 /// (authenticated as at the token endpoint), and the browser carries only an opaque, short-lived, single-use
 /// `request_uri` — no parameter of the request travels in its address, history or logs.
-extension IdentityServer {
+struct PushedAuthorizationController: Sendable {
+    let store: any Store
+    let clock: ServerClock
+    let admission: Admission
+    let clientAuthentication: ClientAuthentication
+
     static let requestURIPrefix = "urn:ietf:params:oauth:request_uri:"
     /// How long a `request_uri` may wait for the browser (RFC 9126 §2.2 suggests a short time).
     static let pushedRequestLifetime = 60
     /// Client credentials are checked here and never stored with the request.
     private static let credentialParameters: Set<String> = ["client_secret", "client_assertion", "client_assertion_type"]
 
-    func addPushedAuthorizationRoutes(_ mount: OAuthMount) {
+    func addRoutes(to mount: OAuthMount) {
         mount.routes.post("par") { request, context in
             // Each pushed request is stored until it is used or expires: counted per address like authorize.
-            try await self.admitStart(address: context.clientAddress)
+            try await admission.admitStart(address: context.clientAddress)
             return try await self.pushAuthorizationRequest(request, try await Parameters.body(of: request), context: context)
         }
     }
 
     private func pushAuthorizationRequest(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext) async throws -> Response {
-        let client = try await authenticateClient(request, params, context: context)
+        let client = try await clientAuthentication.authenticate(request, params, context: context)
         if try params.single("request_uri") != nil { throw OAuthError(.invalidRequest, "a pushed request cannot itself carry request_uri") }
         // One-time sign-in proofs go to the authorization endpoint directly; they are never kept in a pushed request.
         for proof in ["tkn", "id_token"] where try params.single(proof) != nil {
@@ -30,7 +35,7 @@ extension IdentityServer {
             throw OAuthError(.invalidRequest, "redirect_uri is missing or not registered for this client")
         }
         // The same checks as at the authorization endpoint, answered here (the client can still fix its request).
-        _ = try validateAuthorizationRequest(params, client: client, redirectUri: redirectUri, state: try params.single("state"))
+        _ = try AuthorizeController.validateAuthorizationRequest(params, client: client, redirectUri: redirectUri, state: try params.single("state"))
         let requestURI = Self.requestURIPrefix + Secrets.token()
         var stored = params.values.filter { !Self.credentialParameters.contains($0.key) }
         stored["client_id"] = [client.clientId]  // a client that authenticated with HTTP Basic may not have sent it
@@ -48,11 +53,13 @@ extension IdentityServer {
 
     /// The parameters of an authorization request: those pushed under its `request_uri` (single use, this client's
     /// only; `pushed` true), else its own. Nil: show the error page.
-    func resolveAuthorizationParameters(_ params: Parameters) async throws -> (parameters: Parameters, pushed: Bool)? {
+    static func resolveAuthorizationParameters(_ params: Parameters, store: any Store, now: Date) async throws -> (
+        parameters: Parameters, pushed: Bool
+    )? {
         guard let requestURI = try? params.single("request_uri") else { return (params, false) }
         guard requestURI.hasPrefix(Self.requestURIPrefix), let clientId = try? params.single("client_id"),
             // Taken only with its own client_id: presented with another, it stays for its client.
-            let pushed = try await store.takePushedRequest(uriHash: Secrets.digest(requestURI), clientId: clientId, now: clock.now),
+            let pushed = try await store.takePushedRequest(uriHash: Secrets.digest(requestURI), clientId: clientId, now: now),
             Secrets.constantTimeEquals(pushed.clientId, clientId)
         else {
             return nil  // unknown, used, expired, or pushed by another client

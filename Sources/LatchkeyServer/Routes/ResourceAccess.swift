@@ -32,7 +32,7 @@ struct ResourceCaller: Sendable {
     var user: UserRecord? { if case .user(let user) = subject { user } else { nil } }
 }
 
-extension IdentityServer {
+extension ResourceAuthenticator {
     /// Authenticates the bearer access token of a resource request (RFC 6750 §2.1, header only: these endpoints take
     /// JSON bodies, so §2.2 form-body tokens do not apply).
     ///

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Logging
 import LatchkeyJOSE
 
 /// Self-service profile in the thunderID dialect (`thunderid-wire.md` §2.7): `/users/me`, `/users/me/meta`,
@@ -8,8 +9,17 @@ import LatchkeyJOSE
 /// Differences from the thunderID server, on purpose: only access tokens are accepted (not flow assertions or ID
 /// tokens), a client's own token (client credentials) is refused with 403 `AUTH-4030`, and changing the password
 /// requires the current one.
-extension IdentityServer {
-    func addSelfServiceRoutes(_ router: Router<LatchkeyRequestContext>) {
+struct SelfServiceController: Sendable, LogsForRequests {
+    let store: any Store
+    let clock: ServerClock
+    let accounts: Accounts
+    let resources: ResourceAuthenticator
+    let admission: Admission
+    let baseLogger: Logger
+
+    private var userSchema: UserSchema { accounts.userSchema }
+
+    func addRoutes(to router: Router<LatchkeyRequestContext>) {
         router.get("/users/me") { request, _ in
             try await self.selfService(request) { user, _ in try await self.selfUserResponse(user) }
         }
@@ -25,7 +35,7 @@ extension IdentityServer {
             }
         }
         router.post("/users/me/email") { request, context in
-            try await self.admitChallenge(context)  // each request sends an email
+            try await admission.admitChallenge(context)  // each request sends an email
             return try await self.selfService(request) { user, caller in try await self.requestEmailChange(request, user, caller: caller) }
         }
         router.post("/users/me/email/verify") { request, _ in
@@ -38,7 +48,7 @@ extension IdentityServer {
     private func selfService(_ request: Request, _ body: (UserRecord, ResourceCaller) async throws -> Response) async throws -> Response {
         let caller: ResourceCaller
         do {
-            caller = try await resourceCaller(request)
+            caller = try await resources.resourceCaller(request)
         } catch let error where error.code == .serverError {
             throw APIError.internalError()
         } catch {
@@ -102,25 +112,16 @@ extension IdentityServer {
             }
         }
         if !problems.isEmpty { throw SelfServiceErrors.schemaValidation(problems) }
-        if changesIdentifiers(of: user, changes) { try requireRecentAuthentication(caller.claims) }
-        switch try await updateProfile(of: user, changes: changes) {
+        if accounts.changesIdentifiers(of: user, changes) { try accounts.requireRecentAuthentication(caller.claims) }
+        switch try await accounts.updateProfile(of: user, changes: changes) {
         case .success(let update):
             logger.info("profile updated through /users/me", metadata: ["user": .string(user.id)])
-            try await afterSelfUpdate(update, before: user, locale: request.locale())
+            try await accounts.afterSelfUpdate(update, before: user, locale: request.locale())
             return try await selfUserResponse(update.user)
         case .failure(.invalid(let problems)): throw SelfServiceErrors.schemaValidation(problems)
         case .failure(.conflict(let problem)): throw SelfServiceErrors.conflict(problem)
         case .failure(.stale): throw SelfServiceErrors.staleUpdate
         }
-    }
-
-    /// What follows a user's own profile change, whatever the dialect: the new email gets its code, and the account's
-    /// address hears of a new username.
-    func afterSelfUpdate(_ update: ProfileUpdate, before user: UserRecord, locale: SupportedLocale) async throws {
-        if update.user.username != user.username {
-            try await notifyAccountChange(user, "username_change", arguments: ["username": update.user.username], locale: locale)
-        }
-        if let email = update.pendingEmail { try await startEmailChange(of: update.user, to: email, locale: locale) }
     }
 
     /// `POST /users/me/email` with `{"email": "new@example.com"}` → `202 {"pendingEmail": …}`: sends a code to the
@@ -135,11 +136,11 @@ extension IdentityServer {
         if email.lowercased() == (user.claims["email"] ?? "").lowercased(), user.claims["email_verified"] == "true" {
             throw SelfServiceErrors.invalidRequest("that address is already the account's verified email")
         }
-        try requireRecentAuthentication(caller.claims)
+        try accounts.requireRecentAuthentication(caller.claims)
         var candidate = user
         candidate.claims["email"] = email
-        if let conflict = try await uniquenessConflict(for: candidate) { throw SelfServiceErrors.conflict(conflict) }
-        try await startEmailChange(of: user, to: email, locale: request.locale())
+        if let conflict = try await accounts.uniquenessConflict(for: candidate) { throw SelfServiceErrors.conflict(conflict) }
+        try await accounts.startEmailChange(of: user, to: email, locale: request.locale())
         return try Responses.json(["pendingEmail": email], status: .accepted, noStore: true)
     }
 
@@ -148,7 +149,7 @@ extension IdentityServer {
     private func verifyEmailChange(_ request: Request, _ user: UserRecord) async throws -> Response {
         let body = try await Self.jsonObject(request)
         guard case .string(let code)? = body["code"], !code.isEmpty else { throw SelfServiceErrors.invalidRequest("expected {\"code\": \"…\"}") }
-        switch try await confirmEmailChange(of: user, code: code) {
+        switch try await accounts.confirmEmailChange(of: user, code: code) {
         case .success(let updated): return try await selfUserResponse(updated)
         case .failure(.wrongCode):
             throw SelfServiceErrors.code("USR-1030", "flows.executor.errors.invalid_otp", "The code is incorrect.", "the code is not the one sent")
@@ -157,7 +158,7 @@ extension IdentityServer {
                 "USR-1032", "flows.executor.errors.otp_attempts", "Too many incorrect codes. Please start again.",
                 "too many wrong codes; request the change again")
         case .failure(.addressLocked(let seconds)):
-            throw Self.throttled(wait: seconds, what: "wrong codes for this email address")
+            throw APIError.throttled(wait: seconds, what: "wrong codes for this email address")
         case .failure(.expired):
             throw SelfServiceErrors.code(
                 "USR-1031", "flows.executor.errors.otp_expired", "The code has expired. Ask for a new one.",
@@ -198,7 +199,7 @@ extension IdentityServer {
                 "attributes.currentPassword (the current password) is required")
         }
         // The same check as signing in: throttling, lockout (wrong guesses count), bookkeeping.
-        let outcome = try await checkPassword(
+        let outcome = try await accounts.checkPassword(
             username: user.username, password: currentPassword, address: address, revealLock: true,
             signIn: nil)
         switch outcome {
@@ -215,7 +216,7 @@ extension IdentityServer {
         }
         // Every other session and token of the account ends with the old password; the caller's own stays signed in.
         let family = try await store.accessToken(jti: caller.claims.jti)?.familyId
-        switch try await setPassword(of: user, to: password, keepingSession: caller.claims.sid, keepingFamily: family) {
+        switch try await accounts.setPassword(of: user, to: password, keepingSession: caller.claims.sid, keepingFamily: family) {
         case .success:
             logger.info("password changed through /users/me/update-credentials", metadata: ["user": .string(user.id)])
             return Response(status: .noContent, headers: [.cacheControl: "no-store"])

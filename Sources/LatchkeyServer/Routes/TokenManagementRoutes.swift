@@ -1,10 +1,21 @@
 import Foundation
 import Hummingbird
+import Logging
 import LatchkeyJOSE
 
 /// Revocation (RFC 7009) and introspection (RFC 7662).
-extension IdentityServer {
-    func addTokenManagementRoutes(_ mount: OAuthMount) {
+struct TokenManagementController: Sendable, LogsForRequests {
+    let kit: TokenKit
+    let clientAuthentication: ClientAuthentication
+    let dpop: DPoPVerifier
+    let baseLogger: Logger
+
+    private var store: any Store { kit.store }
+    private var clock: ServerClock { kit.clock }
+    private var issuer: String { kit.issuer }
+    private var validator: TokenValidator { kit.validator }
+
+    func addRoutes(to mount: OAuthMount) {
         mount.routes.post("revoke") { request, context in
             try await self.revoke(request, try await Parameters.body(of: request, allowJSON: mount.isReachFive), context: context)
         }
@@ -16,7 +27,7 @@ extension IdentityServer {
     /// Revoking a refresh token revokes its whole family, access tokens included. Unknown tokens answer 200
     /// (RFC 7009 §2.2) so the endpoint cannot be used to probe for valid tokens.
     private func revoke(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext) async throws -> Response {
-        let client = try await authenticateClient(request, params, context: context)
+        let client = try await clientAuthentication.authenticate(request, params, context: context)
         let token = try params.required("token")
         let hint = try params.single("token_type_hint")
         if let hint, !["refresh_token", "access_token"].contains(hint) {
@@ -27,8 +38,8 @@ extension IdentityServer {
             // A public client's bound refresh token is revoked only by the holder of its key: otherwise whoever copied
             // it could end the session (RFC 7009 §2.2 lets the answer stay 200 either way).
             if let bound = refresh.jkt, client.isPublic {
-                guard let proof = try dpopProof(request, challenge: nil),
-                    let key = try? await verifyDPoPProof(proof, request: request, accessToken: nil, challenge: nil),
+                guard let proof = try dpop.proof(request, challenge: nil),
+                    let key = try? await dpop.verifyProof(proof, request: request, accessToken: nil, challenge: nil),
                     Secrets.constantTimeEquals(key, bound)
                 else {
                     logger.notice("revocation of a DPoP-bound refresh token without its key ignored", metadata: ["client": .string(client.clientId)])
@@ -38,7 +49,7 @@ extension IdentityServer {
             try await store.revokeFamily(id: refresh.familyId, reason: "revoked by client", now: clock.now)
             return Responses.empty(headers: [.cacheControl: "no-store"])
         }
-        if let jws = try? CompactJWS(parsing: token), (try? jws.verify(with: try await keys.verificationKeys(kid: jws.header.kid))) != nil,
+        if let jws = try? CompactJWS(parsing: token), (try? jws.verify(with: try await kit.keys.verificationKeys(kid: jws.header.kid))) != nil,
             let claims = try? jws.claims(as: RegisteredClaims.self), let jti = claims.jti,
             let record = try await store.accessToken(jti: jti)
         {
@@ -72,7 +83,7 @@ extension IdentityServer {
 
     /// Confidential clients (resource servers) may introspect any token; a public client only its own.
     private func introspect(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext) async throws -> Response {
-        let client = try await authenticateClient(request, params, context: context)
+        let client = try await clientAuthentication.authenticate(request, params, context: context)
         let token = try params.required("token")
         var result = IntrospectionResponse.inactive
         if let refresh = try await store.refreshToken(hash: Secrets.digest(token)) {

@@ -1,16 +1,32 @@
 import Foundation
 import Hummingbird
+import Logging
 import LatchkeyJOSE
 
 /// `POST /oauth2/token` (RFC 6749 §3.2, RFC 8693). Form-encoded; `/oauth/token` also accepts JSON (reachFive).
-extension IdentityServer {
+struct TokenController: Sendable, LogsForRequests {
+    let kit: TokenKit
+    let clientAuthentication: ClientAuthentication
+    let dpop: DPoPVerifier
+    /// Flow assertions are exchanged here.
+    let ownTokens: OwnTokens
+    /// Token requests that carried a DPoP proof (recorded as used) and failed, per address.
+    let proofThrottle: any AddressLimiter
+    let pruner: Pruner
+    let metrics: ServerMetrics
+    let baseLogger: Logger
+
+    private var store: any Store { kit.store }
+    private var clock: ServerClock { kit.clock }
+    private var issuer: String { kit.issuer }
+    private var tokens: TokenIssuer { kit.issuing }
+    private var validator: TokenValidator { kit.validator }
+
     static let tokenTypeAccessToken = "urn:ietf:params:oauth:token-type:access_token"
     static let tokenTypeJWT = "urn:ietf:params:oauth:token-type:jwt"
     static let tokenTypeIDToken = "urn:ietf:params:oauth:token-type:id_token"
 
-    var validator: TokenValidator { TokenValidator(issuer: issuer, store: store, keys: keys, clock: clock) }
-
-    func addTokenRoutes(_ mount: OAuthMount) {
+    func addRoutes(to mount: OAuthMount) {
         mount.routes.post("token") { request, context in
             let params = try await Parameters.body(of: request, allowJSON: mount.isReachFive)
             return try await self.token(request, params, context: context)
@@ -18,7 +34,7 @@ extension IdentityServer {
     }
 
     private func token(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext) async throws -> Response {
-        let client = try await authenticateClient(request, params, context: context)
+        let client = try await clientAuthentication.authenticate(request, params, context: context)
         let grantName = try params.required("grant_type")
         guard let grant = GrantType(rawValue: grantName) else {
             throw OAuthError(.unsupportedGrantType, "unsupported grant_type \(grantName)")
@@ -29,16 +45,16 @@ extension IdentityServer {
         // RFC 9449 §5: a proof binds what this request issues to the client's key.
         var dpop: TokenIssuer.DPoPBinding?
         var proofCountedAt: Date?
-        if let proof = try dpopProof(request, challenge: nil) {
+        if let proof = try self.dpop.proof(request, challenge: nil) {
             // Each proof is recorded as used before the grant is judged, and a public client_id is all it takes to get
             // here: requests with a proof count against the address until they succeed.
             let now = clock.now
             if let wait = try await proofThrottle.reserve(address: context.clientAddress, now: now) {
-                throw Self.throttled(wait: wait, what: "failed token requests with a DPoP proof")
+                throw APIError.throttled(wait: wait, what: "failed token requests with a DPoP proof")
             }
             proofCountedAt = now
-            pruneIfDue()
-            let jkt = try await verifyDPoPProof(proof, request: request, accessToken: nil, challenge: nil)
+            pruner.pruneIfDue()
+            let jkt = try await self.dpop.verifyProof(proof, request: request, accessToken: nil, challenge: nil)
             dpop = .init(jkt: jkt, bindsRefreshToken: client.isPublic)
         } else if client.requireDPoP {
             throw OAuthError(.invalidDPoPProof, "this application requires DPoP: send a DPoP proof with the token request")
@@ -54,7 +70,7 @@ extension IdentityServer {
         if let proofCountedAt { try await proofThrottle.release(address: context.clientAddress, at: proofCountedAt) }
         if dpop != nil { response.tokenType = "DPoP" }
         var headers: HTTPFields = [:]
-        if configuration.dpop.requireNonce, dpop != nil { headers[DPoP.nonceHeader] = currentDPoPNonce() }
+        if self.dpop.settings.requireNonce, dpop != nil { headers[DPoP.nonceHeader] = self.dpop.currentNonce() }
         return try Responses.json(response, noStore: true, headers: headers)
     }
 
@@ -299,7 +315,7 @@ extension IdentityServer {
     private func flowAssertionExchange(_ token: String, _ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?)
         async throws -> TokenResponse
     {
-        let claims = try await redeemFlowAssertion(token, clientId: client.clientId)
+        let claims = try await ownTokens.redeemFlowAssertion(token, clientId: client.clientId)
         if let audience = try params.single("audience"), audience != issuer {
             throw OAuthError(.invalidTarget, "a flow assertion is exchanged for tokens of this server only")
         }

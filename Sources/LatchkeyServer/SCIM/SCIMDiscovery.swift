@@ -4,7 +4,7 @@ import LatchkeyJOSE
 
 /// SCIM discovery (RFC 7644 §4): `/scim2/ServiceProviderConfig`, `/scim2/ResourceTypes`, `/scim2/Schemas`. They
 /// describe the service, not any account, so they are public.
-extension IdentityServer {
+extension SCIMController {
     func addSCIMDiscoveryRoutes(_ router: Router<LatchkeyRequestContext>) {
         router.get("/scim2/ServiceProviderConfig") { _, _ in try SCIMResponse.json(self.scimServiceProviderConfig()) }
         router.get("/scim2/ResourceTypes") { _, _ in try SCIMResponse.json(Self.scimList([self.scimUserResourceType()])) }

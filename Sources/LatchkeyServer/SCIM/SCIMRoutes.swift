@@ -1,14 +1,24 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import LatchkeyJOSE
 
 /// SCIM 2.0 (RFC 7643/7644): `/scim2/Me` for the token's user and, with the `scim.admin` scope,
 /// `/scim2/Users/{id}` and `/scim2/Users?filter=…`. Reads, PUT and PATCH; no creation or deletion (accounts are
-/// created by sign-up flows and seeds). Every write goes through `updateProfile(of:changes:)`, so the user schema's
+/// created by sign-up flows and seeds). Every write goes through `accounts.updateProfile(of:changes:)`, so the user schema's
 /// validation and uniqueness rules are the same here as in `/users/me` and the flows.
-extension IdentityServer {
-    func addSCIMRoutes(_ router: Router<LatchkeyRequestContext>) {
+struct SCIMController: Sendable, LogsForRequests {
+    let issuerInForce: @Sendable () -> String
+    let store: any Store
+    let accounts: Accounts
+    let resources: ResourceAuthenticator
+    let baseLogger: Logger
+
+    var issuer: String { issuerInForce() }
+    private var userSchema: UserSchema { accounts.userSchema }
+
+    func addRoutes(to router: Router<LatchkeyRequestContext>) {
         router.get("/scim2/Me") { request, _ in try await self.scimRead(request, target: .me) }
         router.put("/scim2/Me") { request, _ in try await self.scimWrite(request, target: .me, replace: true) }
         router.patch("/scim2/Me") { request, _ in try await self.scimWrite(request, target: .me, replace: false) }
@@ -34,7 +44,7 @@ extension IdentityServer {
 
     /// The caller and the account the request addresses.
     private func scimResource(_ request: Request, target: SCIMTarget) async throws -> (ResourceCaller, UserRecord) {
-        let caller = try await resourceCaller(request)
+        let caller = try await resources.resourceCaller(request)
         switch target {
         case .me:
             switch caller.subject {
@@ -75,8 +85,8 @@ extension IdentityServer {
         var isMe = false
         if case .me = target { isMe = true }
         // One's own identifiers (the addresses codes go to) need a recent sign-in, and a new email its code first.
-        if isMe, changesIdentifiers(of: user, changes) { try requireRecentAuthentication(caller.claims) }
-        switch try await updateProfile(
+        if isMe, accounts.changesIdentifiers(of: user, changes) { try accounts.requireRecentAuthentication(caller.claims) }
+        switch try await accounts.updateProfile(
             of: user, changes: changes, disabled: disabled, byAdministrator: caller.isAdmin,
             verifyingNewEmail: isMe || !caller.isAdmin)
         {
@@ -88,7 +98,7 @@ extension IdentityServer {
                     "user": .string(update.user.id), "by": .string(caller.claims.sub),
                     "attributes": .string((changes.keys.sorted() + (disabled == nil ? [] : ["active"])).joined(separator: ","))
                 ])
-            try await afterSelfUpdate(update, before: user, locale: request.locale())
+            try await accounts.afterSelfUpdate(update, before: user, locale: request.locale())
             return try scimUserResponse(update.user)
         case .failure(.stale):
             // Another write came between this request's read and its write: with If-Match that is the version the
@@ -142,7 +152,7 @@ extension IdentityServer {
     /// `GET /scim2/Users?filter=…` (RFC 7644 §3.4.2): one `eq` comparison on `userName`, `emails`/`emails.value` or
     /// `id`. Without a filter the answer is `tooMany`: the store is not built for listing every account.
     private func scimList(_ request: Request) async throws -> Response {
-        let caller = try await resourceCaller(request)
+        let caller = try await resources.resourceCaller(request)
         guard caller.isAdmin else {
             throw SCIMError(status: .forbidden, detail: "/Users needs an access token with the \(ResourceCaller.adminScope) scope")
         }

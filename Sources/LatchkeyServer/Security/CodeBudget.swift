@@ -36,7 +36,7 @@ enum GlobalCodeAttempt: Sendable {
     case refused(seconds: Int)
 }
 
-extension IdentityServer {
+extension Accounts {
     /// Spends one attempt of a code budget *before* the code is checked, so that concurrent guesses cannot all pass a
     /// count taken before any of them was recorded. Nil when admitted; otherwise the seconds until the budget frees
     /// up (the code must then be refused, right or wrong). A right code clears the budget (`codeAccepted`).
@@ -108,13 +108,6 @@ extension IdentityServer {
             key: CodeBudget.recoveryEmails(codeKey: codeKey), now: now,
             window: window, limit: policy.maxRecoveryEmailsPerAccount)
         return admitted ? nil : Self.secondsUntilFree(events, window: window, now: now)
-    }
-
-    /// Spends one request of the per-address challenge throttle (the one passkey challenges and step-up codes use);
-    /// nil when admitted, else the seconds to wait.
-    func admitChallengeRequest(address: String) async throws -> Int? {
-        // Checked and counted in one step, as `admitChallenge` does: concurrent starts cannot all pass the check first.
-        try await challengeThrottle.reserve(address: address, now: clock.now)
     }
 
     /// The at-rest digest of a short one-time code: keyed (HMAC under the key-encryption key), because six digits

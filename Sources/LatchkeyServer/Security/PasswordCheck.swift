@@ -15,7 +15,7 @@ enum PasswordCheck {
     case disabled
 }
 
-extension IdentityServer {
+extension Accounts {
     /// Per-address throttle, account lockout, a decoy bcrypt hash for unknown users, failure and success bookkeeping.
     ///
     /// Concurrency-safe: the attempt is counted (against the address, and against the account) *before* the
@@ -96,7 +96,7 @@ extension IdentityServer {
 
 }
 
-extension IdentityServer {
+extension Accounts {
     /// Whole minutes (rounded up, at least one) as English text. For logs and English-only text; messages for people
     /// pass the number as the `minutes` argument of a catalog message instead (`PasswordCheck.userMessage`).
     static func minutes(_ seconds: Int) -> String { MessageCatalog.duration(minutes: MessageCatalog.minutes(seconds: seconds), locale: .en) }

@@ -48,7 +48,7 @@ enum SecondFactor: String, Sendable {
     static func cleaned(_ submitted: String?) -> String { (submitted ?? "").filter { !$0.isWhitespace } }
 }
 
-extension IdentityServer {
+extension Accounts {
     /// The factor to ask `user` for: TOTP first (it needs no delivery), else emailed codes when the account has an
     /// email address; nil when it has neither.
     func enrolledSecondFactor(of user: UserRecord) async throws -> SecondFactor? {

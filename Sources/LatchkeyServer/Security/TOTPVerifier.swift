@@ -24,7 +24,7 @@ enum TOTPVerifier {
     }
 }
 
-extension IdentityServer {
+extension Accounts {
     /// Whether `code` is a fresh TOTP code of the user's authenticator: right for a step within the window and not
     /// used before (the step is then spent atomically, so of two requests with the same code only one succeeds).
     /// False when the user has no TOTP factor.

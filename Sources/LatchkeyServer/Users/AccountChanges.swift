@@ -25,7 +25,7 @@ struct RecentAuthenticationRequired: Error, Sendable {
     }
 }
 
-extension IdentityServer {
+extension Accounts {
     static let emailChangeMaxAttempts = 5
 
     /// Refuses the change unless the token's sign-in (`auth_time`) is at most `recent_auth_seconds` old: a token can
@@ -142,4 +142,27 @@ enum EmailChangeFailure: Error {
     /// Too many wrong codes for the target address lately, from any account; retry after `seconds`.
     case addressLocked(seconds: Int)
     case rejected(ProfileRejection)
+}
+
+extension Accounts {
+    /// What follows a user's own profile change, whatever the dialect: the new email gets its code, and the account's
+    /// address hears of a new username.
+    func afterSelfUpdate(_ update: ProfileUpdate, before user: UserRecord, locale: SupportedLocale) async throws {
+        if update.user.username != user.username {
+            try await notifyAccountChange(user, "username_change", arguments: ["username": update.user.username], locale: locale)
+        }
+        if let email = update.pendingEmail { try await startEmailChange(of: update.user, to: email, locale: locale) }
+    }
+}
+
+extension Accounts {
+    /// Whether an SSO session is strong enough to sign `user` in to `clientId` silently: it must be multi-factor when
+    /// the application requires MFA or the account has a second factor enrolled, so a session opened with a password
+    /// alone (or before the factor was enrolled) never stands in for the second factor.
+    func sessionSatisfies(_ session: SessionRecord, user: UserRecord, clientId: String) async throws -> Bool {
+        if AuthenticationMethods.isMultiFactor(session.amr) { return true }
+        let requireMFA = try await store.client(id: clientId)?.configuration.requireMFA ?? true
+        if requireMFA { return false }
+        return try await enrolledSecondFactor(of: user) == nil
+    }
 }

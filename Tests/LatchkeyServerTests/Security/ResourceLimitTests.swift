@@ -136,7 +136,7 @@ struct ResourceLimitTests {
         let server = try await TestServer.start { $0.pruneIntervalSeconds = 600 }
         defer { Task { await server.stop() } }
         #expect(try await TestBrowser().get(server.authorizeURL(AuthorizeOptions())).status == 302)  // prunes (first time) and stores one
-        try await eventually("the first pruning ran") { await server.server.pruneSchedule.hasRun }
+        try await eventually("the first pruning ran") { await server.server.pruner.schedule.hasRun }
         server.advanceClock(3600)
         #expect(try await TestBrowser().get(server.authorizeURL(AuthorizeOptions())).status == 302)
         // The first login request has expired (10 minutes) and goes; the new one stays.

@@ -3,26 +3,26 @@ import Foundation
 
 /// Password and second-factor steps of sign-in. The password step is `checkPassword`, as on the hosted login page.
 enum AuthenticationExecutors {
-    static func password(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+    static func password(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         let username = (run.value("username") ?? "").trimmingCharacters(in: .whitespaces)
-        let outcome = try await server.checkPassword(
+        let outcome = try await services.accounts.checkPassword(
             username: username, password: run.submitted["password"] ?? "", address: run.clientAddress,
             signIn: .flow)
         switch outcome {
-        case .throttled, .locked, .rejected: return .retry(.password(outcome, now: server.clock.now))
-        case .disabled: return .fail(.password(outcome, now: server.clock.now))
+        case .throttled, .locked, .rejected: return .retry(.password(outcome, now: services.clock.now))
+        case .disabled: return .fail(.password(outcome, now: services.clock.now))
         case .accepted(let user):
             run.state.userId = user.id
             run.state.amr = ["pwd"]
-            run.state.authTime = server.clock.now
+            run.state.authTime = services.clock.now
             return .next
         }
     }
 
     /// Branches `totp`, `email_otp` or `none` by what the user has enrolled (TOTP first: it needs no delivery).
-    static func resolveSecondFactor(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
-        guard let userId = run.state.userId, let user = try await server.store.user(id: userId) else { return .fail(.invalidCredentials) }
-        switch try await server.enrolledSecondFactor(of: user) {
+    static func resolveSecondFactor(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+        guard let userId = run.state.userId, let user = try await services.store.user(id: userId) else { return .fail(.invalidCredentials) }
+        switch try await services.accounts.enrolledSecondFactor(of: user) {
         case .totp:
             run.state.additionalData = ["mfaMethod": "totp", "otpLength": "6", "otpNumericOnly": "true"]
             return .branch("totp")
@@ -38,17 +38,17 @@ enum AuthenticationExecutors {
     /// RFC 6238 through `TOTPVerifier` (±1 step, each step accepted once). Five wrong codes end the execution, and
     /// every code spends one attempt of the account's second-factor budget first, so new executions (which a known
     /// password starts at will) do not bring fresh guesses.
-    static func verifyTOTP(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+    static func verifyTOTP(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         guard let userId = run.state.userId else { return .fail(.invalidCredentials) }
         let budget = CodeBudget.secondFactor(userId: userId)
-        if let wait = try await server.reserveCodeAttempt(budget) { return .fail(.codesLocked(seconds: wait)) }
-        guard try await server.verifyTOTP(userId: userId, code: SecondFactor.cleaned(run.submitted["otp"])) else {
+        if let wait = try await services.accounts.reserveCodeAttempt(budget) { return .fail(.codesLocked(seconds: wait)) }
+        guard try await services.accounts.verifyTOTP(userId: userId, code: SecondFactor.cleaned(run.submitted["otp"])) else {
             run.state.factorAttempts += 1
             if run.state.factorAttempts >= SecondFactor.maxAttempts { return .fail(.tooManyCodeAttempts) }
             run.state.additionalData = ["mfaMethod": "totp", "otpLength": "6", "otpNumericOnly": "true"]
             return .retry(.invalidCode)
         }
-        try await server.codeAccepted(budget)
+        try await services.accounts.codeAccepted(budget)
         run.state.amr.append("otp")
         return .next
     }
@@ -65,7 +65,7 @@ enum CodeExecutors {
     static let maxSends = SecondFactor.maxSends
     static let maxAttempts = SecondFactor.maxAttempts
 
-    static func send(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+    static func send(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         let recovery = node.properties?["purpose"] == "recovery"
         guard run.state.codeSends < maxSends else { return .fail(recovery ? .recoveryFailed : .tooManyCodeAttempts) }
         var user: UserRecord?
@@ -74,43 +74,45 @@ enum CodeExecutors {
             // Find the account by username or email (ambiguous ones name none); an unknown one gets the same answer and no
             // message.
             let identifier = (run.value("username") ?? "").trimmingCharacters(in: .whitespaces)
-            user = identifier.isEmpty ? nil : try await server.account(identifier: identifier)
+            user = identifier.isEmpty ? nil : try await services.accounts.account(identifier: identifier)
             run.state.userId = user?.id
             budget = CodeBudget.recovery(userId: user?.id, identifier: identifier)
             // Recovery needs no credentials: its emails are limited per address and per account (or unknown
             // identifier, answered alike), against brute force and mail bombing.
-            if let wait = try await server.admitChallengeRequest(address: run.clientAddress) { return .fail(.addressThrottled(seconds: wait)) }
-            if let wait = try await server.codeLockout(budget) { return .fail(.codesLocked(seconds: wait)) }
-            if let wait = try await server.admitCodeEmail(budget) { return .fail(.recoveryThrottled(seconds: wait)) }
+            if let wait = try await services.admission.admitChallengeRequest(address: run.clientAddress) {
+                return .fail(.addressThrottled(seconds: wait))
+            }
+            if let wait = try await services.accounts.codeLockout(budget) { return .fail(.codesLocked(seconds: wait)) }
+            if let wait = try await services.accounts.admitCodeEmail(budget) { return .fail(.recoveryThrottled(seconds: wait)) }
         } else if let userId = run.state.userId {
-            user = try await server.store.user(id: userId)
+            user = try await services.store.user(id: userId)
             budget = CodeBudget.secondFactor(userId: userId)
             // A locked account is not sent codes it could not use.
-            if let wait = try await server.codeLockout(budget) { return .fail(.codesLocked(seconds: wait)) }
+            if let wait = try await services.accounts.codeLockout(budget) { return .fail(.codesLocked(seconds: wait)) }
         } else {
             return .fail(.mfaNotEnrolled)
         }
         run.state.codeBudget = budget
         let code = recovery ? LongCode.newCode() : SecondFactor.newCode()
-        let now = server.clock.now
+        let now = services.clock.now
         run.state.codeSends += 1
         // A resend replaces the code but keeps the attempts already spent on this execution.
         run.state.code = .init(
-            digest: server.codeDigest(recovery ? LongCode.normalized(code) : code),
-            expiresAt: now.addingTimeInterval(TimeInterval(server.configuration.lifetimes.oneTimeCode)),
+            digest: services.accounts.codeDigest(recovery ? LongCode.normalized(code) : code),
+            expiresAt: now.addingTimeInterval(TimeInterval(services.configuration.lifetimes.oneTimeCode)),
             attempts: run.state.code?.attempts ?? 0)
         // Codes go only to a verified address: one nobody proved (typed in at sign-up, set by an administrator)
         // may belong to someone else.
-        if let user, let email = IdentityServer.verifiedEmail(of: user), !user.disabled {
+        if let user, let email = Accounts.verifiedEmail(of: user), !user.disabled {
             // In the execution's language: the person who asked for the code is the one reading it.
             let kind = recovery ? "recovery" : "signin"
             let arguments = [
                 "code": code, "app": run.client.name,
-                "minutes": String(MessageCatalog.minutes(seconds: server.configuration.lifetimes.oneTimeCode))
+                "minutes": String(MessageCatalog.minutes(seconds: services.configuration.lifetimes.oneTimeCode))
             ]
             let subject = MessageCatalog.text("email.code.\(kind).subject", locale: run.locale, default: "Your code")
             let body = MessageCatalog.text("email.code.\(kind).body", locale: run.locale, arguments: arguments, default: code)
-            try await server.outbox.send(
+            try await services.outbox.send(
                 OutboxMessage(
                     id: Secrets.identifier(), channel: .email, recipient: email, subject: subject,
                     body: body, code: code, createdAt: now))
@@ -126,27 +128,27 @@ enum CodeExecutors {
         return .next
     }
 
-    static func verify(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+    static func verify(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         let recovery = node.properties?["purpose"] == "recovery"
         let input = node.properties?["input"] ?? "otp"
         guard var pending = run.state.code else { return .fail(recovery ? .recoveryFailed : .invalidCode) }
-        if pending.expiresAt <= server.clock.now { return .retry(.codeExpired) }
+        if pending.expiresAt <= services.clock.now { return .retry(.codeExpired) }
         let typed = run.submitted[input] ?? ""
         let submitted = recovery ? LongCode.normalized(typed) : typed.filter { !$0.isWhitespace }
         let budget =
             run.state.codeBudget
             ?? run.state.userId.map { recovery ? CodeBudget.recovery(userId: $0, identifier: "") : CodeBudget.secondFactor(userId: $0) }
-        if let budget, let wait = try await server.reserveCodeAttempt(budget) {
+        if let budget, let wait = try await services.accounts.reserveCodeAttempt(budget) {
             run.state.code = nil
             return .fail(.codesLocked(seconds: wait))
         }
         // Counted before the check too, so a burst cannot pass a count taken before any of it was recorded.
-        let globalAttempt = recovery ? try await server.reserveRecoveryCodeAttempt(address: run.clientAddress) : nil
+        let globalAttempt = recovery ? try await services.accounts.reserveRecoveryCodeAttempt(address: run.clientAddress) : nil
         if case .refused(let wait)? = globalAttempt {
             run.state.code = nil
             return .fail(.codesLocked(seconds: wait))
         }
-        guard !pending.digest.isEmpty, Secrets.constantTimeEquals(server.codeDigest(submitted), pending.digest) else {
+        guard !pending.digest.isEmpty, Secrets.constantTimeEquals(services.accounts.codeDigest(submitted), pending.digest) else {
             pending.attempts += 1
             run.state.code = pending
             if pending.attempts >= maxAttempts {
@@ -156,8 +158,8 @@ enum CodeExecutors {
             return .retry(.invalidCode)
         }
         run.state.code = nil  // single use
-        if let budget { try await server.codeAccepted(budget) }
-        if case .admitted(let at)? = globalAttempt { try await server.recoveryCodeAccepted(at: at) }
+        if let budget { try await services.accounts.codeAccepted(budget) }
+        if case .admitted(let at)? = globalAttempt { try await services.accounts.recoveryCodeAccepted(at: at) }
         if recovery {
             run.state.recoveryVerified = true
         } else {

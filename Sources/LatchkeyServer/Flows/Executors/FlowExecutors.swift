@@ -3,7 +3,7 @@ import Foundation
 /// The executors a task node can name. Each reads and updates the run and returns an outcome; none keeps state
 /// of its own, so executions survive restarts and can move between server instances.
 enum FlowExecutors {
-    typealias Executor = @Sendable (IdentityServer, FlowNode, inout FlowRun) async throws -> ExecutorOutcome
+    typealias Executor = @Sendable (FlowServices, FlowNode, inout FlowRun) async throws -> ExecutorOutcome
 
     private static let registry: [String: Executor] = [
         "PasswordAuthenticator": AuthenticationExecutors.password,

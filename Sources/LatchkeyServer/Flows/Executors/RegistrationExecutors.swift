@@ -4,47 +4,47 @@ import Foundation
 /// then the account is created.
 enum RegistrationExecutors {
     /// Branches `required` for invite-only applications, `open` otherwise.
-    static func invitationGate(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+    static func invitationGate(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         run.client.registration == .inviteOnly ? .branch("required") : .branch("open")
     }
 
-    static func verifyInvitation(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+    static func verifyInvitation(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         let code = (run.submitted["invitationCode"] ?? "").trimmingCharacters(in: .whitespaces)
         let digest = Secrets.digest(code)
-        guard let invitation = try await server.store.invitation(codeHash: digest), invitation.applicationId == run.state.applicationId,
+        guard let invitation = try await services.store.invitation(codeHash: digest), invitation.applicationId == run.state.applicationId,
             invitation.usedAt == nil
         else {
             return .retry(.invalidInvitation)
         }
-        guard invitation.expiresAt > server.clock.now else { return .retry(.expiredInvitation) }
+        guard invitation.expiresAt > services.clock.now else { return .retry(.expiredInvitation) }
         run.state.invitationHash = digest
         if let email = invitation.email { run.state.inputs["email"] = email }  // the invited address is the account's
         return .next
     }
 
-    static func credentials(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+    static func credentials(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         let username = (run.submitted["username"] ?? "").trimmingCharacters(in: .whitespaces)
         let password = run.submitted["password"] ?? ""
         // `credential: passkey` nodes register without a password: the passkey registered next is the credential.
         let passwordless = node.properties?["credential"] == "passkey"
         var problems: [FlowResponse.FieldError] = []
-        if let problem = server.userSchema.problem("username", username) {
+        if let problem = services.userSchema.problem("username", username) {
             problems.append(.init(identifier: "username", message: problem.text(run.locale)))
         }
         if !passwordless, let problem = PasswordPolicy.problem(password, username: username) {
             problems.append(.init(identifier: "password", message: problem.text(run.locale)))
         }
         if !problems.isEmpty { return .fieldErrors(problems) }
-        if try await server.store.user(username: username) != nil { return .retry(.userExists) }
+        if try await services.store.user(username: username) != nil { return .retry(.userExists) }
         run.state.inputs["username"] = username
-        run.state.pendingPasswordHash = passwordless ? PasswordHasher.noPassword : try await server.hasher.hash(password)
+        run.state.pendingPasswordHash = passwordless ? PasswordHasher.noPassword : try await services.hasher.hash(password)
         return .next
     }
 
     /// Asks (via `onIncomplete`) for the required attributes not collected yet, validates them, checks
     /// uniqueness and creates the account.
-    static func provision(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
-        let schema = server.userSchema
+    static func provision(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+        let schema = services.userSchema
         guard let username = run.state.inputs["username"], let passwordHash = run.state.pendingPasswordHash else {
             return .fail(.badRequest("the registration has no credentials"))
         }
@@ -73,13 +73,13 @@ enum RegistrationExecutors {
         }
         var invitedEmail: String?
         if let digest = run.state.invitationHash {
-            invitedEmail = try await server.store.invitation(codeHash: digest)?.email
+            invitedEmail = try await services.store.invitation(codeHash: digest)?.email
             if let invitedEmail, claims["email"]?.lowercased() != invitedEmail.lowercased() {
                 return .retry(.invalidInvitation, at: node.onIncomplete)
             }
         }
         claims["email_verified"] = invitedEmail != nil ? "true" : "false"
-        let now = server.clock.now
+        let now = services.clock.now
         // A passkey registration reserved the id (it is the passkey's user handle) and must bring its credential.
         if passwordHash == PasswordHasher.noPassword, run.state.pendingPasskey == nil {
             return .fail(.badRequest("a registration without a password needs a verified passkey"))
@@ -87,7 +87,7 @@ enum RegistrationExecutors {
         let user = UserRecord(
             id: run.state.reservedUserId ?? UUID().uuidString.lowercased(), username: username, passwordHash: passwordHash,
             claims: claims, disabled: false, failedLogins: 0, lockedUntil: nil, createdAt: now)
-        if let conflict = try await server.uniquenessConflict(for: user) {
+        if let conflict = try await services.accounts.uniquenessConflict(for: user) {
             if conflict.attribute == "username" { return .retry(.userExists, at: node.onFailure) }
             run.state.inputs[conflict.attribute] = nil
             let display = schema.attribute(conflict.attribute)?.displayName ?? conflict.attribute
@@ -95,22 +95,22 @@ enum RegistrationExecutors {
             return .retry(.attributeTaken(conflict.attribute, display: display), at: node.onIncomplete)
         }
         if let digest = run.state.invitationHash {
-            guard try await server.store.useInvitation(codeHash: digest, now: now) else { return .fail(.invalidInvitation) }
+            guard try await services.store.useInvitation(codeHash: digest, now: now) else { return .fail(.invalidInvitation) }
         }
         do {
             if let passkey = run.state.pendingPasskey {
-                try await server.store.insertUser(user, withPasskey: passkey)
+                try await services.store.insertUser(user, withPasskey: passkey)
             } else {
-                try await server.store.insertUser(user)
+                try await services.store.insertUser(user)
             }
         } catch StoreError.conflict("passkey") {
             return .fail(PasskeyFailure.alreadyRegistered.flowFailure)
         } catch {
             // Lost a race for the username (UNIQUE constraint) between the check and the insert.
-            if try await server.store.user(username: username) != nil { return .retry(.userExists, at: node.onFailure) }
+            if try await services.store.user(username: username) != nil { return .retry(.userExists, at: node.onFailure) }
             throw error
         }
-        server.logger.info("user registered", metadata: ["user": .string(user.id), "application": .string(run.state.applicationId)])
+        services.logger.info("user registered", metadata: ["user": .string(user.id), "application": .string(run.state.applicationId)])
         run.state.userId = user.id
         run.state.pendingPasswordHash = nil
         run.state.amr =
@@ -132,13 +132,13 @@ enum RegistrationExecutors {
 
 /// Password recovery's last step.
 enum RecoveryExecutors {
-    static func updatePassword(_ server: IdentityServer, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
-        guard run.state.recoveryVerified, let userId = run.state.userId, let user = try await server.store.user(id: userId) else {
+    static func updatePassword(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+        guard run.state.recoveryVerified, let userId = run.state.userId, let user = try await services.store.user(id: userId) else {
             return .fail(.recoveryFailed)
         }
-        switch try await server.setPassword(of: user, to: run.submitted["password"] ?? "") {
+        switch try await services.accounts.setPassword(of: user, to: run.submitted["password"] ?? "") {
         case .success:
-            server.logger.info("password reset through recovery", metadata: ["user": .string(user.id)])
+            services.logger.info("password reset through recovery", metadata: ["user": .string(user.id)])
             run.state.recoveryVerified = false
             return .next
         case .failure(.invalid(let problems)):

@@ -1,0 +1,62 @@
+import Foundation
+import Hummingbird
+
+/// How an authorization request is answered once it is decided: a single-use code for the client, or an error, sent
+/// back to the redirect URI with `state` and `iss` (RFC 9207); and the error page for requests that cannot go back.
+/// Shared by the authorization endpoint, the hosted login, reachFive's step-up and native sign-ins.
+struct AuthorizationResponses: Sendable {
+    let kit: TokenKit
+
+    private var issuer: String { kit.issuer }
+    private var store: any Store { kit.store }
+    private var clock: ServerClock { kit.clock }
+
+    /// Issues a single-use code bound to the client, redirect URI, PKCE challenge and nonce, and sends the browser
+    /// back with `code`, `state` and `iss`.
+    func issueCode(
+        _ authRequest: AuthorizationRequest, user: UserRecord, session: SessionRecord, afterPost: Bool,
+        headers: HTTPFields = [:]
+    ) async throws -> Response {
+        let code = try await mintAuthorizationCode(authRequest, user: user, session: session)
+        let location = RedirectURL.appending([("code", code), ("state", authRequest.state), ("iss", issuer)], to: authRequest.redirectUri)
+        return Responses.redirect(to: location, afterPost: afterPost, headers: headers)
+    }
+
+    /// A single-use code bound to the client, redirect URI, PKCE challenge and nonce (stored as a digest).
+    func mintAuthorizationCode(_ authRequest: AuthorizationRequest, user: UserRecord, session: SessionRecord) async throws -> String {
+        let code = Secrets.token()
+        let now = clock.now
+        try await store.insertAuthorizationCode(
+            AuthorizationCodeRecord(
+                codeHash: Secrets.digest(code), clientId: authRequest.clientId, userId: user.id, redirectUri: authRequest.redirectUri,
+                scope: authRequest.scope, nonce: authRequest.nonce, codeChallenge: authRequest.codeChallenge, sessionId: session.id,
+                authTime: session.authTime, expiresAt: now.addingTimeInterval(TimeInterval(kit.lifetimes.authorizationCode)),
+                usedAt: nil, familyId: nil, amr: session.amr))
+        return code
+    }
+
+    /// `messageKey` adds the reachFive `error_message_key`, so native SDKs can tell why (e.g. `apple.expired`).
+    /// With a catalog `messageKey` the reachFive `error_user_msg` (in `locale`) goes along too.
+    func errorRedirect(
+        _ error: OAuthError, redirectUri: String, state: String?, messageKey: String? = nil,
+        locale: SupportedLocale = .en
+    ) -> Response {
+        let userMessage = messageKey.flatMap { MessageCatalog.text($0, locale: locale) }
+        return Responses.redirect(
+            to: RedirectURL.appending(
+                [
+                    ("error", error.code.rawValue), ("error_description", error.description), ("error_message_key", messageKey),
+                    ("error_user_msg", userMessage), ("state", state), ("iss", issuer)
+                ],
+                to: redirectUri))
+    }
+
+    /// The error page for requests that cannot go back to the client, in the request's `ui_locales` or browser language.
+    static func authorizeErrorPage(_ bodyKey: String, _ request: Request, _ params: Parameters) -> Response {
+        let uiLocales = (try? params.single("ui_locales")) ?? nil
+        return Responses.html(
+            Pages.message(
+                titleKey: "page.authorize_invalid.title", bodyKey: bodyKey,
+                locale: request.locale(uiLocales: uiLocales)), status: .badRequest)
+    }
+}
