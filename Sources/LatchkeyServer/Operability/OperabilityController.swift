@@ -7,7 +7,7 @@ import NIOCore
 /// The operator's endpoints: `GET /health` (the process serves), `GET /ready` (it can do its work: the store answers
 /// and signing keys are loaded), `GET /metrics` (when enabled) and `GET /openapi.json`. Holds only what they read.
 struct OperabilityController {
-    let store: any Store
+    let store: any ClientStore
     let keys: KeyRing
     let metrics: ServerMetrics
     /// Whether `/metrics` is routed at all, and whether only direct (unproxied) requests may read it.

@@ -14,10 +14,8 @@ public enum StoreError: Error, Equatable {
     case schemaTooNew(found: Int, known: Int)
 }
 
-/// Persistence for the identity server. Every method is atomic; implementations must be safe to call concurrently
-/// from many requests and from several server instances sharing the same database.
-public protocol Store: Sendable {
-    // Users
+/// Accounts: profiles, password attempts and lockouts, pending email changes.
+public protocol UserStore: Sendable {
     func insertUser(_ user: UserRecord) async throws
     func user(id: String) async throws -> UserRecord?
     func user(username: String) async throws -> UserRecord?
@@ -61,24 +59,30 @@ public protocol Store: Sendable {
     /// Checks a code against the pending email change in one transaction: a match removes it (single use) and
     /// returns it; a miss counts an attempt and removes it at `maxAttempts`.
     func redeemEmailChange(userId: String, codeDigest: Data, maxAttempts: Int, now: Date) async throws -> EmailChangeRedemption
+}
 
-    // Second factors
+/// Second factors (TOTP, emailed codes) and TOTP replay protection.
+public protocol SecondFactorStore: Sendable {
     func factors(userId: String) async throws -> [UserFactorRecord]
     func upsertFactor(_ factor: UserFactorRecord) async throws
     func deleteFactor(userId: String, kind: UserFactorRecord.Kind) async throws
     /// Records `step` as the user's last accepted TOTP time step if it is later than the stored one (one conditional
     /// update); false when a code of this step or a later one was already accepted (a replay).
     func acceptTOTPStep(userId: String, step: Int64) async throws -> Bool
+}
 
-    // Per-account budgets (wrong one-time codes, recovery emails), as sliding windows of events per key. Every caller
-    // uses the same window (`LoginPolicy.codeWindowSeconds`): older events may be dropped for all keys.
+/// Per-account budgets (wrong one-time codes, recovery emails), as sliding windows of events per key. Every caller
+/// uses the same window (`LoginPolicy.codeWindowSeconds`): older events may be dropped for all keys.
+public protocol AccountEventStore: Sendable {
     /// Records an event for `key` only while fewer than `limit` are within the last `window` seconds (check and record
     /// are one transaction); returns whether it was recorded and the events in the window afterwards.
     func admitAccountEvent(key: String, now: Date, window: TimeInterval, limit: Int) async throws -> (admitted: Bool, events: AccountEventCount)
     func accountEvents(key: String, now: Date, window: TimeInterval) async throws -> AccountEventCount
     func clearAccountEvents(key: String) async throws
+}
 
-    // Flow executions
+/// Running app-native flows (thunderID `/flow/execute`).
+public protocol FlowExecutionStore: Sendable {
     func insertFlowExecution(_ execution: FlowExecutionRecord) async throws
     func flowExecution(id: String, now: Date) async throws -> FlowExecutionRecord?
     /// Atomically replaces the challenge digest if `presented` is the current one; false when it is not (stale or
@@ -86,8 +90,10 @@ public protocol Store: Sendable {
     func swapFlowChallenge(id: String, presented: Data, next: Data) async throws -> Bool
     func updateFlowExecution(id: String, state: Data, expiresAt: Date) async throws
     func deleteFlowExecution(id: String) async throws
+}
 
-    // Outbox (development delivery of email and SMS)
+/// Messages: the development outbox and the SMTP delivery queue.
+public protocol OutboxStore: Sendable {
     func insertOutboxMessage(_ message: OutboxMessage) async throws
     func outboxMessages(recipient: String, limit: Int) async throws -> [OutboxMessage]
     /// Queues an email for SMTP delivery unless `limit` messages already wait (checked in the same transaction);
@@ -100,21 +106,28 @@ public protocol Store: Sendable {
     func rescheduleMail(id: String, attempts: Int, nextAttemptAt: Date) async throws
     /// Removes a delivered (or abandoned) email: its body carries a code.
     func deleteMail(id: String) async throws
+}
 
-    // Invitations
+/// Invitations to register.
+public protocol InvitationStore: Sendable {
     func insertInvitation(_ invitation: InvitationRecord) async throws
     func invitation(codeHash: Data) async throws -> InvitationRecord?
     /// Marks an unused invitation used; false when it was already used.
     func useInvitation(codeHash: Data, now: Date) async throws -> Bool
+}
 
+/// Single-use token ids (DPoP proofs' and the server's own tokens' `jti`).
+public protocol SingleUseStore: Sendable {
     /// Records a single-use token id (a DPoP proof's, a flow assertion's, a login ticket's `jti`); false when it was
     /// already consumed. `expiresAt` is the last moment the id could be accepted; the record is kept
     /// `SingleUseRetention.skewMargin` longer and pruned by the database's clock (`pruneExpired`), not by any
     /// instance's: an instance whose clock runs ahead must not forget an id that one running behind still accepts.
     /// Recording never deletes (no scan on the request's path).
     func consumeTokenId(_ jti: String, expiresAt: Date) async throws -> Bool
+}
 
-    // Device authorization (RFC 8628)
+/// Device authorization requests (RFC 8628).
+public protocol DeviceAuthorizationStore: Sendable {
     func insertDeviceAuthorization(_ authorization: DeviceAuthorizationRecord) async throws
     /// The pending, unexpired authorization of a user code.
     func pendingDeviceAuthorization(userCodeDigest: Data, now: Date) async throws -> DeviceAuthorizationRecord?
@@ -126,14 +139,18 @@ public protocol Store: Sendable {
     /// One poll, atomically: the interval is enforced (and raised on `slow_down`), an approval is handed out once.
     /// Another client's device code is `.notFound` and left untouched.
     func pollDeviceAuthorization(deviceCodeHash: Data, clientId: String, now: Date) async throws -> DevicePoll
+}
 
-    // Pushed authorization requests (RFC 9126)
+/// Pushed authorization requests (RFC 9126).
+public protocol PushedRequestStore: Sendable {
     func insertPushedRequest(_ request: PushedRequestRecord) async throws
     /// Takes a pushed request of `clientId` out (single use): nil when unknown, another client's (left in place, so
     /// that a leaked `request_uri` presented with the wrong `client_id` cannot burn it), already used or expired.
     func takePushedRequest(uriHash: Data, clientId: String, now: Date) async throws -> PushedRequestRecord?
+}
 
-    // Passkeys (WebAuthn) and federated identities
+/// Passkeys, their ceremonies, step-up challenges and federated identities.
+public protocol PasskeyStore: Sendable {
     func insertPasskey(_ passkey: PasskeyRecord) async throws
     /// Creates an account together with its first passkey, atomically (`StoreError.conflict` when either exists).
     func insertUser(_ user: UserRecord, withPasskey passkey: PasskeyRecord) async throws
@@ -159,12 +176,16 @@ public protocol Store: Sendable {
     func takeStepUpChallenge(id: String) async throws -> Bool
     func federatedIdentity(provider: String, subject: String) async throws -> FederatedIdentityRecord?
     func linkFederatedIdentity(_ link: FederatedIdentityRecord) async throws
+}
 
-    // Clients
+/// Registered clients (applications).
+public protocol ClientStore: Sendable {
     func upsertClient(_ client: ClientRecord) async throws
     func client(id: String) async throws -> ClientRecord?
+}
 
-    // Pending logins
+/// Authorization requests waiting for the hosted login, and their pending second factors.
+public protocol LoginRequestStore: Sendable {
     func insertLoginRequest(_ request: LoginRequestRecord) async throws
     func loginRequest(id: String, now: Date) async throws -> LoginRequestRecord?
     func deleteLoginRequest(id: String) async throws
@@ -178,14 +199,18 @@ public protocol Store: Sendable {
     func resendLoginSecondFactor(requestId: String, codeDigest: Data, expiresAt: Date, maxSends: Int) async throws -> Bool
     /// Deletes the pending second factor; false when it was already gone (used by a concurrent request).
     func takeLoginSecondFactor(requestId: String) async throws -> Bool
+}
 
-    // Authorization codes
+/// Single-use authorization codes.
+public protocol AuthorizationCodeStore: Sendable {
     func insertAuthorizationCode(_ code: AuthorizationCodeRecord) async throws
     /// Marks the code used, creates token family `familyId` for it (its client, user and session) and attaches it, all
     /// in one transaction; or reports a replay (and revokes the family the first redemption produced).
     func redeemAuthorizationCode(hash: Data, familyId: String, now: Date) async throws -> CodeRedemption
+}
 
-    // Token families, refresh and access tokens
+/// Token families, refresh tokens (rotated, with replay detection) and access tokens.
+public protocol TokenStore: Sendable {
     func insertFamily(_ family: TokenFamilyRecord) async throws
     func family(id: String) async throws -> TokenFamilyRecord?
     func revokeFamily(id: String, reason: String, now: Date) async throws
@@ -196,8 +221,10 @@ public protocol Store: Sendable {
     func insertAccessToken(_ token: AccessTokenRecord) async throws
     func accessToken(jti: String) async throws -> AccessTokenRecord?
     func revokeAccessToken(jti: String, now: Date) async throws
+}
 
-    // SSO sessions
+/// Sign-in sessions.
+public protocol SessionStore: Sendable {
     func insertSession(_ session: SessionRecord) async throws
     func session(secretHash: Data) async throws -> SessionRecord?
     func session(id: String) async throws -> SessionRecord?
@@ -209,25 +236,40 @@ public protocol Store: Sendable {
     /// Ends every session of the user and revokes every token family of the user, except the kept session and the
     /// kept family (the caller's own, when a signed-in user changes the password); nil keeps nothing.
     func revokeUserSessions(userId: String, keepingSession: String?, keepingFamily: String?, reason: String, now: Date) async throws
+}
 
-    // Signing keys
+/// The server's signing keys.
+public protocol SigningKeyStore: Sendable {
     func signingKeys() async throws -> [SigningKeyRecord]
     func insertSigningKey(_ key: SigningKeyRecord) async throws
     func retireSigningKeys(before: Date, now: Date) async throws
+}
 
-    // Per-address throttles shared by every instance (flood limits on failed logins, challenges, starts). A single
-    // instance on SQLite keeps them in memory instead (`AddressThrottle`); the server uses these with a shared store.
+/// Per-address throttles shared by every instance (flood limits on failed logins, challenges, starts). A single
+/// instance on SQLite keeps them in memory instead (`AddressThrottle`); the server uses these with a shared store.
+public protocol AddressEventStore: Sendable {
     /// Counts an event of `bucket` for `address` unless `limit` events are already within the last `window` seconds
     /// (check and count are atomic across instances): nil when admitted, otherwise the seconds (≥ 1) until the oldest
     /// counted event leaves the window.
     func reserveAddressEvent(bucket: String, address: String, now: Date, window: TimeInterval, limit: Int) async throws -> Int?
     /// Takes back one event recorded at `at` (the attempt it reserved turned out not to count).
     func releaseAddressEvent(bucket: String, address: String, at: Date) async throws
+}
 
-    // Maintenance
+/// Deleting what can no longer be used.
+public protocol MaintenanceStore: Sendable {
     /// Deletes rows that can no longer be used (see `IdentityServer.pruneExpired`); returns how many.
     func pruneExpired(now: Date, outboxBefore: Date) async throws -> Int
 }
+
+/// Persistence for the identity server: every aggregate's store in one. Every method is atomic; implementations must be
+/// safe to call concurrently from many requests and from several server instances sharing the same database. A part of
+/// the server that needs only some aggregates declares only those (`any ClientStore & TokenStore`).
+public protocol Store:
+    UserStore, SecondFactorStore, AccountEventStore, FlowExecutionStore, OutboxStore, InvitationStore, SingleUseStore, DeviceAuthorizationStore,
+    PushedRequestStore, PasskeyStore, ClientStore, LoginRequestStore, AuthorizationCodeStore, TokenStore, SessionStore, SigningKeyStore,
+    AddressEventStore, MaintenanceStore
+{}
 
 /// How long single-use ids outlive their acceptance (`Store.consumeTokenId`).
 public enum SingleUseRetention {

@@ -10,7 +10,7 @@ struct TokenManagementController: Sendable, LogsForRequests {
     let dpop: DPoPVerifier
     let baseLogger: Logger
 
-    private var store: any Store { kit.store }
+    private var store: any UserStore & ClientStore & TokenStore { kit.store }
     private var clock: ServerClock { kit.clock }
     private var issuer: String { kit.issuer }
     private var validator: TokenValidator { kit.validator }

@@ -10,7 +10,7 @@ import LatchkeyJOSE
 /// tokens), a client's own token (client credentials) is refused with 403 `AUTH-4030`, and changing the password
 /// requires the current one.
 struct SelfServiceController: Sendable, LogsForRequests {
-    let store: any Store
+    let store: any UserStore & TokenStore
     let clock: ServerClock
     let accounts: Accounts
     let resources: ResourceAuthenticator

@@ -7,7 +7,7 @@ import LatchkeyJOSE
 struct UserInfoController {
     /// Verifies a resource request's access token (Bearer, or DPoP with its proof) and returns its claims.
     let authenticate: @Sendable (Request, Parameters?) async throws -> AccessTokenClaims
-    let store: any Store
+    let store: any UserStore
 
     func addRoutes(to mount: OAuthMount) {
         mount.routes.get("userinfo") { request, _ in try await userinfo(request, body: nil) }

@@ -8,7 +8,7 @@ import LatchkeyJOSE
 /// mode `GET /dev/outbox`.
 struct FlowController: Sendable, LogsForRequests {
     let configuration: ServerConfiguration
-    let store: any Store
+    let store: any FlowExecutionStore & OutboxStore & ClientStore
     let clock: ServerClock
     let services: FlowServices
     let admission: Admission

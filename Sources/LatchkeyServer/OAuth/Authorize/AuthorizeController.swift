@@ -17,7 +17,7 @@ struct AuthorizeController: Sendable, LogsForRequests {
     let metrics: ServerMetrics
     let baseLogger: Logger
 
-    private var store: any Store { kit.store }
+    private var store: any UserStore & ClientStore & LoginRequestStore & PushedRequestStore { kit.store }
     private var clock: ServerClock { kit.clock }
     private var lifetimes: TokenLifetimes { kit.lifetimes }
 

@@ -4,7 +4,7 @@ import Hummingbird
 /// reachFive password sign-in (`POST /identity/v1/password/login` → `{tkn}`; the step-up is in `StepUpRoutes`), the
 /// SDK bootstrap (`GET /identity/v1/config`); `/identity/v1/userinfo` is `UserInfoController`'s.
 struct ReachFivePasswordController: Sendable {
-    let store: any Store
+    let store: any ClientStore
     let clock: ServerClock
     let accounts: Accounts
     let ownTokens: OwnTokens

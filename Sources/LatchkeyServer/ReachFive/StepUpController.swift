@@ -34,7 +34,7 @@ struct StepUpClaims: OwnTokenClaims, Codable, Sendable {
 /// verification_code}` → `{code}`, an authorization code redeemed at the token endpoint with the PKCE verifier).
 struct StepUpController: Sendable, LogsForRequests {
     let configuration: ServerConfiguration
-    let store: any Store
+    let store: any UserStore & SecondFactorStore & PasskeyStore & ClientStore
     let clock: ServerClock
     let issuerInForce: @Sendable () -> String
     let accounts: Accounts

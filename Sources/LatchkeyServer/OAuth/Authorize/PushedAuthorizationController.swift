@@ -5,7 +5,7 @@ import Hummingbird
 /// (authenticated as at the token endpoint), and the browser carries only an opaque, short-lived, single-use
 /// `request_uri` — no parameter of the request travels in its address, history or logs.
 struct PushedAuthorizationController: Sendable {
-    let store: any Store
+    let store: any PushedRequestStore
     let clock: ServerClock
     let admission: Admission
     let clientAuthentication: ClientAuthentication
@@ -53,7 +53,7 @@ struct PushedAuthorizationController: Sendable {
 
     /// The parameters of an authorization request: those pushed under its `request_uri` (single use, this client's
     /// only; `pushed` true), else its own. Nil: show the error page.
-    static func resolveAuthorizationParameters(_ params: Parameters, store: any Store, now: Date) async throws -> (
+    static func resolveAuthorizationParameters(_ params: Parameters, store: any PushedRequestStore, now: Date) async throws -> (
         parameters: Parameters, pushed: Bool
     )? {
         guard let requestURI = try? params.single("request_uri") else { return (params, false) }

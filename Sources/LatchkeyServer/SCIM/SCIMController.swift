@@ -10,7 +10,7 @@ import LatchkeyJOSE
 /// validation and uniqueness rules are the same here as in `/users/me` and the flows.
 struct SCIMController: Sendable, LogsForRequests {
     let issuerInForce: @Sendable () -> String
-    let store: any Store
+    let store: any UserStore
     let accounts: Accounts
     let resources: ResourceAuthenticator
     let baseLogger: Logger

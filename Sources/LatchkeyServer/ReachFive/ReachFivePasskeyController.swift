@@ -6,7 +6,7 @@ import LatchkeyJOSE
 /// The reachFive passkey endpoints (`reachfive-wire.md` §2.3, §2.4, §2.5). Public ones name the application with
 /// `client_id`; the ones that change an account take its bearer access token.
 struct ReachFivePasskeyController: Sendable, LogsForRequests {
-    let store: any Store
+    let store: any PasskeyStore & ClientStore
     let clock: ServerClock
     let accounts: Accounts
     let passkeys: Passkeys

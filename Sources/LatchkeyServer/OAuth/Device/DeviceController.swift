@@ -16,7 +16,7 @@ struct DeviceController: Sendable, LogsForRequests {
     let browserSessions: BrowserSessions
     let baseLogger: Logger
 
-    private var store: any Store { kit.store }
+    private var store: any DeviceAuthorizationStore & ClientStore & LoginRequestStore { kit.store }
     private var clock: ServerClock { kit.clock }
     private var issuer: String { kit.issuer }
 

@@ -10,7 +10,7 @@ import LatchkeyJOSE
 struct EndSessionController {
     /// Verifies ID-token hints (this server's, expired ones too), with the issuer in force.
     let validator: @Sendable () -> TokenValidator
-    let store: any Store
+    let store: any ClientStore & SessionStore
     let sessions: BrowserSessions
     let cookies: CookiePolicy
     let clock: ServerClock

@@ -15,7 +15,7 @@ import Logging
 /// `amr`, which the tokens carry.
 struct HostedLoginController: Sendable, LogsForRequests {
     let configuration: ServerConfiguration
-    let store: any Store
+    let store: any UserStore & ClientStore & LoginRequestStore & SessionStore
     let clock: ServerClock
     let cookies: CookiePolicy
     let accounts: Accounts

@@ -16,7 +16,7 @@ struct TokenController: Sendable, LogsForRequests {
     let metrics: ServerMetrics
     let baseLogger: Logger
 
-    private var store: any Store { kit.store }
+    private var store: any UserStore & DeviceAuthorizationStore & AuthorizationCodeStore & TokenStore & SessionStore { kit.store }
     private var clock: ServerClock { kit.clock }
     private var issuer: String { kit.issuer }
     private var tokens: TokenIssuer { kit.issuing }
