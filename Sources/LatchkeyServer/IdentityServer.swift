@@ -303,40 +303,60 @@ public final class IdentityServer: Sendable, LogsForRequests {
             endSession.addRoutes(to: mount)
             discovery.addRoutes(to: mount)
         }
-        discovery.addRoutes(to: router)
-        userInfo.addIdentityRoutes(to: router)
-        device.addRoutes(to: router)
+        // Every other family on a group of its own, with the error middleware of its dialect; the protected ones
+        // behind the resource authentication, their handlers given a context that carries the caller.
+        func group(_ path: RouterPath, _ dialect: Dialect) -> RouterGroup<LatchkeyRequestContext> {
+            router.group(path).add(middleware: ErrorMiddleware(metrics: metrics, dialect: dialect))
+        }
+        func protected(_ group: RouterGroup<LatchkeyRequestContext>, refusal: (@Sendable (OAuthError, Request) throws -> Response)? = nil)
+            -> RouterGroup<ResourceRequestContext>
+        {
+            group.add(middleware: ResourceAuthenticationMiddleware(authenticator: resources, refusal: refusal))
+                .group(context: ResourceRequestContext.self)
+        }
+        discovery.addRoutes(to: group("/.well-known", .oauth))
+        // Pages, the development outbox and the operability endpoints answer errors as pages.
+        let pages = group("", .html)
+        device.addRoutes(to: pages)
         HostedLoginController(
             configuration: configuration, store: store, clock: clock, cookies: cookies, accounts: accounts, passkeys: passkeys,
             ownTokens: ownTokens, responses: responses, baseLogger: baseLogger
-        ).addRoutes(to: router)
+        ).addRoutes(to: pages)
+        PasskeyPageController().addRoutes(to: pages)
+        OperabilityController(
+            store: store, keys: keys, metrics: metrics, servesMetrics: configuration.servesMetrics,
+            metricsOnlyDirect: configuration.metricsEnabled == nil
+        ).addRoutes(to: pages)
+
+        // thunderID: app-native flows and the signed-in user's own account.
         let flowServices = FlowServices(
             store: store, clock: clock, accounts: accounts, passkeys: passkeys, admission: admission, ownTokens: ownTokens, kit: kit,
             baseLogger: baseLogger)
         FlowController(
             configuration: configuration, store: store, clock: clock, services: flowServices, admission: admission,
             resources: resources, nativeSignIn: nativeSignIn, metrics: metrics, baseLogger: baseLogger
-        ).addRoutes(to: router)
-        SelfServiceController(
-            store: store, clock: clock, accounts: accounts, resources: resources, admission: admission, baseLogger: baseLogger
-        ).addRoutes(to: router)
-        SCIMController(issuerInForce: issuer, store: store, accounts: accounts, resources: resources, baseLogger: baseLogger)
-            .addRoutes(to: router)
-        ReachFivePasskeyController(
-            store: store, clock: clock, accounts: accounts, passkeys: passkeys, ownTokens: ownTokens, admission: admission,
-            resources: resources, nativeSignIn: nativeSignIn, baseLogger: baseLogger
-        ).addRoutes(to: router)
+        ).addRoutes(to: group("/flow", .thunder), development: group("/dev", .html))
+        SelfServiceController(store: store, clock: clock, accounts: accounts, admission: admission, baseLogger: baseLogger)
+            .addRoutes(to: protected(group("/users/me", .thunder), refusal: SelfServiceController.refusal))
+
+        // SCIM 2.0: the accounts behind the resource authentication, the discovery resources public.
+        let scim = SCIMController(issuerInForce: issuer, store: store, accounts: accounts, baseLogger: baseLogger)
+        scim.addRoutes(to: protected(group("/scim2", .scim)))
+        scim.addDiscoveryRoutes(to: group("/scim2", .scim))
+
+        // reachFive's identity API.
+        let identity = group("/identity/v1", .reachFive)
+        userInfo.addIdentityRoutes(to: identity)
         ReachFivePasswordController(store: store, clock: clock, accounts: accounts, ownTokens: ownTokens, nativeSignIn: nativeSignIn)
-            .addRoutes(to: router)
+            .addRoutes(to: identity)
         StepUpController(
             configuration: configuration, store: store, clock: clock, issuerInForce: issuer, accounts: accounts, ownTokens: ownTokens,
             admission: admission, sessions: sessions, responses: responses, baseLogger: baseLogger
-        ).addRoutes(to: router)
-        PasskeyPageController().addRoutes(to: router)
-        OperabilityController(
-            store: store, keys: keys, metrics: metrics, servesMetrics: configuration.servesMetrics,
-            metricsOnlyDirect: configuration.metricsEnabled == nil
-        ).addRoutes(to: router)
+        ).addRoutes(to: identity)
+        ReachFivePasskeyController(
+            store: store, clock: clock, accounts: accounts, passkeys: passkeys, ownTokens: ownTokens, admission: admission,
+            nativeSignIn: nativeSignIn, baseLogger: baseLogger
+        ).addRoutes(to: group("/identity/v1/webauthn", .reachFive), signedIn: protected(group("/identity/v1/webauthn", .reachFive)))
         return router
     }
 }

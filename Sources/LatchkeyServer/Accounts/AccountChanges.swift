@@ -4,7 +4,7 @@ import Hummingbird
 
 /// A request changed an identifier (username, email) or a passkey with an access token whose sign-in is older than
 /// `recent_auth_seconds`. Answered 401 with `error="insufficient_user_authentication"` and `max_age` (RFC 9470), in
-/// the dialect of the path, so the client can send the user through a fresh sign-in (`max_age`, `prompt=login`).
+/// the dialect of the route group, so the client can send the user through a fresh sign-in (`max_age`, `prompt=login`).
 struct RecentAuthenticationRequired: Error, Sendable {
     let maxAge: Int
 
@@ -17,8 +17,8 @@ struct RecentAuthenticationRequired: Error, Sendable {
             technical: "\(Self.errorCode): this change needs a sign-in less than \(maxAge) seconds old; sign in again (max_age=\(maxAge))")
     }
 
-    func response(_ request: Request) throws -> Response {
-        var response = try ErrorMiddleware.api(apiError, path: request.uri.path, locale: request.locale())
+    func response(_ request: Request, dialect: Dialect) throws -> Response {
+        var response = try ErrorMiddleware.api(apiError, dialect: dialect, locale: request.locale())
         response.headers[.wwwAuthenticate] =
             "Bearer error=\"\(Self.errorCode)\", error_description=\"a more recent authentication is required\", max_age=\(maxAge)"
         return response

@@ -4,8 +4,9 @@ import Logging
 import NIOCore
 
 /// Turns every thrown error into the response shape of a dialect, and keeps internal details (and anything secret)
-/// out of responses: unexpected errors are logged by type only and answered as 500. On a route group the dialect is
-/// the group's; the router-wide instance (no dialect) answers what no group does in the dialect of the path's prefix.
+/// out of responses: unexpected errors are logged by type only and answered as 500. Every route is registered on a
+/// group whose instance has the group's dialect; the router-wide instance (no dialect) answers only what no route
+/// does — an unknown path, a body refused before routing — in the dialect of the path's prefix (`Dialect.of`).
 struct ErrorMiddleware: RouterMiddleware {
     typealias Context = LatchkeyRequestContext
     let metrics: ServerMetrics
@@ -18,7 +19,7 @@ struct ErrorMiddleware: RouterMiddleware {
         } catch let error as SCIMError {
             return try error.response()
         } catch let error as RecentAuthenticationRequired {
-            return try error.response(request)
+            return try error.response(request, dialect: dialect)
         } catch let error as OAuthError {
             return try Self.oauth(error, request: request, dialect: dialect)
         } catch let error as APIError {
@@ -121,11 +122,6 @@ struct ErrorMiddleware: RouterMiddleware {
         }
         if let nonce = error.dpopNonce { headers[DPoP.nonceHeader] = nonce }
         return headers
-    }
-
-    /// Renders `error` in the dialect of `path`'s prefix, its user-facing texts in `locale`.
-    static func api(_ error: APIError, path: String, locale: SupportedLocale = .en) throws -> Response {
-        try api(error, dialect: Dialect.of(path: path), locale: locale)
     }
 
     /// Renders `error` in `dialect`, its user-facing texts in `locale`.

@@ -19,12 +19,13 @@ struct FlowController: Sendable, LogsForRequests {
 
     private var userSchema: UserSchema { configuration.userSchema }
 
-    func addRoutes(to router: Router<LatchkeyRequestContext>) {
-        router.post("/flow/execute") { request, context in try await self.executeFlow(request, context: context) }
-        router.get("/flow/meta") { request, _ in try await self.flowMeta(request) }
+    /// `/flow/execute` and `/flow/meta` on the `/flow` group; in development, `/dev/outbox` on `development`.
+    func addRoutes(to flow: RouterGroup<LatchkeyRequestContext>, development: RouterGroup<LatchkeyRequestContext>) {
+        flow.post("execute") { request, context in try await self.executeFlow(request, context: context) }
+        flow.get("meta") { request, _ in try await self.flowMeta(request) }
         // Registered only in development: the outbox holds every one-time code (recovery, sign-in, step-up).
         if configuration.development {
-            router.get("/dev/outbox") { request, _ in try await self.devOutbox(request) }
+            development.get("outbox") { request, _ in try await self.devOutbox(request) }
         }
     }
 

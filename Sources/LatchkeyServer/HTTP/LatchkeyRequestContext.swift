@@ -17,6 +17,10 @@ public struct LatchkeyRequestContext: RequestContext, RemoteAddressRequestContex
     /// peer is a trusted proxy, the client it forwards for (`ClientAddressMiddleware`).
     var clientAddress: String
 
+    /// The caller a protected group's `ResourceAuthenticationMiddleware` authenticated; handlers read it from the
+    /// group's `ResourceRequestContext`, where it is not optional.
+    var resourceCaller: ResourceCaller?
+
     /// What Hummingbird's own decoders read at most (`RequestSizeLimits.maxBodyBytes`, not its 2 MiB default).
     public var maxUploadSize: Int { RequestSizeLimits.maxBodyBytes }
 }

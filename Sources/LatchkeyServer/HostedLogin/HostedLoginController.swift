@@ -24,9 +24,9 @@ struct HostedLoginController: Sendable, LogsForRequests {
     let responses: AuthorizationResponses
     let baseLogger: Logger
 
-    func addRoutes(to router: Router<LatchkeyRequestContext>) {
-        router.get("/login") { request, _ in try await self.showLogin(request) }
-        router.post("/login") { request, context in try await self.submitLogin(request, context: context) }
+    func addRoutes(to pages: RouterGroup<LatchkeyRequestContext>) {
+        pages.get("/login") { request, _ in try await self.showLogin(request) }
+        pages.post("/login") { request, context in try await self.submitLogin(request, context: context) }
     }
 
     private func showLogin(_ request: Request) async throws -> Response {

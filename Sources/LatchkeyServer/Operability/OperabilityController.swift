@@ -14,13 +14,13 @@ struct OperabilityController {
     let servesMetrics: Bool
     let metricsOnlyDirect: Bool
 
-    func addRoutes(to router: Router<LatchkeyRequestContext>) {
-        router.get("/health") { _, _ in
+    func addRoutes(to routes: RouterGroup<LatchkeyRequestContext>) {
+        routes.get("/health") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok")))
         }
-        router.get("/ready") { _, context in try await readiness(logger: context.logger) }
+        routes.get("/ready") { _, context in try await readiness(logger: context.logger) }
         let openAPI = ByteBuffer(string: OpenAPIDocument.json)
-        router.get("/openapi.json") { _, _ in
+        routes.get("/openapi.json") { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "public, max-age=3600"],
                 body: .init(byteBuffer: openAPI))
@@ -29,7 +29,7 @@ struct OperabilityController {
         // the default, a forwarded request is answered 404 as if there were no such route: the loopback binding may
         // sit behind a proxy nobody told the server about.
         guard servesMetrics else { return }
-        router.get("/metrics") { request, _ in
+        routes.get("/metrics") { request, _ in
             if metricsOnlyDirect, Self.forwardingHeaders.contains(where: { request.headers[$0] != nil }) {
                 throw HTTPError(.notFound)
             }

@@ -53,8 +53,8 @@ enum PasskeyScript {
 }
 
 struct PasskeyPageController: Sendable {
-    func addRoutes(to router: Router<LatchkeyRequestContext>) {
-        router.get(RouterPath(PasskeyScript.path)) { _, _ in
+    func addRoutes(to pages: RouterGroup<LatchkeyRequestContext>) {
+        pages.get(RouterPath(PasskeyScript.path)) { _, _ in
             Response(
                 status: .ok,
                 headers: [

@@ -12,28 +12,28 @@ struct ReachFivePasskeyController: Sendable, LogsForRequests {
     let passkeys: Passkeys
     let ownTokens: OwnTokens
     let admission: Admission
-    let resources: ResourceAuthenticator
     let nativeSignIn: NativeSignInPolicy
     let baseLogger: Logger
 
-    func addRoutes(to router: Router<LatchkeyRequestContext>) {
-        let base = "/identity/v1/webauthn"
-        router.post(RouterPath(base + "/signup-options")) { request, context in
-            try await admission.admitChallenge(context)
+    /// Sign-up and sign-in on `webauthn`, a public group of `/identity/v1/webauthn`; the signed-in account's passkeys on
+    /// `signedIn`, the same path behind a `ResourceAuthenticationMiddleware`.
+    func addRoutes(to webauthn: RouterGroup<LatchkeyRequestContext>, signedIn: RouterGroup<ResourceRequestContext>) {
+        webauthn.post("signup-options") { request, context in
+            try await admission.admitChallenge(address: context.clientAddress)
             try await admission.admitRegistration(address: context.clientAddress)
             return try await self.passkeySignupOptions(request)
         }
-        router.post(RouterPath(base + "/signup")) { request, _ in try await self.passkeySignup(request) }
-        router.post(RouterPath(base + "/authentication-options")) { request, context in
-            try await admission.admitChallenge(context)
+        webauthn.post("signup") { request, _ in try await self.passkeySignup(request) }
+        webauthn.post("authentication-options") { request, context in
+            try await admission.admitChallenge(address: context.clientAddress)
             return try await self.passkeyAuthenticationOptions(request)
         }
-        router.post(RouterPath(base + "/authentication")) { request, _ in try await self.passkeyAuthentication(request) }
-        router.post(RouterPath(base + "/registration-options")) { request, _ in try await self.passkeyRegistrationOptions(request) }
-        router.post(RouterPath(base + "/registration")) { request, _ in try await self.passkeyRegistration(request) }
-        router.get(RouterPath(base + "/registration")) { request, _ in try await self.listPasskeys(request) }
-        router.patch(RouterPath(base + "/registration/:id")) { request, context in try await self.renamePasskey(request, context: context) }
-        router.delete(RouterPath(base + "/registration/:id")) { request, context in try await self.deletePasskey(request, context: context) }
+        webauthn.post("authentication") { request, _ in try await self.passkeyAuthentication(request) }
+        signedIn.post("registration-options") { request, context in try await self.passkeyRegistrationOptions(request, context.caller) }
+        signedIn.post("registration") { request, context in try await self.passkeyRegistration(request, context.caller) }
+        signedIn.get("registration") { _, context in try await self.listPasskeys(context.caller) }
+        signedIn.patch("registration/:id") { request, context in try await self.renamePasskey(request, context: context) }
+        signedIn.delete("registration/:id") { _, context in try await self.deletePasskey(context: context) }
     }
 
     /// `{friendly_name, options:{public_key:{…}}}` (reachFive `RegistrationOptions`).
@@ -140,15 +140,14 @@ struct ReachFivePasskeyController: Sendable, LogsForRequests {
 
     /// The token's user and application. `recently`: adding or removing a passkey changes how the account signs in,
     /// so the token's sign-in must be recent (a leaked token alone must not plant a passkey).
-    private func signedInUser(_ request: Request, recently: Bool = false) async throws -> (UserRecord, ClientConfiguration?) {
-        let caller = try await resources.resourceCaller(request)
+    private func signedInUser(_ caller: ResourceCaller, recently: Bool = false) async throws -> (UserRecord, ClientConfiguration?) {
         guard let user = caller.user else { throw OAuthError(.invalidToken, "the access token does not belong to a user") }
         if recently { try accounts.requireRecentAuthentication(caller.claims) }
         return (user, try await store.client(id: caller.claims.clientId)?.configuration)
     }
 
-    private func passkeyRegistrationOptions(_ request: Request) async throws -> Response {
-        let (user, client) = try await signedInUser(request, recently: true)
+    private func passkeyRegistrationOptions(_ request: Request, _ caller: ResourceCaller) async throws -> Response {
+        let (user, client) = try await signedInUser(caller, recently: true)
         guard let client else { throw OAuthError(.invalidToken, "the access token's application no longer exists") }
         let body = try await ReachFiveBody.read(request)
         let friendlyName = body.string("friendly_name")
@@ -158,8 +157,8 @@ struct ReachFivePasskeyController: Sendable, LogsForRequests {
         return try snakeJSON(RegistrationOptionsBody(friendlyName: friendlyName ?? user.username, options: .init(publicKey: options)))
     }
 
-    private func passkeyRegistration(_ request: Request) async throws -> Response {
-        let (user, _) = try await signedInUser(request, recently: true)
+    private func passkeyRegistration(_ request: Request, _ caller: ResourceCaller) async throws -> Response {
+        let (user, _) = try await signedInUser(caller, recently: true)
         let body = try await ReachFiveBody.read(request)
         let credential = body.object("public_key_credential") ?? body.fields
         let response = try ReachFiveCredential(credential).registration
@@ -170,21 +169,21 @@ struct ReachFivePasskeyController: Sendable, LogsForRequests {
         return Responses.empty(status: .noContent)
     }
 
-    private func listPasskeys(_ request: Request) async throws -> Response {
-        let (user, _) = try await signedInUser(request)
+    private func listPasskeys(_ caller: ResourceCaller) async throws -> Response {
+        let (user, _) = try await signedInUser(caller)
         return try snakeJSON(try await store.passkeys(userId: user.id).map(DeviceCredentialBody.init))
     }
 
-    private func renamePasskey(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
-        let (user, _) = try await signedInUser(request)
+    private func renamePasskey(_ request: Request, context: ResourceRequestContext) async throws -> Response {
+        let (user, _) = try await signedInUser(context.caller)
         let id = try context.parameters.require("id")
         let name = try await ReachFiveBody.read(request).required("friendly_name")
         let updated = try await passkeyStep { try await passkeys.renamePasskey(id: id, of: user, to: name) }
         return try snakeJSON(DeviceCredentialBody(updated))
     }
 
-    private func deletePasskey(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
-        let (user, _) = try await signedInUser(request, recently: true)
+    private func deletePasskey(context: ResourceRequestContext) async throws -> Response {
+        let (user, _) = try await signedInUser(context.caller, recently: true)
         let id = try context.parameters.require("id")
         try await passkeyStep { try await passkeys.deletePasskey(id: id, of: user) }
         return Responses.empty(status: .noContent)

@@ -10,9 +10,9 @@ struct ReachFivePasswordController: Sendable {
     let ownTokens: OwnTokens
     let nativeSignIn: NativeSignInPolicy
 
-    func addRoutes(to router: Router<LatchkeyRequestContext>) {
-        router.post("/identity/v1/password/login") { request, context in try await self.passwordLogin(request, context: context) }
-        router.get("/identity/v1/config") { request, _ in try await self.identityConfig(request) }
+    func addRoutes(to identity: RouterGroup<LatchkeyRequestContext>) {
+        identity.post("password/login") { request, context in try await self.passwordLogin(request, context: context) }
+        identity.get("config") { request, _ in try await self.identityConfig(request) }
     }
 
     private func passwordLogin(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {

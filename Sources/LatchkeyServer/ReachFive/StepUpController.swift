@@ -48,13 +48,13 @@ struct StepUpController: Sendable, LogsForRequests {
 
     static let stepUpMaxAttempts = SecondFactor.maxAttempts
 
-    func addRoutes(to router: Router<LatchkeyRequestContext>) {
-        router.post("/identity/v1/mfa/stepup") { request, _ in try await self.mfaStepUp(request) }
-        router.post("/identity/v1/passwordless/start") { request, context in
-            try await admission.admitChallenge(context)
+    func addRoutes(to identity: RouterGroup<LatchkeyRequestContext>) {
+        identity.post("mfa/stepup") { request, _ in try await self.mfaStepUp(request) }
+        identity.post("passwordless/start") { request, context in
+            try await admission.admitChallenge(address: context.clientAddress)
             return try await self.stepUpStart(request, context: context)
         }
-        router.post("/identity/v1/passwordless/verify") { request, _ in try await self.stepUpVerify(request) }
+        identity.post("passwordless/verify") { request, _ in try await self.stepUpVerify(request) }
     }
 
     private func mfaStepUp(_ request: Request) async throws -> Response {

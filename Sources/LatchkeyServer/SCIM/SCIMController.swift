@@ -12,27 +12,27 @@ struct SCIMController: Sendable, LogsForRequests {
     let issuerInForce: @Sendable () -> String
     let store: any UserStore
     let accounts: Accounts
-    let resources: ResourceAuthenticator
     let baseLogger: Logger
 
     var issuer: String { issuerInForce() }
     private var userSchema: UserSchema { accounts.userSchema }
 
-    func addRoutes(to router: Router<LatchkeyRequestContext>) {
-        router.get("/scim2/Me") { request, _ in try await self.scimRead(request, target: .me) }
-        router.put("/scim2/Me") { request, _ in try await self.scimWrite(request, target: .me, replace: true) }
-        router.patch("/scim2/Me") { request, _ in try await self.scimWrite(request, target: .me, replace: false) }
-        router.get("/scim2/Users") { request, _ in try await self.scimList(request) }
-        router.get("/scim2/Users/:id") { request, context in
-            try await self.scimRead(request, target: .user(try context.parameters.require("id")))
+    /// The account resources (`/Me`, `/Users`), on a group whose `ResourceAuthenticationMiddleware` has authenticated
+    /// the caller; the discovery resources on a public group (`addDiscoveryRoutes`).
+    func addRoutes(to group: RouterGroup<ResourceRequestContext>) {
+        group.get("Me") { request, context in try await self.scimRead(request, context.caller, target: .me) }
+        group.put("Me") { request, context in try await self.scimWrite(request, context.caller, target: .me, replace: true) }
+        group.patch("Me") { request, context in try await self.scimWrite(request, context.caller, target: .me, replace: false) }
+        group.get("Users") { request, context in try await self.scimList(request, context.caller) }
+        group.get("Users/:id") { request, context in
+            try await self.scimRead(request, context.caller, target: .user(try context.parameters.require("id")))
         }
-        router.put("/scim2/Users/:id") { request, context in
-            try await self.scimWrite(request, target: .user(try context.parameters.require("id")), replace: true)
+        group.put("Users/:id") { request, context in
+            try await self.scimWrite(request, context.caller, target: .user(try context.parameters.require("id")), replace: true)
         }
-        router.patch("/scim2/Users/:id") { request, context in
-            try await self.scimWrite(request, target: .user(try context.parameters.require("id")), replace: false)
+        group.patch("Users/:id") { request, context in
+            try await self.scimWrite(request, context.caller, target: .user(try context.parameters.require("id")), replace: false)
         }
-        addSCIMDiscoveryRoutes(router)
     }
 
     enum SCIMTarget: Sendable {
@@ -43,8 +43,7 @@ struct SCIMController: Sendable, LogsForRequests {
     }
 
     /// The caller and the account the request addresses.
-    private func scimResource(_ request: Request, target: SCIMTarget) async throws -> (ResourceCaller, UserRecord) {
-        let caller = try await resources.resourceCaller(request)
+    private func scimResource(_ caller: ResourceCaller, target: SCIMTarget) async throws -> (ResourceCaller, UserRecord) {
         switch target {
         case .me:
             switch caller.subject {
@@ -61,8 +60,8 @@ struct SCIMController: Sendable, LogsForRequests {
         }
     }
 
-    private func scimRead(_ request: Request, target: SCIMTarget) async throws -> Response {
-        let (_, user) = try await scimResource(request, target: target)
+    private func scimRead(_ request: Request, _ caller: ResourceCaller, target: SCIMTarget) async throws -> Response {
+        let (_, user) = try await scimResource(caller, target: target)
         let version = SCIMUser.version(of: user)
         if let condition = request.headers[.ifNoneMatch], Self.entityTag(version, matches: condition) {
             return Response(status: .notModified, headers: [.eTag: version, .cacheControl: "no-store"])
@@ -70,8 +69,8 @@ struct SCIMController: Sendable, LogsForRequests {
         return try scimUserResponse(user)
     }
 
-    private func scimWrite(_ request: Request, target: SCIMTarget, replace: Bool) async throws -> Response {
-        let (caller, user) = try await scimResource(request, target: target)
+    private func scimWrite(_ request: Request, _ caller: ResourceCaller, target: SCIMTarget, replace: Bool) async throws -> Response {
+        let (_, user) = try await scimResource(caller, target: target)
         if let condition = request.headers[.ifMatch], !Self.entityTag(SCIMUser.version(of: user), matches: condition) {
             throw SCIMError(status: .preconditionFailed, detail: "the resource has changed since that version; read it again")
         }
@@ -151,8 +150,7 @@ struct SCIMController: Sendable, LogsForRequests {
 
     /// `GET /scim2/Users?filter=…` (RFC 7644 §3.4.2): one `eq` comparison on `userName`, `emails`/`emails.value` or
     /// `id`. Without a filter the answer is `tooMany`: the store is not built for listing every account.
-    private func scimList(_ request: Request) async throws -> Response {
-        let caller = try await resources.resourceCaller(request)
+    private func scimList(_ request: Request, _ caller: ResourceCaller) async throws -> Response {
         guard caller.isAdmin else {
             throw SCIMError(status: .forbidden, detail: "/Users needs an access token with the \(ResourceCaller.adminScope) scope")
         }

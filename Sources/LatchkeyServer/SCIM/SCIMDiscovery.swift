@@ -5,15 +5,15 @@ import LatchkeyJOSE
 /// SCIM discovery (RFC 7644 §4): `/scim2/ServiceProviderConfig`, `/scim2/ResourceTypes`, `/scim2/Schemas`. They
 /// describe the service, not any account, so they are public.
 extension SCIMController {
-    func addSCIMDiscoveryRoutes(_ router: Router<LatchkeyRequestContext>) {
-        router.get("/scim2/ServiceProviderConfig") { _, _ in try SCIMResponse.json(self.scimServiceProviderConfig()) }
-        router.get("/scim2/ResourceTypes") { _, _ in try SCIMResponse.json(Self.scimList([self.scimUserResourceType()])) }
-        router.get("/scim2/ResourceTypes/:id") { _, context in
+    func addDiscoveryRoutes(to group: RouterGroup<LatchkeyRequestContext>) {
+        group.get("ServiceProviderConfig") { _, _ in try SCIMResponse.json(self.scimServiceProviderConfig()) }
+        group.get("ResourceTypes") { _, _ in try SCIMResponse.json(Self.scimList([self.scimUserResourceType()])) }
+        group.get("ResourceTypes/:id") { _, context in
             guard context.parameters.get("id") == "User" else { throw SCIMError(status: .notFound, detail: "no such resource type") }
             return try SCIMResponse.json(self.scimUserResourceType())
         }
-        router.get("/scim2/Schemas") { _, _ in try SCIMResponse.json(Self.scimList([self.scimUserSchema()])) }
-        router.get("/scim2/Schemas/:id") { _, context in
+        group.get("Schemas") { _, _ in try SCIMResponse.json(Self.scimList([self.scimUserSchema()])) }
+        group.get("Schemas/:id") { _, context in
             guard context.parameters.get("id") == SCIMUser.schemaURN else { throw SCIMError(status: .notFound, detail: "no such schema") }
             return try SCIMResponse.json(self.scimUserSchema())
         }

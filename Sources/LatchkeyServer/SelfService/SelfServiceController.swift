@@ -13,62 +13,59 @@ struct SelfServiceController: Sendable, LogsForRequests {
     let store: any UserStore & TokenStore
     let clock: ServerClock
     let accounts: Accounts
-    let resources: ResourceAuthenticator
     let admission: Admission
     let baseLogger: Logger
 
     private var userSchema: UserSchema { accounts.userSchema }
 
-    func addRoutes(to router: Router<LatchkeyRequestContext>) {
-        router.get("/users/me") { request, _ in
-            try await self.selfService(request) { user, _ in try await self.selfUserResponse(user) }
+    /// The `/users/me` routes, on a group whose `ResourceAuthenticationMiddleware` has authenticated the caller
+    /// (answering a refused token with `refusal`).
+    func addRoutes(to group: RouterGroup<ResourceRequestContext>) {
+        group.get { _, context in
+            try await self.selfUserResponse(try Self.user(context.caller))
         }
-        router.put("/users/me") { request, _ in
-            try await self.selfService(request) { user, caller in try await self.replaceSelfAttributes(request, user, caller: caller) }
+        group.put { request, context in
+            try await self.replaceSelfAttributes(request, try Self.user(context.caller), caller: context.caller)
         }
-        router.get("/users/me/meta") { request, _ in
-            try await self.selfService(request) { _, _ in try Responses.json(["schema": self.userSchema.jsonSchema()], noStore: true) }
+        group.get("meta") { _, context in
+            _ = try Self.user(context.caller)
+            return try Responses.json(["schema": self.userSchema.jsonSchema()], noStore: true)
         }
-        router.post("/users/me/update-credentials") { request, context in
-            try await self.selfService(request) { user, caller in
-                try await self.updateSelfCredentials(request, user, caller: caller, address: context.clientAddress)
-            }
+        group.post("update-credentials") { request, context in
+            try await self.updateSelfCredentials(request, try Self.user(context.caller), caller: context.caller, address: context.clientAddress)
         }
-        router.post("/users/me/email") { request, context in
-            try await admission.admitChallenge(context)  // each request sends an email
-            return try await self.selfService(request) { user, caller in try await self.requestEmailChange(request, user, caller: caller) }
+        group.post("email") { request, context in
+            try await admission.admitChallenge(address: context.clientAddress)  // each request sends an email
+            return try await self.requestEmailChange(request, try Self.user(context.caller), caller: context.caller)
         }
-        router.post("/users/me/email/verify") { request, _ in
-            try await self.selfService(request) { user, _ in try await self.verifyEmailChange(request, user) }
+        group.post("email/verify") { request, context in
+            try await self.verifyEmailChange(request, try Self.user(context.caller))
         }
     }
 
-    /// Authenticates the caller as a user and runs `body` with that user. A missing, invalid, expired or revoked
-    /// token, or any token that is not an access token, is `401 AUTH-4010` with a Bearer challenge (RFC 6750 §3).
-    private func selfService(_ request: Request, _ body: (UserRecord, ResourceCaller) async throws -> Response) async throws -> Response {
-        let caller: ResourceCaller
-        do {
-            caller = try await resources.resourceCaller(request)
-        } catch let error where error.code == .serverError {
-            throw APIError.internalError()
-        } catch {
-            var response = try ErrorMiddleware.api(
-                SelfServiceErrors.unauthorized(error.description), path: request.uri.path,
-                locale: request.locale())
-            // The token's own challenge (a DPoP-bound token gets the DPoP scheme, a missing nonce its `DPoP-Nonce`),
-            // as userinfo and SCIM answer it; a Bearer `invalid_token` when the refusal has none.
-            for field in ErrorMiddleware.challengeHeaders(error, request: request) { response.headers[field.name] = field.value }
-            if response.headers[.wwwAuthenticate] == nil {
-                response.headers[.wwwAuthenticate] =
-                    "Bearer error=\"invalid_token\", error_description=\"\(error.description.replacingOccurrences(of: "\"", with: "'"))\""
-            }
-            return response
-        }
+    /// The user whose token called: a client acting for itself has no "me", and a token may outlive its user.
+    private static func user(_ caller: ResourceCaller) throws -> UserRecord {
         switch caller.subject {
-        case .user(let user): return try await body(user, caller)
+        case .user(let user): return user
         case .client: throw SelfServiceErrors.notAUser
         case .missingUser: throw SelfServiceErrors.userNotFound
         }
+    }
+
+    /// How `/users/me` refuses a token: a missing, invalid, expired or revoked token, or any token that is not an
+    /// access token, is `401 AUTH-4010` with the token's own challenge (RFC 6750 §3); a store failure is a 500.
+    static func refusal(_ error: OAuthError, request: Request) throws -> Response {
+        guard error.code != .serverError else { throw APIError.internalError() }
+        var response = try ErrorMiddleware.api(
+            SelfServiceErrors.unauthorized(error.description), dialect: .thunder, locale: request.locale())
+        // The token's own challenge (a DPoP-bound token gets the DPoP scheme, a missing nonce its `DPoP-Nonce`),
+        // as userinfo and SCIM answer it; a Bearer `invalid_token` when the refusal has none.
+        for field in ErrorMiddleware.challengeHeaders(error, request: request) { response.headers[field.name] = field.value }
+        if response.headers[.wwwAuthenticate] == nil {
+            response.headers[.wwwAuthenticate] =
+                "Bearer error=\"invalid_token\", error_description=\"\(error.description.replacingOccurrences(of: "\"", with: "'"))\""
+        }
+        return response
     }
 
     /// `{id, type, attributes, pendingEmail?}`: the username and every claim. Verification flags are booleans, as

@@ -35,9 +35,9 @@ struct DeviceController: Sendable, LogsForRequests {
     }
 
     /// The person's page (`/device`).
-    func addRoutes(to router: Router<LatchkeyRequestContext>) {
-        router.get("/device") { request, context in try await self.showDevicePage(request, context: context) }
-        router.post("/device") { request, context in try await self.submitDevicePage(request, context: context) }
+    func addRoutes(to pages: RouterGroup<LatchkeyRequestContext>) {
+        pages.get("/device") { request, context in try await self.showDevicePage(request, context: context) }
+        pages.post("/device") { request, context in try await self.submitDevicePage(request, context: context) }
     }
 
     // MARK: The device's request

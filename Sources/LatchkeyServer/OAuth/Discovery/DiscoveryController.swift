@@ -82,11 +82,11 @@ struct DiscoveryController {
     let issuer: @Sendable () -> String
     let keys: KeyRing
 
-    func addRoutes(to router: Router<LatchkeyRequestContext>) {
-        for path in ["/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"] {
-            router.get(RouterPath(path)) { _, _ in try Responses.json(ProviderMetadata(issuer: issuer())) }
+    func addRoutes(to wellKnown: RouterGroup<LatchkeyRequestContext>) {
+        for path in ["openid-configuration", "oauth-authorization-server"] {
+            wellKnown.get(RouterPath(path)) { _, _ in try Responses.json(ProviderMetadata(issuer: issuer())) }
         }
-        router.get("/.well-known/jwks.json") { _, _ in try await jwks() }
+        wellKnown.get("jwks.json") { _, _ in try await jwks() }
     }
 
     /// `jwks` in the OAuth family.

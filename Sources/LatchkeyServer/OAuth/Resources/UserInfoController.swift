@@ -17,8 +17,8 @@ struct UserInfoController {
     }
 
     /// reachFive's `GET /identity/v1/userinfo`: the same claims, its errors in reachFive's shape.
-    func addIdentityRoutes(to router: Router<LatchkeyRequestContext>) {
-        router.get("/identity/v1/userinfo") { request, _ in try await userinfo(request, body: nil) }
+    func addIdentityRoutes(to identity: RouterGroup<LatchkeyRequestContext>) {
+        identity.get("userinfo") { request, _ in try await userinfo(request, body: nil) }
     }
 
     private func userinfo(_ request: Request, body: Parameters?) async throws -> Response {
