@@ -144,23 +144,42 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // What every test suite shares (`eventually`); used by tests only.
-        .target(name: "LatchkeyTestSupport", path: "Tests/LatchkeyTestSupport", swiftSettings: swiftSettings),
+        // What the test targets share, used by tests only: `eventually`, the in-process `TestServer`, `TestBrowser` (HTTP/1.1
+        // over SwiftNIO), the hand-made OAuth client's steps, the stand-in Apple issuer, the provider double and the SDK's
+        // observed HTTP client. Its declarations are `package`: visible to this package's targets, in no product's API.
+        .target(
+            name: "LatchkeyTestSupport",
+            dependencies: [
+                "Latchkey", "LatchkeyJOSE", "LatchkeyServer",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+            ],
+            path: "Tests/LatchkeyTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        // The SDK's unit tests: no server.
         .testTarget(
             name: "LatchkeyTests",
             dependencies: ["Latchkey", "LatchkeyJOSE", "LatchkeyTestSupport", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
+        // The server over loopback HTTP (some suites drive it with the SDK), its store, WebAuthn and configuration.
         .testTarget(
             name: "LatchkeyServerTests",
             dependencies: [
-                "LatchkeyServer", "LatchkeyJOSE", "Latchkey", "LatchkeyApple", "LatchkeySwiftUI", "LatchkeyTestSupport",
-                .target(name: "AppleFrameworkStandIns", condition: .when(platforms: [.linux])),
-                .product(name: "Hummingbird", package: "hummingbird"),
+                "LatchkeyServer", "LatchkeyJOSE", "Latchkey", "LatchkeyTestSupport",
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "HummingbirdOTP", package: "hummingbird-auth"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -168,6 +187,36 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio")
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The SDK end to end: against the in-process server, a provider double and third-party providers (glewlwyd,
+        // django-oauth-toolkit) when `scripts/test.sh` runs them.
+        .testTarget(
+            name: "LatchkeySDKEndToEndTests",
+            dependencies: [
+                "Latchkey", "LatchkeyJOSE", "LatchkeyServer", "LatchkeyTestSupport",
+                .product(name: "HummingbirdOTP", package: "hummingbird-auth"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // LatchkeySwiftUI's view models against the in-process server.
+        .testTarget(
+            name: "LatchkeySwiftUITests",
+            dependencies: [
+                "Latchkey", "LatchkeySwiftUI", "LatchkeyServer", "LatchkeyTestSupport",
+                .product(name: "HummingbirdOTP", package: "hummingbird-auth"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // LatchkeyApple's adapters, driven through the scripted stand-ins of Apple's frameworks against the in-process server.
+        .testTarget(
+            name: "LatchkeyAppleTests",
+            dependencies: [
+                "Latchkey", "LatchkeyApple", "LatchkeyJOSE", "LatchkeyServer", "LatchkeyTestSupport",
+                .target(name: "AppleFrameworkStandIns", condition: .when(platforms: [.linux]))
             ],
             swiftSettings: swiftSettings
         )

@@ -1,3 +1,4 @@
+import LatchkeyTestSupport
 import Crypto
 import Foundation
 import Latchkey

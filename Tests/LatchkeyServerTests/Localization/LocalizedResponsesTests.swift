@@ -1,3 +1,4 @@
+import LatchkeyTestSupport
 import Foundation
 import Testing
 @testable import LatchkeyServer

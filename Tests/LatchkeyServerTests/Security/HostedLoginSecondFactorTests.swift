@@ -1,3 +1,4 @@
+import LatchkeyTestSupport
 import Foundation
 import HummingbirdOTP
 import LatchkeyJOSE

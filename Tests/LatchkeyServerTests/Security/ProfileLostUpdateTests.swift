@@ -1,3 +1,4 @@
+import LatchkeyTestSupport
 import Foundation
 @testable import LatchkeyServer
 import Testing

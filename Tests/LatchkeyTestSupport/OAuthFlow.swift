@@ -4,38 +4,40 @@ import LatchkeyJOSE
 import Testing
 
 /// A PKCE pair (RFC 7636, S256) as the server tests' hand-made client sends it (not the SDK's `PKCEPair`).
-struct TestPKCE {
-    let verifier: String
-    let challenge: String
-    init() {
+package struct TestPKCE {
+    package let verifier: String
+    package let challenge: String
+    package init() {
         verifier = Base64URL.encode((0..<48).map { _ in UInt8.random(in: 0...255) })
         challenge = Base64URL.encode(Data(SHA256.hash(data: Data(verifier.utf8))))
     }
 }
 
-struct AuthorizeOptions {
-    var clientId = "latchkey-demo"
-    var redirectUri = "http://127.0.0.1:7777/callback"
-    var scope = "openid profile email offline_access"
-    var state = UUID().uuidString
-    var nonce: String? = UUID().uuidString
-    var prompt: String?
-    var maxAge: Int?
-    var loginHint: String?
-    var pkce: TestPKCE? = TestPKCE()
-    var extra: [String: String] = [:]
+package struct AuthorizeOptions {
+    package var clientId = "latchkey-demo"
+    package var redirectUri = "http://127.0.0.1:7777/callback"
+    package var scope = "openid profile email offline_access"
+    package var state = UUID().uuidString
+    package var nonce: String? = UUID().uuidString
+    package var prompt: String?
+    package var maxAge: Int?
+    package var loginHint: String?
+    package var pkce: TestPKCE? = TestPKCE()
+    package var extra: [String: String] = [:]
+
+    package init() {}
 }
 
 /// What a token endpoint answered, as the server tests read it (not the SDK's `TokenSet`).
-struct IssuedTokens {
-    let accessToken: String
-    let refreshToken: String?
-    let idToken: String?
-    let raw: [String: Any]
+package struct IssuedTokens {
+    package let accessToken: String
+    package let refreshToken: String?
+    package let idToken: String?
+    package let raw: [String: Any]
 }
 
 extension TestServer {
-    func authorizeURL(_ o: AuthorizeOptions) -> String {
+    package func authorizeURL(_ o: AuthorizeOptions) -> String {
         var items: [String: String] = [
             "response_type": "code", "client_id": o.clientId, "redirect_uri": o.redirectUri,
             "scope": o.scope, "state": o.state
@@ -50,7 +52,7 @@ extension TestServer {
     }
 
     /// Follows authorize to the hosted form; returns the form page response.
-    func openLoginPage(_ browser: TestBrowser, _ o: AuthorizeOptions) async throws -> HTTPResult {
+    package func openLoginPage(_ browser: TestBrowser, _ o: AuthorizeOptions) async throws -> HTTPResult {
         let authorize = try await browser.get(authorizeURL(o))
         #expect(authorize.status == 302)
         let location = try #require(authorize.location)
@@ -59,14 +61,14 @@ extension TestServer {
     }
 
     /// Submits the hosted form as a person would.
-    func submitLogin(_ browser: TestBrowser, page: HTTPResult, username: String, password: String) async throws -> HTTPResult {
+    package func submitLogin(_ browser: TestBrowser, page: HTTPResult, username: String, password: String) async throws -> HTTPResult {
         let request = try #require(TestBrowser.hiddenField("request", in: page.text))
         let csrf = try #require(TestBrowser.hiddenField("csrf", in: page.text))
         return try await browser.postForm(base + "/login", ["request": request, "csrf": csrf, "username": username, "password": password])
     }
 
     /// authorize → form → credentials → redirect back; returns the callback query.
-    func signIn(
+    package func signIn(
         _ browser: TestBrowser, _ o: AuthorizeOptions = AuthorizeOptions(),
         username: String = "demo@example.com", password: String = "correct horse battery staple"
     ) async throws -> [String: String] {
@@ -79,14 +81,14 @@ extension TestServer {
         return done.locationQuery
     }
 
-    func exchangeCode(_ code: String, _ o: AuthorizeOptions, verifier: String? = nil) async throws -> HTTPResult {
+    package func exchangeCode(_ code: String, _ o: AuthorizeOptions, verifier: String? = nil) async throws -> HTTPResult {
         var form = ["grant_type": "authorization_code", "code": code, "redirect_uri": o.redirectUri, "client_id": o.clientId]
         if let v = verifier ?? o.pkce?.verifier { form["code_verifier"] = v }
         return try await TestBrowser().postForm(base + "/oauth2/token", form)
     }
 
     /// A complete sign-in ending with tokens.
-    func tokens(
+    package func tokens(
         _ browser: TestBrowser = TestBrowser(), _ o: AuthorizeOptions = AuthorizeOptions(), username: String = "demo@example.com",
         password: String = "correct horse battery staple"
     ) async throws -> IssuedTokens {
@@ -100,17 +102,17 @@ extension TestServer {
             idToken: json["id_token"] as? String, raw: json)
     }
 
-    func refresh(_ refreshToken: String, clientId: String = "latchkey-demo") async throws -> HTTPResult {
+    package func refresh(_ refreshToken: String, clientId: String = "latchkey-demo") async throws -> HTTPResult {
         try await TestBrowser().postForm(
             base + "/oauth2/token", ["grant_type": "refresh_token", "refresh_token": refreshToken, "client_id": clientId])
     }
 
-    func userinfo(_ accessToken: String) async throws -> HTTPResult {
+    package func userinfo(_ accessToken: String) async throws -> HTTPResult {
         try await TestBrowser().get(base + "/oauth2/userinfo", headers: ["Authorization": "Bearer \(accessToken)"])
     }
 
     /// Verified claims of a JWT issued by this server.
-    func verifiedClaims(_ token: String) async throws -> [String: JSONValue] {
+    package func verifiedClaims(_ token: String) async throws -> [String: JSONValue] {
         let jws = try CompactJWS(parsing: token)
         let jwks = try JSONDecoder().decode(JWKSet.self, from: try await TestBrowser().get(base + "/oauth2/jwks").body)
         try jws.verify(with: jwks)
@@ -118,4 +120,4 @@ extension TestServer {
     }
 }
 
-func basicAuth(_ id: String, _ secret: String) -> String { "Basic " + Data("\(id):\(secret)".utf8).base64EncodedString() }
+package func basicAuth(_ id: String, _ secret: String) -> String { "Basic " + Data("\(id):\(secret)".utf8).base64EncodedString() }

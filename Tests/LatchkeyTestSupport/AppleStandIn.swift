@@ -8,15 +8,15 @@ import LatchkeyServer
 /// A stand-in for Apple's identity service: its own RS256 key, published at `/auth/keys` on a loopback port, and
 /// identity tokens shaped like Apple's (`iss`, `aud` = bundle id, `sub`, `nonce`, `email`, `email_verified` as a
 /// string). The server under test is pointed at it through `AppleSettings`.
-final class AppleStandIn: Sendable {
-    static let issuer = "https://appleid.apple.com"
-    let key: SigningKey
-    let port: Int
+package final class AppleStandIn: Sendable {
+    package static let issuer = "https://appleid.apple.com"
+    package let key: SigningKey
+    package let port: Int
     private let service: GracefulService
 
-    var jwksURL: URL { URL(string: "http://127.0.0.1:\(port)/auth/keys") ?? URL(fileURLWithPath: "/") }
+    package var jwksURL: URL { URL(string: "http://127.0.0.1:\(port)/auth/keys") ?? URL(fileURLWithPath: "/") }
 
-    static func start() async throws -> AppleStandIn {
+    package static func start() async throws -> AppleStandIn {
         let key = try SigningKey.generate(.rs256)
         let jwks = try JSONEncoder().encode(JWKSet(keys: [try key.publicJWK()]))
         let router = Router()
@@ -29,7 +29,7 @@ final class AppleStandIn: Sendable {
 
     private init(key: SigningKey, port: Int, service: GracefulService) { self.key = key; self.port = port; self.service = service }
 
-    func stop() async { await service.stop() }
+    package func stop() async { await service.stop() }
 
     struct Claims: Encodable {
         var iss = AppleStandIn.issuer
@@ -43,7 +43,7 @@ final class AppleStandIn: Sendable {
     }
 
     /// An identity token for `bundleId` whose nonce is S256 of `verifier` (what the app put in Apple's request).
-    func identityToken(
+    package func identityToken(
         sub: String, bundleId: String, verifier: String?, email: String?, emailVerified: Bool = true,
         issuedAt: Date = Date(), lifetime: TimeInterval = 600, signer: SigningKey? = nil, issuer: String = AppleStandIn.issuer
     ) throws -> String {
@@ -53,7 +53,7 @@ final class AppleStandIn: Sendable {
     }
 
     /// An identity token whose `nonce` claim is exactly `nonceClaim` (what the app passed to Apple).
-    func identityToken(
+    package func identityToken(
         sub: String, bundleId: String, nonceClaim nonce: String?, email: String?, emailVerified: Bool = true,
         issuedAt: Date = Date(), lifetime: TimeInterval = 600, signer: SigningKey? = nil, issuer: String = AppleStandIn.issuer
     ) throws -> String {
@@ -67,7 +67,7 @@ final class AppleStandIn: Sendable {
 
 extension TestServer {
     /// The demo application accepting Sign in with Apple tokens for `bundleId`, pointed at `apple`'s keys.
-    static func startForNativeLogin(
+    package static func startForNativeLogin(
         bundleId: String, apple: AppleStandIn? = nil, databasePath: String? = nil,
         configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> TestServer {
@@ -86,7 +86,7 @@ extension TestServer {
 extension TestServer {
     /// Sign in with Apple as the SDK sends it (`/oauth/authorize?provider=apple&id_token=…&nonce=<verifier>`) with a
     /// token of `issuer` for `sub`/`email`; returns the redirect back to the app.
-    func appleSignIn(_ issuer: AppleStandIn, sub: String, email: String, bundleId: String) async throws -> HTTPResult {
+    package func appleSignIn(_ issuer: AppleStandIn, sub: String, email: String, bundleId: String) async throws -> HTTPResult {
         let verifier = TestPKCE().verifier
         let token = try issuer.identityToken(sub: sub, bundleId: bundleId, verifier: verifier, email: email)
         var o = AuthorizeOptions()
@@ -96,7 +96,7 @@ extension TestServer {
     }
 
     /// A test server whose demo application requires MFA.
-    static func startRequiringMFA() async throws -> TestServer {
+    package static func startRequiringMFA() async throws -> TestServer {
         try await start { config in
             config.clients = config.clients.map { client in
                 var client = client

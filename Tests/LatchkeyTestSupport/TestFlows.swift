@@ -2,7 +2,7 @@ import LatchkeyServer
 
 extension FlowGraph {
     /// Flows are data: an application brings its own graph (a SELECT step before the password).
-    static let teamSignIn = FlowGraph(
+    package static let teamSignIn = FlowGraph(
         id: "team-signin", type: .authentication,
         nodes: [
             FlowNode(id: "start", kind: .start, next: "choose"),

@@ -4,21 +4,23 @@ import NIOConcurrencyHelpers
 
 /// Wraps the SDK's real URLSession client: counts refresh requests and can hold their answers back, to test
 /// single-flight refresh and sign-out races. Everything still goes over loopback HTTP to the real server.
-final class ObservedHTTPClient: HTTPClient {
+package final class ObservedHTTPClient: HTTPClient {
     private let inner = URLSessionHTTPClient()
     private let refreshes = NIOLockedValueBox(0)
     /// While held, refresh answers wait here (after the server answered) until `releaseRefreshes()`.
     private let hold = NIOLockedValueBox<(held: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
     private let exchanges = NIOLockedValueBox<[(path: String, status: Int)]>([])
 
+    package init() {}
+
     /// Statuses of the responses to requests whose path ends with `suffix`.
-    func statuses(pathEndingWith suffix: String) -> [Int] {
+    package func statuses(pathEndingWith suffix: String) -> [Int] {
         exchanges.withLockedValue { $0.filter { $0.path.hasSuffix(suffix) }.map(\.status) }
     }
 
-    var refreshCount: Int { refreshes.withLockedValue { $0 } }
-    func holdRefreshes() { hold.withLockedValue { $0.held = true } }
-    func releaseRefreshes() {
+    package var refreshCount: Int { refreshes.withLockedValue { $0 } }
+    package func holdRefreshes() { hold.withLockedValue { $0.held = true } }
+    package func releaseRefreshes() {
         let waiting = hold.withLockedValue { state in
             defer { state = (false, []) }
             return state.waiting
@@ -26,7 +28,7 @@ final class ObservedHTTPClient: HTTPClient {
         waiting.forEach { $0.resume() }
     }
 
-    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+    package func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         let isRefresh = request.body.map { String(decoding: $0, as: UTF8.self).contains("grant_type=refresh_token") } ?? false
         if isRefresh { refreshes.withLockedValue { $0 += 1 } }
         let response = try await inner.send(request)
@@ -46,7 +48,7 @@ final class ObservedHTTPClient: HTTPClient {
 }
 
 extension TestServer {
-    func sdkConfig(redirect: String = "http://127.0.0.1:7777/callback") -> LatchkeyConfig {
+    package func sdkConfig(redirect: String = "http://127.0.0.1:7777/callback") -> LatchkeyConfig {
         LatchkeyConfig(
             baseUrl: issuer, clientId: "latchkey-demo", scopes: ["openid", "profile", "email", "offline_access"],
             afterSignInUrl: redirect, afterSignOutUrl: "http://127.0.0.1:7777/logout")
@@ -54,7 +56,7 @@ extension TestServer {
 
     /// Plays the browser for an authorization URL built by the SDK: follows it to the hosted form, signs in, and
     /// returns the callback URL the browser would be sent to.
-    func browse(
+    package func browse(
         _ url: URL, browser: TestBrowser = TestBrowser(), username: String = "demo@example.com",
         password: String = "correct horse battery staple"
     ) async throws -> URL {
@@ -71,7 +73,7 @@ extension TestServer {
     }
 
     /// A signed-in SDK client.
-    func signedInClient(http: any HTTPClient = URLSessionHTTPClient(), storage: (any StorageAdapter)? = nil) async throws -> LatchkeyClient {
+    package func signedInClient(http: any HTTPClient = URLSessionHTTPClient(), storage: (any StorageAdapter)? = nil) async throws -> LatchkeyClient {
         let client = LatchkeyClient(http: http)
         try await client.initialize(config: sdkConfig(), storage: storage)
         _ = try await client.handleRedirectCallback(url: try await browse(try client.buildSignInURL()))

@@ -5,12 +5,12 @@ import Testing
 /// Helpers for the self-service and SCIM suites: a server with an administrator scope and a second user, tokens
 /// for any user and scope, and JSON requests with a bearer token.
 extension TestServer {
-    static let adaPassword = "ada's analytical engine"
+    package static let adaPassword = "ada's analytical engine"
 
     /// The usual test server plus: `scim.admin` allowed for `latchkey-demo` (users) and `backend` (client
     /// credentials); the demo user holds the `admin` role (the scope alone administers nothing); users
     /// `ada@example.com` and `grace+ops@example.com` (no role).
-    static func startForProfiles() async throws -> TestServer {
+    package static func startForProfiles() async throws -> TestServer {
         try await start { configuration in
             configuration.clients = configuration.clients.map { client in
                 var client = client
@@ -36,7 +36,7 @@ extension TestServer {
     }
 
     /// Signs `username` in through the hosted form and redeems the code, asking for `scope`.
-    func userTokens(
+    package func userTokens(
         username: String = "demo@example.com", password: String = "correct horse battery staple",
         scope: String = "openid profile email offline_access"
     ) async throws -> IssuedTokens {
@@ -46,7 +46,7 @@ extension TestServer {
     }
 
     /// A client-credentials token of the confidential `backend` client.
-    func clientToken(scope: String) async throws -> String {
+    package func clientToken(scope: String) async throws -> String {
         let response = try await TestBrowser().postForm(
             base + "/oauth2/token", ["grant_type": "client_credentials", "scope": scope],
             headers: ["Authorization": basicAuth("backend", "backend-secret-0123456789")])
@@ -55,13 +55,13 @@ extension TestServer {
     }
 
     /// Revokes an access token as its public client would.
-    func revoke(_ token: String) async throws {
+    package func revoke(_ token: String) async throws {
         let response = try await TestBrowser().postForm(base + "/oauth2/revoke", ["token": token, "client_id": "latchkey-demo"])
         #expect(response.status == 200)
     }
 
     /// One request with an optional bearer token and JSON body (any method, over real loopback HTTP).
-    func call(
+    package func call(
         _ method: String, _ path: String, token: String?, json: Any? = nil, body: Data? = nil,
         contentType: String = "application/scim+json", headers: [String: String] = [:]
     ) async throws -> HTTPResult {
@@ -76,7 +76,7 @@ extension TestServer {
 
 extension HTTPResult {
     /// A member of the JSON body by path (`"name.givenName"`, `"emails.0.value"`).
-    func value(_ path: String) throws -> Any? {
+    package func value(_ path: String) throws -> Any? {
         var current: Any? = try json()
         for part in path.split(separator: ".") {
             if let index = Int(part), let array = current as? [Any] {
@@ -88,5 +88,5 @@ extension HTTPResult {
         return current
     }
 
-    func string(_ path: String) throws -> String? { try value(path) as? String }
+    package func string(_ path: String) throws -> String? { try value(path) as? String }
 }

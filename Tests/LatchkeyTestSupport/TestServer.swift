@@ -4,33 +4,33 @@ import LatchkeyServer
 import Logging
 
 /// An identity server running in-process on a loopback port chosen by the OS, with its own SQLite file.
-final class TestServer: Sendable {
-    let server: IdentityServer
-    let port: Int
-    let databasePath: String
-    let advanceClock: @Sendable (TimeInterval) -> Void
+package final class TestServer: Sendable {
+    package let server: IdentityServer
+    package let port: Int
+    package let databasePath: String
+    package let advanceClock: @Sendable (TimeInterval) -> Void
     private let service: GracefulService
 
-    var issuer: String { server.issuer }
-    var base: String { "http://127.0.0.1:\(port)" }
+    package var issuer: String { server.issuer }
+    package var base: String { "http://127.0.0.1:\(port)" }
 
-    static let confidentialClient = ClientConfiguration(
+    package static let confidentialClient = ClientConfiguration(
         clientId: "backend", name: "Backend", clientSecret: "backend-secret-0123456789", tokenEndpointAuthMethod: .clientSecretBasic,
         redirectUris: ["https://backend.example/callback"], grantTypes: [.clientCredentials, .tokenExchange, .authorizationCode, .refreshToken],
         scopes: ["openid", "profile", "email", "api.read", "api.write"], allowedAudiences: ["https://api.example"], requirePKCE: false)
 
-    static let postClient = ClientConfiguration(
+    package static let postClient = ClientConfiguration(
         clientId: "poster", clientSecret: "poster-secret-0123456789", tokenEndpointAuthMethod: .clientSecretPost,
         grantTypes: [.clientCredentials], scopes: ["api.read"])
 
     /// A new SQLite file name, for tests of SQLite itself (they pass it as `databasePath`, also when the suites run
     /// on PostgreSQL).
-    static func newSQLitePath() -> String {
+    package static func newSQLitePath() -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-test-\(UUID().uuidString).sqlite").path
     }
 
     /// Starts a server. `databasePath` reuses a file (restart tests); `configure` adjusts the configuration.
-    static func start(
+    package static func start(
         databasePath: String? = nil, logger given: Logger? = nil,
         configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> TestServer {
@@ -94,14 +94,19 @@ final class TestServer: Sendable {
 
     /// Stops the server (a graceful shutdown: no new connections, the open ones finished) and waits for it.
     /// `keepingDatabase` leaves a PostgreSQL database for a restart on it (the second server drops it).
-    func stop(keepingDatabase: Bool = false) async {
+    package func stop(keepingDatabase: Bool = false) async {
         await service.stop()
         server.close()
         if !keepingDatabase { await TestDatabases.dropIfCreated(databasePath) }
     }
 }
 
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+/// `TestServer.start(configure:)` for main-actor suites: the configuration closure is made and used off the main actor.
+package func startServer(_ configure: @escaping @Sendable (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
+    try await TestServer.start(configure: configure)
+}
+
+package struct TestFailure: Error, CustomStringConvertible {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }

@@ -9,11 +9,11 @@ import ServiceLifecycle
 /// unclosed, and SwiftNIO traps on those ("Deinited NIOAsyncWriter without calling finish()", swift-nio #3481) — seen
 /// here on a saturated machine, where a test's last requests are still arriving as it stops its server. A shutdown
 /// that takes longer than `maximumShutdown` (a client that never lets go) is escalated to cancellation.
-final class GracefulService: Sendable {
+package final class GracefulService: Sendable {
     private let group: ServiceGroup
-    let task: Task<Void, any Error>
+    package let task: Task<Void, any Error>
 
-    init(
+    package init(
         _ service: some Service, logger: Logger, maximumShutdown: Duration = .seconds(10),
         onEnd: @escaping @Sendable ((any Error)?) -> Void = { _ in }
     ) {
@@ -33,7 +33,7 @@ final class GracefulService: Sendable {
     }
 
     /// Shuts the service down gracefully and waits until it has ended.
-    func stop() async {
+    package func stop() async {
         await group.triggerGracefulShutdown()
         _ = await task.result
     }
@@ -42,7 +42,7 @@ final class GracefulService: Sendable {
 extension GracefulService {
     /// Serves `router` on a free port of 127.0.0.1 (a stand-in of another party: Apple's key server, a provider
     /// double) until `stop()`, and returns once it listens. `label` names its logger, which only logs criticals.
-    static func serve(_ router: Router<BasicRequestContext>, label: String) async throws -> (port: Int, service: GracefulService) {
+    package static func serve(_ router: Router<BasicRequestContext>, label: String) async throws -> (port: Int, service: GracefulService) {
         var logger = Logger(label: label)
         logger.logLevel = .critical
         let (ports, continuation) = AsyncStream<Int>.makeStream()

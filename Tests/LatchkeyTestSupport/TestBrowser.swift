@@ -1,20 +1,24 @@
 import Foundation
 
 /// The result of one HTTP exchange.
-struct HTTPResult: Sendable {
-    let status: Int
-    let headers: [String: String]
-    let body: Data
+package struct HTTPResult: Sendable {
+    package let status: Int
+    package let headers: [String: String]
+    package let body: Data
 
-    var text: String { String(decoding: body, as: UTF8.self) }
-    var location: String? { header("Location") }
-    func header(_ name: String) -> String? { headers.first { $0.key.lowercased() == name.lowercased() }?.value }
-    func json() throws -> [String: Any] {
+    package init(status: Int, headers: [String: String], body: Data) {
+        self.status = status; self.headers = headers; self.body = body
+    }
+
+    package var text: String { String(decoding: body, as: UTF8.self) }
+    package var location: String? { header("Location") }
+    package func header(_ name: String) -> String? { headers.first { $0.key.lowercased() == name.lowercased() }?.value }
+    package func json() throws -> [String: Any] {
         guard let object = try JSONSerialization.jsonObject(with: body) as? [String: Any] else { throw TestFailure("not a JSON object: \(text)") }
         return object
     }
     /// Query parameters of the `Location` header.
-    var locationQuery: [String: String] {
+    package var locationQuery: [String: String] {
         guard let location, let items = URLComponents(string: location)?.queryItems else { return [:] }
         return Dictionary(items.map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { a, _ in a })
     }
@@ -23,7 +27,7 @@ struct HTTPResult: Sendable {
 /// A minimal browser for tests: keeps cookies, never follows redirects (each hop is asserted), talks real HTTP/1.1
 /// over loopback through SwiftNIO. (Not URLSession: on Linux a 401 carrying `WWW-Authenticate` leaves its task
 /// waiting forever, and the server must send that header on `invalid_client`.)
-final class TestBrowser: @unchecked Sendable {
+package final class TestBrowser: @unchecked Sendable {
     private let lock = NSLock()
     private var jar: [String: String] = [:]
     private let retriesOfDroppedConnections: Int
@@ -31,30 +35,30 @@ final class TestBrowser: @unchecked Sendable {
     /// - Parameter retriesOfDroppedConnections: how many times to resend a request whose connection the server closed
     ///   before answering. Zero for our own server (a dropped connection there is a bug the test must see); a few for
     ///   third-party servers that shed connections when the machine is saturated by the parallel suites.
-    init(retriesOfDroppedConnections: Int = 0) {
+    package init(retriesOfDroppedConnections: Int = 0) {
         self.retriesOfDroppedConnections = retriesOfDroppedConnections
     }
 
-    var cookies: [String: String] { lock.withLock { jar } }
-    func setCookie(_ name: String, _ value: String?) { lock.withLock { jar[name] = value } }
+    package var cookies: [String: String] { lock.withLock { jar } }
+    package func setCookie(_ name: String, _ value: String?) { lock.withLock { jar[name] = value } }
 
-    func get(_ url: String, headers: [String: String] = [:]) async throws -> HTTPResult {
+    package func get(_ url: String, headers: [String: String] = [:]) async throws -> HTTPResult {
         try await send(url, method: "GET", body: nil, headers: headers)
     }
 
-    func postForm(_ url: String, _ form: [String: String], headers: [String: String] = [:]) async throws -> HTTPResult {
+    package func postForm(_ url: String, _ form: [String: String], headers: [String: String] = [:]) async throws -> HTTPResult {
         var h = headers
         h["Content-Type"] = "application/x-www-form-urlencoded"
         return try await send(url, method: "POST", body: Data(Self.formEncode(form).utf8), headers: h)
     }
 
-    func postJSON(_ url: String, _ object: [String: Any], headers: [String: String] = [:]) async throws -> HTTPResult {
+    package func postJSON(_ url: String, _ object: [String: Any], headers: [String: String] = [:]) async throws -> HTTPResult {
         var h = headers
         h["Content-Type"] = "application/json"
         return try await send(url, method: "POST", body: try JSONSerialization.data(withJSONObject: object), headers: h)
     }
 
-    func send(_ url: String, method: String, body: Data?, headers: [String: String]) async throws -> HTTPResult {
+    package func send(_ url: String, method: String, body: Data?, headers: [String: String]) async throws -> HTTPResult {
         guard let target = URLComponents(string: url), let host = target.host, let port = target.port else { throw TestFailure("bad URL \(url)") }
         var fields = headers
         fields["Host"] = "\(host):\(port)"
@@ -92,7 +96,7 @@ final class TestBrowser: @unchecked Sendable {
         }
     }
 
-    static func formEncode(_ form: [String: String]) -> String {
+    package static func formEncode(_ form: [String: String]) -> String {
         let allowed = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
         return form.map {
             "\($0.key.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")=\($0.value.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")"
@@ -101,7 +105,7 @@ final class TestBrowser: @unchecked Sendable {
     }
 
     /// The `value` of `<input name="NAME" value="…">` in a page.
-    static func hiddenField(_ name: String, in html: String) -> String? {
+    package static func hiddenField(_ name: String, in html: String) -> String? {
         guard let range = html.range(of: "name=\"\(name)\" value=\"") else { return nil }
         let rest = html[range.upperBound...]
         guard let end = rest.firstIndex(of: "\"") else { return nil }

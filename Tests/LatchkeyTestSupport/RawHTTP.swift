@@ -4,15 +4,15 @@ import NIOHTTP1
 import NIOPosix
 
 /// One HTTP/1.1 request/response over a fresh loopback connection, with SwiftNIO's client codec.
-enum RawHTTP {
-    struct Result {
-        let response: HTTPResult
-        let setCookies: [String]
-        var status: Int { response.status }
+package enum RawHTTP {
+    package struct Result {
+        package let response: HTTPResult
+        package let setCookies: [String]
+        package var status: Int { response.status }
     }
 
     /// Whether `error` says the peer closed or reset the connection before a whole response arrived.
-    static func isDroppedConnection(_ error: any Error) -> Bool {
+    package static func isDroppedConnection(_ error: any Error) -> Bool {
         if let channelError = error as? ChannelError {
             return channelError == .ioOnClosedChannel || channelError == .eof || channelError == .alreadyClosed
         }
@@ -26,7 +26,8 @@ enum RawHTTP {
         var description: String { "connection closed before the response ended" }
     }
 
-    static func exchange(host: String, port: Int, method: String, path: String, headers: [String: String], body: Data?) async throws -> Result {
+    package static func exchange(host: String, port: Int, method: String, path: String, headers: [String: String], body: Data?) async throws -> Result
+    {
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(.seconds(10))
             .connect(host: host, port: port) { channel in

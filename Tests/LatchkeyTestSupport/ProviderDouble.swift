@@ -16,20 +16,20 @@ import NIOConcurrencyHelpers
 /// - its clock runs `skew` seconds off the machine's: ID tokens are dated by it (and `SkewedDateHTTPClient` gives the
 ///   SDK the `Date` headers such a server sends: Hummingbird dates every answer itself).
 /// One account, one client; the browser's session is the `op_session` cookie, which `prompt=none` consults.
-final class ProviderDouble: Sendable {
-    static let clientId = "double-app"
-    static let redirectURI = "http://127.0.0.1:7777/callback"
-    static let postLogoutRedirectURI = "http://127.0.0.1:7777/logout"
-    static let subject = "double-user-1"
+package final class ProviderDouble: Sendable {
+    package static let clientId = "double-app"
+    package static let redirectURI = "http://127.0.0.1:7777/callback"
+    package static let postLogoutRedirectURI = "http://127.0.0.1:7777/logout"
+    package static let subject = "double-user-1"
 
-    let port: Int
-    let skew: TimeInterval
+    package let port: Int
+    package let skew: TimeInterval
     private let service: GracefulService
     private let state: NIOLockedValueBox<State>
     private let key: SigningKey
 
-    var issuer: String { "http://127.0.0.1:\(port)/tenant" }
-    var base: String { "http://127.0.0.1:\(port)" }
+    package var issuer: String { "http://127.0.0.1:\(port)/tenant" }
+    package var base: String { "http://127.0.0.1:\(port)" }
 
     struct State {
         var sessions: Set<String> = []
@@ -40,11 +40,11 @@ final class ProviderDouble: Sendable {
     }
 
     /// The methods `end_session_endpoint` was called with, in order.
-    var endSessionMethods: [String] { state.withLockedValue { $0.endSessionMethods } }
+    package var endSessionMethods: [String] { state.withLockedValue { $0.endSessionMethods } }
     /// Browser sessions still open.
-    var openSessions: Int { state.withLockedValue { $0.sessions.count } }
+    package var openSessions: Int { state.withLockedValue { $0.sessions.count } }
 
-    static func start(skew: TimeInterval = 0) async throws -> ProviderDouble {
+    package static func start(skew: TimeInterval = 0) async throws -> ProviderDouble {
         let key = try SigningKey.generate(.es256)
         let state = NIOLockedValueBox(State())
         let portBox = NIOLockedValueBox(0)
@@ -59,10 +59,10 @@ final class ProviderDouble: Sendable {
         self.port = port; self.skew = skew; self.service = service; self.state = state; self.key = key
     }
 
-    func stop() async { await service.stop() }
+    package func stop() async { await service.stop() }
 
     /// Whether the provider still honours `token` (RFC 7662 introspection, asked directly).
-    func isActive(_ token: String) -> Bool {
+    package func isActive(_ token: String) -> Bool {
         state.withLockedValue { $0.activeAccess.contains(token) || $0.activeRefresh.contains(token) }
     }
 
@@ -262,12 +262,14 @@ final class ProviderDouble: Sendable {
 
 /// Gives the SDK the `Date` header a server whose clock runs `skew` seconds off would send, on the answers of
 /// `port`'s server (Hummingbird dates its answers by the machine's clock, and the double's clock is what is skewed).
-struct SkewedDateHTTPClient: HTTPClient {
-    let inner: any HTTPClient
-    let port: Int
-    let skew: TimeInterval
+package struct SkewedDateHTTPClient: HTTPClient {
+    package let inner: any HTTPClient
+    package let port: Int
+    package let skew: TimeInterval
 
-    func send(_ request: Latchkey.HTTPRequest) async throws -> Latchkey.HTTPResponse {
+    package init(inner: any HTTPClient, port: Int, skew: TimeInterval) { self.inner = inner; self.port = port; self.skew = skew }
+
+    package func send(_ request: Latchkey.HTTPRequest) async throws -> Latchkey.HTTPResponse {
         var response = try await inner.send(request)
         guard request.url.port == port else { return response }
         let formatter = DateFormatter()
@@ -282,21 +284,25 @@ struct SkewedDateHTTPClient: HTTPClient {
 
 /// A user agent that is a test browser (cookies kept, redirects followed hop by hop) with a scripted person: it keeps
 /// the provider's session like a real browser, so sign-out can end it there.
-struct ScriptedBrowserUserAgent: AuthorizationUserAgent {
-    let browser: TestBrowser
+package struct ScriptedBrowserUserAgent: AuthorizationUserAgent {
+    package let browser: TestBrowser
     /// Signs in on the provider's page at the URL and returns the callback URL.
-    let signIn: @Sendable (URL, TestBrowser) async throws -> URL
+    package let signIn: @Sendable (URL, TestBrowser) async throws -> URL
     /// What the person does on a sign-out page of the provider's own (given its URL): the next URL the browser goes
     /// to, or nil when they close the page.
-    var onSignOutPage: @Sendable (String, TestBrowser) async throws -> String? = { _, _ in nil }
+    package var onSignOutPage: @Sendable (String, TestBrowser) async throws -> String? = { _, _ in nil }
     /// The app's `afterSignOutUrl`: a page to show that returns there is a sign-out.
-    var signOutRedirectURI = ProviderDouble.postLogoutRedirectURI
+    package var signOutRedirectURI = ProviderDouble.postLogoutRedirectURI
 
-    var keepsProviderSession: Bool { true }
-    func prepareRedirectURI() async throws -> String? { nil }
-    func authorize(url: URL) async throws -> URL { try await signIn(url, browser) }
+    package init(browser: TestBrowser, signIn: @escaping @Sendable (URL, TestBrowser) async throws -> URL) {
+        self.browser = browser; self.signIn = signIn
+    }
 
-    func authorize(url: URL, presentation: AuthorizationPresentation) async throws -> URL {
+    package var keepsProviderSession: Bool { true }
+    package func prepareRedirectURI() async throws -> String? { nil }
+    package func authorize(url: URL) async throws -> URL { try await signIn(url, browser) }
+
+    package func authorize(url: URL, presentation: AuthorizationPresentation) async throws -> URL {
         guard presentation.redirectURI == signOutRedirectURI else { return try await signIn(url, browser) }
         // Sign-out: the browser opens the end-session URL and follows the provider until it comes back.
         var next = url.absoluteString

@@ -4,17 +4,17 @@ import PostgresNIO
 
 /// Throwaway PostgreSQL databases for test servers, on the cluster `scripts/test.sh` starts
 /// (`LATCHKEY_TEST_SERVER_POSTGRES_URL`: an administrative URL, e.g. postgres://latchkey@127.0.0.1:55432/postgres).
-enum TestDatabases {
-    static var adminURL: String? { ProcessInfo.processInfo.environment["LATCHKEY_TEST_SERVER_POSTGRES_URL"] }
+package enum TestDatabases {
+    package static var adminURL: String? { ProcessInfo.processInfo.environment["LATCHKEY_TEST_SERVER_POSTGRES_URL"] }
 
     /// A new, empty database's URL, or nil when the suites run on SQLite.
-    static func createIfConfigured() async throws -> String? {
+    package static func createIfConfigured() async throws -> String? {
         guard let admin = adminURL else { return nil }
         return try await create(adminURL: admin, prefix: "latchkey_server")
     }
 
     /// Creates `<prefix>_<random>` and returns its URL.
-    static func create(adminURL admin: String, prefix: String) async throws -> String {
+    package static func create(adminURL admin: String, prefix: String) async throws -> String {
         let name = prefix + "_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
         try await run(admin, "CREATE DATABASE \(name)")
         guard var components = URLComponents(string: admin) else { throw TestFailure("bad admin URL") }
@@ -24,7 +24,7 @@ enum TestDatabases {
     }
 
     /// Drops a database `create` made (ignored for SQLite paths and other names).
-    static func dropIfCreated(_ url: String) async {
+    package static func dropIfCreated(_ url: String) async {
         guard let admin = adminURL ?? ProcessInfo.processInfo.environment["LATCHKEY_TEST_POSTGRES_URL"],
             url.hasPrefix("postgres"), let name = URLComponents(string: url)?.path.dropFirst(),
             name.hasPrefix("latchkey_"), name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" })
@@ -33,7 +33,7 @@ enum TestDatabases {
     }
 
     /// One statement on a short-lived connection to the administrative database.
-    static func run(_ admin: String, _ sql: String) async throws {
+    package static func run(_ admin: String, _ sql: String) async throws {
         guard let components = URLComponents(string: admin), let host = components.host, let user = components.user else {
             throw TestFailure("bad admin URL \(admin)")
         }

@@ -1,3 +1,4 @@
+import LatchkeyTestSupport
 import AppleFrameworkStandIns
 import Foundation
 import Latchkey

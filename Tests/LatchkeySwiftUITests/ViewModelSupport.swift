@@ -1,3 +1,4 @@
+import LatchkeyTestSupport
 import Foundation
 import Latchkey
 import LatchkeyServer
@@ -85,11 +86,6 @@ actor SnapshotStorage: StorageAdapter {
     func remove(_ key: String) { items[key] = nil }
     func snapshot() -> [String: Data] { items }
     func restore(_ saved: [String: Data]) { items = saved }
-}
-
-/// `TestServer.start(configure:)` for main-actor suites: the configuration closure is made and used off the main actor.
-func startServer(_ configure: @escaping @Sendable (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
-    try await TestServer.start(configure: configure)
 }
 
 extension TestServer {
