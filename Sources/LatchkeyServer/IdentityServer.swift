@@ -12,15 +12,16 @@ import ServiceLifecycle
 /// let server = try await IdentityServer.open(configuration: DevelopmentDefaults.configuration())
 /// try await server.run()
 /// ```
-public final class IdentityServer: Sendable, LogsForRequests {
+public final class IdentityServer: Sendable {
     public let configuration: ServerConfiguration
     let store: any Store
     let keys: KeyRing
     let clock: ServerClock
     let hasher: PasswordHasher
     let cookies: CookiePolicy
-    /// The logger the server was opened with; log through `logger`, which adds the request's id.
-    let baseLogger: Logger
+    /// The logger the server was opened with: the application's, which Hummingbird gives every request as
+    /// `context.logger` (with the request's id, `RequestIdMiddleware`).
+    let logger: Logger
     /// SMTP delivery, when configured: its queue is worked by a service that runs with the HTTP server.
     let smtpOutbox: SMTPOutbox?
     /// The counters and histograms `GET /metrics` exposes (one registry per server).
@@ -55,7 +56,7 @@ public final class IdentityServer: Sendable, LogsForRequests {
         self.configuration = configuration
         self.store = store
         self.clock = clock
-        self.baseLogger = logger
+        self.logger = logger
         let policy = configuration.loginPolicy
         let hasher = PasswordHasher(cost: configuration.bcryptCost, maxConcurrent: policy.maxConcurrentHashes, maxQueued: policy.maxQueuedHashes)
         self.hasher = hasher
@@ -88,10 +89,10 @@ public final class IdentityServer: Sendable, LogsForRequests {
         let accounts = Accounts(
             configuration: configuration, store: store, clock: clock, hasher: hasher,
             throttle: limiter("failed-logins", policy.maxFailuresPerAddress, .login), recoveryAlarm: OncePerInterval(),
-            sealer: sealer, outbox: outbox, metrics: metrics, baseLogger: logger)
+            sealer: sealer, outbox: outbox, metrics: metrics)
         self.accounts = accounts
         let pruner = Pruner(
-            store: store, clock: clock, intervalSeconds: configuration.pruneIntervalSeconds, schedule: OncePerInterval(), baseLogger: logger)
+            store: store, clock: clock, intervalSeconds: configuration.pruneIntervalSeconds, schedule: OncePerInterval(), logger: logger)
         self.pruner = pruner
         self.admission = Admission(
             startThrottle: limiter("starts", policy.maxStartsPerAddress, .start),
@@ -107,14 +108,13 @@ public final class IdentityServer: Sendable, LogsForRequests {
         let sessions = SignInSessions(store: store, clock: clock, lifetime: configuration.lifetimes.session)
         self.sessions = sessions
         self.browserSessions = BrowserSessions(store: store, cookies: cookies, clock: clock)
-        self.ownTokens = OwnTokens(kit: kit, sessions: sessions, baseLogger: logger)
+        self.ownTokens = OwnTokens(kit: kit, sessions: sessions)
         self.passkeys = Passkeys(
             webAuthn: configuration.webAuthn, configuredIssuer: configuration.issuer, issuerInForce: issuerInForce,
-            lifetimes: configuration.lifetimes, userSchema: configuration.userSchema, store: store, clock: clock, metrics: metrics,
-            baseLogger: logger)
+            lifetimes: configuration.lifetimes, userSchema: configuration.userSchema, store: store, clock: clock, metrics: metrics)
         self.apple = AppleSignIn(
             appleKeys: AppleKeySet(settings: configuration.apple, metrics: metrics), appleIssuer: configuration.apple.issuer,
-            store: store, clock: clock, metrics: metrics, baseLogger: logger)
+            store: store, clock: clock, metrics: metrics)
         let dpop = DPoPVerifier(kit: kit, settings: configuration.dpop, sealer: sealer)
         self.dpop = dpop
         self.resources = ResourceAuthenticator(kit: kit, dpop: dpop)
@@ -279,16 +279,16 @@ public final class IdentityServer: Sendable, LogsForRequests {
             validator: { [kit] in kit.validator }, store: store, sessions: browserSessions, cookies: cookies, clock: clock)
         let authorize = AuthorizeController(
             kit: kit, admission: admission, accounts: accounts, ownTokens: ownTokens, apple: apple, sessions: sessions,
-            browserSessions: browserSessions, responses: responses, metrics: metrics, baseLogger: baseLogger)
+            browserSessions: browserSessions, responses: responses, metrics: metrics)
         let pushed = PushedAuthorizationController(
             store: store, clock: clock, admission: admission, clientAuthentication: clientAuthentication)
         let device = DeviceController(
             configuration: configuration, kit: kit, cookies: cookies, admission: admission, clientAuthentication: clientAuthentication,
-            accounts: accounts, browserSessions: browserSessions, baseLogger: baseLogger)
+            accounts: accounts, browserSessions: browserSessions)
         let token = TokenController(
             kit: kit, clientAuthentication: clientAuthentication, dpop: dpop, ownTokens: ownTokens, proofThrottle: proofThrottle,
-            pruner: pruner, metrics: metrics, baseLogger: baseLogger)
-        let tokenManagement = TokenManagementController(kit: kit, clientAuthentication: clientAuthentication, dpop: dpop, baseLogger: baseLogger)
+            pruner: pruner, metrics: metrics)
+        let tokenManagement = TokenManagementController(kit: kit, clientAuthentication: clientAuthentication, dpop: dpop)
         // The OAuth family, mounted twice: each mount a group with the error middleware of its dialect.
         for (path, isReachFive) in [("/oauth2", false), ("/oauth", true)] {
             let group = router.group(RouterPath(path))
@@ -320,7 +320,7 @@ public final class IdentityServer: Sendable, LogsForRequests {
         device.addRoutes(to: pages)
         HostedLoginController(
             configuration: configuration, store: store, clock: clock, cookies: cookies, accounts: accounts, passkeys: passkeys,
-            ownTokens: ownTokens, responses: responses, baseLogger: baseLogger
+            ownTokens: ownTokens, responses: responses
         ).addRoutes(to: pages)
         PasskeyPageController().addRoutes(to: pages)
         OperabilityController(
@@ -330,17 +330,16 @@ public final class IdentityServer: Sendable, LogsForRequests {
 
         // thunderID: app-native flows and the signed-in user's own account.
         let flowServices = FlowServices(
-            store: store, clock: clock, accounts: accounts, passkeys: passkeys, admission: admission, ownTokens: ownTokens, kit: kit,
-            baseLogger: baseLogger)
+            store: store, clock: clock, accounts: accounts, passkeys: passkeys, admission: admission, ownTokens: ownTokens, kit: kit)
         FlowController(
             configuration: configuration, store: store, clock: clock, services: flowServices, admission: admission,
-            resources: resources, nativeSignIn: nativeSignIn, metrics: metrics, baseLogger: baseLogger
+            resources: resources, nativeSignIn: nativeSignIn, metrics: metrics
         ).addRoutes(to: group("/flow", .thunder), development: group("/dev", .html))
-        SelfServiceController(store: store, clock: clock, accounts: accounts, admission: admission, baseLogger: baseLogger)
+        SelfServiceController(store: store, clock: clock, accounts: accounts, admission: admission)
             .addRoutes(to: protected(group("/users/me", .thunder), refusal: SelfServiceController.refusal))
 
         // SCIM 2.0: the accounts behind the resource authentication, the discovery resources public.
-        let scim = SCIMController(issuerInForce: issuer, store: store, accounts: accounts, baseLogger: baseLogger)
+        let scim = SCIMController(issuerInForce: issuer, store: store, accounts: accounts)
         scim.addRoutes(to: protected(group("/scim2", .scim)))
         scim.addDiscoveryRoutes(to: group("/scim2", .scim))
 
@@ -351,11 +350,11 @@ public final class IdentityServer: Sendable, LogsForRequests {
             .addRoutes(to: identity)
         StepUpController(
             configuration: configuration, store: store, clock: clock, issuerInForce: issuer, accounts: accounts, ownTokens: ownTokens,
-            admission: admission, sessions: sessions, responses: responses, baseLogger: baseLogger
+            admission: admission, sessions: sessions, responses: responses
         ).addRoutes(to: identity)
         ReachFivePasskeyController(
             store: store, clock: clock, accounts: accounts, passkeys: passkeys, ownTokens: ownTokens, admission: admission,
-            nativeSignIn: nativeSignIn, baseLogger: baseLogger
+            nativeSignIn: nativeSignIn
         ).addRoutes(to: group("/identity/v1/webauthn", .reachFive), signedIn: protected(group("/identity/v1/webauthn", .reachFive)))
         return router
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import HTTPTypes
 import Hummingbird
 
@@ -50,7 +51,7 @@ extension Accounts {
 
     /// Sends a code to `email` and keeps the change pending until `confirmEmailChange`; the current address is
     /// told (it stays the account's address meanwhile). A new request replaces an earlier one.
-    func startEmailChange(of user: UserRecord, to email: String, locale: SupportedLocale) async throws {
+    func startEmailChange(of user: UserRecord, to email: String, locale: SupportedLocale, logger: Logger) async throws {
         // Every request mails an address of the caller's choosing and brings five fresh tries: both are bounded by the
         // account's hourly email budget, whichever endpoint (`/users/me`, SCIM `/Me`, `/users/me/email`) asked.
         if let wait = try await admitCodeEmail(CodeBudget.emailChange(userId: user.id)) {
@@ -84,7 +85,7 @@ extension Accounts {
     /// Each try also spends one of the *target address's* budget (`max_code_failures_per_account` per
     /// `code_window_seconds`), whichever account asked to move there: accounts cannot add up their tries on one
     /// address.
-    func confirmEmailChange(of user: UserRecord, code: String) async throws -> Result<UserRecord, EmailChangeFailure> {
+    func confirmEmailChange(of user: UserRecord, code: String, logger: Logger) async throws -> Result<UserRecord, EmailChangeFailure> {
         let submitted = LongCode.normalized(code)
         guard let pending = try await store.emailChange(userId: user.id), pending.expiresAt > clock.now else { return .failure(.expired) }
         let target = CodeBudget.emailVerification(address: pending.email)
@@ -147,11 +148,11 @@ enum EmailChangeFailure: Error {
 extension Accounts {
     /// What follows a user's own profile change, whatever the dialect: the new email gets its code, and the account's
     /// address hears of a new username.
-    func afterSelfUpdate(_ update: ProfileUpdate, before user: UserRecord, locale: SupportedLocale) async throws {
+    func afterSelfUpdate(_ update: ProfileUpdate, before user: UserRecord, locale: SupportedLocale, logger: Logger) async throws {
         if update.user.username != user.username {
             try await notifyAccountChange(user, "username_change", arguments: ["username": update.user.username], locale: locale)
         }
-        if let email = update.pendingEmail { try await startEmailChange(of: update.user, to: email, locale: locale) }
+        if let email = update.pendingEmail { try await startEmailChange(of: update.user, to: email, locale: locale, logger: logger) }
     }
 }
 

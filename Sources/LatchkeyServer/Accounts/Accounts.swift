@@ -5,7 +5,7 @@ import Logging
 /// throttle and lockout, second factors, one-time code budgets and the mails that go with account changes. One value
 /// shared by the controllers and flow steps that sign people in or change accounts, so every path applies the same
 /// rules.
-struct Accounts: Sendable, LogsForRequests {
+struct Accounts: Sendable {
     let configuration: ServerConfiguration
     let store: any Store
     let clock: ServerClock
@@ -18,7 +18,6 @@ struct Accounts: Sendable, LogsForRequests {
     let sealer: SecretSealer
     let outbox: any Outbox
     let metrics: ServerMetrics
-    let baseLogger: Logger
 
     var userSchema: UserSchema { configuration.userSchema }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// Per-account budgets of one-time codes, persisted in the store so that they hold across flow executions, resends,
 /// step-up challenges and server instances (a per-execution or per-challenge count alone is reset by starting over).
@@ -68,7 +69,7 @@ extension Accounts {
     /// addresses meets it, and then no recovery code is checked until the window frees up. Each time it refuses, the
     /// `latchkey_throttled_requests_total{limit="recovery_codes"}` counter grows, and the first refusal of a window is
     /// logged as a warning for the operator. A right code gives its place back (`recoveryCodeAccepted`).
-    func reserveRecoveryCodeAttempt(address: String) async throws -> GlobalCodeAttempt {
+    func reserveRecoveryCodeAttempt(address: String, logger: Logger) async throws -> GlobalCodeAttempt {
         let policy = configuration.loginPolicy
         let now = clock.now
         guard

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// The outcome of checking a password, shared by every place that takes one (hosted login page, the flow's
 /// password step, the self-service password change), so throttling and lockout are the same everywhere.
@@ -36,9 +37,9 @@ extension Accounts {
     /// sign-in, such as the self-service password change).
     func checkPassword(
         username: String, password: String, address: String, revealLock: Bool = false,
-        signIn method: ServerMetrics.SignInMethod?
+        signIn method: ServerMetrics.SignInMethod?, logger: Logger
     ) async throws -> PasswordCheck {
-        let outcome = try await judgePassword(username: username, password: password, address: address, revealLock: revealLock)
+        let outcome = try await judgePassword(username: username, password: password, address: address, revealLock: revealLock, logger: logger)
         if let method {
             switch outcome {
             // A flow's success is its completion (counted there): a password step may be followed by a second factor.
@@ -51,7 +52,7 @@ extension Accounts {
         return outcome
     }
 
-    private func judgePassword(username: String, password: String, address: String, revealLock: Bool) async throws -> PasswordCheck {
+    private func judgePassword(username: String, password: String, address: String, revealLock: Bool, logger: Logger) async throws -> PasswordCheck {
         let now = clock.now
         let policy = configuration.loginPolicy
         let limits = LoginLimits(

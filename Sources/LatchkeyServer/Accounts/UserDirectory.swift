@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// Account changes shared by registration, recovery and self-service: schema validation, uniqueness and password
 /// hashing live here once.
@@ -22,7 +23,7 @@ extension Accounts {
     /// `verifyingNewEmail` (default: unless `byAdministrator`) holds a new email back for verification.
     func updateProfile(
         of user: UserRecord, changes: [String: String?], disabled: Bool? = nil, byAdministrator: Bool = false,
-        verifyingNewEmail: Bool? = nil
+        verifyingNewEmail: Bool? = nil, logger: Logger
     ) async throws -> Result<ProfileUpdate, ProfileRejection> {
         let verifyingNewEmail = verifyingNewEmail ?? !byAdministrator
         var updated = user

@@ -91,14 +91,13 @@ struct AppleIdentityClaims: Decodable, Sendable {
 
 /// Sign in with Apple for native apps: Apple's identity token verified against Apple's published keys, and the
 /// account it signs in to.
-struct AppleSignIn: Sendable, LogsForRequests {
+struct AppleSignIn: Sendable {
     let appleKeys: AppleKeySet
     /// Apple's issuer (`ServerConfiguration.apple`).
     let appleIssuer: String
     let store: any Store
     let clock: ServerClock
     let metrics: ServerMetrics
-    let baseLogger: Logger
 
     /// Verifies a Sign in with Apple identity token for `client` and returns the account it signs in: the linked one,
     /// else the account whose email claim is the same address when both Apple and the account have it verified (then
@@ -108,10 +107,11 @@ struct AppleSignIn: Sendable, LogsForRequests {
     /// sends the verifier here, so a token lifted from another sign-in cannot be replayed without its verifier.
     func signInWithApple(
         idToken: String, nonce: String?, client: ClientConfiguration,
-        givenName: String?, familyName: String?
+        givenName: String?, familyName: String?, logger: Logger
     ) async throws -> UserRecord {
         do {
-            let user = try await verifyAppleSignIn(idToken: idToken, nonce: nonce, client: client, givenName: givenName, familyName: familyName)
+            let user = try await verifyAppleSignIn(
+                idToken: idToken, nonce: nonce, client: client, givenName: givenName, familyName: familyName, logger: logger)
             metrics.signIn(.apple, .success)
             return user
         } catch let failure as AppleSignInFailure {
@@ -122,7 +122,7 @@ struct AppleSignIn: Sendable, LogsForRequests {
 
     private func verifyAppleSignIn(
         idToken: String, nonce: String?, client: ClientConfiguration,
-        givenName: String?, familyName: String?
+        givenName: String?, familyName: String?, logger: Logger
     ) async throws -> UserRecord {
         guard !client.appleBundleIds.isEmpty else { throw AppleSignInFailure.notConfigured }
         let jws: CompactJWS
@@ -137,7 +137,7 @@ struct AppleSignIn: Sendable, LogsForRequests {
         }
         try Self.check(claims, client: client, issuer: appleIssuer, nonce: nonce, now: now)
         // Store failures propagate as they are (a server fault, answered 500), not as a refused token.
-        let user = try await appleAccount(claims, client: client, givenName: givenName, familyName: familyName)
+        let user = try await appleAccount(claims, client: client, givenName: givenName, familyName: familyName, logger: logger)
         guard !user.disabled else { throw AppleSignInFailure.accountDisabled }
         return user
     }
@@ -158,7 +158,7 @@ struct AppleSignIn: Sendable, LogsForRequests {
 
     private func appleAccount(
         _ claims: AppleIdentityClaims, client: ClientConfiguration, givenName: String?,
-        familyName: String?
+        familyName: String?, logger: Logger
     ) async throws -> UserRecord {
         let provider = "apple"
         if let link = try await store.federatedIdentity(provider: provider, subject: claims.sub),

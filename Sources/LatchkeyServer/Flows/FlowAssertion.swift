@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import LatchkeyJOSE
 
 /// The JWT a COMPLETE flow returns (thunderID `assertion`): `typ JWT`, RS256 with the server's key, `aud` = the
@@ -43,7 +44,7 @@ extension OwnTokens {
     }
 
     /// Verifies a flow assertion presented at the token endpoint by `clientId` and consumes it (single use).
-    func redeemFlowAssertion(_ token: String, clientId: String) async throws -> FlowAssertionClaims {
+    func redeemFlowAssertion(_ token: String, clientId: String, logger: Logger) async throws -> FlowAssertionClaims {
         do {
             return try await verifyOwnToken(token, as: FlowAssertionClaims.self, audience: clientId, consume: true)
         } catch {

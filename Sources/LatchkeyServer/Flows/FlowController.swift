@@ -6,7 +6,7 @@ import LatchkeyJOSE
 
 /// The Flow Execution API (`thunderid-wire.md` §2.2): `POST /flow/execute`, `GET /flow/meta`, and in development
 /// mode `GET /dev/outbox`.
-struct FlowController: Sendable, LogsForRequests {
+struct FlowController: Sendable {
     let configuration: ServerConfiguration
     let store: any FlowExecutionStore & OutboxStore & ClientStore
     let clock: ServerClock
@@ -15,7 +15,6 @@ struct FlowController: Sendable, LogsForRequests {
     let resources: ResourceAuthenticator
     let nativeSignIn: NativeSignInPolicy
     let metrics: ServerMetrics
-    let baseLogger: Logger
 
     private var userSchema: UserSchema { configuration.userSchema }
 
@@ -48,14 +47,14 @@ struct FlowController: Sendable, LogsForRequests {
             if let executionId = flowRequest.executionId {
                 return try await continueFlow(
                     executionId, flowRequest, verbose: verbose, address: context.clientAddress, bearer: bearer,
-                    acceptLanguage: request.headers[.acceptLanguage])
+                    acceptLanguage: request.headers[.acceptLanguage], logger: context.logger)
             }
             // Each start may store an execution; a registration may hash a password and create an account.
             try await admission.admitStart(address: context.clientAddress)
             if flowRequest.flowType == FlowType.registration.rawValue { try await admission.admitRegistration(address: context.clientAddress) }
             return try await startFlow(
                 flowRequest, attestation: request.headers[.attestationToken], verbose: verbose,
-                address: context.clientAddress, bearer: bearer, locale: requestLocale)
+                address: context.clientAddress, bearer: bearer, locale: requestLocale, logger: context.logger)
         } catch var error as APIError {
             if error.locale == nil { error.locale = requestLocale }
             throw error
@@ -66,7 +65,7 @@ struct FlowController: Sendable, LogsForRequests {
 
     private func startFlow(
         _ body: FlowRequest, attestation: String?, verbose: Bool, address: String, bearer: String?,
-        locale: SupportedLocale
+        locale: SupportedLocale, logger: Logger
     ) async throws -> Response {
         guard let applicationId = body.applicationId, !applicationId.isEmpty else {
             throw FlowFailure.badRequest("applicationId and flowType are required to start a flow (executionId to continue one)").apiError
@@ -79,7 +78,8 @@ struct FlowController: Sendable, LogsForRequests {
         let now = clock.now
         var state = FlowState(applicationId: applicationId, flowType: type, current: start.id)
         state.locale = locale.tag
-        var run = FlowRun(state: state, submitted: body.inputs ?? [:], client: client, clientAddress: address, bearerToken: bearer, locale: locale)
+        var run = FlowRun(
+            state: state, submitted: body.inputs ?? [:], client: client, clientAddress: address, bearerToken: bearer, locale: locale, logger: logger)
         let engine = FlowEngine(services: services, graph: graph)
         var stop = try await engine.run(from: start.id, &run)
         // Inputs sent with the initiation may satisfy the first prompt: then the flow runs on in this call.
@@ -116,7 +116,7 @@ struct FlowController: Sendable, LogsForRequests {
 
     private func continueFlow(
         _ executionId: String, _ body: FlowRequest, verbose: Bool, address: String, bearer: String?,
-        acceptLanguage: String?
+        acceptLanguage: String?, logger: Logger
     ) async throws -> Response {
         guard let execution = try await store.flowExecution(id: executionId, now: clock.now) else { throw FlowFailure.invalidExecution.apiError }
         // The challenge token is single use: it is swapped for the next one atomically, so a replayed or concurrent
@@ -142,7 +142,8 @@ struct FlowController: Sendable, LogsForRequests {
         let graph = client.flows[type] ?? DefaultFlows.graph(type)
         // An explicit locale in this request switches the execution's language; otherwise it keeps the one it began in.
         let locale = LocaleNegotiator.negotiate(explicit: body.locale ?? state.locale, acceptLanguage: acceptLanguage)
-        var run = FlowRun(state: state, submitted: body.inputs ?? [:], client: client, clientAddress: address, bearerToken: bearer, locale: locale)
+        var run = FlowRun(
+            state: state, submitted: body.inputs ?? [:], client: client, clientAddress: address, bearerToken: bearer, locale: locale, logger: logger)
         run.state.locale = locale.tag
         let stop: FlowStop
         do {

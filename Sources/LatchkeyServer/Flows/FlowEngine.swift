@@ -75,7 +75,7 @@ struct FlowEngine {
                 }
             }
         }
-        services.logger.error("flow exceeded the step limit", metadata: ["flow": .string(graph.id)])
+        run.logger.error("flow exceeded the step limit", metadata: ["flow": .string(graph.id)])
         return .failed(.internalError)
     }
 

@@ -2,7 +2,7 @@ import Logging
 
 /// What the flow engine's steps use (the executors in `Executors/`): accounts and their credentials, passkey
 /// ceremonies, admission limits, the server's own tokens, and the validator of the access tokens a flow may carry.
-struct FlowServices: Sendable, LogsForRequests {
+struct FlowServices: Sendable {
     let store: any Store
     let clock: ServerClock
     let accounts: Accounts
@@ -10,7 +10,6 @@ struct FlowServices: Sendable, LogsForRequests {
     let admission: Admission
     let ownTokens: OwnTokens
     let kit: TokenKit
-    let baseLogger: Logger
 
     var configuration: ServerConfiguration { accounts.configuration }
     var userSchema: UserSchema { accounts.userSchema }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// What a flow execution remembers between steps (persisted as JSON with the execution). Passwords and one-time
 /// codes are never kept: a pending registration keeps the password's bcrypt hash, a sent code its keyed digest.
@@ -54,6 +55,8 @@ struct FlowRun {
     let bearerToken: String?
     /// The language of this request's messages.
     var locale: SupportedLocale = .en
+    /// The request's logger (`context.logger`, with its request id).
+    let logger: Logger
     /// Set by the assertion executor.
     var assertion: String?
     /// Shown with the prompt the run stops at.

@@ -13,7 +13,7 @@ import Logging
 /// expires. An application with `require_mfa` refuses accounts without a second factor, as the flows do. The SSO
 /// session and the authorization code exist only once every required factor is proven; the session records its
 /// `amr`, which the tokens carry.
-struct HostedLoginController: Sendable, LogsForRequests {
+struct HostedLoginController: Sendable {
     let configuration: ServerConfiguration
     let store: any UserStore & ClientStore & LoginRequestStore & SessionStore
     let clock: ServerClock
@@ -22,11 +22,10 @@ struct HostedLoginController: Sendable, LogsForRequests {
     let passkeys: Passkeys
     let ownTokens: OwnTokens
     let responses: AuthorizationResponses
-    let baseLogger: Logger
 
     func addRoutes(to pages: RouterGroup<LatchkeyRequestContext>) {
         pages.get("/login") { request, _ in try await self.showLogin(request) }
-        pages.post("/login") { request, context in try await self.submitLogin(request, context: context) }
+        pages.post("/login") { request, context in try await self.submitLogin(request, context: context, logger: context.logger) }
     }
 
     private func showLogin(_ request: Request) async throws -> Response {
@@ -49,7 +48,7 @@ struct HostedLoginController: Sendable, LogsForRequests {
             error: nil, status: .ok, locale: locale)
     }
 
-    private func submitLogin(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
+    private func submitLogin(_ request: Request, context: LatchkeyRequestContext, logger: Logger) async throws -> Response {
         let params = try await Parameters.body(of: request)
         guard let id = try params.single("request"), let pending = try await store.loginRequest(id: id, now: clock.now) else {
             return expiredLoginPage(request.locale())
@@ -64,11 +63,12 @@ struct HostedLoginController: Sendable, LogsForRequests {
         if let factor = try await store.loginSecondFactor(requestId: id) {
             // The first factor was already accepted for this login request: only the code is taken now (sending the
             // password again neither skips nor restarts the second step).
-            return try await submitSecondFactor(factor, pending: pending, params: params, request: request, client: client, locale: locale)
+            return try await submitSecondFactor(
+                factor, pending: pending, params: params, request: request, client: client, locale: locale, logger: logger)
         }
         let username = (try params.single("username") ?? "").trimmingCharacters(in: .whitespaces)
         let password = try params.single("password") ?? ""
-        func fail(_ message: LocalizedMessage, _ status: HTTPResponse.Status) -> Response {
+        func fail(_ message: LocalizedMessage, _ status: HTTPResponse.Status, logger: Logger) -> Response {
             loginPage(
                 requestId: id, client: client, clientId: pending.request.clientId, username: username, error: message.text(locale),
                 status: status, locale: locale)
@@ -79,17 +79,18 @@ struct HostedLoginController: Sendable, LogsForRequests {
         if let ticket = try params.single("tkn"), !ticket.isEmpty {
             // The page's passkey button: the reachFive endpoints verified the passkey and issued a ticket for this
             // application; redeeming it here (once) stands for the password.
-            guard let claims = try? await ownTokens.redeemLoginTicket(ticket, clientId: pending.request.clientId),
+            guard let claims = try? await ownTokens.redeemLoginTicket(ticket, clientId: pending.request.clientId, logger: logger),
                 let owner = try await store.user(id: claims.sub), !owner.disabled
             else {
-                return fail(LocalizedMessage("page.login.passkey_failed"), .unauthorized)
+                return fail(LocalizedMessage("page.login.passkey_failed"), .unauthorized, logger: logger)
             }
             user = owner
             authTime = Date(timeIntervalSince1970: TimeInterval(claims.authTime))
             amr = claims.amr
         } else {
-            guard !username.isEmpty, !password.isEmpty else { return fail(LocalizedMessage("login.missing_fields"), .badRequest) }
-            let outcome = try await accounts.checkPassword(username: username, password: password, address: context.clientAddress, signIn: .password)
+            guard !username.isEmpty, !password.isEmpty else { return fail(LocalizedMessage("login.missing_fields"), .badRequest, logger: logger) }
+            let outcome = try await accounts.checkPassword(
+                username: username, password: password, address: context.clientAddress, signIn: .password, logger: logger)
             guard case .accepted(let accepted) = outcome else {
                 let status: HTTPResponse.Status =
                     switch outcome {
@@ -98,7 +99,7 @@ struct HostedLoginController: Sendable, LogsForRequests {
                     case .disabled: .forbidden
                     case .rejected, .accepted: .unauthorized
                     }
-                return fail(outcome.userMessage(now: clock.now) ?? LocalizedMessage("login.invalid_credentials"), status)
+                return fail(outcome.userMessage(now: clock.now) ?? LocalizedMessage("login.invalid_credentials"), status, logger: logger)
             }
             user = accepted
             amr = ["pwd"]
@@ -117,7 +118,7 @@ struct HostedLoginController: Sendable, LogsForRequests {
             logger.notice(
                 "hosted sign-in refused: the application requires MFA and the account has no second factor",
                 metadata: ["client": .string(pending.request.clientId)])
-            return fail(LocalizedMessage("login.mfa_not_enrolled"), .forbidden)
+            return fail(LocalizedMessage("login.mfa_not_enrolled"), .forbidden, logger: logger)
         }
         return try await completeLogin(pending, requestId: id, user: user, amr: amr, authTime: authTime)
     }
@@ -167,7 +168,7 @@ struct HostedLoginController: Sendable, LogsForRequests {
 
     private func submitSecondFactor(
         _ factor: LoginSecondFactorRecord, pending: LoginRequestRecord, params: Parameters, request: Request,
-        client: ClientConfiguration?, locale: SupportedLocale
+        client: ClientConfiguration?, locale: SupportedLocale, logger: Logger
     ) async throws -> Response {
         let id = factor.requestId
         guard isBound(factor, to: request) else {
@@ -179,7 +180,7 @@ struct HostedLoginController: Sendable, LogsForRequests {
             try await store.deleteLoginRequest(id: id)
             return expiredLoginPage(locale)
         }
-        func page(error: String?, info: String? = nil, message: LocalizedMessage? = nil, _ status: HTTPResponse.Status) -> Response {
+        func page(error: String?, info: String? = nil, message: LocalizedMessage? = nil, _ status: HTTPResponse.Status, logger: Logger) -> Response {
             secondFactorPage(
                 requestId: id, kind: kind, client: client, clientId: pending.request.clientId,
                 error: message.map { $0.text(locale) } ?? error.map { LocalizedMessage($0).text(locale) },
@@ -187,9 +188,9 @@ struct HostedLoginController: Sendable, LogsForRequests {
         }
         let now = clock.now
         if try params.single("resend") != nil {
-            guard kind == .email else { return page(error: nil, .ok) }
+            guard kind == .email else { return page(error: nil, .ok, logger: logger) }
             if let wait = try await accounts.codeLockout(CodeBudget.secondFactor(userId: user.id)) {
-                return page(error: nil, message: .codesLocked(seconds: wait), .tooManyRequests)
+                return page(error: nil, message: .codesLocked(seconds: wait), .tooManyRequests, logger: logger)
             }
             // Counted before anything is sent, in one conditional UPDATE; the attempt counter is not reset.
             let code = SecondFactor.newCode()
@@ -199,21 +200,21 @@ struct HostedLoginController: Sendable, LogsForRequests {
                     expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.oneTimeCode)),
                     maxSends: SecondFactor.maxSends)
             else {
-                return page(error: "page.mfa.resend_limit", .tooManyRequests)
+                return page(error: "page.mfa.resend_limit", .tooManyRequests, logger: logger)
             }
             _ = try await accounts.sendSignInCode(to: user, appName: client?.name ?? pending.request.clientId, locale: locale, code: code)
-            return page(error: nil, info: "page.mfa.resent", .ok)
+            return page(error: nil, info: "page.mfa.resent", .ok, logger: logger)
         }
         // A post without a code (the password form sent again, e.g. from another tab) just shows the code form: it is
         // not a guess, and it never skips the second step.
-        guard let raw = try params.single("otp") else { return page(error: nil, .ok) }
-        guard factor.expiresAt > now else { return page(error: "flows.executor.errors.otp_expired", .unauthorized) }
+        guard let raw = try params.single("otp") else { return page(error: nil, .ok, logger: logger) }
+        guard factor.expiresAt > now else { return page(error: "flows.executor.errors.otp_expired", .unauthorized, logger: logger) }
         let submitted = SecondFactor.cleaned(raw)
         // The account's second-factor budget (shared with the flows and the step-up) is spent before the code is
         // checked, so new hosted sign-ins, which a known password starts at will, bring no fresh guesses.
         let budget = CodeBudget.secondFactor(userId: user.id)
         if let wait = try await accounts.reserveCodeAttempt(budget) {
-            return page(error: nil, message: .codesLocked(seconds: wait), .tooManyRequests)
+            return page(error: nil, message: .codesLocked(seconds: wait), .tooManyRequests, logger: logger)
         }
         let matched: Bool
         switch kind {
@@ -222,7 +223,7 @@ struct HostedLoginController: Sendable, LogsForRequests {
         }
         guard matched else {
             if try await store.failLoginSecondFactor(requestId: id, maxAttempts: SecondFactor.maxAttempts) {
-                return page(error: "flows.executor.errors.invalid_otp", .unauthorized)
+                return page(error: "flows.executor.errors.invalid_otp", .unauthorized, logger: logger)
             }
             // Out of attempts: the whole sign-in is over; the application has to start a new one.
             logger.notice("hosted sign-in ended: too many wrong codes", metadata: ["user": .string(user.id)])

@@ -28,11 +28,10 @@ enum OwnTokenFailure: Error, Equatable {
 
 /// Signs, verifies and spends the server's own short-lived tokens (`OwnTokenClaims`): reachFive login tickets, flow
 /// assertions and step-up tokens.
-struct OwnTokens: Sendable, LogsForRequests {
+struct OwnTokens: Sendable {
     let kit: TokenKit
     /// Flow assertions open the session their tokens will belong to.
     let sessions: SignInSessions
-    let baseLogger: Logger
 
     private var keys: KeyRing { kit.keys }
     private var store: any Store { kit.store }

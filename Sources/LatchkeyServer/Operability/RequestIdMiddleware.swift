@@ -11,26 +11,20 @@ struct RequestIdMiddleware: RouterMiddleware {
     static let header = HTTPField.Name("X-Request-Id")!
     private static let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
-    /// The id of the request the current task serves, for `IdentityServer.logger`: the server's code logs through its
-    /// own logger, not the request context's, and a task-local value reaches it (and the child tasks it starts)
-    /// without passing the id through every call.
-    @TaskLocal static var current: String?
-
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let offered = request.headers[Self.header]
         let id = offered.flatMap { (1...64).contains($0.count) && $0.allSatisfy(Self.allowed.contains) ? $0 : nil } ?? Secrets.identifier()
         var context = context
         context.logger[metadataKey: "request_id"] = .string(id)
-        return try await Self.$current.withValue(id) {
-            do {
-                var response = try await next(request, context)
-                response.headers[Self.header] = id
-                return response
-            } catch let error as any HTTPResponseError {
-                var response = try error.response(from: request, context: context)
-                response.headers[Self.header] = id
-                return response
-            }
+        // Every line the request causes is logged through `context.logger`, which now carries the id.
+        do {
+            var response = try await next(request, context)
+            response.headers[Self.header] = id
+            return response
+        } catch let error as any HTTPResponseError {
+            var response = try error.response(from: request, context: context)
+            response.headers[Self.header] = id
+            return response
         }
     }
 }

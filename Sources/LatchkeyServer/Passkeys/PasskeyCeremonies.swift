@@ -10,7 +10,7 @@ import X509
 /// `WebAuthnRelyingParty`.
 /// The WebAuthn ceremonies (registration, sign-up, authentication) with their stored challenges, for the reachFive
 /// passkey API and the flow steps alike.
-struct Passkeys: Sendable, LogsForRequests {
+struct Passkeys: Sendable {
     let webAuthn: WebAuthnSettings
     /// The configured issuer: the RP ID's fallback before the issuer in force is known.
     let configuredIssuer: URL
@@ -20,7 +20,6 @@ struct Passkeys: Sendable, LogsForRequests {
     let store: any Store
     let clock: ServerClock
     let metrics: ServerMetrics
-    let baseLogger: Logger
 
     private var issuer: String { issuerInForce() }
 
@@ -141,8 +140,9 @@ struct Passkeys: Sendable, LogsForRequests {
     }
 
     /// reachFive `signup`: verifies the attestation and creates the account with its passkey (one transaction).
-    func finishPasskeySignup(webauthnId: String, response: PasskeyRegistrationResponse) async throws -> (UserRecord, clientId: String) {
-        let (ceremony, verified) = try await verifyPasskeyCreation(response, expecting: .signup)
+    func finishPasskeySignup(webauthnId: String, response: PasskeyRegistrationResponse, logger: Logger) async throws -> (UserRecord, clientId: String)
+    {
+        let (ceremony, verified) = try await verifyPasskeyCreation(response, expecting: .signup, logger: logger)
         guard let userId = ceremony.userId, let clientId = ceremony.clientId,
             Base64URL.decode(webauthnId).map({ Secrets.constantTimeEquals($0, Self.userHandle(userId)) }) == true
         else {
@@ -180,13 +180,13 @@ struct Passkeys: Sendable, LogsForRequests {
     /// Finds the ceremony a registration response answers and verifies the attestation against it.
     func verifyPasskeyCreation(
         _ response: PasskeyRegistrationResponse,
-        expecting kind: PasskeyChallengeRecord.Ceremony
+        expecting kind: PasskeyChallengeRecord.Ceremony, logger: Logger
     ) async throws -> (PasskeyChallengeRecord, VerifiedRegistration) {
         let (ceremony, clientData) = try await takeCeremony(response.clientDataJSON, expecting: kind)
         guard let clientId = ceremony.clientId, let client = try await store.client(id: clientId)?.configuration else {
             throw PasskeyFailure.wrongCeremony
         }
-        return (ceremony, try await verifyRegistration(response, clientData: clientData, ceremony: ceremony, client: client))
+        return (ceremony, try await verifyRegistration(response, clientData: clientData, ceremony: ceremony, client: client, logger: logger))
     }
 
     // MARK: Registration (another passkey for a signed-in account)
@@ -203,9 +203,10 @@ struct Passkeys: Sendable, LogsForRequests {
     }
 
     @discardableResult
-    func finishPasskeyRegistration(user: UserRecord, response: PasskeyRegistrationResponse, friendlyName: String? = nil) async throws -> PasskeyRecord
-    {
-        let (ceremony, verified) = try await verifyPasskeyCreation(response, expecting: .registration)
+    func finishPasskeyRegistration(
+        user: UserRecord, response: PasskeyRegistrationResponse, friendlyName: String? = nil, logger: Logger
+    ) async throws -> PasskeyRecord {
+        let (ceremony, verified) = try await verifyPasskeyCreation(response, expecting: .registration, logger: logger)
         guard ceremony.userId == user.id else { throw PasskeyFailure.wrongCeremony }
         let record = passkeyRecord(verified, userId: user.id, name: friendlyName ?? ceremony.friendlyName, now: clock.now)
         do { try await store.insertPasskey(record) } catch StoreError.conflict { throw PasskeyFailure.alreadyRegistered }
@@ -215,7 +216,7 @@ struct Passkeys: Sendable, LogsForRequests {
 
     private func verifyRegistration(
         _ response: PasskeyRegistrationResponse, clientData: ClientData, ceremony: PasskeyChallengeRecord,
-        client: ClientConfiguration
+        client: ClientConfiguration, logger: Logger
     ) async throws -> VerifiedRegistration {
         let origins = allowedOrigins(ceremony, client)
         do {
@@ -271,11 +272,11 @@ struct Passkeys: Sendable, LogsForRequests {
     /// Verifies an assertion and returns the signed-in user and the application the ceremony was started for.
     /// `amr` is the sign-in's RFC 8176 methods (`AuthenticationMethods.passkey`): multi-factor only when the
     /// authenticator verified the user.
-    func finishPasskeyAuthentication(_ response: PasskeyAssertionResponse) async throws
+    func finishPasskeyAuthentication(_ response: PasskeyAssertionResponse, logger: Logger) async throws
         -> (user: UserRecord, clientId: String, passkey: PasskeyRecord, amr: [String])
     {
         do {
-            let result = try await verifyPasskeyAuthentication(response)
+            let result = try await verifyPasskeyAuthentication(response, logger: logger)
             metrics.signIn(.passkey, .success)
             return result
         } catch let failure as PasskeyFailure {
@@ -284,7 +285,7 @@ struct Passkeys: Sendable, LogsForRequests {
         }
     }
 
-    private func verifyPasskeyAuthentication(_ response: PasskeyAssertionResponse) async throws
+    private func verifyPasskeyAuthentication(_ response: PasskeyAssertionResponse, logger: Logger) async throws
         -> (user: UserRecord, clientId: String, passkey: PasskeyRecord, amr: [String])
     {
         let (ceremony, clientData) = try await takeCeremony(response.clientDataJSON, expecting: .authentication)
@@ -352,7 +353,7 @@ struct Passkeys: Sendable, LogsForRequests {
         return updated
     }
 
-    func deletePasskey(id: String, of user: UserRecord) async throws {
+    func deletePasskey(id: String, of user: UserRecord, logger: Logger) async throws {
         guard try await store.deletePasskey(id: id, userId: user.id) else { throw PasskeyFailure.notFound }
         logger.info("passkey deleted", metadata: ["user": .string(user.id)])
     }

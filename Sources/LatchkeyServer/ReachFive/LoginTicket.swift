@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import LatchkeyJOSE
 
 /// The reachFive `tkn`: proof that a user just authenticated (password, passkey) for one application, carried by
@@ -41,7 +42,7 @@ extension OwnTokens {
     /// Verifies and consumes a ticket presented by `clientId`. Errors are `access_denied` (the user must sign in again).
     /// A ticket that still owes a second factor is refused unless `allowMFAPending`; it is checked before the ticket is
     /// consumed, so a refused one is not spent.
-    func redeemLoginTicket(_ ticket: String, clientId: String, allowMFAPending: Bool = false) async throws -> LoginTicketClaims {
+    func redeemLoginTicket(_ ticket: String, clientId: String, allowMFAPending: Bool = false, logger: Logger) async throws -> LoginTicketClaims {
         do {
             let claims = try await verifyOwnToken(ticket, as: LoginTicketClaims.self, audience: clientId, consume: false)
             guard allowMFAPending || !claims.mfaPending else { throw OAuthError(.accessDenied, "the login ticket still needs a second factor") }

@@ -5,7 +5,7 @@ import LatchkeyJOSE
 
 /// The reachFive passkey endpoints (`reachfive-wire.md` §2.3, §2.4, §2.5). Public ones name the application with
 /// `client_id`; the ones that change an account take its bearer access token.
-struct ReachFivePasskeyController: Sendable, LogsForRequests {
+struct ReachFivePasskeyController: Sendable {
     let store: any PasskeyStore & ClientStore
     let clock: ServerClock
     let accounts: Accounts
@@ -13,7 +13,6 @@ struct ReachFivePasskeyController: Sendable, LogsForRequests {
     let ownTokens: OwnTokens
     let admission: Admission
     let nativeSignIn: NativeSignInPolicy
-    let baseLogger: Logger
 
     /// Sign-up and sign-in on `webauthn`, a public group of `/identity/v1/webauthn`; the signed-in account's passkeys on
     /// `signedIn`, the same path behind a `ResourceAuthenticationMiddleware`.
@@ -23,17 +22,17 @@ struct ReachFivePasskeyController: Sendable, LogsForRequests {
             try await admission.admitRegistration(address: context.clientAddress)
             return try await self.passkeySignupOptions(request)
         }
-        webauthn.post("signup") { request, _ in try await self.passkeySignup(request) }
+        webauthn.post("signup") { request, context in try await self.passkeySignup(request, logger: context.logger) }
         webauthn.post("authentication-options") { request, context in
             try await admission.admitChallenge(address: context.clientAddress)
             return try await self.passkeyAuthenticationOptions(request)
         }
-        webauthn.post("authentication") { request, _ in try await self.passkeyAuthentication(request) }
+        webauthn.post("authentication") { request, context in try await self.passkeyAuthentication(request, logger: context.logger) }
         signedIn.post("registration-options") { request, context in try await self.passkeyRegistrationOptions(request, context.caller) }
-        signedIn.post("registration") { request, context in try await self.passkeyRegistration(request, context.caller) }
+        signedIn.post("registration") { request, context in try await self.passkeyRegistration(request, context.caller, logger: context.logger) }
         signedIn.get("registration") { _, context in try await self.listPasskeys(context.caller) }
         signedIn.patch("registration/:id") { request, context in try await self.renamePasskey(request, context: context) }
-        signedIn.delete("registration/:id") { _, context in try await self.deletePasskey(context: context) }
+        signedIn.delete("registration/:id") { _, context in try await self.deletePasskey(context: context, logger: context.logger) }
     }
 
     /// `{friendly_name, options:{public_key:{…}}}` (reachFive `RegistrationOptions`).
@@ -99,12 +98,14 @@ struct ReachFivePasskeyController: Sendable, LogsForRequests {
         return try snakeJSON(RegistrationOptionsBody(friendlyName: friendlyName ?? options.user.name, options: .init(publicKey: options)))
     }
 
-    private func passkeySignup(_ request: Request) async throws -> Response {
+    private func passkeySignup(_ request: Request, logger: Logger) async throws -> Response {
         let body = try await ReachFiveBody.read(request)
         let webauthnId = try body.required("webauthn_id")
         guard let credential = body.object("public_key_credential") else { throw ReachFiveBody.invalid("public_key_credential is required") }
         let response = try ReachFiveCredential(credential).registration
-        let (user, clientId) = try await passkeyStep { try await passkeys.finishPasskeySignup(webauthnId: webauthnId, response: response) }
+        let (user, clientId) = try await passkeyStep {
+            try await passkeys.finishPasskeySignup(webauthnId: webauthnId, response: response, logger: logger)
+        }
         // A new account's first passkey: one factor, whatever the authenticator did (the account has nothing else).
         let backupEligible = try await store.passkeys(userId: user.id).first?.backupEligible ?? true
         let amr = AuthenticationMethods.passkey(userVerified: false, backupEligible: backupEligible)
@@ -127,10 +128,10 @@ struct ReachFivePasskeyController: Sendable, LogsForRequests {
         return try snakeJSON(AuthenticationOptionsBody(publicKey: options))
     }
 
-    private func passkeyAuthentication(_ request: Request) async throws -> Response {
+    private func passkeyAuthentication(_ request: Request, logger: Logger) async throws -> Response {
         let body = try await ReachFiveBody.read(request)
         let assertion = try ReachFiveCredential(body.fields).assertion
-        let result = try await passkeyStep { try await passkeys.finishPasskeyAuthentication(assertion) }
+        let result = try await passkeyStep { try await passkeys.finishPasskeyAuthentication(assertion, logger: logger) }
         return try Responses.json(
             TicketBody(tkn: try await ownTokens.mintLoginTicket(user: result.user, clientId: result.clientId, amr: result.amr)),
             noStore: true)
@@ -157,13 +158,13 @@ struct ReachFivePasskeyController: Sendable, LogsForRequests {
         return try snakeJSON(RegistrationOptionsBody(friendlyName: friendlyName ?? user.username, options: .init(publicKey: options)))
     }
 
-    private func passkeyRegistration(_ request: Request, _ caller: ResourceCaller) async throws -> Response {
+    private func passkeyRegistration(_ request: Request, _ caller: ResourceCaller, logger: Logger) async throws -> Response {
         let (user, _) = try await signedInUser(caller, recently: true)
         let body = try await ReachFiveBody.read(request)
         let credential = body.object("public_key_credential") ?? body.fields
         let response = try ReachFiveCredential(credential).registration
         let added = try await passkeyStep {
-            try await passkeys.finishPasskeyRegistration(user: user, response: response, friendlyName: body.string("friendly_name"))
+            try await passkeys.finishPasskeyRegistration(user: user, response: response, friendlyName: body.string("friendly_name"), logger: logger)
         }
         try await accounts.notifyAccountChange(user, "passkey_added", arguments: ["name": added.friendlyName], locale: request.locale())
         return Responses.empty(status: .noContent)
@@ -182,10 +183,10 @@ struct ReachFivePasskeyController: Sendable, LogsForRequests {
         return try snakeJSON(DeviceCredentialBody(updated))
     }
 
-    private func deletePasskey(context: ResourceRequestContext) async throws -> Response {
+    private func deletePasskey(context: ResourceRequestContext, logger: Logger) async throws -> Response {
         let (user, _) = try await signedInUser(context.caller, recently: true)
         let id = try context.parameters.require("id")
-        try await passkeyStep { try await passkeys.deletePasskey(id: id, of: user) }
+        try await passkeyStep { try await passkeys.deletePasskey(id: id, of: user, logger: logger) }
         return Responses.empty(status: .noContent)
     }
 }

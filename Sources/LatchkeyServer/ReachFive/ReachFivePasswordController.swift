@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Hummingbird
 
 /// reachFive password sign-in (`POST /identity/v1/password/login` → `{tkn}`; the step-up is in `StepUpRoutes`), the
@@ -11,11 +12,11 @@ struct ReachFivePasswordController: Sendable {
     let nativeSignIn: NativeSignInPolicy
 
     func addRoutes(to identity: RouterGroup<LatchkeyRequestContext>) {
-        identity.post("password/login") { request, context in try await self.passwordLogin(request, context: context) }
+        identity.post("password/login") { request, context in try await self.passwordLogin(request, context: context, logger: context.logger) }
         identity.get("config") { request, _ in try await self.identityConfig(request) }
     }
 
-    private func passwordLogin(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
+    private func passwordLogin(_ request: Request, context: LatchkeyRequestContext, logger: Logger) async throws -> Response {
         let body = try await ReachFiveBody.read(request)
         guard let client = try await store.client(id: try body.required("client_id"))?.configuration else {
             throw ReachFiveBody.invalid("unknown client_id")
@@ -34,7 +35,8 @@ struct ReachFivePasswordController: Sendable {
         // An unknown or ambiguous identifier (a username that is another account's email, from before usernames and
         // emails shared a namespace) names no account: the check runs against the decoy.
         let username = try await accounts.account(identifier: identifier)?.username ?? ""
-        let outcome = try await accounts.checkPassword(username: username, password: password, address: context.clientAddress, signIn: .password)
+        let outcome = try await accounts.checkPassword(
+            username: username, password: password, address: context.clientAddress, signIn: .password, logger: logger)
         guard case .accepted(let user) = outcome else {
             // The same key, arguments and wording as the hosted page and the flows (`PasswordCheck.userMessage`).
             let message = outcome.userMessage(now: clock.now) ?? LocalizedMessage("login.invalid_credentials")

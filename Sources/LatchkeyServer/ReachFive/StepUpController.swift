@@ -32,7 +32,7 @@ struct StepUpClaims: OwnTokenClaims, Codable, Sendable {
 /// parameters → `{amr, token}`), `POST /identity/v1/passwordless/start` (`{step_up, auth_type: email|otp}` →
 /// `{challenge_id}`; email sends a code) and `POST /identity/v1/passwordless/verify` (`{challenge_id,
 /// verification_code}` → `{code}`, an authorization code redeemed at the token endpoint with the PKCE verifier).
-struct StepUpController: Sendable, LogsForRequests {
+struct StepUpController: Sendable {
     let configuration: ServerConfiguration
     let store: any UserStore & SecondFactorStore & PasskeyStore & ClientStore
     let clock: ServerClock
@@ -42,14 +42,13 @@ struct StepUpController: Sendable, LogsForRequests {
     let admission: Admission
     let sessions: SignInSessions
     let responses: AuthorizationResponses
-    let baseLogger: Logger
 
     private var issuer: String { issuerInForce() }
 
     static let stepUpMaxAttempts = SecondFactor.maxAttempts
 
     func addRoutes(to identity: RouterGroup<LatchkeyRequestContext>) {
-        identity.post("mfa/stepup") { request, _ in try await self.mfaStepUp(request) }
+        identity.post("mfa/stepup") { request, context in try await self.mfaStepUp(request, logger: context.logger) }
         identity.post("passwordless/start") { request, context in
             try await admission.admitChallenge(address: context.clientAddress)
             return try await self.stepUpStart(request, context: context)
@@ -57,7 +56,7 @@ struct StepUpController: Sendable, LogsForRequests {
         identity.post("passwordless/verify") { request, _ in try await self.stepUpVerify(request) }
     }
 
-    private func mfaStepUp(_ request: Request) async throws -> Response {
+    private func mfaStepUp(_ request: Request, logger: Logger) async throws -> Response {
         struct Body: Encodable { var amr: [String]; var token: String }
         let body = try await ReachFiveBody.read(request)
         let clientId = try body.required("client_id")
@@ -77,7 +76,9 @@ struct StepUpController: Sendable, LogsForRequests {
         let scope = body.string("scope")?.split(separator: " ").map(String.init) ?? client.scopes
         guard scope.allSatisfy(client.scopes.contains) else { throw ReachFiveBody.invalid("scope not allowed for this client") }
         let ticket: LoginTicketClaims
-        do { ticket = try await ownTokens.redeemLoginTicket(try body.required("tkn"), clientId: clientId, allowMFAPending: true) } catch let error
+        do {
+            ticket = try await ownTokens.redeemLoginTicket(try body.required("tkn"), clientId: clientId, allowMFAPending: true, logger: logger)
+        } catch let error
             as OAuthError
         {
             throw APIError.login(.unauthorized, LocalizedMessage("login.expired"), error.description)

@@ -6,13 +6,12 @@ import LatchkeyJOSE
 
 /// SCIM 2.0 (RFC 7643/7644): `/scim2/Me` for the token's user and, with the `scim.admin` scope,
 /// `/scim2/Users/{id}` and `/scim2/Users?filter=…`. Reads, PUT and PATCH; no creation or deletion (accounts are
-/// created by sign-up flows and seeds). Every write goes through `accounts.updateProfile(of:changes:)`, so the user schema's
+/// created by sign-up flows and seeds). Every write goes through `accounts.updateProfile(of:changes:, logger: logger)`, so the user schema's
 /// validation and uniqueness rules are the same here as in `/users/me` and the flows.
-struct SCIMController: Sendable, LogsForRequests {
+struct SCIMController: Sendable {
     let issuerInForce: @Sendable () -> String
     let store: any UserStore
     let accounts: Accounts
-    let baseLogger: Logger
 
     var issuer: String { issuerInForce() }
     private var userSchema: UserSchema { accounts.userSchema }
@@ -21,17 +20,20 @@ struct SCIMController: Sendable, LogsForRequests {
     /// the caller; the discovery resources on a public group (`addDiscoveryRoutes`).
     func addRoutes(to group: RouterGroup<ResourceRequestContext>) {
         group.get("Me") { request, context in try await self.scimRead(request, context.caller, target: .me) }
-        group.put("Me") { request, context in try await self.scimWrite(request, context.caller, target: .me, replace: true) }
-        group.patch("Me") { request, context in try await self.scimWrite(request, context.caller, target: .me, replace: false) }
+        group.put("Me") { request, context in try await self.scimWrite(request, context.caller, target: .me, replace: true, logger: context.logger) }
+        group.patch("Me") { request, context in try await self.scimWrite(request, context.caller, target: .me, replace: false, logger: context.logger)
+        }
         group.get("Users") { request, context in try await self.scimList(request, context.caller) }
         group.get("Users/:id") { request, context in
             try await self.scimRead(request, context.caller, target: .user(try context.parameters.require("id")))
         }
         group.put("Users/:id") { request, context in
-            try await self.scimWrite(request, context.caller, target: .user(try context.parameters.require("id")), replace: true)
+            try await self.scimWrite(
+                request, context.caller, target: .user(try context.parameters.require("id")), replace: true, logger: context.logger)
         }
         group.patch("Users/:id") { request, context in
-            try await self.scimWrite(request, context.caller, target: .user(try context.parameters.require("id")), replace: false)
+            try await self.scimWrite(
+                request, context.caller, target: .user(try context.parameters.require("id")), replace: false, logger: context.logger)
         }
     }
 
@@ -69,7 +71,7 @@ struct SCIMController: Sendable, LogsForRequests {
         return try scimUserResponse(user)
     }
 
-    private func scimWrite(_ request: Request, _ caller: ResourceCaller, target: SCIMTarget, replace: Bool) async throws -> Response {
+    private func scimWrite(_ request: Request, _ caller: ResourceCaller, target: SCIMTarget, replace: Bool, logger: Logger) async throws -> Response {
         let (_, user) = try await scimResource(caller, target: target)
         if let condition = request.headers[.ifMatch], !Self.entityTag(SCIMUser.version(of: user), matches: condition) {
             throw SCIMError(status: .preconditionFailed, detail: "the resource has changed since that version; read it again")
@@ -87,7 +89,7 @@ struct SCIMController: Sendable, LogsForRequests {
         if isMe, accounts.changesIdentifiers(of: user, changes) { try accounts.requireRecentAuthentication(caller.claims) }
         switch try await accounts.updateProfile(
             of: user, changes: changes, disabled: disabled, byAdministrator: caller.isAdmin,
-            verifyingNewEmail: isMe || !caller.isAdmin)
+            verifyingNewEmail: isMe || !caller.isAdmin, logger: logger)
         {
         case .success(let update):
             // Attribute names only: values are personal data.
@@ -97,7 +99,7 @@ struct SCIMController: Sendable, LogsForRequests {
                     "user": .string(update.user.id), "by": .string(caller.claims.sub),
                     "attributes": .string((changes.keys.sorted() + (disabled == nil ? [] : ["active"])).joined(separator: ","))
                 ])
-            try await accounts.afterSelfUpdate(update, before: user, locale: request.locale())
+            try await accounts.afterSelfUpdate(update, before: user, locale: request.locale(), logger: logger)
             return try scimUserResponse(update.user)
         case .failure(.stale):
             // Another write came between this request's read and its write: with If-Match that is the version the

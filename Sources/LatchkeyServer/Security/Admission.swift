@@ -54,13 +54,14 @@ struct Admission: Sendable {
 
 /// Deletes expired rows: on demand (`IdentityServer.pruneExpired`) and, driven by the requests that add rows, at most
 /// once per `prune_interval_seconds`.
-struct Pruner: Sendable, LogsForRequests {
+struct Pruner: Sendable {
     let store: any Store
     let clock: ServerClock
     let intervalSeconds: Int
     /// When expired rows were last deleted.
     let schedule: OncePerInterval
-    let baseLogger: Logger
+    /// The server's logger: pruning runs in the background, for no request.
+    let logger: Logger
 
     /// Deletes expired rows now: pending logins, flow executions, authorization codes, access tokens, refresh tokens
     /// (expired, or of a revoked family), sessions (expired or ended), consumed token ids, passkey and step-up

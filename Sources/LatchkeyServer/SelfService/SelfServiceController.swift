@@ -9,12 +9,11 @@ import LatchkeyJOSE
 /// Differences from the thunderID server, on purpose: only access tokens are accepted (not flow assertions or ID
 /// tokens), a client's own token (client credentials) is refused with 403 `AUTH-4030`, and changing the password
 /// requires the current one.
-struct SelfServiceController: Sendable, LogsForRequests {
+struct SelfServiceController: Sendable {
     let store: any UserStore & TokenStore
     let clock: ServerClock
     let accounts: Accounts
     let admission: Admission
-    let baseLogger: Logger
 
     private var userSchema: UserSchema { accounts.userSchema }
 
@@ -25,21 +24,22 @@ struct SelfServiceController: Sendable, LogsForRequests {
             try await self.selfUserResponse(try Self.user(context.caller))
         }
         group.put { request, context in
-            try await self.replaceSelfAttributes(request, try Self.user(context.caller), caller: context.caller)
+            try await self.replaceSelfAttributes(request, try Self.user(context.caller), caller: context.caller, logger: context.logger)
         }
         group.get("meta") { _, context in
             _ = try Self.user(context.caller)
             return try Responses.json(["schema": self.userSchema.jsonSchema()], noStore: true)
         }
         group.post("update-credentials") { request, context in
-            try await self.updateSelfCredentials(request, try Self.user(context.caller), caller: context.caller, address: context.clientAddress)
+            try await self.updateSelfCredentials(
+                request, try Self.user(context.caller), caller: context.caller, address: context.clientAddress, logger: context.logger)
         }
         group.post("email") { request, context in
             try await admission.admitChallenge(address: context.clientAddress)  // each request sends an email
-            return try await self.requestEmailChange(request, try Self.user(context.caller), caller: context.caller)
+            return try await self.requestEmailChange(request, try Self.user(context.caller), caller: context.caller, logger: context.logger)
         }
         group.post("email/verify") { request, context in
-            try await self.verifyEmailChange(request, try Self.user(context.caller))
+            try await self.verifyEmailChange(request, try Self.user(context.caller), logger: context.logger)
         }
     }
 
@@ -87,7 +87,7 @@ struct SelfServiceController: Sendable, LogsForRequests {
     /// Changing the username or the email needs a recent sign-in (`requireRecentAuthentication`). A new email is not
     /// applied here: a code goes to it and `POST /users/me/email/verify` applies it; the response names it as
     /// `pendingEmail`. A stale write (the account changed since this request read it) is `409 USR-1021`.
-    private func replaceSelfAttributes(_ request: Request, _ user: UserRecord, caller: ResourceCaller) async throws -> Response {
+    private func replaceSelfAttributes(_ request: Request, _ user: UserRecord, caller: ResourceCaller, logger: Logger) async throws -> Response {
         let attributes = try await Self.selfServiceAttributes(request)
         if attributes["password"] != nil {
             throw SelfServiceErrors.invalidRequest("change the password with POST /users/me/update-credentials")
@@ -110,10 +110,10 @@ struct SelfServiceController: Sendable, LogsForRequests {
         }
         if !problems.isEmpty { throw SelfServiceErrors.schemaValidation(problems) }
         if accounts.changesIdentifiers(of: user, changes) { try accounts.requireRecentAuthentication(caller.claims) }
-        switch try await accounts.updateProfile(of: user, changes: changes) {
+        switch try await accounts.updateProfile(of: user, changes: changes, logger: logger) {
         case .success(let update):
             logger.info("profile updated through /users/me", metadata: ["user": .string(user.id)])
-            try await accounts.afterSelfUpdate(update, before: user, locale: request.locale())
+            try await accounts.afterSelfUpdate(update, before: user, locale: request.locale(), logger: logger)
             return try await selfUserResponse(update.user)
         case .failure(.invalid(let problems)): throw SelfServiceErrors.schemaValidation(problems)
         case .failure(.conflict(let problem)): throw SelfServiceErrors.conflict(problem)
@@ -124,7 +124,7 @@ struct SelfServiceController: Sendable, LogsForRequests {
     /// `POST /users/me/email` with `{"email": "new@example.com"}` → `202 {"pendingEmail": …}`: sends a code to the
     /// address (also the current one, while it is unverified), applied by `/users/me/email/verify`. Needs a recent
     /// sign-in, like any change of the address codes go to.
-    private func requestEmailChange(_ request: Request, _ user: UserRecord, caller: ResourceCaller) async throws -> Response {
+    private func requestEmailChange(_ request: Request, _ user: UserRecord, caller: ResourceCaller, logger: Logger) async throws -> Response {
         let body = try await Self.jsonObject(request)
         guard case .string(let raw)? = body["email"] else { throw SelfServiceErrors.invalidRequest("expected {\"email\": \"…\"}") }
         let email = raw.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -137,16 +137,16 @@ struct SelfServiceController: Sendable, LogsForRequests {
         var candidate = user
         candidate.claims["email"] = email
         if let conflict = try await accounts.uniquenessConflict(for: candidate) { throw SelfServiceErrors.conflict(conflict) }
-        try await accounts.startEmailChange(of: user, to: email, locale: request.locale())
+        try await accounts.startEmailChange(of: user, to: email, locale: request.locale(), logger: logger)
         return try Responses.json(["pendingEmail": email], status: .accepted, noStore: true)
     }
 
     /// `POST /users/me/email/verify` with `{"code": "123456"}` → the profile with the new address, verified. A wrong
     /// code is `400 USR-1030` (five tries), no pending change or an expired one `400 USR-1031`.
-    private func verifyEmailChange(_ request: Request, _ user: UserRecord) async throws -> Response {
+    private func verifyEmailChange(_ request: Request, _ user: UserRecord, logger: Logger) async throws -> Response {
         let body = try await Self.jsonObject(request)
         guard case .string(let code)? = body["code"], !code.isEmpty else { throw SelfServiceErrors.invalidRequest("expected {\"code\": \"…\"}") }
-        switch try await accounts.confirmEmailChange(of: user, code: code) {
+        switch try await accounts.confirmEmailChange(of: user, code: code, logger: logger) {
         case .success(let updated): return try await selfUserResponse(updated)
         case .failure(.wrongCode):
             throw SelfServiceErrors.code("USR-1030", "flows.executor.errors.invalid_otp", "The code is incorrect.", "the code is not the one sent")
@@ -185,7 +185,9 @@ struct SelfServiceController: Sendable, LogsForRequests {
     ///
     /// The current password is required: an access token can leak (a log, a compromised front end), and it must
     /// not be enough to take the account over. Wrong guesses count towards the account lockout like sign-in failures.
-    private func updateSelfCredentials(_ request: Request, _ user: UserRecord, caller: ResourceCaller, address: String) async throws -> Response {
+    private func updateSelfCredentials(_ request: Request, _ user: UserRecord, caller: ResourceCaller, address: String, logger: Logger) async throws
+        -> Response
+    {
         let attributes = try await Self.selfServiceAttributes(request)
         guard case .string(let password)? = attributes["password"], !password.isEmpty else {
             throw SelfServiceErrors.credentials("missing_credentials", "Missing credentials", "attributes.password (the new password) is required")
@@ -198,7 +200,7 @@ struct SelfServiceController: Sendable, LogsForRequests {
         // The same check as signing in: throttling, lockout (wrong guesses count), bookkeeping.
         let outcome = try await accounts.checkPassword(
             username: user.username, password: currentPassword, address: address, revealLock: true,
-            signIn: nil)
+            signIn: nil, logger: logger)
         switch outcome {
         case .accepted: break
         case .throttled, .locked:

@@ -104,7 +104,8 @@ struct IdentifierConfusionTests {
         // The attacker's signed-in rename, as `PUT /users/me` performs it (the HTTP path is covered above).
         let attacker = try #require(try await server.server.store.federatedIdentity(provider: "apple", subject: "apple-attacker"))
         let account = try #require(try await server.server.store.user(id: attacker.userId))
-        let result = try await server.server.accounts.updateProfile(of: account, changes: ["username": "victim@gmail.example"])
+        let result = try await server.server.accounts.updateProfile(
+            of: account, changes: ["username": "victim@gmail.example"], logger: server.server.logger)
         guard case .failure(.invalid(let problems)) = result else { Issue.record("the username was accepted: \(result)"); return }
         #expect(problems.map(\.attribute) == ["username"])
         let victim = try await apple(server, issuer, sub: "apple-victim", email: "victim@gmail.example")

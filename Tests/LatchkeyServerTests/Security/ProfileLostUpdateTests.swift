@@ -25,7 +25,7 @@ struct ProfileLostUpdateTests {
         let afterReset = try #require(try await server.server.store.user(username: "ada@example.com"))
         #expect(afterReset.passwordHash != stale.passwordHash)
         // ...and the in-flight request writes its copy.
-        let result = try await server.server.accounts.updateProfile(of: stale, changes: ["given_name": "Augusta"])
+        let result = try await server.server.accounts.updateProfile(of: stale, changes: ["given_name": "Augusta"], logger: server.server.logger)
         guard case .failure(.stale) = result else { Issue.record("a stale write was accepted: \(result)"); return }
         let now = try #require(try await server.server.store.user(username: "ada@example.com"))
         #expect(now.passwordHash == afterReset.passwordHash, "the password change was not undone")
@@ -50,7 +50,7 @@ struct ProfileLostUpdateTests {
                 "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": [["op": "replace", "path": "active", "value": false]]
             ])
         #expect(disable.status == 200, "\(disable.text)")
-        let result = try await server.server.accounts.updateProfile(of: stale, changes: ["given_name": "Augusta"])
+        let result = try await server.server.accounts.updateProfile(of: stale, changes: ["given_name": "Augusta"], logger: server.server.logger)
         guard case .failure(.stale) = result else { Issue.record("a stale write was accepted: \(result)"); return }
         #expect(try await server.server.store.user(id: stale.id)?.disabled == true)
         // The password path writes only the hash: it cannot re-enable the account either.

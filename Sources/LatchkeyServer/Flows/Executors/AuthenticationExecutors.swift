@@ -7,7 +7,7 @@ enum AuthenticationExecutors {
         let username = (run.value("username") ?? "").trimmingCharacters(in: .whitespaces)
         let outcome = try await services.accounts.checkPassword(
             username: username, password: run.submitted["password"] ?? "", address: run.clientAddress,
-            signIn: .flow)
+            signIn: .flow, logger: run.logger)
         switch outcome {
         case .throttled, .locked, .rejected: return .retry(.password(outcome, now: services.clock.now))
         case .disabled: return .fail(.password(outcome, now: services.clock.now))
@@ -143,7 +143,7 @@ enum CodeExecutors {
             return .fail(.codesLocked(seconds: wait))
         }
         // Counted before the check too, so a burst cannot pass a count taken before any of it was recorded.
-        let globalAttempt = recovery ? try await services.accounts.reserveRecoveryCodeAttempt(address: run.clientAddress) : nil
+        let globalAttempt = recovery ? try await services.accounts.reserveRecoveryCodeAttempt(address: run.clientAddress, logger: run.logger) : nil
         if case .refused(let wait)? = globalAttempt {
             run.state.code = nil
             return .fail(.codesLocked(seconds: wait))

@@ -17,7 +17,7 @@ enum PasskeyExecutors {
             default: return .fail(.internalError)
             }
         } catch let failure as PasskeyFailure {
-            services.logger.notice("flow passkey step refused", metadata: ["reason": .string(failure.description)])
+            run.logger.notice("flow passkey step refused", metadata: ["reason": .string(failure.description)])
             return .retry(failure.flowFailure)
         }
     }
@@ -47,7 +47,7 @@ enum PasskeyExecutors {
             authenticatorData: try binary(run, "authenticatorData"), signature: try binary(run, "signature"),
             userHandle: run.submitted["userHandle"]?.nonEmpty.flatMap { Base64URL.decode($0) })
         try checkChallenge(response.clientDataJSON, run)
-        let result = try await services.passkeys.finishPasskeyAuthentication(response)
+        let result = try await services.passkeys.finishPasskeyAuthentication(response, logger: run.logger)
         guard result.clientId == run.state.applicationId else { throw PasskeyFailure.wrongCeremony }
         if let identified = run.state.userId, identified != result.user.id { throw PasskeyFailure.unknownCredential }
         run.state.userId = result.user.id
@@ -88,11 +88,11 @@ enum PasskeyExecutors {
         run.state.passkeyChallenge = nil
         if run.state.userId != nil, run.state.authTime == nil { throw PasskeyFailure.wrongCeremony }
         if let id = run.state.userId, let user = try await services.store.user(id: id) {
-            let added = try await services.passkeys.finishPasskeyRegistration(user: user, response: response, friendlyName: name)
+            let added = try await services.passkeys.finishPasskeyRegistration(user: user, response: response, friendlyName: name, logger: run.logger)
             try await services.accounts.notifyAccountChange(user, "passkey_added", arguments: ["name": added.friendlyName], locale: run.locale)
             return .next
         }
-        let (ceremony, verified) = try await services.passkeys.verifyPasskeyCreation(response, expecting: .signup)
+        let (ceremony, verified) = try await services.passkeys.verifyPasskeyCreation(response, expecting: .signup, logger: run.logger)
         guard let reserved = run.state.reservedUserId, ceremony.userId == reserved, ceremony.clientId == run.state.applicationId else {
             throw PasskeyFailure.wrongCeremony
         }

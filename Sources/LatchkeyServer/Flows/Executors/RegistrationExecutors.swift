@@ -110,7 +110,7 @@ enum RegistrationExecutors {
             if try await services.store.user(username: username) != nil { return .retry(.userExists, at: node.onFailure) }
             throw error
         }
-        services.logger.info("user registered", metadata: ["user": .string(user.id), "application": .string(run.state.applicationId)])
+        run.logger.info("user registered", metadata: ["user": .string(user.id), "application": .string(run.state.applicationId)])
         run.state.userId = user.id
         run.state.pendingPasswordHash = nil
         run.state.amr =
@@ -138,7 +138,7 @@ enum RecoveryExecutors {
         }
         switch try await services.accounts.setPassword(of: user, to: run.submitted["password"] ?? "") {
         case .success:
-            services.logger.info("password reset through recovery", metadata: ["user": .string(user.id)])
+            run.logger.info("password reset through recovery", metadata: ["user": .string(user.id)])
             run.state.recoveryVerified = false
             return .next
         case .failure(.invalid(let problems)):

@@ -4,7 +4,7 @@ import Logging
 
 /// The authorization endpoint (OIDC Core §3.1.2) in each OAuth mount, with reachFive's native sign-in exchanges (a
 /// login ticket or a provider's ID token for a code).
-struct AuthorizeController: Sendable, LogsForRequests {
+struct AuthorizeController: Sendable {
     let kit: TokenKit
     let admission: Admission
     let accounts: Accounts
@@ -15,7 +15,6 @@ struct AuthorizeController: Sendable, LogsForRequests {
     let browserSessions: BrowserSessions
     let responses: AuthorizationResponses
     let metrics: ServerMetrics
-    let baseLogger: Logger
 
     private var store: any UserStore & ClientStore & LoginRequestStore & PushedRequestStore { kit.store }
     private var clock: ServerClock { kit.clock }
@@ -25,18 +24,18 @@ struct AuthorizeController: Sendable, LogsForRequests {
         // Every authorization request may store a pending login: counted per address (`max_starts_per_address`).
         mount.routes.get("authorize") { request, context in
             try await admission.admitStart(address: context.clientAddress)
-            return try await self.authorize(try Parameters.query(of: request), request: request)
+            return try await self.authorize(try Parameters.query(of: request), request: request, logger: context.logger)
         }
         mount.routes.post("authorize") { request, context in
             try await admission.admitStart(address: context.clientAddress)
-            return try await self.authorize(try await Parameters.body(of: request), request: request)
+            return try await self.authorize(try await Parameters.body(of: request), request: request, logger: context.logger)
         }
     }
 
     /// OIDC Core §3.1.2. Until client and redirect URI are known good, errors are shown on an error page and never
     /// redirected (an unregistered redirect URI must not receive anything); after that they go back to the client
     /// with `state` and `iss` (RFC 9207).
-    func authorize(_ pushedOrGiven: Parameters, request: Request) async throws -> Response {
+    func authorize(_ pushedOrGiven: Parameters, request: Request, logger: Logger) async throws -> Response {
         guard
             let (params, pushed) = try await PushedAuthorizationController.resolveAuthorizationParameters(pushedOrGiven, store: store, now: clock.now)
         else {
@@ -63,10 +62,10 @@ struct AuthorizeController: Sendable, LogsForRequests {
         do {
             let authRequest = try AuthorizeController.validateAuthorizationRequest(params, client: client, redirectUri: redirectUri, state: state)
             if let ticket = try params.single("tkn") {
-                return try await authorizeWithTicket(ticket, authRequest)
+                return try await authorizeWithTicket(ticket, authRequest, logger: logger)
             }
             if let provider = try params.single("provider") {
-                return try await authorizeWithProvider(provider, params, authRequest, client: client)
+                return try await authorizeWithProvider(provider, params, authRequest, client: client, logger: logger)
             }
             return try await continueAuthorization(authRequest, request: request, clientName: client.name)
         } catch let error as OAuthError {
@@ -81,8 +80,8 @@ struct AuthorizeController: Sendable, LogsForRequests {
 
     /// reachFive `tkn` exchange: the user already authenticated (password or passkey endpoint); the single-use
     /// ticket becomes an authorization code for the same application, with the request's PKCE, `state` and `nonce`.
-    private func authorizeWithTicket(_ ticket: String, _ authRequest: AuthorizationRequest) async throws -> Response {
-        let claims = try await ownTokens.redeemLoginTicket(ticket, clientId: authRequest.clientId)
+    private func authorizeWithTicket(_ ticket: String, _ authRequest: AuthorizationRequest, logger: Logger) async throws -> Response {
+        let claims = try await ownTokens.redeemLoginTicket(ticket, clientId: authRequest.clientId, logger: logger)
         guard let user = try await store.user(id: claims.sub), !user.disabled else {
             throw OAuthError(.accessDenied, "the account can no longer sign in")
         }
@@ -100,7 +99,7 @@ struct AuthorizeController: Sendable, LogsForRequests {
     /// Native provider token exchange (reachFive `login(withProvider:idToken:nonce:…)`); Sign in with Apple only.
     private func authorizeWithProvider(
         _ provider: String, _ params: Parameters, _ authRequest: AuthorizationRequest,
-        client: ClientConfiguration
+        client: ClientConfiguration, logger: Logger
     ) async throws -> Response {
         guard provider == "apple" || provider.hasPrefix("apple:") else {
             throw OAuthError(.invalidRequest, "provider \(provider) is not supported (only apple)")
@@ -111,7 +110,7 @@ struct AuthorizeController: Sendable, LogsForRequests {
         let idToken = try params.required("id_token")
         let user = try await apple.signInWithApple(
             idToken: idToken, nonce: try params.single("nonce"), client: client,
-            givenName: try params.single("given_name"), familyName: try params.single("family_name"))
+            givenName: try params.single("given_name"), familyName: try params.single("family_name"), logger: logger)
         // RFC 8176 `fed`: Apple authenticated the user; we cannot see how, so it never counts as a second factor here.
         let session = try await sessions.open(userId: user.id, authTime: clock.now, amr: ["fed"])
         return try await responses.issueCode(authRequest, user: user, session: session, afterPost: false)

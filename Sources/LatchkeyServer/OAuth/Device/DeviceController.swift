@@ -6,7 +6,7 @@ import LatchkeyJOSE
 /// The device authorization grant (RFC 8628): a device without a browser asks for a code pair at
 /// `/oauth2/device_authorization`, shows the user code, and polls the token endpoint while a person enters the code on
 /// `/device` — signed in through the same hosted login and SSO session as the login page — and allows or denies it.
-struct DeviceController: Sendable, LogsForRequests {
+struct DeviceController: Sendable {
     let configuration: ServerConfiguration
     let kit: TokenKit
     let cookies: CookiePolicy
@@ -14,7 +14,6 @@ struct DeviceController: Sendable, LogsForRequests {
     let clientAuthentication: ClientAuthentication
     let accounts: Accounts
     let browserSessions: BrowserSessions
-    let baseLogger: Logger
 
     private var store: any DeviceAuthorizationStore & ClientStore & LoginRequestStore { kit.store }
     private var clock: ServerClock { kit.clock }
@@ -37,7 +36,7 @@ struct DeviceController: Sendable, LogsForRequests {
     /// The person's page (`/device`).
     func addRoutes(to pages: RouterGroup<LatchkeyRequestContext>) {
         pages.get("/device") { request, context in try await self.showDevicePage(request, context: context) }
-        pages.post("/device") { request, context in try await self.submitDevicePage(request, context: context) }
+        pages.post("/device") { request, context in try await self.submitDevicePage(request, context: context, logger: context.logger) }
     }
 
     // MARK: The device's request
@@ -147,7 +146,7 @@ struct DeviceController: Sendable, LogsForRequests {
         return clock.now.timeIntervalSince(session.authTime) <= TimeInterval(configuration.recentAuthenticationSeconds)
     }
 
-    private func submitDevicePage(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
+    private func submitDevicePage(_ request: Request, context: LatchkeyRequestContext, logger: Logger) async throws -> Response {
         let locale = request.locale()
         let params = try await Parameters.body(of: request)
         guard try cookies.formCarriesCSRFToken(params, request: request, scope: Self.deviceCSRFScope) else {

@@ -4,7 +4,7 @@ import Logging
 import LatchkeyJOSE
 
 /// `POST /oauth2/token` (RFC 6749 §3.2, RFC 8693). Form-encoded; `/oauth/token` also accepts JSON (reachFive).
-struct TokenController: Sendable, LogsForRequests {
+struct TokenController: Sendable {
     let kit: TokenKit
     let clientAuthentication: ClientAuthentication
     let dpop: DPoPVerifier
@@ -14,7 +14,6 @@ struct TokenController: Sendable, LogsForRequests {
     let proofThrottle: any AddressLimiter
     let pruner: Pruner
     let metrics: ServerMetrics
-    let baseLogger: Logger
 
     private var store: any UserStore & DeviceAuthorizationStore & AuthorizationCodeStore & TokenStore & SessionStore { kit.store }
     private var clock: ServerClock { kit.clock }
@@ -29,11 +28,11 @@ struct TokenController: Sendable, LogsForRequests {
     func addRoutes(to mount: OAuthMount) {
         mount.routes.post("token") { request, context in
             let params = try await Parameters.body(of: request, allowJSON: mount.isReachFive)
-            return try await self.token(request, params, context: context)
+            return try await self.token(request, params, context: context, logger: context.logger)
         }
     }
 
-    private func token(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext) async throws -> Response {
+    private func token(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext, logger: Logger) async throws -> Response {
         let client = try await clientAuthentication.authenticate(request, params, context: context)
         let grantName = try params.required("grant_type")
         guard let grant = GrantType(rawValue: grantName) else {
@@ -61,10 +60,10 @@ struct TokenController: Sendable, LogsForRequests {
         }
         var response: TokenResponse
         switch grant {
-        case .authorizationCode: response = try await authorizationCodeGrant(params, client: client, dpop: dpop)
-        case .refreshToken: response = try await refreshTokenGrant(params, client: client, dpop: dpop)
+        case .authorizationCode: response = try await authorizationCodeGrant(params, client: client, dpop: dpop, logger: logger)
+        case .refreshToken: response = try await refreshTokenGrant(params, client: client, dpop: dpop, logger: logger)
         case .clientCredentials: response = try await clientCredentialsGrant(params, client: client, dpop: dpop)
-        case .tokenExchange: response = try await tokenExchangeGrant(params, client: client, dpop: dpop)
+        case .tokenExchange: response = try await tokenExchangeGrant(params, client: client, dpop: dpop, logger: logger)
         case .deviceCode: response = try await deviceCodeGrant(params, client: client, dpop: dpop)
         }
         if let proofCountedAt { try await proofThrottle.release(address: context.clientAddress, at: proofCountedAt) }
@@ -74,7 +73,8 @@ struct TokenController: Sendable, LogsForRequests {
         return try Responses.json(response, noStore: true, headers: headers)
     }
 
-    private func authorizationCodeGrant(_ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?) async throws
+    private func authorizationCodeGrant(_ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?, logger: Logger)
+        async throws
         -> TokenResponse
     {
         let code = try params.required("code")
@@ -113,7 +113,9 @@ struct TokenController: Sendable, LogsForRequests {
         return try await issue(grant, client: client, newRefreshInFamily: familyId)
     }
 
-    private func refreshTokenGrant(_ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?) async throws -> TokenResponse {
+    private func refreshTokenGrant(_ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?, logger: Logger) async throws
+        -> TokenResponse
+    {
         let presented = try params.required("refresh_token")
         let hash = Secrets.digest(presented)
         guard let current = try await store.refreshToken(hash: hash), current.clientId == client.clientId else {
@@ -236,7 +238,9 @@ struct TokenController: Sendable, LogsForRequests {
     /// with its own `typ`). ID tokens, login tickets and step-up tokens are never exchanged: they prove a sign-in to one
     /// party, not a grant. The result is an access token only, with at most the subject's scope, in the subject's
     /// token family and session, so family revocation, logout and a password change reach it.
-    private func tokenExchangeGrant(_ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?) async throws -> TokenResponse {
+    private func tokenExchangeGrant(_ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?, logger: Logger) async throws
+        -> TokenResponse
+    {
         let subjectToken = try params.required("subject_token")
         let subjectType = try params.required("subject_token_type")
         if let requestedType = try params.single("requested_token_type"), requestedType != Self.tokenTypeAccessToken {
@@ -248,7 +252,7 @@ struct TokenController: Sendable, LogsForRequests {
             guard Self.isFlowAssertion(subjectToken) else {
                 throw OAuthError(.invalidGrant, "the only JWT accepted as subject_token is a flow assertion")
             }
-            return try await flowAssertionExchange(subjectToken, params, client: client, dpop: dpop)
+            return try await flowAssertionExchange(subjectToken, params, client: client, dpop: dpop, logger: logger)
         case Self.tokenTypeAccessToken:
             break
         case Self.tokenTypeIDToken:
@@ -312,10 +316,12 @@ struct TokenController: Sendable, LogsForRequests {
     /// A COMPLETE flow's assertion becomes a real session (the vendor issues an access token only): a new token
     /// family with access token, refresh token and ID token, bound to the flow's sign-in session so the SIGNOUT
     /// flow and refresh-token revocation reach it.
-    private func flowAssertionExchange(_ token: String, _ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?)
+    private func flowAssertionExchange(
+        _ token: String, _ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?, logger: Logger
+    )
         async throws -> TokenResponse
     {
-        let claims = try await ownTokens.redeemFlowAssertion(token, clientId: client.clientId)
+        let claims = try await ownTokens.redeemFlowAssertion(token, clientId: client.clientId, logger: logger)
         if let audience = try params.single("audience"), audience != issuer {
             throw OAuthError(.invalidTarget, "a flow assertion is exchanged for tokens of this server only")
         }

@@ -4,11 +4,10 @@ import Logging
 import LatchkeyJOSE
 
 /// Revocation (RFC 7009) and introspection (RFC 7662).
-struct TokenManagementController: Sendable, LogsForRequests {
+struct TokenManagementController: Sendable {
     let kit: TokenKit
     let clientAuthentication: ClientAuthentication
     let dpop: DPoPVerifier
-    let baseLogger: Logger
 
     private var store: any UserStore & ClientStore & TokenStore { kit.store }
     private var clock: ServerClock { kit.clock }
@@ -17,7 +16,8 @@ struct TokenManagementController: Sendable, LogsForRequests {
 
     func addRoutes(to mount: OAuthMount) {
         mount.routes.post("revoke") { request, context in
-            try await self.revoke(request, try await Parameters.body(of: request, allowJSON: mount.isReachFive), context: context)
+            try await self.revoke(
+                request, try await Parameters.body(of: request, allowJSON: mount.isReachFive), context: context, logger: context.logger)
         }
         mount.routes.post("introspect") { request, context in
             try await self.introspect(request, try await Parameters.body(of: request), context: context)
@@ -26,7 +26,7 @@ struct TokenManagementController: Sendable, LogsForRequests {
 
     /// Revoking a refresh token revokes its whole family, access tokens included. Unknown tokens answer 200
     /// (RFC 7009 §2.2) so the endpoint cannot be used to probe for valid tokens.
-    private func revoke(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext) async throws -> Response {
+    private func revoke(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext, logger: Logger) async throws -> Response {
         let client = try await clientAuthentication.authenticate(request, params, context: context)
         let token = try params.required("token")
         let hint = try params.single("token_type_hint")
