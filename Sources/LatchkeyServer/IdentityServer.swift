@@ -212,7 +212,8 @@ public final class IdentityServer: Sendable {
     @discardableResult
     public func pruneExpired() async throws -> Int { try await pruner.pruneExpired() }
 
-    /// Releases the store's connections (PostgreSQL); call after the application has stopped. Nothing to do on SQLite.
+    /// Releases the store's connections (PostgreSQL) when the server was used without running its application (whose
+    /// service group closes them at shutdown). Nothing to do on SQLite.
     public func close() {
         (store as? PostgresStore)?.close()
     }
@@ -232,6 +233,11 @@ public final class IdentityServer: Sendable {
         let requestTimeout = TimeAmount.seconds(Int64(configuration.httpRequestTimeoutSeconds))
         let metrics = self.metrics
         let closed: @Sendable (ServerMetrics.ConnectionClose) -> Void = { metrics.connectionClosed($0) }
+        // The pool first: services stop in reverse order, so mail delivery (which reads its queue from the store) stops
+        // before the pool closes, and the HTTP server (Hummingbird runs it last) before both.
+        var services: [any Service] = []
+        if let pool = store as? PostgresStore { services.append(PostgresStore.PoolService(store: pool)) }
+        if let smtpOutbox { services.append(MailDeliveryService(outbox: smtpOutbox)) }
         return Application(
             router: makeRouter(),
             // Heads past the limits are answered 431 (`HeaderLimitHandler`); a client that trickles a request, or
@@ -245,7 +251,7 @@ public final class IdentityServer: Sendable {
                     idleTimeout: .seconds(Int64(configuration.httpIdleTimeoutSeconds)),
                     httpDecoderConfiguration: RequestSizeLimits.decoder)),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
-            services: smtpOutbox.map { [MailDeliveryService(outbox: $0) as any Service] } ?? [],
+            services: services,
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
                 if configuredIssuer.port == 0, var components = URLComponents(url: configuredIssuer, resolvingAgainstBaseURL: false) {

@@ -4,6 +4,7 @@ import NIOCore
 import NIOConcurrencyHelpers
 import NIOSSL
 import PostgresNIO
+import ServiceLifecycle
 
 /// The shared `Store`: one PostgreSQL database behind any number of server instances.
 ///
@@ -21,6 +22,8 @@ public final class PostgresStore: Store {
     let timeout: Duration
     /// Client configurations by their stored JSON (every token request reads its client).
     let decodedClients = DecodedClientConfigurations()
+    /// The pool's run loop (`PostgresClient.run`), started at `open` so migrations, key bootstrap and seeding can use
+    /// the database before an application exists; the application then owns it as a service (`PoolService`).
     private let runner: Task<Void, Never>
 
     /// Connects (the pool opens connections lazily, up to `poolSize`), migrates the schema, and checks that sealed
@@ -75,9 +78,26 @@ public final class PostgresStore: Store {
         self.runner = Task { await client.run() }
     }
 
-    /// Stops the pool (its connections close). The store cannot be used afterwards.
+    /// Stops the pool (its connections close). The store cannot be used afterwards. An application of the server
+    /// does this itself at shutdown (`PoolService`); call it when the store was used without one.
     public func close() {
         runner.cancel()
+    }
+
+    /// The connection pool as a service of the application's service group: it runs while the pool's run loop does,
+    /// and at the group's graceful shutdown (or cancellation) it closes the pool and returns once the connections
+    /// have closed. A service group stops its services in reverse order and Hummingbird's HTTP server is the last
+    /// one, so the pool outlives every request, and the services listed after it (mail delivery).
+    struct PoolService: Service {
+        let store: PostgresStore
+
+        func run() async {
+            await withTaskCancellationOrGracefulShutdownHandler {
+                await store.runner.value
+            } onCancelOrGracefulShutdown: {
+                store.close()
+            }
+        }
     }
 
     deinit { runner.cancel() }
