@@ -144,13 +144,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // What the test targets share, used by tests only: `eventually`, the in-process `TestServer`, `TestBrowser` (HTTP/1.1
-        // over SwiftNIO), the hand-made OAuth client's steps, the stand-in Apple issuer, the provider double and the SDK's
-        // observed HTTP client. Its declarations are `package`: visible to this package's targets, in no product's API.
+        // What every test target shares and needs no server: `eventually` and the programmable HTTP client double
+        // (`ProgrammableHTTPClient`). The SDK's unit tests use it alone; `LatchkeyTestSupport` re-exports it.
+        .target(
+            name: "LatchkeySDKTestSupport", dependencies: ["Latchkey"], path: "Tests/LatchkeySDKTestSupport",
+            swiftSettings: swiftSettings),
+        // What the test targets share, used by tests only: `LatchkeySDKTestSupport` (re-exported), the in-process
+        // `TestServer`, `TestBrowser` (HTTP/1.1 over SwiftNIO), the hand-made OAuth client's steps, the stand-in Apple issuer
+        // and the provider double. Its declarations are `package`: visible to this package's targets, in no product's API.
         .target(
             name: "LatchkeyTestSupport",
             dependencies: [
-                "Latchkey", "LatchkeyJOSE", "LatchkeyServer",
+                "Latchkey", "LatchkeyJOSE", "LatchkeyServer", "LatchkeySDKTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -167,7 +172,7 @@ let package = Package(
         // The SDK's unit tests: no server.
         .testTarget(
             name: "LatchkeyTests",
-            dependencies: ["Latchkey", "LatchkeyJOSE", "LatchkeyTestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Latchkey", "LatchkeyJOSE", "LatchkeySDKTestSupport", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         // The server over loopback HTTP (some suites drive it with the SDK), its store, WebAuthn and configuration.
@@ -196,8 +201,7 @@ let package = Package(
             name: "LatchkeySDKEndToEndTests",
             dependencies: [
                 "Latchkey", "LatchkeyJOSE", "LatchkeyServer", "LatchkeyTestSupport",
-                .product(name: "HummingbirdOTP", package: "hummingbird-auth"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
+                .product(name: "HummingbirdOTP", package: "hummingbird-auth")
             ],
             swiftSettings: swiftSettings
         ),
@@ -206,8 +210,7 @@ let package = Package(
             name: "LatchkeySwiftUITests",
             dependencies: [
                 "Latchkey", "LatchkeySwiftUI", "LatchkeyServer", "LatchkeyTestSupport",
-                .product(name: "HummingbirdOTP", package: "hummingbird-auth"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
+                .product(name: "HummingbirdOTP", package: "hummingbird-auth")
             ],
             swiftSettings: swiftSettings
         ),

@@ -20,7 +20,7 @@ struct AnyProviderSignOutTests {
             return callback
         }
         let client = LatchkeyClient(
-            http: http ?? SkewedDateHTTPClient(inner: URLSessionHTTPClient(), port: provider.port, skew: provider.skew),
+            http: http ?? provider.skewedDateHTTPClient(),
             userAgent: agent)
         client.deviceClock.withLock { $0 = { Date().addingTimeInterval(deviceSkew) } }
         try await client.initialize(
@@ -104,7 +104,14 @@ struct AnyProviderSignOutTests {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         // The real server, its metadata stripped of revocation and end-session, as a provider that publishes neither.
-        let http = StrippingMetadataHTTPClient(inner: URLSessionHTTPClient(), strip: ["revocation_endpoint", "end_session_endpoint"])
+        let http = ProgrammableHTTPClient()
+        http.rewriteResponses(where: { $0.url.path.contains("/.well-known/") }) { _, response in
+            guard var object = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any] else { return response }
+            for name in ["revocation_endpoint", "end_session_endpoint"] { object[name] = nil }
+            var stripped = response
+            stripped.body = (try? JSONSerialization.data(withJSONObject: object)) ?? response.body
+            return stripped
+        }
         let client = try await server.signedInClient(http: http)
         let report = try await client.signOutReporting()
         guard case .unsupported(let why) = report.refreshToken else { Issue.record("\(report)"); return }
@@ -194,21 +201,5 @@ struct AnyProviderSignOutTests {
         // No Date rewriting: the SDK sees the machine's time in the headers, the ID token says ten minutes later.
         let client = try await Self.client(provider, browser: TestBrowser(), http: URLSessionHTTPClient())
         await #expect { try await client.signInWithBrowser() } throws: { ($0 as? LatchkeyError)?.message.contains("future") == true }
-    }
-}
-
-/// Removes members from discovery documents on their way to the SDK: a provider that does not publish them.
-struct StrippingMetadataHTTPClient: HTTPClient {
-    let inner: any HTTPClient
-    let strip: [String]
-
-    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        var response = try await inner.send(request)
-        guard request.url.path.contains("/.well-known/"),
-            var object = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any]
-        else { return response }
-        for name in strip { object[name] = nil }
-        response.body = (try? JSONSerialization.data(withJSONObject: object)) ?? response.body
-        return response
     }
 }

@@ -44,7 +44,7 @@ struct DjangoOAuthToolkitTests {
             throw TestFailure("django-oauth-toolkit did not come back to the app")
         }
         agent.signOutRedirectURI = try #require(env["DOT_POST_LOGOUT_REDIRECT_URI"])
-        let http = ObservedHTTPClient()
+        let http = ProgrammableHTTPClient()
         let client = LatchkeyClient(http: http, userAgent: agent)
         try await client.initialize(
             config: LatchkeyConfig(

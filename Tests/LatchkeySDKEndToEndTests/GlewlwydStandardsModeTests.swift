@@ -49,7 +49,7 @@ struct GlewlwydStandardsModeTests {
             _ = try await browser.send(base + "/api/auth/", method: "DELETE", body: nil, headers: [:])
             return nil  // glewlwyd then says "session closed" on its own page; the person closes it
         }
-        let http = ObservedHTTPClient()
+        let http = ProgrammableHTTPClient()
         let client = LatchkeyClient(http: http, userAgent: agent)
         try await client.initialize(
             config: LatchkeyConfig(

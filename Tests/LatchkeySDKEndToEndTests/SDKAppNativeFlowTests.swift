@@ -32,7 +32,7 @@ struct SDKAppNativeFlowTests {
     @Test func passwordSignInWrongThenRightThenRefreshAndSignOut() async throws {
         let server = try await TestServer.start { $0.lifetimes.accessToken = 10 }  // inside the SDK's 30 s refresh skew
         defer { Task { await server.stop() } }
-        let http = ObservedHTTPClient()
+        let http = ProgrammableHTTPClient()
         let client = try await client(server, http: http)
 
         let first = try await client.signIn(payload: .init(), request: Self.signInRequest)

@@ -2,20 +2,7 @@ import LatchkeyTestSupport
 import Foundation
 import Latchkey
 import LatchkeyJOSE
-import NIOConcurrencyHelpers
 import Testing
-
-/// Records every request the SDK sends (headers and body), then sends it over real loopback HTTP.
-final class RecordingHTTPClient: HTTPClient {
-    private let inner = URLSessionHTTPClient()
-    private let sent = NIOLockedValueBox<[HTTPRequest]>([])
-    var requests: [HTTPRequest] { sent.withLockedValue { $0 } }
-
-    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        sent.withLockedValue { $0.append(request) }
-        return try await inner.send(request)
-    }
-}
 
 /// The SDK sends the user's languages and surfaces the server's localized messages.
 @Suite("SDK localization: Accept-Language on every request, ui_locales, flow locale, localized errors")
@@ -60,7 +47,7 @@ struct SDKLocalizationTests {
     @Test func acceptLanguageOnEveryRequestAndLocaleInTheFlowBody() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let http = RecordingHTTPClient()
+        let http = ProgrammableHTTPClient()
         let client = try await client(server, languages: ["fr-CA", "en"], http: http)
         let request = EmbeddedFlowRequestConfig(flowType: .authentication)
         let first = try await client.signIn(payload: .init(), request: request)
@@ -90,14 +77,14 @@ struct SDKLocalizationTests {
     @Test func emptyLanguageListSendsNothingAndACallersHeaderWins() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let http = RecordingHTTPClient()
+        let http = ProgrammableHTTPClient()
         let client = try await client(server, languages: [], http: http)
         _ = try await client.signIn(payload: .init(), request: EmbeddedFlowRequestConfig(flowType: .authentication))
         #expect(!http.requests.isEmpty && http.requests.allSatisfy { $0.headers["Accept-Language"] == nil })
         #expect(try client.buildSignInURL().query?.contains("ui_locales") == false)
 
         // A header already on the request (set by SDK code or an app) is left alone, whatever its letter case.
-        let recorder = RecordingHTTPClient()
+        let recorder = ProgrammableHTTPClient()
         let wrapper = LanguageHTTPClient(base: recorder, acceptLanguage: "ja")
         let url = try #require(URL(string: server.base + "/flow/meta?type=APP&id=latchkey-demo"))
         _ = try await wrapper.send(HTTPRequest(url: url, headers: ["accept-language": "de"]))

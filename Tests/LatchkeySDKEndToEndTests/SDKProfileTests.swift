@@ -5,18 +5,12 @@ import Testing
 
 /// Answers profile requests (`/scim2/…`, `/users/…`) itself with a fixed response; everything else goes to the real
 /// server. For the error mappings a healthy server never produces (5xx).
-private final class ProfileFailureHTTPClient: HTTPClient {
-    let inner = URLSessionHTTPClient()
-    let status: Int
-    let body: String
-
-    init(status: Int, body: String) { self.status = status; self.body = body }
-
-    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let path = request.url.path
-        guard path.hasPrefix("/scim2/") || path.hasPrefix("/users/") else { return try await inner.send(request) }
-        return HTTPResponse(status: status, headers: ["Content-Type": "application/scim+json"], body: Data(body.utf8))
+private func profileFailure(status: Int, body: String) -> ProgrammableHTTPClient {
+    let http = ProgrammableHTTPClient()
+    http.answer(where: { $0.url.path.hasPrefix("/scim2/") || $0.url.path.hasPrefix("/users/") }) { _ in
+        HTTPResponse(status: status, headers: ["Content-Type": "application/scim+json"], body: Data(body.utf8))
     }
+    return http
 }
 
 @Suite("SDK ↔ server: getUserProfile / updateUserProfile")
@@ -170,7 +164,7 @@ struct SDKProfileTests {
         // 5xx, with a SCIM body and with none.
         let failing = try await signedIn(
             server,
-            http: ProfileFailureHTTPClient(
+            http: profileFailure(
                 status: 503,
                 body: """
                     {"schemas":["urn:ietf:params:scim:api:messages:2.0:Error"],"status":"503","detail":"directory offline"}
@@ -178,7 +172,7 @@ struct SDKProfileTests {
         await #expect { try await failing.getUserProfile() } throws: {
             Self.code($0) == .serverError && ($0 as? LatchkeyError)?.message.contains("directory offline") == true
         }
-        let broken = try await signedIn(server, http: ProfileFailureHTTPClient(status: 200, body: "<html>"))
+        let broken = try await signedIn(server, http: profileFailure(status: 200, body: "<html>"))
         await #expect { try await broken.getUserProfile() } throws: { Self.code($0) == .serverError }
     }
 

@@ -105,7 +105,7 @@ struct SDKRedirectSignInTests {
     @Test func concurrentCallersOnAnExpiredTokenShareOneRefresh() async throws {
         let server = try await TestServer.start { $0.lifetimes.accessToken = 10 }  // inside the SDK's 30 s refresh skew
         defer { Task { await server.stop() } }
-        let http = ObservedHTTPClient()
+        let http = ProgrammableHTTPClient()
         let client = try await server.signedInClient(http: http)
         let tokens = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<50 { group.addTask { try await client.getAccessToken() } }
@@ -123,9 +123,9 @@ struct SDKRedirectSignInTests {
     @Test func refreshFinishingAfterSignOutIsDiscarded() async throws {
         let server = try await TestServer.start { $0.lifetimes.accessToken = 10 }
         defer { Task { await server.stop() } }
-        let http = ObservedHTTPClient()
+        let http = ProgrammableHTTPClient()
         let client = try await server.signedInClient(http: http)
-        http.holdRefreshes()
+        http.hold(.afterAnswer, where: { $0.isRefreshGrant })
         let answered = http.statuses(pathEndingWith: "/oauth2/token").count
         let starter = Task { try await client.getAccessToken() }
         // Once the server has answered the refresh, its answer is held back from the SDK: the refresh is in flight for
@@ -135,7 +135,7 @@ struct SDKRedirectSignInTests {
         // the sign-out, finds no session: the same error)
         await Task.yield()
         let after = try await client.signOut()
-        http.releaseRefreshes()
+        http.release()
         #expect(after == "http://127.0.0.1:7777/logout")
         await #expect { try await starter.value } throws: { ($0 as? LatchkeyError)?.code == .sessionExpired }
         await #expect { try await joiner.value } throws: { ($0 as? LatchkeyError)?.code == .sessionExpired }
@@ -184,7 +184,7 @@ struct SDKRedirectSignInTests {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let storage = InMemoryStorageAdapter()
-        let http = ObservedHTTPClient()
+        let http = ProgrammableHTTPClient()
         let client = try await server.signedInClient(http: http, storage: storage)
         let stored = try #require(await storage.get("latchkey.session.default"))
         let tokens = try JSONDecoder().decode(Latchkey.TokenSet.self, from: stored)

@@ -50,10 +50,10 @@ struct AuthFlowModelTests {
     func noDoubleSubmission() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let http = ControllableHTTPClient()
+        let http = ProgrammableHTTPClient()
         let state = server.uiState(http: http)
         let model = await started(state)
-        let before = http.count("/flow/execute")
+        let before = http.requests(pathEndingWith: "/flow/execute").count
         model.setValue(Self.demo.0, for: "username")
         model.setValue(Self.demo.1, for: "password")
         http.hold()
@@ -65,7 +65,7 @@ struct AuthFlowModelTests {
         http.release()
         await model.waitUntilIdle()
         try await eventually { model.phase == .completed }
-        #expect(model.phase == .completed && http.count("/flow/execute") == before + 1)
+        #expect(model.phase == .completed && http.requests(pathEndingWith: "/flow/execute").count == before + 1)
     }
 
     @Test("TOTP: a wrong code is refused at the code field's step (the code cleared), the right one signs in")
@@ -202,22 +202,22 @@ struct AuthFlowModelTests {
     func serviceDown() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let http = ControllableHTTPClient()
+        let http = ProgrammableHTTPClient()
         let state = server.uiState(http: http)
         await state.start()
         let model = AuthFlowModel(state: state)
-        http.goDown()
+        var outage = http.rewriteRequests { $0.toClosedPort }  // the server gone: the platform's own "connection refused"
         await model.start()
         #expect(model.phase == .failed && model.canRestart && model.errorCode == .networkError)
         #expect(model.error == UIStrings.text(.networkError, language: "en"))
-        http.comeBack()
+        http.remove(outage)
         await model.restart()
         #expect(model.phase == .step && model.error == nil)
 
-        http.goDown()
+        outage = http.rewriteRequests { $0.toClosedPort }
         await model.fill(["username": Self.demo.0, "password": Self.demo.1])
         #expect(model.phase == .step && model.errorCode == .networkError && model.value(for: "username") == Self.demo.0)
-        http.comeBack()
+        http.remove(outage)
         await model.fill(["password": Self.demo.1])
         #expect(model.phase == .completed && state.isSignedIn)
     }

@@ -92,7 +92,7 @@ struct LatchkeyStateTests {
     func loadingTransitions() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let http = ControllableHTTPClient()
+        let http = ProgrammableHTTPClient()
         let state = try await server.signedInUIState(http: http, start: false)
         http.hold()
         let starting = Task { await state.start() }
@@ -115,7 +115,7 @@ struct LatchkeyStateTests {
     func concurrentSignOuts() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let http = ControllableHTTPClient()
+        let http = ProgrammableHTTPClient()
         let state = try await server.signedInUIState(http: http)
         #expect(state.isSignedIn)
         let button = SignOutButtonModel(state: state)
@@ -125,7 +125,9 @@ struct LatchkeyStateTests {
         async let second: Void = state.signOut()
         _ = await (first, second)
         #expect(!state.isSignedIn && state.error == nil)
-        #expect(http.count("/revoke") == 2 && http.count("/logout") == 1, "one sign-out: its two revocations (refresh, access) and one end-session")
+        #expect(
+            http.requests(pathEndingWith: "/revoke").count == 2 && http.requests(pathEndingWith: "/logout").count == 1,
+            "one sign-out: its two revocations (refresh, access) and one end-session")
         #expect(completions == 1)
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import Latchkey
 import LatchkeyJOSE
+import LatchkeySDKTestSupport
 import Logging
 import NIOConcurrencyHelpers
 
@@ -13,7 +14,7 @@ import NIOConcurrencyHelpers
 /// - `end_session_endpoint` is a browser page: a POST is refused (403, CSRF protection), a GET without the session's
 ///   cookie answers a confirmation page (200) and ends nothing; only the browser holding the cookie, with a valid
 ///   `id_token_hint`, ends the session and is redirected to the registered `post_logout_redirect_uri`;
-/// - its clock runs `skew` seconds off the machine's: ID tokens are dated by it (and `SkewedDateHTTPClient` gives the
+/// - its clock runs `skew` seconds off the machine's: ID tokens are dated by it (and `skewedDateHTTPClient()` gives the
 ///   SDK the `Date` headers such a server sends: Hummingbird dates every answer itself).
 /// One account, one client; the browser's session is the `op_session` cookie, which `prompt=none` consults.
 package final class ProviderDouble: Sendable {
@@ -260,25 +261,23 @@ package final class ProviderDouble: Sendable {
     }
 }
 
-/// Gives the SDK the `Date` header a server whose clock runs `skew` seconds off would send, on the answers of
-/// `port`'s server (Hummingbird dates its answers by the machine's clock, and the double's clock is what is skewed).
-package struct SkewedDateHTTPClient: HTTPClient {
-    package let inner: any HTTPClient
-    package let port: Int
-    package let skew: TimeInterval
-
-    package init(inner: any HTTPClient, port: Int, skew: TimeInterval) { self.inner = inner; self.port = port; self.skew = skew }
-
-    package func send(_ request: Latchkey.HTTPRequest) async throws -> Latchkey.HTTPResponse {
-        var response = try await inner.send(request)
-        guard request.url.port == port else { return response }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE',' dd MMM yyyy HH':'mm':'ss 'GMT'"
-        for name in response.headers.keys where name.lowercased() == "date" { response.headers[name] = nil }
-        response.headers["Date"] = formatter.string(from: Date().addingTimeInterval(skew))
-        return response
+extension ProviderDouble {
+    /// The SDK's real client, giving it the `Date` header a server whose clock runs `skew` seconds off would send on
+    /// this double's answers (Hummingbird dates its answers by the machine's clock, and the double's clock is what is
+    /// skewed).
+    package func skewedDateHTTPClient() -> ProgrammableHTTPClient {
+        let http = ProgrammableHTTPClient()
+        http.rewriteResponses(where: { [port] in $0.url.port == port }) { [skew] _, response in
+            var response = response
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = "EEE',' dd MMM yyyy HH':'mm':'ss 'GMT'"
+            for name in response.headers.keys where name.lowercased() == "date" { response.headers[name] = nil }
+            response.headers["Date"] = formatter.string(from: Date().addingTimeInterval(skew))
+            return response
+        }
+        return http
     }
 }
 

@@ -1,50 +1,17 @@
 import Foundation
 import Latchkey
-import NIOConcurrencyHelpers
+import LatchkeySDKTestSupport
 
-/// Wraps the SDK's real URLSession client: counts refresh requests and can hold their answers back, to test
-/// single-flight refresh and sign-out races. Everything still goes over loopback HTTP to the real server.
-package final class ObservedHTTPClient: HTTPClient {
-    private let inner = URLSessionHTTPClient()
-    private let refreshes = NIOLockedValueBox(0)
-    /// While held, refresh answers wait here (after the server answered) until `releaseRefreshes()`.
-    private let hold = NIOLockedValueBox<(held: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
-    private let exchanges = NIOLockedValueBox<[(path: String, status: Int)]>([])
-
-    package init() {}
-
-    /// Statuses of the responses to requests whose path ends with `suffix`.
-    package func statuses(pathEndingWith suffix: String) -> [Int] {
-        exchanges.withLockedValue { $0.filter { $0.path.hasSuffix(suffix) }.map(\.status) }
+extension HTTPRequest {
+    /// A refresh-token grant (RFC 6749 §6).
+    package var isRefreshGrant: Bool {
+        body.map { String(decoding: $0, as: UTF8.self).contains("grant_type=refresh_token") } ?? false
     }
+}
 
-    package var refreshCount: Int { refreshes.withLockedValue { $0 } }
-    package func holdRefreshes() { hold.withLockedValue { $0.held = true } }
-    package func releaseRefreshes() {
-        let waiting = hold.withLockedValue { state in
-            defer { state = (false, []) }
-            return state.waiting
-        }
-        waiting.forEach { $0.resume() }
-    }
-
-    package func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let isRefresh = request.body.map { String(decoding: $0, as: UTF8.self).contains("grant_type=refresh_token") } ?? false
-        if isRefresh { refreshes.withLockedValue { $0 += 1 } }
-        let response = try await inner.send(request)
-        exchanges.withLockedValue { $0.append((request.url.path, response.status)) }
-        // The hold comes after the server answered: the refresh succeeded there but reaches the SDK late.
-        if isRefresh {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let wait = hold.withLockedValue { state in
-                    if state.held { state.waiting.append(continuation) }
-                    return state.held
-                }
-                if !wait { continuation.resume() }
-            }
-        }
-        return response
-    }
+extension ProgrammableHTTPClient {
+    /// How many refresh-token grants the SDK sent.
+    package var refreshCount: Int { requests.filter(\.isRefreshGrant).count }
 }
 
 extension TestServer {

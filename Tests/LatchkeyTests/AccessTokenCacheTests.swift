@@ -1,4 +1,4 @@
-import LatchkeyTestSupport
+import LatchkeySDKTestSupport
 import Foundation
 @testable import Latchkey
 import Testing

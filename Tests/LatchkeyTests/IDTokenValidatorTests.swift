@@ -1,22 +1,16 @@
 import Crypto
 import Foundation
 @testable import Latchkey
+import LatchkeySDKTestSupport
 import Testing
 
-/// Serves a JWKS document and counts how often it was fetched.
-final class StubJWKSEndpoint: HTTPClient, @unchecked Sendable {
-    private let lock = NSLock()
-    private var set: JWKSet
-    private(set) var fetches = 0
-    init(_ set: JWKSet) { self.set = set }
-    func replace(_ set: JWKSet) { lock.withLock { self.set = set } }
-    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let body = try lock.withLock { () -> Data in
-            fetches += 1
-            return try JSONEncoder().encode(set)
-        }
-        return HTTPResponse(status: 200, headers: [:], body: body)
-    }
+/// A JWKS endpoint: a scripted double answering every request with `set` (a later call replaces the set it serves;
+/// its requests count the fetches).
+@discardableResult
+func serveJWKS(_ set: JWKSet, on http: ProgrammableHTTPClient = ProgrammableHTTPClient(upstream: nil)) throws -> ProgrammableHTTPClient {
+    let body = try JSONEncoder().encode(set)
+    http.answer(where: { _ in true }) { _ in HTTPResponse(status: 200, headers: [:], body: body) }
+    return http
 }
 
 @Suite("ID-token validation: every rule has a negative test")
@@ -36,8 +30,8 @@ struct IDTokenValidatorTests {
         return c
     }
 
-    func validator(_ endpoint: StubJWKSEndpoint? = nil) throws -> (IDTokenValidator, StubJWKSEndpoint) {
-        let stub = try endpoint ?? StubJWKSEndpoint(JWKSet(keys: [key.publicJWK()]))
+    func validator() throws -> (IDTokenValidator, ProgrammableHTTPClient) {
+        let stub = try serveJWKS(JWKSet(keys: [key.publicJWK()]))
         return (IDTokenValidator(jwks: JWKSCache(url: URL(string: "https://id.example.com/jwks")!, http: stub, minimumRefetchInterval: 0)), stub)
     }
 
@@ -107,24 +101,24 @@ struct IDTokenValidatorTests {
             try await v.validate(
                 try stranger.sign(claims: claims()), .init(issuer: issuer, clientId: "app", nonce: "n-1", accessToken: "AT", now: now))
         }
-        #expect(stub.fetches == 2, "initial fetch plus exactly one refetch")
+        #expect(stub.requests.count == 2, "initial fetch plus exactly one refetch")
 
         // After a real rotation the refetch finds the new key.
-        stub.replace(JWKSet(keys: [try key.publicJWK(), try stranger.publicJWK()]))
+        try serveJWKS(JWKSet(keys: [try key.publicJWK(), try stranger.publicJWK()]), on: stub)
         _ = try await v.validate(
             try stranger.sign(claims: claims()), .init(issuer: issuer, clientId: "app", nonce: "n-1", accessToken: "AT", now: now))
-        #expect(stub.fetches == 3)
+        #expect(stub.requests.count == 3)
     }
 
     @Test func refetchesAreRateLimited() async throws {
-        let stub = StubJWKSEndpoint(JWKSet(keys: [try key.publicJWK()]))
+        let stub = try serveJWKS(JWKSet(keys: [try key.publicJWK()]))
         let v = IDTokenValidator(jwks: JWKSCache(url: URL(string: "https://id.example.com/jwks")!, http: stub, minimumRefetchInterval: 60))
         let stranger = try SigningKey.generate(.es256)
         for _ in 0..<5 {
             _ = try? await v.validate(
                 try stranger.sign(claims: claims()), .init(issuer: issuer, clientId: "app", nonce: "n-1", accessToken: "AT", now: now))
         }
-        #expect(stub.fetches == 2, "one refetch for the first unknown kid, then none: forged kids cannot hammer the JWKS endpoint")
+        #expect(stub.requests.count == 2, "one refetch for the first unknown kid, then none: forged kids cannot hammer the JWKS endpoint")
     }
 
     @Test func tamperedSignatureFails() async throws {

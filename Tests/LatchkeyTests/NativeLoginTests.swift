@@ -1,36 +1,103 @@
 import Crypto
 import Foundation
 @testable import Latchkey
+import LatchkeySDKTestSupport
 import Testing
 
-/// A scripted `HTTPClient`: it records every request and answers discovery, JWKS, `/oauth/authorize` (302 with a code)
-/// and `/oauth/token` (checking the PKCE verifier, issuing an ES256 ID token with the request's nonce) like a
-/// provider would, and the `/identity/v1/…` calls from per-test canned answers. The real-server end-to-end tests
-/// are written against `LatchkeyServer` separately; this double pins the SDK's side of the wire.
-final class ScriptedIdentityServer: HTTPClient, @unchecked Sendable {
+/// A scripted identity provider on the programmable double (`http`, scripted only, which records every request): it
+/// answers discovery, JWKS, `/oauth/authorize` (302 with a code) and `/oauth/token` (checking the PKCE verifier,
+/// issuing an ES256 ID token with the request's nonce) like a provider would, and the `/identity/v1/…` calls from
+/// per-test canned answers (404 without one). The real-server end-to-end tests are written against `LatchkeyServer`
+/// separately; this double pins the SDK's side of the wire.
+final class ScriptedIdentityServer: Sendable {
     static let issuer = "https://id.example.com"
     typealias Route = @Sendable (HTTPRequest) throws -> HTTPResponse
 
-    private let lock = NSLock()
-    private let key = try! SigningKey.generate(.es256)
-    private var routes: [String: Route] = [:]
-    private var codes: [String: (challenge: String, nonce: String?)] = [:]
-    private var log: [HTTPRequest] = []
+    /// What the SDK is given as its HTTP client.
+    let http = ProgrammableHTTPClient(upstream: nil)
+    private let provider = Provider()
+
+    /// The provider's own state: its key, the codes it issued, a forged `state`.
+    private final class Provider: @unchecked Sendable {
+        private let lock = NSLock()
+        let key = try! SigningKey.generate(.es256)
+        private var codes: [String: (challenge: String, nonce: String?)] = [:]
+        private var _forgedState: String?
+        var forgedState: String? {
+            get { lock.withLock { _forgedState } }
+            set { lock.withLock { _forgedState = newValue } }
+        }
+        /// Records the code's PKCE challenge and nonce; returns the `state` to send back.
+        func issue(_ code: String, challenge: String, nonce: String?, state: String?) -> String {
+            lock.withLock {
+                codes[code] = (challenge, nonce)
+                return _forgedState ?? state ?? ""
+            }
+        }
+        func redeem(_ code: String) -> (challenge: String, nonce: String?)? { lock.withLock { codes.removeValue(forKey: code) } }
+    }
+
+    init() {
+        let iss = Self.issuer
+        let provider = provider
+        http.answer(path: "/.well-known/openid-configuration") { _ in
+            Self.json(
+                200,
+                """
+                {"issuer":"\(iss)","authorization_endpoint":"\(iss)/oauth/authorize","token_endpoint":"\(iss)/oauth/token",
+                 "jwks_uri":"\(iss)/oauth2/jwks","authorization_response_iss_parameter_supported":true}
+                """)
+        }
+        http.answer(path: "/oauth2/jwks") { _ in
+            HTTPResponse(status: 200, headers: [:], body: try JSONEncoder().encode(JWKSet(keys: [provider.key.publicJWK()])))
+        }
+        http.answer(path: "/oauth/authorize") { request in
+            let q = Dictionary(
+                (URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map { ($0.name, $0.value ?? "") },
+                uniquingKeysWith: { a, _ in a })
+            let code = UUID().uuidString
+            let state = provider.issue(code, challenge: q["code_challenge"] ?? "", nonce: q["nonce"], state: q["state"])
+            let location = "\(q["redirect_uri"] ?? "")?code=\(code)&state=\(FormCoding.escape(state))&iss=\(FormCoding.escape(iss))"
+            return HTTPResponse(status: 302, headers: ["Location": location], body: Data())
+        }
+        http.answer(path: "/oauth/token") { request in
+            let form = Dictionary(
+                String(decoding: request.body ?? Data(), as: UTF8.self).split(separator: "&").map { pair -> (String, String) in
+                    let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? "" }
+                    return (parts[0], parts.count > 1 ? parts[1] : "")
+                }, uniquingKeysWith: { a, _ in a })
+            guard let pending = provider.redeem(form["code"] ?? ""),
+                PKCEPair(verifier: form["code_verifier"] ?? "").challenge == pending.challenge
+            else {
+                return Self.json(400, #"{"error":"invalid_grant"}"#)
+            }
+            let now = Date().timeIntervalSince1970
+            var claims: [String: JSONValue] = [
+                "iss": .string(iss), "sub": .string("user-1"), "aud": .string("app"), "azp": .string("app"),
+                "exp": .number(now + 300), "iat": .number(now), "email": .string("ada@example.com")
+            ]
+            if let nonce = pending.nonce { claims["nonce"] = .string(nonce) }
+            let idToken = try provider.key.sign(claims: claims)
+            return Self.json(
+                200,
+                #"{"access_token":"AT-\#(UUID().uuidString)","token_type":"Bearer","expires_in":3600,"refresh_token":"RT","id_token":"\#(idToken)"}"#)
+        }
+    }
+
     /// Rewrites the `state` of the 302 (to test that a forged callback is refused).
     var forgedState: String? {
-        get { lock.withLock { _forgedState } }
-        set { lock.withLock { _forgedState = newValue } }
+        get { provider.forgedState }
+        set { provider.forgedState = newValue }
     }
-    private var _forgedState: String?
 
-    var requests: [HTTPRequest] { lock.withLock { log } }
+    var requests: [HTTPRequest] { http.requests }
     /// "METHOD path" of every request after discovery and JWKS.
     var calls: [String] {
         requests.filter { !$0.url.path.hasPrefix("/.well-known") && !$0.url.path.hasSuffix("/jwks") }.map { "\($0.method) \($0.url.path)" }
     }
-    func reset() { lock.withLock { log = [] } }
+    func reset() { http.forgetRecords() }
 
-    func route(_ method: String, _ path: String, _ answer: @escaping Route) { lock.withLock { routes["\(method) \(path)"] = answer } }
+    func route(_ method: String, _ path: String, _ answer: @escaping Route) { http.answer(method, path: path) { try answer($0) } }
     func route(_ method: String, _ path: String, status: Int = 200, json: String) {
         route(method, path) { _ in HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: Data(json.utf8)) }
     }
@@ -43,59 +110,6 @@ final class ScriptedIdentityServer: HTTPClient, @unchecked Sendable {
         let request = try #require(requests.last { $0.url.path == path })
         let items = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems ?? []
         return Dictionary(items.map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { a, _ in a })
-    }
-
-    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        lock.withLock { log.append(request) }
-        let iss = Self.issuer
-        switch request.url.path {
-        case "/.well-known/openid-configuration":
-            return Self.json(
-                200,
-                """
-                {"issuer":"\(iss)","authorization_endpoint":"\(iss)/oauth/authorize","token_endpoint":"\(iss)/oauth/token",
-                 "jwks_uri":"\(iss)/oauth2/jwks","authorization_response_iss_parameter_supported":true}
-                """)
-        case "/oauth2/jwks":
-            return HTTPResponse(status: 200, headers: [:], body: try JSONEncoder().encode(JWKSet(keys: [key.publicJWK()])))
-        case "/oauth/authorize":
-            let q = Dictionary(
-                (URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map { ($0.name, $0.value ?? "") },
-                uniquingKeysWith: { a, _ in a })
-            let code = UUID().uuidString
-            let state = lock.withLock { () -> String in
-                codes[code] = (q["code_challenge"] ?? "", q["nonce"])
-                return _forgedState ?? q["state"] ?? ""
-            }
-            let location = "\(q["redirect_uri"] ?? "")?code=\(code)&state=\(FormCoding.escape(state))&iss=\(FormCoding.escape(iss))"
-            return HTTPResponse(status: 302, headers: ["Location": location], body: Data())
-        case "/oauth/token":
-            let form = Dictionary(
-                String(decoding: request.body ?? Data(), as: UTF8.self).split(separator: "&").map { pair -> (String, String) in
-                    let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? "" }
-                    return (parts[0], parts.count > 1 ? parts[1] : "")
-                }, uniquingKeysWith: { a, _ in a })
-            guard let pending = lock.withLock({ codes.removeValue(forKey: form["code"] ?? "") }),
-                PKCEPair(verifier: form["code_verifier"] ?? "").challenge == pending.challenge
-            else {
-                return Self.json(400, #"{"error":"invalid_grant"}"#)
-            }
-            let now = Date().timeIntervalSince1970
-            var claims: [String: JSONValue] = [
-                "iss": .string(iss), "sub": .string("user-1"), "aud": .string("app"), "azp": .string("app"),
-                "exp": .number(now + 300), "iat": .number(now), "email": .string("ada@example.com")
-            ]
-            if let nonce = pending.nonce { claims["nonce"] = .string(nonce) }
-            let idToken = try key.sign(claims: claims)
-            return Self.json(
-                200,
-                #"{"access_token":"AT-\#(UUID().uuidString)","token_type":"Bearer","expires_in":3600,"refresh_token":"RT","id_token":"\#(idToken)"}"#)
-        default:
-            guard let route = lock.withLock({ routes["\(request.method) \(request.url.path)"] }) else {
-                return Self.json(404, #"{"error":"not_found","error_description":"no route"}"#)
-            }
-            return try route(request)
-        }
     }
 
     static func json(_ status: Int, _ body: String) -> HTTPResponse {
@@ -135,7 +149,7 @@ struct NativeLoginTests {
     func client(_ server: ScriptedIdentityServer, provider: (any CredentialProvider)?, authenticator: (any PasskeyAuthenticator)? = nil) async throws
         -> LatchkeyClient
     {
-        let client = LatchkeyClient(http: server, credentialProvider: provider, passkeyAuthenticator: authenticator)
+        let client = LatchkeyClient(http: server.http, credentialProvider: provider, passkeyAuthenticator: authenticator)
         try await client.initialize(
             config: LatchkeyConfig(
                 baseUrl: ScriptedIdentityServer.issuer, clientId: "app",

@@ -5,7 +5,7 @@ import Testing
 @Suite("originWebAuthn and ReachFive ApiError mapping")
 struct PasskeyErrorsAndOriginTests {
     func client(baseUrl: String = "https://id.example.com/tenant", originWebAuthn: String? = nil) async throws -> LatchkeyClient {
-        let client = LatchkeyClient(http: ScriptedIdentityServer())
+        let client = LatchkeyClient(http: ScriptedIdentityServer().http)
         var config = LatchkeyConfig(baseUrl: baseUrl, clientId: "app")
         config.originWebAuthn = originWebAuthn
         try await client.initialize(config: config)

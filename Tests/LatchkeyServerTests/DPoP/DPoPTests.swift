@@ -14,7 +14,7 @@ struct DPoPTests {
     struct Session {
         let client: LatchkeyClient
         let storage: InMemoryStorageAdapter
-        let http: ObservedHTTPClient
+        let http: ProgrammableHTTPClient
 
         var tokens: Latchkey.TokenSet {
             get async throws {
@@ -26,7 +26,7 @@ struct DPoPTests {
 
     static func signIn(_ server: TestServer, dpop: Bool = true) async throws -> Session {
         let storage = InMemoryStorageAdapter()
-        let http = ObservedHTTPClient()
+        let http = ProgrammableHTTPClient()
         let client = LatchkeyClient(http: http)
         var config = server.sdkConfig()
         config.useDPoP = dpop

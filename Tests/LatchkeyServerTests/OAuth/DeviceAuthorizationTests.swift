@@ -225,7 +225,16 @@ struct DeviceAuthorizationTests {
     func sdkHonoursSlowDown() async throws {
         let server = try await startServer { $0.lifetimes.devicePollingInterval = 1 }
         defer { Task { await server.stop() } }
-        let http = SlowDownOnceHTTPClient()
+        // The first device-code poll is answered slow_down (as a server would); each poll's time is recorded.
+        let isPoll: @Sendable (HTTPRequest) -> Bool = { request in
+            request.body.map {
+                String(decoding: $0, as: UTF8.self).contains("device_code") && String(decoding: $0, as: UTF8.self).contains("grant_type")
+            } ?? false
+        }
+        let http = ProgrammableHTTPClient()
+        http.answer(where: isPoll, times: 1) { _ in
+            HTTPResponse(status: 400, headers: ["Content-Type": "application/json"], body: Data(#"{"error":"slow_down"}"#.utf8))
+        }
         let client = LatchkeyClient(http: http)
         try await client.initialize(config: server.sdkConfig())
         let authorization = try await client.startDeviceAuthorization()
@@ -233,32 +242,8 @@ struct DeviceAuthorizationTests {
         let person = Task { try await Self.decide(server, userCode: authorization.userCode, approve: true) }
         _ = try await client.completeDeviceAuthorization(authorization)
         _ = try await person.value
-        let polls = http.pollTimes
+        let polls = http.sent.filter { isPoll($0.request) }.map(\.date)
         #expect(polls.count >= 2)
         if polls.count >= 2 { #expect(polls[1].timeIntervalSince(polls[0]) >= 6, "1 s interval + 5 s after slow_down") }
-    }
-}
-
-/// Answers the first device-code poll with `slow_down` (as a server would) and records when each poll was sent.
-final class SlowDownOnceHTTPClient: HTTPClient, @unchecked Sendable {
-    private let inner = URLSessionHTTPClient()
-    private let lock = NSLock()
-    private var times: [Date] = []
-    var pollTimes: [Date] { lock.withLock { times } }
-
-    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let isPoll =
-            request.body.map {
-                String(decoding: $0, as: UTF8.self).contains("device_code") && String(decoding: $0, as: UTF8.self).contains("grant_type")
-            } ?? false
-        if isPoll {
-            let first: Bool = lock.withLock {
-                times.append(Date()); return times.count == 1
-            }
-            if first {
-                return HTTPResponse(status: 400, headers: ["Content-Type": "application/json"], body: Data(#"{"error":"slow_down"}"#.utf8))
-            }
-        }
-        return try await inner.send(request)
     }
 }

@@ -1,13 +1,13 @@
 /// A condition `eventually` waited for in vain.
-public struct ConditionNeverHeld: Error, CustomStringConvertible {
-    public let description: String
+package struct ConditionNeverHeld: Error, CustomStringConvertible {
+    package let description: String
 }
 
 /// Waits until `condition` holds, checking it again every few milliseconds on the caller's actor, and throws when it
 /// has not held within `bound`. The bound only turns a hang into a failure and is no timing assertion: a minute,
 /// because a saturated two-core machine (CI, ThreadSanitizer) can be slower than an idle one by far more than any
 /// fixed number of checks allows for. The one helper every suite waits with.
-public func eventually(
+package func eventually(
     _ what: String = "the condition", within bound: Duration = .seconds(60), isolation: isolated (any Actor)? = #isolation,
     _ condition: () async throws -> Bool
 ) async throws {
