@@ -5,7 +5,7 @@ import FoundationNetworking
 import Latchkey
 import LatchkeyServer
 
-/// Issue 14's figures: refresh-grant and authorization-code throughput on SQLite (one instance), PostgreSQL (one
+/// Scale figures: refresh-grant and authorization-code throughput on SQLite (one instance), PostgreSQL (one
 /// instance) and PostgreSQL (two instances behind a round-robin client, as behind a load balancer), each against
 /// `GET /health` of the same servers measured in the same run.
 ///
@@ -21,7 +21,7 @@ enum ScaleBenchmarks {
 
     static func run() async throws {
         guard let url = ProcessInfo.processInfo.environment["LATCHKEY_BENCH_POSTGRES_URL"] else {
-            print("Scale (issue 14): set LATCHKEY_BENCH_POSTGRES_URL to a throwaway PostgreSQL database to measure it")
+            print("Scale: set LATCHKEY_BENCH_POSTGRES_URL to a throwaway PostgreSQL database to measure it")
             return
         }
         print("Scale: \(workers) concurrent clients for \(Int(seconds)) s each, over loopback HTTP")

@@ -4,7 +4,8 @@ import Foundation
 import LatchkeyJOSE
 import Testing
 
-/// Issue 24 against a provider double with third-party traits (`ProviderDouble`): metadata from both discovery
+/// Sign-out against any OpenID provider, on a provider double with third-party traits (`ProviderDouble`): metadata
+/// from both discovery
 /// documents, a sign-out that tells the truth, the provider's session ended in the browser, and clocks that disagree.
 @Suite("SDK ↔ any OpenID provider: RFC 8414 metadata, truthful sign-out, the browser's session, skewed clocks")
 struct AnyProviderSignOutTests {

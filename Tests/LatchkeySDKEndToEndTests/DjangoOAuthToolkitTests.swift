@@ -6,7 +6,7 @@ import Testing
 
 /// The SDK against a second third-party provider: django-oauth-toolkit (Jazzband's OAuth 2.0 / OpenID Connect provider
 /// for Django, from PyPI), started on loopback by `scripts/test.sh` through `Tests/dot/start.sh`, which exports
-/// `LATCHKEY_DOT_ENV`. It has the traits issue 24 found at a widely used provider: revocation published only in its
+/// `LATCHKEY_DOT_ENV`. It has the traits found at a widely used provider: revocation published only in its
 /// RFC 8414 metadata (under an issuer with a path), and an end-session endpoint that is a page behind CSRF
 /// protection (a POST from the app is refused with 403).
 @Suite(

@@ -8,7 +8,7 @@ import Logging
 import NIOConcurrencyHelpers
 
 /// An OpenID Provider double on a loopback port with the traits of widely used third-party providers that the SDK
-/// must cope with (issue 24), each one switchable:
+/// must cope with, each one switchable:
 /// - the issuer has a path (`/tenant`), so RFC 8414's metadata lives at `/.well-known/oauth-authorization-server/tenant`;
 /// - revocation and introspection are published only there, not in the OpenID discovery document;
 /// - `end_session_endpoint` is a browser page: a POST is refused (403, CSRF protection), a GET without the session's

@@ -2,7 +2,7 @@ import Foundation
 @testable import Latchkey
 import Testing
 
-/// The provider's time from `Date` headers (issue 24: clocks that disagree).
+/// The provider's time from `Date` headers (clocks that disagree).
 @Suite("SDK: the provider's clock learned from Date headers")
 struct ProviderClockTests {
     static func response(date: String?) -> HTTPResponse {

@@ -4,7 +4,7 @@ import GRDB
 @testable import LatchkeyServer
 import Testing
 
-/// `/ready` and the request id every answer carries (a first slice of issue 15's operability).
+/// `/ready` and the request id every answer carries, and every log line the request causes.
 @Suite("Operations: readiness and request ids")
 struct ReadinessAndRequestIdTests {
     @Test("/ready answers 200 with its checks when the store answers and keys are loaded; /health stays plain")
@@ -69,5 +69,20 @@ struct ReadinessAndRequestIdTests {
         let given = try await replay(headers: [:])
         let id = try #require(given.id)
         #expect(given.lines.count == 1 && given.lines.allSatisfy { $0.contains("request_id=\(id)") }, "\(given.lines)")
+    }
+
+    @Test("a flow step's log line (an account locked by a wrong password) carries the id of the request that ran it")
+    func flowStepLinesCarryTheRequestId() async throws {
+        let capture = NoSecretsInLogsTests.Capture()
+        let server = try await TestServer.start(logger: capture.logger("server")) { $0.loginPolicy.maxFailuresPerAccount = 1 }
+        defer { Task { await server.stop() } }
+        try await server.server.createUser(username: "ada", password: "correct horse battery staple")
+        let flow = FlowDriver(server)
+        try await flow.start("AUTHENTICATION")
+        let before = capture.all.count
+        let refused = try await flow.submit("action_001", ["username": "ada", "password": "wrong horse"])
+        let id = try #require(refused.header("X-Request-Id"))
+        let lines = capture.all.dropFirst(before).filter { $0.contains("account locked after repeated failures") }
+        #expect(lines.count == 1 && lines.allSatisfy { $0.contains("request_id=\(id)") }, "\(lines)")
     }
 }

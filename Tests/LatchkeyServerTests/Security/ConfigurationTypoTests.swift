@@ -2,7 +2,7 @@ import Foundation
 @testable import LatchkeyServer
 import Testing
 
-/// Issue 25, "a typo must not weaken a server": unknown keys at any level of a configuration file are refused at start,
+/// A typo must not weaken a server: unknown keys at any level of a configuration file are refused at start,
 /// with their path and the nearest known key; every key the documentation shows is known.
 @Suite("Configuration files: unknown keys are refused with the nearest known one")
 struct ConfigurationTypoTests {
