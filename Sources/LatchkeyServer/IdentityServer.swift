@@ -289,7 +289,8 @@ public final class IdentityServer: Sendable {
         let pushed = PushedAuthorizationController(
             store: store, clock: clock, admission: admission, clientAuthentication: clientAuthentication)
         let device = DeviceController(
-            configuration: configuration, kit: kit, cookies: cookies, admission: admission, clientAuthentication: clientAuthentication,
+            recentAuthenticationSeconds: configuration.recentAuthenticationSeconds, kit: kit, cookies: cookies, admission: admission,
+            clientAuthentication: clientAuthentication,
             accounts: accounts, browserSessions: browserSessions)
         let token = TokenController(
             kit: kit, clientAuthentication: clientAuthentication, dpop: dpop, ownTokens: ownTokens, proofThrottle: proofThrottle,
@@ -325,7 +326,7 @@ public final class IdentityServer: Sendable {
         let pages = group("", .html)
         device.addRoutes(to: pages)
         HostedLoginController(
-            configuration: configuration, store: store, clock: clock, cookies: cookies, accounts: accounts, passkeys: passkeys,
+            lifetimes: configuration.lifetimes, store: store, clock: clock, cookies: cookies, accounts: accounts, passkeys: passkeys,
             ownTokens: ownTokens, responses: responses
         ).addRoutes(to: pages)
         PasskeyPageController().addRoutes(to: pages)
@@ -338,7 +339,8 @@ public final class IdentityServer: Sendable {
         let flowServices = FlowServices(
             store: store, clock: clock, accounts: accounts, passkeys: passkeys, admission: admission, ownTokens: ownTokens, kit: kit)
         FlowController(
-            configuration: configuration, store: store, clock: clock, services: flowServices, admission: admission,
+            development: configuration.development, lifetimes: configuration.lifetimes, store: store, clock: clock, services: flowServices,
+            admission: admission,
             resources: resources, nativeSignIn: nativeSignIn, metrics: metrics
         ).addRoutes(to: group("/flow", .thunder), development: group("/dev", .html))
         SelfServiceController(store: store, clock: clock, accounts: accounts, admission: admission)
@@ -355,7 +357,7 @@ public final class IdentityServer: Sendable {
         ReachFivePasswordController(store: store, clock: clock, accounts: accounts, ownTokens: ownTokens, nativeSignIn: nativeSignIn)
             .addRoutes(to: identity)
         StepUpController(
-            configuration: configuration, store: store, clock: clock, issuerInForce: issuer, accounts: accounts, ownTokens: ownTokens,
+            lifetimes: configuration.lifetimes, store: store, clock: clock, issuerInForce: issuer, accounts: accounts, ownTokens: ownTokens,
             admission: admission, sessions: sessions, responses: responses
         ).addRoutes(to: identity)
         ReachFivePasskeyController(

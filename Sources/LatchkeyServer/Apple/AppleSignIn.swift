@@ -95,7 +95,7 @@ struct AppleSignIn: Sendable {
     let appleKeys: AppleKeySet
     /// Apple's issuer (`ServerConfiguration.apple`).
     let appleIssuer: String
-    let store: any Store
+    let store: any UserStore & FederatedIdentityStore
     let clock: ServerClock
     let metrics: ServerMetrics
 

@@ -7,7 +7,9 @@ import LatchkeyJOSE
 /// The Flow Execution API (`thunderid-wire.md` §2.2): `POST /flow/execute`, `GET /flow/meta`, and in development
 /// mode `GET /dev/outbox`.
 struct FlowController: Sendable {
-    let configuration: ServerConfiguration
+    /// Development mode serves `/dev/outbox`.
+    let development: Bool
+    let lifetimes: TokenLifetimes
     let store: any FlowExecutionStore & OutboxStore & ClientStore
     let clock: ServerClock
     let services: FlowServices
@@ -16,14 +18,14 @@ struct FlowController: Sendable {
     let nativeSignIn: NativeSignInPolicy
     let metrics: ServerMetrics
 
-    private var userSchema: UserSchema { configuration.userSchema }
+    private var userSchema: UserSchema { services.userSchema }
 
     /// `/flow/execute` and `/flow/meta` on the `/flow` group; in development, `/dev/outbox` on `development`.
     func addRoutes(to flow: RouterGroup<LatchkeyRequestContext>, development: RouterGroup<LatchkeyRequestContext>) {
         flow.post("execute") { request, context in try await self.executeFlow(request, context: context) }
         flow.get("meta") { request, _ in try await self.flowMeta(request) }
         // Registered only in development: the outbox holds every one-time code (recovery, sign-in, step-up).
-        if configuration.development {
+        if self.development {
             development.get("outbox") { request, _ in try await self.devOutbox(request) }
         }
     }
@@ -94,7 +96,7 @@ struct FlowController: Sendable {
                 FlowExecutionRecord(
                     id: executionId, applicationId: applicationId, flowType: type.rawValue, challengeHash: Secrets.digest(challenge),
                     state: try JSONEncoder().encode(run.state), createdAt: now,
-                    expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.flowExecution))))
+                    expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.flowExecution))))
         }
         return try respond(stop, run: run, executionId: executionId, challenge: challenge, verbose: verbose)
     }
@@ -156,7 +158,7 @@ struct FlowController: Sendable {
         case .prompt:
             try await store.updateFlowExecution(
                 id: executionId, state: try JSONEncoder().encode(run.state),
-                expiresAt: clock.now.addingTimeInterval(TimeInterval(configuration.lifetimes.flowExecution)))
+                expiresAt: clock.now.addingTimeInterval(TimeInterval(lifetimes.flowExecution)))
         case .complete:
             try await store.deleteFlowExecution(id: executionId)
             // A completion that hands out an assertion signed someone in (a recovery without one did not).

@@ -3,7 +3,7 @@ import Logging
 /// What the flow engine's steps use (the executors in `Executors/`): accounts and their credentials, passkey
 /// ceremonies, admission limits, the server's own tokens, and the validator of the access tokens a flow may carry.
 struct FlowServices: Sendable {
-    let store: any Store
+    let store: any UserStore & InvitationStore & PasskeyStore & TokenStore & SessionStore
     let clock: ServerClock
     let accounts: Accounts
     let passkeys: Passkeys

@@ -14,7 +14,7 @@ import Logging
 /// session and the authorization code exist only once every required factor is proven; the session records its
 /// `amr`, which the tokens carry.
 struct HostedLoginController: Sendable {
-    let configuration: ServerConfiguration
+    let lifetimes: TokenLifetimes
     let store: any UserStore & ClientStore & LoginRequestStore & SessionStore
     let clock: ServerClock
     let cookies: CookiePolicy
@@ -139,7 +139,7 @@ struct HostedLoginController: Sendable {
                     locale: locale), status: .tooManyRequests)
         }
         let now = clock.now
-        let lifetime = configuration.lifetimes.oneTimeCode
+        let lifetime = lifetimes.oneTimeCode
         var digest = Data()
         if kind == .email {
             guard let sent = try await accounts.sendSignInCode(to: user, appName: client?.name ?? pending.request.clientId, locale: locale) else {
@@ -197,7 +197,7 @@ struct HostedLoginController: Sendable {
             guard
                 try await store.resendLoginSecondFactor(
                     requestId: id, codeDigest: accounts.codeDigest(code),
-                    expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.oneTimeCode)),
+                    expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.oneTimeCode)),
                     maxSends: SecondFactor.maxSends)
             else {
                 return page(error: "page.mfa.resend_limit", .tooManyRequests, logger: logger)
@@ -255,13 +255,13 @@ struct HostedLoginController: Sendable {
         let secret = Secrets.token()
         let session = SessionRecord(
             id: Secrets.identifier(), secretHash: Secrets.digest(secret), userId: user.id, authTime: authTime,
-            createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.session)),
+            createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.session)),
             endedAt: nil, amr: AuthenticationMethods.normalized(amr))
         try await store.insertSession(session)
         try await store.deleteLoginRequest(id: requestId)
         var headers = HTTPFields()
         headers[values: .setCookie] = [
-            cookies.session(secret, maxAge: configuration.lifetimes.session), cookies.clearCSRF(),
+            cookies.session(secret, maxAge: lifetimes.session), cookies.clearCSRF(),
             cookies.clearSecondFactor()
         ]
         // A sign-in started by the device page goes back there (signed in now) instead of to an application.

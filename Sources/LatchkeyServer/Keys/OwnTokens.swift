@@ -34,7 +34,7 @@ struct OwnTokens: Sendable {
     let sessions: SignInSessions
 
     private var keys: KeyRing { kit.keys }
-    private var store: any Store { kit.store }
+    private var store: any SingleUseStore { kit.store }
     var clock: ServerClock { kit.clock }
     var issuer: String { kit.issuer }
     var lifetimes: TokenLifetimes { kit.lifetimes }

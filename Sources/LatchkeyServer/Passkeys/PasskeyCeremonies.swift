@@ -17,7 +17,7 @@ struct Passkeys: Sendable {
     let issuerInForce: @Sendable () -> String
     let lifetimes: TokenLifetimes
     let userSchema: UserSchema
-    let store: any Store
+    let store: any UserStore & PasskeyStore & ClientStore
     let clock: ServerClock
     let metrics: ServerMetrics
 

@@ -33,7 +33,7 @@ struct StepUpClaims: OwnTokenClaims, Codable, Sendable {
 /// `{challenge_id}`; email sends a code) and `POST /identity/v1/passwordless/verify` (`{challenge_id,
 /// verification_code}` → `{code}`, an authorization code redeemed at the token endpoint with the PKCE verifier).
 struct StepUpController: Sendable {
-    let configuration: ServerConfiguration
+    let lifetimes: TokenLifetimes
     let store: any UserStore & SecondFactorStore & PasskeyStore & ClientStore
     let clock: ServerClock
     let issuerInForce: @Sendable () -> String
@@ -90,7 +90,7 @@ struct StepUpController: Sendable {
         let amr = factors.map { $0.kind == .totp ? "otp" : "email" }
         let now = Int(clock.now.timeIntervalSince1970)
         let claims = StepUpClaims(
-            iss: issuer, sub: user.id, aud: clientId, iat: now, exp: now + configuration.lifetimes.oneTimeCode,
+            iss: issuer, sub: user.id, aud: clientId, iat: now, exp: now + lifetimes.oneTimeCode,
             jti: Secrets.identifier(), tokenUse: StepUpClaims.tokenUse, amr: ticket.amr, authTime: ticket.authTime,
             redirectUri: redirectUri, codeChallenge: challenge, scope: scope)
         return try Responses.json(Body(amr: amr, token: try await ownTokens.signOwnToken(claims)), noStore: true)

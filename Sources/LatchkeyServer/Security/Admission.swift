@@ -55,7 +55,7 @@ struct Admission: Sendable {
 /// Deletes expired rows: on demand (`IdentityServer.pruneExpired`) and, driven by the requests that add rows, at most
 /// once per `prune_interval_seconds`.
 struct Pruner: Sendable {
-    let store: any Store
+    let store: any MaintenanceStore
     let clock: ServerClock
     let intervalSeconds: Int
     /// When expired rows were last deleted.

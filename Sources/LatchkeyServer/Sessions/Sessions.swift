@@ -4,7 +4,7 @@ import Hummingbird
 /// The sign-in session a browser's cookie names: live only while it has not ended or expired and its user may still
 /// sign in. Shared by every handler that asks "who is this browser signed in as".
 struct BrowserSessions: Sendable {
-    let store: any Store
+    let store: any UserStore & SessionStore
     let cookies: CookiePolicy
     let clock: ServerClock
 
@@ -21,7 +21,7 @@ struct BrowserSessions: Sendable {
 
 /// Opens server-side sign-in sessions. Tokens issued from a session carry its `sid`, so ending it ends them.
 struct SignInSessions: Sendable {
-    let store: any Store
+    let store: any SessionStore
     let clock: ServerClock
     /// `lifetimes.session`, in seconds.
     let lifetime: Int

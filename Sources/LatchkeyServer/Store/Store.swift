@@ -149,7 +149,7 @@ public protocol PushedRequestStore: Sendable {
     func takePushedRequest(uriHash: Data, clientId: String, now: Date) async throws -> PushedRequestRecord?
 }
 
-/// Passkeys, their ceremonies, step-up challenges and federated identities.
+/// Passkeys, their ceremonies, and step-up challenges.
 public protocol PasskeyStore: Sendable {
     func insertPasskey(_ passkey: PasskeyRecord) async throws
     /// Creates an account together with its first passkey, atomically (`StoreError.conflict` when either exists).
@@ -174,6 +174,10 @@ public protocol PasskeyStore: Sendable {
     func reserveStepUpAttempt(id: String, maxAttempts: Int) async throws -> Int?
     /// Deletes the challenge; false when it was already gone.
     func takeStepUpChallenge(id: String) async throws -> Bool
+}
+
+/// Accounts' identities at other providers (Sign in with Apple): one account per provider and subject.
+public protocol FederatedIdentityStore: Sendable {
     func federatedIdentity(provider: String, subject: String) async throws -> FederatedIdentityRecord?
     func linkFederatedIdentity(_ link: FederatedIdentityRecord) async throws
 }
@@ -267,7 +271,8 @@ public protocol MaintenanceStore: Sendable {
 /// the server that needs only some aggregates declares only those (`any ClientStore & TokenStore`).
 public protocol Store:
     UserStore, SecondFactorStore, AccountEventStore, FlowExecutionStore, OutboxStore, InvitationStore, SingleUseStore, DeviceAuthorizationStore,
-    PushedRequestStore, PasskeyStore, ClientStore, LoginRequestStore, AuthorizationCodeStore, TokenStore, SessionStore, SigningKeyStore,
+    PushedRequestStore, PasskeyStore, FederatedIdentityStore, ClientStore, LoginRequestStore, AuthorizationCodeStore, TokenStore, SessionStore,
+    SigningKeyStore,
     AddressEventStore, MaintenanceStore
 {}
 

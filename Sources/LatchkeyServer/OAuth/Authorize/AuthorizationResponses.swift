@@ -8,7 +8,7 @@ struct AuthorizationResponses: Sendable {
     let kit: TokenKit
 
     private var issuer: String { kit.issuer }
-    private var store: any Store { kit.store }
+    private var store: any AuthorizationCodeStore { kit.store }
     private var clock: ServerClock { kit.clock }
 
     /// Issues a single-use code bound to the client, redirect URI, PKCE challenge and nonce, and sends the browser

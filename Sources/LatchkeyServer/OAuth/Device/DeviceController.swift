@@ -7,7 +7,8 @@ import LatchkeyJOSE
 /// `/oauth2/device_authorization`, shows the user code, and polls the token endpoint while a person enters the code on
 /// `/device` — signed in through the same hosted login and SSO session as the login page — and allows or denies it.
 struct DeviceController: Sendable {
-    let configuration: ServerConfiguration
+    /// How recent a sign-in must be for a device to get `offline_access` (`recent_auth_seconds`).
+    let recentAuthenticationSeconds: Int
     let kit: TokenKit
     let cookies: CookiePolicy
     let admission: Admission
@@ -18,6 +19,7 @@ struct DeviceController: Sendable {
     private var store: any DeviceAuthorizationStore & ClientStore & LoginRequestStore { kit.store }
     private var clock: ServerClock { kit.clock }
     private var issuer: String { kit.issuer }
+    private var lifetimes: TokenLifetimes { kit.lifetimes }
 
     /// RFC 8628 §6.1: twenty consonants (no vowels, so no words; no 0/O or 1/I to confuse), eight of them: 20^8 ≈ 2.6·10^10.
     static let userCodeAlphabet = Array("BCDFGHJKLMNPQRSTVWXZ")
@@ -60,8 +62,8 @@ struct DeviceController: Sendable {
                     DeviceAuthorizationRecord(
                         deviceCodeHash: Secrets.digest(deviceCode), userCodeDigest: accounts.codeDigest(userCode), clientId: client.clientId,
                         scope: scope, status: .pending, createdAt: now,
-                        expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.deviceCode)),
-                        interval: configuration.lifetimes.devicePollingInterval, lastPolledAt: nil))
+                        expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.deviceCode)),
+                        interval: lifetimes.devicePollingInterval, lastPolledAt: nil))
                 break
             } catch _ where attempt < 3 {
                 continue
@@ -81,7 +83,7 @@ struct DeviceController: Sendable {
             Answer(
                 deviceCode: deviceCode, userCode: display, verificationURI: issuer + "/device",
                 verificationURIComplete: client.deviceVerificationURIComplete ? issuer + "/device?user_code=" + display : nil,
-                expiresIn: configuration.lifetimes.deviceCode, interval: configuration.lifetimes.devicePollingInterval),
+                expiresIn: lifetimes.deviceCode, interval: lifetimes.devicePollingInterval),
             noStore: true)
     }
 
@@ -143,7 +145,7 @@ struct DeviceController: Sendable {
     /// last `recent_auth_seconds`, not any SSO session: approving it hands a device lasting access.
     func deviceSessionIsFreshEnough(_ session: SessionRecord, for pending: DeviceAuthorizationRecord) -> Bool {
         guard pending.scope.contains("offline_access") else { return true }
-        return clock.now.timeIntervalSince(session.authTime) <= TimeInterval(configuration.recentAuthenticationSeconds)
+        return clock.now.timeIntervalSince(session.authTime) <= TimeInterval(recentAuthenticationSeconds)
     }
 
     private func submitDevicePage(_ request: Request, context: LatchkeyRequestContext, logger: Logger) async throws -> Response {
@@ -179,7 +181,7 @@ struct DeviceController: Sendable {
                         clientId: pending.clientId, redirectUri: "", scope: pending.scope, state: nil,
                         nonce: nil, codeChallenge: nil, loginHint: nil, uiLocales: nil, maxAge: nil,
                         prompt: satisfied ? ["login"] : [], returnTo: returnTo),
-                    createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.lifetimes.loginRequest))))
+                    createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.loginRequest))))
             return Responses.redirect(to: "/login?request=\(id)", afterPost: true)
         }
         switch try params.single("decision") {

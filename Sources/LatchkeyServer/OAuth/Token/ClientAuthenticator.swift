@@ -10,7 +10,7 @@ import LatchkeyJOSE
 /// budgets of its address and of its client (`ClientAuthThrottles`, shared by every instance on PostgreSQL): past
 /// them it is refused with 429 before deriving anything, and a check that succeeds gives its places back.
 struct ClientAuthenticator: Sendable {
-    let store: any Store
+    let store: any ClientStore
     let throttles: ClientAuthThrottles
     /// The request's client address (`LatchkeyRequestContext.clientAddress`), the key of the per-address budget.
     let address: String
@@ -109,7 +109,7 @@ struct ClientAuthThrottles: Sendable {
 
 /// Client authentication as the endpoints use it: one `ClientAuthenticator` per request, with its address and time.
 struct ClientAuthentication: Sendable {
-    let store: any Store
+    let store: any ClientStore
     let throttles: ClientAuthThrottles
     let clock: ServerClock
 

@@ -53,7 +53,7 @@ struct DPoPVerifier: Sendable {
     let sealer: SecretSealer
 
     private var issuer: String { kit.issuer }
-    private var store: any Store { kit.store }
+    private var store: any SingleUseStore { kit.store }
     private var clock: ServerClock { kit.clock }
 
     /// The request's DPoP proof, nil without one; two `DPoP` headers are refused (§4.3 check 1).
@@ -146,7 +146,7 @@ struct ResourceAuthenticator: Sendable {
     let dpop: DPoPVerifier
 
     private var validator: TokenValidator { kit.validator }
-    var store: any Store { kit.store }
+    var store: any UserStore & ClientStore { kit.store }
 
     /// How a resource request presents its access token: `Bearer` (RFC 6750: header or form body) or `DPoP` (RFC 9449
     /// §7.1, header only).
