@@ -143,11 +143,11 @@ struct AnyProviderSignOutTests {
 
         // A session stored before the SDK recorded how it signed in: unknown, so unconfirmed too.
         let storage = InMemoryStorageAdapter()
-        let legacy = try await server.signedInClient(storage: storage)
+        _ = try await server.signedInClient(storage: storage)
         let key = "latchkey.session.default"
         var stored = try JSONDecoder().decode(Latchkey.TokenSet.self, from: try #require(await storage.get(key)))
         stored.browser = nil
-        try await storage.set(key, try JSONEncoder().encode(stored))
+        await storage.set(key, try JSONEncoder().encode(stored))
         let restored = LatchkeyClient()
         try await restored.initialize(config: server.sdkConfig(), storage: storage)
         guard case .unconfirmed = try await restored.signOutReporting().providerSession else { Issue.record("expected unconfirmed"); return }

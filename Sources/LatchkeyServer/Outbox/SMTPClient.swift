@@ -175,7 +175,7 @@ private struct SMTPSession {
         try await write(MailMessage.dotStuffed(data) + ".\r\n", stage: "message")
         try await expect(250, stage: "message")
         // The message is accepted; a relay that hangs up without answering QUIT changes nothing.
-        try? await command("QUIT", expect: [221], stage: "QUIT")
+        _ = try? await command("QUIT", expect: [221], stage: "QUIT")
     }
 
     private mutating func ehlo(_ name: String) async throws -> [String] {

@@ -91,7 +91,7 @@ public final class SMTPOutbox: Outbox {
 struct MailDeliveryService: Service {
     let outbox: SMTPOutbox
     func run() async throws {
-        try await cancelWhenGracefulShutdown { await outbox.runDelivery() }
+        await cancelWhenGracefulShutdown { await outbox.runDelivery() }
     }
 }
 

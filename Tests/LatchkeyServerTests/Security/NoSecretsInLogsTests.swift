@@ -32,13 +32,11 @@ struct NoSecretsInLogsTests {
                 get { metadata[key] }
                 set { metadata[key] = newValue }
             }
-            func log(
-                level: Logger.Level, message: Logger.Message, metadata extra: Logger.Metadata?, source: String,
-                file: String, function: String, line: UInt
-            ) {
-                let merged = metadata.merging(extra ?? [:]) { $1 }
+            func log(event: LogEvent) {
+                let merged = metadata.merging(event.metadata ?? [:]) { $1 }
                 capture.append(
-                    "\(label) \(level) \(message) \(merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
+                    "\(label) \(event.level) \(event.message) \(merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))"
+                )
             }
         }
     }

@@ -1718,7 +1718,7 @@ struct StoreContractTests {
             }
             let winners = outcomes.filter { $0.1 }
             #expect(winners.count == 1)
-            let approved = try #require(winners.first?.0)
+            let approved = try #require(winners.first).0
             let poll = try await store.pollDeviceAuthorization(deviceCodeHash: device.deviceCodeHash, clientId: device.clientId, now: at(2))
             if approved {
                 guard case .approved = poll else { Issue.record("the winning approval: \(poll)"); return }

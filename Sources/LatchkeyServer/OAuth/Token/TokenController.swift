@@ -26,8 +26,9 @@ struct TokenController: Sendable {
     static let tokenTypeIDToken = "urn:ietf:params:oauth:token-type:id_token"
 
     func addRoutes(to mount: OAuthMount) {
+        let takesJSON = mount.isReachFive  // reachFive's `/oauth` mount also takes JSON bodies
         mount.routes.post("token") { request, context in
-            let params = try await Parameters.body(of: request, allowJSON: mount.isReachFive)
+            let params = try await Parameters.body(of: request, allowJSON: takesJSON)
             return try await self.token(request, params, context: context, logger: context.logger)
         }
     }

@@ -15,9 +15,10 @@ struct TokenManagementController: Sendable {
     private var validator: TokenValidator { kit.validator }
 
     func addRoutes(to mount: OAuthMount) {
+        let takesJSON = mount.isReachFive  // reachFive's `/oauth` mount also takes JSON bodies
         mount.routes.post("revoke") { request, context in
             try await self.revoke(
-                request, try await Parameters.body(of: request, allowJSON: mount.isReachFive), context: context, logger: context.logger)
+                request, try await Parameters.body(of: request, allowJSON: takesJSON), context: context, logger: context.logger)
         }
         mount.routes.post("introspect") { request, context in
             try await self.introspect(request, try await Parameters.body(of: request), context: context)

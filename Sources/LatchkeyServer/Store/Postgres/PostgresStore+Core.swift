@@ -451,7 +451,7 @@ extension PostgresStore {
                 SELECT COUNT(*) AS n, MIN(at) AS oldest FROM address_events
                 WHERE bucket = \(bucket) AND address = \(address) AND at > \(since)
                 """, on: connection)
-            let c = try row.map(Columns.init)
+            let c = row.map(Columns.init)
             let count: Int = try c?("n") ?? 0
             if count >= limit {
                 return AddressThrottle.secondsUntilFree(oldest: try c?.date("oldest") ?? now, window: window, now: now)

@@ -136,6 +136,7 @@ public final class PostgresStore: Store {
     }
 
     /// Runs `body` on one pooled connection, outside a transaction (single statements, reads).
+    @discardableResult
     func connection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         try await guarded { _ in try await self.client.withConnection { connection in try await body(connection) } }
     }
@@ -187,6 +188,7 @@ public final class PostgresStore: Store {
     /// answering without closing the socket would otherwise hold the request until TCP gives up. An abandoned
     /// operation finishes (or fails) in the background; a transaction that reaches COMMIT after its deadline rolls back
     /// instead (`Deadline`), so a 503 never hides a committed change — unless COMMIT was already under way.
+    @discardableResult
     func guarded<T: Sendable>(timeout given: Duration? = nil, _ operation: @escaping @Sendable (Deadline) async throws -> T) async throws -> T {
         let timeout = given ?? self.timeout
         let deadline = Deadline()
