@@ -81,7 +81,8 @@ LATCHKEY_BIN="$(swift build --show-bin-path)/latchkey" python3 -m pytest -q Test
 echo "==> ThreadSanitizer: the concurrency-heavy suites (token manager single-flight, store contract, server under concurrent requests)"
 # Its own build folder: sanitizer flags would otherwise rebuild .build from scratch.
 swift build --build-tests --sanitize=thread --scratch-path .build-tsan
-TSAN_OPTIONS="halt_on_error=1" swift test --skip-build --sanitize=thread --scratch-path .build-tsan \
+# Tests/tsan-suppressions.txt names the third-party false positives it ignores, and why.
+TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/Tests/tsan-suppressions.txt" swift test --skip-build --sanitize=thread --scratch-path .build-tsan \
   --filter "LockedStorageRefreshTests|AccessTokenCacheTests|AuthStateBroadcastTests|SDKHardeningTests|SDKRedirectSignInTests|StoreContractTests|ConcurrentGuessLockoutTests|RefreshTokenTests|RequestLimitsTests|MetricsTests"
 
 echo "==> fuzzing: every libFuzzer target for a short run from its seed corpus (scripts/fuzz.sh; long runs by hand)"
