@@ -326,8 +326,8 @@ public final class IdentityServer: Sendable {
         let pages = group("", .html)
         device.addRoutes(to: pages)
         HostedLoginController(
-            lifetimes: configuration.lifetimes, store: store, clock: clock, cookies: cookies, accounts: accounts, passkeys: passkeys,
-            ownTokens: ownTokens, responses: responses
+            lifetimes: configuration.lifetimes, store: store, clock: clock, cookies: cookies, sessions: sessions, accounts: accounts,
+            passkeys: passkeys, ownTokens: ownTokens, responses: responses
         ).addRoutes(to: pages)
         PasskeyPageController().addRoutes(to: pages)
         OperabilityController(
@@ -339,8 +339,7 @@ public final class IdentityServer: Sendable {
         let flowServices = FlowServices(
             store: store, clock: clock, accounts: accounts, passkeys: passkeys, admission: admission, ownTokens: ownTokens, kit: kit)
         FlowController(
-            development: configuration.development, lifetimes: configuration.lifetimes, store: store, clock: clock, services: flowServices,
-            admission: admission,
+            development: configuration.development, lifetimes: configuration.lifetimes, store: store, services: flowServices,
             resources: resources, nativeSignIn: nativeSignIn, metrics: metrics
         ).addRoutes(to: group("/flow", .thunder), development: group("/dev", .html))
         SelfServiceController(store: store, clock: clock, accounts: accounts, admission: admission)

@@ -154,9 +154,7 @@ extension Accounts {
         }
         if let email = update.pendingEmail { try await startEmailChange(of: update.user, to: email, locale: locale, logger: logger) }
     }
-}
 
-extension Accounts {
     /// Whether an SSO session is strong enough to sign `user` in to `clientId` silently: it must be multi-factor when
     /// the application requires MFA or the account has a second factor enrolled, so a session opened with a password
     /// alone (or before the factor was enrolled) never stands in for the second factor.

@@ -4,7 +4,6 @@ import Logging
 /// Account changes shared by registration, recovery and self-service: schema validation, uniqueness and password
 /// hashing live here once.
 extension Accounts {
-
     /// Applies `changes` (attribute → new value; nil or "" removes an optional attribute) to the user's profile.
     /// Returns the problems instead of saving when any value is invalid or taken.
     ///

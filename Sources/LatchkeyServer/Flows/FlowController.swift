@@ -11,14 +11,14 @@ struct FlowController: Sendable {
     let development: Bool
     let lifetimes: TokenLifetimes
     let store: any FlowExecutionStore & OutboxStore & ClientStore
-    let clock: ServerClock
     let services: FlowServices
-    let admission: Admission
     let resources: ResourceAuthenticator
     let nativeSignIn: NativeSignInPolicy
     let metrics: ServerMetrics
 
     private var userSchema: UserSchema { services.userSchema }
+    private var clock: ServerClock { services.clock }
+    private var admission: Admission { services.admission }
 
     /// `/flow/execute` and `/flow/meta` on the `/flow` group; in development, `/dev/outbox` on `development`.
     func addRoutes(to flow: RouterGroup<LatchkeyRequestContext>, development: RouterGroup<LatchkeyRequestContext>) {

@@ -70,10 +70,9 @@ extension CookiePolicy {
         }
         return Secrets.constantTimeEquals(formToken, CookiePolicy.csrfToken(secret: secret, requestId: scope))
     }
-}
 
-extension CookiePolicy {
-    func csrfPage(_ locale: SupportedLocale) -> Response {
+    /// The answer to a form without its CSRF token (403, a page in `locale`).
+    static func csrfPage(_ locale: SupportedLocale) -> Response {
         Responses.html(Pages.message(titleKey: "page.csrf.title", bodyKey: "page.csrf.body", locale: locale), status: .forbidden)
     }
 }

@@ -15,9 +15,10 @@ import Logging
 /// `amr`, which the tokens carry.
 struct HostedLoginController: Sendable {
     let lifetimes: TokenLifetimes
-    let store: any UserStore & ClientStore & LoginRequestStore & SessionStore
+    let store: any UserStore & ClientStore & LoginRequestStore
     let clock: ServerClock
     let cookies: CookiePolicy
+    let sessions: SignInSessions
     let accounts: Accounts
     let passkeys: Passkeys
     let ownTokens: OwnTokens
@@ -57,7 +58,7 @@ struct HostedLoginController: Sendable {
         let locale = request.locale(uiLocales: pending.request.uiLocales)
         guard try cookies.formCarriesCSRFToken(params, request: request, scope: id) else {
             logger.notice("login rejected: CSRF token missing or mismatched")
-            return cookies.csrfPage(locale)
+            return CookiePolicy.csrfPage(locale)
         }
         let client = try await store.client(id: pending.request.clientId)?.configuration
         if let factor = try await store.loginSecondFactor(requestId: id) {
@@ -153,7 +154,7 @@ struct HostedLoginController: Sendable {
             attempts: 0, sends: kind == .email ? 1 : 0, amr: amr, authTime: authTime, expiresAt: now.addingTimeInterval(TimeInterval(lifetime)))
         guard try await store.insertLoginSecondFactor(record, now: now) else {
             // A concurrent first-factor POST for the same login request won; this browser is not the bound one.
-            return cookies.csrfPage(locale)
+            return CookiePolicy.csrfPage(locale)
         }
         return secondFactorPage(
             requestId: requestId, kind: kind, client: client, clientId: pending.request.clientId, error: nil, info: nil,
@@ -173,7 +174,7 @@ struct HostedLoginController: Sendable {
         let id = factor.requestId
         guard isBound(factor, to: request) else {
             logger.notice("second factor rejected: not the browser that passed the first factor")
-            return cookies.csrfPage(locale)
+            return CookiePolicy.csrfPage(locale)
         }
         guard let kind = SecondFactor(rawValue: factor.kind), let user = try await store.user(id: factor.userId), !user.disabled else {
             _ = try await store.takeLoginSecondFactor(requestId: id)
@@ -251,13 +252,7 @@ struct HostedLoginController: Sendable {
         _ pending: LoginRequestRecord, requestId: String, user: UserRecord, amr: [String],
         authTime: Date
     ) async throws -> Response {
-        let now = clock.now
-        let secret = Secrets.token()
-        let session = SessionRecord(
-            id: Secrets.identifier(), secretHash: Secrets.digest(secret), userId: user.id, authTime: authTime,
-            createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.session)),
-            endedAt: nil, amr: AuthenticationMethods.normalized(amr))
-        try await store.insertSession(session)
+        let (session, secret) = try await sessions.openForBrowser(userId: user.id, authTime: authTime, amr: amr)
         try await store.deleteLoginRequest(id: requestId)
         var headers = HTTPFields()
         headers[values: .setCookie] = [

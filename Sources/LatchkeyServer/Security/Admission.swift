@@ -43,8 +43,7 @@ struct Admission: Sendable {
     /// Every challenge request counts against the caller's address (each stores a ceremony; a step-up may send an
     /// email): past `max_challenges_per_address` in the window, 429 `login.throttled`.
     func admitChallenge(address: String) async throws {
-        // Checked and counted in one step (concurrent requests cannot all pass the check first).
-        if let wait = try await challengeThrottle.reserve(address: address, now: clock.now) {
+        if let wait = try await admitChallengeRequest(address: address) {
             throw APIError.login(
                 .tooManyRequests, LocalizedMessage("login.throttled", ["minutes": String(MessageCatalog.minutes(seconds: wait))]),
                 "too many passkey or code requests from this address; retry after \(wait) s")

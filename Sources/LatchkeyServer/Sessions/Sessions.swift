@@ -28,12 +28,18 @@ struct SignInSessions: Sendable {
 
     /// A sign-in session without a browser cookie (native sign-ins, flows, step-up).
     func open(userId: String, authTime: Date, amr: [String]) async throws -> SessionRecord {
+        try await openForBrowser(userId: userId, authTime: authTime, amr: amr).session
+    }
+
+    /// A sign-in session and the secret its browser cookie carries (stored only as a digest).
+    func openForBrowser(userId: String, authTime: Date, amr: [String]) async throws -> (session: SessionRecord, secret: String) {
         let now = clock.now
+        let secret = Secrets.token()
         let session = SessionRecord(
-            id: Secrets.identifier(), secretHash: Secrets.digest(Secrets.token()), userId: userId, authTime: authTime,
+            id: Secrets.identifier(), secretHash: Secrets.digest(secret), userId: userId, authTime: authTime,
             createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(lifetime)), endedAt: nil,
             amr: AuthenticationMethods.normalized(amr))
         try await store.insertSession(session)
-        return session
+        return (session, secret)
     }
 }

@@ -153,7 +153,7 @@ struct DeviceController: Sendable {
         let params = try await Parameters.body(of: request)
         guard try cookies.formCarriesCSRFToken(params, request: request, scope: Self.deviceCSRFScope) else {
             logger.notice("device page rejected: CSRF token missing or mismatched")
-            return cookies.csrfPage(locale)
+            return CookiePolicy.csrfPage(locale)
         }
         let typed = try params.single("user_code") ?? ""
         // Every look-up of a code counts against the address: eight letters are many guesses, not infinitely many.
