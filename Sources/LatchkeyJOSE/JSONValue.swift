@@ -42,6 +42,10 @@ public enum JSONValue: Codable, Sendable, Hashable {
     public var stringValue: String? { if case .string(let s) = self { s } else { nil } }
     public var doubleValue: Double? { if case .number(let n) = self { n } else { nil } }
     public var boolValue: Bool? { if case .bool(let b) = self { b } else { nil } }
+    /// The members of an object.
+    public var objectValue: [String: JSONValue]? { if case .object(let o) = self { o } else { nil } }
+    /// The elements of an array.
+    public var arrayValue: [JSONValue]? { if case .array(let a) = self { a } else { nil } }
     /// Strings or arrays of strings (the two legal shapes of `aud`).
     public var stringArray: [String]? {
         switch self {

@@ -43,6 +43,8 @@ public final class IdentityServer: Sendable {
     let sessions: SignInSessions
     let browserSessions: BrowserSessions
     let responses: AuthorizationResponses
+    let federation: Federation
+    let federatedAccounts: FederatedAccounts
     /// Token requests that carried a DPoP proof (recorded as used) and failed, per address.
     let proofThrottle: any AddressLimiter
 
@@ -120,6 +122,11 @@ public final class IdentityServer: Sendable {
         self.resources = ResourceAuthenticator(kit: kit, dpop: dpop)
         self.nativeSignIn = NativeSignInPolicy(development: configuration.development, attestationVerifier: configuration.attestationVerifier)
         self.responses = AuthorizationResponses(kit: kit)
+        let http = UpstreamHTTP()
+        self.federation = Federation(
+            providers: configuration.identityProviders, issuerInForce: issuerInForce, directory: UpstreamDirectory(http: http), http: http,
+            store: store, clock: clock, lifetimes: configuration.lifetimes, metrics: metrics)
+        self.federatedAccounts = FederatedAccounts(store: store, userSchema: configuration.userSchema, clock: clock)
     }
 
     /// Validates the configuration, opens (and migrates) the database, creates signing keys on first start and
@@ -325,10 +332,13 @@ public final class IdentityServer: Sendable {
         // Pages, the development outbox and the operability endpoints answer errors as pages.
         let pages = group("", .html)
         device.addRoutes(to: pages)
-        HostedLoginController(
+        let hostedLogin = HostedLoginController(
             lifetimes: configuration.lifetimes, store: store, clock: clock, cookies: cookies, sessions: sessions, accounts: accounts,
-            passkeys: passkeys, ownTokens: ownTokens, responses: responses
-        ).addRoutes(to: pages)
+            passkeys: passkeys, ownTokens: ownTokens, responses: responses, federation: federation, federatedAccounts: federatedAccounts)
+        hostedLogin.addRoutes(to: pages)
+        // Other identity providers send the browser back here; failures are pages in the person's language.
+        let federationController = FederationController(federation: federation, hostedLogin: hostedLogin, store: store)
+        federationController.addRoutes(to: group("/federation", .html))
         PasskeyPageController().addRoutes(to: pages)
         OperabilityController(
             store: store, keys: keys, metrics: metrics, servesMetrics: configuration.servesMetrics,
@@ -353,6 +363,7 @@ public final class IdentityServer: Sendable {
         // reachFive's identity API.
         let identity = group("/identity/v1", .reachFive)
         userInfo.addIdentityRoutes(to: identity)
+        federationController.addProviderList(to: [identity, group("/api/v1", .reachFive)])
         ReachFivePasswordController(store: store, clock: clock, accounts: accounts, ownTokens: ownTokens, nativeSignIn: nativeSignIn)
             .addRoutes(to: identity)
         StepUpController(

@@ -27,6 +27,18 @@ enum AuthenticationMethods {
 
     static func isMultiFactor(_ amr: [String]) -> Bool { normalized(amr).contains("mfa") }
 
+    /// A federated sign-in's provider travels with its methods, as `idp:<id>`, through sessions, codes and refresh
+    /// tokens (which store `amr` already), and is published as the tokens' `idp` claim, never inside `amr`.
+    static let providerMarker = "idp:"
+
+    /// The provider of a federated sign-in, if this was one.
+    static func provider(_ amr: [String]) -> String? {
+        amr.first { $0.hasPrefix(providerMarker) }.map { String($0.dropFirst(providerMarker.count)) }
+    }
+
+    /// The `amr` claim: the methods without the provider marker.
+    static func published(_ amr: [String]) -> [String] { normalized(amr).filter { !$0.hasPrefix(providerMarker) } }
+
     static func acr(for amr: [String]) -> String? { isMultiFactor(amr) ? multiFactorACR : nil }
 }
 

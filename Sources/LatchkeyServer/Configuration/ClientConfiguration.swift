@@ -66,6 +66,9 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     /// default every OpenID Connect client can verify, or `ES256`, about twenty times cheaper for the server to sign
     /// (an RSA signature is most of a refresh grant's cost) and shorter on the wire.
     public var idTokenSignedResponseAlg: JWSAlgorithm = .rs256
+    /// The identity providers (`ServerConfiguration.identityProviders` ids) this application's users may sign in with:
+    /// buttons on the hosted page, actions in the app-native sign-in flow, `idp=` hints, native ID tokens.
+    public var identityProviders: [String] = []
 
     public enum AppType: String, Codable, Sendable {
         /// Desktop, CLI or any native app: app-native flows allowed without attestation.
@@ -155,6 +158,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         case requireDPoP = "require_dpop", requirePushedAuthorizationRequests = "require_pushed_authorization_requests"
         case idTokenSignedResponseAlg = "id_token_signed_response_alg"
         case deviceVerificationURIComplete = "device_verification_uri_complete"
+        case identityProviders = "identity_providers"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -181,6 +185,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         try c.encode(requirePushedAuthorizationRequests, forKey: .requirePushedAuthorizationRequests)
         try c.encode(deviceVerificationURIComplete, forKey: .deviceVerificationURIComplete)
         try c.encode(idTokenSignedResponseAlg.rawValue, forKey: .idTokenSignedResponseAlg)
+        try c.encode(identityProviders, forKey: .identityProviders)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -208,6 +213,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         requireDPoP = try c.decodeIfPresent(Bool.self, forKey: .requireDPoP) ?? false
         requirePushedAuthorizationRequests = try c.decodeIfPresent(Bool.self, forKey: .requirePushedAuthorizationRequests) ?? false
         deviceVerificationURIComplete = try c.decodeIfPresent(Bool.self, forKey: .deviceVerificationURIComplete) ?? false
+        identityProviders = try c.decodeIfPresent([String].self, forKey: .identityProviders) ?? []
         if let alg = try c.decodeIfPresent(String.self, forKey: .idTokenSignedResponseAlg) {
             guard let parsed = JWSAlgorithm(rawValue: alg), parsed == .rs256 || parsed == .es256 else {
                 throw DecodingError.dataCorruptedError(

@@ -49,6 +49,9 @@ public struct ConfigurationFile: Codable, Sendable {
     public var dpop: DPoPFile?
     /// `"metrics": true` serves `GET /metrics` (Prometheus) on any binding; `false` never. Unset: loopback bindings only.
     public var metrics: Bool?
+    /// Other identity providers people may sign in with (`IdentityProviderFile`); each application lists the ones its
+    /// users may use in its own `identity_providers`.
+    public var identityProviders: [IdentityProviderFile]?
 
     public struct DPoPFile: Codable, Sendable {
         public var requireNonce: Bool?
@@ -120,6 +123,7 @@ public struct ConfigurationFile: Codable, Sendable {
         case recentAuthSeconds = "recent_auth_seconds"
         case development, smtp, httpIdleTimeoutSeconds = "http_idle_timeout_seconds", dpop, metrics
         case httpRequestTimeoutSeconds = "http_request_timeout_seconds"
+        case identityProviders = "identity_providers"
     }
 
     public static func load(path: String) throws -> ConfigurationFile {
@@ -229,6 +233,10 @@ public struct ConfigurationFile: Codable, Sendable {
         if let v = httpIdleTimeoutSeconds { base.httpIdleTimeoutSeconds = v }
         if let v = httpRequestTimeoutSeconds { base.httpRequestTimeoutSeconds = v }
         if let metrics { base.metricsEnabled = metrics }
+        if let identityProviders {
+            let environment = ProcessInfo.processInfo.environment
+            base.identityProviders = try identityProviders.map { try $0.configuration(environment: environment) }
+        }
         if let v = dpop?.requireNonce { base.dpop.requireNonce = v }
         if let v = dpop?.proofLifetimeSeconds { base.dpop.proofLifetimeSeconds = v }
         if let p = loginPolicy {

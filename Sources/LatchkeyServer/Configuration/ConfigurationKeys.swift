@@ -24,7 +24,8 @@ indirect enum ConfigurationShape: Sendable {
                 "webauthn": .object(keys(ConfigurationFile.WebAuthn.CodingKeys.self)),
                 "apple": .object(keys(ConfigurationFile.Apple.CodingKeys.self)),
                 "smtp": .object(keys(SMTPFile.CodingKeys.self)),
-                "dpop": .object(keys(ConfigurationFile.DPoPFile.CodingKeys.self))
+                "dpop": .object(keys(ConfigurationFile.DPoPFile.CodingKeys.self)),
+                "identity_providers": .array(.object(keys(IdentityProviderFile.CodingKeys.self)))
             ]))
 
     private static func keys<K: CodingKey & CaseIterable>(_ type: K.Type, nested: [String: ConfigurationShape] = [:]) -> [String: ConfigurationShape]

@@ -73,6 +73,12 @@ public struct ServerConfiguration: Sendable {
     /// loopback address that trusts no proxy, and then only to requests that no proxy forwarded (see `servesMetrics`),
     /// since the figures are for the operator's scraper, not for the internet; true or false decides outright.
     public var metricsEnabled: Bool?
+    /// Other identity providers people may sign in with (`identity_providers`); an application offers those it names
+    /// in its own `identity_providers`.
+    public var identityProviders: [IdentityProviderConfiguration] = []
+
+    /// The provider with this id.
+    func identityProvider(_ id: String) -> IdentityProviderConfiguration? { identityProviders.first { $0.id == id } }
 
     /// Whether `GET /metrics` is routed: `metricsEnabled`, or, when it is unset, a development instance on a loopback
     /// binding with no trusted proxies. A real server must say `"metrics": true`: on 127.0.0.1 behind a
@@ -175,10 +181,18 @@ public struct ServerConfiguration: Sendable {
             throw ConfigurationError.invalid("webauthn attestation required needs at least one trust anchor certificate")
         }
         try validateDeployment()
+        var providers = Set<String>()
+        for provider in identityProviders {
+            guard providers.insert(provider.id).inserted else { throw ConfigurationError.invalid("duplicate identity provider \(provider.id)") }
+            try provider.validate()
+        }
         var seen = Set<String>()
         for client in clients {
             guard seen.insert(client.clientId).inserted else { throw ConfigurationError.invalid("duplicate client \(client.clientId)") }
             try client.validate()
+            for id in client.identityProviders where !providers.contains(id) {
+                throw ConfigurationError.invalid("client \(client.clientId): identity provider \(id) is not in identity_providers")
+            }
         }
     }
 }

@@ -22,9 +22,14 @@ struct FlowAssertionClaims: OwnTokenClaims, Codable, Sendable {
     var sid: String
     var flowType: String
     var username: String?
+    /// The identity provider of a federated sign-in.
+    var idp: String? = nil
+
+    /// The methods with the provider, as sessions and codes keep them (`AuthenticationMethods.providerMarker`).
+    var internalAMR: [String] { amr + (idp.map { [AuthenticationMethods.providerMarker + $0] } ?? []) }
 
     enum CodingKeys: String, CodingKey {
-        case iss, sub, aud, iat, exp, jti, amr, sid, username
+        case iss, sub, aud, iat, exp, jti, amr, sid, username, idp
         case tokenUse = "token_use", authTime = "auth_time", flowType = "flow_type"
     }
 }
@@ -38,8 +43,8 @@ extension OwnTokens {
         let claims = FlowAssertionClaims(
             iss: issuer, sub: user.id, aud: applicationId, iat: iat, exp: iat + lifetimes.flowAssertion,
             jti: Secrets.identifier(), tokenUse: FlowAssertionClaims.tokenUse,
-            authTime: Int(authTime.timeIntervalSince1970), amr: amr, sid: session.id,
-            flowType: flowType.rawValue, username: user.username)
+            authTime: Int(authTime.timeIntervalSince1970), amr: AuthenticationMethods.published(amr), sid: session.id,
+            flowType: flowType.rawValue, username: user.username, idp: AuthenticationMethods.provider(amr))
         return try await signOwnToken(claims)
     }
 

@@ -10,6 +10,7 @@ struct CookiePolicy: Sendable {
     static let sessionCookie = "lk_session"
     static let csrfCookie = "lk_csrf"
     static let secondFactorCookie = "lk_mfa"
+    static let federationCookie = "lk_fed"
 
     /// With `Secure`, every cookie carries the `__Host-` prefix: the browser then only accepts it from this very host,
     /// with `Path=/` and no `Domain`, so a sibling subdomain (same site) can neither plant nor overwrite it (session
@@ -19,6 +20,7 @@ struct CookiePolicy: Sendable {
     var sessionName: String { name(Self.sessionCookie) }
     var csrfName: String { name(Self.csrfCookie) }
     var secondFactorName: String { name(Self.secondFactorCookie) }
+    var federationName: String { name(Self.federationCookie) }
 
     func session(_ value: String, maxAge: Int) -> String {
         cookie(sessionName, value, maxAge: maxAge, sameSite: "Lax")
@@ -36,6 +38,10 @@ struct CookiePolicy: Sendable {
     func secondFactor(_ value: String, maxAge: Int) -> String { cookie(secondFactorName, value, maxAge: maxAge, sameSite: "Strict") }
 
     func clearSecondFactor() -> String { cookie(secondFactorName, "", maxAge: 0, sameSite: "Strict") }
+
+    /// Binds a federated sign-in started on the hosted page to this browser. `Lax`, not `Strict`: the provider sends
+    /// the browser back with a cross-site top-level navigation, which must carry it.
+    func federation(_ value: String, maxAge: Int) -> String { cookie(federationName, value, maxAge: maxAge, sameSite: "Lax") }
 
     /// The CSRF token a form carries for one login request: derived from the cookie's secret and the request id, so a
     /// token shown for one login request is worthless for another, and the form never holds the cookie value itself.

@@ -23,6 +23,8 @@ struct HostedLoginController: Sendable {
     let passkeys: Passkeys
     let ownTokens: OwnTokens
     let responses: AuthorizationResponses
+    let federation: Federation
+    let federatedAccounts: FederatedAccounts
 
     func addRoutes(to pages: RouterGroup<LatchkeyRequestContext>) {
         pages.get("/login") { request, _ in try await self.showLogin(request) }
@@ -36,6 +38,11 @@ struct HostedLoginController: Sendable {
         }
         let client = try await store.client(id: pending.request.clientId)?.configuration
         let locale = request.locale(uiLocales: pending.request.uiLocales)
+        // `idp=` on the authorization request (a hint, as Keycloak's `kc_idp_hint`): straight to that provider when the
+        // application offers it, else the page as usual.
+        if let hint = try params.single("idp"), let client, let provider = try? federation.provider(hint, for: client) {
+            return try await startFederation(provider, requestId: id, client: client, request: request, locale: locale)
+        }
         // A reload of the page while the code is owed shows the code form again (same browser only).
         if let factor = try await store.loginSecondFactor(requestId: id), isBound(factor, to: request),
             let kind = SecondFactor(rawValue: factor.kind)
@@ -61,6 +68,14 @@ struct HostedLoginController: Sendable {
             return CookiePolicy.csrfPage(locale)
         }
         let client = try await store.client(id: pending.request.clientId)?.configuration
+        if let idp = try params.single("idp"), let client, try await store.loginSecondFactor(requestId: id) == nil {
+            guard let provider = try? federation.provider(idp, for: client) else {
+                return loginPage(
+                    requestId: id, client: client, clientId: client.clientId, username: nil,
+                    error: Pages.t("federation.failed", locale, ["provider": idp]), status: .badRequest, locale: locale)
+            }
+            return try await startFederation(provider, requestId: id, client: client, request: request, locale: locale)
+        }
         if let factor = try await store.loginSecondFactor(requestId: id) {
             // The first factor was already accepted for this login request: only the code is taken now (sending the
             // password again neither skips nor restarts the second step).
@@ -106,12 +121,24 @@ struct HostedLoginController: Sendable {
             amr = ["pwd"]
         }
 
+        return try await afterFirstFactor(
+            pending, requestId: id, user: user, amr: amr, authTime: authTime, client: client, locale: locale, logger: logger
+        ) { fail($0, $1, logger: logger) }
+    }
+
+    /// The first factor is proven (a password, a passkey, another identity provider): done when it was multi-factor,
+    /// else the account's second factor when it has one, else done unless the application requires one.
+    private func afterFirstFactor(
+        _ pending: LoginRequestRecord, requestId: String, user: UserRecord, amr: [String], authTime: Date,
+        client: ClientConfiguration?, locale: SupportedLocale, logger: Logger,
+        fail: (LocalizedMessage, HTTPResponse.Status) -> Response
+    ) async throws -> Response {
         if AuthenticationMethods.isMultiFactor(amr) {
-            return try await completeLogin(pending, requestId: id, user: user, amr: amr, authTime: authTime)
+            return try await completeLogin(pending, requestId: requestId, user: user, amr: amr, authTime: authTime)
         }
         if let kind = try await accounts.enrolledSecondFactor(of: user) {
             return try await beginSecondFactor(
-                kind, pending: pending, requestId: id, user: user, amr: amr, authTime: authTime,
+                kind, pending: pending, requestId: requestId, user: user, amr: amr, authTime: authTime,
                 client: client, locale: locale)
         }
         // No second factor enrolled: fine unless the application requires one (an unknown application is refused).
@@ -119,9 +146,78 @@ struct HostedLoginController: Sendable {
             logger.notice(
                 "hosted sign-in refused: the application requires MFA and the account has no second factor",
                 metadata: ["client": .string(pending.request.clientId)])
-            return fail(LocalizedMessage("login.mfa_not_enrolled"), .forbidden, logger: logger)
+            return fail(LocalizedMessage("login.mfa_not_enrolled"), .forbidden)
         }
-        return try await completeLogin(pending, requestId: id, user: user, amr: amr, authTime: authTime)
+        return try await completeLogin(pending, requestId: requestId, user: user, amr: amr, authTime: authTime)
+    }
+
+    // MARK: Federation
+
+    /// Sends the browser to the provider, bound to it by the `lk_fed` cookie (kept when it has one already, so several
+    /// tabs may sign in at once).
+    private func startFederation(
+        _ provider: IdentityProviderConfiguration, requestId: String, client: ClientConfiguration, request: Request,
+        locale: SupportedLocale
+    ) async throws -> Response {
+        let binding = request.cookieValue(cookies.federationName).flatMap { $0.count >= 32 ? $0 : nil } ?? Secrets.token()
+        do {
+            let (url, _) = try await federation.begin(
+                provider, purpose: .hostedLogin, target: requestId, clientId: client.clientId, browserBinding: binding)
+            return Responses.redirect(
+                to: url.absoluteString, afterPost: true, headers: [.setCookie: cookies.federation(binding, maxAge: lifetimes.loginRequest)])
+        } catch let failure as FederationFailure {
+            return loginPage(
+                requestId: requestId, client: client, clientId: client.clientId, username: nil,
+                error: Pages.t(failure.messageKey, locale, ["provider": provider.name]), status: .serviceUnavailable, locale: locale)
+        }
+    }
+
+    /// The provider vouched for `identity`: the account it signs in to, then the rest of the sign-in as after a password.
+    func continueFederated(
+        requestId: String, identity: UpstreamIdentity, request: Request, logger: Logger
+    ) async throws -> Response {
+        guard let pending = try await store.loginRequest(id: requestId, now: clock.now),
+            let client = try await store.client(id: pending.request.clientId)?.configuration,
+            let provider = try? federation.provider(identity.provider, for: client)
+        else {
+            return expiredLoginPage(request.locale())
+        }
+        let locale = request.locale(uiLocales: pending.request.uiLocales)
+        let user: UserRecord
+        do {
+            user = try await federatedAccounts.signIn(identity, provider: provider, client: client, logger: logger)
+        } catch let failure as FederationFailure {
+            return try await federationFailed(
+                requestId: requestId, providerId: identity.provider, failure: failure, request: request, logger: logger)
+        }
+        return try await afterFirstFactor(
+            pending, requestId: requestId, user: user, amr: identity.amr, authTime: clock.now, client: client, locale: locale,
+            logger: logger
+        ) { message, status in
+            loginPage(
+                requestId: requestId, client: client, clientId: client.clientId, username: nil, error: message.text(locale), status: status,
+                locale: locale)
+        }
+    }
+
+    /// The login page again, saying what went wrong with the provider in the person's language.
+    func federationFailed(
+        requestId: String, providerId: String, failure: FederationFailure, request: Request, logger: Logger
+    ) async throws -> Response {
+        logger.notice("federated sign-in failed", metadata: ["reason": .string(failure.description)])
+        guard let pending = try await store.loginRequest(id: requestId, now: clock.now) else { return expiredLoginPage(request.locale()) }
+        let client = try await store.client(id: pending.request.clientId)?.configuration
+        let locale = request.locale(uiLocales: pending.request.uiLocales)
+        let name = federation.providers.first { $0.id == providerId }?.name ?? providerId
+        let status: HTTPResponse.Status =
+            switch failure {
+            case .unavailable: .serviceUnavailable
+            case .accountDisabled, .registrationClosed, .emailInUse, .linkedElsewhere, .denied: .forbidden
+            default: .unauthorized
+            }
+        return loginPage(
+            requestId: requestId, client: client, clientId: pending.request.clientId, username: nil,
+            error: Pages.t(failure.messageKey, locale, ["provider": name]), status: status, locale: locale)
     }
 
     // MARK: Second factor
@@ -275,11 +371,12 @@ struct HostedLoginController: Sendable {
         let secret = Secrets.token()
         // The passkey button only where the application accepts passkeys made for this very page's origin.
         let passkeys = client.map { self.passkeys.passkeyOrigins(of: $0).contains(self.passkeys.ownOrigin) } ?? false
+        let providers = client.map { federation.providers(for: $0).map { (id: $0.id, name: $0.name) } } ?? []
         let page = Pages.login(
             .init(
                 requestId: requestId, csrf: CookiePolicy.csrfToken(secret: secret, requestId: requestId),
                 clientName: client?.name ?? clientId, username: username, error: error,
-                locale: locale, passkeyClientId: passkeys ? clientId : nil))
+                locale: locale, passkeyClientId: passkeys ? clientId : nil, providers: providers))
         return Responses.html(
             page, status: status, headers: [.setCookie: cookies.csrf(secret), .contentLanguage: locale.tag],
             sameOriginScripts: passkeys)

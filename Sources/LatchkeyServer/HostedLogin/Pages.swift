@@ -16,6 +16,7 @@ enum Pages {
                  background: #1d4ed8; border: 0; border-radius: 8px; cursor: pointer; }
         button.secondary { margin-block-start: 0; color: CanvasText; background: transparent; border: 1px solid #888; }
         button#resend { margin-block-start: .75rem; }
+        button.idp + button.idp { margin-block-start: .5rem; }
         p.or { text-align: center; margin: 1rem 0; opacity: .7; }
         .info { margin-block: 1rem 0; margin-inline: 0; padding: .75rem; border-radius: 8px; border: 1px solid #93c5fd; }
         .error { margin-block: 1rem 0; margin-inline: 0; padding: .75rem; border-radius: 8px; background: #fee2e2; color: #7f1d1d; border: 1px solid #fca5a5; }
@@ -43,6 +44,8 @@ enum Pages {
         /// The application accepts passkeys from this server's own origin: offer "Sign in with a passkey"
         /// (`PasskeyScript`), which posts the resulting `tkn` with this form's request id and CSRF token.
         var passkeyClientId: String? = nil
+        /// The application's other identity providers, as (id, name): one "Continue with …" button each.
+        var providers: [(id: String, name: String)] = []
     }
 
     /// A catalog text for the page (HTML-escaped by the callers).
@@ -78,6 +81,7 @@ enum Pages {
                   <button type="submit" id="submit">\(HTML.escape(t("page.login.submit", l)))</button>
                 </form>
                 \(passkeyBlock(form))
+                \(providerBlock(form))
                 """, locale: l)
     }
 
@@ -126,6 +130,25 @@ enum Pages {
                   \(resend)
                 </form>
                 """, locale: l)
+    }
+
+    /// "Continue with …" for each identity provider: a form of its own (the same request and CSRF token), so choosing a
+    /// provider sends no typed password along.
+    private static func providerBlock(_ form: LoginForm) -> String {
+        guard !form.providers.isEmpty else { return "" }
+        let l = form.locale
+        let buttons = form.providers.map { provider in
+            let label = t("page.login.continue_with", l, ["provider": provider.name])
+            return "<button type=\"submit\" class=\"secondary idp\" name=\"idp\" value=\"\(HTML.escape(provider.id))\">\(HTML.escape(label))</button>"
+        }
+        return """
+            <p class="or">\(HTML.escape(t("page.login.or", l)))</p>
+            <form id="idp-form" method="post" action="/login">
+              <input type="hidden" name="request" value="\(HTML.escape(form.requestId))">
+              <input type="hidden" name="csrf" value="\(HTML.escape(form.csrf))">
+              \(buttons.joined(separator: "\n  "))
+            </form>
+            """
     }
 
     private static func passkeyBlock(_ form: LoginForm) -> String {

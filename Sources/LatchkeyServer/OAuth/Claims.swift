@@ -55,6 +55,8 @@ struct AccessTokenClaims: Codable, Sendable {
     var amr: [String]? = nil
     /// `AuthenticationMethods.multiFactorACR` when the sign-in was multi-factor.
     var acr: String? = nil
+    /// The identity provider of a federated sign-in (its configured id).
+    var idp: String? = nil
     /// RFC 9449 §6.1: the thumbprint of the DPoP key the token is bound to.
     var cnf: Confirmation? = nil
 
@@ -64,7 +66,7 @@ struct AccessTokenClaims: Codable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case iss, sub, aud, exp, iat, jti, scope, sid, act, amr, acr, cnf, clientId = "client_id", authTime = "auth_time"
+        case iss, sub, aud, exp, iat, jti, scope, sid, act, amr, acr, idp, cnf, clientId = "client_id", authTime = "auth_time"
     }
 
     var scopes: [String] { scope.split(separator: " ").map(String.init) }

@@ -20,6 +20,8 @@ public struct OAuthError: Error, Sendable, Equatable {
         case requestNotSupported = "request_not_supported"
         case requestURINotSupported = "request_uri_not_supported"
         case serverError = "server_error"
+        /// RFC 6749 §4.1.2.1: the server cannot answer now (an upstream identity provider is down).
+        case temporarilyUnavailable = "temporarily_unavailable"
         /// RFC 8628 §3.5: the person has not decided yet; poll again after the interval.
         case authorizationPending = "authorization_pending"
         /// RFC 8628 §3.5: polled too fast; the interval grew by 5 seconds.
@@ -57,6 +59,7 @@ public struct OAuthError: Error, Sendable, Equatable {
         case .invalidDPoPProof, .useDPoPNonce: challenge == .dpop ? .unauthorized : .badRequest
         case .insufficientScope: .forbidden
         case .serverError: .internalServerError
+        case .temporarilyUnavailable: .serviceUnavailable
         default: .badRequest
         }
     }

@@ -29,6 +29,8 @@ public final class ServerMetrics: Sendable {
         case passkey
         /// A Sign in with Apple ID token.
         case apple
+        /// Another identity provider (federation): the upstream leg's outcome.
+        case federated
         /// An app-native flow (`/flow/execute`): the refusals of its password checks, and its completions.
         case flow
         /// An existing browser session reused at `/authorize`.

@@ -47,12 +47,31 @@ public struct PasskeyChallengeRecord: Sendable, Equatable {
     public var expiresAt: Date
 }
 
-/// A link between an account and an external identity (Sign in with Apple `sub`).
+/// A link between an account and an external identity (Sign in with Apple `sub`, a federated provider's subject).
 public struct FederatedIdentityRecord: Sendable, Equatable {
     public var provider: String
     public var subject: String
     public var userId: String
     public var createdAt: Date
+    public init(provider: String, subject: String, userId: String, createdAt: Date) {
+        self.provider = provider; self.subject = subject; self.userId = userId; self.createdAt = createdAt
+    }
+}
+
+/// A federated sign-in in progress (`FederatedLoginStore`), found by the digest of its handle: the upstream `state`,
+/// or the one-time code the app collects the result with.
+public struct FederatedLoginRecord: Sendable, Equatable {
+    public var handleHash: Data
+    /// The identity provider's id.
+    public var provider: String
+    /// What the handle stands for, as the federation code reads it (the upstream leg, or a verified result).
+    public var purpose: String
+    /// JSON the federation code reads back (verifier, nonce, where to go on; or the verified identity).
+    public var payload: Data
+    public var expiresAt: Date
+    public init(handleHash: Data, provider: String, purpose: String, payload: Data, expiresAt: Date) {
+        self.handleHash = handleHash; self.provider = provider; self.purpose = purpose; self.payload = payload; self.expiresAt = expiresAt
+    }
 }
 
 /// A second-factor challenge of a reachFive MFA step-up (`/identity/v1/passwordless/start` → `verify`). The code is

@@ -176,10 +176,25 @@ public protocol PasskeyStore: Sendable {
     func takeStepUpChallenge(id: String) async throws -> Bool
 }
 
-/// Accounts' identities at other providers (Sign in with Apple): one account per provider and subject.
+/// Accounts' identities at other providers (Sign in with Apple, federation): one account per provider and subject.
 public protocol FederatedIdentityStore: Sendable {
     func federatedIdentity(provider: String, subject: String) async throws -> FederatedIdentityRecord?
+    /// Links (provider, subject) to the account; an existing link of that pair is kept as it is (the caller reads it
+    /// back to learn whether this one won).
     func linkFederatedIdentity(_ link: FederatedIdentityRecord) async throws
+    /// The account's links, oldest first.
+    func federatedIdentities(userId: String) async throws -> [FederatedIdentityRecord]
+    /// Removes the account's links to `provider`; false when there were none.
+    func unlinkFederatedIdentity(provider: String, userId: String) async throws -> Bool
+}
+
+/// Federated sign-ins in progress: the upstream leg's `state` (with its PKCE verifier and nonce) until the provider
+/// comes back, and the verified result until the app that asked collects it. Kept in the store, not in memory, so the
+/// callback may land on any instance.
+public protocol FederatedLoginStore: Sendable {
+    func insertFederatedLogin(_ record: FederatedLoginRecord) async throws
+    /// Deletes and returns the record (once: a concurrent take of the same handle gets nil), nil when absent or expired.
+    func takeFederatedLogin(handleHash: Data, now: Date) async throws -> FederatedLoginRecord?
 }
 
 /// Registered clients (applications).
@@ -271,7 +286,7 @@ public protocol MaintenanceStore: Sendable {
 /// the server that needs only some aggregates declares only those (`any ClientStore & TokenStore`).
 public protocol Store:
     UserStore, SecondFactorStore, AccountEventStore, FlowExecutionStore, OutboxStore, InvitationStore, SingleUseStore, DeviceAuthorizationStore,
-    PushedRequestStore, PasskeyStore, FederatedIdentityStore, ClientStore, LoginRequestStore, AuthorizationCodeStore, TokenStore, SessionStore,
+    PushedRequestStore, PasskeyStore, FederatedIdentityStore, FederatedLoginStore, ClientStore, LoginRequestStore, AuthorizationCodeStore, TokenStore, SessionStore,
     SigningKeyStore,
     AddressEventStore, MaintenanceStore
 {}

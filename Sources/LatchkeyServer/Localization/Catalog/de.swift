@@ -116,6 +116,16 @@ extension MessageCatalog {
             "page.login.passkey": "Mit einem Passkey anmelden",
             "page.login.or": "oder",
             "page.login.passkey_failed": "Die Anmeldung mit Passkey hat nicht funktioniert. Versuchen Sie es erneut oder verwenden Sie Ihr Passwort.",
+            "page.login.continue_with": "Weiter mit {provider}",
+            "federation.failed":
+                "Die Anmeldung über {provider} hat nicht funktioniert. Bitte versuchen Sie es erneut oder melden Sie sich anders an.",
+            "federation.denied": "{provider} hat die Anmeldung nicht bestätigt. Sie können es erneut versuchen oder sich anders anmelden.",
+            "federation.unavailable":
+                "{provider} ist gerade nicht erreichbar. Bitte versuchen Sie es gleich noch einmal oder melden Sie sich anders an.",
+            "federation.email_in_use":
+                "Es gibt bereits ein Konto mit der E-Mail-Adresse, die {provider} übermittelt hat. Melden Sie sich auf anderem Weg bei diesem Konto an und verknüpfen Sie dann {provider} in Ihren Kontoeinstellungen.",
+            "federation.linked_elsewhere": "Dieses Konto bei {provider} ist bereits mit einem anderen Konto verknüpft.",
+            "federation.expired": "Diese Anmeldung ist abgelaufen oder wurde bereits verwendet. Bitte beginnen Sie von vorn.",
             "page.logout.heading": "Abmelden?",
             "page.logout.heading_plain": "Abmelden",
             "page.logout.body": "Sie werden in diesem Browser von Latchkey abgemeldet.",

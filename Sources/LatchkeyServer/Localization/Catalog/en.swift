@@ -125,6 +125,15 @@ extension MessageCatalog {
             "page.login.passkey": "Sign in with a passkey",
             "page.login.or": "or",
             "page.login.passkey_failed": "Passkey sign-in didn't work. Try again or use your password.",
+            "page.login.continue_with": "Continue with {provider}",
+            // Federation (another identity provider)
+            "federation.failed": "Signing in with {provider} didn't work. Please try again or sign in another way.",
+            "federation.denied": "{provider} did not confirm the sign-in. You can try again or sign in another way.",
+            "federation.unavailable": "{provider} can't be reached right now. Please try again in a moment or sign in another way.",
+            "federation.email_in_use":
+                "An account with the email address from {provider} already exists. Sign in to it another way, then link {provider} in your account settings.",
+            "federation.linked_elsewhere": "This {provider} account is already linked to another account.",
+            "federation.expired": "This sign-in has expired or was already used. Please start again.",
             "page.logout.heading": "Sign out?",
             "page.logout.heading_plain": "Sign out",
             "page.logout.body": "You will be signed out of Latchkey on this browser.",

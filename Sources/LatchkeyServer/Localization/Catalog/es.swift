@@ -116,6 +116,15 @@ extension MessageCatalog {
             "page.login.passkey": "Iniciar sesión con una llave de acceso",
             "page.login.or": "o",
             "page.login.passkey_failed": "No se pudo iniciar sesión con la llave de acceso. Inténtalo de nuevo o usa tu contraseña.",
+            "page.login.continue_with": "Continuar con {provider}",
+            "federation.failed": "No se pudo iniciar sesión con {provider}. Inténtalo de nuevo o inicia sesión de otra forma.",
+            "federation.denied": "{provider} no confirmó el inicio de sesión. Puedes intentarlo de nuevo o iniciar sesión de otra forma.",
+            "federation.unavailable":
+                "Ahora mismo no se puede conectar con {provider}. Vuelve a intentarlo en un momento o inicia sesión de otra forma.",
+            "federation.email_in_use":
+                "Ya existe una cuenta con la dirección de correo electrónico que proporcionó {provider}. Inicia sesión en ella de otra forma y, después, vincula {provider} en los ajustes de tu cuenta.",
+            "federation.linked_elsewhere": "Esta cuenta de {provider} ya está vinculada a otra cuenta.",
+            "federation.expired": "Este inicio de sesión ha caducado o ya se ha utilizado. Vuelve a empezar.",
             "page.logout.heading": "¿Cerrar sesión?",
             "page.logout.heading_plain": "Cerrar sesión",
             "page.logout.body": "Se cerrará tu sesión de Latchkey en este navegador.",

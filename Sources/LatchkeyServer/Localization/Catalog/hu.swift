@@ -115,6 +115,15 @@ extension MessageCatalog {
             "page.login.passkey": "Bejelentkezés azonosítókulccsal",
             "page.login.or": "vagy",
             "page.login.passkey_failed": "Az azonosítókulcsos bejelentkezés nem sikerült. Próbálja újra, vagy használja a jelszavát.",
+            "page.login.continue_with": "Folytatás a következővel: {provider}",
+            "federation.failed": "Nem sikerült bejelentkezni a(z) {provider} szolgáltatással. Kérjük, próbálja újra, vagy jelentkezzen be másképp.",
+            "federation.denied": "A(z) {provider} szolgáltatás nem erősítette meg a bejelentkezést. Próbálkozhat újra, vagy bejelentkezhet másképp.",
+            "federation.unavailable":
+                "A(z) {provider} szolgáltatás jelenleg nem érhető el. Kérjük, próbálja újra egy pillanat múlva, vagy jelentkezzen be másképp.",
+            "federation.email_in_use":
+                "Már létezik fiók a(z) {provider} szolgáltatástól kapott e-mail-címmel. Jelentkezzen be ebbe a fiókba másképp, majd a fiókbeállításokban kapcsolja össze a(z) {provider} szolgáltatással.",
+            "federation.linked_elsewhere": "A(z) {provider} szolgáltatásnál használt fiókja már össze van kapcsolva egy másik fiókkal.",
+            "federation.expired": "Ez a bejelentkezési kérés lejárt, vagy már felhasználták. Kérjük, kezdje újra.",
             "page.logout.heading": "Kijelentkezik?",
             "page.logout.heading_plain": "Kijelentkezés",
             "page.logout.body": "Ebben a böngészőben kijelentkezik a Latchkey szolgáltatásból.",

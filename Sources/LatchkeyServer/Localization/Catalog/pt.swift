@@ -116,6 +116,15 @@ extension MessageCatalog {
             "page.login.passkey": "Iniciar sessão com uma chave de acesso",
             "page.login.or": "ou",
             "page.login.passkey_failed": "O início de sessão com chave de acesso não funcionou. Tente novamente ou use a sua palavra-passe.",
+            "page.login.continue_with": "Continuar com {provider}",
+            "federation.failed": "O início de sessão com {provider} não funcionou. Tente novamente ou inicie sessão de outra forma.",
+            "federation.denied": "{provider} não confirmou o início de sessão. Pode tentar novamente ou iniciar sessão de outra forma.",
+            "federation.unavailable":
+                "De momento, não é possível contactar {provider}. Tente novamente dentro de momentos ou inicie sessão de outra forma.",
+            "federation.email_in_use":
+                "Já existe uma conta com o endereço de email fornecido por {provider}. Inicie sessão nessa conta de outra forma e, depois, associe {provider} nas definições da sua conta.",
+            "federation.linked_elsewhere": "Esta conta de {provider} já está associada a outra conta.",
+            "federation.expired": "Este início de sessão expirou ou já foi utilizado. Comece de novo.",
             "page.logout.heading": "Terminar sessão?",
             "page.logout.heading_plain": "Terminar sessão",
             "page.logout.body": "A sua sessão do Latchkey neste navegador será terminada.",

@@ -301,7 +301,8 @@ struct TokenController: Sendable {
             for: .init(
                 user: nil, subject: claims.sub, clientId: client.clientId, scope: scope, audience: [audience],
                 authTime: claims.authTime.map { Date(timeIntervalSince1970: TimeInterval($0)) }, sessionId: claims.sid,
-                familyId: record?.familyId, actor: claims.clientId == client.clientId ? nil : client.clientId, amr: claims.amr ?? [],
+                familyId: record?.familyId, actor: claims.clientId == client.clientId ? nil : client.clientId,
+                amr: (claims.amr ?? []) + (claims.idp.map { [AuthenticationMethods.providerMarker + $0] } ?? []),
                 dpop: dpop))
         return TokenResponse(
             accessToken: access.token, expiresIn: access.expiresIn, scope: scope.joined(separator: " "),
@@ -335,7 +336,7 @@ struct TokenController: Sendable {
             throw OAuthError(.invalidGrant, "the user can no longer sign in")
         }
         // Every flow (a custom graph without the MFA step, a registration) ends here: one place holds `require_mfa`.
-        if client.requireMFA && !AuthenticationMethods.isMultiFactor(claims.amr) {
+        if client.requireMFA && !AuthenticationMethods.isMultiFactor(claims.internalAMR) {
             throw OAuthError(.invalidGrant, "the application requires a multi-factor sign-in; this flow's was not")
         }
         let familyId = Secrets.identifier()
@@ -346,7 +347,7 @@ struct TokenController: Sendable {
         let grant = TokenIssuer.Grant(
             user: user, subject: user.id, clientId: client.clientId, scope: scope,
             authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)), sessionId: claims.sid,
-            familyId: familyId, amr: claims.amr, dpop: dpop)
+            familyId: familyId, amr: claims.internalAMR, dpop: dpop)
         var response = try await issue(grant, client: client, newRefreshInFamily: familyId)
         response.issuedTokenType = Self.tokenTypeAccessToken
         return response

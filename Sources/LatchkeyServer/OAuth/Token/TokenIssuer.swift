@@ -64,7 +64,8 @@ struct TokenIssuer: Sendable {
             clientId: grant.clientId, scope: grant.scope.joined(separator: " "),
             authTime: grant.authTime.map { Int($0.timeIntervalSince1970) }, sid: grant.sessionId,
             act: grant.actor.map { ["sub": $0] },
-            amr: grant.amr.isEmpty ? nil : AuthenticationMethods.normalized(grant.amr), acr: AuthenticationMethods.acr(for: grant.amr),
+            amr: grant.amr.isEmpty ? nil : AuthenticationMethods.published(grant.amr), acr: AuthenticationMethods.acr(for: grant.amr),
+            idp: AuthenticationMethods.provider(grant.amr),
             cnf: grant.dpop.map { AccessTokenClaims.Confirmation(jkt: $0.jkt) })
         let token = try await keys.signingKey(.es256).sign(claims: claims, type: "at+jwt")
         try await store.insertAccessToken(
@@ -87,8 +88,9 @@ struct TokenIssuer: Sendable {
         if let authTime = grant.authTime { claims["auth_time"] = .number(Double(Int(authTime.timeIntervalSince1970))) }
         if let nonce = grant.nonce { claims["nonce"] = .string(nonce) }
         if let sid = grant.sessionId { claims["sid"] = .string(sid) }
-        if !grant.amr.isEmpty { claims["amr"] = .array(AuthenticationMethods.normalized(grant.amr).map(JSONValue.string)) }
+        if !grant.amr.isEmpty { claims["amr"] = .array(AuthenticationMethods.published(grant.amr).map(JSONValue.string)) }
         if let acr = AuthenticationMethods.acr(for: grant.amr) { claims["acr"] = .string(acr) }
+        if let idp = AuthenticationMethods.provider(grant.amr) { claims["idp"] = .string(idp) }
         claims["at_hash"] = .string(Self.atHash(accessToken))
         return try await keys.signingKey(algorithm).sign(claims: claims, type: "JWT")
     }

@@ -173,6 +173,18 @@ enum PostgresSchema {
             version: 2, name: "consumed-ids-expiry-index",
             statements: [
                 "CREATE INDEX consumed_token_ids_expires ON consumed_token_ids (expires_at)"
+            ]),
+        // Federated sign-ins in progress (the upstream `state`, then the verified result), and links by account.
+        Migration(
+            version: 3, name: "federated-logins",
+            statements: [
+                """
+                CREATE TABLE federated_logins (
+                    handle_hash BYTEA PRIMARY KEY, provider TEXT NOT NULL, purpose TEXT NOT NULL, payload BYTEA NOT NULL,
+                    expires_at DOUBLE PRECISION NOT NULL)
+                """,
+                "CREATE INDEX federated_logins_expires ON federated_logins (expires_at)",
+                "CREATE INDEX federated_identities_user ON federated_identities (user_id)"
             ])
     ]
 

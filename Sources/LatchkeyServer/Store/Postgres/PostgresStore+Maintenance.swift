@@ -25,6 +25,7 @@ extension PostgresStore {
             "DELETE FROM device_authorizations WHERE expires_at < \(t)",
             "DELETE FROM passkey_challenges WHERE expires_at < \(t)",
             "DELETE FROM step_up_challenges WHERE expires_at < \(t)",
+            "DELETE FROM federated_logins WHERE expires_at < \(t)",
             "DELETE FROM login_second_factors WHERE expires_at < \(t)",
             "DELETE FROM email_changes WHERE expires_at < \(t)",
             "DELETE FROM outbox WHERE created_at < \(outbox)",

@@ -36,6 +36,7 @@ extension SQLiteStore {
                 ("DELETE FROM device_authorizations WHERE expires_at < ?", [t]),
                 ("DELETE FROM passkey_challenges WHERE expires_at < ?", [t]),
                 ("DELETE FROM step_up_challenges WHERE expires_at < ?", [t]),
+                ("DELETE FROM federated_logins WHERE expires_at < ?", [t]),
                 ("DELETE FROM login_second_factors WHERE expires_at < ?", [t]),
                 ("DELETE FROM email_changes WHERE expires_at < ?", [t]),
                 ("DELETE FROM outbox WHERE created_at < ?", [outboxBefore.timeIntervalSince1970]),
