@@ -292,7 +292,8 @@ public final class IdentityServer: Sendable {
             validator: { [kit] in kit.validator }, store: store, sessions: browserSessions, cookies: cookies, clock: clock)
         let authorize = AuthorizeController(
             kit: kit, admission: admission, accounts: accounts, ownTokens: ownTokens, apple: apple, sessions: sessions,
-            browserSessions: browserSessions, responses: responses, metrics: metrics)
+            browserSessions: browserSessions, responses: responses, federation: federation, federatedAccounts: federatedAccounts,
+            metrics: metrics)
         let pushed = PushedAuthorizationController(
             store: store, clock: clock, admission: admission, clientAuthentication: clientAuthentication)
         let device = DeviceController(
@@ -347,13 +348,16 @@ public final class IdentityServer: Sendable {
 
         // thunderID: app-native flows and the signed-in user's own account.
         let flowServices = FlowServices(
-            store: store, clock: clock, accounts: accounts, passkeys: passkeys, admission: admission, ownTokens: ownTokens, kit: kit)
+            store: store, clock: clock, accounts: accounts, passkeys: passkeys, admission: admission, ownTokens: ownTokens, kit: kit,
+            federation: federation, federatedAccounts: federatedAccounts)
         FlowController(
             development: configuration.development, lifetimes: configuration.lifetimes, store: store, services: flowServices,
             resources: resources, nativeSignIn: nativeSignIn, metrics: metrics
         ).addRoutes(to: group("/flow", .thunder), development: group("/dev", .html))
-        SelfServiceController(store: store, clock: clock, accounts: accounts, admission: admission)
-            .addRoutes(to: protected(group("/users/me", .thunder), refusal: SelfServiceController.refusal))
+        let me = protected(group("/users/me", .thunder), refusal: SelfServiceController.refusal)
+        SelfServiceController(store: store, clock: clock, accounts: accounts, admission: admission).addRoutes(to: me)
+        LinkedIdentitiesController(store: store, accounts: accounts, federation: federation, federatedAccounts: federatedAccounts)
+            .addRoutes(to: me)
 
         // SCIM 2.0: the accounts behind the resource authentication, the discovery resources public.
         let scim = SCIMController(issuerInForce: issuer, store: store, accounts: accounts)

@@ -274,6 +274,37 @@ struct Federation: Sendable {
         return identity
     }
 
+    // MARK: Native ID tokens
+
+    /// An ID token an app got from the provider's own SDK (Google Sign-In on iOS), exchanged without a browser: its
+    /// signature from the provider's keys, its issuer, an audience of this provider's (`client_id` or one of
+    /// `native_client_ids`), and its `nonce`: the value the app sent, or its base64url SHA-256 (what Sign in with
+    /// Apple puts in the token), so a token lifted from another sign-in cannot be replayed without it.
+    func verifyNativeIDToken(_ idToken: String, nonce: String?, provider: IdentityProviderConfiguration) async throws -> UpstreamIdentity {
+        do {
+            guard provider.isOpenID, provider.kind != .apple else { throw FederationFailure.unknownProvider(provider.id) }
+            let now = clock.now
+            let endpoints = try await directory.endpoints(of: provider, now: now)
+            guard let jws = try? CompactJWS(parsing: idToken), let claims = try? jws.claimsObject() else {
+                throw FederationFailure.invalidIdentity("id_token is not a JWT")
+            }
+            guard let jwks = endpoints.jwks else { throw FederationFailure.invalidIdentity("the provider publishes no keys") }
+            try await directory.verify(jws, provider: provider, jwksURL: jwks, now: now)
+            let identity = try IDTokenRules.check(
+                claims, provider: provider, issuer: endpoints.issuer, audience: provider.clientId, now: now,
+                extraAudiences: provider.nativeClientIds)
+            guard let nonce, !nonce.isEmpty, let sent = claims["nonce"]?.stringValue,
+                Secrets.constantTimeEquals(sent, nonce)
+                    || Secrets.constantTimeEquals(sent, Base64URL.encode(Data(SHA256.hash(data: Data(nonce.utf8)))))
+            else { throw FederationFailure.nonceMismatch }
+            metrics.signIn(.federated, .success)
+            return identity
+        } catch let failure as FederationFailure {
+            metrics.signIn(.federated, .failure)
+            throw failure
+        }
+    }
+
     // MARK: Hand-off to the app
 
     /// Stores the verified identity for the app that asked and returns the one-time code it collects it with.

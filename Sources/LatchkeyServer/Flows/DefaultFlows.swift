@@ -4,9 +4,13 @@ import LatchkeyJOSE
 /// The built-in flows every application gets unless it brings its own. Labels are `{{ t(namespace:key) }}`
 /// templates filled from `GET /flow/meta` translations (`FlowTexts`).
 public enum DefaultFlows {
-    public static func graph(_ type: FlowType) -> FlowGraph {
+    public static func graph(_ type: FlowType) -> FlowGraph { graph(type, offering: []) }
+
+    /// The built-in flow of `type`; an AUTHENTICATION flow offers each of `providers` beside the password and the
+    /// passkey (`authentication(offering:)`).
+    static func graph(_ type: FlowType, offering providers: [IdentityProviderConfiguration]) -> FlowGraph {
         switch type {
-        case .authentication: authentication
+        case .authentication: providers.isEmpty ? authentication : authentication(offering: providers)
         case .registration: registration
         case .recovery: recovery
         case .signOut: signOut
@@ -85,6 +89,49 @@ public enum DefaultFlows {
             FlowNode(id: "assert", kind: .task, executor: "AuthAssertExecutor", next: "end"),
             FlowNode(id: "end", kind: .end)
         ])
+
+    /// The AUTHENTICATION flow with "Continue with …" actions (type `FEDERATED`, labelled with the provider's name) on
+    /// its first prompt: each starts that provider's leg and stops at a `REDIRECTION` prompt whose `code` and `state`
+    /// (what came back to the app) finish it; then the account's second factor, as after a password.
+    static func authentication(offering providers: [IdentityProviderConfiguration]) -> FlowGraph {
+        var graph = authentication
+        guard let index = graph.nodes.firstIndex(where: { $0.id == "prompt_credentials" }) else { return graph }
+        var prompt = graph.nodes[index]
+        for provider in providers {
+            let ref = "action_idp_\(provider.id)"
+            prompt.actions?.append(FlowActionSpec(ref: ref, next: "idp_\(provider.id)_start", type: "FEDERATED", validates: false))
+            // The label is the provider's name (a proper noun), not a catalog template.
+            let button = component(
+                ref, type: "ACTION",
+                extra: ["variant": .string("SECONDARY"), "eventType": .string("TRIGGER"), "label": .string(provider.name)])
+            prompt.components = prompt.components?.map { component in
+                guard case .object(var block) = component, block["type"]?.stringValue == "BLOCK", case .array(let children) = block["components"]
+                else { return component }
+                block["components"] = .array(children + [button])
+                return .object(block)
+            }
+            graph.nodes.append(
+                FlowNode(
+                    id: "idp_\(provider.id)_start", kind: .task, executor: "FederatedAuthExecutor",
+                    properties: ["mode": "start", "idp": provider.id], next: "prompt_idp", onFailure: "prompt_credentials"))
+        }
+        graph.nodes[index] = prompt
+        var redirection = Self.prompt(
+            "prompt_idp", title: "signin:forms.federated.title",
+            inputs: [
+                FlowInputSpec(ref: "input_idp_code", identifier: "code", type: "OTP_INPUT"),
+                FlowInputSpec(ref: "input_idp_state", identifier: "state", type: "TEXT_INPUT")
+            ],
+            labels: [:],
+            actions: [(FlowActionSpec(ref: "action_idp_continue", next: "idp_finish", type: "SUBMIT"), "signin:forms.federated.submit.label")])
+        redirection.properties = ["type": "REDIRECTION"]
+        graph.nodes.append(redirection)
+        graph.nodes.append(
+            FlowNode(
+                id: "idp_finish", kind: .task, executor: "FederatedAuthExecutor", properties: ["mode": "finish"], next: "mfa_resolve",
+                onFailure: "prompt_credentials"))
+        return graph
+    }
 
     // MARK: REGISTRATION: (invitation) → username + password → required attributes → account → assertion.
 

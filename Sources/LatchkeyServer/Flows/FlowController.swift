@@ -75,13 +75,15 @@ struct FlowController: Sendable {
         guard let client = try await store.client(id: applicationId)?.configuration else { throw FlowFailure.invalidApplication.apiError }
         guard let type = body.flowType.flatMap(FlowType.init(rawValue:)) else { throw FlowFailure.invalidFlowType.apiError }
         try checkInitiationAllowed(client: client, type: type, attestation: attestation)
-        let graph = client.flows[type] ?? DefaultFlows.graph(type)
+        let graph = client.flows[type] ?? DefaultFlows.graph(type, offering: services.federation.providers(for: client))
         guard let start = graph.start else { throw FlowFailure.internalError.apiError }
         let now = clock.now
         var state = FlowState(applicationId: applicationId, flowType: type, current: start.id)
         state.locale = locale.tag
+        let executionId = Self.executionIdentifier()
         var run = FlowRun(
-            state: state, submitted: body.inputs ?? [:], client: client, clientAddress: address, bearerToken: bearer, locale: locale, logger: logger)
+            state: state, submitted: body.inputs ?? [:], executionId: executionId, requestInputs: body.inputs ?? [:], client: client,
+            clientAddress: address, bearerToken: bearer, locale: locale, logger: logger)
         let engine = FlowEngine(services: services, graph: graph)
         var stop = try await engine.run(from: start.id, &run)
         // Inputs sent with the initiation may satisfy the first prompt: then the flow runs on in this call.
@@ -89,7 +91,6 @@ struct FlowController: Sendable {
             run.submitted = body.inputs ?? [:]
             stop = try await engine.submit(action: body.action, &run)
         }
-        let executionId = Self.executionIdentifier()
         let challenge = Secrets.token()
         if case .prompt = stop {
             try await store.insertFlowExecution(
@@ -141,11 +142,12 @@ struct FlowController: Sendable {
             try await store.deleteFlowExecution(id: executionId)
             throw FlowFailure.invalidExecution.apiError
         }
-        let graph = client.flows[type] ?? DefaultFlows.graph(type)
+        let graph = client.flows[type] ?? DefaultFlows.graph(type, offering: services.federation.providers(for: client))
         // An explicit locale in this request switches the execution's language; otherwise it keeps the one it began in.
         let locale = LocaleNegotiator.negotiate(explicit: body.locale ?? state.locale, acceptLanguage: acceptLanguage)
         var run = FlowRun(
-            state: state, submitted: body.inputs ?? [:], client: client, clientAddress: address, bearerToken: bearer, locale: locale, logger: logger)
+            state: state, submitted: body.inputs ?? [:], executionId: executionId, requestInputs: body.inputs ?? [:], client: client,
+            clientAddress: address, bearerToken: bearer, locale: locale, logger: logger)
         run.state.locale = locale.tag
         let stop: FlowStop
         do {
@@ -198,9 +200,12 @@ struct FlowController: Sendable {
             }
             if !run.state.additionalData.isEmpty { data.additionalData = run.state.additionalData }
             if !run.fieldErrors.isEmpty { data.fieldErrors = run.fieldErrors }
+            // A redirection prompt (a federated step) sends the app to the provider's page.
+            let redirection = node.properties?["type"] == "REDIRECTION"
+            if redirection { data.redirectURL = run.state.federation?.redirectURL }
             return try Responses.json(
                 FlowResponse(
-                    executionId: executionId, flowStatus: "INCOMPLETE", type: "VIEW", challengeToken: challenge,
+                    executionId: executionId, flowStatus: "INCOMPLETE", type: redirection ? "REDIRECTION" : "VIEW", challengeToken: challenge,
                     data: data, error: run.error?.body(run.locale)), noStore: true)
         }
     }

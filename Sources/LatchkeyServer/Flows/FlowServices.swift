@@ -10,6 +10,8 @@ struct FlowServices: Sendable {
     let admission: Admission
     let ownTokens: OwnTokens
     let kit: TokenKit
+    let federation: Federation
+    let federatedAccounts: FederatedAccounts
 
     var configuration: ServerConfiguration { accounts.configuration }
     var userSchema: UserSchema { accounts.userSchema }

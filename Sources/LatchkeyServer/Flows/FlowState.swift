@@ -36,6 +36,13 @@ struct FlowState: Codable, Sendable {
     /// The execution's language (a `SupportedLocale` tag), chosen when it started: its messages, labels and
     /// emails stay in it unless a later request names another `locale` explicitly.
     var locale: String?
+    /// A federated step under way: the provider and the authorization URL the `REDIRECTION` prompt shows.
+    var federation: PendingFederation?
+
+    struct PendingFederation: Codable, Sendable {
+        var provider: String
+        var redirectURL: String
+    }
 
     struct PendingCode: Codable, Sendable {
         var digest: Data
@@ -48,8 +55,13 @@ struct FlowState: Codable, Sendable {
 /// inputs, the caller's address and bearer token), and what the step produced.
 struct FlowRun {
     var state: FlowState
-    /// Everything submitted with this request (including passwords), by identifier.
+    /// Everything submitted with this request (including passwords), by identifier: the current prompt's inputs only.
     var submitted: [String: String]
+    /// The execution's id (its row is written after the first steps ran).
+    let executionId: String
+    /// The request's inputs as sent, before they are narrowed to the prompt's: an executor reads the few it takes
+    /// from any step (the federated step's `redirect_uri`).
+    let requestInputs: [String: String]
     let client: ClientConfiguration
     let clientAddress: String
     let bearerToken: String?

@@ -10,7 +10,8 @@ enum FlowTexts {
             "forms.credentials.title", "forms.credentials.username.label", "forms.credentials.password.label",
             "forms.credentials.submit.label", "forms.credentials.passkey.label", "forms.passkey.title", "forms.passkey.submit.label",
             "forms.totp.title", "forms.totp.otp.label", "forms.totp.submit.label",
-            "forms.email_otp.title", "forms.email_otp.otp.label", "forms.email_otp.submit.label", "forms.email_otp.resend.label"
+            "forms.email_otp.title", "forms.email_otp.otp.label", "forms.email_otp.submit.label", "forms.email_otp.resend.label",
+            "forms.federated.title", "forms.federated.submit.label"
         ],
         "signup": [
             "forms.invitation.title", "forms.invitation.code.label", "forms.invitation.submit.label", "forms.credentials.title",

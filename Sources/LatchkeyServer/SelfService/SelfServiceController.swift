@@ -44,7 +44,7 @@ struct SelfServiceController: Sendable {
     }
 
     /// The user whose token called: a client acting for itself has no "me", and a token may outlive its user.
-    private static func user(_ caller: ResourceCaller) throws -> UserRecord {
+    static func user(_ caller: ResourceCaller) throws -> UserRecord {
         switch caller.subject {
         case .user(let user): return user
         case .client: throw SelfServiceErrors.notAUser

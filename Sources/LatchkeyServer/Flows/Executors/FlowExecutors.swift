@@ -18,6 +18,7 @@ enum FlowExecutors {
         "PasswordUpdater": RecoveryExecutors.updatePassword,
         "PasskeyAuthExecutor": PasskeyExecutors.run,
         "AuthAssertExecutor": SessionExecutors.assert,
+        "FederatedAuthExecutor": FederationExecutors.run,
         "SessionTerminator": SessionExecutors.terminate
     ]
 

@@ -56,6 +56,8 @@ extension MessageCatalog {
             "login.mfa_not_enrolled": "Diese Anwendung verlangt einen zweiten Anmeldeschritt, den Ihr Konto noch nicht hat.",
             "login.expired": "Ihre Anmeldung ist abgelaufen. Bitte melden Sie sich erneut an.",
             "signin:forms.passkey.title": "Verwenden Sie Ihren Passkey",
+            "signin:forms.federated.title": "Fahren Sie in Ihrem Browser fort",
+            "signin:forms.federated.submit.label": "Weiter",
             "signup:forms.credentials.passkey.label": "Passkey statt Passwort verwenden",
             "signup:forms.passkey.title": "Erstellen Sie Ihren Passkey",
             "validation.required": "{field} ist erforderlich",
@@ -126,6 +128,8 @@ extension MessageCatalog {
                 "Es gibt bereits ein Konto mit der E-Mail-Adresse, die {provider} übermittelt hat. Melden Sie sich auf anderem Weg bei diesem Konto an und verknüpfen Sie dann {provider} in Ihren Kontoeinstellungen.",
             "federation.linked_elsewhere": "Dieses Konto bei {provider} ist bereits mit einem anderen Konto verknüpft.",
             "federation.expired": "Diese Anmeldung ist abgelaufen oder wurde bereits verwendet. Bitte beginnen Sie von vorn.",
+            "federation.last_credential":
+                "Dies ist die einzige Möglichkeit, sich bei Ihrem Konto anzumelden. Fügen Sie ein Passwort oder einen Passkey hinzu, bevor Sie diese Verknüpfung entfernen.",
             "page.logout.heading": "Abmelden?",
             "page.logout.heading_plain": "Abmelden",
             "page.logout.body": "Sie werden in diesem Browser von Latchkey abgemeldet.",

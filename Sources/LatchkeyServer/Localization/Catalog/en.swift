@@ -61,6 +61,8 @@ extension MessageCatalog {
             "login.mfa_not_enrolled": "This application needs a second sign-in step, which your account does not have yet.",
             "login.expired": "Your sign-in has expired. Please sign in again.",
             "signin:forms.passkey.title": "Use your passkey",
+            "signin:forms.federated.title": "Continue in your browser",
+            "signin:forms.federated.submit.label": "Continue",
             "signup:forms.credentials.passkey.label": "Use a passkey instead of a password",
             "signup:forms.passkey.title": "Create your passkey",
             // Field validation
@@ -134,6 +136,7 @@ extension MessageCatalog {
                 "An account with the email address from {provider} already exists. Sign in to it another way, then link {provider} in your account settings.",
             "federation.linked_elsewhere": "This {provider} account is already linked to another account.",
             "federation.expired": "This sign-in has expired or was already used. Please start again.",
+            "federation.last_credential": "This is the only way to sign in to your account. Add a password or a passkey before you remove it.",
             "page.logout.heading": "Sign out?",
             "page.logout.heading_plain": "Sign out",
             "page.logout.body": "You will be signed out of Latchkey on this browser.",

@@ -56,6 +56,8 @@ extension MessageCatalog {
             "login.mfa_not_enrolled": "Esta aplicación exige un segundo paso de inicio de sesión que tu cuenta todavía no tiene.",
             "login.expired": "Tu sesión ha caducado. Vuelve a iniciar sesión.",
             "signin:forms.passkey.title": "Usa tu llave de acceso",
+            "signin:forms.federated.title": "Continúa en tu navegador",
+            "signin:forms.federated.submit.label": "Continuar",
             "signup:forms.credentials.passkey.label": "Usar una llave de acceso en lugar de una contraseña",
             "signup:forms.passkey.title": "Crea tu llave de acceso",
             "validation.required": "{field} es obligatorio",
@@ -125,6 +127,8 @@ extension MessageCatalog {
                 "Ya existe una cuenta con la dirección de correo electrónico que proporcionó {provider}. Inicia sesión en ella de otra forma y, después, vincula {provider} en los ajustes de tu cuenta.",
             "federation.linked_elsewhere": "Esta cuenta de {provider} ya está vinculada a otra cuenta.",
             "federation.expired": "Este inicio de sesión ha caducado o ya se ha utilizado. Vuelve a empezar.",
+            "federation.last_credential":
+                "Esta es la única forma de iniciar sesión en tu cuenta. Añade una contraseña o una llave de acceso antes de quitarla.",
             "page.logout.heading": "¿Cerrar sesión?",
             "page.logout.heading_plain": "Cerrar sesión",
             "page.logout.body": "Se cerrará tu sesión de Latchkey en este navegador.",

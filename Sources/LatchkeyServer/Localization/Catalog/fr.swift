@@ -56,6 +56,8 @@ extension MessageCatalog {
             "login.mfa_not_enrolled": "Cette application exige une seconde étape de connexion, que votre compte n'a pas encore.",
             "login.expired": "Votre connexion a expiré. Veuillez vous reconnecter.",
             "signin:forms.passkey.title": "Utilisez votre clé d'accès",
+            "signin:forms.federated.title": "Continuez dans votre navigateur",
+            "signin:forms.federated.submit.label": "Continuer",
             "signup:forms.credentials.passkey.label": "Utiliser une clé d'accès plutôt qu'un mot de passe",
             "signup:forms.passkey.title": "Créez votre clé d'accès",
             "validation.required": "{field} est obligatoire",
@@ -124,6 +126,8 @@ extension MessageCatalog {
                 "Un compte utilisant l'adresse e-mail fournie par {provider} existe déjà. Connectez-vous à ce compte autrement, puis associez {provider} dans les paramètres de votre compte.",
             "federation.linked_elsewhere": "Ce compte {provider} est déjà associé à un autre compte.",
             "federation.expired": "Cette demande de connexion a expiré ou a déjà été utilisée. Veuillez recommencer.",
+            "federation.last_credential":
+                "C'est le seul moyen de vous connecter à votre compte. Ajoutez un mot de passe ou une clé d'accès avant de le supprimer.",
             "page.logout.heading": "Se déconnecter ?",
             "page.logout.heading_plain": "Se déconnecter",
             "page.logout.body": "Vous serez déconnecté de Latchkey sur ce navigateur.",

@@ -55,6 +55,8 @@ extension MessageCatalog {
             "login.mfa_not_enrolled": "Ez az alkalmazás második bejelentkezési lépést kér, amely a fiókjához még nincs beállítva.",
             "login.expired": "A munkamenete lejárt. Kérjük, jelentkezzen be újra.",
             "signin:forms.passkey.title": "Használja az azonosítókulcsát",
+            "signin:forms.federated.title": "Folytassa a böngészőjében",
+            "signin:forms.federated.submit.label": "Tovább",
             "signup:forms.credentials.passkey.label": "Azonosítókulcs használata jelszó helyett",
             "signup:forms.passkey.title": "Hozza létre az azonosítókulcsát",
             "validation.required": "{field}: kötelező megadni",
@@ -124,6 +126,8 @@ extension MessageCatalog {
                 "Már létezik fiók a(z) {provider} szolgáltatástól kapott e-mail-címmel. Jelentkezzen be ebbe a fiókba másképp, majd a fiókbeállításokban kapcsolja össze a(z) {provider} szolgáltatással.",
             "federation.linked_elsewhere": "A(z) {provider} szolgáltatásnál használt fiókja már össze van kapcsolva egy másik fiókkal.",
             "federation.expired": "Ez a bejelentkezési kérés lejárt, vagy már felhasználták. Kérjük, kezdje újra.",
+            "federation.last_credential":
+                "Ez az egyetlen módja annak, hogy bejelentkezzen a fiókjába. Mielőtt eltávolítaná, adjon hozzá egy jelszót vagy egy azonosítókulcsot.",
             "page.logout.heading": "Kijelentkezik?",
             "page.logout.heading_plain": "Kijelentkezés",
             "page.logout.body": "Ebben a böngészőben kijelentkezik a Latchkey szolgáltatásból.",

@@ -56,6 +56,8 @@ extension MessageCatalog {
             "login.mfa_not_enrolled": "Questa applicazione richiede un secondo passaggio di accesso, che il tuo account non ha ancora.",
             "login.expired": "La tua sessione è scaduta. Accedi di nuovo.",
             "signin:forms.passkey.title": "Usa la tua passkey",
+            "signin:forms.federated.title": "Continua nel tuo browser",
+            "signin:forms.federated.submit.label": "Continua",
             "signup:forms.credentials.passkey.label": "Usa una passkey al posto della password",
             "signup:forms.passkey.title": "Crea la tua passkey",
             "validation.required": "{field} è obbligatorio",
@@ -124,6 +126,8 @@ extension MessageCatalog {
                 "Esiste già un account con l'indirizzo email fornito da {provider}. Accedi a quell'account in un altro modo, poi collega {provider} nelle impostazioni dell'account.",
             "federation.linked_elsewhere": "Questo account {provider} è già collegato a un altro account.",
             "federation.expired": "Questa richiesta di accesso è scaduta o è già stata usata. Ricomincia da capo.",
+            "federation.last_credential":
+                "Questo è l'unico modo per accedere al tuo account. Aggiungi una password o una passkey prima di rimuoverlo.",
             "page.logout.heading": "Vuoi uscire?",
             "page.logout.heading_plain": "Esci",
             "page.logout.body": "Verrai disconnesso da Latchkey su questo browser.",

@@ -55,6 +55,8 @@ extension MessageCatalog {
             "login.mfa_not_enrolled": "Deze applicatie vraagt een tweede aanmeldstap, die je account nog niet heeft.",
             "login.expired": "Je sessie is verlopen. Meld je opnieuw aan.",
             "signin:forms.passkey.title": "Gebruik je toegangssleutel",
+            "signin:forms.federated.title": "Ga verder in je browser",
+            "signin:forms.federated.submit.label": "Doorgaan",
             "signup:forms.credentials.passkey.label": "Een toegangssleutel gebruiken in plaats van een wachtwoord",
             "signup:forms.passkey.title": "Maak je toegangssleutel aan",
             "validation.required": "{field} is verplicht",
@@ -123,6 +125,8 @@ extension MessageCatalog {
                 "Er bestaat al een account met het e-mailadres dat {provider} heeft doorgegeven. Meld je op een andere manier aan bij dat account en koppel {provider} daarna in je accountinstellingen.",
             "federation.linked_elsewhere": "Dit account bij {provider} is al aan een ander account gekoppeld.",
             "federation.expired": "Deze aanmelding is verlopen of al gebruikt. Begin opnieuw.",
+            "federation.last_credential":
+                "Dit is de enige manier om je aan te melden bij je account. Voeg een wachtwoord of een toegangssleutel toe voordat je deze verwijdert.",
             "page.logout.heading": "Afmelden?",
             "page.logout.heading_plain": "Afmelden",
             "page.logout.body": "Je wordt in deze browser afgemeld bij Latchkey.",

@@ -56,6 +56,8 @@ extension MessageCatalog {
             "login.mfa_not_enrolled": "Esta aplicação exige um segundo passo de início de sessão, que a sua conta ainda não tem.",
             "login.expired": "A sua sessão expirou. Inicie sessão novamente.",
             "signin:forms.passkey.title": "Use a sua chave de acesso",
+            "signin:forms.federated.title": "Continue no seu navegador",
+            "signin:forms.federated.submit.label": "Continuar",
             "signup:forms.credentials.passkey.label": "Usar uma chave de acesso em vez de uma palavra-passe",
             "signup:forms.passkey.title": "Crie a sua chave de acesso",
             "validation.required": "{field} é obrigatório",
@@ -125,6 +127,8 @@ extension MessageCatalog {
                 "Já existe uma conta com o endereço de email fornecido por {provider}. Inicie sessão nessa conta de outra forma e, depois, associe {provider} nas definições da sua conta.",
             "federation.linked_elsewhere": "Esta conta de {provider} já está associada a outra conta.",
             "federation.expired": "Este início de sessão expirou ou já foi utilizado. Comece de novo.",
+            "federation.last_credential":
+                "Esta é a única forma de iniciar sessão na sua conta. Adicione uma palavra-passe ou uma chave de acesso antes de a remover.",
             "page.logout.heading": "Terminar sessão?",
             "page.logout.heading_plain": "Terminar sessão",
             "page.logout.body": "A sua sessão do Latchkey neste navegador será terminada.",

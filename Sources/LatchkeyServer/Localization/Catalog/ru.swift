@@ -55,6 +55,8 @@ extension MessageCatalog {
             "login.mfa_not_enrolled": "Этому приложению нужен второй шаг входа, который для вашей учётной записи ещё не настроен.",
             "login.expired": "Сеанс входа истёк. Пожалуйста, войдите снова.",
             "signin:forms.passkey.title": "Используйте ключ доступа",
+            "signin:forms.federated.title": "Продолжите в браузере",
+            "signin:forms.federated.submit.label": "Продолжить",
             "signup:forms.credentials.passkey.label": "Использовать ключ доступа вместо пароля",
             "signup:forms.passkey.title": "Создайте ключ доступа",
             "validation.required": "{field}: обязательное поле",
@@ -123,6 +125,8 @@ extension MessageCatalog {
                 "Учётная запись с адресом электронной почты, полученным от {provider}, уже существует. Войдите в неё другим способом, а затем привяжите {provider} в настройках учётной записи.",
             "federation.linked_elsewhere": "Эта учётная запись {provider} уже привязана к другой учётной записи.",
             "federation.expired": "Этот запрос на вход истёк или уже был использован. Пожалуйста, начните заново.",
+            "federation.last_credential":
+                "Это единственный способ входа в вашу учётную запись. Прежде чем удалить его, добавьте пароль или ключ доступа.",
             "page.logout.heading": "Выйти?",
             "page.logout.heading_plain": "Выйти",
             "page.logout.body": "Вы выйдете из Latchkey в этом браузере.",

@@ -55,6 +55,8 @@ extension MessageCatalog {
             "login.mfa_not_enrolled": "Táto aplikácia vyžaduje druhý krok prihlásenia, ktorý váš účet ešte nemá.",
             "login.expired": "Vaše prihlásenie vypršalo. Prihláste sa, prosím, znova.",
             "signin:forms.passkey.title": "Použite svoj prístupový kľúč",
+            "signin:forms.federated.title": "Pokračujte v prehliadači",
+            "signin:forms.federated.submit.label": "Pokračovať",
             "signup:forms.credentials.passkey.label": "Použiť prístupový kľúč namiesto hesla",
             "signup:forms.passkey.title": "Vytvorte si prístupový kľúč",
             "validation.required": "{field} je povinné",
@@ -123,6 +125,8 @@ extension MessageCatalog {
                 "Účet s e-mailovou adresou zo služby {provider} už existuje. Prihláste sa doň inak a potom v nastaveniach účtu prepojte službu {provider}.",
             "federation.linked_elsewhere": "Tento účet {provider} je už prepojený s iným účtom.",
             "federation.expired": "Toto prihlásenie vypršalo alebo už bolo použité. Začnite znova.",
+            "federation.last_credential":
+                "Toto je jediný spôsob, ako sa prihlásiť do vášho účtu. Skôr než ho odstránite, pridajte heslo alebo prístupový kľúč.",
             "page.logout.heading": "Odhlásiť sa?",
             "page.logout.heading_plain": "Odhlásiť sa",
             "page.logout.body": "V tomto prehliadači budete odhlásení z Latchkey.",

@@ -14,6 +14,8 @@ struct AuthorizeController: Sendable {
     let sessions: SignInSessions
     let browserSessions: BrowserSessions
     let responses: AuthorizationResponses
+    let federation: Federation
+    let federatedAccounts: FederatedAccounts
     let metrics: ServerMetrics
 
     private var store: any UserStore & ClientStore & LoginRequestStore & PushedRequestStore { kit.store }
@@ -64,10 +66,14 @@ struct AuthorizeController: Sendable {
             if let ticket = try params.single("tkn") {
                 return try await authorizeWithTicket(ticket, authRequest, logger: logger)
             }
-            if let provider = try params.single("provider") {
+            // reachFive's `provider` with an ID token is a native sign-in; without one (`webviewLogin(provider:)`), and
+            // `idp`, it names the identity provider to go to straight away.
+            let provider = try params.single("provider")
+            if let provider, try params.single("id_token") != nil {
                 return try await authorizeWithProvider(provider, params, authRequest, client: client, logger: logger)
             }
-            return try await continueAuthorization(authRequest, request: request, clientName: client.name)
+            let hint = try params.single("idp") ?? provider
+            return try await continueAuthorization(authRequest, request: request, clientName: client.name, identityProvider: hint)
         } catch let error as OAuthError {
             return responses.errorRedirect(error, redirectUri: redirectUri, state: state)
         } catch let failure as AppleSignInFailure {
@@ -75,6 +81,10 @@ struct AuthorizeController: Sendable {
             return responses.errorRedirect(
                 failure.oauthError, redirectUri: redirectUri, state: state, messageKey: failure.messageKey,
                 locale: request.locale())
+        } catch let failure as FederationFailure {
+            logger.notice("native provider sign-in refused", metadata: ["reason": .string(failure.description), "client": .string(clientId)])
+            return responses.errorRedirect(
+                failure.oauthError, redirectUri: redirectUri, state: state, messageKey: failure.messageKey, locale: request.locale())
         }
     }
 
@@ -96,13 +106,21 @@ struct AuthorizeController: Sendable {
         return try await responses.issueCode(authRequest, user: user, session: session, afterPost: false)
     }
 
-    /// Native provider token exchange (reachFive `login(withProvider:idToken:nonce:…)`); Sign in with Apple only.
+    /// Native provider token exchange (reachFive `login(withProvider:idToken:nonce:…)`): Sign in with Apple, or the ID
+    /// token of an OpenID provider the application offers (Google Sign-In's).
     private func authorizeWithProvider(
         _ provider: String, _ params: Parameters, _ authRequest: AuthorizationRequest,
         client: ClientConfiguration, logger: Logger
     ) async throws -> Response {
         guard provider == "apple" || provider.hasPrefix("apple:") else {
-            throw OAuthError(.invalidRequest, "provider \(provider) is not supported (only apple)")
+            let configured = try federation.provider(provider, for: client)
+            // The provider's checks are invisible here unless it asserts them; a native exchange has no page to ask for
+            // the account's own second factor on.
+            let identity = try await federation.verifyNativeIDToken(try params.required("id_token"), nonce: try params.single("nonce"), provider: configured)
+            guard !client.requireMFA || identity.assertsMFA else { throw OAuthError(.accessDenied, "the application requires a second factor") }
+            let user = try await federatedAccounts.signIn(identity, provider: configured, client: client, logger: logger)
+            let session = try await sessions.open(userId: user.id, authTime: clock.now, amr: identity.amr)
+            return try await responses.issueCode(authRequest, user: user, session: session, afterPost: false)
         }
         // Apple's own checks are invisible to us (`amr` fed), so an application that requires a second factor cannot
         // accept them as one.
@@ -166,7 +184,9 @@ struct AuthorizeController: Sendable {
     }
 
     /// Silent SSO when a live session satisfies the request; otherwise the login page (or `login_required`).
-    private func continueAuthorization(_ authRequest: AuthorizationRequest, request: Request, clientName: String) async throws -> Response {
+    private func continueAuthorization(
+        _ authRequest: AuthorizationRequest, request: Request, clientName: String, identityProvider: String? = nil
+    ) async throws -> Response {
         let now = clock.now
         var needsLogin = authRequest.prompt.contains("login")
         let live = try await browserSessions.live(for: request)
@@ -187,7 +207,9 @@ struct AuthorizeController: Sendable {
             LoginRequestRecord(
                 id: id, request: authRequest, createdAt: now,
                 expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.loginRequest))))
-        return Responses.redirect(to: "/login?request=\(id)")
+        // An identity provider hint goes along; the page decides whether the application offers it.
+        let hint = identityProvider.map { "&idp=" + FormEncoding.encode($0) } ?? ""
+        return Responses.redirect(to: "/login?request=\(id)" + hint)
     }
 
 }

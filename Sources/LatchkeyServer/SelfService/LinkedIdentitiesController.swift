@@ -1,0 +1,176 @@
+import Foundation
+import Hummingbird
+import Logging
+
+/// The signed-in user's links to other identity providers (`/users/me/identities`): list them, link one (the app opens
+/// the provider in a browser and sends back the one-time code that comes to its redirect URI), unlink one. Linking
+/// and unlinking change how the account can be entered, so they need a recent sign-in, as changing the email does.
+///
+/// The link is completed by the app, with the caller's token, not by the browser: a link started for one account and
+/// finished in another person's browser (someone sent them the provider's page) can never attach that person's
+/// identity to the first account, because the code comes back to the other person's app, with their token.
+struct LinkedIdentitiesController: Sendable {
+    let store: any ClientStore & FederatedIdentityStore
+    let accounts: Accounts
+    let federation: Federation
+    let federatedAccounts: FederatedAccounts
+
+    func addRoutes(to group: RouterGroup<ResourceRequestContext>) {
+        group.get("identities") { _, context in
+            try await self.list(try SelfServiceController.user(context.caller), caller: context.caller)
+        }
+        group.post("identities/:provider") { request, context in
+            try await self.start(
+                try context.parameters.require("provider"), request, try SelfServiceController.user(context.caller), caller: context.caller)
+        }
+        group.post("identities/:provider/complete") { request, context in
+            try await self.complete(
+                try context.parameters.require("provider"), request, try SelfServiceController.user(context.caller), caller: context.caller,
+                logger: context.logger)
+        }
+        group.delete("identities/:provider") { _, context in
+            try await self.unlink(
+                try context.parameters.require("provider"), try SelfServiceController.user(context.caller), caller: context.caller,
+                logger: context.logger)
+        }
+    }
+
+    private struct IdentitiesBody: Encodable {
+        struct Linked: Encodable {
+            var provider: String
+            var name: String
+            var linkedAt: String
+            enum CodingKeys: String, CodingKey { case provider, name, linkedAt = "linked_at" }
+        }
+        struct Available: Encodable {
+            var provider: String
+            var name: String
+        }
+        var identities: [Linked]
+        var available: [Available]
+    }
+
+    private func list(_ user: UserRecord, caller: ResourceCaller) async throws -> Response {
+        let links = try await store.federatedIdentities(userId: user.id)
+        let offered = try await client(of: caller).map { federation.providers(for: $0) } ?? []
+        let formatter = ISO8601DateFormatter()
+        return try Responses.json(
+            IdentitiesBody(
+                identities: links.compactMap { link in
+                    // Sign in with Apple's native links have no configured provider; they show under Apple's name.
+                    let name = federation.providers.first { $0.id == link.provider }?.name ?? (link.provider == "apple" ? "Apple" : link.provider)
+                    return .init(provider: link.provider, name: name, linkedAt: formatter.string(from: link.createdAt))
+                },
+                available: offered.filter { provider in !links.contains { $0.provider == provider.id } }.map {
+                    .init(provider: $0.id, name: $0.name)
+                }), noStore: true)
+    }
+
+    private struct StartBody: Decodable {
+        var redirectUri: String
+        enum CodingKeys: String, CodingKey { case redirectUri = "redirect_uri" }
+    }
+
+    private struct Started: Encodable {
+        var authorizationURL: String
+        var state: String
+        enum CodingKeys: String, CodingKey { case authorizationURL = "authorization_url", state }
+    }
+
+    /// Starts a link: where the app sends the browser, and the `state` that will come back with the code.
+    private func start(_ providerId: String, _ request: Request, _ user: UserRecord, caller: ResourceCaller) async throws -> Response {
+        try accounts.requireRecentAuthentication(caller.claims)
+        let body = try await Self.decode(StartBody.self, request)
+        guard let client = try await client(of: caller) else { throw SelfServiceErrors.invalidRequest("the token's application is unknown") }
+        guard RedirectURIMatcher.isRegistered(body.redirectUri, in: client.redirectUris) else {
+            throw SelfServiceErrors.invalidRequest("redirect_uri is not registered for the application")
+        }
+        let provider: IdentityProviderConfiguration
+        do { provider = try federation.provider(providerId, for: client) } catch { throw Self.failure(error) }
+        do {
+            let (url, state) = try await federation.begin(
+                provider, purpose: .link, target: user.id, clientId: client.clientId, redirectUri: body.redirectUri)
+            return try Responses.json(Started(authorizationURL: url.absoluteString, state: state), noStore: true)
+        } catch let failure as FederationFailure {
+            throw Self.failure(failure)
+        }
+    }
+
+    private struct CompleteBody: Decodable {
+        var code: String
+        var state: String
+    }
+
+    private struct LinkedBody: Encodable {
+        var provider: String
+        var name: String
+    }
+
+    /// Links the identity the provider vouched for, collected with the code that came to the app's redirect URI.
+    private func complete(_ providerId: String, _ request: Request, _ user: UserRecord, caller: ResourceCaller, logger: Logger) async throws
+        -> Response
+    {
+        try accounts.requireRecentAuthentication(caller.claims)
+        let body = try await Self.decode(CompleteBody.self, request)
+        do {
+            let identity = try await federation.collect(code: body.code, state: body.state, purpose: .link, target: user.id)
+            guard identity.provider == providerId else { throw FederationFailure.unknownResult }
+            try await federatedAccounts.link(identity, to: user.id)
+            logger.info("federated identity linked by its account", metadata: ["user": .string(user.id), "provider": .string(providerId)])
+            let name = federation.providers.first { $0.id == providerId }?.name ?? providerId
+            return try Responses.json(LinkedBody(provider: providerId, name: name), noStore: true)
+        } catch let failure as FederationFailure {
+            throw Self.failure(failure)
+        }
+    }
+
+    private func unlink(_ providerId: String, _ user: UserRecord, caller: ResourceCaller, logger: Logger) async throws -> Response {
+        try accounts.requireRecentAuthentication(caller.claims)
+        switch try await federatedAccounts.unlink(provider: providerId, userId: user.id) {
+        case .unlinked:
+            logger.info("federated identity unlinked", metadata: ["user": .string(user.id), "provider": .string(providerId)])
+            return Responses.empty(status: .noContent)
+        case .notLinked:
+            throw APIError(
+                status: .notFound, code: "FED-1004", error: "not_found", messageKey: "error.not_found", userMessage: "Not linked",
+                technical: "The account has no link to \(providerId)")
+        case .lastCredential:
+            throw APIError(
+                status: .conflict, code: "FED-1005", error: "invalid_request", messageKey: "federation.last_credential",
+                userMessage: "This is the only way to sign in to the account",
+                technical: "Unlinking \(providerId) would leave the account without a password, a passkey or another provider")
+        }
+    }
+
+    private func client(of caller: ResourceCaller) async throws -> ClientConfiguration? {
+        try await store.client(id: caller.claims.clientId)?.configuration
+    }
+
+    private static func decode<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
+        let buffer = try await request.boundedBody()
+        do { return try JSONDecoder().decode(T.self, from: Data(buffer: buffer)) } catch {
+            throw SelfServiceErrors.invalidRequest("the body is not the expected JSON object")
+        }
+    }
+
+    /// A federation failure as the thunderID dialect answers it.
+    private static func failure(_ error: any Error) -> any Error {
+        guard let failure = error as? FederationFailure else { return error }
+        switch failure {
+        case .unknownProvider:
+            return SelfServiceErrors.invalidRequest(failure.description)
+        case .linkedElsewhere:
+            return APIError(
+                status: .conflict, code: "FED-1003", error: "invalid_request", messageKey: failure.messageKey,
+                userMessage: "This identity is linked to another account", technical: failure.description)
+        case .unavailable:
+            return APIError(
+                status: .serviceUnavailable, code: "FED-1002", error: "temporarily_unavailable", messageKey: failure.messageKey,
+                userMessage: "The identity provider cannot be reached", technical: failure.description)
+        default:
+            return APIError(
+                status: .badRequest, code: "FED-1001", error: "invalid_grant", messageKey: failure.messageKey,
+                userMessage: "The link could not be completed", technical: failure.description)
+        }
+    }
+}
