@@ -39,6 +39,17 @@ struct InteractiveFlow {
                     if model.phase == .step, model.asksForPasskey, let error = model.error { throw CLIError(error) }
                     continue
                 }
+                if model.redirectURL != nil {
+                    // An identity provider's page: the client's user agent opens it (or prints it) and waits for the
+                    // browser to come back to its loopback listener.
+                    Console.out("Continue in the browser\(model.redirectionProviderName.map { " with \($0)" } ?? "")…")
+                    await model.followRedirection()
+                    // Closed, or not shown: no second try without the user (the loopback listener is gone).
+                    if model.phase == .step, model.redirectURL != nil {
+                        throw CLIError(model.error ?? "the browser did not come back from the identity provider")
+                    }
+                    continue
+                }
                 // The primary action submits the inputs; any other (resend a code …) is picked by typing /N at a prompt.
                 guard let primary = model.primaryAction else { throw CLIError("the server offered no way to continue this step") }
                 let others = model.secondaryActions

@@ -46,6 +46,7 @@ final class AuthorizationCodeFlow: Sendable {
         if let prompt = options?.prompt { parameters.append(("prompt", prompt)) }
         if let hint = options?.loginHint { parameters.append(("login_hint", hint)) }
         if let fidp = options?.fidp { parameters.append(("fidp", fidp)) }
+        if let provider = options?.provider, !provider.isEmpty { parameters.append(("provider", provider)) }
         if let maxAge = options?.maxAge { parameters.append(("max_age", String(maxAge))) }
         let reserved = Set(parameters.map(\.0))
         for (name, value) in (options?.extra ?? [:]).sorted(by: { $0.key < $1.key }) where !reserved.contains(name) {

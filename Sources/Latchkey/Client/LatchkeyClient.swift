@@ -31,7 +31,8 @@ public final class LatchkeyClient: Sendable {
     /// The passkey authenticator and credential provider of native login (see `LatchkeyClient+NativeLogin.swift`).
     let nativeLoginSeams = Locked(NativeLoginSeams())
     private let http: any HTTPClient
-    private let userAgent: any AuthorizationUserAgent
+    /// How pages of the provider are shown: sign-in, sign-out, identity linking and flow redirections.
+    let userAgent: any AuthorizationUserAgent
     private let defaultStorage: (@Sendable (LatchkeyConfig) throws -> any StorageAdapter)?
     /// The DPoP keys `initialize` uses when the configuration names none (LatchkeyApple: the Secure Enclave).
     let defaultDPoPKeyProvider = Locked<(any DPoPKeyProvider)?>(nil)
@@ -158,13 +159,22 @@ public final class LatchkeyClient: Sendable {
 
     /// Seed 000/001: signs in through the provider's own page in a browser (SSO cookies shared) and returns the
     /// tokens. Unlike the vendor SDK, the returned `state` is checked, `iss` is checked and the ID token is verified.
+    ///
+    /// With `request.provider` (ReachFive's `WebviewLoginRequest.provider`) the authorization request carries
+    /// `provider`: the server skips its login page and sends the browser straight to that identity provider; with
+    /// `request.origin` it carries `origin`.
     /// - Throws: `.canceled` when the user closes the page; the user agent's errors (a sign-in already showing, no
-    ///   presentation context) as they are; the callback's and the token endpoint's errors mapped.
+    ///   presentation context) as they are; the callback's and the token endpoint's errors mapped (a provider that
+    ///   refused the person: `.authenticationFailed`).
     public func webviewLogin(_ request: WebviewLoginRequest) async throws -> AuthToken {
         try await loading {
             let context = try context()
+            var options: SignInOptions?
+            if request.provider?.isEmpty == false || request.origin != nil {
+                options = SignInOptions(provider: request.provider, extra: request.origin.map { ["origin": $0] } ?? [:])
+            }
             let tokens = try await signInThroughUserAgent(
-                context, options: nil, sessionId: request.sessionId, state: request.state,
+                context, options: options, sessionId: request.sessionId, state: request.state,
                 nonce: request.nonce, scopes: request.scope, presentation: request.presentationContext)
             return AuthToken(tokens)
         }
@@ -207,10 +217,11 @@ public final class LatchkeyClient: Sendable {
         do {
             // RFC 9126: where the provider offers it, the request is pushed and the browser only carries its reference.
             let url = try await context.pushIfOffered(authorization.url)
-            callback = try await userAgent.authorize(
-                url: url,
-                presentation: AuthorizationPresentation(
-                    redirectURI: authorization.redirectUri, contextProvider: presentation, state: authorization.state))
+            callback = try await showThroughUserAgent(
+                url,
+                AuthorizationPresentation(
+                    redirectURI: authorization.redirectUri, contextProvider: presentation, state: authorization.state),
+                what: "sign-in")
         } catch {
             codeFlow.discard(state: authorization.state)
             if let e = error as? LatchkeyError { throw e }
@@ -218,6 +229,33 @@ public final class LatchkeyClient: Sendable {
             throw LatchkeyError(.canceled, "the sign-in page was closed: \(error.localizedDescription)")
         }
         return try await codeFlow.resume(callback: callback, context: context, browser: userAgent.keepsProviderSession ? .userAgent : .other)
+    }
+
+    /// Shows `url` through the client's user agent and returns the callback, the user agent's failures mapped: its
+    /// `LatchkeyError`s as they are, a cancelled calling task a technical error (never `.canceled`), anything else
+    /// the page having been closed (`.canceled`).
+    func showThroughUserAgent(_ url: URL, _ presentation: AuthorizationPresentation, what: String) async throws -> URL {
+        do {
+            return try await userAgent.authorize(url: url, presentation: presentation)
+        } catch let error as LatchkeyError {
+            throw error
+        } catch is CancellationError {
+            throw LatchkeyError(.unknownError, "the \(what) task was cancelled", underlying: CancellationError())
+        } catch {
+            throw LatchkeyError(.canceled, "the \(what) page was closed: \(error.localizedDescription)")
+        }
+    }
+
+    /// The redirect URI a page shown through the user agent comes back to: the one the user agent prepared (the
+    /// loopback user agent's listener), else the configured `afterSignInUrl`. `prepared` says whether the user agent
+    /// reserved it (then it is given back with `userAgent.release(redirectURI:)` when it is not used).
+    func appRedirectURI() async throws -> (uri: String, prepared: Bool) {
+        if let prepared = try await userAgent.prepareRedirectURI() { return (prepared, true) }
+        let context = try context()
+        guard let configured = context.config.afterSignInUrl else {
+            throw LatchkeyError(.invalidConfiguration, "afterSignInUrl (the redirect URI) is not set")
+        }
+        return (configured, false)
     }
 
     // MARK: Session and tokens (seed 003)

@@ -108,11 +108,28 @@ public struct SignInOptions: Sendable {
     public var loginHint: String?
     /// Federated identity provider hint.
     public var fidp: String?
+    /// The identity provider to sign in with, sent as `provider` (ReachFive's spelling, as
+    /// `WebviewLoginRequest.provider`): the server skips its login page and sends the browser straight to that
+    /// provider (`"google"`, `"corp"`; a ReachFive `"name:variant"` is sent as given). Nil or empty sends nothing.
+    public var provider: String?
     public var maxAge: Int?
     /// Extra authorization parameters; they never override the ones the SDK sets.
     public var extra: [String: String]
-    public init(prompt: String? = nil, loginHint: String? = nil, fidp: String? = nil, maxAge: Int? = nil, extra: [String: String] = [:]) {
-        self.prompt = prompt; self.loginHint = loginHint; self.fidp = fidp; self.maxAge = maxAge; self.extra = extra
+
+    /// Hints for one sign-in.
+    /// - Parameters:
+    ///   - prompt: OpenID Connect `prompt` (`"login"`, `"none"`, `"consent"` …).
+    ///   - loginHint: `login_hint`: the username to propose.
+    ///   - fidp: a federated identity provider hint, sent as `fidp`.
+    ///   - provider: the identity provider to go straight to, sent as `provider`.
+    ///   - maxAge: `max_age` in seconds; the ID token's `auth_time` is checked against it.
+    ///   - extra: other authorization parameters; they never replace the ones the SDK sets.
+    public init(
+        prompt: String? = nil, loginHint: String? = nil, fidp: String? = nil, provider: String? = nil, maxAge: Int? = nil,
+        extra: [String: String] = [:]
+    ) {
+        self.prompt = prompt; self.loginHint = loginHint; self.fidp = fidp; self.provider = provider; self.maxAge = maxAge
+        self.extra = extra
     }
 }
 

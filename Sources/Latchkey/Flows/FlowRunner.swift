@@ -50,6 +50,8 @@ public actor FlowRunner {
     private let client: LatchkeyClient
     private let request: EmbeddedFlowRequestConfig
     private let sessionId: String?
+    /// The redirect URI sent with the federated action whose redirection step is open: where the browser comes back.
+    private var redirect: FlowRedirect?
     /// The texts of the client-side checks.
     public var checkMessages: FlowCheckMessages
 
@@ -80,6 +82,11 @@ public actor FlowRunner {
 
     /// Submits the current step. Inputs failing the step's declared rules are reported as field errors without a
     /// round trip; a submission while another is in flight is ignored.
+    ///
+    /// Choosing a `FEDERATED` action (sign in with an identity provider) adds the input `redirect_uri`, unless
+    /// `inputs` has one: the redirect URI the client's user agent prepared (the loopback listener's), else the
+    /// configured `afterSignInUrl` (none when neither exists: the server then uses the application's first). The
+    /// answer is a `.redirection` step: ``followRedirection(presentationContext:)`` shows its page and continues.
     @discardableResult
     public func submit(actionId: String?, inputs: [String: String]) async -> FlowRunnerState {
         guard !isSubmitting, case .step(var step) = state else { return state }
@@ -93,7 +100,128 @@ public actor FlowRunner {
                 return state
             }
         }
-        return await send(EmbeddedSignInPayload(flowId: step.flowId, actionId: actionId, inputs: inputs))
+        guard action?.type == "FEDERATED" else {
+            return await send(EmbeddedSignInPayload(flowId: step.flowId, actionId: actionId, inputs: inputs))
+        }
+        var inputs = inputs
+        isSubmitting = true  // no second submission while the redirect URI is prepared
+        let offered: FlowRedirect?
+        if let given = inputs["redirect_uri"] {
+            offered = FlowRedirect(uri: given, prepared: false)
+        } else if let prepared = try? await client.appRedirectURI() {
+            offered = FlowRedirect(uri: prepared.uri, prepared: prepared.prepared)
+            inputs["redirect_uri"] = prepared.uri
+        } else {
+            offered = nil
+        }
+        isSubmitting = false
+        let result = await send(EmbeddedSignInPayload(flowId: step.flowId, actionId: actionId, inputs: inputs))
+        if let offered {
+            if result.isRedirection {
+                if let previous = redirect, previous.uri != offered.uri { release(previous) }
+                redirect = offered
+            } else {
+                release(offered)
+            }
+        }
+        return result
+    }
+
+    /// Follows the current `.redirection` step (an identity provider's sign-in page): shows its `redirectURL` through
+    /// the client's ``AuthorizationUserAgent``, waits for the browser to come back to the redirect URI, then continues
+    /// with what it brought (``continueRedirect(callback:)``).
+    ///
+    /// - The redirect URI waited on is the one sent with the federated action (see ``submit(actionId:inputs:)``),
+    ///   else the configured `afterSignInUrl`.
+    /// - Closing the page leaves the step as it was (following it again shows the page again: with the Apple user
+    ///   agent at once; the loopback user agent's listener is gone, so start over there).
+    /// - A page that cannot be shown (no presentation context, no redirect URI) leaves the step open with the error.
+    /// - Parameter presentationContext: what the page is presented from (required by the Apple user agent).
+    /// - Returns: the new state; the state unchanged when the current step is not a redirection or a submission is
+    ///   in flight.
+    @discardableResult
+    public func followRedirection(presentationContext: PresentationContextProviderBox? = nil) async -> FlowRunnerState {
+        guard !isSubmitting, case .step(var step) = state, step.type == .redirection else { return state }
+        guard let page = step.redirectURL.flatMap(URL.init(string:)), let scheme = page.scheme?.lowercased(),
+            scheme == "https" || scheme == "http"
+        else {
+            step.error = Self.localError(LatchkeyError(.serverError, "the redirection step has no page to open"))
+            state = .step(step)
+            return state
+        }
+        let redirectURI: String
+        if let redirect {
+            redirectURI = redirect.uri
+        } else if let configured = try? client.context().config.afterSignInUrl {
+            redirectURI = configured
+        } else {
+            step.error = Self.localError(LatchkeyError(.invalidConfiguration, "afterSignInUrl (the redirect URI) is not set"))
+            state = .step(step)
+            return state
+        }
+        isSubmitting = true
+        let callback: URL
+        do {
+            // The callback's state is the flow's business: the server checks it with the code.
+            callback = try await client.showThroughUserAgent(
+                page, AuthorizationPresentation(redirectURI: redirectURI, contextProvider: presentationContext), what: "sign-in")
+        } catch let error as LatchkeyError where error.code == .canceled {
+            isSubmitting = false
+            return state  // closed by the person: the step stays as it was
+        } catch {
+            isSubmitting = false
+            let error = error as? LatchkeyError ?? LatchkeyError(.unknownError, String(describing: error))
+            step.error = Self.localError(error)
+            state = .step(step)
+            return state
+        }
+        redirect?.prepared = false  // the user agent took its listener
+        isSubmitting = false
+        guard AuthorizationCodeFlow.sameEndpoint(callback, redirectURI) else {
+            release(redirect)
+            redirect = nil
+            state = .failed(
+                FlowRunnerFailure(
+                    code: .invalidRedirectUri, message: "the browser came back to another address than the redirect URI", serverCode: nil))
+            return state
+        }
+        return await continueRedirect(callback: callback)
+    }
+
+    /// Continues the current `.redirection` step with the URL the browser came back to (its `code` and `state`):
+    /// submits the step's `SUBMIT` action with exactly those two inputs. Use it when the app showed `redirectURL`
+    /// itself; ``followRedirection(presentationContext:)`` calls it.
+    ///
+    /// A callback carrying `error` (the provider, or the person there, refused) ends the flow: `.failed` with the
+    /// provider's description (`access_denied` is `.authenticationFailed`); one missing its `code` or `state` too
+    /// (`.invalidGrant`).
+    /// - Returns: the new state; the state unchanged when the current step is not a redirection or a submission is
+    ///   in flight.
+    @discardableResult
+    public func continueRedirect(callback: URL) async -> FlowRunnerState {
+        guard !isSubmitting, case .step(let step) = state, step.type == .redirection else { return state }
+        let query = LatchkeyClient.callbackParameters(callback)
+        let providerName = step.additionalData["idpName"] ?? step.additionalData["idpId"] ?? "The identity provider"
+        if let error = query["error"] {
+            release(redirect)
+            redirect = nil
+            let description = query["error_description"].flatMap { $0.isEmpty ? nil : $0 }
+            state = .failed(
+                FlowRunnerFailure(
+                    code: LatchkeyError.oauth(error, description: description, status: nil).code,
+                    message: query["error_user_msg"] ?? description ?? "\(providerName) did not sign you in (\(error)).", serverCode: error))
+            return state
+        }
+        guard let code = query["code"], !code.isEmpty, let returned = query["state"], !returned.isEmpty else {
+            release(redirect)
+            redirect = nil
+            state = .failed(
+                FlowRunnerFailure(
+                    code: .invalidGrant, message: "\(providerName) sent the browser back without a code and state.", serverCode: nil))
+            return state
+        }
+        let action = step.actions.first { $0.type == "SUBMIT" } ?? step.actions.first
+        return await send(EmbeddedSignInPayload(flowId: step.flowId, actionId: action?.ref, inputs: ["code": code, "state": returned]))
     }
 
     /// The client-side checks the server will repeat: required, SELECT options, and the `validation` rules.
@@ -158,7 +286,24 @@ public actor FlowRunner {
         } catch {
             state = .failed(FlowRunnerFailure(code: .unknownError, message: String(describing: error), serverCode: nil))
         }
+        // A redirection step left behind no longer needs the redirect URI reserved for it.
+        if !state.isRedirection, let pending = redirect {
+            release(pending)
+            redirect = nil
+        }
         return state
+    }
+
+    /// Gives back a redirect URI the user agent reserved and nobody will use.
+    private func release(_ redirect: FlowRedirect?) {
+        if let redirect, redirect.prepared { client.userAgent.release(redirectURI: redirect.uri) }
+    }
+
+    /// An error of the SDK's own shown on the step (the server's come with their code and localized message).
+    private static func localError(_ error: LatchkeyError) -> FlowError {
+        FlowError(
+            code: error.code, serverCode: error.serverCode ?? "", messageKey: "", message: error.userMessage ?? error.message,
+            description: error.message)
     }
 
     /// Failures that say nothing about the step itself: the network, a timeout, the server's own trouble.
@@ -170,4 +315,14 @@ public actor FlowRunner {
 extension FlowRunnerState {
     /// True when waiting for the user's input on a step.
     public var isStep: Bool { if case .step = self { true } else { false } }
+
+    /// True when the step is a redirection to an identity provider (`FlowRunner.followRedirection(presentationContext:)`).
+    public var isRedirection: Bool { if case .step(let step) = self { step.type == .redirection } else { false } }
+}
+
+/// A redirect URI given with a federated action.
+struct FlowRedirect: Sendable {
+    var uri: String
+    /// The user agent reserved it (the loopback listener): given back when it is not used.
+    var prepared: Bool
 }

@@ -10,7 +10,7 @@ enum IdentityAPI {
 
     /// Sends one request and returns the answer when it is 2xx; otherwise throws the mapped `ApiError`.
     static func send(
-        _ context: OAuthClient, _ method: String, _ path: String, body: JSONValue? = nil,
+        _ context: OAuthClient, _ method: String, _ path: String, query: [(String, String)] = [], body: JSONValue? = nil,
         bearer: String? = nil
     ) async throws -> HTTPResponse {
         var headers = ["Accept": "application/json"]
@@ -24,7 +24,14 @@ enum IdentityAPI {
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             data = try encoder.encode(body)
         }
-        let request = HTTPRequest(method: method, url: context.endpoint(path), headers: headers, body: data)
+        var url = context.endpoint(path)
+        if !query.isEmpty {
+            guard let withQuery = FormCoding.url(url, adding: query) else {
+                throw LatchkeyError(.invalidConfiguration, "cannot build the URL of \(path)")
+            }
+            url = withQuery
+        }
+        let request = HTTPRequest(method: method, url: url, headers: headers, body: data)
         let response: HTTPResponse
         if let bearer {
             // A token of one of this client's sessions is presented as that session requires (DPoP with a proof).

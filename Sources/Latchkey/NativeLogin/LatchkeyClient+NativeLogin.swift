@@ -140,13 +140,19 @@ extension LatchkeyClient {
         }
     }
 
-    /// Exchanges a native provider's ID token (Sign in with Apple) for a session:
-    /// `/oauth/authorize?provider=…&id_token=…&nonce=<verifier>` with a separate PKCE pair for the code.
+    /// Exchanges a native provider's ID token (Sign in with Apple, Google Sign-In) for a session:
+    /// `/oauth/authorize?provider=…&id_token=…&nonce=<nonce>` with a separate PKCE pair for the code.
+    ///
+    /// ```swift
+    /// // Google Sign-In was given `nonce`; its ID token carries it.
+    /// let token = try await client.login(withProvider: "google", idToken: googleIDToken, nonce: nonce)
+    /// ```
     /// - Parameters:
-    ///   - provider: the provider's name on the server (`apple`).
+    ///   - provider: the provider's name on the server (`apple`, `google`).
     ///   - idToken: the provider's ID token, as the platform returned it.
-    ///   - nonce: the PKCE verifier whose S256 challenge was the provider request's nonce; the server checks
-    ///     `base64url(SHA-256(nonce))` against the token's `nonce` claim, and our ID token then carries it.
+    ///   - nonce: the value the provider request's nonce was made from: the token's `nonce` claim is that value
+    ///     itself (Google) or its `base64url(SHA-256(nonce))` (Apple, given the S256 challenge of a PKCE verifier);
+    ///     the server checks both forms, and our ID token then carries it.
     ///   - scope: the scopes of the session; nil uses the configuration's.
     ///   - origin: the origin the server records for the sign-in; nil uses the issuer's.
     ///   - givenName: Apple sends the name on first authorisation only, so it is forwarded.

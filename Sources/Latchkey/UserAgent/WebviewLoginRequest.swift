@@ -41,17 +41,33 @@ public struct WebviewLoginRequest: Sendable {
     public var scope: [String]?
     /// Where the browser sheet is presented from (seed 000/001: `presentationContextProvider: self`).
     public var presentationContext: PresentationContextProviderBox?
+    /// ReachFive's `origin`: a tag that says where the sign-in started (`"app-launch"`, `"checkout"`), sent as the
+    /// authorization request's `origin` parameter for the server's records. Nil sends none.
+    public var origin: String?
+    /// ReachFive's `provider`: the identity provider to sign in with (`"google"`, `"corp"`, or ReachFive's
+    /// `"name:variant"`), sent as the authorization request's `provider` parameter. The server then skips its own
+    /// login page and sends the browser straight to that provider; the callback comes back as for any other sign-in.
+    /// Nil (or empty) shows the server's page, with every provider the application offers.
+    /// ``LatchkeyClient/getProviders()`` lists them.
+    public var provider: String?
     /// The session the tokens are stored in (multi-session apps); nil is the default session.
     public var sessionId: String?
 
-    /// A request with the seeds' labels. `presentationContextProvider` is required by the Apple user agent
-    /// (`WebAuthenticationSessionUserAgent`); other user agents ignore it.
+    /// A request with the seeds' labels, in ReachFive's order. `presentationContextProvider` is required by the Apple
+    /// user agent (`WebAuthenticationSessionUserAgent`); other user agents ignore it.
+    ///
+    /// ```swift
+    /// let token = try await client.webviewLogin(
+    ///     WebviewLoginRequest(scope: ["openid", "email"], presentationContextProvider: self, provider: "google"))
+    /// ```
     public init(
         state: String? = nil, nonce: String? = nil, scope: [String]? = nil,
-        presentationContextProvider: (any PresentationContextProviding)? = nil, sessionId: String? = nil
+        presentationContextProvider: (any PresentationContextProviding)? = nil, origin: String? = nil, provider: String? = nil,
+        sessionId: String? = nil
     ) {
         self.state = state; self.nonce = nonce; self.scope = scope
         self.presentationContext = presentationContextProvider.map(PresentationContextProviderBox.init)
+        self.origin = origin; self.provider = provider
         self.sessionId = sessionId
     }
 }

@@ -61,6 +61,10 @@ public final class AuthFlowModel {
     @ObservationIgnored public var onComplete: (@MainActor (User?) -> Void)?
     /// Called with the message of each error shown.
     @ObservationIgnored public var onError: (@MainActor (String) -> Void)?
+    /// What an identity provider's page is presented from when ``followRedirection(presentationContextProvider:)``
+    /// shows it without one of its own (the Apple user agent needs one; the SwiftUI `SignIn` view passes the key
+    /// window's).
+    @ObservationIgnored public weak var presentationContextProvider: (any PresentationContextProviding)?
 
     @ObservationIgnored private let client: LatchkeyClient
     @ObservationIgnored private let state: LatchkeyState?
@@ -115,11 +119,14 @@ public final class AuthFlowModel {
     public var codeIsNumeric: Bool { step?.additionalData["otpNumericOnly"] != "false" }
     /// True when this step asks for a passkey ceremony (`submitPasskey()` runs it and sends the result).
     public var asksForPasskey: Bool { step.map { (try? PasskeyFlowInputs.ceremony(in: $0)) != nil } ?? false }
-    /// The page to open in a browser when the step is a redirection (a federated provider); `continueRedirect(callback:)`
-    /// sends what the browser brought back.
+    /// The page to open in a browser when the step is a redirection (a federated provider):
+    /// ``followRedirection(presentationContextProvider:)`` shows it through the client's user agent; an app that
+    /// shows it itself sends what the browser brought back with ``continueRedirect(callback:)``.
     public var redirectURL: URL? { step?.type == .redirection ? step?.redirectURL.flatMap(URL.init(string:)) : nil }
-    /// The inputs the user fills in (a passkey step's are filled by the ceremony).
-    public var visibleInputs: [FlowInput] { asksForPasskey ? [] : inputs }
+    /// The name of the identity provider a redirection step goes to ("Corp SSO"), when the server gives it.
+    public var redirectionProviderName: String? { redirectURL == nil ? nil : step?.additionalData["idpName"] }
+    /// The inputs the user fills in (a passkey step's are filled by the ceremony, a redirection's by the browser).
+    public var visibleInputs: [FlowInput] { asksForPasskey || redirectURL != nil ? [] : inputs }
     /// True once the flow has completed.
     public var isCompleted: Bool { phase == .completed }
     /// True when the flow ended and can only start again.
@@ -188,12 +195,24 @@ public final class AuthFlowModel {
         await run(actionId: action.ref) { await $0.submit(actionId: action.ref, inputs: inputs) }
     }
 
-    /// Continues a redirection step with what the browser brought back (its `code` and `state` query items).
+    /// Shows the redirection step's page (an identity provider's sign-in) through the client's user agent and
+    /// continues with what the browser brings back (`FlowRunner.followRedirection(presentationContext:)`): the next
+    /// step, or the completed sign-in. Closing the page leaves the step as it was; a provider that refused ends the
+    /// flow with its message (`restart()` begins again). Does nothing unless the step is a redirection.
+    /// - Parameter presentationContextProvider: what the page is presented from; nil uses
+    ///   ``presentationContextProvider``.
+    public func followRedirection(presentationContextProvider: (any PresentationContextProviding)? = nil) async {
+        guard !isLoading, phase == .step, redirectURL != nil else { return }
+        let box = (presentationContextProvider ?? self.presentationContextProvider).map(PresentationContextProviderBox.init)
+        await run(actionId: primaryAction?.ref) { await $0.followRedirection(presentationContext: box) }
+    }
+
+    /// Continues a redirection step with what the browser brought back (its `code` and `state` query items), for an
+    /// app that showed ``redirectURL`` itself (`FlowRunner.continueRedirect(callback:)`). A callback carrying `error`
+    /// ends the flow with the provider's message.
     public func continueRedirect(callback: URL) async {
-        guard !isLoading, phase == .step, let action = primaryAction else { return }
-        let items = URLComponents(url: callback, resolvingAgainstBaseURL: false)?.queryItems ?? []
-        let inputs = Dictionary(items.compactMap { item in item.value.map { (item.name, $0) } }, uniquingKeysWith: { first, _ in first })
-        await run(actionId: action.ref) { await $0.submit(actionId: action.ref, inputs: inputs) }
+        guard !isLoading, phase == .step, redirectURL != nil else { return }
+        await run(actionId: primaryAction?.ref) { await $0.continueRedirect(callback: callback) }
     }
 
     /// Waits for a submission started with `submit(actionId:)`.

@@ -148,6 +148,24 @@ struct FlowForm: View {
                 }
                 .buttonStyle(.borderedProminent)
                 .disabled(model.isLoading)
+            } else if let redirect = model.redirectURL {
+                // An identity provider's page: shown at once, and again from this button if the person closed it.
+                let label = state.i18n.t(.continueAction)
+                Button {
+                    Task { await model.followRedirection(presentationContextProvider: KeyWindowPresentationContext.shared) }
+                } label: {
+                    HStack(spacing: 8) {
+                        if model.isLoading { ProgressView() }
+                        Text(label)
+                    }
+                    .frame(maxWidth: .infinity)
+                }
+                .buttonStyle(.borderedProminent)
+                .disabled(model.isLoading)
+                .accessibilityLabel(label)
+                .task(id: redirect) {
+                    await model.followRedirection(presentationContextProvider: KeyWindowPresentationContext.shared)
+                }
             } else {
                 ForEach(model.actions) { action in
                     FlowActionButton(
