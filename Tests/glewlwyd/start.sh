@@ -65,6 +65,7 @@ if [ -n "${1:-}" ]; then
   fi
   rm -f "$WORK/glewlwyd.db" "$WORK/glewlwyd.conf" "$WORK/private.pem" "$WORK/public.pem" \
         "$WORK/glewlwyd.log" "$WORK/admin.cookies" "$WORK/env" "$WORK/glewlwyd.pid"
+  rm -rf "$WORK/webapp"
 else
   WORK="$(mktemp -d /tmp/latchkey-glewlwyd.XXXXXX)"
 fi
@@ -86,8 +87,40 @@ timeout 60 openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$W
 timeout 60 openssl pkey -in "$WORK/private.pem" -pubout -out "$WORK/public.pem" 2>/dev/null
 chmod 600 "$WORK/private.pem"
 
+# ---------------------------------------------------------------- login web app (glewlwyd-common)
+# The package's webapp/config.json is a symlink to /etc/glewlwyd/config-2.7.json, which this Debian
+# package installs as a *directory* holding config.json, so the web app cannot load its settings from
+# the packaged tree. Serve a per-workdir copy (~2 MB) instead, with the real config.json (GlewlwydUrl
+# "./": the app talks to whatever origin served it). Not symlinks: glewlwyd's static file server answers
+# 404 for a file whose real path is outside its folder. Never request a directory under it (GET /fonts/):
+# glewlwyd answers an empty 200 and a thread then spins until it is stopped.
+WEBAPP_SRC=/usr/share/glewlwyd/webapp
+WEBAPP="$WORK/webapp"
+STATIC_CONF=""
+if [ -f "$WEBAPP_SRC/login.html" ]; then
+  rm -rf "$WEBAPP"; mkdir -p "$WEBAPP"
+  for entry in "$WEBAPP_SRC"/*; do
+    [ "$(basename "$entry")" = config.json ] || cp -RL "$entry" "$WEBAPP/"
+  done
+  for c in /etc/glewlwyd/config-2.7.json/config.json /etc/glewlwyd/config-2.7.json "$WEBAPP_SRC/config.json"; do
+    if [ -f "$c" ]; then cp "$c" "$WEBAPP/config.json"; break; fi
+  done
+  [ -f "$WEBAPP/config.json" ] || die "glewlwyd web app: no config.json found"
+  mime() { printf '  { extension = "%s"\n    mime_type = "%s"\n    compress = %s },\n' "$1" "$2" "$3"; }
+  STATIC_CONF="static_files_path=\"${WEBAPP}/\"
+static_files_mime_types =
+(
+$(mime .html text/html 1; mime .css text/css 1; mime .js application/javascript 1; mime .json application/json 1
+  mime .png image/png 0; mime .jpg image/jpeg 0; mime .ico image/x-icon 0; mime .ttf font/ttf 0
+  mime .woff font/woff 0; mime .woff2 font/woff2 0; mime .eot application/vnd.ms-fontobject 0 | sed '$ s/,$//')
+);"
+else
+  log "glewlwyd web app (login.html) not installed: only the REST login works"
+fi
+
 # ---------------------------------------------------------------- server config (libconfig syntax)
 cat > "$WORK/glewlwyd.conf" <<CONF
+${STATIC_CONF}
 port=${PORT}
 bind_address="${HOST}"
 external_url="${BASE}"
@@ -178,6 +211,17 @@ for s in profile email offline_access; do
     '{name:$n,display_name:$n,description:("OIDC scope " + $n),password_required:true,password_max_age:0,scheme:$sc,scheme_required:$rq}')"
 done
 
+# The database user backend keeps only the properties its data-format lists: add "email_verified", so a
+# user created with "email_verified":"true" gets the claim below (alice has none: her tokens carry no
+# email_verified at all, glewlwyd's default). The federation system test creates such a user.
+api PUT /mod/user/database '{"module":"database","name":"database","display_name":"Database backend","order_rank":0,"readonly":false,
+ "parameters":{"use-glewlwyd-connection":true,"data-format":{
+  "picture":{"multiple":false,"read":true,"write":true,"profile-read":true,"profile-write":true},
+  "reset-credentials-code":{"multiple":false,"read":true,"write":true,"profile-read":false,"profile-write":false},
+  "user-code":{"multiple":false,"read":true,"write":true,"profile-read":true,"profile-write":true},
+  "email_verified":{"multiple":false,"read":true,"write":true,"profile-read":true,"profile-write":false}}}}'
+api PUT /mod/user/database/reset   # the running instance keeps its old data-format until reset
+
 # test user (database user backend from the schema)
 api POST /user/ "$(jq -nc --arg u "$TEST_USER" --arg p "$TEST_PASS" \
   '{username:$u,password:$p,name:"Alice Latchkey",email:"alice@example.test",enabled:true,
@@ -201,7 +245,9 @@ PLUGIN_JSON="$(jq -nc \
   "auth-type-token-enabled":false,"auth-type-id-token-enabled":true,"auth-type-none-enabled":false,
   "auth-type-password-enabled":false,"auth-type-client-enabled":false,"auth-type-device-enabled":false,
   "auth-type-refresh-enabled":true,
-  "scope":[],"additional-parameters":[],"claims":[],
+  "scope":[],"additional-parameters":[],
+  "claims":[{"name":"email_verified","user-property":"email_verified","type":"boolean",
+             "boolean-value-true":"true","boolean-value-false":"false","mandatory":false,"on-demand":false,"scope":["email"]}],
   "service-documentation":"","op-policy-uri":"","op-tos-uri":"",
   "request-parameter-allow":false,"request-uri-allow-https-non-secure":false,
   "request-parameter-allow-encrypted":false,"request-parameter-ietf-strict":false,
