@@ -41,7 +41,7 @@ struct HostedLoginController: Sendable {
         // `idp=` on the authorization request (a hint, as Keycloak's `kc_idp_hint`): straight to that provider when the
         // application offers it, else the page as usual.
         if let hint = try params.single("idp"), let client, let provider = try? federation.provider(hint, for: client) {
-            return try await startFederation(provider, requestId: id, client: client, request: request, locale: locale)
+            return try await startFederation(provider, requestId: id, client: client, request: request, locale: locale, afterPost: false)
         }
         // A reload of the page while the code is owed shows the code form again (same browser only).
         if let factor = try await store.loginSecondFactor(requestId: id), isBound(factor, to: request),
@@ -74,7 +74,7 @@ struct HostedLoginController: Sendable {
                     requestId: id, client: client, clientId: client.clientId, username: nil,
                     error: Pages.t("federation.failed", locale, ["provider": idp]), status: .badRequest, locale: locale)
             }
-            return try await startFederation(provider, requestId: id, client: client, request: request, locale: locale)
+            return try await startFederation(provider, requestId: id, client: client, request: request, locale: locale, afterPost: true)
         }
         if let factor = try await store.loginSecondFactor(requestId: id) {
             // The first factor was already accepted for this login request: only the code is taken now (sending the
@@ -157,14 +157,14 @@ struct HostedLoginController: Sendable {
     /// tabs may sign in at once).
     private func startFederation(
         _ provider: IdentityProviderConfiguration, requestId: String, client: ClientConfiguration, request: Request,
-        locale: SupportedLocale
+        locale: SupportedLocale, afterPost: Bool
     ) async throws -> Response {
         let binding = request.cookieValue(cookies.federationName).flatMap { $0.count >= 32 ? $0 : nil } ?? Secrets.token()
         do {
             let (url, _) = try await federation.begin(
                 provider, purpose: .hostedLogin, target: requestId, clientId: client.clientId, browserBinding: binding)
             return Responses.redirect(
-                to: url.absoluteString, afterPost: true, headers: [.setCookie: cookies.federation(binding, maxAge: lifetimes.loginRequest)])
+                to: url.absoluteString, afterPost: afterPost, headers: [.setCookie: cookies.federation(binding, maxAge: lifetimes.loginRequest)])
         } catch let failure as FederationFailure {
             return loginPage(
                 requestId: requestId, client: client, clientId: client.clientId, username: nil,
