@@ -35,7 +35,9 @@ struct FederatedAccounts: Sendable {
             }
             guard !existing.disabled else { throw FederationFailure.accountDisabled }
             try await link(identity, to: existing.id)
-            logger.info("federated identity linked to an existing account by verified email", metadata: ["user": .string(existing.id), "provider": .string(provider.id)])
+            logger.info(
+                "federated identity linked to an existing account by verified email",
+                metadata: ["user": .string(existing.id), "provider": .string(provider.id)])
             return existing
         }
         guard client.registration == .open else { throw FederationFailure.registrationClosed }

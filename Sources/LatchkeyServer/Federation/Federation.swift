@@ -141,7 +141,7 @@ struct Federation: Sendable {
     private func verify(
         _ provider: IdentityProviderConfiguration, params: [String: String], pending: Pending
     ) async throws(FederationFailure) -> UpstreamIdentity {
-        if let error = params["error"] { throw .denied(String(error.prefix(64))) }
+        if let error = params["error"] { throw .denied(Self.printable(error)) }
         let now = clock.now
         let endpoints = try await directory.endpoints(of: provider, now: now)
         // RFC 9207: a response naming another issuer came through a mix-up; one the provider promised to mark must be.
@@ -160,6 +160,14 @@ struct Federation: Sendable {
         default:
             return try await openIDIdentity(provider, tokens: tokens, endpoints: endpoints, nonce: pending.nonce, user: params["user"], now: now)
         }
+    }
+
+    /// What a provider sent as an error code, fit for a log line: at most 64 of `A-Z a-z 0-9 _ . -` (it is the
+    /// provider's text, or whoever forged the callback's).
+    static func printable(_ code: String) -> String {
+        String(
+            code.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) && $0.isASCII || "_.-".unicodeScalars.contains($0) }.prefix(64).map(
+                Character.init))
     }
 
     // MARK: Token exchange
@@ -185,7 +193,7 @@ struct Federation: Sendable {
         let (data, status) = try await http.postForm(endpoints.token, form, basic: basic)
         let object = (try? JSONValue.parse(data))?.objectValue ?? [:]
         // GitHub answers its errors with 200 and an `error` member.
-        if let error = object["error"]?.stringValue { throw .tokenExchange("the token endpoint answered \(error.prefix(64))") }
+        if let error = object["error"]?.stringValue { throw .tokenExchange("the token endpoint answered \(Self.printable(error))") }
         guard status == 200, let accessToken = object["access_token"]?.stringValue else {
             throw .tokenExchange("the token endpoint answered \(status)")
         }
@@ -368,7 +376,9 @@ enum IDTokenRules {
         guard let expected else { return false }
         let want = UpstreamDirectory.trimmed(expected), got = UpstreamDirectory.trimmed(iss)
         if want.contains("{tenantid}") {
-            guard let tid = claims["tid"]?.stringValue, !tid.isEmpty, tid.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) else { return false }
+            guard let tid = claims["tid"]?.stringValue, !tid.isEmpty, tid.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) else {
+                return false
+            }
             if let tenant = provider.tenant, !["common", "organizations", "consumers"].contains(tenant), tenant != tid { return false }
             return got == want.replacingOccurrences(of: "{tenantid}", with: tid)
         }

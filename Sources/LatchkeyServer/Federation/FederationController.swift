@@ -73,7 +73,9 @@ struct FederationController: Sendable {
                 return try await hostedLogin.federationFailed(
                     requestId: failure.pending.target, providerId: providerId, failure: failure.failure, request: request, logger: logger)
             case .flow, .link:
-                return appRedirect(failure.pending, [("error", failure.failure.oauthError.code.rawValue), ("error_description", failure.failure.description)], state: single["state"])
+                return appRedirect(
+                    failure.pending, [("error", failure.failure.oauthError.code.rawValue), ("error_description", failure.failure.description)],
+                    state: single["state"])
             }
         } catch let failure as FederationFailure {
             logger.notice("federation callback refused", metadata: ["provider": .string(providerId), "reason": .string(failure.description)])
@@ -91,7 +93,9 @@ struct FederationController: Sendable {
 
     /// Back to the app that started a flow or a link, at the redirect URI it registered, with `state`.
     private func appRedirect(_ pending: Federation.Pending, _ items: [(String, String?)], state: String?) -> Response {
-        guard let redirectUri = pending.redirectUri else { return Responses.html(Pages.message(titleKey: "page.expired.title", bodyKey: "federation.expired", locale: .en), status: .badRequest) }
+        guard let redirectUri = pending.redirectUri else {
+            return Responses.html(Pages.message(titleKey: "page.expired.title", bodyKey: "federation.expired", locale: .en), status: .badRequest)
+        }
         return Responses.redirect(to: RedirectURL.appending(items + [("state", state)], to: redirectUri))
     }
 

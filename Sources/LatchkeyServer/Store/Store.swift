@@ -286,7 +286,8 @@ public protocol MaintenanceStore: Sendable {
 /// the server that needs only some aggregates declares only those (`any ClientStore & TokenStore`).
 public protocol Store:
     UserStore, SecondFactorStore, AccountEventStore, FlowExecutionStore, OutboxStore, InvitationStore, SingleUseStore, DeviceAuthorizationStore,
-    PushedRequestStore, PasskeyStore, FederatedIdentityStore, FederatedLoginStore, ClientStore, LoginRequestStore, AuthorizationCodeStore, TokenStore, SessionStore,
+    PushedRequestStore, PasskeyStore, FederatedIdentityStore, FederatedLoginStore, ClientStore, LoginRequestStore, AuthorizationCodeStore, TokenStore,
+    SessionStore,
     SigningKeyStore,
     AddressEventStore, MaintenanceStore
 {}

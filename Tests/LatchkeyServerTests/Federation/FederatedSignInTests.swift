@@ -133,13 +133,15 @@ struct FederatedSignInTests {
     }
 
     @Test func anUnverifiedEmailNeverLinksAndAVerifiedOneDoes() async throws {
-        let fixture = try await FederationFixture.start(user: UpstreamProviderDouble.User(email: "demo@example.com", emailVerified: false), configure: { configuration in
-            configuration.users = configuration.users.map { seed in
-                var seed = seed
-                if seed.username == "demo@example.com" { seed.claims["email"] = "demo@example.com"; seed.claims["email_verified"] = "true" }
-                return seed
-            }
-        })
+        let fixture = try await FederationFixture.start(
+            user: UpstreamProviderDouble.User(email: "demo@example.com", emailVerified: false),
+            configure: { configuration in
+                configuration.users = configuration.users.map { seed in
+                    var seed = seed
+                    if seed.username == "demo@example.com" { seed.claims["email"] = "demo@example.com"; seed.claims["email_verified"] = "true" }
+                    return seed
+                }
+            })
         defer { Task { await fixture.stop() } }
         let refused = try await fixture.signIn()
         #expect(refused.status == 403)

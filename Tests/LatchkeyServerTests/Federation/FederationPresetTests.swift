@@ -49,7 +49,8 @@ struct FederationPresetTests {
         func exchange(_ token: String, nonce: String) async throws -> HTTPResult {
             var options = AuthorizeOptions()
             options.extra = ["provider": "google", "id_token": token, "nonce": nonce]
-            return try await TestBrowser().get(fixture.server.base + "/oauth/authorize?" + (fixture.server.authorizeURL(options).split(separator: "?").last ?? ""))
+            return try await TestBrowser().get(
+                fixture.server.base + "/oauth/authorize?" + (fixture.server.authorizeURL(options).split(separator: "?").last ?? ""))
         }
         let nonce = "nonce-from-the-app"
         // The app's own client id (Google's iOS client) as the audience, the nonce as sent.

@@ -49,7 +49,7 @@ enum FederationExecutors {
         }
         run.state.federation = nil
         do {
-            if let error = run.submitted["error"], !error.isEmpty { throw FederationFailure.denied(String(error.prefix(64))) }
+            if let error = run.submitted["error"], !error.isEmpty { throw FederationFailure.denied(Federation.printable(error)) }
             let identity = try await services.federation.collect(
                 code: run.submitted["code"] ?? "", state: run.submitted["state"] ?? "", purpose: .flow, target: run.executionId)
             guard identity.provider == provider.id else { throw FederationFailure.unknownResult }

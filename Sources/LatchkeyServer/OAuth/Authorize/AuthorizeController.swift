@@ -72,7 +72,8 @@ struct AuthorizeController: Sendable {
             if let provider, try params.single("id_token") != nil {
                 return try await authorizeWithProvider(provider, params, authRequest, client: client, logger: logger)
             }
-            let hint = try params.single("idp") ?? provider
+            // `fidp` is thunderID's name for the same hint.
+            let hint = try params.single("idp") ?? params.single("fidp") ?? provider
             return try await continueAuthorization(authRequest, request: request, clientName: client.name, identityProvider: hint)
         } catch let error as OAuthError {
             return responses.errorRedirect(error, redirectUri: redirectUri, state: state)
@@ -116,7 +117,8 @@ struct AuthorizeController: Sendable {
             let configured = try federation.provider(provider, for: client)
             // The provider's checks are invisible here unless it asserts them; a native exchange has no page to ask for
             // the account's own second factor on.
-            let identity = try await federation.verifyNativeIDToken(try params.required("id_token"), nonce: try params.single("nonce"), provider: configured)
+            let identity = try await federation.verifyNativeIDToken(
+                try params.required("id_token"), nonce: try params.single("nonce"), provider: configured)
             guard !client.requireMFA || identity.assertsMFA else { throw OAuthError(.accessDenied, "the application requires a second factor") }
             let user = try await federatedAccounts.signIn(identity, provider: configured, client: client, logger: logger)
             let session = try await sessions.open(userId: user.id, authTime: clock.now, amr: identity.amr)
