@@ -200,13 +200,13 @@ struct FederationTests {
         server.route("GET", "/users/me/identities", json: #"{"items":[]}"#)
         await #expect { try await client.linkedIdentities() } throws: { ($0 as? LatchkeyError)?.code == .serverError }
         server.route(
-            "GET", "/users/me/identities", status: 403,
+            "GET", "/users/me/identities", status: 401,
             json:
                 #"{"code":"AUTH-4011","message":{"key":"error.reauthentication_required","defaultValue":"Please sign in again to make this change."}}"#
         )
         await #expect { try await client.linkedIdentities() } throws: { error in
             let e = error as? LatchkeyError
-            return e?.code == .reauthenticationRequired && e?.statusCode == 403 && e?.serverCode == "AUTH-4011"
+            return e?.code == .reauthenticationRequired && e?.statusCode == 401 && e?.serverCode == "AUTH-4011"
                 && e?.userMessage == "Please sign in again to make this change."
         }
         server.route("GET", "/users/me/identities", status: 401, json: #"{"code":"AUTH-4010","message":{"defaultValue":"Sign in."}}"#)
@@ -255,7 +255,7 @@ struct FederationTests {
         server.reset()
 
         server.route(
-            "POST", "/users/me/identities/corp", status: 403,
+            "POST", "/users/me/identities/corp", status: 401,
             json: #"{"code":"AUTH-4011","message":{"defaultValue":"Please sign in again to make this change."}}"#)
         await #expect { try await client.linkIdentity(provider: "corp") } throws: { error in
             let e = error as? LatchkeyError
@@ -336,9 +336,14 @@ struct FederationTests {
             return e?.code == .invalidInput && e?.statusCode == 409 && e?.category == .technicalError
                 && e?.message.contains("only way to sign in") == true && e?.userMessage == "This is your only way to sign in."
         }
-        server.route("DELETE", "/users/me/identities/corp", status: 403, json: #"{"code":"AUTH-4011"}"#)
+        server.route("DELETE", "/users/me/identities/corp", status: 401, json: #"{"code":"AUTH-4011"}"#)
         await #expect { try await client.unlinkIdentity(provider: "corp") } throws: {
             ($0 as? LatchkeyError)?.code == .reauthenticationRequired
+        }
+        // A 403 is not a stale sign-in (a client's own token, say): it says so.
+        server.route("DELETE", "/users/me/identities/corp", status: 403, json: #"{"code":"AUTH-4030"}"#)
+        await #expect { try await client.unlinkIdentity(provider: "corp") } throws: {
+            ($0 as? LatchkeyError)?.code == .authenticationFailed
         }
         // Not a provider of the application (the double has no route: 404); the id is one path segment.
         await #expect { try await client.unlinkIdentity(provider: "a/b") } throws: { ($0 as? LatchkeyError)?.code == .invalidInput }
@@ -595,13 +600,4 @@ struct FederatedFlowTests {
     }
 }
 
-// End-to-end coverage left for the lead (against the real server, Tests/LatchkeySDKEndToEndTests):
-// - webviewLogin(WebviewLoginRequest(provider: "corp")) through a ScriptedBrowserUserAgent that follows the 302 to
-//   the upstream double and its callback: the server's page is skipped, the token has amr "fed" and idp "corp".
-// - getProviders() against /identity/v1/providers for an application with and without identity_providers.
-// - linkIdentity(provider:) end to end: POST /users/me/identities/corp with the app's redirect URI (loopback and
-//   custom scheme), the upstream callback's redirect with code/state, /complete; linkedIdentities() shows it;
-//   unlinkIdentity 204, then 409 for an account whose only way in is that provider; 403 after recent_auth_seconds.
-// - FlowRunner/AuthFlowModel: the FEDERATED action of the default AUTHENTICATION flow, followRedirection() through
-//   the scripted browser, a second factor after it, COMPLETE with an assertion exchanged for a session; an upstream
-//   error (access_denied) ending the flow with the provider's message.
+// End to end against the real server: Tests/LatchkeySDKEndToEndTests/FederationEndToEndTests.swift.

@@ -32,7 +32,7 @@ extension LatchkeyClient {
     /// (`GET /users/me/identities`).
     /// - Parameter sessionId: the session whose access token is used (multi-session apps).
     /// - Throws: `.sessionExpired` when not signed in or the token is refused; `.reauthenticationRequired` when the
-    ///   server wants a more recent sign-in (HTTP 403); `.serverError` for an answer without `identities`;
+    ///   server wants a more recent sign-in (HTTP 401 `insufficient_user_authentication`); `.serverError` for an answer without `identities`;
     ///   `.networkError`.
     public func linkedIdentities(sessionId: String? = nil) async throws -> LinkedIdentities {
         let context = try context()
@@ -73,7 +73,7 @@ extension LatchkeyClient {
     /// - Throws: `.canceled` when the person closes the page; `.authenticationFailed` when the provider (or the
     ///   person there) refused (`error=access_denied`), other callback errors mapped by their OAuth code;
     ///   `.invalidGrant` for a callback without this linking's `state` or without a code; `.invalidRedirectUri` for a
-    ///   callback elsewhere; `.reauthenticationRequired` (HTTP 403); `.userAlreadyExists` when that provider account
+    ///   callback elsewhere; `.reauthenticationRequired` (HTTP 401 `insufficient_user_authentication`); `.userAlreadyExists` when that provider account
     ///   is linked to another account (HTTP 409); `.invalidInput` for an empty or unknown provider;
     ///   `.sessionExpired`; `.invalidConfiguration` without a redirect URI.
     @discardableResult
@@ -126,7 +126,7 @@ extension LatchkeyClient {
     ///   - sessionId: the session whose access token is used.
     /// - Throws: `.invalidInput` with HTTP status 409 when it is the account's only way to sign in (add a password,
     ///   a passkey or another provider first), `.invalidInput` for an empty, unknown or unlinked provider;
-    ///   `.reauthenticationRequired` (HTTP 403) when the sign-in is not recent enough; `.sessionExpired`.
+    ///   `.reauthenticationRequired` (HTTP 401 `insufficient_user_authentication`) when the sign-in is not recent enough; `.sessionExpired`.
     public func unlinkIdentity(provider: String, sessionId: String? = nil) async throws {
         let context = try context()
         let segment = try Self.providerSegment(provider)
@@ -203,7 +203,8 @@ extension LatchkeyClient {
 extension LatchkeyError {
     /// Maps a failed call of the self-service identities API. The body is read as for the profile
     /// (`profile(_:selfTarget:)`: thunderID, SCIM or OAuth shapes); then:
-    /// - 403: the sign-in is not recent enough → `.reauthenticationRequired` (the session itself is still valid);
+    /// - 401 `insufficient_user_authentication` (AUTH-4011): the sign-in is not recent enough →
+    ///   `.reauthenticationRequired` (the session itself is still valid);
     /// - 409 on unlinking: the provider is the account's only way to sign in → `.invalidInput`;
     /// - 409 on linking: that provider account belongs to another account → `.userAlreadyExists`;
     /// - 404: no such provider for the application, or not linked → `.invalidInput`.
@@ -212,8 +213,7 @@ extension LatchkeyError {
         let detail = error.message
         let name = provider.map { "\"\($0)\"" } ?? "the provider"
         switch response.status {
-        case 403:
-            error.code = .reauthenticationRequired
+        case _ where error.code == .reauthenticationRequired:
             error.message =
                 "changing linked identities needs a recent sign-in: sign in again (prompt=login) and retry (server: \(detail))"
         case 409 where unlinking:

@@ -44,8 +44,13 @@ struct FederatedAccounts: Sendable {
         return try await create(identity, logger: logger)
     }
 
-    /// Links `identity` to the account; refuses when it is another account's.
+    /// Links `identity` to the account; refuses when it is another account's, or when the account is already linked
+    /// to another identity at the same provider (one per provider, so an unlink means one thing).
     func link(_ identity: UpstreamIdentity, to userId: String) async throws {
+        let existing = try await store.federatedIdentities(userId: userId)
+        if existing.contains(where: { $0.provider == identity.provider && $0.subject != identity.subject }) {
+            throw FederationFailure.alreadyLinked
+        }
         try await store.linkFederatedIdentity(
             FederatedIdentityRecord(provider: identity.provider, subject: identity.subject, userId: userId, createdAt: clock.now))
         // The link that exists now is the one that counts (a concurrent link of the same identity may have won).
@@ -86,7 +91,8 @@ struct FederatedAccounts: Sendable {
         }
         if claims["email"] == nil { claims["email_verified"] = nil }
         let id = UUID().uuidString.lowercased()
-        let username = claims["email"] ?? "\(identity.provider).\(identity.subject)"
+        // A verified address is the sign-in name; an unverified one is not (it could squat someone else's address).
+        let username = (identity.emailVerified ? claims["email"] : nil) ?? "\(identity.provider).\(identity.subject)"
         let user = UserRecord(
             id: id, username: username, passwordHash: PasswordHasher.noPassword, claims: claims, disabled: false, failedLogins: 0,
             lockedUntil: nil, createdAt: now)

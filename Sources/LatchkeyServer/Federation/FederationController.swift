@@ -73,9 +73,16 @@ struct FederationController: Sendable {
                 return try await hostedLogin.federationFailed(
                     requestId: failure.pending.target, providerId: providerId, failure: failure.failure, request: request, logger: logger)
             case .flow, .link:
+                // The app shows `error_user_msg` (reachFive's member), in the browser's language; the description is
+                // for its logs.
+                let name = federation.providers.first { $0.id == providerId }?.name ?? providerId
+                let key = failure.failure.messageKey
                 return appRedirect(
-                    failure.pending, [("error", failure.failure.oauthError.code.rawValue), ("error_description", failure.failure.description)],
-                    state: single["state"])
+                    failure.pending,
+                    [
+                        ("error", failure.failure.oauthError.code.rawValue), ("error_description", failure.failure.description),
+                        ("error_message_key", key), ("error_user_msg", Pages.t(key, request.locale(), ["provider": name]))
+                    ], state: single["state"])
             }
         } catch let failure as FederationFailure {
             logger.notice("federation callback refused", metadata: ["provider": .string(providerId), "reason": .string(failure.description)])

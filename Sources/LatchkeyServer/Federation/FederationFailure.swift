@@ -28,6 +28,8 @@ enum FederationFailure: Error, Equatable, CustomStringConvertible {
     case accountDisabled
     /// The provider's identity is linked to another account.
     case linkedElsewhere
+    /// The account is already linked to another identity at this provider.
+    case alreadyLinked
     /// The one-time code the app sent back is unknown, used, expired or another flow's.
     case unknownResult
 
@@ -46,6 +48,7 @@ enum FederationFailure: Error, Equatable, CustomStringConvertible {
         case .registrationClosed: "no account is linked and the application's registration is not open"
         case .accountDisabled: "the account is disabled"
         case .linkedElsewhere: "this identity is linked to another account"
+        case .alreadyLinked: "the account is already linked to another identity at this provider"
         case .unknownResult: "the federation result code is unknown, used or expired"
         }
     }
@@ -59,6 +62,7 @@ enum FederationFailure: Error, Equatable, CustomStringConvertible {
         case .registrationClosed: "flows.errors.registration_disabled"
         case .accountDisabled: "login.disabled"
         case .linkedElsewhere: "federation.linked_elsewhere"
+        case .alreadyLinked: "federation.already_linked"
         case .unknownState, .otherBrowser, .unknownResult: "federation.expired"
         default: "federation.failed"
         }

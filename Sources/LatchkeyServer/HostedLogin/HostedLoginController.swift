@@ -212,7 +212,7 @@ struct HostedLoginController: Sendable {
         let status: HTTPResponse.Status =
             switch failure {
             case .unavailable: .serviceUnavailable
-            case .accountDisabled, .registrationClosed, .emailInUse, .linkedElsewhere, .denied: .forbidden
+            case .accountDisabled, .registrationClosed, .emailInUse, .linkedElsewhere, .alreadyLinked, .denied: .forbidden
             default: .unauthorized
             }
         return loginPage(

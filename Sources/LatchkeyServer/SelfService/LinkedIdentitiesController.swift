@@ -159,7 +159,7 @@ struct LinkedIdentitiesController: Sendable {
         switch failure {
         case .unknownProvider:
             return SelfServiceErrors.invalidRequest(failure.description)
-        case .linkedElsewhere:
+        case .linkedElsewhere, .alreadyLinked:
             return APIError(
                 status: .conflict, code: "FED-1003", error: "invalid_request", messageKey: failure.messageKey,
                 userMessage: "This identity is linked to another account", technical: failure.description)

@@ -51,6 +51,36 @@ struct FederatedSignInTests {
         #expect(unknown.status == 200)
     }
 
+    @Test func aHintForAnotherProviderThanTheSessionsGoesThere() async throws {
+        let fixture = try await FederationFixture.start()
+        defer { Task { await fixture.stop() } }
+        // Signed in with a password in this browser: a plain request is answered by the session (SSO)…
+        let browser = TestBrowser()
+        _ = try await fixture.server.signIn(browser)
+        let plain = try await browser.get(fixture.server.authorizeURL(AuthorizeOptions()))
+        #expect(plain.locationQuery["code"] != nil)
+        // …but asked for Corp SSO, the person goes there: the password session did not come from it.
+        var options = AuthorizeOptions()
+        options.extra = ["idp": "corp"]
+        let hinted = try await browser.get(fixture.server.authorizeURL(options))
+        #expect(hinted.location?.hasPrefix("/login?request=") == true)
+        let back = try await fixture.follow(browser, from: hinted)
+        let code = try #require(back.locationQuery["code"])
+        let exchanged = try await fixture.server.exchangeCode(code, options).json()
+        let claims = try await fixture.server.verifiedClaims(try #require(exchanged["id_token"] as? String))
+        #expect(claims["idp"]?.stringValue == "corp")
+        // Once signed in through Corp SSO, the same hint is answered by that session.
+        let again = try await browser.get(fixture.server.authorizeURL(options))
+        #expect(again.locationQuery["code"] != nil)
+    }
+
+    @Test func aFlowComesBackToARedirectURIThatNeedsNoPort() {
+        #expect(!FederationExecutors.isUsableAsIs("http://127.0.0.1/callback"))
+        #expect(FederationExecutors.isUsableAsIs("http://127.0.0.1:7777/callback"))
+        #expect(FederationExecutors.isUsableAsIs("io.latchkey.demo:/callback"))
+        #expect(FederationExecutors.isUsableAsIs("https://app.example/callback"))
+    }
+
     @Test func aForgedOrReplayedStateIsRefused() async throws {
         let fixture = try await FederationFixture.start()
         defer { Task { await fixture.stop() } }

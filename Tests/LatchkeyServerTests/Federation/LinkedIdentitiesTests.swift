@@ -56,6 +56,36 @@ struct LinkedIdentitiesTests {
         #expect(again.status == 404)
     }
 
+    @Test func aRefusedLinkTellsTheAppInThePersonsWordsAndOneLinkPerProvider() async throws {
+        let fixture = try await FederationFixture.start(user: UpstreamProviderDouble.User(sub: "corp-44", email: "one@upstream.example"))
+        defer { Task { await fixture.stop() } }
+        let own = try await fixture.server.tokens()
+        fixture.upstream.setBehavior { $0.denyConsent = true }
+        let denied = try await startLinkRaw(fixture, token: own.accessToken)
+        #expect(denied["error"] == "access_denied")
+        #expect(denied["error_user_msg"]?.contains("Corp SSO") == true)
+        #expect(denied["error_message_key"] == "federation.denied")
+        fixture.upstream.setBehavior { $0.denyConsent = false }
+        let first = try await startLink(fixture, token: own.accessToken)
+        let linked = try await api(
+            fixture, "POST", "/corp/complete", token: own.accessToken, body: ["code": first["code"] ?? "", "state": first["state"] ?? ""])
+        #expect(linked.status == 200)
+        // Another Corp SSO account for the same Latchkey account: refused (an unlink must mean one thing).
+        fixture.upstream.setUser(UpstreamProviderDouble.User(sub: "corp-45", email: "two@upstream.example"))
+        let second = try await startLink(fixture, token: own.accessToken)
+        let refused = try await api(
+            fixture, "POST", "/corp/complete", token: own.accessToken, body: ["code": second["code"] ?? "", "state": second["state"] ?? ""])
+        #expect(refused.status == 409, "\(refused.text)")
+    }
+
+    /// Starts a link and follows it to whatever comes back to the app (an error included).
+    private func startLinkRaw(_ fixture: FederationFixture, token: String) async throws -> [String: String] {
+        let started = try await api(fixture, "POST", "/corp", token: token, body: ["redirect_uri": redirect])
+        let url = try #require(try started.json()["authorization_url"] as? String)
+        let back = try await fixture.follow(TestBrowser(), from: try await TestBrowser().get(url))
+        return back.locationQuery
+    }
+
     @Test func theLinkIsCompletedOnlyByTheAccountThatStartedIt() async throws {
         let fixture = try await FederationFixture.start(user: UpstreamProviderDouble.User(sub: "corp-43", email: "victim@upstream.example"))
         defer { Task { await fixture.stop() } }

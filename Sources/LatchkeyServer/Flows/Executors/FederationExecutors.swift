@@ -26,7 +26,7 @@ enum FederationExecutors {
                 return .fail(.badRequest("redirect_uri is not registered for the application"))
             }
             redirectUri = asked
-        } else if let first = run.client.redirectUris.first {
+        } else if let first = run.client.redirectUris.first(where: Self.isUsableAsIs) {
             redirectUri = first
         } else {
             return .fail(.badRequest("the application has no redirect URI to come back to"))
@@ -62,6 +62,13 @@ enum FederationExecutors {
             run.logger.notice("federated flow step failed", metadata: ["reason": .string(failure.description)])
             return .retry(Self.flowFailure(failure, provider: provider.name))
         }
+    }
+
+    /// A registered redirect URI the browser can be sent to as it is: not a loopback one without a port (RFC 8252
+    /// §7.3: it stands for whichever port the app listens on, which only the app knows).
+    static func isUsableAsIs(_ uri: String) -> Bool {
+        guard let url = URL(string: uri), url.scheme == "http", let host = url.host, LoopbackHost.isLoopback(host) else { return true }
+        return url.port != nil
     }
 
     static func flowFailure(_ failure: FederationFailure, provider: String) -> FlowFailure {

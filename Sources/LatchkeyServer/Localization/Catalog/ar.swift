@@ -128,6 +128,7 @@ extension MessageCatalog {
             "federation.email_in_use":
                 "يوجد بالفعل حساب بعنوان البريد الإلكتروني الوارد من {provider}. سجّل الدخول إليه بطريقة أخرى، ثم اربط {provider} من إعدادات حسابك.",
             "federation.linked_elsewhere": "حساب {provider} هذا مرتبط بالفعل بحساب آخر.",
+            "federation.already_linked": "حسابك مرتبط بالفعل بحساب {provider} آخر. ألغِ ربط ذلك الحساب أولًا.",
             "federation.expired": "انتهت صلاحية طلب تسجيل الدخول هذا أو سبق استخدامه. يُرجى البدء من جديد.",
             "federation.last_credential": "هذه هي الطريقة الوحيدة لتسجيل الدخول إلى حسابك. أضِف كلمة مرور أو مفتاح مرور قبل إزالتها.",
             "page.logout.heading": "هل تريد تسجيل الخروج؟",

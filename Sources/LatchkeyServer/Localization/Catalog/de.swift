@@ -127,6 +127,8 @@ extension MessageCatalog {
             "federation.email_in_use":
                 "Es gibt bereits ein Konto mit der E-Mail-Adresse, die {provider} übermittelt hat. Melden Sie sich auf anderem Weg bei diesem Konto an und verknüpfen Sie dann {provider} in Ihren Kontoeinstellungen.",
             "federation.linked_elsewhere": "Dieses Konto bei {provider} ist bereits mit einem anderen Konto verknüpft.",
+            "federation.already_linked":
+                "Ihr Konto ist bereits mit einem anderen Konto bei {provider} verknüpft. Entfernen Sie zuerst diese Verknüpfung.",
             "federation.expired": "Diese Anmeldung ist abgelaufen oder wurde bereits verwendet. Bitte beginnen Sie von vorn.",
             "federation.last_credential":
                 "Dies ist die einzige Möglichkeit, sich bei Ihrem Konto anzumelden. Fügen Sie ein Passwort oder einen Passkey hinzu, bevor Sie diese Verknüpfung entfernen.",

@@ -135,6 +135,7 @@ extension MessageCatalog {
             "federation.email_in_use":
                 "An account with the email address from {provider} already exists. Sign in to it another way, then link {provider} in your account settings.",
             "federation.linked_elsewhere": "This {provider} account is already linked to another account.",
+            "federation.already_linked": "Your account is already linked to another {provider} account. Unlink that one first.",
             "federation.expired": "This sign-in has expired or was already used. Please start again.",
             "federation.last_credential": "This is the only way to sign in to your account. Add a password or a passkey before you remove it.",
             "page.logout.heading": "Sign out?",

@@ -126,6 +126,7 @@ extension MessageCatalog {
             "federation.email_in_use":
                 "Ya existe una cuenta con la dirección de correo electrónico que proporcionó {provider}. Inicia sesión en ella de otra forma y, después, vincula {provider} en los ajustes de tu cuenta.",
             "federation.linked_elsewhere": "Esta cuenta de {provider} ya está vinculada a otra cuenta.",
+            "federation.already_linked": "Tu cuenta ya está vinculada a otra cuenta de {provider}. Desvincula esa cuenta primero.",
             "federation.expired": "Este inicio de sesión ha caducado o ya se ha utilizado. Vuelve a empezar.",
             "federation.last_credential":
                 "Esta es la única forma de iniciar sesión en tu cuenta. Añade una contraseña o una llave de acceso antes de quitarla.",

@@ -125,6 +125,7 @@ extension MessageCatalog {
             "federation.email_in_use":
                 "Un compte utilisant l'adresse e-mail fournie par {provider} existe déjà. Connectez-vous à ce compte autrement, puis associez {provider} dans les paramètres de votre compte.",
             "federation.linked_elsewhere": "Ce compte {provider} est déjà associé à un autre compte.",
+            "federation.already_linked": "Votre compte est déjà associé à un autre compte {provider}. Dissociez d'abord ce compte.",
             "federation.expired": "Cette demande de connexion a expiré ou a déjà été utilisée. Veuillez recommencer.",
             "federation.last_credential":
                 "C'est le seul moyen de vous connecter à votre compte. Ajoutez un mot de passe ou une clé d'accès avant de le supprimer.",

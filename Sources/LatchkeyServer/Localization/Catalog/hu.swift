@@ -125,6 +125,8 @@ extension MessageCatalog {
             "federation.email_in_use":
                 "Már létezik fiók a(z) {provider} szolgáltatástól kapott e-mail-címmel. Jelentkezzen be ebbe a fiókba másképp, majd a fiókbeállításokban kapcsolja össze a(z) {provider} szolgáltatással.",
             "federation.linked_elsewhere": "A(z) {provider} szolgáltatásnál használt fiókja már össze van kapcsolva egy másik fiókkal.",
+            "federation.already_linked":
+                "Fiókja már össze van kapcsolva egy másik, a(z) {provider} szolgáltatásnál használt fiókkal. Először szüntesse meg ezt az összekapcsolást.",
             "federation.expired": "Ez a bejelentkezési kérés lejárt, vagy már felhasználták. Kérjük, kezdje újra.",
             "federation.last_credential":
                 "Ez az egyetlen módja annak, hogy bejelentkezzen a fiókjába. Mielőtt eltávolítaná, adjon hozzá egy jelszót vagy egy azonosítókulcsot.",

@@ -125,6 +125,7 @@ extension MessageCatalog {
             "federation.email_in_use":
                 "Esiste già un account con l'indirizzo email fornito da {provider}. Accedi a quell'account in un altro modo, poi collega {provider} nelle impostazioni dell'account.",
             "federation.linked_elsewhere": "Questo account {provider} è già collegato a un altro account.",
+            "federation.already_linked": "Il tuo account è già collegato a un altro account {provider}. Scollega prima quell'account.",
             "federation.expired": "Questa richiesta di accesso è scaduta o è già stata usata. Ricomincia da capo.",
             "federation.last_credential":
                 "Questo è l'unico modo per accedere al tuo account. Aggiungi una password o una passkey prima di rimuoverlo.",

@@ -123,6 +123,7 @@ extension MessageCatalog {
             "federation.unavailable": "現在{provider}に接続できません。しばらくしてからもう一度お試しいただくか、別の方法でサインインしてください。",
             "federation.email_in_use": "{provider}から提供されたメールアドレスのアカウントがすでに存在します。別の方法でそのアカウントにサインインしてから、アカウント設定で{provider}を連携してください。",
             "federation.linked_elsewhere": "この{provider}アカウントはすでに別のアカウントに連携されています。",
+            "federation.already_linked": "お使いのアカウントはすでに別の{provider}アカウントに連携されています。先にそのアカウントの連携を解除してください。",
             "federation.expired": "このサインインは有効期限が切れているか、すでに使用されています。最初からやり直してください。",
             "federation.last_credential": "これはお使いのアカウントにサインインする唯一の方法です。連携を解除する前に、パスワードまたはパスキーを追加してください。",
             "page.logout.heading": "サインアウトしますか？",

@@ -123,6 +123,7 @@ extension MessageCatalog {
             "federation.unavailable": "지금은 {provider}에 연결할 수 없습니다. 잠시 후 다시 시도하거나 다른 방법으로 로그인해 주세요.",
             "federation.email_in_use": "{provider}에서 제공한 이메일 주소로 등록된 계정이 이미 있습니다. 다른 방법으로 해당 계정에 로그인한 다음 계정 설정에서 {provider}을(를) 연결해 주세요.",
             "federation.linked_elsewhere": "이 {provider} 계정은 이미 다른 계정에 연결되어 있습니다.",
+            "federation.already_linked": "계정이 이미 다른 {provider} 계정에 연결되어 있습니다. 먼저 해당 계정의 연결을 해제해 주세요.",
             "federation.expired": "이 로그인 요청은 만료되었거나 이미 사용되었습니다. 처음부터 다시 시작해 주세요.",
             "federation.last_credential": "계정에 로그인할 수 있는 유일한 방법입니다. 연결을 해제하기 전에 비밀번호나 패스키를 추가해 주세요.",
             "page.logout.heading": "로그아웃하시겠습니까?",

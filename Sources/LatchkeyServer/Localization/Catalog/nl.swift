@@ -124,6 +124,7 @@ extension MessageCatalog {
             "federation.email_in_use":
                 "Er bestaat al een account met het e-mailadres dat {provider} heeft doorgegeven. Meld je op een andere manier aan bij dat account en koppel {provider} daarna in je accountinstellingen.",
             "federation.linked_elsewhere": "Dit account bij {provider} is al aan een ander account gekoppeld.",
+            "federation.already_linked": "Je account is al aan een ander account bij {provider} gekoppeld. Ontkoppel dat account eerst.",
             "federation.expired": "Deze aanmelding is verlopen of al gebruikt. Begin opnieuw.",
             "federation.last_credential":
                 "Dit is de enige manier om je aan te melden bij je account. Voeg een wachtwoord of een toegangssleutel toe voordat je deze verwijdert.",

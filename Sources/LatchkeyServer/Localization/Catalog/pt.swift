@@ -126,6 +126,7 @@ extension MessageCatalog {
             "federation.email_in_use":
                 "Já existe uma conta com o endereço de email fornecido por {provider}. Inicie sessão nessa conta de outra forma e, depois, associe {provider} nas definições da sua conta.",
             "federation.linked_elsewhere": "Esta conta de {provider} já está associada a outra conta.",
+            "federation.already_linked": "A sua conta já está associada a outra conta de {provider}. Desassocie primeiro essa conta.",
             "federation.expired": "Este início de sessão expirou ou já foi utilizado. Comece de novo.",
             "federation.last_credential":
                 "Esta é a única forma de iniciar sessão na sua conta. Adicione uma palavra-passe ou uma chave de acesso antes de a remover.",

@@ -124,6 +124,7 @@ extension MessageCatalog {
             "federation.email_in_use":
                 "Účet s e-mailovou adresou zo služby {provider} už existuje. Prihláste sa doň inak a potom v nastaveniach účtu prepojte službu {provider}.",
             "federation.linked_elsewhere": "Tento účet {provider} je už prepojený s iným účtom.",
+            "federation.already_linked": "Váš účet je už prepojený s iným účtom {provider}. Najprv zrušte prepojenie s tým účtom.",
             "federation.expired": "Toto prihlásenie vypršalo alebo už bolo použité. Začnite znova.",
             "federation.last_credential":
                 "Toto je jediný spôsob, ako sa prihlásiť do vášho účtu. Skôr než ho odstránite, pridajte heslo alebo prístupový kľúč.",

@@ -123,6 +123,7 @@ extension MessageCatalog {
             "federation.unavailable": "暂时无法连接 {provider}。请稍后重试或使用其他方式登录。",
             "federation.email_in_use": "已有账号使用 {provider} 提供的邮箱地址。请先通过其他方式登录该账号，然后在账号设置中关联 {provider}。",
             "federation.linked_elsewhere": "此 {provider} 账号已关联到其他账号。",
+            "federation.already_linked": "你的账号已关联到另一个 {provider} 账号。请先解除与该账号的关联。",
             "federation.expired": "此登录请求已过期或已被使用。请重新开始。",
             "federation.last_credential": "这是你登录账号的唯一方式。在解除关联之前，请先添加密码或通行密钥。",
             "page.logout.heading": "要退出登录吗？",

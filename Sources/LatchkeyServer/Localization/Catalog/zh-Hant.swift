@@ -123,6 +123,7 @@ extension MessageCatalog {
             "federation.unavailable": "目前無法連線至 {provider}。請稍後再試一次或改用其他方式登入。",
             "federation.email_in_use": "已有帳號使用 {provider} 提供的電子郵件地址。請先以其他方式登入該帳號，然後在帳號設定中連結 {provider}。",
             "federation.linked_elsewhere": "此 {provider} 帳號已連結至其他帳號。",
+            "federation.already_linked": "你的帳號已連結至另一個 {provider} 帳號。請先解除與該帳號的連結。",
             "federation.expired": "此登入要求已逾時或已使用過。請重新開始。",
             "federation.last_credential": "這是你登入帳號的唯一方式。在解除連結之前，請先新增密碼或密碼金鑰。",
             "page.logout.heading": "要登出嗎？",

@@ -74,7 +74,7 @@ struct AuthorizeController: Sendable {
             }
             // `fidp` is thunderID's name for the same hint.
             let hint = try params.single("idp") ?? params.single("fidp") ?? provider
-            return try await continueAuthorization(authRequest, request: request, clientName: client.name, identityProvider: hint)
+            return try await continueAuthorization(authRequest, request: request, client: client, identityProvider: hint)
         } catch let error as OAuthError {
             return responses.errorRedirect(error, redirectUri: redirectUri, state: state)
         } catch let failure as AppleSignInFailure {
@@ -187,11 +187,17 @@ struct AuthorizeController: Sendable {
 
     /// Silent SSO when a live session satisfies the request; otherwise the login page (or `login_required`).
     private func continueAuthorization(
-        _ authRequest: AuthorizationRequest, request: Request, clientName: String, identityProvider: String? = nil
+        _ authRequest: AuthorizationRequest, request: Request, client: ClientConfiguration, identityProvider: String? = nil
     ) async throws -> Response {
         let now = clock.now
         var needsLogin = authRequest.prompt.contains("login")
         let live = try await browserSessions.live(for: request)
+        // Asked for a provider the application offers: a session that provider did not open does not answer for it.
+        if let live, let hint = identityProvider, let wanted = try? federation.provider(hint, for: client),
+            AuthenticationMethods.provider(live.session.amr) != wanted.id
+        {
+            needsLogin = true
+        }
         if let live, let maxAge = authRequest.maxAge, now.timeIntervalSince(live.session.authTime) > TimeInterval(maxAge) {
             needsLogin = true
         }
