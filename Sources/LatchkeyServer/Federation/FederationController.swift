@@ -67,7 +67,8 @@ struct FederationController: Sendable {
             (pending, identity) = try await federation.complete(
                 providerId: providerId, params: single, browserBinding: request.cookieValue(hostedLogin.cookies.federationName), logger: logger)
         } catch let failure as Federation.PendingFailure {
-            logger.notice("federated sign-in failed", metadata: ["provider": .string(providerId), "reason": .string(failure.failure.description)])
+            logger.notice(
+                "federated sign-in failed", metadata: ["provider": .string(Federation.printable(providerId)), "reason": .string(failure.failure.description)])
             switch failure.pending.purpose {
             case .hostedLogin:
                 return try await hostedLogin.federationFailed(
@@ -85,7 +86,8 @@ struct FederationController: Sendable {
                     ], state: single["state"])
             }
         } catch let failure as FederationFailure {
-            logger.notice("federation callback refused", metadata: ["provider": .string(providerId), "reason": .string(failure.description)])
+            logger.notice(
+                "federation callback refused", metadata: ["provider": .string(Federation.printable(providerId)), "reason": .string(failure.description)])
             return expired(request)
         }
         switch pending.purpose {
