@@ -358,6 +358,10 @@ public final class IdentityServer: Sendable {
         SelfServiceController(store: store, clock: clock, accounts: accounts, admission: admission).addRoutes(to: me)
         LinkedIdentitiesController(store: store, accounts: accounts, federation: federation, federatedAccounts: federatedAccounts)
             .addRoutes(to: me)
+        // A user's sessions and grants: the user's own on `/users/me`, any user's for administrators on `/admin/v1`.
+        let sessionsController = SessionsController(store: store, clock: clock)
+        sessionsController.addSelfRoutes(to: me)
+        sessionsController.addAdminRoutes(to: protected(group("/admin/v1", .thunder), refusal: SelfServiceController.refusal))
 
         // SCIM 2.0: the accounts behind the resource authentication, the discovery resources public.
         let scim = SCIMController(issuerInForce: issuer, store: store, accounts: accounts)

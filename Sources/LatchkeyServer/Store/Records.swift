@@ -135,6 +135,35 @@ public struct SessionRecord: Sendable, Equatable {
     public var amr: [String] = []
 }
 
+/// A grant still in force, as listed to its user or an administrator: a token family that is not revoked and still
+/// holds a refresh token or an access token that has not expired.
+public struct LiveGrant: Sendable, Equatable {
+    public var family: TokenFamilyRecord
+    /// The sign-in session the grant belongs to: the family's, or the one its refresh tokens name (families created
+    /// before families remembered their session); nil for none.
+    public var sessionId: String?
+    /// When a refresh token of the family was last exchanged for a new one; nil when it never was.
+    public var lastRefreshedAt: Date?
+    /// When the last token of the family expires (its unused refresh token's, or its latest access token's).
+    public var expiresAt: Date
+
+    public init(family: TokenFamilyRecord, sessionId: String?, lastRefreshedAt: Date?, expiresAt: Date) {
+        self.family = family; self.sessionId = sessionId; self.lastRefreshedAt = lastRefreshedAt; self.expiresAt = expiresAt
+    }
+}
+
+/// A user's sessions and grants as `SessionStore.userSessions` lists them.
+public struct UserSessionListing: Sendable, Equatable {
+    /// The sessions that are not ended and either not expired or still holding a live grant (an `offline_access`
+    /// refresh token outlives its session's expiry), newest first.
+    public var sessions: [SessionRecord]
+    /// Every live grant of the user, oldest first; a grant whose `sessionId` names none of `sessions` is bound to no
+    /// session the user still has.
+    public var grants: [LiveGrant]
+
+    public init(sessions: [SessionRecord], grants: [LiveGrant]) { self.sessions = sessions; self.grants = grants }
+}
+
 /// A persisted signing key. Retired keys stay published until the tokens they signed have expired.
 public struct SigningKeyRecord: Sendable, Equatable {
     public var kid: String
@@ -245,4 +274,32 @@ public enum DevicePoll: Sendable, Equatable {
     case denied
     /// Allowed: handed out once (the record is now `used`).
     case approved(DeviceAuthorizationRecord)
+}
+
+extension UserSessionListing {
+    /// A token family as both stores read it for the listing, before it is known to be live.
+    struct Candidate: Sendable {
+        var family: TokenFamilyRecord
+        var tokenSessionId: String?
+        var lastRefreshedAt: Date?
+        /// The expiry of the family's unused refresh token, if it has one.
+        var refreshExpiresAt: Date?
+    }
+
+    /// The listing from what a store read in one snapshot: the user's sessions not ended, the families not revoked (with
+    /// what their refresh tokens say), and the latest expiry of each family's unrevoked access tokens. The rules live
+    /// here, once for both stores.
+    static func assemble(sessions: [SessionRecord], families: [Candidate], accessExpiry: [String: Date], now: Date) -> UserSessionListing {
+        let grants = families.compactMap { candidate -> LiveGrant? in
+            let expiry = [candidate.refreshExpiresAt, accessExpiry[candidate.family.id]].compactMap { $0 }.max()
+            guard let expiry, expiry > now else { return nil }
+            return LiveGrant(
+                family: candidate.family, sessionId: candidate.family.sessionId ?? candidate.tokenSessionId,
+                lastRefreshedAt: candidate.lastRefreshedAt, expiresAt: expiry)
+        }.sorted { ($0.family.createdAt, $0.family.id) < ($1.family.createdAt, $1.family.id) }
+        let held = Set(grants.compactMap(\.sessionId))
+        let open = sessions.filter { $0.endedAt == nil && ($0.expiresAt > now || held.contains($0.id)) }
+            .sorted { ($0.createdAt, $0.id) > ($1.createdAt, $1.id) }
+        return UserSessionListing(sessions: open, grants: grants)
+    }
 }

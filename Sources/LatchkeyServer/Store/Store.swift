@@ -255,6 +255,9 @@ public protocol SessionStore: Sendable {
     /// Ends every session of the user and revokes every token family of the user, except the kept session and the
     /// kept family (the caller's own, when a signed-in user changes the password); nil keeps nothing.
     func revokeUserSessions(userId: String, keepingSession: String?, keepingFamily: String?, reason: String, now: Date) async throws
+    /// The user's sessions that are not over and live token families at `now` (see `UserSessionListing`), read in one
+    /// snapshot; never another user's.
+    func userSessions(userId: String, now: Date) async throws -> UserSessionListing
 }
 
 /// The server's signing keys.

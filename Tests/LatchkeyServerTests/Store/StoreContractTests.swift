@@ -1358,6 +1358,65 @@ struct StoreContractTests {
     }
 
     @Test(arguments: StoreKind.available)
+    func userSessionsListsTheOpenSessionsAndLiveGrantsOfOneUser(_ kind: StoreKind) async throws {
+        try await kind.withStore { store async throws in
+            let user = try await Make.insertUser(store)
+            let stranger = try await Make.insertUser(store)
+            var older = Make.session(userId: user.id)
+            older.createdAt = at(-60)
+            let newest = Make.session(userId: user.id)
+            let ended = Make.session(userId: user.id)
+            let expired = Make.session(userId: user.id, expiresAt: at(10))  // nothing holds it: gone from the list
+            let expiredHeld = Make.session(userId: user.id, expiresAt: at(10))  // an offline grant still holds it
+            let foreign = Make.session(userId: stranger.id)
+            for session in [older, newest, ended, expired, expiredHeld, foreign] { try await store.insertSession(session) }
+
+            // A grant of `newest` refreshed once: the used token says when, the unused one how long it lives.
+            let refreshed = Make.family(userId: user.id, sessionId: newest.id)
+            // A grant only its refresh token ties to `older` (a family from before families remembered their session).
+            let named = Make.family(userId: user.id)
+            let held = Make.family(userId: user.id, sessionId: expiredHeld.id)
+            let accessOnly = Make.family(userId: user.id)  // no refresh token; its access token still lives
+            let unbound = Make.family(userId: user.id)
+            let run = Make.family(userId: user.id)  // every token expired
+            let revoked = Make.family(userId: user.id, sessionId: newest.id)
+            let ofEnded = Make.family(userId: user.id, sessionId: ended.id)
+            let foreignFamily = Make.family(userId: stranger.id, sessionId: foreign.id)
+            for family in [refreshed, named, held, accessOnly, unbound, run, revoked, ofEnded, foreignFamily] {
+                try await store.insertFamily(family)
+            }
+            let first = Make.refreshToken(refreshed, createdAt: t0, expiresAt: at(3600))
+            try await store.insertRefreshToken(first)
+            let rotation = try await store.rotateRefreshToken(
+                presented: first.tokenHash, next: Make.refreshToken(refreshed, createdAt: at(5), expiresAt: at(3605)), now: at(5))
+            #expect(rotation == .rotated(previous: first))
+            try await store.insertRefreshToken(Make.refreshToken(named, sessionId: older.id))
+            try await store.insertRefreshToken(Make.refreshToken(held, expiresAt: at(7200)))
+            try await store.insertAccessToken(Make.accessToken(familyId: accessOnly.id, subject: user.id, expiresAt: at(300)))
+            try await store.insertRefreshToken(Make.refreshToken(unbound))
+            try await store.insertRefreshToken(Make.refreshToken(run, expiresAt: at(15)))
+            try await store.insertAccessToken(Make.accessToken(familyId: run.id, subject: user.id, expiresAt: at(15)))
+            for family in [revoked, ofEnded, foreignFamily] { try await store.insertRefreshToken(Make.refreshToken(family)) }
+            try await store.revokeFamily(id: revoked.id, reason: "signed out", now: at(1))
+            try await store.endSession(id: ended.id, now: at(1))
+
+            let listing = try await store.userSessions(userId: user.id, now: at(20))
+            // Newest first (sessions created at the same time by id, from the last).
+            #expect(listing.sessions.map(\.id) == [newest.id, expiredHeld.id].sorted(by: >) + [older.id])
+            #expect(listing.sessions.first { $0.id == newest.id } == newest, "the session as stored")
+            let grants = Dictionary(uniqueKeysWithValues: listing.grants.map { ($0.family.id, $0) })
+            #expect(Set(grants.keys) == [refreshed.id, named.id, held.id, accessOnly.id, unbound.id])
+            #expect(grants[refreshed.id] == LiveGrant(family: refreshed, sessionId: newest.id, lastRefreshedAt: at(5), expiresAt: at(3605)))
+            #expect(grants[named.id]?.sessionId == older.id, "the session its refresh token names")
+            #expect(grants[named.id]?.lastRefreshedAt == nil)
+            #expect(grants[held.id]?.expiresAt == at(7200))
+            #expect(grants[accessOnly.id] == LiveGrant(family: accessOnly, sessionId: nil, lastRefreshedAt: nil, expiresAt: at(300)))
+            #expect(grants[unbound.id]?.sessionId == nil)
+            #expect(try await store.userSessions(userId: "nobody", now: at(20)) == UserSessionListing(sessions: [], grants: []))
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
     func revokeUserSessionsKeepingNothingEndsEverything(_ kind: StoreKind) async throws {
         try await kind.withStore { store async throws in
             let user = try await Make.insertUser(store)

@@ -388,6 +388,45 @@ extension PostgresStore {
             """, on: connection)
     }
 
+    public func userSessions(userId: String, now: Date) async throws -> UserSessionListing {
+        let (sessionRows, familyRows, accessRows) = try await transaction { connection in
+            // One snapshot for the three reads, as SQLite's read transaction gives.
+            try await self.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", on: connection)
+            let sessions = try await self.rows("SELECT * FROM sessions WHERE user_id = \(userId) AND ended_at IS NULL", on: connection)
+            let families = try await self.rows(
+                """
+                SELECT f.id, f.client_id, f.user_id, f.session_id, f.created_at,
+                    MAX(r.session_id) AS token_session, MAX(r.used_at) AS last_refreshed,
+                    MAX(CASE WHEN r.used_at IS NULL THEN r.expires_at END) AS refresh_expires
+                FROM token_families f LEFT JOIN refresh_tokens r ON r.family_id = f.id
+                WHERE f.user_id = \(userId) AND f.revoked_at IS NULL
+                GROUP BY f.id, f.client_id, f.user_id, f.session_id, f.created_at
+                """, on: connection)
+            let access = try await self.rows(
+                """
+                SELECT family_id, MAX(expires_at) AS expires FROM access_tokens
+                WHERE subject = \(userId) AND family_id IS NOT NULL AND revoked_at IS NULL GROUP BY family_id
+                """, on: connection)
+            return (sessions, families, access)
+        }
+        let families = try familyRows.map { row in
+            let c = Columns(row)
+            return UserSessionListing.Candidate(
+                family: TokenFamilyRecord(
+                    id: try c("id"), clientId: try c("client_id"), userId: try c("user_id"), sessionId: try c("session_id"),
+                    createdAt: try c.date("created_at") ?? .distantPast),
+                tokenSessionId: try c("token_session"), lastRefreshedAt: try c.date("last_refreshed"),
+                refreshExpiresAt: try c.date("refresh_expires"))
+        }
+        var accessExpiry: [String: Date] = [:]
+        for row in accessRows {
+            let c = Columns(row)
+            if let familyId: String = try c("family_id"), let expiry = try c.date("expires") { accessExpiry[familyId] = expiry }
+        }
+        return UserSessionListing.assemble(
+            sessions: try sessionRows.map(Self.session), families: families, accessExpiry: accessExpiry, now: now)
+    }
+
     public func replacePassword(
         userId: String, passwordHash: String, keepingSession: String?, keepingFamily: String?,
         now: Date

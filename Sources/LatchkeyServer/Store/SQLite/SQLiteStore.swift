@@ -482,6 +482,43 @@ public final class SQLiteStore: Store {
             arguments: [t, userId])
     }
 
+    public func userSessions(userId: String, now: Date) async throws -> UserSessionListing {
+        try await pool.read { db in
+            let sessions = try Row.fetchAll(db, sql: "SELECT * FROM sessions WHERE user_id = ? AND ended_at IS NULL", arguments: [userId])
+                .map(Self.session)
+            let families = try Row.fetchAll(db, sql: Self.userFamiliesQuery, arguments: [userId]).map { row in
+                UserSessionListing.Candidate(
+                    family: TokenFamilyRecord(
+                        id: row["id"], clientId: row["client_id"], userId: row["user_id"], sessionId: row["session_id"],
+                        createdAt: Self.date(row["created_at"]) ?? .distantPast),
+                    tokenSessionId: row["token_session"], lastRefreshedAt: Self.date(row["last_refreshed"]),
+                    refreshExpiresAt: Self.date(row["refresh_expires"]))
+            }
+            var accessExpiry: [String: Date] = [:]
+            for row in try Row.fetchAll(db, sql: Self.userAccessExpiryQuery, arguments: [userId]) {
+                if let familyId: String = row["family_id"], let expiry = Self.date(row["expires"]) { accessExpiry[familyId] = expiry }
+            }
+            return UserSessionListing.assemble(sessions: sessions, families: families, accessExpiry: accessExpiry, now: now)
+        }
+    }
+
+    /// The user's unrevoked families with what their refresh tokens say: the session they name, the last rotation, the
+    /// expiry of the unused one. (PostgreSQL runs the same query.)
+    private static let userFamiliesQuery = """
+        SELECT f.id, f.client_id, f.user_id, f.session_id, f.created_at,
+            MAX(r.session_id) AS token_session, MAX(r.used_at) AS last_refreshed,
+            MAX(CASE WHEN r.used_at IS NULL THEN r.expires_at END) AS refresh_expires
+        FROM token_families f LEFT JOIN refresh_tokens r ON r.family_id = f.id
+        WHERE f.user_id = ? AND f.revoked_at IS NULL
+        GROUP BY f.id, f.client_id, f.user_id, f.session_id, f.created_at
+        """
+
+    /// The latest expiry of the user's unrevoked access tokens, by family.
+    private static let userAccessExpiryQuery = """
+        SELECT family_id, MAX(expires_at) AS expires FROM access_tokens
+        WHERE subject = ? AND family_id IS NOT NULL AND revoked_at IS NULL GROUP BY family_id
+        """
+
     public func replacePassword(
         userId: String, passwordHash: String, keepingSession: String?, keepingFamily: String?,
         now: Date

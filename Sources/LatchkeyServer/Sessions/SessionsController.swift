@@ -1,0 +1,204 @@
+import Foundation
+import Hummingbird
+import Logging
+
+/// A user's sign-in sessions and grants (refresh-token families), listed and ended: by the signed-in user on the
+/// protected `/users/me` group (`sessions`, `grants`), and by an administrator on the protected `/admin/v1` group
+/// (`users/{id}/sessions`, `users/{id}/grants`). Both speak the thunderID dialect (`{code, message, description}`).
+///
+/// Ending a session ends it and revokes every grant of it (`SessionStore.endSession`); revoking a grant revokes its
+/// refresh tokens and its access tokens at once (`TokenValidator` refuses an access token of a revoked family).
+///
+/// No recent sign-in is needed to end sessions, unlike changing the email or linking identities. Reading the list
+/// changes nothing. Ending sessions only takes access away: a thief holding a stolen token gains nothing by signing
+/// the owner out (the owner signs in again), while the owner who lost a device must be able to end the thief's
+/// session at once, from a session that may be hours old, without first proving a fresh sign-in that a stolen
+/// second factor could block.
+struct SessionsController: Sendable {
+    let store: any SessionStore & TokenStore & ClientStore & UserStore
+    let clock: ServerClock
+
+    // MARK: Routes
+
+    /// `/users/me/sessions` and `/users/me/grants`, on the protected `/users/me` group.
+    func addSelfRoutes(to group: RouterGroup<ResourceRequestContext>) {
+        group.get("sessions") { _, context in
+            let user = try SelfServiceController.user(context.caller)
+            return try await self.listing(of: user.id, caller: context.caller)
+        }
+        group.delete("sessions") { request, context in
+            let user = try SelfServiceController.user(context.caller)
+            let keepCurrent = try Self.flag("keep_current", of: request)
+            let caller = context.caller
+            let family = keepCurrent ? try await store.accessToken(jti: caller.claims.jti)?.familyId : nil
+            try await store.revokeUserSessions(
+                userId: user.id, keepingSession: keepCurrent ? caller.claims.sid : nil, keepingFamily: family,
+                reason: "signed out everywhere by the user", now: clock.now)
+            context.logger.info(
+                "user signed out everywhere", metadata: ["user": .string(user.id), "kept_current": .string("\(keepCurrent)")])
+            return Self.noContent
+        }
+        group.delete("sessions/:session") { _, context in
+            let user = try SelfServiceController.user(context.caller)
+            return try await self.endSession(try context.parameters.require("session"), of: user.id, logger: context.logger, by: "user")
+        }
+        group.delete("grants/:grant") { _, context in
+            let user = try SelfServiceController.user(context.caller)
+            return try await self.revokeGrant(try context.parameters.require("grant"), of: user.id, logger: context.logger, by: "user")
+        }
+    }
+
+    /// `/admin/v1/users/{id}/sessions` and `/admin/v1/users/{id}/grants`, on the protected `/admin/v1` group. The
+    /// caller must be an administrator (`ResourceCaller.isAdmin`: the `scim.admin` scope with the `admin` role, or a
+    /// client for itself), else 403.
+    func addAdminRoutes(to group: RouterGroup<ResourceRequestContext>) {
+        group.get("users/:user/sessions") { _, context in
+            let user = try await self.administeredUser(context)
+            return try await self.listing(of: user.id, caller: context.caller)
+        }
+        group.delete("users/:user/sessions") { _, context in
+            let user = try await self.administeredUser(context)
+            try await store.revokeUserSessions(
+                userId: user.id, keepingSession: nil, keepingFamily: nil, reason: "ended by an administrator", now: clock.now)
+            context.logger.info(
+                "every session of a user ended by an administrator",
+                metadata: ["user": .string(user.id), "administrator": .string(context.caller.claims.sub)])
+            return Self.noContent
+        }
+        group.delete("users/:user/sessions/:session") { _, context in
+            let user = try await self.administeredUser(context)
+            return try await self.endSession(
+                try context.parameters.require("session"), of: user.id, logger: context.logger, by: context.caller.claims.sub)
+        }
+        group.delete("users/:user/grants/:grant") { _, context in
+            let user = try await self.administeredUser(context)
+            return try await self.revokeGrant(
+                try context.parameters.require("grant"), of: user.id, logger: context.logger, by: context.caller.claims.sub)
+        }
+    }
+
+    // MARK: Handlers
+
+    /// Ends one session of `userId` and revokes its grants. Another user's session, an unknown id and a pruned one
+    /// are the same 404, so that an id reveals nothing. Ending an ended session again is done already: 204.
+    private func endSession(_ id: String, of userId: String, logger: Logger, by actor: String) async throws -> Response {
+        guard let session = try await store.session(id: id), session.userId == userId else { throw Self.sessionNotFound }
+        try await store.endSession(id: session.id, now: clock.now)
+        logger.info("session ended", metadata: ["user": .string(userId), "session": .string(session.id), "by": .string(actor)])
+        return Self.noContent
+    }
+
+    /// Revokes one grant of `userId`: its refresh tokens and its access tokens stop working at once.
+    private func revokeGrant(_ id: String, of userId: String, logger: Logger, by actor: String) async throws -> Response {
+        guard let family = try await store.family(id: id), family.userId == userId else { throw Self.grantNotFound }
+        let reason = actor == "user" ? "revoked by the user" : "revoked by an administrator"
+        try await store.revokeFamily(id: family.id, reason: reason, now: clock.now)
+        logger.info(
+            "grant revoked", metadata: ["user": .string(userId), "client": .string(family.clientId), "by": .string(actor)])
+        return Self.noContent
+    }
+
+    /// The user an administrator names in the path; 403 for anyone else (before saying whether the user exists).
+    private func administeredUser(_ context: ResourceRequestContext) async throws -> UserRecord {
+        guard context.caller.isAdmin else { throw Self.administratorsOnly }
+        guard let user = try await store.user(id: try context.parameters.require("user")) else { throw SelfServiceErrors.userNotFound }
+        return user
+    }
+
+    /// `{sessions: [...], applications: [...]}`: the open sessions, newest first, each with the grants (applications)
+    /// signed in through it; then the grants bound to no open session (an app signed in without a browser session,
+    /// or an `offline_access` grant that outlived its session). The caller's own session and grant are `current`.
+    /// Nothing secret: ids, client ids and names, times, `amr`.
+    private func listing(of userId: String, caller: ResourceCaller) async throws -> Response {
+        let now = clock.now
+        let listing = try await store.userSessions(userId: userId, now: now)
+        let own = caller.user?.id == userId
+        let currentSession = own ? caller.claims.sid : nil
+        let currentGrant = own ? try await store.accessToken(jti: caller.claims.jti)?.familyId : nil
+        var names: [String: String] = [:]
+        for clientId in Set(listing.grants.map(\.family.clientId)) {
+            names[clientId] = try await store.client(id: clientId)?.configuration.name
+        }
+        let formatter = ISO8601DateFormatter()
+        func application(_ grant: LiveGrant) -> SessionsBody.Application {
+            SessionsBody.Application(
+                grantId: grant.family.id, clientId: grant.family.clientId, clientName: names[grant.family.clientId] ?? grant.family.clientId,
+                createdAt: formatter.string(from: grant.family.createdAt),
+                lastRefreshedAt: grant.lastRefreshedAt.map(formatter.string(from:)), expiresAt: formatter.string(from: grant.expiresAt),
+                current: grant.family.id == currentGrant)
+        }
+        let sessionIds = Set(listing.sessions.map(\.id))
+        let body = SessionsBody(
+            sessions: listing.sessions.map { session in
+                SessionsBody.Session(
+                    id: session.id, current: session.id == currentSession, createdAt: formatter.string(from: session.createdAt),
+                    authTime: formatter.string(from: session.authTime), expiresAt: formatter.string(from: session.expiresAt),
+                    amr: AuthenticationMethods.published(session.amr), idp: AuthenticationMethods.provider(session.amr),
+                    applications: listing.grants.filter { $0.sessionId == session.id }.map(application))
+            },
+            applications: listing.grants.filter { grant in grant.sessionId.map { !sessionIds.contains($0) } ?? true }.map(application))
+        return try Responses.json(body, noStore: true)
+    }
+
+    // MARK: Wire
+
+    private struct SessionsBody: Encodable {
+        struct Session: Encodable {
+            var id: String
+            var current: Bool
+            var createdAt: String
+            var authTime: String
+            var expiresAt: String
+            var amr: [String]
+            /// The identity provider of a federated sign-in.
+            var idp: String?
+            var applications: [Application]
+            enum CodingKeys: String, CodingKey {
+                case id, current, createdAt = "created_at", authTime = "auth_time", expiresAt = "expires_at", amr, idp, applications
+            }
+        }
+        struct Application: Encodable {
+            var grantId: String
+            var clientId: String
+            var clientName: String
+            var createdAt: String
+            var lastRefreshedAt: String?
+            var expiresAt: String
+            var current: Bool
+            enum CodingKeys: String, CodingKey {
+                case grantId = "grant_id", clientId = "client_id", clientName = "client_name", createdAt = "created_at"
+                case lastRefreshedAt = "last_refreshed_at", expiresAt = "expires_at", current
+            }
+        }
+        var sessions: [Session]
+        var applications: [Application]
+    }
+
+    private static var noContent: Response { Response(status: .noContent, headers: [.cacheControl: "no-store"]) }
+
+    /// A boolean query parameter: absent is false; `true`/`false` (or `1`/`0`); anything else is `400 USR-1001`.
+    private static func flag(_ name: String, of request: Request) throws -> Bool {
+        let value: String?
+        do { value = try Parameters.query(of: request).single(name) } catch {
+            throw SelfServiceErrors.invalidRequest("\(name) must be given once")
+        }
+        switch value?.lowercased() {
+        case nil, "false", "0": return false
+        case "true", "1": return true
+        default: throw SelfServiceErrors.invalidRequest("\(name) must be true or false")
+        }
+    }
+
+    static let administratorsOnly = APIError(
+        status: .forbidden, code: "AUTH-4030", error: "access_denied", messageKey: "error.forbidden", userMessage: "Forbidden",
+        technical:
+            "this API needs an administrator's access token: the \(ResourceCaller.adminScope) scope and the admin role, or a client's own token")
+
+    static let sessionNotFound = APIError(
+        status: .notFound, code: "SES-1001", error: "not_found", messageKey: "error.not_found", userMessage: "Session not found",
+        technical: "the user has no session with that id")
+
+    static let grantNotFound = APIError(
+        status: .notFound, code: "SES-1002", error: "not_found", messageKey: "error.not_found", userMessage: "Application grant not found",
+        technical: "the user has no grant with that id")
+}
