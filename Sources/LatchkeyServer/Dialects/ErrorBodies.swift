@@ -73,7 +73,7 @@ enum Dialect {
         if path.hasPrefix("/oauth2/") || path.hasPrefix("/.well-known/") { return .oauth }
         if path.hasPrefix("/identity/") { return .reachFive }
         if path.hasPrefix("/scim2/") || path == "/scim2" { return .scim }
-        if path.hasPrefix("/flow/") || path.hasPrefix("/users/") || path == "/users" { return .thunder }
+        if path.hasPrefix("/flow/") || path.hasPrefix("/users/") || path == "/users" || path.hasPrefix("/admin/") { return .thunder }
         return .html
     }
 }
