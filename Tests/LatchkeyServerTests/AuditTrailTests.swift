@@ -131,7 +131,9 @@ struct AuditTrailTests {
         let admin = try await server.clientToken(scope: "scim.admin")
         let patch = try await server.call(
             "PATCH", "/scim2/Users/\(ada)", token: admin,
-            json: SCIMTests.patch([["op": "replace", "path": "name.givenName", "value": "Augusta"], ["op": "replace", "path": "active", "value": false]]))
+            json: SCIMTests.patch([
+                ["op": "replace", "path": "name.givenName", "value": "Augusta"], ["op": "replace", "path": "active", "value": false]
+            ]))
         #expect(patch.status == 200, "\(patch.text)")
         let event = try #require(try await Self.page(server, "type=user.updated", token: admin).events.first)
         #expect(event["subject"] as? String == ada && event["actor"] as? String == "client:backend")
@@ -284,7 +286,8 @@ struct AuditTrailTests {
 
         let events = try await Self.all(server, token: admin)
         let types = Set(events.compactMap { $0["type"] as? String })
-        #expect(types.isSuperset(of: ["signin.failed", "signin.succeeded", "token.refresh_replayed", "token.revoked", "client.authentication_failed"]))
+        #expect(
+            types.isSuperset(of: ["signin.failed", "signin.succeeded", "token.refresh_replayed", "token.revoked", "client.authentication_failed"]))
         for event in events {
             let text = String(decoding: try JSONSerialization.data(withJSONObject: event), as: UTF8.self)
             for secret in secrets where !secret.isEmpty {

@@ -61,7 +61,9 @@ struct AuditController: Sendable {
                 query.limit = value
             }
             if let cursor = try params.single("cursor") {
-                guard let position = AuditCursor(token: cursor) else { throw AdminErrors.invalidParameter("cursor", "cursor is not one this API gave") }
+                guard let position = AuditCursor(token: cursor) else {
+                    throw AdminErrors.invalidParameter("cursor", "cursor is not one this API gave")
+                }
                 query.after = position
             }
         } catch let error as OAuthError {

@@ -88,7 +88,8 @@ enum PasskeyExecutors {
         run.state.passkeyChallenge = nil
         if run.state.userId != nil, run.state.authTime == nil { throw PasskeyFailure.wrongCeremony }
         if let id = run.state.userId, let user = try await services.store.user(id: id) {
-            let added = try await services.passkeys.finishPasskeyRegistration(user: user, response: response, friendlyName: name, origin: run.auditOrigin)
+            let added = try await services.passkeys.finishPasskeyRegistration(
+                user: user, response: response, friendlyName: name, origin: run.auditOrigin)
             try await services.accounts.notifyAccountChange(user, "passkey_added", arguments: ["name": added.friendlyName], locale: run.locale)
             return .next
         }

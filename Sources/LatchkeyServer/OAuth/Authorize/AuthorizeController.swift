@@ -27,7 +27,8 @@ struct AuthorizeController: Sendable {
         // Every authorization request may store a pending login: counted per address (`max_starts_per_address`).
         mount.routes.get("authorize") { request, context in
             try await admission.admitStart(address: context.clientAddress)
-            return try await self.authorize(try Parameters.query(of: request), request: request, address: context.clientAddress, logger: context.logger)
+            return try await self.authorize(
+                try Parameters.query(of: request), request: request, address: context.clientAddress, logger: context.logger)
         }
         mount.routes.post("authorize") { request, context in
             try await admission.admitStart(address: context.clientAddress)
