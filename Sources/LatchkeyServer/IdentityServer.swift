@@ -45,6 +45,8 @@ public final class IdentityServer: Sendable {
     let responses: AuthorizationResponses
     let federation: Federation
     let federatedAccounts: FederatedAccounts
+    /// Security-relevant events: rows in the store, log lines, a metric (`Audit/AuditTrail.swift`).
+    let audit: AuditTrail
     /// Token requests that carried a DPoP proof (recorded as used) and failed, per address.
     let proofThrottle: any AddressLimiter
 
@@ -65,6 +67,8 @@ public final class IdentityServer: Sendable {
         let window = TimeInterval(policy.addressWindowSeconds)
         let metrics = ServerMetrics()
         self.metrics = metrics
+        let audit = AuditTrail(store: store, clock: clock, metrics: metrics)
+        self.audit = audit
         // Per-address limits live in memory with one instance on SQLite, and in the store when instances share
         // PostgreSQL (`AddressLimiter`).
         func limiter(_ bucket: String, _ limit: Int, _ kind: ServerMetrics.Limit) -> any AddressLimiter {
@@ -91,10 +95,11 @@ public final class IdentityServer: Sendable {
         let accounts = Accounts(
             configuration: configuration, store: store, clock: clock, hasher: hasher,
             throttle: limiter("failed-logins", policy.maxFailuresPerAddress, .login), recoveryAlarm: OncePerInterval(),
-            sealer: sealer, outbox: outbox, metrics: metrics)
+            sealer: sealer, outbox: outbox, metrics: metrics, audit: audit)
         self.accounts = accounts
         let pruner = Pruner(
-            store: store, clock: clock, intervalSeconds: configuration.pruneIntervalSeconds, schedule: OncePerInterval(), logger: logger)
+            store: store, clock: clock, intervalSeconds: configuration.pruneIntervalSeconds,
+            auditRetentionDays: configuration.auditRetentionDays, schedule: OncePerInterval(), logger: logger)
         self.pruner = pruner
         self.admission = Admission(
             startThrottle: limiter("starts", policy.maxStartsPerAddress, .start),
@@ -106,14 +111,15 @@ public final class IdentityServer: Sendable {
             throttles: ClientAuthThrottles(
                 perAddress: limiter("client-auth", policy.maxClientAuthFailuresPerAddress, .clientAuthentication),
                 perClient: limiter("client-auth-per-client", policy.maxClientAuthFailuresPerClient, .clientAuthentication)),
-            clock: clock)
-        let sessions = SignInSessions(store: store, clock: clock, lifetime: configuration.lifetimes.session)
+            clock: clock, audit: audit)
+        let sessions = SignInSessions(store: store, clock: clock, lifetime: configuration.lifetimes.session, audit: audit)
         self.sessions = sessions
         self.browserSessions = BrowserSessions(store: store, cookies: cookies, clock: clock)
         self.ownTokens = OwnTokens(kit: kit, sessions: sessions)
         self.passkeys = Passkeys(
             webAuthn: configuration.webAuthn, configuredIssuer: configuration.issuer, issuerInForce: issuerInForce,
-            lifetimes: configuration.lifetimes, userSchema: configuration.userSchema, store: store, clock: clock, metrics: metrics)
+            lifetimes: configuration.lifetimes, userSchema: configuration.userSchema, store: store, clock: clock, metrics: metrics,
+            audit: audit)
         self.apple = AppleSignIn(
             appleKeys: AppleKeySet(settings: configuration.apple, metrics: metrics), appleIssuer: configuration.apple.issuer,
             store: store, clock: clock, metrics: metrics)
@@ -215,7 +221,8 @@ public final class IdentityServer: Sendable {
 
     /// Deletes expired rows now: pending logins, flow executions, authorization codes, access tokens, refresh tokens
     /// (expired, or of a revoked family), sessions (expired or ended), consumed token ids, passkey and step-up
-    /// ceremonies, and outbox messages older than a day. Returns the number of rows deleted.
+    /// ceremonies, outbox messages older than a day, and audit events older than `audit_retention_days`. Returns the
+    /// number of rows deleted.
     @discardableResult
     public func pruneExpired() async throws -> Int { try await pruner.pruneExpired() }
 
@@ -293,7 +300,7 @@ public final class IdentityServer: Sendable {
         let authorize = AuthorizeController(
             kit: kit, admission: admission, accounts: accounts, ownTokens: ownTokens, apple: apple, sessions: sessions,
             browserSessions: browserSessions, responses: responses, federation: federation, federatedAccounts: federatedAccounts,
-            metrics: metrics)
+            metrics: metrics, audit: audit)
         let pushed = PushedAuthorizationController(
             store: store, clock: clock, admission: admission, clientAuthentication: clientAuthentication)
         let device = DeviceController(
@@ -302,8 +309,8 @@ public final class IdentityServer: Sendable {
             accounts: accounts, browserSessions: browserSessions)
         let token = TokenController(
             kit: kit, clientAuthentication: clientAuthentication, dpop: dpop, ownTokens: ownTokens, proofThrottle: proofThrottle,
-            pruner: pruner, metrics: metrics)
-        let tokenManagement = TokenManagementController(kit: kit, clientAuthentication: clientAuthentication, dpop: dpop)
+            pruner: pruner, metrics: metrics, audit: audit)
+        let tokenManagement = TokenManagementController(kit: kit, clientAuthentication: clientAuthentication, dpop: dpop, audit: audit)
         // The OAuth family, mounted twice: each mount a group with the error middleware of its dialect.
         for (path, isReachFive) in [("/oauth2", false), ("/oauth", true)] {
             let group = router.group(RouterPath(path))
@@ -335,10 +342,11 @@ public final class IdentityServer: Sendable {
         device.addRoutes(to: pages)
         let hostedLogin = HostedLoginController(
             lifetimes: configuration.lifetimes, store: store, clock: clock, cookies: cookies, sessions: sessions, accounts: accounts,
-            passkeys: passkeys, ownTokens: ownTokens, responses: responses, federation: federation, federatedAccounts: federatedAccounts)
+            passkeys: passkeys, ownTokens: ownTokens, responses: responses, federation: federation, federatedAccounts: federatedAccounts,
+            audit: audit)
         hostedLogin.addRoutes(to: pages)
         // Other identity providers send the browser back here; failures are pages in the person's language.
-        let federationController = FederationController(federation: federation, hostedLogin: hostedLogin, store: store)
+        let federationController = FederationController(federation: federation, hostedLogin: hostedLogin, store: store, audit: audit)
         federationController.addRoutes(to: group("/federation", .html))
         PasskeyPageController().addRoutes(to: pages)
         OperabilityController(
@@ -349,22 +357,25 @@ public final class IdentityServer: Sendable {
         // thunderID: app-native flows and the signed-in user's own account.
         let flowServices = FlowServices(
             store: store, clock: clock, accounts: accounts, passkeys: passkeys, admission: admission, ownTokens: ownTokens, kit: kit,
-            federation: federation, federatedAccounts: federatedAccounts)
+            federation: federation, federatedAccounts: federatedAccounts, audit: audit)
         FlowController(
             development: configuration.development, lifetimes: configuration.lifetimes, store: store, services: flowServices,
             resources: resources, nativeSignIn: nativeSignIn, metrics: metrics
         ).addRoutes(to: group("/flow", .thunder), development: group("/dev", .html))
         let me = protected(group("/users/me", .thunder), refusal: SelfServiceController.refusal)
-        SelfServiceController(store: store, clock: clock, accounts: accounts, admission: admission).addRoutes(to: me)
-        LinkedIdentitiesController(store: store, accounts: accounts, federation: federation, federatedAccounts: federatedAccounts)
+        SelfServiceController(store: store, clock: clock, accounts: accounts, admission: admission, audit: audit).addRoutes(to: me)
+        LinkedIdentitiesController(store: store, accounts: accounts, federation: federation, federatedAccounts: federatedAccounts, audit: audit)
             .addRoutes(to: me)
+        // Administration (administrators only, each handler checks): a user's sessions and grants, the audit trail.
+        let admin = protected(group("/admin/v1", .thunder), refusal: SelfServiceController.refusal)
         // A user's sessions and grants: the user's own on `/users/me`, any user's for administrators on `/admin/v1`.
         let sessionsController = SessionsController(store: store, clock: clock)
         sessionsController.addSelfRoutes(to: me)
-        sessionsController.addAdminRoutes(to: protected(group("/admin/v1", .thunder), refusal: SelfServiceController.refusal))
+        sessionsController.addAdminRoutes(to: admin)
+        AuditController(store: store, clock: clock).addRoutes(to: admin)
 
         // SCIM 2.0: the accounts behind the resource authentication, the discovery resources public.
-        let scim = SCIMController(issuerInForce: issuer, store: store, accounts: accounts)
+        let scim = SCIMController(issuerInForce: issuer, store: store, accounts: accounts, audit: audit)
         scim.addRoutes(to: protected(group("/scim2", .scim)))
         scim.addDiscoveryRoutes(to: group("/scim2", .scim))
 

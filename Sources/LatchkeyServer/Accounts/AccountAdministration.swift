@@ -10,6 +10,9 @@ extension IdentityServer {
         guard let user = try await store.user(id: userId) else { throw ConfigurationError.invalid("no user \(userId)") }
         let secret = Secrets.token(bytes: 20)
         try await store.upsertFactor(UserFactorRecord(userId: userId, kind: .totp, secret: secret, createdAt: clock.now))
+        await audit.record(
+            .mfaEnrolled, subject: userId, actor: AuditEvent.operatorActor, details: ["factor": "totp"],
+            origin: AuditOrigin(address: nil, logger: logger))
         let url = TOTP(secret: secret).createAuthenticatorURL(label: user.username, issuer: "Latchkey")
         return (secret, url)
     }
@@ -17,6 +20,9 @@ extension IdentityServer {
     /// Turns on emailed one-time codes as the user's second factor.
     public func enrollEmailOTP(userId: String) async throws {
         try await store.upsertFactor(UserFactorRecord(userId: userId, kind: .emailOTP, secret: "", createdAt: clock.now))
+        await audit.record(
+            .mfaEnrolled, subject: userId, actor: AuditEvent.operatorActor, details: ["factor": "email"],
+            origin: AuditOrigin(address: nil, logger: logger))
     }
 
     /// Creates an invitation to register with `applicationId`; returns the code to hand to the invitee.

@@ -51,7 +51,7 @@ extension Accounts {
 
     /// Sends a code to `email` and keeps the change pending until `confirmEmailChange`; the current address is
     /// told (it stays the account's address meanwhile). A new request replaces an earlier one.
-    func startEmailChange(of user: UserRecord, to email: String, locale: SupportedLocale, logger: Logger) async throws {
+    func startEmailChange(of user: UserRecord, to email: String, locale: SupportedLocale, origin: AuditOrigin) async throws {
         // Every request mails an address of the caller's choosing and brings five fresh tries: both are bounded by the
         // account's hourly email budget, whichever endpoint (`/users/me`, SCIM `/Me`, `/users/me/email`) asked.
         if let wait = try await admitCodeEmail(CodeBudget.emailChange(userId: user.id)) {
@@ -76,7 +76,9 @@ extension Accounts {
                 subject: MessageCatalog.text("email.verify.subject", locale: locale, default: "Confirm your email address"),
                 body: MessageCatalog.text("email.verify.body", locale: locale, arguments: arguments, default: code), code: code, createdAt: now))
         try await notifyAccountChange(user, "email_change", locale: locale)
-        logger.info("email change requested; code sent to the new address", metadata: ["user": .string(user.id)])
+        origin.logger.info("email change requested; code sent to the new address", metadata: ["user": .string(user.id)])
+        // The address is personal data, not a secret; the trail names only the account (the row says who asked).
+        await audit.record(.emailChangeRequested, subject: user.id, origin: origin)
     }
 
     /// Applies the pending email change when `code` is the one sent to the new address: the address becomes the
@@ -148,11 +150,11 @@ enum EmailChangeFailure: Error {
 extension Accounts {
     /// What follows a user's own profile change, whatever the dialect: the new email gets its code, and the account's
     /// address hears of a new username.
-    func afterSelfUpdate(_ update: ProfileUpdate, before user: UserRecord, locale: SupportedLocale, logger: Logger) async throws {
+    func afterSelfUpdate(_ update: ProfileUpdate, before user: UserRecord, locale: SupportedLocale, origin: AuditOrigin) async throws {
         if update.user.username != user.username {
             try await notifyAccountChange(user, "username_change", arguments: ["username": update.user.username], locale: locale)
         }
-        if let email = update.pendingEmail { try await startEmailChange(of: update.user, to: email, locale: locale, logger: logger) }
+        if let email = update.pendingEmail { try await startEmailChange(of: update.user, to: email, locale: locale, origin: origin) }
     }
 
     /// Whether an SSO session is strong enough to sign `user` in to `clientId` silently: it must be multi-factor when

@@ -18,6 +18,8 @@ struct Accounts: Sendable {
     let sealer: SecretSealer
     let outbox: any Outbox
     let metrics: ServerMetrics
+    /// Sign-in failures and lockouts of password checks, email changes (`AuditTrail`).
+    let audit: AuditTrail
 
     var userSchema: UserSchema { configuration.userSchema }
 

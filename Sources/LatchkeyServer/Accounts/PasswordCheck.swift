@@ -33,13 +33,25 @@ extension Accounts {
     /// password would let anyone keep guessing a locked account's password. `revealLock` is for callers that
     /// already know the account is the caller's (the self-service password change).
     ///
-    /// `signIn` names the sign-in this check is part of, for the `latchkey_sign_ins_total` metric (nil: not a
-    /// sign-in, such as the self-service password change).
+    /// `signIn` names the sign-in this check is part of, for the `latchkey_sign_ins_total` metric and the audit trail
+    /// (nil: not a sign-in, such as the self-service password change); `client` the application signed in to. A
+    /// refused sign-in is audited here (`signin.failed` with its reason); a success when its session opens
+    /// (`SignInSessions`), since a second factor may still follow.
     func checkPassword(
         username: String, password: String, address: String, revealLock: Bool = false,
-        signIn method: ServerMetrics.SignInMethod?, logger: Logger
+        signIn method: ServerMetrics.SignInMethod?, client: String? = nil, logger: Logger
     ) async throws -> PasswordCheck {
-        let outcome = try await judgePassword(username: username, password: password, address: address, revealLock: revealLock, logger: logger)
+        let origin = AuditOrigin(client: client, address: address, logger: logger)
+        let (outcome, locked) = try await judgePassword(
+            username: username, password: password, address: address, revealLock: revealLock, origin: origin)
+        // A locked account answers like a wrong password, but the trail says it was locked.
+        if method != nil, let reason = locked ? "locked" : outcome.auditReason {
+            // The subject only when the account exists: an unknown name is not recorded (it may be a password typed
+            // into the name field).
+            let subject = try await store.user(username: username)?.id
+            await audit.record(
+                .signInFailed, .failure, subject: subject, details: ["method": "password", "reason": reason], origin: origin)
+        }
         if let method {
             switch outcome {
             // A flow's success is its completion (counted there): a password step may be followed by a second factor.
@@ -52,7 +64,11 @@ extension Accounts {
         return outcome
     }
 
-    private func judgePassword(username: String, password: String, address: String, revealLock: Bool, logger: Logger) async throws -> PasswordCheck {
+    /// The outcome, and whether the account was locked (also when the outcome hides it as `.rejected`).
+    private func judgePassword(username: String, password: String, address: String, revealLock: Bool, origin: AuditOrigin) async throws
+        -> (PasswordCheck, locked: Bool)
+    {
+        let logger = origin.logger
         let now = clock.now
         let policy = configuration.loginPolicy
         let limits = LoginLimits(
@@ -60,14 +76,14 @@ extension Accounts {
             lockFor: TimeInterval(policy.lockoutSeconds))
         let addressKey = ClientAddress.throttleKey(address)
         let fallbackUntil = now.addingTimeInterval(limits.lockFor)
-        if let wait = try await throttle.reserve(address: address, now: now) { return .throttled(seconds: wait) }
+        if let wait = try await throttle.reserve(address: address, now: now) { return (.throttled(seconds: wait), false) }
         let user = try await store.user(username: username)
         if let user,
             case .refused(let lockedUntil) = try await store.reserveLoginAttempt(userId: user.id, address: addressKey, now: now, limits: limits)
         {
             // Locked, or every allowed attempt is in flight: no real hash runs; the decoy keeps the time the same.
             _ = try await hasher.verify(password, hash: nil)
-            return revealLock ? .locked(until: lockedUntil ?? fallbackUntil) : .rejected
+            return (revealLock ? .locked(until: lockedUntil ?? fallbackUntil) : .rejected, true)
         }
         let matches: Bool
         do {
@@ -82,17 +98,18 @@ extension Accounts {
             if let user, let lockedUntil = try await store.settleLoginFailure(userId: user.id, address: addressKey, now: clock.now, limits: limits) {
                 logger.notice("account locked after repeated failures", metadata: ["user": .string(user.id)])
                 metrics.lockout()
-                if revealLock { return .locked(until: lockedUntil) }
+                await audit.record(.accountLocked, .failure, subject: user.id, details: ["reason": "repeated_failures"], origin: origin)
+                return (revealLock ? .locked(until: lockedUntil) : .rejected, true)
             }
-            return .rejected
+            return (.rejected, false)
         }
         // Re-checked after the hash: failures that settled meanwhile may have locked the account.
         guard try await store.settleLoginSuccess(userId: user.id, address: addressKey, now: clock.now) else {
-            return revealLock ? .locked(until: fallbackUntil) : .rejected
+            return (revealLock ? .locked(until: fallbackUntil) : .rejected, true)
         }
         try await throttle.release(address: address, at: now)
-        if user.disabled { return .disabled }
-        return .accepted(user)
+        if user.disabled { return (.disabled, false) }
+        return (.accepted(user), false)
     }
 
 }
@@ -107,6 +124,17 @@ extension Accounts {
 }
 
 extension PasswordCheck {
+    /// Why a sign-in was refused, as the audit trail names it; nil when the password was accepted.
+    var auditReason: String? {
+        switch self {
+        case .accepted: nil
+        case .throttled: "throttled"
+        case .locked: "locked"
+        case .rejected: "invalid_credentials"
+        case .disabled: "disabled"
+        }
+    }
+
     /// The caller's address is throttled (as opposed to the account being locked).
     var isThrottled: Bool { if case .throttled = self { true } else { false } }
 

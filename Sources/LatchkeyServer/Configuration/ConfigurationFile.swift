@@ -36,6 +36,8 @@ public struct ConfigurationFile: Codable, Sendable {
     public var clientAddressHeader: String?
     /// Seconds between deletions of expired rows (default 600; 0: never).
     public var pruneIntervalSeconds: Int?
+    /// Days audit events are kept (default 90).
+    public var auditRetentionDays: Int?
     /// `"recent_auth_seconds": 300`: how recent a sign-in must be to change the username, email or passkeys.
     public var recentAuthSeconds: Int?
     /// Development mode (emails recorded at `/dev/outbox`, no attestation); loopback issuers only.
@@ -119,7 +121,7 @@ public struct ConfigurationFile: Codable, Sendable {
         case loginPolicy = "login_policy", bcryptCost = "bcrypt_cost", webauthn, apple
         case keyEncryptionKeyFile = "key_encryption_key_file"
         case trustedProxies = "trusted_proxies", clientAddressHeader = "client_address_header"
-        case pruneIntervalSeconds = "prune_interval_seconds"
+        case pruneIntervalSeconds = "prune_interval_seconds", auditRetentionDays = "audit_retention_days"
         case recentAuthSeconds = "recent_auth_seconds"
         case development, smtp, httpIdleTimeoutSeconds = "http_idle_timeout_seconds", dpop, metrics
         case httpRequestTimeoutSeconds = "http_request_timeout_seconds"
@@ -179,6 +181,7 @@ public struct ConfigurationFile: Codable, Sendable {
         if let bcryptCost { base.bcryptCost = bcryptCost }
         if let keyEncryptionKeyFile { base.keyEncryptionKeyFile = keyEncryptionKeyFile }
         if let pruneIntervalSeconds { base.pruneIntervalSeconds = pruneIntervalSeconds }
+        if let auditRetentionDays { base.auditRetentionDays = auditRetentionDays }
         if trustedProxies != nil || clientAddressHeader != nil {
             guard let header = TrustedProxies.Header(rawValue: (clientAddressHeader ?? "x-forwarded-for").lowercased()) else {
                 throw ConfigurationError.invalid("client_address_header must be x-forwarded-for or forwarded")

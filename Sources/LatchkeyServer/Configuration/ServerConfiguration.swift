@@ -55,6 +55,8 @@ public struct ServerConfiguration: Sendable {
     /// How often expired rows (pending logins, flow executions, tokens, sessions, ceremonies, outbox) are deleted;
     /// 0 turns the periodic pruning off.
     public var pruneIntervalSeconds: Int = 600
+    /// How long audit events are kept (`audit_retention_days`), in days; older ones are deleted with the expired rows.
+    public var auditRetentionDays: Int = 90
     /// How recent the sign-in behind an access token (`auth_time`) must be, in seconds, for the token to change the
     /// account's identifiers (username, email) or its passkeys: a leaked token alone must not take the account over.
     public var recentAuthenticationSeconds: Int = 300
@@ -161,6 +163,9 @@ public struct ServerConfiguration: Sendable {
             throw ConfigurationError.invalid("bcrypt_cost must be at least \(Self.minimumProductionBcryptCost) outside development mode")
         }
         guard pruneIntervalSeconds >= 0 else { throw ConfigurationError.invalid("prune_interval_seconds must not be negative") }
+        guard (1...36_500).contains(auditRetentionDays) else {
+            throw ConfigurationError.invalid("audit_retention_days must be between 1 and 36500")
+        }
         // Checked here, not only when read from a file, so configurations built in code (embedding, tests) obey them too.
         for (name, value) in [
             ("max_code_failures_per_account", p.maxCodeFailuresPerAccount), ("code_window_seconds", p.codeWindowSeconds),

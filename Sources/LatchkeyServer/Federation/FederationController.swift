@@ -8,12 +8,13 @@ struct FederationController: Sendable {
     let federation: Federation
     let hostedLogin: HostedLoginController
     let store: any ClientStore
+    let audit: AuditTrail
 
     func addRoutes(to group: RouterGroup<LatchkeyRequestContext>) {
         group.get(":provider/callback") { request, context in
             try await self.callback(
                 providerId: try context.parameters.require("provider"), params: try Parameters.query(of: request), request: request,
-                logger: context.logger)
+                address: context.clientAddress, logger: context.logger)
         }
         // Sign in with Apple answers with a cross-site form POST, which carries no `SameSite=Lax` cookie: the browser is
         // sent on to the GET callback (a top-level navigation, which does carry it) with the same fields.
@@ -55,7 +56,7 @@ struct FederationController: Sendable {
         return try Responses.json(ProviderList(items: items))
     }
 
-    private func callback(providerId: String, params: Parameters, request: Request, logger: Logger) async throws -> Response {
+    private func callback(providerId: String, params: Parameters, request: Request, address: String, logger: Logger) async throws -> Response {
         var single: [String: String] = [:]
         for (name, values) in params.values {
             // A parameter sent twice is a request nobody's provider makes: nothing in it is trusted.
@@ -69,6 +70,14 @@ struct FederationController: Sendable {
         } catch let failure as Federation.PendingFailure {
             logger.notice(
                 "federated sign-in failed", metadata: ["provider": .string(Federation.printable(providerId)), "reason": .string(failure.failure.description)])
+            // A link's target is the signed-in account; a sign-in has no account yet.
+            await audit.record(
+                failure.pending.purpose == .link ? .federatedIdentityLinked : .signInFailed, .failure,
+                subject: failure.pending.purpose == .link ? failure.pending.target : nil,
+                details: [
+                    "method": "federated", "provider": providerId,
+                    "reason": AuditTrail.reason(of: failure.failure, fallback: failure.failure.messageKey)
+                ], origin: AuditOrigin(client: failure.pending.clientId, address: address, logger: logger))
             switch failure.pending.purpose {
             case .hostedLogin:
                 return try await hostedLogin.federationFailed(
@@ -92,7 +101,8 @@ struct FederationController: Sendable {
         }
         switch pending.purpose {
         case .hostedLogin:
-            return try await hostedLogin.continueFederated(requestId: pending.target, identity: identity, request: request, logger: logger)
+            return try await hostedLogin.continueFederated(
+                requestId: pending.target, identity: identity, request: request, address: address, logger: logger)
         case .flow, .link:
             let state = single["state"] ?? ""
             let code = try await federation.handOff(identity, pending: pending, state: state)

@@ -36,9 +36,11 @@ struct FlowAssertionClaims: OwnTokenClaims, Codable, Sendable {
 
 extension OwnTokens {
     /// Opens the sign-in session and signs the assertion for it.
-    func mintFlowAssertion(user: UserRecord, applicationId: String, flowType: FlowType, amr: [String], authTime: Date) async throws -> String {
+    func mintFlowAssertion(
+        user: UserRecord, applicationId: String, flowType: FlowType, amr: [String], authTime: Date, origin: AuditOrigin
+    ) async throws -> String {
         let now = clock.now
-        let session = try await sessions.open(userId: user.id, authTime: authTime, amr: amr)  // openSession normalizes
+        let session = try await sessions.open(userId: user.id, authTime: authTime, amr: amr, origin: origin)  // openSession normalizes
         let iat = Int(now.timeIntervalSince1970)
         let claims = FlowAssertionClaims(
             iss: issuer, sub: user.id, aud: applicationId, iat: iat, exp: iat + lifetimes.flowAssertion,

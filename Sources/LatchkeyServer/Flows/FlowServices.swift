@@ -12,6 +12,7 @@ struct FlowServices: Sendable {
     let kit: TokenKit
     let federation: Federation
     let federatedAccounts: FederatedAccounts
+    let audit: AuditTrail
 
     var configuration: ServerConfiguration { accounts.configuration }
     var userSchema: UserSchema { accounts.userSchema }

@@ -81,3 +81,8 @@ struct FlowRun {
         return state.inputs[identifier]
     }
 }
+
+extension FlowRun {
+    /// The flow's application, the caller's address and the request's logger, for the audit trail.
+    var auditOrigin: AuditOrigin { AuditOrigin(client: client.clientId, address: clientAddress, logger: logger) }
+}

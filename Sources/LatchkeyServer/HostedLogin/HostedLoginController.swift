@@ -25,6 +25,7 @@ struct HostedLoginController: Sendable {
     let responses: AuthorizationResponses
     let federation: Federation
     let federatedAccounts: FederatedAccounts
+    let audit: AuditTrail
 
     func addRoutes(to pages: RouterGroup<LatchkeyRequestContext>) {
         pages.get("/login") { request, _ in try await self.showLogin(request) }
@@ -80,7 +81,8 @@ struct HostedLoginController: Sendable {
             // The first factor was already accepted for this login request: only the code is taken now (sending the
             // password again neither skips nor restarts the second step).
             return try await submitSecondFactor(
-                factor, pending: pending, params: params, request: request, client: client, locale: locale, logger: logger)
+                factor, pending: pending, params: params, request: request, client: client, locale: locale, address: context.clientAddress,
+                logger: logger)
         }
         let username = (try params.single("username") ?? "").trimmingCharacters(in: .whitespaces)
         let password = try params.single("password") ?? ""
@@ -106,7 +108,8 @@ struct HostedLoginController: Sendable {
         } else {
             guard !username.isEmpty, !password.isEmpty else { return fail(LocalizedMessage("login.missing_fields"), .badRequest, logger: logger) }
             let outcome = try await accounts.checkPassword(
-                username: username, password: password, address: context.clientAddress, signIn: .password, logger: logger)
+                username: username, password: password, address: context.clientAddress, signIn: .password,
+                client: pending.request.clientId, logger: logger)
             guard case .accepted(let accepted) = outcome else {
                 let status: HTTPResponse.Status =
                     switch outcome {
@@ -122,7 +125,8 @@ struct HostedLoginController: Sendable {
         }
 
         return try await afterFirstFactor(
-            pending, requestId: id, user: user, amr: amr, authTime: authTime, client: client, locale: locale, logger: logger
+            pending, requestId: id, user: user, amr: amr, authTime: authTime, client: client, locale: locale,
+            origin: AuditOrigin(client: pending.request.clientId, address: context.clientAddress, logger: logger)
         ) { fail($0, $1, logger: logger) }
     }
 
@@ -130,11 +134,12 @@ struct HostedLoginController: Sendable {
     /// else the account's second factor when it has one, else done unless the application requires one.
     private func afterFirstFactor(
         _ pending: LoginRequestRecord, requestId: String, user: UserRecord, amr: [String], authTime: Date,
-        client: ClientConfiguration?, locale: SupportedLocale, logger: Logger,
+        client: ClientConfiguration?, locale: SupportedLocale, origin: AuditOrigin,
         fail: (LocalizedMessage, HTTPResponse.Status) -> Response
     ) async throws -> Response {
+        let logger = origin.logger
         if AuthenticationMethods.isMultiFactor(amr) {
-            return try await completeLogin(pending, requestId: requestId, user: user, amr: amr, authTime: authTime)
+            return try await completeLogin(pending, requestId: requestId, user: user, amr: amr, authTime: authTime, origin: origin)
         }
         if let kind = try await accounts.enrolledSecondFactor(of: user) {
             return try await beginSecondFactor(
@@ -148,7 +153,7 @@ struct HostedLoginController: Sendable {
                 metadata: ["client": .string(pending.request.clientId)])
             return fail(LocalizedMessage("login.mfa_not_enrolled"), .forbidden)
         }
-        return try await completeLogin(pending, requestId: requestId, user: user, amr: amr, authTime: authTime)
+        return try await completeLogin(pending, requestId: requestId, user: user, amr: amr, authTime: authTime, origin: origin)
     }
 
     // MARK: Federation
@@ -174,7 +179,7 @@ struct HostedLoginController: Sendable {
 
     /// The provider vouched for `identity`: the account it signs in to, then the rest of the sign-in as after a password.
     func continueFederated(
-        requestId: String, identity: UpstreamIdentity, request: Request, logger: Logger
+        requestId: String, identity: UpstreamIdentity, request: Request, address: String, logger: Logger
     ) async throws -> Response {
         guard let pending = try await store.loginRequest(id: requestId, now: clock.now),
             let client = try await store.client(id: pending.request.clientId)?.configuration,
@@ -187,12 +192,18 @@ struct HostedLoginController: Sendable {
         do {
             user = try await federatedAccounts.signIn(identity, provider: provider, client: client, logger: logger)
         } catch let failure as FederationFailure {
+            await audit.record(
+                .signInFailed, .failure, subject: nil,
+                details: [
+                    "method": "federated", "provider": identity.provider,
+                    "reason": AuditTrail.reason(of: failure, fallback: failure.messageKey)
+                ], origin: AuditOrigin(client: client.clientId, address: address, logger: logger))
             return try await federationFailed(
                 requestId: requestId, providerId: identity.provider, failure: failure, request: request, logger: logger)
         }
         return try await afterFirstFactor(
             pending, requestId: requestId, user: user, amr: identity.amr, authTime: clock.now, client: client, locale: locale,
-            logger: logger
+            origin: AuditOrigin(client: client.clientId, address: address, logger: logger)
         ) { message, status in
             loginPage(
                 requestId: requestId, client: client, clientId: client.clientId, username: nil, error: message.text(locale), status: status,
@@ -265,9 +276,10 @@ struct HostedLoginController: Sendable {
 
     private func submitSecondFactor(
         _ factor: LoginSecondFactorRecord, pending: LoginRequestRecord, params: Parameters, request: Request,
-        client: ClientConfiguration?, locale: SupportedLocale, logger: Logger
+        client: ClientConfiguration?, locale: SupportedLocale, address: String, logger: Logger
     ) async throws -> Response {
         let id = factor.requestId
+        let origin = AuditOrigin(client: pending.request.clientId, address: address, logger: logger)
         guard isBound(factor, to: request) else {
             logger.notice("second factor rejected: not the browser that passed the first factor")
             return CookiePolicy.csrfPage(locale)
@@ -319,6 +331,8 @@ struct HostedLoginController: Sendable {
         case .email: matched = !factor.codeDigest.isEmpty && Secrets.constantTimeEquals(accounts.codeDigest(submitted), factor.codeDigest)
         }
         guard matched else {
+            await audit.record(
+                .signInFailed, .failure, subject: user.id, details: ["method": kind.rawValue, "reason": "invalid_code"], origin: origin)
             if try await store.failLoginSecondFactor(requestId: id, maxAttempts: SecondFactor.maxAttempts) {
                 return page(error: "flows.executor.errors.invalid_otp", .unauthorized, logger: logger)
             }
@@ -338,7 +352,7 @@ struct HostedLoginController: Sendable {
         try await accounts.codeAccepted(budget)
         return try await completeLogin(
             pending, requestId: id, user: user, amr: AuthenticationMethods.withSecondFactor(factor.amr),
-            authTime: factor.authTime)
+            authTime: factor.authTime, origin: origin)
     }
 
     // MARK: Completion
@@ -346,9 +360,9 @@ struct HostedLoginController: Sendable {
     /// Opens the SSO session (rotating its secret: no fixation), ends the login request and sends the code.
     private func completeLogin(
         _ pending: LoginRequestRecord, requestId: String, user: UserRecord, amr: [String],
-        authTime: Date
+        authTime: Date, origin: AuditOrigin
     ) async throws -> Response {
-        let (session, secret) = try await sessions.openForBrowser(userId: user.id, authTime: authTime, amr: amr)
+        let (session, secret) = try await sessions.openForBrowser(userId: user.id, authTime: authTime, amr: amr, origin: origin)
         try await store.deleteLoginRequest(id: requestId)
         var headers = HTTPFields()
         headers[values: .setCookie] = [

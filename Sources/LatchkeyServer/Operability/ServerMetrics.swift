@@ -83,6 +83,10 @@ public final class ServerMetrics: Sendable {
         _ = storeErrorCounter("unavailable")
         _ = storeErrorCounter("invalid_input")
         for reason in ConnectionClose.allCases { _ = connectionCloseCounter(reason) }
+        for type in AuditEvent.Kind.allCases {
+            _ = auditCounter(type, "stored")
+            _ = auditCounter(type, "failed")
+        }
     }
 
     // MARK: Recording
@@ -126,6 +130,9 @@ public final class ServerMetrics: Sendable {
 
     /// The server closed a connection for `reason` (see `ConnectionClose`).
     func connectionClosed(_ reason: ConnectionClose) { connectionCloseCounter(reason).increment() }
+
+    /// An audit event was written to the store (`stored`), or its write failed (`failed`; the log line has it).
+    func auditWrite(_ type: AuditEvent.Kind, succeeded: Bool) { auditCounter(type, succeeded ? "stored" : "failed").increment() }
 
     // MARK: Exposition
 
@@ -187,5 +194,11 @@ public final class ServerMetrics: Sendable {
                 "http_connections_closed", "total",
                 "Connections the server closed: header_too_large, request_timeout, response_not_read, body_too_large"),
             labels: [("reason", reason.rawValue)])
+    }
+
+    private func auditCounter(_ type: AuditEvent.Kind, _ result: String) -> Counter {
+        registry.makeCounter(
+            descriptor: Self.name("audit_events", "total", "Audit events by type, stored or not (a failed write is logged)"),
+            labels: [("type", type.rawValue), ("result", result)])
     }
 }

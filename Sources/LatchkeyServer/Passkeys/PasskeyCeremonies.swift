@@ -20,6 +20,8 @@ struct Passkeys: Sendable {
     let store: any UserStore & PasskeyStore & ClientStore
     let clock: ServerClock
     let metrics: ServerMetrics
+    /// Passkeys added and removed, failed passkey sign-ins.
+    let audit: AuditTrail
 
     private var issuer: String { issuerInForce() }
 
@@ -204,13 +206,15 @@ struct Passkeys: Sendable {
 
     @discardableResult
     func finishPasskeyRegistration(
-        user: UserRecord, response: PasskeyRegistrationResponse, friendlyName: String? = nil, logger: Logger
+        user: UserRecord, response: PasskeyRegistrationResponse, friendlyName: String? = nil, origin: AuditOrigin
     ) async throws -> PasskeyRecord {
+        let logger = origin.logger
         let (ceremony, verified) = try await verifyPasskeyCreation(response, expecting: .registration, logger: logger)
         guard ceremony.userId == user.id else { throw PasskeyFailure.wrongCeremony }
         let record = passkeyRecord(verified, userId: user.id, name: friendlyName ?? ceremony.friendlyName, now: clock.now)
         do { try await store.insertPasskey(record) } catch StoreError.conflict { throw PasskeyFailure.alreadyRegistered }
         logger.info("passkey added", metadata: ["user": .string(user.id)])
+        await audit.record(.passkeyAdded, subject: user.id, details: ["credential": record.id], origin: origin)
         return record
     }
 
@@ -272,15 +276,19 @@ struct Passkeys: Sendable {
     /// Verifies an assertion and returns the signed-in user and the application the ceremony was started for.
     /// `amr` is the sign-in's RFC 8176 methods (`AuthenticationMethods.passkey`): multi-factor only when the
     /// authenticator verified the user.
-    func finishPasskeyAuthentication(_ response: PasskeyAssertionResponse, logger: Logger) async throws
+    /// A failure is audited here (`signin.failed`, method `passkey`); the success when the sign-in's session opens.
+    func finishPasskeyAuthentication(_ response: PasskeyAssertionResponse, origin: AuditOrigin) async throws
         -> (user: UserRecord, clientId: String, passkey: PasskeyRecord, amr: [String])
     {
         do {
-            let result = try await verifyPasskeyAuthentication(response, logger: logger)
+            let result = try await verifyPasskeyAuthentication(response, logger: origin.logger)
             metrics.signIn(.passkey, .success)
             return result
         } catch let failure as PasskeyFailure {
             metrics.signIn(.passkey, .failure)
+            await audit.record(
+                .signInFailed, .failure, subject: nil,
+                details: ["method": "passkey", "reason": failure.auditReason], origin: origin)
             throw failure
         }
     }
@@ -353,9 +361,10 @@ struct Passkeys: Sendable {
         return updated
     }
 
-    func deletePasskey(id: String, of user: UserRecord, logger: Logger) async throws {
+    func deletePasskey(id: String, of user: UserRecord, origin: AuditOrigin) async throws {
         guard try await store.deletePasskey(id: id, userId: user.id) else { throw PasskeyFailure.notFound }
-        logger.info("passkey deleted", metadata: ["user": .string(user.id)])
+        origin.logger.info("passkey deleted", metadata: ["user": .string(user.id)])
+        await audit.record(.passkeyRemoved, subject: user.id, details: ["credential": id], origin: origin)
     }
 }
 

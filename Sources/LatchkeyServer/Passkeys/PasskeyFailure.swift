@@ -112,3 +112,25 @@ enum PasskeyFailure: Error, Equatable, CustomStringConvertible {
         }
     }
 }
+
+extension PasskeyFailure {
+    /// The case's name, for the audit trail (no value a client sent).
+    var auditReason: String {
+        switch self {
+        case .originNotAllowed: "origin_not_allowed"
+        case .challengeUnknownOrExpired: "challenge_unknown_or_expired"
+        case .wrongCeremony: "wrong_ceremony"
+        case .unknownCredential: "unknown_credential"
+        case .userHandleMismatch: "user_handle_mismatch"
+        case .verification: "verification_failed"
+        case .alreadyRegistered: "already_registered"
+        case .noPasskeys: "no_passkeys"
+        case .notFound: "not_found"
+        case .accountDisabled: "account_disabled"
+        case .identifierRequired: "identifier_required"
+        case .identifierTaken: "identifier_taken"
+        case .invalidProfile: "invalid_profile"
+        case .malformed: "malformed"
+        }
+    }
+}

@@ -27,9 +27,13 @@ struct ReachFivePasskeyController: Sendable {
             try await admission.admitChallenge(address: context.clientAddress)
             return try await self.passkeyAuthenticationOptions(request)
         }
-        webauthn.post("authentication") { request, context in try await self.passkeyAuthentication(request, logger: context.logger) }
+        webauthn.post("authentication") { request, context in
+            try await self.passkeyAuthentication(request, address: context.clientAddress, logger: context.logger)
+        }
         signedIn.post("registration-options") { request, context in try await self.passkeyRegistrationOptions(request, context.caller) }
-        signedIn.post("registration") { request, context in try await self.passkeyRegistration(request, context.caller, logger: context.logger) }
+        signedIn.post("registration") { request, context in
+            try await self.passkeyRegistration(request, context.caller, address: context.clientAddress, logger: context.logger)
+        }
         signedIn.get("registration") { _, context in try await self.listPasskeys(context.caller) }
         signedIn.patch("registration/:id") { request, context in try await self.renamePasskey(request, context: context) }
         signedIn.delete("registration/:id") { _, context in try await self.deletePasskey(context: context, logger: context.logger) }
@@ -128,10 +132,13 @@ struct ReachFivePasskeyController: Sendable {
         return try snakeJSON(AuthenticationOptionsBody(publicKey: options))
     }
 
-    private func passkeyAuthentication(_ request: Request, logger: Logger) async throws -> Response {
+    private func passkeyAuthentication(_ request: Request, address: String, logger: Logger) async throws -> Response {
         let body = try await ReachFiveBody.read(request)
         let assertion = try ReachFiveCredential(body.fields).assertion
-        let result = try await passkeyStep { try await passkeys.finishPasskeyAuthentication(assertion, logger: logger) }
+        let result = try await passkeyStep {
+            try await passkeys.finishPasskeyAuthentication(
+                assertion, origin: AuditOrigin(client: body.string("client_id").map { String($0.prefix(128)) }, address: address, logger: logger))
+        }
         return try Responses.json(
             TicketBody(tkn: try await ownTokens.mintLoginTicket(user: result.user, clientId: result.clientId, amr: result.amr)),
             noStore: true)
@@ -158,13 +165,15 @@ struct ReachFivePasskeyController: Sendable {
         return try snakeJSON(RegistrationOptionsBody(friendlyName: friendlyName ?? user.username, options: .init(publicKey: options)))
     }
 
-    private func passkeyRegistration(_ request: Request, _ caller: ResourceCaller, logger: Logger) async throws -> Response {
+    private func passkeyRegistration(_ request: Request, _ caller: ResourceCaller, address: String, logger: Logger) async throws -> Response {
         let (user, _) = try await signedInUser(caller, recently: true)
         let body = try await ReachFiveBody.read(request)
         let credential = body.object("public_key_credential") ?? body.fields
         let response = try ReachFiveCredential(credential).registration
         let added = try await passkeyStep {
-            try await passkeys.finishPasskeyRegistration(user: user, response: response, friendlyName: body.string("friendly_name"), logger: logger)
+            try await passkeys.finishPasskeyRegistration(
+                user: user, response: response, friendlyName: body.string("friendly_name"),
+                origin: AuditOrigin(client: caller.claims.clientId, address: address, logger: logger))
         }
         try await accounts.notifyAccountChange(user, "passkey_added", arguments: ["name": added.friendlyName], locale: request.locale())
         return Responses.empty(status: .noContent)
@@ -186,7 +195,10 @@ struct ReachFivePasskeyController: Sendable {
     private func deletePasskey(context: ResourceRequestContext, logger: Logger) async throws -> Response {
         let (user, _) = try await signedInUser(context.caller, recently: true)
         let id = try context.parameters.require("id")
-        try await passkeyStep { try await passkeys.deletePasskey(id: id, of: user, logger: logger) }
+        try await passkeyStep {
+            try await passkeys.deletePasskey(
+                id: id, of: user, origin: AuditOrigin(client: context.caller.claims.clientId, address: context.clientAddress, logger: logger))
+        }
         return Responses.empty(status: .noContent)
     }
 }

@@ -36,7 +36,7 @@ struct ReachFivePasswordController: Sendable {
         // emails shared a namespace) names no account: the check runs against the decoy.
         let username = try await accounts.account(identifier: identifier)?.username ?? ""
         let outcome = try await accounts.checkPassword(
-            username: username, password: password, address: context.clientAddress, signIn: .password, logger: logger)
+            username: username, password: password, address: context.clientAddress, signIn: .password, client: client.clientId, logger: logger)
         guard case .accepted(let user) = outcome else {
             // The same key, arguments and wording as the hosted page and the flows (`PasswordCheck.userMessage`).
             let message = outcome.userMessage(now: clock.now) ?? LocalizedMessage("login.invalid_credentials")

@@ -53,7 +53,9 @@ struct StepUpController: Sendable {
             try await admission.admitChallenge(address: context.clientAddress)
             return try await self.stepUpStart(request, context: context)
         }
-        identity.post("passwordless/verify") { request, _ in try await self.stepUpVerify(request) }
+        identity.post("passwordless/verify") { request, context in
+            try await self.stepUpVerify(request, address: context.clientAddress, logger: context.logger)
+        }
     }
 
     private func mfaStepUp(_ request: Request, logger: Logger) async throws -> Response {
@@ -151,7 +153,7 @@ struct StepUpController: Sendable {
         return try Responses.json(Body(challengeId: id), noStore: true)
     }
 
-    private func stepUpVerify(_ request: Request) async throws -> Response {
+    private func stepUpVerify(_ request: Request, address: String, logger: Logger) async throws -> Response {
         struct Body: Encodable { var code: String }
         let body = try await ReachFiveBody.read(request)
         let id = try body.required("challenge_id")
@@ -193,7 +195,8 @@ struct StepUpController: Sendable {
         do { try await ownTokens.consumeOwnToken(claims) } catch { throw completed }
         let session = try await sessions.open(
             userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)),
-            amr: AuthenticationMethods.withSecondFactor(claims.amr))
+            amr: AuthenticationMethods.withSecondFactor(claims.amr),
+            origin: AuditOrigin(client: claims.aud, address: address, logger: logger))
         let authRequest = AuthorizationRequest(
             clientId: claims.aud, redirectUri: claims.redirectUri, scope: claims.scope, state: nil, nonce: nil,
             codeChallenge: claims.codeChallenge, loginHint: nil, uiLocales: nil, maxAge: nil, prompt: [])

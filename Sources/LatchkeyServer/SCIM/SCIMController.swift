@@ -12,6 +12,7 @@ struct SCIMController: Sendable {
     let issuerInForce: @Sendable () -> String
     let store: any UserStore
     let accounts: Accounts
+    let audit: AuditTrail
 
     var issuer: String { issuerInForce() }
     private var userSchema: UserSchema { accounts.userSchema }
@@ -20,8 +21,11 @@ struct SCIMController: Sendable {
     /// the caller; the discovery resources on a public group (`addDiscoveryRoutes`).
     func addRoutes(to group: RouterGroup<ResourceRequestContext>) {
         group.get("Me") { request, context in try await self.scimRead(request, context.caller, target: .me) }
-        group.put("Me") { request, context in try await self.scimWrite(request, context.caller, target: .me, replace: true, logger: context.logger) }
-        group.patch("Me") { request, context in try await self.scimWrite(request, context.caller, target: .me, replace: false, logger: context.logger)
+        group.put("Me") { request, context in
+            try await self.scimWrite(request, context.caller, target: .me, replace: true, origin: context.auditOrigin)
+        }
+        group.patch("Me") { request, context in
+            try await self.scimWrite(request, context.caller, target: .me, replace: false, origin: context.auditOrigin)
         }
         group.get("Users") { request, context in try await self.scimList(request, context.caller) }
         group.get("Users/:id") { request, context in
@@ -29,11 +33,11 @@ struct SCIMController: Sendable {
         }
         group.put("Users/:id") { request, context in
             try await self.scimWrite(
-                request, context.caller, target: .user(try context.parameters.require("id")), replace: true, logger: context.logger)
+                request, context.caller, target: .user(try context.parameters.require("id")), replace: true, origin: context.auditOrigin)
         }
         group.patch("Users/:id") { request, context in
             try await self.scimWrite(
-                request, context.caller, target: .user(try context.parameters.require("id")), replace: false, logger: context.logger)
+                request, context.caller, target: .user(try context.parameters.require("id")), replace: false, origin: context.auditOrigin)
         }
     }
 
@@ -71,7 +75,10 @@ struct SCIMController: Sendable {
         return try scimUserResponse(user)
     }
 
-    private func scimWrite(_ request: Request, _ caller: ResourceCaller, target: SCIMTarget, replace: Bool, logger: Logger) async throws -> Response {
+    private func scimWrite(_ request: Request, _ caller: ResourceCaller, target: SCIMTarget, replace: Bool, origin: AuditOrigin) async throws
+        -> Response
+    {
+        let logger = origin.logger
         let (_, user) = try await scimResource(caller, target: target)
         if let condition = request.headers[.ifMatch], !Self.entityTag(SCIMUser.version(of: user), matches: condition) {
             throw SCIMError(status: .preconditionFailed, detail: "the resource has changed since that version; read it again")
@@ -99,7 +106,12 @@ struct SCIMController: Sendable {
                     "user": .string(update.user.id), "by": .string(caller.claims.sub),
                     "attributes": .string((changes.keys.sorted() + (disabled == nil ? [] : ["active"])).joined(separator: ","))
                 ])
-            try await accounts.afterSelfUpdate(update, before: user, locale: request.locale(), logger: logger)
+            // Who changed which account, and which attributes (names only); a user's own change through `/Me` too.
+            let attributes = (changes.keys.sorted() + (disabled == nil ? [] : ["active"])).joined(separator: ",")
+            await audit.record(
+                .userUpdated, subject: update.user.id, actor: caller.auditActor,
+                details: ["attributes": attributes, "via": "scim", "administrator": isMe ? "false" : String(caller.isAdmin)], origin: origin)
+            try await accounts.afterSelfUpdate(update, before: user, locale: request.locale(), origin: origin)
             return try scimUserResponse(update.user)
         case .failure(.stale):
             // Another write came between this request's read and its write: with If-Match that is the version the

@@ -54,9 +54,11 @@ struct Admission: Sendable {
 /// Deletes expired rows: on demand (`IdentityServer.pruneExpired`) and, driven by the requests that add rows, at most
 /// once per `prune_interval_seconds`.
 struct Pruner: Sendable {
-    let store: any MaintenanceStore
+    let store: any MaintenanceStore & AuditStore
     let clock: ServerClock
     let intervalSeconds: Int
+    /// Audit events older than this many days are deleted with the expired rows (`audit_retention_days`).
+    let auditRetentionDays: Int
     /// When expired rows were last deleted.
     let schedule: OncePerInterval
     /// The server's logger: pruning runs in the background, for no request.
@@ -64,11 +66,13 @@ struct Pruner: Sendable {
 
     /// Deletes expired rows now: pending logins, flow executions, authorization codes, access tokens, refresh tokens
     /// (expired, or of a revoked family), sessions (expired or ended), consumed token ids, passkey and step-up
-    /// ceremonies, and outbox messages older than a day. Returns the number of rows deleted.
+    /// ceremonies, outbox messages older than a day, and audit events past their retention. Returns the number of rows
+    /// deleted.
     @discardableResult
     func pruneExpired() async throws -> Int {
         let now = clock.now
-        let deleted = try await store.pruneExpired(now: now, outboxBefore: now.addingTimeInterval(-24 * 3600))
+        var deleted = try await store.pruneExpired(now: now, outboxBefore: now.addingTimeInterval(-24 * 3600))
+        deleted += try await store.pruneAuditEvents(before: now.addingTimeInterval(-TimeInterval(auditRetentionDays) * 86400))
         if deleted > 0 { logger.info("pruned expired rows", metadata: ["rows": .stringConvertible(deleted)]) }
         return deleted
     }

@@ -14,6 +14,7 @@ struct LinkedIdentitiesController: Sendable {
     let accounts: Accounts
     let federation: Federation
     let federatedAccounts: FederatedAccounts
+    let audit: AuditTrail
 
     func addRoutes(to group: RouterGroup<ResourceRequestContext>) {
         group.get("identities") { _, context in
@@ -26,12 +27,12 @@ struct LinkedIdentitiesController: Sendable {
         group.post("identities/:provider/complete") { request, context in
             try await self.complete(
                 try context.parameters.require("provider"), request, try SelfServiceController.user(context.caller), caller: context.caller,
-                logger: context.logger)
+                origin: context.auditOrigin)
         }
         group.delete("identities/:provider") { _, context in
             try await self.unlink(
                 try context.parameters.require("provider"), try SelfServiceController.user(context.caller), caller: context.caller,
-                logger: context.logger)
+                origin: context.auditOrigin)
         }
     }
 
@@ -107,9 +108,10 @@ struct LinkedIdentitiesController: Sendable {
     }
 
     /// Links the identity the provider vouched for, collected with the code that came to the app's redirect URI.
-    private func complete(_ providerId: String, _ request: Request, _ user: UserRecord, caller: ResourceCaller, logger: Logger) async throws
+    private func complete(_ providerId: String, _ request: Request, _ user: UserRecord, caller: ResourceCaller, origin: AuditOrigin) async throws
         -> Response
     {
+        let logger = origin.logger
         try accounts.requireRecentAuthentication(caller.claims)
         let body = try await Self.decode(CompleteBody.self, request)
         do {
@@ -117,18 +119,25 @@ struct LinkedIdentitiesController: Sendable {
             guard identity.provider == providerId else { throw FederationFailure.unknownResult }
             try await federatedAccounts.link(identity, to: user.id)
             logger.info("federated identity linked by its account", metadata: ["user": .string(user.id), "provider": .string(providerId)])
+            await audit.record(.federatedIdentityLinked, subject: user.id, details: ["provider": providerId], origin: origin)
             let name = federation.providers.first { $0.id == providerId }?.name ?? providerId
             return try Responses.json(LinkedBody(provider: providerId, name: name), noStore: true)
         } catch let failure as FederationFailure {
+            await audit.record(
+                .federatedIdentityLinked, .failure, subject: user.id,
+                details: ["provider": String(providerId.prefix(64)), "reason": AuditTrail.reason(of: failure, fallback: failure.messageKey)],
+                origin: origin)
             throw Self.failure(failure)
         }
     }
 
-    private func unlink(_ providerId: String, _ user: UserRecord, caller: ResourceCaller, logger: Logger) async throws -> Response {
+    private func unlink(_ providerId: String, _ user: UserRecord, caller: ResourceCaller, origin: AuditOrigin) async throws -> Response {
+        let logger = origin.logger
         try accounts.requireRecentAuthentication(caller.claims)
         switch try await federatedAccounts.unlink(provider: providerId, userId: user.id) {
         case .unlinked:
             logger.info("federated identity unlinked", metadata: ["user": .string(user.id), "provider": .string(providerId)])
+            await audit.record(.federatedIdentityUnlinked, subject: user.id, details: ["provider": providerId], origin: origin)
             return Responses.empty(status: .noContent)
         case .notLinked:
             throw APIError(

@@ -14,6 +14,7 @@ struct SelfServiceController: Sendable {
     let clock: ServerClock
     let accounts: Accounts
     let admission: Admission
+    let audit: AuditTrail
 
     private var userSchema: UserSchema { accounts.userSchema }
 
@@ -24,7 +25,7 @@ struct SelfServiceController: Sendable {
             try await self.selfUserResponse(try Self.user(context.caller))
         }
         group.put { request, context in
-            try await self.replaceSelfAttributes(request, try Self.user(context.caller), caller: context.caller, logger: context.logger)
+            try await self.replaceSelfAttributes(request, try Self.user(context.caller), caller: context.caller, origin: context.auditOrigin)
         }
         group.get("meta") { _, context in
             _ = try Self.user(context.caller)
@@ -32,14 +33,14 @@ struct SelfServiceController: Sendable {
         }
         group.post("update-credentials") { request, context in
             try await self.updateSelfCredentials(
-                request, try Self.user(context.caller), caller: context.caller, address: context.clientAddress, logger: context.logger)
+                request, try Self.user(context.caller), caller: context.caller, origin: context.auditOrigin)
         }
         group.post("email") { request, context in
             try await admission.admitChallenge(address: context.clientAddress)  // each request sends an email
-            return try await self.requestEmailChange(request, try Self.user(context.caller), caller: context.caller, logger: context.logger)
+            return try await self.requestEmailChange(request, try Self.user(context.caller), caller: context.caller, origin: context.auditOrigin)
         }
         group.post("email/verify") { request, context in
-            try await self.verifyEmailChange(request, try Self.user(context.caller), logger: context.logger)
+            try await self.verifyEmailChange(request, try Self.user(context.caller), origin: context.auditOrigin)
         }
     }
 
@@ -87,7 +88,10 @@ struct SelfServiceController: Sendable {
     /// Changing the username or the email needs a recent sign-in (`requireRecentAuthentication`). A new email is not
     /// applied here: a code goes to it and `POST /users/me/email/verify` applies it; the response names it as
     /// `pendingEmail`. A stale write (the account changed since this request read it) is `409 USR-1021`.
-    private func replaceSelfAttributes(_ request: Request, _ user: UserRecord, caller: ResourceCaller, logger: Logger) async throws -> Response {
+    private func replaceSelfAttributes(_ request: Request, _ user: UserRecord, caller: ResourceCaller, origin: AuditOrigin) async throws
+        -> Response
+    {
+        let logger = origin.logger
         let attributes = try await Self.selfServiceAttributes(request)
         if attributes["password"] != nil {
             throw SelfServiceErrors.invalidRequest("change the password with POST /users/me/update-credentials")
@@ -113,7 +117,7 @@ struct SelfServiceController: Sendable {
         switch try await accounts.updateProfile(of: user, changes: changes, logger: logger) {
         case .success(let update):
             logger.info("profile updated through /users/me", metadata: ["user": .string(user.id)])
-            try await accounts.afterSelfUpdate(update, before: user, locale: request.locale(), logger: logger)
+            try await accounts.afterSelfUpdate(update, before: user, locale: request.locale(), origin: origin)
             return try await selfUserResponse(update.user)
         case .failure(.invalid(let problems)): throw SelfServiceErrors.schemaValidation(problems)
         case .failure(.conflict(let problem)): throw SelfServiceErrors.conflict(problem)
@@ -124,7 +128,9 @@ struct SelfServiceController: Sendable {
     /// `POST /users/me/email` with `{"email": "new@example.com"}` → `202 {"pendingEmail": …}`: sends a code to the
     /// address (also the current one, while it is unverified), applied by `/users/me/email/verify`. Needs a recent
     /// sign-in, like any change of the address codes go to.
-    private func requestEmailChange(_ request: Request, _ user: UserRecord, caller: ResourceCaller, logger: Logger) async throws -> Response {
+    private func requestEmailChange(_ request: Request, _ user: UserRecord, caller: ResourceCaller, origin: AuditOrigin) async throws
+        -> Response
+    {
         let body = try await Self.jsonObject(request)
         guard case .string(let raw)? = body["email"] else { throw SelfServiceErrors.invalidRequest("expected {\"email\": \"…\"}") }
         let email = raw.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -137,17 +143,20 @@ struct SelfServiceController: Sendable {
         var candidate = user
         candidate.claims["email"] = email
         if let conflict = try await accounts.uniquenessConflict(for: candidate) { throw SelfServiceErrors.conflict(conflict) }
-        try await accounts.startEmailChange(of: user, to: email, locale: request.locale(), logger: logger)
+        try await accounts.startEmailChange(of: user, to: email, locale: request.locale(), origin: origin)
         return try Responses.json(["pendingEmail": email], status: .accepted, noStore: true)
     }
 
     /// `POST /users/me/email/verify` with `{"code": "123456"}` → the profile with the new address, verified. A wrong
     /// code is `400 USR-1030` (five tries), no pending change or an expired one `400 USR-1031`.
-    private func verifyEmailChange(_ request: Request, _ user: UserRecord, logger: Logger) async throws -> Response {
+    private func verifyEmailChange(_ request: Request, _ user: UserRecord, origin: AuditOrigin) async throws -> Response {
+        let logger = origin.logger
         let body = try await Self.jsonObject(request)
         guard case .string(let code)? = body["code"], !code.isEmpty else { throw SelfServiceErrors.invalidRequest("expected {\"code\": \"…\"}") }
         switch try await accounts.confirmEmailChange(of: user, code: code, logger: logger) {
-        case .success(let updated): return try await selfUserResponse(updated)
+        case .success(let updated):
+            await audit.record(.emailChangeConfirmed, subject: user.id, origin: origin)
+            return try await selfUserResponse(updated)
         case .failure(.wrongCode):
             throw SelfServiceErrors.code("USR-1030", "flows.executor.errors.invalid_otp", "The code is incorrect.", "the code is not the one sent")
         case .failure(.exhausted):
@@ -185,9 +194,10 @@ struct SelfServiceController: Sendable {
     ///
     /// The current password is required: an access token can leak (a log, a compromised front end), and it must
     /// not be enough to take the account over. Wrong guesses count towards the account lockout like sign-in failures.
-    private func updateSelfCredentials(_ request: Request, _ user: UserRecord, caller: ResourceCaller, address: String, logger: Logger) async throws
+    private func updateSelfCredentials(_ request: Request, _ user: UserRecord, caller: ResourceCaller, origin: AuditOrigin) async throws
         -> Response
     {
+        let (address, logger) = (origin.address ?? "unknown", origin.logger)
         let attributes = try await Self.selfServiceAttributes(request)
         guard case .string(let password)? = attributes["password"], !password.isEmpty else {
             throw SelfServiceErrors.credentials("missing_credentials", "Missing credentials", "attributes.password (the new password) is required")
@@ -211,6 +221,7 @@ struct SelfServiceController: Sendable {
                 userMessage: message.english, technical: "too many wrong passwords; try again later", arguments: message.arguments)
         case .rejected, .disabled:
             logger.notice("password change refused: wrong current password", metadata: ["user": .string(user.id)])
+            await audit.record(.passwordChanged, .failure, subject: user.id, details: ["reason": "invalid_current_password"], origin: origin)
             throw SelfServiceErrors.credentials("invalid_current_password", "Invalid credentials", "the current password is not correct")
         }
         // Every other session and token of the account ends with the old password; the caller's own stays signed in.
@@ -218,6 +229,7 @@ struct SelfServiceController: Sendable {
         switch try await accounts.setPassword(of: user, to: password, keepingSession: caller.claims.sid, keepingFamily: family) {
         case .success:
             logger.info("password changed through /users/me/update-credentials", metadata: ["user": .string(user.id)])
+            await audit.record(.passwordChanged, subject: user.id, details: ["sessions": "others_ended"], origin: origin)
             return Response(status: .noContent, headers: [.cacheControl: "no-store"])
         case .failure(.invalid(let problems)):
             var error = SelfServiceErrors.credentials("invalid_credentials", "Invalid credentials", problems.map(\.message).joined(separator: "; "))

@@ -278,6 +278,15 @@ public protocol AddressEventStore: Sendable {
     func releaseAddressEvent(bucket: String, address: String, at: Date) async throws
 }
 
+/// The audit trail (`AuditTrail`): security-relevant events, kept for `audit_retention_days`.
+public protocol AuditStore: Sendable {
+    func insertAuditEvent(_ event: AuditEvent) async throws
+    /// The events `query` selects, newest first by (at, id), at most `query.limit`; from just after `query.after`.
+    func auditEvents(_ query: AuditQuery) async throws -> [AuditEvent]
+    /// Deletes events older than `before`; returns how many.
+    func pruneAuditEvents(before: Date) async throws -> Int
+}
+
 /// Deleting what can no longer be used.
 public protocol MaintenanceStore: Sendable {
     /// Deletes rows that can no longer be used (see `IdentityServer.pruneExpired`); returns how many.
@@ -292,7 +301,7 @@ public protocol Store:
     PushedRequestStore, PasskeyStore, FederatedIdentityStore, FederatedLoginStore, ClientStore, LoginRequestStore, AuthorizationCodeStore, TokenStore,
     SessionStore,
     SigningKeyStore,
-    AddressEventStore, MaintenanceStore
+    AddressEventStore, MaintenanceStore, AuditStore
 {}
 
 /// How long single-use ids outlive their acceptance (`Store.consumeTokenId`).

@@ -1909,6 +1909,81 @@ struct StoreContractTests {
             #expect(results.filter { $0 == .missing }.count == 15, "\(results)")
         }
     }
+
+    // MARK: Audit events
+
+    private static func auditEvent(
+        _ id: String, _ seconds: TimeInterval, _ type: AuditEvent.Kind = .signInFailed, outcome: AuditEvent.Outcome = .failure,
+        subject: String? = "u1", client: String? = "app"
+    ) -> AuditEvent {
+        AuditEvent(
+            id: id, at: at(seconds), type: type, outcome: outcome, actor: subject ?? AuditEvent.anonymous, subject: subject, clientId: client,
+            clientAddress: "192.0.2.1", requestId: "req-\(id)", details: ["method": "password", "reason": "invalid_credentials"])
+    }
+
+    @Test(arguments: StoreKind.available)
+    func auditEventsReadBackWholeNewestFirst(_ kind: StoreKind) async throws {
+        try await kind.withStore { store async throws in
+            let older = Self.auditEvent("a", 1)
+            var newer = Self.auditEvent("b", 2, .signInSucceeded, outcome: .success, subject: nil, client: nil)
+            newer.details = [:]
+            try await store.insertAuditEvent(older)
+            try await store.insertAuditEvent(newer)
+            #expect(try await store.auditEvents(AuditQuery(limit: 10)) == [newer, older], "every field as written, newest first")
+            #expect(try await store.auditEvents(AuditQuery(limit: 1)) == [newer])
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func auditEventsFilterByTimeSubjectTypeOutcomeAndClient(_ kind: StoreKind) async throws {
+        try await kind.withStore { store async throws in
+            let events = [
+                Self.auditEvent("e1", 10), Self.auditEvent("e2", 20, .signInSucceeded, outcome: .success),
+                Self.auditEvent("e3", 30, .accountLocked, subject: "u2"), Self.auditEvent("e4", 40, .tokenRevoked, outcome: .success, client: "other")
+            ]
+            for event in events { try await store.insertAuditEvent(event) }
+            func ids(_ query: AuditQuery) async throws -> [String] { try await store.auditEvents(query).map(\.id) }
+            #expect(try await ids(AuditQuery(since: at(20), until: at(40))) == ["e3", "e2"], "since inclusive, until exclusive")
+            #expect(try await ids(AuditQuery(subject: "u2")) == ["e3"])
+            #expect(try await ids(AuditQuery(types: [.signInFailed, .accountLocked])) == ["e3", "e1"])
+            #expect(try await ids(AuditQuery(outcome: .success)) == ["e4", "e2"])
+            #expect(try await ids(AuditQuery(clientId: "other")) == ["e4"])
+            #expect(try await ids(AuditQuery(subject: "u1", outcome: .failure, clientId: "app")) == ["e1"])
+            #expect(try await ids(AuditQuery(subject: "nobody")) == [])
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func auditCursorPagesThroughEqualTimesWithoutGapsOrRepeats(_ kind: StoreKind) async throws {
+        try await kind.withStore { store async throws in
+            // Three events of one instant: the id breaks the tie, so no page boundary loses or repeats one.
+            for (id, seconds) in [("a", 5.0), ("b", 5.0), ("c", 5.0), ("d", 6.0), ("e", 1.0)] {
+                try await store.insertAuditEvent(Self.auditEvent(id, seconds))
+            }
+            var seen: [String] = []
+            var query = AuditQuery(limit: 2)
+            while true {
+                let page = try await store.auditEvents(query)
+                seen += page.map(\.id)
+                guard page.count == query.limit, let last = page.last else { break }
+                query.after = AuditCursor(after: last)
+                // An event added meanwhile (newer than every page) does not shift the pages.
+                if seen.count == 2 { try await store.insertAuditEvent(Self.auditEvent("z", 100)) }
+            }
+            #expect(seen == ["d", "c", "b", "a", "e"])
+            let token = try #require(AuditCursor(token: AuditCursor(at: at(5), id: "b").token))
+            #expect(token == AuditCursor(at: at(5), id: "b"), "the cursor's text form round-trips exactly")
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func pruneAuditEventsDeletesOnlyOlderOnes(_ kind: StoreKind) async throws {
+        try await kind.withStore { store async throws in
+            for (id, seconds) in [("old", 1.0), ("edge", 10.0), ("new", 20.0)] { try await store.insertAuditEvent(Self.auditEvent(id, seconds)) }
+            #expect(try await store.pruneAuditEvents(before: at(10)) == 1)
+            #expect(try await store.auditEvents(AuditQuery(limit: 10)).map(\.id) == ["new", "edge"])
+        }
+    }
 }
 
 /// What one concurrent `insertUser` did.

@@ -7,7 +7,7 @@ enum AuthenticationExecutors {
         let username = (run.value("username") ?? "").trimmingCharacters(in: .whitespaces)
         let outcome = try await services.accounts.checkPassword(
             username: username, password: run.submitted["password"] ?? "", address: run.clientAddress,
-            signIn: .flow, logger: run.logger)
+            signIn: .flow, client: run.client.clientId, logger: run.logger)
         switch outcome {
         case .throttled, .locked, .rejected: return .retry(.password(outcome, now: services.clock.now))
         case .disabled: return .fail(.password(outcome, now: services.clock.now))

@@ -47,7 +47,7 @@ enum PasskeyExecutors {
             authenticatorData: try binary(run, "authenticatorData"), signature: try binary(run, "signature"),
             userHandle: run.submitted["userHandle"]?.nonEmpty.flatMap { Base64URL.decode($0) })
         try checkChallenge(response.clientDataJSON, run)
-        let result = try await services.passkeys.finishPasskeyAuthentication(response, logger: run.logger)
+        let result = try await services.passkeys.finishPasskeyAuthentication(response, origin: run.auditOrigin)
         guard result.clientId == run.state.applicationId else { throw PasskeyFailure.wrongCeremony }
         if let identified = run.state.userId, identified != result.user.id { throw PasskeyFailure.unknownCredential }
         run.state.userId = result.user.id
@@ -88,7 +88,8 @@ enum PasskeyExecutors {
         run.state.passkeyChallenge = nil
         if run.state.userId != nil, run.state.authTime == nil { throw PasskeyFailure.wrongCeremony }
         if let id = run.state.userId, let user = try await services.store.user(id: id) {
-            let added = try await services.passkeys.finishPasskeyRegistration(user: user, response: response, friendlyName: name, logger: run.logger)
+            let added = try await services.passkeys.finishPasskeyRegistration(
+                user: user, response: response, friendlyName: name, origin: run.auditOrigin)
             try await services.accounts.notifyAccountChange(user, "passkey_added", arguments: ["name": added.friendlyName], locale: run.locale)
             return .next
         }

@@ -139,6 +139,7 @@ enum RecoveryExecutors {
         switch try await services.accounts.setPassword(of: user, to: run.submitted["password"] ?? "") {
         case .success:
             run.logger.info("password reset through recovery", metadata: ["user": .string(user.id)])
+            await services.audit.record(.passwordReset, subject: user.id, details: ["method": "recovery_code"], origin: run.auditOrigin)
             run.state.recoveryVerified = false
             return .next
         case .failure(.invalid(let problems)):

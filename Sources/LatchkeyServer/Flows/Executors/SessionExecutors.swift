@@ -7,7 +7,7 @@ enum SessionExecutors {
         guard !user.disabled else { return .fail(.accountDisabled) }
         run.assertion = try await services.ownTokens.mintFlowAssertion(
             user: user, applicationId: run.state.applicationId, flowType: run.state.flowType,
-            amr: run.state.amr, authTime: run.state.authTime ?? services.clock.now)
+            amr: run.state.amr, authTime: run.state.authTime ?? services.clock.now, origin: run.auditOrigin)
         return .next
     }
 

@@ -17,6 +17,7 @@ struct AuthorizeController: Sendable {
     let federation: Federation
     let federatedAccounts: FederatedAccounts
     let metrics: ServerMetrics
+    let audit: AuditTrail
 
     private var store: any UserStore & ClientStore & LoginRequestStore & PushedRequestStore { kit.store }
     private var clock: ServerClock { kit.clock }
@@ -26,18 +27,20 @@ struct AuthorizeController: Sendable {
         // Every authorization request may store a pending login: counted per address (`max_starts_per_address`).
         mount.routes.get("authorize") { request, context in
             try await admission.admitStart(address: context.clientAddress)
-            return try await self.authorize(try Parameters.query(of: request), request: request, logger: context.logger)
+            return try await self.authorize(
+                try Parameters.query(of: request), request: request, address: context.clientAddress, logger: context.logger)
         }
         mount.routes.post("authorize") { request, context in
             try await admission.admitStart(address: context.clientAddress)
-            return try await self.authorize(try await Parameters.body(of: request), request: request, logger: context.logger)
+            return try await self.authorize(
+                try await Parameters.body(of: request), request: request, address: context.clientAddress, logger: context.logger)
         }
     }
 
     /// OIDC Core §3.1.2. Until client and redirect URI are known good, errors are shown on an error page and never
     /// redirected (an unregistered redirect URI must not receive anything); after that they go back to the client
     /// with `state` and `iss` (RFC 9207).
-    func authorize(_ pushedOrGiven: Parameters, request: Request, logger: Logger) async throws -> Response {
+    func authorize(_ pushedOrGiven: Parameters, request: Request, address: String, logger: Logger) async throws -> Response {
         guard
             let (params, pushed) = try await PushedAuthorizationController.resolveAuthorizationParameters(pushedOrGiven, store: store, now: clock.now)
         else {
@@ -61,16 +64,17 @@ struct AuthorizeController: Sendable {
             return AuthorizationResponses.authorizeErrorPage("page.authorize_invalid.redirect", request, params)
         }
         let state = try? params.single("state")
+        let origin = AuditOrigin(client: clientId, address: address, logger: logger)
         do {
             let authRequest = try AuthorizeController.validateAuthorizationRequest(params, client: client, redirectUri: redirectUri, state: state)
             if let ticket = try params.single("tkn") {
-                return try await authorizeWithTicket(ticket, authRequest, logger: logger)
+                return try await authorizeWithTicket(ticket, authRequest, origin: origin)
             }
             // reachFive's `provider` with an ID token is a native sign-in; without one (`webviewLogin(provider:)`), and
             // `idp`, it names the identity provider to go to straight away.
             let provider = try params.single("provider")
             if let provider, try params.single("id_token") != nil {
-                return try await authorizeWithProvider(provider, params, authRequest, client: client, logger: logger)
+                return try await authorizeWithProvider(provider, params, authRequest, client: client, origin: origin)
             }
             // `fidp` is thunderID's name for the same hint.
             let hint = try params.single("idp") ?? params.single("fidp") ?? provider
@@ -79,11 +83,20 @@ struct AuthorizeController: Sendable {
             return responses.errorRedirect(error, redirectUri: redirectUri, state: state)
         } catch let failure as AppleSignInFailure {
             logger.notice("Sign in with Apple refused", metadata: ["reason": .string(failure.description), "client": .string(clientId)])
+            await audit.record(
+                .signInFailed, .failure, subject: nil,
+                details: ["method": "apple", "reason": AuditTrail.reason(of: failure, fallback: failure.messageKey)], origin: origin)
             return responses.errorRedirect(
                 failure.oauthError, redirectUri: redirectUri, state: state, messageKey: failure.messageKey,
                 locale: request.locale())
         } catch let failure as FederationFailure {
             logger.notice("native provider sign-in refused", metadata: ["reason": .string(failure.description), "client": .string(clientId)])
+            await audit.record(
+                .signInFailed, .failure, subject: nil,
+                details: [
+                    "method": "federated", "provider": String((try? params.single("provider")).flatMap { $0 }?.prefix(64) ?? ""),
+                    "reason": AuditTrail.reason(of: failure, fallback: failure.messageKey)
+                ], origin: origin)
             return responses.errorRedirect(
                 failure.oauthError, redirectUri: redirectUri, state: state, messageKey: failure.messageKey, locale: request.locale())
         }
@@ -91,7 +104,8 @@ struct AuthorizeController: Sendable {
 
     /// reachFive `tkn` exchange: the user already authenticated (password or passkey endpoint); the single-use
     /// ticket becomes an authorization code for the same application, with the request's PKCE, `state` and `nonce`.
-    private func authorizeWithTicket(_ ticket: String, _ authRequest: AuthorizationRequest, logger: Logger) async throws -> Response {
+    private func authorizeWithTicket(_ ticket: String, _ authRequest: AuthorizationRequest, origin: AuditOrigin) async throws -> Response {
+        let logger = origin.logger
         let claims = try await ownTokens.redeemLoginTicket(ticket, clientId: authRequest.clientId, logger: logger)
         guard let user = try await store.user(id: claims.sub), !user.disabled else {
             throw OAuthError(.accessDenied, "the account can no longer sign in")
@@ -103,7 +117,8 @@ struct AuthorizeController: Sendable {
         {
             throw OAuthError(.accessDenied, "the application requires a second factor")
         }
-        let session = try await sessions.open(userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)), amr: claims.amr)
+        let session = try await sessions.open(
+            userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)), amr: claims.amr, origin: origin)
         return try await responses.issueCode(authRequest, user: user, session: session, afterPost: false)
     }
 
@@ -111,8 +126,9 @@ struct AuthorizeController: Sendable {
     /// token of an OpenID provider the application offers (Google Sign-In's).
     private func authorizeWithProvider(
         _ provider: String, _ params: Parameters, _ authRequest: AuthorizationRequest,
-        client: ClientConfiguration, logger: Logger
+        client: ClientConfiguration, origin: AuditOrigin
     ) async throws -> Response {
+        let logger = origin.logger
         guard provider == "apple" || provider.hasPrefix("apple:") else {
             let configured = try federation.provider(provider, for: client)
             // The provider's checks are invisible here unless it asserts them; a native exchange has no page to ask for
@@ -121,7 +137,7 @@ struct AuthorizeController: Sendable {
                 try params.required("id_token"), nonce: try params.single("nonce"), provider: configured)
             guard !client.requireMFA || identity.assertsMFA else { throw OAuthError(.accessDenied, "the application requires a second factor") }
             let user = try await federatedAccounts.signIn(identity, provider: configured, client: client, logger: logger)
-            let session = try await sessions.open(userId: user.id, authTime: clock.now, amr: identity.amr)
+            let session = try await sessions.open(userId: user.id, authTime: clock.now, amr: identity.amr, origin: origin)
             return try await responses.issueCode(authRequest, user: user, session: session, afterPost: false)
         }
         // Apple's own checks are invisible to us (`amr` fed), so an application that requires a second factor cannot
@@ -132,7 +148,7 @@ struct AuthorizeController: Sendable {
             idToken: idToken, nonce: try params.single("nonce"), client: client,
             givenName: try params.single("given_name"), familyName: try params.single("family_name"), logger: logger)
         // RFC 8176 `fed`: Apple authenticated the user; we cannot see how, so it never counts as a second factor here.
-        let session = try await sessions.open(userId: user.id, authTime: clock.now, amr: ["fed"])
+        let session = try await sessions.open(userId: user.id, authTime: clock.now, amr: ["fed"], origin: origin)
         return try await responses.issueCode(authRequest, user: user, session: session, afterPost: false)
     }
 

@@ -41,4 +41,7 @@ struct ResourceRequestContext: ChildRequestContext {
     }
 
     var maxUploadSize: Int { RequestSizeLimits.maxBodyBytes }
+
+    /// The token's application, the caller's address and the request's logger, for the audit trail.
+    var auditOrigin: AuditOrigin { AuditOrigin(client: caller.claims.clientId, address: clientAddress, logger: logger) }
 }

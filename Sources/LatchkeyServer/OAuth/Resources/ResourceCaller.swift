@@ -30,4 +30,13 @@ struct ResourceCaller: Sendable {
         }
     }
     var user: UserRecord? { if case .user(let user) = subject { user } else { nil } }
+
+    /// Who acts, for the audit trail: the user, or the client acting for itself (`client:<id>`).
+    var auditActor: String {
+        switch subject {
+        case .user(let user): user.id
+        case .client: AuditEvent.clientActor(claims.clientId)
+        case .missingUser: claims.sub
+        }
+    }
 }

@@ -112,11 +112,39 @@ struct ClientAuthentication: Sendable {
     let store: any ClientStore
     let throttles: ClientAuthThrottles
     let clock: ServerClock
+    let audit: AuditTrail
 
     /// The client a request authenticates as (`ClientAuthenticator`), with failed key derivations throttled by the
-    /// request's address and by client.
+    /// request's address and by client. A refusal (`invalid_client`) is audited with the client id it claimed.
     func authenticate(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext) async throws -> ClientConfiguration {
-        try await ClientAuthenticator(store: store, throttles: throttles, address: context.clientAddress, now: clock.now)
-            .authenticate(request, params)
+        do {
+            return try await ClientAuthenticator(store: store, throttles: throttles, address: context.clientAddress, now: clock.now)
+                .authenticate(request, params)
+        } catch let error as OAuthError where error.code == .invalidClient {
+            let claimed = ((try? ClientAuthenticator.basicCredentials(request))??.id ?? (try? params.single("client_id")) ?? nil)
+                .map { String($0.prefix(128)) }
+            // An unknown id is not recorded: it is text anyone can send (a mistyped secret, say).
+            let known = if let claimed { try await store.client(id: claimed) != nil } else { false }
+            await audit.record(
+                .clientAuthenticationFailed, .failure, subject: nil, actor: known ? claimed.map(AuditEvent.clientActor) : nil,
+                details: ["reason": Self.reason(error, known: known, claimed: claimed != nil), "endpoint": Self.endpoint(request)],
+                origin: AuditOrigin(client: known ? claimed : nil, address: context.clientAddress, logger: context.logger))
+            throw error
+        }
+    }
+
+    /// Why, from a closed set (the error's text may name a client id the caller chose).
+    private static func reason(_ error: OAuthError, known: Bool, claimed: Bool) -> String {
+        if !claimed { return "no_credentials" }
+        if !known { return "unknown_client" }
+        if error.description.contains("must authenticate with") { return "wrong_method" }
+        if error.description.contains("malformed") { return "malformed_credentials" }
+        return "wrong_secret"
+    }
+
+    /// The endpoint's last path segment (`token`, `revoke`, `introspect`, `par`, `device_authorization`).
+    private static func endpoint(_ request: Request) -> String {
+        let last = request.uri.path.split(separator: "/").last.map(String.init) ?? ""
+        return ["token", "revoke", "introspect", "par", "device_authorization"].contains(last) ? last : "other"
     }
 }

@@ -14,6 +14,7 @@ struct TokenController: Sendable {
     let proofThrottle: any AddressLimiter
     let pruner: Pruner
     let metrics: ServerMetrics
+    let audit: AuditTrail
 
     private var store: any UserStore & DeviceAuthorizationStore & AuthorizationCodeStore & TokenStore & SessionStore { kit.store }
     private var clock: ServerClock { kit.clock }
@@ -62,7 +63,9 @@ struct TokenController: Sendable {
         var response: TokenResponse
         switch grant {
         case .authorizationCode: response = try await authorizationCodeGrant(params, client: client, dpop: dpop, logger: logger)
-        case .refreshToken: response = try await refreshTokenGrant(params, client: client, dpop: dpop, logger: logger)
+        case .refreshToken:
+            response = try await refreshTokenGrant(
+                params, client: client, dpop: dpop, origin: AuditOrigin(client: client.clientId, address: context.clientAddress, logger: logger))
         case .clientCredentials: response = try await clientCredentialsGrant(params, client: client, dpop: dpop)
         case .tokenExchange: response = try await tokenExchangeGrant(params, client: client, dpop: dpop, logger: logger)
         case .deviceCode: response = try await deviceCodeGrant(params, client: client, dpop: dpop)
@@ -114,9 +117,10 @@ struct TokenController: Sendable {
         return try await issue(grant, client: client, newRefreshInFamily: familyId)
     }
 
-    private func refreshTokenGrant(_ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?, logger: Logger) async throws
-        -> TokenResponse
+    private func refreshTokenGrant(_ params: Parameters, client: ClientConfiguration, dpop: TokenIssuer.DPoPBinding?, origin: AuditOrigin)
+        async throws -> TokenResponse
     {
+        let logger = origin.logger
         let presented = try params.required("refresh_token")
         let hash = Secrets.digest(presented)
         guard let current = try await store.refreshToken(hash: hash), current.clientId == client.clientId else {
@@ -161,6 +165,9 @@ struct TokenController: Sendable {
         case .replayed:
             metrics.refreshReplayDetected()
             logger.warning("refresh token replayed; family revoked", metadata: ["client": .string(client.clientId)])
+            await audit.record(
+                .refreshTokenReplayed, .failure, subject: current.userId, actor: AuditEvent.clientActor(client.clientId),
+                details: ["family": current.familyId, "action": "family_revoked"], origin: origin)
             throw OAuthError(.invalidGrant, "the refresh token was already used; the session has been revoked for safety")
         case .revoked: throw OAuthError(.invalidGrant, "the refresh token has been revoked")
         case .expired: throw OAuthError(.invalidGrant, "the refresh token has expired")

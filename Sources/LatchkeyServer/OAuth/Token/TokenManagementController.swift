@@ -8,6 +8,7 @@ struct TokenManagementController: Sendable {
     let kit: TokenKit
     let clientAuthentication: ClientAuthentication
     let dpop: DPoPVerifier
+    let audit: AuditTrail
 
     private var store: any UserStore & ClientStore & TokenStore { kit.store }
     private var clock: ServerClock { kit.clock }
@@ -48,6 +49,10 @@ struct TokenManagementController: Sendable {
                 }
             }
             try await store.revokeFamily(id: refresh.familyId, reason: "revoked by client", now: clock.now)
+            await audit.record(
+                .tokenRevoked, subject: refresh.userId, actor: AuditEvent.clientActor(client.clientId),
+                details: ["token_type": "refresh_token", "family": refresh.familyId],
+                origin: AuditOrigin(client: client.clientId, address: context.clientAddress, logger: logger))
             return Responses.empty(headers: [.cacheControl: "no-store"])
         }
         if let jws = try? CompactJWS(parsing: token), (try? jws.verify(with: try await kit.keys.verificationKeys(kid: jws.header.kid))) != nil,
@@ -56,6 +61,10 @@ struct TokenManagementController: Sendable {
         {
             guard record.clientId == client.clientId else { throw OAuthError(.invalidGrant, "the token was issued to another client") }
             try await store.revokeAccessToken(jti: jti, now: clock.now)
+            await audit.record(
+                .tokenRevoked, subject: record.subject, actor: AuditEvent.clientActor(client.clientId),
+                details: ["token_type": "access_token"].merging(record.familyId.map { ["family": $0] } ?? [:]) { a, _ in a },
+                origin: AuditOrigin(client: client.clientId, address: context.clientAddress, logger: logger))
         }
         return Responses.empty(headers: [.cacheControl: "no-store"])
     }

@@ -185,6 +185,20 @@ enum PostgresSchema {
                 """,
                 "CREATE INDEX federated_logins_expires ON federated_logins (expires_at)",
                 "CREATE INDEX federated_identities_user ON federated_identities (user_id)"
+            ]),
+        // The audit trail: ordered and paged by (at, id) newest first, each filter with an index in that order.
+        Migration(
+            version: 4, name: "audit-events",
+            statements: [
+                """
+                CREATE TABLE audit_events (
+                    id TEXT PRIMARY KEY, at DOUBLE PRECISION NOT NULL, type TEXT NOT NULL, outcome TEXT NOT NULL,
+                    actor TEXT NOT NULL, subject TEXT, client_id TEXT, client_address TEXT, request_id TEXT, details TEXT NOT NULL)
+                """,
+                "CREATE INDEX audit_events_at ON audit_events (at, id)",
+                "CREATE INDEX audit_events_subject ON audit_events (subject, at, id)",
+                "CREATE INDEX audit_events_type ON audit_events (type, at, id)",
+                "CREATE INDEX audit_events_client ON audit_events (client_id, at, id)"
             ])
     ]
 

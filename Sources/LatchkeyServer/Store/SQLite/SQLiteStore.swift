@@ -95,6 +95,7 @@ public final class SQLiteStore: Store {
         migrator.registerMigration("v6-address-events", migrate: Self.migrateAddressEvents)
         migrator.registerMigration("v7-consumed-ids-expiry-index", migrate: Self.migrateConsumedIdsExpiryIndex)
         migrator.registerMigration("v8-federated-logins", migrate: Self.migrateFederatedLogins)
+        migrator.registerMigration("v9-audit-events", migrate: Self.migrateAuditEvents)
         return migrator
     }
 
