@@ -263,7 +263,7 @@ struct SCIMTests {
         let plus = try await server.call("GET", "/scim2/Users?filter=emails.value+eq+\"GRACE+ops@example.com\"", token: admin)
         #expect(try plus.string("Resources.0.userName") == "grace+ops@example.com", "\(plus.text)")
         #expect(try await server.call("GET", "/scim2/Users?filter=userName%20eq%20%22nobody%22", token: admin).value("totalResults") as? Int == 0)
-        try Self.expectError(try await server.call("GET", "/scim2/Users", token: admin), 400, "tooMany")
+        #expect(try await server.call("GET", "/scim2/Users", token: admin).value("totalResults") as? Int ?? 0 >= 3, "every account, paged")
         try Self.expectError(try await server.call("GET", "/scim2/Users?filter=userName%20co%20%22a%22", token: admin), 400, "invalidFilter")
         try Self.expectError(try await server.call("GET", "/scim2/Users/no-such-id", token: admin), 404, nil)
 
@@ -334,7 +334,9 @@ struct SCIMTests {
         let schemas = try await server.call("GET", "/scim2/Schemas", token: nil)
         #expect(try schemas.string("Resources.0.id") == Self.userURN)
         let names = try #require(try schemas.value("Resources.0.attributes") as? [[String: Any]]).compactMap { $0["name"] as? String }
-        #expect(Set(names) == ["userName", "name", "displayName", "emails", "phoneNumbers", "photos", "locale", "active"])
+        #expect(
+            Set(names) == ["userName", "name", "displayName", "emails", "phoneNumbers", "photos", "locale", "active", "password", "roles"])
+        #expect(try config.value("filter.supported") as? Bool == true && config.value("filter.maxResults") as? Int == 100)
         let one = try await server.call("GET", "/scim2/Schemas/\(Self.userURN)", token: nil)
         #expect(try one.string("name") == "User")
     }

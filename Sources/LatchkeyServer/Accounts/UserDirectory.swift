@@ -20,9 +20,10 @@ extension Accounts {
     /// reset, a disable), the update is refused as `.stale` instead of overwriting it. Nothing is written when
     /// nothing changed.
     /// `verifyingNewEmail` (default: unless `byAdministrator`) holds a new email back for verification.
+    /// `roles` (nil: unchanged) replaces the operator-granted roles (`UserRoles`), only `byAdministrator`.
     func updateProfile(
-        of user: UserRecord, changes: [String: String?], disabled: Bool? = nil, byAdministrator: Bool = false,
-        verifyingNewEmail: Bool? = nil, logger: Logger
+        of user: UserRecord, changes: [String: String?], disabled: Bool? = nil, roles: Set<String>? = nil,
+        byAdministrator: Bool = false, verifyingNewEmail: Bool? = nil, logger: Logger
     ) async throws -> Result<ProfileUpdate, ProfileRejection> {
         let verifyingNewEmail = verifyingNewEmail ?? !byAdministrator
         var updated = user
@@ -84,6 +85,19 @@ extension Accounts {
                     .init(
                         attribute: "active", key: "validation.attribute.readOnly", message: "Only an administrator can enable or disable an account",
                         messageKey: "validation.account.adminOnly"))
+            }
+        }
+        if let roles, roles != UserRoles.of(user) {
+            if !byAdministrator {
+                problems.append(
+                    .init(
+                        attribute: UserRoles.claim, key: "validation.attribute.readOnly", message: "Only an administrator can grant roles",
+                        arguments: ["field": "roles"]))
+            } else if let problem = UserRoles.problem(roles.sorted()) {
+                problems.append(problem)
+            } else {
+                updated.claims = UserRoles.claims(updated.claims, roles: roles.sorted())
+                changed = true
             }
         }
         if !problems.isEmpty { return .failure(.invalid(problems)) }

@@ -8,6 +8,23 @@ enum UserRoles {
     /// Administration of every account through SCIM `/Users` (with the `scim.admin` scope).
     static let admin = "admin"
 
+    /// At most this many roles per account.
+    static let maximumCount = 32
+
+    /// Nil when `roles` can be recorded: each a token of letters, digits and `.`, `_`, `:`, `-` (at most 64
+    /// characters; they are stored space-separated), and no more than `maximumCount`.
+    static func problem(_ roles: [String]) -> UserSchema.Problem? {
+        if roles.count > maximumCount {
+            return .init(attribute: claim, key: "validation.roles.invalid", message: "an account holds at most \(maximumCount) roles")
+        }
+        for role in roles where role.range(of: #"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,63}$"#, options: .regularExpression) == nil {
+            return .init(
+                attribute: claim, key: "validation.roles.invalid",
+                message: "a role is 1 to 64 letters, digits, '.', '_', ':' or '-', starting with a letter or digit")
+        }
+        return nil
+    }
+
     static func of(_ user: UserRecord) -> Set<String> {
         Set((user.claims[claim] ?? "").split(separator: " ").map(String.init))
     }

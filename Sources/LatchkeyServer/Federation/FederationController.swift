@@ -69,7 +69,8 @@ struct FederationController: Sendable {
                 providerId: providerId, params: single, browserBinding: request.cookieValue(hostedLogin.cookies.federationName), logger: logger)
         } catch let failure as Federation.PendingFailure {
             logger.notice(
-                "federated sign-in failed", metadata: ["provider": .string(Federation.printable(providerId)), "reason": .string(failure.failure.description)])
+                "federated sign-in failed",
+                metadata: ["provider": .string(Federation.printable(providerId)), "reason": .string(failure.failure.description)])
             // A link's target is the signed-in account; a sign-in has no account yet.
             await audit.record(
                 failure.pending.purpose == .link ? .federatedIdentityLinked : .signInFailed, .failure,
@@ -96,7 +97,8 @@ struct FederationController: Sendable {
             }
         } catch let failure as FederationFailure {
             logger.notice(
-                "federation callback refused", metadata: ["provider": .string(Federation.printable(providerId)), "reason": .string(failure.description)])
+                "federation callback refused",
+                metadata: ["provider": .string(Federation.printable(providerId)), "reason": .string(failure.description)])
             return expired(request)
         }
         switch pending.purpose {

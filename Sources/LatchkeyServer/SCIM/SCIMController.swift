@@ -4,10 +4,13 @@ import Hummingbird
 import Logging
 import LatchkeyJOSE
 
-/// SCIM 2.0 (RFC 7643/7644): `/scim2/Me` for the token's user and, with the `scim.admin` scope,
-/// `/scim2/Users/{id}` and `/scim2/Users?filter=…`. Reads, PUT and PATCH; no creation or deletion (accounts are
-/// created by sign-up flows and seeds). Every write goes through `accounts.updateProfile(of:changes:, logger: logger)`, so the user schema's
-/// validation and uniqueness rules are the same here as in `/users/me` and the flows.
+/// SCIM 2.0 (RFC 7643/7644): `/scim2/Me` for the token's user and, for administrators (`ResourceCaller.isAdmin`),
+/// `/scim2/Users`: create (`POST`), read, list with filters and pages, replace (`PUT`), `PATCH` and `DELETE`. Every
+/// write goes through `Accounts` (`updateProfile`, `createAccount`), so the user schema's validation and uniqueness
+/// rules are the same here as in `/users/me` and the flows.
+///
+/// An administrator cannot delete its own account, deactivate it or take its own `admin` role away through SCIM (403):
+/// another administrator, or a client with the scope, can.
 struct SCIMController: Sendable {
     let issuerInForce: @Sendable () -> String
     let store: any UserStore
@@ -28,6 +31,10 @@ struct SCIMController: Sendable {
             try await self.scimWrite(request, context.caller, target: .me, replace: false, origin: context.auditOrigin)
         }
         group.get("Users") { request, context in try await self.scimList(request, context.caller) }
+        group.post("Users") { request, context in try await self.scimCreate(request, context.caller, origin: context.auditOrigin) }
+        group.delete("Users/:id") { _, context in
+            try await self.scimDelete(context.caller, id: try context.parameters.require("id"), origin: context.auditOrigin)
+        }
         group.get("Users/:id") { request, context in
             try await self.scimRead(request, context.caller, target: .user(try context.parameters.require("id")))
         }
@@ -58,9 +65,7 @@ struct SCIMController: Sendable {
             case .missingUser: throw SCIMError(status: .notFound, detail: "the token's user no longer exists")
             }
         case .user(let id):
-            guard caller.isAdmin else {
-                throw SCIMError(status: .forbidden, detail: "/Users needs an access token with the \(ResourceCaller.adminScope) scope")
-            }
+            try Self.requireAdmin(caller)
             guard let user = try await store.user(id: id) else { throw SCIMError(status: .notFound, detail: "no user with that id") }
             return (caller, user)
         }
@@ -72,7 +77,7 @@ struct SCIMController: Sendable {
         if let condition = request.headers[.ifNoneMatch], Self.entityTag(version, matches: condition) {
             return Response(status: .notModified, headers: [.eTag: version, .cacheControl: "no-store"])
         }
-        return try scimUserResponse(user)
+        return try scimUserResponse(user, withRoles: caller.isAdmin)
     }
 
     private func scimWrite(_ request: Request, _ caller: ResourceCaller, target: SCIMTarget, replace: Bool, origin: AuditOrigin) async throws
@@ -88,14 +93,23 @@ struct SCIMController: Sendable {
         let next = if replace { try SCIMUser.replacing(current, with: body) } else { try SCIMPatch(body: body).apply(to: current) }
         let changes = next.changes(from: current)
         let disabled = next.active == current.active ? nil : !next.active
+        let roles = Set(next.roles) == Set(current.roles) ? nil : Set(next.roles)
         // Nothing to save: answer with the resource as it is, without touching lastModified or the version.
-        if changes.isEmpty && disabled == nil { return try scimUserResponse(user) }
+        if changes.isEmpty && disabled == nil && roles == nil { return try scimUserResponse(user, withRoles: caller.isAdmin) }
         var isMe = false
         if case .me = target { isMe = true }
+        // Roles are granted through /Users only: nobody grants itself anything through /Me.
+        if isMe, roles != nil {
+            throw SCIMError.badRequest(.mutability, "roles are granted by an administrator through /Users/{id}")
+        }
+        if caller.isAdmin, caller.user?.id == user.id {
+            if disabled == true { throw Self.selfLockout("deactivate") }
+            if let roles, !roles.contains(UserRoles.admin) { throw Self.selfLockout("take the admin role from") }
+        }
         // One's own identifiers (the addresses codes go to) need a recent sign-in, and a new email its code first.
         if isMe, accounts.changesIdentifiers(of: user, changes) { try accounts.requireRecentAuthentication(caller.claims) }
         switch try await accounts.updateProfile(
-            of: user, changes: changes, disabled: disabled, byAdministrator: caller.isAdmin,
+            of: user, changes: changes, disabled: disabled, roles: roles, byAdministrator: caller.isAdmin,
             verifyingNewEmail: isMe || !caller.isAdmin, logger: logger)
         {
         case .success(let update):
@@ -104,15 +118,16 @@ struct SCIMController: Sendable {
                 "profile updated through SCIM",
                 metadata: [
                     "user": .string(update.user.id), "by": .string(caller.claims.sub),
-                    "attributes": .string((changes.keys.sorted() + (disabled == nil ? [] : ["active"])).joined(separator: ","))
+                    "attributes": .string(
+                        (changes.keys.sorted() + (disabled == nil ? [] : ["active"]) + (roles == nil ? [] : ["roles"])).joined(separator: ","))
                 ])
             // Who changed which account, and which attributes (names only); a user's own change through `/Me` too.
-            let attributes = (changes.keys.sorted() + (disabled == nil ? [] : ["active"])).joined(separator: ",")
+            let attributes = (changes.keys.sorted() + (disabled == nil ? [] : ["active"]) + (roles == nil ? [] : ["roles"])).joined(separator: ",")
             await audit.record(
                 .userUpdated, subject: update.user.id, actor: caller.auditActor,
                 details: ["attributes": attributes, "via": "scim", "administrator": isMe ? "false" : String(caller.isAdmin)], origin: origin)
             try await accounts.afterSelfUpdate(update, before: user, locale: request.locale(), origin: origin)
-            return try scimUserResponse(update.user)
+            return try scimUserResponse(update.user, withRoles: caller.isAdmin)
         case .failure(.stale):
             // Another write came between this request's read and its write: with If-Match that is the version the
             // client named no longer being current (412); without, a plain conflict.
@@ -125,10 +140,89 @@ struct SCIMController: Sendable {
         }
     }
 
-    private func scimUserResponse(_ user: UserRecord) throws -> Response {
+    private func scimUserResponse(_ user: UserRecord, withRoles: Bool, status: HTTPResponse.Status = .ok) throws -> Response {
         try SCIMResponse.json(
-            SCIMUser.representation(of: user, baseURL: issuer),
+            SCIMUser.representation(of: user, baseURL: issuer, withRoles: withRoles), status: status,
             headers: [.eTag: SCIMUser.version(of: user), .location: SCIMUser.location(of: user, baseURL: issuer)])
+    }
+
+    static func selfLockout(_ action: String) -> SCIMError {
+        SCIMError(
+            status: .forbidden,
+            detail: "an administrator cannot \(action) its own account through SCIM; another administrator can")
+    }
+
+    static func requireAdmin(_ caller: ResourceCaller) throws(SCIMError) {
+        guard caller.isAdmin else {
+            throw SCIMError(
+                status: .forbidden,
+                detail: "/Users needs an access token with the \(ResourceCaller.adminScope) scope, of a client or of a user with the admin role")
+        }
+    }
+
+    // MARK: Create and delete
+
+    /// `POST /scim2/Users` (RFC 7644 §3.3). `?invite=<client id>` also mails the new address that an account was made
+    /// for it at that application and how to choose a password (the application's "Forgot password?"); it needs an
+    /// email address and mail delivery, and is checked before anything is created.
+    private func scimCreate(_ request: Request, _ caller: ResourceCaller, origin: AuditOrigin) async throws -> Response {
+        let logger = origin.logger
+        try Self.requireAdmin(caller)
+        let query = request.uri.query ?? ""
+        var application: String?
+        if let clientId = Self.queryValue("invite", in: query) {
+            guard !clientId.isEmpty, !clientId.contains("\u{0}"), let client = try await accounts.store.client(id: clientId) else {
+                throw SCIMError.badRequest(.invalidValue, "invite names no application of this server")
+            }
+            guard accounts.deliversMail else {
+                throw SCIMError.badRequest(.invalidValue, "this server delivers no mail, so it cannot send an invitation")
+            }
+            application = client.configuration.name.isEmpty ? clientId : client.configuration.name
+        }
+        let body = try await SCIMResponse.body(of: request)
+        let (draft, password) = try SCIMUser.creating(from: body)
+        if application != nil, draft.email == nil {
+            throw SCIMError.badRequest(.invalidValue, "an invitation is mailed to the account's emails value, and there is none")
+        }
+        let account = Accounts.NewAccount(
+            username: draft.userName, claims: draft.claims, password: password, disabled: !draft.active, roles: draft.roles)
+        switch try await accounts.createAccount(account, logger: logger) {
+        case .success(let user):
+            logger.info(
+                "user created through SCIM",
+                metadata: [
+                    "user": .string(user.id), "by": .string(caller.claims.sub), "invited": .string(application == nil ? "no" : "yes")
+                ])
+            await audit.record(
+                .userCreated, subject: user.id, actor: caller.auditActor,
+                details: ["via": "scim", "invited": application == nil ? "false" : "true", "password": password == nil ? "false" : "true"],
+                origin: origin)
+            if let application {
+                do {
+                    try await accounts.sendAccountCreatedInvitation(to: user, application: application, locale: request.locale())
+                } catch {
+                    // The account exists: the administrator learns from the log, and can ask the user to recover.
+                    logger.error("the invitation to a new account could not be sent", metadata: ["user": .string(user.id)])
+                }
+            }
+            return try scimUserResponse(user, withRoles: true, status: .created)
+        case .failure(let rejection):
+            throw Self.scimError(rejection)
+        }
+    }
+
+    /// `DELETE /scim2/Users/{id}` (RFC 7644 §3.6): the account and everything it held (`UserStore.deleteUser`): its
+    /// sessions end and its tokens stop working at once.
+    private func scimDelete(_ caller: ResourceCaller, id: String, origin: AuditOrigin) async throws -> Response {
+        let logger = origin.logger
+        try Self.requireAdmin(caller)
+        if caller.user?.id == id { throw Self.selfLockout("delete") }
+        guard try await accounts.store.deleteUser(id: id, now: accounts.clock.now) else {
+            throw SCIMError(status: .notFound, detail: "no user with that id")
+        }
+        logger.info("user deleted through SCIM", metadata: ["user": .string(id), "by": .string(caller.claims.sub)])
+        await audit.record(.userDeleted, subject: id, actor: caller.auditActor, details: ["via": "scim"], origin: origin)
+        return Response(status: .noContent, headers: [.cacheControl: "no-store"])
     }
 
     /// `updateProfile` problems, named by their SCIM paths.
@@ -162,40 +256,96 @@ struct SCIMController: Sendable {
 
     // MARK: Query
 
-    /// `GET /scim2/Users?filter=…` (RFC 7644 §3.4.2): one `eq` comparison on `userName`, `emails`/`emails.value` or
-    /// `id`. Without a filter the answer is `tooMany`: the store is not built for listing every account.
+    /// `GET /scim2/Users` (RFC 7644 §3.4.2): every account, or those a filter selects, a page at a time.
+    ///
+    /// Filters are comparisons joined by `and`: `userName eq`, `emails eq` / `emails.value eq`, `id eq`,
+    /// `active eq true|false`, and `meta.lastModified` with `gt`, `ge`, `lt` or `le` and an RFC 3339 date-time. Any
+    /// other attribute or operator is `400 invalidFilter`. `meta.lastModified` shows whole seconds and is compared at
+    /// that precision (`gt` the value a resource shows leaves that resource out; incremental sync should use `ge`).
+    ///
+    /// Pages: `startIndex` (1-based; below 1 means 1) and `count` (default and maximum `scimMaxResults`; negative
+    /// means 0, which answers `totalResults` alone). Accounts are in the order they were created (then by id), so pages
+    /// stay put while accounts are added. `sortBy` is not supported and ignored (RFC 7644 §3.4.2.3).
     private func scimList(_ request: Request, _ caller: ResourceCaller) async throws -> Response {
-        guard caller.isAdmin else {
-            throw SCIMError(status: .forbidden, detail: "/Users needs an access token with the \(ResourceCaller.adminScope) scope")
-        }
+        try Self.requireAdmin(caller)
         let query = request.uri.query ?? ""
-        guard let filterText = Self.queryValue("filter", in: query), !filterText.isEmpty else {
-            throw SCIMError.badRequest(.tooMany, "a filter is required: userName eq \"…\", emails.value eq \"…\" or id eq \"…\"")
+        var conditions: [UserQuery.Condition] = []
+        if let filterText = Self.queryValue("filter", in: query), !filterText.trimmingCharacters(in: .whitespaces).isEmpty {
+            conditions = try Self.userConditions(SCIMFilter.parse(filterText))
         }
-        let filter = try SCIMFilter.parse(filterText)
-        guard filter.comparisons.count == 1, let comparison = filter.comparisons.first, let value = comparison.value.stringValue else {
-            throw SCIMError.badRequest(.invalidFilter, "one comparison with a string value is supported")
-        }
-        var users: [UserRecord]
-        switch comparison.attribute.lowercased() {
-        case "username": users = try await store.user(username: value).map { [$0] } ?? []
-        case "emails", "emails.value": users = try await store.users(claim: "email", equals: value)
-        case "id": users = try await store.user(id: value).map { [$0] } ?? []
-        default: throw SCIMError.badRequest(.invalidFilter, "users can be filtered by userName, emails.value or id")
-        }
-        users.sort { $0.username.lowercased() < $1.username.lowercased() }
-        // §3.4.2.4: startIndex is 1-based; values below 1 mean 1, a negative count means 0.
-        let startIndex = max(1, Self.queryValue("startIndex", in: query).flatMap { Int($0) } ?? 1)
-        let count = min(Self.scimMaxResults, max(0, Self.queryValue("count", in: query).flatMap { Int($0) } ?? Self.scimMaxResults))
-        let page = users.dropFirst(startIndex - 1).prefix(count)
+        let startIndex = max(1, try Self.integerParameter("startIndex", in: query) ?? 1)
+        let count = min(Self.scimMaxResults, max(0, try Self.integerParameter("count", in: query) ?? Self.scimMaxResults))
+        let page = try await store.users(matching: UserQuery(conditions), offset: startIndex - 1, limit: count)
         return try SCIMResponse.json(
             JSONValue.object([
                 "schemas": .array([.string(Self.scimListResponseURN)]),
-                "totalResults": .number(Double(users.count)),
+                "totalResults": .number(Double(page.total)),
                 "startIndex": .number(Double(startIndex)),
-                "itemsPerPage": .number(Double(page.count)),
-                "Resources": .array(page.map { SCIMUser.representation(of: $0, baseURL: issuer) })
+                "itemsPerPage": .number(Double(page.users.count)),
+                "Resources": .array(page.users.map { SCIMUser.representation(of: $0, baseURL: issuer, withRoles: true) })
             ]))
+    }
+
+    /// A pagination parameter: absent, or an integer (`400 invalidValue` otherwise).
+    static func integerParameter(_ name: String, in query: String) throws(SCIMError) -> Int? {
+        guard let text = queryValue(name, in: query) else { return nil }
+        guard let value = Int(text.trimmingCharacters(in: .whitespaces)) else {
+            throw .badRequest(.invalidValue, "\(name) must be an integer")
+        }
+        return value
+    }
+
+    /// The store conditions a `/Users` filter stands for.
+    static func userConditions(_ filter: SCIMFilter) throws(SCIMError) -> [UserQuery.Condition] {
+        var conditions: [UserQuery.Condition] = []
+        for comparison in filter.comparisons {
+            let attribute = comparison.attribute.lowercased()
+            if attribute == "meta.lastmodified" {
+                guard case .string(let text) = comparison.value, let date = parseDateTime(text) else {
+                    throw .badRequest(.invalidFilter, "meta.lastModified compares with a date-time such as \"2024-05-01T00:00:00Z\"")
+                }
+                // Whole seconds, as the resource shows it: floor(t) > x, ≥ x, < x, ≤ x.
+                let x = date.timeIntervalSince1970
+                let bound: UserQuery.Condition
+                switch comparison.op {
+                case .gt: bound = .modifiedFrom(Date(timeIntervalSince1970: x.rounded(.down) + 1))
+                case .ge: bound = .modifiedFrom(Date(timeIntervalSince1970: x.rounded(.up)))
+                case .lt: bound = .modifiedBefore(Date(timeIntervalSince1970: x.rounded(.up)))
+                case .le: bound = .modifiedBefore(Date(timeIntervalSince1970: x.rounded(.down) + 1))
+                case .eq: throw .badRequest(.invalidFilter, "meta.lastModified compares with gt, ge, lt or le")
+                }
+                conditions.append(bound)
+                continue
+            }
+            guard comparison.op == .eq else {
+                throw .badRequest(.invalidFilter, "\(comparison.attribute) compares with eq only (gt, ge, lt and le are for meta.lastModified)")
+            }
+            if attribute == "active" {
+                guard let active = try? SCIMUser.bool(comparison.value, "active") else {
+                    throw .badRequest(.invalidFilter, "active compares with true or false")
+                }
+                conditions.append(.disabled(!active))
+                continue
+            }
+            guard let value = comparison.value.stringValue, !value.contains("\u{0}") else {
+                throw .badRequest(.invalidFilter, "\(comparison.attribute) compares with a string")
+            }
+            switch attribute {
+            case "username": conditions.append(.username(value))
+            case "emails", "emails.value": conditions.append(.email(value))
+            case "id": conditions.append(.id(value))
+            default:
+                throw .badRequest(
+                    .invalidFilter, "users can be filtered by userName, emails.value, id, active or meta.lastModified")
+            }
+        }
+        return conditions
+    }
+
+    /// An RFC 3339 date-time (xsd:dateTime with a zone), with or without fractional seconds.
+    static func parseDateTime(_ text: String) -> Date? {
+        if let date = try? Date(text, strategy: Date.ISO8601FormatStyle()) { return date }
+        return try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))
     }
 
     static let scimListResponseURN = "urn:ietf:params:scim:api:messages:2.0:ListResponse"

@@ -36,6 +36,7 @@ extension SCIMController {
             "schemas": .array([.string("urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig")]),
             "patch": supported(true),
             "bulk": .object(["supported": .bool(false), "maxOperations": .number(0), "maxPayloadSize": .number(0)]),
+            // userName, emails.value, id and active with eq, meta.lastModified with gt/ge/lt/le, joined by `and`.
             "filter": .object(["supported": .bool(true), "maxResults": .number(Double(Self.scimMaxResults))]),
             "changePassword": supported(false),
             "sort": supported(false),
@@ -43,7 +44,9 @@ extension SCIMController {
             "authenticationSchemes": .array([
                 .object([
                     "type": .string("oauthbearertoken"), "name": .string("OAuth Bearer Token"), "primary": .bool(true),
-                    "description": .string("An access token of this server (RFC 6750); /Users needs the \(ResourceCaller.adminScope) scope.")
+                    "description": .string(
+                        "An access token of this server (RFC 6750); /Users needs the \(ResourceCaller.adminScope) scope, held by a client "
+                            + "for itself or by a user with the admin role.")
                 ])
             ]),
             "meta": scimMeta("ServiceProviderConfig", "ServiceProviderConfig")
@@ -63,16 +66,17 @@ extension SCIMController {
     func scimUserSchema() -> JSONValue {
         func attribute(
             _ name: String, type: String = "string", multiValued: Bool = false, required: Bool = false,
-            mutability: String = "readWrite", uniqueness: String = "none", canonical: [String]? = nil,
-            sub: [JSONValue]? = nil
+            mutability: String = "readWrite", returned: String = "default", uniqueness: String = "none", canonical: [String]? = nil,
+            sub: [JSONValue]? = nil, description: String? = nil
         ) -> JSONValue {
             var a: [String: JSONValue] = [
                 "name": .string(name), "type": .string(type), "multiValued": .bool(multiValued), "required": .bool(required),
-                "caseExact": .bool(false), "mutability": .string(mutability), "returned": .string("default"),
+                "caseExact": .bool(false), "mutability": .string(mutability), "returned": .string(returned),
                 "uniqueness": .string(uniqueness)
             ]
             if let canonical { a["canonicalValues"] = .array(canonical.map(JSONValue.string)) }
             if let sub { a["subAttributes"] = .array(sub) }
+            if let description { a["description"] = .string(description) }
             return .object(a)
         }
         func values(_ type: String, primary: Bool) -> [JSONValue] {
@@ -89,7 +93,15 @@ extension SCIMController {
                 attribute("phoneNumbers", type: "complex", multiValued: true, sub: values("mobile", primary: false)),
                 attribute("photos", type: "complex", multiValued: true, sub: values("photo", primary: false)),
                 attribute("locale"),
-                attribute("active", type: "boolean")
+                attribute(
+                    "active", type: "boolean",
+                    description: "false disables the account: its sessions end and its tokens stop working; true enables it again"),
+                attribute(
+                    "password", mutability: "writeOnly", returned: "never",
+                    description: "Only when the account is created (POST /Users), checked against the password policy"),
+                attribute(
+                    "roles", type: "complex", multiValued: true, sub: [attribute("value")],
+                    description: "The operator-granted roles (admin …): shown to and written by administrators through /Users only")
             ]),
             "meta": scimMeta("Schema", "Schemas/" + SCIMUser.schemaURN)
         ])

@@ -114,6 +114,16 @@ struct SCIMPatch: Sendable {
             default:
                 throw .badRequest(.invalidValue, "name must be an object")
             }
+        case .roles:
+            guard path.subAttribute == nil else { throw .badRequest(.invalidPath, "roles are written as [{\"value\": …}] entries") }
+            let given = try SCIMUser.roles(value)
+            if let filter = path.filter {
+                // `roles[value eq "x"]`: the matched role is replaced by the given ones.
+                let matched = try roleValues(filter)
+                user.roles = SCIMUser.normalized(user.roles.filter { !matched.contains($0.lowercased()) } + given)
+            } else {
+                user.roles = SCIMUser.normalized(op == .add ? user.roles + given : given)
+            }
         case .emails, .phoneNumbers, .photos:
             guard let attribute = path.attribute.multiValued else { return }
             try requireMatch(path, attribute, user)
@@ -153,6 +163,14 @@ struct SCIMPatch: Sendable {
             } else {
                 user.givenName = nil; user.familyName = nil; user.fullName = nil
             }
+        case .roles:
+            // Removing a role the account does not hold is not an error: deprovisioning may repeat itself.
+            if let filter = path.filter {
+                let matched = try roleValues(filter)
+                user.roles = user.roles.filter { !matched.contains($0.lowercased()) }
+            } else {
+                user.roles = []
+            }
         case .emails, .phoneNumbers, .photos:
             guard let attribute = path.attribute.multiValued else { return }
             try requireMatch(path, attribute, user)
@@ -161,6 +179,20 @@ struct SCIMPatch: Sendable {
             }
             user[attribute] = nil
         }
+    }
+
+    /// The roles a `roles[value eq "…"]` filter names (lowercased: role names compare case-insensitively, as
+    /// RFC 7643 §4.1.2's `caseExact: false` says of `roles.value`).
+    private static func roleValues(_ filter: SCIMFilter) throws(SCIMError) -> Set<String> {
+        var values: Set<String> = []
+        for comparison in filter.comparisons {
+            guard comparison.op == .eq, comparison.attribute.lowercased() == "value", let value = comparison.value.stringValue else {
+                throw .badRequest(.invalidFilter, "roles can be filtered by value eq \"…\"")
+            }
+            values.insert(value.lowercased())
+        }
+        // `value eq "a" and value eq "b"` matches nothing.
+        return values.count == 1 ? values : []
     }
 
     private static func setName(_ sub: String, _ value: String?, on user: inout SCIMUser) throws(SCIMError) {
@@ -188,6 +220,7 @@ struct SCIMPatch: Sendable {
         _ comparison: SCIMFilter.Comparison, _ attribute: SCIMUser.MultiValued,
         _ user: SCIMUser
     ) throws(SCIMError) -> Bool {
+        guard comparison.op == .eq else { throw .badRequest(.invalidFilter, "value filters compare with eq") }
         switch comparison.attribute.lowercased() {
         case "type": return comparison.value.stringValue?.lowercased() == attribute.type
         case "primary": return comparison.value.boolValue == (attribute.primary ?? false)

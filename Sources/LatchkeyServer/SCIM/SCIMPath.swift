@@ -7,6 +7,8 @@ import LatchkeyJOSE
 struct SCIMPath: Equatable, Sendable {
     enum Attribute: String, Sendable, CaseIterable {
         case userName, name, displayName, emails, phoneNumbers, photos, locale, active
+        /// The operator-granted roles: many values, written by administrators only.
+        case roles
         /// Read-only: a path naming them is a `mutability` error, not an unknown path.
         case id, meta, schemas
 
@@ -17,6 +19,7 @@ struct SCIMPath: Equatable, Sendable {
             switch self {
             case .name: ["givenName", "familyName", "formatted"]
             case .emails, .phoneNumbers, .photos: ["value", "type", "primary"]
+            case .roles: ["value"]
             default: []
             }
         }
@@ -66,7 +69,9 @@ struct SCIMPath: Equatable, Sendable {
         }
         var filter: SCIMFilter?
         if let filterText {
-            guard attribute.multiValued != nil else { throw .badRequest(.invalidPath, "\(text): only multi-valued attributes take a filter") }
+            guard attribute.multiValued != nil || attribute == .roles else {
+                throw .badRequest(.invalidPath, "\(text): only multi-valued attributes take a filter")
+            }
             filter = try SCIMFilter.parse(String(filterText))
         }
         return SCIMPath(attribute: attribute, filter: filter, subAttribute: sub)
@@ -81,13 +86,17 @@ struct SCIMPath: Equatable, Sendable {
     }
 }
 
-/// A filter (RFC 7644 §3.4.2.2) reduced to what this server evaluates: `eq` comparisons joined by `and`
-/// (`type eq "work"`, `userName eq "bjensen"`, `primary eq true`).
+/// A filter (RFC 7644 §3.4.2.2) reduced to what this server evaluates: comparisons (`eq`, and `gt`, `ge`, `lt`, `le`
+/// for the attributes that order) joined by `and` (`type eq "work"`, `userName eq "bjensen"`,
+/// `meta.lastModified gt "2024-05-01T00:00:00Z"`). Where each operator is accepted is for the evaluator to say.
 struct SCIMFilter: Equatable, Sendable {
+    enum Operator: String, Sendable { case eq, gt, ge, lt, le }
+
     struct Comparison: Equatable, Sendable {
         /// Attribute path as written, URN prefix removed (`userName`, `emails.value`).
         var attribute: String
         var value: JSONValue
+        var op: Operator = .eq
     }
 
     var comparisons: [Comparison]
@@ -106,7 +115,9 @@ struct SCIMFilter: Equatable, Sendable {
             guard index + 2 < tokens.count, case .word(let attribute) = tokens[index], case .word(let op) = tokens[index + 1] else {
                 throw .badRequest(.invalidFilter, "expected `attribute eq value` in \(text)")
             }
-            guard op.lowercased() == "eq" else { throw .badRequest(.invalidFilter, "only the eq operator is supported: \(text)") }
+            guard let comparisonOperator = Operator(rawValue: op.lowercased()) else {
+                throw .badRequest(.invalidFilter, "only the eq, gt, ge, lt and le operators are supported: \(text)")
+            }
             let value: JSONValue
             switch tokens[index + 2] {
             case .string(let s): value = .string(s)
@@ -120,7 +131,7 @@ struct SCIMFilter: Equatable, Sendable {
                     value = .number(number)
                 }
             }
-            comparisons.append(Comparison(attribute: try SCIMPath.stripSchema(attribute), value: value))
+            comparisons.append(Comparison(attribute: try SCIMPath.stripSchema(attribute), value: value, op: comparisonOperator))
             index += 3
         }
         guard !comparisons.isEmpty else { throw .badRequest(.invalidFilter, "the filter is empty") }

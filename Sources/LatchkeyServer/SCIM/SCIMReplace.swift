@@ -40,7 +40,52 @@ extension SCIMUser {
         }
         next.locale = try string(value(body, "locale"), "locale")
         if let active = value(body, "active") { next.active = try bool(active, "active") }
+        // Like `active`, roles are kept when the body leaves them out: a client that does not manage them must not
+        // strip an administrator of its role by omission; `"roles": []` removes them.
+        if let roles = value(body, "roles") { next.roles = try Self.roles(roles) }
         return next
+    }
+
+    /// The account a `POST /Users` body describes, and its password (RFC 7643 §4.1.1: write-only). Attributes are
+    /// read as a PUT reads them; `id`, `meta` and unsupported attributes are ignored.
+    static func creating(from body: [String: JSONValue]) throws(SCIMError) -> (user: SCIMUser, password: String?) {
+        var rest = body
+        var password: String?
+        if let key = body.keys.first(where: { $0.caseInsensitiveCompare("password") == .orderedSame }) {
+            switch body[key] {
+            case .string(let text)?: password = text
+            case .null?: password = nil
+            default: throw .badRequest(.invalidValue, "password must be a string")
+            }
+            rest[key] = nil
+        }
+        return (try replacing(SCIMUser(), with: rest), password)
+    }
+
+    /// Role names from `[{"value": …}]` (or one such object); `display`, `type` and `primary` are not kept. Null
+    /// is no roles.
+    static func roles(_ value: JSONValue?) throws(SCIMError) -> [String] {
+        let entries: [JSONValue]
+        switch value {
+        case nil, .null?: return []
+        case .array(let array)?: entries = array
+        case .object(let object)?: entries = [.object(object)]
+        default: throw .badRequest(.invalidValue, "roles must be an array of {value}")
+        }
+        var roles: [String] = []
+        for entry in entries {
+            guard case .object(let object) = entry, case .string(let role)? = Self.value(object, "value"), !role.isEmpty else {
+                throw .badRequest(.invalidValue, "each roles entry needs a string value")
+            }
+            roles.append(role)
+        }
+        return normalized(roles)
+    }
+
+    /// Sorted, one of each (case-insensitively: the first spelling is kept).
+    static func normalized(_ roles: [String]) -> [String] {
+        var seen: Set<String> = []
+        return roles.filter { seen.insert($0.lowercased()).inserted }.sorted()
     }
 
     /// A member by case-insensitive name (RFC 7643 §2.1).

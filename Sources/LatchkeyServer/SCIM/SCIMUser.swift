@@ -15,8 +15,9 @@ import LatchkeyJOSE
 /// | `photos[type eq "photo"]`              | picture        |
 /// | `locale`                               | locale         |
 /// | `active`                               | not `disabled` |
+/// | `roles[].value`                        | the operator-granted roles (`UserRoles`), shown to administrators only |
 ///
-/// An account holds one value of each multi-valued attribute.
+/// An account holds one value of each multi-valued attribute but `roles`.
 struct SCIMUser: Equatable, Sendable {
     static let schemaURN = "urn:ietf:params:scim:schemas:core:2.0:User"
 
@@ -30,6 +31,15 @@ struct SCIMUser: Equatable, Sendable {
     var photo: String?
     var locale: String?
     var active: Bool
+    /// Sorted, without duplicates.
+    var roles: [String]
+
+    /// A new account's starting point (`POST /Users`): active, nothing else set.
+    init(userName: String = "") {
+        self.userName = userName
+        active = true
+        roles = []
+    }
 
     init(_ user: UserRecord) {
         userName = user.username
@@ -41,13 +51,23 @@ struct SCIMUser: Equatable, Sendable {
         photo = user.claims["picture"]
         locale = user.claims["locale"]
         active = !user.disabled
+        roles = UserRoles.of(user).sorted()
+    }
+
+    /// The claims the attributes hold (non-empty values only), as a new account takes them.
+    var claims: [String: String] {
+        let values: [String: String?] = [
+            "given_name": givenName, "family_name": familyName, "name": fullName, "email": email, "phone_number": phone,
+            "picture": photo, "locale": locale
+        ]
+        return values.compactMapValues { $0.flatMap { $0.isEmpty ? nil : $0 } }
     }
 
     /// The SCIM path that shows each claim, to name attributes in SCIM errors.
     static let pathOfClaim = [
         "username": "userName", "given_name": "name.givenName", "family_name": "name.familyName",
         "name": "displayName", "email": "emails", "phone_number": "phoneNumbers", "picture": "photos",
-        "locale": "locale", "active": "active"
+        "locale": "locale", "active": "active", UserRoles.claim: "roles"
     ]
 
     /// The claims whose values differ from `original`, as `updateProfile(of:changes:)` takes them (nil removes).
@@ -105,8 +125,9 @@ struct SCIMUser: Equatable, Sendable {
 
     // MARK: Representation
 
-    /// The resource as RFC 7643 §4.1 shapes it; `meta.location` is absolute, under `baseURL` (the issuer).
-    static func representation(of user: UserRecord, baseURL: String) -> JSONValue {
+    /// The resource as RFC 7643 §4.1 shapes it; `meta.location` is absolute, under `baseURL` (the issuer). `roles` is
+    /// shown only `withRoles` (to administrators).
+    static func representation(of user: UserRecord, baseURL: String, withRoles: Bool = false) -> JSONValue {
         let view = SCIMUser(user)
         var resource: [String: JSONValue] = [
             "schemas": .array([.string(schemaURN)]),
@@ -129,6 +150,9 @@ struct SCIMUser: Equatable, Sendable {
             resource[attribute.rawValue] = .array([.object(entry)])
         }
         if let v = view.locale { resource["locale"] = .string(v) }
+        if withRoles, !view.roles.isEmpty {
+            resource["roles"] = .array(view.roles.map { .object(["value": .string($0)]) })
+        }
         resource["meta"] = .object([
             "resourceType": .string("User"),
             "created": .string(user.createdAt.formatted(.iso8601)),

@@ -24,3 +24,32 @@ public enum EmailChangeRedemption: Sendable, Equatable {
     /// No change pending, or it expired.
     case missing
 }
+
+/// The conditions of an account query (`UserStore.users(matching:offset:limit:)`), all of which must hold.
+public struct UserQuery: Sendable, Equatable {
+    public enum Condition: Sendable, Equatable {
+        case id(String)
+        /// The username, case-insensitively (as `user(username:)` finds it).
+        case username(String)
+        /// The `email` claim, case-insensitively.
+        case email(String)
+        case disabled(Bool)
+        /// Last change (`updatedAt`, else `createdAt`) at or after the date.
+        case modifiedFrom(Date)
+        /// Last change strictly before the date.
+        case modifiedBefore(Date)
+    }
+
+    public var conditions: [Condition]
+
+    public init(_ conditions: [Condition] = []) { self.conditions = conditions }
+}
+
+/// One page of an account query.
+public struct UserPage: Sendable, Equatable {
+    /// How many accounts meet the query, on every page.
+    public var total: Int
+    public var users: [UserRecord]
+
+    public init(total: Int, users: [UserRecord]) { self.total = total; self.users = users }
+}

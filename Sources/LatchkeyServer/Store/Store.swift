@@ -52,6 +52,17 @@ public protocol UserStore: Sendable {
         updatedAt: Date
     ) async throws -> Bool
 
+    /// One page of the accounts that meet every condition of `query`, in a stable order (creation time, then id), with
+    /// how many meet them in all (`UserPage.total`). `offset` rows are skipped, at most `limit` returned.
+    func users(matching query: UserQuery, offset: Int, limit: Int) async throws -> UserPage
+    /// Deletes the account, in one transaction with the end of everything it held: every session ends, every token
+    /// family is revoked (so its refresh and access tokens stop working; the revoked families stay, as for any
+    /// revocation), family-less access tokens are revoked, unredeemed authorization codes, pending second factors,
+    /// approved device authorizations and passkey ceremonies of the account are deleted, and its factors, passkeys,
+    /// federated links, pending email change and login attempts go with the row (`ON DELETE CASCADE`). False when
+    /// there was no such account.
+    func deleteUser(id: String, now: Date) async throws -> Bool
+
     /// Stores the user's pending email change, replacing an earlier one (a new code voids the old).
     func replaceEmailChange(_ change: EmailChangeRecord) async throws
     /// The user's pending email change, if any.

@@ -182,6 +182,9 @@ extension MessageCatalog {
                 "طلب شخص مسجّل الدخول إلى حسابك نقله إلى عنوان بريد إلكتروني آخر. يسري التغيير بعد إدخال الرمز المرسل إلى ذلك العنوان. إذا لم تكن أنت، فغيّر كلمة المرور الآن.",
             "email.notice.username_change.subject": "تم تغيير اسم المستخدم",
             "email.notice.username_change.body": "أصبح اسم المستخدم لحسابك الآن {username}. إذا لم تكن أنت، فغيّر كلمة المرور الآن.",
+            "email.invitation.account_created.subject": "تم إنشاء حساب لك",
+            "email.invitation.account_created.body":
+                "تم إنشاء حساب لك في {application} باسم المستخدم {username}. لاختيار كلمة المرور، افتح {application} واختر «هل نسيت كلمة المرور؟» ثم أدخل عنوان البريد الإلكتروني هذا.",
             "email.notice.passkey_added.subject": "تمت إضافة مفتاح مرور إلى حسابك",
             "email.notice.passkey_added.body":
                 "يمكن الآن لمفتاح مرور جديد ({name}) تسجيل الدخول إلى حسابك. إذا لم تكن أنت، فاحذفه وغيّر كلمة المرور الآن.",

@@ -188,6 +188,9 @@ extension MessageCatalog {
             "email.notice.username_change.subject": "Ihr Benutzername wurde geändert",
             "email.notice.username_change.body":
                 "Der Benutzername Ihres Kontos lautet jetzt {username}. Wenn Sie das nicht waren, ändern Sie sofort Ihr Passwort.",
+            "email.invitation.account_created.subject": "Für Sie wurde ein Konto erstellt",
+            "email.invitation.account_created.body":
+                "Für Sie wurde bei {application} ein Konto mit dem Benutzernamen {username} erstellt. Um Ihr Passwort festzulegen, öffnen Sie {application}, wählen Sie „Passwort vergessen?“ und geben Sie diese E-Mail-Adresse ein.",
             "email.notice.passkey_added.subject": "Ihrem Konto wurde ein Passkey hinzugefügt",
             "email.notice.passkey_added.body":
                 "Ein neuer Passkey ({name}) kann sich jetzt bei Ihrem Konto anmelden. Wenn Sie das nicht waren, entfernen Sie ihn und ändern Sie sofort Ihr Passwort.",

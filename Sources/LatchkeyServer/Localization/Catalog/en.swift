@@ -190,6 +190,9 @@ extension MessageCatalog {
                 "Someone signed in to your account asked to move it to another email address. The change takes effect once the code sent there is entered. If this was not you, change your password now.",
             "email.notice.username_change.subject": "Your username was changed",
             "email.notice.username_change.body": "The username of your account is now {username}. If this was not you, change your password now.",
+            "email.invitation.account_created.subject": "An account was created for you",
+            "email.invitation.account_created.body":
+                "An account with the username {username} was created for you at {application}. To choose your password, open {application}, choose “Forgot password?” and enter this email address.",
             "email.notice.passkey_added.subject": "A passkey was added to your account",
             "email.notice.passkey_added.body":
                 "A new passkey ({name}) can now sign in to your account. If this was not you, remove it and change your password now.",

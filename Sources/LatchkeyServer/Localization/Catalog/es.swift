@@ -184,6 +184,9 @@ extension MessageCatalog {
             "email.notice.username_change.subject": "Se ha cambiado tu nombre de usuario",
             "email.notice.username_change.body":
                 "El nombre de usuario de tu cuenta ahora es {username}. Si no has sido tú, cambia tu contraseña ahora.",
+            "email.invitation.account_created.subject": "Se ha creado una cuenta para ti",
+            "email.invitation.account_created.body":
+                "Se ha creado para ti una cuenta con el nombre de usuario {username} en {application}. Para elegir tu contraseña, abre {application}, elige «¿Has olvidado tu contraseña?» e introduce esta dirección de correo electrónico.",
             "email.notice.passkey_added.subject": "Se ha añadido una llave de acceso a tu cuenta",
             "email.notice.passkey_added.body":
                 "Una nueva llave de acceso ({name}) ya puede iniciar sesión en tu cuenta. Si no has sido tú, elimínala y cambia tu contraseña ahora.",

@@ -183,6 +183,9 @@ extension MessageCatalog {
             "email.notice.username_change.subject": "Votre nom d'utilisateur a été modifié",
             "email.notice.username_change.body":
                 "Le nom d'utilisateur de votre compte est désormais {username}. Si ce n'était pas vous, changez votre mot de passe maintenant.",
+            "email.invitation.account_created.subject": "Un compte a été créé pour vous",
+            "email.invitation.account_created.body":
+                "Un compte avec le nom d'utilisateur {username} a été créé pour vous sur {application}. Pour choisir votre mot de passe, ouvrez {application}, choisissez « Mot de passe oublié ? » et saisissez cette adresse e-mail.",
             "email.notice.passkey_added.subject": "Une clé d'accès a été ajoutée à votre compte",
             "email.notice.passkey_added.body":
                 "Une nouvelle clé d'accès ({name}) peut désormais se connecter à votre compte. Si ce n'était pas vous, supprimez-la et changez votre mot de passe maintenant.",

@@ -182,6 +182,9 @@ extension MessageCatalog {
                 "Valaki, aki be van jelentkezve a fiókjába, másik e-mail-címre kérte áthelyezni azt. A módosítás akkor lép életbe, amikor megadják az oda küldött kódot. Ha nem Ön volt, azonnal változtassa meg jelszavát.",
             "email.notice.username_change.subject": "Felhasználóneve megváltozott",
             "email.notice.username_change.body": "Fiókja felhasználóneve mostantól {username}. Ha nem Ön volt, azonnal változtassa meg jelszavát.",
+            "email.invitation.account_created.subject": "Fiókot hoztak létre Önnek",
+            "email.invitation.account_created.body":
+                "Fiókot hoztak létre Önnek a(z) {application} szolgáltatásban {username} felhasználónévvel. Jelszava megadásához nyissa meg a(z) {application} alkalmazást, válassza az „Elfelejtett jelszó?” lehetőséget, és adja meg ezt az e-mail-címet.",
             "email.notice.passkey_added.subject": "Új azonosítókulcsot adtak a fiókjához",
             "email.notice.passkey_added.body":
                 "Egy új azonosítókulcs ({name}) mostantól bejelentkezhet a fiókjába. Ha nem Ön volt, távolítsa el, és azonnal változtassa meg jelszavát.",

@@ -182,6 +182,9 @@ extension MessageCatalog {
                 "Qualcuno che ha eseguito l'accesso al tuo account ha chiesto di spostarlo su un altro indirizzo email. La modifica avrà effetto quando verrà inserito il codice inviato a quell'indirizzo. Se non sei stato tu, cambia subito la password.",
             "email.notice.username_change.subject": "Il tuo nome utente è stato modificato",
             "email.notice.username_change.body": "Il nome utente del tuo account ora è {username}. Se non sei stato tu, cambia subito la password.",
+            "email.invitation.account_created.subject": "È stato creato un account per te",
+            "email.invitation.account_created.body":
+                "È stato creato per te un account con il nome utente {username} su {application}. Per scegliere la password, apri {application}, scegli “Password dimenticata?” e inserisci questo indirizzo email.",
             "email.notice.passkey_added.subject": "È stata aggiunta una passkey al tuo account",
             "email.notice.passkey_added.body":
                 "Una nuova passkey ({name}) ora può accedere al tuo account. Se non sei stato tu, rimuovila e cambia subito la password.",

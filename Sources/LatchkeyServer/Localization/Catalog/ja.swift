@@ -172,6 +172,9 @@ extension MessageCatalog {
             "email.notice.email_change.body": "アカウントにサインインしているユーザーが、別のメールアドレスへの変更を申請しました。変更先に送信されたコードが入力されると変更が反映されます。お心当たりがない場合は、今すぐパスワードを変更してください。",
             "email.notice.username_change.subject": "ユーザー名が変更されました",
             "email.notice.username_change.body": "アカウントのユーザー名が{username}に変更されました。お心当たりがない場合は、今すぐパスワードを変更してください。",
+            "email.invitation.account_created.subject": "アカウントが作成されました",
+            "email.invitation.account_created.body":
+                "{application}で、ユーザー名{username}のアカウントが作成されました。パスワードを設定するには、{application}を開いて「パスワードをお忘れですか？」を選び、このメールアドレスを入力してください。",
             "email.notice.passkey_added.subject": "アカウントにパスキーが追加されました",
             "email.notice.passkey_added.body": "新しいパスキー（{name}）でアカウントにサインインできるようになりました。お心当たりがない場合は、パスキーを削除し、今すぐパスワードを変更してください。",
             "validation.username.notOwnEmail": "メールアドレスの形式のユーザー名には、ご自身の確認済みメールアドレスのみ使用できます。",

@@ -172,6 +172,9 @@ extension MessageCatalog {
             "email.notice.email_change.body": "계정에 로그인한 사용자가 다른 이메일 주소로 변경을 요청했습니다. 해당 주소로 보낸 코드를 입력하면 변경이 적용됩니다. 본인이 요청하지 않았다면 지금 바로 비밀번호를 변경해 주세요.",
             "email.notice.username_change.subject": "사용자 이름이 변경되었습니다",
             "email.notice.username_change.body": "계정의 사용자 이름이 이제 {username}입니다. 본인이 변경하지 않았다면 지금 바로 비밀번호를 변경해 주세요.",
+            "email.invitation.account_created.subject": "계정이 생성되었습니다",
+            "email.invitation.account_created.body":
+                "{application}에서 사용자 이름 {username}(으)로 계정이 생성되었습니다. 비밀번호를 설정하려면 {application}을(를) 열고 '비밀번호를 잊으셨나요?'를 선택한 다음 이 이메일 주소를 입력해 주세요.",
             "email.notice.passkey_added.subject": "계정에 패스키가 추가되었습니다",
             "email.notice.passkey_added.body": "새 패스키({name})로 이제 계정에 로그인할 수 있습니다. 본인이 추가하지 않았다면 패스키를 삭제하고 지금 바로 비밀번호를 변경해 주세요.",
             "validation.username.notOwnEmail": "이메일 주소 형식의 사용자 이름은 본인의 인증된 이메일 주소여야 합니다.",

@@ -181,6 +181,9 @@ extension MessageCatalog {
                 "Iemand die bij je account is aangemeld, heeft gevraagd het naar een ander e-mailadres over te zetten. De wijziging gaat in zodra de code die daarheen is gestuurd, is ingevoerd. Was jij dit niet? Wijzig dan nu je wachtwoord.",
             "email.notice.username_change.subject": "Je gebruikersnaam is gewijzigd",
             "email.notice.username_change.body": "De gebruikersnaam van je account is nu {username}. Was jij dit niet? Wijzig dan nu je wachtwoord.",
+            "email.invitation.account_created.subject": "Er is een account voor je aangemaakt",
+            "email.invitation.account_created.body":
+                "Er is bij {application} een account voor je aangemaakt met de gebruikersnaam {username}. Om je wachtwoord te kiezen, open je {application}, kies je ‘Wachtwoord vergeten?’ en voer je dit e-mailadres in.",
             "email.notice.passkey_added.subject": "Er is een toegangssleutel aan je account toegevoegd",
             "email.notice.passkey_added.body":
                 "Met een nieuwe toegangssleutel ({name}) kan nu worden aangemeld bij je account. Was jij dit niet? Verwijder hem dan en wijzig nu je wachtwoord.",

@@ -184,6 +184,9 @@ extension MessageCatalog {
             "email.notice.username_change.subject": "O seu nome de utilizador foi alterado",
             "email.notice.username_change.body":
                 "O nome de utilizador da sua conta é agora {username}. Se não foi o utilizador, altere já a sua palavra-passe.",
+            "email.invitation.account_created.subject": "Foi criada uma conta para si",
+            "email.invitation.account_created.body":
+                "Foi criada para si uma conta com o nome de utilizador {username} em {application}. Para escolher a sua palavra-passe, abra {application}, escolha «Esqueceu-se da palavra-passe?» e introduza este endereço de email.",
             "email.notice.passkey_added.subject": "Foi adicionada uma chave de acesso à sua conta",
             "email.notice.passkey_added.body":
                 "Uma nova chave de acesso ({name}) já pode iniciar sessão na sua conta. Se não foi o utilizador, remova-a e altere já a sua palavra-passe.",

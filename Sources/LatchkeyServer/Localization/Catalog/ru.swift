@@ -181,6 +181,9 @@ extension MessageCatalog {
             "email.notice.username_change.subject": "Ваше имя пользователя изменено",
             "email.notice.username_change.body":
                 "Теперь имя пользователя вашего аккаунта — {username}. Если это были не вы, немедленно смените пароль.",
+            "email.invitation.account_created.subject": "Для вас создан аккаунт",
+            "email.invitation.account_created.body":
+                "В {application} для вас создан аккаунт с именем пользователя {username}. Чтобы задать пароль, откройте {application}, выберите «Забыли пароль?» и введите этот адрес электронной почты.",
             "email.notice.passkey_added.subject": "В ваш аккаунт добавлен ключ доступа",
             "email.notice.passkey_added.body":
                 "Новый ключ доступа ({name}) теперь может входить в ваш аккаунт. Если это были не вы, удалите его и немедленно смените пароль.",

@@ -180,6 +180,9 @@ extension MessageCatalog {
                 "Niekto prihlásený do vášho účtu požiadal o jeho presun na inú e-mailovú adresu. Zmena sa prejaví po zadaní kódu, ktorý tam bol odoslaný. Ak ste to neboli vy, ihneď si zmeňte heslo.",
             "email.notice.username_change.subject": "Vaše používateľské meno sa zmenilo",
             "email.notice.username_change.body": "Používateľské meno vášho účtu je teraz {username}. Ak ste to neboli vy, ihneď si zmeňte heslo.",
+            "email.invitation.account_created.subject": "Bol vám vytvorený účet",
+            "email.invitation.account_created.body":
+                "V aplikácii {application} vám bol vytvorený účet s používateľským menom {username}. Ak si chcete zvoliť heslo, otvorte {application}, vyberte „Zabudli ste heslo?“ a zadajte túto e-mailovú adresu.",
             "email.notice.passkey_added.subject": "K vášmu účtu bol pridaný prístupový kľúč",
             "email.notice.passkey_added.body":
                 "Nový prístupový kľúč ({name}) sa teraz môže prihlásiť do vášho účtu. Ak ste to neboli vy, odstráňte ho a ihneď si zmeňte heslo.",

@@ -172,6 +172,9 @@ extension MessageCatalog {
             "email.notice.email_change.body": "已登录你账户的某人申请将账户改用另一个邮箱地址。输入发送到该地址的验证码后，更改即生效。如果这不是你本人的操作，请立即修改密码。",
             "email.notice.username_change.subject": "你的用户名已更改",
             "email.notice.username_change.body": "你账户的用户名现在是 {username}。如果这不是你本人的操作，请立即修改密码。",
+            "email.invitation.account_created.subject": "已为你创建账户",
+            "email.invitation.account_created.body":
+                "已在 {application} 为你创建用户名为 {username} 的账户。要设置密码，请打开 {application}，选择“忘记密码？”，然后输入此电子邮件地址。",
             "email.notice.passkey_added.subject": "你的账户添加了通行密钥",
             "email.notice.passkey_added.body": "新的通行密钥（{name}）现在可以登录你的账户。如果这不是你本人的操作，请将其删除并立即修改密码。",
             "validation.username.notOwnEmail": "看起来像邮箱地址的用户名必须是你本人已验证的邮箱地址。",

@@ -172,6 +172,9 @@ extension MessageCatalog {
             "email.notice.email_change.body": "已登入你帳戶的某人申請將帳戶改用另一個電子郵件地址。輸入寄到該地址的驗證碼後，變更即生效。如果這不是你本人的操作，請立即變更密碼。",
             "email.notice.username_change.subject": "你的使用者名稱已變更",
             "email.notice.username_change.body": "你帳戶的使用者名稱現在是 {username}。如果這不是你本人的操作，請立即變更密碼。",
+            "email.invitation.account_created.subject": "已為你建立帳戶",
+            "email.invitation.account_created.body":
+                "已在 {application} 為你建立使用者名稱為 {username} 的帳戶。若要設定密碼，請開啟 {application}，選擇「忘記密碼？」，然後輸入此電子郵件地址。",
             "email.notice.passkey_added.subject": "你的帳戶新增了密碼金鑰",
             "email.notice.passkey_added.body": "新的密碼金鑰（{name}）現在可以登入你的帳戶。如果這不是你本人的操作，請將其刪除並立即變更密碼。",
             "validation.username.notOwnEmail": "看起來像電子郵件地址的使用者名稱必須是你本人已驗證的電子郵件地址。",

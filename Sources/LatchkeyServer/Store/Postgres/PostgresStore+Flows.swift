@@ -242,3 +242,63 @@ extension PostgresStore {
         }
     }
 }
+
+/// Account queries and deletion (SCIM administration).
+extension PostgresStore {
+    public func users(matching query: UserQuery, offset: Int, limit: Int) async throws -> UserPage {
+        var clauses: [String] = []
+        var binds = PostgresBindings()
+        func placeholder(_ value: some PostgresThrowingDynamicTypeEncodable) throws -> String {
+            try binds.append(value)
+            return "$\(binds.count)"
+        }
+        for condition in query.conditions {
+            switch condition {
+            case .id(let id):
+                clauses.append("id = \(try placeholder(id))")
+            case .username(let username):
+                // The expressions of the `users_username` and `users_claim_email` indexes, as in `user(username:)`.
+                clauses.append("lower(username COLLATE \"C\") = lower(\(try placeholder(username)) COLLATE \"C\")")
+            case .email(let email):
+                clauses.append("lower(((claims::jsonb) ->> 'email') COLLATE \"C\") = lower(\(try placeholder(email)) COLLATE \"C\")")
+            case .disabled(let disabled):
+                clauses.append("disabled = \(try placeholder(disabled))")
+            case .modifiedFrom(let date):
+                clauses.append("COALESCE(updated_at, created_at) >= \(try placeholder(date.epoch))")
+            case .modifiedBefore(let date):
+                clauses.append("COALESCE(updated_at, created_at) < \(try placeholder(date.epoch))")
+            }
+        }
+        let whereClause = clauses.isEmpty ? "" : " WHERE " + clauses.joined(separator: " AND ")
+        let countQuery = PostgresQuery(unsafeSQL: "SELECT COUNT(*) AS total FROM users" + whereClause, binds: binds)
+        var pageBinds = binds
+        try pageBinds.append(Int64(max(0, limit)))
+        try pageBinds.append(Int64(max(0, offset)))
+        // Ids in byte order, as SQLite's BINARY collation orders them.
+        let pageQuery = PostgresQuery(
+            unsafeSQL: "SELECT * FROM users" + whereClause
+                + " ORDER BY created_at, id COLLATE \"C\" LIMIT $\(binds.count + 1) OFFSET $\(binds.count + 2)",
+            binds: pageBinds)
+        // One transaction: the count and the page see the same rows.
+        return try await transaction { connection in
+            let total: Int64 = try await self.row(countQuery, on: connection).map { try Columns($0)("total") } ?? 0
+            let users = try await self.rows(pageQuery, on: connection).map { try Self.user($0) }
+            return UserPage(total: Int(total), users: users)
+        }
+    }
+
+    public func deleteUser(id: String, now: Date) async throws -> Bool {
+        try await transaction { connection in
+            guard try await self.row("SELECT 1 FROM users WHERE id = \(id) FOR UPDATE", on: connection) != nil else { return false }
+            try await self.revokeUserSessions(
+                userId: id, keepingSession: nil, keepingFamily: nil, reason: "account deleted", now: now, on: connection)
+            // What could still turn into tokens or a sign-in for the account (these tables name users without a key).
+            try await self.execute("DELETE FROM authorization_codes WHERE user_id = \(id) AND used_at IS NULL", on: connection)
+            try await self.execute("DELETE FROM login_second_factors WHERE user_id = \(id)", on: connection)
+            try await self.execute("DELETE FROM device_authorizations WHERE user_id = \(id)", on: connection)
+            try await self.execute("DELETE FROM passkey_challenges WHERE user_id = \(id)", on: connection)
+            // Factors, passkeys, federated links, the pending email change and login attempts cascade.
+            return try await self.execute("DELETE FROM users WHERE id = \(id) RETURNING 1", on: connection) == 1
+        }
+    }
+}

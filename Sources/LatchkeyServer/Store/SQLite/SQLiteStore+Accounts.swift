@@ -94,3 +94,61 @@ extension SQLiteStore {
             createdAt: date(row["created_at"]) ?? .distantPast, expiresAt: date(row["expires_at"]) ?? .distantPast)
     }
 }
+
+/// Account queries and deletion (SCIM administration).
+extension SQLiteStore {
+    public func users(matching query: UserQuery, offset: Int, limit: Int) async throws -> UserPage {
+        var clauses: [String] = []
+        var arguments = StatementArguments()
+        for condition in query.conditions {
+            switch condition {
+            case .id(let id):
+                clauses.append("id = ?")
+                arguments += [id]
+            case .username(let username):
+                // SQLite's NOCASE stops comparing at a NUL (see `user(username:)`): such a name names nobody.
+                if username.contains("\u{0}") { return UserPage(total: 0, users: []) }
+                clauses.append("username = ?")
+                arguments += [username]
+            case .email(let email):
+                if email.contains("\u{0}") { return UserPage(total: 0, users: []) }
+                clauses.append("json_extract(claims, '$.email') = ? COLLATE NOCASE")
+                arguments += [email]
+            case .disabled(let disabled):
+                clauses.append("disabled = ?")
+                arguments += [disabled]
+            case .modifiedFrom(let date):
+                clauses.append("COALESCE(updated_at, created_at) >= ?")
+                arguments += [date.timeIntervalSince1970]
+            case .modifiedBefore(let date):
+                clauses.append("COALESCE(updated_at, created_at) < ?")
+                arguments += [date.timeIntervalSince1970]
+            }
+        }
+        let whereClause = clauses.isEmpty ? "" : " WHERE " + clauses.joined(separator: " AND ")
+        let countArguments = arguments
+        let pageArguments = arguments + [max(0, limit), max(0, offset)]
+        return try await pool.read { db in
+            let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM users" + whereClause, arguments: countArguments) ?? 0
+            let users = try Row.fetchAll(
+                db, sql: "SELECT * FROM users" + whereClause + " ORDER BY created_at, id LIMIT ? OFFSET ?", arguments: pageArguments
+            ).map(Self.user)
+            return UserPage(total: total, users: users)
+        }
+    }
+
+    public func deleteUser(id: String, now: Date) async throws -> Bool {
+        try await pool.write { db in
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE id = ?", arguments: [id]) == true else { return false }
+            try Self.revokeUserSessions(db, userId: id, keepingSession: nil, keepingFamily: nil, reason: "account deleted", now: now)
+            // What could still turn into tokens or a sign-in for the account (these tables name users without a key).
+            try db.execute(sql: "DELETE FROM authorization_codes WHERE user_id = ? AND used_at IS NULL", arguments: [id])
+            try db.execute(sql: "DELETE FROM login_second_factors WHERE user_id = ?", arguments: [id])
+            try db.execute(sql: "DELETE FROM device_authorizations WHERE user_id = ?", arguments: [id])
+            try db.execute(sql: "DELETE FROM passkey_challenges WHERE user_id = ?", arguments: [id])
+            // Factors, passkeys, federated links, the pending email change and login attempts cascade.
+            try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [id])
+            return db.changesCount == 1
+        }
+    }
+}
