@@ -20,12 +20,18 @@ struct FederationController: Sendable {
         // sent on to the GET callback (a top-level navigation, which does carry it) with the same fields.
         group.post(":provider/callback") { request, context in
             let provider = try context.parameters.require("provider")
+            // Only a provider id (a-z 0-9 - _) goes into the Location as it is; anything else is no provider of ours.
+            guard !provider.isEmpty, provider == Federation.printable(provider), !provider.contains(".") else {
+                return Responses.html(
+                    Pages.message(titleKey: "page.expired.title", bodyKey: "federation.expired", locale: request.locale()), status: .badRequest)
+            }
             let params = try await Parameters.body(of: request)
             var query: [String] = []
             for (name, values) in params.values.sorted(by: { $0.key < $1.key }) {
                 for value in values { query.append(FormEncoding.encode(name) + "=" + FormEncoding.encode(value)) }
             }
-            return Responses.redirect(to: "/federation/\(FormEncoding.encode(provider))/callback?" + query.joined(separator: "&"), afterPost: true)
+            return Responses.redirect(
+                to: "/federation/\(provider)/callback" + (query.isEmpty ? "" : "?" + query.joined(separator: "&")), afterPost: true)
         }
     }
 

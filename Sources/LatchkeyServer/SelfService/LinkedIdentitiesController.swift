@@ -87,13 +87,13 @@ struct LinkedIdentitiesController: Sendable {
             throw SelfServiceErrors.invalidRequest("redirect_uri is not registered for the application")
         }
         let provider: IdentityProviderConfiguration
-        do { provider = try federation.provider(providerId, for: client) } catch { throw Self.failure(error) }
+        do { provider = try federation.provider(providerId, for: client) } catch { throw failure(error, providerId) }
         do {
             let (url, state) = try await federation.begin(
                 provider, purpose: .link, target: user.id, clientId: client.clientId, redirectUri: body.redirectUri)
             return try Responses.json(Started(authorizationURL: url.absoluteString, state: state), noStore: true)
         } catch let failure as FederationFailure {
-            throw Self.failure(failure)
+            throw self.failure(failure, providerId)
         }
     }
 
@@ -127,7 +127,7 @@ struct LinkedIdentitiesController: Sendable {
                 .federatedIdentityLinked, .failure, subject: user.id,
                 details: ["provider": String(providerId.prefix(64)), "reason": AuditTrail.reason(of: failure, fallback: failure.messageKey)],
                 origin: origin)
-            throw Self.failure(failure)
+            throw self.failure(failure, providerId)
         }
     }
 
@@ -157,29 +157,36 @@ struct LinkedIdentitiesController: Sendable {
 
     private static func decode<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
         let buffer = try await request.boundedBody()
+        // As every JSON endpoint: a cross-site form can send `text/plain`.
+        guard JSONMediaType.accepts(request, body: buffer) else {
+            var error = SelfServiceErrors.invalidRequest("the body must be sent as application/json")
+            error.status = .unsupportedMediaType
+            throw error
+        }
         do { return try JSONDecoder().decode(T.self, from: Data(buffer: buffer)) } catch {
             throw SelfServiceErrors.invalidRequest("the body is not the expected JSON object")
         }
     }
 
-    /// A federation failure as the thunderID dialect answers it.
-    private static func failure(_ error: any Error) -> any Error {
+    /// A federation failure as the thunderID dialect answers it, the provider's name in its message.
+    private func failure(_ error: any Error, _ providerId: String) -> any Error {
         guard let failure = error as? FederationFailure else { return error }
+        let arguments = ["provider": federation.providers.first { $0.id == providerId }?.name ?? Federation.printable(providerId)]
         switch failure {
         case .unknownProvider:
             return SelfServiceErrors.invalidRequest(failure.description)
         case .linkedElsewhere, .alreadyLinked:
             return APIError(
                 status: .conflict, code: "FED-1003", error: "invalid_request", messageKey: failure.messageKey,
-                userMessage: "This identity is linked to another account", technical: failure.description)
+                userMessage: "This identity is linked to another account", technical: failure.description, arguments: arguments)
         case .unavailable:
             return APIError(
                 status: .serviceUnavailable, code: "FED-1002", error: "temporarily_unavailable", messageKey: failure.messageKey,
-                userMessage: "The identity provider cannot be reached", technical: failure.description)
+                userMessage: "The identity provider cannot be reached", technical: failure.description, arguments: arguments)
         default:
             return APIError(
                 status: .badRequest, code: "FED-1001", error: "invalid_grant", messageKey: failure.messageKey,
-                userMessage: "The link could not be completed", technical: failure.description)
+                userMessage: "The link could not be completed", technical: failure.description, arguments: arguments)
         }
     }
 }

@@ -63,6 +63,7 @@ struct FederationPresetTests {
         // Another audience, or another nonce: refused.
         let otherAudience = try await exchange(try fixture.upstream.idToken(audience: "someone-else", nonce: nonce), nonce: nonce)
         #expect(otherAudience.locationQuery["error"] == "access_denied")
+        #expect(otherAudience.locationQuery["error_user_msg"]?.contains("Google") == true, "the provider named, not a placeholder")
         let otherNonce = try await exchange(try fixture.upstream.idToken(audience: "ios-client-id", nonce: "another"), nonce: nonce)
         #expect(otherNonce.locationQuery["error"] == "access_denied")
         // A provider the application does not offer.

@@ -119,6 +119,10 @@ struct LinkedIdentitiesTests {
         fixture.server.advanceClock(TimeInterval(fixture.server.server.configuration.recentAuthenticationSeconds + 60))
         let stale = try await api(fixture, "POST", "/corp", token: token, body: ["redirect_uri": redirect])
         #expect(stale.status == 403 || stale.status == 401, "\(stale.status) \(stale.text)")
+        let asText = try await TestBrowser().send(
+            fixture.server.base + "/users/me/identities/corp", method: "POST", body: Data(#"{"redirect_uri":"x"}"#.utf8),
+            headers: ["Authorization": "Bearer \(try await fixture.server.tokens().accessToken)", "Content-Type": "text/plain"])
+        #expect(asText.status == 415, "a cross-site form's text/plain is not JSON")
         let unregistered = try await api(
             fixture, "POST", "/corp", token: try await fixture.server.tokens().accessToken, body: ["redirect_uri": "https://evil.example/cb"])
         #expect(unregistered.status == 400)

@@ -39,9 +39,9 @@ struct AuthorizationResponses: Sendable {
     /// With a catalog `messageKey` the reachFive `error_user_msg` (in `locale`) goes along too.
     func errorRedirect(
         _ error: OAuthError, redirectUri: String, state: String?, messageKey: String? = nil,
-        locale: SupportedLocale = .en
+        locale: SupportedLocale = .en, arguments: [String: String] = [:]
     ) -> Response {
-        let userMessage = messageKey.flatMap { MessageCatalog.text($0, locale: locale) }
+        let userMessage = messageKey.flatMap { MessageCatalog.text($0, locale: locale, arguments: arguments) }
         return Responses.redirect(
             to: RedirectURL.appending(
                 [

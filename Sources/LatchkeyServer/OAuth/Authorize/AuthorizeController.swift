@@ -98,7 +98,8 @@ struct AuthorizeController: Sendable {
                     "reason": AuditTrail.reason(of: failure, fallback: failure.messageKey)
                 ], origin: origin)
             return responses.errorRedirect(
-                failure.oauthError, redirectUri: redirectUri, state: state, messageKey: failure.messageKey, locale: request.locale())
+                failure.oauthError, redirectUri: redirectUri, state: state, messageKey: failure.messageKey, locale: request.locale(),
+                arguments: ["provider": Self.providerName(try? params.single("provider"), federation: federation)])
         }
     }
 
@@ -150,6 +151,13 @@ struct AuthorizeController: Sendable {
         // RFC 8176 `fed`: Apple authenticated the user; we cannot see how, so it never counts as a second factor here.
         let session = try await sessions.open(userId: user.id, authTime: clock.now, amr: ["fed"], origin: origin)
         return try await responses.issueCode(authRequest, user: user, session: session, afterPost: false)
+    }
+
+    /// The configured name of the provider a native sign-in named (for the person's message), else the id as sent,
+    /// in printable form.
+    static func providerName(_ requested: String??, federation: Federation) -> String {
+        let id = (requested ?? nil).map { String($0.split(separator: ":").first ?? "") } ?? ""
+        return federation.providers.first { $0.id == id }?.name ?? Federation.printable(id)
     }
 
     static func validateAuthorizationRequest(

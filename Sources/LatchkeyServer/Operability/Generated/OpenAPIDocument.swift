@@ -218,7 +218,7 @@ enum OpenAPIDocument {
         "tags": [
           "OAuth 2.0 and OpenID Connect"
         ],
-        "description": "OIDC Core §3.1.2: authorization code flow; PKCE S256 is required for public clients. Silent SSO with a live session cookie; `prompt`, `max_age`, `login_hint`, `ui_locales`. reachFive: `tkn` redeems a login ticket, `provider=apple` + `id_token` signs in with Apple.",
+        "description": "OIDC Core §3.1.2: authorization code flow; PKCE S256 is required for public clients. Silent SSO with a live session cookie; `prompt`, `max_age`, `login_hint`, `ui_locales`. reachFive: `tkn` redeems a login ticket, `provider` + `id_token` signs in natively (Apple, or an OpenID provider the application offers); `idp` (or `fidp`, or `provider` alone) goes straight to that identity provider.",
         "parameters": [
           {
             "name": "response_type",
@@ -389,13 +389,37 @@ enum OpenAPIDocument {
             "description": "reachFive: a login ticket from a password or passkey sign-in (2 minutes, single use, bound to the application), redeemed into a code."
           },
           {
-            "name": "provider",
+            "name": "idp",
+            "in": "query",
+            "required": false,
+            "schema": {
+              "type": "string",
+              "examples": [
+                "google"
+              ]
+            },
+            "description": "An identity provider hint (as Keycloak's `kc_idp_hint`): the login page goes straight to that provider when the application offers it (its `identity_providers`), else it shows as usual; a live session that provider did not open does not answer for it (silent SSO only through that provider). Ahead of `fidp` and `provider`."
+          },
+          {
+            "name": "fidp",
             "in": "query",
             "required": false,
             "schema": {
               "type": "string"
             },
-            "description": "reachFive native provider sign-in: only `apple`."
+            "description": "thunderID's name for the same hint as `idp` (`idp` wins when both are sent)."
+          },
+          {
+            "name": "provider",
+            "in": "query",
+            "required": false,
+            "schema": {
+              "type": "string",
+              "examples": [
+                "google"
+              ]
+            },
+            "description": "reachFive: with `id_token`, a native sign-in: `apple`, or an OpenID provider the application offers whose own SDK gave the app an ID token (Google Sign-In); without `id_token`, a hint as `idp` (`webviewLogin(provider:)`)."
           },
           {
             "name": "id_token",
@@ -404,7 +428,7 @@ enum OpenAPIDocument {
             "schema": {
               "type": "string"
             },
-            "description": "With `provider=apple`: Apple's identity token."
+            "description": "With `provider`: the provider's ID token (Apple's identity token, Google Sign-In's), checked against its keys, issuer, audience and `nonce`."
           },
           {
             "name": "given_name",
@@ -427,7 +451,7 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "302": {
-            "description": "To the hosted login page (`/login?request=…`); or back to the redirect URI with `code`, `state` and `iss` (RFC 9207), or with `error`, `error_description`, `state` and `iss` once the application and redirect URI are known good (`login_required` for `prompt=none` without a session, `invalid_request`, `invalid_scope`, `unsupported_response_type`, `access_denied` …).",
+            "description": "To the hosted login page (`/login?request=…`, with `&idp=…` when a provider hint was sent); or back to the redirect URI with `code`, `state` and `iss` (RFC 9207), or with `error`, `error_description`, `state` and `iss` once the application and redirect URI are known good (`login_required` for `prompt=none` without a session, `invalid_request`, `invalid_scope`, `unsupported_response_type`, `access_denied` …).",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -487,7 +511,7 @@ enum OpenAPIDocument {
         },
         "responses": {
           "302": {
-            "description": "To the hosted login page (`/login?request=…`); or back to the redirect URI with `code`, `state` and `iss` (RFC 9207), or with `error`, `error_description`, `state` and `iss` once the application and redirect URI are known good (`login_required` for `prompt=none` without a session, `invalid_request`, `invalid_scope`, `unsupported_response_type`, `access_denied` …).",
+            "description": "To the hosted login page (`/login?request=…`, with `&idp=…` when a provider hint was sent); or back to the redirect URI with `code`, `state` and `iss` (RFC 9207), or with `error`, `error_description`, `state` and `iss` once the application and redirect URI are known good (`login_required` for `prompt=none` without a session, `invalid_request`, `invalid_scope`, `unsupported_response_type`, `access_denied` …).",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -1380,7 +1404,7 @@ enum OpenAPIDocument {
         "tags": [
           "reachFive dialect"
         ],
-        "description": "OIDC Core §3.1.2: authorization code flow; PKCE S256 is required for public clients. Silent SSO with a live session cookie; `prompt`, `max_age`, `login_hint`, `ui_locales`. reachFive: `tkn` redeems a login ticket, `provider=apple` + `id_token` signs in with Apple. On `/oauth/…` (reachFive) error bodies also carry `error_id`, `error_message_key` and `error_user_msg`.",
+        "description": "OIDC Core §3.1.2: authorization code flow; PKCE S256 is required for public clients. Silent SSO with a live session cookie; `prompt`, `max_age`, `login_hint`, `ui_locales`. reachFive: `tkn` redeems a login ticket, `provider` + `id_token` signs in natively (Apple, or an OpenID provider the application offers); `idp` (or `fidp`, or `provider` alone) goes straight to that identity provider. On `/oauth/…` (reachFive) error bodies also carry `error_id`, `error_message_key` and `error_user_msg`.",
         "parameters": [
           {
             "name": "response_type",
@@ -1551,13 +1575,37 @@ enum OpenAPIDocument {
             "description": "reachFive: a login ticket from a password or passkey sign-in (2 minutes, single use, bound to the application), redeemed into a code."
           },
           {
-            "name": "provider",
+            "name": "idp",
+            "in": "query",
+            "required": false,
+            "schema": {
+              "type": "string",
+              "examples": [
+                "google"
+              ]
+            },
+            "description": "An identity provider hint (as Keycloak's `kc_idp_hint`): the login page goes straight to that provider when the application offers it (its `identity_providers`), else it shows as usual; a live session that provider did not open does not answer for it (silent SSO only through that provider). Ahead of `fidp` and `provider`."
+          },
+          {
+            "name": "fidp",
             "in": "query",
             "required": false,
             "schema": {
               "type": "string"
             },
-            "description": "reachFive native provider sign-in: only `apple`."
+            "description": "thunderID's name for the same hint as `idp` (`idp` wins when both are sent)."
+          },
+          {
+            "name": "provider",
+            "in": "query",
+            "required": false,
+            "schema": {
+              "type": "string",
+              "examples": [
+                "google"
+              ]
+            },
+            "description": "reachFive: with `id_token`, a native sign-in: `apple`, or an OpenID provider the application offers whose own SDK gave the app an ID token (Google Sign-In); without `id_token`, a hint as `idp` (`webviewLogin(provider:)`)."
           },
           {
             "name": "id_token",
@@ -1566,7 +1614,7 @@ enum OpenAPIDocument {
             "schema": {
               "type": "string"
             },
-            "description": "With `provider=apple`: Apple's identity token."
+            "description": "With `provider`: the provider's ID token (Apple's identity token, Google Sign-In's), checked against its keys, issuer, audience and `nonce`."
           },
           {
             "name": "given_name",
@@ -1589,7 +1637,7 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "302": {
-            "description": "To the hosted login page (`/login?request=…`); or back to the redirect URI with `code`, `state` and `iss` (RFC 9207), or with `error`, `error_description`, `state` and `iss` once the application and redirect URI are known good (`login_required` for `prompt=none` without a session, `invalid_request`, `invalid_scope`, `unsupported_response_type`, `access_denied` …).",
+            "description": "To the hosted login page (`/login?request=…`, with `&idp=…` when a provider hint was sent); or back to the redirect URI with `code`, `state` and `iss` (RFC 9207), or with `error`, `error_description`, `state` and `iss` once the application and redirect URI are known good (`login_required` for `prompt=none` without a session, `invalid_request`, `invalid_scope`, `unsupported_response_type`, `access_denied` …).",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -1649,7 +1697,7 @@ enum OpenAPIDocument {
         },
         "responses": {
           "302": {
-            "description": "To the hosted login page (`/login?request=…`); or back to the redirect URI with `code`, `state` and `iss` (RFC 9207), or with `error`, `error_description`, `state` and `iss` once the application and redirect URI are known good (`login_required` for `prompt=none` without a session, `invalid_request`, `invalid_scope`, `unsupported_response_type`, `access_denied` …).",
+            "description": "To the hosted login page (`/login?request=…`, with `&idp=…` when a provider hint was sent); or back to the redirect URI with `code`, `state` and `iss` (RFC 9207), or with `error`, `error_description`, `state` and `iss` once the application and redirect URI are known good (`login_required` for `prompt=none` without a session, `invalid_request`, `invalid_scope`, `unsupported_response_type`, `access_denied` …).",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -2552,7 +2600,7 @@ enum OpenAPIDocument {
         "tags": [
           "Hosted pages"
         ],
-        "description": "The sign-in form for a pending login request (or, when the first factor was accepted in this browser, the second-factor form). CSRF double-submit token, strict CSP, `frame-ancestors 'none'`; no script except `/assets/passkey-login.js` when the application accepts passkeys from this origin.",
+        "description": "The sign-in form for a pending login request (or, when the first factor was accepted in this browser, the second-factor form). CSRF double-submit token, strict CSP, `frame-ancestors 'none'`; no script except `/assets/passkey-login.js` when the application accepts passkeys from this origin. With `idp` naming a provider the application offers, the browser goes straight to that provider.",
         "parameters": [
           {
             "name": "request",
@@ -2562,6 +2610,18 @@ enum OpenAPIDocument {
             "schema": {
               "type": "string"
             }
+          },
+          {
+            "name": "idp",
+            "in": "query",
+            "required": false,
+            "schema": {
+              "type": "string",
+              "examples": [
+                "google"
+              ]
+            },
+            "description": "An identity provider hint passed on from the authorization request: when the application offers that provider, the browser goes straight there."
           }
         ],
         "responses": {
@@ -2586,6 +2646,20 @@ enum OpenAPIDocument {
               }
             }
           },
+          "302": {
+            "description": "`idp`: to the identity provider's authorization endpoint (PKCE, `state`, `nonce`; back at `/federation/{provider}/callback`), this browser bound by the `lk_fed` cookie.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Location": {
+                "$ref": "#/components/headers/Location"
+              },
+              "Set-Cookie": {
+                "$ref": "#/components/headers/Set-Cookie"
+              }
+            }
+          },
           "400": {
             "description": "The login request is unknown or expired.",
             "headers": {
@@ -2605,7 +2679,22 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/HeadersTooLarge"
           },
           "503": {
-            "$ref": "#/components/responses/UnavailableHtml"
+            "description": "The database is unavailable, or (`idp`) the identity provider cannot be reached: the form, with the message.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Retry-After": {
+                "$ref": "#/components/headers/Retry-After"
+              }
+            },
+            "content": {
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
           }
         }
       },
@@ -2615,7 +2704,7 @@ enum OpenAPIDocument {
         "tags": [
           "Hosted pages"
         ],
-        "description": "Username and password (or the passkey button's `tkn`), then the second factor when the account has one. Ends in a redirect to the application with the code, or back to `/device`.",
+        "description": "Username and password (or the passkey button's `tkn`, or a provider button's `idp`, which sends the browser to that identity provider), then the second factor when the account has one. Ends in a redirect to the application with the code, or back to `/device`.",
         "requestBody": {
           "required": false,
           "content": {
@@ -2649,7 +2738,7 @@ enum OpenAPIDocument {
             }
           },
           "303": {
-            "description": "Signed in: to the application's redirect URI with `code`, `state` and `iss`, or back to `/device?user_code=…`; sets the SSO session cookie.",
+            "description": "Signed in: to the application's redirect URI with `code`, `state` and `iss`, or back to `/device?user_code=…`; sets the SSO session cookie. Or (`idp`) to the identity provider's authorization endpoint, this browser bound by the `lk_fed` cookie.",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -2663,7 +2752,7 @@ enum OpenAPIDocument {
             }
           },
           "400": {
-            "description": "The login request is unknown or expired, or a field is missing.",
+            "description": "The login request is unknown or expired, or a field is missing, or `idp` names a provider the application does not offer (the form, with the message).",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -2744,7 +2833,22 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/HeadersTooLarge"
           },
           "503": {
-            "$ref": "#/components/responses/UnavailableHtml"
+            "description": "The database is unavailable, or (`idp`) the identity provider cannot be reached: the form, with the message.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Retry-After": {
+                "$ref": "#/components/headers/Retry-After"
+              }
+            },
+            "content": {
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
           }
         }
       }
@@ -2929,6 +3033,326 @@ enum OpenAPIDocument {
                 }
               }
             }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          }
+        }
+      }
+    },
+    "/federation/{provider}/callback": {
+      "get": {
+        "operationId": "federationCallback",
+        "summary": "Back from another identity provider",
+        "tags": [
+          "Hosted pages"
+        ],
+        "description": "Where an identity provider sends the browser back (the redirect URI registered there). The `state` is taken once and must belong to this provider (and, for the hosted sign-in, to this browser's `lk_fed` cookie); the code is exchanged with PKCE, the ID token (or GitHub's user API) verified. Then the hosted sign-in goes on as after a password (second factor, `require_mfa`), or an app-native flow or a link started by an app gets a one-time code at the app's redirect URI. A parameter sent twice is refused.",
+        "parameters": [
+          {
+            "name": "provider",
+            "in": "path",
+            "required": true,
+            "description": "The identity provider's id, as configured (`identity_providers`; a-z 0-9 `-` `_`): the callback URL registered there is `{issuer}/federation/{provider}/callback`.",
+            "schema": {
+              "type": "string",
+              "minLength": 1,
+              "pattern": "^[a-z0-9_-]+$"
+            },
+            "example": "google"
+          },
+          {
+            "name": "state",
+            "in": "query",
+            "required": false,
+            "schema": {
+              "type": "string"
+            },
+            "description": "The `state` this server sent to the provider."
+          },
+          {
+            "name": "code",
+            "in": "query",
+            "required": false,
+            "schema": {
+              "type": "string"
+            },
+            "description": "The provider's authorization code."
+          },
+          {
+            "name": "iss",
+            "in": "query",
+            "required": false,
+            "schema": {
+              "type": "string"
+            },
+            "description": "RFC 9207: the provider's issuer; required when its metadata says it sends it."
+          },
+          {
+            "name": "error",
+            "in": "query",
+            "required": false,
+            "schema": {
+              "type": "string"
+            },
+            "description": "The provider refused (the person declined)."
+          },
+          {
+            "name": "error_description",
+            "in": "query",
+            "required": false,
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "name": "user",
+            "in": "query",
+            "required": false,
+            "schema": {
+              "type": "string"
+            },
+            "description": "Sign in with Apple (carried over from its form post): the name, JSON, on the first authorization."
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The hosted sign-in: the second-factor form (the account has one).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Set-Cookie": {
+                "$ref": "#/components/headers/Set-Cookie"
+              },
+              "Content-Language": {
+                "$ref": "#/components/headers/Content-Language"
+              }
+            },
+            "content": {
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
+          },
+          "302": {
+            "description": "An app-native flow or a link: to the app's redirect URI with a one-time `code` (collected with `state` by `/flow/execute` or `/users/me/identities/{provider}/complete`) and `state`; or with `error`, `error_description`, `error_message_key`, `error_user_msg` (for people, in the browser's language) and `state`.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Location": {
+                "$ref": "#/components/headers/Location"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            }
+          },
+          "303": {
+            "description": "The hosted sign-in is done: to the application's redirect URI with `code`, `state` and `iss`, or back to `/device?user_code=…`; sets the SSO session cookie.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Location": {
+                "$ref": "#/components/headers/Location"
+              },
+              "Set-Cookie": {
+                "$ref": "#/components/headers/Set-Cookie"
+              }
+            }
+          },
+          "400": {
+            "description": "The sign-in has expired or is not this server's: `state` missing, unknown, used, expired or another provider's, a parameter sent twice, malformed percent-encoding, or the login request gone.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
+          },
+          "401": {
+            "description": "The hosted sign-in failed a check (the code exchange, the ID token's signature, issuer, audience, nonce or expiry, RFC 9207 `iss`, another browser than the one that started it): the login form again, with the message in the person's language.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Set-Cookie": {
+                "$ref": "#/components/headers/Set-Cookie"
+              },
+              "Content-Language": {
+                "$ref": "#/components/headers/Content-Language"
+              }
+            },
+            "content": {
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "The hosted sign-in is refused: the person declined at the provider, the account is disabled, its email belongs to an account the provider may not link to, the account is linked to another identity at that provider, registration is closed, or the application requires a second factor the account does not have: the login form again, with the message.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Set-Cookie": {
+                "$ref": "#/components/headers/Set-Cookie"
+              },
+              "Content-Language": {
+                "$ref": "#/components/headers/Content-Language"
+              }
+            },
+            "content": {
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "An empty `{provider}` segment: no such page.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
+          },
+          "429": {
+            "description": "The hosted sign-in: the account's second-factor codes are spent for a while.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "description": "The identity provider cannot be reached, or answered what no provider should (the login form again, with the message), or the database is unavailable.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Retry-After": {
+                "$ref": "#/components/headers/Retry-After"
+              }
+            },
+            "content": {
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
+          }
+        }
+      },
+      "post": {
+        "operationId": "federationCallbackPost",
+        "summary": "Back from another identity provider (form post)",
+        "tags": [
+          "Hosted pages"
+        ],
+        "description": "A provider that answers with a cross-site form post (Sign in with Apple's `form_post`) sends no `SameSite=Lax` cookie; the browser is sent on to the GET callback, a top-level navigation that does, with the same fields as its query. Nothing is checked here.",
+        "parameters": [
+          {
+            "name": "provider",
+            "in": "path",
+            "required": true,
+            "description": "The identity provider's id, as configured (`identity_providers`; a-z 0-9 `-` `_`): the callback URL registered there is `{issuer}/federation/{provider}/callback`.",
+            "schema": {
+              "type": "string",
+              "minLength": 1,
+              "pattern": "^[a-z0-9_-]+$"
+            },
+            "example": "google"
+          }
+        ],
+        "requestBody": {
+          "required": false,
+          "content": {
+            "application/x-www-form-urlencoded": {
+              "schema": {
+                "$ref": "#/components/schemas/FederationCallbackForm"
+              }
+            }
+          }
+        },
+        "responses": {
+          "303": {
+            "description": "To `GET /federation/{provider}/callback` with the form's fields as the query.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Location": {
+                "$ref": "#/components/headers/Location"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            }
+          },
+          "400": {
+            "description": "The body is not `application/x-www-form-urlencoded`, or its percent-encoding is malformed.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "An empty `{provider}` segment: no such page.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLargeHtml"
           },
           "431": {
             "$ref": "#/components/responses/HeadersTooLarge"
@@ -3941,6 +4365,399 @@ enum OpenAPIDocument {
                 }
               }
             }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
+    "/users/me/identities": {
+      "get": {
+        "operationId": "listLinkedIdentities",
+        "summary": "The account's linked identity providers",
+        "description": "The providers linked to the account (`linked_at`), and those the token's application offers that are not linked yet.",
+        "tags": [
+          "Self-service (thunderID)"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The links.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/LinkedIdentities"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenSelfService"
+          },
+          "404": {
+            "$ref": "#/components/responses/UserNotFoundSelfService"
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
+    "/users/me/identities/{provider}": {
+      "post": {
+        "operationId": "startIdentityLink",
+        "summary": "Start linking an identity provider",
+        "description": "Needs a recent sign-in. Returns the provider's page for the app to open in a browser; the provider's answer comes back through `/federation/{provider}/callback` to the app's `redirect_uri` as a one-time `code` with `state` (or `error`), which the app sends to `…/complete` with its token: a link started by one account and finished in another person's browser cannot attach that person's identity to it.",
+        "tags": [
+          "Self-service (thunderID)"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "provider",
+            "in": "path",
+            "required": true,
+            "description": "A provider the token's application offers (its id).",
+            "schema": {
+              "type": "string",
+              "minLength": 1,
+              "pattern": "^[a-z0-9_-]+$"
+            },
+            "example": "google"
+          },
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/LinkStartRequest"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "Where to send the browser.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/LinkStarted"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`USR-1001`: the body is not the expected JSON object, `redirect_uri` is not registered for the token's application, the application offers no such provider (or is unknown); `FED-1001` the link could not be started.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenSelfService"
+          },
+          "404": {
+            "description": "`USR-1003`: the token's user no longer exists. An empty `{provider}` segment matches no route (`SSE-4040`).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLargeThunder"
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "description": "`FED-1002`: the identity provider cannot be reached (its discovery document or keys); `SRV-503`: the database is unavailable (with `Retry-After`).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Retry-After": {
+                "$ref": "#/components/headers/Retry-After"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          }
+        }
+      },
+      "delete": {
+        "operationId": "unlinkIdentity",
+        "summary": "Unlink an identity provider",
+        "description": "Needs a recent sign-in. Refused when the provider is the account's only way to sign in (no password, no passkey, no other link).",
+        "tags": [
+          "Self-service (thunderID)"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "provider",
+            "in": "path",
+            "required": true,
+            "description": "The linked provider.",
+            "schema": {
+              "type": "string",
+              "minLength": 1,
+              "pattern": "^[a-z0-9_-]+$"
+            },
+            "example": "google"
+          },
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "204": {
+            "description": "Unlinked.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenSelfService"
+          },
+          "404": {
+            "description": "`FED-1004`: the account has no link to that provider; `USR-1003`: the token's user no longer exists. An empty `{provider}` segment matches no route (`SSE-4040`).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "409": {
+            "description": "`FED-1005`: it is the account's only way to sign in.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
+    "/users/me/identities/{provider}/complete": {
+      "post": {
+        "operationId": "completeIdentityLink",
+        "summary": "Finish linking an identity provider",
+        "description": "Needs a recent sign-in. The one-time code and `state` that came to the app's redirect URI (single use, for this account and provider); the identity the provider vouched for is linked to the account.",
+        "tags": [
+          "Self-service (thunderID)"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "provider",
+            "in": "path",
+            "required": true,
+            "description": "The provider the link was started for.",
+            "schema": {
+              "type": "string",
+              "minLength": 1,
+              "pattern": "^[a-z0-9_-]+$"
+            },
+            "example": "google"
+          },
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/LinkCompleteRequest"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "Linked.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/LinkedIdentity"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`USR-1001`: the body is not the expected JSON object; `FED-1001`: the code is unknown, used, expired, another account's or provider's, or `state` is not the one it came with.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenSelfService"
+          },
+          "404": {
+            "description": "`USR-1003`: the token's user no longer exists. An empty `{provider}` segment matches no route (`SSE-4040`).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "409": {
+            "description": "`FED-1003`: that identity is linked to another account, or the account is already linked to another identity at that provider (unlink it first).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLargeThunder"
           },
           "431": {
             "$ref": "#/components/responses/HeadersTooLarge"
@@ -6406,6 +7223,134 @@ enum OpenAPIDocument {
         }
       }
     },
+    "/identity/v1/providers": {
+      "get": {
+        "operationId": "listIdentityProviders",
+        "summary": "The application's identity providers",
+        "description": "reachFive `getProviders`: the identity providers the application offers, for an SDK's own buttons (sign in with `idp` or `provider` at the authorization endpoint).",
+        "parameters": [
+          {
+            "name": "client_id",
+            "in": "query",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "examples": [
+                "latchkey-demo"
+              ]
+            }
+          }
+        ],
+        "tags": [
+          "reachFive dialect"
+        ],
+        "responses": {
+          "200": {
+            "description": "The providers (none when the application offers none).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/IdentityProviderList"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`OAUTH-400` (`invalid_request`): `client_id` is missing, repeated or unknown, or the query's percent-encoding is malformed.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ReachFiveError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableReachFive"
+          }
+        }
+      }
+    },
+    "/api/v1/providers": {
+      "get": {
+        "operationId": "listIdentityProvidersApi",
+        "summary": "The application's identity providers (reachFive's older path)",
+        "description": "As `GET /identity/v1/providers`, at the path older reachFive SDKs call.",
+        "parameters": [
+          {
+            "name": "client_id",
+            "in": "query",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "examples": [
+                "latchkey-demo"
+              ]
+            }
+          }
+        ],
+        "tags": [
+          "reachFive dialect"
+        ],
+        "responses": {
+          "200": {
+            "description": "The providers (none when the application offers none).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/IdentityProviderList"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`OAUTH-400` (`invalid_request`): `client_id` is missing, repeated or unknown, or the query's percent-encoding is malformed.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ReachFiveError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableReachFive"
+          }
+        }
+      }
+    },
     "/identity/v1/userinfo": {
       "get": {
         "operationId": "userinfoIdentity",
@@ -6981,13 +7926,27 @@ enum OpenAPIDocument {
             "type": "string",
             "description": "reachFive: a login ticket from a password or passkey sign-in (2 minutes, single use, bound to the application), redeemed into a code."
           },
+          "idp": {
+            "type": "string",
+            "examples": [
+              "google"
+            ],
+            "description": "An identity provider hint (as Keycloak's `kc_idp_hint`): the login page goes straight to that provider when the application offers it (its `identity_providers`), else it shows as usual; a live session that provider did not open does not answer for it (silent SSO only through that provider). Ahead of `fidp` and `provider`."
+          },
+          "fidp": {
+            "type": "string",
+            "description": "thunderID's name for the same hint as `idp` (`idp` wins when both are sent)."
+          },
           "provider": {
             "type": "string",
-            "description": "reachFive native provider sign-in: only `apple`."
+            "examples": [
+              "google"
+            ],
+            "description": "reachFive: with `id_token`, a native sign-in: `apple`, or an OpenID provider the application offers whose own SDK gave the app an ID token (Google Sign-In); without `id_token`, a hint as `idp` (`webviewLogin(provider:)`)."
           },
           "id_token": {
             "type": "string",
-            "description": "With `provider=apple`: Apple's identity token."
+            "description": "With `provider`: the provider's ID token (Apple's identity token, Google Sign-In's), checked against its keys, issuer, audience and `nonce`."
           },
           "given_name": {
             "type": "string",
@@ -7091,9 +8050,23 @@ enum OpenAPIDocument {
             "type": "string",
             "description": "reachFive: a login ticket from a password or passkey sign-in (2 minutes, single use, bound to the application), redeemed into a code."
           },
+          "idp": {
+            "type": "string",
+            "examples": [
+              "google"
+            ],
+            "description": "An identity provider hint (as Keycloak's `kc_idp_hint`): the login page goes straight to that provider when the application offers it (its `identity_providers`), else it shows as usual; a live session that provider did not open does not answer for it (silent SSO only through that provider). Ahead of `fidp` and `provider`."
+          },
+          "fidp": {
+            "type": "string",
+            "description": "thunderID's name for the same hint as `idp` (`idp` wins when both are sent)."
+          },
           "provider": {
             "type": "string",
-            "description": "reachFive native provider sign-in: only `apple`."
+            "examples": [
+              "google"
+            ],
+            "description": "reachFive: an identity provider hint, as `idp` (a native sign-in's `id_token` goes to the authorization endpoint directly)."
           },
           "id_token": {
             "type": "string",
@@ -7568,6 +8541,10 @@ enum OpenAPIDocument {
           "resend": {
             "type": "string",
             "description": "Second step: send a new emailed code."
+          },
+          "idp": {
+            "type": "string",
+            "description": "A provider button (\"Continue with …\"): the provider's id; the browser goes there instead of a password being checked."
           }
         }
       },
@@ -7589,6 +8566,37 @@ enum OpenAPIDocument {
               "approve",
               "deny"
             ]
+          }
+        }
+      },
+      "FederationCallbackForm": {
+        "type": "object",
+        "description": "An identity provider's answer sent as a form (`response_mode=form_post`, Sign in with Apple); any fields are carried over to the GET.",
+        "properties": {
+          "code": {
+            "type": "string",
+            "examples": [
+              "openapi-probe"
+            ]
+          },
+          "state": {
+            "type": "string",
+            "examples": [
+              "openapi-probe"
+            ]
+          },
+          "id_token": {
+            "type": "string"
+          },
+          "user": {
+            "type": "string",
+            "description": "Apple: the name and email, JSON, on the first authorization only."
+          },
+          "error": {
+            "type": "string"
+          },
+          "error_description": {
+            "type": "string"
           }
         }
       },
@@ -7724,8 +8732,10 @@ enum OpenAPIDocument {
           "type": {
             "type": "string",
             "examples": [
-              "VIEW"
-            ]
+              "VIEW",
+              "REDIRECTION"
+            ],
+            "description": "`VIEW` for a prompt; `REDIRECTION` for a federated step: open `data.redirectURL` in a browser, then send the `code` and `state` that come to the app's redirect URI as inputs."
           },
           "challengeToken": {
             "type": "string",
@@ -7759,7 +8769,8 @@ enum OpenAPIDocument {
             }
           },
           "redirectURL": {
-            "type": "string"
+            "type": "string",
+            "description": "A `REDIRECTION` step: the identity provider's page (its `redirect_uri` is the one the app sent with the `FEDERATED` action)."
           },
           "meta": {
             "type": "object",
@@ -8154,6 +9165,145 @@ enum OpenAPIDocument {
             "type": "string",
             "examples": [
               "123456"
+            ]
+          }
+        }
+      },
+      "LinkedIdentities": {
+        "type": "object",
+        "description": "The account's links to other identity providers, and the providers the token's application offers that are not linked yet.",
+        "required": [
+          "identities",
+          "available"
+        ],
+        "properties": {
+          "identities": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "required": [
+                "provider",
+                "name",
+                "linked_at"
+              ],
+              "properties": {
+                "provider": {
+                  "type": "string",
+                  "examples": [
+                    "google"
+                  ]
+                },
+                "name": {
+                  "type": "string",
+                  "examples": [
+                    "Google"
+                  ]
+                },
+                "linked_at": {
+                  "type": "string",
+                  "format": "date-time"
+                }
+              }
+            }
+          },
+          "available": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "required": [
+                "provider",
+                "name"
+              ],
+              "properties": {
+                "provider": {
+                  "type": "string",
+                  "examples": [
+                    "google"
+                  ]
+                },
+                "name": {
+                  "type": "string",
+                  "examples": [
+                    "Google"
+                  ]
+                }
+              }
+            }
+          }
+        }
+      },
+      "LinkStartRequest": {
+        "type": "object",
+        "required": [
+          "redirect_uri"
+        ],
+        "properties": {
+          "redirect_uri": {
+            "type": "string",
+            "examples": [
+              "http://127.0.0.1:9/callback"
+            ],
+            "description": "A redirect URI registered for the token's application: the provider's answer comes back there as `code` and `state` (or `error`)."
+          }
+        }
+      },
+      "LinkStarted": {
+        "type": "object",
+        "required": [
+          "authorization_url",
+          "state"
+        ],
+        "properties": {
+          "authorization_url": {
+            "type": "string",
+            "description": "The provider's page, for the app to open in a browser."
+          },
+          "state": {
+            "type": "string",
+            "description": "Comes back with the code at the redirect URI; the app checks it and sends both to `…/complete`."
+          }
+        }
+      },
+      "LinkCompleteRequest": {
+        "type": "object",
+        "required": [
+          "code",
+          "state"
+        ],
+        "properties": {
+          "code": {
+            "type": "string",
+            "examples": [
+              "openapi-probe"
+            ],
+            "description": "The one-time code that came to the app's redirect URI."
+          },
+          "state": {
+            "type": "string",
+            "examples": [
+              "openapi-probe"
+            ],
+            "description": "The `state` that came with it."
+          }
+        }
+      },
+      "LinkedIdentity": {
+        "type": "object",
+        "required": [
+          "provider",
+          "name"
+        ],
+        "properties": {
+          "provider": {
+            "type": "string",
+            "examples": [
+              "google"
+            ]
+          },
+          "name": {
+            "type": "string",
+            "examples": [
+              "Google"
             ]
           }
         }
@@ -9137,6 +10287,60 @@ enum OpenAPIDocument {
             "type": "boolean"
           }
         }
+      },
+      "IdentityProviderList": {
+        "type": "object",
+        "description": "reachFive `providers`: the identity providers the application offers (its `identity_providers`, in its order), for an SDK's own buttons.",
+        "required": [
+          "items",
+          "status"
+        ],
+        "properties": {
+          "items": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "required": [
+                "provider",
+                "name",
+                "type"
+              ],
+              "properties": {
+                "provider": {
+                  "type": "string",
+                  "examples": [
+                    "google"
+                  ],
+                  "description": "The provider's id: what `idp`, `provider` and `/federation/{provider}/callback` name."
+                },
+                "name": {
+                  "type": "string",
+                  "examples": [
+                    "Google"
+                  ],
+                  "description": "What people see (\"Continue with …\")."
+                },
+                "type": {
+                  "type": "string",
+                  "enum": [
+                    "oidc",
+                    "google",
+                    "microsoft",
+                    "github",
+                    "apple"
+                  ],
+                  "description": "Any OpenID provider (`oidc`), or a preset."
+                }
+              }
+            }
+          },
+          "status": {
+            "type": "string",
+            "enum": [
+              "success"
+            ]
+          }
+        }
       }
     },
     "responses": {
@@ -9590,7 +10794,7 @@ enum OpenAPIDocument {
         }
       },
       "Set-Cookie": {
-        "description": "The hosted pages' cookies: the CSRF double-submit cookie (`lk_csrf`, `SameSite=Strict`), the SSO session (`lk_session`, `SameSite=Lax`), the second-factor binding (`lk_mfa`); `__Host-` prefixed and `Secure` unless the issuer is plain-http loopback.",
+        "description": "The hosted pages' cookies: the CSRF double-submit cookie (`lk_csrf`, `SameSite=Strict`), the SSO session (`lk_session`, `SameSite=Lax`), the second-factor binding (`lk_mfa`), the binding of a sign-in through another identity provider to this browser (`lk_fed`, `SameSite=Lax`); `__Host-` prefixed and `Secure` unless the issuer is plain-http loopback.",
         "required": false,
         "schema": {
           "type": "string"
