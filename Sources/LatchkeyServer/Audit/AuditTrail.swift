@@ -38,7 +38,7 @@ struct AuditOrigin: Sendable {
 /// sign-ins. There is no exception, not even for administrative changes: the change is committed before it is
 /// audited, so failing then would only hide a done change from its author. Instead the log line is written first —
 /// it is the record of last resort — and a failed write is logged at error level and counted
-/// (`latchkey_audit_writes_total{result="failed"}`) for an alert.
+/// (`latchkey_audit_events_total{result="failed"}`) for an alert.
 struct AuditTrail: Sendable {
     let store: any AuditStore
     let clock: ServerClock
