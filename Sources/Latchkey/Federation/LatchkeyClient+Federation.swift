@@ -184,13 +184,7 @@ extension LatchkeyClient {
         unlinking: Bool = false
     ) async throws -> HTTPResponse {
         var headers = ["Accept": "application/json"]
-        var data: Data?
-        if let body {
-            headers["Content-Type"] = "application/json"
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            data = try encoder.encode(body)
-        }
+        let data = try IdentityAPI.jsonBody(body, headers: &headers)
         let response = try await context.sendAuthorized(
             HTTPRequest(method: method, url: context.endpoint(path), headers: headers, body: data), tokens: tokens)
         guard (200..<300).contains(response.status) else {

@@ -8,6 +8,15 @@ enum IdentityAPI {
         "/identity/v1/password/login", "/identity/v1/webauthn/authentication-options", "/identity/v1/webauthn/signup-options"
     ]
 
+    /// A JSON request body (sorted keys, slashes unescaped) and its `Content-Type`; nil and no header without a body.
+    static func jsonBody(_ body: JSONValue?, headers: inout [String: String]) throws -> Data? {
+        guard let body else { return nil }
+        headers["Content-Type"] = "application/json"
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(body)
+    }
+
     /// Sends one request and returns the answer when it is 2xx; otherwise throws the mapped `ApiError`.
     static func send(
         _ context: OAuthClient, _ method: String, _ path: String, query: [(String, String)] = [], body: JSONValue? = nil,
@@ -17,13 +26,7 @@ enum IdentityAPI {
         if nativeSignInPaths.contains(path), let provider = context.config.attestationTokenProvider {
             headers["Attestation-Token"] = try await provider()
         }
-        var data: Data?
-        if let body {
-            headers["Content-Type"] = "application/json"
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            data = try encoder.encode(body)
-        }
+        let data = try jsonBody(body, headers: &headers)
         var url = context.endpoint(path)
         if !query.isEmpty {
             guard let withQuery = FormCoding.url(url, adding: query) else {

@@ -73,7 +73,7 @@ struct HostedLoginController: Sendable {
             guard let provider = try? federation.provider(idp, for: client) else {
                 return loginPage(
                     requestId: id, client: client, clientId: client.clientId, username: nil,
-                    error: Pages.t("federation.failed", locale, ["provider": idp]), status: .badRequest, locale: locale)
+                    error: Pages.t("federation.failed", locale, ["provider": Federation.printable(idp)]), status: .badRequest, locale: locale)
             }
             return try await startFederation(provider, requestId: id, client: client, request: request, locale: locale, afterPost: true)
         }
