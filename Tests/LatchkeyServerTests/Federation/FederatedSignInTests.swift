@@ -219,6 +219,25 @@ struct FederatedSignInTests {
         #expect(asserted.id["acr"] != nil)
     }
 
+    @Test func anAssertedMFAIsNotCountedWhenTheProviderIsNotTrustedWithIt() async throws {
+        let fixture = try await FederationFixture.start(
+            user: UpstreamProviderDouble.User(amr: ["pwd", "mfa"]), adjust: { $0.trustsMFA = false },
+            configure: { configuration in
+                for index in configuration.clients.indices where configuration.clients[index].clientId == DevelopmentDefaults.demoClientId {
+                    configuration.clients[index].requireMFA = true
+                }
+            })
+        defer { Task { await fixture.stop() } }
+        let refused = try await fixture.signIn()
+        #expect(refused.status == 403 && refused.locationQuery["code"] == nil, "the provider's mfa is not this server's second factor")
+    }
+
+    @Test func providerErrorCodesReachLogsOnlyAsPrintableText() {
+        #expect(Federation.printable("access_denied") == "access_denied")
+        #expect(Federation.printable("bad\ncode\u{1b}[31m <script>") == "badcode31mscript")
+        #expect(Federation.printable(String(repeating: "a", count: 100)).count == 64)
+    }
+
     @Test func theCallbackMayLandOnAnotherInstance() async throws {
         let fixture = try await FederationFixture.start()
         defer { Task { await fixture.stop() } }
