@@ -42,7 +42,7 @@ rm -rf "$DATA"
   || { cat "$WORKDIR/initdb.log"; exit 1; }
 # Loopback only, a socket directory of our own, and durability settings kept (the SIGKILL tests rely on them).
 "${RUN_AS[@]}" "$BIN/pg_ctl" -D "$DATA" -l "$WORKDIR/postgres.log" -w -t 60 \
-  -o "-c listen_addresses=127.0.0.1 -p $PORT -c unix_socket_directories=$WORKDIR -c max_connections=600" start >/dev/null
+  -o "-c listen_addresses=127.0.0.1 -p $PORT -c unix_socket_directories=$WORKDIR -c max_connections=1000" start >/dev/null
 
 URL="postgres://latchkey@127.0.0.1:$PORT/postgres"
 cat >"$WORKDIR/env" <<ENV
