@@ -179,6 +179,13 @@ public final class IdentityServer: Sendable {
 
     private func seed() async throws {
         for client in configuration.clients {
+            // The file is the source of the applications it names: one registered through the API under the same id
+            // becomes a configured one (its registration access token stops working).
+            if try await store.client(id: client.clientId)?.origin == .registration {
+                logger.warning(
+                    "the configuration file names a registered application; the file's settings replace it",
+                    metadata: ["client_id": .string(client.clientId)])
+            }
             try await store.upsertClient(ClientRecord(configuration: client, secretHash: try await seededSecretHash(client)))
             // Instances starting together on one database may each have written a fresh form: the last one stands, and
             // that is the one to remember (one derivation here, none per request).
@@ -311,6 +318,11 @@ public final class IdentityServer: Sendable {
             kit: kit, clientAuthentication: clientAuthentication, dpop: dpop, ownTokens: ownTokens, proofThrottle: proofThrottle,
             pruner: pruner, metrics: metrics, audit: audit)
         let tokenManagement = TokenManagementController(kit: kit, clientAuthentication: clientAuthentication, dpop: dpop, audit: audit)
+        let registration = ClientRegistrationController(
+            registrations: ClientRegistrations(
+                store: store, clock: clock, policy: configuration.clientRegistration,
+                providers: Set(configuration.identityProviders.map(\.id)), audit: audit),
+            resources: resources, store: store, admission: admission, issuerInForce: issuer)
         // The OAuth family, mounted twice: each mount a group with the error middleware of its dialect.
         for (path, isReachFive) in [("/oauth2", false), ("/oauth", true)] {
             let group = router.group(RouterPath(path))
@@ -323,6 +335,7 @@ public final class IdentityServer: Sendable {
             tokenManagement.addRoutes(to: mount)
             userInfo.addRoutes(to: mount)
             endSession.addRoutes(to: mount)
+            registration.addRoutes(to: mount)
             discovery.addRoutes(to: mount)
         }
         // Every other family on a group of its own, with the error middleware of its dialect; the protected ones
@@ -373,6 +386,7 @@ public final class IdentityServer: Sendable {
         sessionsController.addSelfRoutes(to: me)
         sessionsController.addAdminRoutes(to: admin)
         AuditController(store: store, clock: clock).addRoutes(to: admin)
+        ApplicationsController(store: store, issuerInForce: issuer).addRoutes(to: admin)
 
         // SCIM 2.0: the accounts behind the resource authentication, the discovery resources public.
         let scim = SCIMController(issuerInForce: issuer, store: store, accounts: accounts, audit: audit)

@@ -36,6 +36,12 @@ public struct AuditEvent: Sendable, Equatable, Codable {
         case userCreated = "user.created"
         case userUpdated = "user.updated"
         case userDeleted = "user.deleted"
+        /// An application was registered through the API (RFC 7591), changed or deleted (RFC 7592), or its secret
+        /// rotated; `details` name the changed settings, never a secret.
+        case applicationRegistered = "application.registered"
+        case applicationUpdated = "application.updated"
+        case applicationDeleted = "application.deleted"
+        case applicationSecretRotated = "application.secret_rotated"
     }
 
     public enum Outcome: String, Sendable, Codable, CaseIterable {

@@ -54,6 +54,8 @@ public struct ConfigurationFile: Codable, Sendable {
     /// Other identity providers people may sign in with (`IdentityProviderFile`); each application lists the ones its
     /// users may use in its own `identity_providers`.
     public var identityProviders: [IdentityProviderFile]?
+    /// What applications registered through `/oauth2/register` may be (`ClientRegistrationPolicy`).
+    public var clientRegistration: ClientRegistrationPolicy?
 
     public struct DPoPFile: Codable, Sendable {
         public var requireNonce: Bool?
@@ -125,7 +127,7 @@ public struct ConfigurationFile: Codable, Sendable {
         case recentAuthSeconds = "recent_auth_seconds"
         case development, smtp, httpIdleTimeoutSeconds = "http_idle_timeout_seconds", dpop, metrics
         case httpRequestTimeoutSeconds = "http_request_timeout_seconds"
-        case identityProviders = "identity_providers"
+        case identityProviders = "identity_providers", clientRegistration = "client_registration"
     }
 
     public static func load(path: String) throws -> ConfigurationFile {
@@ -240,6 +242,7 @@ public struct ConfigurationFile: Codable, Sendable {
             let environment = ProcessInfo.processInfo.environment
             base.identityProviders = try identityProviders.map { try $0.configuration(environment: environment) }
         }
+        if let clientRegistration { base.clientRegistration = clientRegistration }
         if let v = dpop?.requireNonce { base.dpop.requireNonce = v }
         if let v = dpop?.proofLifetimeSeconds { base.dpop.proofLifetimeSeconds = v }
         if let p = loginPolicy {

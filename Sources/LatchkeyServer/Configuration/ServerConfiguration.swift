@@ -78,6 +78,8 @@ public struct ServerConfiguration: Sendable {
     /// Other identity providers people may sign in with (`identity_providers`); an application offers those it names
     /// in its own `identity_providers`.
     public var identityProviders: [IdentityProviderConfiguration] = []
+    /// What applications registered at runtime (`/oauth2/register`, RFC 7591) may be (`client_registration`).
+    public var clientRegistration = ClientRegistrationPolicy()
 
     /// The provider with this id.
     func identityProvider(_ id: String) -> IdentityProviderConfiguration? { identityProviders.first { $0.id == id } }
@@ -191,6 +193,7 @@ public struct ServerConfiguration: Sendable {
             guard providers.insert(provider.id).inserted else { throw ConfigurationError.invalid("duplicate identity provider \(provider.id)") }
             try provider.validate()
         }
+        try clientRegistration.validate(providers: providers)
         var seen = Set<String>()
         for client in clients {
             guard seen.insert(client.clientId).inserted else { throw ConfigurationError.invalid("duplicate client \(client.clientId)") }

@@ -32,6 +32,10 @@ public struct OAuthError: Error, Sendable, Equatable {
         case invalidDPoPProof = "invalid_dpop_proof"
         /// RFC 9449 §8: the proof must carry the nonce sent in `DPoP-Nonce`.
         case useDPoPNonce = "use_dpop_nonce"
+        /// RFC 7591 §3.2.2: a redirect URI of a registration is not acceptable.
+        case invalidRedirectURI = "invalid_redirect_uri"
+        /// RFC 7591 §3.2.2: a metadata value of a registration is not acceptable.
+        case invalidClientMetadata = "invalid_client_metadata"
     }
 
     /// The authentication scheme a resource request's challenge names (RFC 6750 `Bearer`, RFC 9449 `DPoP`).

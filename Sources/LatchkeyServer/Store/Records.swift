@@ -21,6 +21,37 @@ public struct UserRecord: Sendable, Equatable {
 public struct ClientRecord: Sendable, Equatable {
     public var configuration: ClientConfiguration
     public var secretHash: Data?
+    /// Where the application comes from: the configuration file (seeded at every start, the file wins) or a
+    /// registration through the API (RFC 7591), which only that API changes.
+    public var origin: ClientOrigin = .configuration
+    /// SHA-256 of the registration access token (RFC 7592) of a registered application; nil for configured ones.
+    public var registrationTokenHash: Data?
+    /// The secret before the last rotation, accepted until `previousSecretExpiresAt` (the grace period the rotation
+    /// chose), so the application's instances can move to the new secret one by one.
+    public var previousSecretHash: Data?
+    public var previousSecretExpiresAt: Date?
+    /// When a registered application was created (RFC 7591 `client_id_issued_at`).
+    public var issuedAt: Date?
+
+    public init(
+        configuration: ClientConfiguration, secretHash: Data?, origin: ClientOrigin = .configuration, registrationTokenHash: Data? = nil,
+        previousSecretHash: Data? = nil, previousSecretExpiresAt: Date? = nil, issuedAt: Date? = nil
+    ) {
+        self.configuration = configuration; self.secretHash = secretHash; self.origin = origin
+        self.registrationTokenHash = registrationTokenHash; self.previousSecretHash = previousSecretHash
+        self.previousSecretExpiresAt = previousSecretExpiresAt; self.issuedAt = issuedAt
+    }
+
+    /// The previous secret's hash while its grace period lasts.
+    func previousSecretHash(at now: Date) -> Data? {
+        guard let previousSecretHash, let until = previousSecretExpiresAt, now < until else { return nil }
+        return previousSecretHash
+    }
+}
+
+/// Where an application's settings live (`ClientRecord.origin`).
+public enum ClientOrigin: String, Sendable, Codable {
+    case configuration, registration
 }
 
 /// A login in progress: the validated authorization request waiting for the user to authenticate.

@@ -210,8 +210,19 @@ public protocol FederatedLoginStore: Sendable {
 
 /// Registered clients (applications).
 public protocol ClientStore: Sendable {
+    /// Creates or replaces a client with every column of `client` (the configured clients, at start).
     func upsertClient(_ client: ClientRecord) async throws
     func client(id: String) async throws -> ClientRecord?
+    /// Creates a client; `StoreError.conflict` when the id is taken.
+    func insertClient(_ client: ClientRecord) async throws
+    /// Replaces an existing client's row; false when there is none (deleted meanwhile: it is not brought back).
+    func updateClient(_ client: ClientRecord) async throws -> Bool
+    /// Deletes a client and ends what it holds, in one transaction: its token families are revoked (reason
+    /// `client_deleted`), its access tokens revoked, its unused authorization codes and pushed requests deleted.
+    /// False when there was no such client.
+    func deleteClient(id: String, now: Date) async throws -> Bool
+    /// Every client, ordered by id.
+    func clients() async throws -> [ClientRecord]
 }
 
 /// Authorization requests waiting for the hosted login, and their pending second factors.

@@ -1072,6 +1072,54 @@ struct StoreContractTests {
         }
     }
 
+    @Test(arguments: StoreKind.available)
+    func registeredClientsAreInsertedUpdatedListedAndDeletedWithTheirTokens(_ kind: StoreKind) async throws {
+        try await kind.withStore { store async throws in
+            let configuration = ClientConfiguration(clientId: "app", name: "App", redirectUris: ["https://app.example/callback"])
+            let record = ClientRecord(
+                configuration: configuration, secretHash: Make.bytes(), origin: .registration, registrationTokenHash: Make.bytes(),
+                previousSecretHash: Make.bytes(), previousSecretExpiresAt: at(600), issuedAt: at(1))
+            try await store.insertClient(record)
+            #expect(try await store.client(id: "app") == record, "every column reads back")
+            await Make.expectConflict("the id is taken") { try await store.insertClient(record) }
+            #expect(record.previousSecretHash(at: at(599)) == record.previousSecretHash)
+            #expect(record.previousSecretHash(at: at(600)) == nil, "the grace period ends")
+
+            var renamed = record
+            renamed.configuration.name = "App 2"
+            renamed.previousSecretHash = nil
+            renamed.previousSecretExpiresAt = nil
+            #expect(try await store.updateClient(renamed))
+            #expect(try await store.client(id: "app") == renamed)
+            var missing = renamed
+            missing.configuration.clientId = "nobody"
+            #expect(try await store.updateClient(missing) == false, "an update never creates")
+            #expect(try await store.client(id: "nobody") == nil)
+            try await store.upsertClient(ClientRecord(configuration: ClientConfiguration(clientId: "another"), secretHash: nil))
+            #expect(try await store.clients().map(\.configuration.clientId) == ["another", "app"])
+            #expect(try await store.clients().last?.origin == .registration)
+
+            // What the application holds ends with it; another application's tokens are untouched.
+            let user = try await Make.insertUser(store)
+            let family = Make.family(userId: user.id)
+            try await store.insertFamily(family)
+            let access = Make.accessToken(familyId: family.id, subject: user.id)
+            try await store.insertAccessToken(access)
+            let code = Make.code(userId: user.id)
+            try await store.insertAuthorizationCode(code)
+            let otherFamily = Make.family(userId: user.id, clientId: "another")
+            try await store.insertFamily(otherFamily)
+            #expect(try await store.deleteClient(id: "app", now: at(30)))
+            #expect(try await store.client(id: "app") == nil)
+            #expect(try await store.family(id: family.id)?.revokedAt == at(30))
+            #expect(try await store.family(id: family.id)?.revokedReason == "client_deleted")
+            #expect(try await store.accessToken(jti: access.jti)?.revokedAt == at(30))
+            #expect(try await store.redeemAuthorizationCode(hash: code.codeHash, familyId: "f-late", now: at(31)) == .notFound)
+            #expect(try await store.family(id: otherFamily.id)?.revokedAt == nil)
+            #expect(try await store.deleteClient(id: "app", now: at(40)) == false)
+        }
+    }
+
     // MARK: Pending logins
 
     @Test(arguments: StoreKind.available)

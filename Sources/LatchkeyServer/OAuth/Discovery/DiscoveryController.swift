@@ -38,6 +38,8 @@ struct ProviderMetadata: Encodable {
     var pushedAuthorizationRequestEndpoint: String
     /// RFC 8628 §4.
     var deviceAuthorizationEndpoint: String
+    /// RFC 7591 §3 (RFC 8414 §2): registration needs an initial access token unless the operator opened it.
+    var registrationEndpoint: String
 
     init(issuer: String) {
         self.issuer = issuer
@@ -50,6 +52,7 @@ struct ProviderMetadata: Encodable {
         endSessionEndpoint = issuer + "/oauth2/logout"
         pushedAuthorizationRequestEndpoint = issuer + "/oauth2/par"
         deviceAuthorizationEndpoint = issuer + "/oauth2/device_authorization"
+        registrationEndpoint = issuer + "/oauth2/register"
     }
 
     enum CodingKeys: String, CodingKey {
@@ -71,7 +74,7 @@ struct ProviderMetadata: Encodable {
         case claimsParameterSupported = "claims_parameter_supported", frontchannelLogoutSupported = "frontchannel_logout_supported"
         case dpopSigningAlgValuesSupported = "dpop_signing_alg_values_supported"
         case pushedAuthorizationRequestEndpoint = "pushed_authorization_request_endpoint"
-        case deviceAuthorizationEndpoint = "device_authorization_endpoint"
+        case deviceAuthorizationEndpoint = "device_authorization_endpoint", registrationEndpoint = "registration_endpoint"
     }
 }
 

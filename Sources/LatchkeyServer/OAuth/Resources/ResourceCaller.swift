@@ -29,6 +29,16 @@ struct ResourceCaller: Sendable {
         case .missingUser: return false
         }
     }
+    /// Registering and managing applications (`/oauth2/register`) needs the `registration` scope and the same
+    /// entitlement as administration: a client acting for itself, or a user with the `admin` role.
+    var mayRegisterApplications: Bool {
+        guard claims.scopes.contains(ClientRegistrationPolicy.registrationScope) else { return false }
+        switch subject {
+        case .client: return true
+        case .user(let user): return UserRoles.of(user).contains(UserRoles.admin)
+        case .missingUser: return false
+        }
+    }
     var user: UserRecord? { if case .user(let user) = subject { user } else { nil } }
 
     /// Who acts, for the audit trail: the user, or the client acting for itself (`client:<id>`).

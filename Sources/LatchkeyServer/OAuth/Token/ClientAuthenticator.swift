@@ -42,7 +42,11 @@ struct ClientAuthenticator: Sendable {
             throw OAuthError(.invalidClient, "the client must authenticate with \(record.configuration.tokenEndpointAuthMethod.rawValue)")
         }
         if method != .none {
-            guard let secret, let expected = record.secretHash, try await verify(secret, against: expected, clientId: clientId) else {
+            guard let secret, let expected = record.secretHash else { throw OAuthError(.invalidClient, "client authentication failed") }
+            if try await verify(secret, against: expected, clientId: clientId) { return record.configuration }
+            // After a rotation the previous secret works until its grace period ends (a registered application's
+            // secrets are stored as SHA-256, so this second check costs no key derivation).
+            guard let previous = record.previousSecretHash(at: now), try await verify(secret, against: previous, clientId: clientId) else {
                 throw OAuthError(.invalidClient, "client authentication failed")
             }
         }

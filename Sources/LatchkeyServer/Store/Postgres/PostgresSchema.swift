@@ -199,6 +199,19 @@ enum PostgresSchema {
                 "CREATE INDEX audit_events_subject ON audit_events (subject, at, id)",
                 "CREATE INDEX audit_events_type ON audit_events (type, at, id)",
                 "CREATE INDEX audit_events_client ON audit_events (client_id, at, id)"
+            ]),
+        // Registered applications (RFC 7591/7592): origin, registration access token, the secret of a rotation's grace
+        // period; indexes by client on the token tables, for deleting an application.
+        Migration(
+            version: 5, name: "registered-clients",
+            statements: [
+                "ALTER TABLE clients ADD COLUMN origin TEXT NOT NULL DEFAULT 'configuration'",
+                "ALTER TABLE clients ADD COLUMN registration_token_hash BYTEA",
+                "ALTER TABLE clients ADD COLUMN previous_secret_hash BYTEA",
+                "ALTER TABLE clients ADD COLUMN previous_secret_expires_at DOUBLE PRECISION",
+                "ALTER TABLE clients ADD COLUMN issued_at DOUBLE PRECISION",
+                "CREATE INDEX token_families_client ON token_families (client_id)",
+                "CREATE INDEX access_tokens_client ON access_tokens (client_id)"
             ])
     ]
 

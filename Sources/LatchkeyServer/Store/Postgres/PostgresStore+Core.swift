@@ -60,34 +60,6 @@ extension PostgresStore {
             updatedAt: try c.date("updated_at"), version: try c("version"))
     }
 
-    // MARK: Clients
-
-    public func upsertClient(_ client: ClientRecord) async throws {
-        var stored = client.configuration
-        stored.clientSecret = nil  // only the hash is persisted
-        let json = try SQLiteStore.json(stored)
-        let id = client.configuration.clientId, secretHash = client.secretHash
-        try await connection { connection in
-            try await self.execute(
-                """
-                INSERT INTO clients (id, configuration, secret_hash) VALUES (\(id), \(json), \(secretHash))
-                ON CONFLICT (id) DO UPDATE SET configuration = excluded.configuration, secret_hash = excluded.secret_hash
-                """, on: connection)
-        }
-    }
-
-    public func client(id: String) async throws -> ClientRecord? {
-        try await connection { connection in
-            guard let row = try await self.row("SELECT configuration, secret_hash FROM clients WHERE id = \(id)", on: connection) else {
-                return nil
-            }
-            let c = Columns(row)
-            return ClientRecord(
-                configuration: try self.decodedClients.configuration(try c("configuration", as: String.self)),
-                secretHash: try c("secret_hash", as: Data?.self))
-        }
-    }
-
     // MARK: Pending logins
 
     public func insertLoginRequest(_ request: LoginRequestRecord) async throws {

@@ -96,6 +96,7 @@ public final class SQLiteStore: Store {
         migrator.registerMigration("v7-consumed-ids-expiry-index", migrate: Self.migrateConsumedIdsExpiryIndex)
         migrator.registerMigration("v8-federated-logins", migrate: Self.migrateFederatedLogins)
         migrator.registerMigration("v9-audit-events", migrate: Self.migrateAuditEvents)
+        migrator.registerMigration("v10-registered-clients", migrate: Self.migrateRegisteredClients)
         return migrator
     }
 
@@ -164,28 +165,6 @@ public final class SQLiteStore: Store {
             claims: try decode([String: String].self, row["claims"]), disabled: row["disabled"],
             failedLogins: row["failed_logins"], lockedUntil: date(row["locked_until"]), createdAt: date(row["created_at"]) ?? .distantPast,
             updatedAt: date(row["updated_at"]), version: row["version"] ?? 0)
-    }
-
-    // MARK: Clients
-
-    public func upsertClient(_ client: ClientRecord) async throws {
-        var stored = client.configuration
-        stored.clientSecret = nil  // only the hash is persisted
-        let json = try Self.json(stored)
-        try await pool.write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO clients (id, configuration, secret_hash) VALUES (?, ?, ?)
-                    ON CONFLICT(id) DO UPDATE SET configuration = excluded.configuration, secret_hash = excluded.secret_hash
-                    """, arguments: [client.configuration.clientId, json, client.secretHash])
-        }
-    }
-
-    public func client(id: String) async throws -> ClientRecord? {
-        try await pool.read { db in
-            guard let row = try Self.row(db, "SELECT * FROM clients WHERE id = ?", [id]) else { return nil }
-            return ClientRecord(configuration: try self.decodedClients.configuration(row["configuration"]), secretHash: row["secret_hash"])
-        }
     }
 
     // MARK: Pending logins

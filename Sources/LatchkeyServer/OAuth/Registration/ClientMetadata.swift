@@ -1,0 +1,99 @@
+import Foundation
+import LatchkeyJOSE
+
+/// The client metadata of a registration or an update (RFC 7591 §2; OpenID Connect Registration §2 for
+/// `application_type`, `post_logout_redirect_uris`, `id_token_signed_response_alg`; RFC 9449 §5.2
+/// `dpop_bound_access_tokens`; RFC 9126 §6 `require_pushed_authorization_requests`), and Latchkey's own settings under
+/// names that say so (`latchkey_…`).
+///
+/// Read strictly: a member of the wrong type is `invalid_client_metadata` naming it. Members this server does not
+/// know are ignored, as RFC 7591 §2 asks (`logo_uri`, `contacts` …: nothing here would use them).
+struct ClientMetadata: Sendable, Equatable {
+    var redirectUris: [String]?
+    var grantTypes: [String]?
+    var responseTypes: [String]?
+    var tokenEndpointAuthMethod: String?
+    var scope: String?
+    var clientName: String?
+    var postLogoutRedirectUris: [String]?
+    var idTokenSignedResponseAlg: String?
+    var applicationType: String?
+    var dpopBoundAccessTokens: Bool?
+    var requirePushedAuthorizationRequests: Bool?
+    var appType: String?
+    var requirePKCE: Bool?
+    var userRegistration: String?
+    var recoveryEnabled: Bool?
+    var requireMFA: Bool?
+    var passkeyOrigins: [String]?
+    var identityProviders: [String]?
+    var allowedAudiences: [String]?
+    /// An update's `client_id` (RFC 7592 §2.2: must be the client's own) and `client_secret` (must be its current one).
+    var clientId: String?
+    var clientSecret: String?
+
+    /// At most this many redirect URIs (and post-logout ones), scopes, providers, origins or audiences each.
+    static let maxListLength = 20
+    static let maxURILength = 2048
+    static let maxNameLength = 200
+
+    init() {}
+
+    init(json data: Data) throws(OAuthError) {
+        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            throw OAuthError(.invalidClientMetadata, "the body must be a JSON object of client metadata")
+        }
+        try self.init(object)
+    }
+
+    init(_ object: [String: Any]) throws(OAuthError) {
+        redirectUris = try Self.strings(object, "redirect_uris")
+        grantTypes = try Self.strings(object, "grant_types")
+        responseTypes = try Self.strings(object, "response_types")
+        tokenEndpointAuthMethod = try Self.string(object, "token_endpoint_auth_method")
+        scope = try Self.string(object, "scope")
+        clientName = try Self.string(object, "client_name")
+        postLogoutRedirectUris = try Self.strings(object, "post_logout_redirect_uris")
+        idTokenSignedResponseAlg = try Self.string(object, "id_token_signed_response_alg")
+        applicationType = try Self.string(object, "application_type")
+        dpopBoundAccessTokens = try Self.bool(object, "dpop_bound_access_tokens")
+        requirePushedAuthorizationRequests = try Self.bool(object, "require_pushed_authorization_requests")
+        appType = try Self.string(object, "latchkey_app_type")
+        requirePKCE = try Self.bool(object, "latchkey_require_pkce")
+        userRegistration = try Self.string(object, "latchkey_registration")
+        recoveryEnabled = try Self.bool(object, "latchkey_recovery_enabled")
+        requireMFA = try Self.bool(object, "latchkey_require_mfa")
+        passkeyOrigins = try Self.strings(object, "latchkey_passkey_allowed_origins")
+        identityProviders = try Self.strings(object, "latchkey_identity_providers")
+        allowedAudiences = try Self.strings(object, "latchkey_allowed_audiences")
+        clientId = try Self.string(object, "client_id")
+        clientSecret = try Self.string(object, "client_secret")
+    }
+
+    private static func string(_ object: [String: Any], _ name: String) throws(OAuthError) -> String? {
+        guard let value = object[name], !(value is NSNull) else { return nil }
+        guard let text = value as? String else { throw OAuthError(.invalidClientMetadata, "\(name) must be a string") }
+        return text
+    }
+
+    private static func strings(_ object: [String: Any], _ name: String) throws(OAuthError) -> [String]? {
+        guard let value = object[name], !(value is NSNull) else { return nil }
+        guard let list = value as? [Any], let texts = list as? [String] else {
+            throw OAuthError(name == "redirect_uris" ? .invalidRedirectURI : .invalidClientMetadata, "\(name) must be an array of strings")
+        }
+        guard texts.count <= maxListLength else {
+            throw OAuthError(.invalidClientMetadata, "\(name) may hold at most \(maxListLength) values")
+        }
+        return texts
+    }
+
+    private static func bool(_ object: [String: Any], _ name: String) throws(OAuthError) -> Bool? {
+        guard let value = object[name], !(value is NSNull) else { return nil }
+        // JSONSerialization gives NSNumber for both numbers and booleans (and `1 as? Bool` succeeds): only a JSON
+        // true/false, which decodes to the boolean subclass, is a boolean here.
+        guard let number = value as? NSNumber, type(of: number) == type(of: NSNumber(value: true)) else {
+            throw OAuthError(.invalidClientMetadata, "\(name) must be true or false")
+        }
+        return number.boolValue
+    }
+}

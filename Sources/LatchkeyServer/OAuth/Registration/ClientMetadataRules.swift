@@ -1,0 +1,239 @@
+import Foundation
+import LatchkeyJOSE
+
+/// Client metadata turned into an application's settings under the operator's policy: the defaults of RFC 7591 §2
+/// where a member is absent, the same checks as the configuration file (`ClientConfiguration.validate`), then the
+/// policy, which refuses what would change what the application is and trims what would give it more
+/// (`ClientRegistrationPolicy`).
+struct RegisteredSettings: Sendable {
+    var configuration: ClientConfiguration
+    /// What the policy removed from the request, by member name (the answer's `latchkey_trimmed`).
+    var trimmed: [String: [String]]
+}
+
+extension ClientMetadata {
+    /// `previous`: the settings an update replaces (those metadata cannot express, such as flow graphs, are kept).
+    func settings(
+        clientId: String, policy: ClientRegistrationPolicy, providers: Set<String>, previous: ClientConfiguration? = nil
+    ) throws(OAuthError) -> RegisteredSettings {
+        var trimmed: [String: [String]] = [:]
+        let grants = try grantTypesAllowed(policy)
+        try checkResponseTypes(grants)
+        let method = try authMethodAllowed(policy)
+        let appType = try appTypeAllowed(policy)
+        let redirects = try Self.checkedURIs(redirectUris ?? [], member: "redirect_uris", code: .invalidRedirectURI, web: appType == .browser)
+        if grants.contains(.authorizationCode) && redirects.isEmpty {
+            throw OAuthError(.invalidRedirectURI, "redirect_uris must name at least one URI for the authorization_code grant")
+        }
+        let logoutRedirects = try Self.checkedURIs(
+            postLogoutRedirectUris ?? [], member: "post_logout_redirect_uris", code: .invalidClientMetadata, web: appType == .browser)
+
+        var configuration = previous ?? ClientConfiguration(clientId: clientId)
+        configuration.clientId = clientId
+        configuration.name = try checkedName() ?? clientId
+        configuration.clientSecret = nil
+        configuration.tokenEndpointAuthMethod = method
+        configuration.redirectUris = redirects
+        configuration.postLogoutRedirectUris = logoutRedirects
+        configuration.grantTypes = grants
+        configuration.appType = appType
+        configuration.scopes = try scopesAllowed(policy, trimmed: &trimmed)
+        configuration.requirePKCE = try pkceRequirement(policy, isPublic: method == .none)
+        configuration.registration = userRegistrationAllowed(policy, grants: grants, trimmed: &trimmed)
+        configuration.recoveryEnabled = recoveryEnabled ?? true
+        configuration.requireMFA = requireMFA ?? false
+        configuration.requireDPoP = dpopBoundAccessTokens ?? false
+        configuration.requirePushedAuthorizationRequests = requirePushedAuthorizationRequests ?? false
+        configuration.idTokenSignedResponseAlg = try signingAlgorithm()
+        configuration.passkeyOrigins = Self.allowed(
+            passkeyOrigins ?? [], in: policy.passkeyOrigins, member: "latchkey_passkey_allowed_origins", trimmed: &trimmed)
+        configuration.allowedAudiences = Self.allowed(
+            allowedAudiences ?? [], in: policy.allowedAudiences, member: "latchkey_allowed_audiences", trimmed: &trimmed)
+        for id in identityProviders ?? [] where !providers.contains(id) {
+            throw OAuthError(.invalidClientMetadata, "latchkey_identity_providers: this server has no identity provider \(Self.printable(id))")
+        }
+        configuration.identityProviders = Self.allowed(
+            identityProviders ?? [], in: policy.identityProviders ?? Array(providers), member: "latchkey_identity_providers", trimmed: &trimmed)
+        // The same checks as the file's; the secret is the server's to make (after this), so a stand-in of its length
+        // takes its place.
+        var checked = configuration
+        checked.clientSecret = configuration.isPublic ? nil : String(repeating: "s", count: 43)
+        do { try checked.validate() } catch let ConfigurationError.invalid(why) {
+            throw OAuthError(.invalidClientMetadata, why)
+        } catch {
+            throw OAuthError(.invalidClientMetadata, "the metadata do not describe a valid application")
+        }
+        return RegisteredSettings(configuration: configuration, trimmed: trimmed)
+    }
+
+    /// RFC 7591 §2: `grant_types` defaults to `authorization_code`.
+    private func grantTypesAllowed(_ policy: ClientRegistrationPolicy) throws(OAuthError) -> [GrantType] {
+        var grants: [GrantType] = []
+        for name in grantTypes ?? [GrantType.authorizationCode.rawValue] {
+            guard let grant = GrantType(rawValue: name) else {
+                throw OAuthError(.invalidClientMetadata, "grant type \(Self.printable(name)) is not supported by this server")
+            }
+            guard policy.grantTypes.contains(grant) else {
+                throw OAuthError(.invalidClientMetadata, "grant type \(name) may not be registered here (client_registration.grant_types)")
+            }
+            if !grants.contains(grant) { grants.append(grant) }
+        }
+        guard !grants.isEmpty else { throw OAuthError(.invalidClientMetadata, "grant_types must not be empty") }
+        if grants.contains(.refreshToken) && !grants.contains(.authorizationCode) && !grants.contains(.deviceCode) {
+            throw OAuthError(
+                .invalidClientMetadata, "refresh_token goes with a grant that signs people in (authorization_code or device_code)")
+        }
+        return grants
+    }
+
+    /// RFC 7591 §2.1: `response_types` and `grant_types` must agree; `code` is the only response type here.
+    private func checkResponseTypes(_ grants: [GrantType]) throws(OAuthError) {
+        let types = responseTypes ?? (grants.contains(.authorizationCode) ? ["code"] : [])
+        for type in types where type != "code" {
+            throw OAuthError(.invalidClientMetadata, "response type \(Self.printable(type)) is not supported (only code)")
+        }
+        if types.contains("code") != grants.contains(.authorizationCode) {
+            throw OAuthError(.invalidClientMetadata, "response_types code and grant_types authorization_code go together (RFC 7591 §2.1)")
+        }
+    }
+
+    /// RFC 7591 §2: `token_endpoint_auth_method` defaults to `client_secret_basic`.
+    private func authMethodAllowed(_ policy: ClientRegistrationPolicy) throws(OAuthError) -> ClientAuthMethod {
+        let name = tokenEndpointAuthMethod ?? ClientAuthMethod.clientSecretBasic.rawValue
+        guard let method = ClientAuthMethod(rawValue: name) else {
+            throw OAuthError(.invalidClientMetadata, "token_endpoint_auth_method \(Self.printable(name)) is not supported")
+        }
+        guard policy.tokenEndpointAuthMethods.contains(method) else {
+            throw OAuthError(.invalidClientMetadata, "token_endpoint_auth_method \(name) may not be registered here")
+        }
+        return method
+    }
+
+    /// `latchkey_app_type` when given, else OpenID Connect's `application_type` (default `web`): a web application is
+    /// a `browser` one, a native one `native`.
+    private func appTypeAllowed(_ policy: ClientRegistrationPolicy) throws(OAuthError) -> ClientConfiguration.AppType {
+        let type: ClientConfiguration.AppType
+        if let appType {
+            guard let parsed = ClientConfiguration.AppType(rawValue: appType) else {
+                throw OAuthError(.invalidClientMetadata, "latchkey_app_type must be native, mobile or browser")
+            }
+            type = parsed
+        } else {
+            switch applicationType ?? "web" {
+            case "web": type = .browser
+            case "native": type = .native
+            default: throw OAuthError(.invalidClientMetadata, "application_type must be web or native")
+            }
+        }
+        guard policy.appTypes.contains(type) else {
+            throw OAuthError(.invalidClientMetadata, "applications of type \(type.rawValue) may not be registered here")
+        }
+        return type
+    }
+
+    /// Absolute, no fragment, at most `maxURILength`; http only to a loopback host (`ClientConfiguration.validate`
+    /// checks that too); a web application's only https or loopback http (OpenID Connect Registration §2: no custom
+    /// schemes for web clients).
+    private static func checkedURIs(_ uris: [String], member: String, code: OAuthError.Code, web: Bool) throws(OAuthError) -> [String] {
+        for uri in uris {
+            guard uri.count <= maxURILength, let url = URL(string: uri), let scheme = url.scheme?.lowercased() else {
+                throw OAuthError(code, "\(member): \(printable(uri)) is not an absolute URI")
+            }
+            guard url.fragment == nil else { throw OAuthError(code, "\(member): \(printable(uri)) has a fragment") }
+            if scheme == "http" && !LoopbackHost.isLoopback(url.host ?? "") {
+                throw OAuthError(code, "\(member): \(printable(uri)) uses http to a host that is not loopback")
+            }
+            if web && scheme != "https" && scheme != "http" {
+                throw OAuthError(code, "\(member): a web application's URIs are https (\(printable(uri)))")
+            }
+            if ["javascript", "data", "file", "vbscript"].contains(scheme) {
+                throw OAuthError(code, "\(member): the \(scheme) scheme is not a redirect target")
+            }
+        }
+        return uris
+    }
+
+    private func checkedName() throws(OAuthError) -> String? {
+        guard let clientName else { return nil }
+        let trimmedName = clientName.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmedName.isEmpty, trimmedName.count <= Self.maxNameLength,
+            !trimmedName.unicodeScalars.contains(where: { CharacterSet.controlCharacters.contains($0) })
+        else {
+            throw OAuthError(.invalidClientMetadata, "client_name must be 1 to \(Self.maxNameLength) printable characters")
+        }
+        return trimmedName
+    }
+
+    /// The scopes asked for (default: all the policy allows), less the administrative ones and those outside the policy.
+    private func scopesAllowed(_ policy: ClientRegistrationPolicy, trimmed: inout [String: [String]]) throws(OAuthError) -> [String] {
+        guard let scope else { return policy.scopes }
+        var kept: [String] = [], removed: [String] = []
+        for name in scope.split(separator: " ", omittingEmptySubsequences: true).map(String.init) {
+            guard ClientRegistrationPolicy.isScopeToken(name) else {
+                throw OAuthError(.invalidClientMetadata, "scope: \(Self.printable(name)) is not a scope (RFC 6749 §3.3)")
+            }
+            if ClientRegistrationPolicy.administrativeScopes.contains(name) || !policy.scopes.contains(name) {
+                if !removed.contains(name) { removed.append(name) }
+            } else if !kept.contains(name) {
+                kept.append(name)
+            }
+        }
+        guard kept.count <= Self.maxListLength else {
+            throw OAuthError(.invalidClientMetadata, "scope may hold at most \(Self.maxListLength) values")
+        }
+        if !removed.isEmpty { trimmed["scope"] = removed }
+        return kept
+    }
+
+    private func pkceRequirement(_ policy: ClientRegistrationPolicy, isPublic: Bool) throws(OAuthError) -> Bool {
+        guard requirePKCE == false else { return true }
+        guard policy.allowWithoutPKCE, !isPublic else {
+            throw OAuthError(
+                .invalidClientMetadata,
+                isPublic
+                    ? "a public application always uses PKCE (latchkey_require_pkce false is refused)"
+                    : "latchkey_require_pkce false may not be registered here (client_registration.allow_without_pkce)")
+        }
+        return false
+    }
+
+    private func userRegistrationAllowed(
+        _ policy: ClientRegistrationPolicy, grants: [GrantType], trimmed: inout [String: [String]]
+    ) -> ClientConfiguration.RegistrationPolicy {
+        let asked = userRegistration.flatMap(ClientConfiguration.RegistrationPolicy.init(rawValue:))
+        let wanted = asked ?? ClientConfiguration(clientId: "", grantTypes: grants).registration
+        guard policy.userRegistration || wanted == .disabled else {
+            if let asked { trimmed["latchkey_registration"] = [asked.rawValue] }
+            return .disabled
+        }
+        return wanted
+    }
+
+    private func signingAlgorithm() throws(OAuthError) -> JWSAlgorithm {
+        guard let name = idTokenSignedResponseAlg else { return .rs256 }
+        guard let algorithm = JWSAlgorithm(rawValue: name), algorithm == .rs256 || algorithm == .es256 else {
+            throw OAuthError(.invalidClientMetadata, "id_token_signed_response_alg must be RS256 or ES256")
+        }
+        return algorithm
+    }
+
+    /// `values` that are in `allowed`; the others are recorded in `trimmed` under `member`.
+    private static func allowed(_ values: [String], in allowed: [String], member: String, trimmed: inout [String: [String]]) -> [String] {
+        var kept: [String] = [], removed: [String] = []
+        for value in values {
+            if allowed.contains(value) {
+                if !kept.contains(value) { kept.append(value) }
+            } else if !removed.contains(value) {
+                removed.append(printable(value))
+            }
+        }
+        if !removed.isEmpty { trimmed[member] = removed }
+        return kept
+    }
+
+    /// A value the caller sent, safe to repeat in an error or a log: printable ASCII, at most 100 characters.
+    static func printable(_ value: String) -> String {
+        String(
+            value.unicodeScalars.filter { (0x20...0x7E).contains($0.value) && $0 != "\"" && $0 != "\\" }.prefix(100).map(Character.init))
+    }
+}
