@@ -10,7 +10,7 @@ enum OpenAPIDocument {
     "title": "Latchkey identity server",
     "version": "1.0.0",
     "summary": "An OpenID Connect provider with thunderID and reachFive wire dialects.",
-    "description": "Every OAuth endpoint is served at `/oauth2/…` (standard, thunderID) and at `/oauth/…` (reachFive). Error bodies follow the dialect of the path: OAuth `{error, error_description}` under `/oauth2/`, `/oauth/` (plus the ReachFive members) and `/.well-known/`; ReachFive `ApiError` under `/identity/`; ThunderID `{code, message, description}` under `/flow/` and `/users/`; SCIM errors under `/scim2/`; HTML pages elsewhere. Unknown routes answer 404 in the same shapes (no 405). Every answer carries `X-Request-Id`. Request bodies are limited to 64 KiB."
+    "description": "Every OAuth endpoint is served at `/oauth2/…` (standard, thunderID) and at `/oauth/…` (reachFive). Error bodies follow the dialect of the path: OAuth `{error, error_description}` under `/oauth2/`, `/oauth/` (plus the ReachFive members) and `/.well-known/`; ReachFive `ApiError` under `/identity/`; ThunderID `{code, message, description}` under `/flow/`, `/users/` and `/admin/`; SCIM errors under `/scim2/`; HTML pages elsewhere. Unknown routes answer 404 in the same shapes (no 405). Every answer carries `X-Request-Id`. Request bodies are limited to 64 KiB."
   },
   "servers": [
     {
@@ -25,6 +25,10 @@ enum OpenAPIDocument {
     {
       "name": "OAuth 2.0 and OpenID Connect",
       "description": "The standard (and thunderID) endpoints under `/oauth2/`."
+    },
+    {
+      "name": "Client registration",
+      "description": "OAuth 2.0 Dynamic Client Registration (RFC 7591) and its management protocol (RFC 7592) under `/oauth2/register`, with Latchkey's `latchkey_…` metadata; every answer `Cache-Control: no-store`."
     },
     {
       "name": "reachFive dialect",
@@ -43,6 +47,10 @@ enum OpenAPIDocument {
     {
       "name": "SCIM 2.0",
       "description": "RFC 7643/7644, `application/scim+json`."
+    },
+    {
+      "name": "Administration",
+      "description": "`/admin/v1/`, thunderID's error shape (`{code, message, description}`): administrators only, an access token with the `scim.admin` scope of a client acting for itself or of a user with the `admin` role (`403 AUTH-4030` for anyone else)."
     },
     {
       "name": "Operations"
@@ -1387,6 +1395,727 @@ enum OpenAPIDocument {
           },
           "413": {
             "$ref": "#/components/responses/PayloadTooLargeOAuth"
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableOAuth"
+          }
+        }
+      }
+    },
+    "/oauth2/register": {
+      "post": {
+        "operationId": "registerClient",
+        "summary": "Register a client (RFC 7591)",
+        "description": "Registers an application from its metadata. Needs an initial access token: an access token with the `registration` scope (`Authorization: Bearer`); the operator may open registration to callers without one (off by default). The registration policy may remove what the caller may not have (`latchkey_trimmed` says what). The answer holds the client's credentials: `client_secret` (confidential clients only; shown only here and in a rotation answer) and the `registration_access_token` for `registration_client_uri`.",
+        "tags": [
+          "Client registration"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {}
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/ClientMetadata"
+              }
+            }
+          }
+        },
+        "responses": {
+          "201": {
+            "description": "Registered: the client information.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/ClientInformation"
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "client_id_issued_at",
+                        "registration_access_token",
+                        "registration_client_uri"
+                      ]
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`invalid_redirect_uri`: a redirect URI is not an absolute URI, has a fragment, or is not allowed for the client's type; `invalid_client_metadata`: a value is invalid or the combination is (a grant type without what it needs, an unknown scope, `token_endpoint_auth_method` `none` with `client_credentials` …); `invalid_request`: the body is not a JSON object.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/RegistrationError"
+                }
+              }
+            }
+          },
+          "401": {
+            "description": "`invalid_token`: the initial access token is missing (registration is not open), invalid, expired or revoked.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              },
+              "WWW-Authenticate": {
+                "$ref": "#/components/headers/WWW-Authenticate-Required"
+              },
+              "DPoP-Nonce": {
+                "$ref": "#/components/headers/DPoP-Nonce"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/OAuthError"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "`insufficient_scope`: the access token lacks the `registration` scope.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              },
+              "WWW-Authenticate": {
+                "$ref": "#/components/headers/WWW-Authenticate-Required"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "error"
+                  ],
+                  "properties": {
+                    "error": {
+                      "type": "string",
+                      "examples": [
+                        "insufficient_scope"
+                      ]
+                    },
+                    "error_description": {
+                      "type": "string"
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLargeOAuth"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaTypeOAuth"
+          },
+          "429": {
+            "description": "`too_many_requests`: too many registration requests from this address; retry later.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/OAuthError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableOAuth"
+          }
+        }
+      }
+    },
+    "/oauth2/register/{client_id}": {
+      "get": {
+        "operationId": "readClientRegistration",
+        "summary": "Read a client's registration (RFC 7592)",
+        "description": "With the client's registration access token (or an access token with the `registration` scope). The client information as registered, without `client_secret`.",
+        "tags": [
+          "Client registration"
+        ],
+        "security": [
+          {
+            "registrationAccessToken": []
+          },
+          {
+            "bearerAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "client_id",
+            "in": "path",
+            "required": true,
+            "description": "The registered client's id.",
+            "schema": {
+              "type": "string",
+              "minLength": 1
+            },
+            "example": "s6BhdRkqt3"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The client information.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/ClientInformation"
+                    },
+                    {
+                      "not": {
+                        "required": [
+                          "client_secret"
+                        ]
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "401": {
+            "description": "`invalid_token`: the token is missing, invalid, expired or revoked, is not this client's registration access token, or the client is unknown (RFC 7592 §2.1: an unknown client is not told apart from a wrong token).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              },
+              "WWW-Authenticate": {
+                "$ref": "#/components/headers/WWW-Authenticate-Required"
+              },
+              "DPoP-Nonce": {
+                "$ref": "#/components/headers/DPoP-Nonce"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/OAuthError"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "`insufficient_scope`: an access token that is neither this client's registration access token nor has the `registration` scope.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              },
+              "WWW-Authenticate": {
+                "$ref": "#/components/headers/WWW-Authenticate-Required"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "error"
+                  ],
+                  "properties": {
+                    "error": {
+                      "type": "string",
+                      "examples": [
+                        "insufficient_scope"
+                      ]
+                    },
+                    "error_description": {
+                      "type": "string"
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableOAuth"
+          }
+        }
+      },
+      "put": {
+        "operationId": "updateClientRegistration",
+        "summary": "Replace a client's registration (RFC 7592)",
+        "description": "The body is the client's full metadata, with its `client_id`: members left out are not kept (RFC 7592 §2.2). Checked as a registration is.",
+        "tags": [
+          "Client registration"
+        ],
+        "security": [
+          {
+            "registrationAccessToken": []
+          },
+          {
+            "bearerAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "client_id",
+            "in": "path",
+            "required": true,
+            "description": "The registered client's id.",
+            "schema": {
+              "type": "string",
+              "minLength": 1
+            },
+            "example": "s6BhdRkqt3"
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "allOf": [
+                  {
+                    "$ref": "#/components/schemas/ClientMetadata"
+                  },
+                  {
+                    "type": "object",
+                    "required": [
+                      "client_id"
+                    ],
+                    "properties": {
+                      "client_id": {
+                        "type": "string",
+                        "description": "Must be the path's `client_id`."
+                      }
+                    }
+                  }
+                ]
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "The client information as now registered, without `client_secret`.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/ClientInformation"
+                    },
+                    {
+                      "not": {
+                        "required": [
+                          "client_secret"
+                        ]
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`invalid_redirect_uri`: a redirect URI is not an absolute URI, has a fragment, or is not allowed for the client's type; `invalid_client_metadata`: a value is invalid or the combination is (a grant type without what it needs, an unknown scope, `token_endpoint_auth_method` `none` with `client_credentials` …); `invalid_request`: the body is not a JSON object. The body's `client_id` differs from the path's: `invalid_request`.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/RegistrationError"
+                }
+              }
+            }
+          },
+          "401": {
+            "description": "`invalid_token`: the token is missing, invalid, expired or revoked, is not this client's registration access token, or the client is unknown (RFC 7592 §2.1: an unknown client is not told apart from a wrong token).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              },
+              "WWW-Authenticate": {
+                "$ref": "#/components/headers/WWW-Authenticate-Required"
+              },
+              "DPoP-Nonce": {
+                "$ref": "#/components/headers/DPoP-Nonce"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/OAuthError"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "`insufficient_scope`: an access token that is neither this client's registration access token nor has the `registration` scope.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              },
+              "WWW-Authenticate": {
+                "$ref": "#/components/headers/WWW-Authenticate-Required"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "error"
+                  ],
+                  "properties": {
+                    "error": {
+                      "type": "string",
+                      "examples": [
+                        "insufficient_scope"
+                      ]
+                    },
+                    "error_description": {
+                      "type": "string"
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLargeOAuth"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaTypeOAuth"
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableOAuth"
+          }
+        }
+      },
+      "delete": {
+        "operationId": "deleteClientRegistration",
+        "summary": "Delete a client (RFC 7592)",
+        "description": "The application and every token issued to it are gone.",
+        "tags": [
+          "Client registration"
+        ],
+        "security": [
+          {
+            "registrationAccessToken": []
+          },
+          {
+            "bearerAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "client_id",
+            "in": "path",
+            "required": true,
+            "description": "The registered client's id.",
+            "schema": {
+              "type": "string",
+              "minLength": 1
+            },
+            "example": "s6BhdRkqt3"
+          }
+        ],
+        "responses": {
+          "204": {
+            "description": "Deleted.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            }
+          },
+          "401": {
+            "description": "`invalid_token`: the token is missing, invalid, expired or revoked, is not this client's registration access token, or the client is unknown (RFC 7592 §2.1: an unknown client is not told apart from a wrong token).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              },
+              "WWW-Authenticate": {
+                "$ref": "#/components/headers/WWW-Authenticate-Required"
+              },
+              "DPoP-Nonce": {
+                "$ref": "#/components/headers/DPoP-Nonce"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/OAuthError"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "`insufficient_scope`: an access token that is neither this client's registration access token nor has the `registration` scope.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              },
+              "WWW-Authenticate": {
+                "$ref": "#/components/headers/WWW-Authenticate-Required"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "error"
+                  ],
+                  "properties": {
+                    "error": {
+                      "type": "string",
+                      "examples": [
+                        "insufficient_scope"
+                      ]
+                    },
+                    "error_description": {
+                      "type": "string"
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableOAuth"
+          }
+        }
+      }
+    },
+    "/oauth2/register/{client_id}/secret": {
+      "post": {
+        "operationId": "rotateClientSecret",
+        "summary": "Rotate a client's secret (Latchkey)",
+        "description": "Issues a new `client_secret`; the previous one keeps working for `grace_period_seconds` (`previous_secret_expires_at`). Same authorization as the registration management endpoints.",
+        "tags": [
+          "Client registration"
+        ],
+        "security": [
+          {
+            "registrationAccessToken": []
+          },
+          {
+            "bearerAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "client_id",
+            "in": "path",
+            "required": true,
+            "description": "The registered client's id.",
+            "schema": {
+              "type": "string",
+              "minLength": 1
+            },
+            "example": "s6BhdRkqt3"
+          }
+        ],
+        "requestBody": {
+          "required": false,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/ClientSecretRotationRequest"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "The new secret.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ClientSecretRotation"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`invalid_request`: the client is public (`none`: it has no secret), `grace_period_seconds` is not a whole number from 0 to 2592000, or the body is not a JSON object.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/OAuthError"
+                }
+              }
+            }
+          },
+          "401": {
+            "description": "`invalid_token`: the token is missing, invalid, expired or revoked, is not this client's registration access token, or the client is unknown (RFC 7592 §2.1: an unknown client is not told apart from a wrong token).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              },
+              "WWW-Authenticate": {
+                "$ref": "#/components/headers/WWW-Authenticate-Required"
+              },
+              "DPoP-Nonce": {
+                "$ref": "#/components/headers/DPoP-Nonce"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/OAuthError"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "`insufficient_scope`: an access token that is neither this client's registration access token nor has the `registration` scope.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              },
+              "WWW-Authenticate": {
+                "$ref": "#/components/headers/WWW-Authenticate-Required"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "error"
+                  ],
+                  "properties": {
+                    "error": {
+                      "type": "string",
+                      "examples": [
+                        "insufficient_scope"
+                      ]
+                    },
+                    "error_description": {
+                      "type": "string"
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLargeOAuth"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaTypeOAuth"
           },
           "431": {
             "$ref": "#/components/responses/HeadersTooLarge"
@@ -4768,6 +5497,888 @@ enum OpenAPIDocument {
         }
       }
     },
+    "/users/me/sessions": {
+      "get": {
+        "operationId": "listOwnSessions",
+        "summary": "The account's sessions and signed-in applications",
+        "description": "The open sign-in sessions, newest first, each with the applications (grants) signed in through it, and the grants bound to no open session. The caller's own session and grant are `current`. Reading changes nothing; nothing secret is shown.",
+        "tags": [
+          "Self-service (thunderID)"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The sessions and grants.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/UserSessions"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenSelfService"
+          },
+          "404": {
+            "$ref": "#/components/responses/UserNotFoundSelfService"
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      },
+      "delete": {
+        "operationId": "endOwnSessions",
+        "summary": "Sign out everywhere",
+        "description": "Ends every session of the account and revokes every grant (their refresh and access tokens stop working at once), the caller's own included unless `keep_current=true`. No recent sign-in is needed: ending sessions only takes access away.",
+        "tags": [
+          "Self-service (thunderID)"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "keep_current",
+            "in": "query",
+            "required": false,
+            "description": "`true` (or `1`) keeps the caller's own session and grant; absent, empty, `false` or `0` ends them too (the token used for this request stops working). Case-insensitive.",
+            "schema": {
+              "type": "boolean",
+              "default": false
+            }
+          },
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "204": {
+            "description": "Signed out.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            }
+          },
+          "400": {
+            "description": "`USR-1001`: `keep_current` is neither true nor false, or is given more than once.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenSelfService"
+          },
+          "404": {
+            "$ref": "#/components/responses/UserNotFoundSelfService"
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
+    "/users/me/sessions/{session}": {
+      "delete": {
+        "operationId": "endOwnSession",
+        "summary": "End one of the account's sessions",
+        "description": "Ends the session and revokes the grants signed in through it. Ending an ended session again is done already (204).",
+        "tags": [
+          "Self-service (thunderID)"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "session",
+            "in": "path",
+            "required": true,
+            "description": "The session's `id` (from `GET /users/me/sessions`).",
+            "schema": {
+              "type": "string",
+              "minLength": 1,
+              "pattern": "^[A-Za-z0-9_-]+$"
+            },
+            "example": "pV4b8rKq2mXf0sT1wY3zAg"
+          },
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "204": {
+            "description": "Ended.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            }
+          },
+          "400": {
+            "description": "`SSE-400`: the id holds a character the database refuses (NUL, on PostgreSQL).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenSelfService"
+          },
+          "404": {
+            "description": "`SES-1001`: the account has no session with that id (another user's, unknown and pruned ids alike); `USR-1003`: the token's user no longer exists.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
+    "/users/me/grants/{grant}": {
+      "delete": {
+        "operationId": "revokeOwnGrant",
+        "summary": "Sign an application out of the account",
+        "description": "Revokes the grant: its refresh tokens and its access tokens stop working at once.",
+        "tags": [
+          "Self-service (thunderID)"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "grant",
+            "in": "path",
+            "required": true,
+            "description": "The grant's `grant_id` (from `GET /users/me/sessions`).",
+            "schema": {
+              "type": "string",
+              "minLength": 1,
+              "pattern": "^[A-Za-z0-9_-]+$"
+            },
+            "example": "Jq7nC2dLw9hR4eK0uZ6yBw"
+          },
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "204": {
+            "description": "Revoked.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            }
+          },
+          "400": {
+            "description": "`SSE-400`: the id holds a character the database refuses (NUL, on PostgreSQL).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenSelfService"
+          },
+          "404": {
+            "description": "`SES-1002`: the account has no grant with that id; `USR-1003`: the token's user no longer exists.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
+    "/admin/v1/users/{user}/sessions": {
+      "get": {
+        "operationId": "listUserSessions",
+        "summary": "A user's sessions and signed-in applications (administrators)",
+        "description": "What `GET /users/me/sessions` shows the user, for any account.",
+        "tags": [
+          "Administration"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "user",
+            "in": "path",
+            "required": true,
+            "description": "The account's id (SCIM `id`).",
+            "schema": {
+              "type": "string",
+              "minLength": 1
+            },
+            "example": "0f8fad5b-d9cb-469f-a165-70867728950e"
+          },
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The sessions and grants.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/UserSessions"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenAdministration"
+          },
+          "404": {
+            "description": "`USR-1003`: no account with that id.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      },
+      "delete": {
+        "operationId": "endUserSessions",
+        "summary": "Sign a user out everywhere (administrators)",
+        "description": "Ends every session of the account and revokes every grant, those bound to no session included.",
+        "tags": [
+          "Administration"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "user",
+            "in": "path",
+            "required": true,
+            "description": "The account's id (SCIM `id`).",
+            "schema": {
+              "type": "string",
+              "minLength": 1
+            },
+            "example": "0f8fad5b-d9cb-469f-a165-70867728950e"
+          },
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "204": {
+            "description": "Signed out.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenAdministration"
+          },
+          "404": {
+            "description": "`USR-1003`: no account with that id.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
+    "/admin/v1/users/{user}/sessions/{session}": {
+      "delete": {
+        "operationId": "endUserSession",
+        "summary": "End one of a user's sessions (administrators)",
+        "description": "Ends the session and revokes the grants signed in through it; ending an ended session again is 204.",
+        "tags": [
+          "Administration"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "user",
+            "in": "path",
+            "required": true,
+            "description": "The account's id (SCIM `id`).",
+            "schema": {
+              "type": "string",
+              "minLength": 1
+            },
+            "example": "0f8fad5b-d9cb-469f-a165-70867728950e"
+          },
+          {
+            "name": "session",
+            "in": "path",
+            "required": true,
+            "description": "The session's `id`.",
+            "schema": {
+              "type": "string",
+              "minLength": 1,
+              "pattern": "^[A-Za-z0-9_-]+$"
+            },
+            "example": "pV4b8rKq2mXf0sT1wY3zAg"
+          },
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "204": {
+            "description": "Ended.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            }
+          },
+          "400": {
+            "description": "`SSE-400`: the id holds a character the database refuses (NUL, on PostgreSQL).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenAdministration"
+          },
+          "404": {
+            "description": "`USR-1003`: no account with that id; `SES-1001`: the account has no session with that id.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
+    "/admin/v1/users/{user}/grants/{grant}": {
+      "delete": {
+        "operationId": "revokeUserGrant",
+        "summary": "Revoke one of a user's grants (administrators)",
+        "description": "Its refresh tokens and its access tokens stop working at once.",
+        "tags": [
+          "Administration"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "user",
+            "in": "path",
+            "required": true,
+            "description": "The account's id (SCIM `id`).",
+            "schema": {
+              "type": "string",
+              "minLength": 1
+            },
+            "example": "0f8fad5b-d9cb-469f-a165-70867728950e"
+          },
+          {
+            "name": "grant",
+            "in": "path",
+            "required": true,
+            "description": "The grant's `grant_id`.",
+            "schema": {
+              "type": "string",
+              "minLength": 1,
+              "pattern": "^[A-Za-z0-9_-]+$"
+            },
+            "example": "Jq7nC2dLw9hR4eK0uZ6yBw"
+          },
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "204": {
+            "description": "Revoked.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            }
+          },
+          "400": {
+            "description": "`SSE-400`: the id holds a character the database refuses (NUL, on PostgreSQL).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenAdministration"
+          },
+          "404": {
+            "description": "`USR-1003`: no account with that id; `SES-1002`: the account has no grant with that id.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
+    "/admin/v1/audit-events": {
+      "get": {
+        "operationId": "listAuditEvents",
+        "summary": "The audit trail (administrators)",
+        "description": "Security-relevant events, newest first, a page at a time. Every filter is optional and all must hold; an empty value counts as absent. Pages follow a keyset cursor, so they stay stable while events are added or pruned. Events are kept `audit_retention_days`.",
+        "tags": [
+          "Administration"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "since",
+            "in": "query",
+            "required": false,
+            "description": "At or after this time (RFC 3339).",
+            "schema": {
+              "type": "string",
+              "format": "date-time"
+            },
+            "example": "2026-01-31T00:00:00Z"
+          },
+          {
+            "name": "until",
+            "in": "query",
+            "required": false,
+            "description": "Before this time (RFC 3339); not before `since`.",
+            "schema": {
+              "type": "string",
+              "format": "date-time"
+            }
+          },
+          {
+            "name": "subject",
+            "in": "query",
+            "required": false,
+            "description": "The account the events are about (a user id).",
+            "schema": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 256
+            }
+          },
+          {
+            "name": "type",
+            "in": "query",
+            "required": false,
+            "description": "One or more event types, comma-separated (`signin.failed,account.locked`).",
+            "style": "form",
+            "explode": false,
+            "schema": {
+              "type": "array",
+              "minItems": 1,
+              "items": {
+                "$ref": "#/components/schemas/AuditEventType"
+              }
+            }
+          },
+          {
+            "name": "outcome",
+            "in": "query",
+            "required": false,
+            "schema": {
+              "type": "string",
+              "enum": [
+                "success",
+                "failure"
+              ]
+            }
+          },
+          {
+            "name": "client_id",
+            "in": "query",
+            "required": false,
+            "description": "The application involved.",
+            "schema": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 256
+            }
+          },
+          {
+            "name": "limit",
+            "in": "query",
+            "required": false,
+            "description": "Events per page.",
+            "schema": {
+              "type": "integer",
+              "minimum": 1,
+              "maximum": 200,
+              "default": 50
+            }
+          },
+          {
+            "name": "cursor",
+            "in": "query",
+            "required": false,
+            "description": "The `next_cursor` of the previous page (opaque).",
+            "schema": {
+              "type": "string",
+              "maxLength": 200
+            }
+          },
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "A page of events.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AuditEventPage"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`ADM-1001`: a malformed or unknown value (an unknown event type, a time that is not RFC 3339, `since` after `until`, `limit` outside 1–200, a cursor this API did not give, a parameter given more than once); `SSE-400`: malformed percent-encoding in the query.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenAdministration"
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
+    "/admin/v1/applications": {
+      "get": {
+        "operationId": "listApplications",
+        "summary": "The applications (administrators)",
+        "description": "Every application: those of the configuration file and those registered dynamically (`latchkey_origin`), as client information without secrets.",
+        "tags": [
+          "Client registration",
+          "Administration"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The applications.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ApplicationList"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenAdministration"
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
     "/scim2/Me": {
       "get": {
         "operationId": "getScimMe",
@@ -5185,13 +6796,13 @@ enum OpenAPIDocument {
             "dpopAuth": []
           }
         ],
-        "description": "RFC 7644 §3.4.2: one `eq` comparison on `userName`, `emails`/`emails.value` or `id`. Needs `scim.admin` and an entitlement.",
+        "description": "RFC 7644 §3.4.2: every account, or those `filter` selects, a page at a time, in the order they were created (so pages stay put while accounts are added). Needs `scim.admin` and an entitlement. `sortBy` is not supported and ignored.",
         "parameters": [
           {
             "name": "filter",
             "in": "query",
             "required": false,
-            "description": "E.g. `userName eq \"ada@example.com\"`; required in practice (`tooMany` without).",
+            "description": "Comparisons joined by `and`: `userName eq`, `emails eq` (or `emails.value eq`), `id eq`, `active eq true|false`, and `meta.lastModified` with `gt`, `ge`, `lt` or `le` and an RFC 3339 date-time (compared at whole seconds, as resources show it: incremental sync uses `ge`). Absent or empty: every account.",
             "schema": {
               "type": "string",
               "examples": [
@@ -5204,16 +6815,20 @@ enum OpenAPIDocument {
             "in": "query",
             "required": false,
             "schema": {
-              "type": "integer"
-            }
+              "type": "integer",
+              "default": 1
+            },
+            "description": "The 1-based index of the first result; below 1 counts as 1."
           },
           {
             "name": "count",
             "in": "query",
             "required": false,
             "schema": {
-              "type": "integer"
-            }
+              "type": "integer",
+              "default": 100
+            },
+            "description": "Results per page, at most 100 (the default); a negative count counts as 0, which answers `totalResults` alone."
           },
           {
             "$ref": "#/components/parameters/DPoP"
@@ -5236,7 +6851,7 @@ enum OpenAPIDocument {
             }
           },
           "400": {
-            "description": "`tooMany` (no filter), `invalidFilter`.",
+            "description": "`invalidFilter` (another attribute or operator, grouping, `or`, a malformed filter), `invalidPath` (a schema-qualified attribute), `invalidValue` (`startIndex` or `count` not an integer).",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -5267,6 +6882,135 @@ enum OpenAPIDocument {
                 }
               }
             }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableScim"
+          }
+        }
+      },
+      "post": {
+        "operationId": "createScimUser",
+        "summary": "Create a user (administrators)",
+        "tags": [
+          "SCIM 2.0"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "description": "RFC 7644 §3.3. The user schema's validation and uniqueness rules apply as everywhere else; a `password` is checked by the password policy.",
+        "parameters": [
+          {
+            "name": "invite",
+            "in": "query",
+            "required": false,
+            "description": "An application's client id: also mails the new account's email address that an account was made for it at that application and how to choose a password (its \"Forgot password?\"). Needs an `emails` value and mail delivery; checked before anything is created.",
+            "schema": {
+              "type": "string"
+            },
+            "example": "latchkey-demo"
+          },
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/scim+json": {
+              "schema": {
+                "$ref": "#/components/schemas/ScimUserCreate"
+              }
+            },
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/ScimUserCreate"
+              }
+            }
+          }
+        },
+        "responses": {
+          "201": {
+            "description": "Created.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "ETag": {
+                "$ref": "#/components/headers/ETag"
+              },
+              "Location": {
+                "$ref": "#/components/headers/Location"
+              }
+            },
+            "content": {
+              "application/scim+json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ScimUser"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`invalidSyntax` (not a JSON object, `schemas` without the User schema), `invalidValue` (a missing `userName`, a value of the wrong type, two values of a single-valued attribute, a value the user schema or the password policy refuses, an unknown role; `invite` naming no application, a server that delivers no mail, an invitation without an email), `invalidPath`, `mutability`.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/scim+json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ScimError"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedScim"
+          },
+          "403": {
+            "description": "The token lacks the `scim.admin` scope or the entitlement (a client-credentials token, or a user with the `admin` role).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/scim+json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ScimError"
+                }
+              }
+            }
+          },
+          "409": {
+            "description": "`uniqueness`: a unique attribute (`userName`, email …) is taken.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/scim+json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ScimError"
+                }
+              }
+            }
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLargeScim"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaTypeScim"
           },
           "431": {
             "$ref": "#/components/responses/HeadersTooLarge"
@@ -5699,6 +7443,89 @@ enum OpenAPIDocument {
           },
           "415": {
             "$ref": "#/components/responses/UnsupportedMediaTypeScim"
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableScim"
+          }
+        }
+      },
+      "delete": {
+        "operationId": "deleteScimUser",
+        "summary": "Delete a user (administrators)",
+        "tags": [
+          "SCIM 2.0"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "description": "RFC 7644 §3.6: the account and everything it held; its sessions end and its tokens stop working at once. An administrator cannot delete its own account (another administrator, or a client with the scope, can).",
+        "parameters": [
+          {
+            "name": "id",
+            "in": "path",
+            "required": true,
+            "description": "The account's id.",
+            "schema": {
+              "type": "string",
+              "minLength": 1
+            }
+          },
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "204": {
+            "description": "Deleted.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedScim"
+          },
+          "403": {
+            "description": "The token lacks the `scim.admin` scope or the entitlement (a client-credentials token, or a user with the `admin` role). Or an administrator's own account.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/scim+json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ScimError"
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "No account with that id.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/scim+json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ScimError"
+                }
+              }
+            }
           },
           "431": {
             "$ref": "#/components/responses/HeadersTooLarge"
@@ -7500,7 +9327,7 @@ enum OpenAPIDocument {
       },
       "ThunderError": {
         "type": "object",
-        "description": "ThunderID error, the error body under `/flow/…` and `/users/…`.",
+        "description": "ThunderID error, the error body under `/flow/…`, `/users/…` and `/admin/…`.",
         "required": [
           "code",
           "message",
@@ -7512,7 +9339,7 @@ enum OpenAPIDocument {
             "examples": [
               "FES-1001"
             ],
-            "description": "Catalogue code: `FES-…`, `USR-…`, `AUTH-…`, `SSE-…`, `SRV-…`."
+            "description": "Catalogue code: `FES-…`, `USR-…`, `AUTH-…`, `SES-…`, `ADM-…`, `SSE-…`, `SRV-…`."
           },
           "message": {
             "$ref": "#/components/schemas/I18nMessage",
@@ -10341,6 +12168,647 @@ enum OpenAPIDocument {
             ]
           }
         }
+      },
+      "ApplicationGrant": {
+        "type": "object",
+        "description": "A grant: an application signed in to the account (a refresh-token family). Revoking it stops its refresh tokens and its access tokens at once.",
+        "required": [
+          "grant_id",
+          "client_id",
+          "client_name",
+          "created_at",
+          "expires_at",
+          "current"
+        ],
+        "properties": {
+          "grant_id": {
+            "type": "string",
+            "description": "The id to revoke it by (`…/grants/{grant}`)."
+          },
+          "client_id": {
+            "type": "string",
+            "examples": [
+              "latchkey-demo"
+            ]
+          },
+          "client_name": {
+            "type": "string",
+            "description": "The application's name, or its client id when it has none."
+          },
+          "created_at": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "last_refreshed_at": {
+            "type": "string",
+            "format": "date-time",
+            "description": "Absent until its refresh token is first used."
+          },
+          "expires_at": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "current": {
+            "type": "boolean",
+            "description": "The grant of the caller's own access token (always false for an administrator looking at another user)."
+          }
+        }
+      },
+      "UserSession": {
+        "type": "object",
+        "description": "An open sign-in session.",
+        "required": [
+          "id",
+          "current",
+          "created_at",
+          "auth_time",
+          "expires_at",
+          "amr",
+          "applications"
+        ],
+        "properties": {
+          "id": {
+            "type": "string",
+            "description": "The id to end it by (`…/sessions/{session}`)."
+          },
+          "current": {
+            "type": "boolean",
+            "description": "The session of the caller's own access token (its `sid`)."
+          },
+          "created_at": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "auth_time": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "expires_at": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "amr": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "How the user signed in (RFC 8176 values).",
+            "examples": [
+              [
+                "pwd"
+              ],
+              [
+                "hwk",
+                "user"
+              ]
+            ]
+          },
+          "idp": {
+            "type": "string",
+            "description": "The identity provider of a federated sign-in.",
+            "examples": [
+              "google"
+            ]
+          },
+          "applications": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/ApplicationGrant"
+            },
+            "description": "The grants signed in through this session."
+          }
+        }
+      },
+      "UserSessions": {
+        "type": "object",
+        "description": "The open sessions, newest first, each with the applications signed in through it; then the grants bound to no open session (an application signed in without a browser session, or an `offline_access` grant that outlived its session). Nothing secret.",
+        "required": [
+          "sessions",
+          "applications"
+        ],
+        "properties": {
+          "sessions": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/UserSession"
+            }
+          },
+          "applications": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/ApplicationGrant"
+            }
+          }
+        }
+      },
+      "AuditEventType": {
+        "type": "string",
+        "enum": [
+          "signin.succeeded",
+          "signin.failed",
+          "account.locked",
+          "mfa.enrolled",
+          "passkey.added",
+          "passkey.removed",
+          "password.changed",
+          "password.reset",
+          "email.change_requested",
+          "email.change_confirmed",
+          "token.refresh_replayed",
+          "client.authentication_failed",
+          "token.revoked",
+          "federation.linked",
+          "federation.unlinked",
+          "user.created",
+          "user.updated",
+          "user.deleted"
+        ],
+        "description": "What happened: the stable names to filter on."
+      },
+      "AuditEvent": {
+        "type": "object",
+        "description": "One security-relevant event. Never a password, code, token, secret or digest of one.",
+        "required": [
+          "id",
+          "at",
+          "type",
+          "outcome",
+          "actor",
+          "details"
+        ],
+        "properties": {
+          "id": {
+            "type": "string",
+            "description": "Unique and time-ordered."
+          },
+          "at": {
+            "type": "string",
+            "format": "date-time",
+            "description": "RFC 3339 with milliseconds.",
+            "examples": [
+              "2026-01-31T12:00:00.125Z"
+            ]
+          },
+          "type": {
+            "$ref": "#/components/schemas/AuditEventType"
+          },
+          "outcome": {
+            "type": "string",
+            "enum": [
+              "success",
+              "failure"
+            ]
+          },
+          "actor": {
+            "type": "string",
+            "description": "Who acted: a user id, `client:<client id>` (a client acting for itself), `operator` (the server's own API) or `anonymous`."
+          },
+          "subject": {
+            "type": "string",
+            "description": "The account the event is about, when there is one."
+          },
+          "client_id": {
+            "type": "string",
+            "description": "The application involved, when there is one."
+          },
+          "client_address": {
+            "type": "string",
+            "description": "The caller's address (the peer, or the client a trusted proxy forwards for)."
+          },
+          "request_id": {
+            "type": "string",
+            "description": "The request's `X-Request-Id`: the key to its log lines."
+          },
+          "details": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "string"
+            },
+            "description": "Small, non-secret facts (`method`, `reason`, `provider`, `attributes` …).",
+            "examples": [
+              {
+                "method": "password",
+                "amr": "pwd"
+              }
+            ]
+          }
+        }
+      },
+      "AuditEventPage": {
+        "type": "object",
+        "required": [
+          "events"
+        ],
+        "properties": {
+          "events": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/AuditEvent"
+            },
+            "description": "Newest first."
+          },
+          "next_cursor": {
+            "type": "string",
+            "description": "The `cursor` of the next page; absent on the last page."
+          }
+        }
+      },
+      "ScimUserCreate": {
+        "type": "object",
+        "description": "POST (RFC 7644 §3.3): attributes read as a PUT body reads them (`id`, `meta` and unsupported attributes ignored; one value of each multi-valued attribute), plus the write-only `password` (RFC 7643 §4.1.1; checked by the password policy, and without one the account has no password until its user recovers one) and `roles`.",
+        "required": [
+          "userName"
+        ],
+        "properties": {
+          "schemas": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "When present, must contain the User schema.",
+            "examples": [
+              [
+                "urn:ietf:params:scim:schemas:core:2.0:User"
+              ]
+            ]
+          },
+          "userName": {
+            "type": "string"
+          },
+          "password": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "writeOnly": true
+          },
+          "name": {
+            "type": "object",
+            "properties": {
+              "givenName": {
+                "type": "string"
+              },
+              "familyName": {
+                "type": "string"
+              },
+              "formatted": {
+                "type": "string"
+              }
+            }
+          },
+          "displayName": {
+            "type": "string"
+          },
+          "emails": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/ScimMultiValue"
+            }
+          },
+          "phoneNumbers": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/ScimMultiValue"
+            }
+          },
+          "photos": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/ScimMultiValue"
+            }
+          },
+          "locale": {
+            "type": "string"
+          },
+          "active": {
+            "type": "boolean",
+            "description": "Default true; false creates the account disabled."
+          },
+          "roles": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "required": [
+                "value"
+              ],
+              "properties": {
+                "value": {
+                  "type": "string",
+                  "examples": [
+                    "admin"
+                  ]
+                }
+              }
+            }
+          }
+        }
+      },
+      "ClientMetadata": {
+        "type": "object",
+        "description": "Client metadata (RFC 7591 §2), and Latchkey's own application settings as `latchkey_…` members. Unknown members are ignored (RFC 7591 §2).",
+        "properties": {
+          "redirect_uris": {
+            "type": "array",
+            "items": {
+              "type": "string",
+              "format": "uri"
+            },
+            "examples": [
+              [
+                "com.example.app:/callback",
+                "http://127.0.0.1/callback"
+              ]
+            ]
+          },
+          "grant_types": {
+            "type": "array",
+            "items": {
+              "type": "string",
+              "enum": [
+                "authorization_code",
+                "refresh_token",
+                "client_credentials",
+                "urn:ietf:params:oauth:grant-type:token-exchange",
+                "urn:ietf:params:oauth:grant-type:device_code"
+              ]
+            }
+          },
+          "response_types": {
+            "type": "array",
+            "items": {
+              "type": "string",
+              "enum": [
+                "code"
+              ]
+            }
+          },
+          "token_endpoint_auth_method": {
+            "type": "string",
+            "enum": [
+              "none",
+              "client_secret_basic",
+              "client_secret_post"
+            ],
+            "description": "`none`: a public client (no secret)."
+          },
+          "scope": {
+            "type": "string",
+            "description": "Space-separated scopes the client may ask for.",
+            "examples": [
+              "openid profile email offline_access"
+            ]
+          },
+          "client_name": {
+            "type": "string"
+          },
+          "post_logout_redirect_uris": {
+            "type": "array",
+            "items": {
+              "type": "string",
+              "format": "uri"
+            }
+          },
+          "id_token_signed_response_alg": {
+            "type": "string",
+            "enum": [
+              "RS256",
+              "ES256"
+            ]
+          },
+          "application_type": {
+            "type": "string",
+            "enum": [
+              "web",
+              "native"
+            ]
+          },
+          "dpop_bound_access_tokens": {
+            "type": "boolean",
+            "description": "RFC 9449 §5.2: the client's access tokens must be DPoP-bound."
+          },
+          "require_pushed_authorization_requests": {
+            "type": "boolean",
+            "description": "RFC 9126 §6: authorization requests only through `/oauth2/par`."
+          },
+          "latchkey_app_type": {
+            "type": "string",
+            "enum": [
+              "native",
+              "mobile",
+              "browser"
+            ],
+            "description": "A `browser` app cannot be signed into natively; a `mobile` one needs the app's attestation on every native sign-in endpoint."
+          },
+          "latchkey_require_pkce": {
+            "type": "boolean"
+          },
+          "latchkey_registration": {
+            "type": "string",
+            "enum": [
+              "open",
+              "invite_only",
+              "disabled"
+            ],
+            "description": "Whether people may sign up through this application."
+          },
+          "latchkey_recovery_enabled": {
+            "type": "boolean"
+          },
+          "latchkey_require_mfa": {
+            "type": "boolean"
+          },
+          "latchkey_passkey_allowed_origins": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Exact origins a passkey response may come from (`https://example.com`, `android:apk-key-hash:…`, or `self`)."
+          },
+          "latchkey_identity_providers": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "The ids of the identity providers the application offers."
+          },
+          "latchkey_allowed_audiences": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Audiences the client may ask tokens for (token exchange)."
+          }
+        }
+      },
+      "ClientInformation": {
+        "description": "Client information (RFC 7591 §3.2.1, RFC 7592 §3): the metadata as registered, and the client's credentials. `client_secret` only for a confidential client, and only in the registration answer and a rotation answer.",
+        "allOf": [
+          {
+            "$ref": "#/components/schemas/ClientMetadata"
+          },
+          {
+            "type": "object",
+            "required": [
+              "client_id"
+            ],
+            "properties": {
+              "client_id": {
+                "type": "string",
+                "examples": [
+                  "s6BhdRkqt3"
+                ]
+              },
+              "client_secret": {
+                "type": "string"
+              },
+              "client_id_issued_at": {
+                "type": "integer",
+                "description": "Seconds since 1970."
+              },
+              "client_secret_expires_at": {
+                "type": "integer",
+                "const": 0,
+                "description": "0: the secret does not expire (rotate it with `…/secret`)."
+              },
+              "registration_access_token": {
+                "type": "string",
+                "description": "The token for this client's `registration_client_uri` (RFC 7592)."
+              },
+              "registration_client_uri": {
+                "type": "string",
+                "format": "uri",
+                "examples": [
+                  "https://id.example.com/oauth2/register/s6BhdRkqt3"
+                ]
+              },
+              "latchkey_trimmed": {
+                "type": "object",
+                "description": "What the registration policy removed from the request, by metadata member: the request was registered without these values. Absent when nothing was removed.",
+                "additionalProperties": {
+                  "type": "array",
+                  "items": {
+                    "type": "string"
+                  }
+                },
+                "examples": [
+                  {
+                    "scope": [
+                      "scim.admin"
+                    ]
+                  }
+                ]
+              }
+            }
+          }
+        ]
+      },
+      "RegistrationError": {
+        "type": "object",
+        "description": "RFC 7591 §3.2.2.",
+        "required": [
+          "error",
+          "error_description"
+        ],
+        "properties": {
+          "error": {
+            "type": "string",
+            "enum": [
+              "invalid_redirect_uri",
+              "invalid_client_metadata",
+              "invalid_request"
+            ]
+          },
+          "error_description": {
+            "type": "string",
+            "description": "Technical English, for developers."
+          }
+        }
+      },
+      "ClientSecretRotationRequest": {
+        "type": "object",
+        "properties": {
+          "grace_period_seconds": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 2592000,
+            "description": "How long the previous secret keeps working."
+          }
+        }
+      },
+      "ClientSecretRotation": {
+        "type": "object",
+        "required": [
+          "client_id",
+          "client_secret",
+          "client_secret_expires_at",
+          "previous_secret_expires_at"
+        ],
+        "properties": {
+          "client_id": {
+            "type": "string"
+          },
+          "client_secret": {
+            "type": "string",
+            "description": "The new secret: shown only here."
+          },
+          "client_secret_expires_at": {
+            "type": "integer",
+            "const": 0
+          },
+          "previous_secret_expires_at": {
+            "type": "integer",
+            "description": "When the previous secret stops working, in seconds since 1970."
+          }
+        }
+      },
+      "ApplicationList": {
+        "type": "object",
+        "required": [
+          "applications"
+        ],
+        "properties": {
+          "applications": {
+            "type": "array",
+            "items": {
+              "allOf": [
+                {
+                  "$ref": "#/components/schemas/ClientInformation"
+                },
+                {
+                  "type": "object",
+                  "description": "Without secrets: no `client_secret`, no `registration_access_token`.",
+                  "required": [
+                    "latchkey_origin"
+                  ],
+                  "properties": {
+                    "latchkey_origin": {
+                      "type": "string",
+                      "enum": [
+                        "configuration",
+                        "registration"
+                      ],
+                      "description": "Where the application comes from: the configuration file, or dynamic registration."
+                    }
+                  },
+                  "not": {
+                    "anyOf": [
+                      {
+                        "required": [
+                          "client_secret"
+                        ]
+                      },
+                      {
+                        "required": [
+                          "registration_access_token"
+                        ]
+                      }
+                    ]
+                  }
+                }
+              ]
+            }
+          }
+        }
       }
     },
     "responses": {
@@ -10692,6 +13160,36 @@ enum OpenAPIDocument {
             }
           }
         }
+      },
+      "ForbiddenAdministration": {
+        "description": "`AUTH-4030`: administration needs an access token with the `scim.admin` scope of a client acting for itself (client credentials) or of a user with the `admin` role; the scope alone is not enough.",
+        "headers": {
+          "X-Request-Id": {
+            "$ref": "#/components/headers/X-Request-Id"
+          }
+        },
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/ThunderError"
+            }
+          }
+        }
+      },
+      "UnsupportedMediaTypeOAuth": {
+        "description": "A non-empty body not declared `application/json`.",
+        "headers": {
+          "X-Request-Id": {
+            "$ref": "#/components/headers/X-Request-Id"
+          }
+        },
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/OAuthError"
+            }
+          }
+        }
       }
     },
     "parameters": {
@@ -10824,6 +13322,11 @@ enum OpenAPIDocument {
         "type": "http",
         "scheme": "basic",
         "description": "`client_secret_basic` (RFC 6749 §2.3.1). Public clients send `client_id` in the body instead; `client_secret_post` sends both in the body."
+      },
+      "registrationAccessToken": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "A registration access token (RFC 7592 §1): issued to one dynamically registered client in its registration answer (`registration_access_token`), good only for that client's `registration_client_uri`."
       }
     }
   }
