@@ -387,6 +387,7 @@ public final class IdentityServer: Sendable {
         sessionsController.addAdminRoutes(to: admin)
         AuditController(store: store, clock: clock).addRoutes(to: admin)
         ApplicationsController(store: store, issuerInForce: issuer).addRoutes(to: admin)
+        LockoutController(store: store, clock: clock, audit: audit).addRoutes(to: admin)
 
         // SCIM 2.0: the accounts behind the resource authentication, the discovery resources public.
         let scim = SCIMController(issuerInForce: issuer, store: store, accounts: accounts, audit: audit)

@@ -14,6 +14,8 @@ public struct AuditEvent: Sendable, Equatable, Codable {
         case signInFailed = "signin.failed"
         /// Repeated wrong passwords locked the account (for the address, or for every address).
         case accountLocked = "account.locked"
+        /// An administrator lifted an account's password lockout.
+        case accountUnlocked = "account.unlocked"
         /// A second factor (TOTP, emailed codes) was enrolled.
         case mfaEnrolled = "mfa.enrolled"
         case passkeyAdded = "passkey.added"

@@ -222,6 +222,19 @@ public enum RefreshRotation: Sendable, Equatable {
     case notFound
 }
 
+/// An account's password lockout as administrators see it (`Store.lockout`).
+public struct AccountLockout: Sendable, Equatable {
+    /// The account-wide lock's end, when it is locked for every address.
+    public var lockedUntil: Date?
+    /// Consecutive failures from all addresses together since the last success.
+    public var failedAttempts: Int
+    /// Addresses (throttle keys) the account is locked for now, and until when the latest of those locks lasts.
+    public var lockedAddresses: Int
+    public var latestAddressLockUntil: Date?
+
+    public var isLocked: Bool { lockedUntil != nil || lockedAddresses > 0 }
+}
+
 /// The answer of `Store.reserveLoginAttempt`.
 public enum LoginAttemptReservation: Sendable, Equatable {
     /// The attempt is counted; check the password, then settle it.

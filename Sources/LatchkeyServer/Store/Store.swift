@@ -44,6 +44,11 @@ public protocol UserStore: Sendable {
     /// Gives back a reserved attempt whose password could not be checked (the hash queue was full, a store error):
     /// an attempt that was never judged must not count towards a lock.
     func releaseLoginAttempt(userId: String, address: String) async throws
+    /// The account's lockout now (nil for an unknown account): the account-wide lock and the addresses it is locked for.
+    func lockout(userId: String, now: Date) async throws -> AccountLockout?
+    /// An administrator's unlock: clears the account-wide lock and failure count and every per-address one. False for an
+    /// unknown account.
+    func clearLockout(userId: String) async throws -> Bool
     /// Writes the profile (username, claims and, when not nil, the disabled flag) only if the row is still at
     /// `expectedVersion`, and bumps the version. False when another write came first (the caller's copy is stale).
     /// Never touches the password hash. Throws `StoreError.conflict` when the username is taken.

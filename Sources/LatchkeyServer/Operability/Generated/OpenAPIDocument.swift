@@ -5962,6 +5962,159 @@ enum OpenAPIDocument {
         }
       }
     },
+    "/admin/v1/users/{user}/lockout": {
+      "get": {
+        "operationId": "readUserLockout",
+        "summary": "A user's password lockout (administrators)",
+        "description": "Whether repeated wrong passwords locked the account: for every address (`locked_until`) or for some addresses (`locked_addresses`, the latest lock's end in `address_locked_until`), and the consecutive failures counted from all addresses.",
+        "tags": [
+          "Administration"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "user",
+            "in": "path",
+            "required": true,
+            "description": "The account's id (SCIM `id`).",
+            "schema": {
+              "type": "string",
+              "minLength": 1
+            },
+            "example": "0f8fad5b-d9cb-469f-a165-70867728950e"
+          },
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The lockout.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AccountLockout"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenAdministration"
+          },
+          "404": {
+            "description": "`USR-1003`: no account with that id.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      },
+      "delete": {
+        "operationId": "clearUserLockout",
+        "summary": "Lift a user's password lockout (administrators)",
+        "description": "Lifts every lock of the account and clears its failure counts; audited as `account.unlocked`. The password is unchanged.",
+        "tags": [
+          "Administration"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "user",
+            "in": "path",
+            "required": true,
+            "description": "The account's id (SCIM `id`).",
+            "schema": {
+              "type": "string",
+              "minLength": 1
+            },
+            "example": "0f8fad5b-d9cb-469f-a165-70867728950e"
+          },
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "204": {
+            "description": "Unlocked.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenAdministration"
+          },
+          "404": {
+            "description": "`USR-1003`: no account with that id.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
     "/admin/v1/users/{user}/sessions/{session}": {
       "delete": {
         "operationId": "endUserSession",
@@ -12307,6 +12460,7 @@ enum OpenAPIDocument {
           "signin.succeeded",
           "signin.failed",
           "account.locked",
+          "account.unlocked",
           "mfa.enrolled",
           "passkey.added",
           "passkey.removed",
@@ -12321,7 +12475,11 @@ enum OpenAPIDocument {
           "federation.unlinked",
           "user.created",
           "user.updated",
-          "user.deleted"
+          "user.deleted",
+          "application.registered",
+          "application.updated",
+          "application.deleted",
+          "application.secret_rotated"
         ],
         "description": "What happened: the stable names to filter on."
       },
@@ -12809,6 +12967,41 @@ enum OpenAPIDocument {
             }
           }
         }
+      },
+      "AccountLockout": {
+        "type": "object",
+        "required": [
+          "locked",
+          "failed_attempts",
+          "locked_addresses"
+        ],
+        "properties": {
+          "locked": {
+            "type": "boolean",
+            "description": "Locked for every address or for at least one."
+          },
+          "locked_until": {
+            "type": "string",
+            "format": "date-time",
+            "description": "The account-wide lock's end, when there is one."
+          },
+          "failed_attempts": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "Consecutive failures from all addresses together since the last success."
+          },
+          "locked_addresses": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "Addresses the account is locked for now."
+          },
+          "address_locked_until": {
+            "type": "string",
+            "format": "date-time",
+            "description": "The latest end of those addresses' locks."
+          }
+        },
+        "additionalProperties": false
       }
     },
     "responses": {

@@ -116,4 +116,32 @@ extension PostgresStore {
             return true
         }
     }
+
+    public func lockout(userId: String, now: Date) async throws -> AccountLockout? {
+        let t = now.epoch
+        return try await connection { connection -> AccountLockout? in
+            guard let user = try await self.row("SELECT failed_logins, locked_until FROM users WHERE id = \(userId)", on: connection) else {
+                return nil
+            }
+            let (failed, until) = try user.decode((Int, Double?).self)
+            let addresses = try await self.row(
+                "SELECT COUNT(*)::BIGINT, MAX(locked_until) FROM login_attempts WHERE user_id = \(userId) AND locked_until > \(t)",
+                on: connection)
+            let (count, latest) = try addresses?.decode((Int, Double?).self) ?? (0, nil)
+            return AccountLockout(
+                lockedUntil: until.flatMap { $0 > t ? Date(timeIntervalSince1970: $0) : nil }, failedAttempts: failed, lockedAddresses: count,
+                latestAddressLockUntil: latest.map(Date.init(timeIntervalSince1970:)))
+        }
+    }
+
+    public func clearLockout(userId: String) async throws -> Bool {
+        try await transaction { connection in
+            try await self.lockLoginAccount(userId, on: connection)
+            let cleared = try await self.execute(
+                "UPDATE users SET failed_logins = 0, locked_until = NULL WHERE id = \(userId) RETURNING 1", on: connection)
+            guard cleared == 1 else { return false }
+            try await self.execute("DELETE FROM login_attempts WHERE user_id = \(userId)", on: connection)
+            return true
+        }
+    }
 }

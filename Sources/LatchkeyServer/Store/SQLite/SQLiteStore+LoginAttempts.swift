@@ -101,4 +101,29 @@ extension SQLiteStore {
             return true
         }
     }
+
+    public func lockout(userId: String, now: Date) async throws -> AccountLockout? {
+        let t = now.timeIntervalSince1970
+        return try await pool.read { db -> AccountLockout? in
+            guard let user = try Row.fetchOne(db, sql: "SELECT failed_logins, locked_until FROM users WHERE id = ?", arguments: [userId]) else {
+                return nil
+            }
+            let addresses = try Row.fetchOne(
+                db, sql: "SELECT COUNT(*) AS n, MAX(locked_until) AS latest FROM login_attempts WHERE user_id = ? AND locked_until > ?",
+                arguments: [userId, t])
+            let lockedUntil: Double? = user["locked_until"]
+            return AccountLockout(
+                lockedUntil: lockedUntil.flatMap { $0 > t ? Date(timeIntervalSince1970: $0) : nil }, failedAttempts: user["failed_logins"],
+                lockedAddresses: addresses?["n"] ?? 0, latestAddressLockUntil: Self.date(addresses?["latest"]))
+        }
+    }
+
+    public func clearLockout(userId: String) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE users SET failed_logins = 0, locked_until = NULL WHERE id = ?", arguments: [userId])
+            guard db.changesCount == 1 else { return false }
+            try db.execute(sql: "DELETE FROM login_attempts WHERE user_id = ?", arguments: [userId])
+            return true
+        }
+    }
 }
