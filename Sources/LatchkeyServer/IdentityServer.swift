@@ -318,11 +318,12 @@ public final class IdentityServer: Sendable {
             kit: kit, clientAuthentication: clientAuthentication, dpop: dpop, ownTokens: ownTokens, proofThrottle: proofThrottle,
             pruner: pruner, metrics: metrics, audit: audit)
         let tokenManagement = TokenManagementController(kit: kit, clientAuthentication: clientAuthentication, dpop: dpop, audit: audit)
+        let freshness = AdministratorFreshness(window: configuration.recentAuthenticationSeconds, clock: clock)
         let registration = ClientRegistrationController(
             registrations: ClientRegistrations(
                 store: store, clock: clock, policy: configuration.clientRegistration,
                 providers: Set(configuration.identityProviders.map(\.id)), audit: audit),
-            resources: resources, store: store, admission: admission, issuerInForce: issuer)
+            resources: resources, store: store, admission: admission, freshness: freshness, issuerInForce: issuer)
         // The OAuth family, mounted twice: each mount a group with the error middleware of its dialect.
         for (path, isReachFive) in [("/oauth2", false), ("/oauth", true)] {
             let group = router.group(RouterPath(path))
@@ -382,12 +383,12 @@ public final class IdentityServer: Sendable {
         // Administration (administrators only, each handler checks): a user's sessions and grants, the audit trail.
         let admin = protected(group("/admin/v1", .thunder), refusal: SelfServiceController.refusal)
         // A user's sessions and grants: the user's own on `/users/me`, any user's for administrators on `/admin/v1`.
-        let sessionsController = SessionsController(store: store, clock: clock)
+        let sessionsController = SessionsController(store: store, clock: clock, audit: audit)
         sessionsController.addSelfRoutes(to: me)
         sessionsController.addAdminRoutes(to: admin)
         AuditController(store: store, clock: clock).addRoutes(to: admin)
         ApplicationsController(store: store, issuerInForce: issuer).addRoutes(to: admin)
-        LockoutController(store: store, clock: clock, audit: audit).addRoutes(to: admin)
+        LockoutController(store: store, clock: clock, audit: audit, freshness: freshness).addRoutes(to: admin)
 
         // SCIM 2.0: the accounts behind the resource authentication, the discovery resources public.
         let scim = SCIMController(issuerInForce: issuer, store: store, accounts: accounts, audit: audit)

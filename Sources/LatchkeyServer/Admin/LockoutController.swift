@@ -9,11 +9,13 @@ import Hummingbird
 ///   some addresses (the lock most people meet: the count of addresses and the latest of their locks' ends).
 /// - `DELETE /admin/v1/users/{id}/lockout`: lifts every lock and clears the failure counts (204), audited as
 ///   `account.unlocked` with the administrator as actor. The password is unchanged: unlock after making sure the
-///   owner, not a guesser, is the one locked out (the audit trail's `signin.failed` events name the addresses).
+///   owner, not a guesser, is the one locked out (the audit trail's `signin.failed` events name the addresses). An
+///   administrator's personal token needs a recent sign-in for it (`AdministratorFreshness`).
 struct LockoutController: Sendable {
     let store: any UserStore
     let clock: ServerClock
     let audit: AuditTrail
+    let freshness: AdministratorFreshness
 
     func addRoutes(to group: RouterGroup<ResourceRequestContext>) {
         group.get("users/:user/lockout") { _, context in
@@ -25,6 +27,7 @@ struct LockoutController: Sendable {
         }
         group.delete("users/:user/lockout") { _, context in
             let user = try await self.administeredUser(context)
+            try self.freshness.check(context.caller)
             let before = try await self.store.lockout(userId: user.id, now: self.clock.now)
             guard try await self.store.clearLockout(userId: user.id) else { throw SelfServiceErrors.userNotFound }
             await self.audit.record(

@@ -30,8 +30,12 @@ public struct AuditEvent: Sendable, Equatable, Codable {
         case refreshTokenReplayed = "token.refresh_replayed"
         /// A client failed to authenticate at a token, revocation, introspection, PAR or device endpoint.
         case clientAuthenticationFailed = "client.authentication_failed"
-        /// A client revoked a token (RFC 7009).
+        /// A token was revoked: by its client (RFC 7009), or a grant (a refresh-token family) by its user or an
+        /// administrator (`details.via`).
         case tokenRevoked = "token.revoked"
+        /// A sign-in session was ended by its user or an administrator (`details.sessions`: `one` or `all`), with
+        /// the grants signed in through it.
+        case sessionEnded = "session.ended"
         case federatedIdentityLinked = "federation.linked"
         case federatedIdentityUnlinked = "federation.unlinked"
         /// An administrator created, changed or deleted an account (SCIM).

@@ -98,6 +98,7 @@ struct SCIMController: Sendable {
         if changes.isEmpty && disabled == nil && roles == nil { return try scimUserResponse(user, withRoles: caller.isAdmin) }
         var isMe = false
         if case .me = target { isMe = true }
+        if !isMe { try requireFreshAdministrator(caller) }
         // Roles are granted through /Users only: nobody grants itself anything through /Me.
         if isMe, roles != nil {
             throw SCIMError.badRequest(.mutability, "roles are granted by an administrator through /Users/{id}")
@@ -152,6 +153,11 @@ struct SCIMController: Sendable {
             detail: "an administrator cannot \(action) its own account through SCIM; another administrator can")
     }
 
+    /// A change to accounts by an administrator's personal token needs a recent sign-in (`AdministratorFreshness`).
+    private func requireFreshAdministrator(_ caller: ResourceCaller) throws {
+        try AdministratorFreshness(window: accounts.configuration.recentAuthenticationSeconds, clock: accounts.clock).check(caller)
+    }
+
     static func requireAdmin(_ caller: ResourceCaller) throws(SCIMError) {
         guard caller.isAdmin else {
             throw SCIMError(
@@ -168,6 +174,7 @@ struct SCIMController: Sendable {
     private func scimCreate(_ request: Request, _ caller: ResourceCaller, origin: AuditOrigin) async throws -> Response {
         let logger = origin.logger
         try Self.requireAdmin(caller)
+        try requireFreshAdministrator(caller)
         let query = request.uri.query ?? ""
         var application: String?
         if let clientId = Self.queryValue("invite", in: query) {
@@ -216,6 +223,7 @@ struct SCIMController: Sendable {
     private func scimDelete(_ caller: ResourceCaller, id: String, origin: AuditOrigin) async throws -> Response {
         let logger = origin.logger
         try Self.requireAdmin(caller)
+        try requireFreshAdministrator(caller)
         if caller.user?.id == id { throw Self.selfLockout("delete") }
         guard try await accounts.store.deleteUser(id: id, now: accounts.clock.now) else {
             throw SCIMError(status: .notFound, detail: "no user with that id")

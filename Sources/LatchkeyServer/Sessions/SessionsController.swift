@@ -17,6 +17,7 @@ import Logging
 struct SessionsController: Sendable {
     let store: any SessionStore & TokenStore & ClientStore & UserStore
     let clock: ServerClock
+    let audit: AuditTrail
 
     // MARK: Routes
 
@@ -36,15 +37,18 @@ struct SessionsController: Sendable {
                 reason: "signed out everywhere by the user", now: clock.now)
             context.logger.info(
                 "user signed out everywhere", metadata: ["user": .string(user.id), "kept_current": .string("\(keepCurrent)")])
+            await audit.record(
+                .sessionEnded, subject: user.id, actor: caller.auditActor,
+                details: ["sessions": "all", "kept_current": String(keepCurrent)], origin: context.auditOrigin)
             return Self.noContent
         }
         group.delete("sessions/:session") { _, context in
             let user = try SelfServiceController.user(context.caller)
-            return try await self.endSession(try context.parameters.require("session"), of: user.id, logger: context.logger, by: "user")
+            return try await self.endSession(try context.parameters.require("session"), of: user.id, context: context, by: "user")
         }
         group.delete("grants/:grant") { _, context in
             let user = try SelfServiceController.user(context.caller)
-            return try await self.revokeGrant(try context.parameters.require("grant"), of: user.id, logger: context.logger, by: "user")
+            return try await self.revokeGrant(try context.parameters.require("grant"), of: user.id, context: context, by: "user")
         }
     }
 
@@ -63,17 +67,20 @@ struct SessionsController: Sendable {
             context.logger.info(
                 "every session of a user ended by an administrator",
                 metadata: ["user": .string(user.id), "administrator": .string(context.caller.claims.sub)])
+            await audit.record(
+                .sessionEnded, subject: user.id, actor: context.caller.auditActor, details: ["sessions": "all", "administrator": "true"],
+                origin: context.auditOrigin)
             return Self.noContent
         }
         group.delete("users/:user/sessions/:session") { _, context in
             let user = try await self.administeredUser(context)
             return try await self.endSession(
-                try context.parameters.require("session"), of: user.id, logger: context.logger, by: context.caller.claims.sub)
+                try context.parameters.require("session"), of: user.id, context: context, by: context.caller.claims.sub)
         }
         group.delete("users/:user/grants/:grant") { _, context in
             let user = try await self.administeredUser(context)
             return try await self.revokeGrant(
-                try context.parameters.require("grant"), of: user.id, logger: context.logger, by: context.caller.claims.sub)
+                try context.parameters.require("grant"), of: user.id, context: context, by: context.caller.claims.sub)
         }
     }
 
@@ -81,20 +88,30 @@ struct SessionsController: Sendable {
 
     /// Ends one session of `userId` and revokes its grants. Another user's session, an unknown id and a pruned one
     /// are the same 404, so that an id reveals nothing. Ending an ended session again is done already: 204.
-    private func endSession(_ id: String, of userId: String, logger: Logger, by actor: String) async throws -> Response {
+    private func endSession(_ id: String, of userId: String, context: ResourceRequestContext, by actor: String) async throws -> Response {
         guard let session = try await store.session(id: id), session.userId == userId else { throw Self.sessionNotFound }
         try await store.endSession(id: session.id, now: clock.now)
-        logger.info("session ended", metadata: ["user": .string(userId), "session": .string(session.id), "by": .string(actor)])
+        context.logger.info("session ended", metadata: ["user": .string(userId), "session": .string(session.id), "by": .string(actor)])
+        await audit.record(
+            .sessionEnded, subject: userId, actor: context.caller.auditActor,
+            details: ["sessions": "one", "session": session.id, "administrator": actor == "user" ? "false" : "true"],
+            origin: context.auditOrigin)
         return Self.noContent
     }
 
     /// Revokes one grant of `userId`: its refresh tokens and its access tokens stop working at once.
-    private func revokeGrant(_ id: String, of userId: String, logger: Logger, by actor: String) async throws -> Response {
+    private func revokeGrant(_ id: String, of userId: String, context: ResourceRequestContext, by actor: String) async throws -> Response {
+        let logger = context.logger
         guard let family = try await store.family(id: id), family.userId == userId else { throw Self.grantNotFound }
         let reason = actor == "user" ? "revoked by the user" : "revoked by an administrator"
         try await store.revokeFamily(id: family.id, reason: reason, now: clock.now)
         logger.info(
             "grant revoked", metadata: ["user": .string(userId), "client": .string(family.clientId), "by": .string(actor)])
+        var origin = context.auditOrigin
+        origin.client = family.clientId  // the application whose grant ended, not the caller's
+        await audit.record(
+            .tokenRevoked, subject: userId, actor: context.caller.auditActor,
+            details: ["via": "grants", "grant": family.id, "administrator": actor == "user" ? "false" : "true"], origin: origin)
         return Self.noContent
     }
 

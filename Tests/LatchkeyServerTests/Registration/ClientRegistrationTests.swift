@@ -389,4 +389,47 @@ struct ClientRegistrationTests {
         #expect(configuration.clientRegistration.open && configuration.clientRegistration.grantTypes == [.clientCredentials])
         #expect(configuration.clientRegistration.allowWithoutPKCE && configuration.clientRegistration.scopes.contains("openid"))
     }
+
+    /// Every administrative change made with a person's token needs a recent sign-in (`recent_auth_seconds`, 300 s);
+    /// reading and ending sessions do not, nor does a client acting for itself.
+    @Test func aStaleAdministratorSignInReadsButChangesNothing() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let admin = try await server.userTokens(scope: "openid registration scim.admin").accessToken
+        let ada = try #require(try await server.server.store.user(username: "ada@example.com"))
+        let fresh = try await Self.register(server, Self.publicApp, token: admin)
+        #expect(fresh.status == 201, "a fresh sign-in may")
+        server.advanceClock(301)  // the access token (an hour) is still valid; the sign-in is not recent any more
+
+        func expectStale(_ answer: HTTPResult, _ what: String) {
+            #expect(answer.status == 401, "\(what): \(answer.status) \(answer.text.prefix(200))")
+            #expect(answer.header("WWW-Authenticate")?.contains("insufficient_user_authentication") == true, "\(what)")
+            #expect(answer.header("WWW-Authenticate")?.contains("max_age=300") == true, "\(what)")
+        }
+        expectStale(try await Self.register(server, Self.publicApp, token: admin), "registering")
+        expectStale(try await Self.manage(server, "DELETE", fresh, token: admin), "deleting an application")
+        expectStale(
+            try await server.call("POST", "/scim2/Users", token: admin, json: SCIMAdministrationTests.newUser("eve")), "creating an account")
+        expectStale(
+            try await server.call(
+                "PATCH", "/scim2/Users/\(ada.id)", token: admin,
+                json: [
+                    "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                    "Operations": [["op": "replace", "path": "active", "value": false]]
+                ]), "disabling an account")
+        expectStale(try await server.call("DELETE", "/scim2/Users/\(ada.id)", token: admin), "deleting an account")
+        expectStale(try await server.call("DELETE", "/admin/v1/users/\(ada.id)/lockout", token: admin), "lifting a lockout")
+        #expect(try await server.server.store.user(id: ada.id)?.disabled == false, "nothing changed")
+
+        // Reading, and ending sessions, still work.
+        #expect(try await Self.manage(server, "GET", fresh, token: admin).status == 200)
+        #expect(try await server.call("GET", "/admin/v1/audit-events?limit=5", token: admin).status == 200)
+        #expect(try await server.call("GET", "/scim2/Users/\(ada.id)", token: admin).status == 200)
+        let ended = try await server.call("DELETE", "/admin/v1/users/\(ada.id)/sessions", token: admin)
+        #expect(ended.status == 204, "\(ended.text)")
+        let event = try #require(try await server.server.store.auditEvents(AuditQuery(types: [.sessionEnded], limit: 5)).first)
+        #expect(event.subject == ada.id && event.details["administrator"] == "true" && event.details["sessions"] == "all")
+        // A client acting for itself has no sign-in to be stale.
+        #expect(try await Self.register(server, Self.publicApp, token: try await server.clientToken(scope: "registration")).status == 201)
+    }
 }

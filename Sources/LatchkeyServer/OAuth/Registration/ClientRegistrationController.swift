@@ -20,6 +20,7 @@ struct ClientRegistrationController: Sendable {
     let resources: ResourceAuthenticator
     let store: any ClientStore
     let admission: Admission
+    let freshness: AdministratorFreshness
     let issuerInForce: @Sendable () -> String
 
     func addRoutes(to mount: OAuthMount) {
@@ -78,7 +79,9 @@ struct ClientRegistrationController: Sendable {
     }
 
     /// The caller of an access token that may register applications (`ResourceCaller.mayRegisterApplications`).
-    private func registrar(_ request: Request) async throws -> ResourceCaller {
+    /// `changing`: an administrator's personal token needs a recent sign-in to change applications
+    /// (`AdministratorFreshness`); reading does not.
+    private func registrar(_ request: Request, changing: Bool = true) async throws -> ResourceCaller {
         let caller = try await resources.resourceCaller(request)
         guard caller.mayRegisterApplications else {
             throw OAuthError(
@@ -86,6 +89,7 @@ struct ClientRegistrationController: Sendable {
                 "managing applications needs an access token with the registration scope, of a client acting for itself or of an administrator",
                 challenge: .bearer)
         }
+        if changing { try freshness.check(caller) }
         return caller
     }
 
@@ -105,7 +109,7 @@ struct ClientRegistrationController: Sendable {
         {
             resolved = (record, AuditEvent.clientActor(clientId))
         } else if Self.looksLikeAccessToken(header) {
-            let caller = try await registrar(request)
+            let caller = try await registrar(request, changing: changing)
             guard let record else { throw RegistrationRefusal.unknownClient }
             resolved = (record, caller.auditActor)
         } else {

@@ -12471,6 +12471,7 @@ enum OpenAPIDocument {
           "token.refresh_replayed",
           "client.authentication_failed",
           "token.revoked",
+          "session.ended",
           "federation.linked",
           "federation.unlinked",
           "user.created",
