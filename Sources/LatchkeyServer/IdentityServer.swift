@@ -195,6 +195,10 @@ public final class IdentityServer: Sendable {
                 _ = try await ClientSecrets.verify(secret, against: stored)
             }
         }
+        // The console's own application, unless the file defines one under its id.
+        if configuration.consoleEnabled, !configuration.clients.contains(where: { $0.clientId == ConsoleClient.id }) {
+            try await store.upsertClient(ClientRecord(configuration: ConsoleClient.configuration(issuer: configuration.issuer), secretHash: nil))
+        }
         for seed in configuration.users where try await store.user(username: seed.username) == nil {
             try await createUser(
                 username: seed.username, password: seed.password, claims: UserRoles.claims(seed.claims, roles: seed.roles),
@@ -389,6 +393,18 @@ public final class IdentityServer: Sendable {
         AuditController(store: store, clock: clock).addRoutes(to: admin)
         ApplicationsController(store: store, issuerInForce: issuer).addRoutes(to: admin)
         LockoutController(store: store, clock: clock, audit: audit, freshness: freshness).addRoutes(to: admin)
+
+        // The admin console: pages over the same administration, for operators signed in through the hosted page.
+        if configuration.consoleEnabled {
+            let registrations = ClientRegistrations(
+                store: store, clock: clock, policy: configuration.clientRegistration,
+                providers: Set(configuration.identityProviders.map(\.id)), audit: audit)
+            ConsoleController(
+                access: ConsoleAccess(kit: kit, store: store, cookies: cookies, freshness: freshness),
+                applications: ConsoleApplications(store: store, registrations: registrations),
+                users: ConsoleUsers(accounts: accounts, store: store, audit: audit), audit: ConsoleAudit(store: store)
+            ).addRoutes(to: group("/admin", .html))
+        }
 
         // SCIM 2.0: the accounts behind the resource authentication, the discovery resources public.
         let scim = SCIMController(issuerInForce: issuer, store: store, accounts: accounts, audit: audit)

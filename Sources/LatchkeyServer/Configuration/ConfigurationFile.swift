@@ -56,6 +56,8 @@ public struct ConfigurationFile: Codable, Sendable {
     public var identityProviders: [IdentityProviderFile]?
     /// What applications registered through `/oauth2/register` may be (`ClientRegistrationPolicy`).
     public var clientRegistration: ClientRegistrationPolicy?
+    /// `"console": false` turns the admin console (`/admin`) off.
+    public var console: Bool?
 
     public struct DPoPFile: Codable, Sendable {
         public var requireNonce: Bool?
@@ -127,7 +129,7 @@ public struct ConfigurationFile: Codable, Sendable {
         case recentAuthSeconds = "recent_auth_seconds"
         case development, smtp, httpIdleTimeoutSeconds = "http_idle_timeout_seconds", dpop, metrics
         case httpRequestTimeoutSeconds = "http_request_timeout_seconds"
-        case identityProviders = "identity_providers", clientRegistration = "client_registration"
+        case identityProviders = "identity_providers", clientRegistration = "client_registration", console
     }
 
     public static func load(path: String) throws -> ConfigurationFile {
@@ -243,6 +245,7 @@ public struct ConfigurationFile: Codable, Sendable {
             base.identityProviders = try identityProviders.map { try $0.configuration(environment: environment) }
         }
         if let clientRegistration { base.clientRegistration = clientRegistration }
+        if let console { base.consoleEnabled = console }
         if let v = dpop?.requireNonce { base.dpop.requireNonce = v }
         if let v = dpop?.proofLifetimeSeconds { base.dpop.proofLifetimeSeconds = v }
         if let p = loginPolicy {

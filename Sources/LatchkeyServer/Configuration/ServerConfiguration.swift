@@ -80,6 +80,9 @@ public struct ServerConfiguration: Sendable {
     public var identityProviders: [IdentityProviderConfiguration] = []
     /// What applications registered at runtime (`/oauth2/register`, RFC 7591) may be (`client_registration`).
     public var clientRegistration = ClientRegistrationPolicy()
+    /// The admin console at `/admin` (`console`): on by default; only accounts with the `admin` role and a second
+    /// factor can sign in to it.
+    public var consoleEnabled = true
 
     /// The provider with this id.
     func identityProvider(_ id: String) -> IdentityProviderConfiguration? { identityProviders.first { $0.id == id } }

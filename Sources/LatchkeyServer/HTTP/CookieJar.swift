@@ -11,6 +11,8 @@ struct CookiePolicy: Sendable {
     static let csrfCookie = "lk_csrf"
     static let secondFactorCookie = "lk_mfa"
     static let federationCookie = "lk_fed"
+    static let consoleCookie = "lk_console"
+    static let consoleLoginCookie = "lk_console_login"
 
     /// With `Secure`, every cookie carries the `__Host-` prefix: the browser then only accepts it from this very host,
     /// with `Path=/` and no `Domain`, so a sibling subdomain (same site) can neither plant nor overwrite it (session
@@ -21,6 +23,16 @@ struct CookiePolicy: Sendable {
     var csrfName: String { name(Self.csrfCookie) }
     var secondFactorName: String { name(Self.secondFactorCookie) }
     var federationName: String { name(Self.federationCookie) }
+    var consoleName: String { name(Self.consoleCookie) }
+    var consoleLoginName: String { name(Self.consoleLoginCookie) }
+
+    /// The admin console's session (its access token). `Strict`: no other site's link or form ever carries it, so a
+    /// console page can only be reached by navigating within this site.
+    func console(_ value: String, maxAge: Int) -> String { cookie(consoleName, value, maxAge: maxAge, sameSite: "Strict") }
+
+    /// The console's sign-in in progress (state, nonce, PKCE verifier). `Lax`: the hosted sign-in (or a provider it
+    /// went to) sends the browser back with a top-level navigation.
+    func consoleLogin(_ value: String, maxAge: Int) -> String { cookie(consoleLoginName, value, maxAge: maxAge, sameSite: "Lax") }
 
     func session(_ value: String, maxAge: Int) -> String {
         cookie(sessionName, value, maxAge: maxAge, sameSite: "Lax")
