@@ -199,6 +199,20 @@ enum PostgresSchema {
                 "CREATE INDEX audit_events_subject ON audit_events (subject, at, id)",
                 "CREATE INDEX audit_events_type ON audit_events (type, at, id)",
                 "CREATE INDEX audit_events_client ON audit_events (client_id, at, id)"
+            ]),
+        // Version 5 is taken by work on another branch (it goes here when that branch lands; `migrate` applies every
+        // version a database lacks, so the gap does no harm).
+        // Audit events waiting for delivery to webhooks, claimed per webhook in due order.
+        Migration(
+            version: 6, name: "webhook-deliveries",
+            statements: [
+                """
+                CREATE TABLE webhook_deliveries (
+                    id TEXT PRIMARY KEY, webhook_id TEXT NOT NULL, event_id TEXT NOT NULL, event_type TEXT NOT NULL, body TEXT NOT NULL,
+                    attempts BIGINT NOT NULL DEFAULT 0, next_attempt_at DOUBLE PRECISION NOT NULL, created_at DOUBLE PRECISION NOT NULL)
+                """,
+                "CREATE INDEX webhook_deliveries_due ON webhook_deliveries (webhook_id, next_attempt_at, created_at)",
+                "CREATE INDEX webhook_deliveries_created ON webhook_deliveries (created_at)"
             ])
     ]
 

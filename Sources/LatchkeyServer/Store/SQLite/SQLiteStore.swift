@@ -96,6 +96,9 @@ public final class SQLiteStore: Store {
         migrator.registerMigration("v7-consumed-ids-expiry-index", migrate: Self.migrateConsumedIdsExpiryIndex)
         migrator.registerMigration("v8-federated-logins", migrate: Self.migrateFederatedLogins)
         migrator.registerMigration("v9-audit-events", migrate: Self.migrateAuditEvents)
+        // "v10-…" is taken by work on another branch (it goes here, between v9 and v11, when that branch lands): the
+        // migrator applies whichever of them a database lacks, in this order.
+        migrator.registerMigration("v11-webhook-deliveries", migrate: Self.migrateWebhookDeliveries)
         return migrator
     }
 
