@@ -24,6 +24,9 @@ public final class IdentityServer: Sendable {
     let logger: Logger
     /// SMTP delivery, when configured: its queue is worked by a service that runs with the HTTP server.
     let smtpOutbox: SMTPOutbox?
+    /// Delivery of audit events to webhooks, when configured (`audit_webhooks`): the audit trail's sink, and a queue
+    /// worked by a service that runs with the HTTP server.
+    let auditWebhooks: AuditWebhooks?
     /// The counters and histograms `GET /metrics` exposes (one registry per server).
     public let metrics: ServerMetrics
     private let issuerBox: NIOLockedValueBox<String>
@@ -67,7 +70,11 @@ public final class IdentityServer: Sendable {
         let window = TimeInterval(policy.addressWindowSeconds)
         let metrics = ServerMetrics()
         self.metrics = metrics
-        let audit = AuditTrail(store: store, clock: clock, metrics: metrics)
+        let webhooks =
+            configuration.auditWebhooks.isEmpty
+            ? nil : AuditWebhooks(webhooks: configuration.auditWebhooks, store: store, clock: clock, metrics: metrics, logger: logger)
+        self.auditWebhooks = webhooks
+        let audit = AuditTrail(store: store, clock: clock, metrics: metrics, sinks: webhooks.map { [$0] } ?? [])
         self.audit = audit
         // Per-address limits live in memory with one instance on SQLite, and in the store when instances share
         // PostgreSQL (`AddressLimiter`).
@@ -226,6 +233,12 @@ public final class IdentityServer: Sendable {
     @discardableResult
     public func pruneExpired() async throws -> Int { try await pruner.pruneExpired() }
 
+    /// One pass of webhook delivery now: every due delivery of every webhook is tried once (what the delivery loop does
+    /// each second). For servers run without the loop (`runsAuditWebhookDelivery` off: tests drive it this way).
+    func deliverAuditWebhooks() async {
+        await auditWebhooks?.deliverDue()
+    }
+
     /// Releases the store's connections (PostgreSQL) when the server was used without running its application (whose
     /// service group closes them at shutdown). Nothing to do on SQLite.
     public func close() {
@@ -247,11 +260,12 @@ public final class IdentityServer: Sendable {
         let requestTimeout = TimeAmount.seconds(Int64(configuration.httpRequestTimeoutSeconds))
         let metrics = self.metrics
         let closed: @Sendable (ServerMetrics.ConnectionClose) -> Void = { metrics.connectionClosed($0) }
-        // The pool first: services stop in reverse order, so mail delivery (which reads its queue from the store) stops
-        // before the pool closes, and the HTTP server (Hummingbird runs it last) before both.
+        // The pool first: services stop in reverse order, so mail and webhook delivery (which read their queues from the
+        // store) stop before the pool closes, and the HTTP server (Hummingbird runs it last) before all of them.
         var services: [any Service] = []
         if let pool = store as? PostgresStore { services.append(PostgresStore.PoolService(store: pool)) }
         if let smtpOutbox { services.append(MailDeliveryService(outbox: smtpOutbox)) }
+        if let auditWebhooks, configuration.runsAuditWebhookDelivery { services.append(AuditWebhookDeliveryService(webhooks: auditWebhooks)) }
         return Application(
             router: makeRouter(),
             // Heads past the limits are answered 431 (`HeaderLimitHandler`); a client that trickles a request, or

@@ -54,6 +54,8 @@ public struct ConfigurationFile: Codable, Sendable {
     /// Other identity providers people may sign in with (`IdentityProviderFile`); each application lists the ones its
     /// users may use in its own `identity_providers`.
     public var identityProviders: [IdentityProviderFile]?
+    /// Receivers of the audit trail (`AuditWebhookFile`): each event they select is POSTed to them, signed.
+    public var auditWebhooks: [AuditWebhookFile]?
 
     public struct DPoPFile: Codable, Sendable {
         public var requireNonce: Bool?
@@ -126,6 +128,7 @@ public struct ConfigurationFile: Codable, Sendable {
         case development, smtp, httpIdleTimeoutSeconds = "http_idle_timeout_seconds", dpop, metrics
         case httpRequestTimeoutSeconds = "http_request_timeout_seconds"
         case identityProviders = "identity_providers"
+        case auditWebhooks = "audit_webhooks"
     }
 
     public static func load(path: String) throws -> ConfigurationFile {
@@ -239,6 +242,10 @@ public struct ConfigurationFile: Codable, Sendable {
         if let identityProviders {
             let environment = ProcessInfo.processInfo.environment
             base.identityProviders = try identityProviders.map { try $0.configuration(environment: environment) }
+        }
+        if let auditWebhooks {
+            let environment = ProcessInfo.processInfo.environment
+            base.auditWebhooks = try auditWebhooks.map { try $0.configuration(environment: environment) }
         }
         if let v = dpop?.requireNonce { base.dpop.requireNonce = v }
         if let v = dpop?.proofLifetimeSeconds { base.dpop.proofLifetimeSeconds = v }

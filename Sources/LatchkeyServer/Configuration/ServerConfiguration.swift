@@ -78,6 +78,13 @@ public struct ServerConfiguration: Sendable {
     /// Other identity providers people may sign in with (`identity_providers`); an application offers those it names
     /// in its own `identity_providers`.
     public var identityProviders: [IdentityProviderConfiguration] = []
+    /// Receivers of the audit trail (`audit_webhooks`): each event one selects is queued in the store and POSTed to
+    /// it, signed (`AuditWebhooks`).
+    public var auditWebhooks: [AuditWebhook] = []
+    /// Whether the server's service group runs the webhook delivery loop (when `auditWebhooks` is not empty). Tests
+    /// turn it off and run each pass themselves (`IdentityServer.deliverAuditWebhooks()`); not read from the
+    /// configuration file.
+    public var runsAuditWebhookDelivery = true
 
     /// The provider with this id.
     func identityProvider(_ id: String) -> IdentityProviderConfiguration? { identityProviders.first { $0.id == id } }
@@ -190,6 +197,11 @@ public struct ServerConfiguration: Sendable {
         for provider in identityProviders {
             guard providers.insert(provider.id).inserted else { throw ConfigurationError.invalid("duplicate identity provider \(provider.id)") }
             try provider.validate()
+        }
+        var webhooks = Set<String>()
+        for webhook in auditWebhooks {
+            guard webhooks.insert(webhook.id).inserted else { throw ConfigurationError.invalid("duplicate audit webhook \(webhook.id)") }
+            try webhook.validate()
         }
         var seen = Set<String>()
         for client in clients {
