@@ -139,7 +139,7 @@ public final class IdentityServer: Sendable {
         self.federation = Federation(
             providers: configuration.identityProviders, issuerInForce: issuerInForce, directory: UpstreamDirectory(http: http), http: http,
             store: store, clock: clock, lifetimes: configuration.lifetimes, metrics: metrics)
-        self.federatedAccounts = FederatedAccounts(store: store, userSchema: configuration.userSchema, clock: clock)
+        self.federatedAccounts = FederatedAccounts(store: store, userSchema: configuration.userSchema, clock: clock, audit: audit)
     }
 
     /// Validates the configuration, opens (and migrates) the database, creates signing keys on first start and
@@ -320,7 +320,7 @@ public final class IdentityServer: Sendable {
         let device = DeviceController(
             recentAuthenticationSeconds: configuration.recentAuthenticationSeconds, kit: kit, cookies: cookies, admission: admission,
             clientAuthentication: clientAuthentication,
-            accounts: accounts, browserSessions: browserSessions)
+            accounts: accounts, browserSessions: browserSessions, audit: audit)
         let token = TokenController(
             kit: kit, clientAuthentication: clientAuthentication, dpop: dpop, ownTokens: ownTokens, proofThrottle: proofThrottle,
             pruner: pruner, metrics: metrics, audit: audit)
@@ -401,7 +401,7 @@ public final class IdentityServer: Sendable {
             .addRoutes(to: identity)
         StepUpController(
             lifetimes: configuration.lifetimes, store: store, clock: clock, issuerInForce: issuer, accounts: accounts, ownTokens: ownTokens,
-            admission: admission, sessions: sessions, responses: responses
+            admission: admission, sessions: sessions, responses: responses, audit: audit
         ).addRoutes(to: identity)
         ReachFivePasskeyController(
             store: store, clock: clock, accounts: accounts, passkeys: passkeys, ownTokens: ownTokens, admission: admission,

@@ -12,6 +12,8 @@ public struct AuditEvent: Sendable, Equatable, Codable {
     public enum Kind: String, Sendable, Codable, CaseIterable {
         case signInSucceeded = "signin.succeeded"
         case signInFailed = "signin.failed"
+        /// An existing browser session answered an authorization request (single sign-on): no credential was shown.
+        case signInSessionReused = "signin.session_reused"
         /// Repeated wrong passwords locked the account (for the address, or for every address).
         case accountLocked = "account.locked"
         /// A second factor (TOTP, emailed codes) was enrolled.
@@ -30,12 +32,20 @@ public struct AuditEvent: Sendable, Equatable, Codable {
         case clientAuthenticationFailed = "client.authentication_failed"
         /// A client revoked a token (RFC 7009).
         case tokenRevoked = "token.revoked"
+        /// An identity at another provider was linked to an account: `how` is `manual` (the signed-in person linked it),
+        /// `automatic` (a first sign-in, by the verified email both sides share) or `jit` (to the account a first sign-in
+        /// created).
         case federatedIdentityLinked = "federation.linked"
         case federatedIdentityUnlinked = "federation.unlinked"
-        /// An administrator created, changed or deleted an account (SCIM).
+        /// An administrator created, changed or deleted an account (SCIM); `user.created` also for an account a first
+        /// federated sign-in made just in time (`via: federation`).
         case userCreated = "user.created"
         case userUpdated = "user.updated"
         case userDeleted = "user.deleted"
+        /// A signed-in person allowed a device's authorization request (RFC 8628) on the `/device` page.
+        case deviceApproved = "device.approved"
+        /// A signed-in person denied a device's authorization request on the `/device` page.
+        case deviceDenied = "device.denied"
     }
 
     public enum Outcome: String, Sendable, Codable, CaseIterable {
