@@ -236,8 +236,9 @@ struct AuditWebhooks: AuditSink {
 
 /// The signature of a webhook delivery, in the `Latchkey-Signature` header:
 ///
-///     Latchkey-Signature: t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+///     Latchkey-Signature: t=1767225600,v1=b4d580e2c90b2d7200db650ea5c2f15aa9424eb8b0fde7649d9189bd2a7892cf
 ///
+/// (the body `{"id":"e1"}` under the secret `whsec-0123456789abcdef0123456789abcdef`: docs/server.md's test vector)
 /// `t` is the time of the attempt (Unix seconds) and `v1` the lower-case hex HMAC-SHA256, keyed with the webhook's
 /// secret, of `"<t>.<body>"` (the decimal `t`, a full stop, then the request body's exact bytes). A receiver recomputes
 /// it over the raw body before parsing it, compares in constant time, and refuses a `t` far from its own clock (five

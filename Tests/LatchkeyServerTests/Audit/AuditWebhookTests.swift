@@ -117,6 +117,16 @@ struct AuditWebhookTests {
         return (t, hex == v1)
     }
 
+    @Test("the signature scheme's test vector (docs/server.md): HMAC-SHA256 of \"<t>.<body>\", lower-case hex")
+    func signatureTestVector() throws {
+        let body = Data(#"{"id":"e1"}"#.utf8)
+        let header = WebhookSignature.header(body: body, secret: WebhookSecret(Self.secret), at: Date(timeIntervalSince1970: 1_767_225_600.9))
+        #expect(header == "t=1767225600,v1=b4d580e2c90b2d7200db650ea5c2f15aa9424eb8b0fde7649d9189bd2a7892cf")
+        #expect(WebhookSignature.verify(header, body: body, secret: WebhookSecret(Self.secret)) == Date(timeIntervalSince1970: 1_767_225_600))
+        #expect(WebhookSignature.verify("t=1767225600,v1=00,v1=" + header.dropFirst(16), body: body, secret: WebhookSecret(Self.secret)) != nil)
+        #expect(WebhookSignature.verify("v1=" + header.dropFirst(16), body: body, secret: WebhookSecret(Self.secret)) == nil, "no t")
+    }
+
     // MARK: Delivery
 
     @Test("a failed sign-in is POSTed signed: the signature verifies with the secret, the body is the admin API's event, no password")
