@@ -24,6 +24,9 @@ public final class IdentityServer: Sendable {
     let logger: Logger
     /// SMTP delivery, when configured: its queue is worked by a service that runs with the HTTP server.
     let smtpOutbox: SMTPOutbox?
+    /// Delivery of audit events to webhooks, when configured (`audit_webhooks`): the audit trail's sink, and a queue
+    /// worked by a service that runs with the HTTP server.
+    let auditWebhooks: AuditWebhooks?
     /// The counters and histograms `GET /metrics` exposes (one registry per server).
     public let metrics: ServerMetrics
     private let issuerBox: NIOLockedValueBox<String>
@@ -67,7 +70,11 @@ public final class IdentityServer: Sendable {
         let window = TimeInterval(policy.addressWindowSeconds)
         let metrics = ServerMetrics()
         self.metrics = metrics
-        let audit = AuditTrail(store: store, clock: clock, metrics: metrics)
+        let webhooks =
+            configuration.auditWebhooks.isEmpty
+            ? nil : AuditWebhooks(webhooks: configuration.auditWebhooks, store: store, clock: clock, metrics: metrics, logger: logger)
+        self.auditWebhooks = webhooks
+        let audit = AuditTrail(store: store, clock: clock, metrics: metrics, sinks: webhooks.map { [$0] } ?? [])
         self.audit = audit
         // Per-address limits live in memory with one instance on SQLite, and in the store when instances share
         // PostgreSQL (`AddressLimiter`).
@@ -132,7 +139,7 @@ public final class IdentityServer: Sendable {
         self.federation = Federation(
             providers: configuration.identityProviders, issuerInForce: issuerInForce, directory: UpstreamDirectory(http: http), http: http,
             store: store, clock: clock, lifetimes: configuration.lifetimes, metrics: metrics)
-        self.federatedAccounts = FederatedAccounts(store: store, userSchema: configuration.userSchema, clock: clock)
+        self.federatedAccounts = FederatedAccounts(store: store, userSchema: configuration.userSchema, clock: clock, audit: audit)
     }
 
     /// Validates the configuration, opens (and migrates) the database, creates signing keys on first start and
@@ -237,6 +244,12 @@ public final class IdentityServer: Sendable {
     @discardableResult
     public func pruneExpired() async throws -> Int { try await pruner.pruneExpired() }
 
+    /// One pass of webhook delivery now: every due delivery of every webhook is tried once (what the delivery loop does
+    /// each second). For servers run without the loop (`runsAuditWebhookDelivery` off: tests drive it this way).
+    func deliverAuditWebhooks() async {
+        await auditWebhooks?.deliverDue()
+    }
+
     /// Releases the store's connections (PostgreSQL) when the server was used without running its application (whose
     /// service group closes them at shutdown). Nothing to do on SQLite.
     public func close() {
@@ -258,11 +271,12 @@ public final class IdentityServer: Sendable {
         let requestTimeout = TimeAmount.seconds(Int64(configuration.httpRequestTimeoutSeconds))
         let metrics = self.metrics
         let closed: @Sendable (ServerMetrics.ConnectionClose) -> Void = { metrics.connectionClosed($0) }
-        // The pool first: services stop in reverse order, so mail delivery (which reads its queue from the store) stops
-        // before the pool closes, and the HTTP server (Hummingbird runs it last) before both.
+        // The pool first: services stop in reverse order, so mail and webhook delivery (which read their queues from the
+        // store) stop before the pool closes, and the HTTP server (Hummingbird runs it last) before all of them.
         var services: [any Service] = []
         if let pool = store as? PostgresStore { services.append(PostgresStore.PoolService(store: pool)) }
         if let smtpOutbox { services.append(MailDeliveryService(outbox: smtpOutbox)) }
+        if let auditWebhooks, configuration.runsAuditWebhookDelivery { services.append(AuditWebhookDeliveryService(webhooks: auditWebhooks)) }
         return Application(
             router: makeRouter(),
             // Heads past the limits are answered 431 (`HeaderLimitHandler`); a client that trickles a request, or
@@ -317,7 +331,7 @@ public final class IdentityServer: Sendable {
         let device = DeviceController(
             recentAuthenticationSeconds: configuration.recentAuthenticationSeconds, kit: kit, cookies: cookies, admission: admission,
             clientAuthentication: clientAuthentication,
-            accounts: accounts, browserSessions: browserSessions)
+            accounts: accounts, browserSessions: browserSessions, audit: audit)
         let token = TokenController(
             kit: kit, clientAuthentication: clientAuthentication, dpop: dpop, ownTokens: ownTokens, proofThrottle: proofThrottle,
             pruner: pruner, metrics: metrics, audit: audit)
@@ -419,7 +433,7 @@ public final class IdentityServer: Sendable {
             .addRoutes(to: identity)
         StepUpController(
             lifetimes: configuration.lifetimes, store: store, clock: clock, issuerInForce: issuer, accounts: accounts, ownTokens: ownTokens,
-            admission: admission, sessions: sessions, responses: responses
+            admission: admission, sessions: sessions, responses: responses, audit: audit
         ).addRoutes(to: identity)
         ReachFivePasskeyController(
             store: store, clock: clock, accounts: accounts, passkeys: passkeys, ownTokens: ownTokens, admission: admission,

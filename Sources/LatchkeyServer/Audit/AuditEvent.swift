@@ -12,6 +12,8 @@ public struct AuditEvent: Sendable, Equatable, Codable {
     public enum Kind: String, Sendable, Codable, CaseIterable {
         case signInSucceeded = "signin.succeeded"
         case signInFailed = "signin.failed"
+        /// An existing browser session answered an authorization request (single sign-on): no credential was shown.
+        case signInSessionReused = "signin.session_reused"
         /// Repeated wrong passwords locked the account (for the address, or for every address).
         case accountLocked = "account.locked"
         /// An administrator lifted an account's password lockout.
@@ -36,9 +38,13 @@ public struct AuditEvent: Sendable, Equatable, Codable {
         /// A sign-in session was ended by its user or an administrator (`details.sessions`: `one` or `all`), with
         /// the grants signed in through it.
         case sessionEnded = "session.ended"
+        /// An identity at another provider was linked to an account: `how` is `manual` (the signed-in person linked it),
+        /// `automatic` (a first sign-in, by the verified email both sides share) or `jit` (to the account a first sign-in
+        /// created).
         case federatedIdentityLinked = "federation.linked"
         case federatedIdentityUnlinked = "federation.unlinked"
-        /// An administrator created, changed or deleted an account (SCIM).
+        /// An administrator created, changed or deleted an account (SCIM); `user.created` also for an account a first
+        /// federated sign-in made just in time (`via: federation`).
         case userCreated = "user.created"
         case userUpdated = "user.updated"
         case userDeleted = "user.deleted"
@@ -48,6 +54,10 @@ public struct AuditEvent: Sendable, Equatable, Codable {
         case applicationUpdated = "application.updated"
         case applicationDeleted = "application.deleted"
         case applicationSecretRotated = "application.secret_rotated"
+        /// A signed-in person allowed a device's authorization request (RFC 8628) on the `/device` page.
+        case deviceApproved = "device.approved"
+        /// A signed-in person denied a device's authorization request on the `/device` page.
+        case deviceDenied = "device.denied"
     }
 
     public enum Outcome: String, Sendable, Codable, CaseIterable {

@@ -58,6 +58,8 @@ public struct ConfigurationFile: Codable, Sendable {
     public var clientRegistration: ClientRegistrationPolicy?
     /// `"console": false` turns the admin console (`/admin`) off.
     public var console: Bool?
+    /// Receivers of the audit trail (`AuditWebhookFile`): each event they select is POSTed to them, signed.
+    public var auditWebhooks: [AuditWebhookFile]?
 
     public struct DPoPFile: Codable, Sendable {
         public var requireNonce: Bool?
@@ -130,6 +132,7 @@ public struct ConfigurationFile: Codable, Sendable {
         case development, smtp, httpIdleTimeoutSeconds = "http_idle_timeout_seconds", dpop, metrics
         case httpRequestTimeoutSeconds = "http_request_timeout_seconds"
         case identityProviders = "identity_providers", clientRegistration = "client_registration", console
+        case auditWebhooks = "audit_webhooks"
     }
 
     public static func load(path: String) throws -> ConfigurationFile {
@@ -246,6 +249,10 @@ public struct ConfigurationFile: Codable, Sendable {
         }
         if let clientRegistration { base.clientRegistration = clientRegistration }
         if let console { base.consoleEnabled = console }
+        if let auditWebhooks {
+            let environment = ProcessInfo.processInfo.environment
+            base.auditWebhooks = try auditWebhooks.map { try $0.configuration(environment: environment) }
+        }
         if let v = dpop?.requireNonce { base.dpop.requireNonce = v }
         if let v = dpop?.proofLifetimeSeconds { base.dpop.proofLifetimeSeconds = v }
         if let p = loginPolicy {

@@ -83,6 +83,13 @@ public struct ServerConfiguration: Sendable {
     /// The admin console at `/admin` (`console`): on by default; only accounts with the `admin` role and a second
     /// factor can sign in to it.
     public var consoleEnabled = true
+    /// Receivers of the audit trail (`audit_webhooks`): each event one selects is queued in the store and POSTed to
+    /// it, signed (`AuditWebhooks`).
+    public var auditWebhooks: [AuditWebhook] = []
+    /// Whether the server's service group runs the webhook delivery loop (when `auditWebhooks` is not empty). Tests
+    /// turn it off and run each pass themselves (`IdentityServer.deliverAuditWebhooks()`); not read from the
+    /// configuration file.
+    public var runsAuditWebhookDelivery = true
 
     /// The provider with this id.
     func identityProvider(_ id: String) -> IdentityProviderConfiguration? { identityProviders.first { $0.id == id } }
@@ -197,6 +204,11 @@ public struct ServerConfiguration: Sendable {
             try provider.validate()
         }
         try clientRegistration.validate(providers: providers)
+        var webhooks = Set<String>()
+        for webhook in auditWebhooks {
+            guard webhooks.insert(webhook.id).inserted else { throw ConfigurationError.invalid("duplicate audit webhook \(webhook.id)") }
+            try webhook.validate()
+        }
         var seen = Set<String>()
         for client in clients {
             guard seen.insert(client.clientId).inserted else { throw ConfigurationError.invalid("duplicate client \(client.clientId)") }

@@ -8,15 +8,20 @@ import Logging
 /// otherwise it creates an account just in time where the application lets anyone register, with the claims the user
 /// schema accepts. An address already used by an account that may not be linked is refused, never duplicated: the
 /// person signs in to that account and links the provider from there.
+///
+/// What a first sign-in does to accounts is audited here: `federation.linked` with `how: automatic` (linked by
+/// verified email) or `how: jit` (with `user.created`, `via: federation`, for the account made just in time).
 struct FederatedAccounts: Sendable {
     let store: any UserStore & FederatedIdentityStore & PasskeyStore
     let userSchema: UserSchema
     let clock: ServerClock
+    let audit: AuditTrail
 
     /// The account `identity` signs in to for `client`.
     func signIn(
-        _ identity: UpstreamIdentity, provider: IdentityProviderConfiguration, client: ClientConfiguration, logger: Logger
+        _ identity: UpstreamIdentity, provider: IdentityProviderConfiguration, client: ClientConfiguration, origin: AuditOrigin
     ) async throws -> UserRecord {
+        let logger = origin.logger
         if let link = try await store.federatedIdentity(provider: identity.provider, subject: identity.subject) {
             guard let user = try await store.user(id: link.userId) else { throw FederationFailure.invalidIdentity("the linked account is gone") }
             guard !user.disabled else { throw FederationFailure.accountDisabled }
@@ -38,10 +43,15 @@ struct FederatedAccounts: Sendable {
             logger.info(
                 "federated identity linked to an existing account by verified email",
                 metadata: ["user": .string(existing.id), "provider": .string(provider.id)])
+            await audit.record(
+                .federatedIdentityLinked, subject: existing.id, details: ["provider": provider.id, "how": "automatic"], origin: origin)
             return existing
         }
         guard client.registration == .open else { throw FederationFailure.registrationClosed }
-        return try await create(identity, logger: logger)
+        let user = try await create(identity, logger: logger)
+        await audit.record(.userCreated, subject: user.id, details: ["via": "federation", "provider": provider.id], origin: origin)
+        await audit.record(.federatedIdentityLinked, subject: user.id, details: ["provider": provider.id, "how": "jit"], origin: origin)
+        return user
     }
 
     /// Links `identity` to the account; refuses when it is another account's, or when the account is already linked

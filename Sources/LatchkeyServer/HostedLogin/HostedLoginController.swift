@@ -190,7 +190,8 @@ struct HostedLoginController: Sendable {
         let locale = request.locale(uiLocales: pending.request.uiLocales)
         let user: UserRecord
         do {
-            user = try await federatedAccounts.signIn(identity, provider: provider, client: client, logger: logger)
+            user = try await federatedAccounts.signIn(
+                identity, provider: provider, client: client, origin: AuditOrigin(client: client.clientId, address: address, logger: logger))
         } catch let failure as FederationFailure {
             await audit.record(
                 .signInFailed, .failure, subject: nil,

@@ -59,6 +59,20 @@ public final class ServerMetrics: Sendable {
         case recoveryCodes = "recovery_codes"
     }
 
+    /// What became of an audit event's delivery to a webhook (`AuditWebhooks`).
+    public enum WebhookResult: String, Sendable, CaseIterable {
+        /// The receiver answered 2xx.
+        case delivered
+        /// One attempt failed (an answer other than 2xx, a timeout, no connection); it is retried.
+        case failed
+        /// Given up after `max_attempts` or `max_age_seconds` (logged at error level).
+        case dropped
+        /// Not queued: the webhook's queue held `queue_limit` deliveries already (logged at error level).
+        case queueFull = "queue_full"
+        /// Not queued: the store refused the write (logged at error level).
+        case notQueued = "not_queued"
+    }
+
     let registry = PrometheusCollectorRegistry()
 
     /// Upper bounds of the request latency histogram: 1 ms to 10 s, roughly ×2.5 apart (bcrypt sits near 250 ms).
@@ -134,6 +148,20 @@ public final class ServerMetrics: Sendable {
     /// An audit event was written to the store (`stored`), or its write failed (`failed`; the log line has it).
     func auditWrite(_ type: AuditEvent.Kind, succeeded: Bool) { auditCounter(type, succeeded ? "stored" : "failed").increment() }
 
+    /// The series of the configured webhooks, at zero (their ids come from the configuration: a closed set).
+    func registerWebhooks(_ ids: [String]) {
+        for id in ids {
+            for result in WebhookResult.allCases { _ = webhookCounter(id, result) }
+            _ = webhookQueueGauge(id)
+        }
+    }
+
+    /// One delivery to webhook `id` (a configured id) ended with `result`.
+    func webhookDelivery(_ id: String, _ result: WebhookResult) { webhookCounter(id, result).increment() }
+
+    /// Deliveries waiting for webhook `id`, as last read from the store (every instance sharing it reads the same).
+    func webhookQueueDepth(_ id: String, _ depth: Int) { webhookQueueGauge(id).set(to: Double(depth)) }
+
     // MARK: Exposition
 
     /// The registry in the Prometheus text exposition format (version 0.0.4).
@@ -194,6 +222,20 @@ public final class ServerMetrics: Sendable {
                 "http_connections_closed", "total",
                 "Connections the server closed: header_too_large, request_timeout, response_not_read, body_too_large"),
             labels: [("reason", reason.rawValue)])
+    }
+
+    private func webhookCounter(_ id: String, _ result: WebhookResult) -> Counter {
+        registry.makeCounter(
+            descriptor: Self.name(
+                "webhook_deliveries", "total",
+                "Audit-event deliveries to webhooks by webhook id and result (delivered, failed, dropped, queue_full, not_queued)"),
+            labels: [("webhook", id), ("result", result.rawValue)])
+    }
+
+    private func webhookQueueGauge(_ id: String) -> Gauge {
+        registry.makeGauge(
+            descriptor: Self.name("webhook_queue", "depth", "Audit-event deliveries waiting in the store, by webhook id"),
+            labels: [("webhook", id)])
     }
 
     private func auditCounter(_ type: AuditEvent.Kind, _ result: String) -> Counter {

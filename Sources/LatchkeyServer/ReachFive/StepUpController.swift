@@ -42,6 +42,7 @@ struct StepUpController: Sendable {
     let admission: Admission
     let sessions: SignInSessions
     let responses: AuthorizationResponses
+    let audit: AuditTrail
 
     private var issuer: String { issuerInForce() }
 
@@ -184,6 +185,10 @@ struct StepUpController: Sendable {
                 !challenge.codeDigest.isEmpty && Secrets.constantTimeEquals(accounts.codeDigest(submitted), challenge.codeDigest)
             }
         guard matched else {
+            await audit.record(
+                .signInFailed, .failure, subject: user.id,
+                details: ["method": challenge.kind == "otp" ? "totp" : "email", "reason": "invalid_code", "via": "step_up"],
+                origin: AuditOrigin(client: claims.aud, address: address, logger: logger))
             if attempt < Self.stepUpMaxAttempts { throw invalid }
             throw APIError.login(.badRequest, LocalizedMessage("flows.executor.errors.otp_attempts"), "too many wrong codes; sign in again")
         }

@@ -119,7 +119,7 @@ struct LinkedIdentitiesController: Sendable {
             guard identity.provider == providerId else { throw FederationFailure.unknownResult }
             try await federatedAccounts.link(identity, to: user.id)
             logger.info("federated identity linked by its account", metadata: ["user": .string(user.id), "provider": .string(providerId)])
-            await audit.record(.federatedIdentityLinked, subject: user.id, details: ["provider": providerId], origin: origin)
+            await audit.record(.federatedIdentityLinked, subject: user.id, details: ["provider": providerId, "how": "manual"], origin: origin)
             let name = federation.providers.first { $0.id == providerId }?.name ?? providerId
             return try Responses.json(LinkedBody(provider: providerId, name: name), noStore: true)
         } catch let failure as FederationFailure {

@@ -314,6 +314,24 @@ public protocol AuditStore: Sendable {
     func pruneAuditEvents(before: Date) async throws -> Int
 }
 
+/// Audit events waiting for delivery to webhooks (`AuditWebhooks`): one row per event and webhook, retried until
+/// delivered or given up, claimed under a lease so that instances sharing the store never deliver one row at once.
+public protocol WebhookDeliveryStore: Sendable {
+    /// Queues a delivery unless `limit` deliveries of its webhook already wait (checked in the same transaction); false
+    /// when that webhook's queue is full.
+    func enqueueWebhookDelivery(_ delivery: QueuedWebhookDelivery, limit: Int) async throws -> Bool
+    /// Takes up to `limit` deliveries of `webhookId` due at `now` (the earliest due first, then the oldest) and, in the
+    /// same transaction, pushes their next attempt to `leaseUntil`, so a second server sharing the database does not
+    /// deliver them too (and takes them up if this one dies before it is done).
+    func claimDueWebhookDeliveries(webhookId: String, now: Date, leaseUntil: Date, limit: Int) async throws -> [QueuedWebhookDelivery]
+    /// Records the failed attempts so far and when to try again (or gives a claimed row back, attempts unchanged).
+    func rescheduleWebhookDelivery(id: String, attempts: Int, nextAttemptAt: Date) async throws
+    /// Removes a delivered (or given up) delivery.
+    func deleteWebhookDelivery(id: String) async throws
+    /// How many deliveries wait, by webhook id (webhooks with none are absent).
+    func webhookQueueDepths() async throws -> [String: Int]
+}
+
 /// Deleting what can no longer be used.
 public protocol MaintenanceStore: Sendable {
     /// Deletes rows that can no longer be used (see `IdentityServer.pruneExpired`); returns how many.
@@ -328,7 +346,7 @@ public protocol Store:
     PushedRequestStore, PasskeyStore, FederatedIdentityStore, FederatedLoginStore, ClientStore, LoginRequestStore, AuthorizationCodeStore, TokenStore,
     SessionStore,
     SigningKeyStore,
-    AddressEventStore, MaintenanceStore, AuditStore
+    AddressEventStore, MaintenanceStore, AuditStore, WebhookDeliveryStore
 {}
 
 /// How long single-use ids outlive their acceptance (`Store.consumeTokenId`).

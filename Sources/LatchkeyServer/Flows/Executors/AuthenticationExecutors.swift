@@ -43,6 +43,9 @@ enum AuthenticationExecutors {
         let budget = CodeBudget.secondFactor(userId: userId)
         if let wait = try await services.accounts.reserveCodeAttempt(budget) { return .fail(.codesLocked(seconds: wait)) }
         guard try await services.accounts.verifyTOTP(userId: userId, code: SecondFactor.cleaned(run.submitted["otp"])) else {
+            await services.audit.record(
+                .signInFailed, .failure, subject: userId, details: ["method": "totp", "reason": "invalid_code", "via": "flow"],
+                origin: run.auditOrigin)
             run.state.factorAttempts += 1
             if run.state.factorAttempts >= SecondFactor.maxAttempts { return .fail(.tooManyCodeAttempts) }
             run.state.additionalData = ["mfaMethod": "totp", "otpLength": "6", "otpNumericOnly": "true"]
@@ -149,6 +152,17 @@ enum CodeExecutors {
             return .fail(.codesLocked(seconds: wait))
         }
         guard !pending.digest.isEmpty, Secrets.constantTimeEquals(services.accounts.codeDigest(submitted), pending.digest) else {
+            // A wrong recovery code is a failed password reset (of an account, or of an unknown identifier: no subject);
+            // a wrong emailed second-factor code, a failed sign-in.
+            if recovery {
+                await services.audit.record(
+                    .passwordReset, .failure, subject: run.state.userId,
+                    details: ["method": "recovery_code", "reason": "invalid_code", "via": "flow"], origin: run.auditOrigin)
+            } else {
+                await services.audit.record(
+                    .signInFailed, .failure, subject: run.state.userId,
+                    details: ["method": "email", "reason": "invalid_code", "via": "flow"], origin: run.auditOrigin)
+            }
             pending.attempts += 1
             run.state.code = pending
             if pending.attempts >= maxAttempts {

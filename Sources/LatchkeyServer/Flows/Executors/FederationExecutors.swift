@@ -53,7 +53,7 @@ enum FederationExecutors {
             let identity = try await services.federation.collect(
                 code: run.submitted["code"] ?? "", state: run.submitted["state"] ?? "", purpose: .flow, target: run.executionId)
             guard identity.provider == provider.id else { throw FederationFailure.unknownResult }
-            let user = try await services.federatedAccounts.signIn(identity, provider: provider, client: run.client, logger: run.logger)
+            let user = try await services.federatedAccounts.signIn(identity, provider: provider, client: run.client, origin: run.auditOrigin)
             run.state.userId = user.id
             run.state.amr = identity.amr
             run.state.authTime = services.clock.now

@@ -78,7 +78,7 @@ struct AuthorizeController: Sendable {
             }
             // `fidp` is thunderID's name for the same hint.
             let hint = try params.single("idp") ?? params.single("fidp") ?? provider
-            return try await continueAuthorization(authRequest, request: request, client: client, identityProvider: hint)
+            return try await continueAuthorization(authRequest, request: request, client: client, identityProvider: hint, origin: origin)
         } catch let error as OAuthError {
             return responses.errorRedirect(error, redirectUri: redirectUri, state: state)
         } catch let failure as AppleSignInFailure {
@@ -137,7 +137,7 @@ struct AuthorizeController: Sendable {
             let identity = try await federation.verifyNativeIDToken(
                 try params.required("id_token"), nonce: try params.single("nonce"), provider: configured)
             guard !client.requireMFA || identity.assertsMFA else { throw OAuthError(.accessDenied, "the application requires a second factor") }
-            let user = try await federatedAccounts.signIn(identity, provider: configured, client: client, logger: logger)
+            let user = try await federatedAccounts.signIn(identity, provider: configured, client: client, origin: origin)
             let session = try await sessions.open(userId: user.id, authTime: clock.now, amr: identity.amr, origin: origin)
             return try await responses.issueCode(authRequest, user: user, session: session, afterPost: false)
         }
@@ -209,9 +209,11 @@ struct AuthorizeController: Sendable {
             uiLocales: try params.single("ui_locales"), maxAge: maxAge, prompt: prompt)
     }
 
-    /// Silent SSO when a live session satisfies the request; otherwise the login page (or `login_required`).
+    /// Silent SSO when a live session satisfies the request (audited as `signin.session_reused`); otherwise the login
+    /// page (or `login_required`).
     private func continueAuthorization(
-        _ authRequest: AuthorizationRequest, request: Request, client: ClientConfiguration, identityProvider: String? = nil
+        _ authRequest: AuthorizationRequest, request: Request, client: ClientConfiguration, identityProvider: String? = nil,
+        origin: AuditOrigin
     ) async throws -> Response {
         let now = clock.now
         var needsLogin = authRequest.prompt.contains("login")
@@ -227,6 +229,14 @@ struct AuthorizeController: Sendable {
         }
         if let live, !needsLogin, try await accounts.sessionSatisfies(live.session, user: live.user, clientId: authRequest.clientId) {
             metrics.signIn(.sso, .success)
+            // The sign-in that opened the session was audited then; this one is the session answering for another
+            // request (perhaps another application), with no credential shown.
+            var details = [
+                "method": SignInSessions.method(of: live.session.amr),
+                "amr": AuthenticationMethods.published(live.session.amr).joined(separator: " ")
+            ]
+            if let provider = AuthenticationMethods.provider(live.session.amr) { details["provider"] = provider }
+            await audit.record(.signInSessionReused, subject: live.user.id, details: details, origin: origin)
             return try await responses.issueCode(authRequest, user: live.user, session: live.session, afterPost: false)
         }
         if authRequest.prompt.contains("none") {

@@ -15,6 +15,7 @@ struct DeviceController: Sendable {
     let clientAuthentication: ClientAuthentication
     let accounts: Accounts
     let browserSessions: BrowserSessions
+    let audit: AuditTrail
 
     private var store: any DeviceAuthorizationStore & ClientStore & LoginRequestStore { kit.store }
     private var clock: ServerClock { kit.clock }
@@ -196,6 +197,10 @@ struct DeviceController: Sendable {
                 return deviceEntryPage(typed: typed, error: Pages.t("page.device.invalid", locale), status: .badRequest, locale: locale)
             }
             logger.info("device authorization decided", metadata: ["client": .string(pending.clientId), "approved": .string("\(approve)")])
+            // Never the user code: it is the device's credential until the token is handed out.
+            await audit.record(
+                approve ? .deviceApproved : .deviceDenied, subject: live.user.id, details: ["scope": pending.scope.joined(separator: " ")],
+                origin: AuditOrigin(client: pending.clientId, address: context.clientAddress, logger: logger))
             return Responses.html(
                 Pages.message(
                     titleKey: "page.device.title", bodyKey: approve ? "page.device.approved" : "page.device.denied",

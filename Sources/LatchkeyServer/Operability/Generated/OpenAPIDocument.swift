@@ -12459,6 +12459,7 @@ enum OpenAPIDocument {
         "enum": [
           "signin.succeeded",
           "signin.failed",
+          "signin.session_reused",
           "account.locked",
           "account.unlocked",
           "mfa.enrolled",
@@ -12480,7 +12481,9 @@ enum OpenAPIDocument {
           "application.registered",
           "application.updated",
           "application.deleted",
-          "application.secret_rotated"
+          "application.secret_rotated",
+          "device.approved",
+          "device.denied"
         ],
         "description": "What happened: the stable names to filter on."
       },

@@ -212,6 +212,18 @@ enum PostgresSchema {
                 "ALTER TABLE clients ADD COLUMN issued_at DOUBLE PRECISION",
                 "CREATE INDEX token_families_client ON token_families (client_id)",
                 "CREATE INDEX access_tokens_client ON access_tokens (client_id)"
+            ]),
+        // Audit events waiting for delivery to webhooks, claimed per webhook in due order.
+        Migration(
+            version: 6, name: "webhook-deliveries",
+            statements: [
+                """
+                CREATE TABLE webhook_deliveries (
+                    id TEXT PRIMARY KEY, webhook_id TEXT NOT NULL, event_id TEXT NOT NULL, event_type TEXT NOT NULL, body TEXT NOT NULL,
+                    attempts BIGINT NOT NULL DEFAULT 0, next_attempt_at DOUBLE PRECISION NOT NULL, created_at DOUBLE PRECISION NOT NULL)
+                """,
+                "CREATE INDEX webhook_deliveries_due ON webhook_deliveries (webhook_id, next_attempt_at, created_at)",
+                "CREATE INDEX webhook_deliveries_created ON webhook_deliveries (created_at)"
             ])
     ]
 

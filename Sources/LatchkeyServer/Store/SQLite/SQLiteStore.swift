@@ -97,6 +97,7 @@ public final class SQLiteStore: Store {
         migrator.registerMigration("v8-federated-logins", migrate: Self.migrateFederatedLogins)
         migrator.registerMigration("v9-audit-events", migrate: Self.migrateAuditEvents)
         migrator.registerMigration("v10-registered-clients", migrate: Self.migrateRegisteredClients)
+        migrator.registerMigration("v11-webhook-deliveries", migrate: Self.migrateWebhookDeliveries)
         return migrator
     }
 
