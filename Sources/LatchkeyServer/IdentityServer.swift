@@ -207,9 +207,10 @@ public final class IdentityServer: Sendable {
             try await store.upsertClient(ClientRecord(configuration: ConsoleClient.configuration(issuer: configuration.issuer), secretHash: nil))
         }
         for seed in configuration.users where try await store.user(username: seed.username) == nil {
-            try await createUser(
+            let id = try await createUser(
                 username: seed.username, password: seed.password, claims: UserRoles.claims(seed.claims, roles: seed.roles),
                 disabled: seed.disabled)
+            if seed.secondFactor == .email { try await enrollEmailOTP(userId: id) }
         }
     }
 

@@ -246,12 +246,24 @@ public struct UserSeed: Sendable, Codable, Equatable {
     public var disabled: Bool
     /// Entitlements of the account (`admin` lets the account use the `scim.admin` scope); only the operator grants them.
     public var roles: [String]
+    /// A second factor to enroll when the account is created: `email` (one-time codes sent to its verified `email`),
+    /// so that a seeded administrator can sign in to the console, which requires one. An authenticator app or a
+    /// passkey is the person's own to add.
+    public var secondFactor: SecondFactorSeed?
 
-    public init(username: String, password: String, claims: [String: String] = [:], disabled: Bool = false, roles: [String] = []) {
-        self.username = username; self.password = password; self.claims = claims; self.disabled = disabled; self.roles = roles
+    public enum SecondFactorSeed: String, Codable, Sendable, Equatable {
+        case email
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case username, password, claims, disabled, roles }
+    public init(
+        username: String, password: String, claims: [String: String] = [:], disabled: Bool = false, roles: [String] = [],
+        secondFactor: SecondFactorSeed? = nil
+    ) {
+        self.username = username; self.password = password; self.claims = claims; self.disabled = disabled; self.roles = roles
+        self.secondFactor = secondFactor
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case username, password, claims, disabled, roles, secondFactor = "second_factor" }
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
@@ -259,6 +271,7 @@ public struct UserSeed: Sendable, Codable, Equatable {
             password: try c.decode(String.self, forKey: .password),
             claims: try c.decodeIfPresent([String: String].self, forKey: .claims) ?? [:],
             disabled: try c.decodeIfPresent(Bool.self, forKey: .disabled) ?? false,
-            roles: try c.decodeIfPresent([String].self, forKey: .roles) ?? [])
+            roles: try c.decodeIfPresent([String].self, forKey: .roles) ?? [],
+            secondFactor: try c.decodeIfPresent(SecondFactorSeed.self, forKey: .secondFactor))
     }
 }

@@ -204,6 +204,13 @@ public struct ServerConfiguration: Sendable {
             try provider.validate()
         }
         try clientRegistration.validate(providers: providers)
+        for user in users where user.secondFactor == .email {
+            guard user.claims["email"] != nil, user.claims["email_verified"] == "true" else {
+                throw ConfigurationError.invalid(
+                    "user \(user.username): second_factor email needs an email claim marked \"email_verified\": \"true\" (codes go only to verified addresses)"
+                )
+            }
+        }
         var webhooks = Set<String>()
         for webhook in auditWebhooks {
             guard webhooks.insert(webhook.id).inserted else { throw ConfigurationError.invalid("duplicate audit webhook \(webhook.id)") }

@@ -17,7 +17,9 @@ struct ConsoleApplications: Sendable {
         }
         group.get("applications/new") { request, _ in
             try await console.serve(request) { signedIn, _ in
-                Self.page(signedIn, request.locale(), titleKey: "console.apps.new", body: Self.form(signedIn, values: .blank, action: "/admin/applications", locale: request.locale()))
+                Self.page(
+                    signedIn, request.locale(), titleKey: "console.apps.new",
+                    body: Self.form(signedIn, values: .blank, action: "/admin/applications", locale: request.locale()))
             }
         }
         group.post("applications") { request, context in
@@ -50,13 +52,13 @@ struct ConsoleApplications: Sendable {
     // MARK: Pages
 
     private func list(_ signedIn: ConsoleOperator, notice: String?, locale l: SupportedLocale) async throws -> Response {
-        let rows = try await store.clients().map { record in
+        let rows = try await store.clients().map { (record) -> String in
             let c = record.configuration
             return """
                 <tr><th scope="row"><a href="/admin/applications/\(Self.pathId(c.clientId))">\(HTML.escape(c.name))</a></th>
-                <td><code>\(HTML.escape(c.clientId))</code></td><td>\(ConsolePages.e("console.apps.origin.\(record.origin.rawValue)", l))</td>
+                <td class="id"><code>\(HTML.escape(c.clientId))</code></td><td>\(ConsolePages.e("console.apps.origin.\(record.origin.rawValue)", l))</td>
                 <td>\(ConsolePages.e("console.apps.type.\(c.appType.rawValue)", l))</td>
-                <td>\(HTML.escape(c.grantTypes.map(\.rawValue).joined(separator: " ")))</td></tr>
+                <td>\(HTML.escape(Self.shortGrantNames(c.grantTypes)))</td></tr>
                 """
         }.joined()
         let body = """
@@ -85,14 +87,14 @@ struct ConsoleApplications: Sendable {
             body += """
                 <p>\(ConsolePages.e("console.apps.configured", l))</p>
                 <dl><dt>\(ConsolePages.e("console.apps.redirects", l))</dt><dd>\(HTML.escape(c.redirectUris.joined(separator: ", ")))</dd>
-                <dt>\(ConsolePages.e("console.apps.grants", l))</dt><dd>\(HTML.escape(c.grantTypes.map(\.rawValue).joined(separator: " ")))</dd>
+                <dt>\(ConsolePages.e("console.apps.grants", l))</dt><dd>\(HTML.escape(Self.shortGrantNames(c.grantTypes)))</dd>
                 <dt>\(ConsolePages.e("console.apps.scope", l))</dt><dd>\(HTML.escape(c.scopes.joined(separator: " ")))</dd></dl>
                 """
             return Self.page(signedIn, l, title: c.name, body: body)
         }
         body += Self.form(signedIn, values: FormValues(c), action: "/admin/applications/\(Self.pathId(c.clientId))", locale: l)
         if !c.isPublic {
-            let options = [0, 3600, 86_400, 7 * 86_400].map { seconds in
+            let options = [0, 3600, 86_400, 7 * 86_400].map { (seconds) -> String in
                 "<option value=\"\(seconds)\">\(ConsolePages.e("console.apps.grace.\(seconds)", l))</option>"
             }.joined()
             body += """
@@ -106,7 +108,7 @@ struct ConsoleApplications: Sendable {
             <h2>\(ConsolePages.e("console.apps.delete", l))</h2>
             <form method="post" action="/admin/applications/\(Self.pathId(c.clientId))/delete">\(ConsolePages.csrfField(signedIn))
             <p><input type="checkbox" id="confirm" name="confirm" value="yes" required>
-            <label class="inline" for="confirm" style="display:inline">\(ConsolePages.e("console.apps.delete.confirm", l))</label></p>
+            <label class="inline" for="confirm">\(ConsolePages.e("console.apps.delete.confirm", l))</label></p>
             <div class="actions"><button class="danger" type="submit">\(ConsolePages.e("console.apps.delete", l))</button></div></form>
             """
         return Self.page(signedIn, l, title: c.name, body: body)
@@ -124,14 +126,17 @@ struct ConsoleApplications: Sendable {
                 values.metadata, actor: signedIn.caller.auditActor, origin: Self.origin(context))
             let c = outcome.record.configuration
             let secret =
-                outcome.secret.map { secret in
+                outcome.secret.map { (secret) -> String in
                     """
                     <div class="secret" role="status"><p><strong>\(ConsolePages.e("console.apps.secret.once", l))</strong></p>
                     <p>\(ConsolePages.e("console.apps.secret", l)): <code id="client-secret">\(HTML.escape(secret))</code></p></div>
                     """
                 } ?? ""
-            let trimmed = outcome.trimmed.isEmpty ? "" : ConsolePages.notice(
-                ConsolePages.t("console.apps.trimmed", l, ["values": outcome.trimmed.values.flatMap { $0 }.joined(separator: " ")]))
+            let trimmed =
+                outcome.trimmed.isEmpty
+                ? ""
+                : ConsolePages.notice(
+                    ConsolePages.t("console.apps.trimmed", l, ["values": outcome.trimmed.values.flatMap { $0 }.joined(separator: " ")]))
             let body = """
                 \(ConsolePages.notice(ConsolePages.t("console.apps.created", l)))\(trimmed)
                 <dl><dt>\(ConsolePages.e("console.apps.client_id", l))</dt><dd><code id="client-id">\(HTML.escape(c.clientId))</code></dd></dl>
@@ -140,7 +145,8 @@ struct ConsoleApplications: Sendable {
                 """
             return Self.page(signedIn, l, title: c.name, body: body, status: .created)
         } catch let error as OAuthError {
-            let body = ConsolePages.error(ConsolePages.t("console.apps.invalid", l, ["reason": error.description]))
+            let body =
+                ConsolePages.error(ConsolePages.t("console.apps.invalid", l, ["reason": error.description]))
                 + Self.form(signedIn, values: values, action: "/admin/applications", locale: l)
             return Self.page(signedIn, l, titleKey: "console.apps.new", body: body, status: .badRequest)
         }
@@ -167,7 +173,8 @@ struct ConsoleApplications: Sendable {
             }
             return Responses.redirect(to: "/admin/applications/\(Self.pathId(id))?done=saved", afterPost: true)
         } catch let error as OAuthError {
-            let body = ConsolePages.error(ConsolePages.t("console.apps.invalid", l, ["reason": error.description]))
+            let body =
+                ConsolePages.error(ConsolePages.t("console.apps.invalid", l, ["reason": error.description]))
                 + Self.form(signedIn, values: values, action: "/admin/applications/\(Self.pathId(id))", locale: l)
             return Self.page(signedIn, l, title: record.configuration.name, body: body, status: .badRequest)
         }
@@ -265,15 +272,15 @@ struct ConsoleApplications: Sendable {
     }
 
     static func form(_ signedIn: ConsoleOperator, values: FormValues, action: String, locale l: SupportedLocale) -> String {
-        let types = ["native", "mobile", "browser"].map { type in
+        let types = ["native", "mobile", "browser"].map { (type) -> String in
             "<option value=\"\(type)\"\(values.appType == type ? " selected" : "")>\(ConsolePages.e("console.apps.type.\(type)", l))</option>"
         }.joined()
-        let grants = [GrantType.authorizationCode, .refreshToken, .clientCredentials, .deviceCode, .tokenExchange].map { grant in
+        let grants = [GrantType.authorizationCode, .refreshToken, .clientCredentials, .deviceCode, .tokenExchange].map { (grant) -> String in
             let name = (grant.rawValue.split(separator: ":").last.map(String.init) ?? grant.rawValue).replacingOccurrences(of: "_", with: "-")
             let id = "grant-" + name
             return """
                 <li><input type="checkbox" id="\(id)" name="grant_types" value="\(HTML.escape(grant.rawValue))"\(values.grants.contains(grant.rawValue) ? " checked" : "")>
-                <label class="inline" style="display:inline" for="\(id)">\(ConsolePages.e("console.apps.grant.\(name)", l))</label></li>
+                <label class="inline" for="\(id)">\(ConsolePages.e("console.apps.grant.\(name)", l))</label></li>
                 """
         }.joined()
         func checked(_ on: Bool) -> String { on ? " checked" : "" }
@@ -284,17 +291,17 @@ struct ConsoleApplications: Sendable {
             <label for="app_type">\(ConsolePages.e("console.apps.type", l))</label>
             <select id="app_type" name="app_type">\(types)</select>
             <p><input type="checkbox" id="confidential" name="confidential" value="yes"\(checked(values.confidential))>
-            <label class="inline" style="display:inline" for="confidential">\(ConsolePages.e("console.apps.confidential", l))</label></p>
+            <label class="inline" for="confidential">\(ConsolePages.e("console.apps.confidential", l))</label></p>
             <label for="redirect_uris">\(ConsolePages.e("console.apps.redirects", l))</label>
             <textarea id="redirect_uris" name="redirect_uris" aria-describedby="redirects-hint">\(HTML.escape(values.redirectUris))</textarea>
             <p class="hint" id="redirects-hint">\(ConsolePages.e("console.apps.redirects.hint", l))</p>
             <label for="post_logout_redirect_uris">\(ConsolePages.e("console.apps.logout_redirects", l))</label>
             <textarea id="post_logout_redirect_uris" name="post_logout_redirect_uris">\(HTML.escape(values.logoutUris))</textarea>
-            <fieldset><legend>\(ConsolePages.e("console.apps.grants", l))</legend><ul style="list-style:none;padding:0">\(grants)</ul></fieldset>
+            <fieldset><legend>\(ConsolePages.e("console.apps.grants", l))</legend><ul>\(grants)</ul></fieldset>
             <label for="scope">\(ConsolePages.e("console.apps.scope", l))</label>
             <input type="text" id="scope" name="scope" value="\(HTML.escape(values.scope))">
             <p><input type="checkbox" id="require_mfa" name="require_mfa" value="yes"\(checked(values.requireMFA))>
-            <label class="inline" style="display:inline" for="require_mfa">\(ConsolePages.e("console.apps.require_mfa", l))</label></p>
+            <label class="inline" for="require_mfa">\(ConsolePages.e("console.apps.require_mfa", l))</label></p>
             <div class="actions"><button type="submit">\(ConsolePages.e("console.save", l))</button></div>
             </form>
             """
@@ -313,6 +320,11 @@ struct ConsoleApplications: Sendable {
 
     static func notFound(_ signedIn: ConsoleOperator, _ l: SupportedLocale) -> Response {
         page(signedIn, l, titleKey: "console.notfound", body: "<p>\(ConsolePages.e("console.notfound.body", l))</p>", status: .notFound)
+    }
+
+    /// `authorization_code refresh_token device_code`: the last part of each grant type's name (URN grants included).
+    static func shortGrantNames(_ grants: [GrantType]) -> String {
+        grants.map { $0.rawValue.split(separator: ":").last.map(String.init) ?? $0.rawValue }.joined(separator: " ")
     }
 
     static func pathId(_ id: String) -> String {

@@ -34,15 +34,15 @@ struct ConsoleAudit: Sendable {
         } catch let refusal as APIError {
             error = ConsolePages.t("console.audit.invalid", l, ["reason": refusal.technical])
         }
-        let types = ([""] + AuditEvent.Kind.allCases.map(\.rawValue)).map { type in
+        let types = ([""] + AuditEvent.Kind.allCases.map(\.rawValue)).map { (type) -> String in
             let label = type.isEmpty ? ConsolePages.t("console.audit.any", l) : type
             return "<option value=\"\(HTML.escape(type))\"\(filters["type"]?.first == type ? " selected" : "")>\(HTML.escape(label))</option>"
         }.joined()
-        let outcomes = ["", "success", "failure"].map { outcome in
+        let outcomes = ["", "success", "failure"].map { (outcome) -> String in
             let label = outcome.isEmpty ? ConsolePages.t("console.audit.any", l) : ConsolePages.t("console.audit.outcome.\(outcome)", l)
             return "<option value=\"\(outcome)\"\(filters["outcome"]?.first == outcome ? " selected" : "")>\(HTML.escape(label))</option>"
         }.joined()
-        let rows = events.map { event in
+        let rows = events.map { (event) -> String in
             let subject =
                 event.subject.map { "<a href=\"/admin/users/\(ConsoleApplications.pathId($0))\">\(HTML.escape($0))</a>" } ?? "—"
             let details = event.details.keys.sorted().map { "\($0)=\(event.details[$0] ?? "")" }.joined(separator: " ")
@@ -60,7 +60,8 @@ struct ConsoleAudit: Sendable {
             query["limit"] = nil
             var components = URLComponents()
             components.queryItems = query.keys.sorted().compactMap { key in query[key]?.first.map { URLQueryItem(name: key, value: $0) } }
-            pager = "<p><a href=\"/admin/audit?\(HTML.escape(components.percentEncodedQuery ?? ""))\" rel=\"next\">\(ConsolePages.e("console.next", l))</a></p>"
+            pager =
+                "<p><a href=\"/admin/audit?\(HTML.escape(components.percentEncodedQuery ?? ""))\" rel=\"next\">\(ConsolePages.e("console.next", l))</a></p>"
         }
         func field(_ name: String) -> String { HTML.escape(((try? params.single(name)) ?? nil) ?? "") }
         let body = """

@@ -23,9 +23,12 @@ enum ConsolePages {
         table { border-collapse: collapse; width: 100%; margin-block-end: 1rem; }
         caption { text-align: start; font-weight: 600; padding-block-end: .5rem; }
         th, td { text-align: start; padding: .45rem .6rem; border-block-end: 1px solid #8884; vertical-align: top; }
-        code { font-size: .9em; word-break: break-all; }
+        code { font-size: .9em; overflow-wrap: anywhere; }
+        td.id, td.id code { white-space: nowrap; }
         label { display: block; font-weight: 600; margin-block: 1rem .35rem; }
-        .inline label { display: inline-block; margin-inline-end: .5rem; }
+        label.inline { display: inline; font-weight: 500; margin: 0; }
+        fieldset ul { list-style: none; padding: 0; margin: .25rem 0; }
+        fieldset li { margin-block: .25rem; }
         input[type=text], input[type=search], input[type=datetime-local], select, textarea { box-sizing: border-box; width: min(36rem, 100%);
             padding: .5rem .6rem; font-size: 1rem; border: 1px solid #888; border-radius: 6px; background: Field; color: FieldText; }
         textarea { min-height: 5rem; font-family: ui-monospace, monospace; }
@@ -64,7 +67,7 @@ enum ConsolePages {
 
     /// A console page: header with the sections and "Sign out" (a CSRF-bound form), then `body` in `<main>`.
     static func layout(title: String, body: String, section: Section?, signedIn: ConsoleOperator?, locale l: SupportedLocale) -> String {
-        let navigation = Section.allCases.map { item in
+        let navigation = Section.allCases.map { (item) -> String in
             let current = item == section ? " aria-current=\"page\"" : ""
             return "<li><a href=\"\(item.path)\"\(current)>\(e(item.titleKey, l))</a></li>"
         }.joined()
@@ -101,7 +104,8 @@ enum ConsolePages {
         let hidden = fields.keys.sorted().map { "<input type=\"hidden\" name=\"\(HTML.escape($0))\" value=\"\(HTML.escape(fields[$0] ?? ""))\">" }
             .joined()
         let classAttribute = style.isEmpty ? "" : " class=\"\(style)\""
-        return "<form method=\"post\" action=\"\(HTML.escape(action))\">\(csrfField(signedIn))\(hidden)<button\(classAttribute) type=\"submit\">\(HTML.escape(label))</button></form>"
+        return
+            "<form method=\"post\" action=\"\(HTML.escape(action))\">\(csrfField(signedIn))\(hidden)<button\(classAttribute) type=\"submit\">\(HTML.escape(label))</button></form>"
     }
 
     static func notice(_ text: String?) -> String {

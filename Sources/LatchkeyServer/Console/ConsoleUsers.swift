@@ -49,7 +49,7 @@ struct ConsoleUsers: Sendable {
             }
             total = users.count
         }
-        let rows = users.map { user in
+        let rows = users.map { (user) -> String in
             """
             <tr><th scope="row"><a href="/admin/users/\(ConsoleApplications.pathId(user.id))">\(HTML.escape(user.username))</a></th>
             <td>\(HTML.escape(user.claims["email"] ?? "—"))</td>
@@ -101,7 +101,7 @@ struct ConsoleUsers: Sendable {
             <dl><dt>\(ConsolePages.e("console.users.id", l))</dt><dd><code>\(HTML.escape(user.id))</code></dd>
             <dt>\(ConsolePages.e("console.users.email", l))</dt><dd>\(HTML.escape(user.claims["email"] ?? "—"))</dd>
             <dt>\(ConsolePages.e("console.users.status", l))</dt><dd>\(ConsolePages.e(user.disabled ? "console.users.disabled" : "console.users.active", l))</dd>
-            <dt>\(ConsolePages.e("console.users.roles", l))</dt><dd>\(HTML.escape(UserRoles.of(user).sorted().joined(separator: ", ")))</dd>
+            <dt>\(ConsolePages.e("console.users.roles", l))</dt><dd>\(HTML.escape(UserRoles.of(user).isEmpty ? "—" : UserRoles.of(user).sorted().joined(separator: ", ")))</dd>
             <dt>\(ConsolePages.e("console.users.lockout", l))</dt><dd>\(lockText)</dd>
             <dt>\(ConsolePages.e("console.users.created", l))</dt><dd>\(ConsolePages.date(user.createdAt, l))</dd></dl>
             <div class="actions">
@@ -112,7 +112,7 @@ struct ConsoleUsers: Sendable {
             <p class="hint">\(ConsolePages.e("console.users.reset.hint", l))</p>
             <p><a href="/admin/audit?subject=\(ConsoleApplications.pathId(user.id))">\(ConsolePages.e("console.users.history", l))</a></p>
             """
-        let rows = listing.sessions.map { session in
+        let rows = listing.sessions.map { (session) -> String in
             let applications = listing.grants.filter { $0.sessionId == session.id }.map(\.family.clientId).joined(separator: ", ")
             return """
                 <tr><td>\(ConsolePages.date(session.createdAt, l))</td><td>\(HTML.escape(session.amr.joined(separator: " ")))</td>
@@ -150,7 +150,8 @@ struct ConsoleUsers: Sendable {
             let disable = action == "disable"
             // An administrator cannot lock itself out (as through SCIM); another administrator can.
             if disable && user.id == signedIn.user.id {
-                return Self.page(signedIn, l, title: user.username, body: ConsolePages.error(ConsolePages.t("console.users.self", l)), status: .forbidden)
+                return Self.page(
+                    signedIn, l, title: user.username, body: ConsolePages.error(ConsolePages.t("console.users.self", l)), status: .forbidden)
             }
             switch try await accounts.updateProfile(of: user, changes: [:], disabled: disable, byAdministrator: true, logger: context.logger) {
             case .success:
@@ -170,7 +171,8 @@ struct ConsoleUsers: Sendable {
         default:  // end-sessions: one (`session`) or all
             if let sessionId = try params.single("session") {
                 guard let session = try await store.session(id: sessionId), session.userId == user.id else {
-                    return Self.page(signedIn, l, title: user.username, body: ConsolePages.error(ConsolePages.t("console.notfound.body", l)), status: .notFound)
+                    return Self.page(
+                        signedIn, l, title: user.username, body: ConsolePages.error(ConsolePages.t("console.notfound.body", l)), status: .notFound)
                 }
                 try await store.endSession(id: session.id, now: now)
                 await audit.record(

@@ -218,7 +218,8 @@ extension MessageCatalog {
             "console.signedout.body": "You are signed out of the console.",
             "console.refused.title": "You cannot use the console",
             "console.refused.admin": "The console is for administrators. Your account does not have the admin role.",
-            "console.refused.mfa": "The console needs a sign-in with a second factor. Set up an authenticator app or a passkey for your account, then sign in again.",
+            "console.refused.mfa":
+                "The console needs a sign-in with a second factor. Set up an authenticator app or a passkey for your account, then sign in again.",
             "console.refused.signin": "The sign-in did not complete. Please try again.",
             "console.refused.expired": "Your console sign-in has ended. Sign in again, then repeat the change.",
             "console.stale.title": "Please sign in again",
@@ -252,7 +253,8 @@ extension MessageCatalog {
             "console.apps.logout_redirects": "Redirect URIs after sign-out",
             "console.apps.scope": "Scopes",
             "console.apps.require_mfa": "Require a second factor",
-            "console.apps.configured": "This application is defined in the configuration file. Change it there; the change takes effect when the server restarts.",
+            "console.apps.configured":
+                "This application is defined in the configuration file. Change it there; the change takes effect when the server restarts.",
             "console.apps.created": "The application was created.",
             "console.apps.saved": "The changes were saved.",
             "console.apps.rotated": "The secret was replaced.",
@@ -291,7 +293,8 @@ extension MessageCatalog {
             "console.users.enable": "Enable the account",
             "console.users.unlock": "Lift the lockout",
             "console.users.reset": "Reset the password",
-            "console.users.reset.hint": "Resetting the password makes the current one stop working and ends every session. The person chooses a new one with “Forgot password?”.",
+            "console.users.reset.hint":
+                "Resetting the password makes the current one stop working and ends every session. The person chooses a new one with “Forgot password?”.",
             "console.users.history": "This account in the audit trail",
             "console.users.self": "You cannot disable your own account. Another administrator can.",
             "console.users.sessions": "Sessions",
