@@ -77,6 +77,10 @@ public struct AuthorizationRequest: Sendable, Codable, Equatable {
     /// Where the hosted login sends the browser once signed in, instead of issuing a code: a same-site path (the
     /// device page, RFC 8628). Nil for authorization requests.
     public var returnTo: String? = nil
+    /// RFC 9449 §10: the JWK thumbprint of the DPoP key the code is bound to (`dpop_jkt`, or a pushed request's proof).
+    public var dpopJkt: String? = nil
+    /// OpenID Connect Core §5.5: the `claims` request parameter, as sent (a JSON object), for the ID token and userinfo.
+    public var claims: String? = nil
 }
 
 /// An issued authorization code (stored by hash, single use).
@@ -96,6 +100,10 @@ public struct AuthorizationCodeRecord: Sendable, Equatable {
     public var familyId: String?
     /// How the user authenticated (RFC 8176 `amr` values), copied from the session into the tokens.
     public var amr: [String] = []
+    /// The DPoP key the code is bound to (RFC 9449 §10): the token request must be proved by it.
+    public var dpopJkt: String? = nil
+    /// The authorization request's `claims` parameter (OpenID Connect Core §5.5), as sent.
+    public var claims: String? = nil
 }
 
 /// One refresh token of a family. Only the newest token of a family is usable; presenting an older one is a replay.

@@ -31,7 +31,7 @@ struct AuthorizationResponses: Sendable {
                 codeHash: Secrets.digest(code), clientId: authRequest.clientId, userId: user.id, redirectUri: authRequest.redirectUri,
                 scope: authRequest.scope, nonce: authRequest.nonce, codeChallenge: authRequest.codeChallenge, sessionId: session.id,
                 authTime: session.authTime, expiresAt: now.addingTimeInterval(TimeInterval(kit.lifetimes.authorizationCode)),
-                usedAt: nil, familyId: nil, amr: session.amr))
+                usedAt: nil, familyId: nil, amr: session.amr, dpopJkt: authRequest.dpopJkt, claims: authRequest.claims))
         return code
     }
 

@@ -203,10 +203,17 @@ struct AuthorizeController: Sendable {
             guard let value = Int(raw), value >= 0 else { throw OAuthError(.invalidRequest, "max_age must be a non-negative integer") }
             maxAge = value
         }
-        return AuthorizationRequest(
+        // RFC 9449 §10: the code is bound to this DPoP key; the token request must be proved by it.
+        let dpopJkt = try params.single("dpop_jkt")
+        if let dpopJkt, !DPoP.isThumbprint(dpopJkt) {
+            throw OAuthError(.invalidRequest, "dpop_jkt is not a base64url SHA-256 JWK thumbprint (RFC 7638)")
+        }
+        var authorization = AuthorizationRequest(
             clientId: client.clientId, redirectUri: redirectUri, scope: requested, state: state, nonce: nonce,
             codeChallenge: challenge, loginHint: try params.single("login_hint"),
             uiLocales: try params.single("ui_locales"), maxAge: maxAge, prompt: prompt)
+        authorization.dpopJkt = dpopJkt
+        return authorization
     }
 
     /// Silent SSO when a live session satisfies the request (audited as `signin.session_reused`); otherwise the login

@@ -9,6 +9,7 @@ struct PushedAuthorizationController: Sendable {
     let clock: ServerClock
     let admission: Admission
     let clientAuthentication: ClientAuthentication
+    let dpop: DPoPVerifier
 
     static let requestURIPrefix = "urn:ietf:params:oauth:request_uri:"
     /// How long a `request_uri` may wait for the browser (RFC 9126 §2.2 suggests a short time).
@@ -21,6 +22,12 @@ struct PushedAuthorizationController: Sendable {
             // Each pushed request is stored until it is used or expires: counted per address like authorize.
             try await admission.admitStart(address: context.clientAddress)
             return try await self.pushAuthorizationRequest(request, try await Parameters.body(of: request), context: context)
+        }
+        // RFC 9126 §2: requests are POSTed; any other method is 405 with the method that is allowed.
+        for method in [HTTPRequest.Method.get, .put, .delete, .patch] {
+            mount.routes.on("par", method: method) { _, _ in
+                Response(status: .methodNotAllowed, headers: [.allow: "POST", .cacheControl: "no-store"])
+            }
         }
     }
 
@@ -35,10 +42,22 @@ struct PushedAuthorizationController: Sendable {
             throw OAuthError(.invalidRequest, "redirect_uri is missing or not registered for this client")
         }
         // The same checks as at the authorization endpoint, answered here (the client can still fix its request).
-        _ = try AuthorizeController.validateAuthorizationRequest(params, client: client, redirectUri: redirectUri, state: try params.single("state"))
+        let validated = try AuthorizeController.validateAuthorizationRequest(
+            params, client: client, redirectUri: redirectUri, state: try params.single("state"))
+        // RFC 9449 §10.1: a pushed request made with a DPoP proof binds the code to the proof's key; a dpop_jkt sent
+        // too must name that key.
+        var boundKey = validated.dpopJkt
+        if let proof = try dpop.proof(request, challenge: nil) {
+            let proved = try await dpop.verifyProof(proof, request: request, accessToken: nil, challenge: nil)
+            if let named = validated.dpopJkt, !Secrets.constantTimeEquals(named, proved) {
+                throw OAuthError(.invalidDPoPProof, "dpop_jkt does not name the key of the request's DPoP proof")
+            }
+            boundKey = proved
+        }
         let requestURI = Self.requestURIPrefix + Secrets.token()
         var stored = params.values.filter { !Self.credentialParameters.contains($0.key) }
         stored["client_id"] = [client.clientId]  // a client that authenticated with HTTP Basic may not have sent it
+        if let boundKey { stored["dpop_jkt"] = [boundKey] }
         try await store.insertPushedRequest(
             PushedRequestRecord(
                 uriHash: Secrets.digest(requestURI), clientId: client.clientId, parameters: stored,

@@ -15,6 +15,12 @@ enum DPoP {
     static let nonceWindowSeconds: Int64 = 300
     static let proofType = "dpop+jwt"
 
+    /// An RFC 7638 SHA-256 JWK thumbprint as `dpop_jkt` carries it: 43 base64url characters.
+    static func isThumbprint(_ value: String) -> Bool {
+        value.utf8.count == 43
+            && value.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) && $0.isASCII || $0 == "-" || $0 == "_" }
+    }
+
     /// The claims of a proof (§4.2).
     struct ProofClaims: Decodable {
         var jti: String?

@@ -108,6 +108,16 @@ struct TokenController: Sendable {
         } else if verifier != nil {
             throw OAuthError(.invalidGrant, "code_verifier sent but the authorization request had no code_challenge")
         }
+        // RFC 9449 §10: a code bound to a DPoP key is redeemed only with a proof by that key.
+        if let bound = record.dpopJkt {
+            guard let dpop, Secrets.constantTimeEquals(dpop.jkt, bound) else {
+                throw OAuthError(
+                    .invalidDPoPProof,
+                    dpop == nil
+                        ? "the authorization code is bound to a DPoP key: send a DPoP proof by that key"
+                        : "the DPoP proof was made with another key than the authorization code is bound to (dpop_jkt)")
+            }
+        }
         guard let user = try await store.user(id: record.userId), !user.disabled else {
             throw OAuthError(.invalidGrant, "the user can no longer sign in")
         }

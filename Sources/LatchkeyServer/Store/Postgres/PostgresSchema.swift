@@ -224,6 +224,12 @@ enum PostgresSchema {
                 """,
                 "CREATE INDEX webhook_deliveries_due ON webhook_deliveries (webhook_id, next_attempt_at, created_at)",
                 "CREATE INDEX webhook_deliveries_created ON webhook_deliveries (created_at)"
+            ]),
+        // RFC 9449 §10 (a code bound to a DPoP key) and OpenID Connect Core §5.5 (the claims a code's tokens carry).
+        Migration(
+            version: 7, name: "code-bindings",
+            statements: [
+                "ALTER TABLE authorization_codes ADD COLUMN dpop_jkt TEXT", "ALTER TABLE authorization_codes ADD COLUMN claims TEXT"
             ])
     ]
 

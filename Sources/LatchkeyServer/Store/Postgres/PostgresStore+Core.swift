@@ -104,9 +104,10 @@ extension PostgresStore {
             try await self.execute(
                 """
                 INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, nonce, code_challenge,
-                    session_id, auth_time, expires_at, used_at, family_id, amr)
+                    session_id, auth_time, expires_at, used_at, family_id, amr, dpop_jkt, claims)
                 VALUES (\(code.codeHash), \(code.clientId), \(code.userId), \(code.redirectUri), \(scope), \(code.nonce),
-                        \(code.codeChallenge), \(code.sessionId), \(code.authTime.epoch), \(code.expiresAt.epoch), NULL, NULL, \(amr))
+                        \(code.codeChallenge), \(code.sessionId), \(code.authTime.epoch), \(code.expiresAt.epoch), NULL, NULL, \(amr),
+                        \(code.dpopJkt), \(code.claims))
                 """, on: connection)
         }
     }
@@ -144,7 +145,7 @@ extension PostgresStore {
             scope: SQLiteStore.scopes(try c("scope")), nonce: try c("nonce"), codeChallenge: try c("code_challenge"),
             sessionId: try c("session_id"), authTime: try c.date("auth_time") ?? .distantPast,
             expiresAt: try c.date("expires_at") ?? .distantPast, usedAt: try c.date("used_at"), familyId: try c("family_id"),
-            amr: SQLiteStore.amr(try c("amr")))
+            amr: SQLiteStore.amr(try c("amr")), dpopJkt: try c("dpop_jkt"), claims: try c("claims"))
     }
 
     // MARK: Families and tokens

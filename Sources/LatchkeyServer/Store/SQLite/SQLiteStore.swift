@@ -98,6 +98,10 @@ public final class SQLiteStore: Store {
         migrator.registerMigration("v9-audit-events", migrate: Self.migrateAuditEvents)
         migrator.registerMigration("v10-registered-clients", migrate: Self.migrateRegisteredClients)
         migrator.registerMigration("v11-webhook-deliveries", migrate: Self.migrateWebhookDeliveries)
+        migrator.registerMigration("v12-code-bindings") { db in
+            // RFC 9449 §10 (a code bound to a DPoP key) and OpenID Connect Core §5.5 (the claims a code's tokens carry).
+            try db.execute(sql: "ALTER TABLE authorization_codes ADD COLUMN dpop_jkt TEXT; ALTER TABLE authorization_codes ADD COLUMN claims TEXT")
+        }
         return migrator
     }
 
@@ -209,12 +213,13 @@ public final class SQLiteStore: Store {
             try db.execute(
                 sql: """
                     INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, nonce, code_challenge,
-                        session_id, auth_time, expires_at, used_at, family_id, amr) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?)
+                        session_id, auth_time, expires_at, used_at, family_id, amr, dpop_jkt, claims)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?)
                     """,
                 arguments: [
                     code.codeHash, code.clientId, code.userId, code.redirectUri, code.scope.joined(separator: " "),
                     code.nonce, code.codeChallenge, code.sessionId, code.authTime.timeIntervalSince1970,
-                    code.expiresAt.timeIntervalSince1970, try Self.json(code.amr)
+                    code.expiresAt.timeIntervalSince1970, try Self.json(code.amr), code.dpopJkt, code.claims
                 ])
         }
     }
@@ -253,7 +258,7 @@ public final class SQLiteStore: Store {
             redirectUri: row["redirect_uri"], scope: scopes(row["scope"]), nonce: row["nonce"],
             codeChallenge: row["code_challenge"], sessionId: row["session_id"],
             authTime: date(row["auth_time"]) ?? .distantPast, expiresAt: date(row["expires_at"]) ?? .distantPast,
-            usedAt: date(row["used_at"]), familyId: row["family_id"], amr: amr(row["amr"]))
+            usedAt: date(row["used_at"]), familyId: row["family_id"], amr: amr(row["amr"]), dpopJkt: row["dpop_jkt"], claims: row["claims"])
     }
 
     // MARK: Families and tokens
