@@ -293,13 +293,13 @@ struct ConsoleApplications: Sendable {
             <p><input type="checkbox" id="confidential" name="confidential" value="yes"\(checked(values.confidential))>
             <label class="inline" for="confidential">\(ConsolePages.e("console.apps.confidential", l))</label></p>
             <label for="redirect_uris">\(ConsolePages.e("console.apps.redirects", l))</label>
-            <textarea id="redirect_uris" name="redirect_uris" aria-describedby="redirects-hint">\(HTML.escape(values.redirectUris))</textarea>
+            <textarea id="redirect_uris" name="redirect_uris" dir="ltr" aria-describedby="redirects-hint">\(HTML.escape(values.redirectUris))</textarea>
             <p class="hint" id="redirects-hint">\(ConsolePages.e("console.apps.redirects.hint", l))</p>
             <label for="post_logout_redirect_uris">\(ConsolePages.e("console.apps.logout_redirects", l))</label>
-            <textarea id="post_logout_redirect_uris" name="post_logout_redirect_uris">\(HTML.escape(values.logoutUris))</textarea>
+            <textarea id="post_logout_redirect_uris" name="post_logout_redirect_uris" dir="ltr">\(HTML.escape(values.logoutUris))</textarea>
             <fieldset><legend>\(ConsolePages.e("console.apps.grants", l))</legend><ul>\(grants)</ul></fieldset>
             <label for="scope">\(ConsolePages.e("console.apps.scope", l))</label>
-            <input type="text" id="scope" name="scope" value="\(HTML.escape(values.scope))">
+            <input type="text" id="scope" name="scope" dir="ltr" value="\(HTML.escape(values.scope))">
             <p><input type="checkbox" id="require_mfa" name="require_mfa" value="yes"\(checked(values.requireMFA))>
             <label class="inline" for="require_mfa">\(ConsolePages.e("console.apps.require_mfa", l))</label></p>
             <div class="actions"><button type="submit">\(ConsolePages.e("console.save", l))</button></div>

@@ -4,7 +4,7 @@ import Hummingbird
 /// The console's audit trail: the events newest first, filtered by type, outcome, account and time (the filters of
 /// `GET /admin/v1/audit-events`, read by the same code), a page at a time with the same keyset cursor.
 struct ConsoleAudit: Sendable {
-    let store: any AuditStore
+    let store: any AuditStore & UserStore
 
     func addRoutes(to group: RouterGroup<LatchkeyRequestContext>, console: ConsoleController) {
         group.get("audit") { request, _ in
@@ -42,13 +42,22 @@ struct ConsoleAudit: Sendable {
             let label = outcome.isEmpty ? ConsolePages.t("console.audit.any", l) : ConsolePages.t("console.audit.outcome.\(outcome)", l)
             return "<option value=\"\(outcome)\"\(filters["outcome"]?.first == outcome ? " selected" : "")>\(HTML.escape(label))</option>"
         }.joined()
+        // Accounts by their usernames (an id alone tells an operator nothing), linked to their page.
+        var usernames: [String: String] = [:]
+        for id in Set(events.flatMap { [$0.subject, $0.actor] }.compactMap { $0 }) where !id.contains(":") && id != AuditEvent.anonymous {
+            usernames[id] = try await store.user(id: id)?.username
+        }
+        func account(_ id: String?) -> String {
+            guard let id else { return "—" }
+            guard let name = usernames[id] else { return "<bdi>\(HTML.escape(id))</bdi>" }
+            return "<a href=\"/admin/users/\(ConsoleApplications.pathId(id))\" title=\"\(HTML.escape(id))\"><bdi>\(HTML.escape(name))</bdi></a>"
+        }
         let rows = events.map { (event) -> String in
-            let subject =
-                event.subject.map { "<a href=\"/admin/users/\(ConsoleApplications.pathId($0))\">\(HTML.escape($0))</a>" } ?? "—"
+            let subject = account(event.subject)
             let details = event.details.keys.sorted().map { "\($0)=\(event.details[$0] ?? "")" }.joined(separator: " ")
             return """
-                <tr><td>\(ConsolePages.date(event.at, l))</td><td>\(HTML.escape(event.type.rawValue))</td>
-                <td>\(ConsolePages.e("console.audit.outcome.\(event.outcome.rawValue)", l))</td><td>\(HTML.escape(event.actor))</td>
+                <tr><td class="time">\(ConsolePages.date(event.at, l))</td><td>\(HTML.escape(event.type.rawValue))</td>
+                <td>\(ConsolePages.e("console.audit.outcome.\(event.outcome.rawValue)", l))</td><td>\(account(event.actor))</td>
                 <td>\(subject)</td><td>\(HTML.escape(event.clientId ?? "—"))</td><td>\(HTML.escape(event.clientAddress ?? "—"))</td>
                 <td>\(HTML.escape(details))</td></tr>
                 """
@@ -73,12 +82,12 @@ struct ConsoleAudit: Sendable {
             <div><label for="since">\(ConsolePages.e("console.audit.since", l))</label><input type="datetime-local" id="since" name="since" value="\(field("since"))"></div>
             <div><label for="until">\(ConsolePages.e("console.audit.until", l))</label><input type="datetime-local" id="until" name="until" value="\(field("until"))"></div>
             <div><button type="submit">\(ConsolePages.e("console.audit.apply", l))</button></div></form>
-            <table><caption>\(ConsolePages.e("console.audit.caption", l))</caption>
+            <div class="table"><table><caption>\(ConsolePages.e("console.audit.caption", l))</caption>
             <thead><tr><th scope="col">\(ConsolePages.e("console.audit.at", l))</th><th scope="col">\(ConsolePages.e("console.audit.type", l))</th>
             <th scope="col">\(ConsolePages.e("console.audit.outcome", l))</th><th scope="col">\(ConsolePages.e("console.audit.actor", l))</th>
-            <th scope="col">\(ConsolePages.e("console.audit.subject", l))</th><th scope="col">\(ConsolePages.e("console.audit.application", l))</th>
+            <th scope="col">\(ConsolePages.e("console.users.username", l))</th><th scope="col">\(ConsolePages.e("console.audit.application", l))</th>
             <th scope="col">\(ConsolePages.e("console.audit.address", l))</th><th scope="col">\(ConsolePages.e("console.audit.details", l))</th></tr></thead>
-            <tbody>\(rows)</tbody></table>\(pager)
+            <tbody>\(rows)</tbody></table></div>\(pager)
             """
         return Responses.html(
             ConsolePages.layout(title: ConsolePages.t("console.nav.audit", l), body: body, section: .audit, signedIn: signedIn, locale: l),

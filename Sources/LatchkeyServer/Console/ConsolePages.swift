@@ -24,7 +24,8 @@ enum ConsolePages {
         caption { text-align: start; font-weight: 600; padding-block-end: .5rem; }
         th, td { text-align: start; padding: .45rem .6rem; border-block-end: 1px solid #8884; vertical-align: top; }
         code { font-size: .9em; overflow-wrap: anywhere; }
-        td.id, td.id code { white-space: nowrap; }
+        td.id, td.id code, td.time { white-space: nowrap; }
+        .table { overflow-x: auto; margin-block-end: 1rem; }
         label { display: block; font-weight: 600; margin-block: 1rem .35rem; }
         label.inline { display: inline; font-weight: 500; margin: 0; }
         fieldset ul { list-style: none; padding: 0; margin: .25rem 0; }
@@ -118,7 +119,8 @@ enum ConsolePages {
 
     static func date(_ date: Date?, _ locale: SupportedLocale) -> String {
         guard let date else { return "—" }
-        return HTML.escape(date.formatted(.iso8601))
+        // Isolated, so a right-to-left page does not reorder its digits and separators.
+        return "<bdi>\(HTML.escape(date.formatted(.iso8601)))</bdi>"
     }
 
     /// A message page of the console (refusals, "sign in again").

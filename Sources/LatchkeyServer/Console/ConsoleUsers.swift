@@ -115,7 +115,7 @@ struct ConsoleUsers: Sendable {
         let rows = listing.sessions.map { (session) -> String in
             let applications = listing.grants.filter { $0.sessionId == session.id }.map(\.family.clientId).joined(separator: ", ")
             return """
-                <tr><td>\(ConsolePages.date(session.createdAt, l))</td><td>\(HTML.escape(session.amr.joined(separator: " ")))</td>
+                <tr><td class="time">\(ConsolePages.date(session.createdAt, l))</td><td>\(HTML.escape(session.amr.joined(separator: " ")))</td>
                 <td>\(HTML.escape(applications.isEmpty ? "—" : applications))</td>
                 <td>\(ConsolePages.button(path + "/end-sessions", label: ConsolePages.t("console.users.end", l), signedIn: signedIn, style: "secondary", fields: ["session": session.id]))</td></tr>
                 """
