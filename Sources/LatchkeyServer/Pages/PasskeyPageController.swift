@@ -63,5 +63,14 @@ struct PasskeyPageController: Sendable {
                 ],
                 body: .init(byteBuffer: ByteBuffer(string: PasskeyScript.source)))
         }
+        pages.get(RouterPath(FormPostResponse.scriptPath)) { _, _ in
+            Response(
+                status: .ok,
+                headers: [
+                    .contentType: "text/javascript; charset=utf-8", .cacheControl: "public, max-age=3600",
+                    .xContentTypeOptions: "nosniff"
+                ],
+                body: .init(byteBuffer: ByteBuffer(string: FormPostResponse.script)))
+        }
     }
 }

@@ -81,6 +81,8 @@ public struct AuthorizationRequest: Sendable, Codable, Equatable {
     public var dpopJkt: String? = nil
     /// OpenID Connect Core §5.5: the `claims` request parameter, as sent (a JSON object), for the ID token and userinfo.
     public var claims: String? = nil
+    /// `form_post` (OAuth 2.0 Form Post Response Mode), or nil for the query.
+    public var responseMode: String? = nil
 }
 
 /// An issued authorization code (stored by hash, single use).

@@ -18,7 +18,13 @@ struct AuthorizationResponses: Sendable {
         headers: HTTPFields = [:]
     ) async throws -> Response {
         let code = try await mintAuthorizationCode(authRequest, user: user, session: session)
-        let location = RedirectURL.appending([("code", code), ("state", authRequest.state), ("iss", issuer)], to: authRequest.redirectUri)
+        let parameters: [(String, String?)] = [("code", code), ("state", authRequest.state), ("iss", issuer)]
+        if authRequest.responseMode == FormPostResponse.mode {
+            var page = FormPostResponse.page(parameters, redirectUri: authRequest.redirectUri)
+            for field in headers { page.headers[values: field.name].append(field.value) }
+            return page
+        }
+        let location = RedirectURL.appending(parameters, to: authRequest.redirectUri)
         return Responses.redirect(to: location, afterPost: afterPost, headers: headers)
     }
 
@@ -39,16 +45,15 @@ struct AuthorizationResponses: Sendable {
     /// With a catalog `messageKey` the reachFive `error_user_msg` (in `locale`) goes along too.
     func errorRedirect(
         _ error: OAuthError, redirectUri: String, state: String?, messageKey: String? = nil,
-        locale: SupportedLocale = .en, arguments: [String: String] = [:]
+        locale: SupportedLocale = .en, arguments: [String: String] = [:], responseMode: String? = nil
     ) -> Response {
         let userMessage = messageKey.flatMap { MessageCatalog.text($0, locale: locale, arguments: arguments) }
-        return Responses.redirect(
-            to: RedirectURL.appending(
-                [
-                    ("error", error.code.rawValue), ("error_description", error.description), ("error_message_key", messageKey),
-                    ("error_user_msg", userMessage), ("state", state), ("iss", issuer)
-                ],
-                to: redirectUri))
+        let parameters: [(String, String?)] = [
+            ("error", error.code.rawValue), ("error_description", error.description), ("error_message_key", messageKey),
+            ("error_user_msg", userMessage), ("state", state), ("iss", issuer)
+        ]
+        if responseMode == FormPostResponse.mode { return FormPostResponse.page(parameters, redirectUri: redirectUri) }
+        return Responses.redirect(to: RedirectURL.appending(parameters, to: redirectUri))
     }
 
     /// The error page for requests that cannot go back to the client, in the request's `ui_locales` or browser language.

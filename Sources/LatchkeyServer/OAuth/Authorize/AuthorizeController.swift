@@ -64,6 +64,9 @@ struct AuthorizeController: Sendable {
             return AuthorizationResponses.authorizeErrorPage("page.authorize_invalid.redirect", request, params)
         }
         let state = try? params.single("state")
+        // Errors go back the way the request asked for, when it asked for a mode that can carry them.
+        let requestedMode = (try? params.single("response_mode")) ?? nil
+        let mode = requestedMode == FormPostResponse.mode && FormPostResponse.accepts(redirectUri: redirectUri) ? requestedMode : nil
         let origin = AuditOrigin(client: clientId, address: address, logger: logger)
         do {
             let authRequest = try AuthorizeController.validateAuthorizationRequest(params, client: client, redirectUri: redirectUri, state: state)
@@ -80,7 +83,7 @@ struct AuthorizeController: Sendable {
             let hint = try params.single("idp") ?? params.single("fidp") ?? provider
             return try await continueAuthorization(authRequest, request: request, client: client, identityProvider: hint, origin: origin)
         } catch let error as OAuthError {
-            return responses.errorRedirect(error, redirectUri: redirectUri, state: state)
+            return responses.errorRedirect(error, redirectUri: redirectUri, state: state, responseMode: mode)
         } catch let failure as AppleSignInFailure {
             logger.notice("Sign in with Apple refused", metadata: ["reason": .string(failure.description), "client": .string(clientId)])
             await audit.record(
@@ -88,7 +91,7 @@ struct AuthorizeController: Sendable {
                 details: ["method": "apple", "reason": AuditTrail.reason(of: failure, fallback: failure.messageKey)], origin: origin)
             return responses.errorRedirect(
                 failure.oauthError, redirectUri: redirectUri, state: state, messageKey: failure.messageKey,
-                locale: request.locale())
+                locale: request.locale(), responseMode: mode)
         } catch let failure as FederationFailure {
             logger.notice("native provider sign-in refused", metadata: ["reason": .string(failure.description), "client": .string(clientId)])
             await audit.record(
@@ -99,7 +102,7 @@ struct AuthorizeController: Sendable {
                 ], origin: origin)
             return responses.errorRedirect(
                 failure.oauthError, redirectUri: redirectUri, state: state, messageKey: failure.messageKey, locale: request.locale(),
-                arguments: ["provider": Self.providerName(try? params.single("provider"), federation: federation)])
+                arguments: ["provider": Self.providerName(try? params.single("provider"), federation: federation)], responseMode: mode)
         }
     }
 
@@ -169,8 +172,14 @@ struct AuthorizeController: Sendable {
         guard try params.single("response_type") == "code" else {
             throw OAuthError(.unsupportedResponseType, "only response_type=code is supported")
         }
-        if let mode = try params.single("response_mode"), mode != "query" {
-            throw OAuthError(.invalidRequest, "only response_mode=query is supported")
+        let responseMode = try params.single("response_mode")
+        if let responseMode, responseMode != "query" {
+            guard responseMode == FormPostResponse.mode else {
+                throw OAuthError(.invalidRequest, "response_mode must be query or form_post")
+            }
+            guard FormPostResponse.accepts(redirectUri: redirectUri) else {
+                throw OAuthError(.invalidRequest, "response_mode=form_post needs an http(s) redirect_uri")
+            }
         }
         guard client.grantTypes.contains(.authorizationCode) else {
             throw OAuthError(.unauthorizedClient, "the client may not use the authorization code grant")
@@ -213,6 +222,7 @@ struct AuthorizeController: Sendable {
             codeChallenge: challenge, loginHint: try params.single("login_hint"),
             uiLocales: try params.single("ui_locales"), maxAge: maxAge, prompt: prompt)
         authorization.dpopJkt = dpopJkt
+        authorization.responseMode = responseMode == FormPostResponse.mode ? FormPostResponse.mode : nil
         return authorization
     }
 
@@ -249,7 +259,7 @@ struct AuthorizeController: Sendable {
         if authRequest.prompt.contains("none") {
             return responses.errorRedirect(
                 OAuthError(.loginRequired, "no active session satisfies the request"),
-                redirectUri: authRequest.redirectUri, state: authRequest.state)
+                redirectUri: authRequest.redirectUri, state: authRequest.state, responseMode: authRequest.responseMode)
         }
         let id = Secrets.token()
         try await store.insertLoginRequest(

@@ -13,7 +13,7 @@ struct ProviderMetadata: Encodable {
     var endSessionEndpoint: String
     var scopesSupported = ["openid", "profile", "email", "phone", "address", "offline_access"]
     var responseTypesSupported = ["code"]
-    var responseModesSupported = ["query"]
+    var responseModesSupported = ["query", FormPostResponse.mode]
     var grantTypesSupported = GrantType.allCases.map(\.rawValue)
     var subjectTypesSupported = ["public"]
     var idTokenSigningAlgValuesSupported = ["RS256", "ES256"]
