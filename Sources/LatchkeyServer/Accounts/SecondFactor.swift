@@ -5,6 +5,9 @@ enum AuthenticationMethods {
     /// The `acr` of a multi-factor sign-in (OpenID PAPE's multi-factor policy URI). Single-factor sign-ins carry no
     /// `acr`, so a relying party that needs MFA checks for this value (or `mfa` in `amr`).
     static let multiFactorACR = "http://schemas.openid.net/pape/policies/2007/06/multi-factor"
+    /// The `acr` of a single-factor sign-in, sent when the request asked for `acr` (`acr_values`, `claims`), so the
+    /// client learns what was done rather than nothing.
+    static let singleFactorACR = "urn:latchkey:acr:single-factor"
 
     /// A password followed by a one-time code: `pwd otp mfa`.
     static func withSecondFactor(_ amr: [String]) -> [String] { normalized(amr + ["otp"]) }

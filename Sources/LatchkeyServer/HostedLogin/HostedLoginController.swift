@@ -146,8 +146,9 @@ struct HostedLoginController: Sendable {
                 kind, pending: pending, requestId: requestId, user: user, amr: amr, authTime: authTime,
                 client: client, locale: locale)
         }
-        // No second factor enrolled: fine unless the application requires one (an unknown application is refused).
-        guard let client, !client.requireMFA else {
+        // No second factor enrolled: fine unless the application requires one (an unknown application is refused), or
+        // the request made a multi-factor `acr` essential (OpenID Connect Core §5.5.1.1: a failed sign-in).
+        guard let client, !client.requireMFA, ClaimsRequest.from(stored: pending.request.claims)?.requiresMultiFactor != true else {
             logger.notice(
                 "hosted sign-in refused: the application requires MFA and the account has no second factor",
                 metadata: ["client": .string(pending.request.clientId)])

@@ -59,6 +59,9 @@ struct AccessTokenClaims: Codable, Sendable {
     var idp: String? = nil
     /// RFC 9449 §6.1: the thumbprint of the DPoP key the token is bound to.
     var cnf: Confirmation? = nil
+    /// The claims the authorization request asked userinfo for by name (OpenID Connect Core §5.5), carried to
+    /// userinfo by the token itself.
+    var userinfoClaims: [String]? = nil
 
     /// The `cnf` claim (RFC 7800) of a DPoP-bound token.
     struct Confirmation: Codable, Sendable, Equatable {
@@ -67,6 +70,7 @@ struct AccessTokenClaims: Codable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case iss, sub, aud, exp, iat, jti, scope, sid, act, amr, acr, idp, cnf, clientId = "client_id", authTime = "auth_time"
+        case userinfoClaims = "lk_userinfo_claims"
     }
 
     var scopes: [String] { scope.split(separator: " ").map(String.init) }

@@ -426,6 +426,6 @@ struct HostedLoginSecondFactorTests {
         let document = try await TestBrowser().get(server.base + "/.well-known/openid-configuration").json()
         let claims = try #require(document["claims_supported"] as? [String])
         #expect(claims.contains("amr") && claims.contains("acr"))
-        #expect(document["acr_values_supported"] as? [String] == [AuthenticationMethods.multiFactorACR])
+        #expect(document["acr_values_supported"] as? [String] == [AuthenticationMethods.multiFactorACR, AuthenticationMethods.singleFactorACR])
     }
 }

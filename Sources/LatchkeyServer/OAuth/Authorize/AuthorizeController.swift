@@ -223,6 +223,10 @@ struct AuthorizeController: Sendable {
             uiLocales: try params.single("ui_locales"), maxAge: maxAge, prompt: prompt)
         authorization.dpopJkt = dpopJkt
         authorization.responseMode = responseMode == FormPostResponse.mode ? FormPostResponse.mode : nil
+        // OpenID Connect Core §5.5 and §3.1.2.1: the claims asked for, `acr_values` as a voluntary `acr` request.
+        var claims = try params.single("claims").map { text throws(OAuthError) in try ClaimsRequest(parameter: text) } ?? ClaimsRequest()
+        claims.add(acrValues: (try params.single("acr_values"))?.split(separator: " ").map(String.init) ?? [])
+        authorization.claims = claims.stored
         return authorization
     }
 
@@ -242,6 +246,12 @@ struct AuthorizeController: Sendable {
             needsLogin = true
         }
         if let live, let maxAge = authRequest.maxAge, now.timeIntervalSince(live.session.authTime) > TimeInterval(maxAge) {
+            needsLogin = true
+        }
+        // An essential multi-factor `acr` (OpenID Connect Core §5.5.1.1): a single-factor session does not answer for it.
+        if let live, ClaimsRequest.from(stored: authRequest.claims)?.requiresMultiFactor == true,
+            !AuthenticationMethods.isMultiFactor(live.session.amr)
+        {
             needsLogin = true
         }
         if let live, !needsLogin, try await accounts.sessionSatisfies(live.session, user: live.user, clientId: authRequest.clientId) {

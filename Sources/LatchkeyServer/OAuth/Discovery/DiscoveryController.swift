@@ -24,13 +24,13 @@ struct ProviderMetadata: Encodable {
     var claimsSupported =
         ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp", "sid", "amr", "acr"]
         + ScopeClaims.byScope.values.flatMap { $0 }.sorted()
-    var acrValuesSupported = [AuthenticationMethods.multiFactorACR]
+    var acrValuesSupported = [AuthenticationMethods.multiFactorACR, AuthenticationMethods.singleFactorACR]
     var promptValuesSupported = ["none", "login"]
     var uiLocalesSupported = SupportedLocale.allCases.map(\.tag)
     var authorizationResponseIssParameterSupported = true
     var requestParameterSupported = false
     var requestUriParameterSupported = false
-    var claimsParameterSupported = false
+    var claimsParameterSupported = true
     var frontchannelLogoutSupported = false
     /// RFC 9449 §5.1.
     var dpopSigningAlgValuesSupported = DPoP.algorithms

@@ -26,6 +26,11 @@ struct UserInfoController {
         guard claims.scopes.contains("openid") else { throw OAuthError(.insufficientScope, "the access token lacks the openid scope") }
         guard let user = try await store.user(id: claims.sub), !user.disabled else { throw OAuthError(.invalidToken, "the user no longer exists") }
         var out = ScopeClaims.claims(of: user, scopes: claims.scopes)
+        // Claims the authorization request asked userinfo for by name (OpenID Connect Core §5.5).
+        if let names = claims.userinfoClaims {
+            let members = Dictionary(uniqueKeysWithValues: names.map { ($0, ClaimsRequest.Member()) })
+            out.merge(ClaimsRequest.userClaims(members, of: user)) { scoped, _ in scoped }
+        }
         out["sub"] = .string(user.id)
         return try Responses.json(out, noStore: true)
     }

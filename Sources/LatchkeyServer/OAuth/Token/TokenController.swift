@@ -123,7 +123,8 @@ struct TokenController: Sendable {
         }
         let grant = TokenIssuer.Grant(
             user: user, subject: user.id, clientId: client.clientId, scope: record.scope, nonce: record.nonce,
-            authTime: record.authTime, sessionId: record.sessionId, familyId: familyId, amr: record.amr, dpop: dpop)
+            authTime: record.authTime, sessionId: record.sessionId, familyId: familyId, amr: record.amr, dpop: dpop,
+            claims: ClaimsRequest.from(stored: record.claims))
         return try await issue(grant, client: client, newRefreshInFamily: familyId)
     }
 

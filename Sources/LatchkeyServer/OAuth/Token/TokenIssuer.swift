@@ -45,6 +45,8 @@ struct TokenIssuer: Sendable {
         /// The DPoP key the request proved (RFC 9449): the access token is bound to it (`cnf.jkt`), and so is the
         /// refresh token when the binding says so.
         var dpop: DPoPBinding? = nil
+        /// The authorization request's `claims` (and `acr_values`), for the ID token and userinfo.
+        var claims: ClaimsRequest? = nil
     }
 
     /// The key a token request proved, and whether its refresh token is bound too (public clients, RFC 9449 §5: their
@@ -66,7 +68,8 @@ struct TokenIssuer: Sendable {
             act: grant.actor.map { ["sub": $0] },
             amr: grant.amr.isEmpty ? nil : AuthenticationMethods.published(grant.amr), acr: AuthenticationMethods.acr(for: grant.amr),
             idp: AuthenticationMethods.provider(grant.amr),
-            cnf: grant.dpop.map { AccessTokenClaims.Confirmation(jkt: $0.jkt) })
+            cnf: grant.dpop.map { AccessTokenClaims.Confirmation(jkt: $0.jkt) },
+            userinfoClaims: grant.claims.flatMap { $0.userinfo.isEmpty ? nil : $0.userinfo.keys.sorted() })
         let token = try await keys.signingKey(.es256).sign(claims: claims, type: "at+jwt")
         try await store.insertAccessToken(
             AccessTokenRecord(
@@ -79,6 +82,10 @@ struct TokenIssuer: Sendable {
         guard grant.scope.contains("openid"), let user = grant.user else { return nil }
         let now = Int(clock.now.timeIntervalSince1970)
         var claims = ScopeClaims.claims(of: user, scopes: grant.scope)
+        // Claims the request asked for by name come too (OpenID Connect Core §5.5), whatever the scopes.
+        if let requested = grant.claims {
+            claims.merge(ClaimsRequest.userClaims(requested.idToken, of: user)) { scoped, _ in scoped }
+        }
         claims["iss"] = .string(issuer)
         claims["sub"] = .string(user.id)
         claims["aud"] = .string(grant.clientId)
@@ -89,7 +96,12 @@ struct TokenIssuer: Sendable {
         if let nonce = grant.nonce { claims["nonce"] = .string(nonce) }
         if let sid = grant.sessionId { claims["sid"] = .string(sid) }
         if !grant.amr.isEmpty { claims["amr"] = .array(AuthenticationMethods.published(grant.amr).map(JSONValue.string)) }
-        if let acr = AuthenticationMethods.acr(for: grant.amr) { claims["acr"] = .string(acr) }
+        if let acr = AuthenticationMethods.acr(for: grant.amr) {
+            claims["acr"] = .string(acr)
+        } else if grant.claims?.wantsACR == true {
+            // Asked for (acr_values or claims): say what was done (OpenID Connect Core §3.1.2.1).
+            claims["acr"] = .string(AuthenticationMethods.singleFactorACR)
+        }
         if let idp = AuthenticationMethods.provider(grant.amr) { claims["idp"] = .string(idp) }
         claims["at_hash"] = .string(Self.atHash(accessToken))
         return try await keys.signingKey(algorithm).sign(claims: claims, type: "JWT")
