@@ -118,7 +118,7 @@ public final class IdentityServer: Sendable {
             throttles: ClientAuthThrottles(
                 perAddress: limiter("client-auth", policy.maxClientAuthFailuresPerAddress, .clientAuthentication),
                 perClient: limiter("client-auth-per-client", policy.maxClientAuthFailuresPerClient, .clientAuthentication)),
-            clock: clock, audit: audit)
+            clock: clock, audit: audit, issuer: issuerInForce)
         let sessions = SignInSessions(store: store, clock: clock, lifetime: configuration.lifetimes.session, audit: audit)
         self.sessions = sessions
         self.browserSessions = BrowserSessions(store: store, cookies: cookies, clock: clock)

@@ -6,6 +6,12 @@ public enum ClientAuthMethod: String, Codable, Sendable, CaseIterable {
     case none
     case clientSecretBasic = "client_secret_basic"
     case clientSecretPost = "client_secret_post"
+    /// A JWT signed with one of the client's registered keys (`jwks`), sent as `client_assertion` (RFC 7523 §2.2,
+    /// OpenID Connect Core §9). The client has no secret.
+    case privateKeyJWT = "private_key_jwt"
+
+    /// The methods that present a shared secret (`client_secret`).
+    public var usesSecret: Bool { self == .clientSecretBasic || self == .clientSecretPost }
 }
 
 public enum GrantType: String, Codable, Sendable, CaseIterable {
@@ -69,6 +75,12 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     /// The identity providers (`ServerConfiguration.identityProviders` ids) this application's users may sign in with:
     /// buttons on the hosted page, actions in the app-native sign-in flow, `idp=` hints, native ID tokens.
     public var identityProviders: [String] = []
+    /// The public keys of a `private_key_jwt` client (RFC 7591 `jwks`): the keys its client assertions may be signed
+    /// with. Public keys only (`ClientKeys` refuses private members when it reads them); `jwks_uri` is not supported.
+    public var jwks: JWKSet?
+    /// The one algorithm the client's assertions may use (RFC 7591 `token_endpoint_auth_signing_alg`); unset, any
+    /// of `ClientAssertion.algorithms` that one of its keys is for.
+    public var tokenEndpointAuthSigningAlg: JWSAlgorithm?
 
     public enum AppType: String, Codable, Sendable {
         /// Desktop, CLI or any native app: app-native flows allowed without attestation.
@@ -115,6 +127,9 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
 
     public var isPublic: Bool { tokenEndpointAuthMethod == .none }
 
+    /// Whether the client authenticates with a shared secret (`client_secret_basic` or `client_secret_post`).
+    public var usesSecret: Bool { tokenEndpointAuthMethod.usesSecret }
+
     func validate() throws {
         guard idTokenSignedResponseAlg == .rs256 || idTokenSignedResponseAlg == .es256 else {
             throw ConfigurationError.invalid("client \(clientId): id_token_signed_response_alg must be RS256 or ES256")
@@ -122,9 +137,13 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         if isPublic && clientSecret != nil {
             throw ConfigurationError.invalid("client \(clientId) is public (auth method none) but has a secret")
         }
-        if !isPublic && (clientSecret ?? "").count < 16 {
+        if tokenEndpointAuthMethod == .privateKeyJWT && clientSecret != nil {
+            throw ConfigurationError.invalid("client \(clientId) authenticates with private_key_jwt and has no client_secret: remove it")
+        }
+        if usesSecret && (clientSecret ?? "").count < 16 {
             throw ConfigurationError.invalid("client \(clientId) needs a client_secret of at least 16 characters")
         }
+        try validateKeys()
         if isPublic && grantTypes.contains(.clientCredentials) {
             throw ConfigurationError.invalid("public client \(clientId) cannot use client_credentials")
         }
@@ -148,6 +167,29 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         }
     }
 
+    /// `jwks` and `token_endpoint_auth_signing_alg` belong to `private_key_jwt` clients, which need usable keys.
+    private func validateKeys() throws {
+        guard tokenEndpointAuthMethod == .privateKeyJWT else {
+            if jwks != nil || tokenEndpointAuthSigningAlg != nil {
+                throw ConfigurationError.invalid(
+                    "client \(clientId): jwks and token_endpoint_auth_signing_alg are for token_endpoint_auth_method private_key_jwt")
+            }
+            return
+        }
+        if let alg = tokenEndpointAuthSigningAlg, !ClientAssertion.algorithms.contains(alg) {
+            throw ConfigurationError.invalid(
+                "client \(clientId): token_endpoint_auth_signing_alg must be one of \(ClientAssertion.algorithmNames.joined(separator: ", "))")
+        }
+        guard let jwks else {
+            throw ConfigurationError.invalid(
+                "client \(clientId) authenticates with private_key_jwt: register its public keys as jwks ({\"keys\": [...]}; jwks_uri is not supported)"
+            )
+        }
+        do { try ClientKeys.check(jwks, algorithm: tokenEndpointAuthSigningAlg) } catch {
+            throw ConfigurationError.invalid("client \(clientId): jwks: \(error.reason)")
+        }
+    }
+
     enum CodingKeys: String, CodingKey, CaseIterable {
         case clientId = "client_id", name, clientSecret = "client_secret"
         case tokenEndpointAuthMethod = "token_endpoint_auth_method", redirectUris = "redirect_uris"
@@ -159,6 +201,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         case idTokenSignedResponseAlg = "id_token_signed_response_alg"
         case deviceVerificationURIComplete = "device_verification_uri_complete"
         case identityProviders = "identity_providers"
+        case jwks, tokenEndpointAuthSigningAlg = "token_endpoint_auth_signing_alg"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -186,6 +229,8 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         try c.encode(deviceVerificationURIComplete, forKey: .deviceVerificationURIComplete)
         try c.encode(idTokenSignedResponseAlg.rawValue, forKey: .idTokenSignedResponseAlg)
         try c.encode(identityProviders, forKey: .identityProviders)
+        try c.encodeIfPresent(jwks, forKey: .jwks)
+        try c.encodeIfPresent(tokenEndpointAuthSigningAlg?.rawValue, forKey: .tokenEndpointAuthSigningAlg)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -221,6 +266,20 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
                     debugDescription: "id_token_signed_response_alg must be RS256 or ES256, got \(alg)")
             }
             idTokenSignedResponseAlg = parsed
+        }
+        if let value = try c.decodeIfPresent(JSONValue.self, forKey: .jwks) {
+            do { jwks = try ClientKeys.parse(value) } catch {
+                throw DecodingError.dataCorruptedError(forKey: .jwks, in: c, debugDescription: error.reason)
+            }
+        }
+        if let alg = try c.decodeIfPresent(String.self, forKey: .tokenEndpointAuthSigningAlg) {
+            guard let parsed = JWSAlgorithm(rawValue: alg), ClientAssertion.algorithms.contains(parsed) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .tokenEndpointAuthSigningAlg, in: c,
+                    debugDescription:
+                        "token_endpoint_auth_signing_alg must be one of \(ClientAssertion.algorithmNames.joined(separator: ", ")), got \(alg)")
+            }
+            tokenEndpointAuthSigningAlg = parsed
         }
     }
 

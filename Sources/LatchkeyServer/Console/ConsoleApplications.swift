@@ -93,7 +93,7 @@ struct ConsoleApplications: Sendable {
             return Self.page(signedIn, l, title: c.name, body: body)
         }
         body += Self.form(signedIn, values: FormValues(c), action: "/admin/applications/\(Self.pathId(c.clientId))", locale: l)
-        if !c.isPublic {
+        if c.usesSecret {
             let options = [0, 3600, 86_400, 7 * 86_400].map { (seconds) -> String in
                 "<option value=\"\(seconds)\">\(ConsolePages.e("console.apps.grace.\(seconds)", l))</option>"
             }.joined()
@@ -160,6 +160,13 @@ struct ConsoleApplications: Sendable {
         let values = FormValues(params)
         var metadata = values.metadata
         metadata.clientId = record.configuration.clientId
+        let current = record.configuration
+        if current.tokenEndpointAuthMethod == .privateKeyJWT && values.confidential {
+            // The form has no keys: a private_key_jwt application stays one, with the keys it registered.
+            metadata.tokenEndpointAuthMethod = ClientAuthMethod.privateKeyJWT.rawValue
+            metadata.jwks = current.jwks
+            metadata.tokenEndpointAuthSigningAlg = current.tokenEndpointAuthSigningAlg?.rawValue
+        }
         do {
             let outcome = try await registrations.update(record, with: metadata, actor: signedIn.caller.auditActor, origin: Self.origin(context))
             if let secret = outcome.secret {  // made confidential: its first secret, shown once

@@ -20,6 +20,11 @@ struct ProviderMetadata: Encodable {
     var tokenEndpointAuthMethodsSupported = ClientAuthMethod.allCases.map(\.rawValue)
     var revocationEndpointAuthMethodsSupported = ClientAuthMethod.allCases.map(\.rawValue)
     var introspectionEndpointAuthMethodsSupported = ClientAuthMethod.allCases.map(\.rawValue)
+    /// `private_key_jwt` assertions (RFC 8414 §2): what `ClientAssertion` verifies, at every endpoint that
+    /// authenticates clients.
+    var tokenEndpointAuthSigningAlgValuesSupported = ClientAssertion.algorithmNames
+    var revocationEndpointAuthSigningAlgValuesSupported = ClientAssertion.algorithmNames
+    var introspectionEndpointAuthSigningAlgValuesSupported = ClientAssertion.algorithmNames
     var codeChallengeMethodsSupported = ["S256"]
     var claimsSupported =
         ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp", "sid", "amr", "acr"]
@@ -66,6 +71,9 @@ struct ProviderMetadata: Encodable {
         case tokenEndpointAuthMethodsSupported = "token_endpoint_auth_methods_supported"
         case revocationEndpointAuthMethodsSupported = "revocation_endpoint_auth_methods_supported"
         case introspectionEndpointAuthMethodsSupported = "introspection_endpoint_auth_methods_supported"
+        case tokenEndpointAuthSigningAlgValuesSupported = "token_endpoint_auth_signing_alg_values_supported"
+        case revocationEndpointAuthSigningAlgValuesSupported = "revocation_endpoint_auth_signing_alg_values_supported"
+        case introspectionEndpointAuthSigningAlgValuesSupported = "introspection_endpoint_auth_signing_alg_values_supported"
         case codeChallengeMethodsSupported = "code_challenge_methods_supported", claimsSupported = "claims_supported"
         case acrValuesSupported = "acr_values_supported"
         case promptValuesSupported = "prompt_values_supported", uiLocalesSupported = "ui_locales_supported"

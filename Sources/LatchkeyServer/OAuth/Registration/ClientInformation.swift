@@ -1,4 +1,5 @@
 import Foundation
+import LatchkeyJOSE
 
 /// The client information response (RFC 7591 §3.2.1, RFC 7592 §3): the registered metadata, with the credentials
 /// only where they were just made (`client_secret` at registration, at an update that made the application
@@ -30,6 +31,9 @@ struct ClientInformation: Encodable, Sendable {
     var passkeyOrigins: [String]
     var identityProviders: [String]
     var allowedAudiences: [String]
+    /// A `private_key_jwt` application's public keys and, when it chose one, its assertions' algorithm.
+    var jwks: JWKSet?
+    var tokenEndpointAuthSigningAlg: String?
     /// What the registration policy removed from the request (absent when nothing was).
     var trimmed: [String: [String]]?
     /// `configuration` or `registration`: in the administrators' list only.
@@ -39,7 +43,7 @@ struct ClientInformation: Encodable, Sendable {
         let c = record.configuration
         clientId = c.clientId
         clientIdIssuedAt = record.issuedAt.map { Int($0.timeIntervalSince1970) }
-        clientSecretExpiresAt = c.isPublic ? nil : 0  // RFC 7591 §3.2.1: 0, the secret does not expire
+        clientSecretExpiresAt = c.usesSecret ? 0 : nil  // RFC 7591 §3.2.1: 0, the secret does not expire
         self.registrationClientURI = registrationClientURI
         clientName = c.name
         redirectUris = c.redirectUris
@@ -60,6 +64,8 @@ struct ClientInformation: Encodable, Sendable {
         passkeyOrigins = c.passkeyOrigins
         identityProviders = c.identityProviders
         allowedAudiences = c.allowedAudiences
+        jwks = c.jwks
+        tokenEndpointAuthSigningAlg = c.tokenEndpointAuthSigningAlg?.rawValue
     }
 
     enum CodingKeys: String, CodingKey {
@@ -73,6 +79,7 @@ struct ClientInformation: Encodable, Sendable {
         case requirePKCE = "latchkey_require_pkce", userRegistration = "latchkey_registration"
         case recoveryEnabled = "latchkey_recovery_enabled", requireMFA = "latchkey_require_mfa"
         case passkeyOrigins = "latchkey_passkey_allowed_origins", identityProviders = "latchkey_identity_providers"
+        case jwks, tokenEndpointAuthSigningAlg = "token_endpoint_auth_signing_alg"
         case allowedAudiences = "latchkey_allowed_audiences", trimmed = "latchkey_trimmed", origin = "latchkey_origin"
     }
 }

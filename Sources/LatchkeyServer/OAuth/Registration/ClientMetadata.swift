@@ -28,6 +28,9 @@ struct ClientMetadata: Sendable, Equatable {
     var passkeyOrigins: [String]?
     var identityProviders: [String]?
     var allowedAudiences: [String]?
+    /// A `private_key_jwt` application's public keys (RFC 7591 §2 `jwks`), read by `ClientKeys.parse`.
+    var jwks: JWKSet?
+    var tokenEndpointAuthSigningAlg: String?
     /// An update's `client_id` (RFC 7592 §2.2: must be the client's own) and `client_secret` (must be its current one).
     var clientId: String?
     var clientSecret: String?
@@ -66,6 +69,11 @@ struct ClientMetadata: Sendable, Equatable {
         passkeyOrigins = try Self.strings(object, "latchkey_passkey_allowed_origins")
         identityProviders = try Self.strings(object, "latchkey_identity_providers")
         allowedAudiences = try Self.strings(object, "latchkey_allowed_audiences")
+        tokenEndpointAuthSigningAlg = try Self.string(object, "token_endpoint_auth_signing_alg")
+        if let value = object["jwks_uri"], !(value is NSNull) {
+            throw OAuthError(.invalidClientMetadata, "jwks_uri is not supported: register the public keys inline as jwks")
+        }
+        jwks = try Self.keySet(object, "jwks")
         clientId = try Self.string(object, "client_id")
         clientSecret = try Self.string(object, "client_secret")
     }
@@ -85,6 +93,15 @@ struct ClientMetadata: Sendable, Equatable {
             throw OAuthError(.invalidClientMetadata, "\(name) may hold at most \(maxListLength) values")
         }
         return texts
+    }
+
+    /// A JWK Set, public keys only (`ClientKeys.parse`); each problem is `invalid_client_metadata` naming the key.
+    private static func keySet(_ object: [String: Any], _ name: String) throws(OAuthError) -> JWKSet? {
+        guard let value = object[name], !(value is NSNull) else { return nil }
+        guard JSONSerialization.isValidJSONObject(value), let data = try? JSONSerialization.data(withJSONObject: value),
+            let json = try? JSONValue.parse(data)
+        else { throw OAuthError(.invalidClientMetadata, "\(name) must be a JWK Set, an object {\"keys\": [...]}") }
+        do { return try ClientKeys.parse(json) } catch { throw OAuthError(.invalidClientMetadata, "\(name): \(error.reason)") }
     }
 
     private static func bool(_ object: [String: Any], _ name: String) throws(OAuthError) -> Bool? {

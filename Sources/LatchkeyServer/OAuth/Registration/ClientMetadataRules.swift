@@ -45,6 +45,8 @@ extension ClientMetadata {
         configuration.requireDPoP = dpopBoundAccessTokens ?? false
         configuration.requirePushedAuthorizationRequests = requirePushedAuthorizationRequests ?? false
         configuration.idTokenSignedResponseAlg = try signingAlgorithm()
+        configuration.jwks = jwks
+        configuration.tokenEndpointAuthSigningAlg = try assertionAlgorithm()
         configuration.passkeyOrigins = Self.allowed(
             passkeyOrigins ?? [], in: policy.passkeyOrigins, member: "latchkey_passkey_allowed_origins", trimmed: &trimmed)
         configuration.allowedAudiences = Self.allowed(
@@ -57,7 +59,7 @@ extension ClientMetadata {
         // The same checks as the file's; the secret is the server's to make (after this), so a stand-in of its length
         // takes its place.
         var checked = configuration
-        checked.clientSecret = configuration.isPublic ? nil : String(repeating: "s", count: 43)
+        checked.clientSecret = configuration.usesSecret ? String(repeating: "s", count: 43) : nil
         do { try checked.validate() } catch let ConfigurationError.invalid(why) {
             throw OAuthError(.invalidClientMetadata, why)
         } catch {
@@ -213,6 +215,17 @@ extension ClientMetadata {
         guard let name = idTokenSignedResponseAlg else { return .rs256 }
         guard let algorithm = JWSAlgorithm(rawValue: name), algorithm == .rs256 || algorithm == .es256 else {
             throw OAuthError(.invalidClientMetadata, "id_token_signed_response_alg must be RS256 or ES256")
+        }
+        return algorithm
+    }
+
+    /// `token_endpoint_auth_signing_alg`: one of the algorithms client assertions are verified with.
+    private func assertionAlgorithm() throws(OAuthError) -> JWSAlgorithm? {
+        guard let name = tokenEndpointAuthSigningAlg else { return nil }
+        guard let algorithm = JWSAlgorithm(rawValue: name), ClientAssertion.algorithms.contains(algorithm) else {
+            throw OAuthError(
+                .invalidClientMetadata,
+                "token_endpoint_auth_signing_alg must be one of \(ClientAssertion.algorithmNames.joined(separator: ", "))")
         }
         return algorithm
     }

@@ -29,7 +29,7 @@ struct ClientRegistrations: Sendable {
     func register(_ metadata: ClientMetadata, actor: String, origin: AuditOrigin) async throws -> Outcome {
         let clientId = "lk-" + Secrets.identifier()
         let settings = try metadata.settings(clientId: clientId, policy: policy, providers: providers)
-        let secret = settings.configuration.isPublic ? nil : Secrets.token()
+        let secret = settings.configuration.usesSecret ? Secrets.token() : nil
         let registrationToken = Secrets.token()
         let record = ClientRecord(
             configuration: settings.configuration, secretHash: secret.map(Secrets.digest), origin: .registration,
@@ -57,12 +57,12 @@ struct ClientRegistrations: Sendable {
         var updated = record
         updated.configuration = settings.configuration
         var secret: String?
-        if settings.configuration.isPublic {
+        if !settings.configuration.usesSecret {  // public, or private_key_jwt: no secret
             updated.secretHash = nil
             updated.previousSecretHash = nil
             updated.previousSecretExpiresAt = nil
         } else if record.secretHash == nil {
-            // Made confidential: it needs a secret, which only this answer shows.
+            // Made to use a secret: it needs one, which only this answer shows.
             let fresh = Secrets.token()
             secret = fresh
             updated.secretHash = Secrets.digest(fresh)
@@ -85,8 +85,10 @@ struct ClientRegistrations: Sendable {
     /// instances can move over one by one. A secret still in an earlier grace period stops now.
     func rotateSecret(_ record: ClientRecord, graceSeconds: Int, actor: String, origin: AuditOrigin) async throws -> RotatedSecret {
         let clientId = record.configuration.clientId
-        guard !record.configuration.isPublic, let current = record.secretHash else {
-            throw OAuthError(.invalidRequest, "a public application (token_endpoint_auth_method none) has no secret to rotate")
+        guard record.configuration.usesSecret, let current = record.secretHash else {
+            throw OAuthError(
+                .invalidRequest,
+                "an application with token_endpoint_auth_method \(record.configuration.tokenEndpointAuthMethod.rawValue) has no secret to rotate")
         }
         guard (0...Self.maxGracePeriodSeconds).contains(graceSeconds) else {
             throw OAuthError(.invalidRequest, "grace_period_seconds must be from 0 to \(Self.maxGracePeriodSeconds)")
@@ -145,6 +147,8 @@ struct ClientRegistrations: Sendable {
         compare("latchkey_passkey_allowed_origins", old.passkeyOrigins, new.passkeyOrigins)
         compare("latchkey_identity_providers", old.identityProviders, new.identityProviders)
         compare("latchkey_allowed_audiences", old.allowedAudiences, new.allowedAudiences)
+        compare("jwks", old.jwks, new.jwks)
+        compare("token_endpoint_auth_signing_alg", old.tokenEndpointAuthSigningAlg, new.tokenEndpointAuthSigningAlg)
         return ["changed": changed.joined(separator: " ")]
     }
 }

@@ -2,26 +2,42 @@ import Foundation
 import Hummingbird
 import LatchkeyJOSE
 
-/// Client authentication at the token, revocation and introspection endpoints (RFC 6749 §2.3).
-/// The method used must be the one the client registered; a public client may not present a secret.
+/// Client authentication at the token, revocation, introspection, PAR and device authorization endpoints (RFC 6749
+/// §2.3): `client_secret_basic`, `client_secret_post`, `private_key_jwt` (`ClientAssertion`) or a public client's bare
+/// `client_id`. The method used must be the one the client registered, and a request presents one credential only.
 ///
 /// A secret is checked at the cost of one SHA-256 once it has been verified since the start (configured clients'
 /// secrets are remembered at start). Any other check costs a PBKDF2 run, so it first takes a place in the failure
 /// budgets of its address and of its client (`ClientAuthThrottles`, shared by every instance on PostgreSQL): past
-/// them it is refused with 429 before deriving anything, and a check that succeeds gives its places back.
+/// them it is refused with 429 before deriving anything, and a check that succeeds gives its places back. A client
+/// assertion costs one signature verification per candidate key (at most `ClientKeys.maximumKeys`) and is not
+/// throttled.
 struct ClientAuthenticator: Sendable {
-    let store: any ClientStore
+    let store: any ClientStore & SingleUseStore
     let throttles: ClientAuthThrottles
     /// The request's client address (`LatchkeyRequestContext.clientAddress`), the key of the per-address budget.
     let address: String
     let now: Date
+    /// The issuer in force: client assertions must name it (or one of its endpoints) as their audience.
+    let issuer: String
 
+    /// Throws `ClientAuthRefusal` for a failed authentication (`invalid_client`), `OAuthError` for a malformed
+    /// request (`invalid_request`: two credentials, a repeated parameter).
     func authenticate(_ request: Request, _ params: Parameters) async throws -> ClientConfiguration {
-        let basic = try Self.basicCredentials(request)
+        let basic: (id: String, secret: String)?
+        do { basic = try Self.basicCredentials(request) } catch {
+            throw ClientAuthRefusal(.malformedCredentials, client: nil, "malformed Basic credentials")
+        }
         let postId = try params.single("client_id")
         let postSecret = try params.single("client_secret")
-        if basic != nil && postSecret != nil {
+        let assertionType = try params.single("client_assertion_type")
+        let assertion = try params.single("client_assertion")
+        let presented = [basic != nil, postSecret != nil, assertionType != nil || assertion != nil].filter { $0 }.count
+        if presented > 1 {
             throw OAuthError(.invalidRequest, "use only one client authentication method")
+        }
+        if assertionType != nil || assertion != nil {
+            return try await authenticateAssertion(type: assertionType, assertion: assertion, clientId: postId, path: request.uri.path)
         }
         let method: ClientAuthMethod
         let clientId: String
@@ -33,24 +49,74 @@ struct ClientAuthenticator: Sendable {
             clientId = postId; secret = postSecret
             method = postSecret == nil ? .none : .clientSecretPost
         } else {
-            throw OAuthError(.invalidClient, "client authentication is required")
+            throw ClientAuthRefusal(.noCredentials, client: nil, "client authentication is required")
         }
         guard let record = try await store.client(id: clientId) else {
-            throw OAuthError(.invalidClient, "unknown client")
+            throw ClientAuthRefusal(.unknownClient, client: nil, "unknown client")
         }
-        guard record.configuration.tokenEndpointAuthMethod == method else {
-            throw OAuthError(.invalidClient, "the client must authenticate with \(record.configuration.tokenEndpointAuthMethod.rawValue)")
-        }
+        try Self.requireMethod(method, of: record.configuration)
         if method != .none {
-            guard let secret, let expected = record.secretHash else { throw OAuthError(.invalidClient, "client authentication failed") }
+            guard let secret, let expected = record.secretHash else {
+                throw ClientAuthRefusal(.wrongSecret, client: clientId, "client authentication failed")
+            }
             if try await verify(secret, against: expected, clientId: clientId) { return record.configuration }
             // After a rotation the previous secret works until its grace period ends (a registered application's
             // secrets are stored as SHA-256, so this second check costs no key derivation).
             guard let previous = record.previousSecretHash(at: now), try await verify(secret, against: previous, clientId: clientId) else {
-                throw OAuthError(.invalidClient, "client authentication failed")
+                throw ClientAuthRefusal(.wrongSecret, client: clientId, "client authentication failed")
             }
         }
         return record.configuration
+    }
+
+    /// One method per client, the one it registered.
+    private static func requireMethod(_ method: ClientAuthMethod, of client: ClientConfiguration) throws {
+        guard client.tokenEndpointAuthMethod == method else {
+            throw ClientAuthRefusal(
+                .wrongMethod, client: client.clientId, "the client must authenticate with \(client.tokenEndpointAuthMethod.rawValue)")
+        }
+    }
+
+    /// `private_key_jwt`: the client is the one the assertion's `sub` names (or `client_id`, which must then be the
+    /// same), and the assertion must pass `ClientAssertion.verify`.
+    private func authenticateAssertion(type: String?, assertion: String?, clientId postId: String?, path: String) async throws
+        -> ClientConfiguration
+    {
+        guard type == ClientAssertion.type else {
+            throw ClientAuthRefusal(.malformedCredentials, client: nil, "client_assertion_type must be \(ClientAssertion.type)")
+        }
+        guard let assertion, !assertion.isEmpty else {
+            throw ClientAuthRefusal(.malformedCredentials, client: nil, "client_assertion is missing")
+        }
+        let jws: CompactJWS
+        let claims: [String: JSONValue]
+        do {
+            jws = try CompactJWS(parsing: assertion)
+            claims = try jws.claimsObject()
+        } catch {
+            throw ClientAuthRefusal(.malformedCredentials, client: nil, "the client assertion is not a JWS with a JSON object of claims")
+        }
+        // Unverified until `ClientAssertion.verify`: used only to find whose keys to verify with.
+        let sub = claims["sub"]?.stringValue
+        guard let clientId = postId ?? sub, !clientId.isEmpty else {
+            throw ClientAuthRefusal(.malformedCredentials, client: nil, "the client assertion has no sub naming the client")
+        }
+        guard let record = try await store.client(id: clientId) else {
+            throw ClientAuthRefusal(.unknownClient, client: nil, "unknown client")
+        }
+        let client = record.configuration
+        try Self.requireMethod(.privateKeyJWT, of: client)
+        if let postId, postId != sub {
+            throw ClientAuthRefusal(.assertionClaims, client: clientId, "client_id does not match the client assertion's sub")
+        }
+        do {
+            try await ClientAssertion.verify(
+                jws, claims: claims, client: client, audiences: ClientAssertion.acceptedAudiences(issuer: issuer, requestPath: path),
+                now: now, store: store)
+        } catch let failure as ClientAssertion.Failure {
+            throw ClientAuthRefusal(failure.reason, client: clientId, failure.description)
+        }
+        return client
     }
 
     /// `ClientSecrets.verify`, throttled when it would derive a key.
@@ -111,39 +177,66 @@ struct ClientAuthThrottles: Sendable {
     }
 }
 
+/// Why a client authentication failed: the closed set of the `client.authentication_failed` audit event's `reason`
+/// (the error's text may name a client id the caller chose, so it is never recorded).
+enum ClientAuthFailure: String, Sendable {
+    /// No client was named (no Basic header, no `client_id`).
+    case noCredentials = "no_credentials"
+    /// The client named does not exist (its id is not recorded: it is text anyone can send).
+    case unknownClient = "unknown_client"
+    /// The client registered another method.
+    case wrongMethod = "wrong_method"
+    /// Unreadable credentials: Basic not base64 `id:secret`, a wrong `client_assertion_type`, an assertion that is not
+    /// a JWS or names no client.
+    case malformedCredentials = "malformed_credentials"
+    case wrongSecret = "wrong_secret"
+    /// `private_key_jwt`: an `alg` or `typ` refused, no registered key for it, or a signature that does not verify.
+    case assertionSignature = "assertion_signature"
+    /// `private_key_jwt`: a signed assertion whose `iss`, `sub`, `aud`, `iat`, `nbf`, lifetime or `jti` is refused.
+    case assertionClaims = "assertion_claims"
+    case assertionExpired = "assertion_expired"
+    /// `private_key_jwt`: the assertion's `jti` was already used.
+    case assertionReplayed = "assertion_replayed"
+}
+
+/// A failed client authentication: `invalid_client` (401), with why (audited) and which existing client it was about.
+struct ClientAuthRefusal: Error, Sendable {
+    let reason: ClientAuthFailure
+    /// The client's id, only when the client exists.
+    let client: String?
+    let error: OAuthError
+
+    init(_ reason: ClientAuthFailure, client: String?, _ description: String) {
+        self.reason = reason
+        self.client = client
+        self.error = OAuthError(.invalidClient, description)
+    }
+}
+
 /// Client authentication as the endpoints use it: one `ClientAuthenticator` per request, with its address and time.
 struct ClientAuthentication: Sendable {
-    let store: any ClientStore
+    let store: any ClientStore & SingleUseStore
     let throttles: ClientAuthThrottles
     let clock: ServerClock
     let audit: AuditTrail
+    /// The issuer in force (with port 0, completed at start).
+    let issuer: @Sendable () -> String
 
     /// The client a request authenticates as (`ClientAuthenticator`), with failed key derivations throttled by the
-    /// request's address and by client. A refusal (`invalid_client`) is audited with the client id it claimed.
+    /// request's address and by client. A refusal (`invalid_client`) is audited with the client it was about.
     func authenticate(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext) async throws -> ClientConfiguration {
         do {
-            return try await ClientAuthenticator(store: store, throttles: throttles, address: context.clientAddress, now: clock.now)
-                .authenticate(request, params)
-        } catch let error as OAuthError where error.code == .invalidClient {
-            let claimed = ((try? ClientAuthenticator.basicCredentials(request))??.id ?? (try? params.single("client_id")) ?? nil)
-                .map { String($0.prefix(128)) }
-            // An unknown id is not recorded: it is text anyone can send (a mistyped secret, say).
-            let known = if let claimed { try await store.client(id: claimed) != nil } else { false }
+            return try await ClientAuthenticator(
+                store: store, throttles: throttles, address: context.clientAddress, now: clock.now, issuer: issuer()
+            )
+            .authenticate(request, params)
+        } catch let refusal as ClientAuthRefusal {
             await audit.record(
-                .clientAuthenticationFailed, .failure, subject: nil, actor: known ? claimed.map(AuditEvent.clientActor) : nil,
-                details: ["reason": Self.reason(error, known: known, claimed: claimed != nil), "endpoint": Self.endpoint(request)],
-                origin: AuditOrigin(client: known ? claimed : nil, address: context.clientAddress, logger: context.logger))
-            throw error
+                .clientAuthenticationFailed, .failure, subject: nil, actor: refusal.client.map(AuditEvent.clientActor),
+                details: ["reason": refusal.reason.rawValue, "endpoint": Self.endpoint(request)],
+                origin: AuditOrigin(client: refusal.client, address: context.clientAddress, logger: context.logger))
+            throw refusal.error
         }
-    }
-
-    /// Why, from a closed set (the error's text may name a client id the caller chose).
-    private static func reason(_ error: OAuthError, known: Bool, claimed: Bool) -> String {
-        if !claimed { return "no_credentials" }
-        if !known { return "unknown_client" }
-        if error.description.contains("must authenticate with") { return "wrong_method" }
-        if error.description.contains("malformed") { return "malformed_credentials" }
-        return "wrong_secret"
     }
 
     /// The endpoint's last path segment (`token`, `revoke`, `introspect`, `par`, `device_authorization`).

@@ -9700,6 +9700,40 @@ enum OpenAPIDocument {
               "type": "string"
             }
           },
+          "token_endpoint_auth_signing_alg_values_supported": {
+            "type": "array",
+            "items": {
+              "type": "string",
+              "enum": [
+                "ES256",
+                "RS256",
+                "EdDSA"
+              ]
+            },
+            "description": "The algorithms of `private_key_jwt` client assertions."
+          },
+          "revocation_endpoint_auth_signing_alg_values_supported": {
+            "type": "array",
+            "items": {
+              "type": "string",
+              "enum": [
+                "ES256",
+                "RS256",
+                "EdDSA"
+              ]
+            }
+          },
+          "introspection_endpoint_auth_signing_alg_values_supported": {
+            "type": "array",
+            "items": {
+              "type": "string",
+              "enum": [
+                "ES256",
+                "RS256",
+                "EdDSA"
+              ]
+            }
+          },
           "code_challenge_methods_supported": {
             "type": "array",
             "items": {
@@ -10063,6 +10097,17 @@ enum OpenAPIDocument {
           "client_secret": {
             "type": "string",
             "description": "`client_secret_post` authentication."
+          },
+          "client_assertion_type": {
+            "type": "string",
+            "enum": [
+              "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+            ],
+            "description": "`private_key_jwt` authentication (RFC 7523 §2.2; only for applications registered with it), with `client_assertion`."
+          },
+          "client_assertion": {
+            "type": "string",
+            "description": "`private_key_jwt`: a JWT signed with one of the application's registered keys (ES256, RS256 or EdDSA): `iss` and `sub` the client id, `aud` the issuer or the token endpoint's URL, `exp` (at most an hour after `iat`), a single-use `jti`. No other credential (Basic header, `client_secret`) in the same request."
           }
         }
       },
@@ -10098,6 +10143,17 @@ enum OpenAPIDocument {
           "client_secret": {
             "type": "string",
             "description": "`client_secret_post` authentication."
+          },
+          "client_assertion_type": {
+            "type": "string",
+            "enum": [
+              "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+            ],
+            "description": "`private_key_jwt` authentication (RFC 7523 §2.2; only for applications registered with it), with `client_assertion`."
+          },
+          "client_assertion": {
+            "type": "string",
+            "description": "`private_key_jwt`: a JWT signed with one of the application's registered keys (ES256, RS256 or EdDSA): `iss` and `sub` the client id, `aud` the issuer or the token endpoint's URL, `exp` (at most an hour after `iat`), a single-use `jti`. No other credential (Basic header, `client_secret`) in the same request."
           },
           "scope": {
             "type": "string"
@@ -10167,6 +10223,17 @@ enum OpenAPIDocument {
           "client_secret": {
             "type": "string",
             "description": "`client_secret_post` authentication (only for applications registered with it)."
+          },
+          "client_assertion_type": {
+            "type": "string",
+            "enum": [
+              "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+            ],
+            "description": "`private_key_jwt` authentication (RFC 7523 §2.2; only for applications registered with it), with `client_assertion`."
+          },
+          "client_assertion": {
+            "type": "string",
+            "description": "`private_key_jwt`: a JWT signed with one of the application's registered keys (ES256, RS256 or EdDSA): `iss` and `sub` the client id, `aud` the issuer or the token endpoint's URL, `exp` (at most an hour after `iat`), a single-use `jti`. No other credential (Basic header, `client_secret`) in the same request."
           },
           "code": {
             "type": "string",
@@ -10283,6 +10350,17 @@ enum OpenAPIDocument {
           },
           "client_secret": {
             "type": "string"
+          },
+          "client_assertion_type": {
+            "type": "string",
+            "enum": [
+              "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+            ],
+            "description": "`private_key_jwt` authentication (RFC 7523 §2.2; only for applications registered with it), with `client_assertion`."
+          },
+          "client_assertion": {
+            "type": "string",
+            "description": "`private_key_jwt`: a JWT signed with one of the application's registered keys (ES256, RS256 or EdDSA): `iss` and `sub` the client id, `aud` the issuer or the token endpoint's URL, `exp` (at most an hour after `iat`), a single-use `jti`. No other credential (Basic header, `client_secret`) in the same request."
           }
         }
       },
@@ -10307,6 +10385,17 @@ enum OpenAPIDocument {
           },
           "client_secret": {
             "type": "string"
+          },
+          "client_assertion_type": {
+            "type": "string",
+            "enum": [
+              "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+            ],
+            "description": "`private_key_jwt` authentication (RFC 7523 §2.2; only for applications registered with it), with `client_assertion`."
+          },
+          "client_assertion": {
+            "type": "string",
+            "description": "`private_key_jwt`: a JWT signed with one of the application's registered keys (ES256, RS256 or EdDSA): `iss` and `sub` the client id, `aud` the issuer or the token endpoint's URL, `exp` (at most an hour after `iat`), a single-use `jti`. No other credential (Basic header, `client_secret`) in the same request."
           }
         }
       },
@@ -12709,9 +12798,53 @@ enum OpenAPIDocument {
             "enum": [
               "none",
               "client_secret_basic",
-              "client_secret_post"
+              "client_secret_post",
+              "private_key_jwt"
             ],
-            "description": "`none`: a public client (no secret)."
+            "description": "`none`: a public client (no secret). `private_key_jwt`: no secret either; the application signs client assertions with a key it registers in `jwks`."
+          },
+          "token_endpoint_auth_signing_alg": {
+            "type": "string",
+            "enum": [
+              "ES256",
+              "RS256",
+              "EdDSA"
+            ],
+            "description": "`private_key_jwt`: the one algorithm the application's assertions use (unset: any of these its keys are for)."
+          },
+          "jwks": {
+            "type": "object",
+            "description": "`private_key_jwt`: the application's public keys, a JWK Set (RFC 7517 §5) of 1 to 10 keys: RSA (2048 bits or more), EC P-256 or OKP Ed25519, at least one for signatures, `kid`s distinct. A private member (`d`, `p`, `k` …) is refused. `jwks_uri` is not supported (refused with `invalid_client_metadata`).",
+            "required": [
+              "keys"
+            ],
+            "properties": {
+              "keys": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": 10,
+                "items": {
+                  "type": "object",
+                  "required": [
+                    "kty"
+                  ],
+                  "properties": {
+                    "kty": {
+                      "type": "string"
+                    },
+                    "kid": {
+                      "type": "string"
+                    },
+                    "use": {
+                      "type": "string"
+                    },
+                    "alg": {
+                      "type": "string"
+                    }
+                  }
+                }
+              }
+            }
           },
           "scope": {
             "type": "string",
@@ -13518,7 +13651,7 @@ enum OpenAPIDocument {
       "clientSecretBasic": {
         "type": "http",
         "scheme": "basic",
-        "description": "`client_secret_basic` (RFC 6749 §2.3.1). Public clients send `client_id` in the body instead; `client_secret_post` sends both in the body."
+        "description": "`client_secret_basic` (RFC 6749 §2.3.1). Public clients send `client_id` in the body instead; `client_secret_post` sends both in the body, `private_key_jwt` a signed `client_assertion` (RFC 7523 §2.2)."
       },
       "registrationAccessToken": {
         "type": "http",
