@@ -81,6 +81,24 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     /// The one algorithm the client's assertions may use (RFC 7591 `token_endpoint_auth_signing_alg`); unset, any
     /// of `ClientAssertion.algorithms` that one of its keys is for.
     public var tokenEndpointAuthSigningAlg: JWSAlgorithm?
+    /// A security profile the application follows as a whole (`security_profile`). `fapi2`: the FAPI 2.0 Security
+    /// Profile in one line — authorization requests only through PAR, PKCE S256, tokens only with DPoP (sender
+    /// constrained), `private_key_jwt` client authentication with EC or Ed25519 keys, ES256 ID tokens; the defaults of
+    /// those settings follow it, and start-up refuses a contradiction (`validateProfile`).
+    public var securityProfile: SecurityProfile?
+
+    public enum SecurityProfile: String, Codable, Sendable {
+        case fapi2
+    }
+
+    /// Turns on what the FAPI 2.0 Security Profile requires (what a configuration file's `security_profile` does).
+    public mutating func adoptFAPI2() {
+        securityProfile = .fapi2
+        requireDPoP = true
+        requirePushedAuthorizationRequests = true
+        requirePKCE = true
+        idTokenSignedResponseAlg = .es256
+    }
 
     public enum AppType: String, Codable, Sendable {
         /// Desktop, CLI or any native app: app-native flows allowed without attestation.
@@ -144,6 +162,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
             throw ConfigurationError.invalid("client \(clientId) needs a client_secret of at least 16 characters")
         }
         try validateKeys()
+        try validateProfile()
         if isPublic && grantTypes.contains(.clientCredentials) {
             throw ConfigurationError.invalid("public client \(clientId) cannot use client_credentials")
         }
@@ -165,6 +184,26 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
                 throw ConfigurationError.invalid("client \(clientId): http redirect URI \(uri) must be loopback")
             }
         }
+    }
+
+    /// FAPI 2.0 Security Profile §5.3 (authorization server): PAR, PKCE, sender-constrained tokens (DPoP; mTLS is not
+    /// supported), `private_key_jwt` (the profile's other method is mTLS), and the algorithms it allows (PS256, ES256,
+    /// EdDSA: RSA keys would mean RS256 assertions, which it forbids). Codes live at most 60 s
+    /// (`ServerConfiguration.validate`).
+    private func validateProfile() throws {
+        guard securityProfile == .fapi2 else { return }
+        func refuse(_ why: String) -> ConfigurationError { .invalid("client \(clientId) (security_profile fapi2): \(why)") }
+        guard tokenEndpointAuthMethod == .privateKeyJWT else { throw refuse("token_endpoint_auth_method must be private_key_jwt") }
+        guard requireDPoP else { throw refuse("require_dpop cannot be false (tokens must be sender-constrained)") }
+        guard requirePushedAuthorizationRequests else { throw refuse("require_pushed_authorization_requests cannot be false") }
+        guard requirePKCE else { throw refuse("require_pkce cannot be false") }
+        guard idTokenSignedResponseAlg == .es256 else { throw refuse("id_token_signed_response_alg must be ES256 (RS256 is not allowed)") }
+        if let alg = tokenEndpointAuthSigningAlg, alg == .rs256 { throw refuse("token_endpoint_auth_signing_alg RS256 is not allowed") }
+        if jwks?.keys.contains(where: { $0.kty == "RSA" }) == true {
+            throw refuse("jwks may hold only EC P-256 or Ed25519 keys (RS256 assertions are not allowed)")
+        }
+        let allowed: Set<GrantType> = [.authorizationCode, .refreshToken, .clientCredentials]
+        if let other = grantTypes.first(where: { !allowed.contains($0) }) { throw refuse("grant type \(other.rawValue) is not allowed") }
     }
 
     /// `jwks` and `token_endpoint_auth_signing_alg` belong to `private_key_jwt` clients, which need usable keys.
@@ -202,6 +241,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         case deviceVerificationURIComplete = "device_verification_uri_complete"
         case identityProviders = "identity_providers"
         case jwks, tokenEndpointAuthSigningAlg = "token_endpoint_auth_signing_alg"
+        case securityProfile = "security_profile"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -231,6 +271,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         try c.encode(identityProviders, forKey: .identityProviders)
         try c.encodeIfPresent(jwks, forKey: .jwks)
         try c.encodeIfPresent(tokenEndpointAuthSigningAlg?.rawValue, forKey: .tokenEndpointAuthSigningAlg)
+        try c.encodeIfPresent(securityProfile, forKey: .securityProfile)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -280,6 +321,14 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
                         "token_endpoint_auth_signing_alg must be one of \(ClientAssertion.algorithmNames.joined(separator: ", ")), got \(alg)")
             }
             tokenEndpointAuthSigningAlg = parsed
+        }
+        // The profile sets the defaults of what it requires; a setting written out contradicting it stays, and start-up
+        // refuses it (`validateProfile`), so a file never silently means less than it says.
+        if let profile = try c.decodeIfPresent(SecurityProfile.self, forKey: .securityProfile) {
+            securityProfile = profile
+            if !c.contains(.requireDPoP) { requireDPoP = true }
+            if !c.contains(.requirePushedAuthorizationRequests) { requirePushedAuthorizationRequests = true }
+            if !c.contains(.idTokenSignedResponseAlg) { idTokenSignedResponseAlg = .es256 }
         }
     }
 

@@ -204,6 +204,12 @@ public struct ServerConfiguration: Sendable {
             try provider.validate()
         }
         try clientRegistration.validate(providers: providers)
+        // FAPI 2.0 Security Profile §5.3.2.1: authorization codes live at most 60 seconds.
+        if let fapi = clients.first(where: { $0.securityProfile == .fapi2 }), lifetimes.authorizationCode > 60 {
+            throw ConfigurationError.invalid(
+                "client \(fapi.clientId) follows security_profile fapi2, which allows authorization codes of at most 60 s (lifetimes.authorization_code is \(lifetimes.authorizationCode))"
+            )
+        }
         for user in users where user.secondFactor == .email {
             guard user.claims["email"] != nil, user.claims["email_verified"] == "true" else {
                 throw ConfigurationError.invalid(
