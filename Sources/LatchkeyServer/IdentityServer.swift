@@ -328,7 +328,7 @@ public final class IdentityServer: Sendable {
             browserSessions: browserSessions, responses: responses, federation: federation, federatedAccounts: federatedAccounts,
             metrics: metrics, audit: audit)
         let pushed = PushedAuthorizationController(
-            store: store, clock: clock, admission: admission, clientAuthentication: clientAuthentication, dpop: dpop)
+            store: store, clock: clock, admission: admission, clientAuthentication: clientAuthentication, dpop: dpop, issuer: issuer)
         let device = DeviceController(
             recentAuthenticationSeconds: configuration.recentAuthenticationSeconds, kit: kit, cookies: cookies, admission: admission,
             clientAuthentication: clientAuthentication,

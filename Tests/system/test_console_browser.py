@@ -12,8 +12,8 @@ import urllib.parse
 
 import pytest
 import requests
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
 from conftest import DEMO_PASSWORD, DEMO_USER, Server, new_chrome, pkce_pair
@@ -52,11 +52,23 @@ class Shots:
         self.taken.append(path)
 
 
+def wait_for_next_page(browser, page):
+    """Waits until `page` (the previous document's root) is gone. Chromium reports a node of a document being replaced
+    as stale, or as "not belonging to the document" while the next one loads: both mean the navigation happened."""
+    def gone(_):
+        try:
+            page.is_enabled()
+            return False
+        except WebDriverException:
+            return True
+    WebDriverWait(browser, 20).until(gone)
+
+
 def click(browser, element):
     """Clicks a link or a submit button and waits for the next page (Selenium's click does not wait for navigation)."""
     page = browser.find_element(By.TAG_NAME, "html")
     element.click()
-    WebDriverWait(browser, 20).until(expected_conditions.staleness_of(page))
+    wait_for_next_page(browser, page)
 
 
 def latest_code(server, recipient):
@@ -77,7 +89,7 @@ def finish_second_factor(browser, server, recipient=OPERATOR):
     field.send_keys(latest_code(server, recipient))
     page = browser.find_element(By.TAG_NAME, "html")
     field.submit()
-    WebDriverWait(browser, 20).until(expected_conditions.staleness_of(page))
+    wait_for_next_page(browser, page)
     assert browser.current_url.endswith("/admin/applications"), browser.current_url
 
 

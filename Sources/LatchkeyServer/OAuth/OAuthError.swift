@@ -36,6 +36,8 @@ public struct OAuthError: Error, Sendable, Equatable {
         case invalidRedirectURI = "invalid_redirect_uri"
         /// RFC 7591 §3.2.2: a metadata value of a registration is not acceptable.
         case invalidClientMetadata = "invalid_client_metadata"
+        /// OpenID Connect Core §3.1.2.6, RFC 9101 §6.3: the request object is invalid.
+        case invalidRequestObject = "invalid_request_object"
     }
 
     /// The authentication scheme a resource request's challenge names (RFC 6750 `Bearer`, RFC 9449 `DPoP`).

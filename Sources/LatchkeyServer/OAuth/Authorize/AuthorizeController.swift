@@ -42,11 +42,12 @@ struct AuthorizeController: Sendable {
     /// with `state` and `iss` (RFC 9207).
     func authorize(_ pushedOrGiven: Parameters, request: Request, address: String, logger: Logger) async throws -> Response {
         guard
-            let (params, pushed) = try await PushedAuthorizationController.resolveAuthorizationParameters(pushedOrGiven, store: store, now: clock.now)
+            var (params, pushed) = try await PushedAuthorizationController.resolveAuthorizationParameters(pushedOrGiven, store: store, now: clock.now)
         else {
             return AuthorizationResponses.authorizeErrorPage("page.authorize_invalid.malformed", request, pushedOrGiven)
         }
-        let clientId: String?, redirectUri: String?
+        let clientId: String?
+        var redirectUri: String?
         do {
             clientId = try params.single("client_id")
             redirectUri = try params.single("redirect_uri")
@@ -55,6 +56,17 @@ struct AuthorizeController: Sendable {
         }
         guard let clientId, let client = try await store.client(id: clientId)?.configuration else {
             return AuthorizationResponses.authorizeErrorPage("page.authorize_invalid.client", request, params)
+        }
+        // A signed request object (RFC 9101) is the request. Until it verifies, its redirect URI is not trusted: a
+        // refusal is a page.
+        if let object = (try? params.single("request")) ?? nil {
+            do {
+                params = try RequestObject.parameters(object, client: client, outerClientId: clientId, issuer: kit.issuer, now: clock.now)
+                redirectUri = try params.single("redirect_uri")
+            } catch {
+                logger.notice("request object refused", metadata: ["client": .string(clientId), "reason": .string(error.description)])
+                return AuthorizationResponses.authorizeErrorPage("page.authorize_invalid.malformed", request, pushedOrGiven)
+            }
         }
         guard pushed || !client.requirePushedAuthorizationRequests else {
             logger.notice("authorization request without request_uri for an application that requires PAR", metadata: ["client": .string(clientId)])
@@ -167,8 +179,10 @@ struct AuthorizeController: Sendable {
         _ params: Parameters, client: ClientConfiguration, redirectUri: String,
         state: String?
     ) throws(OAuthError) -> AuthorizationRequest {
-        if try params.single("request") != nil { throw OAuthError(.requestNotSupported, "request objects are not supported") }
-        if try params.single("request_uri") != nil { throw OAuthError(.requestURINotSupported, "request_uri is not supported") }
+        if try params.single("request") != nil { throw OAuthError(.invalidRequestObject, "a request object is resolved before it is validated") }
+        if try params.single("request_uri") != nil {
+            throw OAuthError(.requestURINotSupported, "request_uri is accepted only as a pushed request's (PAR); request objects are sent by value")
+        }
         guard try params.single("response_type") == "code" else {
             throw OAuthError(.unsupportedResponseType, "only response_type=code is supported")
         }

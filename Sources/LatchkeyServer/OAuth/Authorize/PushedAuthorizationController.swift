@@ -10,6 +10,7 @@ struct PushedAuthorizationController: Sendable {
     let admission: Admission
     let clientAuthentication: ClientAuthentication
     let dpop: DPoPVerifier
+    let issuer: @Sendable () -> String
 
     static let requestURIPrefix = "urn:ietf:params:oauth:request_uri:"
     /// How long a `request_uri` may wait for the browser (RFC 9126 §2.2 suggests a short time).
@@ -31,8 +32,16 @@ struct PushedAuthorizationController: Sendable {
         }
     }
 
-    private func pushAuthorizationRequest(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext) async throws -> Response {
-        let client = try await clientAuthentication.authenticate(request, params, context: context)
+    private func pushAuthorizationRequest(_ request: Request, _ given: Parameters, context: LatchkeyRequestContext) async throws -> Response {
+        let client = try await clientAuthentication.authenticate(request, given, context: context)
+        // A signed request object (RFC 9101 with RFC 9126 §3) is the request; client credentials stay outside it.
+        var params = given
+        if let object = try given.single("request") {
+            var resolved = try RequestObject.parameters(
+                object, client: client, outerClientId: try given.single("client_id") ?? client.clientId, issuer: issuer(), now: clock.now)
+            if resolved.values["client_id"] == nil { resolved = Parameters(resolved.values.merging(["client_id": [client.clientId]]) { $1 }) }
+            params = resolved
+        }
         if try params.single("request_uri") != nil { throw OAuthError(.invalidRequest, "a pushed request cannot itself carry request_uri") }
         // One-time sign-in proofs go to the authorization endpoint directly; they are never kept in a pushed request.
         for proof in ["tkn", "id_token"] where try params.single(proof) != nil {

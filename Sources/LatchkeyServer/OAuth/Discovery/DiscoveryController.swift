@@ -33,7 +33,9 @@ struct ProviderMetadata: Encodable {
     var promptValuesSupported = ["none", "login"]
     var uiLocalesSupported = SupportedLocale.allCases.map(\.tag)
     var authorizationResponseIssParameterSupported = true
-    var requestParameterSupported = false
+    var requestParameterSupported = true
+    /// RFC 9101: request objects are signed with the client's keys (`jwks`).
+    var requestObjectSigningAlgValuesSupported = RequestObject.algorithms.map(\.rawValue)
     var requestUriParameterSupported = false
     var claimsParameterSupported = true
     var frontchannelLogoutSupported = false
@@ -78,6 +80,7 @@ struct ProviderMetadata: Encodable {
         case acrValuesSupported = "acr_values_supported"
         case promptValuesSupported = "prompt_values_supported", uiLocalesSupported = "ui_locales_supported"
         case authorizationResponseIssParameterSupported = "authorization_response_iss_parameter_supported"
+        case requestObjectSigningAlgValuesSupported = "request_object_signing_alg_values_supported"
         case requestParameterSupported = "request_parameter_supported", requestUriParameterSupported = "request_uri_parameter_supported"
         case claimsParameterSupported = "claims_parameter_supported", frontchannelLogoutSupported = "frontchannel_logout_supported"
         case dpopSigningAlgValuesSupported = "dpop_signing_alg_values_supported"

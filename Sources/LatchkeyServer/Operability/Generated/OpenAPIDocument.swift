@@ -385,7 +385,7 @@ enum OpenAPIDocument {
             "schema": {
               "type": "string"
             },
-            "description": "Request objects are not supported (`request_not_supported`)."
+            "description": "A signed request object (RFC 9101): a JWS the client signed with one of its registered keys (`jwks`), holding the whole request (`iss` and `client_id` the client, `aud` the issuer, `exp` at most an hour away). Parameters outside it are ignored but `client_id`. A refused object is the error page (the authorization endpoint) or `invalid_request_object` (PAR)."
           },
           {
             "name": "tkn",
@@ -608,7 +608,7 @@ enum OpenAPIDocument {
             }
           },
           "400": {
-            "description": "`invalid_request` (a missing or unregistered `redirect_uri`, PKCE, a pushed `request_uri`, `tkn` or `id_token`, a repeated parameter, a body that is not a form), `invalid_scope`, `unauthorized_client`, `unsupported_response_type`, `request_not_supported`.",
+            "description": "`invalid_request` (a missing or unregistered `redirect_uri`, PKCE, a pushed `request_uri`, `tkn` or `id_token`, a repeated parameter, a body that is not a form), `invalid_scope`, `unauthorized_client`, `unsupported_response_type`, `invalid_request_object`, `request_uri_not_supported`.",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -2292,7 +2292,7 @@ enum OpenAPIDocument {
             "schema": {
               "type": "string"
             },
-            "description": "Request objects are not supported (`request_not_supported`)."
+            "description": "A signed request object (RFC 9101): a JWS the client signed with one of its registered keys (`jwks`), holding the whole request (`iss` and `client_id` the client, `aud` the issuer, `exp` at most an hour away). Parameters outside it are ignored but `client_id`. A refused object is the error page (the authorization endpoint) or `invalid_request_object` (PAR)."
           },
           {
             "name": "tkn",
@@ -2515,7 +2515,7 @@ enum OpenAPIDocument {
             }
           },
           "400": {
-            "description": "`invalid_request` (a missing or unregistered `redirect_uri`, PKCE, a pushed `request_uri`, `tkn` or `id_token`, a repeated parameter, a body that is not a form), `invalid_scope`, `unauthorized_client`, `unsupported_response_type`, `request_not_supported`.",
+            "description": "`invalid_request` (a missing or unregistered `redirect_uri`, PKCE, a pushed `request_uri`, `tkn` or `id_token`, a repeated parameter, a body that is not a form), `invalid_scope`, `unauthorized_client`, `unsupported_response_type`, `invalid_request_object`, `request_uri_not_supported`.",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -9934,7 +9934,7 @@ enum OpenAPIDocument {
           },
           "request": {
             "type": "string",
-            "description": "Request objects are not supported (`request_not_supported`)."
+            "description": "A signed request object (RFC 9101): a JWS the client signed with one of its registered keys (`jwks`), holding the whole request (`iss` and `client_id` the client, `aud` the issuer, `exp` at most an hour away). Parameters outside it are ignored but `client_id`. A refused object is the error page (the authorization endpoint) or `invalid_request_object` (PAR)."
           },
           "tkn": {
             "type": "string",
@@ -10058,7 +10058,7 @@ enum OpenAPIDocument {
           },
           "request": {
             "type": "string",
-            "description": "Request objects are not supported (`request_not_supported`)."
+            "description": "A signed request object (RFC 9101): a JWS the client signed with one of its registered keys (`jwks`), holding the whole request (`iss` and `client_id` the client, `aud` the issuer, `exp` at most an hour away). Parameters outside it are ignored but `client_id`. A refused object is the error page (the authorization endpoint) or `invalid_request_object` (PAR)."
           },
           "tkn": {
             "type": "string",
