@@ -55,7 +55,7 @@ enum ClientSecrets {
         let ok = Secrets.constantTimeEquals(derived, expected)
         if ok {
             verified.withLockedValue { cache in
-                if cache.count >= 1024 { cache.removeAll() }  // bounded: clients are few; a flush only costs a PBKDF2
+                if cache.count >= cacheCapacity { cache.removeAll() }  // bounded; a flush only costs a PBKDF2 per client
                 cache[stored] = presented
             }
         }
@@ -72,7 +72,7 @@ enum ClientSecrets {
     /// no request after a start pays for, or can queue, a key derivation for it.
     static func remember(_ secret: String, for stored: Data) {
         verified.withLockedValue { cache in
-            if cache.count >= 1024 { cache.removeAll() }
+            if cache.count >= cacheCapacity { cache.removeAll() }
             cache[stored] = Secrets.digest(secret)
         }
     }
@@ -90,6 +90,12 @@ enum ClientSecrets {
             unsafeUncheckedRounds: rounds)
         return key.withUnsafeBytes { Data($0) }
     }
+
+    /// How many verified secrets are remembered before the memory starts over. Far more than the confidential
+    /// clients of any deployment (registered applications' secrets are SHA-256 and never need it); large because one
+    /// process may run many servers (the test suites start hundreds at once), and a flush there made a remembered
+    /// client pay a key derivation again, throttled as if it had failed (429) under a flood.
+    private static let cacheCapacity = 16_384
 
     /// Stored value → SHA-256 of the secret that verified against it.
     private static let verified = NIOLockedValueBox<[Data: Data]>([:])
