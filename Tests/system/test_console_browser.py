@@ -205,10 +205,28 @@ def test_an_operator_runs_the_console_end_to_end(console_server):
             shots.take(browser, name)
         click(browser, browser.find_element(By.CSS_SELECTOR, "tbody tr a[href^='/admin/users/']"))
         shots.take(browser, "user-ar")
+        user_page = browser.current_url
+        browser.get(server.base + "/admin/applications/new")
+        browser.find_element(By.ID, "name").send_keys("ملاحظات")
+        browser.find_element(By.ID, "redirect_uris").send_keys(REDIRECT)
+        click(browser, browser.find_element(By.CSS_SELECTOR, "main form button[type=submit]"))
+        assert browser.find_element(By.ID, "client-id").text.startswith("lk-")
+        shots.take(browser, "application-created-ar")
+
+        # A form posted from another site carries no console cookie (SameSite=Strict) and changes nothing.
+        forged = "data:text/html," + urllib.parse.quote(
+            f'<form method="post" action="{user_page}/disable"><input name="csrf" value="x"><button id="go">go</button></form>')
+        browser.get(forged)
+        click(browser, browser.find_element(By.ID, "go"))
+        browser.get(user_page)
+        assert browser.find_elements(By.CSS_SELECTOR, "form[action$='/disable']"), "the account is still enabled"
+
+        click(browser, browser.find_element(By.CSS_SELECTOR, "header form button[type=submit]"))
+        shots.take(browser, "signed-out-ar")
     finally:
         browser.quit()
     print("console screenshots:", shots.directory)
-    assert len(shots.taken) == 13
+    assert len(shots.taken) == 15
 
 
 def test_an_account_without_admin_role_or_second_factor_is_refused(console_server):

@@ -29,7 +29,7 @@ struct ConsoleController: Sendable {
                 return Responses.html(
                     ConsolePages.message(
                         title: ConsolePages.t("console.signedout.title", l), text: ConsolePages.t("console.signedout.body", l),
-                        signedIn: nil, locale: l),
+                        action: ConsolePages.t("console.signin", l), signedIn: nil, locale: l),
                     headers: [.setCookie: cleared])
             }
         }

@@ -54,23 +54,15 @@ enum PasskeyScript {
 
 struct PasskeyPageController: Sendable {
     func addRoutes(to pages: RouterGroup<LatchkeyRequestContext>) {
-        pages.get(RouterPath(PasskeyScript.path)) { _, _ in
-            Response(
-                status: .ok,
-                headers: [
-                    .contentType: "text/javascript; charset=utf-8", .cacheControl: "no-cache",
-                    .xContentTypeOptions: "nosniff"
-                ],
-                body: .init(byteBuffer: ByteBuffer(string: PasskeyScript.source)))
-        }
-        pages.get(RouterPath(FormPostResponse.scriptPath)) { _, _ in
-            Response(
-                status: .ok,
-                headers: [
-                    .contentType: "text/javascript; charset=utf-8", .cacheControl: "public, max-age=3600",
-                    .xContentTypeOptions: "nosniff"
-                ],
-                body: .init(byteBuffer: ByteBuffer(string: FormPostResponse.script)))
-        }
+        pages.get(RouterPath(PasskeyScript.path)) { _, _ in Self.script(PasskeyScript.source, cacheControl: "no-cache") }
+        pages.get(RouterPath(FormPostResponse.scriptPath)) { _, _ in Self.script(FormPostResponse.script, cacheControl: "public, max-age=3600") }
+    }
+
+    /// A same-origin script of the hosted pages (their CSP allows no inline script).
+    private static func script(_ source: String, cacheControl: String) -> Response {
+        Response(
+            status: .ok,
+            headers: [.contentType: "text/javascript; charset=utf-8", .cacheControl: cacheControl, .xContentTypeOptions: "nosniff"],
+            body: .init(byteBuffer: ByteBuffer(string: source)))
     }
 }

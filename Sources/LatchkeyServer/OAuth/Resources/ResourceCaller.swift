@@ -21,18 +21,14 @@ struct ResourceCaller: Sendable {
     /// Administration needs both the scope and an entitlement: a client acting for itself (client credentials, which
     /// only confidential clients get), or a user the operator gave the `admin` role. The scope alone is not enough,
     /// because a client may list it and every user who signs in to that client could then ask for it.
-    var isAdmin: Bool {
-        guard claims.scopes.contains(Self.adminScope) else { return false }
-        switch subject {
-        case .client: return true
-        case .user(let user): return UserRoles.of(user).contains(UserRoles.admin)
-        case .missingUser: return false
-        }
-    }
+    var isAdmin: Bool { isEntitled(to: Self.adminScope) }
     /// Registering and managing applications (`/oauth2/register`) needs the `registration` scope and the same
     /// entitlement as administration: a client acting for itself, or a user with the `admin` role.
-    var mayRegisterApplications: Bool {
-        guard claims.scopes.contains(ClientRegistrationPolicy.registrationScope) else { return false }
+    var mayRegisterApplications: Bool { isEntitled(to: ClientRegistrationPolicy.registrationScope) }
+
+    /// An administrative `scope` in the token, held by a client acting for itself or a user with the `admin` role.
+    private func isEntitled(to scope: String) -> Bool {
+        guard claims.scopes.contains(scope) else { return false }
         switch subject {
         case .client: return true
         case .user(let user): return UserRoles.of(user).contains(UserRoles.admin)
