@@ -89,6 +89,15 @@ struct ClaimsAndACRTests {
         let userinfo = try await server.userinfo(tokens.accessToken).json()
         #expect(userinfo["given_name"] as? String == "Demo" && userinfo["email_verified"] as? Bool == true)
         #expect(userinfo["email"] == nil, "asked for the ID token only")
+        // Asking by name does not go around the application's scopes: a client without `phone` gets no phone number.
+        let narrow = ClientConfiguration(
+            clientId: "narrow", redirectUris: [AuthorizeOptions().redirectUri], scopes: ["openid", "profile"])
+        try await server.server.store.upsertClient(ClientRecord(configuration: narrow, secretHash: nil))
+        var narrowOptions = Self.options(scope: "openid", extra: ["claims": #"{"id_token":{"email":null,"name":null}}"#])
+        narrowOptions.clientId = "narrow"
+        let narrowTokens = try await server.tokens(TestBrowser(), narrowOptions)
+        let narrowClaims = try Self.claims(try #require(narrowTokens.idToken))
+        #expect(narrowClaims["email"] == nil && narrowClaims["name"] == .string("Demo User"))
         // A malformed claims parameter is refused.
         for bad in ["not json", #"{"id_token": 5}"#, #"{"id_token":{"acr":{"essential":"yes"}}}"#, "[]"] {
             let answer = try await TestBrowser().get(server.authorizeURL(Self.options(extra: ["claims": bad])))

@@ -240,6 +240,7 @@ struct AuthorizeController: Sendable {
         // OpenID Connect Core §5.5 and §3.1.2.1: the claims asked for, `acr_values` as a voluntary `acr` request.
         var claims = try params.single("claims").map { text throws(OAuthError) in try ClaimsRequest(parameter: text) } ?? ClaimsRequest()
         claims.add(acrValues: (try params.single("acr_values"))?.split(separator: " ").map(String.init) ?? [])
+        claims.restrict(toScopes: client.scopes)
         authorization.claims = claims.stored
         return authorization
     }

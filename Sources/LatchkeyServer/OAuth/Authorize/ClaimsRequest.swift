@@ -68,6 +68,15 @@ struct ClaimsRequest: Sendable, Equatable, Codable {
         idToken["acr"] = Member(essential: false, value: nil, values: acrValues)
     }
 
+    /// Drops the user claims that none of `scopes` (the application's allowed scopes) releases: asking by name is
+    /// another way to ask for a scope's claims, not a way around the scopes an operator allowed the application.
+    mutating func restrict(toScopes scopes: [String]) {
+        let userClaims = Set(ScopeClaims.byScope.values.flatMap { $0 })
+        let allowed = Set(scopes.flatMap { ScopeClaims.byScope[$0] ?? [] })
+        idToken = idToken.filter { !userClaims.contains($0.key) || allowed.contains($0.key) }
+        userinfo = userinfo.filter { !userClaims.contains($0.key) || allowed.contains($0.key) }
+    }
+
     var isEmpty: Bool { idToken.isEmpty && userinfo.isEmpty }
 
     /// The stored form (canonical JSON).
