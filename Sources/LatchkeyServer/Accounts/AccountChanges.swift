@@ -11,6 +11,14 @@ struct RecentAuthenticationRequired: Error, Sendable {
 
     static let errorCode = "insufficient_user_authentication"
 
+    /// Refuses `claims` unless their sign-in (`auth_time`) is at most `window` seconds old at `now` (a minute of clock
+    /// skew the other way tolerated).
+    static func check(_ claims: AccessTokenClaims, window: Int, now: Date) throws(RecentAuthenticationRequired) {
+        guard let authTime = claims.authTime else { throw RecentAuthenticationRequired(maxAge: window) }
+        let age = now.timeIntervalSince1970 - TimeInterval(authTime)
+        guard age <= TimeInterval(window), age > -60 else { throw RecentAuthenticationRequired(maxAge: window) }
+    }
+
     var apiError: APIError {
         APIError(
             status: .unauthorized, code: "AUTH-4011", error: Self.errorCode, messageKey: "error.reauthentication_required",
@@ -33,10 +41,7 @@ extension Accounts {
     /// leak (a log, a front end, a stolen device), and it must not be enough to take the account over by adding a
     /// passkey or moving the email that recovery codes go to.
     func requireRecentAuthentication(_ claims: AccessTokenClaims) throws(RecentAuthenticationRequired) {
-        let window = configuration.recentAuthenticationSeconds
-        guard let authTime = claims.authTime else { throw RecentAuthenticationRequired(maxAge: window) }
-        let age = clock.now.timeIntervalSince1970 - TimeInterval(authTime)
-        guard age <= TimeInterval(window), age > -60 else { throw RecentAuthenticationRequired(maxAge: window) }
+        try RecentAuthenticationRequired.check(claims, window: configuration.recentAuthenticationSeconds, now: clock.now)
     }
 
     /// Whether `changes` (as `updateProfile` takes them) would change the username or the email address.

@@ -14,8 +14,6 @@ struct AdministratorFreshness: Sendable {
 
     func check(_ caller: ResourceCaller) throws(RecentAuthenticationRequired) {
         guard case .user = caller.subject else { return }
-        guard let authTime = caller.claims.authTime else { throw RecentAuthenticationRequired(maxAge: window) }
-        let age = clock.now.timeIntervalSince1970 - TimeInterval(authTime)
-        guard age <= TimeInterval(window), age > -60 else { throw RecentAuthenticationRequired(maxAge: window) }
+        try RecentAuthenticationRequired.check(caller.claims, window: window, now: clock.now)
     }
 }

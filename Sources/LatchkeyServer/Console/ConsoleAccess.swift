@@ -77,6 +77,9 @@ struct ConsoleAccess: Sendable {
             let recordedNonce = record.nonce, Secrets.constantTimeEquals(recordedNonce, nonce),
             let user = try await store.user(id: record.userId), !user.disabled
         else { throw ConsoleRefusal.signInNeeded }
+        // Decided before a token with the console's administrative scopes exists for the account.
+        guard UserRoles.of(user).contains(UserRoles.admin) else { throw ConsoleRefusal.notAdministrator }
+        guard AuthenticationMethods.isMultiFactor(record.amr) else { throw ConsoleRefusal.noSecondFactor }
         let grant = TokenIssuer.Grant(
             user: user, subject: user.id, clientId: ConsoleClient.id, scope: record.scope, authTime: record.authTime,
             sessionId: record.sessionId, familyId: familyId, amr: record.amr)

@@ -211,9 +211,56 @@ struct ConsoleTests {
             #expect(arabic.status == 200, "\(path)")
             #expect(arabic.text.contains("<html lang=\"ar\" dir=\"rtl\">"), "\(path)")
             #expect(!arabic.text.contains(">console."), "\(path): every text is in the catalog")
+            let arabicNav = try #require(MessageCatalog.text("console.nav.applications", locale: .ar))
+            #expect(arabicNav != "Applications" && arabic.text.contains(">\(arabicNav)</a>"), "\(path): the navigation in Arabic")
             let english = try await browser.get(server.base + path)
-            #expect(arabic.text != english.text, "\(path)")
+            #expect(english.text.contains(">Applications</a>") && !english.text.contains(arabicNav), "\(path)")
         }
+    }
+
+    /// The callback takes a code only for the sign-in this browser started: the state of its sign-in cookie, this
+    /// server's `iss`, and the code itself single use.
+    @Test func theCallbackTakesOnlyThisBrowsersSignIn() async throws {
+        let (server, secret) = try await Self.adminWithTOTP()
+        defer { Task { await server.stop() } }
+        // A browser that signs in but stops before the callback: its callback URL, and its sign-in cookie.
+        let browser = TestBrowser()
+        let start = try await browser.get(server.base + "/admin/applications")
+        let toLogin = try await browser.get(server.base + (try #require(start.location)))
+        let page = try await browser.get(server.base + (try #require(toLogin.location)))
+        let codePage = try await server.submitLogin(browser, page: page, username: "demo@example.com", password: Self.password)
+        let done = try await HostedLoginSecondFactorTests.submitCode(
+            server, browser, page: codePage, code: HostedLoginSecondFactorTests.currentCode(secret))
+        let callback = try #require(done.location)
+        let query = done.locationQuery
+        // Another browser (no sign-in cookie), another state, another issuer: refused, no console cookie. (A refused
+        // callback starts a new sign-in, which replaces the sign-in cookie: each attempt gets a copy of this one's.)
+        let loginCookie = try #require(browser.cookies["lk_console_login"])
+        func attempt(_ url: String, withCookie: Bool = true) async throws -> (HTTPResult, TestBrowser) {
+            let other = TestBrowser()
+            if withCookie { other.setCookie("lk_console_login", loginCookie) }
+            return (try await other.get(url), other)
+        }
+        let (stranger, strangerBrowser) = try await attempt(callback, withCookie: false)
+        #expect(stranger.location != "/admin/applications" && strangerBrowser.cookies["lk_console"] == nil)
+        var forged = URLComponents(string: callback)
+        forged?.queryItems = [
+            URLQueryItem(name: "code", value: query["code"]), URLQueryItem(name: "state", value: "another-state"),
+            URLQueryItem(name: "iss", value: query["iss"])
+        ]
+        let (otherState, otherStateBrowser) = try await attempt(try #require(forged?.string))
+        #expect(otherState.location != "/admin/applications" && otherStateBrowser.cookies["lk_console"] == nil)
+        forged?.queryItems = [
+            URLQueryItem(name: "code", value: query["code"]), URLQueryItem(name: "state", value: query["state"]),
+            URLQueryItem(name: "iss", value: "http://127.0.0.1:1")
+        ]
+        let (otherIssuer, otherIssuerBrowser) = try await attempt(try #require(forged?.string))
+        #expect(otherIssuer.location != "/admin/applications" && otherIssuerBrowser.cookies["lk_console"] == nil)
+        // The real one works once; the same code again does not.
+        let real = try await browser.get(callback)
+        #expect(real.location == "/admin/applications" && browser.cookies["lk_console"] != nil)
+        let (replay, replayBrowser) = try await attempt(callback)
+        #expect(replay.location != "/admin/applications" && replayBrowser.cookies["lk_console"] == nil)
     }
 
     @Test func theConsoleCanBeTurnedOff() async throws {
