@@ -27,6 +27,8 @@ public final class IdentityServer: Sendable {
     /// Delivery of audit events to webhooks, when configured (`audit_webhooks`): the audit trail's sink, and a queue
     /// worked by a service that runs with the HTTP server.
     let auditWebhooks: AuditWebhooks?
+    /// Back-channel logout: announces ended sessions to the applications that took part (`BackChannelLogout`).
+    let backChannelLogout: BackChannelLogout
     /// The counters and histograms `GET /metrics` exposes (one registry per server).
     public let metrics: ServerMetrics
     private let issuerBox: NIOLockedValueBox<String>
@@ -97,6 +99,7 @@ public final class IdentityServer: Sendable {
         let outbox = configuration.outbox ?? smtp ?? fallback
 
         let issuerInForce: @Sendable () -> String = { issuerBox.withLockedValue { $0 } }
+        self.backChannelLogout = BackChannelLogout(store: store, keys: keys, issuerInForce: issuerInForce, clock: clock, logger: logger)
         let kit = TokenKit(issuerInForce: issuerInForce, store: store, keys: keys, lifetimes: configuration.lifetimes, clock: clock)
         self.kit = kit
         let accounts = Accounts(
@@ -246,9 +249,15 @@ public final class IdentityServer: Sendable {
     public func pruneExpired() async throws -> Int { try await pruner.pruneExpired() }
 
     /// One pass of webhook delivery now: every due delivery of every webhook is tried once (what the delivery loop does
-    /// each second). For servers run without the loop (`runsAuditWebhookDelivery` off: tests drive it this way).
+    /// each second). For servers run without the loop (`runsDeliveryLoops` off: tests drive it this way).
     func deliverAuditWebhooks() async {
         await auditWebhooks?.deliverDue()
+    }
+
+    /// One pass of back-channel logout now: the sessions ended since the last pass are announced, and every due notice
+    /// is tried once (what the loop does each second). For servers run without the loop (`runsDeliveryLoops` off).
+    func deliverBackChannelLogouts() async {
+        await backChannelLogout.deliverDue()
     }
 
     /// Releases the store's connections (PostgreSQL) when the server was used without running its application (whose
@@ -277,7 +286,8 @@ public final class IdentityServer: Sendable {
         var services: [any Service] = []
         if let pool = store as? PostgresStore { services.append(PostgresStore.PoolService(store: pool)) }
         if let smtpOutbox { services.append(MailDeliveryService(outbox: smtpOutbox)) }
-        if let auditWebhooks, configuration.runsAuditWebhookDelivery { services.append(AuditWebhookDeliveryService(webhooks: auditWebhooks)) }
+        if let auditWebhooks, configuration.runsDeliveryLoops { services.append(AuditWebhookDeliveryService(webhooks: auditWebhooks)) }
+        if configuration.runsDeliveryLoops { services.append(BackChannelLogoutService(logout: backChannelLogout)) }
         return Application(
             router: makeRouter(),
             // Heads past the limits are answered 431 (`HeaderLimitHandler`); a client that trickles a request, or
@@ -322,7 +332,7 @@ public final class IdentityServer: Sendable {
         let discovery = DiscoveryController(issuer: issuer, keys: keys)
         let userInfo = UserInfoController(authenticate: resources.authenticateResource, store: store)
         let endSession = EndSessionController(
-            validator: { [kit] in kit.validator }, store: store, sessions: browserSessions, cookies: cookies, clock: clock)
+            validator: { [kit] in kit.validator }, issuer: issuer, store: store, sessions: browserSessions, cookies: cookies, clock: clock)
         let authorize = AuthorizeController(
             kit: kit, admission: admission, accounts: accounts, ownTokens: ownTokens, apple: apple, sessions: sessions,
             browserSessions: browserSessions, responses: responses, federation: federation, federatedAccounts: federatedAccounts,

@@ -51,6 +51,9 @@ package final class TestServer: Sendable {
             // (the lockout tests) on a CI machine running the whole suite waited past 30 s once, and answered 503.
             configuration.databaseTimeoutSeconds = 120
         }
+        // Hundreds of servers run at once in the suites: none polls its delivery queues unless a test asks (the tests
+        // of delivery run each pass themselves, or turn the loops on).
+        configuration.runsDeliveryLoops = false
         configure(&configuration)
         if !configuration.development, configuration.keyEncryptionKey == nil, configuration.keyEncryptionKeyFile == nil {
             // Production mode requires a key-encryption key; tests of other behaviour get a fixed one.

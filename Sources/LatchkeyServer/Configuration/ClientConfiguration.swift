@@ -86,6 +86,21 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     /// constrained), `private_key_jwt` client authentication with EC or Ed25519 keys, ES256 ID tokens; the defaults of
     /// those settings follow it, and start-up refuses a contradiction (`validateProfile`).
     public var securityProfile: SecurityProfile?
+    /// Where the server POSTs a `logout_token` when a sign-in session the application took part in ends (OpenID
+    /// Connect Back-Channel Logout 1.0 `backchannel_logout_uri`): however it ends — signing out at the server, from
+    /// another application, "sign out everywhere", an administrator, a disabled account. Queued in the store and retried
+    /// (`BackChannelLogout`).
+    public var backchannelLogoutUri: String?
+    /// Whether the application needs `sid` in its logout tokens (`backchannel_logout_session_required`). Latchkey always
+    /// sends it when the session is known; the setting is kept for registration's answer.
+    public var backchannelLogoutSessionRequired = false
+    /// The page the browser loads in a hidden frame when the person signs out at the server (OpenID Connect
+    /// Front-Channel Logout 1.0 `frontchannel_logout_uri`), with `iss` and `sid`.
+    public var frontchannelLogoutUri: String?
+    /// Whether the application needs `iss` and `sid` on its front-channel logout URI
+    /// (`frontchannel_logout_session_required`). Latchkey always adds them; the setting is kept for registration's
+    /// answer.
+    public var frontchannelLogoutSessionRequired = false
 
     public enum SecurityProfile: String, Codable, Sendable {
         case fapi2
@@ -175,6 +190,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
                 throw ConfigurationError.invalid("client \(clientId): passkey origin \(origin) must be scheme://host[:port] (no path) or self")
             }
         }
+        try validateLogoutURIs()
         for uri in redirectUris + postLogoutRedirectUris {
             guard let url = URL(string: uri), url.scheme != nil else {
                 throw ConfigurationError.invalid("client \(clientId): \(uri) is not an absolute URI")
@@ -204,6 +220,23 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         }
         let allowed: Set<GrantType> = [.authorizationCode, .refreshToken, .clientCredentials]
         if let other = grantTypes.first(where: { !allowed.contains($0) }) { throw refuse("grant type \(other.rawValue) is not allowed") }
+    }
+
+    /// Logout URIs are absolute `https` URLs (or `http` on a loopback host, for development), without a fragment or
+    /// user information (OpenID Connect Back-Channel Logout §2.2, Front-Channel Logout §2).
+    private func validateLogoutURIs() throws {
+        for (name, uri) in [("backchannel_logout_uri", backchannelLogoutUri), ("frontchannel_logout_uri", frontchannelLogoutUri)] {
+            guard let uri else { continue }
+            guard let url = URL(string: uri), let scheme = url.scheme, let host = url.host, !host.isEmpty else {
+                throw ConfigurationError.invalid("client \(clientId): \(name) \(uri) is not an absolute URL")
+            }
+            guard scheme == "https" || (scheme == "http" && LoopbackHost.isLoopback(host)) else {
+                throw ConfigurationError.invalid("client \(clientId): \(name) must be https (http only on a loopback host)")
+            }
+            guard url.fragment == nil, url.user == nil, url.password == nil else {
+                throw ConfigurationError.invalid("client \(clientId): \(name) may have no fragment and no user information")
+            }
+        }
     }
 
     /// `jwks` and `token_endpoint_auth_signing_alg` belong to `private_key_jwt` clients, which need usable keys.
@@ -242,6 +275,8 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         case identityProviders = "identity_providers"
         case jwks, tokenEndpointAuthSigningAlg = "token_endpoint_auth_signing_alg"
         case securityProfile = "security_profile"
+        case backchannelLogoutUri = "backchannel_logout_uri", backchannelLogoutSessionRequired = "backchannel_logout_session_required"
+        case frontchannelLogoutUri = "frontchannel_logout_uri", frontchannelLogoutSessionRequired = "frontchannel_logout_session_required"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -272,6 +307,10 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         try c.encodeIfPresent(jwks, forKey: .jwks)
         try c.encodeIfPresent(tokenEndpointAuthSigningAlg?.rawValue, forKey: .tokenEndpointAuthSigningAlg)
         try c.encodeIfPresent(securityProfile, forKey: .securityProfile)
+        try c.encodeIfPresent(backchannelLogoutUri, forKey: .backchannelLogoutUri)
+        try c.encode(backchannelLogoutSessionRequired, forKey: .backchannelLogoutSessionRequired)
+        try c.encodeIfPresent(frontchannelLogoutUri, forKey: .frontchannelLogoutUri)
+        try c.encode(frontchannelLogoutSessionRequired, forKey: .frontchannelLogoutSessionRequired)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -300,6 +339,10 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         requirePushedAuthorizationRequests = try c.decodeIfPresent(Bool.self, forKey: .requirePushedAuthorizationRequests) ?? false
         deviceVerificationURIComplete = try c.decodeIfPresent(Bool.self, forKey: .deviceVerificationURIComplete) ?? false
         identityProviders = try c.decodeIfPresent([String].self, forKey: .identityProviders) ?? []
+        backchannelLogoutUri = try c.decodeIfPresent(String.self, forKey: .backchannelLogoutUri)
+        backchannelLogoutSessionRequired = try c.decodeIfPresent(Bool.self, forKey: .backchannelLogoutSessionRequired) ?? false
+        frontchannelLogoutUri = try c.decodeIfPresent(String.self, forKey: .frontchannelLogoutUri)
+        frontchannelLogoutSessionRequired = try c.decodeIfPresent(Bool.self, forKey: .frontchannelLogoutSessionRequired) ?? false
         if let alg = try c.decodeIfPresent(String.self, forKey: .idTokenSignedResponseAlg) {
             guard let parsed = JWSAlgorithm(rawValue: alg), parsed == .rs256 || parsed == .es256 else {
                 throw DecodingError.dataCorruptedError(

@@ -86,10 +86,10 @@ public struct ServerConfiguration: Sendable {
     /// Receivers of the audit trail (`audit_webhooks`): each event one selects is queued in the store and POSTed to
     /// it, signed (`AuditWebhooks`).
     public var auditWebhooks: [AuditWebhook] = []
-    /// Whether the server's service group runs the webhook delivery loop (when `auditWebhooks` is not empty). Tests
-    /// turn it off and run each pass themselves (`IdentityServer.deliverAuditWebhooks()`); not read from the
-    /// configuration file.
-    public var runsAuditWebhookDelivery = true
+    /// Whether the server's service group runs the delivery loops: audit webhooks (when `auditWebhooks` is not empty)
+    /// and back-channel logout. Tests turn it off and run each pass themselves (`IdentityServer.deliverAuditWebhooks()`,
+    /// `deliverBackChannelLogouts()`); not read from the configuration file.
+    public var runsDeliveryLoops = true
 
     /// The provider with this id.
     func identityProvider(_ id: String) -> IdentityProviderConfiguration? { identityProviders.first { $0.id == id } }

@@ -21,14 +21,19 @@ enum Responses {
 
     /// `sameOriginScripts`: the page loads our own script files (the passkey button) and may call our own
     /// endpoints; inline scripts stay forbidden either way.
-    static func html(_ page: String, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:], sameOriginScripts: Bool = false) -> Response {
+    /// `frameSources`: origins the page may frame (front-channel logout's hidden frames); none otherwise.
+    static func html(
+        _ page: String, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:], sameOriginScripts: Bool = false,
+        frameSources: [String] = []
+    ) -> Response {
         var fields = headers
         fields[.contentType] = "text/html; charset=utf-8"
         fields[.cacheControl] = "no-store"
         // Inline styles only; no inline script ever; never framed (clickjacking of the password form).
         let scripts = sameOriginScripts ? "script-src 'self'; connect-src 'self'; " : ""
+        let frames = frameSources.isEmpty ? "" : "frame-src \(Array(Set(frameSources)).sorted().joined(separator: " ")); "
         fields[.contentSecurityPolicy] =
-            "default-src 'none'; \(scripts)style-src 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'"
+            "default-src 'none'; \(scripts)\(frames)style-src 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'"
         fields[.xFrameOptions] = "DENY"
         fields[.referrerPolicy] = "no-referrer"
         fields[.xContentTypeOptions] = "nosniff"

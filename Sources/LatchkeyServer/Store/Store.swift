@@ -279,6 +279,15 @@ public protocol SessionStore: Sendable {
     /// Ends the session only when no token family of it is live any more (its apps signed out, revoking their
     /// tokens), in one step; true when the session is over (now or before), false when live tokens keep it.
     func endSessionHoldingNoTokens(id: String, now: Date) async throws -> Bool
+    /// Takes up to `limit` sessions that have ended (by any path) and whose end is not announced yet, oldest end first,
+    /// and pushes their lease to `leaseUntil` in the same transaction, so that two instances do not announce one
+    /// session (and a pass that dies leaves them to the next after the lease). `BackChannelLogout` announces them.
+    func claimEndedSessions(now: Date, leaseUntil: Date, limit: Int) async throws -> [SessionRecord]
+    /// Records that a session's end was announced (its notices queued); the pruner may then delete the session.
+    func markSessionEndAnnounced(id: String) async throws
+    /// The applications that took part in a session: those holding (or having held) a token family of it, revoked or
+    /// not. Whom to tell when it ends (`BackChannelLogout`, `FrontChannelLogout`).
+    func sessionClientIds(sessionId: String) async throws -> [String]
     /// Ends every session of the user and revokes every token family of the user, except the kept session and the
     /// kept family (the caller's own, when a signed-in user changes the password); nil keeps nothing.
     func revokeUserSessions(userId: String, keepingSession: String?, keepingFamily: String?, reason: String, now: Date) async throws

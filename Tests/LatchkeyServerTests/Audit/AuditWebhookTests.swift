@@ -86,7 +86,7 @@ struct AuditWebhookTests {
     static func start(_ webhooks: [AuditWebhook], loop: Bool = false) async throws -> TestServer {
         try await TestServer.start {
             $0.auditWebhooks = webhooks
-            $0.runsAuditWebhookDelivery = loop
+            $0.runsDeliveryLoops = loop
             // The confidential client may read the audit trail (`clientToken(scope: "scim.admin")`).
             for index in $0.clients.indices where $0.clients[index].clientId == "backend" { $0.clients[index].scopes.append("scim.admin") }
         }
@@ -368,7 +368,7 @@ struct AuditWebhookTests {
         let webhook = try Self.webhook("siem", receiver) { $0.maxAttempts = 2 }
         let server = try await TestServer.start(logger: capture.logger("server")) {
             $0.auditWebhooks = [webhook]
-            $0.runsAuditWebhookDelivery = false
+            $0.runsDeliveryLoops = false
         }
         defer { Task { await server.stop() } }
         receiver.answer(500, 500)

@@ -136,6 +136,7 @@ extension MessageCatalog {
             "page.logout.body": "سيتم تسجيل خروجك من Latchkey على هذا المتصفح.",
             "page.signed_out.title": "تم تسجيل الخروج",
             "page.signed_out.body": "تم تسجيل خروجك. يمكنك إغلاق هذه النافذة.",
+            "page.signed_out.continue": "متابعة",
             "page.csrf.title": "انتهت صلاحية نموذج تسجيل الدخول",
             "page.csrf.body":
                 "حرصًا على أمانك، لا يمكن إرسال هذا النموذج إلا من الصفحة التي عرضناها لك. ارجع إلى الصفحة السابقة وأعد تحميلها ثم حاول مرة أخرى.",

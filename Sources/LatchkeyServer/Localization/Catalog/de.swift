@@ -137,6 +137,7 @@ extension MessageCatalog {
             "page.logout.body": "Sie werden in diesem Browser von Latchkey abgemeldet.",
             "page.signed_out.title": "Abgemeldet",
             "page.signed_out.body": "Sie wurden abgemeldet. Sie können dieses Fenster schließen.",
+            "page.signed_out.continue": "Weiter",
             "page.csrf.title": "Anmeldeformular abgelaufen",
             "page.csrf.body":
                 "Zu Ihrer Sicherheit kann dieses Formular nur von der Seite gesendet werden, die wir Ihnen angezeigt haben. Gehen Sie zurück, laden Sie die Seite neu und versuchen Sie es erneut.",

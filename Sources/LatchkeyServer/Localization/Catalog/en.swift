@@ -143,6 +143,7 @@ extension MessageCatalog {
             "page.logout.body": "You will be signed out of Latchkey on this browser.",
             "page.signed_out.title": "Signed out",
             "page.signed_out.body": "You have been signed out. You can close this window.",
+            "page.signed_out.continue": "Continue",
             "page.csrf.title": "Sign-in form expired",
             "page.csrf.body": "For your security this form can only be sent from the page we showed you. Go back, reload the page and try again.",
             "page.expired.title": "Sign-in link expired",

@@ -135,6 +135,7 @@ extension MessageCatalog {
             "page.logout.body": "Se cerrará tu sesión de Latchkey en este navegador.",
             "page.signed_out.title": "Sesión cerrada",
             "page.signed_out.body": "Has cerrado la sesión. Ya puedes cerrar esta ventana.",
+            "page.signed_out.continue": "Continuar",
             "page.csrf.title": "El formulario de inicio de sesión ha caducado",
             "page.csrf.body":
                 "Por tu seguridad, este formulario solo se puede enviar desde la página que te mostramos. Vuelve atrás, recarga la página e inténtalo de nuevo.",

@@ -134,6 +134,7 @@ extension MessageCatalog {
             "page.logout.body": "Vous serez déconnecté de Latchkey sur ce navigateur.",
             "page.signed_out.title": "Déconnecté",
             "page.signed_out.body": "Vous avez été déconnecté. Vous pouvez fermer cette fenêtre.",
+            "page.signed_out.continue": "Continuer",
             "page.csrf.title": "Le formulaire de connexion a expiré",
             "page.csrf.body":
                 "Pour votre sécurité, ce formulaire ne peut être envoyé que depuis la page que nous vous avons affichée. Revenez en arrière, rechargez la page et réessayez.",

@@ -135,6 +135,7 @@ extension MessageCatalog {
             "page.logout.body": "Ebben a böngészőben kijelentkezik a Latchkey szolgáltatásból.",
             "page.signed_out.title": "Kijelentkezett",
             "page.signed_out.body": "Sikeresen kijelentkezett. Ezt az ablakot bezárhatja.",
+            "page.signed_out.continue": "Tovább",
             "page.csrf.title": "A bejelentkezési űrlap lejárt",
             "page.csrf.body":
                 "Biztonsági okokból ez az űrlap csak az általunk megjelenített oldalról küldhető el. Lépjen vissza, töltse újra az oldalt, és próbálja újra.",

@@ -134,6 +134,7 @@ extension MessageCatalog {
             "page.logout.body": "Verrai disconnesso da Latchkey su questo browser.",
             "page.signed_out.title": "Disconnessione effettuata",
             "page.signed_out.body": "Sei stato disconnesso. Puoi chiudere questa finestra.",
+            "page.signed_out.continue": "Continua",
             "page.csrf.title": "Il modulo di accesso è scaduto",
             "page.csrf.body":
                 "Per la tua sicurezza questo modulo può essere inviato solo dalla pagina che ti abbiamo mostrato. Torna indietro, ricarica la pagina e riprova.",

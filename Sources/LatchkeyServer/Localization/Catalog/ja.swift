@@ -131,6 +131,7 @@ extension MessageCatalog {
             "page.logout.body": "このブラウザーでLatchkeyからサインアウトします。",
             "page.signed_out.title": "サインアウトしました",
             "page.signed_out.body": "サインアウトしました。このウィンドウは閉じてかまいません。",
+            "page.signed_out.continue": "続ける",
             "page.csrf.title": "サインインフォームの有効期限が切れました",
             "page.csrf.body": "安全のため、このフォームは表示したページからのみ送信できます。前のページに戻り、再読み込みしてからもう一度お試しください。",
             "page.expired.title": "サインインリンクの有効期限が切れました",

@@ -131,6 +131,7 @@ extension MessageCatalog {
             "page.logout.body": "이 브라우저에서 Latchkey 로그아웃됩니다.",
             "page.signed_out.title": "로그아웃됨",
             "page.signed_out.body": "로그아웃되었습니다. 이 창을 닫아도 됩니다.",
+            "page.signed_out.continue": "계속",
             "page.csrf.title": "로그인 양식이 만료되었습니다",
             "page.csrf.body": "보안을 위해 이 양식은 저희가 보여 드린 페이지에서만 보낼 수 있습니다. 이전 페이지로 돌아가 새로고침한 후 다시 시도해 주세요.",
             "page.expired.title": "로그인 링크가 만료되었습니다",

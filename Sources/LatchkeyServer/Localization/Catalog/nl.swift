@@ -133,6 +133,7 @@ extension MessageCatalog {
             "page.logout.body": "Je wordt in deze browser afgemeld bij Latchkey.",
             "page.signed_out.title": "Afgemeld",
             "page.signed_out.body": "Je bent afgemeld. Je kunt dit venster sluiten.",
+            "page.signed_out.continue": "Doorgaan",
             "page.csrf.title": "Aanmeldformulier verlopen",
             "page.csrf.body":
                 "Voor je veiligheid kan dit formulier alleen worden verzonden vanaf de pagina die we je hebben getoond. Ga terug, laad de pagina opnieuw en probeer het nog eens.",

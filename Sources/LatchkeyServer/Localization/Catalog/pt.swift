@@ -135,6 +135,7 @@ extension MessageCatalog {
             "page.logout.body": "A sua sessão do Latchkey neste navegador será terminada.",
             "page.signed_out.title": "Sessão terminada",
             "page.signed_out.body": "A sua sessão foi terminada. Pode fechar esta janela.",
+            "page.signed_out.continue": "Continuar",
             "page.csrf.title": "O formulário de início de sessão expirou",
             "page.csrf.body":
                 "Para sua segurança, este formulário só pode ser enviado a partir da página que lhe mostrámos. Volte atrás, recarregue a página e tente novamente.",

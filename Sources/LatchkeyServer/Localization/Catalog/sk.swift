@@ -133,6 +133,7 @@ extension MessageCatalog {
             "page.logout.body": "V tomto prehliadači budete odhlásení z Latchkey.",
             "page.signed_out.title": "Odhlásené",
             "page.signed_out.body": "Boli ste odhlásení. Toto okno môžete zavrieť.",
+            "page.signed_out.continue": "Pokračovať",
             "page.csrf.title": "Platnosť prihlasovacieho formulára vypršala",
             "page.csrf.body":
                 "Z bezpečnostných dôvodov možno tento formulár odoslať iba zo stránky, ktorú sme vám zobrazili. Vráťte sa späť, obnovte stránku a skúste to znova.",

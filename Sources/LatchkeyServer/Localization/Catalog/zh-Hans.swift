@@ -131,6 +131,7 @@ extension MessageCatalog {
             "page.logout.body": "你将在此浏览器上退出 Latchkey。",
             "page.signed_out.title": "已退出登录",
             "page.signed_out.body": "你已退出登录，可以关闭此窗口。",
+            "page.signed_out.continue": "继续",
             "page.csrf.title": "登录表单已过期",
             "page.csrf.body": "为了你的安全，此表单只能从我们显示给你的页面提交。请返回上一页，刷新后重试。",
             "page.expired.title": "登录链接已过期",

@@ -131,6 +131,7 @@ extension MessageCatalog {
             "page.logout.body": "你將在此瀏覽器上登出 Latchkey。",
             "page.signed_out.title": "已登出",
             "page.signed_out.body": "你已登出，可以關閉此視窗。",
+            "page.signed_out.continue": "繼續",
             "page.csrf.title": "登入表單已逾時",
             "page.csrf.body": "為了你的安全，此表單只能從我們顯示給你的頁面送出。請返回上一頁，重新載入後再試一次。",
             "page.expired.title": "登入連結已逾時",

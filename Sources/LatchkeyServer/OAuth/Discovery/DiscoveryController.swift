@@ -38,7 +38,12 @@ struct ProviderMetadata: Encodable {
     var requestObjectSigningAlgValuesSupported = RequestObject.algorithms.map(\.rawValue)
     var requestUriParameterSupported = false
     var claimsParameterSupported = true
-    var frontchannelLogoutSupported = false
+    /// OpenID Connect Front-Channel Logout 1.0 §3 (`FrontChannelLogout`): frames get `iss` and `sid`.
+    var frontchannelLogoutSupported = true
+    var frontchannelLogoutSessionSupported = true
+    /// OpenID Connect Back-Channel Logout 1.0 §2.1 (`BackChannelLogout`): logout tokens carry `sid`.
+    var backchannelLogoutSupported = true
+    var backchannelLogoutSessionSupported = true
     /// RFC 9449 §5.1.
     var dpopSigningAlgValuesSupported = DPoP.algorithms
     /// RFC 9126 §5.
@@ -83,6 +88,9 @@ struct ProviderMetadata: Encodable {
         case requestObjectSigningAlgValuesSupported = "request_object_signing_alg_values_supported"
         case requestParameterSupported = "request_parameter_supported", requestUriParameterSupported = "request_uri_parameter_supported"
         case claimsParameterSupported = "claims_parameter_supported", frontchannelLogoutSupported = "frontchannel_logout_supported"
+        case frontchannelLogoutSessionSupported = "frontchannel_logout_session_supported"
+        case backchannelLogoutSupported = "backchannel_logout_supported"
+        case backchannelLogoutSessionSupported = "backchannel_logout_session_supported"
         case dpopSigningAlgValuesSupported = "dpop_signing_alg_values_supported"
         case pushedAuthorizationRequestEndpoint = "pushed_authorization_request_endpoint"
         case deviceAuthorizationEndpoint = "device_authorization_endpoint", registrationEndpoint = "registration_endpoint"

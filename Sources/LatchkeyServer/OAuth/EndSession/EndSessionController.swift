@@ -6,10 +6,13 @@ import LatchkeyJOSE
 /// `post_logout_redirect_uri` registered for the client named by the ID-token hint (or `client_id`); anything else
 /// ends on our own "signed out" page, so the endpoint is no open redirector. Without a valid hint, the user confirms
 /// on a CSRF-protected form, so a third-party page cannot sign people out. Without a session cookie, a hint ends its
-/// session only when that session holds no live tokens any more.
+/// session only when that session holds no live tokens any more. The applications of the ended sessions are told
+/// (`FrontChannelLogout` here, `BackChannelLogout` from the store).
 struct EndSessionController {
     /// Verifies ID-token hints (this server's, expired ones too), with the issuer in force.
     let validator: @Sendable () -> TokenValidator
+    /// The issuer in force, for front-channel logout's `iss`.
+    let issuer: @Sendable () -> String
     let store: any ClientStore & SessionStore
     let sessions: BrowserSessions
     let cookies: CookiePolicy
@@ -82,17 +85,24 @@ struct EndSessionController {
         }
         // A confirmed form ends the browser's own session, and the hinted one only when it is the same user's in this
         // browser: confirming takes no more than a CSRF cookie anyone can get, so it does not reach a cookie-less hint.
-        if let live { try await store.endSession(id: live.session.id, now: clock.now) }
+        var ended: [String] = hintedSessionEnded ? hintedSid.map { [$0] } ?? [] : []
+        if let live {
+            try await store.endSession(id: live.session.id, now: clock.now)
+            ended.append(live.session.id)
+        }
         if let hintedSid, let live, hintedSid != live.session.id, live.user.id == hintedSub {
             try await store.endSession(id: hintedSid, now: clock.now)
+            ended.append(hintedSid)
         }
         var headers = HTTPFields()
         headers[values: .setCookie] = [cookies.clearSession()]
+        // The applications of the ended sessions clear their own cookies in hidden frames before the browser moves on
+        // (front-channel logout); back-channel logout reaches them from the store (`BackChannelLogout`).
+        let frames = try await FrontChannelLogout.frames(for: ended, store: store, issuer: issuer())
+        let locale = request.locale(uiLocales: try params.single("ui_locales"))
+        if !frames.isEmpty { return FrontChannelLogout.page(frames: frames, next: redirect, locale: locale, headers: headers) }
         if let redirect { return Responses.redirect(to: redirect, afterPost: isPost, headers: headers) }
-        return Responses.html(
-            Pages.message(
-                titleKey: "page.signed_out.title", bodyKey: "page.signed_out.body",
-                locale: request.locale(uiLocales: try params.single("ui_locales"))), headers: headers)
+        return Responses.html(Pages.message(titleKey: "page.signed_out.title", bodyKey: "page.signed_out.body", locale: locale), headers: headers)
     }
 
     private func logoutError(_ bodyKey: String, _ request: Request) -> Response {

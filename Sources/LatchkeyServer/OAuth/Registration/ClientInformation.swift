@@ -34,6 +34,11 @@ struct ClientInformation: Encodable, Sendable {
     /// A `private_key_jwt` application's public keys and, when it chose one, its assertions' algorithm.
     var jwks: JWKSet?
     var tokenEndpointAuthSigningAlg: String?
+    var backchannelLogoutUri: String?
+    var backchannelLogoutSessionRequired: Bool
+    var frontchannelLogoutUri: String?
+    var frontchannelLogoutSessionRequired: Bool
+    var securityProfile: String?
     /// What the registration policy removed from the request (absent when nothing was).
     var trimmed: [String: [String]]?
     /// `configuration` or `registration`: in the administrators' list only.
@@ -66,6 +71,11 @@ struct ClientInformation: Encodable, Sendable {
         allowedAudiences = c.allowedAudiences
         jwks = c.jwks
         tokenEndpointAuthSigningAlg = c.tokenEndpointAuthSigningAlg?.rawValue
+        backchannelLogoutUri = c.backchannelLogoutUri
+        backchannelLogoutSessionRequired = c.backchannelLogoutSessionRequired
+        frontchannelLogoutUri = c.frontchannelLogoutUri
+        frontchannelLogoutSessionRequired = c.frontchannelLogoutSessionRequired
+        securityProfile = c.securityProfile?.rawValue
     }
 
     enum CodingKeys: String, CodingKey {
@@ -81,6 +91,9 @@ struct ClientInformation: Encodable, Sendable {
         case passkeyOrigins = "latchkey_passkey_allowed_origins", identityProviders = "latchkey_identity_providers"
         case jwks, tokenEndpointAuthSigningAlg = "token_endpoint_auth_signing_alg"
         case allowedAudiences = "latchkey_allowed_audiences", trimmed = "latchkey_trimmed", origin = "latchkey_origin"
+        case backchannelLogoutUri = "backchannel_logout_uri", backchannelLogoutSessionRequired = "backchannel_logout_session_required"
+        case frontchannelLogoutUri = "frontchannel_logout_uri", frontchannelLogoutSessionRequired = "frontchannel_logout_session_required"
+        case securityProfile = "latchkey_security_profile"
     }
 }
 

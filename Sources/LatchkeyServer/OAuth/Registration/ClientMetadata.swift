@@ -3,7 +3,8 @@ import LatchkeyJOSE
 
 /// The client metadata of a registration or an update (RFC 7591 §2; OpenID Connect Registration §2 for
 /// `application_type`, `post_logout_redirect_uris`, `id_token_signed_response_alg`; RFC 9449 §5.2
-/// `dpop_bound_access_tokens`; RFC 9126 §6 `require_pushed_authorization_requests`), and Latchkey's own settings under
+/// `dpop_bound_access_tokens`; RFC 9126 §6 `require_pushed_authorization_requests`; OpenID Connect Back-Channel and
+/// Front-Channel Logout `*_logout_uri` and `*_logout_session_required`), and Latchkey's own settings under
 /// names that say so (`latchkey_…`).
 ///
 /// Read strictly: a member of the wrong type is `invalid_client_metadata` naming it. Members this server does not
@@ -31,6 +32,14 @@ struct ClientMetadata: Sendable, Equatable {
     /// A `private_key_jwt` application's public keys (RFC 7591 §2 `jwks`), read by `ClientKeys.parse`.
     var jwks: JWKSet?
     var tokenEndpointAuthSigningAlg: String?
+    /// OpenID Connect Back-Channel Logout §2.2 and Front-Channel Logout §2 (https only when registered this way: the
+    /// server itself POSTs to the back-channel URI).
+    var backchannelLogoutUri: String?
+    var backchannelLogoutSessionRequired: Bool?
+    var frontchannelLogoutUri: String?
+    var frontchannelLogoutSessionRequired: Bool?
+    /// `latchkey_security_profile`: `fapi2` (`ClientConfiguration.securityProfile`).
+    var securityProfile: String?
     /// An update's `client_id` (RFC 7592 §2.2: must be the client's own) and `client_secret` (must be its current one).
     var clientId: String?
     var clientSecret: String?
@@ -74,6 +83,11 @@ struct ClientMetadata: Sendable, Equatable {
             throw OAuthError(.invalidClientMetadata, "jwks_uri is not supported: register the public keys inline as jwks")
         }
         jwks = try Self.keySet(object, "jwks")
+        backchannelLogoutUri = try Self.string(object, "backchannel_logout_uri")
+        backchannelLogoutSessionRequired = try Self.bool(object, "backchannel_logout_session_required")
+        frontchannelLogoutUri = try Self.string(object, "frontchannel_logout_uri")
+        frontchannelLogoutSessionRequired = try Self.bool(object, "frontchannel_logout_session_required")
+        securityProfile = try Self.string(object, "latchkey_security_profile")
         clientId = try Self.string(object, "client_id")
         clientSecret = try Self.string(object, "client_secret")
     }

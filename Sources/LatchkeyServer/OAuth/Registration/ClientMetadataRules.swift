@@ -47,6 +47,11 @@ extension ClientMetadata {
         configuration.idTokenSignedResponseAlg = try signingAlgorithm()
         configuration.jwks = jwks
         configuration.tokenEndpointAuthSigningAlg = try assertionAlgorithm()
+        configuration.backchannelLogoutUri = try Self.logoutURI(backchannelLogoutUri, member: "backchannel_logout_uri")
+        configuration.backchannelLogoutSessionRequired = backchannelLogoutSessionRequired ?? false
+        configuration.frontchannelLogoutUri = try Self.logoutURI(frontchannelLogoutUri, member: "frontchannel_logout_uri")
+        configuration.frontchannelLogoutSessionRequired = frontchannelLogoutSessionRequired ?? false
+        try applySecurityProfile(to: &configuration)
         configuration.passkeyOrigins = Self.allowed(
             passkeyOrigins ?? [], in: policy.passkeyOrigins, member: "latchkey_passkey_allowed_origins", trimmed: &trimmed)
         configuration.allowedAudiences = Self.allowed(
@@ -66,6 +71,35 @@ extension ClientMetadata {
             throw OAuthError(.invalidClientMetadata, "the metadata do not describe a valid application")
         }
         return RegisteredSettings(configuration: configuration, trimmed: trimmed)
+    }
+
+    /// A logout URI registered this way is `https` (the server POSTs to the back-channel one: a registered `http` or
+    /// loopback address would let anyone with registration aim the server at its own network).
+    private static func logoutURI(_ uri: String?, member: String) throws(OAuthError) -> String? {
+        guard let uri else { return nil }
+        guard uri.count <= maxURILength, let url = URLComponents(string: uri), url.scheme?.lowercased() == "https",
+            let host = url.host, !host.isEmpty, !LoopbackHost.isLoopback(host)
+        else {
+            throw OAuthError(.invalidClientMetadata, "\(member) must be an https URL of another host")
+        }
+        return uri
+    }
+
+    /// `latchkey_security_profile: fapi2` sets what the profile requires wherever the metadata leave it open (as the
+    /// configuration file's `security_profile`); a member contradicting it is refused by the file's checks.
+    private func applySecurityProfile(to configuration: inout ClientConfiguration) throws(OAuthError) {
+        guard let securityProfile else {
+            configuration.securityProfile = nil
+            return
+        }
+        guard securityProfile == ClientConfiguration.SecurityProfile.fapi2.rawValue else {
+            throw OAuthError(.invalidClientMetadata, "latchkey_security_profile must be fapi2")
+        }
+        configuration.securityProfile = .fapi2
+        if dpopBoundAccessTokens == nil { configuration.requireDPoP = true }
+        if requirePushedAuthorizationRequests == nil { configuration.requirePushedAuthorizationRequests = true }
+        if requirePKCE == nil { configuration.requirePKCE = true }
+        if idTokenSignedResponseAlg == nil { configuration.idTokenSignedResponseAlg = .es256 }
     }
 
     /// RFC 7591 §2: `grant_types` defaults to `authorization_code`.

@@ -230,6 +230,16 @@ enum PostgresSchema {
             version: 7, name: "code-bindings",
             statements: [
                 "ALTER TABLE authorization_codes ADD COLUMN dpop_jkt TEXT", "ALTER TABLE authorization_codes ADD COLUMN claims TEXT"
+            ]),
+        // Back-channel logout: whether a session's end was announced, and the lease of the pass announcing it. Sessions
+        // that ended before are not announced late.
+        Migration(
+            version: 8, name: "logout-announcements",
+            statements: [
+                "ALTER TABLE sessions ADD COLUMN logout_announced BOOLEAN NOT NULL DEFAULT FALSE",
+                "ALTER TABLE sessions ADD COLUMN logout_lease_until DOUBLE PRECISION NOT NULL DEFAULT 0",
+                "UPDATE sessions SET logout_announced = TRUE WHERE ended_at IS NOT NULL",
+                "CREATE INDEX sessions_logout_pending ON sessions (ended_at) WHERE NOT logout_announced AND ended_at IS NOT NULL"
             ])
     ]
 

@@ -319,6 +319,41 @@ extension PostgresStore {
         }
     }
 
+    public func claimEndedSessions(now: Date, leaseUntil: Date, limit: Int) async throws -> [SessionRecord] {
+        let rowLimit: Int? = limit >= 0 ? limit : nil
+        return try await transaction { connection -> [SessionRecord] in
+            // SKIP LOCKED, as the delivery queues: two instances never announce one session's end at once.
+            let ended = try await self.rows(
+                """
+                SELECT * FROM sessions WHERE ended_at IS NOT NULL AND NOT logout_announced AND logout_lease_until <= \(now.epoch)
+                ORDER BY ended_at, id LIMIT \(rowLimit) FOR UPDATE SKIP LOCKED
+                """, on: connection
+            ).map(Self.session)
+            guard !ended.isEmpty else { return [] }
+            let ids = ended.map(\.id)
+            _ = try await self.execute("UPDATE sessions SET logout_lease_until = \(leaseUntil.epoch) WHERE id = ANY(\(ids))", on: connection)
+            return ended
+        }
+    }
+
+    public func markSessionEndAnnounced(id: String) async throws {
+        try await connection { connection in
+            _ = try await self.execute("UPDATE sessions SET logout_announced = TRUE WHERE id = \(id)", on: connection)
+        }
+    }
+
+    public func sessionClientIds(sessionId: String) async throws -> [String] {
+        try await connection { connection -> [String] in
+            try await self.rows(
+                """
+                SELECT DISTINCT client_id FROM token_families
+                WHERE session_id = \(sessionId) OR id IN (SELECT family_id FROM refresh_tokens WHERE session_id = \(sessionId))
+                ORDER BY client_id
+                """, on: connection
+            ).map { try $0.decode(String.self) }
+        }
+    }
+
     /// Revokes every family of the session: those created for it and those whose refresh tokens name it.
     func revokeSessionFamilies(sessionId: String, reason: String, now: Date, on connection: PostgresConnection) async throws {
         try await execute(

@@ -18,7 +18,8 @@ extension PostgresStore {
             DELETE FROM refresh_tokens WHERE expires_at < \(t)
                OR family_id IN (SELECT id FROM token_families WHERE revoked_at IS NOT NULL)
             """,
-            "DELETE FROM sessions WHERE expires_at < \(t) OR ended_at IS NOT NULL",
+            // An ended session stays until its end is announced to the applications (`BackChannelLogout`).
+            "DELETE FROM sessions WHERE (expires_at < \(t) AND ended_at IS NULL) OR (ended_at IS NOT NULL AND logout_announced)",
             // By the database's clock, which every instance shares, with the skew margin.
             "DELETE FROM consumed_token_ids WHERE expires_at < extract(epoch FROM now()) - \(SingleUseRetention.skewMargin)",
             "DELETE FROM pushed_requests WHERE expires_at < \(t)",

@@ -26,7 +26,8 @@ extension SQLiteStore {
                        OR family_id IN (SELECT id FROM token_families WHERE revoked_at IS NOT NULL)
                     """, [t]
                 ),
-                ("DELETE FROM sessions WHERE expires_at < ? OR ended_at IS NOT NULL", [t]),
+                // An ended session stays until its end is announced to the applications (`BackChannelLogout`).
+                ("DELETE FROM sessions WHERE (expires_at < ? AND ended_at IS NULL) OR (ended_at IS NOT NULL AND logout_announced = 1)", [t]),
                 // By the database's clock (the machine's: every process on this file shares it), with the skew margin.
                 (
                     "DELETE FROM consumed_token_ids WHERE expires_at < (julianday('now') - 2440587.5) * 86400.0 - ?",

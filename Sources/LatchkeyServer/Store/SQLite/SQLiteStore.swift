@@ -102,6 +102,7 @@ public final class SQLiteStore: Store {
             // RFC 9449 §10 (a code bound to a DPoP key) and OpenID Connect Core §5.5 (the claims a code's tokens carry).
             try db.execute(sql: "ALTER TABLE authorization_codes ADD COLUMN dpop_jkt TEXT; ALTER TABLE authorization_codes ADD COLUMN claims TEXT")
         }
+        migrator.registerMigration("v13-logout-announcements", migrate: Self.migrateLogoutAnnouncements)
         return migrator
     }
 
@@ -428,6 +429,50 @@ public final class SQLiteStore: Store {
                         AND (session_id = ? OR id IN (SELECT family_id FROM refresh_tokens WHERE session_id = ?)))
                     """, arguments: [now.timeIntervalSince1970, id, id, id])
             return try Bool.fetchOne(db, sql: "SELECT ended_at IS NOT NULL FROM sessions WHERE id = ?", arguments: [id]) ?? true
+        }
+    }
+
+    /// Back-channel logout (`SessionStore.claimEndedSessions`): whether a session's end was announced, and the lease of
+    /// the pass announcing it. Sessions that ended before this migration are not announced late.
+    static func migrateLogoutAnnouncements(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                ALTER TABLE sessions ADD COLUMN logout_announced INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE sessions ADD COLUMN logout_lease_until REAL NOT NULL DEFAULT 0;
+                UPDATE sessions SET logout_announced = 1 WHERE ended_at IS NOT NULL;
+                CREATE INDEX sessions_logout_pending ON sessions(ended_at) WHERE logout_announced = 0 AND ended_at IS NOT NULL;
+                """)
+    }
+
+    public func claimEndedSessions(now: Date, leaseUntil: Date, limit: Int) async throws -> [SessionRecord] {
+        try await pool.write { db in
+            let ended = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM sessions WHERE ended_at IS NOT NULL AND logout_announced = 0 AND logout_lease_until <= ?
+                    ORDER BY ended_at, id LIMIT ?
+                    """, arguments: [now.timeIntervalSince1970, limit]
+            ).map(Self.session)
+            for session in ended {
+                try db.execute(
+                    sql: "UPDATE sessions SET logout_lease_until = ? WHERE id = ?", arguments: [leaseUntil.timeIntervalSince1970, session.id])
+            }
+            return ended
+        }
+    }
+
+    public func markSessionEndAnnounced(id: String) async throws {
+        try await pool.write { db in try db.execute(sql: "UPDATE sessions SET logout_announced = 1 WHERE id = ?", arguments: [id]) }
+    }
+
+    public func sessionClientIds(sessionId: String) async throws -> [String] {
+        try await pool.read { db in
+            try String.fetchAll(
+                db,
+                sql: """
+                    SELECT DISTINCT client_id FROM token_families
+                    WHERE session_id = ? OR id IN (SELECT family_id FROM refresh_tokens WHERE session_id = ?) ORDER BY client_id
+                    """, arguments: [sessionId, sessionId])
         }
     }
 
