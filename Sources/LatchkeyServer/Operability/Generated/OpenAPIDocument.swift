@@ -9784,6 +9784,15 @@ enum OpenAPIDocument {
           },
           "frontchannel_logout_supported": {
             "type": "boolean"
+          },
+          "frontchannel_logout_session_supported": {
+            "type": "boolean"
+          },
+          "backchannel_logout_supported": {
+            "type": "boolean"
+          },
+          "backchannel_logout_session_supported": {
+            "type": "boolean"
           }
         }
       },
@@ -12932,6 +12941,29 @@ enum OpenAPIDocument {
               "type": "string"
             },
             "description": "Audiences the client may ask tokens for (token exchange)."
+          },
+          "backchannel_logout_uri": {
+            "type": "string",
+            "format": "uri",
+            "description": "OpenID Connect Back-Channel Logout: where a logout_token is POSTed when a session the application took part in ends (https; registration refuses loopback hosts)."
+          },
+          "backchannel_logout_session_required": {
+            "type": "boolean"
+          },
+          "frontchannel_logout_uri": {
+            "type": "string",
+            "format": "uri",
+            "description": "OpenID Connect Front-Channel Logout: framed by the signed-out page with iss and sid."
+          },
+          "frontchannel_logout_session_required": {
+            "type": "boolean"
+          },
+          "latchkey_security_profile": {
+            "type": "string",
+            "enum": [
+              "fapi2"
+            ],
+            "description": "The FAPI 2.0 Security Profile: its settings become the defaults; contradicting members are refused."
           }
         }
       },
