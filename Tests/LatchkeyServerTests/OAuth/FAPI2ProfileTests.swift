@@ -126,5 +126,31 @@ struct FAPI2ProfileTests {
         let idToken = try CompactJWS(parsing: try #require(body["id_token"] as? String))
         #expect(idToken.header.alg == "ES256")
         #expect(try #require(done.location).contains("iss="), "iss in the authorization response (RFC 9207)")
+
+        // fapi2-security-profile-final-refresh-token: the refresh token is not rotated (§5.3.2.1): the same token
+        // refreshes again (a retry after a lost answer works), with the client's assertion and the DPoP key.
+        let refreshToken = try #require(body["refresh_token"] as? String)
+        func refresh() async throws -> HTTPResult {
+            try await TestBrowser().postForm(
+                server.base + "/oauth2/token",
+                [
+                    "grant_type": "refresh_token", "refresh_token": refreshToken, "client_assertion": try assertion(),
+                    "client_assertion_type": PrivateKeyJWTTests.assertionType
+                ], headers: ["DPoP": try DPoPTests.proof(dpopKey, method: "POST", url: server.issuer + "/oauth2/token")])
+        }
+        for _ in 0..<2 {
+            let refreshed = try await refresh()
+            #expect(refreshed.status == 200, "\(refreshed.text)")
+            #expect(try refreshed.json()["refresh_token"] == nil, "no new refresh token: the client keeps its own")
+            #expect(try refreshed.json()["token_type"] as? String == "DPoP")
+        }
+        let revoked = try await TestBrowser().postForm(
+            server.base + "/oauth2/revoke",
+            [
+                "token": refreshToken, "client_assertion": try assertion(), "client_assertion_type": PrivateKeyJWTTests.assertionType
+            ])
+        #expect(revoked.status == 200)
+        let afterRevocation = try await refresh()
+        #expect(try afterRevocation.status == 400 && afterRevocation.json()["error"] as? String == "invalid_grant")
     }
 }

@@ -170,6 +170,17 @@ struct TokenController: Sendable {
             user: user, subject: user.id, clientId: client.clientId, scope: scope,
             authTime: current.authTime, sessionId: current.sessionId, familyId: current.familyId,
             amr: current.amr, dpop: binding)
+        if client.securityProfile == .fapi2 {
+            // FAPI 2.0 Security Profile §5.3.2.1: no rotation. The token is sender-constrained (the client's
+            // `private_key_jwt` authentication, and a public client's DPoP key), so a stolen copy is useless, and a
+            // client whose answer was lost can simply retry. It lives until it expires or its family is revoked.
+            guard current.usedAt == nil else { throw OAuthError(.invalidGrant, "the refresh token was replaced (rotated before)") }
+            guard current.expiresAt > clock.now else { throw OAuthError(.invalidGrant, "the refresh token has expired") }
+            guard let family = try await store.family(id: current.familyId), family.revokedAt == nil else {
+                throw OAuthError(.invalidGrant, "the refresh token has been revoked")
+            }
+            return try await issue(grant, client: client, newRefreshInFamily: nil)  // no refresh_token: the client keeps its own
+        }
         let next = tokens.refreshToken(for: grant, familyId: current.familyId)
         switch try await store.rotateRefreshToken(presented: hash, next: next.record, now: clock.now) {
         case .rotated: metrics.refreshRotated()
