@@ -330,7 +330,7 @@ public final class IdentityServer: Sendable {
         router.add(middleware: ClientAddressMiddleware(proxies: configuration.trustedProxies))
         let (store, clock, issuer) = (self.store, self.clock, kit.issuerInForce)
         let discovery = DiscoveryController(issuer: issuer, keys: keys)
-        let userInfo = UserInfoController(authenticate: resources.authenticateResource, store: store)
+        let userInfo = UserInfoController(authenticate: resources.authenticateResource, store: store, keys: keys, issuer: issuer)
         let endSession = EndSessionController(
             validator: { [kit] in kit.validator }, issuer: issuer, store: store, sessions: browserSessions, cookies: cookies, clock: clock)
         let authorize = AuthorizeController(

@@ -72,6 +72,9 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     /// default every OpenID Connect client can verify, or `ES256`, about twenty times cheaper for the server to sign
     /// (an RSA signature is most of a refresh grant's cost) and shorter on the wire.
     public var idTokenSignedResponseAlg: JWSAlgorithm = .rs256
+    /// UserInfo answered as a signed JWT (OIDC Registration `userinfo_signed_response_alg`: `RS256` or `ES256`); unset,
+    /// plain JSON.
+    public var userinfoSignedResponseAlg: JWSAlgorithm?
     /// The identity providers (`ServerConfiguration.identityProviders` ids) this application's users may sign in with:
     /// buttons on the hosted page, actions in the app-native sign-in flow, `idp=` hints, native ID tokens.
     public var identityProviders: [String] = []
@@ -166,6 +169,9 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     func validate() throws {
         guard idTokenSignedResponseAlg == .rs256 || idTokenSignedResponseAlg == .es256 else {
             throw ConfigurationError.invalid("client \(clientId): id_token_signed_response_alg must be RS256 or ES256")
+        }
+        if let alg = userinfoSignedResponseAlg, alg != .rs256, alg != .es256 {
+            throw ConfigurationError.invalid("client \(clientId): userinfo_signed_response_alg must be RS256 or ES256")
         }
         if isPublic && clientSecret != nil {
             throw ConfigurationError.invalid("client \(clientId) is public (auth method none) but has a secret")
@@ -270,7 +276,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         case recoveryEnabled = "recovery_enabled", requireMFA = "require_mfa", flows
         case passkeyOrigins = "passkey_allowed_origins", appleBundleIds = "apple_bundle_ids"
         case requireDPoP = "require_dpop", requirePushedAuthorizationRequests = "require_pushed_authorization_requests"
-        case idTokenSignedResponseAlg = "id_token_signed_response_alg"
+        case idTokenSignedResponseAlg = "id_token_signed_response_alg", userinfoSignedResponseAlg = "userinfo_signed_response_alg"
         case deviceVerificationURIComplete = "device_verification_uri_complete"
         case identityProviders = "identity_providers"
         case jwks, tokenEndpointAuthSigningAlg = "token_endpoint_auth_signing_alg"
@@ -303,6 +309,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         try c.encode(requirePushedAuthorizationRequests, forKey: .requirePushedAuthorizationRequests)
         try c.encode(deviceVerificationURIComplete, forKey: .deviceVerificationURIComplete)
         try c.encode(idTokenSignedResponseAlg.rawValue, forKey: .idTokenSignedResponseAlg)
+        try c.encodeIfPresent(userinfoSignedResponseAlg?.rawValue, forKey: .userinfoSignedResponseAlg)
         try c.encode(identityProviders, forKey: .identityProviders)
         try c.encodeIfPresent(jwks, forKey: .jwks)
         try c.encodeIfPresent(tokenEndpointAuthSigningAlg?.rawValue, forKey: .tokenEndpointAuthSigningAlg)
@@ -350,6 +357,13 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
                     debugDescription: "id_token_signed_response_alg must be RS256 or ES256, got \(alg)")
             }
             idTokenSignedResponseAlg = parsed
+        }
+        if let alg = try c.decodeIfPresent(String.self, forKey: .userinfoSignedResponseAlg) {
+            guard let parsed = JWSAlgorithm(rawValue: alg), parsed == .rs256 || parsed == .es256 else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .userinfoSignedResponseAlg, in: c, debugDescription: "userinfo_signed_response_alg must be RS256 or ES256, got \(alg)")
+            }
+            userinfoSignedResponseAlg = parsed
         }
         if let value = try c.decodeIfPresent(JSONValue.self, forKey: .jwks) {
             do { jwks = try ClientKeys.parse(value) } catch {

@@ -17,6 +17,8 @@ struct ProviderMetadata: Encodable {
     var grantTypesSupported = GrantType.allCases.map(\.rawValue)
     var subjectTypesSupported = ["public"]
     var idTokenSigningAlgValuesSupported = ["RS256", "ES256"]
+    /// Signed UserInfo answers (`userinfo_signed_response_alg`).
+    var userinfoSigningAlgValuesSupported = ["RS256", "ES256"]
     var tokenEndpointAuthMethodsSupported = ClientAuthMethod.allCases.map(\.rawValue)
     var revocationEndpointAuthMethodsSupported = ClientAuthMethod.allCases.map(\.rawValue)
     var introspectionEndpointAuthMethodsSupported = ClientAuthMethod.allCases.map(\.rawValue)
@@ -75,6 +77,7 @@ struct ProviderMetadata: Encodable {
         case responseModesSupported = "response_modes_supported", grantTypesSupported = "grant_types_supported"
         case subjectTypesSupported = "subject_types_supported"
         case idTokenSigningAlgValuesSupported = "id_token_signing_alg_values_supported"
+        case userinfoSigningAlgValuesSupported = "userinfo_signing_alg_values_supported"
         case tokenEndpointAuthMethodsSupported = "token_endpoint_auth_methods_supported"
         case revocationEndpointAuthMethodsSupported = "revocation_endpoint_auth_methods_supported"
         case introspectionEndpointAuthMethodsSupported = "introspection_endpoint_auth_methods_supported"

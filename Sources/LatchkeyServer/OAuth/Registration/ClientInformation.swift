@@ -21,6 +21,7 @@ struct ClientInformation: Encodable, Sendable {
     var scope: String
     var applicationType: String
     var idTokenSignedResponseAlg: String
+    var userinfoSignedResponseAlg: String?
     var dpopBoundAccessTokens: Bool
     var requirePushedAuthorizationRequests: Bool
     var appType: String
@@ -59,6 +60,7 @@ struct ClientInformation: Encodable, Sendable {
         scope = c.scopes.joined(separator: " ")
         applicationType = c.appType == .browser ? "web" : "native"
         idTokenSignedResponseAlg = c.idTokenSignedResponseAlg.rawValue
+        userinfoSignedResponseAlg = c.userinfoSignedResponseAlg?.rawValue
         dpopBoundAccessTokens = c.requireDPoP
         requirePushedAuthorizationRequests = c.requirePushedAuthorizationRequests
         appType = c.appType.rawValue
@@ -84,6 +86,7 @@ struct ClientInformation: Encodable, Sendable {
         case registrationClientURI = "registration_client_uri", clientName = "client_name", redirectUris = "redirect_uris"
         case postLogoutRedirectUris = "post_logout_redirect_uris", grantTypes = "grant_types", responseTypes = "response_types"
         case tokenEndpointAuthMethod = "token_endpoint_auth_method", scope, applicationType = "application_type"
+        case userinfoSignedResponseAlg = "userinfo_signed_response_alg"
         case idTokenSignedResponseAlg = "id_token_signed_response_alg", dpopBoundAccessTokens = "dpop_bound_access_tokens"
         case requirePushedAuthorizationRequests = "require_pushed_authorization_requests", appType = "latchkey_app_type"
         case requirePKCE = "latchkey_require_pkce", userRegistration = "latchkey_registration"

@@ -18,6 +18,7 @@ struct ClientMetadata: Sendable, Equatable {
     var clientName: String?
     var postLogoutRedirectUris: [String]?
     var idTokenSignedResponseAlg: String?
+    var userinfoSignedResponseAlg: String?
     var applicationType: String?
     var dpopBoundAccessTokens: Bool?
     var requirePushedAuthorizationRequests: Bool?
@@ -67,6 +68,7 @@ struct ClientMetadata: Sendable, Equatable {
         clientName = try Self.string(object, "client_name")
         postLogoutRedirectUris = try Self.strings(object, "post_logout_redirect_uris")
         idTokenSignedResponseAlg = try Self.string(object, "id_token_signed_response_alg")
+        userinfoSignedResponseAlg = try Self.string(object, "userinfo_signed_response_alg")
         applicationType = try Self.string(object, "application_type")
         dpopBoundAccessTokens = try Self.bool(object, "dpop_bound_access_tokens")
         requirePushedAuthorizationRequests = try Self.bool(object, "require_pushed_authorization_requests")

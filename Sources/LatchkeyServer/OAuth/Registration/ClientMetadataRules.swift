@@ -45,6 +45,8 @@ extension ClientMetadata {
         configuration.requireDPoP = dpopBoundAccessTokens ?? false
         configuration.requirePushedAuthorizationRequests = requirePushedAuthorizationRequests ?? false
         configuration.idTokenSignedResponseAlg = try signingAlgorithm()
+        configuration.userinfoSignedResponseAlg = try Self.serverSigningAlgorithm(
+            userinfoSignedResponseAlg, member: "userinfo_signed_response_alg")
         configuration.jwks = jwks
         configuration.tokenEndpointAuthSigningAlg = try assertionAlgorithm()
         configuration.backchannelLogoutUri = try Self.logoutURI(backchannelLogoutUri, member: "backchannel_logout_uri")
@@ -246,9 +248,14 @@ extension ClientMetadata {
     }
 
     private func signingAlgorithm() throws(OAuthError) -> JWSAlgorithm {
-        guard let name = idTokenSignedResponseAlg else { return .rs256 }
+        try Self.serverSigningAlgorithm(idTokenSignedResponseAlg, member: "id_token_signed_response_alg") ?? .rs256
+    }
+
+    /// An algorithm the server signs with (ID tokens, UserInfo): RS256 or ES256; `none` is never one.
+    private static func serverSigningAlgorithm(_ name: String?, member: String) throws(OAuthError) -> JWSAlgorithm? {
+        guard let name else { return nil }
         guard let algorithm = JWSAlgorithm(rawValue: name), algorithm == .rs256 || algorithm == .es256 else {
-            throw OAuthError(.invalidClientMetadata, "id_token_signed_response_alg must be RS256 or ES256")
+            throw OAuthError(.invalidClientMetadata, "\(member) must be RS256 or ES256")
         }
         return algorithm
     }

@@ -3,11 +3,14 @@ import Hummingbird
 import LatchkeyJOSE
 
 /// UserInfo (OIDC Core §5.3): the claims the access token's scopes release, in each OAuth mount (GET, and POST with
-/// the token in the form body, RFC 6750 §2.2).
+/// the token in the form body, RFC 6750 §2.2). An application that registered `userinfo_signed_response_alg` gets them
+/// as a JWT signed with the server's key (`application/jwt`, with `iss` and `aud`: OIDC Core §5.3.2).
 struct UserInfoController {
     /// Verifies a resource request's access token (Bearer, or DPoP with its proof) and returns its claims.
     let authenticate: @Sendable (Request, Parameters?) async throws -> AccessTokenClaims
-    let store: any UserStore
+    let store: any UserStore & ClientStore
+    let keys: KeyRing
+    let issuer: @Sendable () -> String
 
     func addRoutes(to mount: OAuthMount) {
         mount.routes.get("userinfo") { request, _ in try await userinfo(request, body: nil) }
@@ -18,10 +21,10 @@ struct UserInfoController {
 
     /// reachFive's `GET /identity/v1/userinfo`: the same claims, its errors in reachFive's shape.
     func addIdentityRoutes(to identity: RouterGroup<LatchkeyRequestContext>) {
-        identity.get("userinfo") { request, _ in try await userinfo(request, body: nil) }
+        identity.get("userinfo") { request, _ in try await userinfo(request, body: nil, mayBeSigned: false) }
     }
 
-    private func userinfo(_ request: Request, body: Parameters?) async throws -> Response {
+    private func userinfo(_ request: Request, body: Parameters?, mayBeSigned: Bool = true) async throws -> Response {
         let claims = try await authenticate(request, body)
         guard claims.scopes.contains("openid") else { throw OAuthError(.insufficientScope, "the access token lacks the openid scope") }
         guard let user = try await store.user(id: claims.sub), !user.disabled else { throw OAuthError(.invalidToken, "the user no longer exists") }
@@ -32,6 +35,14 @@ struct UserInfoController {
             out.merge(ClaimsRequest.userClaims(members, of: user)) { scoped, _ in scoped }
         }
         out["sub"] = .string(user.id)
+        if mayBeSigned, let alg = try await store.client(id: claims.clientId)?.configuration.userinfoSignedResponseAlg {
+            out["iss"] = .string(issuer())
+            out["aud"] = .string(claims.clientId)
+            let jwt = try await keys.signingKey(alg).sign(claims: out, type: "JWT")
+            return Response(
+                status: .ok, headers: [.contentType: "application/jwt", .cacheControl: "no-store", .pragma: "no-cache"],
+                body: .init(byteBuffer: ByteBuffer(string: jwt)))
+        }
         return try Responses.json(out, noStore: true)
     }
 }

@@ -1054,7 +1054,7 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "200": {
-            "description": "The claims.",
+            "description": "The claims: JSON, or a signed JWT for an application that registered `userinfo_signed_response_alg`.",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -1067,6 +1067,12 @@ enum OpenAPIDocument {
               "application/json": {
                 "schema": {
                   "$ref": "#/components/schemas/UserInfo"
+                }
+              },
+              "application/jwt": {
+                "schema": {
+                  "type": "string",
+                  "description": "The claims as a JWT signed with the server's key (with iss and aud), for an application that registered userinfo_signed_response_alg (OIDC Core §5.3.2)."
                 }
               }
             }
@@ -1133,7 +1139,7 @@ enum OpenAPIDocument {
         },
         "responses": {
           "200": {
-            "description": "The claims.",
+            "description": "The claims: JSON, or a signed JWT for an application that registered `userinfo_signed_response_alg`.",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -1146,6 +1152,12 @@ enum OpenAPIDocument {
               "application/json": {
                 "schema": {
                   "$ref": "#/components/schemas/UserInfo"
+                }
+              },
+              "application/jwt": {
+                "schema": {
+                  "type": "string",
+                  "description": "The claims as a JWT signed with the server's key (with iss and aud), for an application that registered userinfo_signed_response_alg (OIDC Core §5.3.2)."
                 }
               }
             }
@@ -9793,6 +9805,12 @@ enum OpenAPIDocument {
           },
           "backchannel_logout_session_supported": {
             "type": "boolean"
+          },
+          "userinfo_signing_alg_values_supported": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            }
           }
         }
       },
@@ -12964,6 +12982,14 @@ enum OpenAPIDocument {
               "fapi2"
             ],
             "description": "The FAPI 2.0 Security Profile: its settings become the defaults; contradicting members are refused."
+          },
+          "userinfo_signed_response_alg": {
+            "type": "string",
+            "enum": [
+              "RS256",
+              "ES256"
+            ],
+            "description": "UserInfo answered as a JWT signed with this algorithm (OIDC Registration)."
           }
         }
       },
