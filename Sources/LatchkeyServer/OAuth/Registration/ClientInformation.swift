@@ -33,6 +33,9 @@ struct ClientInformation: Encodable, Sendable {
     var allowedAudiences: [String]
     /// A `private_key_jwt` application's public keys and, when it chose one, its assertions' algorithm.
     var jwks: JWKSet?
+    var jwksURI: String?
+    /// OpenID Connect Registration §2; absent when there are none.
+    var requestURIs: [String]?
     var tokenEndpointAuthSigningAlg: String?
     /// What the registration policy removed from the request (absent when nothing was).
     var trimmed: [String: [String]]?
@@ -65,6 +68,8 @@ struct ClientInformation: Encodable, Sendable {
         identityProviders = c.identityProviders
         allowedAudiences = c.allowedAudiences
         jwks = c.jwks
+        jwksURI = c.jwksURI
+        requestURIs = c.requestURIs.isEmpty ? nil : c.requestURIs
         tokenEndpointAuthSigningAlg = c.tokenEndpointAuthSigningAlg?.rawValue
     }
 
@@ -80,6 +85,7 @@ struct ClientInformation: Encodable, Sendable {
         case recoveryEnabled = "latchkey_recovery_enabled", requireMFA = "latchkey_require_mfa"
         case passkeyOrigins = "latchkey_passkey_allowed_origins", identityProviders = "latchkey_identity_providers"
         case jwks, tokenEndpointAuthSigningAlg = "token_endpoint_auth_signing_alg"
+        case jwksURI = "jwks_uri", requestURIs = "request_uris"
         case allowedAudiences = "latchkey_allowed_audiences", trimmed = "latchkey_trimmed", origin = "latchkey_origin"
     }
 }

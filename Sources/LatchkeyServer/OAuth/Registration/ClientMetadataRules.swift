@@ -46,6 +46,9 @@ extension ClientMetadata {
         configuration.requirePushedAuthorizationRequests = requirePushedAuthorizationRequests ?? false
         configuration.idTokenSignedResponseAlg = try signingAlgorithm()
         configuration.jwks = jwks
+        configuration.jwksURI = try Self.checkedDocumentURL(jwksURI, member: "jwks_uri", fragmentAllowed: false)
+        for uri in requestURIs ?? [] { _ = try Self.checkedDocumentURL(uri, member: "request_uris", fragmentAllowed: true) }
+        configuration.requestURIs = requestURIs ?? []
         configuration.tokenEndpointAuthSigningAlg = try assertionAlgorithm()
         configuration.passkeyOrigins = Self.allowed(
             passkeyOrigins ?? [], in: policy.passkeyOrigins, member: "latchkey_passkey_allowed_origins", trimmed: &trimmed)
@@ -153,6 +156,16 @@ extension ClientMetadata {
             }
         }
         return uris
+    }
+
+    /// A URL the server will fetch (`jwks_uri`, `request_uris`): through registration `https` only, whatever the host
+    /// (`ClientDocumentURL`), so a registration cannot point the server at a plain-HTTP service on its own network.
+    private static func checkedDocumentURL(_ uri: String?, member: String, fragmentAllowed: Bool) throws(OAuthError) -> String? {
+        guard let uri else { return nil }
+        if let why = ClientDocumentURL.refusal(uri, member: member, operatorSet: false, fragmentAllowed: fragmentAllowed) {
+            throw OAuthError(.invalidClientMetadata, why)
+        }
+        return uri
     }
 
     private func checkedName() throws(OAuthError) -> String? {
