@@ -16,6 +16,8 @@ final class DocumentServer: Sendable {
         var body = Data()
         var location: String?
         var contentType = "application/json"
+        /// Sent in chunks of 16 KiB without a `Content-Length`, so only the bytes as they come tell its size.
+        var chunked = false
     }
 
     let port: Int
@@ -55,8 +57,22 @@ final class DocumentServer: Sendable {
             var fields = HTTPFields()
             fields[.contentType] = document.contentType
             if let location = document.location { fields[.location] = location }
+            guard document.chunked else {
+                return Response(
+                    status: .init(code: document.status), headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: document.body)))
+            }
+            let body = document.body
             return Response(
-                status: .init(code: document.status), headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: document.body)))
+                status: .init(code: document.status), headers: fields,
+                body: ResponseBody { writer in
+                    var offset = 0
+                    while offset < body.count {
+                        let end = min(offset + 16 * 1024, body.count)
+                        try await writer.write(ByteBuffer(bytes: body[offset..<end]))
+                        offset = end
+                    }
+                    try await writer.finish(nil)
+                })
         }
         let (port, service) = try await GracefulService.serve(router, label: "test.client-documents")
         return DocumentServer(port: port, service: service, state: state)
@@ -154,7 +170,9 @@ struct ClientKeySetURITests {
         }
     }
 
-    @Test("an unreachable, oversized, redirecting, missing, unreadable or private jwks_uri refuses the assertion (keys_unavailable)")
+    @Test(
+        "an unreachable, oversized (announced or not), redirecting, missing, unreadable or private jwks_uri, or RSA keys under fapi2, refuse the assertion (keys_unavailable)"
+    )
     func unusableSetsAreRefused() async throws {
         let documents = try await DocumentServer.start()
         defer { Task { await documents.stop() } }
@@ -167,6 +185,11 @@ struct ClientKeySetURITests {
         withPrivate["d"] = "c2VjcmV0"
         let cases: [(String, DocumentServer.Document?, String)] = [
             ("oversized", .init(body: Data(repeating: 0x20, count: ClientDocumentFetcher.maximumBytes + 1)), "more than 64 KiB"),
+            (
+                "oversized, no length", .init(body: Data(repeating: 0x20, count: 4 * ClientDocumentFetcher.maximumBytes), chunked: true),
+                "more than 64 KiB"
+            ),
+            ("RSA under fapi2", .init(body: try JSONEncoder().encode(JWKSet(keys: [try Key.rs256().jwk]))), "only EC P-256 or Ed25519"),
             ("redirect", .init(status: 302, location: documents.url("good")), "answered 302 (redirects are not followed)"),
             ("missing", nil, "answered 404"),
             ("not JSON", .init(body: Data("keys".utf8)), "is not JSON"),
@@ -174,10 +197,14 @@ struct ClientKeySetURITests {
         ]
         // Each case is its own application, whose jwks_uri is the case's document.
         let server = try await TestServer.start { configuration in
-            for (index, _) in cases.enumerated() {
+            for (index, (name, _, _)) in cases.enumerated() {
                 var client = PrivateKeyJWTTests.client([], id: "case-\(index)")
                 client.jwks = nil
                 client.jwksURI = documents.url("case-\(index)")
+                if name.hasSuffix("fapi2") {
+                    client.adoptFAPI2()
+                    client.grantTypes = [.clientCredentials]
+                }
                 configuration.clients.append(client)
             }
             var unreachable = PrivateKeyJWTTests.client([], id: "unreachable")
@@ -201,14 +228,15 @@ struct ClientKeySetURITests {
         try PrivateKeyJWTTests.expectRefused(try await attempt("unreachable"), "cannot be reached")
 
         // A failure is remembered for 30 s: no fetch meanwhile, then one more try (which now succeeds).
-        let before = documents.hits("case-2")
-        try documents.set("case-2", keys: [key.jwk])
-        try PrivateKeyJWTTests.expectRefused(try await attempt("case-2"), "answered 404")
-        #expect(documents.hits("case-2") == before)
+        let missing = "case-\(try #require(cases.firstIndex { $0.0 == "missing" }))"
+        let before = documents.hits(missing)
+        try documents.set(missing, keys: [key.jwk])
+        try PrivateKeyJWTTests.expectRefused(try await attempt(missing), "answered 404")
+        #expect(documents.hits(missing) == before)
         server.advanceClock(ClientKeySetCache.refetchSeconds + 1)
-        let retried = try await attempt("case-2")
+        let retried = try await attempt(missing)
         #expect(retried.status == 200, "\(retried.text)")
-        #expect(documents.hits("case-2") == before + 1)
+        #expect(documents.hits(missing) == before + 1)
     }
 
     @Test("start-up refuses jwks with jwks_uri, a non-loopback http, userinfo or fragment jwks_uri, and request_uris without keys or with PAR")
