@@ -44,6 +44,9 @@ public final class IdentityServer: Sendable {
     let dpop: DPoPVerifier
     let resources: ResourceAuthenticator
     let clientAuthentication: ClientAuthentication
+    /// Applications' keys by value or fetched from their `jwks_uri` (cached), and request objects at `request_uris`.
+    let clientKeys: ClientKeySets
+    let requestObjectReferences: RequestObjectReference
     let nativeSignIn: NativeSignInPolicy
     let sessions: SignInSessions
     let browserSessions: BrowserSessions
@@ -116,12 +119,17 @@ public final class IdentityServer: Sendable {
             registrationThrottle: limiter("registrations", policy.maxRegistrationsPerAddress, .registration),
             challengeThrottle: limiter("challenges", policy.maxChallengesPerAddress, .challenge), clock: clock, pruner: pruner)
         self.proofThrottle = limiter("dpop-proof-failures", policy.maxStartsPerAddress, .dpopProof)
+        // Documents applications registered by URL: their key sets (`jwks_uri`) and request objects (`request_uris`).
+        let documents = ClientDocumentFetcher()
+        let clientKeys = ClientKeySets(fetcher: documents, logger: logger)
+        self.clientKeys = clientKeys
+        self.requestObjectReferences = RequestObjectReference(fetcher: documents)
         self.clientAuthentication = ClientAuthentication(
             store: store,
             throttles: ClientAuthThrottles(
                 perAddress: limiter("client-auth", policy.maxClientAuthFailuresPerAddress, .clientAuthentication),
                 perClient: limiter("client-auth-per-client", policy.maxClientAuthFailuresPerClient, .clientAuthentication)),
-            clock: clock, audit: audit, issuer: issuerInForce)
+            clock: clock, audit: audit, issuer: issuerInForce, keys: clientKeys)
         let sessions = SignInSessions(store: store, clock: clock, lifetime: configuration.lifetimes.session, audit: audit)
         self.sessions = sessions
         self.browserSessions = BrowserSessions(store: store, cookies: cookies, clock: clock)
@@ -336,9 +344,10 @@ public final class IdentityServer: Sendable {
         let authorize = AuthorizeController(
             kit: kit, admission: admission, accounts: accounts, ownTokens: ownTokens, apple: apple, sessions: sessions,
             browserSessions: browserSessions, responses: responses, federation: federation, federatedAccounts: federatedAccounts,
-            metrics: metrics, audit: audit)
+            metrics: metrics, audit: audit, clientKeys: clientKeys, references: requestObjectReferences)
         let pushed = PushedAuthorizationController(
-            store: store, clock: clock, admission: admission, clientAuthentication: clientAuthentication, dpop: dpop, issuer: issuer)
+            store: store, clock: clock, admission: admission, clientAuthentication: clientAuthentication, dpop: dpop, issuer: issuer,
+            keys: clientKeys)
         let device = DeviceController(
             recentAuthenticationSeconds: configuration.recentAuthenticationSeconds, kit: kit, cookies: cookies, admission: admission,
             clientAuthentication: clientAuthentication,

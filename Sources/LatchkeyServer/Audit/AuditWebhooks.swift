@@ -24,8 +24,9 @@ struct AuditWebhooks: AuditSink {
     let metrics: ServerMetrics
     /// The server's logger: delivery runs in the background, for no request.
     let logger: Logger
-    /// One HTTP client per webhook id.
-    let clients: [String: WebhookHTTP]
+    /// One HTTP client per webhook id (`OutboundHTTP`: no redirect followed, so a 3xx is a failed attempt and the
+    /// body and its signature go only where the configuration says).
+    let clients: [String: OutboundHTTP]
     /// When each webhook's full queue was last logged: once a minute at most, while every refusal is counted.
     private let fullQueueAlarms: [String: OncePerInterval]
 
@@ -42,7 +43,7 @@ struct AuditWebhooks: AuditSink {
         self.clock = clock
         self.metrics = metrics
         self.logger = logger
-        self.clients = Dictionary(uniqueKeysWithValues: webhooks.map { ($0.id, WebhookHTTP(timeoutSeconds: $0.timeoutSeconds)) })
+        self.clients = Dictionary(uniqueKeysWithValues: webhooks.map { ($0.id, OutboundHTTP(timeoutSeconds: $0.timeoutSeconds)) })
         self.fullQueueAlarms = Dictionary(uniqueKeysWithValues: webhooks.map { ($0.id, OncePerInterval()) })
         metrics.registerWebhooks(webhooks.map(\.id))
     }
@@ -274,54 +275,6 @@ enum WebhookSignature {
         let expected = hex(body: body, secret: secret, timestamp: timestamp)
         guard signatures.contains(where: { Secrets.constantTimeEquals($0, expected) }) else { return nil }
         return Date(timeIntervalSince1970: TimeInterval(timestamp))
-    }
-}
-
-/// The webhook POSTs' HTTP client, one per webhook: an ephemeral session (no cookies, no cache) whose timeout bounds
-/// the whole exchange, and that follows no redirect (a 3xx is a failed attempt: the body and its signature go only
-/// where the configuration says).
-struct WebhookHTTP: Sendable {
-    enum Outcome: Equatable {
-        case status(Int)
-        case unreachable(String)
-    }
-
-    private let session: URLSession
-    private let timeoutSeconds: Int
-
-    init(timeoutSeconds: Int) {
-        self.timeoutSeconds = timeoutSeconds
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = TimeInterval(timeoutSeconds)
-        configuration.timeoutIntervalForResource = TimeInterval(timeoutSeconds)
-        configuration.httpCookieAcceptPolicy = .never
-        configuration.httpShouldSetCookies = false
-        configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        session = URLSession(configuration: configuration, delegate: WebhookRedirectRefusal(), delegateQueue: nil)
-    }
-
-    /// The answer's status, or why there was none.
-    func post(_ request: URLRequest) async -> Outcome {
-        do {
-            let (_, response) = try await session.data(for: request)
-            guard let http = response as? HTTPURLResponse else { return .unreachable("not an HTTP answer") }
-            return .status(http.statusCode)
-        } catch let error as URLError {
-            return .unreachable(
-                error.code == .timedOut ? "no answer within \(timeoutSeconds) s" : "cannot be reached (URLError \(error.code.rawValue))")
-        } catch {
-            return .unreachable("cannot be reached (\(type(of: error)))")
-        }
-    }
-}
-
-private final class WebhookRedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable {
-    func urlSession(
-        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
-    ) {
-        completionHandler(nil)
     }
 }
 

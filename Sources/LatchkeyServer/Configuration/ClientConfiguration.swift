@@ -6,7 +6,7 @@ public enum ClientAuthMethod: String, Codable, Sendable, CaseIterable {
     case none
     case clientSecretBasic = "client_secret_basic"
     case clientSecretPost = "client_secret_post"
-    /// A JWT signed with one of the client's registered keys (`jwks`), sent as `client_assertion` (RFC 7523 §2.2,
+    /// A JWT signed with one of the client's registered keys (`jwks` or `jwks_uri`), sent as `client_assertion` (RFC 7523 §2.2,
     /// OpenID Connect Core §9). The client has no secret.
     case privateKeyJWT = "private_key_jwt"
 
@@ -78,9 +78,19 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     /// The identity providers (`ServerConfiguration.identityProviders` ids) this application's users may sign in with:
     /// buttons on the hosted page, actions in the app-native sign-in flow, `idp=` hints, native ID tokens.
     public var identityProviders: [String] = []
-    /// The public keys of a `private_key_jwt` client (RFC 7591 `jwks`): the keys its client assertions may be signed
-    /// with. Public keys only (`ClientKeys` refuses private members when it reads them); `jwks_uri` is not supported.
+    /// The public keys of a `private_key_jwt` client (RFC 7591 `jwks`): the keys its client assertions and request
+    /// objects may be signed with. Public keys only (`ClientKeys` refuses private members when it reads them).
     public var jwks: JWKSet?
+    /// Where a `private_key_jwt` client publishes those keys instead (RFC 7591 `jwks_uri`, OpenID Connect Core
+    /// §10.1.1; never both): fetched and kept a few minutes (`ClientKeySets`), and checked as `jwks` is. `https`, or
+    /// `http` to a loopback host when the configuration file sets it; no user information, no fragment
+    /// (`ClientDocumentURL`).
+    public var jwksURI: String?
+    /// The URLs of request objects the client publishes (OpenID Connect Registration `request_uris`): an
+    /// authorization request's `request_uri` naming one of them (its fragment aside) is fetched and is the request
+    /// (RFC 9101 §5.2), signed with the client's keys like one sent by value. Any other `request_uri` (but a pushed
+    /// request's) is refused without being fetched. Same URL rule as `jwksURI`, fragments allowed.
+    public var requestURIs: [String] = []
     /// The one algorithm the client's assertions may use (RFC 7591 `token_endpoint_auth_signing_alg`); unset, any
     /// of `ClientAssertion.algorithms` that one of its keys is for.
     public var tokenEndpointAuthSigningAlg: JWSAlgorithm?
@@ -221,6 +231,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         guard requirePKCE else { throw refuse("require_pkce cannot be false") }
         guard idTokenSignedResponseAlg == .es256 else { throw refuse("id_token_signed_response_alg must be ES256 (RS256 is not allowed)") }
         if let alg = tokenEndpointAuthSigningAlg, alg == .rs256 { throw refuse("token_endpoint_auth_signing_alg RS256 is not allowed") }
+        // A set at a jwks_uri is checked the same way when it is fetched (`ClientKeys.check(_:for:)`).
         if jwks?.keys.contains(where: { $0.kty == "RSA" }) == true {
             throw refuse("jwks may hold only EC P-256 or Ed25519 keys (RS256 assertions are not allowed)")
         }
@@ -245,12 +256,14 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         }
     }
 
-    /// `jwks` and `token_endpoint_auth_signing_alg` belong to `private_key_jwt` clients, which need usable keys.
+    /// `jwks`, `jwks_uri` and `token_endpoint_auth_signing_alg` belong to `private_key_jwt` clients, which need usable
+    /// keys (one way of registering them); `request_uris` need those keys to verify the objects with.
     private func validateKeys() throws {
+        try validateRequestURIs()
         guard tokenEndpointAuthMethod == .privateKeyJWT else {
-            if jwks != nil || tokenEndpointAuthSigningAlg != nil {
+            if jwks != nil || jwksURI != nil || tokenEndpointAuthSigningAlg != nil {
                 throw ConfigurationError.invalid(
-                    "client \(clientId): jwks and token_endpoint_auth_signing_alg are for token_endpoint_auth_method private_key_jwt")
+                    "client \(clientId): jwks, jwks_uri and token_endpoint_auth_signing_alg are for token_endpoint_auth_method private_key_jwt")
             }
             return
         }
@@ -258,13 +271,45 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
             throw ConfigurationError.invalid(
                 "client \(clientId): token_endpoint_auth_signing_alg must be one of \(ClientAssertion.algorithmNames.joined(separator: ", "))")
         }
+        if let jwksURI {
+            guard jwks == nil else {
+                throw ConfigurationError.invalid("client \(clientId): register jwks or jwks_uri, not both (RFC 7591 §2)")
+            }
+            if let why = ClientDocumentURL.refusal(jwksURI, member: "jwks_uri", operatorSet: true, fragmentAllowed: false) {
+                throw ConfigurationError.invalid("client \(clientId): \(why)")
+            }
+            return
+        }
         guard let jwks else {
             throw ConfigurationError.invalid(
-                "client \(clientId) authenticates with private_key_jwt: register its public keys as jwks ({\"keys\": [...]}; jwks_uri is not supported)"
+                "client \(clientId) authenticates with private_key_jwt: register its public keys as jwks ({\"keys\": [...]}) or their URL as jwks_uri"
             )
         }
         do { try ClientKeys.check(jwks, algorithm: tokenEndpointAuthSigningAlg) } catch {
             throw ConfigurationError.invalid("client \(clientId): jwks: \(error.reason)")
+        }
+    }
+
+    /// At most `ClientMetadata.maxListLength` URLs, each `ClientDocumentURL`'s (checked as the file's: the registration
+    /// API refuses `http` before), for a client with keys, and not for one that requires PAR (whose authorization
+    /// requests take no `request_uri` but a pushed request's: those URLs would never be fetched).
+    private func validateRequestURIs() throws {
+        guard !requestURIs.isEmpty else { return }
+        guard requestURIs.count <= ClientMetadata.maxListLength else {
+            throw ConfigurationError.invalid("client \(clientId): request_uris may hold at most \(ClientMetadata.maxListLength) URLs")
+        }
+        for uri in requestURIs {
+            if let why = ClientDocumentURL.refusal(uri, member: "request_uris", operatorSet: true, fragmentAllowed: true) {
+                throw ConfigurationError.invalid("client \(clientId): \(why)")
+            }
+        }
+        guard jwks != nil || jwksURI != nil else {
+            throw ConfigurationError.invalid(
+                "client \(clientId): request_uris need the keys the request objects are signed with (jwks or jwks_uri, private_key_jwt)")
+        }
+        guard !requirePushedAuthorizationRequests else {
+            throw ConfigurationError.invalid(
+                "client \(clientId): request_uris cannot be used with require_pushed_authorization_requests (push the request objects instead)")
         }
     }
 
@@ -283,6 +328,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         case securityProfile = "security_profile"
         case backchannelLogoutUri = "backchannel_logout_uri", backchannelLogoutSessionRequired = "backchannel_logout_session_required"
         case frontchannelLogoutUri = "frontchannel_logout_uri", frontchannelLogoutSessionRequired = "frontchannel_logout_session_required"
+        case jwksURI = "jwks_uri", requestURIs = "request_uris"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -318,6 +364,8 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         try c.encode(backchannelLogoutSessionRequired, forKey: .backchannelLogoutSessionRequired)
         try c.encodeIfPresent(frontchannelLogoutUri, forKey: .frontchannelLogoutUri)
         try c.encode(frontchannelLogoutSessionRequired, forKey: .frontchannelLogoutSessionRequired)
+        try c.encodeIfPresent(jwksURI, forKey: .jwksURI)
+        if !requestURIs.isEmpty { try c.encode(requestURIs, forKey: .requestURIs) }
     }
 
     public init(from decoder: any Decoder) throws {
@@ -379,6 +427,8 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
             }
             tokenEndpointAuthSigningAlg = parsed
         }
+        jwksURI = try c.decodeIfPresent(String.self, forKey: .jwksURI)
+        requestURIs = try c.decodeIfPresent([String].self, forKey: .requestURIs) ?? []
         // The profile sets the defaults of what it requires; a setting written out contradicting it stays, and start-up
         // refuses it (`validateProfile`), so a file never silently means less than it says.
         if let profile = try c.decodeIfPresent(SecurityProfile.self, forKey: .securityProfile) {

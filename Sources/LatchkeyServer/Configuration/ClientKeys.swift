@@ -79,3 +79,15 @@ enum ClientKeys {
         }
     }
 }
+
+extension ClientKeys {
+    /// `check` with `client`'s settings: its `token_endpoint_auth_signing_alg`, and under the FAPI 2.0 profile no RSA
+    /// key (RS256 assertions are not allowed; `ClientConfiguration.validateProfile`). For a set registered by value
+    /// and for one fetched from a `jwks_uri` alike.
+    static func check(_ set: JWKSet, for client: ClientConfiguration) throws(Refusal) {
+        try check(set, algorithm: client.tokenEndpointAuthSigningAlg)
+        if client.securityProfile == .fapi2, set.keys.contains(where: { $0.kty == "RSA" }) {
+            throw Refusal(reason: "may hold only EC P-256 or Ed25519 keys under security_profile fapi2 (RS256 assertions are not allowed)")
+        }
+    }
+}

@@ -165,6 +165,8 @@ struct ConsoleApplications: Sendable {
             // The form has no keys: a private_key_jwt application stays one, with the keys it registered.
             metadata.tokenEndpointAuthMethod = ClientAuthMethod.privateKeyJWT.rawValue
             metadata.jwks = current.jwks
+            metadata.jwksURI = current.jwksURI
+            metadata.requestURIs = current.requestURIs.isEmpty ? nil : current.requestURIs
             metadata.tokenEndpointAuthSigningAlg = current.tokenEndpointAuthSigningAlg?.rawValue
         }
         do {

@@ -38,6 +38,9 @@ public struct OAuthError: Error, Sendable, Equatable {
         case invalidClientMetadata = "invalid_client_metadata"
         /// OpenID Connect Core §3.1.2.6, RFC 9101 §6.3: the request object is invalid.
         case invalidRequestObject = "invalid_request_object"
+        /// RFC 9101 §7: the `request_uri` is not one the client registered, or the request object there could not be
+        /// fetched.
+        case invalidRequestURI = "invalid_request_uri"
     }
 
     /// The authentication scheme a resource request's challenge names (RFC 6750 `Bearer`, RFC 9449 `DPoP`).

@@ -553,7 +553,9 @@ struct PrivateKeyJWTTests {
         try Self.expectRefused(try await Self.token(server, assertion: try key.assertion(Self.claims(server, client: id))), "no registered key")
     }
 
-    @Test("dynamic registration refuses jwks_uri, private keys, no keys, keys with another method, HMAC or PS256 algorithms")
+    @Test(
+        "dynamic registration refuses an http jwks_uri, jwks with jwks_uri, private keys, no keys, keys with another method, HMAC or PS256 algorithms"
+    )
     func registrationRefusesWhatCannotAuthenticate() async throws {
         let server = try await Self.startForRegistration()
         defer { Task { await server.stop() } }
@@ -563,11 +565,12 @@ struct PrivateKeyJWTTests {
         withPrivate["d"] = "c2VjcmV0"
         let cases: [(String, (inout [String: Any]) -> Void, String)] = [
             (
-                "jwks_uri",
+                "http jwks_uri",
                 {
-                    $0["jwks"] = nil; $0["jwks_uri"] = "https://signer.example/jwks.json"
-                }, "jwks_uri is not supported"
+                    $0["jwks"] = nil; $0["jwks_uri"] = "http://127.0.0.1:9/jwks.json"
+                }, "jwks_uri: http://127.0.0.1:9/jwks.json must be an https URL"
             ),
+            ("jwks and jwks_uri", { $0["jwks_uri"] = "https://signer.example/jwks.json" }, "register jwks or jwks_uri, not both"),
             ("private key", { $0["jwks"] = ["keys": [withPrivate]] }, "private member d"),
             ("no keys", { $0["jwks"] = nil }, "register its public keys as jwks"),
             ("empty set", { $0["jwks"] = ["keys": [[String: Any]]()] }, "1 to 10 keys"),

@@ -58,17 +58,28 @@ struct RequestObjectTests {
                 + TestBrowser.formEncode([
                     "client_id": Self.clientId, "request": try Self.object(server, o, key: key), "state": "outer", "scope": "openid email"
                 ]))
-        #expect(start.status == 302 && start.location?.hasPrefix("/login?request=") == true, "\(start.status) \(start.text.prefix(200))")
+        try await Self.signInAndRedeem(server, browser, start: start, o, key: key)
+    }
+
+    /// From the authorization endpoint's answer `start` (the login page's address): signs in, expects the request's
+    /// `state` back with a code, redeems it with an assertion of `key`, and expects the request's `nonce` in the ID token.
+    static func signInAndRedeem(
+        _ server: TestServer, _ browser: TestBrowser, start: HTTPResult, _ o: AuthorizeOptions, key: Key,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        #expect(
+            start.status == 302 && start.location?.hasPrefix("/login?request=") == true, "\(start.status) \(start.text.prefix(200))",
+            sourceLocation: sourceLocation)
         let page = try await browser.get(server.base + (try #require(start.location)))
         let done = try await server.submitLogin(browser, page: page, username: "demo@example.com", password: "correct horse battery staple")
-        #expect(done.locationQuery["state"] == o.state)
+        #expect(done.locationQuery["state"] == o.state, sourceLocation: sourceLocation)
         let code = try #require(done.locationQuery["code"])
         let tokens = try await PrivateKeyJWTTests.token(
             server, assertion: try key.assertion(PrivateKeyJWTTests.claims(server)),
             form: ["grant_type": "authorization_code", "code": code, "redirect_uri": o.redirectUri, "code_verifier": o.pkce?.verifier ?? ""])
-        #expect(tokens.status == 200, "\(tokens.text)")
+        #expect(tokens.status == 200, "\(tokens.text)", sourceLocation: sourceLocation)
         let idToken = try #require(try tokens.json()["id_token"] as? String)
-        #expect(try await server.verifiedClaims(idToken)["nonce"] == .string(o.nonce ?? ""))
+        #expect(try await server.verifiedClaims(idToken)["nonce"] == .string(o.nonce ?? ""), sourceLocation: sourceLocation)
     }
 
     @Test(

@@ -18,6 +18,10 @@ struct AuthorizeController: Sendable {
     let federatedAccounts: FederatedAccounts
     let metrics: ServerMetrics
     let audit: AuditTrail
+    /// The keys request objects are verified with.
+    let clientKeys: ClientKeySets
+    /// Request objects published at a client's registered `request_uris`.
+    let references: RequestObjectReference
 
     private var store: any UserStore & ClientStore & LoginRequestStore & PushedRequestStore { kit.store }
     private var clock: ServerClock { kit.clock }
@@ -57,11 +61,34 @@ struct AuthorizeController: Sendable {
         guard let clientId, let client = try await store.client(id: clientId)?.configuration else {
             return AuthorizationResponses.authorizeErrorPage("page.authorize_invalid.client", request, params)
         }
+        // A request object by reference (RFC 9101 §5.2): fetched only from a URL the client registered, and never for a
+        // client that requires PAR (FAPI 2.0), whose requests must be pushed.
+        if !pushed, let reference = (try? params.single("request_uri")) ?? nil {
+            guard !client.requirePushedAuthorizationRequests, (try? params.single("request")) == nil else {
+                logger.notice(
+                    "request_uri by reference refused", metadata: ["client": .string(clientId), "reason": "PAR required or request sent too"])
+                return AuthorizationResponses.authorizeErrorPage("page.authorize_invalid.malformed", request, params)
+            }
+            do {
+                var values = params.values
+                values["request"] = [try await references.object(at: reference, client: client)]
+                values["request_uri"] = nil
+                params = Parameters(values)
+            } catch {
+                logger.notice("request_uri refused", metadata: ["client": .string(clientId), "reason": .string(error.description)])
+                // The error goes back to the request's own redirect URI when the client registered it; else a page.
+                guard let redirectUri, RedirectURIMatcher.isRegistered(redirectUri, in: client.redirectUris) else {
+                    return AuthorizationResponses.authorizeErrorPage("page.authorize_invalid.malformed", request, params)
+                }
+                return responses.errorRedirect(error, redirectUri: redirectUri, state: (try? params.single("state")) ?? nil)
+            }
+        }
         // A signed request object (RFC 9101) is the request. Until it verifies, its redirect URI is not trusted: a
         // refusal is a page.
         if let object = (try? params.single("request")) ?? nil {
             do {
-                params = try RequestObject.parameters(object, client: client, outerClientId: clientId, issuer: kit.issuer, now: clock.now)
+                params = try await RequestObject.parameters(
+                    object, client: client, outerClientId: clientId, issuer: kit.issuer, now: clock.now, keys: clientKeys)
                 redirectUri = try params.single("redirect_uri")
             } catch {
                 logger.notice("request object refused", metadata: ["client": .string(clientId), "reason": .string(error.description)])
@@ -181,7 +208,7 @@ struct AuthorizeController: Sendable {
     ) throws(OAuthError) -> AuthorizationRequest {
         if try params.single("request") != nil { throw OAuthError(.invalidRequestObject, "a request object is resolved before it is validated") }
         if try params.single("request_uri") != nil {
-            throw OAuthError(.requestURINotSupported, "request_uri is accepted only as a pushed request's (PAR); request objects are sent by value")
+            throw OAuthError(.requestURINotSupported, "request_uri is resolved before the request is validated")
         }
         guard try params.single("response_type") == "code" else {
             throw OAuthError(.unsupportedResponseType, "only response_type=code is supported")

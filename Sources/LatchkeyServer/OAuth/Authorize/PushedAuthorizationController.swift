@@ -11,6 +11,8 @@ struct PushedAuthorizationController: Sendable {
     let clientAuthentication: ClientAuthentication
     let dpop: DPoPVerifier
     let issuer: @Sendable () -> String
+    /// The keys request objects are verified with.
+    let keys: ClientKeySets
 
     static let requestURIPrefix = "urn:ietf:params:oauth:request_uri:"
     /// How long a `request_uri` may wait for the browser (RFC 9126 §2.2 suggests a short time).
@@ -37,8 +39,9 @@ struct PushedAuthorizationController: Sendable {
         // A signed request object (RFC 9101 with RFC 9126 §3) is the request; client credentials stay outside it.
         var params = given
         if let object = try given.single("request") {
-            var resolved = try RequestObject.parameters(
-                object, client: client, outerClientId: try given.single("client_id") ?? client.clientId, issuer: issuer(), now: clock.now)
+            var resolved = try await RequestObject.parameters(
+                object, client: client, outerClientId: try given.single("client_id") ?? client.clientId, issuer: issuer(), now: clock.now,
+                keys: keys)
             if resolved.values["client_id"] == nil { resolved = Parameters(resolved.values.merging(["client_id": [client.clientId]]) { $1 }) }
             params = resolved
         }
@@ -80,12 +83,14 @@ struct PushedAuthorizationController: Sendable {
     }
 
     /// The parameters of an authorization request: those pushed under its `request_uri` (single use, this client's
-    /// only; `pushed` true), else its own. Nil: show the error page.
+    /// only; `pushed` true), else its own (with a `request_uri` that is not a pushed request's, which the authorization
+    /// endpoint resolves by reference: `RequestObjectReference`). Nil: show the error page.
     static func resolveAuthorizationParameters(_ params: Parameters, store: any PushedRequestStore, now: Date) async throws -> (
         parameters: Parameters, pushed: Bool
     )? {
         guard let requestURI = try? params.single("request_uri") else { return (params, false) }
-        guard requestURI.hasPrefix(Self.requestURIPrefix), let clientId = try? params.single("client_id"),
+        guard requestURI.hasPrefix(Self.requestURIPrefix) else { return (params, false) }
+        guard let clientId = try? params.single("client_id"),
             // Taken only with its own client_id: presented with another, it stays for its client.
             let pushed = try await store.takePushedRequest(uriHash: Secrets.digest(requestURI), clientId: clientId, now: now),
             Secrets.constantTimeEquals(pushed.clientId, clientId)

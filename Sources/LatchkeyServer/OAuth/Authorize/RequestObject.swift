@@ -2,24 +2,24 @@ import Foundation
 import LatchkeyJOSE
 
 /// Signed request objects (RFC 9101, OpenID Connect Core §6.1): the authorization request as a JWS the client signed
-/// with one of its registered keys (`ClientConfiguration.jwks`), sent as `request` to the authorization endpoint or
-/// to PAR. Its parameters are the request: those outside it are ignored but `client_id` (RFC 9101 §5), which must
-/// match.
+/// with one of its registered keys (`ClientConfiguration.jwks`, or those at its `jwksURI`), sent as `request` to the
+/// authorization endpoint or to PAR, or published at one of the client's registered `request_uris` and named by
+/// `request_uri` (`RequestObjectReference`). Its parameters are the request: those outside it are ignored but
+/// `client_id` (RFC 9101 §5), which must match.
 ///
 /// Accepted when: `typ` (when present) is `oauth-authz-req+jwt` or `JWT`; `alg` is one this server verifies (never
 /// `none`: an unsigned object proves nothing a query string does not); the signature verifies with the client's keys;
 /// `iss` and `client_id` are the client; `aud` names this server's issuer; `exp` is present and not past (60 s of
 /// leeway), `nbf` not ahead, and the object valid for at most an hour. It may not nest another `request` or a
-/// `request_uri`. `request_uri` pointing elsewhere than this server's PAR is not fetched (a server-side fetch of a
-/// client-chosen URL is an SSRF surface); clients push instead.
+/// `request_uri`.
 enum RequestObject {
     static let algorithms = ClientAssertion.algorithms
     static let maximumLifetimeSeconds: TimeInterval = 3600
     private static let registered: Set<String> = ["iss", "aud", "exp", "iat", "nbf", "jti"]
 
-    static func parameters(_ text: String, client: ClientConfiguration, outerClientId: String?, issuer: String, now: Date)
-        throws(OAuthError) -> Parameters
-    {
+    static func parameters(
+        _ text: String, client: ClientConfiguration, outerClientId: String?, issuer: String, now: Date, keys: ClientKeySets
+    ) async throws(OAuthError) -> Parameters {
         func refuse(_ why: String) -> OAuthError { OAuthError(.invalidRequestObject, why) }
         let jws: CompactJWS
         let claims: [String: JSONValue]
@@ -36,8 +36,14 @@ enum RequestObject {
             throw refuse(
                 "the request object's alg must be one of \(algorithms.map(\.rawValue).joined(separator: ", ")) (unsigned objects are refused)")
         }
-        guard let keys = client.jwks else { throw refuse("the client has registered no keys (jwks) to sign request objects with") }
-        do { try jws.verify(with: keys) } catch { throw refuse("the request object's signature does not verify with the client's keys") }
+        guard client.jwks != nil || client.jwksURI != nil else {
+            throw refuse("the client has registered no keys (jwks or jwks_uri) to sign request objects with")
+        }
+        do { try await keys.verify(jws, client: client, now: now) } catch let unavailable as ClientKeySets.Unavailable {
+            throw refuse("the client's keys could not be fetched from its jwks_uri: \(unavailable.reason)")
+        } catch {
+            throw refuse("the request object's signature does not verify with the client's keys")
+        }
         guard claims["iss"]?.stringValue == client.clientId else { throw refuse("the request object's iss must be the client id") }
         guard claims["client_id"]?.stringValue == client.clientId, outerClientId == nil || outerClientId == client.clientId else {
             throw refuse("the request object's client_id must be the request's client_id")

@@ -36,9 +36,12 @@ struct ProviderMetadata: Encodable {
     var uiLocalesSupported = SupportedLocale.allCases.map(\.tag)
     var authorizationResponseIssParameterSupported = true
     var requestParameterSupported = true
-    /// RFC 9101: request objects are signed with the client's keys (`jwks`).
+    /// RFC 9101: request objects are signed with the client's keys (`jwks` or `jwks_uri`).
     var requestObjectSigningAlgValuesSupported = RequestObject.algorithms.map(\.rawValue)
-    var requestUriParameterSupported = false
+    /// OpenID Connect Discovery §3: `request_uri` by reference (`RequestObjectReference`), only to a URL the client
+    /// registered in `request_uris` (`require_request_uri_registration`), besides PAR's.
+    var requestUriParameterSupported = true
+    var requireRequestUriRegistration = true
     var claimsParameterSupported = true
     /// OpenID Connect Front-Channel Logout 1.0 §3 (`FrontChannelLogout`): frames get `iss` and `sid`.
     var frontchannelLogoutSupported = true
@@ -90,6 +93,7 @@ struct ProviderMetadata: Encodable {
         case authorizationResponseIssParameterSupported = "authorization_response_iss_parameter_supported"
         case requestObjectSigningAlgValuesSupported = "request_object_signing_alg_values_supported"
         case requestParameterSupported = "request_parameter_supported", requestUriParameterSupported = "request_uri_parameter_supported"
+        case requireRequestUriRegistration = "require_request_uri_registration"
         case claimsParameterSupported = "claims_parameter_supported", frontchannelLogoutSupported = "frontchannel_logout_supported"
         case frontchannelLogoutSessionSupported = "frontchannel_logout_session_supported"
         case backchannelLogoutSupported = "backchannel_logout_supported"

@@ -27,7 +27,7 @@ struct BackChannelLogout: Sendable {
     let issuerInForce: @Sendable () -> String
     let clock: ServerClock
     let logger: Logger
-    private let http = WebhookHTTP(timeoutSeconds: Self.timeoutSeconds)
+    private let http = OutboundHTTP(timeoutSeconds: Self.timeoutSeconds)
 
     static let queuePrefix = "backchannel_logout:"
     static let eventType = "backchannel_logout"
@@ -144,7 +144,7 @@ struct BackChannelLogout: Sendable {
                 await drop(delivery, clientId: clientId, attempts: delivery.attempts, reason: "too old")
                 continue
             }
-            let outcome: WebhookHTTP.Outcome
+            let outcome: OutboundHTTP.Outcome
             do { outcome = try await send(delivery, to: url, client: client) } catch {
                 outcome = .unreachable("the logout token could not be made (\(type(of: error)))")
             }
@@ -187,7 +187,7 @@ struct BackChannelLogout: Sendable {
 
     /// One POST of a freshly signed logout token (Back-Channel Logout §2.5: `application/x-www-form-urlencoded`, the
     /// token as `logout_token`).
-    private func send(_ delivery: QueuedWebhookDelivery, to url: URL, client: ClientConfiguration) async throws -> WebhookHTTP.Outcome {
+    private func send(_ delivery: QueuedWebhookDelivery, to url: URL, client: ClientConfiguration) async throws -> OutboundHTTP.Outcome {
         let notice = try JSONDecoder().decode(Notice.self, from: Data(delivery.body.utf8))
         let token = try await LogoutToken.sign(
             subject: notice.sub, sessionId: notice.sid, clientId: client.clientId, jti: delivery.eventId, issuer: issuerInForce(),

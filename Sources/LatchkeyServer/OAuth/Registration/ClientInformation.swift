@@ -34,6 +34,9 @@ struct ClientInformation: Encodable, Sendable {
     var allowedAudiences: [String]
     /// A `private_key_jwt` application's public keys and, when it chose one, its assertions' algorithm.
     var jwks: JWKSet?
+    var jwksURI: String?
+    /// OpenID Connect Registration §2; absent when there are none.
+    var requestURIs: [String]?
     var tokenEndpointAuthSigningAlg: String?
     var backchannelLogoutUri: String?
     var backchannelLogoutSessionRequired: Bool
@@ -72,6 +75,8 @@ struct ClientInformation: Encodable, Sendable {
         identityProviders = c.identityProviders
         allowedAudiences = c.allowedAudiences
         jwks = c.jwks
+        jwksURI = c.jwksURI
+        requestURIs = c.requestURIs.isEmpty ? nil : c.requestURIs
         tokenEndpointAuthSigningAlg = c.tokenEndpointAuthSigningAlg?.rawValue
         backchannelLogoutUri = c.backchannelLogoutUri
         backchannelLogoutSessionRequired = c.backchannelLogoutSessionRequired
@@ -93,6 +98,7 @@ struct ClientInformation: Encodable, Sendable {
         case recoveryEnabled = "latchkey_recovery_enabled", requireMFA = "latchkey_require_mfa"
         case passkeyOrigins = "latchkey_passkey_allowed_origins", identityProviders = "latchkey_identity_providers"
         case jwks, tokenEndpointAuthSigningAlg = "token_endpoint_auth_signing_alg"
+        case jwksURI = "jwks_uri", requestURIs = "request_uris"
         case allowedAudiences = "latchkey_allowed_audiences", trimmed = "latchkey_trimmed", origin = "latchkey_origin"
         case backchannelLogoutUri = "backchannel_logout_uri", backchannelLogoutSessionRequired = "backchannel_logout_session_required"
         case frontchannelLogoutUri = "frontchannel_logout_uri", frontchannelLogoutSessionRequired = "frontchannel_logout_session_required"

@@ -32,6 +32,10 @@ struct ClientMetadata: Sendable, Equatable {
     var allowedAudiences: [String]?
     /// A `private_key_jwt` application's public keys (RFC 7591 §2 `jwks`), read by `ClientKeys.parse`.
     var jwks: JWKSet?
+    /// Where it publishes them instead (RFC 7591 §2 `jwks_uri`), and its request objects (OpenID Connect Registration
+    /// §2 `request_uris`): `https` only through registration (`ClientDocumentURL`).
+    var jwksURI: String?
+    var requestURIs: [String]?
     var tokenEndpointAuthSigningAlg: String?
     /// OpenID Connect Back-Channel Logout §2.2 and Front-Channel Logout §2 (https only when registered this way: the
     /// server itself POSTs to the back-channel URI).
@@ -81,15 +85,14 @@ struct ClientMetadata: Sendable, Equatable {
         identityProviders = try Self.strings(object, "latchkey_identity_providers")
         allowedAudiences = try Self.strings(object, "latchkey_allowed_audiences")
         tokenEndpointAuthSigningAlg = try Self.string(object, "token_endpoint_auth_signing_alg")
-        if let value = object["jwks_uri"], !(value is NSNull) {
-            throw OAuthError(.invalidClientMetadata, "jwks_uri is not supported: register the public keys inline as jwks")
-        }
         jwks = try Self.keySet(object, "jwks")
         backchannelLogoutUri = try Self.string(object, "backchannel_logout_uri")
         backchannelLogoutSessionRequired = try Self.bool(object, "backchannel_logout_session_required")
         frontchannelLogoutUri = try Self.string(object, "frontchannel_logout_uri")
         frontchannelLogoutSessionRequired = try Self.bool(object, "frontchannel_logout_session_required")
         securityProfile = try Self.string(object, "latchkey_security_profile")
+        jwksURI = try Self.string(object, "jwks_uri")
+        requestURIs = try Self.strings(object, "request_uris")
         clientId = try Self.string(object, "client_id")
         clientSecret = try Self.string(object, "client_secret")
     }

@@ -48,6 +48,9 @@ extension ClientMetadata {
         configuration.userinfoSignedResponseAlg = try Self.serverSigningAlgorithm(
             userinfoSignedResponseAlg, member: "userinfo_signed_response_alg")
         configuration.jwks = jwks
+        configuration.jwksURI = try Self.checkedDocumentURL(jwksURI, member: "jwks_uri", fragmentAllowed: false)
+        for uri in requestURIs ?? [] { _ = try Self.checkedDocumentURL(uri, member: "request_uris", fragmentAllowed: true) }
+        configuration.requestURIs = requestURIs ?? []
         configuration.tokenEndpointAuthSigningAlg = try assertionAlgorithm()
         configuration.backchannelLogoutUri = try Self.logoutURI(backchannelLogoutUri, member: "backchannel_logout_uri")
         configuration.backchannelLogoutSessionRequired = backchannelLogoutSessionRequired ?? false
@@ -189,6 +192,16 @@ extension ClientMetadata {
             }
         }
         return uris
+    }
+
+    /// A URL the server will fetch (`jwks_uri`, `request_uris`): through registration `https` only, whatever the host
+    /// (`ClientDocumentURL`), so a registration cannot point the server at a plain-HTTP service on its own network.
+    private static func checkedDocumentURL(_ uri: String?, member: String, fragmentAllowed: Bool) throws(OAuthError) -> String? {
+        guard let uri else { return nil }
+        if let why = ClientDocumentURL.refusal(uri, member: member, operatorSet: false, fragmentAllowed: fragmentAllowed) {
+            throw OAuthError(.invalidClientMetadata, why)
+        }
+        return uri
     }
 
     private func checkedName() throws(OAuthError) -> String? {

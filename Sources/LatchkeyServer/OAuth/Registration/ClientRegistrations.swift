@@ -148,6 +148,8 @@ struct ClientRegistrations: Sendable {
         compare("latchkey_identity_providers", old.identityProviders, new.identityProviders)
         compare("latchkey_allowed_audiences", old.allowedAudiences, new.allowedAudiences)
         compare("jwks", old.jwks, new.jwks)
+        compare("jwks_uri", old.jwksURI, new.jwksURI)
+        compare("request_uris", old.requestURIs, new.requestURIs)
         compare("token_endpoint_auth_signing_alg", old.tokenEndpointAuthSigningAlg, new.tokenEndpointAuthSigningAlg)
         return ["changed": changed.joined(separator: " ")]
     }

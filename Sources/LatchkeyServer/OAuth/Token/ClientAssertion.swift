@@ -4,7 +4,7 @@ import LatchkeyJOSE
 
 /// `private_key_jwt` client authentication (RFC 7523 §2.2 and §3, OpenID Connect Core §9): the client sends
 /// `client_assertion_type=urn:ietf:params:oauth:client-assertion-type:jwt-bearer` and `client_assertion`, a JWS it
-/// signed with one of the keys it registered (`ClientConfiguration.jwks`).
+/// signed with one of the keys it registered (`ClientConfiguration.jwks`, or those at its `jwksURI`: `ClientKeySets`).
 ///
 /// An assertion is accepted when, in this order: its `typ` (when present) is `JWT` or `client-authentication+jwt`;
 /// its `alg` is one this server verifies (`algorithms`: never `none` or HMAC) and, when the client registered
@@ -52,9 +52,9 @@ enum ClientAssertion {
     /// spends its `jti`. Throws `Failure` for a refused assertion and `StoreError` when the `jti` cannot be recorded.
     static func verify(
         _ jws: CompactJWS, claims: [String: JSONValue], client: ClientConfiguration, audiences: Set<String>, now: Date,
-        store: any SingleUseStore
+        store: any SingleUseStore, keys: ClientKeySets
     ) async throws {
-        try verifySignature(jws, client: client)
+        try await verifySignature(jws, client: client, keys: keys, now: now)
         let clientId = client.clientId
         guard claims["iss"]?.stringValue == clientId else {
             throw Failure(.assertionClaims, "the client assertion's iss must be the client id")
@@ -98,8 +98,9 @@ enum ClientAssertion {
         guard fresh else { throw Failure(.assertionReplayed, "the client assertion was already used (jti)") }
     }
 
-    /// `typ`, `alg` and the signature, with the client's registered keys.
-    private static func verifySignature(_ jws: CompactJWS, client: ClientConfiguration) throws(Failure) {
+    /// `typ`, `alg` and the signature, with the client's registered keys (fetched from its `jwks_uri` when it
+    /// registered them so: `keysUnavailable` when they cannot be).
+    private static func verifySignature(_ jws: CompactJWS, client: ClientConfiguration, keys: ClientKeySets, now: Date) async throws(Failure) {
         if let typ = jws.header.typ {
             let normalized = typ.lowercased().hasPrefix("application/") ? String(typ.lowercased().dropFirst(12)) : typ.lowercased()
             guard normalized == "jwt" || normalized == "client-authentication+jwt" else {
@@ -113,8 +114,10 @@ enum ClientAssertion {
                 "the client assertion's alg \(ClientMetadata.printable(jws.header.alg)) is not accepted (\(allowed.map(\.rawValue).joined(separator: ", ")))"
             )
         }
-        guard let keys = client.jwks else { throw Failure(.assertionSignature, "the client has no registered keys") }
-        do { try jws.verify(with: keys) } catch JOSEError.noMatchingKey {
+        guard client.jwks != nil || client.jwksURI != nil else { throw Failure(.assertionSignature, "the client has no registered keys") }
+        do { try await keys.verify(jws, client: client, now: now) } catch let unavailable as ClientKeySets.Unavailable {
+            throw Failure(.keysUnavailable, "the client's keys could not be fetched from its jwks_uri: \(unavailable.reason)")
+        } catch JOSEError.noMatchingKey {
             throw Failure(.assertionSignature, "no registered key of the client matches the client assertion's kid and alg")
         } catch JOSEError.algorithmMismatch {
             throw Failure(.assertionSignature, "the registered key the client assertion's kid names is not for its alg")

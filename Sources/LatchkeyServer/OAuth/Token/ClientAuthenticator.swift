@@ -20,6 +20,8 @@ struct ClientAuthenticator: Sendable {
     let now: Date
     /// The issuer in force: client assertions must name it (or one of its endpoints) as their audience.
     let issuer: String
+    /// The keys assertions are verified with (a client's `jwks`, or those at its `jwks_uri`).
+    let keys: ClientKeySets
 
     /// Throws `ClientAuthRefusal` for a failed authentication (`invalid_client`), `OAuthError` for a malformed
     /// request (`invalid_request`: two credentials, a repeated parameter).
@@ -112,7 +114,7 @@ struct ClientAuthenticator: Sendable {
         do {
             try await ClientAssertion.verify(
                 jws, claims: claims, client: client, audiences: ClientAssertion.acceptedAudiences(issuer: issuer, requestPath: path),
-                now: now, store: store)
+                now: now, store: store, keys: keys)
         } catch let failure as ClientAssertion.Failure {
             throw ClientAuthRefusal(failure.reason, client: clientId, failure.description)
         }
@@ -197,6 +199,8 @@ enum ClientAuthFailure: String, Sendable {
     case assertionExpired = "assertion_expired"
     /// `private_key_jwt`: the assertion's `jti` was already used.
     case assertionReplayed = "assertion_replayed"
+    /// `private_key_jwt`: the keys at the client's `jwks_uri` could not be fetched, or are not acceptable.
+    case keysUnavailable = "keys_unavailable"
 }
 
 /// A failed client authentication: `invalid_client` (401), with why (audited) and which existing client it was about.
@@ -221,13 +225,14 @@ struct ClientAuthentication: Sendable {
     let audit: AuditTrail
     /// The issuer in force (with port 0, completed at start).
     let issuer: @Sendable () -> String
+    let keys: ClientKeySets
 
     /// The client a request authenticates as (`ClientAuthenticator`), with failed key derivations throttled by the
     /// request's address and by client. A refusal (`invalid_client`) is audited with the client it was about.
     func authenticate(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext) async throws -> ClientConfiguration {
         do {
             return try await ClientAuthenticator(
-                store: store, throttles: throttles, address: context.clientAddress, now: clock.now, issuer: issuer()
+                store: store, throttles: throttles, address: context.clientAddress, now: clock.now, issuer: issuer(), keys: keys
             )
             .authenticate(request, params)
         } catch let refusal as ClientAuthRefusal {

@@ -376,7 +376,7 @@ enum OpenAPIDocument {
             "schema": {
               "type": "string"
             },
-            "description": "A `urn:ietf:params:oauth:request_uri:…` from the pushed authorization request endpoint (with `client_id`: the request then comes from there)."
+            "description": "A `urn:ietf:params:oauth:request_uri:…` from the pushed authorization request endpoint (with `client_id`: the request then comes from there). Or one of the application's registered `request_uris` (RFC 9101 §5.2, OpenID Connect Core §6.2; its fragment aside): the signed request object published there is fetched (5 s, 64 KiB, no redirect) and is the request, as `request` would be. Any other URL is refused with `invalid_request_uri` (to the registered `redirect_uri` when the request names one, else the error page) and never fetched; an application that requires pushed requests cannot use it."
           },
           {
             "name": "request",
@@ -385,7 +385,7 @@ enum OpenAPIDocument {
             "schema": {
               "type": "string"
             },
-            "description": "A signed request object (RFC 9101): a JWS the client signed with one of its registered keys (`jwks`), holding the whole request (`iss` and `client_id` the client, `aud` the issuer, `exp` at most an hour away). Parameters outside it are ignored but `client_id`. A refused object is the error page (the authorization endpoint) or `invalid_request_object` (PAR)."
+            "description": "A signed request object (RFC 9101): a JWS the client signed with one of its registered keys (`jwks` or those at its `jwks_uri`), holding the whole request (`iss` and `client_id` the client, `aud` the issuer, `exp` at most an hour away). Parameters outside it are ignored but `client_id`. A refused object is the error page (the authorization endpoint) or `invalid_request_object` (PAR)."
           },
           {
             "name": "tkn",
@@ -2295,7 +2295,7 @@ enum OpenAPIDocument {
             "schema": {
               "type": "string"
             },
-            "description": "A `urn:ietf:params:oauth:request_uri:…` from the pushed authorization request endpoint (with `client_id`: the request then comes from there)."
+            "description": "A `urn:ietf:params:oauth:request_uri:…` from the pushed authorization request endpoint (with `client_id`: the request then comes from there). Or one of the application's registered `request_uris` (RFC 9101 §5.2, OpenID Connect Core §6.2; its fragment aside): the signed request object published there is fetched (5 s, 64 KiB, no redirect) and is the request, as `request` would be. Any other URL is refused with `invalid_request_uri` (to the registered `redirect_uri` when the request names one, else the error page) and never fetched; an application that requires pushed requests cannot use it."
           },
           {
             "name": "request",
@@ -2304,7 +2304,7 @@ enum OpenAPIDocument {
             "schema": {
               "type": "string"
             },
-            "description": "A signed request object (RFC 9101): a JWS the client signed with one of its registered keys (`jwks`), holding the whole request (`iss` and `client_id` the client, `aud` the issuer, `exp` at most an hour away). Parameters outside it are ignored but `client_id`. A refused object is the error page (the authorization endpoint) or `invalid_request_object` (PAR)."
+            "description": "A signed request object (RFC 9101): a JWS the client signed with one of its registered keys (`jwks` or those at its `jwks_uri`), holding the whole request (`iss` and `client_id` the client, `aud` the issuer, `exp` at most an hour away). Parameters outside it are ignored but `client_id`. A refused object is the error page (the authorization endpoint) or `invalid_request_object` (PAR)."
           },
           {
             "name": "tkn",
@@ -9791,6 +9791,9 @@ enum OpenAPIDocument {
           "request_uri_parameter_supported": {
             "type": "boolean"
           },
+          "require_request_uri_registration": {
+            "type": "boolean"
+          },
           "claims_parameter_supported": {
             "type": "boolean"
           },
@@ -9957,11 +9960,11 @@ enum OpenAPIDocument {
           },
           "request_uri": {
             "type": "string",
-            "description": "A `urn:ietf:params:oauth:request_uri:…` from the pushed authorization request endpoint (with `client_id`: the request then comes from there)."
+            "description": "A `urn:ietf:params:oauth:request_uri:…` from the pushed authorization request endpoint (with `client_id`: the request then comes from there). Or one of the application's registered `request_uris` (RFC 9101 §5.2, OpenID Connect Core §6.2; its fragment aside): the signed request object published there is fetched (5 s, 64 KiB, no redirect) and is the request, as `request` would be. Any other URL is refused with `invalid_request_uri` (to the registered `redirect_uri` when the request names one, else the error page) and never fetched; an application that requires pushed requests cannot use it."
           },
           "request": {
             "type": "string",
-            "description": "A signed request object (RFC 9101): a JWS the client signed with one of its registered keys (`jwks`), holding the whole request (`iss` and `client_id` the client, `aud` the issuer, `exp` at most an hour away). Parameters outside it are ignored but `client_id`. A refused object is the error page (the authorization endpoint) or `invalid_request_object` (PAR)."
+            "description": "A signed request object (RFC 9101): a JWS the client signed with one of its registered keys (`jwks` or those at its `jwks_uri`), holding the whole request (`iss` and `client_id` the client, `aud` the issuer, `exp` at most an hour away). Parameters outside it are ignored but `client_id`. A refused object is the error page (the authorization endpoint) or `invalid_request_object` (PAR)."
           },
           "tkn": {
             "type": "string",
@@ -10085,7 +10088,7 @@ enum OpenAPIDocument {
           },
           "request": {
             "type": "string",
-            "description": "A signed request object (RFC 9101): a JWS the client signed with one of its registered keys (`jwks`), holding the whole request (`iss` and `client_id` the client, `aud` the issuer, `exp` at most an hour away). Parameters outside it are ignored but `client_id`. A refused object is the error page (the authorization endpoint) or `invalid_request_object` (PAR)."
+            "description": "A signed request object (RFC 9101): a JWS the client signed with one of its registered keys (`jwks` or those at its `jwks_uri`), holding the whole request (`iss` and `client_id` the client, `aud` the issuer, `exp` at most an hour away). Parameters outside it are ignored but `client_id`. A refused object is the error page (the authorization endpoint) or `invalid_request_object` (PAR)."
           },
           "tkn": {
             "type": "string",
@@ -12841,7 +12844,7 @@ enum OpenAPIDocument {
           },
           "jwks": {
             "type": "object",
-            "description": "`private_key_jwt`: the application's public keys, a JWK Set (RFC 7517 §5) of 1 to 10 keys: RSA (2048 bits or more), EC P-256 or OKP Ed25519, at least one for signatures, `kid`s distinct. A private member (`d`, `p`, `k` …) is refused. `jwks_uri` is not supported (refused with `invalid_client_metadata`).",
+            "description": "`private_key_jwt`: the application's public keys, a JWK Set (RFC 7517 §5) of 1 to 10 keys: RSA (2048 bits or more), EC P-256 or OKP Ed25519, at least one for signatures, `kid`s distinct. A private member (`d`, `p`, `k` …) is refused. Register `jwks` or `jwks_uri`, not both.",
             "required": [
               "keys"
             ],
@@ -12872,6 +12875,23 @@ enum OpenAPIDocument {
                 }
               }
             }
+          },
+          "jwks_uri": {
+            "type": "string",
+            "format": "uri",
+            "description": "`private_key_jwt`: where the application publishes its JWK Set instead of `jwks` (RFC 7591 §2): an `https` URL without user information or fragment, fetched by the server (5 s, 64 KiB, no redirect followed), kept 5 minutes and fetched again for an unknown `kid` (at most every 30 s); the set is checked as `jwks` is.",
+            "examples": [
+              "https://client.example.com/jwks.json"
+            ]
+          },
+          "request_uris": {
+            "type": "array",
+            "maxItems": 20,
+            "items": {
+              "type": "string",
+              "format": "uri"
+            },
+            "description": "OpenID Connect Registration §2: `https` URLs where the application publishes signed request objects; an authorization request's `request_uri` is fetched only when it is one of them (its fragment aside), else refused with `invalid_request_uri`. Needs the application's keys (`jwks` or `jwks_uri`); not with `require_pushed_authorization_requests`."
           },
           "scope": {
             "type": "string",
