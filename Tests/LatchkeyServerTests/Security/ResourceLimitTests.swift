@@ -116,7 +116,8 @@ struct ResourceLimitTests {
         for table in ["login_requests", "flow_executions", "access_tokens", "sessions", "refresh_tokens", "consumed_token_ids", "outbox"] {
             #expect(try await server.rowCount(table) >= 1, "\(table) has a row before")
         }
-        // Nothing has expired yet: only the dead rows go.
+        // Nothing has expired yet: only the dead rows go (an ended session once its end is announced to the applications).
+        await server.server.deliverBackChannelLogouts()
         try await server.server.pruneExpired()
         #expect(try await server.rowCount("sessions") == 0)
         #expect(try await server.rowCount("refresh_tokens") == 0)

@@ -1503,6 +1503,32 @@ struct StoreContractTests {
         }
     }
 
+    // MARK: Logout announcements
+
+    @Test(arguments: StoreKind.available)
+    func endedSessionsAreClaimedUnderALeaseUntilAnnounced(_ kind: StoreKind) async throws {
+        try await kind.withStore { store async throws in
+            let user = try await Make.insertUser(store)
+            let live = Make.session(userId: user.id), first = Make.session(userId: user.id), second = Make.session(userId: user.id)
+            for session in [live, first, second] { try await store.insertSession(session) }
+            try await store.endSession(id: first.id, now: at(-20))
+            try await store.endSession(id: second.id, now: at(-10))
+            let family = Make.family(userId: user.id, sessionId: first.id)
+            try await store.insertFamily(family)
+            #expect(try await store.sessionClientIds(sessionId: first.id) == [family.clientId])
+            #expect(try await store.sessionClientIds(sessionId: second.id).isEmpty)
+
+            let claimed = try await store.claimEndedSessions(now: t0, leaseUntil: at(60), limit: 1)
+            #expect(claimed.map(\.id) == [first.id], "the oldest end first, the live session never")
+            #expect(try await store.claimEndedSessions(now: t0, leaseUntil: at(60), limit: 10).map(\.id) == [second.id], "leased rows skipped")
+            #expect(try await store.claimEndedSessions(now: at(30), leaseUntil: at(90), limit: 10).isEmpty)
+            try await store.markSessionEndAnnounced(id: first.id)
+            #expect(
+                try await store.claimEndedSessions(now: at(61), leaseUntil: at(120), limit: 10).map(\.id) == [second.id],
+                "an announced end is never claimed again; an unannounced one is, after its lease")
+        }
+    }
+
     // MARK: Maintenance
 
     @Test(arguments: StoreKind.available)
@@ -1533,9 +1559,12 @@ struct StoreContractTests {
             try await store.insertAccessToken(liveAccess)
             try await store.insertAccessToken(oldAccess)
             let liveSession = Make.session(userId: user.id), oldSession = Make.session(userId: user.id, expiresAt: at(-10))
-            let endedSession = Make.session(userId: user.id)
-            for session in [liveSession, oldSession, endedSession] { try await store.insertSession(session) }
+            let endedSession = Make.session(userId: user.id), unannounced = Make.session(userId: user.id, expiresAt: at(-10))
+            for session in [liveSession, oldSession, endedSession, unannounced] { try await store.insertSession(session) }
             try await store.endSession(id: endedSession.id, now: at(-5))
+            try await store.endSession(id: unannounced.id, now: at(-5))
+            // An ended session stays until its end is announced (back-channel logout), even past its expiry.
+            try await store.markSessionEndAnnounced(id: endedSession.id)
             // Consumed ids are pruned by the database's clock (real time) with a margin, whatever `now` says.
             #expect(try await store.consumeTokenId("live-jti", expiresAt: at(600)))
             #expect(try await store.consumeTokenId("old-jti", expiresAt: Date().addingTimeInterval(-SingleUseRetention.skewMargin - 60)))
@@ -1575,6 +1604,7 @@ struct StoreContractTests {
             #expect(try await store.refreshToken(hash: revokedRefresh.tokenHash) == nil)
             #expect(try await store.session(id: oldSession.id) == nil)
             #expect(try await store.session(id: endedSession.id) == nil)
+            #expect(try await store.session(id: unannounced.id)?.endedAt == at(-5), "kept until announced")
             #expect(try await store.takePushedRequest(uriHash: oldPushed.uriHash, clientId: oldPushed.clientId, now: at(-100)) == nil)
             #expect(try await store.pendingDeviceAuthorization(userCodeDigest: oldDevice.userCodeDigest, now: at(-100)) == nil)
             #expect(try await store.takePasskeyChallenge(hash: oldCeremony.challengeHash, now: t0) == nil)
