@@ -240,18 +240,13 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     }
 
     /// Logout URIs are absolute `https` URLs (or `http` on a loopback host, for development), without a fragment or
-    /// user information (OpenID Connect Back-Channel Logout §2.2, Front-Channel Logout §2).
+    /// user information (OpenID Connect Back-Channel Logout §2.2, Front-Channel Logout §2): `ClientDocumentURL`'s rule
+    /// for a URL the operator set.
     private func validateLogoutURIs() throws {
         for (name, uri) in [("backchannel_logout_uri", backchannelLogoutUri), ("frontchannel_logout_uri", frontchannelLogoutUri)] {
             guard let uri else { continue }
-            guard let url = URL(string: uri), let scheme = url.scheme, let host = url.host, !host.isEmpty else {
-                throw ConfigurationError.invalid("client \(clientId): \(name) \(uri) is not an absolute URL")
-            }
-            guard scheme == "https" || (scheme == "http" && LoopbackHost.isLoopback(host)) else {
-                throw ConfigurationError.invalid("client \(clientId): \(name) must be https (http only on a loopback host)")
-            }
-            guard url.fragment == nil, url.user == nil, url.password == nil else {
-                throw ConfigurationError.invalid("client \(clientId): \(name) may have no fragment and no user information")
+            if let why = ClientDocumentURL.refusal(uri, member: name, operatorSet: true, fragmentAllowed: false) {
+                throw ConfigurationError.invalid("client \(clientId): \(why)")
             }
         }
     }

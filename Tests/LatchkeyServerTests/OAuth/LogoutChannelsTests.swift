@@ -254,7 +254,7 @@ struct LogoutChannelsTests {
         }
     }
 
-    @Test("logout URIs: https or loopback http in the file, https of another host through registration")
+    @Test("logout URIs: https or loopback http in the file; through registration https, never a loopback or private address")
     func logoutURIRules() async throws {
         for (uri, accepted) in [
             ("https://app.example/logout", true), ("http://127.0.0.1:9/logout", true), ("http://app.example/logout", false),
@@ -280,12 +280,21 @@ struct LogoutChannelsTests {
         #expect(try registered.string("backchannel_logout_uri") == "https://notes.example/logout/back")
         #expect(try registered.value("backchannel_logout_session_required") as? Bool == true)
         #expect(try registered.string("frontchannel_logout_uri") == "https://notes.example/logout/front")
-        for uri in ["http://notes.example/logout", "https://127.0.0.1/logout", "https://localhost:8080/x", "notes"] {
+        for uri in [
+            "http://notes.example/logout", "https://127.0.0.1/logout", "https://localhost:8080/x", "notes", "https://10.1.2.3/x",
+            "https://172.20.0.1/x", "https://192.168.0.10/x", "https://169.254.169.254/latest", "https://[fd00::1]/x",
+            "https://[::ffff:10.0.0.1]/x", "https://0.0.0.0/x"
+        ] {
             var refused = ClientRegistrationTests.publicApp
             refused["backchannel_logout_uri"] = uri
             let answer = try await ClientRegistrationTests.register(server, refused, token: token)
             let error = try answer.string("error")
             #expect(answer.status == 400 && error == "invalid_client_metadata", "\(uri): the server would POST there")
+            var jwksApp = ClientRegistrationTests.publicApp
+            jwksApp["token_endpoint_auth_method"] = "private_key_jwt"
+            jwksApp["jwks_uri"] = uri
+            let fetched = try await ClientRegistrationTests.register(server, jwksApp, token: token)
+            #expect(fetched.status == 400, "\(uri): the server would fetch it")
         }
     }
 

@@ -38,7 +38,7 @@ struct ClientDocumentFetcher: Sendable {
     }
 }
 
-/// What a fetched document's URL may be: absolute, `https`, or `http` to a loopback host only when the operator set
+/// What a URL the server itself contacts may be (a fetched document, a back-channel logout URI): absolute, `https`, or `http` to a loopback host only when the operator set
 /// it (the configuration file; dynamic registration takes `https` only), with a host, no user information, at most
 /// 2048 characters, and no fragment where one has no meaning (`jwks_uri`; a request URI's fragment is ignored when it
 /// is matched).
@@ -55,11 +55,37 @@ enum ClientDocumentURL {
         }
         guard url.user == nil, url.password == nil else { return "\(member): \(shown) carries user information" }
         if !fragmentAllowed, url.fragment != nil { return "\(member): \(shown) has a fragment" }
+        // Through registration, not the server's own network by address: a loopback or private address literal would
+        // let anyone who may register aim the server's requests (and its error messages) at services behind it.
+        // (A public name that resolves to such an address is not caught here: deployments that open registration
+        // to strangers keep the server's egress firewalled.)
+        if !operatorSet, LoopbackHost.isLoopback(host) || PrivateAddress.isPrivateLiteral(host) {
+            return "\(member): \(shown) names a loopback or private address"
+        }
         switch scheme {
         case "https": return nil
         case "http" where operatorSet && LoopbackHost.isLoopback(host): return nil
         case "http" where operatorSet: return "\(member): \(shown) uses http to a host that is not loopback (use https)"
         default: return "\(member): \(shown) must be an https URL"
         }
+    }
+}
+
+/// IP address literals of private, link-local and unique-local ranges (RFC 1918, RFC 3927, RFC 4193, RFC 4291 §2.5.6),
+/// and the unspecified address.
+enum PrivateAddress {
+    static func isPrivateLiteral(_ host: String) -> Bool {
+        let h = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        let octets = h.split(separator: ".", omittingEmptySubsequences: false).compactMap { UInt8($0) }
+        if octets.count == 4, h.split(separator: ".").count == 4 {
+            switch (octets[0], octets[1]) {
+            case (10, _), (0, _), (127, _), (169, 254), (192, 168): return true
+            case (172, let second): return (16...31).contains(second)
+            default: return false
+            }
+        }
+        guard h.contains(":") else { return false }
+        return h == "::" || h == "::1" || h.hasPrefix("fc") || h.hasPrefix("fd") || h.hasPrefix("fe8") || h.hasPrefix("fe9")
+            || h.hasPrefix("fea") || h.hasPrefix("feb") || h.hasPrefix("::ffff:")
     }
 }

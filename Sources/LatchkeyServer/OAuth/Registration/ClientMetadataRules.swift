@@ -78,16 +78,10 @@ extension ClientMetadata {
         return RegisteredSettings(configuration: configuration, trimmed: trimmed)
     }
 
-    /// A logout URI registered this way is `https` (the server POSTs to the back-channel one: a registered `http` or
-    /// loopback address would let anyone with registration aim the server at its own network).
+    /// A logout URI registered this way is a URL the server may contact (it POSTs to the back-channel one): the same rule
+    /// as a fetched document's (`checkedDocumentURL`).
     private static func logoutURI(_ uri: String?, member: String) throws(OAuthError) -> String? {
-        guard let uri else { return nil }
-        guard uri.count <= maxURILength, let url = URLComponents(string: uri), url.scheme?.lowercased() == "https",
-            let host = url.host, !host.isEmpty, !LoopbackHost.isLoopback(host)
-        else {
-            throw OAuthError(.invalidClientMetadata, "\(member) must be an https URL of another host")
-        }
-        return uri
+        try checkedDocumentURL(uri, member: member, fragmentAllowed: false)
     }
 
     /// `latchkey_security_profile: fapi2` sets what the profile requires wherever the metadata leave it open (as the
@@ -194,8 +188,9 @@ extension ClientMetadata {
         return uris
     }
 
-    /// A URL the server will fetch (`jwks_uri`, `request_uris`): through registration `https` only, whatever the host
-    /// (`ClientDocumentURL`), so a registration cannot point the server at a plain-HTTP service on its own network.
+    /// A URL the server will contact (`jwks_uri`, `request_uris`, the logout URIs): through registration `https` only,
+    /// and not to a loopback or private address (`ClientDocumentURL`), so a registration cannot point the server at a
+    /// service on its own network.
     private static func checkedDocumentURL(_ uri: String?, member: String, fragmentAllowed: Bool) throws(OAuthError) -> String? {
         guard let uri else { return nil }
         if let why = ClientDocumentURL.refusal(uri, member: member, operatorSet: false, fragmentAllowed: fragmentAllowed) {
