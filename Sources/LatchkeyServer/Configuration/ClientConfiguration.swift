@@ -78,8 +78,8 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     /// The identity providers (`ServerConfiguration.identityProviders` ids) this application's users may sign in with:
     /// buttons on the hosted page, actions in the app-native sign-in flow, `idp=` hints, native ID tokens.
     public var identityProviders: [String] = []
-    /// The public keys of a `private_key_jwt` client (RFC 7591 `jwks`): the keys its client assertions and request
-    /// objects may be signed with. Public keys only (`ClientKeys` refuses private members when it reads them).
+    /// The client's public keys (RFC 7591 `jwks`): the keys its request objects and, for a `private_key_jwt` client,
+    /// its client assertions may be signed with (a client of another method never authenticates with them). Public keys only (`ClientKeys` refuses private members when it reads them).
     public var jwks: JWKSet?
     /// Where a `private_key_jwt` client publishes those keys instead (RFC 7591 `jwks_uri`, OpenID Connect Core
     /// §10.1.1; never both): fetched and kept a few minutes (`ClientKeySets`), and checked as `jwks` is. `https`, or
@@ -251,16 +251,13 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         }
     }
 
-    /// `jwks`, `jwks_uri` and `token_endpoint_auth_signing_alg` belong to `private_key_jwt` clients, which need usable
-    /// keys (one way of registering them); `request_uris` need those keys to verify the objects with.
+    /// Any client may register keys (`jwks` or `jwks_uri`, not both): its request objects are verified with them. A
+    /// `private_key_jwt` client must, since its assertions are too; `token_endpoint_auth_signing_alg` is for it alone.
+    /// `request_uris` need keys to verify the objects with.
     private func validateKeys() throws {
         try validateRequestURIs()
-        guard tokenEndpointAuthMethod == .privateKeyJWT else {
-            if jwks != nil || jwksURI != nil || tokenEndpointAuthSigningAlg != nil {
-                throw ConfigurationError.invalid(
-                    "client \(clientId): jwks, jwks_uri and token_endpoint_auth_signing_alg are for token_endpoint_auth_method private_key_jwt")
-            }
-            return
+        if tokenEndpointAuthSigningAlg != nil, tokenEndpointAuthMethod != .privateKeyJWT {
+            throw ConfigurationError.invalid("client \(clientId): token_endpoint_auth_signing_alg is for token_endpoint_auth_method private_key_jwt")
         }
         if let alg = tokenEndpointAuthSigningAlg, !ClientAssertion.algorithms.contains(alg) {
             throw ConfigurationError.invalid(
@@ -273,15 +270,14 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
             if let why = ClientDocumentURL.refusal(jwksURI, member: "jwks_uri", operatorSet: true, fragmentAllowed: false) {
                 throw ConfigurationError.invalid("client \(clientId): \(why)")
             }
-            return
-        }
-        guard let jwks else {
+        } else if let jwks {
+            do { try ClientKeys.check(jwks, algorithm: tokenEndpointAuthSigningAlg) } catch {
+                throw ConfigurationError.invalid("client \(clientId): jwks: \(error.reason)")
+            }
+        } else if tokenEndpointAuthMethod == .privateKeyJWT {
             throw ConfigurationError.invalid(
                 "client \(clientId) authenticates with private_key_jwt: register its public keys as jwks ({\"keys\": [...]}) or their URL as jwks_uri"
             )
-        }
-        do { try ClientKeys.check(jwks, algorithm: tokenEndpointAuthSigningAlg) } catch {
-            throw ConfigurationError.invalid("client \(clientId): jwks: \(error.reason)")
         }
     }
 

@@ -491,7 +491,14 @@ struct PrivateKeyJWTTests {
         refusedAtValidation(
             {
                 $0.tokenEndpointAuthMethod = .clientSecretBasic; $0.clientSecret = "a-secret-of-enough-length"
-            }, "are for token_endpoint_auth_method private_key_jwt")
+                $0.tokenEndpointAuthSigningAlg = .es256
+            }, "token_endpoint_auth_signing_alg is for token_endpoint_auth_method private_key_jwt")
+        // Keys alone are any client's (its request objects are verified with them); it still authenticates its own way.
+        var withKeys = good
+        withKeys.tokenEndpointAuthMethod = .clientSecretBasic
+        withKeys.clientSecret = "a-secret-of-enough-length"
+        withKeys.tokenEndpointAuthSigningAlg = nil
+        #expect(throws: Never.self) { try withKeys.validate() }
     }
 
     /// The registration test server, allowing client credentials and `api.read`.
@@ -567,14 +574,19 @@ struct PrivateKeyJWTTests {
             (
                 "http jwks_uri",
                 {
-                    $0["jwks"] = nil; $0["jwks_uri"] = "http://127.0.0.1:9/jwks.json"
-                }, "jwks_uri: http://127.0.0.1:9/jwks.json must be an https URL"
+                    $0["jwks"] = nil; $0["jwks_uri"] = "http://signer.example/jwks.json"
+                }, "jwks_uri: http://signer.example/jwks.json must be an https URL"
             ),
             ("jwks and jwks_uri", { $0["jwks_uri"] = "https://signer.example/jwks.json" }, "register jwks or jwks_uri, not both"),
             ("private key", { $0["jwks"] = ["keys": [withPrivate]] }, "private member d"),
             ("no keys", { $0["jwks"] = nil }, "register its public keys as jwks"),
             ("empty set", { $0["jwks"] = ["keys": [[String: Any]]()] }, "1 to 10 keys"),
-            ("another method", { $0["token_endpoint_auth_method"] = "client_secret_basic" }, "are for token_endpoint_auth_method private_key_jwt"),
+            (
+                "assertion algorithm with another method",
+                {
+                    $0["token_endpoint_auth_method"] = "client_secret_basic"; $0["token_endpoint_auth_signing_alg"] = "ES256"
+                }, "token_endpoint_auth_signing_alg is for token_endpoint_auth_method private_key_jwt"
+            ),
             ("HS256", { $0["token_endpoint_auth_signing_alg"] = "HS256" }, "token_endpoint_auth_signing_alg must be one of ES256, RS256, EdDSA"),
             ("PS256", { $0["token_endpoint_auth_signing_alg"] = "PS256" }, "token_endpoint_auth_signing_alg must be one of")
         ]

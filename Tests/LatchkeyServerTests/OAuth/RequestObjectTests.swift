@@ -97,6 +97,24 @@ struct RequestObjectTests {
         #expect(answer.status == 400 && answer.location == nil, "\(name): \(answer.status) \(answer.location ?? "")")
     }
 
+    /// The Basic plan's request-object modules (`oidcc-ensure-request-object-with-redirect-uri`) use a client that
+    /// authenticates with its secret and signs request objects with keys it registered: keys are any client's.
+    @Test func aClientWithASecretSignsRequestObjectsWithItsKeys() async throws {
+        let key = try Key.es256()
+        var signer = PrivateKeyJWTTests.client([key.jwk])
+        signer.tokenEndpointAuthMethod = .clientSecretBasic
+        signer.clientSecret = "signer-secret-0123456789"
+        let server = try await TestServer.start { $0.clients.append(signer) }
+        defer { Task { await server.stop() } }
+        let start = try await Self.authorize(server, try Self.object(server, Self.options(), key: key))
+        #expect(start.status == 302 && start.location?.hasPrefix("/login?request=") == true, "\(start.text)")
+        // It still authenticates with its secret only: an assertion signed with those keys is refused.
+        let assertion = try key.assertion(PrivateKeyJWTTests.claims(server, client: Self.clientId))
+        let refused = try await PrivateKeyJWTTests.token(server, assertion: assertion)
+        let error = try refused.json()["error"] as? String
+        #expect(refused.status == 401 && error == "invalid_client", "\(refused.text)")
+    }
+
     @Test func unsignedForeignAndKeylessObjectsAreRefused() async throws {
         let key = try Key.es256()
         let other = try Key.es256()
