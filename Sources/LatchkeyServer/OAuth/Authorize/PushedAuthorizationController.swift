@@ -27,11 +27,7 @@ struct PushedAuthorizationController: Sendable {
             return try await self.pushAuthorizationRequest(request, try await Parameters.body(of: request), context: context)
         }
         // RFC 9126 §2: requests are POSTed; any other method is 405 with the method that is allowed.
-        for method in [HTTPRequest.Method.get, .put, .delete, .patch] {
-            mount.routes.on("par", method: method) { _, _ in
-                Response(status: .methodNotAllowed, headers: [.allow: "POST", .cacheControl: "no-store"])
-            }
-        }
+        mount.refuseMethodsOtherThanPost(at: "par")
     }
 
     private func pushAuthorizationRequest(_ request: Request, _ given: Parameters, context: LatchkeyRequestContext) async throws -> Response {

@@ -30,6 +30,7 @@ struct DeviceController: Sendable {
 
     /// The device's request (`device_authorization`), in the OAuth family.
     func addRoutes(to mount: OAuthMount) {
+        mount.refuseMethodsOtherThanPost(at: "device_authorization")
         mount.routes.post("device_authorization") { request, context in
             try await admission.admitStart(address: context.clientAddress)
             return try await self.deviceAuthorization(request, try await Parameters.body(of: request), context: context)

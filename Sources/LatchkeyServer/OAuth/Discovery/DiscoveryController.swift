@@ -121,6 +121,7 @@ struct DiscoveryController {
     /// `jwks` in the OAuth family.
     func addRoutes(to mount: OAuthMount) {
         mount.routes.get("jwks") { _, _ in try await jwks() }
+        mount.refuseMethods(at: "jwks", allowing: .get)
     }
 
     private func jwks() async throws -> Response {

@@ -28,6 +28,7 @@ struct ClientRegistrationController: Sendable {
         guard !mount.isReachFive else { return }
         let routes = mount.routes
         routes.post("register") { request, context in try await self.register(request, context) }
+        mount.refuseMethodsOtherThanPost(at: "register")
         routes.get("register/:client_id") { request, context in try await self.read(request, context) }
         routes.put("register/:client_id") { request, context in try await self.update(request, context) }
         routes.delete("register/:client_id") { request, context in try await self.delete(request, context) }

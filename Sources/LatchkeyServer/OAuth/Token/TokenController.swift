@@ -27,6 +27,7 @@ struct TokenController: Sendable {
     static let tokenTypeIDToken = "urn:ietf:params:oauth:token-type:id_token"
 
     func addRoutes(to mount: OAuthMount) {
+        mount.refuseMethodsOtherThanPost(at: "token")
         let takesJSON = mount.isReachFive  // reachFive's `/oauth` mount also takes JSON bodies
         mount.routes.post("token") { request, context in
             let params = try await Parameters.body(of: request, allowJSON: takesJSON)

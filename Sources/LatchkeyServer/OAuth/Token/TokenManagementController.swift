@@ -16,6 +16,8 @@ struct TokenManagementController: Sendable {
     private var validator: TokenValidator { kit.validator }
 
     func addRoutes(to mount: OAuthMount) {
+        mount.refuseMethodsOtherThanPost(at: "revoke")
+        mount.refuseMethodsOtherThanPost(at: "introspect")
         let takesJSON = mount.isReachFive  // reachFive's `/oauth` mount also takes JSON bodies
         mount.routes.post("revoke") { request, context in
             try await self.revoke(
