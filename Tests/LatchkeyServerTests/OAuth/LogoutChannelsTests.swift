@@ -241,6 +241,35 @@ struct LogoutChannelsTests {
         #expect(!second.text.contains("data-uris=\"[\""))
     }
 
+    @Test("oidcc-rp-initiated-logout-query-added-to-post-logout-redirect-uri and -modified-id-token-hint")
+    func rpInitiatedLogoutModules() async throws {
+        let withQuery = "http://127.0.0.1:7777/logout?from=app"
+        let server = try await TestServer.start { configuration in
+            for index in configuration.clients.indices where configuration.clients[index].clientId == "latchkey-demo" {
+                configuration.clients[index].postLogoutRedirectUris.append(withQuery)
+            }
+        }
+        defer { Task { await server.stop() } }
+        // A hint whose signature was changed is refused, and the session stays.
+        let browser = TestBrowser()
+        let tokens = try await server.tokens(browser)
+        let idToken = try #require(tokens.idToken)
+        let parts = idToken.split(separator: ".")
+        let flipped = parts[2].first == "A" ? "B" : "A"
+        let modified = parts[0] + "." + parts[1] + "." + flipped + parts[2].dropFirst()
+        let refused = try await browser.get(
+            server.base + "/oauth2/logout?" + TestBrowser.formEncode(["id_token_hint": String(modified), "post_logout_redirect_uri": withQuery]))
+        #expect(refused.status == 400 && refused.location == nil)
+        var none = AuthorizeOptions()
+        none.prompt = "none"
+        #expect(try await browser.get(server.authorizeURL(none)).locationQuery["code"] != nil, "still signed in")
+        // The registered URI's own query is kept, `state` added to it.
+        let out = try await browser.get(
+            server.base + "/oauth2/logout?"
+                + TestBrowser.formEncode(["id_token_hint": idToken, "post_logout_redirect_uri": withQuery, "state": "s9"]))
+        #expect(out.status == 302 && out.location == withQuery + "&state=s9")
+    }
+
     @Test("discovery advertises both logout channels with sessions")
     func discovery() async throws {
         let server = try await TestServer.start()
