@@ -12,13 +12,14 @@ import FoundationNetworking
 /// it can end its own session for that person even when the browser never comes back to it.
 ///
 /// A session's end is a fact in the store (`ended_at`), however it came (signing out at the server or in an app, "sign
-/// out everywhere", an administrator, a password change, a disabled or deleted account); each pass of the loop
-/// announces the ends not announced yet. The notices go through the store's delivery queue (the audit webhooks' table, `QueuedWebhookDelivery`), one queue
-/// per application named `backchannel_logout:<client_id>`: queued in the request that ended the session, delivered by
-/// a loop beside the HTTP server (`BackChannelLogoutService`), retried with doubling backoff (from `retrySeconds` up to
-/// an hour) until the application answers 2xx, for at most `maximumAttempts` attempts and a day. The token is signed
-/// at each attempt (fresh `iat`/`exp`) with the same `jti`, so an application that did log out but whose answer was
-/// lost can recognise the retry. An application deleted or no longer registering the URI gets nothing more.
+/// out everywhere", an administrator, a password change, a disabled or deleted account). Each pass of a loop beside the
+/// HTTP server (`BackChannelLogoutService`) claims the ends not announced yet and queues one notice per application in
+/// the store's delivery queue (the audit webhooks' table, `QueuedWebhookDelivery`, one queue per application named
+/// `backchannel_logout:<client_id>`), then delivers the due notices, retried with doubling backoff (from
+/// `retrySeconds` up to an hour) until the application answers 2xx, for at most `maximumAttempts` attempts and a day.
+/// The token is signed at each attempt (fresh `iat`/`exp`) with the same `jti`, so an application that did log out but
+/// whose answer was lost can recognise the retry. An application deleted or no longer registering the URI gets nothing
+/// more.
 ///
 /// Announcing happens after the sign-out, never in its way: errors are logged and the next pass tries again.
 struct BackChannelLogout: Sendable {

@@ -80,6 +80,10 @@ enum FrontChannelLogout {
         components.fragment = nil
         components.user = nil
         components.password = nil
-        return components.string
+        // Only what an origin is made of reaches the CSP header: no separator could smuggle in another directive.
+        guard let origin = components.string,
+            origin.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || ":/.-[]".unicodeScalars.contains($0)) })
+        else { return nil }
+        return origin
     }
 }
