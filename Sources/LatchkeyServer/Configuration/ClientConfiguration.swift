@@ -115,6 +115,14 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     /// answer.
     public var frontchannelLogoutSessionRequired = false
 
+    /// What the hosted sign-in page shows of the application besides its name (OpenID Connect Registration
+    /// `logo_uri`, `policy_uri`, `tos_uri`, `client_uri`): its logo, and links to its privacy policy and terms. Loaded or
+    /// followed by the person's browser, never fetched by the server.
+    public var logoUri: String?
+    public var policyUri: String?
+    public var tosUri: String?
+    public var clientUri: String?
+
     public enum SecurityProfile: String, Codable, Sendable {
         case fapi2
     }
@@ -239,11 +247,12 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         if let other = grantTypes.first(where: { !allowed.contains($0) }) { throw refuse("grant type \(other.rawValue) is not allowed") }
     }
 
-    /// Logout URIs are absolute `https` URLs (or `http` on a loopback host, for development), without a fragment or
-    /// user information (OpenID Connect Back-Channel Logout §2.2, Front-Channel Logout §2): `ClientDocumentURL`'s rule
-    /// for a URL the operator set.
+    /// Logout URIs (OpenID Connect Back-Channel Logout §2.2, Front-Channel Logout §2) and the URLs the sign-in page
+    /// shows are absolute `https` URLs (or `http` on a loopback host, for development), without a fragment or user
+    /// information: `ClientDocumentURL`'s rule for a URL the operator set.
     private func validateLogoutURIs() throws {
-        for (name, uri) in [("backchannel_logout_uri", backchannelLogoutUri), ("frontchannel_logout_uri", frontchannelLogoutUri)] {
+        let shown = [("logo_uri", logoUri), ("policy_uri", policyUri), ("tos_uri", tosUri), ("client_uri", clientUri)]
+        for (name, uri) in [("backchannel_logout_uri", backchannelLogoutUri), ("frontchannel_logout_uri", frontchannelLogoutUri)] + shown {
             guard let uri else { continue }
             if let why = ClientDocumentURL.refusal(uri, member: name, operatorSet: true, fragmentAllowed: false) {
                 throw ConfigurationError.invalid("client \(clientId): \(why)")
@@ -319,6 +328,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         case securityProfile = "security_profile"
         case backchannelLogoutUri = "backchannel_logout_uri", backchannelLogoutSessionRequired = "backchannel_logout_session_required"
         case frontchannelLogoutUri = "frontchannel_logout_uri", frontchannelLogoutSessionRequired = "frontchannel_logout_session_required"
+        case logoUri = "logo_uri", policyUri = "policy_uri", tosUri = "tos_uri", clientUri = "client_uri"
         case jwksURI = "jwks_uri", requestURIs = "request_uris"
     }
 
@@ -355,6 +365,10 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         try c.encode(backchannelLogoutSessionRequired, forKey: .backchannelLogoutSessionRequired)
         try c.encodeIfPresent(frontchannelLogoutUri, forKey: .frontchannelLogoutUri)
         try c.encode(frontchannelLogoutSessionRequired, forKey: .frontchannelLogoutSessionRequired)
+        try c.encodeIfPresent(logoUri, forKey: .logoUri)
+        try c.encodeIfPresent(policyUri, forKey: .policyUri)
+        try c.encodeIfPresent(tosUri, forKey: .tosUri)
+        try c.encodeIfPresent(clientUri, forKey: .clientUri)
         try c.encodeIfPresent(jwksURI, forKey: .jwksURI)
         if !requestURIs.isEmpty { try c.encode(requestURIs, forKey: .requestURIs) }
     }
@@ -389,6 +403,10 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         backchannelLogoutSessionRequired = try c.decodeIfPresent(Bool.self, forKey: .backchannelLogoutSessionRequired) ?? false
         frontchannelLogoutUri = try c.decodeIfPresent(String.self, forKey: .frontchannelLogoutUri)
         frontchannelLogoutSessionRequired = try c.decodeIfPresent(Bool.self, forKey: .frontchannelLogoutSessionRequired) ?? false
+        logoUri = try c.decodeIfPresent(String.self, forKey: .logoUri)
+        policyUri = try c.decodeIfPresent(String.self, forKey: .policyUri)
+        tosUri = try c.decodeIfPresent(String.self, forKey: .tosUri)
+        clientUri = try c.decodeIfPresent(String.self, forKey: .clientUri)
         if let alg = try c.decodeIfPresent(String.self, forKey: .idTokenSignedResponseAlg) {
             guard let parsed = JWSAlgorithm(rawValue: alg), parsed == .rs256 || parsed == .es256 else {
                 throw DecodingError.dataCorruptedError(

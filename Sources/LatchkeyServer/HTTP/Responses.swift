@@ -22,18 +22,20 @@ enum Responses {
     /// `sameOriginScripts`: the page loads our own script files (the passkey button) and may call our own
     /// endpoints; inline scripts stay forbidden either way.
     /// `frameSources`: origins the page may frame (front-channel logout's hidden frames); none otherwise.
+    /// `imageSources`: origins images may come from besides this server (an application's logo).
     static func html(
         _ page: String, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:], sameOriginScripts: Bool = false,
-        frameSources: [String] = []
+        frameSources: [String] = [], imageSources: [String] = []
     ) -> Response {
         var fields = headers
         fields[.contentType] = "text/html; charset=utf-8"
         fields[.cacheControl] = "no-store"
         // Inline styles only; no inline script ever; never framed (clickjacking of the password form).
         let scripts = sameOriginScripts ? "script-src 'self'; connect-src 'self'; " : ""
+        let images = imageSources.isEmpty ? "" : " " + Array(Set(imageSources)).sorted().joined(separator: " ")
         let frames = frameSources.isEmpty ? "" : "frame-src \(Array(Set(frameSources)).sorted().joined(separator: " ")); "
         fields[.contentSecurityPolicy] =
-            "default-src 'none'; \(scripts)\(frames)style-src 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'"
+            "default-src 'none'; \(scripts)\(frames)style-src 'unsafe-inline'; img-src 'self' data:\(images); frame-ancestors 'none'; base-uri 'none'"
         fields[.xFrameOptions] = "DENY"
         fields[.referrerPolicy] = "no-referrer"
         fields[.xContentTypeOptions] = "nosniff"
@@ -83,4 +85,22 @@ enum FormEncoding {
 extension HTTPResponse.Status {
     /// 423 (RFC 4918): the account is locked.
     static let locked = HTTPResponse.Status(code: 423, reasonPhrase: "Locked")
+}
+
+/// Sources named in a page's Content-Security-Policy.
+enum CSPSource {
+    /// `scheme://host[:port]` of a URI, for `frame-src` or `img-src`.
+    static func origin(of uri: String) -> String? {
+        guard var components = URLComponents(string: uri), components.scheme != nil, components.host != nil else { return nil }
+        components.path = ""
+        components.query = nil
+        components.fragment = nil
+        components.user = nil
+        components.password = nil
+        // Only what an origin is made of reaches the CSP header: no separator could smuggle in another directive.
+        guard let origin = components.string,
+            origin.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || ":/.-[]".unicodeScalars.contains($0)) })
+        else { return nil }
+        return origin
+    }
 }

@@ -9,6 +9,8 @@ enum Pages {
         main { text-align: start; }
         h1 { font-size: 1.4rem; margin-block: 0 .25rem; margin-inline: 0; }
         p.sub { margin-block: 0 1.5rem; margin-inline: 0; opacity: .8; }
+        img.app-logo { display: block; border-radius: 12px; object-fit: contain; }
+        p.app-links { margin-block: 1.5rem 0; font-size: .875rem; opacity: .8; }
         label { display: block; font-weight: 600; margin-block: 1rem .35rem; margin-inline: 0; }
         input { width: 100%; box-sizing: border-box; padding: .65rem .75rem; font-size: 1rem; border: 1px solid #888; border-radius: 8px; }
         input:focus, button:focus { outline: 3px solid #2563eb; outline-offset: 2px; }
@@ -46,6 +48,11 @@ enum Pages {
         var passkeyClientId: String? = nil
         /// The application's other identity providers, as (id, name): one "Continue with …" button each.
         var providers: [(id: String, name: String)] = []
+        /// What the application registered to show: its logo, home page, privacy policy and terms (`ClientConfiguration`).
+        var logoUri: String? = nil
+        var clientUri: String? = nil
+        var policyUri: String? = nil
+        var tosUri: String? = nil
     }
 
     /// A catalog text for the page (HTML-escaped by the callers).
@@ -67,6 +74,7 @@ enum Pages {
         return layout(
             title: t("page.login.title", l),
             body: """
+                \(applicationLogo(form))
                 <h1>\(HTML.escape(t("page.login.title", l)))</h1>
                 <p class="sub">\(subtitle)</p>
                 \(errorBlock)
@@ -82,7 +90,25 @@ enum Pages {
                 </form>
                 \(passkeyBlock(form))
                 \(providerBlock(form))
+                \(applicationLinks(form))
                 """, locale: l)
+    }
+
+    /// The application's logo (decorative: its name is in the sentence below), linked to its home page when it has one.
+    private static func applicationLogo(_ form: LoginForm) -> String {
+        guard let logo = form.logoUri else { return "" }
+        let image = "<img class=\"app-logo\" src=\"\(HTML.escape(logo))\" alt=\"\" width=\"64\" height=\"64\" referrerpolicy=\"no-referrer\">"
+        guard let home = form.clientUri else { return "<p>\(image)</p>" }
+        return "<p><a href=\"\(HTML.escape(home))\" rel=\"noopener noreferrer\" target=\"_blank\">\(image)</a></p>"
+    }
+
+    /// Links to the application's privacy policy and terms, opened beside the sign-in.
+    private static func applicationLinks(_ form: LoginForm) -> String {
+        let links = [("page.login.policy", form.policyUri), ("page.login.terms", form.tosUri)].compactMap { key, uri in
+            uri.map { "<a href=\"\(HTML.escape($0))\" rel=\"noopener noreferrer\" target=\"_blank\">\(HTML.escape(t(key, form.locale)))</a>" }
+        }
+        guard !links.isEmpty else { return "" }
+        return "<p class=\"app-links\">" + links.joined(separator: " · ") + "</p>"
     }
 
     struct SecondFactorForm {

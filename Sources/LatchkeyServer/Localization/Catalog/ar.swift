@@ -117,6 +117,8 @@ extension MessageCatalog {
             "recovery:forms.password.password.label": "كلمة المرور الجديدة",
             "recovery:forms.password.submit.label": "إعادة تعيين كلمة المرور الآن",
             "page.login.subtitle": "للمتابعة إلى {client}",
+            "page.login.policy": "سياسة الخصوصية",
+            "page.login.terms": "شروط الخدمة",
             "page.login.username": "البريد الإلكتروني أو اسم المستخدم",
             "page.login.passkey": "تسجيل الدخول باستخدام مفتاح مرور",
             "page.login.or": "أو",

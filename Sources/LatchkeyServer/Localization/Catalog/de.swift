@@ -114,6 +114,8 @@ extension MessageCatalog {
             "recovery:forms.password.password.label": "Neues Passwort",
             "recovery:forms.password.submit.label": "Passwort zurücksetzen",
             "page.login.subtitle": "um mit {client} fortzufahren",
+            "page.login.policy": "Datenschutzerklärung",
+            "page.login.terms": "Nutzungsbedingungen",
             "page.login.username": "E-Mail oder Benutzername",
             "page.login.passkey": "Mit einem Passkey anmelden",
             "page.login.or": "oder",

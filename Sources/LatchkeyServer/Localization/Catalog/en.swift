@@ -123,6 +123,8 @@ extension MessageCatalog {
             "recovery:forms.password.submit.label": "Reset password",
             // Hosted pages
             "page.login.subtitle": "to continue to {client}",
+            "page.login.policy": "Privacy policy",
+            "page.login.terms": "Terms of service",
             "page.login.username": "Email or username",
             "page.login.passkey": "Sign in with a passkey",
             "page.login.or": "or",

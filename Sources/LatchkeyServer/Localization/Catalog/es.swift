@@ -114,6 +114,8 @@ extension MessageCatalog {
             "recovery:forms.password.password.label": "Contraseña nueva",
             "recovery:forms.password.submit.label": "Restablecer contraseña",
             "page.login.subtitle": "para continuar en {client}",
+            "page.login.policy": "Política de privacidad",
+            "page.login.terms": "Condiciones del servicio",
             "page.login.username": "Correo electrónico o nombre de usuario",
             "page.login.passkey": "Iniciar sesión con una llave de acceso",
             "page.login.or": "o",

@@ -114,6 +114,8 @@ extension MessageCatalog {
             "recovery:forms.password.password.label": "Nouveau mot de passe",
             "recovery:forms.password.submit.label": "Réinitialiser le mot de passe",
             "page.login.subtitle": "pour continuer vers {client}",
+            "page.login.policy": "Politique de confidentialité",
+            "page.login.terms": "Conditions d'utilisation",
             "page.login.username": "E-mail ou nom d'utilisateur",
             "page.login.passkey": "Se connecter avec une clé d'accès",
             "page.login.or": "ou",

@@ -113,6 +113,8 @@ extension MessageCatalog {
             "recovery:forms.password.password.label": "Új jelszó",
             "recovery:forms.password.submit.label": "Jelszó visszaállítása most",
             "page.login.subtitle": "a folytatáshoz: {client}",
+            "page.login.policy": "Adatvédelmi irányelvek",
+            "page.login.terms": "Szolgáltatási feltételek",
             "page.login.username": "E-mail-cím vagy felhasználónév",
             "page.login.passkey": "Bejelentkezés azonosítókulccsal",
             "page.login.or": "vagy",

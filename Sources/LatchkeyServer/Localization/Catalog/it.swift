@@ -114,6 +114,8 @@ extension MessageCatalog {
             "recovery:forms.password.password.label": "Nuova password",
             "recovery:forms.password.submit.label": "Reimposta password",
             "page.login.subtitle": "per continuare su {client}",
+            "page.login.policy": "Informativa sulla privacy",
+            "page.login.terms": "Termini di servizio",
             "page.login.username": "Email o nome utente",
             "page.login.passkey": "Accedi con una passkey",
             "page.login.or": "oppure",

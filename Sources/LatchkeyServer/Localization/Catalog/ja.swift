@@ -113,6 +113,8 @@ extension MessageCatalog {
             "recovery:forms.password.password.label": "新しいパスワード",
             "recovery:forms.password.submit.label": "パスワードを再設定する",
             "page.login.subtitle": "{client}に進むには",
+            "page.login.policy": "プライバシーポリシー",
+            "page.login.terms": "利用規約",
             "page.login.username": "メールアドレスまたはユーザー名",
             "page.login.passkey": "パスキーでサインイン",
             "page.login.or": "または",

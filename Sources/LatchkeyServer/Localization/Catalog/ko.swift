@@ -113,6 +113,8 @@ extension MessageCatalog {
             "recovery:forms.password.password.label": "새 비밀번호",
             "recovery:forms.password.submit.label": "비밀번호 재설정하기",
             "page.login.subtitle": "{client}(으)로 계속하려면",
+            "page.login.policy": "개인정보 처리방침",
+            "page.login.terms": "서비스 약관",
             "page.login.username": "이메일 또는 사용자 이름",
             "page.login.passkey": "패스키로 로그인",
             "page.login.or": "또는",

@@ -113,6 +113,8 @@ extension MessageCatalog {
             "recovery:forms.password.password.label": "Nieuw wachtwoord",
             "recovery:forms.password.submit.label": "Wachtwoord opnieuw instellen",
             "page.login.subtitle": "om verder te gaan naar {client}",
+            "page.login.policy": "Privacybeleid",
+            "page.login.terms": "Servicevoorwaarden",
             "page.login.username": "E-mailadres of gebruikersnaam",
             "page.login.passkey": "Aanmelden met een toegangssleutel",
             "page.login.or": "of",

@@ -114,6 +114,8 @@ extension MessageCatalog {
             "recovery:forms.password.password.label": "Nova palavra-passe",
             "recovery:forms.password.submit.label": "Redefinir palavra-passe",
             "page.login.subtitle": "para continuar para {client}",
+            "page.login.policy": "Política de privacidade",
+            "page.login.terms": "Termos de serviço",
             "page.login.username": "Email ou nome de utilizador",
             "page.login.passkey": "Iniciar sessão com uma chave de acesso",
             "page.login.or": "ou",

@@ -113,6 +113,8 @@ extension MessageCatalog {
             "recovery:forms.password.password.label": "Новый пароль",
             "recovery:forms.password.submit.label": "Сбросить пароль",
             "page.login.subtitle": "чтобы продолжить в {client}",
+            "page.login.policy": "Политика конфиденциальности",
+            "page.login.terms": "Условия использования",
             "page.login.username": "Эл. почта или имя пользователя",
             "page.login.passkey": "Войти с ключом доступа",
             "page.login.or": "или",

@@ -113,6 +113,8 @@ extension MessageCatalog {
             "recovery:forms.password.password.label": "Nové heslo",
             "recovery:forms.password.submit.label": "Obnoviť heslo",
             "page.login.subtitle": "a pokračujte do {client}",
+            "page.login.policy": "Zásady ochrany osobných údajov",
+            "page.login.terms": "Podmienky služby",
             "page.login.username": "E-mail alebo používateľské meno",
             "page.login.passkey": "Prihlásiť sa prístupovým kľúčom",
             "page.login.or": "alebo",

@@ -113,6 +113,8 @@ extension MessageCatalog {
             "recovery:forms.password.password.label": "新密码",
             "recovery:forms.password.submit.label": "确认重置密码",
             "page.login.subtitle": "以继续使用 {client}",
+            "page.login.policy": "隐私政策",
+            "page.login.terms": "服务条款",
             "page.login.username": "邮箱或用户名",
             "page.login.passkey": "使用通行密钥登录",
             "page.login.or": "或",

@@ -113,6 +113,8 @@ extension MessageCatalog {
             "recovery:forms.password.password.label": "新密碼",
             "recovery:forms.password.submit.label": "確認重設密碼",
             "page.login.subtitle": "以繼續使用 {client}",
+            "page.login.policy": "隱私權政策",
+            "page.login.terms": "服務條款",
             "page.login.username": "電子郵件或使用者名稱",
             "page.login.passkey": "使用密碼金鑰登入",
             "page.login.or": "或",

@@ -69,21 +69,6 @@ enum FrontChannelLogout {
             """
         return Responses.html(
             Pages.layout(title: title, body: body, locale: locale), headers: headers, sameOriginScripts: true,
-            frameSources: frames.compactMap(origin(of:)))
-    }
-
-    /// `scheme://host[:port]` of a URI, for `frame-src`.
-    static func origin(of uri: String) -> String? {
-        guard var components = URLComponents(string: uri), components.scheme != nil, components.host != nil else { return nil }
-        components.path = ""
-        components.query = nil
-        components.fragment = nil
-        components.user = nil
-        components.password = nil
-        // Only what an origin is made of reaches the CSP header: no separator could smuggle in another directive.
-        guard let origin = components.string,
-            origin.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || ":/.-[]".unicodeScalars.contains($0)) })
-        else { return nil }
-        return origin
+            frameSources: frames.compactMap(CSPSource.origin(of:)))
     }
 }

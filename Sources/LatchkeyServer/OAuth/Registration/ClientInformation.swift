@@ -43,6 +43,10 @@ struct ClientInformation: Encodable, Sendable {
     var frontchannelLogoutUri: String?
     var frontchannelLogoutSessionRequired: Bool
     var securityProfile: String?
+    var logoUri: String?
+    var policyUri: String?
+    var tosUri: String?
+    var clientUri: String?
     /// What the registration policy removed from the request (absent when nothing was).
     var trimmed: [String: [String]]?
     /// `configuration` or `registration`: in the administrators' list only.
@@ -83,6 +87,10 @@ struct ClientInformation: Encodable, Sendable {
         frontchannelLogoutUri = c.frontchannelLogoutUri
         frontchannelLogoutSessionRequired = c.frontchannelLogoutSessionRequired
         securityProfile = c.securityProfile?.rawValue
+        logoUri = c.logoUri
+        policyUri = c.policyUri
+        tosUri = c.tosUri
+        clientUri = c.clientUri
     }
 
     enum CodingKeys: String, CodingKey {
@@ -103,6 +111,7 @@ struct ClientInformation: Encodable, Sendable {
         case backchannelLogoutUri = "backchannel_logout_uri", backchannelLogoutSessionRequired = "backchannel_logout_session_required"
         case frontchannelLogoutUri = "frontchannel_logout_uri", frontchannelLogoutSessionRequired = "frontchannel_logout_session_required"
         case securityProfile = "latchkey_security_profile"
+        case logoUri = "logo_uri", policyUri = "policy_uri", tosUri = "tos_uri", clientUri = "client_uri"
     }
 }
 

@@ -8,7 +8,7 @@ import LatchkeyJOSE
 /// names that say so (`latchkey_…`).
 ///
 /// Read strictly: a member of the wrong type is `invalid_client_metadata` naming it. Members this server does not
-/// know are ignored, as RFC 7591 §2 asks (`logo_uri`, `contacts` …: nothing here would use them).
+/// know are ignored, as RFC 7591 §2 asks (`contacts`, `software_id` …: nothing here would use them).
 struct ClientMetadata: Sendable, Equatable {
     var redirectUris: [String]?
     var grantTypes: [String]?
@@ -43,6 +43,11 @@ struct ClientMetadata: Sendable, Equatable {
     var backchannelLogoutSessionRequired: Bool?
     var frontchannelLogoutUri: String?
     var frontchannelLogoutSessionRequired: Bool?
+    /// Shown on the sign-in page (OpenID Connect Registration §2; `https`).
+    var logoUri: String?
+    var policyUri: String?
+    var tosUri: String?
+    var clientUri: String?
     /// `latchkey_security_profile`: `fapi2` (`ClientConfiguration.securityProfile`).
     var securityProfile: String?
     /// An update's `client_id` (RFC 7592 §2.2: must be the client's own) and `client_secret` (must be its current one).
@@ -91,6 +96,10 @@ struct ClientMetadata: Sendable, Equatable {
         frontchannelLogoutUri = try Self.string(object, "frontchannel_logout_uri")
         frontchannelLogoutSessionRequired = try Self.bool(object, "frontchannel_logout_session_required")
         securityProfile = try Self.string(object, "latchkey_security_profile")
+        logoUri = try Self.string(object, "logo_uri")
+        policyUri = try Self.string(object, "policy_uri")
+        tosUri = try Self.string(object, "tos_uri")
+        clientUri = try Self.string(object, "client_uri")
         jwksURI = try Self.string(object, "jwks_uri")
         requestURIs = try Self.strings(object, "request_uris")
         clientId = try Self.string(object, "client_id")

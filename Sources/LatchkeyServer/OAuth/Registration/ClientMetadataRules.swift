@@ -57,6 +57,10 @@ extension ClientMetadata {
         configuration.frontchannelLogoutUri = try Self.logoutURI(frontchannelLogoutUri, member: "frontchannel_logout_uri")
         configuration.frontchannelLogoutSessionRequired = frontchannelLogoutSessionRequired ?? false
         try applySecurityProfile(to: &configuration)
+        configuration.logoUri = try Self.checkedDocumentURL(logoUri, member: "logo_uri", fragmentAllowed: false)
+        configuration.policyUri = try Self.checkedDocumentURL(policyUri, member: "policy_uri", fragmentAllowed: true)
+        configuration.tosUri = try Self.checkedDocumentURL(tosUri, member: "tos_uri", fragmentAllowed: true)
+        configuration.clientUri = try Self.checkedDocumentURL(clientUri, member: "client_uri", fragmentAllowed: true)
         configuration.passkeyOrigins = Self.allowed(
             passkeyOrigins ?? [], in: policy.passkeyOrigins, member: "latchkey_passkey_allowed_origins", trimmed: &trimmed)
         configuration.allowedAudiences = Self.allowed(

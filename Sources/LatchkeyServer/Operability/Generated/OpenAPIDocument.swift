@@ -13010,6 +13010,26 @@ enum OpenAPIDocument {
               "ES256"
             ],
             "description": "UserInfo answered as a JWT signed with this algorithm (OIDC Registration)."
+          },
+          "logo_uri": {
+            "type": "string",
+            "format": "uri",
+            "description": "Shown on the hosted sign-in page (https)."
+          },
+          "client_uri": {
+            "type": "string",
+            "format": "uri",
+            "description": "The logo links to it (https)."
+          },
+          "policy_uri": {
+            "type": "string",
+            "format": "uri",
+            "description": "Linked from the hosted sign-in page (https)."
+          },
+          "tos_uri": {
+            "type": "string",
+            "format": "uri",
+            "description": "Linked from the hosted sign-in page (https)."
           }
         }
       },
