@@ -6,8 +6,8 @@ public enum ClientAuthMethod: String, Codable, Sendable, CaseIterable {
     case none
     case clientSecretBasic = "client_secret_basic"
     case clientSecretPost = "client_secret_post"
-    /// A JWT signed with one of the client's registered keys (`jwks` or `jwks_uri`), sent as `client_assertion` (RFC 7523 §2.2,
-    /// OpenID Connect Core §9). The client has no secret.
+    /// A JWT signed with one of the client's registered keys (`jwks` or `jwks_uri`), sent as `client_assertion`
+    /// (RFC 7523 §2.2, OpenID Connect Core §9). The client has no secret.
     case privateKeyJWT = "private_key_jwt"
 
     /// The methods that present a shared secret (`client_secret`).
@@ -79,9 +79,10 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     /// buttons on the hosted page, actions in the app-native sign-in flow, `idp=` hints, native ID tokens.
     public var identityProviders: [String] = []
     /// The client's public keys (RFC 7591 `jwks`): the keys its request objects and, for a `private_key_jwt` client,
-    /// its client assertions may be signed with (a client of another method never authenticates with them). Public keys only (`ClientKeys` refuses private members when it reads them).
+    /// its client assertions may be signed with (a client of another method never authenticates with them). Public
+    /// keys only (`ClientKeys` refuses private members when it reads them).
     public var jwks: JWKSet?
-    /// Where a `private_key_jwt` client publishes those keys instead (RFC 7591 `jwks_uri`, OpenID Connect Core
+    /// Where the client publishes those keys instead (RFC 7591 `jwks_uri`, OpenID Connect Core
     /// §10.1.1; never both): fetched and kept a few minutes (`ClientKeySets`), and checked as `jwks` is. `https`, or
     /// `http` to a loopback host when the configuration file sets it; no user information, no fragment
     /// (`ClientDocumentURL`).
@@ -214,7 +215,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
                 throw ConfigurationError.invalid("client \(clientId): passkey origin \(origin) must be scheme://host[:port] (no path) or self")
             }
         }
-        try validateLogoutURIs()
+        try validateContactedAndShownURLs()
         for uri in redirectUris + postLogoutRedirectUris {
             guard let url = URL(string: uri), url.scheme != nil else {
                 throw ConfigurationError.invalid("client \(clientId): \(uri) is not an absolute URI")
@@ -250,7 +251,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     /// Logout URIs (OpenID Connect Back-Channel Logout §2.2, Front-Channel Logout §2) and the URLs the sign-in page
     /// shows are absolute `https` URLs (or `http` on a loopback host, for development), without a fragment or user
     /// information: `ClientDocumentURL`'s rule for a URL the operator set.
-    private func validateLogoutURIs() throws {
+    private func validateContactedAndShownURLs() throws {
         let shown = [("logo_uri", logoUri), ("policy_uri", policyUri), ("tos_uri", tosUri), ("client_uri", clientUri)]
         for (name, uri) in [("backchannel_logout_uri", backchannelLogoutUri), ("frontchannel_logout_uri", frontchannelLogoutUri)] + shown {
             guard let uri else { continue }
@@ -305,7 +306,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         }
         guard jwks != nil || jwksURI != nil else {
             throw ConfigurationError.invalid(
-                "client \(clientId): request_uris need the keys the request objects are signed with (jwks or jwks_uri, private_key_jwt)")
+                "client \(clientId): request_uris need the keys the request objects are signed with (jwks or jwks_uri)")
         }
         guard !requirePushedAuthorizationRequests else {
             throw ConfigurationError.invalid(

@@ -158,16 +158,15 @@ struct ConsoleApplications: Sendable {
         let l = request.locale()
         guard let record = try await store.client(id: id), record.origin == .registration else { return Self.notFound(signedIn, l) }
         let values = FormValues(params)
-        var metadata = values.metadata
-        metadata.clientId = record.configuration.clientId
+        // The form shows some settings: the others (keys, logout URIs, DPoP, the security profile …) stay as they are.
         let current = record.configuration
-        if current.tokenEndpointAuthMethod == .privateKeyJWT && values.confidential {
-            // The form has no keys: a private_key_jwt application stays one, with the keys it registered.
-            metadata.tokenEndpointAuthMethod = ClientAuthMethod.privateKeyJWT.rawValue
-            metadata.jwks = current.jwks
-            metadata.jwksURI = current.jwksURI
-            metadata.requestURIs = current.requestURIs.isEmpty ? nil : current.requestURIs
-            metadata.tokenEndpointAuthSigningAlg = current.tokenEndpointAuthSigningAlg?.rawValue
+        var metadata = ClientMetadata(describing: current)
+        values.apply(to: &metadata)
+        if current.tokenEndpointAuthMethod != .none && values.confidential {
+            // "Confidential" keeps the way it authenticates (a secret, or private_key_jwt with the keys it registered).
+            metadata.tokenEndpointAuthMethod = current.tokenEndpointAuthMethod.rawValue
+        } else {
+            metadata.tokenEndpointAuthSigningAlg = nil  // only a private_key_jwt application has one
         }
         do {
             let outcome = try await registrations.update(record, with: metadata, actor: signedIn.caller.auditActor, origin: Self.origin(context))
@@ -264,15 +263,21 @@ struct ConsoleApplications: Sendable {
 
         var metadata: ClientMetadata {
             var m = ClientMetadata()
+            apply(to: &m)
+            return m
+        }
+
+        /// The form's settings over `m`.
+        func apply(to m: inout ClientMetadata) {
             m.clientName = name
             m.appType = appType
+            m.applicationType = nil
             m.tokenEndpointAuthMethod = confidential ? ClientAuthMethod.clientSecretBasic.rawValue : ClientAuthMethod.none.rawValue
             m.redirectUris = Self.lines(redirectUris)
             m.postLogoutRedirectUris = Self.lines(logoutUris)
             m.grantTypes = GrantType.allCases.map(\.rawValue).filter(grants.contains)
             m.scope = scope
             m.requireMFA = requireMFA
-            return m
         }
 
         static func lines(_ text: String) -> [String] {

@@ -87,6 +87,14 @@ struct ConsoleTests {
         let event = try #require(try await server.server.store.auditEvents(AuditQuery(types: [.applicationRegistered], limit: 1)).first)
         #expect(event.clientId == clientId && event.actor != "anonymous")
 
+        // Settings the form does not show (registered through the API) survive an edit in the console.
+        var record = try #require(try await server.server.store.client(id: clientId))
+        record.configuration.backchannelLogoutUri = "https://notes.example/logout"
+        record.configuration.logoUri = "https://notes.example/logo.png"
+        record.configuration.requireDPoP = true
+        record.configuration.userinfoSignedResponseAlg = .es256
+        #expect(try await server.server.store.updateClient(record))
+
         // Edit it to confidential: its first secret is shown once; then rotate with a grace period; then delete.
         let detail = try await browser.get(server.base + "/admin/applications/\(clientId)")
         #expect(detail.status == 200 && detail.text.contains("Field notes"))
@@ -97,6 +105,9 @@ struct ConsoleTests {
                 ("redirect_uris", "http://127.0.0.1:7777/callback"), ("grant_types", "authorization_code"), ("scope", "openid")
             ])
         #expect(confidential.status == 200 && Self.code("client-secret", in: confidential.text) != nil, "\(confidential.text.prefix(400))")
+        let edited = try #require(try await server.server.store.client(id: clientId)?.configuration)
+        #expect(edited.backchannelLogoutUri == "https://notes.example/logout" && edited.logoUri == "https://notes.example/logo.png")
+        #expect(edited.requireDPoP && edited.userinfoSignedResponseAlg == .es256 && edited.tokenEndpointAuthMethod == .clientSecretBasic)
         let rotated = try await Self.post(
             browser, server.base + "/admin/applications/\(clientId)/secret", [("csrf", csrf), ("grace_period_seconds", "3600")])
         #expect(rotated.status == 200 && Self.code("client-secret", in: rotated.text) != nil)

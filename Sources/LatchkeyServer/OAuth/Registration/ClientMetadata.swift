@@ -61,6 +61,43 @@ struct ClientMetadata: Sendable, Equatable {
 
     init() {}
 
+    /// The metadata that describe `c` as it is: the starting point of a partial change (the console's form), so that
+    /// what the change does not name stays as it was (an RFC 7592 update replaces everything).
+    init(describing c: ClientConfiguration) {
+        redirectUris = c.redirectUris
+        grantTypes = c.grantTypes.map(\.rawValue)
+        tokenEndpointAuthMethod = c.tokenEndpointAuthMethod.rawValue
+        scope = c.scopes.joined(separator: " ")
+        clientName = c.name
+        postLogoutRedirectUris = c.postLogoutRedirectUris
+        idTokenSignedResponseAlg = c.idTokenSignedResponseAlg.rawValue
+        userinfoSignedResponseAlg = c.userinfoSignedResponseAlg?.rawValue
+        dpopBoundAccessTokens = c.requireDPoP
+        requirePushedAuthorizationRequests = c.requirePushedAuthorizationRequests
+        appType = c.appType.rawValue
+        requirePKCE = c.requirePKCE
+        userRegistration = c.registration.rawValue
+        recoveryEnabled = c.recoveryEnabled
+        requireMFA = c.requireMFA
+        passkeyOrigins = c.passkeyOrigins
+        identityProviders = c.identityProviders
+        allowedAudiences = c.allowedAudiences
+        jwks = c.jwks
+        jwksURI = c.jwksURI
+        requestURIs = c.requestURIs.isEmpty ? nil : c.requestURIs
+        tokenEndpointAuthSigningAlg = c.tokenEndpointAuthSigningAlg?.rawValue
+        backchannelLogoutUri = c.backchannelLogoutUri
+        backchannelLogoutSessionRequired = c.backchannelLogoutSessionRequired
+        frontchannelLogoutUri = c.frontchannelLogoutUri
+        frontchannelLogoutSessionRequired = c.frontchannelLogoutSessionRequired
+        logoUri = c.logoUri
+        policyUri = c.policyUri
+        tosUri = c.tosUri
+        clientUri = c.clientUri
+        securityProfile = c.securityProfile?.rawValue
+        clientId = c.clientId
+    }
+
     init(json data: Data) throws(OAuthError) {
         guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
             throw OAuthError(.invalidClientMetadata, "the body must be a JSON object of client metadata")

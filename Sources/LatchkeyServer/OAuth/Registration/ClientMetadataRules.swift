@@ -52,9 +52,11 @@ extension ClientMetadata {
         for uri in requestURIs ?? [] { _ = try Self.checkedDocumentURL(uri, member: "request_uris", fragmentAllowed: true) }
         configuration.requestURIs = requestURIs ?? []
         configuration.tokenEndpointAuthSigningAlg = try assertionAlgorithm()
-        configuration.backchannelLogoutUri = try Self.logoutURI(backchannelLogoutUri, member: "backchannel_logout_uri")
+        configuration.backchannelLogoutUri = try Self.checkedDocumentURL(
+            backchannelLogoutUri, member: "backchannel_logout_uri", fragmentAllowed: false)
         configuration.backchannelLogoutSessionRequired = backchannelLogoutSessionRequired ?? false
-        configuration.frontchannelLogoutUri = try Self.logoutURI(frontchannelLogoutUri, member: "frontchannel_logout_uri")
+        configuration.frontchannelLogoutUri = try Self.checkedDocumentURL(
+            frontchannelLogoutUri, member: "frontchannel_logout_uri", fragmentAllowed: false)
         configuration.frontchannelLogoutSessionRequired = frontchannelLogoutSessionRequired ?? false
         try applySecurityProfile(to: &configuration)
         configuration.logoUri = try Self.checkedDocumentURL(logoUri, member: "logo_uri", fragmentAllowed: false)
@@ -80,12 +82,6 @@ extension ClientMetadata {
             throw OAuthError(.invalidClientMetadata, "the metadata do not describe a valid application")
         }
         return RegisteredSettings(configuration: configuration, trimmed: trimmed)
-    }
-
-    /// A logout URI registered this way is a URL the server may contact (it POSTs to the back-channel one): the same rule
-    /// as a fetched document's (`checkedDocumentURL`).
-    private static func logoutURI(_ uri: String?, member: String) throws(OAuthError) -> String? {
-        try checkedDocumentURL(uri, member: member, fragmentAllowed: false)
     }
 
     /// `latchkey_security_profile: fapi2` sets what the profile requires wherever the metadata leave it open (as the
@@ -192,8 +188,9 @@ extension ClientMetadata {
         return uris
     }
 
-    /// A URL the server will contact (`jwks_uri`, `request_uris`, the logout URIs): through registration `https` only,
-    /// and not to a loopback or private address (`ClientDocumentURL`), so a registration cannot point the server at a
+    /// A URL the server will contact (`jwks_uri`, `request_uris`, the back-channel logout URI) or the person's browser
+    /// will (the front-channel logout URI, the sign-in page's logo and links): through registration `https` only, and
+    /// not to a loopback or private address (`ClientDocumentURL`), so a registration cannot point the server at a
     /// service on its own network.
     private static func checkedDocumentURL(_ uri: String?, member: String, fragmentAllowed: Bool) throws(OAuthError) -> String? {
         guard let uri else { return nil }
