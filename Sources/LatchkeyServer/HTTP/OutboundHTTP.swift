@@ -23,22 +23,14 @@ struct OutboundHTTP: Sendable {
         case unreachable(String)
     }
 
-    private let session: URLSession
-    private let transfers: TransferDelegate
+    private let sessions: LazySession
+    private var transfers: TransferDelegate { sessions.transfers }
+    private var session: URLSession { sessions.session }
     private let timeoutSeconds: Int
 
     init(timeoutSeconds: Int) {
         self.timeoutSeconds = timeoutSeconds
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = TimeInterval(timeoutSeconds)
-        configuration.timeoutIntervalForResource = TimeInterval(timeoutSeconds)
-        configuration.httpCookieAcceptPolicy = .never
-        configuration.httpShouldSetCookies = false
-        configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        let transfers = TransferDelegate()
-        self.transfers = transfers
-        session = URLSession(configuration: configuration, delegate: transfers, delegateQueue: nil)
+        sessions = LazySession(timeoutSeconds: timeoutSeconds)
     }
 
     /// The answer's status, or why there was none.
@@ -75,6 +67,37 @@ struct OutboundHTTP: Sendable {
             return error.code == .timedOut ? "no answer within \(timeoutSeconds) s" : "cannot be reached (URLError \(error.code.rawValue))"
         }
         return "cannot be reached (\(type(of: error)))"
+    }
+}
+
+/// The URL session, made at the first request: a server whose applications never ask for one (no webhook, no
+/// `jwks_uri`, no back-channel logout) holds none (on Linux each session keeps a curl handle and its queue).
+private final class LazySession: Sendable {
+    let transfers = TransferDelegate()
+    private let timeoutSeconds: Int
+    private let made = NIOLockedValueBox<URLSession?>(nil)
+
+    init(timeoutSeconds: Int) { self.timeoutSeconds = timeoutSeconds }
+
+    var session: URLSession {
+        made.withLockedValue { made in
+            if let made { return made }
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.timeoutIntervalForRequest = TimeInterval(timeoutSeconds)
+            configuration.timeoutIntervalForResource = TimeInterval(timeoutSeconds)
+            configuration.httpCookieAcceptPolicy = .never
+            configuration.httpShouldSetCookies = false
+            configuration.urlCache = nil
+            configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+            let session = URLSession(configuration: configuration, delegate: transfers, delegateQueue: nil)
+            made = session
+            return session
+        }
+    }
+
+    deinit {
+        // The session holds its delegate strongly: invalidating it breaks the cycle and frees its handle.
+        made.withLockedValue { $0?.finishTasksAndInvalidate() }
     }
 }
 
