@@ -48,7 +48,7 @@ struct AnyProviderSignOutTests {
     func metadataFromBothDocuments() async throws {
         let provider = try await ProviderDouble.start()
         defer { Task { await provider.stop() } }
-        let metadata = try await ProviderMetadata.discover(issuer: provider.issuer, http: URLSessionHTTPClient())
+        let metadata = try await ProviderMetadata.discover(issuer: provider.issuer, http: busyMachineHTTPClient())
         #expect(metadata.revocationEndpoint?.absoluteString == provider.issuer + "/revoke")
         #expect(metadata.introspectionEndpoint?.absoluteString == provider.issuer + "/introspect")
         #expect(metadata.missingEndpoints == ["device_authorization_endpoint", "pushed_authorization_request_endpoint"])
@@ -59,7 +59,7 @@ struct AnyProviderSignOutTests {
             AuthorizationServerMetadata.url(issuer: "https://id.example.com")?.absoluteString
                 == "https://id.example.com/.well-known/oauth-authorization-server")
         // A second document naming another issuer is not believed.
-        #expect(await AuthorizationServerMetadata.fetch(issuer: provider.issuer + "x", http: URLSessionHTTPClient()) == nil)
+        #expect(await AuthorizationServerMetadata.fetch(issuer: provider.issuer + "x", http: busyMachineHTTPClient()) == nil)
     }
 
     @Test("sign-in, refresh, sign-out in the browser: both tokens dead at the provider and its session ended (prompt=none: login_required)")
@@ -200,7 +200,7 @@ struct AnyProviderSignOutTests {
         let provider = try await ProviderDouble.start(skew: 600)
         defer { Task { await provider.stop() } }
         // No Date rewriting: the SDK sees the machine's time in the headers, the ID token says ten minutes later.
-        let client = try await Self.client(provider, browser: TestBrowser(), http: URLSessionHTTPClient())
+        let client = try await Self.client(provider, browser: TestBrowser(), http: busyMachineHTTPClient())
         await #expect { try await client.signInWithBrowser() } throws: { ($0 as? LatchkeyError)?.message.contains("future") == true }
     }
 }

@@ -446,7 +446,7 @@ struct FederationRig: Sendable {
 
     /// An SDK client of the demo application whose user agent is a fresh test browser (no cookies: no session yet).
     func client(
-        storage: (any StorageAdapter)? = nil, http: any HTTPClient = URLSessionHTTPClient()
+        storage: (any StorageAdapter)? = nil, http: any HTTPClient = busyMachineHTTPClient()
     ) async throws -> (LatchkeyClient, FederatingUserAgent) {
         let agent = FederatingUserAgent(serverBase: server.base)
         let client = LatchkeyClient(http: http, userAgent: agent)

@@ -12,7 +12,7 @@ struct SDKAppNativeFlowTests {
     static let signInRequest = EmbeddedFlowRequestConfig(flowType: .authentication)
 
     /// The tests move the server's clock forward (expiry); the SDK's ID-token check tolerates that skew.
-    func client(_ server: TestServer, http: any HTTPClient = URLSessionHTTPClient()) async throws -> LatchkeyClient {
+    func client(_ server: TestServer, http: any HTTPClient = busyMachineHTTPClient()) async throws -> LatchkeyClient {
         let client = LatchkeyClient(http: http)
         var config = server.sdkConfig()
         config.tokenValidation = TokenValidation(clockTolerance: 3600)

@@ -14,7 +14,7 @@ struct SDKLocalizationTests {
         (["ar"], "البريد الإلكتروني أو كلمة المرور غير صحيحة.", "اسم المستخدم أو البريد الإلكتروني")
     ]
 
-    func client(_ server: TestServer, languages: [String]?, http: any HTTPClient = URLSessionHTTPClient()) async throws -> LatchkeyClient {
+    func client(_ server: TestServer, languages: [String]?, http: any HTTPClient = busyMachineHTTPClient()) async throws -> LatchkeyClient {
         let client = LatchkeyClient(http: http)
         var config = server.sdkConfig()
         config.preferredLanguages = languages

@@ -19,7 +19,7 @@ struct SDKPasskeyTests {
 
     func client(
         _ server: TestServer, provider: (any CredentialProvider)? = nil, authenticator: (any PasskeyAuthenticator)? = nil,
-        http: any HTTPClient = URLSessionHTTPClient()
+        http: any HTTPClient = busyMachineHTTPClient()
     ) async throws -> LatchkeyClient {
         let client = LatchkeyClient(
             http: http, credentialProvider: provider ?? authenticator.map { SoftwareCredentialProvider(authenticator: $0) },
