@@ -35,8 +35,9 @@ struct SignedUserInfoTests {
         let metadata = try await TestBrowser().get(server.base + "/.well-known/openid-configuration").json()
         #expect(metadata["userinfo_signing_alg_values_supported"] as? [String] == ["RS256", "ES256"])
 
-        var client = ClientConfiguration(clientId: "c")
+        var client = ClientConfiguration(clientId: "c", redirectUris: ["http://127.0.0.1/cb"])
+        try client.validate()
         client.userinfoSignedResponseAlg = .edDSA
-        #expect(throws: ConfigurationError.self) { try client.validate() }
+        #expect { try client.validate() } throws: { ($0 as? ConfigurationError)?.description.contains("userinfo_signed_response_alg") == true }
     }
 }

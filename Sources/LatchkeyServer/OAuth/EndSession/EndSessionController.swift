@@ -64,8 +64,12 @@ struct EndSessionController {
         // nothing: ID tokens travel into logs and front ends. The hinted session then ends only once it holds no
         // live tokens (the app revoked them first, as the SDK does), and that is what confirms it.
         var hintedSessionEnded = false
+        // Whether this request is what ends it: a session ended before (the same logout again) frames nothing anew.
+        var hintedSessionEndedNow = false
         if let hintedSid, live == nil {
+            let wasLive = try await store.session(id: hintedSid).map { $0.endedAt == nil } ?? false
             hintedSessionEnded = try await store.endSessionHoldingNoTokens(id: hintedSid, now: clock.now)
+            hintedSessionEndedNow = wasLive && hintedSessionEnded
         }
         let confirmedByHint = hint != nil && (live == nil ? hintedSessionEnded : live?.user.id == hintedSub)
         if !confirmedByHint && (live != nil || hint != nil) {
@@ -85,7 +89,7 @@ struct EndSessionController {
         }
         // A confirmed form ends the browser's own session, and the hinted one only when it is the same user's in this
         // browser: confirming takes no more than a CSRF cookie anyone can get, so it does not reach a cookie-less hint.
-        var ended: [String] = hintedSessionEnded ? hintedSid.map { [$0] } ?? [] : []
+        var ended: [String] = hintedSessionEndedNow ? hintedSid.map { [$0] } ?? [] : []
         if let live {
             try await store.endSession(id: live.session.id, now: clock.now)
             ended.append(live.session.id)
