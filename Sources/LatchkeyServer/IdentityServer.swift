@@ -341,10 +341,11 @@ public final class IdentityServer: Sendable {
         let userInfo = UserInfoController(authenticate: resources.authenticateResource, store: store, keys: keys, issuer: issuer)
         let endSession = EndSessionController(
             validator: { [kit] in kit.validator }, issuer: issuer, store: store, sessions: browserSessions, cookies: cookies, clock: clock)
+        let consent = ConsentGate(store: store, clock: clock, lifetimes: configuration.lifetimes)
         let authorize = AuthorizeController(
             kit: kit, admission: admission, accounts: accounts, ownTokens: ownTokens, apple: apple, sessions: sessions,
             browserSessions: browserSessions, responses: responses, federation: federation, federatedAccounts: federatedAccounts,
-            metrics: metrics, audit: audit, clientKeys: clientKeys, references: requestObjectReferences)
+            metrics: metrics, audit: audit, clientKeys: clientKeys, references: requestObjectReferences, consent: consent)
         let pushed = PushedAuthorizationController(
             store: store, clock: clock, admission: admission, clientAuthentication: clientAuthentication, dpop: dpop, issuer: issuer,
             keys: clientKeys)
@@ -382,10 +383,11 @@ public final class IdentityServer: Sendable {
         func group(_ path: RouterPath, _ dialect: Dialect) -> RouterGroup<LatchkeyRequestContext> {
             router.group(path).add(middleware: ErrorMiddleware(metrics: metrics, dialect: dialect))
         }
-        func protected(_ group: RouterGroup<LatchkeyRequestContext>, refusal: (@Sendable (OAuthError, Request) throws -> Response)? = nil)
-            -> RouterGroup<ResourceRequestContext>
-        {
-            group.add(middleware: ResourceAuthenticationMiddleware(authenticator: resources, refusal: refusal))
+        func protected(
+            _ group: RouterGroup<LatchkeyRequestContext>, refusal: (@Sendable (OAuthError, Request) throws -> Response)? = nil,
+            accountManagement: Bool = false
+        ) -> RouterGroup<ResourceRequestContext> {
+            group.add(middleware: ResourceAuthenticationMiddleware(authenticator: resources, refusal: refusal, accountManagement: accountManagement))
                 .group(context: ResourceRequestContext.self)
         }
         discovery.addRoutes(to: group("/.well-known", .oauth))
@@ -395,8 +397,10 @@ public final class IdentityServer: Sendable {
         let hostedLogin = HostedLoginController(
             lifetimes: configuration.lifetimes, store: store, clock: clock, cookies: cookies, sessions: sessions, accounts: accounts,
             passkeys: passkeys, ownTokens: ownTokens, responses: responses, federation: federation, federatedAccounts: federatedAccounts,
-            audit: audit)
+            audit: audit, consent: consent)
         hostedLogin.addRoutes(to: pages)
+        ConsentController(store: store, clock: clock, cookies: cookies, browserSessions: browserSessions, responses: responses, audit: audit)
+            .addRoutes(to: pages)
         // Other identity providers send the browser back here; failures are pages in the person's language.
         let federationController = FederationController(federation: federation, hostedLogin: hostedLogin, store: store, audit: audit)
         federationController.addRoutes(to: group("/federation", .html))
@@ -414,7 +418,8 @@ public final class IdentityServer: Sendable {
             development: configuration.development, lifetimes: configuration.lifetimes, store: store, services: flowServices,
             resources: resources, nativeSignIn: nativeSignIn, metrics: metrics
         ).addRoutes(to: group("/flow", .thunder), development: group("/dev", .html))
-        let me = protected(group("/users/me", .thunder), refusal: SelfServiceController.refusal)
+        // The account's own management: first-party applications, or tokens with `latchkey.account` (R3-2).
+        let me = protected(group("/users/me", .thunder), refusal: SelfServiceController.refusal, accountManagement: true)
         SelfServiceController(store: store, clock: clock, accounts: accounts, admission: admission, audit: audit).addRoutes(to: me)
         LinkedIdentitiesController(store: store, accounts: accounts, federation: federation, federatedAccounts: federatedAccounts, audit: audit)
             .addRoutes(to: me)
@@ -424,6 +429,9 @@ public final class IdentityServer: Sendable {
         let sessionsController = SessionsController(store: store, clock: clock, audit: audit)
         sessionsController.addSelfRoutes(to: me)
         sessionsController.addAdminRoutes(to: admin)
+        let consents = ConsentsController(store: store, clock: clock, audit: audit)
+        consents.addSelfRoutes(to: me)
+        consents.addAdminRoutes(to: admin)
         AuditController(store: store, clock: clock).addRoutes(to: admin)
         ApplicationsController(store: store, issuerInForce: issuer).addRoutes(to: admin)
         LockoutController(store: store, clock: clock, audit: audit, freshness: freshness).addRoutes(to: admin)
@@ -458,7 +466,8 @@ public final class IdentityServer: Sendable {
         ReachFivePasskeyController(
             store: store, clock: clock, accounts: accounts, passkeys: passkeys, ownTokens: ownTokens, admission: admission,
             nativeSignIn: nativeSignIn
-        ).addRoutes(to: group("/identity/v1/webauthn", .reachFive), signedIn: protected(group("/identity/v1/webauthn", .reachFive)))
+        ).addRoutes(
+            to: group("/identity/v1/webauthn", .reachFive), signedIn: protected(group("/identity/v1/webauthn", .reachFive), accountManagement: true))
         return router
     }
 }

@@ -1,6 +1,7 @@
 import LatchkeyTestSupport
 import Foundation
 import Latchkey
+@testable import LatchkeyServer
 import Testing
 
 @Suite("SDK ↔ server: sessions, endSession, signOutEverywhere")
@@ -79,5 +80,32 @@ struct SDKSessionsTests {
         #expect(events.last == .signedOut)
         await #expect { try await laptop.sessions() } throws: { Self.code($0) == .sessionExpired }
         #expect(try await ada.sessions().count == 1, "another user's sessions go on")
+    }
+
+    @Test func listAndWithdrawTheConsentsGivenToThirdPartyApplications() async throws {
+        let server = try await TestServer.startForProfiles()
+        defer { Task { await server.stop() } }
+        let client = try await signedIn(server)
+        #expect(try await client.consents().isEmpty)
+        // A consent as the consent page records it, for an application registered through the API.
+        let demo = try #require(try await server.server.store.user(username: "demo@example.com"))
+        try await server.server.store.insertClient(
+            ClientRecord(
+                configuration: ClientConfiguration(clientId: "lk-expenses", name: "Expense Reports", redirectUris: ["https://expenses.example/cb"]),
+                secretHash: nil, origin: .registration))
+        try await server.server.store.grantConsent(userId: demo.id, clientId: "lk-expenses", scopes: ["openid", "email"], now: Date())
+
+        let consents = try await client.consents()
+        let consent = try #require(consents.first)
+        #expect(consents.count == 1)
+        #expect(consent.clientId == "lk-expenses" && consent.clientName == "Expense Reports" && consent.scopes == ["email", "openid"])
+        #expect(consent.grantedAt != nil && consent.id == "lk-expenses")
+
+        try await client.withdrawConsent(clientId: "lk-expenses")
+        #expect(try await client.consents().isEmpty)
+        await #expect { try await client.withdrawConsent(clientId: "lk-expenses") } throws: {
+            Self.code($0) == .invalidInput && ($0 as? LatchkeyError)?.statusCode == 404
+        }
+        await #expect { try await client.withdrawConsent(clientId: "") } throws: { Self.code($0) == .invalidInput }
     }
 }

@@ -13,8 +13,10 @@ struct RecentAuthenticationRequired: Error, Sendable {
 
     /// Refuses `claims` unless their sign-in (`auth_time`) is at most `window` seconds old at `now` (a minute of clock
     /// skew the other way tolerated).
+    /// A token that an SSO session answered for (`reused`) is never recent: its `auth_time` is a sign-in made for
+    /// another application, perhaps minutes before this one asked silently.
     static func check(_ claims: AccessTokenClaims, window: Int, now: Date) throws(RecentAuthenticationRequired) {
-        guard let authTime = claims.authTime else { throw RecentAuthenticationRequired(maxAge: window) }
+        guard let authTime = claims.authTime, claims.reused != true else { throw RecentAuthenticationRequired(maxAge: window) }
         let age = now.timeIntervalSince1970 - TimeInterval(authTime)
         guard age <= TimeInterval(window), age > -60 else { throw RecentAuthenticationRequired(maxAge: window) }
     }
@@ -23,7 +25,9 @@ struct RecentAuthenticationRequired: Error, Sendable {
         APIError(
             status: .unauthorized, code: "AUTH-4011", error: Self.errorCode, messageKey: "error.reauthentication_required",
             userMessage: "Please sign in again to make this change.",
-            technical: "\(Self.errorCode): this change needs a sign-in less than \(maxAge) seconds old; sign in again (max_age=\(maxAge))")
+            technical:
+                "\(Self.errorCode): this change needs a sign-in made for this application less than \(maxAge) seconds ago; sign in again (prompt=login)"
+        )
     }
 
     func response(_ request: Request, dialect: Dialect) throws -> Response {

@@ -39,8 +39,19 @@ enum AuthenticationMethods {
         amr.first { $0.hasPrefix(providerMarker) }.map { String($0.dropFirst(providerMarker.count)) }
     }
 
-    /// The `amr` claim: the methods without the provider marker.
-    static func published(_ amr: [String]) -> [String] { normalized(amr).filter { !$0.hasPrefix(providerMarker) } }
+    /// A code (and the tokens and refresh tokens it turns into) that a live SSO session answered for, with no
+    /// credential shown to this application: its `auth_time` is the session's, not this token's. Such a token does not
+    /// count as a recent sign-in for changing a credential (`Accounts.requireRecentAuthentication`), so a token another
+    /// application got silently cannot add a passkey. Never on a session, never published.
+    static let reusedMarker = "lk:sso"
+
+    /// Whether the methods are those of a token that an SSO session answered for (`reusedMarker`).
+    static func isReused(_ amr: [String]) -> Bool { amr.contains(reusedMarker) }
+
+    /// The `amr` claim: the methods without the provider and reuse markers.
+    static func published(_ amr: [String]) -> [String] {
+        normalized(amr).filter { !$0.hasPrefix(providerMarker) && $0 != reusedMarker }
+    }
 
     static func acr(for amr: [String]) -> String? { isMultiFactor(amr) ? multiFactorACR : nil }
 }

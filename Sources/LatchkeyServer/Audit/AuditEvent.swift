@@ -58,6 +58,13 @@ public struct AuditEvent: Sendable, Equatable, Codable {
         case deviceApproved = "device.approved"
         /// A signed-in person denied a device's authorization request on the `/device` page.
         case deviceDenied = "device.denied"
+        /// A person consented to a third-party application's scopes on the consent page (`details.scope`: what the
+        /// consent covers now).
+        case consentGranted = "consent.granted"
+        /// A person refused a third-party application on the consent page.
+        case consentDenied = "consent.denied"
+        /// A person (or an administrator) withdrew a consent; the application's grants for the person were revoked.
+        case consentWithdrawn = "consent.withdrawn"
     }
 
     public enum Outcome: String, Sendable, Codable, CaseIterable {

@@ -123,6 +123,10 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     public var policyUri: String?
     public var tosUri: String?
     public var clientUri: String?
+    /// An application of the configuration file run by someone else (`third_party`): its sign-ins ask the person's
+    /// consent, and its tokens manage no account without the `latchkey.account` scope (`ApplicationTrust`).
+    /// Registered applications are third-party whatever this says.
+    public var thirdParty = false
 
     public enum SecurityProfile: String, Codable, Sendable {
         case fapi2
@@ -331,6 +335,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         case frontchannelLogoutUri = "frontchannel_logout_uri", frontchannelLogoutSessionRequired = "frontchannel_logout_session_required"
         case logoUri = "logo_uri", policyUri = "policy_uri", tosUri = "tos_uri", clientUri = "client_uri"
         case jwksURI = "jwks_uri", requestURIs = "request_uris"
+        case thirdParty = "third_party"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -372,6 +377,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         try c.encodeIfPresent(clientUri, forKey: .clientUri)
         try c.encodeIfPresent(jwksURI, forKey: .jwksURI)
         if !requestURIs.isEmpty { try c.encode(requestURIs, forKey: .requestURIs) }
+        if thirdParty { try c.encode(thirdParty, forKey: .thirdParty) }
     }
 
     public init(from decoder: any Decoder) throws {
@@ -439,6 +445,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         }
         jwksURI = try c.decodeIfPresent(String.self, forKey: .jwksURI)
         requestURIs = try c.decodeIfPresent([String].self, forKey: .requestURIs) ?? []
+        thirdParty = try c.decodeIfPresent(Bool.self, forKey: .thirdParty) ?? false
         // The profile sets the defaults of what it requires; a setting written out contradicting it stays, and start-up
         // refuses it (`validateProfile`), so a file never silently means less than it says.
         if let profile = try c.decodeIfPresent(SecurityProfile.self, forKey: .securityProfile) {

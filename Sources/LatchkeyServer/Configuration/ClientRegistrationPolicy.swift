@@ -14,7 +14,7 @@ public struct ClientRegistrationPolicy: Sendable, Equatable, Codable {
     /// obtained by an application the operator configured with it.
     static let registrationScope = "registration"
     /// Scopes no registration gets, whatever the policy says: only the operator grants them, in the file.
-    static let administrativeScopes: Set<String> = [ResourceCaller.adminScope, registrationScope]
+    static let administrativeScopes: Set<String> = [ResourceCaller.adminScope, registrationScope, ApplicationTrust.accountScope]
 
     /// Registration without an initial access token, by anyone who can reach the server (throttled per address like
     /// account registration). Off by default.

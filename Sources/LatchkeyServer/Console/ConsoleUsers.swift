@@ -21,7 +21,7 @@ struct ConsoleUsers: Sendable {
                 try await self.detail(try context.parameters.require("id"), signedIn, notice: try params.single("done"), locale: request.locale())
             }
         }
-        for action in ["disable", "enable", "unlock", "reset-password", "end-sessions"] {
+        for action in ["disable", "enable", "unlock", "reset-password", "end-sessions", "withdraw-consent"] {
             group.post("users/:id/\(action)") { request, context in
                 try await console.serve(request, form: true) { signedIn, params in
                     try await self.act(action, on: try context.parameters.require("id"), params, signedIn, request: request, context: context)
@@ -87,7 +87,8 @@ struct ConsoleUsers: Sendable {
         let path = "/admin/users/\(ConsoleApplications.pathId(user.id))"
         let notices = [
             "disable": "console.users.done.disable", "enable": "console.users.done.enable", "unlock": "console.users.done.unlock",
-            "reset-password": "console.users.done.reset", "end-sessions": "console.users.done.sessions"
+            "reset-password": "console.users.done.reset", "end-sessions": "console.users.done.sessions",
+            "withdraw-consent": "console.users.done.consent"
         ]
         var body = ConsolePages.notice(notice.flatMap { notices[$0] }.map { ConsolePages.t($0, l) })
         let lockText: String
@@ -128,7 +129,29 @@ struct ConsoleUsers: Sendable {
             <tbody>\(rows)</tbody></table>
             \(listing.sessions.isEmpty && listing.grants.isEmpty ? "" : ConsolePages.button(path + "/end-sessions", label: ConsolePages.t("console.users.end_all", l), signedIn: signedIn, style: "danger"))
             """
+        body += try await consentsTable(of: user, path: path, signedIn, locale: l)
         return Self.page(signedIn, l, title: user.username, body: body)
+    }
+
+    /// The account's consents to third-party applications, each with a button that withdraws it (and its grants).
+    private func consentsTable(of user: UserRecord, path: String, _ signedIn: ConsoleOperator, locale l: SupportedLocale) async throws -> String {
+        let consents = try await store.consents(userId: user.id)
+        var rows = ""
+        for consent in consents {
+            let name = try await store.client(id: consent.clientId)?.configuration.name ?? consent.clientId
+            rows += """
+                <tr><th scope="row">\(HTML.escape(name)) <code>\(HTML.escape(consent.clientId))</code></th>
+                <td>\(HTML.escape(consent.scopes.joined(separator: " ")))</td><td class="time">\(ConsolePages.date(consent.grantedAt, l))</td>
+                <td>\(ConsolePages.button(path + "/withdraw-consent", label: ConsolePages.t("console.users.consents.withdraw", l), signedIn: signedIn, style: "secondary", fields: ["client": consent.clientId]))</td></tr>
+                """
+        }
+        return """
+            <h2>\(ConsolePages.e("console.users.consents", l))</h2>
+            <table id="consents"><caption>\(ConsolePages.e("console.users.consents.caption", l, ["count": String(consents.count)]))</caption>
+            <thead><tr><th scope="col">\(ConsolePages.e("console.users.consents.app", l))</th><th scope="col">\(ConsolePages.e("console.users.consents.scopes", l))</th>
+            <th scope="col">\(ConsolePages.e("console.users.consents.since", l))</th><th scope="col"><span class="skip">\(ConsolePages.e("console.users.consents.withdraw", l))</span></th></tr></thead>
+            <tbody>\(rows)</tbody></table>
+            """
     }
 
     // MARK: Changes
@@ -168,6 +191,18 @@ struct ConsoleUsers: Sendable {
             try await store.replacePassword(
                 userId: user.id, passwordHash: PasswordHasher.noPassword, keepingSession: nil, keepingFamily: nil, now: now)
             await audit.record(.passwordReset, subject: user.id, actor: actor, details: ["via": "console", "administrator": "true"], origin: origin)
+        case "withdraw-consent":
+            guard let clientId = try params.single("client"),
+                let revoked = try await ConsentsController.withdraw(clientId, of: user.id, store: store, now: now, byAdministrator: true)
+            else {
+                return Self.page(
+                    signedIn, l, title: user.username, body: ConsolePages.error(ConsolePages.t("console.notfound.body", l)), status: .notFound)
+            }
+            var withdrawn = origin
+            withdrawn.client = clientId
+            await audit.record(
+                .consentWithdrawn, subject: user.id, actor: actor,
+                details: ["grants_revoked": String(revoked), "administrator": "true", "via": "console"], origin: withdrawn)
         default:  // end-sessions: one (`session`) or all
             if let sessionId = try params.single("session") {
                 guard let session = try await store.session(id: sessionId), session.userId == user.id else {

@@ -26,6 +26,8 @@ struct HostedLoginController: Sendable {
     let federation: Federation
     let federatedAccounts: FederatedAccounts
     let audit: AuditTrail
+    /// Third-party applications' consent, asked once the person is signed in.
+    let consent: ConsentGate
 
     func addRoutes(to pages: RouterGroup<LatchkeyRequestContext>) {
         pages.get("/login") { request, _ in try await self.showLogin(request) }
@@ -365,7 +367,6 @@ struct HostedLoginController: Sendable {
         authTime: Date, origin: AuditOrigin
     ) async throws -> Response {
         let (session, secret) = try await sessions.openForBrowser(userId: user.id, authTime: authTime, amr: amr, origin: origin)
-        try await store.deleteLoginRequest(id: requestId)
         var headers = HTTPFields()
         headers[values: .setCookie] = [
             cookies.session(secret, maxAge: lifetimes.session), cookies.clearCSRF(),
@@ -373,8 +374,14 @@ struct HostedLoginController: Sendable {
         ]
         // A sign-in started by the device page goes back there (signed in now) instead of to an application.
         if let returnTo = pending.request.returnTo, returnTo.hasPrefix("/device?user_code="), !returnTo.contains("\\") {
+            try await store.deleteLoginRequest(id: requestId)
             return Responses.redirect(to: returnTo, afterPost: true, headers: headers)
         }
+        // A third-party application: the consent page answers the login request, with the session just opened.
+        if try await consent.mustAsk(pending.request, userId: user.id) {
+            return Responses.redirect(to: ConsentGate.page(requestId: requestId), afterPost: true, headers: headers)
+        }
+        try await store.deleteLoginRequest(id: requestId)
         return try await responses.issueCode(pending.request, user: user, session: session, afterPost: true, headers: headers)
     }
 

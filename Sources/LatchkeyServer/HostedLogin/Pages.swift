@@ -95,7 +95,7 @@ enum Pages {
     }
 
     /// The application's logo (decorative: its name is in the sentence below), linked to its home page when it has one.
-    private static func applicationLogo(_ form: LoginForm) -> String {
+    static func applicationLogo(_ form: LoginForm) -> String {
         guard let logo = form.logoUri else { return "" }
         let image = "<img class=\"app-logo\" src=\"\(HTML.escape(logo))\" alt=\"\" width=\"64\" height=\"64\" referrerpolicy=\"no-referrer\">"
         guard let home = form.clientUri else { return "<p>\(image)</p>" }
@@ -103,7 +103,7 @@ enum Pages {
     }
 
     /// Links to the application's privacy policy and terms, opened beside the sign-in.
-    private static func applicationLinks(_ form: LoginForm) -> String {
+    static func applicationLinks(_ form: LoginForm) -> String {
         let links = [("page.login.policy", form.policyUri), ("page.login.terms", form.tosUri)].compactMap { key, uri in
             uri.map { "<a href=\"\(HTML.escape($0))\" rel=\"noopener noreferrer\" target=\"_blank\">\(HTML.escape(t(key, form.locale)))</a>" }
         }

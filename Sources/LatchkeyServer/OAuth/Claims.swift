@@ -62,6 +62,9 @@ struct AccessTokenClaims: Codable, Sendable {
     /// The claims the authorization request asked userinfo for by name (OpenID Connect Core §5.5), carried to
     /// userinfo by the token itself.
     var userinfoClaims: [String]? = nil
+    /// True when an SSO session answered for the authorization with no credential shown to this application
+    /// (`AuthenticationMethods.reusedMarker`): `auth_time` is then the session's, and the token is not a recent sign-in.
+    var reused: Bool? = nil
 
     /// The `cnf` claim (RFC 7800) of a DPoP-bound token.
     struct Confirmation: Codable, Sendable, Equatable {
@@ -70,7 +73,7 @@ struct AccessTokenClaims: Codable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case iss, sub, aud, exp, iat, jti, scope, sid, act, amr, acr, idp, cnf, clientId = "client_id", authTime = "auth_time"
-        case userinfoClaims = "lk_userinfo_claims"
+        case userinfoClaims = "lk_userinfo_claims", reused = "lk_sso"
     }
 
     var scopes: [String] { scope.split(separator: " ").map(String.init) }

@@ -59,6 +59,8 @@ struct SCIMController: Sendable {
     private func scimResource(_ caller: ResourceCaller, target: SCIMTarget) async throws -> (ResourceCaller, UserRecord) {
         switch target {
         case .me:
+            // A third-party application's token manages no account without `latchkey.account` (R3-2).
+            try caller.requireAccountManagement()
             switch caller.subject {
             case .user(let user): return (caller, user)
             case .client: throw SCIMError(status: .forbidden, detail: "the access token was issued to a client for itself; /Me needs a user's token")

@@ -22,7 +22,7 @@ struct SelfServiceController: Sendable {
     /// (answering a refused token with `refusal`).
     func addRoutes(to group: RouterGroup<ResourceRequestContext>) {
         group.get { _, context in
-            try await self.selfUserResponse(try Self.user(context.caller))
+            try await self.selfUserResponse(try Self.user(context.caller), caller: context.caller)
         }
         group.put { request, context in
             try await self.replaceSelfAttributes(request, try Self.user(context.caller), caller: context.caller, origin: context.auditOrigin)
@@ -40,7 +40,7 @@ struct SelfServiceController: Sendable {
             return try await self.requestEmailChange(request, try Self.user(context.caller), caller: context.caller, origin: context.auditOrigin)
         }
         group.post("email/verify") { request, context in
-            try await self.verifyEmailChange(request, try Self.user(context.caller), origin: context.auditOrigin)
+            try await self.verifyEmailChange(request, try Self.user(context.caller), caller: context.caller, origin: context.auditOrigin)
         }
     }
 
@@ -72,12 +72,19 @@ struct SelfServiceController: Sendable {
     /// `{id, type, attributes, pendingEmail?}`: the username and every claim. Verification flags are booleans, as
     /// thunderID types them; `PUT` accepts them back unchanged. `pendingEmail` (our addition) is a new address
     /// waiting for its code (`POST /users/me/email/verify`); `attributes.email` is still the current one.
-    func selfUserResponse(_ user: UserRecord) async throws -> Response {
-        var attributes: [String: JSONValue] = ["username": .string(user.username)]
-        for (name, value) in user.claims {
+    ///
+    /// A third-party application's token (`latchkey.account` without being first-party) reads only the claims of its
+    /// scopes (`ScopeClaims.byScope`; the username with `profile`), as userinfo would release them.
+    func selfUserResponse(_ user: UserRecord, caller: ResourceCaller) async throws -> Response {
+        let released: Set<String>? =
+            caller.trust == .firstParty ? nil : Set(caller.claims.scopes.flatMap { ScopeClaims.byScope[$0] ?? [] })
+        var attributes: [String: JSONValue] = released.map { $0.contains("preferred_username") } ?? true ? ["username": .string(user.username)] : [:]
+        for (name, value) in user.claims where released?.contains(name) ?? true {
             attributes[name] = ScopeClaims.booleanClaims.contains(name) ? .bool(value == "true") : .string(value)
         }
-        let pending = try await store.emailChange(userId: user.id).flatMap { $0.expiresAt > clock.now ? $0.email : nil }
+        let pending =
+            released.map { $0.contains("email") } ?? true
+            ? try await store.emailChange(userId: user.id).flatMap { $0.expiresAt > clock.now ? $0.email : nil } : nil
         return try Responses.json(SelfUserBody(id: user.id, type: "default", attributes: attributes, pendingEmail: pending), noStore: true)
     }
 
@@ -118,7 +125,7 @@ struct SelfServiceController: Sendable {
         case .success(let update):
             logger.info("profile updated through /users/me", metadata: ["user": .string(user.id)])
             try await accounts.afterSelfUpdate(update, before: user, locale: request.locale(), origin: origin)
-            return try await selfUserResponse(update.user)
+            return try await selfUserResponse(update.user, caller: caller)
         case .failure(.invalid(let problems)): throw SelfServiceErrors.schemaValidation(problems)
         case .failure(.conflict(let problem)): throw SelfServiceErrors.conflict(problem)
         case .failure(.stale): throw SelfServiceErrors.staleUpdate
@@ -149,14 +156,14 @@ struct SelfServiceController: Sendable {
 
     /// `POST /users/me/email/verify` with `{"code": "123456"}` → the profile with the new address, verified. A wrong
     /// code is `400 USR-1030` (five tries), no pending change or an expired one `400 USR-1031`.
-    private func verifyEmailChange(_ request: Request, _ user: UserRecord, origin: AuditOrigin) async throws -> Response {
+    private func verifyEmailChange(_ request: Request, _ user: UserRecord, caller: ResourceCaller, origin: AuditOrigin) async throws -> Response {
         let logger = origin.logger
         let body = try await Self.jsonObject(request)
         guard case .string(let code)? = body["code"], !code.isEmpty else { throw SelfServiceErrors.invalidRequest("expected {\"code\": \"…\"}") }
         switch try await accounts.confirmEmailChange(of: user, code: code, logger: logger) {
         case .success(let updated):
             await audit.record(.emailChangeConfirmed, subject: user.id, origin: origin)
-            return try await selfUserResponse(updated)
+            return try await selfUserResponse(updated, caller: caller)
         case .failure(.wrongCode):
             throw SelfServiceErrors.code("USR-1030", "flows.executor.errors.invalid_otp", "The code is incorrect.", "the code is not the one sent")
         case .failure(.exhausted):

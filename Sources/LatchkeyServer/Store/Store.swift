@@ -355,7 +355,7 @@ public protocol Store:
     PushedRequestStore, PasskeyStore, FederatedIdentityStore, FederatedLoginStore, ClientStore, LoginRequestStore, AuthorizationCodeStore, TokenStore,
     SessionStore,
     SigningKeyStore,
-    AddressEventStore, MaintenanceStore, AuditStore, WebhookDeliveryStore
+    AddressEventStore, MaintenanceStore, AuditStore, WebhookDeliveryStore, ConsentStore
 {}
 
 /// How long single-use ids outlive their acceptance (`Store.consumeTokenId`).

@@ -12,12 +12,13 @@ struct AuthorizationResponses: Sendable {
     private var clock: ServerClock { kit.clock }
 
     /// Issues a single-use code bound to the client, redirect URI, PKCE challenge and nonce, and sends the browser
-    /// back with `code`, `state` and `iss`.
+    /// back with `code`, `state` and `iss`. `interactive` is false when a live SSO session answered for the request
+    /// with no credential shown (`AuthenticationMethods.reusedMarker`).
     func issueCode(
         _ authRequest: AuthorizationRequest, user: UserRecord, session: SessionRecord, afterPost: Bool,
-        headers: HTTPFields = [:]
+        headers: HTTPFields = [:], interactive: Bool = true
     ) async throws -> Response {
-        let code = try await mintAuthorizationCode(authRequest, user: user, session: session)
+        let code = try await mintAuthorizationCode(authRequest, user: user, session: session, interactive: interactive)
         let parameters: [(String, String?)] = [("code", code), ("state", authRequest.state), ("iss", issuer)]
         if authRequest.responseMode == FormPostResponse.mode {
             var page = FormPostResponse.page(parameters, redirectUri: authRequest.redirectUri)
@@ -29,15 +30,22 @@ struct AuthorizationResponses: Sendable {
     }
 
     /// A single-use code bound to the client, redirect URI, PKCE challenge and nonce (stored as a digest).
-    func mintAuthorizationCode(_ authRequest: AuthorizationRequest, user: UserRecord, session: SessionRecord) async throws -> String {
+    ///
+    /// Every code of every front door is minted here, so this is where a third-party application's consent is
+    /// required (`consent_required` without it): a front door that forgets to ask cannot issue a code for it.
+    func mintAuthorizationCode(
+        _ authRequest: AuthorizationRequest, user: UserRecord, session: SessionRecord, interactive: Bool = true
+    ) async throws -> String {
+        try await ConsentGate.requireConsent(clientId: authRequest.clientId, userId: user.id, scope: authRequest.scope, store: kit.store)
         let code = Secrets.token()
         let now = clock.now
+        let amr = interactive ? session.amr : session.amr + [AuthenticationMethods.reusedMarker]
         try await store.insertAuthorizationCode(
             AuthorizationCodeRecord(
                 codeHash: Secrets.digest(code), clientId: authRequest.clientId, userId: user.id, redirectUri: authRequest.redirectUri,
                 scope: authRequest.scope, nonce: authRequest.nonce, codeChallenge: authRequest.codeChallenge, sessionId: session.id,
                 authTime: session.authTime, expiresAt: now.addingTimeInterval(TimeInterval(kit.lifetimes.authorizationCode)),
-                usedAt: nil, familyId: nil, amr: session.amr, dpopJkt: authRequest.dpopJkt, claims: authRequest.claims))
+                usedAt: nil, familyId: nil, amr: amr, dpopJkt: authRequest.dpopJkt, claims: authRequest.claims))
         return code
     }
 

@@ -22,6 +22,8 @@ struct AuthorizeController: Sendable {
     let clientKeys: ClientKeySets
     /// Request objects published at a client's registered `request_uris`.
     let references: RequestObjectReference
+    /// Third-party applications' consent, asked before an SSO session answers for them.
+    let consent: ConsentGate
 
     private var store: any UserStore & ClientStore & LoginRequestStore & PushedRequestStore { kit.store }
     private var clock: ServerClock { kit.clock }
@@ -297,6 +299,15 @@ struct AuthorizeController: Sendable {
             needsLogin = true
         }
         if let live, !needsLogin, try await accounts.sessionSatisfies(live.session, user: live.user, clientId: authRequest.clientId) {
+            // A third-party application gets nothing silently (R3-2): the person consents first, on a page.
+            if try await consent.mustAsk(authRequest, userId: live.user.id) {
+                if authRequest.prompt.contains("none") {
+                    return responses.errorRedirect(
+                        OAuthError(.consentRequired, "the person has not consented to this application's scopes"),
+                        redirectUri: authRequest.redirectUri, state: authRequest.state, responseMode: authRequest.responseMode)
+                }
+                return Responses.redirect(to: try await consent.pageForNewRequest(authRequest))
+            }
             metrics.signIn(.sso, .success)
             // The sign-in that opened the session was audited then; this one is the session answering for another
             // request (perhaps another application), with no credential shown.
@@ -306,7 +317,7 @@ struct AuthorizeController: Sendable {
             ]
             if let provider = AuthenticationMethods.provider(live.session.amr) { details["provider"] = provider }
             await audit.record(.signInSessionReused, subject: live.user.id, details: details, origin: origin)
-            return try await responses.issueCode(authRequest, user: live.user, session: live.session, afterPost: false)
+            return try await responses.issueCode(authRequest, user: live.user, session: live.session, afterPost: false, interactive: false)
         }
         if authRequest.prompt.contains("none") {
             return responses.errorRedirect(

@@ -9,15 +9,21 @@ struct ResourceAuthenticationMiddleware: RouterMiddleware {
     let authenticator: ResourceAuthenticator
     /// The answer to a refused token, when the dialect's generic rendering is not the one its clients expect.
     var refusal: (@Sendable (OAuthError, Request) throws -> Response)? = nil
+    /// The group manages the caller's own account (`/users/me`, passkeys): the token must be allowed to
+    /// (`ResourceCaller.mayManageAccount`), else 403 `insufficient_scope` in the group's dialect.
+    var accountManagement = false
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
+        let caller: ResourceCaller
         do {
-            context.resourceCaller = try await authenticator.resourceCaller(request)
+            caller = try await authenticator.resourceCaller(request)
         } catch {
             guard let refusal else { throw error }
             return try refusal(error, request)
         }
+        if accountManagement { try caller.requireAccountManagement() }
+        context.resourceCaller = caller
         return try await next(request, context)
     }
 }

@@ -105,6 +105,12 @@ struct ResourceAuthenticator: Sendable {
         } catch {
             throw OAuthError(.serverError, "could not look up the token's subject")
         }
-        return ResourceCaller(claims: claims, subject: subject)
+        var caller = ResourceCaller(claims: claims, subject: subject)
+        do {
+            if let record = try await store.client(id: claims.clientId) { caller.trust = ApplicationTrust(record) }
+        } catch {
+            throw OAuthError(.serverError, "could not look up the token's application")
+        }
+        return caller
     }
 }

@@ -17,6 +17,22 @@ struct ResourceCaller: Sendable {
 
     let claims: AccessTokenClaims
     let subject: Subject
+    /// Whose application the token was issued to (`ApplicationTrust`); an application no longer known counts as
+    /// third-party.
+    var trust: ApplicationTrust = .thirdParty
+
+    /// Whether the token may manage its user's account (profile, email, credentials, sessions, linked identities):
+    /// a first-party application's token, or one with `latchkey.account`, a scope registration never grants. A token
+    /// a registered application got with `openid` alone reads `sub` at userinfo and nothing more.
+    var mayManageAccount: Bool { trust == .firstParty || claims.scopes.contains(ApplicationTrust.accountScope) }
+
+    /// Refuses (403 `insufficient_scope`) a token that may not manage the account.
+    func requireAccountManagement() throws(OAuthError) {
+        guard mayManageAccount else {
+            throw OAuthError(
+                .insufficientScope, "managing the account needs the \(ApplicationTrust.accountScope) scope, which this application was not given")
+        }
+    }
 
     /// Administration needs both the scope and an entitlement: a client acting for itself (client credentials, which
     /// only confidential clients get), or a user the operator gave the `admin` role. The scope alone is not enough,

@@ -369,6 +369,8 @@ struct TokenController: Sendable {
         if client.requireMFA && !AuthenticationMethods.isMultiFactor(claims.internalAMR) {
             throw OAuthError(.invalidGrant, "the application requires a multi-factor sign-in; this flow's was not")
         }
+        // …and a third-party application's consent, which a flow has no page to ask for.
+        try await ConsentGate.requireConsent(clientId: client.clientId, userId: user.id, scope: scope, store: kit.store)
         let familyId = Secrets.identifier()
         try await store.insertFamily(
             TokenFamilyRecord(

@@ -69,7 +69,8 @@ struct TokenIssuer: Sendable {
             amr: grant.amr.isEmpty ? nil : AuthenticationMethods.published(grant.amr), acr: AuthenticationMethods.acr(for: grant.amr),
             idp: AuthenticationMethods.provider(grant.amr),
             cnf: grant.dpop.map { AccessTokenClaims.Confirmation(jkt: $0.jkt) },
-            userinfoClaims: grant.claims.flatMap { $0.userinfo.isEmpty ? nil : $0.userinfo.keys.sorted() })
+            userinfoClaims: grant.claims.flatMap { $0.userinfo.isEmpty ? nil : $0.userinfo.keys.sorted() },
+            reused: AuthenticationMethods.isReused(grant.amr) ? true : nil)
         let token = try await keys.signingKey(.es256).sign(claims: claims, type: "at+jwt")
         try await store.insertAccessToken(
             AccessTokenRecord(

@@ -42,7 +42,8 @@ enum OpenAPIDocument {
       "name": "App-native flows (thunderID)"
     },
     {
-      "name": "Self-service (thunderID)"
+      "name": "Self-service (thunderID)",
+      "description": "`/users/me/…`, with an access token of the signed-in person: a first-party application's, or a third-party application's that was given the `latchkey.account` scope (`403 SSE-403 insufficient_scope` otherwise; the same holds for SCIM `/scim2/Me` and the passkey management of `/identity/v1/webauthn/registration…`)."
     },
     {
       "name": "SCIM 2.0",
@@ -226,7 +227,7 @@ enum OpenAPIDocument {
         "tags": [
           "OAuth 2.0 and OpenID Connect"
         ],
-        "description": "OIDC Core §3.1.2: authorization code flow; PKCE S256 is required for public clients. Silent SSO with a live session cookie; `prompt`, `max_age`, `login_hint`, `ui_locales`. reachFive: `tkn` redeems a login ticket, `provider` + `id_token` signs in natively (Apple, or an OpenID provider the application offers); `idp` (or `fidp`, or `provider` alone) goes straight to that identity provider.",
+        "description": "OIDC Core §3.1.2: authorization code flow; PKCE S256 is required for public clients. Silent SSO with a live session cookie (a third-party application's sign-in stops at the consent page, `/consent`, until the person has allowed the scopes it asks for); `prompt`, `max_age`, `login_hint`, `ui_locales`. reachFive: `tkn` redeems a login ticket, `provider` + `id_token` signs in natively (Apple, or an OpenID provider the application offers); `idp` (or `fidp`, or `provider` alone) goes straight to that identity provider.",
         "parameters": [
           {
             "name": "response_type",
@@ -330,7 +331,7 @@ enum OpenAPIDocument {
                 "login"
               ]
             },
-            "description": "`none`, or any of `login`, `consent`, `select_account`."
+            "description": "`none`, or any of `login`, `consent`, `select_account`. `consent` always shows the consent page for a third-party application (first-party applications ask no consent); `none` answers `consent_required` when a third-party application lacks the person's consent to the scopes asked for."
           },
           {
             "name": "max_age",
@@ -459,7 +460,7 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "302": {
-            "description": "To the hosted login page (`/login?request=…`, with `&idp=…` when a provider hint was sent); or back to the redirect URI with `code`, `state` and `iss` (RFC 9207), or with `error`, `error_description`, `state` and `iss` once the application and redirect URI are known good (`login_required` for `prompt=none` without a session, `invalid_request`, `invalid_scope`, `unsupported_response_type`, `access_denied` …).",
+            "description": "To the hosted login page (`/login?request=…`, with `&idp=…` when a provider hint was sent); to the consent page (`/consent?request=…`) when an SSO session answers for a third-party application the person has not consented to (or at `prompt=consent`); or back to the redirect URI with `code`, `state` and `iss` (RFC 9207), or with `error`, `error_description`, `state` and `iss` once the application and redirect URI are known good (`login_required` for `prompt=none` without a session, `consent_required` (OIDC Core §3.1.2.6) for `prompt=none` when a third-party application lacks the person's consent, `invalid_request`, `invalid_scope`, `unsupported_response_type`, `access_denied` …).",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -519,7 +520,7 @@ enum OpenAPIDocument {
         },
         "responses": {
           "302": {
-            "description": "To the hosted login page (`/login?request=…`, with `&idp=…` when a provider hint was sent); or back to the redirect URI with `code`, `state` and `iss` (RFC 9207), or with `error`, `error_description`, `state` and `iss` once the application and redirect URI are known good (`login_required` for `prompt=none` without a session, `invalid_request`, `invalid_scope`, `unsupported_response_type`, `access_denied` …).",
+            "description": "To the hosted login page (`/login?request=…`, with `&idp=…` when a provider hint was sent); to the consent page (`/consent?request=…`) when an SSO session answers for a third-party application the person has not consented to (or at `prompt=consent`); or back to the redirect URI with `code`, `state` and `iss` (RFC 9207), or with `error`, `error_description`, `state` and `iss` once the application and redirect URI are known good (`login_required` for `prompt=none` without a session, `consent_required` (OIDC Core §3.1.2.6) for `prompt=none` when a third-party application lacks the person's consent, `invalid_request`, `invalid_scope`, `unsupported_response_type`, `access_denied` …).",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -1421,7 +1422,7 @@ enum OpenAPIDocument {
       "post": {
         "operationId": "registerClient",
         "summary": "Register a client (RFC 7591)",
-        "description": "Registers an application from its metadata. Needs an initial access token: an access token with the `registration` scope (`Authorization: Bearer`); the operator may open registration to callers without one (off by default). The registration policy may remove what the caller may not have (`latchkey_trimmed` says what). The answer holds the client's credentials: `client_secret` (confidential clients only; shown only here and in a rotation answer) and the `registration_access_token` for `registration_client_uri`.",
+        "description": "Registers an application from its metadata. Needs an initial access token: an access token with the `registration` scope (`Authorization: Bearer`); the operator may open registration to callers without one (off by default). The registration policy may remove what the caller may not have (`latchkey_trimmed` says what); the administrative scopes `scim.admin`, `registration` and `latchkey.account` are never granted by registration, whatever the policy, and are always trimmed. A registered application is third-party: its sign-ins ask for the person's consent. The answer holds the client's credentials: `client_secret` (confidential clients only; shown only here and in a rotation answer) and the `registration_access_token` for `registration_client_uri`.",
         "tags": [
           "Client registration"
         ],
@@ -2145,7 +2146,7 @@ enum OpenAPIDocument {
         "tags": [
           "reachFive dialect"
         ],
-        "description": "OIDC Core §3.1.2: authorization code flow; PKCE S256 is required for public clients. Silent SSO with a live session cookie; `prompt`, `max_age`, `login_hint`, `ui_locales`. reachFive: `tkn` redeems a login ticket, `provider` + `id_token` signs in natively (Apple, or an OpenID provider the application offers); `idp` (or `fidp`, or `provider` alone) goes straight to that identity provider. On `/oauth/…` (reachFive) error bodies also carry `error_id`, `error_message_key` and `error_user_msg`.",
+        "description": "OIDC Core §3.1.2: authorization code flow; PKCE S256 is required for public clients. Silent SSO with a live session cookie (a third-party application's sign-in stops at the consent page, `/consent`, until the person has allowed the scopes it asks for); `prompt`, `max_age`, `login_hint`, `ui_locales`. reachFive: `tkn` redeems a login ticket, `provider` + `id_token` signs in natively (Apple, or an OpenID provider the application offers); `idp` (or `fidp`, or `provider` alone) goes straight to that identity provider. On `/oauth/…` (reachFive) error bodies also carry `error_id`, `error_message_key` and `error_user_msg`.",
         "parameters": [
           {
             "name": "response_type",
@@ -2249,7 +2250,7 @@ enum OpenAPIDocument {
                 "login"
               ]
             },
-            "description": "`none`, or any of `login`, `consent`, `select_account`."
+            "description": "`none`, or any of `login`, `consent`, `select_account`. `consent` always shows the consent page for a third-party application (first-party applications ask no consent); `none` answers `consent_required` when a third-party application lacks the person's consent to the scopes asked for."
           },
           {
             "name": "max_age",
@@ -2378,7 +2379,7 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "302": {
-            "description": "To the hosted login page (`/login?request=…`, with `&idp=…` when a provider hint was sent); or back to the redirect URI with `code`, `state` and `iss` (RFC 9207), or with `error`, `error_description`, `state` and `iss` once the application and redirect URI are known good (`login_required` for `prompt=none` without a session, `invalid_request`, `invalid_scope`, `unsupported_response_type`, `access_denied` …).",
+            "description": "To the hosted login page (`/login?request=…`, with `&idp=…` when a provider hint was sent); to the consent page (`/consent?request=…`) when an SSO session answers for a third-party application the person has not consented to (or at `prompt=consent`); or back to the redirect URI with `code`, `state` and `iss` (RFC 9207), or with `error`, `error_description`, `state` and `iss` once the application and redirect URI are known good (`login_required` for `prompt=none` without a session, `consent_required` (OIDC Core §3.1.2.6) for `prompt=none` when a third-party application lacks the person's consent, `invalid_request`, `invalid_scope`, `unsupported_response_type`, `access_denied` …).",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -2438,7 +2439,7 @@ enum OpenAPIDocument {
         },
         "responses": {
           "302": {
-            "description": "To the hosted login page (`/login?request=…`, with `&idp=…` when a provider hint was sent); or back to the redirect URI with `code`, `state` and `iss` (RFC 9207), or with `error`, `error_description`, `state` and `iss` once the application and redirect URI are known good (`login_required` for `prompt=none` without a session, `invalid_request`, `invalid_scope`, `unsupported_response_type`, `access_denied` …).",
+            "description": "To the hosted login page (`/login?request=…`, with `&idp=…` when a provider hint was sent); to the consent page (`/consent?request=…`) when an SSO session answers for a third-party application the person has not consented to (or at `prompt=consent`); or back to the redirect URI with `code`, `state` and `iss` (RFC 9207), or with `error`, `error_description`, `state` and `iss` once the application and redirect URI are known good (`login_required` for `prompt=none` without a session, `consent_required` (OIDC Core §3.1.2.6) for `prompt=none` when a third-party application lacks the person's consent, `invalid_request`, `invalid_scope`, `unsupported_response_type`, `access_denied` …).",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -3445,7 +3446,7 @@ enum OpenAPIDocument {
         "tags": [
           "Hosted pages"
         ],
-        "description": "Username and password (or the passkey button's `tkn`, or a provider button's `idp`, which sends the browser to that identity provider), then the second factor when the account has one. Ends in a redirect to the application with the code, or back to `/device`.",
+        "description": "Username and password (or the passkey button's `tkn`, or a provider button's `idp`, which sends the browser to that identity provider), then the second factor when the account has one. Ends in a redirect to the application with the code, to the consent page (a third-party application), or back to `/device`.",
         "requestBody": {
           "required": false,
           "content": {
@@ -3479,7 +3480,7 @@ enum OpenAPIDocument {
             }
           },
           "303": {
-            "description": "Signed in: to the application's redirect URI with `code`, `state` and `iss`, or back to `/device?user_code=…`; sets the SSO session cookie. Or (`idp`) to the identity provider's authorization endpoint, this browser bound by the `lk_fed` cookie.",
+            "description": "Signed in: to the application's redirect URI with `code`, `state` and `iss`, to the consent page (`/consent?request=…`) when a third-party application needs the person's consent, or back to `/device?user_code=…`; sets the SSO session cookie. Or (`idp`) to the identity provider's authorization endpoint, this browser bound by the `lk_fed` cookie.",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -3590,6 +3591,155 @@ enum OpenAPIDocument {
                 }
               }
             }
+          }
+        }
+      }
+    },
+    "/consent": {
+      "get": {
+        "operationId": "showConsent",
+        "summary": "The hosted consent page",
+        "tags": [
+          "Hosted pages"
+        ],
+        "description": "For a third-party application (registered through the API or the console, or marked `third_party`), after the sign-in (the hosted page, or an SSO session) and before the code: the application, its links and logo, the account signed in, and the scopes it asks for, with Allow and Deny. Shown the first time, whenever the request asks for a scope not allowed before, and at every `prompt=consent`; first-party applications never ask. CSRF double-submit token bound to the login request, strict CSP, `frame-ancestors 'none'`, no script.",
+        "parameters": [
+          {
+            "name": "request",
+            "in": "query",
+            "required": false,
+            "description": "The login request id (from authorize or the hosted sign-in).",
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The consent form.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Set-Cookie": {
+                "$ref": "#/components/headers/Set-Cookie"
+              },
+              "Content-Language": {
+                "$ref": "#/components/headers/Content-Language"
+              }
+            },
+            "content": {
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
+          },
+          "302": {
+            "description": "Signed out meanwhile: to the hosted login (`/login?request=…`), which comes back here.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Location": {
+                "$ref": "#/components/headers/Location"
+              }
+            }
+          },
+          "400": {
+            "description": "The login request is unknown or expired, or is not a third-party application's.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableHtml"
+          }
+        }
+      },
+      "post": {
+        "operationId": "submitConsent",
+        "summary": "Allow or deny an application",
+        "tags": [
+          "Hosted pages"
+        ],
+        "description": "`decision=allow` records the consent (widened to the scopes asked for, never narrowed; audited as `consent.granted`) and issues the code; `deny` sends `access_denied` back to the application (audited as `consent.denied`). One decision per login request.",
+        "requestBody": {
+          "required": false,
+          "content": {
+            "application/x-www-form-urlencoded": {
+              "schema": {
+                "$ref": "#/components/schemas/ConsentForm"
+              }
+            }
+          }
+        },
+        "responses": {
+          "303": {
+            "description": "To the application's redirect URI with `code`, `state` and `iss` (allowed), or with `error=access_denied`, `error_description`, `state` and `iss` (denied); or, signed out meanwhile, to the hosted login (`/login?request=…`).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Location": {
+                "$ref": "#/components/headers/Location"
+              },
+              "Set-Cookie": {
+                "$ref": "#/components/headers/Set-Cookie"
+              }
+            }
+          },
+          "400": {
+            "description": "The login request is unknown, expired or already decided.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "The CSRF token is missing or wrong.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLargeHtml"
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableHtml"
           }
         }
       }
@@ -3893,7 +4043,7 @@ enum OpenAPIDocument {
             }
           },
           "303": {
-            "description": "The hosted sign-in is done: to the application's redirect URI with `code`, `state` and `iss`, or back to `/device?user_code=…`; sets the SSO session cookie.",
+            "description": "The hosted sign-in is done: to the application's redirect URI with `code`, `state` and `iss`, to the consent page (`/consent?request=…`) when a third-party application needs the person's consent, or back to `/device?user_code=…`; sets the SSO session cookie.",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -4570,7 +4720,7 @@ enum OpenAPIDocument {
       "get": {
         "operationId": "getSelf",
         "summary": "The signed-in user's profile",
-        "description": "thunderID self-service: `{id, type, attributes}`; `pendingEmail` while an email change waits for its code.",
+        "description": "thunderID self-service: `{id, type, attributes}`; `pendingEmail` while an email change waits for its code. A third-party application's token (with `latchkey.account`) reads only the claims of its scopes, as userinfo would release them (the username with `profile`).",
         "tags": [
           "Self-service (thunderID)"
         ],
@@ -5821,6 +5971,153 @@ enum OpenAPIDocument {
         }
       }
     },
+    "/users/me/consents": {
+      "get": {
+        "operationId": "listOwnConsents",
+        "summary": "The applications the account consented to",
+        "description": "The consents the person gave third-party applications (registered through the API or the console, or marked `third_party` in the configuration file), by application id, each with the scopes allowed. First-party applications ask no consent and are not listed. Reading changes nothing.",
+        "tags": [
+          "Self-service (thunderID)"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The consents.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ApplicationConsents"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenSelfService"
+          },
+          "404": {
+            "$ref": "#/components/responses/UserNotFoundSelfService"
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
+    "/users/me/consents/{client}": {
+      "delete": {
+        "operationId": "withdrawOwnConsent",
+        "summary": "Withdraw the account's consent to an application",
+        "description": "Forgets the consent and revokes the application's grants for the account: their refresh and access tokens stop working at once. The application's next sign-in asks for consent again, and `prompt=none` answers `consent_required` until it is given. Audited as `consent.withdrawn`.",
+        "tags": [
+          "Self-service (thunderID)"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "client",
+            "in": "path",
+            "required": true,
+            "description": "The application's `client_id` (from `GET /users/me/consents`).",
+            "schema": {
+              "type": "string",
+              "minLength": 1
+            },
+            "example": "s6BhdRkqt3"
+          },
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "204": {
+            "description": "Withdrawn.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            }
+          },
+          "400": {
+            "description": "`SSE-400`: the id holds a character the database refuses (NUL, on PostgreSQL).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenSelfService"
+          },
+          "404": {
+            "description": "`CON-1001`: the account has not consented to that application; `USR-1003`: the token's user no longer exists.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
     "/admin/v1/users/{user}/sessions": {
       "get": {
         "operationId": "listUserSessions",
@@ -6329,6 +6626,187 @@ enum OpenAPIDocument {
         }
       }
     },
+    "/admin/v1/users/{user}/consents": {
+      "get": {
+        "operationId": "listUserConsents",
+        "summary": "A user's consents to applications (administrators)",
+        "description": "What `GET /users/me/consents` shows the user, for any account.",
+        "tags": [
+          "Administration"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "user",
+            "in": "path",
+            "required": true,
+            "description": "The account's id (SCIM `id`).",
+            "schema": {
+              "type": "string",
+              "minLength": 1
+            },
+            "example": "0f8fad5b-d9cb-469f-a165-70867728950e"
+          },
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The consents.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ApplicationConsents"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenAdministration"
+          },
+          "404": {
+            "description": "`USR-1003`: no account with that id.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
+    "/admin/v1/users/{user}/consents/{client}": {
+      "delete": {
+        "operationId": "withdrawUserConsent",
+        "summary": "Withdraw a user's consent to an application (administrators)",
+        "description": "As `DELETE /users/me/consents/{client}`: forgets the consent and revokes the application's grants for the user at once; the application's next sign-in asks for consent again. Audited as `consent.withdrawn` (with `administrator`).",
+        "tags": [
+          "Administration"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "user",
+            "in": "path",
+            "required": true,
+            "description": "The account's id (SCIM `id`).",
+            "schema": {
+              "type": "string",
+              "minLength": 1
+            },
+            "example": "0f8fad5b-d9cb-469f-a165-70867728950e"
+          },
+          {
+            "name": "client",
+            "in": "path",
+            "required": true,
+            "description": "The application's `client_id`.",
+            "schema": {
+              "type": "string",
+              "minLength": 1
+            },
+            "example": "s6BhdRkqt3"
+          },
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "204": {
+            "description": "Withdrawn.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            }
+          },
+          "400": {
+            "description": "`SSE-400`: the id holds a character the database refuses (NUL, on PostgreSQL).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenAdministration"
+          },
+          "404": {
+            "description": "`USR-1003`: no account with that id; `CON-1001`: the account has not consented to that application.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
     "/admin/v1/audit-events": {
       "get": {
         "operationId": "listAuditEvents",
@@ -6604,10 +7082,13 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/UnauthorizedScim"
           },
           "403": {
-            "description": "The token was issued to a client for itself; `/Me` needs a user's token.",
+            "description": "The token was issued to a client for itself; `/Me` needs a user's token. Or (`insufficient_scope`, with a `WWW-Authenticate: Bearer error=\"insufficient_scope\", …` challenge) the token belongs to a third-party application that was not given the `latchkey.account` scope, so it may not manage the account.",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
+              },
+              "WWW-Authenticate": {
+                "$ref": "#/components/headers/WWW-Authenticate-InsufficientScope"
               }
             },
             "content": {
@@ -6720,10 +7201,13 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/UnauthorizedScim"
           },
           "403": {
-            "description": "The token was issued to a client for itself; `/Me` needs a user's token.",
+            "description": "The token was issued to a client for itself; `/Me` needs a user's token. Or (`insufficient_scope`, with a `WWW-Authenticate: Bearer error=\"insufficient_scope\", …` challenge) the token belongs to a third-party application that was not given the `latchkey.account` scope, so it may not manage the account.",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
+              },
+              "WWW-Authenticate": {
+                "$ref": "#/components/headers/WWW-Authenticate-InsufficientScope"
               }
             },
             "content": {
@@ -6872,10 +7356,13 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/UnauthorizedScim"
           },
           "403": {
-            "description": "The token was issued to a client for itself; `/Me` needs a user's token.",
+            "description": "The token was issued to a client for itself; `/Me` needs a user's token. Or (`insufficient_scope`, with a `WWW-Authenticate: Bearer error=\"insufficient_scope\", …` challenge) the token belongs to a third-party application that was not given the `latchkey.account` scope, so it may not manage the account.",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
+              },
+              "WWW-Authenticate": {
+                "$ref": "#/components/headers/WWW-Authenticate-InsufficientScope"
               }
             },
             "content": {
@@ -8416,6 +8903,9 @@ enum OpenAPIDocument {
           "401": {
             "$ref": "#/components/responses/UnauthorizedResourceReachFive"
           },
+          "403": {
+            "$ref": "#/components/responses/InsufficientScopeReachFive"
+          },
           "413": {
             "$ref": "#/components/responses/PayloadTooLargeReachFive"
           },
@@ -8507,6 +8997,9 @@ enum OpenAPIDocument {
               }
             }
           },
+          "403": {
+            "$ref": "#/components/responses/InsufficientScopeReachFive"
+          },
           "409": {
             "description": "`PKY-409`: the credential id is already registered.",
             "headers": {
@@ -8579,6 +9072,9 @@ enum OpenAPIDocument {
           },
           "401": {
             "$ref": "#/components/responses/UnauthorizedResourceReachFive"
+          },
+          "403": {
+            "$ref": "#/components/responses/InsufficientScopeReachFive"
           },
           "431": {
             "$ref": "#/components/responses/HeadersTooLarge"
@@ -8666,6 +9162,9 @@ enum OpenAPIDocument {
           "401": {
             "$ref": "#/components/responses/UnauthorizedResourceReachFive"
           },
+          "403": {
+            "$ref": "#/components/responses/InsufficientScopeReachFive"
+          },
           "404": {
             "description": "`PKY-404`: no such passkey on this account.",
             "headers": {
@@ -8751,6 +9250,9 @@ enum OpenAPIDocument {
           },
           "401": {
             "$ref": "#/components/responses/UnauthorizedResourceReachFive"
+          },
+          "403": {
+            "$ref": "#/components/responses/InsufficientScopeReachFive"
           },
           "404": {
             "description": "`PKY-404`: no such passkey on this account.",
@@ -9504,7 +10006,7 @@ enum OpenAPIDocument {
             "examples": [
               "FES-1001"
             ],
-            "description": "Catalogue code: `FES-…`, `USR-…`, `AUTH-…`, `SES-…`, `ADM-…`, `SSE-…`, `SRV-…`."
+            "description": "Catalogue code: `FES-…`, `USR-…`, `AUTH-…`, `SES-…`, `CON-…`, `ADM-…`, `SSE-…`, `SRV-…`."
           },
           "message": {
             "$ref": "#/components/schemas/I18nMessage",
@@ -9939,7 +10441,7 @@ enum OpenAPIDocument {
             "examples": [
               "login"
             ],
-            "description": "`none`, or any of `login`, `consent`, `select_account`."
+            "description": "`none`, or any of `login`, `consent`, `select_account`. `consent` always shows the consent page for a third-party application (first-party applications ask no consent); `none` answers `consent_required` when a third-party application lacks the person's consent to the scopes asked for."
           },
           "max_age": {
             "type": "string",
@@ -10063,7 +10565,7 @@ enum OpenAPIDocument {
             "examples": [
               "login"
             ],
-            "description": "`none`, or any of `login`, `consent`, `select_account`."
+            "description": "`none`, or any of `login`, `consent`, `select_account`. `consent` always shows the consent page for a third-party application (first-party applications ask no consent); `none` answers `consent_required` when a third-party application lacks the person's consent to the scopes asked for."
           },
           "max_age": {
             "type": "string",
@@ -10665,6 +11167,27 @@ enum OpenAPIDocument {
               "approve",
               "deny"
             ]
+          }
+        }
+      },
+      "ConsentForm": {
+        "type": "object",
+        "properties": {
+          "request": {
+            "type": "string",
+            "description": "The login request id (from the `request` query parameter of `GET /consent`)."
+          },
+          "csrf": {
+            "type": "string",
+            "description": "The form's CSRF token (double submit with the `lk_csrf` cookie, bound to the login request)."
+          },
+          "decision": {
+            "type": "string",
+            "enum": [
+              "allow",
+              "deny"
+            ],
+            "description": "`allow` records the consent and issues the code; anything else refuses (`access_denied`)."
           }
         }
       },
@@ -12573,6 +13096,69 @@ enum OpenAPIDocument {
           }
         }
       },
+      "ApplicationConsent": {
+        "type": "object",
+        "description": "A person's consent to a third-party application: the scopes the person allowed it. Its sign-ins ask again only for a scope not allowed yet (or at `prompt=consent`). Withdrawing it (`…/consents/{client}`) also revokes the application's grants for the person.",
+        "required": [
+          "client_id",
+          "client_name",
+          "scopes",
+          "granted_at",
+          "updated_at"
+        ],
+        "properties": {
+          "client_id": {
+            "type": "string",
+            "description": "The application's id, to withdraw the consent by (`…/consents/{client}`).",
+            "examples": [
+              "s6BhdRkqt3"
+            ]
+          },
+          "client_name": {
+            "type": "string",
+            "description": "The application's name, or its client id when it has none (or is no longer registered)."
+          },
+          "scopes": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "The scopes allowed (widened by later consents, never narrowed).",
+            "examples": [
+              [
+                "openid",
+                "profile",
+                "email"
+              ]
+            ]
+          },
+          "granted_at": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the person first allowed the application."
+          },
+          "updated_at": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the consent last changed (a later consent to more scopes)."
+          }
+        }
+      },
+      "ApplicationConsents": {
+        "type": "object",
+        "description": "The consents the person gave third-party applications, by application id. First-party applications (the operator's) ask no consent and are not listed. Nothing secret.",
+        "required": [
+          "consents"
+        ],
+        "properties": {
+          "consents": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/ApplicationConsent"
+            }
+          }
+        }
+      },
       "AuditEventType": {
         "type": "string",
         "enum": [
@@ -12602,7 +13188,10 @@ enum OpenAPIDocument {
           "application.deleted",
           "application.secret_rotated",
           "device.approved",
-          "device.denied"
+          "device.denied",
+          "consent.granted",
+          "consent.denied",
+          "consent.withdrawn"
         ],
         "description": "What happened: the stable names to filter on."
       },
@@ -12895,7 +13484,7 @@ enum OpenAPIDocument {
           },
           "scope": {
             "type": "string",
-            "description": "Space-separated scopes the client may ask for.",
+            "description": "Space-separated scopes the client may ask for. Registration never grants `scim.admin`, `registration` or `latchkey.account` (they are trimmed: `latchkey_trimmed`).",
             "examples": [
               "openid profile email offline_access"
             ]
@@ -13076,7 +13665,7 @@ enum OpenAPIDocument {
               },
               "latchkey_trimmed": {
                 "type": "object",
-                "description": "What the registration policy removed from the request, by metadata member: the request was registered without these values. Absent when nothing was removed.",
+                "description": "What the registration policy removed from the request, by metadata member: the request was registered without these values. Always names an administrative scope asked for (`scim.admin`, `registration`, `latchkey.account`: only the operator grants them, in the configuration file). Absent when nothing was removed.",
                 "additionalProperties": {
                   "type": "array",
                   "items": {
@@ -13086,7 +13675,8 @@ enum OpenAPIDocument {
                 "examples": [
                   {
                     "scope": [
-                      "scim.admin"
+                      "scim.admin",
+                      "latchkey.account"
                     ]
                   }
                 ]
@@ -13539,16 +14129,37 @@ enum OpenAPIDocument {
         }
       },
       "ForbiddenSelfService": {
-        "description": "`AUTH-4030`: the token was issued to a client for itself (client credentials); this resource needs a user's token.",
+        "description": "`AUTH-4030`: the token was issued to a client for itself (client credentials); this resource needs a user's token. `SSE-403` (`insufficient_scope`, with a `WWW-Authenticate: Bearer error=\"insufficient_scope\", …` challenge): the token belongs to a third-party application that was not given the `latchkey.account` scope, so it may not manage the account.",
         "headers": {
           "X-Request-Id": {
             "$ref": "#/components/headers/X-Request-Id"
+          },
+          "WWW-Authenticate": {
+            "$ref": "#/components/headers/WWW-Authenticate-InsufficientScope"
           }
         },
         "content": {
           "application/json": {
             "schema": {
               "$ref": "#/components/schemas/ThunderError"
+            }
+          }
+        }
+      },
+      "InsufficientScopeReachFive": {
+        "description": "`insufficient_scope`: the token belongs to a third-party application that was not given the `latchkey.account` scope, so it may not manage the account (its passkeys).",
+        "headers": {
+          "X-Request-Id": {
+            "$ref": "#/components/headers/X-Request-Id"
+          },
+          "WWW-Authenticate": {
+            "$ref": "#/components/headers/WWW-Authenticate-InsufficientScope"
+          }
+        },
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/ReachFiveError"
             }
           }
         }
@@ -13728,6 +14339,13 @@ enum OpenAPIDocument {
       },
       "Content-Language": {
         "description": "The language the page or texts are in.",
+        "required": false,
+        "schema": {
+          "type": "string"
+        }
+      },
+      "WWW-Authenticate-InsufficientScope": {
+        "description": "With `insufficient_scope` (RFC 6750 §3.1): `Bearer error=\"insufficient_scope\", error_description=\"…\"`: the token is valid, but its application (third-party) was not given the `latchkey.account` scope that managing the account needs.",
         "required": false,
         "schema": {
           "type": "string"

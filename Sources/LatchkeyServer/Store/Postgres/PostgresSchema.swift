@@ -240,6 +240,17 @@ enum PostgresSchema {
                 "ALTER TABLE sessions ADD COLUMN logout_lease_until DOUBLE PRECISION NOT NULL DEFAULT 0",
                 "UPDATE sessions SET logout_announced = TRUE WHERE ended_at IS NOT NULL",
                 "CREATE INDEX sessions_logout_pending ON sessions (ended_at) WHERE NOT logout_announced AND ended_at IS NOT NULL"
+            ]),
+        // Consents to third-party applications, per (user, application): removed with the account (cascade) and with the
+        // application (`deleteClient`).
+        Migration(
+            version: 9, name: "consents",
+            statements: [
+                """
+                CREATE TABLE consents (
+                    user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, client_id TEXT NOT NULL, scopes TEXT NOT NULL,
+                    granted_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (user_id, client_id))
+                """
             ])
     ]
 

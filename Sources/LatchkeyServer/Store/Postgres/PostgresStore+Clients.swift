@@ -100,6 +100,7 @@ extension PostgresStore {
             try await self.execute("DELETE FROM authorization_codes WHERE client_id = \(id) AND used_at IS NULL", on: connection)
             try await self.execute("DELETE FROM pushed_requests WHERE client_id = \(id)", on: connection)
             try await self.execute("DELETE FROM device_authorizations WHERE client_id = \(id)", on: connection)
+            try await self.execute("DELETE FROM consents WHERE client_id = \(id)", on: connection)
             return true
         }
     }

@@ -87,6 +87,7 @@ extension SQLiteStore {
             try db.execute(sql: "DELETE FROM authorization_codes WHERE client_id = ? AND used_at IS NULL", arguments: [id])
             try db.execute(sql: "DELETE FROM pushed_requests WHERE client_id = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM device_authorizations WHERE client_id = ?", arguments: [id])
+            try db.execute(sql: "DELETE FROM consents WHERE client_id = ?", arguments: [id])
             return true
         }
     }

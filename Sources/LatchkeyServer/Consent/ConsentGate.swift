@@ -1,0 +1,44 @@
+import Foundation
+
+/// Decides whether a sign-in must stop at the consent page before a code is issued, and sends the browser there.
+///
+/// Only third-party applications ask (`ApplicationTrust`): the first time, whenever the request asks for a scope not
+/// consented to before, and at every `prompt=consent`. `AuthorizationResponses.requireConsent` holds the same rule at
+/// the minting of every code, so a front door that forgets this gate answers `consent_required` rather than a code.
+struct ConsentGate: Sendable {
+    let store: any ClientStore & ConsentStore & LoginRequestStore
+    let clock: ServerClock
+    let lifetimes: TokenLifetimes
+
+    /// Whether the person must be asked before `request` is answered with a code for `userId`.
+    func mustAsk(_ request: AuthorizationRequest, userId: String) async throws -> Bool {
+        guard let record = try await store.client(id: request.clientId), ApplicationTrust(record).isThirdParty else { return false }
+        if request.prompt.contains("consent") { return true }
+        return try await store.consent(userId: userId, clientId: request.clientId)?.covers(request.scope) != true
+    }
+
+    /// Refuses (`consent_required`) tokens or a code for a third-party application unless the person consented to
+    /// every scope asked for. Held where codes are minted and where flow assertions become tokens: the two places
+    /// every sign-in ends.
+    static func requireConsent(
+        clientId: String, userId: String, scope: [String], store: any ClientStore & ConsentStore
+    ) async throws {
+        guard let record = try await store.client(id: clientId), ApplicationTrust(record).isThirdParty else { return }
+        guard try await store.consent(userId: userId, clientId: clientId)?.covers(scope) == true else {
+            throw OAuthError(.consentRequired, "the person has not consented to this application's scopes; sign in through the hosted page")
+        }
+    }
+
+    /// The consent page for a login request already stored (the hosted sign-in's).
+    static func page(requestId: String) -> String { "/consent?request=" + FormEncoding.encode(requestId) }
+
+    /// Stores `request` as a login request for the consent page to answer (an SSO session answered for it, so none
+    /// exists yet) and returns the page's address.
+    func pageForNewRequest(_ request: AuthorizationRequest) async throws -> String {
+        let id = Secrets.token()
+        let now = clock.now
+        try await store.insertLoginRequest(
+            LoginRequestRecord(id: id, request: request, createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.loginRequest))))
+        return Self.page(requestId: id)
+    }
+}
