@@ -74,11 +74,22 @@ extension TestServer {
     ) async throws -> [String: String] {
         let page = try await openLoginPage(browser, o)
         #expect(page.status == 200)
-        let done = try await submitLogin(browser, page: page, username: username, password: password)
+        var done = try await submitLogin(browser, page: page, username: username, password: password)
         #expect(done.status == 303, "login failed: \(done.status) \(done.text.prefix(300))")
+        // A third-party application's consent page: the person allows it (the consent tests answer it themselves).
+        if let consent = done.location, consent.hasPrefix("/consent?request=") { done = try await allowConsent(browser, at: consent) }
         let location = try #require(done.location)
         #expect(location.hasPrefix(o.redirectUri + "?"))
         return done.locationQuery
+    }
+
+    /// Opens the consent page at `location` and allows the application; returns the redirect back to it.
+    package func allowConsent(_ browser: TestBrowser, at location: String) async throws -> HTTPResult {
+        let page = try await browser.get(base + location)
+        #expect(page.status == 200, "consent page: \(page.status) \(page.text.prefix(300))")
+        let request = try #require(TestBrowser.hiddenField("request", in: page.text))
+        let csrf = try #require(TestBrowser.hiddenField("csrf", in: page.text))
+        return try await browser.postForm(base + "/consent", ["request": request, "csrf": csrf, "decision": "allow"])
     }
 
     package func exchangeCode(_ code: String, _ o: AuthorizeOptions, verifier: String? = nil) async throws -> HTTPResult {
