@@ -27,7 +27,8 @@ struct ThirdPartyConsentTests {
             }
             var partner = ClientConfiguration(
                 clientId: "partner", name: "Partner App", redirectUris: [redirect],
-                scopes: ["openid", "email", "phone", ApplicationTrust.accountScope])
+                grantTypes: [.authorizationCode, .refreshToken, .deviceCode],
+                scopes: ["openid", "email", "phone", "offline_access", ApplicationTrust.accountScope])
             partner.thirdParty = true
             configuration.clients.append(partner)
             configuration.users = configuration.users.map { user in
@@ -314,6 +315,27 @@ struct ThirdPartyConsentTests {
         #expect(try adminList.value("consents.0.client_id") as? String == clientId)
         #expect(try await server.call("DELETE", "/admin/v1/users/\(demo.id)/consents/\(clientId)", token: admin).status == 204)
         #expect(try await server.server.store.consents(userId: demo.id).isEmpty)
+    }
+
+    @Test("a device approved for a third-party application: the page says so and lists the scopes; approving is the consent")
+    func deviceApprovalIsConsent() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let started = try await DeviceAuthorizationTests.start(server, clientId: "partner")
+        let userCode = try #require(started["user_code"] as? String)
+        let browser = TestBrowser()
+        _ = try await server.tokens(browser)  // signed in already: the confirmation comes at once
+        let entry = try await browser.get(server.base + "/device?user_code=" + userCode)
+        let csrf = try #require(TestBrowser.hiddenField("csrf", in: entry.text))
+        let page = try await browser.postForm(server.base + "/device", ["csrf": csrf, "user_code": userCode])
+        #expect(
+            page.text.contains("id=\"third-party\"") && page.text.contains(MessageCatalog.text("scope.email", locale: .en) ?? "-"), "\(page.text)")
+        let approved = try await DeviceAuthorizationTests.decide(server, userCode: userCode, approve: true, browser: browser)
+        #expect(approved.status == 200)
+        let demo = try #require(try await server.server.store.user(username: "demo@example.com"))
+        #expect(try await server.server.store.consent(userId: demo.id, clientId: "partner")?.scopes == ["email", "offline_access", "openid"])
+        let audited = try await server.server.store.auditEvents(AuditQuery(types: [.consentGranted], limit: 10))
+        #expect(audited.first?.details["via"] == "device")
     }
 
     @Test("configured applications stay first-party: no consent page, self-service as before")

@@ -17,7 +17,7 @@ struct DeviceController: Sendable {
     let browserSessions: BrowserSessions
     let audit: AuditTrail
 
-    private var store: any DeviceAuthorizationStore & ClientStore & LoginRequestStore { kit.store }
+    private var store: any DeviceAuthorizationStore & ClientStore & LoginRequestStore & ConsentStore { kit.store }
     private var clock: ServerClock { kit.clock }
     private var issuer: String { kit.issuer }
     private var lifetimes: TokenLifetimes { kit.lifetimes }
@@ -198,6 +198,13 @@ struct DeviceController: Sendable {
                 return deviceEntryPage(typed: typed, error: Pages.t("page.device.invalid", locale), status: .badRequest, locale: locale)
             }
             logger.info("device authorization decided", metadata: ["client": .string(pending.clientId), "approved": .string("\(approve)")])
+            // The confirmation page named a third-party application and its scopes: approving is the person's consent.
+            if approve, let record = try await store.client(id: pending.clientId), ApplicationTrust(record).isThirdParty {
+                let consent = try await store.grantConsent(userId: live.user.id, clientId: pending.clientId, scopes: pending.scope, now: clock.now)
+                await audit.record(
+                    .consentGranted, subject: live.user.id, details: ["scope": consent.scopes.joined(separator: " "), "via": "device"],
+                    origin: AuditOrigin(client: pending.clientId, address: context.clientAddress, logger: logger))
+            }
             // Never the user code: it is the device's credential until the token is handed out.
             await audit.record(
                 approve ? .deviceApproved : .deviceDenied, subject: live.user.id, details: ["scope": pending.scope.joined(separator: " ")],
@@ -224,13 +231,15 @@ struct DeviceController: Sendable {
         locale: SupportedLocale
     ) async throws -> Response {
         let secret = Secrets.token()
-        let clientName = try await store.client(id: pending.clientId)?.configuration.name ?? pending.clientId
+        let record = try await store.client(id: pending.clientId)
+        let clientName = record?.configuration.name ?? pending.clientId
         // How old the request is: one that someone else started minutes before the person arrived shows its age.
         let minutes = max(1, Int(clock.now.timeIntervalSince(pending.createdAt)) / 60)  // whole minutes passed (at least one)
         let page = Pages.deviceConfirmation(
             csrf: CookiePolicy.csrfToken(secret: secret, requestId: Self.deviceCSRFScope),
             code: Self.displayUserCode(code), clientName: clientName, userName: user.username,
-            age: MessageCatalog.duration(minutes: minutes, locale: locale), locale: locale)
+            age: MessageCatalog.duration(minutes: minutes, locale: locale),
+            thirdPartyScopes: record.map(ApplicationTrust.init)?.isThirdParty ?? true ? pending.scope : nil, locale: locale)
         return Responses.html(page, headers: [.setCookie: cookies.csrf(secret), .contentLanguage: locale.tag])
     }
 }

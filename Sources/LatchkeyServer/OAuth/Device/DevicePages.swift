@@ -21,10 +21,20 @@ extension Pages {
 
     /// "{client} on another device asks to sign in as {user} …" with Allow and Deny: the person checks the code the
     /// device shows before anything is granted (RFC 8628 §5.4, remote phishing).
+    /// `thirdPartyScopes`: for a third-party application (`ApplicationTrust`), the scopes asked for, said in words, and
+    /// that it is not run by this service: approving is then the person's consent.
     static func deviceConfirmation(
-        csrf: String, code: String, clientName: String, userName: String, age: String,
+        csrf: String, code: String, clientName: String, userName: String, age: String, thirdPartyScopes: [String]? = nil,
         locale l: SupportedLocale
     ) -> String {
+        let consent =
+            thirdPartyScopes.map { scopes in
+                """
+                <p class="info" id="third-party">\(HTML.escape(t("page.consent.third_party", l, ["client": clientName])))</p>
+                <p>\(HTML.escape(t("page.consent.scopes_intro", l)))</p>
+                <ul id="scopes">\(scopes.map { "<li>\(HTML.escape(scopeDescription($0, l)))</li>" }.joined())</ul>
+                """
+            } ?? ""
         let markers = ["client": "\u{1}client\u{1}", "user": "\u{1}user\u{1}", "code": "\u{1}code\u{1}"]
         let sentence = HTML.escape(t("page.device.confirm", l, markers))
             .replacingOccurrences(of: markers["client"] ?? "", with: "<strong>\(HTML.escape(clientName))</strong>")
@@ -36,6 +46,7 @@ extension Pages {
                 <h1>\(HTML.escape(t("page.device.title", l)))</h1>
                 <p class="sub" id="confirm-text">\(sentence)</p>
                 <p class="sub" id="request-age">\(HTML.escape(t("page.device.age", l, ["minutes": age])))</p>
+                \(consent)
                 <form method="post" action="/device">
                   <input type="hidden" name="csrf" value="\(HTML.escape(csrf))">
                   <input type="hidden" name="user_code" value="\(HTML.escape(code))">
