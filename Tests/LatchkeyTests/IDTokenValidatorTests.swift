@@ -112,13 +112,25 @@ struct IDTokenValidatorTests {
 
     @Test func refetchesAreRateLimited() async throws {
         let stub = try serveJWKS(JWKSet(keys: [try key.publicJWK()]))
-        let v = IDTokenValidator(jwks: JWKSCache(url: URL(string: "https://id.example.com/jwks")!, http: stub, minimumRefetchInterval: 60))
+        // The limit is measured on the cache's clock, set and advanced here: however slow the machine, no time passes.
+        let clock = Locked(Date(timeIntervalSince1970: 1_800_000_000))
+        let cache = JWKSCache(
+            url: URL(string: "https://id.example.com/jwks")!, http: stub, minimumRefetchInterval: 60, now: { clock.withLock { $0 } })
+        let v = IDTokenValidator(jwks: cache)
         let stranger = try SigningKey.generate(.es256)
-        for _ in 0..<5 {
+        func forge() async {
             _ = try? await v.validate(
                 try stranger.sign(claims: claims()), .init(issuer: issuer, clientId: "app", nonce: "n-1", accessToken: "AT", now: now))
         }
+        for _ in 0..<5 { await forge() }
         #expect(stub.requests.count == 2, "one refetch for the first unknown kid, then none: forged kids cannot hammer the JWKS endpoint")
+        clock.withLock { $0 += 59 }
+        await forge()
+        #expect(stub.requests.count == 2, "59 s later: still within the limit")
+        clock.withLock { $0 += 2 }
+        await forge()
+        await forge()
+        #expect(stub.requests.count == 3, "61 s after the first refetch: one more, and again none after it")
     }
 
     @Test func tamperedSignatureFails() async throws {

@@ -77,7 +77,7 @@ final class OAuthClient: Sendable {
         let jwksURL = try await requireMetadata().jwksUri
         return validatorBox.withLock { box in
             if let v = box { return v }
-            let v = IDTokenValidator(jwks: JWKSCache(url: jwksURL, http: http))
+            let v = IDTokenValidator(jwks: JWKSCache(url: jwksURL, http: http, now: { [clock] in clock.now }))
             box = v
             return v
         }

@@ -13,11 +13,20 @@ public actor JWKSCache {
     /// When an unknown `kid` last forced a refetch; the rate limit applies between such refetches.
     private var lastForcedRefetch: Date?
     private var inFlight: Task<JWKSet, any Error>?
+    /// The clock the refetch limit is measured on: the device's by default; tests set and advance it, so the rule never
+    /// depends on how fast the machine runs.
+    private let now: @Sendable () -> Date
 
-    public init(url: URL, http: any HTTPClient, minimumRefetchInterval: TimeInterval = 60) {
+    /// - Parameters:
+    ///   - url: the provider's `jwks_uri`.
+    ///   - http: how the keys are fetched.
+    ///   - minimumRefetchInterval: seconds between two refetches forced by an unknown `kid`.
+    ///   - now: the current time (the device's clock unless given).
+    public init(url: URL, http: any HTTPClient, minimumRefetchInterval: TimeInterval = 60, now: @escaping @Sendable () -> Date = { Date() }) {
         self.url = url
         self.http = http
         self.minimumRefetchInterval = minimumRefetchInterval
+        self.now = now
     }
 
     /// Verifies `jws` against the cached keys, refetching once if no key matches.
@@ -36,10 +45,11 @@ public actor JWKSCache {
         do {
             try jws.verify(with: current)
         } catch JOSEError.noMatchingKey {
-            if let last = lastForcedRefetch, Date().timeIntervalSince(last) < minimumRefetchInterval {
+            let time = now()
+            if let last = lastForcedRefetch, time.timeIntervalSince(last) < minimumRefetchInterval {
                 throw JOSEError.noMatchingKey(kid: jws.header.kid)
             }
-            lastForcedRefetch = Date()
+            lastForcedRefetch = time
             try jws.verify(with: try await keySet(forceRefresh: true))
         }
     }
