@@ -250,8 +250,9 @@ struct NativeLoginTests {
         #expect(try await client.isSignedIn() == false)
     }
 
-    @Test func signInWithAppleSendsTheVerifierOfTheNonceAppleGot() async throws {
+    @Test func signInWithAppleSendsTheServersNonceAndAppleGetsItsSHA256() async throws {
         let server = ScriptedIdentityServer()
+        server.route("POST", "/identity/v1/native-nonce", json: #"{"nonce":"lkn1.scripted-server-nonce","expires_in":600}"#)
         let appleNonce = NonceBox()
         let provider = SoftwareCredentialProvider(appleIDToken: { nonce, scopes in
             appleNonce.set(nonce)
@@ -260,9 +261,11 @@ struct NativeLoginTests {
         })
         let client = try await client(server, provider: provider)
         let token = try await client.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.SignInWithApple], display: .Always)
-        #expect(server.calls == ["GET /oauth/authorize", "POST /oauth/token"])
+        #expect(server.calls == ["POST /identity/v1/native-nonce", "GET /oauth/authorize", "POST /oauth/token"])
+        #expect(try server.body(of: "/identity/v1/native-nonce")["client_id"] == .string("app"))
         let q = try server.query(of: "/oauth/authorize")
         let verifier = try #require(q["nonce"])
+        #expect(verifier == "lkn1.scripted-server-nonce", "the server's nonce, not one the app made up")
         #expect(PKCEPair(verifier: verifier).challenge == appleNonce.get())
         #expect(q["provider"] == "apple" && q["id_token"] == "apple.jwt.token" && q["given_name"] == "Ada" && q["family_name"] == "Lovelace")
         #expect(q["code_challenge"] != appleNonce.get())  // the code exchange has its own PKCE pair
@@ -293,7 +296,10 @@ struct NativeLoginTests {
             let e = error as? LatchkeyError
             return e?.code == .canceled && e?.category == .authCanceled
         }
-        #expect(server.calls.isEmpty)
+        // Only the server's nonce is asked for (Apple's request needs it before the sheet); this server has none to
+        // give, so Sign in with Apple is dropped and the password alone is offered.
+        #expect(server.calls == ["POST /identity/v1/native-nonce"])
+        server.reset()
         // With .Passkey only the options call is made.
         server.route("POST", "/identity/v1/webauthn/authentication-options", json: Self.authenticationOptions)
         await #expect {
