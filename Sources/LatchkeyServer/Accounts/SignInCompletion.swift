@@ -21,14 +21,16 @@ extension Accounts {
     /// Decides what `user` still owes after a first factor whose methods are `amr`.
     ///
     /// A multi-factor `amr` (a passkey with user verification, a provider that asserted MFA and is trusted with it, a
-    /// password followed by a code) is complete. Otherwise the account's own second factor is owed when it has one that
+    /// password followed by a code), or one that already holds the account's second factor (`otp`), is complete. Otherwise the account's own second factor is owed when it has one that
     /// can be asked for (`enrolledSecondFactor`). Otherwise the sign-in is complete unless the application requires a
     /// second factor or the request made a multi-factor `acr` essential. An unknown application (`client` nil) is
     /// treated as one that requires a second factor: nothing is issued for it without one.
     func completion(
         of user: UserRecord, amr: [String], client: ClientConfiguration?, multiFactorEssential: Bool
     ) async throws -> SignInCompletion {
-        if AuthenticationMethods.isMultiFactor(amr) { return .complete }
+        // `otp` is recorded only once the account's own second factor (TOTP or an emailed code) was proven: after it,
+        // nothing is owed, whatever the first factor was (`fed otp` is not `mfa` in `AuthenticationMethods`).
+        if AuthenticationMethods.isMultiFactor(amr) || amr.contains("otp") { return .complete }
         if let kind = try await enrolledSecondFactor(of: user) { return .secondFactorOwed(kind) }
         guard let client, !client.requireMFA, !multiFactorEssential else { return .refused }
         return .complete
