@@ -48,6 +48,8 @@ public final class IdentityServer: Sendable {
     let clientKeys: ClientKeySets
     let requestObjectReferences: RequestObjectReference
     let nativeSignIn: NativeSignInPolicy
+    /// The nonces of native provider sign-in, and the spending of the upstream tokens exchanged with them.
+    let nativeNonces: NativeSignInNonces
     let sessions: SignInSessions
     let browserSessions: BrowserSessions
     let responses: AuthorizationResponses
@@ -144,6 +146,7 @@ public final class IdentityServer: Sendable {
         let dpop = DPoPVerifier(kit: kit, settings: configuration.dpop, sealer: sealer)
         self.dpop = dpop
         self.resources = ResourceAuthenticator(kit: kit, dpop: dpop)
+        self.nativeNonces = NativeSignInNonces(sealer: sealer, store: store, clock: clock)
         self.nativeSignIn = NativeSignInPolicy(development: configuration.development, attestationVerifier: configuration.attestationVerifier)
         self.responses = AuthorizationResponses(kit: kit)
         let http = UpstreamHTTP()
@@ -345,7 +348,8 @@ public final class IdentityServer: Sendable {
         let authorize = AuthorizeController(
             kit: kit, admission: admission, accounts: accounts, ownTokens: ownTokens, apple: apple, sessions: sessions,
             browserSessions: browserSessions, responses: responses, federation: federation, federatedAccounts: federatedAccounts,
-            metrics: metrics, audit: audit, clientKeys: clientKeys, references: requestObjectReferences, consent: consent)
+            metrics: metrics, audit: audit, clientKeys: clientKeys, references: requestObjectReferences, consent: consent,
+            nativeSignIn: nativeSignIn, nativeNonces: nativeNonces)
         let pushed = PushedAuthorizationController(
             store: store, clock: clock, admission: admission, clientAuthentication: clientAuthentication, dpop: dpop, issuer: issuer,
             keys: clientKeys)
@@ -459,6 +463,7 @@ public final class IdentityServer: Sendable {
         federationController.addProviderList(to: [identity, group("/api/v1", .reachFive)])
         ReachFivePasswordController(store: store, clock: clock, accounts: accounts, ownTokens: ownTokens, nativeSignIn: nativeSignIn)
             .addRoutes(to: identity)
+        NativeNonceController(store: store, nonces: nativeNonces, admission: admission, nativeSignIn: nativeSignIn).addRoutes(to: identity)
         StepUpController(
             lifetimes: configuration.lifetimes, store: store, clock: clock, issuerInForce: issuer, accounts: accounts, ownTokens: ownTokens,
             admission: admission, sessions: sessions, responses: responses, audit: audit

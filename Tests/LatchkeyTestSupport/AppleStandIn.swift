@@ -84,10 +84,20 @@ extension TestServer {
 }
 
 extension TestServer {
-    /// Sign in with Apple as the SDK sends it (`/oauth/authorize?provider=apple&id_token=…&nonce=<verifier>`) with a
-    /// token of `issuer` for `sub`/`email`; returns the redirect back to the app.
+    /// A nonce for a native provider sign-in of `clientId`, from `POST /identity/v1/native-nonce` (the server's, as
+    /// the SDK gets it: a token must carry it or its SHA-256).
+    package func nativeNonce(clientId: String = "latchkey-demo") async throws -> String {
+        let answer = try await TestBrowser().postJSON(base + "/identity/v1/native-nonce", ["client_id": clientId])
+        guard answer.status == 200, let nonce = try answer.json()["nonce"] as? String else {
+            throw TestFailure("no native sign-in nonce: \(answer.status) \(answer.text)")
+        }
+        return nonce
+    }
+
+    /// Sign in with Apple as the SDK sends it (`/oauth/authorize?provider=apple&id_token=…&nonce=<server nonce>`) with
+    /// a token of `issuer` for `sub`/`email` (its `nonce` the S256 of the server's); returns the redirect back to the app.
     package func appleSignIn(_ issuer: AppleStandIn, sub: String, email: String, bundleId: String) async throws -> HTTPResult {
-        let verifier = TestPKCE().verifier
+        let verifier = try await nativeNonce()
         let token = try issuer.identityToken(sub: sub, bundleId: bundleId, verifier: verifier, email: email)
         var o = AuthorizeOptions()
         o.nonce = verifier

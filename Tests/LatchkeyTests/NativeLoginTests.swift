@@ -27,6 +27,12 @@ final class ScriptedIdentityServer: Sendable {
             get { lock.withLock { _forgedState } }
             set { lock.withLock { _forgedState = newValue } }
         }
+        private var _secondFactorTicket: String?
+        /// When set, `/oauth/authorize` answers that the account's second factor is owed, with this `mfa_pending` ticket.
+        var secondFactorTicket: String? {
+            get { lock.withLock { _secondFactorTicket } }
+            set { lock.withLock { _secondFactorTicket = newValue } }
+        }
         /// Records the code's PKCE challenge and nonce; returns the `state` to send back.
         func issue(_ code: String, challenge: String, nonce: String?, state: String?) -> String {
             lock.withLock {
@@ -57,7 +63,9 @@ final class ScriptedIdentityServer: Sendable {
                 uniquingKeysWith: { a, _ in a })
             let code = UUID().uuidString
             let state = provider.issue(code, challenge: q["code_challenge"] ?? "", nonce: q["nonce"], state: q["state"])
-            let location = "\(q["redirect_uri"] ?? "")?code=\(code)&state=\(FormCoding.escape(state))&iss=\(FormCoding.escape(iss))"
+            let answer =
+                provider.secondFactorTicket.map { "error=interaction_required&mfa_required=true&tkn=\(FormCoding.escape($0))" } ?? "code=\(code)"
+            let location = "\(q["redirect_uri"] ?? "")?\(answer)&state=\(FormCoding.escape(state))&iss=\(FormCoding.escape(iss))"
             return HTTPResponse(status: 302, headers: ["Location": location], body: Data())
         }
         http.answer(path: "/oauth/token") { request in
@@ -88,6 +96,13 @@ final class ScriptedIdentityServer: Sendable {
     var forgedState: String? {
         get { provider.forgedState }
         set { provider.forgedState = newValue }
+    }
+
+    /// Makes `/oauth/authorize` answer that the account's second factor is owed (`interaction_required`, `mfa_required`,
+    /// this ticket).
+    var secondFactorTicket: String? {
+        get { provider.secondFactorTicket }
+        set { provider.secondFactorTicket = newValue }
     }
 
     var requests: [HTTPRequest] { http.requests }
@@ -250,8 +265,9 @@ struct NativeLoginTests {
         #expect(try await client.isSignedIn() == false)
     }
 
-    @Test func signInWithAppleSendsTheVerifierOfTheNonceAppleGot() async throws {
+    @Test func signInWithAppleSendsTheServersNonceAndAppleGetsItsSHA256() async throws {
         let server = ScriptedIdentityServer()
+        server.route("POST", "/identity/v1/native-nonce", json: #"{"nonce":"lkn1.scripted-server-nonce","expires_in":600}"#)
         let appleNonce = NonceBox()
         let provider = SoftwareCredentialProvider(appleIDToken: { nonce, scopes in
             appleNonce.set(nonce)
@@ -260,15 +276,41 @@ struct NativeLoginTests {
         })
         let client = try await client(server, provider: provider)
         let token = try await client.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.SignInWithApple], display: .Always)
-        #expect(server.calls == ["GET /oauth/authorize", "POST /oauth/token"])
+        #expect(server.calls == ["POST /identity/v1/native-nonce", "GET /oauth/authorize", "POST /oauth/token"])
+        #expect(try server.body(of: "/identity/v1/native-nonce")["client_id"] == .string("app"))
         let q = try server.query(of: "/oauth/authorize")
         let verifier = try #require(q["nonce"])
+        #expect(verifier == "lkn1.scripted-server-nonce", "the server's nonce, not one the app made up")
         #expect(PKCEPair(verifier: verifier).challenge == appleNonce.get())
         #expect(q["provider"] == "apple" && q["id_token"] == "apple.jwt.token" && q["given_name"] == "Ada" && q["family_name"] == "Lovelace")
         #expect(q["code_challenge"] != appleNonce.get())  // the code exchange has its own PKCE pair
         #expect(token.user?.id == "user-1")
         let claims = try CompactJWS(parsing: try #require(token.idToken)).claims(as: [String: JSONValue].self)
         #expect(claims["nonce"] == .string(verifier))
+    }
+
+    @Test func aProviderExchangeThatOwesTheSecondFactorThrowsMfaRequiredWithTheStepUp() async throws {
+        let server = ScriptedIdentityServer()
+        server.secondFactorTicket = "mfa-pending-tkn"
+        server.route("POST", "/identity/v1/mfa/stepup", json: #"{"amr":["email"],"token":"step-up-token"}"#)
+        let client = try await client(server, provider: nil)
+        await #expect {
+            try await client.login(withProvider: "google", idToken: "jwt", nonce: "lkn1.server-nonce")
+        } throws: { error in
+            guard let e = error as? LatchkeyError else { return false }
+            return e.code == .mfaRequired && e.mfaStepUp?.token == "step-up-token" && e.mfaStepUp?.amr == ["email"]
+                && e.mfaStepUp?.codeVerifier != nil
+        }
+        #expect(server.calls == ["GET /oauth/authorize", "POST /identity/v1/mfa/stepup"])
+        #expect(try server.body(of: "/identity/v1/mfa/stepup")["tkn"] == .string("mfa-pending-tkn"))
+        // The same answer with another sign-in's state starts nothing: the callback is checked first.
+        server.reset()
+        server.forgedState = "someone-elses-state"
+        await #expect {
+            try await client.login(withProvider: "google", idToken: "jwt", nonce: "lkn1.server-nonce")
+        } throws: { ($0 as? LatchkeyError)?.code == .invalidGrant }
+        #expect(server.calls == ["GET /oauth/authorize"])
+        #expect(try await client.isSignedIn() == false)
     }
 
     @Test func loginWithProviderExchangesAnIDToken() async throws {
@@ -293,7 +335,10 @@ struct NativeLoginTests {
             let e = error as? LatchkeyError
             return e?.code == .canceled && e?.category == .authCanceled
         }
-        #expect(server.calls.isEmpty)
+        // Only the server's nonce is asked for (Apple's request needs it before the sheet); this server has none to
+        // give, so Sign in with Apple is dropped and the password alone is offered.
+        #expect(server.calls == ["POST /identity/v1/native-nonce"])
+        server.reset()
         // With .Passkey only the options call is made.
         server.route("POST", "/identity/v1/webauthn/authentication-options", json: Self.authenticationOptions)
         await #expect {

@@ -5,7 +5,8 @@ enum IdentityAPI {
     /// The calls that start a sign-in or sign-up without a browser: a server applies the application's attestation
     /// policy to them, so they carry the app's `Attestation-Token` when the configuration supplies one.
     static let nativeSignInPaths: Set<String> = [
-        "/identity/v1/password/login", "/identity/v1/webauthn/authentication-options", "/identity/v1/webauthn/signup-options"
+        "/identity/v1/password/login", "/identity/v1/webauthn/authentication-options", "/identity/v1/webauthn/signup-options",
+        "/identity/v1/native-nonce"
     ]
 
     /// A JSON request body (sorted keys, slashes unescaped) and its `Content-Type`; nil and no header without a body.

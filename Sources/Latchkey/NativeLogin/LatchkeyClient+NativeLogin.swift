@@ -54,14 +54,16 @@ extension LatchkeyClient {
     /// Signs in with whatever credential the user picks: a passkey, a saved password or Sign in with Apple.
     ///
     /// With `.Passkey` the server's options are fetched first (`/identity/v1/webauthn/authentication-options`). For
-    /// `.SignInWithApple` a fresh PKCE pair is made: Apple gets its S256 challenge as nonce and the server the verifier.
+    /// `.SignInWithApple` the server's nonce is fetched first (`nativeSignInNonce()`): Apple gets its base64url
+    /// SHA-256 and the server the nonce itself, which it spends with the token.
     /// - Parameters:
     ///   - request: the scopes, the presentation anchor and the WebAuthn origin.
     ///   - requestTypes: the kinds of credential the sheet offers (`.Passkey`, `.Password`, `.SignInWithApple`).
     ///   - mode: `.IfImmediatelyAvailableCredentials` fails with `.canceled` (`AuthCanceled`) when nothing is
     ///     available, without UI; `.Always` fails with `.passkeyNoCredential` when a passkey was asked for.
     /// - Throws: `LatchkeyError` — `.invalidInput` for an empty type list; `.passkeyNotSupported` without a credential
-    ///   provider; `.mfaRequired` (with `mfaStepUp`) when a password sign-in needs a second factor; the server's
+    ///   provider; `.mfaRequired` (with `mfaStepUp`) when the account's second factor is owed (after a password, a
+    ///   passkey without user verification or Sign in with Apple); the server's
     ///   `ApiError` mapped (`.authenticationFailed`, `.userAccountLocked`, `.passkeyFailed` …). A cancelled calling
     ///   task is a technical error (`.unknownError`), never `.canceled`.
     public func login(
@@ -91,7 +93,18 @@ extension LatchkeyClient {
                     logger.notice("passkey sign-in cannot be offered; offering the other credential types", metadata: ["error": "\(error)"])
                 }
             }
-            let apple = types.contains(.SignInWithApple) ? PKCEPair() : nil
+            // Sign in with Apple uses the server's nonce (the token must carry its SHA-256): one that cannot be had is
+            // dropped like a passkey that cannot be prepared.
+            var apple: PKCEPair?
+            if types.contains(.SignInWithApple) {
+                do {
+                    apple = PKCEPair(verifier: try await nativeSignInNonce(context))
+                } catch {
+                    types.removeAll { $0 == .SignInWithApple }
+                    guard !types.isEmpty else { throw error }
+                    logger.notice("Sign in with Apple cannot be offered; offering the other credential types", metadata: ["error": "\(error)"])
+                }
+            }
             let credentialRequest = CredentialRequest(
                 types: types, mode: mode, passkeyOptions: passkeyOptions, origin: origin,
                 appleNonce: apple?.challenge, appleScopes: Self.appleScopes(scopes), anchor: request.anchor)
@@ -105,6 +118,7 @@ extension LatchkeyClient {
                     scopes: scopes, origin: request.origin)
             case .appleID(let identityToken, let givenName, let familyName):
                 guard let apple else { throw LatchkeyError(.unknownError, "the credential provider returned an Apple ID that was not asked for") }
+                // The server's nonce itself; Apple got its SHA-256.
                 return try await authorizeWithoutBrowser(
                     context, scopes: scopes, nonce: apple.verifier,
                     extra: Self.compact([
@@ -143,16 +157,23 @@ extension LatchkeyClient {
     /// Exchanges a native provider's ID token (Sign in with Apple, Google Sign-In) for a session:
     /// `/oauth/authorize?provider=…&id_token=…&nonce=<nonce>` with a separate PKCE pair for the code.
     ///
+    /// The nonce must be the server's, from `nativeSignInNonce()`, fetched before the provider's sign-in: a Latchkey
+    /// server spends it and the token once, and refuses a token it did not issue the nonce for or one issued more
+    /// than a few minutes ago.
+    ///
     /// ```swift
-    /// // Google Sign-In was given `nonce`; its ID token carries it.
+    /// let nonce = try await client.nativeSignInNonce()
+    /// // Google Sign-In is given `nonce` (Sign in with Apple its base64url SHA-256); the ID token carries it.
     /// let token = try await client.login(withProvider: "google", idToken: googleIDToken, nonce: nonce)
     /// ```
     /// - Parameters:
     ///   - provider: the provider's name on the server (`apple`, `google`).
     ///   - idToken: the provider's ID token, as the platform returned it.
-    ///   - nonce: the value the provider request's nonce was made from: the token's `nonce` claim is that value
-    ///     itself (Google) or its `base64url(SHA-256(nonce))` (Apple, given the S256 challenge of a PKCE verifier);
-    ///     the server checks both forms, and our ID token then carries it.
+    ///   - nonce: the nonce from `nativeSignInNonce()`: the token's `nonce` claim is that value itself (Google) or
+    ///     its `base64url(SHA-256(nonce))` (Apple); the server checks both forms, and our ID token then carries it.
+    /// - Throws: `.mfaRequired` (with `mfaStepUp`, continued with `mfaStart` as after a password) when the account's
+    ///   second factor is owed; `.authenticationFailed` for a refused token (a replayed or stale one, a nonce the
+    ///   server did not issue); the server's `ApiError` mapped when the application may not sign in natively.
     ///   - scope: the scopes of the session; nil uses the configuration's.
     ///   - origin: the origin the server records for the sign-in; nil uses the issuer's.
     ///   - givenName: Apple sends the name on first authorisation only, so it is forwarded.
@@ -169,6 +190,26 @@ extension LatchkeyClient {
                     "provider": provider, "id_token": idToken, "given_name": givenName, "family_name": familyName, "origin": origin
                 ]))
         }
+    }
+
+    /// A nonce for one native provider sign-in (Sign in with Apple, Google Sign-In), issued by the server
+    /// (`POST /identity/v1/native-nonce`) for this application and valid for a few minutes. Give the provider's SDK
+    /// the nonce (Google) or its base64url SHA-256 (Apple: `PKCEPair(verifier: nonce).challenge`), then pass the nonce
+    /// itself to `login(withProvider:idToken:nonce:)`. `login(withRequest:…)` does all of this for Sign in with Apple.
+    /// It carries the app's `Attestation-Token` when the configuration supplies one.
+    /// - Throws: `.sdkNotInitialized` before `initialize`; the server's `ApiError` mapped (a `browser` application,
+    ///   or a `mobile` one without its attestation, gets none).
+    public func nativeSignInNonce() async throws -> String {
+        try await nativeSignInNonce(try context())
+    }
+
+    func nativeSignInNonce(_ context: OAuthClient) async throws -> String {
+        let response = try await IdentityAPI.send(
+            context, "POST", "/identity/v1/native-nonce", body: .object(["client_id": .string(context.config.clientId)]))
+        guard let nonce = try IdentityAPI.object(response, "native sign-in nonce")["nonce"]?.stringValue, !nonce.isEmpty else {
+            throw LatchkeyError(.serverError, "the native sign-in nonce answer has no nonce", statusCode: response.status)
+        }
+        return nonce
     }
 
     // MARK: Passkey sign-up and management (seed 004)
@@ -311,7 +352,12 @@ extension LatchkeyClient {
         -> AuthToken
     {
         let response = try await IdentityAPI.send(context, "POST", "/identity/v1/webauthn/authentication", body: assertion.reachFiveJSON)
-        let tkn = try IdentityAPI.tkn(try IdentityAPI.object(response, "passkey sign-in"), "passkey sign-in")
+        let answer = try IdentityAPI.object(response, "passkey sign-in")
+        let tkn = try IdentityAPI.tkn(answer, "passkey sign-in")
+        // A passkey without user verification is one factor: the account's second factor may be owed, as after a password.
+        if answer["mfa_required"]?.boolValue == true {
+            throw try await stepUp(tkn: tkn, context: context, scopes: scopes)
+        }
         return try await authorizeWithoutBrowser(context, scopes: scopes, nonce: nil, extra: Self.compact(["tkn": tkn, "origin": origin]))
     }
 
@@ -355,11 +401,19 @@ extension LatchkeyClient {
 
     /// `/oauth/authorize` without a browser: this request's own PKCE/state/nonce, the 302 captured (never followed)
     /// and completed like a redirect callback (state, iss, error, code exchange, ID-token verification, session stored).
+    /// A native provider exchange (`id_token`) carries the app's `Attestation-Token`, and when the server answers that
+    /// the account's second factor is owed (`interaction_required` with an `mfa_pending` `tkn`), the step-up starts and
+    /// `.mfaRequired` is thrown, as after a password.
     func authorizeWithoutBrowser(_ context: OAuthClient, scopes: [String], nonce: String?, extra: [String: String]) async throws -> AuthToken {
         _ = try await context.requireMetadata()  // the authorization endpoint comes from discovery
         let authorization = try codeFlow.start(context, options: SignInOptions(extra: extra), sessionId: nil, nonce: nonce, scopes: scopes)
+        var headers = ["Accept": "application/json"]
+        if extra["id_token"] != nil, let provider = context.config.attestationTokenProvider {
+            headers["Attestation-Token"] = try await provider()
+        }
+        var stepUpTicket: String?
         do {
-            let response = try await context.http.send(HTTPRequest(url: authorization.url, headers: ["Accept": "application/json"]))
+            let response = try await context.http.send(HTTPRequest(url: authorization.url, headers: headers))
             guard (300..<400).contains(response.status) else {
                 if response.status >= 400 { throw IdentityErrorMapping.error(from: response) }
                 throw LatchkeyError(
@@ -368,8 +422,17 @@ extension LatchkeyClient {
             guard let location = response.location, let callback = URL(string: location, relativeTo: authorization.url)?.absoluteURL else {
                 throw LatchkeyError(.serverError, "the authorization endpoint redirected without a Location", statusCode: response.status)
             }
+            let query = URLComponents(url: callback, resolvingAgainstBaseURL: false)?.queryItems ?? []
+            if query.contains(where: { $0.name == "mfa_required" && $0.value == "true" }) {
+                stepUpTicket = query.first { $0.name == "tkn" }?.value
+            }
             // The redirect was captured without a browser: no browser holds a session of this sign-in.
             return AuthToken(try await codeFlow.resume(callback: callback, context: context, browser: .withoutBrowser))
+        } catch let error as LatchkeyError where error.serverCode == "interaction_required" && stepUpTicket?.isEmpty == false {
+            // `resume` checked the callback's state, redirect URI and iss before it read the error: the answer is this
+            // sign-in's. The ticket opens only the step-up, which needs the second factor itself.
+            codeFlow.discard(state: authorization.state)
+            throw try await stepUp(tkn: stepUpTicket ?? "", context: context, scopes: scopes)
         } catch {
             codeFlow.discard(state: authorization.state)
             throw error

@@ -13,6 +13,8 @@ enum AppleSignInFailure: Error, Equatable, CustomStringConvertible {
     case wrongAudience
     case expired
     case nonceMismatch
+    /// The token or its nonce was already exchanged (`NativeSignInNonces`).
+    case replayed
     case accountDisabled
     /// No account is linked or linkable, and the application does not let new accounts register.
     case registrationClosed
@@ -26,7 +28,8 @@ enum AppleSignInFailure: Error, Equatable, CustomStringConvertible {
         case .wrongIssuer: "id_token was not issued by Apple"
         case .wrongAudience: "id_token was issued to another application"
         case .expired: "id_token has expired"
-        case .nonceMismatch: "id_token nonce is not SHA-256 of the nonce parameter"
+        case .nonceMismatch: "id_token nonce is not a nonce this server issued to the application (or its SHA-256)"
+        case .replayed: "id_token or its nonce was already used"
         case .accountDisabled: "the account is disabled"
         case .registrationClosed: "no account is linked to this Apple ID and the application's registration is not open"
         }
@@ -51,6 +54,7 @@ struct AppleIdentityClaims: Decodable, Sendable {
     var exp: Int
     var iat: Int?
     var nonce: String?
+    var jti: String?
     var email: String?
     var emailVerified: Bool?
 
@@ -69,7 +73,7 @@ struct AppleIdentityClaims: Decodable, Sendable {
         }
     }
 
-    enum CodingKeys: String, CodingKey { case iss, sub, aud, exp, iat, nonce, email, emailVerified = "email_verified" }
+    enum CodingKeys: String, CodingKey { case iss, sub, aud, exp, iat, nonce, jti, email, emailVerified = "email_verified" }
 
     init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -79,6 +83,7 @@ struct AppleIdentityClaims: Decodable, Sendable {
         exp = try c.decode(Int.self, forKey: .exp)
         iat = try c.decodeIfPresent(Int.self, forKey: .iat)
         nonce = try c.decodeIfPresent(String.self, forKey: .nonce)
+        jti = try? c.decodeIfPresent(String.self, forKey: .jti)
         email = try c.decodeIfPresent(String.self, forKey: .email)
         // Apple sends "true"/"false" as strings; other issuers send booleans.
         if let b = try? c.decodeIfPresent(Bool.self, forKey: .emailVerified) {
@@ -103,15 +108,18 @@ struct AppleSignIn: Sendable {
     /// else the account whose email claim is the same address when both Apple and the account have it verified (then
     /// linked), else a new account (first-time name applied) when the application's registration is open.
     ///
-    /// The nonce binds the token to this request: the app put `base64url(SHA256(verifier))` in Apple's request and
-    /// sends the verifier here, so a token lifted from another sign-in cannot be replayed without its verifier.
+    /// The nonce is the server's (`NativeSignInNonces`): the app fetched one (`POST /identity/v1/native-nonce`), put
+    /// its `base64url(SHA256(nonce))` in Apple's request and sends the nonce here. The token must be recent, and the
+    /// token and nonce are spent before any account is looked up, so a lifted token signs nobody in and a caught one
+    /// at most once.
     func signInWithApple(
         idToken: String, nonce: String?, client: ClientConfiguration,
-        givenName: String?, familyName: String?, logger: Logger
+        givenName: String?, familyName: String?, nonces: NativeSignInNonces, logger: Logger
     ) async throws -> UserRecord {
         do {
             let user = try await verifyAppleSignIn(
-                idToken: idToken, nonce: nonce, client: client, givenName: givenName, familyName: familyName, logger: logger)
+                idToken: idToken, nonce: nonce, client: client, givenName: givenName, familyName: familyName, nonces: nonces,
+                logger: logger)
             metrics.signIn(.apple, .success)
             return user
         } catch let failure as AppleSignInFailure {
@@ -122,7 +130,7 @@ struct AppleSignIn: Sendable {
 
     private func verifyAppleSignIn(
         idToken: String, nonce: String?, client: ClientConfiguration,
-        givenName: String?, familyName: String?, logger: Logger
+        givenName: String?, familyName: String?, nonces: NativeSignInNonces, logger: Logger
     ) async throws -> UserRecord {
         guard !client.appleBundleIds.isEmpty else { throw AppleSignInFailure.notConfigured }
         let jws: CompactJWS
@@ -135,25 +143,32 @@ struct AppleSignIn: Sendable {
         do { try await appleKeys.verify(jws, now: now) } catch let failure as AppleSignInFailure { throw failure } catch {
             throw AppleSignInFailure.badSignature
         }
-        try Self.check(claims, client: client, issuer: appleIssuer, nonce: nonce, now: now)
+        try Self.check(claims, client: client, issuer: appleIssuer, now: now)
+        do {
+            try await nonces.accept(
+                token: idToken, nonce: nonce, nonceClaim: claims.nonce, issuer: claims.iss, jti: claims.jti,
+                issuedAt: claims.iat.map { TimeInterval($0) }, expiresAt: TimeInterval(claims.exp), clientId: client.clientId)
+        } catch let refusal as NativeTokenRefusal {
+            switch refusal {
+            case .nonceNotIssued, .nonceMismatch: throw AppleSignInFailure.nonceMismatch
+            case .tooOld: throw AppleSignInFailure.expired
+            case .replayed: throw AppleSignInFailure.replayed
+            }
+        }
         // Store failures propagate as they are (a server fault, answered 500), not as a refused token.
         let user = try await appleAccount(claims, client: client, givenName: givenName, familyName: familyName, logger: logger)
         guard !user.disabled else { throw AppleSignInFailure.accountDisabled }
         return user
     }
 
-    /// The claim rules, after the signature.
+    /// The claim rules, after the signature (the nonce, age and single use are `NativeSignInNonces`').
     private static func check(
-        _ claims: AppleIdentityClaims, client: ClientConfiguration, issuer: String, nonce: String?,
-        now: Date
+        _ claims: AppleIdentityClaims, client: ClientConfiguration, issuer: String, now: Date
     ) throws(AppleSignInFailure) {
         guard claims.iss == issuer else { throw .wrongIssuer }
         guard claims.aud.values.contains(where: client.appleBundleIds.contains) else { throw .wrongAudience }
         guard TimeInterval(claims.exp) > now.timeIntervalSince1970 - 30 else { throw .expired }
         if let iat = claims.iat, TimeInterval(iat) > now.timeIntervalSince1970 + 300 { throw .malformed }
-        guard let nonce, let expected = claims.nonce,
-            Secrets.constantTimeEquals(Base64URL.encode(Data(SHA256.hash(data: Data(nonce.utf8)))), expected)
-        else { throw .nonceMismatch }
     }
 
     private func appleAccount(

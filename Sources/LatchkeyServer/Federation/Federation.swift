@@ -286,9 +286,13 @@ struct Federation: Sendable {
 
     /// An ID token an app got from the provider's own SDK (Google Sign-In on iOS), exchanged without a browser: its
     /// signature from the provider's keys, its issuer, an audience of this provider's (`client_id` or one of
-    /// `native_client_ids`), and its `nonce`: the value the app sent, or its base64url SHA-256 (what Sign in with
-    /// Apple puts in the token), so a token lifted from another sign-in cannot be replayed without it.
-    func verifyNativeIDToken(_ idToken: String, nonce: String?, provider: IdentityProviderConfiguration) async throws -> UpstreamIdentity {
+    /// `native_client_ids`), then `NativeSignInNonces`' rules: its `nonce` is a nonce this server issued to `clientId`
+    /// (`POST /identity/v1/native-nonce`), or that value's base64url SHA-256; it was issued in the last few minutes;
+    /// and neither the token nor the nonce was used before (both are spent here). A token lifted from another sign-in,
+    /// a log or a backend therefore signs nobody in, and one caught in flight signs in at most once.
+    func verifyNativeIDToken(
+        _ idToken: String, nonce: String?, provider: IdentityProviderConfiguration, clientId: String, nonces: NativeSignInNonces
+    ) async throws -> UpstreamIdentity {
         do {
             guard provider.isOpenID, provider.kind != .apple else { throw FederationFailure.unknownProvider(provider.id) }
             let now = clock.now
@@ -301,10 +305,20 @@ struct Federation: Sendable {
             let identity = try IDTokenRules.check(
                 claims, provider: provider, issuer: endpoints.issuer, audience: provider.clientId, now: now,
                 extraAudiences: provider.nativeClientIds)
-            guard let nonce, !nonce.isEmpty, let sent = claims["nonce"]?.stringValue,
-                Secrets.constantTimeEquals(sent, nonce)
-                    || Secrets.constantTimeEquals(sent, Base64URL.encode(Data(SHA256.hash(data: Data(nonce.utf8)))))
-            else { throw FederationFailure.nonceMismatch }
+            // `IDTokenRules.check` required both.
+            guard let issuer = claims["iss"]?.stringValue, let expiry = claims["exp"]?.doubleValue else {
+                throw FederationFailure.invalidIdentity("no iss or exp")
+            }
+            do {
+                try await nonces.accept(
+                    token: idToken, nonce: nonce, nonceClaim: claims["nonce"]?.stringValue, issuer: issuer, jti: claims["jti"]?.stringValue,
+                    issuedAt: claims["iat"]?.doubleValue, expiresAt: expiry, clientId: clientId)
+            } catch let refusal as NativeTokenRefusal {
+                switch refusal {
+                case .nonceNotIssued, .nonceMismatch: throw FederationFailure.nonceMismatch
+                case .tooOld, .replayed: throw FederationFailure.invalidIdentity(refusal.description)
+                }
+            }
             metrics.signIn(.federated, .success)
             return identity
         } catch let failure as FederationFailure {

@@ -44,14 +44,15 @@ public enum DefaultFlows {
                         "signin:forms.credentials.passkey.label"
                     )
                 ]),
-            // Passkey: discoverable, or username-first when a username was typed before choosing the passkey action.
+            // Passkey: discoverable, or username-first when a username was typed before choosing the passkey action. It
+            // goes on to `mfa_resolve` as a password does: a passkey without user verification is one factor.
             FlowNode(
                 id: "passkey_challenge", kind: .task, executor: "PasskeyAuthExecutor", properties: ["mode": "challenge"], next: "prompt_passkey"),
             prompt(
                 "prompt_passkey", title: "signin:forms.passkey.title", inputs: assertionInputs, labels: [:],
                 actions: [(FlowActionSpec(ref: "action_assertion", next: "passkey_verify", type: "SUBMIT"), "signin:forms.passkey.submit.label")]),
             FlowNode(
-                id: "passkey_verify", kind: .task, executor: "PasskeyAuthExecutor", properties: ["mode": "verify"], next: "assert",
+                id: "passkey_verify", kind: .task, executor: "PasskeyAuthExecutor", properties: ["mode": "verify"], next: "mfa_resolve",
                 onFailure: "passkey_challenge"),
             FlowNode(id: "password_auth", kind: .task, executor: "PasswordAuthenticator", next: "mfa_resolve", onFailure: "prompt_credentials"),
             FlowNode(

@@ -98,8 +98,11 @@ struct HostedLoginController: Sendable {
         let amr: [String]
         if let ticket = try params.single("tkn"), !ticket.isEmpty {
             // The page's passkey button: the reachFive endpoints verified the passkey and issued a ticket for this
-            // application; redeeming it here (once) stands for the password.
-            guard let claims = try? await ownTokens.redeemLoginTicket(ticket, clientId: pending.request.clientId, logger: logger),
+            // application; redeeming it here (once) stands for the password. A ticket that still owes the second
+            // factor (`mfa_pending`, a passkey without user verification) is taken too: `afterFirstFactor` asks for it.
+            guard
+                let claims = try? await ownTokens.redeemLoginTicket(
+                    ticket, clientId: pending.request.clientId, allowMFAPending: true, logger: logger),
                 let owner = try await store.user(id: claims.sub), !owner.disabled
             else {
                 return fail(LocalizedMessage("page.login.passkey_failed"), .unauthorized, logger: logger)
@@ -140,23 +143,23 @@ struct HostedLoginController: Sendable {
         fail: (LocalizedMessage, HTTPResponse.Status) -> Response
     ) async throws -> Response {
         let logger = origin.logger
-        if AuthenticationMethods.isMultiFactor(amr) {
+        // One decision for every front door (`SignInCompletion`); the device grant's verification signs in here too.
+        let essential = ClaimsRequest.from(stored: pending.request.claims)?.requiresMultiFactor == true
+        switch try await accounts.completion(of: user, amr: amr, client: client, multiFactorEssential: essential) {
+        case .complete:
             return try await completeLogin(pending, requestId: requestId, user: user, amr: amr, authTime: authTime, origin: origin)
-        }
-        if let kind = try await accounts.enrolledSecondFactor(of: user) {
+        case .secondFactorOwed(let kind):
             return try await beginSecondFactor(
                 kind, pending: pending, requestId: requestId, user: user, amr: amr, authTime: authTime,
                 client: client, locale: locale)
-        }
-        // No second factor enrolled: fine unless the application requires one (an unknown application is refused), or
-        // the request made a multi-factor `acr` essential (OpenID Connect Core §5.5.1.1: a failed sign-in).
-        guard let client, !client.requireMFA, ClaimsRequest.from(stored: pending.request.claims)?.requiresMultiFactor != true else {
+        case .refused:
+            // The application requires MFA (an unknown application is refused), or the request made a multi-factor
+            // `acr` essential (OpenID Connect Core §5.5.1.1: a failed sign-in), and the account has no second factor.
             logger.notice(
                 "hosted sign-in refused: the application requires MFA and the account has no second factor",
                 metadata: ["client": .string(pending.request.clientId)])
             return fail(LocalizedMessage("login.mfa_not_enrolled"), .forbidden)
         }
-        return try await completeLogin(pending, requestId: requestId, user: user, amr: amr, authTime: authTime, origin: origin)
     }
 
     // MARK: Federation

@@ -61,3 +61,21 @@ extension OwnTokens {
         }
     }
 }
+
+extension OwnTokens {
+    /// The reachFive answer to a proven first factor, as `SignInCompletion` decided it: a ticket `/oauth/authorize`
+    /// redeems when the sign-in is complete; an `mfa_pending` ticket with `mfa_required` when the account's second
+    /// factor is owed (only the step-up endpoints take it); a 403 when the application or request needs a second
+    /// factor the account does not have.
+    func ticketAnswer(_ completion: SignInCompletion, user: UserRecord, clientId: String, amr: [String]) async throws -> TicketBody {
+        switch completion {
+        case .complete:
+            return TicketBody(tkn: try await mintLoginTicket(user: user, clientId: clientId, amr: amr))
+        case .secondFactorOwed:
+            return TicketBody(tkn: try await mintLoginTicket(user: user, clientId: clientId, amr: amr, mfaPending: true), mfaRequired: true)
+        case .refused:
+            throw APIError.login(
+                .forbidden, LocalizedMessage("login.mfa_not_enrolled"), "the application requires MFA and the user has no second factor")
+        }
+    }
+}

@@ -139,9 +139,12 @@ struct ReachFivePasskeyController: Sendable {
             try await passkeys.finishPasskeyAuthentication(
                 assertion, origin: AuditOrigin(client: body.string("client_id").map { String($0.prefix(128)) }, address: address, logger: logger))
         }
+        // A passkey without user verification is one factor: the account's second factor is owed after it, as after a
+        // password (`SignInCompletion`).
+        let client = try await store.client(id: result.clientId)?.configuration
+        let completion = try await accounts.completion(of: result.user, amr: result.amr, client: client, multiFactorEssential: false)
         return try Responses.json(
-            TicketBody(tkn: try await ownTokens.mintLoginTicket(user: result.user, clientId: result.clientId, amr: result.amr)),
-            noStore: true)
+            try await ownTokens.ticketAnswer(completion, user: result.user, clientId: result.clientId, amr: result.amr), noStore: true)
     }
 
     // MARK: The signed-in account's passkeys

@@ -43,19 +43,11 @@ struct ReachFivePasswordController: Sendable {
             let status: HTTPResponse.Status = if case .throttled = outcome { .tooManyRequests } else { .unauthorized }
             throw APIError.login(status, message, "password sign-in refused: \(message.key)")
         }
-        // The same rule as the hosted page and the flows: a factor counts when it can be asked for (emailed codes need
-        // a verified address).
-        if try await accounts.enrolledSecondFactor(of: user) != nil {
-            let ticket = try await ownTokens.mintLoginTicket(user: user, clientId: client.clientId, amr: ["pwd"], mfaPending: true)
-            return try Responses.json(TicketBody(tkn: ticket, mfaRequired: true), noStore: true)
-        }
-        if client.requireMFA {
-            throw APIError.login(
-                .forbidden, LocalizedMessage("login.mfa_not_enrolled"),
-                "the application requires MFA and the user has no second factor")
-        }
+        // The same decision as the hosted page and the flows (`SignInCompletion`): a factor counts when it can be
+        // asked for (emailed codes need a verified address).
+        let completion = try await accounts.completion(of: user, amr: ["pwd"], client: client, multiFactorEssential: false)
         return try Responses.json(
-            TicketBody(tkn: try await ownTokens.mintLoginTicket(user: user, clientId: client.clientId, amr: ["pwd"])), noStore: true)
+            try await ownTokens.ticketAnswer(completion, user: user, clientId: client.clientId, amr: ["pwd"]), noStore: true)
     }
 
     /// reachFive `initialize()` bootstrap: the scopes the application may ask for.

@@ -89,6 +89,12 @@ struct StepUpController: Sendable {
         guard let user = try await store.user(id: ticket.sub), !user.disabled else {
             throw APIError.login(.unauthorized, LocalizedMessage("login.expired"), "the account can no longer sign in")
         }
+        // The step-up is how a native sign-in whose second factor is owed completes (`SignInCompletion`): an account
+        // without one it could be asked for, for an application that requires one, has nothing to step up with.
+        if case .refused = try await accounts.completion(of: user, amr: ticket.amr, client: client, multiFactorEssential: false) {
+            throw APIError.login(
+                .forbidden, LocalizedMessage("login.mfa_not_enrolled"), "the application requires MFA and the user has no second factor")
+        }
         let factors = try await store.factors(userId: user.id)
         let amr = factors.map { $0.kind == .totp ? "otp" : "email" }
         let now = Int(clock.now.timeIntervalSince1970)

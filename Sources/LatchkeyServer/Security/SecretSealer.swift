@@ -23,6 +23,8 @@ public struct SecretSealer: Sendable {
     private let codeDigestKey: Data
     /// The HMAC key of DPoP nonces: every instance sharing the key-encryption key issues and accepts the same ones.
     private let dpopNonceKey: Data
+    /// The HMAC key of native sign-in nonces (`NativeSignInNonces`): any instance accepts another's.
+    private let nativeSignInNonceKey: Data
 
     /// `keyEncryptionKey` must be 32 bytes.
     public init(keyEncryptionKey: Data) throws {
@@ -36,6 +38,7 @@ public struct SecretSealer: Sendable {
         sealingKey = derive("latchkey secrets at rest v1")
         codeDigestKey = derive("latchkey one-time code digest v1")
         dpopNonceKey = derive("latchkey dpop nonce v1")
+        nativeSignInNonceKey = derive("latchkey native sign-in nonce v1")
     }
 
     static func isSealed(_ stored: String) -> Bool { stored.hasPrefix(prefix) }
@@ -62,6 +65,11 @@ public struct SecretSealer: Sendable {
     /// The DPoP nonce of time window `window` (RFC 9449 §8): unguessable without the key, the same on every instance.
     func dpopNonce(window: Int64) -> String {
         Base64URL.encode(Data(HMAC<SHA256>.authenticationCode(for: Data("dpop-nonce:\(window)".utf8), using: SymmetricKey(data: dpopNonceKey))))
+    }
+
+    /// HMAC-SHA256 of a native sign-in nonce's fields (`NativeSignInNonces`): unforgeable without the key.
+    func nativeSignInNonceMAC(_ fields: String) -> Data {
+        Data(HMAC<SHA256>.authenticationCode(for: Data(fields.utf8), using: SymmetricKey(data: nativeSignInNonceKey)))
     }
 
     /// HMAC-SHA256 of a short code under the server's key: not reversible from the database alone.

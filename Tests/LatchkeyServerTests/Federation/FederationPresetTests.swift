@@ -52,19 +52,21 @@ struct FederationPresetTests {
             return try await TestBrowser().get(
                 fixture.server.base + "/oauth/authorize?" + (fixture.server.authorizeURL(options).split(separator: "?").last ?? ""))
         }
-        let nonce = "nonce-from-the-app"
-        // The app's own client id (Google's iOS client) as the audience, the nonce as sent.
+        // The server's nonce (R3-3): the app's own client id (Google's iOS client) as the audience, the nonce as sent.
+        let nonce = try await fixture.server.nativeNonce()
         let native = try await exchange(try fixture.upstream.idToken(audience: "ios-client-id", nonce: nonce), nonce: nonce)
         #expect(native.status == 302 && native.locationQuery["code"] != nil, "\(native.status) \(native.location ?? native.text)")
-        // Or its SHA-256 (as Apple does it).
-        let hashed = Base64URL.encode(Data(SHA256.hash(data: Data(nonce.utf8))))
-        let viaHash = try await exchange(try fixture.upstream.idToken(audience: fixture.upstream.clientId, nonce: hashed), nonce: nonce)
+        // Or its SHA-256 (as Apple does it); each nonce signs in once.
+        let second = try await fixture.server.nativeNonce()
+        let hashed = Base64URL.encode(Data(SHA256.hash(data: Data(second.utf8))))
+        let viaHash = try await exchange(try fixture.upstream.idToken(audience: fixture.upstream.clientId, nonce: hashed), nonce: second)
         #expect(viaHash.locationQuery["code"] != nil)
         // Another audience, or another nonce: refused.
-        let otherAudience = try await exchange(try fixture.upstream.idToken(audience: "someone-else", nonce: nonce), nonce: nonce)
+        let third = try await fixture.server.nativeNonce()
+        let otherAudience = try await exchange(try fixture.upstream.idToken(audience: "someone-else", nonce: third), nonce: third)
         #expect(otherAudience.locationQuery["error"] == "access_denied")
         #expect(otherAudience.locationQuery["error_user_msg"]?.contains("Google") == true, "the provider named, not a placeholder")
-        let otherNonce = try await exchange(try fixture.upstream.idToken(audience: "ios-client-id", nonce: "another"), nonce: nonce)
+        let otherNonce = try await exchange(try fixture.upstream.idToken(audience: "ios-client-id", nonce: "another"), nonce: third)
         #expect(otherNonce.locationQuery["error"] == "access_denied")
         // A provider the application does not offer.
         var options = AuthorizeOptions()

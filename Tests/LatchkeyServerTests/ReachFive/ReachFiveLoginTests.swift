@@ -313,7 +313,7 @@ struct ReachFiveLoginTests {
                 await server.stop(); await issuer.stop()
             }
         }
-        let verifier = TestPKCE().verifier
+        let verifier = try await server.nativeNonce()
         let token = try issuer.identityToken(sub: "001234.apple", bundleId: Self.bundleId, verifier: verifier, email: "ada@privaterelay.appleid.com")
         var o = AuthorizeOptions()
         o.nonce = verifier
@@ -325,7 +325,7 @@ struct ReachFiveLoginTests {
         let sub = try #require(claims["sub"]?.stringValue)
 
         // Apple sends the name only the first time; the account keeps it and stays the same.
-        let verifier2 = TestPKCE().verifier
+        let verifier2 = try await server.nativeNonce()
         let again = try issuer.identityToken(sub: "001234.apple", bundleId: Self.bundleId, verifier: verifier2, email: "ada@privaterelay.appleid.com")
         var o2 = AuthorizeOptions()
         o2.nonce = verifier2
@@ -345,14 +345,14 @@ struct ReachFiveLoginTests {
             }
         }
         let demo = try #require(try await server.server.user(username: "demo@example.com"))
-        let verifier = TestPKCE().verifier
+        let verifier = try await server.nativeNonce()
         let token = try issuer.identityToken(sub: "apple-demo", bundleId: Self.bundleId, verifier: verifier, email: "demo@example.com")
         var o = AuthorizeOptions()
         o.nonce = verifier
         let result = try await tokens(server, o, ["provider": "apple", "id_token": token])
         #expect(try await server.verifiedClaims(try #require(result["id_token"] as? String))["sub"]?.stringValue == demo.id)
         // The same email unverified must not take over the account: it gets an account of its own.
-        let verifier2 = TestPKCE().verifier
+        let verifier2 = try await server.nativeNonce()
         let unverified = try issuer.identityToken(
             sub: "apple-other", bundleId: Self.bundleId, verifier: verifier2, email: "demo@example.com",
             emailVerified: false)
@@ -365,7 +365,7 @@ struct ReachFiveLoginTests {
         let squatter = try await server.server.createUser(
             username: "victim@example.com", password: "squatter's password",
             claims: ["email": "victim@example.com"])
-        let verifier3 = TestPKCE().verifier
+        let verifier3 = try await server.nativeNonce()
         let victim = try issuer.identityToken(sub: "apple-victim", bundleId: Self.bundleId, verifier: verifier3, email: "victim@example.com")
         var o3 = AuthorizeOptions()
         o3.nonce = verifier3
@@ -384,7 +384,7 @@ struct ReachFiveLoginTests {
                 await server.stop(); await issuer.stop()
             }
         }
-        let verifier = TestPKCE().verifier
+        let verifier = try await server.nativeNonce()
         var sentVerifier: String? = verifier
         var token: String
         var expectedKey = "apple.failed"
@@ -425,7 +425,7 @@ struct ReachFiveLoginTests {
                 await server.stop(); await issuer.stop()
             }
         }
-        let verifier = TestPKCE().verifier
+        let verifier = try await server.nativeNonce()
         let token = try issuer.identityToken(sub: "s", bundleId: Self.bundleId, verifier: verifier, email: nil)
         #expect(try await apple(server, token: token, verifier: verifier).locationQuery["error"] == "access_denied")
         let google = try await authorize(server, AuthorizeOptions(), ["provider": "google", "id_token": token])

@@ -19,20 +19,25 @@ enum AuthenticationExecutors {
         }
     }
 
-    /// Branches `totp`, `email_otp` or `none` by what the user has enrolled (TOTP first: it needs no delivery).
+    /// Branches `totp`, `email_otp` or `none` by what the user has enrolled (TOTP first: it needs no delivery), as every
+    /// other front door decides it (`SignInCompletion`): `none` when the first factor was already multi-factor (a
+    /// provider trusted with its MFA), a failure when the application (`require_mfa`) or the node (`required`) needs
+    /// a second factor the account does not have.
     static func resolveSecondFactor(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         guard let userId = run.state.userId, let user = try await services.store.user(id: userId) else { return .fail(.invalidCredentials) }
-        switch try await services.accounts.enrolledSecondFactor(of: user) {
-        case .totp:
+        let completion = try await services.accounts.completion(
+            of: user, amr: run.state.amr, client: run.client, multiFactorEssential: node.properties?["required"] == "true")
+        switch completion {
+        case .secondFactorOwed(.totp):
             run.state.additionalData = ["mfaMethod": "totp", "otpLength": "6", "otpNumericOnly": "true"]
             return .branch("totp")
-        case .email:
+        case .secondFactorOwed(.email):
             return .branch("email_otp")
-        case nil:
-            break
+        case .refused:
+            return .fail(.mfaNotEnrolled)
+        case .complete:
+            return .branch("none")
         }
-        if run.client.requireMFA || node.properties?["required"] == "true" { return .fail(.mfaNotEnrolled) }
-        return .branch("none")
     }
 
     /// RFC 6238 through `TOTPVerifier` (±1 step, each step accepted once). Five wrong codes end the execution, and

@@ -5,6 +5,15 @@ enum SessionExecutors {
     static func assert(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         guard let userId = run.state.userId, let user = try await services.store.user(id: userId) else { return .fail(.invalidCredentials) }
         guard !user.disabled else { return .fail(.accountDisabled) }
+        // The finish of every sign-in graph, the configured ones included: a graph that reaches it without the
+        // account's second factor (a passkey without user verification, a custom graph without `MFAResolver`) ends
+        // here, not in an assertion (`SignInCompletion`). `require_mfa` is the token exchange's to refuse, as before.
+        if case .secondFactorOwed = try await services.accounts.completion(
+            of: user, amr: run.state.amr, client: run.client, multiFactorEssential: false)
+        {
+            run.logger.notice("flow reached its end with the account's second factor still owed", metadata: ["user": .string(user.id)])
+            return .fail(.badRequest("the sign-in reached its end without the account's second factor"))
+        }
         run.assertion = try await services.ownTokens.mintFlowAssertion(
             user: user, applicationId: run.state.applicationId, flowType: run.state.flowType,
             amr: run.state.amr, authTime: run.state.authTime ?? services.clock.now, origin: run.auditOrigin)

@@ -24,6 +24,11 @@ struct AuthorizeController: Sendable {
     let references: RequestObjectReference
     /// Third-party applications' consent, asked before an SSO session answers for them.
     let consent: ConsentGate
+    /// The application's native sign-in policy (`browser` refused, `mobile` attested), applied to the native
+    /// provider exchanges as to every other native front door.
+    let nativeSignIn: NativeSignInPolicy
+    /// The server's nonces for native provider sign-in, and the spending of upstream tokens.
+    let nativeNonces: NativeSignInNonces
 
     private var store: any UserStore & ClientStore & LoginRequestStore & PushedRequestStore { kit.store }
     private var clock: ServerClock { kit.clock }
@@ -118,7 +123,7 @@ struct AuthorizeController: Sendable {
             // `idp`, it names the identity provider to go to straight away.
             let provider = try params.single("provider")
             if let provider, try params.single("id_token") != nil {
-                return try await authorizeWithProvider(provider, params, authRequest, client: client, origin: origin)
+                return try await authorizeWithProvider(provider, params, authRequest, client: client, request: request, origin: origin)
             }
             // `fidp` is thunderID's name for the same hint.
             let hint = try params.single("idp") ?? params.single("fidp") ?? provider
@@ -155,11 +160,16 @@ struct AuthorizeController: Sendable {
         guard let user = try await store.user(id: claims.sub), !user.disabled else {
             throw OAuthError(.accessDenied, "the account can no longer sign in")
         }
-        // require_mfa holds here too: a ticket proves one factor unless its amr says otherwise (a password ticket of an
-        // account without a second factor, or a passkey used without user verification).
-        if let client = try await store.client(id: authRequest.clientId)?.configuration, client.requireMFA,
-            !AuthenticationMethods.isMultiFactor(claims.amr)
-        {
+        // The endpoint that issued the ticket decided already (`SignInCompletion`); deciding again here keeps a ticket
+        // from outliving the decision (a factor enrolled since, an essential multi-factor `acr` on this request).
+        let client = try await store.client(id: authRequest.clientId)?.configuration
+        let essential = ClaimsRequest.from(stored: authRequest.claims)?.requiresMultiFactor == true
+        switch try await accounts.completion(of: user, amr: claims.amr, client: client, multiFactorEssential: essential) {
+        case .complete:
+            break
+        case .secondFactorOwed:
+            throw OAuthError(.accessDenied, "the login ticket still needs a second factor")
+        case .refused:
             throw OAuthError(.accessDenied, "the application requires a second factor")
         }
         let session = try await sessions.open(
@@ -169,32 +179,62 @@ struct AuthorizeController: Sendable {
 
     /// Native provider token exchange (reachFive `login(withProvider:idToken:nonce:…)`): Sign in with Apple, or the ID
     /// token of an OpenID provider the application offers (Google Sign-In's).
+    ///
+    /// In order: the application's native sign-in policy (before the token is even read: a `browser` application is
+    /// refused outright, a `mobile` one needs its attestation); the token and its server-issued nonce, both spent
+    /// (`NativeSignInNonces`); the account; then `SignInCompletion`. An account that owes its second factor gets no
+    /// code: the answer is `error=interaction_required` with an `mfa_pending` login ticket (`tkn`, `mfa_required=true`)
+    /// that only the step-up endpoints take — the SDK continues there as after a password, and any other client falls
+    /// back to the hosted page, which asks for the factor itself.
     private func authorizeWithProvider(
         _ provider: String, _ params: Parameters, _ authRequest: AuthorizationRequest,
-        client: ClientConfiguration, origin: AuditOrigin
+        client: ClientConfiguration, request: Request, origin: AuditOrigin
     ) async throws -> Response {
         let logger = origin.logger
-        guard provider == "apple" || provider.hasPrefix("apple:") else {
+        try nativeSignIn.requireNativeSignInAllowed(client: client, attestation: request.headers[.attestationToken])
+        let user: UserRecord
+        let amr: [String]
+        if provider == "apple" || provider.hasPrefix("apple:") {
+            user = try await apple.signInWithApple(
+                idToken: try params.required("id_token"), nonce: try params.single("nonce"), client: client,
+                givenName: try params.single("given_name"), familyName: try params.single("family_name"), nonces: nativeNonces,
+                logger: logger)
+            // RFC 8176 `fed`: Apple authenticated the user; we cannot see how, so it never counts as a second factor.
+            amr = ["fed"]
+        } else {
             let configured = try federation.provider(provider, for: client)
-            // The provider's checks are invisible here unless it asserts them; a native exchange has no page to ask for
-            // the account's own second factor on.
+            // The provider's checks are invisible here unless it asserts them (and is trusted with them).
             let identity = try await federation.verifyNativeIDToken(
-                try params.required("id_token"), nonce: try params.single("nonce"), provider: configured)
-            guard !client.requireMFA || identity.assertsMFA else { throw OAuthError(.accessDenied, "the application requires a second factor") }
-            let user = try await federatedAccounts.signIn(identity, provider: configured, client: client, origin: origin)
-            let session = try await sessions.open(userId: user.id, authTime: clock.now, amr: identity.amr, origin: origin)
-            return try await responses.issueCode(authRequest, user: user, session: session, afterPost: false)
+                try params.required("id_token"), nonce: try params.single("nonce"), provider: configured, clientId: client.clientId,
+                nonces: nativeNonces)
+            user = try await federatedAccounts.signIn(identity, provider: configured, client: client, origin: origin)
+            amr = identity.amr
         }
-        // Apple's own checks are invisible to us (`amr` fed), so an application that requires a second factor cannot
-        // accept them as one.
-        guard !client.requireMFA else { throw OAuthError(.accessDenied, "the application requires a second factor") }
-        let idToken = try params.required("id_token")
-        let user = try await apple.signInWithApple(
-            idToken: idToken, nonce: try params.single("nonce"), client: client,
-            givenName: try params.single("given_name"), familyName: try params.single("family_name"), logger: logger)
-        // RFC 8176 `fed`: Apple authenticated the user; we cannot see how, so it never counts as a second factor here.
-        let session = try await sessions.open(userId: user.id, authTime: clock.now, amr: ["fed"], origin: origin)
-        return try await responses.issueCode(authRequest, user: user, session: session, afterPost: false)
+        let essential = ClaimsRequest.from(stored: authRequest.claims)?.requiresMultiFactor == true
+        switch try await accounts.completion(of: user, amr: amr, client: client, multiFactorEssential: essential) {
+        case .complete:
+            let session = try await sessions.open(userId: user.id, authTime: clock.now, amr: amr, origin: origin)
+            return try await responses.issueCode(authRequest, user: user, session: session, afterPost: false)
+        case .secondFactorOwed:
+            logger.info("native provider sign-in owes the account's second factor", metadata: ["client": .string(client.clientId)])
+            let ticket = try await ownTokens.mintLoginTicket(user: user, clientId: client.clientId, amr: amr, mfaPending: true)
+            return secondFactorOwed(ticket: ticket, authRequest)
+        case .refused:
+            throw OAuthError(.accessDenied, "the application requires a second factor")
+        }
+    }
+
+    /// The native exchanges' answer when the account's second factor is owed: an OAuth error redirect
+    /// (`interaction_required`, OpenID Connect Core §3.1.2.6) with `state` and `iss`, carrying the `mfa_pending`
+    /// ticket for the step-up. The ticket opens nothing but the step-up, which needs the factor itself.
+    private func secondFactorOwed(ticket: String, _ authRequest: AuthorizationRequest) -> Response {
+        let parameters: [(String, String?)] = [
+            ("error", "interaction_required"),
+            ("error_description", "the account's second factor is required: continue with the step-up, or sign in on the hosted page"),
+            ("mfa_required", "true"), ("tkn", ticket), ("state", authRequest.state), ("iss", kit.issuer)
+        ]
+        if authRequest.responseMode == FormPostResponse.mode { return FormPostResponse.page(parameters, redirectUri: authRequest.redirectUri) }
+        return Responses.redirect(to: RedirectURL.appending(parameters, to: authRequest.redirectUri))
     }
 
     /// The configured name of the provider a native sign-in named (for the person's message), else the id as sent,

@@ -437,7 +437,7 @@ enum OpenAPIDocument {
             "schema": {
               "type": "string"
             },
-            "description": "With `provider`: the provider's ID token (Apple's identity token, Google Sign-In's), checked against its keys, issuer, audience and `nonce`."
+            "description": "With `provider`: the provider's ID token (Apple's identity token, Google Sign-In's), checked against its keys, issuer, audience and expiry; its `nonce` must be the server's (`POST /identity/v1/native-nonce`, sent as `nonce`) or that value's base64url SHA-256, its `iat` at most 5 minutes old, and the token and nonce are spent once. The application's native sign-in policy applies first (`browser` 403, `mobile` needs `Attestation-Token`). An account that owes its second factor gets `error=interaction_required&mfa_required=true&tkn=<mfa_pending ticket>` for `/identity/v1/mfa/stepup`, never a code."
           },
           {
             "name": "given_name",
@@ -2356,7 +2356,7 @@ enum OpenAPIDocument {
             "schema": {
               "type": "string"
             },
-            "description": "With `provider`: the provider's ID token (Apple's identity token, Google Sign-In's), checked against its keys, issuer, audience and `nonce`."
+            "description": "With `provider`: the provider's ID token (Apple's identity token, Google Sign-In's), checked against its keys, issuer, audience and expiry; its `nonce` must be the server's (`POST /identity/v1/native-nonce`, sent as `nonce`) or that value's base64url SHA-256, its `iat` at most 5 minutes old, and the token and nonce are spent once. The application's native sign-in policy applies first (`browser` 403, `mobile` needs `Attestation-Token`). An account that owes its second factor gets `error=interaction_required&mfa_required=true&tkn=<mfa_pending ticket>` for `/identity/v1/mfa/stepup`, never a code."
           },
           {
             "name": "given_name",
@@ -9395,6 +9395,123 @@ enum OpenAPIDocument {
         }
       }
     },
+    "/identity/v1/native-nonce": {
+      "post": {
+        "operationId": "nativeSignInNonce",
+        "summary": "A nonce for one native provider sign-in (Latchkey)",
+        "description": "The server's nonce for a native provider sign-in (Sign in with Apple, Google Sign-In): 10 minutes, bound to the application, spent by `GET /oauth/authorize?…&provider=…&id_token=…&nonce=<nonce>`, whose token must carry the nonce or its base64url SHA-256 (what Sign in with Apple is given). The application's native sign-in policy applies as on every native front door.",
+        "tags": [
+          "reachFive dialect"
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/AttestationToken"
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/NativeNonceRequest"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "The nonce.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/NativeNonce"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`SSE-400` malformed body or unknown `client_id`.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ReachFiveError"
+                }
+              }
+            }
+          },
+          "401": {
+            "description": "`FES-1014`/`FES-1015`: a `mobile` application without a valid `Attestation-Token` (outside development).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ReachFiveError"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "`FES-1010`: a `browser` application signs in through the hosted page only.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ReachFiveError"
+                }
+              }
+            }
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLargeReachFive"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaTypeReachFive"
+          },
+          "429": {
+            "description": "Too many challenges from this address (`max_challenges_per_address`).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ReachFiveError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableReachFive"
+          }
+        }
+      }
+    },
     "/identity/v1/mfa/stepup": {
       "post": {
         "operationId": "mfaStepUp",
@@ -10492,7 +10609,7 @@ enum OpenAPIDocument {
           },
           "id_token": {
             "type": "string",
-            "description": "With `provider`: the provider's ID token (Apple's identity token, Google Sign-In's), checked against its keys, issuer, audience and `nonce`."
+            "description": "With `provider`: the provider's ID token (Apple's identity token, Google Sign-In's), checked against its keys, issuer, audience and expiry; its `nonce` must be the server's (`POST /identity/v1/native-nonce`, sent as `nonce`) or that value's base64url SHA-256, its `iat` at most 5 minutes old, and the token and nonce are spent once. The application's native sign-in policy applies first (`browser` 403, `mobile` needs `Attestation-Token`). An account that owes its second factor gets `error=interaction_required&mfa_required=true&tkn=<mfa_pending ticket>` for `/identity/v1/mfa/stepup`, never a code."
           },
           "given_name": {
             "type": "string",
@@ -12702,6 +12819,35 @@ enum OpenAPIDocument {
           "mfa_required": {
             "type": "boolean",
             "description": "The account has a second factor: continue with `/identity/v1/mfa/stepup`."
+          }
+        }
+      },
+      "NativeNonceRequest": {
+        "type": "object",
+        "required": [
+          "client_id"
+        ],
+        "properties": {
+          "client_id": {
+            "type": "string"
+          }
+        }
+      },
+      "NativeNonce": {
+        "type": "object",
+        "required": [
+          "nonce",
+          "expires_in"
+        ],
+        "properties": {
+          "nonce": {
+            "type": "string",
+            "maxLength": 255,
+            "description": "Give the provider this value (Google Sign-In) or its base64url SHA-256 (Sign in with Apple); send it itself as `nonce` with the ID token."
+          },
+          "expires_in": {
+            "type": "integer",
+            "description": "Seconds the nonce may be used."
           }
         }
       },
