@@ -106,6 +106,13 @@ def sign_in_with(server, client_id, username=DEMO_USER, password=DEMO_PASSWORD):
     done = session.post(server.base + "/login", data={**fields, "username": username, "password": password},
                         allow_redirects=False, timeout=20)
     assert done.status_code == 303, done.text
+    if done.headers["Location"].startswith("/consent?request="):
+        # A registered application is third-party: the person allows it on the consent page.
+        consent = session.get(server.base + done.headers["Location"], timeout=20)
+        assert consent.status_code == 200 and "Field notes" in consent.text, consent.text
+        fields = dict(re.findall(r'name="(request|csrf)" value="([^"]+)"', consent.text))
+        done = session.post(server.base + "/consent", data={**fields, "decision": "allow"}, allow_redirects=False, timeout=20)
+        assert done.status_code == 303, done.text
     code = urllib.parse.parse_qs(urllib.parse.urlparse(done.headers["Location"]).query)["code"][0]
     tokens = requests.post(server.base + "/oauth2/token", data={
         "grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT, "client_id": client_id,
@@ -174,6 +181,13 @@ def test_an_operator_runs_the_console_end_to_end(console_server):
         shots.take(browser, "user-en")
         click(browser, browser.find_element(By.XPATH, "//button[normalize-space()='Lift the lockout']"))
         assert "The lockout was lifted." in browser.find_element(By.CSS_SELECTOR, "[role=status]").text
+
+        # The account's consent to the registered application, withdrawn by the operator.
+        consents = browser.find_element(By.ID, "consents")
+        assert client_id in consents.text and "offline_access openid profile" in consents.text, consents.text
+        click(browser, consents.find_element(By.XPATH, ".//button[normalize-space()='Withdraw']"))
+        assert "The consent was withdrawn" in browser.find_element(By.CSS_SELECTOR, "[role=status]").text
+        assert client_id not in browser.find_element(By.ID, "consents").text
 
         # End the account's sessions: its refresh token is refused from then on.
         click(browser, browser.find_element(By.XPATH, "//button[normalize-space()='End every session']"))
