@@ -81,10 +81,11 @@ struct PinnedHTTPClient: Sendable {
         do { sslContext = scheme == "https" ? try tls.context() : nil } catch {
             return .failed("TLS could not be set up (\(Self.describe(error)))")
         }
-        // SNI and host-name verification use the URL's name; for an address literal there is no SNI and the
-        // certificate must name the address.
-        let serverName = InternetAddress.literal(bareHost) == nil ? bareHost : nil
-        let request = Self.head(method, url, host: host, port: port, scheme: scheme, headers: headers, bodyLength: body?.count)
+        // SNI and host-name verification use the URL's name (without the root's trailing dot, which SNI does not
+        // carry); for an address literal there is no SNI and the certificate must name the address.
+        let serverName = InternetAddress.literal(bareHost) == nil ? (bareHost.hasSuffix(".") ? String(bareHost.dropLast()) : bareHost) : nil
+        let hostField = bareHost.contains(":") ? "[\(bareHost)]" : bareHost
+        let request = Self.head(method, url, host: hostField, port: port, scheme: scheme, headers: headers, bodyLength: body?.count)
         var lastFailure = "\(shown) cannot be reached"
         for address in addresses {
             let remaining = deadline - .now()

@@ -23,7 +23,7 @@ struct ClientDocumentFetcher: Sendable {
     struct Failure: Error, Sendable, Equatable {
         let detail: String
         var reason: String { Self.publicReason }
-        static let publicReason = "it could not be fetched (the server's log says why)"
+        static let publicReason = "see the server's log"
     }
 
     private let http: PinnedHTTPClient
