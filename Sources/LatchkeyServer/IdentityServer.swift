@@ -104,7 +104,12 @@ public final class IdentityServer: Sendable {
         let outbox = configuration.outbox ?? smtp ?? fallback
 
         let issuerInForce: @Sendable () -> String = { issuerBox.withLockedValue { $0 } }
-        self.backChannelLogout = BackChannelLogout(store: store, keys: keys, issuerInForce: issuerInForce, clock: clock, logger: logger)
+        // The server's requests to URLs applications gave it (key sets, request objects, back-channel logout) reach
+        // anywhere for the configuration file's applications and only public addresses for registered ones.
+        let reach = OutboundReach(operatorClients: Set(configuration.clients.map(\.clientId)))
+        let resolver = configuration.hostResolver ?? SystemHostResolver()
+        self.backChannelLogout = BackChannelLogout(
+            store: store, keys: keys, issuerInForce: issuerInForce, clock: clock, reach: reach, resolver: resolver, logger: logger)
         let kit = TokenKit(issuerInForce: issuerInForce, store: store, keys: keys, lifetimes: configuration.lifetimes, clock: clock)
         self.kit = kit
         let accounts = Accounts(
@@ -122,7 +127,7 @@ public final class IdentityServer: Sendable {
             challengeThrottle: limiter("challenges", policy.maxChallengesPerAddress, .challenge), clock: clock, pruner: pruner)
         self.proofThrottle = limiter("dpop-proof-failures", policy.maxStartsPerAddress, .dpopProof)
         // Documents applications registered by URL: their key sets (`jwks_uri`) and request objects (`request_uris`).
-        let documents = ClientDocumentFetcher()
+        let documents = ClientDocumentFetcher(reach: reach, resolver: resolver, logger: logger)
         let clientKeys = ClientKeySets(fetcher: documents, logger: logger)
         self.clientKeys = clientKeys
         self.requestObjectReferences = RequestObjectReference(fetcher: documents)

@@ -45,7 +45,8 @@ struct RevocationAndIntrospectionTests {
     }
 
     @Test func introspectionReportsLiveAndDeadTokens() async throws {
-        let server = try await TestServer.start()
+        // backend is the resource server here: the operator marks it as an introspector (review 3, R3-9).
+        let server = try await TestServer.start { $0.makeIntrospector("backend") }
         defer { Task { await server.stop() } }
         let tokens = try await server.tokens()
         let auth = ["Authorization": basicAuth("backend", "backend-secret-0123456789")]
@@ -55,7 +56,10 @@ struct RevocationAndIntrospectionTests {
         #expect(live["username"] as? String == "demo@example.com")
         #expect(live["token_type"] as? String == "Bearer")
         #expect((live["scope"] as? String)?.contains("openid") == true)
-        let refresh = try await TestBrowser().postForm(server.base + "/oauth2/introspect", ["token": tokens.refreshToken!], headers: auth).json()
+        // A refresh token is answered only to its own client (latchkey-demo, public: its client_id).
+        let refresh = try await TestBrowser().postForm(
+            server.base + "/oauth2/introspect", ["token": tokens.refreshToken!, "client_id": "latchkey-demo"]
+        ).json()
         #expect(refresh["active"] as? Bool == true)
         #expect(refresh["token_type"] as? String == "refresh_token")
 

@@ -127,6 +127,12 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     /// consent, and its tokens manage no account without the `latchkey.account` scope (`ApplicationTrust`).
     /// Registered applications are third-party whatever this says.
     public var thirdParty = false
+    /// Whether the application may introspect (RFC 7662) access tokens issued to other applications: a resource server
+    /// the operator trusts with that (`introspection` in the configuration file). Without it an application learns
+    /// only about its own tokens and access tokens whose `aud` names it; refresh tokens only ever by their own
+    /// client. Never set by registration (`ClientMetadata` has no member for it), so registering an application does
+    /// not buy a validity oracle for everyone's tokens.
+    public var introspection = false
 
     public enum SecurityProfile: String, Codable, Sendable {
         case fapi2
@@ -209,6 +215,10 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         try validateProfile()
         if isPublic && grantTypes.contains(.clientCredentials) {
             throw ConfigurationError.invalid("public client \(clientId) cannot use client_credentials")
+        }
+        if isPublic && introspection {
+            // Anyone can act as a public client: it would make every token's validity public.
+            throw ConfigurationError.invalid("public client \(clientId) cannot be an introspector (introspection)")
         }
         for (type, graph) in flows {
             guard graph.type == type else { throw ConfigurationError.invalid("client \(clientId): flow \(graph.id) is not a \(type.rawValue) flow") }
@@ -336,6 +346,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         case logoUri = "logo_uri", policyUri = "policy_uri", tosUri = "tos_uri", clientUri = "client_uri"
         case jwksURI = "jwks_uri", requestURIs = "request_uris"
         case thirdParty = "third_party"
+        case introspection
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -378,6 +389,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         try c.encodeIfPresent(jwksURI, forKey: .jwksURI)
         if !requestURIs.isEmpty { try c.encode(requestURIs, forKey: .requestURIs) }
         if thirdParty { try c.encode(thirdParty, forKey: .thirdParty) }
+        if introspection { try c.encode(introspection, forKey: .introspection) }
     }
 
     public init(from decoder: any Decoder) throws {
@@ -446,6 +458,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         jwksURI = try c.decodeIfPresent(String.self, forKey: .jwksURI)
         requestURIs = try c.decodeIfPresent([String].self, forKey: .requestURIs) ?? []
         thirdParty = try c.decodeIfPresent(Bool.self, forKey: .thirdParty) ?? false
+        introspection = try c.decodeIfPresent(Bool.self, forKey: .introspection) ?? false
         // The profile sets the defaults of what it requires; a setting written out contradicting it stays, and start-up
         // refuses it (`validateProfile`), so a file never silently means less than it says.
         if let profile = try c.decodeIfPresent(SecurityProfile.self, forKey: .securityProfile) {

@@ -90,6 +90,10 @@ public struct ServerConfiguration: Sendable {
     /// and back-channel logout. Tests turn it off and run each pass themselves (`IdentityServer.deliverAuditWebhooks()`,
     /// `deliverBackChannelLogouts()`); not read from the configuration file.
     public var runsDeliveryLoops = true
+    /// Resolves the host names of URLs applications gave the server (`jwks_uri`, `request_uris`, back-channel logout
+    /// URIs) before it connects to a checked address (`PinnedHTTPClient`). Nil: the system's resolver. Tests give one
+    /// that answers names of their choosing; not read from the configuration file.
+    public var hostResolver: (any HostResolver)?
 
     /// The provider with this id.
     func identityProvider(_ id: String) -> IdentityProviderConfiguration? { identityProviders.first { $0.id == id } }

@@ -41,7 +41,7 @@ struct ConsentController: Sendable {
                 signedInAs: live.user.claims["email"] ?? live.user.username, scopes: pending.request.scope,
                 redirectOrigin: CSPSource.origin(of: pending.request.redirectUri)
                     ?? URLComponents(string: pending.request.redirectUri)?.scheme.map { $0 + ":" },
-                registrant: Self.registrant(of: record, locale: locale), logoUri: client.logoUri, clientUri: client.clientUri,
+                registrant: try await registrant(of: record, locale: locale), logoUri: client.logoUri, clientUri: client.clientUri,
                 policyUri: client.policyUri, tosUri: client.tosUri, locale: locale))
         return Responses.html(
             page, headers: [.setCookie: cookies.csrf(secret), .contentLanguage: locale.tag],
@@ -83,9 +83,19 @@ struct ConsentController: Sendable {
             authRequest, user: live.user, session: live.session, afterPost: true, headers: headers, interactive: interactive)
     }
 
-    /// Who registered the application, in words, for the page.
-    static func registrant(of record: ClientRecord, locale: SupportedLocale) -> String? {
-        nil
+    /// Who registered the application, in words, for the page (`ClientRecord.registeredBy`, the actor the audit trail
+    /// names): an automation by its application's name, a person (registering takes the `admin` role) as "an
+    /// administrator", open registration as "anyone". Nil for a configured application or an unknown registrant.
+    func registrant(of record: ClientRecord, locale: SupportedLocale) async throws -> String? {
+        guard record.origin == .registration, let actor = record.registeredBy else { return nil }
+        if actor == AuditEvent.anonymous { return Pages.t("page.consent.registrant.open", locale) }
+        let automation = AuditEvent.clientActor("")
+        if actor.hasPrefix(automation) {
+            let id = String(actor.dropFirst(automation.count))
+            let name = try await store.client(id: id)?.configuration.name ?? id
+            return Pages.t("page.consent.registrant.application", locale, ["client": name])
+        }
+        return Pages.t("page.consent.registrant.administrator", locale)
     }
 
     static func expiredPage(_ locale: SupportedLocale) -> Response {

@@ -32,14 +32,20 @@ public struct ClientRecord: Sendable, Equatable {
     public var previousSecretExpiresAt: Date?
     /// When a registered application was created (RFC 7591 `client_id_issued_at`).
     public var issuedAt: Date?
+    /// Who registered it, as the audit trail names actors: `client:<id>` for an automation acting for itself (client
+    /// credentials), a user id for an administrator (the console, or the API with a personal token), `anonymous` for
+    /// open registration. An automation manages only what it registered (review 3, R3-6); nil for configured
+    /// applications and for registrations older than the record (then only administrators and the application's own
+    /// registration access token manage it).
+    public var registeredBy: String?
 
     public init(
         configuration: ClientConfiguration, secretHash: Data?, origin: ClientOrigin = .configuration, registrationTokenHash: Data? = nil,
-        previousSecretHash: Data? = nil, previousSecretExpiresAt: Date? = nil, issuedAt: Date? = nil
+        previousSecretHash: Data? = nil, previousSecretExpiresAt: Date? = nil, issuedAt: Date? = nil, registeredBy: String? = nil
     ) {
         self.configuration = configuration; self.secretHash = secretHash; self.origin = origin
         self.registrationTokenHash = registrationTokenHash; self.previousSecretHash = previousSecretHash
-        self.previousSecretExpiresAt = previousSecretExpiresAt; self.issuedAt = issuedAt
+        self.previousSecretExpiresAt = previousSecretExpiresAt; self.issuedAt = issuedAt; self.registeredBy = registeredBy
     }
 
     /// The previous secret's hash while its grace period lasts.

@@ -54,7 +54,8 @@ struct DPoPTests {
 
     @Test("the SDK's session is bound: token type DPoP, cnf.jkt of its key, userinfo and SCIM with proofs, discovery and introspection say so")
     func boundSession() async throws {
-        let server = try await TestServer.start()
+        // backend introspects the session's access token as the operator's resource server (review 3, R3-9).
+        let server = try await TestServer.start { $0.makeIntrospector("backend") }
         defer { Task { await server.stop() } }
         let session = try await Self.signIn(server)
         let tokens = try await session.tokens

@@ -232,12 +232,16 @@ struct ClientRegistrationTests {
         let admin = try await server.userTokens(scope: "openid registration")
         let byAdmin = try await Self.register(server, body, token: admin.accessToken)
         #expect(byAdmin.status == 201, "\(byAdmin.text)")
-        // A registration access token manages its own application only; an initial access token manages any.
+        // A registration access token manages its own application only. An initial access token: an administrator's
+        // manages any registered application, an automation's only those it registered (review 3, R3-6: before, any
+        // registration token managed the administrator's application too).
         let other = try await Self.register(server, body, token: try await server.clientToken(scope: "registration"))
         let foreign = try await Self.manage(
             server, "GET", byAdmin, token: try #require(try other.string("registration_access_token")))
         #expect(foreign.status == 401)
-        #expect(try await Self.manage(server, "GET", byAdmin, token: try await server.clientToken(scope: "registration")).status == 200)
+        #expect(try await Self.manage(server, "GET", byAdmin, token: try await server.clientToken(scope: "registration")).status == 401)
+        #expect(try await Self.manage(server, "GET", other, token: try await server.clientToken(scope: "registration")).status == 200)
+        #expect(try await Self.manage(server, "GET", byAdmin, token: try await server.clientToken(scope: "registration scim.admin")).status == 200)
         #expect(try await Self.manage(server, "GET", byAdmin, token: try await server.clientToken(scope: "api.read")).status == 403)
         // Configured applications are read here, changed only in the file.
         let registrar = try await server.clientToken(scope: "registration")

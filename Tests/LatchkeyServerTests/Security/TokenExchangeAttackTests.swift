@@ -159,13 +159,16 @@ struct TokenExchangeAttackTests {
 
     @Test("a disabled user's tokens are inactive at introspection and cannot be exchanged")
     func disabledUsersTokensAreDead() async throws {
-        let server = try await TestServer.start()
+        // backend introspects access tokens as the operator's resource server; a refresh token is asked about by its
+        // own client (review 3, R3-9).
+        let server = try await TestServer.start { $0.makeIntrospector("backend") }
         defer { Task { await server.stop() } }
         let tokens = try await server.tokens()
         let introspect = { (token: String) async throws -> [String: Any] in
-            try await TestBrowser().postForm(
-                server.base + "/oauth2/introspect", ["token": token],
-                headers: ["Authorization": basicAuth("backend", "backend-secret-0123456789")]
+            let ownClient = token == tokens.refreshToken
+            return try await TestBrowser().postForm(
+                server.base + "/oauth2/introspect", ownClient ? ["token": token, "client_id": "latchkey-demo"] : ["token": token],
+                headers: ownClient ? [:] : ["Authorization": basicAuth("backend", "backend-secret-0123456789")]
             ).json()
         }
         #expect(try await introspect(tokens.accessToken)["active"] as? Bool == true)

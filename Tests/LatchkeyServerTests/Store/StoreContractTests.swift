@@ -1078,9 +1078,10 @@ struct StoreContractTests {
             let configuration = ClientConfiguration(clientId: "app", name: "App", redirectUris: ["https://app.example/callback"])
             let record = ClientRecord(
                 configuration: configuration, secretHash: Make.bytes(), origin: .registration, registrationTokenHash: Make.bytes(),
-                previousSecretHash: Make.bytes(), previousSecretExpiresAt: at(600), issuedAt: at(1))
+                previousSecretHash: Make.bytes(), previousSecretExpiresAt: at(600), issuedAt: at(1), registeredBy: "client:automation")
             try await store.insertClient(record)
             #expect(try await store.client(id: "app") == record, "every column reads back")
+            #expect(try await store.client(id: "app")?.registeredBy == "client:automation", "who registered it (review 3, R3-6)")
             await Make.expectConflict("the id is taken") { try await store.insertClient(record) }
             #expect(record.previousSecretHash(at: at(599)) == record.previousSecretHash)
             #expect(record.previousSecretHash(at: at(600)) == nil, "the grace period ends")

@@ -19,8 +19,9 @@ struct RequestObjectReference: Sendable {
             throw OAuthError(.invalidRequestURI, "request_uri is not one of the client's registered request_uris")
         }
         let body: Data
-        do { body = try await fetcher.fetch(url, accept: "application/oauth-authz-req+jwt, application/jwt") } catch {
-            throw OAuthError(.invalidRequestURI, "the request object at request_uri could not be fetched: \(error.reason)")
+        do { body = try await fetcher.fetch(url, accept: "application/oauth-authz-req+jwt, application/jwt", client: client.clientId) } catch {
+            // The fetcher logged why; the redirect URI learns only that it failed (`ClientDocumentFetcher.Failure`).
+            throw OAuthError(.invalidRequestURI, "the request object at request_uri could not be fetched")
         }
         guard let text = String(data: body, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else {
             throw OAuthError(.invalidRequestURI, "the answer at request_uri is not a request object")

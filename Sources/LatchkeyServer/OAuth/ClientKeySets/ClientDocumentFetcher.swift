@@ -1,41 +1,68 @@
 import Foundation
+import Logging
 
 /// Documents an application registered by URL, fetched by the server: its key set (`jwks_uri`, RFC 7591 §2) and its
 /// request objects (`request_uris`, RFC 9101 §5.2, OpenID Connect Core §6.2). Each fetch is a GET with a
-/// `timeoutSeconds` bound on the whole exchange, a body of at most `maximumBytes` (the transfer is cut past them), no
-/// redirect followed and no cookie (`OutboundHTTP`); only a 200 is a document.
+/// `timeoutSeconds` bound on the whole exchange (the lookup included), a body of at most `maximumBytes` (the transfer is
+/// cut past them), no redirect followed and no cookie (`PinnedHTTPClient`); only a 200 is a document.
 ///
 /// Only URLs the application registered are fetched, never one a request names (`RequestObjectReference` matches a
 /// request's `request_uri` against the registered ones first): a server-side fetch of a URL anyone chooses is an SSRF
-/// surface. What may be registered is `ClientDocumentURL`'s rule.
+/// surface. What may be registered is `ClientDocumentURL`'s rule; where a registered URL may lead is checked again at
+/// every fetch, on the addresses its host resolves to then (`OutboundReach`).
+///
+/// Why a fetch failed is written to the server's log, never told to the application: the status, size or network
+/// error of whatever answered at a URL would tell a registrant which ports are open behind the server.
 struct ClientDocumentFetcher: Sendable {
     static let maximumBytes = 64 * 1024
     static let timeoutSeconds = 5
 
-    /// Why a document could not be fetched: technical English, naming the host but neither the path nor the query
-    /// (a request URI may carry a token of the client's).
+    /// A document could not be fetched. `detail` (technical English, naming the host but neither the path nor the
+    /// query: a request URI may carry a token of the client's) is for the server's log; the application is told only
+    /// `reason`, the same for every failure.
     struct Failure: Error, Sendable, Equatable {
-        let reason: String
+        let detail: String
+        var reason: String { Self.publicReason }
+        static let publicReason = "see the server's log"
     }
 
-    private let http: OutboundHTTP
+    private let http: PinnedHTTPClient
+    private let reach: OutboundReach
+    private let logger: Logger
 
-    init(timeoutSeconds: Int = timeoutSeconds) {
-        http = OutboundHTTP(timeoutSeconds: timeoutSeconds)
+    init(reach: OutboundReach, resolver: any HostResolver = SystemHostResolver(), timeoutSeconds: Int = timeoutSeconds, logger: Logger) {
+        http = PinnedHTTPClient(resolver: resolver, timeoutSeconds: timeoutSeconds)
+        self.reach = reach
+        self.logger = logger
     }
 
-    /// The body of a 200 answer to a GET of `url`.
-    func fetch(_ url: URL, accept: String) async throws(Failure) -> Data {
+    /// The body of a 200 answer to a GET of `url`, which `client` registered.
+    func fetch(_ url: URL, accept: String, client: String) async throws(Failure) -> Data {
         let host = ClientMetadata.printable(url.host ?? "")
-        switch await http.get(url, accept: accept, maximumBytes: Self.maximumBytes) {
-        case .answer(200, let body): return body
-        case .answer(let status, _) where (300..<400).contains(status):
-            throw Failure(reason: "\(host) answered \(status) (redirects are not followed)")
-        case .answer(let status, _): throw Failure(reason: "\(host) answered \(status)")
-        case .tooLarge: throw Failure(reason: "\(host) answered more than \(Self.maximumBytes / 1024) KiB")
-        case .unreachable(let why): throw Failure(reason: "\(host) \(why)")
+        let detail: String
+        switch await http.send(
+            .GET, url, headers: [("Accept", accept), ("User-Agent", "Latchkey")], maximumBytes: Self.maximumBytes, reach: reach.of(client: client))
+        {
+        case .response(200, let body): return body
+        case .response(let status, _) where (300..<400).contains(status): detail = "\(host) answered \(status) (redirects are not followed)"
+        case .response(let status, _): detail = "\(host) answered \(status)"
+        case .tooLarge: detail = "\(host) answered more than \(Self.maximumBytes / 1024) KiB"
+        case .failed(let why): detail = why
         }
+        logger.warning(
+            "an application's document could not be fetched", metadata: ["client": .string(client), "reason": .string(detail)])
+        throw Failure(detail: detail)
     }
+}
+
+/// Where the server's requests for an application may go (`PinnedHTTPClient.Reach`): anywhere for an application of
+/// the configuration file (the operator may name a loopback or internal service on purpose), public addresses only for
+/// one registered through the API.
+struct OutboundReach: Sendable {
+    /// The ids of the applications of the configuration file.
+    let operatorClients: Set<String>
+
+    func of(client: String) -> PinnedHTTPClient.Reach { operatorClients.contains(client) ? .any : .publicOnly }
 }
 
 /// What a URL the server itself contacts may be (a fetched document, a back-channel logout URI): absolute, `https`, or `http` to a loopback host only when the operator set
@@ -55,11 +82,11 @@ enum ClientDocumentURL {
         }
         guard url.user == nil, url.password == nil else { return "\(member): \(shown) carries user information" }
         if !fragmentAllowed, url.fragment != nil { return "\(member): \(shown) has a fragment" }
-        // Through registration, not the server's own network by address: a loopback or private address literal would
-        // let anyone who may register aim the server's requests (and its error messages) at services behind it.
-        // (A public name that resolves to such an address is not caught here: deployments that open registration
-        // to strangers keep the server's egress firewalled.)
-        if !operatorSet, LoopbackHost.isLoopback(host) || PrivateAddress.isPrivateLiteral(host) {
+        // Through registration, not the server's own network by address: a loopback or private address literal, in
+        // any spelling a resolver reads (`InternetAddress`), would let anyone who may register aim the server's
+        // requests at services behind it. A name is checked where it matters, on the addresses it resolves to at
+        // each fetch (`PinnedHTTPClient`).
+        if !operatorSet, InternetAddress.isInternal(host: host) {
             return "\(member): \(shown) names a loopback or private address"
         }
         switch scheme {
@@ -68,24 +95,5 @@ enum ClientDocumentURL {
         case "http" where operatorSet: return "\(member): \(shown) uses http to a host that is not loopback (use https)"
         default: return "\(member): \(shown) must be an https URL"
         }
-    }
-}
-
-/// IP address literals of private, link-local and unique-local ranges (RFC 1918, RFC 3927, RFC 4193, RFC 4291 §2.5.6),
-/// and the unspecified address.
-enum PrivateAddress {
-    static func isPrivateLiteral(_ host: String) -> Bool {
-        let h = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        let octets = h.split(separator: ".", omittingEmptySubsequences: false).compactMap { UInt8($0) }
-        if octets.count == 4, h.split(separator: ".").count == 4 {
-            switch (octets[0], octets[1]) {
-            case (10, _), (0, _), (127, _), (169, 254), (192, 168): return true
-            case (172, let second): return (16...31).contains(second)
-            default: return false
-            }
-        }
-        guard h.contains(":") else { return false }
-        return h == "::" || h == "::1" || h.hasPrefix("fc") || h.hasPrefix("fd") || h.hasPrefix("fe8") || h.hasPrefix("fe9")
-            || h.hasPrefix("fea") || h.hasPrefix("feb") || h.hasPrefix("::ffff:")
     }
 }

@@ -12,7 +12,7 @@ import Logging
 struct ClientKeySets: Sendable {
     let cache: ClientKeySetCache
 
-    init(fetcher: ClientDocumentFetcher = ClientDocumentFetcher(), logger: Logger) {
+    init(fetcher: ClientDocumentFetcher, logger: Logger) {
         cache = ClientKeySetCache(fetcher: fetcher, logger: logger)
     }
 
@@ -114,7 +114,8 @@ actor ClientKeySetCache {
         }
         guard let url = URL(string: uri) else { return refuse("jwks_uri is not a URL") }
         let body: Data
-        do { body = try await fetcher.fetch(url, accept: "application/jwk-set+json, application/json") } catch {
+        do { body = try await fetcher.fetch(url, accept: "application/jwk-set+json, application/json", client: client.clientId) } catch {
+            // The fetcher logged why; the application learns only that it failed (`ClientDocumentFetcher.Failure`).
             return refuse(error.reason)
         }
         guard let json = try? JSONValue.parse(body) else { return refuse("the answer at jwks_uri is not JSON") }

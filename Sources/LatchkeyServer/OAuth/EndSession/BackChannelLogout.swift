@@ -28,7 +28,10 @@ struct BackChannelLogout: Sendable {
     let issuerInForce: @Sendable () -> String
     let clock: ServerClock
     let logger: Logger
-    private let http = OutboundHTTP(timeoutSeconds: Self.timeoutSeconds)
+    /// Where each application's notices may go: a registered application's URI is resolved at each attempt and never
+    /// reaches the server's own network (`PinnedHTTPClient`, review 3 R3-5).
+    let reach: OutboundReach
+    private let http: PinnedHTTPClient
 
     static let queuePrefix = "backchannel_logout:"
     static let eventType = "backchannel_logout"
@@ -40,11 +43,19 @@ struct BackChannelLogout: Sendable {
     static let queueLimit = 10000
     static let batchSize = 10
 
-    init(store: any Store, keys: KeyRing, issuerInForce: @escaping @Sendable () -> String, clock: ServerClock, logger: Logger) {
+    /// The most of an application's answer read (and ignored): only its status matters.
+    static let maximumAnswerBytes = 64 * 1024
+
+    init(
+        store: any Store, keys: KeyRing, issuerInForce: @escaping @Sendable () -> String, clock: ServerClock, reach: OutboundReach,
+        resolver: any HostResolver = SystemHostResolver(), logger: Logger
+    ) {
         self.store = store
         self.keys = keys
         self.issuerInForce = issuerInForce
         self.clock = clock
+        self.reach = reach
+        self.http = PinnedHTTPClient(resolver: resolver, timeoutSeconds: Self.timeoutSeconds)
         self.logger = logger
     }
 
@@ -193,14 +204,15 @@ struct BackChannelLogout: Sendable {
         let token = try await LogoutToken.sign(
             subject: notice.sub, sessionId: notice.sid, clientId: client.clientId, jti: delivery.eventId, issuer: issuerInForce(),
             now: clock.now, key: try await keys.signingKey(client.idTokenSignedResponseAlg))
-        var request = URLRequest(url: url)
-        request.httpMethod = "POST"
-        request.timeoutInterval = TimeInterval(Self.timeoutSeconds)
-        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-        request.setValue("Latchkey-Logout/1", forHTTPHeaderField: "User-Agent")
         // A compact JWS is base64url and dots: nothing in it needs form encoding.
-        request.httpBody = Data(("logout_token=" + token).utf8)
-        return await http.post(request)
+        let answer = await http.send(
+            .POST, url, headers: [("Content-Type", "application/x-www-form-urlencoded"), ("User-Agent", "Latchkey-Logout/1")],
+            body: Data(("logout_token=" + token).utf8), maximumBytes: Self.maximumAnswerBytes, reach: reach.of(client: client.clientId))
+        switch answer {
+        case .response(let status, _): return .status(status)
+        case .tooLarge: return .unreachable("answered with a body of more than \(Self.maximumAnswerBytes / 1024) KiB")
+        case .failed(let why): return .unreachable(why)
+        }
     }
 }
 

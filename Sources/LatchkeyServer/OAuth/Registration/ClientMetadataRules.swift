@@ -32,6 +32,9 @@ extension ClientMetadata {
         configuration.clientId = clientId
         configuration.name = try checkedName() ?? clientId
         configuration.clientSecret = nil
+        // Introspecting other applications' tokens is the operator's to grant (the configuration file), never a
+        // registrant's (review 3, R3-9).
+        configuration.introspection = false
         configuration.tokenEndpointAuthMethod = method
         configuration.redirectUris = redirects
         configuration.postLogoutRedirectUris = logoutRedirects

@@ -8,8 +8,11 @@ import Hummingbird
 ///   registration (`client_registration.open`, throttled per address). 201 with the client information, the secret
 ///   (confidential applications) and the registration access token, shown only here.
 /// - `GET`, `PUT`, `DELETE /oauth2/register/{client_id}`: with that application's registration access token, or an
-///   initial access token (the operator's automation manages every registered application). An unknown application
-///   is 401, like a wrong token (RFC 7592 §2.1).
+///   initial access token: an administrator's (a user with the `admin` role, or a client token with `scim.admin`)
+///   manages every registered application, an automation's (client credentials) only those it registered
+///   (`ClientRecord.registeredBy`), so a `registration` token is not worth the applications an administrator made in
+///   the console (review 3, R3-6). An unknown application, or one the token may not manage, is 401, like a wrong
+///   token (RFC 7592 §2.1).
 /// - `POST /oauth2/register/{client_id}/secret` (Latchkey's): a new secret, the current one valid for
 ///   `grace_period_seconds` more.
 ///
@@ -111,7 +114,7 @@ struct ClientRegistrationController: Sendable {
             resolved = (record, AuditEvent.clientActor(clientId))
         } else if Self.looksLikeAccessToken(header) {
             let caller = try await registrar(request, changing: changing)
-            guard let record else { throw RegistrationRefusal.unknownClient }
+            guard let record, Self.may(caller, manage: record) else { throw RegistrationRefusal.unknownClient }
             resolved = (record, caller.auditActor)
         } else {
             if header.isEmpty { throw OAuthError(.invalidToken, "a registration access token is required", challenge: .bearer) }
@@ -124,6 +127,17 @@ struct ClientRegistrationController: Sendable {
             )
         }
         return resolved
+    }
+
+    /// Whether a registrar's access token manages `record`: an administrator manages every application; an automation
+    /// acting for itself, only the registered applications it registered. Configured applications stay readable by
+    /// every registrar, as before (`managed` refuses changing them to everyone).
+    private static func may(_ caller: ResourceCaller, manage record: ClientRecord) -> Bool {
+        if record.origin == .configuration { return true }
+        // A user holding a registrar's token has the admin role (`mayRegisterApplications`); a client needs `scim.admin`.
+        if caller.isAdmin || caller.user != nil { return true }
+        guard let registrant = record.registeredBy else { return false }
+        return registrant == caller.auditActor
     }
 
     /// A JWT (three dot-separated parts) sent as Bearer or DPoP: an access token; a registration access token is not one.

@@ -33,7 +33,7 @@ struct ClientRegistrations: Sendable {
         let registrationToken = Secrets.token()
         let record = ClientRecord(
             configuration: settings.configuration, secretHash: secret.map(Secrets.digest), origin: .registration,
-            registrationTokenHash: Secrets.digest(registrationToken), issuedAt: clock.now)
+            registrationTokenHash: Secrets.digest(registrationToken), issuedAt: clock.now, registeredBy: actor)
         try await store.insertClient(record)
         await audit.record(
             .applicationRegistered, subject: nil, actor: actor, details: Self.summary(settings.configuration, trimmed: settings.trimmed),
@@ -151,7 +151,14 @@ struct ClientRegistrations: Sendable {
         compare("jwks_uri", old.jwksURI, new.jwksURI)
         compare("request_uris", old.requestURIs, new.requestURIs)
         compare("token_endpoint_auth_signing_alg", old.tokenEndpointAuthSigningAlg, new.tokenEndpointAuthSigningAlg)
-        return ["changed": changed.joined(separator: " ")]
+        var details = ["changed": changed.joined(separator: " ")]
+        // Where codes may be sent is what an attacker with management rights would change: the trail keeps both
+        // lists, so a redirect URI added by the wrong hand can be seen and undone.
+        if old.redirectUris != new.redirectUris {
+            details["redirect_uris_old"] = old.redirectUris.joined(separator: " ")
+            details["redirect_uris_new"] = new.redirectUris.joined(separator: " ")
+        }
+        return details
     }
 }
 

@@ -93,13 +93,18 @@ struct TokenManagementController: Sendable {
         }
     }
 
-    /// Confidential clients (resource servers) may introspect any token; a public client only its own.
+    /// RFC 7662 §4 leaves to the server which protected resources may ask about which tokens: here a refresh token is
+    /// answered only to its own client (no resource server ever receives one), an access token to its own client, to a
+    /// client its `aud` names, or to an application the operator marked as an introspector (`introspection`, only in
+    /// the configuration file). Any other question gets `{"active": false}`, exactly what a dead token gets, so that
+    /// no registered application holds a validity oracle for everyone's tokens (review 3, R3-9).
     private func introspect(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext) async throws -> Response {
         let client = try await clientAuthentication.authenticate(request, params, context: context)
         let token = try params.required("token")
         var result = IntrospectionResponse.inactive
         if let refresh = try await store.refreshToken(hash: Secrets.digest(token)) {
-            if refresh.usedAt == nil, refresh.expiresAt > clock.now,
+            // Checked before anything about the token is read, so a foreign question costs the same as an unknown token.
+            if refresh.clientId == client.clientId, refresh.usedAt == nil, refresh.expiresAt > clock.now,
                 let family = try await store.family(id: refresh.familyId), family.revokedAt == nil,
                 try await store.user(id: refresh.userId).map({ !$0.disabled }) == true
             {
@@ -109,15 +114,22 @@ struct TokenManagementController: Sendable {
                     exp: Int(refresh.expiresAt.timeIntervalSince1970), iat: Int(refresh.createdAt.timeIntervalSince1970),
                     sub: refresh.userId, iss: issuer, cnf: refresh.jkt.map { .init(jkt: $0) })
             }
-        } else if let claims = try? await validator.accessToken(token), try await subjectMaySignIn(claims) {
+        } else if let claims = try? await validator.accessToken(token), Self.may(client, introspect: claims), try await subjectMaySignIn(claims) {
             result = IntrospectionResponse(
                 active: true, scope: claims.scope, clientId: claims.clientId,
                 username: try await store.user(id: claims.sub)?.username, tokenType: claims.cnf == nil ? "Bearer" : "DPoP",
                 exp: claims.exp, iat: claims.iat, sub: claims.sub, aud: claims.aud, iss: claims.iss, jti: claims.jti,
                 cnf: claims.cnf)
         }
-        if client.isPublic, result.active, result.clientId != client.clientId { result = .inactive }
         return try Responses.json(result, noStore: true)
+    }
+
+    /// Whether `client` may learn about the access token `claims`: its own token, one whose audience names it, or any
+    /// when the operator made it an introspector (a public client never is: `ClientConfiguration.validate`).
+    private static func may(_ client: ClientConfiguration, introspect claims: AccessTokenClaims) -> Bool {
+        if claims.clientId == client.clientId { return true }
+        if claims.aud.stringArray?.contains(client.clientId) == true { return true }
+        return client.introspection && !client.isPublic
     }
 
     /// A user's token is active only while the user may sign in (a disabled account's tokens are dead to resource

@@ -951,7 +951,7 @@ enum OpenAPIDocument {
         "tags": [
           "OAuth 2.0 and OpenID Connect"
         ],
-        "description": "Confidential clients may introspect any token, public clients only their own. `cnf` and `token_type: DPoP` for DPoP-bound tokens.",
+        "description": "A refresh token is answered only to its own client; an access token to its own client, to a client its `aud` names, or to an application the operator marked as an introspector (`introspection` in the configuration file; registration never grants it). Anything else is `{\"active\": false}`, as for a dead token. `cnf` and `token_type: DPoP` for DPoP-bound tokens.",
         "security": [
           {},
           {
@@ -1584,7 +1584,7 @@ enum OpenAPIDocument {
       "get": {
         "operationId": "readClientRegistration",
         "summary": "Read a client's registration (RFC 7592)",
-        "description": "With the client's registration access token (or an access token with the `registration` scope). The client information as registered, without `client_secret`.",
+        "description": "With the client's registration access token, or an access token with the `registration` scope: an administrator's manages every registered client, an automation's (client credentials) only the clients it registered (any other is `401`, as an unknown one). The client information as registered, without `client_secret`.",
         "tags": [
           "Client registration"
         ],
@@ -2880,7 +2880,7 @@ enum OpenAPIDocument {
         "tags": [
           "reachFive dialect"
         ],
-        "description": "Confidential clients may introspect any token, public clients only their own. `cnf` and `token_type: DPoP` for DPoP-bound tokens. On `/oauth/…` (reachFive) error bodies also carry `error_id`, `error_message_key` and `error_user_msg`.",
+        "description": "A refresh token is answered only to its own client; an access token to its own client, to a client its `aud` names, or to an application the operator marked as an introspector (`introspection` in the configuration file; registration never grants it). Anything else is `{\"active\": false}`, as for a dead token. `cnf` and `token_type: DPoP` for DPoP-bound tokens. On `/oauth/…` (reachFive) error bodies also carry `error_id`, `error_message_key` and `error_user_msg`.",
         "security": [
           {},
           {

@@ -241,10 +241,24 @@ enum PostgresSchema {
                 "UPDATE sessions SET logout_announced = TRUE WHERE ended_at IS NOT NULL",
                 "CREATE INDEX sessions_logout_pending ON sessions (ended_at) WHERE NOT logout_announced AND ended_at IS NOT NULL"
             ]),
+        // Who registered each registered application (review 3, R3-6): earlier registrations take the actor the audit
+        // trail recorded while it still holds it; the others stay unowned (administrators only).
+        Migration(
+            version: 9, name: "client-registrants",
+            statements: [
+                "ALTER TABLE clients ADD COLUMN registered_by TEXT",
+                """
+                UPDATE clients SET registered_by = (
+                    SELECT actor FROM audit_events
+                    WHERE audit_events.type = 'application.registered' AND audit_events.client_id = clients.id
+                    ORDER BY at, id LIMIT 1)
+                WHERE origin = 'registration'
+                """
+            ]),
         // Consents to third-party applications, per (user, application): removed with the account (cascade) and with the
         // application (`deleteClient`).
         Migration(
-            version: 9, name: "consents",
+            version: 10, name: "consents",
             statements: [
                 """
                 CREATE TABLE consents (

@@ -13,6 +13,7 @@ extension PostgresStore {
         var previousSecretHash: Data?
         var previousSecretExpiresAt: Double?
         var issuedAt: Double?
+        var registeredBy: String?
 
         init(_ client: ClientRecord) throws {
             var stored = client.configuration
@@ -25,6 +26,7 @@ extension PostgresStore {
             previousSecretHash = client.previousSecretHash
             previousSecretExpiresAt = client.previousSecretExpiresAt?.epoch
             issuedAt = client.issuedAt?.epoch
+            registeredBy = client.registeredBy
         }
     }
 
@@ -36,7 +38,8 @@ extension PostgresStore {
             origin: ClientOrigin(rawValue: try c("origin", as: String.self)) ?? .configuration,
             registrationTokenHash: try c("registration_token_hash", as: Data?.self),
             previousSecretHash: try c("previous_secret_hash", as: Data?.self),
-            previousSecretExpiresAt: try c.date("previous_secret_expires_at"), issuedAt: try c.date("issued_at"))
+            previousSecretExpiresAt: try c.date("previous_secret_expires_at"), issuedAt: try c.date("issued_at"),
+            registeredBy: try c("registered_by", as: String?.self))
     }
 
     public func upsertClient(_ client: ClientRecord) async throws {
@@ -45,13 +48,14 @@ extension PostgresStore {
             try await self.execute(
                 """
                 INSERT INTO clients (id, configuration, secret_hash, origin, registration_token_hash, previous_secret_hash,
-                    previous_secret_expires_at, issued_at)
+                    previous_secret_expires_at, issued_at, registered_by)
                 VALUES (\(v.id), \(v.json), \(v.secretHash), \(v.origin), \(v.registrationTokenHash), \(v.previousSecretHash),
-                    \(v.previousSecretExpiresAt), \(v.issuedAt))
+                    \(v.previousSecretExpiresAt), \(v.issuedAt), \(v.registeredBy))
                 ON CONFLICT (id) DO UPDATE SET configuration = excluded.configuration, secret_hash = excluded.secret_hash,
                     origin = excluded.origin, registration_token_hash = excluded.registration_token_hash,
                     previous_secret_hash = excluded.previous_secret_hash,
-                    previous_secret_expires_at = excluded.previous_secret_expires_at, issued_at = excluded.issued_at
+                    previous_secret_expires_at = excluded.previous_secret_expires_at, issued_at = excluded.issued_at,
+                    registered_by = excluded.registered_by
                 """, on: connection)
         }
     }
@@ -63,9 +67,9 @@ extension PostgresStore {
                 try await self.execute(
                     """
                     INSERT INTO clients (id, configuration, secret_hash, origin, registration_token_hash, previous_secret_hash,
-                        previous_secret_expires_at, issued_at)
+                        previous_secret_expires_at, issued_at, registered_by)
                     VALUES (\(v.id), \(v.json), \(v.secretHash), \(v.origin), \(v.registrationTokenHash), \(v.previousSecretHash),
-                        \(v.previousSecretExpiresAt), \(v.issuedAt))
+                        \(v.previousSecretExpiresAt), \(v.issuedAt), \(v.registeredBy))
                     """, on: connection)
             }
         } catch  where Self.isUniqueViolation(error) {
@@ -80,7 +84,8 @@ extension PostgresStore {
                 """
                 UPDATE clients SET configuration = \(v.json), secret_hash = \(v.secretHash), origin = \(v.origin),
                     registration_token_hash = \(v.registrationTokenHash), previous_secret_hash = \(v.previousSecretHash),
-                    previous_secret_expires_at = \(v.previousSecretExpiresAt), issued_at = \(v.issuedAt)
+                    previous_secret_expires_at = \(v.previousSecretExpiresAt), issued_at = \(v.issuedAt),
+                    registered_by = \(v.registeredBy)
                 WHERE id = \(v.id) RETURNING 1
                 """, on: connection) > 0
         }

@@ -19,15 +19,31 @@ extension SQLiteStore {
                 """)
     }
 
+    /// Who registered each registered application (`ClientRecord.registeredBy`). Registrations made before are given
+    /// the actor the audit trail recorded for them, while the trail still holds it; the others stay unowned, which
+    /// leaves them to administrators (and their own registration access tokens).
+    static func migrateClientRegistrants(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                ALTER TABLE clients ADD COLUMN registered_by TEXT;
+                UPDATE clients SET registered_by = (
+                    SELECT actor FROM audit_events
+                    WHERE audit_events.type = 'application.registered' AND audit_events.client_id = clients.id
+                    ORDER BY at, id LIMIT 1)
+                WHERE origin = 'registration';
+                """)
+    }
+
     private static let clientColumns =
-        "id, configuration, secret_hash, origin, registration_token_hash, previous_secret_hash, previous_secret_expires_at, issued_at"
+        "id, configuration, secret_hash, origin, registration_token_hash, previous_secret_hash, previous_secret_expires_at, issued_at, registered_by"
 
     private static func clientArguments(_ client: ClientRecord) throws -> StatementArguments {
         var stored = client.configuration
         stored.clientSecret = nil  // only the hash is persisted
         return [
             client.configuration.clientId, try json(stored), client.secretHash, client.origin.rawValue, client.registrationTokenHash,
-            client.previousSecretHash, client.previousSecretExpiresAt?.timeIntervalSince1970, client.issuedAt?.timeIntervalSince1970
+            client.previousSecretHash, client.previousSecretExpiresAt?.timeIntervalSince1970, client.issuedAt?.timeIntervalSince1970,
+            client.registeredBy
         ]
     }
 
@@ -36,7 +52,7 @@ extension SQLiteStore {
             configuration: try decodedClients.configuration(row["configuration"]), secretHash: row["secret_hash"],
             origin: ClientOrigin(rawValue: row["origin"] ?? "") ?? .configuration, registrationTokenHash: row["registration_token_hash"],
             previousSecretHash: row["previous_secret_hash"], previousSecretExpiresAt: Self.date(row["previous_secret_expires_at"]),
-            issuedAt: Self.date(row["issued_at"]))
+            issuedAt: Self.date(row["issued_at"]), registeredBy: row["registered_by"])
     }
 
     public func upsertClient(_ client: ClientRecord) async throws {
@@ -44,11 +60,12 @@ extension SQLiteStore {
         try await pool.write { db in
             try db.execute(
                 sql: """
-                    INSERT INTO clients (\(Self.clientColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO clients (\(Self.clientColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT(id) DO UPDATE SET configuration = excluded.configuration, secret_hash = excluded.secret_hash,
                         origin = excluded.origin, registration_token_hash = excluded.registration_token_hash,
                         previous_secret_hash = excluded.previous_secret_hash,
-                        previous_secret_expires_at = excluded.previous_secret_expires_at, issued_at = excluded.issued_at
+                        previous_secret_expires_at = excluded.previous_secret_expires_at, issued_at = excluded.issued_at,
+                        registered_by = excluded.registered_by
                     """, arguments: arguments)
         }
     }
@@ -59,7 +76,7 @@ extension SQLiteStore {
             guard try Self.row(db, "SELECT id FROM clients WHERE id = ?", [client.configuration.clientId]) == nil else {
                 throw StoreError.conflict("client_id")
             }
-            try db.execute(sql: "INSERT INTO clients (\(Self.clientColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", arguments: arguments)
+            try db.execute(sql: "INSERT INTO clients (\(Self.clientColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", arguments: arguments)
         }
     }
 
@@ -69,7 +86,7 @@ extension SQLiteStore {
             try db.execute(
                 sql: """
                     UPDATE clients SET id = ?, configuration = ?, secret_hash = ?, origin = ?, registration_token_hash = ?,
-                        previous_secret_hash = ?, previous_secret_expires_at = ?, issued_at = ? WHERE id = ?
+                        previous_secret_hash = ?, previous_secret_expires_at = ?, issued_at = ?, registered_by = ? WHERE id = ?
                     """, arguments: arguments)
             return db.changesCount > 0
         }

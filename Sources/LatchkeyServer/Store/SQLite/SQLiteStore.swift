@@ -103,7 +103,8 @@ public final class SQLiteStore: Store {
             try db.execute(sql: "ALTER TABLE authorization_codes ADD COLUMN dpop_jkt TEXT; ALTER TABLE authorization_codes ADD COLUMN claims TEXT")
         }
         migrator.registerMigration("v13-logout-announcements", migrate: Self.migrateLogoutAnnouncements)
-        migrator.registerMigration("v14-consents", migrate: Self.migrateConsents)
+        migrator.registerMigration("v14-client-registrants", migrate: Self.migrateClientRegistrants)
+        migrator.registerMigration("v15-consents", migrate: Self.migrateConsents)
         return migrator
     }
 
