@@ -397,7 +397,7 @@ public final class IdentityServer: Sendable {
         let hostedLogin = HostedLoginController(
             lifetimes: configuration.lifetimes, store: store, clock: clock, cookies: cookies, sessions: sessions, accounts: accounts,
             passkeys: passkeys, ownTokens: ownTokens, responses: responses, federation: federation, federatedAccounts: federatedAccounts,
-            audit: audit, consent: consent)
+            audit: audit, consent: consent, admission: admission)
         hostedLogin.addRoutes(to: pages)
         ConsentController(store: store, clock: clock, cookies: cookies, browserSessions: browserSessions, responses: responses, audit: audit)
             .addRoutes(to: pages)
