@@ -129,7 +129,9 @@ public final class IdentityServer: Sendable {
             throttles: ClientAuthThrottles(
                 perAddress: limiter("client-auth", policy.maxClientAuthFailuresPerAddress, .clientAuthentication),
                 perClient: limiter("client-auth-per-client", policy.maxClientAuthFailuresPerClient, .clientAuthentication)),
-            clock: clock, audit: audit, issuer: issuerInForce, keys: clientKeys)
+            clock: clock, audit: audit, issuer: issuerInForce, keys: clientKeys,
+            auditBudget: AddressAuditBudget(
+                limit: policy.maxAuditedClientAuthFailuresPerAddress, window: window, capacity: policy.maxTrackedAddresses))
         let sessions = SignInSessions(store: store, clock: clock, lifetime: configuration.lifetimes.session, audit: audit)
         self.sessions = sessions
         self.browserSessions = BrowserSessions(store: store, cookies: cookies, clock: clock)
