@@ -259,7 +259,7 @@ public final class IdentityServer: Sendable {
     public func pruneExpired() async throws -> Int { try await pruner.pruneExpired() }
 
     /// One pass of webhook delivery now: every due delivery of every webhook is tried once (what the delivery loop does
-    /// each second). For servers run without the loop (`runsDeliveryLoops` off: tests drive it this way).
+    /// until nothing is due). For servers run without the loop (`runsDeliveryLoops` off: tests drive it this way).
     func deliverAuditWebhooks() async {
         await auditWebhooks?.deliverDue()
     }
