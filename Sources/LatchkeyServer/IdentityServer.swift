@@ -136,7 +136,9 @@ public final class IdentityServer: Sendable {
             throttles: ClientAuthThrottles(
                 perAddress: limiter("client-auth", policy.maxClientAuthFailuresPerAddress, .clientAuthentication),
                 perClient: limiter("client-auth-per-client", policy.maxClientAuthFailuresPerClient, .clientAuthentication)),
-            clock: clock, audit: audit, issuer: issuerInForce, keys: clientKeys)
+            clock: clock, audit: audit, issuer: issuerInForce, keys: clientKeys,
+            auditBudget: AddressAuditBudget(
+                limit: policy.maxAuditedClientAuthFailuresPerAddress, window: window, capacity: policy.maxTrackedAddresses))
         let sessions = SignInSessions(store: store, clock: clock, lifetime: configuration.lifetimes.session, audit: audit)
         self.sessions = sessions
         self.browserSessions = BrowserSessions(store: store, cookies: cookies, clock: clock)
@@ -265,7 +267,7 @@ public final class IdentityServer: Sendable {
     public func pruneExpired() async throws -> Int { try await pruner.pruneExpired() }
 
     /// One pass of webhook delivery now: every due delivery of every webhook is tried once (what the delivery loop does
-    /// each second). For servers run without the loop (`runsDeliveryLoops` off: tests drive it this way).
+    /// until nothing is due). For servers run without the loop (`runsDeliveryLoops` off: tests drive it this way).
     func deliverAuditWebhooks() async {
         await auditWebhooks?.deliverDue()
     }
@@ -406,7 +408,7 @@ public final class IdentityServer: Sendable {
         let hostedLogin = HostedLoginController(
             lifetimes: configuration.lifetimes, store: store, clock: clock, cookies: cookies, sessions: sessions, accounts: accounts,
             passkeys: passkeys, ownTokens: ownTokens, responses: responses, federation: federation, federatedAccounts: federatedAccounts,
-            audit: audit, consent: consent)
+            audit: audit, consent: consent, admission: admission)
         hostedLogin.addRoutes(to: pages)
         ConsentController(store: store, clock: clock, cookies: cookies, browserSessions: browserSessions, responses: responses, audit: audit)
             .addRoutes(to: pages)

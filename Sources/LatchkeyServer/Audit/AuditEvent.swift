@@ -32,6 +32,10 @@ public struct AuditEvent: Sendable, Equatable, Codable {
         case refreshTokenReplayed = "token.refresh_replayed"
         /// A client failed to authenticate at a token, revocation, introspection, PAR or device endpoint.
         case clientAuthenticationFailed = "client.authentication_failed"
+        /// The failed client authentications of one address past its budget in one window
+        /// (`max_audited_client_auth_failures_per_address` per `address_window_seconds`), which were not recorded one by
+        /// one: `details.count` says how many. One per address and window, written once the window has closed.
+        case clientAuthenticationFailedAggregated = "client.authentication_failed_aggregated"
         /// A token was revoked: by its client (RFC 7009), or a grant (a refresh-token family) by its user or an
         /// administrator (`details.via`).
         case tokenRevoked = "token.revoked"
@@ -65,6 +69,19 @@ public struct AuditEvent: Sendable, Equatable, Codable {
         case consentDenied = "consent.denied"
         /// A person (or an administrator) withdrew a consent; the application's grants for the person were revoked.
         case consentWithdrawn = "consent.withdrawn"
+        /// Audit events that were not queued for a webhook (its queue, or its share for low-priority events, was full):
+        /// recorded and sent to that webhook alone, ahead of the rest, once its queue has room again (`details.webhook`,
+        /// `details.dropped`, `details.types`).
+        case webhookGap = "webhook.gap"
+
+        /// Events anyone can cause in bulk without credentials: a webhook keeps them to a share of its queue
+        /// (`low_priority_queue_limit`), so that a flood of them cannot crowd out the events a SIEM must not miss.
+        var isLowPriority: Bool {
+            switch self {
+            case .clientAuthenticationFailed, .clientAuthenticationFailedAggregated: true
+            default: false
+            }
+        }
     }
 
     public enum Outcome: String, Sendable, Codable, CaseIterable {

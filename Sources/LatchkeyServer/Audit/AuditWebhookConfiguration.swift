@@ -29,6 +29,14 @@ public struct AuditWebhook: Sendable, Equatable, CustomStringConvertible {
     public var retrySeconds = 30
     /// Deliveries that may wait for this webhook; further events are not queued for it (logged and counted) (`queue_limit`).
     public var queueLimit = 10_000
+    /// Deliveries of low-priority events (`AuditEvent.Kind.isLowPriority`: failed client authentications, which anyone
+    /// can cause without credentials) that may wait for this webhook; the rest of `queueLimit` is kept for the other
+    /// events, so that a flood of refusals cannot fill the queue and shut out the events that matter
+    /// (`low_priority_queue_limit`). Nil: a tenth of `queueLimit`.
+    public var lowPriorityQueueLimit: Int?
+
+    /// `lowPriorityQueueLimit` as it applies.
+    var lowPriorityLimit: Int { lowPriorityQueueLimit ?? max(1, queueLimit / 10) }
 
     public init(
         id: String, url: URL, secret: WebhookSecret, events: Set<AuditEvent.Kind>? = nil, outcomes: Set<AuditEvent.Outcome>? = nil
@@ -78,6 +86,9 @@ public struct AuditWebhook: Sendable, Equatable, CustomStringConvertible {
         }
         guard (1...3600).contains(retrySeconds) else { throw invalid("retry_seconds must be 1–3600") }
         guard (1...1_000_000).contains(queueLimit) else { throw invalid("queue_limit must be 1–1000000") }
+        if let lowPriorityQueueLimit, !(1...queueLimit).contains(lowPriorityQueueLimit) {
+            throw invalid("low_priority_queue_limit must be 1–queue_limit (\(queueLimit))")
+        }
     }
 
     private static let idCharacters = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyz0123456789-_")
@@ -107,13 +118,13 @@ public struct AuditWebhookFile: Codable, Sendable {
     /// Read only to be refused: a secret is never written into the configuration file itself.
     public var secret: String?
     public var events, outcomes: [String]?
-    public var timeoutSeconds, maxAttempts, maxAgeSeconds, retrySeconds, queueLimit: Int?
+    public var timeoutSeconds, maxAttempts, maxAgeSeconds, retrySeconds, queueLimit, lowPriorityQueueLimit: Int?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case id, url, secret, events, outcomes
         case secretEnv = "secret_env", secretFile = "secret_file"
         case timeoutSeconds = "timeout_seconds", maxAttempts = "max_attempts", maxAgeSeconds = "max_age_seconds"
-        case retrySeconds = "retry_seconds", queueLimit = "queue_limit"
+        case retrySeconds = "retry_seconds", queueLimit = "queue_limit", lowPriorityQueueLimit = "low_priority_queue_limit"
     }
 
     /// The webhook, with its secret read from the environment or a file (never from the configuration file: files get
@@ -166,6 +177,7 @@ public struct AuditWebhookFile: Codable, Sendable {
         if let v = maxAgeSeconds { webhook.maxAgeSeconds = v }
         if let v = retrySeconds { webhook.retrySeconds = v }
         if let v = queueLimit { webhook.queueLimit = v }
+        if let v = lowPriorityQueueLimit { webhook.lowPriorityQueueLimit = v }
         try webhook.validate()
         return webhook
     }

@@ -15,11 +15,16 @@ import FoundationNetworking
 ///
 /// Queueing never fails the request that caused the event (the audit trail's rule): a full queue or a store error is
 /// logged at error level and counted (`latchkey_webhook_deliveries_total{result="queue_full"|"not_queued"}`), and the
-/// event's own log line and row stay. Delivery is at least once: a receiver deduplicates by `Latchkey-Event-Id` (an
+/// event's own log line and row stay. Low-priority events (`AuditEvent.Kind.isLowPriority`: failed client
+/// authentications, which anyone can cause without credentials) may fill only `low_priority_queue_limit` of the queue
+/// (refusals counted as `queue_full_low_priority`), so a flood of them cannot keep the other events out (third review,
+/// R3-4). Whatever a webhook lost is reported to it by a `webhook.gap` event, sent ahead of the rest once its queue has
+/// room again. Each pass sends every due row, several at once, and the loop waits only once nothing is due. Delivery is at least once: a receiver deduplicates by `Latchkey-Event-Id` (an
 /// instance that dies between the receiver's answer and the row's deletion leaves the row to be sent again).
 struct AuditWebhooks: AuditSink {
     let webhooks: [AuditWebhook]
-    let store: any WebhookDeliveryStore
+    /// The queue, and the audit trail's table for the `webhook.gap` events this sink records itself.
+    let store: any WebhookDeliveryStore & AuditStore
     let clock: ServerClock
     let metrics: ServerMetrics
     /// The server's logger: delivery runs in the background, for no request.
@@ -29,15 +34,33 @@ struct AuditWebhooks: AuditSink {
     let clients: [String: OutboundHTTP]
     /// When each webhook's full queue was last logged: once a minute at most, while every refusal is counted.
     private let fullQueueAlarms: [String: OncePerInterval]
+    /// The same for low-priority events refused (expected under a flood: a warning, not an error).
+    private let lowPriorityAlarms: [String: OncePerInterval]
+    /// The events each webhook lost since it was last told (`webhook.gap`).
+    private let gaps: [String: WebhookGap]
 
-    /// How often the delivery loop looks for due deliveries.
+    /// How often the delivery loop looks for due deliveries once none is left.
     static let pollInterval: Duration = .seconds(1)
-    /// Deliveries of one webhook claimed (and sent one after the other) per pass.
-    static let batchSize = 10
+    /// Deliveries of one webhook claimed at once.
+    static let batchSize = 50
+    /// POSTs to one webhook in flight at once (once the pass's first one has shown that the receiver answers).
+    static let concurrency = 8
+    /// Batches of one webhook per pass: between passes the queue-depth gauge is read; the loop starts the next pass at
+    /// once while rows remain due.
+    static let batchesPerPass = 20
     /// The longest wait between two attempts.
     static let maximumBackoff: TimeInterval = 3600
+    /// The event types that share `low_priority_queue_limit`.
+    static let lowPriorityTypes = AuditEvent.Kind.allCases.filter(\.isLowPriority).map(\.rawValue)
+    /// A gap made only of low-priority events is reported at most this often: during a flood one would otherwise come
+    /// before each low-priority event the queue takes in. A lost event of any other type is reported at the first chance.
+    static let lowPriorityGapInterval: TimeInterval = 60
+    /// A gap's delivery is due since long before any other row, so that it is claimed (and sent) first.
+    static let gapDueAt = Date(timeIntervalSince1970: 0)
 
-    init(webhooks: [AuditWebhook], store: any WebhookDeliveryStore, clock: ServerClock, metrics: ServerMetrics, logger: Logger) {
+    init(
+        webhooks: [AuditWebhook], store: any WebhookDeliveryStore & AuditStore, clock: ServerClock, metrics: ServerMetrics, logger: Logger
+    ) {
         self.webhooks = webhooks
         self.store = store
         self.clock = clock
@@ -45,6 +68,8 @@ struct AuditWebhooks: AuditSink {
         self.logger = logger
         self.clients = Dictionary(uniqueKeysWithValues: webhooks.map { ($0.id, OutboundHTTP(timeoutSeconds: $0.timeoutSeconds)) })
         self.fullQueueAlarms = Dictionary(uniqueKeysWithValues: webhooks.map { ($0.id, OncePerInterval()) })
+        self.lowPriorityAlarms = Dictionary(uniqueKeysWithValues: webhooks.map { ($0.id, OncePerInterval()) })
+        self.gaps = Dictionary(uniqueKeysWithValues: webhooks.map { ($0.id, WebhookGap()) })
         metrics.registerWebhooks(webhooks.map(\.id))
     }
 
@@ -57,16 +82,39 @@ struct AuditWebhooks: AuditSink {
         let body: String
         do { body = try Self.body(of: event) } catch {
             requestLogger.error("audit event not queued for webhooks: it could not be encoded", metadata: ["audit.id": .string(event.id)])
-            for webhook in selecting { metrics.webhookDelivery(webhook.id, .notQueued) }
+            for webhook in selecting {
+                metrics.webhookDelivery(webhook.id, .notQueued)
+                await gaps[webhook.id]?.lost(event.type, at: clock.now)
+            }
             return
         }
         let now = clock.now
+        let lowPriority = event.type.isLowPriority
         for webhook in selecting {
             let delivery = QueuedWebhookDelivery(
                 id: Secrets.identifier(), webhookId: webhook.id, eventId: event.id, eventType: event.type.rawValue, body: body,
                 nextAttemptAt: now, createdAt: now)
+            // Low-priority events fill only their share of the queue: the rest stays free for the events that matter.
+            let share = lowPriority ? WebhookQueueShare(eventTypes: Self.lowPriorityTypes, limit: webhook.lowPriorityLimit) : nil
             do {
-                if try await store.enqueueWebhookDelivery(delivery, limit: webhook.queueLimit) { continue }
+                if try await store.enqueueWebhookDelivery(delivery, limit: webhook.queueLimit, share: share) {
+                    // The queue has room again: what was lost before is reported first.
+                    await queueGap(for: webhook, now: now)
+                    continue
+                }
+                await gaps[webhook.id]?.lost(event.type, at: now)
+                if lowPriority {
+                    metrics.webhookDelivery(webhook.id, .queueFullLowPriority)
+                    if await lowPriorityAlarms[webhook.id]?.claim(now: now, interval: 60) ?? true {
+                        requestLogger.warning(
+                            "a webhook's share of its queue for low-priority audit events is full: they are not queued for it",
+                            metadata: [
+                                "webhook": .string(webhook.id), "low_priority_queue_limit": "\(webhook.lowPriorityLimit)",
+                                "audit.type": .string(event.type.rawValue)
+                            ])
+                    }
+                    continue
+                }
                 metrics.webhookDelivery(webhook.id, .queueFull)
                 if await fullQueueAlarms[webhook.id]?.claim(now: now, interval: 60) ?? true {
                     requestLogger.error(
@@ -77,11 +125,49 @@ struct AuditWebhooks: AuditSink {
                 }
             } catch {
                 metrics.webhookDelivery(webhook.id, .notQueued)
+                await gaps[webhook.id]?.lost(event.type, at: now)
                 requestLogger.error(
                     "audit event not queued for a webhook",
                     metadata: ["webhook": .string(webhook.id), "audit.id": .string(event.id), "error.type": .string("\(type(of: error))")])
             }
         }
+    }
+
+    /// Records and queues a `webhook.gap` for `webhook` when it lost events and one is due: a row of the audit trail
+    /// (so `GET /admin/v1/audit-events` shows it too) and a delivery to that webhook alone, whatever its filters, due
+    /// before every other row so that the receiver learns of the gap before the events that follow it.
+    private func queueGap(for webhook: AuditWebhook, now: Date) async {
+        guard let gap = gaps[webhook.id], let lost = await gap.take(now: now, lowPriorityInterval: Self.lowPriorityGapInterval) else { return }
+        let event = AuditEvent(
+            id: AuditTrail.newId(at: now), at: now, type: .webhookGap, outcome: .failure, actor: AuditEvent.anonymous,
+            details: [
+                "webhook": webhook.id, "dropped": String(lost.count), "types": lost.types.sorted().joined(separator: ","),
+                "since": lost.since.formatted(.iso8601)
+            ])
+        logger.warning(
+            "audit events were not queued for a webhook; a webhook.gap event reports them",
+            metadata: [
+                "webhook": .string(webhook.id), "dropped": "\(lost.count)", "audit.id": .string(event.id),
+                "audit.type": .string(event.type.rawValue)
+            ])
+        do {
+            try await store.insertAuditEvent(event)
+            metrics.auditWrite(event.type, succeeded: true)
+        } catch {
+            metrics.auditWrite(event.type, succeeded: false)
+            logger.error("audit event not stored", metadata: ["audit.id": .string(event.id), "error.type": .string("\(type(of: error))")])
+        }
+        do {
+            let delivery = QueuedWebhookDelivery(
+                id: Secrets.identifier(), webhookId: webhook.id, eventId: event.id, eventType: event.type.rawValue,
+                body: try Self.body(of: event), nextAttemptAt: Self.gapDueAt, createdAt: now)
+            if try await store.enqueueWebhookDelivery(delivery, limit: webhook.queueLimit, share: nil) { return }
+        } catch {
+            logger.error(
+                "a webhook.gap event was not queued", metadata: ["webhook": .string(webhook.id), "error.type": .string("\(type(of: error))")])
+        }
+        // Not queued after all (the last place was taken meanwhile): told at the next chance, with what follows.
+        await gap.restore(lost)
     }
 
     /// The event as `GET /admin/v1/audit-events` shows it, keys sorted: the body that is signed and sent.
@@ -93,21 +179,25 @@ struct AuditWebhooks: AuditSink {
 
     // MARK: Delivery
 
-    /// Delivers due rows until cancelled.
+    /// Delivers due rows until cancelled; waits `pollInterval` only once a pass has left nothing due.
     func runDelivery() async {
         while !Task.isCancelled {
-            await deliverDue()
+            if await deliverDue() { continue }
             try? await Task.sleep(for: Self.pollInterval)
         }
     }
 
     /// One pass: each webhook's due deliveries, the webhooks side by side (a slow or dead receiver holds up only its
-    /// own queue), then the queue-depth gauge.
-    func deliverDue() async {
-        await withTaskGroup(of: Void.self) { group in
+    /// own queue), then the queue-depth gauge. True when rows may still be due (the pass stopped at `batchesPerPass`).
+    @discardableResult
+    func deliverDue() async -> Bool {
+        let more = await withTaskGroup(of: Bool.self) { group in
             for webhook in webhooks {
                 group.addTask { await self.deliverDue(to: webhook) }
             }
+            var more = false
+            for await webhookHasMore in group { more = more || webhookHasMore }
+            return more
         }
         do {
             let depths = try await store.webhookQueueDepths()
@@ -115,73 +205,145 @@ struct AuditWebhooks: AuditSink {
         } catch {
             logger.warning("cannot read the webhook queue's depth", metadata: ["error.type": .string("\(type(of: error))")])
         }
+        return more
     }
 
-    /// The due deliveries of one webhook, one at a time, oldest first.
-    private func deliverDue(to webhook: AuditWebhook) async {
-        let now = clock.now
-        // Long enough for the whole batch to time out one by one; a crash mid-batch makes the rows due again after it.
-        let lease = now.addingTimeInterval(TimeInterval(webhook.timeoutSeconds * Self.batchSize + 60))
-        let due: [QueuedWebhookDelivery]
-        do {
-            due = try await store.claimDueWebhookDeliveries(webhookId: webhook.id, now: now, leaseUntil: lease, limit: Self.batchSize)
-        } catch {
-            logger.error("cannot read the webhook queue", metadata: ["webhook": .string(webhook.id), "error.type": .string("\(type(of: error))")])
-            return
-        }
-        for (index, delivery) in due.enumerated() {
-            if Task.isCancelled {
-                await giveBack(due[index...], at: now)
-                return
+    /// What became of one claimed row's attempt.
+    private enum Attempt: Sendable {
+        /// Delivered, dropped after its last attempt, or rescheduled after an answer other than 2xx.
+        case done
+        /// Dropped without an attempt (too old): says nothing about the receiver.
+        case skipped
+        /// No answer at all: the rest of the webhook's rows wait for the same retry.
+        case unreachable(retryAt: Date)
+        /// The server is stopping: the row was given back, no attempt counted.
+        case cancelled
+    }
+
+    /// The due deliveries of one webhook, a batch at a time, oldest first, several POSTs at once, until none is due.
+    /// True when rows may remain due after `batchesPerPass` batches.
+    private func deliverDue(to webhook: AuditWebhook) async -> Bool {
+        var answered = false
+        for _ in 0..<Self.batchesPerPass {
+            let now = clock.now
+            // Long enough for the whole batch to time out, `concurrency` at a time; a crash mid-batch makes the rows due
+            // again after it.
+            let rounds = (Self.batchSize + Self.concurrency - 1) / Self.concurrency + 1
+            let lease = now.addingTimeInterval(TimeInterval(webhook.timeoutSeconds * rounds + 60))
+            let due: [QueuedWebhookDelivery]
+            do {
+                due = try await store.claimDueWebhookDeliveries(webhookId: webhook.id, now: now, leaseUntil: lease, limit: Self.batchSize)
+            } catch {
+                logger.error(
+                    "cannot read the webhook queue", metadata: ["webhook": .string(webhook.id), "error.type": .string("\(type(of: error))")])
+                return false
             }
-            if clock.now.timeIntervalSince(delivery.createdAt) > TimeInterval(webhook.maxAgeSeconds) {
-                await drop(delivery, webhook: webhook, attempts: delivery.attempts, reason: "too old")
-                continue
-            }
-            let answer = await send(delivery, to: webhook)
-            guard case .failed(let reason, let unreachable) = answer else {
-                do { try await store.deleteWebhookDelivery(id: delivery.id) } catch {
-                    logger.warning(
-                        "a delivered webhook row could not be deleted; it will be sent again",
-                        metadata: ["webhook": .string(webhook.id), "delivery_id": .string(delivery.id)])
+            var rest = due[...]
+            while !answered, let first = rest.popFirst() {
+                // The pass's first row goes alone: a receiver that cannot be reached costs one attempt and one timeout,
+                // and the rest of its queue waits for the same retry with no attempt counted.
+                switch await attempt(first, to: webhook) {
+                case .done: answered = true
+                case .skipped: continue
+                case .unreachable(let retryAt):
+                    await giveBack(rest, at: retryAt)
+                    return false
+                case .cancelled:
+                    await giveBack(rest, at: now)
+                    return false
                 }
-                metrics.webhookDelivery(webhook.id, .delivered)
-                logger.debug(
-                    "audit event delivered to a webhook",
-                    metadata: [
-                        "webhook": .string(webhook.id), "audit.id": .string(delivery.eventId), "attempt": "\(delivery.attempts + 1)"
-                    ])
-                continue
             }
-            if Task.isCancelled {
-                // The server is stopping and the POST was cut short: not the receiver's failure, no attempt counted.
-                await giveBack(due[index...], at: now)
-                return
+            guard await attemptAll(rest, to: webhook, claimedAt: now) else { return false }
+            if due.count < Self.batchSize { return false }
+        }
+        return true
+    }
+
+    /// Tries `rows`, at most `concurrency` at a time; stops starting new ones when the receiver cannot be reached or the
+    /// server is stopping, and gives the rows not tried back. False when it stopped.
+    private func attemptAll(_ rows: ArraySlice<QueuedWebhookDelivery>, to webhook: AuditWebhook, claimedAt now: Date) async -> Bool {
+        guard !rows.isEmpty else { return true }
+        return await withTaskGroup(of: Attempt.self) { group in
+            var waiting = rows.makeIterator()
+            for _ in 0..<Self.concurrency {
+                guard let row = waiting.next() else { break }
+                group.addTask { await self.attempt(row, to: webhook) }
             }
-            metrics.webhookDelivery(webhook.id, .failed)
-            let attempt = delivery.attempts + 1
-            let next = clock.now.addingTimeInterval(Self.backoff(attempt: attempt, retrySeconds: webhook.retrySeconds))
-            if attempt >= webhook.maxAttempts || next.timeIntervalSince(delivery.createdAt) > TimeInterval(webhook.maxAgeSeconds) {
-                await drop(delivery, webhook: webhook, attempts: attempt, reason: reason)
-            } else {
+            var retryAt: Date?
+            var stopping = false
+            while let outcome = await group.next() {
+                switch outcome {
+                case .done, .skipped: break
+                case .unreachable(let at): retryAt = min(retryAt ?? at, at)
+                case .cancelled: stopping = true
+                }
+                if retryAt == nil, !stopping, !Task.isCancelled, let row = waiting.next() {
+                    group.addTask { await self.attempt(row, to: webhook) }
+                }
+            }
+            let untried = Array(IteratorSequence(waiting))
+            if stopping || Task.isCancelled {
+                await giveBack(untried[...], at: now)
+                return false
+            }
+            if let retryAt {
+                await giveBack(untried[...], at: retryAt)
+                return false
+            }
+            return true
+        }
+    }
+
+    /// One attempt of one claimed row: delivered and deleted, dropped (too old, or out of attempts), or rescheduled.
+    private func attempt(_ delivery: QueuedWebhookDelivery, to webhook: AuditWebhook) async -> Attempt {
+        if Task.isCancelled {
+            await giveBack([delivery], at: clock.now)
+            return .cancelled
+        }
+        if clock.now.timeIntervalSince(delivery.createdAt) > TimeInterval(webhook.maxAgeSeconds) {
+            await drop(delivery, webhook: webhook, attempts: delivery.attempts, reason: "too old")
+            return .skipped
+        }
+        let answer = await send(delivery, to: webhook)
+        guard case .failed(let reason, let unreachable) = answer else {
+            do { try await store.deleteWebhookDelivery(id: delivery.id) } catch {
                 logger.warning(
-                    "audit event delivery to a webhook failed; will retry",
-                    metadata: [
-                        "webhook": .string(webhook.id), "audit.id": .string(delivery.eventId), "attempt": "\(attempt)",
-                        "retry_in_seconds": "\(Int(next.timeIntervalSince(clock.now)))", "reason": .string(reason)
-                    ])
-                do { try await store.rescheduleWebhookDelivery(id: delivery.id, attempts: attempt, nextAttemptAt: next) } catch {
-                    logger.warning("cannot reschedule a webhook delivery", metadata: ["webhook": .string(webhook.id)])
-                }
+                    "a delivered webhook row could not be deleted; it will be sent again",
+                    metadata: ["webhook": .string(webhook.id), "delivery_id": .string(delivery.id)])
             }
-            // A receiver that cannot be reached (no connection, no answer in time) would make every other row of the
-            // batch wait for its own timeout: they wait for the same retry instead, no attempt counted. A receiver that
-            // answers (even 500) is tried with each row, so one event it refuses does not hold up the others.
-            if unreachable {
-                await giveBack(due[(index + 1)...], at: next)
-                return
+            metrics.webhookDelivery(webhook.id, .delivered)
+            logger.debug(
+                "audit event delivered to a webhook",
+                metadata: [
+                    "webhook": .string(webhook.id), "audit.id": .string(delivery.eventId), "attempt": "\(delivery.attempts + 1)"
+                ])
+            return .done
+        }
+        if Task.isCancelled {
+            // The server is stopping and the POST was cut short: not the receiver's failure, no attempt counted.
+            await giveBack([delivery], at: clock.now)
+            return .cancelled
+        }
+        metrics.webhookDelivery(webhook.id, .failed)
+        let attempt = delivery.attempts + 1
+        let next = clock.now.addingTimeInterval(Self.backoff(attempt: attempt, retrySeconds: webhook.retrySeconds))
+        if attempt >= webhook.maxAttempts || next.timeIntervalSince(delivery.createdAt) > TimeInterval(webhook.maxAgeSeconds) {
+            await drop(delivery, webhook: webhook, attempts: attempt, reason: reason)
+        } else {
+            logger.warning(
+                "audit event delivery to a webhook failed; will retry",
+                metadata: [
+                    "webhook": .string(webhook.id), "audit.id": .string(delivery.eventId), "attempt": "\(attempt)",
+                    "retry_in_seconds": "\(Int(next.timeIntervalSince(clock.now)))", "reason": .string(reason)
+                ])
+            do { try await store.rescheduleWebhookDelivery(id: delivery.id, attempts: attempt, nextAttemptAt: next) } catch {
+                logger.warning("cannot reschedule a webhook delivery", metadata: ["webhook": .string(webhook.id)])
             }
         }
+        // A receiver that cannot be reached (no connection, no answer in time) would make every other row wait for its
+        // own timeout: they wait for the same retry instead, no attempt counted. A receiver that answers (even 500) is
+        // tried with each row, so one event it refuses does not hold up the others.
+        return unreachable ? .unreachable(retryAt: next) : .done
     }
 
     /// Claimed rows not tried: due again at `at`, their attempts unchanged.
@@ -232,6 +394,52 @@ struct AuditWebhooks: AuditSink {
         case .status(let status): return .failed("answered \(status)", unreachable: false)
         case .unreachable(let reason): return .failed(reason, unreachable: true)
         }
+    }
+}
+
+/// The events one webhook lost (not queued: its queue or its low-priority share was full, or the store refused the
+/// write) since it was last told, for its next `webhook.gap`. In memory: each instance reports what it lost itself.
+actor WebhookGap {
+    struct Lost: Sendable {
+        var count: Int
+        var types: Set<String>
+        var since: Date
+        /// Whether an event that is not low priority was lost (reported at the first chance, not once a minute).
+        var important: Bool
+    }
+
+    private var lost: Lost?
+    private var lastReported: Date?
+
+    func lost(_ type: AuditEvent.Kind, at now: Date) {
+        var current = lost ?? Lost(count: 0, types: [], since: now, important: false)
+        current.count += 1
+        current.types.insert(type.rawValue)
+        current.important = current.important || !type.isLowPriority
+        lost = current
+    }
+
+    /// What to report now, taken: anything lost when an important event is among it, else at most once per
+    /// `lowPriorityInterval`.
+    func take(now: Date, lowPriorityInterval: TimeInterval) -> Lost? {
+        guard let current = lost else { return nil }
+        if !current.important, let lastReported, now.timeIntervalSince(lastReported) < lowPriorityInterval { return nil }
+        lost = nil
+        lastReported = now
+        return current
+    }
+
+    /// Puts back what `take` gave when its report could not be queued.
+    func restore(_ earlier: Lost) {
+        guard var current = lost else {
+            lost = earlier
+            return
+        }
+        current.count += earlier.count
+        current.types.formUnion(earlier.types)
+        current.since = min(current.since, earlier.since)
+        current.important = current.important || earlier.important
+        lost = current
     }
 }
 

@@ -104,7 +104,7 @@ public struct ConfigurationFile: Codable, Sendable {
         public var maxCodeFailuresPerAccount, codeWindowSeconds, maxRecoveryEmailsPerAccount, maxRecoveryCodeFailures: Int?
         public var maxConcurrentHashes, maxQueuedHashes, maxTrackedAddresses, maxStartsPerAddress, maxRegistrationsPerAddress: Int?
         public var maxFailuresPerAccountAllAddresses: Int?
-        public var maxClientAuthFailuresPerAddress, maxClientAuthFailuresPerClient: Int?
+        public var maxClientAuthFailuresPerAddress, maxClientAuthFailuresPerClient, maxAuditedClientAuthFailuresPerAddress: Int?
         enum CodingKeys: String, CodingKey, CaseIterable {
             case maxFailuresPerAccount = "max_failures_per_account", lockoutSeconds = "lockout_seconds"
             case maxFailuresPerAddress = "max_failures_per_address", addressWindowSeconds = "address_window_seconds"
@@ -118,6 +118,7 @@ public struct ConfigurationFile: Codable, Sendable {
             case maxFailuresPerAccountAllAddresses = "max_failures_per_account_all_addresses"
             case maxClientAuthFailuresPerAddress = "max_client_auth_failures_per_address"
             case maxClientAuthFailuresPerClient = "max_client_auth_failures_per_client"
+            case maxAuditedClientAuthFailuresPerAddress = "max_audited_client_auth_failures_per_address"
         }
     }
 
@@ -272,6 +273,7 @@ public struct ConfigurationFile: Codable, Sendable {
             if let v = p.maxRegistrationsPerAddress { base.loginPolicy.maxRegistrationsPerAddress = v }
             if let v = p.maxClientAuthFailuresPerAddress { base.loginPolicy.maxClientAuthFailuresPerAddress = v }
             if let v = p.maxClientAuthFailuresPerClient { base.loginPolicy.maxClientAuthFailuresPerClient = v }
+            if let v = p.maxAuditedClientAuthFailuresPerAddress { base.loginPolicy.maxAuditedClientAuthFailuresPerAddress = v }
             if let v = p.maxFailuresPerAccountAllAddresses { base.loginPolicy.maxFailuresPerAccountAllAddresses = v }
         }
     }

@@ -166,7 +166,8 @@ public struct ServerConfiguration: Sendable {
         guard p.maxConcurrentHashes >= 1, p.maxQueuedHashes >= 0, p.maxTrackedAddresses >= 1, p.maxFailuresPerAccount >= 1,
             p.maxFailuresPerAccountAllAddresses >= 1,
             p.maxFailuresPerAddress >= 1, p.maxStartsPerAddress >= 1, p.maxRegistrationsPerAddress >= 1,
-            p.maxClientAuthFailuresPerAddress >= 1, p.maxClientAuthFailuresPerClient >= 1
+            p.maxClientAuthFailuresPerAddress >= 1, p.maxClientAuthFailuresPerClient >= 1,
+            p.maxAuditedClientAuthFailuresPerAddress >= 1
         else {
             throw ConfigurationError.invalid(
                 "login_policy: max_concurrent_hashes, max_tracked_addresses and the max_* per-address and per-account limits must be at least 1, max_queued_hashes at least 0"
@@ -309,6 +310,10 @@ public struct LoginPolicy: Sendable, Codable, Equatable {
     /// remembered then), so this bounds what a flood of wrong secrets can cost, not what a real client may do.
     public var maxClientAuthFailuresPerAddress: Int = 20
     public var maxClientAuthFailuresPerClient: Int = 60
+    /// Failed client authentications of one address that are audited one by one within `addressWindowSeconds`; past
+    /// that none is written, and one `client.authentication_failed_aggregated` event per address and window says how
+    /// many there were (an unknown `client_id` costs the caller nothing, so each refusal must not cost a row).
+    public var maxAuditedClientAuthFailuresPerAddress: Int = 20
     public init() {}
 }
 

@@ -6,8 +6,9 @@ import Logging
 /// A link (provider, subject) names one account. A first sign-in links to an existing account only when the provider
 /// is configured to (`link_by_verified_email`) and both the provider and the account have verified the same address;
 /// otherwise it creates an account just in time where the application lets anyone register, with the claims the user
-/// schema accepts. An address already used by an account that may not be linked is refused, never duplicated: the
-/// person signs in to that account and links the provider from there.
+/// schema accepts, keeping the email only when the provider verified it. An address already used by an account that
+/// may not be linked is refused, never duplicated: the person signs in to that account and links the provider from
+/// there.
 ///
 /// What a first sign-in does to accounts is audited here: `federation.linked` with `how: automatic` (linked by
 /// verified email) or `how: jit` (with `user.created`, `via: federation`, for the account made just in time).
@@ -99,10 +100,15 @@ struct FederatedAccounts: Sendable {
         for (name, value) in identity.claims where userSchema.claimNames.contains(name) || name == "email_verified" {
             if name == "email_verified" || userSchema.problem(name, value) == nil { claims[name] = value }
         }
+        // An address the provider did not verify is not kept: `email` is unique across accounts (and shares its
+        // namespace with usernames), so storing it would let anyone whose provider accepts any address take it from its
+        // owner, who could then neither register with it nor sign in with a verified identity for it (third review,
+        // R3-8). The person can add an address later and prove it with a code (`/users/me/email`).
+        if !identity.emailVerified { claims["email"] = nil }
         if claims["email"] == nil { claims["email_verified"] = nil }
         let id = UUID().uuidString.lowercased()
-        // A verified address is the sign-in name; an unverified one is not (it could squat someone else's address).
-        let username = (identity.emailVerified ? claims["email"] : nil) ?? "\(identity.provider).\(identity.subject)"
+        // A verified address is the sign-in name too.
+        let username = claims["email"] ?? "\(identity.provider).\(identity.subject)"
         let user = UserRecord(
             id: id, username: username, passwordHash: PasswordHasher.noPassword, claims: claims, disabled: false, failedLogins: 0,
             lockedUntil: nil, createdAt: now)

@@ -28,13 +28,15 @@ struct HostedLoginController: Sendable {
     let audit: AuditTrail
     /// Third-party applications' consent, asked once the person is signed in.
     let consent: ConsentGate
+    /// Each start of a provider's sign-in stores a row: it takes a place in the per-address start budget.
+    let admission: Admission
 
     func addRoutes(to pages: RouterGroup<LatchkeyRequestContext>) {
-        pages.get("/login") { request, _ in try await self.showLogin(request) }
+        pages.get("/login") { request, context in try await self.showLogin(request, address: context.clientAddress) }
         pages.post("/login") { request, context in try await self.submitLogin(request, context: context, logger: context.logger) }
     }
 
-    private func showLogin(_ request: Request) async throws -> Response {
+    private func showLogin(_ request: Request, address: String) async throws -> Response {
         let params = try Parameters.query(of: request)
         guard let id = try params.single("request"), let pending = try await store.loginRequest(id: id, now: clock.now) else {
             return expiredLoginPage(request.locale())
@@ -44,7 +46,8 @@ struct HostedLoginController: Sendable {
         // `idp=` on the authorization request (a hint, as Keycloak's `kc_idp_hint`): straight to that provider when the
         // application offers it, else the page as usual.
         if let hint = try params.single("idp"), let client, let provider = try? federation.provider(hint, for: client) {
-            return try await startFederation(provider, requestId: id, client: client, request: request, locale: locale, afterPost: false)
+            return try await startFederation(
+                provider, requestId: id, client: client, request: request, address: address, locale: locale, afterPost: false)
         }
         // A reload of the page while the code is owed shows the code form again (same browser only).
         if let factor = try await store.loginSecondFactor(requestId: id), isBound(factor, to: request),
@@ -77,7 +80,8 @@ struct HostedLoginController: Sendable {
                     requestId: id, client: client, clientId: client.clientId, username: nil,
                     error: Pages.t("federation.failed", locale, ["provider": Federation.printable(idp)]), status: .badRequest, locale: locale)
             }
-            return try await startFederation(provider, requestId: id, client: client, request: request, locale: locale, afterPost: true)
+            return try await startFederation(
+                provider, requestId: id, client: client, request: request, address: context.clientAddress, locale: locale, afterPost: true)
         }
         if let factor = try await store.loginSecondFactor(requestId: id) {
             // The first factor was already accepted for this login request: only the code is taken now (sending the
@@ -166,10 +170,19 @@ struct HostedLoginController: Sendable {
 
     /// Sends the browser to the provider, bound to it by the `lk_fed` cookie (kept when it has one already, so several
     /// tabs may sign in at once).
+    ///
+    /// Each start stores a federated-login row (state, verifier, nonce), and one login request may be reused until it
+    /// expires: the start is admitted per address like the authorization request (`max_starts_per_address`), or one
+    /// admitted request would give unlimited writes (third review, R3-7).
     private func startFederation(
         _ provider: IdentityProviderConfiguration, requestId: String, client: ClientConfiguration, request: Request,
-        locale: SupportedLocale, afterPost: Bool
+        address: String, locale: SupportedLocale, afterPost: Bool
     ) async throws -> Response {
+        do { try await admission.admitStart(address: address) } catch let refusal as APIError where refusal.status == .tooManyRequests {
+            return loginPage(
+                requestId: requestId, client: client, clientId: client.clientId, username: nil,
+                error: Pages.t(refusal.messageKey, locale, refusal.arguments), status: .tooManyRequests, locale: locale)
+        }
         let binding = request.cookieValue(cookies.federationName).flatMap { $0.count >= 32 ? $0 : nil } ?? Secrets.token()
         do {
             let (url, _) = try await federation.begin(

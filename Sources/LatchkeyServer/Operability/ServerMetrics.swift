@@ -67,8 +67,12 @@ public final class ServerMetrics: Sendable {
         case failed
         /// Given up after `max_attempts` or `max_age_seconds` (logged at error level).
         case dropped
-        /// Not queued: the webhook's queue held `queue_limit` deliveries already (logged at error level).
+        /// Not queued: the webhook's queue held `queue_limit` deliveries already (logged at error level). Counts only
+        /// the events that are not low priority: the ones a flood must never keep from the receiver.
         case queueFull = "queue_full"
+        /// A low-priority event (`AuditEvent.Kind.isLowPriority`: failed client authentications) not queued: their
+        /// share of the queue (`low_priority_queue_limit`) or the whole queue was full. Expected under a flood.
+        case queueFullLowPriority = "queue_full_low_priority"
         /// Not queued: the store refused the write (logged at error level).
         case notQueued = "not_queued"
     }
@@ -228,7 +232,8 @@ public final class ServerMetrics: Sendable {
         registry.makeCounter(
             descriptor: Self.name(
                 "webhook_deliveries", "total",
-                "Audit-event deliveries to webhooks by webhook id and result (delivered, failed, dropped, queue_full, not_queued)"),
+                "Audit-event deliveries to webhooks by webhook id and result "
+                    + "(delivered, failed, dropped, queue_full, queue_full_low_priority, not_queued)"),
             labels: [("webhook", id), ("result", result.rawValue)])
     }
 

@@ -326,9 +326,10 @@ public protocol AuditStore: Sendable {
 /// Audit events waiting for delivery to webhooks (`AuditWebhooks`): one row per event and webhook, retried until
 /// delivered or given up, claimed under a lease so that instances sharing the store never deliver one row at once.
 public protocol WebhookDeliveryStore: Sendable {
-    /// Queues a delivery unless `limit` deliveries of its webhook already wait (checked in the same transaction); false
-    /// when that webhook's queue is full.
-    func enqueueWebhookDelivery(_ delivery: QueuedWebhookDelivery, limit: Int) async throws -> Bool
+    /// Queues a delivery unless `limit` deliveries of its webhook already wait, or, when its event type is one of
+    /// `share`'s, unless `share.limit` deliveries of those types already wait for that webhook (both checked in the same
+    /// transaction); false when that webhook's queue (or the share) is full.
+    func enqueueWebhookDelivery(_ delivery: QueuedWebhookDelivery, limit: Int, share: WebhookQueueShare?) async throws -> Bool
     /// Takes up to `limit` deliveries of `webhookId` due at `now` (the earliest due first, then the oldest) and, in the
     /// same transaction, pushes their next attempt to `leaseUntil`, so a second server sharing the database does not
     /// deliver them too (and takes them up if this one dies before it is done).
@@ -339,6 +340,28 @@ public protocol WebhookDeliveryStore: Sendable {
     func deleteWebhookDelivery(id: String) async throws
     /// How many deliveries wait, by webhook id (webhooks with none are absent).
     func webhookQueueDepths() async throws -> [String: Int]
+}
+
+extension WebhookDeliveryStore {
+    /// Queues a delivery unless `limit` deliveries of its webhook already wait (no share).
+    func enqueueWebhookDelivery(_ delivery: QueuedWebhookDelivery, limit: Int) async throws -> Bool {
+        try await enqueueWebhookDelivery(delivery, limit: limit, share: nil)
+    }
+}
+
+/// The part of a webhook's queue some event types may fill (`AuditWebhook.lowPriorityQueueLimit`).
+public struct WebhookQueueShare: Sendable, Equatable {
+    /// The event types (`client.authentication_failed` …) that share the limit.
+    public var eventTypes: [String]
+    public var limit: Int
+
+    public init(eventTypes: [String], limit: Int) {
+        self.eventTypes = eventTypes
+        self.limit = limit
+    }
+
+    /// Whether a delivery of `eventType` counts against this share.
+    func covers(_ eventType: String) -> Bool { eventTypes.contains(eventType) }
 }
 
 /// Deleting what can no longer be used.

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import LatchkeyJOSE
+import Logging
 
 /// Client authentication at the token, revocation, introspection, PAR and device authorization endpoints (RFC 6749
 /// §2.3): `client_secret_basic`, `client_secret_post`, `private_key_jwt` (`ClientAssertion`) or a public client's bare
@@ -226,21 +227,52 @@ struct ClientAuthentication: Sendable {
     /// The issuer in force (with port 0, completed at start).
     let issuer: @Sendable () -> String
     let keys: ClientKeySets
+    /// Which refusals are audited one by one (`max_audited_client_auth_failures_per_address` per address and window);
+    /// the rest are summed up per address and window (`client.authentication_failed_aggregated`).
+    let auditBudget: AddressAuditBudget
 
     /// The client a request authenticates as (`ClientAuthenticator`), with failed key derivations throttled by the
-    /// request's address and by client. A refusal (`invalid_client`) is audited with the client it was about.
+    /// request's address and by client. A refusal (`invalid_client`) is audited with the client it was about, within
+    /// the address's audit budget.
     func authenticate(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext) async throws -> ClientConfiguration {
         do {
-            return try await ClientAuthenticator(
+            let client = try await ClientAuthenticator(
                 store: store, throttles: throttles, address: context.clientAddress, now: clock.now, issuer: issuer(), keys: keys
             )
             .authenticate(request, params)
+            // Summaries are written when a window has closed and the next client authentication comes, whatever its
+            // outcome: no timer to run, and a live server authenticates clients all the time.
+            await recordSummaries(await auditBudget.close(now: clock.now), logger: context.logger)
+            return client
         } catch let refusal as ClientAuthRefusal {
-            await audit.record(
-                .clientAuthenticationFailed, .failure, subject: nil, actor: refusal.client.map(AuditEvent.clientActor),
-                details: ["reason": refusal.reason.rawValue, "endpoint": Self.endpoint(request)],
-                origin: AuditOrigin(client: refusal.client, address: context.clientAddress, logger: context.logger))
+            // Decided before anything is written: past the budget a refusal costs a counter, not a row and a delivery
+            // to every webhook.
+            let (record, closed) = await auditBudget.admit(address: context.clientAddress, now: clock.now)
+            await recordSummaries(closed, logger: context.logger)
+            if record {
+                await audit.record(
+                    .clientAuthenticationFailed, .failure, subject: nil, actor: refusal.client.map(AuditEvent.clientActor),
+                    details: ["reason": refusal.reason.rawValue, "endpoint": Self.endpoint(request)],
+                    origin: AuditOrigin(client: refusal.client, address: context.clientAddress, logger: context.logger))
+            }
             throw refusal.error
+        }
+    }
+
+    /// One `client.authentication_failed_aggregated` per closed window that had refusals past the budget.
+    private func recordSummaries(_ summaries: [AddressAuditBudget.Summary], logger: Logger) async {
+        guard !summaries.isEmpty else { return }
+        // A summary belongs to no request: not to the one that happened to come after its window.
+        var background = logger
+        background[metadataKey: "request_id"] = nil
+        for summary in summaries {
+            await audit.record(
+                .clientAuthenticationFailedAggregated, .failure, subject: nil,
+                details: [
+                    "count": String(summary.count), "recorded": String(auditBudget.limit),
+                    "window_start": summary.windowStart.formatted(.iso8601), "window_seconds": String(Int(auditBudget.window))
+                ],
+                origin: AuditOrigin(address: summary.address, logger: background))
         }
     }
 

@@ -13322,6 +13322,7 @@ enum OpenAPIDocument {
           "email.change_confirmed",
           "token.refresh_replayed",
           "client.authentication_failed",
+          "client.authentication_failed_aggregated",
           "token.revoked",
           "session.ended",
           "federation.linked",
@@ -13337,7 +13338,8 @@ enum OpenAPIDocument {
           "device.denied",
           "consent.granted",
           "consent.denied",
-          "consent.withdrawn"
+          "consent.withdrawn",
+          "webhook.gap"
         ],
         "description": "What happened: the stable names to filter on."
       },

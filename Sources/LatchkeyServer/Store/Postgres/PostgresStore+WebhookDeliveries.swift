@@ -3,7 +3,7 @@ import PostgresNIO
 
 /// The webhook delivery queue (`QueuedWebhookDelivery` is declared beside the SQLite store).
 extension PostgresStore {
-    public func enqueueWebhookDelivery(_ delivery: QueuedWebhookDelivery, limit: Int) async throws -> Bool {
+    public func enqueueWebhookDelivery(_ delivery: QueuedWebhookDelivery, limit: Int, share: WebhookQueueShare?) async throws -> Bool {
         try await transaction { connection -> Bool in
             // The limit is about the webhook's whole queue (rows other instances may be inserting now): one advisory lock
             // per webhook makes count-then-insert atomic across instances, as SQLite's serialized write transaction does.
@@ -13,6 +13,15 @@ extension PostgresStore {
                     "SELECT COUNT(*) FROM webhook_deliveries WHERE webhook_id = \(delivery.webhookId)", on: connection
                 )?.decode(Int.self) ?? 0
             guard waiting < limit else { return false }
+            if let share, share.covers(delivery.eventType) {
+                let types = share.eventTypes
+                let sharing =
+                    try await self.row(
+                        "SELECT COUNT(*) FROM webhook_deliveries WHERE webhook_id = \(delivery.webhookId) AND event_type = ANY(\(types))",
+                        on: connection
+                    )?.decode(Int.self) ?? 0
+                guard sharing < share.limit else { return false }
+            }
             _ = try await self.execute(
                 """
                 INSERT INTO webhook_deliveries (id, webhook_id, event_id, event_type, body, attempts, next_attempt_at, created_at)

@@ -54,11 +54,19 @@ extension SQLiteStore {
                 """)
     }
 
-    public func enqueueWebhookDelivery(_ delivery: QueuedWebhookDelivery, limit: Int) async throws -> Bool {
+    public func enqueueWebhookDelivery(_ delivery: QueuedWebhookDelivery, limit: Int, share: WebhookQueueShare?) async throws -> Bool {
         try await pool.write { db in
             let waiting =
                 try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM webhook_deliveries WHERE webhook_id = ?", arguments: [delivery.webhookId]) ?? 0
             guard waiting < limit else { return false }
+            if let share, share.covers(delivery.eventType) {
+                let marks = share.eventTypes.map { _ in "?" }.joined(separator: ", ")
+                let sharing =
+                    try Int.fetchOne(
+                        db, sql: "SELECT COUNT(*) FROM webhook_deliveries WHERE webhook_id = ? AND event_type IN (\(marks))",
+                        arguments: StatementArguments([delivery.webhookId] + share.eventTypes)) ?? 0
+                guard sharing < share.limit else { return false }
+            }
             try db.execute(
                 sql: """
                     INSERT INTO webhook_deliveries (id, webhook_id, event_id, event_type, body, attempts, next_attempt_at, created_at)
