@@ -12,7 +12,7 @@ extension LatchkeyClient {
     public func consents(sessionId: String? = nil) async throws -> [ApplicationConsent] {
         let context = try context()
         let tokens = try await context.tokens.usableTokens(sessionId)
-        let response = try await Self.consentsCall(context, "GET", "/users/me/consents", tokens: tokens)
+        let response = try await Self.sessionsCall(context, "GET", "/users/me/consents", tokens: tokens)
         let body = try IdentityAPI.object(response, "consent list")
         guard case .array(let consents)? = body["consents"] else {
             throw LatchkeyError(.serverError, "the consent list has no consents", statusCode: response.status)
@@ -34,15 +34,6 @@ extension LatchkeyClient {
             throw LatchkeyError(.invalidInput, "the client id is empty")
         }
         let tokens = try await context.tokens.usableTokens(sessionId)
-        _ = try await Self.consentsCall(context, "DELETE", "/users/me/consents/" + segment, tokens: tokens)
-    }
-
-    /// One call of the consents API with the session's token; a 2xx answer is returned, anything else thrown mapped as
-    /// the profile's errors are (a 404 is `.invalidInput`: an application without consent).
-    private static func consentsCall(_ context: OAuthClient, _ method: String, _ path: String, tokens: TokenSet) async throws -> HTTPResponse {
-        let response = try await context.sendAuthorized(
-            HTTPRequest(method: method, url: context.endpoint(path), headers: ["Accept": "application/json"], body: nil), tokens: tokens)
-        guard (200..<300).contains(response.status) else { throw LatchkeyError.profile(response, selfTarget: false) }
-        return response
+        _ = try await Self.sessionsCall(context, "DELETE", "/users/me/consents/" + segment, tokens: tokens)
     }
 }

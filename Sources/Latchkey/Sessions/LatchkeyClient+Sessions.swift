@@ -71,9 +71,10 @@ extension LatchkeyClient {
         return claims["sid"]?.stringValue
     }
 
-    /// One call of the sessions API with the session's token; a 2xx answer is returned, anything else thrown mapped as
-    /// the profile's errors are (a 404 is `.invalidInput`: an unknown session, not a lost account).
-    private static func sessionsCall(_ context: OAuthClient, _ method: String, _ path: String, tokens: TokenSet) async throws -> HTTPResponse {
+    /// One call of the sessions or consents API with the session's token; a 2xx answer is returned, anything else
+    /// thrown mapped as the profile's errors are (a 404 is `.invalidInput`: an unknown session or consent, not a lost
+    /// account).
+    static func sessionsCall(_ context: OAuthClient, _ method: String, _ path: String, tokens: TokenSet) async throws -> HTTPResponse {
         let response = try await context.sendAuthorized(
             HTTPRequest(method: method, url: context.endpoint(path), headers: ["Accept": "application/json"], body: nil), tokens: tokens)
         guard (200..<300).contains(response.status) else { throw LatchkeyError.profile(response, selfTarget: false) }
