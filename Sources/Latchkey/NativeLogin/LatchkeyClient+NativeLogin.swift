@@ -171,13 +171,13 @@ extension LatchkeyClient {
     ///   - idToken: the provider's ID token, as the platform returned it.
     ///   - nonce: the nonce from `nativeSignInNonce()`: the token's `nonce` claim is that value itself (Google) or
     ///     its `base64url(SHA-256(nonce))` (Apple); the server checks both forms, and our ID token then carries it.
-    /// - Throws: `.mfaRequired` (with `mfaStepUp`, continued with `mfaStart` as after a password) when the account's
-    ///   second factor is owed; `.authenticationFailed` for a refused token (a replayed or stale one, a nonce the
-    ///   server did not issue); the server's `ApiError` mapped when the application may not sign in natively.
     ///   - scope: the scopes of the session; nil uses the configuration's.
     ///   - origin: the origin the server records for the sign-in; nil uses the issuer's.
     ///   - givenName: Apple sends the name on first authorisation only, so it is forwarded.
     ///   - familyName: as `givenName`.
+    /// - Throws: `.mfaRequired` (with `mfaStepUp`, continued with `mfaStart` as after a password) when the account's
+    ///   second factor is owed; `.authenticationFailed` for a refused token (a replayed or stale one, a nonce the
+    ///   server did not issue); the server's `ApiError` mapped when the application may not sign in natively.
     public func login(
         withProvider provider: String, idToken: String, nonce: String, scope: [String]? = nil, origin: String? = nil,
         givenName: String? = nil, familyName: String? = nil
