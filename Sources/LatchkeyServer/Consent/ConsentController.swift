@@ -30,7 +30,10 @@ struct ConsentController: Sendable {
         guard let live = try await browserSessions.live(for: request) else {
             return Responses.redirect(to: "/login?request=" + FormEncoding.encode(id))
         }
-        guard let record = try await store.client(id: pending.request.clientId), ApplicationTrust(record).isThirdParty else {
+        // Only a request the gate handed over, for the account signed in now (not the sign-in page's own request).
+        guard pending.request.consentFor == live.user.id, let record = try await store.client(id: pending.request.clientId),
+            ApplicationTrust(record).isThirdParty
+        else {
             return Self.expiredPage(locale)
         }
         let client = record.configuration
@@ -61,7 +64,10 @@ struct ConsentController: Sendable {
         guard let live = try await browserSessions.live(for: request) else {
             return Responses.redirect(to: "/login?request=" + FormEncoding.encode(id), afterPost: true)
         }
-        let authRequest = pending.request
+        // As on the page: only a request the gate handed over, for this account.
+        guard pending.request.consentFor == live.user.id else { return Self.expiredPage(locale) }
+        var authRequest = pending.request
+        authRequest.consentFor = nil
         let origin = AuditOrigin(client: authRequest.clientId, address: context.clientAddress, logger: context.logger)
         // One decision per login request: a second POST (another tab) finds it gone.
         try await store.deleteLoginRequest(id: id)

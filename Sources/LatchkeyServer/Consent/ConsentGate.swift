@@ -32,13 +32,25 @@ struct ConsentGate: Sendable {
     /// The consent page for a login request already stored (the hosted sign-in's).
     static func page(requestId: String) -> String { "/consent?request=" + FormEncoding.encode(requestId) }
 
-    /// Stores `request` as a login request for the consent page to answer (an SSO session answered for it, so none
-    /// exists yet) and returns the page's address.
-    func pageForNewRequest(_ request: AuthorizationRequest) async throws -> String {
+    /// Stores `request` as a login request for the consent page to answer for `userId` (an SSO session of that account
+    /// answered for it, so none exists yet) and returns the page's address.
+    func pageForNewRequest(_ request: AuthorizationRequest, userId: String) async throws -> String {
         let id = Secrets.token()
         let now = clock.now
+        var awaiting = request
+        awaiting.consentFor = userId
         try await store.insertLoginRequest(
-            LoginRequestRecord(id: id, request: request, createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.loginRequest))))
+            LoginRequestRecord(id: id, request: awaiting, createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.loginRequest))))
         return Self.page(requestId: id)
+    }
+
+    /// Hands the hosted sign-in's login request to the consent page for `userId`, who just signed in: the same id and
+    /// times (the page tells an interactive sign-in by them), now answerable there.
+    func pageAfterSignIn(_ pending: LoginRequestRecord, userId: String) async throws -> String {
+        var awaiting = pending
+        awaiting.request.consentFor = userId
+        try await store.deleteLoginRequest(id: pending.id)
+        try await store.insertLoginRequest(awaiting)
+        return Self.page(requestId: pending.id)
     }
 }

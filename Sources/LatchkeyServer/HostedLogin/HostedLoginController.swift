@@ -395,7 +395,7 @@ struct HostedLoginController: Sendable {
         }
         // A third-party application: the consent page answers the login request, with the session just opened.
         if try await consent.mustAsk(pending.request, userId: user.id) {
-            return Responses.redirect(to: ConsentGate.page(requestId: requestId), afterPost: true, headers: headers)
+            return Responses.redirect(to: try await consent.pageAfterSignIn(pending, userId: user.id), afterPost: true, headers: headers)
         }
         try await store.deleteLoginRequest(id: requestId)
         return try await responses.issueCode(pending.request, user: user, session: session, afterPost: true, headers: headers)

@@ -89,6 +89,10 @@ public struct AuthorizationRequest: Sendable, Codable, Equatable {
     public var claims: String? = nil
     /// `form_post` (OAuth 2.0 Form Post Response Mode), or nil for the query.
     public var responseMode: String? = nil
+    /// The account the consent page may answer this request for: set only by `ConsentGate` once the sign-in (or the
+    /// SSO session) is done and a third-party application's consent is owed. Without it the consent page answers
+    /// nothing, so it can never stand in for the sign-in page's own checks.
+    public var consentFor: String? = nil
 }
 
 /// An issued authorization code (stored by hash, single use).

@@ -188,6 +188,35 @@ struct ThirdPartyConsentTests {
         #expect(forged.status == 403)
     }
 
+    @Test("the consent page answers only what the gate handed it: never the sign-in page's own request (no way around its checks)")
+    func theConsentPageIsNoSideDoor() async throws {
+        let server = try await TestServer.start { configuration in
+            configuration.clients = configuration.clients.map { client in
+                var client = client
+                if client.clientId == "latchkey-demo" { client.requireMFA = true }
+                return client
+            }
+        }
+        defer { Task { await server.stop() } }
+        // A session of an account without a second factor (another application), then a require_mfa application's
+        // request, which the session does not answer: the sign-in page waits with its own login request.
+        let browser = TestBrowser()
+        var other = AuthorizeOptions()
+        other.clientId = "backend"
+        other.redirectUri = "https://backend.example/callback"
+        other.scope = "openid"
+        _ = try await server.signIn(browser, other)
+        let page = try await server.openLoginPage(browser, AuthorizeOptions())
+        let request = try #require(TestBrowser.hiddenField("request", in: page.text))
+        let csrf = try #require(TestBrowser.hiddenField("csrf", in: page.text))
+        // Posting that request to the consent page, with the sign-in page's own CSRF token, issues nothing.
+        let shown = try await browser.get(server.base + ConsentGate.page(requestId: request))
+        #expect(shown.status == 400 && !shown.text.contains("id=\"allow\""), "\(shown.status)")
+        let posted = try await browser.postForm(server.base + "/consent", ["request": request, "csrf": csrf, "decision": "allow"])
+        #expect(posted.status == 400, "\(posted.status) \(posted.location ?? "")")
+        #expect(posted.locationQuery["code"] == nil)
+    }
+
     @Test("a native exchange (login ticket) for a third-party application without consent answers consent_required")
     func nativeExchangeNeedsConsent() async throws {
         let server = try await Self.start()

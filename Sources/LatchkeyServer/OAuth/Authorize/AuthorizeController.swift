@@ -346,7 +346,7 @@ struct AuthorizeController: Sendable {
                         OAuthError(.consentRequired, "the person has not consented to this application's scopes"),
                         redirectUri: authRequest.redirectUri, state: authRequest.state, responseMode: authRequest.responseMode)
                 }
-                return Responses.redirect(to: try await consent.pageForNewRequest(authRequest))
+                return Responses.redirect(to: try await consent.pageForNewRequest(authRequest, userId: live.user.id))
             }
             metrics.signIn(.sso, .success)
             // The sign-in that opened the session was audited then; this one is the session answering for another
