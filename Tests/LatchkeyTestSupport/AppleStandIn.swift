@@ -68,10 +68,10 @@ package final class AppleStandIn: Sendable {
 extension TestServer {
     /// The demo application accepting Sign in with Apple tokens for `bundleId`, pointed at `apple`'s keys.
     package static func startForNativeLogin(
-        bundleId: String, apple: AppleStandIn? = nil, databasePath: String? = nil,
+        bundleId: String, apple: AppleStandIn? = nil, databasePath: String? = nil, frozenClock: Bool = false,
         configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> TestServer {
-        try await start(databasePath: databasePath) { configuration in
+        try await start(databasePath: databasePath, frozenClock: frozenClock) { configuration in
             configuration.clients = configuration.clients.map { client in
                 var client = client
                 if client.clientId == "latchkey-demo" { client.appleBundleIds = [bundleId] }

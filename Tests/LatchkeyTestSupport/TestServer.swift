@@ -30,8 +30,9 @@ package final class TestServer: Sendable {
     }
 
     /// Starts a server. `databasePath` reuses a file (restart tests); `configure` adjusts the configuration.
+    /// `frozenClock`: the server's clock moves only by `advanceClock` (rules about the time between two requests).
     package static func start(
-        databasePath: String? = nil, logger given: Logger? = nil,
+        databasePath: String? = nil, logger given: Logger? = nil, frozenClock: Bool = false,
         configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> TestServer {
         // With LATCHKEY_TEST_SERVER_POSTGRES_URL set, every server of the suites that does not name a file runs on a
@@ -66,7 +67,7 @@ package final class TestServer: Sendable {
         }
         var logger = given ?? Logger(label: "test.server")
         if given == nil { logger.logLevel = .critical }  // Hummingbird logs cancellation at shutdown as an error
-        let (clock, advance) = ServerClock.adjustable()
+        let (clock, advance) = ServerClock.adjustable(frozen: frozenClock)
         let trace = ProcessInfo.processInfo.environment["LATCHKEY_TEST_TRACE"] != nil
         if trace { FileHandle.standardError.write(Data("opening \(path)\n".utf8)) }
         let server = try await IdentityServer.open(configuration: configuration, clock: clock, logger: logger)

@@ -9,11 +9,14 @@ public struct ServerClock: Sendable {
     public var now: Date { read() }
     public static let system = ServerClock { Date() }
 
-    /// A clock that starts at the real time and can be advanced.
-    public static func adjustable() -> (ServerClock, advance: @Sendable (TimeInterval) -> Void) {
+    /// A clock that starts at the real time and can be advanced. `frozen`: it then moves only when advanced, so a rule
+    /// about the time between two requests (a polling interval, a code's 30-s window) cannot depend on how fast the
+    /// machine runs them.
+    public static func adjustable(frozen: Bool = false) -> (ServerClock, advance: @Sendable (TimeInterval) -> Void) {
         let offset = NIOLockedValueBox<TimeInterval>(0)
+        let start = Date()
         return (
-            ServerClock { Date().addingTimeInterval(offset.withLockedValue { $0 }) },
+            ServerClock { (frozen ? start : Date()).addingTimeInterval(offset.withLockedValue { $0 }) },
             { delta in offset.withLockedValue { $0 += delta } }
         )
     }
