@@ -461,7 +461,7 @@ public final class IdentityServer: Sendable {
 
         // SCIM 2.0: the accounts behind the resource authentication, the discovery resources public.
         let scim = SCIMController(issuerInForce: issuer, store: store, accounts: accounts, audit: audit)
-        scim.addRoutes(to: protected(group("/scim2", .scim)))
+        scim.addRoutes(me: protected(group("/scim2", .scim), accountManagement: true), users: protected(group("/scim2", .scim)))
         scim.addDiscoveryRoutes(to: group("/scim2", .scim))
 
         // reachFive's identity API.

@@ -44,11 +44,10 @@ struct ConsentController: Sendable {
                 signedInAs: live.user.claims["email"] ?? live.user.username, scopes: pending.request.scope,
                 redirectOrigin: CSPSource.origin(of: pending.request.redirectUri)
                     ?? URLComponents(string: pending.request.redirectUri)?.scheme.map { $0 + ":" },
-                registrant: try await registrant(of: record, locale: locale), logoUri: client.logoUri, clientUri: client.clientUri,
-                policyUri: client.policyUri, tosUri: client.tosUri, locale: locale))
+                registrant: try await registrant(of: record, locale: locale), display: Pages.ApplicationDisplay(client), locale: locale))
         return Responses.html(
             page, headers: [.setCookie: cookies.csrf(secret), .contentLanguage: locale.tag],
-            imageSources: client.logoUri.flatMap(CSPSource.origin(of:)).map { [$0] } ?? [])
+            imageSources: Pages.ApplicationDisplay(client).imageSources)
     }
 
     private func decide(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {

@@ -3,8 +3,8 @@ import Foundation
 /// Decides whether a sign-in must stop at the consent page before a code is issued, and sends the browser there.
 ///
 /// Only third-party applications ask (`ApplicationTrust`): the first time, whenever the request asks for a scope not
-/// consented to before, and at every `prompt=consent`. `AuthorizationResponses.requireConsent` holds the same rule at
-/// the minting of every code, so a front door that forgets this gate answers `consent_required` rather than a code.
+/// consented to before, and at every `prompt=consent`. `ConsentGate.requireConsent` holds the same rule at the minting
+/// of every code, so a front door that forgets this gate answers `consent_required` rather than a code.
 struct ConsentGate: Sendable {
     let store: any ClientStore & ConsentStore & LoginRequestStore
     let clock: ServerClock
@@ -12,9 +12,8 @@ struct ConsentGate: Sendable {
 
     /// Whether the person must be asked before `request` is answered with a code for `userId`.
     func mustAsk(_ request: AuthorizationRequest, userId: String) async throws -> Bool {
-        guard let record = try await store.client(id: request.clientId), ApplicationTrust(record).isThirdParty else { return false }
-        if request.prompt.contains("consent") { return true }
-        return try await store.consent(userId: userId, clientId: request.clientId)?.covers(request.scope) != true
+        try await Self.consentOwed(
+            clientId: request.clientId, userId: userId, scope: request.scope, askingAgain: request.prompt.contains("consent"), store: store)
     }
 
     /// Refuses (`consent_required`) tokens or a code for a third-party application unless the person consented to
@@ -23,10 +22,19 @@ struct ConsentGate: Sendable {
     static func requireConsent(
         clientId: String, userId: String, scope: [String], store: any ClientStore & ConsentStore
     ) async throws {
-        guard let record = try await store.client(id: clientId), ApplicationTrust(record).isThirdParty else { return }
-        guard try await store.consent(userId: userId, clientId: clientId)?.covers(scope) == true else {
+        if try await consentOwed(clientId: clientId, userId: userId, scope: scope, askingAgain: false, store: store) {
             throw OAuthError(.consentRequired, "the person has not consented to this application's scopes; sign in through the hosted page")
         }
+    }
+
+    /// The one rule: a third-party application needs the person's consent to every scope of the request (or, when
+    /// `askingAgain`, a fresh one); a first-party application never does.
+    private static func consentOwed(
+        clientId: String, userId: String, scope: [String], askingAgain: Bool, store: any ClientStore & ConsentStore
+    ) async throws -> Bool {
+        guard let record = try await store.client(id: clientId), ApplicationTrust(record).isThirdParty else { return false }
+        if askingAgain { return true }
+        return try await store.consent(userId: userId, clientId: clientId)?.covers(scope) != true
     }
 
     /// The consent page for a login request already stored (the hosted sign-in's).

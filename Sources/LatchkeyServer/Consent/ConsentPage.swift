@@ -12,10 +12,7 @@ extension Pages {
         var redirectOrigin: String?
         /// Who registered the application, in words, when known.
         var registrant: String?
-        var logoUri: String?
-        var clientUri: String?
-        var policyUri: String?
-        var tosUri: String?
+        var display: ApplicationDisplay
         var locale: SupportedLocale = .en
     }
 
@@ -36,13 +33,10 @@ extension Pages {
         let registrant =
             form.registrant.map { "<p class=\"sub\" id=\"registrant\">\(HTML.escape(t("page.consent.registered_by", l, ["registrant": $0])))</p>" }
             ?? ""
-        let links = LoginForm(
-            requestId: form.requestId, csrf: form.csrf, clientName: form.clientName, locale: l, logoUri: form.logoUri, clientUri: form.clientUri,
-            policyUri: form.policyUri, tosUri: form.tosUri)
         return layout(
             title: t("page.consent.title", l),
             body: """
-                \(applicationLogo(links))
+                \(applicationLogo(form.display))
                 <h1>\(HTML.escape(t("page.consent.title", l)))</h1>
                 <p class="sub">\(subtitle)</p>
                 <p class="sub" id="signed-in-as">\(HTML.escape(t("page.consent.signed_in_as", l, ["user": form.signedInAs])))</p>
@@ -58,7 +52,7 @@ extension Pages {
                   <button type="submit" id="deny" name="decision" value="deny" class="secondary" style="margin-block-start: .75rem">\(HTML.escape(t("page.consent.deny", l)))</button>
                 </form>
                 <p class="sub" style="margin-block-start: 1rem">\(HTML.escape(t("page.consent.withdraw_hint", l)))</p>
-                \(applicationLinks(links))
+                \(applicationLinks(form.display, l))
                 """, locale: l)
     }
 }

@@ -415,11 +415,10 @@ struct HostedLoginController: Sendable {
             .init(
                 requestId: requestId, csrf: CookiePolicy.csrfToken(secret: secret, requestId: requestId),
                 clientName: client?.name ?? clientId, username: username, error: error,
-                locale: locale, passkeyClientId: passkeys ? clientId : nil, providers: providers, logoUri: client?.logoUri,
-                clientUri: client?.clientUri, policyUri: client?.policyUri, tosUri: client?.tosUri))
+                locale: locale, passkeyClientId: passkeys ? clientId : nil, providers: providers, display: Pages.ApplicationDisplay(client)))
         return Responses.html(
             page, status: status, headers: [.setCookie: cookies.csrf(secret), .contentLanguage: locale.tag],
-            sameOriginScripts: passkeys, imageSources: client?.logoUri.flatMap(CSPSource.origin(of:)).map { [$0] } ?? [])
+            sameOriginScripts: passkeys, imageSources: Pages.ApplicationDisplay(client).imageSources)
     }
 
     private func secondFactorPage(

@@ -48,11 +48,25 @@ enum Pages {
         var passkeyClientId: String? = nil
         /// The application's other identity providers, as (id, name): one "Continue with …" button each.
         var providers: [(id: String, name: String)] = []
-        /// What the application registered to show: its logo, home page, privacy policy and terms (`ClientConfiguration`).
-        var logoUri: String? = nil
-        var clientUri: String? = nil
-        var policyUri: String? = nil
-        var tosUri: String? = nil
+        /// What the application registered to show beside its name.
+        var display = ApplicationDisplay(nil)
+    }
+
+    /// What an application registered to show beside its name on the hosted pages (OpenID Connect Registration
+    /// `logo_uri`, `client_uri`, `policy_uri`, `tos_uri`): its logo, home page, privacy policy and terms. Loaded or
+    /// followed by the person's browser, never fetched by the server.
+    struct ApplicationDisplay {
+        var logoUri: String?
+        var clientUri: String?
+        var policyUri: String?
+        var tosUri: String?
+
+        init(_ client: ClientConfiguration?) {
+            logoUri = client?.logoUri; clientUri = client?.clientUri; policyUri = client?.policyUri; tosUri = client?.tosUri
+        }
+
+        /// The logo's origin, the one image source the page's CSP adds.
+        var imageSources: [String] { logoUri.flatMap(CSPSource.origin(of:)).map { [$0] } ?? [] }
     }
 
     /// A catalog text for the page (HTML-escaped by the callers).
@@ -74,7 +88,7 @@ enum Pages {
         return layout(
             title: t("page.login.title", l),
             body: """
-                \(applicationLogo(form))
+                \(applicationLogo(form.display))
                 <h1>\(HTML.escape(t("page.login.title", l)))</h1>
                 <p class="sub">\(subtitle)</p>
                 \(errorBlock)
@@ -90,22 +104,22 @@ enum Pages {
                 </form>
                 \(passkeyBlock(form))
                 \(providerBlock(form))
-                \(applicationLinks(form))
+                \(applicationLinks(form.display, form.locale))
                 """, locale: l)
     }
 
     /// The application's logo (decorative: its name is in the sentence below), linked to its home page when it has one.
-    static func applicationLogo(_ form: LoginForm) -> String {
-        guard let logo = form.logoUri else { return "" }
+    static func applicationLogo(_ display: ApplicationDisplay) -> String {
+        guard let logo = display.logoUri else { return "" }
         let image = "<img class=\"app-logo\" src=\"\(HTML.escape(logo))\" alt=\"\" width=\"64\" height=\"64\" referrerpolicy=\"no-referrer\">"
-        guard let home = form.clientUri else { return "<p>\(image)</p>" }
+        guard let home = display.clientUri else { return "<p>\(image)</p>" }
         return "<p><a href=\"\(HTML.escape(home))\" rel=\"noopener noreferrer\" target=\"_blank\">\(image)</a></p>"
     }
 
     /// Links to the application's privacy policy and terms, opened beside the sign-in.
-    static func applicationLinks(_ form: LoginForm) -> String {
-        let links = [("page.login.policy", form.policyUri), ("page.login.terms", form.tosUri)].compactMap { key, uri in
-            uri.map { "<a href=\"\(HTML.escape($0))\" rel=\"noopener noreferrer\" target=\"_blank\">\(HTML.escape(t(key, form.locale)))</a>" }
+    static func applicationLinks(_ display: ApplicationDisplay, _ locale: SupportedLocale) -> String {
+        let links = [("page.login.policy", display.policyUri), ("page.login.terms", display.tosUri)].compactMap { key, uri in
+            uri.map { "<a href=\"\(HTML.escape($0))\" rel=\"noopener noreferrer\" target=\"_blank\">\(HTML.escape(t(key, locale)))</a>" }
         }
         guard !links.isEmpty else { return "" }
         return "<p class=\"app-links\">" + links.joined(separator: " · ") + "</p>"

@@ -20,14 +20,15 @@ struct SCIMController: Sendable {
     var issuer: String { issuerInForce() }
     private var userSchema: UserSchema { accounts.userSchema }
 
-    /// The account resources (`/Me`, `/Users`), on a group whose `ResourceAuthenticationMiddleware` has authenticated
-    /// the caller; the discovery resources on a public group (`addDiscoveryRoutes`).
-    func addRoutes(to group: RouterGroup<ResourceRequestContext>) {
-        group.get("Me") { request, context in try await self.scimRead(request, context.caller, target: .me) }
-        group.put("Me") { request, context in
+    /// The account resources, on groups whose `ResourceAuthenticationMiddleware` has authenticated the caller: `/Me` on
+    /// an account-management group (a first-party token or `latchkey.account`), `/Users` on a plain one (administrators,
+    /// each handler checks); the discovery resources on a public group (`addDiscoveryRoutes`).
+    func addRoutes(me: RouterGroup<ResourceRequestContext>, users group: RouterGroup<ResourceRequestContext>) {
+        me.get("Me") { request, context in try await self.scimRead(request, context.caller, target: .me) }
+        me.put("Me") { request, context in
             try await self.scimWrite(request, context.caller, target: .me, replace: true, origin: context.auditOrigin)
         }
-        group.patch("Me") { request, context in
+        me.patch("Me") { request, context in
             try await self.scimWrite(request, context.caller, target: .me, replace: false, origin: context.auditOrigin)
         }
         group.get("Users") { request, context in try await self.scimList(request, context.caller) }
@@ -59,7 +60,8 @@ struct SCIMController: Sendable {
     private func scimResource(_ caller: ResourceCaller, target: SCIMTarget) async throws -> (ResourceCaller, UserRecord) {
         switch target {
         case .me:
-            // A third-party application's token manages no account without `latchkey.account` (R3-2).
+            // A third-party application's token manages no account without `latchkey.account` (R3-2): the group checks
+            // it; this holds it should `/Me` ever be mounted on another group (an unread trust refuses).
             try caller.requireAccountManagement()
             switch caller.subject {
             case .user(let user): return (caller, user)

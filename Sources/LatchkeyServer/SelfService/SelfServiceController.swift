@@ -76,15 +76,14 @@ struct SelfServiceController: Sendable {
     /// A third-party application's token (`latchkey.account` without being first-party) reads only the claims of its
     /// scopes (`ScopeClaims.byScope`; the username with `profile`), as userinfo would release them.
     func selfUserResponse(_ user: UserRecord, caller: ResourceCaller) async throws -> Response {
-        let released: Set<String>? =
-            caller.trust == .firstParty ? nil : Set(caller.claims.scopes.flatMap { ScopeClaims.byScope[$0] ?? [] })
-        var attributes: [String: JSONValue] = released.map { $0.contains("preferred_username") } ?? true ? ["username": .string(user.username)] : [:]
-        for (name, value) in user.claims where released?.contains(name) ?? true {
+        let scoped = Set(caller.claims.scopes.flatMap { ScopeClaims.byScope[$0] ?? [] })
+        func releases(_ claim: String) -> Bool { caller.trust == .firstParty || scoped.contains(claim) }
+        var attributes: [String: JSONValue] = [:]
+        if releases("preferred_username") { attributes["username"] = .string(user.username) }
+        for (name, value) in user.claims where releases(name) {
             attributes[name] = ScopeClaims.booleanClaims.contains(name) ? .bool(value == "true") : .string(value)
         }
-        let pending =
-            released.map { $0.contains("email") } ?? true
-            ? try await store.emailChange(userId: user.id).flatMap { $0.expiresAt > clock.now ? $0.email : nil } : nil
+        let pending = releases("email") ? try await store.emailChange(userId: user.id).flatMap { $0.expiresAt > clock.now ? $0.email : nil } : nil
         return try Responses.json(SelfUserBody(id: user.id, type: "default", attributes: attributes, pendingEmail: pending), noStore: true)
     }
 

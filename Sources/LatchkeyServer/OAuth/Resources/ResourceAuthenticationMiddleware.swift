@@ -17,7 +17,7 @@ struct ResourceAuthenticationMiddleware: RouterMiddleware {
         var context = context
         let caller: ResourceCaller
         do {
-            caller = try await authenticator.resourceCaller(request)
+            caller = try await authenticator.resourceCaller(request, resolvingTrust: accountManagement)
         } catch {
             guard let refusal else { throw error }
             return try refusal(error, request)

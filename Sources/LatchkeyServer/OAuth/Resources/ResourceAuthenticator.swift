@@ -86,7 +86,10 @@ struct ResourceAuthenticator: Sendable {
     /// and ID tokens are refused: they are not meant as API credentials, and an ID token in particular travels to
     /// places (logs, front ends) where an access token would not. The token must also be meant for this server
     /// (`aud`): one obtained by token exchange for another API must not work here. A disabled user's token is dead.
-    func resourceCaller(_ request: Request) async throws(OAuthError) -> ResourceCaller {
+    ///
+    /// `resolvingTrust`: also read whose application the token was issued to (`ResourceCaller.trust`), which only the
+    /// account-management routes need; elsewhere it stays `.thirdParty` and costs no lookup.
+    func resourceCaller(_ request: Request, resolvingTrust: Bool = false) async throws(OAuthError) -> ResourceCaller {
         let claims = try await authenticateResource(request, body: nil)
         let subject: ResourceCaller.Subject
         do {
@@ -106,6 +109,7 @@ struct ResourceAuthenticator: Sendable {
             throw OAuthError(.serverError, "could not look up the token's subject")
         }
         var caller = ResourceCaller(claims: claims, subject: subject)
+        guard resolvingTrust else { return caller }
         do {
             if let record = try await store.client(id: claims.clientId) { caller.trust = ApplicationTrust(record) }
         } catch {

@@ -17,8 +17,9 @@ struct ResourceCaller: Sendable {
 
     let claims: AccessTokenClaims
     let subject: Subject
-    /// Whose application the token was issued to (`ApplicationTrust`); an application no longer known counts as
-    /// third-party.
+    /// Whose application the token was issued to (`ApplicationTrust`), read on the account-management routes only
+    /// (`ResourceAuthenticator.resourceCaller(_:resolvingTrust:)`); unread, or an application no longer known, it is
+    /// third-party, so a route that forgot to read it refuses rather than serves.
     var trust: ApplicationTrust = .thirdParty
 
     /// Whether the token may manage its user's account (profile, email, credentials, sessions, linked identities):
