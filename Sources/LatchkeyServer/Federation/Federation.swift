@@ -315,8 +315,8 @@ struct Federation: Sendable {
                     issuedAt: claims["iat"]?.doubleValue, expiresAt: expiry, clientId: clientId)
             } catch let refusal as NativeTokenRefusal {
                 switch refusal {
-                case .nonceNotIssued, .nonceMismatch: throw FederationFailure.nonceMismatch
-                case .tooOld, .replayed: throw FederationFailure.invalidIdentity(refusal.description)
+                case .nonceMismatch: throw FederationFailure.nonceMismatch
+                case .nonceNotIssued, .tooOld, .replayed: throw FederationFailure.invalidIdentity(refusal.description)
                 }
             }
             metrics.signIn(.federated, .success)

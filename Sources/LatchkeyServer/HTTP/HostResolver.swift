@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -19,15 +20,40 @@ public protocol HostResolver: Sendable {
     func addresses(of host: String, port: Int) async throws -> [SocketAddress]
 }
 
-/// The system's resolver (`getaddrinfo`: the hosts file, then DNS), run on NIO's blocking-work thread pool.
+/// The system's resolver (`getaddrinfo`: the hosts file, then DNS), on threads of its own.
+///
+/// Not NIO's shared blocking-work pool, which hashes passwords and client secrets: a registrant controls the names
+/// looked up (a `request_uris` host is resolved at every authorization request naming it), and a lookup that DNS
+/// answers slowly holds its thread until the system resolver gives up, whatever the caller's deadline. So lookups have
+/// `threads` threads, and past `maxInFlight` at once a lookup fails at once rather than queueing behind the others.
 struct SystemHostResolver: HostResolver {
     struct Failure: Error, CustomStringConvertible {
         let code: Int32
         var description: String { "getaddrinfo failed (\(String(cString: gai_strerror(code))))" }
     }
 
+    struct Busy: Error, CustomStringConvertible {
+        var description: String { "too many host lookups in flight (\(SystemHostResolver.maxInFlight))" }
+    }
+
+    static let threads = 4
+    static let maxInFlight = 32
+    private static let pool: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: threads)
+        pool.start()
+        return pool
+    }()
+    private static let inFlight = NIOLockedValueBox(0)
+
     func addresses(of host: String, port: Int) async throws -> [SocketAddress] {
-        try await NIOThreadPool.singleton.runIfActive { try Self.lookUp(host, port: port) }
+        let admitted = Self.inFlight.withLockedValue { count in
+            guard count < Self.maxInFlight else { return false }
+            count += 1
+            return true
+        }
+        guard admitted else { throw Busy() }
+        defer { Self.inFlight.withLockedValue { $0 -= 1 } }
+        return try await Self.pool.runIfActive { try Self.lookUp(host, port: port) }
     }
 
     private static func lookUp(_ host: String, port: Int) throws -> [SocketAddress] {

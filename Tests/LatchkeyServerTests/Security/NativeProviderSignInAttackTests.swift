@@ -47,7 +47,10 @@ struct NativeProviderSignInAttackTests {
                 mfa.clientId = "mfa-app"
                 mfa.appType = .native
                 mfa.requireMFA = true
-                config.clients += [web, mobile, mfa]
+                var other = web
+                other.clientId = "other-app"
+                other.appType = .native
+                config.clients += [web, mobile, mfa, other]
             }
             return Native(fixture: fixture, apple: apple)
         }
@@ -99,6 +102,15 @@ struct NativeProviderSignInAttackTests {
     }
 
     static func hasCode(_ result: HTTPResult) -> Bool { result.locationQuery["code"] != nil }
+
+    /// `access_denied` sent back, saying why (the refusal's description, not another check's), and no code.
+    static func expectRefused(_ result: HTTPResult, because reason: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(result.locationQuery["error"] == "access_denied", "\(result.location ?? result.text)", sourceLocation: sourceLocation)
+        #expect(
+            result.locationQuery["error_description"]?.contains(reason) == true, "\(result.locationQuery["error_description"] ?? "")",
+            sourceLocation: sourceLocation)
+        #expect(!hasCode(result), sourceLocation: sourceLocation)
+    }
 
     // MARK: R3-1
 
@@ -216,8 +228,7 @@ struct NativeProviderSignInAttackTests {
         let accessToken = try tokens.json()["access_token"] as? String
         #expect(tokens.status == 200 && accessToken != nil, "\(tokens.text)")
         let second = try await native.exchange(idToken: token, nonce: nonce)
-        #expect(second.locationQuery["error"] == "access_denied", "\(second.location ?? second.text)")
-        #expect(!Self.hasCode(second))
+        Self.expectRefused(second, because: "already used")
         // With another server nonce the token's own nonce no longer matches; still nothing.
         let fresh = try #require(try await native.serverNonce())
         let third = try await native.exchange(idToken: token, nonce: fresh)
@@ -238,8 +249,7 @@ struct NativeProviderSignInAttackTests {
             try kind == "hashed"
             ? native.corpToken(nonce: Base64URL.encode(Data(SHA256.hash(data: Data(nonce.utf8))))) : native.corpToken(nonce: nonce)
         let answer = try await native.exchange(idToken: token, nonce: nonce)
-        #expect(answer.locationQuery["error"] == "access_denied", "\(answer.location ?? answer.text)")
-        #expect(!Self.hasCode(answer))
+        Self.expectRefused(answer, because: "not issued by this server")
         let apple = try await native.exchange(provider: "apple", idToken: try native.appleToken(nonce: nonce), nonce: nonce)
         #expect(apple.locationQuery["error"] == "access_denied", "\(apple.location ?? apple.text)")
         #expect(!Self.hasCode(apple))
@@ -256,8 +266,7 @@ struct NativeProviderSignInAttackTests {
         // Six minutes on: the tokens (ten-minute lifetimes) and nonces have not expired, but the tokens are stale.
         native.server.advanceClock(360)
         let answer = try await native.exchange(idToken: token, nonce: nonce)
-        #expect(answer.locationQuery["error"] == "access_denied", "\(answer.location ?? answer.text)")
-        #expect(!Self.hasCode(answer))
+        Self.expectRefused(answer, because: "issued more than 300 s ago")
         let apple = try await native.exchange(provider: "apple", idToken: appleToken, nonce: appleNonce)
         #expect(apple.locationQuery["error"] == "access_denied", "\(apple.location ?? apple.text)")
         #expect(!Self.hasCode(apple))
@@ -268,9 +277,9 @@ struct NativeProviderSignInAttackTests {
         let native = try await Native.start()
         defer { Task { await native.stop() } }
         let nonce = try #require(try await native.serverNonce(DevelopmentDefaults.demoClientId))
-        let other = try await native.exchange(idToken: try native.corpToken(nonce: nonce), nonce: nonce, clientId: "mfa-app")
-        #expect(other.locationQuery["error"] == "access_denied", "\(other.location ?? other.text)")
-        #expect(!Self.hasCode(other))
+        // Another native application like the demo one (no require_mfa), so only the nonce's binding can refuse it.
+        let other = try await native.exchange(idToken: try native.corpToken(nonce: nonce), nonce: nonce, clientId: "other-app")
+        Self.expectRefused(other, because: "not issued by this server to this application")
         // Apple, an account without a second factor (a new one: registration is open): a code.
         let appleNonce = try #require(try await native.serverNonce())
         let token = try native.apple.identityToken(
