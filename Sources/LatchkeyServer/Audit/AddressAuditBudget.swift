@@ -80,8 +80,8 @@ actor AddressAuditBudget {
             opened.removeFirst(head)
             head = 0
         }
-        guard let ended = windows[key], ended.start == start else { return nil }
-        windows[key] = nil
+        // Each open window has exactly one entry in `opened` (a key's window is removed here only), so it is this one.
+        guard let ended = windows.removeValue(forKey: key) else { return nil }
         return ended.count > limit ? Summary(address: key, windowStart: start, count: ended.count - limit) : nil
     }
 }

@@ -150,13 +150,8 @@ struct AuditWebhooks: AuditSink {
                 "webhook": .string(webhook.id), "dropped": "\(lost.count)", "audit.id": .string(event.id),
                 "audit.type": .string(event.type.rawValue)
             ])
-        do {
-            try await store.insertAuditEvent(event)
-            metrics.auditWrite(event.type, succeeded: true)
-        } catch {
-            metrics.auditWrite(event.type, succeeded: false)
-            logger.error("audit event not stored", metadata: ["audit.id": .string(event.id), "error.type": .string("\(type(of: error))")])
-        }
+        // Written as every event is (logged, stored, counted), but sent to the webhooks only below: to this one alone.
+        await AuditTrail(store: store, clock: clock, metrics: metrics).record(event, logger: logger)
         do {
             let delivery = QueuedWebhookDelivery(
                 id: Secrets.identifier(), webhookId: webhook.id, eventId: event.id, eventType: event.type.rawValue,

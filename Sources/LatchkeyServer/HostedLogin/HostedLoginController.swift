@@ -148,7 +148,7 @@ struct HostedLoginController: Sendable {
     ) async throws -> Response {
         let logger = origin.logger
         // One decision for every front door (`SignInCompletion`); the device grant's verification signs in here too.
-        let essential = ClaimsRequest.from(stored: pending.request.claims)?.requiresMultiFactor == true
+        let essential = pending.request.requiresMultiFactor
         switch try await accounts.completion(of: user, amr: amr, client: client, multiFactorEssential: essential) {
         case .complete:
             return try await completeLogin(pending, requestId: requestId, user: user, amr: amr, authTime: authTime, origin: origin)

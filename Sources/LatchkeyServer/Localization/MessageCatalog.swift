@@ -61,6 +61,7 @@ public enum MessageCatalog {
         "oauth.unsupported_token_type": "oauth.invalid_request", "oauth.invalid_token": "oauth.invalid_grant",
         "oauth.insufficient_scope": "oauth.access_denied", "oauth.request_not_supported": "oauth.invalid_request",
         "oauth.request_uri_not_supported": "oauth.invalid_request", "oauth.consent_required": "oauth.login_required",
+        "oauth.interaction_required": "oauth.login_required",
         "flows.errors.bad_request": "error.request",
         "flows.errors.invalid_flow_type": "error.request",
         "flows.errors.attestation_invalid": "flows.errors.attestation_missing",

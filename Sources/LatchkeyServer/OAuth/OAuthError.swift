@@ -20,6 +20,9 @@ public struct OAuthError: Error, Sendable, Equatable {
         /// OpenID Connect Core §3.1.2.6: a third-party application needs the person's consent, and the request asked
         /// for no page (`prompt=none`), or came through a native exchange that has none.
         case consentRequired = "consent_required"
+        /// OpenID Connect Core §3.1.2.6: the request cannot be answered without the person (the native exchanges, when
+        /// the account's second factor is owed).
+        case interactionRequired = "interaction_required"
         case requestNotSupported = "request_not_supported"
         case requestURINotSupported = "request_uri_not_supported"
         case serverError = "server_error"

@@ -80,9 +80,8 @@ struct NativeSignInNonces: Sendable {
         expiresAt: TimeInterval, clientId: String
     ) async throws {
         guard let nonce, let issued = verify(nonce, clientId: clientId) else { throw NativeTokenRefusal.nonceNotIssued }
-        guard let nonceClaim,
-            Secrets.constantTimeEquals(nonceClaim, nonce)
-                || Secrets.constantTimeEquals(nonceClaim, Base64URL.encode(Data(SHA256.hash(data: Data(nonce.utf8)))))
+        // The nonce itself (Google), or its base64url SHA-256 (Apple): PKCE's S256, the nonce being a valid verifier.
+        guard let nonceClaim, Secrets.constantTimeEquals(nonceClaim, nonce) || PKCE.verify(verifier: nonce, challenge: nonceClaim)
         else { throw NativeTokenRefusal.nonceMismatch }
         guard let issuedAt, clock.now.timeIntervalSince1970 - issuedAt <= Self.maxTokenAge else { throw NativeTokenRefusal.tooOld }
         // A provider's `jti` is bounded by its signature, not by us: a long one is kept as its digest; without one,

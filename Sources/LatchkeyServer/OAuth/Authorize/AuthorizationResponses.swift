@@ -50,16 +50,18 @@ struct AuthorizationResponses: Sendable {
     }
 
     /// `messageKey` adds the reachFive `error_message_key`, so native SDKs can tell why (e.g. `apple.expired`).
-    /// With a catalog `messageKey` the reachFive `error_user_msg` (in `locale`) goes along too.
+    /// With a catalog `messageKey` the reachFive `error_user_msg` (in `locale`) goes along too. `extra` parameters go
+    /// before `state` and `iss` (the native exchanges' `mfa_required` and step-up ticket).
     func errorRedirect(
         _ error: OAuthError, redirectUri: String, state: String?, messageKey: String? = nil,
-        locale: SupportedLocale = .en, arguments: [String: String] = [:], responseMode: String? = nil
+        locale: SupportedLocale = .en, arguments: [String: String] = [:], responseMode: String? = nil, extra: [(String, String?)] = []
     ) -> Response {
         let userMessage = messageKey.flatMap { MessageCatalog.text($0, locale: locale, arguments: arguments) }
-        let parameters: [(String, String?)] = [
-            ("error", error.code.rawValue), ("error_description", error.description), ("error_message_key", messageKey),
-            ("error_user_msg", userMessage), ("state", state), ("iss", issuer)
-        ]
+        let parameters: [(String, String?)] =
+            [
+                ("error", error.code.rawValue), ("error_description", error.description), ("error_message_key", messageKey),
+                ("error_user_msg", userMessage)
+            ] + extra + [("state", state), ("iss", issuer)]
         if responseMode == FormPostResponse.mode { return FormPostResponse.page(parameters, redirectUri: redirectUri) }
         return Responses.redirect(to: RedirectURL.appending(parameters, to: redirectUri))
     }

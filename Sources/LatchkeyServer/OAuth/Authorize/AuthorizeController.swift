@@ -117,7 +117,7 @@ struct AuthorizeController: Sendable {
         do {
             let authRequest = try AuthorizeController.validateAuthorizationRequest(params, client: client, redirectUri: redirectUri, state: state)
             if let ticket = try params.single("tkn") {
-                return try await authorizeWithTicket(ticket, authRequest, origin: origin)
+                return try await authorizeWithTicket(ticket, authRequest, client: client, origin: origin)
             }
             // reachFive's `provider` with an ID token is a native sign-in; without one (`webviewLogin(provider:)`), and
             // `idp`, it names the identity provider to go to straight away.
@@ -154,7 +154,9 @@ struct AuthorizeController: Sendable {
 
     /// reachFive `tkn` exchange: the user already authenticated (password or passkey endpoint); the single-use
     /// ticket becomes an authorization code for the same application, with the request's PKCE, `state` and `nonce`.
-    private func authorizeWithTicket(_ ticket: String, _ authRequest: AuthorizationRequest, origin: AuditOrigin) async throws -> Response {
+    private func authorizeWithTicket(
+        _ ticket: String, _ authRequest: AuthorizationRequest, client: ClientConfiguration, origin: AuditOrigin
+    ) async throws -> Response {
         let logger = origin.logger
         let claims = try await ownTokens.redeemLoginTicket(ticket, clientId: authRequest.clientId, logger: logger)
         guard let user = try await store.user(id: claims.sub), !user.disabled else {
@@ -162,8 +164,7 @@ struct AuthorizeController: Sendable {
         }
         // The endpoint that issued the ticket decided already (`SignInCompletion`); deciding again here keeps a ticket
         // from outliving the decision (a factor enrolled since, an essential multi-factor `acr` on this request).
-        let client = try await store.client(id: authRequest.clientId)?.configuration
-        let essential = ClaimsRequest.from(stored: authRequest.claims)?.requiresMultiFactor == true
+        let essential = authRequest.requiresMultiFactor
         switch try await accounts.completion(of: user, amr: claims.amr, client: client, multiFactorEssential: essential) {
         case .complete:
             break
@@ -210,7 +211,7 @@ struct AuthorizeController: Sendable {
             user = try await federatedAccounts.signIn(identity, provider: configured, client: client, origin: origin)
             amr = identity.amr
         }
-        let essential = ClaimsRequest.from(stored: authRequest.claims)?.requiresMultiFactor == true
+        let essential = authRequest.requiresMultiFactor
         switch try await accounts.completion(of: user, amr: amr, client: client, multiFactorEssential: essential) {
         case .complete:
             let session = try await sessions.open(userId: user.id, authTime: clock.now, amr: amr, origin: origin)
@@ -228,13 +229,11 @@ struct AuthorizeController: Sendable {
     /// (`interaction_required`, OpenID Connect Core §3.1.2.6) with `state` and `iss`, carrying the `mfa_pending`
     /// ticket for the step-up. The ticket opens nothing but the step-up, which needs the factor itself.
     private func secondFactorOwed(ticket: String, _ authRequest: AuthorizationRequest) -> Response {
-        let parameters: [(String, String?)] = [
-            ("error", "interaction_required"),
-            ("error_description", "the account's second factor is required: continue with the step-up, or sign in on the hosted page"),
-            ("mfa_required", "true"), ("tkn", ticket), ("state", authRequest.state), ("iss", kit.issuer)
-        ]
-        if authRequest.responseMode == FormPostResponse.mode { return FormPostResponse.page(parameters, redirectUri: authRequest.redirectUri) }
-        return Responses.redirect(to: RedirectURL.appending(parameters, to: authRequest.redirectUri))
+        responses.errorRedirect(
+            OAuthError(
+                .interactionRequired, "the account's second factor is required: continue with the step-up, or sign in on the hosted page"),
+            redirectUri: authRequest.redirectUri, state: authRequest.state, responseMode: authRequest.responseMode,
+            extra: [("mfa_required", "true"), ("tkn", ticket)])
     }
 
     /// The configured name of the provider a native sign-in named (for the person's message), else the id as sent,
@@ -333,7 +332,7 @@ struct AuthorizeController: Sendable {
             needsLogin = true
         }
         // An essential multi-factor `acr` (OpenID Connect Core §5.5.1.1): a single-factor session does not answer for it.
-        if let live, ClaimsRequest.from(stored: authRequest.claims)?.requiresMultiFactor == true,
+        if let live, authRequest.requiresMultiFactor,
             !AuthenticationMethods.isMultiFactor(live.session.amr)
         {
             needsLogin = true

@@ -109,3 +109,9 @@ struct ClaimsRequest: Sendable, Equatable, Codable {
         return all.filter { names.contains($0.key) }
     }
 }
+
+extension AuthorizationRequest {
+    /// The request made a multi-factor `acr` essential (`ClaimsRequest.requiresMultiFactor`, OpenID Connect Core
+    /// §5.5.1.1): no single-factor sign-in answers it.
+    var requiresMultiFactor: Bool { ClaimsRequest.from(stored: claims)?.requiresMultiFactor == true }
+}

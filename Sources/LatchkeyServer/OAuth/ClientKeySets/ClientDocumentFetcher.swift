@@ -19,10 +19,9 @@ struct ClientDocumentFetcher: Sendable {
 
     /// A document could not be fetched. `detail` (technical English, naming the host but neither the path nor the
     /// query: a request URI may carry a token of the client's) is for the server's log; the application is told only
-    /// `reason`, the same for every failure.
+    /// `publicReason`, the same for every failure.
     struct Failure: Error, Sendable, Equatable {
         let detail: String
-        var reason: String { Self.publicReason }
         static let publicReason = "see the server's log"
     }
 

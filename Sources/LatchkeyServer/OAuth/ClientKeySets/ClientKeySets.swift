@@ -116,7 +116,7 @@ actor ClientKeySetCache {
         let body: Data
         do { body = try await fetcher.fetch(url, accept: "application/jwk-set+json, application/json", client: client.clientId) } catch {
             // The fetcher logged why; the application learns only that it failed (`ClientDocumentFetcher.Failure`).
-            return refuse(error.reason)
+            return .failure(ClientKeySets.Unavailable(reason: ClientDocumentFetcher.Failure.publicReason))
         }
         guard let json = try? JSONValue.parse(body) else { return refuse("the answer at jwks_uri is not JSON") }
         do {
