@@ -22,8 +22,7 @@ struct AnyProviderSignOutTests {
         }
         let client = LatchkeyClient(
             http: http ?? provider.skewedDateHTTPClient(),
-            userAgent: agent)
-        client.deviceClock.withLock { $0 = { Date().addingTimeInterval(deviceSkew) } }
+            userAgent: agent, clock: .offset(by: deviceSkew))
         try await client.initialize(
             config: LatchkeyConfig(
                 baseUrl: provider.issuer, clientId: ProviderDouble.clientId,
@@ -182,8 +181,7 @@ struct AnyProviderSignOutTests {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         for deviceSkew in [-600.0, 600.0] {
-            let client = LatchkeyClient()
-            client.deviceClock.withLock { $0 = { Date().addingTimeInterval(deviceSkew) } }
+            let client = LatchkeyClient(clock: .offset(by: deviceSkew))
             var config = server.sdkConfig()
             config.useDPoP = true
             try await client.initialize(config: config)

@@ -73,7 +73,15 @@ package final class ProgrammableHTTPClient: HTTPClient, @unchecked Sendable {
     private var state = State()
 
     /// `upstream` answers what no script does; `nil` makes the double scripted only.
-    package init(upstream: (any HTTPClient)? = URLSessionHTTPClient()) { self.upstream = upstream }
+    /// - Parameters:
+    ///   - upstream: where unscripted requests go.
+    ///   - now: the time each request is recorded at (a test that drives the SDK's clock passes the same one).
+    package init(upstream: (any HTTPClient)? = URLSessionHTTPClient(), now: @escaping @Sendable () -> Date = { Date() }) {
+        self.upstream = upstream
+        self.now = now
+    }
+
+    private let now: @Sendable () -> Date
 
     /// The answer to an unscripted request when there is no upstream.
     package static let noRoute = HTTPResponse(
@@ -171,7 +179,8 @@ package final class ProgrammableHTTPClient: HTTPClient, @unchecked Sendable {
     // MARK: HTTPClient
 
     package func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        locked { $0.sent.append(Sent(request: request, date: Date())) }
+        let date = now()
+        locked { $0.sent.append(Sent(request: request, date: date)) }
         await wait(at: .beforeSending, request)
         // Scripts run outside the lock: one may read the double's records.
         let scripts = locked { $0.scripts }

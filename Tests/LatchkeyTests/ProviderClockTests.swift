@@ -25,7 +25,7 @@ struct ProviderClockTests {
     @Test("the offset is learned from the middle of the exchange; small ones are none, absurd ones are ignored")
     func offsets() {
         let device = Date(timeIntervalSince1970: 1_795_699_817)
-        let clock = ProviderClock { device }
+        let clock = ProviderClock(device: ManualClock(start: device).clock)
         clock.learn(from: Self.response(date: "Thu, 26 Nov 2026 13:40:17 GMT"), sent: device, received: device)  // +600 s
         #expect(abs(clock.offset - 600.5) < 0.01)
         #expect(abs(clock.now.timeIntervalSince(device) - 600.5) < 0.01)

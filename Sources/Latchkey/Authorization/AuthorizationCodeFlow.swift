@@ -62,9 +62,10 @@ final class AuthorizationCodeFlow: Sendable {
         guard let url = components.url else { throw LatchkeyError(.invalidConfiguration, "cannot build the authorization URL") }
         let request = Pending(
             pkce: pkce, nonce: nonce, redirectUri: redirectUri, maxAge: options?.maxAge,
-            sessionId: sessionId, expectsIDToken: scopes.contains("openid"), createdAt: Date())
+            sessionId: sessionId, expectsIDToken: scopes.contains("openid"), createdAt: context.clock.deviceNow)
+        let now = request.createdAt
         pending.withLock { pending in
-            pending = pending.filter { Date().timeIntervalSince($0.value.createdAt) < 600 }
+            pending = pending.filter { now.timeIntervalSince($0.value.createdAt) < 600 }
             pending[stateValue] = request
         }
         return Request(url: url, state: stateValue, redirectUri: redirectUri)

@@ -13,7 +13,8 @@ public struct AuthToken: Sendable, Equatable {
     /// The validated ID token's claims.
     public var user: OpenIdUser?
 
-    init(_ tokens: TokenSet, now: Date = Date()) {
+    /// - Parameter now: the device's time (the client's clock), from which `expiresIn` counts.
+    init(_ tokens: TokenSet, now: Date) {
         idToken = tokens.idToken
         accessToken = tokens.accessToken
         refreshToken = tokens.refreshToken

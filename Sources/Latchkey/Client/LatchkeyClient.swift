@@ -39,10 +39,10 @@ public final class LatchkeyClient: Sendable {
     /// Where session changes are published (`authStateChanges`).
     let authState = AuthStateBroadcaster()
     /// The default session's usable access token, written by the current context's token manager only.
-    @usableFromInline let accessTokenCache = AccessTokenCache()
+    @usableFromInline let accessTokenCache: AccessTokenCache
     let logger: Logger
-    /// The device's clock, read by each context's `ProviderClock` (tests set a skewed one before `initialize`).
-    let deviceClock = Locked<@Sendable () -> Date>({ Date() })
+    /// The device's clock, read by every time rule of every context (through its `ProviderClock`).
+    let clock: LatchkeyClock
 
     /// - Parameters:
     ///   - http: the network seam (URLSession by default).
@@ -51,14 +51,27 @@ public final class LatchkeyClient: Sendable {
     ///   - logger: where the client reports what it could not do but worked around (a failed revocation …).
     ///   - defaultStorage: the storage `initialize(config:storage:)` uses when it is given none (LatchkeyApple passes
     ///     the Keychain); nil keeps tokens in memory.
+    ///   - clock: the time every rule decides by (token expiry, device polls, pending sign-ins); tests pass a
+    ///     `ManualClock`'s and move it instead of waiting.
     public init(
         http: any HTTPClient = URLSessionHTTPClient(), userAgent: any AuthorizationUserAgent = LoopbackUserAgent(),
-        logger: Logger = Logger(label: "latchkey"), defaultStorage: (@Sendable (LatchkeyConfig) throws -> any StorageAdapter)? = nil
+        logger: Logger = Logger(label: "latchkey"), defaultStorage: (@Sendable (LatchkeyConfig) throws -> any StorageAdapter)? = nil,
+        clock: LatchkeyClock
     ) {
+        self.clock = clock
+        self.accessTokenCache = AccessTokenCache(now: clock.isSystem ? nil : clock.now)
         self.http = http
         self.userAgent = userAgent
         self.logger = logger
         self.defaultStorage = defaultStorage
+    }
+
+    /// A client on the device's clock (``LatchkeyClock/system``); see the initializer with `clock` for the rest.
+    public convenience init(
+        http: any HTTPClient = URLSessionHTTPClient(), userAgent: any AuthorizationUserAgent = LoopbackUserAgent(),
+        logger: Logger = Logger(label: "latchkey"), defaultStorage: (@Sendable (LatchkeyConfig) throws -> any StorageAdapter)? = nil
+    ) {
+        self.init(http: http, userAgent: userAgent, logger: logger, defaultStorage: defaultStorage, clock: .system)
     }
 
     // MARK: Initialization (seed 003)
@@ -76,7 +89,7 @@ public final class LatchkeyClient: Sendable {
         let resolved = try storage ?? defaultStorage?(config) ?? InMemoryStorageAdapter()
         let context = OAuthClient(
             config: config, http: http, storage: resolved, changes: authState, cache: accessTokenCache, logger: logger,
-            clock: ProviderClock(device: deviceClock.withLock { $0 }))
+            clock: ProviderClock(device: clock))
         try state.withLock { s in
             guard s.context == nil else { throw LatchkeyError(.alreadyInitialized, "initialize(config:storage:) was already called") }
             s.context = context
@@ -96,7 +109,7 @@ public final class LatchkeyClient: Sendable {
         try config.validate()
         let context = OAuthClient(
             config: config, http: http, storage: current.storage, changes: authState, cache: accessTokenCache,
-            logger: logger, clock: ProviderClock(device: deviceClock.withLock { $0 }))
+            logger: logger, clock: ProviderClock(device: clock))
         state.withLock { s in
             s.context = context
             codeFlow.discardAll()
@@ -176,7 +189,7 @@ public final class LatchkeyClient: Sendable {
             let tokens = try await signInThroughUserAgent(
                 context, options: options, sessionId: request.sessionId, state: request.state,
                 nonce: request.nonce, scopes: request.scope, presentation: request.presentationContext)
-            return AuthToken(tokens)
+            return AuthToken(tokens, now: context.clock.deviceNow)
         }
     }
 
@@ -294,8 +307,9 @@ public final class LatchkeyClient: Sendable {
 
     /// True when the session has tokens that are usable now or can be refreshed.
     public func isSignedIn(sessionId: String? = nil) async throws -> Bool {
-        guard let tokens = try await context().tokens.tokens(sessionId) else { return false }
-        return !tokens.isExpired() || tokens.refreshToken != nil
+        let context = try context()
+        guard let tokens = try await context.tokens.tokens(sessionId) else { return false }
+        return !tokens.isExpired(now: context.clock.deviceNow) || tokens.refreshToken != nil
     }
 
     /// Revokes the refresh token, ends the provider session (id_token_hint), clears local state and returns the

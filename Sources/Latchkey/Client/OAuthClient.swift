@@ -37,7 +37,7 @@ final class OAuthClient: Sendable {
         self.discovery = DiscoveryCache(issuer: config.issuer, http: http)
         // The token manager calls back into this context to refresh; a weak link avoids a retain cycle.
         let owner = WeakContext()
-        self.tokens = TokenManager(storage: storage, changes: changes, cache: cache) { current in
+        self.tokens = TokenManager(storage: storage, changes: changes, cache: cache, now: { [clock] in clock.deviceNow }) { current in
             guard let context = owner.get() else { throw LatchkeyError(.sdkNotInitialized, "the client was re-initialized") }
             return try await context.refresh(current)
         }
@@ -230,7 +230,7 @@ final class OAuthClient: Sendable {
         var tokens = TokenSet(
             accessToken: response.accessToken, refreshToken: response.refreshToken ?? previous?.refreshToken,
             idToken: response.idToken ?? previous?.idToken, tokenType: response.tokenType ?? "Bearer",
-            expiresAt: Date().addingTimeInterval(TimeInterval(response.expiresIn ?? 3600)),
+            expiresAt: clock.deviceNow.addingTimeInterval(TimeInterval(response.expiresIn ?? 3600)),
             scope: response.scope ?? previous?.scope, nonce: nonce, dpopKey: response.dpopKey)
         tokens.browser = previous?.browser
         return tokens

@@ -54,7 +54,7 @@ extension LatchkeyClient {
         return DeviceAuthorization(
             userCode: answer.user_code, verificationUri: verification,
             verificationUriComplete: answer.verification_uri_complete.flatMap(URL.init(string:)),
-            expiresAt: Date().addingTimeInterval(TimeInterval(answer.expires_in)),
+            expiresAt: context.clock.deviceNow.addingTimeInterval(TimeInterval(answer.expires_in)),
             interval: max(1, answer.interval ?? 5), scopes: requested, deviceCode: answer.device_code)
     }
 
@@ -68,10 +68,10 @@ extension LatchkeyClient {
         var interval = authorization.interval
         let key = try await context.newDPoPKeyReference()  // one key for every poll (a Secure Enclave key is not free)
         while true {
-            do { try await Task.sleep(for: .seconds(interval)) } catch {
+            do { try await context.clock.device.sleep(TimeInterval(interval)) } catch {
                 throw LatchkeyError(.canceled, "the device sign-in was cancelled while waiting for approval", underlying: error)
             }
-            guard Date() < authorization.expiresAt else {
+            guard context.clock.deviceNow < authorization.expiresAt else {
                 throw LatchkeyError(.sessionExpired, "the device code expired before the sign-in was allowed; start again")
             }
             let response: TokenResponse

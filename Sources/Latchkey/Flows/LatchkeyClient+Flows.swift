@@ -85,7 +85,7 @@ extension LatchkeyClient {
             let applicationId = request.applicationId ?? context.config.applicationId ?? context.config.clientId
             progress = FlowProgress(
                 challengeToken: "", flowType: request.flowType, applicationId: applicationId, sessionId: sessionId,
-                verbose: request.verbose, updatedAt: Date())
+                verbose: request.verbose, updatedAt: context.clock.deviceNow)
             body["applicationId"] = .string(applicationId)
             body["flowType"] = .string(request.flowType.rawValue)
             if request.flowType == .signOut, let stored = try await context.tokens.tokens(sessionId) {
@@ -123,9 +123,10 @@ extension LatchkeyClient {
             guard let token = wire.challengeToken else { throw LatchkeyError(.serverError, "the flow step has no challenge token") }
             var next = progress
             next.challengeToken = token
-            next.updatedAt = Date()
+            let now = context.clock.deviceNow
+            next.updatedAt = now
             flowProgress.withLock { flows in
-                flows = flows.filter { Date().timeIntervalSince($0.value.updatedAt) < 3600 }
+                flows = flows.filter { now.timeIntervalSince($0.value.updatedAt) < 3600 }
                 flows[executionId] = next
             }
         case .error:

@@ -296,7 +296,7 @@ extension LatchkeyClient {
         let context = try context()
         _ = try await context.tokens.accessToken(sessionId)
         guard let tokens = try await context.tokens.tokens(sessionId) else { throw LatchkeyError(.sessionExpired, "not signed in") }
-        return AuthToken(tokens)
+        return AuthToken(tokens, now: context.clock.deviceNow)
     }
 
     // MARK: Internals
@@ -427,7 +427,7 @@ extension LatchkeyClient {
                 stepUpTicket = query.first { $0.name == "tkn" }?.value
             }
             // The redirect was captured without a browser: no browser holds a session of this sign-in.
-            return AuthToken(try await codeFlow.resume(callback: callback, context: context, browser: .withoutBrowser))
+            return AuthToken(try await codeFlow.resume(callback: callback, context: context, browser: .withoutBrowser), now: context.clock.deviceNow)
         } catch let error as LatchkeyError where error.serverCode == "interaction_required" && stepUpTicket?.isEmpty == false {
             // `resume` checked the callback's state, redirect URI and iss before it read the error: the answer is this
             // sign-in's. The ticket opens only the step-up, which needs the second factor itself.

@@ -61,7 +61,7 @@ extension LatchkeyClient {
                 tokenResponse, nonce: nil, maxAge: nil,
                 expectsIDToken: context.config.scopes.contains("openid"))
             try await context.tokens.replace(tokens, sessionId: nil)
-            return AuthToken(tokens)
+            return AuthToken(tokens, now: context.clock.deviceNow)
         }
     }
 }

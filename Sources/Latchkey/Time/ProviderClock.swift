@@ -12,17 +12,18 @@ final class ProviderClock: Sendable {
     /// a proxy with a broken clock): the device's clock is used uncorrected, and the ID token checks decide.
     static let largestOffset: TimeInterval = 24 * 3600
 
-    private let device: @Sendable () -> Date
+    /// The device's clock (the client's `LatchkeyClock`): token lifetimes, device-poll waits, pending sign-ins.
+    let device: LatchkeyClock
     private let learned = Locked<TimeInterval>(0)
 
-    /// - Parameter device: the device's clock (tests pass a skewed one).
-    init(device: @escaping @Sendable () -> Date = { Date() }) { self.device = device }
+    /// - Parameter device: the device's clock (tests pass a skewed or a manual one).
+    init(device: LatchkeyClock = .system) { self.device = device }
 
     /// The device's time.
-    var deviceNow: Date { device() }
+    var deviceNow: Date { device.now() }
 
     /// The provider's time: the device's, corrected by the last offset learned.
-    var now: Date { device().addingTimeInterval(learned.withLock { $0 }) }
+    var now: Date { device.now().addingTimeInterval(learned.withLock { $0 }) }
 
     /// Seconds the provider's clock is ahead of the device's (negative: behind), as last learned.
     var offset: TimeInterval { learned.withLock { $0 } }

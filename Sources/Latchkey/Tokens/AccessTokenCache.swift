@@ -48,12 +48,17 @@ final class AccessTokenCache: Sendable {
     @usableFromInline let state = Mutex(State())
     #endif
 
-    init() {}
+    /// The client's clock when it is not the device's (a test's); nil reads the device's clock directly.
+    @usableFromInline let clock: (@Sendable () -> Date)?
 
-    /// The token, if one is cached and usable at `now` (seconds since 1970), else the refresh in flight.
+    /// - Parameter now: the client's clock when it is not the device's own.
+    init(now: (@Sendable () -> Date)? = nil) { clock = now }
+
+    /// The token, if one is cached and usable now (by the client's clock), else the refresh in flight.
     @inlinable
-    func lookup(now: Double = AccessTokenCache.now()) -> Lookup {
-        state.withLock { state in
+    func lookup() -> Lookup {
+        let now = clock.map { $0().timeIntervalSince1970 } ?? Self.now()
+        return state.withLock { state in
             if let token = state.token, now < state.usableUntil { return .token(token) }
             if let refreshing = state.refreshing { return .refreshing(refreshing) }
             return .askTheManager

@@ -28,10 +28,14 @@ actor TokenManager {
     /// Where the default session's usable access token is published for the client's lock-only fast path.
     private let cache: AccessTokenCache?
 
+    /// The device's time (the client's clock): what "expires within the skew" is measured against.
+    private let now: @Sendable () -> Date
+
     init(
         storage: any StorageAdapter, skew: TimeInterval = 30, changes: AuthStateBroadcaster? = nil, cache: AccessTokenCache? = nil,
-        refresher: @escaping Refresher
+        now: @escaping @Sendable () -> Date = { Date() }, refresher: @escaping Refresher
     ) {
+        self.now = now
         self.storage = storage
         self.skew = skew
         self.changes = changes
@@ -134,8 +138,8 @@ actor TokenManager {
     /// A usable access token, refreshing first when it expires within the skew. A caller that finds a refresh in
     /// flight waits for it off the actor: ten thousand concurrent callers cost the actor one turn each, and the
     /// refresh's completion wakes them without queueing them on it again.
-    nonisolated func accessToken(_ sessionId: String?, now: Date = Date()) async throws -> String {
-        switch try await accessTokenOrRefresh(sessionId, now: now) {
+    nonisolated func accessToken(_ sessionId: String?, now: Date? = nil) async throws -> String {
+        switch try await accessTokenOrRefresh(sessionId, now: now ?? self.now()) {
         case .ready(let token): return token
         case .refreshing(let refresh): return try await refresh.value.accessToken
         }
@@ -158,7 +162,8 @@ actor TokenManager {
 
     /// The session's tokens with a usable access token (refreshed first when it expires within the skew): what a
     /// resource request needs, the token and how to present it (`tokenType`, the DPoP key).
-    func usableTokens(_ sessionId: String?, now: Date = Date()) async throws -> TokenSet {
+    func usableTokens(_ sessionId: String?, now: Date? = nil) async throws -> TokenSet {
+        let now = now ?? self.now()
         guard let current = try await tokens(sessionId) else {
             throw LatchkeyError(.sessionExpired, "not signed in")
         }

@@ -14,17 +14,18 @@ extension LatchkeyClient {
     ///   - keychainAccessibility: when stored sessions can be read.
     ///   - keychainAccessGroup: a keychain access group shared with the app's extensions.
     ///   - logger: where the client reports what it worked around.
+    ///   - clock: the time the SDK's rules decide by; an app's tests pass a `ManualClock`'s.
     public convenience init(
         http: any HTTPClient = URLSessionHTTPClient(), prefersEphemeralWebBrowserSession: Bool = false,
         keychainAccessibility: KeychainStorageAdapter.Accessibility = .afterFirstUnlockThisDeviceOnly,
-        keychainAccessGroup: String? = nil, logger: Logger = Logger(label: "latchkey")
+        keychainAccessGroup: String? = nil, logger: Logger = Logger(label: "latchkey"), clock: LatchkeyClock = .system
     ) {
         self.init(
             http: http, userAgent: WebAuthenticationSessionUserAgent(prefersEphemeralWebBrowserSession: prefersEphemeralWebBrowserSession),
             logger: logger,
             defaultStorage: { config in
                 KeychainStorageAdapter(config: config, accessibility: keychainAccessibility, accessGroup: keychainAccessGroup)
-            })
+            }, clock: clock)
         credentialProvider = AuthorizationControllerCredentialProvider()
         passkeyAuthenticator = PlatformPasskeyAuthenticator()
         defaultDPoPKeys = SecureEnclaveDPoPKeyProvider()

@@ -226,7 +226,8 @@ struct Passkeys: Sendable {
         do {
             let verified = try await relyingParty(origins: origins).verifyRegistration(
                 clientDataJSON: response.clientDataJSON, attestationObject: response.attestationObject,
-                expectedChallenge: clientData.challenge, requireUserVerification: ceremony.userVerification == "required")
+                expectedChallenge: clientData.challenge, requireUserVerification: ceremony.userVerification == "required",
+                now: clock.now)
             guard verified.credentialId == response.credentialId else {
                 throw PasskeyFailure.malformed("id does not match the attested credential id")
             }

@@ -58,18 +58,8 @@ struct WebAuthnRelyingParty: Sendable {
     static let supportedAttestationFormats = ["none", "packed"]
 
     /// Registration ceremony, WebAuthn Level 3 §7.1 steps 5–27 (the caller does steps 1–4 and 28 onwards:
-    /// obtaining the response, and rejecting credential IDs already registered).
-    func verifyRegistration(
-        clientDataJSON: Data, attestationObject: Data, expectedChallenge: Data,
-        requireUserVerification: Bool
-    ) async throws -> VerifiedRegistration {
-        try await verifyRegistration(
-            clientDataJSON: clientDataJSON, attestationObject: attestationObject,
-            expectedChallenge: expectedChallenge, requireUserVerification: requireUserVerification,
-            now: Date())
-    }
-
-    /// As above, with the time used for certificate validity made explicit (for tests and replays).
+    /// obtaining the response, and rejecting credential IDs already registered). `now` is the server's clock: the
+    /// attestation certificates' validity is checked at it.
     func verifyRegistration(
         clientDataJSON: Data, attestationObject: Data, expectedChallenge: Data,
         requireUserVerification: Bool, now: Date

@@ -31,7 +31,7 @@ struct ConsoleTests {
                 [
                     "request": try #require(TestBrowser.hiddenField("request", in: answer.text)),
                     "csrf": try #require(TestBrowser.hiddenField("csrf", in: answer.text)),
-                    "otp": String(format: "%06d", TOTP(secret: secret).compute(date: Date()))
+                    "otp": String(format: "%06d", TOTP(secret: secret).compute(date: server.server.clock.now))
                 ])
         }
         guard answer.status == 303, let callback = answer.location else { return (browser, answer) }
@@ -241,7 +241,7 @@ struct ConsoleTests {
         let page = try await browser.get(server.base + (try #require(toLogin.location)))
         let codePage = try await server.submitLogin(browser, page: page, username: "demo@example.com", password: Self.password)
         let done = try await HostedLoginSecondFactorTests.submitCode(
-            server, browser, page: codePage, code: HostedLoginSecondFactorTests.currentCode(secret))
+            server, browser, page: codePage, code: HostedLoginSecondFactorTests.currentCode(secret, server))
         let callback = try #require(done.location)
         let query = done.locationQuery
         // Another browser (no sign-in cookie), another state, another issuer: refused, no console cookie. (A refused

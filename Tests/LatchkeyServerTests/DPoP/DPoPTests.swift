@@ -351,6 +351,9 @@ extension DPoPTests {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let tokens = try await Self.signIn(server).tokens
+        // From here the server's clock stands still: each proof is dated against it, however long the machine takes
+        // between them. (The SDK's sign-in above dated its proofs by real time.)
+        server.freezeClock()
         let key = try SigningKey(algorithm: .es256, pem: try #require(tokens.dpopKey))
         let url = server.issuer + "/oauth2/userinfo"
         func userinfo(iat: Date) async throws -> Int {
@@ -362,10 +365,11 @@ extension DPoPTests {
                 ]
             ).status
         }
-        #expect(try await userinfo(iat: Date().addingTimeInterval(20)) == 200, "a clock a little ahead")
-        #expect(try await userinfo(iat: Date().addingTimeInterval(-290)) == 200, "a proof made almost five minutes ago")
-        #expect(try await userinfo(iat: Date().addingTimeInterval(60)) == 401, "made to be used later: refused")
-        #expect(try await userinfo(iat: Date().addingTimeInterval(299)) == 401, "the review's proof, dated 299 s ahead")
+        let now = server.clock.now
+        #expect(try await userinfo(iat: now.addingTimeInterval(20)) == 200, "a clock a little ahead")
+        #expect(try await userinfo(iat: now.addingTimeInterval(-290)) == 200, "a proof made almost five minutes ago")
+        #expect(try await userinfo(iat: now.addingTimeInterval(60)) == 401, "made to be used later: refused")
+        #expect(try await userinfo(iat: now.addingTimeInterval(299)) == 401, "the review's proof, dated 299 s ahead")
     }
 
     @Test("token requests with a proof that fail are limited per address; each one records at most one id, and nothing is deleted on the way")
@@ -443,7 +447,7 @@ extension DPoPTests {
         let tokens = try await Self.signIn(server).tokens
         let key = try SigningKey(algorithm: .es256, pem: try #require(tokens.dpopKey))
         server.advanceClock(3700)  // past the access token's hour
-        let later = Date().addingTimeInterval(3700)  // the proof is made on the server's (advanced) clock
+        let later = server.server.clock.now  // the proof is made on the server's (advanced) clock
         let out = try await TestBrowser().postJSON(
             server.base + "/flow/execute", ["applicationId": "latchkey-demo", "flowType": "SIGNOUT"],
             headers: [

@@ -50,7 +50,7 @@ struct ClaimsAndACRTests {
         let codePage = try await server.submitLogin(
             browser, page: try await server.openLoginPage(browser, o), username: "demo@example.com", password: "correct horse battery staple")
         let done = try await HostedLoginSecondFactorTests.submitCode(
-            server, browser, page: codePage, code: HostedLoginSecondFactorTests.currentCode(secret))
+            server, browser, page: codePage, code: HostedLoginSecondFactorTests.currentCode(secret, server))
         let code = try #require(done.locationQuery["code"])
         let tokens = try await server.exchangeCode(code, o)
         #expect(try Self.claims(try #require(try tokens.json()["id_token"] as? String))["acr"] == .string(Self.mfa))

@@ -193,27 +193,49 @@ struct DeviceAuthorizationTests {
         #expect(statuses == [400, 400, 400, 429])
     }
 
-    @Test("the SDK: start, show the code, poll until allowed; the session is stored; denial and cancellation are reported")
+    /// One clock for the server and the SDK: the server's, standing still, moved by the SDK's waits between polls. A
+    /// poll then comes exactly `interval` seconds after the last as far as both can tell, and no test waits for one.
+    static func sharedClock(_ server: TestServer) -> LatchkeyClock {
+        LatchkeyClock(
+            now: { server.server.clock.now },
+            sleep: { seconds in
+                try Task.checkCancellation()
+                server.advanceClock(seconds)
+                await Task.yield()
+            })
+    }
+
+    @Test("the SDK: start, show the code, poll until allowed; the session is stored; denial, expiry and cancellation are reported")
     func sdk() async throws {
-        let server = try await startServer { $0.lifetimes.devicePollingInterval = 1 }
+        let server = try await TestServer.start(frozenClock: true) { config in
+            config.lifetimes.devicePollingInterval = 1
+            config.lifetimes.deviceCode = 60  // the shortest: the unanswered request below polls through it
+        }
         defer { Task { await server.stop() } }
-        let client = LatchkeyClient()
+        let client = LatchkeyClient(clock: Self.sharedClock(server))
         try await client.initialize(config: server.sdkConfig())
         let authorization = try await client.startDeviceAuthorization()
         #expect(authorization.userCode.range(of: Self.userCodePattern, options: .regularExpression) != nil && authorization.interval == 1)
         #expect(authorization.verificationUri.absoluteString == server.issuer + "/device")
-        let person = Task { try await Self.decide(server, userCode: authorization.userCode, approve: true) }
+        #expect(authorization.expiresAt == server.server.clock.now.addingTimeInterval(60), "the code's life on the client's clock")
+        _ = try await Self.decide(server, userCode: authorization.userCode, approve: true)
         let user = try await client.completeDeviceAuthorization(authorization)
-        _ = try await person.value
         let signedIn = try await client.isSignedIn()
         #expect(user.email == "demo@example.com" && signedIn)
 
         let refused = try await client.startDeviceAuthorization()
-        let denier = Task { try await Self.decide(server, userCode: refused.userCode, approve: false) }
+        _ = try await Self.decide(server, userCode: refused.userCode, approve: false)
         await #expect { _ = try await client.completeDeviceAuthorization(refused, sessionId: "tv") } throws: {
             ($0 as? LatchkeyError)?.code == .authenticationFailed && ($0 as? LatchkeyError)?.serverCode == "access_denied"
         }
-        _ = try await denier.value
+
+        // Nobody answers: the client polls (each poll a second later) until the code's minute is over, then stops.
+        let unanswered = try await client.startDeviceAuthorization()
+        let started = server.server.clock.now
+        await #expect { _ = try await client.completeDeviceAuthorization(unanswered, sessionId: "tv") } throws: {
+            ($0 as? LatchkeyError)?.code == .sessionExpired
+        }
+        #expect(server.server.clock.now.timeIntervalSince(started) >= 60, "it waited out the code's life, no less")
 
         let abandoned = try await client.startDeviceAuthorization()
         let waiting = Task { try await client.completeDeviceAuthorization(abandoned, sessionId: "abandoned") }
@@ -224,7 +246,7 @@ struct DeviceAuthorizationTests {
 
     @Test("the SDK slows down when told to: after slow_down the next poll waits five seconds more")
     func sdkHonoursSlowDown() async throws {
-        let server = try await startServer { $0.lifetimes.devicePollingInterval = 1 }
+        let server = try await TestServer.start(frozenClock: true) { $0.lifetimes.devicePollingInterval = 1 }
         defer { Task { await server.stop() } }
         // The first device-code poll is answered slow_down (as a server would); each poll's time is recorded.
         let isPoll: @Sendable (HTTPRequest) -> Bool = { request in
@@ -232,19 +254,22 @@ struct DeviceAuthorizationTests {
                 String(decoding: $0, as: UTF8.self).contains("device_code") && String(decoding: $0, as: UTF8.self).contains("grant_type")
             } ?? false
         }
-        let http = ProgrammableHTTPClient()
+        let http = ProgrammableHTTPClient(now: { server.server.clock.now })
         http.answer(where: isPoll, times: 1) { _ in
             HTTPResponse(status: 400, headers: ["Content-Type": "application/json"], body: Data(#"{"error":"slow_down"}"#.utf8))
         }
-        let client = LatchkeyClient(http: http)
+        let client = LatchkeyClient(http: http, clock: Self.sharedClock(server))
         try await client.initialize(config: server.sdkConfig())
         let authorization = try await client.startDeviceAuthorization()
-        // The person may approve at once: the first poll is answered slow_down whatever the server would say.
-        let person = Task { try await Self.decide(server, userCode: authorization.userCode, approve: true) }
+        let asked = server.server.clock.now
+        // The person approves at once: the first poll is answered slow_down whatever the server would say.
+        _ = try await Self.decide(server, userCode: authorization.userCode, approve: true)
         _ = try await client.completeDeviceAuthorization(authorization)
-        _ = try await person.value
         let polls = http.sent.filter { isPoll($0.request) }.map(\.date)
-        #expect(polls.count >= 2)
-        if polls.count >= 2 { #expect(polls[1].timeIntervalSince(polls[0]) >= 6, "1 s interval + 5 s after slow_down") }
+        #expect(polls.count == 2, "slow_down, then the tokens")
+        if polls.count == 2 {
+            #expect(abs(polls[0].timeIntervalSince(asked) - 1) < 0.001, "the first poll after the interval")
+            #expect(abs(polls[1].timeIntervalSince(polls[0]) - 6) < 0.001, "1 s interval + 5 s after slow_down")
+        }
     }
 }

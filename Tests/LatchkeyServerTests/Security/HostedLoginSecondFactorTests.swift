@@ -12,13 +12,16 @@ import Testing
 struct HostedLoginSecondFactorTests {
     static let password = "correct horse battery staple"
 
-    /// The 6-digit TOTP codes the server accepts now (±1 step).
+    /// The 6-digit TOTP codes the server accepts now (±1 step), by its clock.
     static func acceptedCodes(_ secret: String, _ server: TestServer) -> [String] {
-        let now = Date()
+        let now = server.server.clock.now
         return [-30.0, 0, 30].map { String(format: "%06d", TOTP(secret: secret).compute(date: now.addingTimeInterval($0))) }
     }
 
-    static func currentCode(_ secret: String) -> String { String(format: "%06d", TOTP(secret: secret).compute(date: Date())) }
+    /// The code of the server's current time step.
+    static func currentCode(_ secret: String, _ server: TestServer) -> String {
+        String(format: "%06d", TOTP(secret: secret).compute(date: server.server.clock.now))
+    }
 
     /// A code the server does not accept now.
     static func wrongCode(_ secret: String, _ server: TestServer) -> String {
@@ -90,7 +93,7 @@ struct HostedLoginSecondFactorTests {
         #expect(Self.isCodeForm(again))
 
         // The right code finishes the sign-in.
-        let done = try await Self.submitCode(server, browser, page: again, code: Self.currentCode(secret))
+        let done = try await Self.submitCode(server, browser, page: again, code: Self.currentCode(secret, server))
         #expect(done.status == 303, "\(done.status) \(done.text.prefix(300))")
         let code = try #require(done.locationQuery["code"])
         #expect(done.locationQuery["state"] == o.state)
@@ -134,7 +137,7 @@ struct HostedLoginSecondFactorTests {
         #expect(fifth.text.contains("Too many incorrect codes"))
         #expect(fifth.location == nil)
         // The sign-in is over: neither the right code nor the password brings it back.
-        let late = try await Self.submitCode(server, browser, page: first, code: Self.currentCode(secret))
+        let late = try await Self.submitCode(server, browser, page: first, code: Self.currentCode(secret, server))
         #expect(late.status == 400)
         #expect(late.location == nil)
         let password = try await server.submitLogin(browser, page: first, username: "demo@example.com", password: Self.password)
@@ -160,12 +163,12 @@ struct HostedLoginSecondFactorTests {
         let stolen = try await other.postForm(
             server.base + "/login",
             [
-                "request": requestId, "csrf": try #require(TestBrowser.hiddenField("csrf", in: otherPage.text)), "otp": Self.currentCode(secret)
+                "request": requestId, "csrf": try #require(TestBrowser.hiddenField("csrf", in: otherPage.text)), "otp": Self.currentCode(secret, server)
             ])
         #expect(stolen.status == 403)
         #expect(stolen.location == nil)
         // The victim's browser still finishes.
-        let done = try await Self.submitCode(server, victim, page: page, code: Self.currentCode(secret))
+        let done = try await Self.submitCode(server, victim, page: page, code: Self.currentCode(secret, server))
         #expect(done.status == 303)
     }
 
@@ -263,7 +266,7 @@ struct HostedLoginSecondFactorTests {
             browser, page: try await server.openLoginPage(browser, AuthorizeOptions()),
             username: "demo@example.com", password: Self.password)
         #expect(Self.isCodeForm(page))
-        let done = try await Self.submitCode(server, browser, page: page, code: Self.currentCode(secret))
+        let done = try await Self.submitCode(server, browser, page: page, code: Self.currentCode(secret, server))
         #expect(done.status == 303)
         #expect(done.locationQuery["code"] != nil)
     }
@@ -296,7 +299,7 @@ struct HostedLoginSecondFactorTests {
         let page = try await server.submitLogin(
             browser, page: try await browser.get(server.base + (again.location ?? "")),
             username: "demo@example.com", password: Self.password)
-        let done = try await Self.submitCode(server, browser, page: page, code: Self.currentCode(secret))
+        let done = try await Self.submitCode(server, browser, page: page, code: Self.currentCode(secret, server))
         #expect(done.status == 303)
         let o = AuthorizeOptions()
         let reuse = try await browser.get(server.authorizeURL(o))
@@ -352,7 +355,7 @@ struct HostedLoginSecondFactorTests {
         let body = try started.json()
         #expect(body["assertion"] == nil, "a password alone does not complete the flow: \(started.text)")
         let executionId = try #require(body["executionId"] as? String)
-        var step: [String: Any] = ["executionId": executionId, "action": "action_totp", "inputs": ["otp": Self.currentCode(secret)]]
+        var step: [String: Any] = ["executionId": executionId, "action": "action_totp", "inputs": ["otp": Self.currentCode(secret, server)]]
         if let challenge = body["challengeToken"] as? String { step["challengeToken"] = challenge }
         let finished = try await browser.postJSON(server.base + "/flow/execute", step)
         let assertion = try #require(try finished.json()["assertion"] as? String, "\(finished.text)")
@@ -409,7 +412,7 @@ struct HostedLoginSecondFactorTests {
         let verify = try await server.call(
             "POST", "/identity/v1/passwordless/verify", token: nil,
             json: [
-                "challenge_id": challengeId, "verification_code": Self.currentCode(secret)
+                "challenge_id": challengeId, "verification_code": Self.currentCode(secret, server)
             ], contentType: "application/json")
         let code = try #require(try verify.json()["code"] as? String, "\(verify.text)")
         var stepped = AuthorizeOptions()

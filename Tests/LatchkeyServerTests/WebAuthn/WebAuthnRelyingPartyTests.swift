@@ -47,7 +47,7 @@ enum WebAuthnFixture {
     ) async throws -> VerifiedRegistration {
         try await rp.verifyRegistration(
             clientDataJSON: response.clientDataJSON, attestationObject: response.attestationObject,
-            expectedChallenge: challenge, requireUserVerification: requireUV)
+            expectedChallenge: challenge, requireUserVerification: requireUV, now: Date())
     }
 
     static func assert(
