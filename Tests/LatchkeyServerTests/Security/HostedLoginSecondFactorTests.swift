@@ -163,7 +163,8 @@ struct HostedLoginSecondFactorTests {
         let stolen = try await other.postForm(
             server.base + "/login",
             [
-                "request": requestId, "csrf": try #require(TestBrowser.hiddenField("csrf", in: otherPage.text)), "otp": Self.currentCode(secret, server)
+                "request": requestId, "csrf": try #require(TestBrowser.hiddenField("csrf", in: otherPage.text)),
+                "otp": Self.currentCode(secret, server)
             ])
         #expect(stolen.status == 403)
         #expect(stolen.location == nil)
