@@ -6,42 +6,46 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each step's heading says how long the run has taken so far (the step's start), so a slow step shows in the log.
+step() { printf '==> [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
+trap 'step "done (exit $?)"' EXIT
+
 need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
 if [ ${#need_apt[@]} -gt 0 ]; then
-  echo "==> installing ${need_apt[*]}"
+  step "installing ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need_apt[@]}"
 fi
-python3 -c "import selenium, pytest, requests, pexpect, webauthn, aiosmtpd" 2>/dev/null || { echo "==> installing selenium pytest requests pexpect webauthn aiosmtpd"; python3 -m pip install -q selenium pytest requests pexpect webauthn aiosmtpd; }
+python3 -c "import selenium, pytest, requests, pexpect, webauthn, aiosmtpd" 2>/dev/null || { step "installing selenium pytest requests pexpect webauthn aiosmtpd"; python3 -m pip install -q selenium pytest requests pexpect webauthn aiosmtpd; }
 # django-oauth-toolkit: a second third-party OpenID provider for the SDK's tests (Tests/dot/start.sh).
-python3 -c "import django, oauth2_provider" 2>/dev/null || { echo "==> installing django-oauth-toolkit"; python3 -m pip install -q django-oauth-toolkit; }
+python3 -c "import django, oauth2_provider" 2>/dev/null || { step "installing django-oauth-toolkit"; python3 -m pip install -q django-oauth-toolkit; }
 # The API description's checkers (test_openapi.py), pinned: a new schemathesis release may add checks.
-python3 -c "import openapi_spec_validator, schemathesis" 2>/dev/null || { echo "==> installing openapi-spec-validator schemathesis"; python3 -m pip install -q openapi-spec-validator==0.9.0 schemathesis==4.32.5; }
+python3 -c "import openapi_spec_validator, schemathesis" 2>/dev/null || { step "installing openapi-spec-validator schemathesis"; python3 -m pip install -q openapi-spec-validator==0.9.0 schemathesis==4.32.5; }
 
-echo "==> formatting (swift-format, the toolchain's, with .swift-format: 4 spaces, 150 columns, layout only)"
+step "formatting (swift-format, the toolchain's, with .swift-format: 4 spaces, 150 columns, layout only)"
 # Fix with: swift format format --in-place --recursive --parallel Sources Tests Examples Package.swift
 swift format lint --strict --recursive --parallel Sources Tests Examples Package.swift
 
-echo "==> the Apple-side modules and the example app against a real iOS SDK (scripts/ios-typecheck.sh)"
+step "the Apple-side modules and the example app against a real iOS SDK (scripts/ios-typecheck.sh)"
 # Runs where an extracted SDK is configured (LATCHKEY_IOS_SDK, or /tmp/ios-sdk/iPhoneOS17.4.sdk) and says in one line
 # that it skipped otherwise; errors or warnings fail the run.
 ios_status=0; scripts/ios-typecheck.sh || ios_status=$?
 [ "$ios_status" -eq 0 ] || [ "$ios_status" -eq 2 ] || exit 1
 
-echo "==> swift build"
+step "swift build"
 swift build --build-tests
 # The optimizer has crashed on code that builds in debug (Swift 6.3, SCIMPatch); the release build must stay green too.
-echo "==> swift build -c release"
+step "swift build -c release"
 swift build -c release
 # Every benchmark group, briefly: they run, and the 10,000-caller run fails unless exactly one refresh was sent. The
 # figures are in docs/testing.md, from longer runs; nothing here is timed against a threshold.
-echo "==> latchkey-bench (a short run of every group)"
+step "latchkey-bench (a short run of every group)"
 LATCHKEY_BENCH_SECONDS=0.1 "$(swift build -c release --show-bin-path)/latchkey-bench"
 
-echo "==> documentation: DocC catalogs of Latchkey, LatchkeyApple and LatchkeySwiftUI (swift-docc-plugin), no warnings"
+step "documentation: DocC catalogs of Latchkey, LatchkeyApple and LatchkeySwiftUI (swift-docc-plugin), no warnings"
 DOCC_LOG="$(mktemp /tmp/latchkey-docc.XXXXXX)"
 swift package --disable-sandbox generate-documentation --target Latchkey --target LatchkeyApple --target LatchkeySwiftUI >"$DOCC_LOG" 2>&1 \
   || { cat "$DOCC_LOG"; exit 1; }
@@ -49,41 +53,43 @@ if grep -q "warning:" "$DOCC_LOG"; then grep -A4 "warning:" "$DOCC_LOG"; echo "D
 grep "Generated\|doccarchive" "$DOCC_LOG"
 rm -f "$DOCC_LOG"
 
-echo "==> glewlwyd (Debian's OpenID provider, for the SDK's standards-mode test) on 127.0.0.1"
+step "glewlwyd (Debian's OpenID provider, for the SDK's standards-mode test) on 127.0.0.1"
 GLEWLWYD_WORK="$(mktemp -d /tmp/latchkey-glewlwyd.XXXXXX)"
 PG_WORK="$(mktemp -d /tmp/latchkey-postgres.XXXXXX)"
 DOT_WORK="$(mktemp -d /tmp/latchkey-dot.XXXXXX)"
 cleanup() {
+  local status=$?
   Tests/glewlwyd/stop.sh "$GLEWLWYD_WORK" >/dev/null 2>&1 || true
   Tests/dot/stop.sh "$DOT_WORK" >/dev/null 2>&1 || true
   Tests/postgres/stop.sh "$PG_WORK" >/dev/null 2>&1 || true
+  step "done (exit $status)"
 }
 trap cleanup EXIT
 Tests/glewlwyd/start.sh "$GLEWLWYD_WORK"
 export LATCHKEY_GLEWLWYD_ENV="$GLEWLWYD_WORK/env"
 
-echo "==> django-oauth-toolkit (PyPI's OpenID provider for Django, for the SDK's any-provider test) on 127.0.0.1"
+step "django-oauth-toolkit (PyPI's OpenID provider for Django, for the SDK's any-provider test) on 127.0.0.1"
 Tests/dot/start.sh "$DOT_WORK"
 export LATCHKEY_DOT_ENV="$DOT_WORK/env"
 
-echo "==> PostgreSQL (Debian's), a throwaway cluster on 127.0.0.1 for the shared store's tests"
+step "PostgreSQL (Debian's), a throwaway cluster on 127.0.0.1 for the shared store's tests"
 Tests/postgres/start.sh "$PG_WORK"
 # shellcheck disable=SC1091
 . "$PG_WORK/env"
 
-echo "==> swift test (SQLite; the store contract suite against SQLite and PostgreSQL)"
+step "swift test (SQLite; the store contract suite against SQLite and PostgreSQL)"
 swift test --skip-build
-echo "==> swift test again, every test server on PostgreSQL (the whole suite against the shared store)"
+step "swift test again, every test server on PostgreSQL (the whole suite against the shared store)"
 LATCHKEY_TEST_SERVER_POSTGRES_URL="$LATCHKEY_TEST_POSTGRES_URL" swift test --skip-build
-echo "==> system tests (pytest: two instances on one PostgreSQL, the OpenAPI document under schemathesis, load and SIGKILL among them)"
+step "system tests (pytest: two instances on one PostgreSQL, the OpenAPI document under schemathesis, load and SIGKILL among them)"
 LATCHKEY_BIN="$(swift build --show-bin-path)/latchkey" python3 -m pytest -q Tests/system
 
-echo "==> ThreadSanitizer: the concurrency-heavy suites (token manager single-flight, store contract, server under concurrent requests)"
+step "ThreadSanitizer: the concurrency-heavy suites (token manager single-flight, store contract, server under concurrent requests)"
 # Its own build folder: sanitizer flags would otherwise rebuild .build from scratch.
 swift build --build-tests --sanitize=thread --scratch-path .build-tsan
 # Tests/tsan-suppressions.txt names the third-party false positives it ignores, and why.
 TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/Tests/tsan-suppressions.txt" swift test --skip-build --sanitize=thread --scratch-path .build-tsan \
   --filter "LockedStorageRefreshTests|AccessTokenCacheTests|AuthStateBroadcastTests|SDKHardeningTests|SDKRedirectSignInTests|StoreContractTests|ConcurrentGuessLockoutTests|RefreshTokenTests|RequestLimitsTests|MetricsTests"
 
-echo "==> fuzzing: every libFuzzer target for a short run from its seed corpus (scripts/fuzz.sh; long runs by hand)"
-scripts/fuzz.sh --all "${LATCHKEY_FUZZ_SECONDS:-15}"
+step "fuzzing: every libFuzzer target for a short run from its seed corpus (scripts/fuzz.sh; long runs by hand)"
+scripts/fuzz.sh --all "${LATCHKEY_FUZZ_SECONDS:-5}"

@@ -33,7 +33,7 @@ extension IdentityServer {
                 location: location, sealer: nil, poolSize: 1, timeout: .seconds(configuration.databaseTimeoutSeconds),
                 logger: logger)
             defer { store.close() }
-            let current = try await store.guarded { _ in try await PostgresSchema.currentVersion(store.client, logger: logger) }
+            let current = try await store.guarded { _ in try await PostgresSchema.currentVersion(store.pool, logger: logger) }
             return SchemaStatus(current: current, latest: PostgresSchema.latestVersion)
         }
     }

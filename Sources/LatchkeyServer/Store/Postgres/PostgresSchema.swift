@@ -272,7 +272,7 @@ enum PostgresSchema {
     /// start together migrate once, the others wait and then find nothing to do. Refuses a database that a newer
     /// Latchkey migrated (`StoreError.schemaTooNew`). Returns the versions applied now.
     @discardableResult
-    static func migrate(_ client: PostgresClient, logger: Logger, upTo target: Int = latestVersion) async throws -> [Int] {
+    static func migrate(_ client: PostgresPool, logger: Logger, upTo target: Int = latestVersion) async throws -> [Int] {
         try await client.withConnection { connection in
             // Waiting for another instance's migration, and the DDL itself, may take longer than a request may: no
             // statement or lock timeout on this connection while it migrates (RESET gives the session's back).
@@ -324,7 +324,7 @@ enum PostgresSchema {
     }
 
     /// The version the database is at (0 before the first migration).
-    static func currentVersion(_ client: PostgresClient, logger: Logger) async throws -> Int {
+    static func currentVersion(_ client: PostgresPool, logger: Logger) async throws -> Int {
         try await client.withConnection { connection in
             let exists =
                 try await connection.query("SELECT to_regclass('latchkey_schema_migrations') IS NOT NULL", logger: logger)

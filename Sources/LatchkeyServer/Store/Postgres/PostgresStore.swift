@@ -16,14 +16,15 @@ import ServiceLifecycle
 /// Every call has a deadline (`timeout`): a database that is gone fails the call with `StoreError.unavailable` (503)
 /// instead of holding the request, and the pool reconnects by itself when the database is back.
 public final class PostgresStore: Store {
-    let client: PostgresClient
+    /// The connections (Latchkey's pool over PostgresNIO connections: `PostgresPool` says why not PostgresNIO's).
+    let pool: PostgresPool
     let sealer: SecretSealer?
     let logger: Logger
     let timeout: Duration
     /// Client configurations by their stored JSON (every token request reads its client).
     let decodedClients = DecodedClientConfigurations()
-    /// The pool's run loop (`PostgresClient.run`), started at `open` so migrations, key bootstrap and seeding can use
-    /// the database before an application exists; the application then owns it as a service (`PoolService`).
+    /// The pool's run loop (`PostgresPool.run`: it returns once the pool is closed and its connections are), started at
+    /// `open`; the application then owns it as a service (`PoolService`).
     private let runner: Task<Void, Never>
 
     /// Connects (the pool opens connections lazily, up to `poolSize`), migrates the schema, and checks that sealed
@@ -37,7 +38,7 @@ public final class PostgresStore: Store {
             // Reachable at all? (The normal deadline: a wrong host or port fails the start in seconds.) Then the
             // migration, which may wait for another instance's (the lock) and runs DDL: a longer deadline.
             try await store.connection { connection in try await store.execute("SELECT 1", on: connection) }
-            try await store.guarded(timeout: .seconds(300)) { _ in try await PostgresSchema.migrate(store.client, logger: store.logger) }
+            try await store.guarded(timeout: .seconds(300)) { _ in try await PostgresSchema.migrate(store.pool, logger: store.logger) }
             try await store.checkSealedSecrets()
         } catch {
             store.close()
@@ -47,18 +48,17 @@ public final class PostgresStore: Store {
     }
 
     init(location: PostgresLocation, sealer: SecretSealer?, poolSize: Int, timeout: Duration, logger: Logger) throws {
-        let tls: PostgresClient.Configuration.TLS
+        let tls: PostgresConnection.Configuration.TLS
         switch location.tls {
         case .disable: tls = .disable
-        case .prefer: tls = .prefer(.makeClientConfiguration())
-        case .require: tls = .require(.makeClientConfiguration())
+        case .prefer: tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        case .require: tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
         }
-        var configuration = PostgresClient.Configuration(
+        var configuration = PostgresConnection.Configuration(
             host: location.host, port: location.port, username: location.username,
             password: location.password, database: location.database, tls: tls)
-        configuration.options.maximumConnections = max(1, poolSize)
-        configuration.options.minimumConnections = 0
-        configuration.options.connectTimeout = .seconds(5)
+        // A connect may take as long as a statement may: a slow but working database is not a failing one.
+        configuration.options.connectTimeout = .seconds(max(5, timeout.components.seconds))
         // The server ends a statement or a lock wait that runs too long, so a connection is never held for ever.
         let statementMilliseconds = Int(timeout.components.seconds) * 1000
         configuration.options.additionalStartupParameters = [
@@ -69,13 +69,13 @@ public final class PostgresStore: Store {
         // digests, sealed secrets, codes): its logger never goes below warning, whatever the server's level.
         var driverLogger = logger
         if driverLogger.logLevel < .warning { driverLogger.logLevel = .warning }
-        self.client = PostgresClient(configuration: configuration, backgroundLogger: driverLogger)
+        let pool = PostgresPool(configuration: configuration, maximumConnections: poolSize, logger: driverLogger)
+        self.pool = pool
         self.sealer = sealer
         self.logger = driverLogger
         // A little more than the server's own statement timeout, so the server's error normally comes first.
         self.timeout = timeout + .seconds(2)
-        let client = self.client
-        self.runner = Task { await client.run() }
+        self.runner = Task { await pool.run() }
     }
 
     /// Stops the pool (its connections close). The store cannot be used afterwards. An application of the server
@@ -113,7 +113,7 @@ public final class PostgresStore: Store {
             attempt += 1
             do {
                 return try await guarded { deadline in
-                    try await self.client.withConnection { connection in
+                    try await self.pool.withConnection(deadline: deadline) { connection in
                         // Explicit: the lock-then-check paths need each statement to see what committed before it
                         // (a database whose default is REPEATABLE READ would take the snapshot before the lock).
                         try await connection.query("BEGIN ISOLATION LEVEL READ COMMITTED", logger: self.logger)
@@ -138,7 +138,7 @@ public final class PostgresStore: Store {
     /// Runs `body` on one pooled connection, outside a transaction (single statements, reads).
     @discardableResult
     func connection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
-        try await guarded { _ in try await self.client.withConnection { connection in try await body(connection) } }
+        try await guarded { deadline in try await self.pool.withConnection(deadline: deadline) { connection in try await body(connection) } }
     }
 
     /// The rows of one statement (bind values with `\(value)` inside the query literal).

@@ -1,0 +1,244 @@
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// Latchkey's connection pool: leases PostgresNIO connections, at most `maximumConnections` of them, opened on demand.
+///
+/// Why not PostgresNIO's own pool (`PostgresClient`): in postgres-nio 1.33 one failed attempt to open a connection (a
+/// connect slower than its timeout, "too many connections") puts that pool in a state where every new request is
+/// queued even while it holds idle, healthy connections, until a leased one is released, a 30 s keep-alive runs or a
+/// connect succeeds (`docs/operating.md`, known limits). Here the rule is the other way round, by construction: a
+/// request takes an idle connection whenever there is one, and only waits when there is none; what happens to
+/// connection attempts never holds up a connection that exists.
+///
+/// - A waiting request is served, in order of arrival, by a released connection or by a new one. One whose caller
+///   has given up (its `PostgresStore.Deadline` passed, or its task was cancelled) is dropped, not served.
+/// - A failed connect is logged; the requests waiting for it keep waiting while a connection is leased or another
+///   connect is under way (one of them will serve them), and fail at once with the connect's error otherwise — a
+///   database that cannot be reached answers 503 in the time of one connect attempt, not at the deadline.
+/// - A connection that failed for a reason other than its statement (its socket, a timeout) is closed, not pooled.
+actor PostgresPool {
+    private let configuration: PostgresConnection.Configuration
+    private let maximumConnections: Int
+    private let logger: Logger
+
+    private var idle: [PostgresConnection] = []
+    private var leased = 0
+    private var opening = 0
+    private var waiters: [Waiter] = []
+    private var closed = false
+    private var drained: [CheckedContinuation<Void, Never>] = []
+    private var nextWaiter = 0
+    private var nextConnection = 0
+    private var failedConnects = 0
+
+    private struct Waiter {
+        let id: Int
+        let continuation: CheckedContinuation<PostgresConnection, any Error>
+        let deadline: PostgresStore.Deadline?
+    }
+
+    /// What a pool reports of itself (tests, metrics).
+    struct Counts: Sendable, Equatable {
+        var idle: Int
+        var leased: Int
+        var opening: Int
+        var waiting: Int
+    }
+
+    init(configuration: PostgresConnection.Configuration, maximumConnections: Int, logger: Logger) {
+        self.configuration = configuration
+        self.maximumConnections = max(1, maximumConnections)
+        self.logger = logger
+    }
+
+    /// Idle connections still open (one the server closed is dropped when next met), leased, being opened, waiting.
+    var counts: Counts { Counts(idle: idle.filter { !$0.isClosed }.count, leased: leased, opening: opening, waiting: waiters.count) }
+
+    /// Runs `body` with a leased connection and gives the connection back (or closes it, when it failed for a reason
+    /// other than its statement). `deadline`: a caller that stopped waiting is not served.
+    nonisolated func withConnection<T: Sendable>(
+        deadline: PostgresStore.Deadline? = nil, _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let connection = try await lease(deadline: deadline)
+        do {
+            let value = try await body(connection)
+            await giveBack(connection, reusable: true)
+            return value
+        } catch {
+            await giveBack(connection, reusable: Self.connectionSurvives(error))
+            throw error
+        }
+    }
+
+    /// An idle connection at once; otherwise waits for a released or a new one.
+    func lease(deadline: PostgresStore.Deadline? = nil) async throws -> PostgresConnection {
+        if closed { throw StoreError.unavailable("the connection pool is closed") }
+        if let connection = takeIdle() {
+            leased += 1
+            return connection
+        }
+        nextWaiter += 1
+        let id = nextWaiter
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                if Task.isCancelled {
+                    continuation.resume(throwing: CancellationError())
+                    return
+                }
+                waiters.append(Waiter(id: id, continuation: continuation, deadline: deadline))
+                openIfNeeded()
+            }
+        } onCancel: {
+            Task { await self.cancelWaiter(id) }
+        }
+    }
+
+    /// Returns a leased connection: to the first waiter still waiting, else to the idle list; closed instead when it
+    /// is not `reusable`, was closed underneath, or the pool is closing.
+    func giveBack(_ connection: PostgresConnection, reusable: Bool) {
+        leased -= 1
+        if closed || !reusable || connection.isClosed {
+            Task { try? await connection.close() }
+            openIfNeeded()  // the waiters it would have served need a new one
+            checkDrained()
+            return
+        }
+        hand(connection)
+    }
+
+    /// Waits until the pool is closed (`close()`, or the cancellation of this call) and every connection is closed:
+    /// the pool's run loop as a service of the application.
+    func run() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                if closed, leased == 0, opening == 0 {
+                    continuation.resume()
+                } else {
+                    drained.append(continuation)
+                }
+            }
+        } onCancel: {
+            Task { await self.close() }
+        }
+    }
+
+    /// Stops the pool: waiting requests fail, idle connections close now, leased ones when they are given back.
+    func close() async {
+        guard !closed else { return }
+        closed = true
+        let waiting = waiters
+        waiters = []
+        for waiter in waiting { waiter.continuation.resume(throwing: StoreError.unavailable("the connection pool is closed")) }
+        let closing = idle
+        idle = []
+        for connection in closing { try? await connection.close() }
+        checkDrained()
+    }
+
+    // MARK: Internals
+
+    /// The most recently used idle connection that is still open (the warmest; the others may time out unused).
+    private func takeIdle() -> PostgresConnection? {
+        while let connection = idle.popLast() {
+            if !connection.isClosed { return connection }
+        }
+        return nil
+    }
+
+    /// Gives `connection` to the first waiter whose caller still waits, or keeps it idle.
+    private func hand(_ connection: PostgresConnection) {
+        dropAbandonedWaiters()
+        if waiters.isEmpty {
+            idle.append(connection)
+        } else {
+            let waiter = waiters.removeFirst()
+            leased += 1
+            waiter.continuation.resume(returning: connection)
+        }
+    }
+
+    /// Opens as many connections as there are waiters not yet covered by a connect under way, within the maximum.
+    private func openIfNeeded() {
+        guard !closed else { return }
+        dropAbandonedWaiters()
+        let wanted = waiters.count - opening
+        let room = maximumConnections - leased - opening - idle.count
+        guard wanted > 0, room > 0 else { return }
+        for _ in 0..<min(wanted, room) {
+            opening += 1
+            nextConnection += 1
+            let id = nextConnection
+            Task { await self.open(id: id) }
+        }
+    }
+
+    private func open(id: Int) async {
+        do {
+            let connection = try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)
+            opening -= 1
+            failedConnects = 0
+            if closed {
+                try? await connection.close()
+                checkDrained()
+                return
+            }
+            hand(connection)
+        } catch {
+            opening -= 1
+            failedConnects += 1
+            // Once per run of failures, then every tenth: a database that is down must not flood the log.
+            if failedConnects == 1 || failedConnects % 10 == 0 {
+                // A PSQLError's code only: its description may carry the connection's details.
+                let reason = (error as? PSQLError).map { String(describing: $0.code) } ?? String(describing: type(of: error))
+                logger.warning(
+                    "a PostgreSQL connection could not be opened",
+                    metadata: ["error": .string(reason), "failures_in_a_row": .string(String(failedConnects))])
+            }
+            if closed {
+                checkDrained()
+                return
+            }
+            // Nothing under way can serve the waiters: they fail now (503) rather than at their deadline.
+            if leased == 0, opening == 0 {
+                let waiting = waiters
+                waiters = []
+                for waiter in waiting { waiter.continuation.resume(throwing: error) }
+            }
+        }
+    }
+
+    private func cancelWaiter(_ id: Int) {
+        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return }
+        waiters.remove(at: index).continuation.resume(throwing: CancellationError())
+    }
+
+    /// Waiters whose caller stopped waiting (the deadline passed: it was already answered 503) are not served.
+    private func dropAbandonedWaiters() {
+        guard waiters.contains(where: { $0.deadline?.passed == true }) else { return }
+        var kept: [Waiter] = []
+        for waiter in waiters {
+            if waiter.deadline?.passed == true {
+                waiter.continuation.resume(throwing: StoreError.unavailable("gave up waiting for a connection"))
+            } else {
+                kept.append(waiter)
+            }
+        }
+        waiters = kept
+    }
+
+    private func checkDrained() {
+        guard closed, leased == 0, opening == 0 else { return }
+        let waiting = drained
+        drained = []
+        for continuation in waiting { continuation.resume() }
+    }
+
+    /// Whether a connection can be used again after `error`: yes after an error of the statement (the server said
+    /// no: a constraint, a timeout it enforced, a lock it refused), no after anything that may have left the
+    /// connection in an unknown state (its socket, a protocol error, a cancellation mid-statement).
+    static func connectionSurvives(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError else { return !(error is CancellationError) }
+        return error.code == .server
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import LatchkeyTestSupport
+@testable import LatchkeyServer
+import Testing
+
+/// Latchkey's PostgreSQL pool against the test cluster: a failed connection attempt never holds up the connections
+/// that exist (the defect of PostgresNIO's pool it replaces: `docs/operating.md`, known limits).
+@Suite("PostgreSQL pool: idle connections serve requests whatever happens to connection attempts", .enabled(if: StoreKind.postgresURL != nil))
+struct PostgresPoolTests {
+    /// A database owned by a new role that may hold at most `limit` connections, opened with a pool larger than that.
+    static func withLimitedRole(
+        limit: Int, poolSize: Int, _ body: (PostgresStore, _ admin: PostgresLocation, _ role: String) async throws -> Void
+    ) async throws {
+        let admin = try PostgresLocation(url: try #require(StoreKind.postgresURL))
+        let suffix = StoreFixture.hex(8)
+        let (name, role) = ("latchkey_pool_" + suffix, "latchkey_pool_role_" + suffix)
+        try await PostgresAdmin.execute("CREATE ROLE \(role) LOGIN CONNECTION LIMIT \(limit)", at: admin)
+        try await PostgresAdmin.execute("CREATE DATABASE \(name) OWNER \(role)", at: admin)
+        var location = admin
+        location.database = name
+        location.username = role
+        location.password = nil
+        var failure: (any Error)?
+        do {
+            let store = try await PostgresStore.open(location: location, sealer: nil, poolSize: poolSize, timeout: .seconds(30))
+            do { try await body(store, admin, role) } catch { failure = error }
+            store.close()
+        } catch {
+            failure = error
+        }
+        try? await PostgresAdmin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)", at: admin)
+        try? await PostgresAdmin.execute("DROP ROLE IF EXISTS \(role)", at: admin)
+        if let failure { throw failure }
+    }
+
+    @Test("a role allowed 2 connections, a pool of 3: connects are refused, and every request is still served by the two")
+    func refusedConnects() async throws {
+        try await Self.withLimitedRole(limit: 2, poolSize: 3) { store, _, _ in
+            // Bursts that want a third connection: each time the connect is refused ("too many connections for role"),
+            // and each time the requests are served by the two connections in turn.
+            for _ in 0..<3 {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for _ in 0..<12 { group.addTask { _ = try await store.client(id: "nobody") } }
+                    try await group.waitForAll()
+                }
+            }
+            let afterBursts = await store.pool.counts
+            #expect(afterBursts.idle == 2 && afterBursts.leased == 0 && afterBursts.waiting == 0, "\(afterBursts)")
+            // With connects failing, requests one at a time go straight to an idle connection (PostgresNIO's pool
+            // queued each of them until a keep-alive ran: 503 after the deadline, one success every 30 s).
+            for _ in 0..<20 { _ = try await store.client(id: "nobody") }
+            #expect(await store.pool.counts.idle == 2)
+        }
+    }
+
+    @Test("no connection can be opened and none is idle: a request fails at once with the connect's error, as 503")
+    func unreachableFailsFast() async throws {
+        try await Self.withLimitedRole(limit: 1, poolSize: 2) { store, admin, role in
+            let idle = await store.pool.counts.idle
+            #expect(idle == 1, "the open's own connection, idle")
+            // The database takes the pool's connection away and lets the role open none.
+            try await PostgresAdmin.execute("ALTER ROLE \(role) CONNECTION LIMIT 0", at: admin)
+            try await PostgresAdmin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '\(role)'", at: admin)
+            try await eventually("the pool sees its connection closed") { await store.pool.counts.idle == 0 }
+            await #expect { _ = try await store.client(id: "nobody") } throws: { error in
+                guard case .unavailable = error as? StoreError else { return false }
+                return true
+            }
+            #expect(await store.pool.counts == PostgresPool.Counts(idle: 0, leased: 0, opening: 0, waiting: 0))
+            // The database lets it in again: served at once, without a restart.
+            try await PostgresAdmin.execute("ALTER ROLE \(role) CONNECTION LIMIT 2", at: admin)
+            _ = try await store.client(id: "nobody")
+        }
+    }
+
+    @Test("a caller whose deadline passed is not served; a cancelled one leaves the queue; a closed pool refuses")
+    func abandonedWaiters() async throws {
+        try await Self.withLimitedRole(limit: 1, poolSize: 1) { store, _, _ in
+            let pool = store.pool
+            let held = try await pool.lease()
+            let gaveUp = PostgresStore.Deadline()
+            let late = Task { try await pool.lease(deadline: gaveUp) }
+            let cancelled = Task { try await pool.lease() }
+            try await eventually("both wait") { await pool.counts.waiting == 2 }
+            cancelled.cancel()
+            await #expect(throws: CancellationError.self) { _ = try await cancelled.value }
+            gaveUp.pass()
+            await pool.giveBack(held, reusable: true)
+            await #expect(throws: StoreError.self) { _ = try await late.value }
+            #expect(await pool.counts == PostgresPool.Counts(idle: 1, leased: 0, opening: 0, waiting: 0), "the connection went back idle")
+            await pool.close()
+            await #expect(throws: StoreError.self) { _ = try await pool.lease() }
+        }
+    }
+}
