@@ -84,12 +84,12 @@ LATCHKEY_TEST_SERVER_POSTGRES_URL="$LATCHKEY_TEST_POSTGRES_URL" swift test --ski
 step "system tests (pytest: two instances on one PostgreSQL, the OpenAPI document under schemathesis, load and SIGKILL among them)"
 LATCHKEY_BIN="$(swift build --show-bin-path)/latchkey" python3 -m pytest -q Tests/system
 
-step "ThreadSanitizer: the concurrency-heavy suites (token manager single-flight, store contract, server under concurrent requests)"
+step "ThreadSanitizer: the concurrency-heavy suites (token manager single-flight, store contract, the PostgreSQL pool, server under concurrent requests)"
 # Its own build folder: sanitizer flags would otherwise rebuild .build from scratch.
 swift build --build-tests --sanitize=thread --scratch-path .build-tsan
 # Tests/tsan-suppressions.txt names the third-party false positives it ignores, and why.
 TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/Tests/tsan-suppressions.txt" swift test --skip-build --sanitize=thread --scratch-path .build-tsan \
-  --filter "LockedStorageRefreshTests|AccessTokenCacheTests|AuthStateBroadcastTests|SDKHardeningTests|SDKRedirectSignInTests|StoreContractTests|ConcurrentGuessLockoutTests|RefreshTokenTests|RequestLimitsTests|MetricsTests"
+  --filter "LockedStorageRefreshTests|AccessTokenCacheTests|AuthStateBroadcastTests|SDKHardeningTests|SDKRedirectSignInTests|StoreContractTests|PostgresPoolTests|ConcurrentGuessLockoutTests|RefreshTokenTests|RequestLimitsTests|MetricsTests"
 
 step "fuzzing: every libFuzzer target for a short run from its seed corpus (scripts/fuzz.sh; long runs by hand)"
 scripts/fuzz.sh --all "${LATCHKEY_FUZZ_SECONDS:-5}"

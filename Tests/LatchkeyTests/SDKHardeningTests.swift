@@ -15,8 +15,10 @@ import Testing
 struct SDKHardeningTests {
     @Test("a stray request to /callback (another local process, a probing web page) neither ends nor hijacks the sign-in")
     func strayCallbacksAreIgnored() async throws {
-        // A generous timeout: the idle connection alone holds the listener for `requestReadTimeout`.
-        let agent = LoopbackUserAgent(mode: .printOnly, timeout: 120, output: { _ in })
+        // The sign-in's wait for the browser is real time (a person's), so the test gives it ten minutes: the idle
+        // connection alone holds the listener for `requestReadTimeout` (5 s), and a machine saturated many times over
+        // once took more than two minutes for the whole exchange. Nothing here waits for the timeout itself.
+        let agent = LoopbackUserAgent(mode: .printOnly, timeout: 600, output: { _ in })
         let redirect = try #require(try await agent.prepareRedirectURI())
         let url = try #require(URL(string: "http://127.0.0.1:9/authorize?redirect_uri=\(FormCoding.escape(redirect))&state=the-real-state"))
         let signIn = Task { try await agent.authorize(url: url) }
