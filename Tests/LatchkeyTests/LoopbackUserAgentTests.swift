@@ -12,7 +12,7 @@ struct LoopbackUserAgentTests {
     }
 
     @Test func concurrentSignInsEachGetTheirOwnCallback() async throws {
-        let agent = LoopbackUserAgent(mode: .printOnly, timeout: 20, output: { _ in })
+        let agent = LoopbackUserAgent(mode: .printOnly, timeout: 600, output: { _ in })  // nothing waits for it
         let a = try #require(try await agent.prepareRedirectURI())
         let b = try #require(try await agent.prepareRedirectURI())
         #expect(a != b && a.hasPrefix("http://127.0.0.1:") && a.hasSuffix("/callback"))
