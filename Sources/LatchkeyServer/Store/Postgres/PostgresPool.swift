@@ -31,6 +31,8 @@ actor PostgresPool {
     private var nextWaiter = 0
     private var nextConnection = 0
     private var failedConnects = 0
+    private var leasesThatWaited = 0
+    private var connectsFailed = 0
 
     private struct Waiter {
         let id: Int
@@ -44,6 +46,9 @@ actor PostgresPool {
         var leased: Int
         var opening: Int
         var waiting: Int
+        /// Since the pool was made: leases that had to wait (no idle connection), connects that failed.
+        var leasesThatWaited = 0
+        var connectsFailed = 0
     }
 
     init(configuration: PostgresConnection.Configuration, maximumConnections: Int, logger: Logger) {
@@ -53,7 +58,11 @@ actor PostgresPool {
     }
 
     /// Idle connections still open (one the server closed is dropped when next met), leased, being opened, waiting.
-    var counts: Counts { Counts(idle: idle.filter { !$0.isClosed }.count, leased: leased, opening: opening, waiting: waiters.count) }
+    var counts: Counts {
+        Counts(
+            idle: idle.filter { !$0.isClosed }.count, leased: leased, opening: opening, waiting: waiters.count,
+            leasesThatWaited: leasesThatWaited, connectsFailed: connectsFailed)
+    }
 
     /// Runs `body` with a leased connection and gives the connection back (or closes it, when it failed for a reason
     /// other than its statement). `deadline`: a caller that stopped waiting is not served.
@@ -86,6 +95,7 @@ actor PostgresPool {
                     continuation.resume(throwing: CancellationError())
                     return
                 }
+                leasesThatWaited += 1
                 waiters.append(Waiter(id: id, continuation: continuation, deadline: deadline))
                 openIfNeeded()
             }
@@ -187,6 +197,7 @@ actor PostgresPool {
         } catch {
             opening -= 1
             failedConnects += 1
+            connectsFailed += 1
             // Once per run of failures, then every tenth: a database that is down must not flood the log.
             if failedConnects == 1 || failedConnects % 10 == 0 {
                 // A PSQLError's code only: its description may carry the connection's details.
