@@ -8,10 +8,12 @@ package final class TestServer: Sendable {
     package let server: IdentityServer
     package let port: Int
     package let databasePath: String
-    package let advanceClock: @Sendable (TimeInterval) -> Void
+    private let time: ServerClock.Adjustable
     /// The server's clock (what its rules decide by; moved by `advanceClock`).
-    package let clock: ServerClock
-    private let time: TestServerTime
+    package var clock: ServerClock { time.clock }
+
+    /// Moves the server's clock by `seconds`.
+    package func advanceClock(_ seconds: TimeInterval) { time.advance(by: seconds) }
 
     /// Stops the server's clock where it is: from now on it moves only by `advanceClock`. For a test that first needs
     /// real time (an SDK sign-in whose proofs are dated by the server's `Date` header, which is the system's) and then
@@ -75,12 +77,10 @@ package final class TestServer: Sendable {
         }
         var logger = given ?? Logger(label: "test.server")
         if given == nil { logger.logLevel = .critical }  // Hummingbird logs cancellation at shutdown as an error
-        let time = TestServerTime(frozen: frozenClock)
-        let clock = ServerClock { time.now }
-        let advance: @Sendable (TimeInterval) -> Void = { time.advance(by: $0) }
+        let time = ServerClock.Adjustable(frozen: frozenClock)
         let trace = ProcessInfo.processInfo.environment["LATCHKEY_TEST_TRACE"] != nil
         if trace { FileHandle.standardError.write(Data("opening \(path)\n".utf8)) }
-        let server = try await IdentityServer.open(configuration: configuration, clock: clock, logger: logger)
+        let server = try await IdentityServer.open(configuration: configuration, clock: time.clock, logger: logger)
         if trace { FileHandle.standardError.write(Data("opened \(path)\n".utf8)) }
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = server.application { port in continuation.yield(port) }
@@ -96,16 +96,13 @@ package final class TestServer: Sendable {
         if ProcessInfo.processInfo.environment["LATCHKEY_TEST_TRACE"] != nil {
             FileHandle.standardError.write(Data("server started on \(port)\n".utf8))
         }
-        return TestServer(server: server, port: port, databasePath: path, clock: clock, time: time, advance: advance, service: service)
+        return TestServer(server: server, port: port, databasePath: path, time: time, service: service)
     }
 
     private init(
-        server: IdentityServer, port: Int, databasePath: String, clock: ServerClock, time: TestServerTime,
-        advance: @escaping @Sendable (TimeInterval) -> Void, service: GracefulService
+        server: IdentityServer, port: Int, databasePath: String, time: ServerClock.Adjustable, service: GracefulService
     ) {
-        self.server = server; self.port = port; self.databasePath = databasePath; self.clock = clock; self.time = time
-        self.advanceClock = advance
-        self.service = service
+        self.server = server; self.port = port; self.databasePath = databasePath; self.time = time; self.service = service
     }
 
     /// Stops the server (a graceful shutdown: no new connections, the open ones finished) and waits for it.
@@ -125,17 +122,4 @@ package func startServer(_ configure: @escaping @Sendable (inout ServerConfigura
 package struct TestFailure: Error, CustomStringConvertible {
     package let description: String
     package init(_ description: String) { self.description = description }
-}
-
-/// A test server's time: the system's, or frozen, plus what the test advanced it by.
-final class TestServerTime: @unchecked Sendable {
-    private let lock = NSLock()
-    private var frozenAt: Date?
-    private var offset: TimeInterval = 0
-
-    init(frozen: Bool) { frozenAt = frozen ? Date() : nil }
-
-    var now: Date { lock.withLock { (frozenAt ?? Date()).addingTimeInterval(offset) } }
-    func advance(by seconds: TimeInterval) { lock.withLock { offset += seconds } }
-    func freeze() { lock.withLock { if frozenAt == nil { frozenAt = Date() } } }
 }

@@ -9,15 +9,32 @@ public struct ServerClock: Sendable {
     public var now: Date { read() }
     public static let system = ServerClock { Date() }
 
-    /// A clock that starts at the real time and can be advanced. `frozen`: it then moves only when advanced, so a rule
+    /// A clock that starts at the real time and can be advanced (`Adjustable`).
+    public static func adjustable(frozen: Bool = false) -> (ServerClock, advance: @Sendable (TimeInterval) -> Void) {
+        let time = Adjustable(frozen: frozen)
+        return (time.clock, { time.advance(by: $0) })
+    }
+
+    /// Time a test moves: the system's plus what it was advanced by. Frozen, it moves only when advanced, so a rule
     /// about the time between two requests (a polling interval, a code's 30-s window) cannot depend on how fast the
     /// machine runs them.
-    public static func adjustable(frozen: Bool = false) -> (ServerClock, advance: @Sendable (TimeInterval) -> Void) {
-        let offset = NIOLockedValueBox<TimeInterval>(0)
-        let start = Date()
-        return (
-            ServerClock { (frozen ? start : Date()).addingTimeInterval(offset.withLockedValue { $0 }) },
-            { delta in offset.withLockedValue { $0 += delta } }
-        )
+    public final class Adjustable: Sendable {
+        private struct State {
+            var frozenAt: Date?
+            var offset: TimeInterval = 0
+        }
+        private let state: NIOLockedValueBox<State>
+
+        /// - Parameter frozen: stand still from now on (else follow the system's clock).
+        public init(frozen: Bool = false) { state = NIOLockedValueBox(State(frozenAt: frozen ? Date() : nil)) }
+
+        public var now: Date { state.withLockedValue { ($0.frozenAt ?? Date()).addingTimeInterval($0.offset) } }
+        public var clock: ServerClock { ServerClock { self.now } }
+
+        /// Moves it by `seconds` (negative: back).
+        public func advance(by seconds: TimeInterval) { state.withLockedValue { $0.offset += seconds } }
+
+        /// Stops it where it is: from now on it moves only by `advance(by:)`.
+        public func freeze() { state.withLockedValue { $0.frozenAt = $0.frozenAt ?? Date() } }
     }
 }

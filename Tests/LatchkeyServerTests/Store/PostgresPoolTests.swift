@@ -74,9 +74,10 @@ struct PostgresPoolTests {
             try await PostgresAdmin.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '\(role)'", at: admin)
             try await eventually("the pool sees its connection closed") { await store.pool.counts.idle == 0 }
+            // The refused connect's own error (53300), not the deadline's "no answer within …": nobody waited for it.
             await #expect { _ = try await store.client(id: "nobody") } throws: { error in
-                guard case .unavailable = error as? StoreError else { return false }
-                return true
+                guard case .unavailable(let reason) = error as? StoreError else { return false }
+                return reason.contains("53300")
             }
             let counts = await store.pool.counts
             #expect(counts.idle == 0 && counts.leased == 0 && counts.opening == 0 && counts.waiting == 0, "\(counts)")

@@ -30,7 +30,8 @@ actor PostgresPool {
     private var drained: [CheckedContinuation<Void, Never>] = []
     private var nextWaiter = 0
     private var nextConnection = 0
-    private var failedConnects = 0
+    /// Connects that failed since the last one that worked (the log says the first and every tenth).
+    private var failuresInARow = 0
     private var leasesThatWaited = 0
     private var connectsFailed = 0
 
@@ -187,7 +188,7 @@ actor PostgresPool {
         do {
             let connection = try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)
             opening -= 1
-            failedConnects = 0
+            failuresInARow = 0
             if closed {
                 try? await connection.close()
                 checkDrained()
@@ -196,15 +197,15 @@ actor PostgresPool {
             hand(connection)
         } catch {
             opening -= 1
-            failedConnects += 1
+            failuresInARow += 1
             connectsFailed += 1
             // Once per run of failures, then every tenth: a database that is down must not flood the log.
-            if failedConnects == 1 || failedConnects % 10 == 0 {
+            if failuresInARow == 1 || failuresInARow % 10 == 0 {
                 // A PSQLError's code only: its description may carry the connection's details.
                 let reason = (error as? PSQLError).map { String(describing: $0.code) } ?? String(describing: type(of: error))
                 logger.warning(
                     "a PostgreSQL connection could not be opened",
-                    metadata: ["error": .string(reason), "failures_in_a_row": .string(String(failedConnects))])
+                    metadata: ["error": .string(reason), "failures_in_a_row": .string(String(failuresInARow))])
             }
             if closed {
                 checkDrained()
