@@ -82,7 +82,9 @@ swift test --skip-build
 step "swift test again, every test server on PostgreSQL (the whole suite against the shared store)"
 LATCHKEY_TEST_SERVER_POSTGRES_URL="$LATCHKEY_TEST_POSTGRES_URL" swift test --skip-build
 step "system tests (pytest: two instances on one PostgreSQL, the OpenAPI document under schemathesis, load and SIGKILL among them)"
-LATCHKEY_BIN="$(swift build --show-bin-path)/latchkey" python3 -m pytest -q Tests/system
+# The release binary (built above for the benchmarks): the debug build's swift-crypto and BoringSSL are unoptimized,
+# which made this step the longest of the run. The slowest tests are listed at the end.
+LATCHKEY_BIN="$(swift build -c release --show-bin-path)/latchkey" python3 -m pytest -q --durations=12 Tests/system
 
 step "ThreadSanitizer: the concurrency-heavy suites (token manager single-flight, store contract, the PostgreSQL pool, server under concurrent requests)"
 # Its own build folder: sanitizer flags would otherwise rebuild .build from scratch.
@@ -91,5 +93,12 @@ swift build --build-tests --sanitize=thread --scratch-path .build-tsan
 TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/Tests/tsan-suppressions.txt" swift test --skip-build --sanitize=thread --scratch-path .build-tsan \
   --filter "LockedStorageRefreshTests|AccessTokenCacheTests|AuthStateBroadcastTests|SDKHardeningTests|SDKRedirectSignInTests|StoreContractTests|PostgresPoolTests|ConcurrentGuessLockoutTests|RefreshTokenTests|RequestLimitsTests|MetricsTests"
 
-step "fuzzing: every libFuzzer target for a short run from its seed corpus (scripts/fuzz.sh; long runs by hand)"
-scripts/fuzz.sh --all "${LATCHKEY_FUZZ_SECONDS:-5}"
+step "fuzz targets: every seed and past finding replayed through the release build (libFuzzer runs: scripts/fuzz.sh)"
+# The coverage-guided runs need their own AddressSanitizer build (4–7 min on 2 cores) and find nothing new in a few
+# seconds; they run by hand (`scripts/fuzz.sh --all SECONDS`, figures in docs/testing.md) or with LATCHKEY_FUZZ_SECONDS
+# set here. Every input that ever crashed a target is kept in its corpus, so the replay is the regression check.
+"$(swift build -c release --show-bin-path)/latchkey-fuzz" --corpora Tests/fuzz/corpus
+if [ -n "${LATCHKEY_FUZZ_SECONDS:-}" ]; then
+  step "fuzzing: every libFuzzer target for ${LATCHKEY_FUZZ_SECONDS} s from its seed corpus (scripts/fuzz.sh)"
+  scripts/fuzz.sh --all "$LATCHKEY_FUZZ_SECONDS"
+fi

@@ -109,7 +109,8 @@ public final class IdentityServer: Sendable {
         let reach = OutboundReach(operatorClients: Set(configuration.clients.map(\.clientId)))
         let resolver = configuration.hostResolver ?? SystemHostResolver()
         self.backChannelLogout = BackChannelLogout(
-            store: store, keys: keys, issuerInForce: issuerInForce, clock: clock, reach: reach, resolver: resolver, logger: logger)
+            store: store, keys: keys, issuerInForce: issuerInForce, clock: clock, reach: reach, resolver: resolver,
+            timeoutSeconds: configuration.outboundTimeoutSeconds, logger: logger)
         let kit = TokenKit(issuerInForce: issuerInForce, store: store, keys: keys, lifetimes: configuration.lifetimes, clock: clock)
         self.kit = kit
         let accounts = Accounts(
@@ -127,7 +128,8 @@ public final class IdentityServer: Sendable {
             challengeThrottle: limiter("challenges", policy.maxChallengesPerAddress, .challenge), clock: clock, pruner: pruner)
         self.proofThrottle = limiter("dpop-proof-failures", policy.maxStartsPerAddress, .dpopProof)
         // Documents applications registered by URL: their key sets (`jwks_uri`) and request objects (`request_uris`).
-        let documents = ClientDocumentFetcher(reach: reach, resolver: resolver, logger: logger)
+        let documents = ClientDocumentFetcher(
+            reach: reach, resolver: resolver, timeoutSeconds: configuration.outboundTimeoutSeconds, logger: logger)
         let clientKeys = ClientKeySets(fetcher: documents, logger: logger)
         self.clientKeys = clientKeys
         self.requestObjectReferences = RequestObjectReference(fetcher: documents)

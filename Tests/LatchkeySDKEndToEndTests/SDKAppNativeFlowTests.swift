@@ -173,7 +173,7 @@ struct SDKAppNativeFlowTests {
         #expect(step.flowStatus == .promptOnly && step.inputs.map(\.identifier) == ["otp"] && step.inputs[0].type == "OTP_INPUT")
         #expect(step.additionalData["mfaMethod"] == "totp" && step.inputs[0].oneTimeUse)
         #expect(try await client.isSignedIn() == false, "a password alone does not sign in")
-        let code = String(format: "%06d", TOTP(secret: secret).compute(date: server.clock.now))
+        let code = server.totpCode(secret)
         let wrongCode = String(format: "%06d", (Int(code)! + 500_000) % 1_000_000)
         let wrong = try await client.signIn(
             payload: .init(flowId: step.flowId, actionId: "action_totp", inputs: ["otp": wrongCode]), request: Self.signInRequest)

@@ -185,7 +185,7 @@ struct SDKPasskeyTests {
         let otp = try await client.mfaStart(stepUp: first, authType: "otp")
         let wrong = try await #require(throws: LatchkeyError.self) { try await otp.verify(code: "000000") }
         #expect(wrong.code == .confirmationCodeInvalid)
-        let code = String(format: "%06d", TOTP(secret: secret).compute(date: server.server.clock.now))
+        let code = server.totpCode(secret)
         let token = try await otp.verify(code: code)
         #expect(token.user?.email == "demo@example.com")
         #expect(try await client.isSignedIn())
@@ -202,7 +202,7 @@ struct SDKPasskeyTests {
         server.advanceClock(30)
         let replay = try await client.mfaStart(stepUp: second, authType: "otp")
         let refused = try await #require(throws: LatchkeyError.self) {
-            try await replay.verify(code: String(format: "%06d", TOTP(secret: secret).compute(date: server.server.clock.now)))
+            try await replay.verify(code: server.totpCode(secret))
         }
         #expect(refused.code == .confirmationCodeExpired)
     }

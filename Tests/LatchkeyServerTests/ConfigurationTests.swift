@@ -47,6 +47,19 @@ struct ConfigurationTests {
         try c.validate()
     }
 
+    @Test func outboundTimeoutIsReadAndBounded() throws {
+        var c = DevelopmentDefaults.configuration()
+        #expect(c.outboundTimeoutSeconds == 5, "the documented default")
+        try ConfigurationFile.load(path: try write(#"{ "outbound_timeout_seconds": 12 }"#)).apply(to: &c)
+        #expect(c.outboundTimeoutSeconds == 12)
+        for refused in [0, 61] {
+            var d = DevelopmentDefaults.configuration()
+            let file = try ConfigurationFile.load(path: try write(#"{ "outbound_timeout_seconds": \#(refused) }"#))
+            #expect(throws: ConfigurationError.invalid("outbound_timeout_seconds must be 1…60")) { try file.apply(to: &d) }
+            #expect(d.outboundTimeoutSeconds == 5)
+        }
+    }
+
     @Test func dpopDeviceAndPARSettings() throws {
         let path = try write(
             """

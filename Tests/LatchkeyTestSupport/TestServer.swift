@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdOTP
 import LatchkeyServer
 import Logging
 
@@ -19,6 +20,14 @@ package final class TestServer: Sendable {
     /// real time (an SDK sign-in whose proofs are dated by the server's `Date` header, which is the system's) and then
     /// a rule about exact offsets from the server's time.
     package func freezeClock() { time.freeze() }
+
+    /// The 6-digit TOTP code of the server's current time step for `secret`. Stops the server's clock first
+    /// (`freezeClock`): the code stays the current one however long the requests that carry it take on a busy machine,
+    /// where a code computed from a running clock rolled out of its window between two requests.
+    package func totpCode(_ secret: String, offsetSeconds: TimeInterval = 0) -> String {
+        freezeClock()
+        return String(format: "%06d", TOTP(secret: secret).compute(date: clock.now.addingTimeInterval(offsetSeconds)))
+    }
     private let service: GracefulService
 
     package var issuer: String { server.issuer }
@@ -65,6 +74,9 @@ package final class TestServer: Sendable {
         // Hundreds of servers run at once in the suites: none polls its delivery queues unless a test asks (the tests
         // of delivery run each pass themselves, or turn the loops on).
         configuration.runsDeliveryLoops = false
+        // The documents its tests serve on loopback (key sets, request objects, logout receivers) answer at once, but a
+        // machine busy with other work can hold one past the production 5 s; a test of the limit sets its own.
+        configuration.outboundTimeoutSeconds = 120
         configure(&configuration)
         if !configuration.development, configuration.keyEncryptionKey == nil, configuration.keyEncryptionKeyFile == nil {
             // Production mode requires a key-encryption key; tests of other behaviour get a fixed one.

@@ -18,6 +18,8 @@ public struct ConfigurationFile: Codable, Sendable {
     public var databasePoolSize: Int?
     /// PostgreSQL: seconds a statement or a wait for a connection may take before the request fails with 503 (default 10).
     public var databaseTimeoutSeconds: Int?
+    /// Seconds the server waits for an application's URL (key set, request object, back-channel logout; default 5).
+    public var outboundTimeoutSeconds: Int?
     public var clients: [ClientConfiguration]?
     public var users: [UserSeed]?
     public var lifetimes: Lifetimes?
@@ -125,6 +127,7 @@ public struct ConfigurationFile: Codable, Sendable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case issuer, host, port, database, clients, users, lifetimes, demo
         case databasePoolSize = "database_pool_size", databaseTimeoutSeconds = "database_timeout_seconds"
+        case outboundTimeoutSeconds = "outbound_timeout_seconds"
         case loginPolicy = "login_policy", bcryptCost = "bcrypt_cost", webauthn, apple
         case keyEncryptionKeyFile = "key_encryption_key_file"
         case trustedProxies = "trusted_proxies", clientAddressHeader = "client_address_header"
@@ -185,6 +188,10 @@ public struct ConfigurationFile: Codable, Sendable {
         if let port { base.port = port }
         if let database { base.databasePath = database }
         try applyDatabaseSettings(to: &base)
+        if let outboundTimeoutSeconds {
+            guard (1...60).contains(outboundTimeoutSeconds) else { throw ConfigurationError.invalid("outbound_timeout_seconds must be 1…60") }
+            base.outboundTimeoutSeconds = outboundTimeoutSeconds
+        }
         if let users { base.users += users }
         if let bcryptCost { base.bcryptCost = bcryptCost }
         if let keyEncryptionKeyFile { base.keyEncryptionKeyFile = keyEncryptionKeyFile }

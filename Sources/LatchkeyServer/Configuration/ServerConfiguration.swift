@@ -16,6 +16,10 @@ public struct ServerConfiguration: Sendable {
     /// PostgreSQL only: how long a statement, a lock wait or a wait for a connection may take before the request fails
     /// with 503 (`database_timeout_seconds`).
     public var databaseTimeoutSeconds: Int = 10
+    /// How long the server waits for a URL an application gave it (a `jwks_uri`, a `request_uri`, a back-channel logout
+    /// URI) to answer, connect included (`outbound_timeout_seconds`). Short by default: a slow application must not
+    /// hold the request that needed its document.
+    public var outboundTimeoutSeconds: Int = 5
     /// Development mode: emails are only recorded (readable at `GET /dev/outbox`) and mobile attestation is waived.
     /// Allowed only with a loopback issuer; `latchkey serve` turns it on only without `--config`, with `--dev` or
     /// with `"development": true`.

@@ -264,7 +264,7 @@ struct ReachFiveLoginTests {
                 try wrong.json()["error_message_key"] as? String
                     == (attempt < 5 ? "flows.executor.errors.invalid_otp" : "flows.executor.errors.otp_attempts"))
         }
-        let right = String(format: "%06d", TOTP(secret: secret).compute(date: server.server.clock.now))
+        let right = server.totpCode(secret)
         let exhausted = try await verify(right)
         #expect(exhausted.status == 400)
         #expect(try exhausted.json()["code"] == nil)

@@ -12,15 +12,14 @@ import Testing
 struct HostedLoginSecondFactorTests {
     static let password = "correct horse battery staple"
 
-    /// The 6-digit TOTP codes the server accepts now (±1 step), by its clock.
+    /// The 6-digit TOTP codes the server accepts now (±1 step), by its clock (which stops here: `TestServer.totpCode`).
     static func acceptedCodes(_ secret: String, _ server: TestServer) -> [String] {
-        let now = server.server.clock.now
-        return [-30.0, 0, 30].map { String(format: "%06d", TOTP(secret: secret).compute(date: now.addingTimeInterval($0))) }
+        [-30.0, 0, 30].map { server.totpCode(secret, offsetSeconds: $0) }
     }
 
-    /// The code of the server's current time step.
+    /// The code of the server's current time step (its clock stops here: `TestServer.totpCode`).
     static func currentCode(_ secret: String, _ server: TestServer) -> String {
-        String(format: "%06d", TOTP(secret: secret).compute(date: server.server.clock.now))
+        server.totpCode(secret)
     }
 
     /// A code the server does not accept now.

@@ -166,7 +166,7 @@ struct OneTimeCodeBudgetTests {
     }
 
     static func currentTOTP(_ server: TestServer, _ secret: String) -> String {
-        String(format: "%06d", TOTP(secret: secret).compute(date: server.server.clock.now))
+        server.totpCode(secret)
     }
 
     @Test("calling passwordless/start again with the same step-up token gives no fresh attempts")

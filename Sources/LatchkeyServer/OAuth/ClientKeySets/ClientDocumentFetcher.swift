@@ -15,7 +15,6 @@ import Logging
 /// error of whatever answered at a URL would tell a registrant which ports are open behind the server.
 struct ClientDocumentFetcher: Sendable {
     static let maximumBytes = 64 * 1024
-    static let timeoutSeconds = 5
 
     /// A document could not be fetched. `detail` (technical English, naming the host but neither the path nor the
     /// query: a request URI may carry a token of the client's) is for the server's log; the application is told only
@@ -29,7 +28,7 @@ struct ClientDocumentFetcher: Sendable {
     private let reach: OutboundReach
     private let logger: Logger
 
-    init(reach: OutboundReach, resolver: any HostResolver = SystemHostResolver(), timeoutSeconds: Int = timeoutSeconds, logger: Logger) {
+    init(reach: OutboundReach, resolver: any HostResolver = SystemHostResolver(), timeoutSeconds: Int, logger: Logger) {
         http = PinnedHTTPClient(resolver: resolver, timeoutSeconds: timeoutSeconds)
         self.reach = reach
         self.logger = logger

@@ -35,7 +35,8 @@ struct BackChannelLogout: Sendable {
 
     static let queuePrefix = "backchannel_logout:"
     static let eventType = "backchannel_logout"
-    static let timeoutSeconds = 5
+    /// How long one notice may take (`ServerConfiguration.outboundTimeoutSeconds`).
+    let timeoutSeconds: Int
     static let retrySeconds = 5
     static let maximumAttempts = 12
     static let maximumAgeSeconds: TimeInterval = 86400
@@ -48,14 +49,15 @@ struct BackChannelLogout: Sendable {
 
     init(
         store: any Store, keys: KeyRing, issuerInForce: @escaping @Sendable () -> String, clock: ServerClock, reach: OutboundReach,
-        resolver: any HostResolver = SystemHostResolver(), logger: Logger
+        resolver: any HostResolver = SystemHostResolver(), timeoutSeconds: Int, logger: Logger
     ) {
+        self.timeoutSeconds = timeoutSeconds
         self.store = store
         self.keys = keys
         self.issuerInForce = issuerInForce
         self.clock = clock
         self.reach = reach
-        self.http = PinnedHTTPClient(resolver: resolver, timeoutSeconds: Self.timeoutSeconds)
+        self.http = PinnedHTTPClient(resolver: resolver, timeoutSeconds: timeoutSeconds)
         self.logger = logger
     }
 
@@ -136,7 +138,7 @@ struct BackChannelLogout: Sendable {
     private func deliverDue(queue: String) async {
         let clientId = String(queue.dropFirst(Self.queuePrefix.count))
         let now = clock.now
-        let lease = now.addingTimeInterval(TimeInterval(Self.timeoutSeconds * Self.batchSize + 60))
+        let lease = now.addingTimeInterval(TimeInterval(timeoutSeconds * Self.batchSize + 60))
         let due: [QueuedWebhookDelivery]
         let client: ClientConfiguration?
         do {

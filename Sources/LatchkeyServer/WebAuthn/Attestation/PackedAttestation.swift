@@ -11,7 +11,7 @@ enum PackedAttestation {
     static func verify(
         statement: CBORValue, authenticatorData: AuthenticatorData, clientDataHash: Data,
         credential: AuthenticatorData.AttestedCredential, trustAnchors: [Certificate],
-        now: Date = Date()
+        now: Date
     ) async throws -> AttestationType {
         if statement["ecdaaKeyId"] != nil {
             throw WebAuthnError.unsupportedAttestationFormat("packed (ECDAA)")
