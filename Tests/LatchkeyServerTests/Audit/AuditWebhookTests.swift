@@ -77,8 +77,13 @@ struct AuditWebhookTests {
         _ id: String, _ receiver: WebhookReceiver, path: String? = nil, secret: String = secret,
         change: (inout AuditWebhook) -> Void = { _ in }
     ) throws -> AuditWebhook {
-        var webhook = AuditWebhook(
-            id: id, url: try #require(URL(string: receiver.base + "/hooks/" + (path ?? id))), secret: WebhookSecret(secret))
+        try webhook(id, base: receiver.base, path: path, secret: secret, change: change)
+    }
+
+    static func webhook(
+        _ id: String, base: String, path: String? = nil, secret: String = secret, change: (inout AuditWebhook) -> Void = { _ in }
+    ) throws -> AuditWebhook {
+        var webhook = AuditWebhook(id: id, url: try #require(URL(string: base + "/hooks/" + (path ?? id))), secret: WebhookSecret(secret))
         change(&webhook)
         return webhook
     }
@@ -308,12 +313,12 @@ struct AuditWebhookTests {
 
     @Test("an unreachable receiver: one attempt per pass, the rest of its queue waits for the same retry, no attempt counted")
     func unreachableReceiverHoldsItsQueue() async throws {
-        let gone = try await WebhookReceiver.start()
-        await gone.stop()  // its port is closed now: connections are refused
+        let gone = try RefusingPort()  // connections are refused for as long as the test holds it
+        defer { withExtendedLifetime(gone) {} }
         let receiver = try await WebhookReceiver.start()
         defer { Task { await receiver.stop() } }
         let server = try await Self.start([
-            try Self.webhook("gone", gone) {
+            try Self.webhook("gone", base: gone.base) {
                 $0.retrySeconds = 30
                 $0.events = [.signInFailed]
             },

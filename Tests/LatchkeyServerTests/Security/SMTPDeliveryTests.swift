@@ -205,10 +205,9 @@ struct SMTPDeliveryTests {
     }
 
     @Test func anUnreachableRelayKeepsTheMessageUntilMaxAttempts() async throws {
-        let relay = try await FakeRelay()
-        let port = relay.port
-        await relay.stop()  // nothing listens there any more
-        let (outbox, store, advance) = try Self.outbox(port: port)
+        let relay = try RefusingPort()  // nothing listens there, and no other test's server can be given the port
+        defer { withExtendedLifetime(relay) {} }
+        let (outbox, store, advance) = try Self.outbox(port: relay.port)
         try await outbox.send(Self.message())
         for attempt in 1...3 {
             await outbox.deliverDue()
