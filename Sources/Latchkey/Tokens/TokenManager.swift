@@ -138,8 +138,8 @@ actor TokenManager {
     /// A usable access token, refreshing first when it expires within the skew. A caller that finds a refresh in
     /// flight waits for it off the actor: ten thousand concurrent callers cost the actor one turn each, and the
     /// refresh's completion wakes them without queueing them on it again.
-    nonisolated func accessToken(_ sessionId: String?, now: Date? = nil) async throws -> String {
-        switch try await accessTokenOrRefresh(sessionId, now: now ?? self.now()) {
+    nonisolated func accessToken(_ sessionId: String?) async throws -> String {
+        switch try await accessTokenOrRefresh(sessionId, now: now()) {
         case .ready(let token): return token
         case .refreshing(let refresh): return try await refresh.value.accessToken
         }
@@ -162,8 +162,8 @@ actor TokenManager {
 
     /// The session's tokens with a usable access token (refreshed first when it expires within the skew): what a
     /// resource request needs, the token and how to present it (`tokenType`, the DPoP key).
-    func usableTokens(_ sessionId: String?, now: Date? = nil) async throws -> TokenSet {
-        let now = now ?? self.now()
+    func usableTokens(_ sessionId: String?) async throws -> TokenSet {
+        let now = now()
         guard let current = try await tokens(sessionId) else {
             throw LatchkeyError(.sessionExpired, "not signed in")
         }

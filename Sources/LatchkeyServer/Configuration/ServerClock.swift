@@ -9,12 +9,6 @@ public struct ServerClock: Sendable {
     public var now: Date { read() }
     public static let system = ServerClock { Date() }
 
-    /// A clock that starts at the real time and can be advanced (`Adjustable`).
-    public static func adjustable(frozen: Bool = false) -> (ServerClock, advance: @Sendable (TimeInterval) -> Void) {
-        let time = Adjustable(frozen: frozen)
-        return (time.clock, { time.advance(by: $0) })
-    }
-
     /// Time a test moves: the system's plus what it was advanced by. Frozen, it moves only when advanced, so a rule
     /// about the time between two requests (a polling interval, a code's 30-s window) cannot depend on how fast the
     /// machine runs them.

@@ -148,10 +148,10 @@ struct SMTPDeliveryTests {
         settings.queueLimit = 2
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-smtp-\(UUID().uuidString).sqlite").path
         let store = try SQLiteStore(path: path)
-        let (clock, advance) = ServerClock.adjustable()
+        let time = ServerClock.Adjustable()
         var logger = Logger(label: "test.smtp")
         logger.logLevel = .critical
-        return (try SMTPOutbox(settings: settings, store: store, clock: clock, logger: logger), store, advance)
+        return (try SMTPOutbox(settings: settings, store: store, clock: time.clock, logger: logger), store, { time.advance(by: $0) })
     }
 
     static func message(_ recipient: String = "ada@example.com", subject: String = "Your code", body: String = "123456 is your code") -> OutboxMessage
@@ -291,7 +291,7 @@ struct SMTPDeliveryTests {
         let store = try SQLiteStore(path: path)
         var logger = Logger(label: "test.smtp")
         logger.logLevel = .critical
-        let outbox = try SMTPOutbox(settings: settings, store: store, clock: ServerClock.adjustable().0, logger: logger)
+        let outbox = try SMTPOutbox(settings: settings, store: store, clock: ServerClock.Adjustable().clock, logger: logger)
         try await outbox.send(Self.message())
         await outbox.deliverDue()
         #expect(try await Self.queued(store).count == 1, "the message is kept for another attempt, not counted as delivered")
