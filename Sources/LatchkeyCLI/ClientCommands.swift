@@ -78,7 +78,13 @@ func runClient(_ body: () async throws -> Void) async throws {
 
 struct Login: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Sign in with the browser (loopback redirect, PKCE) to an OpenID Connect issuer.")
+        abstract: "Sign in with the browser (loopback redirect, PKCE) to an OpenID Connect issuer.",
+        discussion: """
+            At a provider other than Latchkey's server, register the client with the redirect URI http://127.0.0.1/callback \
+            (any port) and, so that `latchkey logout` can confirm the end of the provider's session, the post-logout \
+            redirect URI http://127.0.0.1/logout (any port): without it the provider cannot send the browser back, and \
+            logout exits 2 there.
+            """)
 
     @OptionGroup var server: ServerOptions
     @Flag(help: "Do not open a browser: print the authorization URL on its own line and wait for the redirect.")
@@ -207,7 +213,11 @@ struct Whoami: AsyncParsableCommand {
 struct Logout: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Sign out: forget local tokens, revoke them at the provider, end the provider's session (in the browser the sign-in used).",
-        discussion: "Prints what was ended and what was not. Exit status 0: everything was; 2: something stays valid at the provider (said why).")
+        discussion: """
+            Prints what was ended and what was not. Exit status 0: everything was; 2: something stays valid at the provider \
+            (said why). At a provider other than Latchkey's server, the provider's session can only be confirmed ended when \
+            the client's post-logout redirect URIs include http://127.0.0.1/logout (any port).
+            """)
 
     @Flag(help: "Do not open a browser to end the provider's session: print the URL on its own line and wait for the redirect.")
     var noBrowser = false

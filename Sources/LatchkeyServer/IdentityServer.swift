@@ -349,7 +349,9 @@ public final class IdentityServer: Sendable {
         router.add(middleware: BodyLimitMiddleware())
         router.add(middleware: ClientAddressMiddleware(proxies: configuration.trustedProxies))
         let (store, clock, issuer) = (self.store, self.clock, kit.issuerInForce)
-        let discovery = DiscoveryController(issuer: issuer, keys: keys)
+        let discovery = DiscoveryController(
+            issuer: issuer, keys: keys,
+            responseTypes: configuration.clients.flatMap(\.responseTypes) + configuration.clientRegistration.responseTypes)
         let userInfo = UserInfoController(authenticate: resources.authenticateResource, store: store, keys: keys, issuer: issuer)
         let endSession = EndSessionController(
             validator: { [kit] in kit.validator }, issuer: issuer, store: store, sessions: browserSessions, cookies: cookies, clock: clock)
@@ -373,7 +375,7 @@ public final class IdentityServer: Sendable {
         let freshness = AdministratorFreshness(window: configuration.recentAuthenticationSeconds, clock: clock)
         let registration = ClientRegistrationController(
             registrations: ClientRegistrations(
-                store: store, clock: clock, policy: configuration.clientRegistration,
+                store: store, clock: clock, policy: configuration.registrationPolicy,
                 providers: Set(configuration.identityProviders.map(\.id)), audit: audit),
             resources: resources, store: store, admission: admission, freshness: freshness, issuerInForce: issuer)
         // The OAuth family, mounted twice: each mount a group with the error middleware of its dialect.
@@ -452,7 +454,7 @@ public final class IdentityServer: Sendable {
         // The admin console: pages over the same administration, for operators signed in through the hosted page.
         if configuration.consoleEnabled {
             let registrations = ClientRegistrations(
-                store: store, clock: clock, policy: configuration.clientRegistration,
+                store: store, clock: clock, policy: configuration.registrationPolicy,
                 providers: Set(configuration.identityProviders.map(\.id)), audit: audit)
             ConsoleController(
                 access: ConsoleAccess(kit: kit, store: store, cookies: cookies, freshness: freshness),

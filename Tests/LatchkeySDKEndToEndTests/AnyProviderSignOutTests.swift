@@ -99,6 +99,35 @@ struct AnyProviderSignOutTests {
         #expect(try await !client.isSignedIn(), "the local session is forgotten whatever the provider did")
     }
 
+    @Test("a loopback post_logout_redirect_uri the SDK made up, refused by the GET fallback (400): asked again without it")
+    func theMadeUpURIIsDroppedAfterTheGETFallbackToo() async throws {
+        let http = ProgrammableHTTPClient(upstream: nil)
+        let issuer = "https://id.example.com"
+        let made = "http://127.0.0.1:53111/logout"
+        http.answer("POST", path: "/logout") { _ in HTTPResponse(status: 403, headers: [:], body: Data()) }
+        http.answer("GET", path: "/logout") { request in
+            let named = request.url.query?.contains("post_logout_redirect_uri") == true
+            return HTTPResponse(status: named ? 400 : 302, headers: named ? [:] : ["Location": issuer + "/signed-out"], body: Data())
+        }
+        let context = OAuthClient(
+            config: LatchkeyConfig(baseUrl: issuer, clientId: "app", scopes: ["openid"], afterSignInUrl: "io.example:/callback"),
+            http: http, storage: InMemoryStorageAdapter())
+        let metadata = try JSONDecoder().decode(
+            ProviderMetadata.self,
+            from: Data(
+                """
+                {"issuer": "\(issuer)", "authorization_endpoint": "\(issuer)/authorize", "token_endpoint": "\(issuer)/token",
+                 "jwks_uri": "\(issuer)/jwks", "end_session_endpoint": "\(issuer)/logout"}
+                """.utf8))
+        let step = await context.endSessionStep(
+            idTokenHint: "hint", metadata: metadata, postLogoutRedirectURI: made, signedInWithBrowser: false, namesPreparedURI: true)
+        guard case .unconfirmed = step else { Issue.record("expected unconfirmed (the provider's own page): \(step)"); return }
+        let requests = http.sent.map(\.request)
+        #expect(requests.map(\.method) == ["POST", "GET", "GET"], "the POST refused as such (403), a GET with the same parameters, then a GET without the made-up URI")
+        #expect(requests.last?.url.query?.contains("post_logout_redirect_uri") == false)
+        #expect(requests.last?.url.query?.contains("id_token_hint=hint") == true)
+    }
+
     @Test("a provider without revocation or end-session endpoints: each step says so, and what stays valid")
     func whatCannotBeDoneIsSaid() async throws {
         let server = try await TestServer.start()

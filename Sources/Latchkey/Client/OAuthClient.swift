@@ -309,16 +309,22 @@ final class OAuthClient: Sendable {
         var parameters = [("id_token_hint", idTokenHint), ("client_id", config.clientId)]
         if let postLogoutRedirectURI { parameters.append(("post_logout_redirect_uri", postLogoutRedirectURI)) }
         do {
-            var response = try await http.send(.form(endpoint, parameters))
-            if response.status == 400, namesPreparedURI {
-                // The loopback URI the SDK made up is not registered at every provider: ask again without it.
+            // The loopback URI the SDK made up is not registered at every provider: a 400 asks again without it, by
+            // POST and by GET alike.
+            func withoutPreparedURI(after status: Int) -> Bool {
+                guard status == 400, namesPreparedURI, parameters.contains(where: { $0.0 == "post_logout_redirect_uri" }) else { return false }
                 parameters.removeAll { $0.0 == "post_logout_redirect_uri" }
-                response = try await http.send(.form(endpoint, parameters))
+                return true
             }
+            var response = try await http.send(.form(endpoint, parameters))
+            if withoutPreparedURI(after: response.status) { response = try await http.send(.form(endpoint, parameters)) }
             // GET only when the provider refuses the POST as such (403: a page behind CSRF protection; 404, 405, 501:
             // no POST route): other refusals would only put the ID token into URLs and logs for nothing.
             if [403, 404, 405, 501].contains(response.status), let url = FormCoding.url(endpoint, adding: parameters) {
                 response = try await http.send(HTTPRequest(url: url))
+                if withoutPreparedURI(after: response.status), let bare = FormCoding.url(endpoint, adding: parameters) {
+                    response = try await http.send(HTTPRequest(url: bare))
+                }
             }
             switch response.status {
             case 300..<400:

@@ -21,6 +21,9 @@ public enum GrantType: String, Codable, Sendable, CaseIterable {
     case tokenExchange = "urn:ietf:params:oauth:grant-type:token-exchange"
     /// RFC 8628: a device without a browser (a terminal, a TV) polls while a person approves it elsewhere.
     case deviceCode = "urn:ietf:params:oauth:grant-type:device_code"
+    /// Tokens straight from the authorization endpoint (OpenID Connect Core §3.2, and the hybrid flow's tokens):
+    /// never a grant of the token endpoint, it goes with an application's front-channel `response_types`.
+    case implicit
 }
 
 /// A registered client (also the "application" of the thunderID dialect: `applicationId` == `clientId`).
@@ -35,6 +38,11 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     public var redirectUris: [String]
     public var postLogoutRedirectUris: [String]
     public var grantTypes: [GrantType]
+    /// What the authorization endpoint may return to the application (`response_types`, `ResponseType`): `code` by
+    /// default (for an application with the `authorization_code` grant). The implicit and hybrid types need the
+    /// `implicit` grant, are refused with the FAPI 2.0 profile and with `require_dpop` when they return an access
+    /// token, and for a public application unless the server allows it (`allow_implicit_for_public_clients`).
+    public var responseTypes: [ResponseType]
     public var scopes: [String]
     /// Audiences a token exchange may target besides the issuer itself.
     public var allowedAudiences: [String]
@@ -176,13 +184,14 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         self.redirectUris = redirectUris
         self.postLogoutRedirectUris = postLogoutRedirectUris
         self.grantTypes = grantTypes
+        self.responseTypes = grantTypes.contains(.authorizationCode) ? [.code] : []
         self.scopes = scopes
         self.allowedAudiences = allowedAudiences
         self.requirePKCE = requirePKCE
         self.appType = appType
         self.registration =
             registration
-            ?? (grantTypes.contains(.authorizationCode) || grantTypes.contains(.tokenExchange) ? .open : .disabled)
+            ?? ([.authorizationCode, .tokenExchange, .implicit].contains(where: grantTypes.contains) ? .open : .disabled)
         self.recoveryEnabled = recoveryEnabled
         self.requireMFA = requireMFA
         self.flows = flows
@@ -212,6 +221,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
             throw ConfigurationError.invalid("client \(clientId) needs a client_secret of at least 16 characters")
         }
         try validateKeys()
+        try validateResponseTypes()
         try validateProfile()
         if isPublic && grantTypes.contains(.clientCredentials) {
             throw ConfigurationError.invalid("public client \(clientId) cannot use client_credentials")
@@ -260,6 +270,27 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         }
         let allowed: Set<GrantType> = [.authorizationCode, .refreshToken, .clientCredentials]
         if let other = grantTypes.first(where: { !allowed.contains($0) }) { throw refuse("grant type \(other.rawValue) is not allowed") }
+        if let other = responseTypes.first(where: { $0 != .code }) { throw refuse("response type \(other.rawValue) is not allowed (code only)") }
+    }
+
+    /// Each front-channel response type goes with its grant types (OpenID Connect Registration §2), and the `implicit`
+    /// grant with a response type that uses it (`code` is checked by the authorization endpoint against the grants, as
+    /// before response types could be listed). An access token from the authorization endpoint cannot be bound to a DPoP key.
+    private func validateResponseTypes() throws {
+        for type in responseTypes where type.isFrontChannel {
+            if let missing = type.grantTypes.first(where: { !grantTypes.contains($0) }) {
+                throw ConfigurationError.invalid(
+                    "client \(clientId): response type \(type.rawValue) needs the grant type \(missing.rawValue) in grant_types")
+            }
+            if type.issuesAccessToken, requireDPoP {
+                throw ConfigurationError.invalid(
+                    "client \(clientId): response type \(type.rawValue) returns an access token that cannot be DPoP-bound (require_dpop)")
+            }
+        }
+        if grantTypes.contains(.implicit), !responseTypes.contains(where: \.isFrontChannel) {
+            throw ConfigurationError.invalid(
+                "client \(clientId): the implicit grant needs a response type that uses it in response_types (id_token, code id_token, …)")
+        }
     }
 
     /// Logout URIs (OpenID Connect Back-Channel Logout §2.2, Front-Channel Logout §2) and the URLs the sign-in page
@@ -331,7 +362,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case clientId = "client_id", name, clientSecret = "client_secret"
         case tokenEndpointAuthMethod = "token_endpoint_auth_method", redirectUris = "redirect_uris"
-        case postLogoutRedirectUris = "post_logout_redirect_uris", grantTypes = "grant_types", scopes
+        case postLogoutRedirectUris = "post_logout_redirect_uris", grantTypes = "grant_types", responseTypes = "response_types", scopes
         case allowedAudiences = "allowed_audiences", requirePKCE = "require_pkce", appType = "app_type", registration
         case recoveryEnabled = "recovery_enabled", requireMFA = "require_mfa", flows
         case passkeyOrigins = "passkey_allowed_origins", appleBundleIds = "apple_bundle_ids"
@@ -358,6 +389,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         try c.encode(redirectUris, forKey: .redirectUris)
         try c.encode(postLogoutRedirectUris, forKey: .postLogoutRedirectUris)
         try c.encode(grantTypes, forKey: .grantTypes)
+        try c.encode(responseTypes, forKey: .responseTypes)
         try c.encode(scopes, forKey: .scopes)
         try c.encode(allowedAudiences, forKey: .allowedAudiences)
         try c.encode(requirePKCE, forKey: .requirePKCE)
@@ -414,6 +446,9 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
             flows: try Self.decodeFlows(c),
             passkeyOrigins: try c.decodeIfPresent([String].self, forKey: .passkeyOrigins) ?? [],
             appleBundleIds: try c.decodeIfPresent([String].self, forKey: .appleBundleIds) ?? [])
+        if let types = try c.decodeIfPresent([ResponseType].self, forKey: .responseTypes) {
+            responseTypes = types.reduce(into: []) { kept, type in if !kept.contains(type) { kept.append(type) } }
+        }
         requireDPoP = try c.decodeIfPresent(Bool.self, forKey: .requireDPoP) ?? false
         requirePushedAuthorizationRequests = try c.decodeIfPresent(Bool.self, forKey: .requirePushedAuthorizationRequests) ?? false
         deviceVerificationURIComplete = try c.decodeIfPresent(Bool.self, forKey: .deviceVerificationURIComplete) ?? false

@@ -27,6 +27,17 @@ public struct ClientRegistrationPolicy: Sendable, Equatable, Codable {
     public var appTypes: [ClientConfiguration.AppType] = [.native, .mobile, .browser]
     /// Whether a registration may switch PKCE off (`latchkey_require_pkce: false`) for a confidential application.
     public var allowWithoutPKCE = false
+    /// Whether a confidential application registered without `latchkey_require_pkce` may leave PKCE out
+    /// (`pkce_optional_for_confidential`, off): its code requests are then checked with PKCE when they send it and
+    /// accepted without it, as OpenID Connect Core has them — what the conformance suite's Dynamic plan sends. A public
+    /// application always needs PKCE, and `latchkey_require_pkce: true` still asks for it.
+    public var pkceOptionalForConfidential = false
+    /// The response types a registration may ask for (`response_types`; `code` only by default). The implicit and hybrid
+    /// ones (`ResponseType`) bring the `implicit` grant with them.
+    public var responseTypes: [ResponseType] = [.code]
+    /// `ServerConfiguration.allowImplicitForPublicClients`, copied in by the server (not a member of
+    /// `client_registration`: it rules the file's applications too).
+    var publicClientsMayUseImplicit = false
     /// Whether registered applications may let people create accounts (the REGISTRATION flow); false registers every
     /// one with `disabled`.
     public var userRegistration = true
@@ -45,6 +56,7 @@ public struct ClientRegistrationPolicy: Sendable, Equatable, Codable {
         case appTypes = "app_types", allowWithoutPKCE = "allow_without_pkce", userRegistration = "user_registration"
         case identityProviders = "identity_providers", allowedAudiences = "allowed_audiences"
         case passkeyOrigins = "passkey_allowed_origins"
+        case pkceOptionalForConfidential = "pkce_optional_for_confidential", responseTypes = "response_types"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -61,6 +73,24 @@ public struct ClientRegistrationPolicy: Sendable, Equatable, Codable {
         identityProviders = try c.decodeIfPresent([String].self, forKey: .identityProviders)
         allowedAudiences = try c.decodeIfPresent([String].self, forKey: .allowedAudiences) ?? defaults.allowedAudiences
         passkeyOrigins = try c.decodeIfPresent([String].self, forKey: .passkeyOrigins) ?? defaults.passkeyOrigins
+        pkceOptionalForConfidential = try c.decodeIfPresent(Bool.self, forKey: .pkceOptionalForConfidential) ?? defaults.pkceOptionalForConfidential
+        responseTypes = try c.decodeIfPresent([ResponseType].self, forKey: .responseTypes) ?? defaults.responseTypes
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(open, forKey: .open)
+        try c.encode(grantTypes, forKey: .grantTypes)
+        try c.encode(scopes, forKey: .scopes)
+        try c.encode(tokenEndpointAuthMethods, forKey: .tokenEndpointAuthMethods)
+        try c.encode(appTypes, forKey: .appTypes)
+        try c.encode(allowWithoutPKCE, forKey: .allowWithoutPKCE)
+        try c.encode(userRegistration, forKey: .userRegistration)
+        try c.encodeIfPresent(identityProviders, forKey: .identityProviders)
+        try c.encode(allowedAudiences, forKey: .allowedAudiences)
+        try c.encode(passkeyOrigins, forKey: .passkeyOrigins)
+        try c.encode(pkceOptionalForConfidential, forKey: .pkceOptionalForConfidential)
+        try c.encode(responseTypes, forKey: .responseTypes)
     }
 
     /// Refuses a policy that would hand out what only the operator grants, or names providers the server lacks.

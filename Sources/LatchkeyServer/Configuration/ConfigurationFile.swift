@@ -42,6 +42,8 @@ public struct ConfigurationFile: Codable, Sendable {
     public var auditRetentionDays: Int?
     /// `"recent_auth_seconds": 300`: how recent a sign-in must be to change the username, email or passkeys.
     public var recentAuthSeconds: Int?
+    /// `"allow_implicit_for_public_clients": true`: public applications may list implicit or hybrid response types.
+    public var allowImplicitForPublicClients: Bool?
     /// Development mode (emails recorded at `/dev/outbox`, no attestation); loopback issuers only.
     public var development: Bool?
     /// Email delivery; see `SMTPFile`.
@@ -132,7 +134,7 @@ public struct ConfigurationFile: Codable, Sendable {
         case keyEncryptionKeyFile = "key_encryption_key_file"
         case trustedProxies = "trusted_proxies", clientAddressHeader = "client_address_header"
         case pruneIntervalSeconds = "prune_interval_seconds", auditRetentionDays = "audit_retention_days"
-        case recentAuthSeconds = "recent_auth_seconds"
+        case recentAuthSeconds = "recent_auth_seconds", allowImplicitForPublicClients = "allow_implicit_for_public_clients"
         case development, smtp, httpIdleTimeoutSeconds = "http_idle_timeout_seconds", dpop, metrics
         case httpRequestTimeoutSeconds = "http_request_timeout_seconds"
         case identityProviders = "identity_providers", clientRegistration = "client_registration", console
@@ -246,6 +248,7 @@ public struct ConfigurationFile: Codable, Sendable {
             }
         }
         if let v = recentAuthSeconds { base.recentAuthenticationSeconds = v }  // bounds: `ServerConfiguration.validate()`
+        if let allowImplicitForPublicClients { base.allowImplicitForPublicClients = allowImplicitForPublicClients }
         if let development { base.development = development }
         if let smtp { base.smtp = try smtp.settings() }
         if let v = httpIdleTimeoutSeconds { base.httpIdleTimeoutSeconds = v }

@@ -82,6 +82,10 @@ public struct ServerConfiguration: Sendable {
     /// Other identity providers people may sign in with (`identity_providers`); an application offers those it names
     /// in its own `identity_providers`.
     public var identityProviders: [IdentityProviderConfiguration] = []
+    /// Whether a public application (no client authentication) may use the implicit or hybrid response types
+    /// (`allow_implicit_for_public_clients`, off): its tokens would come through the browser with nothing to tie them
+    /// to the application (RFC 9700 §2.1.2). Applies to the configuration file and to registration alike.
+    public var allowImplicitForPublicClients = false
     /// What applications registered at runtime (`/oauth2/register`, RFC 7591) may be (`client_registration`).
     public var clientRegistration = ClientRegistrationPolicy()
     /// The admin console at `/admin` (`console`): on by default; only accounts with the `admin` role and a second
@@ -98,6 +102,13 @@ public struct ServerConfiguration: Sendable {
     /// URIs) before it connects to a checked address (`PinnedHTTPClient`). Nil: the system's resolver. Tests give one
     /// that answers names of their choosing; not read from the configuration file.
     public var hostResolver: (any HostResolver)?
+
+    /// `clientRegistration` with the server-wide rules registration follows too.
+    var registrationPolicy: ClientRegistrationPolicy {
+        var policy = clientRegistration
+        policy.publicClientsMayUseImplicit = allowImplicitForPublicClients
+        return policy
+    }
 
     /// The provider with this id.
     func identityProvider(_ id: String) -> IdentityProviderConfiguration? { identityProviders.first { $0.id == id } }
@@ -235,6 +246,11 @@ public struct ServerConfiguration: Sendable {
         for client in clients {
             guard seen.insert(client.clientId).inserted else { throw ConfigurationError.invalid("duplicate client \(client.clientId)") }
             try client.validate()
+            if client.isPublic, !allowImplicitForPublicClients, let type = client.responseTypes.first(where: \.isFrontChannel) {
+                throw ConfigurationError.invalid(
+                    "client \(client.clientId) is public and lists response type \(type.rawValue): tokens through the browser for a public application need allow_implicit_for_public_clients"
+                )
+            }
             for id in client.identityProviders where !providers.contains(id) {
                 throw ConfigurationError.invalid("client \(client.clientId): identity provider \(id) is not in identity_providers")
             }

@@ -84,7 +84,7 @@ struct ConsentController: Sendable {
         // The sign-in behind the session happened during this very request (the hosted page sent the browser here), or
         // before it (an SSO session answered): only the first makes the token a recent sign-in.
         let interactive = live.session.authTime >= pending.createdAt
-        return try await responses.issueCode(
+        return try await responses.issueResponse(
             authRequest, user: live.user, session: live.session, afterPost: true, headers: headers, interactive: interactive)
     }
 

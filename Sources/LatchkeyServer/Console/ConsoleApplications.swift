@@ -275,7 +275,18 @@ struct ConsoleApplications: Sendable {
             m.tokenEndpointAuthMethod = confidential ? ClientAuthMethod.clientSecretBasic.rawValue : ClientAuthMethod.none.rawValue
             m.redirectUris = Self.lines(redirectUris)
             m.postLogoutRedirectUris = Self.lines(logoutUris)
-            m.grantTypes = GrantType.allCases.map(\.rawValue).filter(grants.contains)
+            // The implicit grant and the response types are not on the form: kept as they were, as far as the grants
+            // chosen still go with them (a code grant chosen brings `code`).
+            let hidden = (m.grantTypes ?? []).filter { $0 == GrantType.implicit.rawValue }
+            let chosen = GrantType.allCases.map(\.rawValue).filter { grants.contains($0) || hidden.contains($0) }
+            m.grantTypes = chosen
+            var types = (m.responseTypes ?? []).filter { name in
+                ResponseType(parameter: name).map { $0.grantTypes.allSatisfy { chosen.contains($0.rawValue) } } ?? false
+            }
+            if chosen.contains(GrantType.authorizationCode.rawValue), !types.contains(where: { ResponseType(parameter: $0)?.issuesCode == true }) {
+                types.insert(ResponseType.code.rawValue, at: 0)
+            }
+            m.responseTypes = types.isEmpty ? nil : types
             m.scope = scope
             m.requireMFA = requireMFA
         }

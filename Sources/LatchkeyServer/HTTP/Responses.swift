@@ -74,6 +74,14 @@ enum RedirectURL {
         components.percentEncodedQueryItems = items
         return components.string ?? base
     }
+
+    /// `base` with `parameters` form-encoded in its fragment (OAuth 2.0 Multiple Response Type Encoding Practices §2.1):
+    /// a registered redirect URI has no fragment of its own (`ClientConfiguration.validate`).
+    static func appendingFragment(_ parameters: [(String, String?)], to base: String) -> String {
+        let encoded = parameters.compactMap { name, value in value.map { FormEncoding.encode(name) + "=" + FormEncoding.encode($0) } }
+        let withoutFragment = base.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? base
+        return withoutFragment + "#" + encoded.joined(separator: "&")
+    }
 }
 
 /// Strict percent-encoding for query values (only unreserved characters are left as they are).

@@ -398,7 +398,7 @@ struct HostedLoginController: Sendable {
             return Responses.redirect(to: try await consent.pageAfterSignIn(pending, userId: user.id), afterPost: true, headers: headers)
         }
         try await store.deleteLoginRequest(id: requestId)
-        return try await responses.issueCode(pending.request, user: user, session: session, afterPost: true, headers: headers)
+        return try await responses.issueResponse(pending.request, user: user, session: session, afterPost: true, headers: headers)
     }
 
     // MARK: Pages

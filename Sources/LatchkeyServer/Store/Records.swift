@@ -70,6 +70,9 @@ public struct LoginRequestRecord: Sendable, Equatable {
 
 /// The parameters of a validated authorization request, kept until a code is issued.
 public struct AuthorizationRequest: Sendable, Codable, Equatable {
+    /// The response type in force: `code` when none was recorded.
+    var type: ResponseType { responseType ?? .code }
+
     public var clientId: String
     public var redirectUri: String
     public var scope: [String]
@@ -87,8 +90,11 @@ public struct AuthorizationRequest: Sendable, Codable, Equatable {
     public var dpopJkt: String? = nil
     /// OpenID Connect Core §5.5: the `claims` request parameter, as sent (a JSON object), for the ID token and userinfo.
     public var claims: String? = nil
-    /// `form_post` (OAuth 2.0 Form Post Response Mode), or nil for the query.
+    /// `form_post` (OAuth 2.0 Form Post Response Mode), `fragment`, or nil for the query.
     public var responseMode: String? = nil
+    /// What the response returns (`ResponseType`); nil is `code`, as every request was before the implicit and hybrid
+    /// types existed (so a login request stored by an older instance reads the same).
+    public var responseType: ResponseType? = nil
     /// The account the consent page may answer this request for: set only by `ConsentGate` once the sign-in (or the
     /// SSO session) is done and a third-party application's consent is owed. Without it the consent page answers
     /// nothing, so it can never stand in for the sign-in page's own checks.

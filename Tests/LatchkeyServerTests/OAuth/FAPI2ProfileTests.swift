@@ -76,7 +76,9 @@ struct FAPI2ProfileTests {
         let server = try await TestServer.start { $0.clients.append(bank) }
         defer { Task { await server.stop() } }
         let dpopKey = try SigningKey.generate(.es256)
-        func assertion() throws -> String { try key.assertion(PrivateKeyJWTTests.claims(server, client: Self.clientId)) }
+        func assertion() throws -> String {
+            try key.assertion(PrivateKeyJWTTests.claims(server, client: Self.clientId, aud: .string(server.issuer)))
+        }
         var o = AuthorizeOptions()
         o.clientId = Self.clientId
         o.redirectUri = Self.redirect
@@ -152,5 +154,42 @@ struct FAPI2ProfileTests {
         #expect(revoked.status == 200)
         let afterRevocation = try await refresh()
         #expect(try afterRevocation.status == 400 && afterRevocation.json()["error"] as? String == "invalid_grant")
+    }
+
+    /// fapi2-security-profile-final-par-test-array-as-audience-fails, -par-endpoint-url-as-audience-fails and
+    /// -token-endpoint-url-as-audience-fails (FAPI 2.0 Security Profile §5.3.2.1 item 8): a FAPI 2.0 application's
+    /// assertion names the issuer as a single string; an array holding it, or an endpoint's URL, is refused — while
+    /// an application without the profile keeps the tolerant rule (`PrivateKeyJWTTests`).
+    @Test func assertionsNameTheIssuerAloneAsAString() async throws {
+        let key = try Key.es256()
+        let bank = try Self.bank(key)
+        let server = try await TestServer.start { $0.clients.append(bank) }
+        defer { Task { await server.stop() } }
+        var o = AuthorizeOptions()
+        o.clientId = Self.clientId
+        o.redirectUri = Self.redirect
+        o.scope = "openid profile"
+        func push(aud: JSONValue) async throws -> HTTPResult {
+            var form = PushedAuthorizationTests.form(o)
+            form["client_assertion"] = try key.assertion(PrivateKeyJWTTests.claims(server, client: Self.clientId, aud: aud))
+            form["client_assertion_type"] = PrivateKeyJWTTests.assertionType
+            return try await TestBrowser().postForm(
+                server.base + "/oauth2/par", form,
+                headers: ["DPoP": try DPoPTests.proof(try SigningKey.generate(.es256), method: "POST", url: server.issuer + "/oauth2/par")])
+        }
+        let refused: [(String, JSONValue)] = [
+            ("array-as-audience", .array([.string(server.issuer), .string("https://other.example")])),
+            ("array of the issuer alone", .array([.string(server.issuer)])),
+            ("par-endpoint-url-as-audience", .string(server.issuer + "/oauth2/par")),
+            ("token-endpoint-url-as-audience", .string(server.issuer + "/oauth2/token"))
+        ]
+        for (name, aud) in refused {
+            let answer = try await push(aud: aud)
+            #expect(answer.status == 401 || answer.status == 400, "\(name): \(answer.status) \(answer.text)")
+            #expect(try answer.json()["error"] as? String == "invalid_client", "\(name)")
+            #expect(try (answer.json()["error_description"] as? String ?? "").contains("issuer identifier"), "\(name)")
+        }
+        let accepted = try await push(aud: .string(server.issuer))
+        #expect(accepted.status == 201, "\(accepted.text)")
     }
 }

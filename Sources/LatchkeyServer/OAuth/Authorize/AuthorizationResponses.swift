@@ -1,8 +1,8 @@
 import Foundation
 import Hummingbird
 
-/// How an authorization request is answered once it is decided: a single-use code for the client, or an error, sent
-/// back to the redirect URI with `state` and `iss` (RFC 9207); and the error page for requests that cannot go back.
+/// How an authorization request is answered once it is decided: a single-use code for the client (with tokens, for the
+/// implicit and hybrid response types), or an error, sent back to the redirect URI with `state` and `iss` (RFC 9207); and the error page for requests that cannot go back.
 /// Shared by the authorization endpoint, the hosted login, reachFive's step-up and native sign-ins.
 struct AuthorizationResponses: Sendable {
     let kit: TokenKit
@@ -11,22 +11,75 @@ struct AuthorizationResponses: Sendable {
     private var store: any AuthorizationCodeStore { kit.store }
     private var clock: ServerClock { kit.clock }
 
-    /// Issues a single-use code bound to the client, redirect URI, PKCE challenge and nonce, and sends the browser
-    /// back with `code`, `state` and `iss`. `interactive` is false when a live SSO session answered for the request
-    /// with no credential shown (`AuthenticationMethods.reusedMarker`).
-    func issueCode(
+    /// Answers a decided authorization request: a single-use code (`mintAuthorizationCode`) and, for the implicit and
+    /// hybrid response types, the tokens themselves (`frontChannelTokens`), sent back with `state` and `iss` in the
+    /// request's response mode (the query, the fragment or a self-submitting form). `interactive` is false when a live
+    /// SSO session answered for the request with no credential shown (`AuthenticationMethods.reusedMarker`).
+    func issueResponse(
         _ authRequest: AuthorizationRequest, user: UserRecord, session: SessionRecord, afterPost: Bool,
         headers: HTTPFields = [:], interactive: Bool = true
     ) async throws -> Response {
-        let code = try await mintAuthorizationCode(authRequest, user: user, session: session, interactive: interactive)
-        let parameters: [(String, String?)] = [("code", code), ("state", authRequest.state), ("iss", issuer)]
-        if authRequest.responseMode == FormPostResponse.mode {
+        let type = authRequest.type
+        var code: String?
+        if type.issuesCode {
+            code = try await mintAuthorizationCode(authRequest, user: user, session: session, interactive: interactive)
+        } else {
+            // What `mintAuthorizationCode` asks of every code, asked of the tokens that stand in for one.
+            try await ConsentGate.requireConsent(clientId: authRequest.clientId, userId: user.id, scope: authRequest.scope, store: kit.store)
+        }
+        let tokens =
+            type.isFrontChannel
+            ? try await frontChannelTokens(authRequest, user: user, session: session, interactive: interactive, code: code) : []
+        let parameters: [(String, String?)] = [("code", code)] + tokens + [("state", authRequest.state), ("iss", issuer)]
+        switch authRequest.responseMode {
+        case ResponseMode.formPost?:
             var page = FormPostResponse.page(parameters, redirectUri: authRequest.redirectUri)
             for field in headers { page.headers[values: field.name].append(field.value) }
             return page
+        case ResponseMode.fragment?:
+            return Responses.redirect(
+                to: RedirectURL.appendingFragment(parameters, to: authRequest.redirectUri), afterPost: afterPost, headers: headers)
+        default:
+            return Responses.redirect(to: RedirectURL.appending(parameters, to: authRequest.redirectUri), afterPost: afterPost, headers: headers)
         }
-        let location = RedirectURL.appending(parameters, to: authRequest.redirectUri)
-        return Responses.redirect(to: location, afterPost: afterPost, headers: headers)
+    }
+
+    /// The implicit and hybrid flows' tokens (OpenID Connect Core §3.2.2.5, §3.3.2.5): a Bearer access token for the
+    /// `token` types (never DPoP-bound, never with a refresh token: `ClientConfiguration` refuses `require_dpop`
+    /// beside them), and an ID token for the `id_token` types with the request's `nonce`, `at_hash` and `c_hash`.
+    /// Without an access token the ID token carries the scopes' claims itself (Core §5.4), as it always does here.
+    private func frontChannelTokens(
+        _ authRequest: AuthorizationRequest, user: UserRecord, session: SessionRecord, interactive: Bool, code: String?
+    ) async throws -> [(String, String?)] {
+        let type = authRequest.type
+        guard let client = try await kit.store.client(id: authRequest.clientId)?.configuration else {
+            throw OAuthError(.unauthorizedClient, "the application no longer exists")
+        }
+        let issuing = kit.issuing
+        let grant = TokenIssuer.Grant(
+            user: user, subject: user.id, clientId: authRequest.clientId, scope: authRequest.scope, nonce: authRequest.nonce,
+            authTime: session.authTime, sessionId: session.id, amr: Self.amr(of: session, interactive: interactive),
+            claims: ClaimsRequest.from(stored: authRequest.claims))
+        var parameters: [(String, String?)] = []
+        var accessToken: String?
+        if type.issuesAccessToken {
+            let access = try await issuing.accessToken(for: grant)
+            accessToken = access.token
+            parameters += [
+                ("access_token", access.token), ("token_type", "Bearer"), ("expires_in", String(access.expiresIn)),
+                ("scope", authRequest.scope.joined(separator: " "))
+            ]
+        }
+        if type.issuesIDToken {
+            let idToken = try await issuing.idToken(for: grant, accessToken: accessToken, code: code, algorithm: client.idTokenSignedResponseAlg)
+            parameters.append(("id_token", idToken))
+        }
+        return parameters
+    }
+
+    /// The session's `amr`, marked as reused when an SSO session answered without a credential shown.
+    private static func amr(of session: SessionRecord, interactive: Bool) -> [String] {
+        interactive ? session.amr : session.amr + [AuthenticationMethods.reusedMarker]
     }
 
     /// A single-use code bound to the client, redirect URI, PKCE challenge and nonce (stored as a digest).
@@ -36,10 +89,14 @@ struct AuthorizationResponses: Sendable {
     func mintAuthorizationCode(
         _ authRequest: AuthorizationRequest, user: UserRecord, session: SessionRecord, interactive: Bool = true
     ) async throws -> String {
+        // A request for tokens alone gets none of its own by another front door (reachFive's step-up answers codes).
+        guard authRequest.type.issuesCode else {
+            throw OAuthError(.unsupportedResponseType, "this way of signing in answers with a code: response_type \(authRequest.type.rawValue) is not available here")
+        }
         try await ConsentGate.requireConsent(clientId: authRequest.clientId, userId: user.id, scope: authRequest.scope, store: kit.store)
         let code = Secrets.token()
         let now = clock.now
-        let amr = interactive ? session.amr : session.amr + [AuthenticationMethods.reusedMarker]
+        let amr = Self.amr(of: session, interactive: interactive)
         try await store.insertAuthorizationCode(
             AuthorizationCodeRecord(
                 codeHash: Secrets.digest(code), clientId: authRequest.clientId, userId: user.id, redirectUri: authRequest.redirectUri,
@@ -62,8 +119,11 @@ struct AuthorizationResponses: Sendable {
                 ("error", error.code.rawValue), ("error_description", error.description), ("error_message_key", messageKey),
                 ("error_user_msg", userMessage)
             ] + extra + [("state", state), ("iss", issuer)]
-        if responseMode == FormPostResponse.mode { return FormPostResponse.page(parameters, redirectUri: redirectUri) }
-        return Responses.redirect(to: RedirectURL.appending(parameters, to: redirectUri))
+        switch responseMode {
+        case ResponseMode.formPost?: return FormPostResponse.page(parameters, redirectUri: redirectUri)
+        case ResponseMode.fragment?: return Responses.redirect(to: RedirectURL.appendingFragment(parameters, to: redirectUri))
+        default: return Responses.redirect(to: RedirectURL.appending(parameters, to: redirectUri))
+        }
     }
 
     /// The error page for requests that cannot go back to the client, in the request's `ui_locales` or browser language.

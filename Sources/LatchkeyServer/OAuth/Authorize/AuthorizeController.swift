@@ -111,8 +111,9 @@ struct AuthorizeController: Sendable {
         }
         let state = try? params.single("state")
         // Errors go back the way the request asked for, when it asked for a mode that can carry them.
-        let requestedMode = (try? params.single("response_mode")) ?? nil
-        let mode = requestedMode == FormPostResponse.mode && FormPostResponse.accepts(redirectUri: redirectUri) ? requestedMode : nil
+        let mode = ResponseMode.forError(
+            requested: (try? params.single("response_mode")) ?? nil, responseType: (try? params.single("response_type")) ?? nil,
+            redirectUri: redirectUri)
         let origin = AuditOrigin(client: clientId, address: address, logger: logger)
         do {
             let authRequest = try AuthorizeController.validateAuthorizationRequest(params, client: client, redirectUri: redirectUri, state: state)
@@ -175,7 +176,7 @@ struct AuthorizeController: Sendable {
         }
         let session = try await sessions.open(
             userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)), amr: claims.amr, origin: origin)
-        return try await responses.issueCode(authRequest, user: user, session: session, afterPost: false)
+        return try await responses.issueResponse(authRequest, user: user, session: session, afterPost: false)
     }
 
     /// Native provider token exchange (reachFive `login(withProvider:idToken:nonce:…)`): Sign in with Apple, or the ID
@@ -215,7 +216,7 @@ struct AuthorizeController: Sendable {
         switch try await accounts.completion(of: user, amr: amr, client: client, multiFactorEssential: essential) {
         case .complete:
             let session = try await sessions.open(userId: user.id, authTime: clock.now, amr: amr, origin: origin)
-            return try await responses.issueCode(authRequest, user: user, session: session, afterPost: false)
+            return try await responses.issueResponse(authRequest, user: user, session: session, afterPost: false)
         case .secondFactorOwed:
             logger.info("native provider sign-in owes the account's second factor", metadata: ["client": .string(client.clientId)])
             let ticket = try await ownTokens.mintLoginTicket(user: user, clientId: client.clientId, amr: amr, mfaPending: true)
@@ -251,20 +252,39 @@ struct AuthorizeController: Sendable {
         if try params.single("request_uri") != nil {
             throw OAuthError(.requestURINotSupported, "request_uri is resolved before the request is validated")
         }
-        guard try params.single("response_type") == "code" else {
-            throw OAuthError(.unsupportedResponseType, "only response_type=code is supported")
+        guard let typeName = try params.single("response_type") else {
+            throw OAuthError(.invalidRequest, "response_type is missing (RFC 6749 §4.1.1)")
         }
-        let responseMode = try params.single("response_mode")
-        if let responseMode, responseMode != "query" {
-            guard responseMode == FormPostResponse.mode else {
-                throw OAuthError(.invalidRequest, "response_mode must be query or form_post")
-            }
+        guard let type = ResponseType(parameter: typeName) else {
+            throw OAuthError(
+                .unsupportedResponseType,
+                "response_type must be one of \(ResponseType.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        guard client.responseTypes.contains(type) else {
+            throw OAuthError(
+                .unauthorizedClient,
+                type == .code
+                    ? "the client may not use the authorization code grant"
+                    : "the client may not use response_type \(type.rawValue) (its response_types: \(client.responseTypes.map(\.rawValue).joined(separator: ", ")))")
+        }
+        let responseMode = try params.single("response_mode") ?? type.defaultResponseMode
+        switch responseMode {
+        case ResponseMode.query:
+            // OAuth 2.0 Multiple Response Type Encoding Practices §5: tokens never go in the query.
+            if type.isFrontChannel { throw OAuthError(.invalidRequest, "response_mode=query cannot carry tokens: use fragment or form_post") }
+        case ResponseMode.fragment:
+            break
+        case ResponseMode.formPost:
             guard FormPostResponse.accepts(redirectUri: redirectUri) else {
                 throw OAuthError(.invalidRequest, "response_mode=form_post needs an http(s) redirect_uri")
             }
+        default:
+            throw OAuthError(.invalidRequest, "response_mode must be query, fragment or form_post")
         }
-        guard client.grantTypes.contains(.authorizationCode) else {
-            throw OAuthError(.unauthorizedClient, "the client may not use the authorization code grant")
+        if let missing = type.grantTypes.first(where: { !client.grantTypes.contains($0) }) {
+            throw OAuthError(
+                .unauthorizedClient,
+                missing == .authorizationCode ? "the client may not use the authorization code grant" : "the client may not use the implicit grant")
         }
         let requested = (try params.single("scope"))?.split(separator: " ").map(String.init) ?? client.scopes
         let unknown = requested.filter { !client.scopes.contains($0) }
@@ -277,7 +297,8 @@ struct AuthorizeController: Sendable {
             guard PKCE.isValidChallenge(challenge) else { throw OAuthError(.invalidRequest, "code_challenge is not a base64url SHA-256 value") }
         } else {
             if method != nil { throw OAuthError(.invalidRequest, "code_challenge_method without code_challenge") }
-            if client.isPublic || client.requirePKCE {
+            // No code, nothing to prove: the implicit flow's tokens come back in the response itself.
+            if type.issuesCode, client.isPublic || client.requirePKCE {
                 throw OAuthError(.invalidRequest, "PKCE is required: send code_challenge with code_challenge_method=S256")
             }
         }
@@ -288,6 +309,14 @@ struct AuthorizeController: Sendable {
         }
         let nonce = try params.single("nonce")
         if let nonce, nonce.utf8.count > 255 { throw OAuthError(.invalidRequest, "nonce is longer than 255 characters") }
+        if type.isFrontChannel {
+            // OpenID Connect Core §3.2.2.1 and §3.3.2.11: an ID token in the front channel is replayable without a
+            // nonce, and these flows are OpenID Connect's.
+            guard requested.contains("openid") else {
+                throw OAuthError(.invalidRequest, "response_type \(type.rawValue) is OpenID Connect's: the scope must contain openid")
+            }
+            guard nonce != nil else { throw OAuthError(.invalidRequest, "response_type \(type.rawValue) requires a nonce") }
+        }
         if let state, state.utf8.count > 1024 { throw OAuthError(.invalidRequest, "state is longer than 1024 characters") }
         var maxAge: Int?
         if let raw = try params.single("max_age") {
@@ -304,7 +333,8 @@ struct AuthorizeController: Sendable {
             codeChallenge: challenge, loginHint: try params.single("login_hint"),
             uiLocales: try params.single("ui_locales"), maxAge: maxAge, prompt: prompt)
         authorization.dpopJkt = dpopJkt
-        authorization.responseMode = responseMode == FormPostResponse.mode ? FormPostResponse.mode : nil
+        authorization.responseMode = responseMode == ResponseMode.query ? nil : responseMode
+        authorization.responseType = type == .code ? nil : type
         // OpenID Connect Core §5.5 and §3.1.2.1: the claims asked for, `acr_values` as a voluntary `acr` request.
         var claims = try params.single("claims").map { text throws(OAuthError) in try ClaimsRequest(parameter: text) } ?? ClaimsRequest()
         claims.add(acrValues: (try params.single("acr_values"))?.split(separator: " ").map(String.init) ?? [])
@@ -356,7 +386,7 @@ struct AuthorizeController: Sendable {
             ]
             if let provider = AuthenticationMethods.provider(live.session.amr) { details["provider"] = provider }
             await audit.record(.signInSessionReused, subject: live.user.id, details: details, origin: origin)
-            return try await responses.issueCode(authRequest, user: live.user, session: live.session, afterPost: false, interactive: false)
+            return try await responses.issueResponse(authRequest, user: live.user, session: live.session, afterPost: false, interactive: false)
         }
         if authRequest.prompt.contains("none") {
             return responses.errorRedirect(

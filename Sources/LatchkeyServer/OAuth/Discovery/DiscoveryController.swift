@@ -13,7 +13,7 @@ struct ProviderMetadata: Encodable {
     var endSessionEndpoint: String
     var scopesSupported = ["openid", "profile", "email", "phone", "address", "offline_access"]
     var responseTypesSupported = ["code"]
-    var responseModesSupported = ["query", FormPostResponse.mode]
+    var responseModesSupported = [ResponseMode.query, ResponseMode.formPost]
     var grantTypesSupported = GrantType.allCases.map(\.rawValue)
     var subjectTypesSupported = ["public"]
     var idTokenSigningAlgValuesSupported = ["RS256", "ES256"]
@@ -29,7 +29,7 @@ struct ProviderMetadata: Encodable {
     var introspectionEndpointAuthSigningAlgValuesSupported = ClientAssertion.algorithmNames
     var codeChallengeMethodsSupported = ["S256"]
     var claimsSupported =
-        ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp", "sid", "amr", "acr"]
+        ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "c_hash", "azp", "sid", "amr", "acr"]
         + ScopeClaims.byScope.values.flatMap { $0 }.sorted()
     var acrValuesSupported = [AuthenticationMethods.multiFactorACR, AuthenticationMethods.singleFactorACR]
     var promptValuesSupported = ["none", "login"]
@@ -58,8 +58,18 @@ struct ProviderMetadata: Encodable {
     /// RFC 7591 §3 (RFC 8414 §2): registration needs an initial access token unless the operator opened it.
     var registrationEndpoint: String
 
-    init(issuer: String) {
+    /// `responseTypes`: every response type at least one application may use — those of the configuration file's
+    /// applications and those registration may give (OpenID Connect Discovery §3); the `implicit` grant and the
+    /// `fragment` mode are listed only beside a front-channel one.
+    init(issuer: String, responseTypes: [ResponseType] = [.code]) {
         self.issuer = issuer
+        let types = ResponseType.allCases.filter { $0 == .code || responseTypes.contains($0) }
+        responseTypesSupported = types.map(\.rawValue)
+        if types.contains(where: \.isFrontChannel) {
+            responseModesSupported = [ResponseMode.query, ResponseMode.fragment, ResponseMode.formPost]
+        } else {
+            grantTypesSupported.removeAll { $0 == GrantType.implicit.rawValue }
+        }
         authorizationEndpoint = issuer + "/oauth2/authorize"
         tokenEndpoint = issuer + "/oauth2/token"
         userinfoEndpoint = issuer + "/oauth2/userinfo"
@@ -110,10 +120,12 @@ struct DiscoveryController {
     /// The issuer in force (completed with the bound port at start when the configuration says port 0).
     let issuer: @Sendable () -> String
     let keys: KeyRing
+    /// The response types applications may use (`ProviderMetadata.init(issuer:responseTypes:)`).
+    var responseTypes: [ResponseType] = [.code]
 
     func addRoutes(to wellKnown: RouterGroup<LatchkeyRequestContext>) {
         for path in ["openid-configuration", "oauth-authorization-server"] {
-            wellKnown.get(RouterPath(path)) { _, _ in try Responses.json(ProviderMetadata(issuer: issuer())) }
+            wellKnown.get(RouterPath(path)) { _, _ in try Responses.json(ProviderMetadata(issuer: issuer(), responseTypes: responseTypes)) }
         }
         wellKnown.get("jwks.json") { _, _ in try await jwks() }
     }

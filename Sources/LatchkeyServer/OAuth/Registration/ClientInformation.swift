@@ -62,7 +62,7 @@ struct ClientInformation: Encodable, Sendable {
         redirectUris = c.redirectUris
         postLogoutRedirectUris = c.postLogoutRedirectUris
         grantTypes = c.grantTypes.map(\.rawValue)
-        responseTypes = c.grantTypes.contains(.authorizationCode) ? ["code"] : []
+        responseTypes = c.responseTypes.map(\.rawValue)
         tokenEndpointAuthMethod = c.tokenEndpointAuthMethod.rawValue
         scope = c.scopes.joined(separator: " ")
         applicationType = c.appType == .browser ? "web" : "native"

@@ -66,6 +66,7 @@ struct ClientMetadata: Sendable, Equatable {
     init(describing c: ClientConfiguration) {
         redirectUris = c.redirectUris
         grantTypes = c.grantTypes.map(\.rawValue)
+        responseTypes = c.responseTypes.map(\.rawValue)
         tokenEndpointAuthMethod = c.tokenEndpointAuthMethod.rawValue
         scope = c.scopes.joined(separator: " ")
         clientName = c.name

@@ -17,13 +17,19 @@ extension ClientMetadata {
         clientId: String, policy: ClientRegistrationPolicy, providers: Set<String>, previous: ClientConfiguration? = nil
     ) throws(OAuthError) -> RegisteredSettings {
         var trimmed: [String: [String]] = [:]
-        let grants = try grantTypesAllowed(policy)
-        try checkResponseTypes(grants)
+        let types = try responseTypesAllowed(policy)
+        let grants = try grantTypesAllowed(policy, responseTypes: types)
+        let responseTypes = try checkResponseTypes(types, grants: grants)
         let method = try authMethodAllowed(policy)
+        if method == .none, !policy.publicClientsMayUseImplicit, let type = responseTypes.first(where: \.isFrontChannel) {
+            throw OAuthError(
+                .invalidClientMetadata,
+                "response type \(type.rawValue) is not available to a public application here (tokens through the browser with nothing to tie them to it)")
+        }
         let appType = try appTypeAllowed(policy)
         let redirects = try Self.checkedURIs(redirectUris ?? [], member: "redirect_uris", code: .invalidRedirectURI, web: appType == .browser)
-        if grants.contains(.authorizationCode) && redirects.isEmpty {
-            throw OAuthError(.invalidRedirectURI, "redirect_uris must name at least one URI for the authorization_code grant")
+        if let grant = grants.first(where: { $0 == .authorizationCode || $0 == .implicit }), redirects.isEmpty {
+            throw OAuthError(.invalidRedirectURI, "redirect_uris must name at least one URI for the \(grant.rawValue) grant")
         }
         let logoutRedirects = try Self.checkedURIs(
             postLogoutRedirectUris ?? [], member: "post_logout_redirect_uris", code: .invalidClientMetadata, web: appType == .browser)
@@ -39,6 +45,7 @@ extension ClientMetadata {
         configuration.redirectUris = redirects
         configuration.postLogoutRedirectUris = logoutRedirects
         configuration.grantTypes = grants
+        configuration.responseTypes = responseTypes
         configuration.appType = appType
         configuration.scopes = try scopesAllowed(policy, trimmed: &trimmed)
         configuration.requirePKCE = try pkceRequirement(policy, isPublic: method == .none)
@@ -104,35 +111,69 @@ extension ClientMetadata {
         if idTokenSignedResponseAlg == nil { configuration.idTokenSignedResponseAlg = .es256 }
     }
 
-    /// RFC 7591 §2: `grant_types` defaults to `authorization_code`.
-    private func grantTypesAllowed(_ policy: ClientRegistrationPolicy) throws(OAuthError) -> [GrantType] {
+    /// RFC 7591 §2: `grant_types` defaults to `authorization_code` — or, when `response_types` are given, to the grants
+    /// they use. `implicit` comes with the policy's front-channel response types.
+    private func grantTypesAllowed(_ policy: ClientRegistrationPolicy, responseTypes types: [ResponseType]?) throws(OAuthError) -> [GrantType] {
         var grants: [GrantType] = []
-        for name in grantTypes ?? [GrantType.authorizationCode.rawValue] {
+        let implied = types.map { types in
+            GrantType.allCases.filter { grant in types.contains { $0.grantTypes.contains(grant) } }.map(\.rawValue)
+        }
+        for name in grantTypes ?? implied ?? [GrantType.authorizationCode.rawValue] {
             guard let grant = GrantType(rawValue: name) else {
                 throw OAuthError(.invalidClientMetadata, "grant type \(Self.printable(name)) is not supported by this server")
             }
-            guard policy.grantTypes.contains(grant) else {
+            let implicitAllowed = grant == .implicit && policy.responseTypes.contains(where: \.isFrontChannel)
+            guard policy.grantTypes.contains(grant) || implicitAllowed else {
                 throw OAuthError(.invalidClientMetadata, "grant type \(name) may not be registered here (client_registration.grant_types)")
             }
             if !grants.contains(grant) { grants.append(grant) }
         }
         guard !grants.isEmpty else { throw OAuthError(.invalidClientMetadata, "grant_types must not be empty") }
-        if grants.contains(.refreshToken) && !grants.contains(.authorizationCode) && !grants.contains(.deviceCode) {
+        if grants.contains(.refreshToken) && !grants.contains(.authorizationCode) && !grants.contains(.deviceCode) && !grants.contains(.implicit) {
             throw OAuthError(
                 .invalidClientMetadata, "refresh_token goes with a grant that signs people in (authorization_code or device_code)")
         }
         return grants
     }
 
-    /// RFC 7591 §2.1: `response_types` and `grant_types` must agree; `code` is the only response type here.
-    private func checkResponseTypes(_ grants: [GrantType]) throws(OAuthError) {
-        let types = responseTypes ?? (grants.contains(.authorizationCode) ? ["code"] : [])
-        for type in types where type != "code" {
-            throw OAuthError(.invalidClientMetadata, "response type \(Self.printable(type)) is not supported (only code)")
+    /// `response_types` as asked (nil when absent), each one the policy allows (`client_registration.response_types`).
+    private func responseTypesAllowed(_ policy: ClientRegistrationPolicy) throws(OAuthError) -> [ResponseType]? {
+        guard let responseTypes else { return nil }
+        var types: [ResponseType] = []
+        for name in responseTypes {
+            guard let type = ResponseType(parameter: name) else {
+                throw OAuthError(
+                    .invalidClientMetadata,
+                    "response type \(Self.printable(name)) is not supported (\(ResponseType.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            guard policy.responseTypes.contains(type) else {
+                throw OAuthError(
+                    .invalidClientMetadata,
+                    "response type \(type.rawValue) may not be registered here (client_registration.response_types: \(policy.responseTypes.map(\.rawValue).joined(separator: ", ")))")
+            }
+            if !types.contains(type) { types.append(type) }
         }
-        if types.contains("code") != grants.contains(.authorizationCode) {
-            throw OAuthError(.invalidClientMetadata, "response_types code and grant_types authorization_code go together (RFC 7591 §2.1)")
+        return types
+    }
+
+    /// RFC 7591 §2.1: `response_types` and `grant_types` must agree — each response type's grants are registered, and
+    /// `authorization_code` or `implicit` only with a response type that uses it. Absent, `code` when the grants have
+    /// `authorization_code`.
+    private func checkResponseTypes(_ asked: [ResponseType]?, grants: [GrantType]) throws(OAuthError) -> [ResponseType] {
+        let types = asked ?? (grants.contains(.authorizationCode) ? [.code] : [])
+        for type in types {
+            if let missing = type.grantTypes.first(where: { !grants.contains($0) }) {
+                throw OAuthError(
+                    .invalidClientMetadata, "response type \(type.rawValue) needs grant type \(missing.rawValue) (RFC 7591 §2.1)")
+            }
         }
+        for grant in [GrantType.authorizationCode, .implicit] where grants.contains(grant) {
+            guard types.contains(where: { $0.grantTypes.contains(grant) }) else {
+                throw OAuthError(
+                    .invalidClientMetadata, "grant type \(grant.rawValue) needs a response type that uses it in response_types (RFC 7591 §2.1)")
+            }
+        }
+        return types
     }
 
     /// RFC 7591 §2: `token_endpoint_auth_method` defaults to `client_secret_basic`.
@@ -235,7 +276,10 @@ extension ClientMetadata {
         return kept
     }
 
+    /// `latchkey_require_pkce`, else required — unless the policy makes PKCE optional for confidential applications
+    /// (`pkce_optional_for_confidential`).
     private func pkceRequirement(_ policy: ClientRegistrationPolicy, isPublic: Bool) throws(OAuthError) -> Bool {
+        guard let requirePKCE else { return isPublic || !policy.pkceOptionalForConfidential }
         guard requirePKCE == false else { return true }
         guard policy.allowWithoutPKCE, !isPublic else {
             throw OAuthError(

@@ -134,6 +134,7 @@ struct ClientRegistrations: Sendable {
         compare("redirect_uris", old.redirectUris, new.redirectUris)
         compare("post_logout_redirect_uris", old.postLogoutRedirectUris, new.postLogoutRedirectUris)
         compare("grant_types", old.grantTypes, new.grantTypes)
+        compare("response_types", old.responseTypes, new.responseTypes)
         compare("token_endpoint_auth_method", old.tokenEndpointAuthMethod, new.tokenEndpointAuthMethod)
         compare("scope", old.scopes, new.scopes)
         compare("latchkey_app_type", old.appType, new.appType)

@@ -10,7 +10,8 @@ import LatchkeyJOSE
 /// its `alg` is one this server verifies (`algorithms`: never `none` or HMAC) and, when the client registered
 /// `token_endpoint_auth_signing_alg`, that one; its signature verifies with the key its `kid` names, or without `kid`
 /// with one of the keys of that algorithm; `iss` and `sub` are both the client id; `aud` names this server (its
-/// issuer, or the URL of one of its endpoints that authenticate clients: `acceptedAudiences`); `exp` is present and
+/// issuer, or the URL of one of its endpoints that authenticate clients: `acceptedAudiences`; for a FAPI 2.0
+/// application the issuer as a single string, nothing else); `exp` is present and
 /// not past (`clockSkewSeconds` of leeway); `iat` and `nbf`, when present, are not ahead of the server's clock by more
 /// than that leeway; the assertion is valid for at most `maximumLifetimeSeconds` (from `iat`, else from now); and its
 /// `jti` has not been seen before (`SingleUseStore.consumeTokenId`, kept until `exp` plus the leeway, so an assertion
@@ -51,7 +52,7 @@ enum ClientAssertion {
     /// Checks `jws` (already parsed, its claims read strictly into `claims`) as `client`'s assertion at `now`, and
     /// spends its `jti`. Throws `Failure` for a refused assertion and `StoreError` when the `jti` cannot be recorded.
     static func verify(
-        _ jws: CompactJWS, claims: [String: JSONValue], client: ClientConfiguration, audiences: Set<String>, now: Date,
+        _ jws: CompactJWS, claims: [String: JSONValue], client: ClientConfiguration, issuer: String, audiences: Set<String>, now: Date,
         store: any SingleUseStore, keys: ClientKeySets
     ) async throws {
         try await verifySignature(jws, client: client, keys: keys, now: now)
@@ -62,9 +63,17 @@ enum ClientAssertion {
         guard claims["sub"]?.stringValue == clientId else {
             throw Failure(.assertionClaims, "the client assertion's sub must be the client id")
         }
-        guard let aud = claims["aud"]?.stringArray, aud.contains(where: audiences.contains) else {
-            throw Failure(
-                .assertionClaims, "the client assertion's aud must name this server: its issuer or its token endpoint URL")
+        if client.securityProfile == .fapi2 {
+            // FAPI 2.0 Security Profile §5.3.2.1 item 8: the issuer identifier as a single string, nothing else (an
+            // endpoint's URL, or an array, could be meant for another server sharing that path).
+            guard case .string(let aud)? = claims["aud"], aud == issuer else {
+                throw Failure(.assertionClaims, "the client assertion's aud must be this server's issuer identifier, as a single string (FAPI 2.0)")
+            }
+        } else {
+            guard let aud = claims["aud"]?.stringArray, aud.contains(where: audiences.contains) else {
+                throw Failure(
+                    .assertionClaims, "the client assertion's aud must name this server: its issuer or its token endpoint URL")
+            }
         }
         let current = now.timeIntervalSince1970
         let skew = clockSkewSeconds

@@ -114,7 +114,8 @@ struct ClientAuthenticator: Sendable {
         }
         do {
             try await ClientAssertion.verify(
-                jws, claims: claims, client: client, audiences: ClientAssertion.acceptedAudiences(issuer: issuer, requestPath: path),
+                jws, claims: claims, client: client, issuer: issuer,
+                audiences: ClientAssertion.acceptedAudiences(issuer: issuer, requestPath: path),
                 now: now, store: store, keys: keys)
         } catch let failure as ClientAssertion.Failure {
             throw ClientAuthRefusal(failure.reason, client: clientId, failure.description)

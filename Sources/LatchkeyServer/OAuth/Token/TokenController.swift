@@ -38,7 +38,8 @@ struct TokenController: Sendable {
     private func token(_ request: Request, _ params: Parameters, context: LatchkeyRequestContext, logger: Logger) async throws -> Response {
         let client = try await clientAuthentication.authenticate(request, params, context: context)
         let grantName = try params.required("grant_type")
-        guard let grant = GrantType(rawValue: grantName) else {
+        // `implicit` names tokens from the authorization endpoint, never a request here (RFC 6749 §4.2).
+        guard let grant = GrantType(rawValue: grantName), grant != .implicit else {
             throw OAuthError(.unsupportedGrantType, "unsupported grant_type \(grantName)")
         }
         guard client.grantTypes.contains(grant) else {
@@ -70,6 +71,7 @@ struct TokenController: Sendable {
         case .clientCredentials: response = try await clientCredentialsGrant(params, client: client, dpop: dpop)
         case .tokenExchange: response = try await tokenExchangeGrant(params, client: client, dpop: dpop, logger: logger)
         case .deviceCode: response = try await deviceCodeGrant(params, client: client, dpop: dpop)
+        case .implicit: throw OAuthError(.unsupportedGrantType, "unsupported grant_type implicit")
         }
         if let proofCountedAt { try await proofThrottle.release(address: context.clientAddress, at: proofCountedAt) }
         if dpop != nil { response.tokenType = "DPoP" }

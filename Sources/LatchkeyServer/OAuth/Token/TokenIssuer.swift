@@ -79,7 +79,9 @@ struct TokenIssuer: Sendable {
         return (token, lifetimes.accessToken)
     }
 
-    func idToken(for grant: Grant, accessToken: String, algorithm: JWSAlgorithm = .rs256) async throws -> String? {
+    /// The ID token of `grant`, with `at_hash` for the access token issued beside it and `c_hash` for the code (the
+    /// hybrid flow's, OpenID Connect Core §3.3.2.11); nil without the `openid` scope or a user.
+    func idToken(for grant: Grant, accessToken: String?, code: String? = nil, algorithm: JWSAlgorithm = .rs256) async throws -> String? {
         guard grant.scope.contains("openid"), let user = grant.user else { return nil }
         let now = Int(clock.now.timeIntervalSince1970)
         var claims = ScopeClaims.claims(of: user, scopes: grant.scope)
@@ -104,11 +106,13 @@ struct TokenIssuer: Sendable {
             claims["acr"] = .string(AuthenticationMethods.singleFactorACR)
         }
         if let idp = AuthenticationMethods.provider(grant.amr) { claims["idp"] = .string(idp) }
-        claims["at_hash"] = .string(Self.atHash(accessToken))
+        if let accessToken { claims["at_hash"] = .string(Self.atHash(accessToken)) }
+        if let code { claims["c_hash"] = .string(Self.atHash(code)) }
         return try await keys.signingKey(algorithm).sign(claims: claims, type: "JWT")
     }
 
-    /// OIDC Core §3.1.3.6: base64url of the left half of SHA-256 of the access token (RS256 and ES256 both use SHA-256).
+    /// OIDC Core §3.1.3.6 (and §3.3.2.11 for `c_hash`): base64url of the left half of SHA-256 of the access token or
+    /// code (RS256 and ES256 both use SHA-256).
     static func atHash(_ accessToken: String) -> String {
         Base64URL.encode(Data(SHA256.hash(data: Data(accessToken.utf8))).prefix(16))
     }

@@ -239,7 +239,7 @@ enum OpenAPIDocument {
                 "code"
               ]
             },
-            "description": "Only `code`."
+            "description": "`code`, or an implicit or hybrid type the application lists in its `response_types` (`id_token`, `id_token token`, `code id_token`, `code token`, `code id_token token`)."
           },
           {
             "name": "client_id",
@@ -368,7 +368,7 @@ enum OpenAPIDocument {
             "schema": {
               "type": "string"
             },
-            "description": "Only `query`."
+            "description": "`query` (a code's default), `fragment` (the default of the implicit and hybrid response types; tokens never go in the query) or `form_post`."
           },
           {
             "name": "request_uri",
@@ -609,7 +609,7 @@ enum OpenAPIDocument {
             }
           },
           "400": {
-            "description": "`invalid_request` (a missing or unregistered `redirect_uri`, PKCE, a pushed `request_uri`, `tkn` or `id_token`, a repeated parameter, a body that is not a form), `invalid_scope`, `unauthorized_client`, `unsupported_response_type`, `invalid_request_object`, `request_uri_not_supported`.",
+            "description": "`invalid_request` (a missing or unregistered `redirect_uri`, PKCE, a pushed `request_uri`, `tkn` or `id_token`, a repeated parameter, a body that is not a form), `invalid_scope`, `unauthorized_client`, `unsupported_response_type`, `invalid_request_object`.",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -2158,7 +2158,7 @@ enum OpenAPIDocument {
                 "code"
               ]
             },
-            "description": "Only `code`."
+            "description": "`code`, or an implicit or hybrid type the application lists in its `response_types` (`id_token`, `id_token token`, `code id_token`, `code token`, `code id_token token`)."
           },
           {
             "name": "client_id",
@@ -2287,7 +2287,7 @@ enum OpenAPIDocument {
             "schema": {
               "type": "string"
             },
-            "description": "Only `query`."
+            "description": "`query` (a code's default), `fragment` (the default of the implicit and hybrid response types; tokens never go in the query) or `form_post`."
           },
           {
             "name": "request_uri",
@@ -2528,7 +2528,7 @@ enum OpenAPIDocument {
             }
           },
           "400": {
-            "description": "`invalid_request` (a missing or unregistered `redirect_uri`, PKCE, a pushed `request_uri`, `tkn` or `id_token`, a repeated parameter, a body that is not a form), `invalid_scope`, `unauthorized_client`, `unsupported_response_type`, `invalid_request_object`, `request_uri_not_supported`.",
+            "description": "`invalid_request` (a missing or unregistered `redirect_uri`, PKCE, a pushed `request_uri`, `tkn` or `id_token`, a repeated parameter, a body that is not a form), `invalid_scope`, `unauthorized_client`, `unsupported_response_type`, `invalid_request_object`.",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -13547,7 +13547,8 @@ enum OpenAPIDocument {
                 "refresh_token",
                 "client_credentials",
                 "urn:ietf:params:oauth:grant-type:token-exchange",
-                "urn:ietf:params:oauth:grant-type:device_code"
+                "urn:ietf:params:oauth:grant-type:device_code",
+                "implicit"
               ]
             }
           },
@@ -13556,9 +13557,15 @@ enum OpenAPIDocument {
             "items": {
               "type": "string",
               "enum": [
-                "code"
+                "code",
+                "id_token",
+                "id_token token",
+                "code id_token",
+                "code token",
+                "code id_token token"
               ]
-            }
+            },
+            "description": "What the authorization endpoint may return (`code` by default). The implicit and hybrid types are offered only where the operator's `client_registration.response_types` lists them, bring the `implicit` grant, and are refused for a public application unless `allow_implicit_for_public_clients` is set. Values are sets: `token id_token` is `id_token token`."
           },
           "token_endpoint_auth_method": {
             "type": "string",
