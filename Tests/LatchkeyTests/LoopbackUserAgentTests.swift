@@ -20,8 +20,8 @@ struct LoopbackUserAgentTests {
         let second = Task { try await agent.authorize(url: authorizationURL(redirect: b, marker: "B")) }
         // The browser comes back to B first, then to A. No wait for the two sign-ins to start listening: each port was
         // bound by `prepareRedirectURI`, so a callback that arrives first waits in the socket's backlog.
-        let (_, rb) = try await URLSession.shared.data(from: URL(string: b + "?code=for-b&state=B")!)
-        let (_, ra) = try await URLSession.shared.data(from: URL(string: a + "?code=for-a&state=A")!)
+        let (_, rb) = try await patientGET(URL(string: b + "?code=for-b&state=B")!)
+        let (_, ra) = try await patientGET(URL(string: a + "?code=for-a&state=A")!)
         #expect((rb as? HTTPURLResponse)?.statusCode == 200 && (ra as? HTTPURLResponse)?.statusCode == 200)
         #expect(try await second.value.query == "code=for-b&state=B")
         #expect(try await first.value.query == "code=for-a&state=A")

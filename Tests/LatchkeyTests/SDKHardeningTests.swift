@@ -29,10 +29,10 @@ struct SDKHardeningTests {
         let idle = try Self.connectIdle(port: port)
         defer { _ = close(idle) }
         for stray in ["?code=attacker&state=wrong", "?code=attacker", "?error=access_denied"] {
-            let (_, response) = try await URLSession.shared.data(from: try #require(URL(string: redirect + stray)))
+            let (_, response) = try await patientGET(try #require(URL(string: redirect + stray)))
             #expect((response as? HTTPURLResponse)?.statusCode == 404, "\(stray)")
         }
-        let (_, real) = try await URLSession.shared.data(from: try #require(URL(string: redirect + "?code=for-real&state=the-real-state")))
+        let (_, real) = try await patientGET(try #require(URL(string: redirect + "?code=for-real&state=the-real-state")))
         #expect((real as? HTTPURLResponse)?.statusCode == 200)
         #expect(try await signIn.value.query == "code=for-real&state=the-real-state")
     }

@@ -72,8 +72,10 @@ enum StoreKind: String, Sendable, CaseIterable, CustomTestStringConvertible {
         var failure: (any Error)?
         do {
             var stores: [PostgresStore] = []
-            for _ in 0..<count {  // atomicity, not latency: the whole suite may load the machine
-                stores.append(try await PostgresStore.open(location: location, sealer: nil, poolSize: 10, timeout: .seconds(60)))
+            // Atomicity, not latency: the whole suite may load the machine (a 60 s deadline was missed by 24 concurrent
+            // reservations on two busy cores): 600 s.
+            for _ in 0..<count {
+                stores.append(try await PostgresStore.open(location: location, sealer: nil, poolSize: 10, timeout: .seconds(600)))
             }
             do { try await body(stores) } catch { failure = error }
             for store in stores { store.close() }

@@ -258,14 +258,14 @@ struct AuthorizeController: Sendable {
         guard let type = ResponseType(parameter: typeName) else {
             throw OAuthError(
                 .unsupportedResponseType,
-                "response_type must be one of \(ResponseType.allCases.map(\.rawValue).joined(separator: ", "))")
+                "response_type must be one of \(ResponseType.listed())")
         }
         guard client.responseTypes.contains(type) else {
             throw OAuthError(
                 .unauthorizedClient,
                 type == .code
                     ? "the client may not use the authorization code grant"
-                    : "the client may not use response_type \(type.rawValue) (its response_types: \(client.responseTypes.map(\.rawValue).joined(separator: ", ")))")
+                    : "the client may not use response_type \(type.rawValue) (its response_types: \(ResponseType.listed(client.responseTypes)))")
         }
         let responseMode = try params.single("response_mode") ?? type.defaultResponseMode
         switch responseMode {

@@ -35,10 +35,13 @@ public enum ResponseType: String, Sendable, Codable, CaseIterable {
                 .init(
                     codingPath: decoder.codingPath,
                     debugDescription:
-                        "unsupported response type \(raw) (one of \(ResponseType.allCases.map(\.rawValue).joined(separator: ", ")))"))
+                        "unsupported response type \(raw) (one of \(ResponseType.listed()))"))
         }
         self = type
     }
+
+    /// `types` as an error message names them: `code, id_token`.
+    static func listed(_ types: [ResponseType] = ResponseType.allCases) -> String { types.map(\.rawValue).joined(separator: ", ") }
 
     var issuesCode: Bool { rawValue.hasPrefix("code") }
     var issuesIDToken: Bool { rawValue.contains("id_token") }

@@ -144,12 +144,12 @@ extension ClientMetadata {
             guard let type = ResponseType(parameter: name) else {
                 throw OAuthError(
                     .invalidClientMetadata,
-                    "response type \(Self.printable(name)) is not supported (\(ResponseType.allCases.map(\.rawValue).joined(separator: ", ")))")
+                    "response type \(Self.printable(name)) is not supported (\(ResponseType.listed()))")
             }
             guard policy.responseTypes.contains(type) else {
                 throw OAuthError(
                     .invalidClientMetadata,
-                    "response type \(type.rawValue) may not be registered here (client_registration.response_types: \(policy.responseTypes.map(\.rawValue).joined(separator: ", ")))")
+                    "response type \(type.rawValue) may not be registered here (client_registration.response_types: \(ResponseType.listed(policy.responseTypes)))")
             }
             if !types.contains(type) { types.append(type) }
         }
