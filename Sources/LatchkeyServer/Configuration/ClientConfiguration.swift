@@ -268,9 +268,9 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         if jwks?.keys.contains(where: { $0.kty == "RSA" }) == true {
             throw refuse("jwks may hold only EC P-256 or Ed25519 keys (RS256 assertions are not allowed)")
         }
+        // Without `implicit`, no front-channel response type passes `validateResponseTypes`: code only.
         let allowed: Set<GrantType> = [.authorizationCode, .refreshToken, .clientCredentials]
         if let other = grantTypes.first(where: { !allowed.contains($0) }) { throw refuse("grant type \(other.rawValue) is not allowed") }
-        if let other = responseTypes.first(where: { $0 != .code }) { throw refuse("response type \(other.rawValue) is not allowed (code only)") }
     }
 
     /// Each front-channel response type goes with its grant types (OpenID Connect Registration §2), and the `implicit`

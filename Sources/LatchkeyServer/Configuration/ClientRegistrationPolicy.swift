@@ -77,22 +77,6 @@ public struct ClientRegistrationPolicy: Sendable, Equatable, Codable {
         responseTypes = try c.decodeIfPresent([ResponseType].self, forKey: .responseTypes) ?? defaults.responseTypes
     }
 
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(open, forKey: .open)
-        try c.encode(grantTypes, forKey: .grantTypes)
-        try c.encode(scopes, forKey: .scopes)
-        try c.encode(tokenEndpointAuthMethods, forKey: .tokenEndpointAuthMethods)
-        try c.encode(appTypes, forKey: .appTypes)
-        try c.encode(allowWithoutPKCE, forKey: .allowWithoutPKCE)
-        try c.encode(userRegistration, forKey: .userRegistration)
-        try c.encodeIfPresent(identityProviders, forKey: .identityProviders)
-        try c.encode(allowedAudiences, forKey: .allowedAudiences)
-        try c.encode(passkeyOrigins, forKey: .passkeyOrigins)
-        try c.encode(pkceOptionalForConfidential, forKey: .pkceOptionalForConfidential)
-        try c.encode(responseTypes, forKey: .responseTypes)
-    }
-
     /// Refuses a policy that would hand out what only the operator grants, or names providers the server lacks.
     func validate(providers: Set<String>) throws {
         let administrative = Set(scopes).intersection(Self.administrativeScopes)

@@ -214,6 +214,12 @@ struct ImplicitAndHybridTests {
         dpop.responseTypes = [.code, .idToken, .codeIdToken]
         try configuration(dpop).validate()
 
+        // FAPI 2.0: code only, whatever the grants say.
+        var fapi = try FAPI2ProfileTests.bank(try FAPI2ProfileTests.Key.es256())
+        fapi.grantTypes += [.implicit]
+        fapi.responseTypes += [.codeIdToken]
+        #expect { try fapi.validate() } throws: { "\($0)".contains("grant type implicit is not allowed") }
+
         var publicClient = Self.hybridClient()
         publicClient.clientSecret = nil
         publicClient.tokenEndpointAuthMethod = .none

@@ -2,7 +2,8 @@ import Foundation
 import Hummingbird
 
 /// How an authorization request is answered once it is decided: a single-use code for the client (with tokens, for the
-/// implicit and hybrid response types), or an error, sent back to the redirect URI with `state` and `iss` (RFC 9207); and the error page for requests that cannot go back.
+/// implicit and hybrid response types), or an error, sent back to the redirect URI with `state` and `iss` (RFC 9207);
+/// and the error page for requests that cannot go back.
 /// Shared by the authorization endpoint, the hosted login, reachFive's step-up and native sign-ins.
 struct AuthorizationResponses: Sendable {
     let kit: TokenKit
@@ -31,16 +32,22 @@ struct AuthorizationResponses: Sendable {
             type.isFrontChannel
             ? try await frontChannelTokens(authRequest, user: user, session: session, interactive: interactive, code: code) : []
         let parameters: [(String, String?)] = [("code", code)] + tokens + [("state", authRequest.state), ("iss", issuer)]
-        switch authRequest.responseMode {
+        return Self.deliver(parameters, to: authRequest.redirectUri, mode: authRequest.responseMode, afterPost: afterPost, headers: headers)
+    }
+
+    /// `parameters` sent to `redirectUri` in response mode `mode`: a self-submitting form, the fragment, or the query.
+    private static func deliver(
+        _ parameters: [(String, String?)], to redirectUri: String, mode: String?, afterPost: Bool = false, headers: HTTPFields = [:]
+    ) -> Response {
+        switch mode {
         case ResponseMode.formPost?:
-            var page = FormPostResponse.page(parameters, redirectUri: authRequest.redirectUri)
+            var page = FormPostResponse.page(parameters, redirectUri: redirectUri)
             for field in headers { page.headers[values: field.name].append(field.value) }
             return page
         case ResponseMode.fragment?:
-            return Responses.redirect(
-                to: RedirectURL.appendingFragment(parameters, to: authRequest.redirectUri), afterPost: afterPost, headers: headers)
+            return Responses.redirect(to: RedirectURL.appendingFragment(parameters, to: redirectUri), afterPost: afterPost, headers: headers)
         default:
-            return Responses.redirect(to: RedirectURL.appending(parameters, to: authRequest.redirectUri), afterPost: afterPost, headers: headers)
+            return Responses.redirect(to: RedirectURL.appending(parameters, to: redirectUri), afterPost: afterPost, headers: headers)
         }
     }
 
@@ -119,11 +126,7 @@ struct AuthorizationResponses: Sendable {
                 ("error", error.code.rawValue), ("error_description", error.description), ("error_message_key", messageKey),
                 ("error_user_msg", userMessage)
             ] + extra + [("state", state), ("iss", issuer)]
-        switch responseMode {
-        case ResponseMode.formPost?: return FormPostResponse.page(parameters, redirectUri: redirectUri)
-        case ResponseMode.fragment?: return Responses.redirect(to: RedirectURL.appendingFragment(parameters, to: redirectUri))
-        default: return Responses.redirect(to: RedirectURL.appending(parameters, to: redirectUri))
-        }
+        return Self.deliver(parameters, to: redirectUri, mode: responseMode)
     }
 
     /// The error page for requests that cannot go back to the client, in the request's `ui_locales` or browser language.
