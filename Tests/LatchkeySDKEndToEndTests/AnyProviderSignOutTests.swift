@@ -123,7 +123,9 @@ struct AnyProviderSignOutTests {
             idTokenHint: "hint", metadata: metadata, postLogoutRedirectURI: made, signedInWithBrowser: false, namesPreparedURI: true)
         guard case .unconfirmed = step else { Issue.record("expected unconfirmed (the provider's own page): \(step)"); return }
         let requests = http.sent.map(\.request)
-        #expect(requests.map(\.method) == ["POST", "GET", "GET"], "the POST refused as such (403), a GET with the same parameters, then a GET without the made-up URI")
+        #expect(
+            requests.map(\.method) == ["POST", "GET", "GET"],
+            "the POST refused as such (403), a GET with the same parameters, then a GET without the made-up URI")
         #expect(requests.last?.url.query?.contains("post_logout_redirect_uri") == false)
         #expect(requests.last?.url.query?.contains("id_token_hint=hint") == true)
     }

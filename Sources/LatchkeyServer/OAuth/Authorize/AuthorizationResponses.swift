@@ -98,7 +98,9 @@ struct AuthorizationResponses: Sendable {
     ) async throws -> String {
         // A request for tokens alone gets none of its own by another front door (reachFive's step-up answers codes).
         guard authRequest.type.issuesCode else {
-            throw OAuthError(.unsupportedResponseType, "this way of signing in answers with a code: response_type \(authRequest.type.rawValue) is not available here")
+            throw OAuthError(
+                .unsupportedResponseType,
+                "this way of signing in answers with a code: response_type \(authRequest.type.rawValue) is not available here")
         }
         try await ConsentGate.requireConsent(clientId: authRequest.clientId, userId: user.id, scope: authRequest.scope, store: kit.store)
         let code = Secrets.token()

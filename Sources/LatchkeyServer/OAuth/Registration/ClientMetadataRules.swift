@@ -24,7 +24,8 @@ extension ClientMetadata {
         if method == .none, !policy.publicClientsMayUseImplicit, let type = responseTypes.first(where: \.isFrontChannel) {
             throw OAuthError(
                 .invalidClientMetadata,
-                "response type \(type.rawValue) is not available to a public application here (tokens through the browser with nothing to tie them to it)")
+                "response type \(type.rawValue) is not available to a public application here (tokens through the browser with nothing to tie them to it)"
+            )
         }
         let appType = try appTypeAllowed(policy)
         let redirects = try Self.checkedURIs(redirectUris ?? [], member: "redirect_uris", code: .invalidRedirectURI, web: appType == .browser)
@@ -149,7 +150,8 @@ extension ClientMetadata {
             guard policy.responseTypes.contains(type) else {
                 throw OAuthError(
                     .invalidClientMetadata,
-                    "response type \(type.rawValue) may not be registered here (client_registration.response_types: \(ResponseType.listed(policy.responseTypes)))")
+                    "response type \(type.rawValue) may not be registered here (client_registration.response_types: \(ResponseType.listed(policy.responseTypes)))"
+                )
             }
             if !types.contains(type) { types.append(type) }
         }
