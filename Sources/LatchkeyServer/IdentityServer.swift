@@ -47,6 +47,7 @@ public final class IdentityServer: Sendable {
     /// Applications' keys by value or fetched from their `jwks_uri` (cached), and request objects at `request_uris`.
     let clientKeys: ClientKeySets
     let requestObjectReferences: RequestObjectReference
+    let sectorDocuments: SectorDocuments
     let nativeSignIn: NativeSignInPolicy
     /// The nonces of native provider sign-in, and the spending of the upstream tokens exchanged with them.
     let nativeNonces: NativeSignInNonces
@@ -107,11 +108,13 @@ public final class IdentityServer: Sendable {
         // The server's requests to URLs applications gave it (key sets, request objects, back-channel logout) reach
         // anywhere for the configuration file's applications and only public addresses for registered ones.
         let reach = OutboundReach(operatorClients: Set(configuration.clients.map(\.clientId)))
+        let subjects = SubjectIdentifiers(sealer: sealer)
         let resolver = configuration.hostResolver ?? SystemHostResolver()
         self.backChannelLogout = BackChannelLogout(
             store: store, keys: keys, issuerInForce: issuerInForce, clock: clock, reach: reach, resolver: resolver,
-            timeoutSeconds: configuration.outboundTimeoutSeconds, logger: logger)
-        let kit = TokenKit(issuerInForce: issuerInForce, store: store, keys: keys, lifetimes: configuration.lifetimes, clock: clock)
+            timeoutSeconds: configuration.outboundTimeoutSeconds, subjects: subjects, logger: logger)
+        let kit = TokenKit(
+            issuerInForce: issuerInForce, store: store, keys: keys, lifetimes: configuration.lifetimes, clock: clock, subjects: subjects)
         self.kit = kit
         let accounts = Accounts(
             configuration: configuration, store: store, clock: clock, hasher: hasher,
@@ -133,6 +136,7 @@ public final class IdentityServer: Sendable {
         let clientKeys = ClientKeySets(fetcher: documents, logger: logger)
         self.clientKeys = clientKeys
         self.requestObjectReferences = RequestObjectReference(fetcher: documents)
+        self.sectorDocuments = configuration.sectorDocuments ?? SectorDocuments(fetcher: documents)
         self.clientAuthentication = ClientAuthentication(
             store: store,
             throttles: ClientAuthThrottles(
@@ -354,7 +358,8 @@ public final class IdentityServer: Sendable {
             responseTypes: configuration.clients.flatMap(\.responseTypes) + configuration.clientRegistration.responseTypes)
         let userInfo = UserInfoController(authenticate: resources.authenticateResource, store: store, keys: keys, issuer: issuer)
         let endSession = EndSessionController(
-            validator: { [kit] in kit.validator }, issuer: issuer, store: store, sessions: browserSessions, cookies: cookies, clock: clock)
+            validator: { [kit] in kit.validator }, issuer: issuer, store: store, sessions: browserSessions, cookies: cookies, clock: clock,
+            subjects: kit.subjects)
         let consent = ConsentGate(store: store, clock: clock, lifetimes: configuration.lifetimes)
         let authorize = AuthorizeController(
             kit: kit, admission: admission, accounts: accounts, ownTokens: ownTokens, apple: apple, sessions: sessions,
@@ -376,7 +381,7 @@ public final class IdentityServer: Sendable {
         let registration = ClientRegistrationController(
             registrations: ClientRegistrations(
                 store: store, clock: clock, policy: configuration.registrationPolicy,
-                providers: Set(configuration.identityProviders.map(\.id)), audit: audit),
+                providers: Set(configuration.identityProviders.map(\.id)), audit: audit, sectors: sectorDocuments),
             resources: resources, store: store, admission: admission, freshness: freshness, issuerInForce: issuer)
         // The OAuth family, mounted twice: each mount a group with the error middleware of its dialect.
         for (path, isReachFive) in [("/oauth2", false), ("/oauth", true)] {
@@ -455,7 +460,7 @@ public final class IdentityServer: Sendable {
         if configuration.consoleEnabled {
             let registrations = ClientRegistrations(
                 store: store, clock: clock, policy: configuration.registrationPolicy,
-                providers: Set(configuration.identityProviders.map(\.id)), audit: audit)
+                providers: Set(configuration.identityProviders.map(\.id)), audit: audit, sectors: sectorDocuments)
             ConsoleController(
                 access: ConsoleAccess(kit: kit, store: store, cookies: cookies, freshness: freshness),
                 applications: ConsoleApplications(store: store, registrations: registrations),

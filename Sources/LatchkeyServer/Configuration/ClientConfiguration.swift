@@ -141,6 +141,16 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     /// client. Never set by registration (`ClientMetadata` has no member for it), so registering an application does
     /// not buy a validity oracle for everyone's tokens.
     public var introspection = false
+    /// Which `sub` the application's tokens carry (`subject_type`, OpenID Connect Core §8): `public` (the account id)
+    /// or `pairwise` (a value of its sector alone, `SubjectIdentifiers`). In the configuration file the default is
+    /// `pairwise` for a `third_party` application and `public` for the others; registration's default is
+    /// `client_registration.subject_type`. An application stored before the setting existed reads as `public`, so no
+    /// application's subjects change under it.
+    public var subjectType: SubjectType = .public
+    /// The URL of a JSON array of URIs that names the application's sector (`sector_identifier_uri`, OpenID Connect
+    /// Core §8.1): its host is the sector, so the applications listing it share pairwise subjects. Registration fetches
+    /// it and requires every redirect URI to be in it; the configuration file's is taken at its word.
+    public var sectorIdentifierURI: String?
 
     public enum SecurityProfile: String, Codable, Sendable {
         case fapi2
@@ -240,6 +250,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
             }
         }
         try validateContactedAndShownURLs()
+        if let why = subjectProblem(operatorSet: true) { throw ConfigurationError.invalid("client \(clientId): \(why)") }
         for uri in redirectUris + postLogoutRedirectUris {
             guard let url = URL(string: uri), url.scheme != nil else {
                 throw ConfigurationError.invalid("client \(clientId): \(uri) is not an absolute URI")
@@ -378,6 +389,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         case jwksURI = "jwks_uri", requestURIs = "request_uris"
         case thirdParty = "third_party"
         case introspection
+        case subjectType = "subject_type", sectorIdentifierURI = "sector_identifier_uri"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -422,6 +434,9 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         if !requestURIs.isEmpty { try c.encode(requestURIs, forKey: .requestURIs) }
         if thirdParty { try c.encode(thirdParty, forKey: .thirdParty) }
         if introspection { try c.encode(introspection, forKey: .introspection) }
+        // Always written: a stored application without it reads as `public` (`init(from:)`).
+        try c.encode(subjectType, forKey: .subjectType)
+        try c.encodeIfPresent(sectorIdentifierURI, forKey: .sectorIdentifierURI)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -494,6 +509,8 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         requestURIs = try c.decodeIfPresent([String].self, forKey: .requestURIs) ?? []
         thirdParty = try c.decodeIfPresent(Bool.self, forKey: .thirdParty) ?? false
         introspection = try c.decodeIfPresent(Bool.self, forKey: .introspection) ?? false
+        subjectType = try c.decodeIfPresent(SubjectType.self, forKey: .subjectType) ?? (thirdParty ? .pairwise : .public)
+        sectorIdentifierURI = try c.decodeIfPresent(String.self, forKey: .sectorIdentifierURI)
         // The profile sets the defaults of what it requires; a setting written out contradicting it stays, and start-up
         // refuses it (`validateProfile`), so a file never silently means less than it says.
         if let profile = try c.decodeIfPresent(SecurityProfile.self, forKey: .securityProfile) {

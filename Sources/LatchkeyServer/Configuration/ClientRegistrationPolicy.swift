@@ -48,6 +48,10 @@ public struct ClientRegistrationPolicy: Sendable, Equatable, Codable {
     /// Passkey origins a registered application may name (`latchkey_passkey_allowed_origins`); `self` is the server's
     /// own pages. An origin claims the right to sign in with this server's passkeys, so only those the operator lists.
     public var passkeyOrigins: [String] = ["self"]
+    /// The subject type of a registration that names none (`subject_type`; OpenID Connect Registration §2 leaves the
+    /// default to the server): `pairwise`, since a registered application is a third party, whose `sub` should not
+    /// let it find the same person in another sector's data. A registration may still ask for `public`.
+    public var subjectType: SubjectType = .pairwise
 
     public init() {}
 
@@ -57,6 +61,7 @@ public struct ClientRegistrationPolicy: Sendable, Equatable, Codable {
         case identityProviders = "identity_providers", allowedAudiences = "allowed_audiences"
         case passkeyOrigins = "passkey_allowed_origins"
         case pkceOptionalForConfidential = "pkce_optional_for_confidential", responseTypes = "response_types"
+        case subjectType = "subject_type"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -75,6 +80,7 @@ public struct ClientRegistrationPolicy: Sendable, Equatable, Codable {
         passkeyOrigins = try c.decodeIfPresent([String].self, forKey: .passkeyOrigins) ?? defaults.passkeyOrigins
         pkceOptionalForConfidential = try c.decodeIfPresent(Bool.self, forKey: .pkceOptionalForConfidential) ?? defaults.pkceOptionalForConfidential
         responseTypes = try c.decodeIfPresent([ResponseType].self, forKey: .responseTypes) ?? defaults.responseTypes
+        subjectType = try c.decodeIfPresent(SubjectType.self, forKey: .subjectType) ?? defaults.subjectType
     }
 
     /// Refuses a policy that would hand out what only the operator grants, or names providers the server lacks.

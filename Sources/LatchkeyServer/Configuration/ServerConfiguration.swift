@@ -102,6 +102,9 @@ public struct ServerConfiguration: Sendable {
     /// URIs) before it connects to a checked address (`PinnedHTTPClient`). Nil: the system's resolver. Tests give one
     /// that answers names of their choosing; not read from the configuration file.
     public var hostResolver: (any HostResolver)?
+    /// Serves `sector_identifier_uri` documents in place of fetching them (tests: a registered application may only
+    /// name public `https` URLs, which a test cannot serve). Nil: fetched (`SectorDocuments`).
+    var sectorDocuments: SectorDocuments?
 
     /// `clientRegistration` with the server-wide rules registration follows too.
     var registrationPolicy: ClientRegistrationPolicy {

@@ -83,7 +83,7 @@ struct ConsoleAccess: Sendable {
         let grant = TokenIssuer.Grant(
             user: user, subject: user.id, clientId: ConsoleClient.id, scope: record.scope, authTime: record.authTime,
             sessionId: record.sessionId, familyId: familyId, amr: record.amr)
-        let access = try await kit.issuing.accessToken(for: grant)
+        let access = try await kit.issuing.accessToken(for: grant, client: nil)
         let signedIn = try await self.operator(token: access.token)
         return (signedIn, cookies.console(access.token, maxAge: access.expiresIn))
     }

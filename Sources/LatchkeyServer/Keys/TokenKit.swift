@@ -9,8 +9,9 @@ struct TokenKit: Sendable {
     let keys: KeyRing
     let lifetimes: TokenLifetimes
     let clock: ServerClock
+    let subjects: SubjectIdentifiers
 
     var issuer: String { issuerInForce() }
-    var issuing: TokenIssuer { TokenIssuer(issuer: issuer, store: store, keys: keys, lifetimes: lifetimes, clock: clock) }
+    var issuing: TokenIssuer { TokenIssuer(issuer: issuer, store: store, keys: keys, lifetimes: lifetimes, clock: clock, subjects: subjects) }
     var validator: TokenValidator { TokenValidator(issuer: issuer, store: store, keys: keys, clock: clock) }
 }

@@ -65,6 +65,10 @@ struct AccessTokenClaims: Codable, Sendable {
     /// True when an SSO session answered for the authorization with no credential shown to this application
     /// (`AuthenticationMethods.reusedMarker`): `auth_time` is then the session's, and the token is not a recent sign-in.
     var reused: Bool? = nil
+    /// The `sub` the token itself carries, set by `TokenValidator`, which puts the account id from the token's row in
+    /// `sub`: they differ for a pairwise application (`SubjectIdentifiers`). What the application is told (userinfo,
+    /// introspection, `/users/me`) is this; what the server looks up is `sub`. Not a claim.
+    var publishedSubject: String? = nil
 
     /// The `cnf` claim (RFC 7800) of a DPoP-bound token.
     struct Confirmation: Codable, Sendable, Equatable {
@@ -77,6 +81,8 @@ struct AccessTokenClaims: Codable, Sendable {
     }
 
     var scopes: [String] { scope.split(separator: " ").map(String.init) }
+    /// The subject as the token names it to its client (`publishedSubject`, else `sub`).
+    var subjectAsPublished: String { publishedSubject ?? sub }
 }
 
 /// The fixed claims of every JWT we verify (ID token hints, subject tokens).

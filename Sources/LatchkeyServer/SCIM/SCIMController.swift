@@ -81,7 +81,7 @@ struct SCIMController: Sendable {
         if let condition = request.headers[.ifNoneMatch], Self.entityTag(version, matches: condition) {
             return Response(status: .notModified, headers: [.eTag: version, .cacheControl: "no-store"])
         }
-        return try scimUserResponse(user, withRoles: caller.isAdmin)
+        return try scimUserResponse(user, withRoles: caller.isAdmin, caller: caller)
     }
 
     private func scimWrite(_ request: Request, _ caller: ResourceCaller, target: SCIMTarget, replace: Bool, origin: AuditOrigin) async throws
@@ -99,7 +99,7 @@ struct SCIMController: Sendable {
         let disabled = next.active == current.active ? nil : !next.active
         let roles = Set(next.roles) == Set(current.roles) ? nil : Set(next.roles)
         // Nothing to save: answer with the resource as it is, without touching lastModified or the version.
-        if changes.isEmpty && disabled == nil && roles == nil { return try scimUserResponse(user, withRoles: caller.isAdmin) }
+        if changes.isEmpty && disabled == nil && roles == nil { return try scimUserResponse(user, withRoles: caller.isAdmin, caller: caller) }
         var isMe = false
         if case .me = target { isMe = true }
         if !isMe { try requireFreshAdministrator(caller) }
@@ -132,7 +132,7 @@ struct SCIMController: Sendable {
                 .userUpdated, subject: update.user.id, actor: caller.auditActor,
                 details: ["attributes": attributes, "via": "scim", "administrator": isMe ? "false" : String(caller.isAdmin)], origin: origin)
             try await accounts.afterSelfUpdate(update, before: user, locale: request.locale(), origin: origin)
-            return try scimUserResponse(update.user, withRoles: caller.isAdmin)
+            return try scimUserResponse(update.user, withRoles: caller.isAdmin, caller: caller)
         case .failure(.stale):
             // Another write came between this request's read and its write: with If-Match that is the version the
             // client named no longer being current (412); without, a plain conflict.
@@ -145,10 +145,19 @@ struct SCIMController: Sendable {
         }
     }
 
-    private func scimUserResponse(_ user: UserRecord, withRoles: Bool, status: HTTPResponse.Status = .ok) throws -> Response {
-        try SCIMResponse.json(
-            SCIMUser.representation(of: user, baseURL: issuer, withRoles: withRoles), status: status,
-            headers: [.eTag: SCIMUser.version(of: user), .location: SCIMUser.location(of: user, baseURL: issuer)])
+    /// `caller`: who reads, when it may be the account itself; a pairwise application's token then reads its own
+    /// subject as the `id` (what its ID token says), at `/scim2/Me`.
+    private func scimUserResponse(_ user: UserRecord, withRoles: Bool, status: HTTPResponse.Status = .ok, caller: ResourceCaller? = nil) throws
+        -> Response
+    {
+        let published = caller.flatMap { $0.user?.id == user.id ? $0.claims.subjectAsPublished : nil }
+        let pairwiseId = published == user.id ? nil : published
+        return try SCIMResponse.json(
+            SCIMUser.representation(of: user, baseURL: issuer, withRoles: withRoles, pairwiseId: pairwiseId), status: status,
+            headers: [
+                .eTag: SCIMUser.version(of: user),
+                .location: pairwiseId == nil ? SCIMUser.location(of: user, baseURL: issuer) : issuer + "/scim2/Me"
+            ])
     }
 
     static func selfLockout(_ action: String) -> SCIMError {

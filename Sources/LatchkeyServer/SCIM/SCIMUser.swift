@@ -126,12 +126,13 @@ struct SCIMUser: Equatable, Sendable {
     // MARK: Representation
 
     /// The resource as RFC 7643 §4.1 shapes it; `meta.location` is absolute, under `baseURL` (the issuer). `roles` is
-    /// shown only `withRoles` (to administrators).
-    static func representation(of user: UserRecord, baseURL: String, withRoles: Bool = false) -> JSONValue {
+    /// shown only `withRoles` (to administrators). `pairwiseId`: the caller's own account read with a pairwise
+    /// application's token (`SubjectIdentifiers`), shown by the subject that application knows, at `/scim2/Me`.
+    static func representation(of user: UserRecord, baseURL: String, withRoles: Bool = false, pairwiseId: String? = nil) -> JSONValue {
         let view = SCIMUser(user)
         var resource: [String: JSONValue] = [
             "schemas": .array([.string(schemaURN)]),
-            "id": .string(user.id),
+            "id": .string(pairwiseId ?? user.id),
             "userName": .string(view.userName),
             "active": .bool(view.active)
         ]
@@ -157,7 +158,7 @@ struct SCIMUser: Equatable, Sendable {
             "resourceType": .string("User"),
             "created": .string(user.createdAt.formatted(.iso8601)),
             "lastModified": .string((user.updatedAt ?? user.createdAt).formatted(.iso8601)),
-            "location": .string(location(of: user, baseURL: baseURL)),
+            "location": .string(pairwiseId == nil ? location(of: user, baseURL: baseURL) : baseURL + "/scim2/Me"),
             "version": .string(version(of: user))
         ])
         return .object(resource)

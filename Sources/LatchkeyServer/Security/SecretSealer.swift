@@ -25,6 +25,9 @@ public struct SecretSealer: Sendable {
     private let dpopNonceKey: Data
     /// The HMAC key of native sign-in nonces (`NativeSignInNonces`): any instance accepts another's.
     private let nativeSignInNonceKey: Data
+    /// The HMAC key of pairwise subject identifiers (`SubjectIdentifiers`): the same on every instance, and as lasting
+    /// as the key-encryption key itself, which cannot change without making the sealed secrets unreadable.
+    private let pairwiseSubjectKey: Data
 
     /// `keyEncryptionKey` must be 32 bytes.
     public init(keyEncryptionKey: Data) throws {
@@ -39,6 +42,7 @@ public struct SecretSealer: Sendable {
         codeDigestKey = derive("latchkey one-time code digest v1")
         dpopNonceKey = derive("latchkey dpop nonce v1")
         nativeSignInNonceKey = derive("latchkey native sign-in nonce v1")
+        pairwiseSubjectKey = derive("latchkey pairwise subject v1")
     }
 
     static func isSealed(_ stored: String) -> Bool { stored.hasPrefix(prefix) }
@@ -70,6 +74,14 @@ public struct SecretSealer: Sendable {
     /// HMAC-SHA256 of a native sign-in nonce's fields (`NativeSignInNonces`): unforgeable without the key.
     func nativeSignInNonceMAC(_ fields: String) -> Data {
         Data(HMAC<SHA256>.authenticationCode(for: Data(fields.utf8), using: SymmetricKey(data: nativeSignInNonceKey)))
+    }
+
+    /// The pairwise subject of `accountId` in `sector` (OpenID Connect Core §8.1): base64url of HMAC-SHA256 over the
+    /// sector and the account id, 43 characters. Not reversible without the key, and the same for every application of
+    /// the sector; the server maps it back only through its own records (an access token's row).
+    func pairwiseSubject(sector: String, accountId: String) -> String {
+        let message = Data("\(sector.utf8.count):\(sector)\(accountId)".utf8)
+        return Base64URL.encode(Data(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: pairwiseSubjectKey))))
     }
 
     /// HMAC-SHA256 of a short code under the server's key: not reversible from the database alone.

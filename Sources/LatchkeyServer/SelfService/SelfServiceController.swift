@@ -84,7 +84,9 @@ struct SelfServiceController: Sendable {
             attributes[name] = ScopeClaims.booleanClaims.contains(name) ? .bool(value == "true") : .string(value)
         }
         let pending = releases("email") ? try await store.emailChange(userId: user.id).flatMap { $0.expiresAt > clock.now ? $0.email : nil } : nil
-        return try Responses.json(SelfUserBody(id: user.id, type: "default", attributes: attributes, pendingEmail: pending), noStore: true)
+        // `id` is the token's subject, so an application of pairwise subjects reads here what its ID token says.
+        return try Responses.json(
+            SelfUserBody(id: caller.claims.subjectAsPublished, type: "default", attributes: attributes, pendingEmail: pending), noStore: true)
     }
 
     /// `PUT /users/me`: the attributes replace the profile. A schema attribute left out is removed (and a required

@@ -299,4 +299,26 @@ struct ImplicitAndHybridTests {
         publicImplicit["token_endpoint_auth_method"] = "none"
         #expect(try await ClientRegistrationTests.register(server, publicImplicit, token: nil).status == 400)
     }
+
+    @Test("a third-party application's tokens-only answer waits for consent, and its ID token names a pairwise subject")
+    func tokensOnlyWaitForConsent() async throws {
+        let server = try await Self.start { configuration in
+            for index in configuration.clients.indices where configuration.clients[index].clientId == Self.clientId {
+                configuration.clients[index].thirdParty = true
+                configuration.clients[index].subjectType = .pairwise
+            }
+        }
+        defer { Task { await server.stop() } }
+        let browser = TestBrowser()
+        let o = Self.options("id_token")
+        let asked = try await Self.signIn(server, browser, o)
+        let consent = try #require(asked.location)
+        #expect(consent.hasPrefix("/consent?request="), "no token before the person allows the application: \(consent)")
+        let done = try await server.allowConsent(browser, at: consent)
+        let answer = Self.fragment(done.location)
+        let idToken = try #require(answer["id_token"], "\(done.location ?? "")")
+        let sub = try await server.verifiedClaims(idToken)["sub"]?.stringValue
+        let account = try #require(try await server.server.store.user(username: "demo@example.com")).id
+        #expect(sub != nil && sub != account, "pairwise through the front channel too")
+    }
 }

@@ -70,7 +70,7 @@ struct AuthorizationResponses: Sendable {
         var parameters: [(String, String?)] = []
         var accessToken: String?
         if type.issuesAccessToken {
-            let access = try await issuing.accessToken(for: grant)
+            let access = try await issuing.accessToken(for: grant, client: client)
             accessToken = access.token
             parameters += [
                 ("access_token", access.token), ("token_type", "Bearer"), ("expires_in", String(access.expiresIn)),
@@ -78,7 +78,7 @@ struct AuthorizationResponses: Sendable {
             ]
         }
         if type.issuesIDToken {
-            let idToken = try await issuing.idToken(for: grant, accessToken: accessToken, code: code, algorithm: client.idTokenSignedResponseAlg)
+            let idToken = try await issuing.idToken(for: grant, client: client, accessToken: accessToken, code: code)
             parameters.append(("id_token", idToken))
         }
         return parameters

@@ -15,7 +15,8 @@ struct ProviderMetadata: Encodable {
     var responseTypesSupported = ["code"]
     var responseModesSupported = [ResponseMode.query, ResponseMode.formPost]
     var grantTypesSupported = GrantType.allCases.map(\.rawValue)
-    var subjectTypesSupported = ["public"]
+    /// Both, always: any application may be given pairwise subjects (`subject_type`), in the file or by registration.
+    var subjectTypesSupported = SubjectType.allCases.map(\.rawValue)
     var idTokenSigningAlgValuesSupported = ["RS256", "ES256"]
     /// Signed UserInfo answers (`userinfo_signed_response_alg`).
     var userinfoSigningAlgValuesSupported = ["RS256", "ES256"]

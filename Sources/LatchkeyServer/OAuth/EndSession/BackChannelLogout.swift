@@ -47,11 +47,15 @@ struct BackChannelLogout: Sendable {
     /// The most of an application's answer read (and ignored): only its status matters.
     static let maximumAnswerBytes = 64 * 1024
 
+    /// The `sub` each application is given (a pairwise application's logout token names the account as its ID tokens did).
+    let subjects: SubjectIdentifiers
+
     init(
         store: any Store, keys: KeyRing, issuerInForce: @escaping @Sendable () -> String, clock: ServerClock, reach: OutboundReach,
-        resolver: any HostResolver = SystemHostResolver(), timeoutSeconds: Int, logger: Logger
+        resolver: any HostResolver = SystemHostResolver(), timeoutSeconds: Int, subjects: SubjectIdentifiers, logger: Logger
     ) {
         self.timeoutSeconds = timeoutSeconds
+        self.subjects = subjects
         self.store = store
         self.keys = keys
         self.issuerInForce = issuerInForce
@@ -204,7 +208,8 @@ struct BackChannelLogout: Sendable {
     private func send(_ delivery: QueuedWebhookDelivery, to url: URL, client: ClientConfiguration) async throws -> OutboundHTTP.Outcome {
         let notice = try JSONDecoder().decode(Notice.self, from: Data(delivery.body.utf8))
         let token = try await LogoutToken.sign(
-            subject: notice.sub, sessionId: notice.sid, clientId: client.clientId, jti: delivery.eventId, issuer: issuerInForce(),
+            subject: subjects.subject(of: notice.sub, for: client), sessionId: notice.sid, clientId: client.clientId, jti: delivery.eventId,
+            issuer: issuerInForce(),
             now: clock.now, key: try await keys.signingKey(client.idTokenSignedResponseAlg))
         // A compact JWS is base64url and dots: nothing in it needs form encoding.
         let answer = await http.send(

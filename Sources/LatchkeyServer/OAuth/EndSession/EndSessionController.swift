@@ -17,6 +17,8 @@ struct EndSessionController {
     let sessions: BrowserSessions
     let cookies: CookiePolicy
     let clock: ServerClock
+    /// How the hint's application names the account (`SubjectIdentifiers`), to compare with the session's.
+    let subjects: SubjectIdentifiers
 
     func addRoutes(to mount: OAuthMount) {
         mount.routes.get("logout") { request, _ in
@@ -35,6 +37,7 @@ struct EndSessionController {
 
         var hintedSid: String?
         var hintedSub: String?
+        var hintedClient: String?
         if let hint {
             let verified: RegisteredClaims
             do { verified = try await validator().idToken(hint, allowExpired: true).claims } catch {
@@ -45,6 +48,7 @@ struct EndSessionController {
             clientId = clientId ?? audiences.first
             hintedSid = verified.sid
             hintedSub = verified.sub
+            hintedClient = audiences.first
         }
         var redirect: String?
         if let postLogout {
@@ -58,6 +62,9 @@ struct EndSessionController {
         }
 
         let live = try await sessions.live(for: request)
+        // The session's account as the hint's application was told it: a pairwise application's hint names a pairwise
+        // subject.
+        let liveSubject: String? = if let live { try await subject(of: live.user.id, to: hintedClient) } else { nil }
         // The hint confirms the sign-out of the browser's own session when it names the same user; otherwise a
         // leaked ID token could sign anyone out silently.
         // Without a session cookie (an app's request, or a browser that holds no session) a hint alone proves
@@ -71,7 +78,7 @@ struct EndSessionController {
             hintedSessionEnded = try await store.endSessionHoldingNoTokens(id: hintedSid, now: clock.now)
             hintedSessionEndedNow = wasLive && hintedSessionEnded
         }
-        let confirmedByHint = hint != nil && (live == nil ? hintedSessionEnded : live?.user.id == hintedSub)
+        let confirmedByHint = hint != nil && (live == nil ? hintedSessionEnded : liveSubject == hintedSub)
         if !confirmedByHint && (live != nil || hint != nil) {
             guard isPost, try params.single("confirm") == "yes", let form = try params.single("csrf"),
                 let cookie = request.cookieValue(cookies.csrfName), Secrets.constantTimeEquals(form, cookie)
@@ -94,7 +101,7 @@ struct EndSessionController {
             try await store.endSession(id: live.session.id, now: clock.now)
             ended.append(live.session.id)
         }
-        if let hintedSid, let live, hintedSid != live.session.id, live.user.id == hintedSub {
+        if let hintedSid, let live, hintedSid != live.session.id, liveSubject == hintedSub {
             try await store.endSession(id: hintedSid, now: clock.now)
             ended.append(hintedSid)
         }
@@ -107,6 +114,12 @@ struct EndSessionController {
         if !frames.isEmpty { return FrontChannelLogout.page(frames: frames, next: redirect, locale: locale, headers: headers) }
         if let redirect { return Responses.redirect(to: redirect, afterPost: isPost, headers: headers) }
         return Responses.html(Pages.message(titleKey: "page.signed_out.title", bodyKey: "page.signed_out.body", locale: locale), headers: headers)
+    }
+
+    /// `accountId` as application `clientId` is given it; the account id when the application is gone.
+    private func subject(of accountId: String, to clientId: String?) async throws -> String {
+        guard let clientId, let client = try await store.client(id: clientId)?.configuration else { return accountId }
+        return subjects.subject(of: accountId, for: client)
     }
 
     private func logoutError(_ bodyKey: String, _ request: Request) -> Response {

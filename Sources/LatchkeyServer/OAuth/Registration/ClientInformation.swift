@@ -47,6 +47,8 @@ struct ClientInformation: Encodable, Sendable {
     var policyUri: String?
     var tosUri: String?
     var clientUri: String?
+    var subjectType: String
+    var sectorIdentifierURI: String?
     /// What the registration policy removed from the request (absent when nothing was).
     var trimmed: [String: [String]]?
     /// `configuration` or `registration`: in the administrators' list only.
@@ -91,6 +93,8 @@ struct ClientInformation: Encodable, Sendable {
         policyUri = c.policyUri
         tosUri = c.tosUri
         clientUri = c.clientUri
+        subjectType = c.subjectType.rawValue
+        sectorIdentifierURI = c.sectorIdentifierURI
     }
 
     enum CodingKeys: String, CodingKey {
@@ -111,6 +115,7 @@ struct ClientInformation: Encodable, Sendable {
         case backchannelLogoutUri = "backchannel_logout_uri", backchannelLogoutSessionRequired = "backchannel_logout_session_required"
         case frontchannelLogoutUri = "frontchannel_logout_uri", frontchannelLogoutSessionRequired = "frontchannel_logout_session_required"
         case securityProfile = "latchkey_security_profile"
+        case subjectType = "subject_type", sectorIdentifierURI = "sector_identifier_uri"
         case logoUri = "logo_uri", policyUri = "policy_uri", tosUri = "tos_uri", clientUri = "client_uri"
     }
 }

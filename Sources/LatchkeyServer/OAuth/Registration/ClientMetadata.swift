@@ -48,6 +48,9 @@ struct ClientMetadata: Sendable, Equatable {
     var policyUri: String?
     var tosUri: String?
     var clientUri: String?
+    /// OpenID Connect Registration §2 `subject_type` (`public` or `pairwise`) and `sector_identifier_uri`.
+    var subjectType: String?
+    var sectorIdentifierURI: String?
     /// `latchkey_security_profile`: `fapi2` (`ClientConfiguration.securityProfile`).
     var securityProfile: String?
     /// An update's `client_id` (RFC 7592 §2.2: must be the client's own) and `client_secret` (must be its current one).
@@ -96,6 +99,8 @@ struct ClientMetadata: Sendable, Equatable {
         tosUri = c.tosUri
         clientUri = c.clientUri
         securityProfile = c.securityProfile?.rawValue
+        subjectType = c.subjectType.rawValue
+        sectorIdentifierURI = c.sectorIdentifierURI
         clientId = c.clientId
     }
 
@@ -140,6 +145,8 @@ struct ClientMetadata: Sendable, Equatable {
         clientUri = try Self.string(object, "client_uri")
         jwksURI = try Self.string(object, "jwks_uri")
         requestURIs = try Self.strings(object, "request_uris")
+        subjectType = try Self.string(object, "subject_type")
+        sectorIdentifierURI = try Self.string(object, "sector_identifier_uri")
         clientId = try Self.string(object, "client_id")
         clientSecret = try Self.string(object, "client_secret")
     }

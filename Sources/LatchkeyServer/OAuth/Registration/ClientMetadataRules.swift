@@ -83,6 +83,18 @@ extension ClientMetadata {
         }
         configuration.identityProviders = Self.allowed(
             identityProviders ?? [], in: policy.identityProviders ?? Array(providers), member: "latchkey_identity_providers", trimmed: &trimmed)
+        configuration.subjectType = try subjectTypeAllowed(policy)
+        configuration.sectorIdentifierURI = try Self.checkedDocumentURL(
+            sectorIdentifierURI, member: "sector_identifier_uri", fragmentAllowed: false)
+        if let previous, previous.subjectType == .pairwise, configuration.subjectType == .pairwise,
+            let sector = configuration.sectorIdentifier, sector != previous.sectorIdentifier
+        {
+            // Every subject the application was given would change under it: the accounts it knows would be lost to it.
+            throw OAuthError(
+                .invalidClientMetadata,
+                "the sector of pairwise subjects cannot change (it is \(previous.sectorIdentifier ?? "unset"), this would make it \(sector)): register a sector_identifier_uri on the same host"
+            )
+        }
         // The same checks as the file's; the secret is the server's to make (after this), so a stand-in of its length
         // takes its place.
         var checked = configuration
@@ -93,6 +105,15 @@ extension ClientMetadata {
             throw OAuthError(.invalidClientMetadata, "the metadata do not describe a valid application")
         }
         return RegisteredSettings(configuration: configuration, trimmed: trimmed)
+    }
+
+    /// `subject_type`: `public` or `pairwise`; absent, the policy's default.
+    private func subjectTypeAllowed(_ policy: ClientRegistrationPolicy) throws(OAuthError) -> SubjectType {
+        guard let subjectType else { return policy.subjectType }
+        guard let type = SubjectType(rawValue: subjectType) else {
+            throw OAuthError(.invalidClientMetadata, "subject_type must be public or pairwise, not \(Self.printable(subjectType))")
+        }
+        return type
     }
 
     /// `latchkey_security_profile: fapi2` sets what the profile requires wherever the metadata leave it open (as the

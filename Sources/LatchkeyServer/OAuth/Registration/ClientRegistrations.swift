@@ -14,6 +14,8 @@ struct ClientRegistrations: Sendable {
     /// The ids of the server's identity providers (what `latchkey_identity_providers` may name).
     let providers: Set<String>
     let audit: AuditTrail
+    /// Checks a `sector_identifier_uri` against the redirect URIs (fetched at each registration and update).
+    let sectors: SectorDocuments
 
     /// The longest grace period a rotation may give the previous secret: 30 days.
     static let maxGracePeriodSeconds = 30 * 24 * 3600
@@ -29,6 +31,7 @@ struct ClientRegistrations: Sendable {
     func register(_ metadata: ClientMetadata, actor: String, origin: AuditOrigin) async throws -> Outcome {
         let clientId = "lk-" + Secrets.identifier()
         let settings = try metadata.settings(clientId: clientId, policy: policy, providers: providers)
+        try await sectors.check(settings.configuration)
         let secret = settings.configuration.usesSecret ? Secrets.token() : nil
         let registrationToken = Secrets.token()
         let record = ClientRecord(
@@ -54,6 +57,7 @@ struct ClientRegistrations: Sendable {
             }
         }
         let settings = try metadata.settings(clientId: clientId, policy: policy, providers: providers, previous: record.configuration)
+        try await sectors.check(settings.configuration)
         var updated = record
         updated.configuration = settings.configuration
         var secret: String?
@@ -152,6 +156,8 @@ struct ClientRegistrations: Sendable {
         compare("jwks_uri", old.jwksURI, new.jwksURI)
         compare("request_uris", old.requestURIs, new.requestURIs)
         compare("token_endpoint_auth_signing_alg", old.tokenEndpointAuthSigningAlg, new.tokenEndpointAuthSigningAlg)
+        compare("subject_type", old.subjectType, new.subjectType)
+        compare("sector_identifier_uri", old.sectorIdentifierURI, new.sectorIdentifierURI)
         var details = ["changed": changed.joined(separator: " ")]
         // Where codes may be sent is what an attacker with management rights would change: the trail keeps both
         // lists, so a redirect URI added by the wrong hand can be seen and undone.

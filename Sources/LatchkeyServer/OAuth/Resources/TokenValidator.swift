@@ -9,8 +9,11 @@ struct TokenValidator: Sendable {
     let clock: ServerClock
 
     /// A live access token: our signature, `typ at+jwt`, our issuer, not expired, not revoked, family not revoked.
+    ///
+    /// The claims come back with the account id of the token's row in `sub` (a pairwise application's token names the
+    /// account by a value the server cannot turn back into an id), and the token's own `sub` in `publishedSubject`.
     func accessToken(_ token: String) async throws(OAuthError) -> AccessTokenClaims {
-        let claims: AccessTokenClaims
+        var claims: AccessTokenClaims
         do {
             let jws = try CompactJWS(parsing: token)
             guard jws.header.typ?.lowercased() == "at+jwt" else { throw OAuthError(.invalidToken, "not an access token") }
@@ -30,6 +33,8 @@ struct TokenValidator: Sendable {
             if let familyId = record.familyId, let family = try await store.family(id: familyId), family.revokedAt != nil {
                 throw OAuthError(.invalidToken, "the access token has been revoked")
             }
+            claims.publishedSubject = claims.sub
+            claims.sub = record.subject
         } catch let error as OAuthError {
             throw error
         } catch {

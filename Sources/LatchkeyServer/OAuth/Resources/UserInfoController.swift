@@ -34,7 +34,8 @@ struct UserInfoController {
             let members = Dictionary(uniqueKeysWithValues: names.map { ($0, ClaimsRequest.Member()) })
             out.merge(ClaimsRequest.userClaims(members, of: user)) { scoped, _ in scoped }
         }
-        out["sub"] = .string(user.id)
+        // The subject the token names: the application's pairwise one where it has them, as in its ID token.
+        out["sub"] = .string(claims.subjectAsPublished)
         if mayBeSigned, let alg = try await store.client(id: claims.clientId)?.configuration.userinfoSignedResponseAlg {
             out["iss"] = .string(issuer())
             out["aud"] = .string(claims.clientId)

@@ -262,7 +262,7 @@ struct TokenController: Sendable {
         let access = try await tokens.accessToken(
             for: .init(
                 user: nil, subject: client.clientId, clientId: client.clientId, scope: requested,
-                dpop: dpop))
+                dpop: dpop), client: client)
         return TokenResponse(accessToken: access.token, expiresIn: access.expiresIn, scope: requested.joined(separator: " "))
     }
 
@@ -312,11 +312,13 @@ struct TokenController: Sendable {
             throw OAuthError(.invalidGrant, "subject_token is bound to a DPoP key: the exchange needs a proof made with it")
         }
         let record = try await store.accessToken(jti: claims.jti)
+        var subjectUser: UserRecord?
         if claims.sub != claims.clientId || record?.familyId != nil {
             // A user's token: the user must still be allowed to sign in.
             guard let user = try await store.user(id: claims.sub), !user.disabled else {
                 throw OAuthError(.invalidGrant, "unknown or disabled subject")
             }
+            subjectUser = user
         }
         let audience = try params.single("audience") ?? issuer
         guard audience == issuer || client.allowedAudiences.contains(audience) else {
@@ -329,13 +331,15 @@ struct TokenController: Sendable {
         let subjectScope = claims.scopes.filter { $0 != "offline_access" }
         let scope = try params.single("scope")?.split(separator: " ").map(String.init) ?? subjectScope
         guard scope.allSatisfy(subjectScope.contains) else { throw OAuthError(.invalidScope, "scope exceeds the subject token's") }
+        // The new token names the account as this client is given it (`SubjectIdentifiers`), whatever the subject
+        // token's client was given.
         let access = try await tokens.accessToken(
             for: .init(
-                user: nil, subject: claims.sub, clientId: client.clientId, scope: scope, audience: [audience],
+                user: subjectUser, subject: claims.sub, clientId: client.clientId, scope: scope, audience: [audience],
                 authTime: claims.authTime.map { Date(timeIntervalSince1970: TimeInterval($0)) }, sessionId: claims.sid,
                 familyId: record?.familyId, actor: claims.clientId == client.clientId ? nil : client.clientId,
                 amr: (claims.amr ?? []) + (claims.idp.map { [AuthenticationMethods.providerMarker + $0] } ?? []),
-                dpop: dpop))
+                dpop: dpop), client: client)
         return TokenResponse(
             accessToken: access.token, expiresIn: access.expiresIn, scope: scope.joined(separator: " "),
             issuedTokenType: Self.tokenTypeAccessToken)
@@ -389,8 +393,8 @@ struct TokenController: Sendable {
 
     /// Access token, ID token (with `openid`) and, when given a family, its first refresh token.
     private func issue(_ grant: TokenIssuer.Grant, client: ClientConfiguration, newRefreshInFamily familyId: String?) async throws -> TokenResponse {
-        let access = try await tokens.accessToken(for: grant)
-        let idToken = try await tokens.idToken(for: grant, accessToken: access.token, algorithm: client.idTokenSignedResponseAlg)
+        let access = try await tokens.accessToken(for: grant, client: client)
+        let idToken = try await tokens.idToken(for: grant, client: client, accessToken: access.token)
         var refresh: String?
         if let familyId, client.grantTypes.contains(.refreshToken) {
             let minted = tokens.refreshToken(for: grant, familyId: familyId)

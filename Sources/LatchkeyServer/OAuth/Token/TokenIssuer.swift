@@ -27,6 +27,7 @@ struct TokenIssuer: Sendable {
     let keys: KeyRing
     let lifetimes: TokenLifetimes
     let clock: ServerClock
+    let subjects: SubjectIdentifiers
 
     struct Grant {
         var user: UserRecord?
@@ -56,12 +57,22 @@ struct TokenIssuer: Sendable {
         var bindsRefreshToken: Bool
     }
 
-    func accessToken(for grant: Grant) async throws -> (token: String, expiresIn: Int) {
+    /// The `sub` `client` is given for the grant's account (`SubjectIdentifiers`); a client acting for itself is its own
+    /// subject. `client` nil: the server's own console, a first-party application of public subjects.
+    private func publishedSubject(of grant: Grant, client: ClientConfiguration?) -> String {
+        guard grant.user != nil, let client else { return grant.subject }
+        return subjects.subject(of: grant.subject, for: client)
+    }
+
+    /// An access token for `client` (nil: the server's own console). Its `sub` is what the client is given for the
+    /// account; its row keeps the account id, which `TokenValidator` reads back.
+    func accessToken(for grant: Grant, client: ClientConfiguration?) async throws -> (token: String, expiresIn: Int) {
         let now = clock.now
         let jti = Secrets.identifier()
         let audience = grant.audience ?? [issuer]
         let claims = AccessTokenClaims(
-            iss: issuer, sub: grant.subject, aud: audience.count == 1 ? .string(audience[0]) : .array(audience.map(JSONValue.string)),
+            iss: issuer, sub: publishedSubject(of: grant, client: client),
+            aud: audience.count == 1 ? .string(audience[0]) : .array(audience.map(JSONValue.string)),
             exp: Int(now.timeIntervalSince1970) + lifetimes.accessToken, iat: Int(now.timeIntervalSince1970), jti: jti,
             clientId: grant.clientId, scope: grant.scope.joined(separator: " "),
             authTime: grant.authTime.map { Int($0.timeIntervalSince1970) }, sid: grant.sessionId,
@@ -81,7 +92,7 @@ struct TokenIssuer: Sendable {
 
     /// The ID token of `grant`, with `at_hash` for the access token issued beside it and `c_hash` for the code (the
     /// hybrid flow's, OpenID Connect Core §3.3.2.11); nil without the `openid` scope or a user.
-    func idToken(for grant: Grant, accessToken: String?, code: String? = nil, algorithm: JWSAlgorithm = .rs256) async throws -> String? {
+    func idToken(for grant: Grant, client: ClientConfiguration, accessToken: String?, code: String? = nil) async throws -> String? {
         guard grant.scope.contains("openid"), let user = grant.user else { return nil }
         let now = Int(clock.now.timeIntervalSince1970)
         var claims = ScopeClaims.claims(of: user, scopes: grant.scope)
@@ -90,7 +101,7 @@ struct TokenIssuer: Sendable {
             claims.merge(ClaimsRequest.userClaims(requested.idToken, of: user)) { scoped, _ in scoped }
         }
         claims["iss"] = .string(issuer)
-        claims["sub"] = .string(user.id)
+        claims["sub"] = .string(subjects.subject(of: user.id, for: client))
         claims["aud"] = .string(grant.clientId)
         claims["azp"] = .string(grant.clientId)
         claims["iat"] = .number(Double(now))
@@ -108,7 +119,7 @@ struct TokenIssuer: Sendable {
         if let idp = AuthenticationMethods.provider(grant.amr) { claims["idp"] = .string(idp) }
         if let accessToken { claims["at_hash"] = .string(Self.atHash(accessToken)) }
         if let code { claims["c_hash"] = .string(Self.atHash(code)) }
-        return try await keys.signingKey(algorithm).sign(claims: claims, type: "JWT")
+        return try await keys.signingKey(client.idTokenSignedResponseAlg).sign(claims: claims, type: "JWT")
     }
 
     /// OIDC Core §3.1.3.6 (and §3.3.2.11 for `c_hash`): base64url of the left half of SHA-256 of the access token or

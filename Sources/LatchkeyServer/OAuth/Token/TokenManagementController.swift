@@ -108,17 +108,22 @@ struct TokenManagementController: Sendable {
                 let family = try await store.family(id: refresh.familyId), family.revokedAt == nil,
                 try await store.user(id: refresh.userId).map({ !$0.disabled }) == true
             {
+                // Its own client asks: it reads the subject it was given, and no username beside a pairwise one.
+                let sub = kit.subjects.subject(of: refresh.userId, for: client)
                 result = IntrospectionResponse(
                     active: true, scope: refresh.scope.joined(separator: " "), clientId: refresh.clientId,
-                    username: try await store.user(id: refresh.userId)?.username, tokenType: "refresh_token",
+                    username: sub == refresh.userId ? try await store.user(id: refresh.userId)?.username : nil, tokenType: "refresh_token",
                     exp: Int(refresh.expiresAt.timeIntervalSince1970), iat: Int(refresh.createdAt.timeIntervalSince1970),
-                    sub: refresh.userId, iss: issuer, cnf: refresh.jkt.map { .init(jkt: $0) })
+                    sub: sub, iss: issuer, cnf: refresh.jkt.map { .init(jkt: $0) })
             }
         } else if let claims = try? await validator.accessToken(token), Self.may(client, introspect: claims), try await subjectMaySignIn(claims) {
+            // The subject the token names (a pairwise one for a pairwise application), and the username only beside
+            // an account id: next to a pairwise subject it would be the correlator pairwise subjects exist to withhold.
+            let pairwise = claims.subjectAsPublished != claims.sub
             result = IntrospectionResponse(
                 active: true, scope: claims.scope, clientId: claims.clientId,
-                username: try await store.user(id: claims.sub)?.username, tokenType: claims.cnf == nil ? "Bearer" : "DPoP",
-                exp: claims.exp, iat: claims.iat, sub: claims.sub, aud: claims.aud, iss: claims.iss, jti: claims.jti,
+                username: pairwise ? nil : try await store.user(id: claims.sub)?.username, tokenType: claims.cnf == nil ? "Bearer" : "DPoP",
+                exp: claims.exp, iat: claims.iat, sub: claims.subjectAsPublished, aud: claims.aud, iss: claims.iss, jti: claims.jti,
                 cnf: claims.cnf)
         }
         return try Responses.json(result, noStore: true)

@@ -13747,6 +13747,19 @@ enum OpenAPIDocument {
             ],
             "description": "The FAPI 2.0 Security Profile: its settings become the defaults; contradicting members are refused."
           },
+          "subject_type": {
+            "type": "string",
+            "enum": [
+              "public",
+              "pairwise"
+            ],
+            "description": "OpenID Connect Core §8: public (the account id) or pairwise (one value per account and sector). Absent: client_registration.subject_type, pairwise unless the operator changed it. The sector of a pairwise application cannot change by an update."
+          },
+          "sector_identifier_uri": {
+            "type": "string",
+            "format": "uri",
+            "description": "OpenID Connect Core §8.1: an https URL of a JSON array of URIs, fetched at registration and at each update; every redirect URI must be listed there, and its host is the sector. Without it the sector is the redirect URIs' one host (loopback URIs name none). Refused when it cannot be fetched."
+          },
           "userinfo_signed_response_alg": {
             "type": "string",
             "enum": [
