@@ -157,6 +157,7 @@ struct AnyProviderSignOutTests {
         defer { Task { await server.stop() } }
         // A passkey-less native sign-in (password through the credential sheet): no browser holds a session of it.
         let native = LatchkeyClient(
+            http: busyMachineHTTPClient(),
             credentialProvider: SoftwareCredentialProvider(passwords: [
                 .init(username: "demo@example.com", password: "correct horse battery staple")
             ]))
@@ -178,7 +179,7 @@ struct AnyProviderSignOutTests {
         var stored = try JSONDecoder().decode(Latchkey.TokenSet.self, from: try #require(await storage.get(key)))
         stored.browser = nil
         await storage.set(key, try JSONEncoder().encode(stored))
-        let restored = LatchkeyClient()
+        let restored = LatchkeyClient(http: busyMachineHTTPClient())
         try await restored.initialize(config: server.sdkConfig(), storage: storage)
         guard case .unconfirmed = try await restored.signOutReporting().providerSession else { Issue.record("expected unconfirmed"); return }
     }
@@ -212,7 +213,7 @@ struct AnyProviderSignOutTests {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         for deviceSkew in [-600.0, 600.0] {
-            let client = LatchkeyClient(clock: .offset(by: deviceSkew))
+            let client = LatchkeyClient(http: busyMachineHTTPClient(), clock: .offset(by: deviceSkew))
             var config = server.sdkConfig()
             config.useDPoP = true
             try await client.initialize(config: config)

@@ -75,10 +75,10 @@ struct FederationEndToEndTests {
         #expect(providers.map(\.provider) == ["corp"])
         #expect(providers.first?.name == "Corp SSO" && providers.first?.type == "oidc" && providers.first?.providerWithVariant == "corp")
 
-        let backend = LatchkeyClient()
+        let backend = LatchkeyClient(http: busyMachineHTTPClient())
         try await backend.initialize(config: LatchkeyConfig(baseUrl: rig.server.issuer, clientId: TestServer.confidentialClient.clientId))
         #expect(try await backend.getProviders().isEmpty)
-        let unknown = LatchkeyClient()
+        let unknown = LatchkeyClient(http: busyMachineHTTPClient())
         try await unknown.initialize(config: LatchkeyConfig(baseUrl: rig.server.issuer, clientId: "nobody"))
         await #expect { try await unknown.getProviders() } throws: { $0 is LatchkeyError }
     }

@@ -275,7 +275,7 @@ struct SDKAppNativeFlowTests {
             return e?.code == .registrationDisabled && e?.serverCode == "FES-1006" && e?.statusCode == 400 && e?.errorUserMsg != nil
         }
 
-        let invited = LatchkeyClient()
+        let invited = LatchkeyClient(http: busyMachineHTTPClient())
         try await invited.initialize(
             config: LatchkeyConfig(
                 baseUrl: server.issuer, clientId: "invite-app", scopes: ["openid", "email", "offline_access"],
@@ -513,7 +513,7 @@ struct SDKAppNativeFlowTests {
             server.base + "/flow/execute", ["applicationId": "ios-app", "flowType": "AUTHENTICATION"],
             headers: ["Attestation-Token": "forged"])
         #expect(try forged.status == 401 && (try forged.json()["code"] as? String) == "FES-1015")
-        let app = LatchkeyClient()
+        let app = LatchkeyClient(http: busyMachineHTTPClient())
         try await app.initialize(
             config: LatchkeyConfig(
                 baseUrl: server.issuer, clientId: "ios-app", scopes: ["openid", "offline_access"],

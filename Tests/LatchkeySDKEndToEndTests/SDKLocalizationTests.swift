@@ -131,7 +131,7 @@ struct SDKLocalizationTests {
     @Test func profileErrorsCarryTheLocalizedUserMessage() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let client = LatchkeyClient()
+        let client = LatchkeyClient(http: busyMachineHTTPClient())
         var config = server.sdkConfig()
         config.preferredLanguages = ["fr"]
         config.dialect = .thunderID

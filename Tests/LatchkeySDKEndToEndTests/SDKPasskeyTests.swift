@@ -133,7 +133,7 @@ struct SDKPasskeyTests {
     func localizedNativeError() async throws {
         let server = try await Self.start()
         defer { Task { await server.stop() } }
-        let client = LatchkeyClient(credentialProvider: nil, passkeyAuthenticator: SoftwareAuthenticator())
+        let client = LatchkeyClient(http: busyMachineHTTPClient(), credentialProvider: nil, passkeyAuthenticator: SoftwareAuthenticator())
         var config = server.sdkConfig()
         config.preferredLanguages = ["ja-JP"]
         try await client.initialize(config: config)
