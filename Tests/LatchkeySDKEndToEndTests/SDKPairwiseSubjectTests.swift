@@ -12,11 +12,7 @@ import Testing
 struct SDKPairwiseSubjectTests {
     @Test("one subject in the user, userinfo, both profile endpoints, the access token, and after a refresh; never the account id")
     func oneSubject() async throws {
-        let server = try await TestServer.start { configuration in
-            for index in configuration.clients.indices where configuration.clients[index].clientId == "latchkey-demo" {
-                configuration.clients[index].subjectType = .pairwise
-            }
-        }
+        let server = try await TestServer.start { $0.changeClient("latchkey-demo") { $0.subjectType = .pairwise } }
         defer { Task { await server.stop() } }
         let account = try #require(try await server.server.store.user(username: "demo@example.com")).id
         let time = ManualClock()

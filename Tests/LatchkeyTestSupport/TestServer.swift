@@ -135,3 +135,11 @@ package struct TestFailure: Error, CustomStringConvertible {
     package let description: String
     package init(_ description: String) { self.description = description }
 }
+
+extension ServerConfiguration {
+    /// Changes the configured application `clientId` (no-op when there is none): the preamble of a test that needs
+    /// one setting of a fixture application otherwise.
+    package mutating func changeClient(_ clientId: String, _ change: (inout ClientConfiguration) -> Void) {
+        for index in clients.indices where clients[index].clientId == clientId { change(&clients[index]) }
+    }
+}

@@ -303,9 +303,9 @@ struct ImplicitAndHybridTests {
     @Test("a third-party application's tokens-only answer waits for consent, and its ID token names a pairwise subject")
     func tokensOnlyWaitForConsent() async throws {
         let server = try await Self.start { configuration in
-            for index in configuration.clients.indices where configuration.clients[index].clientId == Self.clientId {
-                configuration.clients[index].thirdParty = true
-                configuration.clients[index].subjectType = .pairwise
+            configuration.changeClient(Self.clientId) { client in
+                client.thirdParty = true
+                client.subjectType = .pairwise
             }
         }
         defer { Task { await server.stop() } }

@@ -114,11 +114,7 @@ struct PairwiseSubjectTests {
     @Test("logout: an ID-token hint with a pairwise subject confirms the browser's session, and the logout token names that subject")
     func logoutSpeaksPairwise() async throws {
         let receiver = try await WebhookReceiver.start()
-        let server = try await Self.start { configuration in
-            for index in configuration.clients.indices where configuration.clients[index].clientId == "pw-a" {
-                configuration.clients[index].backchannelLogoutUri = receiver.base + "/hooks/pw-a"
-            }
-        }
+        let server = try await Self.start { $0.changeClient("pw-a") { $0.backchannelLogoutUri = receiver.base + "/hooks/pw-a" } }
         defer {
             Task {
                 await server.stop(); await receiver.stop()
@@ -143,11 +139,7 @@ struct PairwiseSubjectTests {
 
     @Test("a token exchanged by a pairwise application names the account as that application knows it")
     func exchangedTokensNameTheExchangersSubject() async throws {
-        let server = try await Self.start { configuration in
-            for index in configuration.clients.indices where configuration.clients[index].clientId == "pw-c" {
-                configuration.clients[index].grantTypes.append(.tokenExchange)
-            }
-        }
+        let server = try await Self.start { $0.changeClient("pw-c") { $0.grantTypes.append(.tokenExchange) } }
         defer { Task { await server.stop() } }
         let tokens = try await server.tokens(TestBrowser(), Self.options("pw-c"))
         let sub = try await server.verifiedClaims(try #require(tokens.idToken))["sub"]?.stringValue
@@ -214,11 +206,7 @@ struct PairwiseRegistrationTests {
                 guard let uris = documents[url.absoluteString] else { throw Unreachable() }
                 return try JSONSerialization.data(withJSONObject: uris)
             }
-            configuration.clients = configuration.clients.map { client in
-                var client = client
-                if client.clientId == "backend" { client.scopes.append("registration") }
-                return client
-            }
+            configuration.changeClient("backend") { $0.scopes.append("registration") }
         }
     }
 
@@ -331,11 +319,7 @@ struct PairwiseRegistrationTests {
     func realFetchRefusesTheUnreachable() async throws {
         let server = try await TestServer.start { configuration in
             configuration.hostResolver = ScriptedResolver([:])
-            configuration.clients = configuration.clients.map { client in
-                var client = client
-                if client.clientId == "backend" { client.scopes.append("registration") }
-                return client
-            }
+            configuration.changeClient("backend") { $0.scopes.append("registration") }
         }
         defer { Task { await server.stop() } }
         let registrar = try await server.clientToken(scope: "registration")

@@ -105,10 +105,6 @@ extension ServerConfiguration {
     /// Marks the configured application `clientId` as an introspector (`introspection: true` in the file): a resource
     /// server the operator lets introspect other applications' access tokens.
     mutating func makeIntrospector(_ clientId: String) {
-        clients = clients.map { client in
-            var client = client
-            if client.clientId == clientId { client.introspection = true }
-            return client
-        }
+        changeClient(clientId) { $0.introspection = true }
     }
 }
