@@ -60,6 +60,8 @@ public final class IdentityServer: Sendable {
     let audit: AuditTrail
     /// Token requests that carried a DPoP proof (recorded as used) and failed, per address.
     let proofThrottle: any AddressLimiter
+    /// The reuse interval of rotated refresh tokens (`refresh_token_reuse_seconds`).
+    let refreshReuse: RefreshTokenReuse
 
     /// The issuer in force. With port 0 in the configured issuer, it is completed with the bound port at start.
     public var issuer: String { issuerBox.withLockedValue { $0 } }
@@ -109,6 +111,7 @@ public final class IdentityServer: Sendable {
         // anywhere for the configuration file's applications and only public addresses for registered ones.
         let reach = OutboundReach(operatorClients: Set(configuration.clients.map(\.clientId)))
         let subjects = SubjectIdentifiers(sealer: sealer)
+        self.refreshReuse = RefreshTokenReuse(seconds: configuration.refreshTokenReuseSeconds, sealer: sealer)
         let resolver = configuration.hostResolver ?? SystemHostResolver()
         self.backChannelLogout = BackChannelLogout(
             store: store, keys: keys, issuerInForce: issuerInForce, clock: clock, reach: reach, resolver: resolver,
@@ -375,7 +378,8 @@ public final class IdentityServer: Sendable {
             accounts: accounts, browserSessions: browserSessions, audit: audit)
         let token = TokenController(
             kit: kit, clientAuthentication: clientAuthentication, dpop: dpop, ownTokens: ownTokens, proofThrottle: proofThrottle,
-            pruner: pruner, metrics: metrics, audit: audit)
+            pruner: pruner, metrics: metrics, audit: audit,
+            refreshReuse: refreshReuse)
         let tokenManagement = TokenManagementController(kit: kit, clientAuthentication: clientAuthentication, dpop: dpop, audit: audit)
         let freshness = AdministratorFreshness(window: configuration.recentAuthenticationSeconds, clock: clock)
         let registration = ClientRegistrationController(

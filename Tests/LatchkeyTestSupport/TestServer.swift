@@ -77,6 +77,9 @@ package final class TestServer: Sendable {
         // The documents its tests serve on loopback (key sets, request objects, logout receivers) answer at once, but a
         // machine busy with other work can hold one past the production 5 s; a test of the limit sets its own.
         configuration.outboundTimeoutSeconds = 120
+        // Strict rotation, as the suites of refresh-token replay detection were written for (a second use at once is a
+        // replay); the reuse interval's own tests (`RefreshTokenReuseTests`) set the production default.
+        configuration.refreshTokenReuseSeconds = 0
         configure(&configuration)
         if !configuration.development, configuration.keyEncryptionKey == nil, configuration.keyEncryptionKeyFile == nil {
             // Production mode requires a key-encryption key; tests of other behaviour get a fixed one.

@@ -28,12 +28,13 @@ TIMEOUT = 30
 
 
 def load_server(workdir, port=None):
-    """`latchkey serve --config` with limits raised for the load (every request comes from 127.0.0.1) and the
-    production bcrypt cost floor (10); the same file and port again for a restart."""
+    """`latchkey serve --config` with limits raised for the load (every request comes from 127.0.0.1), the production
+    bcrypt cost floor (10) and strict refresh rotation; the same file and port again for a restart."""
     port = port or free_port()
     config = os.path.join(workdir, "latchkey.json")
     with open(config, "w") as f:
-        json.dump({"development": True, "bcrypt_cost": 10, "issuer": f"http://localhost:{port}",
+        # Strict rotation (no reuse interval): the checks below count every second use of a token as a replay.
+        json.dump({"development": True, "bcrypt_cost": 10, "issuer": f"http://localhost:{port}", "refresh_token_reuse_seconds": 0,
                    "login_policy": {"max_starts_per_address": 1_000_000, "max_registrations_per_address": 1_000_000,
                                     "max_failures_per_address": 1_000_000, "max_queued_hashes": 1000}}, f)
     return Server(workdir, port=port, args=["--config", config, "--log-level", "warning"])

@@ -42,6 +42,9 @@ public struct ConfigurationFile: Codable, Sendable {
     public var auditRetentionDays: Int?
     /// `"recent_auth_seconds": 300`: how recent a sign-in must be to change the username, email or passkeys.
     public var recentAuthSeconds: Int?
+    /// `"refresh_token_reuse_seconds": 30`: how long a rotated refresh token presented again by its application gets
+    /// the successor it was already given instead of a replay revocation (0: never; `RefreshTokenReuse`).
+    public var refreshTokenReuseSeconds: Int?
     /// `"allow_implicit_for_public_clients": true`: public applications may list implicit or hybrid response types.
     public var allowImplicitForPublicClients: Bool?
     /// Development mode (emails recorded at `/dev/outbox`, no attestation); loopback issuers only.
@@ -134,6 +137,7 @@ public struct ConfigurationFile: Codable, Sendable {
         case keyEncryptionKeyFile = "key_encryption_key_file"
         case trustedProxies = "trusted_proxies", clientAddressHeader = "client_address_header"
         case pruneIntervalSeconds = "prune_interval_seconds", auditRetentionDays = "audit_retention_days"
+        case refreshTokenReuseSeconds = "refresh_token_reuse_seconds"
         case recentAuthSeconds = "recent_auth_seconds", allowImplicitForPublicClients = "allow_implicit_for_public_clients"
         case development, smtp, httpIdleTimeoutSeconds = "http_idle_timeout_seconds", dpop, metrics
         case httpRequestTimeoutSeconds = "http_request_timeout_seconds"
@@ -248,6 +252,7 @@ public struct ConfigurationFile: Codable, Sendable {
             }
         }
         if let v = recentAuthSeconds { base.recentAuthenticationSeconds = v }  // bounds: `ServerConfiguration.validate()`
+        if let v = refreshTokenReuseSeconds { base.refreshTokenReuseSeconds = v }  // bounds: `ServerConfiguration.validate()`
         if let allowImplicitForPublicClients { base.allowImplicitForPublicClients = allowImplicitForPublicClients }
         if let development { base.development = development }
         if let smtp { base.smtp = try smtp.settings() }

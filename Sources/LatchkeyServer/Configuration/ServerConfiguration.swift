@@ -64,6 +64,11 @@ public struct ServerConfiguration: Sendable {
     /// How recent the sign-in behind an access token (`auth_time`) must be, in seconds, for the token to change the
     /// account's identifiers (username, email) or its passkeys: a leaked token alone must not take the account over.
     public var recentAuthenticationSeconds: Int = 300
+    /// How long after its rotation a refresh token presented again by the same application (and DPoP key) is answered
+    /// with the successor already issued rather than treated as a replay (`refresh_token_reuse_seconds`, 0–300; 0
+    /// turns it off). The default covers an answer lost on a mobile network and an app's extensions racing one
+    /// rotation, and is short enough that a stolen token used later still revokes the family (`RefreshTokenReuse`).
+    public var refreshTokenReuseSeconds: Int = 30
     /// Email delivery through an SMTP relay (used when `outbox` is nil). Required outside development when an
     /// application sends emails (recovery, emailed codes).
     public var smtp: SMTPSettings?
@@ -210,6 +215,9 @@ public struct ServerConfiguration: Sendable {
             throw ConfigurationError.invalid("login_policy.\(name) must be at least 1, got \(value)")
         }
         // Below a minute nobody can finish a change after signing in; above a day the check protects nothing.
+        guard (0...300).contains(refreshTokenReuseSeconds) else {
+            throw ConfigurationError.invalid("refresh_token_reuse_seconds must be between 0 and 300, got \(refreshTokenReuseSeconds)")
+        }
         guard (60...86_400).contains(recentAuthenticationSeconds) else {
             throw ConfigurationError.invalid("recent_auth_seconds must be between 60 and 86400, got \(recentAuthenticationSeconds)")
         }

@@ -95,6 +95,7 @@ public final class ServerMetrics: Sendable {
         for limit in Limit.allCases { _ = throttleCounter(limit) }
         _ = refreshCounter("rotated")
         _ = refreshCounter("replayed")
+        _ = refreshCounter("reissued")
         _ = lockoutCounter()
         _ = jwksCounter("ok")
         _ = jwksCounter("failed")
@@ -130,6 +131,9 @@ public final class ServerMetrics: Sendable {
 
     /// A refresh token was exchanged for a new one.
     func refreshRotated() { refreshCounter("rotated").increment() }
+
+    /// A rotated refresh token came back within the reuse interval and was handed its successor again.
+    func refreshReissued() { refreshCounter("reissued").increment() }
 
     /// A refresh token was presented again after its rotation: its family was revoked.
     func refreshReplayDetected() { refreshCounter("replayed").increment() }
@@ -190,7 +194,7 @@ public final class ServerMetrics: Sendable {
 
     private func refreshCounter(_ result: String) -> Counter {
         registry.makeCounter(
-            descriptor: Self.name("refresh_tokens", "total", "Refresh-token grants: rotated, or replayed (family revoked)"),
+            descriptor: Self.name("refresh_tokens", "total", "Refresh-token grants: rotated, reissued (a retry within the reuse interval), or replayed (family revoked)"),
             labels: [("result", result)])
     }
 

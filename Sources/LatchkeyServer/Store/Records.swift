@@ -147,6 +147,21 @@ public struct RefreshTokenRecord: Sendable, Equatable {
     public static let anyDPoPKey = "*"
 }
 
+/// What a rotation keeps so that the rotated token presented again soon after gets its successor rather than a
+/// revocation (`refresh_token_reuse_seconds`; `RefreshTokenReuse`).
+public struct RefreshReuse: Sendable, Equatable {
+    /// The new token's plaintext sealed under the key-encryption key, bound to the presented token's row; kept on that
+    /// row (with the new token's hash) until the new token is itself rotated.
+    public var sealedSuccessor: String
+    /// A token presented again is handed its successor only when it was rotated at or after this instant.
+    public var rotatedSince: Date
+
+    public init(sealedSuccessor: String, rotatedSince: Date) {
+        self.sealedSuccessor = sealedSuccessor
+        self.rotatedSince = rotatedSince
+    }
+}
+
 /// A grant: the refresh-token family and every access token issued from it.
 public struct TokenFamilyRecord: Sendable, Equatable {
     public var id: String
@@ -241,6 +256,10 @@ public enum CodeRedemption: Sendable, Equatable {
 /// Outcome of rotating a refresh token.
 public enum RefreshRotation: Sendable, Equatable {
     case rotated(previous: RefreshTokenRecord)
+    /// A token rotated within the reuse interval (`RefreshReuse`) came back while its successor was still unused: the
+    /// same successor, sealed, is handed out again instead of revoking the family (its answer was lost, or another
+    /// process of the same app raced it). Nothing was written.
+    case reissued(previous: RefreshTokenRecord, sealedSuccessor: String)
     /// An already-rotated token was presented: the whole family is now revoked.
     case replayed(familyId: String)
     case revoked

@@ -262,11 +262,21 @@ public protocol TokenStore: Sendable {
     func revokeFamily(id: String, reason: String, now: Date) async throws
     func insertRefreshToken(_ token: RefreshTokenRecord) async throws
     func refreshToken(hash: Data) async throws -> RefreshTokenRecord?
-    /// Atomically checks `presented` and replaces it by `next` (same family); detects replays.
-    func rotateRefreshToken(presented hash: Data, next: RefreshTokenRecord, now: Date) async throws -> RefreshRotation
+    /// Atomically checks `presented` and replaces it by `next` (same family); detects replays. With `reuse`, the
+    /// rotation keeps `next` sealed on the presented token's row, and a token presented again that was rotated at or
+    /// after `reuse.rotatedSince` and whose successor is unused and unexpired is `.reissued` that successor (nothing is
+    /// written); any other reuse is a replay that revokes the family, as without `reuse`.
+    func rotateRefreshToken(presented hash: Data, next: RefreshTokenRecord, reuse: RefreshReuse?, now: Date) async throws -> RefreshRotation
     func insertAccessToken(_ token: AccessTokenRecord) async throws
     func accessToken(jti: String) async throws -> AccessTokenRecord?
     func revokeAccessToken(jti: String, now: Date) async throws
+}
+
+extension TokenStore {
+    /// Rotation without a reuse interval: every reuse of a rotated token is a replay.
+    public func rotateRefreshToken(presented hash: Data, next: RefreshTokenRecord, now: Date) async throws -> RefreshRotation {
+        try await rotateRefreshToken(presented: hash, next: next, reuse: nil, now: now)
+    }
 }
 
 /// Sign-in sessions.

@@ -15,6 +15,8 @@ struct TokenController: Sendable {
     let pruner: Pruner
     let metrics: ServerMetrics
     let audit: AuditTrail
+    /// What a rotated refresh token presented again soon after gets (`refresh_token_reuse_seconds`).
+    let refreshReuse: RefreshTokenReuse
 
     private var store: any UserStore & DeviceAuthorizationStore & AuthorizationCodeStore & TokenStore & SessionStore { kit.store }
     private var clock: ServerClock { kit.clock }
@@ -184,9 +186,18 @@ struct TokenController: Sendable {
             }
             return try await issue(grant, client: client, newRefreshInFamily: nil)  // no refresh_token: the client keeps its own
         }
+        let now = clock.now
         let next = tokens.refreshToken(for: grant, familyId: current.familyId)
-        switch try await store.rotateRefreshToken(presented: hash, next: next.record, now: clock.now) {
+        let reuse = try refreshReuse.keeping(successor: next.token, presented: hash, now: now)
+        var successor = next.token
+        switch try await store.rotateRefreshToken(presented: hash, next: next.record, reuse: reuse, now: now) {
         case .rotated: metrics.refreshRotated()
+        case .reissued(_, let sealed):
+            // A retry of a rotation whose answer was lost, or a second process of the app: the same successor, so
+            // that whichever copy the app keeps is the one live token of the family.
+            successor = try refreshReuse.successor(sealed, presented: hash)
+            metrics.refreshReissued()
+            logger.info("rotated refresh token presented again within the reuse interval; successor handed out again", metadata: ["client": .string(client.clientId)])
         case .replayed:
             metrics.refreshReplayDetected()
             logger.warning("refresh token replayed; family revoked", metadata: ["client": .string(client.clientId)])
@@ -199,7 +210,7 @@ struct TokenController: Sendable {
         case .notFound: throw OAuthError(.invalidGrant, "the refresh token is not valid")
         }
         var response = try await issue(grant, client: client, newRefreshInFamily: nil)
-        response.refreshToken = next.token
+        response.refreshToken = successor
         return response
     }
 

@@ -265,6 +265,13 @@ enum PostgresSchema {
                     user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, client_id TEXT NOT NULL, scopes TEXT NOT NULL,
                     granted_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (user_id, client_id))
                 """
+            ]),
+        // `RefreshReuse`: a rotated token's successor (hash and sealed plaintext) for a retry within the interval.
+        Migration(
+            version: 11, name: "refresh-token-successors",
+            statements: [
+                "ALTER TABLE refresh_tokens ADD COLUMN successor_hash BYTEA",
+                "ALTER TABLE refresh_tokens ADD COLUMN successor_sealed TEXT"
             ])
     ]
 

@@ -204,10 +204,13 @@ extension PostgresStore {
         }
     }
 
-    public func rotateRefreshToken(presented hash: Data, next: RefreshTokenRecord, now: Date) async throws -> RefreshRotation {
+    public func rotateRefreshToken(presented hash: Data, next: RefreshTokenRecord, reuse: RefreshReuse?, now: Date) async throws
+        -> RefreshRotation
+    {
         try await transaction { connection in
             // Locking the presented token's row serializes concurrent rotations of it across instances: exactly one
-            // sees it unused; every other one finds `used_at` set and revokes the family (replay detection).
+            // sees it unused; every other one finds `used_at` set and is handed the same successor (within the reuse
+            // interval) or revokes the family (replay detection).
             guard let row = try await self.row("SELECT * FROM refresh_tokens WHERE token_hash = \(hash) FOR UPDATE", on: connection) else {
                 return .notFound
             }
@@ -216,12 +219,30 @@ extension PostgresStore {
                 try await self.row("SELECT revoked_at IS NOT NULL FROM token_families WHERE id = \(current.familyId)", on: connection)
                 .map { try $0.decode(Bool.self) } ?? true
             if revoked { return .revoked }
-            if current.usedAt != nil {
+            if let usedAt = current.usedAt {
+                let columns = Columns(row)
+                if let reuse, usedAt >= reuse.rotatedSince, let successorHash: Data = try columns("successor_hash"),
+                    let sealed: String = try columns("successor_sealed"),
+                    let successor = try await self.row("SELECT * FROM refresh_tokens WHERE token_hash = \(successorHash)", on: connection)
+                        .map(Self.refresh),
+                    successor.usedAt == nil, successor.expiresAt > now
+                {
+                    return .reissued(previous: current, sealedSuccessor: sealed)
+                }
                 try await self.revokeFamily(id: current.familyId, reason: "refresh token replayed", now: now, on: connection)
                 return .replayed(familyId: current.familyId)
             }
             if current.expiresAt <= now { return .expired }
-            try await self.execute("UPDATE refresh_tokens SET used_at = \(now.epoch) WHERE token_hash = \(hash)", on: connection)
+            let successorHash: Data? = reuse == nil ? nil : next.tokenHash
+            try await self.execute(
+                """
+                UPDATE refresh_tokens SET used_at = \(now.epoch), successor_hash = \(successorHash),
+                    successor_sealed = \(reuse?.sealedSuccessor) WHERE token_hash = \(hash)
+                """, on: connection)
+            // The predecessor's sealed copy of the token just spent can never be handed out again: drop it.
+            try await self.execute(
+                "UPDATE refresh_tokens SET successor_sealed = NULL WHERE family_id = \(current.familyId) AND successor_hash = \(hash)",
+                on: connection)
             var successor = next
             successor.familyId = current.familyId
             try await self.insertRefreshToken(successor, on: connection)

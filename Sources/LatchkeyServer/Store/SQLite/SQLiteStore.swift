@@ -105,6 +105,11 @@ public final class SQLiteStore: Store {
         migrator.registerMigration("v13-logout-announcements", migrate: Self.migrateLogoutAnnouncements)
         migrator.registerMigration("v14-client-registrants", migrate: Self.migrateClientRegistrants)
         migrator.registerMigration("v15-consents", migrate: Self.migrateConsents)
+        migrator.registerMigration("v16-refresh-token-successors") { db in
+            // `RefreshReuse`: a rotated token's successor (hash and sealed plaintext) for a retry within the interval.
+            try db.execute(sql: "ALTER TABLE refresh_tokens ADD COLUMN successor_hash BLOB")
+            try db.execute(sql: "ALTER TABLE refresh_tokens ADD COLUMN successor_sealed TEXT")
+        }
         return migrator
     }
 
@@ -323,7 +328,9 @@ public final class SQLiteStore: Store {
         }
     }
 
-    public func rotateRefreshToken(presented hash: Data, next: RefreshTokenRecord, now: Date) async throws -> RefreshRotation {
+    public func rotateRefreshToken(presented hash: Data, next: RefreshTokenRecord, reuse: RefreshReuse?, now: Date) async throws
+        -> RefreshRotation
+    {
         try await pool.write { db in
             guard let row = try Self.row(db, "SELECT * FROM refresh_tokens WHERE token_hash = ?", [hash]) else {
                 return .notFound
@@ -334,12 +341,25 @@ public final class SQLiteStore: Store {
                     db.cachedStatement(sql: "SELECT revoked_at IS NOT NULL FROM token_families WHERE id = ?"),
                     arguments: [current.familyId]) ?? true
             if familyRevoked { return .revoked }
-            if current.usedAt != nil {
+            if let usedAt = current.usedAt {
+                if let reuse, usedAt >= reuse.rotatedSince, let successorHash: Data = row["successor_hash"],
+                    let sealed: String = row["successor_sealed"],
+                    let successor = try Self.row(db, "SELECT * FROM refresh_tokens WHERE token_hash = ?", [successorHash]).map(Self.refresh),
+                    successor.usedAt == nil, successor.expiresAt > now
+                {
+                    return .reissued(previous: current, sealedSuccessor: sealed)
+                }
                 try Self.revokeFamily(db, id: current.familyId, reason: "refresh token replayed", now: now)
                 return .replayed(familyId: current.familyId)
             }
             if current.expiresAt <= now { return .expired }
-            try Self.execute(db, "UPDATE refresh_tokens SET used_at = ? WHERE token_hash = ?", [now.timeIntervalSince1970, hash])
+            try Self.execute(
+                db, "UPDATE refresh_tokens SET used_at = ?, successor_hash = ?, successor_sealed = ? WHERE token_hash = ?",
+                [now.timeIntervalSince1970, reuse == nil ? nil : next.tokenHash, reuse?.sealedSuccessor, hash])
+            // The predecessor's sealed copy of the token just spent can never be handed out again: drop it.
+            try Self.execute(
+                db, "UPDATE refresh_tokens SET successor_sealed = NULL WHERE family_id = ? AND successor_hash = ?",
+                [current.familyId, hash])
             var successor = next
             successor.familyId = current.familyId
             try Self.insertRefreshToken(db, successor)
