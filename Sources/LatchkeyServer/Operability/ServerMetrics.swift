@@ -194,7 +194,9 @@ public final class ServerMetrics: Sendable {
 
     private func refreshCounter(_ result: String) -> Counter {
         registry.makeCounter(
-            descriptor: Self.name("refresh_tokens", "total", "Refresh-token grants: rotated, reissued (a retry within the reuse interval), or replayed (family revoked)"),
+            descriptor: Self.name(
+                "refresh_tokens", "total", "Refresh-token grants: rotated, reissued (a retry within the reuse interval), or replayed (family revoked)"
+            ),
             labels: [("result", result)])
     }
 

@@ -38,7 +38,9 @@ extension StoreContractTests {
                     == .reissued(previous: rotated, sealedSuccessor: "sealed-successor"))
             // The successor is the family's live token and rotates as usual.
             let third = Make.refreshToken(family, createdAt: at(22))
-            #expect(try await store.rotateRefreshToken(presented: successor.tokenHash, next: third, reuse: window, now: at(22)) == .rotated(previous: successor))
+            #expect(
+                try await store.rotateRefreshToken(presented: successor.tokenHash, next: third, reuse: window, now: at(22))
+                    == .rotated(previous: successor))
         }
     }
 
@@ -48,7 +50,9 @@ extension StoreContractTests {
             let (family, rotated, successor) = try await Self.rotatedWithReuse(store)
             let window = RefreshReuse(sealedSuccessor: "s", rotatedSince: at(5))
             let third = Make.refreshToken(family, createdAt: at(12))
-            #expect(try await store.rotateRefreshToken(presented: successor.tokenHash, next: third, reuse: window, now: at(12)) == .rotated(previous: successor))
+            #expect(
+                try await store.rotateRefreshToken(presented: successor.tokenHash, next: third, reuse: window, now: at(12))
+                    == .rotated(previous: successor))
             #expect(
                 try await store.rotateRefreshToken(presented: rotated.tokenHash, next: Make.refreshToken(family), reuse: window, now: at(13))
                     == .replayed(familyId: family.id))
@@ -81,7 +85,9 @@ extension StoreContractTests {
             try await store.insertFamily(family)
             let token = Make.refreshToken(family)
             try await store.insertRefreshToken(token)
-            #expect(try await store.rotateRefreshToken(presented: token.tokenHash, next: Make.refreshToken(family), now: at(10)) == .rotated(previous: token))
+            #expect(
+                try await store.rotateRefreshToken(presented: token.tokenHash, next: Make.refreshToken(family), now: at(10))
+                    == .rotated(previous: token))
             let window = RefreshReuse(sealedSuccessor: "s", rotatedSince: at(0))
             #expect(
                 try await store.rotateRefreshToken(presented: token.tokenHash, next: Make.refreshToken(family), reuse: window, now: at(11))
@@ -95,7 +101,9 @@ extension StoreContractTests {
             let (family, rotated, _) = try await Self.rotatedWithReuse(store)
             try await store.revokeFamily(id: family.id, reason: "signed out", now: at(11))
             let window = RefreshReuse(sealedSuccessor: "s", rotatedSince: at(5))
-            #expect(try await store.rotateRefreshToken(presented: rotated.tokenHash, next: Make.refreshToken(family), reuse: window, now: at(12)) == .revoked)
+            #expect(
+                try await store.rotateRefreshToken(presented: rotated.tokenHash, next: Make.refreshToken(family), reuse: window, now: at(12))
+                    == .revoked)
         }
         try await kind.withStore { store async throws in
             let (family, rotated, _) = try await Self.rotatedWithReuse(store)

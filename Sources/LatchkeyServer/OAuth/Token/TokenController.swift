@@ -197,7 +197,9 @@ struct TokenController: Sendable {
             // that whichever copy the app keeps is the one live token of the family.
             successor = try refreshReuse.successor(sealed, presented: hash)
             metrics.refreshReissued()
-            logger.info("rotated refresh token presented again within the reuse interval; successor handed out again", metadata: ["client": .string(client.clientId)])
+            logger.info(
+                "rotated refresh token presented again within the reuse interval; successor handed out again",
+                metadata: ["client": .string(client.clientId)])
         case .replayed:
             metrics.refreshReplayDetected()
             logger.warning("refresh token replayed; family revoked", metadata: ["client": .string(client.clientId)])
