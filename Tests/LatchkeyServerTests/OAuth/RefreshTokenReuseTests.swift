@@ -142,6 +142,22 @@ struct RefreshTokenReuseTests {
         #expect(try Self.body(retry).refreshToken == successor, "the owner's retry still gets it")
     }
 
+    @Test("the sealed successor opens only for the row of the token it replaced, and nothing is kept with the interval off")
+    func sealedSuccessorIsBoundToItsRow() throws {
+        let reuse = RefreshTokenReuse(seconds: 30, sealer: try SecretSealer(keyEncryptionKey: Data(repeating: 7, count: 32)))
+        let presented = Data("presented".utf8)
+        let now = Date(timeIntervalSince1970: 1_000_000)
+        let kept = try #require(try reuse.keeping(successor: "the-successor", presented: presented, now: now))
+        #expect(!kept.sealedSuccessor.contains("the-successor"), "sealed, not stored in the clear")
+        #expect(kept.rotatedSince == now.addingTimeInterval(-30))
+        #expect(try reuse.successor(kept.sealedSuccessor, presented: presented) == "the-successor")
+        #expect(throws: (any Error).self, "copied to another token's row, it does not open") {
+            try reuse.successor(kept.sealedSuccessor, presented: Data("another".utf8))
+        }
+        let off = RefreshTokenReuse(seconds: 0, sealer: try SecretSealer(keyEncryptionKey: Data(repeating: 7, count: 32)))
+        #expect(try off.keeping(successor: "the-successor", presented: presented, now: now) == nil)
+    }
+
     @Test("refresh_token_reuse_seconds is read from the file and bounded to 0–300")
     func configuration() throws {
         var config = DevelopmentDefaults.configuration(port: 0, databasePath: "/tmp/unused.sqlite", host: "127.0.0.1")

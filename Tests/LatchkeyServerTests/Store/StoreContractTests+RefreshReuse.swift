@@ -8,13 +8,19 @@ private func at(_ seconds: TimeInterval) -> Date { StoreFixture.at(seconds) }
 /// The reuse interval of rotated refresh tokens (`RefreshReuse`), on every store: a token presented again soon after
 /// its rotation gets the one successor back, never a second live token; anything else is a replay as before.
 extension StoreContractTests {
-    /// A family with one live token, rotated at `at(10)` keeping the successor sealed for reuse since `at(0)`.
-    private static func rotatedWithReuse(_ store: any Store) async throws -> (TokenFamilyRecord, RefreshTokenRecord, RefreshTokenRecord) {
+    /// A new user's family with one live, unused refresh token.
+    private static func familyWithToken(_ store: any Store) async throws -> (TokenFamilyRecord, RefreshTokenRecord) {
         let user = try await Make.insertUser(store)
         let family = Make.family(userId: user.id)
         try await store.insertFamily(family)
         let token = Make.refreshToken(family)
         try await store.insertRefreshToken(token)
+        return (family, token)
+    }
+
+    /// A family with one live token, rotated at `at(10)` keeping the successor sealed for reuse since `at(0)`.
+    private static func rotatedWithReuse(_ store: any Store) async throws -> (TokenFamilyRecord, RefreshTokenRecord, RefreshTokenRecord) {
+        let (family, token) = try await familyWithToken(store)
         let next = Make.refreshToken(family, createdAt: at(10), expiresAt: at(7200))
         let reuse = RefreshReuse(sealedSuccessor: "sealed-successor", rotatedSince: at(0))
         #expect(try await store.rotateRefreshToken(presented: token.tokenHash, next: next, reuse: reuse, now: at(10)) == .rotated(previous: token))
@@ -80,11 +86,7 @@ extension StoreContractTests {
         }
         // A token rotated without the interval kept no successor: presented again, a replay even with one now.
         try await kind.withStore { store async throws in
-            let user = try await Make.insertUser(store)
-            let family = Make.family(userId: user.id)
-            try await store.insertFamily(family)
-            let token = Make.refreshToken(family)
-            try await store.insertRefreshToken(token)
+            let (family, token) = try await Self.familyWithToken(store)
             #expect(
                 try await store.rotateRefreshToken(presented: token.tokenHash, next: Make.refreshToken(family), now: at(10))
                     == .rotated(previous: token))
@@ -118,11 +120,7 @@ extension StoreContractTests {
     @Test(arguments: StoreKind.available)
     func concurrentPresentationsOfOneTokenRotateItOnceAndAllGetTheSameSuccessor(_ kind: StoreKind) async throws {
         try await kind.withStore { store async throws in
-            let user = try await Make.insertUser(store)
-            let family = Make.family(userId: user.id)
-            try await store.insertFamily(family)
-            let token = Make.refreshToken(family)
-            try await store.insertRefreshToken(token)
+            let (family, token) = try await Self.familyWithToken(store)
             let results = try await withThrowingTaskGroup(of: RefreshRotation.self) { group in
                 for index in 0..<12 {
                     group.addTask {
