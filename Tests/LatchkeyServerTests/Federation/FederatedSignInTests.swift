@@ -151,9 +151,13 @@ struct FederatedSignInTests {
     }
 
     @Test func theProviderBeingDownIsAPageNotAStackTrace() async throws {
-        let fixture = try await FederationFixture.start()
+        // The provider's issuer is a port that refuses connections for the whole test. Not the double's port after
+        // stopping it: another test's server was given the freed port, answered the discovery request with its own
+        // issuer (http://127.0.0.1:<that port>, the same string), and the page redirected there (a fresh-clone run).
+        let down = try RefusingPort()
+        defer { withExtendedLifetime(down) {} }
+        let fixture = try await FederationFixture.start(adjust: { $0.issuer = "http://127.0.0.1:\(down.port)" })
         defer { Task { await fixture.stop() } }
-        await fixture.upstream.stop()
         let browser = TestBrowser()
         let page = try await fixture.loginPage(browser)
         let chosen = try await fixture.chooseProvider(browser, page: page)
