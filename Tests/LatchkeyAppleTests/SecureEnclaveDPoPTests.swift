@@ -1,7 +1,7 @@
 import LatchkeyTestSupport
 import AppleFrameworkStandIns
 import Foundation
-import Latchkey
+@testable import Latchkey
 import LatchkeyApple
 import LatchkeyJOSE
 import Testing
@@ -25,7 +25,7 @@ struct SecureEnclaveDPoPTests {
     }
 
     func storedTokens(_ storage: InMemoryStorageAdapter) async throws -> Latchkey.TokenSet {
-        try JSONDecoder().decode(Latchkey.TokenSet.self, from: try #require(await storage.get("latchkey.session.default")))
+        try StoredSession.decode(try #require(await storage.get("latchkey.session.default")))
     }
 
     @Test("a Secure Enclave key binds the session; the stored handle is useless on another device")

@@ -176,7 +176,7 @@ struct AnyProviderSignOutTests {
         let storage = InMemoryStorageAdapter()
         _ = try await server.signedInClient(storage: storage)
         let key = "latchkey.session.default"
-        var stored = try JSONDecoder().decode(Latchkey.TokenSet.self, from: try #require(await storage.get(key)))
+        var stored = try StoredSession.decode(try #require(await storage.get(key)))
         stored.browser = nil
         await storage.set(key, try JSONEncoder().encode(stored))
         let restored = LatchkeyClient(http: busyMachineHTTPClient())

@@ -1,6 +1,6 @@
 import LatchkeyTestSupport
 import Foundation
-import Latchkey
+@testable import Latchkey
 import Testing
 
 @Suite("SDK ↔ server: redirect sign-in, tokens, sign-out")
@@ -189,7 +189,7 @@ struct SDKRedirectSignInTests {
         let http = ProgrammableHTTPClient()
         let client = try await server.signedInClient(http: http, storage: storage)
         let stored = try #require(await storage.get("latchkey.session.default"))
-        let tokens = try JSONDecoder().decode(Latchkey.TokenSet.self, from: stored)
+        let tokens = try StoredSession.decode(stored)
         #expect(try await client.signOut() == "http://127.0.0.1:7777/logout")
         #expect(http.statuses(pathEndingWith: "/oauth2/revoke") == [200, 200], "the refresh token, then the access token")
         // POST (the ID token stays out of URLs and logs), answered with 303 See Other to the registered address.
@@ -205,7 +205,7 @@ struct SDKRedirectSignInTests {
         defer { Task { await server.stop() } }
         let storage = InMemoryStorageAdapter()
         let client = try await server.signedInClient(storage: storage)
-        let tokens = try JSONDecoder().decode(Latchkey.TokenSet.self, from: try #require(await storage.get("latchkey.session.default")))
+        let tokens = try StoredSession.decode(try #require(await storage.get("latchkey.session.default")))
         client.clearSession()
         try await client.clearSessionAndWait()
         #expect(try await !client.isSignedIn())

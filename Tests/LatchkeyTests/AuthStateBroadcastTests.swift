@@ -16,7 +16,7 @@ struct AuthStateBroadcastTests {
         let manager = TokenManager(storage: InMemoryStorageAdapter(), changes: changes) { old in
             if old.refreshToken == "dead" {
                 refusals.withLock { $0 += 1 }
-                throw LatchkeyError(.invalidGrant, "refresh token revoked")
+                throw LatchkeyError(.invalidGrant, "refresh token revoked", statusCode: 400, serverCode: "invalid_grant")
             }
             return TokenSet(accessToken: "a2", refreshToken: "r2", idToken: nil, expiresAt: Date().addingTimeInterval(3600), scope: nil, nonce: nil)
         }
@@ -29,7 +29,8 @@ struct AuthStateBroadcastTests {
         try await manager.replace(Self.expired("dead"), sessionId: nil)
         #expect(await iterator.next()?.event == .signedIn)
         await #expect(throws: LatchkeyError.self) { try await manager.accessToken(nil) }
-        #expect(await iterator.next() == AuthStateChange(event: .sessionExpired, sessionId: nil, isSignedIn: false))
+        let reason = SessionEndReason(code: .invalidGrant, serverCode: "invalid_grant", message: "refresh token revoked")
+        #expect(await iterator.next() == AuthStateChange(event: .sessionExpired, sessionId: nil, isSignedIn: false, reason: reason))
         #expect(refusals.withLock { $0 } == 1)
     }
 

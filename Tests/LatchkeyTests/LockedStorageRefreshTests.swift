@@ -30,10 +30,10 @@ struct LockedStorageRefreshTests {
         await storage.lock(true)
         #expect(try await manager.accessToken(nil) == "a+", "the refresh worked; the failed write does not fail the caller")
         let stale = try #require(await storage.items[TokenManager.key(nil)])
-        #expect(try JSONDecoder().decode(TokenSet.self, from: stale).refreshToken == "r", "still the spent token on disk")
+        #expect(try StoredSession.decode(stale).refreshToken == "r", "still the spent token on disk")
         await storage.lock(false)
         #expect(try await manager.accessToken(nil) == "a+")
         let saved = try #require(await storage.items[TokenManager.key(nil)])
-        #expect(try JSONDecoder().decode(TokenSet.self, from: saved).refreshToken == "r+", "written on the next access")
+        #expect(try StoredSession.decode(saved).refreshToken == "r+", "written on the next access")
     }
 }

@@ -101,6 +101,6 @@ struct SDKHardeningTests {
         #expect(await endpoint.requests == 1, "one refresh request, not one per process")
         #expect(await endpoint.replays == 0, "no replay, so the server keeps the family alive")
         let stored = try await FileStorageAdapter(directory: directory).get(TokenManager.key(nil))
-        #expect(try JSONDecoder().decode(TokenSet.self, from: try #require(stored)).refreshToken == "refresh-1")
+        #expect(try StoredSession.decode(try #require(stored)).refreshToken == "refresh-1")
     }
 }

@@ -8,7 +8,8 @@ import Foundation
 /// - Accessibility (`kSecAttrAccessible`, default `WhenUnlocked`): `WhenUnlocked…`/`WhenPasscodeSet…` items can be
 ///   read and written only while the device is unlocked; `AfterFirstUnlock…` items also while it is locked, but not
 ///   before the first unlock after a restart (where apps are prewarmed). Otherwise: `errSecInteractionNotAllowed`.
-/// - A query without `kSecAttrSynchronizable` matches only items that are not synchronizable.
+/// - A query without `kSecAttrSynchronizable` matches only items that are not synchronizable; one with `kSecAttrLabel`
+///   only items of that label.
 /// - An access group outside `entitledAccessGroups` is `errSecMissingEntitlement`; without one, items go to the
 ///   first entitled group, as the app's default group.
 public final class StandInKeychain: @unchecked Sendable {
@@ -30,6 +31,8 @@ public final class StandInKeychain: @unchecked Sendable {
         public var synchronizable: Bool
         public var accessible: String
         public var data: Data?
+        /// `kSecAttrLabel`: searchable, so a query that names it matches only the item that still carries it.
+        public var label: String? = nil
     }
 
     private let lock = NSLock()
@@ -73,7 +76,7 @@ public final class StandInKeychain: @unchecked Sendable {
             guard let group = query.resolvedGroup(entitled: _entitledAccessGroups) else { return errSecMissingEntitlement }
             let item = Item(
                 itemClass: itemClass, service: query.service, account: query.account, accessGroup: group,
-                synchronizable: query.synchronizable == true, accessible: query.accessible ?? "ak", data: query.data)
+                synchronizable: query.synchronizable == true, accessible: query.accessible ?? "ak", data: query.data, label: query.label)
             guard isAvailable(item.accessible) else { return errSecInteractionNotAllowed }
             guard
                 !_items.contains(where: {
@@ -115,6 +118,7 @@ public final class StandInKeychain: @unchecked Sendable {
             for index in found {
                 if let data = change.data { _items[index].data = data }
                 if let accessible = change.accessible { _items[index].accessible = accessible }
+                if let label = change.label { _items[index].label = label }
             }
             return errSecSuccess
         }
@@ -164,6 +168,7 @@ public final class StandInKeychain: @unchecked Sendable {
             if let service = query.service, item.service != service { return false }
             if let account = query.account, item.account != account { return false }
             if let group = query.accessGroup, item.accessGroup != group { return false }
+            if let label = query.label, item.label != label { return false }
             if !query.synchronizableAny, item.synchronizable != (query.synchronizable == true) { return false }
             return true
         }
@@ -171,7 +176,7 @@ public final class StandInKeychain: @unchecked Sendable {
 
     /// The attributes of a query or attribute dictionary that the keychain understands.
     private struct Query {
-        var itemClass, service, account, accessGroup, accessible: String?
+        var itemClass, service, account, accessGroup, accessible, label: String?
         var synchronizable: Bool?
         var synchronizableAny = false
         var data: Data?
@@ -183,6 +188,7 @@ public final class StandInKeychain: @unchecked Sendable {
             account = d[kSecAttrAccount as String] as? String
             accessGroup = d[kSecAttrAccessGroup as String] as? String
             accessible = d[kSecAttrAccessible as String] as? String
+            label = d[kSecAttrLabel as String] as? String
             if (d[kSecAttrSynchronizable as String] as? String) == (kSecAttrSynchronizableAny as String) {
                 synchronizableAny = true
             } else {

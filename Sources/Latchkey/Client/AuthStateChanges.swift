@@ -25,10 +25,33 @@ public struct AuthStateChange: Sendable, Equatable {
     public var sessionId: String?
     /// Whether the session holds usable tokens after the change.
     public var isSignedIn: Bool
+    /// Why the session ended, for `.sessionExpired` (nil for every other event).
+    public var reason: SessionEndReason?
 
     /// A change.
-    public init(event: Event, sessionId: String?, isSignedIn: Bool) {
-        self.event = event; self.sessionId = sessionId; self.isSignedIn = isSignedIn
+    public init(event: Event, sessionId: String?, isSignedIn: Bool, reason: SessionEndReason? = nil) {
+        self.event = event; self.sessionId = sessionId; self.isSignedIn = isSignedIn; self.reason = reason
+    }
+}
+
+/// Why a session ended without the person signing out through this client: the server's answer that the grant is
+/// dead. Nothing else ends a session — not a timeout, a 5xx, a 429, an unreachable server or a locked Keychain.
+public struct SessionEndReason: Sendable, Equatable {
+    /// The SDK's code of the answer (`.invalidGrant`: the refresh token was refused — expired, revoked, replayed).
+    public var code: LatchkeyError.Code
+    /// The server's OAuth error code (`invalid_grant`), when it sent one.
+    public var serverCode: String?
+    /// The server's description, or the SDK's (for logs and support, not for the person).
+    public var message: String
+
+    /// A reason.
+    public init(code: LatchkeyError.Code, serverCode: String?, message: String) {
+        self.code = code; self.serverCode = serverCode; self.message = message
+    }
+
+    /// The reason a refusal of the token endpoint gives.
+    init(refusal error: LatchkeyError) {
+        self.init(code: error.code, serverCode: error.serverCode, message: error.message)
     }
 }
 

@@ -43,6 +43,9 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
         /// e.g. an app prewarmed before the first unlock). Nothing was deleted or replaced: retry when the device is
         /// unlocked (`UIApplication.protectedDataDidBecomeAvailableNotification`).
         case storageUnavailable = "STORAGE_UNAVAILABLE"
+        /// The stored session cannot be read: damaged, or written by a newer version of the SDK (an app downgraded).
+        /// It was left in place, not taken for "signed out": a new sign-in replaces it, a sign-out deletes it.
+        case storedSessionUnreadable = "STORED_SESSION_UNREADABLE"
         /// A token failed validation (signature, issuer, audience, nonce …).
         case invalidToken = "INVALID_TOKEN"
         /// No passkey authenticator or credential provider is available on this platform or configuration.

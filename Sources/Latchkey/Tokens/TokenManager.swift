@@ -13,6 +13,9 @@ actor TokenManager {
         var refresh: (generation: Int, task: Task<TokenSet, any Error>)?
         /// The tokens in memory are newer than the stored ones: writing them failed (a locked device's Keychain).
         var unsaved = false
+        /// With shared storage, the refresh token the unsaved set replaced: the stored set is overwritten later only
+        /// while it still holds that one (no other process has moved on meanwhile).
+        var unsavedPredecessor: String?
     }
 
     private var slots: [String: Slot] = [:]
@@ -82,7 +85,9 @@ actor TokenManager {
             load = inFlight
         } else {
             let storage = self.storage
-            load = Task { try await storage.get(key).flatMap { try? JSONDecoder().decode(TokenSet.self, from: $0) } }
+            // An item no reader understands throws (`.storedSessionUnreadable`) and stays where it is: taking it
+            // for "signed out" is how an update signs people out.
+            load = Task { try await storage.get(key).map { try StoredSession.decode($0) } }
             loads[key] = load
         }
         defer { if loads[key] == load { loads[key] = nil } }
@@ -101,26 +106,63 @@ actor TokenManager {
         let key = Self.key(sessionId)
         startNewGeneration(key, tokens: tokens)
         changes?.publish(AuthStateChange(event: .signedIn, sessionId: sessionId, isSignedIn: true))
-        try await storage.set(key, try JSONEncoder().encode(tokens))
+        try await storage.set(key, try StoredSession.encode(tokens))
     }
 
     /// Sign-out: forgets the tokens and invalidates any refresh still in flight.
-    func clear(_ sessionId: String?, because event: AuthStateChange.Event = .signedOut) async throws {
+    func clear(_ sessionId: String?, because event: AuthStateChange.Event = .signedOut, reason: SessionEndReason? = nil) async throws {
         let key = Self.key(sessionId)
         let hadTokens = slots[key]?.tokens != nil || slots[key]?.loaded != true
         startNewGeneration(key, tokens: nil)
-        if hadTokens { changes?.publish(AuthStateChange(event: event, sessionId: sessionId, isSignedIn: false)) }
+        if hadTokens { changes?.publish(AuthStateChange(event: event, sessionId: sessionId, isSignedIn: false, reason: reason)) }
         try await storage.remove(key)
     }
 
     /// Retries writing a refreshed set that could not be stored; it stays marked when the write fails again.
     private func saveAgain(_ key: String) async {
-        guard let tokens = slots[key]?.tokens, let data = try? JSONEncoder().encode(tokens) else { return }
+        guard let tokens = slots[key]?.tokens, let data = try? StoredSession.encode(tokens) else { return }
         let generation = slots[key]?.generation
+        if let shared = storage as? any SharedStorageAdapter {
+            // Under the lock, and only over the set this one replaced: another process's newer set is adopted
+            // instead, and a session it signed out is not written back.
+            let predecessor = slots[key]?.unsavedPredecessor
+            let ours = tokens.refreshToken
+            let outcome: SharedSave? = try? await shared.withExclusiveAccess(to: key) {
+                guard let stored = try await shared.get(key).map({ try StoredSession.decode($0) }) else {
+                    return .signedOutElsewhere
+                }
+                guard stored.refreshToken == predecessor || stored.refreshToken == ours else { return .adopt(stored) }
+                try await shared.set(key, data)
+                return .written
+            }
+            guard let outcome, slots[key]?.generation == generation else { return }
+            switch outcome {
+            case .written: break
+            case .adopt(let newer): slots[key]?.tokens = newer
+            case .signedOutElsewhere:
+                try? await clear(Self.sessionId(of: key))
+                return
+            }
+            slots[key]?.unsaved = false
+            slots[key]?.unsavedPredecessor = nil
+            publish(key)
+            return
+        }
         if (try? await storage.set(key, data)) != nil, slots[key]?.generation == generation {
             slots[key]?.unsaved = false
             publish(key)
         }
+    }
+
+    private enum SharedSave: Sendable {
+        case written
+        case adopt(TokenSet)
+        case signedOutElsewhere
+    }
+
+    /// The session id of a slot key (the inverse of `key(_:)`).
+    private static func sessionId(of key: String) -> String? {
+        key == defaultKey ? nil : String(key.dropFirst("latchkey.session.".count))
     }
 
     /// Bumping the generation is what makes a refresh started earlier discard its result.
@@ -131,6 +173,7 @@ actor TokenManager {
         slot.loaded = true
         slot.refresh = nil
         slot.unsaved = false
+        slot.unsavedPredecessor = nil
         slots[key] = slot
         publish(key)
     }
@@ -198,7 +241,7 @@ actor TokenManager {
 
     private func runRefresh(_ current: TokenSet, sessionId: String?, key: String, generation: Int) async throws -> TokenSet {
         do {
-            let fresh = try await performRefresh(current, key: key, generation: generation)
+            let (fresh, storedUnderLock) = try await performRefresh(current, key: key, generation: generation)
             guard slots[key]?.generation == generation else {
                 throw LatchkeyError(.sessionExpired, "signed out while the token was being refreshed; the result was discarded")
             }
@@ -207,12 +250,19 @@ actor TokenManager {
             publish(key)
             changes?.publish(AuthStateChange(event: .tokenRefreshed, sessionId: sessionId, isSignedIn: true))
             // Shared storage was written under its lock already; writing again outside it could put back a set
-            // that another process has rotated since.
-            if !(storage is any SharedStorageAdapter) {
+            // that another process has rotated since. When that write failed (a locked device), the set stays in
+            // memory, and is written later under the lock, over the set it replaced only.
+            if storage is any SharedStorageAdapter {
+                if !storedUnderLock, slots[key]?.generation == generation, slots[key]?.tokens == fresh {
+                    slots[key]?.unsaved = true
+                    slots[key]?.unsavedPredecessor = current.refreshToken
+                    publish(key)
+                }
+            } else {
                 // The old refresh token is spent: if the new set cannot be stored now (the device is locked), it
                 // stays in memory and is written on the next access, rather than failing a refresh that worked.
                 do {
-                    try await storage.set(key, try JSONEncoder().encode(fresh))
+                    try await storage.set(key, try StoredSession.encode(fresh))
                     if slots[key]?.generation == generation, slots[key]?.tokens == fresh, slots[key]?.unsaved == true {
                         slots[key]?.unsaved = false  // an earlier failed write is made good by this one
                         publish(key)
@@ -235,11 +285,16 @@ actor TokenManager {
             return fresh
         } catch let error as LatchkeyError where error.code == .invalidGrant {
             if slots[key]?.generation == generation {
-                try await clear(sessionId, because: .sessionExpired)  // definitive: the grant is gone
+                // Definitive: the grant is gone. The only answer that ends a session here; timeouts, 5xx, 429 and
+                // unreachable servers keep it for the next attempt.
+                try await clear(sessionId, because: .sessionExpired, reason: SessionEndReason(refusal: error))
             }
             throw LatchkeyError(
                 .sessionExpired, "the session has ended; sign in again (\(error.message))", statusCode: error.statusCode,
                 serverCode: error.serverCode, underlying: error)
+        } catch is SignedOutElsewhere {
+            if slots[key]?.generation == generation { try await clear(sessionId) }
+            throw LatchkeyError(.sessionExpired, "signed out in another process while the token was being refreshed")
         } catch {
             if slots[key]?.generation == generation {
                 slots[key]?.refresh = nil
@@ -254,20 +309,28 @@ actor TokenManager {
     /// So, under the storage's lock, the stored set is read again; when another process has rotated it meanwhile, its
     /// result is adopted without a request, otherwise this one refreshes and stores the result before the lock is
     /// released.
-    private func performRefresh(_ current: TokenSet, key: String, generation: Int) async throws -> TokenSet {
-        guard let shared = storage as? any SharedStorageAdapter else { return try await refresher(current) }
+    ///
+    /// Returns the new set and whether it is in storage (a failed write under the lock does not fail a refresh that
+    /// worked: the old refresh token is spent, so the new set must survive in memory).
+    private func performRefresh(_ current: TokenSet, key: String, generation: Int) async throws -> (TokenSet, stored: Bool) {
+        guard let shared = storage as? any SharedStorageAdapter else { return (try await refresher(current), false) }
         let refresher = self.refresher
         return try await shared.withExclusiveAccess(to: key) {
             guard let data = try await shared.get(key) else {
                 // Another process signed out meanwhile: refreshing would write the session back.
-                throw LatchkeyError(.sessionExpired, "signed out in another process while the token was being refreshed")
+                throw SignedOutElsewhere()
             }
-            if let stored = try? JSONDecoder().decode(TokenSet.self, from: data), stored.refreshToken != current.refreshToken {
-                return stored
-            }
+            // An item this process cannot read is not overwritten: its refresh token may be newer than ours, and
+            // presenting ours would then be a replay that ends the session for every process.
+            let stored = try StoredSession.decode(data)
+            if stored.refreshToken != current.refreshToken { return (stored, true) }
             let fresh = try await refresher(current)
-            try await self.store(fresh, key: key, ifGeneration: generation)
-            return fresh
+            do {
+                try await self.store(fresh, key: key, ifGeneration: generation)
+                return (fresh, true)
+            } catch {
+                return (fresh, false)
+            }
         }
     }
 
@@ -275,6 +338,9 @@ actor TokenManager {
     /// so it cannot interleave with `clear`/`replace`).
     private func store(_ tokens: TokenSet, key: String, ifGeneration generation: Int) async throws {
         guard slots[key]?.generation == generation else { return }
-        try await storage.set(key, try JSONEncoder().encode(tokens))
+        try await storage.set(key, try StoredSession.encode(tokens))
     }
+
+    /// The shared item was deleted by another process (a sign-out there) while this one was about to refresh.
+    private struct SignedOutElsewhere: Error {}
 }

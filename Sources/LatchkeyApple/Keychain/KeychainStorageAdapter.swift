@@ -14,10 +14,13 @@ import AppleFrameworkStandIns
 ///   locked, never in backups restored to another device, never synchronized through iCloud.
 /// - A write is one `SecItemUpdate` (and `SecItemAdd` only when there is no item yet): the stored session is replaced
 ///   in place, never deleted first, so a crash between two calls cannot leave the user signed out.
+/// - Several processes share the items when they share the access group (an app and its widget, share extension,
+///   notification service): a refresh holds the session's lease item (`withExclusiveAccess(to:_:)`), re-reads the
+///   stored tokens under it and adopts another process's rotation instead of presenting a spent refresh token.
 /// - A read the system refuses because the device is locked (`errSecInteractionNotAllowed` — before the first unlock,
 ///   where prewarmed apps start) throws `.storageUnavailable` and leaves the item alone. Peer SDKs treat that answer as
 ///   "no session" and overwrite or delete it; that is how their users get signed out at random.
-public actor KeychainStorageAdapter: StorageAdapter {
+public actor KeychainStorageAdapter: SharedStorageAdapter {
     /// When the item can be read (`kSecAttrAccessible…`). Only device-bound classes: tokens must not leave the device.
     public enum Accessibility: Sendable, CaseIterable {
         /// After the first unlock since restart (background refresh works while locked). The default.
@@ -43,9 +46,16 @@ public actor KeychainStorageAdapter: StorageAdapter {
     /// A keychain access group shared with the app's extensions (must be in its entitlements); nil is the app's own.
     public let accessGroup: String?
 
+    /// The device's time, for the refresh lease's expiry (a test's clock in the tests).
+    let now: @Sendable () -> Date
+
     /// Items under `service`.
     public init(service: String, accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly, accessGroup: String? = nil) {
-        self.service = service; self.accessibility = accessibility; self.accessGroup = accessGroup
+        self.init(service: service, accessibility: accessibility, accessGroup: accessGroup, now: { Date() })
+    }
+
+    init(service: String, accessibility: Accessibility, accessGroup: String?, now: @escaping @Sendable () -> Date) {
+        self.service = service; self.accessibility = accessibility; self.accessGroup = accessGroup; self.now = now
     }
 
     /// Items of `config`'s provider and application.
@@ -91,7 +101,7 @@ public actor KeychainStorageAdapter: StorageAdapter {
     }
 
     /// The primary key of an item: class, service, account, access group, and never synchronizable.
-    private func itemQuery(_ key: String) -> [String: Any] {
+    nonisolated func itemQuery(_ key: String) -> [String: Any] {
         var query: [String: Any] = [
             kSecClass as String: kSecClassGenericPassword,
             kSecAttrService as String: service,
@@ -105,7 +115,7 @@ public actor KeychainStorageAdapter: StorageAdapter {
         return query
     }
 
-    private func check(_ status: OSStatus, _ operation: String) throws {
+    func check(_ status: OSStatus, _ operation: String) throws {
         guard status != errSecSuccess else { return }
         let text = SecCopyErrorMessageString(status, nil).map { $0 as String } ?? "OSStatus \(status)"
         switch status {

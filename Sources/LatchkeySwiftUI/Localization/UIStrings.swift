@@ -65,7 +65,7 @@ public enum UIText: String, Sendable, CaseIterable {
     /// The text that explains a failure of kind `code` when the server sent no message of its own.
     public static func forError(_ code: LatchkeyError.Code) -> UIText {
         switch code {
-        case .sessionExpired, .invalidGrant, .invalidToken: .sessionExpired
+        case .sessionExpired, .invalidGrant, .invalidToken, .storedSessionUnreadable: .sessionExpired
         case .networkError, .requestTimeout: .networkError
         case .serverError: .serverError
         case .storageUnavailable: .storageUnavailable

@@ -200,7 +200,7 @@ public final class LatchkeyState {
             apply(user: nil, signedIn: false)
         case .sessionExpired:
             apply(user: nil, signedIn: false)
-            fail(LatchkeyError(.sessionExpired, "the provider ended the session"))
+            fail(LatchkeyError(.sessionExpired, change.reason?.message ?? "the provider ended the session", serverCode: change.reason?.serverCode))
         }
     }
 

@@ -1,7 +1,7 @@
 import LatchkeyTestSupport
 import Crypto
 import Foundation
-import Latchkey
+@testable import Latchkey
 import LatchkeyJOSE
 @testable import LatchkeyServer
 import Testing
@@ -19,7 +19,7 @@ struct DPoPTests {
         var tokens: Latchkey.TokenSet {
             get async throws {
                 let data = try #require(await storage.get("latchkey.session.default"))
-                return try JSONDecoder().decode(Latchkey.TokenSet.self, from: data)
+                return try StoredSession.decode(data)
             }
         }
     }
@@ -315,7 +315,7 @@ extension DPoPTests {
                 inputs: ["username": "demo@example.com", "password": "correct horse battery staple"]), request: signIn)
         #expect(done.flowStatus == .complete)
         let data = try #require(await storage.get("latchkey.session.default"))
-        let tokens = try JSONDecoder().decode(Latchkey.TokenSet.self, from: data)
+        let tokens = try StoredSession.decode(data)
         #expect(tokens.tokenType == "DPoP" && tokens.dpopKey != nil)
 
         let asBearer = try await TestBrowser().postJSON(

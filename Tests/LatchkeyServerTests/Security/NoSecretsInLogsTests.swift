@@ -1,6 +1,6 @@
 import LatchkeyTestSupport
 import Foundation
-import Latchkey
+@testable import Latchkey
 @testable import LatchkeyServer
 import Logging
 import NIOConcurrencyHelpers
@@ -52,7 +52,7 @@ struct NoSecretsInLogsTests {
         func remember() async throws {
             for key in ["latchkey.session.default", "latchkey.session.flow"] {
                 guard let data = await storage.get(key) else { continue }
-                let tokens = try JSONDecoder().decode(Latchkey.TokenSet.self, from: data)
+                let tokens = try StoredSession.decode(data)
                 secrets += [tokens.accessToken] + [tokens.refreshToken, tokens.idToken].compactMap { $0 }
             }
         }
