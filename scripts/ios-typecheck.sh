@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Type-checks every Apple-side module of the package, and the example app, against a real iOS SDK with this machine's
-# Swift toolchain: Latchkey, LatchkeyJOSE, LatchkeyApple, LatchkeySwiftUI and Examples/LatchkeyDemo, compiled for
+# Swift toolchain: Latchkey, LatchkeyJOSE, LatchkeyApple, LatchkeySwiftUI and Examples/LatchkeyDemo (app and widget), compiled for
 # arm64-apple-ios17.0 (whole module, SIL diagnostics included, nothing linked). Fails on any error or warning in them.
 #
 #   scripts/ios-typecheck.sh [SDK]
@@ -25,12 +25,12 @@ if [ ! -f "$TOOL" ]; then echo "ios-typecheck: no type-check tool at $TOOL (set 
 
 # The example app is checked as one more module on top of the package's, so it can never rot.
 # (Run by bash: a read-only copy of the tool may have lost its execute bit.)
-EXTRA_MODULES="LatchkeyDemo=Examples/LatchkeyDemo/Sources" bash "$TOOL" . "$SDK" "$WORK"
+EXTRA_MODULES="LatchkeyDemo=Examples/LatchkeyDemo/Sources LatchkeyDemoWidget=Examples/LatchkeyDemo/Widget" bash "$TOOL" . "$SDK" "$WORK"
 status=$?
 
 # The tool fails on errors only; warnings in our own modules fail here too (the dependencies' are not ours).
 warnings=0
-for module in LatchkeyJOSE Latchkey LatchkeyApple LatchkeySwiftUI LatchkeyDemo; do
+for module in LatchkeyJOSE Latchkey LatchkeyApple LatchkeySwiftUI LatchkeyDemo LatchkeyDemoWidget; do
     log="$WORK/logs/$module.log"
     [ -f "$log" ] || { echo "ios-typecheck: $module was not checked (no $log)"; status=1; continue; }
     if grep -q ': warning: ' "$log"; then
@@ -44,4 +44,4 @@ if [ "$status" -ne 0 ]; then
     exit 1
 fi
 if [ "$warnings" -ne 0 ]; then echo "ios-typecheck: warnings in $warnings module(s)"; exit 1; fi
-echo "ios-typecheck: clean (LatchkeyJOSE, Latchkey, LatchkeyApple, LatchkeySwiftUI, LatchkeyDemo against $(basename "$SDK"))"
+echo "ios-typecheck: clean (LatchkeyJOSE, Latchkey, LatchkeyApple, LatchkeySwiftUI, LatchkeyDemo, LatchkeyDemoWidget against $(basename "$SDK"))"

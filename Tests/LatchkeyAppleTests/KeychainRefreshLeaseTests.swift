@@ -70,6 +70,13 @@ struct KeychainRefreshLeaseTests {
             }
             #expect(ran != nil && ran != "killed-process", "the next process held its own lease")
             #expect(device.keychain.items.isEmpty)
+
+            // A lease dated further ahead than any lease can be (written while the clock was ahead) is not waited for.
+            var ahead = crashed.leaseQuery("latchkey.session.default", holder: "clock-was-ahead")
+            ahead[kSecValueData as String] = try JSONEncoder().encode(
+                KeychainStorageAdapter.Lease(holder: "clock-was-ahead", expiresAt: clock.now.addingTimeInterval(3600)))
+            #expect(SecItemAdd(ahead as CFDictionary, nil) == errSecSuccess)
+            #expect(try await next.withExclusiveAccess(to: "latchkey.session.default") { device.keychain.items.first?.label } != "clock-was-ahead")
         }
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import LatchkeySwiftUI
 
 /// Everything that ties the app to an identity server, in one place: change these (and the matching URL scheme in
@@ -25,6 +26,13 @@ enum DemoConfiguration {
     /// `offline_access` asks for a refresh token, so a session outlives its access token and survives relaunches
     /// (the SwiftUI provider keeps it in the Keychain).
     static let scopes = ["openid", "profile", "email", "offline_access"]
+
+    /// The keychain access group the app and its widget share: `$(AppIdentifierPrefix)io.latchkey.demo.shared` in both
+    /// targets' entitlements. The team prefix is only known at build time, so Info.plist carries the full name
+    /// (`LatchkeyKeychainAccessGroup`, expanded from the build setting); nil (no such key) uses the app's own group.
+    static var keychainAccessGroup: String? {
+        Bundle.main.object(forInfoDictionaryKey: "LatchkeyKeychainAccessGroup") as? String
+    }
 
     static var latchkey: LatchkeyConfig {
         var config = LatchkeyConfig(

@@ -13,7 +13,8 @@ import AppleFrameworkStandIns
 ///
 /// - **Take**: add a lease item next to the session's (account `<key>#refresh-lease`) labelled with a fresh holder id;
 ///   its data says until when it holds. Added: held.
-/// - **Wait**: another holder's lease that has not expired is waited for (polled; the Keychain notifies nobody).
+/// - **Wait**: another holder's lease that has not expired is waited for (polled; the Keychain notifies nobody). How
+///   long is decided by the lease's expiry on the device's clock alone.
 /// - **Take over**: an expired lease — its holder crashed or was killed mid-refresh — is deleted by a query naming its
 ///   holder's label, a compare-and-swap: if a third process took it over first, the label no longer matches and
 ///   nothing is deleted. Then the add is tried again.
@@ -26,8 +27,6 @@ import AppleFrameworkStandIns
 extension KeychainStorageAdapter {
     /// How long a lease holds without being released.
     static let leaseSeconds: TimeInterval = 20
-    /// How long to wait for other holders in all (a bound against a clock set far back while a lease is held).
-    static let maximumWait: Duration = .seconds(60)
 
     public func withExclusiveAccess<T: Sendable>(to key: String, _ body: @Sendable () async throws -> T) async throws -> T {
         let holder = UUID().uuidString
@@ -56,7 +55,6 @@ extension KeychainStorageAdapter {
     }
 
     private func takeLease(of key: String, holder: String) async throws {
-        let deadline = ContinuousClock.now + Self.maximumWait
         while true {
             let lease = Lease(holder: holder, expiresAt: now().addingTimeInterval(Self.leaseSeconds))
             var item = leaseQuery(key, holder: holder)
@@ -71,8 +69,10 @@ extension KeychainStorageAdapter {
             switch try currentLease(of: key) {
             case .gone:
                 continue  // released between our add and our read: try again at once
-            case .held(let other) where other.expiresAt <= now():
-                // Only the expired lease we read: a newer holder's carries another label and is left alone.
+            case .held(let other) where other.expiresAt <= now() || other.expiresAt > now().addingTimeInterval(Self.leaseSeconds):
+                // Expired — or dated further ahead than a lease can be, by a clock that was set back since: waiting
+                // for it would wait for as long as the clock was off. Only the lease we read is deleted: a newer
+                // holder's carries another label and is left alone.
                 _ = SecItemDelete(leaseQuery(key, holder: other.holder) as CFDictionary)
                 continue
             case .unreadable:
@@ -80,9 +80,8 @@ extension KeychainStorageAdapter {
                 _ = SecItemDelete(leaseQuery(key, holder: nil) as CFDictionary)
                 continue
             case .held:
-                guard ContinuousClock.now < deadline else {
-                    throw LatchkeyError(.storageUnavailable, "another process has held the session's refresh for too long; retry later")
-                }
+                // Released or expired by the device's clock, never by a wall-clock budget of our own: a busy device
+                // makes a holder slow, not dead. (Polled: the Keychain notifies nobody.)
                 try await Task.sleep(for: .milliseconds(25))
             }
         }

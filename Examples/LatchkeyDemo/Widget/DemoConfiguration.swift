@@ -1,0 +1,1 @@
+../Sources/DemoConfiguration.swift
