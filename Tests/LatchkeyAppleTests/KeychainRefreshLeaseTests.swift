@@ -128,8 +128,19 @@ struct KeychainRefreshLeaseTests {
             #expect(try await server.userinfo(token).status == 200, "the refresh worked; the failed write did not fail the caller")
             #expect(try await storage.get("latchkey.session.default") == before, "the item still holds the spent token")
             _ = try await client.getAccessToken()
-            #expect(try await storage.get("latchkey.session.default") != before, "written at the next access")
+            let written = try await storage.get("latchkey.session.default")
+            #expect(written != before, "written at the next access")
             #expect(http.refreshCount == 2, "each refresh presented the newest token: no replay")
+
+            // Again, and this time the retried write fails too: the stored set is older than the one in memory, so
+            // the refresh presents the newer token and stores its result, instead of adopting the stored set.
+            device.keychain.failNext("update", with: errSecInteractionNotAllowed)
+            _ = try await client.getAccessToken()
+            device.keychain.failNext("update", with: errSecInteractionNotAllowed)
+            let newest = try await client.getAccessToken()
+            #expect(http.refreshCount == 4, "refreshed with the token in memory, not the stored (older) one")
+            #expect(try await server.userinfo(newest).status == 200)
+            #expect(try await storage.get("latchkey.session.default") != written, "and stored")
             #expect(try await client.isSignedIn())
             #expect(device.keychain.items.count == 1, "no lease left behind")
         }

@@ -241,7 +241,8 @@ actor TokenManager {
 
     private func runRefresh(_ current: TokenSet, sessionId: String?, key: String, generation: Int) async throws -> TokenSet {
         do {
-            let (fresh, storedUnderLock) = try await performRefresh(current, key: key, generation: generation)
+            let (fresh, storedUnderLock) = try await performRefresh(
+                current, key: key, generation: generation, olderThanCurrent: slots[key]?.unsavedPredecessor)
             guard slots[key]?.generation == generation else {
                 throw LatchkeyError(.sessionExpired, "signed out while the token was being refreshed; the result was discarded")
             }
@@ -253,9 +254,9 @@ actor TokenManager {
             // that another process has rotated since. When that write failed (a locked device), the set stays in
             // memory, and is written later under the lock, over the set it replaced only.
             if storage is any SharedStorageAdapter {
-                if !storedUnderLock, slots[key]?.generation == generation, slots[key]?.tokens == fresh {
-                    slots[key]?.unsaved = true
-                    slots[key]?.unsavedPredecessor = current.refreshToken
+                if slots[key]?.generation == generation, slots[key]?.tokens == fresh {
+                    slots[key]?.unsaved = !storedUnderLock
+                    slots[key]?.unsavedPredecessor = storedUnderLock ? nil : current.refreshToken
                     publish(key)
                 }
             } else {
@@ -312,7 +313,12 @@ actor TokenManager {
     ///
     /// Returns the new set and whether it is in storage (a failed write under the lock does not fail a refresh that
     /// worked: the old refresh token is spent, so the new set must survive in memory).
-    private func performRefresh(_ current: TokenSet, key: String, generation: Int) async throws -> (TokenSet, stored: Bool) {
+    ///
+    /// `olderThanCurrent` is the refresh token an unsaved `current` replaced: a stored set that still holds it is older
+    /// than ours, not another process's newer result, and is overwritten rather than adopted.
+    private func performRefresh(
+        _ current: TokenSet, key: String, generation: Int, olderThanCurrent: String?
+    ) async throws -> (TokenSet, stored: Bool) {
         guard let shared = storage as? any SharedStorageAdapter else { return (try await refresher(current), false) }
         let refresher = self.refresher
         return try await shared.withExclusiveAccess(to: key) {
@@ -323,7 +329,9 @@ actor TokenManager {
             // An item this process cannot read is not overwritten: its refresh token may be newer than ours, and
             // presenting ours would then be a replay that ends the session for every process.
             let stored = try StoredSession.decode(data)
-            if stored.refreshToken != current.refreshToken { return (stored, true) }
+            if stored.refreshToken != current.refreshToken, olderThanCurrent == nil || stored.refreshToken != olderThanCurrent {
+                return (stored, true)
+            }
             let fresh = try await refresher(current)
             do {
                 try await self.store(fresh, key: key, ifGeneration: generation)
