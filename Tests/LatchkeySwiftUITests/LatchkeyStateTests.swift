@@ -66,6 +66,27 @@ struct LatchkeyStateTests {
         #expect(state.isSignedIn && state.error == nil && state.lastError == nil)
     }
 
+    @Test("an offline launch: signed in but stale, with the network error; the first refresh that works confirms it and loads the user")
+    func offlineLaunchIsStaleThenConfirmed() async throws {
+        let server = try await startServer { $0.lifetimes.accessToken = 10 }  // the restore must refresh
+        defer { Task { await server.stop() } }
+        let storage = InMemoryStorageAdapter()
+        _ = try await server.signedInClient(storage: storage)
+        let http = ProgrammableHTTPClient()
+        let offline = http.rewriteRequests { $0.toClosedPort }
+        let state = server.uiState(storage: storage, http: http)
+        await state.start()
+        #expect(state.isInitialized && state.isSignedIn && state.isStale, "kept, and marked as not confirmed")
+        #expect(state.showsSignedInContent, "the app shows the signed-in screen, not the sign-in form")
+        #expect(state.lastError?.code == .networkError && state.error == UIStrings.text(.networkError, language: "en"))
+        #expect(await storage.get("latchkey.session.default") != nil)
+
+        http.remove(offline)
+        _ = try await state.client.getAccessToken()  // the app's next API call, with the network back
+        try await eventually { !state.isStale && state.user != nil }
+        #expect(state.isSignedIn && state.user?.email == "demo@example.com" && state.error == nil)
+    }
+
     @Test("sign-in and sign-out done through the client show in the state without refresh()")
     func followsTheClient() async throws {
         let server = try await TestServer.start()

@@ -19,6 +19,11 @@ public final class LatchkeyState {
     public private(set) var user: User?
     /// True while the session holds tokens that work or can be refreshed.
     public private(set) var isSignedIn = false
+    /// True while signed in on a stored session the server has not confirmed: the check at launch (or the last
+    /// `refresh()`) failed for a reason that does not end a session — offline, a timeout, a 5xx or 429. The session
+    /// is kept; the next refresh that works (an API call of the app through `client`, or `refresh()`) clears it and
+    /// loads the user.
+    public private(set) var isStale = false
     /// True while the SDK initializes or a sign-in, sign-out or refresh of this state is in progress.
     public var isLoading: Bool { operations > 0 }
     /// True once `start()` finished, whether or not a session was restored or initialization failed.
@@ -190,16 +195,20 @@ public final class LatchkeyState {
 
     private func handle(_ change: AuthStateChange) async {
         switch change.event {
-        case .initialSession, .tokenRefreshed:
-            break  // read by `start()`; a refresh changes no user-visible state
+        case .initialSession:
+            break  // read by `start()`
+        case .tokenRefreshed:
+            if isStale { await reload(check: false) }  // the server answered again: the session is confirmed
         case .signedIn:
             await reload(check: false)
         case .userUpdated:
             await reload(check: false, fromServer: true)  // the stored ID token still has the old claims
         case .signedOut:
             apply(user: nil, signedIn: false)
+            setStale(false)
         case .sessionExpired:
             apply(user: nil, signedIn: false)
+            setStale(false)
             fail(LatchkeyError(.sessionExpired, change.reason?.message ?? "the provider ended the session", serverCode: change.reason?.serverCode))
         }
     }
@@ -210,20 +219,24 @@ public final class LatchkeyState {
         do {
             guard try await client.isSignedIn(sessionId: sessionId) else {
                 apply(user: nil, signedIn: false)
+                setStale(false)
                 clearError()
                 return
             }
             if check { _ = try await client.getAccessToken(sessionId: sessionId) }
             apply(user: try await client.getUser(options: fromServer ? ["source": "userinfo"] : nil, sessionId: sessionId), signedIn: true)
+            setStale(false)
             clearError()
         } catch let error as LatchkeyError {
             switch error.code {
             case .sessionExpired, .invalidGrant, .invalidToken:
                 apply(user: nil, signedIn: false)  // the session is over (the SDK has forgotten it)
+                setStale(false)
             case .storageUnavailable:
                 break  // a locked device: nothing is known, nothing is changed
             default:
                 isSignedIn = (try? await client.isSignedIn(sessionId: sessionId)) ?? isSignedIn  // kept: only the check failed
+                setStale(isSignedIn)
             }
             fail(error)
         } catch {
@@ -234,6 +247,10 @@ public final class LatchkeyState {
     private func apply(user: User?, signedIn: Bool) {
         if self.user != user { self.user = user }
         if isSignedIn != signedIn { isSignedIn = signedIn }
+    }
+
+    private func setStale(_ stale: Bool) {
+        if isStale != stale { isStale = stale }
     }
 
     private func clearError() {
