@@ -77,7 +77,7 @@ actor TokenManager {
     func tokens(_ sessionId: String?) async throws -> TokenSet? {
         let key = Self.key(sessionId)
         if let slot = slots[key], slot.loaded {
-            if slot.unsaved { await saveAgain(key) }
+            if slot.unsaved { await saveAgain(sessionId) }
             return slot.tokens
         }
         let load: Task<TokenSet?, any Error>
@@ -119,7 +119,8 @@ actor TokenManager {
     }
 
     /// Retries writing a refreshed set that could not be stored; it stays marked when the write fails again.
-    private func saveAgain(_ key: String) async {
+    private func saveAgain(_ sessionId: String?) async {
+        let key = Self.key(sessionId)
         guard let tokens = slots[key]?.tokens, let data = try? StoredSession.encode(tokens) else { return }
         let generation = slots[key]?.generation
         if let shared = storage as? any SharedStorageAdapter {
@@ -140,7 +141,7 @@ actor TokenManager {
             case .written: break
             case .adopt(let newer): slots[key]?.tokens = newer
             case .signedOutElsewhere:
-                try? await clear(Self.sessionId(of: key))
+                try? await clear(sessionId)
                 return
             }
             slots[key]?.unsaved = false
@@ -158,11 +159,6 @@ actor TokenManager {
         case written
         case adopt(TokenSet)
         case signedOutElsewhere
-    }
-
-    /// The session id of a slot key (the inverse of `key(_:)`).
-    private static func sessionId(of key: String) -> String? {
-        key == defaultKey ? nil : String(key.dropFirst("latchkey.session.".count))
     }
 
     /// Bumping the generation is what makes a refresh started earlier discard its result.
@@ -241,8 +237,7 @@ actor TokenManager {
 
     private func runRefresh(_ current: TokenSet, sessionId: String?, key: String, generation: Int) async throws -> TokenSet {
         do {
-            let (fresh, storedUnderLock) = try await performRefresh(
-                current, key: key, generation: generation, olderThanCurrent: slots[key]?.unsavedPredecessor)
+            let (fresh, storedUnderLock) = try await performRefresh(current, key: key, generation: generation)
             guard slots[key]?.generation == generation else {
                 throw LatchkeyError(.sessionExpired, "signed out while the token was being refreshed; the result was discarded")
             }
@@ -314,13 +309,12 @@ actor TokenManager {
     /// Returns the new set and whether it is in storage (a failed write under the lock does not fail a refresh that
     /// worked: the old refresh token is spent, so the new set must survive in memory).
     ///
-    /// `olderThanCurrent` is the refresh token an unsaved `current` replaced: a stored set that still holds it is older
-    /// than ours, not another process's newer result, and is overwritten rather than adopted.
-    private func performRefresh(
-        _ current: TokenSet, key: String, generation: Int, olderThanCurrent: String?
-    ) async throws -> (TokenSet, stored: Bool) {
+    /// A stored set that still holds the refresh token an unsaved `current` replaced is older than ours, not another
+    /// process's newer result: it is overwritten rather than adopted.
+    private func performRefresh(_ current: TokenSet, key: String, generation: Int) async throws -> (TokenSet, stored: Bool) {
         guard let shared = storage as? any SharedStorageAdapter else { return (try await refresher(current), false) }
         let refresher = self.refresher
+        let olderThanCurrent = slots[key]?.unsavedPredecessor
         return try await shared.withExclusiveAccess(to: key) {
             guard let data = try await shared.get(key) else {
                 // Another process signed out meanwhile: refreshing would write the session back.

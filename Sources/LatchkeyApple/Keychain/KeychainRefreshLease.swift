@@ -31,14 +31,8 @@ extension KeychainStorageAdapter {
     public func withExclusiveAccess<T: Sendable>(to key: String, _ body: @Sendable () async throws -> T) async throws -> T {
         let holder = UUID().uuidString
         try await takeLease(of: key, holder: holder)
-        do {
-            let value = try await body()
-            releaseLease(of: key, holder: holder)
-            return value
-        } catch {
-            releaseLease(of: key, holder: holder)
-            throw error
-        }
+        defer { releaseLease(of: key, holder: holder) }
+        return try await body()
     }
 
     /// What a lease item holds.
@@ -62,10 +56,7 @@ extension KeychainStorageAdapter {
             item[kSecAttrAccessible as String] = accessibility.attribute
             let added = SecItemAdd(item as CFDictionary, nil)
             if added == errSecSuccess { return }
-            if added != errSecDuplicateItem {
-                try check(added, "take the refresh lease of")
-                throw LatchkeyError(.unknownError, "the refresh lease could not be taken (\(added))")
-            }
+            guard added == errSecDuplicateItem else { throw failure(added, "take the refresh lease of") }
             switch try currentLease(of: key) {
             case .gone:
                 continue  // released between our add and our read: try again at once

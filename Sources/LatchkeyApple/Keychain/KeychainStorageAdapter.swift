@@ -117,17 +117,22 @@ public actor KeychainStorageAdapter: SharedStorageAdapter {
 
     func check(_ status: OSStatus, _ operation: String) throws {
         guard status != errSecSuccess else { return }
+        throw failure(status, operation)
+    }
+
+    /// The SDK's error for a status other than success.
+    nonisolated func failure(_ status: OSStatus, _ operation: String) -> LatchkeyError {
         let text = SecCopyErrorMessageString(status, nil).map { $0 as String } ?? "OSStatus \(status)"
         switch status {
         case errSecInteractionNotAllowed:
-            throw LatchkeyError(
+            return LatchkeyError(
                 .storageUnavailable,
                 "the keychain cannot \(operation) the session while the device is locked; it is kept, retry after unlock (\(text))")
         case errSecMissingEntitlement:
-            throw LatchkeyError(
+            return LatchkeyError(
                 .invalidConfiguration, "keychain access group \(accessGroup ?? "(default)") is not in the app's entitlements (\(text))")
         default:
-            throw LatchkeyError(.unknownError, "keychain \(operation) failed: \(text) (\(status))")
+            return LatchkeyError(.unknownError, "keychain \(operation) failed: \(text) (\(status))")
         }
     }
 }
