@@ -201,7 +201,8 @@ public final class IdentityServer: Sendable {
             case .postgres(let location):
                 return try await PostgresStore.open(
                     location: location, sealer: sealer, poolSize: configuration.databasePoolSize,
-                    timeout: .seconds(configuration.databaseTimeoutSeconds), logger: logger)
+                    timeout: .seconds(configuration.databaseTimeoutSeconds),
+                    idleTimeout: .seconds(configuration.databaseIdleSeconds), logger: logger)
             }
         } catch let error as SecretSealerError {
             throw ConfigurationError.invalid(error.description)

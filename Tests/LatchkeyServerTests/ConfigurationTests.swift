@@ -60,6 +60,19 @@ struct ConfigurationTests {
         }
     }
 
+    @Test func databaseIdleSecondsIsReadAndBounded() throws {
+        var c = DevelopmentDefaults.configuration()
+        #expect(c.databaseIdleSeconds == 60, "the documented default")
+        try ConfigurationFile.load(path: try write(#"{ "database_idle_seconds": 300 }"#)).apply(to: &c)
+        #expect(c.databaseIdleSeconds == 300)
+        for refused in [0, 86_401] {
+            var d = DevelopmentDefaults.configuration()
+            let file = try ConfigurationFile.load(path: try write(#"{ "database_idle_seconds": \#(refused) }"#))
+            #expect(throws: ConfigurationError.invalid("database_idle_seconds must be 1…86400")) { try file.apply(to: &d) }
+            #expect(d.databaseIdleSeconds == 60)
+        }
+    }
+
     @Test func dpopDeviceAndPARSettings() throws {
         let path = try write(
             """

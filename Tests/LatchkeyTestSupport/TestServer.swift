@@ -70,6 +70,10 @@ package final class TestServer: Sendable {
             // Every store call's deadline includes the wait for one of the three connections: a burst of 20 requests
             // (the lockout tests) on a CI machine running the whole suite waited past 30 s once, and answered 503.
             configuration.databaseTimeoutSeconds = 120
+            // Six hundred servers were alive at once in a run of the suite, most of them between requests: the
+            // connections they held idle reached the cluster's max_connections (53300 at a server's start). Idle
+            // connections go back within seconds here.
+            configuration.databaseIdleSeconds = 2
         }
         // Hundreds of servers run at once in the suites: none polls its delivery queues unless a test asks (the tests
         // of delivery run each pass themselves, or turn the loops on).

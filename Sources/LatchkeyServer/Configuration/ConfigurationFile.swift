@@ -18,6 +18,8 @@ public struct ConfigurationFile: Codable, Sendable {
     public var databasePoolSize: Int?
     /// PostgreSQL: seconds a statement or a wait for a connection may take before the request fails with 503 (default 10).
     public var databaseTimeoutSeconds: Int?
+    /// PostgreSQL: seconds a pooled connection may stay unused before it is closed (default 60).
+    public var databaseIdleSeconds: Int?
     /// Seconds the server waits for an application's URL (key set, request object, back-channel logout; default 5).
     public var outboundTimeoutSeconds: Int?
     public var clients: [ClientConfiguration]?
@@ -132,6 +134,7 @@ public struct ConfigurationFile: Codable, Sendable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case issuer, host, port, database, clients, users, lifetimes, demo
         case databasePoolSize = "database_pool_size", databaseTimeoutSeconds = "database_timeout_seconds"
+        case databaseIdleSeconds = "database_idle_seconds"
         case outboundTimeoutSeconds = "outbound_timeout_seconds"
         case loginPolicy = "login_policy", bcryptCost = "bcrypt_cost", webauthn, apple
         case keyEncryptionKeyFile = "key_encryption_key_file"
@@ -181,6 +184,10 @@ public struct ConfigurationFile: Codable, Sendable {
         if let databaseTimeoutSeconds {
             guard (1...600).contains(databaseTimeoutSeconds) else { throw ConfigurationError.invalid("database_timeout_seconds must be 1…600") }
             base.databaseTimeoutSeconds = databaseTimeoutSeconds
+        }
+        if let databaseIdleSeconds {
+            guard (1...86_400).contains(databaseIdleSeconds) else { throw ConfigurationError.invalid("database_idle_seconds must be 1…86400") }
+            base.databaseIdleSeconds = databaseIdleSeconds
         }
     }
 

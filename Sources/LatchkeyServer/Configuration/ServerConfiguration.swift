@@ -16,6 +16,9 @@ public struct ServerConfiguration: Sendable {
     /// PostgreSQL only: how long a statement, a lock wait or a wait for a connection may take before the request fails
     /// with 503 (`database_timeout_seconds`).
     public var databaseTimeoutSeconds: Int = 10
+    /// PostgreSQL only: how long a pooled connection may stay unused before it is closed (`database_idle_seconds`).
+    /// Every open connection is a process on the database server; a quiet instance gives its connections back.
+    public var databaseIdleSeconds: Int = 60
     /// How long the server waits for a URL an application gave it (a `jwks_uri`, a `request_uri`, a back-channel logout
     /// URI) to answer, connect included (`outbound_timeout_seconds`). Short by default: a slow application must not
     /// hold the request that needed its document.

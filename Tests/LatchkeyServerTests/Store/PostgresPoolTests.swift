@@ -1,4 +1,7 @@
 import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import PostgresNIO
 import LatchkeyTestSupport
 @testable import LatchkeyServer
 import Testing
@@ -107,4 +110,80 @@ struct PostgresPoolTests {
             await #expect(throws: StoreError.self) { _ = try await pool.lease() }
         }
     }
+
+    @Test("a connection left idle for the idle timeout is closed, by the pool's clock alone; a request then opens a new one")
+    func idleConnectionsClose() async throws {
+        let admin = try PostgresLocation(url: try #require(StoreKind.postgresURL))
+        let clock = PoolClock()
+        var configuration = PostgresConnection.Configuration(
+            host: admin.host, port: admin.port, username: admin.username, password: admin.password, database: admin.database,
+            tls: .disable)
+        configuration.options.connectTimeout = .seconds(120)  // the whole suite may load the machine many times over
+        let pool = PostgresPool(
+            configuration: configuration, maximumConnections: 2, idleTimeout: .seconds(60), logger: Logger(label: "test.pool"),
+            now: { clock.now })
+        let running = Task { await pool.run() }
+        let first = try await pool.lease()
+        let second = try await pool.lease()
+        await pool.giveBack(first, reusable: true)
+        clock.advance(by: .seconds(30))
+        await pool.giveBack(second, reusable: true)
+        clock.advance(by: .seconds(30))
+        // The first has been idle 60 s, the second 30 s.
+        await pool.closeIdleConnections()
+        var counts = await pool.counts
+        #expect(counts.idle == 1, "\(counts)")
+        #expect(counts.closedIdle == 1)
+        #expect(first.isClosed)
+        #expect(!second.isClosed)
+        clock.advance(by: .seconds(29))
+        await pool.closeIdleConnections()
+        #expect(await pool.counts.idle == 1, "29 s more: the second has been idle 59 s")
+        clock.advance(by: .seconds(1))
+        await pool.closeIdleConnections()
+        counts = await pool.counts
+        #expect(counts.idle == 0, "\(counts)")
+        #expect(counts.closedIdle == 2)
+        #expect(second.isClosed)
+        // Nothing idle: the next request waits for a new connection, and is served by it.
+        let third = try await pool.lease()
+        #expect(!third.isClosed)
+        await pool.giveBack(third, reusable: true)
+        #expect(await pool.counts.leasesThatWaited == 3)
+        await pool.close()
+        await running.value
+    }
+
+    @Test("the store's sweeper closes idle connections by itself while the store runs, and stops with it")
+    func theStoresSweeperRuns() async throws {
+        let admin = try PostgresLocation(url: try #require(StoreKind.postgresURL))
+        let name = "latchkey_pool_" + StoreFixture.hex(8)
+        try await PostgresAdmin.execute("CREATE DATABASE \(name)", at: admin)
+        var location = admin
+        location.database = name
+        do {
+            let store = try await PostgresStore.open(
+                location: location, sealer: nil, poolSize: 2, timeout: .seconds(120), idleTimeout: .milliseconds(1))
+            _ = try await store.client(id: "nobody")
+            try await eventually("the idle connections closed by the sweeper") {
+                let counts = await store.pool.counts
+                return counts.closedIdle >= 1 && counts.idle == 0
+            }
+            _ = try await store.client(id: "nobody")
+            store.close()
+            try await eventually("the pool closed") { await store.pool.isClosed }
+        } catch {
+            try? await PostgresAdmin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)", at: admin)
+            throw error
+        }
+        try? await PostgresAdmin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)", at: admin)
+    }
+}
+
+/// The pool's clock in a test: it moves only when the test moves it.
+private final class PoolClock: Sendable {
+    private let offset = NIOLockedValueBox(Duration.zero)
+    private let origin = ContinuousClock.now
+    var now: ContinuousClock.Instant { origin + offset.withLockedValue { $0 } }
+    func advance(by duration: Duration) { offset.withLockedValue { $0 += duration } }
 }

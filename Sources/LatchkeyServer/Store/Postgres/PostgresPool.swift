@@ -17,12 +17,18 @@ import PostgresNIO
 ///   connect is under way (one of them will serve them), and fail at once with the connect's error otherwise — a
 ///   database that cannot be reached answers 503 in the time of one connect attempt, not at the deadline.
 /// - A connection that failed for a reason other than its statement (its socket, a timeout) is closed, not pooled.
+/// - A connection left idle for `idleTimeout` is closed (`closeIdleConnections`, run by the store's sweeper): every
+///   open connection is a process on the database server, and a quiet instance should not hold its whole pool.
 actor PostgresPool {
     private let configuration: PostgresConnection.Configuration
     private let maximumConnections: Int
     private let logger: Logger
+    /// How long a connection may stay idle before it is closed, and the clock that says so (tests move their own).
+    let idleTimeout: Duration
+    private let now: @Sendable () -> ContinuousClock.Instant
 
-    private var idle: [PostgresConnection] = []
+    /// Idle connections, the most recently given back last, each with the moment it was given back.
+    private var idle: [(connection: PostgresConnection, since: ContinuousClock.Instant)] = []
     private var leased = 0
     private var opening = 0
     private var waiters: [Waiter] = []
@@ -34,6 +40,7 @@ actor PostgresPool {
     private var failuresInARow = 0
     private var leasesThatWaited = 0
     private var connectsFailed = 0
+    private var closedIdle = 0
 
     private struct Waiter {
         let id: Int
@@ -50,19 +57,48 @@ actor PostgresPool {
         /// Since the pool was made: leases that had to wait (no idle connection), connects that failed.
         var leasesThatWaited = 0
         var connectsFailed = 0
+        /// Since the pool was made: connections closed because they stayed idle for the idle timeout.
+        var closedIdle = 0
     }
 
-    init(configuration: PostgresConnection.Configuration, maximumConnections: Int, logger: Logger) {
+    init(
+        configuration: PostgresConnection.Configuration, maximumConnections: Int, idleTimeout: Duration = .seconds(60),
+        logger: Logger, now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
+    ) {
         self.configuration = configuration
         self.maximumConnections = max(1, maximumConnections)
+        self.idleTimeout = max(.milliseconds(1), idleTimeout)
         self.logger = logger
+        self.now = now
     }
 
     /// Idle connections still open (one the server closed is dropped when next met), leased, being opened, waiting.
     var counts: Counts {
         Counts(
-            idle: idle.filter { !$0.isClosed }.count, leased: leased, opening: opening, waiting: waiters.count,
-            leasesThatWaited: leasesThatWaited, connectsFailed: connectsFailed)
+            idle: idle.filter { !$0.connection.isClosed }.count, leased: leased, opening: opening, waiting: waiters.count,
+            leasesThatWaited: leasesThatWaited, connectsFailed: connectsFailed, closedIdle: closedIdle)
+    }
+
+    var isClosed: Bool { closed }
+
+    /// Closes the connections that have been idle for `idleTimeout` or longer (by the pool's clock).
+    func closeIdleConnections() async {
+        let cutoff = now() - idleTimeout
+        let stale = idle.filter { $0.since <= cutoff }
+        guard !stale.isEmpty else { return }
+        idle.removeAll { $0.since <= cutoff }
+        closedIdle += stale.count
+        for entry in stale { try? await entry.connection.close() }
+    }
+
+    /// Runs `closeIdleConnections` every so often (a tenth of the idle timeout, between 1 and 30 s) until the pool is
+    /// closed or the task is cancelled: the store's sweeper.
+    func sweepIdleConnections() async {
+        let period = min(.seconds(30), max(.seconds(1), idleTimeout / 10))
+        while !closed, !Task.isCancelled {
+            do { try await Task.sleep(for: period) } catch { return }
+            await closeIdleConnections()
+        }
     }
 
     /// Runs `body` with a leased connection and gives the connection back (or closes it, when it failed for a reason
@@ -143,7 +179,7 @@ actor PostgresPool {
         for waiter in waiting { waiter.continuation.resume(throwing: StoreError.unavailable("the connection pool is closed")) }
         let closing = idle
         idle = []
-        for connection in closing { try? await connection.close() }
+        for entry in closing { try? await entry.connection.close() }
         checkDrained()
     }
 
@@ -151,8 +187,8 @@ actor PostgresPool {
 
     /// The most recently used idle connection that is still open (the warmest; the others may time out unused).
     private func takeIdle() -> PostgresConnection? {
-        while let connection = idle.popLast() {
-            if !connection.isClosed { return connection }
+        while let entry = idle.popLast() {
+            if !entry.connection.isClosed { return entry.connection }
         }
         return nil
     }
@@ -161,7 +197,7 @@ actor PostgresPool {
     private func hand(_ connection: PostgresConnection) {
         dropAbandonedWaiters()
         if waiters.isEmpty {
-            idle.append(connection)
+            idle.append((connection, now()))
         } else {
             let waiter = waiters.removeFirst()
             leased += 1

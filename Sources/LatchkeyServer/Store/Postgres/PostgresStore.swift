@@ -27,13 +27,14 @@ public final class PostgresStore: Store {
     /// `open`; the application then owns it as a service (`PoolService`).
     private let runner: Task<Void, Never>
 
-    /// Connects (the pool opens connections lazily, up to `poolSize`), migrates the schema, and checks that sealed
-    /// secrets open with `sealer`'s key.
+    /// Connects (the pool opens connections lazily, up to `poolSize`, and closes those idle for `idleTimeout`),
+    /// migrates the schema, and checks that sealed secrets open with `sealer`'s key.
     public static func open(
         location: PostgresLocation, sealer: SecretSealer?, poolSize: Int = 10, timeout: Duration = .seconds(10),
-        logger: Logger = Logger(label: "latchkey.store")
+        idleTimeout: Duration = .seconds(60), logger: Logger = Logger(label: "latchkey.store")
     ) async throws -> PostgresStore {
-        let store = try PostgresStore(location: location, sealer: sealer, poolSize: poolSize, timeout: timeout, logger: logger)
+        let store = try PostgresStore(
+            location: location, sealer: sealer, poolSize: poolSize, timeout: timeout, idleTimeout: idleTimeout, logger: logger)
         do {
             // Reachable at all? (The normal deadline: a wrong host or port fails the start in seconds.) Then the
             // migration, which may wait for another instance's (the lock) and runs DDL: a longer deadline.
@@ -47,7 +48,10 @@ public final class PostgresStore: Store {
         return store
     }
 
-    init(location: PostgresLocation, sealer: SecretSealer?, poolSize: Int, timeout: Duration, logger: Logger) throws {
+    init(
+        location: PostgresLocation, sealer: SecretSealer?, poolSize: Int, timeout: Duration, idleTimeout: Duration = .seconds(60),
+        logger: Logger
+    ) throws {
         let tls: PostgresConnection.Configuration.TLS
         switch location.tls {
         case .disable: tls = .disable
@@ -69,13 +73,21 @@ public final class PostgresStore: Store {
         // digests, sealed secrets, codes): its logger never goes below warning, whatever the server's level.
         var driverLogger = logger
         if driverLogger.logLevel < .warning { driverLogger.logLevel = .warning }
-        let pool = PostgresPool(configuration: configuration, maximumConnections: poolSize, logger: driverLogger)
+        let pool = PostgresPool(
+            configuration: configuration, maximumConnections: poolSize, idleTimeout: idleTimeout, logger: driverLogger)
         self.pool = pool
         self.sealer = sealer
         self.logger = driverLogger
         // A little more than the server's own statement timeout, so the server's error normally comes first.
         self.timeout = timeout + .seconds(2)
-        self.runner = Task { await pool.run() }
+        // The run loop, and beside it the sweeper of idle connections, which stops when the run loop has.
+        self.runner = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await pool.sweepIdleConnections() }
+                await pool.run()
+                group.cancelAll()
+            }
+        }
     }
 
     /// Stops the pool (its connections close). The store cannot be used afterwards. An application of the server
