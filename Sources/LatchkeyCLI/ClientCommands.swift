@@ -188,9 +188,42 @@ struct Recover: AsyncParsableCommand {
 }
 
 struct Token: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print a valid access token, refreshing it if needed.")
+    static let configuration = CommandConfiguration(
+        abstract: "Print a valid access token, refreshing it if needed.",
+        discussion: """
+            With --repeat N it asks N times in a row and prints each token on its own line: a soak test of refreshing, \
+            alone or beside other processes that share the sign-in. A failure that keeps the session (no network, a \
+            timeout, a busy server) is reported on standard error and the next attempt goes on; a session that ended \
+            stops the run (exit 1).
+            """)
+
+    @Option(help: "Ask for a token this many times, one after another (1…10000000).")
+    var `repeat`: Int = 1
+
+    func validate() throws {
+        guard (1...10_000_000).contains(`repeat`) else { throw ValidationError("--repeat must be 1…10000000") }
+    }
+
     func run() async throws {
-        try await runClient { Console.out(try await CLIHome().client().getAccessToken()) }
+        try await runClient {
+            let client = try await CLIHome().client()
+            guard `repeat` > 1 else {
+                Console.out(try await client.getAccessToken())
+                return
+            }
+            for _ in 0..<`repeat` {
+                do {
+                    Console.out(try await client.getAccessToken())
+                } catch let error as LatchkeyError where Self.keepsTheSession(error) {
+                    Console.err("latchkey: attempt failed, the session is kept (\(error.code.rawValue))")
+                }
+            }
+        }
+    }
+
+    /// The failures a repeated run goes on after: the SDK kept the session (it ends one only on a dead grant).
+    static func keepsTheSession(_ error: LatchkeyError) -> Bool {
+        [.networkError, .requestTimeout, .serverError, .storageUnavailable].contains(error.code)
     }
 }
 

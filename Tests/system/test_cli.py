@@ -77,3 +77,9 @@ def test_clear_failures(server):
     assert wrong.returncode == 1 and "configuration problem" in wrong.stderr, wrong.stderr
     nothing = cli(home, "whoami")
     assert nothing.returncode == 1 and "Not signed in" in nothing.stderr
+    for count in ("0", "10000001", "many"):
+        refused = cli(home, "token", "--repeat", count)
+        assert refused.returncode != 0 and "--repeat" in refused.stderr, refused.stderr
+    # A repeated run without a sign-in stops at once (not ten thousand error lines).
+    alone = cli(home, "token", "--repeat", "10000")
+    assert alone.returncode == 1 and "Not signed in" in alone.stderr and alone.stderr.count("\n") <= 2, alone.stderr

@@ -46,6 +46,7 @@ public protocol HTTPClient: Sendable {
 /// one, and a custom-scheme `Location` would otherwise be followed as a relative path.
 public final class URLSessionHTTPClient: HTTPClient {
     private let session: URLSession
+    private let configuration: URLSessionConfiguration
 
     public init(timeout: TimeInterval = 30) {
         let configuration = URLSessionConfiguration.ephemeral
@@ -53,6 +54,7 @@ public final class URLSessionHTTPClient: HTTPClient {
         configuration.httpShouldSetCookies = false
         configuration.httpCookieAcceptPolicy = .never
         configuration.urlCache = nil
+        self.configuration = configuration
         session = URLSession(configuration: configuration, delegate: RedirectBlocker(), delegateQueue: nil)
     }
 
@@ -62,6 +64,8 @@ public final class URLSessionHTTPClient: HTTPClient {
         urlRequest.httpBody = request.body
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         do {
+            let (session, ownSession) = session(for: request)
+            defer { if ownSession { session.finishTasksAndInvalidate() } }
             let (data, response) = try await session.data(for: urlRequest)
             guard let http = response as? HTTPURLResponse else {
                 throw LatchkeyError(.networkError, "not an HTTP response from \(request.url.host ?? "server")")
@@ -79,6 +83,24 @@ public final class URLSessionHTTPClient: HTTPClient {
         } catch {
             throw LatchkeyError(.networkError, "\(request.method) \(request.url.host ?? "")\(request.url.path) failed: \(error.localizedDescription)")
         }
+    }
+}
+
+extension URLSessionHTTPClient {
+    /// The shared session, except on Linux for a request with a body: there it goes on a connection of its own.
+    /// libcurl (under swift-corelibs-foundation) silently sends a request again when the kept-alive connection it
+    /// reused is reset before an answer, and swift-corelibs-foundation cannot rewind the body: the second send has
+    /// the headers alone, and the server waits for the body until its timeout. For a refresh whose first answer was
+    /// lost, that wait can outlast the server's reuse interval and turn the retry into a replay that ends the session
+    /// (measured: `Tests/system/test_never_signed_out.py`). A fresh connection is never resent that way: the loss is
+    /// an immediate network error, and the next attempt goes out at once.
+    private func session(for request: HTTPRequest) -> (URLSession, own: Bool) {
+        #if canImport(Darwin)
+        return (session, false)
+        #else
+        guard request.body != nil else { return (session, false) }
+        return (URLSession(configuration: configuration, delegate: RedirectBlocker(), delegateQueue: nil), true)
+        #endif
     }
 }
 
