@@ -39,6 +39,9 @@ from test_postgres_instances import KEK_ENV, create_database, drop_database
 REFRESHES = int(os.environ.get("LATCHKEY_SOAK_REFRESHES", "600"))
 PROCESSES = int(os.environ.get("LATCHKEY_SOAK_PROCESSES", "4"))
 SEED = int(os.environ.get("LATCHKEY_SOAK_SEED", str(random.SystemRandom().randrange(1 << 30))))
+# Only a guard against a hang (a server that stopped answering would otherwise keep the workers starting processes for
+# ever): at the measured 20–30 tokens/s a run needs a small fraction of it.
+GIVE_UP_SECONDS = max(600, REFRESHES // 2)
 # Of the token requests while faults are on: reset before a server sees it, answer lost after the server committed,
 # answer delayed. The rest pass.
 P_RESET_BEFORE, P_LOSE, P_DELAY = 0.03, 0.05, 0.05
@@ -219,7 +222,8 @@ class Soak:
 
     def worker(self, index):
         env = {**os.environ, "LATCHKEY_HOME": self.home}
-        while not self.done.is_set():
+        give_up = time.monotonic() + GIVE_UP_SECONDS
+        while not self.done.is_set() and time.monotonic() < give_up:
             with self.lock:
                 left = self.target - self.tokens
             if left <= 0:
@@ -229,7 +233,13 @@ class Soak:
             with self.lock:
                 self.running[index] = process
                 self.processes += 1
-            out, err = process.communicate()
+            hung = False
+            try:
+                out, err = process.communicate(timeout=GIVE_UP_SECONDS)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                out, err = process.communicate()
+                hung = True
             with self.lock:
                 self.running.pop(index, None)
                 lines = [line for line in out.splitlines() if line]
@@ -240,7 +250,9 @@ class Soak:
                     if kind:
                         self.attempts_failed += 1
                         self.failure_kinds[kind.group(1)] = self.failure_kinds.get(kind.group(1), 0) + 1
-                if "session has ended" in err or "Not signed in" in err:
+                if hung:
+                    self.process_failures.append(("hung", err.strip()[-300:]))
+                elif "session has ended" in err or "Not signed in" in err:
                     self.sign_outs.append(err.strip()[-400:])
                     self.done.set()
                 elif process.returncode not in (0, -signal.SIGKILL):
