@@ -47,29 +47,35 @@ struct ConfigurationTests {
         try c.validate()
     }
 
-    @Test func outboundTimeoutIsReadAndBounded() throws {
-        var c = DevelopmentDefaults.configuration()
-        #expect(c.outboundTimeoutSeconds == 5, "the documented default")
-        try ConfigurationFile.load(path: try write(#"{ "outbound_timeout_seconds": 12 }"#)).apply(to: &c)
-        #expect(c.outboundTimeoutSeconds == 12)
-        for refused in [0, 61] {
-            var d = DevelopmentDefaults.configuration()
-            let file = try ConfigurationFile.load(path: try write(#"{ "outbound_timeout_seconds": \#(refused) }"#))
-            #expect(throws: ConfigurationError.invalid("outbound_timeout_seconds must be 1…60")) { try file.apply(to: &d) }
-            #expect(d.outboundTimeoutSeconds == 5)
-        }
+    /// A whole-number setting of the file: its documented default, a value read, the bounds refused with its message.
+    struct BoundedSetting: Sendable, CustomTestStringConvertible {
+        let key: String
+        let value: @Sendable (ServerConfiguration) -> Int
+        let defaultValue, accepted: Int
+        let refused: [Int]
+        let bounds: String
+        var testDescription: String { key }
     }
 
-    @Test func databaseIdleSecondsIsReadAndBounded() throws {
+    static let boundedSettings = [
+        BoundedSetting(
+            key: "outbound_timeout_seconds", value: { $0.outboundTimeoutSeconds }, defaultValue: 5, accepted: 12, refused: [0, 61], bounds: "1…60"),
+        BoundedSetting(
+            key: "database_idle_seconds", value: { $0.databaseIdleSeconds }, defaultValue: 60, accepted: 300, refused: [0, 86_401],
+            bounds: "1…86400")
+    ]
+
+    @Test(arguments: boundedSettings)
+    func boundedSettingIsReadAndBounded(_ setting: BoundedSetting) throws {
         var c = DevelopmentDefaults.configuration()
-        #expect(c.databaseIdleSeconds == 60, "the documented default")
-        try ConfigurationFile.load(path: try write(#"{ "database_idle_seconds": 300 }"#)).apply(to: &c)
-        #expect(c.databaseIdleSeconds == 300)
-        for refused in [0, 86_401] {
+        #expect(setting.value(c) == setting.defaultValue, "the documented default")
+        try ConfigurationFile.load(path: try write(#"{ "\#(setting.key)": \#(setting.accepted) }"#)).apply(to: &c)
+        #expect(setting.value(c) == setting.accepted)
+        for refused in setting.refused {
             var d = DevelopmentDefaults.configuration()
-            let file = try ConfigurationFile.load(path: try write(#"{ "database_idle_seconds": \#(refused) }"#))
-            #expect(throws: ConfigurationError.invalid("database_idle_seconds must be 1…86400")) { try file.apply(to: &d) }
-            #expect(d.databaseIdleSeconds == 60)
+            let file = try ConfigurationFile.load(path: try write(#"{ "\#(setting.key)": \#(refused) }"#))
+            #expect(throws: ConfigurationError.invalid("\(setting.key) must be \(setting.bounds)")) { try file.apply(to: &d) }
+            #expect(setting.value(d) == setting.defaultValue)
         }
     }
 

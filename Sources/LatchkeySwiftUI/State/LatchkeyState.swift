@@ -205,10 +205,8 @@ public final class LatchkeyState {
             await reload(check: false, fromServer: true)  // the stored ID token still has the old claims
         case .signedOut:
             apply(user: nil, signedIn: false)
-            setStale(false)
         case .sessionExpired:
             apply(user: nil, signedIn: false)
-            setStale(false)
             fail(LatchkeyError(.sessionExpired, change.reason?.message ?? "the provider ended the session", serverCode: change.reason?.serverCode))
         }
     }
@@ -219,19 +217,16 @@ public final class LatchkeyState {
         do {
             guard try await client.isSignedIn(sessionId: sessionId) else {
                 apply(user: nil, signedIn: false)
-                setStale(false)
                 clearError()
                 return
             }
             if check { _ = try await client.getAccessToken(sessionId: sessionId) }
             apply(user: try await client.getUser(options: fromServer ? ["source": "userinfo"] : nil, sessionId: sessionId), signedIn: true)
-            setStale(false)
             clearError()
         } catch let error as LatchkeyError {
             switch error.code {
             case .sessionExpired, .invalidGrant, .invalidToken:
                 apply(user: nil, signedIn: false)  // the session is over (the SDK has forgotten it)
-                setStale(false)
             case .storageUnavailable:
                 break  // a locked device: nothing is known, nothing is changed
             default:
@@ -244,9 +239,11 @@ public final class LatchkeyState {
         }
     }
 
+    /// A state the server or the person just confirmed (signed in with this user, or signed out): never stale.
     private func apply(user: User?, signedIn: Bool) {
         if self.user != user { self.user = user }
         if isSignedIn != signedIn { isSignedIn = signedIn }
+        setStale(false)
     }
 
     private func setStale(_ stale: Bool) {
