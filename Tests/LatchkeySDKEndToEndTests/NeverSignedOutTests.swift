@@ -48,11 +48,75 @@ struct NeverSignedOutTests {
             http.remove(rule)
         }
         #expect(await storage.get(Self.key) == stored, "the stored session is untouched by every failure")
-        #expect(http.refreshCount == 4, "each failure was one attempt: the server saw none of them")
+        #expect(http.refreshCount == 5, "each failure was one attempt, the timeout two (its answer may have been lost)")
 
         let token = try await client.getAccessToken()
         #expect(try await server.userinfo(token).status == 200)
         #expect(await changes.next()?.event == .tokenRefreshed, "no sign-out or expiry event came before the refresh")
+    }
+
+    /// A server with the production reuse interval whose clock stands still after the sign-in: the retry's place in
+    /// the interval does not depend on how long the machine takes between two requests.
+    static func startWithReuseInterval() async throws -> (
+        TestServer, ProgrammableHTTPClient, URLSessionHTTPClient, InMemoryStorageAdapter, LatchkeyClient
+    ) {
+        let server = try await TestServer.start {
+            $0.lifetimes.accessToken = 10
+            $0.refreshTokenReuseSeconds =
+                DevelopmentDefaults.configuration(port: 0, databasePath: "/tmp/unused.sqlite", host: "127.0.0.1").refreshTokenReuseSeconds
+        }
+        let upstream = busyMachineHTTPClient()
+        let http = ProgrammableHTTPClient(upstream: upstream)
+        let storage = InMemoryStorageAdapter()
+        let client = try await server.signedInClient(http: http, storage: storage)
+        server.freezeClock()
+        return (server, http, upstream, storage, client)
+    }
+
+    @Test("an answer lost after the server rotated is sent again at once and gets the successor: one call, no sign-out")
+    func aLostAnswerIsRetriedAtOnce() async throws {
+        let (server, http, upstream, storage, client) = try await Self.startWithReuseInterval()
+        defer { Task { await server.stop() } }
+        var changes = client.authStateChanges().makeAsyncIterator()
+        #expect(await changes.next()?.event == .initialSession)
+        let before = try StoredSession.decode(try #require(await storage.get(Self.key)))
+        let answered = Answered()
+        http.answer(where: { $0.isRefreshGrant }, times: 1) { request in
+            await answered.keep(try await upstream.send(request))  // the server rotated...
+            throw LatchkeyError(.networkError, "the connection was reset")  // ...and the app never heard
+        }
+
+        let token = try await client.getAccessToken()
+        #expect(try await server.userinfo(token).status == 200)
+        let refreshes = http.requests.filter(\.isRefreshGrant)
+        #expect(refreshes.count == 2, "the lost one and its retry, in the same call")
+        #expect(Set(refreshes.compactMap(\.body)).count == 1, "the retry presents the same refresh token (and client)")
+        let lost = try #require(await answered.response)
+        #expect(lost.status == 200)
+        let issued = try #require(try JSONSerialization.jsonObject(with: lost.body) as? [String: Any])["refresh_token"] as? String
+        let after = try StoredSession.decode(try #require(await storage.get(Self.key)))
+        #expect(after.refreshToken == issued, "the successor the lost answer carried: the family did not fork")
+        #expect(after.refreshToken != before.refreshToken)
+        #expect(await changes.next()?.event == .tokenRefreshed, "no sign-out or expiry came first")
+    }
+
+    @Test("an answer lost twice keeps the session (the error is thrown); the next call's retry still gets the successor")
+    func anAnswerLostTwiceKeepsTheSession() async throws {
+        let (server, http, upstream, storage, client) = try await Self.startWithReuseInterval()
+        defer { Task { await server.stop() } }
+        let stored = try #require(await storage.get(Self.key))
+        http.answer(where: { $0.isRefreshGrant }, times: 2) { request in
+            _ = try await upstream.send(request)
+            throw LatchkeyError(.requestTimeout, "the request timed out")
+        }
+        await #expect { try await client.getAccessToken() } throws: { ($0 as? LatchkeyError)?.code == .requestTimeout }
+        #expect(http.refreshCount == 2, "one retry, not a loop")
+        #expect(try await client.isSignedIn())
+        #expect(await storage.get(Self.key) == stored, "the stored session is kept as it was")
+
+        let token = try await client.getAccessToken()
+        #expect(http.refreshCount == 3)
+        #expect(try await server.userinfo(token).status == 200, "the third presentation, inside the interval, is not a replay")
     }
 
     @Test("only invalid_grant ends the session: the stream says sessionExpired with the server's reason, and storage is cleared")
@@ -60,7 +124,8 @@ struct NeverSignedOutTests {
         let server = try await Self.start()
         defer { Task { await server.stop() } }
         let storage = InMemoryStorageAdapter()
-        let client = try await server.signedInClient(storage: storage)
+        let http = ProgrammableHTTPClient()
+        let client = try await server.signedInClient(http: http, storage: storage)
         var changes = client.authStateChanges().makeAsyncIterator()
         #expect(await changes.next()?.event == .initialSession)
         // Someone else presents the session's refresh token first (the server's reuse interval is off in tests): the
@@ -72,6 +137,7 @@ struct NeverSignedOutTests {
             let error = $0 as? LatchkeyError
             return error?.code == .sessionExpired && error?.serverCode == "invalid_grant"
         }
+        #expect(http.refreshCount == 1, "a refusal is an answer: it is not sent again")
         let ended = await changes.next()
         #expect(ended?.event == .sessionExpired && ended?.isSignedIn == false)
         #expect(ended?.reason?.code == .invalidGrant && ended?.reason?.serverCode == "invalid_grant")
@@ -98,4 +164,10 @@ struct NeverSignedOutTests {
         #expect(String(decoding: written, as: UTF8.self).contains(#""version":2"#))
         #expect(try StoredSession.decode(written).refreshToken != tokens.refreshToken, "rotated and stored")
     }
+}
+
+/// The answer the server gave to a request whose answer the test then lost.
+private actor Answered {
+    private(set) var response: HTTPResponse?
+    func keep(_ response: HTTPResponse) { self.response = response }
 }

@@ -23,6 +23,7 @@ public final class StandInDevice: @unchecked Sendable {
     private var _authorization = AuthorizationBehaviour.nothingAvailable
     private var _isPresentingWebAuthentication = false
     private var _hasSecureEnclave = true
+    private var _userVerification: @Sendable (UserVerificationPrompt) -> UserVerificationOutcome = { _ in .confirms }
     /// The device's own key: what its Secure Enclave wraps key handles with (so a handle works on this device only).
     let secureEnclaveKey = SymmetricKey(size: .bits256)
 
@@ -50,6 +51,13 @@ public final class StandInDevice: @unchecked Sendable {
     public var hasSecureEnclave: Bool {
         get { lock.withLock { _hasSecureEnclave } }
         set { lock.withLock { _hasSecureEnclave = newValue } }
+    }
+
+    /// What the person does when asked for Face ID, Touch ID or the passcode (`LAContext.evaluatePolicy`, or the
+    /// keychain reading a protected item without an evaluated context). By default they confirm.
+    public var userVerification: @Sendable (UserVerificationPrompt) -> UserVerificationOutcome {
+        get { lock.withLock { _userVerification } }
+        set { lock.withLock { _userVerification = newValue } }
     }
 
     /// One browser sheet at a time, as on a real device.
@@ -142,6 +150,8 @@ public final class StandInLog: @unchecked Sendable {
         /// An authorization controller answered without showing anything.
         case authorizationAnsweredWithoutUI(requests: [String])
         case authorizationCanceledByApp
+        /// The system asked for Face ID, Touch ID or the passcode.
+        case userVerificationPrompted(UserVerificationPrompt)
     }
 
     private let lock = NSLock()

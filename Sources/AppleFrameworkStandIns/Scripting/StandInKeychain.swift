@@ -12,6 +12,11 @@ import Foundation
 ///   only items of that label.
 /// - An access group outside `entitledAccessGroups` is `errSecMissingEntitlement`; without one, items go to the
 ///   first entitled group, as the app's default group.
+/// - An item added with `kSecAttrAccessControl` (user presence or biometry) gives its data, or takes new data, only
+///   under an `LAContext` (`kSecUseAuthenticationContext`) that was evaluated on this device; otherwise the system
+///   prompts (the device's `userVerification` script): a cancel is `errSecUserCanceled`, a failure `errSecAuthFailed`,
+///   and a context with `interactionNotAllowed` gets `errSecInteractionNotAllowed` without a prompt. Finding or
+///   deleting the item needs no authentication, as on Apple.
 public final class StandInKeychain: @unchecked Sendable {
     /// The device's lock state.
     public enum LockState: Sendable {
@@ -33,6 +38,8 @@ public final class StandInKeychain: @unchecked Sendable {
         public var data: Data?
         /// `kSecAttrLabel`: searchable, so a query that names it matches only the item that still carries it.
         public var label: String? = nil
+        /// What reading the item requires of the person (`kSecAttrAccessControl`'s flags); nil: nothing.
+        public var userVerification: SecAccessControlCreateFlags? = nil
     }
 
     private let lock = NSLock()
@@ -76,7 +83,8 @@ public final class StandInKeychain: @unchecked Sendable {
             guard let group = query.resolvedGroup(entitled: _entitledAccessGroups) else { return errSecMissingEntitlement }
             let item = Item(
                 itemClass: itemClass, service: query.service, account: query.account, accessGroup: group,
-                synchronizable: query.synchronizable == true, accessible: query.accessible ?? "ak", data: query.data, label: query.label)
+                synchronizable: query.synchronizable == true, accessible: query.accessControl?.protection ?? query.accessible ?? "ak",
+                data: query.data, label: query.label, userVerification: query.accessControl?.flags)
             guard isAvailable(item.accessible) else { return errSecInteractionNotAllowed }
             guard
                 !_items.contains(where: {
@@ -97,6 +105,10 @@ public final class StandInKeychain: @unchecked Sendable {
             let found = matches(query)
             guard let first = found.first else { return errSecItemNotFound }
             guard isAvailable(_items[first].accessible) else { return errSecInteractionNotAllowed }
+            if query.returnData {
+                let status = authorize(_items[first], query.context)
+                guard status == errSecSuccess else { return status }
+            }
             if query.returnData, let data = _items[first].data { result?.pointee = data as AnyObject }
             return errSecSuccess
         }
@@ -111,13 +123,22 @@ public final class StandInKeychain: @unchecked Sendable {
             let found = matches(query)
             guard !found.isEmpty else { return errSecItemNotFound }
             for index in found {
-                guard isAvailable(_items[index].accessible), isAvailable(change.accessible ?? _items[index].accessible) else {
+                let accessible = change.accessControl?.protection ?? change.accessible ?? _items[index].accessible
+                guard isAvailable(_items[index].accessible), isAvailable(accessible) else {
                     return errSecInteractionNotAllowed
+                }
+                if change.data != nil || change.accessControl != nil {
+                    let status = authorize(_items[index], query.context)
+                    guard status == errSecSuccess else { return status }
                 }
             }
             for index in found {
                 if let data = change.data { _items[index].data = data }
                 if let accessible = change.accessible { _items[index].accessible = accessible }
+                if let control = change.accessControl {
+                    _items[index].accessible = control.protection
+                    _items[index].userVerification = control.flags
+                }
                 if let label = change.label { _items[index].label = label }
             }
             return errSecSuccess
@@ -153,6 +174,23 @@ public final class StandInKeychain: @unchecked Sendable {
         }
     }
 
+    /// Whether the person has confirmed for a protected item: under an evaluated context, or at a prompt now.
+    private func authorize(_ item: Item, _ context: LAContext?) -> OSStatus {
+        guard let flags = item.userVerification, !flags.subtracting(.privateKeyUsage).isEmpty else { return errSecSuccess }
+        let device = StandInSystem.device
+        if context?.isAuthenticated(on: device) == true { return errSecSuccess }
+        if context?.interactionNotAllowed == true { return errSecInteractionNotAllowed }
+        let biometricOnly = !flags.isDisjoint(with: [.biometryAny, .biometryCurrentSet])
+        let failure = device.verifyUser(
+            policy: biometricOnly ? .deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication,
+            reason: context?.localizedReason ?? "", cancelTitle: context?.localizedCancelTitle)
+        switch failure?.code {
+        case nil: return errSecSuccess
+        case .userCancel?: return errSecUserCanceled
+        default: return errSecAuthFailed
+        }
+    }
+
     private func isAvailable(_ accessible: String) -> Bool {
         switch _lockState {
         case .unlocked: true
@@ -181,6 +219,8 @@ public final class StandInKeychain: @unchecked Sendable {
         var synchronizableAny = false
         var data: Data?
         var returnData = false
+        var accessControl: SecAccessControl?
+        var context: LAContext?
 
         init(_ d: CFDictionary) {
             itemClass = d[kSecClass as String] as? String
@@ -196,6 +236,8 @@ public final class StandInKeychain: @unchecked Sendable {
             }
             data = d[kSecValueData as String] as? Data
             returnData = d[kSecReturnData as String] as? Bool ?? false
+            accessControl = d[kSecAttrAccessControl as String] as? SecAccessControl
+            context = d[kSecUseAuthenticationContext as String] as? LAContext
         }
 
         func resolvedGroup(entitled: [String]) -> String? {

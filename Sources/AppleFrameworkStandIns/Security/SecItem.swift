@@ -24,6 +24,7 @@ public let errSecDuplicateItem: OSStatus = -25299
 public let errSecItemNotFound: OSStatus = -25300
 public let errSecInteractionNotAllowed: OSStatus = -25308
 public let errSecMissingEntitlement: OSStatus = -34018
+public let errSecUserCanceled: OSStatus = -128
 
 nonisolated(unsafe) public let kSecClass: CFString = "class"
 nonisolated(unsafe) public let kSecClassGenericPassword: CFString = "genp"
@@ -45,6 +46,48 @@ nonisolated(unsafe) public let kSecMatchLimit: CFString = "m_Limit"
 nonisolated(unsafe) public let kSecMatchLimitOne: CFString = "m_LimitOne"
 nonisolated(unsafe) public let kSecMatchLimitAll: CFString = "m_LimitAll"
 nonisolated(unsafe) public let kSecUseDataProtectionKeychain: CFString = "nleg"
+nonisolated(unsafe) public let kSecAttrAccessControl: CFString = "accc"
+nonisolated(unsafe) public let kSecUseAuthenticationContext: CFString = "u_AuthCtx"
+
+/// `CFAllocator` (only ever passed as nil).
+public typealias CFAllocator = NSObject
+/// `CFError` (toll-free bridged with `NSError`).
+public typealias CFError = NSError
+
+/// `SecAccessControlCreateFlags`: what reading an item (or using a key) requires of the person.
+public struct SecAccessControlCreateFlags: OptionSet, Sendable {
+    public let rawValue: UInt
+    public init(rawValue: UInt) { self.rawValue = rawValue }
+    /// Face ID, Touch ID or the device passcode.
+    public static let userPresence = SecAccessControlCreateFlags(rawValue: 1 << 0)
+    /// Face ID or Touch ID, any enrolled.
+    public static let biometryAny = SecAccessControlCreateFlags(rawValue: 1 << 1)
+    /// Face ID or Touch ID, as enrolled now: adding or removing a face or finger makes the item unreadable.
+    public static let biometryCurrentSet = SecAccessControlCreateFlags(rawValue: 1 << 3)
+    /// The device passcode.
+    public static let devicePasscode = SecAccessControlCreateFlags(rawValue: 1 << 4)
+    /// A Secure Enclave private key may be used for signing.
+    public static let privateKeyUsage = SecAccessControlCreateFlags(rawValue: 1 << 30)
+}
+
+/// `SecAccessControl`: an item's accessibility class together with what reading it requires.
+public final class SecAccessControl: @unchecked Sendable {
+    /// The accessibility class (`kSecAttrAccessible…`).
+    public let protection: String
+    /// What a read requires.
+    public let flags: SecAccessControlCreateFlags
+    init(protection: String, flags: SecAccessControlCreateFlags) { self.protection = protection; self.flags = flags }
+}
+
+/// Makes an access control of `protection` (a `kSecAttrAccessible…` class) and `flags`; nil for a protection that is
+/// not a class.
+public func SecAccessControlCreateWithFlags(
+    _ allocator: CFAllocator?, _ protection: CFTypeRef, _ flags: SecAccessControlCreateFlags,
+    _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> SecAccessControl? {
+    guard let protection = protection as? String, ["ak", "ck", "aku", "cku", "akpu"].contains(protection) else { return nil }
+    return SecAccessControl(protection: protection, flags: flags)
+}
 
 /// Adds an item. `errSecDuplicateItem` when one with the same primary key (class, service, account, access group,
 /// synchronizable) exists; `errSecInteractionNotAllowed` when the item's accessibility forbids writing now.
@@ -80,6 +123,7 @@ public func SecCopyErrorMessageString(_ status: OSStatus, _ reserved: UnsafeMuta
         case errSecItemNotFound: "The specified item could not be found in the keychain."
         case errSecInteractionNotAllowed: "User interaction is not allowed."
         case errSecMissingEntitlement: "A required entitlement isn't present."
+        case errSecUserCanceled: "User canceled the operation."
         default: nil
         }
     return text.map { NSString(string: $0) }

@@ -91,6 +91,8 @@ final class OAuthClient: Sendable {
         case fresh
         /// This key (a session's), or no proof at all.
         case stored(String?)
+        /// A key made already: a retry proves possession of the key its first attempt named.
+        case made(any DPoPSigningKey)
     }
 
     /// POSTs a form to the token endpoint and maps errors (OAuth and ReachFive shapes) to `LatchkeyError`. With DPoP,
@@ -102,6 +104,7 @@ final class OAuthClient: Sendable {
         switch proof {
         case .fresh: key = config.useDPoP ? try await dpopKeys.makeKey() : nil
         case .stored(let reference): key = try await storedKey(reference)
+        case .made(let made): key = made
         }
         let response = try await send(.form(url, parameters), dpop: key, accessToken: nil)
         guard response.status == 200 else { throw Self.errorFrom(response) }
@@ -252,8 +255,19 @@ final class OAuthClient: Sendable {
     func refresh(_ current: TokenSet) async throws -> TokenSet {
         guard let refreshToken = current.refreshToken else { throw LatchkeyError(.sessionExpired, "no refresh token") }
         // The session's key proves possession of a bound refresh token; a session without one (Bearer) gets a new key
-        // when DPoP is on.
-        let response = try await tokenRequest(.refreshToken(refreshToken), proof: current.dpopKey.map { .stored($0) } ?? .fresh)
+        // when DPoP is on, made once so that a retry names the key the first attempt did.
+        let proof: ProofKey =
+            if let stored = current.dpopKey { .stored(stored) } else if config.useDPoP { .made(try await dpopKeys.makeKey()) } else { .stored(nil) }
+        let response: TokenResponse
+        do {
+            response = try await tokenRequest(.refreshToken(refreshToken), proof: proof)
+        } catch let error as LatchkeyError where error.statusCode == nil && [.networkError, .requestTimeout].contains(error.code) {
+            // The answer was lost (reset, cut, or silent until the timeout) after the server may have rotated. Sent
+            // again at once, the same refresh token falls inside the server's reuse interval and gets the successor
+            // already issued; left for the app's next call, it could come after the interval and be taken for a
+            // replay that revokes the session. Once: a server that cannot be reached keeps the session for later.
+            response = try await tokenRequest(.refreshToken(refreshToken), proof: proof)
+        }
         if let claims = try await validateIDToken(response, nonce: nil, maxAge: nil) {
             if let nonce = claims["nonce"]?.stringValue, nonce != current.nonce {
                 throw LatchkeyError(.invalidToken, "ID token rejected: a refreshed ID token carries a different nonce")

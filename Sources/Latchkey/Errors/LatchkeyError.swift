@@ -43,6 +43,10 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
         /// e.g. an app prewarmed before the first unlock). Nothing was deleted or replaced: retry when the device is
         /// unlocked (`UIApplication.protectedDataDidBecomeAvailableNotification`).
         case storageUnavailable = "STORAGE_UNAVAILABLE"
+        /// The stored session is protected by Face ID, Touch ID or the passcode (the Apple layer's `BiometricPolicy`)
+        /// and the person did not confirm: they cancelled or failed the prompt, or the device cannot ask. Nothing was
+        /// deleted or replaced: ask again when the person chooses to.
+        case biometricAuthenticationFailed = "BIOMETRIC_AUTHENTICATION_FAILED"
         /// The stored session cannot be read: damaged, or written by a newer version of the SDK (an app downgraded).
         /// It was left in place, not taken for "signed out": a new sign-in replaces it, a sign-out deletes it.
         case storedSessionUnreadable = "STORED_SESSION_UNREADABLE"

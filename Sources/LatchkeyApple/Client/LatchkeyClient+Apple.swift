@@ -13,18 +13,24 @@ extension LatchkeyClient {
     ///   - prefersEphemeralWebBrowserSession: private browser sessions for `webviewLogin` (no shared cookies).
     ///   - keychainAccessibility: when stored sessions can be read.
     ///   - keychainAccessGroup: a keychain access group shared with the app's extensions.
+    ///   - keychainBiometrics: Face ID, Touch ID or the passcode in front of the stored session, and how often
+    ///     (`BiometricProtection`, `BiometricPolicy`); nil: none.
     ///   - logger: where the client reports what it worked around.
     ///   - clock: the time the SDK's rules decide by; an app's tests pass a `ManualClock`'s.
     public convenience init(
         http: any HTTPClient = URLSessionHTTPClient(), prefersEphemeralWebBrowserSession: Bool = false,
         keychainAccessibility: KeychainStorageAdapter.Accessibility = .afterFirstUnlockThisDeviceOnly,
-        keychainAccessGroup: String? = nil, logger: Logger = Logger(label: "latchkey"), clock: LatchkeyClock = .system
+        keychainAccessGroup: String? = nil, keychainBiometrics: BiometricProtection? = nil, logger: Logger = Logger(label: "latchkey"),
+        clock: LatchkeyClock = .system
     ) {
         self.init(
             http: http, userAgent: WebAuthenticationSessionUserAgent(prefersEphemeralWebBrowserSession: prefersEphemeralWebBrowserSession),
             logger: logger,
             defaultStorage: { config in
-                KeychainStorageAdapter(config: config, accessibility: keychainAccessibility, accessGroup: keychainAccessGroup)
+                // On the client's clock: the refresh lease's expiry and how long a confirmation lasts.
+                KeychainStorageAdapter(
+                    service: KeychainStorageAdapter.service(for: config), accessibility: keychainAccessibility,
+                    accessGroup: keychainAccessGroup, biometrics: keychainBiometrics, now: clock.now)
             }, clock: clock)
         credentialProvider = AuthorizationControllerCredentialProvider()
         passkeyAuthenticator = PlatformPasskeyAuthenticator()

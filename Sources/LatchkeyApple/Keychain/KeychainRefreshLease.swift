@@ -20,7 +20,7 @@ import AppleFrameworkStandIns
 ///   nothing is deleted. Then the add is tried again.
 /// - **Release**: delete by our own label (nothing happens when ours expired and was taken over).
 ///
-/// A lease lasts `leaseSeconds` (20 s), shorter than the server's refresh-token reuse interval (30 s by default): a
+/// A lease lasts `leaseSeconds` (20 s), shorter than the server's refresh-token reuse interval (60 s by default): a
 /// holder killed after the server rotated but before it stored the answer leaves a spent token in the Keychain, and
 /// the next holder presents it within the interval, so the server hands it the same successor instead of taking it for
 /// a replay.

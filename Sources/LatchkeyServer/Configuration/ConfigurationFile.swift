@@ -44,7 +44,7 @@ public struct ConfigurationFile: Codable, Sendable {
     public var auditRetentionDays: Int?
     /// `"recent_auth_seconds": 300`: how recent a sign-in must be to change the username, email or passkeys.
     public var recentAuthSeconds: Int?
-    /// `"refresh_token_reuse_seconds": 30`: how long a rotated refresh token presented again by its application gets
+    /// `"refresh_token_reuse_seconds": 60`: how long a rotated refresh token presented again by its application gets
     /// the successor it was already given instead of a replay revocation (0: never; `RefreshTokenReuse`).
     public var refreshTokenReuseSeconds: Int?
     /// `"allow_implicit_for_public_clients": true`: public applications may list implicit or hybrid response types.

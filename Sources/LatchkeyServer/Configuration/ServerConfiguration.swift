@@ -71,7 +71,9 @@ public struct ServerConfiguration: Sendable {
     /// with the successor already issued rather than treated as a replay (`refresh_token_reuse_seconds`, 0–300; 0
     /// turns it off). The default covers an answer lost on a mobile network and an app's extensions racing one
     /// rotation, and is short enough that a stolen token used later still revokes the family (`RefreshTokenReuse`).
-    public var refreshTokenReuseSeconds: Int = 30
+    /// It is longer than the SDK's request timeout (30 s of silence) so that an answer lost silently, noticed only at
+    /// that timeout, is still inside it when the SDK sends the refresh again at once.
+    public var refreshTokenReuseSeconds: Int = 60
     /// Email delivery through an SMTP relay (used when `outbox` is nil). Required outside development when an
     /// application sends emails (recovery, emailed codes).
     public var smtp: SMTPSettings?

@@ -39,6 +39,8 @@ public enum UIText: String, Sendable, CaseIterable {
     case serverError
     /// English: "Unlock your device to continue.".
     case storageUnavailable
+    /// English: "Confirm it's you to continue.".
+    case confirmItsYou
     /// English: "Something went wrong. Please try again.".
     case genericError
     /// English: "That took too long, so we started again.".
@@ -69,6 +71,7 @@ public enum UIText: String, Sendable, CaseIterable {
         case .networkError, .requestTimeout: .networkError
         case .serverError: .serverError
         case .storageUnavailable: .storageUnavailable
+        case .biometricAuthenticationFailed: .confirmItsYou
         case .profileConflict: .profileConflict
         default: .genericError
         }
@@ -121,6 +124,7 @@ public enum UIStrings {
         .networkError: "The server cannot be reached. Check your connection and try again.",
         .serverError: "The service is having a problem. Please try again in a moment.",
         .storageUnavailable: "Unlock your device to continue.",
+        .confirmItsYou: "Confirm it's you to continue.",
         .genericError: "Something went wrong. Please try again.",
         .flowExpired: "That took too long, so we started again.",
         .profileConflict: "Your profile was changed somewhere else. The latest version is shown with your edits: check them and save again.",

@@ -227,8 +227,10 @@ public final class LatchkeyState {
             switch error.code {
             case .sessionExpired, .invalidGrant, .invalidToken:
                 apply(user: nil, signedIn: false)  // the session is over (the SDK has forgotten it)
-            case .storageUnavailable:
-                break  // a locked device: nothing is known, nothing is changed
+            case .storageUnavailable, .biometricAuthenticationFailed:
+                // A locked device, or a Face ID prompt the person cancelled: nothing is known, nothing is changed
+                // (and no second prompt is raised by asking again here).
+                break
             default:
                 isSignedIn = (try? await client.isSignedIn(sessionId: sessionId)) ?? isSignedIn  // kept: only the check failed
                 setStale(isSignedIn)

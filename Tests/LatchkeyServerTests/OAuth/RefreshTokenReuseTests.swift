@@ -13,7 +13,7 @@ struct RefreshTokenReuseTests {
         DevelopmentDefaults.configuration(port: 0, databasePath: "/tmp/unused.sqlite", host: "127.0.0.1").refreshTokenReuseSeconds
     }
 
-    /// A server with the production default (30 s) and a clock that moves only when the test moves it.
+    /// A server with the production default (60 s) and a clock that moves only when the test moves it.
     /// `frozen: false` for a test that signs in with the SDK first (its proofs are dated by the server's real `Date`
     /// header) and then calls `freezeClock()`.
     static func start(frozen: Bool = true, _ configure: @escaping (inout ServerConfiguration) -> Void = { _ in }) async throws
@@ -45,9 +45,9 @@ struct RefreshTokenReuseTests {
         #expect(lost.status == 200)
         let successor = try #require(try Self.body(lost).refreshToken)
 
-        server.advanceClock(29)
+        server.advanceClock(TimeInterval(Self.productionDefault - 1))
         let retry = try await server.refresh(first)
-        #expect(retry.status == 200, "a retry within 30 s is not a replay")
+        #expect(retry.status == 200, "a retry within the interval is not a replay")
         let retried = try Self.body(retry)
         #expect(retried.refreshToken == successor, "the same successor: the family does not fork")
         #expect(try await server.userinfo(try #require(retried.accessToken)).status == 200)
@@ -75,7 +75,7 @@ struct RefreshTokenReuseTests {
         let tokens = try await server.tokens()
         let first = try #require(tokens.refreshToken)
         let successor = try #require(try Self.body(try await server.refresh(first)).refreshToken)
-        server.advanceClock(31)
+        server.advanceClock(TimeInterval(Self.productionDefault + 1))
         let late = try Self.body(try await server.refresh(first))
         #expect(late.error == "invalid_grant")
         #expect(late.description?.contains("already used") == true)
@@ -161,7 +161,7 @@ struct RefreshTokenReuseTests {
     @Test("refresh_token_reuse_seconds is read from the file and bounded to 0–300")
     func configuration() throws {
         var config = DevelopmentDefaults.configuration(port: 0, databasePath: "/tmp/unused.sqlite", host: "127.0.0.1")
-        #expect(config.refreshTokenReuseSeconds == 30, "the default")
+        #expect(config.refreshTokenReuseSeconds == 60, "the default: longer than the SDK's 30 s request timeout and its one retry")
         let file = try JSONDecoder().decode(ConfigurationFile.self, from: Data(#"{"refresh_token_reuse_seconds": 0}"#.utf8))
         try file.apply(to: &config)
         #expect(config.refreshTokenReuseSeconds == 0)

@@ -17,7 +17,7 @@ import Foundation
 /// Peers offer the same tolerance: Amazon Cognito's `RetryGracePeriodSeconds` (0–60 s), Ory Hydra's grace period (at most
 /// 5 minutes without a use count, hence the 300 s bound here), Curity's `grace-period`, Auth0's reuse interval. Most keep
 /// the rotated token itself valid, so a retry forks the family; handing out the one successor does not. The default,
-/// 30 s, outlasts a mobile request's retry and an extension's race, and nothing longer. FAPI 2.0 applications do not
+/// 60 s, outlasts the SDK's request timeout (30 s of silence) and its immediate retry, and an extension's race. FAPI 2.0 applications do not
 /// rotate at all (the token grant returns before rotating).
 struct RefreshTokenReuse: Sendable {
     /// 0: every reuse is a replay.
