@@ -31,6 +31,11 @@ public enum BiometricPolicy: Sendable, Equatable {
     /// How long `.always` lets one confirmation cover the reads that follow it.
     static let alwaysActionSeconds: TimeInterval = 10
 
+    /// One confirmation serves the whole process (every adapter of the same items) and outlives a sign-out.
+    var isPerLaunch: Bool {
+        if case .appLifecycle = self { true } else { false }
+    }
+
     /// How long one confirmation lasts.
     var confirmationLasts: TimeInterval {
         switch self {

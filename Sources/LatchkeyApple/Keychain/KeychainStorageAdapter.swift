@@ -174,22 +174,15 @@ public actor KeychainStorageAdapter: SharedStorageAdapter {
 
     /// A confirmation of the person that `biometrics`' policy still accepts, or a new one (a prompt).
     private func confirmed(_ biometrics: BiometricProtection, forWriting: Bool) async throws -> ConfirmedAuthentication {
-        let now = self.now
-        switch biometrics.policy {
-        case .always, .session:
-            // A write replaces what the read just before it gave out (a refresh's answer after a slow network): the
-            // confirmation of that read is enough, however old.
-            if let confirmation, forWriting || confirmation.isValid(for: biometrics.policy, at: now()) { return confirmation }
-            let fresh = try await ConfirmedAuthentication.confirm(biometrics, at: now)
-            confirmation = fresh
-            return fresh
-        case .appLifecycle:
-            let id = service + "#" + (accessGroup ?? "")
-            if let kept = ConfirmedAuthentication.launchConfirmations[id], kept.isValid(for: biometrics.policy, at: now()) { return kept }
-            let fresh = try await ConfirmedAuthentication.confirm(biometrics, at: now)
-            ConfirmedAuthentication.launchConfirmations[id] = fresh
-            return fresh
-        }
+        // `.appLifecycle` keeps its confirmation for the process (it outlives a sign-out); the others on this adapter.
+        let launchId = biometrics.policy.isPerLaunch ? service + "#" + (accessGroup ?? "") : nil
+        let kept = if let launchId { ConfirmedAuthentication.launchConfirmations[launchId] } else { confirmation }
+        // A write replaces what the read just before it gave out (a refresh's answer after a slow network): the
+        // confirmation of that read is enough, however old.
+        if let kept, forWriting || kept.isValid(for: biometrics.policy, at: now()) { return kept }
+        let fresh = try await ConfirmedAuthentication.confirm(biometrics, at: now)
+        if let launchId { ConfirmedAuthentication.launchConfirmations[launchId] = fresh } else { confirmation = fresh }
+        return fresh
     }
 
     /// The primary key of an item: class, service, account, access group, and never synchronizable.
