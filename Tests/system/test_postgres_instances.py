@@ -300,16 +300,20 @@ def test_sign_in_on_a_refresh_on_b_userinfo_on_a(pair):
     assert info.json()["email"] == DEMO_USER
     assert info.json()["sub"] == jwt_part(tokens["id_token"], 1)["sub"]
 
-    # B's rotation is A's too: B's new token works at A, the token B spent is a replay there.
+    # B's rotation is A's too: B's new token works at A, and the token B spent, presented at A within the reuse
+    # interval, is handed the family's live token, the one A itself issued (never a second live token).
     again = refresh(a, new["refresh_token"])
     assert again.status_code == 200, again.text
-    assert is_refused(refresh(a, tokens["refresh_token"]))
+    late = refresh(a, tokens["refresh_token"])
+    assert late.status_code == 200 and late.json()["refresh_token"] == again.json()["refresh_token"], describe(late)
 
 
 # 2. A refresh token raced on both instances is spent once: within the reuse interval (`refresh_token_reuse_seconds`,
-# default 30 s) the second request, on the other instance, is handed the same successor (an app and its extension, or a
+# default 60 s) the second request, on the other instance, is handed the same successor (an app and its extension, or a
 # retry of a lost answer, landing on another instance); the successor is then the family's one live token, and the raced
-# token presented once the successor was used is a replay that revokes the family everywhere.
+# token presented again after the successor was used (a late request) is handed the newest token, at either instance.
+# (A replay after the interval revokes the family: RefreshTokenReuseTests and the store contract, on PostgreSQL too,
+# with the server's clock advanced; test_load.py with the interval off.)
 
 def test_refresh_token_raced_on_a_and_b_is_spent_once(pair):
     a, b = pair.a, pair.b
@@ -324,13 +328,16 @@ def test_refresh_token_raced_on_a_and_b_is_spent_once(pair):
         assert all(r.json().get("access_token") for r in results), described
         successor = successors.pop()
         assert successor != token, described
-        # The successor works once; then the raced token is a replay: the family is revoked at either instance.
+        # The successor rotates once; the raced token, late, is handed that newest token at the other instance, and
+        # the family goes on with it: one live token, never two.
         first, second = (b, a) if round_ % 2 == 0 else (a, b)
         newest = refresh(first, successor)
         assert newest.status_code == 200, f"round {round_}: {describe(newest)}"
-        assert is_refused(refresh(second, token)), f"round {round_}: a token two rotations old worked"
+        late = refresh(second, token)
+        assert late.status_code == 200, f"round {round_}: a late request two rotations back: {describe(late)}"
+        assert late.json()["refresh_token"] == newest.json()["refresh_token"], f"round {round_}: the family forked"
         later = refresh(first, newest.json()["refresh_token"])
-        assert is_refused(later), f"round {round_}: the family survived the replay: {describe(later)}"
+        assert later.status_code == 200, f"round {round_}: the family's live token: {describe(later)}"
 
 
 # 3. An authorization code raced on both instances is redeemed once.
@@ -484,12 +491,16 @@ def test_sigkill_of_one_instance_under_load_loses_nothing_confirmed(pair):
         first = refresh(b, chain.tokens[-1])
         if first.status_code == 200:
             # Used twice within the reuse interval it is handed the same successor; once that successor is used, the
-            # token is spent for good.
+            # newest token: the family's one live token each time.
             again = refresh(b, chain.tokens[-1])
             if again.status_code != 200 or again.json()["refresh_token"] != first.json()["refresh_token"]:
                 lost.append((chain.name, "a retry within the reuse interval was not given the same successor", describe(again)))
-            elif refresh(b, first.json()["refresh_token"]).status_code != 200 or not is_refused(refresh(b, chain.tokens[-1])):
-                lost.append((chain.name, "a confirmed refresh token worked after its successor was used"))
+            else:
+                newest = refresh(b, first.json()["refresh_token"])
+                late = refresh(b, chain.tokens[-1])
+                if newest.status_code != 200 or late.status_code != 200 \
+                        or late.json()["refresh_token"] != newest.json()["refresh_token"]:
+                    lost.append((chain.name, "a token rotated within the interval was not handed the live token", describe(late)))
         elif not (chain.unanswered and is_refused(first)):
             lost.append((chain.name, len(chain.tokens), chain.unanswered, describe(first)))
     assert not lost, f"confirmed refresh tokens lost: {lost[:5]} of {len(chains)} chains" + pair.logs()

@@ -256,10 +256,11 @@ public enum CodeRedemption: Sendable, Equatable {
 /// Outcome of rotating a refresh token.
 public enum RefreshRotation: Sendable, Equatable {
     case rotated(previous: RefreshTokenRecord)
-    /// A token rotated within the reuse interval (`RefreshReuse`) came back while its successor was still unused: the
-    /// same successor, sealed, is handed out again instead of revoking the family (its answer was lost, or another
-    /// process of the same app raced it). Nothing was written.
-    case reissued(previous: RefreshTokenRecord, sealedSuccessor: String)
+    /// A token rotated within the reuse interval (`RefreshReuse`) came back: the family's live token, sealed, is handed
+    /// out again instead of revoking the family (its answer was lost, or another process of the same app raced it, or
+    /// a request of a killed process arrived late, after the family rotated on). `sealedOn` is the hash of the row
+    /// that keeps the sealed copy (the live token's predecessor), which the seal is bound to. Nothing was written.
+    case reissued(previous: RefreshTokenRecord, sealedSuccessor: String, sealedOn: Data)
     /// An already-rotated token was presented: the whole family is now revoked.
     case replayed(familyId: String)
     case revoked

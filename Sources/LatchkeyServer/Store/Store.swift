@@ -264,7 +264,7 @@ public protocol TokenStore: Sendable {
     func refreshToken(hash: Data) async throws -> RefreshTokenRecord?
     /// Atomically checks `presented` and replaces it by `next` (same family); detects replays. With `reuse`, the
     /// rotation keeps `next` sealed on the presented token's row, and a token presented again that was rotated at or
-    /// after `reuse.rotatedSince` and whose successor is unused and unexpired is `.reissued` that successor (nothing is
+    /// after `reuse.rotatedSince` is `.reissued` the family's live token when that is unspent and unexpired (nothing is
     /// written); any other reuse is a replay that revokes the family, as without `reuse`.
     func rotateRefreshToken(presented hash: Data, next: RefreshTokenRecord, reuse: RefreshReuse?, now: Date) async throws -> RefreshRotation
     func insertAccessToken(_ token: AccessTokenRecord) async throws

@@ -35,13 +35,13 @@ extension StoreContractTests {
             let window = RefreshReuse(sealedSuccessor: "unused", rotatedSince: at(5))
             #expect(
                 try await store.rotateRefreshToken(presented: rotated.tokenHash, next: retry, reuse: window, now: at(20))
-                    == .reissued(previous: rotated, sealedSuccessor: "sealed-successor"))
+                    == .reissued(previous: rotated, sealedSuccessor: "sealed-successor", sealedOn: rotated.tokenHash))
             #expect(try await store.refreshToken(hash: retry.tokenHash) == nil, "a reissue writes no second token")
             #expect(try await store.family(id: family.id)?.revokedAt == nil)
             // Again, and again: the same successor each time while it is unused.
             #expect(
                 try await store.rotateRefreshToken(presented: rotated.tokenHash, next: retry, reuse: window, now: at(21))
-                    == .reissued(previous: rotated, sealedSuccessor: "sealed-successor"))
+                    == .reissued(previous: rotated, sealedSuccessor: "sealed-successor", sealedOn: rotated.tokenHash))
             // The successor is the family's live token and rotates as usual.
             let third = Make.refreshToken(family, createdAt: at(22))
             #expect(
@@ -50,20 +50,34 @@ extension StoreContractTests {
         }
     }
 
+    /// A killed process's request that arrives after the family rotated on (here twice): within the interval of its
+    /// own token's rotation it gets the family's live token, sealed on that token's predecessor's row, not a revocation.
     @Test(arguments: StoreKind.available)
-    func onceTheSuccessorIsUsedTheRotatedTokenIsAReplay(_ kind: StoreKind) async throws {
+    func aRotatedTokenPresentedAfterTheFamilyRotatedOnIsHandedTheLiveToken(_ kind: StoreKind) async throws {
         try await kind.withStore { store async throws in
             let (family, rotated, successor) = try await Self.rotatedWithReuse(store)
-            let window = RefreshReuse(sealedSuccessor: "s", rotatedSince: at(5))
+            let window = RefreshReuse(sealedSuccessor: "unused", rotatedSince: at(5))
             let third = Make.refreshToken(family, createdAt: at(12))
             #expect(
-                try await store.rotateRefreshToken(presented: successor.tokenHash, next: third, reuse: window, now: at(12))
-                    == .rotated(previous: successor))
+                try await store.rotateRefreshToken(
+                    presented: successor.tokenHash, next: third, reuse: RefreshReuse(sealedSuccessor: "sealed-third", rotatedSince: at(0)),
+                    now: at(12)) == .rotated(previous: successor))
+            let spentSuccessor = try #require(try await store.refreshToken(hash: successor.tokenHash))
             #expect(
                 try await store.rotateRefreshToken(presented: rotated.tokenHash, next: Make.refreshToken(family), reuse: window, now: at(13))
+                    == .reissued(previous: rotated, sealedSuccessor: "sealed-third", sealedOn: successor.tokenHash))
+            #expect(
+                try await store.rotateRefreshToken(presented: successor.tokenHash, next: Make.refreshToken(family), reuse: window, now: at(13))
+                    == .reissued(previous: spentSuccessor, sealedSuccessor: "sealed-third", sealedOn: successor.tokenHash))
+            #expect(try await store.family(id: family.id)?.revokedAt == nil)
+            // The live token rotated without the interval keeps no sealed copy: the same late request is now a replay.
+            #expect(
+                try await store.rotateRefreshToken(presented: third.tokenHash, next: Make.refreshToken(family), now: at(14))
+                    == .rotated(previous: third))
+            #expect(
+                try await store.rotateRefreshToken(presented: rotated.tokenHash, next: Make.refreshToken(family), reuse: window, now: at(15))
                     == .replayed(familyId: family.id))
             #expect(try await store.family(id: family.id)?.revokedAt != nil, "the family is revoked, the newest token with it")
-            #expect(try await store.rotateRefreshToken(presented: third.tokenHash, next: Make.refreshToken(family), now: at(14)) == .revoked)
         }
     }
 
@@ -132,7 +146,7 @@ extension StoreContractTests {
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             let rotated = results.filter { if case .rotated = $0 { true } else { false } }
-            let handedOut = Set(results.compactMap { if case .reissued(_, let sealed) = $0 { sealed } else { nil } })
+            let handedOut = Set(results.compactMap { if case .reissued(_, let sealed, _) = $0 { sealed } else { nil } })
             #expect(rotated.count == 1, "one rotation")
             #expect(handedOut.count == 1 && results.count == 12, "every other presentation got the one successor: \(results)")
             #expect(try await store.family(id: family.id)?.revokedAt == nil)

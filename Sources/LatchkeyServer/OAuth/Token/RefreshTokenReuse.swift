@@ -8,11 +8,13 @@ import Foundation
 /// tolerates exactly that and no more:
 /// - only the token's own application may reuse it (the token grant checks the client first), and a DPoP-bound
 ///   token only with a proof by its key (checked before the token is spent);
-/// - only within `seconds` of its rotation, and only while its successor is unused: the retry gets **the same
-///   successor** (kept sealed on the rotated row), never a second live token, so the family never forks. A thief who
-///   replays within the window holds the same token as the app, and whichever of the two uses it second is a replay
-///   that revokes the family, as without the interval;
-/// - after the window, or once the successor was used, reuse is a replay as before.
+/// - only within `seconds` of its rotation: the retry gets **the family's live token** (kept sealed on its
+///   predecessor's row): the successor it was given, or the newest token when the family has rotated on since (a
+///   killed process's request, delayed in the network, arriving after the app's next process refreshed twice). Never a
+///   second live token, so the family never forks. A thief who replays within the window holds the same token as the
+///   app, and the window is counted from the rotation of the token presented, so it cannot be stretched;
+/// - after the window, or when the family keeps no live token for reuse (rotated with the interval off, or expired),
+///   reuse is a replay as before.
 ///
 /// Peers offer the same tolerance: Amazon Cognito's `RetryGracePeriodSeconds` (0–60 s), Ory Hydra's grace period (at most
 /// 5 minutes without a use count, hence the 300 s bound here), Curity's `grace-period`, Auth0's reuse interval. Most keep

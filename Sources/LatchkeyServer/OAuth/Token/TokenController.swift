@@ -192,10 +192,10 @@ struct TokenController: Sendable {
         var successor = next.token
         switch try await store.rotateRefreshToken(presented: hash, next: next.record, reuse: reuse, now: now) {
         case .rotated: metrics.refreshRotated()
-        case .reissued(_, let sealed):
-            // A retry of a rotation whose answer was lost, or a second process of the app: the same successor, so
-            // that whichever copy the app keeps is the one live token of the family.
-            successor = try refreshReuse.successor(sealed, presented: hash)
+        case .reissued(_, let sealed, let sealedOn):
+            // A retry of a rotation whose answer was lost, or a second process of the app, or a killed process's
+            // request arriving late: the family's one live token, so that whichever copy the app keeps is it.
+            successor = try refreshReuse.successor(sealed, presented: sealedOn)
             metrics.refreshReissued()
             logger.info(
                 "rotated refresh token presented again within the reuse interval; successor handed out again",

@@ -220,14 +220,10 @@ extension PostgresStore {
                 .map { try $0.decode(Bool.self) } ?? true
             if revoked { return .revoked }
             if let usedAt = current.usedAt {
-                let columns = Columns(row)
-                if let reuse, usedAt >= reuse.rotatedSince, let successorHash: Data = try columns("successor_hash"),
-                    let sealed: String = try columns("successor_sealed"),
-                    let successor = try await self.row("SELECT * FROM refresh_tokens WHERE token_hash = \(successorHash)", on: connection)
-                        .map(Self.refresh),
-                    successor.usedAt == nil, successor.expiresAt > now
+                if let reuse, usedAt >= reuse.rotatedSince, try Columns(row)("successor_hash", as: Data?.self) != nil,
+                    let (sealed, sealedOn) = try await self.liveTokenSealed(family: current.familyId, now: now, on: connection)
                 {
-                    return .reissued(previous: current, sealedSuccessor: sealed)
+                    return .reissued(previous: current, sealedSuccessor: sealed, sealedOn: sealedOn)
                 }
                 try await self.revokeFamily(id: current.familyId, reason: "refresh token replayed", now: now, on: connection)
                 return .replayed(familyId: current.familyId)
@@ -248,6 +244,33 @@ extension PostgresStore {
             try await self.insertRefreshToken(successor, on: connection)
             return .rotated(previous: current)
         }
+    }
+
+    /// The family's live refresh token, sealed, and the hash of the row that keeps it (its predecessor's: each rotation
+    /// drops the sealed copy of the token it spends, so one row of a family holds one). Nil when the live token was not
+    /// rotated in with a reuse interval, or is spent or expired.
+    ///
+    /// The live token's row is not locked: another instance may be rotating it right now. Read committed, the holder
+    /// found may then already have given its copy up, or its token be spent; looked up again, the next one is found. A
+    /// copy handed out just before its token is rotated is itself within the interval when presented.
+    private func liveTokenSealed(family: String, now: Date, on connection: PostgresConnection) async throws -> (sealed: String, sealedOn: Data)? {
+        for _ in 0..<8 {
+            guard
+                let holder = try await self.row(
+                    """
+                    SELECT token_hash, successor_hash, successor_sealed FROM refresh_tokens
+                    WHERE family_id = \(family) AND successor_sealed IS NOT NULL ORDER BY used_at DESC LIMIT 1
+                    """, on: connection)
+            else { return nil }
+            let columns = Columns(holder)
+            let liveHash: Data = try columns("successor_hash")
+            guard let live = try await self.row("SELECT * FROM refresh_tokens WHERE token_hash = \(liveHash)", on: connection).map(Self.refresh)
+            else { return nil }
+            if live.expiresAt <= now { return nil }
+            if live.usedAt == nil { return (try columns("successor_sealed"), try columns("token_hash")) }
+            // Spent since the holder was read: rotated meanwhile by another instance. Look again.
+        }
+        return nil
     }
 
     private static func refresh(_ row: PostgresRow) throws -> RefreshTokenRecord {

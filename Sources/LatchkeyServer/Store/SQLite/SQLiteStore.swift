@@ -342,12 +342,10 @@ public final class SQLiteStore: Store {
                     arguments: [current.familyId]) ?? true
             if familyRevoked { return .revoked }
             if let usedAt = current.usedAt {
-                if let reuse, usedAt >= reuse.rotatedSince, let successorHash: Data = row["successor_hash"],
-                    let sealed: String = row["successor_sealed"],
-                    let successor = try Self.row(db, "SELECT * FROM refresh_tokens WHERE token_hash = ?", [successorHash]).map(Self.refresh),
-                    successor.usedAt == nil, successor.expiresAt > now
+                if let reuse, usedAt >= reuse.rotatedSince, row["successor_hash"] as Data? != nil,
+                    let (sealed, sealedOn) = try Self.liveTokenSealed(db, family: current.familyId, now: now)
                 {
-                    return .reissued(previous: current, sealedSuccessor: sealed)
+                    return .reissued(previous: current, sealedSuccessor: sealed, sealedOn: sealedOn)
                 }
                 try Self.revokeFamily(db, id: current.familyId, reason: "refresh token replayed", now: now)
                 return .replayed(familyId: current.familyId)
@@ -365,6 +363,23 @@ public final class SQLiteStore: Store {
             try Self.insertRefreshToken(db, successor)
             return .rotated(previous: current)
         }
+    }
+
+    /// The family's live refresh token, sealed, and the hash of the row that keeps it (its predecessor's: each rotation
+    /// drops the sealed copy of the token it spends, so one row of a family holds one). Nil when the live token was not
+    /// rotated in with a reuse interval, or is spent or expired.
+    private static func liveTokenSealed(_ db: Database, family: String, now: Date) throws -> (sealed: String, sealedOn: Data)? {
+        guard
+            let holder = try Self.row(
+                db,
+                "SELECT token_hash, successor_hash, successor_sealed FROM refresh_tokens WHERE family_id = ? AND successor_sealed IS NOT NULL"
+                    + " ORDER BY used_at DESC LIMIT 1",
+                [family]),
+            let sealed: String = holder["successor_sealed"], let liveHash: Data = holder["successor_hash"],
+            let live = try Self.row(db, "SELECT * FROM refresh_tokens WHERE token_hash = ?", [liveHash]).map(Self.refresh),
+            live.usedAt == nil, live.expiresAt > now
+        else { return nil }
+        return (sealed, holder["token_hash"])
     }
 
     private static func refresh(_ row: Row) -> RefreshTokenRecord {
