@@ -75,6 +75,24 @@ struct SchemaAndLocationTests {
         #expect(after.description.contains("up to date"))
     }
 
+    @Test("SQLite: rotation and the reuse lookup find a family's one sealed row through the partial index, not a scan")
+    func sqliteLiveSealStatementsUseTheirIndex() async throws {
+        let path = TestServer.newSQLitePath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        _ = try SQLiteStore(path: path)
+        let queue = try DatabaseQueue(path: path)
+        defer { try? queue.close() }
+        let statements: [(String, StatementArguments)] = [
+            (SQLiteStore.dropSpentSealSQL, ["family", Data([1])]), (SQLiteStore.liveSealLookupSQL, ["family"])
+        ]
+        for (statement, arguments) in statements {
+            let plan = try await queue.read { db in
+                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + statement, arguments: arguments).map { $0["detail"] as String? ?? "" }
+            }
+            #expect(plan.contains { $0.contains("refresh_tokens_live_seal") }, "\(statement): \(plan)")
+        }
+    }
+
     @Test("SQLite: a file migrated by a newer release is refused at start, with a message that says so")
     func sqliteRefusesANewerSchema() async throws {
         let path = TestServer.newSQLitePath()

@@ -52,11 +52,12 @@ struct AuthorizeController: Sendable {
     /// redirected (an unregistered redirect URI must not receive anything); after that they go back to the client
     /// with `state` and `iss` (RFC 9207).
     func authorize(_ pushedOrGiven: Parameters, request: Request, address: String, logger: Logger) async throws -> Response {
-        guard
-            var (params, pushed) = try await PushedAuthorizationController.resolveAuthorizationParameters(pushedOrGiven, store: store, now: clock.now)
+        guard let resolved = try await PushedAuthorizationController.resolveAuthorizationParameters(pushedOrGiven, store: store, now: clock.now)
         else {
             return AuthorizationResponses.authorizeErrorPage("page.authorize_invalid.malformed", request, pushedOrGiven)
         }
+        var params = resolved.parameters
+        let pushed = resolved.pushed
         let clientId: String?
         var redirectUri: String?
         do {

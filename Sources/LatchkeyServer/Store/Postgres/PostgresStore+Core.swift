@@ -237,7 +237,10 @@ extension PostgresStore {
                 """, on: connection)
             // The predecessor's sealed copy of the token just spent can never be handed out again: drop it.
             try await self.execute(
-                "UPDATE refresh_tokens SET successor_sealed = NULL WHERE family_id = \(current.familyId) AND successor_hash = \(hash)",
+                """
+                UPDATE refresh_tokens SET successor_sealed = NULL
+                WHERE family_id = \(current.familyId) AND successor_hash = \(hash) AND successor_sealed IS NOT NULL
+                """,
                 on: connection)
             var successor = next
             successor.familyId = current.familyId

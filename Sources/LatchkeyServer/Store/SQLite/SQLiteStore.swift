@@ -110,6 +110,13 @@ public final class SQLiteStore: Store {
             try db.execute(sql: "ALTER TABLE refresh_tokens ADD COLUMN successor_hash BLOB")
             try db.execute(sql: "ALTER TABLE refresh_tokens ADD COLUMN successor_sealed TEXT")
         }
+        migrator.registerMigration("v17-refresh-token-live-seal-index") { db in
+            // A family keeps one row with a sealed successor (the live token's predecessor); a session refreshed for a
+            // year has 100,000 rows in one family, which `refresh_tokens_family` cannot narrow. Rotation and the reuse
+            // lookup find that one row through this partial index instead of scanning the family.
+            try db.execute(
+                sql: "CREATE INDEX refresh_tokens_live_seal ON refresh_tokens(family_id) WHERE successor_sealed IS NOT NULL")
+        }
         return migrator
     }
 
@@ -355,9 +362,7 @@ public final class SQLiteStore: Store {
                 db, "UPDATE refresh_tokens SET used_at = ?, successor_hash = ?, successor_sealed = ? WHERE token_hash = ?",
                 [now.timeIntervalSince1970, reuse == nil ? nil : next.tokenHash, reuse?.sealedSuccessor, hash])
             // The predecessor's sealed copy of the token just spent can never be handed out again: drop it.
-            try Self.execute(
-                db, "UPDATE refresh_tokens SET successor_sealed = NULL WHERE family_id = ? AND successor_hash = ?",
-                [current.familyId, hash])
+            try Self.execute(db, Self.dropSpentSealSQL, [current.familyId, hash])
             var successor = next
             successor.familyId = current.familyId
             try Self.insertRefreshToken(db, successor)
@@ -365,16 +370,21 @@ public final class SQLiteStore: Store {
         }
     }
 
+    /// Drops the sealed copy of a token being spent from its predecessor's row (family, spent token's hash). Both this and
+    /// `liveSealLookupSQL` go through the partial index `refresh_tokens_live_seal`, not a scan of the family.
+    static let dropSpentSealSQL =
+        "UPDATE refresh_tokens SET successor_sealed = NULL WHERE family_id = ? AND successor_hash = ? AND successor_sealed IS NOT NULL"
+    /// The row of a family (one) that keeps the live token's sealed copy.
+    static let liveSealLookupSQL =
+        "SELECT token_hash, successor_hash, successor_sealed FROM refresh_tokens WHERE family_id = ? AND successor_sealed IS NOT NULL"
+        + " ORDER BY used_at DESC LIMIT 1"
+
     /// The family's live refresh token, sealed, and the hash of the row that keeps it (its predecessor's: each rotation
     /// drops the sealed copy of the token it spends, so one row of a family holds one). Nil when the live token was not
     /// rotated in with a reuse interval, or is spent or expired.
     private static func liveTokenSealed(_ db: Database, family: String, now: Date) throws -> (sealed: String, sealedOn: Data)? {
         guard
-            let holder = try Self.row(
-                db,
-                "SELECT token_hash, successor_hash, successor_sealed FROM refresh_tokens WHERE family_id = ? AND successor_sealed IS NOT NULL"
-                    + " ORDER BY used_at DESC LIMIT 1",
-                [family]),
+            let holder = try Self.row(db, Self.liveSealLookupSQL, [family]),
             let sealed: String = holder["successor_sealed"], let liveHash: Data = holder["successor_hash"],
             let live = try Self.row(db, "SELECT * FROM refresh_tokens WHERE token_hash = ?", [liveHash]).map(Self.refresh),
             live.usedAt == nil, live.expiresAt > now
