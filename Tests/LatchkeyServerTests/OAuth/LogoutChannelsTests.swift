@@ -18,8 +18,9 @@ struct LogoutChannelsTests {
 
     /// The demo application takes part in logout on both channels; `other` registers a back-channel URI but takes
     /// part in no session here.
+    /// The clock moves only when a test moves it ("not due again before the 5 s backoff" on a busy machine).
     static func start(_ receiver: WebhookReceiver, frontChannel: Bool = false) async throws -> TestServer {
-        try await TestServer.start { configuration in
+        try await TestServer.start(frozenClock: true) { configuration in
             for index in configuration.clients.indices where configuration.clients[index].clientId == "latchkey-demo" {
                 configuration.clients[index].backchannelLogoutUri = receiver.base + "/hooks/demo"
                 configuration.clients[index].backchannelLogoutSessionRequired = true

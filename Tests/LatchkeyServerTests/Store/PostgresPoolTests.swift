@@ -27,7 +27,10 @@ struct PostgresPoolTests {
         do {
             // The deadline only catches a hang (the whole suite may load the machine many times over): what is asserted
             // is whether a request waited, from the pool's own counts, not how long it took.
-            let store = try await PostgresStore.open(location: location, sealer: nil, poolSize: poolSize, timeout: .seconds(120))
+            // The idle timeout out of reach too: the sweeper must not close one of the two while a busy machine runs the
+            // test (it asserts both stay idle).
+            let store = try await PostgresStore.open(
+                location: location, sealer: nil, poolSize: poolSize, timeout: .seconds(120), idleTimeout: .seconds(86_400))
             do { try await body(store, admin, role) } catch { failure = error }
             store.close()
         } catch {
@@ -120,7 +123,7 @@ struct PostgresPoolTests {
             tls: .disable)
         configuration.options.connectTimeout = .seconds(120)  // the whole suite may load the machine many times over
         let pool = PostgresPool(
-            configuration: configuration, maximumConnections: 2, idleTimeout: .seconds(60), logger: Logger(label: "test.pool"),
+            configurations: [configuration], maximumConnections: 2, idleTimeout: .seconds(60), logger: Logger(label: "test.pool"),
             now: { clock.now })
         let running = Task { await pool.run() }
         let first = try await pool.lease()
@@ -152,6 +155,116 @@ struct PostgresPoolTests {
         #expect(await pool.counts.leasesThatWaited == 3)
         await pool.close()
         await running.value
+    }
+
+    // MARK: Several hosts
+
+    /// A connection's configuration for the test cluster, as `user` (the admin's when nil), or for a port where nothing
+    /// listens.
+    static func configuration(_ admin: PostgresLocation, user: String? = nil, port: Int? = nil) -> PostgresConnection.Configuration {
+        var configuration = PostgresConnection.Configuration(
+            host: admin.host, port: port ?? admin.port, username: user ?? admin.username, password: user == nil ? admin.password : nil,
+            database: admin.database, tls: .disable)
+        configuration.options.connectTimeout = .seconds(120)  // the whole suite may load the machine many times over
+        return configuration
+    }
+
+    /// A role whose sessions are read-only, as a standby's are (`SHOW transaction_read_only` is `on`), though the
+    /// server is not in recovery: what tells `read-write` from `primary`.
+    static func withReadOnlyRole(_ body: (PostgresLocation, _ role: String) async throws -> Void) async throws {
+        let admin = try PostgresLocation(url: try #require(StoreKind.postgresURL))
+        let role = "latchkey_pool_ro_" + StoreFixture.hex(8)
+        try await PostgresAdmin.execute("CREATE ROLE \(role) LOGIN", at: admin)
+        try await PostgresAdmin.execute("ALTER ROLE \(role) SET default_transaction_read_only = on", at: admin)
+        var failure: (any Error)?
+        do { try await body(admin, role) } catch { failure = error }
+        try? await PostgresAdmin.execute("DROP ROLE IF EXISTS \(role)", at: admin)
+        if let failure { throw failure }
+    }
+
+    static func currentUser(_ pool: PostgresPool) async throws -> String? {
+        try await pool.withConnection { connection in
+            try await connection.query("SELECT current_user::text", logger: Logger(label: "test.pool")).collect().first?.decode(String.self)
+        }
+    }
+
+    @Test("several hosts: one where nothing listens and one whose session is read-only are passed over; the writable one serves")
+    func severalHostsFindTheWritableOne() async throws {
+        try await Self.withReadOnlyRole { admin, role in
+            let dead = Self.configuration(admin, port: 1)
+            let readOnly = Self.configuration(admin, user: role)
+            let writable = Self.configuration(admin)
+            let logger = Logger(label: "test.pool")
+
+            let pool = PostgresPool(configurations: [dead, readOnly, writable], maximumConnections: 2, logger: logger)
+            #expect(try await Self.currentUser(pool) == admin.username)
+            var counts = await pool.counts
+            #expect(counts.hostsPassedOver == 1 && counts.connectsFailed == 0, "\(counts)")
+            // The next connect starts at the host that worked: nothing is passed over again.
+            let first = try await pool.lease()
+            let second = try await pool.lease()
+            await pool.giveBack(first, reusable: true)
+            await pool.giveBack(second, reusable: true)
+            counts = await pool.counts
+            #expect(counts.hostsPassedOver == 1 && counts.idle == 2, "\(counts)")
+            await pool.close()
+
+            // The check is what passes the read-only host over: without it (`any`) the first host that answers is kept;
+            // `primary` asks only whether the server is in recovery, which this one is not.
+            for (target, expected) in [(PostgresLocation.TargetSession.any, role), (.primary, role), (.readWrite, admin.username)] {
+                let pool = PostgresPool(configurations: [readOnly, writable], target: target, maximumConnections: 1, logger: logger)
+                #expect(try await Self.currentUser(pool) == expected, "\(target)")
+                await pool.close()
+            }
+
+            // Only read-only hosts: the request fails at once (503), it does not wait for a writable one.
+            let standbys = PostgresPool(configurations: [readOnly, dead], maximumConnections: 1, logger: logger)
+            await #expect(throws: StoreError.self) { _ = try await Self.currentUser(standbys) }
+            counts = await standbys.counts
+            #expect(counts.connectsFailed == 1 && counts.hostsPassedOver == 1 && counts.waiting == 0, "\(counts)")
+            await standbys.close()
+        }
+    }
+
+    @Test("a write refused as read-only (the host demoted under a pooled connection) runs once more, on a new connection")
+    func aWriteRefusedAsReadOnlyRunsAgain() async throws {
+        let admin = try PostgresLocation(url: try #require(StoreKind.postgresURL))
+        let logger = Logger(label: "test.pool")
+        let table = "latchkey_pool_demoted_" + StoreFixture.hex(8)
+        let pool = PostgresPool(configurations: [Self.configuration(admin)], maximumConnections: 2, logger: logger)
+        // The pooled connection turns read-only, as every session of a primary demoted to a standby would.
+        let demoted = try await pool.lease()
+        try await demoted.query("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY", logger: logger)
+        await pool.giveBack(demoted, reusable: true)
+
+        let attempts = NIOLockedValueBox(0)
+        try await pool.withConnection { connection in
+            attempts.withLockedValue { $0 += 1 }
+            try await connection.query("BEGIN", logger: logger)
+            do {
+                try await connection.query(PostgresQuery(unsafeSQL: "CREATE TABLE \(table) (x int)"), logger: logger)
+                try await connection.query("COMMIT", logger: logger)
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: logger)
+                throw error
+            }
+        }
+        #expect(attempts.withLockedValue { $0 } == 2, "refused once, then written on a new connection")
+        #expect(demoted.isClosed, "the read-only connection is not pooled again")
+        let counts = await pool.counts
+        #expect(counts.readOnlyRetries == 1 && counts.idle == 1, "\(counts)")
+        try await PostgresAdmin.execute("DROP TABLE \(table)", at: admin)
+
+        // A statement error of any other kind is the caller's, as before: not run again.
+        let again = NIOLockedValueBox(0)
+        await #expect(throws: PSQLError.self) {
+            try await pool.withConnection { connection in
+                again.withLockedValue { $0 += 1 }
+                try await connection.query("SELECT * FROM latchkey_no_such_table", logger: logger)
+            }
+        }
+        #expect(again.withLockedValue { $0 } == 1)
+        await pool.close()
     }
 
     @Test("the store's sweeper closes idle connections by itself while the store runs, and stops with it")

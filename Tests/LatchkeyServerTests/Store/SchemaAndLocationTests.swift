@@ -29,13 +29,37 @@ struct SchemaAndLocationTests {
         #expect(!remote.description.contains("from-env"))
     }
 
+    @Test("several hosts, as libpq writes them: in order, default ports, IPv6, read-write by default, TLS unless all are loopback")
+    func severalHosts() throws {
+        let cluster = try PostgresLocation(
+            url: "postgres://app@10.0.0.1:5433,db-2.internal,[fd00::3]:6543/latchkey?target_session_attrs=primary", environment: [:])
+        #expect(
+            cluster.endpoints == [
+                .init(host: "10.0.0.1", port: 5433), .init(host: "db-2.internal", port: 5432), .init(host: "fd00::3", port: 6543)
+            ])
+        #expect(cluster.host == "10.0.0.1" && cluster.port == 5433 && cluster.targetSession == .primary && cluster.tls == .require)
+        #expect(
+            cluster.description
+                == "postgres://app@10.0.0.1:5433,db-2.internal:5432,[fd00::3]:6543/latchkey?sslmode=require&target_session_attrs=primary")
+        let local = try PostgresLocation(url: "postgresql://app:pw@127.0.0.1:5432,localhost:5433/latchkey", environment: [:])
+        #expect(local.endpoints.count == 2 && local.tls == .disable && local.targetSession == .readWrite && local.password == "pw")
+        #expect(local.description == "postgres://app@127.0.0.1:5432,localhost:5433/latchkey")
+        let any = try PostgresLocation(url: "postgres://app@127.0.0.1/latchkey?target_session_attrs=any", environment: [:])
+        #expect(any.targetSession == .any && any.endpoints == [.init(host: "127.0.0.1")])
+    }
+
     @Test(
         "a malformed URL is a clear configuration error",
         arguments: [
             "postgres://127.0.0.1/latchkey",  // no user
             "postgres://app@127.0.0.1/",  // no database
             "postgres://app@/latchkey",  // no host
-            "postgres://app@127.0.0.1/latchkey?sslmode=sometimes"
+            "postgres://app@127.0.0.1/latchkey?sslmode=sometimes",
+            "postgres://app@127.0.0.1,,127.0.0.2/latchkey",  // an empty host in the list
+            "postgres://app@127.0.0.1:99999/latchkey",  // not a port
+            "postgres://app@127.0.0.1:5432,127.0.0.2:x/latchkey",
+            "postgres://app@[::1/latchkey",  // an unclosed bracket
+            "postgres://app@127.0.0.1/latchkey?target_session_attrs=standby"  // Latchkey writes
         ])
     func malformedURLs(_ url: String) {
         #expect(throws: ConfigurationError.self) { try DatabaseLocation(url) }

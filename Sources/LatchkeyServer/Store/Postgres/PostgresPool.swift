@@ -19,8 +19,16 @@ import PostgresNIO
 /// - A connection that failed for a reason other than its statement (its socket, a timeout) is closed, not pooled.
 /// - A connection left idle for `idleTimeout` is closed (`closeIdleConnections`, run by the store's sweeper): every
 ///   open connection is a process on the database server, and a quiet instance should not hold its whole pool.
+/// - Several hosts (a highly available cluster): a connect tries them in turn, from the one that last gave a
+///   connection, and keeps the first whose session is what `target` asks (`read-write` unless told otherwise), so a
+///   standby is passed over and a new primary found after a failover. A statement refused because the session is
+///   read-only (SQLSTATE 25006: the host was demoted under a pooled connection) drops the idle connections and runs
+///   once more on a new one; nothing was written, so nothing is done twice.
 actor PostgresPool {
-    private let configuration: PostgresConnection.Configuration
+    private let configurations: [PostgresConnection.Configuration]
+    private let target: PostgresLocation.TargetSession
+    /// The host whose connect worked last: the next connect starts there.
+    private var preferred = 0
     private let maximumConnections: Int
     private let logger: Logger
     /// How long a connection may stay idle before it is closed, and the clock that says so (tests move their own).
@@ -41,6 +49,8 @@ actor PostgresPool {
     private var leasesThatWaited = 0
     private var connectsFailed = 0
     private var closedIdle = 0
+    private var hostsPassedOver = 0
+    private var readOnlyRetries = 0
 
     private struct Waiter {
         let id: Int
@@ -59,13 +69,21 @@ actor PostgresPool {
         var connectsFailed = 0
         /// Since the pool was made: connections closed because they stayed idle for the idle timeout.
         var closedIdle = 0
+        /// Since the pool was made: hosts connected to and left because their session was not the target (a standby);
+        /// statements run again after a read-only refusal.
+        var hostsPassedOver = 0
+        var readOnlyRetries = 0
     }
 
+    /// `configurations`: one per host, in the order to try them (at least one). `target`: the session a connection must
+    /// be; `.any` skips the check.
     init(
-        configuration: PostgresConnection.Configuration, maximumConnections: Int, idleTimeout: Duration = .seconds(60),
-        logger: Logger, now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
+        configurations: [PostgresConnection.Configuration], target: PostgresLocation.TargetSession = .readWrite,
+        maximumConnections: Int, idleTimeout: Duration = .seconds(60), logger: Logger,
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
     ) {
-        self.configuration = configuration
+        self.configurations = configurations
+        self.target = target
         self.maximumConnections = max(1, maximumConnections)
         self.idleTimeout = max(.milliseconds(1), idleTimeout)
         self.logger = logger
@@ -76,7 +94,8 @@ actor PostgresPool {
     var counts: Counts {
         Counts(
             idle: idle.filter { !$0.connection.isClosed }.count, leased: leased, opening: opening, waiting: waiters.count,
-            leasesThatWaited: leasesThatWaited, connectsFailed: connectsFailed, closedIdle: closedIdle)
+            leasesThatWaited: leasesThatWaited, connectsFailed: connectsFailed, closedIdle: closedIdle,
+            hostsPassedOver: hostsPassedOver, readOnlyRetries: readOnlyRetries)
     }
 
     var isClosed: Bool { closed }
@@ -102,18 +121,25 @@ actor PostgresPool {
     }
 
     /// Runs `body` with a leased connection and gives the connection back (or closes it, when it failed for a reason
-    /// other than its statement). `deadline`: a caller that stopped waiting is not served.
+    /// other than its statement). `deadline`: a caller that stopped waiting is not served. Refused as read-only
+    /// (the host is a standby now), `body` runs once more on a new connection, after the idle ones are dropped.
     nonisolated func withConnection<T: Sendable>(
         deadline: PostgresStore.Deadline? = nil, _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
-        let connection = try await lease(deadline: deadline)
-        do {
-            let value = try await body(connection)
-            await giveBack(connection, reusable: true)
-            return value
-        } catch {
-            await giveBack(connection, reusable: Self.connectionSurvives(error))
-            throw error
+        var attempt = 0
+        while true {
+            attempt += 1
+            let connection = try await lease(deadline: deadline)
+            do {
+                let value = try await body(connection)
+                await giveBack(connection, reusable: true)
+                return value
+            } catch {
+                let demoted = Self.refusedAsReadOnly(error)
+                await giveBack(connection, reusable: !demoted && Self.connectionSurvives(error))
+                guard demoted, attempt == 1, target != .any, deadline?.passed != true else { throw error }
+                await hostWasDemoted()
+            }
         }
     }
 
@@ -185,6 +211,16 @@ actor PostgresPool {
 
     // MARK: Internals
 
+    /// A pooled connection's host refused a write as read-only: the idle connections (to it, most likely) are closed,
+    /// and the next connect looks for the writable host again.
+    private func hostWasDemoted() async {
+        readOnlyRetries += 1
+        logger.warning("PostgreSQL refused a write as read-only (a standby now): reconnecting to the writable host")
+        let closing = idle
+        idle = []
+        for entry in closing { try? await entry.connection.close() }
+    }
+
     /// The most recently used idle connection that is still open (the warmest; the others may time out unused).
     private func takeIdle() -> PostgresConnection? {
         while let entry = idle.popLast() {
@@ -222,7 +258,15 @@ actor PostgresPool {
 
     private func open(id: Int) async {
         do {
-            let connection = try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)
+            let (connection, host, passedOver) = try await connect(id: id)
+            if passedOver > 0 || host != preferred {
+                logger.notice(
+                    "PostgreSQL: connected to another host of the list",
+                    metadata: [
+                        "host": .string("\(host + 1) of \(configurations.count)"), "passed_over": .string(String(passedOver))
+                    ])
+            }
+            preferred = host
             opening -= 1
             failuresInARow = 0
             if closed {
@@ -280,6 +324,59 @@ actor PostgresPool {
         let waiting = drained
         drained = []
         for continuation in waiting { continuation.resume() }
+    }
+
+    /// The first host, in turn from the preferred one, that takes a connection whose session is `target`: the
+    /// connection, the host's index, and how many hosts were connected to and left because their session was not the
+    /// target. Throws the last connect's error, or `StoreError.unavailable` when every host that answered was read-only.
+    private func connect(id: Int) async throws -> (PostgresConnection, host: Int, passedOver: Int) {
+        var lastError: (any Error)?
+        var passedOver = 0
+        let start = preferred
+        for step in 0..<configurations.count {
+            let host = (start + step) % configurations.count
+            let connection: PostgresConnection
+            do {
+                connection = try await PostgresConnection.connect(configuration: configurations[host], id: id, logger: logger)
+            } catch {
+                lastError = error
+                continue
+            }
+            do {
+                if try await Self.sessionIs(target, connection, logger: logger) { return (connection, host, passedOver) }
+                passedOver += 1
+                hostsPassedOver += 1
+            } catch {
+                lastError = error
+            }
+            try? await connection.close()
+        }
+        if passedOver > 0 || lastError == nil {
+            throw StoreError.unavailable(
+                "no PostgreSQL host of \(configurations.count) accepts writes (\(passedOver) read-only; target_session_attrs=\(target.rawValue))")
+        }
+        throw lastError ?? StoreError.unavailable("no PostgreSQL host could be reached")
+    }
+
+    /// Whether `connection`'s session is what `target` asks (libpq's checks for `target_session_attrs`).
+    private static func sessionIs(_ target: PostgresLocation.TargetSession, _ connection: PostgresConnection, logger: Logger) async throws -> Bool {
+        switch target {
+        case .any:
+            return true
+        case .readWrite:
+            let rows = try await connection.query("SHOW transaction_read_only", logger: logger).collect()
+            return try rows.first?.decode(String.self) == "off"
+        case .primary:
+            let rows = try await connection.query("SELECT pg_is_in_recovery()", logger: logger).collect()
+            return try rows.first?.decode(Bool.self) == false
+        }
+    }
+
+    /// SQLSTATE 25006, read_only_sql_transaction: a write on a standby (or a primary demoted under the connection).
+    /// Latchkey declares no read-only transaction that writes, so this always means the host, not the statement.
+    static func refusedAsReadOnly(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError, error.code == .server else { return false }
+        return error.serverInfo?[.sqlState] == "25006"
     }
 
     /// Whether a connection can be used again after `error`: yes after an error of the statement (the server said
