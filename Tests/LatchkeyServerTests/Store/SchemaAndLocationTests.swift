@@ -65,6 +65,18 @@ struct SchemaAndLocationTests {
         #expect(throws: ConfigurationError.self) { try DatabaseLocation(url) }
     }
 
+    @Test("a URL that forgot its host puts user:password where the host list is: the error does not show the password")
+    func aMalformedURLsErrorHoldsNoPassword() {
+        for url in ["postgres://app:s3cret-pw/latchkey", "postgres://app:s3cret-pw@127.0.0.1:s3cret-pw/latchkey"] {
+            do {
+                _ = try DatabaseLocation(url)
+                Issue.record("accepted: \(url)")
+            } catch {
+                #expect(!String(describing: error).contains("s3cret"), "\(error)")
+            }
+        }
+    }
+
     @Test("anything that is not a postgres URL is a SQLite path")
     func pathsAreSQLite() throws {
         #expect(try DatabaseLocation("latchkey.sqlite") == .sqlite(path: "latchkey.sqlite"))

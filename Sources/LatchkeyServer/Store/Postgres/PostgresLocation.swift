@@ -134,18 +134,19 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// `host`, `host:port`, `[v6]` or `[v6]:port`.
+    /// `host`, `host:port`, `[v6]` or `[v6]:port`. Errors do not quote the text: in a URL without `@` it is
+    /// `user:password`.
     private static func endpoint(_ text: Substring) throws -> Endpoint {
         let host: Substring
         var portText: Substring?
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]") else {
-                throw ConfigurationError.invalid("the database URL's host \(text) opens a [ it does not close")
+                throw ConfigurationError.invalid("a host in the database URL opens a [ it does not close")
             }
             host = text[text.index(after: text.startIndex)..<close]
             let after = text[text.index(after: close)...]
             if !after.isEmpty {
-                guard after.hasPrefix(":") else { throw ConfigurationError.invalid("the database URL's host \(text) is malformed") }
+                guard after.hasPrefix(":") else { throw ConfigurationError.invalid("a host in the database URL is malformed after its ]") }
                 portText = after.dropFirst()
             }
         } else if let colon = text.lastIndex(of: ":") {
@@ -157,7 +158,7 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         var port = 5432
         if let portText {
             guard let parsed = Int(portText), (1...65535).contains(parsed) else {
-                throw ConfigurationError.invalid("the database URL's port \(portText) is not a port (1 to 65535)")
+                throw ConfigurationError.invalid("a port in the database URL is not a number from 1 to 65535")
             }
             port = parsed
         }

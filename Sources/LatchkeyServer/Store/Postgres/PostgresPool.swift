@@ -351,11 +351,11 @@ actor PostgresPool {
             }
             try? await connection.close()
         }
-        if passedOver > 0 || lastError == nil {
+        guard passedOver == 0, let lastError else {
             throw StoreError.unavailable(
-                "no PostgreSQL host of \(configurations.count) accepts writes (\(passedOver) read-only; target_session_attrs=\(target.rawValue))")
+                "no PostgreSQL host of \(configurations.count) is target_session_attrs=\(target.rawValue) (\(passedOver) passed over)")
         }
-        throw lastError ?? StoreError.unavailable("no PostgreSQL host could be reached")
+        throw lastError
     }
 
     /// Whether `connection`'s session is what `target` asks (libpq's checks for `target_session_attrs`).
