@@ -13,6 +13,9 @@ trap 'step "done (exit $?)"' EXIT
 need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
+# The failover and partition tests' cluster (Tests/system/patroni_cluster.py): Patroni and an etcd member.
+command -v patroni >/dev/null 2>&1 || need_apt+=(patroni)
+command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 if [ ${#need_apt[@]} -gt 0 ]; then
   step "installing ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -80,7 +83,15 @@ Tests/postgres/start.sh "$PG_WORK"
 step "swift test (SQLite; the store contract suite against SQLite and PostgreSQL)"
 swift test --skip-build
 step "swift test again, every test server on PostgreSQL (the whole suite against the shared store)"
-LATCHKEY_TEST_SERVER_POSTGRES_URL="$LATCHKEY_TEST_POSTGRES_URL" swift test --skip-build
+# A failure keeps the database server's log (deadlocks, connection limits, what it refused): .ci-artifacts/.
+LATCHKEY_TEST_SERVER_POSTGRES_URL="$LATCHKEY_TEST_POSTGRES_URL" swift test --skip-build || {
+  status=$?
+  mkdir -p .ci-artifacts
+  cp "$PG_WORK/postgres.log" .ci-artifacts/postgres.log 2>/dev/null || true
+  echo "PostgreSQL's log kept in .ci-artifacts/postgres.log; its last lines:"
+  tail -n 60 .ci-artifacts/postgres.log 2>/dev/null || true
+  exit $status
+}
 step "system tests (pytest: two instances on one PostgreSQL, the OpenAPI document under schemathesis, load and SIGKILL among them)"
 # The release binary (built above for the benchmarks): the debug build's swift-crypto and BoringSSL are unoptimized,
 # which made this step the longest of the run. The slowest tests are listed at the end.

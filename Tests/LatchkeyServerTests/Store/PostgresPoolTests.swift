@@ -300,3 +300,83 @@ private final class PoolClock: Sendable {
     var now: ContinuousClock.Instant { origin + offset.withLockedValue { $0 } }
     func advance(by duration: Duration) { offset.withLockedValue { $0 += duration } }
 }
+
+// The pool in a failover or a partition: a statement nobody waits for, and a cluster with no writable host.
+extension PostgresPoolTests {
+    @Test("a statement that outlives its caller's deadline: its connection is closed and its place is free at once")
+    func abandonedLease() async throws {
+        try await Self.withLimitedRole(limit: 3, poolSize: 1) { store, _, _ in
+            let pool = store.pool
+            let deadline = PostgresStore.Deadline()
+            // As a statement on a cut link: it would hold the pool's only connection for ten minutes.
+            let hung = Task {
+                try await pool.withConnection(deadline: deadline) { connection in
+                    try await connection.query("SELECT pg_sleep(600)", logger: Logger(label: "test.pool")).collect().count
+                }
+            }
+            try await eventually("the statement holds the only connection") { await pool.counts.leased == 1 }
+            let waiting = Task { try await pool.lease() }
+            try await eventually("a second request waits for it") { await pool.counts.waiting == 1 }
+            deadline.pass()
+            // Served by a new connection while the old statement would still be sleeping; the old lease's caller fails.
+            let next = try await waiting.value
+            await #expect(throws: (any Error).self) { _ = try await hung.value }
+            var counts = await pool.counts
+            #expect(counts.abandonedLeases == 1 && counts.leased == 1, "\(counts)")
+            await pool.giveBack(next, reusable: true)
+            counts = await pool.counts
+            #expect(counts.leased == 0 && counts.idle == 1, "\(counts)")
+            // A deadline passing after its lease was given back (and the connection leased again) closes nothing.
+            let late = PostgresStore.Deadline()
+            _ = try await pool.withConnection(deadline: late) { _ in 1 }
+            let again = try await pool.lease()
+            late.pass()
+            try await Task.yield()
+            #expect(!again.isClosed)
+            counts = await pool.counts
+            #expect(counts.abandonedLeases == 1 && counts.leased == 1, "\(counts)")
+            await pool.giveBack(again, reusable: true)
+        }
+    }
+
+    @Test("the only host turns standby while a connection is leased: a waiting request fails at once, not at the release")
+    func noWritableHostFailsWaitersAtOnce() async throws {
+        let admin = try PostgresLocation(url: try #require(StoreKind.postgresURL))
+        let role = "latchkey_pool_demoted_" + StoreFixture.hex(8)
+        try await PostgresAdmin.execute("CREATE ROLE \(role) LOGIN", at: admin)
+        var failure: (any Error)?
+        do {
+            let pool = PostgresPool(
+                configurations: [Self.configuration(admin, user: role)], maximumConnections: 2, logger: Logger(label: "test.pool"))
+            let held = try await pool.lease()
+            // New sessions of the role are read-only from now on, as a demoted primary's are.
+            try await PostgresAdmin.execute("ALTER ROLE \(role) SET default_transaction_read_only = on", at: admin)
+            await #expect { _ = try await pool.lease() } throws: { error in
+                guard case .unavailable(let reason) = error as? StoreError else { return false }
+                return reason.contains("target_session_attrs=read-write")
+            }
+            let counts = await pool.counts
+            #expect(counts.leased == 1 && counts.waiting == 0 && counts.hostsPassedOver == 1, "\(counts)")
+            await pool.giveBack(held, reusable: true)
+            await pool.close()
+        } catch {
+            failure = error
+        }
+        try? await PostgresAdmin.execute("DROP ROLE IF EXISTS \(role)", at: admin)
+        if let failure { throw failure }
+    }
+
+    @Test("which failed connects prove that no host can serve: refused, or only standbys; not a slow or full server")
+    func noHostCanServe() async throws {
+        let admin = try PostgresLocation(url: try #require(StoreKind.postgresURL))
+        do {
+            _ = try await PostgresConnection.connect(configuration: Self.configuration(admin, port: 1), id: 1, logger: Logger(label: "test.pool"))
+            Issue.record("something listens on port 1")
+        } catch {
+            #expect(PostgresPool.noHostCanServe(error), "\(String(reflecting: error))")
+        }
+        #expect(PostgresPool.noHostCanServe(StoreError.unavailable("no PostgreSQL host of 2 is target_session_attrs=read-write")))
+        #expect(!PostgresPool.noHostCanServe(CancellationError()))
+        #expect(!PostgresPool.noHostCanServe(ChannelError.connectTimeout(.seconds(5))))
+    }
+}

@@ -1,5 +1,7 @@
+import Foundation
 import Logging
 import NIOCore
+import NIOPosix
 import PostgresNIO
 
 /// Latchkey's connection pool: leases PostgresNIO connections, at most `maximumConnections` of them, opened on demand.
@@ -13,9 +15,14 @@ import PostgresNIO
 ///
 /// - A waiting request is served, in order of arrival, by a released connection or by a new one. One whose caller
 ///   has given up (its `PostgresStore.Deadline` passed, or its task was cancelled) is dropped, not served.
-/// - A failed connect is logged; the requests waiting for it keep waiting while a connection is leased or another
-///   connect is under way (one of them will serve them), and fail at once with the connect's error otherwise — a
-///   database that cannot be reached answers 503 in the time of one connect attempt, not at the deadline.
+/// - A failed connect is logged. When it proves that no host can serve now (every host refused the connection, or
+///   the ones that answered are standbys), the requests waiting fail at once with its error: a database that is down,
+///   or a cluster between primaries, answers 503 in the time of one connect attempt, not at the deadline. After any
+///   other failure (a slow connect, "too many connections") they keep waiting while a connection is leased or another
+///   connect is under way (one of them will serve them), and fail at once otherwise.
+/// - A lease whose caller's deadline passed is abandoned: its connection is closed (a statement hung on a dead or
+///   cut link fails with it) and its place in the pool is free at once, so requests are not held behind a statement
+///   nobody waits for, and a pool that is closing does not wait for it either.
 /// - A connection that failed for a reason other than its statement (its socket, a timeout) is closed, not pooled.
 /// - A connection left idle for `idleTimeout` is closed (`closeIdleConnections`, run by the store's sweeper): every
 ///   open connection is a process on the database server, and a quiet instance should not hold its whole pool.
@@ -38,6 +45,10 @@ actor PostgresPool {
     /// Idle connections, the most recently given back last, each with the moment it was given back.
     private var idle: [(connection: PostgresConnection, since: ContinuousClock.Instant)] = []
     private var leased = 0
+    /// The connections now leased, each with its lease's number (a connection is leased many times in its life); a
+    /// lease abandoned at its deadline is no longer here.
+    private var leases: [ObjectIdentifier: Int] = [:]
+    private var nextLease = 0
     private var opening = 0
     private var waiters: [Waiter] = []
     private var closed = false
@@ -51,10 +62,17 @@ actor PostgresPool {
     private var closedIdle = 0
     private var hostsPassedOver = 0
     private var readOnlyRetries = 0
+    private var abandonedLeases = 0
+
+    /// A connection as one caller holds it.
+    struct Lease: Sendable {
+        let connection: PostgresConnection
+        let number: Int
+    }
 
     private struct Waiter {
         let id: Int
-        let continuation: CheckedContinuation<PostgresConnection, any Error>
+        let continuation: CheckedContinuation<Lease, any Error>
         let deadline: PostgresStore.Deadline?
     }
 
@@ -73,6 +91,8 @@ actor PostgresPool {
         /// statements run again after a read-only refusal.
         var hostsPassedOver = 0
         var readOnlyRetries = 0
+        /// Since the pool was made: leases given up at their caller's deadline (their connections closed).
+        var abandonedLeases = 0
     }
 
     /// `configurations`: one per host, in the order to try them (at least one). `target`: the session a connection must
@@ -95,7 +115,7 @@ actor PostgresPool {
         Counts(
             idle: idle.filter { !$0.connection.isClosed }.count, leased: leased, opening: opening, waiting: waiters.count,
             leasesThatWaited: leasesThatWaited, connectsFailed: connectsFailed, closedIdle: closedIdle,
-            hostsPassedOver: hostsPassedOver, readOnlyRetries: readOnlyRetries)
+            hostsPassedOver: hostsPassedOver, readOnlyRetries: readOnlyRetries, abandonedLeases: abandonedLeases)
     }
 
     var isClosed: Bool { closed }
@@ -129,7 +149,9 @@ actor PostgresPool {
         var attempt = 0
         while true {
             attempt += 1
-            let connection = try await lease(deadline: deadline)
+            let lease = try await numberedLease(deadline: deadline)
+            let connection = lease.connection
+            deadline?.whenPassed { Task { await self.abandon(lease) } }
             do {
                 let value = try await body(connection)
                 await giveBack(connection, reusable: true)
@@ -145,11 +167,12 @@ actor PostgresPool {
 
     /// An idle connection at once; otherwise waits for a released or a new one.
     func lease(deadline: PostgresStore.Deadline? = nil) async throws -> PostgresConnection {
+        try await numberedLease(deadline: deadline).connection
+    }
+
+    private func numberedLease(deadline: PostgresStore.Deadline?) async throws -> Lease {
         if closed { throw StoreError.unavailable("the connection pool is closed") }
-        if let connection = takeIdle() {
-            leased += 1
-            return connection
-        }
+        if let connection = takeIdle() { return markLeased(connection) }
         nextWaiter += 1
         let id = nextWaiter
         return try await withTaskCancellationHandler {
@@ -170,6 +193,7 @@ actor PostgresPool {
     /// Returns a leased connection: to the first waiter still waiting, else to the idle list; closed instead when it
     /// is not `reusable`, was closed underneath, or the pool is closing.
     func giveBack(_ connection: PostgresConnection, reusable: Bool) {
+        guard leases.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }  // abandoned: closed already
         leased -= 1
         if closed || !reusable || connection.isClosed {
             Task { try? await connection.close() }
@@ -209,7 +233,28 @@ actor PostgresPool {
         checkDrained()
     }
 
+    /// The caller of a lease stopped waiting (its deadline passed): the connection is closed and no longer
+    /// counted, so it neither holds a place nor keeps a closing pool waiting. Nothing when it was given back already.
+    func abandon(_ lease: Lease) {
+        let connection = lease.connection
+        guard leases[ObjectIdentifier(connection)] == lease.number else { return }
+        leases[ObjectIdentifier(connection)] = nil
+        leased -= 1
+        abandonedLeases += 1
+        logger.warning("a PostgreSQL statement outlived its deadline: its connection is closed")
+        Task { try? await connection.close() }
+        openIfNeeded()
+        checkDrained()
+    }
+
     // MARK: Internals
+
+    private func markLeased(_ connection: PostgresConnection) -> Lease {
+        leased += 1
+        nextLease += 1
+        leases[ObjectIdentifier(connection)] = nextLease
+        return Lease(connection: connection, number: nextLease)
+    }
 
     /// A pooled connection's host refused a write as read-only: the idle connections (to it, most likely) are closed,
     /// and the next connect looks for the writable host again.
@@ -236,8 +281,7 @@ actor PostgresPool {
             idle.append((connection, now()))
         } else {
             let waiter = waiters.removeFirst()
-            leased += 1
-            waiter.continuation.resume(returning: connection)
+            waiter.continuation.resume(returning: markLeased(connection))
         }
     }
 
@@ -291,8 +335,9 @@ actor PostgresPool {
                 checkDrained()
                 return
             }
-            // Nothing under way can serve the waiters: they fail now (503) rather than at their deadline.
-            if leased == 0, opening == 0 {
+            // No host can serve now, or nothing under way can serve the waiters: they fail now (503) rather than at
+            // their deadline. A leased connection would only serve them if its host still takes writes.
+            if opening == 0, leased == 0 || Self.noHostCanServe(error) {
                 let waiting = waiters
                 waiters = []
                 for waiter in waiting { waiter.continuation.resume(throwing: error) }
@@ -370,6 +415,20 @@ actor PostgresPool {
             let rows = try await connection.query("SELECT pg_is_in_recovery()", logger: logger).collect()
             return try rows.first?.decode(Bool.self) == false
         }
+    }
+
+    /// Whether a failed connect proves that no host of the list can serve now: the ones that answered are standbys
+    /// (`StoreError.unavailable` from `connect`), or the last host refused the TCP connection (nothing listens: a
+    /// node that is down). Not for a connect that was slow, or a server that refused more connections.
+    static func noHostCanServe(_ error: any Error) -> Bool {
+        if error is StoreError { return true }
+        var underlying: (any Error)? = error
+        if let error = error as? PSQLError { underlying = error.underlying }
+        if let error = underlying as? NIOConnectionError {
+            underlying = error.connectionErrors.last?.error ?? error.dnsAError ?? error.dnsAAAAError
+        }
+        guard let error = underlying as? IOError else { return false }
+        return error.errnoCode == ECONNREFUSED
     }
 
     /// SQLSTATE 25006, read_only_sql_transaction: a write on a standby (or a primary demoted under the connection).

@@ -192,9 +192,28 @@ public final class PostgresStore: Store {
 
     /// Whether the caller of an operation stopped waiting for it (`guarded`).
     final class Deadline: Sendable {
-        private let state = NIOLockedValueBox(false)
-        var passed: Bool { state.withLockedValue { $0 } }
-        func pass() { state.withLockedValue { $0 = true } }
+        private let state = NIOLockedValueBox<(passed: Bool, handlers: [@Sendable () -> Void])>((false, []))
+        var passed: Bool { state.withLockedValue { $0.passed } }
+
+        /// Marks it passed and runs what was registered with `whenPassed` (once).
+        func pass() {
+            let handlers = state.withLockedValue { current -> [@Sendable () -> Void] in
+                guard !current.passed else { return [] }
+                current.passed = true
+                defer { current.handlers = [] }
+                return current.handlers
+            }
+            for handler in handlers { handler() }
+        }
+
+        /// Runs `handler` when the deadline passes (at once if it has).
+        func whenPassed(_ handler: @escaping @Sendable () -> Void) {
+            let already = state.withLockedValue { current -> Bool in
+                if !current.passed { current.handlers.append(handler) }
+                return current.passed
+            }
+            if already { handler() }
+        }
     }
 
     /// The deadline and the translation of "the database is not there" into `StoreError.unavailable`.
