@@ -213,13 +213,14 @@ class Load:
         return round(max((b - a for a, b in zip(times, times[1:])), default=0.0), 1)
 
     def summary(self):
+        gap = self.longest_gap()  # takes the lock itself (not reentrant)
         with self.lock:
             chains = len(self.chains)
             return {"successes": len(self.successes), "503 answers": len(self.unavailable), "failures": len(self.failures),
                     "chains": chains, "chains in doubt": sum(1 for c in self.chains if c.in_doubt),
                     "refresh grants answered": sum(len(c.rotations) for c in self.chains),
                     "codes in doubt": self.codes_in_doubt, "slowest answer (s)": round(self.slowest, 2),
-                    "longest refresh gap (s)": self.longest_gap()}
+                    "longest refresh gap (s)": gap}
 
 
 class _Base:

@@ -220,9 +220,10 @@ public final class PostgresStore: Store {
     ///
     /// The operation runs in a task of its own and the caller waits for whichever comes first, the operation or the
     /// deadline: PostgresNIO does not abandon a statement when its task is cancelled, so a database that stopped
-    /// answering without closing the socket would otherwise hold the request until TCP gives up. An abandoned
-    /// operation finishes (or fails) in the background; a transaction that reaches COMMIT after its deadline rolls back
-    /// instead (`Deadline`), so a 503 never hides a committed change — unless COMMIT was already under way.
+    /// answering without closing the socket would otherwise hold the request until TCP gives up. At the deadline the
+    /// pool closes the operation's connection (`PostgresPool.abandon`), so the abandoned operation fails soon after; a
+    /// transaction that reaches COMMIT after its deadline rolls back instead (`Deadline`), so a 503 never hides a
+    /// committed change — unless COMMIT was already under way.
     @discardableResult
     func guarded<T: Sendable>(timeout given: Duration? = nil, _ operation: @escaping @Sendable (Deadline) async throws -> T) async throws -> T {
         let timeout = given ?? self.timeout
