@@ -23,6 +23,23 @@ DEMO_USER = "demo@example.com"
 DEMO_PASSWORD = "correct horse battery staple"
 
 
+def poll(probe, accept, within, every=0.2):
+    """`probe()` until `accept(result)`, for at most `within` seconds (a bound on a hang, not a timing rule); the last
+    result (or the exception the last probe raised)."""
+    deadline = time.monotonic() + within
+    result = None
+    while True:
+        try:
+            result = probe()
+            if accept(result):
+                return result
+        except Exception as error:  # noqa: BLE001 - the caller's assertion reports it
+            result = error
+        if time.monotonic() > deadline:
+            return result
+        time.sleep(every)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

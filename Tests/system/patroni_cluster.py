@@ -14,11 +14,10 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 
 import requests
 
-from conftest import free_port
+from conftest import free_port, poll
 from faultproxy import FaultProxy
 
 PG_BIN = os.environ.get("LATCHKEY_TEST_POSTGRES_BIN", "")
@@ -33,23 +32,6 @@ def available():
         if not shutil.which(binary):
             return f"`{binary}` is not installed (Debian: patroni, etcd-server; scripts/test.sh installs them)"
     return None
-
-
-def poll(probe, accept, within, every=0.2):
-    """`probe()` until `accept(result)`, for at most `within` seconds (a bound on a hang, not a timing rule); the last
-    result (or exception)."""
-    deadline = time.monotonic() + within
-    result = None
-    while True:
-        try:
-            result = probe()
-            if accept(result):
-                return result
-        except Exception as error:  # noqa: BLE001 - the caller's assertion reports it
-            result = error
-        if time.monotonic() > deadline:
-            return result
-        time.sleep(every)
 
 
 class Node:

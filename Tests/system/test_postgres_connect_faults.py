@@ -14,10 +14,9 @@ import urllib.parse
 
 import pytest
 
-from conftest import Server
+from conftest import Server, poll
 from failover_load import refresh, strict_rotation_config
 from faultproxy import FaultProxy
-from patroni_cluster import poll
 
 ADMIN_URL = os.environ.get("LATCHKEY_TEST_POSTGRES_URL")
 if not ADMIN_URL:

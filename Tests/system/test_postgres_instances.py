@@ -26,7 +26,7 @@ import pytest
 import requests
 import urllib3
 
-from conftest import BINARY, DEMO_PASSWORD, DEMO_USER, Server, free_port, redeem, sign_in_code
+from conftest import BINARY, DEMO_PASSWORD, DEMO_USER, Server, free_port, poll, redeem, sign_in_code
 
 ADMIN_URL = os.environ.get("LATCHKEY_TEST_POSTGRES_URL")
 if not ADMIN_URL:
@@ -258,21 +258,6 @@ def race(*sends):
     for thread in threads:
         thread.join(timeout=2 * TIMEOUT)
     return results
-
-
-def poll(probe, accept, within, interval=0.25):
-    """Calls `probe` until `accept(result)` or `within` seconds have passed; the last result (or exception)."""
-    deadline = time.time() + within
-    while True:
-        try:
-            last = probe()
-        except requests.RequestException as error:
-            last = error
-        if not isinstance(last, Exception) and accept(last):
-            return last
-        if time.time() >= deadline:
-            return last
-        time.sleep(interval)
 
 
 def latchkey(*args, timeout=60):

@@ -326,16 +326,16 @@ extension PostgresPoolTests {
             await pool.giveBack(next, reusable: true)
             counts = await pool.counts
             #expect(counts.leased == 0 && counts.idle == 1, "\(counts)")
-            // A deadline passing after its lease was given back (and the connection leased again) closes nothing.
-            let late = PostgresStore.Deadline()
-            _ = try await pool.withConnection(deadline: late) { _ in 1 }
-            let again = try await pool.lease()
-            late.pass()
-            try await Task.yield()
-            #expect(!again.isClosed)
+            // An abandon that comes after its lease was given back, the connection leased again since, closes nothing.
+            let earlier = try await pool.numberedLease(deadline: nil)
+            await pool.giveBack(earlier.connection, reusable: true)
+            let again = try await pool.numberedLease(deadline: nil)
+            #expect(again.connection === earlier.connection, "the idle connection is leased again")
+            await pool.abandon(earlier)
+            #expect(!again.connection.isClosed)
             counts = await pool.counts
             #expect(counts.abandonedLeases == 1 && counts.leased == 1, "\(counts)")
-            await pool.giveBack(again, reusable: true)
+            await pool.giveBack(again.connection, reusable: true)
         }
     }
 
@@ -351,13 +351,19 @@ extension PostgresPoolTests {
             let held = try await pool.lease()
             // New sessions of the role are read-only from now on, as a demoted primary's are.
             try await PostgresAdmin.execute("ALTER ROLE \(role) SET default_transaction_read_only = on", at: admin)
-            await #expect { _ = try await pool.lease() } throws: { error in
+            let waiting = Task { try await pool.lease() }
+            // Answered while the first connection is still leased (the old rule kept it waiting for that release).
+            try await eventually("the waiting request fails with the connect") {
+                let counts = await pool.counts
+                return counts.connectsFailed >= 1 && counts.waiting == 0
+            }
+            let counts = await pool.counts
+            #expect(counts.leased == 1 && counts.hostsPassedOver == 1, "\(counts)")
+            await pool.giveBack(held, reusable: true)
+            await #expect { _ = try await waiting.value } throws: { error in
                 guard case .unavailable(let reason) = error as? StoreError else { return false }
                 return reason.contains("target_session_attrs=read-write")
             }
-            let counts = await pool.counts
-            #expect(counts.leased == 1 && counts.waiting == 0 && counts.hostsPassedOver == 1, "\(counts)")
-            await pool.giveBack(held, reusable: true)
             await pool.close()
         } catch {
             failure = error

@@ -44,11 +44,11 @@ actor PostgresPool {
 
     /// Idle connections, the most recently given back last, each with the moment it was given back.
     private var idle: [(connection: PostgresConnection, since: ContinuousClock.Instant)] = []
-    private var leased = 0
     /// The connections now leased, each with its lease's number (a connection is leased many times in its life); a
     /// lease abandoned at its deadline is no longer here.
     private var leases: [ObjectIdentifier: Int] = [:]
     private var nextLease = 0
+    private var leased: Int { leases.count }
     private var opening = 0
     private var waiters: [Waiter] = []
     private var closed = false
@@ -170,7 +170,8 @@ actor PostgresPool {
         try await numberedLease(deadline: deadline).connection
     }
 
-    private func numberedLease(deadline: PostgresStore.Deadline?) async throws -> Lease {
+    /// As `lease`, with the lease's number (what `abandon` checks, so it never closes a connection leased again since).
+    func numberedLease(deadline: PostgresStore.Deadline?) async throws -> Lease {
         if closed { throw StoreError.unavailable("the connection pool is closed") }
         if let connection = takeIdle() { return markLeased(connection) }
         nextWaiter += 1
@@ -194,7 +195,6 @@ actor PostgresPool {
     /// is not `reusable`, was closed underneath, or the pool is closing.
     func giveBack(_ connection: PostgresConnection, reusable: Bool) {
         guard leases.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }  // abandoned: closed already
-        leased -= 1
         if closed || !reusable || connection.isClosed {
             Task { try? await connection.close() }
             openIfNeeded()  // the waiters it would have served need a new one
@@ -239,7 +239,6 @@ actor PostgresPool {
         let connection = lease.connection
         guard leases[ObjectIdentifier(connection)] == lease.number else { return }
         leases[ObjectIdentifier(connection)] = nil
-        leased -= 1
         abandonedLeases += 1
         logger.warning("a PostgreSQL statement outlived its deadline: its connection is closed")
         Task { try? await connection.close() }
@@ -250,7 +249,6 @@ actor PostgresPool {
     // MARK: Internals
 
     private func markLeased(_ connection: PostgresConnection) -> Lease {
-        leased += 1
         nextLease += 1
         leases[ObjectIdentifier(connection)] = nextLease
         return Lease(connection: connection, number: nextLease)

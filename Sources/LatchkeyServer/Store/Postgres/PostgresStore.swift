@@ -58,14 +58,14 @@ public final class PostgresStore: Store {
         case .prefer: tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
         case .require: tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
         }
+        // The server ends a statement or a lock wait that runs too long, so a connection is never held for ever.
+        let statementMilliseconds = Int(timeout.components.seconds) * 1000
         let configurations = location.endpoints.map { endpoint in
             var configuration = PostgresConnection.Configuration(
                 host: endpoint.host, port: endpoint.port, username: location.username,
                 password: location.password, database: location.database, tls: tls)
             // A connect may take as long as a statement may: a slow but working database is not a failing one.
             configuration.options.connectTimeout = .seconds(max(5, timeout.components.seconds))
-            // The server ends a statement or a lock wait that runs too long, so a connection is never held for ever.
-            let statementMilliseconds = Int(timeout.components.seconds) * 1000
             configuration.options.additionalStartupParameters = [
                 ("statement_timeout", "\(statementMilliseconds)"), ("lock_timeout", "\(statementMilliseconds)"),
                 ("idle_in_transaction_session_timeout", "\(statementMilliseconds * 2)"), ("application_name", "latchkey")
