@@ -115,7 +115,7 @@ extension TestServer {
         ephemeral: Bool = false, storage: (any StorageAdapter)? = InMemoryStorageAdapter(),
         afterSignInUrl: String? = nil
     ) async throws -> LatchkeyClient {
-        let client = LatchkeyClient(http: busyMachineHTTPClient(), prefersEphemeralWebBrowserSession: ephemeral)
+        let client = LatchkeyClient(http: productionHTTPClient(), prefersEphemeralWebBrowserSession: ephemeral)
         var config = appleConfig()
         if let afterSignInUrl { config.afterSignInUrl = afterSignInUrl }
         try await client.initialize(config: config, storage: storage)

@@ -14,7 +14,7 @@ struct SecureEnclaveDPoPTests {
 
     func signIn(_ server: TestServer, storage: InMemoryStorageAdapter) async throws -> LatchkeyClient {
         device.webAuthentication = .navigates { request in try await server.browse(request.url) }
-        let client = LatchkeyClient(http: busyMachineHTTPClient(), prefersEphemeralWebBrowserSession: false)
+        let client = LatchkeyClient(http: productionHTTPClient(), prefersEphemeralWebBrowserSession: false)
         var config = server.appleConfig()
         config.useDPoP = true
         try await client.initialize(config: config, storage: storage)
@@ -41,7 +41,7 @@ struct SecureEnclaveDPoPTests {
             // The same stored session on another device (a restored backup): the key cannot be used there.
             let elsewhere = StandInDevice()
             try await StandInSystem.$device.withValue(elsewhere) {
-                let copy = LatchkeyClient(http: busyMachineHTTPClient(), prefersEphemeralWebBrowserSession: false)
+                let copy = LatchkeyClient(http: productionHTTPClient(), prefersEphemeralWebBrowserSession: false)
                 var config = server.appleConfig()
                 config.useDPoP = true
                 try await copy.initialize(config: config, storage: storage)

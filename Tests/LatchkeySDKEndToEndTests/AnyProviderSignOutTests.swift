@@ -47,7 +47,7 @@ struct AnyProviderSignOutTests {
     func metadataFromBothDocuments() async throws {
         let provider = try await ProviderDouble.start()
         defer { Task { await provider.stop() } }
-        let metadata = try await ProviderMetadata.discover(issuer: provider.issuer, http: busyMachineHTTPClient())
+        let metadata = try await ProviderMetadata.discover(issuer: provider.issuer, http: productionHTTPClient())
         #expect(metadata.revocationEndpoint?.absoluteString == provider.issuer + "/revoke")
         #expect(metadata.introspectionEndpoint?.absoluteString == provider.issuer + "/introspect")
         #expect(metadata.missingEndpoints == ["device_authorization_endpoint", "pushed_authorization_request_endpoint"])
@@ -58,7 +58,7 @@ struct AnyProviderSignOutTests {
             AuthorizationServerMetadata.url(issuer: "https://id.example.com")?.absoluteString
                 == "https://id.example.com/.well-known/oauth-authorization-server")
         // A second document naming another issuer is not believed.
-        #expect(await AuthorizationServerMetadata.fetch(issuer: provider.issuer + "x", http: busyMachineHTTPClient()) == nil)
+        #expect(await AuthorizationServerMetadata.fetch(issuer: provider.issuer + "x", http: productionHTTPClient()) == nil)
     }
 
     @Test("sign-in, refresh, sign-out in the browser: both tokens dead at the provider and its session ended (prompt=none: login_required)")
@@ -157,7 +157,7 @@ struct AnyProviderSignOutTests {
         defer { Task { await server.stop() } }
         // A passkey-less native sign-in (password through the credential sheet): no browser holds a session of it.
         let native = LatchkeyClient(
-            http: busyMachineHTTPClient(),
+            http: productionHTTPClient(),
             credentialProvider: SoftwareCredentialProvider(passwords: [
                 .init(username: "demo@example.com", password: "correct horse battery staple")
             ]))
@@ -179,7 +179,7 @@ struct AnyProviderSignOutTests {
         var stored = try StoredSession.decode(try #require(await storage.get(key)))
         stored.browser = nil
         await storage.set(key, try JSONEncoder().encode(stored))
-        let restored = LatchkeyClient(http: busyMachineHTTPClient())
+        let restored = LatchkeyClient(http: productionHTTPClient())
         try await restored.initialize(config: server.sdkConfig(), storage: storage)
         guard case .unconfirmed = try await restored.signOutReporting().providerSession else { Issue.record("expected unconfirmed"); return }
     }
@@ -213,7 +213,7 @@ struct AnyProviderSignOutTests {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         for deviceSkew in [-600.0, 600.0] {
-            let client = LatchkeyClient(http: busyMachineHTTPClient(), clock: .offset(by: deviceSkew))
+            let client = LatchkeyClient(http: productionHTTPClient(), clock: .offset(by: deviceSkew))
             var config = server.sdkConfig()
             config.useDPoP = true
             try await client.initialize(config: config)
@@ -230,7 +230,7 @@ struct AnyProviderSignOutTests {
         let provider = try await ProviderDouble.start(skew: 600)
         defer { Task { await provider.stop() } }
         // No Date rewriting: the SDK sees the machine's time in the headers, the ID token says ten minutes later.
-        let client = try await Self.client(provider, browser: TestBrowser(), http: busyMachineHTTPClient())
+        let client = try await Self.client(provider, browser: TestBrowser(), http: productionHTTPClient())
         await #expect { try await client.signInWithBrowser() } throws: { ($0 as? LatchkeyError)?.message.contains("future") == true }
     }
 }

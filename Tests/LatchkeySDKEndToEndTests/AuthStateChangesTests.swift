@@ -33,7 +33,7 @@ struct AuthStateChangesTests {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let storage = InMemoryStorageAdapter()
-        let client = LatchkeyClient(http: busyMachineHTTPClient())
+        let client = LatchkeyClient(http: productionHTTPClient())
         try await client.initialize(config: server.sdkConfig(), storage: storage)
         let recorder = Recorder(client.authStateChanges())
         defer { recorder.stop() }
@@ -48,7 +48,7 @@ struct AuthStateChangesTests {
         try await recorder.wait(for: 3)
         #expect(recorder.seen.last == .userUpdated)
 
-        let restored = LatchkeyClient(http: busyMachineHTTPClient())
+        let restored = LatchkeyClient(http: productionHTTPClient())
         try await restored.initialize(config: server.sdkConfig(), storage: storage)
         let second = Recorder(restored.authStateChanges())
         defer { second.stop() }
@@ -65,7 +65,7 @@ struct AuthStateChangesTests {
     func perSession() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let client = LatchkeyClient(http: busyMachineHTTPClient())
+        let client = LatchkeyClient(http: productionHTTPClient())
         try await client.initialize(config: server.sdkConfig())
         let work = Recorder(client.authStateChanges(sessionId: "work"))
         let main = Recorder(client.authStateChanges())

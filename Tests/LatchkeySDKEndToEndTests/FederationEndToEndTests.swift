@@ -75,10 +75,10 @@ struct FederationEndToEndTests {
         #expect(providers.map(\.provider) == ["corp"])
         #expect(providers.first?.name == "Corp SSO" && providers.first?.type == "oidc" && providers.first?.providerWithVariant == "corp")
 
-        let backend = LatchkeyClient(http: busyMachineHTTPClient())
+        let backend = LatchkeyClient(http: productionHTTPClient())
         try await backend.initialize(config: LatchkeyConfig(baseUrl: rig.server.issuer, clientId: TestServer.confidentialClient.clientId))
         #expect(try await backend.getProviders().isEmpty)
-        let unknown = LatchkeyClient(http: busyMachineHTTPClient())
+        let unknown = LatchkeyClient(http: productionHTTPClient())
         try await unknown.initialize(config: LatchkeyConfig(baseUrl: rig.server.issuer, clientId: "nobody"))
         await #expect { try await unknown.getProviders() } throws: { $0 is LatchkeyError }
     }
@@ -446,7 +446,7 @@ struct FederationRig: Sendable {
 
     /// An SDK client of the demo application whose user agent is a fresh test browser (no cookies: no session yet).
     func client(
-        storage: (any StorageAdapter)? = nil, http: any HTTPClient = busyMachineHTTPClient()
+        storage: (any StorageAdapter)? = nil, http: any HTTPClient = productionHTTPClient()
     ) async throws -> (LatchkeyClient, FederatingUserAgent) {
         let agent = FederatingUserAgent(serverBase: server.base)
         let client = LatchkeyClient(http: http, userAgent: agent)

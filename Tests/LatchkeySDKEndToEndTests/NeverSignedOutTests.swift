@@ -65,7 +65,7 @@ struct NeverSignedOutTests {
             $0.refreshTokenReuseSeconds =
                 DevelopmentDefaults.configuration(port: 0, databasePath: "/tmp/unused.sqlite", host: "127.0.0.1").refreshTokenReuseSeconds
         }
-        let upstream = busyMachineHTTPClient()
+        let upstream = productionHTTPClient()
         let http = ProgrammableHTTPClient(upstream: upstream)
         let storage = InMemoryStorageAdapter()
         let client = try await server.signedInClient(http: http, storage: storage)
@@ -156,7 +156,7 @@ struct NeverSignedOutTests {
         let updated = InMemoryStorageAdapter()
         await updated.set(Self.key, try JSONEncoder().encode(tokens))  // exactly what the earlier release wrote
 
-        let client = LatchkeyClient(http: busyMachineHTTPClient())
+        let client = LatchkeyClient(http: productionHTTPClient())
         try await client.initialize(config: server.sdkConfig(), storage: updated)
         #expect(try await !client.getUser().sub.isEmpty, "the restored ID token is read")
         #expect(try await server.userinfo(try await client.getAccessToken()).status == 200)

@@ -12,7 +12,7 @@ struct SDKAppNativeFlowTests {
     static let signInRequest = EmbeddedFlowRequestConfig(flowType: .authentication)
 
     /// The tests move the server's clock forward (expiry); the SDK's ID-token check tolerates that skew.
-    func client(_ server: TestServer, http: any HTTPClient = busyMachineHTTPClient()) async throws -> LatchkeyClient {
+    func client(_ server: TestServer, http: any HTTPClient = productionHTTPClient()) async throws -> LatchkeyClient {
         let client = LatchkeyClient(http: http)
         var config = server.sdkConfig()
         config.tokenValidation = TokenValidation(clockTolerance: 3600)
@@ -275,7 +275,7 @@ struct SDKAppNativeFlowTests {
             return e?.code == .registrationDisabled && e?.serverCode == "FES-1006" && e?.statusCode == 400 && e?.errorUserMsg != nil
         }
 
-        let invited = LatchkeyClient(http: busyMachineHTTPClient())
+        let invited = LatchkeyClient(http: productionHTTPClient())
         try await invited.initialize(
             config: LatchkeyConfig(
                 baseUrl: server.issuer, clientId: "invite-app", scopes: ["openid", "email", "offline_access"],
@@ -513,7 +513,7 @@ struct SDKAppNativeFlowTests {
             server.base + "/flow/execute", ["applicationId": "ios-app", "flowType": "AUTHENTICATION"],
             headers: ["Attestation-Token": "forged"])
         #expect(try forged.status == 401 && (try forged.json()["code"] as? String) == "FES-1015")
-        let app = LatchkeyClient(http: busyMachineHTTPClient())
+        let app = LatchkeyClient(http: productionHTTPClient())
         try await app.initialize(
             config: LatchkeyConfig(
                 baseUrl: server.issuer, clientId: "ios-app", scopes: ["openid", "offline_access"],

@@ -9,7 +9,7 @@ import Testing
 @Suite("SDK ↔ server: every time rule on the client's clock")
 struct SDKClockTests {
     func signedIn(_ server: TestServer, clock: ManualClock) async throws -> LatchkeyClient {
-        let client = LatchkeyClient(http: busyMachineHTTPClient(), clock: clock.clock)
+        let client = LatchkeyClient(http: productionHTTPClient(), clock: clock.clock)
         try await client.initialize(config: server.sdkConfig())
         _ = try await client.handleRedirectCallback(url: try await server.browse(try client.buildSignInURL()))
         return client
@@ -48,7 +48,7 @@ struct SDKClockTests {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let time = ManualClock()
-        let client = LatchkeyClient(http: busyMachineHTTPClient(), clock: time.clock)
+        let client = LatchkeyClient(http: productionHTTPClient(), clock: time.clock)
         try await client.initialize(config: server.sdkConfig())
         let stale = try await server.browse(try client.buildSignInURL())
         let fresh = try await server.browse(try client.buildSignInURL())

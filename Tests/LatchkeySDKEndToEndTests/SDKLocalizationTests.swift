@@ -14,7 +14,7 @@ struct SDKLocalizationTests {
         (["ar"], "البريد الإلكتروني أو كلمة المرور غير صحيحة.", "اسم المستخدم أو البريد الإلكتروني")
     ]
 
-    func client(_ server: TestServer, languages: [String]?, http: any HTTPClient = busyMachineHTTPClient()) async throws -> LatchkeyClient {
+    func client(_ server: TestServer, languages: [String]?, http: any HTTPClient = productionHTTPClient()) async throws -> LatchkeyClient {
         let client = LatchkeyClient(http: http)
         var config = server.sdkConfig()
         config.preferredLanguages = languages
@@ -131,7 +131,7 @@ struct SDKLocalizationTests {
     @Test func profileErrorsCarryTheLocalizedUserMessage() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let client = LatchkeyClient(http: busyMachineHTTPClient())
+        let client = LatchkeyClient(http: productionHTTPClient())
         var config = server.sdkConfig()
         config.preferredLanguages = ["fr"]
         config.dialect = .thunderID

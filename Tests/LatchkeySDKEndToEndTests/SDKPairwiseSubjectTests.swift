@@ -16,7 +16,7 @@ struct SDKPairwiseSubjectTests {
         defer { Task { await server.stop() } }
         let account = try #require(try await server.server.store.user(username: "demo@example.com")).id
         let time = ManualClock()
-        let client = LatchkeyClient(http: busyMachineHTTPClient(), clock: time.clock)
+        let client = LatchkeyClient(http: productionHTTPClient(), clock: time.clock)
         try await client.initialize(config: server.sdkConfig())
         let user = try await client.handleRedirectCallback(url: try await server.browse(try client.buildSignInURL()))
         #expect(!user.sub.isEmpty && user.sub != account, "the pairwise subject, not the account id")

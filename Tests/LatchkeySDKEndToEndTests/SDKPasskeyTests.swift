@@ -19,7 +19,7 @@ struct SDKPasskeyTests {
 
     func client(
         _ server: TestServer, provider: (any CredentialProvider)? = nil, authenticator: (any PasskeyAuthenticator)? = nil,
-        http: any HTTPClient = busyMachineHTTPClient()
+        http: any HTTPClient = productionHTTPClient()
     ) async throws -> LatchkeyClient {
         let client = LatchkeyClient(
             http: http, credentialProvider: provider ?? authenticator.map { SoftwareCredentialProvider(authenticator: $0) },
@@ -133,7 +133,7 @@ struct SDKPasskeyTests {
     func localizedNativeError() async throws {
         let server = try await Self.start()
         defer { Task { await server.stop() } }
-        let client = LatchkeyClient(http: busyMachineHTTPClient(), credentialProvider: nil, passkeyAuthenticator: SoftwareAuthenticator())
+        let client = LatchkeyClient(http: productionHTTPClient(), credentialProvider: nil, passkeyAuthenticator: SoftwareAuthenticator())
         var config = server.sdkConfig()
         config.preferredLanguages = ["ja-JP"]
         try await client.initialize(config: config)

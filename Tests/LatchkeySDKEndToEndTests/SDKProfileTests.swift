@@ -16,7 +16,7 @@ private func profileFailure(status: Int, body: String) -> ProgrammableHTTPClient
 @Suite("SDK ↔ server: getUserProfile / updateUserProfile")
 struct SDKProfileTests {
     func signedIn(
-        _ server: TestServer, dialect: Dialect = .standard, scopes: [String]? = nil, http: any HTTPClient = busyMachineHTTPClient(),
+        _ server: TestServer, dialect: Dialect = .standard, scopes: [String]? = nil, http: any HTTPClient = productionHTTPClient(),
         username: String = "demo@example.com", password: String = "correct horse battery staple",
         clockTolerance: TimeInterval? = nil
     ) async throws -> LatchkeyClient {

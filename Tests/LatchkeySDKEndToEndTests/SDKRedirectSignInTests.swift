@@ -8,7 +8,7 @@ struct SDKRedirectSignInTests {
     @Test func buildSignInURLAndHandleRedirectCallback() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let client = LatchkeyClient(http: busyMachineHTTPClient())
+        let client = LatchkeyClient(http: productionHTTPClient())
         #expect(try await client.initialize(config: server.sdkConfig()))
         let url = try client.buildSignInURL(options: SignInOptions(loginHint: "demo@example.com", extra: ["client_id": "evil", "ui_locales": "fr"]))
         let query = Dictionary(
@@ -32,12 +32,12 @@ struct SDKRedirectSignInTests {
     }
 
     @Test func initializationRules() async throws {
-        let client = LatchkeyClient(http: busyMachineHTTPClient())
+        let client = LatchkeyClient(http: productionHTTPClient())
         #expect { try client.getConfiguration() } throws: { ($0 as? LatchkeyError)?.code == .sdkNotInitialized }
         await #expect { try await client.getAccessToken() } throws: { ($0 as? LatchkeyError)?.code == .sdkNotInitialized }
         for bad in ["", "http://id.example.com", "ftp://localhost", "not a url"] {
             await #expect {
-                try await LatchkeyClient(http: busyMachineHTTPClient()).initialize(config: LatchkeyConfig(baseUrl: bad, clientId: "x"))
+                try await LatchkeyClient(http: productionHTTPClient()).initialize(config: LatchkeyConfig(baseUrl: bad, clientId: "x"))
             } throws: {
                 ($0 as? LatchkeyError)?.code == .invalidConfiguration
             }
@@ -54,7 +54,7 @@ struct SDKRedirectSignInTests {
     @Test func callbackChecksStateIssAndErrors() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let client = LatchkeyClient(http: busyMachineHTTPClient())
+        let client = LatchkeyClient(http: productionHTTPClient())
         try await client.initialize(config: server.sdkConfig())
         let callback = try await server.browse(try client.buildSignInURL())
         func variant(_ change: (inout [URLQueryItem]) -> Void) -> URL {
@@ -216,7 +216,7 @@ struct SDKRedirectSignInTests {
     @Test func sessionsAreIndependent() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let client = LatchkeyClient(http: busyMachineHTTPClient())
+        let client = LatchkeyClient(http: productionHTTPClient())
         try await client.initialize(config: server.sdkConfig())
         _ = try await client.handleRedirectCallback(url: try await server.browse(try client.buildSignInURL(options: nil, sessionId: "work")))
         #expect(try await client.isSignedIn(sessionId: "work"))
@@ -244,7 +244,7 @@ struct SDKRedirectSignInTests {
         let file = dir.appendingPathComponent("latchkey_session_default.json")
         let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
-        let again = LatchkeyClient(http: busyMachineHTTPClient())
+        let again = LatchkeyClient(http: productionHTTPClient())
         try await again.initialize(config: server.sdkConfig(), storage: try FileStorageAdapter(directory: dir))
         #expect(try await again.isSignedIn())
         #expect(try await server.userinfo(try await again.getAccessToken()).status == 200)

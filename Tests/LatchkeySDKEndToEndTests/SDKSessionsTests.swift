@@ -10,7 +10,7 @@ struct SDKSessionsTests {
     func signedIn(_ server: TestServer, username: String = "demo@example.com", password: String = "correct horse battery staple")
         async throws -> LatchkeyClient
     {
-        let client = LatchkeyClient(http: busyMachineHTTPClient())
+        let client = LatchkeyClient(http: productionHTTPClient())
         try await client.initialize(config: server.sdkConfig())
         _ = try await client.handleRedirectCallback(url: try await server.browse(try client.buildSignInURL(), username: username, password: password))
         return client

@@ -76,7 +76,7 @@ package final class ProgrammableHTTPClient: HTTPClient, @unchecked Sendable {
     /// - Parameters:
     ///   - upstream: where unscripted requests go.
     ///   - now: the time each request is recorded at (a test that drives the SDK's clock passes the same one).
-    package init(upstream: (any HTTPClient)? = URLSessionHTTPClient(timeout: 120), now: @escaping @Sendable () -> Date = { Date() }) {
+    package init(upstream: (any HTTPClient)? = URLSessionHTTPClient(), now: @escaping @Sendable () -> Date = { Date() }) {
         self.upstream = upstream
         self.now = now
     }

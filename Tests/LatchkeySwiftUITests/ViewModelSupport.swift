@@ -10,7 +10,7 @@ extension TestServer {
     /// clock need), in `locale` with an in-memory language store.
     @MainActor
     func uiState(
-        storage: any StorageAdapter = InMemoryStorageAdapter(), http: any HTTPClient = busyMachineHTTPClient(),
+        storage: any StorageAdapter = InMemoryStorageAdapter(), http: any HTTPClient = productionHTTPClient(),
         clientId: String = "latchkey-demo", locale: String? = "en", passkeys: (any PasskeyAuthenticator)? = nil
     ) -> LatchkeyState {
         var config = sdkConfig()
@@ -45,7 +45,7 @@ actor SnapshotStorage: StorageAdapter {
 extension TestServer {
     /// A started `LatchkeyState` whose storage holds the demo user's session, signed in through the hosted page.
     @MainActor
-    func signedInUIState(http: any HTTPClient = busyMachineHTTPClient(), start: Bool = true) async throws -> LatchkeyState {
+    func signedInUIState(http: any HTTPClient = productionHTTPClient(), start: Bool = true) async throws -> LatchkeyState {
         let storage = InMemoryStorageAdapter()
         _ = try await signedInClient(storage: storage)
         let state = uiState(storage: storage, http: http)

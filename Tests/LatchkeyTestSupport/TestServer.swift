@@ -56,7 +56,15 @@ package final class TestServer: Sendable {
     ) async throws -> TestServer {
         // With LATCHKEY_TEST_SERVER_POSTGRES_URL set, every server of the suites that does not name a file runs on a
         // fresh PostgreSQL database instead (the whole suite against the shared store).
-        let postgres = databasePath == nil ? try await TestDatabases.createIfConfigured() : nil
+        // On PostgreSQL a start waits its turn: every store call, the start's included, keeps the production
+        // `database_timeout_seconds` (10 s), which a few hundred servers connecting in the same second would miss.
+        let gate = (databasePath.map { $0.hasPrefix("postgres://") } ?? (TestDatabases.adminURL != nil)) ? PostgresGate.serverStarts : nil
+        await gate?.acquire()
+        let postgres: String?
+        do { postgres = databasePath == nil ? try await TestDatabases.createIfConfigured() : nil } catch {
+            await gate?.release()
+            throw error
+        }
         let path = databasePath ?? postgres ?? newSQLitePath()
         var configuration = DevelopmentDefaults.configuration(port: 0, databasePath: path, host: "127.0.0.1")
         configuration.bcryptCost = 4
@@ -66,10 +74,6 @@ package final class TestServer: Sendable {
         if path.hasPrefix("postgres://") {
             configuration.keyEncryptionKey = Data(repeating: 0x50, count: 32)
             configuration.databasePoolSize = 3  // hundreds of servers run at once in the suites
-            // …each opening connections while the machine is saturated: a slow connect is not what these tests test.
-            // Every store call's deadline includes the wait for one of the three connections: a burst of 20 requests
-            // (the lockout tests) on a CI machine running the whole suite waited past 30 s once, and answered 503.
-            configuration.databaseTimeoutSeconds = 120
             // Six hundred servers were alive at once in a run of the suite, most of them between requests: the
             // connections they held idle reached the cluster's max_connections (53300 at a server's start). Idle
             // connections go back within seconds here.
@@ -99,7 +103,12 @@ package final class TestServer: Sendable {
         let time = ServerClock.Adjustable(frozen: frozenClock)
         let trace = ProcessInfo.processInfo.environment["LATCHKEY_TEST_TRACE"] != nil
         if trace { FileHandle.standardError.write(Data("opening \(path)\n".utf8)) }
-        let server = try await IdentityServer.open(configuration: configuration, clock: time.clock, logger: logger)
+        let server: IdentityServer
+        do { server = try await IdentityServer.open(configuration: configuration, clock: time.clock, logger: logger) } catch {
+            await gate?.release()
+            throw error
+        }
+        await gate?.release()
         if trace { FileHandle.standardError.write(Data("opened \(path)\n".utf8)) }
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = server.application { port in continuation.yield(port) }

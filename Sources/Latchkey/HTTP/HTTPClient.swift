@@ -1,4 +1,5 @@
 import Foundation
+import LatchkeyJOSE
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -66,7 +67,7 @@ public final class URLSessionHTTPClient: HTTPClient {
         do {
             let (session, ownSession) = session(for: request)
             defer { if ownSession { session.finishTasksAndInvalidate() } }
-            let (data, response) = try await session.data(for: urlRequest)
+            let (data, response) = try await session.cancellationSafeData(for: urlRequest)
             guard let http = response as? HTTPURLResponse else {
                 throw LatchkeyError(.networkError, "not an HTTP response from \(request.url.host ?? "server")")
             }

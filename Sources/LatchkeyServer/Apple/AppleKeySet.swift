@@ -40,7 +40,7 @@ actor AppleKeySet {
         var request = URLRequest(url: url)
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         let data: Data, response: URLResponse
-        do { (data, response) = try await session.data(for: request) } catch {
+        do { (data, response) = try await session.cancellationSafeData(for: request) } catch {
             metrics.jwksFetch(succeeded: false)
             throw AppleSignInFailure.keysUnavailable
         }

@@ -181,7 +181,7 @@ struct UpstreamHTTP: Sendable {
 
     private func send(_ request: URLRequest) async throws(FederationFailure) -> (Data, Int) {
         let data: Data, response: URLResponse
-        do { (data, response) = try await session.data(for: request) } catch {
+        do { (data, response) = try await session.cancellationSafeData(for: request) } catch {
             throw .unavailable("\(request.url?.host ?? "the provider") could not be reached")
         }
         guard data.count <= Self.maximumAnswer, let http = response as? HTTPURLResponse else {

@@ -1,4 +1,5 @@
 import Foundation
+import LatchkeyJOSE
 import NIOConcurrencyHelpers
 
 #if canImport(FoundationNetworking)
@@ -28,7 +29,7 @@ struct OutboundHTTP: Sendable {
     /// The answer's status, or why there was none.
     func post(_ request: URLRequest) async -> Outcome {
         do {
-            let (_, response) = try await session.data(for: request)
+            let (_, response) = try await session.cancellationSafeData(for: request)
             guard let http = response as? HTTPURLResponse else { return .unreachable("not an HTTP answer") }
             return .status(http.statusCode)
         } catch {

@@ -313,7 +313,7 @@ struct AuditWebhookTests {
 
     @Test("an unreachable receiver: one attempt per pass, the rest of its queue waits for the same retry, no attempt counted")
     func unreachableReceiverHoldsItsQueue() async throws {
-        let gone = try RefusingPort()  // connections are refused for as long as the test holds it
+        let gone = try LoopbackPort.refusing()  // connections are refused for as long as the test holds it
         defer { withExtendedLifetime(gone) {} }
         let receiver = try await WebhookReceiver.start()
         defer { Task { await receiver.stop() } }

@@ -303,7 +303,7 @@ extension DPoPTests {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let storage = InMemoryStorageAdapter()
-        let client = LatchkeyClient(http: busyMachineHTTPClient())
+        let client = LatchkeyClient(http: productionHTTPClient())
         var config = server.sdkConfig()
         config.useDPoP = true
         try await client.initialize(config: config, storage: storage)

@@ -154,7 +154,7 @@ struct FederatedSignInTests {
         // The provider's issuer is a port that refuses connections for the whole test. Not the double's port after
         // stopping it: another test's server was given the freed port, answered the discovery request with its own
         // issuer (http://127.0.0.1:<that port>, the same string), and the page redirected there (a fresh-clone run).
-        let down = try RefusingPort()
+        let down = try LoopbackPort.refusing()
         defer { withExtendedLifetime(down) {} }
         let fixture = try await FederationFixture.start(adjust: { $0.issuer = "http://127.0.0.1:\(down.port)" })
         defer { Task { await fixture.stop() } }

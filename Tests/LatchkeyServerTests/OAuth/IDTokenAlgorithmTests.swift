@@ -19,7 +19,7 @@ struct IDTokenAlgorithmTests {
         let second = try #require(refreshed["id_token"] as? String)
         #expect(try CompactJWS(parsing: second).header.alg == "ES256")
 
-        let validator = IDTokenValidator(jwks: JWKSCache(url: try #require(URL(string: server.base + "/oauth2/jwks")), http: busyMachineHTTPClient()))
+        let validator = IDTokenValidator(jwks: JWKSCache(url: try #require(URL(string: server.base + "/oauth2/jwks")), http: productionHTTPClient()))
         let claims = try await validator.validate(
             second,
             .init(

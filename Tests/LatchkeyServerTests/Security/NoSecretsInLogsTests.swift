@@ -59,7 +59,7 @@ struct NoSecretsInLogsTests {
 
         // Browser sign-in (code flow with PKCE), userinfo, refreshes (access tokens live 10 s: each call refreshes).
         let authenticator = SoftwareAuthenticator()
-        let client = LatchkeyClient(http: busyMachineHTTPClient(), logger: capture.logger("sdk"))
+        let client = LatchkeyClient(http: productionHTTPClient(), logger: capture.logger("sdk"))
         client.passkeyAuthenticator = authenticator
         client.credentialProvider = SoftwareCredentialProvider(authenticator: authenticator)
         try await client.initialize(config: server.sdkConfig(), storage: storage)

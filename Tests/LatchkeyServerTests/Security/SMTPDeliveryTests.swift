@@ -205,7 +205,7 @@ struct SMTPDeliveryTests {
     }
 
     @Test func anUnreachableRelayKeepsTheMessageUntilMaxAttempts() async throws {
-        let relay = try RefusingPort()  // nothing listens there, and no other test's server can be given the port
+        let relay = try LoopbackPort.refusing()  // nothing listens there, and no other test's server can be given the port
         defer { withExtendedLifetime(relay) {} }
         let (outbox, store, advance) = try Self.outbox(port: relay.port)
         try await outbox.send(Self.message())

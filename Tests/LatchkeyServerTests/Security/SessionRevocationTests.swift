@@ -30,7 +30,7 @@ struct SessionRevocationTests {
 
     /// Runs the RECOVERY flow for `username` through the SDK, reading the code from the development outbox.
     func recover(_ server: TestServer, _ username: String, newPassword: String) async throws {
-        let client = LatchkeyClient(http: busyMachineHTTPClient())
+        let client = LatchkeyClient(http: productionHTTPClient())
         var config = server.sdkConfig()
         config.tokenValidation = TokenValidation(clockTolerance: 3600)
         try await client.initialize(config: config)

@@ -1,5 +1,6 @@
 import Foundation
 @testable import LatchkeyServer
+import LatchkeyTestSupport
 import Logging
 import PostgresNIO
 import Testing
@@ -107,34 +108,6 @@ enum PostgresAdmin {
             group.addTask { await client.run() }
             defer { group.cancelAll() }
             _ = try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger).collect()
-        }
-    }
-}
-
-/// At most `limit` PostgreSQL-backed tests at once (tests run in parallel; each store opens up to 10 connections).
-actor PostgresGate {
-    static let shared = PostgresGate(limit: 4)
-
-    private var available: Int
-    private var waiting: [CheckedContinuation<Void, Never>] = []
-
-    init(limit: Int) { available = limit }
-
-    func acquire() async {
-        if available > 0 {
-            available -= 1
-            return
-        }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            waiting.append(continuation)
-        }
-    }
-
-    func release() {
-        if waiting.isEmpty {
-            available += 1
-        } else {
-            waiting.removeFirst().resume()
         }
     }
 }
