@@ -17,23 +17,7 @@ package final class LoopbackPort: Sendable {
     package let port: Int
     private let descriptor: Int32
 
-    private init(listening: Bool) throws { (descriptor, port) = try LoopbackSocket.bound(listening: listening) }
-
-    /// A port that refuses every connection.
-    package static func refusing() throws -> LoopbackPort { try LoopbackPort(listening: false) }
-
-    /// A port that takes connections and never answers.
-    package static func silent() throws -> LoopbackPort { try LoopbackPort(listening: true) }
-
-    deinit { close(descriptor) }
-
-    /// `http://127.0.0.1:PORT`.
-    package var base: String { "http://127.0.0.1:\(port)" }
-}
-
-/// A TCP socket bound to a port of 127.0.0.1 the kernel picks.
-enum LoopbackSocket {
-    static func bound(listening: Bool) throws -> (descriptor: Int32, port: Int) {
+    private init(listening: Bool) throws {
         #if canImport(Glibc)
         let stream = Int32(SOCK_STREAM.rawValue)
         #else
@@ -46,34 +30,40 @@ enum LoopbackSocket {
         address.sin_port = 0
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        func failure(_ step: String) -> Failure {
+            let code = errno
+            close(fd)
+            return Failure(step: step, code: code)
+        }
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
         }
-        guard bound == 0 else { throw Failure(closing: fd, step: "bind") }
-        if listening, listen(fd, 16) != 0 { throw Failure(closing: fd, step: "listen") }
+        guard bound == 0 else { throw failure("bind") }
+        if listening, listen(fd, 16) != 0 { throw failure("listen") }
         var chosen = sockaddr_in()
         var chosenLength = length
         let named = withUnsafeMutablePointer(to: &chosen) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &chosenLength) }
         }
-        guard named == 0 else { throw Failure(closing: fd, step: "getsockname") }
-        return (fd, Int(UInt16(bigEndian: chosen.sin_port)))
+        guard named == 0 else { throw failure("getsockname") }
+        descriptor = fd
+        port = Int(UInt16(bigEndian: chosen.sin_port))
     }
+
+    /// A port that refuses every connection.
+    package static func refusing() throws -> LoopbackPort { try LoopbackPort(listening: false) }
+
+    /// A port that takes connections and never answers.
+    package static func silent() throws -> LoopbackPort { try LoopbackPort(listening: true) }
+
+    deinit { close(descriptor) }
+
+    /// `http://127.0.0.1:PORT`.
+    package var base: String { "http://127.0.0.1:\(port)" }
 
     package struct Failure: Error, CustomStringConvertible {
         let step: String
         let code: Int32
-        package var description: String { "loopback socket: \(step) failed (errno \(code))" }
-
-        init(step: String, code: Int32) {
-            self.step = step
-            self.code = code
-        }
-
-        init(closing fd: Int32, step: String) {
-            code = errno
-            close(fd)
-            self.step = step
-        }
+        package var description: String { "loopback port: \(step) failed (errno \(code))" }
     }
 }

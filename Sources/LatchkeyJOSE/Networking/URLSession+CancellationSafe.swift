@@ -22,6 +22,8 @@ extension URLSession {
         #if canImport(Darwin)
         return try await data(for: request)
         #else
+        // A caller cancelled already sends nothing: an answer it would drop could be a rotated token.
+        try Task.checkCancellation()
         let outcome = FirstOutcome<(Data, URLResponse)>()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -43,37 +45,41 @@ extension URLSession {
 /// A continuation resumed by whichever comes first, the answer or the caller's cancellation (either may come before the
 /// continuation is installed).
 private final class FirstOutcome<Value: Sendable>: @unchecked Sendable {
+    private enum State {
+        case empty
+        case waiting(CheckedContinuation<Value, any Error>)
+        case finishedEarly(Result<Value, any Error>)
+        case done
+    }
+
     private let lock = NSLock()
-    private var continuation: CheckedContinuation<Value, any Error>?
-    private var early: Result<Value, any Error>?
-    private var finished = false
+    private var state = State.empty
 
     func install(_ continuation: CheckedContinuation<Value, any Error>) {
         lock.lock()
-        if let early {
+        guard case .finishedEarly(let result) = state else {
+            state = .waiting(continuation)
             lock.unlock()
-            continuation.resume(with: early)
             return
         }
-        self.continuation = continuation
+        state = .done
         lock.unlock()
+        continuation.resume(with: result)
     }
 
     func finish(_ result: Result<Value, any Error>) {
         lock.lock()
-        guard !finished else {
+        switch state {
+        case .empty:
+            state = .finishedEarly(result)
             lock.unlock()
-            return
-        }
-        finished = true
-        guard let continuation else {
-            early = result
+        case .waiting(let continuation):
+            state = .done
             lock.unlock()
-            return
+            continuation.resume(with: result)
+        case .finishedEarly, .done:
+            lock.unlock()
         }
-        self.continuation = nil
-        lock.unlock()
-        continuation.resume(with: result)
     }
 }
 #endif
