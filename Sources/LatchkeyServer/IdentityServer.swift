@@ -179,6 +179,11 @@ public final class IdentityServer: Sendable {
         logger: Logger = Logger(label: "latchkey.server")
     ) async throws -> IdentityServer {
         try configuration.validate()
+        for warning in configuration.associations.warnings(
+            issuer: configuration.issuer, rpId: configuration.webAuthn.resolvedRpId(issuer: configuration.issuer), clients: configuration.clients)
+        {
+            logger.warning("\(warning)")
+        }
         KeyEncryptionKeySource.restrictFileCreation()
         let sealer = try SecretSealer(keyEncryptionKey: try KeyEncryptionKeySource.resolve(configuration, logger: logger))
         let store = try await openStore(configuration, sealer: sealer, logger: logger)
@@ -415,7 +420,10 @@ public final class IdentityServer: Sendable {
             group.add(middleware: ResourceAuthenticationMiddleware(authenticator: resources, refusal: refusal, accountManagement: accountManagement))
                 .group(context: ResourceRequestContext.self)
         }
-        discovery.addRoutes(to: group("/.well-known", .oauth))
+        let wellKnown = group("/.well-known", .oauth)
+        discovery.addRoutes(to: wellKnown)
+        AssociationController(settings: configuration.associations, issuerHost: configuration.issuer.host ?? "", store: store)
+            .addRoutes(to: wellKnown)
         // Pages, the development outbox and the operability endpoints answer errors as pages.
         let pages = group("", .html)
         device.addRoutes(to: pages)

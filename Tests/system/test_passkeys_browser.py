@@ -1,8 +1,10 @@
 """Oracle: headless Chromium's WebAuthn virtual authenticator against our relying party, on http://localhost.
 
 The browser creates a passkey through the reachFive endpoints (our server verifies Chromium's attestation), then
-signs in with it from the hosted login page's "Sign in with a passkey" button (our server verifies Chromium's
-assertion), and the authorization completes with a code for that account."""
+signs in with it from the hosted login page (our server verifies Chromium's assertion), and the authorization completes
+with a code for that account: through conditional mediation (passkey AutoFill: the page signs in with nothing clicked
+or typed; Chromium's virtual environment picks the credential the way a person picks it from the autofill list), and
+through the "Sign in with a passkey" button in a browser without conditional mediation."""
 import json
 
 from selenium.webdriver.common.by import By
@@ -48,6 +50,14 @@ def add_virtual_authenticator(browser):
         "isUserVerified": True, "automaticPresenceSimulation": True}})["authenticatorId"]
 
 
+# A browser without conditional mediation (the page must look and work as it always did).
+NO_CONDITIONAL_MEDIATION = "if (window.PublicKeyCredential) PublicKeyCredential.isConditionalMediationAvailable = async () => false;"
+
+
+def without_conditional_mediation(browser):
+    browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": NO_CONDITIONAL_MEDIATION})
+
+
 def open_login(browser, server, state):
     verifier, challenge = pkce_pair()
     browser.get(authorize_url(server, REDIRECT, challenge, state))
@@ -60,23 +70,21 @@ def sign_up_in_browser(browser, email, attestation="none"):
     return browser.execute_async_script(SIGN_UP, email, attestation)
 
 
-def test_chromium_passkey_signup_then_sign_in_from_hosted_page(browser, server):
+def test_chromium_passkey_signup_then_conditional_sign_in(browser, server):
     authenticator = add_virtual_authenticator(browser)
     open_login(browser, server, "register")
+    # The username field offers passkeys in its autofill list.
+    assert browser.find_element(By.ID, "username").get_attribute("autocomplete") == "username webauthn"
     result = sign_up_in_browser(browser, "chrome@example.com")
     assert result.get("status") == 200, result
     assert result["json"]["tkn"]
     stored = browser.execute_cdp_cmd("WebAuthn.getCredentials", {"authenticatorId": authenticator})["credentials"]
     assert len(stored) == 1 and stored[0]["isResidentCredential"]
 
-    # A fresh authorization: the hosted page's passkey button signs the new account in (discoverable).
-    verifier = open_login(browser, server, "passkey")
-    try:
-        browser.find_element(By.ID, "passkey").click()
-    except Exception:
-        pass
+    # A fresh authorization: the page's conditional request signs the new account in, nothing clicked or typed.
+    verifier = open_login(browser, server, "conditional")
     query = wait_for_redirect(browser, REDIRECT, timeout=20)
-    assert query["state"] == ["passkey"]
+    assert query["state"] == ["conditional"]
     tokens = redeem(server, query["code"][0], REDIRECT, verifier)
     assert tokens.status_code == 200, tokens.text
     userinfo = server_userinfo(server, tokens.json()["access_token"])
@@ -84,6 +92,43 @@ def test_chromium_passkey_signup_then_sign_in_from_hosted_page(browser, server):
     # Chromium's counter moved on; the server accepted it (the stored credential's counter is now 1 or more).
     after = browser.execute_cdp_cmd("WebAuthn.getCredentials", {"authenticatorId": authenticator})["credentials"]
     assert after[0]["signCount"] >= 1
+
+
+def test_chromium_without_conditional_mediation_signs_in_with_the_button(browser, server):
+    without_conditional_mediation(browser)
+    add_virtual_authenticator(browser)
+    open_login(browser, server, "register")
+    assert sign_up_in_browser(browser, "button@example.com").get("status") == 200
+
+    verifier = open_login(browser, server, "button")
+    # Today's page: no conditional request started, the button is there and signs in.
+    form = browser.find_element(By.ID, "passkey-form")
+    assert form.get_attribute("data-conditional") is None
+    assert browser.find_element(By.ID, "passkey").is_displayed()
+    browser.find_element(By.ID, "passkey").click()
+    query = wait_for_redirect(browser, REDIRECT, timeout=20)
+    assert query["state"] == ["button"]
+    tokens = redeem(server, query["code"][0], REDIRECT, verifier)
+    assert tokens.status_code == 200, tokens.text
+    assert server_userinfo(server, tokens.json()["access_token"])["email"] == "button@example.com"
+
+
+def test_chromium_conditional_request_waits_and_the_button_takes_over(browser, server):
+    """With no passkey on the device the conditional request shows nothing (no error on the page); once a passkey
+    exists the button signs in (aborting the conditional request first if the browser still holds it open)."""
+    authenticator = add_virtual_authenticator(browser)
+    open_login(browser, server, "register")
+    assert sign_up_in_browser(browser, "takeover@example.com").get("status") == 200
+    stored = browser.execute_cdp_cmd("WebAuthn.getCredentials", {"authenticatorId": authenticator})["credentials"]
+    browser.execute_cdp_cmd("WebAuthn.clearCredentials", {"authenticatorId": authenticator})
+    verifier = open_login(browser, server, "takeover")
+    assert not browser.find_element(By.ID, "passkey-error").is_displayed()
+    # The passkey comes back (a phone nearby, a synced keychain); the person presses the button.
+    browser.execute_cdp_cmd("WebAuthn.addCredential", {"authenticatorId": authenticator, "credential": stored[0]})
+    browser.find_element(By.ID, "passkey").click()
+    query = wait_for_redirect(browser, REDIRECT, timeout=20)
+    assert query["state"] == ["takeover"]
+    assert redeem(server, query["code"][0], REDIRECT, verifier).status_code == 200
 
 
 def test_chromium_packed_attestation_and_refusals(browser, server):

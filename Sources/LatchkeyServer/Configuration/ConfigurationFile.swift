@@ -67,6 +67,9 @@ public struct ConfigurationFile: Codable, Sendable {
     public var clientRegistration: ClientRegistrationPolicy?
     /// `"console": false` turns the admin console (`/admin`) off.
     public var console: Bool?
+    /// The association files (`AssociationSettings`): `{"apple_app_ids": ["ABCDE12345.com.example.app"],
+    /// "related_origins": ["https://example.co.uk"]}`.
+    public var associations: Associations?
     /// Receivers of the audit trail (`AuditWebhookFile`): each event they select is POSTed to them, signed.
     public var auditWebhooks: [AuditWebhookFile]?
 
@@ -145,7 +148,13 @@ public struct ConfigurationFile: Codable, Sendable {
         case development, smtp, httpIdleTimeoutSeconds = "http_idle_timeout_seconds", dpop, metrics
         case httpRequestTimeoutSeconds = "http_request_timeout_seconds"
         case identityProviders = "identity_providers", clientRegistration = "client_registration", console
-        case auditWebhooks = "audit_webhooks"
+        case auditWebhooks = "audit_webhooks", associations
+    }
+
+    /// `"associations": {"apple_app_ids": [...], "related_origins": [...]}`.
+    public struct Associations: Codable, Sendable {
+        public var appleAppIds, relatedOrigins: [String]?
+        enum CodingKeys: String, CodingKey, CaseIterable { case appleAppIds = "apple_app_ids", relatedOrigins = "related_origins" }
     }
 
     public static func load(path: String) throws -> ConfigurationFile {
@@ -248,6 +257,10 @@ public struct ConfigurationFile: Codable, Sendable {
                 }
                 base.webAuthn.attestationRequired = v == "required"
             }
+        }
+        if let associations {
+            base.associations = AssociationSettings(
+                appleAppIds: associations.appleAppIds ?? [], relatedOrigins: associations.relatedOrigins ?? [])
         }
         if let a = apple {
             if let v = a.issuer { base.apple.issuer = v }

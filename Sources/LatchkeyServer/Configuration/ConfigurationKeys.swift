@@ -27,7 +27,8 @@ indirect enum ConfigurationShape: Sendable {
                 "dpop": .object(keys(ConfigurationFile.DPoPFile.CodingKeys.self)),
                 "identity_providers": .array(.object(keys(IdentityProviderFile.CodingKeys.self))),
                 "client_registration": .object(keys(ClientRegistrationPolicy.CodingKeys.self)),
-                "audit_webhooks": .array(.object(keys(AuditWebhookFile.CodingKeys.self)))
+                "audit_webhooks": .array(.object(keys(AuditWebhookFile.CodingKeys.self))),
+                "associations": .object(keys(ConfigurationFile.Associations.CodingKeys.self))
             ]))
 
     private static func keys<K: CodingKey & CaseIterable>(_ type: K.Type, nested: [String: ConfigurationShape] = [:]) -> [String: ConfigurationShape]

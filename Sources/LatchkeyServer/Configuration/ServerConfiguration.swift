@@ -50,6 +50,9 @@ public struct ServerConfiguration: Sendable {
     public var webAuthn = WebAuthnSettings()
     /// Where Sign in with Apple identity tokens come from and how they are verified.
     public var apple = AppleSettings()
+    /// The apps and web origins the association files name (`/.well-known/apple-app-site-association`,
+    /// `/.well-known/webauthn`).
+    public var associations = AssociationSettings()
     /// A file holding the key-encryption key of secrets at rest (base64 of 32 bytes, mode 0600). The
     /// `LATCHKEY_KEY_ENCRYPTION_KEY` environment variable takes precedence; in development, with neither, a key file is
     /// generated next to the database. Outside development one of them is required.
@@ -230,6 +233,7 @@ public struct ServerConfiguration: Sendable {
         guard (1...3600).contains(httpRequestTimeoutSeconds) else {
             throw ConfigurationError.invalid("http_request_timeout_seconds must be between 1 and 3600")
         }
+        try associations.validate(rpId: webAuthn.resolvedRpId(issuer: issuer), development: development)
         if webAuthn.attestationRequired, webAuthn.trustAnchorsDER.isEmpty {
             throw ConfigurationError.invalid("webauthn attestation required needs at least one trust anchor certificate")
         }

@@ -96,7 +96,7 @@ enum Pages {
                   <input type="hidden" name="request" value="\(HTML.escape(form.requestId))">
                   <input type="hidden" name="csrf" value="\(HTML.escape(form.csrf))">
                   <label for="username">\(HTML.escape(t("page.login.username", l)))</label>
-                  <input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false"
+                  <input id="username" name="username" type="text" autocomplete="\(form.passkeyClientId == nil ? "username" : "username webauthn")" autocapitalize="none" spellcheck="false"
                          required value="\(HTML.escape(form.username ?? ""))"\(described)\(form.username == nil ? " autofocus" : "")>
                   <label for="password">\(HTML.escape(t("page.login.password", l)))</label>
                   <input id="password" name="password" type="password" autocomplete="current-password" required\(described)\(form.username == nil ? "" : " autofocus")>

@@ -6,6 +6,14 @@ import Hummingbird
 /// for a discoverable challenge, runs `navigator.credentials.get`, posts the assertion to
 /// `/identity/v1/webauthn/authentication` and submits the returned `tkn` with the login form, which finishes the
 /// pending authorization like a password would.
+///
+/// Two ways in:
+/// - **Conditional mediation** (passkey AutoFill): where the browser has it, a `mediation: "conditional"` request
+///   starts with the page, so the username field (`autocomplete="username webauthn"`) offers the passkeys in its
+///   autofill list; picking one signs in without the password field. The form is marked `data-conditional="started"`
+///   (tests and support can see the path taken). Browsers without it see the page as it always was.
+/// - **The button**: a modal request. A browser runs one WebAuthn request at a time, so the conditional one is
+///   aborted first and started again if the modal one fails.
 enum PasskeyScript {
     static let path = "/assets/passkey-login.js"
 
@@ -25,29 +33,57 @@ enum PasskeyScript {
             if (!response.ok) throw new Error(json.error_user_msg || json.error_description || "passkey sign-in failed");
             return json;
           };
+          const showFailure = () => {
+            failure.setAttribute("role", "alert");  // announced when it appears, not on page load
+            failure.hidden = false;
+          };
+          // Options, the browser's answer, the server's ticket, the form: one sign-in, modal or conditional.
+          const signIn = async (mediation, signal) => {
+            const options = (await post("/identity/v1/webauthn/authentication-options",
+                                        { client_id: form.dataset.client, origin: location.origin })).public_key;
+            const request = { publicKey: {
+              challenge: unb64(options.challenge), rpId: options.rp_id, timeout: options.timeout,
+              userVerification: options.user_verification,
+              allowCredentials: (options.allow_credentials || []).map((c) => ({ type: c.type, id: unb64(c.id) })) } };
+            if (mediation) { request.mediation = mediation; request.signal = signal; }
+            const credential = await navigator.credentials.get(request);
+            const r = credential.response;
+            const ticket = await post("/identity/v1/webauthn/authentication", {
+              id: credential.id, raw_id: b64(credential.rawId), type: credential.type,
+              response: { authenticator_data: b64(r.authenticatorData), client_data_json: b64(r.clientDataJSON),
+                          signature: b64(r.signature), user_handle: r.userHandle ? b64(r.userHandle) : null } });
+            form.elements.tkn.value = ticket.tkn;
+            form.submit();
+          };
+          let conditional = null;
+          const startConditional = async () => {
+            if (!PublicKeyCredential.isConditionalMediationAvailable) return;
+            if (!(await PublicKeyCredential.isConditionalMediationAvailable().catch(() => false))) return;
+            const controller = new AbortController();
+            conditional = controller;
+            form.dataset.conditional = "started";
+            try {
+              await signIn("conditional", controller.signal);
+            } catch (error) {
+              // Aborted for the button, or the browser gave up: nothing to say. A passkey picked and then refused is.
+              if (!controller.signal.aborted && error.name !== "NotAllowedError" && error.name !== "AbortError") showFailure();
+            } finally {
+              if (conditional === controller) { conditional = null; delete form.dataset.conditional; }
+            }
+          };
           button.addEventListener("click", async () => {
             button.disabled = true;
             failure.hidden = true;
+            if (conditional) { conditional.abort(); conditional = null; delete form.dataset.conditional; }
             try {
-              const options = (await post("/identity/v1/webauthn/authentication-options",
-                                          { client_id: form.dataset.client, origin: location.origin })).public_key;
-              const credential = await navigator.credentials.get({ publicKey: {
-                challenge: unb64(options.challenge), rpId: options.rp_id, timeout: options.timeout,
-                userVerification: options.user_verification,
-                allowCredentials: (options.allow_credentials || []).map((c) => ({ type: c.type, id: unb64(c.id) })) } });
-              const r = credential.response;
-              const ticket = await post("/identity/v1/webauthn/authentication", {
-                id: credential.id, raw_id: b64(credential.rawId), type: credential.type,
-                response: { authenticator_data: b64(r.authenticatorData), client_data_json: b64(r.clientDataJSON),
-                            signature: b64(r.signature), user_handle: r.userHandle ? b64(r.userHandle) : null } });
-              form.elements.tkn.value = ticket.tkn;
-              form.submit();
+              await signIn(null, null);
             } catch (error) {
-              failure.setAttribute("role", "alert");  // announced when it appears, not on page load
-              failure.hidden = false;
+              showFailure();
               button.disabled = false;
+              startConditional();
             }
           });
+          startConditional();
         })();
         """
 }

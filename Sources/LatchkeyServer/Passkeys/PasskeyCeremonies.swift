@@ -204,9 +204,11 @@ struct Passkeys: Sendable {
             displayName: user.claims["name"] ?? user.username, exclude: existing)
     }
 
+    /// - Parameter how: how the passkey came to be added, recorded in the audit event's `how`.
     @discardableResult
     func finishPasskeyRegistration(
-        user: UserRecord, response: PasskeyRegistrationResponse, friendlyName: String? = nil, origin: AuditOrigin
+        user: UserRecord, response: PasskeyRegistrationResponse, friendlyName: String? = nil, how: PasskeyAddition = .request,
+        origin: AuditOrigin
     ) async throws -> PasskeyRecord {
         let logger = origin.logger
         let (ceremony, verified) = try await verifyPasskeyCreation(response, expecting: .registration, logger: logger)
@@ -214,7 +216,7 @@ struct Passkeys: Sendable {
         let record = passkeyRecord(verified, userId: user.id, name: friendlyName ?? ceremony.friendlyName, now: clock.now)
         do { try await store.insertPasskey(record) } catch StoreError.conflict { throw PasskeyFailure.alreadyRegistered }
         logger.info("passkey added", metadata: ["user": .string(user.id)])
-        await audit.record(.passkeyAdded, subject: user.id, details: ["credential": record.id], origin: origin)
+        await audit.record(.passkeyAdded, subject: user.id, details: ["credential": record.id, "how": how.rawValue], origin: origin)
         return record
     }
 

@@ -173,9 +173,16 @@ struct ReachFivePasskeyController: Sendable {
         let body = try await ReachFiveBody.read(request)
         let credential = body.object("public_key_credential") ?? body.fields
         let response = try ReachFiveCredential(credential).registration
+        // `how: upgrade`: the app offered the passkey right after a password sign-in (the SDK's `upgradeToPasskey`).
+        let how = try body.string("how").map { value in
+            guard let how = PasskeyAddition(rawValue: value) else {
+                throw ReachFiveBody.invalid("how must be request or upgrade, got \(value)")
+            }
+            return how
+        }
         let added = try await passkeyStep {
             try await passkeys.finishPasskeyRegistration(
-                user: user, response: response, friendlyName: body.string("friendly_name"),
+                user: user, response: response, friendlyName: body.string("friendly_name"), how: how ?? .request,
                 origin: AuditOrigin(client: caller.claims.clientId, address: address, logger: logger))
         }
         try await accounts.notifyAccountChange(user, "passkey_added", arguments: ["name": added.friendlyName], locale: request.locale())

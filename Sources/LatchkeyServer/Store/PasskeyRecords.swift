@@ -19,6 +19,15 @@ public struct PasskeyRecord: Sendable, Equatable, Codable {
     public var lastUsedAt: Date?
 }
 
+/// How a passkey came to be added to an account (the `how` of the `passkey.added` audit event).
+public enum PasskeyAddition: String, Sendable, Codable {
+    /// The person asked for it (a "create a passkey" button, an app's `registerNewPasskey`, a flow's passkey step).
+    case request
+    /// Offered right after a password sign-in and accepted (iOS 18's conditional registration, the hosted page's
+    /// offer).
+    case upgrade
+}
+
 /// One WebAuthn ceremony waiting for the authenticator's answer. The challenge is stored as a SHA-256 digest and the
 /// row is deleted when it is consumed, so a challenge works once.
 public struct PasskeyChallengeRecord: Sendable, Equatable {

@@ -261,6 +261,28 @@ struct PasskeyEndpointTests {
         #expect(try key(wrong) == "passkey.failed")
     }
 
+    @Test("a passkey added as an upgrade is audited how: upgrade, one asked for how: request; any other how is refused")
+    func additionIsAudited() async throws {
+        let c = try await Self.start()
+        defer { Task { await c.server.stop() } }
+        let token = try await c.server.userTokens().accessToken
+        func register(how: String?) async throws -> HTTPResult {
+            let options = try await post(c, "/identity/v1/webauthn/registration-options", json(["origin": c.origin]), token: token)
+            #expect(options.status == 200, "\(options.text)")
+            let parsed = try RegistrationOptions(json: options.body)
+            let credential = try await SoftwareAuthenticator().createCredential(for: parsed.options, origin: c.origin)
+            var body: [String: JSONValue] = ["public_key_credential": credential.reachFiveJSON, "friendly_name": .string("Phone")]
+            if let how { body["how"] = .string(how) }
+            return try await post(c, "/identity/v1/webauthn/registration", .object(body), token: token)
+        }
+        let sideways = try await register(how: "sideways")
+        #expect(sideways.status == 400, "\(sideways.text)")
+        #expect(try await register(how: "upgrade").status == 204)
+        #expect(try await register(how: nil).status == 204)
+        let events = try await c.server.server.store.auditEvents(AuditQuery(types: [.passkeyAdded], limit: 10))
+        #expect(events.map { $0.details["how"] ?? "-" }.sorted() == ["request", "upgrade"])
+    }
+
     @Test("another account's passkey can be neither renamed nor deleted")
     func passkeysBelongToTheirAccount() async throws {
         let c = try await Self.start()

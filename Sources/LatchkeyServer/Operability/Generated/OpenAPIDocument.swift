@@ -220,6 +220,99 @@ enum OpenAPIDocument {
         }
       }
     },
+    "/.well-known/apple-app-site-association": {
+      "get": {
+        "operationId": "getAppleAppSiteAssociation",
+        "summary": "Apple's association file (passkeys and universal links)",
+        "tags": [
+          "Discovery"
+        ],
+        "description": "From the configuration's `associations.apple_app_ids`: `webcredentials.apps` (the apps may use the RP ID's passkeys) and `applinks` (the https redirect URIs on the issuer's host open the apps, one exact-path component each). `Content-Type: application/json`, never a redirect (Apple's CDN does not follow one). Apple reads it at `https://<RP ID>/.well-known/apple-app-site-association`.",
+        "responses": {
+          "200": {
+            "description": "The association file.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AppleAppSiteAssociation"
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "The configuration names no app (`associations`).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/OAuthError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableOAuth"
+          }
+        }
+      }
+    },
+    "/.well-known/webauthn": {
+      "get": {
+        "operationId": "getWebAuthnRelatedOrigins",
+        "summary": "WebAuthn related origins",
+        "tags": [
+          "Discovery"
+        ],
+        "description": "WebAuthn Level 3 related origin requests: the web origins outside the RP ID that may use its passkeys (`associations.related_origins`). Browsers read it at `https://<RP ID>/.well-known/webauthn`.",
+        "responses": {
+          "200": {
+            "description": "The related origins.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/WebAuthnRelatedOrigins"
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "The configuration names no related origin (`associations`).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/OAuthError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          }
+        }
+      }
+    },
     "/oauth2/authorize": {
       "get": {
         "operationId": "authorize",
@@ -12779,13 +12872,21 @@ enum OpenAPIDocument {
       },
       "PasskeyRegistrationRequest": {
         "type": "object",
-        "description": "`{friendly_name, public_key_credential}`, or the credential itself.",
+        "description": "`{friendly_name, public_key_credential, how}`, or the credential itself.",
         "properties": {
           "friendly_name": {
             "type": "string"
           },
           "public_key_credential": {
             "$ref": "#/components/schemas/AttestationCredential"
+          },
+          "how": {
+            "type": "string",
+            "enum": [
+              "request",
+              "upgrade"
+            ],
+            "description": "How the passkey came to be added, recorded as the `passkey.added` audit event's `how`: `request` (default) when the person asked, `upgrade` when the app offered it right after a password sign-in (the SDK's `upgradeToPasskey`)."
           }
         }
       },
@@ -13995,6 +14096,87 @@ enum OpenAPIDocument {
           }
         },
         "additionalProperties": false
+      },
+      "AppleAppSiteAssociation": {
+        "type": "object",
+        "required": [
+          "webcredentials"
+        ],
+        "properties": {
+          "webcredentials": {
+            "type": "object",
+            "required": [
+              "apps"
+            ],
+            "properties": {
+              "apps": {
+                "type": "array",
+                "items": {
+                  "type": "string",
+                  "examples": [
+                    "ABCDE12345.com.example.app"
+                  ]
+                }
+              }
+            }
+          },
+          "applinks": {
+            "type": "object",
+            "required": [
+              "details"
+            ],
+            "properties": {
+              "details": {
+                "type": "array",
+                "items": {
+                  "type": "object",
+                  "required": [
+                    "appIDs",
+                    "components"
+                  ],
+                  "properties": {
+                    "appIDs": {
+                      "type": "array",
+                      "items": {
+                        "type": "string"
+                      }
+                    },
+                    "components": {
+                      "type": "array",
+                      "items": {
+                        "type": "object",
+                        "required": [
+                          "/"
+                        ],
+                        "properties": {
+                          "/": {
+                            "type": "string",
+                            "description": "An exact path (the redirect URI's)."
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      },
+      "WebAuthnRelatedOrigins": {
+        "type": "object",
+        "required": [
+          "origins"
+        ],
+        "properties": {
+          "origins": {
+            "type": "array",
+            "items": {
+              "type": "string",
+              "format": "uri"
+            }
+          }
+        }
       }
     },
     "responses": {
