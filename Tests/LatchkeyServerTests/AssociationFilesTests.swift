@@ -95,6 +95,8 @@ struct AssociationFilesTests {
         let server = try await TestServer.start {
             $0.associations = AssociationSettings(appleAppIds: [Self.app], relatedOrigins: ["https://example.co.uk"])
             $0.clients.append(ClientConfiguration(clientId: "ios-app", redirectUris: ["https://127.0.0.1/app/callback"]))
+            // A web application's callback on the same host stays a web page (never a universal link).
+            $0.clients.append(ClientConfiguration(clientId: "web", redirectUris: ["https://127.0.0.1/web/callback"], appType: .browser))
         }
         defer { Task { await server.stop() } }
         let apple = try await server.call("GET", "/.well-known/apple-app-site-association", token: nil)

@@ -7,14 +7,15 @@ import Hummingbird
 /// when the configuration names nothing for a file.
 struct AssociationController: Sendable {
     let settings: AssociationSettings
-    /// The issuer's host: the https redirect URIs on it are the `applinks` paths.
+    /// The issuer's host: the https redirect URIs of native and mobile applications on it are the `applinks` paths.
     let issuerHost: String
     let store: any Store
 
     func addRoutes(to wellKnown: RouterGroup<LatchkeyRequestContext>) {
         wellKnown.get("apple-app-site-association") { _, _ in
             guard !settings.appleAppIds.isEmpty else { return try Self.notConfigured("associations.apple_app_ids") }
-            let redirectURIs = try await store.clients().flatMap(\.configuration.redirectUris)
+            // Apps' redirect URIs only: a browser application's callback (the console's) must stay a web page.
+            let redirectURIs = try await store.clients().filter { $0.configuration.appType != .browser }.flatMap(\.configuration.redirectUris)
             return try Self.json(AppleAppSiteAssociation(appIds: settings.appleAppIds, redirectURIs: redirectURIs, host: issuerHost))
         }
         wellKnown.get("webauthn") { _, _ in
