@@ -9,6 +9,11 @@ import LatchkeyApple
 /// iCloud Keychain holding `passkeys`, a saved `password` and an Apple ID. Like the real system it builds
 /// `clientDataJSON` itself with the origin `https://<RP ID>`. It answers with the first request (in the app's order)
 /// it holds a credential for; with none it behaves as Apple does (`.canceled`, with or without UI).
+///
+/// A registration of a passkey the store already holds (one of `excludedCredentials`) fails with
+/// `matchedExcludedCredential`. A conditional registration (`requestStyle = .conditional`) shows nothing: it is made
+/// only for the account name the saved password is kept under, and declined (`.canceled`, no UI) otherwise. AutoFill
+/// (`sheet.autoFill`) answers as a tap on the suggested passkey would.
 enum ScriptedPlatform {
     static func behaviour(
         passkeys: SoftwareAuthenticator? = nil, password: (user: String, password: String)? = nil,
@@ -33,6 +38,8 @@ enum ScriptedPlatform {
                         return .authorized(ASAuthorization(provider: assertion.provider, credential: credential), showingUI: true)
                     }
                     if let registration = request as? ASAuthorizationPlatformPublicKeyCredentialRegistrationRequest, let passkeys {
+                        let conditional = registration.requestStyle == .conditional
+                        if conditional, password?.user != registration.name { return .failed(.canceled, showingUI: false) }
                         let options = PublicKeyCredentialCreationOptions(
                             rp: PublicKeyCredentialRpEntity(id: registration.relyingPartyIdentifier, name: registration.relyingPartyIdentifier),
                             user: PublicKeyCredentialUserEntity(
@@ -40,10 +47,15 @@ enum ScriptedPlatform {
                                 displayName: registration.displayName ?? registration.name),
                             challenge: registration.challenge,
                             excludeCredentials: registration.excludedCredentials.map { PublicKeyCredentialDescriptor(id: $0.credentialID) })
-                        let created = try await passkeys.createCredential(for: options, origin: "https://" + registration.relyingPartyIdentifier)
+                        let created: RegistrationCredential
+                        do {
+                            created = try await passkeys.createCredential(for: options, origin: "https://" + registration.relyingPartyIdentifier)
+                        } catch let error as LatchkeyError where error.code == .passkeyAlreadyRegistered {
+                            return .failed(.matchedExcludedCredential, showingUI: !conditional)
+                        }
                         let credential = ASAuthorizationPlatformPublicKeyCredentialRegistration(
                             rawAttestationObject: created.attestationObject, rawClientDataJSON: created.clientDataJSON, credentialID: created.rawId)
-                        return .authorized(ASAuthorization(provider: registration.provider, credential: credential), showingUI: true)
+                        return .authorized(ASAuthorization(provider: registration.provider, credential: credential), showingUI: !conditional)
                     }
                     if request is ASAuthorizationPasswordRequest, let password {
                         return .authorized(
@@ -64,6 +76,29 @@ enum ScriptedPlatform {
             return .failed(.canceled, showingUI: !sheet.options.contains(.preferImmediatelyAvailableCredentials))
         }
     }
+
+    /// AutoFill whose suggestions nobody taps (the person is still typing): the request stays until the app cancels
+    /// it; sheets are answered by `modal`.
+    static func autoFillWaits(modal: AuthorizationBehaviour) -> AuthorizationBehaviour {
+        AuthorizationBehaviour { sheet in
+            if sheet.autoFill { return .neverCompletes }
+            return await modal.respond(sheet)
+        }
+    }
+
+    /// `ASAuthorizationError.failed` as a device reports an app that is not associated with `domain`: the reason in
+    /// the failure reason, and the credential daemon's error underneath.
+    static func notAssociated(with domain: String, bundleId: String = "ABCDE12345.io.latchkey.demo") -> ASAuthorizationError {
+        let reason = "Application with identifier \(bundleId) is not associated with domain \(domain)"
+        let daemon = NSError(
+            domain: "com.apple.AuthenticationServicesCore.AuthorizationError", code: 7,
+            userInfo: [NSLocalizedFailureReasonErrorKey: reason])
+        return ASAuthorizationError(.failed, userInfo: [NSLocalizedFailureReasonErrorKey: reason, NSUnderlyingErrorKey: daemon])
+    }
+
+    /// `ASAuthorizationError.failed` as the system refuses a request while another one (not this SDK's) is showing.
+    static let requestInProgress = ASAuthorizationError(
+        .failed, userInfo: [NSLocalizedFailureReasonErrorKey: "An authorization request is already in progress."])
 }
 
 /// A view controller's stand-in: the window sheets attach to, and the seeds' `presentationContextProvider: self`.
@@ -113,9 +148,9 @@ extension TestServer {
     /// memory unless `storage` is nil, which leaves the client's default, the Keychain.
     func appleClient(
         ephemeral: Bool = false, storage: (any StorageAdapter)? = InMemoryStorageAdapter(),
-        afterSignInUrl: String? = nil
+        afterSignInUrl: String? = nil, http: any HTTPClient = productionHTTPClient()
     ) async throws -> LatchkeyClient {
-        let client = LatchkeyClient(http: productionHTTPClient(), prefersEphemeralWebBrowserSession: ephemeral)
+        let client = LatchkeyClient(http: http, prefersEphemeralWebBrowserSession: ephemeral)
         var config = appleConfig()
         if let afterSignInUrl { config.afterSignInUrl = afterSignInUrl }
         try await client.initialize(config: config, storage: storage)

@@ -11,12 +11,13 @@ extension TestServer {
     @MainActor
     func uiState(
         storage: any StorageAdapter = InMemoryStorageAdapter(), http: any HTTPClient = productionHTTPClient(),
-        clientId: String = "latchkey-demo", locale: String? = "en", passkeys: (any PasskeyAuthenticator)? = nil
+        clientId: String = "latchkey-demo", locale: String? = "en", passkeys: (any PasskeyAuthenticator)? = nil,
+        credentialProvider: (any CredentialProvider)? = nil
     ) -> LatchkeyState {
         var config = sdkConfig()
         config.clientId = clientId
         config.tokenValidation = TokenValidation(clockTolerance: 3600)
-        let client = LatchkeyClient(http: http, credentialProvider: nil, passkeyAuthenticator: passkeys)
+        let client = LatchkeyClient(http: http, credentialProvider: credentialProvider, passkeyAuthenticator: passkeys)
         return LatchkeyState(config: config, client: client, storage: storage, i18n: LatchkeyI18n(locale: locale, store: InMemoryLocaleStore()))
     }
 }

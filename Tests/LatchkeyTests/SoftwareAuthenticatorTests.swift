@@ -135,7 +135,7 @@ struct SoftwareAuthenticatorTests {
         let first = try await authenticator.createCredential(for: Self.creation(), origin: Self.origin)
         await #expect {
             try await authenticator.createCredential(for: Self.creation(exclude: [first.rawId]), origin: Self.origin)
-        } throws: { ($0 as? LatchkeyError)?.code == .passkeyFailed }
+        } throws: { ($0 as? LatchkeyError)?.code == .passkeyAlreadyRegistered }
         // An unrelated exclusion does not stop it.
         _ = try await authenticator.createCredential(for: Self.creation(exclude: [Data([1, 2, 3])]), origin: Self.origin)
         #expect(try await authenticator.credentials().count == 2)

@@ -63,7 +63,8 @@ open class ASAuthorizationController: NSObject {
     /// Shows the sheet, or with `.preferImmediatelyAvailableCredentials` answers without UI when nothing is available.
     open func performRequests(options: RequestOptions) { perform(options: options, autoFill: false) }
 
-    /// Offers the credentials in the keyboard's QuickType bar instead of a sheet.
+    /// Offers the credentials in the keyboard's QuickType bar instead of a sheet (iOS 16; unavailable on macOS, Mac
+    /// Catalyst and tvOS). It answers when the person taps a suggestion, and stays until then or until `cancel()`.
     open func performAutoFillAssistedRequests() { perform(options: [], autoFill: true) }
 
     /// Cancels a request in progress; the delegate receives `.canceled`.
@@ -79,7 +80,7 @@ open class ASAuthorizationController: NSObject {
         let behaviour = device.authorization
         let sheet = AuthorizationSheet(requests: authorizationRequests, options: options, autoFill: autoFill)
         let names = authorizationRequests.map { String(describing: type(of: $0)) }
-        device.log.record(.authorizationRequested(requests: names))
+        device.log.record(autoFill ? .authorizationAutoFillRequested(requests: names) : .authorizationRequested(requests: names))
         inProgress = Task { @MainActor [weak self, device] in
             let outcome = await behaviour.respond(sheet)
             guard let self, !Task.isCancelled else { return }
@@ -94,6 +95,9 @@ open class ASAuthorizationController: NSObject {
             case .failed(let code, let showingUI):
                 self.present(showingUI, names: names, device: device)
                 self.delegate?.authorizationController(controller: self, didCompleteWithError: ASAuthorizationError(code))
+            case .error(let error, let showingUI):
+                self.present(showingUI, names: names, device: device)
+                self.delegate?.authorizationController(controller: self, didCompleteWithError: error)
             case .completesTwice(let authorization):
                 self.present(true, names: names, device: device)
                 self.delegate?.authorizationController(controller: self, didCompleteWithAuthorization: authorization)
@@ -132,6 +136,9 @@ public enum AuthorizationOutcome {
     case authorized(ASAuthorization, showingUI: Bool)
     /// The request failed with `code`.
     case failed(ASAuthorizationError.Code, showingUI: Bool)
+    /// The request failed with `error`, whose user info says more than its code (a failure reason, an underlying
+    /// error).
+    case error(ASAuthorizationError, showingUI: Bool)
     /// A misbehaving system: the delegate hears a success and then an error.
     case completesTwice(ASAuthorization)
     /// The sheet stays until the app cancels.
@@ -155,6 +162,9 @@ public struct AuthorizationBehaviour: Sendable {
     public static let userCancels = Self { _ in .failed(.canceled, showingUI: true) }
     /// The system fails with `code` after showing the sheet.
     public static func fails(_ code: ASAuthorizationError.Code) -> Self { Self { _ in .failed(code, showingUI: true) } }
+    /// The system fails with `error` (its user info included) without showing anything, as it does for a request it
+    /// refuses outright (an app not associated with the domain, another request in progress).
+    public static func fails(_ error: ASAuthorizationError) -> Self { Self { _ in .error(error, showingUI: false) } }
     /// The sheet stays until the app cancels.
     public static let neverCompletes = Self { _ in .neverCompletes }
 }

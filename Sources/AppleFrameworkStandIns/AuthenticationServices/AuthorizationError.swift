@@ -5,7 +5,13 @@ import Foundation
 public let ASAuthorizationErrorDomain = "com.apple.AuthenticationServices.AuthorizationError"
 
 /// Stand-in for the Swift import of `ASAuthorizationError` (`ASAuthorizationErrorCode` in Objective-C).
-public struct ASAuthorizationError: StandInCodedError {
+///
+/// Like every imported `NS_ERROR_ENUM` error it wraps an `NSError`: a code and a user-info dictionary, in which the
+/// system says what the code does not. Apple declares no key or code of its own there (the iOS 17.4 and 18.0 headers
+/// list only the codes below); what arrives is Foundation's: `NSLocalizedFailureReasonErrorKey` (for `.failed`, for
+/// instance "Application with identifier … is not associated with domain …") and `NSUnderlyingErrorKey` (the
+/// credential daemon's own error). `@unchecked Sendable` as the real one: its dictionary holds immutable values.
+public struct ASAuthorizationError: StandInCodedError, @unchecked Sendable {
     /// The codes and raw values of `ASAuthorizationErrorCode`.
     public enum Code: Int, Sendable, Hashable, StandInErrorCode {
         public typealias ErrorType = ASAuthorizationError
@@ -25,8 +31,25 @@ public struct ASAuthorizationError: StandInCodedError {
 
     /// The error's code.
     public let code: Code
-    /// An error with `code`.
-    public init(_ code: Code) { self.code = code }
+    /// The user-info dictionary (`NSError.userInfo`).
+    public let userInfo: [String: Any]
+
+    /// An error with `code` and `userInfo` (Foundation's `init(_:userInfo:)` of imported error codes).
+    public init(_ code: Code, userInfo: [String: Any] = [:]) {
+        self.code = code
+        self.userInfo = userInfo
+    }
+
+    /// `userInfo`, for bridging to `NSError`.
+    public var errorUserInfo: [String: Any] { userInfo }
+
+    /// Equal codes and equal user-info dictionaries, as `NSError.isEqual(_:)` compares them.
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.code == rhs.code && NSDictionary(dictionary: lhs.userInfo).isEqual(to: rhs.userInfo)
+    }
+
+    /// The code's hash (the dictionary's values need not be hashable).
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     public static let unknown = Code.unknown
     public static let canceled = Code.canceled

@@ -214,6 +214,19 @@ open class ASAuthorizationPlatformPublicKeyCredentialRegistrationRequest: ASAuth
     open var attestationPreference: ASAuthorizationPublicKeyCredentialAttestationKind = .none
     /// Credentials that must not be registered again (iOS 17.4).
     open var excludedCredentials: [ASAuthorizationPlatformPublicKeyCredentialDescriptor] = []
+    /// How the request is performed (iOS 18, macOS 15, visionOS 2; on the simulated device see
+    /// `StandInDevice.hasConditionalPasskeyRegistration`).
+    open var requestStyle: RequestStyle = .standard
+
+    /// Stand-in for `ASAuthorizationPlatformPublicKeyCredentialRegistrationRequest.RequestStyle`
+    /// (`ASAuthorizationPlatformPublicKeyCredentialRegistrationRequestStyle`).
+    public enum RequestStyle: Int, Sendable {
+        /// A registration sheet (the default).
+        case standard = 0
+        /// A passkey for an account the credential manager holds a password for, made without UI when its conditions
+        /// are met (a recent sign-in with that password, no passkey yet); otherwise an error, also without UI.
+        case conditional = 1
+    }
 
     init(provider: any ASAuthorizationProvider, challenge: Data, name: String, userID: Data, relyingPartyIdentifier: String) {
         self.challenge = challenge; self.name = name; self.userID = userID; self.relyingPartyIdentifier = relyingPartyIdentifier

@@ -23,6 +23,7 @@ public final class StandInDevice: @unchecked Sendable {
     private var _authorization = AuthorizationBehaviour.nothingAvailable
     private var _isPresentingWebAuthentication = false
     private var _hasSecureEnclave = true
+    private var _hasConditionalPasskeyRegistration = true
     private var _userVerification: @Sendable (UserVerificationPrompt) -> UserVerificationOutcome = { _ in .confirms }
     /// The device's own key: what its Secure Enclave wraps key handles with (so a handle works on this device only).
     let secureEnclaveKey = SymmetricKey(size: .bits256)
@@ -51,6 +52,16 @@ public final class StandInDevice: @unchecked Sendable {
     public var hasSecureEnclave: Bool {
         get { lock.withLock { _hasSecureEnclave } }
         set { lock.withLock { _hasSecureEnclave = newValue } }
+    }
+
+    /// Whether the device's OS has conditional passkey registration
+    /// (`ASAuthorizationPlatformPublicKeyCredentialRegistrationRequest.requestStyle`, iOS 18, macOS 15, visionOS 2):
+    /// what `#available(iOS 18.0, macOS 15.0, visionOS 2.0, *)` answers on the simulated device (availability checks
+    /// cannot be scripted, so the SDK's Linux branch reads this instead). True by default; false models iOS 17.
+    /// Stand-in only.
+    public var hasConditionalPasskeyRegistration: Bool {
+        get { lock.withLock { _hasConditionalPasskeyRegistration } }
+        set { lock.withLock { _hasConditionalPasskeyRegistration = newValue } }
     }
 
     /// What the person does when asked for Face ID, Touch ID or the passcode (`LAContext.evaluatePolicy`, or the
@@ -145,6 +156,8 @@ public final class StandInLog: @unchecked Sendable {
         case webAuthenticationCanceledByApp
         /// An app called `performRequests` (before the scripted user answers, or while a sheet never answers).
         case authorizationRequested(requests: [String])
+        /// An app called `performAutoFillAssistedRequests`: the requests are offered in the keyboard's suggestions.
+        case authorizationAutoFillRequested(requests: [String])
         /// An authorization controller showed its sheet (it asked its presentation context provider for an anchor).
         case authorizationSheetShown(requests: [String])
         /// An authorization controller answered without showing anything.

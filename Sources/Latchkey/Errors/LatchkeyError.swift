@@ -61,6 +61,19 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
         case passkeyNoCredential = "PASSKEY_NO_CREDENTIAL"
         /// A passkey ceremony or its server verification failed (bad options, expired challenge, refused assertion).
         case passkeyFailed = "PASSKEY_FAILED"
+        /// The app is not associated with the passkeys' relying party, so the system refuses every passkey of that RP
+        /// ID: the app's `webcredentials:<RP ID>` associated domain is missing, or the system could not fetch or verify
+        /// `https://<RP ID>/.well-known/apple-app-site-association` (not served, wrong team or bundle ID, the CDN not
+        /// yet updated). A fix for the app's developer (entitlement, association file, the server's RP ID); the
+        /// person can only sign in another way. The developer message names the RP ID.
+        case passkeyDomainNotAssociated = "PASSKEY_DOMAIN_NOT_ASSOCIATED"
+        /// The system is already showing another credential request (a passkey sheet or AutoFill started outside
+        /// this SDK) and refused this one. The SDK never runs two requests of its own at once: a new one ends the
+        /// earlier (see `LatchkeyError.isSuperseded`). Try again once the other request is finished.
+        case passkeyRequestInProgress = "PASSKEY_REQUEST_IN_PROGRESS"
+        /// This device already holds a passkey for the account (a registration matched one of the account's existing
+        /// passkeys, `ASAuthorizationError.matchedExcludedCredential`): nothing to add, the person can sign in with it.
+        case passkeyAlreadyRegistered = "PASSKEY_ALREADY_REGISTERED"
     }
 
     /// ReachFive's error categories (seed 004).
@@ -106,9 +119,11 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
     /// ReachFive `/identity/…` answers are categorised by their HTTP status alone (400 request error, 401 auth
     /// failure, anything else technical), as the vendor SDK does; set by the identity API error mapping.
     var statusCategory: Category? = nil
-    /// The message for the user, already in their language (the SDK sends `LatchkeyConfig.preferredLanguages`), when
-    /// the server gave one: ReachFive `error_user_msg`, or thunderID `message.defaultValue`. Nil for errors the
-    /// SDK raises itself and for standard OAuth errors, whose descriptions are for developers.
+    /// The message for the user, already in their language (the SDK sends `LatchkeyConfig.preferredLanguages`): the
+    /// server's when it gave one (ReachFive `error_user_msg`, or thunderID `message.defaultValue`), else, for the
+    /// passkey outcomes the SDK raises itself (`PasskeyErrorMessages.codes`), the SDK's own words in the first of the
+    /// client's languages it speaks. Nil for other errors the SDK raises and for standard OAuth errors, whose
+    /// descriptions are for developers.
     public var userMessage: String?
 
     public init(
@@ -124,7 +139,10 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
         if let statusCategory { return statusCategory }
         return switch code {
         case .canceled, .passkeyCanceled: .authCanceled
-        case .profileConflict: .requestError
+        // Like an identifier already taken: the request cannot be done as asked, and retrying will not change that.
+        case .profileConflict, .passkeyAlreadyRegistered: .requestError
+        // The app's configuration, or the system busy with another request: nothing the person typed was wrong.
+        case .passkeyDomainNotAssociated, .passkeyRequestInProgress, .passkeyNotSupported: .technicalError
         case .passkeyNoCredential, .passkeyFailed:
             statusCode == 400 ? .requestError : statusCode == nil || statusCode == 401 ? .authFailure : .technicalError
         case .authenticationFailed, .userAccountLocked, .userAccountDisabled, .sessionExpired, .invalidGrant, .consentRequired,
@@ -137,8 +155,9 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
         }
     }
 
-    /// The user-facing, localized message when the server gave one (ReachFive `errorUserMsg`).
-    public var errorUserMsg: String? { apiError?.errorUserMsg }
+    /// The user-facing, localized message (ReachFive `errorUserMsg`): the server's when it gave one, else the SDK's
+    /// own for the passkey outcomes it raises itself (`userMessage`).
+    public var errorUserMsg: String? { apiError?.errorUserMsg ?? userMessage }
 
     /// `LocalizedError`: the localized user message when there is one, else the technical message.
     public var errorDescription: String? { userMessage ?? message }

@@ -22,6 +22,30 @@ public enum LanguagePreferences {
         return out
     }
 
+    /// The languages the SDK's own texts are written in (the server's 15, as BCP 47 tags): the passkey messages of
+    /// `PasskeyErrorMessages` and the SwiftUI components' `UIStrings`.
+    public static let sdkLanguages: [String] = [
+        "ar", "de", "en", "es", "fr", "hu", "it", "ja", "ko", "nl", "pt", "ru", "sk", "zh-Hans", "zh-Hant"
+    ]
+
+    /// The first of `preferred` the SDK's texts are written in (`fr-CA` → `fr`, `pt_BR` → `pt`, `zh-TW` → `zh-Hant`,
+    /// `zh` → `zh-Hans`), else `en`: the same choice the server makes from `Accept-Language`, so the SDK's words and
+    /// the server's are in one language.
+    public static func sdkLanguage(for preferred: [String]) -> String {
+        for raw in preferred {
+            let parts = raw.replacingOccurrences(of: "_", with: "-").split(separator: "-").map(String.init)
+            guard let language = parts.first?.lowercased(), !language.isEmpty else { continue }
+            if language == "zh" {
+                // The script decides; without one, the regions that write Traditional Chinese.
+                let rest = parts.dropFirst().map { $0.lowercased() }
+                if rest.contains("hant") || rest.contains(where: { ["hk", "mo", "tw"].contains($0) }) && !rest.contains("hans") { return "zh-Hant" }
+                return "zh-Hans"
+            }
+            if sdkLanguages.contains(language) { return language }
+        }
+        return "en"
+    }
+
     /// `Accept-Language` for the tags (RFC 9110 §12.5.4), descending q-values: `fr-CA, fr;q=0.9, en;q=0.8`. A
     /// regional tag is followed by its bare language when the list does not name it, so servers that only match
     /// whole tags still find the language. Nil for an empty list.

@@ -154,6 +154,47 @@ extension LatchkeyClient {
         }
     }
 
+    /// Passkey sign-in from the keyboard (ReachFive 11's name and signature): while it runs, the platform offers the
+    /// relying party's passkeys in the suggestions of the screen's username field (a text field whose content type is
+    /// `.username`); the person taps one, confirms with Face ID or Touch ID, and the call returns signed in, the session
+    /// stored as after `login(withRequest:usingModalAuthorizationFor:display:)`. This is the SDK's one AutoFill API: the
+    /// core has no other name for a passkey sign-in.
+    ///
+    /// The server's options are fetched first (`/identity/v1/webauthn/authentication-options`, discoverable: no
+    /// username), then the credential provider is asked with `presentation: .autoFill` (on Apple platforms
+    /// `ASAuthorizationController.performAutoFillAssistedRequests()` with the passkey assertion request only). Start it
+    /// when the sign-in screen appears (SwiftUI `.task`, UIKit `viewDidAppear`) and let it wait: it ends only when the
+    /// person picks a passkey, or when
+    /// - the calling task is cancelled (the screen went away): the system request is cancelled and the call throws
+    ///   `.unknownError` with a `CancellationError` underneath, as every cancelled sign-in does — never `.canceled`;
+    /// - the app starts another credential request (a modal sign-in, a registration, another AutoFill): this one ends
+    ///   with `LatchkeyError(.canceled)` whose `isSuperseded` is true — nothing to show, the newer request goes on;
+    /// - the system refuses it: another request not made by this SDK is showing (`.passkeyRequestInProgress`), the
+    ///   app is not associated with the RP ID (`.passkeyDomainNotAssociated`), or the platform has no AutoFill
+    ///   (`.passkeyNotSupported`: macOS, tvOS, Mac Catalyst).
+    ///
+    /// `isLoading()` stays false while it waits for the person (the screen is not busy) and is true only while the
+    /// chosen passkey is exchanged for the session. Where the credential provider cannot wait in a keyboard (the
+    /// software one on Linux) the call answers at once from the passkeys it holds, or throws `.canceled`.
+    /// - Throws: as above; `.passkeyNotSupported` without a credential provider or authenticator; the server's
+    ///   `ApiError` mapped (`.passkeyFailed`, `.passkeyNoCredential` for a passkey the server does not know …);
+    ///   `.mfaRequired` (with `mfaStepUp`) when the passkey was used without user verification and a second factor is
+    ///   owed.
+    public func beginAutoFillAssistedPasskeyLogin(withRequest request: NativeLoginRequest) async throws -> AuthToken {
+        let context = try context()
+        let provider = try resolvedCredentialProvider()
+        let scopes = request.scopes ?? context.config.scopes
+        let origin = try originWebAuthn(overriddenBy: request.originWebAuthn)
+        let options = try await authenticationOptions(context, origin: origin, scopes: scopes, username: nil)
+        let credentialRequest = CredentialRequest(
+            types: [.Passkey], mode: .Always, passkeyOptions: options, origin: origin, anchor: request.anchor, presentation: .autoFill)
+        guard case .passkey(let assertion) = try await ceremony({ try await provider.credential(for: credentialRequest) }) else {
+            throw LatchkeyError(.unknownError, "the credential provider returned something other than the passkey AutoFill asked for")
+        }
+        // Busy only from here: waiting in the keyboard's suggestions is not loading.
+        return try await loading { try await finishPasskeyLogin(assertion, context: context, scopes: scopes, origin: request.origin) }
+    }
+
     /// Exchanges a native provider's ID token (Sign in with Apple, Google Sign-In) for a session:
     /// `/oauth/authorize?provider=…&id_token=…&nonce=<nonce>` with a separate PKCE pair for the code.
     ///
@@ -264,6 +305,69 @@ extension LatchkeyClient {
             bearer: authToken.accessToken)
     }
 
+    /// Offers a passkey for the account just signed in with a password, without asking (iOS 18, macOS 15 and
+    /// visionOS 2 conditional registration): the platform's credential manager adds one by itself when it holds this
+    /// account's password and agrees, and shows nothing either way. Opt-in: call it right after a password sign-in
+    /// succeeded (after `login(withRequest:…)` returned a password sign-in, or after an app-native password step),
+    /// when the app has shown the person signed in; the sign-in stands whatever this returns or throws.
+    ///
+    /// The server's creation options are fetched as for `registerNewPasskey(withRequest:authToken:)` (its excluded
+    /// credentials included, so a device that already has one declines), with the account's own name as the passkey's
+    /// user name — the credential manager matches it against the saved password; the person-facing name of the
+    /// passkey is `friendlyName` on the server. A made passkey is verified and stored by the server, which audits it as
+    /// `passkey.added` with `how: upgrade` (the request carries `"how": "upgrade"`).
+    ///
+    /// ```swift
+    /// let token = try await client.login(withRequest: request, usingModalAuthorizationFor: [.Password], display: .Always)
+    /// if case .notOffered(let reason) = try await client.upgradeToPasskey(authToken: token) {
+    ///     logger.debug("no passkey this time: \(reason)")
+    /// }
+    /// ```
+    /// - Parameters:
+    ///   - authToken: the fresh sign-in's token (the server requires a recent sign-in to add a passkey).
+    ///   - friendlyName: the passkey's name in the account's passkey list; nil lets the server name it.
+    ///   - throwsIfUnsupported: false (the default) reports an OS without conditional registration as
+    ///     `.notOffered(.unsupportedOS)`; true throws `.passkeyNotSupported` for it instead, for a caller that insists.
+    /// - Returns: `.registered`, or `.notOffered` with the reason: `.unsupportedOS` (nothing asked, not even the
+    ///   server), `.declined` (the credential manager said no, silently), `.alreadyRegistered`, `.superseded`.
+    /// - Throws: `.passkeyDomainNotAssociated` (the app's associated domain: a developer fix); the server's errors
+    ///   mapped (`.reauthenticationRequired` for a sign-in that is not recent, `.passkeyFailed` for a refused
+    ///   registration); `.unknownError` with a `CancellationError` for a cancelled calling task.
+    public func upgradeToPasskey(authToken: AuthToken, friendlyName: String? = nil, throwsIfUnsupported: Bool = false) async throws
+        -> PasskeyUpgradeOutcome
+    {
+        let context = try context()
+        let origin = try originWebAuthn()
+        guard let authenticator = nativeLoginSeams.withLock({ $0.passkeyAuthenticator }), authenticator.supportsConditionalRegistration else {
+            if throwsIfUnsupported {
+                throw localized(LatchkeyError(.passkeyNotSupported, "conditional passkey registration needs iOS 18, macOS 15 or visionOS 2"))
+            }
+            return .notOffered(.unsupportedOS)
+        }
+        var body: [String: JSONValue] = ["origin": .string(origin)]
+        if let friendlyName { body["friendly_name"] = .string(friendlyName) }
+        let optionsResponse = try await IdentityAPI.send(
+            context, "POST", "/identity/v1/webauthn/registration-options", body: .object(body), bearer: authToken.accessToken)
+        // The options keep the server's user name (the account's): conditional registration is granted only for the
+        // account name a password is saved under.
+        let registration = try Self.registrationOptions(optionsResponse)
+        let result = try await ceremony { try await authenticator.createCredentialConditionally(for: registration.options, origin: origin) }
+        let credential: RegistrationCredential
+        switch result {
+        case .created(let created): credential = created
+        case .notOffered(let reason): return .notOffered(reason)
+        }
+        guard case .object(var fields) = credential.reachFiveJSON else {
+            throw LatchkeyError(.unknownError, "the new passkey's JSON is not an object")
+        }
+        // The server audits the passkey as added by this upgrade (`passkey.added`, `how: upgrade`).
+        fields["how"] = .string("upgrade")
+        if let friendlyName { fields["friendly_name"] = .string(friendlyName) }
+        _ = try await IdentityAPI.send(
+            context, "POST", "/identity/v1/webauthn/registration", body: .object(fields), bearer: authToken.accessToken)
+        return .registered
+    }
+
     /// The passkeys registered on the signed-in account.
     public func listWebAuthnCredentials(authToken: AuthToken) async throws -> [DeviceCredential] {
         let context = try context()
@@ -305,18 +409,19 @@ extension LatchkeyClient {
         let seams = nativeLoginSeams.withLock { $0 }
         if let provider = seams.credentialProvider { return provider }
         if let authenticator = seams.passkeyAuthenticator { return SoftwareCredentialProvider(authenticator: authenticator) }
-        throw LatchkeyError(.passkeyNotSupported, "no CredentialProvider is configured (set LatchkeyClient.credentialProvider)")
+        throw localized(LatchkeyError(.passkeyNotSupported, "no CredentialProvider is configured (set LatchkeyClient.credentialProvider)"))
     }
 
     func resolvedAuthenticator() throws -> any PasskeyAuthenticator {
         guard let authenticator = nativeLoginSeams.withLock({ $0.passkeyAuthenticator }) else {
-            throw LatchkeyError(.passkeyNotSupported, "no PasskeyAuthenticator is configured (set LatchkeyClient.passkeyAuthenticator)")
+            throw localized(LatchkeyError(.passkeyNotSupported, "no PasskeyAuthenticator is configured (set LatchkeyClient.passkeyAuthenticator)"))
         }
         return authenticator
     }
 
     /// Runs a credential ceremony. A cancelled calling task is reported as a technical error — never `.canceled`,
-    /// which apps read as "no credential, show other options" (and may restart auto-fill on).
+    /// which apps read as "no credential, show other options" (and may restart auto-fill on). The passkey outcomes
+    /// the SDK raised itself get the person's words in the client's languages (`PasskeyErrorMessages`).
     func ceremony<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         do {
             let result = try await body()
@@ -328,10 +433,17 @@ extension LatchkeyClient {
             if Task.isCancelled, error.code == .canceled || error.code == .passkeyCanceled {
                 throw LatchkeyError(.unknownError, "the calling task was canceled", underlying: error)
             }
-            throw error
+            throw localized(error)
         } catch {
             throw LatchkeyError(.passkeyFailed, "the credential ceremony failed: \(error.localizedDescription)")
         }
+    }
+
+    /// `error` with the catalog's words for the person in this client's languages (the ones it sends as
+    /// `Accept-Language`), when it is a passkey outcome the SDK raised itself.
+    func localized(_ error: LatchkeyError) -> LatchkeyError {
+        let languages = (try? context().config.languageTags) ?? LanguagePreferences.tags(Locale.preferredLanguages)
+        return error.withPasskeyUserMessage(preferredLanguages: languages)
     }
 
     private func authenticationOptions(_ context: OAuthClient, origin: String, scopes: [String], username: Username?) async throws

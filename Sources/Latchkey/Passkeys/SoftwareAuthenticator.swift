@@ -48,7 +48,8 @@ public actor SoftwareAuthenticator: PasskeyAuthenticator {
 
     // MARK: PasskeyAuthenticator
 
-    /// Creates a P-256 credential; refuses an excluded one (`.passkeyFailed`) and options without ES256 (`.passkeyNotSupported`).
+    /// Creates a P-256 credential; refuses an excluded one (`.passkeyAlreadyRegistered`) and options without ES256
+    /// (`.passkeyNotSupported`).
     public func createCredential(
         for options: PublicKeyCredentialCreationOptions, origin: String,
         anchor: PresentationAnchorBox? = nil
@@ -64,7 +65,7 @@ public actor SoftwareAuthenticator: PasskeyAuthenticator {
         let excluded = Set(options.excludeCredentials.map(\.id))
         if existing.contains(where: { $0.rpId == rpId && excluded.contains($0.credentialId) }) {
             // WebAuthn's InvalidStateError: this authenticator already holds a credential for the account.
-            throw LatchkeyError(.passkeyFailed, "this authenticator already holds a passkey the relying party excluded (already registered)")
+            throw LatchkeyError(.passkeyAlreadyRegistered, "this authenticator already holds a passkey the relying party excluded")
         }
         let key = P256.Signing.PrivateKey()
         let credentialId = Self.randomBytes(32)

@@ -36,7 +36,12 @@ public struct SoftwareCredentialProvider: CredentialProvider {
     }
 
     /// The first requested type with a credential, following the `CredentialProvider` contract.
+    ///
+    /// `.autoFill` has no keyboard to wait in here: it is an immediate, discoverable passkey assertion (the allow list
+    /// dropped, as AutoFill offers any passkey of the relying party), and `.canceled` at once when the authenticator
+    /// holds none — so a terminal or a Linux test never waits for a suggestion nobody can tap.
     public func credential(for request: CredentialRequest) async throws -> ProvidedCredential {
+        if request.presentation == .autoFill { return try await autoFill(request) }
         for type in request.types {
             try Task.checkCancellation()
             switch type {
@@ -62,5 +67,20 @@ public struct SoftwareCredentialProvider: CredentialProvider {
             if request.types.contains(.Passkey) { throw LatchkeyError(.passkeyNoCredential, "no passkey, password or Apple ID is available") }
             throw LatchkeyError(.canceled, "no credential is available")
         }
+    }
+
+    private func autoFill(_ request: CredentialRequest) async throws -> ProvidedCredential {
+        try Task.checkCancellation()
+        guard let authenticator, var options = request.passkeyOptions else {
+            throw LatchkeyError(.canceled, "no passkey is immediately available for AutoFill")
+        }
+        options.allowCredentials = []
+        let rpId = options.rpId ?? URLComponents(string: request.origin)?.host ?? ""
+        guard await authenticator.hasCredential(rpId: rpId, allowCredentials: []) else {
+            throw LatchkeyError(.canceled, "no passkey is immediately available for AutoFill")
+        }
+        return .passkey(
+            try await authenticator.getAssertion(
+                for: options, origin: request.origin, mode: .IfImmediatelyAvailableCredentials, anchor: request.anchor))
     }
 }

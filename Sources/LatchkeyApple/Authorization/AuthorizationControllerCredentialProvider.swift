@@ -14,8 +14,16 @@ import AppleFrameworkStandIns
 /// `display: .IfImmediatelyAvailableCredentials` uses `performRequests(options: .preferImmediatelyAvailableCredentials)`:
 /// with nothing on the device the call ends in `.canceled` (`AuthCanceled`) and nothing is shown. With `.Always` a
 /// closed sheet is `.canceled` too (the system does not say whether anything was available). Other system failures are
-/// technical errors that carry `ASAuthorizationError`'s code (`.passkeyFailed` when only passkeys were offered). A cancelled calling task cancels the sheet and throws
-/// `CancellationError`.
+/// mapped once (`AuthorizationErrors`): an app not associated with the RP ID is `.passkeyDomainNotAssociated`, another
+/// request of the system showing is `.passkeyRequestInProgress`, the rest technical errors that carry
+/// `ASAuthorizationError`'s code (`.passkeyFailed` when only passkeys were offered). A cancelled calling task cancels
+/// the sheet and throws `CancellationError`.
+///
+/// `presentation: .autoFill` (`beginAutoFillAssistedPasskeyLogin(withRequest:)`) performs the passkey assertion request
+/// alone with `performAutoFillAssistedRequests()` (iOS, visionOS; elsewhere `.passkeyNotSupported`): the passkeys show
+/// in the keyboard's suggestions until the person picks one. Whatever this app starts next — a sheet, a registration,
+/// another AutoFill — ends it first with the superseded `.canceled` (`LatchkeyError.isSuperseded`): one request at a
+/// time (`AuthorizationCoordinator`).
 public struct AuthorizationControllerCredentialProvider: CredentialProvider {
     /// A provider.
     public init() {}
@@ -27,8 +35,9 @@ public struct AuthorizationControllerCredentialProvider: CredentialProvider {
         case passkey(PublicKeyCredentialRequestOptions, rpId: String)
     }
 
-    /// Shows the sheet and returns the credential the user chose.
+    /// Shows the sheet (or offers AutoFill) and returns the credential the user chose.
     public func credential(for request: CredentialRequest) async throws -> ProvidedCredential {
+        if request.presentation == .autoFill { return try await autoFill(request) }
         let immediateOnly = request.mode == .IfImmediatelyAvailableCredentials
         // A type without what it needs (no Apple nonce, no passkey options) is left out of the sheet.
         let entries: [Entry] = try request.types.compactMap { type in
@@ -46,7 +55,7 @@ public struct AuthorizationControllerCredentialProvider: CredentialProvider {
         let rpId = entries.lazy.compactMap { if case .passkey(_, let rpId) = $0 { rpId } else { nil } }.first
         let credential: SystemCredential
         do {
-            credential = try await AuthorizationRun.perform(preferImmediatelyAvailableCredentials: immediateOnly, anchor: request.anchor) {
+            credential = try await AuthorizationRun.perform(.modal(preferImmediatelyAvailableCredentials: immediateOnly), anchor: request.anchor) {
                 entries.map { entry -> ASAuthorizationRequest in
                     switch entry {
                     case .password: AuthorizationRequests.password()
@@ -65,5 +74,29 @@ public struct AuthorizationControllerCredentialProvider: CredentialProvider {
         case .passkeyAssertion(let assertion): return .passkey(assertion)
         case .passkeyRegistration: throw LatchkeyError(.unknownError, "the credential sheet returned a registration to a sign-in")
         }
+    }
+
+    /// The passkey assertion request alone, in the keyboard's suggestions.
+    private func autoFill(_ request: CredentialRequest) async throws -> ProvidedCredential {
+        guard AuthorizationRun.supportsAutoFill else {
+            throw LatchkeyError(.passkeyNotSupported, "AutoFill-assisted passkey requests need iOS or visionOS")
+                .withPasskeyUserMessage(preferredLanguages: Locale.preferredLanguages)
+        }
+        guard let options = request.passkeyOptions else {
+            throw LatchkeyError(.invalidInput, "an AutoFill request needs the server's passkey options")
+        }
+        let rpId = try AuthorizationRequests.relyingParty(options.rpId, origin: request.origin)
+        let credential: SystemCredential
+        do {
+            credential = try await AuthorizationRun.perform(.autoFill, anchor: request.anchor) {
+                [AuthorizationRequests.assertion(options, rpId: rpId)]
+            }
+        } catch {
+            throw AuthorizationErrors.map(error, ceremony: .autoFill, immediateOnly: false, rpId: rpId)
+        }
+        guard case .passkeyAssertion(let assertion) = credential else {
+            throw LatchkeyError(.unknownError, "AutoFill returned a credential other than the passkey it offered")
+        }
+        return .passkey(assertion)
     }
 }

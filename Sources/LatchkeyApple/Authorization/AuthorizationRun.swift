@@ -14,12 +14,29 @@ enum SystemCredential: Sendable {
     case passkeyRegistration(RegistrationCredential)
 }
 
+/// How a run puts its requests to the person.
+enum AuthorizationRunStyle: Sendable, Equatable, CustomStringConvertible {
+    /// `performRequests()`: a sheet, or for `preferImmediatelyAvailableCredentials` an answer without UI when nothing
+    /// is available (`performRequests(options:)`).
+    case modal(preferImmediatelyAvailableCredentials: Bool)
+    /// `performAutoFillAssistedRequests()`: the keyboard's suggestions, until the person picks one.
+    case autoFill
+
+    var description: String {
+        switch self {
+        case .modal(let immediate): immediate ? "immediate credential request" : "credential sheet"
+        case .autoFill: "AutoFill request"
+        }
+    }
+}
+
 /// One `ASAuthorizationController` run, from `performRequests` to exactly one result.
 ///
 /// The run is the controller's delegate and presentation context provider and keeps the controller alive until it
 /// answers (the controller holds both weakly, and an unreferenced controller never calls back). Exactly-once holds
 /// whatever the system does: a delegate called twice, the calling task cancelled (the controller is cancelled and its
-/// late `.canceled` ignored), or the sheet's window already closed.
+/// late `.canceled` ignored), the run superseded by a newer one (`AuthorizationCoordinator`), or the sheet's window
+/// already closed.
 ///
 /// The presentation-context conformance is isolated to the main actor (Swift 6.2's `@MainActor P`): the protocol is
 /// nonisolated in SDKs before Xcode 26.4 and `@MainActor` from then on, and the controller asks for the anchor on the
@@ -28,21 +45,30 @@ enum SystemCredential: Sendable {
 final class AuthorizationRun: NSObject, ASAuthorizationControllerDelegate, @MainActor ASAuthorizationControllerPresentationContextProviding {
     private let oneShot = OneShot<SystemCredential>()
     private let anchor: PresentationAnchorBox?
+    /// How the requests are put to the person.
+    let presentation: AuthorizationRunStyle
+    /// The system this run belongs to: its one-request-at-a-time rule.
+    private let coordinator: AuthorizationCoordinator
     private var controller: ASAuthorizationController?
 
-    private init(anchor: PresentationAnchorBox?) { self.anchor = anchor }
+    private init(anchor: PresentationAnchorBox?, presentation: AuthorizationRunStyle, coordinator: AuthorizationCoordinator) {
+        self.anchor = anchor
+        self.presentation = presentation
+        self.coordinator = coordinator
+    }
 
     /// Runs `requests` (built on the main actor) and returns the credential, or throws the system's
-    /// `ASAuthorizationError`, a `LatchkeyError` for an answer that cannot be used, or `CancellationError`.
+    /// `ASAuthorizationError`, a `LatchkeyError` for an answer that cannot be used, `LatchkeyError(.canceled)` with
+    /// `CredentialRequestSuperseded` underneath when a newer run took over, or `CancellationError`.
     nonisolated static func perform(
-        preferImmediatelyAvailableCredentials: Bool, anchor: PresentationAnchorBox?,
+        _ presentation: AuthorizationRunStyle, anchor: PresentationAnchorBox?,
         requests: @escaping @MainActor @Sendable () -> [ASAuthorizationRequest]
     ) async throws -> SystemCredential {
-        let run = await AuthorizationRun(anchor: anchor)
+        let run = await make(anchor: anchor, presentation: presentation)
         let oneShot = run.oneShot
         return try await withTaskCancellationHandler {
             try await oneShot.wait {
-                Task { @MainActor in run.start(requests(), preferImmediatelyAvailableCredentials: preferImmediatelyAvailableCredentials) }
+                Task { @MainActor in run.start(requests()) }
             }
         } onCancel: {
             oneShot.resume(.failure(CancellationError()))
@@ -50,29 +76,69 @@ final class AuthorizationRun: NSObject, ASAuthorizationControllerDelegate, @Main
         }
     }
 
-    private func start(_ requests: [ASAuthorizationRequest], preferImmediatelyAvailableCredentials: Bool) {
+    /// A run of the calling task's system (on Linux, the coordinator of the task's simulated device).
+    private static func make(anchor: PresentationAnchorBox?, presentation: AuthorizationRunStyle) -> AuthorizationRun {
+        AuthorizationRun(anchor: anchor, presentation: presentation, coordinator: AuthorizationCoordinator.current)
+    }
+
+    private func start(_ requests: [ASAuthorizationRequest]) {
         guard !oneShot.isDone else { return }
+        // One request at a time: whatever this app's earlier run still shows ends before this one is performed.
+        coordinator.begin(self)
         let controller = ASAuthorizationController(authorizationRequests: requests)
         controller.delegate = self
         controller.presentationContextProvider = self
         self.controller = controller
-        if preferImmediatelyAvailableCredentials {
+        switch presentation {
+        case .modal(preferImmediatelyAvailableCredentials: true):
             controller.performRequests(options: .preferImmediatelyAvailableCredentials)
-        } else {
+        case .modal(preferImmediatelyAvailableCredentials: false):
             controller.performRequests()
+        case .autoFill:
+            #if !canImport(AuthenticationServices) || (os(iOS) && !targetEnvironment(macCatalyst)) || os(visionOS)
+            controller.performAutoFillAssistedRequests()
+            #else
+            // macOS, Mac Catalyst and tvOS have no AutoFill-assisted requests (callers check `supportsAutoFill`).
+            finish(.failure(LatchkeyError(.passkeyNotSupported, "AutoFill-assisted passkey requests need iOS or visionOS")))
+            #endif
         }
+    }
+
+    /// Whether this platform has AutoFill-assisted requests (`performAutoFillAssistedRequests`: iOS 16 and visionOS;
+    /// not macOS, Mac Catalyst or tvOS).
+    nonisolated static var supportsAutoFill: Bool {
+        #if !canImport(AuthenticationServices) || (os(iOS) && !targetEnvironment(macCatalyst)) || os(visionOS)
+        return true
+        #else
+        return false
+        #endif
+    }
+
+    /// Ends the run for a newer one of the same app: its caller gets the superseded `.canceled` at once, then the
+    /// system request is cancelled (its late `.canceled` is ignored by the one-shot).
+    func supersede(by newer: AuthorizationRunStyle) {
+        oneShot.resume(
+            .failure(
+                LatchkeyError(
+                    .canceled, "this \(presentation) ended because the app started a new \(newer)", underlying: CredentialRequestSuperseded())))
+        controller?.cancel()
+        controller = nil
     }
 
     private func cancel() {
         controller?.cancel()
         controller = nil
+        coordinator.end(self)
     }
 
     /// Called from the delegate methods, on whatever thread the system uses: the one-shot is thread-safe, and the
     /// controller is let go on the main actor after the delegate call has returned.
     nonisolated private func finish(_ result: Result<SystemCredential, any Error>) {
         oneShot.resume(result)
-        Task { @MainActor in self.controller = nil }
+        Task { @MainActor in
+            self.controller = nil
+            self.coordinator.end(self)
+        }
     }
 
     // MARK: ASAuthorizationControllerDelegate

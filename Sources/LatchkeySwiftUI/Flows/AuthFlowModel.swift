@@ -73,6 +73,8 @@ public final class AuthFlowModel {
     @ObservationIgnored private var running: Task<Void, Never>?
     /// Identifiers of every secret or one-time input seen in this flow.
     @ObservationIgnored private var secretKeys: Set<String> = []
+    /// Passkeys from the keyboard while the sign-in step shows its username field (`runPasskeyAutoFill(anchor:)`).
+    public let passkeyAutoFill: PasskeyAutoFillModel
 
     /// A flow of `flowType` through `state.client`; the state learns of the sign-in when it completes.
     public convenience init(state: LatchkeyState, flowType: EmbeddedFlowType = .authentication, applicationId: String? = nil) {
@@ -96,6 +98,7 @@ public final class AuthFlowModel {
         runner = FlowRunner(
             client: client, request: EmbeddedFlowRequestConfig(applicationId: applicationId, flowType: flowType),
             sessionId: state?.sessionId, checkMessages: i18n.checkMessages)
+        passkeyAutoFill = PasskeyAutoFillModel(client: client, state: state, i18n: i18n)
     }
 
     // MARK: What the view shows
@@ -127,6 +130,25 @@ public final class AuthFlowModel {
     public var redirectionProviderName: String? { redirectURL == nil ? nil : step?.additionalData["idpName"] }
     /// The inputs the user fills in (a passkey step's are filled by the ceremony, a redirection's by the browser).
     public var visibleInputs: [FlowInput] { asksForPasskey || redirectURL != nil ? [] : inputs }
+    /// Whether `input` is where the account's name is typed: the `username` input of any flow, and on a sign-in flow
+    /// an email, phone number or login identifier too. The SwiftUI field gives it the `.username` content type, which
+    /// is what makes the keyboard offer saved passwords and, while `runPasskeyAutoFill(anchor:)` runs, passkeys.
+    public func isUsernameField(_ input: FlowInput) -> Bool {
+        guard !input.isSecret, !input.isSelect else { return false }
+        if input.identifier == "username" { return true }
+        guard flowType == .authentication else { return false }
+        return input.type == "EMAIL_INPUT" || ["email", "phone_number", "login", "identifier"].contains(input.identifier)
+    }
+
+    /// Whether a passkey from the keyboard could sign the person in on this step instead: a sign-in flow showing a
+    /// username field, for the default session (native passkey sign-in stores that one), with passkeys configured on
+    /// the client. `SignIn` runs `runPasskeyAutoFill(anchor:)` while it is true.
+    public var offersPasskeyAutoFill: Bool {
+        flowType == .authentication && phase == .step && state?.sessionId == nil
+            && (client.credentialProvider != nil || client.passkeyAuthenticator != nil)
+            && visibleInputs.contains(where: isUsernameField)
+    }
+
     /// True once the flow has completed.
     public var isCompleted: Bool { phase == .completed }
     /// True when the flow ended and can only start again.
@@ -155,6 +177,7 @@ public final class AuthFlowModel {
     /// Begins a new flow, keeping the values typed (never secrets).
     public func restart() async {
         guard !isLoading else { return }
+        stopPasskeyAutoFill()
         await run(actionId: nil) { await $0.restart() }
     }
 
@@ -174,9 +197,28 @@ public final class AuthFlowModel {
         await run(actionId: actionId) { await $0.submit(actionId: actionId, inputs: sent) }
     }
 
+    /// Offers passkeys in the keyboard's suggestions of the username field while this step shows
+    /// (`PasskeyAutoFillModel`, `LatchkeyClient.beginAutoFillAssistedPasskeyLogin(withRequest:)`), and waits until it
+    /// ends. The server-driven flow has no passkey-first step of its own, so this runs beside it: a passkey the person
+    /// taps signs in natively, the flow is left where it was, and the model completes as if the flow had (the state
+    /// shows the user first, then `onComplete`). Cancelling the calling task stops it (SwiftUI's `.task` does so when
+    /// the view goes away), and so does anything the person does on the step: the passkey sheet
+    /// (`submitPasskey()`), a provider's page, a new flow. Does nothing unless `offersPasskeyAutoFill`.
+    /// - Parameter anchor: the window the system attaches to; nil leaves it to the system.
+    public func runPasskeyAutoFill(anchor: (@MainActor () -> PresentationAnchor?)? = nil) async {
+        guard offersPasskeyAutoFill else { return }
+        passkeyAutoFill.anchor = anchor
+        passkeyAutoFill.onSignIn = { [weak self] in self?.completedWithPasskeyAutoFill() }
+        await passkeyAutoFill.run()
+    }
+
+    /// Stops the keyboard's passkey suggestions (the person picked another way).
+    public func stopPasskeyAutoFill() { passkeyAutoFill.stop() }
+
     /// Runs the passkey ceremony the step asks for (the platform's sheet on Apple) and submits its result.
     public func submitPasskey() async {
         guard !isLoading, phase == .step, let step, let action = primaryAction else { return }
+        stopPasskeyAutoFill()
         loadingActionId = action.ref
         isLoading = true
         let inputs: [String: String]
@@ -203,6 +245,7 @@ public final class AuthFlowModel {
     ///   ``presentationContextProvider``.
     public func followRedirection(presentationContextProvider: (any PresentationContextProviding)? = nil) async {
         guard !isLoading, phase == .step, redirectURL != nil else { return }
+        stopPasskeyAutoFill()
         let box = (presentationContextProvider ?? self.presentationContextProvider).map(PresentationContextProviderBox.init)
         await run(actionId: primaryAction?.ref) { await $0.followRedirection(presentationContext: box) }
     }
@@ -219,6 +262,19 @@ public final class AuthFlowModel {
     public func waitUntilIdle() async { await running?.value }
 
     // MARK: Internals
+
+    /// The person signed in with a passkey from the keyboard: the flow is done, as if it had completed.
+    private func completedWithPasskeyAutoFill() {
+        guard phase != .completed else { return }
+        phase = .completed
+        user = passkeyAutoFill.user
+        forgetSecrets()
+        fieldErrors = [:]
+        error = nil
+        errorCode = nil
+        notice = nil
+        onComplete?(user)
+    }
 
     private func run(actionId: String?, _ call: (FlowRunner) async -> FlowRunnerState) async {
         isLoading = true
@@ -238,6 +294,8 @@ public final class AuthFlowModel {
         isLoading = false
         loadingActionId = nil
         await apply(result, previous: before)
+        // The username field went away (the next step, a finished flow): so do its keyboard's passkey suggestions.
+        if !offersPasskeyAutoFill { stopPasskeyAutoFill() }
         if restarted { show(message: i18n.t(.flowExpired), code: .sessionExpired) }
     }
 

@@ -62,9 +62,14 @@ public final class LatchkeyI18n {
         FlowCheckMessages(required: t(.fieldRequired), chooseOption: t(.chooseOption), invalidValue: t(.invalidValue))
     }
 
-    /// What the user should read for `error`: the server's localized message when it sent one, else this table's
-    /// text for the kind of failure (never a technical message with codes in it).
+    /// What the user should read for `error`: the server's localized message when it sent one; for the passkey
+    /// outcomes the SDK raises itself, the SDK's words (`PasskeyErrorMessages`) in this object's language (which may
+    /// have changed since the error was made); else this table's text for the kind of failure (never a technical
+    /// message with codes in it).
     public func message(for error: LatchkeyError) -> String {
+        if error.apiError == nil, error.statusCode == nil, let own = PasskeyErrorMessages.message(for: error.code, language: language) {
+            return own
+        }
         if let userMessage = error.userMessage, !userMessage.isEmpty { return userMessage }
         return t(UIText.forError(error.code))
     }

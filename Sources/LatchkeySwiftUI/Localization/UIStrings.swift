@@ -84,19 +84,9 @@ public enum UIStrings {
     public static let languages: [String] = tables.keys.sorted()
 
     /// The table for the first of `preferred` that has one (`fr-CA` → `fr`, `zh-TW` → `zh-Hant`), else `en`.
-    public static func resolve(_ preferred: [String]) -> String {
-        for raw in preferred {
-            let parts = raw.replacingOccurrences(of: "_", with: "-").split(separator: "-").map(String.init)
-            guard let language = parts.first?.lowercased(), !language.isEmpty else { continue }
-            if language == "zh" {
-                let rest = parts.dropFirst().map { $0.lowercased() }
-                if rest.contains("hant") || rest.contains(where: { ["hk", "mo", "tw"].contains($0) }) && !rest.contains("hans") { return "zh-Hant" }
-                return "zh-Hans"
-            }
-            if tables[language] != nil { return language }
-        }
-        return "en"
-    }
+    /// (The core's `LanguagePreferences.sdkLanguage(for:)`: these tables and the SDK's passkey messages are in the same
+    /// 15 languages, so a screen never mixes two.)
+    public static func resolve(_ preferred: [String]) -> String { LanguagePreferences.sdkLanguage(for: preferred) }
 
     /// True for languages written right to left.
     public static func isRightToLeft(_ language: String) -> Bool {

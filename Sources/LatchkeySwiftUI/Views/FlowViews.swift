@@ -81,16 +81,32 @@ public struct BaseSignUp<Content: View>: View {
 /// The app-native sign-in form (seed 003 `SignIn`): every step the server sends, with its fields, errors next to
 /// their fields, one spinner on the action being sent, a passkey when the flow offers one, and "start over" when a
 /// flow ended.
+///
+/// Passkey-first: the step's username field has the `.username` content type, and while it shows, the form offers the
+/// account's passkeys in the keyboard's suggestions (AutoFill, `AuthFlowModel.runPasskeyAutoFill(anchor:)` over
+/// `LatchkeyClient.beginAutoFillAssistedPasskeyLogin(withRequest:)`). The sign-in is driven by the server's flow,
+/// which has no AutoFill step of its own, so AutoFill runs beside it: a passkey the person taps signs in natively
+/// and completes the form. It stops when the form goes away, when the step changes, and when the person picks
+/// another way (the flow's passkey button, a provider's page, "start over"). `passkeyAutoFill: false` turns it off
+/// (the content type stays). With `BaseSignIn` and a layout of its own, an app runs it the same way from the field's
+/// `.task`.
 @MainActor
 public struct SignIn: View {
     private let form: BaseSignIn<FlowForm>
 
     /// - Parameters:
     ///   - applicationId: the application whose flow runs.
+    ///   - passkeyAutoFill: offer passkeys in the username field's keyboard suggestions while it shows (iOS and
+    ///     visionOS; the client needs passkeys, as `LatchkeyClient()` of LatchkeyApple has). True by default.
     ///   - onComplete: called once signed in (`LatchkeyState` already shows the user).
     ///   - onError: called with each error message shown.
-    public init(applicationId: String? = nil, onComplete: (@MainActor () -> Void)? = nil, onError: (@MainActor (String) -> Void)? = nil) {
-        form = BaseSignIn(flowType: .authentication, applicationId: applicationId, onComplete: onComplete, onError: onError) { FlowForm(model: $0) }
+    public init(
+        applicationId: String? = nil, passkeyAutoFill: Bool = true, onComplete: (@MainActor () -> Void)? = nil,
+        onError: (@MainActor (String) -> Void)? = nil
+    ) {
+        form = BaseSignIn(flowType: .authentication, applicationId: applicationId, onComplete: onComplete, onError: onError) {
+            FlowForm(model: $0, passkeyAutoFill: passkeyAutoFill)
+        }
     }
 
     public var body: some View { form }
@@ -103,7 +119,9 @@ public struct SignUp: View {
 
     /// As `SignIn.init(applicationId:onComplete:onError:)`, for the registration flow.
     public init(applicationId: String? = nil, onComplete: (@MainActor () -> Void)? = nil, onError: (@MainActor (String) -> Void)? = nil) {
-        form = BaseSignIn(flowType: .registration, applicationId: applicationId, onComplete: onComplete, onError: onError) { FlowForm(model: $0) }
+        form = BaseSignIn(flowType: .registration, applicationId: applicationId, onComplete: onComplete, onError: onError) {
+            FlowForm(model: $0, passkeyAutoFill: false)
+        }
     }
 
     public var body: some View { form }
@@ -123,6 +141,18 @@ extension AuthFlowModel {
 struct FlowForm: View {
     @Environment(LatchkeyState.self) private var state
     let model: AuthFlowModel
+    /// Offer passkeys in the username field's keyboard suggestions while the step shows one.
+    let passkeyAutoFill: Bool
+
+    /// Whether AutoFill runs now: it starts when a step with a username field shows, and stops (the `.task` is
+    /// cancelled) when that changes or the form goes away.
+    private var runsPasskeyAutoFill: Bool {
+        #if os(iOS) || os(visionOS)
+        passkeyAutoFill && model.offersPasskeyAutoFill
+        #else
+        false  // AutoFill-assisted requests exist on iOS and visionOS only
+        #endif
+    }
 
     var body: some View {
         VStack(alignment: .leading, spacing: 16) {
@@ -142,6 +172,7 @@ struct FlowForm: View {
             }
             if model.asksForPasskey {
                 Button {
+                    // The sheet takes over from the keyboard's suggestions (submitPasskey stops them first).
                     Task { await model.submitPasskey() }
                 } label: {
                     Label(state.i18n.t(.usePasskey), systemImage: "person.badge.key")
@@ -182,6 +213,10 @@ struct FlowForm: View {
             }
         }
         .frame(maxWidth: .infinity, alignment: .leading)
+        .task(id: runsPasskeyAutoFill) {
+            guard runsPasskeyAutoFill else { return }
+            await model.runPasskeyAutoFill { KeyWindowPresentationContext.keyWindow() }
+        }
     }
 }
 
@@ -232,11 +267,13 @@ struct FlowInputField: View {
 
     #if os(iOS) || os(visionOS)
     private var contentType: UITextContentType? {
-        switch input.type {
+        // The account's name: `.username` is what makes the keyboard offer saved passwords and AutoFill's passkeys.
+        if model.isUsernameField(input) { return .username }
+        return switch input.type {
         case "OTP_INPUT": .oneTimeCode
         case "EMAIL_INPUT": .emailAddress
         case "PHONE_INPUT": .telephoneNumber
-        default: input.identifier == "username" ? .username : nil
+        default: nil
         }
     }
 

@@ -156,6 +156,18 @@ public struct SignOutButton: View {
 final class KeyWindowPresentationContext: NSObject, @MainActor PresentationContextProviding {
     static let shared = KeyWindowPresentationContext()
 
+    /// The app's key window (its first window when none is key), for the system's credential requests.
+    static func keyWindow() -> PresentationAnchor? {
+        #if canImport(UIKit)
+        let windows = UIApplication.shared.connectedScenes.compactMap { $0 as? UIWindowScene }.flatMap(\.windows)
+        return windows.first(where: \.isKeyWindow) ?? windows.first
+        #elseif canImport(AppKit)
+        return NSApplication.shared.keyWindow ?? NSApplication.shared.windows.first
+        #else
+        return nil
+        #endif
+    }
+
     #if canImport(AuthenticationServices) && !os(tvOS) && !os(watchOS)
     func presentationAnchor(for session: ASWebAuthenticationSession) -> ASPresentationAnchor {
         #if canImport(UIKit)
