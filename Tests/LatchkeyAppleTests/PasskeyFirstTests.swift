@@ -292,6 +292,9 @@ struct PasskeyFirstTests {
             #expect(body["how"] as? String == "upgrade")
             #expect(body["friendly_name"] as? String == "This iPhone" && body["response"] is [String: Any])
             #expect(try await client.listWebAuthnCredentials(authToken: token).map(\.friendlyName) == ["This iPhone"])
+            // The server audits it as an upgrade.
+            let added = try await server.server.store.auditEvents(AuditQuery(types: [.passkeyAdded], limit: 5))
+            #expect(added.map { $0.details["how"] } == ["upgrade"])
 
             // The new passkey signs the account in.
             let again = try await server.appleClient()
