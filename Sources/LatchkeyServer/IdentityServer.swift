@@ -422,8 +422,9 @@ public final class IdentityServer: Sendable {
         }
         let wellKnown = group("/.well-known", .oauth)
         discovery.addRoutes(to: wellKnown)
-        AssociationController(settings: configuration.associations, issuerHost: configuration.issuer.host ?? "", store: store)
-            .addRoutes(to: wellKnown)
+        AssociationController(
+            settings: configuration.associations, issuerHost: configuration.issuer.host ?? "", clients: configuration.clients
+        ).addRoutes(to: wellKnown)
         // Pages, the development outbox and the operability endpoints answer errors as pages.
         let pages = group("", .html)
         device.addRoutes(to: pages)

@@ -13,19 +13,12 @@ import Testing
 struct AuthFlowModelTests {
     static let demo = ("demo@example.com", "correct horse battery staple")
 
-    func started(_ state: LatchkeyState, _ flowType: EmbeddedFlowType = .authentication) async -> AuthFlowModel {
-        await state.start()
-        let model = AuthFlowModel(state: state, flowType: flowType)
-        await model.start()
-        return model
-    }
-
     @Test("password: wrong (username kept, password cleared, the server's message) then right; the state is signed in before onComplete")
     func passwordWrongThenRight() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let state = server.uiState()
-        let model = await started(state)
+        let model = await AuthFlowModel.started(state)
         #expect(model.phase == .step && model.inputIdentifiers == ["username", "password"])
         #expect(model.inputs.first?.label == "Username or email" && model.title != nil)
         #expect(model.passkeyAction?.ref == "action_passkey", "the flow offers a passkey; the model says so")
@@ -52,7 +45,7 @@ struct AuthFlowModelTests {
         defer { Task { await server.stop() } }
         let http = ProgrammableHTTPClient()
         let state = server.uiState(http: http)
-        let model = await started(state)
+        let model = await AuthFlowModel.started(state)
         let before = http.requests(pathEndingWith: "/flow/execute").count
         model.setValue(Self.demo.0, for: "username")
         model.setValue(Self.demo.1, for: "password")
@@ -75,7 +68,7 @@ struct AuthFlowModelTests {
         let userId = try await server.server.createUser(username: "ada", password: "analytical engine", claims: ["email": "ada@example.com"])
         let secret = try await server.server.enrollTOTP(userId: userId).secret
         let state = server.uiState()
-        let model = await started(state)
+        let model = await AuthFlowModel.started(state)
         await model.fill(["username": "ada", "password": "analytical engine"])
         #expect(model.inputIdentifiers == ["otp"] && !state.isSignedIn)
         #expect(model.value(for: "password").isEmpty && model.value(for: "username") == "ada", "a new step forgets the password")
@@ -95,7 +88,7 @@ struct AuthFlowModelTests {
             claims: ["email": "grace@example.com", "email_verified": "true"])
         try await server.server.enrollEmailOTP(userId: userId)
         let state = server.uiState()
-        let model = await started(state)
+        let model = await AuthFlowModel.started(state)
         await model.fill(["username": "grace", "password": "compiler pioneer"])
         #expect(model.inputIdentifiers == ["otp"] && model.notice == UIStrings.text(.codeSent, language: "en"))
         #expect(model.primaryAction?.ref == "action_email_otp" && model.secondaryActions.map(\.ref) == ["action_resend"])
@@ -111,7 +104,7 @@ struct AuthFlowModelTests {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let state = server.uiState()
-        let model = await started(state, .registration)
+        let model = await AuthFlowModel.started(state, .registration)
         #expect(model.flowType == .registration && model.inputIdentifiers == ["username", "password"])
         await model.fill(["username": "newbie", "password": "short"])
         #expect(model.phase == .step && model.fieldError(for: "password") != nil && model.fieldError(for: "username") == nil)
@@ -135,7 +128,7 @@ struct AuthFlowModelTests {
         }
         defer { Task { await server.stop() } }
         let state = server.uiState(clientId: "invite-app")
-        let model = await started(state, .registration)
+        let model = await AuthFlowModel.started(state, .registration)
         #expect(model.inputIdentifiers == ["invitationCode"])
         await model.fill(["invitationCode": "guess"])
         #expect(model.errorCode == .invitationCodeInvalid && model.phase == .step)
@@ -151,7 +144,7 @@ struct AuthFlowModelTests {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let state = server.uiState()
-        let model = await started(state, .recovery)
+        let model = await AuthFlowModel.started(state, .recovery)
         #expect(model.inputIdentifiers == ["username"])
         await model.fill(["username": Self.demo.0])
         #expect(model.inputIdentifiers == ["confirmationCode"] && model.notice != nil)
@@ -172,7 +165,7 @@ struct AuthFlowModelTests {
         let server = try await startServer { config in config.clients[0].flows = [.authentication: graph] }
         defer { Task { await server.stop() } }
         let state = server.uiState(locale: "de")
-        let model = await started(state)
+        let model = await AuthFlowModel.started(state)
         #expect(model.inputs.first?.isSelect == true && model.inputs.first?.options == ["red", "blue"])
         await model.fill(["team": "green"])
         #expect(model.fieldError(for: "team") == UIStrings.text(.chooseOption, language: "de"))
@@ -187,7 +180,7 @@ struct AuthFlowModelTests {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let state = server.uiState()
-        let model = await started(state)
+        let model = await AuthFlowModel.started(state)
         let firstExecution = model.step?.flowId
         server.advanceClock(901)  // past the execution's lifetime
         await model.fill(["username": Self.demo.0, "password": Self.demo.1])
@@ -227,7 +220,7 @@ struct AuthFlowModelTests {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let state = server.uiState(locale: "en")
-        let model = await started(state)
+        let model = await AuthFlowModel.started(state)
         #expect(model.inputs.first?.label == "Username or email")
         state.setLocale("fr-CA")
         await model.fill([:])
@@ -250,7 +243,7 @@ struct AuthFlowModelTests {
         let signedUp = try await enrol.signup(withRequest: PasskeySignupRequest(passkeyProfile: profile, friendlyName: "Ada's key"))
 
         let state = server.uiState(passkeys: authenticator)
-        let model = await started(state)
+        let model = await AuthFlowModel.started(state)
         let passkey = try #require(model.passkeyAction)
         await model.perform(actionId: passkey.ref)
         #expect(model.asksForPasskey && model.visibleInputs.isEmpty && model.phase == .step)

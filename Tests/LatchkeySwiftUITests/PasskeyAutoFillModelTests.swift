@@ -44,29 +44,22 @@ struct PasskeyAutoFillModelTests {
         return (authenticator, try #require(token.user?.id))
     }
 
-    func started(_ state: LatchkeyState, _ flowType: EmbeddedFlowType = .authentication) async -> AuthFlowModel {
-        await state.start()
-        let model = AuthFlowModel(state: state, flowType: flowType)
-        await model.start()
-        return model
-    }
-
     @Test("offered on the sign-in step's username field when the client has passkeys; the username field is the account's name")
     func whenItIsOffered() async throws {
         let server = try await TestServer.startForNativeLogin(bundleId: "io.latchkey.demo")
         defer { Task { await server.stop() } }
-        let withPasskeys = await started(server.uiState(passkeys: SoftwareAuthenticator()))
+        let withPasskeys = await AuthFlowModel.started(server.uiState(passkeys: SoftwareAuthenticator()))
         #expect(withPasskeys.offersPasskeyAutoFill)
         let username = try #require(withPasskeys.inputs.first { $0.identifier == "username" })
         let password = try #require(withPasskeys.inputs.first { $0.identifier == "password" })
         #expect(withPasskeys.isUsernameField(username) && !withPasskeys.isUsernameField(password))
 
-        let withoutPasskeys = await started(server.uiState())
+        let withoutPasskeys = await AuthFlowModel.started(server.uiState())
         #expect(!withoutPasskeys.offersPasskeyAutoFill, "no credential provider, no authenticator: nothing to offer")
         await withoutPasskeys.runPasskeyAutoFill()
         #expect(!withoutPasskeys.passkeyAutoFill.isRunning && withoutPasskeys.phase == .step)
 
-        let registration = await started(server.uiState(passkeys: SoftwareAuthenticator()), .registration)
+        let registration = await AuthFlowModel.started(server.uiState(passkeys: SoftwareAuthenticator()), .registration)
         #expect(!registration.offersPasskeyAutoFill, "a sign-up form offers no sign-in")
         let email = FlowInput(ref: "input_email", identifier: "email", type: "EMAIL_INPUT", required: true)
         #expect(!registration.isUsernameField(email) && withPasskeys.isUsernameField(email))
@@ -78,7 +71,7 @@ struct PasskeyAutoFillModelTests {
         defer { Task { await server.stop() } }
         let (authenticator, sub) = try await signedUpPasskey(server)
         let state = server.uiState(passkeys: authenticator)
-        let model = await started(state)
+        let model = await AuthFlowModel.started(state)
         var completions: [String?] = []
         var signedInAtCompletion: Bool?
         model.onComplete = { user in
@@ -97,7 +90,7 @@ struct PasskeyAutoFillModelTests {
         let server = try await TestServer.startForNativeLogin(bundleId: "io.latchkey.demo")
         defer { Task { await server.stop() } }
         let state = server.uiState(passkeys: SoftwareAuthenticator())
-        let model = await started(state)
+        let model = await AuthFlowModel.started(state)
         await model.runPasskeyAutoFill()
         #expect(model.phase == .step && model.error == nil && model.passkeyAutoFill.error == nil)
         #expect(!model.passkeyAutoFill.isRunning && !state.isSignedIn && state.error == nil)
@@ -109,7 +102,7 @@ struct PasskeyAutoFillModelTests {
         defer { Task { await server.stop() } }
         let keyboard = UntappedKeyboard()
         let state = server.uiState(passkeys: SoftwareAuthenticator(), credentialProvider: keyboard)
-        let model = await started(state)
+        let model = await AuthFlowModel.started(state)
 
         // The view goes away: SwiftUI cancels the `.task` that runs it.
         let shown = Task { await model.runPasskeyAutoFill() }
@@ -130,7 +123,7 @@ struct PasskeyAutoFillModelTests {
         #expect(model.asksForPasskey && model.error == nil && !state.isSignedIn)
 
         // An explicit stop (a button of the app's own) ends it too, without an error.
-        let restarted = await started(state)
+        let restarted = await AuthFlowModel.started(state)
         let third = Task { await restarted.runPasskeyAutoFill() }
         try await eventually("AutoFill is offered a third time") { keyboard.asked.count == 3 }
         restarted.stopPasskeyAutoFill()

@@ -23,6 +23,15 @@ extension TestServer {
 }
 
 extension AuthFlowModel {
+    /// A model for `flowType` on `state`, both started: the state has read its stored session and the flow shows its
+    /// first step.
+    static func started(_ state: LatchkeyState, _ flowType: EmbeddedFlowType = .authentication) async -> AuthFlowModel {
+        await state.start()
+        let model = AuthFlowModel(state: state, flowType: flowType)
+        await model.start()
+        return model
+    }
+
     /// Types `values` into the step's fields and sends the primary action.
     func fill(_ values: [String: String], action: String? = nil) async {
         for (key, value) in values { setValue(value, for: key) }

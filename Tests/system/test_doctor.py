@@ -1,6 +1,7 @@
 """`latchkey doctor` against a deployment: the real server configured right passes, and each planted
 misconfiguration is found and named with its fix (non-zero exit). Faults our server never makes (a redirect, a wrong
 content type, private key material, a missing key) are planted in a small stub deployment on loopback."""
+import contextlib
 import http.server
 import json
 import os
@@ -127,6 +128,19 @@ class Stub(http.server.BaseHTTPRequestHandler):
         return self.answer(404, {"error": "not_found"})
 
 
+@contextlib.contextmanager
+def stub_deployment(fault):
+    """The stub on a free loopback port with `fault` planted; yields its issuer."""
+    handler = type("Planted", (Stub,), {"fault": fault})
+    stub = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    handler.port = stub.server_address[1]
+    threading.Thread(target=stub.serve_forever, daemon=True).start()
+    try:
+        yield f"http://localhost:{handler.port}"
+    finally:
+        stub.shutdown()
+
+
 @pytest.mark.parametrize("fault,finding", [
     ("redirect", "answers a redirect"),
     ("html", "served as text/html"),
@@ -134,12 +148,8 @@ class Stub(http.server.BaseHTTPRequestHandler):
     ("missing-es256", "no key verifies ID tokens signed with ES256"),
 ])
 def test_planted_deployment_faults_are_found(fault, finding):
-    handler = type("Planted", (Stub,), {"fault": fault})
-    stub = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    handler.port = stub.server_address[1]
-    threading.Thread(target=stub.serve_forever, daemon=True).start()
-    try:
-        result = doctor("--issuer", f"http://localhost:{handler.port}", "--app-id", APP)
+    with stub_deployment(fault) as issuer:
+        result = doctor("--issuer", issuer, "--app-id", APP)
         assert result.returncode == 1, result.stdout
         assert any(finding in line for line in failures(result)), result.stdout
         # Every failure says what to change.
@@ -147,17 +157,9 @@ def test_planted_deployment_faults_are_found(fault, finding):
         for index, line in enumerate(lines):
             if "[FAIL]" in line:
                 assert index + 1 < len(lines) and "fix:" in lines[index + 1], result.stdout
-    finally:
-        stub.shutdown()
 
 
 def test_the_stub_without_faults_passes():
-    handler = type("Clean", (Stub,), {"fault": None})
-    stub = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    handler.port = stub.server_address[1]
-    threading.Thread(target=stub.serve_forever, daemon=True).start()
-    try:
-        result = doctor("--issuer", f"http://localhost:{handler.port}", "--app-id", APP)
+    with stub_deployment(None) as issuer:
+        result = doctor("--issuer", issuer, "--app-id", APP)
         assert result.returncode == 0, result.stdout
-    finally:
-        stub.shutdown()

@@ -1,5 +1,6 @@
 import Foundation
 import Latchkey
+import LatchkeyServer
 
 /// The checks of `latchkey doctor`, in the order a device meets a deployment: the discovery document and its keys,
 /// the passkeys' RP ID, the association files at the RP ID's host (fetched as Apple's CDN and browsers fetch them: no
@@ -15,7 +16,7 @@ struct DeploymentDoctor: Sendable {
     func examine() async -> DoctorReport {
         var report = DoctorReport()
         checkIssuerScheme(&report)
-        if let appId, !Self.isAppId(appId) {
+        if let appId, !AppleAppID.isValid(appId) {
             report.add(
                 .failed(
                     "app-id", "\(appId) is not TEAMID.bundle.id", fix: "pass the app id as its entitlements name it, e.g. ABCDE12345.com.example.app")
@@ -34,8 +35,10 @@ struct DeploymentDoctor: Sendable {
     // MARK: Issuer and discovery
 
     private var issuerString: String { issuer.absoluteString }
+    /// The issuer without a trailing slash, for appending paths.
+    private var issuerBase: String { issuerString.hasSuffix("/") ? String(issuerString.dropLast()) : issuerString }
     private var issuerHost: String { issuer.host?.lowercased() ?? "" }
-    private var isDevelopmentIssuer: Bool { issuer.scheme == "http" && Self.isLoopback(issuerHost) }
+    private var isDevelopmentIssuer: Bool { issuer.scheme == "http" && LoopbackHost.isLoopback(issuerHost) }
 
     private func checkIssuerScheme(_ report: inout DoctorReport) {
         if issuer.scheme == "https" { return report.add(.passed("issuer", "https")) }
@@ -52,8 +55,7 @@ struct DeploymentDoctor: Sendable {
     }
 
     private func discovery(_ report: inout DoctorReport) async -> [String: Any]? {
-        let base = issuerString.hasSuffix("/") ? String(issuerString.dropLast()) : issuerString
-        guard let url = URL(string: base + "/.well-known/openid-configuration") else {
+        guard let url = URL(string: issuerBase + "/.well-known/openid-configuration") else {
             report.add(.failed("discovery", "\(issuerString) gives no discovery URL", fix: "pass the issuer as an absolute URL"))
             return nil
         }
@@ -73,7 +75,7 @@ struct DeploymentDoctor: Sendable {
         }
         for name in ["authorization_endpoint", "token_endpoint", "jwks_uri"] {
             guard let endpoint = (object[name] as? String).flatMap(URL.init(string:)) else { continue }
-            if endpoint.scheme != "https" && !(endpoint.scheme == "http" && Self.isLoopback(endpoint.host ?? "")) {
+            if endpoint.scheme != "https" && !(endpoint.scheme == "http" && LoopbackHost.isLoopback(endpoint.host ?? "")) {
                 report.add(.failed("discovery", "\(name) \(endpoint.absoluteString) is not https", fix: "serve every endpoint over https"))
             }
         }
@@ -154,7 +156,7 @@ struct DeploymentDoctor: Sendable {
         } else {
             report.add(.info("rp-id", "\(rp) (\(rpId == nil ? "the issuer's host; --client-id asks the server" : "--rp-id"))"))
         }
-        if Self.isIPAddress(rp) && !Self.isLoopback(rp) {
+        if Self.isIPAddress(rp) && !LoopbackHost.isLoopback(rp) {
             report.add(.failed("rp-id", "\(rp) is an IP address; passkeys need a domain name", fix: "set webauthn.rp_id to a domain"))
         }
         if issuerHost != rp && !issuerHost.hasSuffix("." + rp) {
@@ -167,8 +169,7 @@ struct DeploymentDoctor: Sendable {
     }
 
     private func passkeyOptions(clientId: String, origin: String) async -> Result<String, DoctorFailure> {
-        let base = issuerString.hasSuffix("/") ? String(issuerString.dropLast()) : issuerString
-        guard let url = URL(string: base + "/identity/v1/webauthn/authentication-options"),
+        guard let url = URL(string: issuerBase + "/identity/v1/webauthn/authentication-options"),
             let body = try? JSONSerialization.data(withJSONObject: ["client_id": clientId, "origin": origin])
         else { return .failure(DoctorFailure("no options URL")) }
         let request = HTTPRequest(method: "POST", url: url, headers: ["Content-Type": "application/json", "Accept": "application/json"], body: body)
@@ -383,21 +384,8 @@ struct DeploymentDoctor: Sendable {
         return "\(url.scheme ?? "https")://\(url.host ?? "")\(port)"
     }
 
-    static func isLoopback(_ host: String) -> Bool {
-        let h = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        return h == "localhost" || h == "::1" || h.hasPrefix("127.")
-    }
-
     static func isIPAddress(_ host: String) -> Bool {
         host.contains(":") || host.split(separator: ".").allSatisfy { UInt8($0) != nil }
-    }
-
-    static func isAppId(_ value: String) -> Bool {
-        let parts = value.split(separator: ".", maxSplits: 1)
-        return parts.count == 2 && parts[0].count == 10 && parts[0].allSatisfy { $0.isASCII && ($0.isUppercase || $0.isNumber) }
-            && parts[1].split(separator: ".", omittingEmptySubsequences: false).allSatisfy {
-                !$0.isEmpty && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
-            }
     }
 }
 

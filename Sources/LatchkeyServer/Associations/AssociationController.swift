@@ -5,22 +5,34 @@ import Hummingbird
 /// Serves the association files under `/.well-known/`, from the configuration (`AssociationSettings`): answered
 /// directly (never a redirect: Apple's CDN and browsers do not follow one), `Content-Type: application/json`, and 404
 /// when the configuration names nothing for a file.
+///
+/// Both documents are built once, here: they depend on the configuration only, so an unauthenticated request for them
+/// costs no store read however often it comes.
 struct AssociationController: Sendable {
-    let settings: AssociationSettings
-    /// The issuer's host: the https redirect URIs of native and mobile applications on it are the `applinks` paths.
-    let issuerHost: String
-    let store: any Store
+    private let apple: AppleAppSiteAssociation?
+    private let webauthn: RelatedOrigins?
+
+    /// - Parameters:
+    ///   - settings: the app ids and related origins.
+    ///   - issuerHost: the issuer's host: the https redirect URIs on it of the configuration file's native and mobile
+    ///     applications are the `applinks` paths (a browser application's callback must stay a web page).
+    ///   - clients: the configuration file's applications.
+    init(settings: AssociationSettings, issuerHost: String, clients: [ClientConfiguration]) {
+        let redirectURIs = clients.filter { $0.appType != .browser }.flatMap(\.redirectUris)
+        apple =
+            settings.appleAppIds.isEmpty
+            ? nil : AppleAppSiteAssociation(appIds: settings.appleAppIds, redirectURIs: redirectURIs, host: issuerHost)
+        webauthn = settings.relatedOrigins.isEmpty ? nil : RelatedOrigins(origins: settings.relatedOrigins)
+    }
 
     func addRoutes(to wellKnown: RouterGroup<LatchkeyRequestContext>) {
         wellKnown.get("apple-app-site-association") { _, _ in
-            guard !settings.appleAppIds.isEmpty else { return try Self.notConfigured("associations.apple_app_ids") }
-            // Apps' redirect URIs only: a browser application's callback (the console's) must stay a web page.
-            let redirectURIs = try await store.clients().filter { $0.configuration.appType != .browser }.flatMap(\.configuration.redirectUris)
-            return try Self.json(AppleAppSiteAssociation(appIds: settings.appleAppIds, redirectURIs: redirectURIs, host: issuerHost))
+            guard let apple else { return try Self.notConfigured("associations.apple_app_ids") }
+            return try Self.json(apple)
         }
         wellKnown.get("webauthn") { _, _ in
-            guard !settings.relatedOrigins.isEmpty else { return try Self.notConfigured("associations.related_origins") }
-            return try Self.json(RelatedOrigins(origins: settings.relatedOrigins))
+            guard let webauthn else { return try Self.notConfigured("associations.related_origins") }
+            return try Self.json(webauthn)
         }
     }
 

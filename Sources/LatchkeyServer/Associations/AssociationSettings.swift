@@ -75,9 +75,9 @@ public struct AssociationSettings: Sendable, Equatable {
     }
 }
 
-/// `TEAMID.bundle.id`, as Apple writes app identifiers in `webcredentials` and `applinks`.
-enum AppleAppID {
-    static func isValid(_ value: String) -> Bool {
+/// `TEAMID.bundle.id`, as Apple writes app identifiers in `webcredentials` and `applinks` (also `latchkey doctor`'s rule).
+package enum AppleAppID {
+    package static func isValid(_ value: String) -> Bool {
         let parts = value.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2, parts[0].count == 10, parts[0].allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) else { return false }
         let bundle = parts[1]
