@@ -42,6 +42,13 @@ print(f"1. GET /oauth2/authorize -> {status} {headers['Location'][:40]}…")
 status, _, page = call(BASE + headers["Location"])
 fields = dict(re.findall(r'name="(request|csrf)" value="([^"]+)"', page))
 status, headers, _ = call(BASE + "/login", {**fields, "username": "demo@example.com", "password": "correct horse battery staple"})
+if headers["Location"].startswith("/passkey-offer"):
+    # The account has no passkey: the server offers one before going back to the app. This script is a browser
+    # without a passkey authenticator, so it answers as the page's script would there.
+    _, _, page = call(BASE + headers["Location"])
+    fields = dict(re.findall(r'name="(request|csrf)" value="([^"]+)"', page))
+    print("   the server offers a passkey (\"Sign in faster next time\"); this browser cannot make one and goes on")
+    status, headers, _ = call(BASE + "/passkey-offer", {**fields, "decision": "unsupported"})
 callback = urllib.parse.parse_qs(urllib.parse.urlparse(headers["Location"]).query)
 assert callback["state"] == [state] and callback["iss"] == [BASE], "state/iss mismatch"
 print(f"2. POST /login (hosted form) -> {status}, redirected with code, state and iss={callback['iss'][0]}")

@@ -431,10 +431,15 @@ public final class IdentityServer: Sendable {
         let hostedLogin = HostedLoginController(
             lifetimes: configuration.lifetimes, store: store, clock: clock, cookies: cookies, sessions: sessions, accounts: accounts,
             passkeys: passkeys, ownTokens: ownTokens, responses: responses, federation: federation, federatedAccounts: federatedAccounts,
-            audit: audit, consent: consent, admission: admission)
+            audit: audit, consent: consent,
+            passkeyOffer: PasskeyOfferGate(enabled: configuration.webAuthn.offerAfterPassword, store: store, cookies: cookies, passkeys: passkeys),
+            admission: admission)
         hostedLogin.addRoutes(to: pages)
         ConsentController(store: store, clock: clock, cookies: cookies, browserSessions: browserSessions, responses: responses, audit: audit)
             .addRoutes(to: pages)
+        PasskeyOfferController(
+            store: store, clock: clock, cookies: cookies, browserSessions: browserSessions, passkeys: passkeys, consent: consent, responses: responses
+        ).addRoutes(to: pages)
         // Other identity providers send the browser back here; failures are pages in the person's language.
         let federationController = FederationController(federation: federation, hostedLogin: hostedLogin, store: store, audit: audit)
         federationController.addRoutes(to: group("/federation", .html))

@@ -88,6 +88,8 @@ package final class TestServer: Sendable {
         // Strict rotation, as the suites of refresh-token replay detection were written for (a second use at once is a
         // replay); the reuse interval's own tests (`RefreshTokenReuseTests`) set the production default.
         configuration.refreshTokenReuseSeconds = 0
+        // The suites' hosted sign-ins go straight back to the application; the passkey offer's own tests turn it on.
+        configuration.webAuthn.offerAfterPassword = false
         configure(&configuration)
         if !configuration.development, configuration.keyEncryptionKey == nil, configuration.keyEncryptionKeyFile == nil {
             // Production mode requires a key-encryption key; tests of other behaviour get a fixed one.

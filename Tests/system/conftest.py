@@ -125,9 +125,24 @@ def sign_in_code(server, redirect_uri="http://127.0.0.1:9/callback"):
     fields = dict(re.findall(r'name="(request|csrf)" value="([^"]+)"', page.text))
     done = session.post(server.base + "/login", data={**fields, "username": DEMO_USER, "password": DEMO_PASSWORD},
                         allow_redirects=False, timeout=20)
+    done = past_passkey_offer(session, server.base, done)
     assert done.status_code == 303, done.text
     query = urllib.parse.parse_qs(urllib.parse.urlparse(done.headers["Location"]).query)
     return query["code"][0], verifier
+
+
+def past_passkey_offer(session, base, response, timeout=20):
+    """After a password, an account without a passkey is offered one (`/passkey-offer`, "Sign in faster next time")
+    before the browser goes back to the application. These clients are browsers that cannot make a passkey: they answer
+    as the page's script does there ("unsupported") and get the page's onward response; any other response is returned
+    as it is."""
+    location = response.headers.get("Location", "")
+    if response.status_code != 303 or not location.startswith("/passkey-offer?"):
+        return response
+    page = session.get(base + location, timeout=timeout)
+    assert page.status_code == 200, page.text
+    fields = dict(re.findall(r'name="(request|csrf)" value="([^"]+)"', page.text))
+    return session.post(base + "/passkey-offer", data={**fields, "decision": "unsupported"}, allow_redirects=False, timeout=timeout)
 
 
 def redeem(server, code, redirect_uri, verifier):

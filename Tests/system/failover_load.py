@@ -20,7 +20,7 @@ import urllib.parse
 
 import requests
 
-from conftest import DEMO_PASSWORD, DEMO_USER, authorize_url, pkce_pair
+from conftest import DEMO_PASSWORD, DEMO_USER, authorize_url, past_passkey_offer, pkce_pair
 
 CLIENT = "latchkey-demo"
 REDIRECT = "http://127.0.0.1:9/callback"
@@ -169,6 +169,7 @@ class Load:
         done = self._send(base, "login", 303, lambda: session.post(
             base + "/login", data={**fields, "username": DEMO_USER, "password": DEMO_PASSWORD}, allow_redirects=False,
             timeout=REQUEST_TIMEOUT))
+        done = self._send(base, "passkey offer", 303, lambda: past_passkey_offer(session, base, done, timeout=REQUEST_TIMEOUT))
         code = urllib.parse.parse_qs(urllib.parse.urlparse(done.headers["Location"]).query)["code"][0]
         try:
             tokens = self._send(base, "redeem", 200, lambda: redeem(base, code, verifier)).json()

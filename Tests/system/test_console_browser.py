@@ -16,7 +16,7 @@ from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import DEMO_PASSWORD, DEMO_USER, Server, new_chrome, pkce_pair
+from conftest import DEMO_PASSWORD, DEMO_USER, Server, new_chrome, past_passkey_offer, pkce_pair
 
 OPERATOR = "ops@example.com"
 OPERATOR_PASSWORD = "the operator's console password"
@@ -105,6 +105,7 @@ def sign_in_with(server, client_id, username=DEMO_USER, password=DEMO_PASSWORD):
     fields = dict(re.findall(r'name="(request|csrf)" value="([^"]+)"', page.text))
     done = session.post(server.base + "/login", data={**fields, "username": username, "password": password},
                         allow_redirects=False, timeout=20)
+    done = past_passkey_offer(session, server.base, done)
     assert done.status_code == 303, done.text
     if done.headers["Location"].startswith("/consent?request="):
         # A registered application is third-party: the person allows it on the consent page.

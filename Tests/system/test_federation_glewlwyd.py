@@ -30,7 +30,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import Server, free_port, new_chrome, pkce_pair
+from conftest import Server, free_port, new_chrome, past_passkey_offer, pkce_pair
 
 TIMEOUT = 20
 PROVIDER_ID = "corp"
@@ -392,6 +392,7 @@ class FederatedLatchkey:
         fields = login_form_fields(page.text)
         done = session.post(self.issuer + "/login", data={**fields, "username": username, "password": password},
                             allow_redirects=False, timeout=TIMEOUT)
+        done = past_passkey_offer(session, self.issuer, done, timeout=TIMEOUT)
         assert done.status_code == 303, done.text
         query = urllib.parse.parse_qs(urllib.parse.urlparse(done.headers["Location"]).query)
         return jwt_claims(self.redeem(query["code"][0], verifier)["id_token"])

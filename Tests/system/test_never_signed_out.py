@@ -33,7 +33,7 @@ import urllib.parse
 
 import requests
 
-from conftest import BINARY, DEMO_PASSWORD, DEMO_USER, Server, free_port
+from conftest import BINARY, DEMO_PASSWORD, DEMO_USER, Server, free_port, past_passkey_offer
 from test_postgres_instances import KEK_ENV, create_database, drop_database
 
 REFRESHES = int(os.environ.get("LATCHKEY_SOAK_REFRESHES", "600"))
@@ -189,6 +189,7 @@ def cli_login(home, issuer):
         fields = dict(re.findall(r'name="(request|csrf)" value="([^"]+)"', page.text))
         done = session.post(issuer + "/login", data={**fields, "username": DEMO_USER, "password": DEMO_PASSWORD},
                             allow_redirects=False, timeout=TIMEOUT)
+        done = past_passkey_offer(session, issuer, done, timeout=TIMEOUT)
         assert done.status_code == 303, done.text
         callback = done.headers["Location"]
         assert callback.startswith("http://127.0.0.1:"), callback

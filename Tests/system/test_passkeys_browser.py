@@ -4,15 +4,16 @@ The browser creates a passkey through the reachFive endpoints (our server verifi
 signs in with it from the hosted login page (our server verifies Chromium's assertion), and the authorization completes
 with a code for that account: through conditional mediation (passkey AutoFill: the page signs in with nothing clicked
 or typed; Chromium's virtual environment picks the credential the way a person picks it from the autofill list), and
-through the "Sign in with a passkey" button in a browser without conditional mediation."""
-import json
+through the "Sign in with a passkey" button in a browser without conditional mediation. After a password sign-in, an
+account without a passkey is offered one ("Sign in faster next time"): Chromium makes it on the offer page, and the
+next sign-in uses it."""
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import authorize_url, pkce_pair, redeem
-from test_browser import REDIRECT, wait_for_redirect
+from conftest import DEMO_PASSWORD, DEMO_USER, authorize_url, pkce_pair, redeem
+from test_browser import REDIRECT, session_cookie, wait_for_redirect
 
 SIGN_UP = """
 const done = arguments[arguments.length - 1];
@@ -150,6 +151,87 @@ def test_chromium_packed_attestation_and_refusals(browser, server):
     error = WebDriverWait(browser, 90).until(expected_conditions.visibility_of_element_located((By.ID, "passkey-error")))
     assert error.text
     assert browser.find_element(By.ID, "passkey").is_enabled()
+
+
+def password_sign_in(browser, server, state):
+    """The hosted form filled in as a person would; returns the PKCE verifier."""
+    verifier = open_login(browser, server, state)
+    browser.find_element(By.ID, "username").send_keys(DEMO_USER)
+    browser.find_element(By.ID, "password").send_keys(DEMO_PASSWORD)
+    try:
+        browser.find_element(By.ID, "submit").click()
+    except Exception:
+        pass  # the page goes on by itself where there is nothing to offer
+    return verifier
+
+
+def offer_page(browser):
+    """The offer page, once its script has decided this browser can make a passkey."""
+    button = WebDriverWait(browser, 20).until(expected_conditions.visibility_of_element_located((By.ID, "create-passkey")))
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Sign in faster next time"
+    assert DEMO_USER in browser.find_element(By.CSS_SELECTOR, "p.sub").text
+    return button
+
+
+def later_cookie(browser):
+    cookies = browser.execute_cdp_cmd("Network.getAllCookies", {})["cookies"]
+    return next((c for c in cookies if c["name"] == "lk_passkey_later"), None)
+
+
+def test_chromium_offered_a_passkey_after_the_password_makes_it_and_signs_in_with_it_next(browser, server):
+    authenticator = add_virtual_authenticator(browser)
+    verifier = password_sign_in(browser, server, "offer")
+    offer_page(browser).click()
+    # The passkey is made on the page (Chromium's attestation verified by the server), then on to the application.
+    query = wait_for_redirect(browser, REDIRECT, timeout=20)
+    assert query["state"] == ["offer"]
+    assert redeem(server, query["code"][0], REDIRECT, verifier).status_code == 200, "the sign-in itself is unchanged"
+    stored = browser.execute_cdp_cmd("WebAuthn.getCredentials", {"authenticatorId": authenticator})["credentials"]
+    assert len(stored) == 1 and stored[0]["isResidentCredential"]
+    assert later_cookie(browser) is None
+
+    # Signed out (the SSO cookie gone), the next sign-in is the passkey: conditional mediation, nothing typed.
+    browser.execute_cdp_cmd("Network.deleteCookies", {"name": session_cookie(browser)["name"], "url": server.base + "/"})
+    verifier = open_login(browser, server, "with-the-passkey")
+    query = wait_for_redirect(browser, REDIRECT, timeout=20)
+    assert query["state"] == ["with-the-passkey"]
+    tokens = redeem(server, query["code"][0], REDIRECT, verifier)
+    assert tokens.status_code == 200, tokens.text
+    assert server_userinfo(server, tokens.json()["access_token"])["email"] == DEMO_USER
+    assert browser.execute_cdp_cmd("WebAuthn.getCredentials", {"authenticatorId": authenticator})["credentials"][0]["signCount"] >= 1
+
+
+def test_chromium_not_now_goes_on_and_is_not_asked_again(browser, server):
+    authenticator = add_virtual_authenticator(browser)
+    verifier = password_sign_in(browser, server, "later")
+    offer_page(browser)
+    try:
+        browser.find_element(By.ID, "not-now").click()
+    except Exception:
+        pass
+    query = wait_for_redirect(browser, REDIRECT, timeout=20)
+    assert query["state"] == ["later"]
+    assert redeem(server, query["code"][0], REDIRECT, verifier).status_code == 200
+    assert browser.execute_cdp_cmd("WebAuthn.getCredentials", {"authenticatorId": authenticator})["credentials"] == []
+    cookie = later_cookie(browser)
+    assert cookie and cookie["httpOnly"]
+    # Signed out and in again with the password: straight back to the application, no offer.
+    browser.execute_cdp_cmd("Network.deleteCookies", {"name": session_cookie(browser)["name"], "url": server.base + "/"})
+    verifier = password_sign_in(browser, server, "again")
+    query = wait_for_redirect(browser, REDIRECT, timeout=20)
+    assert query["state"] == ["again"]
+    assert redeem(server, query["code"][0], REDIRECT, verifier).status_code == 200
+
+
+def test_chromium_without_a_passkey_authenticator_is_not_held_up(browser, server):
+    """No platform authenticator: the offer page moves on by itself ("unsupported", not remembered as a refusal)."""
+    verifier = password_sign_in(browser, server, "unable")
+    query = wait_for_redirect(browser, REDIRECT, timeout=20)
+    assert query["state"] == ["unable"]
+    pages = [entry["url"] for entry in browser.execute_cdp_cmd("Page.getNavigationHistory", {})["entries"]]
+    assert any("/passkey-offer?request=" in url for url in pages), f"the offer page was on the way: {pages}"
+    assert redeem(server, query["code"][0], REDIRECT, verifier).status_code == 200
+    assert later_cookie(browser) is None
 
 
 def server_userinfo(server, access_token):

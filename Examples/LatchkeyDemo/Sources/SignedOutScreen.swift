@@ -31,8 +31,10 @@ struct SignedOutScreen: View {
 
                     // The server's flow drawn natively, step by step (password, then a code if one is enrolled).
                     // Switching tabs starts a fresh flow. No `onComplete` is needed: `RootView` follows the state.
+                    // After a password, iOS 18 is offered a passkey for the account without asking (conditional
+                    // registration; nothing happens on earlier systems), so the next sign-in can be a passkey.
                     switch choice {
-                    case .signIn: SignIn()
+                    case .signIn: SignIn(passkeyUpgrade: true)
                     case .signUp: SignUp()
                     }
 

@@ -80,7 +80,7 @@ public struct ConfigurationFile: Codable, Sendable {
     }
 
     /// `"webauthn": {"rp_id": "example.com", "rp_name": "Example", "user_verification": "required", "trust_anchors": ["ca.pem"],
-    /// "attestation": "required"}`
+    /// "attestation": "required", "offer_after_password": false}`
     public struct WebAuthn: Codable, Sendable {
         public var rpId, rpName, userVerification: String?
         /// PEM files of attestation root certificates (paths relative to the working directory).
@@ -88,8 +88,11 @@ public struct ConfigurationFile: Codable, Sendable {
         /// `optional` (default) or `required`: with `required`, a passkey registers only with an attestation chain
         /// to one of `trust_anchors` (needs at least one); `none` and self attestation are refused.
         public var attestation: String?
+        /// Offer a passkey on the hosted pages right after a password sign-in (default true).
+        public var offerAfterPassword: Bool?
         enum CodingKeys: String, CodingKey, CaseIterable {
             case rpId = "rp_id", rpName = "rp_name", userVerification = "user_verification", trustAnchors = "trust_anchors", attestation
+            case offerAfterPassword = "offer_after_password"
         }
     }
 
@@ -257,6 +260,7 @@ public struct ConfigurationFile: Codable, Sendable {
                 }
                 base.webAuthn.attestationRequired = v == "required"
             }
+            if let v = w.offerAfterPassword { base.webAuthn.offerAfterPassword = v }
         }
         if let associations {
             base.associations = AssociationSettings(

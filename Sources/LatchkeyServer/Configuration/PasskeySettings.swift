@@ -16,6 +16,10 @@ public struct WebAuthnSettings: Sendable, Equatable {
     /// Registration needs an attestation that chains to `trustAnchorsDER`: `none` and self attestation (which prove
     /// nothing about the authenticator model) and untrusted chains are refused. Requires at least one anchor.
     public var attestationRequired: Bool = false
+    /// After a password sign-in on the hosted pages, an account without a passkey is offered one before the browser
+    /// goes back to the application (`PasskeyOfferGate`). Applications that do not accept passkeys from this server's
+    /// own origin are never offered one.
+    public var offerAfterPassword: Bool = true
     public init() {}
 
     func resolvedRpId(issuer: URL) -> String { rpId ?? issuer.host ?? "localhost" }

@@ -13,6 +13,7 @@ struct CookiePolicy: Sendable {
     static let federationCookie = "lk_fed"
     static let consoleCookie = "lk_console"
     static let consoleLoginCookie = "lk_console_login"
+    static let passkeyLaterCookie = "lk_passkey_later"
 
     /// With `Secure`, every cookie carries the `__Host-` prefix: the browser then only accepts it from this very host,
     /// with `Path=/` and no `Domain`, so a sibling subdomain (same site) can neither plant nor overwrite it (session
@@ -25,6 +26,7 @@ struct CookiePolicy: Sendable {
     var federationName: String { name(Self.federationCookie) }
     var consoleName: String { name(Self.consoleCookie) }
     var consoleLoginName: String { name(Self.consoleLoginCookie) }
+    var passkeyLaterName: String { name(Self.passkeyLaterCookie) }
 
     /// The admin console's session (its access token). `Strict`: no other site's link or form ever carries it, so a
     /// console page can only be reached by navigating within this site.
@@ -54,6 +56,10 @@ struct CookiePolicy: Sendable {
     /// Binds a federated sign-in started on the hosted page to this browser. `Lax`, not `Strict`: the provider sends
     /// the browser back with a cross-site top-level navigation, which must carry it.
     func federation(_ value: String, maxAge: Int) -> String { cookie(federationName, value, maxAge: maxAge, sameSite: "Lax") }
+
+    /// "Not now" on the passkey offer, remembered in this browser for one account (`PasskeyOfferGate.declined`). `Lax`:
+    /// the hosted sign-in is reached by a top-level navigation from the application.
+    func passkeyLater(_ value: String, maxAge: Int) -> String { cookie(passkeyLaterName, value, maxAge: maxAge, sameSite: "Lax") }
 
     /// The CSRF token a form carries for one login request: derived from the cookie's secret and the request id, so a
     /// token shown for one login request is worthless for another, and the form never holds the cookie value itself.

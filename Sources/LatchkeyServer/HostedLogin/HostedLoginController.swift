@@ -28,6 +28,8 @@ struct HostedLoginController: Sendable {
     let audit: AuditTrail
     /// Third-party applications' consent, asked once the person is signed in.
     let consent: ConsentGate
+    /// "Sign in faster next time": a passkey offered after a password, before the application.
+    let passkeyOffer: PasskeyOfferGate
     /// Each start of a provider's sign-in stores a row: it takes a place in the per-address start budget.
     let admission: Admission
 
@@ -134,7 +136,7 @@ struct HostedLoginController: Sendable {
         }
 
         return try await afterFirstFactor(
-            pending, requestId: id, user: user, amr: amr, authTime: authTime, client: client, locale: locale,
+            pending, requestId: id, user: user, amr: amr, authTime: authTime, client: client, locale: locale, request: request,
             origin: AuditOrigin(client: pending.request.clientId, address: context.clientAddress, logger: logger)
         ) { fail($0, $1, logger: logger) }
     }
@@ -143,7 +145,7 @@ struct HostedLoginController: Sendable {
     /// else the account's second factor when it has one, else done unless the application requires one.
     private func afterFirstFactor(
         _ pending: LoginRequestRecord, requestId: String, user: UserRecord, amr: [String], authTime: Date,
-        client: ClientConfiguration?, locale: SupportedLocale, origin: AuditOrigin,
+        client: ClientConfiguration?, locale: SupportedLocale, request: Request, origin: AuditOrigin,
         fail: (LocalizedMessage, HTTPResponse.Status) -> Response
     ) async throws -> Response {
         let logger = origin.logger
@@ -151,7 +153,8 @@ struct HostedLoginController: Sendable {
         let essential = pending.request.requiresMultiFactor
         switch try await accounts.completion(of: user, amr: amr, client: client, multiFactorEssential: essential) {
         case .complete:
-            return try await completeLogin(pending, requestId: requestId, user: user, amr: amr, authTime: authTime, origin: origin)
+            return try await completeLogin(
+                pending, requestId: requestId, user: user, amr: amr, authTime: authTime, client: client, request: request, origin: origin)
         case .secondFactorOwed(let kind):
             return try await beginSecondFactor(
                 kind, pending: pending, requestId: requestId, user: user, amr: amr, authTime: authTime,
@@ -223,7 +226,7 @@ struct HostedLoginController: Sendable {
         }
         return try await afterFirstFactor(
             pending, requestId: requestId, user: user, amr: identity.amr, authTime: clock.now, client: client, locale: locale,
-            origin: AuditOrigin(client: client.clientId, address: address, logger: logger)
+            request: request, origin: AuditOrigin(client: client.clientId, address: address, logger: logger)
         ) { message, status in
             loginPage(
                 requestId: requestId, client: client, clientId: client.clientId, username: nil, error: message.text(locale), status: status,
@@ -372,15 +375,16 @@ struct HostedLoginController: Sendable {
         try await accounts.codeAccepted(budget)
         return try await completeLogin(
             pending, requestId: id, user: user, amr: AuthenticationMethods.withSecondFactor(factor.amr),
-            authTime: factor.authTime, origin: origin)
+            authTime: factor.authTime, client: client, request: request, origin: origin)
     }
 
     // MARK: Completion
 
-    /// Opens the SSO session (rotating its secret: no fixation), ends the login request and sends the code.
+    /// Opens the SSO session (rotating its secret: no fixation), ends the login request and sends the code; or, signed
+    /// in, hands the request to the passkey offer or the consent page, which send it on.
     private func completeLogin(
         _ pending: LoginRequestRecord, requestId: String, user: UserRecord, amr: [String],
-        authTime: Date, origin: AuditOrigin
+        authTime: Date, client: ClientConfiguration?, request: Request, origin: AuditOrigin
     ) async throws -> Response {
         let (session, secret) = try await sessions.openForBrowser(userId: user.id, authTime: authTime, amr: amr, origin: origin)
         var headers = HTTPFields()
@@ -392,6 +396,10 @@ struct HostedLoginController: Sendable {
         if let returnTo = pending.request.returnTo, returnTo.hasPrefix("/device?user_code="), !returnTo.contains("\\") {
             try await store.deleteLoginRequest(id: requestId)
             return Responses.redirect(to: returnTo, afterPost: true, headers: headers)
+        }
+        // A password sign-in of an account without a passkey: the offer page first; it goes on as below.
+        if try await passkeyOffer.shouldOffer(userId: user.id, amr: amr, client: client, request: request) {
+            return Responses.redirect(to: try await passkeyOffer.pageAfterSignIn(pending, userId: user.id), afterPost: true, headers: headers)
         }
         // A third-party application: the consent page answers the login request, with the session just opened.
         if try await consent.mustAsk(pending.request, userId: user.id) {

@@ -17,11 +17,16 @@ import Hummingbird
 enum PasskeyScript {
     static let path = "/assets/passkey-login.js"
 
+    /// WebAuthn's binary values to and from base64url (`b64`, `unb64`), for the hosted pages' passkey scripts.
+    static let base64URL = """
+        const b64 = (buf) => btoa(String.fromCharCode(...new Uint8Array(buf))).replace(/\\+/g, "-").replace(/\\//g, "_").replace(/=+$/, "");
+          const unb64 = (s) => Uint8Array.from(atob(s.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((s.length + 3) % 4)), (c) => c.charCodeAt(0));
+        """
+
     static let source = """
         (() => {
           "use strict";
-          const b64 = (buf) => btoa(String.fromCharCode(...new Uint8Array(buf))).replace(/\\+/g, "-").replace(/\\//g, "_").replace(/=+$/, "");
-          const unb64 = (s) => Uint8Array.from(atob(s.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((s.length + 3) % 4)), (c) => c.charCodeAt(0));
+          \(PasskeyScript.base64URL)
           const button = document.getElementById("passkey");
           const form = document.getElementById("passkey-form");
           const failure = document.getElementById("passkey-error");
@@ -91,6 +96,7 @@ enum PasskeyScript {
 struct PasskeyPageController: Sendable {
     func addRoutes(to pages: RouterGroup<LatchkeyRequestContext>) {
         pages.get(RouterPath(PasskeyScript.path)) { _, _ in Self.script(PasskeyScript.source, cacheControl: "no-cache") }
+        pages.get(RouterPath(PasskeyOfferScript.path)) { _, _ in Self.script(PasskeyOfferScript.source, cacheControl: "no-cache") }
         pages.get(RouterPath(FormPostResponse.scriptPath)) { _, _ in Self.script(FormPostResponse.script, cacheControl: "public, max-age=3600") }
         pages.get(RouterPath(FrontChannelLogout.scriptPath)) { _, _ in
             Self.script(FrontChannelLogout.script, cacheControl: "public, max-age=3600")

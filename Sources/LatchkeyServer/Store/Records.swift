@@ -99,6 +99,10 @@ public struct AuthorizationRequest: Sendable, Codable, Equatable {
     /// SSO session) is done and a third-party application's consent is owed. Without it the consent page answers
     /// nothing, so it can never stand in for the sign-in page's own checks.
     public var consentFor: String? = nil
+    /// The account the passkey offer page (`PasskeyOfferGate`) may answer this request for: set once a password
+    /// sign-in on the hosted page is done and the account has no passkey. Like `consentFor`, without it the page
+    /// answers nothing.
+    public var passkeyOfferFor: String? = nil
 }
 
 /// An issued authorization code (stored by hash, single use).

@@ -56,6 +56,16 @@ public final class AuthFlowModel {
     public private(set) var isLoading = false
     /// The signed-in user after a completed sign-in or sign-up.
     public private(set) var user: User?
+    /// After a sign-in flow that took a password, offer a passkey for the account without asking
+    /// (`LatchkeyClient.upgradeToPasskey(authToken:friendlyName:throwsIfUnsupported:)`: iOS 18's conditional
+    /// registration; nothing happens, and nothing is asked of the server, on an OS without it). Off by default; set it
+    /// before the flow completes (the SwiftUI `SignIn(passkeyUpgrade: true)` does).
+    @ObservationIgnored public var upgradesToPasskey = false
+    /// What the passkey upgrade came to (nil while none ran): `.registered`, or `.notOffered` with the reason.
+    public private(set) var passkeyUpgrade: PasskeyUpgradeOutcome?
+    /// The upgrade's failure, for the developer (a `.passkeyDomainNotAssociated` set-up mistake, a refused
+    /// registration). Never shown to the person: the sign-in stands whatever the upgrade does.
+    public private(set) var passkeyUpgradeError: LatchkeyError?
 
     /// Called once when the flow completes, after `LatchkeyState` has the user.
     @ObservationIgnored public var onComplete: (@MainActor (User?) -> Void)?
@@ -71,6 +81,9 @@ public final class AuthFlowModel {
     @ObservationIgnored private let i18n: LatchkeyI18n
     @ObservationIgnored private let runner: FlowRunner
     @ObservationIgnored private var running: Task<Void, Never>?
+    @ObservationIgnored private var upgrading: Task<Void, Never>?
+    /// A password was sent in this flow (the condition for `upgradesToPasskey`).
+    @ObservationIgnored private var sentPassword = false
     /// Identifiers of every secret or one-time input seen in this flow.
     @ObservationIgnored private var secretKeys: Set<String> = []
     /// Passkeys from the keyboard while the sign-in step shows its username field (`runPasskeyAutoFill(anchor:)`).
@@ -194,6 +207,7 @@ public final class AuthFlowModel {
         guard !isLoading, phase == .step, let step else { return }
         // Only this step's inputs go to the server: values of earlier steps stay for display, not for sending.
         let sent = Dictionary(uniqueKeysWithValues: step.inputs.compactMap { input in values[input.identifier].map { (input.identifier, $0) } })
+        if step.inputs.contains(where: { $0.type == "PASSWORD_INPUT" && !(sent[$0.identifier] ?? "").isEmpty }) { sentPassword = true }
         await run(actionId: actionId) { await $0.submit(actionId: actionId, inputs: sent) }
     }
 
@@ -261,7 +275,22 @@ public final class AuthFlowModel {
     /// Waits for a submission started with `submit(actionId:)`.
     public func waitUntilIdle() async { await running?.value }
 
+    /// Waits for the passkey upgrade a completed sign-in started (`upgradesToPasskey`), if one did.
+    public func waitForPasskeyUpgrade() async { await upgrading?.value }
+
     // MARK: Internals
+
+    /// Right after a password sign-in, as Apple asks: the session's token, then the conditional registration.
+    private func offerPasskeyUpgrade() async {
+        do {
+            let token = try await client.authToken(sessionId: state?.sessionId)
+            passkeyUpgrade = try await client.upgradeToPasskey(authToken: token)
+        } catch let failure as LatchkeyError {
+            passkeyUpgradeError = failure
+        } catch {
+            passkeyUpgradeError = LatchkeyError(.unknownError, "the passkey upgrade failed: \(type(of: error))")
+        }
+    }
 
     /// The person signed in with a passkey from the keyboard: the flow is done, as if it had completed.
     private func completedWithPasskeyAutoFill() {
@@ -335,6 +364,9 @@ public final class AuthFlowModel {
             notice = nil
             if flowType != .recovery { await state?.didSignIn(response.user) }
             onComplete?(response.user)
+            if upgradesToPasskey, flowType == .authentication, sentPassword {
+                upgrading = Task { await self.offerPasskeyUpgrade() }
+            }
         case .failed(let failure):
             phase = .failed
             fieldErrors = [:]

@@ -16,6 +16,8 @@ public struct BaseSignIn<Content: View>: View {
     private let onComplete: (@MainActor () -> Void)?
     private let onError: (@MainActor (String) -> Void)?
     private let content: (AuthFlowModel) -> Content
+    /// `SignIn(passkeyUpgrade:)`: the model's `upgradesToPasskey`.
+    var passkeyUpgrade = false
 
     /// - Parameters:
     ///   - applicationId: the application whose flow runs (nil: the configuration's `applicationId`, else its client id).
@@ -55,6 +57,7 @@ public struct BaseSignIn<Content: View>: View {
             let onError = onError
             flow.onComplete = { _ in onComplete?() }
             flow.onError = { message in onError?(message) }
+            flow.upgradesToPasskey = passkeyUpgrade
             model = flow
             Task { await flow.start() }
         }
@@ -98,15 +101,19 @@ public struct SignIn: View {
     ///   - applicationId: the application whose flow runs.
     ///   - passkeyAutoFill: offer passkeys in the username field's keyboard suggestions while it shows (iOS and
     ///     visionOS; the client needs passkeys, as `LatchkeyClient()` of LatchkeyApple has). True by default.
+    ///   - passkeyUpgrade: after a sign-in that took a password, offer a passkey for the account without asking
+    ///     (`AuthFlowModel.upgradesToPasskey`: iOS 18's conditional registration, nothing elsewhere). False by default.
     ///   - onComplete: called once signed in (`LatchkeyState` already shows the user).
     ///   - onError: called with each error message shown.
     public init(
-        applicationId: String? = nil, passkeyAutoFill: Bool = true, onComplete: (@MainActor () -> Void)? = nil,
+        applicationId: String? = nil, passkeyAutoFill: Bool = true, passkeyUpgrade: Bool = false, onComplete: (@MainActor () -> Void)? = nil,
         onError: (@MainActor (String) -> Void)? = nil
     ) {
-        form = BaseSignIn(flowType: .authentication, applicationId: applicationId, onComplete: onComplete, onError: onError) {
+        var base = BaseSignIn(flowType: .authentication, applicationId: applicationId, onComplete: onComplete, onError: onError) {
             FlowForm(model: $0, passkeyAutoFill: passkeyAutoFill)
         }
+        base.passkeyUpgrade = passkeyUpgrade
+        form = base
     }
 
     public var body: some View { form }

@@ -121,6 +121,12 @@ extension MessageCatalog {
             "page.login.or": "oder",
             "page.login.passkey_failed": "Die Anmeldung mit Passkey hat nicht funktioniert. Versuchen Sie es erneut oder verwenden Sie Ihr Passwort.",
             "page.login.continue_with": "Weiter mit {provider}",
+            "page.passkey_offer.title": "Nächstes Mal schneller anmelden",
+            "page.passkey_offer.body":
+                "Erstellen Sie einen Passkey für {account} und melden Sie sich bei {client} mit Gesicht, Fingerabdruck oder Bildschirmsperre statt mit Ihrem Passwort an.",
+            "page.passkey_offer.create": "Passkey erstellen",
+            "page.passkey_offer.later": "Jetzt nicht",
+            "page.passkey_offer.failed": "Der Passkey wurde nicht erstellt. Versuchen Sie es erneut oder fahren Sie ohne fort.",
             "page.consent.title": "Zugriff erlauben?",
             "page.consent.subtitle": "{client} möchte auf Ihr Konto zugreifen",
             "page.consent.signed_in_as": "Angemeldet als {user}",

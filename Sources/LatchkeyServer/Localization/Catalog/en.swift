@@ -130,6 +130,12 @@ extension MessageCatalog {
             "page.login.or": "or",
             "page.login.passkey_failed": "Passkey sign-in didn't work. Try again or use your password.",
             "page.login.continue_with": "Continue with {provider}",
+            "page.passkey_offer.title": "Sign in faster next time",
+            "page.passkey_offer.body":
+                "Create a passkey for {account} and sign in to {client} with your face, fingerprint or screen lock instead of your password.",
+            "page.passkey_offer.create": "Create a passkey",
+            "page.passkey_offer.later": "Not now",
+            "page.passkey_offer.failed": "The passkey wasn't created. Try again, or continue without one.",
             "page.consent.title": "Allow access?",
             "page.consent.subtitle": "{client} wants to access your account",
             "page.consent.signed_in_as": "Signed in as {user}",

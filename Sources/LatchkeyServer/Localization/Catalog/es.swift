@@ -121,6 +121,12 @@ extension MessageCatalog {
             "page.login.or": "o",
             "page.login.passkey_failed": "No se pudo iniciar sesión con la llave de acceso. Inténtalo de nuevo o usa tu contraseña.",
             "page.login.continue_with": "Continuar con {provider}",
+            "page.passkey_offer.title": "Inicia sesión más rápido la próxima vez",
+            "page.passkey_offer.body":
+                "Crea una llave de acceso para {account} e inicia sesión en {client} con tu cara, tu huella o el bloqueo de pantalla en lugar de tu contraseña.",
+            "page.passkey_offer.create": "Crear una llave de acceso",
+            "page.passkey_offer.later": "Ahora no",
+            "page.passkey_offer.failed": "No se creó la llave de acceso. Inténtalo de nuevo o continúa sin ella.",
             "page.consent.title": "¿Permitir el acceso?",
             "page.consent.subtitle": "{client} quiere acceder a tu cuenta",
             "page.consent.signed_in_as": "Sesión iniciada como {user}",

@@ -121,6 +121,12 @@ extension MessageCatalog {
             "page.login.or": "ou",
             "page.login.passkey_failed": "La connexion par clé d'accès n'a pas fonctionné. Réessayez ou utilisez votre mot de passe.",
             "page.login.continue_with": "Continuer avec {provider}",
+            "page.passkey_offer.title": "Connectez-vous plus vite la prochaine fois",
+            "page.passkey_offer.body":
+                "Créez une clé d'accès pour {account} et connectez-vous à {client} avec votre visage, votre empreinte ou le verrouillage de l'écran au lieu de votre mot de passe.",
+            "page.passkey_offer.create": "Créer une clé d'accès",
+            "page.passkey_offer.later": "Pas maintenant",
+            "page.passkey_offer.failed": "La clé d'accès n'a pas été créée. Réessayez ou continuez sans.",
             "page.consent.title": "Autoriser l'accès ?",
             "page.consent.subtitle": "{client} souhaite accéder à votre compte",
             "page.consent.signed_in_as": "Connecté en tant que {user}",

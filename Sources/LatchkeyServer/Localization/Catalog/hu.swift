@@ -120,6 +120,12 @@ extension MessageCatalog {
             "page.login.or": "vagy",
             "page.login.passkey_failed": "Az azonosítókulcsos bejelentkezés nem sikerült. Próbálja újra, vagy használja a jelszavát.",
             "page.login.continue_with": "Folytatás a következővel: {provider}",
+            "page.passkey_offer.title": "Legközelebb gyorsabban jelentkezhet be",
+            "page.passkey_offer.body":
+                "Hozzon létre hozzáférési kulcsot a(z) {account} fiókhoz, és jelentkezzen be a(z) {client} alkalmazásba arcával, ujjlenyomatával vagy a képernyőzárral jelszó helyett.",
+            "page.passkey_offer.create": "Hozzáférési kulcs létrehozása",
+            "page.passkey_offer.later": "Most nem",
+            "page.passkey_offer.failed": "A hozzáférési kulcs nem jött létre. Próbálja újra, vagy folytassa nélküle.",
             "page.consent.title": "Engedélyezi a hozzáférést?",
             "page.consent.subtitle": "A(z) {client} alkalmazás hozzá szeretne férni a fiókjához",
             "page.consent.signed_in_as": "Bejelentkezve: {user}",

@@ -121,6 +121,12 @@ extension MessageCatalog {
             "page.login.or": "oppure",
             "page.login.passkey_failed": "L'accesso con passkey non è riuscito. Riprova o usa la tua password.",
             "page.login.continue_with": "Continua con {provider}",
+            "page.passkey_offer.title": "Accedi più velocemente la prossima volta",
+            "page.passkey_offer.body":
+                "Crea una passkey per {account} e accedi a {client} con il volto, l'impronta o il blocco schermo invece della password.",
+            "page.passkey_offer.create": "Crea una passkey",
+            "page.passkey_offer.later": "Non ora",
+            "page.passkey_offer.failed": "La passkey non è stata creata. Riprova o continua senza.",
             "page.consent.title": "Consentire l'accesso?",
             "page.consent.subtitle": "{client} vuole accedere al tuo account",
             "page.consent.signed_in_as": "Accesso effettuato come {user}",

@@ -120,6 +120,12 @@ extension MessageCatalog {
             "page.login.or": "of",
             "page.login.passkey_failed": "Aanmelden met een toegangssleutel is niet gelukt. Probeer het opnieuw of gebruik je wachtwoord.",
             "page.login.continue_with": "Doorgaan met {provider}",
+            "page.passkey_offer.title": "Volgende keer sneller inloggen",
+            "page.passkey_offer.body":
+                "Maak een passkey voor {account} en log in bij {client} met je gezicht, vingerafdruk of schermvergrendeling in plaats van je wachtwoord.",
+            "page.passkey_offer.create": "Passkey maken",
+            "page.passkey_offer.later": "Niet nu",
+            "page.passkey_offer.failed": "De passkey is niet gemaakt. Probeer het opnieuw of ga verder zonder.",
             "page.consent.title": "Toegang toestaan?",
             "page.consent.subtitle": "{client} wil toegang tot je account",
             "page.consent.signed_in_as": "Aangemeld als {user}",

@@ -121,6 +121,12 @@ extension MessageCatalog {
             "page.login.or": "ou",
             "page.login.passkey_failed": "O início de sessão com chave de acesso não funcionou. Tente novamente ou use a sua palavra-passe.",
             "page.login.continue_with": "Continuar com {provider}",
+            "page.passkey_offer.title": "Inicie sessão mais depressa da próxima vez",
+            "page.passkey_offer.body":
+                "Crie uma chave de acesso para {account} e inicie sessão em {client} com o rosto, a impressão digital ou o bloqueio de ecrã em vez da palavra-passe.",
+            "page.passkey_offer.create": "Criar uma chave de acesso",
+            "page.passkey_offer.later": "Agora não",
+            "page.passkey_offer.failed": "A chave de acesso não foi criada. Tente novamente ou continue sem ela.",
             "page.consent.title": "Permitir o acesso?",
             "page.consent.subtitle": "{client} pretende aceder à sua conta",
             "page.consent.signed_in_as": "Sessão iniciada como {user}",

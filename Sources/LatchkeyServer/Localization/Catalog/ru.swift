@@ -120,6 +120,12 @@ extension MessageCatalog {
             "page.login.or": "или",
             "page.login.passkey_failed": "Не удалось войти с ключом доступа. Попробуйте ещё раз или используйте пароль.",
             "page.login.continue_with": "Продолжить через {provider}",
+            "page.passkey_offer.title": "В следующий раз входите быстрее",
+            "page.passkey_offer.body":
+                "Создайте ключ доступа для {account} и входите в {client} с помощью лица, отпечатка пальца или блокировки экрана вместо пароля.",
+            "page.passkey_offer.create": "Создать ключ доступа",
+            "page.passkey_offer.later": "Не сейчас",
+            "page.passkey_offer.failed": "Ключ доступа не создан. Попробуйте ещё раз или продолжите без него.",
             "page.consent.title": "Разрешить доступ?",
             "page.consent.subtitle": "{client} запрашивает доступ к вашей учётной записи",
             "page.consent.signed_in_as": "Вы вошли как {user}",

@@ -120,6 +120,12 @@ extension MessageCatalog {
             "page.login.or": "alebo",
             "page.login.passkey_failed": "Prihlásenie prístupovým kľúčom nefungovalo. Skúste to znova alebo použite heslo.",
             "page.login.continue_with": "Pokračovať cez {provider}",
+            "page.passkey_offer.title": "Nabudúce sa prihláste rýchlejšie",
+            "page.passkey_offer.body":
+                "Vytvorte prístupový kľúč pre {account} a prihlasujte sa do {client} tvárou, odtlačkom prsta alebo zámkou obrazovky namiesto hesla.",
+            "page.passkey_offer.create": "Vytvoriť prístupový kľúč",
+            "page.passkey_offer.later": "Teraz nie",
+            "page.passkey_offer.failed": "Prístupový kľúč sa nevytvoril. Skúste to znova alebo pokračujte bez neho.",
             "page.consent.title": "Povoliť prístup?",
             "page.consent.subtitle": "{client} chce získať prístup k vášmu účtu",
             "page.consent.signed_in_as": "Ste prihlásení ako {user}",

@@ -10121,6 +10121,332 @@ enum OpenAPIDocument {
           }
         }
       }
+    },
+    "/passkey-offer": {
+      "get": {
+        "operationId": "showPasskeyOffer",
+        "summary": "The passkey offer after a password sign-in",
+        "tags": [
+          "Hosted pages"
+        ],
+        "description": "After a password sign-in on the hosted page, for an account without a passkey (and an application that accepts passkeys made for this server's origin, `webauthn.offer_after_password` on, no \"Not now\" from this browser for the account in 30 days): \"Sign in faster next time\", with \"Create a passkey\" (shown by the same-origin `/assets/passkey-offer.js` where the browser has a platform authenticator; elsewhere the page moves on by itself) and \"Not now\". The sign-in is complete; the login request waits here for this account only. CSRF double-submit token bound to the login request, CSP `script-src 'self'; connect-src 'self'`, `frame-ancestors 'none'`.",
+        "parameters": [
+          {
+            "name": "request",
+            "in": "query",
+            "required": false,
+            "description": "The login request id (from the hosted sign-in's redirect).",
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The offer page.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Set-Cookie": {
+                "$ref": "#/components/headers/Set-Cookie"
+              },
+              "Content-Language": {
+                "$ref": "#/components/headers/Content-Language"
+              }
+            },
+            "content": {
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
+          },
+          "302": {
+            "description": "Signed out meanwhile: to the hosted login (`/login?request=…`), which comes back here.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Location": {
+                "$ref": "#/components/headers/Location"
+              }
+            }
+          },
+          "400": {
+            "description": "The login request is unknown, expired, already answered, or not waiting on the offer for the account signed in.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableHtml"
+          }
+        }
+      },
+      "post": {
+        "operationId": "answerPasskeyOffer",
+        "summary": "Go on from the passkey offer",
+        "tags": [
+          "Hosted pages"
+        ],
+        "description": "`decision=later` (\"Not now\", remembered in this browser for the account for 30 days with the `lk_passkey_later` cookie), `created` (the page's script, once the passkey was made) or `unsupported` (the script, where the browser cannot make one): the browser goes on as the sign-in would have, to a third-party application's consent page or to the application. One answer per login request.",
+        "requestBody": {
+          "required": false,
+          "content": {
+            "application/x-www-form-urlencoded": {
+              "schema": {
+                "$ref": "#/components/schemas/PasskeyOfferForm"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "The application asked for `response_mode=form_post`: the page that posts the response to it.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
+          },
+          "303": {
+            "description": "To the application's redirect URI with `code`, `state` and `iss` (or the tokens in the fragment it asked for), to the consent page of a third-party application (`/consent?request=…`), or, signed out meanwhile, to the hosted login (`/login?request=…`).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Location": {
+                "$ref": "#/components/headers/Location"
+              },
+              "Set-Cookie": {
+                "$ref": "#/components/headers/Set-Cookie"
+              }
+            }
+          },
+          "400": {
+            "description": "The login request is unknown, expired, already answered, or not waiting on the offer for this account; or the body is not a form.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "The CSRF token is missing or wrong.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLargeHtml"
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableHtml"
+          }
+        }
+      }
+    },
+    "/passkey-offer/options": {
+      "post": {
+        "operationId": "passkeyOfferOptions",
+        "summary": "Creation options for the offered passkey",
+        "tags": [
+          "Hosted pages"
+        ],
+        "description": "The offer page's script: `PublicKeyCredentialCreationOptions` for the account signed in, in the W3C JSON shape (binary values base64url; the account's passkeys in `excludeCredentials`), for this server's own origin. Authorised by the browser session and the page's CSRF token, not a bearer token. `Cache-Control: no-store`.",
+        "requestBody": {
+          "required": false,
+          "content": {
+            "application/x-www-form-urlencoded": {
+              "schema": {
+                "$ref": "#/components/schemas/PasskeyOfferAuthorization"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "The creation options.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/PasskeyOfferOptions"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "The passkey was refused (JSON, `error_user_msg` in the page's language), or the body is not a form (a page).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/PasskeyOfferRefusal"
+                }
+              },
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "No CSRF token or a wrong one, no live session in this browser, or a login request not waiting on the offer for this account.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/PasskeyOfferRefusal"
+                }
+              }
+            }
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLargeHtml"
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableHtml"
+          }
+        }
+      }
+    },
+    "/passkey-offer/credential": {
+      "post": {
+        "operationId": "passkeyOfferCredential",
+        "summary": "Record the offered passkey",
+        "tags": [
+          "Hosted pages"
+        ],
+        "description": "The browser's answer to the options: verified like every registration (challenge, origin, RP ID, attestation) and recorded as the account's passkey, audited as `passkey.added` with `how: upgrade`.",
+        "requestBody": {
+          "required": false,
+          "content": {
+            "application/x-www-form-urlencoded": {
+              "schema": {
+                "$ref": "#/components/schemas/PasskeyOfferCredentialForm"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "The passkey is the account's.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/PasskeyOfferCreated"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "The passkey was refused (JSON, `error_user_msg` in the page's language), or the body is not a form (a page).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/PasskeyOfferRefusal"
+                }
+              },
+              "text/html": {
+                "schema": {
+                  "$ref": "#/components/schemas/HtmlPage"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "No CSRF token or a wrong one, no live session in this browser, or a login request not waiting on the offer for this account.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/PasskeyOfferRefusal"
+                }
+              }
+            }
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLargeHtml"
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableHtml"
+          }
+        }
+      }
     }
   },
   "components": {
@@ -14175,6 +14501,140 @@ enum OpenAPIDocument {
               "type": "string",
               "format": "uri"
             }
+          }
+        }
+      },
+      "PasskeyOfferForm": {
+        "type": "object",
+        "properties": {
+          "request": {
+            "type": "string",
+            "description": "The login request id (the page's hidden field)."
+          },
+          "csrf": {
+            "type": "string",
+            "description": "The page's CSRF token (double submit with the `lk_csrf` cookie, bound to the login request)."
+          },
+          "decision": {
+            "type": "string",
+            "enum": [
+              "later",
+              "created",
+              "unsupported"
+            ],
+            "description": "`later` is remembered in this browser for the account; the others are not."
+          }
+        }
+      },
+      "PasskeyOfferAuthorization": {
+        "type": "object",
+        "properties": {
+          "request": {
+            "type": "string",
+            "description": "The login request id (the page's hidden field)."
+          },
+          "csrf": {
+            "type": "string",
+            "description": "The page's CSRF token."
+          }
+        }
+      },
+      "PasskeyOfferCredentialForm": {
+        "type": "object",
+        "properties": {
+          "request": {
+            "type": "string",
+            "description": "The login request id (the page's hidden field)."
+          },
+          "csrf": {
+            "type": "string",
+            "description": "The page's CSRF token."
+          },
+          "raw_id": {
+            "type": "string",
+            "description": "The credential id, base64url."
+          },
+          "client_data_json": {
+            "type": "string",
+            "description": "`clientDataJSON`, base64url."
+          },
+          "attestation_object": {
+            "type": "string",
+            "description": "`attestationObject`, base64url."
+          }
+        }
+      },
+      "PasskeyOfferOptions": {
+        "type": "object",
+        "description": "`PublicKeyCredentialCreationOptions` (W3C member names; `challenge`, `user.id` and excluded ids base64url).",
+        "required": [
+          "rp",
+          "user",
+          "challenge",
+          "pubKeyCredParams"
+        ],
+        "properties": {
+          "rp": {
+            "type": "object"
+          },
+          "user": {
+            "type": "object"
+          },
+          "challenge": {
+            "type": "string"
+          },
+          "pubKeyCredParams": {
+            "type": "array",
+            "items": {
+              "type": "object"
+            }
+          },
+          "timeout": {
+            "type": "integer"
+          },
+          "excludeCredentials": {
+            "type": "array",
+            "items": {
+              "type": "object"
+            }
+          },
+          "authenticatorSelection": {
+            "type": "object"
+          },
+          "attestation": {
+            "type": "string"
+          }
+        }
+      },
+      "PasskeyOfferCreated": {
+        "type": "object",
+        "required": [
+          "created"
+        ],
+        "properties": {
+          "created": {
+            "type": "boolean",
+            "const": true
+          }
+        }
+      },
+      "PasskeyOfferRefusal": {
+        "type": "object",
+        "required": [
+          "error",
+          "error_user_msg"
+        ],
+        "properties": {
+          "error": {
+            "type": "string",
+            "enum": [
+              "access_denied",
+              "invalid_request"
+            ]
+          },
+          "error_user_msg": {
+            "type": "string",
+            "description": "What the page says, in its language."
           }
         }
       }
