@@ -34,9 +34,12 @@ struct PasskeyOfferTests {
     }
 
     /// Authorize, the password form; returns where the browser is sent.
-    static func password(_ server: TestServer, _ browser: TestBrowser, _ options: AuthorizeOptions = AuthorizeOptions()) async throws -> String {
+    static func password(
+        _ server: TestServer, _ browser: TestBrowser, _ options: AuthorizeOptions = AuthorizeOptions(),
+        username: String = "demo@example.com", password: String = "correct horse battery staple"
+    ) async throws -> String {
         let page = try await server.openLoginPage(browser, options)
-        let done = try await server.submitLogin(browser, page: page, username: "demo@example.com", password: "correct horse battery staple")
+        let done = try await server.submitLogin(browser, page: page, username: username, password: password)
         #expect(done.status == 303, "\(done.text.prefix(300))")
         return try #require(done.location)
     }
@@ -150,6 +153,18 @@ struct PasskeyOfferTests {
         let fresh = try await server.openLoginPage(TestBrowser(), AuthorizeOptions())
         let freshId = try #require(TestBrowser.hiddenField("request", in: fresh.text))
         #expect(try await browser.get(server.base + "/passkey-offer?request=" + freshId).status == 400)
+        // Another account signed in in another browser, holding this page's fields and CSRF cookie: the offer is not
+        // for that account, so it gets neither options nor the page.
+        _ = try await server.server.createUser(username: "ada", password: "analytical engine", claims: ["email": "ada@example.com"])
+        let ada = TestBrowser()
+        #expect(try await Self.password(server, ada, username: "ada", password: "analytical engine").hasPrefix("/passkey-offer?request="))
+        ada.setCookie("lk_csrf", browser.cookies["lk_csrf"])
+        let adaOptions = try await ada.postForm(server.base + "/passkey-offer/options", fields)
+        #expect(adaOptions.status == 403, "\(adaOptions.text)")
+        #expect(try adaOptions.json()["error"] as? String == "access_denied")
+        #expect(try await ada.get(server.base + "/passkey-offer?request=" + request).status == 400)
+        let adaOnward = try await ada.postForm(server.base + "/passkey-offer", fields.merging(["decision": "later"]) { $1 })
+        #expect(adaOnward.status == 400 && adaOnward.location == nil, "no code for another account's request")
         // A credential made for another page's challenge, or garbage, is refused without a passkey.
         let garbage = try await browser.postForm(
             server.base + "/passkey-offer/credential",
