@@ -3,8 +3,8 @@
 # demo client and user), signs the demo user in through the hosted login page, then keeps serving until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-swift build --product latchkey
-BIN="$(swift build --show-bin-path)/latchkey"
+swift build --package-path Server --product latchkey
+BIN="$(swift build --package-path Server --show-bin-path)/latchkey"
 "$BIN" serve "$@" &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true' EXIT INT TERM

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes Sources/LatchkeyServer/Operability/Generated/OpenAPIDocument.swift from api/openapi.json, so the server binary serves
+"""Writes Server/Sources/LatchkeyServer/Operability/Generated/OpenAPIDocument.swift from api/openapi.json, so the server binary serves
 the document without looking for files beside it. Run it after editing api/openapi.json; a test compares the two."""
 import json
 import os
@@ -7,7 +7,7 @@ import sys
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 source = os.path.join(root, "api", "openapi.json")
-target = os.path.join(root, "Sources", "LatchkeyServer", "Operability", "Generated", "OpenAPIDocument.swift")
+target = os.path.join(root, "Server", "Sources", "LatchkeyServer", "Operability", "Generated", "OpenAPIDocument.swift")
 text = open(source, encoding="utf-8").read()
 json.loads(text)  # refuse to embed a document that does not parse
 if '"###' in text or "\\###" in text:

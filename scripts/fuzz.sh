@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Coverage-guided fuzzing (libFuzzer + AddressSanitizer) of the decoders of untrusted input; see Tests/fuzz/README.md.
+# Coverage-guided fuzzing (libFuzzer + AddressSanitizer) of the decoders of untrusted input; see Server/Tests/fuzz/README.md.
 #
-#   scripts/fuzz.sh TARGET SECONDS      fuzz one target for SECONDS, starting from Tests/fuzz/corpus/TARGET
+#   scripts/fuzz.sh TARGET SECONDS      fuzz one target for SECONDS, starting from Server/Tests/fuzz/corpus/TARGET
 #   scripts/fuzz.sh --all SECONDS       every target in turn, SECONDS each
 #   scripts/fuzz.sh --list              the targets (name, -max_len, what it feeds)
 #   scripts/fuzz.sh --replay TARGET FILE_OR_DIR…   run inputs (a crash file) through the fuzzing build once
@@ -12,7 +12,7 @@
 #   LATCHKEY_FUZZ_ARTIFACTS  where crash inputs and logs go (default .build-fuzz/artifacts)
 #   LATCHKEY_FUZZ_KEEP=1     keep the working corpus (its path is printed)
 #   LATCHKEY_FUZZ_NO_BUILD=1 use the binary already built
-#   LATCHKEY_FUZZ_JOBS       parallel builds (default: swift build's)
+#   LATCHKEY_FUZZ_JOBS       parallel builds (default: swift build --package-path Server's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,7 +35,7 @@ build() {
   echo "==> building latchkey-fuzz for libFuzzer (ASan, coverage) in $SCRATCH" >&2
   # --sanitize=address: Swift and C targets. -sanitize=fuzzer to the frontend only: coverage and comparison tracing
   # in every Swift module, without the driver linking libFuzzer's main.
-  nice -n 10 swift build --scratch-path "$SCRATCH" --product latchkey-fuzz ${LATCHKEY_FUZZ_JOBS:+-j "$LATCHKEY_FUZZ_JOBS"} \
+  nice -n 10 swift build --package-path Server --scratch-path "$SCRATCH" --product latchkey-fuzz ${LATCHKEY_FUZZ_JOBS:+-j "$LATCHKEY_FUZZ_JOBS"} \
     --sanitize=address \
     -Xswiftc -Xfrontend -Xswiftc -sanitize=fuzzer \
     -Xswiftc -DLATCHKEY_LIBFUZZER \
@@ -53,7 +53,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:allocator_may_return_null=1:
 
 # One target; prints a summary line "TARGET SECONDS EXECUTIONS COV FT CORPUS RESULT".
 run_target() {
-  local target="$1" seconds="$2" seeds="Tests/fuzz/corpus/$1" len work log status
+  local target="$1" seconds="$2" seeds="Server/Tests/fuzz/corpus/$1" len work log status
   len="$(max_len "$target")"
   [ -n "$len" ] || { echo "unknown target $target (scripts/fuzz.sh --list)" >&2; return 2; }
   [ -d "$seeds" ] || { echo "no seed corpus $seeds" >&2; return 2; }
@@ -80,7 +80,7 @@ run_target() {
     echo "---- $target: libFuzzer exited $status; end of $log:" >&2
     tail -n 60 "$log" >&2
     (grep -h 'Test unit written to' "$log" || true) | sed "s/^/---- $target: /" >&2
-    echo "---- replay: scripts/fuzz.sh --replay $target <that file>   (or: swift run latchkey-fuzz $target <that file>)" >&2
+    echo "---- replay: scripts/fuzz.sh --replay $target <that file>   (or: swift run --package-path Server latchkey-fuzz $target <that file>)" >&2
   fi
   if [ "${LATCHKEY_FUZZ_KEEP:-}" = 1 ]; then echo "==> $target: working corpus kept in $work" >&2; else rm -rf "$work"; fi
   printf '%-20s %6ss %12s %7s %7s %10s  %s\n' "$target" "$seconds" "${execs:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$result"

@@ -5,7 +5,7 @@
 #   scripts/stress-suite.sh [ROUNDS] [STORE…]     STORE: sqlite, postgres (default: both, alternating)
 #
 # One busy loop per core (`nproc`), at the same priority as the tests, runs for the whole time. A round is one
-# `swift test --skip-build` of every test target: on SQLite (the store contract suite still runs against PostgreSQL
+# `swift test --package-path Server --skip-build` of every test target: on SQLite (the store contract suite still runs against PostgreSQL
 # too), or with every test server on PostgreSQL. glewlwyd, django-oauth-toolkit and a throwaway PostgreSQL cluster run
 # on loopback as in scripts/test.sh. Prints one line per round and then the rounds passed per store; a failed round's
 # log is kept (its path is printed). Exits non-zero unless every round passed. Environment:
@@ -24,8 +24,8 @@ done
 LOGS="${LATCHKEY_STRESS_LOGS:-$(mktemp -d /tmp/latchkey-stress.XXXXXX)}"
 mkdir -p "$LOGS"
 
-echo "==> swift build --build-tests"
-swift build --build-tests
+echo "==> swift build --package-path Server --build-tests"
+swift build --package-path Server --build-tests
 
 GLEWLWYD_WORK="$(mktemp -d /tmp/latchkey-glewlwyd.XXXXXX)"
 PG_WORK="$(mktemp -d /tmp/latchkey-postgres.XXXXXX)"
@@ -33,16 +33,16 @@ DOT_WORK="$(mktemp -d /tmp/latchkey-dot.XXXXXX)"
 LOAD_PIDS=()
 cleanup() {
   for pid in "${LOAD_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  Tests/glewlwyd/stop.sh "$GLEWLWYD_WORK" >/dev/null 2>&1 || true
-  Tests/dot/stop.sh "$DOT_WORK" >/dev/null 2>&1 || true
-  Tests/postgres/stop.sh "$PG_WORK" >/dev/null 2>&1 || true
+  Server/Tests/glewlwyd/stop.sh "$GLEWLWYD_WORK" >/dev/null 2>&1 || true
+  Server/Tests/dot/stop.sh "$DOT_WORK" >/dev/null 2>&1 || true
+  Server/Tests/postgres/stop.sh "$PG_WORK" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
-Tests/glewlwyd/start.sh "$GLEWLWYD_WORK"
+Server/Tests/glewlwyd/start.sh "$GLEWLWYD_WORK"
 export LATCHKEY_GLEWLWYD_ENV="$GLEWLWYD_WORK/env"
-Tests/dot/start.sh "$DOT_WORK"
+Server/Tests/dot/start.sh "$DOT_WORK"
 export LATCHKEY_DOT_ENV="$DOT_WORK/env"
-Tests/postgres/start.sh "$PG_WORK"
+Server/Tests/postgres/start.sh "$PG_WORK"
 # shellcheck disable=SC1091
 . "$PG_WORK/env"
 
@@ -63,9 +63,9 @@ for round in $(seq "$ROUNDS"); do
     started=$SECONDS
     status=0
     if [ "$store" = postgres ]; then
-      LATCHKEY_TEST_SERVER_POSTGRES_URL="$LATCHKEY_TEST_POSTGRES_URL" swift test --skip-build >"$log" 2>&1 || status=$?
+      LATCHKEY_TEST_SERVER_POSTGRES_URL="$LATCHKEY_TEST_POSTGRES_URL" swift test --package-path Server --skip-build >"$log" 2>&1 || status=$?
     else
-      swift test --skip-build >"$log" 2>&1 || status=$?
+      swift test --package-path Server --skip-build >"$log" 2>&1 || status=$?
     fi
     ran[$store]=$(( ${ran[$store]:-0} + 1 ))
     tests="$(grep -Eo 'Test run with [0-9]+ tests' "$log" | tail -1 || true)"

@@ -13,7 +13,7 @@ trap 'step "done (exit $?)"' EXIT
 need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
-# The failover and partition tests' cluster (Tests/system/patroni_cluster.py): Patroni and an etcd member.
+# The failover and partition tests' cluster (Server/Tests/system/patroni_cluster.py): Patroni and an etcd member.
 command -v patroni >/dev/null 2>&1 || need_apt+=(patroni)
 command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -23,14 +23,14 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need_apt[@]}"
 fi
 python3 -c "import selenium, pytest, requests, pexpect, webauthn, aiosmtpd" 2>/dev/null || { step "installing selenium pytest requests pexpect webauthn aiosmtpd"; python3 -m pip install -q selenium pytest requests pexpect webauthn aiosmtpd; }
-# django-oauth-toolkit: a second third-party OpenID provider for the SDK's tests (Tests/dot/start.sh).
+# django-oauth-toolkit: a second third-party OpenID provider for the SDK's tests (Server/Tests/dot/start.sh).
 python3 -c "import django, oauth2_provider" 2>/dev/null || { step "installing django-oauth-toolkit"; python3 -m pip install -q django-oauth-toolkit; }
 # The API description's checkers (test_openapi.py), pinned: a new schemathesis release may add checks.
 python3 -c "import openapi_spec_validator, schemathesis" 2>/dev/null || { step "installing openapi-spec-validator schemathesis"; python3 -m pip install -q openapi-spec-validator==0.9.0 schemathesis==4.32.5; }
 
 step "formatting (swift-format, the toolchain's, with .swift-format: 4 spaces, 150 columns, layout only)"
-# Fix with: swift format format --in-place --recursive --parallel Sources Tests Examples Package.swift
-swift format lint --strict --recursive --parallel Sources Tests Examples Package.swift
+# Fix with: swift format format --in-place --recursive --parallel Sources Examples Package.swift Server/Package.swift Server/Sources Server/Tests
+swift format lint --strict --recursive --parallel Sources Examples Package.swift Server/Package.swift Server/Sources Server/Tests
 
 step "the Apple-side modules and the example app against a real iOS SDK (scripts/ios-typecheck.sh)"
 # Runs where an extracted SDK is configured (LATCHKEY_IOS_SDK, or /tmp/ios-sdk/iPhoneOS17.4.sdk) and says in one line
@@ -38,19 +38,30 @@ step "the Apple-side modules and the example app against a real iOS SDK (scripts
 ios_status=0; scripts/ios-typecheck.sh || ios_status=$?
 [ "$ios_status" -eq 0 ] || [ "$ios_status" -eq 2 ] || exit 1
 
-step "swift build"
-swift build --build-tests
+step "the SDK's package (the repository's root): an app resolves swift-crypto and swift-log alone"
+# The server, the CLI, the benchmarks, the fuzzers and the tests are the package in Server/ (it uses this one by path).
+# A fresh resolution, as an app's first: nothing of the server's may reach an app's Package.resolved.
+rm -f Package.resolved
+swift package resolve >/dev/null
+sdk_pins="$(python3 -c 'import json; print(" ".join(sorted(p["identity"] for p in json.load(open("Package.resolved"))["pins"])))')"
+echo "an app that adds the SDK resolves: $sdk_pins"
+[ "$sdk_pins" = "swift-asn1 swift-crypto swift-log" ] || { echo "the SDK package must resolve swift-crypto and swift-log (and swift-crypto's swift-asn1) only"; exit 1; }
+
+step "swift build --package-path Server (the server, the CLI, the benchmarks, the fuzzers, every test; the SDK by path)"
+swift build --package-path Server --build-tests
 # The optimizer has crashed on code that builds in debug (Swift 6.3, SCIMPatch); the release build must stay green too.
-step "swift build -c release"
-swift build -c release
+step "swift build --package-path Server -c release"
+swift build --package-path Server -c release
 # Every benchmark group, briefly: they run, and the 10,000-caller run fails unless exactly one refresh was sent. The
 # figures are in docs/testing.md, from longer runs; nothing here is timed against a threshold.
 step "latchkey-bench (a short run of every group)"
-LATCHKEY_BENCH_SECONDS=0.1 "$(swift build -c release --show-bin-path)/latchkey-bench"
+LATCHKEY_BENCH_SECONDS=0.1 "$(swift build --package-path Server -c release --show-bin-path)/latchkey-bench"
 
 step "documentation: DocC catalogs of Latchkey, LatchkeyApple and LatchkeySwiftUI (swift-docc-plugin), no warnings"
+# In the SDK's package, which builds here on its own (its .build, without the server); the plugin is added to its
+# dependencies only when LATCHKEY_DOCC is set, so an app never resolves it.
 DOCC_LOG="$(mktemp /tmp/latchkey-docc.XXXXXX)"
-swift package --disable-sandbox generate-documentation --target Latchkey --target LatchkeyApple --target LatchkeySwiftUI >"$DOCC_LOG" 2>&1 \
+LATCHKEY_DOCC=1 swift package --disable-sandbox generate-documentation --target Latchkey --target LatchkeyApple --target LatchkeySwiftUI >"$DOCC_LOG" 2>&1 \
   || { cat "$DOCC_LOG"; exit 1; }
 if grep -q "warning:" "$DOCC_LOG"; then grep -A4 "warning:" "$DOCC_LOG"; echo "DocC reported warnings"; exit 1; fi
 grep "Generated\|doccarchive" "$DOCC_LOG"
@@ -62,29 +73,29 @@ PG_WORK="$(mktemp -d /tmp/latchkey-postgres.XXXXXX)"
 DOT_WORK="$(mktemp -d /tmp/latchkey-dot.XXXXXX)"
 cleanup() {
   local status=$?
-  Tests/glewlwyd/stop.sh "$GLEWLWYD_WORK" >/dev/null 2>&1 || true
-  Tests/dot/stop.sh "$DOT_WORK" >/dev/null 2>&1 || true
-  Tests/postgres/stop.sh "$PG_WORK" >/dev/null 2>&1 || true
+  Server/Tests/glewlwyd/stop.sh "$GLEWLWYD_WORK" >/dev/null 2>&1 || true
+  Server/Tests/dot/stop.sh "$DOT_WORK" >/dev/null 2>&1 || true
+  Server/Tests/postgres/stop.sh "$PG_WORK" >/dev/null 2>&1 || true
   step "done (exit $status)"
 }
 trap cleanup EXIT
-Tests/glewlwyd/start.sh "$GLEWLWYD_WORK"
+Server/Tests/glewlwyd/start.sh "$GLEWLWYD_WORK"
 export LATCHKEY_GLEWLWYD_ENV="$GLEWLWYD_WORK/env"
 
 step "django-oauth-toolkit (PyPI's OpenID provider for Django, for the SDK's any-provider test) on 127.0.0.1"
-Tests/dot/start.sh "$DOT_WORK"
+Server/Tests/dot/start.sh "$DOT_WORK"
 export LATCHKEY_DOT_ENV="$DOT_WORK/env"
 
 step "PostgreSQL (Debian's), a throwaway cluster on 127.0.0.1 for the shared store's tests"
-Tests/postgres/start.sh "$PG_WORK"
+Server/Tests/postgres/start.sh "$PG_WORK"
 # shellcheck disable=SC1091
 . "$PG_WORK/env"
 
-step "swift test (SQLite; the store contract suite against SQLite and PostgreSQL)"
-swift test --skip-build
-step "swift test again, every test server on PostgreSQL (the whole suite against the shared store)"
+step "swift test --package-path Server (SQLite; the store contract suite against SQLite and PostgreSQL)"
+swift test --package-path Server --skip-build
+step "swift test --package-path Server again, every test server on PostgreSQL (the whole suite against the shared store)"
 # A failure keeps the database server's log (deadlocks, connection limits, what it refused): .ci-artifacts/.
-LATCHKEY_TEST_SERVER_POSTGRES_URL="$LATCHKEY_TEST_POSTGRES_URL" swift test --skip-build || {
+LATCHKEY_TEST_SERVER_POSTGRES_URL="$LATCHKEY_TEST_POSTGRES_URL" swift test --package-path Server --skip-build || {
   status=$?
   mkdir -p .ci-artifacts
   cp "$PG_WORK/postgres.log" .ci-artifacts/postgres.log 2>/dev/null || true
@@ -95,20 +106,20 @@ LATCHKEY_TEST_SERVER_POSTGRES_URL="$LATCHKEY_TEST_POSTGRES_URL" swift test --ski
 step "system tests (pytest: two instances on one PostgreSQL, the OpenAPI document under schemathesis, load and SIGKILL among them)"
 # The release binary (built above for the benchmarks): the debug build's swift-crypto and BoringSSL are unoptimized,
 # which made this step the longest of the run. The slowest tests are listed at the end.
-LATCHKEY_BIN="$(swift build -c release --show-bin-path)/latchkey" python3 -m pytest -q --durations=12 Tests/system
+LATCHKEY_BIN="$(swift build --package-path Server -c release --show-bin-path)/latchkey" python3 -m pytest -q --durations=12 Server/Tests/system
 
 step "ThreadSanitizer: the concurrency-heavy suites (token manager single-flight, store contract, the PostgreSQL pool, server under concurrent requests)"
 # Its own build folder: sanitizer flags would otherwise rebuild .build from scratch.
-swift build --build-tests --sanitize=thread --scratch-path .build-tsan
-# Tests/tsan-suppressions.txt names the third-party false positives it ignores, and why.
-TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/Tests/tsan-suppressions.txt" swift test --skip-build --sanitize=thread --scratch-path .build-tsan \
+swift build --package-path Server --build-tests --sanitize=thread --scratch-path Server/.build-tsan
+# Server/Tests/tsan-suppressions.txt names the third-party false positives it ignores, and why.
+TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/Server/Tests/tsan-suppressions.txt" swift test --package-path Server --skip-build --sanitize=thread --scratch-path Server/.build-tsan \
   --filter "LockedStorageRefreshTests|AccessTokenCacheTests|AuthStateBroadcastTests|SDKHardeningTests|SDKRedirectSignInTests|StoreContractTests|PostgresPoolTests|ConcurrentGuessLockoutTests|RefreshTokenTests|RequestLimitsTests|MetricsTests"
 
 step "fuzz targets: every seed and past finding replayed through the release build (libFuzzer runs: scripts/fuzz.sh)"
 # The coverage-guided runs need their own AddressSanitizer build (4–7 min on 2 cores) and find nothing new in a few
 # seconds; they run by hand (`scripts/fuzz.sh --all SECONDS`, figures in docs/testing.md) or with LATCHKEY_FUZZ_SECONDS
 # set here. Every input that ever crashed a target is kept in its corpus, so the replay is the regression check.
-"$(swift build -c release --show-bin-path)/latchkey-fuzz" --corpora Tests/fuzz/corpus
+"$(swift build --package-path Server -c release --show-bin-path)/latchkey-fuzz" --corpora Server/Tests/fuzz/corpus
 if [ -n "${LATCHKEY_FUZZ_SECONDS:-}" ]; then
   step "fuzzing: every libFuzzer target for ${LATCHKEY_FUZZ_SECONDS} s from its seed corpus (scripts/fuzz.sh)"
   scripts/fuzz.sh --all "$LATCHKEY_FUZZ_SECONDS"

@@ -6,13 +6,13 @@ import Darwin
 #endif
 
 /// Entry points for the `latchkey-fuzz` harness (Tests/fuzz/README.md) into SDK code that is not public. They exist
-/// only for fuzzing; `package` access keeps them inside this package (not public API). Everything else the harness
+/// only for fuzzing; `@_spi(Fuzzing)` keeps them out of the SDK's API (the harness lives in the server's package). Everything else the harness
 /// fuzzes in the SDK (redirect callbacks, flow answers, ID tokens) goes through the public API.
-package enum LatchkeyFuzzEntryPoints {
+@_spi(Fuzzing) public enum LatchkeyFuzzEntryPoints {
     /// A request as it reaches the loopback redirect listener (RFC 8252 §7.3): the bytes are read from a socket by the
     /// listener's own request-line reader, the target is made a URL the way the listener makes it, and the listener's
     /// callback test is applied. Returns the URL the user agent would hand back to the SDK (nil when it would answer 404).
-    package static func loopbackCallback(_ request: Data, port: Int, expectedState: String) -> URL? {
+    public static func loopbackCallback(_ request: Data, port: Int, expectedState: String) -> URL? {
         var fds: [Int32] = [-1, -1]
         #if os(Linux)
         let created = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds)

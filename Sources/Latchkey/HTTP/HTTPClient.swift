@@ -1,5 +1,5 @@
 import Foundation
-import LatchkeyJOSE
+@_spi(LatchkeyInternal) import LatchkeyJOSE
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif

@@ -18,7 +18,9 @@ extension URLSession {
     /// On Linux the request therefore runs in a task of its own that nobody cancels; a cancelled caller gets
     /// `CancellationError` at once while the request ends by itself within the session's timeout, its answer dropped.
     /// On Apple platforms this is `data(for:)`, with its real cancellation.
-    package func cancellationSafeData(for request: URLRequest) async throws -> (Data, URLResponse) {
+    ///
+    /// Not part of the SDK's API (`@_spi(LatchkeyInternal)`): the server, in a package of its own, uses it too.
+    @_spi(LatchkeyInternal) public func cancellationSafeData(for request: URLRequest) async throws -> (Data, URLResponse) {
         #if canImport(Darwin)
         return try await data(for: request)
         #else
