@@ -66,6 +66,70 @@ struct LatchkeyStateTests {
         #expect(state.isSignedIn && state.error == nil && state.lastError == nil)
     }
 
+    @Test(
+        "a session ended elsewhere while its access token is still valid: the server check shows it signed out at launch; trusting the stored tokens does not",
+        arguments: [LatchkeyState.SessionCheck.server, .storedTokens])
+    func endedSessionWithAFreshAccessToken(check: LatchkeyState.SessionCheck) async throws {
+        let server = try await TestServer.start()  // access tokens for an hour: no refresh is due at launch
+        defer { Task { await server.stop() } }
+        let storage = SnapshotStorage()
+        let other = try await server.signedInClient(storage: storage)
+        let saved = await storage.snapshot()
+        try await other.signOut()  // both tokens revoked on the server…
+        await storage.restore(saved)  // …while the device still holds them
+
+        let state = server.uiState(storage: storage, sessionCheck: check)
+        await state.start()
+        switch check {
+        case .server:
+            #expect(state.isInitialized && !state.isSignedIn && state.user == nil && !state.isStale)
+            #expect(state.lastError?.code == .sessionExpired || state.lastError?.code == .invalidGrant)
+            #expect(state.error == UIStrings.text(.sessionExpired, language: "en"))
+            #expect(await storage.snapshot().isEmpty, "the dead session was forgotten")
+        case .storedTokens:
+            #expect(state.isSignedIn && state.user?.email == "demo@example.com" && state.error == nil, "nothing asked the server")
+        }
+    }
+
+    @Test("the server check at launch loads the user from the server, and refresh() notices a session ended elsewhere while the app runs")
+    func serverCheckAndRefresh() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let storage = SnapshotStorage()
+        let other = try await server.signedInClient(storage: storage)
+        let device = SnapshotStorage()  // this app's copy of the session
+        await device.restore(await storage.snapshot())
+
+        let state = server.uiState(storage: device)
+        await state.start()
+        #expect(state.isSignedIn && !state.isStale && state.user?.email == "demo@example.com" && state.error == nil)
+
+        // The other copy of the session signs out at the server (as another device ending this session would).
+        try await other.signOut()
+        #expect(state.isSignedIn, "nothing has told this state yet")
+        await state.refresh()
+        #expect(!state.isSignedIn && state.user == nil)
+        #expect(state.error == UIStrings.text(.sessionExpired, language: "en"))
+    }
+
+    @Test("an offline launch with a fresh access token: the server check keeps the session, stale, with the network error")
+    func offlineLaunchWithAFreshAccessToken() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let storage = InMemoryStorageAdapter()
+        _ = try await server.signedInClient(storage: storage)
+        let http = ProgrammableHTTPClient()
+        let offline = http.rewriteRequests { $0.toClosedPort }
+        let state = server.uiState(storage: storage, http: http)
+        await state.start()
+        #expect(state.isInitialized && state.isSignedIn && state.isStale)
+        #expect(state.lastError?.code == .networkError && state.error == UIStrings.text(.networkError, language: "en"))
+
+        http.remove(offline)
+        await state.refresh()
+        #expect(state.isSignedIn && !state.isStale && state.user?.email == "demo@example.com" && state.error == nil)
+    }
+
     @Test("an offline launch: signed in but stale, with the network error; the first refresh that works confirms it and loads the user")
     func offlineLaunchIsStaleThenConfirmed() async throws {
         let server = try await startServer { $0.lifetimes.accessToken = 10 }  // the restore must refresh

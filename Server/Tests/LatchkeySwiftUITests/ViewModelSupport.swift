@@ -12,13 +12,15 @@ extension TestServer {
     func uiState(
         storage: any StorageAdapter = InMemoryStorageAdapter(), http: any HTTPClient = productionHTTPClient(),
         clientId: String = "latchkey-demo", locale: String? = "en", passkeys: (any PasskeyAuthenticator)? = nil,
-        credentialProvider: (any CredentialProvider)? = nil
+        credentialProvider: (any CredentialProvider)? = nil, sessionCheck: LatchkeyState.SessionCheck = .server
     ) -> LatchkeyState {
         var config = sdkConfig()
         config.clientId = clientId
         config.tokenValidation = TokenValidation(clockTolerance: 3600)
         let client = LatchkeyClient(http: http, credentialProvider: credentialProvider, passkeyAuthenticator: passkeys)
-        return LatchkeyState(config: config, client: client, storage: storage, i18n: LatchkeyI18n(locale: locale, store: InMemoryLocaleStore()))
+        return LatchkeyState(
+            config: config, client: client, storage: storage, i18n: LatchkeyI18n(locale: locale, store: InMemoryLocaleStore()),
+            sessionCheck: sessionCheck)
     }
 }
 

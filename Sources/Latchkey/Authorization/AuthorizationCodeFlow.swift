@@ -3,7 +3,8 @@ import Foundation
 /// The authorization-code flow with PKCE (RFC 6749 §4.1, RFC 7636, OpenID Connect Core §3.1): `start` builds the
 /// authorization URL and remembers the request under its `state`; `resume` takes the callback, checks it and redeems
 /// the code. Requests in flight are keyed by `state`, never one shared slot, so two sign-ins cannot answer each other.
-/// `LatchkeyClient` holds one and keeps the seed's names (`buildSignInURL`, `handleRedirectCallback`, `webviewLogin`).
+/// `LatchkeyClient` holds one and keeps the compatibility names (`buildSignInURL`, `handleRedirectCallback`,
+/// `webviewLogin`).
 final class AuthorizationCodeFlow: Sendable {
     /// A request `start` made: the URL to open, its `state`, and the redirect URI it names.
     struct Request: Sendable {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The seeds' authentication token (ReachFive `AuthToken`, seeds 000–004).
+/// The authentication token of the ReachFive-style API (ReachFive's `AuthToken`).
 public struct AuthToken: Sendable, Equatable {
     public var idToken: String?
     public var accessToken: String
@@ -24,7 +24,7 @@ public struct AuthToken: Sendable, Equatable {
     }
 }
 
-/// The user's standard claims, as the seeds name them.
+/// The user's standard claims, as ReachFive's SDK names them.
 public struct OpenIdUser: Sendable, Equatable {
     public var id: String?
     public var name: String?

@@ -1,7 +1,8 @@
 import Foundation
 import Logging
 
-/// The Latchkey client: every seed method with the seed's name and labels (async/await instead of Futures).
+/// The Latchkey client: one core with the ThunderID-style and ReachFive-style compatibility APIs on it, each with the
+/// original SDK's method names and argument labels (async/await instead of Futures).
 ///
 /// ```swift
 /// let client = LatchkeyClient()
@@ -13,7 +14,7 @@ import Logging
 /// let token = try await client.getAccessToken()
 /// ```
 public final class LatchkeyClient: Sendable {
-    /// State that synchronous seed methods (`getConfiguration`, `isLoading`, `buildSignInURL`) must read.
+    /// State that synchronous ThunderID-style methods (`getConfiguration`, `isLoading`, `buildSignInURL`) must read.
     private struct State {
         var context: OAuthClient?
         var loading = 0
@@ -74,7 +75,7 @@ public final class LatchkeyClient: Sendable {
         self.init(http: http, userAgent: userAgent, logger: logger, defaultStorage: defaultStorage, clock: .system)
     }
 
-    // MARK: Initialization (seed 003)
+    // MARK: Initialization
 
     /// Initializes the SDK; call once before anything else.
     /// - Parameters:
@@ -147,7 +148,7 @@ public final class LatchkeyClient: Sendable {
         return try await body()
     }
 
-    // MARK: Redirect sign-in (seed 003)
+    // MARK: Redirect sign-in
 
     /// The authorization URL (code flow, PKCE S256, fresh `state` and `nonce`) to open in a browser.
     public func buildSignInURL(options: SignInOptions? = nil) throws -> URL {
@@ -170,8 +171,8 @@ public final class LatchkeyClient: Sendable {
         }
     }
 
-    /// Seed 000/001: signs in through the provider's own page in a browser (SSO cookies shared) and returns the
-    /// tokens. Unlike the vendor SDK, the returned `state` is checked, `iss` is checked and the ID token is verified.
+    /// ReachFive's `webviewLogin`: signs in through the provider's own page in a browser (SSO cookies shared) and returns the
+    /// tokens. Unlike ReachFive's SDK, the returned `state` is checked, `iss` is checked and the ID token is verified.
     ///
     /// With `request.provider` (ReachFive's `WebviewLoginRequest.provider`) the authorization request carries
     /// `provider`: the server skips its login page and sends the browser straight to that identity provider; with
@@ -193,7 +194,7 @@ public final class LatchkeyClient: Sendable {
         }
     }
 
-    /// Seed 003's `buildSignInURL(options:)` and `handleRedirectCallback(url:)` in one call: the client's user agent
+    /// ThunderID's `buildSignInURL(options:)` and `handleRedirectCallback(url:)` in one call: the client's user agent
     /// shows the URL (on Apple platforms an `ASWebAuthenticationSession` presented from `presentationContextProvider`)
     /// and the callback it returns is handled at once. Returns the signed-in user.
     /// - Throws: as `webviewLogin(_:)`.
@@ -271,7 +272,7 @@ public final class LatchkeyClient: Sendable {
         return (configured, false)
     }
 
-    // MARK: Session and tokens (seed 003)
+    // MARK: Session and tokens
 
     /// Every change of the session `sessionId` (nil: the default session) from now on, starting with its current state
     /// (`.initialSession`, read from storage), then `.signedIn`, `.tokenRefreshed`, `.userUpdated`, `.signedOut` and
@@ -478,6 +479,24 @@ public final class LatchkeyClient: Sendable {
         return try await context.userinfo(tokens: try await context.tokens.usableTokens(sessionId))
     }
 
+    /// Asks the server whether the session still works, and returns its user as the server knows it now (userinfo).
+    ///
+    /// Stored tokens say nothing about a session the person ended elsewhere ("sign out everywhere", an administrator,
+    /// a password change): the access token is used without a request until it is about to expire. This asks. An
+    /// access token the server no longer accepts (401) is refreshed once and userinfo asked again, so a session whose
+    /// refresh token was revoked ends here, as any refused refresh ends it: the stored session is forgotten and the
+    /// error is `.sessionExpired` or `.invalidGrant`. An unreachable server throws `.networkError` and keeps the session.
+    /// `LatchkeyState` calls it at launch and in `refresh()` (`SessionCheck.server`, the default).
+    public func checkSession(sessionId: String? = nil) async throws -> User {
+        let context = try context()
+        let tokens = try await context.tokens.usableTokens(sessionId)
+        do {
+            return try await context.userinfo(tokens: tokens)
+        } catch let error as LatchkeyError where error.statusCode == 401 {
+            return try await context.userinfo(tokens: try await context.tokens.refreshed(sessionId))
+        }
+    }
+
     /// RFC 8693 token exchange. Returns the new token; the session's own tokens are left untouched.
     public func exchangeToken(config: TokenExchangeRequestConfig, sessionId: String? = nil) async throws -> TokenResponse {
         let context = try context()
@@ -530,5 +549,5 @@ final class Locked<Value>: @unchecked Sendable {
     }
 }
 
-/// ThunderID's name for the client (seed 003: `let client = ThunderIDClient()`).
+/// ThunderID's name for the client (`let client = ThunderIDClient()`).
 public typealias ThunderIDClient = LatchkeyClient

@@ -21,7 +21,7 @@ public struct TokenValidation: Sendable, Equatable {
     }
 }
 
-/// SDK configuration (seed 003 `ThunderIDConfig`).
+/// SDK configuration (ThunderID's `ThunderIDConfig`).
 public struct LatchkeyConfig: Sendable {
     /// The issuer / server base URL. HTTPS, or plain http on a loopback host for development.
     public var baseUrl: String

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The signed-in user (seed 003 `User`).
+/// The signed-in user (ThunderID's `User`).
 public struct User: Sendable, Equatable {
     public var sub: String
     public var username: String?

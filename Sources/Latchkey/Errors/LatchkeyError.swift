@@ -1,10 +1,10 @@
 import Foundation
 
-/// The one error type of the SDK. It carries both seed models: the ThunderID code (`code`, seed 003) and the
-/// ReachFive category (`category`, seeds 000–004), plus the HTTP status when there was one and the underlying error.
+/// The one error type of the SDK. It carries both error models, on every error: ThunderID's code (`code`) and
+/// ReachFive's category (`category`), plus the HTTP status when there was one and the underlying error.
 /// Messages never contain tokens, codes or verifiers.
 public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConvertible {
-    /// Seed 003 codes (raw values as documented).
+    /// ThunderID's codes (raw values as documented).
     public enum Code: String, Sendable, CaseIterable {
         case sdkNotInitialized = "SDK_NOT_INITIALIZED"
         case alreadyInitialized = "ALREADY_INITIALIZED"
@@ -76,7 +76,7 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
         case passkeyAlreadyRegistered = "PASSKEY_ALREADY_REGISTERED"
     }
 
-    /// ReachFive's error categories (seed 004).
+    /// ReachFive's error categories.
     public enum Category: Sendable, Equatable {
         case requestError
         case authFailure
@@ -117,7 +117,7 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
     /// With `.mfaRequired` from a ReachFive password login: the step-up to continue with (token and offered methods).
     public var mfaStepUp: MfaStepUp? = nil
     /// ReachFive `/identity/…` answers are categorised by their HTTP status alone (400 request error, 401 auth
-    /// failure, anything else technical), as the vendor SDK does; set by the identity API error mapping.
+    /// failure, anything else technical), as ReachFive's SDK does; set by the identity API error mapping.
     var statusCategory: Category? = nil
     /// The message for the user, already in their language (the SDK sends `LatchkeyConfig.preferredLanguages`): the
     /// server's when it gave one (ReachFive `error_user_msg`, or thunderID `message.defaultValue`), else, for the
@@ -166,7 +166,7 @@ public struct LatchkeyError: Error, Sendable, LocalizedError, CustomStringConver
     }
 }
 
-/// ThunderID's name for the error type (seed 003: `catch let error as IAMError`).
+/// ThunderID's name for the error type (`catch let error as IAMError`).
 public typealias IAMError = LatchkeyError
 
 extension LatchkeyError {

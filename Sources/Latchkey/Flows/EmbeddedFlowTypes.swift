@@ -1,6 +1,6 @@
 import Foundation
 
-/// Which flow an app-native call runs (thunderID `flowType`; the vendor SDK's `PASSWORD_RECOVERY` does not exist
+/// Which flow an app-native call runs (thunderID `flowType`; the `PASSWORD_RECOVERY` of ThunderID's SDK does not exist
 /// on the server and is not offered).
 public enum EmbeddedFlowType: String, Sendable, Codable, CaseIterable {
     case authentication = "AUTHENTICATION"
@@ -9,8 +9,8 @@ public enum EmbeddedFlowType: String, Sendable, Codable, CaseIterable {
     case signOut = "SIGNOUT"
 }
 
-/// One step's submission (seed 003). `flowId` nil starts a new flow; afterwards it is the `flowId` of the last
-/// response. The SDK remembers each flow's rotating challenge token, so callers never handle it.
+/// One step's submission (as in ThunderID's SDK). `flowId` nil starts a new flow; afterwards it is the `flowId` of the
+/// last response. The SDK remembers each flow's rotating challenge token, so callers never handle it.
 public struct EmbeddedSignInPayload: Sendable, Equatable {
     /// The execution to continue (`executionId` on the wire); nil to start.
     public var flowId: String?
@@ -24,7 +24,7 @@ public struct EmbeddedSignInPayload: Sendable, Equatable {
     }
 }
 
-/// How to run a flow (seed 003).
+/// How to run a flow (as in ThunderID's SDK).
 public struct EmbeddedFlowRequestConfig: Sendable {
     /// The application; defaults to the configuration's `applicationId`, else its `clientId`.
     public var applicationId: String?
@@ -71,7 +71,7 @@ public struct FlowInput: Sendable, Equatable, Identifiable {
     public var label: String?
 
     public var id: String { identifier }
-    /// The vendor's `SignInState.inputs[].name`.
+    /// ThunderID's `SignInState.inputs[].name`.
     public var name: String { identifier }
     /// Passwords and one-time codes: hide while typing.
     public var isSecret: Bool { type == "PASSWORD_INPUT" || type == "OTP_INPUT" }
@@ -118,7 +118,7 @@ public struct FlowAction: Sendable, Equatable, Identifiable {
     public var type: String?
     public var nextNode: String?
     public var label: String?
-    /// The vendor's `SignInState.actions[].id`.
+    /// ThunderID's `SignInState.actions[].id`.
     public var id: String { ref }
 
     public init(ref: String, type: String? = nil, nextNode: String? = nil, label: String? = nil) {
@@ -150,7 +150,7 @@ public struct FlowFieldError: Sendable, Equatable {
 
 /// An error reported inside a flow response: in-band on a re-prompt (wrong password) or terminal (`.error`).
 public struct FlowError: Sendable, Equatable {
-    /// The seed 003 code it maps to.
+    /// The ThunderID code it maps to.
     public var code: LatchkeyError.Code
     /// The server's code (`FET-1005`, `ICS-1002` …).
     public var serverCode: String
@@ -161,7 +161,7 @@ public struct FlowError: Sendable, Equatable {
     public var description: String?
 }
 
-/// One step's answer (seed 003 `EmbeddedFlowResponse`), fully typed.
+/// One step's answer (ThunderID's `EmbeddedFlowResponse`), fully typed.
 public struct EmbeddedFlowResponse: Sendable, Equatable {
     /// Pass back as `EmbeddedSignInPayload.flowId` (`executionId` on the wire).
     public var flowId: String

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Server codes (thunderID `FES-`/`FET-`/`ICS-`/`USR-`/`AUTH-`/`SSE-`) → seed 003 codes. Some codes mean different
+/// Server codes (thunderID `FES-`/`FET-`/`ICS-`/`USR-`/`AUTH-`/`SSE-`) → ThunderID's codes. Some codes mean different
 /// things by flow: a wrong one-time code is MFA_FAILED while signing in and CONFIRMATION_CODE_INVALID in recovery.
 enum FlowErrorMapping {
     static func code(_ serverCode: String, flowType: EmbeddedFlowType?, status: Int? = nil) -> LatchkeyError.Code {
@@ -36,7 +36,7 @@ enum FlowErrorMapping {
     }
 
     /// An HTTP error answer of the flow/profile APIs as an SDK error; the user message rides in `apiError`
-    /// (`errorUserMsg`), so one error type serves both seed models.
+    /// (`errorUserMsg`), so one error type serves both error models (ThunderID's and ReachFive's).
     static func error(from response: HTTPResponse, flowType: EmbeddedFlowType?) -> LatchkeyError {
         guard let body = try? JSONDecoder().decode(WireError.self, from: response.body), let serverCode = body.code else {
             return OAuthClient.errorFrom(response)

@@ -38,10 +38,10 @@ public struct FlowCheckMessages: Sendable, Equatable {
 }
 
 /// A UI-independent driver of the flow loop, for terminal prompts (the CLI) and SwiftUI views alike: it keeps the
-/// current step, refuses a second submission while one is in flight (the vendor's double tap turns into ICS-1002 and
-/// a frozen form), checks inputs against the step's own rules before sending, keeps the step when the server
-/// rejects a stale challenge, keeps the step when the server cannot be reached (submitting again retries it), and
-/// turns every failure into a state instead of a thrown error.
+/// current step, refuses a second submission while one is in flight (with ThunderID's SDK a double tap turns into
+/// ICS-1002 and a frozen form), checks inputs against the step's own rules before sending, keeps the step when the
+/// server rejects a stale challenge, keeps the step when the server cannot be reached (submitting again retries it),
+/// and turns every failure into a state instead of a thrown error.
 public actor FlowRunner {
     /// Where the flow stands.
     public private(set) var state: FlowRunnerState = .idle

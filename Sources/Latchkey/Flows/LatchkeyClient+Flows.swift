@@ -10,7 +10,7 @@ struct FlowProgress: Sendable {
     var updatedAt: Date
 }
 
-/// App-native sign-in and sign-up over the Flow Execution API (seed 003). Unlike the vendor SDK, a COMPLETE
+/// App-native sign-in and sign-up over the Flow Execution API (ThunderID-style). Unlike ThunderID's SDK, a COMPLETE
 /// flow's assertion is exchanged (RFC 8693) for a real session — access, refresh and verified ID token — so
 /// `getAccessToken`, `getUser`, `isSignedIn` and `signOut` work exactly as after a redirect sign-in.
 extension LatchkeyClient {

@@ -16,7 +16,7 @@ public struct HTTPRequest: Sendable {
     }
 
     /// `application/x-www-form-urlencoded` POST, as RFC 6749 requires for the token, revocation and introspection
-    /// endpoints (the vendors' JSON bodies are refused by standard servers).
+    /// endpoints (the JSON bodies of ReachFive's and ThunderID's SDKs are refused by standard servers).
     public static func form(_ url: URL, _ parameters: [(String, String)], headers: [String: String] = [:]) -> HTTPRequest {
         var h = headers
         h["Content-Type"] = "application/x-www-form-urlencoded"

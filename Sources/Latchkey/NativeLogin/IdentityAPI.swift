@@ -67,7 +67,7 @@ enum IdentityAPI {
 
 /// ReachFive `ApiError` answers → `LatchkeyError`. The code comes from `error_message_key` when the server sent a
 /// known one, else from the status; the category from the status alone (400 request error, 401 auth failure,
-/// anything else technical), as the vendor SDK does. The `ApiError`, status and key are kept.
+/// anything else technical), as ReachFive's SDK does. The `ApiError`, status and key are kept.
 enum IdentityErrorMapping {
     static func code(messageKey: String?, status: Int) -> LatchkeyError.Code {
         switch messageKey ?? "" {

@@ -6,7 +6,7 @@ struct NativeLoginSeams: Sendable {
     var passkeyAuthenticator: (any PasskeyAuthenticator)?
 }
 
-/// Native sign-in (seed 002), passkey sign-up (seed 004) and passkey management over the ReachFive identity API.
+/// ReachFive-style native sign-in, passkey sign-up and passkey management over the ReachFive identity API.
 ///
 /// Every sign-in ends the same way: the server's one-time `tkn` is redeemed through `/oauth/authorize` (the 302 to
 /// the redirect URI is captured, never followed), with this request's own PKCE pair, `state` and `nonce`; the
@@ -49,7 +49,7 @@ extension LatchkeyClient {
         return try WebAuthnOrigin.serialise(config.issuer, stripPath: true)
     }
 
-    // MARK: Sign-in (seed 002)
+    // MARK: Sign-in (ReachFive-style)
 
     /// Signs in with whatever credential the user picks: a passkey, a saved password or Sign in with Apple.
     ///
@@ -82,7 +82,7 @@ extension LatchkeyClient {
             var origin = context.config.issuer
             var passkeyOptions: PublicKeyCredentialRequestOptions?
             if types.contains(.Passkey) {
-                // A type that cannot be prepared is dropped (as the vendor SDK does); its error is thrown only when
+                // A type that cannot be prepared is dropped (as ReachFive's SDK does); its error is thrown only when
                 // nothing else is left to offer.
                 do {
                     origin = try originWebAuthn(overriddenBy: request.originWebAuthn)
@@ -253,7 +253,7 @@ extension LatchkeyClient {
         return nonce
     }
 
-    // MARK: Passkey sign-up and management (seed 004)
+    // MARK: Passkey sign-up and management (ReachFive-style)
 
     /// Creates an account with a passkey and signs it in.
     /// - Throws: `.invalidConfiguration` for a bad `originWebAuthn` (before any network call); `.passkeyNotSupported`
@@ -271,7 +271,7 @@ extension LatchkeyClient {
             ]
             let optionsResponse = try await IdentityAPI.send(context, "POST", "/identity/v1/webauthn/signup-options", body: .object(body))
             var registration = try Self.registrationOptions(optionsResponse)
-            // The name the system shows for the passkey is the app's friendly name (as the vendor SDK does).
+            // The name the system shows for the passkey is the app's friendly name (as ReachFive's SDK does).
             registration.options.user.name = request.friendlyName
             let credential = try await ceremony {
                 try await authenticator.createCredential(for: registration.options, origin: origin, anchor: request.anchor)
@@ -395,7 +395,7 @@ extension LatchkeyClient {
         return try Self.deviceCredential(.object(try IdentityAPI.object(response, "passkey rename")))
     }
 
-    /// The session as a seed `AuthToken` (refreshed first when it is about to expire), for the calls that take one.
+    /// The session as ReachFive's `AuthToken` (refreshed first when it is about to expire), for the calls that take one.
     public func authToken(sessionId: String? = nil) async throws -> AuthToken {
         let context = try context()
         _ = try await context.tokens.accessToken(sessionId)

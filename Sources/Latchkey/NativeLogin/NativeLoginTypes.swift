@@ -2,7 +2,7 @@ import Foundation
 #if canImport(AuthenticationServices)
 import AuthenticationServices
 #elseif canImport(AppleFrameworkStandIns)
-import AppleFrameworkStandIns  // Linux: the stand-in declares Apple's types so seed code compiles and is type-checked
+import AppleFrameworkStandIns  // Linux: the stand-in declares Apple's types so ReachFive-style code compiles and is type-checked
 #endif
 
 /// The window a system sheet attaches to: `ASPresentationAnchor` (`UIWindow` / `NSWindow`). On Linux it is the
@@ -26,19 +26,19 @@ public final class PresentationAnchorBox: @unchecked Sendable {
     @MainActor public var anchor: PresentationAnchor? { object as? PresentationAnchor }
 }
 
-/// Credential types the system sheet may offer (seed 002). Listed order is the order shown.
+/// Credential types the system sheet may offer (ReachFive's `ModalAuthorization`). Listed order is the order shown.
 public enum ModalAuthorization: Sendable, Hashable, CaseIterable {
     case Password
     case SignInWithApple
     case Passkey
 }
 
-/// Credential types for a username-first sign-in (seed 002).
+/// Credential types for a username-first sign-in (ReachFive's `NonDiscoverableAuthorization`).
 public enum NonDiscoverableAuthorization: Sendable, Hashable, CaseIterable {
     case Passkey
 }
 
-/// What happens when no credential is immediately available (seed 002).
+/// What happens when no credential is immediately available (ReachFive's `Mode`).
 public enum Mode: Sendable, Hashable, CaseIterable {
     /// Show UI anyway: a passkey QR code for a nearby device, the Apple sign-up sheet; a password-only request
     /// shows nothing. With nothing usable the call fails (`PASSKEY_NO_CREDENTIAL` when a passkey was asked for).
@@ -47,7 +47,7 @@ public enum Mode: Sendable, Hashable, CaseIterable {
     case IfImmediatelyAvailableCredentials
 }
 
-/// A username for a username-first passkey sign-in (seed 002).
+/// A username for a username-first passkey sign-in (ReachFive's `Username`).
 public enum Username: Sendable, Hashable {
     /// Classified on the wire: contains "@" → `email`; only digits, spaces, "+", "-", "(", ")" → `phone_number`;
     /// anything else → `username`.
@@ -72,7 +72,7 @@ public enum Username: Sendable, Hashable {
     }
 }
 
-/// Seed 002 `NativeLoginRequest`.
+/// ReachFive's `NativeLoginRequest`.
 public struct NativeLoginRequest: Sendable {
     /// Where the credential sheet attaches (Apple platforms); ignored elsewhere.
     public var anchor: PresentationAnchorBox?
@@ -154,7 +154,7 @@ public struct ProfilePasskeySignupRequest: Sendable, Equatable {
     }
 }
 
-/// Seed 004 `PasskeySignupRequest`.
+/// ReachFive's `PasskeySignupRequest`.
 public struct PasskeySignupRequest: Sendable {
     /// The new account's profile.
     public var passkeyProfile: ProfilePasskeySignupRequest
@@ -169,7 +169,7 @@ public struct PasskeySignupRequest: Sendable {
     /// Analytics tag (`origin` on the wire).
     public var origin: String?
 
-    /// A sign-up request (seed 004 labels).
+    /// A sign-up request (ReachFive's labels).
     public init(
         passkeyProfile: ProfilePasskeySignupRequest, friendlyName: String, anchor: PresentationAnchor? = nil,
         originWebAuthn: String? = nil, scopes: [String]? = nil, origin: String? = nil
@@ -178,7 +178,7 @@ public struct PasskeySignupRequest: Sendable {
         self.originWebAuthn = originWebAuthn; self.scopes = scopes; self.origin = origin
     }
 
-    /// The seed 004 example's spelling (`passkeyPofile:`), so code copied from it compiles.
+    /// The spelling of ReachFive's documentation (`passkeyPofile:`), so code copied from it compiles.
     public init(
         passkeyPofile: ProfilePasskeySignupRequest, friendlyName: String, anchor: PresentationAnchor? = nil,
         originWebAuthn: String? = nil, scopes: [String]? = nil, origin: String? = nil

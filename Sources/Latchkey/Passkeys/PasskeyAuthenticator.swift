@@ -182,8 +182,8 @@ public enum ProvidedCredential: Sendable, Equatable, CustomStringConvertible, Cu
     public var debugDescription: String { description }
 }
 
-/// The native sign-in seam (seed 002): one call that lets the user pick a passkey, a saved password or Sign in with
-/// Apple, and returns that credential. The SDK then runs the matching server exchange.
+/// The native sign-in seam (ReachFive-style): one call that lets the user pick a passkey, a saved password or Sign in
+/// with Apple, and returns that credential. The SDK then runs the matching server exchange.
 ///
 /// The Apple implementation (LatchkeyApple, to come) will build one `ASAuthorizationController` with, in the order of
 /// `request.types`, an `ASAuthorizationPasswordProvider` request, an `ASAuthorizationAppleIDProvider` request

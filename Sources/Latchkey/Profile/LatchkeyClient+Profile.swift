@@ -1,7 +1,7 @@
 import Foundation
 
-/// Seed 003 profile operations: read and update the signed-in user's profile over SCIM 2.0 (`/scim2/Me`) or, with
-/// the thunderID dialect, its self-service API (`/users/me`).
+/// ThunderID-style profile operations: read and update the signed-in user's profile over SCIM 2.0 (`/scim2/Me`) or,
+/// with the thunderID dialect, its self-service API (`/users/me`).
 extension LatchkeyClient {
     /// The signed-in user's full profile.
     ///

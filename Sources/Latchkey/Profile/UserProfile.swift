@@ -19,7 +19,7 @@ public enum ProfileEndpoint: String, Sendable, Equatable, CaseIterable {
     }
 }
 
-/// The signed-in user's full profile (seed 003 `UserProfile`).
+/// The signed-in user's full profile (ThunderID's `UserProfile`).
 public struct UserProfile: Sendable, Equatable {
     /// The account id (`sub` of the user's tokens).
     public var id: String

@@ -44,7 +44,7 @@ public struct SignOutReport: Sendable, Equatable, CustomStringConvertible {
     public var accessToken: Step
     /// The provider's own session (its cookie in the browser) ended through `end_session_endpoint`.
     public var providerSession: Step
-    /// Where the app goes next (`afterSignOutUrl`, seed 003's return value of `signOut`).
+    /// Where the app goes next (`afterSignOutUrl`, the return value of ThunderID's `signOut`).
     public var afterSignOutUrl: String
 
     /// Every step settled: nothing of the session stays valid at the provider, except a provider session the app asked

@@ -31,7 +31,7 @@ public final class PresentationContextProviderBox: @unchecked Sendable {
     @MainActor public var provider: (any PresentationContextProviding)? { object }
 }
 
-/// Seed 000/001 `WebviewLoginRequest`: what `webviewLogin` asks for.
+/// ReachFive's `WebviewLoginRequest`: what `webviewLogin` asks for.
 public struct WebviewLoginRequest: Sendable {
     /// The `state` to send; nil draws a random one. The callback must return it, or the sign-in fails.
     public var state: String?
@@ -39,7 +39,7 @@ public struct WebviewLoginRequest: Sendable {
     public var nonce: String?
     /// Scopes to request; nil uses the configuration's.
     public var scope: [String]?
-    /// Where the browser sheet is presented from (seed 000/001: `presentationContextProvider: self`).
+    /// Where the browser sheet is presented from (ReachFive's `presentationContextProvider: self`).
     public var presentationContext: PresentationContextProviderBox?
     /// ReachFive's `origin`: a tag that says where the sign-in started (`"app-launch"`, `"checkout"`), sent as the
     /// authorization request's `origin` parameter for the server's records. Nil sends none.
@@ -53,7 +53,7 @@ public struct WebviewLoginRequest: Sendable {
     /// The session the tokens are stored in (multi-session apps); nil is the default session.
     public var sessionId: String?
 
-    /// A request with the seeds' labels, in ReachFive's order. `presentationContextProvider` is required by the Apple
+    /// A request with ReachFive's labels, in ReachFive's order. `presentationContextProvider` is required by the Apple
     /// user agent (`WebAuthenticationSessionUserAgent`); other user agents ignore it.
     ///
     /// ```swift

@@ -6,7 +6,7 @@ import AuthenticationServices
 import AppleFrameworkStandIns
 #endif
 
-/// The system credential sheet behind seed 002 `login(withRequest:usingModalAuthorizationFor:display:)`: one
+/// The system credential sheet behind the ReachFive-style `login(withRequest:usingModalAuthorizationFor:display:)`: one
 /// `ASAuthorizationController` with, in the caller's order, a saved-password request, a Sign in with Apple request
 /// (its nonce the S256 challenge of a verifier the SDK keeps) and a platform passkey assertion request (the server's
 /// challenge and allow list), presented from `NativeLoginRequest.anchor`.

@@ -6,7 +6,7 @@ import AuthenticationServices
 import AppleFrameworkStandIns
 #endif
 
-/// Passkeys on the platform authenticator (iCloud Keychain, or a phone through the QR code), for seed 004
+/// Passkeys on the platform authenticator (iCloud Keychain, or a phone through the QR code), for the ReachFive-style
 /// `signup(withRequest:)`, `registerNewPasskey`, and the passkey steps of app-native flows.
 ///
 /// The system builds `clientDataJSON` itself with the origin `https://<RP ID>`, so the `origin` arguments are not

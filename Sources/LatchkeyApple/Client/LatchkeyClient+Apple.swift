@@ -38,7 +38,7 @@ extension LatchkeyClient {
     }
 
     #if canImport(AuthenticationServices)
-    /// Seed code's `ThunderIDClient()` / `LatchkeyClient()` in an app that imports LatchkeyApple: the Apple client
+    /// The ThunderID-style `ThunderIDClient()` / `LatchkeyClient()` in an app that imports LatchkeyApple: the Apple client
     /// above with its defaults (Swift prefers this initializer, which needs no default arguments, over the core one).
     public convenience init() {
         self.init(http: URLSessionHTTPClient(), prefersEphemeralWebBrowserSession: false)

@@ -9,7 +9,8 @@ import AppleFrameworkStandIns
 import LocalAuthentication
 #endif
 
-/// Token storage in the Keychain (seed 003: the default storage): one generic-password item per session.
+/// Token storage in the Keychain (the default storage of the ThunderID-style `initialize(config:storage:)`): one
+/// generic-password item per session.
 ///
 /// - Items: service = `service` (by default `latchkey:` + issuer + `#` + client id, so two providers or apps sharing an
 ///   access group never collide), account = the SDK's key for the session.

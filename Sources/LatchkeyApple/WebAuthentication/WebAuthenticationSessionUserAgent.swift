@@ -6,8 +6,8 @@ import AuthenticationServices
 import AppleFrameworkStandIns
 #endif
 
-/// Shows the sign-in page in an `ASWebAuthenticationSession` (seed 000/001 `webviewLogin`, and
-/// `signInWithBrowser(options:sessionId:presentationContextProvider:)` for seed 003's URL-and-callback pair).
+/// Shows the sign-in page in an `ASWebAuthenticationSession` (ReachFive's `webviewLogin`, and
+/// `signInWithBrowser(options:sessionId:presentationContextProvider:)` for ThunderID's URL-and-callback pair).
 ///
 /// - The callback is the sign-in's redirect URI (`afterSignInUrl`): a custom scheme (`io.example.app://callback`), or an
 ///   `https` URL on one of the app's associated domains (iOS 17.4 / macOS 14.4 and later).

@@ -2,7 +2,7 @@ import Foundation
 import Latchkey
 import Observation
 
-/// The sign-in button (seed 003 `SignInButton`): its localized label, disabled while the state is busy, and what a
+/// The sign-in button (ThunderID's `SignInButton`): its localized label, disabled while the state is busy, and what a
 /// tap does — the app's `onTap` (present a `SignIn` sheet …), else a browser sign-in (`signInWithBrowser`: the
 /// system's web-authentication sheet on Apple platforms) whose result shows in `LatchkeyState`.
 @MainActor @Observable
@@ -53,7 +53,7 @@ public final class SignInButtonModel {
     }
 }
 
-/// The sign-out button (seed 003 `SignOutButton`): signs out through the state (one request however often it is
+/// The sign-out button (ThunderID's `SignOutButton`): signs out through the state (one request however often it is
 /// tapped), then calls `onSignOutComplete` with the state already signed out.
 @MainActor @Observable
 public final class SignOutButtonModel {

@@ -2,15 +2,15 @@ import Foundation
 import Latchkey
 import Observation
 
-/// One app-native flow — sign-in, sign-up or recovery — as a screen shows it (seed 003 `SignInState` / `SignUpState`):
-/// the step's inputs with their values and errors, its actions, which action is running, and the alternatives the
-/// flow offers (a passkey, a browser redirect).
+/// One app-native flow — sign-in, sign-up or recovery — as a screen shows it (ThunderID's `SignInState` /
+/// `SignUpState`): the step's inputs with their values and errors, its actions, which action is running, and the
+/// alternatives the flow offers (a passkey, a browser redirect).
 ///
 /// It runs on the SDK's `FlowRunner`, which checks inputs against the step's own rules before sending, refuses a
 /// second submission while one is in flight, keeps the step when the server is unreachable (submitting again
 /// retries) and when a stale challenge is refused. On top, this model:
 /// - keeps what the user typed across a re-prompt (a wrong password clears only the secret fields), and shows every
-///   field error next to its field (never loses them, unlike the vendor's form);
+///   field error next to its field (never loses them, unlike ThunderID's form);
 /// - never gets stuck after an error: an expired execution starts a new flow by itself, keeping the typed values
 ///   and saying so; any other ended flow offers `restart()`;
 /// - updates `LatchkeyState` before `onComplete` runs;
@@ -116,9 +116,9 @@ public final class AuthFlowModel {
 
     // MARK: What the view shows
 
-    /// The step's inputs (the vendor's `SignInState.inputs`).
+    /// The step's inputs (ThunderID's `SignInState.inputs`).
     public var inputs: [FlowInput] { step?.inputs ?? [] }
-    /// The step's actions (the vendor's `SignInState.actions`), passkey actions included.
+    /// The step's actions (ThunderID's `SignInState.actions`), passkey actions included.
     public var actions: [FlowAction] { step?.actions ?? [] }
     /// The step's UI tree with labels resolved (verbose flows).
     public var components: [FlowComponent] { step?.components ?? [] }
@@ -392,7 +392,7 @@ public final class AuthFlowModel {
     }
 }
 
-/// The vendor's name for the sign-in flow's state.
+/// ThunderID's name for the sign-in flow's state.
 public typealias SignInState = AuthFlowModel
-/// The vendor's name for the registration flow's state (the same model with `flowType: .registration`).
+/// ThunderID's name for the registration flow's state (the same model with `flowType: .registration`).
 public typealias SignUpState = AuthFlowModel

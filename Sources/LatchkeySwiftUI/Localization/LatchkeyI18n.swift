@@ -2,7 +2,7 @@ import Foundation
 import Latchkey
 import Observation
 
-/// The texts the components show themselves, and the language the whole SDK uses (seed 003 `ThunderIDI18n`).
+/// The texts the components show themselves, and the language the whole SDK uses (ThunderID's `ThunderIDI18n`).
 ///
 /// Texts that come from the server — flow titles, input and action labels, error messages — are already in the
 /// user's language because the SDK sends it with every request; this object holds the few the components add
@@ -21,7 +21,7 @@ public final class LatchkeyI18n {
     /// - Parameters:
     ///   - locale: the language to start with; nil takes the one `store` kept from an earlier `setLocale(_:)`, else
     ///     the device's.
-    ///   - store: where `setLocale(_:)` keeps the choice (`UserDefaults` by default, as the vendor's package does).
+    ///   - store: where `setLocale(_:)` keeps the choice (`UserDefaults` by default, as ThunderID's package does).
     public init(locale: String? = nil, store: any LocaleStore = UserDefaultsLocaleStore()) {
         self.store = store
         let chosen = locale ?? store.load()

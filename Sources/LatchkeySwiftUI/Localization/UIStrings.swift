@@ -78,7 +78,7 @@ public enum UIText: String, Sendable, CaseIterable {
     }
 }
 
-/// The component texts in the server's 15 languages (the 20 language codes of the seeds resolve to them).
+/// The component texts in the server's 15 languages (the 20 language codes ReachFive's SDK lists resolve to them).
 public enum UIStrings {
     /// The tables, by BCP 47 tag.
     public static let languages: [String] = tables.keys.sorted()

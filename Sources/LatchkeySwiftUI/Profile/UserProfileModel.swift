@@ -6,7 +6,7 @@ import Observation
 /// platforms, so the model code spells the data type through this alias.
 public typealias LatchkeyUserProfile = Latchkey.UserProfile
 
-/// The profile form (seed 003 `UserProfile` / `BaseUserProfile`): loads the signed-in user's profile, edits a set of
+/// The profile form (ThunderID's `UserProfile` / `BaseUserProfile`): loads the signed-in user's profile, edits a set of
 /// fields, and saves only what changed — conditionally on the version it loaded (SCIM `If-Match`), so an edit made
 /// elsewhere in between is reported, not overwritten.
 ///
@@ -32,7 +32,7 @@ public final class UserProfileModel {
 
         /// The SCIM display name (`displayName`).
         public static let displayName = Field(key: "displayName", label: .displayName)
-        /// The mobile number (`phoneNumbers`), as the vendor's form has it.
+        /// The mobile number (`phoneNumbers`), as ThunderID's form has it.
         public static let phoneNumbers = Field(key: "phoneNumbers", label: .phoneNumber)
         /// `name.givenName`.
         public static let givenName = Field(key: "given_name", label: .givenName)
@@ -44,7 +44,7 @@ public final class UserProfileModel {
         public static let locale = Field(key: "locale", label: .locale)
     }
 
-    /// The fields the form edits (the vendor's: display name and phone number).
+    /// The fields the form edits (ThunderID's: display name and phone number).
     public let editable: [Field]
     /// The profile as last loaded or saved; nil before the first load.
     public private(set) var profile: LatchkeyUserProfile?

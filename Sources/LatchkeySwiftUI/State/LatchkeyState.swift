@@ -3,17 +3,28 @@ import Latchkey
 import LatchkeyApple
 import Observation
 
-/// The app's authentication state (seed 003 `ThunderIDState`): the signed-in user, whether the SDK is ready or busy,
+/// The app's authentication state (ThunderID's `ThunderIDState`): the signed-in user, whether the SDK is ready or busy,
 /// the last error in words for the user, the client for direct calls, and the language.
 ///
 /// `.latchkeyProvider(config:)` creates one, puts it into the environment and calls `start()`; views read it with
-/// `@Environment(LatchkeyState.self)` (or `@EnvironmentObject` as the vendor's documentation shows). It follows the
+/// `@Environment(LatchkeyState.self)` (or `@EnvironmentObject` as ThunderID's documentation shows). It follows the
 /// client's `authStateChanges`, so a sign-in or sign-out done anywhere through `client` — a component, the app's
 /// own code, a refresh the server refused — shows here without `refresh()`.
 ///
 /// All behaviour lives here, in plain Swift on the main actor; the views only lay it out.
 @MainActor @Observable
 public final class LatchkeyState {
+    /// How `start()` and `refresh()` find out whether the stored session still works.
+    public enum SessionCheck: Sendable, Equatable {
+        /// Ask the server (`LatchkeyClient.checkSession`: userinfo, and one refresh if the access token is refused):
+        /// a session ended elsewhere while the app was closed shows as signed out at launch, and the user's profile
+        /// is the server's current one. One request at launch, or two when the access token must be refreshed.
+        case server
+        /// Trust the stored tokens: no request until the access token is about to expire (then a refresh). A session
+        /// ended elsewhere shows only when that refresh is refused, up to an access token's lifetime later.
+        case storedTokens
+    }
+
     /// The signed-in user (from the verified ID token, else userinfo); nil when signed out, or while a stored
     /// session cannot be checked (the server unreachable at launch: `isSignedIn` stays true, `error` says why).
     public private(set) var user: User?
@@ -45,6 +56,8 @@ public final class LatchkeyState {
     public let sessionId: String?
     /// The language of the components and of the server's messages.
     public let i18n: LatchkeyI18n
+    /// How the stored session is checked at launch and by `refresh()`.
+    public let sessionCheck: SessionCheck
 
     private var operations = 0
     @ObservationIgnored private let config: LatchkeyConfig?
@@ -61,21 +74,27 @@ public final class LatchkeyState {
     ///   - storage: nil uses the client's default storage (the Keychain for the Apple client).
     ///   - sessionId: the session this state follows (nil: the default session).
     ///   - i18n: the language; by default the one kept by an earlier `setLocale(_:)`, else the device's.
+    ///   - sessionCheck: how the stored session is checked at launch and by `refresh()`; by default with the server.
     public convenience init(
         config: LatchkeyConfig, client: LatchkeyClient = LatchkeyClient(), storage: (any StorageAdapter)? = nil,
-        sessionId: String? = nil, i18n: LatchkeyI18n = LatchkeyI18n()
+        sessionId: String? = nil, i18n: LatchkeyI18n = LatchkeyI18n(), sessionCheck: SessionCheck = .server
     ) {
-        self.init(configuration: config, client: client, storage: storage, sessionId: sessionId, i18n: i18n)
+        self.init(
+            configuration: config, client: client, storage: storage, sessionId: sessionId, i18n: i18n, sessionCheck: sessionCheck)
     }
 
     /// A state over a client the app has already initialized.
-    public convenience init(client: LatchkeyClient, sessionId: String? = nil, i18n: LatchkeyI18n = LatchkeyI18n()) {
-        self.init(configuration: nil, client: client, storage: nil, sessionId: sessionId, i18n: i18n)
+    public convenience init(
+        client: LatchkeyClient, sessionId: String? = nil, i18n: LatchkeyI18n = LatchkeyI18n(), sessionCheck: SessionCheck = .server
+    ) {
+        self.init(configuration: nil, client: client, storage: nil, sessionId: sessionId, i18n: i18n, sessionCheck: sessionCheck)
     }
 
     private init(
-        configuration config: LatchkeyConfig?, client: LatchkeyClient, storage: (any StorageAdapter)?, sessionId: String?, i18n: LatchkeyI18n
+        configuration config: LatchkeyConfig?, client: LatchkeyClient, storage: (any StorageAdapter)?, sessionId: String?,
+        i18n: LatchkeyI18n, sessionCheck: SessionCheck
     ) {
+        self.sessionCheck = sessionCheck
         self.config = config
         self.client = client
         self.storage = storage
@@ -84,9 +103,10 @@ public final class LatchkeyState {
         i18n.onChange = { [weak self] languages in try? self?.client.setPreferredLanguages(languages) }
     }
 
-    /// Initializes the client (when this state was given the configuration), restores the stored session — checking
-    /// it with the server, so a session that ended while the app was closed shows as signed out with a message —
-    /// and starts following the client's changes. Calling it again waits for the first call; it never throws:
+    /// Initializes the client (when this state was given the configuration), restores the stored session — with
+    /// `sessionCheck` `.server` (the default) checking it with the server, so a session that ended while the app was
+    /// closed shows as signed out with a message, and an unreachable server as `isStale` with one — and starts
+    /// following the client's changes. Calling it again waits for the first call; it never throws:
     /// failures land in `error`.
     public func start() async {
         if let starting { return await starting.value }
@@ -95,8 +115,11 @@ public final class LatchkeyState {
         await task.value
     }
 
-    /// Reads the session again from storage and the server and updates `user` and `isSignedIn` (the vendor's
-    /// `refresh()`); only needed after changes made by another client instance or process sharing the storage.
+    /// Checks the session again as `start()` did (with `sessionCheck`) and updates `user`, `isSignedIn` and `isStale`
+    /// (ThunderID's `refresh()`). Sign-ins and sign-outs made through `client` show without it. Call it when the app
+    /// comes back to the foreground, to notice a session ended elsewhere (another device, an administrator). It does
+    /// not read the storage again: another process's changes to a shared Keychain item show at that session's next
+    /// refresh.
     public func refresh() async {
         await tracked { await self.reload(check: true) }
     }
@@ -211,8 +234,8 @@ public final class LatchkeyState {
         }
     }
 
-    /// Reads the session; with `check`, also makes sure its tokens still work (refreshing them if due); with
-    /// `fromServer`, the user comes from userinfo rather than the stored ID token.
+    /// Reads the session; with `check`, also makes sure it still works (`sessionCheck`: asking the server, or
+    /// refreshing the tokens if due); with `fromServer`, the user comes from userinfo rather than the stored ID token.
     private func reload(check: Bool, fromServer: Bool = false) async {
         do {
             guard try await client.isSignedIn(sessionId: sessionId) else {
@@ -220,8 +243,14 @@ public final class LatchkeyState {
                 clearError()
                 return
             }
-            if check { _ = try await client.getAccessToken(sessionId: sessionId) }
-            apply(user: try await client.getUser(options: fromServer ? ["source": "userinfo"] : nil, sessionId: sessionId), signedIn: true)
+            let user: User
+            if check, sessionCheck == .server {
+                user = try await client.checkSession(sessionId: sessionId)
+            } else {
+                if check { _ = try await client.getAccessToken(sessionId: sessionId) }
+                user = try await client.getUser(options: fromServer ? ["source": "userinfo"] : nil, sessionId: sessionId)
+            }
+            apply(user: user, signedIn: true)
             clearError()
         } catch let error as LatchkeyError {
             switch error.code {
@@ -264,5 +293,5 @@ public final class LatchkeyState {
     }
 }
 
-/// The vendor's name for the state (seed 003 `ThunderIDState`).
+/// ThunderID's name for the state.
 public typealias ThunderIDState = LatchkeyState

@@ -5,8 +5,8 @@ import Latchkey
 import UIKit
 #endif
 
-/// The unstyled sign-in form builder (seed 003 `BaseSignIn`): runs the application's sign-in flow in an
-/// `AuthFlowModel` (the vendor's `SignInState`) and hands it to `content` for each step.
+/// The unstyled sign-in form builder (ThunderID's `BaseSignIn`): runs the application's sign-in flow in an
+/// `AuthFlowModel` (ThunderID's `SignInState`) and hands it to `content` for each step.
 @MainActor
 public struct BaseSignIn<Content: View>: View {
     @Environment(LatchkeyState.self) private var state
@@ -64,8 +64,8 @@ public struct BaseSignIn<Content: View>: View {
     }
 }
 
-/// The unstyled registration form builder (seed 003 `BaseSignUp`): `BaseSignIn` over the registration flow; its
-/// model is the vendor's `SignUpState`.
+/// The unstyled registration form builder (ThunderID's `BaseSignUp`): `BaseSignIn` over the registration flow; its
+/// model is ThunderID's `SignUpState`.
 @MainActor
 public struct BaseSignUp<Content: View>: View {
     private let base: BaseSignIn<Content>
@@ -81,7 +81,7 @@ public struct BaseSignUp<Content: View>: View {
     public var body: some View { base }
 }
 
-/// The app-native sign-in form (seed 003 `SignIn`): every step the server sends, with its fields, errors next to
+/// The app-native sign-in form (ThunderID's `SignIn`): every step the server sends, with its fields, errors next to
 /// their fields, one spinner on the action being sent, a passkey when the flow offers one, and "start over" when a
 /// flow ended.
 ///
@@ -119,7 +119,7 @@ public struct SignIn: View {
     public var body: some View { form }
 }
 
-/// The app-native registration form (seed 003 `SignUp`); the same layout as `SignIn`.
+/// The app-native registration form (ThunderID's `SignUp`); the same layout as `SignIn`.
 @MainActor
 public struct SignUp: View {
     private let form: BaseSignIn<FlowForm>
@@ -135,7 +135,7 @@ public struct SignUp: View {
 }
 
 extension AuthFlowModel {
-    /// A binding to the value of input `identifier` (the vendor's `SignInState.binding(for:)`).
+    /// A binding to the value of input `identifier` (ThunderID's `SignInState.binding(for:)`).
     public func binding(for identifier: String) -> Binding<String> {
         // Binding's closures are `@isolated(any) @Sendable`: without `@MainActor` they would be non-isolated and could
         // not call this main-actor model synchronously.

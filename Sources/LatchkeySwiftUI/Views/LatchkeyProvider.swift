@@ -5,7 +5,7 @@ import Latchkey
 // The views of this folder hold no behaviour: each lays out a view model of this module (tested on Linux) and
 // forwards taps to it. They are compiled only where SwiftUI exists.
 
-/// `@EnvironmentObject var state: LatchkeyState` works as the vendor's documentation shows; SwiftUI also tracks the
+/// `@EnvironmentObject var state: LatchkeyState` works as ThunderID's documentation shows; SwiftUI also tracks the
 /// state's properties through Observation, so `@Environment(LatchkeyState.self)` works too.
 extension LatchkeyState: ObservableObject {}
 
@@ -13,19 +13,24 @@ extension LatchkeyState: ObservableObject {}
 /// follow changes) and lays the subtree out in the chosen language's direction.
 @MainActor
 public struct LatchkeyProvider: ViewModifier {
-    @State private var state: LatchkeyState
+    // A box, not the state: SwiftUI makes this modifier again whenever the parent view is rebuilt and keeps only the
+    // first `@State` value, so the state is made by the kept box, once (LatchkeyStateBox says why).
+    @State private var box: LatchkeyStateBox
 
-    /// A provider that creates its state from `config` (once, however often the parent view is rebuilt).
-    public init(config: LatchkeyConfig) {
-        _state = State(initialValue: LatchkeyState(config: config))
+    /// A provider whose state is made from `config` once, when the provider first appears; rebuilding the parent view
+    /// makes no other state or client.
+    public init(config: LatchkeyConfig, sessionCheck: LatchkeyState.SessionCheck = .server) {
+        _box = State(initialValue: LatchkeyStateBox { LatchkeyState(config: config, sessionCheck: sessionCheck) })
     }
 
-    /// A provider for a state the app made itself (a shared client, a session id, a language store).
-    public init(state: LatchkeyState) {
-        _state = State(initialValue: state)
+    /// A provider for a state the app makes itself (a shared client, a session id, a language store, `.storedTokens`).
+    /// The expression is evaluated once, when the provider first appears, not each time the parent view is rebuilt.
+    public init(state: @autoclosure @escaping @MainActor () -> LatchkeyState) {
+        _box = State(initialValue: LatchkeyStateBox(state))
     }
 
     public func body(content: Content) -> some View {
+        let state = box.state
         // Read in `body`, where Observation tracks them (a change of language re-runs it); the transforms below run
         // later, outside that tracking, so they only use these copies.
         let chosen = state.i18n.locale
@@ -48,17 +53,19 @@ public struct LatchkeyProvider: ViewModifier {
 // `ViewModifier` are not main-actor isolated, and the state these views create and read is.
 @MainActor
 extension View {
-    /// Provides Latchkey to this view and its descendants (seed 003's `.thunderIDProvider(config:)`).
-    public func latchkeyProvider(config: LatchkeyConfig) -> some View {
-        modifier(LatchkeyProvider(config: config))
+    /// Provides Latchkey to this view and its descendants (ThunderID's `.thunderIDProvider(config:)`): a state made
+    /// once from `config`, started when the view appears. `sessionCheck` says how the stored session is checked at
+    /// launch: with the server (the default), or by trusting the stored tokens until they must be refreshed.
+    public func latchkeyProvider(config: LatchkeyConfig, sessionCheck: LatchkeyState.SessionCheck = .server) -> some View {
+        modifier(LatchkeyProvider(config: config, sessionCheck: sessionCheck))
     }
 
-    /// Provides an existing `LatchkeyState` to this view and its descendants.
-    public func latchkeyProvider(state: LatchkeyState) -> some View {
-        modifier(LatchkeyProvider(state: state))
+    /// Provides a `LatchkeyState` the app makes to this view and its descendants; the expression is evaluated once.
+    public func latchkeyProvider(state: @autoclosure @escaping @MainActor () -> LatchkeyState) -> some View {
+        modifier(LatchkeyProvider(state: state()))
     }
 
-    /// The vendor's name for `latchkeyProvider(config:)`.
+    /// ThunderID's name for `latchkeyProvider(config:)`.
     public func thunderIDProvider(config: ThunderIDConfig) -> some View {
         latchkeyProvider(config: config)
     }

@@ -2,7 +2,7 @@
 import SwiftUI
 import Latchkey
 
-/// The unstyled profile form builder (seed 003 `BaseUserProfile`): loads the profile when it appears and hands
+/// The unstyled profile form builder (ThunderID's `BaseUserProfile`): loads the profile when it appears and hands
 /// `content` the loaded profile, bindings for the editable fields, whether it is busy, the last error and `save`.
 @MainActor
 public struct BaseUserProfile<Content: View>: View {
@@ -14,7 +14,7 @@ public struct BaseUserProfile<Content: View>: View {
     private let content: (LatchkeyUserProfile?, [String: Binding<String>], Bool, String?, @escaping () -> Void) -> Content
 
     /// - Parameters:
-    ///   - fields: the editable fields (the vendor's: display name and phone number).
+    ///   - fields: the editable fields (ThunderID's: display name and phone number).
     ///   - onSaved: called after a successful save.
     ///   - onError: called when a load or save fails.
     ///   - content: `(profile, fields, isLoading, error, save)`.
@@ -60,7 +60,7 @@ public struct BaseUserProfile<Content: View>: View {
     }
 }
 
-/// The profile form (seed 003 `UserProfile`): the editable fields with their labels, the error (a conflict shows
+/// The profile form (ThunderID's `UserProfile`): the editable fields with their labels, the error (a conflict shows
 /// the latest version with the user's edits kept) and a save button.
 ///
 /// Where a file imports both `Latchkey` and `LatchkeySwiftUI`, `UserProfile` may name the profile data type:

@@ -10,7 +10,7 @@ import UIKit
 import AppKit
 #endif
 
-/// Shows `content` while the user is signed in, `fallback` (nothing by default) otherwise (seed 003 `SignedIn`).
+/// Shows `content` while the user is signed in, `fallback` (nothing by default) otherwise (ThunderID's `SignedIn`).
 @MainActor
 public struct SignedIn<Content: View, Fallback: View>: View {
     private let gate: SessionGate<Content, Fallback>
@@ -32,7 +32,7 @@ extension SignedIn where Fallback == EmptyView {
     }
 }
 
-/// Shows `content` while the user is signed out, `fallback` (nothing by default) otherwise (seed 003 `SignedOut`).
+/// Shows `content` while the user is signed out, `fallback` (nothing by default) otherwise (ThunderID's `SignedOut`).
 @MainActor
 public struct SignedOut<Content: View, Fallback: View>: View {
     private let gate: SessionGate<Content, Fallback>
@@ -68,7 +68,7 @@ extension SignedOut where Fallback == EmptyView {
     }
 }
 
-/// An unstyled button with a label, disabled while `isLoading` (seed 003 `BaseSignInButton`).
+/// An unstyled button with a label, disabled while `isLoading` (ThunderID's `BaseSignInButton`).
 @MainActor
 public struct BaseSignInButton: View {
     private let label: String
@@ -92,10 +92,10 @@ public struct BaseSignInButton: View {
     }
 }
 
-/// An unstyled sign-out button (seed 003 `BaseSignOutButton`); the same as `BaseSignInButton`.
+/// An unstyled sign-out button (ThunderID's `BaseSignOutButton`); the same as `BaseSignInButton`.
 public typealias BaseSignOutButton = BaseSignInButton
 
-/// The sign-in button (seed 003 `SignInButton`): `onTap`, or a browser sign-in in the system's sheet.
+/// The sign-in button (ThunderID's `SignInButton`): `onTap`, or a browser sign-in in the system's sheet.
 @MainActor
 public struct SignInButton: View {
     @Environment(LatchkeyState.self) private var state
@@ -121,7 +121,7 @@ public struct SignInButton: View {
     }
 }
 
-/// The sign-out button (seed 003 `SignOutButton`): signs out through the state, then calls `onSignOutComplete`.
+/// The sign-out button (ThunderID's `SignOutButton`): signs out through the state, then calls `onSignOutComplete`.
 @MainActor
 public struct SignOutButton: View {
     @Environment(LatchkeyState.self) private var state
