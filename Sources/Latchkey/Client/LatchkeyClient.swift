@@ -486,10 +486,12 @@ public final class LatchkeyClient: Sendable {
     /// access token the server no longer accepts (401) is refreshed once and userinfo asked again, so a session whose
     /// refresh token was revoked ends here, as any refused refresh ends it: the stored session is forgotten and the
     /// error is `.sessionExpired` or `.invalidGrant`. An unreachable server throws `.networkError` and keeps the session.
-    /// `LatchkeyState` calls it at launch and in `refresh()` (`SessionCheck.server`, the default).
+    /// A provider without a userinfo endpoint cannot be asked: the tokens are refreshed if due and the user read from
+    /// the ID token, as `getUser` does. `LatchkeyState` calls it at launch and in `refresh()` (`SessionCheck.server`).
     public func checkSession(sessionId: String? = nil) async throws -> User {
         let context = try context()
         let tokens = try await context.tokens.usableTokens(sessionId)
+        guard try await context.requireMetadata().userinfoEndpoint != nil else { return try await context.user(from: tokens) }
         do {
             return try await context.userinfo(tokens: tokens)
         } catch let error as LatchkeyError where error.statusCode == 401 {
