@@ -99,10 +99,13 @@ struct LatchkeyStateTests {
         let other = try await server.signedInClient(storage: storage)
         let device = SnapshotStorage()  // this app's copy of the session
         await device.restore(await storage.snapshot())
+        // Renamed elsewhere after this copy's ID token was issued: only the server knows the new name.
+        _ = try await other.updateUserProfile(payload: ["name": .string("Renamed Elsewhere")])
 
         let state = server.uiState(storage: device)
         await state.start()
         #expect(state.isSignedIn && !state.isStale && state.user?.email == "demo@example.com" && state.error == nil)
+        #expect(state.user?.displayName == "Renamed Elsewhere", "the user is the server's (userinfo), not the stored ID token's")
 
         // The other copy of the session signs out at the server (as another device ending this session would).
         try await other.signOut()

@@ -62,7 +62,7 @@ extension View {
 
     /// Provides a `LatchkeyState` the app makes to this view and its descendants; the expression is evaluated once.
     public func latchkeyProvider(state: @autoclosure @escaping @MainActor () -> LatchkeyState) -> some View {
-        modifier(LatchkeyProvider(state: state()))
+        modifier(LatchkeyProvider(state: state()))  // wrapped again, not called: the initializer takes an autoclosure
     }
 
     /// ThunderID's name for `latchkeyProvider(config:)`.
