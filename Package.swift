@@ -70,6 +70,7 @@ let package = Package(
             dependencies: [
                 "Latchkey",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
                 .target(name: "AppleFrameworkStandIns", condition: .when(platforms: [.linux]))
             ],
             swiftSettings: swiftSettings
@@ -79,7 +80,7 @@ let package = Package(
         // `#if canImport(SwiftUI)`, only lay them out.
         .target(
             name: "LatchkeySwiftUI",
-            dependencies: ["Latchkey", "LatchkeyApple"],
+            dependencies: ["Latchkey", "LatchkeyApple", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         )
     ],

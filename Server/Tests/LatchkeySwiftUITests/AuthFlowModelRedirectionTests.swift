@@ -97,9 +97,16 @@ struct AuthFlowModelRedirectionTests {
         await model.continueRedirect(
             callback: try #require(URL(string: "\(Self.redirect)?error=access_denied&error_description=You%20said%20no&state=s")))
         #expect(model.phase == .failed && model.canRestart)
-        #expect(model.error == "You said no" && model.errorCode == .authenticationFailed)
+        // `error_description` is for developers (RFC 6749 §4.1.2.1): the person reads the table's words.
+        #expect(model.error == UIStrings.text(.genericError, language: "en") && model.errorCode == .authenticationFailed)
         #expect(Self.bodies(http).count == sent)
         await model.restart()
         #expect(model.phase == .step && model.inputIdentifiers == ["username"])
+        // A provider that words the refusal for the person (`error_user_msg`) is shown as it said it.
+        await model.perform(actionId: "action_idp_corp")
+        await model.continueRedirect(
+            callback: try #require(
+                URL(string: "\(Self.redirect)?error=access_denied&error_description=denied&error_user_msg=You%20said%20no&state=s")))
+        #expect(model.phase == .failed && model.error == "You said no")
     }
 }

@@ -228,9 +228,11 @@ public final class LatchkeyClient: Sendable {
             throw error
         }
         let callback: URL
+        var shown: URL?
         do {
             // RFC 9126: where the provider offers it, the request is pushed and the browser only carries its reference.
             let url = try await context.pushIfOffered(authorization.url)
+            shown = url
             callback = try await showThroughUserAgent(
                 url,
                 AuthorizationPresentation(
@@ -238,6 +240,13 @@ public final class LatchkeyClient: Sendable {
                 what: "sign-in")
         } catch {
             codeFlow.discard(state: authorization.state)
+            // A closed sheet may have shown the provider's error page (unpushed requests only: a pushed one was
+            // checked at the push): that is the error, not a cancel.
+            if let closed = error as? LatchkeyError, closed.code == .canceled, let shown, shown == authorization.url,
+                let page = await ErrorPageProbe.error(behind: shown, http: http)
+            {
+                throw page
+            }
             if let e = error as? LatchkeyError { throw e }
             if error is CancellationError { throw LatchkeyError(.unknownError, "the sign-in task was cancelled", underlying: error) }
             throw LatchkeyError(.canceled, "the sign-in page was closed: \(error.localizedDescription)")

@@ -96,6 +96,15 @@ public struct LatchkeyConfig: Sendable {
             throw LatchkeyError(.invalidConfiguration, "baseUrl must use HTTPS (plain http is allowed only for loopback hosts)")
         }
         guard !clientId.isEmpty else { throw LatchkeyError(.invalidConfiguration, "clientId is empty") }
+        // A redirect URI without a scheme ("callback", "/callback") can never come back to the app: said at once,
+        // not after the person has signed in on a page that then goes nowhere.
+        for (name, value) in [("afterSignInUrl", afterSignInUrl), ("afterSignOutUrl", afterSignOutUrl)] {
+            if let value, URLComponents(string: value)?.scheme.map({ $0.isEmpty }) ?? true {
+                throw LatchkeyError(
+                    .invalidRedirectUri,
+                    "\(name) \"\(value)\" has no URL scheme: use a custom scheme of the app's own (com.example.myapp:/callback)")
+            }
+        }
     }
 }
 

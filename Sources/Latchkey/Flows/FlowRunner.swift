@@ -14,8 +14,17 @@ public enum FlowRunnerState: Sendable, Equatable {
 /// Why a flow stopped.
 public struct FlowRunnerFailure: Sendable, Equatable {
     public var code: LatchkeyError.Code
+    /// The person's message when the server or the provider gave one, else the SDK's technical message.
     public var message: String
     public var serverCode: String?
+    /// The message for the person, in their language, when the server or the provider gave one; nil when `message`
+    /// is the SDK's technical English (a UI then shows its own text for `code`).
+    public var userMessage: String? = nil
+    /// The technical description for developers, when it differs from `message`.
+    public var detail: String? = nil
+
+    /// The failure as an error (its technical message), for logs and `LatchkeyDiagnosis`.
+    public var error: LatchkeyError { LatchkeyError(code, detail ?? message, serverCode: serverCode, userMessage: userMessage) }
 }
 
 /// The texts of the checks `FlowRunner` makes before sending a step (the server's own answers come localized from
@@ -209,7 +218,8 @@ public actor FlowRunner {
             state = .failed(
                 FlowRunnerFailure(
                     code: LatchkeyError.oauth(error, description: description, status: nil).code,
-                    message: query["error_user_msg"] ?? description ?? "\(providerName) did not sign you in (\(error)).", serverCode: error))
+                    message: query["error_user_msg"] ?? description ?? "\(providerName) did not sign you in (\(error)).", serverCode: error,
+                    userMessage: query["error_user_msg"]))
             return state
         }
         guard let code = query["code"], !code.isEmpty, let returned = query["state"], !returned.isEmpty else {
@@ -268,7 +278,9 @@ public actor FlowRunner {
                         FlowRunnerFailure(
                             code: response.error?.code ?? .unknownError,
                             message: response.error?.message ?? "The flow ended with an error.",
-                            serverCode: response.error?.serverCode))
+                            serverCode: response.error?.serverCode,
+                            userMessage: response.error.flatMap { $0.message.isEmpty || $0.serverCode.isEmpty ? nil : $0.message },
+                            detail: response.error?.description))
                 }
             }
         } catch let error as LatchkeyError where Self.isTransient(error.code) && previous.isStep {
@@ -282,7 +294,10 @@ public actor FlowRunner {
                 state = .step(step)
             }
         } catch let error as LatchkeyError {
-            state = .failed(FlowRunnerFailure(code: error.code, message: error.userMessage ?? error.message, serverCode: error.serverCode))
+            state = .failed(
+                FlowRunnerFailure(
+                    code: error.code, message: error.userMessage ?? error.message, serverCode: error.serverCode, userMessage: error.userMessage,
+                    detail: error.message))
         } catch {
             state = .failed(FlowRunnerFailure(code: .unknownError, message: String(describing: error), serverCode: nil))
         }

@@ -15,12 +15,13 @@ extension LatchkeyClient {
     ///   - keychainAccessGroup: a keychain access group shared with the app's extensions.
     ///   - keychainBiometrics: Face ID, Touch ID or the passcode in front of the stored session, and how often
     ///     (`BiometricProtection`, `BiometricPolicy`); nil: none.
-    ///   - logger: where the client reports what it worked around.
+    ///   - logger: where the client reports what it worked around and its exchanges (debug); by default the unified
+    ///     log on Apple platforms (`Logger.latchkey`).
     ///   - clock: the time the SDK's rules decide by; an app's tests pass a `ManualClock`'s.
     public convenience init(
         http: any HTTPClient = URLSessionHTTPClient(), prefersEphemeralWebBrowserSession: Bool = false,
         keychainAccessibility: KeychainStorageAdapter.Accessibility = .afterFirstUnlockThisDeviceOnly,
-        keychainAccessGroup: String? = nil, keychainBiometrics: BiometricProtection? = nil, logger: Logger = Logger(label: "latchkey"),
+        keychainAccessGroup: String? = nil, keychainBiometrics: BiometricProtection? = nil, logger: Logger = .latchkey,
         clock: LatchkeyClock = .system
     ) {
         self.init(

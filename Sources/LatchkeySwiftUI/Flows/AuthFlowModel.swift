@@ -348,6 +348,10 @@ public final class AuthFlowModel {
                 // The server's in-band errors carry its code and a localized message; the SDK's own (the network)
                 // only technical text, so the table's words are shown for those.
                 let fromServer = !flowError.serverCode.isEmpty && !flowError.message.isEmpty
+                state?.diagnose(
+                    LatchkeyError(
+                        flowError.code, flowError.description ?? flowError.message,
+                        serverCode: flowError.serverCode.isEmpty ? nil : flowError.serverCode))
                 show(message: fromServer ? flowError.message : i18n.t(UIText.forError(flowError.code)), code: flowError.code)
             } else {
                 error = nil
@@ -371,8 +375,10 @@ public final class AuthFlowModel {
             phase = .failed
             fieldErrors = [:]
             notice = nil
-            let known = [LatchkeyError.Code.networkError, .requestTimeout, .serverError, .sessionExpired].contains(failure.code)
-            show(message: known && failure.serverCode == nil ? i18n.t(UIText.forError(failure.code)) : failure.message, code: failure.code)
+            // The person's words only: the server's or provider's message, else this language's text for the kind of
+            // failure; the technical message goes to the developer (`LatchkeyState.diagnosis` and its log).
+            state?.diagnose(failure.error)
+            show(message: failure.userMessage ?? i18n.t(UIText.forError(failure.code)), code: failure.code)
         }
     }
 
@@ -382,6 +388,7 @@ public final class AuthFlowModel {
 
     private func show(error: any Error) {
         let error = error as? LatchkeyError ?? LatchkeyError(.unknownError, String(describing: error))
+        state?.diagnose(error)
         show(message: i18n.message(for: error), code: error.code)
     }
 

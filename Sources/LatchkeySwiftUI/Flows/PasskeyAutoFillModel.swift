@@ -106,6 +106,7 @@ public final class PasskeyAutoFillModel {
             guard run == generation, !Task.isCancelled else { return }
             let failure = error as? LatchkeyError ?? LatchkeyError(.unknownError, String(describing: error))
             if failure.code == .canceled || failure.code == .passkeyCanceled { return }
+            state?.diagnose(failure)
             self.error = i18n.message(for: failure)
             errorCode = failure.code
         }

@@ -161,6 +161,7 @@ public final class UserProfileModel {
 
     private func fail(_ failure: any Error) {
         let error = failure as? LatchkeyError ?? LatchkeyError(.unknownError, String(describing: failure))
+        state.diagnose(error)
         errorCode = error.code
         // SCIM and OAuth answers carry technical text only; the user sees the table's words then, except for a
         // validation message that names a field (the server's detail is the only explanation there is).

@@ -1,6 +1,7 @@
 import Foundation
 import Latchkey
 import LatchkeyApple
+import Logging
 import Observation
 
 /// The app's authentication state (ThunderID's `ThunderIDState`): the signed-in user, whether the SDK is ready or busy,
@@ -48,6 +49,12 @@ public final class LatchkeyState {
     public private(set) var error: String?
     /// The failure behind `error`, for apps that branch on its code.
     public private(set) var lastError: LatchkeyError?
+    /// What the developer must fix, when the last failure here or in a component came from the app's set-up (a
+    /// redirect URI or client id the server does not know, an unreachable server, a passkey domain the app is not
+    /// associated with, a call before the client was initialized …); nil after the next success. Each new diagnosis
+    /// is also logged once, at error level (`logger`). A failed initialization stays the diagnosis of the calls that
+    /// then find the client uninitialized, so the log names the cause rather than its symptom.
+    public private(set) var diagnosis: LatchkeyDiagnosis?
     /// What the last sign-out did at the provider: each token revoked, its session ended, or why not (nil before one).
     public private(set) var lastSignOut: SignOutReport?
     /// The client, for direct API calls (sign-in, tokens, profile …); its changes show in this state.
@@ -58,6 +65,8 @@ public final class LatchkeyState {
     public let i18n: LatchkeyI18n
     /// How the stored session is checked at launch and by `refresh()`.
     public let sessionCheck: SessionCheck
+    /// Where set-up mistakes are logged (`diagnosis`); by default the unified log on Apple platforms.
+    public let logger: Logger
 
     private var operations = 0
     @ObservationIgnored private let config: LatchkeyConfig?
@@ -65,6 +74,8 @@ public final class LatchkeyState {
     @ObservationIgnored private var starting: Task<Void, Never>?
     @ObservationIgnored private var following: Task<Void, Never>?
     @ObservationIgnored private var signingOut: Task<Void, Never>?
+    /// Why `initialize` failed, when it did: the root cause of every later "not initialized".
+    @ObservationIgnored private var initializationFailure: LatchkeyError?
 
     /// A state that initializes `client` with `config` when it starts (what `.latchkeyProvider(config:)` does).
     /// - Parameters:
@@ -75,26 +86,32 @@ public final class LatchkeyState {
     ///   - sessionId: the session this state follows (nil: the default session).
     ///   - i18n: the language; by default the one kept by an earlier `setLocale(_:)`, else the device's.
     ///   - sessionCheck: how the stored session is checked at launch and by `refresh()`; by default with the server.
+    ///   - logger: where set-up mistakes are logged once each (`diagnosis`); by default the unified log on Apple
+    ///     platforms (`Logger.latchkey`), where Xcode's console shows them.
     public convenience init(
         config: LatchkeyConfig, client: LatchkeyClient = LatchkeyClient(), storage: (any StorageAdapter)? = nil,
-        sessionId: String? = nil, i18n: LatchkeyI18n = LatchkeyI18n(), sessionCheck: SessionCheck = .server
+        sessionId: String? = nil, i18n: LatchkeyI18n = LatchkeyI18n(), sessionCheck: SessionCheck = .server, logger: Logger = .latchkey
     ) {
         self.init(
-            configuration: config, client: client, storage: storage, sessionId: sessionId, i18n: i18n, sessionCheck: sessionCheck)
+            configuration: config, client: client, storage: storage, sessionId: sessionId, i18n: i18n, sessionCheck: sessionCheck,
+            logger: logger)
     }
 
     /// A state over a client the app has already initialized.
     public convenience init(
-        client: LatchkeyClient, sessionId: String? = nil, i18n: LatchkeyI18n = LatchkeyI18n(), sessionCheck: SessionCheck = .server
+        client: LatchkeyClient, sessionId: String? = nil, i18n: LatchkeyI18n = LatchkeyI18n(), sessionCheck: SessionCheck = .server,
+        logger: Logger = .latchkey
     ) {
-        self.init(configuration: nil, client: client, storage: nil, sessionId: sessionId, i18n: i18n, sessionCheck: sessionCheck)
+        self.init(
+            configuration: nil, client: client, storage: nil, sessionId: sessionId, i18n: i18n, sessionCheck: sessionCheck, logger: logger)
     }
 
     private init(
         configuration config: LatchkeyConfig?, client: LatchkeyClient, storage: (any StorageAdapter)?, sessionId: String?,
-        i18n: LatchkeyI18n, sessionCheck: SessionCheck
+        i18n: LatchkeyI18n, sessionCheck: SessionCheck, logger: Logger
     ) {
         self.sessionCheck = sessionCheck
+        self.logger = logger
         self.config = config
         self.client = client
         self.storage = storage
@@ -172,6 +189,23 @@ public final class LatchkeyState {
     /// Records a failure of an operation started by a component.
     func report(_ failure: any Error) { fail(failure) }
 
+    /// Records what a component's failure says about the app's set-up (`diagnosis`), without making it the state's
+    /// `error` (the component shows its own message).
+    func diagnose(_ failure: any Error) {
+        guard let error = failure as? LatchkeyError else { return }
+        var found = LatchkeyDiagnosis(error, config: config)
+        if error.code == .sdkNotInitialized, let initializationFailure {
+            found = LatchkeyDiagnosis(initializationFailure, config: config) ?? found  // the cause, not its symptom
+        }
+        guard let found else { return }
+        // Logged once: the same mistake again (its cause may be worded differently, as a network failure's is) says
+        // nothing new.
+        let repeated = found.kind == diagnosis?.kind && found.fix == diagnosis?.fix
+        diagnosis = found
+        guard !repeated else { return }
+        logger.error("\(found.description)", metadata: ["code": "\(error.code.rawValue)"])
+    }
+
     /// Counts an operation of a component in `isLoading`.
     func tracked<T>(_ body: () async throws -> T) async rethrows -> T {
         operations += 1
@@ -191,6 +225,7 @@ public final class LatchkeyState {
                 } catch let error as LatchkeyError where error.code == .alreadyInitialized {
                     if let languages = i18n.preferredLanguages { try? client.setPreferredLanguages(languages) }
                 } catch {
+                    initializationFailure = error as? LatchkeyError
                     fail(error)
                     isInitialized = true
                     return
@@ -284,12 +319,14 @@ public final class LatchkeyState {
     private func clearError() {
         if error != nil { error = nil }
         if lastError != nil { lastError = nil }
+        if diagnosis != nil { diagnosis = nil }
     }
 
     private func fail(_ failure: any Error) {
         let error = failure as? LatchkeyError ?? LatchkeyError(.unknownError, String(describing: failure), underlying: nil)
         lastError = error
         self.error = i18n.message(for: error)
+        diagnose(error)
     }
 }
 

@@ -1,6 +1,8 @@
 #if canImport(SwiftUI)
 import SwiftUI
 import Latchkey
+import LatchkeyApple
+import Logging
 
 // The views of this folder hold no behaviour: each lays out a view model of this module (tested on Linux) and
 // forwards taps to it. They are compiled only where SwiftUI exists.
@@ -18,9 +20,15 @@ public struct LatchkeyProvider: ViewModifier {
     @State private var box: LatchkeyStateBox
 
     /// A provider whose state is made from `config` once, when the provider first appears; rebuilding the parent view
-    /// makes no other state or client.
-    public init(config: LatchkeyConfig, sessionCheck: LatchkeyState.SessionCheck = .server) {
-        _box = State(initialValue: LatchkeyStateBox { LatchkeyState(config: config, sessionCheck: sessionCheck) })
+    /// makes no other state or client. `logger` receives the client's lines and the set-up mistakes
+    /// (`LatchkeyState.diagnosis`); by default the unified log on Apple platforms.
+    public init(config: LatchkeyConfig, sessionCheck: LatchkeyState.SessionCheck = .server, logger: Logger = .latchkey) {
+        _box = State(
+            initialValue: LatchkeyStateBox {
+                LatchkeyState(
+                    config: config, client: LatchkeyClient(http: URLSessionHTTPClient(), prefersEphemeralWebBrowserSession: false, logger: logger),
+                    sessionCheck: sessionCheck, logger: logger)
+            })
     }
 
     /// A provider for a state the app makes itself (a shared client, a session id, a language store, `.storedTokens`).
@@ -56,8 +64,12 @@ extension View {
     /// Provides Latchkey to this view and its descendants (ThunderID's `.thunderIDProvider(config:)`): a state made
     /// once from `config`, started when the view appears. `sessionCheck` says how the stored session is checked at
     /// launch: with the server (the default), or by trusting the stored tokens until they must be refreshed.
-    public func latchkeyProvider(config: LatchkeyConfig, sessionCheck: LatchkeyState.SessionCheck = .server) -> some View {
-        modifier(LatchkeyProvider(config: config, sessionCheck: sessionCheck))
+    /// `logger` is where the SDK logs, set-up mistakes included (what to fix, once each); by default the unified log
+    /// on Apple platforms (subsystem `io.latchkey`), which Xcode's console shows.
+    public func latchkeyProvider(
+        config: LatchkeyConfig, sessionCheck: LatchkeyState.SessionCheck = .server, logger: Logger = .latchkey
+    ) -> some View {
+        modifier(LatchkeyProvider(config: config, sessionCheck: sessionCheck, logger: logger))
     }
 
     /// Provides a `LatchkeyState` the app makes to this view and its descendants; the expression is evaluated once.
