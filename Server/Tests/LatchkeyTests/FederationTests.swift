@@ -545,7 +545,11 @@ struct FederatedFlowTests {
         let refusingRunner = try await runner(refusing, agent: agent, afterSignInUrl: nil)
         let failed = await refusingRunner.submit(actionId: "action_idp_corp", inputs: [:])
         #expect(refusing.steps.last?["inputs"] == .object(["redirect_uri": .string(loopback)]))
-        #expect(failed == .failed(FlowRunnerFailure(code: .unknownError, message: "Corp SSO is unavailable.", serverCode: "FED-5001")))
+        #expect(
+            failed
+                == .failed(
+                    FlowRunnerFailure(
+                        code: .unknownError, message: "Corp SSO is unavailable.", serverCode: "FED-5001", userMessage: "Corp SSO is unavailable.")))
         #expect(agent.released == [loopback])
 
         // Redirected: the page is shown with the loopback redirect URI; once used, nothing is given back.

@@ -10,7 +10,9 @@ public struct User: Sendable, Equatable {
     /// Every claim, as received.
     public var claims: [String: JSONValue]
 
-    init(claims: [String: JSONValue]) {
+    /// A user from its claims (`sub`, `preferred_username`, `email`, `name` or `given_name`/`family_name`,
+    /// `picture`): what the SDK reads from an ID token or userinfo; an app makes one for previews and tests.
+    public init(claims: [String: JSONValue]) {
         self.claims = claims
         sub = claims["sub"]?.stringValue ?? ""
         username = claims["preferred_username"]?.stringValue ?? claims["username"]?.stringValue

@@ -140,6 +140,15 @@ public struct FlowComponent: Sendable, Equatable, Identifiable {
     public var components: [FlowComponent]
     /// Every member as received (src, placeholder, eventType, …).
     public var raw: [String: JSONValue]
+
+    /// A component made by hand (a preview's heading: `FlowComponent(id: "title", type: "TEXT", label: "Sign in")`).
+    public init(
+        id: String, type: String, category: String? = nil, variant: String? = nil, ref: String? = nil, label: String? = nil,
+        components: [FlowComponent] = [], raw: [String: JSONValue] = [:]
+    ) {
+        self.id = id; self.type = type; self.category = category; self.variant = variant; self.ref = ref; self.label = label
+        self.components = components; self.raw = raw
+    }
 }
 
 /// A per-field validation failure; the same step is shown again.
@@ -180,4 +189,16 @@ public struct EmbeddedFlowResponse: Sendable, Equatable {
 
     /// The wire name of `flowId`.
     public var executionId: String { flowId }
+
+    /// A step made by hand: a SwiftUI preview, a test double of the flow API.
+    public init(
+        flowId: String, flowStatus: EmbeddedFlowStatus = .promptOnly, type: EmbeddedFlowStepType? = .view,
+        flowType: EmbeddedFlowType = .authentication, inputs: [FlowInput] = [], actions: [FlowAction] = [],
+        components: [FlowComponent] = [], fieldErrors: [FlowFieldError] = [], error: FlowError? = nil,
+        additionalData: [String: String] = [:], redirectURL: String? = nil, user: User? = nil
+    ) {
+        self.flowId = flowId; self.flowStatus = flowStatus; self.type = type; self.flowType = flowType; self.inputs = inputs
+        self.actions = actions; self.components = components; self.fieldErrors = fieldErrors; self.error = error
+        self.additionalData = additionalData; self.redirectURL = redirectURL; self.user = user
+    }
 }

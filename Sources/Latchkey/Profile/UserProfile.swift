@@ -50,7 +50,7 @@ public struct UserProfile: Sendable, Equatable {
     public var endpoint: ProfileEndpoint
 
     /// A profile from a SCIM User resource (RFC 7643 §4.1).
-    init(scim resource: [String: JSONValue]) {
+    package init(scim resource: [String: JSONValue]) {
         claims = resource
         endpoint = .scim
         id = resource["id"]?.stringValue ?? ""

@@ -9,13 +9,17 @@ import os
 /// (its HTTP lines carry method, path, status and time only), and a private message would read `<private>` outside
 /// the debugger, where a developer needs it.
 struct UnifiedLogHandler: LogHandler {
-    private let log: os.Logger
+    // Names, not an `os.Logger`: that type is not `Sendable` in SDKs before iOS 18, and a handler must be. Making one
+    // per line is cheap (the system caches the log object by subsystem and category).
+    private let subsystem: String
+    private let category: String
     var metadata: Logging.Logger.Metadata = [:]
     var metadataProvider: Logging.Logger.MetadataProvider?
     var logLevel: Logging.Logger.Level = .info
 
     init(subsystem: String, category: String) {
-        log = os.Logger(subsystem: subsystem, category: category)
+        self.subsystem = subsystem
+        self.category = category
     }
 
     subscript(metadataKey key: String) -> Logging.Logger.Metadata.Value? {
@@ -29,7 +33,7 @@ struct UnifiedLogHandler: LogHandler {
         if let extra = event.metadata { merged.merge(extra) { _, new in new } }
         let suffix = merged.isEmpty ? "" : " " + merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         let text = "\(event.message)\(suffix)"
-        log.log(level: Self.type(of: event.level), "\(text, privacy: .public)")
+        os.Logger(subsystem: subsystem, category: category).log(level: Self.type(of: event.level), "\(text, privacy: .public)")
     }
 
     /// swift-log's seven levels on the unified log's five: debug and info are kept in memory only; notice and
@@ -50,7 +54,8 @@ extension Logging.Logger {
     /// The SDK's default logger. On Apple platforms it writes to the unified log (subsystem `io.latchkey`, category
     /// `sdk`), so what the SDK reports shows in Xcode's console whatever the app did with swift-log; elsewhere it is
     /// `Logger(label: "latchkey")` with the handler the process bootstrapped. An app that routes swift-log itself
-    /// passes its own logger instead (`LatchkeyClient(logger:)`, `.latchkeyProvider(config:logger:)`).
+    /// passes its own logger instead (`LatchkeyClient(prefersEphemeralWebBrowserSession: false, logger:)`,
+    /// `.latchkeyProvider(config:logger:)`).
     public static var latchkey: Logging.Logger {
         #if canImport(os)
         Logging.Logger(label: "io.latchkey.sdk") { _ in UnifiedLogHandler(subsystem: "io.latchkey", category: "sdk") }

@@ -167,6 +167,24 @@ public final class AuthFlowModel {
     /// True when the flow ended and can only start again.
     public var canRestart: Bool { phase == .failed }
 
+    /// The field Return moves to from `identifier`'s: the next visible input that takes typing (pickers are
+    /// skipped); nil on the last one, where Return submits.
+    public func field(after identifier: String) -> FlowInput? {
+        let typed = visibleInputs.filter { !$0.isSelect }
+        guard let index = typed.firstIndex(where: { $0.identifier == identifier }), index + 1 < typed.count else { return nil }
+        return typed[index + 1]
+    }
+
+    /// What Return in `identifier`'s field does: on any field but the last, nothing is sent and the next field's
+    /// identifier is returned (the view moves the focus there); on the last, the step is submitted with its primary
+    /// action and nil is returned.
+    @discardableResult
+    public func returnPressed(in identifier: String) -> String? {
+        if let next = field(after: identifier) { return next.identifier }
+        if let primary = primaryAction, !asksForPasskey, redirectURL == nil { submit(actionId: primary.ref) }
+        return nil
+    }
+
     /// The value typed for `identifier`.
     public func value(for identifier: String) -> String { values[identifier] ?? "" }
     /// Records what the user typed; the field's own error goes away as they edit it.
@@ -184,6 +202,9 @@ public final class AuthFlowModel {
     /// Starts the flow (the view calls it when it appears); does nothing once started.
     public func start() async {
         guard phase == .idle, !isLoading else { return }
+        if let state, state.isPreview {
+            return showPreview(state.previewStep ?? .preview(flowType: flowType))
+        }
         await run(actionId: nil) { await $0.start() }
     }
 
@@ -205,6 +226,7 @@ public final class AuthFlowModel {
     /// flight, so a double tap sends one request.
     public func perform(actionId: String) async {
         guard !isLoading, phase == .step, let step else { return }
+        if state?.isPreview == true { return }  // a preview stays on its step
         // Only this step's inputs go to the server: values of earlier steps stay for display, not for sending.
         let sent = Dictionary(uniqueKeysWithValues: step.inputs.compactMap { input in values[input.identifier].map { (input.identifier, $0) } })
         if step.inputs.contains(where: { $0.type == "PASSWORD_INPUT" && !(sent[$0.identifier] ?? "").isEmpty }) { sentPassword = true }
@@ -382,6 +404,26 @@ public final class AuthFlowModel {
         }
     }
 
+    /// A model showing `step` at once, for previews of `FlowStepView`, `FlowInputField`, `FlowActionButton` and screens
+    /// of the app's own; over a `LatchkeyState.preview(...)` (the default) nothing is ever sent.
+    public static func preview(
+        state: LatchkeyState = .preview(), step: EmbeddedFlowResponse = .preview(), values: [String: String] = [:],
+        fieldErrors: [String: String] = [:], error: String? = nil
+    ) -> AuthFlowModel {
+        let model = AuthFlowModel(state: state, flowType: step.flowType)
+        model.showPreview(step)
+        model.values = values
+        model.fieldErrors = fieldErrors
+        model.error = error
+        return model
+    }
+
+    /// Shows `step` without a server (previews).
+    func showPreview(_ step: EmbeddedFlowResponse) {
+        self.step = step
+        phase = .step
+    }
+
     private func forgetSecrets() {
         for key in secretKeys where values[key] != nil { values[key] = nil }
     }
@@ -403,3 +445,22 @@ public final class AuthFlowModel {
 public typealias SignInState = AuthFlowModel
 /// ThunderID's name for the registration flow's state (the same model with `flowType: .registration`).
 public typealias SignUpState = AuthFlowModel
+
+extension EmbeddedFlowResponse {
+    /// A first step for previews: a heading, an email and a password field, the submit action and (to sign in) a
+    /// passkey alternative, labelled in English as the server's default flows are. A real flow's labels come from the
+    /// server in the person's language.
+    public static func preview(flowType: EmbeddedFlowType = .authentication) -> EmbeddedFlowResponse {
+        let registration = flowType == .registration
+        let title = registration ? "Create account" : "Sign in"
+        return EmbeddedFlowResponse(
+            flowId: "preview", flowType: flowType,
+            inputs: [
+                FlowInput(ref: "input_email", identifier: registration ? "email" : "username", type: "EMAIL_INPUT", required: true, label: "Email"),
+                FlowInput(ref: "input_password", identifier: "password", type: "PASSWORD_INPUT", required: true, label: "Password")
+            ],
+            actions: [FlowAction(ref: "action_submit", type: "SUBMIT", label: title)]
+                + (registration ? [] : [FlowAction(ref: "action_passkey", type: "PASSKEY", label: "Use a passkey")]),
+            components: [FlowComponent(id: "title", type: "TEXT", label: title)])
+    }
+}

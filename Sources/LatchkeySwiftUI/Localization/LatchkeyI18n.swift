@@ -17,6 +17,8 @@ public final class LatchkeyI18n {
     /// Called with the new languages when `setLocale(_:)` changes them (the state forwards them to the client).
     @ObservationIgnored var onChange: (@MainActor ([String]?) -> Void)?
     @ObservationIgnored private let store: any LocaleStore
+    /// The app's own texts, by language tag (`*`: every language), each replacing the table's for its key.
+    private var overrides: [String: [UIText: String]] = [:]
 
     /// - Parameters:
     ///   - locale: the language to start with; nil takes the one `store` kept from an earlier `setLocale(_:)`, else
@@ -54,8 +56,31 @@ public final class LatchkeyI18n {
         onChange?(nil)
     }
 
-    /// The text for `key` in the active language.
-    public func t(_ key: UIText) -> String { UIStrings.text(key, language: language) }
+    /// The text for `key` in the active language: the app's own when it set one (`override(_:with:language:)`),
+    /// else the SDK's.
+    public func t(_ key: UIText) -> String {
+        overrides[language]?[key] ?? overrides["*"]?[key] ?? UIStrings.text(key, language: language)
+    }
+
+    /// Shows `text` wherever the components show `key` — in `language` only (a tag of `UIStrings.languages`, or any
+    /// tag that resolves to one: `fr-CA` is `fr`), or in every language when it is nil. A language's own override wins
+    /// over an every-language one. Views showing the key update at once.
+    ///
+    ///     state.i18n.override(.signIn, with: "Log in")
+    ///     state.i18n.override(.signIn, with: "Se connecter à Acme", language: "fr")
+    public func override(_ key: UIText, with text: String, language: String? = nil) {
+        overrides[language.map { UIStrings.resolve([$0]) } ?? "*", default: [:]][key] = text
+    }
+
+    /// Sets several overrides at once (`override(_:with:language:)` for each).
+    public func override(_ texts: [UIText: String], language: String? = nil) {
+        for (key, text) in texts { override(key, with: text, language: language) }
+    }
+
+    /// Goes back to the SDK's text for `key` (in `language`, or the every-language override when nil).
+    public func removeOverride(_ key: UIText, language: String? = nil) {
+        overrides[language.map { UIStrings.resolve([$0]) } ?? "*"]?[key] = nil
+    }
 
     /// The texts of the flow's client-side checks in the active language.
     public var checkMessages: FlowCheckMessages {

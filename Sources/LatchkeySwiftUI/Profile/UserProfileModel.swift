@@ -112,6 +112,7 @@ public final class UserProfileModel {
         guard !isLoading, profile != nil else { return }
         let changes = changedKeys
         guard !changes.isEmpty else { didSave = true; return }
+        if state.isPreview { didSave = true; return }  // a preview has no server to save to
         isLoading = true
         isSaving = true
         defer { isLoading = false; isSaving = false }
@@ -143,7 +144,18 @@ public final class UserProfileModel {
     // MARK: Internals
 
     private func fetch() async throws -> LatchkeyUserProfile {
-        try await state.client.getUserProfile(options: nil, sessionId: state.sessionId)
+        if state.isPreview, let user = state.user {
+            // A preview shows the user's claims as the profile; nothing is asked of a server.
+            let given = user.claims["given_name"] ?? .null
+            let family = user.claims["family_name"] ?? .null
+            return LatchkeyUserProfile(scim: [
+                "id": .string(user.sub), "userName": user.username.map(JSONValue.string) ?? .null,
+                "displayName": user.displayName.map(JSONValue.string) ?? .null,
+                "emails": .array([.object(["value": user.email.map(JSONValue.string) ?? .null, "primary": .bool(true)])]),
+                "name": .object(["givenName": given, "familyName": family])
+            ])
+        }
+        return try await state.client.getUserProfile(options: nil, sessionId: state.sessionId)
     }
 
     private func show(_ profile: LatchkeyUserProfile, keepingEdits: Bool) {

@@ -67,6 +67,10 @@ public final class LatchkeyState {
     public let sessionCheck: SessionCheck
     /// Where set-up mistakes are logged (`diagnosis`); by default the unified log on Apple platforms.
     public let logger: Logger
+    /// True for a state made by `preview(user:error:locale:step:)`: it never reaches a server.
+    public let isPreview: Bool
+    /// The step `SignIn` and `SignUp` show over a preview state.
+    @ObservationIgnored var previewStep: EmbeddedFlowResponse?
 
     private var operations = 0
     @ObservationIgnored private let config: LatchkeyConfig?
@@ -94,7 +98,7 @@ public final class LatchkeyState {
     ) {
         self.init(
             configuration: config, client: client, storage: storage, sessionId: sessionId, i18n: i18n, sessionCheck: sessionCheck,
-            logger: logger)
+            logger: logger, isPreview: false)
     }
 
     /// A state over a client the app has already initialized.
@@ -103,13 +107,37 @@ public final class LatchkeyState {
         logger: Logger = .latchkey
     ) {
         self.init(
-            configuration: nil, client: client, storage: nil, sessionId: sessionId, i18n: i18n, sessionCheck: sessionCheck, logger: logger)
+            configuration: nil, client: client, storage: nil, sessionId: sessionId, i18n: i18n, sessionCheck: sessionCheck, logger: logger,
+            isPreview: false)
+    }
+
+    /// A state for SwiftUI previews (and snapshot tests): already started, signed in as `user` when one is given,
+    /// showing `error`, in `locale`; `SignIn` and `SignUp` over it show `step` (a username and password step by
+    /// default) and `UserProfile` the user's claims. It makes no request: its client is never initialized, and
+    /// what would reach the server (a submission, a sign-out) only changes what the preview shows.
+    ///
+    ///     #Preview { SignIn().environment(LatchkeyState.preview()) }
+    ///     #Preview { UserProfile().environment(LatchkeyState.preview(user: .preview)) }
+    public static func preview(
+        user: User? = nil, error: String? = nil, locale: String = "en", step: EmbeddedFlowResponse? = nil
+    ) -> LatchkeyState {
+        let state = LatchkeyState(
+            configuration: nil, client: LatchkeyClient(http: PreviewNetwork(), userAgent: LoopbackUserAgent()), storage: nil,
+            sessionId: nil, i18n: LatchkeyI18n(locale: locale, store: InMemoryLocaleStore()), sessionCheck: .storedTokens,
+            logger: Logger(label: "latchkey.preview"), isPreview: true)
+        state.user = user
+        state.isSignedIn = user != nil
+        state.isInitialized = true
+        state.error = error
+        state.previewStep = step
+        return state
     }
 
     private init(
         configuration config: LatchkeyConfig?, client: LatchkeyClient, storage: (any StorageAdapter)?, sessionId: String?,
-        i18n: LatchkeyI18n, sessionCheck: SessionCheck, logger: Logger
+        i18n: LatchkeyI18n, sessionCheck: SessionCheck, logger: Logger, isPreview: Bool
     ) {
+        self.isPreview = isPreview
         self.sessionCheck = sessionCheck
         self.logger = logger
         self.config = config
@@ -126,6 +154,7 @@ public final class LatchkeyState {
     /// following the client's changes. Calling it again waits for the first call; it never throws:
     /// failures land in `error`.
     public func start() async {
+        if isPreview { return }
         if let starting { return await starting.value }
         let task = Task { await self.performStart() }
         starting = task
@@ -149,6 +178,7 @@ public final class LatchkeyState {
     /// happened at the provider is in `lastSignOut` afterwards (nil when the sign-out failed). A second call while one
     /// is in progress waits for it, with the first call's options.
     public func signOut(options: SignOutOptions?) async {
+        if isPreview { return apply(user: nil, signedIn: false) }
         if let signingOut { return await signingOut.value }
         lastSignOut = nil
         let task = Task {
@@ -332,3 +362,20 @@ public final class LatchkeyState {
 
 /// ThunderID's name for the state.
 public typealias ThunderIDState = LatchkeyState
+
+extension User {
+    /// A user for previews: Ada Lovelace, ada@example.com.
+    public static var preview: User {
+        User(claims: [
+            "sub": .string("preview-user"), "preferred_username": .string("ada"), "email": .string("ada@example.com"),
+            "name": .string("Ada Lovelace"), "given_name": .string("Ada"), "family_name": .string("Lovelace")
+        ])
+    }
+}
+
+/// The network of a preview state: nothing is sent.
+struct PreviewNetwork: HTTPClient {
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        throw LatchkeyError(.networkError, "a preview state sends no request")
+    }
+}

@@ -95,7 +95,7 @@ public struct BaseSignUp<Content: View>: View {
 /// `.task`.
 @MainActor
 public struct SignIn: View {
-    private let form: BaseSignIn<FlowForm>
+    private let form: BaseSignIn<FlowStepView>
 
     /// - Parameters:
     ///   - applicationId: the application whose flow runs.
@@ -110,7 +110,7 @@ public struct SignIn: View {
         onError: (@MainActor (String) -> Void)? = nil
     ) {
         var base = BaseSignIn(flowType: .authentication, applicationId: applicationId, onComplete: onComplete, onError: onError) {
-            FlowForm(model: $0, passkeyAutoFill: passkeyAutoFill)
+            FlowStepView(model: $0, passkeyAutoFill: passkeyAutoFill)
         }
         base.passkeyUpgrade = passkeyUpgrade
         form = base
@@ -122,12 +122,12 @@ public struct SignIn: View {
 /// The app-native registration form (ThunderID's `SignUp`); the same layout as `SignIn`.
 @MainActor
 public struct SignUp: View {
-    private let form: BaseSignIn<FlowForm>
+    private let form: BaseSignIn<FlowStepView>
 
     /// As `SignIn.init(applicationId:onComplete:onError:)`, for the registration flow.
     public init(applicationId: String? = nil, onComplete: (@MainActor () -> Void)? = nil, onError: (@MainActor (String) -> Void)? = nil) {
         form = BaseSignIn(flowType: .registration, applicationId: applicationId, onComplete: onComplete, onError: onError) {
-            FlowForm(model: $0, passkeyAutoFill: false)
+            FlowStepView(model: $0, passkeyAutoFill: false)
         }
     }
 
@@ -143,13 +143,26 @@ extension AuthFlowModel {
     }
 }
 
-/// The default layout of one flow step.
+/// The default layout of one flow step — what `SignIn` and `SignUp` show, public so a screen of the app's own can use
+/// it inside `BaseSignIn` (or recompose it from `FlowInputField` and `FlowActionButton`): the heading, the step's
+/// error, its notice, the fields in order (Return moves to the next one and submits on the last), the passkey or
+/// identity-provider button when the step asks for one, the actions, and "start over" after a flow ended. It
+/// follows `LatchkeyTheme` and sets `LatchkeyAccessibilityID`s.
 @MainActor
-struct FlowForm: View {
+public struct FlowStepView: View {
     @Environment(LatchkeyState.self) private var state
-    let model: AuthFlowModel
+    @Environment(\.latchkeyTheme) private var theme
+    @FocusState private var focused: String?
+    private let model: AuthFlowModel
     /// Offer passkeys in the username field's keyboard suggestions while the step shows one.
-    let passkeyAutoFill: Bool
+    private let passkeyAutoFill: Bool
+
+    /// The step of `model`; `passkeyAutoFill` offers passkeys in the username field's keyboard suggestions (iOS and
+    /// visionOS) while the step shows one.
+    public init(model: AuthFlowModel, passkeyAutoFill: Bool = true) {
+        self.model = model
+        self.passkeyAutoFill = passkeyAutoFill
+    }
 
     /// Whether AutoFill runs now: it starts when a step with a username field shows, and stops (the `.task` is
     /// cancelled) when that changes or the form goes away.
@@ -161,31 +174,41 @@ struct FlowForm: View {
         #endif
     }
 
-    var body: some View {
-        VStack(alignment: .leading, spacing: 16) {
+    public var body: some View {
+        VStack(alignment: .leading, spacing: theme.spacing) {
             if let title = model.title {
-                Text(title).font(.title2.weight(.semibold)).accessibilityAddTraits(.isHeader)
+                Text(title).font(theme.titleFont).accessibilityAddTraits(.isHeader)
+                    .accessibilityIdentifier(LatchkeyAccessibilityID.title)
             }
             if let error = model.error {
                 Label(error, systemImage: "exclamationmark.triangle")
-                    .foregroundStyle(.red)
+                    .font(theme.bodyFont)
+                    .foregroundStyle(theme.error)
                     .accessibilityLabel(error)
+                    .accessibilityIdentifier(LatchkeyAccessibilityID.error)
             }
             if let notice = model.notice {
-                Text(notice).font(.callout).foregroundStyle(.secondary)
+                Text(notice).font(theme.captionFont).foregroundStyle(theme.secondaryText)
+                    .accessibilityIdentifier(LatchkeyAccessibilityID.notice)
             }
             ForEach(model.visibleInputs) { input in
                 FlowInputField(model: model, input: input)
+                    .focused($focused, equals: input.identifier)
+                    .submitLabel(model.field(after: input.identifier) == nil ? .go : .next)
+                    .onSubmit { focused = model.returnPressed(in: input.identifier) }
             }
             if model.asksForPasskey {
                 Button {
                     // The sheet takes over from the keyboard's suggestions (submitPasskey stops them first).
                     Task { await model.submitPasskey() }
                 } label: {
-                    Label(state.i18n.t(.usePasskey), systemImage: "person.badge.key")
+                    Label(state.i18n.t(.usePasskey), systemImage: "person.badge.key").font(theme.bodyFont)
                 }
                 .buttonStyle(.borderedProminent)
+                .buttonBorderShape(.roundedRectangle(radius: theme.cornerRadius))
+                .latchkeyAccent(theme)
                 .disabled(model.isLoading)
+                .accessibilityIdentifier(LatchkeyAccessibilityID.passkey)
             } else if let redirect = model.redirectURL {
                 // An identity provider's page: shown at once, and again from this button if the person closed it.
                 let label = state.i18n.t(.continueAction)
@@ -194,26 +217,29 @@ struct FlowForm: View {
                 } label: {
                     HStack(spacing: 8) {
                         if model.isLoading { ProgressView() }
-                        Text(label)
+                        Text(label).font(theme.bodyFont)
                     }
                     .frame(maxWidth: .infinity)
                 }
                 .buttonStyle(.borderedProminent)
+                .buttonBorderShape(.roundedRectangle(radius: theme.cornerRadius))
+                .latchkeyAccent(theme)
                 .disabled(model.isLoading)
                 .accessibilityLabel(label)
+                .accessibilityIdentifier(LatchkeyAccessibilityID.continueRedirect)
                 .task(id: redirect) {
                     await model.followRedirection(presentationContextProvider: KeyWindowPresentationContext.shared)
                 }
             } else {
                 ForEach(model.actions) { action in
-                    FlowActionButton(
-                        model: model, action: action, isPrimary: action.ref == model.primaryAction?.ref,
-                        fallbackLabel: state.i18n.t(.continueAction))
+                    FlowActionButton(model: model, action: action, isPrimary: action.ref == model.primaryAction?.ref)
                 }
             }
             if model.canRestart {
                 Button(state.i18n.t(.startOver)) { Task { await model.restart() } }
+                    .font(theme.bodyFont)
                     .disabled(model.isLoading)
+                    .accessibilityIdentifier(LatchkeyAccessibilityID.startOver)
             }
             if model.phase == .idle {
                 ProgressView().accessibilityLabel(state.i18n.t(.loading))
@@ -227,20 +253,33 @@ struct FlowForm: View {
     }
 }
 
-/// One input of a step: a picker for SELECT inputs, a secure field for passwords, a text field otherwise; its error
-/// right under it.
+/// One input of a step, public for screens of the app's own: a picker for SELECT inputs, a secure field for
+/// passwords (`.newPassword` on registration and recovery, so the keyboard offers a strong one), a text field
+/// otherwise (`.username`, `.oneTimeCode`, `.emailAddress`, `.telephoneNumber` as the input is), its error right
+/// under it. Focus and Return are the caller's (`FlowStepView` moves through the fields with
+/// `AuthFlowModel.returnPressed(in:)`).
 @MainActor
-struct FlowInputField: View {
-    let model: AuthFlowModel
-    let input: FlowInput
+public struct FlowInputField: View {
+    @Environment(\.latchkeyTheme) private var theme
+    private let model: AuthFlowModel
+    private let input: FlowInput
+
+    /// The field for `input` of `model`'s step.
+    public init(model: AuthFlowModel, input: FlowInput) {
+        self.model = model
+        self.input = input
+    }
 
     private var label: String { input.label ?? input.identifier }
 
-    var body: some View {
-        VStack(alignment: .leading, spacing: 4) {
+    public var body: some View {
+        VStack(alignment: .leading, spacing: theme.fieldSpacing) {
             field
+                .font(theme.bodyFont)
+                .accessibilityIdentifier(LatchkeyAccessibilityID.input(input.identifier))
             if let error = model.fieldError(for: input.identifier) {
-                Text(error).font(.footnote).foregroundStyle(.red)
+                Text(error).font(theme.captionFont).foregroundStyle(theme.error)
+                    .accessibilityIdentifier(LatchkeyAccessibilityID.fieldError(input.identifier))
             }
         }
         .accessibilityElement(children: .combine)
@@ -256,12 +295,14 @@ struct FlowInputField: View {
             .accessibilityLabel(label)
         } else if input.type == "PASSWORD_INPUT" {
             SecureField(label, text: text)
+                .textFieldStyle(.roundedBorder)
                 .accessibilityLabel(label)
                 #if os(iOS) || os(visionOS)
-            .textContentType(.password)
+            .textContentType(model.flowType == .authentication ? .password : .newPassword)
                 #endif
         } else {
             TextField(label, text: text)
+                .textFieldStyle(.roundedBorder)
                 .autocorrectionDisabled()
                 .accessibilityLabel(label)
                 #if os(iOS) || os(visionOS)
@@ -295,30 +336,42 @@ struct FlowInputField: View {
     #endif
 }
 
-/// One action of a step, with its own spinner while it is being sent.
+/// One action of a step, public for screens of the app's own: its label (the server's, else "Continue" in the
+/// person's language), its own spinner while it is being sent, prominent when it is the step's primary action.
 @MainActor
-struct FlowActionButton: View {
-    let model: AuthFlowModel
-    let action: FlowAction
-    let isPrimary: Bool
-    let fallbackLabel: String
+public struct FlowActionButton: View {
+    @Environment(LatchkeyState.self) private var state
+    @Environment(\.latchkeyTheme) private var theme
+    private let model: AuthFlowModel
+    private let action: FlowAction
+    private let isPrimary: Bool
 
-    var body: some View {
+    /// The button for `action` of `model`'s step; `isPrimary` makes it the prominent, full-width one.
+    public init(model: AuthFlowModel, action: FlowAction, isPrimary: Bool) {
+        self.model = model
+        self.action = action
+        self.isPrimary = isPrimary
+    }
+
+    public var body: some View {
+        let label = action.label ?? state.i18n.t(.continueAction)
         let button = Button {
             model.submit(actionId: action.ref)
         } label: {
             HStack(spacing: 8) {
                 if model.isLoading(actionId: action.ref) { ProgressView() }
-                Text(action.label ?? fallbackLabel)
+                Text(label).font(theme.bodyFont)
             }
             .frame(maxWidth: isPrimary ? .infinity : nil)
         }
+        .buttonBorderShape(.roundedRectangle(radius: theme.cornerRadius))
         .disabled(model.isLoading)
-        .accessibilityLabel(action.label ?? fallbackLabel)
+        .accessibilityLabel(label)
+        .accessibilityIdentifier(LatchkeyAccessibilityID.action(action.ref))
         if isPrimary {
-            button.buttonStyle(.borderedProminent)
+            button.buttonStyle(.borderedProminent).latchkeyAccent(theme)
         } else {
-            button.buttonStyle(.bordered)
+            button.buttonStyle(.bordered).latchkeyAccent(theme)
         }
     }
 }

@@ -1,6 +1,9 @@
 #if canImport(SwiftUI)
 import SwiftUI
 import Latchkey
+#if canImport(UIKit)
+import UIKit
+#endif
 
 /// The unstyled profile form builder (ThunderID's `BaseUserProfile`): loads the profile when it appears and hands
 /// `content` the loaded profile, bindings for the editable fields, whether it is busy, the last error and `save`.
@@ -68,6 +71,7 @@ public struct BaseUserProfile<Content: View>: View {
 @MainActor
 public struct UserProfile: View {
     @Environment(LatchkeyState.self) private var state
+    @Environment(\.latchkeyTheme) private var theme
     private let onSaved: (@MainActor () -> Void)?
     private let onError: (@MainActor () -> Void)?
 
@@ -81,14 +85,21 @@ public struct UserProfile: View {
 
     public var body: some View {
         BaseUserProfile(onSaved: onSaved, onError: onError) { _, fields, isLoading, error, save in
-            VStack(alignment: .leading, spacing: 16) {
+            VStack(alignment: .leading, spacing: theme.spacing) {
                 if let error {
-                    Label(error, systemImage: "exclamationmark.triangle").foregroundStyle(.red)
+                    Label(error, systemImage: "exclamationmark.triangle").font(theme.bodyFont).foregroundStyle(theme.error)
+                        .accessibilityIdentifier(LatchkeyAccessibilityID.error)
                 }
                 ForEach(UserProfileModel.Field.all(in: fields), id: \.key) { field in
                     if let binding = fields[field.key] {
                         TextField(state.i18n.t(field.label), text: binding)
+                            .textFieldStyle(.roundedBorder)
+                            .font(theme.bodyFont)
                             .accessibilityLabel(state.i18n.t(field.label))
+                            .accessibilityIdentifier(LatchkeyAccessibilityID.profileField(field.key))
+                            #if os(iOS) || os(visionOS)
+                        .textContentType(field.contentType)
+                            #endif
                     }
                 }
                 Button {
@@ -100,8 +111,12 @@ public struct UserProfile: View {
                     }
                     .frame(maxWidth: .infinity)
                 }
+                .font(theme.bodyFont)
                 .buttonStyle(.borderedProminent)
+                .buttonBorderShape(.roundedRectangle(radius: theme.cornerRadius))
+                .latchkeyAccent(theme)
                 .disabled(isLoading)
+                .accessibilityIdentifier(LatchkeyAccessibilityID.profileSave)
             }
         }
     }
@@ -111,6 +126,19 @@ public struct UserProfile: View {
 public typealias UserProfileView = UserProfile
 
 extension UserProfileModel.Field {
+    #if os(iOS) || os(visionOS)
+    /// What the keyboard may offer for the field.
+    var contentType: UITextContentType? {
+        switch key {
+        case "displayName": .name
+        case "given_name": .givenName
+        case "family_name": .familyName
+        case "phoneNumbers": .telephoneNumber
+        default: nil
+        }
+    }
+    #endif
+
     /// The predefined fields among `bindings`' keys, in a stable order.
     static func all(in bindings: [String: Binding<String>]) -> [UserProfileModel.Field] {
         [.displayName, .givenName, .familyName, .phoneNumbers, .locale].filter { bindings[$0.key] != nil }

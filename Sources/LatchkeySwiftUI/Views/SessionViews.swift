@@ -99,6 +99,7 @@ public typealias BaseSignOutButton = BaseSignInButton
 @MainActor
 public struct SignInButton: View {
     @Environment(LatchkeyState.self) private var state
+    @Environment(\.latchkeyTheme) private var theme
     @State private var model: SignInButtonModel?
     private let onTap: (@MainActor () -> Void)?
 
@@ -111,7 +112,11 @@ public struct SignInButton: View {
         BaseSignInButton(label: state.i18n.t(.signIn), isLoading: model?.isDisabled ?? state.isLoading) {
             model?.tap()
         }
+        .font(theme.bodyFont)
         .buttonStyle(.borderedProminent)
+        .buttonBorderShape(.roundedRectangle(radius: theme.cornerRadius))
+        .latchkeyAccent(theme)
+        .accessibilityIdentifier(LatchkeyAccessibilityID.signInButton)
         .onAppear {
             guard model == nil else { return }
             let button = SignInButtonModel(state: state, onTap: onTap)
@@ -125,6 +130,7 @@ public struct SignInButton: View {
 @MainActor
 public struct SignOutButton: View {
     @Environment(LatchkeyState.self) private var state
+    @Environment(\.latchkeyTheme) private var theme
     @State private var model: SignOutButtonModel?
     private let onSignOutComplete: (@MainActor () -> Void)?
 
@@ -137,7 +143,11 @@ public struct SignOutButton: View {
         BaseSignOutButton(label: state.i18n.t(.signOut), isLoading: state.isLoading) {
             model?.tap()
         }
+        .font(theme.bodyFont)
         .buttonStyle(.bordered)
+        .buttonBorderShape(.roundedRectangle(radius: theme.cornerRadius))
+        .latchkeyAccent(theme)
+        .accessibilityIdentifier(LatchkeyAccessibilityID.signOutButton)
         .onAppear {
             guard model == nil else { return }
             let button = SignOutButtonModel(state: state, onSignOutComplete: onSignOutComplete)
