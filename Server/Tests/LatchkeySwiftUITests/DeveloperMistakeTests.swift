@@ -1,6 +1,7 @@
 import LatchkeyTestSupport
 import Foundation
 import Latchkey
+import LatchkeyServer
 import LatchkeySwiftUI
 import Logging
 import Testing
@@ -110,8 +111,8 @@ struct DeveloperMistakeTests {
         await state.start()
         let model = AuthFlowModel(state: state, applicationId: "my-new-app")
         await model.start()
-        #expect(model.phase == .failed && model.error != nil)
-        #expect(model.error?.contains("FES-") == false && model.error?.contains("applicationId") == false, "\(model.error ?? "")")
+        #expect(model.phase == .failed && model.canRestart)
+        #expect(model.error == MessageCatalog.text("flows.errors.invalid_app", locale: .fr), "the server's words, not its description")
         #expect(state.diagnosis?.kind == .unknownClient)
         #expect(log.errors.count == 1, "\(log.errors)")
     }
@@ -210,7 +211,24 @@ struct DeveloperMistakeTests {
                     "The resource could not be loaded because the App Transport Security policy requires the use of a secure connection."),
                 .appTransportSecurity
             ),
+            // By the system's error, whatever the language of its description.
+            (
+                LatchkeyError(
+                    .networkError, "GET id.example.com/.well-known/openid-configuration: Die Ressource konnte nicht geladen werden.",
+                    underlying: URLError(.appTransportSecurityRequiresSecureConnection)), .appTransportSecurity
+            ),
+            // A certificate the device does not trust is not App Transport Security, though its text names a secure connection.
+            (
+                LatchkeyError(
+                    .networkError, "An SSL error has occurred and a secure connection to the server cannot be made.",
+                    underlying: URLError(.secureConnectionFailed)), .serverUnreachable
+            ),
             (LatchkeyError(.passkeyDomainNotAssociated, "the app is not associated with id.example.com"), .passkeyDomainNotAssociated),
+            (
+                LatchkeyError(.passkeyFailed, "ASAuthorizationError 1004 (check that the app's associated domains include webcredentials:x)"),
+                .passkeyDomainNotAssociated
+            ),
+            (LatchkeyError(.passkeyFailed, "the authenticator failed"), nil),
             (
                 LatchkeyError(.invalidConfiguration, "baseUrl must use HTTPS (plain http is allowed only for loopback hosts)"),
                 .invalidConfiguration

@@ -99,7 +99,7 @@ public struct LatchkeyConfig: Sendable {
         // A redirect URI without a scheme ("callback", "/callback") can never come back to the app: said at once,
         // not after the person has signed in on a page that then goes nowhere.
         for (name, value) in [("afterSignInUrl", afterSignInUrl), ("afterSignOutUrl", afterSignOutUrl)] {
-            if let value, URLComponents(string: value)?.scheme.map({ $0.isEmpty }) ?? true {
+            if let value, URLComponents(string: value)?.scheme?.isEmpty != false {
                 throw LatchkeyError(
                     .invalidRedirectUri,
                     "\(name) \"\(value)\" has no URL scheme: use a custom scheme of the app's own (com.example.myapp:/callback)")

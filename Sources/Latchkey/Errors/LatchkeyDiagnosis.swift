@@ -48,72 +48,67 @@ public struct LatchkeyDiagnosis: Sendable, Hashable, CustomStringConvertible {
     /// expired session, the server's own failure).
     /// - Parameter config: the configuration in use, to name `baseUrl`, `clientId` and `afterSignInUrl` in the fix.
     public init?(_ error: LatchkeyError, config: LatchkeyConfig? = nil) {
-        let cause = error.message
-        let clientId = config.map { "'\($0.clientId)'" } ?? "the configured one"
-        let redirect = config?.afterSignInUrl.map { "'\($0)'" } ?? "afterSignInUrl"
-        let server = config.map { "'\($0.baseUrl)'" } ?? "baseUrl"
-        let lowered = cause.lowercased()
+        guard let kind = Self.kind(of: error) else { return nil }
+        self.init(kind: kind, cause: error.message, fix: Self.fix(for: kind, config: config))
+    }
+
+    /// Which mistake `error` shows, if any: by its code, then by the server's code, the underlying system error, or
+    /// (for the SDK's own messages and pages of other providers) the words of its message.
+    static func kind(of error: LatchkeyError) -> Kind? {
+        let message = error.message.lowercased()
         switch error.code {
         case .sdkNotInitialized:
-            self.init(
-                kind: .notInitialized, cause: cause,
-                fix: "call initialize(config:storage:) and wait for it before this call, or put .latchkeyProvider(config:) above "
-                    + "the view (its state initializes the client when it appears); if initialize failed, fix that error first")
+            return .notInitialized
         case .invalidRedirectUri:
-            self.init(
-                kind: .redirectUriScheme, cause: cause,
-                fix: "set afterSignInUrl to a URL with a custom scheme of the app's own, such as com.example.myapp:/callback, "
-                    + "and register it exactly so on the server")
+            return .redirectUriScheme
         case .networkError, .requestTimeout:
-            if lowered.contains("app transport security") || lowered.contains("-1022") || lowered.contains("secure connection") {
-                self.init(
-                    kind: .appTransportSecurity, cause: cause,
-                    fix: "serve \(server) over https, or for a development server on this Mac add an App Transport Security "
-                        + "exception for localhost to Info.plist (NSAppTransportSecurity > NSExceptionDomains)")
-            } else {
-                self.init(
-                    kind: .serverUnreachable, cause: cause,
-                    fix: "check that the server runs at \(server); in the simulator localhost is the Mac, on a device it is the "
-                        + "device itself: use the Mac's network name over https (README, \"Reaching a development server\")")
-            }
-        case .passkeyDomainNotAssociated:
-            self.init(
-                kind: .passkeyDomainNotAssociated, cause: cause,
-                fix: "add webcredentials:<the server's relying party id> to the app's Associated Domains entitlement and serve "
-                    + "/.well-known/apple-app-site-association there listing <Team ID>.<bundle id> under webcredentials")
-        case .passkeyFailed where lowered.contains("associated domains"):
-            self.init(
-                kind: .passkeyDomainNotAssociated, cause: cause,
-                fix: "add webcredentials:<the server's relying party id> to the app's Associated Domains entitlement and serve "
-                    + "/.well-known/apple-app-site-association there listing <Team ID>.<bundle id> under webcredentials")
+            let refusedByATS =
+                (error.underlying as? URLError)?.code == .appTransportSecurityRequiresSecureConnection
+                || message.contains("app transport security")
+            return refusedByATS ? .appTransportSecurity : .serverUnreachable
+        case .passkeyDomainNotAssociated,
+            .passkeyFailed where message.contains("associated domains"):
+            return .passkeyDomainNotAssociated
         case .invalidConfiguration:
-            if error.serverCode == "invalid_client" || error.serverCode == "unauthorized_client" || error.serverCode == "FES-1003" {
-                self.init(
-                    kind: .unknownClient, cause: cause,
-                    fix: "register the client \(clientId) on the server (its configuration file's clients, or dynamic "
-                        + "registration), or set clientId to a client the server has")
-            } else if lowered.contains("afterSignInUrl".lowercased()) && lowered.contains("not set") {
-                self.init(
-                    kind: .redirectUriScheme, cause: cause,
-                    fix: "set afterSignInUrl to a URL with a custom scheme of the app's own, such as com.example.myapp:/callback, "
-                        + "and register it exactly so on the server")
-            } else if lowered.contains("redirect_uri") || lowered.contains("redirect uri") {
-                self.init(
-                    kind: .redirectUriNotRegistered, cause: cause,
-                    fix: "register \(redirect) among the client's redirect URIs on the server exactly as written (':/' and "
-                        + "'://' differ, and so does a trailing slash), or set afterSignInUrl to one that is registered")
-            } else if lowered.contains("client") && (lowered.contains("unknown") || lowered.contains("not known")) {
-                self.init(
-                    kind: .unknownClient, cause: cause,
-                    fix: "register the client \(clientId) on the server, or set clientId to a client the server has")
-            } else {
-                self.init(
-                    kind: .invalidConfiguration, cause: cause,
-                    fix: "check LatchkeyConfig (baseUrl over https off this Mac, clientId, afterSignInUrl, scopes) against the "
-                        + "server's registration of the client")
-            }
+            if ["invalid_client", "unauthorized_client", "FES-1003"].contains(error.serverCode ?? "") { return .unknownClient }
+            if message.contains("afterSignInUrl".lowercased()) && message.contains("not set") { return .redirectUriScheme }
+            if message.contains("redirect_uri") || message.contains("redirect uri") { return .redirectUriNotRegistered }
+            return .invalidConfiguration
         default:
             return nil
+        }
+    }
+
+    /// What to change for `kind`, naming the configured values where there are some.
+    static func fix(for kind: Kind, config: LatchkeyConfig?) -> String {
+        let server = config.map { "'\($0.baseUrl)'" } ?? "baseUrl"
+        switch kind {
+        case .notInitialized:
+            return "call initialize(config:storage:) and wait for it before this call, or put .latchkeyProvider(config:) above "
+                + "the view (its state initializes the client when it appears); if initialize failed, fix that error first"
+        case .redirectUriScheme:
+            return "set afterSignInUrl to a URL with a custom scheme of the app's own, such as com.example.myapp:/callback, "
+                + "and register it exactly so on the server"
+        case .redirectUriNotRegistered:
+            let redirect = config?.afterSignInUrl.map { "'\($0)'" } ?? "afterSignInUrl"
+            return "register \(redirect) among the client's redirect URIs on the server exactly as written (':/' and "
+                + "'://' differ, and so does a trailing slash), or set afterSignInUrl to one that is registered"
+        case .unknownClient:
+            let clientId = config.map { "'\($0.clientId)'" } ?? "the configured one"
+            return "register the client \(clientId) on the server (its configuration file's clients, or dynamic "
+                + "registration), or set clientId to a client the server has"
+        case .serverUnreachable:
+            return "check that the server runs at \(server); in the simulator localhost is the Mac, on a device it is the "
+                + "device itself: use the Mac's network name over https (README, \"Reaching a development server\")"
+        case .appTransportSecurity:
+            return "serve \(server) over https, or for a development server on this Mac add an App Transport Security "
+                + "exception for localhost to Info.plist (NSAppTransportSecurity > NSExceptionDomains)"
+        case .passkeyDomainNotAssociated:
+            return "add webcredentials:<the server's relying party id> to the app's Associated Domains entitlement and serve "
+                + "/.well-known/apple-app-site-association there listing <Team ID>.<bundle id> under webcredentials"
+        case .invalidConfiguration:
+            return "check LatchkeyConfig (baseUrl over https off this Mac, clientId, afterSignInUrl, scopes) against the "
+                + "server's registration of the client"
         }
     }
 }

@@ -168,6 +168,15 @@ public struct FlowError: Sendable, Equatable {
     public var message: String
     /// Technical description for developers.
     public var description: String?
+
+    /// The message for the person: `message` when the server sent it with its code (its in-band errors are
+    /// localized); nil for the SDK's own errors on a step, whose `message` may be technical English.
+    public var userMessage: String? { serverCode.isEmpty || message.isEmpty ? nil : message }
+
+    /// The error as a `LatchkeyError` with its technical description, for logs and `LatchkeyDiagnosis`.
+    public var error: LatchkeyError {
+        LatchkeyError(code, description ?? message, serverCode: serverCode.isEmpty ? nil : serverCode, userMessage: userMessage)
+    }
 }
 
 /// One step's answer (ThunderID's `EmbeddedFlowResponse`), fully typed.

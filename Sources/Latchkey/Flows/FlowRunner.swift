@@ -279,7 +279,7 @@ public actor FlowRunner {
                             code: response.error?.code ?? .unknownError,
                             message: response.error?.message ?? "The flow ended with an error.",
                             serverCode: response.error?.serverCode,
-                            userMessage: response.error.flatMap { $0.message.isEmpty || $0.serverCode.isEmpty ? nil : $0.message },
+                            userMessage: response.error?.userMessage,
                             detail: response.error?.description))
                 }
             }

@@ -369,12 +369,8 @@ public final class AuthFlowModel {
             if let flowError = next.error {
                 // The server's in-band errors carry its code and a localized message; the SDK's own (the network)
                 // only technical text, so the table's words are shown for those.
-                let fromServer = !flowError.serverCode.isEmpty && !flowError.message.isEmpty
-                state?.diagnose(
-                    LatchkeyError(
-                        flowError.code, flowError.description ?? flowError.message,
-                        serverCode: flowError.serverCode.isEmpty ? nil : flowError.serverCode))
-                show(message: fromServer ? flowError.message : i18n.t(UIText.forError(flowError.code)), code: flowError.code)
+                state?.diagnose(flowError.error)
+                show(message: flowError.userMessage ?? i18n.t(UIText.forError(flowError.code)), code: flowError.code)
             } else {
                 error = nil
                 errorCode = nil

@@ -47,7 +47,7 @@ struct SessionPreviews: PreviewProvider {
     static var previews: some View {
         Group {
             VStack {
-                SignedIn { Text("Signed in as \(LatchkeyState.preview(user: .preview).user?.displayName ?? "")") }
+                SignedIn { Text("Signed in as \(User.preview.displayName ?? "")") }
                 SignOutButton()
             }
             .environment(LatchkeyState.preview(user: .preview))
