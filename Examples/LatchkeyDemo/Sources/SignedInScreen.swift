@@ -52,6 +52,11 @@ struct SignedInScreen: View {
                     SignOutButton()
                         .frame(maxWidth: .infinity)
                 }
+                Section {
+                    // App Store Review Guideline 5.1.1(v): asks for confirmation, deletes the account on the server
+                    // (`DELETE /users/me`) and signs out; a sign-in older than five minutes asks for a new one first.
+                    DeleteAccountButton()
+                }
             }
             .navigationTitle("Latchkey Demo")
         }

@@ -58,6 +58,8 @@ public final class IdentityServer: Sendable {
     let federatedAccounts: FederatedAccounts
     /// Security-relevant events: rows in the store, log lines, a metric (`Audit/AuditTrail.swift`).
     let audit: AuditTrail
+    /// Deletions of accounts their owners asked for (`DELETE /users/me`).
+    let accountDeletions: AccountDeletions
     /// Token requests that carried a DPoP proof (recorded as used) and failed, per address.
     let proofThrottle: any AddressLimiter
     /// The reuse interval of rotated refresh tokens (`refresh_token_reuse_seconds`).
@@ -124,9 +126,12 @@ public final class IdentityServer: Sendable {
             throttle: limiter("failed-logins", policy.maxFailuresPerAddress, .login), recoveryAlarm: OncePerInterval(),
             sealer: sealer, outbox: outbox, metrics: metrics, audit: audit)
         self.accounts = accounts
+        let deletions = AccountDeletions(
+            store: store, accounts: accounts, audit: audit, clock: clock, graceDays: configuration.accountDeletionGraceDays, logger: logger)
+        self.accountDeletions = deletions
         let pruner = Pruner(
             store: store, clock: clock, intervalSeconds: configuration.pruneIntervalSeconds,
-            auditRetentionDays: configuration.auditRetentionDays, schedule: OncePerInterval(), logger: logger)
+            auditRetentionDays: configuration.auditRetentionDays, deletions: deletions, schedule: OncePerInterval(), logger: logger)
         self.pruner = pruner
         self.admission = Admission(
             startThrottle: limiter("starts", policy.maxStartsPerAddress, .start),
@@ -148,7 +153,8 @@ public final class IdentityServer: Sendable {
             clock: clock, audit: audit, issuer: issuerInForce, keys: clientKeys,
             auditBudget: AddressAuditBudget(
                 limit: policy.maxAuditedClientAuthFailuresPerAddress, window: window, capacity: policy.maxTrackedAddresses))
-        let sessions = SignInSessions(store: store, clock: clock, lifetime: configuration.lifetimes.session, audit: audit)
+        let sessions = SignInSessions(
+            store: store, clock: clock, lifetime: configuration.lifetimes.session, audit: audit, deletions: deletions)
         self.sessions = sessions
         self.browserSessions = BrowserSessions(store: store, cookies: cookies, clock: clock)
         self.ownTokens = OwnTokens(kit: kit, sessions: sessions)
@@ -276,10 +282,15 @@ public final class IdentityServer: Sendable {
 
     /// Deletes expired rows now: pending logins, flow executions, authorization codes, access tokens, refresh tokens
     /// (expired, or of a revoked family), sessions (expired or ended), consumed token ids, passkey and step-up
-    /// ceremonies, outbox messages older than a day, and audit events older than `audit_retention_days`. Returns the
-    /// number of rows deleted.
+    /// ceremonies, outbox messages older than a day, audit events older than `audit_retention_days`, and accounts
+    /// whose deletion grace period ended. Returns the number of rows (and accounts) deleted.
     @discardableResult
     public func pruneExpired() async throws -> Int { try await pruner.pruneExpired() }
+
+    /// Deletes now the accounts whose deletion grace period (`account_deletion_grace_days`) has ended, as pruning
+    /// does; returns how many this call deleted (an account another instance deleted first is not counted).
+    @discardableResult
+    public func deleteDueAccounts() async throws -> Int { try await accountDeletions.deleteDue() }
 
     /// One pass of webhook delivery now: every due delivery of every webhook is tried once (what the delivery loop does
     /// until nothing is due). For servers run without the loop (`runsDeliveryLoops` off: tests drive it this way).
@@ -459,7 +470,8 @@ public final class IdentityServer: Sendable {
         ).addRoutes(to: group("/flow", .thunder), development: group("/dev", .html))
         // The account's own management: first-party applications, or tokens with `latchkey.account` (R3-2).
         let me = protected(group("/users/me", .thunder), refusal: SelfServiceController.refusal, accountManagement: true)
-        SelfServiceController(store: store, clock: clock, accounts: accounts, admission: admission, audit: audit).addRoutes(to: me)
+        SelfServiceController(store: store, clock: clock, accounts: accounts, deletions: accountDeletions, admission: admission, audit: audit)
+            .addRoutes(to: me)
         LinkedIdentitiesController(store: store, accounts: accounts, federation: federation, federatedAccounts: federatedAccounts, audit: audit)
             .addRoutes(to: me)
         // Administration (administrators only, each handler checks): a user's sessions and grants, the audit trail.

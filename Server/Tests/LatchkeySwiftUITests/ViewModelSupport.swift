@@ -57,10 +57,10 @@ actor SnapshotStorage: StorageAdapter {
 extension TestServer {
     /// A started `LatchkeyState` whose storage holds the demo user's session, signed in through the hosted page.
     @MainActor
-    func signedInUIState(http: any HTTPClient = productionHTTPClient(), start: Bool = true) async throws -> LatchkeyState {
+    func signedInUIState(http: any HTTPClient = productionHTTPClient(), locale: String? = "en", start: Bool = true) async throws -> LatchkeyState {
         let storage = InMemoryStorageAdapter()
         _ = try await signedInClient(storage: storage)
-        let state = uiState(storage: storage, http: http)
+        let state = uiState(storage: storage, http: http, locale: locale)
         if start { await state.start() }
         return state
     }

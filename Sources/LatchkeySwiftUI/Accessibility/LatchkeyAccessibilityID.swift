@@ -27,4 +27,10 @@ public enum LatchkeyAccessibilityID {
     public static func profileField(_ key: String) -> String { "latchkey.profile.\(key)" }
     /// `UserProfile`'s save button.
     public static let profileSave = "latchkey.profile.save"
+    /// `DeleteAccountButton`.
+    public static let deleteAccount = "latchkey.account.delete"
+    /// The confirming action of `DeleteAccountButton`'s confirmation.
+    public static let deleteAccountConfirm = "latchkey.account.delete.confirm"
+    /// The outcome (or failure) `DeleteAccountButton` shows under itself.
+    public static let deleteAccountMessage = "latchkey.account.delete.message"
 }

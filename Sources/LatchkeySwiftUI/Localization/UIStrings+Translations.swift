@@ -18,7 +18,13 @@ extension UIStrings {
         .profileConflict: "تم تغيير ملفك الشخصي من مكان آخر. يُعرض أحدث إصدار مع تعديلاتك: راجعها واحفظ مرة أخرى.",
         .profileSaved: "تم حفظ ملفك الشخصي.", .codeSent: "أرسلنا إليك رمزًا عبر البريد الإلكتروني.",
         .displayName: "الاسم المعروض", .givenName: "الاسم الأول", .familyName: "اسم العائلة", .email: "البريد الإلكتروني",
-        .phoneNumber: "رقم الهاتف", .locale: "اللغة"
+        .phoneNumber: "رقم الهاتف", .locale: "اللغة",
+        .deleteAccount: "حذف الحساب", .deleteAccountTitle: "هل تريد حذف حسابك؟",
+        .deleteAccountWarning:
+            "سيتم حذف ملفك الشخصي ومفاتيح المرور وعوامل التحقق الثانية والحسابات المرتبطة والأذونات التي منحتها للتطبيقات، وسيتم تسجيل خروجك على جميع الأجهزة. لا يمكن التراجع عن هذا الإجراء.",
+        .delete: "حذف", .cancel: "إلغاء", .deleting: "جارٍ الحذف…", .accountDeleted: "تم حذف حسابك.",
+        .accountDeletionScheduled: "سيتم حذف حسابك في {date}. سجّل الدخول مرة أخرى قبل ذلك التاريخ للاحتفاظ به.",
+        .signInAgainToContinue: "حفاظًا على أمانك، سجّل الدخول مرة أخرى، ثم حاول مجددًا."
     ]
 
     static let german: [UIText: String] = [
@@ -38,7 +44,13 @@ extension UIStrings {
             "Ihr Profil wurde an anderer Stelle geändert. Die neueste Version wird mit Ihren Änderungen angezeigt: Prüfen Sie sie und speichern Sie erneut.",
         .profileSaved: "Ihr Profil wurde gespeichert.", .codeSent: "Wir haben Ihnen einen Code per E-Mail gesendet.",
         .displayName: "Anzeigename", .givenName: "Vorname", .familyName: "Nachname", .email: "E-Mail",
-        .phoneNumber: "Telefonnummer", .locale: "Sprache"
+        .phoneNumber: "Telefonnummer", .locale: "Sprache",
+        .deleteAccount: "Konto löschen", .deleteAccountTitle: "Möchten Sie Ihr Konto löschen?",
+        .deleteAccountWarning:
+            "Ihr Profil, Ihre Passkeys, zweiten Faktoren, verknüpften Konten und die Berechtigungen, die Sie Apps erteilt haben, werden gelöscht, und Sie werden auf allen Geräten abgemeldet. Dies kann nicht rückgängig gemacht werden.",
+        .delete: "Löschen", .cancel: "Abbrechen", .deleting: "Wird gelöscht…", .accountDeleted: "Ihr Konto wurde gelöscht.",
+        .accountDeletionScheduled: "Ihr Konto wird am {date} gelöscht. Melden Sie sich vorher erneut an, um es zu behalten.",
+        .signInAgainToContinue: "Melden Sie sich zu Ihrer Sicherheit erneut an und versuchen Sie es dann noch einmal."
     ]
 
     static let spanish: [UIText: String] = [
@@ -57,7 +69,13 @@ extension UIStrings {
         .profileConflict: "Su perfil se modificó en otro lugar. Se muestra la versión más reciente con sus cambios: revíselos y vuelva a guardar.",
         .profileSaved: "Se guardó su perfil.", .codeSent: "Le enviamos un código por correo electrónico.",
         .displayName: "Nombre para mostrar", .givenName: "Nombre", .familyName: "Apellidos", .email: "Correo electrónico",
-        .phoneNumber: "Número de teléfono", .locale: "Idioma"
+        .phoneNumber: "Número de teléfono", .locale: "Idioma",
+        .deleteAccount: "Eliminar cuenta", .deleteAccountTitle: "¿Eliminar su cuenta?",
+        .deleteAccountWarning:
+            "Se eliminarán su perfil, sus llaves de acceso, sus segundos factores, sus cuentas vinculadas y los permisos que concedió a las aplicaciones, y se cerrará su sesión en todos los dispositivos. Esta acción no se puede deshacer.",
+        .delete: "Eliminar", .cancel: "Cancelar", .deleting: "Eliminando…", .accountDeleted: "Se eliminó su cuenta.",
+        .accountDeletionScheduled: "Su cuenta se eliminará el {date}. Vuelva a iniciar sesión antes de esa fecha para conservarla.",
+        .signInAgainToContinue: "Por su seguridad, vuelva a iniciar sesión y, después, inténtelo de nuevo."
     ]
 
     static let french: [UIText: String] = [
@@ -77,7 +95,13 @@ extension UIStrings {
             "Votre profil a été modifié ailleurs. La version la plus récente est affichée avec vos modifications : vérifiez-les et enregistrez à nouveau.",
         .profileSaved: "Votre profil a été enregistré.", .codeSent: "Nous vous avons envoyé un code par e-mail.",
         .displayName: "Nom d’affichage", .givenName: "Prénom", .familyName: "Nom", .email: "E-mail",
-        .phoneNumber: "Numéro de téléphone", .locale: "Langue"
+        .phoneNumber: "Numéro de téléphone", .locale: "Langue",
+        .deleteAccount: "Supprimer le compte", .deleteAccountTitle: "Supprimer votre compte ?",
+        .deleteAccountWarning:
+            "Votre profil, vos clés d’accès, vos seconds facteurs, vos comptes associés et les autorisations que vous avez accordées aux applications seront supprimés, et vous serez déconnecté sur tous vos appareils. Cette action est irréversible.",
+        .delete: "Supprimer", .cancel: "Annuler", .deleting: "Suppression…", .accountDeleted: "Votre compte a été supprimé.",
+        .accountDeletionScheduled: "Votre compte sera supprimé le {date}. Reconnectez-vous d’ici là pour le conserver.",
+        .signInAgainToContinue: "Pour votre sécurité, reconnectez-vous, puis réessayez."
     ]
 
     static let hungarian: [UIText: String] = [
@@ -96,7 +120,13 @@ extension UIStrings {
         .profileConflict: "A profilját máshol módosították. A legújabb verzió látható az Ön módosításaival: ellenőrizze őket, és mentse újra.",
         .profileSaved: "A profilja mentve.", .codeSent: "E-mailben küldtünk Önnek egy kódot.",
         .displayName: "Megjelenített név", .givenName: "Utónév", .familyName: "Vezetéknév", .email: "E-mail",
-        .phoneNumber: "Telefonszám", .locale: "Nyelv"
+        .phoneNumber: "Telefonszám", .locale: "Nyelv",
+        .deleteAccount: "Fiók törlése", .deleteAccountTitle: "Törli a fiókját?",
+        .deleteAccountWarning:
+            "Profilja, jelkulcsai, második hitelesítési tényezői, kapcsolt fiókjai és az alkalmazásoknak adott engedélyei törlődnek, és minden eszközön kijelentkezik. Ez a művelet nem vonható vissza.",
+        .delete: "Törlés", .cancel: "Mégse", .deleting: "Törlés…", .accountDeleted: "A fiókja törölve.",
+        .accountDeletionScheduled: "A fiókja a következő napon törlődik: {date}. Ha meg szeretné tartani, addig jelentkezzen be újra.",
+        .signInAgainToContinue: "Biztonsága érdekében jelentkezzen be újra, majd próbálja meg ismét."
     ]
 
     static let italian: [UIText: String] = [
@@ -116,7 +146,13 @@ extension UIStrings {
             "Il profilo è stato modificato altrove. Viene mostrata la versione più recente con le tue modifiche: controllale e salva di nuovo.",
         .profileSaved: "Il profilo è stato salvato.", .codeSent: "Ti abbiamo inviato un codice via e-mail.",
         .displayName: "Nome visualizzato", .givenName: "Nome", .familyName: "Cognome", .email: "E-mail",
-        .phoneNumber: "Numero di telefono", .locale: "Lingua"
+        .phoneNumber: "Numero di telefono", .locale: "Lingua",
+        .deleteAccount: "Elimina account", .deleteAccountTitle: "Eliminare il tuo account?",
+        .deleteAccountWarning:
+            "Il tuo profilo, le passkey, i secondi fattori, gli account collegati e le autorizzazioni che hai concesso alle app verranno eliminati e verrai disconnesso da tutti i dispositivi. Questa operazione non può essere annullata.",
+        .delete: "Elimina", .cancel: "Annulla", .deleting: "Eliminazione…", .accountDeleted: "Il tuo account è stato eliminato.",
+        .accountDeletionScheduled: "Il tuo account verrà eliminato il {date}. Accedi di nuovo prima di quella data per mantenerlo.",
+        .signInAgainToContinue: "Per la tua sicurezza, accedi di nuovo, poi riprova."
     ]
 
     static let japanese: [UIText: String] = [
@@ -135,7 +171,11 @@ extension UIStrings {
         .profileConflict: "プロフィールがほかの場所で変更されました。最新のバージョンが編集内容とともに表示されています。内容を確認して、もう一度保存してください。",
         .profileSaved: "プロフィールを保存しました。", .codeSent: "メールでコードを送信しました。",
         .displayName: "表示名", .givenName: "名", .familyName: "姓", .email: "メールアドレス",
-        .phoneNumber: "電話番号", .locale: "言語"
+        .phoneNumber: "電話番号", .locale: "言語",
+        .deleteAccount: "アカウントを削除", .deleteAccountTitle: "アカウントを削除しますか？",
+        .deleteAccountWarning: "プロフィール、パスキー、2段階目の認証方法、連携アカウント、アプリに許可した権限が削除され、すべてのデバイスでサインアウトされます。この操作は取り消せません。", .delete: "削除", .cancel: "キャンセル",
+        .deleting: "削除中…", .accountDeleted: "アカウントを削除しました。", .accountDeletionScheduled: "アカウントは{date}に削除されます。アカウントを残すには、それまでにもう一度サインインしてください。",
+        .signInAgainToContinue: "セキュリティのため、もう一度サインインしてから、再度お試しください。"
     ]
 
     static let korean: [UIText: String] = [
@@ -154,7 +194,11 @@ extension UIStrings {
         .profileConflict: "프로필이 다른 곳에서 변경되었습니다. 최신 버전이 편집한 내용과 함께 표시됩니다. 내용을 확인한 후 다시 저장하십시오.",
         .profileSaved: "프로필이 저장되었습니다.", .codeSent: "이메일로 코드를 보냈습니다.",
         .displayName: "표시 이름", .givenName: "이름", .familyName: "성", .email: "이메일",
-        .phoneNumber: "전화번호", .locale: "언어"
+        .phoneNumber: "전화번호", .locale: "언어",
+        .deleteAccount: "계정 삭제", .deleteAccountTitle: "계정을 삭제하시겠습니까?",
+        .deleteAccountWarning: "프로필, 패스키, 2단계 인증 수단, 연결된 계정 및 앱에 부여한 권한이 삭제되며, 모든 기기에서 로그아웃됩니다. 이 작업은 취소할 수 없습니다.", .delete: "삭제", .cancel: "취소",
+        .deleting: "삭제 중…", .accountDeleted: "계정이 삭제되었습니다.", .accountDeletionScheduled: "계정이 {date}에 삭제됩니다. 계정을 유지하려면 그 전에 다시 로그인하십시오.",
+        .signInAgainToContinue: "보안을 위해 다시 로그인한 후 다시 시도하십시오."
     ]
 
     static let dutch: [UIText: String] = [
@@ -173,7 +217,13 @@ extension UIStrings {
         .profileConflict: "Uw profiel is elders gewijzigd. De nieuwste versie wordt getoond met uw wijzigingen: controleer ze en sla opnieuw op.",
         .profileSaved: "Uw profiel is opgeslagen.", .codeSent: "We hebben u een code per e-mail gestuurd.",
         .displayName: "Weergavenaam", .givenName: "Voornaam", .familyName: "Achternaam", .email: "E-mail",
-        .phoneNumber: "Telefoonnummer", .locale: "Taal"
+        .phoneNumber: "Telefoonnummer", .locale: "Taal",
+        .deleteAccount: "Account verwijderen", .deleteAccountTitle: "Uw account verwijderen?",
+        .deleteAccountWarning:
+            "Uw profiel, toegangssleutels, tweede factoren, gekoppelde accounts en de toestemmingen die u aan apps hebt gegeven, worden verwijderd en u wordt op al uw apparaten uitgelogd. Dit kan niet ongedaan worden gemaakt.",
+        .delete: "Verwijderen", .cancel: "Annuleren", .deleting: "Verwijderen…", .accountDeleted: "Uw account is verwijderd.",
+        .accountDeletionScheduled: "Uw account wordt op {date} verwijderd. Log vóór die datum opnieuw in om het te behouden.",
+        .signInAgainToContinue: "Log voor uw veiligheid opnieuw in en probeer het daarna nog een keer."
     ]
 
     static let portuguese: [UIText: String] = [
@@ -192,7 +242,13 @@ extension UIStrings {
         .profileConflict: "Seu perfil foi alterado em outro lugar. A versão mais recente é exibida com suas edições: revise-as e salve novamente.",
         .profileSaved: "Seu perfil foi salvo.", .codeSent: "Enviamos um código para você por e-mail.",
         .displayName: "Nome de exibição", .givenName: "Nome", .familyName: "Sobrenome", .email: "E-mail",
-        .phoneNumber: "Número de telefone", .locale: "Idioma"
+        .phoneNumber: "Número de telefone", .locale: "Idioma",
+        .deleteAccount: "Excluir conta", .deleteAccountTitle: "Excluir sua conta?",
+        .deleteAccountWarning:
+            "Seu perfil, suas chaves-senha, seus segundos fatores, suas contas vinculadas e as permissões que você concedeu aos apps serão excluídos, e você sairá de todos os dispositivos. Essa ação não pode ser desfeita.",
+        .delete: "Excluir", .cancel: "Cancelar", .deleting: "Excluindo…", .accountDeleted: "Sua conta foi excluída.",
+        .accountDeletionScheduled: "Sua conta será excluída em {date}. Entre novamente antes dessa data para mantê-la.",
+        .signInAgainToContinue: "Para sua segurança, entre novamente e tente outra vez."
     ]
 
     static let russian: [UIText: String] = [
@@ -211,7 +267,13 @@ extension UIStrings {
         .profileConflict: "Ваш профиль был изменён в другом месте. Показана последняя версия с вашими правками: проверьте их и сохраните снова.",
         .profileSaved: "Ваш профиль сохранён.", .codeSent: "Мы отправили вам код по электронной почте.",
         .displayName: "Отображаемое имя", .givenName: "Имя", .familyName: "Фамилия", .email: "Эл. почта",
-        .phoneNumber: "Номер телефона", .locale: "Язык"
+        .phoneNumber: "Номер телефона", .locale: "Язык",
+        .deleteAccount: "Удалить аккаунт", .deleteAccountTitle: "Удалить аккаунт?",
+        .deleteAccountWarning:
+            "Ваш профиль, ключи входа, вторые факторы, привязанные аккаунты и разрешения, выданные приложениям, будут удалены, а вы выйдете из аккаунта на всех устройствах. Это действие нельзя отменить.",
+        .delete: "Удалить", .cancel: "Отмена", .deleting: "Удаление…", .accountDeleted: "Ваш аккаунт удалён.",
+        .accountDeletionScheduled: "Ваш аккаунт будет удалён {date}. Чтобы сохранить его, войдите снова до этой даты.",
+        .signInAgainToContinue: "В целях безопасности войдите снова, затем повторите попытку."
     ]
 
     static let slovak: [UIText: String] = [
@@ -230,7 +292,13 @@ extension UIStrings {
         .profileConflict: "Váš profil bol zmenený inde. Zobrazuje sa najnovšia verzia s vašimi úpravami: skontrolujte ich a znova uložte.",
         .profileSaved: "Váš profil bol uložený.", .codeSent: "Poslali sme vám kód e-mailom.",
         .displayName: "Zobrazované meno", .givenName: "Meno", .familyName: "Priezvisko", .email: "E-mail",
-        .phoneNumber: "Telefónne číslo", .locale: "Jazyk"
+        .phoneNumber: "Telefónne číslo", .locale: "Jazyk",
+        .deleteAccount: "Odstrániť účet", .deleteAccountTitle: "Chcete odstrániť svoj účet?",
+        .deleteAccountWarning:
+            "Váš profil, prístupové kľúče, druhé faktory, prepojené účty a oprávnenia, ktoré ste udelili aplikáciám, budú odstránené a budete odhlásení na všetkých zariadeniach. Túto akciu nie je možné vrátiť späť.",
+        .delete: "Odstrániť", .cancel: "Zrušiť", .deleting: "Odstraňuje sa…", .accountDeleted: "Váš účet bol odstránený.",
+        .accountDeletionScheduled: "Váš účet bude odstránený {date}. Ak si ho chcete ponechať, dovtedy sa znova prihláste.",
+        .signInAgainToContinue: "Z bezpečnostných dôvodov sa znova prihláste a potom to skúste ešte raz."
     ]
 
     static let chineseSimplified: [UIText: String] = [
@@ -249,7 +317,10 @@ extension UIStrings {
         .profileConflict: "您的个人资料已在其他地方更改。现显示最新版本及您的编辑内容：请检查后再次保存。",
         .profileSaved: "您的个人资料已保存。", .codeSent: "我们已通过电子邮件向您发送了验证码。",
         .displayName: "显示名称", .givenName: "名字", .familyName: "姓氏", .email: "电子邮件",
-        .phoneNumber: "电话号码", .locale: "语言"
+        .phoneNumber: "电话号码", .locale: "语言",
+        .deleteAccount: "删除账户", .deleteAccountTitle: "要删除您的账户吗？",
+        .deleteAccountWarning: "您的个人资料、通行密钥、第二步验证方式、关联账户以及您授予应用的权限都将被删除，并且您将在所有设备上退出登录。此操作无法撤消。", .delete: "删除", .cancel: "取消", .deleting: "正在删除…",
+        .accountDeleted: "您的账户已删除。", .accountDeletionScheduled: "您的账户将于 {date} 删除。如需保留账户，请在此之前重新登录。", .signInAgainToContinue: "为了您的安全，请重新登录，然后再试一次。"
     ]
 
     static let chineseTraditional: [UIText: String] = [
@@ -268,6 +339,9 @@ extension UIStrings {
         .profileConflict: "您的個人檔案已在其他地方變更。目前顯示最新版本及您的編輯內容：請檢查後再次儲存。",
         .profileSaved: "您的個人檔案已儲存。", .codeSent: "我們已透過電子郵件傳送驗證碼給您。",
         .displayName: "顯示名稱", .givenName: "名字", .familyName: "姓氏", .email: "電子郵件",
-        .phoneNumber: "電話號碼", .locale: "語言"
+        .phoneNumber: "電話號碼", .locale: "語言",
+        .deleteAccount: "刪除帳號", .deleteAccountTitle: "要刪除您的帳號嗎？",
+        .deleteAccountWarning: "您的個人檔案、通行密鑰、第二步驗證方式、連結的帳號以及您授予應用程式的權限都將被刪除，且您將在所有裝置上登出。此操作無法復原。", .delete: "刪除", .cancel: "取消", .deleting: "正在刪除…",
+        .accountDeleted: "您的帳號已刪除。", .accountDeletionScheduled: "您的帳號將於 {date} 刪除。如要保留帳號，請在此之前重新登入。", .signInAgainToContinue: "為了您的安全，請重新登入，然後再試一次。"
     ]
 }

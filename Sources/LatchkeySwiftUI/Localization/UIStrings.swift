@@ -63,6 +63,24 @@ public enum UIText: String, Sendable, CaseIterable {
     case phoneNumber
     /// English: "Language".
     case locale
+    /// English: "Delete account".
+    case deleteAccount
+    /// English: "Delete your account?".
+    case deleteAccountTitle
+    /// English: "Your profile, passkeys, second factors, linked accounts and the permissions you gave apps will be deleted, and you will be signed out on every device. This cannot be undone.".
+    case deleteAccountWarning
+    /// English: "Delete".
+    case delete
+    /// English: "Cancel".
+    case cancel
+    /// English: "Deleting…".
+    case deleting
+    /// English: "Your account was deleted.".
+    case accountDeleted
+    /// English: "Your account will be deleted on {date}. Sign in again before then to keep it.".
+    case accountDeletionScheduled
+    /// English: "For your security, sign in again, then try once more.".
+    case signInAgainToContinue
 
     /// The text that explains a failure of kind `code` when the server sent no message of its own.
     public static func forError(_ code: LatchkeyError.Code) -> UIText {
@@ -120,6 +138,12 @@ public enum UIStrings {
         .profileConflict: "Your profile was changed somewhere else. The latest version is shown with your edits: check them and save again.",
         .profileSaved: "Your profile was saved.", .codeSent: "We sent a code by email.",
         .displayName: "Display name", .givenName: "First name", .familyName: "Last name", .email: "Email",
-        .phoneNumber: "Phone number", .locale: "Language"
+        .phoneNumber: "Phone number", .locale: "Language",
+        .deleteAccount: "Delete account", .deleteAccountTitle: "Delete your account?",
+        .deleteAccountWarning:
+            "Your profile, passkeys, second factors, linked accounts and the permissions you gave apps will be deleted, and you will be signed out on every device. This cannot be undone.",
+        .delete: "Delete", .cancel: "Cancel", .deleting: "Deleting…", .accountDeleted: "Your account was deleted.",
+        .accountDeletionScheduled: "Your account will be deleted on {date}. Sign in again before then to keep it.",
+        .signInAgainToContinue: "For your security, sign in again, then try once more."
     ]
 }

@@ -58,6 +58,9 @@ struct SessionPreviews: PreviewProvider {
             .environment(LatchkeyState.preview(error: "Your session has ended. Please sign in again."))
             .previewDisplayName("Signed out")
             UserProfile().padding().environment(LatchkeyState.preview(user: .preview)).previewDisplayName("Profile")
+            Form { DeleteAccountButton() }.environment(LatchkeyState.preview(user: .preview)).previewDisplayName("Delete account")
+            Form { DeleteAccountButton() }.environment(LatchkeyState.preview(user: .preview, locale: "ar"))
+                .environment(\.layoutDirection, .rightToLeft).previewDisplayName("Delete account, Arabic")
         }
     }
 }

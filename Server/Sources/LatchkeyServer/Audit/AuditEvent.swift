@@ -52,6 +52,12 @@ public struct AuditEvent: Sendable, Equatable, Codable {
         case userCreated = "user.created"
         case userUpdated = "user.updated"
         case userDeleted = "user.deleted"
+        /// The account's owner asked to delete it and `account_deletion_grace_days` keeps it until `details.due`: its
+        /// sessions ended and its tokens were revoked; signing in again restores it (`account.restored`). The deletion
+        /// itself is `user.deleted` (`via: self` at once, `via: grace_ended` after the grace period).
+        case accountDeletionRequested = "account.deletion_requested"
+        /// The owner of an account scheduled for deletion signed in again: it is kept.
+        case accountRestored = "account.restored"
         /// An application was registered through the API (RFC 7591), changed or deleted (RFC 7592), or its secret
         /// rotated; `details` name the changed settings, never a secret.
         case applicationRegistered = "application.registered"

@@ -42,6 +42,8 @@ public struct ConfigurationFile: Codable, Sendable {
     public var pruneIntervalSeconds: Int?
     /// Days audit events are kept (default 90).
     public var auditRetentionDays: Int?
+    /// `"account_deletion_grace_days": 0`: how long a deleted account can be restored by signing in again.
+    public var accountDeletionGraceDays: Int?
     /// `"recent_auth_seconds": 300`: how recent a sign-in must be to change the username, email or passkeys.
     public var recentAuthSeconds: Int?
     /// `"refresh_token_reuse_seconds": 60`: how long a rotated refresh token presented again by its application gets
@@ -145,7 +147,8 @@ public struct ConfigurationFile: Codable, Sendable {
         case loginPolicy = "login_policy", bcryptCost = "bcrypt_cost", webauthn, apple
         case keyEncryptionKeyFile = "key_encryption_key_file"
         case trustedProxies = "trusted_proxies", clientAddressHeader = "client_address_header"
-        case pruneIntervalSeconds = "prune_interval_seconds", auditRetentionDays = "audit_retention_days"
+        case pruneIntervalSeconds = "prune_interval_seconds", auditRetentionDays = "audit_retention_days",
+            accountDeletionGraceDays = "account_deletion_grace_days"
         case refreshTokenReuseSeconds = "refresh_token_reuse_seconds"
         case recentAuthSeconds = "recent_auth_seconds", allowImplicitForPublicClients = "allow_implicit_for_public_clients"
         case development, smtp, httpIdleTimeoutSeconds = "http_idle_timeout_seconds", dpop, metrics
@@ -222,6 +225,7 @@ public struct ConfigurationFile: Codable, Sendable {
         if let keyEncryptionKeyFile { base.keyEncryptionKeyFile = keyEncryptionKeyFile }
         if let pruneIntervalSeconds { base.pruneIntervalSeconds = pruneIntervalSeconds }
         if let auditRetentionDays { base.auditRetentionDays = auditRetentionDays }
+        if let accountDeletionGraceDays { base.accountDeletionGraceDays = accountDeletionGraceDays }
         if trustedProxies != nil || clientAddressHeader != nil {
             guard let header = TrustedProxies.Header(rawValue: (clientAddressHeader ?? "x-forwarded-for").lowercased()) else {
                 throw ConfigurationError.invalid("client_address_header must be x-forwarded-for or forwarded")

@@ -67,6 +67,10 @@ public struct ServerConfiguration: Sendable {
     public var pruneIntervalSeconds: Int = 600
     /// How long audit events are kept (`audit_retention_days`), in days; older ones are deleted with the expired rows.
     public var auditRetentionDays: Int = 90
+    /// How long an account whose owner asked to delete it (`DELETE /users/me`) is kept, in days
+    /// (`account_deletion_grace_days`, 0–365): meanwhile it has no sessions or tokens and signing in again restores it;
+    /// then it is deleted. 0 deletes at once.
+    public var accountDeletionGraceDays: Int = 0
     /// How recent the sign-in behind an access token (`auth_time`) must be, in seconds, for the token to change the
     /// account's identifiers (username, email) or its passkeys: a leaked token alone must not take the account over.
     public var recentAuthenticationSeconds: Int = 300
@@ -225,6 +229,9 @@ public struct ServerConfiguration: Sendable {
         // Below a minute nobody can finish a change after signing in; above a day the check protects nothing.
         guard (0...300).contains(refreshTokenReuseSeconds) else {
             throw ConfigurationError.invalid("refresh_token_reuse_seconds must be between 0 and 300, got \(refreshTokenReuseSeconds)")
+        }
+        guard (0...365).contains(accountDeletionGraceDays) else {
+            throw ConfigurationError.invalid("account_deletion_grace_days must be between 0 and 365, got \(accountDeletionGraceDays)")
         }
         guard (60...86_400).contains(recentAuthenticationSeconds) else {
             throw ConfigurationError.invalid("recent_auth_seconds must be between 60 and 86400, got \(recentAuthenticationSeconds)")

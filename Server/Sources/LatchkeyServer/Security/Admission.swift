@@ -59,6 +59,8 @@ struct Pruner: Sendable {
     let intervalSeconds: Int
     /// Audit events older than this many days are deleted with the expired rows (`audit_retention_days`).
     let auditRetentionDays: Int
+    /// Accounts whose deletion grace period ended are deleted with the expired rows.
+    let deletions: AccountDeletions
     /// When expired rows were last deleted.
     let schedule: OncePerInterval
     /// The server's logger: pruning runs in the background, for no request.
@@ -66,13 +68,14 @@ struct Pruner: Sendable {
 
     /// Deletes expired rows now: pending logins, flow executions, authorization codes, access tokens, refresh tokens
     /// (expired, or of a revoked family), sessions (expired or ended), consumed token ids, passkey and step-up
-    /// ceremonies, outbox messages older than a day, and audit events past their retention. Returns the number of rows
-    /// deleted.
+    /// ceremonies, outbox messages older than a day, audit events past their retention, and accounts whose deletion grace
+    /// period ended (`AccountDeletions.deleteDue`). Returns the number of rows (and accounts) deleted.
     @discardableResult
     func pruneExpired() async throws -> Int {
         let now = clock.now
         var deleted = try await store.pruneExpired(now: now, outboxBefore: now.addingTimeInterval(-24 * 3600))
         deleted += try await store.pruneAuditEvents(before: now.addingTimeInterval(-TimeInterval(auditRetentionDays) * 86400))
+        deleted += try await deletions.deleteDue()
         if deleted > 0 { logger.info("pruned expired rows", metadata: ["rows": .stringConvertible(deleted)]) }
         return deleted
     }

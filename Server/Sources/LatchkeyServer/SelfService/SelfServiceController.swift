@@ -13,6 +13,7 @@ struct SelfServiceController: Sendable {
     let store: any UserStore & TokenStore
     let clock: ServerClock
     let accounts: Accounts
+    let deletions: AccountDeletions
     let admission: Admission
     let audit: AuditTrail
 
@@ -26,6 +27,9 @@ struct SelfServiceController: Sendable {
         }
         group.put { request, context in
             try await self.replaceSelfAttributes(request, try Self.user(context.caller), caller: context.caller, origin: context.auditOrigin)
+        }
+        group.delete { request, context in
+            try await self.deleteAccount(request, try Self.user(context.caller), caller: context.caller, origin: context.auditOrigin)
         }
         group.get("meta") { _, context in
             _ = try Self.user(context.caller)
@@ -67,6 +71,27 @@ struct SelfServiceController: Sendable {
                 "Bearer error=\"invalid_token\", error_description=\"\(error.description.replacingOccurrences(of: "\"", with: "'"))\""
         }
         return response
+    }
+
+    /// `DELETE /users/me`: the person deletes their account (App Store Review Guideline 5.1.1(v)). Needs a recent
+    /// sign-in, as any change that cannot be undone by the token's holder alone. `204` when the account is gone;
+    /// `202 {"deletionDueAt": "<RFC 3339>"}` when `account_deletion_grace_days` keeps it until then (signing in again
+    /// restores it). Either way every session has ended and every token is revoked, the caller's own included.
+    private func deleteAccount(_ request: Request, _ user: UserRecord, caller: ResourceCaller, origin: AuditOrigin) async throws -> Response {
+        try accounts.requireRecentAuthentication(caller.claims)
+        switch try await deletions.request(user, locale: request.locale(), origin: origin) {
+        case .deleted:
+            return Response(status: .noContent, headers: [.cacheControl: "no-store"])
+        case .scheduled(let due):
+            return try Responses.json(["deletionDueAt": Self.timestamp(due)], status: .accepted, noStore: true)
+        }
+    }
+
+    /// RFC 3339 in UTC, whole seconds.
+    private static func timestamp(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: date)
     }
 
     /// `{id, type, attributes, pendingEmail?}`: the username and every claim. Verification flags are booleans, as

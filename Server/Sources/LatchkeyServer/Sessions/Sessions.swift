@@ -30,6 +30,8 @@ struct SignInSessions: Sendable {
     /// `lifetimes.session`, in seconds.
     let lifetime: Int
     let audit: AuditTrail
+    /// A completed sign-in keeps an account whose owner had asked to delete it (`account_deletion_grace_days`).
+    let deletions: AccountDeletions
 
     /// A sign-in session without a browser cookie (native sign-ins, flows, step-up).
     func open(userId: String, authTime: Date, amr: [String], origin: AuditOrigin) async throws -> SessionRecord {
@@ -50,6 +52,7 @@ struct SignInSessions: Sendable {
         var details = ["method": Self.method(of: amr), "amr": AuthenticationMethods.published(amr).joined(separator: " ")]
         if let provider = AuthenticationMethods.provider(amr) { details["provider"] = provider }
         await audit.record(.signInSucceeded, subject: userId, details: details, origin: origin)
+        await deletions.restoreIfScheduled(userId: userId, origin: origin)
         return (session, secret)
     }
 

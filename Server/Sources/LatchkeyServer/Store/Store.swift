@@ -388,7 +388,7 @@ public protocol Store:
     PushedRequestStore, PasskeyStore, FederatedIdentityStore, FederatedLoginStore, ClientStore, LoginRequestStore, AuthorizationCodeStore, TokenStore,
     SessionStore,
     SigningKeyStore,
-    AddressEventStore, MaintenanceStore, AuditStore, WebhookDeliveryStore, ConsentStore
+    AddressEventStore, MaintenanceStore, AuditStore, WebhookDeliveryStore, ConsentStore, AccountDeletionStore
 {}
 
 /// How long single-use ids outlive their acceptance (`Store.consumeTokenId`).

@@ -217,6 +217,14 @@ extension MessageCatalog {
             "email.notice.passkey_added.subject": "تمت إضافة مفتاح مرور إلى حسابك",
             "email.notice.passkey_added.body":
                 "يمكن الآن لمفتاح مرور جديد ({name}) تسجيل الدخول إلى حسابك. إذا لم تكن أنت، فاحذفه وغيّر كلمة المرور الآن.",
+            "email.notice.account_deleted.subject": "تم حذف حسابك",
+            "email.notice.account_deleted.body":
+                "تم حذف حسابك والبيانات التي كان يحتويها، بناءً على طلبك. وتم تسجيل خروجك من كل مكان. إذا لم تكن أنت، فتواصل معنا فورًا.",
+            "email.notice.account_deletion_scheduled.subject": "سيتم حذف حسابك",
+            "email.notice.account_deletion_scheduled.body":
+                "بناءً على طلبك، سيتم حذف حسابك في {date}. وتم تسجيل خروجك من كل مكان. للاحتفاظ بحسابك، سجّل الدخول مرة أخرى قبل ذلك التاريخ. إذا لم تكن أنت، فسجّل الدخول الآن وغيّر كلمة المرور.",
+            "email.notice.account_restored.subject": "لن يتم حذف حسابك",
+            "email.notice.account_restored.body": "لقد سجّلت الدخول مرة أخرى، لذا سيتم الاحتفاظ بحسابك ولن يتم حذفه.",
             "validation.username.notOwnEmail": "يجب أن يكون اسم المستخدم الذي يبدو كعنوان بريد إلكتروني هو عنوان بريدك الإلكتروني المؤكَّد نفسه.",
             "page.mfa.title": "أكّد هويتك",
             "page.mfa.totp": "أدخل الرمز المكوّن من 6 أرقام من تطبيق المصادقة.",

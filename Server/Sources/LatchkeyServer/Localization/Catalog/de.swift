@@ -225,6 +225,14 @@ extension MessageCatalog {
             "email.notice.passkey_added.subject": "Ihrem Konto wurde ein Passkey hinzugefügt",
             "email.notice.passkey_added.body":
                 "Ein neuer Passkey ({name}) kann sich jetzt bei Ihrem Konto anmelden. Wenn Sie das nicht waren, entfernen Sie ihn und ändern Sie sofort Ihr Passwort.",
+            "email.notice.account_deleted.subject": "Ihr Konto wurde gelöscht",
+            "email.notice.account_deleted.body":
+                "Ihr Konto und die darin gespeicherten Daten wurden wie gewünscht gelöscht. Sie wurden überall abgemeldet. Wenn Sie das nicht waren, wenden Sie sich sofort an uns.",
+            "email.notice.account_deletion_scheduled.subject": "Ihr Konto wird gelöscht",
+            "email.notice.account_deletion_scheduled.body":
+                "Wie gewünscht wird Ihr Konto am {date} gelöscht. Sie wurden überall abgemeldet. Wenn Sie Ihr Konto behalten möchten, melden Sie sich vorher erneut an. Wenn Sie das nicht waren, melden Sie sich jetzt an und ändern Sie Ihr Passwort.",
+            "email.notice.account_restored.subject": "Ihr Konto wird nicht gelöscht",
+            "email.notice.account_restored.body": "Sie haben sich erneut angemeldet. Daher bleibt Ihr Konto bestehen und wird nicht gelöscht.",
             "validation.username.notOwnEmail":
                 "Ein Benutzername, der wie eine E-Mail-Adresse aussieht, muss Ihre eigene bestätigte E-Mail-Adresse sein.",
             "page.mfa.title": "Bestätigen Sie, dass Sie es sind",

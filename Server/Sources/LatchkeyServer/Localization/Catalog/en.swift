@@ -226,6 +226,14 @@ extension MessageCatalog {
             "email.notice.passkey_added.subject": "A passkey was added to your account",
             "email.notice.passkey_added.body":
                 "A new passkey ({name}) can now sign in to your account. If this was not you, remove it and change your password now.",
+            "email.notice.account_deleted.subject": "Your account was deleted",
+            "email.notice.account_deleted.body":
+                "Your account and the data it held were deleted, as you asked. You have been signed out everywhere. If this was not you, contact us at once.",
+            "email.notice.account_deletion_scheduled.subject": "Your account will be deleted",
+            "email.notice.account_deletion_scheduled.body":
+                "As you asked, your account will be deleted on {date}. You have been signed out everywhere. To keep your account, sign in again before then. If this was not you, sign in now and change your password.",
+            "email.notice.account_restored.subject": "Your account will not be deleted",
+            "email.notice.account_restored.body": "You signed in again, so your account is kept and will not be deleted.",
             "validation.username.notOwnEmail": "A username that looks like an email address must be your own verified email address.",
             "page.mfa.title": "Confirm it's you",
             "page.mfa.totp": "Enter the 6-digit code from your authenticator app.",

@@ -220,6 +220,14 @@ extension MessageCatalog {
             "email.notice.passkey_added.subject": "Se ha añadido una llave de acceso a tu cuenta",
             "email.notice.passkey_added.body":
                 "Una nueva llave de acceso ({name}) ya puede iniciar sesión en tu cuenta. Si no has sido tú, elimínala y cambia tu contraseña ahora.",
+            "email.notice.account_deleted.subject": "Se ha eliminado tu cuenta",
+            "email.notice.account_deleted.body":
+                "Tu cuenta y los datos que contenía se han eliminado, tal como pediste. Se han cerrado todas tus sesiones. Si no has sido tú, ponte en contacto con nosotros de inmediato.",
+            "email.notice.account_deletion_scheduled.subject": "Se eliminará tu cuenta",
+            "email.notice.account_deletion_scheduled.body":
+                "Tal como pediste, tu cuenta se eliminará el {date}. Se han cerrado todas tus sesiones. Para conservar tu cuenta, vuelve a iniciar sesión antes de esa fecha. Si no has sido tú, inicia sesión ahora y cambia tu contraseña.",
+            "email.notice.account_restored.subject": "Tu cuenta no se eliminará",
+            "email.notice.account_restored.body": "Has vuelto a iniciar sesión, así que tu cuenta se conserva y no se eliminará.",
             "validation.username.notOwnEmail":
                 "Un nombre de usuario con forma de dirección de correo electrónico debe ser tu propia dirección verificada.",
             "page.mfa.title": "Confirma que eres tú",

@@ -219,6 +219,14 @@ extension MessageCatalog {
             "email.notice.passkey_added.subject": "Une clé d'accès a été ajoutée à votre compte",
             "email.notice.passkey_added.body":
                 "Une nouvelle clé d'accès ({name}) peut désormais se connecter à votre compte. Si ce n'était pas vous, supprimez-la et changez votre mot de passe maintenant.",
+            "email.notice.account_deleted.subject": "Votre compte a été supprimé",
+            "email.notice.account_deleted.body":
+                "Votre compte et les données qu'il contenait ont été supprimés, comme vous l'avez demandé. Vous avez été déconnecté partout. Si ce n'était pas vous, contactez-nous immédiatement.",
+            "email.notice.account_deletion_scheduled.subject": "Votre compte va être supprimé",
+            "email.notice.account_deletion_scheduled.body":
+                "Comme vous l'avez demandé, votre compte sera supprimé le {date}. Vous avez été déconnecté partout. Pour conserver votre compte, reconnectez-vous avant cette date. Si ce n'était pas vous, connectez-vous maintenant et changez votre mot de passe.",
+            "email.notice.account_restored.subject": "Votre compte ne sera pas supprimé",
+            "email.notice.account_restored.body": "Vous vous êtes reconnecté, votre compte est donc conservé et ne sera pas supprimé.",
             "validation.username.notOwnEmail":
                 "Un nom d'utilisateur qui ressemble à une adresse e-mail doit être votre propre adresse e-mail vérifiée.",
             "page.mfa.title": "Confirmez votre identité",

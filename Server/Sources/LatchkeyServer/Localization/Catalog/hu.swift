@@ -218,6 +218,14 @@ extension MessageCatalog {
             "email.notice.passkey_added.subject": "Új azonosítókulcsot adtak a fiókjához",
             "email.notice.passkey_added.body":
                 "Egy új azonosítókulcs ({name}) mostantól bejelentkezhet a fiókjába. Ha nem Ön volt, távolítsa el, és azonnal változtassa meg jelszavát.",
+            "email.notice.account_deleted.subject": "Fiókját töröltük",
+            "email.notice.account_deleted.body":
+                "Kérésének megfelelően töröltük fiókját és a benne tárolt adatokat. Mindenhol kijelentkeztettük. Ha nem Ön volt, azonnal lépjen kapcsolatba velünk.",
+            "email.notice.account_deletion_scheduled.subject": "Fiókját törölni fogjuk",
+            "email.notice.account_deletion_scheduled.body":
+                "Kérésének megfelelően fiókját a következő napon töröljük: {date}. Mindenhol kijelentkeztettük. Ha meg szeretné tartani fiókját, addig jelentkezzen be újra. Ha nem Ön volt, jelentkezzen be most, és változtassa meg jelszavát.",
+            "email.notice.account_restored.subject": "Fiókját nem töröljük",
+            "email.notice.account_restored.body": "Újra bejelentkezett, ezért fiókját megtartjuk, és nem töröljük.",
             "validation.username.notOwnEmail": "Az e-mail-címnek látszó felhasználónévnek az Ön saját, megerősített e-mail-címének kell lennie.",
             "page.mfa.title": "Erősítse meg, hogy Ön az",
             "page.mfa.totp": "Írja be a hitelesítő alkalmazásában látható 6 jegyű kódot.",

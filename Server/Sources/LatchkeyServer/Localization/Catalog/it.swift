@@ -218,6 +218,14 @@ extension MessageCatalog {
             "email.notice.passkey_added.subject": "È stata aggiunta una passkey al tuo account",
             "email.notice.passkey_added.body":
                 "Una nuova passkey ({name}) ora può accedere al tuo account. Se non sei stato tu, rimuovila e cambia subito la password.",
+            "email.notice.account_deleted.subject": "Il tuo account è stato eliminato",
+            "email.notice.account_deleted.body":
+                "Il tuo account e i dati che conteneva sono stati eliminati, come hai chiesto. Sei stato disconnesso ovunque. Se non sei stato tu, contattaci subito.",
+            "email.notice.account_deletion_scheduled.subject": "Il tuo account verrà eliminato",
+            "email.notice.account_deletion_scheduled.body":
+                "Come hai chiesto, il tuo account verrà eliminato il {date}. Sei stato disconnesso ovunque. Per mantenere il tuo account, accedi di nuovo prima di quella data. Se non sei stato tu, accedi ora e cambia la password.",
+            "email.notice.account_restored.subject": "Il tuo account non verrà eliminato",
+            "email.notice.account_restored.body": "Hai eseguito di nuovo l'accesso, quindi il tuo account viene mantenuto e non verrà eliminato.",
             "validation.username.notOwnEmail": "Un nome utente che sembra un indirizzo email deve essere il tuo indirizzo email verificato.",
             "page.mfa.title": "Conferma la tua identità",
             "page.mfa.totp": "Inserisci il codice a 6 cifre della tua app di autenticazione.",

@@ -206,6 +206,13 @@ extension MessageCatalog {
                 "{application}で、ユーザー名{username}のアカウントが作成されました。パスワードを設定するには、{application}を開いて「パスワードをお忘れですか？」を選び、このメールアドレスを入力してください。",
             "email.notice.passkey_added.subject": "アカウントにパスキーが追加されました",
             "email.notice.passkey_added.body": "新しいパスキー（{name}）でアカウントにサインインできるようになりました。お心当たりがない場合は、パスキーを削除し、今すぐパスワードを変更してください。",
+            "email.notice.account_deleted.subject": "アカウントが削除されました",
+            "email.notice.account_deleted.body": "ご依頼に基づき、アカウントとそのデータを削除しました。すべての場所からサインアウトされています。お心当たりがない場合は、直ちにお問い合わせください。",
+            "email.notice.account_deletion_scheduled.subject": "アカウントが削除される予定です",
+            "email.notice.account_deletion_scheduled.body":
+                "ご依頼に基づき、アカウントは{date}に削除されます。すべての場所からサインアウトされています。アカウントを残す場合は、それまでにもう一度サインインしてください。お心当たりがない場合は、今すぐサインインしてパスワードを変更してください。",
+            "email.notice.account_restored.subject": "アカウントは削除されません",
+            "email.notice.account_restored.body": "再度サインインされたため、アカウントは保持され、削除されません。",
             "validation.username.notOwnEmail": "メールアドレスの形式のユーザー名には、ご自身の確認済みメールアドレスのみ使用できます。",
             "page.mfa.title": "本人確認",
             "page.mfa.totp": "認証アプリに表示されている6桁のコードを入力してください。",

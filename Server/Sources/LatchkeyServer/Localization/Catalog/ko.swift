@@ -206,6 +206,13 @@ extension MessageCatalog {
                 "{application}에서 사용자 이름 {username}(으)로 계정이 생성되었습니다. 비밀번호를 설정하려면 {application}을(를) 열고 '비밀번호를 잊으셨나요?'를 선택한 다음 이 이메일 주소를 입력해 주세요.",
             "email.notice.passkey_added.subject": "계정에 패스키가 추가되었습니다",
             "email.notice.passkey_added.body": "새 패스키({name})로 이제 계정에 로그인할 수 있습니다. 본인이 추가하지 않았다면 패스키를 삭제하고 지금 바로 비밀번호를 변경해 주세요.",
+            "email.notice.account_deleted.subject": "계정이 삭제되었습니다",
+            "email.notice.account_deleted.body": "요청하신 대로 계정과 계정에 저장된 데이터가 삭제되었습니다. 모든 곳에서 로그아웃되었습니다. 본인이 요청하지 않았다면 즉시 저희에게 문의해 주세요.",
+            "email.notice.account_deletion_scheduled.subject": "계정이 삭제될 예정입니다",
+            "email.notice.account_deletion_scheduled.body":
+                "요청하신 대로 계정이 {date}에 삭제됩니다. 모든 곳에서 로그아웃되었습니다. 계정을 유지하려면 그 전에 다시 로그인해 주세요. 본인이 요청하지 않았다면 지금 로그인하여 비밀번호를 변경해 주세요.",
+            "email.notice.account_restored.subject": "계정이 삭제되지 않습니다",
+            "email.notice.account_restored.body": "다시 로그인하셨으므로 계정이 유지되며 삭제되지 않습니다.",
             "validation.username.notOwnEmail": "이메일 주소 형식의 사용자 이름은 본인의 인증된 이메일 주소여야 합니다.",
             "page.mfa.title": "본인 확인",
             "page.mfa.totp": "인증 앱에 표시된 6자리 코드를 입력해 주세요.",

@@ -217,6 +217,14 @@ extension MessageCatalog {
             "email.notice.passkey_added.subject": "Er is een toegangssleutel aan je account toegevoegd",
             "email.notice.passkey_added.body":
                 "Met een nieuwe toegangssleutel ({name}) kan nu worden aangemeld bij je account. Was jij dit niet? Verwijder hem dan en wijzig nu je wachtwoord.",
+            "email.notice.account_deleted.subject": "Je account is verwijderd",
+            "email.notice.account_deleted.body":
+                "Je account en de gegevens erin zijn verwijderd, zoals je hebt gevraagd. Je bent overal afgemeld. Was jij dit niet? Neem dan meteen contact met ons op.",
+            "email.notice.account_deletion_scheduled.subject": "Je account wordt verwijderd",
+            "email.notice.account_deletion_scheduled.body":
+                "Zoals je hebt gevraagd, wordt je account op {date} verwijderd. Je bent overal afgemeld. Wil je je account houden? Meld je dan vóór die datum opnieuw aan. Was jij dit niet? Meld je dan nu aan en wijzig je wachtwoord.",
+            "email.notice.account_restored.subject": "Je account wordt niet verwijderd",
+            "email.notice.account_restored.body": "Je hebt je opnieuw aangemeld, dus je account blijft behouden en wordt niet verwijderd.",
             "validation.username.notOwnEmail": "Een gebruikersnaam die op een e-mailadres lijkt, moet je eigen geverifieerde e-mailadres zijn.",
             "page.mfa.title": "Bevestig dat jij het bent",
             "page.mfa.totp": "Voer de 6-cijferige code uit je authenticator-app in.",

@@ -220,6 +220,14 @@ extension MessageCatalog {
             "email.notice.passkey_added.subject": "Foi adicionada uma chave de acesso à sua conta",
             "email.notice.passkey_added.body":
                 "Uma nova chave de acesso ({name}) já pode iniciar sessão na sua conta. Se não foi o utilizador, remova-a e altere já a sua palavra-passe.",
+            "email.notice.account_deleted.subject": "A sua conta foi eliminada",
+            "email.notice.account_deleted.body":
+                "A sua conta e os dados que continha foram eliminados, conforme pediu. Todas as suas sessões foram terminadas. Se não foi o utilizador, contacte-nos imediatamente.",
+            "email.notice.account_deletion_scheduled.subject": "A sua conta vai ser eliminada",
+            "email.notice.account_deletion_scheduled.body":
+                "Conforme pediu, a sua conta será eliminada em {date}. Todas as suas sessões foram terminadas. Para manter a sua conta, inicie sessão novamente antes dessa data. Se não foi o utilizador, inicie sessão já e altere a sua palavra-passe.",
+            "email.notice.account_restored.subject": "A sua conta não vai ser eliminada",
+            "email.notice.account_restored.body": "Iniciou sessão novamente, por isso a sua conta é mantida e não vai ser eliminada.",
             "validation.username.notOwnEmail":
                 "Um nome de utilizador que pareça um endereço de email tem de ser o seu próprio endereço de email verificado.",
             "page.mfa.title": "Confirme que é você",

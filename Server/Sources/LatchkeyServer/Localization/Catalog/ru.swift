@@ -217,6 +217,14 @@ extension MessageCatalog {
             "email.notice.passkey_added.subject": "В ваш аккаунт добавлен ключ доступа",
             "email.notice.passkey_added.body":
                 "Новый ключ доступа ({name}) теперь может входить в ваш аккаунт. Если это были не вы, удалите его и немедленно смените пароль.",
+            "email.notice.account_deleted.subject": "Ваш аккаунт удалён",
+            "email.notice.account_deleted.body":
+                "По вашему запросу ваш аккаунт и хранившиеся в нём данные удалены. Все ваши сеансы завершены. Если это были не вы, немедленно свяжитесь с нами.",
+            "email.notice.account_deletion_scheduled.subject": "Ваш аккаунт будет удалён",
+            "email.notice.account_deletion_scheduled.body":
+                "По вашему запросу ваш аккаунт будет удалён {date}. Все ваши сеансы завершены. Чтобы сохранить аккаунт, войдите снова до этой даты. Если это были не вы, войдите сейчас и смените пароль.",
+            "email.notice.account_restored.subject": "Ваш аккаунт не будет удалён",
+            "email.notice.account_restored.body": "Вы снова вошли в аккаунт, поэтому он сохранён и не будет удалён.",
             "validation.username.notOwnEmail": "Имя пользователя в виде адреса электронной почты должно совпадать с вашим подтверждённым адресом.",
             "page.mfa.title": "Подтвердите, что это вы",
             "page.mfa.totp": "Введите 6-значный код из приложения-аутентификатора.",

@@ -216,6 +216,14 @@ extension MessageCatalog {
             "email.notice.passkey_added.subject": "K vášmu účtu bol pridaný prístupový kľúč",
             "email.notice.passkey_added.body":
                 "Nový prístupový kľúč ({name}) sa teraz môže prihlásiť do vášho účtu. Ak ste to neboli vy, odstráňte ho a ihneď si zmeňte heslo.",
+            "email.notice.account_deleted.subject": "Váš účet bol odstránený",
+            "email.notice.account_deleted.body":
+                "Váš účet a údaje, ktoré obsahoval, boli podľa vašej žiadosti odstránené. Boli ste všade odhlásení. Ak ste to neboli vy, ihneď nás kontaktujte.",
+            "email.notice.account_deletion_scheduled.subject": "Váš účet bude odstránený",
+            "email.notice.account_deletion_scheduled.body":
+                "Podľa vašej žiadosti bude váš účet odstránený {date}. Boli ste všade odhlásení. Ak si chcete účet ponechať, dovtedy sa znova prihláste. Ak ste to neboli vy, prihláste sa teraz a zmeňte si heslo.",
+            "email.notice.account_restored.subject": "Váš účet nebude odstránený",
+            "email.notice.account_restored.body": "Znova ste sa prihlásili, preto sa váš účet zachová a nebude odstránený.",
             "validation.username.notOwnEmail":
                 "Používateľské meno, ktoré vyzerá ako e-mailová adresa, musí byť vaša vlastná overená e-mailová adresa.",
             "page.mfa.title": "Potvrďte, že ste to vy",

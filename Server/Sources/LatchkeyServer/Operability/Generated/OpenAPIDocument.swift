@@ -4967,6 +4967,73 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/UnavailableThunder"
           }
         }
+      },
+      "delete": {
+        "operationId": "deleteSelf",
+        "summary": "Delete my account",
+        "description": "The person deletes their own account (App Store Review Guideline 5.1.1(v)). Needs a recent sign-in (`recent_auth_seconds`; otherwise `401 AUTH-4011` with `WWW-Authenticate: Bearer error=\"insufficient_user_authentication\", max_age=…`, RFC 9470). Every session of the account ends (announced to back-channel logout receivers) and every token is revoked, the caller's own included. With `account_deletion_grace_days` 0 (the default) the account, its passkeys, second factors, linked identities, consents and pending codes are deleted at once (`204`); with a grace period the account is kept until `deletionDueAt` (`202`) and signing in again before then restores it. The person is told by email (a verified address only); the audit trail records `user.deleted` (`via: self` or `grace_ended`), `account.deletion_requested` and `account.restored` with the account's id only.",
+        "tags": [
+          "Self-service (thunderID)"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "202": {
+            "description": "Scheduled: the account is deleted at `deletionDueAt` unless its owner signs in before.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AccountDeletionScheduled"
+                }
+              }
+            }
+          },
+          "204": {
+            "description": "Deleted.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenSelfService"
+          },
+          "404": {
+            "$ref": "#/components/responses/UserNotFoundSelfService"
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
       }
     },
     "/users/me/meta": {
@@ -13757,6 +13824,8 @@ enum OpenAPIDocument {
           "user.created",
           "user.updated",
           "user.deleted",
+          "account.deletion_requested",
+          "account.restored",
           "application.registered",
           "application.updated",
           "application.deleted",
@@ -14637,6 +14706,21 @@ enum OpenAPIDocument {
             "description": "What the page says, in its language."
           }
         }
+      },
+      "AccountDeletionScheduled": {
+        "type": "object",
+        "description": "`DELETE /users/me` with a grace period (`account_deletion_grace_days`).",
+        "required": [
+          "deletionDueAt"
+        ],
+        "properties": {
+          "deletionDueAt": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the account is deleted unless its owner signs in again before (RFC 3339, UTC)."
+          }
+        },
+        "additionalProperties": false
       }
     },
     "responses": {

@@ -280,6 +280,17 @@ enum PostgresSchema {
             version: 12, name: "refresh-token-live-seal-index",
             statements: [
                 "CREATE INDEX refresh_tokens_live_seal ON refresh_tokens (family_id) WHERE successor_sealed IS NOT NULL"
+            ]),
+        // An account whose deletion its owner asked for with a grace period (`account_deletion_grace_days`).
+        Migration(
+            version: 13, name: "account-deletions",
+            statements: [
+                """
+                CREATE TABLE account_deletions (
+                    user_id TEXT PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE, requested_at DOUBLE PRECISION NOT NULL,
+                    due_at DOUBLE PRECISION NOT NULL)
+                """,
+                "CREATE INDEX account_deletions_due ON account_deletions (due_at)"
             ])
     ]
 

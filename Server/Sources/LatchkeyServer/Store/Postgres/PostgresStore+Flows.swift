@@ -288,17 +288,20 @@ extension PostgresStore {
     }
 
     public func deleteUser(id: String, now: Date) async throws -> Bool {
-        try await transaction { connection in
-            guard try await self.row("SELECT 1 FROM users WHERE id = \(id) FOR UPDATE", on: connection) != nil else { return false }
-            try await self.revokeUserSessions(
-                userId: id, keepingSession: nil, keepingFamily: nil, reason: "account deleted", now: now, on: connection)
-            // What could still turn into tokens or a sign-in for the account (these tables name users without a key).
-            try await self.execute("DELETE FROM authorization_codes WHERE user_id = \(id) AND used_at IS NULL", on: connection)
-            try await self.execute("DELETE FROM login_second_factors WHERE user_id = \(id)", on: connection)
-            try await self.execute("DELETE FROM device_authorizations WHERE user_id = \(id)", on: connection)
-            try await self.execute("DELETE FROM passkey_challenges WHERE user_id = \(id)", on: connection)
-            // Factors, passkeys, federated links, the pending email change and login attempts cascade.
-            return try await self.execute("DELETE FROM users WHERE id = \(id) RETURNING 1", on: connection) == 1
-        }
+        try await transaction { connection in try await self.deleteUserRows(id: id, now: now, on: connection) }
+    }
+
+    /// The account and everything it held, in the caller's transaction (`deleteUser`, `deleteScheduledUser`).
+    func deleteUserRows(id: String, now: Date, on connection: PostgresConnection) async throws -> Bool {
+        guard try await row("SELECT 1 FROM users WHERE id = \(id) FOR UPDATE", on: connection) != nil else { return false }
+        try await revokeUserSessions(userId: id, keepingSession: nil, keepingFamily: nil, reason: "account deleted", now: now, on: connection)
+        // What could still turn into tokens or a sign-in for the account (these tables name users without a key).
+        try await execute("DELETE FROM authorization_codes WHERE user_id = \(id) AND used_at IS NULL", on: connection)
+        try await execute("DELETE FROM login_second_factors WHERE user_id = \(id)", on: connection)
+        try await execute("DELETE FROM device_authorizations WHERE user_id = \(id)", on: connection)
+        try await execute("DELETE FROM passkey_challenges WHERE user_id = \(id)", on: connection)
+        // Factors, passkeys, federated links, consents, the pending email change, a scheduled deletion and login
+        // attempts cascade.
+        return try await execute("DELETE FROM users WHERE id = \(id) RETURNING 1", on: connection) == 1
     }
 }

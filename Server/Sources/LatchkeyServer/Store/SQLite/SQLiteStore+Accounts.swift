@@ -138,17 +138,21 @@ extension SQLiteStore {
     }
 
     public func deleteUser(id: String, now: Date) async throws -> Bool {
-        try await pool.write { db in
-            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE id = ?", arguments: [id]) == true else { return false }
-            try Self.revokeUserSessions(db, userId: id, keepingSession: nil, keepingFamily: nil, reason: "account deleted", now: now)
-            // What could still turn into tokens or a sign-in for the account (these tables name users without a key).
-            try db.execute(sql: "DELETE FROM authorization_codes WHERE user_id = ? AND used_at IS NULL", arguments: [id])
-            try db.execute(sql: "DELETE FROM login_second_factors WHERE user_id = ?", arguments: [id])
-            try db.execute(sql: "DELETE FROM device_authorizations WHERE user_id = ?", arguments: [id])
-            try db.execute(sql: "DELETE FROM passkey_challenges WHERE user_id = ?", arguments: [id])
-            // Factors, passkeys, federated links, the pending email change and login attempts cascade.
-            try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [id])
-            return db.changesCount == 1
-        }
+        try await pool.write { db in try Self.deleteUserRows(db, id: id, now: now) }
+    }
+
+    /// The account and everything it held, in the caller's transaction (`deleteUser`, `deleteScheduledUser`).
+    static func deleteUserRows(_ db: Database, id: String, now: Date) throws -> Bool {
+        guard try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE id = ?", arguments: [id]) == true else { return false }
+        try revokeUserSessions(db, userId: id, keepingSession: nil, keepingFamily: nil, reason: "account deleted", now: now)
+        // What could still turn into tokens or a sign-in for the account (these tables name users without a key).
+        try db.execute(sql: "DELETE FROM authorization_codes WHERE user_id = ? AND used_at IS NULL", arguments: [id])
+        try db.execute(sql: "DELETE FROM login_second_factors WHERE user_id = ?", arguments: [id])
+        try db.execute(sql: "DELETE FROM device_authorizations WHERE user_id = ?", arguments: [id])
+        try db.execute(sql: "DELETE FROM passkey_challenges WHERE user_id = ?", arguments: [id])
+        // Factors, passkeys, federated links, consents, the pending email change, a scheduled deletion and login
+        // attempts cascade.
+        try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [id])
+        return db.changesCount == 1
     }
 }

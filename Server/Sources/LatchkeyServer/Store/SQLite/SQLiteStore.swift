@@ -117,6 +117,7 @@ public final class SQLiteStore: Store {
             try db.execute(
                 sql: "CREATE INDEX refresh_tokens_live_seal ON refresh_tokens(family_id) WHERE successor_sealed IS NOT NULL")
         }
+        migrator.registerMigration("v18-account-deletions", migrate: Self.migrateAccountDeletions)
         return migrator
     }
 
