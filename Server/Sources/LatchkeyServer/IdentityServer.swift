@@ -470,8 +470,11 @@ public final class IdentityServer: Sendable {
         ).addRoutes(to: group("/flow", .thunder), development: group("/dev", .html))
         // The account's own management: first-party applications, or tokens with `latchkey.account` (R3-2).
         let me = protected(group("/users/me", .thunder), refusal: SelfServiceController.refusal, accountManagement: true)
-        SelfServiceController(store: store, clock: clock, accounts: accounts, deletions: accountDeletions, admission: admission, audit: audit)
-            .addRoutes(to: me)
+        SelfServiceController(
+            store: store, clock: clock, accounts: accounts, deletions: accountDeletions, export: AccountExport(store: store, clock: clock),
+            admission: admission, audit: audit
+        )
+        .addRoutes(to: me)
         LinkedIdentitiesController(store: store, accounts: accounts, federation: federation, federatedAccounts: federatedAccounts, audit: audit)
             .addRoutes(to: me)
         // Administration (administrators only, each handler checks): a user's sessions and grants, the audit trail.

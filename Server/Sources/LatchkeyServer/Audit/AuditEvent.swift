@@ -58,6 +58,8 @@ public struct AuditEvent: Sendable, Equatable, Codable {
         case accountDeletionRequested = "account.deletion_requested"
         /// The owner of an account scheduled for deletion signed in again: it is kept.
         case accountRestored = "account.restored"
+        /// The person downloaded what the server holds about the account (`GET /users/me/export`).
+        case accountExported = "account.exported"
         /// An application was registered through the API (RFC 7591), changed or deleted (RFC 7592), or its secret
         /// rotated; `details` name the changed settings, never a secret.
         case applicationRegistered = "application.registered"

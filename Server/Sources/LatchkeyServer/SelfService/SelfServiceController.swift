@@ -14,6 +14,7 @@ struct SelfServiceController: Sendable {
     let clock: ServerClock
     let accounts: Accounts
     let deletions: AccountDeletions
+    let export: AccountExport
     let admission: Admission
     let audit: AuditTrail
 
@@ -30,6 +31,9 @@ struct SelfServiceController: Sendable {
         }
         group.delete { request, context in
             try await self.deleteAccount(request, try Self.user(context.caller), caller: context.caller, origin: context.auditOrigin)
+        }
+        group.get("export") { _, context in
+            try await self.exportAccount(try Self.user(context.caller), caller: context.caller, origin: context.auditOrigin)
         }
         group.get("meta") { _, context in
             _ = try Self.user(context.caller)
@@ -85,6 +89,18 @@ struct SelfServiceController: Sendable {
         case .scheduled(let due):
             return try Responses.json(["deletionDueAt": Self.timestamp(due)], status: .accepted, noStore: true)
         }
+    }
+
+    /// `GET /users/me/export`: the account's data as one JSON document (`AccountExport`), served as an attachment.
+    /// Needs a recent sign-in: it holds the account's history (addresses it signed in from), more than a token that
+    /// leaked should reveal.
+    private func exportAccount(_ user: UserRecord, caller: ResourceCaller, origin: AuditOrigin) async throws -> Response {
+        try accounts.requireRecentAuthentication(caller.claims)
+        let document = try await export.document(for: user, caller: caller)
+        await audit.record(.accountExported, subject: user.id, origin: origin)
+        var response = try Responses.json(document, noStore: true)
+        response.headers[.contentDisposition] = "attachment; filename=\"account-data.json\""
+        return response
     }
 
     /// RFC 3339 in UTC, whole seconds.

@@ -5094,6 +5094,70 @@ enum OpenAPIDocument {
         }
       }
     },
+    "/users/me/export": {
+      "get": {
+        "operationId": "exportSelf",
+        "summary": "Download my data",
+        "description": "What the server holds about the signed-in person, as one JSON document (GDPR Art. 15 and 20): the profile with every claim, linked identities, passkeys (names and dates), second factors (kinds), open sessions and grants (as `GET /users/me/sessions`), consents, a pending email change or scheduled deletion, and the newest 1000 audit events about the account. Never a password, hash, key, code or token. Needs a recent sign-in (`recent_auth_seconds`, else `401 AUTH-4011`); audited as `account.exported`.",
+        "tags": [
+          "Self-service (thunderID)"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The document.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              },
+              "Content-Disposition": {
+                "description": "`attachment; filename=\"account-data.json\"`.",
+                "schema": {
+                  "type": "string"
+                }
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AccountExport"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenSelfService"
+          },
+          "404": {
+            "$ref": "#/components/responses/UserNotFoundSelfService"
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
     "/users/me/update-credentials": {
       "post": {
         "operationId": "updateSelfCredentials",
@@ -13826,6 +13890,7 @@ enum OpenAPIDocument {
           "user.deleted",
           "account.deletion_requested",
           "account.restored",
+          "account.exported",
           "application.registered",
           "application.updated",
           "application.deleted",
@@ -14721,6 +14786,226 @@ enum OpenAPIDocument {
           }
         },
         "additionalProperties": false
+      },
+      "AccountExport": {
+        "type": "object",
+        "description": "`GET /users/me/export`: never a secret, hash, key, code or token.",
+        "required": [
+          "exported_at",
+          "profile",
+          "linked_identities",
+          "passkeys",
+          "second_factors",
+          "sessions",
+          "consents",
+          "audit_events",
+          "audit_events_truncated"
+        ],
+        "properties": {
+          "exported_at": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "profile": {
+            "type": "object",
+            "required": [
+              "id",
+              "username",
+              "attributes",
+              "created_at",
+              "has_password"
+            ],
+            "properties": {
+              "id": {
+                "type": "string"
+              },
+              "username": {
+                "type": "string"
+              },
+              "attributes": {
+                "type": "object",
+                "additionalProperties": {
+                  "type": "string"
+                },
+                "description": "Every claim of the account, as stored."
+              },
+              "created_at": {
+                "type": "string",
+                "format": "date-time"
+              },
+              "updated_at": {
+                "type": "string",
+                "format": "date-time"
+              },
+              "has_password": {
+                "type": "boolean"
+              },
+              "pending_email": {
+                "type": "string"
+              }
+            }
+          },
+          "linked_identities": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "required": [
+                "provider",
+                "subject",
+                "linked_at"
+              ],
+              "properties": {
+                "provider": {
+                  "type": "string"
+                },
+                "subject": {
+                  "type": "string"
+                },
+                "linked_at": {
+                  "type": "string",
+                  "format": "date-time"
+                }
+              }
+            }
+          },
+          "passkeys": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "required": [
+                "credential_id",
+                "name",
+                "created_at",
+                "synced"
+              ],
+              "properties": {
+                "credential_id": {
+                  "type": "string"
+                },
+                "name": {
+                  "type": "string"
+                },
+                "created_at": {
+                  "type": "string",
+                  "format": "date-time"
+                },
+                "last_used_at": {
+                  "type": "string",
+                  "format": "date-time"
+                },
+                "synced": {
+                  "type": "boolean"
+                }
+              }
+            }
+          },
+          "second_factors": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "required": [
+                "kind",
+                "enrolled_at"
+              ],
+              "properties": {
+                "kind": {
+                  "type": "string",
+                  "enum": [
+                    "totp",
+                    "email_otp"
+                  ]
+                },
+                "enrolled_at": {
+                  "type": "string",
+                  "format": "date-time"
+                }
+              }
+            }
+          },
+          "sessions": {
+            "$ref": "#/components/schemas/UserSessions"
+          },
+          "consents": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "required": [
+                "client_id",
+                "scopes",
+                "granted_at",
+                "updated_at"
+              ],
+              "properties": {
+                "client_id": {
+                  "type": "string"
+                },
+                "scopes": {
+                  "type": "array",
+                  "items": {
+                    "type": "string"
+                  }
+                },
+                "granted_at": {
+                  "type": "string",
+                  "format": "date-time"
+                },
+                "updated_at": {
+                  "type": "string",
+                  "format": "date-time"
+                }
+              }
+            }
+          },
+          "deletion_due_at": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "audit_events": {
+            "type": "array",
+            "description": "Newest first.",
+            "items": {
+              "type": "object",
+              "required": [
+                "at",
+                "type",
+                "outcome",
+                "details"
+              ],
+              "properties": {
+                "at": {
+                  "type": "string",
+                  "format": "date-time"
+                },
+                "type": {
+                  "$ref": "#/components/schemas/AuditEventType"
+                },
+                "outcome": {
+                  "type": "string",
+                  "enum": [
+                    "success",
+                    "failure"
+                  ]
+                },
+                "client_id": {
+                  "type": "string"
+                },
+                "client_address": {
+                  "type": "string"
+                },
+                "details": {
+                  "type": "object",
+                  "additionalProperties": {
+                    "type": "string"
+                  }
+                }
+              }
+            }
+          },
+          "audit_events_truncated": {
+            "type": "boolean",
+            "description": "Older events exist than the 1000 included."
+          }
+        }
       }
     },
     "responses": {
