@@ -54,7 +54,9 @@ extension LatchkeyClient {
                 throw error
             }
             let outcome = AccountDeletion(deletionDueAt: try Self.deletionDueAt(response))
-            try await context.tokens.clear(sessionId)
+            // The account is gone (or scheduled): a storage failure here must not report the deletion as failed. The
+            // server revoked the tokens, so any left behind are refused and forgotten at their next refresh.
+            try? await context.tokens.clear(sessionId)
             return outcome
         }
     }

@@ -16,7 +16,8 @@ public struct AccountDeletionRecord: Sendable, Equatable {
 /// restored account has none.
 public protocol AccountDeletionStore: Sendable {
     /// Records that the account is to be deleted at `deletion.dueAt` (replacing an earlier request), and in the same
-    /// transaction ends every session and revokes every token of the account.
+    /// transaction ends every session, revokes every token and deletes what could still become one (unused
+    /// authorization codes, pending device authorizations and second factors): only a new sign-in gets in again.
     func scheduleAccountDeletion(_ deletion: AccountDeletionRecord, now: Date) async throws
     /// The account's scheduled deletion, if there is one.
     func accountDeletion(userId: String) async throws -> AccountDeletionRecord?

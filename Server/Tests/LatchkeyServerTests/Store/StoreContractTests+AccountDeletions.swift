@@ -16,11 +16,16 @@ extension StoreContractTests {
             let bob = try await Make.insertUser(store)
             let session = Make.session(userId: ada.id)
             try await store.insertSession(session)
+            let code = Make.code(userId: ada.id, sessionId: session.id)
+            try await store.insertAuthorizationCode(code)
 
             let deletion = AccountDeletionRecord(userId: ada.id, requestedAt: at(10), dueAt: at(1000))
             try await store.scheduleAccountDeletion(deletion, now: at(10))
             #expect(try await store.accountDeletion(userId: ada.id) == deletion)
             #expect(try await store.session(id: session.id)?.endedAt == at(10), "scheduling ends the account's sessions")
+            #expect(
+                try await store.redeemAuthorizationCode(hash: code.codeHash, familyId: "f", now: at(11)) == .notFound,
+                "a code issued before the request cannot become tokens after it")
             #expect(try await store.dueAccountDeletions(now: at(999), limit: 10).isEmpty)
             #expect(!(try await store.deleteScheduledUser(id: ada.id, now: at(999))), "not before it is due")
             #expect(!(try await store.deleteScheduledUser(id: bob.id, now: at(5000))), "never an account without a scheduled deletion")

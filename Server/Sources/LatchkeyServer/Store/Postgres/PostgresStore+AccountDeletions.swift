@@ -11,9 +11,7 @@ extension PostgresStore {
                 VALUES (\(deletion.userId), \(deletion.requestedAt.epoch), \(deletion.dueAt.epoch))
                 ON CONFLICT (user_id) DO UPDATE SET requested_at = EXCLUDED.requested_at, due_at = EXCLUDED.due_at
                 """, on: connection)
-            try await self.revokeUserSessions(
-                userId: deletion.userId, keepingSession: nil, keepingFamily: nil, reason: "account deletion requested", now: now,
-                on: connection)
+            try await self.endAccountAccess(userId: deletion.userId, reason: "account deletion requested", now: now, on: connection)
         }
     }
 

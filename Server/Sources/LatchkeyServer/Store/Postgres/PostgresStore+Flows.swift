@@ -294,14 +294,19 @@ extension PostgresStore {
     /// The account and everything it held, in the caller's transaction (`deleteUser`, `deleteScheduledUser`).
     func deleteUserRows(id: String, now: Date, on connection: PostgresConnection) async throws -> Bool {
         guard try await row("SELECT 1 FROM users WHERE id = \(id) FOR UPDATE", on: connection) != nil else { return false }
-        try await revokeUserSessions(userId: id, keepingSession: nil, keepingFamily: nil, reason: "account deleted", now: now, on: connection)
-        // What could still turn into tokens or a sign-in for the account (these tables name users without a key).
+        try await endAccountAccess(userId: id, reason: "account deleted", now: now, on: connection)
+        // Factors, passkeys, federated links, consents, the pending email change, a scheduled deletion and login
+        // attempts cascade.
+        return try await execute("DELETE FROM users WHERE id = \(id) RETURNING 1", on: connection) == 1
+    }
+
+    /// Ends every session, revokes every token and deletes what could still turn into tokens or a sign-in for the
+    /// account (these tables name users without a key): deleting it, or scheduling its deletion.
+    func endAccountAccess(userId id: String, reason: String, now: Date, on connection: PostgresConnection) async throws {
+        try await revokeUserSessions(userId: id, keepingSession: nil, keepingFamily: nil, reason: reason, now: now, on: connection)
         try await execute("DELETE FROM authorization_codes WHERE user_id = \(id) AND used_at IS NULL", on: connection)
         try await execute("DELETE FROM login_second_factors WHERE user_id = \(id)", on: connection)
         try await execute("DELETE FROM device_authorizations WHERE user_id = \(id)", on: connection)
         try await execute("DELETE FROM passkey_challenges WHERE user_id = \(id)", on: connection)
-        // Factors, passkeys, federated links, consents, the pending email change, a scheduled deletion and login
-        // attempts cascade.
-        return try await execute("DELETE FROM users WHERE id = \(id) RETURNING 1", on: connection) == 1
     }
 }

@@ -20,8 +20,7 @@ extension SQLiteStore {
                     ON CONFLICT (user_id) DO UPDATE SET requested_at = excluded.requested_at, due_at = excluded.due_at
                     """,
                 arguments: [deletion.userId, deletion.requestedAt.timeIntervalSince1970, deletion.dueAt.timeIntervalSince1970])
-            try Self.revokeUserSessions(
-                db, userId: deletion.userId, keepingSession: nil, keepingFamily: nil, reason: "account deletion requested", now: now)
+            try Self.endAccountAccess(db, userId: deletion.userId, reason: "account deletion requested", now: now)
         }
     }
 

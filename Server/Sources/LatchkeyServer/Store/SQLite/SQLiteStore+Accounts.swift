@@ -144,15 +144,20 @@ extension SQLiteStore {
     /// The account and everything it held, in the caller's transaction (`deleteUser`, `deleteScheduledUser`).
     static func deleteUserRows(_ db: Database, id: String, now: Date) throws -> Bool {
         guard try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE id = ?", arguments: [id]) == true else { return false }
-        try revokeUserSessions(db, userId: id, keepingSession: nil, keepingFamily: nil, reason: "account deleted", now: now)
-        // What could still turn into tokens or a sign-in for the account (these tables name users without a key).
-        try db.execute(sql: "DELETE FROM authorization_codes WHERE user_id = ? AND used_at IS NULL", arguments: [id])
-        try db.execute(sql: "DELETE FROM login_second_factors WHERE user_id = ?", arguments: [id])
-        try db.execute(sql: "DELETE FROM device_authorizations WHERE user_id = ?", arguments: [id])
-        try db.execute(sql: "DELETE FROM passkey_challenges WHERE user_id = ?", arguments: [id])
+        try endAccountAccess(db, userId: id, reason: "account deleted", now: now)
         // Factors, passkeys, federated links, consents, the pending email change, a scheduled deletion and login
         // attempts cascade.
         try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [id])
         return db.changesCount == 1
+    }
+
+    /// Ends every session, revokes every token and deletes what could still turn into tokens or a sign-in for the
+    /// account (these tables name users without a key): deleting it, or scheduling its deletion.
+    static func endAccountAccess(_ db: Database, userId id: String, reason: String, now: Date) throws {
+        try revokeUserSessions(db, userId: id, keepingSession: nil, keepingFamily: nil, reason: reason, now: now)
+        try db.execute(sql: "DELETE FROM authorization_codes WHERE user_id = ? AND used_at IS NULL", arguments: [id])
+        try db.execute(sql: "DELETE FROM login_second_factors WHERE user_id = ?", arguments: [id])
+        try db.execute(sql: "DELETE FROM device_authorizations WHERE user_id = ?", arguments: [id])
+        try db.execute(sql: "DELETE FROM passkey_challenges WHERE user_id = ?", arguments: [id])
     }
 }
