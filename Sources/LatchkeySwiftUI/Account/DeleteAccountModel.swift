@@ -2,8 +2,8 @@ import Foundation
 import Latchkey
 import Observation
 
-/// The account-deletion button (``DeleteAccountButton``): a tap asks for confirmation, naming what is lost; only the
-/// confirmation deletes (``LatchkeyClient/deleteAccount(sessionId:)``). A sign-in too old for it asks the person to
+/// The account-deletion button (`DeleteAccountButton`): a tap asks for confirmation, naming what is lost; only the
+/// confirmation deletes (`LatchkeyClient.deleteAccount(sessionId:)`). A sign-in too old for it asks the person to
 /// sign in again instead of failing vaguely; afterwards the state is signed out and `onDeleted` is called.
 @MainActor @Observable
 public final class DeleteAccountModel {
@@ -15,7 +15,7 @@ public final class DeleteAccountModel {
         case confirming
         /// The request is under way.
         case deleting
-        /// The server confirmed: deleted, or scheduled for deletion at ``AccountDeletion/deletionDueAt``.
+        /// The server confirmed: deleted, or scheduled for deletion at `AccountDeletion.deletionDueAt`.
         case done(AccountDeletion)
         /// The sign-in is too old: the person must sign in again, then delete once more.
         case needsSignIn
