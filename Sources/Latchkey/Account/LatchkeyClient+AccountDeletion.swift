@@ -65,9 +65,7 @@ extension LatchkeyClient {
     static func deletionDueAt(_ response: HTTPResponse) throws -> Date? {
         guard response.status == 202 else { return nil }
         let body = try IdentityAPI.object(response, "account deletion")
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        guard let text = body["deletionDueAt"]?.stringValue, let date = formatter.date(from: text) else {
+        guard let text = body["deletionDueAt"]?.stringValue, let date = ISO8601DateFormatter().date(from: text) else {
             throw LatchkeyError(.serverError, "the scheduled deletion's answer has no deletionDueAt", statusCode: response.status)
         }
         return date

@@ -87,7 +87,7 @@ struct SelfServiceController: Sendable {
         case .deleted:
             return Response(status: .noContent, headers: [.cacheControl: "no-store"])
         case .scheduled(let due):
-            return try Responses.json(["deletionDueAt": Self.timestamp(due)], status: .accepted, noStore: true)
+            return try Responses.json(["deletionDueAt": ISO8601DateFormatter().string(from: due)], status: .accepted, noStore: true)
         }
     }
 
@@ -101,13 +101,6 @@ struct SelfServiceController: Sendable {
         var response = try Responses.json(document, noStore: true)
         response.headers[.contentDisposition] = "attachment; filename=\"account-data.json\""
         return response
-    }
-
-    /// RFC 3339 in UTC, whole seconds.
-    private static func timestamp(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.string(from: date)
     }
 
     /// `{id, type, attributes, pendingEmail?}`: the username and every claim. Verification flags are booleans, as

@@ -92,6 +92,14 @@ struct AccountDeletionTests {
         #expect(try await server.server.deleteDueAccounts() == 0, "not before the period ends")
         #expect(try await server.server.store.user(id: id) != nil)
         #expect(try await Self.notices(server).first == "Your account will be deleted")
+        var utc = Calendar(identifier: .gregorian)
+        utc.timeZone = try #require(TimeZone(identifier: "UTC"))
+        let parts = utc.dateComponents([.year, .month, .day], from: due)
+        let day = String(format: "%04d-%02d-%02d", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0)
+        let requested = try await server.server.store.auditEvents(AuditQuery(subject: id, types: [.accountDeletionRequested], limit: 1))
+        #expect(requested.first?.details == ["due": day], "the day, in UTC")
+        let body = try #require(try await server.server.outboxMessages(recipient: Self.demo).first?.body)
+        #expect(body.contains(day), "the notice names the day: \(body)")
 
         // Signing in again keeps the account.
         server.advanceClock(3 * 86_400)
