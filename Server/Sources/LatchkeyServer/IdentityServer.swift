@@ -126,8 +126,14 @@ public final class IdentityServer: Sendable {
             throttle: limiter("failed-logins", policy.maxFailuresPerAddress, .login), recoveryAlarm: OncePerInterval(),
             sealer: sealer, outbox: outbox, metrics: metrics, audit: audit)
         self.accounts = accounts
+        let http = UpstreamHTTP()
+        let federation = Federation(
+            providers: configuration.identityProviders, issuerInForce: issuerInForce, directory: UpstreamDirectory(http: http), http: http,
+            store: store, clock: clock, lifetimes: configuration.lifetimes, metrics: metrics, sealer: sealer)
+        self.federation = federation
         let deletions = AccountDeletions(
-            store: store, accounts: accounts, audit: audit, clock: clock, graceDays: configuration.accountDeletionGraceDays, logger: logger)
+            store: store, accounts: accounts, federation: federation, audit: audit, clock: clock,
+            graceDays: configuration.accountDeletionGraceDays, logger: logger)
         self.accountDeletions = deletions
         let pruner = Pruner(
             store: store, clock: clock, intervalSeconds: configuration.pruneIntervalSeconds,
@@ -164,17 +170,13 @@ public final class IdentityServer: Sendable {
             audit: audit)
         self.apple = AppleSignIn(
             appleKeys: AppleKeySet(settings: configuration.apple, metrics: metrics), appleIssuer: configuration.apple.issuer,
-            store: store, clock: clock, metrics: metrics)
+            store: store, clock: clock, metrics: metrics, federation: federation)
         let dpop = DPoPVerifier(kit: kit, settings: configuration.dpop, sealer: sealer)
         self.dpop = dpop
         self.resources = ResourceAuthenticator(kit: kit, dpop: dpop)
         self.nativeNonces = NativeSignInNonces(sealer: sealer, store: store, clock: clock)
         self.nativeSignIn = NativeSignInPolicy(development: configuration.development, attestationVerifier: configuration.attestationVerifier)
         self.responses = AuthorizationResponses(kit: kit)
-        let http = UpstreamHTTP()
-        self.federation = Federation(
-            providers: configuration.identityProviders, issuerInForce: issuerInForce, directory: UpstreamDirectory(http: http), http: http,
-            store: store, clock: clock, lifetimes: configuration.lifetimes, metrics: metrics)
         self.federatedAccounts = FederatedAccounts(store: store, userSchema: configuration.userSchema, clock: clock, audit: audit)
     }
 

@@ -207,6 +207,48 @@ struct SDKPasskeyTests {
         #expect(refused.code == .confirmationCodeExpired)
     }
 
+    /// A credential provider whose Apple answer carries Apple's `authorizationCode`, as the system sheet's does.
+    struct AppleWithCode: CredentialProvider {
+        let issuer: AppleStandIn
+        let code: String
+        func credential(for request: CredentialRequest) async throws -> ProvidedCredential {
+            let nonce = try #require(request.appleNonce)
+            return .appleID(
+                identityToken: try issuer.identityToken(sub: "apple-grace", bundleId: SDKPasskeyTests.bundleId, nonceClaim: nonce, email: nil),
+                givenName: nil, familyName: nil, authorizationCode: code)
+        }
+    }
+
+    @Test("Sign in with Apple sends the credential's authorization code; deleting the account then revokes the app at Apple")
+    func appleCodeLetsTheDeletionRevoke() async throws {
+        let issuer = try await AppleStandIn.start()
+        let (teamKey, pem) = UpstreamProviderDouble.appleTeamKey()
+        let upstream = try await UpstreamProviderDouble.start(.apple(teamId: "TEAM123456", keyId: "KEY1234567", publicKey: teamKey.publicKey))
+        upstream.setBehavior { $0.appleNativeClientIds = [Self.bundleId] }
+        let server = try await TestServer.startForNativeLogin(bundleId: Self.bundleId, apple: issuer) { configuration in
+            configuration.identityProviders = [
+                IdentityProviderConfiguration(
+                    id: "apple", kind: .apple, authority: upstream.base, clientId: upstream.clientId, teamId: "TEAM123456",
+                    keyId: "KEY1234567", privateKeyPEM: pem)
+            ]
+        }
+        defer {
+            Task {
+                await server.stop(); await issuer.stop(); await upstream.stop()
+            }
+        }
+        let code = upstream.nativeAuthorizationCode(bundleId: Self.bundleId)
+        let client = try await client(server, provider: AppleWithCode(issuer: issuer, code: code))
+        _ = try await client.login(withRequest: NativeLoginRequest(), usingModalAuthorizationFor: [.SignInWithApple], display: .Always)
+        #expect(upstream.lastTokenForm["code"] == code, "the server redeemed the app's code at Apple")
+        #expect(upstream.lastTokenForm["client_id"] == Self.bundleId)
+        let issued = try #require(upstream.liveRefreshTokens.first)
+
+        let deletion = try await client.deleteAccount()
+        #expect(deletion.isDeleted)
+        #expect(upstream.revokedTokens == [issued])
+    }
+
     @Test("Sign in with Apple through the modal: the nonce round-trips, a new account is created, and a wrong audience is refused")
     func appleModal() async throws {
         let issuer = try await AppleStandIn.start()

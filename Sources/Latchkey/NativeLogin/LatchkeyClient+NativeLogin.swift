@@ -116,13 +116,14 @@ extension LatchkeyClient {
                 return try await passwordLogin(
                     username: Username.Unspecified(username), password: password, context: context,
                     scopes: scopes, origin: request.origin)
-            case .appleID(let identityToken, let givenName, let familyName):
+            case .appleID(let identityToken, let givenName, let familyName, let authorizationCode):
                 guard let apple else { throw LatchkeyError(.unknownError, "the credential provider returned an Apple ID that was not asked for") }
                 // The server's nonce itself; Apple got its SHA-256.
                 return try await authorizeWithoutBrowser(
                     context, scopes: scopes, nonce: apple.verifier,
                     extra: Self.compact([
-                        "provider": "apple", "id_token": identityToken, "given_name": givenName, "family_name": familyName, "origin": request.origin
+                        "provider": "apple", "id_token": identityToken, "given_name": givenName, "family_name": familyName,
+                        "authorization_code": authorizationCode, "origin": request.origin
                     ]))
             }
         }

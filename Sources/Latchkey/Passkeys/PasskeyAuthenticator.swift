@@ -167,8 +167,10 @@ public struct CredentialRequest: Sendable {
 public enum ProvidedCredential: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     case passkey(AssertionCredential)
     case password(username: String, password: String)
-    /// Apple's `identityToken` (a JWT) and, on first authorisation only, the name.
-    case appleID(identityToken: String, givenName: String?, familyName: String?)
+    /// Apple's `identityToken` (a JWT), on first authorisation only the name, and the credential's `authorizationCode`:
+    /// the server exchanges that code at Apple for the token it revokes when the person deletes their account (it
+    /// needs an `apple` provider with the team's key; without one the code is ignored).
+    case appleID(identityToken: String, givenName: String?, familyName: String?, authorizationCode: String? = nil)
 
     /// Never shows the password or the identity token.
     public var description: String {
@@ -185,10 +187,11 @@ public enum ProvidedCredential: Sendable, Equatable, CustomStringConvertible, Cu
 /// The native sign-in seam (ReachFive-style): one call that lets the user pick a passkey, a saved password or Sign in
 /// with Apple, and returns that credential. The SDK then runs the matching server exchange.
 ///
-/// The Apple implementation (LatchkeyApple, to come) will build one `ASAuthorizationController` with, in the order of
-/// `request.types`, an `ASAuthorizationPasswordProvider` request, an `ASAuthorizationAppleIDProvider` request
-/// (`nonce = request.appleNonce`, `requestedScopes` from `appleScopes`) and a platform passkey assertion request
-/// (`request.passkeyOptions`), present it on `request.anchor` on the main actor, and map the delegate's answer:
+/// The Apple implementation (`AuthorizationControllerCredentialProvider`, in LatchkeyApple) builds one
+/// `ASAuthorizationController` with, in the order of `request.types`, an `ASAuthorizationPasswordProvider` request, an
+/// `ASAuthorizationAppleIDProvider` request (`nonce = request.appleNonce`, `requestedScopes` from `appleScopes`) and a
+/// platform passkey assertion request (`request.passkeyOptions`), presents it on `request.anchor` on the main actor,
+/// and maps the delegate's answer:
 /// `ASPasswordCredential` → `.password`, `ASAuthorizationAppleIDCredential` → `.appleID`,
 /// `ASAuthorizationPlatformPublicKeyCredentialAssertion` → `.passkey`; `ASAuthorizationError.canceled` (also
 /// "nothing available" with `.preferImmediatelyAvailableCredentials`) → `LatchkeyError(.canceled)`.

@@ -70,7 +70,8 @@ public struct AuthorizationControllerCredentialProvider: CredentialProvider {
         }
         switch credential {
         case .password(let user, let password): return .password(username: user, password: password)
-        case .appleID(let token, let given, let family): return .appleID(identityToken: token, givenName: given, familyName: family)
+        case .appleID(let token, let given, let family, let code):
+            return .appleID(identityToken: token, givenName: given, familyName: family, authorizationCode: code)
         case .passkeyAssertion(let assertion): return .passkey(assertion)
         case .passkeyRegistration: throw LatchkeyError(.unknownError, "the credential sheet returned a registration to a sign-in")
         }

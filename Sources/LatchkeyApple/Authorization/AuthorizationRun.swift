@@ -9,7 +9,7 @@ import AppleFrameworkStandIns
 /// What the system sheet returned, copied out of Apple's (non-`Sendable`) objects in the delegate callback.
 enum SystemCredential: Sendable {
     case password(user: String, password: String)
-    case appleID(identityToken: String, givenName: String?, familyName: String?)
+    case appleID(identityToken: String, givenName: String?, familyName: String?, authorizationCode: String?)
     case passkeyAssertion(AssertionCredential)
     case passkeyRegistration(RegistrationCredential)
 }
@@ -174,7 +174,10 @@ final class AuthorizationRun: NSObject, ASAuthorizationControllerDelegate, @Main
             guard let data = apple.identityToken, let token = String(data: data, encoding: .utf8), !token.isEmpty else {
                 throw LatchkeyError(.authenticationFailed, "Sign in with Apple returned no identity token")
             }
-            return .appleID(identityToken: token, givenName: apple.fullName?.givenName, familyName: apple.fullName?.familyName)
+            // The code lets the server revoke the app at Apple when the person deletes their account.
+            return .appleID(
+                identityToken: token, givenName: apple.fullName?.givenName, familyName: apple.fullName?.familyName,
+                authorizationCode: apple.authorizationCode.flatMap { String(data: $0, encoding: .utf8) })
         case let assertion as ASAuthorizationPlatformPublicKeyCredentialAssertion:
             guard let authenticatorData = assertion.rawAuthenticatorData, let signature = assertion.signature else {
                 throw LatchkeyError(.passkeyFailed, "the passkey assertion has no authenticator data or signature")

@@ -12,8 +12,10 @@ import Logging
 /// The person hears of each step by email (a verified address only), and the audit trail records each with the
 /// account's id alone: no name, address or other personal data.
 struct AccountDeletions: Sendable {
-    let store: any AccountDeletionStore & UserStore
+    let store: any AccountDeletionStore & UserStore & FederatedIdentityStore
     let accounts: Accounts
+    /// Revokes Sign in with Apple's tokens once the account is gone.
+    let federation: Federation
     let audit: AuditTrail
     let clock: ServerClock
     /// `account_deletion_grace_days`.
@@ -33,9 +35,11 @@ struct AccountDeletions: Sendable {
     func request(_ user: UserRecord, locale: SupportedLocale, origin: AuditOrigin) async throws -> Outcome {
         let now = clock.now
         guard graceDays > 0 else {
+            // Read first: the links, and the tokens they keep, go with the account.
+            let links = try await store.federatedIdentities(userId: user.id)
             // Another request (a second tap, an administrator) may have deleted it meanwhile.
             guard try await store.deleteUser(id: user.id, now: now) else { throw SelfServiceErrors.userNotFound }
-            await deleted(user, via: "self", locale: locale, origin: origin)
+            await deleted(user, links: links, via: "self", locale: locale, origin: origin)
             return .deleted
         }
         let due = now.addingTimeInterval(TimeInterval(graceDays) * 86_400)
@@ -69,19 +73,24 @@ struct AccountDeletions: Sendable {
         let now = clock.now
         var count = 0
         for deletion in try await store.dueAccountDeletions(now: now, limit: limit) {
-            // Read first: the confirmation goes to the address the account had.
-            guard let user = try await store.user(id: deletion.userId),
-                try await store.deleteScheduledUser(id: deletion.userId, now: now)
-            else { continue }
+            // Read first: the confirmation goes to the address the account had, and the links go with the account.
+            guard let user = try await store.user(id: deletion.userId) else { continue }
+            let links = try await store.federatedIdentities(userId: user.id)
+            guard try await store.deleteScheduledUser(id: deletion.userId, now: now) else { continue }
             count += 1
-            await deleted(user, via: "grace_ended", locale: Self.locale(of: user), origin: AuditOrigin(address: nil, logger: logger))
+            await deleted(
+                user, links: links, via: "grace_ended", locale: Self.locale(of: user), origin: AuditOrigin(address: nil, logger: logger))
         }
         return count
     }
 
-    /// The trail and the mail of a deletion.
-    private func deleted(_ user: UserRecord, via: String, locale: SupportedLocale, origin: AuditOrigin) async {
-        await audit.record(.userDeleted, subject: user.id, details: ["via": via], origin: origin)
+    /// What follows a deletion: the providers told (Apple's tokens revoked), the trail, the mail.
+    private func deleted(_ user: UserRecord, links: [FederatedIdentityRecord], via: String, locale: SupportedLocale, origin: AuditOrigin) async {
+        let revocations = await federation.revokeUpstreamTokens(of: links, logger: origin.logger)
+        var details = ["via": via]
+        if !revocations.revoked.isEmpty { details["upstream_revoked"] = revocations.revoked.joined(separator: " ") }
+        if !revocations.failed.isEmpty { details["upstream_not_revoked"] = revocations.failed.joined(separator: " ") }
+        await audit.record(.userDeleted, subject: user.id, details: details, origin: origin)
         origin.logger.info("account deleted at its owner's request", metadata: ["user": .string(user.id), "via": .string(via)])
         await notify(user, "account_deleted", locale: locale, logger: origin.logger)
     }

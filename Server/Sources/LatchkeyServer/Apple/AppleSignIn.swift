@@ -103,6 +103,8 @@ struct AppleSignIn: Sendable {
     let store: any UserStore & FederatedIdentityStore
     let clock: ServerClock
     let metrics: ServerMetrics
+    /// Exchanges the app's authorization code for the Apple refresh token the account's deletion revokes.
+    let federation: Federation
 
     /// Verifies a Sign in with Apple identity token for `client` and returns the account it signs in: the linked one,
     /// else the account whose email claim is the same address when both Apple and the account have it verified (then
@@ -112,14 +114,18 @@ struct AppleSignIn: Sendable {
     /// its `base64url(SHA256(nonce))` in Apple's request and sends the nonce here. The token must be recent, and the
     /// token and nonce are spent before any account is looked up, so a lifted token signs nobody in and a caught one
     /// at most once.
+    ///
+    /// `authorizationCode` is the credential's `authorizationCode`: with an `apple` provider configured (the team's
+    /// key), it is exchanged at Apple for the refresh token that deleting the account revokes (kept sealed on the
+    /// link). Without one, or when Apple refuses it, the sign-in goes on.
     func signInWithApple(
         idToken: String, nonce: String?, client: ClientConfiguration,
-        givenName: String?, familyName: String?, nonces: NativeSignInNonces, logger: Logger
+        givenName: String?, familyName: String?, authorizationCode: String? = nil, nonces: NativeSignInNonces, logger: Logger
     ) async throws -> UserRecord {
         do {
             let user = try await verifyAppleSignIn(
-                idToken: idToken, nonce: nonce, client: client, givenName: givenName, familyName: familyName, nonces: nonces,
-                logger: logger)
+                idToken: idToken, nonce: nonce, client: client, givenName: givenName, familyName: familyName,
+                authorizationCode: authorizationCode, nonces: nonces, logger: logger)
             metrics.signIn(.apple, .success)
             return user
         } catch let failure as AppleSignInFailure {
@@ -130,7 +136,7 @@ struct AppleSignIn: Sendable {
 
     private func verifyAppleSignIn(
         idToken: String, nonce: String?, client: ClientConfiguration,
-        givenName: String?, familyName: String?, nonces: NativeSignInNonces, logger: Logger
+        givenName: String?, familyName: String?, authorizationCode: String?, nonces: NativeSignInNonces, logger: Logger
     ) async throws -> UserRecord {
         guard !client.appleBundleIds.isEmpty else { throw AppleSignInFailure.notConfigured }
         let jws: CompactJWS
@@ -158,6 +164,11 @@ struct AppleSignIn: Sendable {
         // Store failures propagate as they are (a server fault, answered 500), not as a refused token.
         let user = try await appleAccount(claims, client: client, givenName: givenName, familyName: familyName, logger: logger)
         guard !user.disabled else { throw AppleSignInFailure.accountDisabled }
+        if let code = authorizationCode?.nonEmpty, let bundleId = claims.aud.values.first(where: client.appleBundleIds.contains),
+            let sealed = await federation.nativeAppleRefreshToken(code: code, bundleId: bundleId, subject: claims.sub, logger: logger)
+        {
+            try await store.keepFederatedRefreshToken(provider: Federation.nativeAppleLink, subject: claims.sub, sealed: sealed)
+        }
         return user
     }
 
@@ -175,7 +186,7 @@ struct AppleSignIn: Sendable {
         _ claims: AppleIdentityClaims, client: ClientConfiguration, givenName: String?,
         familyName: String?, logger: Logger
     ) async throws -> UserRecord {
-        let provider = "apple"
+        let provider = Federation.nativeAppleLink
         if let link = try await store.federatedIdentity(provider: provider, subject: claims.sub),
             let user = try await store.user(id: link.userId)
         {

@@ -26,6 +26,7 @@ struct FederatedAccounts: Sendable {
         if let link = try await store.federatedIdentity(provider: identity.provider, subject: identity.subject) {
             guard let user = try await store.user(id: link.userId) else { throw FederationFailure.invalidIdentity("the linked account is gone") }
             guard !user.disabled else { throw FederationFailure.accountDisabled }
+            try await keepRefreshToken(of: identity)
             return user
         }
         let holders = try await accountsUsing(identity.email)
@@ -68,6 +69,13 @@ struct FederatedAccounts: Sendable {
         guard let link = try await store.federatedIdentity(provider: identity.provider, subject: identity.subject), link.userId == userId else {
             throw FederationFailure.linkedElsewhere
         }
+        try await keepRefreshToken(of: identity)
+    }
+
+    /// The newest refresh token on the link (Apple sends one with every sign-in; the newest is the one to revoke).
+    private func keepRefreshToken(of identity: UpstreamIdentity) async throws {
+        guard let sealed = identity.sealedRefreshToken else { return }
+        try await store.keepFederatedRefreshToken(provider: identity.provider, subject: identity.subject, sealed: sealed)
     }
 
     /// Unlinks `provider` from the account, unless it is the account's only way to sign in (no password, no passkey,

@@ -19,6 +19,8 @@ struct Federation: Sendable {
     let clock: ServerClock
     let lifetimes: TokenLifetimes
     let metrics: ServerMetrics
+    /// Seals Apple's refresh tokens before they are stored.
+    let sealer: SecretSealer
 
     /// What a federated sign-in was started for.
     struct Pending: Codable, Sendable {
@@ -158,7 +160,15 @@ struct Federation: Sendable {
         case .github:
             return try await githubIdentity(provider, accessToken: tokens.accessToken, endpoints: endpoints)
         default:
-            return try await openIDIdentity(provider, tokens: tokens, endpoints: endpoints, nonce: pending.nonce, user: params["user"], now: now)
+            var identity = try await openIDIdentity(
+                provider, tokens: tokens, endpoints: endpoints, nonce: pending.nonce, user: params["user"], now: now)
+            // Apple asks that an app revoke its tokens when the account is deleted (App Store Review 5.1.1(v)); its
+            // refresh token is what `auth/revoke` takes. Sealed, it is useless to whoever copies the database.
+            if provider.kind == .apple, let refresh = tokens.refreshToken {
+                identity.sealedRefreshToken = sealRefreshToken(
+                    UpstreamRefreshGrant(clientId: provider.clientId, token: refresh), provider: provider.id, subject: identity.subject)
+            }
+            return identity
         }
     }
 
@@ -172,23 +182,35 @@ struct Federation: Sendable {
 
     // MARK: Token exchange
 
-    private struct TokenAnswer {
+    struct TokenAnswer {
         var accessToken: String
         var idToken: String?
+        var refreshToken: String?
     }
 
     private func exchange(
         _ code: String, provider: IdentityProviderConfiguration, endpoints: UpstreamEndpoints, verifier: String, now: Date
     ) async throws(FederationFailure) -> TokenAnswer {
-        var form: [(String, String)] = [
+        let form: [(String, String)] = [
             ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", callbackURL(provider)), ("code_verifier", verifier)
         ]
+        return try await tokenRequest(form, provider: provider, endpoints: endpoints, now: now)
+    }
+
+    /// The token endpoint's answer to `form` with the client authenticated as `provider` wants it (`clientId`: the
+    /// Apple client the secret is made for, the provider's own by default).
+    func tokenRequest(
+        _ form: [(String, String)], provider: IdentityProviderConfiguration, endpoints: UpstreamEndpoints, clientId: String? = nil,
+        now: Date
+    ) async throws(FederationFailure) -> TokenAnswer {
+        var form = form
         var basic: (String, String)?
-        let secret = provider.kind == .apple ? try appleClientSecret(provider, now: now) : (provider.clientSecret ?? "")
+        let client = clientId ?? provider.clientId
+        let secret = provider.kind == .apple ? try appleClientSecret(provider, clientId: client, now: now) : (provider.clientSecret ?? "")
         if endpoints.usesBasicAuthentication {
-            basic = (provider.clientId, secret)
+            basic = (client, secret)
         } else {
-            form += [("client_id", provider.clientId), ("client_secret", secret)]
+            form += [("client_id", client), ("client_secret", secret)]
         }
         let (data, status) = try await http.postForm(endpoints.token, form, basic: basic)
         let object = (try? JSONValue.parse(data))?.objectValue ?? [:]
@@ -197,18 +219,22 @@ struct Federation: Sendable {
         guard status == 200, let accessToken = object["access_token"]?.stringValue else {
             throw .tokenExchange("the token endpoint answered \(status)")
         }
-        return TokenAnswer(accessToken: accessToken, idToken: object["id_token"]?.stringValue)
+        return TokenAnswer(
+            accessToken: accessToken, idToken: object["id_token"]?.stringValue, refreshToken: object["refresh_token"]?.stringValue)
     }
 
-    /// Sign in with Apple's client secret: an ES256 JWT by the team's key (`kid` = key id), valid five minutes.
-    private func appleClientSecret(_ provider: IdentityProviderConfiguration, now: Date) throws(FederationFailure) -> String {
+    /// Sign in with Apple's client secret for `clientId` (the provider's Services ID by default, or an app's bundle id):
+    /// an ES256 JWT by the team's key (`kid` = key id), valid five minutes.
+    func appleClientSecret(
+        _ provider: IdentityProviderConfiguration, clientId: String? = nil, now: Date
+    ) throws(FederationFailure) -> String {
         guard let pem = provider.privateKeyPEM, let key = try? P256.Signing.PrivateKey(pemRepresentation: pem), let keyId = provider.keyId,
             let teamId = provider.teamId
         else { throw .tokenExchange("the Apple team key is not usable") }
         let iat = Int(now.timeIntervalSince1970)
         let header: JSONValue = .object(["alg": .string("ES256"), "kid": .string(keyId)])
         let claims: JSONValue = .object([
-            "iss": .string(teamId), "sub": .string(provider.clientId), "aud": .string("https://appleid.apple.com"),
+            "iss": .string(teamId), "sub": .string(clientId ?? provider.clientId), "aud": .string("https://appleid.apple.com"),
             "iat": .number(Double(iat)), "exp": .number(Double(iat + 300))
         ])
         guard let headerData = try? JSONEncoder().encode(header), let claimsData = try? JSONEncoder().encode(claims) else {

@@ -17,6 +17,8 @@ struct UpstreamEndpoints: Sendable, Equatable {
     var sendsIssParameter = false
     /// The provider takes `client_secret_basic` (OAuth's default); otherwise the secret goes in the form.
     var usesBasicAuthentication = false
+    /// Where a refresh token is revoked (Apple's `auth/revoke`); only Apple's are kept, so only Apple's is known.
+    var revocation: URL?
 }
 
 /// The providers' discovery documents and signing keys, fetched on first use and cached (an hour); a token signed with
@@ -84,7 +86,7 @@ actor UpstreamDirectory {
             let base = Self.trimmed(provider.authority ?? "https://appleid.apple.com")
             return UpstreamEndpoints(
                 authorization: try url(base + "/auth/authorize"), token: try url(base + "/auth/token"), jwks: try url(base + "/auth/keys"),
-                issuer: base)
+                issuer: base, revocation: try url(base + "/auth/revoke"))
         case .oidc, .google, .microsoft:
             let issuer = Self.trimmed(provider.issuer ?? "")
             let documentURL: String

@@ -14,6 +14,10 @@ struct UpstreamIdentity: Codable, Sendable, Equatable {
     /// The provider asserted a multi-factor sign-in (`amr` with `mfa`, or the PAPE multi-factor `acr`) and the
     /// configuration trusts it (`trust_mfa`).
     var assertsMFA: Bool
+    /// Sign in with Apple's refresh token from this sign-in, sealed for (provider, subject)
+    /// (`Federation.sealRefreshToken`): the link keeps it so that deleting the account can revoke it at Apple. Sealed
+    /// here already because the identity waits in the store (`Federation.Result`, flows) until an app collects it.
+    var sealedRefreshToken: String? = nil
 
     /// The methods of this sign-in (RFC 8176): `fed`, `mfa` when the provider asserted it, and the provider's id
     /// (`AuthenticationMethods.providerMarker`), which becomes the tokens' `idp` claim.

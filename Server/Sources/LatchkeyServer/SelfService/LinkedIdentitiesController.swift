@@ -134,10 +134,16 @@ struct LinkedIdentitiesController: Sendable {
     private func unlink(_ providerId: String, _ user: UserRecord, caller: ResourceCaller, origin: AuditOrigin) async throws -> Response {
         let logger = origin.logger
         try accounts.requireRecentAuthentication(caller.claims)
+        // Read first: the token Apple gave this link goes with it, and Apple is told the person left (as on deletion).
+        let removed = try await store.federatedIdentities(userId: user.id).filter { $0.provider == providerId }
         switch try await federatedAccounts.unlink(provider: providerId, userId: user.id) {
         case .unlinked:
             logger.info("federated identity unlinked", metadata: ["user": .string(user.id), "provider": .string(providerId)])
-            await audit.record(.federatedIdentityUnlinked, subject: user.id, details: ["provider": providerId], origin: origin)
+            let revocations = await federation.revokeUpstreamTokens(of: removed, logger: logger)
+            var details = ["provider": providerId]
+            if !revocations.revoked.isEmpty { details["upstream_revoked"] = revocations.revoked.joined(separator: " ") }
+            if !revocations.failed.isEmpty { details["upstream_not_revoked"] = revocations.failed.joined(separator: " ") }
+            await audit.record(.federatedIdentityUnlinked, subject: user.id, details: details, origin: origin)
             return Responses.empty(status: .noContent)
         case .notLinked:
             throw APIError(

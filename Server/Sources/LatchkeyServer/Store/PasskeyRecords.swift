@@ -62,8 +62,12 @@ public struct FederatedIdentityRecord: Sendable, Equatable {
     public var subject: String
     public var userId: String
     public var createdAt: Date
-    public init(provider: String, subject: String, userId: String, createdAt: Date) {
+    /// The provider's refresh token for this person, sealed (`SecretSealer`, bound to the provider and subject), kept
+    /// only where the provider must be told when the account goes: Sign in with Apple (its `auth/revoke`).
+    public var sealedRefreshToken: String?
+    public init(provider: String, subject: String, userId: String, createdAt: Date, sealedRefreshToken: String? = nil) {
         self.provider = provider; self.subject = subject; self.userId = userId; self.createdAt = createdAt
+        self.sealedRefreshToken = sealedRefreshToken
     }
 }
 

@@ -202,6 +202,9 @@ public protocol FederatedIdentityStore: Sendable {
     func federatedIdentities(userId: String) async throws -> [FederatedIdentityRecord]
     /// Removes the account's links to `provider`; false when there were none.
     func unlinkFederatedIdentity(provider: String, userId: String) async throws -> Bool
+    /// Keeps the provider's newest refresh token (sealed) on the link of (provider, subject); nothing when there is no
+    /// such link.
+    func keepFederatedRefreshToken(provider: String, subject: String, sealed: String) async throws
 }
 
 /// Federated sign-ins in progress: the upstream leg's `state` (with its PKCE verifier and nonce) until the provider

@@ -14,7 +14,7 @@ struct FederationFixture {
     /// Starts the double and a server that trusts it; `adjust` changes the provider's configuration, `configure` the
     /// server's.
     static func start(
-        _ flavor: UpstreamProviderDouble.Flavor = .oidc, id: String = "corp", user: UpstreamProviderDouble.User? = nil,
+        _ flavor: UpstreamProviderDouble.Flavor = .oidc, id: String = "corp", user: UpstreamProviderDouble.User? = nil, frozenClock: Bool = false,
         adjust: @escaping @Sendable (inout IdentityProviderConfiguration) -> Void = { _ in },
         configure: @escaping @Sendable (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> FederationFixture {
@@ -43,7 +43,7 @@ struct FederationFixture {
         }
         adjust(&provider)
         let configured = provider
-        let server = try await TestServer.start { configuration in
+        let server = try await TestServer.start(frozenClock: frozenClock) { configuration in
             configuration.identityProviders = [configured]
             if let index = configuration.clients.firstIndex(where: { $0.clientId == DevelopmentDefaults.demoClientId }) {
                 configuration.clients[index].identityProviders = [configured.id]

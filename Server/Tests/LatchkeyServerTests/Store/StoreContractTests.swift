@@ -1042,6 +1042,22 @@ struct StoreContractTests {
         }
     }
 
+    @Test(arguments: StoreKind.available)
+    func aLinkKeepsTheProvidersNewestRefreshTokenAndLosesItWithTheAccount(_ kind: StoreKind) async throws {
+        try await kind.withStore { store async throws in
+            let user = try await Make.insertUser(store)
+            try await store.linkFederatedIdentity(FederatedIdentityRecord(provider: "apple", subject: "000123.abc", userId: user.id, createdAt: t0))
+            try await store.keepFederatedRefreshToken(provider: "apple", subject: "000123.abc", sealed: "lk-sealed-v1:first")
+            try await store.keepFederatedRefreshToken(provider: "apple", subject: "000123.abc", sealed: "lk-sealed-v1:second")
+            try await store.keepFederatedRefreshToken(provider: "apple", subject: "000999.xyz", sealed: "lk-sealed-v1:nobody")
+            #expect(try await store.federatedIdentity(provider: "apple", subject: "000123.abc")?.sealedRefreshToken == "lk-sealed-v1:second")
+            #expect(try await store.federatedIdentities(userId: user.id).map(\.sealedRefreshToken) == ["lk-sealed-v1:second"])
+            #expect(try await store.federatedIdentity(provider: "apple", subject: "000999.xyz") == nil, "no link is made by keeping a token")
+            #expect(try await store.deleteUser(id: user.id, now: t0))
+            #expect(try await store.federatedIdentity(provider: "apple", subject: "000123.abc") == nil, "the token goes with the link")
+        }
+    }
+
     // MARK: Clients
 
     @Test(arguments: StoreKind.available)

@@ -13,6 +13,8 @@ struct UpstreamState: Sendable {
         var nonce: String?
         var scope: [String]
         var user: UpstreamProviderDouble.User
+        /// Apple: the app (bundle id) a native sign-in's code was issued to; nil for the double's own client.
+        var clientId: String? = nil
     }
 
     var port = 0
@@ -28,6 +30,15 @@ struct UpstreamState: Sendable {
     var lastTokenClientAuthentication: String?
     var tokenRequests = 0
     var userInfoRequests = 0
+    /// Apple: the refresh tokens the token endpoint issued and not yet revoked.
+    var appleRefreshTokens: Set<String> = []
+    /// Apple: the tokens `/auth/revoke` revoked, in order.
+    var revokedTokens: [String] = []
+    /// Apple: requests to `/auth/revoke`, whatever came of them.
+    var revocationRequests = 0
+    /// Added to the wall clock where the double judges a client secret's times, to follow a server whose clock a test
+    /// moved forward.
+    var clockOffset: TimeInterval = 0
 }
 
 /// The double's routes and the state they share; the router's handlers hold it (the port is known only once it serves).
@@ -234,7 +245,12 @@ final class UpstreamCore: Sendable {
         guard let code = form["code"], let grant = state.withLockedValue({ $0.codes.removeValue(forKey: code) }) else {
             return UpstreamHTTP.oauthError("invalid_grant", "the code is unknown, expired or already used")
         }
-        guard form["redirect_uri"] == grant.redirectURI else {
+        // Apple: a native code belongs to its app, and the double's own codes to the double's client.
+        guard form["client_id"].map({ $0 == (grant.clientId ?? clientId) }) ?? (grant.clientId == nil) else {
+            return UpstreamHTTP.oauthError("invalid_grant", "the code was issued to another client")
+        }
+        // A native code came without a redirect URI, and is redeemed without one.
+        guard (form["redirect_uri"] ?? "") == grant.redirectURI else {
             return UpstreamHTTP.oauthError("invalid_grant", "redirect_uri is not the authorization request's")
         }
         guard Self.pkceHolds(challenge: grant.challenge, verifier: form["code_verifier"]) else {
@@ -244,19 +260,52 @@ final class UpstreamCore: Sendable {
         state.withLockedValue { $0.accessTokens[access] = (grant.user, grant.scope) }
         var body: [String: Any] = [
             "access_token": access, "token_type": "Bearer", "expires_in": 3600,
-            "id_token": try idToken(user: grant.user, audience: nil, nonce: grant.nonce, behavior: behavior)
+            "id_token": try idToken(user: grant.user, audience: grant.clientId, nonce: grant.nonce, behavior: behavior)
         ]
         if !grant.scope.isEmpty { body["scope"] = grant.scope.joined(separator: " ") }
-        if case .apple = kind { body["refresh_token"] = UpstreamHTTP.randomToken() }
+        if case .apple = kind {
+            let refresh = UpstreamHTTP.randomToken()
+            state.withLockedValue { _ = $0.appleRefreshTokens.insert(refresh) }
+            body["refresh_token"] = refresh
+        }
         return UpstreamHTTP.json(body)
+    }
+
+    // MARK: Apple's token revocation
+
+    /// `POST /auth/revoke`: `client_id`, the client secret JWT, `token` and an optional `token_type_hint`. A token the
+    /// double issued is revoked (recorded); an unknown one is answered 200 as well (RFC 7009 §2.2), and not recorded.
+    func revoke(_ request: Request) async throws -> Response {
+        let form = UpstreamHTTP.decodeForm(String(buffer: try await request.body.collect(upTo: 64 * 1024)))
+        let behavior = state.withLockedValue { state in
+            state.revocationRequests += 1
+            return state.behavior
+        }
+        if behavior.revocationFails { return UpstreamHTTP.page(.serviceUnavailable, "the upstream provider is having a bad day") }
+        if let problem = authenticateClient(form, authorization: request.headers[.authorization], behavior: behavior) {
+            return UpstreamHTTP.oauthError("invalid_client", problem)
+        }
+        guard let token = form["token"], !token.isEmpty else { return UpstreamHTTP.oauthError("invalid_request", "token is missing") }
+        if let hint = form["token_type_hint"], !["refresh_token", "access_token"].contains(hint) {
+            return UpstreamHTTP.oauthError("unsupported_token_type", "token_type_hint must be refresh_token or access_token")
+        }
+        state.withLockedValue { state in
+            if state.appleRefreshTokens.remove(token) != nil { state.revokedTokens.append(token) }
+        }
+        return Response(status: .ok)
     }
 
     /// Why the client is not authenticated, or nil when it is (and the method is recorded).
     private func authenticateClient(_ form: [String: String], authorization: String?, behavior: UpstreamProviderDouble.Behavior) -> String? {
         if case .apple(let teamId, let keyId, let key) = kind {
-            guard form["client_id"] == clientId else { return "unknown client_id" }
+            guard let client = form["client_id"], client == clientId || behavior.appleNativeClientIds.contains(client) else {
+                return "unknown client_id"
+            }
             guard let secret = form["client_secret"] else { return "client_secret is missing" }
-            if let problem = Self.appleClientSecretProblem(secret, teamId: teamId, keyId: keyId, key: key, clientId: clientId) { return problem }
+            let now = Date().addingTimeInterval(state.withLockedValue { $0.clockOffset })
+            if let problem = Self.appleClientSecretProblem(secret, teamId: teamId, keyId: keyId, key: key, clientId: client, now: now) {
+                return problem
+            }
             state.withLockedValue { $0.lastTokenClientAuthentication = "client_secret_post" }
             return nil
         }
@@ -537,6 +586,7 @@ final class UpstreamCore: Sendable {
             router.get("/auth/authorize") { request, _ in self.authorize(request, tenant: nil) }
             router.post("/auth/token") { request, _ in try await self.token(request, tenant: nil) }
             router.get("/auth/keys") { _, _ in try self.jwks() }
+            router.post("/auth/revoke") { request, _ in try await self.revoke(request) }
         }
     }
 }

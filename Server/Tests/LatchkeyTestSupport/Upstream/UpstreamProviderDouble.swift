@@ -28,7 +28,7 @@ import NIOConcurrencyHelpers
 ///   refuses with 400 when the scope asks for `name` or `email`); a refusal posts `error=user_cancelled_authorize`.
 ///   `POST /auth/token` takes `client_secret` = an ES256 JWT that must verify with `publicKey` (header kid = keyId; iss =
 ///   teamId, sub = client id, aud = `https://appleid.apple.com`, exp in the future and at most 15777000 s after iat);
-///   keys at `/auth/keys`. ID tokens have `email_verified` and `is_private_email` as strings, and no name.
+///   keys at `/auth/keys`; `POST /auth/revoke` revokes a refresh token it issued (same client authentication). ID tokens have `email_verified` and `is_private_email` as strings, and no name.
 ///
 /// Common to all: the authorization request must name the client, a redirect URI (the registered one when
 /// `Behavior.registeredRedirectURI` is set) and `response_type=code`; a `code_challenge` must use S256; the OpenID flavors
@@ -106,6 +106,11 @@ package final class UpstreamProviderDouble: Sendable {
         package var wrongIssParameter = false
         /// The token endpoint answers 500.
         package var tokenEndpointFails = false
+        /// Apple's `/auth/revoke` answers 503.
+        package var revocationFails = false
+        /// Apple: the apps (bundle ids) of the team besides the double's client (a Services ID): their native
+        /// sign-ins' codes are redeemed, and their tokens revoked, with a client secret whose `sub` is the bundle id.
+        package var appleNativeClientIds: [String] = []
         /// Client authentication methods the token endpoint accepts (and the OpenID metadata lists) for `.oidc`,
         /// `.google` and `.microsoft`: `client_secret_basic`, `client_secret_post`.
         package var tokenEndpointAuthMethods = ["client_secret_basic", "client_secret_post"]
@@ -189,6 +194,19 @@ package final class UpstreamProviderDouble: Sendable {
     /// when the person removes the app from their Apple ID).
     package func forgetAuthorizations() { core.state.withLockedValue { $0.appleAuthorized.removeAll() } }
 
+    /// Apple: the `authorizationCode` a native Sign in with Apple hands the app `bundleId` (an `appleNativeClientIds`
+    /// entry) for the current user; redeemed once, without a redirect URI or PKCE.
+    package func nativeAuthorizationCode(bundleId: String) -> String {
+        let code = UpstreamHTTP.randomToken()
+        core.state.withLockedValue { state in
+            state.codes[code] = UpstreamState.Grant(redirectURI: "", challenge: nil, nonce: nil, scope: [], user: state.user, clientId: bundleId)
+        }
+        return code
+    }
+
+    /// Moves the clock the double judges Apple client secrets by (to follow a test server's advanced clock).
+    package func advanceClock(_ seconds: TimeInterval) { core.state.withLockedValue { $0.clockOffset += seconds } }
+
     // MARK: What it was asked
 
     /// The query of the last authorization request (decoded; `scope` as sent, space-separated).
@@ -203,6 +221,12 @@ package final class UpstreamProviderDouble: Sendable {
     package var tokenRequests: Int { core.state.withLockedValue { $0.tokenRequests } }
     /// Requests to the userinfo endpoint or GitHub's API, whatever came of them.
     package var userInfoRequests: Int { core.state.withLockedValue { $0.userInfoRequests } }
+    /// Apple: the refresh tokens issued and not revoked.
+    package var liveRefreshTokens: Set<String> { core.state.withLockedValue { $0.appleRefreshTokens } }
+    /// Apple: the refresh tokens `/auth/revoke` revoked (with a valid client secret), in order.
+    package var revokedTokens: [String] { core.state.withLockedValue { $0.revokedTokens } }
+    /// Apple: requests to `/auth/revoke`, whatever came of them.
+    package var revocationRequests: Int { core.state.withLockedValue { $0.revocationRequests } }
 
     // MARK: Tokens made directly
 

@@ -200,8 +200,8 @@ struct AuthorizeController: Sendable {
         if provider == "apple" || provider.hasPrefix("apple:") {
             user = try await apple.signInWithApple(
                 idToken: try params.required("id_token"), nonce: try params.single("nonce"), client: client,
-                givenName: try params.single("given_name"), familyName: try params.single("family_name"), nonces: nativeNonces,
-                logger: logger)
+                givenName: try params.single("given_name"), familyName: try params.single("family_name"),
+                authorizationCode: try params.single("authorization_code"), nonces: nativeNonces, logger: logger)
             // RFC 8176 `fed`: Apple authenticated the user; we cannot see how, so it never counts as a second factor.
             amr = ["fed"]
         } else {

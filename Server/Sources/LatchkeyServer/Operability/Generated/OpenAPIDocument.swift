@@ -549,6 +549,15 @@ enum OpenAPIDocument {
               "type": "string"
             },
             "description": "With `provider=apple`."
+          },
+          {
+            "name": "authorization_code",
+            "in": "query",
+            "required": false,
+            "schema": {
+              "type": "string"
+            },
+            "description": "With `provider=apple`: the credential's `authorizationCode`. With an `apple` provider configured (the team's key), the server redeems it at Apple for the app's bundle id and keeps the refresh token sealed, so that deleting the account, or unlinking Apple, revokes the app at Apple (`auth/revoke`). A code Apple refuses does not fail the sign-in."
           }
         ],
         "responses": {
@@ -2468,6 +2477,15 @@ enum OpenAPIDocument {
               "type": "string"
             },
             "description": "With `provider=apple`."
+          },
+          {
+            "name": "authorization_code",
+            "in": "query",
+            "required": false,
+            "schema": {
+              "type": "string"
+            },
+            "description": "With `provider=apple`: the credential's `authorizationCode`. With an `apple` provider configured (the team's key), the server redeems it at Apple for the app's bundle id and keeps the refresh token sealed, so that deleting the account, or unlinking Apple, revokes the app at Apple (`auth/revoke`). A code Apple refuses does not fail the sign-in."
           }
         ],
         "responses": {

@@ -291,7 +291,11 @@ enum PostgresSchema {
                     due_at DOUBLE PRECISION NOT NULL)
                 """,
                 "CREATE INDEX account_deletions_due ON account_deletions (due_at)"
-            ])
+            ]),
+        // Sign in with Apple's refresh token, sealed, so that deleting the account can revoke it at Apple.
+        Migration(
+            version: 14, name: "federated-refresh-tokens",
+            statements: ["ALTER TABLE federated_identities ADD COLUMN refresh_token_sealed TEXT"])
     ]
 
     /// Brings the database to `latestVersion`, one migration per transaction, under an advisory lock: instances that

@@ -30,13 +30,23 @@ extension PostgresStore {
         try await connection { connection in
             try await self.rows(
                 "SELECT * FROM federated_identities WHERE user_id = \(userId) ORDER BY created_at, provider", on: connection
-            ).map { row in
-                let c = Columns(row)
-                return FederatedIdentityRecord(
-                    provider: try c("provider"), subject: try c("subject"), userId: try c("user_id"),
-                    createdAt: try c.date("created_at") ?? .distantPast)
-            }
+            ).map(Self.federatedIdentity)
         }
+    }
+
+    public func keepFederatedRefreshToken(provider: String, subject: String, sealed: String) async throws {
+        try await connection { connection in
+            try await self.execute(
+                "UPDATE federated_identities SET refresh_token_sealed = \(sealed) WHERE provider = \(provider) AND subject = \(subject)",
+                on: connection)
+        }
+    }
+
+    static func federatedIdentity(_ row: PostgresRow) throws -> FederatedIdentityRecord {
+        let c = Columns(row)
+        return FederatedIdentityRecord(
+            provider: try c("provider"), subject: try c("subject"), userId: try c("user_id"), createdAt: try c.date("created_at") ?? .distantPast,
+            sealedRefreshToken: try c("refresh_token_sealed", as: String?.self))
     }
 
     public func unlinkFederatedIdentity(provider: String, userId: String) async throws -> Bool {

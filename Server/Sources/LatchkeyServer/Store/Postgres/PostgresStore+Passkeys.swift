@@ -208,10 +208,7 @@ extension PostgresStore {
                     "SELECT * FROM federated_identities WHERE provider = \(provider) AND subject = \(subject)",
                     on: connection)
             else { return nil }
-            let c = Columns(row)
-            return FederatedIdentityRecord(
-                provider: try c("provider"), subject: try c("subject"), userId: try c("user_id"),
-                createdAt: try c.date("created_at") ?? .distantPast)
+            return try Self.federatedIdentity(row)
         }
     }
 

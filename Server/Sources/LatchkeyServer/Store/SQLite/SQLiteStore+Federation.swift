@@ -39,12 +39,22 @@ extension SQLiteStore {
         try await pool.read { db in
             try Row.fetchAll(
                 db, sql: "SELECT * FROM federated_identities WHERE user_id = ? ORDER BY created_at, provider", arguments: [userId]
-            ).map { row in
-                FederatedIdentityRecord(
-                    provider: row["provider"], subject: row["subject"], userId: row["user_id"],
-                    createdAt: Self.date(row["created_at"]) ?? .distantPast)
-            }
+            ).map(Self.federatedIdentity)
         }
+    }
+
+    public func keepFederatedRefreshToken(provider: String, subject: String, sealed: String) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "UPDATE federated_identities SET refresh_token_sealed = ? WHERE provider = ? AND subject = ?",
+                arguments: [sealed, provider, subject])
+        }
+    }
+
+    static func federatedIdentity(_ row: Row) -> FederatedIdentityRecord {
+        FederatedIdentityRecord(
+            provider: row["provider"], subject: row["subject"], userId: row["user_id"], createdAt: date(row["created_at"]) ?? .distantPast,
+            sealedRefreshToken: row["refresh_token_sealed"])
     }
 
     public func unlinkFederatedIdentity(provider: String, userId: String) async throws -> Bool {

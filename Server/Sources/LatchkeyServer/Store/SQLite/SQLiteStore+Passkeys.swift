@@ -190,11 +190,7 @@ extension SQLiteStore {
             try Row.fetchOne(
                 db, sql: "SELECT * FROM federated_identities WHERE provider = ? AND subject = ?",
                 arguments: [provider, subject]
-            ).map { row in
-                FederatedIdentityRecord(
-                    provider: row["provider"], subject: row["subject"], userId: row["user_id"],
-                    createdAt: Self.date(row["created_at"]) ?? .distantPast)
-            }
+            ).map(Self.federatedIdentity)
         }
     }
 

@@ -118,6 +118,9 @@ public final class SQLiteStore: Store {
                 sql: "CREATE INDEX refresh_tokens_live_seal ON refresh_tokens(family_id) WHERE successor_sealed IS NOT NULL")
         }
         migrator.registerMigration("v18-account-deletions", migrate: Self.migrateAccountDeletions)
+        migrator.registerMigration("v19-federated-refresh-tokens") { db in
+            try db.execute(sql: "ALTER TABLE federated_identities ADD COLUMN refresh_token_sealed TEXT")
+        }
         return migrator
     }
 
