@@ -505,7 +505,8 @@ public final class IdentityServer: Sendable {
         }
 
         // SCIM 2.0: the accounts behind the resource authentication, the discovery resources public.
-        let scim = SCIMController(issuerInForce: issuer, store: store, accounts: accounts, audit: audit)
+        let scim = SCIMController(
+            issuerInForce: issuer, store: store, accounts: accounts, deletions: accountDeletions, audit: audit)
         scim.addRoutes(me: protected(group("/scim2", .scim), accountManagement: true), users: protected(group("/scim2", .scim)))
         scim.addDiscoveryRoutes(to: group("/scim2", .scim))
 

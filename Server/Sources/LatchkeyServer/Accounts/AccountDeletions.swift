@@ -35,11 +35,9 @@ struct AccountDeletions: Sendable {
     func request(_ user: UserRecord, locale: SupportedLocale, origin: AuditOrigin) async throws -> Outcome {
         let now = clock.now
         guard graceDays > 0 else {
-            // Read first: the links, and the tokens they keep, go with the account.
-            let links = try await store.federatedIdentities(userId: user.id)
             // Another request (a second tap, an administrator) may have deleted it meanwhile.
-            guard try await store.deleteUser(id: user.id, now: now) else { throw SelfServiceErrors.userNotFound }
-            await deleted(user, links: links, via: "self", locale: locale, origin: origin)
+            guard let revocations = try await deleteNow(id: user.id, logger: origin.logger) else { throw SelfServiceErrors.userNotFound }
+            await deleted(user, revocations: revocations, via: "self", locale: locale, origin: origin)
             return .deleted
         }
         let due = now.addingTimeInterval(TimeInterval(graceDays) * 86_400)
@@ -48,6 +46,15 @@ struct AccountDeletions: Sendable {
         origin.logger.info("account deletion scheduled by its owner", metadata: ["user": .string(user.id), "due": .string(Self.day(due))])
         await notify(user, "account_deletion_scheduled", arguments: ["date": Self.day(due)], locale: locale, logger: origin.logger)
         return .scheduled(dueAt: due)
+    }
+
+    /// Deletes the account at once (`UserStore.deleteUser`) and then revokes at its providers what its links kept
+    /// (Sign in with Apple); nil when there was no such account. The owner's deletion and an administrator's.
+    func deleteNow(id: String, logger: Logger) async throws -> Federation.Revocations? {
+        // Read first: the links, and the tokens they keep, go with the account.
+        let links = try await store.federatedIdentities(userId: id)
+        guard try await store.deleteUser(id: id, now: clock.now) else { return nil }
+        return await federation.revokeUpstreamTokens(of: links, logger: logger)
     }
 
     /// After a completed sign-in: an account scheduled for deletion is kept. Never fails the sign-in: a store error
@@ -78,19 +85,19 @@ struct AccountDeletions: Sendable {
             let links = try await store.federatedIdentities(userId: user.id)
             guard try await store.deleteScheduledUser(id: deletion.userId, now: now) else { continue }
             count += 1
+            let revocations = await federation.revokeUpstreamTokens(of: links, logger: logger)
             await deleted(
-                user, links: links, via: "grace_ended", locale: Self.locale(of: user), origin: AuditOrigin(address: nil, logger: logger))
+                user, revocations: revocations, via: "grace_ended", locale: Self.locale(of: user),
+                origin: AuditOrigin(address: nil, logger: logger))
         }
         return count
     }
 
-    /// What follows a deletion: the providers told (Apple's tokens revoked), the trail, the mail.
-    private func deleted(_ user: UserRecord, links: [FederatedIdentityRecord], via: String, locale: SupportedLocale, origin: AuditOrigin) async {
-        let revocations = await federation.revokeUpstreamTokens(of: links, logger: origin.logger)
-        var details = ["via": via]
-        if !revocations.revoked.isEmpty { details["upstream_revoked"] = revocations.revoked.joined(separator: " ") }
-        if !revocations.failed.isEmpty { details["upstream_not_revoked"] = revocations.failed.joined(separator: " ") }
-        await audit.record(.userDeleted, subject: user.id, details: details, origin: origin)
+    /// The trail and the mail of a deletion.
+    private func deleted(
+        _ user: UserRecord, revocations: Federation.Revocations, via: String, locale: SupportedLocale, origin: AuditOrigin
+    ) async {
+        await audit.record(.userDeleted, subject: user.id, details: revocations.auditDetails(["via": via]), origin: origin)
         origin.logger.info("account deleted at its owner's request", metadata: ["user": .string(user.id), "via": .string(via)])
         await notify(user, "account_deleted", locale: locale, logger: origin.logger)
     }

@@ -20,6 +20,14 @@ extension Federation {
     struct Revocations: Equatable, Sendable {
         var revoked: [String] = []
         var failed: [String] = []
+
+        /// `details` with what was revoked (`upstream_revoked`) and what could not be (`upstream_not_revoked`).
+        func auditDetails(_ details: [String: String]) -> [String: String] {
+            var details = details
+            if !revoked.isEmpty { details["upstream_revoked"] = revoked.joined(separator: " ") }
+            if !failed.isEmpty { details["upstream_not_revoked"] = failed.joined(separator: " ") }
+            return details
+        }
     }
 
     /// `grant` sealed for the link (provider, subject): moved to another link, it does not open.

@@ -15,6 +15,8 @@ struct SCIMController: Sendable {
     let issuerInForce: @Sendable () -> String
     let store: any UserStore
     let accounts: Accounts
+    /// Deletes accounts and revokes what their links kept at the providers (Sign in with Apple).
+    let deletions: AccountDeletions
     let audit: AuditTrail
 
     var issuer: String { issuerInForce() }
@@ -232,17 +234,17 @@ struct SCIMController: Sendable {
     }
 
     /// `DELETE /scim2/Users/{id}` (RFC 7644 §3.6): the account and everything it held (`UserStore.deleteUser`): its
-    /// sessions end and its tokens stop working at once.
+    /// sessions end and its tokens stop working at once, and Sign in with Apple is revoked at Apple.
     private func scimDelete(_ caller: ResourceCaller, id: String, origin: AuditOrigin) async throws -> Response {
         let logger = origin.logger
         try Self.requireAdmin(caller)
         try requireFreshAdministrator(caller)
         if caller.user?.id == id { throw Self.selfLockout("delete") }
-        guard try await accounts.store.deleteUser(id: id, now: accounts.clock.now) else {
+        guard let revocations = try await deletions.deleteNow(id: id, logger: logger) else {
             throw SCIMError(status: .notFound, detail: "no user with that id")
         }
         logger.info("user deleted through SCIM", metadata: ["user": .string(id), "by": .string(caller.claims.sub)])
-        await audit.record(.userDeleted, subject: id, actor: caller.auditActor, details: ["via": "scim"], origin: origin)
+        await audit.record(.userDeleted, subject: id, actor: caller.auditActor, details: revocations.auditDetails(["via": "scim"]), origin: origin)
         return Response(status: .noContent, headers: [.cacheControl: "no-store"])
     }
 

@@ -140,10 +140,8 @@ struct LinkedIdentitiesController: Sendable {
         case .unlinked:
             logger.info("federated identity unlinked", metadata: ["user": .string(user.id), "provider": .string(providerId)])
             let revocations = await federation.revokeUpstreamTokens(of: removed, logger: logger)
-            var details = ["provider": providerId]
-            if !revocations.revoked.isEmpty { details["upstream_revoked"] = revocations.revoked.joined(separator: " ") }
-            if !revocations.failed.isEmpty { details["upstream_not_revoked"] = revocations.failed.joined(separator: " ") }
-            await audit.record(.federatedIdentityUnlinked, subject: user.id, details: details, origin: origin)
+            await audit.record(
+                .federatedIdentityUnlinked, subject: user.id, details: revocations.auditDetails(["provider": providerId]), origin: origin)
             return Responses.empty(status: .noContent)
         case .notLinked:
             throw APIError(

@@ -147,4 +147,22 @@ struct AppleRevocationTests {
         #expect(upstream.revokedTokens == [issued], "revoked for the app, with a client secret made for its bundle id")
         #expect(try await Self.details(server, link.userId) == ["via": "self", "upstream_revoked": "apple"])
     }
+
+    @Test("an administrator's deletion (SCIM) revokes at Apple too")
+    func administratorsDeletionRevokes() async throws {
+        let fixture = try await FederationFixture.start(FederationFixture.appleFlavor, id: "apple") { _ in
+        } configure: { configuration in
+            if let backend = configuration.clients.firstIndex(where: { $0.clientId == "backend" }) {
+                configuration.clients[backend].scopes.append("scim.admin")
+            }
+        }
+        defer { Task { await fixture.stop() } }
+        let signedIn = try await Self.signIn(fixture)
+        let id = try await Self.userId(fixture)
+
+        let deleted = try await fixture.server.call("DELETE", "/scim2/Users/\(id)", token: try await fixture.server.clientToken(scope: "scim.admin"))
+        #expect(deleted.status == 204, "\(deleted.text)")
+        #expect(fixture.upstream.revokedTokens == [signedIn.appleToken])
+        #expect(try await Self.details(fixture.server, id) == ["via": "scim", "upstream_revoked": "apple"])
+    }
 }
