@@ -88,10 +88,15 @@ struct FederatedAccounts: Sendable {
         let hasPassword = user.passwordHash != PasswordHasher.noPassword
         let hasPasskey = try await !store.passkeys(userId: userId).isEmpty
         guard otherLinks || hasPassword || hasPasskey else { return .lastCredential }
-        return try await store.unlinkFederatedIdentity(provider: provider, userId: userId) ? .unlinked : .notLinked
+        let removed = links.filter { $0.provider == provider }
+        return try await store.unlinkFederatedIdentity(provider: provider, userId: userId) ? .unlinked(removed) : .notLinked
     }
 
-    enum UnlinkOutcome { case unlinked, notLinked, lastCredential }
+    enum UnlinkOutcome {
+        /// The links removed, with the tokens they kept (for the provider to be told).
+        case unlinked([FederatedIdentityRecord])
+        case notLinked, lastCredential
+    }
 
     /// Accounts whose email, or username, is the address.
     private func accountsUsing(_ email: String?) async throws -> [UserRecord] {

@@ -134,11 +134,10 @@ struct LinkedIdentitiesController: Sendable {
     private func unlink(_ providerId: String, _ user: UserRecord, caller: ResourceCaller, origin: AuditOrigin) async throws -> Response {
         let logger = origin.logger
         try accounts.requireRecentAuthentication(caller.claims)
-        // Read first: the token Apple gave this link goes with it, and Apple is told the person left (as on deletion).
-        let removed = try await store.federatedIdentities(userId: user.id).filter { $0.provider == providerId }
         switch try await federatedAccounts.unlink(provider: providerId, userId: user.id) {
-        case .unlinked:
+        case .unlinked(let removed):
             logger.info("federated identity unlinked", metadata: ["user": .string(user.id), "provider": .string(providerId)])
+            // The token Apple gave the link went with it: Apple is told the person left, as on deletion.
             let revocations = await federation.revokeUpstreamTokens(of: removed, logger: logger)
             await audit.record(
                 .federatedIdentityUnlinked, subject: user.id, details: revocations.auditDetails(["provider": providerId]), origin: origin)

@@ -1,6 +1,7 @@
 import Foundation
 @testable import LatchkeyServer
 import LatchkeyTestSupport
+import Logging
 import Testing
 
 /// Deleting an account that signed in with Apple revokes its Apple refresh token at Apple (`auth/revoke`), against
@@ -164,5 +165,24 @@ struct AppleRevocationTests {
         #expect(deleted.status == 204, "\(deleted.text)")
         #expect(fixture.upstream.revokedTokens == [signedIn.appleToken])
         #expect(try await Self.details(fixture.server, id) == ["via": "scim", "upstream_revoked": "apple"])
+    }
+
+    @Test("a sealed Apple token copied onto another account's link does not open there: nothing is sent to Apple")
+    func aSealedTokenIsBoundToItsLink() async throws {
+        let fixture = try await FederationFixture.start(FederationFixture.appleFlavor, id: "apple")
+        defer { Task { await fixture.stop() } }
+        _ = try await Self.signIn(fixture)
+        let store = fixture.server.server.store
+        let sealed = try #require(try await store.federatedIdentity(provider: "apple", subject: fixture.upstream.user.sub)?.sealedRefreshToken)
+        // Someone with write access to the database moves the value to another person's link.
+        let other = try #require(try await fixture.server.server.user(username: "demo@example.com"))
+        try await store.linkFederatedIdentity(
+            FederatedIdentityRecord(provider: "apple", subject: "000999.other", userId: other.id, createdAt: Date()))
+        try await store.keepFederatedRefreshToken(provider: "apple", subject: "000999.other", sealed: sealed)
+
+        let revocations = try #require(try await fixture.server.server.accountDeletions.deleteNow(id: other.id, logger: Logger(label: "test")))
+        #expect(revocations == Federation.Revocations(revoked: [], failed: ["apple"]))
+        #expect(fixture.upstream.revocationRequests == 0, "the value does not open for another link, so Apple is never asked")
+        #expect(fixture.upstream.liveRefreshTokens.count == 1)
     }
 }

@@ -30,8 +30,8 @@ struct UpstreamState: Sendable {
     var lastTokenClientAuthentication: String?
     var tokenRequests = 0
     var userInfoRequests = 0
-    /// Apple: the refresh tokens the token endpoint issued and not yet revoked.
-    var appleRefreshTokens: Set<String> = []
+    /// Apple: the refresh tokens the token endpoint issued and not yet revoked, with the client each was issued to.
+    var appleRefreshTokens: [String: String] = [:]
     /// Apple: the tokens `/auth/revoke` revoked, in order.
     var revokedTokens: [String] = []
     /// Apple: requests to `/auth/revoke`, whatever came of them.
@@ -265,7 +265,7 @@ final class UpstreamCore: Sendable {
         if !grant.scope.isEmpty { body["scope"] = grant.scope.joined(separator: " ") }
         if case .apple = kind {
             let refresh = UpstreamHTTP.randomToken()
-            state.withLockedValue { _ = $0.appleRefreshTokens.insert(refresh) }
+            state.withLockedValue { $0.appleRefreshTokens[refresh] = grant.clientId ?? clientId }
             body["refresh_token"] = refresh
         }
         return UpstreamHTTP.json(body)
@@ -274,7 +274,8 @@ final class UpstreamCore: Sendable {
     // MARK: Apple's token revocation
 
     /// `POST /auth/revoke`: `client_id`, the client secret JWT, `token` and an optional `token_type_hint`. A token the
-    /// double issued is revoked (recorded); an unknown one is answered 200 as well (RFC 7009 §2.2), and not recorded.
+    /// double issued to the authenticated client is revoked (recorded); an unknown one, or another client's, is answered
+    /// 200 as well (RFC 7009 §2.2) and not recorded.
     func revoke(_ request: Request) async throws -> Response {
         let form = UpstreamHTTP.decodeForm(String(buffer: try await request.body.collect(upTo: 64 * 1024)))
         let behavior = state.withLockedValue { state in
@@ -290,7 +291,9 @@ final class UpstreamCore: Sendable {
             return UpstreamHTTP.oauthError("unsupported_token_type", "token_type_hint must be refresh_token or access_token")
         }
         state.withLockedValue { state in
-            if state.appleRefreshTokens.remove(token) != nil { state.revokedTokens.append(token) }
+            guard let owner = state.appleRefreshTokens[token], owner == form["client_id"] else { return }
+            state.appleRefreshTokens[token] = nil
+            state.revokedTokens.append(token)
         }
         return Response(status: .ok)
     }

@@ -222,8 +222,9 @@ package final class UpstreamProviderDouble: Sendable {
     /// Requests to the userinfo endpoint or GitHub's API, whatever came of them.
     package var userInfoRequests: Int { core.state.withLockedValue { $0.userInfoRequests } }
     /// Apple: the refresh tokens issued and not revoked.
-    package var liveRefreshTokens: Set<String> { core.state.withLockedValue { $0.appleRefreshTokens } }
-    /// Apple: the refresh tokens `/auth/revoke` revoked (with a valid client secret), in order.
+    package var liveRefreshTokens: Set<String> { core.state.withLockedValue { Set($0.appleRefreshTokens.keys) } }
+    /// Apple: the refresh tokens `/auth/revoke` revoked (with a valid client secret, by the client each was issued to),
+    /// in order.
     package var revokedTokens: [String] { core.state.withLockedValue { $0.revokedTokens } }
     /// Apple: requests to `/auth/revoke`, whatever came of them.
     package var revocationRequests: Int { core.state.withLockedValue { $0.revocationRequests } }
