@@ -8,7 +8,7 @@ struct LatchkeyCommand: AsyncParsableCommand {
         abstract: "Latchkey identity server and command-line client.",
         subcommands: [
             Serve.self, Login.self, Signup.self, Recover.self, Token.self, Whoami.self, ProfileCommand.self, Logout.self, Keys.self, Migrate.self,
-            PasskeyCommand.self, AuthenticatorCommand.self, ConsentCommand.self, DoctorCommand.self
+            PasskeyCommand.self, AuthenticatorCommand.self, ConsentCommand.self, MFACommand.self, DoctorCommand.self
         ])
 }
 

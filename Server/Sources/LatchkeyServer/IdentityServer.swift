@@ -479,6 +479,7 @@ public final class IdentityServer: Sendable {
         .addRoutes(to: me)
         LinkedIdentitiesController(store: store, accounts: accounts, federation: federation, federatedAccounts: federatedAccounts, audit: audit)
             .addRoutes(to: me)
+        SecondFactorsController(store: store, clock: clock, accounts: accounts, audit: audit).addRoutes(to: me)
         // Administration (administrators only, each handler checks): a user's sessions and grants, the audit trail.
         let admin = protected(group("/admin/v1", .thunder), refusal: SelfServiceController.refusal)
         // A user's sessions and grants: the user's own on `/users/me`, any user's for administrators on `/admin/v1`.

@@ -28,6 +28,23 @@ package final class TestServer: Sendable {
         freezeClock()
         return String(format: "%06d", TOTP(secret: secret).compute(date: clock.now.addingTimeInterval(offsetSeconds)))
     }
+
+    /// The raw key of a base32 authenticator secret (RFC 4648, as an enrollment shows it and an authenticator app
+    /// decodes it), for `totpCode`; nil for a character outside the alphabet.
+    package static func totpKey(fromBase32 text: String) -> String? {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+        var (bits, value, bytes) = (0, 0, [UInt8]())
+        for character in text {
+            guard let index = alphabet.firstIndex(of: character) else { return nil }
+            value = (value << 5) | index
+            bits += 5
+            if bits >= 8 {
+                bytes.append(UInt8((value >> (bits - 8)) & 0xFF))
+                bits -= 8
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
     private let service: GracefulService
 
     package var issuer: String { server.issuer }

@@ -18,8 +18,11 @@ public struct AuditEvent: Sendable, Equatable, Codable {
         case accountLocked = "account.locked"
         /// An administrator lifted an account's password lockout.
         case accountUnlocked = "account.unlocked"
-        /// A second factor (TOTP, emailed codes) was enrolled.
+        /// A second factor (TOTP, emailed codes) was enrolled, by an operator or by the person (`/users/me/factors`):
+        /// `details.factor`, and `replaced` when a new authenticator took the place of the old one.
         case mfaEnrolled = "mfa.enrolled"
+        /// The person removed one of their second factors (`details.factor`).
+        case mfaRemoved = "mfa.removed"
         case passkeyAdded = "passkey.added"
         case passkeyRemoved = "passkey.removed"
         /// The signed-in user changed the password (knowing the current one).

@@ -81,7 +81,7 @@ struct LinkedIdentitiesController: Sendable {
     /// Starts a link: where the app sends the browser, and the `state` that will come back with the code.
     private func start(_ providerId: String, _ request: Request, _ user: UserRecord, caller: ResourceCaller) async throws -> Response {
         try accounts.requireRecentAuthentication(caller.claims)
-        let body = try await Self.decode(StartBody.self, request)
+        let body = try await SelfServiceController.decode(StartBody.self, request)
         guard let client = try await client(of: caller) else { throw SelfServiceErrors.invalidRequest("the token's application is unknown") }
         guard RedirectURIMatcher.isRegistered(body.redirectUri, in: client.redirectUris) else {
             throw SelfServiceErrors.invalidRequest("redirect_uri is not registered for the application")
@@ -113,7 +113,7 @@ struct LinkedIdentitiesController: Sendable {
     {
         let logger = origin.logger
         try accounts.requireRecentAuthentication(caller.claims)
-        let body = try await Self.decode(CompleteBody.self, request)
+        let body = try await SelfServiceController.decode(CompleteBody.self, request)
         do {
             let identity = try await federation.collect(code: body.code, state: body.state, purpose: .link, target: user.id)
             guard identity.provider == providerId else { throw FederationFailure.unknownResult }
@@ -156,19 +156,6 @@ struct LinkedIdentitiesController: Sendable {
 
     private func client(of caller: ResourceCaller) async throws -> ClientConfiguration? {
         try await store.client(id: caller.claims.clientId)?.configuration
-    }
-
-    private static func decode<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
-        let buffer = try await request.boundedBody()
-        // As every JSON endpoint: a cross-site form can send `text/plain`.
-        guard JSONMediaType.accepts(request, body: buffer) else {
-            var error = SelfServiceErrors.invalidRequest("the body must be sent as application/json")
-            error.status = .unsupportedMediaType
-            throw error
-        }
-        do { return try JSONDecoder().decode(T.self, from: Data(buffer: buffer)) } catch {
-            throw SelfServiceErrors.invalidRequest("the body is not the expected JSON object")
-        }
     }
 
     /// A federation failure as the thunderID dialect answers it, the provider's name in its message.

@@ -284,6 +284,20 @@ struct SelfServiceController: Sendable {
         }
     }
 
+    /// A JSON body of the self-service routes, or `400 USR-1001` (`415` for another media type).
+    static func decode<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
+        let buffer = try await request.boundedBody()
+        // As every JSON endpoint: a cross-site form can send `text/plain`.
+        guard JSONMediaType.accepts(request, body: buffer) else {
+            var error = SelfServiceErrors.invalidRequest("the body must be sent as application/json")
+            error.status = .unsupportedMediaType
+            throw error
+        }
+        do { return try JSONDecoder().decode(T.self, from: Data(buffer: buffer)) } catch {
+            throw SelfServiceErrors.invalidRequest("the body is not the expected JSON object")
+        }
+    }
+
     /// The `attributes` object of a `{"attributes": {…}}` JSON body, or `400 USR-1001`.
     private static func selfServiceAttributes(_ request: Request) async throws -> [String: JSONValue] {
         guard case .object(let attributes)? = try await jsonObject(request)["attributes"] else {

@@ -233,6 +233,24 @@ extension MessageCatalog {
                 "Wie gewünscht wird Ihr Konto am {date} gelöscht. Sie wurden überall abgemeldet. Wenn Sie Ihr Konto behalten möchten, melden Sie sich vorher erneut an. Wenn Sie das nicht waren, melden Sie sich jetzt an und ändern Sie Ihr Passwort.",
             "email.notice.account_restored.subject": "Ihr Konto wird nicht gelöscht",
             "email.notice.account_restored.body": "Sie haben sich erneut angemeldet. Daher bleibt Ihr Konto bestehen und wird nicht gelöscht.",
+            "email.notice.mfa_totp_added.subject": "Ihrem Konto wurde eine Authenticator-App hinzugefügt",
+            "email.notice.mfa_totp_added.body":
+                "Für die Anmeldung bei Ihrem Konto ist jetzt zusätzlich ein Code aus einer Authenticator-App erforderlich. Wenn Sie das nicht waren, ändern Sie sofort Ihr Passwort und entfernen Sie die Authenticator-App.",
+            "email.notice.mfa_email_added.subject": "Anmeldecodes per E-Mail wurden aktiviert",
+            "email.notice.mfa_email_added.body":
+                "Für die Anmeldung bei Ihrem Konto ist jetzt zusätzlich ein Code erforderlich, der an diese E-Mail-Adresse gesendet wird. Wenn Sie das nicht waren, ändern Sie sofort Ihr Passwort.",
+            "email.notice.mfa_totp_removed.subject": "Von Ihrem Konto wurde eine Authenticator-App entfernt",
+            "email.notice.mfa_totp_removed.body":
+                "Für die Anmeldung bei Ihrem Konto ist kein Code aus Ihrer Authenticator-App mehr erforderlich. Wenn Sie das nicht waren, ändern Sie sofort Ihr Passwort.",
+            "email.notice.mfa_email_removed.subject": "Anmeldecodes per E-Mail wurden deaktiviert",
+            "email.notice.mfa_email_removed.body":
+                "Für die Anmeldung bei Ihrem Konto ist kein Code mehr erforderlich, der an diese E-Mail-Adresse gesendet wird. Wenn Sie das nicht waren, ändern Sie sofort Ihr Passwort.",
+            "error.userservice.mfa_code_invalid":
+                "Dieser Code ist nicht richtig. Prüfen Sie den Code in Ihrer Authenticator-App und versuchen Sie es erneut.",
+            "error.userservice.mfa_enrollment_expired": "Diese Einrichtung ist abgelaufen. Beginnen Sie von vorn.",
+            "error.userservice.mfa_email_unverified": "Bestätigen Sie zuerst Ihre E-Mail-Adresse.",
+            "error.userservice.mfa_not_enrolled": "Dieser Anmeldeschritt ist nicht eingerichtet.",
+            "error.userservice.mfa_last_factor": "Sie können Ihren einzigen zweiten Anmeldeschritt nicht entfernen: Diese Anwendung verlangt einen.",
             "validation.username.notOwnEmail":
                 "Ein Benutzername, der wie eine E-Mail-Adresse aussieht, muss Ihre eigene bestätigte E-Mail-Adresse sein.",
             "page.mfa.title": "Bestätigen Sie, dass Sie es sind",

@@ -234,6 +234,23 @@ extension MessageCatalog {
                 "As you asked, your account will be deleted on {date}. You have been signed out everywhere. To keep your account, sign in again before then. If this was not you, sign in now and change your password.",
             "email.notice.account_restored.subject": "Your account will not be deleted",
             "email.notice.account_restored.body": "You signed in again, so your account is kept and will not be deleted.",
+            "email.notice.mfa_totp_added.subject": "An authenticator app was added to your account",
+            "email.notice.mfa_totp_added.body":
+                "Signing in to your account now also asks for a code from an authenticator app. If this was not you, change your password now and remove the authenticator app.",
+            "email.notice.mfa_email_added.subject": "Sign-in codes by email were turned on",
+            "email.notice.mfa_email_added.body":
+                "Signing in to your account now also asks for a code sent to this email address. If this was not you, change your password now.",
+            "email.notice.mfa_totp_removed.subject": "An authenticator app was removed from your account",
+            "email.notice.mfa_totp_removed.body":
+                "Signing in to your account no longer asks for a code from your authenticator app. If this was not you, change your password now.",
+            "email.notice.mfa_email_removed.subject": "Sign-in codes by email were turned off",
+            "email.notice.mfa_email_removed.body":
+                "Signing in to your account no longer asks for a code sent to this email address. If this was not you, change your password now.",
+            "error.userservice.mfa_code_invalid": "That code is not right. Check the code in your authenticator app and try again.",
+            "error.userservice.mfa_enrollment_expired": "This set-up has expired. Start again.",
+            "error.userservice.mfa_email_unverified": "Verify your email address first.",
+            "error.userservice.mfa_not_enrolled": "This sign-in step is not set up.",
+            "error.userservice.mfa_last_factor": "You can't remove your only second sign-in step: this app requires one.",
             "validation.username.notOwnEmail": "A username that looks like an email address must be your own verified email address.",
             "page.mfa.title": "Confirm it's you",
             "page.mfa.totp": "Enter the 6-digit code from your authenticator app.",

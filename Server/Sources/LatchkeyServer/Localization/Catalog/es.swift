@@ -228,6 +228,24 @@ extension MessageCatalog {
                 "Tal como pediste, tu cuenta se eliminará el {date}. Se han cerrado todas tus sesiones. Para conservar tu cuenta, vuelve a iniciar sesión antes de esa fecha. Si no has sido tú, inicia sesión ahora y cambia tu contraseña.",
             "email.notice.account_restored.subject": "Tu cuenta no se eliminará",
             "email.notice.account_restored.body": "Has vuelto a iniciar sesión, así que tu cuenta se conserva y no se eliminará.",
+            "email.notice.mfa_totp_added.subject": "Se ha añadido una aplicación de autenticación a tu cuenta",
+            "email.notice.mfa_totp_added.body":
+                "Ahora, al iniciar sesión en tu cuenta, también se pedirá un código de una aplicación de autenticación. Si no has sido tú, cambia tu contraseña ahora y elimina la aplicación de autenticación.",
+            "email.notice.mfa_email_added.subject": "Se han activado los códigos de inicio de sesión por correo electrónico",
+            "email.notice.mfa_email_added.body":
+                "Ahora, al iniciar sesión en tu cuenta, también se pedirá un código enviado a esta dirección de correo electrónico. Si no has sido tú, cambia tu contraseña ahora.",
+            "email.notice.mfa_totp_removed.subject": "Se ha eliminado una aplicación de autenticación de tu cuenta",
+            "email.notice.mfa_totp_removed.body":
+                "Al iniciar sesión en tu cuenta, ya no se pedirá un código de tu aplicación de autenticación. Si no has sido tú, cambia tu contraseña ahora.",
+            "email.notice.mfa_email_removed.subject": "Se han desactivado los códigos de inicio de sesión por correo electrónico",
+            "email.notice.mfa_email_removed.body":
+                "Al iniciar sesión en tu cuenta, ya no se pedirá un código enviado a esta dirección de correo electrónico. Si no has sido tú, cambia tu contraseña ahora.",
+            "error.userservice.mfa_code_invalid":
+                "Ese código no es correcto. Comprueba el código de tu aplicación de autenticación e inténtalo de nuevo.",
+            "error.userservice.mfa_enrollment_expired": "Esta configuración ha caducado. Vuelve a empezar.",
+            "error.userservice.mfa_email_unverified": "Confirma primero tu dirección de correo electrónico.",
+            "error.userservice.mfa_not_enrolled": "Este paso de inicio de sesión no está configurado.",
+            "error.userservice.mfa_last_factor": "No puedes eliminar tu único segundo paso de inicio de sesión: esta aplicación exige uno.",
             "validation.username.notOwnEmail":
                 "Un nombre de usuario con forma de dirección de correo electrónico debe ser tu propia dirección verificada.",
             "page.mfa.title": "Confirma que eres tú",

@@ -227,6 +227,25 @@ extension MessageCatalog {
                 "Comme vous l'avez demandé, votre compte sera supprimé le {date}. Vous avez été déconnecté partout. Pour conserver votre compte, reconnectez-vous avant cette date. Si ce n'était pas vous, connectez-vous maintenant et changez votre mot de passe.",
             "email.notice.account_restored.subject": "Votre compte ne sera pas supprimé",
             "email.notice.account_restored.body": "Vous vous êtes reconnecté, votre compte est donc conservé et ne sera pas supprimé.",
+            "email.notice.mfa_totp_added.subject": "Une application d'authentification a été ajoutée à votre compte",
+            "email.notice.mfa_totp_added.body":
+                "La connexion à votre compte demande désormais aussi un code provenant d'une application d'authentification. Si ce n'était pas vous, changez votre mot de passe maintenant et supprimez l'application d'authentification.",
+            "email.notice.mfa_email_added.subject": "Les codes de connexion par e-mail ont été activés",
+            "email.notice.mfa_email_added.body":
+                "La connexion à votre compte demande désormais aussi un code envoyé à cette adresse e-mail. Si ce n'était pas vous, changez votre mot de passe maintenant.",
+            "email.notice.mfa_totp_removed.subject": "Une application d'authentification a été supprimée de votre compte",
+            "email.notice.mfa_totp_removed.body":
+                "La connexion à votre compte ne demande plus de code provenant de votre application d'authentification. Si ce n'était pas vous, changez votre mot de passe maintenant.",
+            "email.notice.mfa_email_removed.subject": "Les codes de connexion par e-mail ont été désactivés",
+            "email.notice.mfa_email_removed.body":
+                "La connexion à votre compte ne demande plus de code envoyé à cette adresse e-mail. Si ce n'était pas vous, changez votre mot de passe maintenant.",
+            "error.userservice.mfa_code_invalid":
+                "Ce code n'est pas correct. Vérifiez le code dans votre application d'authentification et réessayez.",
+            "error.userservice.mfa_enrollment_expired": "Cette configuration a expiré. Recommencez.",
+            "error.userservice.mfa_email_unverified": "Confirmez d'abord votre adresse e-mail.",
+            "error.userservice.mfa_not_enrolled": "Cette étape de connexion n'est pas configurée.",
+            "error.userservice.mfa_last_factor":
+                "Vous ne pouvez pas supprimer votre seule seconde étape de connexion : cette application en exige une.",
             "validation.username.notOwnEmail":
                 "Un nom d'utilisateur qui ressemble à une adresse e-mail doit être votre propre adresse e-mail vérifiée.",
             "page.mfa.title": "Confirmez votre identité",

@@ -226,6 +226,23 @@ extension MessageCatalog {
                 "Kérésének megfelelően fiókját a következő napon töröljük: {date}. Mindenhol kijelentkeztettük. Ha meg szeretné tartani fiókját, addig jelentkezzen be újra. Ha nem Ön volt, jelentkezzen be most, és változtassa meg jelszavát.",
             "email.notice.account_restored.subject": "Fiókját nem töröljük",
             "email.notice.account_restored.body": "Újra bejelentkezett, ezért fiókját megtartjuk, és nem töröljük.",
+            "email.notice.mfa_totp_added.subject": "Hitelesítő alkalmazást adtak a fiókjához",
+            "email.notice.mfa_totp_added.body":
+                "A fiókjába való bejelentkezéskor mostantól egy hitelesítő alkalmazásból származó kódot is kérünk. Ha nem Ön volt, azonnal változtassa meg jelszavát, és távolítsa el a hitelesítő alkalmazást.",
+            "email.notice.mfa_email_added.subject": "Bekapcsolták az e-mailben küldött bejelentkezési kódokat",
+            "email.notice.mfa_email_added.body":
+                "A fiókjába való bejelentkezéskor mostantól egy erre az e-mail-címre küldött kódot is kérünk. Ha nem Ön volt, azonnal változtassa meg jelszavát.",
+            "email.notice.mfa_totp_removed.subject": "Hitelesítő alkalmazást távolítottak el a fiókjából",
+            "email.notice.mfa_totp_removed.body":
+                "A fiókjába való bejelentkezéskor már nem kérünk kódot a hitelesítő alkalmazásából. Ha nem Ön volt, azonnal változtassa meg jelszavát.",
+            "email.notice.mfa_email_removed.subject": "Kikapcsolták az e-mailben küldött bejelentkezési kódokat",
+            "email.notice.mfa_email_removed.body":
+                "A fiókjába való bejelentkezéskor már nem kérünk erre az e-mail-címre küldött kódot. Ha nem Ön volt, azonnal változtassa meg jelszavát.",
+            "error.userservice.mfa_code_invalid": "Ez a kód nem megfelelő. Ellenőrizze a kódot a hitelesítő alkalmazásában, és próbálja újra.",
+            "error.userservice.mfa_enrollment_expired": "Ez a beállítás lejárt. Kezdje újra.",
+            "error.userservice.mfa_email_unverified": "Előbb erősítse meg e-mail-címét.",
+            "error.userservice.mfa_not_enrolled": "Ez a bejelentkezési lépés nincs beállítva.",
+            "error.userservice.mfa_last_factor": "Nem távolíthatja el egyetlen második bejelentkezési lépését: ez az alkalmazás megköveteli.",
             "validation.username.notOwnEmail": "Az e-mail-címnek látszó felhasználónévnek az Ön saját, megerősített e-mail-címének kell lennie.",
             "page.mfa.title": "Erősítse meg, hogy Ön az",
             "page.mfa.totp": "Írja be a hitelesítő alkalmazásában látható 6 jegyű kódot.",

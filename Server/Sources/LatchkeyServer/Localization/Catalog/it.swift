@@ -226,6 +226,23 @@ extension MessageCatalog {
                 "Come hai chiesto, il tuo account verrà eliminato il {date}. Sei stato disconnesso ovunque. Per mantenere il tuo account, accedi di nuovo prima di quella data. Se non sei stato tu, accedi ora e cambia la password.",
             "email.notice.account_restored.subject": "Il tuo account non verrà eliminato",
             "email.notice.account_restored.body": "Hai eseguito di nuovo l'accesso, quindi il tuo account viene mantenuto e non verrà eliminato.",
+            "email.notice.mfa_totp_added.subject": "È stata aggiunta un'app di autenticazione al tuo account",
+            "email.notice.mfa_totp_added.body":
+                "Ora, per accedere al tuo account, viene chiesto anche un codice di un'app di autenticazione. Se non sei stato tu, cambia subito la password e rimuovi l'app di autenticazione.",
+            "email.notice.mfa_email_added.subject": "I codici di accesso via email sono stati attivati",
+            "email.notice.mfa_email_added.body":
+                "Ora, per accedere al tuo account, viene chiesto anche un codice inviato a questo indirizzo email. Se non sei stato tu, cambia subito la password.",
+            "email.notice.mfa_totp_removed.subject": "È stata rimossa un'app di autenticazione dal tuo account",
+            "email.notice.mfa_totp_removed.body":
+                "Per accedere al tuo account non viene più chiesto un codice della tua app di autenticazione. Se non sei stato tu, cambia subito la password.",
+            "email.notice.mfa_email_removed.subject": "I codici di accesso via email sono stati disattivati",
+            "email.notice.mfa_email_removed.body":
+                "Per accedere al tuo account non viene più chiesto un codice inviato a questo indirizzo email. Se non sei stato tu, cambia subito la password.",
+            "error.userservice.mfa_code_invalid": "Il codice non è corretto. Controlla il codice nella tua app di autenticazione e riprova.",
+            "error.userservice.mfa_enrollment_expired": "Questa configurazione è scaduta. Ricomincia da capo.",
+            "error.userservice.mfa_email_unverified": "Conferma prima il tuo indirizzo email.",
+            "error.userservice.mfa_not_enrolled": "Questo passaggio di accesso non è configurato.",
+            "error.userservice.mfa_last_factor": "Non puoi rimuovere il tuo unico secondo passaggio di accesso: questa applicazione ne richiede uno.",
             "validation.username.notOwnEmail": "Un nome utente che sembra un indirizzo email deve essere il tuo indirizzo email verificato.",
             "page.mfa.title": "Conferma la tua identità",
             "page.mfa.totp": "Inserisci il codice a 6 cifre della tua app di autenticazione.",

@@ -225,6 +225,23 @@ extension MessageCatalog {
                 "Zoals je hebt gevraagd, wordt je account op {date} verwijderd. Je bent overal afgemeld. Wil je je account houden? Meld je dan vóór die datum opnieuw aan. Was jij dit niet? Meld je dan nu aan en wijzig je wachtwoord.",
             "email.notice.account_restored.subject": "Je account wordt niet verwijderd",
             "email.notice.account_restored.body": "Je hebt je opnieuw aangemeld, dus je account blijft behouden en wordt niet verwijderd.",
+            "email.notice.mfa_totp_added.subject": "Er is een authenticator-app aan je account toegevoegd",
+            "email.notice.mfa_totp_added.body":
+                "Bij het aanmelden bij je account wordt nu ook om een code uit een authenticator-app gevraagd. Was jij dit niet? Wijzig dan nu je wachtwoord en verwijder de authenticator-app.",
+            "email.notice.mfa_email_added.subject": "Aanmeldcodes per e-mail zijn ingeschakeld",
+            "email.notice.mfa_email_added.body":
+                "Bij het aanmelden bij je account wordt nu ook om een code gevraagd die naar dit e-mailadres wordt gestuurd. Was jij dit niet? Wijzig dan nu je wachtwoord.",
+            "email.notice.mfa_totp_removed.subject": "Er is een authenticator-app van je account verwijderd",
+            "email.notice.mfa_totp_removed.body":
+                "Bij het aanmelden bij je account wordt niet meer om een code uit je authenticator-app gevraagd. Was jij dit niet? Wijzig dan nu je wachtwoord.",
+            "email.notice.mfa_email_removed.subject": "Aanmeldcodes per e-mail zijn uitgeschakeld",
+            "email.notice.mfa_email_removed.body":
+                "Bij het aanmelden bij je account wordt niet meer om een code gevraagd die naar dit e-mailadres wordt gestuurd. Was jij dit niet? Wijzig dan nu je wachtwoord.",
+            "error.userservice.mfa_code_invalid": "Die code klopt niet. Controleer de code in je authenticator-app en probeer het opnieuw.",
+            "error.userservice.mfa_enrollment_expired": "Het instellen is verlopen. Begin opnieuw.",
+            "error.userservice.mfa_email_unverified": "Bevestig eerst je e-mailadres.",
+            "error.userservice.mfa_not_enrolled": "Deze aanmeldstap is niet ingesteld.",
+            "error.userservice.mfa_last_factor": "Je kunt je enige tweede aanmeldstap niet verwijderen: deze applicatie vereist er een.",
             "validation.username.notOwnEmail": "Een gebruikersnaam die op een e-mailadres lijkt, moet je eigen geverifieerde e-mailadres zijn.",
             "page.mfa.title": "Bevestig dat jij het bent",
             "page.mfa.totp": "Voer de 6-cijferige code uit je authenticator-app in.",

@@ -228,6 +228,24 @@ extension MessageCatalog {
                 "Conforme pediu, a sua conta será eliminada em {date}. Todas as suas sessões foram terminadas. Para manter a sua conta, inicie sessão novamente antes dessa data. Se não foi o utilizador, inicie sessão já e altere a sua palavra-passe.",
             "email.notice.account_restored.subject": "A sua conta não vai ser eliminada",
             "email.notice.account_restored.body": "Iniciou sessão novamente, por isso a sua conta é mantida e não vai ser eliminada.",
+            "email.notice.mfa_totp_added.subject": "Foi adicionada uma aplicação de autenticação à sua conta",
+            "email.notice.mfa_totp_added.body":
+                "Ao iniciar sessão na sua conta, passa a ser pedido também um código de uma aplicação de autenticação. Se não foi o utilizador, altere já a sua palavra-passe e remova a aplicação de autenticação.",
+            "email.notice.mfa_email_added.subject": "Os códigos de início de sessão por email foram ativados",
+            "email.notice.mfa_email_added.body":
+                "Ao iniciar sessão na sua conta, passa a ser pedido também um código enviado para este endereço de email. Se não foi o utilizador, altere já a sua palavra-passe.",
+            "email.notice.mfa_totp_removed.subject": "Foi removida uma aplicação de autenticação da sua conta",
+            "email.notice.mfa_totp_removed.body":
+                "Ao iniciar sessão na sua conta, deixa de ser pedido um código da sua aplicação de autenticação. Se não foi o utilizador, altere já a sua palavra-passe.",
+            "email.notice.mfa_email_removed.subject": "Os códigos de início de sessão por email foram desativados",
+            "email.notice.mfa_email_removed.body":
+                "Ao iniciar sessão na sua conta, deixa de ser pedido um código enviado para este endereço de email. Se não foi o utilizador, altere já a sua palavra-passe.",
+            "error.userservice.mfa_code_invalid":
+                "Esse código não está correto. Verifique o código na sua aplicação de autenticação e tente novamente.",
+            "error.userservice.mfa_enrollment_expired": "Esta configuração expirou. Comece de novo.",
+            "error.userservice.mfa_email_unverified": "Confirme primeiro o seu endereço de email.",
+            "error.userservice.mfa_not_enrolled": "Este passo de início de sessão não está configurado.",
+            "error.userservice.mfa_last_factor": "Não pode remover o seu único segundo passo de início de sessão: esta aplicação exige um.",
             "validation.username.notOwnEmail":
                 "Um nome de utilizador que pareça um endereço de email tem de ser o seu próprio endereço de email verificado.",
             "page.mfa.title": "Confirme que é você",

@@ -224,6 +224,23 @@ extension MessageCatalog {
                 "Podľa vašej žiadosti bude váš účet odstránený {date}. Boli ste všade odhlásení. Ak si chcete účet ponechať, dovtedy sa znova prihláste. Ak ste to neboli vy, prihláste sa teraz a zmeňte si heslo.",
             "email.notice.account_restored.subject": "Váš účet nebude odstránený",
             "email.notice.account_restored.body": "Znova ste sa prihlásili, preto sa váš účet zachová a nebude odstránený.",
+            "email.notice.mfa_totp_added.subject": "K vášmu účtu bola pridaná overovacia aplikácia",
+            "email.notice.mfa_totp_added.body":
+                "Pri prihlasovaní do vášho účtu sa teraz vyžaduje aj kód z overovacej aplikácie. Ak ste to neboli vy, ihneď si zmeňte heslo a odstráňte overovaciu aplikáciu.",
+            "email.notice.mfa_email_added.subject": "Prihlasovacie kódy e-mailom boli zapnuté",
+            "email.notice.mfa_email_added.body":
+                "Pri prihlasovaní do vášho účtu sa teraz vyžaduje aj kód odoslaný na túto e-mailovú adresu. Ak ste to neboli vy, ihneď si zmeňte heslo.",
+            "email.notice.mfa_totp_removed.subject": "Z vášho účtu bola odstránená overovacia aplikácia",
+            "email.notice.mfa_totp_removed.body":
+                "Pri prihlasovaní do vášho účtu sa už nevyžaduje kód z vašej overovacej aplikácie. Ak ste to neboli vy, ihneď si zmeňte heslo.",
+            "email.notice.mfa_email_removed.subject": "Prihlasovacie kódy e-mailom boli vypnuté",
+            "email.notice.mfa_email_removed.body":
+                "Pri prihlasovaní do vášho účtu sa už nevyžaduje kód odoslaný na túto e-mailovú adresu. Ak ste to neboli vy, ihneď si zmeňte heslo.",
+            "error.userservice.mfa_code_invalid": "Tento kód nie je správny. Skontrolujte kód vo vašej overovacej aplikácii a skúste to znova.",
+            "error.userservice.mfa_enrollment_expired": "Platnosť tohto nastavenia vypršala. Začnite znova.",
+            "error.userservice.mfa_email_unverified": "Najprv potvrďte svoju e-mailovú adresu.",
+            "error.userservice.mfa_not_enrolled": "Tento krok prihlásenia nie je nastavený.",
+            "error.userservice.mfa_last_factor": "Nemôžete odstrániť svoj jediný druhý krok prihlásenia: táto aplikácia ho vyžaduje.",
             "validation.username.notOwnEmail":
                 "Používateľské meno, ktoré vyzerá ako e-mailová adresa, musí byť vaša vlastná overená e-mailová adresa.",
             "page.mfa.title": "Potvrďte, že ste to vy",

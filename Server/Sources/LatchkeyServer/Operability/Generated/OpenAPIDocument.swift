@@ -10596,6 +10596,451 @@ enum OpenAPIDocument {
           }
         }
       }
+    },
+    "/users/me/factors": {
+      "get": {
+        "operationId": "listSecondFactors",
+        "summary": "The account's second factors",
+        "description": "Their kinds and dates, never a secret; `mfaRequired` says whether the token's application requires a second factor (then the last usable one cannot be removed). Needs no recent sign-in.",
+        "tags": [
+          "Self-service (thunderID)"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The factors, oldest first.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/SecondFactors"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenSelfService"
+          },
+          "404": {
+            "description": "`USR-1003`: the token's user no longer exists.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
+    "/users/me/factors/totp": {
+      "post": {
+        "operationId": "startTOTPEnrollment",
+        "summary": "Start adding an authenticator app",
+        "description": "A new TOTP secret (RFC 6238: SHA-1, 30 s, 6 digits), shown this once as base32 and as an `otpauth://` URI, and a sealed `enrollment` to send back with the app's first code within ten minutes. Nothing changes on the account yet. Needs a recent sign-in (`recent_auth_seconds`, else `401 AUTH-4011`).",
+        "tags": [
+          "Self-service (thunderID)"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "201": {
+            "description": "The secret, its URI and the enrollment.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/TOTPEnrollment"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenSelfService"
+          },
+          "404": {
+            "description": "`USR-1003`: the token's user no longer exists.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
+    "/users/me/factors/totp/verify": {
+      "post": {
+        "operationId": "confirmTOTPEnrollment",
+        "summary": "Turn an authenticator app on with its first code",
+        "description": "The first code from the app turns the authenticator on, replacing an earlier one; the code is spent (it cannot also complete a sign-in) and an enrollment is confirmed once. Wrong codes count against the account's one-time-code budget (`max_code_failures_per_account`), as at sign-in. Needs a recent sign-in (`recent_auth_seconds`, else `401 AUTH-4011`); mails the account's verified address and is audited (`mfa.enrolled`).",
+        "tags": [
+          "Self-service (thunderID)"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/TOTPConfirmation"
+              }
+            }
+          }
+        },
+        "responses": {
+          "201": {
+            "description": "The factor as added.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/SecondFactor"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`MFA-1001`: the code is wrong; `MFA-1002`: the enrollment expired, was confirmed already, belongs to another account or was altered (start again); `USR-1001`: the body is not the expected JSON object.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenSelfService"
+          },
+          "404": {
+            "description": "`USR-1003`: the token's user no longer exists.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLargeThunder"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaTypeThunder"
+          },
+          "429": {
+            "description": "`MFA-1006`: too many wrong codes for this account lately; no code is checked until the window frees up.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
+    "/users/me/factors/email": {
+      "post": {
+        "operationId": "enableEmailCodes",
+        "summary": "Turn emailed sign-in codes on",
+        "description": "Sign-in codes go to the account's verified email address. `201` when turned on, `200` when they were on already (nothing mailed or audited again). Needs a recent sign-in (`recent_auth_seconds`, else `401 AUTH-4011`); mails the account's verified address and is audited (`mfa.enrolled`).",
+        "tags": [
+          "Self-service (thunderID)"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "They were on already.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/SecondFactor"
+                }
+              }
+            }
+          },
+          "201": {
+            "description": "Turned on.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/SecondFactor"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`MFA-1003`: the account has no verified email address.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenSelfService"
+          },
+          "404": {
+            "description": "`USR-1003`: the token's user no longer exists.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
+    "/users/me/factors/{kind}": {
+      "delete": {
+        "operationId": "removeSecondFactor",
+        "summary": "Remove a second factor",
+        "description": "Refused when it is usable (emailed codes without a verified address are not) and the account's last usable factor and the token's application requires a second factor (`require_mfa`). Needs a recent sign-in (`recent_auth_seconds`, else `401 AUTH-4011`); mails the account's verified address and is audited (`mfa.removed`).",
+        "tags": [
+          "Self-service (thunderID)"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "kind",
+            "in": "path",
+            "required": true,
+            "description": "`totp` or `email`.",
+            "schema": {
+              "type": "string",
+              "minLength": 1
+            },
+            "example": "totp"
+          },
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "204": {
+            "description": "Removed.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenSelfService"
+          },
+          "404": {
+            "description": "`MFA-1004`: the account has no factor of this kind (kinds: `totp`, `email`); `USR-1003`: the token's user no longer exists.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "409": {
+            "description": "`MFA-1005`: it is usable, the account's last usable factor, and the application requires one.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
     }
   },
   "components": {
@@ -13890,6 +14335,7 @@ enum OpenAPIDocument {
           "account.locked",
           "account.unlocked",
           "mfa.enrolled",
+          "mfa.removed",
           "passkey.added",
           "passkey.removed",
           "password.changed",
@@ -15022,6 +15468,94 @@ enum OpenAPIDocument {
           "audit_events_truncated": {
             "type": "boolean",
             "description": "Older events exist than the 1000 included."
+          }
+        }
+      },
+      "SecondFactor": {
+        "type": "object",
+        "required": [
+          "kind",
+          "createdAt",
+          "usable"
+        ],
+        "properties": {
+          "kind": {
+            "type": "string",
+            "enum": [
+              "totp",
+              "email"
+            ]
+          },
+          "createdAt": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "usable": {
+            "type": "boolean",
+            "description": "False for emailed codes while the account has no verified email address."
+          }
+        }
+      },
+      "SecondFactors": {
+        "type": "object",
+        "required": [
+          "factors",
+          "mfaRequired"
+        ],
+        "properties": {
+          "factors": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/SecondFactor"
+            }
+          },
+          "mfaRequired": {
+            "type": "boolean",
+            "description": "Whether the token's application requires a second factor."
+          }
+        }
+      },
+      "TOTPEnrollment": {
+        "type": "object",
+        "required": [
+          "secret",
+          "uri",
+          "enrollment",
+          "expiresAt"
+        ],
+        "properties": {
+          "secret": {
+            "type": "string",
+            "description": "The key in base32 (RFC 4648, no padding), for typing in by hand. Shown this once."
+          },
+          "uri": {
+            "type": "string",
+            "description": "`otpauth://totp/<issuer>:<username>?secret=…&issuer=…`, for a QR code."
+          },
+          "enrollment": {
+            "type": "string",
+            "description": "Sealed record of this enrollment, sent back with the first code."
+          },
+          "expiresAt": {
+            "type": "string",
+            "format": "date-time"
+          }
+        }
+      },
+      "TOTPConfirmation": {
+        "type": "object",
+        "required": [
+          "enrollment",
+          "code"
+        ],
+        "properties": {
+          "enrollment": {
+            "type": "string"
+          },
+          "code": {
+            "type": "string",
+            "description": "The 6 digits the app shows (spaces ignored).",
+            "example": "123456"
           }
         }
       }

@@ -1,0 +1,200 @@
+import Foundation
+
+/// A kind of second factor a person can add to their account.
+public enum SecondFactorKind: String, Sendable, Equatable, CaseIterable {
+    /// Codes from an authenticator app (TOTP, RFC 6238).
+    case totp
+    /// Codes sent to the account's verified email address.
+    case email
+}
+
+/// One second factor of the signed-in account: its kind and when it was added, never its secret.
+public struct SecondFactor: Sendable, Equatable {
+    /// What it is.
+    public var kind: SecondFactorKind
+    /// When it was added.
+    public var createdAt: Date
+    /// False for emailed codes while the account has no verified email address: they cannot be sent then.
+    public var isUsable: Bool
+
+    /// A factor.
+    public init(kind: SecondFactorKind, createdAt: Date, isUsable: Bool) {
+        self.kind = kind; self.createdAt = createdAt; self.isUsable = isUsable
+    }
+}
+
+/// The account's second factors, and whether the application requires one.
+public struct SecondFactors: Sendable, Equatable {
+    /// The factors, oldest first.
+    public var factors: [SecondFactor]
+    /// Whether the application requires a second factor: then the last usable one cannot be removed.
+    public var isRequired: Bool
+
+    /// A list.
+    public init(factors: [SecondFactor], isRequired: Bool) { self.factors = factors; self.isRequired = isRequired }
+}
+
+/// An authenticator app being added: show ``uri`` as a QR code (or a link the authenticator app opens) and
+/// ``secret`` for typing in by hand, then pass the app's first code to ``LatchkeyClient/confirmTOTPEnrollment(_:code:sessionId:)``.
+///
+/// The secret is shown this once: keep the value only while the screen shows it, and never log or store it.
+public struct TOTPEnrollment: Sendable, Equatable {
+    /// The key in base32, for typing in by hand (authenticator apps ignore spaces, so it may be shown in groups).
+    public var secret: String
+    /// `otpauth://totp/<issuer>:<username>?secret=…&issuer=…`.
+    public var uri: URL
+    /// The server's sealed record of this enrollment, sent back with the first code.
+    public var enrollment: String
+    /// After this the first code is no longer accepted: start again.
+    public var expiresAt: Date
+
+    /// An enrollment.
+    public init(secret: String, uri: URL, enrollment: String, expiresAt: Date) {
+        self.secret = secret; self.uri = uri; self.enrollment = enrollment; self.expiresAt = expiresAt
+    }
+}
+
+// Printing, interpolating or dumping an enrollment never shows its secret (nor the URI and sealed record that hold it).
+extension TOTPEnrollment: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public var description: String { "TOTPEnrollment(secret: redacted, uri: redacted, enrollment: redacted, expiresAt: \(expiresAt))" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["description": description]) }
+}
+
+/// The signed-in person's own second factors (`/users/me/factors`): list them, add an authenticator app or emailed
+/// codes, remove one.
+///
+/// Every change needs a recent sign-in (the server's `recent_auth_seconds`): otherwise `.reauthenticationRequired`
+/// is thrown and nothing changes; sign in again (`prompt=login`) and retry. The server mails the person about every
+/// change and records it in the audit trail.
+///
+/// ```swift
+/// let enrollment = try await client.startTOTPEnrollment()
+/// // show enrollment.uri as a QR code and enrollment.secret as text, then:
+/// try await client.confirmTOTPEnrollment(enrollment, code: typedCode)
+/// ```
+extension LatchkeyClient {
+    /// The account's second factors (`GET /users/me/factors`). Needs no recent sign-in.
+    /// - Parameter sessionId: the session whose access token is used (multi-session apps).
+    /// - Throws: `.sessionExpired` when not signed in or the token is refused; `.authenticationFailed` when the token
+    ///   may not manage the account; `.serverError` for an answer without `factors`; `.networkError`.
+    public func secondFactors(sessionId: String? = nil) async throws -> SecondFactors {
+        try await loading {
+            let object = try await Self.factorsCall(try context(), "GET", "/users/me/factors", sessionId: sessionId)
+            guard case .array(let items)? = object["factors"] else {
+                throw LatchkeyError(.serverError, "the factors answer has no factors")
+            }
+            return SecondFactors(factors: items.compactMap(Self.secondFactor), isRequired: object["mfaRequired"]?.boolValue ?? false)
+        }
+    }
+
+    /// Starts adding an authenticator app (`POST /users/me/factors/totp`): a new secret, shown once. Nothing changes on
+    /// the account until ``confirmTOTPEnrollment(_:code:sessionId:)`` sends the app's first code.
+    /// - Parameter sessionId: the session whose access token is used.
+    /// - Returns: the secret, its `otpauth://` URI and the enrollment to confirm.
+    /// - Throws: `.reauthenticationRequired` when the sign-in is not recent enough; `.sessionExpired`;
+    ///   `.authenticationFailed`; `.serverError` for an incomplete answer; `.networkError`.
+    public func startTOTPEnrollment(sessionId: String? = nil) async throws -> TOTPEnrollment {
+        try await loading {
+            let object = try await Self.factorsCall(try context(), "POST", "/users/me/factors/totp", sessionId: sessionId)
+            guard let secret = object["secret"]?.stringValue, let uri = object["uri"]?.stringValue.flatMap(URL.init(string:)),
+                let enrollment = object["enrollment"]?.stringValue,
+                let expiresAt = object["expiresAt"]?.stringValue.flatMap({ ISO8601DateFormatter().date(from: $0) })
+            else {
+                throw LatchkeyError(.serverError, "the enrollment answer lacks secret, uri, enrollment or expiresAt")
+            }
+            return TOTPEnrollment(secret: secret, uri: uri, enrollment: enrollment, expiresAt: expiresAt)
+        }
+    }
+
+    /// Turns the authenticator app on with its first code (`POST /users/me/factors/totp/verify`); an earlier
+    /// authenticator is replaced. From the next sign-in on, its codes are asked for.
+    /// - Parameters:
+    ///   - enrollment: what ``startTOTPEnrollment(sessionId:)`` answered.
+    ///   - code: the 6 digits the app shows (spaces are ignored).
+    ///   - sessionId: the session whose access token is used.
+    /// - Returns: the factor as added.
+    /// - Throws: `.mfaFailed` for a wrong code (try the next one) or, with HTTP status 429, after too many wrong codes;
+    ///   `.confirmationCodeExpired` when the enrollment expired or was confirmed already (start again);
+    ///   `.reauthenticationRequired`; `.sessionExpired`; `.networkError`.
+    @discardableResult
+    public func confirmTOTPEnrollment(_ enrollment: TOTPEnrollment, code: String, sessionId: String? = nil) async throws -> SecondFactor {
+        try await loading {
+            let body: JSONValue = .object(["enrollment": .string(enrollment.enrollment), "code": .string(code)])
+            return try Self.addedFactor(
+                try await Self.factorsCall(try context(), "POST", "/users/me/factors/totp/verify", body: body, sessionId: sessionId))
+        }
+    }
+
+    /// Turns emailed sign-in codes on (`POST /users/me/factors/email`); nothing changes when they are on already.
+    /// - Parameter sessionId: the session whose access token is used.
+    /// - Returns: the factor.
+    /// - Throws: `.invalidInput` when the account has no verified email address (verify it first);
+    ///   `.reauthenticationRequired`; `.sessionExpired`; `.networkError`.
+    @discardableResult
+    public func enableEmailCodes(sessionId: String? = nil) async throws -> SecondFactor {
+        try await loading {
+            try Self.addedFactor(try await Self.factorsCall(try context(), "POST", "/users/me/factors/email", sessionId: sessionId))
+        }
+    }
+
+    /// Removes a second factor (`DELETE /users/me/factors/{kind}`).
+    /// - Parameters:
+    ///   - kind: which one.
+    ///   - sessionId: the session whose access token is used.
+    /// - Throws: `.invalidInput` with HTTP status 409 when it is the last usable one and the application requires a
+    ///   second factor (add another first), or with 404 when the account has none of this kind;
+    ///   `.reauthenticationRequired`; `.sessionExpired`; `.networkError`.
+    public func removeSecondFactor(_ kind: SecondFactorKind, sessionId: String? = nil) async throws {
+        try await loading {
+            _ = try await Self.factorsCall(try context(), "DELETE", "/users/me/factors/\(kind.rawValue)", sessionId: sessionId)
+        }
+    }
+
+    // MARK: Internals
+
+    /// One call of the factors API with the session's access token; the JSON object answered (empty for `204`).
+    static func factorsCall(
+        _ context: OAuthClient, _ method: String, _ path: String, body: JSONValue? = nil, sessionId: String?
+    ) async throws -> [String: JSONValue] {
+        let tokens = try await context.tokens.usableTokens(sessionId)
+        var headers = ["Accept": "application/json"]
+        let data = try IdentityAPI.jsonBody(body, headers: &headers)
+        let response = try await context.sendAuthorized(
+            HTTPRequest(method: method, url: context.endpoint(path), headers: headers, body: data), tokens: tokens)
+        guard (200..<300).contains(response.status) else { throw LatchkeyError.secondFactor(response) }
+        return response.status == 204 ? [:] : try IdentityAPI.object(response, "second factors")
+    }
+
+    static func secondFactor(_ json: JSONValue) -> SecondFactor? {
+        guard let object = json.objectMembers, let kind = object["kind"]?.stringValue.flatMap(SecondFactorKind.init(rawValue:)),
+            let createdAt = object["createdAt"]?.stringValue.flatMap({ ISO8601DateFormatter().date(from: $0) })
+        else { return nil }
+        return SecondFactor(kind: kind, createdAt: createdAt, isUsable: object["usable"]?.boolValue ?? true)
+    }
+
+    static func addedFactor(_ object: [String: JSONValue]) throws -> SecondFactor {
+        guard let factor = secondFactor(.object(object)) else { throw LatchkeyError(.serverError, "the factor answer lacks kind or createdAt") }
+        return factor
+    }
+}
+
+extension LatchkeyError {
+    /// Maps a failed call of the factors API: read as the profile's (`profile(_:selfTarget:)`), then the server's
+    /// `MFA-*` codes: a wrong or too many codes → `.mfaFailed`, an expired enrollment → `.confirmationCodeExpired`,
+    /// a missing factor, an unverified address or the last required factor → `.invalidInput`.
+    static func secondFactor(_ response: HTTPResponse) -> LatchkeyError {
+        var error = LatchkeyError.profile(response, selfTarget: false)
+        switch error.serverCode {
+        case "MFA-1001", "MFA-1006": error.code = .mfaFailed
+        case "MFA-1002": error.code = .confirmationCodeExpired
+        case "MFA-1003", "MFA-1004", "MFA-1005": error.code = .invalidInput
+        case "USR-1003": error.code = .sessionExpired  // the account no longer exists
+        default:
+            if error.code == .reauthenticationRequired {
+                error.message = "changing second factors needs a recent sign-in: sign in again (prompt=login) and retry (server: \(error.message))"
+            }
+        }
+        return error
+    }
+}
