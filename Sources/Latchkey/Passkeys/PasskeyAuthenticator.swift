@@ -164,7 +164,7 @@ public struct CredentialRequest: Sendable {
 }
 
 /// The one credential the user chose.
-public enum ProvidedCredential: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+public enum ProvidedCredential: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     case passkey(AssertionCredential)
     case password(username: String, password: String)
     /// Apple's `identityToken` (a JWT), on first authorisation only the name, and the credential's `authorizationCode`:
@@ -172,7 +172,7 @@ public enum ProvidedCredential: Sendable, Equatable, CustomStringConvertible, Cu
     /// needs an `apple` provider with the team's key; without one the code is ignored).
     case appleID(identityToken: String, givenName: String?, familyName: String?, authorizationCode: String? = nil)
 
-    /// Never shows the password or the identity token.
+    /// Never shows the password, the identity token or the authorization code.
     public var description: String {
         switch self {
         case .passkey(let a): "passkey(\(a.id))"
@@ -182,6 +182,8 @@ public enum ProvidedCredential: Sendable, Equatable, CustomStringConvertible, Cu
     }
     /// Same as `description`: never shows secrets.
     public var debugDescription: String { description }
+    /// `dump` shows the description alone: no password, identity token or authorization code.
+    public var customMirror: Mirror { Mirror(self, children: ["description": description]) }
 }
 
 /// The native sign-in seam (ReachFive-style): one call that lets the user pick a passkey, a saved password or Sign in

@@ -203,16 +203,8 @@ struct Federation: Sendable {
         _ form: [(String, String)], provider: IdentityProviderConfiguration, endpoints: UpstreamEndpoints, clientId: String? = nil,
         now: Date
     ) async throws(FederationFailure) -> TokenAnswer {
-        var form = form
-        var basic: (String, String)?
-        let client = clientId ?? provider.clientId
-        let secret = provider.kind == .apple ? try appleClientSecret(provider, clientId: client, now: now) : (provider.clientSecret ?? "")
-        if endpoints.usesBasicAuthentication {
-            basic = (client, secret)
-        } else {
-            form += [("client_id", client), ("client_secret", secret)]
-        }
-        let (data, status) = try await http.postForm(endpoints.token, form, basic: basic)
+        let (data, status) = try await authenticatedPost(
+            endpoints.token, form, provider: provider, endpoints: endpoints, clientId: clientId, now: now)
         let object = (try? JSONValue.parse(data))?.objectValue ?? [:]
         // GitHub answers its errors with 200 and an `error` member.
         if let error = object["error"]?.stringValue { throw .tokenExchange("the token endpoint answered \(Self.printable(error))") }
@@ -221,6 +213,18 @@ struct Federation: Sendable {
         }
         return TokenAnswer(
             accessToken: accessToken, idToken: object["id_token"]?.stringValue, refreshToken: object["refresh_token"]?.stringValue)
+    }
+
+    /// POSTs `form` to one of the provider's endpoints (token, revocation) with the client authenticated as the provider
+    /// takes it: HTTP Basic or in the form, with the client secret (for Apple, the JWT made for `clientId`).
+    func authenticatedPost(
+        _ url: URL, _ form: [(String, String)], provider: IdentityProviderConfiguration, endpoints: UpstreamEndpoints, clientId: String? = nil,
+        now: Date
+    ) async throws(FederationFailure) -> (Data, Int) {
+        let client = clientId ?? provider.clientId
+        let secret = provider.kind == .apple ? try appleClientSecret(provider, clientId: client, now: now) : (provider.clientSecret ?? "")
+        if endpoints.usesBasicAuthentication { return try await http.postForm(url, form, basic: (client, secret)) }
+        return try await http.postForm(url, form + [("client_id", client), ("client_secret", secret)])
     }
 
     /// Sign in with Apple's client secret for `clientId` (the provider's Services ID by default, or an app's bundle id):

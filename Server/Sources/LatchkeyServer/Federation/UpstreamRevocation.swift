@@ -33,11 +33,14 @@ extension Federation {
     /// `grant` sealed for the link (provider, subject): moved to another link, it does not open.
     func sealRefreshToken(_ grant: UpstreamRefreshGrant, provider: String, subject: String) -> String? {
         guard let data = try? JSONEncoder().encode(grant) else { return nil }
-        return try? sealer.seal(String(decoding: data, as: UTF8.self), context: "upstream-refresh:\(provider):\(subject)")
+        return try? sealer.seal(String(decoding: data, as: UTF8.self), context: Self.refreshTokenContext(provider: provider, subject: subject))
     }
 
+    /// What a sealed refresh token is bound to: its link.
+    private static func refreshTokenContext(provider: String, subject: String) -> String { "upstream-refresh:\(provider):\(subject)" }
+
     private func openRefreshToken(_ sealed: String, provider: String, subject: String) throws -> UpstreamRefreshGrant {
-        let opened = try sealer.open(sealed, context: "upstream-refresh:\(provider):\(subject)")
+        let opened = try sealer.open(sealed, context: Self.refreshTokenContext(provider: provider, subject: subject))
         return try JSONDecoder().decode(UpstreamRefreshGrant.self, from: Data(opened.utf8))
     }
 
@@ -95,11 +98,9 @@ extension Federation {
         let now = clock.now
         let endpoints = try await directory.endpoints(of: provider, now: now)
         guard let url = endpoints.revocation else { throw FederationFailure.unavailable("it has no revocation endpoint") }
-        let form = [
-            ("client_id", grant.clientId), ("client_secret", try appleClientSecret(provider, clientId: grant.clientId, now: now)),
-            ("token", grant.token), ("token_type_hint", "refresh_token")
-        ]
-        let (_, status) = try await http.postForm(url, form)
+        let (_, status) = try await authenticatedPost(
+            url, [("token", grant.token), ("token_type_hint", "refresh_token")], provider: provider, endpoints: endpoints,
+            clientId: grant.clientId, now: now)
         guard status == 200 else { throw FederationFailure.unavailable("its revocation endpoint answered \(status)") }
     }
 }
