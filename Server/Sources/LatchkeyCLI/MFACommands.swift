@@ -2,12 +2,12 @@ import ArgumentParser
 import Foundation
 import Latchkey
 
-/// `latchkey mfa list|enroll|remove`: the signed-in account's own second factors. Changes need a recent sign-in
+/// `latchkey mfa list|enroll|recovery-codes|remove`: the signed-in account's own second factors. Changes need a recent sign-in
 /// (`latchkey login` again when the server says so); the server mails the account about each.
 struct MFACommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "mfa", abstract: "List, add or remove the signed-in account's second factors.",
-        subcommands: [List.self, Enroll.self, Remove.self], defaultSubcommand: List.self)
+        commandName: "mfa", abstract: "List, add or remove the signed-in account's second factors, or make new recovery codes.",
+        subcommands: [List.self, Enroll.self, RecoveryCodes.self, Remove.self], defaultSubcommand: List.self)
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List the signed-in account's second factors.")
@@ -23,6 +23,10 @@ struct MFACommand: AsyncParsableCommand {
                             factor.isUsable ? nil : "unusable: no verified email"
                         ]
                         .compactMap { $0 }.joined(separator: "\t"))
+                }
+                if let codes = listed.recoveryCodes {
+                    Console.out(
+                        "recovery codes\t\(codes.remaining) of \(codes.total) unused, made \(ISO8601DateFormatter().string(from: codes.createdAt))")
                 }
                 if listed.isRequired { Console.out("This application requires a second factor: the last one cannot be removed.") }
             }
@@ -57,6 +61,22 @@ struct MFACommand: AsyncParsableCommand {
                     }
                     Console.out("Authenticator app added: signing in now also asks for its code.")
                 }
+            }
+        }
+    }
+
+    struct RecoveryCodes: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "recovery-codes",
+            abstract: "Make a new set of recovery codes (each signs in once in place of the second factor); the earlier set stops working.")
+        func run() async throws {
+            try await runClient {
+                let (client, _) = try await PasskeyCommand.signedIn(origin: nil)
+                let set = try await client.generateRecoveryCodes()
+                // Shown this once, to the person at the terminal; never written to disk.
+                Console.out("Keep these recovery codes somewhere safe. Each works once, typed where the 6-digit code goes:")
+                for code in set.codes { Console.out(code) }
+                Console.out("Codes made before no longer work.")
             }
         }
     }

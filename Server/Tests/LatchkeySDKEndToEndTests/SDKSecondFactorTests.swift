@@ -5,7 +5,7 @@ import Latchkey
 import Testing
 
 /// The SDK's second-factor calls against the real server over loopback: add an authenticator app with its first
-/// code, turn emailed codes on and off, and each refusal as the error an app can act on.
+/// code, make recovery codes, turn emailed codes on and off, and each refusal as the error an app can act on.
 @Suite("SDK ↔ server: the account's own second factors")
 struct SDKSecondFactorTests {
     @Test("an authenticator added with its first code, emailed codes on and off, the list as the server holds it")
@@ -14,6 +14,12 @@ struct SDKSecondFactorTests {
         defer { Task { await server.stop() } }
         let client = try await server.signedInClient()
         #expect(try await client.secondFactors() == SecondFactors(factors: [], isRequired: false))
+        do {
+            _ = try await client.generateRecoveryCodes()
+            Issue.record("recovery codes made for an account without a second factor")
+        } catch let error as LatchkeyError {
+            #expect(error.code == .invalidInput && error.serverCode == "MFA-1007" && error.statusCode == 409, "\(error)")
+        }
 
         let enrollment = try await client.startTOTPEnrollment()
         #expect(enrollment.uri.scheme == "otpauth" && enrollment.uri.absoluteString.contains(enrollment.secret))
@@ -33,6 +39,15 @@ struct SDKSecondFactorTests {
         } catch let error as LatchkeyError {
             #expect(error.code == .confirmationCodeExpired, "\(error)")
         }
+
+        // Recovery codes: shown once, counted in the list, never printed; a new set replaces the old.
+        let recovery = try await client.generateRecoveryCodes()
+        #expect(recovery.codes.count == 10 && Set(recovery.codes).count == 10)
+        #expect(recovery.codes.allSatisfy { code in !"\(recovery)".contains(code) && !String(reflecting: recovery).contains(code) })
+        let counted = try #require(try await client.secondFactors().recoveryCodes)
+        #expect(counted.remaining == 10 && counted.total == 10 && counted.createdAt == recovery.createdAt, "\(counted)")
+        let replaced = try await client.generateRecoveryCodes()
+        #expect(Set(replaced.codes).isDisjoint(with: recovery.codes))
 
         #expect(try await client.enableEmailCodes().kind == .email)
         #expect(try await client.secondFactors().factors.map(\.kind) == [.totp, .email])
@@ -74,6 +89,12 @@ struct SDKSecondFactorTests {
         do {
             try await client.enableEmailCodes()
             Issue.record("emailed codes turned on with a sign-in too old")
+        } catch let error as LatchkeyError {
+            #expect(error.code == .reauthenticationRequired, "\(error)")
+        }
+        do {
+            _ = try await client.generateRecoveryCodes()
+            Issue.record("recovery codes made with a sign-in too old")
         } catch let error as LatchkeyError {
             #expect(error.code == .reauthenticationRequired, "\(error)")
         }

@@ -2,7 +2,7 @@ import LatchkeyTestSupport
 import Foundation
 import HummingbirdOTP
 import Latchkey
-import LatchkeyServer
+@testable import LatchkeyServer
 import LatchkeySwiftUI
 import Testing
 
@@ -71,12 +71,34 @@ struct AuthFlowModelTests {
         let model = await AuthFlowModel.started(state)
         await model.fill(["username": "ada", "password": "analytical engine"])
         #expect(model.inputIdentifiers == ["otp"] && !state.isSignedIn)
+        #expect(!model.acceptsRecoveryCode && model.codeIsNumeric, "no recovery codes: a number pad, no switch")
         #expect(model.value(for: "password").isEmpty && model.value(for: "username") == "ada", "a new step forgets the password")
         let code = server.totpCode(secret)
         await model.fill(["otp": String(format: "%06d", ((Int(code) ?? 0) + 500_000) % 1_000_000)])
         #expect(model.errorCode == .mfaFailed && model.inputIdentifiers == ["otp"] && model.value(for: "otp").isEmpty)
         await model.fill(["otp": code])
         #expect(model.phase == .completed && state.user?.sub == userId)
+    }
+
+    @Test("a recovery code: offered where the account has unused ones, the field switched to letters, and it signs in")
+    func recoveryCode() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let userId = try await server.server.createUser(username: "ada", password: "analytical engine", claims: ["email": "ada@example.com"])
+        _ = try await server.server.enrollTOTP(userId: userId)
+        let codes = try await server.server.accounts.generateRecoveryCodes(userId: userId).codes
+        let state = server.uiState()
+        let model = await AuthFlowModel.started(state)
+        await model.fill(["username": "ada", "password": "analytical engine"])
+        #expect(model.inputIdentifiers == ["otp"] && model.acceptsRecoveryCode && model.codeIsNumeric && !model.isEnteringRecoveryCode)
+        model.useRecoveryCode()
+        #expect(model.isEnteringRecoveryCode && !model.codeIsNumeric)
+        await model.fill(["otp": "AAAAA-AAAAA"])
+        #expect(model.errorCode == .mfaFailed && model.inputIdentifiers == ["otp"])
+        #expect(model.isEnteringRecoveryCode, "a wrong code keeps the field as it was")
+        await model.fill(["otp": codes[0].lowercased()])
+        #expect(model.phase == .completed && state.user?.sub == userId)
+        #expect(!model.isEnteringRecoveryCode, "a step without recovery codes resets the switch")
     }
 
     @Test("emailed code: the notice, a resend (a new code), then the code from the outbox")

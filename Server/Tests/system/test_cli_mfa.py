@@ -1,10 +1,11 @@
 """`latchkey mfa` against the real server: a person signed in with a passkey adds an authenticator app (the key shown
-once, a wrong first code refused, the right one accepted), lists and removes it; emailed codes without a verified
-address are a clear error."""
+once, a wrong first code refused, the right one accepted), makes recovery codes (shown once, never kept), lists and
+removes it (the codes go with the last factor); emailed codes without a verified address are a clear error."""
 import base64
 import hashlib
 import hmac
 import os
+import re
 import struct
 import subprocess
 import tempfile
@@ -55,9 +56,26 @@ def test_mfa_enroll_list_remove(server):
 
     listed = cli(home, "mfa", "list")
     assert listed.returncode == 0 and listed.stdout.startswith("totp\tadded "), listed.stdout + listed.stderr
+    assert "recovery codes" not in listed.stdout
+
+    # Recovery codes: ten, shown once, never kept; a second set replaces the first.
+    made = cli(home, "mfa", "recovery-codes")
+    assert made.returncode == 0, made.stderr
+    codes = [line for line in made.stdout.splitlines() if re.fullmatch(r"[0-9A-HJKMNP-TV-Z]{5}-[0-9A-HJKMNP-TV-Z]{5}", line)]
+    assert len(codes) == 10 and len(set(codes)) == 10, made.stdout
+    assert "10 of 10 unused" in cli(home, "mfa", "list").stdout
+    for folder, _, files in os.walk(home):
+        for name in files:
+            with open(os.path.join(folder, name), "rb") as f:
+                content = f.read()
+                assert not any(code.encode() in content for code in codes), os.path.join(folder, name)
 
     removed = cli(home, "mfa", "remove", "totp")
     assert removed.returncode == 0 and "removed" in removed.stdout, removed.stderr
     again = cli(home, "mfa", "remove", "totp")
     assert again.returncode == 1 and "no totp factor" in again.stderr, again.stderr
-    assert "No second factors." in cli(home, "mfa", "list").stdout
+    final = cli(home, "mfa", "list")
+    # The last factor took its recovery codes with it; new ones need a factor to stand in for.
+    assert "No second factors." in final.stdout and "recovery codes" not in final.stdout, final.stdout
+    orphan = cli(home, "mfa", "recovery-codes")
+    assert orphan.returncode == 1 and "no usable second factor" in orphan.stderr, orphan.stderr

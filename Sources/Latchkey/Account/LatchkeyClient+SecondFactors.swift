@@ -27,11 +27,48 @@ public struct SecondFactor: Sendable, Equatable {
 public struct SecondFactors: Sendable, Equatable {
     /// The factors, oldest first.
     public var factors: [SecondFactor]
+    /// The account's recovery codes, counted; nil when it has none.
+    public var recoveryCodes: RecoveryCodesStatus?
     /// Whether the application requires a second factor: then the last usable one cannot be removed.
     public var isRequired: Bool
 
     /// A list.
-    public init(factors: [SecondFactor], isRequired: Bool) { self.factors = factors; self.isRequired = isRequired }
+    public init(factors: [SecondFactor], recoveryCodes: RecoveryCodesStatus? = nil, isRequired: Bool) {
+        self.factors = factors; self.recoveryCodes = recoveryCodes; self.isRequired = isRequired
+    }
+}
+
+/// How many of the account's recovery codes are left; the codes themselves were shown once, when generated.
+public struct RecoveryCodesStatus: Sendable, Equatable {
+    /// When the current set was generated.
+    public var createdAt: Date
+    /// Codes not used yet. Suggest a new set when few are left.
+    public var remaining: Int
+    /// Codes in the set.
+    public var total: Int
+
+    /// A status.
+    public init(createdAt: Date, remaining: Int, total: Int) { self.createdAt = createdAt; self.remaining = remaining; self.total = total }
+}
+
+/// A new set of recovery codes, from ``LatchkeyClient/generateRecoveryCodes(sessionId:)``: show ``codes`` this once
+/// (to write down, print or save in a password manager), then let the value go. Each code signs in once in place of
+/// the second factor, typed where the six-digit code goes.
+public struct RecoveryCodes: Sendable, Equatable {
+    /// The codes, in display form (`ABCDE-FGHJK`); case, spaces and the hyphen do not matter when typed back.
+    public var codes: [String]
+    /// When the set was generated; the earlier set stopped working then.
+    public var createdAt: Date
+
+    /// A set.
+    public init(codes: [String], createdAt: Date) { self.codes = codes; self.createdAt = createdAt }
+}
+
+// Printing, interpolating or dumping a set never shows a code.
+extension RecoveryCodes: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public var description: String { "RecoveryCodes(codes: \(codes.count) redacted, createdAt: \(createdAt))" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["description": description]) }
 }
 
 /// An authenticator app being added: show ``uri`` as a QR code (or a link the authenticator app opens) and
@@ -62,7 +99,7 @@ extension TOTPEnrollment: CustomStringConvertible, CustomDebugStringConvertible,
 }
 
 /// The signed-in person's own second factors (`/users/me/factors`): list them, add an authenticator app or emailed
-/// codes, remove one.
+/// codes, generate recovery codes, remove one.
 ///
 /// Every change needs a recent sign-in (the server's `recent_auth_seconds`): otherwise `.reauthenticationRequired`
 /// is thrown and nothing changes; sign in again (`prompt=login`) and retry. The server mails the person about every
@@ -84,7 +121,9 @@ extension LatchkeyClient {
             guard case .array(let items)? = object["factors"] else {
                 throw LatchkeyError(.serverError, "the factors answer has no factors")
             }
-            return SecondFactors(factors: items.compactMap(Self.secondFactor), isRequired: object["mfaRequired"]?.boolValue ?? false)
+            return SecondFactors(
+                factors: items.compactMap(Self.secondFactor), recoveryCodes: object["recoveryCodes"].flatMap(Self.recoveryCodesStatus),
+                isRequired: object["mfaRequired"]?.boolValue ?? false)
         }
     }
 
@@ -138,7 +177,29 @@ extension LatchkeyClient {
         }
     }
 
-    /// Removes a second factor (`DELETE /users/me/factors/{kind}`).
+    /// Generates a new set of recovery codes (`POST /users/me/factors/recovery-codes`), replacing the earlier set.
+    /// Each code signs in once in place of the second factor; the server keeps only digests, so show them now.
+    /// - Parameter sessionId: the session whose access token is used.
+    /// - Returns: the codes, shown this once.
+    /// - Throws: `.invalidInput` (HTTP status 409) when the account has no usable second factor for the codes to stand in
+    ///   for (add one first); `.reauthenticationRequired`; `.sessionExpired`; `.serverError` for an incomplete answer;
+    ///   `.networkError`.
+    public func generateRecoveryCodes(sessionId: String? = nil) async throws -> RecoveryCodes {
+        try await loading {
+            let object = try await Self.factorsCall(try context(), "POST", "/users/me/factors/recovery-codes", sessionId: sessionId)
+            guard case .array(let items)? = object["codes"],
+                let createdAt = object["createdAt"]?.stringValue.flatMap({ ISO8601DateFormatter().date(from: $0) })
+            else {
+                throw LatchkeyError(.serverError, "the recovery codes answer lacks codes or createdAt")
+            }
+            let codes = items.compactMap(\.stringValue)
+            guard !codes.isEmpty, codes.count == items.count else { throw LatchkeyError(.serverError, "the recovery codes answer has no codes") }
+            return RecoveryCodes(codes: codes, createdAt: createdAt)
+        }
+    }
+
+    /// Removes a second factor (`DELETE /users/me/factors/{kind}`). Removing the last usable one also deletes the
+    /// recovery codes.
     /// - Parameters:
     ///   - kind: which one.
     ///   - sessionId: the session whose access token is used.
@@ -173,6 +234,14 @@ extension LatchkeyClient {
         return SecondFactor(kind: kind, createdAt: createdAt, isUsable: object["usable"]?.boolValue ?? true)
     }
 
+    static func recoveryCodesStatus(_ json: JSONValue) -> RecoveryCodesStatus? {
+        guard let object = json.objectMembers, let remaining = object["remaining"]?.doubleValue.flatMap({ Int(exactly: $0) }),
+            let total = object["total"]?.doubleValue.flatMap({ Int(exactly: $0) }),
+            let createdAt = object["createdAt"]?.stringValue.flatMap({ ISO8601DateFormatter().date(from: $0) })
+        else { return nil }
+        return RecoveryCodesStatus(createdAt: createdAt, remaining: remaining, total: total)
+    }
+
     static func addedFactor(_ object: [String: JSONValue]) throws -> SecondFactor {
         guard let factor = secondFactor(.object(object)) else { throw LatchkeyError(.serverError, "the factor answer lacks kind or createdAt") }
         return factor
@@ -188,7 +257,7 @@ extension LatchkeyError {
         switch error.serverCode {
         case "MFA-1001", "MFA-1006": error.code = .mfaFailed
         case "MFA-1002": error.code = .confirmationCodeExpired
-        case "MFA-1003", "MFA-1004", "MFA-1005": error.code = .invalidInput
+        case "MFA-1003", "MFA-1004", "MFA-1005", "MFA-1007": error.code = .invalidInput
         case "USR-1003": error.code = .sessionExpired  // the account no longer exists
         default:
             if error.code == .reauthenticationRequired {

@@ -19,6 +19,8 @@ public enum LatchkeyAccessibilityID {
     public static let continueRedirect = "latchkey.continue"
     /// "Start over" after a flow ended.
     public static let startOver = "latchkey.startOver"
+    /// The "Use a recovery code" button of a second-factor step.
+    public static let useRecoveryCode = "latchkey.useRecoveryCode"
     /// `SignInButton`.
     public static let signInButton = "latchkey.signIn"
     /// `SignOutButton`.

@@ -39,7 +39,11 @@ public final class AuthFlowModel {
     /// Where the flow stands.
     public private(set) var phase: Phase = .idle
     /// The step on screen, as the server sent it (nil before the first answer).
-    public private(set) var step: EmbeddedFlowResponse?
+    public private(set) var step: EmbeddedFlowResponse? {
+        didSet { if !acceptsRecoveryCode { isEnteringRecoveryCode = false } }
+    }
+    /// True after ``useRecoveryCode()``, while the step takes recovery codes: the code field takes letters.
+    public private(set) var isEnteringRecoveryCode = false
     /// The values typed so far, by input identifier.
     public private(set) var values: [String: String] = [:]
     /// Field errors by input identifier: the server's and the client-side checks'.
@@ -132,7 +136,10 @@ public final class AuthFlowModel {
     public var passkeyAction: FlowAction? { actions.first { $0.type == "PASSKEY" } }
     /// Whether this step's code is digits only (`otpNumericOnly`, true unless the server says otherwise): a recovery
     /// code has letters too, so its field must not offer a number pad.
-    public var codeIsNumeric: Bool { step?.additionalData["otpNumericOnly"] != "false" }
+    public var codeIsNumeric: Bool { !isEnteringRecoveryCode && step?.additionalData["otpNumericOnly"] != "false" }
+    /// Whether this second-factor step also takes one of the account's recovery codes (`recoveryCodeAccepted`: the
+    /// account has unused ones); ``useRecoveryCode()`` switches the field to letters.
+    public var acceptsRecoveryCode: Bool { step?.additionalData["recoveryCodeAccepted"] == "true" }
     /// True when this step asks for a passkey ceremony (`submitPasskey()` runs it and sends the result).
     public var asksForPasskey: Bool { step.map { (try? PasskeyFlowInputs.ceremony(in: $0)) != nil } ?? false }
     /// The page to open in a browser when the step is a redirection (a federated provider):
@@ -422,6 +429,14 @@ public final class AuthFlowModel {
 
     private func forgetSecrets() {
         for key in secretKeys where values[key] != nil { values[key] = nil }
+    }
+
+    /// Switches the step's code field to a recovery code (letters and digits, `ABCDE-FGHJK`) for a person without
+    /// their authenticator; the code goes in the same field and is sent with the same action. Does nothing when the
+    /// step takes no recovery code (``acceptsRecoveryCode``).
+    public func useRecoveryCode() {
+        guard acceptsRecoveryCode else { return }
+        isEnteringRecoveryCode = true
     }
 
     private func show(error: any Error) {

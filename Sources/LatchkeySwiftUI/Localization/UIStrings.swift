@@ -23,6 +23,8 @@ public enum UIText: String, Sendable, CaseIterable {
     case startOver
     /// English: "Use a passkey".
     case usePasskey
+    /// English: "Use a recovery code instead".
+    case useRecoveryCode
     /// English: "Sign in with the browser".
     case signInWithBrowser
     /// English: "This field is required".
@@ -126,6 +128,7 @@ public enum UIStrings {
     static let english: [UIText: String] = [
         .signIn: "Sign in", .signUp: "Create account", .signOut: "Sign out", .continueAction: "Continue", .save: "Save",
         .saving: "Saving…", .loading: "Loading…", .retry: "Try again", .startOver: "Start over", .usePasskey: "Use a passkey",
+        .useRecoveryCode: "Use a recovery code instead",
         .signInWithBrowser: "Sign in with the browser",
         .fieldRequired: "This field is required", .chooseOption: "Choose one of the options", .invalidValue: "The value is not valid",
         .sessionExpired: "Your session has ended. Please sign in again.",

@@ -197,6 +197,12 @@ public struct FlowStepView: View {
                     .submitLabel(model.field(after: input.identifier) == nil ? .go : .next)
                     .onSubmit { focused = model.returnPressed(in: input.identifier) }
             }
+            if model.acceptsRecoveryCode && !model.isEnteringRecoveryCode {
+                Button(state.i18n.t(.useRecoveryCode)) { model.useRecoveryCode() }
+                    .font(theme.bodyFont)
+                    .disabled(model.isLoading)
+                    .accessibilityIdentifier(LatchkeyAccessibilityID.useRecoveryCode)
+            }
             if model.asksForPasskey {
                 Button {
                     // The sheet takes over from the keyboard's suggestions (submitPasskey stops them first).

@@ -7,7 +7,7 @@ import Logging
 /// rules.
 struct Accounts: Sendable {
     let configuration: ServerConfiguration
-    let store: any UserStore & SecondFactorStore & AccountEventStore & ClientStore & SessionStore & AddressEventStore
+    let store: any UserStore & SecondFactorStore & RecoveryCodeStore & AccountEventStore & ClientStore & SessionStore & AddressEventStore
     let clock: ServerClock
     let hasher: PasswordHasher
     /// Failed password attempts per address.

@@ -23,6 +23,9 @@ public struct AuditEvent: Sendable, Equatable, Codable {
         case mfaEnrolled = "mfa.enrolled"
         /// The person removed one of their second factors (`details.factor`).
         case mfaRemoved = "mfa.removed"
+        /// A recovery code stood in for the second factor at a sign-in (`details.remaining`: unused codes left,
+        /// `details.via`). Generating a set is `mfa.enrolled` with `factor: recovery_codes`.
+        case recoveryCodeUsed = "mfa.recovery_code_used"
         case passkeyAdded = "passkey.added"
         case passkeyRemoved = "passkey.removed"
         /// The signed-in user changed the password (knowing the current one).

@@ -63,9 +63,11 @@ public enum DefaultFlows {
                 inputs: [
                     FlowInputSpec(
                         ref: "input_otp", identifier: "otp", type: "OTP_INPUT",
+                        // Six digits, or a recovery code (`RecoveryCodes`: ten letters and digits, any case, with a
+                        // hyphen or spaces), which stands in for the authenticator.
                         validation: [
                             FlowValidationRule(
-                                type: "regex", value: .string("^[0-9 ]{6,7}$"), message: "Enter the 6-digit code",
+                                type: "regex", value: .string("^([0-9 ]{6,7}|[0-9A-Za-z -]{10,14})$"), message: "Enter the 6-digit code",
                                 key: "validation.otp_format")
                         ])
                 ],

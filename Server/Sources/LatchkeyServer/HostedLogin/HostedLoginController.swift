@@ -341,19 +341,14 @@ struct HostedLoginController: Sendable {
         // not a guess, and it never skips the second step.
         guard let raw = try params.single("otp") else { return page(error: nil, .ok, logger: logger) }
         guard factor.expiresAt > now else { return page(error: "flows.executor.errors.otp_expired", .unauthorized, logger: logger) }
-        let submitted = SecondFactor.cleaned(raw)
         // The account's second-factor budget (shared with the flows and the step-up) is spent before the code is
         // checked, so new hosted sign-ins, which a known password starts at will, bring no fresh guesses.
         let budget = CodeBudget.secondFactor(userId: user.id)
         if let wait = try await accounts.reserveCodeAttempt(budget) {
             return page(error: nil, message: .codesLocked(seconds: wait), .tooManyRequests, logger: logger)
         }
-        let matched: Bool
-        switch kind {
-        case .totp: matched = try await accounts.verifyTOTP(userId: user.id, code: submitted)
-        case .email: matched = !factor.codeDigest.isEmpty && Secrets.constantTimeEquals(accounts.codeDigest(submitted), factor.codeDigest)
-        }
-        guard matched else {
+        // The six-digit code of the factor asked for, or one of the account's recovery codes.
+        guard let proof = try await accounts.proveSecondFactor(user, kind: kind, answer: raw, emailCodeDigest: factor.codeDigest) else {
             await audit.record(
                 .signInFailed, .failure, subject: user.id, details: ["method": kind.rawValue, "reason": "invalid_code"], origin: origin)
             if try await store.failLoginSecondFactor(requestId: id, maxAttempts: SecondFactor.maxAttempts) {
@@ -373,6 +368,7 @@ struct HostedLoginController: Sendable {
         // Exactly once: a concurrent request with the same right code loses here.
         guard try await store.takeLoginSecondFactor(requestId: id) else { return expiredLoginPage(locale) }
         try await accounts.codeAccepted(budget)
+        try await accounts.announce(proof, of: user, locale: locale, origin: origin, via: "hosted")
         return try await completeLogin(
             pending, requestId: id, user: user, amr: AuthenticationMethods.withSecondFactor(factor.amr),
             authTime: factor.authTime, client: client, request: request, origin: origin)

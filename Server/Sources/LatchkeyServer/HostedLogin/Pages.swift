@@ -137,7 +137,8 @@ enum Pages {
     }
 
     /// The second step of a hosted sign-in: the code from the authenticator app or the email. No script; the
-    /// "send a new code" button (email only) is a second submit button of the same form.
+    /// "send a new code" button (email only) is a second submit button of the same form. A recovery code goes in a form
+    /// of its own, folded away (`<details>`, no script), whose field takes letters.
     static func secondFactor(_ form: SecondFactorForm) -> String {
         let l = form.locale
         let errorBlock = form.error.map { "<p class=\"error\" id=\"form-error\" role=\"alert\">\(HTML.escape($0))</p>" } ?? ""
@@ -169,6 +170,17 @@ enum Pages {
                   <button type="submit" id="verify">\(HTML.escape(t("page.mfa.submit", l)))</button>
                   \(resend)
                 </form>
+                <details id="recovery">
+                  <summary>\(HTML.escape(t("page.mfa.use_recovery_code", l)))</summary>
+                  <form method="post" action="/login" novalidate>
+                    <input type="hidden" name="request" value="\(HTML.escape(form.requestId))">
+                    <input type="hidden" name="csrf" value="\(HTML.escape(form.csrf))">
+                    <label for="recovery-code">\(HTML.escape(t("page.mfa.recovery_code", l)))</label>
+                    <input id="recovery-code" name="otp" type="text" autocomplete="off" autocapitalize="characters" spellcheck="false"
+                           maxlength="\(LongCode.length + 4)" dir="ltr" required>
+                    <button type="submit" id="verify-recovery">\(HTML.escape(t("page.mfa.submit", l)))</button>
+                  </form>
+                </details>
                 """, locale: l)
     }
 

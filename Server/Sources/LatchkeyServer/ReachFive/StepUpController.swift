@@ -164,7 +164,6 @@ struct StepUpController: Sendable {
         struct Body: Encodable { var code: String }
         let body = try await ReachFiveBody.read(request)
         let id = try body.required("challenge_id")
-        let submitted = (body.string("verification_code") ?? "").filter { !$0.isWhitespace }
         let invalid = APIError.login(.badRequest, LocalizedMessage("flows.executor.errors.invalid_otp"), "the verification code is wrong")
         guard let challenge = try await store.stepUpChallenge(id: id), challenge.expiresAt > clock.now,
             let claims = try? JSONDecoder().decode(StepUpClaims.self, from: Data(challenge.claims.utf8)),
@@ -184,13 +183,11 @@ struct StepUpController: Sendable {
         if let wait = try await accounts.reserveCodeAttempt(budget) {
             throw APIError.login(.tooManyRequests, .codesLocked(seconds: wait), "too many wrong codes for this account; retry after \(wait) s")
         }
-        let matched =
-            if challenge.kind == "otp" {
-                try await accounts.verifyTOTP(userId: user.id, code: submitted)
-            } else {
-                !challenge.codeDigest.isEmpty && Secrets.constantTimeEquals(accounts.codeDigest(submitted), challenge.codeDigest)
-            }
-        guard matched else {
+        // The six-digit code of the challenge's kind, or one of the account's recovery codes.
+        let proof = try await accounts.proveSecondFactor(
+            user, kind: challenge.kind == "otp" ? .totp : .email, answer: body.string("verification_code") ?? "",
+            emailCodeDigest: challenge.codeDigest)
+        guard let proof else {
             await audit.record(
                 .signInFailed, .failure, subject: user.id,
                 details: ["method": challenge.kind == "otp" ? "totp" : "email", "reason": "invalid_code", "via": "step_up"],
@@ -204,6 +201,8 @@ struct StepUpController: Sendable {
         let completed = APIError.login(.badRequest, LocalizedMessage("flows.executor.errors.otp_expired"), "the step-up was already completed")
         guard try await store.takeStepUpChallenge(id: id) else { throw completed }
         do { try await ownTokens.consumeOwnToken(claims) } catch { throw completed }
+        try await accounts.announce(
+            proof, of: user, locale: request.locale(), origin: AuditOrigin(client: claims.aud, address: address, logger: logger), via: "step_up")
         let session = try await sessions.open(
             userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)),
             amr: AuthenticationMethods.withSecondFactor(claims.amr),

@@ -10,7 +10,7 @@ import Foundation
 /// new secret column in a record cannot leak into it by being there.
 struct AccountExport: Sendable {
     let store:
-        any UserStore & SecondFactorStore & PasskeyStore & FederatedIdentityStore & ConsentStore & AccountDeletionStore
+        any UserStore & SecondFactorStore & RecoveryCodeStore & PasskeyStore & FederatedIdentityStore & ConsentStore & AccountDeletionStore
             & AuditStore & SessionStore & TokenStore & ClientStore
     let clock: ServerClock
     /// The newest audit events included; older ones are left out (`audit_events_truncated`).
@@ -29,6 +29,13 @@ struct AccountExport: Sendable {
         }
         let truncated = events.count > Self.auditEventLimit
         let pendingEmail = try await store.emailChange(userId: user.id).flatMap { $0.expiresAt > clock.now ? $0.email : nil }
+        // The factors' kinds and dates, and the recovery codes counted: never a secret or a digest.
+        var factors: [AccountExportDocument.SecondFactor] = try await store.factors(userId: user.id).map {
+            .init(kind: $0.kind.rawValue, enrolledAt: formatter.string(from: $0.createdAt))
+        }
+        if let codes = try await store.recoveryCodes(userId: user.id) {
+            factors.append(.init(kind: "recovery_codes", enrolledAt: formatter.string(from: codes.createdAt), remaining: codes.remaining))
+        }
         return AccountExportDocument(
             exportedAt: formatter.string(from: clock.now),
             profile: .init(
@@ -42,9 +49,7 @@ struct AccountExport: Sendable {
                     credentialId: $0.id, name: $0.friendlyName, createdAt: formatter.string(from: $0.createdAt), lastUsedAt: time($0.lastUsedAt),
                     synced: $0.backedUp)
             },
-            secondFactors: try await store.factors(userId: user.id).map {
-                .init(kind: $0.kind.rawValue, enrolledAt: formatter.string(from: $0.createdAt))
-            },
+            secondFactors: factors,
             sessions: try await SessionListing(store: store, clock: clock).body(of: user.id, caller: caller),
             consents: try await store.consents(userId: user.id).map {
                 .init(
@@ -99,7 +104,9 @@ struct AccountExportDocument: Encodable {
     struct SecondFactor: Encodable {
         var kind: String
         var enrolledAt: String
-        enum CodingKeys: String, CodingKey { case kind, enrolledAt = "enrolled_at" }
+        /// Recovery codes only: how many are unused (the codes are not kept).
+        var remaining: Int?
+        enum CodingKeys: String, CodingKey { case kind, enrolledAt = "enrolled_at", remaining }
     }
     struct Consent: Encodable {
         var clientId: String

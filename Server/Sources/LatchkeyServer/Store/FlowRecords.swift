@@ -14,6 +14,15 @@ public struct UserFactorRecord: Sendable, Equatable {
     public var createdAt: Date
 }
 
+/// An account's recovery codes, counted: the codes themselves are stored only as keyed digests and never read back.
+public struct RecoveryCodeSummary: Sendable, Equatable {
+    /// When this set was generated (a new set replaces the old one).
+    public var createdAt: Date
+    /// Codes of the set not used yet.
+    public var remaining: Int
+    public var total: Int
+}
+
 /// A flow execution in progress (`POST /flow/execute`). The state is the engine's JSON; the challenge token is
 /// stored only as a SHA-256 digest and replaced on every step.
 public struct FlowExecutionRecord: Sendable, Equatable {

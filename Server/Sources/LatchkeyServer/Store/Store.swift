@@ -87,6 +87,19 @@ public protocol SecondFactorStore: Sendable {
     func acceptTOTPStep(userId: String, step: Int64) async throws -> Bool
 }
 
+/// Recovery codes: single-use codes that stand in for the account's second factor when its device is lost. Stored as
+/// keyed digests (`Accounts.codeDigest`); a set is replaced whole.
+public protocol RecoveryCodeStore: Sendable {
+    /// Replaces the account's recovery codes with `digests` in one transaction: the earlier set stops working.
+    func replaceRecoveryCodes(userId: String, digests: [Data], createdAt: Date) async throws
+    /// The account's set, counted; nil when it has none.
+    func recoveryCodes(userId: String) async throws -> RecoveryCodeSummary?
+    /// Marks the account's unused code with `digest` used at `at`, in one conditional update: true exactly once per
+    /// code, however many requests race; false for a used, unknown or another account's code.
+    func useRecoveryCode(userId: String, digest: Data, at: Date) async throws -> Bool
+    func deleteRecoveryCodes(userId: String) async throws
+}
+
 /// Per-account budgets (wrong one-time codes, recovery emails), as sliding windows of events per key. Every caller
 /// uses the same window (`LoginPolicy.codeWindowSeconds`): older events may be dropped for all keys.
 public protocol AccountEventStore: Sendable {
@@ -387,7 +400,8 @@ public protocol MaintenanceStore: Sendable {
 /// safe to call concurrently from many requests and from several server instances sharing the same database. A part of
 /// the server that needs only some aggregates declares only those (`any ClientStore & TokenStore`).
 public protocol Store:
-    UserStore, SecondFactorStore, AccountEventStore, FlowExecutionStore, OutboxStore, InvitationStore, SingleUseStore, DeviceAuthorizationStore,
+    UserStore, SecondFactorStore, RecoveryCodeStore, AccountEventStore, FlowExecutionStore, OutboxStore, InvitationStore, SingleUseStore,
+    DeviceAuthorizationStore,
     PushedRequestStore, PasskeyStore, FederatedIdentityStore, FederatedLoginStore, ClientStore, LoginRequestStore, AuthorizationCodeStore, TokenStore,
     SessionStore,
     SigningKeyStore,

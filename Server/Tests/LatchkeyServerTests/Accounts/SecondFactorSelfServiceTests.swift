@@ -207,7 +207,8 @@ struct SecondFactorSelfServiceTests {
         let changes: [(String, String, [String: String]?)] = [
             ("POST", "/users/me/factors/totp", nil),
             ("POST", "/users/me/factors/totp/verify", ["enrollment": enrollment, "code": server.totpCode(key)]),
-            ("POST", "/users/me/factors/email", nil), ("DELETE", "/users/me/factors/email", nil)
+            ("POST", "/users/me/factors/email", nil), ("DELETE", "/users/me/factors/email", nil),
+            ("POST", "/users/me/factors/recovery-codes", nil)
         ]
         for (method, path, json) in changes {
             let answer = try await server.call(method, path, token: tokens.accessToken, json: json, contentType: "application/json")

@@ -1936,6 +1936,38 @@ struct StoreContractTests {
     }
 
     @Test(arguments: StoreKind.available)
+    func recoveryCodesAreUsedOnceAndReplacedWhole(_ kind: StoreKind) async throws {
+        try await kind.withStore { store async throws in
+            let user = try await Make.insertUser(store)
+            let other = try await Make.insertUser(store)
+            #expect(try await store.recoveryCodes(userId: user.id) == nil)
+            let first = (0..<10).map { Data("first-\($0)".utf8) }
+            try await store.replaceRecoveryCodes(userId: user.id, digests: first, createdAt: t0)
+            #expect(try await store.recoveryCodes(userId: user.id) == RecoveryCodeSummary(createdAt: t0, remaining: 10, total: 10))
+            // Sixteen requests with the same code: exactly one uses it.
+            let outcomes = try await Make.concurrently(16) { (_: Int) -> Bool in
+                try await store.useRecoveryCode(userId: user.id, digest: first[3], at: t0.addingTimeInterval(1))
+            }
+            #expect(outcomes.filter { $0 }.count == 1)
+            #expect(try await store.recoveryCodes(userId: user.id)?.remaining == 9)
+            #expect(try await store.useRecoveryCode(userId: other.id, digest: first[4], at: t0) == false, "another account's code")
+            // A new set replaces the old one whole: the old codes stop working.
+            let later = t0.addingTimeInterval(60)
+            try await store.replaceRecoveryCodes(userId: user.id, digests: [Data("second".utf8)], createdAt: later)
+            #expect(try await store.useRecoveryCode(userId: user.id, digest: first[4], at: later) == false)
+            #expect(try await store.recoveryCodes(userId: user.id) == RecoveryCodeSummary(createdAt: later, remaining: 1, total: 1))
+            #expect(try await store.useRecoveryCode(userId: user.id, digest: Data("second".utf8), at: later))
+            #expect(try await store.recoveryCodes(userId: user.id) == RecoveryCodeSummary(createdAt: later, remaining: 0, total: 1))
+            try await store.deleteRecoveryCodes(userId: user.id)
+            #expect(try await store.recoveryCodes(userId: user.id) == nil)
+            // They go with the account.
+            try await store.replaceRecoveryCodes(userId: other.id, digests: first, createdAt: t0)
+            #expect(try await store.deleteUser(id: other.id, now: t0))
+            #expect(try await store.recoveryCodes(userId: other.id) == nil)
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
     func concurrentInsertsOfOneUsernameCreateOneAccount(_ kind: StoreKind) async throws {
         try await kind.withStore { store async throws in
             let outcomes = try await Make.concurrently(16) { (index: Int) -> InsertOutcome in

@@ -29,7 +29,7 @@ enum AuthenticationExecutors {
             of: user, amr: run.state.amr, client: run.client, multiFactorEssential: node.properties?["required"] == "true")
         switch completion {
         case .secondFactorOwed(.totp):
-            run.state.additionalData = ["mfaMethod": "totp", "otpLength": "6", "otpNumericOnly": "true"]
+            run.state.additionalData = try await totpStepData(services, userId: userId)
             return .branch("totp")
         case .secondFactorOwed(.email):
             return .branch("email_otp")
@@ -40,29 +40,38 @@ enum AuthenticationExecutors {
         }
     }
 
-    /// RFC 6238 through `TOTPVerifier` (±1 step, each step accepted once). Five wrong codes end the execution, and
+    /// What the TOTP step tells the app about its field (`recoveryCodeAccepted`: `Accounts.secondFactorStepData`).
+    static func totpStepData(_ services: FlowServices, userId: String) async throws -> [String: String] {
+        try await services.accounts.secondFactorStepData(["mfaMethod": "totp", "otpLength": "6", "otpNumericOnly": "true"], userId: userId)
+    }
+
+    /// RFC 6238 through `TOTPVerifier` (±1 step, each step accepted once), or one of the account's recovery codes
+    /// (`Accounts.proveSecondFactor`). Five wrong codes end the execution, and
     /// every code spends one attempt of the account's second-factor budget first, so new executions (which a known
     /// password starts at will) do not bring fresh guesses.
     static func verifyTOTP(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
-        guard let userId = run.state.userId else { return .fail(.invalidCredentials) }
+        guard let userId = run.state.userId, let user = try await services.store.user(id: userId) else { return .fail(.invalidCredentials) }
         let budget = CodeBudget.secondFactor(userId: userId)
         if let wait = try await services.accounts.reserveCodeAttempt(budget) { return .fail(.codesLocked(seconds: wait)) }
-        guard try await services.accounts.verifyTOTP(userId: userId, code: SecondFactor.cleaned(run.submitted["otp"])) else {
+        guard let proof = try await services.accounts.proveSecondFactor(user, kind: .totp, answer: run.submitted["otp"] ?? "", emailCodeDigest: nil)
+        else {
             await services.audit.record(
                 .signInFailed, .failure, subject: userId, details: ["method": "totp", "reason": "invalid_code", "via": "flow"],
                 origin: run.auditOrigin)
             run.state.factorAttempts += 1
             if run.state.factorAttempts >= SecondFactor.maxAttempts { return .fail(.tooManyCodeAttempts) }
-            run.state.additionalData = ["mfaMethod": "totp", "otpLength": "6", "otpNumericOnly": "true"]
+            run.state.additionalData = try await totpStepData(services, userId: userId)
             return .retry(.invalidCode)
         }
         try await services.accounts.codeAccepted(budget)
+        try await services.accounts.announce(proof, of: user, locale: run.locale, origin: run.auditOrigin, via: "flow")
         run.state.amr.append("otp")
         return .next
     }
 }
 
-/// Emailed one-time codes: the second factor (`purpose` = `mfa`) and the password-recovery confirmation code
+/// Emailed one-time codes: the second factor (`purpose` = `mfa`, where a recovery code is accepted too) and the
+/// password-recovery confirmation code
 /// (`purpose` = `recovery`). Second-factor codes are 6 digits (the password was the first factor); recovery codes,
 /// which are all that a recovery asks for, are `LongCode`s. Codes are stored as a keyed digest, and expire. An
 /// execution allows five attempts in all (a resend does not give fresh ones) and five sends; beyond that, every
@@ -133,6 +142,9 @@ enum CodeExecutors {
             "emailSent": "true", "otpLength": recovery ? String(LongCode.length) : "6",
             "otpNumericOnly": recovery ? "false" : "true", "mfaMethod": recovery ? "recovery" : "email_otp"
         ]
+        if !recovery, let user {
+            run.state.additionalData = try await services.accounts.secondFactorStepData(run.state.additionalData, userId: user.id)
+        }
         return .next
     }
 
@@ -140,8 +152,10 @@ enum CodeExecutors {
         let recovery = node.properties?["purpose"] == "recovery"
         let input = node.properties?["input"] ?? "otp"
         guard var pending = run.state.code else { return .fail(recovery ? .recoveryFailed : .invalidCode) }
-        if pending.expiresAt <= services.clock.now { return .retry(.codeExpired) }
         let typed = run.submitted[input] ?? ""
+        // A recovery code stands in for the emailed second-factor code, whether that code expired or never arrived.
+        let recoveryCodeAnswer = !recovery && RecoveryCodes.isRecoveryCode(typed)
+        if pending.expiresAt <= services.clock.now, !recoveryCodeAnswer { return .retry(.codeExpired) }
         let submitted = recovery ? LongCode.normalized(typed) : typed.filter { !$0.isWhitespace }
         let budget =
             run.state.codeBudget
@@ -156,7 +170,19 @@ enum CodeExecutors {
             run.state.code = nil
             return .fail(.codesLocked(seconds: wait))
         }
-        guard !pending.digest.isEmpty, Secrets.constantTimeEquals(services.accounts.codeDigest(submitted), pending.digest) else {
+        // A password recovery's code is compared here; a second factor's answer (the emailed code or a recovery code)
+        // by `proveSecondFactor`, which also says which it was.
+        let matched: Bool
+        var proven: (user: UserRecord, proof: SecondFactorProof)?
+        if recovery {
+            matched = !pending.digest.isEmpty && Secrets.constantTimeEquals(services.accounts.codeDigest(submitted), pending.digest)
+        } else {
+            guard let userId = run.state.userId, let user = try await services.store.user(id: userId) else { return .fail(.invalidCredentials) }
+            let digest = pending.expiresAt > services.clock.now ? pending.digest : nil
+            proven = try await services.accounts.proveSecondFactor(user, kind: .email, answer: typed, emailCodeDigest: digest).map { (user, $0) }
+            matched = proven != nil
+        }
+        guard matched else {
             // A wrong recovery code is a failed password reset (of an account, or of an unknown identifier: no subject);
             // a wrong emailed second-factor code, a failed sign-in.
             if recovery {
@@ -182,6 +208,9 @@ enum CodeExecutors {
         if recovery {
             run.state.recoveryVerified = true
         } else {
+            if let proven {
+                try await services.accounts.announce(proven.proof, of: proven.user, locale: run.locale, origin: run.auditOrigin, via: "flow")
+            }
             run.state.amr.append("otp")
         }
         return .next

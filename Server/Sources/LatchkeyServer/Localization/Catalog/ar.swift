@@ -251,6 +251,15 @@ extension MessageCatalog {
             "page.mfa.resend": "إرسال رمز جديد",
             "page.mfa.resent": "رمز جديد في طريقه إلى بريدك الإلكتروني.",
             "page.mfa.resend_limit": "لا يمكن إرسال المزيد من الرموز لتسجيل الدخول هذا. يُرجى البدء من جديد.",
+            "error.userservice.mfa_recovery_needs_factor": "أعِدّ خطوة ثانية لتسجيل الدخول أولًا، فرموز الاسترداد تحلّ محلّها.",
+            "email.notice.mfa_recovery_codes_added.subject": "تم إنشاء رموز استرداد جديدة لحسابك",
+            "email.notice.mfa_recovery_codes_added.body":
+                "تم إنشاء رموز استرداد جديدة لحسابك. لم تعد رموز الاسترداد التي كانت لديك من قبل صالحة. إذا لم تكن أنت، فغيّر كلمة المرور الآن.",
+            "email.notice.mfa_recovery_code_used.subject": "تم استخدام رمز استرداد لتسجيل الدخول",
+            "email.notice.mfa_recovery_code_used.body":
+                "تم استخدام رمز استرداد بدلًا من الخطوة الثانية لتسجيل الدخول. رموز الاسترداد غير المستخدمة المتبقية: {remaining}. إذا لم تكن أنت، فغيّر كلمة المرور الآن.",
+            "page.mfa.use_recovery_code": "استخدام رمز استرداد بدلًا من ذلك",
+            "page.mfa.recovery_code": "رمز الاسترداد",
             // The admin console
             "console.title": "وحدة تحكم Latchkey",
             "console.skip": "انتقل إلى المحتوى",

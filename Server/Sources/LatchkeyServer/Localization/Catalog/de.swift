@@ -261,6 +261,16 @@ extension MessageCatalog {
             "page.mfa.resend": "Neuen Code senden",
             "page.mfa.resent": "Ein neuer Code ist per E-Mail unterwegs.",
             "page.mfa.resend_limit": "Für diese Anmeldung können keine weiteren Codes gesendet werden. Bitte beginnen Sie von vorn.",
+            "error.userservice.mfa_recovery_needs_factor":
+                "Richten Sie zuerst einen zweiten Anmeldeschritt ein: Wiederherstellungscodes dienen als Ersatz dafür.",
+            "email.notice.mfa_recovery_codes_added.subject": "Für Ihr Konto wurden neue Wiederherstellungscodes erstellt",
+            "email.notice.mfa_recovery_codes_added.body":
+                "Für Ihr Konto wurden neue Wiederherstellungscodes erstellt. Ihre bisherigen Wiederherstellungscodes funktionieren nicht mehr. Wenn Sie das nicht waren, ändern Sie sofort Ihr Passwort.",
+            "email.notice.mfa_recovery_code_used.subject": "Zur Anmeldung wurde ein Wiederherstellungscode verwendet",
+            "email.notice.mfa_recovery_code_used.body":
+                "Statt Ihres zweiten Anmeldeschritts wurde ein Wiederherstellungscode verwendet. Verbleibende unbenutzte Wiederherstellungscodes: {remaining}. Wenn Sie das nicht waren, ändern Sie sofort Ihr Passwort.",
+            "page.mfa.use_recovery_code": "Stattdessen einen Wiederherstellungscode verwenden",
+            "page.mfa.recovery_code": "Wiederherstellungscode",
             // The admin console
             "console.title": "Latchkey-Konsole",
             "console.skip": "Zum Inhalt springen",

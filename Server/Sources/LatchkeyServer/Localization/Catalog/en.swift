@@ -251,6 +251,15 @@ extension MessageCatalog {
             "error.userservice.mfa_email_unverified": "Verify your email address first.",
             "error.userservice.mfa_not_enrolled": "This sign-in step is not set up.",
             "error.userservice.mfa_last_factor": "You can't remove your only second sign-in step: this app requires one.",
+            "error.userservice.mfa_recovery_needs_factor": "Set up a second sign-in step first: recovery codes stand in for it.",
+            "email.notice.mfa_recovery_codes_added.subject": "New recovery codes were created for your account",
+            "email.notice.mfa_recovery_codes_added.body":
+                "New recovery codes were created for your account. Any recovery codes you had before no longer work. If this was not you, change your password now.",
+            "email.notice.mfa_recovery_code_used.subject": "A recovery code was used to sign in",
+            "email.notice.mfa_recovery_code_used.body":
+                "A recovery code was used instead of your second sign-in step. Unused recovery codes left: {remaining}. If this was not you, change your password now.",
+            "page.mfa.use_recovery_code": "Use a recovery code instead",
+            "page.mfa.recovery_code": "Recovery code",
             "validation.username.notOwnEmail": "A username that looks like an email address must be your own verified email address.",
             "page.mfa.title": "Confirm it's you",
             "page.mfa.totp": "Enter the 6-digit code from your authenticator app.",

@@ -256,6 +256,16 @@ extension MessageCatalog {
             "page.mfa.resend": "Enviar un código nuevo",
             "page.mfa.resent": "Te hemos enviado un código nuevo por correo electrónico.",
             "page.mfa.resend_limit": "No se pueden enviar más códigos para este inicio de sesión. Vuelve a empezar.",
+            "error.userservice.mfa_recovery_needs_factor":
+                "Configura primero un segundo paso de inicio de sesión: los códigos de recuperación lo sustituyen.",
+            "email.notice.mfa_recovery_codes_added.subject": "Se han creado nuevos códigos de recuperación para tu cuenta",
+            "email.notice.mfa_recovery_codes_added.body":
+                "Se han creado nuevos códigos de recuperación para tu cuenta. Los códigos de recuperación que tenías antes ya no funcionan. Si no has sido tú, cambia tu contraseña ahora.",
+            "email.notice.mfa_recovery_code_used.subject": "Se ha usado un código de recuperación para iniciar sesión",
+            "email.notice.mfa_recovery_code_used.body":
+                "Se ha usado un código de recuperación en lugar de tu segundo paso de inicio de sesión. Códigos de recuperación sin usar que te quedan: {remaining}. Si no has sido tú, cambia tu contraseña ahora.",
+            "page.mfa.use_recovery_code": "Usar un código de recuperación en su lugar",
+            "page.mfa.recovery_code": "Código de recuperación",
             // The admin console
             "console.title": "Consola de Latchkey",
             "console.skip": "Saltar al contenido",

@@ -256,6 +256,16 @@ extension MessageCatalog {
             "page.mfa.resend": "Envoyer un nouveau code",
             "page.mfa.resent": "Un nouveau code vous a été envoyé par e-mail.",
             "page.mfa.resend_limit": "Aucun autre code ne peut être envoyé pour cette connexion. Veuillez recommencer.",
+            "error.userservice.mfa_recovery_needs_factor":
+                "Configurez d'abord une seconde étape de connexion : les codes de récupération la remplacent en cas de besoin.",
+            "email.notice.mfa_recovery_codes_added.subject": "De nouveaux codes de récupération ont été créés pour votre compte",
+            "email.notice.mfa_recovery_codes_added.body":
+                "De nouveaux codes de récupération ont été créés pour votre compte. Vos anciens codes de récupération ne fonctionnent plus. Si ce n'était pas vous, changez votre mot de passe maintenant.",
+            "email.notice.mfa_recovery_code_used.subject": "Un code de récupération a été utilisé pour se connecter",
+            "email.notice.mfa_recovery_code_used.body":
+                "Un code de récupération a été utilisé à la place de votre seconde étape de connexion. Codes de récupération inutilisés restants : {remaining}. Si ce n'était pas vous, changez votre mot de passe maintenant.",
+            "page.mfa.use_recovery_code": "Utiliser plutôt un code de récupération",
+            "page.mfa.recovery_code": "Code de récupération",
             // The admin console
             "console.title": "Console Latchkey",
             "console.skip": "Aller au contenu",

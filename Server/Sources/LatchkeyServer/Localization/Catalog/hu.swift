@@ -252,6 +252,16 @@ extension MessageCatalog {
             "page.mfa.resend": "Új kód küldése",
             "page.mfa.resent": "Az új kódot elküldtük e-mailben.",
             "page.mfa.resend_limit": "Ehhez a bejelentkezéshez nem küldhető több kód. Kezdje újra.",
+            "error.userservice.mfa_recovery_needs_factor":
+                "Előbb állítson be egy második bejelentkezési lépést: a helyreállítási kódok ezt helyettesítik.",
+            "email.notice.mfa_recovery_codes_added.subject": "Új helyreállítási kódokat hoztak létre a fiókjához",
+            "email.notice.mfa_recovery_codes_added.body":
+                "Új helyreállítási kódokat hoztak létre a fiókjához. A korábbi helyreállítási kódjai már nem működnek. Ha nem Ön volt, azonnal változtassa meg jelszavát.",
+            "email.notice.mfa_recovery_code_used.subject": "Helyreállítási kódot használtak a bejelentkezéshez",
+            "email.notice.mfa_recovery_code_used.body":
+                "A második bejelentkezési lépése helyett helyreállítási kódot használtak. Megmaradt, fel nem használt helyreállítási kódok: {remaining}. Ha nem Ön volt, azonnal változtassa meg jelszavát.",
+            "page.mfa.use_recovery_code": "Helyreállítási kód használata helyette",
+            "page.mfa.recovery_code": "Helyreállítási kód",
             // The admin console
             "console.title": "Latchkey-konzol",
             "console.skip": "Ugrás a tartalomra",

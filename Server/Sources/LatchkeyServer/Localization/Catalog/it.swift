@@ -252,6 +252,15 @@ extension MessageCatalog {
             "page.mfa.resend": "Invia un nuovo codice",
             "page.mfa.resent": "Un nuovo codice è in arrivo nella tua email.",
             "page.mfa.resend_limit": "Non è possibile inviare altri codici per questo accesso. Ricomincia.",
+            "error.userservice.mfa_recovery_needs_factor": "Configura prima un secondo passaggio di accesso: i codici di recupero lo sostituiscono.",
+            "email.notice.mfa_recovery_codes_added.subject": "Sono stati creati nuovi codici di recupero per il tuo account",
+            "email.notice.mfa_recovery_codes_added.body":
+                "Sono stati creati nuovi codici di recupero per il tuo account. I codici di recupero che avevi prima non funzionano più. Se non sei stato tu, cambia subito la password.",
+            "email.notice.mfa_recovery_code_used.subject": "È stato usato un codice di recupero per accedere",
+            "email.notice.mfa_recovery_code_used.body":
+                "È stato usato un codice di recupero al posto del tuo secondo passaggio di accesso. Codici di recupero non utilizzati rimasti: {remaining}. Se non sei stato tu, cambia subito la password.",
+            "page.mfa.use_recovery_code": "Usa invece un codice di recupero",
+            "page.mfa.recovery_code": "Codice di recupero",
             // The admin console
             "console.title": "Console di Latchkey",
             "console.skip": "Vai al contenuto",

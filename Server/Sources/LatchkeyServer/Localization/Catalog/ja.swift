@@ -235,6 +235,13 @@ extension MessageCatalog {
             "page.mfa.resend": "新しいコードを送信",
             "page.mfa.resent": "新しいコードをメールでお送りしました。",
             "page.mfa.resend_limit": "このサインインではこれ以上コードを送信できません。最初からやり直してください。",
+            "error.userservice.mfa_recovery_needs_factor": "先に2段階目のサインイン方法を設定してください。リカバリーコードはその代わりに使用するものです。",
+            "email.notice.mfa_recovery_codes_added.subject": "アカウントの新しいリカバリーコードが作成されました",
+            "email.notice.mfa_recovery_codes_added.body": "アカウントの新しいリカバリーコードが作成されました。以前のリカバリーコードはすべて使用できなくなりました。お心当たりがない場合は、今すぐパスワードを変更してください。",
+            "email.notice.mfa_recovery_code_used.subject": "リカバリーコードを使用してサインインされました",
+            "email.notice.mfa_recovery_code_used.body": "2段階目のサインインの代わりにリカバリーコードが使用されました。未使用のリカバリーコードの残り：{remaining}個。お心当たりがない場合は、今すぐパスワードを変更してください。",
+            "page.mfa.use_recovery_code": "代わりにリカバリーコードを使う",
+            "page.mfa.recovery_code": "リカバリーコード",
             // The admin console
             "console.title": "Latchkeyコンソール",
             "console.skip": "本文へ移動",

@@ -235,6 +235,13 @@ extension MessageCatalog {
             "page.mfa.resend": "새 코드 보내기",
             "page.mfa.resent": "새 코드를 이메일로 보내 드렸습니다.",
             "page.mfa.resend_limit": "이 로그인에는 더 이상 코드를 보낼 수 없습니다. 처음부터 다시 시작해 주세요.",
+            "error.userservice.mfa_recovery_needs_factor": "먼저 2단계 로그인 수단을 설정해 주세요. 복구 코드는 이를 대신하는 수단입니다.",
+            "email.notice.mfa_recovery_codes_added.subject": "계정의 새 복구 코드가 생성되었습니다",
+            "email.notice.mfa_recovery_codes_added.body": "계정의 새 복구 코드가 생성되었습니다. 이전에 받은 복구 코드는 더 이상 사용할 수 없습니다. 본인이 생성하지 않았다면 지금 바로 비밀번호를 변경해 주세요.",
+            "email.notice.mfa_recovery_code_used.subject": "로그인에 복구 코드가 사용되었습니다",
+            "email.notice.mfa_recovery_code_used.body": "2단계 로그인 대신 복구 코드가 사용되었습니다. 남은 미사용 복구 코드: {remaining}개. 본인이 사용하지 않았다면 지금 바로 비밀번호를 변경해 주세요.",
+            "page.mfa.use_recovery_code": "대신 복구 코드 사용",
+            "page.mfa.recovery_code": "복구 코드",
             // The admin console
             "console.title": "Latchkey 콘솔",
             "console.skip": "본문으로 건너뛰기",

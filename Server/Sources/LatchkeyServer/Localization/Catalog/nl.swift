@@ -251,6 +251,15 @@ extension MessageCatalog {
             "page.mfa.resend": "Nieuwe code sturen",
             "page.mfa.resent": "Er is een nieuwe code naar je e-mail onderweg.",
             "page.mfa.resend_limit": "Voor deze aanmelding kunnen geen codes meer worden verstuurd. Begin opnieuw.",
+            "error.userservice.mfa_recovery_needs_factor": "Stel eerst een tweede aanmeldstap in: herstelcodes dienen daarvoor als vervanging.",
+            "email.notice.mfa_recovery_codes_added.subject": "Er zijn nieuwe herstelcodes voor je account gemaakt",
+            "email.notice.mfa_recovery_codes_added.body":
+                "Er zijn nieuwe herstelcodes voor je account gemaakt. Je eerdere herstelcodes werken niet meer. Was jij dit niet? Wijzig dan nu je wachtwoord.",
+            "email.notice.mfa_recovery_code_used.subject": "Er is een herstelcode gebruikt om aan te melden",
+            "email.notice.mfa_recovery_code_used.body":
+                "Er is een herstelcode gebruikt in plaats van je tweede aanmeldstap. Resterende ongebruikte herstelcodes: {remaining}. Was jij dit niet? Wijzig dan nu je wachtwoord.",
+            "page.mfa.use_recovery_code": "In plaats daarvan een herstelcode gebruiken",
+            "page.mfa.recovery_code": "Herstelcode",
             // The admin console
             "console.title": "Latchkey-console",
             "console.skip": "Direct naar de inhoud",

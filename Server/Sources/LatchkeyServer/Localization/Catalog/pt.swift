@@ -256,6 +256,16 @@ extension MessageCatalog {
             "page.mfa.resend": "Enviar um novo código",
             "page.mfa.resent": "Um novo código está a caminho do seu e-mail.",
             "page.mfa.resend_limit": "Não é possível enviar mais códigos para este início de sessão. Comece de novo.",
+            "error.userservice.mfa_recovery_needs_factor":
+                "Configure primeiro um segundo passo de início de sessão: os códigos de recuperação substituem-no.",
+            "email.notice.mfa_recovery_codes_added.subject": "Foram criados novos códigos de recuperação para a sua conta",
+            "email.notice.mfa_recovery_codes_added.body":
+                "Foram criados novos códigos de recuperação para a sua conta. Os códigos de recuperação que tinha antes deixaram de funcionar. Se não foi o utilizador, altere já a sua palavra-passe.",
+            "email.notice.mfa_recovery_code_used.subject": "Foi usado um código de recuperação para iniciar sessão",
+            "email.notice.mfa_recovery_code_used.body":
+                "Foi usado um código de recuperação em vez do seu segundo passo de início de sessão. Códigos de recuperação ainda por usar: {remaining}. Se não foi o utilizador, altere já a sua palavra-passe.",
+            "page.mfa.use_recovery_code": "Em vez disso, usar um código de recuperação",
+            "page.mfa.recovery_code": "Código de recuperação",
             // The admin console
             "console.title": "Consola do Latchkey",
             "console.skip": "Saltar para o conteúdo",

@@ -251,6 +251,15 @@ extension MessageCatalog {
             "page.mfa.resend": "Отправить новый код",
             "page.mfa.resent": "Новый код отправлен на вашу электронную почту.",
             "page.mfa.resend_limit": "Для этого входа больше нельзя отправить коды. Начните заново.",
+            "error.userservice.mfa_recovery_needs_factor": "Сначала настройте второй шаг входа: коды восстановления служат его заменой.",
+            "email.notice.mfa_recovery_codes_added.subject": "Для вашего аккаунта созданы новые коды восстановления",
+            "email.notice.mfa_recovery_codes_added.body":
+                "Для вашего аккаунта созданы новые коды восстановления. Прежние коды восстановления больше не действуют. Если это были не вы, немедленно смените пароль.",
+            "email.notice.mfa_recovery_code_used.subject": "Для входа использован код восстановления",
+            "email.notice.mfa_recovery_code_used.body":
+                "Вместо второго шага входа использован код восстановления. Осталось неиспользованных кодов восстановления: {remaining}. Если это были не вы, немедленно смените пароль.",
+            "page.mfa.use_recovery_code": "Использовать вместо этого код восстановления",
+            "page.mfa.recovery_code": "Код восстановления",
             // The admin console
             "console.title": "Консоль Latchkey",
             "console.skip": "Перейти к содержимому",

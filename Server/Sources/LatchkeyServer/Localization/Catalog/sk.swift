@@ -251,6 +251,15 @@ extension MessageCatalog {
             "page.mfa.resend": "Poslať nový kód",
             "page.mfa.resent": "Nový kód je na ceste do vášho e-mailu.",
             "page.mfa.resend_limit": "Pre toto prihlásenie už nie je možné poslať ďalšie kódy. Začnite znova.",
+            "error.userservice.mfa_recovery_needs_factor": "Najprv si nastavte druhý krok prihlásenia: kódy na obnovenie ho nahrádzajú.",
+            "email.notice.mfa_recovery_codes_added.subject": "Pre váš účet boli vytvorené nové kódy na obnovenie",
+            "email.notice.mfa_recovery_codes_added.body":
+                "Pre váš účet boli vytvorené nové kódy na obnovenie. Všetky predchádzajúce kódy na obnovenie už nefungujú. Ak ste to neboli vy, ihneď si zmeňte heslo.",
+            "email.notice.mfa_recovery_code_used.subject": "Na prihlásenie bol použitý kód na obnovenie",
+            "email.notice.mfa_recovery_code_used.body":
+                "Namiesto vášho druhého kroku prihlásenia bol použitý kód na obnovenie. Zostávajúce nepoužité kódy na obnovenie: {remaining}. Ak ste to neboli vy, ihneď si zmeňte heslo.",
+            "page.mfa.use_recovery_code": "Namiesto toho použiť kód na obnovenie",
+            "page.mfa.recovery_code": "Kód na obnovenie",
             // The admin console
             "console.title": "Konzola Latchkey",
             "console.skip": "Prejsť na obsah",

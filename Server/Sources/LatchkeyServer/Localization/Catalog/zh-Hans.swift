@@ -234,6 +234,13 @@ extension MessageCatalog {
             "page.mfa.resend": "发送新验证码",
             "page.mfa.resent": "新验证码已发送到您的电子邮箱。",
             "page.mfa.resend_limit": "本次登录无法再发送验证码，请重新开始。",
+            "error.userservice.mfa_recovery_needs_factor": "请先设置第二步登录验证：恢复码可在需要时代替它。",
+            "email.notice.mfa_recovery_codes_added.subject": "已为你的账户生成新的恢复码",
+            "email.notice.mfa_recovery_codes_added.body": "已为你的账户生成新的恢复码。你之前的恢复码均已失效。如果这不是你本人的操作，请立即修改密码。",
+            "email.notice.mfa_recovery_code_used.subject": "你的账户已通过恢复码登录",
+            "email.notice.mfa_recovery_code_used.body": "已使用恢复码代替第二步登录验证。剩余未使用的恢复码：{remaining} 个。如果这不是你本人的操作，请立即修改密码。",
+            "page.mfa.use_recovery_code": "改用恢复码",
+            "page.mfa.recovery_code": "恢复码",
             // The admin console
             "console.title": "Latchkey 控制台",
             "console.skip": "跳到主要内容",

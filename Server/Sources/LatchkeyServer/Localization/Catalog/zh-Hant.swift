@@ -234,6 +234,13 @@ extension MessageCatalog {
             "page.mfa.resend": "傳送新的驗證碼",
             "page.mfa.resent": "新的驗證碼已寄到您的電子郵件。",
             "page.mfa.resend_limit": "本次登入無法再傳送驗證碼，請重新開始。",
+            "error.userservice.mfa_recovery_needs_factor": "請先設定第二個登入步驟：復原碼可在需要時代替它。",
+            "email.notice.mfa_recovery_codes_added.subject": "已為你的帳戶產生新的復原碼",
+            "email.notice.mfa_recovery_codes_added.body": "已為你的帳戶產生新的復原碼。你先前的復原碼均已失效。如果這不是你本人的操作，請立即變更密碼。",
+            "email.notice.mfa_recovery_code_used.subject": "你的帳戶已透過復原碼登入",
+            "email.notice.mfa_recovery_code_used.body": "已使用復原碼代替第二個登入步驟。剩餘未使用的復原碼：{remaining} 個。如果這不是你本人的操作，請立即變更密碼。",
+            "page.mfa.use_recovery_code": "改用復原碼",
+            "page.mfa.recovery_code": "復原碼",
             // The admin console
             "console.title": "Latchkey 主控台",
             "console.skip": "跳至主要內容",

@@ -10601,7 +10601,7 @@ enum OpenAPIDocument {
       "get": {
         "operationId": "listSecondFactors",
         "summary": "The account's second factors",
-        "description": "Their kinds and dates, never a secret; `mfaRequired` says whether the token's application requires a second factor (then the last usable one cannot be removed). Needs no recent sign-in.",
+        "description": "Their kinds and dates, never a secret, and the recovery codes counted (`recoveryCodes`, absent without any); `mfaRequired` says whether the token's application requires a second factor (then the last usable one cannot be removed). Needs no recent sign-in.",
         "tags": [
           "Self-service (thunderID)"
         ],
@@ -10956,11 +10956,96 @@ enum OpenAPIDocument {
         }
       }
     },
+    "/users/me/factors/recovery-codes": {
+      "post": {
+        "operationId": "generateRecoveryCodes",
+        "summary": "Generate recovery codes",
+        "description": "A new set of ten single-use recovery codes, replacing the earlier set (which stops working). The codes are answered this once; the server keeps only keyed digests. Each is accepted once in place of the second factor wherever it is asked for (flows, the hosted page, the step-up), in the same field as the six-digit code; using one is audited (`mfa.recovery_code_used`) and mailed. Removing the account's last usable factor deletes them. Needs a usable second factor and a recent sign-in (`recent_auth_seconds`, else `401 AUTH-4011`); mails the account's verified address and is audited (`mfa.enrolled`, `factor: recovery_codes`).",
+        "tags": [
+          "Self-service (thunderID)"
+        ],
+        "security": [
+          {
+            "bearerAuth": []
+          },
+          {
+            "dpopAuth": []
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/DPoP"
+          }
+        ],
+        "responses": {
+          "201": {
+            "description": "The new set.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "Cache-Control": {
+                "$ref": "#/components/headers/Cache-Control-No-Store"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/RecoveryCodes"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/UnauthorizedSelfService"
+          },
+          "403": {
+            "$ref": "#/components/responses/ForbiddenSelfService"
+          },
+          "404": {
+            "description": "`USR-1003`: the token's user no longer exists.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "409": {
+            "description": "`MFA-1007`: the account has no usable second factor for recovery codes to stand in for.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ThunderError"
+                }
+              }
+            }
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/UnavailableThunder"
+          }
+        }
+      }
+    },
     "/users/me/factors/{kind}": {
       "delete": {
         "operationId": "removeSecondFactor",
         "summary": "Remove a second factor",
-        "description": "Refused when it is usable (emailed codes without a verified address are not) and the account's last usable factor and the token's application requires a second factor (`require_mfa`). Needs a recent sign-in (`recent_auth_seconds`, else `401 AUTH-4011`); mails the account's verified address and is audited (`mfa.removed`).",
+        "description": "Refused when it is usable (emailed codes without a verified address are not) and the account's last usable factor and the token's application requires a second factor (`require_mfa`). Needs a recent sign-in (`recent_auth_seconds`, else `401 AUTH-4011`); removing the last usable factor also deletes the recovery codes; mails the account's verified address and is audited (`mfa.removed`).",
         "tags": [
           "Self-service (thunderID)"
         ],
@@ -14336,6 +14421,7 @@ enum OpenAPIDocument {
           "account.unlocked",
           "mfa.enrolled",
           "mfa.removed",
+          "mfa.recovery_code_used",
           "passkey.added",
           "passkey.removed",
           "password.changed",
@@ -15509,6 +15595,9 @@ enum OpenAPIDocument {
               "$ref": "#/components/schemas/SecondFactor"
             }
           },
+          "recoveryCodes": {
+            "$ref": "#/components/schemas/RecoveryCodesStatus"
+          },
           "mfaRequired": {
             "type": "boolean",
             "description": "Whether the token's application requires a second factor."
@@ -15556,6 +15645,62 @@ enum OpenAPIDocument {
             "type": "string",
             "description": "The 6 digits the app shows (spaces ignored).",
             "example": "123456"
+          }
+        }
+      },
+      "RecoveryCodesStatus": {
+        "type": "object",
+        "description": "The account's recovery codes, counted (absent when it has none); the codes themselves are never answered again.",
+        "required": [
+          "createdAt",
+          "remaining",
+          "total"
+        ],
+        "properties": {
+          "createdAt": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the current set was generated."
+          },
+          "remaining": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "Codes not used yet."
+          },
+          "total": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Codes in the set."
+          }
+        }
+      },
+      "RecoveryCodes": {
+        "type": "object",
+        "description": "A new set of recovery codes, shown this once: the server keeps only keyed digests.",
+        "required": [
+          "codes",
+          "createdAt",
+          "remaining",
+          "total"
+        ],
+        "properties": {
+          "codes": {
+            "type": "array",
+            "items": {
+              "type": "string",
+              "pattern": "^[0-9A-HJKMNP-TV-Z]{5}-[0-9A-HJKMNP-TV-Z]{5}$"
+            },
+            "description": "Ten codes (Crockford base32, `ABCDE-FGHJK`); each signs in once in place of the second factor, typed where the six-digit code goes (case, spaces and the hyphen do not matter)."
+          },
+          "createdAt": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "remaining": {
+            "type": "integer"
+          },
+          "total": {
+            "type": "integer"
           }
         }
       }

@@ -295,7 +295,17 @@ enum PostgresSchema {
         // Sign in with Apple's refresh token, sealed, so that deleting the account can revoke it at Apple.
         Migration(
             version: 14, name: "federated-refresh-tokens",
-            statements: ["ALTER TABLE federated_identities ADD COLUMN refresh_token_sealed TEXT"])
+            statements: ["ALTER TABLE federated_identities ADD COLUMN refresh_token_sealed TEXT"]),
+        // Recovery codes, as keyed digests; `used_at` set once (`useRecoveryCode`).
+        Migration(
+            version: 15, name: "recovery-codes",
+            statements: [
+                """
+                CREATE TABLE recovery_codes (
+                    user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, code_digest BYTEA NOT NULL,
+                    created_at DOUBLE PRECISION NOT NULL, used_at DOUBLE PRECISION, PRIMARY KEY (user_id, code_digest))
+                """
+            ])
     ]
 
     /// Brings the database to `latestVersion`, one migration per transaction, under an advisory lock: instances that

@@ -121,6 +121,7 @@ public final class SQLiteStore: Store {
         migrator.registerMigration("v19-federated-refresh-tokens") { db in
             try db.execute(sql: "ALTER TABLE federated_identities ADD COLUMN refresh_token_sealed TEXT")
         }
+        migrator.registerMigration("v20-recovery-codes", migrate: Self.migrateRecoveryCodes)
         return migrator
     }
 
