@@ -73,15 +73,18 @@ extension Accounts {
 
     /// After a sign-in that a recovery code completed (`proof` `.recoveryCode`; nothing for a six-digit code), once
     /// the caller's own single-use step has passed: the log line, the audit event (`mfa.recovery_code_used` with the
-    /// count left) and the mail to the account.
-    func announce(_ proof: SecondFactorProof, of user: UserRecord, locale: SupportedLocale, origin: AuditOrigin, via: String) async throws {
+    /// count left) and the mail to the account. Never fails the sign-in: what cannot be read or sent is logged.
+    func announce(_ proof: SecondFactorProof, of user: UserRecord, locale: SupportedLocale, origin: AuditOrigin, via: String) async {
         guard proof == .recoveryCode else { return }
-        let remaining = try await store.recoveryCodes(userId: user.id)?.remaining ?? 0
-        origin.logger.notice(
-            "a recovery code stood in for the second factor", metadata: ["user": .string(user.id), "remaining": .stringConvertible(remaining)])
-        await audit.record(.recoveryCodeUsed, subject: user.id, details: ["remaining": String(remaining), "via": via], origin: origin)
+        let remaining: String
+        do { remaining = String(try await store.recoveryCodes(userId: user.id)?.remaining ?? 0) } catch {
+            origin.logger.error("the recovery codes left could not be counted", metadata: ["user": .string(user.id)])
+            remaining = "unknown"
+        }
+        origin.logger.notice("a recovery code stood in for the second factor", metadata: ["user": .string(user.id), "remaining": .string(remaining)])
+        await audit.record(.recoveryCodeUsed, subject: user.id, details: ["remaining": remaining, "via": via], origin: origin)
         do {
-            try await notifyAccountChange(user, "mfa_recovery_code_used", arguments: ["remaining": String(remaining)], locale: locale)
+            try await notifyAccountChange(user, "mfa_recovery_code_used", arguments: ["remaining": remaining], locale: locale)
         } catch {
             origin.logger.error("the account notice could not be sent", metadata: ["user": .string(user.id), "notice": "mfa_recovery_code_used"])
         }

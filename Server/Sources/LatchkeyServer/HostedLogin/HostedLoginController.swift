@@ -368,7 +368,7 @@ struct HostedLoginController: Sendable {
         // Exactly once: a concurrent request with the same right code loses here.
         guard try await store.takeLoginSecondFactor(requestId: id) else { return expiredLoginPage(locale) }
         try await accounts.codeAccepted(budget)
-        try await accounts.announce(proof, of: user, locale: locale, origin: origin, via: "hosted")
+        await accounts.announce(proof, of: user, locale: locale, origin: origin, via: "hosted")
         return try await completeLogin(
             pending, requestId: id, user: user, amr: AuthenticationMethods.withSecondFactor(factor.amr),
             authTime: factor.authTime, client: client, request: request, origin: origin)

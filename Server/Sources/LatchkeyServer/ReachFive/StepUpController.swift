@@ -201,7 +201,7 @@ struct StepUpController: Sendable {
         let completed = APIError.login(.badRequest, LocalizedMessage("flows.executor.errors.otp_expired"), "the step-up was already completed")
         guard try await store.takeStepUpChallenge(id: id) else { throw completed }
         do { try await ownTokens.consumeOwnToken(claims) } catch { throw completed }
-        try await accounts.announce(
+        await accounts.announce(
             proof, of: user, locale: request.locale(), origin: AuditOrigin(client: claims.aud, address: address, logger: logger), via: "step_up")
         let session = try await sessions.open(
             userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)),

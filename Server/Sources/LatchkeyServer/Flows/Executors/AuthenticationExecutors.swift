@@ -64,7 +64,7 @@ enum AuthenticationExecutors {
             return .retry(.invalidCode)
         }
         try await services.accounts.codeAccepted(budget)
-        try await services.accounts.announce(proof, of: user, locale: run.locale, origin: run.auditOrigin, via: "flow")
+        await services.accounts.announce(proof, of: user, locale: run.locale, origin: run.auditOrigin, via: "flow")
         run.state.amr.append("otp")
         return .next
     }
@@ -209,7 +209,7 @@ enum CodeExecutors {
             run.state.recoveryVerified = true
         } else {
             if let proven {
-                try await services.accounts.announce(proven.proof, of: proven.user, locale: run.locale, origin: run.auditOrigin, via: "flow")
+                await services.accounts.announce(proven.proof, of: proven.user, locale: run.locale, origin: run.auditOrigin, via: "flow")
             }
             run.state.amr.append("otp")
         }
