@@ -366,7 +366,11 @@ struct HostedLoginController: Sendable {
                 status: .tooManyRequests, headers: headers)
         }
         // Exactly once: a concurrent request with the same right code loses here.
-        guard try await store.takeLoginSecondFactor(requestId: id) else { return expiredLoginPage(locale) }
+        guard try await store.takeLoginSecondFactor(requestId: id) else {
+            // A recovery code was spent all the same: the person hears of it.
+            await accounts.announce(proof, of: user, locale: locale, origin: origin, via: "hosted")
+            return expiredLoginPage(locale)
+        }
         try await accounts.codeAccepted(budget)
         await accounts.announce(proof, of: user, locale: locale, origin: origin, via: "hosted")
         return try await completeLogin(

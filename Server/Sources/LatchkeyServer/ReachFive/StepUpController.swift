@@ -199,10 +199,12 @@ struct StepUpController: Sendable {
         // Single use twice over: the challenge row, and the step-up token's jti (a second challenge of the same
         // step-up cannot mint a second code).
         let completed = APIError.login(.badRequest, LocalizedMessage("flows.executor.errors.otp_expired"), "the step-up was already completed")
-        guard try await store.takeStepUpChallenge(id: id) else { throw completed }
-        do { try await ownTokens.consumeOwnToken(claims) } catch { throw completed }
+        // A recovery code is announced whether or not this request wins: it was spent all the same.
+        let taken = try await store.takeStepUpChallenge(id: id)
+        let consumed = taken ? ((try? await ownTokens.consumeOwnToken(claims)) != nil) : false
         await accounts.announce(
             proof, of: user, locale: request.locale(), origin: AuditOrigin(client: claims.aud, address: address, logger: logger), via: "step_up")
+        guard taken, consumed else { throw completed }
         let session = try await sessions.open(
             userId: user.id, authTime: Date(timeIntervalSince1970: TimeInterval(claims.authTime)),
             amr: AuthenticationMethods.withSecondFactor(claims.amr),

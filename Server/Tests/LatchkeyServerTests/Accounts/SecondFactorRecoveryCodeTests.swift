@@ -141,14 +141,24 @@ struct SecondFactorRecoveryCodeTests {
         #expect(try await Self.usedEvents(server, ada).isEmpty)
     }
 
-    @Test("flow with emailed codes: a recovery code stands in for the emailed code")
+    @Test("flow with emailed codes: a recovery code stands in for the emailed code, still offered after a wrong code and once the code expired")
     func flowInPlaceOfEmailedCode() async throws {
         let server = try await TestServer.startForProfiles()
         defer { Task { await server.stop() } }
+        server.freezeClock()
         let id = try await Self.demoId(server)
         try await server.server.enrollEmailOTP(userId: id)
         let codes = try await server.server.accounts.generateRecoveryCodes(userId: id).codes
-        let done = try await Self.flowSignIn(server, action: "action_email_otp", answer: codes[1])
+        let flow = FlowDriver(server)
+        try await flow.start("AUTHENTICATION")
+        let prompt = try await flow.submit("action_001", ["username": Self.demo, "password": Self.password])
+        #expect(try prompt.string("data.additionalData.recoveryCodeAccepted") == "true", "\(prompt.text)")
+        let emailed = try #require(try await server.server.outboxMessages(recipient: Self.demo).first?.code)
+        let wrong = try await flow.submit("action_email_otp", ["otp": emailed == "000000" ? "111111" : "000000"])
+        #expect(try wrong.flowErrorCode == "FET-1008" && wrong.string("data.additionalData.recoveryCodeAccepted") == "true", "\(wrong.text)")
+        // The emailed code expires; the execution has not: a recovery code still signs in.
+        server.advanceClock(TimeInterval(server.server.configuration.lifetimes.oneTimeCode + 1))
+        let done = try await flow.submit("action_email_otp", ["otp": codes[1]])
         #expect(done.flowStatus == "COMPLETE", "\(done.text)")
         #expect(try await Self.usedEvents(server, id) == [["remaining": "9", "via": "flow"]])
     }

@@ -1958,6 +1958,13 @@ struct StoreContractTests {
             #expect(try await store.recoveryCodes(userId: user.id) == RecoveryCodeSummary(createdAt: later, remaining: 1, total: 1))
             #expect(try await store.useRecoveryCode(userId: user.id, digest: Data("second".utf8), at: later))
             #expect(try await store.recoveryCodes(userId: user.id) == RecoveryCodeSummary(createdAt: later, remaining: 0, total: 1))
+            // Concurrent replacements leave exactly one set, whichever came last.
+            _ = try await Make.concurrently(8) { (index: Int) -> Bool in
+                try await store.replaceRecoveryCodes(
+                    userId: user.id, digests: (0..<10).map { Data("set-\(index)-\($0)".utf8) }, createdAt: later)
+                return true
+            }
+            #expect(try await store.recoveryCodes(userId: user.id)?.total == 10)
             try await store.deleteRecoveryCodes(userId: user.id)
             #expect(try await store.recoveryCodes(userId: user.id) == nil)
             // They go with the account.

@@ -148,6 +148,13 @@ enum CodeExecutors {
         return .next
     }
 
+    /// What the emailed-code step tells the app about its field when it is shown again (`recoveryCodeAccepted`).
+    static func emailStepData(_ services: FlowServices, _ run: FlowRun) async throws -> [String: String] {
+        let data = ["mfaMethod": "email_otp", "otpLength": "6", "otpNumericOnly": "true"]
+        guard let userId = run.state.userId else { return data }
+        return try await services.accounts.secondFactorStepData(data, userId: userId)
+    }
+
     static func verify(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         let recovery = node.properties?["purpose"] == "recovery"
         let input = node.properties?["input"] ?? "otp"
@@ -155,7 +162,10 @@ enum CodeExecutors {
         let typed = run.submitted[input] ?? ""
         // A recovery code stands in for the emailed second-factor code, whether that code expired or never arrived.
         let recoveryCodeAnswer = !recovery && RecoveryCodes.isRecoveryCode(typed)
-        if pending.expiresAt <= services.clock.now, !recoveryCodeAnswer { return .retry(.codeExpired) }
+        if pending.expiresAt <= services.clock.now, !recoveryCodeAnswer {
+            if !recovery { run.state.additionalData = try await emailStepData(services, run) }
+            return .retry(.codeExpired)
+        }
         let submitted = recovery ? LongCode.normalized(typed) : typed.filter { !$0.isWhitespace }
         let budget =
             run.state.codeBudget
@@ -200,6 +210,8 @@ enum CodeExecutors {
                 run.state.code = nil
                 return .fail(recovery ? .recoveryFailed : .tooManyCodeAttempts)
             }
+            // The step again, still offering a recovery code (the engine clears a step's data on every submit).
+            if !recovery { run.state.additionalData = try await emailStepData(services, run) }
             return .retry(.invalidCode)
         }
         run.state.code = nil  // single use

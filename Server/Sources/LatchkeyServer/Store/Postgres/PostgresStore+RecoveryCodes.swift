@@ -7,6 +7,9 @@ extension PostgresStore {
         let createdAt = createdAt.epoch
         let digests = Array(Set(digests))
         try await transaction { connection in
+            // One replacement at a time per account (on any instance): under READ COMMITTED a concurrent DELETE does not
+            // see the other's new rows, and both sets would stay.
+            try await self.lock("recovery_codes", userId, on: connection)
             try await self.execute("DELETE FROM recovery_codes WHERE user_id = \(userId)", on: connection)
             for digest in digests {
                 try await self.execute(
