@@ -15462,12 +15462,19 @@ enum OpenAPIDocument {
                   "type": "string",
                   "enum": [
                     "totp",
-                    "email_otp"
-                  ]
+                    "email_otp",
+                    "recovery_codes"
+                  ],
+                  "description": "`recovery_codes`: the account's recovery codes, counted (`remaining`); the codes are not kept."
                 },
                 "enrolled_at": {
                   "type": "string",
                   "format": "date-time"
+                },
+                "remaining": {
+                  "type": "integer",
+                  "minimum": 0,
+                  "description": "Recovery codes only: how many are unused."
                 }
               }
             }
