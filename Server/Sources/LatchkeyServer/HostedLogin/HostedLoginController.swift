@@ -366,13 +366,11 @@ struct HostedLoginController: Sendable {
                 status: .tooManyRequests, headers: headers)
         }
         // Exactly once: a concurrent request with the same right code loses here.
-        guard try await store.takeLoginSecondFactor(requestId: id) else {
-            // A recovery code was spent all the same: the person hears of it.
-            await accounts.announce(proof, of: user, locale: locale, origin: origin, via: "hosted")
-            return expiredLoginPage(locale)
-        }
-        try await accounts.codeAccepted(budget)
+        let taken = try await store.takeLoginSecondFactor(requestId: id)
+        // A recovery code was spent whether or not this request won: the person hears of it either way.
         await accounts.announce(proof, of: user, locale: locale, origin: origin, via: "hosted")
+        guard taken else { return expiredLoginPage(locale) }
+        try await accounts.codeAccepted(budget)
         return try await completeLogin(
             pending, requestId: id, user: user, amr: AuthenticationMethods.withSecondFactor(factor.amr),
             authTime: factor.authTime, client: client, request: request, origin: origin)

@@ -17,6 +17,16 @@ struct SecondFactorRecoveryCodeTests {
         try #require(try await server.server.user(username: demo)).id
     }
 
+    /// The demo account with `factor` enrolled and a set of recovery codes: its id and the codes.
+    static func withCodes(_ server: TestServer, factor: SecondFactor = .totp) async throws -> (id: String, codes: [String]) {
+        let id = try await demoId(server)
+        switch factor {
+        case .totp: _ = try await server.server.enrollTOTP(userId: id)
+        case .email: try await server.server.enrollEmailOTP(userId: id)
+        }
+        return (id, try await server.server.accounts.generateRecoveryCodes(userId: id).codes)
+    }
+
     static func generate(_ server: TestServer, _ token: String) async throws -> HTTPResult {
         try await server.call("POST", "/users/me/factors/recovery-codes", token: token)
     }
@@ -89,9 +99,7 @@ struct SecondFactorRecoveryCodeTests {
     func flowInPlaceOfTOTP() async throws {
         let server = try await TestServer.startForProfiles()
         defer { Task { await server.stop() } }
-        let id = try await Self.demoId(server)
-        _ = try await server.server.enrollTOTP(userId: id)
-        let codes = try await server.server.accounts.generateRecoveryCodes(userId: id).codes
+        let (id, codes) = try await Self.withCodes(server)
 
         let typed = codes[0].lowercased().replacingOccurrences(of: "-", with: " ")
         let done = try await Self.flowSignIn(server, answer: typed)
@@ -146,9 +154,7 @@ struct SecondFactorRecoveryCodeTests {
         let server = try await TestServer.startForProfiles()
         defer { Task { await server.stop() } }
         server.freezeClock()
-        let id = try await Self.demoId(server)
-        try await server.server.enrollEmailOTP(userId: id)
-        let codes = try await server.server.accounts.generateRecoveryCodes(userId: id).codes
+        let (id, codes) = try await Self.withCodes(server, factor: .email)
         let flow = FlowDriver(server)
         try await flow.start("AUTHENTICATION")
         let prompt = try await flow.submit("action_001", ["username": Self.demo, "password": Self.password])
@@ -163,13 +169,12 @@ struct SecondFactorRecoveryCodeTests {
         #expect(try await Self.usedEvents(server, id) == [["remaining": "9", "via": "flow"]])
     }
 
-    @Test("hosted page: a folded recovery-code form (no script) signs in with pwd otp mfa; the code is spent")
+    @Test("hosted page: a folded recovery-code form (no script) signs in with pwd otp mfa; the code is spent and never logged")
     func hostedPage() async throws {
-        let server = try await TestServer.start()
+        let capture = NoSecretsInLogsTests.Capture()
+        let server = try await TestServer.start(logger: capture.logger("server"))
         defer { Task { await server.stop() } }
-        let id = try await Self.demoId(server)
-        _ = try await server.server.enrollTOTP(userId: id)
-        let codes = try await server.server.accounts.generateRecoveryCodes(userId: id).codes
+        let (id, codes) = try await Self.withCodes(server)
 
         func secondStep() async throws -> (TestBrowser, HTTPResult, AuthorizeOptions) {
             let browser = TestBrowser()
@@ -192,15 +197,16 @@ struct SecondFactorRecoveryCodeTests {
         let replay = try await HostedLoginSecondFactorTests.submitCode(server, otherBrowser, page: otherStep, code: codes[2])
         #expect(replay.status == 401 && replay.location == nil && HostedLoginSecondFactorTests.isCodeForm(replay))
         #expect(try await Self.usedEvents(server, id) == [["remaining": "9", "via": "hosted"]])
+        // The logs say a recovery code was used, never which.
+        #expect(capture.all.contains { $0.contains("a recovery code stood in for the second factor") })
+        #expect(!capture.all.contains { line in [codes[2], LongCode.normalized(codes[2])].contains { line.contains($0) } })
     }
 
     @Test("step-up: a recovery code verifies the challenge once")
     func stepUp() async throws {
         let server = try await TestServer.startForNativeLogin(bundleId: "io.latchkey.demo")
         defer { Task { await server.stop() } }
-        let id = try await Self.demoId(server)
-        _ = try await server.server.enrollTOTP(userId: id)
-        let codes = try await server.server.accounts.generateRecoveryCodes(userId: id).codes
+        let (id, codes) = try await Self.withCodes(server)
         func stepUp(_ answer: String) async throws -> HTTPResult {
             let token = try await OneTimeCodeBudgetTests.stepUpToken(server)
             let challenge = try #require(try await OneTimeCodeBudgetTests.startChallenge(server, token).json()["challenge_id"] as? String)
@@ -218,9 +224,7 @@ struct SecondFactorRecoveryCodeTests {
     func wrongCodesAreBudgeted() async throws {
         let server = try await TestServer.start { $0.loginPolicy.maxCodeFailuresPerAccount = 2 }
         defer { Task { await server.stop() } }
-        let id = try await Self.demoId(server)
-        _ = try await server.server.enrollTOTP(userId: id)
-        let codes = try await server.server.accounts.generateRecoveryCodes(userId: id).codes
+        let (id, codes) = try await Self.withCodes(server)
         let flow = FlowDriver(server)
         try await flow.start("AUTHENTICATION")
         _ = try await flow.submit("action_001", ["username": Self.demo, "password": Self.password])
