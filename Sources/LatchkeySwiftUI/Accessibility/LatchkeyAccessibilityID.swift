@@ -35,4 +35,40 @@ public enum LatchkeyAccessibilityID {
     public static let deleteAccountConfirm = "latchkey.account.delete.confirm"
     /// The outcome (or failure) `DeleteAccountButton` shows under itself.
     public static let deleteAccountMessage = "latchkey.account.delete.message"
+    /// The confirming action of an account component's confirmation (remove, delete, sign out, unlink).
+    public static let confirm = "latchkey.account.confirm"
+    /// The outcome (or failure) an account component shows under its list.
+    public static let accountNotice = "latchkey.account.notice"
+    /// `SecondFactorsView`'s remove button for factor `kind` (`latchkey.factors.totp.remove`).
+    public static func removeSecondFactor(_ kind: String) -> String { "latchkey.factors.\(kind).remove" }
+    /// `SecondFactorsView`'s "Add an authenticator app".
+    public static let addAuthenticatorApp = "latchkey.factors.totp.add"
+    /// The setup key in the authenticator app's setup.
+    public static let setupKey = "latchkey.factors.totp.key"
+    /// The code field in the authenticator app's setup.
+    public static let authenticatorCode = "latchkey.factors.totp.code"
+    /// The verify button in the authenticator app's setup.
+    public static let verifyAuthenticatorApp = "latchkey.factors.totp.verify"
+    /// `SecondFactorsView`'s "Send me codes by email".
+    public static let turnOnEmailCodes = "latchkey.factors.email.add"
+    /// `SecondFactorsView`'s recovery codes button.
+    public static let createRecoveryCodes = "latchkey.factors.recoveryCodes.create"
+    /// The new recovery codes, shown once.
+    public static let recoveryCodes = "latchkey.factors.recoveryCodes"
+    /// `PasskeysView`'s "Add a passkey".
+    public static let addPasskey = "latchkey.passkeys.add"
+    /// `PasskeysView`'s rename button for passkey `id`.
+    public static func renamePasskey(_ id: String) -> String { "latchkey.passkeys.\(id).rename" }
+    /// `PasskeysView`'s delete button for passkey `id`.
+    public static func deletePasskey(_ id: String) -> String { "latchkey.passkeys.\(id).delete" }
+    /// The name field of `PasskeysView`'s rename alert.
+    public static let passkeyName = "latchkey.passkeys.name"
+    /// `SessionsView`'s sign-out button for session `id`.
+    public static func endSession(_ id: String) -> String { "latchkey.sessions.\(id).end" }
+    /// `SessionsView`'s "Sign out everywhere else".
+    public static let signOutOtherSessions = "latchkey.sessions.endOthers"
+    /// `LinkedAccountsView`'s "Link …" button for provider `id`.
+    public static func linkProvider(_ id: String) -> String { "latchkey.identities.\(id).link" }
+    /// `LinkedAccountsView`'s unlink button for provider `id`.
+    public static func unlinkProvider(_ id: String) -> String { "latchkey.identities.\(id).unlink" }
 }

@@ -64,4 +64,29 @@ struct SessionPreviews: PreviewProvider {
         }
     }
 }
+@MainActor
+struct AccountPreviews: PreviewProvider {
+    static var previews: some View {
+        Group {
+            Form {
+                SecondFactorsView()
+                PasskeysView()
+                SessionsView()
+                LinkedAccountsView()
+            }
+            .environment(LatchkeyState.preview(user: .preview))
+            .previewDisplayName("Account")
+            Form {
+                SecondFactorsView()
+                SessionsView()
+            }
+            .environment(LatchkeyState.preview(user: .preview, locale: "ar"))
+            .environment(\.layoutDirection, .rightToLeft)
+            .previewDisplayName("Account, Arabic")
+            QRCodeImage(text: "otpauth://totp/Latchkey:ada@example.com?secret=JBSWY3DPEHPK3PXP&issuer=Latchkey", label: "QR code")
+                .frame(width: 200, height: 200)
+                .previewDisplayName("QR code")
+        }
+    }
+}
 #endif

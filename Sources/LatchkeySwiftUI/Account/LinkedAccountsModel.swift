@@ -1,0 +1,127 @@
+import Foundation
+import Latchkey
+import Observation
+
+/// The identity providers linked to the account (`LinkedAccountsView`): the linked ones with when, linking one the
+/// application offers (the provider's page in the client's user agent), and unlinking one after a confirmation.
+///
+/// Linking and unlinking need a recent sign-in: when the server says it is too old, ``notice`` asks the person to sign
+/// in again and `onSignInRequired` is called. Closing the provider's page says nothing.
+@MainActor @Observable
+public final class LinkedAccountsModel {
+    /// The linked providers and those offered, as last loaded; nil before the first load.
+    public private(set) var linked: LinkedIdentities?
+    /// True while a call is under way.
+    public private(set) var isLoading = false
+    /// The last change's outcome or failure, in the person's words.
+    public private(set) var notice: AccountNotice?
+    /// The provider the person asked to unlink, while the confirmation is shown.
+    public private(set) var unlinking: LinkedIdentity?
+
+    /// Called when the sign-in is too old for a change, so the app can present its sign-in (with `prompt=login`).
+    @ObservationIgnored public var onSignInRequired: (@MainActor () -> Void)?
+    /// What a provider's page is presented from (the view sets the app's key window).
+    @ObservationIgnored public weak var presentationContextProvider: (any PresentationContextProviding)?
+    @ObservationIgnored private let state: LatchkeyState
+
+    /// A screen over `state`'s session.
+    public init(state: LatchkeyState, onSignInRequired: (@MainActor () -> Void)? = nil) {
+        self.state = state
+        self.onSignInRequired = onSignInRequired
+    }
+
+    // MARK: What the screen shows
+
+    /// The section's title.
+    public var title: String { state.i18n.t(.linkedAccounts) }
+    /// The text when nothing is linked.
+    public var emptyText: String { state.i18n.t(.noLinkedAccounts) }
+    /// The providers offered that are not linked yet, in the server's order.
+    public var linkable: [ProviderConfig] {
+        guard let linked else { return [] }
+        let done = Set(linked.identities.map(\.provider))
+        return linked.available.filter { !done.contains($0.provider) }
+    }
+    /// A linked provider's name ("Corp SSO"), its id when the server gave none.
+    public func name(of identity: LinkedIdentity) -> String {
+        identity.name ?? linked?.available.first { $0.provider == identity.provider }?.name ?? identity.provider
+    }
+    /// The line under a linked provider: when it was linked.
+    public func detail(of identity: LinkedIdentity) -> String? {
+        identity.linkedAt.map { state.text(.linkedOn, ["date": state.day($0)]) }
+    }
+    /// The link button's label ("Link Corp SSO").
+    public func linkLabel(_ provider: ProviderConfig) -> String {
+        state.text(.linkProvider, ["provider": provider.name ?? provider.provider])
+    }
+    /// The confirmation's title ("Unlink Corp SSO?").
+    public var unlinkingTitle: String { state.text(.unlinkTitle, ["provider": unlinking.map(name(of:)) ?? ""]) }
+    /// The confirmation's text.
+    public var unlinkingWarning: String { state.text(.unlinkWarning, ["provider": unlinking.map(name(of:)) ?? ""]) }
+
+    /// Whether the confirmation is shown (a binding).
+    public var isConfirmingUnlink: Bool {
+        get { unlinking != nil }
+        set { if !newValue { unlinking = nil } }
+    }
+
+    // MARK: What the person does
+
+    /// Loads the linked providers (the view calls it when it appears).
+    public func load() async {
+        if state.isPreview { linked = linked ?? .preview; return }
+        guard !isLoading else { return }
+        isLoading = true
+        defer { isLoading = false }
+        await reload()
+    }
+
+    /// Links `provider`: the person signs in at the provider's page, then it is linked.
+    public func link(_ provider: ProviderConfig) async {
+        // The provider is only asked for its anchor by the system, on the main thread (as `SignOutButtonModel` passes it).
+        nonisolated(unsafe) let presentation = presentationContextProvider
+        await change { [state] in
+            let identity = try await state.client.linkIdentity(
+                provider: provider.provider, presentationContextProvider: presentation, sessionId: state.sessionId)
+            return state.text(.providerLinked, ["provider": identity.name ?? provider.name ?? provider.provider])
+        }
+    }
+
+    /// Asks to unlink `identity`: shows the confirmation.
+    public func askToUnlink(_ identity: LinkedIdentity) {
+        guard !isLoading else { return }
+        unlinking = identity
+    }
+
+    /// Unlinks the provider the confirmation named.
+    public func confirmUnlink() async {
+        guard let identity = unlinking else { return }
+        let name = name(of: identity)
+        unlinking = nil
+        await change { [state] in
+            try await state.client.unlinkIdentity(provider: identity.provider, sessionId: state.sessionId)
+            return state.text(.providerUnlinked, ["provider": name])
+        }
+    }
+
+    // MARK: Internals
+
+    private func change(_ body: () async throws -> String?) async {
+        guard !isLoading, !state.isPreview else { return }
+        isLoading = true
+        defer { isLoading = false }
+        notice = nil
+        notice = await state.accountChange(onSignInRequired: onSignInRequired, body)
+        await reload(keepingNotice: true)
+    }
+
+    private func reload(keepingNotice: Bool = false) async {
+        switch await state.accountCall(onSignInRequired: nil, { [state] in try await state.client.linkedIdentities(sessionId: state.sessionId) }) {
+        case .success(let loaded):
+            linked = loaded
+            if !keepingNotice { notice = nil }
+        case .failure(let failure):
+            if !keepingNotice || notice == nil { notice = failure.notice }
+        }
+    }
+}

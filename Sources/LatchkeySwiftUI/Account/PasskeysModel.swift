@@ -1,0 +1,166 @@
+import Foundation
+import Latchkey
+import Observation
+
+/// The account's passkeys (`PasskeysView`): the list with when each was added and last used, adding one on this
+/// device, renaming one, and deleting one after a confirmation.
+///
+/// The SDK's passkey calls take the session as ReachFive's `AuthToken`: the model asks the client for it
+/// (`LatchkeyClient.authToken(sessionId:)`, refreshed first when due) before each call.
+@MainActor @Observable
+public final class PasskeysModel {
+    /// The passkeys as last loaded, oldest first; empty before the first load.
+    public private(set) var passkeys: [DeviceCredential] = []
+    /// True once a load succeeded.
+    public private(set) var isLoaded = false
+    /// True while a call is under way.
+    public private(set) var isLoading = false
+    /// The last change's outcome or failure, in the person's words.
+    public private(set) var notice: AccountNotice?
+    /// The passkey being renamed, while the name field is shown.
+    public private(set) var renaming: DeviceCredential?
+    /// The new name being typed.
+    public var newName = ""
+    /// The passkey the person asked to delete, while the confirmation is shown.
+    public private(set) var deletion: DeviceCredential?
+
+    /// Called when the sign-in is too old for a change, so the app can present its sign-in (with `prompt=login`).
+    @ObservationIgnored public var onSignInRequired: (@MainActor () -> Void)?
+    @ObservationIgnored private let state: LatchkeyState
+
+    /// A screen over `state`'s session.
+    public init(state: LatchkeyState, onSignInRequired: (@MainActor () -> Void)? = nil) {
+        self.state = state
+        self.onSignInRequired = onSignInRequired
+    }
+
+    // MARK: What the screen shows
+
+    /// The section's title.
+    public var title: String { state.i18n.t(.passkeys) }
+    /// The text when the account has no passkey.
+    public var emptyText: String { state.i18n.t(.noPasskeys) }
+    /// The line under a passkey: when it was last used, else when it was added.
+    public func detail(of passkey: DeviceCredential) -> String? {
+        if let used = Self.date(passkey.lastUsedAt) { return state.text(.lastUsedOn, ["date": state.day(used)]) }
+        return Self.date(passkey.createdAt).map { state.text(.addedOn, ["date": state.day($0)]) }
+    }
+    /// The deletion confirmation's title ("Delete “Work phone”?").
+    public var deletionTitle: String { state.text(.deletePasskeyTitle, ["name": deletion?.friendlyName ?? ""]) }
+    /// The deletion confirmation's text.
+    public var deletionWarning: String { state.i18n.t(.deletePasskeyWarning) }
+    /// True when the typed name can be saved: not empty, at most 64 characters, and different.
+    public var canSaveName: Bool {
+        let name = newName.trimmingCharacters(in: .whitespacesAndNewlines)
+        return !name.isEmpty && name.count <= 64 && name != renaming?.friendlyName
+    }
+
+    /// Whether the rename field is shown (a binding; closing it cancels).
+    public var isRenaming: Bool {
+        get { renaming != nil }
+        set { if !newValue { cancelRenaming() } }
+    }
+    /// Whether the deletion's confirmation is shown (a binding).
+    public var isConfirmingDeletion: Bool {
+        get { deletion != nil }
+        set { if !newValue { deletion = nil } }
+    }
+
+    // MARK: What the person does
+
+    /// Loads the passkeys (the view calls it when it appears).
+    public func load() async {
+        if state.isPreview { passkeys = isLoaded ? passkeys : DeviceCredential.previews; isLoaded = true; return }
+        guard !isLoading else { return }
+        isLoading = true
+        defer { isLoading = false }
+        await reload()
+    }
+
+    /// Creates a passkey on this device for the account (the system's sheet asks the person) and names it
+    /// `friendlyName`. Closing the sheet says nothing.
+    public func addPasskey(friendlyName: String, anchor: PresentationAnchor? = nil) async {
+        await change { [state] in
+            let token = try await state.client.authToken(sessionId: state.sessionId)
+            try await state.client.registerNewPasskey(withRequest: NewPasskeyRequest(anchor: anchor, friendlyName: friendlyName), authToken: token)
+            return state.i18n.t(.passkeyAdded)
+        }
+    }
+
+    /// Shows the name field for `passkey`, filled with its name.
+    public func startRenaming(_ passkey: DeviceCredential) {
+        guard !isLoading else { return }
+        renaming = passkey
+        newName = passkey.friendlyName
+    }
+
+    /// Closes the name field; nothing is renamed.
+    public func cancelRenaming() {
+        renaming = nil
+        newName = ""
+    }
+
+    /// Saves the typed name.
+    public func saveName() async {
+        guard let passkey = renaming, canSaveName else { return }
+        let name = newName.trimmingCharacters(in: .whitespacesAndNewlines)
+        cancelRenaming()
+        await change { [state] in
+            let token = try await state.client.authToken(sessionId: state.sessionId)
+            try await state.client.renameWebAuthnRegistration(id: passkey.id, friendlyName: name, authToken: token)
+            return state.i18n.t(.passkeyRenamed)
+        }
+    }
+
+    /// Asks to delete `passkey`: shows the confirmation.
+    public func askToDelete(_ passkey: DeviceCredential) {
+        guard !isLoading else { return }
+        deletion = passkey
+    }
+
+    /// Deletes the passkey the confirmation named.
+    public func confirmDeletion() async {
+        guard let passkey = deletion else { return }
+        deletion = nil
+        await change { [state] in
+            let token = try await state.client.authToken(sessionId: state.sessionId)
+            try await state.client.deleteWebAuthnRegistration(id: passkey.id, authToken: token)
+            return state.i18n.t(.passkeyDeleted)
+        }
+    }
+
+    // MARK: Internals
+
+    private func change(_ body: () async throws -> String?) async {
+        guard !isLoading else { return }
+        if state.isPreview { return }  // a preview has no server
+        isLoading = true
+        defer { isLoading = false }
+        notice = nil
+        notice = await state.accountChange(onSignInRequired: onSignInRequired, body)
+        await reload(keepingNotice: true)
+    }
+
+    private func reload(keepingNotice: Bool = false) async {
+        let loaded = await state.accountCall(onSignInRequired: nil) { [state] in
+            try await state.client.listWebAuthnCredentials(authToken: try await state.client.authToken(sessionId: state.sessionId))
+        }
+        switch loaded {
+        case .success(let list):
+            passkeys = list
+            isLoaded = true
+            if !keepingNotice { notice = nil }
+        case .failure(let failure):
+            if !keepingNotice || notice == nil { notice = failure.notice }
+        }
+    }
+
+    /// The server's ISO 8601 time.
+    static func date(_ text: String?) -> Date? {
+        guard let text else { return nil }
+        let formatter = ISO8601DateFormatter()
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.date(from: text)
+    }
+}

@@ -1,0 +1,218 @@
+import Foundation
+import Latchkey
+import Observation
+
+/// The person's own second factors (`SecondFactorsView`): the list, adding an authenticator app (its QR code and setup
+/// key shown once, confirmed by the app's first code), turning on codes by email, recovery codes (shown once), and
+/// removing a factor after a confirmation.
+///
+/// Every change needs a recent sign-in: when the server says the sign-in is too old, ``notice`` asks the person to
+/// sign in again and `onSignInRequired` is called; nothing changes. The server mails the person about each change.
+///
+/// Secrets live only as long as the screen shows them: the authenticator app's key until it is confirmed or
+/// cancelled, the recovery codes until ``dismissRecoveryCodes()``. None is logged (the SDK's values print redacted).
+@MainActor @Observable
+public final class SecondFactorsModel {
+    /// The factors as last loaded; nil before the first load.
+    public private(set) var factors: SecondFactors?
+    /// True while a call is under way.
+    public private(set) var isLoading = false
+    /// The last change's outcome or failure, in the person's words.
+    public private(set) var notice: AccountNotice?
+    /// The authenticator app being added, while its QR code and setup key are shown.
+    public private(set) var authenticatorSetup: TOTPEnrollment?
+    /// The code the person types from the authenticator app.
+    public var code = ""
+    /// A new set of recovery codes, shown until ``dismissRecoveryCodes()``.
+    public private(set) var newRecoveryCodes: RecoveryCodes?
+    /// The factor the person asked to remove, while the confirmation is shown.
+    public private(set) var removal: SecondFactorKind?
+
+    /// Called when the sign-in is too old for a change, so the app can present its sign-in (with `prompt=login`).
+    @ObservationIgnored public var onSignInRequired: (@MainActor () -> Void)?
+    @ObservationIgnored private let state: LatchkeyState
+
+    /// A screen over `state`'s session.
+    public init(state: LatchkeyState, onSignInRequired: (@MainActor () -> Void)? = nil) {
+        self.state = state
+        self.onSignInRequired = onSignInRequired
+    }
+
+    // MARK: What the screen shows
+
+    /// The section's title.
+    public var title: String { state.i18n.t(.secondFactors) }
+    /// The text when the account has no second factor.
+    public var emptyText: String { state.i18n.t(.noSecondFactor) }
+    /// A factor kind's name ("Authenticator app", "Codes by email").
+    public func name(of kind: SecondFactorKind) -> String {
+        state.i18n.t(kind == .totp ? .authenticatorApp : .emailCodes)
+    }
+    /// The line under a factor: when it was added, or why it cannot be used.
+    public func detail(of factor: SecondFactor) -> String {
+        factor.isUsable ? state.text(.addedOn, ["date": state.day(factor.createdAt)]) : state.i18n.t(.verifyEmailToUse)
+    }
+    /// "7 of 10 left", when the account has recovery codes.
+    public var recoveryCodesSummary: String? {
+        factors?.recoveryCodes.map { state.text(.recoveryCodesLeft, ["remaining": "\($0.remaining)", "total": "\($0.total)"]) }
+    }
+    /// True when three codes or fewer are left: the screen suggests a new set.
+    public var recoveryCodesAreLow: Bool { (factors?.recoveryCodes?.remaining ?? Int.max) <= 3 }
+    /// True when an authenticator app can be added (an account has one at most; a new one replaces it only through
+    /// removing the old one first, so the person never loses both by mistake).
+    public var canAddAuthenticatorApp: Bool { factors.map { !$0.factors.contains { $0.kind == .totp } } ?? false }
+    /// True when codes by email can be turned on.
+    public var canTurnOnEmailCodes: Bool { factors.map { !$0.factors.contains { $0.kind == .email } } ?? false }
+    /// True when recovery codes can be made: they stand in for a usable factor, so one is needed.
+    public var canCreateRecoveryCodes: Bool { factors?.factors.contains(where: \.isUsable) ?? false }
+    /// The recovery codes button's label ("Create recovery codes", or "Create new recovery codes" over a set).
+    public var createRecoveryCodesLabel: String {
+        state.i18n.t(factors?.recoveryCodes == nil ? .createRecoveryCodes : .createNewRecoveryCodes)
+    }
+    /// The removal confirmation's title ("Remove Authenticator app?").
+    public var removalTitle: String { state.text(.removeFactorTitle, ["factor": removal.map(name(of:)) ?? ""]) }
+    /// The removal confirmation's text.
+    public var removalWarning: String { state.i18n.t(.removeFactorWarning) }
+    /// False for the last usable factor when a second factor is required (the server refuses it too).
+    public func canRemove(_ kind: SecondFactorKind) -> Bool {
+        guard let factors, factors.isRequired else { return true }
+        let usable = factors.factors.filter(\.isUsable)
+        return !(usable.count == 1 && usable.first?.kind == kind)
+    }
+    /// Why a factor cannot be removed, when it cannot.
+    public func removalHint(_ kind: SecondFactorKind) -> String? { canRemove(kind) ? nil : state.i18n.t(.factorRequired) }
+    /// The setup key in groups of four, easier to type by hand.
+    public var setupKey: String? {
+        authenticatorSetup.map { setup in
+            let characters = Array(setup.secret)
+            return stride(from: 0, to: characters.count, by: 4).map { String(characters[$0..<min($0 + 4, characters.count)]) }
+                .joined(separator: " ")
+        }
+    }
+    /// True when ``code`` has six digits (spaces aside).
+    public var canVerifyCode: Bool { code.filter(\.isNumber).count == 6 && code.allSatisfy { $0.isNumber || $0 == " " } }
+    /// The recovery codes as lines of text, to save or share.
+    public var recoveryCodesText: String? { newRecoveryCodes?.codes.joined(separator: "\n") }
+
+    /// Whether the setup sheet is shown (a binding; closing it cancels the setup).
+    public var isAddingAuthenticatorApp: Bool {
+        get { authenticatorSetup != nil }
+        set { if !newValue { cancelAuthenticatorApp() } }
+    }
+    /// Whether the recovery codes are shown (a binding; closing them forgets them).
+    public var isShowingRecoveryCodes: Bool {
+        get { newRecoveryCodes != nil }
+        set { if !newValue { dismissRecoveryCodes() } }
+    }
+    /// Whether the removal's confirmation is shown (a binding).
+    public var isConfirmingRemoval: Bool {
+        get { removal != nil }
+        set { if !newValue { cancelRemoval() } }
+    }
+
+    // MARK: What the person does
+
+    /// Loads the factors (the view calls it when it appears).
+    public func load() async {
+        if state.isPreview { factors = factors ?? .preview; return }
+        guard !isLoading else { return }
+        isLoading = true
+        defer { isLoading = false }
+        await reload()
+    }
+
+    /// Starts adding an authenticator app: a new key, shown once with its QR code.
+    public func startAuthenticatorApp() async {
+        await change { [state] in
+            self.authenticatorSetup = try await state.client.startTOTPEnrollment(sessionId: state.sessionId)
+            self.code = ""
+            return nil
+        }
+    }
+
+    /// Sends the authenticator app's first code; the app is added when it is right. A wrong code keeps the setup
+    /// open for the next one; an expired setup closes (start again).
+    public func confirmAuthenticatorApp() async {
+        guard let setup = authenticatorSetup, canVerifyCode else { return }
+        let typed = code.filter(\.isNumber)
+        code = ""
+        await change { [state] in
+            do {
+                try await state.client.confirmTOTPEnrollment(setup, code: typed, sessionId: state.sessionId)
+            } catch let error as LatchkeyError where error.code == .confirmationCodeExpired {
+                self.authenticatorSetup = nil
+                throw error
+            }
+            self.authenticatorSetup = nil
+            return state.text(.factorAdded, ["factor": self.name(of: .totp)])
+        }
+    }
+
+    /// Closes the setup without adding anything; the key is forgotten.
+    public func cancelAuthenticatorApp() {
+        authenticatorSetup = nil
+        code = ""
+    }
+
+    /// Turns on codes by email (the account's email address must be verified).
+    public func turnOnEmailCodes() async {
+        await change { [state] in
+            try await state.client.enableEmailCodes(sessionId: state.sessionId)
+            return state.text(.factorAdded, ["factor": self.name(of: .email)])
+        }
+    }
+
+    /// Makes a new set of recovery codes (the earlier set stops working) and shows it once.
+    public func createRecoveryCodes() async {
+        await change { [state] in
+            self.newRecoveryCodes = try await state.client.generateRecoveryCodes(sessionId: state.sessionId)
+            return state.i18n.t(.recoveryCodesCreated)
+        }
+    }
+
+    /// Hides the recovery codes; they are forgotten here.
+    public func dismissRecoveryCodes() { newRecoveryCodes = nil }
+
+    /// Asks to remove a factor: shows the confirmation.
+    public func askToRemove(_ kind: SecondFactorKind) {
+        guard !isLoading else { return }
+        removal = kind
+    }
+
+    /// Closes the confirmation; nothing is removed.
+    public func cancelRemoval() { removal = nil }
+
+    /// Removes the factor the confirmation named.
+    public func confirmRemoval() async {
+        guard let kind = removal else { return }
+        removal = nil
+        await change { [state] in
+            try await state.client.removeSecondFactor(kind, sessionId: state.sessionId)
+            return state.text(.factorRemoved, ["factor": self.name(of: kind)])
+        }
+    }
+
+    // MARK: Internals
+
+    /// One change: `body` returns the success notice; the list is reloaded after it either way (another device may
+    /// have changed it too).
+    private func change(_ body: () async throws -> String?) async {
+        guard !isLoading else { return }
+        if state.isPreview { return }  // a preview has no server
+        isLoading = true
+        defer { isLoading = false }
+        notice = nil
+        notice = await state.accountChange(onSignInRequired: onSignInRequired, body)
+        await reload(keepingNotice: true)
+    }
+
+    private func reload(keepingNotice: Bool = false) async {
+        switch await state.accountCall(onSignInRequired: nil, { [state] in try await state.client.secondFactors(sessionId: state.sessionId) }) {
+        case .success(let loaded):
+            factors = loaded
+            if !keepingNotice { notice = nil }
+        case .failure(let failure):
+            if !keepingNotice || notice == nil { notice = failure.notice }
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import Latchkey
+import Observation
+
+/// Where the person is signed in (`SessionsView`): each sign-in session with its apps, this device's marked, ending
+/// one after a confirmation (a lost phone's), and signing out everywhere else.
+///
+/// Ending this device's own session signs the app out (the state follows the client's `.signedOut`). No recent
+/// sign-in is needed for any of it: ending a session only ever takes access away.
+@MainActor @Observable
+public final class SessionsModel {
+    /// What the confirmation is about.
+    public enum Ending: Sendable, Equatable {
+        /// One session.
+        case session(SignInSession)
+        /// Every session but this device's.
+        case allOthers
+    }
+
+    /// The sessions as last loaded, this device's first, then newest first; empty before the first load.
+    public private(set) var sessions: [SignInSession] = []
+    /// True once a load succeeded.
+    public private(set) var isLoaded = false
+    /// True while a call is under way.
+    public private(set) var isLoading = false
+    /// The last change's outcome or failure, in the person's words.
+    public private(set) var notice: AccountNotice?
+    /// What the person asked to end, while the confirmation is shown.
+    public private(set) var ending: Ending?
+
+    @ObservationIgnored private let state: LatchkeyState
+
+    /// A screen over `state`'s session.
+    public init(state: LatchkeyState) { self.state = state }
+
+    // MARK: What the screen shows
+
+    /// The section's title.
+    public var title: String { state.i18n.t(.sessions) }
+    /// The mark on this device's session.
+    public var thisDeviceLabel: String { state.i18n.t(.thisDevice) }
+    /// A session's first line: the apps signed in through it ("Latchkey Demo, Console").
+    public func name(of session: SignInSession) -> String {
+        let apps = session.applications.map(\.clientName).filter { !$0.isEmpty }
+        return apps.isEmpty ? state.i18n.t(session.isCurrent ? .thisDevice : .sessions) : apps.joined(separator: ", ")
+    }
+    /// A session's second line: when it began.
+    public func detail(of session: SignInSession) -> String? {
+        (session.authenticatedAt ?? session.createdAt).map { state.text(.signedInOn, ["date": state.day($0)]) }
+    }
+    /// True when other sessions than this device's are listed.
+    public var hasOtherSessions: Bool { sessions.contains { !$0.isCurrent } }
+    /// The confirmation's title.
+    public var endingTitle: String { state.i18n.t(ending == .allOthers ? .signOutOthersTitle : .endSessionTitle) }
+    /// The confirmation's text.
+    public var endingWarning: String { state.i18n.t(.endSessionWarning) }
+
+    /// Whether the confirmation is shown (a binding).
+    public var isConfirmingEnding: Bool {
+        get { ending != nil }
+        set { if !newValue { ending = nil } }
+    }
+
+    // MARK: What the person does
+
+    /// Loads the sessions (the view calls it when it appears).
+    public func load() async {
+        if state.isPreview { sessions = isLoaded ? sessions : SignInSession.previews; isLoaded = true; return }
+        guard !isLoading else { return }
+        isLoading = true
+        defer { isLoading = false }
+        await reload()
+    }
+
+    /// Asks to end `session`: shows the confirmation.
+    public func askToEnd(_ session: SignInSession) {
+        guard !isLoading else { return }
+        ending = .session(session)
+    }
+
+    /// Asks to sign out everywhere but this device: shows the confirmation.
+    public func askToEndOthers() {
+        guard !isLoading, hasOtherSessions else { return }
+        ending = .allOthers
+    }
+
+    /// Ends what the confirmation named. After this device's own session the list is not reloaded: the app is signed
+    /// out.
+    public func confirmEnding() async {
+        guard let ending, !isLoading, !state.isPreview else { return }
+        self.ending = nil
+        isLoading = true
+        defer { isLoading = false }
+        notice = nil
+        let ownSession: Bool
+        switch ending {
+        case .session(let session):
+            ownSession = session.isCurrent
+            notice = await state.accountChange(onSignInRequired: nil) { [state] in
+                try await state.client.endSession(id: session.id, sessionId: state.sessionId)
+                return state.i18n.t(.sessionEnded)
+            }
+        case .allOthers:
+            ownSession = false
+            notice = await state.accountChange(onSignInRequired: nil) { [state] in
+                try await state.client.signOutEverywhere(keepingThisDevice: true, sessionId: state.sessionId)
+                return state.i18n.t(.otherSessionsEnded)
+            }
+        }
+        if ownSession, notice?.isProblem != true {
+            sessions = []
+            return
+        }
+        await reload(keepingNotice: true)
+    }
+
+    // MARK: Internals
+
+    private func reload(keepingNotice: Bool = false) async {
+        switch await state.accountCall(onSignInRequired: nil, { [state] in try await state.client.sessions(sessionId: state.sessionId) }) {
+        case .success(let list):
+            sessions = list.filter(\.isCurrent) + list.filter { !$0.isCurrent }
+            isLoaded = true
+            if !keepingNotice { notice = nil }
+        case .failure(let failure):
+            if !keepingNotice || notice == nil { notice = failure.notice }
+        }
+    }
+}
