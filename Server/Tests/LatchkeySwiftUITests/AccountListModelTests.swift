@@ -39,21 +39,26 @@ struct AccountListModelTests {
         #expect(model.isRenaming && model.newName == "iPhone" && !model.canSaveName, "the same name is not a change")
         model.newName = "   "
         #expect(!model.canSaveName)
-        model.newName = String(repeating: "x", count: 65)
-        #expect(!model.canSaveName)
+        model.newName = String(repeating: "x", count: 101)
+        #expect(!model.canSaveName, "the server's limit is 100")
         model.newName = "  Work phone "
         #expect(model.canSaveName)
-        await model.saveName()
+        // SwiftUI's order: the alert closes (clearing the name) before the button's task runs.
+        let typed = model.newName
+        model.isRenaming = false
+        #expect(model.renaming == nil && model.newName.isEmpty)
+        await model.rename(passkey, to: typed)
         #expect(model.notice == AccountNotice(kind: .done, message: "The passkey was renamed.") && !model.isRenaming)
         #expect(model.passkeys.map(\.friendlyName) == ["Work phone"])
 
-        model.askToDelete(try #require(model.passkeys.first))
+        let renamed = try #require(model.passkeys.first)
+        await model.rename(renamed, to: "  ")
+        await model.rename(renamed, to: "Work phone")
+        #expect(model.notice?.message == "The passkey was renamed." && model.passkeys == [renamed], "nothing sent for no change")
+        model.askToDelete(renamed)
         #expect(model.isConfirmingDeletion && model.deletionTitle == "Delete “Work phone”?")
-        model.isConfirmingDeletion = false
-        await model.confirmDeletion()  // without the confirmation: nothing
-        #expect(model.passkeys.count == 1)
-        model.askToDelete(try #require(model.passkeys.first))
-        await model.confirmDeletion()
+        model.isConfirmingDeletion = false  // SwiftUI's order: closed before the button's task runs
+        await model.delete(renamed)
         #expect(model.notice == AccountNotice(kind: .done, message: "The passkey was deleted.") && model.passkeys.isEmpty)
         #expect(try await state.client.listWebAuthnCredentials(authToken: try await state.client.authToken()).isEmpty)
     }
@@ -108,17 +113,16 @@ struct AccountListModelTests {
         let other = model.sessions[1]
         model.askToEnd(other)
         #expect(model.isConfirmingEnding && model.endingTitle == "Sign out of this session?")
-        model.isConfirmingEnding = false
-        await model.confirmEnding()  // without the confirmation: nothing
-        #expect(model.sessions.count == 3)
-        model.askToEnd(other)
-        await model.confirmEnding()
+        #expect(model.endingWarning == "Apps signed in through it will have to sign in again.")
+        model.isConfirmingEnding = false  // SwiftUI's order: closed before the button's task runs
+        #expect(model.ending == nil && model.sessions.count == 3)
+        await model.end(.session(other))
         #expect(model.notice == AccountNotice(kind: .done, message: "That session was signed out.") && model.sessions.count == 2)
         #expect(!model.sessions.contains { $0.id == other.id })
 
         model.askToEndOthers()
         #expect(model.endingTitle == "Sign out of every other session?")
-        await model.confirmEnding()
+        await model.end(.allOthers)
         #expect(model.notice == AccountNotice(kind: .done, message: "You were signed out everywhere else."))
         #expect(model.sessions.map(\.id) == [own.id] && !model.hasOtherSessions)
         for client in [phone, tablet] {
@@ -128,7 +132,8 @@ struct AccountListModelTests {
         #expect(!model.isConfirmingEnding, "nothing else to end")
 
         model.askToEnd(own)
-        await model.confirmEnding()
+        #expect(model.endingTitle == "Sign out on this device?" && model.endingWarning == "You will be signed out of this app here.")
+        await model.end(.session(own))
         #expect(model.sessions.isEmpty && model.notice?.kind == .done)
         try await eventually { !state.isSignedIn }
         #expect(try await state.client.isSignedIn() == false)
@@ -160,11 +165,9 @@ struct AccountListModelTests {
 
         model.askToUnlink(linked)
         #expect(model.unlinkingTitle == "Unlink Corp SSO?" && model.unlinkingWarning == "You will no longer be able to sign in with Corp SSO.")
-        model.isConfirmingUnlink = false
-        await model.confirmUnlink()  // without the confirmation: nothing
-        #expect(model.linked?.identities.count == 1)
-        model.askToUnlink(linked)
-        await model.confirmUnlink()
+        model.isConfirmingUnlink = false  // SwiftUI's order: closed before the button's task runs
+        #expect(model.unlinking == nil && model.linked?.identities.count == 1)
+        await model.unlink(linked)
         #expect(model.notice == AccountNotice(kind: .done, message: "Corp SSO was unlinked."))
         #expect(model.linked?.identities.isEmpty == true && model.linkable.map(\.provider) == ["corp"])
     }

@@ -28,7 +28,11 @@ struct DeleteAccountModelTests {
         #expect(try await server.server.user(username: "demo@example.com") != nil, "nothing was deleted without the confirmation")
 
         model.tap()
-        await model.confirm()
+        // SwiftUI's order: the dialog's button runs, then the dialog closes (`isConfirming = false`), then tasks run.
+        model.confirmFromDialog()
+        model.isConfirming = false
+        #expect(model.phase == .deleting, "closing the dialog after its button does not cancel")
+        await model.confirm()  // waits for the deletion under way, starts no other
         #expect(model.phase == .done(AccountDeletion(deletionDueAt: nil)) && deleted == [AccountDeletion(deletionDueAt: nil)])
         #expect(model.message == "Your account was deleted." && model.isDisabled)
         #expect(try await server.server.user(username: "demo@example.com") == nil)

@@ -29,12 +29,18 @@ struct SecondFactorsModelTests {
         #expect(model.setupKey?.split(separator: " ").allSatisfy { $0.count <= 4 } == true)
         model.code = "12 34"
         #expect(!model.canVerifyCode, "six digits are needed")
+        for notDigits in ["12345½", "①23456", "五23456", "12345a"] {
+            model.code = notDigits
+            #expect(!model.canVerifyCode, "\(notDigits)")
+        }
         let right = server.totpCode(try #require(TestServer.totpKey(fromBase32: setup.secret)))
         model.code = right == "000000" ? "111111" : "000000"
         await model.confirmAuthenticatorApp()
         #expect(model.notice?.kind == .failed && model.notice?.code == .mfaFailed, "\(String(describing: model.notice))")
         #expect(model.authenticatorSetup == setup && model.code.isEmpty, "a wrong code keeps the setup for the next one")
-        model.code = right
+        // As an Arabic number pad types it: the same digits in another script, sent as ASCII.
+        model.code = String(right.compactMap { digit in digit.wholeNumberValue.flatMap { UnicodeScalar(0x0660 + UInt32($0)) }.map(Character.init) })
+        #expect(model.canVerifyCode && model.code.count == 6 && model.code != right)
         await model.confirmAuthenticatorApp()
         #expect(model.notice == AccountNotice(kind: .done, message: "Authenticator app added."))
         #expect(model.authenticatorSetup == nil && !model.isAddingAuthenticatorApp)
@@ -42,7 +48,8 @@ struct SecondFactorsModelTests {
         #expect(model.detail(of: try #require(model.factors?.factors.first)).hasPrefix("Added "))
 
         #expect(model.createRecoveryCodesLabel == "Create recovery codes")
-        await model.createRecoveryCodes()
+        await model.requestRecoveryCodes()
+        #expect(!model.isConfirmingReplacement, "no set yet: nothing to confirm")
         let codes = try #require(model.newRecoveryCodes)
         #expect(codes.codes.count == 10 && model.isShowingRecoveryCodes)
         #expect(model.recoveryCodesText?.split(separator: "\n").map(String.init) == codes.codes)
@@ -50,16 +57,22 @@ struct SecondFactorsModelTests {
         #expect(model.createRecoveryCodesLabel == "Create new recovery codes")
         model.isShowingRecoveryCodes = false  // the sheet was closed
         #expect(model.newRecoveryCodes == nil && model.recoveryCodesText == nil, "shown once, then forgotten")
+        await model.requestRecoveryCodes()
+        #expect(model.isConfirmingReplacement && model.newRecoveryCodes == nil, "a set exists: asked first")
+        #expect(model.replacementTitle == "Create new recovery codes?" && model.replacementWarning.contains("stop working"))
+        await model.createRecoveryCodes()
+        #expect(!model.isConfirmingReplacement && model.newRecoveryCodes?.codes.count == 10 && model.newRecoveryCodes != codes)
+        model.dismissRecoveryCodes()
 
         model.askToRemove(.totp)
         #expect(model.isConfirmingRemoval && model.removalTitle == "Remove Authenticator app?")
         #expect(model.removalWarning.contains("recovery codes"))
-        model.isConfirmingRemoval = false
-        #expect(model.removal == nil)
-        await model.confirmRemoval()  // without the confirmation: nothing
-        #expect(model.factors?.factors.count == 1)
+        model.isConfirmingRemoval = false  // cancelled
+        #expect(model.removal == nil && model.factors?.factors.count == 1)
         model.askToRemove(.totp)
-        await model.confirmRemoval()
+        // SwiftUI's order: the dialog closes (clearing `removal`) before the button's task runs.
+        model.isConfirmingRemoval = false
+        await model.remove(.totp)
         #expect(model.notice == AccountNotice(kind: .done, message: "Authenticator app removed."))
         #expect(model.factors?.factors.isEmpty == true && model.factors?.recoveryCodes == nil, "the codes went with the last factor")
         let id = try #require(try await server.server.user(username: "demo@example.com")).id
@@ -107,6 +120,25 @@ struct SecondFactorsModelTests {
         #expect(asked == 1 && model.authenticatorSetup == nil && state.diagnosis == nil && state.isSignedIn)
         await model.createRecoveryCodes()
         #expect(model.notice?.kind == .needsSignIn && asked == 2 && model.newRecoveryCodes == nil)
+    }
+
+    @Test("a setup whose first code comes after the sign-in got too old is closed and its key forgotten")
+    func setupClosedWhenTheSignInAges() async throws {
+        let server = try await startServer { $0.recentAuthenticationSeconds = 60 }
+        defer { Task { await server.stop() } }
+        let state = try await server.signedInUIState()
+        server.freezeClock()
+        var asked = 0
+        let model = SecondFactorsModel(state: state, onSignInRequired: { asked += 1 })
+        await model.load()
+        await model.startAuthenticatorApp()
+        let setup = try #require(model.authenticatorSetup)
+        server.advanceClock(61)
+        model.code = server.totpCode(try #require(TestServer.totpKey(fromBase32: setup.secret)))
+        await model.confirmAuthenticatorApp()
+        #expect(model.notice?.kind == .needsSignIn && asked == 1, "\(String(describing: model.notice))")
+        #expect(model.authenticatorSetup == nil && !model.isAddingAuthenticatorApp && model.code.isEmpty, "the app can show its sign-in")
+        #expect(model.factors?.factors.isEmpty == true)
     }
 
     @Test("in French: the title, the factor's name in the outcome, the day it was added")

@@ -33,6 +33,8 @@ public final class DeleteAccountModel {
     /// Called when the sign-in is too old, so the app can present its sign-in (with `prompt=login`).
     @ObservationIgnored public var onSignInRequired: (@MainActor () -> Void)?
     @ObservationIgnored private let state: LatchkeyState
+    /// The deletion under way, for ``confirm()`` to wait on.
+    @ObservationIgnored private var deleting: Task<Void, Never>?
 
     /// A button over `state`.
     public init(
@@ -80,10 +82,22 @@ public final class DeleteAccountModel {
         phase = .idle
     }
 
-    /// Deletes the account; only after ``tap()`` showed the confirmation.
-    public func confirm() async {
+    /// The confirmation's action as the dialog's button calls it: starts the deletion at once. It must not wait for a
+    /// task: SwiftUI closes the dialog (``isConfirming`` set to false, which cancels a confirmation still shown) right
+    /// after the button's action returns, before any task it started runs.
+    public func confirmFromDialog() {
         guard phase == .confirming else { return }
         phase = .deleting
+        deleting = Task { await self.delete() }
+    }
+
+    /// Deletes the account; only after ``tap()`` showed the confirmation. Returns when the server answered.
+    public func confirm() async {
+        confirmFromDialog()
+        await deleting?.value
+    }
+
+    private func delete() async {
         do {
             let outcome = try await state.tracked { try await state.client.deleteAccount(sessionId: state.sessionId) }
             phase = .done(outcome)

@@ -93,9 +93,10 @@ public final class LinkedAccountsModel {
         unlinking = identity
     }
 
-    /// Unlinks the provider the confirmation named.
-    public func confirmUnlink() async {
-        guard let identity = unlinking else { return }
+    /// Unlinks `identity` (the confirmation's action: SwiftUI closes the dialog, clearing ``unlinking``, before the
+    /// action's task runs, so the provider is passed in).
+    public func unlink(_ identity: LinkedIdentity) async {
+        guard !isLoading else { return }
         let name = name(of: identity)
         unlinking = nil
         await change { [state] in

@@ -49,11 +49,8 @@ public final class PasskeysModel {
     public var deletionTitle: String { state.text(.deletePasskeyTitle, ["name": deletion?.friendlyName ?? ""]) }
     /// The deletion confirmation's text.
     public var deletionWarning: String { state.i18n.t(.deletePasskeyWarning) }
-    /// True when the typed name can be saved: not empty, at most 64 characters, and different.
-    public var canSaveName: Bool {
-        let name = newName.trimmingCharacters(in: .whitespacesAndNewlines)
-        return !name.isEmpty && name.count <= 64 && name != renaming?.friendlyName
-    }
+    /// True when the typed name can be saved: not empty, at most 100 characters (the server's limit), and different.
+    public var canSaveName: Bool { Self.isNewName(newName, for: renaming) }
 
     /// Whether the rename field is shown (a binding; closing it cancels).
     public var isRenaming: Bool {
@@ -100,10 +97,12 @@ public final class PasskeysModel {
         newName = ""
     }
 
-    /// Saves the typed name.
-    public func saveName() async {
-        guard let passkey = renaming, canSaveName else { return }
-        let name = newName.trimmingCharacters(in: .whitespacesAndNewlines)
+    /// Renames `passkey` to `name` (the rename alert's action: SwiftUI closes the alert, clearing ``renaming`` and
+    /// ``newName``, before the action's task runs, so both are passed in). Does nothing for a name ``canSaveName``
+    /// would refuse.
+    public func rename(_ passkey: DeviceCredential, to name: String) async {
+        guard !isLoading, Self.isNewName(name, for: passkey) else { return }
+        let name = name.trimmingCharacters(in: .whitespacesAndNewlines)
         cancelRenaming()
         await change { [state] in
             let token = try await state.client.authToken(sessionId: state.sessionId)
@@ -118,9 +117,10 @@ public final class PasskeysModel {
         deletion = passkey
     }
 
-    /// Deletes the passkey the confirmation named.
-    public func confirmDeletion() async {
-        guard let passkey = deletion else { return }
+    /// Deletes `passkey` (the confirmation's action: SwiftUI closes the dialog, clearing ``deletion``, before the
+    /// action's task runs, so the passkey is passed in).
+    public func delete(_ passkey: DeviceCredential) async {
+        guard !isLoading else { return }
         deletion = nil
         await change { [state] in
             let token = try await state.client.authToken(sessionId: state.sessionId)
@@ -153,6 +153,11 @@ public final class PasskeysModel {
         case .failure(let failure):
             if !keepingNotice || notice == nil { notice = failure.notice }
         }
+    }
+
+    static func isNewName(_ name: String, for passkey: DeviceCredential?) -> Bool {
+        let name = name.trimmingCharacters(in: .whitespacesAndNewlines)
+        return !name.isEmpty && name.count <= 100 && name != passkey?.friendlyName
     }
 
     /// The server's ISO 8601 time.

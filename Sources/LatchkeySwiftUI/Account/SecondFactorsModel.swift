@@ -27,6 +27,8 @@ public final class SecondFactorsModel {
     public private(set) var newRecoveryCodes: RecoveryCodes?
     /// The factor the person asked to remove, while the confirmation is shown.
     public private(set) var removal: SecondFactorKind?
+    /// Whether the confirmation before a new set of recovery codes replaces the current one is shown.
+    public var isConfirmingReplacement = false
 
     /// Called when the sign-in is too old for a change, so the app can present its sign-in (with `prompt=login`).
     @ObservationIgnored public var onSignInRequired: (@MainActor () -> Void)?
@@ -73,6 +75,10 @@ public final class SecondFactorsModel {
     public var removalTitle: String { state.text(.removeFactorTitle, ["factor": removal.map(name(of:)) ?? ""]) }
     /// The removal confirmation's text.
     public var removalWarning: String { state.i18n.t(.removeFactorWarning) }
+    /// The title of the confirmation before a new set replaces the current one.
+    public var replacementTitle: String { state.i18n.t(.replaceRecoveryCodesTitle) }
+    /// That confirmation's text: the current codes stop working.
+    public var replacementWarning: String { state.i18n.t(.replaceRecoveryCodesWarning) }
     /// False for the last usable factor when a second factor is required (the server refuses it too).
     public func canRemove(_ kind: SecondFactorKind) -> Bool {
         guard let factors, factors.isRequired else { return true }
@@ -89,8 +95,8 @@ public final class SecondFactorsModel {
                 .joined(separator: " ")
         }
     }
-    /// True when ``code`` has six digits (spaces aside).
-    public var canVerifyCode: Bool { code.filter(\.isNumber).count == 6 && code.allSatisfy { $0.isNumber || $0 == " " } }
+    /// True when ``code`` is six digits (spaces aside; any script's decimal digits, as an Arabic keyboard types them).
+    public var canVerifyCode: Bool { Self.asciiDigits(code)?.count == 6 }
     /// The recovery codes as lines of text, to save or share.
     public var recoveryCodesText: String? { newRecoveryCodes?.codes.joined(separator: "\n") }
 
@@ -131,15 +137,17 @@ public final class SecondFactorsModel {
     }
 
     /// Sends the authenticator app's first code; the app is added when it is right. A wrong code keeps the setup
-    /// open for the next one; an expired setup closes (start again).
+    /// open for the next one; any other failure (an expired setup, too many wrong codes, a sign-in too old) closes it
+    /// and forgets the key.
     public func confirmAuthenticatorApp() async {
-        guard let setup = authenticatorSetup, canVerifyCode else { return }
-        let typed = code.filter(\.isNumber)
+        guard !isLoading, let setup = authenticatorSetup, let typed = Self.asciiDigits(code), typed.count == 6 else { return }
         code = ""
         await change { [state] in
             do {
                 try await state.client.confirmTOTPEnrollment(setup, code: typed, sessionId: state.sessionId)
-            } catch let error as LatchkeyError where error.code == .confirmationCodeExpired {
+            } catch let error as LatchkeyError where error.code == .mfaFailed && error.statusCode != 429 {
+                throw error  // a wrong code: the next one may be right
+            } catch {
                 self.authenticatorSetup = nil
                 throw error
             }
@@ -162,8 +170,20 @@ public final class SecondFactorsModel {
         }
     }
 
+    /// The recovery codes button's action: over a current set it asks first (``isConfirmingReplacement``), since the
+    /// current codes stop working; otherwise it makes the set.
+    public func requestRecoveryCodes() async {
+        guard !isLoading else { return }
+        if factors?.recoveryCodes != nil {
+            isConfirmingReplacement = true
+            return
+        }
+        await createRecoveryCodes()
+    }
+
     /// Makes a new set of recovery codes (the earlier set stops working) and shows it once.
     public func createRecoveryCodes() async {
+        isConfirmingReplacement = false
         await change { [state] in
             self.newRecoveryCodes = try await state.client.generateRecoveryCodes(sessionId: state.sessionId)
             return state.i18n.t(.recoveryCodesCreated)
@@ -182,9 +202,9 @@ public final class SecondFactorsModel {
     /// Closes the confirmation; nothing is removed.
     public func cancelRemoval() { removal = nil }
 
-    /// Removes the factor the confirmation named.
-    public func confirmRemoval() async {
-        guard let kind = removal else { return }
+    /// Removes `kind` (the confirmation's action: SwiftUI closes the dialog, clearing ``removal``, before the action's
+    /// task runs, so the factor is passed in).
+    public func remove(_ kind: SecondFactorKind) async {
         removal = nil
         await change { [state] in
             try await state.client.removeSecondFactor(kind, sessionId: state.sessionId)
@@ -193,6 +213,19 @@ public final class SecondFactorsModel {
     }
 
     // MARK: Internals
+
+    /// `text` as ASCII digits, spaces dropped; nil when it holds anything but decimal digits and spaces. Decimal digits
+    /// of any script count (٣ is 3), so a code typed on an Arabic number pad is not a wrong code spending the budget.
+    static func asciiDigits(_ text: String) -> String? {
+        var digits = ""
+        for character in text where character != " " {
+            guard character.unicodeScalars.count == 1, let scalar = character.unicodeScalars.first,
+                scalar.properties.numericType == .decimal, let value = character.wholeNumberValue
+            else { return nil }
+            digits += String(value)
+        }
+        return digits
+    }
 
     /// One change: `body` returns the success notice; the list is reloaded after it either way (another device may
     /// have changed it too).

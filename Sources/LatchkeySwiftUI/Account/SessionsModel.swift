@@ -42,7 +42,7 @@ public final class SessionsModel {
     /// A session's first line: the apps signed in through it ("Latchkey Demo, Console").
     public func name(of session: SignInSession) -> String {
         let apps = session.applications.map(\.clientName).filter { !$0.isEmpty }
-        return apps.isEmpty ? state.i18n.t(session.isCurrent ? .thisDevice : .sessions) : apps.joined(separator: ", ")
+        return apps.isEmpty ? state.i18n.t(session.isCurrent ? .thisDevice : .signedInSession) : apps.joined(separator: ", ")
     }
     /// A session's second line: when it began.
     public func detail(of session: SignInSession) -> String? {
@@ -50,10 +50,19 @@ public final class SessionsModel {
     }
     /// True when other sessions than this device's are listed.
     public var hasOtherSessions: Bool { sessions.contains { !$0.isCurrent } }
-    /// The confirmation's title.
-    public var endingTitle: String { state.i18n.t(ending == .allOthers ? .signOutOthersTitle : .endSessionTitle) }
+    /// The confirmation's title: this device's own session, another one, or all the others.
+    public var endingTitle: String {
+        switch ending {
+        case .allOthers: state.i18n.t(.signOutOthersTitle)
+        case .session(let session) where session.isCurrent: state.i18n.t(.endOwnSessionTitle)
+        default: state.i18n.t(.endSessionTitle)
+        }
+    }
     /// The confirmation's text.
-    public var endingWarning: String { state.i18n.t(.endSessionWarning) }
+    public var endingWarning: String {
+        if case .session(let session) = ending, session.isCurrent { return state.i18n.t(.endOwnSessionWarning) }
+        return state.i18n.t(.endSessionWarning)
+    }
 
     /// Whether the confirmation is shown (a binding).
     public var isConfirmingEnding: Bool {
@@ -84,10 +93,11 @@ public final class SessionsModel {
         ending = .allOthers
     }
 
-    /// Ends what the confirmation named. After this device's own session the list is not reloaded: the app is signed
-    /// out.
-    public func confirmEnding() async {
-        guard let ending, !isLoading, !state.isPreview else { return }
+    /// Ends `ending` (the confirmation's action: SwiftUI closes the dialog, clearing ``ending``, before the action's
+    /// task runs, so what to end is passed in). After this device's own session the list is not reloaded: the app is
+    /// signed out.
+    public func end(_ ending: Ending) async {
+        guard !isLoading, !state.isPreview else { return }
         self.ending = nil
         isLoading = true
         defer { isLoading = false }

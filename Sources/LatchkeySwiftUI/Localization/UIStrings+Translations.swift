@@ -83,7 +83,13 @@ extension UIStrings {
         .unlinkTitle: "هل تريد إلغاء ربط {provider}؟",
         .unlinkWarning: "لن تتمكن بعد الآن من تسجيل الدخول باستخدام {provider}.",
         .providerLinked: "تم ربط {provider}.",
-        .providerUnlinked: "تم إلغاء ربط {provider}."
+        .providerUnlinked: "تم إلغاء ربط {provider}.",
+        .replaceRecoveryCodesTitle: "هل تريد إنشاء رموز استرداد جديدة؟",
+        .replaceRecoveryCodesWarning: "ستتوقف رموز الاسترداد الحالية عن العمل.",
+        .create: "إنشاء",
+        .signedInSession: "جلسة تسجيل دخول",
+        .endOwnSessionTitle: "هل تريد تسجيل الخروج على هذا الجهاز؟",
+        .endOwnSessionWarning: "سيتم تسجيل خروجك من هذا التطبيق على هذا الجهاز."
     ]
 
     static let german: [UIText: String] = [
@@ -169,7 +175,13 @@ extension UIStrings {
         .unlinkTitle: "Verknüpfung mit {provider} aufheben?",
         .unlinkWarning: "Sie können sich dann nicht mehr mit {provider} anmelden.",
         .providerLinked: "{provider} wurde verknüpft.",
-        .providerUnlinked: "Die Verknüpfung mit {provider} wurde aufgehoben."
+        .providerUnlinked: "Die Verknüpfung mit {provider} wurde aufgehoben.",
+        .replaceRecoveryCodesTitle: "Neue Wiederherstellungscodes erstellen?",
+        .replaceRecoveryCodesWarning: "Ihre aktuellen Wiederherstellungscodes funktionieren dann nicht mehr.",
+        .create: "Erstellen",
+        .signedInSession: "Angemeldete Sitzung",
+        .endOwnSessionTitle: "Auf diesem Gerät abmelden?",
+        .endOwnSessionWarning: "Sie werden auf diesem Gerät von dieser App abgemeldet."
     ]
 
     static let spanish: [UIText: String] = [
@@ -253,7 +265,13 @@ extension UIStrings {
         .unlinkTitle: "¿Desvincular {provider}?",
         .unlinkWarning: "Ya no podrá iniciar sesión con {provider}.",
         .providerLinked: "Se vinculó {provider}.",
-        .providerUnlinked: "Se desvinculó {provider}."
+        .providerUnlinked: "Se desvinculó {provider}.",
+        .replaceRecoveryCodesTitle: "¿Crear nuevos códigos de recuperación?",
+        .replaceRecoveryCodesWarning: "Sus códigos de recuperación actuales dejarán de funcionar.",
+        .create: "Crear",
+        .signedInSession: "Sesión iniciada",
+        .endOwnSessionTitle: "¿Cerrar sesión en este dispositivo?",
+        .endOwnSessionWarning: "Se cerrará su sesión en esta aplicación en este dispositivo."
     ]
 
     static let french: [UIText: String] = [
@@ -340,7 +358,13 @@ extension UIStrings {
         .unlinkTitle: "Dissocier {provider} ?",
         .unlinkWarning: "Vous ne pourrez plus vous connecter avec {provider}.",
         .providerLinked: "Le compte {provider} a été associé.",
-        .providerUnlinked: "Le compte {provider} a été dissocié."
+        .providerUnlinked: "Le compte {provider} a été dissocié.",
+        .replaceRecoveryCodesTitle: "Créer de nouveaux codes de récupération ?",
+        .replaceRecoveryCodesWarning: "Vos codes de récupération actuels ne fonctionneront plus.",
+        .create: "Créer",
+        .signedInSession: "Session de connexion",
+        .endOwnSessionTitle: "Se déconnecter sur cet appareil ?",
+        .endOwnSessionWarning: "Vous serez déconnecté de cette application sur cet appareil."
     ]
 
     static let hungarian: [UIText: String] = [
@@ -424,7 +448,13 @@ extension UIStrings {
         .unlinkTitle: "Leválasztja a(z) {provider}-fiókot?",
         .unlinkWarning: "Többé nem tud majd bejelentkezni a(z) {provider} szolgáltatással.",
         .providerLinked: "{provider}-fiók összekapcsolva.",
-        .providerUnlinked: "{provider}-fiók leválasztva."
+        .providerUnlinked: "{provider}-fiók leválasztva.",
+        .replaceRecoveryCodesTitle: "Új helyreállítási kódokat hoz létre?",
+        .replaceRecoveryCodesWarning: "A jelenlegi helyreállítási kódjai többé nem fognak működni.",
+        .create: "Létrehozás",
+        .signedInSession: "Bejelentkezett munkamenet",
+        .endOwnSessionTitle: "Kijelentkezik ezen az eszközön?",
+        .endOwnSessionWarning: "Ezen az eszközön kijelentkezik ebből az alkalmazásból."
     ]
 
     static let italian: [UIText: String] = [
@@ -510,7 +540,13 @@ extension UIStrings {
         .unlinkTitle: "Scollegare {provider}?",
         .unlinkWarning: "Non potrai più accedere con {provider}.",
         .providerLinked: "L’account {provider} è stato collegato.",
-        .providerUnlinked: "L’account {provider} è stato scollegato."
+        .providerUnlinked: "L’account {provider} è stato scollegato.",
+        .replaceRecoveryCodesTitle: "Creare nuovi codici di recupero?",
+        .replaceRecoveryCodesWarning: "I tuoi codici di recupero attuali smetteranno di funzionare.",
+        .create: "Crea",
+        .signedInSession: "Sessione di accesso",
+        .endOwnSessionTitle: "Uscire da questo dispositivo?",
+        .endOwnSessionWarning: "Uscirai da questa app su questo dispositivo."
     ]
 
     static let japanese: [UIText: String] = [
@@ -591,7 +627,13 @@ extension UIStrings {
         .unlinkTitle: "{provider}との連携を解除しますか？",
         .unlinkWarning: "{provider}でサインインできなくなります。",
         .providerLinked: "{provider}と連携しました。",
-        .providerUnlinked: "{provider}との連携を解除しました。"
+        .providerUnlinked: "{provider}との連携を解除しました。",
+        .replaceRecoveryCodesTitle: "新しいリカバリーコードを作成しますか？",
+        .replaceRecoveryCodesWarning: "現在のリカバリーコードは使用できなくなります。",
+        .create: "作成",
+        .signedInSession: "サインイン中のセッション",
+        .endOwnSessionTitle: "このデバイスでサインアウトしますか？",
+        .endOwnSessionWarning: "このデバイスでこのアプリからサインアウトされます。"
     ]
 
     static let korean: [UIText: String] = [
@@ -673,7 +715,13 @@ extension UIStrings {
         .unlinkTitle: "{provider} 연결을 해제하시겠습니까?",
         .unlinkWarning: "더 이상 {provider} 계정으로 로그인할 수 없습니다.",
         .providerLinked: "{provider} 계정이 연결되었습니다.",
-        .providerUnlinked: "{provider} 계정 연결이 해제되었습니다."
+        .providerUnlinked: "{provider} 계정 연결이 해제되었습니다.",
+        .replaceRecoveryCodesTitle: "새 복구 코드를 만드시겠습니까?",
+        .replaceRecoveryCodesWarning: "현재 복구 코드는 더 이상 사용할 수 없게 됩니다.",
+        .create: "만들기",
+        .signedInSession: "로그인된 세션",
+        .endOwnSessionTitle: "이 기기에서 로그아웃하시겠습니까?",
+        .endOwnSessionWarning: "이 기기의 이 앱에서 로그아웃됩니다."
     ]
 
     static let dutch: [UIText: String] = [
@@ -757,7 +805,13 @@ extension UIStrings {
         .unlinkTitle: "{provider} ontkoppelen?",
         .unlinkWarning: "U kunt dan niet meer inloggen met {provider}.",
         .providerLinked: "{provider} is gekoppeld.",
-        .providerUnlinked: "{provider} is ontkoppeld."
+        .providerUnlinked: "{provider} is ontkoppeld.",
+        .replaceRecoveryCodesTitle: "Nieuwe herstelcodes aanmaken?",
+        .replaceRecoveryCodesWarning: "Uw huidige herstelcodes werken dan niet meer.",
+        .create: "Aanmaken",
+        .signedInSession: "Ingelogde sessie",
+        .endOwnSessionTitle: "Uitloggen op dit apparaat?",
+        .endOwnSessionWarning: "U wordt op dit apparaat uitgelogd bij deze app."
     ]
 
     static let portuguese: [UIText: String] = [
@@ -842,7 +896,13 @@ extension UIStrings {
         .unlinkTitle: "Desvincular {provider}?",
         .unlinkWarning: "Você não poderá mais entrar com {provider}.",
         .providerLinked: "A conta {provider} foi vinculada.",
-        .providerUnlinked: "A conta {provider} foi desvinculada."
+        .providerUnlinked: "A conta {provider} foi desvinculada.",
+        .replaceRecoveryCodesTitle: "Criar novos códigos de recuperação?",
+        .replaceRecoveryCodesWarning: "Seus códigos de recuperação atuais deixarão de funcionar.",
+        .create: "Criar",
+        .signedInSession: "Sessão iniciada",
+        .endOwnSessionTitle: "Sair deste dispositivo?",
+        .endOwnSessionWarning: "Você sairá deste app neste dispositivo."
     ]
 
     static let russian: [UIText: String] = [
@@ -926,7 +986,13 @@ extension UIStrings {
         .unlinkTitle: "Отвязать {provider}?",
         .unlinkWarning: "Вы больше не сможете входить через {provider}.",
         .providerLinked: "Аккаунт {provider} привязан.",
-        .providerUnlinked: "Аккаунт {provider} отвязан."
+        .providerUnlinked: "Аккаунт {provider} отвязан.",
+        .replaceRecoveryCodesTitle: "Создать новые коды восстановления?",
+        .replaceRecoveryCodesWarning: "Текущие коды восстановления перестанут работать.",
+        .create: "Создать",
+        .signedInSession: "Сеанс входа",
+        .endOwnSessionTitle: "Выйти на этом устройстве?",
+        .endOwnSessionWarning: "Вы выйдете из этого приложения на этом устройстве."
     ]
 
     static let slovak: [UIText: String] = [
@@ -1010,7 +1076,13 @@ extension UIStrings {
         .unlinkTitle: "Zrušiť prepojenie s účtom {provider}?",
         .unlinkWarning: "Pomocou účtu {provider} sa už nebudete môcť prihlásiť.",
         .providerLinked: "Účet {provider} bol prepojený.",
-        .providerUnlinked: "Prepojenie s účtom {provider} bolo zrušené."
+        .providerUnlinked: "Prepojenie s účtom {provider} bolo zrušené.",
+        .replaceRecoveryCodesTitle: "Vytvoriť nové kódy na obnovenie?",
+        .replaceRecoveryCodesWarning: "Vaše aktuálne kódy na obnovenie prestanú fungovať.",
+        .create: "Vytvoriť",
+        .signedInSession: "Prihlásená relácia",
+        .endOwnSessionTitle: "Odhlásiť sa na tomto zariadení?",
+        .endOwnSessionWarning: "Na tomto zariadení budete odhlásení z tejto aplikácie."
     ]
 
     static let chineseSimplified: [UIText: String] = [
@@ -1090,7 +1162,13 @@ extension UIStrings {
         .unlinkTitle: "要解除与 {provider} 的关联吗？",
         .unlinkWarning: "您将无法再使用 {provider} 登录。",
         .providerLinked: "已关联 {provider}。",
-        .providerUnlinked: "已解除与 {provider} 的关联。"
+        .providerUnlinked: "已解除与 {provider} 的关联。",
+        .replaceRecoveryCodesTitle: "要创建新的恢复码吗？",
+        .replaceRecoveryCodesWarning: "您当前的恢复码将失效。",
+        .create: "创建",
+        .signedInSession: "已登录的会话",
+        .endOwnSessionTitle: "要在此设备上退出登录吗？",
+        .endOwnSessionWarning: "您将在此设备上从此应用退出登录。"
     ]
 
     static let chineseTraditional: [UIText: String] = [
@@ -1170,6 +1248,12 @@ extension UIStrings {
         .unlinkTitle: "要解除與 {provider} 的連結嗎？",
         .unlinkWarning: "您將無法再使用 {provider} 登入。",
         .providerLinked: "已連結 {provider}。",
-        .providerUnlinked: "已解除與 {provider} 的連結。"
+        .providerUnlinked: "已解除與 {provider} 的連結。",
+        .replaceRecoveryCodesTitle: "要建立新的復原碼嗎？",
+        .replaceRecoveryCodesWarning: "您目前的復原碼將會失效。",
+        .create: "建立",
+        .signedInSession: "已登入的工作階段",
+        .endOwnSessionTitle: "要在此裝置上登出嗎？",
+        .endOwnSessionWarning: "您將在此裝置上登出此應用程式。"
     ]
 }

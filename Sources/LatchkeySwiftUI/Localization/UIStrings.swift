@@ -197,6 +197,18 @@ public enum UIText: String, Sendable, CaseIterable {
     case providerLinked
     /// English: "{provider} was unlinked.".
     case providerUnlinked
+    /// English: "Create new recovery codes?".
+    case replaceRecoveryCodesTitle
+    /// English: "Your current recovery codes will stop working.".
+    case replaceRecoveryCodesWarning
+    /// English: "Create".
+    case create
+    /// English: "Signed-in session".
+    case signedInSession
+    /// English: "Sign out on this device?".
+    case endOwnSessionTitle
+    /// English: "You will be signed out of this app here.".
+    case endOwnSessionWarning
 
     /// The text that explains a failure of kind `code` when the server sent no message of its own.
     public static func forError(_ code: LatchkeyError.Code) -> UIText {
@@ -319,6 +331,12 @@ public enum UIStrings {
         .unlinkTitle: "Unlink {provider}?",
         .unlinkWarning: "You will no longer be able to sign in with {provider}.",
         .providerLinked: "{provider} was linked.",
-        .providerUnlinked: "{provider} was unlinked."
+        .providerUnlinked: "{provider} was unlinked.",
+        .replaceRecoveryCodesTitle: "Create new recovery codes?",
+        .replaceRecoveryCodesWarning: "Your current recovery codes will stop working.",
+        .create: "Create",
+        .signedInSession: "Signed-in session",
+        .endOwnSessionTitle: "Sign out on this device?",
+        .endOwnSessionWarning: "You will be signed out of this app here."
     ]
 }

@@ -63,6 +63,9 @@ struct AccountNoticeText: View {
             .font(theme.captionFont)
             .foregroundStyle(notice.isProblem ? theme.error : theme.secondaryText)
             .accessibilityIdentifier(LatchkeyAccessibilityID.accountNotice)
+            // VoiceOver reads the outcome when it appears or changes, not only when the person finds it.
+            .onAppear { AccessibilityNotification.Announcement(notice.message).post() }
+            .onChange(of: notice) { AccessibilityNotification.Announcement(notice.message).post() }
     }
 }
 
@@ -73,6 +76,7 @@ struct QRCodeImage: View {
     let label: String
     #if canImport(CoreImage)
     @State private var image: CGImage?
+    @State private var drawn = false
     #endif
 
     var body: some View {
@@ -80,15 +84,20 @@ struct QRCodeImage: View {
             #if canImport(CoreImage)
             if let image {
                 Image(image, scale: 1, label: Text(label)).interpolation(.none).resizable().scaledToFit()
+            } else if drawn {
+                fallback  // Core Image could not draw it
             } else {
-                fallback
+                Color.clear.aspectRatio(1, contentMode: .fit)  // not the text for a frame: it holds the key
             }
             #else
             fallback
             #endif
         }
         #if canImport(CoreImage)
-        .task(id: text) { image = Self.draw(text) }
+        .task(id: text) {
+            image = Self.draw(text)
+            drawn = true
+        }
         #endif
     }
 

@@ -50,8 +50,10 @@ struct PasskeysContent: View {
             ForEach(model.passkeys) { passkey in
                 AccountRow(title: passkey.friendlyName, detail: model.detail(of: passkey)) {
                     Button(state.i18n.t(.rename)) { model.startRenaming(passkey) }
+                        .accessibilityLabel("\(state.i18n.t(.rename)), \(passkey.friendlyName)")
                         .accessibilityIdentifier(LatchkeyAccessibilityID.renamePasskey(passkey.id))
                     Button(state.i18n.t(.delete), role: .destructive) { model.askToDelete(passkey) }
+                        .accessibilityLabel("\(state.i18n.t(.delete)), \(passkey.friendlyName)")
                         .accessibilityIdentifier(LatchkeyAccessibilityID.deletePasskey(passkey.id))
                 }
             }
@@ -64,17 +66,24 @@ struct PasskeysContent: View {
         }
         .buttonStyle(.borderless)
         .disabled(model.isLoading && model.isLoaded)
-        .alert(state.i18n.t(.rename), isPresented: $model.isRenaming) {
+        // What the action needs comes with it (`presenting:`, the name read in the action): closing clears the model's.
+        .alert(state.i18n.t(.rename), isPresented: $model.isRenaming, presenting: model.renaming) { passkey in
             TextField(state.i18n.t(.passkeyName), text: $model.newName)
                 .accessibilityIdentifier(LatchkeyAccessibilityID.passkeyName)
-            Button(state.i18n.t(.save)) { Task { await model.saveName() } }.disabled(!model.canSaveName)
+            Button(state.i18n.t(.save)) {
+                let name = model.newName
+                Task { await model.rename(passkey, to: name) }
+            }
+            .disabled(!model.canSaveName)
             Button(state.i18n.t(.cancel), role: .cancel) { model.cancelRenaming() }
         }
-        .confirmationDialog(model.deletionTitle, isPresented: $model.isConfirmingDeletion, titleVisibility: .visible) {
-            Button(state.i18n.t(.delete), role: .destructive) { Task { await model.confirmDeletion() } }
+        .confirmationDialog(
+            model.deletionTitle, isPresented: $model.isConfirmingDeletion, titleVisibility: .visible, presenting: model.deletion
+        ) { passkey in
+            Button(state.i18n.t(.delete), role: .destructive) { Task { await model.delete(passkey) } }
                 .accessibilityIdentifier(LatchkeyAccessibilityID.confirm)
             Button(state.i18n.t(.cancel), role: .cancel) {}
-        } message: {
+        } message: { _ in
             Text(model.deletionWarning)
         }
     }
@@ -128,6 +137,7 @@ struct SessionsContent: View {
                 AccountRow(title: model.name(of: session), detail: model.detail(of: session), badge: session.isCurrent ? model.thisDeviceLabel : nil)
                 {
                     Button(state.i18n.t(.signOut), role: .destructive) { model.askToEnd(session) }
+                        .accessibilityLabel("\(state.i18n.t(.signOut)), \(model.name(of: session))")
                         .accessibilityIdentifier(LatchkeyAccessibilityID.endSession(session.id))
                 }
             }
@@ -140,11 +150,13 @@ struct SessionsContent: View {
         }
         .buttonStyle(.borderless)
         .disabled(model.isLoading && model.isLoaded)
-        .confirmationDialog(model.endingTitle, isPresented: $model.isConfirmingEnding, titleVisibility: .visible) {
-            Button(state.i18n.t(.signOut), role: .destructive) { Task { await model.confirmEnding() } }
+        .confirmationDialog(
+            model.endingTitle, isPresented: $model.isConfirmingEnding, titleVisibility: .visible, presenting: model.ending
+        ) { ending in
+            Button(state.i18n.t(.signOut), role: .destructive) { Task { await model.end(ending) } }
                 .accessibilityIdentifier(LatchkeyAccessibilityID.confirm)
             Button(state.i18n.t(.cancel), role: .cancel) {}
-        } message: {
+        } message: { _ in
             Text(model.endingWarning)
         }
     }
@@ -195,6 +207,7 @@ struct LinkedAccountsContent: View {
                 ForEach(linked.identities) { identity in
                     AccountRow(title: model.name(of: identity), detail: model.detail(of: identity)) {
                         Button(state.i18n.t(.unlink), role: .destructive) { model.askToUnlink(identity) }
+                            .accessibilityLabel("\(state.i18n.t(.unlink)), \(model.name(of: identity))")
                             .accessibilityIdentifier(LatchkeyAccessibilityID.unlinkProvider(identity.provider))
                     }
                 }
@@ -209,11 +222,13 @@ struct LinkedAccountsContent: View {
         }
         .buttonStyle(.borderless)
         .disabled(model.isLoading && model.linked != nil)
-        .confirmationDialog(model.unlinkingTitle, isPresented: $model.isConfirmingUnlink, titleVisibility: .visible) {
-            Button(state.i18n.t(.unlink), role: .destructive) { Task { await model.confirmUnlink() } }
+        .confirmationDialog(
+            model.unlinkingTitle, isPresented: $model.isConfirmingUnlink, titleVisibility: .visible, presenting: model.unlinking
+        ) { identity in
+            Button(state.i18n.t(.unlink), role: .destructive) { Task { await model.unlink(identity) } }
                 .accessibilityIdentifier(LatchkeyAccessibilityID.confirm)
             Button(state.i18n.t(.cancel), role: .cancel) {}
-        } message: {
+        } message: { _ in
             Text(model.unlinkingWarning)
         }
     }

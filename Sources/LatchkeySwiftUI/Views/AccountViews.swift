@@ -58,7 +58,7 @@ public struct DeleteAccountButton: View {
                 model.confirmationTitle, isPresented: Binding(get: { model.isConfirming }, set: { model.isConfirming = $0 }),
                 titleVisibility: .visible
             ) {
-                Button(model.confirmLabel, role: .destructive) { Task { await model.confirm() } }
+                Button(model.confirmLabel, role: .destructive) { model.confirmFromDialog() }
                     .accessibilityIdentifier(LatchkeyAccessibilityID.deleteAccountConfirm)
                 Button(model.cancelLabel, role: .cancel) { model.cancel() }
             } message: {

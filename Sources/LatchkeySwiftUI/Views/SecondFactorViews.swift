@@ -51,6 +51,7 @@ struct SecondFactorsContent: View {
                     AccountRow(title: model.name(of: factor.kind), detail: model.detail(of: factor), isWarning: !factor.isUsable) {
                         Button(state.i18n.t(.remove), role: .destructive) { model.askToRemove(factor.kind) }
                             .disabled(!model.canRemove(factor.kind) || model.isLoading)
+                            .accessibilityLabel("\(state.i18n.t(.remove)), \(model.name(of: factor.kind))")
                             .accessibilityIdentifier(LatchkeyAccessibilityID.removeSecondFactor(factor.kind.rawValue))
                     }
                     if let hint = model.removalHint(factor.kind) {
@@ -72,7 +73,7 @@ struct SecondFactorsContent: View {
                         .accessibilityIdentifier(LatchkeyAccessibilityID.turnOnEmailCodes)
                 }
                 if model.canCreateRecoveryCodes {
-                    Button(model.createRecoveryCodesLabel) { Task { await model.createRecoveryCodes() } }
+                    Button(model.createRecoveryCodesLabel) { Task { await model.requestRecoveryCodes() } }
                         .accessibilityIdentifier(LatchkeyAccessibilityID.createRecoveryCodes)
                 }
             } else if model.isLoading {
@@ -81,13 +82,24 @@ struct SecondFactorsContent: View {
             if let notice = model.notice { AccountNoticeText(notice: notice) }
         }
         .font(theme.bodyFont)
+        .buttonStyle(.borderless)  // in a Form row, each button takes its own taps
         .disabled(model.isLoading && model.factors != nil)
-        .confirmationDialog(model.removalTitle, isPresented: $model.isConfirmingRemoval, titleVisibility: .visible) {
-            Button(state.i18n.t(.remove), role: .destructive) { Task { await model.confirmRemoval() } }
+        // The factor comes with the action (`presenting:`): the dialog clears `removal` as it closes.
+        .confirmationDialog(
+            model.removalTitle, isPresented: $model.isConfirmingRemoval, titleVisibility: .visible, presenting: model.removal
+        ) { kind in
+            Button(state.i18n.t(.remove), role: .destructive) { Task { await model.remove(kind) } }
                 .accessibilityIdentifier(LatchkeyAccessibilityID.confirm)
             Button(state.i18n.t(.cancel), role: .cancel) { model.cancelRemoval() }
-        } message: {
+        } message: { _ in
             Text(model.removalWarning)
+        }
+        .confirmationDialog(model.replacementTitle, isPresented: $model.isConfirmingReplacement, titleVisibility: .visible) {
+            Button(state.i18n.t(.create), role: .destructive) { Task { await model.createRecoveryCodes() } }
+                .accessibilityIdentifier(LatchkeyAccessibilityID.confirm)
+            Button(state.i18n.t(.cancel), role: .cancel) {}
+        } message: {
+            Text(model.replacementWarning)
         }
         .sheet(isPresented: $model.isAddingAuthenticatorApp) {
             AuthenticatorAppSetup(model: model).environment(state).latchkeyTheme(theme)
@@ -105,6 +117,7 @@ struct AuthenticatorAppSetup: View {
     @Bindable var model: SecondFactorsModel
     @Environment(LatchkeyState.self) private var state
     @Environment(\.latchkeyTheme) private var theme
+    @Environment(\.scenePhase) private var scenePhase
     @FocusState private var codeFocused: Bool
 
     var body: some View {
@@ -113,20 +126,25 @@ struct AuthenticatorAppSetup: View {
                 Text(state.i18n.t(.addAuthenticatorApp)).font(theme.titleFont).accessibilityAddTraits(.isHeader)
                 Text(state.i18n.t(.scanQRCode)).font(theme.bodyFont).foregroundStyle(theme.secondaryText)
                 if let setup = model.authenticatorSetup {
-                    QRCodeImage(text: setup.uri.absoluteString, label: state.i18n.t(.qrCode))
-                        .frame(maxWidth: 240, maxHeight: 240)
-                        .frame(maxWidth: .infinity)
-                    #if !os(tvOS)
-                    Link(state.i18n.t(.openAuthenticatorApp), destination: setup.uri).font(theme.bodyFont)
-                    #endif
-                    VStack(alignment: .leading, spacing: 4) {
-                        Text(state.i18n.t(.setupKey)).font(theme.captionFont).foregroundStyle(theme.secondaryText)
-                        Text(model.setupKey ?? "").font(.system(.body, design: .monospaced))
-                            .accessibilityIdentifier(LatchkeyAccessibilityID.setupKey)
-                            #if !os(tvOS)
-                        .textSelection(.enabled)
-                            #endif
+                    // The key is hidden from the app switcher's snapshot.
+                    Group {
+                        QRCodeImage(text: setup.uri.absoluteString, label: state.i18n.t(.qrCode))
+                            .frame(maxWidth: 240, maxHeight: 240)
+                            .frame(maxWidth: .infinity)
+                        #if !os(tvOS)
+                        Link(state.i18n.t(.openAuthenticatorApp), destination: setup.uri).font(theme.bodyFont)
+                        #endif
+                        VStack(alignment: .leading, spacing: 4) {
+                            Text(state.i18n.t(.setupKey)).font(theme.captionFont).foregroundStyle(theme.secondaryText)
+                            Text(model.setupKey ?? "").font(.system(.body, design: .monospaced))
+                                .speechSpellsOutCharacters()
+                                .accessibilityIdentifier(LatchkeyAccessibilityID.setupKey)
+                                #if !os(tvOS)
+                            .textSelection(.enabled)
+                                #endif
+                        }
                     }
+                    .opacity(scenePhase == .active ? 1 : 0)
                 }
                 TextField(state.i18n.t(.authenticatorCode), text: $model.code)
                     .textFieldStyle(.roundedBorder)
@@ -161,6 +179,12 @@ struct AuthenticatorAppSetup: View {
             .padding(theme.spacing)
         }
         .onAppear { codeFocused = true }
+        .task(id: model.authenticatorSetup?.enrollment) {
+            // The server refuses the first code after `expiresAt`: close the setup then rather than keep the key.
+            guard let expiresAt = model.authenticatorSetup?.expiresAt else { return }
+            try? await Task.sleep(for: .seconds(max(0, expiresAt.timeIntervalSinceNow)))
+            if !Task.isCancelled { model.cancelAuthenticatorApp() }
+        }
     }
 }
 
@@ -170,6 +194,7 @@ struct RecoveryCodesSheet: View {
     @Bindable var model: SecondFactorsModel
     @Environment(LatchkeyState.self) private var state
     @Environment(\.latchkeyTheme) private var theme
+    @Environment(\.scenePhase) private var scenePhase
 
     var body: some View {
         ScrollView {
@@ -180,6 +205,8 @@ struct RecoveryCodesSheet: View {
                     Text(text)
                         .font(.system(.title3, design: .monospaced))
                         .frame(maxWidth: .infinity)
+                        .speechSpellsOutCharacters()
+                        .opacity(scenePhase == .active ? 1 : 0)  // hidden from the app switcher's snapshot
                         .accessibilityIdentifier(LatchkeyAccessibilityID.recoveryCodes)
                         #if !os(tvOS)
                     .textSelection(.enabled)
