@@ -141,14 +141,20 @@ struct AccountListModelTests {
 
     // MARK: Linked accounts
 
-    @Test("linked accounts: link the provider the application offers through its page, then unlink it after a confirmation")
-    func linkedAccounts() async throws {
-        let rig = try await FederationRig.start()
-        defer { Task { await rig.stop() } }
+    /// A started state over a client of the rig whose browser signed the demo account in by password.
+    static func signedInState(_ rig: FederationRig) async throws -> (LatchkeyState, FederatingUserAgent) {
         let (client, agent) = try await rig.client()
         _ = try await client.handleRedirectCallback(url: try await rig.server.browse(try client.buildSignInURL(), browser: agent.browser))
         let state = LatchkeyState(client: client, i18n: LatchkeyI18n(locale: "en", store: InMemoryLocaleStore()))
         await state.start()
+        return (state, agent)
+    }
+
+    @Test("linked accounts: link the provider the application offers through its page, then unlink it after a confirmation")
+    func linkedAccounts() async throws {
+        let rig = try await FederationRig.start()
+        defer { Task { await rig.stop() } }
+        let (state, agent) = try await Self.signedInState(rig)
         #expect(state.isSignedIn)
         let model = LinkedAccountsModel(state: state)
         await model.load()
@@ -176,10 +182,7 @@ struct AccountListModelTests {
     func linkRefusedOrTooOld() async throws {
         let rig = try await FederationRig.start()
         defer { Task { await rig.stop() } }
-        let (client, agent) = try await rig.client()
-        _ = try await client.handleRedirectCallback(url: try await rig.server.browse(try client.buildSignInURL(), browser: agent.browser))
-        let state = LatchkeyState(client: client, i18n: LatchkeyI18n(locale: "en", store: InMemoryLocaleStore()))
-        await state.start()
+        let (state, agent) = try await Self.signedInState(rig)
         var asked = 0
         let model = LinkedAccountsModel(state: state, onSignInRequired: { asked += 1 })
         await model.load()

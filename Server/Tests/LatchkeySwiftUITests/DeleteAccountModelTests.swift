@@ -70,10 +70,8 @@ struct DeleteAccountModelTests {
 
     @Test("a sign-in too old: the person is asked to sign in again, nothing is deleted, the session stays")
     func tooOldASignIn() async throws {
-        let server = try await startServer { $0.recentAuthenticationSeconds = 60 }
+        let (server, state) = try await TestServer.signedInWithOneMinuteRecentAuth()
         defer { Task { await server.stop() } }
-        let state = try await server.signedInUIState()
-        server.freezeClock()
         server.advanceClock(61)
         var asked = 0
         let model = DeleteAccountModel(state: state, onSignInRequired: { asked += 1 })

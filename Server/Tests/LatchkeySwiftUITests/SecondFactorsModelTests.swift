@@ -103,10 +103,8 @@ struct SecondFactorsModelTests {
 
     @Test("a sign-in too old for a change: 'sign in again', onSignInRequired, no setup shown; reading still works")
     func tooOldASignIn() async throws {
-        let server = try await startServer { $0.recentAuthenticationSeconds = 60 }
+        let (server, state) = try await TestServer.signedInWithOneMinuteRecentAuth()
         defer { Task { await server.stop() } }
-        let state = try await server.signedInUIState()
-        server.freezeClock()
         server.advanceClock(61)
         var asked = 0
         let model = SecondFactorsModel(state: state, onSignInRequired: { asked += 1 })
@@ -124,10 +122,8 @@ struct SecondFactorsModelTests {
 
     @Test("a setup whose first code comes after the sign-in got too old is closed and its key forgotten")
     func setupClosedWhenTheSignInAges() async throws {
-        let server = try await startServer { $0.recentAuthenticationSeconds = 60 }
+        let (server, state) = try await TestServer.signedInWithOneMinuteRecentAuth()
         defer { Task { await server.stop() } }
-        let state = try await server.signedInUIState()
-        server.freezeClock()
         var asked = 0
         let model = SecondFactorsModel(state: state, onSignInRequired: { asked += 1 })
         await model.load()

@@ -65,3 +65,20 @@ extension TestServer {
         return state
     }
 }
+
+extension TestServer {
+    /// A server whose account changes need a sign-in within the last minute (`recent_auth_seconds` 60), its clock
+    /// frozen, and a started state signed in there: move the clock past a minute for a sign-in too old.
+    @MainActor
+    static func signedInWithOneMinuteRecentAuth() async throws -> (TestServer, LatchkeyState) {
+        let server = try await startServer { $0.recentAuthenticationSeconds = 60 }
+        do {
+            let state = try await server.signedInUIState()
+            server.freezeClock()
+            return (server, state)
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
+}

@@ -505,6 +505,10 @@ struct NativeLoginTests {
                 DeviceCredential(friendlyName: "phone", id: "reg-1", createdAt: "2026-01-01T00:00:00Z"),
                 DeviceCredential(friendlyName: "key", id: "reg 2")
             ])
+        #expect(list.first?.createdDate == Date(timeIntervalSince1970: 1_767_225_600) && list.first?.lastUsedDate == nil)
+        // The server's times with or without fractional seconds; anything else is no date.
+        let used = DeviceCredential(friendlyName: "p", id: "r", createdAt: "yesterday", lastUsedAt: "2026-01-01T00:00:00.250Z")
+        #expect(used.createdDate == nil && used.lastUsedDate == Date(timeIntervalSince1970: 1_767_225_600.25))
         try await client.deleteWebAuthnRegistration(id: "reg 2", authToken: token)
         #expect(try await client.renameWebAuthnRegistration(id: "reg-1", friendlyName: "work phone", authToken: token).friendlyName == "work phone")
         #expect(

@@ -76,16 +76,7 @@ public struct LinkedIdentity: Sendable, Equatable, Identifiable {
     init?(json: JSONValue, fallbackProvider: String? = nil) {
         let o = json.objectMembers ?? [:]
         guard let provider = o["provider"]?.stringValue ?? fallbackProvider, !provider.isEmpty else { return nil }
-        self.init(provider: provider, name: o["name"]?.stringValue, linkedAt: o["linked_at"]?.stringValue.flatMap(Self.date))
-    }
-
-    /// An ISO 8601 date and time, with or without fractional seconds.
-    static func date(_ text: String) -> Date? {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)
+        self.init(provider: provider, name: o["name"]?.stringValue, linkedAt: o["linked_at"]?.stringValue.flatMap(RFC3339.date))
     }
 }
 

@@ -222,6 +222,11 @@ public struct DeviceCredential: Sendable, Equatable, Identifiable {
     public init(friendlyName: String, id: String, createdAt: String? = nil, lastUsedAt: String? = nil) {
         self.friendlyName = friendlyName; self.id = id; self.createdAt = createdAt; self.lastUsedAt = lastUsedAt
     }
+
+    /// ``createdAt`` read as a date; nil when absent or not an RFC 3339 time.
+    public var createdDate: Date? { createdAt.flatMap(RFC3339.date) }
+    /// ``lastUsedAt`` read as a date; nil when never used or not an RFC 3339 time.
+    public var lastUsedDate: Date? { lastUsedAt.flatMap(RFC3339.date) }
 }
 
 /// The second factor a password sign-in needs (ReachFive `OngoingStepUp`), carried by `LatchkeyError.mfaStepUp`.

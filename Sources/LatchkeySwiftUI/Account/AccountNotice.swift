@@ -69,11 +69,11 @@ extension LatchkeyState {
         }
     }
 
-    /// A day in the person's language ("7 December 2026", "2026年12月7日").
-    func day(_ date: Date) -> String {
+    /// A day in the person's language ("7 Dec 2026"; with `.long`, "7 December 2026", "2026年12月7日").
+    func day(_ date: Date, style: DateFormatter.Style = .medium) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: i18n.language)
-        formatter.dateStyle = .medium
+        formatter.dateStyle = style
         formatter.timeStyle = .none
         return formatter.string(from: date)
     }

@@ -98,33 +98,19 @@ public final class DeleteAccountModel {
     }
 
     private func delete() async {
-        do {
-            let outcome = try await state.tracked { try await state.client.deleteAccount(sessionId: state.sessionId) }
+        let deleted = await state.accountCall(onSignInRequired: onSignInRequired) { [state] in
+            try await state.client.deleteAccount(sessionId: state.sessionId)
+        }
+        switch deleted {
+        case .success(let outcome):
             phase = .done(outcome)
             message =
-                outcome.deletionDueAt.map { due in
-                    state.i18n.t(.accountDeletionScheduled).replacingOccurrences(of: "{date}", with: Self.day(due, language: state.i18n.language))
-                } ?? state.i18n.t(.accountDeleted)
+                outcome.deletionDueAt.map { state.text(.accountDeletionScheduled, ["date": state.day($0, style: .long)]) }
+                ?? state.i18n.t(.accountDeleted)
             onDeleted?(outcome)
-        } catch let error as LatchkeyError where error.code == .reauthenticationRequired {
-            state.diagnose(error)
-            phase = .needsSignIn
-            message = state.i18n.t(.signInAgainToContinue)
-            onSignInRequired?()
-        } catch {
-            let failure = error as? LatchkeyError ?? LatchkeyError(.unknownError, String(describing: error))
-            state.diagnose(failure)
-            phase = .failed
-            message = state.i18n.message(for: failure)
+        case .failure(let failure):
+            phase = failure.notice.kind == .needsSignIn ? .needsSignIn : .failed
+            message = failure.notice.message
         }
-    }
-
-    /// The day in the person's language ("7 December 2026", "2026年12月7日").
-    static func day(_ date: Date, language: String) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: language)
-        formatter.dateStyle = .long
-        formatter.timeStyle = .none
-        return formatter.string(from: date)
     }
 }

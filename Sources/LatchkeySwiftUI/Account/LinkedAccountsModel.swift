@@ -12,22 +12,25 @@ public final class LinkedAccountsModel {
     /// The linked providers and those offered, as last loaded; nil before the first load.
     public private(set) var linked: LinkedIdentities?
     /// True while a call is under way.
-    public private(set) var isLoading = false
+    public var isLoading: Bool { activity.isLoading }
     /// The last change's outcome or failure, in the person's words.
-    public private(set) var notice: AccountNotice?
+    public var notice: AccountNotice? { activity.notice }
     /// The provider the person asked to unlink, while the confirmation is shown.
     public private(set) var unlinking: LinkedIdentity?
 
     /// Called when the sign-in is too old for a change, so the app can present its sign-in (with `prompt=login`).
-    @ObservationIgnored public var onSignInRequired: (@MainActor () -> Void)?
+    public var onSignInRequired: (@MainActor () -> Void)? {
+        get { activity.onSignInRequired }
+        set { activity.onSignInRequired = newValue }
+    }
     /// What a provider's page is presented from (the view sets the app's key window).
     @ObservationIgnored public weak var presentationContextProvider: (any PresentationContextProviding)?
-    @ObservationIgnored private let state: LatchkeyState
+    private let activity: AccountActivity
+    private var state: LatchkeyState { activity.state }
 
     /// A screen over `state`'s session.
     public init(state: LatchkeyState, onSignInRequired: (@MainActor () -> Void)? = nil) {
-        self.state = state
-        self.onSignInRequired = onSignInRequired
+        activity = AccountActivity(state: state, onSignInRequired: onSignInRequired)
     }
 
     // MARK: What the screen shows
@@ -70,10 +73,7 @@ public final class LinkedAccountsModel {
     /// Loads the linked providers (the view calls it when it appears).
     public func load() async {
         if state.isPreview { linked = linked ?? .preview; return }
-        guard !isLoading else { return }
-        isLoading = true
-        defer { isLoading = false }
-        await reload()
+        await activity.load(read, show: show)
     }
 
     /// Links `provider`: the person signs in at the provider's page, then it is linked.
@@ -108,21 +108,9 @@ public final class LinkedAccountsModel {
     // MARK: Internals
 
     private func change(_ body: () async throws -> String?) async {
-        guard !isLoading, !state.isPreview else { return }
-        isLoading = true
-        defer { isLoading = false }
-        notice = nil
-        notice = await state.accountChange(onSignInRequired: onSignInRequired, body)
-        await reload(keepingNotice: true)
+        await activity.change(body, read: read, show: show)
     }
 
-    private func reload(keepingNotice: Bool = false) async {
-        switch await state.accountCall(onSignInRequired: nil, { [state] in try await state.client.linkedIdentities(sessionId: state.sessionId) }) {
-        case .success(let loaded):
-            linked = loaded
-            if !keepingNotice { notice = nil }
-        case .failure(let failure):
-            if !keepingNotice || notice == nil { notice = failure.notice }
-        }
-    }
+    private func read() async throws -> LinkedIdentities { try await state.client.linkedIdentities(sessionId: state.sessionId) }
+    private func show(_ loaded: LinkedIdentities) { linked = loaded }
 }

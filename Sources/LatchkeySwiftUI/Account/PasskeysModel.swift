@@ -14,9 +14,9 @@ public final class PasskeysModel {
     /// True once a load succeeded.
     public private(set) var isLoaded = false
     /// True while a call is under way.
-    public private(set) var isLoading = false
+    public var isLoading: Bool { activity.isLoading }
     /// The last change's outcome or failure, in the person's words.
-    public private(set) var notice: AccountNotice?
+    public var notice: AccountNotice? { activity.notice }
     /// The passkey being renamed, while the name field is shown.
     public private(set) var renaming: DeviceCredential?
     /// The new name being typed.
@@ -25,13 +25,16 @@ public final class PasskeysModel {
     public private(set) var deletion: DeviceCredential?
 
     /// Called when the sign-in is too old for a change, so the app can present its sign-in (with `prompt=login`).
-    @ObservationIgnored public var onSignInRequired: (@MainActor () -> Void)?
-    @ObservationIgnored private let state: LatchkeyState
+    public var onSignInRequired: (@MainActor () -> Void)? {
+        get { activity.onSignInRequired }
+        set { activity.onSignInRequired = newValue }
+    }
+    private let activity: AccountActivity
+    private var state: LatchkeyState { activity.state }
 
     /// A screen over `state`'s session.
     public init(state: LatchkeyState, onSignInRequired: (@MainActor () -> Void)? = nil) {
-        self.state = state
-        self.onSignInRequired = onSignInRequired
+        activity = AccountActivity(state: state, onSignInRequired: onSignInRequired)
     }
 
     // MARK: What the screen shows
@@ -42,8 +45,8 @@ public final class PasskeysModel {
     public var emptyText: String { state.i18n.t(.noPasskeys) }
     /// The line under a passkey: when it was last used, else when it was added.
     public func detail(of passkey: DeviceCredential) -> String? {
-        if let used = Self.date(passkey.lastUsedAt) { return state.text(.lastUsedOn, ["date": state.day(used)]) }
-        return Self.date(passkey.createdAt).map { state.text(.addedOn, ["date": state.day($0)]) }
+        if let used = passkey.lastUsedDate { return state.text(.lastUsedOn, ["date": state.day(used)]) }
+        return passkey.createdDate.map { state.text(.addedOn, ["date": state.day($0)]) }
     }
     /// The deletion confirmation's title ("Delete “Work phone”?").
     public var deletionTitle: String { state.text(.deletePasskeyTitle, ["name": deletion?.friendlyName ?? ""]) }
@@ -68,10 +71,7 @@ public final class PasskeysModel {
     /// Loads the passkeys (the view calls it when it appears).
     public func load() async {
         if state.isPreview { passkeys = isLoaded ? passkeys : DeviceCredential.previews; isLoaded = true; return }
-        guard !isLoading else { return }
-        isLoading = true
-        defer { isLoading = false }
-        await reload()
+        await activity.load(read, show: show)
     }
 
     /// Creates a passkey on this device for the account (the system's sheet asks the person) and names it
@@ -132,27 +132,16 @@ public final class PasskeysModel {
     // MARK: Internals
 
     private func change(_ body: () async throws -> String?) async {
-        guard !isLoading else { return }
-        if state.isPreview { return }  // a preview has no server
-        isLoading = true
-        defer { isLoading = false }
-        notice = nil
-        notice = await state.accountChange(onSignInRequired: onSignInRequired, body)
-        await reload(keepingNotice: true)
+        await activity.change(body, read: read, show: show)
     }
 
-    private func reload(keepingNotice: Bool = false) async {
-        let loaded = await state.accountCall(onSignInRequired: nil) { [state] in
-            try await state.client.listWebAuthnCredentials(authToken: try await state.client.authToken(sessionId: state.sessionId))
-        }
-        switch loaded {
-        case .success(let list):
-            passkeys = list
-            isLoaded = true
-            if !keepingNotice { notice = nil }
-        case .failure(let failure):
-            if !keepingNotice || notice == nil { notice = failure.notice }
-        }
+    private func read() async throws -> [DeviceCredential] {
+        try await state.client.listWebAuthnCredentials(authToken: try await state.client.authToken(sessionId: state.sessionId))
+    }
+
+    private func show(_ loaded: [DeviceCredential]) {
+        passkeys = loaded
+        isLoaded = true
     }
 
     static func isNewName(_ name: String, for passkey: DeviceCredential?) -> Bool {
@@ -160,12 +149,4 @@ public final class PasskeysModel {
         return !name.isEmpty && name.count <= 100 && name != passkey?.friendlyName
     }
 
-    /// The server's ISO 8601 time.
-    static func date(_ text: String?) -> Date? {
-        guard let text else { return nil }
-        let formatter = ISO8601DateFormatter()
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.date(from: text)
-    }
 }

@@ -16,9 +16,9 @@ public final class SecondFactorsModel {
     /// The factors as last loaded; nil before the first load.
     public private(set) var factors: SecondFactors?
     /// True while a call is under way.
-    public private(set) var isLoading = false
+    public var isLoading: Bool { activity.isLoading }
     /// The last change's outcome or failure, in the person's words.
-    public private(set) var notice: AccountNotice?
+    public var notice: AccountNotice? { activity.notice }
     /// The authenticator app being added, while its QR code and setup key are shown.
     public private(set) var authenticatorSetup: TOTPEnrollment?
     /// The code the person types from the authenticator app.
@@ -31,13 +31,16 @@ public final class SecondFactorsModel {
     public var isConfirmingReplacement = false
 
     /// Called when the sign-in is too old for a change, so the app can present its sign-in (with `prompt=login`).
-    @ObservationIgnored public var onSignInRequired: (@MainActor () -> Void)?
-    @ObservationIgnored private let state: LatchkeyState
+    public var onSignInRequired: (@MainActor () -> Void)? {
+        get { activity.onSignInRequired }
+        set { activity.onSignInRequired = newValue }
+    }
+    private let activity: AccountActivity
+    private var state: LatchkeyState { activity.state }
 
     /// A screen over `state`'s session.
     public init(state: LatchkeyState, onSignInRequired: (@MainActor () -> Void)? = nil) {
-        self.state = state
-        self.onSignInRequired = onSignInRequired
+        activity = AccountActivity(state: state, onSignInRequired: onSignInRequired)
     }
 
     // MARK: What the screen shows
@@ -121,10 +124,7 @@ public final class SecondFactorsModel {
     /// Loads the factors (the view calls it when it appears).
     public func load() async {
         if state.isPreview { factors = factors ?? .preview; return }
-        guard !isLoading else { return }
-        isLoading = true
-        defer { isLoading = false }
-        await reload()
+        await activity.load(read, show: show)
     }
 
     /// Starts adding an authenticator app: a new key, shown once with its QR code.
@@ -227,25 +227,10 @@ public final class SecondFactorsModel {
         return digits
     }
 
-    /// One change: `body` returns the success notice; the list is reloaded after it either way (another device may
-    /// have changed it too).
     private func change(_ body: () async throws -> String?) async {
-        guard !isLoading else { return }
-        if state.isPreview { return }  // a preview has no server
-        isLoading = true
-        defer { isLoading = false }
-        notice = nil
-        notice = await state.accountChange(onSignInRequired: onSignInRequired, body)
-        await reload(keepingNotice: true)
+        await activity.change(body, read: read, show: show)
     }
 
-    private func reload(keepingNotice: Bool = false) async {
-        switch await state.accountCall(onSignInRequired: nil, { [state] in try await state.client.secondFactors(sessionId: state.sessionId) }) {
-        case .success(let loaded):
-            factors = loaded
-            if !keepingNotice { notice = nil }
-        case .failure(let failure):
-            if !keepingNotice || notice == nil { notice = failure.notice }
-        }
-    }
+    private func read() async throws -> SecondFactors { try await state.client.secondFactors(sessionId: state.sessionId) }
+    private func show(_ loaded: SecondFactors) { factors = loaded }
 }

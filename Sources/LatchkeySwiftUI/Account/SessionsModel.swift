@@ -22,16 +22,17 @@ public final class SessionsModel {
     /// True once a load succeeded.
     public private(set) var isLoaded = false
     /// True while a call is under way.
-    public private(set) var isLoading = false
+    public var isLoading: Bool { activity.isLoading }
     /// The last change's outcome or failure, in the person's words.
-    public private(set) var notice: AccountNotice?
+    public var notice: AccountNotice? { activity.notice }
     /// What the person asked to end, while the confirmation is shown.
     public private(set) var ending: Ending?
 
-    @ObservationIgnored private let state: LatchkeyState
+    private let activity: AccountActivity
+    private var state: LatchkeyState { activity.state }
 
-    /// A screen over `state`'s session.
-    public init(state: LatchkeyState) { self.state = state }
+    /// A screen over `state`'s session (no change here needs a recent sign-in: ending a session only takes access away).
+    public init(state: LatchkeyState) { activity = AccountActivity(state: state, onSignInRequired: nil) }
 
     // MARK: What the screen shows
 
@@ -75,10 +76,7 @@ public final class SessionsModel {
     /// Loads the sessions (the view calls it when it appears).
     public func load() async {
         if state.isPreview { sessions = isLoaded ? sessions : SignInSession.previews; isLoaded = true; return }
-        guard !isLoading else { return }
-        isLoading = true
-        defer { isLoading = false }
-        await reload()
+        await activity.load(read, show: show)
     }
 
     /// Asks to end `session`: shows the confirmation.
@@ -97,43 +95,35 @@ public final class SessionsModel {
     /// task runs, so what to end is passed in). After this device's own session the list is not reloaded: the app is
     /// signed out.
     public func end(_ ending: Ending) async {
-        guard !isLoading, !state.isPreview else { return }
+        guard !isLoading else { return }
         self.ending = nil
-        isLoading = true
-        defer { isLoading = false }
-        notice = nil
         let ownSession: Bool
+        let body: () async throws -> String?
         switch ending {
         case .session(let session):
             ownSession = session.isCurrent
-            notice = await state.accountChange(onSignInRequired: nil) { [state] in
+            body = { [state] in
                 try await state.client.endSession(id: session.id, sessionId: state.sessionId)
                 return state.i18n.t(.sessionEnded)
             }
         case .allOthers:
             ownSession = false
-            notice = await state.accountChange(onSignInRequired: nil) { [state] in
+            body = { [state] in
                 try await state.client.signOutEverywhere(keepingThisDevice: true, sessionId: state.sessionId)
                 return state.i18n.t(.otherSessionsEnded)
             }
         }
-        if ownSession, notice?.isProblem != true {
-            sessions = []
-            return
-        }
-        await reload(keepingNotice: true)
+        await activity.change(body, readAfterSuccess: !ownSession, read: read, show: show)
+        if ownSession, notice?.isProblem == false { sessions = [] }
     }
 
     // MARK: Internals
 
-    private func reload(keepingNotice: Bool = false) async {
-        switch await state.accountCall(onSignInRequired: nil, { [state] in try await state.client.sessions(sessionId: state.sessionId) }) {
-        case .success(let list):
-            sessions = list.filter(\.isCurrent) + list.filter { !$0.isCurrent }
-            isLoaded = true
-            if !keepingNotice { notice = nil }
-        case .failure(let failure):
-            if !keepingNotice || notice == nil { notice = failure.notice }
-        }
+    private func read() async throws -> [SignInSession] { try await state.client.sessions(sessionId: state.sessionId) }
+
+    /// This device's session first, then the server's order (newest first).
+    private func show(_ list: [SignInSession]) {
+        sessions = list.filter(\.isCurrent) + list.filter { !$0.isCurrent }
+        isLoaded = true
     }
 }

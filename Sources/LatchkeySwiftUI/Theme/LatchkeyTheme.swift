@@ -71,5 +71,10 @@ extension View {
     func latchkeyAccent(_ theme: LatchkeyTheme) -> some View {
         if let accent = theme.accent { tint(accent) } else { self }
     }
+
+    /// A primary button as the components draw one: prominent, the theme's corner radius and accent.
+    func latchkeyPrimaryButton(_ theme: LatchkeyTheme) -> some View {
+        buttonStyle(.borderedProminent).buttonBorderShape(.roundedRectangle(radius: theme.cornerRadius)).latchkeyAccent(theme)
+    }
 }
 #endif

@@ -6,17 +6,38 @@ import CoreImage
 import CoreImage.CIFilterBuiltins
 #endif
 
-/// An account component's frame: its title as a header, then its content.
+/// A model an account component makes once and loads when it first appears.
 @MainActor
-struct AccountSection<Content: View>: View {
+protocol AccountScreenModel: AnyObject {
+    func load() async
+}
+
+extension SecondFactorsModel: AccountScreenModel {}
+extension PasskeysModel: AccountScreenModel {}
+extension SessionsModel: AccountScreenModel {}
+extension LinkedAccountsModel: AccountScreenModel {}
+
+/// An account component: its title, then `content` over its model, which is made once from the environment's state
+/// (kept across the parent's rebuilds) and loaded when the component first appears.
+@MainActor
+struct AccountScreen<Model: AccountScreenModel, Content: View>: View {
+    @Environment(LatchkeyState.self) private var state
     @Environment(\.latchkeyTheme) private var theme
-    let title: String
-    @ViewBuilder let content: () -> Content
+    @State private var model: Model?
+    let title: UIText
+    let make: @MainActor (LatchkeyState) -> Model
+    @ViewBuilder let content: (Model) -> Content
 
     var body: some View {
         VStack(alignment: .leading, spacing: theme.fieldSpacing) {
-            Text(title).font(theme.titleFont).accessibilityAddTraits(.isHeader)
-            content()
+            Text(state.i18n.t(title)).font(theme.titleFont).accessibilityAddTraits(.isHeader)
+            if let model { content(model) } else { ProgressView().accessibilityLabel(state.i18n.t(.loading)) }
+        }
+        .onAppear {
+            guard model == nil else { return }
+            let made = make(state)
+            model = made
+            Task { await made.load() }
         }
     }
 }

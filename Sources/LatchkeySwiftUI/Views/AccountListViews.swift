@@ -14,8 +14,6 @@ import UIKit
 /// ```
 @MainActor
 public struct PasskeysView: View {
-    @Environment(LatchkeyState.self) private var state
-    @State private var model: PasskeysModel?
     private let onSignInRequired: (@MainActor () -> Void)?
 
     /// - Parameter onSignInRequired: called when the sign-in is too old for a change.
@@ -24,14 +22,8 @@ public struct PasskeysView: View {
     }
 
     public var body: some View {
-        AccountSection(title: state.i18n.t(.passkeys)) {
-            if let model { PasskeysContent(model: model) } else { ProgressView().accessibilityLabel(state.i18n.t(.loading)) }
-        }
-        .onAppear {
-            guard model == nil else { return }
-            let screen = PasskeysModel(state: state, onSignInRequired: onSignInRequired)
-            model = screen
-            Task { await screen.load() }
+        AccountScreen(title: .passkeys, make: { [onSignInRequired] in PasskeysModel(state: $0, onSignInRequired: onSignInRequired) }) {
+            PasskeysContent(model: $0)
         }
     }
 }
@@ -106,22 +98,11 @@ struct PasskeysContent: View {
 /// ```
 @MainActor
 public struct SessionsView: View {
-    @Environment(LatchkeyState.self) private var state
-    @State private var model: SessionsModel?
-
     /// A list of the signed-in person's sessions.
     public init() {}
 
     public var body: some View {
-        AccountSection(title: state.i18n.t(.sessions)) {
-            if let model { SessionsContent(model: model) } else { ProgressView().accessibilityLabel(state.i18n.t(.loading)) }
-        }
-        .onAppear {
-            guard model == nil else { return }
-            let screen = SessionsModel(state: state)
-            model = screen
-            Task { await screen.load() }
-        }
+        AccountScreen(title: .sessions, make: { SessionsModel(state: $0) }) { SessionsContent(model: $0) }
     }
 }
 
@@ -171,8 +152,6 @@ struct SessionsContent: View {
 /// ```
 @MainActor
 public struct LinkedAccountsView: View {
-    @Environment(LatchkeyState.self) private var state
-    @State private var model: LinkedAccountsModel?
     private let onSignInRequired: (@MainActor () -> Void)?
 
     /// - Parameter onSignInRequired: called when the sign-in is too old for a change.
@@ -181,16 +160,14 @@ public struct LinkedAccountsView: View {
     }
 
     public var body: some View {
-        AccountSection(title: state.i18n.t(.linkedAccounts)) {
-            if let model { LinkedAccountsContent(model: model) } else { ProgressView().accessibilityLabel(state.i18n.t(.loading)) }
-        }
-        .onAppear {
-            guard model == nil else { return }
-            let screen = LinkedAccountsModel(state: state, onSignInRequired: onSignInRequired)
-            screen.presentationContextProvider = KeyWindowPresentationContext.shared
-            model = screen
-            Task { await screen.load() }
-        }
+        AccountScreen(
+            title: .linkedAccounts,
+            make: { [onSignInRequired] state in
+                let model = LinkedAccountsModel(state: state, onSignInRequired: onSignInRequired)
+                model.presentationContextProvider = KeyWindowPresentationContext.shared
+                return model
+            }
+        ) { LinkedAccountsContent(model: $0) }
     }
 }
 

@@ -210,9 +210,7 @@ public struct FlowStepView: View {
                 } label: {
                     Label(state.i18n.t(.usePasskey), systemImage: "person.badge.key").font(theme.bodyFont)
                 }
-                .buttonStyle(.borderedProminent)
-                .buttonBorderShape(.roundedRectangle(radius: theme.cornerRadius))
-                .latchkeyAccent(theme)
+                .latchkeyPrimaryButton(theme)
                 .disabled(model.isLoading)
                 .accessibilityIdentifier(LatchkeyAccessibilityID.passkey)
             } else if let redirect = model.redirectURL {
@@ -227,9 +225,7 @@ public struct FlowStepView: View {
                     }
                     .frame(maxWidth: .infinity)
                 }
-                .buttonStyle(.borderedProminent)
-                .buttonBorderShape(.roundedRectangle(radius: theme.cornerRadius))
-                .latchkeyAccent(theme)
+                .latchkeyPrimaryButton(theme)
                 .disabled(model.isLoading)
                 .accessibilityLabel(label)
                 .accessibilityIdentifier(LatchkeyAccessibilityID.continueRedirect)

@@ -112,9 +112,7 @@ public struct UserProfile: View {
                     .frame(maxWidth: .infinity)
                 }
                 .font(theme.bodyFont)
-                .buttonStyle(.borderedProminent)
-                .buttonBorderShape(.roundedRectangle(radius: theme.cornerRadius))
-                .latchkeyAccent(theme)
+                .latchkeyPrimaryButton(theme)
                 .disabled(isLoading)
                 .accessibilityIdentifier(LatchkeyAccessibilityID.profileSave)
             }

@@ -12,9 +12,6 @@ import Latchkey
 /// ```
 @MainActor
 public struct SecondFactorsView: View {
-    @Environment(LatchkeyState.self) private var state
-    @Environment(\.latchkeyTheme) private var theme
-    @State private var model: SecondFactorsModel?
     private let onSignInRequired: (@MainActor () -> Void)?
 
     /// - Parameter onSignInRequired: called when the sign-in is too old for a change; present a sign-in with
@@ -24,14 +21,8 @@ public struct SecondFactorsView: View {
     }
 
     public var body: some View {
-        AccountSection(title: state.i18n.t(.secondFactors)) {
-            if let model { SecondFactorsContent(model: model) } else { ProgressView().accessibilityLabel(state.i18n.t(.loading)) }
-        }
-        .onAppear {
-            guard model == nil else { return }
-            let screen = SecondFactorsModel(state: state, onSignInRequired: onSignInRequired)
-            model = screen
-            Task { await screen.load() }
+        AccountScreen(title: .secondFactors, make: { [onSignInRequired] in SecondFactorsModel(state: $0, onSignInRequired: onSignInRequired) }) {
+            SecondFactorsContent(model: $0)
         }
     }
 }
@@ -168,9 +159,7 @@ struct AuthenticatorAppSetup: View {
                     }
                     .frame(maxWidth: .infinity)
                 }
-                .buttonStyle(.borderedProminent)
-                .buttonBorderShape(.roundedRectangle(radius: theme.cornerRadius))
-                .latchkeyAccent(theme)
+                .latchkeyPrimaryButton(theme)
                 .disabled(!model.canVerifyCode || model.isLoading)
                 .accessibilityIdentifier(LatchkeyAccessibilityID.verifyAuthenticatorApp)
                 Button(state.i18n.t(.cancel), role: .cancel) { model.cancelAuthenticatorApp() }
@@ -220,9 +209,7 @@ struct RecoveryCodesSheet: View {
                 } label: {
                     Text(state.i18n.t(.done)).frame(maxWidth: .infinity)
                 }
-                .buttonStyle(.borderedProminent)
-                .buttonBorderShape(.roundedRectangle(radius: theme.cornerRadius))
-                .latchkeyAccent(theme)
+                .latchkeyPrimaryButton(theme)
             }
             .padding(theme.spacing)
         }

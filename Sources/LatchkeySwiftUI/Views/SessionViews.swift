@@ -113,9 +113,7 @@ public struct SignInButton: View {
             model?.tap()
         }
         .font(theme.bodyFont)
-        .buttonStyle(.borderedProminent)
-        .buttonBorderShape(.roundedRectangle(radius: theme.cornerRadius))
-        .latchkeyAccent(theme)
+        .latchkeyPrimaryButton(theme)
         .accessibilityIdentifier(LatchkeyAccessibilityID.signInButton)
         .onAppear {
             guard model == nil else { return }
