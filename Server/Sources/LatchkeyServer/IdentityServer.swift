@@ -248,7 +248,14 @@ public final class IdentityServer: Sendable {
         }
         // The console's own application, unless the file defines one under its id.
         if configuration.consoleEnabled, !configuration.clients.contains(where: { $0.clientId == ConsoleClient.id }) {
-            try await store.upsertClient(ClientRecord(configuration: ConsoleClient.configuration(issuer: configuration.issuer), secretHash: nil))
+            try await store.upsertClient(
+                ClientRecord(configuration: ConsoleClient.application.configuration(issuer: configuration.issuer), secretHash: nil))
+        }
+        // The account page's, with this server's passkeys and every provider: each way an account signs in opens it.
+        if configuration.accountPageEnabled, !configuration.clients.contains(where: { $0.clientId == AccountClient.id }) {
+            let client = AccountClient.application.configuration(
+                issuer: configuration.issuer, passkeyOrigins: ["self"], identityProviders: configuration.identityProviders.map(\.id))
+            try await store.upsertClient(ClientRecord(configuration: client, secretHash: nil))
         }
         for seed in configuration.users where try await store.user(username: seed.username) == nil {
             let id = try await createUser(
@@ -504,6 +511,20 @@ public final class IdentityServer: Sendable {
                 users: ConsoleUsers(accounts: accounts, store: store, audit: audit), audit: ConsoleAudit(store: store)
             ).addRoutes(to: group("/admin", .html))
         }
+
+        // The account page: the same self-service, for people in a browser, signed in through the hosted page.
+        if configuration.accountPageEnabled {
+            let profileChanges = ProfileChanges(store: store, clock: clock, accounts: accounts, audit: audit)
+            AccountController(
+                access: AccountAccess(kit: kit, store: store, cookies: cookies, accounts: accounts),
+                profile: AccountProfile(store: store, changes: profileChanges),
+                security: AccountSecurity(store: store, changes: profileChanges),
+                sessions: AccountSessions(store: store, ending: SessionEnding(store: store, clock: clock, audit: audit)),
+                applications: AccountApplications(store: store, clock: clock, audit: audit),
+                data: AccountData(export: AccountExport(store: store, clock: clock), deletions: accountDeletions, audit: audit, cookies: cookies)
+            ).addRoutes(to: group("/account", .html))
+        }
+        HomePage(accountPageEnabled: configuration.accountPageEnabled).addRoutes(to: pages)
 
         // SCIM 2.0: the accounts behind the resource authentication, the discovery resources public.
         let scim = SCIMController(

@@ -10,8 +10,9 @@ extension TestServer {
     /// The usual test server plus: `scim.admin` allowed for `latchkey-demo` (users) and `backend` (client
     /// credentials); the demo user holds the `admin` role (the scope alone administers nothing); users
     /// `ada@example.com` and `grace+ops@example.com` (no role).
-    package static func startForProfiles() async throws -> TestServer {
+    package static func startForProfiles(_ more: (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
         try await start { configuration in
+            more(&configuration)
             configuration.clients = configuration.clients.map { client in
                 var client = client
                 if ["latchkey-demo", "backend"].contains(client.clientId) { client.scopes.append("scim.admin") }

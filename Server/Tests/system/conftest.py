@@ -15,7 +15,10 @@ import urllib.parse
 import pytest
 import requests
 from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 # The server's package (Server/) and the repository around it (the SDK's package, api/, docs/, scripts/).
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -178,3 +181,73 @@ def browser():
     driver.quit()
 
 
+class Shots:
+    """Full-page screenshots, named by page and language, kept in the directory the environment variable `variable`
+    names (else a temporary one)."""
+
+    def __init__(self, variable, prefix):
+        self.directory = os.environ.get(variable) or tempfile.mkdtemp(prefix=prefix)
+        os.makedirs(self.directory, exist_ok=True)
+        self.taken = []
+
+    def take(self, browser, name):
+        # The window is tall enough for every page (1400 px).
+        path = os.path.join(self.directory, name + ".png")
+        assert browser.save_screenshot(path)
+        self.taken.append(path)
+
+
+def wait_for_next_page(browser, page):
+    """Waits until `page` (the previous document's root) is gone. Chromium reports a node of a document being replaced
+    as stale, or as "not belonging to the document" while the next one loads: both mean the navigation happened."""
+    def gone(_):
+        try:
+            page.is_enabled()
+            return False
+        except WebDriverException:
+            return True
+    WebDriverWait(browser, 20).until(gone)
+
+
+def click(browser, element):
+    """Clicks a link or a submit button and waits for the next page (Selenium's click does not wait for navigation)."""
+    page = browser.find_element(By.TAG_NAME, "html")
+    element.click()
+    wait_for_next_page(browser, page)
+
+
+def latest_code(server, recipient):
+    messages = requests.get(server.base + "/dev/outbox", params={"recipient": recipient}, timeout=10).json()["messages"]
+    return messages[0]["code"]
+
+
+REDIRECT = "http://127.0.0.1:9/callback"
+
+
+def sign_in_with(server, client_id, username=DEMO_USER, password=DEMO_PASSWORD):
+    """The hosted sign-in for `client_id`, as a browser would post it; returns the token response."""
+    session = requests.Session()
+    verifier, challenge = pkce_pair()
+    params = {"response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT, "scope": "openid profile offline_access",
+              "state": "st", "nonce": "n", "code_challenge": challenge, "code_challenge_method": "S256"}
+    r = session.get(server.base + "/oauth2/authorize?" + urllib.parse.urlencode(params), allow_redirects=False, timeout=20)
+    assert r.status_code == 302, r.text
+    page = session.get(server.base + r.headers["Location"], timeout=20)
+    fields = dict(re.findall(r'name="(request|csrf)" value="([^"]+)"', page.text))
+    done = session.post(server.base + "/login", data={**fields, "username": username, "password": password},
+                        allow_redirects=False, timeout=20)
+    done = past_passkey_offer(session, server.base, done)
+    assert done.status_code == 303, done.text
+    if done.headers["Location"].startswith("/consent?request="):
+        # A registered application is third-party: the person allows it on the consent page.
+        consent = session.get(server.base + done.headers["Location"], timeout=20)
+        assert consent.status_code == 200 and "Field notes" in consent.text, consent.text
+        fields = dict(re.findall(r'name="(request|csrf)" value="([^"]+)"', consent.text))
+        done = session.post(server.base + "/consent", data={**fields, "decision": "allow"}, allow_redirects=False, timeout=20)
+        assert done.status_code == 303, done.text
+    code = urllib.parse.parse_qs(urllib.parse.urlparse(done.headers["Location"]).query)["code"][0]
+    tokens = requests.post(server.base + "/oauth2/token", data={
+        "grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT, "client_id": client_id,
+        "code_verifier": verifier}, timeout=10)
+    assert tokens.status_code == 200, tokens.text
+    return tokens.json()

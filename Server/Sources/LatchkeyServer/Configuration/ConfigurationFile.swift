@@ -69,6 +69,8 @@ public struct ConfigurationFile: Codable, Sendable {
     public var clientRegistration: ClientRegistrationPolicy?
     /// `"console": false` turns the admin console (`/admin`) off.
     public var console: Bool?
+    /// `"account_page": false` turns the account page (`/account`) off.
+    public var accountPage: Bool?
     /// The association files (`AssociationSettings`): `{"apple_app_ids": ["ABCDE12345.com.example.app"],
     /// "related_origins": ["https://example.co.uk"]}`.
     public var associations: Associations?
@@ -153,7 +155,7 @@ public struct ConfigurationFile: Codable, Sendable {
         case recentAuthSeconds = "recent_auth_seconds", allowImplicitForPublicClients = "allow_implicit_for_public_clients"
         case development, smtp, httpIdleTimeoutSeconds = "http_idle_timeout_seconds", dpop, metrics
         case httpRequestTimeoutSeconds = "http_request_timeout_seconds"
-        case identityProviders = "identity_providers", clientRegistration = "client_registration", console
+        case identityProviders = "identity_providers", clientRegistration = "client_registration", console, accountPage = "account_page"
         case auditWebhooks = "audit_webhooks", associations
     }
 
@@ -293,6 +295,7 @@ public struct ConfigurationFile: Codable, Sendable {
         }
         if let clientRegistration { base.clientRegistration = clientRegistration }
         if let console { base.consoleEnabled = console }
+        if let accountPage { base.accountPageEnabled = accountPage }
         if let auditWebhooks {
             let environment = ProcessInfo.processInfo.environment
             base.auditWebhooks = try auditWebhooks.map { try $0.configuration(environment: environment) }

@@ -108,6 +108,8 @@ public struct ServerConfiguration: Sendable {
     /// The admin console at `/admin` (`console`): on by default; only accounts with the `admin` role and a second
     /// factor can sign in to it.
     public var consoleEnabled = true
+    /// The account page at `/account` (`account_page`): on by default; any account signs in to it to manage itself.
+    public var accountPageEnabled = true
     /// Receivers of the audit trail (`audit_webhooks`): each event one selects is queued in the store and POSTed to
     /// it, signed (`AuditWebhooks`).
     public var auditWebhooks: [AuditWebhook] = []

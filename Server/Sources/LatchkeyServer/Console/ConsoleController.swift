@@ -50,9 +50,9 @@ struct ConsoleController: Sendable {
                     locale: l), status: .forbidden)
         }
         do {
-            let (_, cookie) = try await access.finishSignIn(request, params)
+            let (_, cookies) = try await access.finishSignIn(request, params)
             var response = Responses.redirect(to: "/admin/applications")
-            response.headers[values: .setCookie] = [cookie, access.cookies.consoleLogin("", maxAge: 0)]
+            response.headers[values: .setCookie] = cookies
             return response
         } catch let refusal as ConsoleRefusal {
             return refused(refusal, request: request, signedIn: nil)
@@ -71,15 +71,7 @@ struct ConsoleController: Sendable {
         }
         let params = form ? try await Parameters.body(of: request) : try Parameters.query(of: request)
         if form {
-            do {
-                if checkFreshness {
-                    try access.checkForm(params, by: signedIn)
-                } else {
-                    guard let presented = try params.single("csrf"), Secrets.constantTimeEquals(presented, signedIn.csrf) else {
-                        throw ConsoleRefusal.forgedForm
-                    }
-                }
-            } catch let refusal as ConsoleRefusal {
+            do { try access.checkForm(params, by: signedIn, checkFreshness: checkFreshness) } catch let refusal as ConsoleRefusal {
                 return refused(refusal, request: request, signedIn: signedIn)
             }
         }

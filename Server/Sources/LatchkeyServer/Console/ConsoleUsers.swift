@@ -204,20 +204,15 @@ struct ConsoleUsers: Sendable {
                 .consentWithdrawn, subject: user.id, actor: actor,
                 details: ["grants_revoked": String(revoked), "administrator": "true", "via": "console"], origin: withdrawn)
         default:  // end-sessions: one (`session`) or all
+            let ending = SessionEnding(store: store, clock: accounts.clock, audit: audit)
+            let administrator = SessionEnding.Actor(id: actor, administrator: true)
             if let sessionId = try params.single("session") {
-                guard let session = try await store.session(id: sessionId), session.userId == user.id else {
+                guard try await ending.endSession(sessionId, of: user.id, by: administrator, origin: origin) else {
                     return Self.page(
                         signedIn, l, title: user.username, body: ConsolePages.error(ConsolePages.t("console.notfound.body", l)), status: .notFound)
                 }
-                try await store.endSession(id: session.id, now: now)
-                await audit.record(
-                    .sessionEnded, subject: user.id, actor: actor, details: ["sessions": "one", "session": session.id, "administrator": "true"],
-                    origin: origin)
             } else {
-                try await store.revokeUserSessions(
-                    userId: user.id, keepingSession: nil, keepingFamily: nil, reason: "ended by an administrator", now: now)
-                await audit.record(
-                    .sessionEnded, subject: user.id, actor: actor, details: ["sessions": "all", "administrator": "true"], origin: origin)
+                try await ending.endAll(of: user.id, by: administrator, origin: origin)
             }
         }
         return Responses.redirect(to: "/admin/users/\(ConsoleApplications.pathId(user.id))?done=\(action)", afterPost: true)

@@ -12,7 +12,7 @@ struct CookiePolicy: Sendable {
     static let secondFactorCookie = "lk_mfa"
     static let federationCookie = "lk_fed"
     static let consoleCookie = "lk_console"
-    static let consoleLoginCookie = "lk_console_login"
+    static let accountCookie = "lk_account"
     static let passkeyLaterCookie = "lk_passkey_later"
 
     /// With `Secure`, every cookie carries the `__Host-` prefix: the browser then only accepts it from this very host,
@@ -24,17 +24,27 @@ struct CookiePolicy: Sendable {
     var csrfName: String { name(Self.csrfCookie) }
     var secondFactorName: String { name(Self.secondFactorCookie) }
     var federationName: String { name(Self.federationCookie) }
-    var consoleName: String { name(Self.consoleCookie) }
-    var consoleLoginName: String { name(Self.consoleLoginCookie) }
     var passkeyLaterName: String { name(Self.passkeyLaterCookie) }
 
-    /// The admin console's session (its access token). `Strict`: no other site's link or form ever carries it, so a
-    /// console page can only be reached by navigating within this site.
-    func console(_ value: String, maxAge: Int) -> String { cookie(consoleName, value, maxAge: maxAge, sameSite: "Strict") }
+    func ownApplicationName(_ application: OwnApplication) -> String { name(application.cookie) }
+    func ownApplicationLoginName(_ application: OwnApplication) -> String { name(application.cookie + "_login") }
 
-    /// The console's sign-in in progress (state, nonce, PKCE verifier). `Lax`: the hosted sign-in (or a provider it
-    /// went to) sends the browser back with a top-level navigation.
-    func consoleLogin(_ value: String, maxAge: Int) -> String { cookie(consoleLoginName, value, maxAge: maxAge, sameSite: "Lax") }
+    /// The session of one of the server's own applications (its access token). The console's is `Strict`: no other
+    /// site's link or form ever carries it, so a console page can only be reached by navigating within this site. The
+    /// account page's is `Lax`: people arrive from an app's or an email's link, and come back from a provider's
+    /// sign-in or linking page, and a `Strict` cookie stays off those navigations (a sign-in loop). Its forms are
+    /// safe all the same: each carries a CSRF token derived from the session, no GET changes anything, and `Lax`
+    /// never rides a cross-site POST.
+    func ownApplication(_ application: OwnApplication, _ value: String, maxAge: Int) -> String {
+        cookie(ownApplicationName(application), value, maxAge: maxAge, sameSite: application.sameSite)
+    }
+
+    /// The sign-in in progress of one of the server's own applications (state, nonce, PKCE verifier, the page to
+    /// return to). `Lax`: the hosted sign-in (or a provider it went to) sends the browser back with a top-level
+    /// navigation.
+    func ownApplicationLogin(_ application: OwnApplication, _ value: String, maxAge: Int) -> String {
+        cookie(ownApplicationLoginName(application), value, maxAge: maxAge, sameSite: "Lax")
+    }
 
     func session(_ value: String, maxAge: Int) -> String {
         cookie(sessionName, value, maxAge: maxAge, sameSite: "Lax")

@@ -1,4 +1,5 @@
 import Foundation
+import Hummingbird
 
 /// `GET /users/me/export`: what the server holds about the signed-in person, as one JSON document they can keep (GDPR
 /// Art. 15 access and Art. 20 portability): the profile, linked identities, passkeys (metadata), second factors
@@ -15,6 +16,16 @@ struct AccountExport: Sendable {
     let clock: ServerClock
     /// The newest audit events included; older ones are left out (`audit_events_truncated`).
     static let auditEventLimit = 1000
+
+    /// The document as a download (`account-data.json`), the export audited: what the account API and the account
+    /// page answer, once the caller's sign-in is known to be recent.
+    func attachment(for user: UserRecord, caller: ResourceCaller, audit: AuditTrail, origin: AuditOrigin) async throws -> Response {
+        let document = try await document(for: user, caller: caller)
+        await audit.record(.accountExported, subject: user.id, origin: origin)
+        var response = try Responses.json(document, noStore: true)
+        response.headers[.contentDisposition] = "attachment; filename=\"account-data.json\""
+        return response
+    }
 
     func document(for user: UserRecord, caller: ResourceCaller) async throws -> AccountExportDocument {
         let formatter = ISO8601DateFormatter()

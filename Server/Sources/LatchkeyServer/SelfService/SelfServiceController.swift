@@ -19,6 +19,7 @@ struct SelfServiceController: Sendable {
     let audit: AuditTrail
 
     private var userSchema: UserSchema { accounts.userSchema }
+    private var profileChanges: ProfileChanges { ProfileChanges(store: store, clock: clock, accounts: accounts, audit: audit) }
 
     /// The `/users/me` routes, on a group whose `ResourceAuthenticationMiddleware` has authenticated the caller
     /// (answering a refused token with `refusal`).
@@ -96,11 +97,7 @@ struct SelfServiceController: Sendable {
     /// leaked should reveal.
     private func exportAccount(_ user: UserRecord, caller: ResourceCaller, origin: AuditOrigin) async throws -> Response {
         try accounts.requireRecentAuthentication(caller.claims)
-        let document = try await export.document(for: user, caller: caller)
-        await audit.record(.accountExported, subject: user.id, origin: origin)
-        var response = try Responses.json(document, noStore: true)
-        response.headers[.contentDisposition] = "attachment; filename=\"account-data.json\""
-        return response
+        return try await export.attachment(for: user, caller: caller, audit: audit, origin: origin)
     }
 
     /// `{id, type, attributes, pendingEmail?}`: the username and every claim. Verification flags are booleans, as
@@ -133,7 +130,6 @@ struct SelfServiceController: Sendable {
     private func replaceSelfAttributes(_ request: Request, _ user: UserRecord, caller: ResourceCaller, origin: AuditOrigin) async throws
         -> Response
     {
-        let logger = origin.logger
         let attributes = try await Self.selfServiceAttributes(request)
         if attributes["password"] != nil {
             throw SelfServiceErrors.invalidRequest("change the password with POST /users/me/update-credentials")
@@ -155,16 +151,8 @@ struct SelfServiceController: Sendable {
             }
         }
         if !problems.isEmpty { throw SelfServiceErrors.schemaValidation(problems) }
-        if accounts.changesIdentifiers(of: user, changes) { try accounts.requireRecentAuthentication(caller.claims) }
-        switch try await accounts.updateProfile(of: user, changes: changes, logger: logger) {
-        case .success(let update):
-            logger.info("profile updated through /users/me", metadata: ["user": .string(user.id)])
-            try await accounts.afterSelfUpdate(update, before: user, locale: request.locale(), origin: origin)
-            return try await selfUserResponse(update.user, caller: caller)
-        case .failure(.invalid(let problems)): throw SelfServiceErrors.schemaValidation(problems)
-        case .failure(.conflict(let problem)): throw SelfServiceErrors.conflict(problem)
-        case .failure(.stale): throw SelfServiceErrors.staleUpdate
-        }
+        let updated = try await profileChanges.replaceAttributes(changes, of: user, caller: caller, locale: request.locale(), origin: origin)
+        return try await selfUserResponse(updated, caller: caller)
     }
 
     /// `POST /users/me/email` with `{"email": "new@example.com"}` → `202 {"pendingEmail": …}`: sends a code to the
@@ -175,46 +163,16 @@ struct SelfServiceController: Sendable {
     {
         let body = try await Self.jsonObject(request)
         guard case .string(let raw)? = body["email"] else { throw SelfServiceErrors.invalidRequest("expected {\"email\": \"…\"}") }
-        let email = raw.trimmingCharacters(in: .whitespacesAndNewlines)
-        if let problem = userSchema.problem("email", email) { throw SelfServiceErrors.schemaValidation([problem]) }
-        guard !email.isEmpty else { throw SelfServiceErrors.invalidRequest("email must not be empty") }
-        if email.lowercased() == (user.claims["email"] ?? "").lowercased(), user.claims["email_verified"] == "true" {
-            throw SelfServiceErrors.invalidRequest("that address is already the account's verified email")
-        }
-        try accounts.requireRecentAuthentication(caller.claims)
-        var candidate = user
-        candidate.claims["email"] = email
-        if let conflict = try await accounts.uniquenessConflict(for: candidate) { throw SelfServiceErrors.conflict(conflict) }
-        try await accounts.startEmailChange(of: user, to: email, locale: request.locale(), origin: origin)
+        let email = try await profileChanges.requestEmailChange(to: raw, of: user, caller: caller, locale: request.locale(), origin: origin)
         return try Responses.json(["pendingEmail": email], status: .accepted, noStore: true)
     }
 
     /// `POST /users/me/email/verify` with `{"code": "123456"}` → the profile with the new address, verified. A wrong
     /// code is `400 USR-1030` (five tries), no pending change or an expired one `400 USR-1031`.
     private func verifyEmailChange(_ request: Request, _ user: UserRecord, caller: ResourceCaller, origin: AuditOrigin) async throws -> Response {
-        let logger = origin.logger
         let body = try await Self.jsonObject(request)
         guard case .string(let code)? = body["code"], !code.isEmpty else { throw SelfServiceErrors.invalidRequest("expected {\"code\": \"…\"}") }
-        switch try await accounts.confirmEmailChange(of: user, code: code, logger: logger) {
-        case .success(let updated):
-            await audit.record(.emailChangeConfirmed, subject: user.id, origin: origin)
-            return try await selfUserResponse(updated, caller: caller)
-        case .failure(.wrongCode):
-            throw SelfServiceErrors.code("USR-1030", "flows.executor.errors.invalid_otp", "The code is incorrect.", "the code is not the one sent")
-        case .failure(.exhausted):
-            throw SelfServiceErrors.code(
-                "USR-1032", "flows.executor.errors.otp_attempts", "Too many incorrect codes. Please start again.",
-                "too many wrong codes; request the change again")
-        case .failure(.addressLocked(let seconds)):
-            throw APIError.throttled(wait: seconds, what: "wrong codes for this email address")
-        case .failure(.expired):
-            throw SelfServiceErrors.code(
-                "USR-1031", "flows.executor.errors.otp_expired", "The code has expired. Ask for a new one.",
-                "no email change is pending, or its code expired")
-        case .failure(.rejected(.conflict(let problem))): throw SelfServiceErrors.conflict(problem)
-        case .failure(.rejected(.invalid(let problems))): throw SelfServiceErrors.schemaValidation(problems)
-        case .failure(.rejected(.stale)): throw SelfServiceErrors.staleUpdate
-        }
+        return try await selfUserResponse(try await profileChanges.confirmEmailChange(code: code, of: user, origin: origin), caller: caller)
     }
 
     /// A JSON object body (at most 64 KiB) declared as JSON: 415 for any other declared type (a cross-site form can
@@ -239,7 +197,6 @@ struct SelfServiceController: Sendable {
     private func updateSelfCredentials(_ request: Request, _ user: UserRecord, caller: ResourceCaller, origin: AuditOrigin) async throws
         -> Response
     {
-        let (address, logger) = (origin.address ?? "unknown", origin.logger)
         let attributes = try await Self.selfServiceAttributes(request)
         guard case .string(let password)? = attributes["password"], !password.isEmpty else {
             throw SelfServiceErrors.credentials("missing_credentials", "Missing credentials", "attributes.password (the new password) is required")
@@ -249,39 +206,8 @@ struct SelfServiceController: Sendable {
                 "missing_credentials", "Missing credentials",
                 "attributes.currentPassword (the current password) is required")
         }
-        // The same check as signing in: throttling, lockout (wrong guesses count), bookkeeping.
-        let outcome = try await accounts.checkPassword(
-            username: user.username, password: currentPassword, address: address, revealLock: true,
-            signIn: nil, logger: logger)
-        switch outcome {
-        case .accepted: break
-        case .throttled, .locked:
-            // The same words (and wait) as the sign-in page: `login.locked` / `login.throttled`.
-            let message = outcome.userMessage(now: clock.now) ?? LocalizedMessage("error.userservice.account_locked")
-            throw APIError(
-                status: .badRequest, code: "USR-1017", error: "invalid_request", messageKey: message.key,
-                userMessage: message.english, technical: "too many wrong passwords; try again later", arguments: message.arguments)
-        case .rejected, .disabled:
-            logger.notice("password change refused: wrong current password", metadata: ["user": .string(user.id)])
-            await audit.record(.passwordChanged, .failure, subject: user.id, details: ["reason": "invalid_current_password"], origin: origin)
-            throw SelfServiceErrors.credentials("invalid_current_password", "Invalid credentials", "the current password is not correct")
-        }
-        // Every other session and token of the account ends with the old password; the caller's own stays signed in.
-        let family = try await store.accessToken(jti: caller.claims.jti)?.familyId
-        switch try await accounts.setPassword(of: user, to: password, keepingSession: caller.claims.sid, keepingFamily: family) {
-        case .success:
-            logger.info("password changed through /users/me/update-credentials", metadata: ["user": .string(user.id)])
-            await audit.record(.passwordChanged, subject: user.id, details: ["sessions": "others_ended"], origin: origin)
-            return Response(status: .noContent, headers: [.cacheControl: "no-store"])
-        case .failure(.invalid(let problems)):
-            var error = SelfServiceErrors.credentials("invalid_credentials", "Invalid credentials", problems.map(\.message).joined(separator: "; "))
-            error.fieldErrors = problems.map(\.fieldError)  // the password rule, in the user's language
-            throw error
-        case .failure(.conflict(let problem)):
-            throw SelfServiceErrors.credentials("invalid_credentials", "Invalid credentials", problem.message)
-        case .failure(.stale):
-            throw SelfServiceErrors.staleUpdate
-        }
+        try await profileChanges.changePassword(current: currentPassword, new: password, of: user, caller: caller, origin: origin)
+        return Response(status: .noContent, headers: [.cacheControl: "no-store"])
     }
 
     /// A JSON body of the self-service routes, or `400 USR-1001` (`415` for another media type).

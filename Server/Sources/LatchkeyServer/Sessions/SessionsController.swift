@@ -19,6 +19,8 @@ struct SessionsController: Sendable {
     let clock: ServerClock
     let audit: AuditTrail
 
+    private var ending: SessionEnding { SessionEnding(store: store, clock: clock, audit: audit) }
+
     // MARK: Routes
 
     /// `/users/me/sessions` and `/users/me/grants`, on the protected `/users/me` group.
@@ -32,14 +34,9 @@ struct SessionsController: Sendable {
             let keepCurrent = try Self.flag("keep_current", of: request)
             let caller = context.caller
             let family = keepCurrent ? try await store.accessToken(jti: caller.claims.jti)?.familyId : nil
-            try await store.revokeUserSessions(
-                userId: user.id, keepingSession: keepCurrent ? caller.claims.sid : nil, keepingFamily: family,
-                reason: "signed out everywhere by the user", now: clock.now)
-            context.logger.info(
-                "user signed out everywhere", metadata: ["user": .string(user.id), "kept_current": .string("\(keepCurrent)")])
-            await audit.record(
-                .sessionEnded, subject: user.id, actor: caller.auditActor,
-                details: ["sessions": "all", "kept_current": String(keepCurrent)], origin: context.auditOrigin)
+            try await ending.endAll(
+                of: user.id, keepingSession: keepCurrent ? caller.claims.sid : nil, keepingFamily: family,
+                by: .init(id: caller.auditActor, administrator: false), origin: context.auditOrigin)
             return Self.noContent
         }
         group.delete("sessions/:session") { _, context in
@@ -62,14 +59,7 @@ struct SessionsController: Sendable {
         }
         group.delete("users/:user/sessions") { _, context in
             let user = try await self.administeredUser(context)
-            try await store.revokeUserSessions(
-                userId: user.id, keepingSession: nil, keepingFamily: nil, reason: "ended by an administrator", now: clock.now)
-            context.logger.info(
-                "every session of a user ended by an administrator",
-                metadata: ["user": .string(user.id), "administrator": .string(context.caller.claims.sub)])
-            await audit.record(
-                .sessionEnded, subject: user.id, actor: context.caller.auditActor, details: ["sessions": "all", "administrator": "true"],
-                origin: context.auditOrigin)
+            try await ending.endAll(of: user.id, by: .init(id: context.caller.auditActor, administrator: true), origin: context.auditOrigin)
             return Self.noContent
         }
         group.delete("users/:user/sessions/:session") { _, context in
@@ -89,29 +79,15 @@ struct SessionsController: Sendable {
     /// Ends one session of `userId` and revokes its grants. Another user's session, an unknown id and a pruned one
     /// are the same 404, so that an id reveals nothing. Ending an ended session again is done already: 204.
     private func endSession(_ id: String, of userId: String, context: ResourceRequestContext, by actor: String) async throws -> Response {
-        guard let session = try await store.session(id: id), session.userId == userId else { throw Self.sessionNotFound }
-        try await store.endSession(id: session.id, now: clock.now)
-        context.logger.info("session ended", metadata: ["user": .string(userId), "session": .string(session.id), "by": .string(actor)])
-        await audit.record(
-            .sessionEnded, subject: userId, actor: context.caller.auditActor,
-            details: ["sessions": "one", "session": session.id, "administrator": actor == "user" ? "false" : "true"],
-            origin: context.auditOrigin)
+        let actor = SessionEnding.Actor(id: context.caller.auditActor, administrator: actor != "user")
+        guard try await ending.endSession(id, of: userId, by: actor, origin: context.auditOrigin) else { throw Self.sessionNotFound }
         return Self.noContent
     }
 
     /// Revokes one grant of `userId`: its refresh tokens and its access tokens stop working at once.
     private func revokeGrant(_ id: String, of userId: String, context: ResourceRequestContext, by actor: String) async throws -> Response {
-        let logger = context.logger
-        guard let family = try await store.family(id: id), family.userId == userId else { throw Self.grantNotFound }
-        let reason = actor == "user" ? "revoked by the user" : "revoked by an administrator"
-        try await store.revokeFamily(id: family.id, reason: reason, now: clock.now)
-        logger.info(
-            "grant revoked", metadata: ["user": .string(userId), "client": .string(family.clientId), "by": .string(actor)])
-        var origin = context.auditOrigin
-        origin.client = family.clientId  // the application whose grant ended, not the caller's
-        await audit.record(
-            .tokenRevoked, subject: userId, actor: context.caller.auditActor,
-            details: ["via": "grants", "grant": family.id, "administrator": actor == "user" ? "false" : "true"], origin: origin)
+        let actor = SessionEnding.Actor(id: context.caller.auditActor, administrator: actor != "user")
+        guard try await ending.revokeGrant(id, of: userId, by: actor, origin: context.auditOrigin) else { throw Self.grantNotFound }
         return Self.noContent
     }
 

@@ -1,0 +1,96 @@
+import Foundation
+import Hummingbird
+
+/// The account page's frame: its sections, the header's "Sign out", the banner that asks for a fresh sign-in, dates in
+/// the person's language, and message pages (signed out, refusals). Texts are `account.*` in `MessageCatalog`.
+enum AccountPages {
+    enum Section: String, CaseIterable, Sendable {
+        case profile, security, sessions, applications, data
+        var path: String { "/account/\(rawValue)" }
+        var titleKey: String { "account.nav.\(rawValue)" }
+    }
+
+    static func t(_ key: String, _ locale: SupportedLocale, _ arguments: [String: String] = [:]) -> String {
+        MessageCatalog.text(key, locale: locale, arguments: arguments, default: key)
+    }
+
+    /// `t` escaped for HTML.
+    static func e(_ key: String, _ locale: SupportedLocale, _ arguments: [String: String] = [:]) -> String {
+        HTML.escape(t(key, locale, arguments))
+    }
+
+    /// A page of the account: the sections (`section` current), "Sign out" for `holder`, then `body`.
+    static func layout(title: String, body: String, section: Section?, holder: AccountHolder?, locale l: SupportedLocale) -> String {
+        let navigation = holder.map { _ in
+            OwnApplicationPage.Navigation(
+                label: t("account.nav.label", l), items: Section.allCases.map { ($0.path, t($0.titleKey, l), $0 == section) })
+        }
+        let account = holder.map { holder in
+            "<span class=\"hint\">\(e("account.signedin_as", l, ["user": holder.user.username]))</span>"
+                + OwnApplicationPage.button("/account/signout", label: t("account.signout", l), csrf: holder.csrf, style: "secondary")
+        }
+        return OwnApplicationPage.render(
+            title: title, brand: t("account.title", l), skip: t("account.skip", l), navigation: navigation, account: account ?? "", body: body,
+            locale: l)
+    }
+
+    /// A section's page as the answer.
+    static func page(
+        _ section: Section, _ holder: AccountHolder, _ l: SupportedLocale, body: String, status: HTTPResponse.Status = .ok
+    ) -> Response {
+        Responses.html(layout(title: t(section.titleKey, l), body: body, section: section, holder: holder, locale: l), status: status)
+    }
+
+    /// A message page (signed out, a refusal), with a link to sign in (`fresh`: asking for the credentials again,
+    /// returning to `returnPath`).
+    static func message(
+        title: String, text: String, action: String? = nil, fresh: Bool = false, returnPath: String? = nil, holder: AccountHolder?,
+        locale l: SupportedLocale
+    ) -> String {
+        let link = action.map { "<p><a href=\"\(HTML.escape(signInPath(fresh: fresh, returnPath: returnPath)))\">\(HTML.escape($0))</a></p>" } ?? ""
+        return layout(title: title, body: "<p id=\"message\">\(HTML.escape(text))</p>\(link)", section: nil, holder: holder, locale: l)
+    }
+
+    /// `/account/login`, asking for the credentials again (`fresh`) and coming back to `returnPath`.
+    static func signInPath(fresh: Bool, returnPath: String?) -> String {
+        var items: [URLQueryItem] = []
+        if fresh { items.append(URLQueryItem(name: "fresh", value: "1")) }
+        if let returnPath { items.append(URLQueryItem(name: "return", value: returnPath)) }
+        var components = URLComponents()
+        components.queryItems = items
+        return "/account/login" + (items.isEmpty ? "" : "?" + (components.percentEncodedQuery ?? ""))
+    }
+
+    /// Above a form that needs a recent sign-in, when this one is not: why its fields are off, and the way to a fresh
+    /// sign-in that comes back to `section`.
+    static func freshBanner(_ holder: AccountHolder, section: Section, _ l: SupportedLocale) -> String {
+        guard !holder.isFresh else { return "" }
+        return """
+            <p class="fresh" id="fresh">\(e("account.fresh.banner", l)) <a href="\(HTML.escape(signInPath(fresh: true, returnPath: section.path)))">\(e("account.fresh.action", l))</a></p>
+            """
+    }
+
+    /// `<fieldset disabled>` around a form's fields while the sign-in is not recent, so nothing is typed for nothing.
+    static func freshFieldset(_ holder: AccountHolder, _ content: String) -> String {
+        "<fieldset\(holder.isFresh ? "" : " disabled aria-describedby=\"fresh\"")>\(content)</fieldset>"
+    }
+
+    /// A day and time in the person's language, machine-readable in `datetime`.
+    static func date(_ date: Date, _ l: SupportedLocale) -> String {
+        let text = date.formatted(Date.FormatStyle(date: .long, time: .shortened).locale(Locale(identifier: l.tag)))
+        return "<time datetime=\"\(HTML.escape(date.formatted(.iso8601)))\">\(HTML.escape(text))</time>"
+    }
+
+    /// A day in the person's language, as plain text (inside a message).
+    static func day(_ date: Date, _ l: SupportedLocale) -> String {
+        date.formatted(Date.FormatStyle(date: .long, time: .omitted).locale(Locale(identifier: l.tag)))
+    }
+
+    static func csrfField(_ holder: AccountHolder) -> String { OwnApplicationPage.csrfField(holder.csrf) }
+
+    static func button(
+        _ action: String, label: String, holder: AccountHolder, style: String = "", fields: [String: String] = [:], accessibleLabel: String? = nil
+    ) -> String {
+        OwnApplicationPage.button(action, label: label, csrf: holder.csrf, style: style, fields: fields, accessibleLabel: accessibleLabel)
+    }
+}

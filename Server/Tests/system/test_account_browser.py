@@ -1,0 +1,193 @@
+"""The account page in headless Chromium against the real `latchkey` binary: a person finds it from the server's root
+page, signs in through the hosted page, edits the profile, changes the password, signs out everywhere else, removes a
+connected app's access, downloads their data and deletes the account; the same pages in Arabic, right to left; a page
+opened through single sign-on asks "Confirm it's you" before the download or the deletion; a form posted from another
+site changes nothing. Every page is captured in English and in Arabic (set LATCHKEY_ACCOUNT_SCREENSHOTS to a directory
+to keep the images)."""
+import json
+import os
+import shutil
+import tempfile
+import urllib.parse
+
+import pytest
+import requests
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+from conftest import DEMO_PASSWORD, DEMO_USER, REDIRECT, Server, Shots, click, new_chrome, poll, sign_in_with
+
+LAYLA = "layla@example.com"
+LAYLA_PASSWORD = "layla's long account password"
+NEW_PASSWORD = "a brand new demo passphrase"
+
+
+@pytest.fixture
+def account_server():
+    workdir = tempfile.mkdtemp(prefix="latchkey-account-")
+    config = os.path.join(workdir, "latchkey.json")
+    with open(config, "w") as f:
+        # A day of recent sign-in: the run never depends on how long Chromium takes (the 5-minute default is tested in
+        # Swift with a frozen clock). "Field notes" is a third-party application: signing in to it asks for consent.
+        json.dump({"development": True, "demo": True, "recent_auth_seconds": 86400,
+                   "users": [{"username": LAYLA, "password": LAYLA_PASSWORD,
+                              "claims": {"email": LAYLA, "email_verified": "true", "given_name": "ليلى", "family_name": "حداد"}}],
+                   "clients": [{"client_id": "field-notes", "name": "Field notes", "redirect_uris": [REDIRECT],
+                                "scopes": ["openid", "profile", "offline_access"], "third_party": True}]}, f)
+    server = Server(workdir, args=["--config", config]).start()
+    yield server
+    server.stop()
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+def account_browser(languages):
+    browser = new_chrome(languages)
+    browser.set_window_size(1280, 1400)
+    return browser
+
+
+def sign_in_from_home(browser, server, username, password):
+    """The root page, its link to the account page, the hosted sign-in, "Not now" on the passkey offer."""
+    browser.get(server.base + "/")
+    click(browser, browser.find_element(By.CSS_SELECTOR, "main a[href='/account']"))
+    assert "/login?request=" in browser.current_url, browser.current_url
+    browser.find_element(By.ID, "username").send_keys(username)
+    browser.find_element(By.ID, "password").send_keys(password)
+    click(browser, browser.find_element(By.CSS_SELECTOR, "form[action='/login'] button[type=submit]"))
+    if "/passkey-offer" in browser.current_url:
+        click(browser, browser.find_element(By.ID, "not-now"))
+    assert browser.current_url.endswith("/account/profile"), browser.current_url
+
+
+def go(browser, server, section):
+    click(browser, browser.find_element(By.CSS_SELECTOR, f"nav a[href='/account/{section}']"))
+    assert browser.current_url.endswith("/account/" + section), browser.current_url
+    assert browser.find_element(By.CSS_SELECTOR, f"nav a[href='/account/{section}']").get_attribute("aria-current") == "page"
+
+
+def status(browser):
+    return browser.find_element(By.CSS_SELECTOR, "[role=status]").text
+
+
+def test_a_person_manages_their_account_end_to_end(account_server):
+    server = account_server
+    shots = Shots("LATCHKEY_ACCOUNT_SCREENSHOTS", "latchkey-account-shots-")
+    # The person signed in to a third-party application and consented to it: a second session, a connected app.
+    tokens = sign_in_with(server, "field-notes")
+    downloads = tempfile.mkdtemp(prefix="latchkey-account-downloads-")
+    browser = account_browser("en")
+    try:
+        browser.get(server.base + "/")
+        shots.take(browser, "home-en")
+        # Keyboard users reach "Skip to content" first on the account page.
+        sign_in_from_home(browser, server, DEMO_USER, DEMO_PASSWORD)
+        assert len(browser.find_elements(By.TAG_NAME, "h1")) == 1
+        shots.take(browser, "profile-en")
+        browser.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
+        assert browser.switch_to.active_element.get_attribute("class") == "skip"
+
+        field = browser.find_element(By.ID, "attr-given_name")
+        field.clear()
+        field.send_keys("Dana")
+        click(browser, browser.find_element(By.CSS_SELECTOR, "form[action='/account/profile'] button[type=submit]"))
+        assert status(browser) == "Your profile was saved."
+        assert browser.find_element(By.ID, "attr-given_name").get_attribute("value") == "Dana"
+
+        go(browser, server, "security")
+        browser.find_element(By.ID, "current-password").send_keys("not my password")
+        browser.find_element(By.ID, "new-password").send_keys(NEW_PASSWORD)
+        click(browser, browser.find_element(By.CSS_SELECTOR, "form[action='/account/security/password'] button[type=submit]"))
+        assert browser.find_element(By.CSS_SELECTOR, "[role=alert]").text == "The current password is incorrect."
+        shots.take(browser, "security-error-en")
+        browser.find_element(By.ID, "current-password").send_keys(DEMO_PASSWORD)
+        browser.find_element(By.ID, "new-password").send_keys(NEW_PASSWORD)
+        click(browser, browser.find_element(By.CSS_SELECTOR, "form[action='/account/security/password'] button[type=submit]"))
+        assert "Your password was changed." in status(browser)
+        # The password change ended every other session: the application's refresh token is refused.
+        refreshed = requests.post(server.base + "/oauth2/token", data={
+            "grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], "client_id": "field-notes"}, timeout=10)
+        assert refreshed.status_code == 400, refreshed.text
+
+        # Another session (the application again, with the new password), then "Sign out everywhere else".
+        tokens = sign_in_with(server, "field-notes", password=NEW_PASSWORD)
+        go(browser, server, "sessions")
+        rows = browser.find_elements(By.CSS_SELECTOR, "#sessions tbody tr")
+        assert len(rows) == 2 and "This browser" in rows[0].text and "Field notes" in rows[1].text, [r.text for r in rows]
+        shots.take(browser, "sessions-en")
+        click(browser, browser.find_element(By.XPATH, "//button[normalize-space()='Sign out everywhere else']"))
+        assert status(browser) == "You are signed out everywhere else."
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#sessions tbody tr")) == 1
+
+        go(browser, server, "applications")
+        consents = browser.find_element(By.ID, "consents")
+        assert "Field notes" in consents.text and "See your name, username and profile details" in consents.text, consents.text
+        shots.take(browser, "applications-en")
+        click(browser, consents.find_element(By.XPATH, ".//button[normalize-space()='Remove access']"))
+        assert status(browser) == "Field notes no longer has access to your account."
+
+        go(browser, server, "data")
+        assert not browser.find_elements(By.CSS_SELECTOR, "fieldset[disabled]"), "a fresh sign-in: nothing to confirm"
+        shots.take(browser, "data-en")
+        browser.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads})
+        browser.find_element(By.CSS_SELECTOR, "form[action='/account/data/export'] button").click()
+        path = os.path.join(downloads, "account-data.json")
+        poll(lambda: os.path.exists(path) and os.path.getsize(path) > 0, lambda done: done, within=20)
+        with open(path) as f:
+            document = json.load(f)
+        assert document["profile"]["username"] == DEMO_USER, document["profile"]
+        assert DEMO_PASSWORD not in json.dumps(document) and NEW_PASSWORD not in json.dumps(document)
+
+        browser.find_element(By.ID, "delete-confirm").click()
+        click(browser, browser.find_element(By.CSS_SELECTOR, "form[action='/account/data/delete'] button[type=submit]"))
+        assert browser.find_element(By.TAG_NAME, "h1").text == "Your account was deleted"
+        shots.take(browser, "deleted-en")
+        browser.get(server.base + "/account/profile")
+        assert "/login?request=" in browser.current_url, "signed out everywhere"
+    finally:
+        browser.quit()
+        shutil.rmtree(downloads, ignore_errors=True)
+
+    browser = account_browser("ar")
+    try:
+        browser.get(server.base + "/")
+        assert browser.find_element(By.TAG_NAME, "html").get_attribute("dir") == "rtl"
+        shots.take(browser, "home-ar")
+        sign_in_from_home(browser, server, LAYLA, LAYLA_PASSWORD)
+        html = browser.find_element(By.TAG_NAME, "html")
+        assert html.get_attribute("lang") == "ar" and html.get_attribute("dir") == "rtl"
+        # Right to left: the heading hugs the right edge.
+        heading = browser.find_element(By.TAG_NAME, "h1")
+        width = browser.execute_script("return document.documentElement.clientWidth")
+        assert heading.rect["x"] + heading.rect["width"] > width - 80, (heading.rect, width)
+        shots.take(browser, "profile-ar")
+        for section in ["security", "sessions", "applications", "data"]:
+            go(browser, server, section)
+            for field in browser.find_elements(By.CSS_SELECTOR, "main input:not([type=hidden]):not([hidden])"):
+                assert browser.find_elements(By.CSS_SELECTOR, f"label[for='{field.get_attribute('id')}']"), field.get_attribute("id")
+            shots.take(browser, section + "-ar")
+        click(browser, browser.find_element(By.CSS_SELECTOR, "header form button[type=submit]"))
+        shots.take(browser, "signed-out-ar")
+
+        # Opened again through single sign-on: no password asked, but the download and the deletion wait for
+        # "Confirm it's you".
+        browser.get(server.base + "/account/data")
+        assert browser.current_url.endswith("/account/data"), browser.current_url
+        assert browser.find_elements(By.CSS_SELECTOR, "fieldset[disabled]")
+        shots.take(browser, "data-confirm-ar")
+
+        # A form posted from another site carries no account cookie for a POST (SameSite=Lax) and changes nothing.
+        forged = "data:text/html," + urllib.parse.quote(
+            f'<form method="post" action="{server.base}/account/data/delete"><input name="confirm" value="1">'
+            '<input name="csrf" value="x"><button id="go">go</button></form>')
+        browser.get(forged)
+        click(browser, browser.find_element(By.ID, "go"))
+        browser.get(server.base + "/account/profile")
+        assert browser.find_element(By.ID, "attr-given_name").get_attribute("value") == "ليلى", "the account is still there"
+
+        browser.get(server.base + "/account/data")
+        click(browser, browser.find_element(By.CSS_SELECTOR, "#fresh a"))
+        assert "/login?request=" in browser.current_url, "Confirm it's you asks for the password again"
+    finally:
+        browser.quit()
+    print("account screenshots:", shots.directory)
+    assert len(shots.taken) == 15
