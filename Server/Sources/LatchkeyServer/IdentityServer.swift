@@ -514,7 +514,7 @@ public final class IdentityServer: Sendable {
 
         // The account page: the same self-service, for people in a browser, signed in through the hosted page.
         if configuration.accountPageEnabled {
-            let profileChanges = ProfileChanges(store: store, clock: clock, accounts: accounts, audit: audit)
+            let profileChanges = ProfileChanges(store: store, clock: clock, accounts: accounts, audit: audit, channel: .accountPage)
             AccountController(
                 access: AccountAccess(kit: kit, store: store, cookies: cookies, accounts: accounts),
                 profile: AccountProfile(store: store, changes: profileChanges),

@@ -13,10 +13,9 @@ struct AccountApplications: Sendable {
         group.get("applications") { request, context in
             try await account.serve(request, context, section: .applications) { holder, params, _ in
                 let l = request.locale()
-                // The notice names a known application only: the query cannot put words of its own on the page.
                 var notice: String?
-                if let clientId = try params.single("withdrawn"), let client = try await store.client(id: clientId) {
-                    notice = AccountPages.t("account.apps.withdrawn", l, ["app": client.configuration.name])
+                if let clientId = try AccountPages.done(params, holder), let client = try await store.client(id: clientId) {
+                    notice = AccountPages.t("account.apps.withdrawn", l, ["app": client.configuration.displayName(l)])
                 }
                 return try await self.page(holder, l, notice: notice)
             }
@@ -35,9 +34,7 @@ struct AccountApplications: Sendable {
                 await audit.record(
                     .consentWithdrawn, subject: holder.user.id, actor: holder.user.id,
                     details: ["grants_revoked": String(revoked), "administrator": "false", "via": "account_page"], origin: withdrawn)
-                var components = URLComponents()
-                components.queryItems = [URLQueryItem(name: "withdrawn", value: clientId)]
-                return Responses.redirect(to: "/account/applications?" + (components.percentEncodedQuery ?? ""), afterPost: true)
+                return AccountPages.back(to: .applications, holder, done: clientId)
             }
         }
     }
@@ -53,7 +50,7 @@ struct AccountApplications: Sendable {
         }
         var rows = ""
         for consent in consents {
-            let name = try await store.client(id: consent.clientId)?.configuration.name ?? consent.clientId
+            let name = try await store.client(id: consent.clientId)?.configuration.displayName(l) ?? consent.clientId
             let access = consent.scopes.map { (scope) -> String in
                 let key = "scope.\(scope)"
                 let text = MessageCatalog.text(key, locale: l, arguments: [:], default: "")

@@ -46,13 +46,14 @@ struct AccountController: Sendable {
     private func callback(_ request: Request) async throws -> Response {
         let params = try Parameters.query(of: request)
         let l = request.locale()
-        if try params.single("error") != nil {
-            // The person cancelled, or the sign-in was refused: nothing to keep, a way to try again.
-            return Responses.html(
-                AccountPages.message(
-                    title: AccountPages.t("account.refused.title", l), text: AccountPages.t("account.refused.signin", l),
-                    action: AccountPages.t("account.signin", l), holder: nil, locale: l), status: .forbidden)
-        }
+        // The person cancelled, or the sign-in was refused, or the callback is not this browser's (cookies blocked,
+        // another tab, a bookmark): a page with the way to try again, never a new sign-in at once, which single
+        // sign-on would answer with the same failing callback, round and round.
+        let refusedPage = Responses.html(
+            AccountPages.message(
+                title: AccountPages.t("account.refused.title", l), text: AccountPages.t("account.refused.signin", l),
+                action: AccountPages.t("account.signin", l), holder: nil, locale: l), status: .forbidden)
+        if try params.single("error") != nil { return refusedPage }
         do {
             let redemption = try await access.signIn.redeem(request, params)
             let (_, cookies) = try await access.signIn.issue(redemption)
@@ -60,7 +61,7 @@ struct AccountController: Sendable {
             response.headers[values: .setCookie] = cookies
             return response
         } catch is OwnApplicationSignIn.SignInNeeded {
-            return refused(.signInNeeded, request: request, holder: nil, section: nil)
+            return refusedPage
         }
     }
 

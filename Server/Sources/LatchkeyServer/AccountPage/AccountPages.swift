@@ -38,7 +38,9 @@ enum AccountPages {
     static func page(
         _ section: Section, _ holder: AccountHolder, _ l: SupportedLocale, body: String, status: HTTPResponse.Status = .ok
     ) -> Response {
-        Responses.html(layout(title: t(section.titleKey, l), body: body, section: section, holder: holder, locale: l), status: status)
+        Responses.html(
+            layout(title: t(section.titleKey, l), body: body, section: section, holder: holder, locale: l), status: status,
+            headers: [.contentLanguage: l.tag])
     }
 
     /// A message page (signed out, a refusal), with a link to sign in (`fresh`: asking for the credentials again,
@@ -75,15 +77,44 @@ enum AccountPages {
         "<fieldset\(holder.isFresh ? "" : " disabled aria-describedby=\"fresh\"")>\(content)</fieldset>"
     }
 
-    /// A day and time in the person's language, machine-readable in `datetime`.
+    /// A day and time in the person's language, in UTC and saying so (the server does not know the person's zone),
+    /// machine-readable in `datetime`.
     static func date(_ date: Date, _ l: SupportedLocale) -> String {
-        let text = date.formatted(Date.FormatStyle(date: .long, time: .shortened).locale(Locale(identifier: l.tag)))
-        return "<time datetime=\"\(HTML.escape(date.formatted(.iso8601)))\">\(HTML.escape(text))</time>"
+        "<time datetime=\"\(HTML.escape(date.formatted(.iso8601)))\">\(HTML.escape(dateText(date, l)))</time>"
     }
 
-    /// A day in the person's language, as plain text (inside a message).
+    /// `date`'s text: the day, the time and the zone (UTC).
+    static func dateText(_ date: Date, _ l: SupportedLocale) -> String {
+        date.formatted(
+            Date.FormatStyle(locale: Locale(identifier: l.tag), timeZone: utc).year().month(.wide).day().hour().minute()
+                .timeZone(.specificName(.short)))
+    }
+
+    /// A day in the person's language (UTC, as the deletion's due day is kept and mailed), as plain text.
     static func day(_ date: Date, _ l: SupportedLocale) -> String {
-        date.formatted(Date.FormatStyle(date: .long, time: .omitted).locale(Locale(identifier: l.tag)))
+        date.formatted(Date.FormatStyle(date: .long, time: .omitted, locale: Locale(identifier: l.tag), timeZone: utc))
+    }
+
+    private static let utc = TimeZone(identifier: "UTC") ?? .gmt
+
+    /// After a change, back to `section` saying what was done (`done`), sealed to this session (a MAC keyed by its
+    /// CSRF token), so that a link from elsewhere cannot put a notice such as "Your password was changed" on the page.
+    static func back(to section: Section, _ holder: AccountHolder, done: String) -> Response {
+        var components = URLComponents()
+        components.queryItems = [URLQueryItem(name: "done", value: done), URLQueryItem(name: "seal", value: seal(done, holder))]
+        return Responses.redirect(to: section.path + "?" + (components.percentEncodedQuery ?? ""), afterPost: true)
+    }
+
+    /// What a change sealed with `back(to:_:done:)` did, when the seal is this session's; nil otherwise.
+    static func done(_ params: Parameters, _ holder: AccountHolder) throws -> String? {
+        guard let done = try params.single("done"), let presented = try params.single("seal"),
+            Secrets.constantTimeEquals(presented, seal(done, holder))
+        else { return nil }
+        return done
+    }
+
+    private static func seal(_ value: String, _ holder: AccountHolder) -> String {
+        CookiePolicy.csrfToken(secret: holder.csrf, requestId: "notice|" + value)
     }
 
     static func csrfField(_ holder: AccountHolder) -> String { OwnApplicationPage.csrfField(holder.csrf) }

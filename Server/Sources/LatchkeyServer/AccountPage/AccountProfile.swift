@@ -13,11 +13,14 @@ struct AccountProfile: Sendable {
     func addRoutes(to group: RouterGroup<LatchkeyRequestContext>, account: AccountController) {
         group.get("profile") { request, context in
             try await account.serve(request, context, section: .profile) { holder, params, _ in
-                let done = try params.single("done")
-                let notice =
-                    done == "email" ? AccountPages.t("account.email.confirmed", request.locale(), ["email": holder.user.claims["email"] ?? ""]) : nil
-                return try await self.page(
-                    holder, request.locale(), notice: done == "saved" ? AccountPages.t("account.profile.saved", request.locale()) : notice)
+                let l = request.locale()
+                let notice: String? =
+                    switch try AccountPages.done(params, holder) {
+                    case "saved": AccountPages.t("account.profile.saved", l)
+                    case "email": AccountPages.t("account.email.confirmed", l, ["email": holder.user.claims["email"] ?? ""])
+                    default: nil
+                    }
+                return try await self.page(holder, l, notice: notice)
             }
         }
         group.post("profile") { request, context in
@@ -28,12 +31,17 @@ struct AccountProfile: Sendable {
         group.post("profile/email/verify") { request, context in
             try await account.serve(request, context, form: true, section: .profile) { holder, params, origin in
                 let l = request.locale()
+                // An empty code is not a try: it spends none of the five.
+                let code = (try params.single("code") ?? "").trimmingCharacters(in: .whitespaces)
+                guard !code.isEmpty else {
+                    return try await self.page(holder, l, error: AccountPages.t("flows.executor.errors.invalid_otp", l), status: .badRequest)
+                }
                 do {
-                    _ = try await changes.confirmEmailChange(code: try params.single("code") ?? "", of: holder.user, origin: origin)
+                    _ = try await changes.confirmEmailChange(code: code, of: holder.user, origin: origin)
                 } catch let error as APIError {
                     return try await self.page(holder, l, error: failureText(error, l), status: error.status)
                 }
-                return Responses.redirect(to: "/account/profile?done=email", afterPost: true)
+                return AccountPages.back(to: .profile, holder, done: "email")
             }
         }
     }
@@ -62,7 +70,7 @@ struct AccountProfile: Sendable {
             let text = error.code == SelfServiceErrors.staleUpdate.code ? AccountPages.t("account.profile.stale", l) : failureText(error, l)
             return try await page(holder, l, values: values, error: text, status: error.status)
         }
-        return Responses.redirect(to: "/account/profile?done=saved", afterPost: true)
+        return AccountPages.back(to: .profile, holder, done: "saved")
     }
 
     private func page(
@@ -102,12 +110,12 @@ struct AccountProfile: Sendable {
             if attribute.name == "email" {
                 let verified = user.claims["email_verified"] == "true"
                 hint =
-                    "<p class=\"hint\" id=\"email-hint\">\(AccountPages.e(verified ? "account.profile.verified" : "account.profile.unverified", l)). \(AccountPages.e("account.profile.email_hint", l))\(freshLink)</p>"
+                    "<p class=\"hint\" id=\"email-hint\"><strong>\(AccountPages.e(verified ? "account.profile.verified" : "account.profile.unverified", l))</strong><br>\(AccountPages.e("account.profile.email_hint", l))\(freshLink)</p>"
             }
             let ltr = ["email", "phone_number", "picture", "username"].contains(attribute.name) ? " dir=\"ltr\"" : ""
             return """
-                <label for="attr-\(attribute.name)">\(HTML.escape(label))</label>
-                <input type="\(type)" id="attr-\(attribute.name)" name="\(attribute.name)" value="\(HTML.escape(current))" maxlength="\(attribute.maxLength)" autocomplete="\(autocomplete)"\(ltr)\(attribute.required ? " required" : "")\(hint.isEmpty ? "" : " aria-describedby=\"email-hint\"")>
+                <label for="attr-\(HTML.escape(attribute.name))">\(HTML.escape(label))</label>
+                <input type="\(type)" id="attr-\(HTML.escape(attribute.name))" name="\(HTML.escape(attribute.name))" value="\(HTML.escape(current))" maxlength="\(attribute.maxLength)" autocomplete="\(autocomplete)"\(ltr)\(attribute.required ? " required" : "")\(hint.isEmpty ? "" : " aria-describedby=\"email-hint\"")>
                 \(hint)
                 """
         }.joined()
@@ -119,7 +127,7 @@ struct AccountProfile: Sendable {
                 <p>\(AccountPages.e("account.email.pending", l, ["email": pending.email]))</p>
                 <form method="post" action="/account/profile/email/verify">\(AccountPages.csrfField(holder))
                 <label for="email-code">\(AccountPages.e("account.email.code", l))</label>
-                <input type="text" id="email-code" name="code" inputmode="numeric" autocomplete="one-time-code" dir="ltr" required>
+                <input type="text" id="email-code" name="code" autocomplete="one-time-code" autocapitalize="characters" spellcheck="false" dir="ltr" required>
                 <div class="actions"><button type="submit">\(AccountPages.e("account.email.confirm", l))</button></div></form></section>
                 """
         }

@@ -12,7 +12,7 @@ struct AccountSecurity: Sendable {
             try await account.serve(request, context, section: .security) { holder, params, _ in
                 let l = request.locale()
                 return try await self.page(
-                    holder, l, notice: try params.single("done") == "password" ? AccountPages.t("account.password.changed", l) : nil)
+                    holder, l, notice: try AccountPages.done(params, holder) == "password" ? AccountPages.t("account.password.changed", l) : nil)
             }
         }
         group.post("security/password") { request, context in
@@ -29,7 +29,7 @@ struct AccountSecurity: Sendable {
                         ? AccountPages.t("account.password.wrong", l) : failureText(error, l)
                     return try await self.page(holder, l, error: text, status: error.status)
                 }
-                return Responses.redirect(to: "/account/security?done=password", afterPost: true)
+                return AccountPages.back(to: .security, holder, done: "password")
             }
         }
     }

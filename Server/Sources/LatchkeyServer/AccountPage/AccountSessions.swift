@@ -14,22 +14,31 @@ struct AccountSessions: Sendable {
             try await account.serve(request, context, section: .sessions) { holder, params, _ in
                 let notices = ["one": "account.sessions.ended", "others": "account.sessions.ended_others", "app": "account.sessions.revoked"]
                 return try await self.page(
-                    holder, request.locale(), notice: try params.single("done").flatMap { notices[$0] }.map { AccountPages.t($0, request.locale()) })
+                    holder, request.locale(),
+                    notice: try AccountPages.done(params, holder).flatMap { notices[$0] }.map { AccountPages.t($0, request.locale()) })
             }
         }
         group.post("sessions/end") { request, context in
             try await account.serve(request, context, form: true, section: .sessions) { holder, params, origin in
-                let ended = try await ending.endSession(
-                    try params.single("session") ?? "", of: holder.user.id, by: self.actor(holder), origin: origin)
-                return try await self.after(ended, done: "one", holder, request.locale())
+                let session = try params.single("session") ?? ""
+                let ended = try await ending.endSession(session, of: holder.user.id, by: self.actor(holder), origin: origin)
+                guard ended, session == holder.caller.claims.sid else { return try await self.after(ended, done: "one", holder, request.locale()) }
+                // This browser's own session: the page's sign-in ended with it.
+                let l = request.locale()
+                return Responses.html(
+                    AccountPages.message(
+                        title: AccountPages.t("account.signedout.title", l), text: AccountPages.t("account.sessions.ended", l),
+                        action: AccountPages.t("account.signin", l), holder: nil, locale: l),
+                    headers: [.setCookie: account.access.signIn.cookies.ownApplication(AccountClient.application, "", maxAge: 0)])
             }
         }
         group.post("sessions/end-others") { request, context in
             try await account.serve(request, context, form: true, section: .sessions) { holder, _, origin in
                 let family = try await store.accessToken(jti: holder.caller.claims.jti)?.familyId
                 try await ending.endAll(
-                    of: holder.user.id, keepingSession: holder.caller.claims.sid, keepingFamily: family, by: self.actor(holder), origin: origin)
-                return Responses.redirect(to: "/account/sessions?done=others", afterPost: true)
+                    of: holder.user.id, keepingCurrent: true, session: holder.caller.claims.sid, family: family, by: self.actor(holder),
+                    origin: origin)
+                return AccountPages.back(to: .sessions, holder, done: "others")
             }
         }
         group.post("sessions/revoke") { request, context in
@@ -46,7 +55,7 @@ struct AccountSessions: Sendable {
     /// Back to the list: with what was done, or (gone meanwhile: another tab, another device) saying so.
     private func after(_ done: Bool, done key: String, _ holder: AccountHolder, _ l: SupportedLocale) async throws -> Response {
         guard done else { return try await page(holder, l, error: AccountPages.t("account.gone", l), status: .notFound) }
-        return Responses.redirect(to: "/account/sessions?done=\(key)", afterPost: true)
+        return AccountPages.back(to: .sessions, holder, done: key)
     }
 
     private func page(
@@ -62,14 +71,14 @@ struct AccountSessions: Sendable {
         let sessions = listing.sessions.filter { $0.id == current } + listing.sessions.filter { $0.id != current }
         let rows = sessions.map { (session) -> String in
             let apps = listing.grants.filter { $0.sessionId == session.id }.map { names[$0.family.clientId] ?? $0.family.clientId }
-            let this = session.id == current ? " <strong>(\(AccountPages.e("account.sessions.this", l)))</strong>" : ""
+            let this = session.id == current ? "<br><strong>\(AccountPages.e("account.sessions.this", l))</strong>" : ""
             let end = AccountPages.button(
                 "/account/sessions/end", label: AccountPages.t("account.sessions.end", l), holder: holder, style: "secondary",
                 fields: ["session": session.id],
-                accessibleLabel: AccountPages.t("account.sessions.end_named", l, ["date": AccountPages.day(session.createdAt, l)]))
+                accessibleLabel: AccountPages.t("account.sessions.end_named", l, ["date": AccountPages.dateText(session.createdAt, l)]))
             return """
-                <tr><td class="time">\(AccountPages.date(session.createdAt, l))\(this)</td>
-                <td>\(apps.isEmpty ? AccountPages.e("account.sessions.no_apps", l) : HTML.escape(apps.joined(separator: ", ")))</td><td>\(end)</td></tr>
+                <tr><th scope="row" class="time">\(AccountPages.date(session.createdAt, l))\(this)</th>
+                <td>\(apps.isEmpty ? AccountPages.e("account.sessions.no_apps", l) : "<ul>" + apps.map { "<li>\(HTML.escape($0))</li>" }.joined() + "</ul>")</td><td>\(end)</td></tr>
                 """
         }.joined()
         let sessionIds = Set(listing.sessions.map(\.id))

@@ -205,7 +205,7 @@ struct ConsoleUsers: Sendable {
                 details: ["grants_revoked": String(revoked), "administrator": "true", "via": "console"], origin: withdrawn)
         default:  // end-sessions: one (`session`) or all
             let ending = SessionEnding(store: store, clock: accounts.clock, audit: audit)
-            let administrator = SessionEnding.Actor(id: actor, administrator: true)
+            let administrator = SessionEnding.Actor(id: actor, administrator: true, via: "console")
             if let sessionId = try params.single("session") {
                 guard try await ending.endSession(sessionId, of: user.id, by: administrator, origin: origin) else {
                     return Self.page(

@@ -420,7 +420,7 @@ struct HostedLoginController: Sendable {
         let page = Pages.login(
             .init(
                 requestId: requestId, csrf: CookiePolicy.csrfToken(secret: secret, requestId: requestId),
-                clientName: client?.displayName(locale) ?? clientId, username: username, error: error,
+                clientName: client?.name ?? clientId, username: username, error: error,
                 locale: locale, passkeyClientId: passkeys ? clientId : nil, providers: providers, display: Pages.ApplicationDisplay(client)))
         return Responses.html(
             page, status: status, headers: [.setCookie: cookies.csrf(secret), .contentLanguage: locale.tag],
@@ -436,7 +436,7 @@ struct HostedLoginController: Sendable {
         let page = Pages.secondFactor(
             .init(
                 requestId: requestId, csrf: CookiePolicy.csrfToken(secret: secret, requestId: requestId),
-                clientName: client?.displayName(locale) ?? clientId, kind: kind, error: error, info: info, locale: locale))
+                clientName: client?.name ?? clientId, kind: kind, error: error, info: info, locale: locale))
         var headers = HTTPFields()
         headers[values: .setCookie] = [cookies.csrf(secret)] + extraCookies
         headers[.contentLanguage] = locale.tag

@@ -19,10 +19,10 @@ struct OwnApplication: Sendable {
     let sameSite: String
     /// Whether the hosted page refuses an account without a second factor.
     let requireMFA: Bool
+    /// The scope of the CSRF tokens its forms carry, so that one application's token is worthless for the other.
+    let csrfScope: String
 
     var callbackPath: String { basePath + "/callback" }
-    /// The scope of the CSRF tokens its forms carry, so that one application's token is worthless for the other.
-    var csrfScope: String { clientId }
 
     /// The registered client. An issuer configured with port 0 (the port is chosen at start) is loopback, whose
     /// redirect URIs registered without a port match any port (RFC 8252 §7.3).
@@ -47,7 +47,7 @@ enum ConsoleClient {
     static let application = OwnApplication(
         clientId: id, name: "Latchkey console",
         scope: ["openid", "profile", ResourceCaller.adminScope, ClientRegistrationPolicy.registrationScope], basePath: "/admin",
-        cookie: CookiePolicy.consoleCookie, sameSite: "Strict", requireMFA: true)
+        cookie: CookiePolicy.consoleCookie, sameSite: "Strict", requireMFA: true, csrfScope: "console")
 }
 
 /// The account page, where people manage their own account in a browser. Any account may use it (no second factor
@@ -57,7 +57,7 @@ enum AccountClient {
     static let id = "latchkey-account"
     static let application = OwnApplication(
         clientId: id, name: "Latchkey account", scope: ["openid", "profile"], basePath: "/account",
-        cookie: CookiePolicy.accountCookie, sameSite: "Lax", requireMFA: false)
+        cookie: CookiePolicy.accountCookie, sameSite: "Lax", requireMFA: false, csrfScope: "account")
 }
 
 extension String {
@@ -66,9 +66,9 @@ extension String {
 }
 
 extension ClientConfiguration {
-    /// The application's name as a person reads it in `locale`: the server's own applications (with the name they
-    /// are seeded with) in the person's language, "Your account" rather than "Latchkey account"; any other as
-    /// configured.
+    /// The application's name as a person reads it in a list in `locale`: the server's own applications (with the name
+    /// they are seeded with) in the person's language, "Your account" rather than "Latchkey account"; any other as
+    /// configured. (Not inside a sentence: "continue to Your account" reads wrong, and in German needs another case.)
     func displayName(_ locale: SupportedLocale) -> String {
         for (application, key) in [(ConsoleClient.application, "console.title"), (AccountClient.application, "account.title")]
         where clientId == application.clientId && name == application.name {

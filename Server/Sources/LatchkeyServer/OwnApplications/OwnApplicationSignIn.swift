@@ -126,11 +126,13 @@ struct OwnApplicationSignIn: Sendable {
         return cookies.ownApplication(application, "", maxAge: 0)
     }
 
-    /// `path` when it is one of the application's own pages (`/account/…`): never another site, never `//host`.
+    /// `path` when it is one of the application's own sections (`/account/sessions`): one segment of lowercase
+    /// letters and hyphens below its base path, so never another site, another path of this one (`..`, `%2e%2e`), a
+    /// query or a fragment.
     private func ownPath(_ path: String?) -> String? {
-        guard let path, path.hasPrefix(application.basePath + "/"), !path.contains("//"), !path.contains("\\"),
-            path.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
-        else { return nil }
+        guard let path, path.hasPrefix(application.basePath + "/") else { return nil }
+        let section = path.dropFirst(application.basePath.count + 1)
+        guard !section.isEmpty, section.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || $0 == "-" }) else { return nil }
         return path
     }
 }

@@ -78,7 +78,7 @@ struct PasskeyOfferController: Sendable {
         let secret = Secrets.token()
         let page = PasskeyOfferPage.render(
             .init(
-                requestId: id, csrf: CookiePolicy.csrfToken(secret: secret, requestId: id), clientName: waiting.client.displayName(waiting.locale),
+                requestId: id, csrf: CookiePolicy.csrfToken(secret: secret, requestId: id), clientName: waiting.client.name,
                 account: waiting.user.claims["email"] ?? waiting.user.username, locale: waiting.locale))
         return Responses.html(page, headers: [.setCookie: cookies.csrf(secret), .contentLanguage: waiting.locale.tag], sameOriginScripts: true)
     }

@@ -10,6 +10,14 @@ struct ProfileChanges: Sendable {
     let clock: ServerClock
     let accounts: Accounts
     let audit: AuditTrail
+    /// Where the person made the change, for the log lines.
+    let channel: Channel
+
+    enum Channel: Sendable {
+        case api, accountPage
+        var profile: String { self == .api ? "/users/me" : "the account page" }
+        var password: String { self == .api ? "/users/me/update-credentials" : "the account page" }
+    }
 
     /// Applies `changes` (attribute → value, nil removes) to `user`'s profile: the updated account. Changing the
     /// username or the email needs a recent sign-in; a new email is not applied here (a code goes to it). A stale write
@@ -21,7 +29,7 @@ struct ProfileChanges: Sendable {
         if accounts.changesIdentifiers(of: user, changes) { try accounts.requireRecentAuthentication(caller.claims) }
         switch try await accounts.updateProfile(of: user, changes: changes, logger: logger) {
         case .success(let update):
-            logger.info("profile updated by its owner", metadata: ["user": .string(user.id)])
+            logger.info("profile updated through \(channel.profile)", metadata: ["user": .string(user.id)])
             try await accounts.afterSelfUpdate(update, before: user, locale: locale, origin: origin)
             return update.user
         case .failure(.invalid(let problems)): throw SelfServiceErrors.schemaValidation(problems)
@@ -98,7 +106,7 @@ struct ProfileChanges: Sendable {
         let family = try await store.accessToken(jti: caller.claims.jti)?.familyId
         switch try await accounts.setPassword(of: user, to: password, keepingSession: caller.claims.sid, keepingFamily: family) {
         case .success:
-            logger.info("password changed by its owner", metadata: ["user": .string(user.id)])
+            logger.info("password changed through \(channel.password)", metadata: ["user": .string(user.id)])
             await audit.record(.passwordChanged, subject: user.id, details: ["sessions": "others_ended"], origin: origin)
         case .failure(.invalid(let problems)):
             var error = SelfServiceErrors.credentials("invalid_credentials", "Invalid credentials", problems.map(\.message).joined(separator: "; "))

@@ -19,7 +19,7 @@ struct SelfServiceController: Sendable {
     let audit: AuditTrail
 
     private var userSchema: UserSchema { accounts.userSchema }
-    private var profileChanges: ProfileChanges { ProfileChanges(store: store, clock: clock, accounts: accounts, audit: audit) }
+    private var profileChanges: ProfileChanges { ProfileChanges(store: store, clock: clock, accounts: accounts, audit: audit, channel: .api) }
 
     /// The `/users/me` routes, on a group whose `ResourceAuthenticationMiddleware` has authenticated the caller
     /// (answering a refused token with `refusal`).

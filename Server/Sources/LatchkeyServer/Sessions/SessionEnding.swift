@@ -33,9 +33,11 @@ struct SessionEnding: Sendable {
     }
 
     /// Ends every session and grant of `userId`, but the session and the grant to keep (the caller's own, when it
-    /// signs out everywhere else).
-    func endAll(of userId: String, keepingSession: String? = nil, keepingFamily: String? = nil, by actor: Actor, origin: AuditOrigin) async throws {
-        let keepsCurrent = keepingSession != nil || keepingFamily != nil
+    /// signs out everywhere else: `keepingCurrent`, as audited).
+    func endAll(
+        of userId: String, keepingCurrent keepsCurrent: Bool = false, session keepingSession: String? = nil, family keepingFamily: String? = nil,
+        by actor: Actor, origin: AuditOrigin
+    ) async throws {
         let reason = actor.administrator ? "ended by an administrator" : "signed out everywhere by the user"
         try await store.revokeUserSessions(
             userId: userId, keepingSession: keepingSession, keepingFamily: keepingFamily, reason: reason, now: clock.now)
@@ -68,9 +70,10 @@ struct SessionEnding: Sendable {
         return true
     }
 
+    /// The audit details, with the channel of the change when the actor names one (it replaces the API's own `via`).
     private func details(_ actor: Actor, _ fields: [String: String]) -> [String: String] {
         var fields = fields
-        if let via = actor.via, fields["via"] == nil { fields["via"] = via }
+        if let via = actor.via { fields["via"] = via }
         return fields
     }
 }

@@ -35,7 +35,7 @@ struct SessionsController: Sendable {
             let caller = context.caller
             let family = keepCurrent ? try await store.accessToken(jti: caller.claims.jti)?.familyId : nil
             try await ending.endAll(
-                of: user.id, keepingSession: keepCurrent ? caller.claims.sid : nil, keepingFamily: family,
+                of: user.id, keepingCurrent: keepCurrent, session: keepCurrent ? caller.claims.sid : nil, family: family,
                 by: .init(id: caller.auditActor, administrator: false), origin: context.auditOrigin)
             return Self.noContent
         }

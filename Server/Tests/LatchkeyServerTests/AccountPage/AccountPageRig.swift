@@ -61,7 +61,7 @@ enum AccountPageRig {
     static func post(
         _ server: TestServer, _ browser: TestBrowser, _ path: String, _ fields: [String: String] = [:], language: String? = nil
     ) async throws -> HTTPResult {
-        let csrf = CookiePolicy.csrfToken(secret: try token(browser), requestId: AccountClient.id)
+        let csrf = CookiePolicy.csrfToken(secret: try token(browser), requestId: AccountClient.application.csrfScope)
         return try await browser.postForm(
             server.base + path, fields.merging(["csrf": csrf]) { $1 }, headers: language.map { ["Accept-Language": $0] } ?? [:])
     }

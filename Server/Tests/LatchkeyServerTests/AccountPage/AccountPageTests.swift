@@ -34,7 +34,8 @@ struct AccountPageTests {
         let done = try await browser.get(callback)
         #expect(done.location == "/account/sessions", "the sign-in comes back to the page that asked for it")
         let cookies = done.headers.filter { $0.key.lowercased() == "set-cookie" }.map(\.value).joined(separator: "\n")
-        #expect(cookies.contains("lk_account=") && cookies.contains("HttpOnly") && cookies.contains("SameSite=Lax"), "\(cookies)")
+        let session = try #require(cookies.firstMatch(of: #/lk_account=[^,\n]+/#).map { String($0.output) }, "\(cookies)")
+        #expect(session.contains("; HttpOnly") && session.contains("; SameSite=Lax") && !session.contains("Max-Age=0"), "\(session)")
         #expect(cookies.contains("lk_account_login=; Path=/; Max-Age=0"), "the sign-in in progress is forgotten")
     }
 
@@ -47,16 +48,35 @@ struct AccountPageTests {
         let callback = try await AccountPageRig.untilCallback(server, browser, from: "/account/login?return=//evil.example/account/x")
         // Another browser, without this one's sign-in cookie: no session.
         let stranger = TestBrowser()
-        _ = try await stranger.get(callback)
+        let refused = try await stranger.get(callback)
         #expect(stranger.cookies["lk_account"] == nil)
         let loginCookie = try #require(browser.cookies["lk_account_login"])
         let real = try await browser.get(callback)
         #expect(real.location == "/account/profile", "a return path off the page is ignored: \(real.location ?? "")")
+        #expect(refused.status == 403 && refused.location == nil, "a callback that is not the browser's is a page, not a new sign-in")
         #expect(browser.cookies["lk_account"] != nil)
         let replayer = TestBrowser()
         replayer.setCookie("lk_account_login", loginCookie)
         _ = try await replayer.get(callback)
         #expect(replayer.cookies["lk_account"] == nil, "a code is redeemed once")
+    }
+
+    /// `return` names one of the page's own sections, or nothing: other paths of this server are ignored however
+    /// they are spelled; a refused or cancelled sign-in is a page with the way to try again.
+    @Test(arguments: [
+        "/account/../admin/users", "/account/%2e%2e/oauth2/authorize", "/account/x/../../admin", "/account\\evil.example", "/account/profile?x=1",
+        "/account/", "/accountx/profile"
+    ])
+    func returnPathsOffTheSectionsAreIgnored(_ path: String) async throws {
+        let server = try await TestServer.startForProfiles()
+        defer { Task { await server.stop() } }
+        let browser = TestBrowser()
+        var components = URLComponents()
+        components.queryItems = [URLQueryItem(name: "return", value: path)]
+        let callback = try await AccountPageRig.untilCallback(server, browser, from: "/account/login?" + (components.percentEncodedQuery ?? ""))
+        #expect(try await browser.get(callback).location == "/account/profile")
+        let cancelled = try await TestBrowser().get(server.base + "/account/callback?error=access_denied&state=x")
+        #expect(cancelled.status == 403 && cancelled.text.contains("We couldn&#39;t sign you in") && cancelled.location == nil)
     }
 
     /// Every form: no session is 401 (not replayed after a sign-in), no CSRF token or the console's is 403, and nothing
@@ -78,7 +98,7 @@ struct AccountPageTests {
             #expect(anonymous.status == 401, "\(path) without a session: \(anonymous.status)")
             let noToken = try await browser.postForm(server.base + path, fields)
             #expect(noToken.status == 403, "\(path) without its CSRF token: \(noToken.status)")
-            let consoleToken = CookiePolicy.csrfToken(secret: token, requestId: ConsoleClient.id)
+            let consoleToken = CookiePolicy.csrfToken(secret: token, requestId: ConsoleClient.application.csrfScope)
             let console = try await browser.postForm(server.base + path, fields.merging(["csrf": consoleToken]) { $1 })
             #expect(console.status == 403, "\(path) with the console's CSRF token: \(console.status)")
         }
@@ -92,7 +112,7 @@ struct AccountPageTests {
         defer { Task { await server.stop() } }
         let (browser, _) = try await AccountPageRig.signIn(server)
         let saved = try await AccountPageRig.post(server, browser, "/account/profile", ["given_name": "Augusta Ada", "family_name": "King"])
-        #expect(saved.status == 303 && saved.location == "/account/profile?done=saved")
+        #expect(saved.status == 303 && saved.location?.hasPrefix("/account/profile?done=saved&seal=") == true)
         let page = try await browser.get(server.base + saved.location!)
         #expect(page.text.contains("Your profile was saved.") && page.text.contains("value=\"Augusta Ada\""))
         let ada = try await AccountPageRig.ada(server)
@@ -165,9 +185,9 @@ struct AccountPageTests {
         let other = TestBrowser()
         _ = try await AccountPageRig.signIn(server, browser: other)
         let (browser, page) = try await AccountPageRig.signIn(server, path: "/account/sessions")
-        #expect(page.text.contains("Sessions: 2") && page.text.contains("(This browser)"))
-        #expect(page.text.contains("<td>Your account</td>"), "the page itself by its name in the person's words")
-        #expect(page.text.contains("aria-label=\"Sign out of the session that began"))
+        #expect(page.text.contains("Sessions: 2") && page.text.contains("<strong>This browser</strong>"))
+        #expect(page.text.contains("<li>Your account</li>"), "the page itself by its name in the person's words")
+        #expect(page.text.contains("aria-label=\"Sign out: the session that began"), "the accessible name holds the visible one")
         let unknown = try await AccountPageRig.post(server, browser, "/account/sessions/end", ["session": "not-a-session"])
         #expect(unknown.status == 404 && unknown.text.contains("no longer exists"))
         let others = try await AccountPageRig.post(server, browser, "/account/sessions/end-others")
@@ -180,7 +200,9 @@ struct AccountPageTests {
         // Ending this browser's own session signs the page out too.
         let ada = try await AccountPageRig.ada(server)
         let own = try #require(try await server.server.store.userSessions(userId: ada.id, now: Date()).sessions.first)
-        #expect(try await AccountPageRig.post(server, browser, "/account/sessions/end", ["session": own.id]).status == 303)
+        let ownEnded = try await AccountPageRig.post(server, browser, "/account/sessions/end", ["session": own.id])
+        #expect(ownEnded.status == 200 && ownEnded.text.contains("That session has ended."))
+        #expect(ownEnded.header("Set-Cookie")?.contains("lk_account=; Path=/; Max-Age=0") == true)
         #expect(try await browser.get(server.base + "/account/sessions").status == 302)
         let audit = try await server.server.store.auditEvents(AuditQuery(types: [.sessionEnded], limit: 10))
         #expect(audit.count == 2 && audit.allSatisfy { $0.details["via"] == "account_page" && $0.details["administrator"] != "true" })
@@ -200,9 +222,13 @@ struct AccountPageTests {
         #expect(try await server.server.store.consents(userId: ada.id).isEmpty)
         let again = try await AccountPageRig.post(server, browser, "/account/applications/withdraw", ["client": "backend"])
         #expect(again.status == 404)
-        // The notice names only a known application: the query cannot put words on the page.
-        let spoof = try await browser.get(server.base + "/account/applications?withdrawn=Your%20bank")
-        #expect(!spoof.text.contains("Your bank"))
+        // A notice is sealed to the session: a link cannot say that an application lost its access, or that the
+        // password changed, when nothing happened.
+        let sealed = try await browser.get(server.base + (try #require(withdrawn.location)))
+        #expect(sealed.text.contains("role=\"status\""))
+        for spoof in ["/account/applications?done=backend", "/account/applications?done=backend&seal=x", "/account/security?done=password"] {
+            #expect(try await !browser.get(server.base + spoof).text.contains("role=\"status\""), "\(spoof)")
+        }
     }
 
     /// The download and the deletion need a recent sign-in: a page opened through single sign-on (the person signed
@@ -265,6 +291,17 @@ struct AccountPageTests {
         let start = try await browser.get(server.base + "/account/profile")
         let authorize = try await browser.get(server.base + (try #require(start.location)))
         #expect(authorize.location?.hasPrefix(server.base + "/account/callback?") == true, "\(authorize.location ?? "")")
+    }
+
+    @Test func aDisabledAccountIsSignedOutOfThePage() async throws {
+        let server = try await TestServer.startForProfiles()
+        defer { Task { await server.stop() } }
+        let (browser, _) = try await AccountPageRig.signIn(server)
+        var ada = try await AccountPageRig.ada(server)
+        ada.disabled = true
+        try await server.server.store.updateUser(ada)
+        #expect(try await browser.get(server.base + "/account/profile").status == 302)
+        #expect(try await AccountPageRig.post(server, browser, "/account/profile", ["given_name": "Eve"]).status == 401)
     }
 
     @Test func theAccountPageCanBeTurnedOff() async throws {

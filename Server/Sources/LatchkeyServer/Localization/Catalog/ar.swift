@@ -434,7 +434,7 @@ extension MessageCatalog {
             "account.sessions.this": "هذا المتصفح",
             "account.sessions.no_apps": "لا توجد تطبيقات",
             "account.sessions.end": "تسجيل الخروج",
-            "account.sessions.end_named": "تسجيل الخروج من الجلسة التي بدأت في {date}",
+            "account.sessions.end_named": "تسجيل الخروج: الجلسة التي بدأت في {date}",
             "account.sessions.end_others": "تسجيل الخروج من كل مكان آخر",
             "account.sessions.ended": "انتهت تلك الجلسة.",
             "account.sessions.ended_others": "تم تسجيل خروجك من كل مكان آخر.",
@@ -444,7 +444,7 @@ extension MessageCatalog {
             "account.sessions.app": "التطبيق",
             "account.sessions.app_since": "منذ",
             "account.sessions.revoke": "تسجيل خروج هذا التطبيق",
-            "account.sessions.revoke_named": "تسجيل خروج {app}",
+            "account.sessions.revoke_named": "تسجيل خروج هذا التطبيق: {app}",
             "account.sessions.revoked": "تم تسجيل خروج التطبيق.",
             "account.apps.intro":
                 "التطبيقات التي سمحت لها باستخدام حسابك. تؤدي إزالة وصول تطبيق إلى تسجيل خروجه، وسيطلب إذنك مرة أخرى في المرة القادمة.",
@@ -454,7 +454,7 @@ extension MessageCatalog {
             "account.apps.access": "يمكنه",
             "account.apps.since": "تاريخ السماح",
             "account.apps.withdraw": "إزالة الوصول",
-            "account.apps.withdraw_named": "إزالة وصول {app}",
+            "account.apps.withdraw_named": "إزالة الوصول: {app}",
             "account.apps.withdrawn": "لم يعد لدى {app} حق الوصول إلى حسابك.",
             "account.data.export.heading": "تنزيل بياناتك",
             "account.data.export.body":

@@ -452,7 +452,7 @@ extension MessageCatalog {
             "account.sessions.this": "Dieser Browser",
             "account.sessions.no_apps": "Keine Apps",
             "account.sessions.end": "Abmelden",
-            "account.sessions.end_named": "Von der Sitzung abmelden, die am {date} begonnen hat",
+            "account.sessions.end_named": "Abmelden: die Sitzung, die am {date} begonnen hat",
             "account.sessions.end_others": "Überall sonst abmelden",
             "account.sessions.ended": "Diese Sitzung wurde beendet.",
             "account.sessions.ended_others": "Sie sind überall sonst abgemeldet.",
@@ -462,7 +462,7 @@ extension MessageCatalog {
             "account.sessions.app": "App",
             "account.sessions.app_since": "Seit",
             "account.sessions.revoke": "Diese App abmelden",
-            "account.sessions.revoke_named": "{app} abmelden",
+            "account.sessions.revoke_named": "Diese App abmelden: {app}",
             "account.sessions.revoked": "Die App wurde abgemeldet.",
             "account.apps.intro":
                 "Apps, denen Sie die Nutzung Ihres Kontos erlaubt haben. Wenn Sie einer App den Zugriff entziehen, wird sie abgemeldet; beim nächsten Mal fragt sie Sie erneut.",
@@ -472,7 +472,7 @@ extension MessageCatalog {
             "account.apps.access": "Die App kann",
             "account.apps.since": "Erlaubt am",
             "account.apps.withdraw": "Zugriff entziehen",
-            "account.apps.withdraw_named": "{app} den Zugriff entziehen",
+            "account.apps.withdraw_named": "Zugriff entziehen: {app}",
             "account.apps.withdrawn": "{app} hat keinen Zugriff mehr auf Ihr Konto.",
             "account.data.export.heading": "Ihre Daten herunterladen",
             "account.data.export.body":

@@ -446,7 +446,7 @@ extension MessageCatalog {
             "account.sessions.this": "Este navegador",
             "account.sessions.no_apps": "Ninguna aplicación",
             "account.sessions.end": "Cerrar sesión",
-            "account.sessions.end_named": "Cerrar la sesión iniciada el {date}",
+            "account.sessions.end_named": "Cerrar sesión: la sesión iniciada el {date}",
             "account.sessions.end_others": "Cerrar todas las demás sesiones",
             "account.sessions.ended": "Se ha cerrado esa sesión.",
             "account.sessions.ended_others": "Se han cerrado todas tus demás sesiones.",
@@ -456,7 +456,7 @@ extension MessageCatalog {
             "account.sessions.app": "Aplicación",
             "account.sessions.app_since": "Desde",
             "account.sessions.revoke": "Cerrar la sesión de esta aplicación",
-            "account.sessions.revoke_named": "Cerrar la sesión de {app}",
+            "account.sessions.revoke_named": "Cerrar la sesión de esta aplicación: {app}",
             "account.sessions.revoked": "Se ha cerrado la sesión de la aplicación.",
             "account.apps.intro":
                 "Aplicaciones a las que has permitido usar tu cuenta. Si quitas el acceso a una aplicación, se cierra su sesión; la próxima vez te lo volverá a pedir.",
@@ -466,7 +466,7 @@ extension MessageCatalog {
             "account.apps.access": "Puede",
             "account.apps.since": "Autorizada el",
             "account.apps.withdraw": "Quitar el acceso",
-            "account.apps.withdraw_named": "Quitar el acceso a {app}",
+            "account.apps.withdraw_named": "Quitar el acceso: {app}",
             "account.apps.withdrawn": "{app} ya no tiene acceso a tu cuenta.",
             "account.data.export.heading": "Descarga tus datos",
             "account.data.export.body":

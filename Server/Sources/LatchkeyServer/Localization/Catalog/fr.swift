@@ -445,7 +445,7 @@ extension MessageCatalog {
             "account.sessions.this": "Ce navigateur",
             "account.sessions.no_apps": "Aucune application",
             "account.sessions.end": "Déconnecter",
-            "account.sessions.end_named": "Se déconnecter de la session ouverte le {date}",
+            "account.sessions.end_named": "Déconnecter : la session ouverte le {date}",
             "account.sessions.end_others": "Se déconnecter partout ailleurs",
             "account.sessions.ended": "Cette session a été fermée.",
             "account.sessions.ended_others": "Vous êtes déconnecté partout ailleurs.",
@@ -455,7 +455,7 @@ extension MessageCatalog {
             "account.sessions.app": "Application",
             "account.sessions.app_since": "Depuis le",
             "account.sessions.revoke": "Déconnecter cette application",
-            "account.sessions.revoke_named": "Déconnecter {app}",
+            "account.sessions.revoke_named": "Déconnecter cette application : {app}",
             "account.sessions.revoked": "L'application a été déconnectée.",
             "account.apps.intro":
                 "Les applications que vous avez autorisées à utiliser votre compte. Retirer l'accès d'une application la déconnecte ; elle vous le redemandera la prochaine fois.",
@@ -465,7 +465,7 @@ extension MessageCatalog {
             "account.apps.access": "Elle peut",
             "account.apps.since": "Autorisée le",
             "account.apps.withdraw": "Retirer l'accès",
-            "account.apps.withdraw_named": "Retirer l'accès à {app}",
+            "account.apps.withdraw_named": "Retirer l'accès : {app}",
             "account.apps.withdrawn": "{app} n'a plus accès à votre compte.",
             "account.data.export.heading": "Télécharger vos données",
             "account.data.export.body":

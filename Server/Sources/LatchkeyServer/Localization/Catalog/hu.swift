@@ -441,7 +441,7 @@ extension MessageCatalog {
             "account.sessions.this": "Ez a böngésző",
             "account.sessions.no_apps": "Nincs alkalmazás",
             "account.sessions.end": "Kijelentkezés",
-            "account.sessions.end_named": "Kijelentkezés ebből a munkamenetből (kezdete: {date})",
+            "account.sessions.end_named": "Kijelentkezés: a munkamenet (kezdete: {date})",
             "account.sessions.end_others": "Kijelentkezés minden más helyen",
             "account.sessions.ended": "A munkamenet véget ért.",
             "account.sessions.ended_others": "Minden más helyen kijelentkeztettük.",
@@ -451,7 +451,7 @@ extension MessageCatalog {
             "account.sessions.app": "Alkalmazás",
             "account.sessions.app_since": "Kezdete",
             "account.sessions.revoke": "Alkalmazás kijelentkeztetése",
-            "account.sessions.revoke_named": "A(z) {app} alkalmazás kijelentkeztetése",
+            "account.sessions.revoke_named": "Alkalmazás kijelentkeztetése: {app}",
             "account.sessions.revoked": "Az alkalmazást kijelentkeztettük.",
             "account.apps.intro":
                 "Azok az alkalmazások, amelyeknek engedélyezte fiókja használatát. Ha visszavonja egy alkalmazás hozzáférését, az kijelentkezik, és legközelebb ismét engedélyt kér.",
@@ -461,7 +461,7 @@ extension MessageCatalog {
             "account.apps.access": "Engedélyek",
             "account.apps.since": "Engedélyezve",
             "account.apps.withdraw": "Hozzáférés visszavonása",
-            "account.apps.withdraw_named": "A(z) {app} alkalmazás hozzáférésének visszavonása",
+            "account.apps.withdraw_named": "Hozzáférés visszavonása: {app}",
             "account.apps.withdrawn": "A(z) {app} alkalmazás már nem fér hozzá a fiókjához.",
             "account.data.export.heading": "Adatai letöltése",
             "account.data.export.body":

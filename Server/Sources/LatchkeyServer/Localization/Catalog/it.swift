@@ -439,7 +439,7 @@ extension MessageCatalog {
             "account.sessions.this": "Questo browser",
             "account.sessions.no_apps": "Nessuna app",
             "account.sessions.end": "Esci",
-            "account.sessions.end_named": "Esci dalla sessione iniziata il {date}",
+            "account.sessions.end_named": "Esci: la sessione iniziata il {date}",
             "account.sessions.end_others": "Esci ovunque tranne qui",
             "account.sessions.ended": "La sessione è stata chiusa.",
             "account.sessions.ended_others": "Sei stato disconnesso ovunque tranne qui.",
@@ -449,7 +449,7 @@ extension MessageCatalog {
             "account.sessions.app": "App",
             "account.sessions.app_since": "Dal",
             "account.sessions.revoke": "Disconnetti questa app",
-            "account.sessions.revoke_named": "Disconnetti {app}",
+            "account.sessions.revoke_named": "Disconnetti questa app: {app}",
             "account.sessions.revoked": "L'app è stata disconnessa.",
             "account.apps.intro":
                 "Le app a cui hai consentito di usare il tuo account. Se revochi l'accesso a un'app, questa viene disconnessa; la prossima volta ti chiederà di nuovo il permesso.",
@@ -459,7 +459,7 @@ extension MessageCatalog {
             "account.apps.access": "Può",
             "account.apps.since": "Consentito il",
             "account.apps.withdraw": "Revoca l'accesso",
-            "account.apps.withdraw_named": "Revoca l'accesso a {app}",
+            "account.apps.withdraw_named": "Revoca l'accesso: {app}",
             "account.apps.withdrawn": "{app} non ha più accesso al tuo account.",
             "account.data.export.heading": "Scarica i tuoi dati",
             "account.data.export.body":

@@ -439,7 +439,7 @@ extension MessageCatalog {
             "account.sessions.this": "Deze browser",
             "account.sessions.no_apps": "Geen apps",
             "account.sessions.end": "Afmelden",
-            "account.sessions.end_named": "Afmelden bij de sessie die begon op {date}",
+            "account.sessions.end_named": "Afmelden: de sessie die begon op {date}",
             "account.sessions.end_others": "Overal anders afmelden",
             "account.sessions.ended": "Die sessie is beëindigd.",
             "account.sessions.ended_others": "Je bent overal anders afgemeld.",
@@ -449,7 +449,7 @@ extension MessageCatalog {
             "account.sessions.app": "App",
             "account.sessions.app_since": "Sinds",
             "account.sessions.revoke": "Deze app afmelden",
-            "account.sessions.revoke_named": "{app} afmelden",
+            "account.sessions.revoke_named": "Deze app afmelden: {app}",
             "account.sessions.revoked": "De app is afgemeld.",
             "account.apps.intro":
                 "Apps die je toestemming hebt gegeven om je account te gebruiken. Als je de toegang van een app intrekt, wordt de app afgemeld; de volgende keer vraagt die het je opnieuw.",
@@ -459,7 +459,7 @@ extension MessageCatalog {
             "account.apps.access": "De app kan",
             "account.apps.since": "Toegestaan op",
             "account.apps.withdraw": "Toegang intrekken",
-            "account.apps.withdraw_named": "Toegang van {app} intrekken",
+            "account.apps.withdraw_named": "Toegang intrekken: {app}",
             "account.apps.withdrawn": "{app} heeft geen toegang meer tot je account.",
             "account.data.export.heading": "Je gegevens downloaden",
             "account.data.export.body":

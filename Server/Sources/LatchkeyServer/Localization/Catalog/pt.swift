@@ -448,7 +448,7 @@ extension MessageCatalog {
             "account.sessions.this": "Este navegador",
             "account.sessions.no_apps": "Nenhuma aplicação",
             "account.sessions.end": "Terminar sessão",
-            "account.sessions.end_named": "Terminar a sessão iniciada em {date}",
+            "account.sessions.end_named": "Terminar sessão: a sessão iniciada em {date}",
             "account.sessions.end_others": "Terminar sessão em todos os outros locais",
             "account.sessions.ended": "Essa sessão foi terminada.",
             "account.sessions.ended_others": "A sua sessão foi terminada em todos os outros locais.",
@@ -458,7 +458,7 @@ extension MessageCatalog {
             "account.sessions.app": "Aplicação",
             "account.sessions.app_since": "Desde",
             "account.sessions.revoke": "Terminar a sessão desta aplicação",
-            "account.sessions.revoke_named": "Terminar a sessão de {app}",
+            "account.sessions.revoke_named": "Terminar a sessão desta aplicação: {app}",
             "account.sessions.revoked": "A sessão da aplicação foi terminada.",
             "account.apps.intro":
                 "Aplicações a que permitiu utilizar a sua conta. Remover o acesso de uma aplicação termina a sessão dela; da próxima vez, volta a pedir-lhe autorização.",
@@ -468,7 +468,7 @@ extension MessageCatalog {
             "account.apps.access": "Pode",
             "account.apps.since": "Permitido em",
             "account.apps.withdraw": "Remover acesso",
-            "account.apps.withdraw_named": "Remover o acesso de {app}",
+            "account.apps.withdraw_named": "Remover acesso: {app}",
             "account.apps.withdrawn": "{app} já não tem acesso à sua conta.",
             "account.data.export.heading": "Transferir os seus dados",
             "account.data.export.body":

@@ -438,7 +438,7 @@ extension MessageCatalog {
             "account.sessions.this": "Этот браузер",
             "account.sessions.no_apps": "Нет приложений",
             "account.sessions.end": "Выйти",
-            "account.sessions.end_named": "Выйти из сеанса, начатого {date}",
+            "account.sessions.end_named": "Выйти: сеанс, начатый {date}",
             "account.sessions.end_others": "Выйти из всех остальных сеансов",
             "account.sessions.ended": "Сеанс завершён.",
             "account.sessions.ended_others": "Вы вышли из всех остальных сеансов.",
@@ -448,7 +448,7 @@ extension MessageCatalog {
             "account.sessions.app": "Приложение",
             "account.sessions.app_since": "Дата входа",
             "account.sessions.revoke": "Выйти из этого приложения",
-            "account.sessions.revoke_named": "Выйти из приложения {app}",
+            "account.sessions.revoke_named": "Выйти из этого приложения: {app}",
             "account.sessions.revoked": "Выполнен выход из приложения.",
             "account.apps.intro":
                 "Приложения, которым вы разрешили пользоваться вашей учётной записью. Если отозвать доступ, приложение выйдет из системы, а в следующий раз снова запросит разрешение.",
@@ -458,7 +458,7 @@ extension MessageCatalog {
             "account.apps.access": "Может",
             "account.apps.since": "Дата разрешения",
             "account.apps.withdraw": "Отозвать доступ",
-            "account.apps.withdraw_named": "Отозвать доступ у приложения {app}",
+            "account.apps.withdraw_named": "Отозвать доступ: {app}",
             "account.apps.withdrawn": "У приложения {app} больше нет доступа к вашей учётной записи.",
             "account.data.export.heading": "Скачать свои данные",
             "account.data.export.body":

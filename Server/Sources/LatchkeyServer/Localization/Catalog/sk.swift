@@ -436,7 +436,7 @@ extension MessageCatalog {
             "account.sessions.this": "Tento prehliadač",
             "account.sessions.no_apps": "Žiadne aplikácie",
             "account.sessions.end": "Odhlásiť sa",
-            "account.sessions.end_named": "Odhlásiť sa z relácie začatej {date}",
+            "account.sessions.end_named": "Odhlásiť sa: relácia začatá {date}",
             "account.sessions.end_others": "Odhlásiť sa všade inde",
             "account.sessions.ended": "Táto relácia bola ukončená.",
             "account.sessions.ended_others": "Všade inde ste boli odhlásení.",
@@ -446,7 +446,7 @@ extension MessageCatalog {
             "account.sessions.app": "Aplikácia",
             "account.sessions.app_since": "Od",
             "account.sessions.revoke": "Odhlásiť túto aplikáciu",
-            "account.sessions.revoke_named": "Odhlásiť aplikáciu {app}",
+            "account.sessions.revoke_named": "Odhlásiť túto aplikáciu: {app}",
             "account.sessions.revoked": "Aplikácia bola odhlásená.",
             "account.apps.intro":
                 "Aplikácie, ktorým ste povolili používať váš účet. Keď aplikácii odoberiete prístup, odhlási sa; nabudúce vás znova požiada o povolenie.",
@@ -456,7 +456,7 @@ extension MessageCatalog {
             "account.apps.access": "Môže",
             "account.apps.since": "Povolené",
             "account.apps.withdraw": "Odobrať prístup",
-            "account.apps.withdraw_named": "Odobrať prístup aplikácii {app}",
+            "account.apps.withdraw_named": "Odobrať prístup: {app}",
             "account.apps.withdrawn": "Aplikácia {app} už nemá prístup k vášmu účtu.",
             "account.data.export.heading": "Stiahnutie vašich údajov",
             "account.data.export.body":
