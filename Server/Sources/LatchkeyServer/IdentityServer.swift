@@ -518,10 +518,10 @@ public final class IdentityServer: Sendable {
             AccountController(
                 access: AccountAccess(kit: kit, store: store, cookies: cookies, accounts: accounts),
                 profile: AccountProfile(store: store, changes: profileChanges),
-                security: AccountSecurity(store: store, changes: profileChanges),
+                security: AccountSecurity(changes: profileChanges),
                 sessions: AccountSessions(store: store, ending: SessionEnding(store: store, clock: clock, audit: audit)),
                 applications: AccountApplications(store: store, clock: clock, audit: audit),
-                data: AccountData(export: AccountExport(store: store, clock: clock), deletions: accountDeletions, audit: audit, cookies: cookies)
+                data: AccountData(export: AccountExport(store: store, clock: clock), deletions: accountDeletions, audit: audit)
             ).addRoutes(to: group("/account", .html))
         }
         HomePage(accountPageEnabled: configuration.accountPageEnabled).addRoutes(to: pages)

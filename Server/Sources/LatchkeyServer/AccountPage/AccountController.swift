@@ -29,11 +29,8 @@ struct AccountController: Sendable {
             try await self.serve(request, context, form: true) { holder, _, _ in
                 let cleared = try await access.signIn.signOut(holder.caller, reason: "signed out of the account page")
                 let l = request.locale()
-                return Responses.html(
-                    AccountPages.message(
-                        title: AccountPages.t("account.signedout.title", l), text: AccountPages.t("account.signedout.body", l),
-                        action: AccountPages.t("account.signin", l), holder: nil, locale: l),
-                    headers: [.setCookie: cleared])
+                return AccountPages.signedOut(
+                    title: AccountPages.t("account.signedout.title", l), text: AccountPages.t("account.signedout.body", l), clearing: cleared, l)
             }
         }
         profile.addRoutes(to: group, account: self)
@@ -104,12 +101,7 @@ struct AccountController: Sendable {
                 AccountPages.message(
                     title: AccountPages.t("page.csrf.title", l), text: AccountPages.t("page.csrf.body", l), holder: holder, locale: l),
                 status: .forbidden)
-        case .staleSignIn:
-            return Responses.html(
-                AccountPages.message(
-                    title: AccountPages.t("account.stale.title", l), text: AccountPages.t("account.stale.body", l),
-                    action: AccountPages.t("account.fresh.action", l), fresh: true, returnPath: section?.path, holder: holder, locale: l),
-                status: .unauthorized)
+        case .staleSignIn: return AccountPages.stale(holder, section: section, l)
         }
     }
 }

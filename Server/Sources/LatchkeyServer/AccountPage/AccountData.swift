@@ -9,7 +9,6 @@ struct AccountData: Sendable {
     let export: AccountExport
     let deletions: AccountDeletions
     let audit: AuditTrail
-    let cookies: CookiePolicy
 
     func addRoutes(to group: RouterGroup<LatchkeyRequestContext>, account: AccountController) {
         group.get("data") { request, context in
@@ -40,18 +39,16 @@ struct AccountData: Sendable {
                             AccountPages.t("account.scheduled.body", l, ["date": AccountPages.day(due, l)])
                         )
                     }
-                return Responses.html(
-                    AccountPages.message(title: title, text: text, holder: nil, locale: l),
-                    headers: [.setCookie: cookies.ownApplication(AccountClient.application, "", maxAge: 0)])
+                return AccountPages.signedOut(title: title, text: text, clearing: account.access.signIn.clearedCookie, l)
             }
         }
     }
 
     private func page(_ holder: AccountHolder, _ l: SupportedLocale, error: String? = nil, status: HTTPResponse.Status = .ok) -> Response {
         let grace =
-            deletions.graceDays > 0
-            ? "<p>\(AccountPages.e("account.delete.grace", l, ["date": AccountPages.day(deletions.clock.now.addingTimeInterval(TimeInterval(deletions.graceDays) * 86_400), l)]))</p>"
-            : ""
+            deletions.dueDate(requestedAt: deletions.clock.now).map {
+                "<p>\(AccountPages.e("account.delete.grace", l, ["date": AccountPages.day($0, l)]))</p>"
+            } ?? ""
         let body = """
             \(OwnApplicationPage.error(error))\(AccountPages.freshBanner(holder, section: .data, l))
             <section aria-labelledby="export-heading"><h2 id="export-heading">\(AccountPages.e("account.data.export.heading", l))</h2>

@@ -10,9 +10,7 @@ enum AccountPages {
         var titleKey: String { "account.nav.\(rawValue)" }
     }
 
-    static func t(_ key: String, _ locale: SupportedLocale, _ arguments: [String: String] = [:]) -> String {
-        MessageCatalog.text(key, locale: locale, arguments: arguments, default: key)
-    }
+    static func t(_ key: String, _ locale: SupportedLocale, _ arguments: [String: String] = [:]) -> String { Pages.t(key, locale, arguments) }
 
     /// `t` escaped for HTML.
     static func e(_ key: String, _ locale: SupportedLocale, _ arguments: [String: String] = [:]) -> String {
@@ -51,6 +49,21 @@ enum AccountPages {
     ) -> String {
         let link = action.map { "<p><a href=\"\(HTML.escape(signInPath(fresh: fresh, returnPath: returnPath)))\">\(HTML.escape($0))</a></p>" } ?? ""
         return layout(title: title, body: "<p id=\"message\">\(HTML.escape(text))</p>\(link)", section: nil, holder: holder, locale: l)
+    }
+
+    /// "Confirm it's you": a change that needs a recent sign-in, refused without changing anything, with the way to a
+    /// fresh sign-in that comes back to `section`.
+    static func stale(_ holder: AccountHolder?, section: Section?, _ l: SupportedLocale) -> Response {
+        Responses.html(
+            message(
+                title: t("account.stale.title", l), text: t("account.stale.body", l), action: t("account.fresh.action", l), fresh: true,
+                returnPath: section?.path, holder: holder, locale: l), status: .unauthorized)
+    }
+
+    /// A page after which the browser is no longer signed in to the account page (signed out, this browser's session
+    /// ended, the account deleted): `text`, a way to sign in again, and the cookie cleared (`clearing`).
+    static func signedOut(title: String, text: String, clearing cookie: String, _ l: SupportedLocale) -> Response {
+        Responses.html(message(title: title, text: text, action: t("account.signin", l), holder: nil, locale: l), headers: [.setCookie: cookie])
     }
 
     /// `/account/login`, asking for the credentials again (`fresh`) and coming back to `returnPath`.

@@ -61,11 +61,7 @@ struct AccountProfile: Sendable {
             // A new address gets a code, within the account's hourly email budget (`Accounts.startEmailChange`).
             _ = try await changes.replaceAttributes(values, of: holder.user, caller: holder.caller, locale: l, origin: origin)
         } catch is RecentAuthenticationRequired {
-            return Responses.html(
-                AccountPages.message(
-                    title: AccountPages.t("account.stale.title", l), text: AccountPages.t("account.stale.body", l),
-                    action: AccountPages.t("account.fresh.action", l), fresh: true, returnPath: AccountPages.Section.profile.path, holder: holder,
-                    locale: l), status: .unauthorized)
+            return AccountPages.stale(holder, section: .profile, l)
         } catch let error as APIError {
             let text = error.code == SelfServiceErrors.staleUpdate.code ? AccountPages.t("account.profile.stale", l) : failureText(error, l)
             return try await page(holder, l, values: values, error: text, status: error.status)
@@ -77,7 +73,7 @@ struct AccountProfile: Sendable {
         _ holder: AccountHolder, _ l: SupportedLocale, values: [String: String?] = [:], notice: String? = nil, error: String? = nil,
         status: HTTPResponse.Status = .ok
     ) async throws -> Response {
-        let user = try await store.user(id: holder.user.id) ?? holder.user
+        let user = holder.user
         let fields = editable.map { (attribute) -> String in
             let current =
                 values[attribute.name].map { $0 ?? "" } ?? (attribute.name == "username" ? user.username : user.claims[attribute.name] ?? "")

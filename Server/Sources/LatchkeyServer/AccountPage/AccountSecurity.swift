@@ -4,7 +4,6 @@ import Hummingbird
 /// The account page's password and security: changing the password with the current one (`ProfileChanges`), which
 /// signs the account out everywhere else.
 struct AccountSecurity: Sendable {
-    let store: any Store
     let changes: ProfileChanges
 
     func addRoutes(to group: RouterGroup<LatchkeyRequestContext>, account: AccountController) {
@@ -37,7 +36,7 @@ struct AccountSecurity: Sendable {
     private func page(
         _ holder: AccountHolder, _ l: SupportedLocale, notice: String? = nil, error: String? = nil, status: HTTPResponse.Status = .ok
     ) async throws -> Response {
-        let user = try await store.user(id: holder.user.id) ?? holder.user
+        let user = holder.user
         var body = OwnApplicationPage.notice(notice) + OwnApplicationPage.error(error)
         body +=
             "<section aria-labelledby=\"password-heading\"><h2 id=\"password-heading\">\(AccountPages.e("signin:forms.credentials.password.label", l))</h2>"

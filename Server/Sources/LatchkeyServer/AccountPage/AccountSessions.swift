@@ -25,11 +25,9 @@ struct AccountSessions: Sendable {
                 guard ended, session == holder.caller.claims.sid else { return try await self.after(ended, done: "one", holder, request.locale()) }
                 // This browser's own session: the page's sign-in ended with it.
                 let l = request.locale()
-                return Responses.html(
-                    AccountPages.message(
-                        title: AccountPages.t("account.signedout.title", l), text: AccountPages.t("account.sessions.ended", l),
-                        action: AccountPages.t("account.signin", l), holder: nil, locale: l),
-                    headers: [.setCookie: account.access.signIn.cookies.ownApplication(AccountClient.application, "", maxAge: 0)])
+                return AccountPages.signedOut(
+                    title: AccountPages.t("account.signedout.title", l), text: AccountPages.t("account.sessions.ended", l),
+                    clearing: account.access.signIn.clearedCookie, l)
             }
         }
         group.post("sessions/end-others") { request, context in

@@ -34,18 +34,22 @@ struct AccountDeletions: Sendable {
     /// Deletes `user`'s account now, or schedules its deletion when there is a grace period.
     func request(_ user: UserRecord, locale: SupportedLocale, origin: AuditOrigin) async throws -> Outcome {
         let now = clock.now
-        guard graceDays > 0 else {
-            // Another request (a second tap, an administrator) may have deleted it meanwhile.
+        guard let due = dueDate(requestedAt: now) else {
+            // No grace period. Another request (a second tap, an administrator) may have deleted it meanwhile.
             guard let revocations = try await deleteNow(id: user.id, logger: origin.logger) else { throw SelfServiceErrors.userNotFound }
             await deleted(user, revocations: revocations, via: "self", locale: locale, origin: origin)
             return .deleted
         }
-        let due = now.addingTimeInterval(TimeInterval(graceDays) * 86_400)
         try await store.scheduleAccountDeletion(AccountDeletionRecord(userId: user.id, requestedAt: now, dueAt: due), now: now)
         await audit.record(.accountDeletionRequested, subject: user.id, details: ["due": Self.day(due)], origin: origin)
         origin.logger.info("account deletion scheduled by its owner", metadata: ["user": .string(user.id), "due": .string(Self.day(due))])
         await notify(user, "account_deletion_scheduled", arguments: ["date": Self.day(due)], locale: locale, logger: origin.logger)
         return .scheduled(dueAt: due)
+    }
+
+    /// When a deletion requested at `now` would be carried out: after the grace period; nil without one (at once).
+    func dueDate(requestedAt now: Date) -> Date? {
+        graceDays > 0 ? now.addingTimeInterval(TimeInterval(graceDays) * 86_400) : nil
     }
 
     /// Deletes the account at once (`UserStore.deleteUser`) and then revokes at its providers what its links kept

@@ -123,8 +123,11 @@ struct OwnApplicationSignIn: Sendable {
         if let record = try await store.accessToken(jti: caller.claims.jti), let familyId = record.familyId {
             try await store.revokeFamily(id: familyId, reason: reason, now: kit.clock.now)
         }
-        return cookies.ownApplication(application, "", maxAge: 0)
+        return clearedCookie
     }
+
+    /// The `Set-Cookie` that forgets the application's session in the browser.
+    var clearedCookie: String { cookies.ownApplication(application, "", maxAge: 0) }
 
     /// `path` when it is one of the application's own sections (`/account/sessions`): one segment of lowercase
     /// letters and hyphens below its base path, so never another site, another path of this one (`..`, `%2e%2e`), a

@@ -293,6 +293,22 @@ struct AccountPageTests {
         #expect(authorize.location?.hasPrefix(server.base + "/account/callback?") == true, "\(authorize.location ?? "")")
     }
 
+    /// The cookie holds the page's own token: another application's access token for the same account, put in the
+    /// cookie, opens nothing (it would make any app's leaked token a way into the account's page).
+    @Test func onlyThePagesOwnTokenOpensIt() async throws {
+        let server = try await TestServer.startForProfiles()
+        defer { Task { await server.stop() } }
+        let appToken = try await server.userTokens(username: "ada@example.com", password: AccountPageRig.adaPassword).accessToken
+        let browser = TestBrowser()
+        browser.setCookie("lk_account", appToken)
+        let page = try await browser.get(server.base + "/account/profile")
+        #expect(page.status == 302 && page.location?.hasPrefix("/oauth2/authorize?") == true)
+        let csrf = CookiePolicy.csrfToken(secret: appToken, requestId: AccountClient.application.csrfScope)
+        let form = try await browser.postForm(server.base + "/account/profile", ["csrf": csrf, "given_name": "Eve"])
+        #expect(form.status == 401)
+        #expect(try await AccountPageRig.ada(server).claims["given_name"] == "Ada")
+    }
+
     @Test func aDisabledAccountIsSignedOutOfThePage() async throws {
         let server = try await TestServer.startForProfiles()
         defer { Task { await server.stop() } }
