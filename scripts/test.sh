@@ -22,7 +22,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need_apt[@]}"
 fi
-python3 -c "import selenium, pytest, requests, pexpect, webauthn, aiosmtpd" 2>/dev/null || { step "installing selenium pytest requests pexpect webauthn aiosmtpd"; python3 -m pip install -q selenium pytest requests pexpect webauthn aiosmtpd; }
+python3 -c "import selenium, pytest, requests, pexpect, webauthn, aiosmtpd, zxingcpp, PIL" 2>/dev/null || { step "installing selenium pytest requests pexpect webauthn aiosmtpd zxing-cpp pillow"; python3 -m pip install -q selenium pytest requests pexpect webauthn aiosmtpd zxing-cpp pillow; }
 # django-oauth-toolkit: a second third-party OpenID provider for the SDK's tests (Server/Tests/dot/start.sh).
 python3 -c "import django, oauth2_provider" 2>/dev/null || { step "installing django-oauth-toolkit"; python3 -m pip install -q django-oauth-toolkit; }
 # The API description's checkers (test_openapi.py), pinned: a new schemathesis release may add checks.

@@ -458,7 +458,9 @@ public final class IdentityServer: Sendable {
         ConsentController(store: store, clock: clock, cookies: cookies, browserSessions: browserSessions, responses: responses, audit: audit)
             .addRoutes(to: pages)
         PasskeyOfferController(
-            store: store, clock: clock, cookies: cookies, browserSessions: browserSessions, passkeys: passkeys, consent: consent, responses: responses
+            store: store, clock: clock, cookies: cookies, browserSessions: browserSessions, passkeys: passkeys, consent: consent,
+            responses: responses,
+            accounts: accounts
         ).addRoutes(to: pages)
         // Other identity providers send the browser back here; failures are pages in the person's language.
         let federationController = FederationController(federation: federation, hostedLogin: hostedLogin, store: store, audit: audit)
@@ -486,7 +488,8 @@ public final class IdentityServer: Sendable {
         .addRoutes(to: me)
         LinkedIdentitiesController(store: store, accounts: accounts, federation: federation, federatedAccounts: federatedAccounts, audit: audit)
             .addRoutes(to: me)
-        SecondFactorsController(store: store, clock: clock, accounts: accounts, audit: audit).addRoutes(to: me)
+        let secondFactorChanges = SecondFactorChanges(store: store, clock: clock, accounts: accounts, audit: audit)
+        SecondFactorsController(changes: secondFactorChanges).addRoutes(to: me)
         // Administration (administrators only, each handler checks): a user's sessions and grants, the audit trail.
         let admin = protected(group("/admin/v1", .thunder), refusal: SelfServiceController.refusal)
         // A user's sessions and grants: the user's own on `/users/me`, any user's for administrators on `/admin/v1`.
@@ -518,7 +521,7 @@ public final class IdentityServer: Sendable {
             AccountController(
                 access: AccountAccess(kit: kit, store: store, cookies: cookies, accounts: accounts),
                 profile: AccountProfile(store: store, changes: profileChanges),
-                security: AccountSecurity(changes: profileChanges),
+                security: AccountSecurity(changes: profileChanges, factors: secondFactorChanges),
                 sessions: AccountSessions(store: store, ending: SessionEnding(store: store, clock: clock, audit: audit)),
                 applications: AccountApplications(store: store, clock: clock, audit: audit),
                 data: AccountData(export: AccountExport(store: store, clock: clock), deletions: accountDeletions, audit: audit)

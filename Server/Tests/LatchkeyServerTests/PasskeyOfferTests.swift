@@ -78,6 +78,9 @@ struct PasskeyOfferTests {
         let events = try await server.server.store.auditEvents(AuditQuery(types: [.passkeyAdded], limit: 10))
         #expect(events.map { $0.details["how"] ?? "-" } == ["upgrade"])
         #expect(events.first?.subject == user.id)
+        // Mailed like every other way of adding a passkey: a passkey nobody asked for must not arrive silently.
+        let notices = try await server.server.outboxMessages(recipient: "demo@example.com").map(\.subject)
+        #expect(notices == ["A passkey was added to your account"], "\(notices)")
 
         let onward = try await browser.postForm(server.base + "/passkey-offer", fields.merging(["decision": "created"]) { $1 })
         #expect(onward.status == 303)

@@ -29,7 +29,8 @@ public struct SecondFactors: Sendable, Equatable {
     public var factors: [SecondFactor]
     /// The account's recovery codes, counted; nil when it has none.
     public var recoveryCodes: RecoveryCodesStatus?
-    /// Whether the application requires a second factor: then the last usable one cannot be removed.
+    /// Whether an application requires a second factor (this one, or one the account is signed in to): then the last
+    /// usable one cannot be removed.
     public var isRequired: Bool
 
     /// A list.

@@ -78,10 +78,11 @@ enum AccountPages {
 
     /// Above a form that needs a recent sign-in, when this one is not: why its fields are off, and the way to a fresh
     /// sign-in that comes back to `section`.
-    static func freshBanner(_ holder: AccountHolder, section: Section, _ l: SupportedLocale) -> String {
+    /// `reason` says what needs it, when not the whole page.
+    static func freshBanner(_ holder: AccountHolder, section: Section, _ l: SupportedLocale, reason: String = "account.fresh.banner") -> String {
         guard !holder.isFresh else { return "" }
         return """
-            <p class="fresh" id="fresh">\(e("account.fresh.banner", l)) <a href="\(HTML.escape(signInPath(fresh: true, returnPath: section.path)))">\(e("account.fresh.action", l))</a></p>
+            <p class="fresh" id="fresh">\(e(reason, l)) <a href="\(HTML.escape(signInPath(fresh: true, returnPath: section.path)))">\(e("account.fresh.action", l))</a></p>
             """
     }
 
@@ -113,9 +114,14 @@ enum AccountPages {
     /// After a change, back to `section` saying what was done (`done`), sealed to this session (a MAC keyed by its
     /// CSRF token), so that a link from elsewhere cannot put a notice such as "Your password was changed" on the page.
     static func back(to section: Section, _ holder: AccountHolder, done: String) -> Response {
+        Responses.redirect(to: path(section, holder, done: done), afterPost: true)
+    }
+
+    /// `section`'s path saying what was done (`done`), sealed to this session (see `back(to:_:done:)`).
+    static func path(_ section: Section, _ holder: AccountHolder, done: String) -> String {
         var components = URLComponents()
         components.queryItems = [URLQueryItem(name: "done", value: done), URLQueryItem(name: "seal", value: seal(done, holder))]
-        return Responses.redirect(to: section.path + "?" + (components.percentEncodedQuery ?? ""), afterPost: true)
+        return section.path + "?" + (components.percentEncodedQuery ?? "")
     }
 
     /// What a change sealed with `back(to:_:done:)` did, when the seal is this session's; nil otherwise.
@@ -132,9 +138,14 @@ enum AccountPages {
 
     static func csrfField(_ holder: AccountHolder) -> String { OwnApplicationPage.csrfField(holder.csrf) }
 
+    /// A one-button form; `needsFreshSignIn` turns it off (pointing to `freshBanner`'s reason) while the sign-in is not
+    /// recent.
     static func button(
-        _ action: String, label: String, holder: AccountHolder, style: String = "", fields: [String: String] = [:], accessibleLabel: String? = nil
+        _ action: String, label: String, holder: AccountHolder, style: String = "", fields: [String: String] = [:], accessibleLabel: String? = nil,
+        needsFreshSignIn: Bool = false
     ) -> String {
-        OwnApplicationPage.button(action, label: label, csrf: holder.csrf, style: style, fields: fields, accessibleLabel: accessibleLabel)
+        OwnApplicationPage.button(
+            action, label: label, csrf: holder.csrf, style: style, fields: fields, accessibleLabel: accessibleLabel,
+            disabled: needsFreshSignIn && !holder.isFresh ? "fresh" : nil)
     }
 }

@@ -52,7 +52,11 @@ enum OwnApplicationPage {
         input[type=email], input[type=password], input[type=tel], input[type=url] { box-sizing: border-box; width: min(36rem, 100%); padding: .5rem .6rem; font-size: 1rem;
             border: 1px solid #888; border-radius: 6px; background: Field; color: FieldText; }
         fieldset { border: 0; padding: 0; margin: 0; }
-        fieldset[disabled] { opacity: .6; }
+        fieldset[disabled], button[disabled] { opacity: .6; cursor: not-allowed; }
+        .qr svg { display: block; margin-block: 1rem; }
+        .key, .codes { font-family: ui-monospace, monospace; font-size: 1.1rem; letter-spacing: .05em; }
+        .codes { columns: 2; max-width: 24rem; padding-inline-start: 2rem; }
+        .codes li { margin-block: .2rem; }
         .fresh { padding: .75rem; border-radius: 8px; border: 1px solid #d97706; margin-block-end: 1rem; }
         section { margin-block-end: 2rem; }
         td ul { margin: 0; padding-inline-start: 1.2rem; }
@@ -97,14 +101,18 @@ enum OwnApplicationPage {
     }
 
     /// A one-button form posting to `action` (with the CSRF token), optionally with hidden fields and a label that
-    /// names what the button acts on for screen readers (`accessibleLabel`, when the visible one is short).
+    /// names what the button acts on for screen readers (`accessibleLabel`, when the visible one is short); `disabled`
+    /// with the reason in the element `describedBy` names.
     static func button(
-        _ action: String, label: String, csrf: String, style: String = "", fields: [String: String] = [:], accessibleLabel: String? = nil
+        _ action: String, label: String, csrf: String, style: String = "", fields: [String: String] = [:], accessibleLabel: String? = nil,
+        disabled describedBy: String? = nil
     ) -> String {
         let hidden = fields.keys.sorted().map { "<input type=\"hidden\" name=\"\(HTML.escape($0))\" value=\"\(HTML.escape(fields[$0] ?? ""))\">" }
             .joined()
         let classAttribute = style.isEmpty ? "" : " class=\"\(style)\""
-        let aria = accessibleLabel.map { " aria-label=\"\(HTML.escape($0))\"" } ?? ""
+        let aria =
+            (accessibleLabel.map { " aria-label=\"\(HTML.escape($0))\"" } ?? "")
+            + (describedBy.map { " disabled aria-describedby=\"\(HTML.escape($0))\"" } ?? "")
         return
             "<form method=\"post\" action=\"\(HTML.escape(action))\">\(csrfField(csrf))\(hidden)<button\(classAttribute)\(aria) type=\"submit\">\(HTML.escape(label))</button></form>"
     }

@@ -21,6 +21,8 @@ struct PasskeyOfferController: Sendable {
     let passkeys: Passkeys
     let consent: ConsentGate
     let responses: AuthorizationResponses
+    /// Mails the account that a passkey was added, as every other way of adding one does.
+    let accounts: Accounts
 
     func addRoutes(to pages: RouterGroup<LatchkeyRequestContext>) {
         pages.get(RouterPath(PasskeyOfferGate.path)) { request, context in try await self.show(request, context: context) }
@@ -142,11 +144,17 @@ struct PasskeyOfferController: Sendable {
             return try refusal(status: .badRequest, locale: waiting.locale)
         }
         do {
-            try await passkeys.finishPasskeyRegistration(
+            let added = try await passkeys.finishPasskeyRegistration(
                 user: waiting.user,
                 response: PasskeyRegistrationResponse(credentialId: rawId, clientDataJSON: clientData, attestationObject: attestation),
                 how: .upgrade,
                 origin: AuditOrigin(client: waiting.client.clientId, address: context.clientAddress, logger: context.logger))
+            // The passkey is in: a mail that cannot be sent now is logged, not turned into a failed offer.
+            do {
+                try await accounts.notifyAccountChange(waiting.user, "passkey_added", arguments: ["name": added.friendlyName], locale: waiting.locale)
+            } catch {
+                context.logger.error("the account notice could not be sent", metadata: ["user": .string(waiting.user.id), "notice": "passkey_added"])
+            }
             return try Responses.json(["created": true], noStore: true)
         } catch let failure as PasskeyFailure {
             context.logger.notice("passkey offer: registration refused", metadata: ["reason": .string(failure.description)])

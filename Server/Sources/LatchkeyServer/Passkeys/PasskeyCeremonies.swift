@@ -364,10 +364,15 @@ struct Passkeys: Sendable {
         return updated
     }
 
-    func deletePasskey(id: String, of user: UserRecord, origin: AuditOrigin) async throws {
-        guard try await store.deletePasskey(id: id, userId: user.id) else { throw PasskeyFailure.notFound }
+    /// Deletes the account's passkey `id`: the passkey it was (for the notice that names it).
+    @discardableResult
+    func deletePasskey(id: String, of user: UserRecord, origin: AuditOrigin) async throws -> PasskeyRecord {
+        guard let passkey = try await store.passkey(id: id), passkey.userId == user.id,
+            try await store.deletePasskey(id: id, userId: user.id)
+        else { throw PasskeyFailure.notFound }
         origin.logger.info("passkey deleted", metadata: ["user": .string(user.id)])
         await audit.record(.passkeyRemoved, subject: user.id, details: ["credential": id], origin: origin)
+        return passkey
     }
 }
 

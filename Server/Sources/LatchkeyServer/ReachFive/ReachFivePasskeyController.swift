@@ -36,7 +36,9 @@ struct ReachFivePasskeyController: Sendable {
         }
         signedIn.get("registration") { _, context in try await self.listPasskeys(context.caller) }
         signedIn.patch("registration/:id") { request, context in try await self.renamePasskey(request, context: context) }
-        signedIn.delete("registration/:id") { _, context in try await self.deletePasskey(context: context, logger: context.logger) }
+        signedIn.delete("registration/:id") { request, context in
+            try await self.deletePasskey(request, context: context, logger: context.logger)
+        }
     }
 
     /// `{friendly_name, options:{public_key:{…}}}` (reachFive `RegistrationOptions`).
@@ -202,12 +204,18 @@ struct ReachFivePasskeyController: Sendable {
         return try snakeJSON(DeviceCredentialBody(updated))
     }
 
-    private func deletePasskey(context: ResourceRequestContext, logger: Logger) async throws -> Response {
+    private func deletePasskey(_ request: Request, context: ResourceRequestContext, logger: Logger) async throws -> Response {
         let (user, _) = try await signedInUser(context.caller, recently: true)
         let id = try context.parameters.require("id")
-        try await passkeyStep {
+        let removed = try await passkeyStep {
             try await passkeys.deletePasskey(
                 id: id, of: user, origin: AuditOrigin(client: context.caller.claims.clientId, address: context.clientAddress, logger: logger))
+        }
+        // Removed: a mail that cannot be sent now is logged, not turned into a failure of what was done.
+        do {
+            try await accounts.notifyAccountChange(user, "passkey_removed", arguments: ["name": removed.friendlyName], locale: request.locale())
+        } catch {
+            logger.error("the account notice could not be sent", metadata: ["user": .string(user.id), "notice": "passkey_removed"])
         }
         return Responses.empty(status: .noContent)
     }

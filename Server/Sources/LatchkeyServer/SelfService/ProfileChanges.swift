@@ -85,7 +85,9 @@ struct ProfileChanges: Sendable {
     /// Replaces the password, given the current one. An access token can leak (a log, a compromised front end), and
     /// it must not be enough to take the account over; wrong guesses count towards the account lockout like sign-in
     /// failures. Every other session and token of the account ends with the old password; the caller's own stays.
-    func changePassword(current: String, new password: String, of user: UserRecord, caller: ResourceCaller, origin: AuditOrigin) async throws {
+    func changePassword(
+        current: String, new password: String, of user: UserRecord, caller: ResourceCaller, locale: SupportedLocale, origin: AuditOrigin
+    ) async throws {
         let (address, logger) = (origin.address ?? "unknown", origin.logger)
         // The same check as signing in: throttling, lockout (wrong guesses count), bookkeeping.
         let outcome = try await accounts.checkPassword(
@@ -108,6 +110,10 @@ struct ProfileChanges: Sendable {
         case .success:
             logger.info("password changed through \(channel.password)", metadata: ["user": .string(user.id)])
             await audit.record(.passwordChanged, subject: user.id, details: ["sessions": "others_ended"], origin: origin)
+            // Changed: a mail that cannot be sent now is logged, not turned into a failure of what was done.
+            do { try await accounts.notifyAccountChange(user, "password_changed", locale: locale) } catch {
+                logger.error("the account notice could not be sent", metadata: ["user": .string(user.id), "notice": "password_changed"])
+            }
         case .failure(.invalid(let problems)):
             var error = SelfServiceErrors.credentials("invalid_credentials", "Invalid credentials", problems.map(\.message).joined(separator: "; "))
             error.fieldErrors = problems.map(\.fieldError)  // the password rule, in the user's language

@@ -206,7 +206,8 @@ struct SelfServiceController: Sendable {
                 "missing_credentials", "Missing credentials",
                 "attributes.currentPassword (the current password) is required")
         }
-        try await profileChanges.changePassword(current: currentPassword, new: password, of: user, caller: caller, origin: origin)
+        try await profileChanges.changePassword(
+            current: currentPassword, new: password, of: user, caller: caller, locale: request.locale(), origin: origin)
         return Response(status: .noContent, headers: [.cacheControl: "no-store"])
     }
 

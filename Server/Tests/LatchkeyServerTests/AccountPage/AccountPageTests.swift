@@ -91,7 +91,9 @@ struct AccountPageTests {
             ("/account/signout", [:]), ("/account/profile", ["given_name": "Eve"]), ("/account/profile/email/verify", ["code": "123456"]),
             ("/account/security/password", ["current_password": AccountPageRig.adaPassword, "new_password": "a brand new passphrase"]),
             ("/account/sessions/end", ["session": "x"]), ("/account/sessions/end-others", [:]), ("/account/sessions/revoke", ["grant": "x"]),
-            ("/account/applications/withdraw", ["client": "x"]), ("/account/data/export", [:]), ("/account/data/delete", ["confirm": "1"])
+            ("/account/applications/withdraw", ["client": "x"]), ("/account/data/export", [:]), ("/account/data/delete", ["confirm": "1"]),
+            ("/account/security/totp", [:]), ("/account/security/totp/verify", ["enrollment": "x", "code": "123456"]),
+            ("/account/security/email-codes", [:]), ("/account/security/recovery-codes", [:]), ("/account/security/remove", ["kind": "totp"])
         ]
         for (path, fields) in forms {
             let anonymous = try await TestBrowser().postForm(server.base + path, fields)

@@ -93,7 +93,7 @@ struct SecondFactorSelfServiceTests {
         let tampered = try await Self.confirm(server, demo.accessToken, String(altered), code: server.totpCode(key))
         #expect(try tampered.status == 400 && tampered.string("code") == "MFA-1002")
 
-        server.advanceClock(SecondFactorsController.enrollmentSeconds + 1)
+        server.advanceClock(SecondFactorChanges.enrollmentSeconds + 1)
         let fresh = try await server.userTokens()  // a recent sign-in: only the enrollment is too old
         let late = try await Self.confirm(server, fresh.accessToken, enrollment, code: server.totpCode(key))
         #expect(try late.status == 400 && late.string("code") == "MFA-1002", "\(late.text)")

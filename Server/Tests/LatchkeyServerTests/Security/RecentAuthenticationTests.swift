@@ -158,6 +158,13 @@ struct RecentAuthenticationTests {
         let delete = try await server.call("DELETE", "/identity/v1/webauthn/registration/\(passkey.id)", token: again)
         #expect(delete.status == 401)
         #expect(try await server.server.store.passkeys(userId: demo.id).count == 1)
+        // With a fresh sign-in it goes, and the address hears of that too, the passkey named.
+        let signedInAgain = try await server.userTokens().accessToken
+        #expect(try await server.call("DELETE", "/identity/v1/webauthn/registration/\(passkey.id)", token: signedInAgain).status == 204)
+        let removed = try await server.server.outboxMessages(recipient: "demo@example.com").filter {
+            $0.subject == "A passkey was removed from your account"
+        }
+        #expect(removed.count == 1 && removed.first?.body.contains(passkey.friendlyName) == true, "\(removed.map(\.body))")
     }
 
     @Test("recent_auth_seconds is read from the configuration file and must be sensible")

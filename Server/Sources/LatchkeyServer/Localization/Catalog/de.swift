@@ -496,6 +496,52 @@ extension MessageCatalog {
             "home.body":
                 "Dieser Server meldet Personen bei den Apps an, die ihn verwenden. Sie müssen hier nichts tun, außer Sie möchten Ihr Konto verwalten.",
             "home.account": "Ihr Konto verwalten",
-            "home.developers": "Für Entwickler: die OpenID-Connect-Konfiguration"
+            "home.developers": "Für Entwickler: die OpenID-Connect-Konfiguration",
+            // account page: second steps
+            "account.cancel": "Abbrechen",
+            "account.factors.heading": "Anmeldung in zwei Schritten",
+            "account.factors.intro": "Ein zweiter Schritt nach Ihrem Passwort schützt Ihr Konto auch dann, wenn jemand anderes das Passwort kennt.",
+            "account.factors.fresh": "Um einen Anmeldeschritt hinzuzufügen oder zu entfernen, bestätigen Sie zuerst, dass Sie es sind.",
+            "account.factors.none": "Es ist kein zweiter Anmeldeschritt eingerichtet.",
+            "account.factors.totp": "Authenticator-App",
+            "account.factors.email": "Codes per E-Mail",
+            "account.factors.email_unusable": "Wird erst abgefragt, wenn Ihre E-Mail-Adresse bestätigt ist.",
+            "account.factors.kind": "Schritt",
+            "account.factors.added": "Hinzugefügt am",
+            "account.factors.remove": "Entfernen",
+            "account.factors.remove_named": "{factor} entfernen",
+            "account.factors.email_add": "Codes per E-Mail aktivieren",
+            "account.factors.email_added": "Bei der Anmeldung wird jetzt ein Code an Ihre E-Mail-Adresse gesendet.",
+            "account.factors.removed": "Der Anmeldeschritt wurde entfernt.",
+            "account.factors.last":
+                "Sie können Ihren einzigen zweiten Anmeldeschritt nicht entfernen: Er wird von {apps} verlangt. Fügen Sie zuerst einen weiteren Schritt hinzu.",
+            "account.totp.title": "Authenticator-App einrichten",
+            "account.totp.add": "Authenticator-App einrichten",
+            "account.totp.replace": "Neue Authenticator-App einrichten",
+            "account.totp.scan": "Scannen Sie diesen QR-Code mit Ihrer Authenticator-App oder geben Sie dort den Schlüssel unten ein.",
+            "account.totp.qr": "QR-Code zum Scannen mit Ihrer Authenticator-App",
+            "account.totp.key": "Schlüssel zur manuellen Eingabe:",
+            "account.totp.open": "In einer Authenticator-App auf diesem Gerät öffnen",
+            "account.totp.code": "Code aus der App",
+            "account.totp.confirm": "Aktivieren",
+            "account.totp.expires": "Geben Sie vor dem {time} einen Code ein.",
+            "account.totp.added": "Ihre Authenticator-App ist eingerichtet. Bei der Anmeldung wird jetzt nach ihrem Code gefragt.",
+            "account.recovery.heading": "Wiederherstellungscodes",
+            "account.recovery.intro":
+                "Wenn Sie Ihr Telefon verlieren oder keinen Code erhalten, melden Sie sich stattdessen mit einem Wiederherstellungscode an. Jeder Code funktioniert nur einmal.",
+            "account.recovery.left": "{remaining} von {total} Codes übrig, erstellt am {date}.",
+            "account.recovery.create": "Wiederherstellungscodes erstellen",
+            "account.recovery.replace": "Neue Wiederherstellungscodes erstellen",
+            "account.recovery.replace_hint": "Neue Codes ersetzen Ihre aktuellen: Diese funktionieren dann nicht mehr.",
+            "account.recovery.title": "Ihre Wiederherstellungscodes",
+            "account.recovery.shown_once":
+                "Bewahren Sie diese Codes an einem sicheren Ort auf, etwa in einem Passwortmanager. Sie werden nur dieses eine Mal angezeigt.",
+            "account.recovery.saved": "Ich habe sie gespeichert",
+            "email.notice.password_changed.subject": "Ihr Passwort wurde geändert",
+            "email.notice.password_changed.body":
+                "Das Passwort Ihres Kontos wurde geändert. Wenn Sie das nicht waren, setzen Sie Ihr Passwort sofort zurück und prüfen Sie, wo Sie angemeldet sind.",
+            "email.notice.passkey_removed.subject": "Von Ihrem Konto wurde ein Passkey entfernt",
+            "email.notice.passkey_removed.body":
+                "Der Passkey „{name}“ kann sich nicht mehr bei Ihrem Konto anmelden. Wenn Sie das nicht waren, ändern Sie sofort Ihr Passwort und prüfen Sie Ihr Konto."
         ])
 }

@@ -490,6 +490,51 @@ extension MessageCatalog {
             "home.body":
                 "Este servidor permite a las personas iniciar sesión en las aplicaciones que lo usan. No tienes que hacer nada aquí, salvo que quieras gestionar tu cuenta.",
             "home.account": "Gestionar tu cuenta",
-            "home.developers": "Para desarrolladores: la configuración de OpenID Connect"
+            "home.developers": "Para desarrolladores: la configuración de OpenID Connect",
+            // account page: second steps
+            "account.cancel": "Cancelar",
+            "account.factors.heading": "Inicio de sesión en dos pasos",
+            "account.factors.intro":
+                "Un segundo paso después de tu contraseña mantiene tu cuenta protegida aunque otra persona conozca la contraseña.",
+            "account.factors.fresh": "Para añadir o eliminar un paso de inicio de sesión, primero confirma que eres tú.",
+            "account.factors.none": "No tienes ningún segundo paso configurado.",
+            "account.factors.totp": "Aplicación de autenticación",
+            "account.factors.email": "Códigos por correo electrónico",
+            "account.factors.email_unusable": "No se pedirá hasta que verifiques tu dirección de correo electrónico.",
+            "account.factors.kind": "Paso",
+            "account.factors.added": "Añadido el",
+            "account.factors.remove": "Eliminar",
+            "account.factors.remove_named": "Eliminar: {factor}",
+            "account.factors.email_add": "Activar los códigos por correo electrónico",
+            "account.factors.email_added": "Ahora, al iniciar sesión, se enviará un código a tu dirección de correo electrónico.",
+            "account.factors.removed": "Se ha eliminado el paso de inicio de sesión.",
+            "account.factors.last": "No puedes eliminar tu único segundo paso: es obligatorio para {apps}. Añade primero otro paso.",
+            "account.totp.title": "Configura una aplicación de autenticación",
+            "account.totp.add": "Configurar una aplicación de autenticación",
+            "account.totp.replace": "Configurar una nueva aplicación de autenticación",
+            "account.totp.scan": "Escanea este código QR con tu aplicación de autenticación o introduce en ella la clave que aparece abajo.",
+            "account.totp.qr": "Código QR para escanear con tu aplicación de autenticación",
+            "account.totp.key": "Clave para introducir a mano:",
+            "account.totp.open": "Abrir en una aplicación de autenticación de este dispositivo",
+            "account.totp.code": "Código de la aplicación",
+            "account.totp.confirm": "Activar",
+            "account.totp.expires": "Introduce un código antes del {time}.",
+            "account.totp.added": "Tu aplicación de autenticación está configurada. Ahora, al iniciar sesión, se pedirá su código.",
+            "account.recovery.heading": "Códigos de recuperación",
+            "account.recovery.intro":
+                "Si pierdes el teléfono o no puedes recibir un código, un código de recuperación te permite iniciar sesión igualmente. Cada código solo funciona una vez.",
+            "account.recovery.left": "Códigos restantes: {remaining} de {total}, creados el {date}.",
+            "account.recovery.create": "Crear códigos de recuperación",
+            "account.recovery.replace": "Crear nuevos códigos de recuperación",
+            "account.recovery.replace_hint": "Los códigos nuevos sustituyen a los que tienes ahora, que dejarán de funcionar.",
+            "account.recovery.title": "Tus códigos de recuperación",
+            "account.recovery.shown_once": "Guarda estos códigos en un lugar seguro, como un gestor de contraseñas. Solo se muestran esta vez.",
+            "account.recovery.saved": "Ya los he guardado",
+            "email.notice.password_changed.subject": "Se ha cambiado tu contraseña",
+            "email.notice.password_changed.body":
+                "Se ha cambiado la contraseña de tu cuenta. Si no has sido tú, restablece tu contraseña ahora y comprueba dónde has iniciado sesión.",
+            "email.notice.passkey_removed.subject": "Se ha eliminado una llave de acceso de tu cuenta",
+            "email.notice.passkey_removed.body":
+                "La llave de acceso «{name}» ya no puede iniciar sesión en tu cuenta. Si no has sido tú, cambia tu contraseña ahora y revisa tu cuenta."
         ])
 }

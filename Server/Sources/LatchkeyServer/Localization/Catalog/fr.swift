@@ -489,6 +489,53 @@ extension MessageCatalog {
             "home.body":
                 "Ce serveur connecte les utilisateurs aux applications qui l'utilisent. Vous n'avez rien à faire ici, sauf si vous souhaitez gérer votre compte.",
             "home.account": "Gérer votre compte",
-            "home.developers": "Pour les développeurs : la configuration OpenID Connect"
+            "home.developers": "Pour les développeurs : la configuration OpenID Connect",
+            // account page: second steps
+            "account.cancel": "Annuler",
+            "account.factors.heading": "Connexion en deux étapes",
+            "account.factors.intro":
+                "Une seconde étape après votre mot de passe protège votre compte, même si quelqu'un d'autre connaît le mot de passe.",
+            "account.factors.fresh": "Pour ajouter ou supprimer une étape de connexion, confirmez d'abord votre identité.",
+            "account.factors.none": "Aucune seconde étape n'est configurée.",
+            "account.factors.totp": "Application d'authentification",
+            "account.factors.email": "Codes par e-mail",
+            "account.factors.email_unusable": "Cette étape ne sera demandée qu'une fois votre adresse e-mail vérifiée.",
+            "account.factors.kind": "Étape",
+            "account.factors.added": "Ajoutée le",
+            "account.factors.remove": "Supprimer",
+            "account.factors.remove_named": "Supprimer : {factor}",
+            "account.factors.email_add": "Activer les codes par e-mail",
+            "account.factors.email_added": "Désormais, un code est envoyé à votre adresse e-mail lors de la connexion.",
+            "account.factors.removed": "L'étape de connexion a été supprimée.",
+            "account.factors.last":
+                "Vous ne pouvez pas supprimer votre seule seconde étape : elle est exigée par {apps}. Ajoutez d'abord une autre étape.",
+            "account.totp.title": "Configurer une application d'authentification",
+            "account.totp.add": "Configurer une application d'authentification",
+            "account.totp.replace": "Configurer une nouvelle application d'authentification",
+            "account.totp.scan": "Scannez ce code QR avec votre application d'authentification, ou saisissez-y la clé ci-dessous.",
+            "account.totp.qr": "Code QR à scanner avec votre application d'authentification",
+            "account.totp.key": "Clé à saisir manuellement :",
+            "account.totp.open": "Ouvrir dans une application d'authentification sur cet appareil",
+            "account.totp.code": "Code affiché par l'application",
+            "account.totp.confirm": "Activer",
+            "account.totp.expires": "Saisissez un code avant le {time}.",
+            "account.totp.added": "Votre application d'authentification est configurée. La connexion demande désormais son code.",
+            "account.recovery.heading": "Codes de récupération",
+            "account.recovery.intro":
+                "Si vous perdez votre téléphone ou ne pouvez pas obtenir de code, un code de récupération vous permet de vous connecter à la place. Chaque code ne fonctionne qu'une fois.",
+            "account.recovery.left": "Codes restants : {remaining} sur {total}, créés le {date}.",
+            "account.recovery.create": "Créer des codes de récupération",
+            "account.recovery.replace": "Créer de nouveaux codes de récupération",
+            "account.recovery.replace_hint": "Les nouveaux codes remplacent ceux que vous avez actuellement, qui cesseront de fonctionner.",
+            "account.recovery.title": "Vos codes de récupération",
+            "account.recovery.shown_once":
+                "Conservez ces codes en lieu sûr, par exemple dans un gestionnaire de mots de passe. Ils ne sont affichés qu'une seule fois.",
+            "account.recovery.saved": "Je les ai enregistrés",
+            "email.notice.password_changed.subject": "Votre mot de passe a été changé",
+            "email.notice.password_changed.body":
+                "Le mot de passe de votre compte a été changé. Si ce n'était pas vous, réinitialisez votre mot de passe maintenant et vérifiez où vous êtes connecté.",
+            "email.notice.passkey_removed.subject": "Une clé d'accès a été supprimée de votre compte",
+            "email.notice.passkey_removed.body":
+                "La clé d'accès « {name} » ne peut plus se connecter à votre compte. Si ce n'était pas vous, changez votre mot de passe maintenant et vérifiez votre compte."
         ])
 }

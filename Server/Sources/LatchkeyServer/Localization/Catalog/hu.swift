@@ -484,6 +484,51 @@ extension MessageCatalog {
             "home.body":
                 "Ez a kiszolgáló jelentkezteti be a felhasználókat azokba az alkalmazásokba, amelyek ezt használják. Itt nincs teendője, hacsak nem szeretné kezelni a fiókját.",
             "home.account": "Fiókja kezelése",
-            "home.developers": "Fejlesztőknek: az OpenID Connect-konfiguráció"
+            "home.developers": "Fejlesztőknek: az OpenID Connect-konfiguráció",
+            // account page: second steps
+            "account.cancel": "Mégse",
+            "account.factors.heading": "Kétlépéses bejelentkezés",
+            "account.factors.intro": "A jelszó utáni második lépés akkor is védi fiókját, ha valaki más ismeri a jelszót.",
+            "account.factors.fresh": "Bejelentkezési lépés hozzáadásához vagy eltávolításához előbb erősítse meg, hogy Ön az.",
+            "account.factors.none": "Nincs beállítva második bejelentkezési lépés.",
+            "account.factors.totp": "Hitelesítő alkalmazás",
+            "account.factors.email": "Kódok e-mailben",
+            "account.factors.email_unusable": "Nem kérjük, amíg meg nem erősíti e-mail-címét.",
+            "account.factors.kind": "Lépés",
+            "account.factors.added": "Hozzáadva",
+            "account.factors.remove": "Eltávolítás",
+            "account.factors.remove_named": "Eltávolítás: {factor}",
+            "account.factors.email_add": "E-mailben küldött kódok bekapcsolása",
+            "account.factors.email_added": "Bejelentkezéskor mostantól kódot küldünk az e-mail-címére.",
+            "account.factors.removed": "A bejelentkezési lépést eltávolítottuk.",
+            "account.factors.last":
+                "Egyetlen második bejelentkezési lépését nem távolíthatja el: a(z) {apps} használatához szükség van rá. Előbb adjon hozzá egy másik lépést.",
+            "account.totp.title": "Hitelesítő alkalmazás beállítása",
+            "account.totp.add": "Hitelesítő alkalmazás beállítása",
+            "account.totp.replace": "Új hitelesítő alkalmazás beállítása",
+            "account.totp.scan": "Olvassa be ezt a QR-kódot a hitelesítő alkalmazásával, vagy írja be abba az alábbi kulcsot.",
+            "account.totp.qr": "A hitelesítő alkalmazással beolvasandó QR-kód",
+            "account.totp.key": "Kézzel beírandó kulcs:",
+            "account.totp.open": "Megnyitás egy hitelesítő alkalmazásban ezen az eszközön",
+            "account.totp.code": "Az alkalmazásban látható kód",
+            "account.totp.confirm": "Bekapcsolás",
+            "account.totp.expires": "Adjon meg egy kódot {time} előtt.",
+            "account.totp.added": "Hitelesítő alkalmazása be van állítva. Bejelentkezéskor mostantól az alkalmazás kódját is kérjük.",
+            "account.recovery.heading": "Helyreállítási kódok",
+            "account.recovery.intro":
+                "Ha elveszíti a telefonját, vagy nem kap kódot, helyreállítási kóddal is bejelentkezhet. Minden kód csak egyszer használható.",
+            "account.recovery.left": "{total} kódból {remaining} maradt, létrehozva: {date}.",
+            "account.recovery.create": "Helyreállítási kódok létrehozása",
+            "account.recovery.replace": "Új helyreállítási kódok létrehozása",
+            "account.recovery.replace_hint": "Az új kódok felváltják a mostaniakat, amelyek ezután nem működnek.",
+            "account.recovery.title": "Az Ön helyreállítási kódjai",
+            "account.recovery.shown_once": "Mentse ezeket a kódokat biztonságos helyre, például egy jelszókezelőbe. Csak most jelennek meg.",
+            "account.recovery.saved": "Elmentettem őket",
+            "email.notice.password_changed.subject": "Jelszava megváltozott",
+            "email.notice.password_changed.body":
+                "Fiókja jelszava megváltozott. Ha nem Ön volt, azonnal állítsa vissza jelszavát, és ellenőrizze, hol van bejelentkezve.",
+            "email.notice.passkey_removed.subject": "Azonosítókulcsot távolítottak el a fiókjából",
+            "email.notice.passkey_removed.body":
+                "A(z) „{name}” azonosítókulcs már nem jelentkezhet be a fiókjába. Ha nem Ön volt, azonnal változtassa meg jelszavát, és ellenőrizze fiókját."
         ])
 }

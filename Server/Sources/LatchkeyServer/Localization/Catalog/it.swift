@@ -483,6 +483,51 @@ extension MessageCatalog {
             "home.body":
                 "Questo server consente alle persone di accedere alle app che lo usano. Qui non devi fare nulla, a meno che tu non voglia gestire il tuo account.",
             "home.account": "Gestisci il tuo account",
-            "home.developers": "Per gli sviluppatori: la configurazione OpenID Connect"
+            "home.developers": "Per gli sviluppatori: la configurazione OpenID Connect",
+            // account page: second steps
+            "account.cancel": "Annulla",
+            "account.factors.heading": "Accesso in due passaggi",
+            "account.factors.intro": "Un secondo passaggio dopo la password protegge il tuo account anche se qualcun altro conosce la password.",
+            "account.factors.fresh": "Per aggiungere o rimuovere un passaggio di accesso, conferma prima la tua identità.",
+            "account.factors.none": "Non hai configurato nessun secondo passaggio.",
+            "account.factors.totp": "App di autenticazione",
+            "account.factors.email": "Codici via email",
+            "account.factors.email_unusable": "Questo passaggio non viene richiesto finché il tuo indirizzo email non è verificato.",
+            "account.factors.kind": "Passaggio",
+            "account.factors.added": "Aggiunto il",
+            "account.factors.remove": "Rimuovi",
+            "account.factors.remove_named": "Rimuovi: {factor}",
+            "account.factors.email_add": "Attiva i codici via email",
+            "account.factors.email_added": "Ora, per accedere, viene inviato un codice al tuo indirizzo email.",
+            "account.factors.removed": "Il passaggio di accesso è stato rimosso.",
+            "account.factors.last": "Non puoi rimuovere il tuo unico secondo passaggio: è richiesto da {apps}. Aggiungi prima un altro passaggio.",
+            "account.totp.title": "Configura un'app di autenticazione",
+            "account.totp.add": "Configura un'app di autenticazione",
+            "account.totp.replace": "Configura una nuova app di autenticazione",
+            "account.totp.scan": "Scansiona questo codice QR con la tua app di autenticazione oppure inserisci nell'app la chiave qui sotto.",
+            "account.totp.qr": "Codice QR da scansionare con la tua app di autenticazione",
+            "account.totp.key": "Chiave da inserire manualmente:",
+            "account.totp.open": "Apri in un'app di autenticazione su questo dispositivo",
+            "account.totp.code": "Codice mostrato dall'app",
+            "account.totp.confirm": "Attiva",
+            "account.totp.expires": "Inserisci un codice prima del {time}.",
+            "account.totp.added": "La tua app di autenticazione è configurata. Ora, per accedere, viene chiesto il suo codice.",
+            "account.recovery.heading": "Codici di recupero",
+            "account.recovery.intro":
+                "Se perdi il telefono o non riesci a ricevere un codice, puoi accedere con un codice di recupero. Ogni codice funziona una sola volta.",
+            "account.recovery.left": "Codici rimasti: {remaining} su {total}, creati il {date}.",
+            "account.recovery.create": "Crea codici di recupero",
+            "account.recovery.replace": "Crea nuovi codici di recupero",
+            "account.recovery.replace_hint": "I nuovi codici sostituiscono quelli che hai ora, che smetteranno di funzionare.",
+            "account.recovery.title": "I tuoi codici di recupero",
+            "account.recovery.shown_once":
+                "Salva questi codici in un posto sicuro, ad esempio in un gestore di password. Vengono mostrati solo questa volta.",
+            "account.recovery.saved": "Li ho salvati",
+            "email.notice.password_changed.subject": "La tua password è stata cambiata",
+            "email.notice.password_changed.body":
+                "La password del tuo account è stata cambiata. Se non sei stato tu, reimposta subito la password e controlla dove hai effettuato l'accesso.",
+            "email.notice.passkey_removed.subject": "È stata rimossa una passkey dal tuo account",
+            "email.notice.passkey_removed.body":
+                "La passkey “{name}” non può più accedere al tuo account. Se non sei stato tu, cambia subito la password e controlla il tuo account."
         ])
 }

@@ -483,6 +483,50 @@ extension MessageCatalog {
             "home.body":
                 "Deze server meldt mensen aan bij de apps die hem gebruiken. Je hoeft hier niets te doen, tenzij je je account wilt beheren.",
             "home.account": "Je account beheren",
-            "home.developers": "Voor ontwikkelaars: de OpenID Connect-configuratie"
+            "home.developers": "Voor ontwikkelaars: de OpenID Connect-configuratie",
+            // account page: second steps
+            "account.cancel": "Annuleren",
+            "account.factors.heading": "Aanmelden in twee stappen",
+            "account.factors.intro": "Met een tweede stap na je wachtwoord blijft je account veilig, ook als iemand anders je wachtwoord kent.",
+            "account.factors.fresh": "Wil je een aanmeldstap toevoegen of verwijderen? Bevestig dan eerst dat jij het bent.",
+            "account.factors.none": "Er is geen tweede aanmeldstap ingesteld.",
+            "account.factors.totp": "Authenticator-app",
+            "account.factors.email": "Codes per e-mail",
+            "account.factors.email_unusable": "Wordt pas gevraagd als je e-mailadres is geverifieerd.",
+            "account.factors.kind": "Stap",
+            "account.factors.added": "Toegevoegd op",
+            "account.factors.remove": "Verwijderen",
+            "account.factors.remove_named": "{factor} verwijderen",
+            "account.factors.email_add": "Codes per e-mail inschakelen",
+            "account.factors.email_added": "Bij het aanmelden wordt nu een code naar je e-mailadres gestuurd.",
+            "account.factors.removed": "De aanmeldstap is verwijderd.",
+            "account.factors.last": "Je kunt je enige tweede aanmeldstap niet verwijderen: die is nodig voor {apps}. Voeg eerst een andere stap toe.",
+            "account.totp.title": "Een authenticator-app instellen",
+            "account.totp.add": "Een authenticator-app instellen",
+            "account.totp.replace": "Een nieuwe authenticator-app instellen",
+            "account.totp.scan": "Scan deze QR-code met je authenticator-app, of typ de sleutel hieronder in de app.",
+            "account.totp.qr": "QR-code om te scannen met je authenticator-app",
+            "account.totp.key": "Sleutel om handmatig in te typen:",
+            "account.totp.open": "Openen in een authenticator-app op dit apparaat",
+            "account.totp.code": "Code uit de app",
+            "account.totp.confirm": "Inschakelen",
+            "account.totp.expires": "Vul vóór {time} een code in.",
+            "account.totp.added": "Je authenticator-app is ingesteld. Bij het aanmelden wordt nu om een code uit de app gevraagd.",
+            "account.recovery.heading": "Herstelcodes",
+            "account.recovery.intro":
+                "Ben je je telefoon kwijt of kun je geen code krijgen? Dan meld je je in plaats daarvan aan met een herstelcode. Elke code werkt één keer.",
+            "account.recovery.left": "Nog {remaining} van {total} codes over, gemaakt op {date}.",
+            "account.recovery.create": "Herstelcodes maken",
+            "account.recovery.replace": "Nieuwe herstelcodes maken",
+            "account.recovery.replace_hint": "Nieuwe codes vervangen de codes die je nu hebt: die werken dan niet meer.",
+            "account.recovery.title": "Je herstelcodes",
+            "account.recovery.shown_once": "Bewaar deze codes op een veilige plek, zoals een wachtwoordmanager. Ze worden alleen nu getoond.",
+            "account.recovery.saved": "Ik heb ze bewaard",
+            "email.notice.password_changed.subject": "Je wachtwoord is gewijzigd",
+            "email.notice.password_changed.body":
+                "Het wachtwoord van je account is gewijzigd. Was jij dit niet? Stel dan nu je wachtwoord opnieuw in en controleer waar je bent aangemeld.",
+            "email.notice.passkey_removed.subject": "Er is een toegangssleutel van je account verwijderd",
+            "email.notice.passkey_removed.body":
+                "Met de toegangssleutel {name} kan niet meer worden aangemeld bij je account. Was jij dit niet? Wijzig dan nu je wachtwoord en controleer je account."
         ])
 }

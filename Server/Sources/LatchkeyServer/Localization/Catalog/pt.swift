@@ -492,6 +492,51 @@ extension MessageCatalog {
             "home.body":
                 "Este servidor permite às pessoas iniciar sessão nas aplicações que o utilizam. Não precisa de fazer nada aqui, a não ser que pretenda gerir a sua conta.",
             "home.account": "Gerir a sua conta",
-            "home.developers": "Para programadores: a configuração OpenID Connect"
+            "home.developers": "Para programadores: a configuração OpenID Connect",
+            // account page: second steps
+            "account.cancel": "Cancelar",
+            "account.factors.heading": "Início de sessão em dois passos",
+            "account.factors.intro":
+                "Um segundo passo depois da palavra-passe mantém a sua conta segura, mesmo que outra pessoa saiba a palavra-passe.",
+            "account.factors.fresh": "Para adicionar ou remover um passo de início de sessão, confirme primeiro que é você.",
+            "account.factors.none": "Não está configurado nenhum segundo passo.",
+            "account.factors.totp": "Aplicação de autenticação",
+            "account.factors.email": "Códigos por email",
+            "account.factors.email_unusable": "Só é pedido depois de o seu endereço de email ser verificado.",
+            "account.factors.kind": "Passo",
+            "account.factors.added": "Adicionado em",
+            "account.factors.remove": "Remover",
+            "account.factors.remove_named": "Remover: {factor}",
+            "account.factors.email_add": "Ativar códigos por email",
+            "account.factors.email_added": "Ao iniciar sessão, passa a ser enviado um código para o seu endereço de email.",
+            "account.factors.removed": "O passo de início de sessão foi removido.",
+            "account.factors.last": "Não pode remover o seu único segundo passo: é exigido por {apps}. Adicione primeiro outro passo.",
+            "account.totp.title": "Configurar uma aplicação de autenticação",
+            "account.totp.add": "Configurar uma aplicação de autenticação",
+            "account.totp.replace": "Configurar uma nova aplicação de autenticação",
+            "account.totp.scan": "Digitalize este código QR com a sua aplicação de autenticação ou introduza nela a chave abaixo.",
+            "account.totp.qr": "Código QR para digitalizar com a sua aplicação de autenticação",
+            "account.totp.key": "Chave para introduzir manualmente:",
+            "account.totp.open": "Abrir numa aplicação de autenticação neste dispositivo",
+            "account.totp.code": "Código da aplicação",
+            "account.totp.confirm": "Ativar",
+            "account.totp.expires": "Introduza um código antes de {time}.",
+            "account.totp.added": "A sua aplicação de autenticação está configurada. Ao iniciar sessão, passa a ser pedido o código dela.",
+            "account.recovery.heading": "Códigos de recuperação",
+            "account.recovery.intro":
+                "Se perder o telemóvel ou não conseguir obter um código, pode iniciar sessão com um código de recuperação. Cada código funciona uma vez.",
+            "account.recovery.left": "Restam {remaining} de {total} códigos, criados em {date}.",
+            "account.recovery.create": "Criar códigos de recuperação",
+            "account.recovery.replace": "Criar novos códigos de recuperação",
+            "account.recovery.replace_hint": "Os novos códigos substituem os que tem agora: esses deixam de funcionar.",
+            "account.recovery.title": "Os seus códigos de recuperação",
+            "account.recovery.shown_once": "Guarde estes códigos num local seguro, como um gestor de palavras-passe. Só são mostrados agora.",
+            "account.recovery.saved": "Já os guardei",
+            "email.notice.password_changed.subject": "A sua palavra-passe foi alterada",
+            "email.notice.password_changed.body":
+                "A palavra-passe da sua conta foi alterada. Se não foi o utilizador, redefina já a sua palavra-passe e verifique onde tem sessão iniciada.",
+            "email.notice.passkey_removed.subject": "Foi removida uma chave de acesso da sua conta",
+            "email.notice.passkey_removed.body":
+                "A chave de acesso {name} já não pode iniciar sessão na sua conta. Se não foi o utilizador, altere já a sua palavra-passe e verifique a sua conta."
         ])
 }

@@ -481,6 +481,50 @@ extension MessageCatalog {
             "home.body":
                 "Через этот сервер пользователи входят в приложения, которые к нему подключены. Здесь ничего делать не нужно, если только вы не хотите управлять своей учётной записью.",
             "home.account": "Управление учётной записью",
-            "home.developers": "Для разработчиков: конфигурация OpenID Connect"
+            "home.developers": "Для разработчиков: конфигурация OpenID Connect",
+            // account page: second steps
+            "account.cancel": "Отмена",
+            "account.factors.heading": "Вход в два шага",
+            "account.factors.intro": "Второй шаг после пароля защищает вашу учётную запись, даже если пароль известен кому-то ещё.",
+            "account.factors.fresh": "Чтобы добавить или удалить шаг входа, сначала подтвердите, что это вы.",
+            "account.factors.none": "Второй шаг входа не настроен.",
+            "account.factors.totp": "Приложение-аутентификатор",
+            "account.factors.email": "Коды по электронной почте",
+            "account.factors.email_unusable": "Не запрашивается, пока адрес электронной почты не подтверждён.",
+            "account.factors.kind": "Шаг",
+            "account.factors.added": "Дата добавления",
+            "account.factors.remove": "Удалить",
+            "account.factors.remove_named": "Удалить: {factor}",
+            "account.factors.email_add": "Включить коды по электронной почте",
+            "account.factors.email_added": "Теперь при входе код отправляется на ваш адрес электронной почты.",
+            "account.factors.removed": "Шаг входа удалён.",
+            "account.factors.last": "Нельзя удалить единственный второй шаг входа: он обязателен для входа в {apps}. Сначала добавьте другой шаг.",
+            "account.totp.title": "Настройка приложения-аутентификатора",
+            "account.totp.add": "Настроить приложение-аутентификатор",
+            "account.totp.replace": "Настроить новое приложение-аутентификатор",
+            "account.totp.scan": "Отсканируйте этот QR-код приложением-аутентификатором или введите в него ключ ниже.",
+            "account.totp.qr": "QR-код для сканирования приложением-аутентификатором",
+            "account.totp.key": "Ключ для ввода вручную:",
+            "account.totp.open": "Открыть в приложении-аутентификаторе на этом устройстве",
+            "account.totp.code": "Код из приложения",
+            "account.totp.confirm": "Включить",
+            "account.totp.expires": "Введите код до {time}.",
+            "account.totp.added": "Приложение-аутентификатор настроено. Теперь при входе запрашивается код из него.",
+            "account.recovery.heading": "Коды восстановления",
+            "account.recovery.intro":
+                "Если вы потеряете телефон или не сможете получить код, войдите с кодом восстановления. Каждый код действует один раз.",
+            "account.recovery.left": "Осталось кодов: {remaining} из {total}, созданы {date}.",
+            "account.recovery.create": "Создать коды восстановления",
+            "account.recovery.replace": "Создать новые коды восстановления",
+            "account.recovery.replace_hint": "Новые коды заменят нынешние: те перестанут действовать.",
+            "account.recovery.title": "Ваши коды восстановления",
+            "account.recovery.shown_once": "Сохраните эти коды в надёжном месте, например в менеджере паролей. Они показываются только сейчас.",
+            "account.recovery.saved": "Коды сохранены",
+            "email.notice.password_changed.subject": "Ваш пароль изменён",
+            "email.notice.password_changed.body":
+                "Пароль вашего аккаунта изменён. Если это были не вы, немедленно сбросьте пароль и проверьте, где выполнен вход.",
+            "email.notice.passkey_removed.subject": "Из вашего аккаунта удалён ключ доступа",
+            "email.notice.passkey_removed.body":
+                "Ключ доступа {name} больше не может входить в ваш аккаунт. Если это были не вы, немедленно смените пароль и проверьте аккаунт."
         ])
 }

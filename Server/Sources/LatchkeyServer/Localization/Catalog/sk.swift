@@ -479,6 +479,50 @@ extension MessageCatalog {
             "home.body":
                 "Cez tento server sa používatelia prihlasujú do aplikácií, ktoré ho používajú. Nemusíte tu nič robiť, pokiaľ nechcete spravovať svoj účet.",
             "home.account": "Spravovať účet",
-            "home.developers": "Pre vývojárov: konfigurácia OpenID Connect"
+            "home.developers": "Pre vývojárov: konfigurácia OpenID Connect",
+            // account page: second steps
+            "account.cancel": "Zrušiť",
+            "account.factors.heading": "Prihlásenie v dvoch krokoch",
+            "account.factors.intro": "Druhý krok po zadaní hesla chráni váš účet, aj keď vaše heslo pozná niekto iný.",
+            "account.factors.fresh": "Ak chcete pridať alebo odstrániť krok prihlásenia, najprv potvrďte, že ste to vy.",
+            "account.factors.none": "Nemáte nastavený žiadny druhý krok prihlásenia.",
+            "account.factors.totp": "Overovacia aplikácia",
+            "account.factors.email": "Kódy e-mailom",
+            "account.factors.email_unusable": "Nevyžaduje sa, kým nebude vaša e-mailová adresa overená.",
+            "account.factors.kind": "Krok",
+            "account.factors.added": "Pridané",
+            "account.factors.remove": "Odstrániť",
+            "account.factors.remove_named": "Odstrániť: {factor}",
+            "account.factors.email_add": "Zapnúť kódy e-mailom",
+            "account.factors.email_added": "Pri prihlasovaní sa teraz odosiela kód na vašu e-mailovú adresu.",
+            "account.factors.removed": "Krok prihlásenia bol odstránený.",
+            "account.factors.last": "Nemôžete odstrániť svoj jediný druhý krok prihlásenia: vyžaduje sa pre {apps}. Najprv pridajte ďalší krok.",
+            "account.totp.title": "Nastavenie overovacej aplikácie",
+            "account.totp.add": "Nastaviť overovaciu aplikáciu",
+            "account.totp.replace": "Nastaviť novú overovaciu aplikáciu",
+            "account.totp.scan": "Naskenujte tento QR kód svojou overovacou aplikáciou alebo do nej zadajte kľúč uvedený nižšie.",
+            "account.totp.qr": "QR kód na naskenovanie overovacou aplikáciou",
+            "account.totp.key": "Kľúč na ručné zadanie:",
+            "account.totp.open": "Otvoriť v overovacej aplikácii v tomto zariadení",
+            "account.totp.code": "Kód z aplikácie",
+            "account.totp.confirm": "Zapnúť",
+            "account.totp.expires": "Zadajte kód do {time}.",
+            "account.totp.added": "Overovacia aplikácia je nastavená. Pri prihlasovaní sa teraz vyžaduje kód z nej.",
+            "account.recovery.heading": "Kódy na obnovenie",
+            "account.recovery.intro":
+                "Ak stratíte telefón alebo nemôžete získať kód, prihláste sa namiesto toho kódom na obnovenie. Každý kód funguje iba raz.",
+            "account.recovery.left": "Zostávajúce kódy: {remaining} z {total}, vytvorené {date}.",
+            "account.recovery.create": "Vytvoriť kódy na obnovenie",
+            "account.recovery.replace": "Vytvoriť nové kódy na obnovenie",
+            "account.recovery.replace_hint": "Nové kódy nahradia tie, ktoré máte teraz: tie prestanú fungovať.",
+            "account.recovery.title": "Vaše kódy na obnovenie",
+            "account.recovery.shown_once": "Uložte si tieto kódy na bezpečné miesto, napríklad do správcu hesiel. Zobrazujú sa iba teraz.",
+            "account.recovery.saved": "Kódy mám uložené",
+            "email.notice.password_changed.subject": "Vaše heslo bolo zmenené",
+            "email.notice.password_changed.body":
+                "Heslo vášho účtu bolo zmenené. Ak ste to neboli vy, ihneď si obnovte heslo a skontrolujte, kde ste prihlásení.",
+            "email.notice.passkey_removed.subject": "Z vášho účtu bol odstránený prístupový kľúč",
+            "email.notice.passkey_removed.body":
+                "Prístupový kľúč {name} sa už nemôže prihlásiť do vášho účtu. Ak ste to neboli vy, ihneď si zmeňte heslo a skontrolujte svoj účet."
         ])
 }

@@ -10601,7 +10601,7 @@ enum OpenAPIDocument {
       "get": {
         "operationId": "listSecondFactors",
         "summary": "The account's second factors",
-        "description": "Their kinds and dates, never a secret, and the recovery codes counted (`recoveryCodes`, absent without any); `mfaRequired` says whether the token's application requires a second factor (then the last usable one cannot be removed). Needs no recent sign-in.",
+        "description": "Their kinds and dates, never a secret, and the recovery codes counted (`recoveryCodes`, absent without any); `mfaRequired` says whether an application requires a second factor, the token's or one the account holds a live sign-in with (then the last usable one cannot be removed). Needs no recent sign-in.",
         "tags": [
           "Self-service (thunderID)"
         ],
@@ -11045,7 +11045,7 @@ enum OpenAPIDocument {
       "delete": {
         "operationId": "removeSecondFactor",
         "summary": "Remove a second factor",
-        "description": "Refused when it is usable (emailed codes without a verified address are not) and the account's last usable factor and the token's application requires a second factor (`require_mfa`). Needs a recent sign-in (`recent_auth_seconds`, else `401 AUTH-4011`); removing the last usable factor also deletes the recovery codes; mails the account's verified address and is audited (`mfa.removed`).",
+        "description": "Refused when it is usable (emailed codes without a verified address are not) and the account's last usable factor, and the token's application or one the account holds a live sign-in with requires a second factor (`require_mfa`). Needs a recent sign-in (`recent_auth_seconds`, else `401 AUTH-4011`); removing the last usable factor also deletes the recovery codes; mails the account's verified address and is audited (`mfa.removed`).",
         "tags": [
           "Self-service (thunderID)"
         ],
@@ -15607,7 +15607,7 @@ enum OpenAPIDocument {
           },
           "mfaRequired": {
             "type": "boolean",
-            "description": "Whether the token's application requires a second factor."
+            "description": "Whether an application requires a second factor: the token's, or one the account holds a live sign-in with."
           }
         }
       },
