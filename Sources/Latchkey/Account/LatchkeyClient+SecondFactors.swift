@@ -23,7 +23,7 @@ public struct SecondFactor: Sendable, Equatable {
     }
 }
 
-/// The account's second factors, and whether the application requires one.
+/// The account's second factors, and whether an application requires one.
 public struct SecondFactors: Sendable, Equatable {
     /// The factors, oldest first.
     public var factors: [SecondFactor]
@@ -204,8 +204,8 @@ extension LatchkeyClient {
     /// - Parameters:
     ///   - kind: which one.
     ///   - sessionId: the session whose access token is used.
-    /// - Throws: `.invalidInput` with HTTP status 409 when it is the last usable one and the application requires a
-    ///   second factor (add another first), or with 404 when the account has none of this kind;
+    /// - Throws: `.invalidInput` with HTTP status 409 when it is the last usable one and an application requires a
+    ///   second factor (this one, or one the account is signed in to; add another first), or with 404 when the account has none of this kind;
     ///   `.reauthenticationRequired`; `.sessionExpired`; `.networkError`.
     public func removeSecondFactor(_ kind: SecondFactorKind, sessionId: String? = nil) async throws {
         try await loading {

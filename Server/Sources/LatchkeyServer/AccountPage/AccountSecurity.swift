@@ -119,7 +119,7 @@ struct AccountSecurity: Sendable {
     {
         let enrollment = try params.single("enrollment") ?? ""
         // A set-up that expired (or was tampered with) starts again from the security page; an empty code is not a try.
-        guard let started = factors.pendingTOTP(enrollment, of: holder.user) else {
+        guard let started = try await factors.pendingTOTP(enrollment, of: holder.user) else {
             return try await page(holder, l, error: AccountPages.t("error.userservice.mfa_enrollment_expired", l), status: .badRequest)
         }
         let code = (try params.single("code") ?? "").trimmingCharacters(in: .whitespaces)
@@ -164,9 +164,13 @@ struct AccountSecurity: Sendable {
             guard error.code == SecondFactorChanges.Errors.lastFactor.code else {
                 return try await page(holder, l, error: failureText(error, l), status: error.status)
             }
-            let names = try await factors.applicationsRequiringMFA(holder.user, caller: holder.caller).map { $0.displayName(l) }
-            let list = names.formatted(.list(type: .and).locale(Locale(identifier: l.tag)))
-            return try await page(holder, l, error: AccountPages.t("account.factors.last", l, ["apps": list]), status: error.status)
+            // Read again for their names: should the sign-in that required it have ended since, the general words.
+            let names = try await factors.applicationsRequiringMFA(holder.user, caller: holder.caller).map(\.name)
+            let text =
+                names.isEmpty
+                ? failureText(error, l)
+                : AccountPages.t("account.factors.last", l, ["apps": names.formatted(.list(type: .and).locale(Locale(identifier: l.tag)))])
+            return try await page(holder, l, error: text, status: error.status)
         }
         return AccountPages.back(to: .security, holder, done: "removed")
     }
@@ -228,7 +232,7 @@ struct AccountSecurity: Sendable {
                     "<tr><th scope=\"row\">\(HTML.escape(name))\(unusable)</th><td class=\"time\">\(AccountPages.date(factor.createdAt, l))</td><td>\(remove)</td></tr>"
             }.joined()
             body += """
-                <div class="table"><table id="factors"><thead><tr><th scope="col">\(AccountPages.e("account.factors.kind", l))</th>\
+                <div class="table"><table id="factors" aria-labelledby="factors-heading"><thead><tr><th scope="col">\(AccountPages.e("account.factors.kind", l))</th>\
                 <th scope="col">\(AccountPages.e("account.factors.added", l))</th>\
                 <th scope="col"><span class="skip">\(AccountPages.e("account.factors.remove", l))</span></th></tr></thead><tbody>\(rows)</tbody></table></div>
                 """

@@ -53,7 +53,7 @@ enum OwnApplicationPage {
             border: 1px solid #888; border-radius: 6px; background: Field; color: FieldText; }
         fieldset { border: 0; padding: 0; margin: 0; }
         fieldset[disabled], button[disabled] { opacity: .6; cursor: not-allowed; }
-        .qr svg { display: block; margin-block: 1rem; }
+        .qr svg { display: block; margin-block: 1rem; max-width: 100%; height: auto; }
         .key, .codes { font-family: ui-monospace, monospace; font-size: 1.1rem; letter-spacing: .05em; }
         .codes { columns: 2; max-width: 24rem; padding-inline-start: 2rem; }
         .codes li { margin-block: .2rem; }

@@ -187,7 +187,11 @@ struct ReachFivePasskeyController: Sendable {
                 user: user, response: response, friendlyName: body.string("friendly_name"), how: how ?? .request,
                 origin: AuditOrigin(client: caller.claims.clientId, address: address, logger: logger))
         }
-        try await accounts.notifyAccountChange(user, "passkey_added", arguments: ["name": added.friendlyName], locale: request.locale())
+        // Added: a mail that cannot be sent now is logged, not turned into a failure of what was done.
+        do { try await accounts.notifyAccountChange(user, "passkey_added", arguments: ["name": added.friendlyName], locale: request.locale()) } catch
+        {
+            logger.error("the account notice could not be sent", metadata: ["user": .string(user.id), "notice": "passkey_added"])
+        }
         return Responses.empty(status: .noContent)
     }
 

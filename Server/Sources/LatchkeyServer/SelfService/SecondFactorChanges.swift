@@ -100,10 +100,12 @@ struct SecondFactorChanges: Sendable {
         return try started(secret: secret, enrollment: enrollment, expiresAt: expiresAt, user: user)
     }
 
-    /// The enrollment `startTOTP` began, shown again (after a wrong first code); nil when it is expired, altered or
-    /// another account's.
-    func pendingTOTP(_ enrollment: String, of user: UserRecord) -> StartedTOTP? {
-        guard let pending = open(enrollment, of: user) else { return nil }
+    /// The enrollment `startTOTP` began, shown again (after a wrong first code); nil when it is expired, altered,
+    /// another account's, or already confirmed: the key of an authenticator that is on is never shown again.
+    func pendingTOTP(_ enrollment: String, of user: UserRecord) async throws -> StartedTOTP? {
+        guard let pending = open(enrollment, of: user),
+            try await !store.factors(userId: user.id).contains(where: { $0.kind == .totp && $0.secret == pending.secret })
+        else { return nil }
         return try? started(
             secret: pending.secret, enrollment: enrollment, expiresAt: Date(timeIntervalSince1970: pending.expiresAt), user: user)
     }
@@ -288,7 +290,7 @@ struct SecondFactorChanges: Sendable {
 
         static let lastFactor = APIError(
             status: .conflict, code: "MFA-1005", error: "invalid_request", messageKey: "error.userservice.mfa_last_factor",
-            userMessage: "You can't remove your only second sign-in step: this app requires one.",
+            userMessage: "You can't remove your only second sign-in step: an app you're signed in to requires one.",
             technical:
                 "the account's last usable second factor: the calling application, or one the account is signed in to, requires a second factor (require_mfa)"
         )

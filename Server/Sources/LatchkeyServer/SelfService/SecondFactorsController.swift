@@ -27,6 +27,8 @@ struct SecondFactorsController: Sendable {
         }
         group.post("factors/totp/verify") { request, context in
             let user = try SelfServiceController.user(context.caller)
+            // A stale sign-in is told so before anything about the body (`401 AUTH-4011`).
+            try changes.accounts.requireRecentAuthentication(context.caller.claims)
             let body = try await SelfServiceController.decode(ConfirmBody.self, request)
             let factor = try await changes.confirmTOTP(
                 enrollment: body.enrollment, code: body.code, of: user, caller: context.caller, locale: request.locale(),

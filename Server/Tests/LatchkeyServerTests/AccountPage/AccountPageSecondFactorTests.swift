@@ -46,8 +46,11 @@ struct AccountPageSecondFactorTests {
 
         // A wrong code keeps the same set-up: the app already holds its key.
         let right = server.totpCode(key)
+        // A code of no step the server accepts (the current one, or one either side).
+        let accepted = Set([-30.0, 0, 30].map { server.totpCode(key, offsetSeconds: $0) })
+        let wrongCode = try #require(["000000", "111111", "222222", "333333"].first { !accepted.contains($0) })
         let wrong = try await AccountPageRig.post(
-            server, browser, "/account/security/totp/verify", ["enrollment": enrollment, "code": right == "000000" ? "111111" : "000000"])
+            server, browser, "/account/security/totp/verify", ["enrollment": enrollment, "code": wrongCode])
         #expect(wrong.status == 400 && wrong.text.contains("That code is not right.") && wrong.text.contains(shownKey))
         #expect(TestBrowser.hiddenField("enrollment", in: wrong.text) == enrollment)
         let empty = try await AccountPageRig.post(server, browser, "/account/security/totp/verify", ["enrollment": enrollment, "code": " "])
@@ -60,9 +63,13 @@ struct AccountPageSecondFactorTests {
         #expect(!after.text.contains(base32), "the key is shown once")
         let ada = try await AccountPageRig.ada(server)
         #expect(try await server.server.store.factors(userId: ada.id).map(\.secret) == [key])
-        // The enrollment is spent: sent again, it starts over from the security page.
-        let replay = try await AccountPageRig.post(server, browser, "/account/security/totp/verify", ["enrollment": enrollment, "code": right])
-        #expect(replay.status == 400 && replay.text.contains("This set-up has expired."))
+        // The enrollment is spent: sent again, with the code, a wrong one or none, it starts over from the security page
+        // and never shows the key of the authenticator that is now on.
+        for code in [right, wrongCode, ""] {
+            let replay = try await AccountPageRig.post(server, browser, "/account/security/totp/verify", ["enrollment": enrollment, "code": code])
+            #expect(replay.status == 400 && replay.text.contains("This set-up has expired."), "\(code): \(replay.status)")
+            #expect(!replay.text.contains(shownKey) && !replay.text.contains(base32) && !replay.text.contains("otpauth:"))
+        }
         #expect(try await Self.notices(server) == ["An authenticator app was added to your account"])
         let events = try await server.server.store.auditEvents(AuditQuery(subject: ada.id, types: [.mfaEnrolled], limit: 10))
         #expect(events.map(\.outcome).sorted { $0.rawValue < $1.rawValue } == [.failure, .success])

@@ -210,6 +210,10 @@ struct SecondFactorSelfServiceTests {
             ("POST", "/users/me/factors/email", nil), ("DELETE", "/users/me/factors/email", nil),
             ("POST", "/users/me/factors/recovery-codes", nil)
         ]
+        // A stale sign-in is told so before anything is read from the body.
+        let malformed = try await server.call(
+            "POST", "/users/me/factors/totp/verify", token: tokens.accessToken, body: Data("{".utf8), contentType: "application/json")
+        #expect(try malformed.status == 401 && malformed.string("code") == "AUTH-4011", "\(malformed.text)")
         for (method, path, json) in changes {
             let answer = try await server.call(method, path, token: tokens.accessToken, json: json, contentType: "application/json")
             #expect(try answer.status == 401 && answer.string("code") == "AUTH-4011", "\(method) \(path): \(answer.text)")

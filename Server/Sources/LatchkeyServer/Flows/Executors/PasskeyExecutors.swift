@@ -90,7 +90,9 @@ enum PasskeyExecutors {
         if let id = run.state.userId, let user = try await services.store.user(id: id) {
             let added = try await services.passkeys.finishPasskeyRegistration(
                 user: user, response: response, friendlyName: name, origin: run.auditOrigin)
-            try await services.accounts.notifyAccountChange(user, "passkey_added", arguments: ["name": added.friendlyName], locale: run.locale)
+            do {
+                try await services.accounts.notifyAccountChange(user, "passkey_added", arguments: ["name": added.friendlyName], locale: run.locale)
+            } catch { run.logger.error("the account notice could not be sent", metadata: ["user": .string(user.id), "notice": "passkey_added"]) }
             return .next
         }
         let (ceremony, verified) = try await services.passkeys.verifyPasskeyCreation(response, expecting: .signup, logger: run.logger)

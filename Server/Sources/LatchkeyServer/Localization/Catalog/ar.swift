@@ -241,7 +241,7 @@ extension MessageCatalog {
             "error.userservice.mfa_enrollment_expired": "انتهت صلاحية عملية الإعداد هذه. ابدأ من جديد.",
             "error.userservice.mfa_email_unverified": "أكّد عنوان بريدك الإلكتروني أولًا.",
             "error.userservice.mfa_not_enrolled": "خطوة تسجيل الدخول هذه غير مُعدّة.",
-            "error.userservice.mfa_last_factor": "لا يمكنك إزالة الخطوة الثانية الوحيدة لتسجيل الدخول، لأن هذا التطبيق يتطلب خطوة ثانية.",
+            "error.userservice.mfa_last_factor": "لا يمكنك إزالة الخطوة الثانية الوحيدة لتسجيل الدخول، لأن تطبيقًا سجّلت الدخول إليه يتطلب خطوة ثانية.",
             "validation.username.notOwnEmail": "يجب أن يكون اسم المستخدم الذي يبدو كعنوان بريد إلكتروني هو عنوان بريدك الإلكتروني المؤكَّد نفسه.",
             "page.mfa.title": "أكّد هويتك",
             "page.mfa.totp": "أدخل الرمز المكوّن من 6 أرقام من تطبيق المصادقة.",

@@ -250,7 +250,8 @@ extension MessageCatalog {
             "error.userservice.mfa_enrollment_expired": "Diese Einrichtung ist abgelaufen. Beginnen Sie von vorn.",
             "error.userservice.mfa_email_unverified": "Bestätigen Sie zuerst Ihre E-Mail-Adresse.",
             "error.userservice.mfa_not_enrolled": "Dieser Anmeldeschritt ist nicht eingerichtet.",
-            "error.userservice.mfa_last_factor": "Sie können Ihren einzigen zweiten Anmeldeschritt nicht entfernen: Diese Anwendung verlangt einen.",
+            "error.userservice.mfa_last_factor":
+                "Sie können Ihren einzigen zweiten Anmeldeschritt nicht entfernen: Eine Anwendung, bei der Sie angemeldet sind, verlangt einen.",
             "validation.username.notOwnEmail":
                 "Ein Benutzername, der wie eine E-Mail-Adresse aussieht, muss Ihre eigene bestätigte E-Mail-Adresse sein.",
             "page.mfa.title": "Bestätigen Sie, dass Sie es sind",

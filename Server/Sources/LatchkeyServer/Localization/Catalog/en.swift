@@ -250,7 +250,7 @@ extension MessageCatalog {
             "error.userservice.mfa_enrollment_expired": "This set-up has expired. Start again.",
             "error.userservice.mfa_email_unverified": "Verify your email address first.",
             "error.userservice.mfa_not_enrolled": "This sign-in step is not set up.",
-            "error.userservice.mfa_last_factor": "You can't remove your only second sign-in step: this app requires one.",
+            "error.userservice.mfa_last_factor": "You can't remove your only second sign-in step: an app you're signed in to requires one.",
             "error.userservice.mfa_recovery_needs_factor": "Set up a second sign-in step first: recovery codes stand in for it.",
             "email.notice.mfa_recovery_codes_added.subject": "New recovery codes were created for your account",
             "email.notice.mfa_recovery_codes_added.body":

@@ -245,7 +245,8 @@ extension MessageCatalog {
             "error.userservice.mfa_enrollment_expired": "Esta configuración ha caducado. Vuelve a empezar.",
             "error.userservice.mfa_email_unverified": "Confirma primero tu dirección de correo electrónico.",
             "error.userservice.mfa_not_enrolled": "Este paso de inicio de sesión no está configurado.",
-            "error.userservice.mfa_last_factor": "No puedes eliminar tu único segundo paso de inicio de sesión: esta aplicación exige uno.",
+            "error.userservice.mfa_last_factor":
+                "No puedes eliminar tu único segundo paso de inicio de sesión: una aplicación en la que has iniciado sesión exige uno.",
             "validation.username.notOwnEmail":
                 "Un nombre de usuario con forma de dirección de correo electrónico debe ser tu propia dirección verificada.",
             "page.mfa.title": "Confirma que eres tú",

@@ -245,7 +245,7 @@ extension MessageCatalog {
             "error.userservice.mfa_email_unverified": "Confirmez d'abord votre adresse e-mail.",
             "error.userservice.mfa_not_enrolled": "Cette étape de connexion n'est pas configurée.",
             "error.userservice.mfa_last_factor":
-                "Vous ne pouvez pas supprimer votre seule seconde étape de connexion : cette application en exige une.",
+                "Vous ne pouvez pas supprimer votre seule seconde étape de connexion : une application à laquelle vous êtes connecté en exige une.",
             "validation.username.notOwnEmail":
                 "Un nom d'utilisateur qui ressemble à une adresse e-mail doit être votre propre adresse e-mail vérifiée.",
             "page.mfa.title": "Confirmez votre identité",

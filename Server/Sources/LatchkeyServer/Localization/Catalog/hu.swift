@@ -242,7 +242,8 @@ extension MessageCatalog {
             "error.userservice.mfa_enrollment_expired": "Ez a beállítás lejárt. Kezdje újra.",
             "error.userservice.mfa_email_unverified": "Előbb erősítse meg e-mail-címét.",
             "error.userservice.mfa_not_enrolled": "Ez a bejelentkezési lépés nincs beállítva.",
-            "error.userservice.mfa_last_factor": "Nem távolíthatja el egyetlen második bejelentkezési lépését: ez az alkalmazás megköveteli.",
+            "error.userservice.mfa_last_factor":
+                "Nem távolíthatja el egyetlen második bejelentkezési lépését: egy alkalmazás, amelybe be van jelentkezve, megköveteli.",
             "validation.username.notOwnEmail": "Az e-mail-címnek látszó felhasználónévnek az Ön saját, megerősített e-mail-címének kell lennie.",
             "page.mfa.title": "Erősítse meg, hogy Ön az",
             "page.mfa.totp": "Írja be a hitelesítő alkalmazásában látható 6 jegyű kódot.",

@@ -242,7 +242,8 @@ extension MessageCatalog {
             "error.userservice.mfa_enrollment_expired": "Questa configurazione è scaduta. Ricomincia da capo.",
             "error.userservice.mfa_email_unverified": "Conferma prima il tuo indirizzo email.",
             "error.userservice.mfa_not_enrolled": "Questo passaggio di accesso non è configurato.",
-            "error.userservice.mfa_last_factor": "Non puoi rimuovere il tuo unico secondo passaggio di accesso: questa applicazione ne richiede uno.",
+            "error.userservice.mfa_last_factor":
+                "Non puoi rimuovere il tuo unico secondo passaggio di accesso: un'applicazione a cui hai effettuato l'accesso ne richiede uno.",
             "validation.username.notOwnEmail": "Un nome utente che sembra un indirizzo email deve essere il tuo indirizzo email verificato.",
             "page.mfa.title": "Conferma la tua identità",
             "page.mfa.totp": "Inserisci il codice a 6 cifre della tua app di autenticazione.",

@@ -225,7 +225,7 @@ extension MessageCatalog {
             "error.userservice.mfa_enrollment_expired": "この設定の有効期限が切れました。最初からやり直してください。",
             "error.userservice.mfa_email_unverified": "先にメールアドレスを確認してください。",
             "error.userservice.mfa_not_enrolled": "このサインインの手順は設定されていません。",
-            "error.userservice.mfa_last_factor": "このアプリケーションでは2段階目のサインインが必須のため、唯一の2段階目のサインイン方法は削除できません。",
+            "error.userservice.mfa_last_factor": "サインイン中のアプリケーションで2段階目のサインインが必須のため、唯一の2段階目のサインイン方法は削除できません。",
             "validation.username.notOwnEmail": "メールアドレスの形式のユーザー名には、ご自身の確認済みメールアドレスのみ使用できます。",
             "page.mfa.title": "本人確認",
             "page.mfa.totp": "認証アプリに表示されている6桁のコードを入力してください。",

@@ -225,7 +225,7 @@ extension MessageCatalog {
             "error.userservice.mfa_enrollment_expired": "설정 시간이 만료되었습니다. 처음부터 다시 시작해 주세요.",
             "error.userservice.mfa_email_unverified": "먼저 이메일 주소를 확인해 주세요.",
             "error.userservice.mfa_not_enrolled": "이 로그인 단계는 설정되어 있지 않습니다.",
-            "error.userservice.mfa_last_factor": "이 애플리케이션은 2단계 로그인이 필수이므로 하나뿐인 2단계 로그인 수단은 삭제할 수 없습니다.",
+            "error.userservice.mfa_last_factor": "로그인되어 있는 애플리케이션에서 2단계 로그인이 필수이므로 하나뿐인 2단계 로그인 수단은 삭제할 수 없습니다.",
             "validation.username.notOwnEmail": "이메일 주소 형식의 사용자 이름은 본인의 인증된 이메일 주소여야 합니다.",
             "page.mfa.title": "본인 확인",
             "page.mfa.totp": "인증 앱에 표시된 6자리 코드를 입력해 주세요.",

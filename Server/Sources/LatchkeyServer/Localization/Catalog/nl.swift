@@ -241,7 +241,8 @@ extension MessageCatalog {
             "error.userservice.mfa_enrollment_expired": "Het instellen is verlopen. Begin opnieuw.",
             "error.userservice.mfa_email_unverified": "Bevestig eerst je e-mailadres.",
             "error.userservice.mfa_not_enrolled": "Deze aanmeldstap is niet ingesteld.",
-            "error.userservice.mfa_last_factor": "Je kunt je enige tweede aanmeldstap niet verwijderen: deze applicatie vereist er een.",
+            "error.userservice.mfa_last_factor":
+                "Je kunt je enige tweede aanmeldstap niet verwijderen: een applicatie waarbij je bent aangemeld, vereist er een.",
             "validation.username.notOwnEmail": "Een gebruikersnaam die op een e-mailadres lijkt, moet je eigen geverifieerde e-mailadres zijn.",
             "page.mfa.title": "Bevestig dat jij het bent",
             "page.mfa.totp": "Voer de 6-cijferige code uit je authenticator-app in.",

@@ -245,7 +245,8 @@ extension MessageCatalog {
             "error.userservice.mfa_enrollment_expired": "Esta configuração expirou. Comece de novo.",
             "error.userservice.mfa_email_unverified": "Confirme primeiro o seu endereço de email.",
             "error.userservice.mfa_not_enrolled": "Este passo de início de sessão não está configurado.",
-            "error.userservice.mfa_last_factor": "Não pode remover o seu único segundo passo de início de sessão: esta aplicação exige um.",
+            "error.userservice.mfa_last_factor":
+                "Não pode remover o seu único segundo passo de início de sessão: uma aplicação em que tem sessão iniciada exige um.",
             "validation.username.notOwnEmail":
                 "Um nome de utilizador que pareça um endereço de email tem de ser o seu próprio endereço de email verificado.",
             "page.mfa.title": "Confirme que é você",

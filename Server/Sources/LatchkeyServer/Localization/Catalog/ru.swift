@@ -241,7 +241,7 @@ extension MessageCatalog {
             "error.userservice.mfa_enrollment_expired": "Срок действия настройки истёк. Начните заново.",
             "error.userservice.mfa_email_unverified": "Сначала подтвердите адрес электронной почты.",
             "error.userservice.mfa_not_enrolled": "Этот шаг входа не настроен.",
-            "error.userservice.mfa_last_factor": "Нельзя удалить единственный второй шаг входа: он обязателен для этого приложения.",
+            "error.userservice.mfa_last_factor": "Нельзя удалить единственный второй шаг входа: он обязателен для приложения, в которое вы вошли.",
             "validation.username.notOwnEmail": "Имя пользователя в виде адреса электронной почты должно совпадать с вашим подтверждённым адресом.",
             "page.mfa.title": "Подтвердите, что это вы",
             "page.mfa.totp": "Введите 6-значный код из приложения-аутентификатора.",

@@ -240,7 +240,8 @@ extension MessageCatalog {
             "error.userservice.mfa_enrollment_expired": "Platnosť tohto nastavenia vypršala. Začnite znova.",
             "error.userservice.mfa_email_unverified": "Najprv potvrďte svoju e-mailovú adresu.",
             "error.userservice.mfa_not_enrolled": "Tento krok prihlásenia nie je nastavený.",
-            "error.userservice.mfa_last_factor": "Nemôžete odstrániť svoj jediný druhý krok prihlásenia: táto aplikácia ho vyžaduje.",
+            "error.userservice.mfa_last_factor":
+                "Nemôžete odstrániť svoj jediný druhý krok prihlásenia: vyžaduje ho aplikácia, do ktorej ste prihlásení.",
             "validation.username.notOwnEmail":
                 "Používateľské meno, ktoré vyzerá ako e-mailová adresa, musí byť vaša vlastná overená e-mailová adresa.",
             "page.mfa.title": "Potvrďte, že ste to vy",

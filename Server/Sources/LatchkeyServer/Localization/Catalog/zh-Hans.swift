@@ -224,7 +224,7 @@ extension MessageCatalog {
             "error.userservice.mfa_enrollment_expired": "此次设置已过期，请重新开始。",
             "error.userservice.mfa_email_unverified": "请先确认你的邮箱地址。",
             "error.userservice.mfa_not_enrolled": "此登录步骤尚未设置。",
-            "error.userservice.mfa_last_factor": "无法删除你唯一的第二步登录验证：此应用要求至少设置一个。",
+            "error.userservice.mfa_last_factor": "无法删除你唯一的第二步登录验证：你已登录的某个应用要求至少设置一个。",
             "validation.username.notOwnEmail": "看起来像邮箱地址的用户名必须是你本人已验证的邮箱地址。",
             "page.mfa.title": "确认是您本人",
             "page.mfa.totp": "请输入身份验证器应用中的 6 位数验证码。",

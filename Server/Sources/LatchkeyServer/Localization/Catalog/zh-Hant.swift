@@ -224,7 +224,7 @@ extension MessageCatalog {
             "error.userservice.mfa_enrollment_expired": "此次設定已逾時，請重新開始。",
             "error.userservice.mfa_email_unverified": "請先確認你的電子郵件地址。",
             "error.userservice.mfa_not_enrolled": "此登入步驟尚未設定。",
-            "error.userservice.mfa_last_factor": "無法刪除你唯一的第二個登入步驟：此應用程式要求至少設定一個。",
+            "error.userservice.mfa_last_factor": "無法刪除你唯一的第二個登入步驟：你已登入的某個應用程式要求至少設定一個。",
             "validation.username.notOwnEmail": "看起來像電子郵件地址的使用者名稱必須是你本人已驗證的電子郵件地址。",
             "page.mfa.title": "確認是您本人",
             "page.mfa.totp": "請輸入驗證器應用程式中的 6 位數驗證碼。",

@@ -11104,7 +11104,7 @@ enum OpenAPIDocument {
             }
           },
           "409": {
-            "description": "`MFA-1005`: it is usable, the account's last usable factor, and the application requires one.",
+            "description": "`MFA-1005`: it is usable, the account's last usable factor, and the token's application or one the account holds a live sign-in with requires one.",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
