@@ -522,6 +522,7 @@ public final class IdentityServer: Sendable {
                 access: AccountAccess(kit: kit, store: store, cookies: cookies, accounts: accounts),
                 profile: AccountProfile(store: store, changes: profileChanges),
                 security: AccountSecurity(changes: profileChanges, factors: secondFactorChanges),
+                passkeys: AccountPasskeys(store: store, passkeys: passkeys, accounts: accounts),
                 sessions: AccountSessions(store: store, ending: SessionEnding(store: store, clock: clock, audit: audit)),
                 applications: AccountApplications(store: store, clock: clock, audit: audit),
                 data: AccountData(export: AccountExport(store: store, clock: clock), deletions: accountDeletions, audit: audit)

@@ -251,3 +251,19 @@ def sign_in_with(server, client_id, username=DEMO_USER, password=DEMO_PASSWORD):
         "code_verifier": verifier}, timeout=10)
     assert tokens.status_code == 200, tokens.text
     return tokens.json()
+
+
+def add_virtual_authenticator(browser):
+    """Chromium's virtual platform authenticator (CDP WebAuthn): user-verifying, resident keys, always present."""
+    browser.execute_cdp_cmd("WebAuthn.enable", {"enableUI": False})
+    return browser.execute_cdp_cmd("WebAuthn.addVirtualAuthenticator", {"options": {
+        "protocol": "ctap2", "transport": "internal", "hasResidentKey": True, "hasUserVerification": True,
+        "isUserVerified": True, "automaticPresenceSimulation": True}})["authenticatorId"]
+
+
+# A browser without conditional mediation (the page must look and work as it always did).
+NO_CONDITIONAL_MEDIATION = "if (window.PublicKeyCredential) PublicKeyCredential.isConditionalMediationAvailable = async () => false;"
+
+
+def without_conditional_mediation(browser):
+    browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": NO_CONDITIONAL_MEDIATION})

@@ -3,7 +3,8 @@ page, signs in through the hosted page, edits the profile, changes the password,
 connected app's access, downloads their data and deletes the account; the same pages in Arabic, right to left; a page
 opened through single sign-on asks "Confirm it's you" before the download or the deletion; a form posted from another
 site changes nothing; an authenticator app set up from the page's QR code (decoded by zxing-cpp), recovery codes, and
-the next sign-in answered with one. Every page is captured in English and in Arabic (set LATCHKEY_ACCOUNT_SCREENSHOTS
+the next sign-in answered with one; a passkey created on the page with Chromium's virtual authenticator, signing in
+on the hosted page, and removed. Every page is captured in English and in Arabic (set LATCHKEY_ACCOUNT_SCREENSHOTS
 to a directory to keep the images)."""
 import base64
 import hashlib
@@ -26,7 +27,8 @@ from selenium.webdriver.common.keys import Keys
 import zxingcpp
 from PIL import Image
 
-from conftest import DEMO_PASSWORD, DEMO_USER, REDIRECT, Server, Shots, click, new_chrome, poll, sign_in_with
+from conftest import (DEMO_PASSWORD, DEMO_USER, REDIRECT, Server, Shots, add_virtual_authenticator, click, new_chrome, poll, sign_in_with,
+                      without_conditional_mediation)
 
 LAYLA = "layla@example.com"
 LAYLA_PASSWORD = "layla's long account password"
@@ -182,7 +184,7 @@ def test_a_person_manages_their_account_end_to_end(account_server):
         click(browser, browser.find_element(By.ID, "go"))
         browser.get(server.base + "/account/profile")
         assert browser.find_element(By.ID, "attr-given_name").get_attribute("value") == "ليلى", "the account is still there"
-        for section in ["security", "sessions", "applications", "data"]:
+        for section in ["security", "passkeys", "sessions", "applications", "data"]:
             go(browser, server, section)
             for field in browser.find_elements(By.CSS_SELECTOR, "main input:not([type=hidden]):not([hidden])"):
                 assert browser.find_elements(By.CSS_SELECTOR, f"label[for='{field.get_attribute('id')}']"), field.get_attribute("id")
@@ -203,7 +205,7 @@ def test_a_person_manages_their_account_end_to_end(account_server):
     finally:
         browser.quit()
     print("account screenshots:", shots.directory)
-    assert len(shots.taken) == 15
+    assert len(shots.taken) == 16
 
 
 def totp(base32_key, at):
@@ -281,3 +283,44 @@ def test_second_steps_set_up_from_the_qr_code(account_server, language, username
         browser.quit()
     print("account screenshots:", shots.directory)
     assert len(shots.taken) == 3
+
+
+def test_a_passkey_created_on_the_account_page_signs_in(account_server):
+    """The page's script with Chromium's virtual authenticator: a passkey created and named, then the hosted page's
+    passkey button signs in with it (the page shows when it was last used), and it is removed."""
+    server = account_server
+    shots = Shots("LATCHKEY_ACCOUNT_SCREENSHOTS", "latchkey-account-shots-")
+    browser = account_browser("en")
+    try:
+        without_conditional_mediation(browser)  # the hosted page's button, not the autofill request
+        authenticator = add_virtual_authenticator(browser)
+        sign_in_from_home(browser, server, DEMO_USER, DEMO_PASSWORD)
+        go(browser, server, "passkeys")
+        assert browser.find_element(By.ID, "no-passkeys")
+        assert browser.find_element(By.ID, "add-passkey").is_displayed(), "the script shows the form where passkeys work"
+        assert not browser.find_element(By.ID, "passkey-unsupported").is_displayed()
+        browser.find_element(By.ID, "passkey-name").send_keys("Test laptop")
+        click(browser, browser.find_element(By.ID, "add-passkey-button"))
+        assert status(browser) == "Your passkey was created. You can now sign in with it."
+        rows = browser.find_elements(By.CSS_SELECTOR, "#passkeys tbody tr")
+        assert len(rows) == 1 and "Test laptop" in rows[0].text and "Not yet" in rows[0].text, [r.text for r in rows]
+        stored = browser.execute_cdp_cmd("WebAuthn.getCredentials", {"authenticatorId": authenticator})["credentials"]
+        assert len(stored) == 1 and stored[0]["isResidentCredential"], stored
+        shots.take(browser, "passkeys-en")
+
+        click(browser, browser.find_element(By.CSS_SELECTOR, "header form button[type=submit]"))
+        browser.delete_all_cookies()
+        browser.get(server.base + "/account/passkeys")
+        assert "/login?request=" in browser.current_url, browser.current_url
+        browser.find_element(By.ID, "passkey").click()
+        rows = poll(lambda: browser.find_elements(By.CSS_SELECTOR, "#passkeys tbody tr"), lambda found: len(found) == 1, within=20)
+        assert browser.current_url.endswith("/account/passkeys"), browser.current_url
+        row = rows[0]
+        assert "Not yet" not in row.text, "signed in with it: the page shows when " + row.text
+
+        click(browser, row.find_element(By.XPATH, ".//button[normalize-space()='Remove']"))
+        assert status(browser) == "The passkey was removed. It can no longer sign in to your account."
+        assert browser.find_element(By.ID, "no-passkeys")
+    finally:
+        browser.quit()
+    print("account screenshots:", shots.directory)

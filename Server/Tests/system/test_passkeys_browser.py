@@ -12,7 +12,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import DEMO_PASSWORD, DEMO_USER, authorize_url, pkce_pair, redeem
+from conftest import DEMO_PASSWORD, DEMO_USER, add_virtual_authenticator, authorize_url, pkce_pair, redeem, without_conditional_mediation
 from test_browser import REDIRECT, session_cookie, wait_for_redirect
 
 SIGN_UP = """
@@ -42,21 +42,6 @@ const unb64 = (s) => Uint8Array.from(atob(s.replace(/-/g, "+").replace(/_/g, "/"
     response: {attestation_object: b64(r.attestationObject), client_data_json: b64(r.clientDataJSON)}}}));
 })().catch((e) => done({error: String(e)}));
 """
-
-
-def add_virtual_authenticator(browser):
-    browser.execute_cdp_cmd("WebAuthn.enable", {"enableUI": False})
-    return browser.execute_cdp_cmd("WebAuthn.addVirtualAuthenticator", {"options": {
-        "protocol": "ctap2", "transport": "internal", "hasResidentKey": True, "hasUserVerification": True,
-        "isUserVerified": True, "automaticPresenceSimulation": True}})["authenticatorId"]
-
-
-# A browser without conditional mediation (the page must look and work as it always did).
-NO_CONDITIONAL_MEDIATION = "if (window.PublicKeyCredential) PublicKeyCredential.isConditionalMediationAvailable = async () => false;"
-
-
-def without_conditional_mediation(browser):
-    browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": NO_CONDITIONAL_MEDIATION})
 
 
 def open_login(browser, server, state):

@@ -9,11 +9,13 @@ import Hummingbird
 ///
 /// Routes: `GET /account` (to the profile), `GET /account/login` (starts the sign-in; `fresh=1` asks for the
 /// credentials again, `return` names the page to come back to), `GET /account/callback`, `POST /account/signout`, and
-/// the sections' (`AccountProfile`, `AccountSecurity`, `AccountSessions`, `AccountApplications`, `AccountData`).
+/// the sections' (`AccountProfile`, `AccountSecurity`, `AccountPasskeys`, `AccountSessions`, `AccountApplications`,
+/// `AccountData`).
 struct AccountController: Sendable {
     let access: AccountAccess
     let profile: AccountProfile
     let security: AccountSecurity
+    let passkeys: AccountPasskeys
     let sessions: AccountSessions
     let applications: AccountApplications
     let data: AccountData
@@ -35,6 +37,7 @@ struct AccountController: Sendable {
         }
         profile.addRoutes(to: group, account: self)
         security.addRoutes(to: group, account: self)
+        passkeys.addRoutes(to: group, account: self)
         sessions.addRoutes(to: group, account: self)
         applications.addRoutes(to: group, account: self)
         data.addRoutes(to: group, account: self)

@@ -5,7 +5,7 @@ import Hummingbird
 /// the person's language, and message pages (signed out, refusals). Texts are `account.*` in `MessageCatalog`.
 enum AccountPages {
     enum Section: String, CaseIterable, Sendable {
-        case profile, security, sessions, applications, data
+        case profile, security, passkeys, sessions, applications, data
         var path: String { "/account/\(rawValue)" }
         var titleKey: String { "account.nav.\(rawValue)" }
     }
@@ -114,9 +114,15 @@ enum AccountPages {
     /// After a change, back to `section` saying what was done (`done`), sealed to this session (a MAC keyed by its
     /// CSRF token), so that a link from elsewhere cannot put a notice such as "Your password was changed" on the page.
     static func back(to section: Section, _ holder: AccountHolder, done: String) -> Response {
+        Responses.redirect(to: path(section, holder, done: done), afterPost: true)
+    }
+
+    /// `section`'s path saying what was done (`done`), sealed to this session (see `back(to:_:done:)`): where a script
+    /// goes after a change it made.
+    static func path(_ section: Section, _ holder: AccountHolder, done: String) -> String {
         var components = URLComponents()
         components.queryItems = [URLQueryItem(name: "done", value: done), URLQueryItem(name: "seal", value: seal(done, holder))]
-        return Responses.redirect(to: section.path + "?" + (components.percentEncodedQuery ?? ""), afterPost: true)
+        return section.path + "?" + (components.percentEncodedQuery ?? "")
     }
 
     /// What a change sealed with `back(to:_:done:)` did, when the seal is this session's; nil otherwise.

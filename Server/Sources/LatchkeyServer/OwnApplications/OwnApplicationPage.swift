@@ -57,6 +57,8 @@ enum OwnApplicationPage {
         .key, .codes { font-family: ui-monospace, monospace; font-size: 1.1rem; letter-spacing: .05em; }
         .codes { columns: 2; max-width: 24rem; padding-inline-start: 2rem; }
         .codes li { margin-block: .2rem; }
+        .inline-form { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin: 0; }
+        .inline-form input[type=text] { width: 14rem; }
         .fresh { padding: .75rem; border-radius: 8px; border: 1px solid #d97706; margin-block-end: 1rem; }
         section { margin-block-end: 2rem; }
         td ul { margin: 0; padding-inline-start: 1.2rem; }

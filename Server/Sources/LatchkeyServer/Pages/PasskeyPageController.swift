@@ -97,6 +97,7 @@ struct PasskeyPageController: Sendable {
     func addRoutes(to pages: RouterGroup<LatchkeyRequestContext>) {
         pages.get(RouterPath(PasskeyScript.path)) { _, _ in Self.script(PasskeyScript.source, cacheControl: "no-cache") }
         pages.get(RouterPath(PasskeyOfferScript.path)) { _, _ in Self.script(PasskeyOfferScript.source, cacheControl: "no-cache") }
+        pages.get(RouterPath(AccountPasskeyScript.path)) { _, _ in Self.script(AccountPasskeyScript.source, cacheControl: "no-cache") }
         pages.get(RouterPath(FormPostResponse.scriptPath)) { _, _ in Self.script(FormPostResponse.script, cacheControl: "public, max-age=3600") }
         pages.get(RouterPath(FrontChannelLogout.scriptPath)) { _, _ in
             Self.script(FrontChannelLogout.script, cacheControl: "public, max-age=3600")

@@ -70,13 +70,19 @@ struct ReachFivePasskeyController: Sendable {
 
     /// The application a passkey sign-in or sign-up is for, when it allows native sign-in (its type and attestation
     /// policy); the ceremony's second step is bound to the challenge this step issues, so checking here covers both.
-    private func publicClient(_ body: ReachFiveBody, _ request: Request) async throws -> ClientConfiguration {
+    /// The application of `client_id`, when it may start a sign-in here. `hostedOrigin`: the ceremony's origin, when the
+    /// server's own sign-in page may be asking for a browser application. That page's passkey button uses these
+    /// endpoints too, and a `browser` application (refused any sign-in it starts itself) is served when the origin is
+    /// the server's own: WebAuthn binds the assertion to that origin, so only the server's own page can complete it,
+    /// and its ticket goes back into the page's sign-in.
+    private func publicClient(_ body: ReachFiveBody, _ request: Request, hostedOrigin: String? = nil) async throws -> ClientConfiguration {
         let clientId = try body.required("client_id")
         guard let client = try await store.client(id: clientId)?.configuration else {
             throw APIError(
                 status: .badRequest, code: "SSE-400", error: "invalid_client", messageKey: "oauth.invalid_client",
                 userMessage: "This application is not allowed to sign you in.", technical: "unknown client_id")
         }
+        if client.appType == .browser, let hostedOrigin, hostedOrigin == passkeys.ownOrigin { return client }
         try nativeSignIn.requireNativeSignInAllowed(client: client, attestation: request.headers[.attestationToken])
         return client
     }
@@ -122,8 +128,8 @@ struct ReachFivePasskeyController: Sendable {
 
     private func passkeyAuthenticationOptions(_ request: Request) async throws -> Response {
         let body = try await ReachFiveBody.read(request)
-        let client = try await publicClient(body, request)
         let origin = try body.required("origin")
+        let client = try await publicClient(body, request, hostedOrigin: origin)
         var user: UserRecord?
         if let identifier = body.string("email") ?? body.string("phone_number") ?? body.string("username") {
             user = try await accounts.account(identifier: identifier)

@@ -93,7 +93,10 @@ struct AccountPageTests {
             ("/account/sessions/end", ["session": "x"]), ("/account/sessions/end-others", [:]), ("/account/sessions/revoke", ["grant": "x"]),
             ("/account/applications/withdraw", ["client": "x"]), ("/account/data/export", [:]), ("/account/data/delete", ["confirm": "1"]),
             ("/account/security/totp", [:]), ("/account/security/totp/verify", ["enrollment": "x", "code": "123456"]),
-            ("/account/security/email-codes", [:]), ("/account/security/recovery-codes", [:]), ("/account/security/remove", ["kind": "totp"])
+            ("/account/security/email-codes", [:]), ("/account/security/recovery-codes", [:]), ("/account/security/remove", ["kind": "totp"]),
+            ("/account/passkeys/options", [:]), ("/account/passkeys/credential", ["raw_id": "x"]),
+            ("/account/passkeys/rename", ["id": "x", "name": "y"]),
+            ("/account/passkeys/delete", ["id": "x"])
         ]
         for (path, fields) in forms {
             let anonymous = try await TestBrowser().postForm(server.base + path, fields)

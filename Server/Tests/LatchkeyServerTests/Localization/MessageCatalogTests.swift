@@ -11,6 +11,8 @@ struct MessageCatalogTests {
         // The account page: "App"/"Apps" is the German, Italian and Dutch word too.
         "de|account.apps.app", "de|account.sessions.app", "de|account.sessions.apps", "it|account.apps.app", "it|account.sessions.app",
         "nl|account.apps.app", "nl|account.sessions.app", "nl|account.sessions.apps",
+        // "Passkeys" and "Name" are German words too.
+        "de|account.nav.passkeys", "de|account.passkeys.name", "de|account.passkeys.new_name",
         // The admin console: "ID" is "ID" in most languages; headers such as "Status", "Details" or "Sessions" are the same word.
         "de|console.users.id", "es|console.users.id", "fr|console.users.id", "it|console.users.id", "ja|console.users.id",
         "ko|console.users.id", "nl|console.users.id", "pt|console.users.id", "ru|console.users.id", "sk|console.users.id",

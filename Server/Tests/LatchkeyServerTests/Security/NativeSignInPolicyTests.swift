@@ -54,7 +54,7 @@ struct NativeSignInPolicyTests {
         #expect(try genuine.status == 200 && (try genuine.json()["tkn"] as? String) != nil, "\(genuine.text)")
     }
 
-    @Test("passkey sign-in and sign-up options: the same gate")
+    @Test("passkey sign-in and sign-up options: the same gate (a browser application's sign-in on the server's own page only)")
     func passkeyOptions() async throws {
         let server = try await Self.start()
         defer { Task { await server.stop() } }
@@ -64,7 +64,13 @@ struct NativeSignInPolicyTests {
             let bot = try await post(server, path, body)
             #expect(try bot.status == 401 && (try bot.json()["options"]) == nil && (try bot.json()["publicKey"]) == nil, "\(path): \(bot.text)")
             body["client_id"] = "web-app"
+            // A browser application's passkey sign-in is served for the server's own origin only: that is the hosted
+            // page's passkey button, and WebAuthn binds the assertion to the origin. Sign-up never.
+            let own = try await post(server, path, body)
+            #expect(own.status == (path.hasSuffix("signup-options") ? 403 : 200), "\(path): \(own.text)")
+            body["origin"] = "https://elsewhere.example"
             #expect(try await post(server, path, body).status == 403, "\(path)")
+            body["origin"] = server.issuer
             body["client_id"] = "ios-app"
             let genuine = try await post(server, path, body, attestation: "genuine-app-ios-app")
             #expect(genuine.status == 200, "\(path): \(genuine.text)")

@@ -519,6 +519,31 @@ extension MessageCatalog {
                 "تم تغيير كلمة مرور حسابك. إذا لم تكن أنت، فأعِد تعيين كلمة المرور الآن وتحقّق من الأماكن التي سجّلت الدخول فيها.",
             "email.notice.passkey_removed.subject": "تمت إزالة مفتاح مرور من حسابك",
             "email.notice.passkey_removed.body":
-                "لم يعد بإمكان مفتاح المرور «{name}» تسجيل الدخول إلى حسابك. إذا لم تكن أنت، فغيّر كلمة المرور الآن وتحقّق من حسابك."
+                "لم يعد بإمكان مفتاح المرور «{name}» تسجيل الدخول إلى حسابك. إذا لم تكن أنت، فغيّر كلمة المرور الآن وتحقّق من حسابك.",
+            // account page: passkeys
+            "account.nav.passkeys": "مفاتيح المرور",
+            "account.passkeys.intro":
+                "يتيح لك مفتاح المرور تسجيل الدخول ببصمتك أو بوجهك أو بقفل شاشة جهازك، دون كلمة مرور. ويبقى على جهازك أو في مدير كلمات المرور.",
+            "account.passkeys.fresh": "لإضافة مفتاح مرور أو إزالته، أكّد هويتك أولًا.",
+            "account.passkeys.none": "ليس لديك أي مفتاح مرور بعد.",
+            "account.passkeys.name": "الاسم",
+            "account.passkeys.added": "تاريخ الإضافة",
+            "account.passkeys.last_used": "آخر استخدام",
+            "account.passkeys.never_used": "لم يُستخدم بعد",
+            "account.passkeys.rename_label": "اسم جديد لـ {name}",
+            "account.passkeys.rename": "إعادة تسمية",
+            "account.passkeys.remove": "إزالة",
+            "account.passkeys.remove_named": "إزالة {name}",
+            "account.passkeys.add_heading": "إضافة مفتاح مرور",
+            "account.passkeys.new_name": "الاسم (اختياري)",
+            "account.passkeys.add": "إنشاء مفتاح مرور",
+            "account.passkeys.unsupported": "لا يمكن لهذا المتصفح إنشاء مفاتيح مرور. جرّب متصفحًا آخر، أو أضِف مفتاحًا من التطبيق على هاتفك.",
+            "account.passkeys.failed": "لم يُنشأ مفتاح المرور. حاول مرة أخرى.",
+            "account.passkeys.exists": "مفتاح المرور هذا موجود بالفعل في حسابك.",
+            "account.passkeys.added_notice": "تم إنشاء مفتاح المرور. يمكنك الآن تسجيل الدخول به.",
+            "account.passkeys.renamed": "تمت إعادة تسمية مفتاح المرور.",
+            "account.passkeys.removed": "تمت إزالة مفتاح المرور، ولم يعد بإمكانه تسجيل الدخول إلى حسابك.",
+            "account.passkeys.name_invalid": "أدخل اسمًا يتكوّن من 1 إلى 100 حرف.",
+            "account.passkeys.not_found": "مفتاح المرور هذا لم يعد موجودًا."
         ])
 }

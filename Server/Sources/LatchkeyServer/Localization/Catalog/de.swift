@@ -543,6 +543,32 @@ extension MessageCatalog {
                 "Das Passwort Ihres Kontos wurde geändert. Wenn Sie das nicht waren, setzen Sie Ihr Passwort sofort zurück und prüfen Sie, wo Sie angemeldet sind.",
             "email.notice.passkey_removed.subject": "Von Ihrem Konto wurde ein Passkey entfernt",
             "email.notice.passkey_removed.body":
-                "Der Passkey „{name}“ kann sich nicht mehr bei Ihrem Konto anmelden. Wenn Sie das nicht waren, ändern Sie sofort Ihr Passwort und prüfen Sie Ihr Konto."
+                "Der Passkey „{name}“ kann sich nicht mehr bei Ihrem Konto anmelden. Wenn Sie das nicht waren, ändern Sie sofort Ihr Passwort und prüfen Sie Ihr Konto.",
+            // account page: passkeys
+            "account.nav.passkeys": "Passkeys",
+            "account.passkeys.intro":
+                "Mit einem Passkey melden Sie sich ohne Passwort an: per Fingerabdruck, Gesicht oder Bildschirmsperre Ihres Geräts. Er bleibt auf Ihrem Gerät oder in Ihrem Passwortmanager.",
+            "account.passkeys.fresh": "Um einen Passkey hinzuzufügen oder zu entfernen, bestätigen Sie zuerst, dass Sie es sind.",
+            "account.passkeys.none": "Sie haben noch keine Passkeys.",
+            "account.passkeys.name": "Name",
+            "account.passkeys.added": "Hinzugefügt am",
+            "account.passkeys.last_used": "Zuletzt verwendet",
+            "account.passkeys.never_used": "Noch nie",
+            "account.passkeys.rename_label": "Neuer Name für {name}",
+            "account.passkeys.rename": "Umbenennen",
+            "account.passkeys.remove": "Entfernen",
+            "account.passkeys.remove_named": "Entfernen: {name}",
+            "account.passkeys.add_heading": "Passkey hinzufügen",
+            "account.passkeys.new_name": "Name (optional)",
+            "account.passkeys.add": "Passkey erstellen",
+            "account.passkeys.unsupported":
+                "Dieser Browser kann keine Passkeys erstellen. Versuchen Sie es mit einem anderen Browser oder fügen Sie einen in der App auf Ihrem Telefon hinzu.",
+            "account.passkeys.failed": "Der Passkey wurde nicht erstellt. Versuchen Sie es erneut.",
+            "account.passkeys.exists": "Dieser Passkey gehört bereits zu Ihrem Konto.",
+            "account.passkeys.added_notice": "Ihr Passkey wurde erstellt. Sie können sich jetzt damit anmelden.",
+            "account.passkeys.renamed": "Der Passkey wurde umbenannt.",
+            "account.passkeys.removed": "Der Passkey wurde entfernt. Er kann sich nicht mehr bei Ihrem Konto anmelden.",
+            "account.passkeys.name_invalid": "Geben Sie einen Namen mit 1 bis 100 Zeichen ein.",
+            "account.passkeys.not_found": "Dieser Passkey existiert nicht mehr."
         ])
 }

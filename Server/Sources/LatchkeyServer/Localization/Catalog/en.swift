@@ -530,6 +530,31 @@ extension MessageCatalog {
                 "The password of your account was changed. If this was not you, reset your password now and check where you are signed in.",
             "email.notice.passkey_removed.subject": "A passkey was removed from your account",
             "email.notice.passkey_removed.body":
-                "The passkey {name} can no longer sign in to your account. If this was not you, change your password now and check your account."
+                "The passkey {name} can no longer sign in to your account. If this was not you, change your password now and check your account.",
+            // account page: passkeys
+            "account.nav.passkeys": "Passkeys",
+            "account.passkeys.intro":
+                "A passkey signs you in with your fingerprint, your face or your device's screen lock, without a password. It stays on your device or in your password manager.",
+            "account.passkeys.fresh": "To add or remove a passkey, first confirm it's you.",
+            "account.passkeys.none": "You have no passkeys yet.",
+            "account.passkeys.name": "Name",
+            "account.passkeys.added": "Added",
+            "account.passkeys.last_used": "Last used",
+            "account.passkeys.never_used": "Not yet",
+            "account.passkeys.rename_label": "New name for {name}",
+            "account.passkeys.rename": "Rename",
+            "account.passkeys.remove": "Remove",
+            "account.passkeys.remove_named": "Remove {name}",
+            "account.passkeys.add_heading": "Add a passkey",
+            "account.passkeys.new_name": "Name (optional)",
+            "account.passkeys.add": "Create a passkey",
+            "account.passkeys.unsupported": "This browser can't create passkeys. Try another browser, or add one in the app on your phone.",
+            "account.passkeys.failed": "The passkey wasn't created. Try again.",
+            "account.passkeys.exists": "This passkey is already on your account.",
+            "account.passkeys.added_notice": "Your passkey was created. You can now sign in with it.",
+            "account.passkeys.renamed": "The passkey was renamed.",
+            "account.passkeys.removed": "The passkey was removed. It can no longer sign in to your account.",
+            "account.passkeys.name_invalid": "Enter a name of 1 to 100 characters.",
+            "account.passkeys.not_found": "That passkey no longer exists."
         ])
 }

@@ -536,6 +536,32 @@ extension MessageCatalog {
                 "Se ha cambiado la contraseña de tu cuenta. Si no has sido tú, restablece tu contraseña ahora y comprueba dónde has iniciado sesión.",
             "email.notice.passkey_removed.subject": "Se ha eliminado una llave de acceso de tu cuenta",
             "email.notice.passkey_removed.body":
-                "La llave de acceso «{name}» ya no puede iniciar sesión en tu cuenta. Si no has sido tú, cambia tu contraseña ahora y revisa tu cuenta."
+                "La llave de acceso «{name}» ya no puede iniciar sesión en tu cuenta. Si no has sido tú, cambia tu contraseña ahora y revisa tu cuenta.",
+            // account page: passkeys
+            "account.nav.passkeys": "Llaves de acceso",
+            "account.passkeys.intro":
+                "Una llave de acceso te permite iniciar sesión con tu huella, tu cara o el bloqueo de pantalla de tu dispositivo, sin contraseña. Se queda en tu dispositivo o en tu gestor de contraseñas.",
+            "account.passkeys.fresh": "Para añadir o eliminar una llave de acceso, primero confirma que eres tú.",
+            "account.passkeys.none": "Aún no tienes ninguna llave de acceso.",
+            "account.passkeys.name": "Nombre",
+            "account.passkeys.added": "Añadida el",
+            "account.passkeys.last_used": "Último uso",
+            "account.passkeys.never_used": "Aún no",
+            "account.passkeys.rename_label": "Nuevo nombre para {name}",
+            "account.passkeys.rename": "Cambiar nombre",
+            "account.passkeys.remove": "Eliminar",
+            "account.passkeys.remove_named": "Eliminar: {name}",
+            "account.passkeys.add_heading": "Añadir una llave de acceso",
+            "account.passkeys.new_name": "Nombre (opcional)",
+            "account.passkeys.add": "Crear una llave de acceso",
+            "account.passkeys.unsupported":
+                "Este navegador no puede crear llaves de acceso. Prueba con otro navegador o añade una desde la aplicación de tu teléfono.",
+            "account.passkeys.failed": "No se creó la llave de acceso. Inténtalo de nuevo.",
+            "account.passkeys.exists": "Esta llave de acceso ya está en tu cuenta.",
+            "account.passkeys.added_notice": "Se ha creado tu llave de acceso. Ya puedes iniciar sesión con ella.",
+            "account.passkeys.renamed": "Se ha cambiado el nombre de la llave de acceso.",
+            "account.passkeys.removed": "Se ha eliminado la llave de acceso. Ya no puede iniciar sesión en tu cuenta.",
+            "account.passkeys.name_invalid": "Introduce un nombre de 1 a 100 caracteres.",
+            "account.passkeys.not_found": "Esa llave de acceso ya no existe."
         ])
 }

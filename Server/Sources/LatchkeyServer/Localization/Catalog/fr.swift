@@ -536,6 +536,32 @@ extension MessageCatalog {
                 "Le mot de passe de votre compte a été changé. Si ce n'était pas vous, réinitialisez votre mot de passe maintenant et vérifiez où vous êtes connecté.",
             "email.notice.passkey_removed.subject": "Une clé d'accès a été supprimée de votre compte",
             "email.notice.passkey_removed.body":
-                "La clé d'accès « {name} » ne peut plus se connecter à votre compte. Si ce n'était pas vous, changez votre mot de passe maintenant et vérifiez votre compte."
+                "La clé d'accès « {name} » ne peut plus se connecter à votre compte. Si ce n'était pas vous, changez votre mot de passe maintenant et vérifiez votre compte.",
+            // account page: passkeys
+            "account.nav.passkeys": "Clés d'accès",
+            "account.passkeys.intro":
+                "Une clé d'accès vous connecte avec votre empreinte, votre visage ou le verrouillage de l'écran de votre appareil, sans mot de passe. Elle reste sur votre appareil ou dans votre gestionnaire de mots de passe.",
+            "account.passkeys.fresh": "Pour ajouter ou supprimer une clé d'accès, confirmez d'abord votre identité.",
+            "account.passkeys.none": "Vous n'avez pas encore de clé d'accès.",
+            "account.passkeys.name": "Nom",
+            "account.passkeys.added": "Ajoutée le",
+            "account.passkeys.last_used": "Dernière utilisation",
+            "account.passkeys.never_used": "Pas encore",
+            "account.passkeys.rename_label": "Nouveau nom pour {name}",
+            "account.passkeys.rename": "Renommer",
+            "account.passkeys.remove": "Supprimer",
+            "account.passkeys.remove_named": "Supprimer : {name}",
+            "account.passkeys.add_heading": "Ajouter une clé d'accès",
+            "account.passkeys.new_name": "Nom (facultatif)",
+            "account.passkeys.add": "Créer une clé d'accès",
+            "account.passkeys.unsupported":
+                "Ce navigateur ne peut pas créer de clé d'accès. Essayez un autre navigateur, ou ajoutez-en une dans l'application sur votre téléphone.",
+            "account.passkeys.failed": "La clé d'accès n'a pas été créée. Réessayez.",
+            "account.passkeys.exists": "Cette clé d'accès est déjà associée à votre compte.",
+            "account.passkeys.added_notice": "Votre clé d'accès a été créée. Vous pouvez désormais l'utiliser pour vous connecter.",
+            "account.passkeys.renamed": "La clé d'accès a été renommée.",
+            "account.passkeys.removed": "La clé d'accès a été supprimée. Elle ne peut plus se connecter à votre compte.",
+            "account.passkeys.name_invalid": "Saisissez un nom de 1 à 100 caractères.",
+            "account.passkeys.not_found": "Cette clé d'accès n'existe plus."
         ])
 }

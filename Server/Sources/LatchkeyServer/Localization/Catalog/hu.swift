@@ -530,6 +530,32 @@ extension MessageCatalog {
                 "Fiókja jelszava megváltozott. Ha nem Ön volt, azonnal állítsa vissza jelszavát, és ellenőrizze, hol van bejelentkezve.",
             "email.notice.passkey_removed.subject": "Azonosítókulcsot távolítottak el a fiókjából",
             "email.notice.passkey_removed.body":
-                "A(z) „{name}” azonosítókulcs már nem jelentkezhet be a fiókjába. Ha nem Ön volt, azonnal változtassa meg jelszavát, és ellenőrizze fiókját."
+                "A(z) „{name}” azonosítókulcs már nem jelentkezhet be a fiókjába. Ha nem Ön volt, azonnal változtassa meg jelszavát, és ellenőrizze fiókját.",
+            // account page: passkeys
+            "account.nav.passkeys": "Azonosítókulcsok",
+            "account.passkeys.intro":
+                "Az azonosítókulccsal jelszó nélkül jelentkezhet be: ujjlenyomatával, arcával vagy eszköze képernyőzárával. A kulcs az eszközén vagy a jelszókezelőjében marad.",
+            "account.passkeys.fresh": "Azonosítókulcs hozzáadásához vagy eltávolításához előbb erősítse meg, hogy Ön az.",
+            "account.passkeys.none": "Még nincs azonosítókulcsa.",
+            "account.passkeys.name": "Név",
+            "account.passkeys.added": "Hozzáadva",
+            "account.passkeys.last_used": "Utoljára használva",
+            "account.passkeys.never_used": "Még nem",
+            "account.passkeys.rename_label": "Új név a következőhöz: {name}",
+            "account.passkeys.rename": "Átnevezés",
+            "account.passkeys.remove": "Eltávolítás",
+            "account.passkeys.remove_named": "Eltávolítás: {name}",
+            "account.passkeys.add_heading": "Azonosítókulcs hozzáadása",
+            "account.passkeys.new_name": "Név (nem kötelező)",
+            "account.passkeys.add": "Azonosítókulcs létrehozása",
+            "account.passkeys.unsupported":
+                "Ez a böngésző nem tud azonosítókulcsot létrehozni. Próbálkozzon másik böngészővel, vagy adjon hozzá egyet a telefonján lévő alkalmazásban.",
+            "account.passkeys.failed": "Az azonosítókulcs nem jött létre. Próbálja újra.",
+            "account.passkeys.exists": "Ez az azonosítókulcs már szerepel a fiókjában.",
+            "account.passkeys.added_notice": "Azonosítókulcsa létrejött. Mostantól bejelentkezhet vele.",
+            "account.passkeys.renamed": "Az azonosítókulcsot átneveztük.",
+            "account.passkeys.removed": "Az azonosítókulcsot eltávolítottuk. Többé nem lehet vele bejelentkezni a fiókjába.",
+            "account.passkeys.name_invalid": "Adjon meg egy legalább 1, legfeljebb 100 karakteres nevet.",
+            "account.passkeys.not_found": "Ez az azonosítókulcs már nem létezik."
         ])
 }

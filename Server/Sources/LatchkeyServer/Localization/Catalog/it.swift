@@ -529,6 +529,32 @@ extension MessageCatalog {
                 "La password del tuo account è stata cambiata. Se non sei stato tu, reimposta subito la password e controlla dove hai effettuato l'accesso.",
             "email.notice.passkey_removed.subject": "È stata rimossa una passkey dal tuo account",
             "email.notice.passkey_removed.body":
-                "La passkey “{name}” non può più accedere al tuo account. Se non sei stato tu, cambia subito la password e controlla il tuo account."
+                "La passkey “{name}” non può più accedere al tuo account. Se non sei stato tu, cambia subito la password e controlla il tuo account.",
+            // account page: passkeys
+            "account.nav.passkeys": "Passkey",
+            "account.passkeys.intro":
+                "Una passkey ti fa accedere con l'impronta, il volto o il blocco schermo del tuo dispositivo, senza password. Resta sul tuo dispositivo o nel tuo gestore di password.",
+            "account.passkeys.fresh": "Per aggiungere o rimuovere una passkey, conferma prima la tua identità.",
+            "account.passkeys.none": "Non hai ancora nessuna passkey.",
+            "account.passkeys.name": "Nome",
+            "account.passkeys.added": "Aggiunta il",
+            "account.passkeys.last_used": "Ultimo utilizzo",
+            "account.passkeys.never_used": "Non ancora",
+            "account.passkeys.rename_label": "Nuovo nome per {name}",
+            "account.passkeys.rename": "Rinomina",
+            "account.passkeys.remove": "Rimuovi",
+            "account.passkeys.remove_named": "Rimuovi: {name}",
+            "account.passkeys.add_heading": "Aggiungi una passkey",
+            "account.passkeys.new_name": "Nome (facoltativo)",
+            "account.passkeys.add": "Crea una passkey",
+            "account.passkeys.unsupported":
+                "Questo browser non può creare passkey. Prova con un altro browser o aggiungine una dall'app sul tuo telefono.",
+            "account.passkeys.failed": "La passkey non è stata creata. Riprova.",
+            "account.passkeys.exists": "Questa passkey è già associata al tuo account.",
+            "account.passkeys.added_notice": "La tua passkey è stata creata. Ora puoi usarla per accedere.",
+            "account.passkeys.renamed": "La passkey è stata rinominata.",
+            "account.passkeys.removed": "La passkey è stata rimossa. Non può più accedere al tuo account.",
+            "account.passkeys.name_invalid": "Inserisci un nome da 1 a 100 caratteri.",
+            "account.passkeys.not_found": "Questa passkey non esiste più."
         ])
 }

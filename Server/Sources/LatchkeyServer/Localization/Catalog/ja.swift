@@ -494,6 +494,30 @@ extension MessageCatalog {
             "email.notice.password_changed.subject": "パスワードが変更されました",
             "email.notice.password_changed.body": "アカウントのパスワードが変更されました。お心当たりがない場合は、今すぐパスワードを再設定し、サインインしている場所を確認してください。",
             "email.notice.passkey_removed.subject": "アカウントからパスキーが削除されました",
-            "email.notice.passkey_removed.body": "パスキー「{name}」でアカウントにサインインできなくなりました。お心当たりがない場合は、今すぐパスワードを変更し、アカウントを確認してください。"
+            "email.notice.passkey_removed.body": "パスキー「{name}」でアカウントにサインインできなくなりました。お心当たりがない場合は、今すぐパスワードを変更し、アカウントを確認してください。",
+            // account page: passkeys
+            "account.nav.passkeys": "パスキー",
+            "account.passkeys.intro": "パスキーを使うと、パスワードなしで、指紋認証、顔認証、またはデバイスの画面ロックでサインインできます。パスキーはデバイスまたはパスワードマネージャーに保存されます。",
+            "account.passkeys.fresh": "パスキーを追加または削除するには、まず本人確認をしてください。",
+            "account.passkeys.none": "パスキーはまだありません。",
+            "account.passkeys.name": "名前",
+            "account.passkeys.added": "追加日時",
+            "account.passkeys.last_used": "最終使用日時",
+            "account.passkeys.never_used": "未使用",
+            "account.passkeys.rename_label": "{name}の新しい名前",
+            "account.passkeys.rename": "名前を変更",
+            "account.passkeys.remove": "削除",
+            "account.passkeys.remove_named": "{name}を削除",
+            "account.passkeys.add_heading": "パスキーを追加",
+            "account.passkeys.new_name": "名前（省略可）",
+            "account.passkeys.add": "パスキーを作成",
+            "account.passkeys.unsupported": "このブラウザーではパスキーを作成できません。別のブラウザーをお試しいただくか、スマートフォンのアプリで追加してください。",
+            "account.passkeys.failed": "パスキーを作成できませんでした。もう一度お試しください。",
+            "account.passkeys.exists": "このパスキーはすでにアカウントに登録されています。",
+            "account.passkeys.added_notice": "パスキーを作成しました。今後はこのパスキーでサインインできます。",
+            "account.passkeys.renamed": "パスキーの名前を変更しました。",
+            "account.passkeys.removed": "パスキーを削除しました。このパスキーではアカウントにサインインできなくなりました。",
+            "account.passkeys.name_invalid": "1文字以上100文字以内の名前を入力してください。",
+            "account.passkeys.not_found": "そのパスキーはもう存在しません。"
         ])
 }

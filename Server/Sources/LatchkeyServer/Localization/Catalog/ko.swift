@@ -494,6 +494,30 @@ extension MessageCatalog {
             "email.notice.password_changed.subject": "비밀번호가 변경되었습니다",
             "email.notice.password_changed.body": "계정의 비밀번호가 변경되었습니다. 본인이 변경하지 않았다면 지금 바로 비밀번호를 재설정하고 로그인된 곳을 확인해 주세요.",
             "email.notice.passkey_removed.subject": "계정에서 패스키가 삭제되었습니다",
-            "email.notice.passkey_removed.body": "패스키({name})로 더 이상 계정에 로그인할 수 없습니다. 본인이 삭제하지 않았다면 지금 바로 비밀번호를 변경하고 계정을 확인해 주세요."
+            "email.notice.passkey_removed.body": "패스키({name})로 더 이상 계정에 로그인할 수 없습니다. 본인이 삭제하지 않았다면 지금 바로 비밀번호를 변경하고 계정을 확인해 주세요.",
+            // account page: passkeys
+            "account.nav.passkeys": "패스키",
+            "account.passkeys.intro": "패스키를 사용하면 비밀번호 없이 지문, 얼굴 또는 기기의 화면 잠금으로 로그인할 수 있습니다. 패스키는 기기 또는 비밀번호 관리자에 보관됩니다.",
+            "account.passkeys.fresh": "패스키를 추가하거나 삭제하려면 먼저 본인 확인을 해 주세요.",
+            "account.passkeys.none": "아직 패스키가 없습니다.",
+            "account.passkeys.name": "이름",
+            "account.passkeys.added": "추가 시각",
+            "account.passkeys.last_used": "마지막 사용 시각",
+            "account.passkeys.never_used": "아직 사용 안 함",
+            "account.passkeys.rename_label": "{name}의 새 이름",
+            "account.passkeys.rename": "이름 변경",
+            "account.passkeys.remove": "삭제",
+            "account.passkeys.remove_named": "{name} 삭제",
+            "account.passkeys.add_heading": "패스키 추가",
+            "account.passkeys.new_name": "이름(선택 사항)",
+            "account.passkeys.add": "패스키 만들기",
+            "account.passkeys.unsupported": "이 브라우저에서는 패스키를 만들 수 없습니다. 다른 브라우저를 사용하거나 휴대폰의 앱에서 추가해 주세요.",
+            "account.passkeys.failed": "패스키를 만들지 못했습니다. 다시 시도해 주세요.",
+            "account.passkeys.exists": "이 패스키는 이미 계정에 등록되어 있습니다.",
+            "account.passkeys.added_notice": "패스키가 만들어졌습니다. 이제 이 패스키로 로그인할 수 있습니다.",
+            "account.passkeys.renamed": "패스키 이름이 변경되었습니다.",
+            "account.passkeys.removed": "패스키가 삭제되었습니다. 이 패스키로는 더 이상 계정에 로그인할 수 없습니다.",
+            "account.passkeys.name_invalid": "1~100자의 이름을 입력해 주세요.",
+            "account.passkeys.not_found": "해당 패스키는 더 이상 존재하지 않습니다."
         ])
 }

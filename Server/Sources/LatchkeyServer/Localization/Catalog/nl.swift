@@ -528,6 +528,32 @@ extension MessageCatalog {
                 "Het wachtwoord van je account is gewijzigd. Was jij dit niet? Stel dan nu je wachtwoord opnieuw in en controleer waar je bent aangemeld.",
             "email.notice.passkey_removed.subject": "Er is een toegangssleutel van je account verwijderd",
             "email.notice.passkey_removed.body":
-                "Met de toegangssleutel {name} kan niet meer worden aangemeld bij je account. Was jij dit niet? Wijzig dan nu je wachtwoord en controleer je account."
+                "Met de toegangssleutel {name} kan niet meer worden aangemeld bij je account. Was jij dit niet? Wijzig dan nu je wachtwoord en controleer je account.",
+            // account page: passkeys
+            "account.nav.passkeys": "Toegangssleutels",
+            "account.passkeys.intro":
+                "Met een toegangssleutel meld je je zonder wachtwoord aan met je vingerafdruk, je gezicht of de schermvergrendeling van je apparaat. De sleutel blijft op je apparaat of in je wachtwoordmanager.",
+            "account.passkeys.fresh": "Wil je een toegangssleutel toevoegen of verwijderen? Bevestig dan eerst dat jij het bent.",
+            "account.passkeys.none": "Je hebt nog geen toegangssleutels.",
+            "account.passkeys.name": "Naam",
+            "account.passkeys.added": "Toegevoegd op",
+            "account.passkeys.last_used": "Laatst gebruikt op",
+            "account.passkeys.never_used": "Nog niet",
+            "account.passkeys.rename_label": "Nieuwe naam voor {name}",
+            "account.passkeys.rename": "Naam wijzigen",
+            "account.passkeys.remove": "Verwijderen",
+            "account.passkeys.remove_named": "Verwijderen: {name}",
+            "account.passkeys.add_heading": "Een toegangssleutel toevoegen",
+            "account.passkeys.new_name": "Naam (optioneel)",
+            "account.passkeys.add": "Toegangssleutel maken",
+            "account.passkeys.unsupported":
+                "Met deze browser kun je geen toegangssleutels maken. Probeer een andere browser, of voeg er een toe in de app op je telefoon.",
+            "account.passkeys.failed": "De toegangssleutel is niet gemaakt. Probeer het opnieuw.",
+            "account.passkeys.exists": "Deze toegangssleutel staat al op je account.",
+            "account.passkeys.added_notice": "Je toegangssleutel is gemaakt. Je kunt je er nu mee aanmelden.",
+            "account.passkeys.renamed": "De naam van de toegangssleutel is gewijzigd.",
+            "account.passkeys.removed": "De toegangssleutel is verwijderd. Er kan niet meer mee worden aangemeld bij je account.",
+            "account.passkeys.name_invalid": "Vul een naam in van 1 tot 100 tekens.",
+            "account.passkeys.not_found": "Die toegangssleutel bestaat niet meer."
         ])
 }

@@ -538,6 +538,32 @@ extension MessageCatalog {
                 "A palavra-passe da sua conta foi alterada. Se não foi o utilizador, redefina já a sua palavra-passe e verifique onde tem sessão iniciada.",
             "email.notice.passkey_removed.subject": "Foi removida uma chave de acesso da sua conta",
             "email.notice.passkey_removed.body":
-                "A chave de acesso {name} já não pode iniciar sessão na sua conta. Se não foi o utilizador, altere já a sua palavra-passe e verifique a sua conta."
+                "A chave de acesso {name} já não pode iniciar sessão na sua conta. Se não foi o utilizador, altere já a sua palavra-passe e verifique a sua conta.",
+            // account page: passkeys
+            "account.nav.passkeys": "Chaves de acesso",
+            "account.passkeys.intro":
+                "Uma chave de acesso permite-lhe iniciar sessão com a impressão digital, o rosto ou o bloqueio de ecrã do seu dispositivo, sem palavra-passe. Fica guardada no seu dispositivo ou no seu gestor de palavras-passe.",
+            "account.passkeys.fresh": "Para adicionar ou remover uma chave de acesso, confirme primeiro que é você.",
+            "account.passkeys.none": "Ainda não tem chaves de acesso.",
+            "account.passkeys.name": "Nome",
+            "account.passkeys.added": "Adicionada em",
+            "account.passkeys.last_used": "Última utilização",
+            "account.passkeys.never_used": "Ainda não",
+            "account.passkeys.rename_label": "Novo nome para {name}",
+            "account.passkeys.rename": "Mudar o nome",
+            "account.passkeys.remove": "Remover",
+            "account.passkeys.remove_named": "Remover: {name}",
+            "account.passkeys.add_heading": "Adicionar uma chave de acesso",
+            "account.passkeys.new_name": "Nome (opcional)",
+            "account.passkeys.add": "Criar uma chave de acesso",
+            "account.passkeys.unsupported":
+                "Este navegador não consegue criar chaves de acesso. Experimente outro navegador ou adicione uma na aplicação do seu telemóvel.",
+            "account.passkeys.failed": "A chave de acesso não foi criada. Tente novamente.",
+            "account.passkeys.exists": "Esta chave de acesso já está na sua conta.",
+            "account.passkeys.added_notice": "A sua chave de acesso foi criada. Já pode iniciar sessão com ela.",
+            "account.passkeys.renamed": "O nome da chave de acesso foi alterado.",
+            "account.passkeys.removed": "A chave de acesso foi removida e já não pode ser usada para iniciar sessão na sua conta.",
+            "account.passkeys.name_invalid": "Introduza um nome com 1 a 100 caracteres.",
+            "account.passkeys.not_found": "Essa chave de acesso já não existe."
         ])
 }

@@ -525,6 +525,32 @@ extension MessageCatalog {
                 "Пароль вашего аккаунта изменён. Если это были не вы, немедленно сбросьте пароль и проверьте, где выполнен вход.",
             "email.notice.passkey_removed.subject": "Из вашего аккаунта удалён ключ доступа",
             "email.notice.passkey_removed.body":
-                "Ключ доступа {name} больше не может входить в ваш аккаунт. Если это были не вы, немедленно смените пароль и проверьте аккаунт."
+                "Ключ доступа {name} больше не может входить в ваш аккаунт. Если это были не вы, немедленно смените пароль и проверьте аккаунт.",
+            // account page: passkeys
+            "account.nav.passkeys": "Ключи доступа",
+            "account.passkeys.intro":
+                "Ключ доступа позволяет входить без пароля с помощью отпечатка пальца, лица или блокировки экрана устройства. Он хранится на вашем устройстве или в менеджере паролей.",
+            "account.passkeys.fresh": "Чтобы добавить или удалить ключ доступа, сначала подтвердите, что это вы.",
+            "account.passkeys.none": "У вас пока нет ключей доступа.",
+            "account.passkeys.name": "Название",
+            "account.passkeys.added": "Дата добавления",
+            "account.passkeys.last_used": "Последнее использование",
+            "account.passkeys.never_used": "Ещё не использовался",
+            "account.passkeys.rename_label": "Новое название для {name}",
+            "account.passkeys.rename": "Переименовать",
+            "account.passkeys.remove": "Удалить",
+            "account.passkeys.remove_named": "Удалить: {name}",
+            "account.passkeys.add_heading": "Добавить ключ доступа",
+            "account.passkeys.new_name": "Название (необязательно)",
+            "account.passkeys.add": "Создать ключ доступа",
+            "account.passkeys.unsupported":
+                "Этот браузер не может создавать ключи доступа. Попробуйте другой браузер или добавьте ключ в приложении на телефоне.",
+            "account.passkeys.failed": "Ключ доступа не создан. Попробуйте ещё раз.",
+            "account.passkeys.exists": "Этот ключ доступа уже есть в вашей учётной записи.",
+            "account.passkeys.added_notice": "Ключ доступа создан. Теперь с его помощью можно входить.",
+            "account.passkeys.renamed": "Ключ доступа переименован.",
+            "account.passkeys.removed": "Ключ доступа удалён. С ним больше нельзя войти в вашу учётную запись.",
+            "account.passkeys.name_invalid": "Введите название длиной от 1 до 100 символов.",
+            "account.passkeys.not_found": "Этого ключа доступа больше нет."
         ])
 }

@@ -524,6 +524,32 @@ extension MessageCatalog {
                 "Heslo vášho účtu bolo zmenené. Ak ste to neboli vy, ihneď si obnovte heslo a skontrolujte, kde ste prihlásení.",
             "email.notice.passkey_removed.subject": "Z vášho účtu bol odstránený prístupový kľúč",
             "email.notice.passkey_removed.body":
-                "Prístupový kľúč {name} sa už nemôže prihlásiť do vášho účtu. Ak ste to neboli vy, ihneď si zmeňte heslo a skontrolujte svoj účet."
+                "Prístupový kľúč {name} sa už nemôže prihlásiť do vášho účtu. Ak ste to neboli vy, ihneď si zmeňte heslo a skontrolujte svoj účet.",
+            // account page: passkeys
+            "account.nav.passkeys": "Prístupové kľúče",
+            "account.passkeys.intro":
+                "Prístupový kľúč vás prihlási odtlačkom prsta, tvárou alebo zámkou obrazovky zariadenia, bez hesla. Zostáva vo vašom zariadení alebo v správcovi hesiel.",
+            "account.passkeys.fresh": "Ak chcete pridať alebo odstrániť prístupový kľúč, najprv potvrďte, že ste to vy.",
+            "account.passkeys.none": "Zatiaľ nemáte žiadne prístupové kľúče.",
+            "account.passkeys.name": "Názov",
+            "account.passkeys.added": "Pridané",
+            "account.passkeys.last_used": "Naposledy použité",
+            "account.passkeys.never_used": "Zatiaľ nie",
+            "account.passkeys.rename_label": "Nový názov pre {name}",
+            "account.passkeys.rename": "Premenovať",
+            "account.passkeys.remove": "Odstrániť",
+            "account.passkeys.remove_named": "Odstrániť: {name}",
+            "account.passkeys.add_heading": "Pridanie prístupového kľúča",
+            "account.passkeys.new_name": "Názov (nepovinné)",
+            "account.passkeys.add": "Vytvoriť prístupový kľúč",
+            "account.passkeys.unsupported":
+                "Tento prehliadač nedokáže vytvárať prístupové kľúče. Skúste iný prehliadač alebo si kľúč pridajte v aplikácii v telefóne.",
+            "account.passkeys.failed": "Prístupový kľúč sa nevytvoril. Skúste to znova.",
+            "account.passkeys.exists": "Tento prístupový kľúč už je vo vašom účte.",
+            "account.passkeys.added_notice": "Prístupový kľúč bol vytvorený. Teraz sa ním môžete prihlásiť.",
+            "account.passkeys.renamed": "Prístupový kľúč bol premenovaný.",
+            "account.passkeys.removed": "Prístupový kľúč bol odstránený. Už sa ním nedá prihlásiť do vášho účtu.",
+            "account.passkeys.name_invalid": "Zadajte názov s dĺžkou 1 až 100 znakov.",
+            "account.passkeys.not_found": "Tento prístupový kľúč už neexistuje."
         ])
 }

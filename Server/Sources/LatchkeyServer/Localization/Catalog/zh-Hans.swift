@@ -493,6 +493,30 @@ extension MessageCatalog {
             "email.notice.password_changed.subject": "你的密码已修改",
             "email.notice.password_changed.body": "你账户的密码已修改。如果这不是你本人的操作，请立即重置密码，并检查你在哪些位置已登录。",
             "email.notice.passkey_removed.subject": "已从你的账户中删除通行密钥",
-            "email.notice.passkey_removed.body": "通行密钥（{name}）已无法再登录你的账户。如果这不是你本人的操作，请立即修改密码并检查你的账户。"
+            "email.notice.passkey_removed.body": "通行密钥（{name}）已无法再登录你的账户。如果这不是你本人的操作，请立即修改密码并检查你的账户。",
+            // account page: passkeys
+            "account.nav.passkeys": "通行密钥",
+            "account.passkeys.intro": "通行密钥让你无需密码，用指纹、面容或设备的屏幕锁定即可登录。它保存在你的设备或密码管理器中。",
+            "account.passkeys.fresh": "要添加或删除通行密钥，请先确认是你本人。",
+            "account.passkeys.none": "你还没有通行密钥。",
+            "account.passkeys.name": "名称",
+            "account.passkeys.added": "添加时间",
+            "account.passkeys.last_used": "上次使用时间",
+            "account.passkeys.never_used": "尚未使用",
+            "account.passkeys.rename_label": "{name} 的新名称",
+            "account.passkeys.rename": "重命名",
+            "account.passkeys.remove": "删除",
+            "account.passkeys.remove_named": "删除 {name}",
+            "account.passkeys.add_heading": "添加通行密钥",
+            "account.passkeys.new_name": "名称（可选）",
+            "account.passkeys.add": "创建通行密钥",
+            "account.passkeys.unsupported": "此浏览器无法创建通行密钥。请换用其他浏览器，或在手机上的应用中添加。",
+            "account.passkeys.failed": "未能创建通行密钥。请重试。",
+            "account.passkeys.exists": "此通行密钥已在你的账号中。",
+            "account.passkeys.added_notice": "你的通行密钥已创建。现在可以用它登录了。",
+            "account.passkeys.renamed": "已重命名该通行密钥。",
+            "account.passkeys.removed": "已删除该通行密钥，它已无法再用于登录你的账号。",
+            "account.passkeys.name_invalid": "请输入 1 到 100 个字符的名称。",
+            "account.passkeys.not_found": "该通行密钥已不存在。"
         ])
 }

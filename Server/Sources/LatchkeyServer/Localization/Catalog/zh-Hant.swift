@@ -493,6 +493,30 @@ extension MessageCatalog {
             "email.notice.password_changed.subject": "你的密碼已變更",
             "email.notice.password_changed.body": "你帳戶的密碼已變更。如果這不是你本人的操作，請立即重設密碼，並檢查你在哪些位置已登入。",
             "email.notice.passkey_removed.subject": "已從你的帳戶刪除密碼金鑰",
-            "email.notice.passkey_removed.body": "密碼金鑰（{name}）已無法再登入你的帳戶。如果這不是你本人的操作，請立即變更密碼並檢查你的帳戶。"
+            "email.notice.passkey_removed.body": "密碼金鑰（{name}）已無法再登入你的帳戶。如果這不是你本人的操作，請立即變更密碼並檢查你的帳戶。",
+            // account page: passkeys
+            "account.nav.passkeys": "密碼金鑰",
+            "account.passkeys.intro": "密碼金鑰讓你不必輸入密碼，用指紋、臉孔或裝置的螢幕鎖定即可登入。它會保存在你的裝置或密碼管理工具中。",
+            "account.passkeys.fresh": "若要新增或刪除密碼金鑰，請先確認是你本人。",
+            "account.passkeys.none": "你還沒有密碼金鑰。",
+            "account.passkeys.name": "名稱",
+            "account.passkeys.added": "新增時間",
+            "account.passkeys.last_used": "上次使用時間",
+            "account.passkeys.never_used": "尚未使用",
+            "account.passkeys.rename_label": "{name} 的新名稱",
+            "account.passkeys.rename": "重新命名",
+            "account.passkeys.remove": "刪除",
+            "account.passkeys.remove_named": "刪除 {name}",
+            "account.passkeys.add_heading": "新增密碼金鑰",
+            "account.passkeys.new_name": "名稱（選填）",
+            "account.passkeys.add": "建立密碼金鑰",
+            "account.passkeys.unsupported": "此瀏覽器無法建立密碼金鑰。請改用其他瀏覽器，或在手機上的應用程式中新增。",
+            "account.passkeys.failed": "未能建立密碼金鑰。請再試一次。",
+            "account.passkeys.exists": "此密碼金鑰已在你的帳號中。",
+            "account.passkeys.added_notice": "已建立你的密碼金鑰。現在可以用它登入了。",
+            "account.passkeys.renamed": "已重新命名該密碼金鑰。",
+            "account.passkeys.removed": "已刪除該密碼金鑰，它已無法再用於登入你的帳號。",
+            "account.passkeys.name_invalid": "請輸入 1 到 100 個字元的名稱。",
+            "account.passkeys.not_found": "該密碼金鑰已不存在。"
         ])
 }

@@ -8936,7 +8936,7 @@ enum OpenAPIDocument {
             }
           },
           "403": {
-            "description": "`FES-1010`: the application must sign in through the browser.",
+            "description": "`FES-1010`: the application must sign in through the browser (a `browser` application is served for the server's own `origin` only: the hosted page's passkey button).",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
