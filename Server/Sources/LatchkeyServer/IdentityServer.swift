@@ -486,8 +486,9 @@ public final class IdentityServer: Sendable {
             admission: admission, audit: audit
         )
         .addRoutes(to: me)
-        LinkedIdentitiesController(store: store, accounts: accounts, federation: federation, federatedAccounts: federatedAccounts, audit: audit)
-            .addRoutes(to: me)
+        let identityLinkChanges = IdentityLinkChanges(
+            store: store, federation: federation, federatedAccounts: federatedAccounts, accounts: accounts, audit: audit)
+        LinkedIdentitiesController(store: store, accounts: accounts, changes: identityLinkChanges).addRoutes(to: me)
         let secondFactorChanges = SecondFactorChanges(store: store, clock: clock, accounts: accounts, audit: audit)
         SecondFactorsController(changes: secondFactorChanges).addRoutes(to: me)
         // Administration (administrators only, each handler checks): a user's sessions and grants, the audit trail.
@@ -523,6 +524,7 @@ public final class IdentityServer: Sendable {
                 profile: AccountProfile(store: store, changes: profileChanges),
                 security: AccountSecurity(changes: profileChanges, factors: secondFactorChanges),
                 passkeys: AccountPasskeys(store: store, passkeys: passkeys, accounts: accounts),
+                linked: AccountLinkedAccounts(store: store, changes: identityLinkChanges),
                 sessions: AccountSessions(store: store, ending: SessionEnding(store: store, clock: clock, audit: audit)),
                 applications: AccountApplications(store: store, clock: clock, audit: audit),
                 data: AccountData(export: AccountExport(store: store, clock: clock), deletions: accountDeletions, audit: audit)

@@ -184,7 +184,7 @@ def test_a_person_manages_their_account_end_to_end(account_server):
         click(browser, browser.find_element(By.ID, "go"))
         browser.get(server.base + "/account/profile")
         assert browser.find_element(By.ID, "attr-given_name").get_attribute("value") == "ليلى", "the account is still there"
-        for section in ["security", "passkeys", "sessions", "applications", "data"]:
+        for section in ["security", "passkeys", "linked", "sessions", "applications", "data"]:
             go(browser, server, section)
             for field in browser.find_elements(By.CSS_SELECTOR, "main input:not([type=hidden]):not([hidden])"):
                 assert browser.find_elements(By.CSS_SELECTOR, f"label[for='{field.get_attribute('id')}']"), field.get_attribute("id")
@@ -205,7 +205,7 @@ def test_a_person_manages_their_account_end_to_end(account_server):
     finally:
         browser.quit()
     print("account screenshots:", shots.directory)
-    assert len(shots.taken) == 16
+    assert len(shots.taken) == 17
 
 
 def totp(base32_key, at):
@@ -307,6 +307,11 @@ def test_a_passkey_created_on_the_account_page_signs_in(account_server):
         stored = browser.execute_cdp_cmd("WebAuthn.getCredentials", {"authenticatorId": authenticator})["credentials"]
         assert len(stored) == 1 and stored[0]["isResidentCredential"], stored
         shots.take(browser, "passkeys-en")
+        # The same authenticator again: the browser refuses (the account's passkeys are excluded) and the page says why.
+        click(browser, browser.find_element(By.ID, "add-passkey-button"))
+        refusal = poll(lambda: browser.find_element(By.ID, "passkey-error"), lambda found: found.is_displayed(), within=20)
+        assert refusal.text == "This passkey is already on your account.", refusal.text
+        assert refusal.get_attribute("role") == "alert"
 
         click(browser, browser.find_element(By.CSS_SELECTOR, "header form button[type=submit]"))
         browser.delete_all_cookies()

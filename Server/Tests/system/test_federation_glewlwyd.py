@@ -30,7 +30,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import Server, free_port, new_chrome, past_passkey_offer, pkce_pair
+from conftest import Server, Shots, click, free_port, new_chrome, past_passkey_offer, pkce_pair
 
 TIMEOUT = 20
 PROVIDER_ID = "corp"
@@ -329,7 +329,7 @@ class FederatedLatchkey:
     """`latchkey serve --config` with glewlwyd as identity provider `corp` of the browser application `fed-web`
     (public, PKCE, open registration); the client secret reaches the server through its environment."""
 
-    def __init__(self, glewlwyd, upstream_client, users=()):
+    def __init__(self, glewlwyd, upstream_client, users=(), settings=None):
         self.workdir = tempfile.mkdtemp(prefix="latchkey-federation-")
         self.port = free_port()
         self.issuer = f"http://localhost:{self.port}"
@@ -348,6 +348,7 @@ class FederatedLatchkey:
                 "scopes": ["openid", "profile", "email", "offline_access"], "registration": "open",
                 "identity_providers": [PROVIDER_ID]}],
             "users": list(users),
+            **(settings or {}),
         }
         path = os.path.join(self.workdir, "latchkey.json")
         with open(path, "w") as f:
@@ -406,8 +407,8 @@ def login_form_fields(html):
 def latchkey(glewlwyd, upstream_client):
     started = []
 
-    def start(users=()):
-        instance = FederatedLatchkey(glewlwyd, upstream_client, users)
+    def start(users=(), settings=None):
+        instance = FederatedLatchkey(glewlwyd, upstream_client, users, settings)
         started.append(instance)  # stopped and removed even when it fails to start
         return instance.start()
 
@@ -589,3 +590,56 @@ def test_link_by_verified_email_only_when_glewlwyd_verified_it(glewlwyd, latchke
         assert claims["idp"] == PROVIDER_ID and "fed" in claims["amr"]
     finally:
         glewlwyd.delete_user(VERIFIED_USER)
+
+
+def test_the_account_page_links_and_unlinks_corp_sso(glewlwyd, latchkey, chrome):
+    """The account page as a person uses it: signed in with a password, "Linked accounts", "Link Corp SSO", glewlwyd's
+    own login, and back on the page, which says so; a Corp SSO sign-in in another browser then lands on that account;
+    "Unlink" takes it away, and Corp SSO no longer signs in to it. A day of recent sign-in, so the run never depends on
+    how long Chromium takes (the 5-minute rule is tested in Swift with a frozen clock)."""
+    username, password = "lina@example.com", "lina's local password"
+    server = latchkey(users=[{"username": username, "password": password,
+                              "claims": {"email": username, "email_verified": "true", "name": "Lina Local"}}],
+                      settings={"recent_auth_seconds": 86400})
+    shots = Shots("LATCHKEY_ACCOUNT_SCREENSHOTS", "latchkey-account-shots-")
+    local = server.password_sign_in(username, password)
+
+    navigate(chrome, server.issuer + "/account/linked")
+    assert urllib.parse.urlparse(chrome.current_url).path == "/login", chrome.current_url
+    chrome.find_element(By.ID, "username").send_keys(username)
+    chrome.find_element(By.ID, "password").send_keys(password)
+    click(chrome, chrome.find_element(By.CSS_SELECTOR, "form[action='/login'] button[type=submit]"))
+    if "/passkey-offer" in chrome.current_url:
+        click(chrome, chrome.find_element(By.ID, "not-now"))
+    wait_for_url(chrome, server.issuer + "/account/linked")
+    assert chrome.find_element(By.ID, "no-links")
+    link = chrome.find_element(By.XPATH, f"//button[normalize-space()='Link {PROVIDER_NAME}']")
+    link.click()
+    sign_in_at_glewlwyd(chrome, glewlwyd, glewlwyd.user, glewlwyd.password)
+    wait_for_url(chrome, server.issuer + "/account/linked?")
+    notice = WebDriverWait(chrome, TIMEOUT).until(expected_conditions.visibility_of_element_located((By.CSS_SELECTOR, "[role=status]")))
+    assert notice.text == f"{PROVIDER_NAME} is linked. You can now sign in with it.", f"{notice.text}\n{server.log}"
+    rows = chrome.find_elements(By.CSS_SELECTOR, "#links tbody tr")
+    assert len(rows) == 1 and PROVIDER_NAME in rows[0].text, [r.text for r in rows]
+    assert not chrome.find_elements(By.ID, "link-providers"), "nothing left to link"
+    shots.take(chrome, "linked-en")
+
+    other = english_chrome()
+    try:
+        claims, _ = federated_sign_in(other, server, glewlwyd, glewlwyd.user, glewlwyd.password)
+    finally:
+        other.quit()
+    assert claims["sub"] == local["sub"] and claims["idp"] == PROVIDER_ID, (claims, local)
+
+    click(chrome, rows[0].find_element(By.XPATH, ".//button[normalize-space()='Unlink']"))
+    notice = WebDriverWait(chrome, TIMEOUT).until(expected_conditions.visibility_of_element_located((By.CSS_SELECTOR, "[role=status]")))
+    assert notice.text == f"{PROVIDER_NAME} was unlinked. It can no longer sign in to your account.", notice.text
+    assert chrome.find_element(By.ID, "no-links")
+    assert chrome.find_element(By.XPATH, f"//button[normalize-space()='Link {PROVIDER_NAME}']")
+    other = english_chrome()
+    try:
+        after, _ = federated_sign_in(other, server, glewlwyd, glewlwyd.user, glewlwyd.password)
+    finally:
+        other.quit()
+    assert after["sub"] != local["sub"], "unlinked: Corp SSO signs in to an account of its own, not Lina's"
+    print("account screenshots:", shots.directory)

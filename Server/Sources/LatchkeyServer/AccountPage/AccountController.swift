@@ -2,20 +2,22 @@ import Foundation
 import Hummingbird
 
 /// The account page at `/account`: server-rendered pages where a person manages their own account in a browser
-/// (profile, password, where they are signed in, the applications they allowed, their data), signed in through the
-/// server's own OpenID flow (`AccountAccess`). Every page answers in the person's language; every change is a form
-/// bound to the session by a CSRF token, and what cannot be undone (the download of the data, the deletion) needs a
+/// (profile, password, second steps, passkeys, linked accounts, where they are signed in, the applications they
+/// allowed, their data), signed in through the server's own OpenID flow (`AccountAccess`). Every page answers in the
+/// person's language; every change is a form bound to the session by a CSRF token, and what changes how the account
+/// signs in or cannot be undone (a second step, a passkey, a link, the download of the data, the deletion) needs a
 /// recent sign-in, offered as "Confirm it's you" (`prompt=login`).
 ///
 /// Routes: `GET /account` (to the profile), `GET /account/login` (starts the sign-in; `fresh=1` asks for the
 /// credentials again, `return` names the page to come back to), `GET /account/callback`, `POST /account/signout`, and
-/// the sections' (`AccountProfile`, `AccountSecurity`, `AccountPasskeys`, `AccountSessions`, `AccountApplications`,
-/// `AccountData`).
+/// the sections' (`AccountProfile`, `AccountSecurity`, `AccountPasskeys`, `AccountLinkedAccounts`, `AccountSessions`,
+/// `AccountApplications`, `AccountData`).
 struct AccountController: Sendable {
     let access: AccountAccess
     let profile: AccountProfile
     let security: AccountSecurity
     let passkeys: AccountPasskeys
+    let linked: AccountLinkedAccounts
     let sessions: AccountSessions
     let applications: AccountApplications
     let data: AccountData
@@ -38,6 +40,7 @@ struct AccountController: Sendable {
         profile.addRoutes(to: group, account: self)
         security.addRoutes(to: group, account: self)
         passkeys.addRoutes(to: group, account: self)
+        linked.addRoutes(to: group, account: self)
         sessions.addRoutes(to: group, account: self)
         applications.addRoutes(to: group, account: self)
         data.addRoutes(to: group, account: self)

@@ -5,7 +5,7 @@ import Hummingbird
 /// the person's language, and message pages (signed out, refusals). Texts are `account.*` in `MessageCatalog`.
 enum AccountPages {
     enum Section: String, CaseIterable, Sendable {
-        case profile, security, passkeys, sessions, applications, data
+        case profile, security, passkeys, linked, sessions, applications, data
         var path: String { "/account/\(rawValue)" }
         var titleKey: String { "account.nav.\(rawValue)" }
     }

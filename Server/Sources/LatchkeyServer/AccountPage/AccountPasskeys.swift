@@ -164,7 +164,13 @@ struct AccountPasskeys: Sendable {
                 """
         }
         // Creating one: the script shows the form where the browser can make a passkey, and hides the sentence that
-        // says it cannot (which is what a browser without script keeps).
+        // says it cannot (which is what a browser without script keeps). Not offered at all when the page's own
+        // application does not accept this origin's passkeys (a file that defines `latchkey-account` without "self").
+        guard let client = try await store.client(id: AccountClient.id)?.configuration,
+            passkeys.passkeyOrigins(of: client).contains(passkeys.ownOrigin)
+        else {
+            return AccountPages.page(.passkeys, holder, l, body: body, status: status)
+        }
         body += """
             <section aria-labelledby="add-passkey-heading"><h2 id="add-passkey-heading">\(AccountPages.e("account.passkeys.add_heading", l))</h2>
             <form id="add-passkey" hidden>\(AccountPages.csrfField(holder))\(AccountPages.freshFieldset(holder, """
@@ -173,7 +179,7 @@ struct AccountPasskeys: Sendable {
             <div class="actions"><button type="submit" id="add-passkey-button">\(AccountPages.e("account.passkeys.add", l))</button></div>
             """))</form>
             <p id="passkey-unsupported">\(AccountPages.e("account.passkeys.unsupported", l))</p>
-            <p class="error" id="passkey-error" hidden>\(AccountPages.e("account.passkeys.failed", l))</p></section>
+            <p class="error" id="passkey-error" data-exists="\(AccountPages.e("account.passkeys.exists", l))" hidden>\(AccountPages.e("account.passkeys.failed", l))</p></section>
             <script src="\(AccountPasskeyScript.path)" defer></script>
             """
         return Responses.html(
@@ -185,7 +191,9 @@ struct AccountPasskeys: Sendable {
 
 /// `/assets/account-passkeys.js`, the account page's passkey script (the page's CSP forbids inline script): creation
 /// options, the browser's WebAuthn, the credential, then the page again saying so. It sends the page's CSRF token with
-/// each call, as form fields; a refusal (the server's message, or the browser's "not allowed") shows the page's alert.
+/// each call, as form fields; a refusal (the server's message, the browser's "not allowed", or "this authenticator
+/// already holds one" as `data-exists` says it) shows the page's alert, and a page instead of an answer (the sign-in
+/// ended or is no longer recent) is shown by loading the page again.
 enum AccountPasskeyScript {
     static let path = "/assets/account-passkeys.js"
 
@@ -198,13 +206,18 @@ enum AccountPasskeyScript {
           const failure = document.getElementById("passkey-error");
           const unsupported = document.getElementById("passkey-unsupported");
           if (!form || !button || !window.PublicKeyCredential || !navigator.credentials) return;
+          const failed = failure.textContent;
           unsupported.hidden = true;
           form.hidden = false;
           const post = async (path, fields) => {
             const body = new URLSearchParams({ csrf: form.elements.csrf.value, ...fields });
             const response = await fetch(path, { method: "POST", body, credentials: "same-origin" });
-            const answer = await response.json().catch(() => ({}));
-            if (!response.ok) throw new Error(answer.error_user_msg || "");
+            const answer = await response.json().catch(() => null);
+            if (answer === null && (response.status === 401 || response.status === 403)) {
+              window.location.reload();  // the page says why (signed out, or "Confirm it's you")
+              throw new Error("");
+            }
+            if (!response.ok) throw new Error((answer && answer.error_user_msg) || "");
             return answer;
           };
           form.addEventListener("submit", async (event) => {
@@ -212,6 +225,7 @@ enum AccountPasskeyScript {
             if (button.disabled) return;
             button.disabled = true;
             failure.hidden = true;
+            failure.textContent = failed;
             try {
               const o = await post("/account/passkeys/options", { name: form.elements.name.value });
               const credential = await navigator.credentials.create({ publicKey: {
@@ -225,7 +239,8 @@ enum AccountPasskeyScript {
                 raw_id: b64(credential.rawId), client_data_json: b64(r.clientDataJSON), attestation_object: b64(r.attestationObject) });
               window.location.assign(done.next);
             } catch (error) {
-              if (error && error.message && error.name === "Error") failure.textContent = error.message;
+              if (error && error.name === "InvalidStateError") failure.textContent = failure.dataset.exists;
+              else if (error && error.message && error.name === "Error") failure.textContent = error.message;
               failure.setAttribute("role", "alert");  // announced when it appears, not on page load
               failure.hidden = false;
               button.disabled = false;

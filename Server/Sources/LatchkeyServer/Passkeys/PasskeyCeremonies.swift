@@ -17,7 +17,7 @@ struct Passkeys: Sendable {
     let issuerInForce: @Sendable () -> String
     let lifetimes: TokenLifetimes
     let userSchema: UserSchema
-    let store: any UserStore & PasskeyStore & ClientStore
+    let store: any UserStore & PasskeyStore & ClientStore & FederatedIdentityStore
     let clock: ServerClock
     let metrics: ServerMetrics
     /// Passkeys added and removed, failed passkey sign-ins.
@@ -364,12 +364,18 @@ struct Passkeys: Sendable {
         return updated
     }
 
-    /// Deletes the account's passkey `id`: the passkey it was (for the notice that names it).
+    /// Deletes the account's passkey `id`: the passkey it was (for the notice that names it). The account's last way
+    /// to sign in stays (`lastCredential`), as its last linked provider does (`FederatedAccounts.unlink`): a
+    /// passwordless account would otherwise be locked out by one click.
     @discardableResult
     func deletePasskey(id: String, of user: UserRecord, origin: AuditOrigin) async throws -> PasskeyRecord {
-        guard let passkey = try await store.passkey(id: id), passkey.userId == user.id,
-            try await store.deletePasskey(id: id, userId: user.id)
-        else { throw PasskeyFailure.notFound }
+        guard let passkey = try await store.passkey(id: id), passkey.userId == user.id else { throw PasskeyFailure.notFound }
+        let stored = try await store.user(id: user.id) ?? user
+        let hasPassword = stored.passwordHash != PasswordHasher.noPassword
+        if !hasPassword, try await store.passkeys(userId: user.id).count == 1, try await store.federatedIdentities(userId: user.id).isEmpty {
+            throw PasskeyFailure.lastCredential
+        }
+        guard try await store.deletePasskey(id: id, userId: user.id) else { throw PasskeyFailure.notFound }
         origin.logger.info("passkey deleted", metadata: ["user": .string(user.id)])
         await audit.record(.passkeyRemoved, subject: user.id, details: ["credential": id], origin: origin)
         return passkey

@@ -18,6 +18,8 @@ enum PasskeyFailure: Error, Equatable, CustomStringConvertible {
     case alreadyRegistered
     case noPasskeys
     case notFound
+    /// Removing it would leave the account no way to sign in (no password, no other passkey, no linked provider).
+    case lastCredential
     case accountDisabled
     case identifierRequired
     case identifierTaken(field: String)
@@ -35,6 +37,7 @@ enum PasskeyFailure: Error, Equatable, CustomStringConvertible {
         case .alreadyRegistered: "this credential id is already registered"
         case .noPasskeys: "the account has no passkey"
         case .notFound: "no such passkey on this account"
+        case .lastCredential: "the passkey is the account's only way to sign in (no password, no other passkey, no linked provider)"
         case .accountDisabled: "the account is disabled"
         case .identifierRequired: "the profile needs an email address"
         case .identifierTaken(let field): "\(field) is already used by another account"
@@ -70,6 +73,8 @@ enum PasskeyFailure: Error, Equatable, CustomStringConvertible {
             return error(.badRequest, "invalid_request", "passkey.none", "There is no passkey for this account yet.")
         case .notFound:
             return error(.notFound, "not_found", "passkey.not_found", "This passkey no longer exists.")
+        case .lastCredential:
+            return error(.conflict, "conflict", "federation.last_credential", "This is the only way to sign in to the account")
         case .accountDisabled:
             return error(.forbidden, "access_denied", "login.disabled", "This account is disabled. Contact your administrator.")
         case .identifierRequired:
@@ -126,6 +131,7 @@ extension PasskeyFailure {
         case .alreadyRegistered: "already_registered"
         case .noPasskeys: "no_passkeys"
         case .notFound: "not_found"
+        case .lastCredential: "last_credential"
         case .accountDisabled: "account_disabled"
         case .identifierRequired: "identifier_required"
         case .identifierTaken: "identifier_taken"

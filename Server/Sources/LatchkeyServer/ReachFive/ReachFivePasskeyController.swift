@@ -68,13 +68,12 @@ struct ReachFivePasskeyController: Sendable {
             body: .init(byteBuffer: ByteBuffer(bytes: try PasskeyJSON.snakeCase(value))))
     }
 
-    /// The application a passkey sign-in or sign-up is for, when it allows native sign-in (its type and attestation
+    /// The application of `client_id`, when it may start a passkey sign-in or sign-up here (its type and attestation
     /// policy); the ceremony's second step is bound to the challenge this step issues, so checking here covers both.
-    /// The application of `client_id`, when it may start a sign-in here. `hostedOrigin`: the ceremony's origin, when the
-    /// server's own sign-in page may be asking for a browser application. That page's passkey button uses these
-    /// endpoints too, and a `browser` application (refused any sign-in it starts itself) is served when the origin is
-    /// the server's own: WebAuthn binds the assertion to that origin, so only the server's own page can complete it,
-    /// and its ticket goes back into the page's sign-in.
+    /// `hostedOrigin`: the ceremony's origin, when the server's own sign-in page may be asking for a browser
+    /// application. That page's passkey button uses these endpoints too, and a `browser` application (refused any
+    /// sign-in it starts itself) is served when the origin is the server's own: WebAuthn binds the assertion to that
+    /// origin, so only a page at the server's origin can complete it, and its ticket goes back into the page's sign-in.
     private func publicClient(_ body: ReachFiveBody, _ request: Request, hostedOrigin: String? = nil) async throws -> ClientConfiguration {
         let clientId = try body.required("client_id")
         guard let client = try await store.client(id: clientId)?.configuration else {

@@ -64,6 +64,8 @@ struct StepUpController: Sendable {
         let body = try await ReachFiveBody.read(request)
         let clientId = try body.required("client_id")
         guard let client = try await store.client(id: clientId)?.configuration else { throw ReachFiveBody.invalid("unknown client_id") }
+        // A `browser` application's tickets come from the hosted page, which asks for the second step itself.
+        guard client.appType != .browser else { throw FlowFailure.directInitiationForbidden.apiError }
         let redirectUri = try body.required("redirect_uri")
         guard RedirectURIMatcher.isRegistered(redirectUri, in: client.redirectUris) else {
             throw ReachFiveBody.invalid("redirect_uri is not registered")

@@ -4,7 +4,9 @@ import Foundation
 /// front door — flow initiation, reachFive password sign-in, passkey sign-in and sign-up — so that no endpoint is a
 /// side door around it: `browser` applications must redirect to the hosted page, and `mobile` applications must
 /// prove with a platform attestation (`Attestation-Token` header) that the caller is the genuine app, unless the
-/// server runs in development.
+/// server runs in development. The one exception is the hosted page's own passkey button, which asks for a browser
+/// application at the server's own origin (`ReachFivePasskeyController.publicClient`); its ticket is redeemed by that
+/// page's form only (`/oauth/authorize` and the step-up refuse a browser application's ticket).
 struct NativeSignInPolicy: Sendable {
     /// A development server does not ask mobile applications for an attestation.
     let development: Bool

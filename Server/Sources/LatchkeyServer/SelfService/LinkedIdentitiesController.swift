@@ -9,12 +9,13 @@ import Logging
 /// The link is completed by the app, with the caller's token, not by the browser: a link started for one account and
 /// finished in another person's browser (someone sent them the provider's page) can never attach that person's
 /// identity to the first account, because the code comes back to the other person's app, with their token.
+///
+/// The rules, mails and audit events are `IdentityLinkChanges`', shared with the account page.
 struct LinkedIdentitiesController: Sendable {
-    let store: any ClientStore & FederatedIdentityStore
+    let store: any ClientStore
     let accounts: Accounts
-    let federation: Federation
-    let federatedAccounts: FederatedAccounts
-    let audit: AuditTrail
+    let changes: IdentityLinkChanges
+    var federation: Federation { changes.federation }
 
     func addRoutes(to group: RouterGroup<ResourceRequestContext>) {
         group.get("identities") { _, context in
@@ -27,12 +28,12 @@ struct LinkedIdentitiesController: Sendable {
         group.post("identities/:provider/complete") { request, context in
             try await self.complete(
                 try context.parameters.require("provider"), request, try SelfServiceController.user(context.caller), caller: context.caller,
-                origin: context.auditOrigin)
+                locale: request.locale(), origin: context.auditOrigin)
         }
-        group.delete("identities/:provider") { _, context in
+        group.delete("identities/:provider") { request, context in
             try await self.unlink(
                 try context.parameters.require("provider"), try SelfServiceController.user(context.caller), caller: context.caller,
-                origin: context.auditOrigin)
+                locale: request.locale(), origin: context.auditOrigin)
         }
     }
 
@@ -52,19 +53,13 @@ struct LinkedIdentitiesController: Sendable {
     }
 
     private func list(_ user: UserRecord, caller: ResourceCaller) async throws -> Response {
-        let links = try await store.federatedIdentities(userId: user.id)
-        let offered = try await client(of: caller).map { federation.providers(for: $0) } ?? []
+        let links = try await changes.links(of: user.id)
         let formatter = ISO8601DateFormatter()
         return try Responses.json(
             IdentitiesBody(
-                identities: links.compactMap { link in
-                    // Sign in with Apple's native links have no configured provider; they show under Apple's name.
-                    let name = federation.providers.first { $0.id == link.provider }?.name ?? (link.provider == "apple" ? "Apple" : link.provider)
-                    return .init(provider: link.provider, name: name, linkedAt: formatter.string(from: link.createdAt))
-                },
-                available: offered.filter { provider in !links.contains { $0.provider == provider.id } }.map {
-                    .init(provider: $0.id, name: $0.name)
-                }), noStore: true)
+                identities: links.map { .init(provider: $0.provider, name: $0.name, linkedAt: formatter.string(from: $0.linkedAt)) },
+                available: changes.available(for: try await client(of: caller), besides: links).map { .init(provider: $0.id, name: $0.name) }),
+            noStore: true)
     }
 
     private struct StartBody: Decodable {
@@ -108,39 +103,26 @@ struct LinkedIdentitiesController: Sendable {
     }
 
     /// Links the identity the provider vouched for, collected with the code that came to the app's redirect URI.
-    private func complete(_ providerId: String, _ request: Request, _ user: UserRecord, caller: ResourceCaller, origin: AuditOrigin) async throws
-        -> Response
-    {
-        let logger = origin.logger
+    private func complete(
+        _ providerId: String, _ request: Request, _ user: UserRecord, caller: ResourceCaller, locale: SupportedLocale, origin: AuditOrigin
+    ) async throws -> Response {
         try accounts.requireRecentAuthentication(caller.claims)
         let body = try await SelfServiceController.decode(CompleteBody.self, request)
         do {
-            let identity = try await federation.collect(code: body.code, state: body.state, purpose: .link, target: user.id)
-            guard identity.provider == providerId else { throw FederationFailure.unknownResult }
-            try await federatedAccounts.link(identity, to: user.id)
-            logger.info("federated identity linked by its account", metadata: ["user": .string(user.id), "provider": .string(providerId)])
-            await audit.record(.federatedIdentityLinked, subject: user.id, details: ["provider": providerId, "how": "manual"], origin: origin)
-            let name = federation.providers.first { $0.id == providerId }?.name ?? providerId
+            let name = try await changes.complete(
+                providerId: providerId, code: body.code, state: body.state, user: user, locale: locale, origin: origin)
             return try Responses.json(LinkedBody(provider: providerId, name: name), noStore: true)
         } catch let failure as FederationFailure {
-            await audit.record(
-                .federatedIdentityLinked, .failure, subject: user.id,
-                details: ["provider": String(providerId.prefix(64)), "reason": AuditTrail.reason(of: failure, fallback: failure.messageKey)],
-                origin: origin)
             throw self.failure(failure, providerId)
         }
     }
 
-    private func unlink(_ providerId: String, _ user: UserRecord, caller: ResourceCaller, origin: AuditOrigin) async throws -> Response {
-        let logger = origin.logger
+    private func unlink(_ providerId: String, _ user: UserRecord, caller: ResourceCaller, locale: SupportedLocale, origin: AuditOrigin) async throws
+        -> Response
+    {
         try accounts.requireRecentAuthentication(caller.claims)
-        switch try await federatedAccounts.unlink(provider: providerId, userId: user.id) {
-        case .unlinked(let removed):
-            logger.info("federated identity unlinked", metadata: ["user": .string(user.id), "provider": .string(providerId)])
-            // The token Apple gave the link went with it: Apple is told the person left, as on deletion.
-            let revocations = await federation.revokeUpstreamTokens(of: removed, logger: logger)
-            await audit.record(
-                .federatedIdentityUnlinked, subject: user.id, details: revocations.auditDetails(["provider": providerId]), origin: origin)
+        switch try await changes.unlink(providerId: providerId, user: user, locale: locale, origin: origin) {
+        case .unlinked:
             return Responses.empty(status: .noContent)
         case .notLinked:
             throw APIError(
@@ -161,7 +143,7 @@ struct LinkedIdentitiesController: Sendable {
     /// A federation failure as the thunderID dialect answers it, the provider's name in its message.
     private func failure(_ error: any Error, _ providerId: String) -> any Error {
         guard let failure = error as? FederationFailure else { return error }
-        let arguments = ["provider": federation.providers.first { $0.id == providerId }?.name ?? Federation.printable(providerId)]
+        let arguments = ["provider": changes.name(of: providerId)]
         switch failure {
         case .unknownProvider:
             return SelfServiceErrors.invalidRequest(failure.description)

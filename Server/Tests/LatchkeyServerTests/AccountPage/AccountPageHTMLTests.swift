@@ -36,6 +36,10 @@ struct AccountPageHTMLTests {
                 #expect(html.components(separatedBy: "<script").count == 2)
                 #expect(html.contains("<script src=\"/assets/account-passkeys.js\" defer></script>") && policy.contains("script-src 'self'"))
                 #expect(html.contains("<bdi>Ada&#39;s &lt;phone&gt;</bdi>"), "the name escaped")
+                #expect(html.contains("value=\"Ada&#39;s &lt;phone&gt;\""), "escaped in the rename field too")
+                #expect(
+                    html.contains(try Regex(#"<button class="secondary" aria-label="[^"<>]*Ada&#39;s &lt;phone&gt;[^"<>]*""#)),
+                    "and in the remove button's accessible name")
             } else {
                 #expect(!html.contains("<script") && !policy.contains("script-src"), "\(section.path): \(policy)")
             }

@@ -99,7 +99,7 @@ struct AccountPagePasskeyTests {
         #expect(page.text.contains("/account/login?fresh=1&amp;return=/account/passkeys"))
         for path in ["/account/passkeys/options", "/account/passkeys/credential", "/account/passkeys/delete"] {
             let stale = try await AccountPageRig.post(server, browser, path, ["id": passkey.id])
-            #expect(stale.status == 401, "\(path): \(stale.status)")
+            #expect(stale.status == 401 && stale.text.contains("Confirm it&#39;s you"), "\(path): \(stale.status)")
         }
         #expect(try await server.server.store.passkeys(userId: ada.id).count == 1)
         // Renaming changes nothing a thief could use: it needs no fresh sign-in.
@@ -123,4 +123,41 @@ struct AccountPagePasskeyTests {
         let foreign = try await options(origin: "https://evil.example")
         #expect(foreign.status == 403 && foreign.text.contains("must sign users in through the browser"), "\(foreign.text)")
     }
+
+    /// A file that defines the account page's application without this origin's passkeys: the list and renaming stay,
+    /// the page offers no passkey it could not make.
+    @Test func noAddFormWhenTheAccountApplicationRefusesThisOrigin() async throws {
+        let server = try await TestServer.startForProfiles { configuration in
+            configuration.clients.append(AccountClient.application.configuration(issuer: configuration.issuer))
+        }
+        defer { Task { await server.stop() } }
+        let (_, page) = try await AccountPageRig.signIn(server, path: "/account/passkeys")
+        #expect(page.status == 200 && page.text.contains("id=\"no-passkeys\""), "\(page.status)")
+        #expect(!page.text.contains("id=\"add-passkey\"") && !page.text.contains(AccountPasskeyScript.path))
+    }
+
+    /// An account without a password or a linked provider keeps its last passkey: removing it would lock the person
+    /// out with one click (the page and `/identity/v1/webauthn/registration/{id}` share the rule).
+    @Test func thePasswordlessAccountsLastPasskeyStays() async throws {
+        let server = try await AccountPageSecondFactorTests.start()
+        defer { Task { await server.stop() } }
+        let (browser, _) = try await AccountPageRig.signIn(server, path: "/account/passkeys")
+        #expect(try await Self.create(server, browser, name: "Only one").status == 201)
+        var ada = try await AccountPageRig.ada(server)
+        ada.passwordHash = PasswordHasher.noPassword
+        try await server.server.store.updateUser(ada)
+        let passkey = try #require(try await server.server.store.passkeys(userId: ada.id).first)
+        let refused = try await AccountPageRig.post(server, browser, "/account/passkeys/delete", ["id": passkey.id])
+        #expect(refused.status == 409 && refused.text.contains("This is the only way to sign in to your account."), "\(refused.status)")
+        #expect(try await server.server.store.passkeys(userId: ada.id).count == 1)
+        #expect(try await Self.notices(server).allSatisfy { !$0.contains("removed") })
+        // With a second passkey, either may go.
+        let second = try await Self.create(server, browser, name: "Spare")
+        #expect(second.status == 201, "\(second.text)")
+        let removed = try await AccountPageRig.post(server, browser, "/account/passkeys/delete", ["id": passkey.id])
+        #expect(removed.status == 303)
+        #expect(try await server.server.store.passkeys(userId: ada.id).map(\.friendlyName) == ["Spare"])
+    }
+
+    static func notices(_ server: TestServer) async throws -> [String] { try await AccountPageSecondFactorTests.notices(server) }
 }

@@ -13,6 +13,8 @@ struct MessageCatalogTests {
         "nl|account.apps.app", "nl|account.sessions.app", "nl|account.sessions.apps",
         // "Passkeys" and "Name" are German words too.
         "de|account.nav.passkeys", "de|account.passkeys.name", "de|account.passkeys.new_name",
+        // "Provider" is the word Italian uses for an identity provider.
+        "it|account.linked.provider",
         // The admin console: "ID" is "ID" in most languages; headers such as "Status", "Details" or "Sessions" are the same word.
         "de|console.users.id", "es|console.users.id", "fr|console.users.id", "it|console.users.id", "ja|console.users.id",
         "ko|console.users.id", "nl|console.users.id", "pt|console.users.id", "ru|console.users.id", "sk|console.users.id",

@@ -76,4 +76,34 @@ struct NativeSignInPolicyTests {
             #expect(genuine.status == 200, "\(path): \(genuine.text)")
         }
     }
+
+    @Test("a browser application's login ticket (its hosted page's passkey) opens neither /oauth2/authorize nor the step-up")
+    func browserTicketIsForTheHostedPageOnly() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let demo = try #require(try await server.server.user(username: "demo@example.com"))
+        func ticket(_ clientId: String, mfaPending: Bool = false) async throws -> String {
+            try await server.server.ownTokens.mintLoginTicket(user: demo, clientId: clientId, amr: ["hwk"], mfaPending: mfaPending)
+        }
+        var options = AuthorizeOptions()
+        options.clientId = "web-app"
+        options.redirectUri = "https://web.example/cb"
+        options.scope = "openid"
+        options.extra["tkn"] = try await ticket("web-app")
+        let refused = try await TestBrowser().get(server.authorizeURL(options))
+        #expect(refused.locationQuery["error"] == "access_denied", "\(refused.status) \(refused.location ?? "")")
+        #expect(refused.locationQuery["code"] == nil)
+        let stepUp = try await post(
+            server, "/identity/v1/mfa/stepup",
+            [
+                "tkn": try await ticket("web-app", mfaPending: true), "client_id": "web-app", "redirect_uri": "https://web.example/cb",
+                "code_challenge": TestPKCE().challenge, "code_challenge_method": "S256"
+            ])
+        #expect(stepUp.status == 403, "\(stepUp.text)")
+        // The same ticket for an application that may sign in natively is a sign-in.
+        var demoOptions = AuthorizeOptions()
+        demoOptions.extra["tkn"] = try await ticket(DevelopmentDefaults.demoClientId)
+        let accepted = try await TestBrowser().get(server.authorizeURL(demoOptions))
+        #expect(accepted.locationQuery["code"] != nil, "\(accepted.status) \(accepted.location ?? "")")
+    }
 }

@@ -544,6 +544,25 @@ extension MessageCatalog {
             "account.passkeys.renamed": "تمت إعادة تسمية مفتاح المرور.",
             "account.passkeys.removed": "تمت إزالة مفتاح المرور، ولم يعد بإمكانه تسجيل الدخول إلى حسابك.",
             "account.passkeys.name_invalid": "أدخل اسمًا يتكوّن من 1 إلى 100 حرف.",
-            "account.passkeys.not_found": "مفتاح المرور هذا لم يعد موجودًا."
+            "account.passkeys.not_found": "مفتاح المرور هذا لم يعد موجودًا.",
+            "account.nav.linked": "الحسابات المرتبطة",
+            "account.linked.intro": "حسابات لديك لدى مزوّدين آخرين يمكن استخدامها لتسجيل الدخول إلى هذا الحساب.",
+            "account.linked.fresh": "لربط حساب أو إلغاء ربطه، أكّد هويتك أولًا.",
+            "account.linked.none": "لا يوجد أي حساب آخر مرتبط.",
+            "account.linked.provider": "المزوّد",
+            "account.linked.since": "تاريخ الربط",
+            "account.linked.unlink": "إلغاء الربط",
+            "account.linked.unlink_named": "إلغاء ربط {provider}",
+            "account.linked.add_heading": "ربط حساب آخر",
+            "account.linked.link_named": "ربط {provider}",
+            "account.linked.linked_notice": "تم ربط {provider}. يمكنك الآن تسجيل الدخول به.",
+            "account.linked.unlinked_notice": "تم إلغاء ربط {provider}، ولم يعد بإمكانه تسجيل الدخول إلى حسابك.",
+            "account.linked.failed": "لم يُربط الحساب. حاول مرة أخرى.",
+            "email.notice.identity_linked.subject": "تم ربط مزوّد تسجيل دخول بحسابك",
+            "email.notice.identity_linked.body":
+                "يمكن الآن لحساب {provider} الخاص بك تسجيل الدخول إلى حسابك. إذا لم تكن أنت، فألغِ ربطه وغيّر كلمة المرور الآن.",
+            "email.notice.identity_unlinked.subject": "تم إلغاء ربط مزوّد تسجيل دخول من حسابك",
+            "email.notice.identity_unlinked.body":
+                "لم يعد بإمكان حساب {provider} الخاص بك تسجيل الدخول إلى حسابك. إذا لم تكن أنت، فغيّر كلمة المرور الآن."
         ])
 }

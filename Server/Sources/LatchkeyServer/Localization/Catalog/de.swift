@@ -569,6 +569,26 @@ extension MessageCatalog {
             "account.passkeys.renamed": "Der Passkey wurde umbenannt.",
             "account.passkeys.removed": "Der Passkey wurde entfernt. Er kann sich nicht mehr bei Ihrem Konto anmelden.",
             "account.passkeys.name_invalid": "Geben Sie einen Namen mit 1 bis 100 Zeichen ein.",
-            "account.passkeys.not_found": "Dieser Passkey existiert nicht mehr."
+            "account.passkeys.not_found": "Dieser Passkey existiert nicht mehr.",
+            "account.nav.linked": "Verknüpfte Konten",
+            "account.linked.intro": "Konten, die Sie bei anderen Anbietern haben und mit denen Sie sich bei diesem Konto anmelden können.",
+            "account.linked.fresh": "Um ein Konto zu verknüpfen oder eine Verknüpfung zu entfernen, bestätigen Sie zuerst, dass Sie es sind.",
+            "account.linked.none": "Es ist kein anderes Konto verknüpft.",
+            "account.linked.provider": "Anbieter",
+            "account.linked.since": "Verknüpft am",
+            "account.linked.unlink": "Verknüpfung entfernen",
+            "account.linked.unlink_named": "Verknüpfung mit {provider} entfernen",
+            "account.linked.add_heading": "Weiteres Konto verknüpfen",
+            "account.linked.link_named": "{provider} verknüpfen",
+            "account.linked.linked_notice": "{provider} ist verknüpft. Sie können sich jetzt damit anmelden.",
+            "account.linked.unlinked_notice":
+                "Die Verknüpfung mit {provider} wurde entfernt. Sie können sich nicht mehr über {provider} bei Ihrem Konto anmelden.",
+            "account.linked.failed": "Das Konto wurde nicht verknüpft. Versuchen Sie es erneut.",
+            "email.notice.identity_linked.subject": "Mit Ihrem Konto wurde ein Anmeldeanbieter verknüpft",
+            "email.notice.identity_linked.body":
+                "Ihr Konto bei {provider} kann jetzt für die Anmeldung bei Ihrem Konto verwendet werden. Wenn Sie das nicht waren, entfernen Sie die Verknüpfung und ändern Sie sofort Ihr Passwort.",
+            "email.notice.identity_unlinked.subject": "Bei Ihrem Konto wurde die Verknüpfung mit einem Anmeldeanbieter entfernt",
+            "email.notice.identity_unlinked.body":
+                "Ihr Konto bei {provider} kann nicht mehr für die Anmeldung bei Ihrem Konto verwendet werden. Wenn Sie das nicht waren, ändern Sie sofort Ihr Passwort."
         ])
 }

@@ -555,6 +555,25 @@ extension MessageCatalog {
             "account.passkeys.renamed": "The passkey was renamed.",
             "account.passkeys.removed": "The passkey was removed. It can no longer sign in to your account.",
             "account.passkeys.name_invalid": "Enter a name of 1 to 100 characters.",
-            "account.passkeys.not_found": "That passkey no longer exists."
+            "account.passkeys.not_found": "That passkey no longer exists.",
+            "account.nav.linked": "Linked accounts",
+            "account.linked.intro": "Accounts you have with other providers that can sign in to this account.",
+            "account.linked.fresh": "To link or unlink an account, first confirm it's you.",
+            "account.linked.none": "No other account is linked.",
+            "account.linked.provider": "Provider",
+            "account.linked.since": "Linked",
+            "account.linked.unlink": "Unlink",
+            "account.linked.unlink_named": "Unlink {provider}",
+            "account.linked.add_heading": "Link another account",
+            "account.linked.link_named": "Link {provider}",
+            "account.linked.linked_notice": "{provider} is linked. You can now sign in with it.",
+            "account.linked.unlinked_notice": "{provider} was unlinked. It can no longer sign in to your account.",
+            "account.linked.failed": "The account wasn't linked. Try again.",
+            "email.notice.identity_linked.subject": "A sign-in provider was linked to your account",
+            "email.notice.identity_linked.body":
+                "Your {provider} account can now sign in to your account. If this was not you, unlink it and change your password now.",
+            "email.notice.identity_unlinked.subject": "A sign-in provider was unlinked from your account",
+            "email.notice.identity_unlinked.body":
+                "Your {provider} account can no longer sign in to your account. If this was not you, change your password now."
         ])
 }

@@ -562,6 +562,25 @@ extension MessageCatalog {
             "account.passkeys.renamed": "Se ha cambiado el nombre de la llave de acceso.",
             "account.passkeys.removed": "Se ha eliminado la llave de acceso. Ya no puede iniciar sesión en tu cuenta.",
             "account.passkeys.name_invalid": "Introduce un nombre de 1 a 100 caracteres.",
-            "account.passkeys.not_found": "Esa llave de acceso ya no existe."
+            "account.passkeys.not_found": "Esa llave de acceso ya no existe.",
+            "account.nav.linked": "Cuentas vinculadas",
+            "account.linked.intro": "Cuentas que tienes con otros proveedores y con las que puedes iniciar sesión en esta cuenta.",
+            "account.linked.fresh": "Para vincular o desvincular una cuenta, primero confirma que eres tú.",
+            "account.linked.none": "No hay ninguna otra cuenta vinculada.",
+            "account.linked.provider": "Proveedor",
+            "account.linked.since": "Vinculada el",
+            "account.linked.unlink": "Desvincular",
+            "account.linked.unlink_named": "Desvincular {provider}",
+            "account.linked.add_heading": "Vincular otra cuenta",
+            "account.linked.link_named": "Vincular {provider}",
+            "account.linked.linked_notice": "Se ha vinculado tu cuenta de {provider}. Ya puedes iniciar sesión con ella.",
+            "account.linked.unlinked_notice": "Se ha desvinculado tu cuenta de {provider}. Ya no puede iniciar sesión en tu cuenta.",
+            "account.linked.failed": "No se vinculó la cuenta. Inténtalo de nuevo.",
+            "email.notice.identity_linked.subject": "Se ha vinculado un proveedor de inicio de sesión a tu cuenta",
+            "email.notice.identity_linked.body":
+                "Tu cuenta de {provider} ya puede iniciar sesión en tu cuenta. Si no has sido tú, desvincúlala y cambia tu contraseña ahora.",
+            "email.notice.identity_unlinked.subject": "Se ha desvinculado un proveedor de inicio de sesión de tu cuenta",
+            "email.notice.identity_unlinked.body":
+                "Tu cuenta de {provider} ya no puede iniciar sesión en tu cuenta. Si no has sido tú, cambia tu contraseña ahora."
         ])
 }

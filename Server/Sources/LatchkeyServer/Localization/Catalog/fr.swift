@@ -562,6 +562,25 @@ extension MessageCatalog {
             "account.passkeys.renamed": "La clé d'accès a été renommée.",
             "account.passkeys.removed": "La clé d'accès a été supprimée. Elle ne peut plus se connecter à votre compte.",
             "account.passkeys.name_invalid": "Saisissez un nom de 1 à 100 caractères.",
-            "account.passkeys.not_found": "Cette clé d'accès n'existe plus."
+            "account.passkeys.not_found": "Cette clé d'accès n'existe plus.",
+            "account.nav.linked": "Comptes associés",
+            "account.linked.intro": "Les comptes que vous avez chez d'autres fournisseurs et qui peuvent se connecter à ce compte.",
+            "account.linked.fresh": "Pour associer ou dissocier un compte, confirmez d'abord votre identité.",
+            "account.linked.none": "Aucun autre compte n'est associé.",
+            "account.linked.provider": "Fournisseur",
+            "account.linked.since": "Associé le",
+            "account.linked.unlink": "Dissocier",
+            "account.linked.unlink_named": "Dissocier {provider}",
+            "account.linked.add_heading": "Associer un autre compte",
+            "account.linked.link_named": "Associer {provider}",
+            "account.linked.linked_notice": "{provider} est associé. Vous pouvez désormais l'utiliser pour vous connecter.",
+            "account.linked.unlinked_notice": "{provider} a été dissocié. Il ne peut plus se connecter à votre compte.",
+            "account.linked.failed": "Le compte n'a pas été associé. Réessayez.",
+            "email.notice.identity_linked.subject": "Un fournisseur de connexion a été associé à votre compte",
+            "email.notice.identity_linked.body":
+                "Votre compte {provider} peut désormais se connecter à votre compte. Si ce n'était pas vous, dissociez-le et changez votre mot de passe maintenant.",
+            "email.notice.identity_unlinked.subject": "Un fournisseur de connexion a été dissocié de votre compte",
+            "email.notice.identity_unlinked.body":
+                "Votre compte {provider} ne peut plus se connecter à votre compte. Si ce n'était pas vous, changez votre mot de passe maintenant."
         ])
 }

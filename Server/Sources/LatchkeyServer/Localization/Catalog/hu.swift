@@ -556,6 +556,26 @@ extension MessageCatalog {
             "account.passkeys.renamed": "Az azonosítókulcsot átneveztük.",
             "account.passkeys.removed": "Az azonosítókulcsot eltávolítottuk. Többé nem lehet vele bejelentkezni a fiókjába.",
             "account.passkeys.name_invalid": "Adjon meg egy legalább 1, legfeljebb 100 karakteres nevet.",
-            "account.passkeys.not_found": "Ez az azonosítókulcs már nem létezik."
+            "account.passkeys.not_found": "Ez az azonosítókulcs már nem létezik.",
+            "account.nav.linked": "Kapcsolt fiókok",
+            "account.linked.intro": "Más szolgáltatóknál lévő fiókjai, amelyekkel bejelentkezhet ebbe a fiókba.",
+            "account.linked.fresh": "Fiók összekapcsolásához vagy az összekapcsolás megszüntetéséhez előbb erősítse meg, hogy Ön az.",
+            "account.linked.none": "Nincs összekapcsolva más fiók.",
+            "account.linked.provider": "Szolgáltató",
+            "account.linked.since": "Összekapcsolva",
+            "account.linked.unlink": "Összekapcsolás megszüntetése",
+            "account.linked.unlink_named": "Összekapcsolás megszüntetése: {provider}",
+            "account.linked.add_heading": "Másik fiók összekapcsolása",
+            "account.linked.link_named": "Összekapcsolás: {provider}",
+            "account.linked.linked_notice": "A(z) {provider} szolgáltatást összekapcsoltuk a fiókjával. Mostantól bejelentkezhet vele.",
+            "account.linked.unlinked_notice":
+                "A(z) {provider} szolgáltatással való összekapcsolást megszüntettük. Többé nem lehet vele bejelentkezni a fiókjába.",
+            "account.linked.failed": "A fiók összekapcsolása nem sikerült. Próbálja újra.",
+            "email.notice.identity_linked.subject": "Bejelentkezési szolgáltatót kapcsoltak a fiókjához",
+            "email.notice.identity_linked.body":
+                "A(z) {provider} szolgáltatásnál használt fiókkal mostantól be lehet jelentkezni az Ön fiókjába. Ha nem Ön volt, szüntesse meg az összekapcsolást, és azonnal változtassa meg jelszavát.",
+            "email.notice.identity_unlinked.subject": "Megszüntették egy bejelentkezési szolgáltató összekapcsolását a fiókjával",
+            "email.notice.identity_unlinked.body":
+                "A(z) {provider} szolgáltatásnál használt fiókkal többé nem lehet bejelentkezni az Ön fiókjába. Ha nem Ön volt, azonnal változtassa meg jelszavát."
         ])
 }

@@ -555,6 +555,25 @@ extension MessageCatalog {
             "account.passkeys.renamed": "La passkey è stata rinominata.",
             "account.passkeys.removed": "La passkey è stata rimossa. Non può più accedere al tuo account.",
             "account.passkeys.name_invalid": "Inserisci un nome da 1 a 100 caratteri.",
-            "account.passkeys.not_found": "Questa passkey non esiste più."
+            "account.passkeys.not_found": "Questa passkey non esiste più.",
+            "account.nav.linked": "Account collegati",
+            "account.linked.intro": "Account che hai presso altri provider e con cui puoi accedere a questo account.",
+            "account.linked.fresh": "Per collegare o scollegare un account, conferma prima la tua identità.",
+            "account.linked.none": "Non c'è nessun altro account collegato.",
+            "account.linked.provider": "Provider",
+            "account.linked.since": "Collegato il",
+            "account.linked.unlink": "Scollega",
+            "account.linked.unlink_named": "Scollega {provider}",
+            "account.linked.add_heading": "Collega un altro account",
+            "account.linked.link_named": "Collega {provider}",
+            "account.linked.linked_notice": "{provider} è collegato. Ora puoi usarlo per accedere.",
+            "account.linked.unlinked_notice": "{provider} è stato scollegato. Non può più accedere al tuo account.",
+            "account.linked.failed": "L'account non è stato collegato. Riprova.",
+            "email.notice.identity_linked.subject": "È stato collegato un provider di accesso al tuo account",
+            "email.notice.identity_linked.body":
+                "Il tuo account {provider} ora può accedere al tuo account. Se non sei stato tu, scollegalo e cambia subito la password.",
+            "email.notice.identity_unlinked.subject": "È stato scollegato un provider di accesso dal tuo account",
+            "email.notice.identity_unlinked.body":
+                "Il tuo account {provider} non può più accedere al tuo account. Se non sei stato tu, cambia subito la password."
         ])
 }

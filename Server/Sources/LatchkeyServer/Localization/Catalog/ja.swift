@@ -518,6 +518,23 @@ extension MessageCatalog {
             "account.passkeys.renamed": "パスキーの名前を変更しました。",
             "account.passkeys.removed": "パスキーを削除しました。このパスキーではアカウントにサインインできなくなりました。",
             "account.passkeys.name_invalid": "1文字以上100文字以内の名前を入力してください。",
-            "account.passkeys.not_found": "そのパスキーはもう存在しません。"
+            "account.passkeys.not_found": "そのパスキーはもう存在しません。",
+            "account.nav.linked": "連携アカウント",
+            "account.linked.intro": "このアカウントにサインインできる、他のプロバイダーのアカウントです。",
+            "account.linked.fresh": "アカウントの連携または連携の解除を行うには、まず本人確認をしてください。",
+            "account.linked.none": "連携しているアカウントはありません。",
+            "account.linked.provider": "プロバイダー",
+            "account.linked.since": "連携日時",
+            "account.linked.unlink": "連携を解除",
+            "account.linked.unlink_named": "{provider}の連携を解除",
+            "account.linked.add_heading": "別のアカウントを連携",
+            "account.linked.link_named": "{provider}を連携",
+            "account.linked.linked_notice": "{provider}を連携しました。今後は{provider}でサインインできます。",
+            "account.linked.unlinked_notice": "{provider}の連携を解除しました。{provider}ではアカウントにサインインできなくなりました。",
+            "account.linked.failed": "アカウントを連携できませんでした。もう一度お試しください。",
+            "email.notice.identity_linked.subject": "アカウントにサインイン用のプロバイダーが連携されました",
+            "email.notice.identity_linked.body": "{provider}アカウントでアカウントにサインインできるようになりました。お心当たりがない場合は、連携を解除し、今すぐパスワードを変更してください。",
+            "email.notice.identity_unlinked.subject": "アカウントからサインイン用のプロバイダーの連携が解除されました",
+            "email.notice.identity_unlinked.body": "{provider}アカウントでアカウントにサインインできなくなりました。お心当たりがない場合は、今すぐパスワードを変更してください。"
         ])
 }

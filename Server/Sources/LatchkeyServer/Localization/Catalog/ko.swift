@@ -518,6 +518,23 @@ extension MessageCatalog {
             "account.passkeys.renamed": "패스키 이름이 변경되었습니다.",
             "account.passkeys.removed": "패스키가 삭제되었습니다. 이 패스키로는 더 이상 계정에 로그인할 수 없습니다.",
             "account.passkeys.name_invalid": "1~100자의 이름을 입력해 주세요.",
-            "account.passkeys.not_found": "해당 패스키는 더 이상 존재하지 않습니다."
+            "account.passkeys.not_found": "해당 패스키는 더 이상 존재하지 않습니다.",
+            "account.nav.linked": "연결된 계정",
+            "account.linked.intro": "이 계정에 로그인할 수 있는 다른 서비스의 계정입니다.",
+            "account.linked.fresh": "계정을 연결하거나 연결을 해제하려면 먼저 본인 확인을 해 주세요.",
+            "account.linked.none": "연결된 다른 계정이 없습니다.",
+            "account.linked.provider": "서비스",
+            "account.linked.since": "연결 시각",
+            "account.linked.unlink": "연결 해제",
+            "account.linked.unlink_named": "{provider} 연결 해제",
+            "account.linked.add_heading": "다른 계정 연결",
+            "account.linked.link_named": "{provider} 연결",
+            "account.linked.linked_notice": "{provider} 계정이 연결되었습니다. 이제 이 {provider} 계정으로 로그인할 수 있습니다.",
+            "account.linked.unlinked_notice": "{provider} 계정의 연결이 해제되었습니다. 이 {provider} 계정으로는 더 이상 계정에 로그인할 수 없습니다.",
+            "account.linked.failed": "계정을 연결하지 못했습니다. 다시 시도해 주세요.",
+            "email.notice.identity_linked.subject": "계정에 로그인 서비스가 연결되었습니다",
+            "email.notice.identity_linked.body": "이제 {provider} 계정으로 계정에 로그인할 수 있습니다. 본인이 연결하지 않았다면 연결을 해제하고 지금 바로 비밀번호를 변경해 주세요.",
+            "email.notice.identity_unlinked.subject": "계정에서 로그인 서비스의 연결이 해제되었습니다",
+            "email.notice.identity_unlinked.body": "{provider} 계정으로 더 이상 계정에 로그인할 수 없습니다. 본인이 연결을 해제하지 않았다면 지금 바로 비밀번호를 변경해 주세요."
         ])
 }

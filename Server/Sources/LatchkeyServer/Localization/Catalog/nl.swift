@@ -554,6 +554,25 @@ extension MessageCatalog {
             "account.passkeys.renamed": "De naam van de toegangssleutel is gewijzigd.",
             "account.passkeys.removed": "De toegangssleutel is verwijderd. Er kan niet meer mee worden aangemeld bij je account.",
             "account.passkeys.name_invalid": "Vul een naam in van 1 tot 100 tekens.",
-            "account.passkeys.not_found": "Die toegangssleutel bestaat niet meer."
+            "account.passkeys.not_found": "Die toegangssleutel bestaat niet meer.",
+            "account.nav.linked": "Gekoppelde accounts",
+            "account.linked.intro": "Accounts die je bij andere diensten hebt en waarmee je je bij dit account kunt aanmelden.",
+            "account.linked.fresh": "Wil je een account koppelen of ontkoppelen? Bevestig dan eerst dat jij het bent.",
+            "account.linked.none": "Er is geen ander account gekoppeld.",
+            "account.linked.provider": "Dienst",
+            "account.linked.since": "Gekoppeld op",
+            "account.linked.unlink": "Ontkoppelen",
+            "account.linked.unlink_named": "{provider} ontkoppelen",
+            "account.linked.add_heading": "Nog een account koppelen",
+            "account.linked.link_named": "{provider} koppelen",
+            "account.linked.linked_notice": "{provider} is gekoppeld. Je kunt je er nu mee aanmelden.",
+            "account.linked.unlinked_notice": "{provider} is ontkoppeld. Er kan niet meer mee worden aangemeld bij je account.",
+            "account.linked.failed": "Het account is niet gekoppeld. Probeer het opnieuw.",
+            "email.notice.identity_linked.subject": "Er is een aanmelddienst aan je account gekoppeld",
+            "email.notice.identity_linked.body":
+                "Met je account bij {provider} kan nu worden aangemeld bij je account. Was jij dit niet? Ontkoppel het dan en wijzig nu je wachtwoord.",
+            "email.notice.identity_unlinked.subject": "Er is een aanmelddienst van je account ontkoppeld",
+            "email.notice.identity_unlinked.body":
+                "Met je account bij {provider} kan niet meer worden aangemeld bij je account. Was jij dit niet? Wijzig dan nu je wachtwoord."
         ])
 }

@@ -564,6 +564,25 @@ extension MessageCatalog {
             "account.passkeys.renamed": "O nome da chave de acesso foi alterado.",
             "account.passkeys.removed": "A chave de acesso foi removida e já não pode ser usada para iniciar sessão na sua conta.",
             "account.passkeys.name_invalid": "Introduza um nome com 1 a 100 caracteres.",
-            "account.passkeys.not_found": "Essa chave de acesso já não existe."
+            "account.passkeys.not_found": "Essa chave de acesso já não existe.",
+            "account.nav.linked": "Contas associadas",
+            "account.linked.intro": "Contas que tem noutros fornecedores e que podem iniciar sessão nesta conta.",
+            "account.linked.fresh": "Para associar ou desassociar uma conta, confirme primeiro que é você.",
+            "account.linked.none": "Não há nenhuma outra conta associada.",
+            "account.linked.provider": "Fornecedor",
+            "account.linked.since": "Associada em",
+            "account.linked.unlink": "Desassociar",
+            "account.linked.unlink_named": "Desassociar: {provider}",
+            "account.linked.add_heading": "Associar outra conta",
+            "account.linked.link_named": "Associar: {provider}",
+            "account.linked.linked_notice": "A conta de {provider} foi associada. Já pode iniciar sessão com ela.",
+            "account.linked.unlinked_notice": "A conta de {provider} foi desassociada e já não pode ser usada para iniciar sessão na sua conta.",
+            "account.linked.failed": "A conta não foi associada. Tente novamente.",
+            "email.notice.identity_linked.subject": "Foi associado um fornecedor de início de sessão à sua conta",
+            "email.notice.identity_linked.body":
+                "A sua conta de {provider} já pode iniciar sessão na sua conta. Se não foi o utilizador, desassocie-a e altere já a sua palavra-passe.",
+            "email.notice.identity_unlinked.subject": "Foi desassociado um fornecedor de início de sessão da sua conta",
+            "email.notice.identity_unlinked.body":
+                "A sua conta de {provider} já não pode iniciar sessão na sua conta. Se não foi o utilizador, altere já a sua palavra-passe."
         ])
 }

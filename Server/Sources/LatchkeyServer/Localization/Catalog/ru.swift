@@ -551,6 +551,25 @@ extension MessageCatalog {
             "account.passkeys.renamed": "Ключ доступа переименован.",
             "account.passkeys.removed": "Ключ доступа удалён. С ним больше нельзя войти в вашу учётную запись.",
             "account.passkeys.name_invalid": "Введите название длиной от 1 до 100 символов.",
-            "account.passkeys.not_found": "Этого ключа доступа больше нет."
+            "account.passkeys.not_found": "Этого ключа доступа больше нет.",
+            "account.nav.linked": "Привязанные учётные записи",
+            "account.linked.intro": "Ваши учётные записи в других сервисах, с помощью которых можно войти в эту учётную запись.",
+            "account.linked.fresh": "Чтобы привязать или отвязать учётную запись, сначала подтвердите, что это вы.",
+            "account.linked.none": "Других привязанных учётных записей нет.",
+            "account.linked.provider": "Сервис",
+            "account.linked.since": "Дата привязки",
+            "account.linked.unlink": "Отвязать",
+            "account.linked.unlink_named": "Отвязать: {provider}",
+            "account.linked.add_heading": "Привязать другую учётную запись",
+            "account.linked.link_named": "Привязать: {provider}",
+            "account.linked.linked_notice": "Учётная запись {provider} привязана. Теперь с её помощью можно входить.",
+            "account.linked.unlinked_notice": "Учётная запись {provider} отвязана. С ней больше нельзя войти в вашу учётную запись.",
+            "account.linked.failed": "Учётная запись не привязана. Попробуйте ещё раз.",
+            "email.notice.identity_linked.subject": "К вашему аккаунту привязан сервис для входа",
+            "email.notice.identity_linked.body":
+                "Теперь в ваш аккаунт можно входить с помощью аккаунта {provider}. Если это были не вы, отвяжите его и немедленно смените пароль.",
+            "email.notice.identity_unlinked.subject": "От вашего аккаунта отвязан сервис для входа",
+            "email.notice.identity_unlinked.body":
+                "С помощью аккаунта {provider} больше нельзя войти в ваш аккаунт. Если это были не вы, немедленно смените пароль."
         ])
 }

@@ -550,6 +550,25 @@ extension MessageCatalog {
             "account.passkeys.renamed": "Prístupový kľúč bol premenovaný.",
             "account.passkeys.removed": "Prístupový kľúč bol odstránený. Už sa ním nedá prihlásiť do vášho účtu.",
             "account.passkeys.name_invalid": "Zadajte názov s dĺžkou 1 až 100 znakov.",
-            "account.passkeys.not_found": "Tento prístupový kľúč už neexistuje."
+            "account.passkeys.not_found": "Tento prístupový kľúč už neexistuje.",
+            "account.nav.linked": "Prepojené účty",
+            "account.linked.intro": "Vaše účty v iných službách, ktorými sa môžete prihlásiť do tohto účtu.",
+            "account.linked.fresh": "Ak chcete prepojiť účet alebo zrušiť jeho prepojenie, najprv potvrďte, že ste to vy.",
+            "account.linked.none": "Nie je prepojený žiadny iný účet.",
+            "account.linked.provider": "Služba",
+            "account.linked.since": "Prepojené",
+            "account.linked.unlink": "Zrušiť prepojenie",
+            "account.linked.unlink_named": "Zrušiť prepojenie: {provider}",
+            "account.linked.add_heading": "Prepojenie ďalšieho účtu",
+            "account.linked.link_named": "Prepojiť: {provider}",
+            "account.linked.linked_notice": "Účet {provider} bol prepojený. Teraz sa ním môžete prihlásiť.",
+            "account.linked.unlinked_notice": "Prepojenie s účtom {provider} bolo zrušené. Už sa ním nedá prihlásiť do vášho účtu.",
+            "account.linked.failed": "Účet sa neprepojil. Skúste to znova.",
+            "email.notice.identity_linked.subject": "S vaším účtom bola prepojená prihlasovacia služba",
+            "email.notice.identity_linked.body":
+                "Váš účet {provider} sa teraz môže prihlásiť do vášho účtu. Ak ste to neboli vy, zrušte jeho prepojenie a ihneď si zmeňte heslo.",
+            "email.notice.identity_unlinked.subject": "Prepojenie prihlasovacej služby s vaším účtom bolo zrušené",
+            "email.notice.identity_unlinked.body":
+                "Váš účet {provider} sa už nemôže prihlásiť do vášho účtu. Ak ste to neboli vy, ihneď si zmeňte heslo."
         ])
 }

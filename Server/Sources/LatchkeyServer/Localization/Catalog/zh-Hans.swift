@@ -517,6 +517,23 @@ extension MessageCatalog {
             "account.passkeys.renamed": "已重命名该通行密钥。",
             "account.passkeys.removed": "已删除该通行密钥，它已无法再用于登录你的账号。",
             "account.passkeys.name_invalid": "请输入 1 到 100 个字符的名称。",
-            "account.passkeys.not_found": "该通行密钥已不存在。"
+            "account.passkeys.not_found": "该通行密钥已不存在。",
+            "account.nav.linked": "关联账号",
+            "account.linked.intro": "你在其他提供方的账号，可用于登录此账号。",
+            "account.linked.fresh": "要关联或解除关联账号，请先确认是你本人。",
+            "account.linked.none": "尚未关联其他账号。",
+            "account.linked.provider": "提供方",
+            "account.linked.since": "关联时间",
+            "account.linked.unlink": "解除关联",
+            "account.linked.unlink_named": "解除关联 {provider}",
+            "account.linked.add_heading": "关联其他账号",
+            "account.linked.link_named": "关联 {provider}",
+            "account.linked.linked_notice": "已关联 {provider}。现在可以用它登录了。",
+            "account.linked.unlinked_notice": "已解除关联 {provider}，它已无法再用于登录你的账号。",
+            "account.linked.failed": "未能关联账号。请重试。",
+            "email.notice.identity_linked.subject": "你的账户关联了一个登录提供方",
+            "email.notice.identity_linked.body": "你的 {provider} 账户现在可以登录你的账户。如果这不是你本人的操作，请解除关联并立即修改密码。",
+            "email.notice.identity_unlinked.subject": "你的账户已解除与一个登录提供方的关联",
+            "email.notice.identity_unlinked.body": "你的 {provider} 账户已无法再登录你的账户。如果这不是你本人的操作，请立即修改密码。"
         ])
 }

@@ -517,6 +517,23 @@ extension MessageCatalog {
             "account.passkeys.renamed": "已重新命名該密碼金鑰。",
             "account.passkeys.removed": "已刪除該密碼金鑰，它已無法再用於登入你的帳號。",
             "account.passkeys.name_invalid": "請輸入 1 到 100 個字元的名稱。",
-            "account.passkeys.not_found": "該密碼金鑰已不存在。"
+            "account.passkeys.not_found": "該密碼金鑰已不存在。",
+            "account.nav.linked": "連結的帳號",
+            "account.linked.intro": "你在其他提供者的帳號，可用來登入此帳號。",
+            "account.linked.fresh": "若要連結或解除連結帳號，請先確認是你本人。",
+            "account.linked.none": "尚未連結其他帳號。",
+            "account.linked.provider": "提供者",
+            "account.linked.since": "連結時間",
+            "account.linked.unlink": "解除連結",
+            "account.linked.unlink_named": "解除連結 {provider}",
+            "account.linked.add_heading": "連結其他帳號",
+            "account.linked.link_named": "連結 {provider}",
+            "account.linked.linked_notice": "已連結 {provider}。現在可以用它登入了。",
+            "account.linked.unlinked_notice": "已解除連結 {provider}，它已無法再用於登入你的帳號。",
+            "account.linked.failed": "未能連結帳號。請再試一次。",
+            "email.notice.identity_linked.subject": "你的帳戶連結了一個登入提供者",
+            "email.notice.identity_linked.body": "你的 {provider} 帳戶現在可以登入你的帳戶。如果這不是你本人的操作，請解除連結並立即變更密碼。",
+            "email.notice.identity_unlinked.subject": "你的帳戶已解除與一個登入提供者的連結",
+            "email.notice.identity_unlinked.body": "你的 {provider} 帳戶已無法再登入你的帳戶。如果這不是你本人的操作，請立即變更密碼。"
         ])
 }

@@ -160,6 +160,12 @@ struct AuthorizeController: Sendable {
         _ ticket: String, _ authRequest: AuthorizationRequest, client: ClientConfiguration, origin: AuditOrigin
     ) async throws -> Response {
         let logger = origin.logger
+        // A `browser` application gets a ticket only from the hosted page's own passkey button, whose form redeems it
+        // (`HostedLoginController`); taken here, it would be a sign-in the application started itself, which its
+        // type forbids (`NativeSignInPolicy`).
+        guard client.appType != .browser else {
+            throw OAuthError(.accessDenied, "a browser application signs in through the hosted page, not with a login ticket")
+        }
         let claims = try await ownTokens.redeemLoginTicket(ticket, clientId: authRequest.clientId, logger: logger)
         guard let user = try await store.user(id: claims.sub), !user.disabled else {
             throw OAuthError(.accessDenied, "the account can no longer sign in")

@@ -5693,7 +5693,7 @@ enum OpenAPIDocument {
       "delete": {
         "operationId": "unlinkIdentity",
         "summary": "Unlink an identity provider",
-        "description": "Needs a recent sign-in. Refused when the provider is the account's only way to sign in (no password, no passkey, no other link).",
+        "description": "Needs a recent sign-in. Refused when the provider is the account's only way to sign in (no password, no passkey, no other link). The account's verified address is told (\"A sign-in provider was unlinked from your account\").",
         "tags": [
           "Self-service (thunderID)"
         ],
@@ -5780,7 +5780,7 @@ enum OpenAPIDocument {
       "post": {
         "operationId": "completeIdentityLink",
         "summary": "Finish linking an identity provider",
-        "description": "Needs a recent sign-in. The one-time code and `state` that came to the app's redirect URI (single use, for this account and provider); the identity the provider vouched for is linked to the account.",
+        "description": "Needs a recent sign-in. The one-time code and `state` that came to the app's redirect URI (single use, for this account and provider); the identity the provider vouched for is linked to the account. The account's verified address is told (\"A sign-in provider was linked to your account\").",
         "tags": [
           "Self-service (thunderID)"
         ],
@@ -9454,7 +9454,7 @@ enum OpenAPIDocument {
             "$ref": "#/components/parameters/DPoP"
           }
         ],
-        "description": "Needs a recent sign-in.",
+        "description": "Needs a recent sign-in. Refused (409) when the passkey is the account's only way to sign in (no password, no other passkey, no linked provider). The account's verified address is told (\"A passkey was removed from your account\").",
         "tags": [
           "reachFive dialect"
         ],
@@ -9498,6 +9498,21 @@ enum OpenAPIDocument {
           },
           "404": {
             "description": "`PKY-404`: no such passkey on this account.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ReachFiveError"
+                }
+              }
+            }
+          },
+          "409": {
+            "description": "The passkey is the account's only way to sign in (`federation.last_credential`).",
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
