@@ -524,7 +524,7 @@ public final class IdentityServer: Sendable {
                 profile: AccountProfile(store: store, changes: profileChanges),
                 security: AccountSecurity(changes: profileChanges, factors: secondFactorChanges),
                 passkeys: AccountPasskeys(store: store, passkeys: passkeys, accounts: accounts),
-                linked: AccountLinkedAccounts(store: store, changes: identityLinkChanges),
+                linked: AccountLinkedAccounts(store: store, changes: identityLinkChanges, cookies: cookies),
                 sessions: AccountSessions(store: store, ending: SessionEnding(store: store, clock: clock, audit: audit)),
                 applications: AccountApplications(store: store, clock: clock, audit: audit),
                 data: AccountData(export: AccountExport(store: store, clock: clock), deletions: accountDeletions, audit: audit)

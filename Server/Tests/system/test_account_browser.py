@@ -307,8 +307,9 @@ def test_a_passkey_created_on_the_account_page_signs_in(account_server):
         stored = browser.execute_cdp_cmd("WebAuthn.getCredentials", {"authenticatorId": authenticator})["credentials"]
         assert len(stored) == 1 and stored[0]["isResidentCredential"], stored
         shots.take(browser, "passkeys-en")
-        # The same authenticator again: the browser refuses (the account's passkeys are excluded) and the page says why.
-        click(browser, browser.find_element(By.ID, "add-passkey-button"))
+        # The same authenticator again: the browser refuses (the account's passkeys are excluded) and the page says why,
+        # staying where it is.
+        browser.find_element(By.ID, "add-passkey-button").click()
         refusal = poll(lambda: browser.find_element(By.ID, "passkey-error"), lambda found: found.is_displayed(), within=20)
         assert refusal.text == "This passkey is already on your account.", refusal.text
         assert refusal.get_attribute("role") == "alert"

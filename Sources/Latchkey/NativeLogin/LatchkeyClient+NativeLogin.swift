@@ -379,7 +379,9 @@ extension LatchkeyClient {
         return try items.map(Self.deviceCredential)
     }
 
-    /// Removes a passkey from the signed-in account.
+    /// Removes a passkey from the signed-in account. Needs a recent sign-in; the server refuses (`409`, its message in
+    /// the person's language) to remove the passkey that is the account's only way to sign in (no password, no other
+    /// passkey, no linked provider).
     public func deleteWebAuthnRegistration(id: String, authToken: AuthToken) async throws {
         let context = try context()
         _ = try await IdentityAPI.send(

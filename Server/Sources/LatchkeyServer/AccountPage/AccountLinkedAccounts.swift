@@ -8,12 +8,14 @@ import Hummingbird
 ///
 /// A link is the apps' link with the page as the app: `link` starts the provider's sign-in for this account, the
 /// provider comes back to `/federation/{id}/callback`, which hands the verified identity off under a one-time code to
-/// `/account/linked/{id}/callback` in the same browser, and that page, signed in as the account that started it,
-/// completes it. Someone who sends another person the provider's page cannot attach that person's identity to their
-/// own account: the code comes back to the other person's browser, whose session is not the starter's.
+/// `/account/linked/{id}/callback`, and that page, signed in as the account that started it, completes it. Someone
+/// who sends another person the provider's page cannot attach that person's identity to their own account: the
+/// provider's answer is taken only in the browser that started the link (its `lk_fed` cookie, as for the hosted
+/// page's "Continue with …"), and its code only in the session of the account that started it, for this page.
 struct AccountLinkedAccounts: Sendable {
     let store: any ClientStore
     let changes: IdentityLinkChanges
+    let cookies: CookiePolicy
 
     func addRoutes(to group: RouterGroup<LatchkeyRequestContext>, account: AccountController) {
         group.get("linked") { request, context in
@@ -24,7 +26,7 @@ struct AccountLinkedAccounts: Sendable {
         }
         group.post("linked/link") { request, context in
             try await account.serve(request, context, form: true, needsFreshSignIn: true, section: .linked) { holder, params, origin in
-                try await self.link(holder, providerId: try params.single("provider") ?? "", request.locale(), origin: origin)
+                try await self.link(holder, providerId: try params.single("provider") ?? "", request, origin: origin)
             }
         }
         group.get("linked/:provider/callback") { request, context in
@@ -52,18 +54,27 @@ struct AccountLinkedAccounts: Sendable {
     /// The page's own application: the providers it offers are the ones a person may link here.
     private func client() async throws -> ClientConfiguration? { try await store.client(id: AccountClient.id)?.configuration }
 
-    /// Starts the provider's sign-in for this account and sends the browser there.
-    private func link(_ holder: AccountHolder, providerId: String, _ l: SupportedLocale, origin: AuditOrigin) async throws -> Response {
-        guard let client = try await client(),
-            let provider = try? changes.federation.provider(providerId, for: client)
-        else {
+    /// The provider `id`, when the page offers it.
+    private func provider(_ id: String) async throws -> IdentityProviderConfiguration? {
+        guard let client = try await client() else { return nil }
+        return try? changes.federation.provider(id, for: client)
+    }
+
+    /// Starts the provider's sign-in for this account, bound to this browser, and sends the browser there.
+    private func link(_ holder: AccountHolder, providerId: String, _ request: Request, origin: AuditOrigin) async throws -> Response {
+        let l = request.locale()
+        guard let provider = try await provider(providerId) else {
             return try await page(holder, l, error: AccountPages.t("account.gone", l), status: .badRequest)
         }
+        // The hosted page's binding cookie, reused when this browser has one (a sign-in with a provider in progress).
+        let binding = request.cookieValue(cookies.federationName).flatMap { $0.count >= 32 ? $0 : nil } ?? Secrets.token()
         do {
             let (url, _) = try await changes.federation.begin(
                 provider, purpose: .link, target: holder.user.id, clientId: AccountClient.id,
-                redirectUri: changes.federation.issuerInForce() + Self.callbackPath(provider.id))
-            return Responses.redirect(to: url.absoluteString, afterPost: true)
+                redirectUri: changes.federation.issuerInForce() + Self.callbackPath(provider.id), browserBinding: binding)
+            return Responses.redirect(
+                to: url.absoluteString, afterPost: true,
+                headers: [.setCookie: cookies.federation(binding, maxAge: changes.federation.lifetimes.loginRequest)])
         } catch let failure as FederationFailure {
             origin.logger.notice("account page: the link did not start", metadata: ["reason": .string(failure.description)])
             return try await page(holder, l, error: text(failure.messageKey, providerId, l), status: .serviceUnavailable)
@@ -79,6 +90,10 @@ struct AccountLinkedAccounts: Sendable {
     private func callback(
         _ holder: AccountHolder, providerId: String, _ params: Parameters, _ l: SupportedLocale, origin: AuditOrigin
     ) async throws -> Response {
+        // Only a provider the page offers: its configured name is the only word of the address a page may show.
+        guard try await provider(providerId) != nil else {
+            return try await page(holder, l, error: AccountPages.t("account.gone", l), status: .notFound)
+        }
         if try params.single("error") != nil {
             let key = try params.single("error_message_key") ?? ""
             return try await page(holder, l, error: text(key, providerId, l), status: .badRequest)
@@ -89,7 +104,8 @@ struct AccountLinkedAccounts: Sendable {
         // The start needed a recent sign-in, and the code is single-use, short-lived and bound to this account: a
         // provider that took a while does not send the person round again.
         do {
-            _ = try await changes.complete(providerId: providerId, code: code, state: state, user: holder.user, locale: l, origin: origin)
+            _ = try await changes.complete(
+                providerId: providerId, code: code, state: state, user: holder.user, clientId: AccountClient.id, locale: l, origin: origin)
         } catch let failure as FederationFailure {
             let status: HTTPResponse.Status =
                 switch failure {

@@ -372,11 +372,14 @@ struct Federation: Sendable {
         return code
     }
 
-    /// Takes (once) the result `code` names, if it was handed off for `purpose` and `target` with this `state`.
-    func collect(code: String, state: String, purpose: Pending.Purpose, target: String) async throws -> UpstreamIdentity {
+    /// Takes (once) the result `code` names, if it was handed off for `purpose` and `target` with this `state` (and,
+    /// given `clientId`, to that application: a link an app started is completed by that app).
+    func collect(code: String, state: String, purpose: Pending.Purpose, target: String, clientId: String? = nil) async throws
+        -> UpstreamIdentity
+    {
         guard !code.isEmpty, let record = try await store.takeFederatedLogin(handleHash: Secrets.digest(code), now: clock.now),
             record.purpose == Self.resultPurpose, let result = try? JSONDecoder().decode(Result.self, from: record.payload),
-            result.purpose == purpose, Secrets.constantTimeEquals(result.target, target),
+            result.purpose == purpose, Secrets.constantTimeEquals(result.target, target), clientId.map({ $0 == result.clientId }) ?? true,
             Secrets.constantTimeEquals(result.stateHash, Secrets.digest(state))
         else {
             throw FederationFailure.unknownResult

@@ -74,7 +74,9 @@ enum PasskeyFailure: Error, Equatable, CustomStringConvertible {
         case .notFound:
             return error(.notFound, "not_found", "passkey.not_found", "This passkey no longer exists.")
         case .lastCredential:
-            return error(.conflict, "conflict", "federation.last_credential", "This is the only way to sign in to the account")
+            return error(
+                .conflict, "conflict", "passkey.last_credential",
+                "This passkey is the only way to sign in to your account. Add a password or another passkey before you remove it.")
         case .accountDisabled:
             return error(.forbidden, "access_denied", "login.disabled", "This account is disabled. Contact your administrator.")
         case .identifierRequired:

@@ -43,13 +43,13 @@ struct IdentityLinkChanges: Sendable {
         federation.providers.first { $0.id == providerId }?.name ?? (providerId == "apple" ? "Apple" : Federation.printable(providerId))
     }
 
-    /// Links the identity the provider vouched for, handed off under `code` for a link of `user` started with `state`;
-    /// the provider's name. A refusal is audited and thrown as the `FederationFailure` it is.
-    func complete(providerId: String, code: String, state: String, user: UserRecord, locale: SupportedLocale, origin: AuditOrigin) async throws
-        -> String
-    {
+    /// Links the identity the provider vouched for, handed off under `code` for a link of `user` that `clientId`
+    /// started with `state`; the provider's name. A refusal is audited and thrown as the `FederationFailure` it is.
+    func complete(
+        providerId: String, code: String, state: String, user: UserRecord, clientId: String, locale: SupportedLocale, origin: AuditOrigin
+    ) async throws -> String {
         do {
-            let identity = try await federation.collect(code: code, state: state, purpose: .link, target: user.id)
+            let identity = try await federation.collect(code: code, state: state, purpose: .link, target: user.id, clientId: clientId)
             guard identity.provider == providerId else { throw FederationFailure.unknownResult }
             try await federatedAccounts.link(identity, to: user.id)
         } catch let failure as FederationFailure {

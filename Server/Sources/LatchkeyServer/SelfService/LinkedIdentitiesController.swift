@@ -110,7 +110,8 @@ struct LinkedIdentitiesController: Sendable {
         let body = try await SelfServiceController.decode(CompleteBody.self, request)
         do {
             let name = try await changes.complete(
-                providerId: providerId, code: body.code, state: body.state, user: user, locale: locale, origin: origin)
+                providerId: providerId, code: body.code, state: body.state, user: user, clientId: caller.claims.clientId, locale: locale,
+                origin: origin)
             return try Responses.json(LinkedBody(provider: providerId, name: name), noStore: true)
         } catch let failure as FederationFailure {
             throw self.failure(failure, providerId)

@@ -67,8 +67,8 @@ struct AccountPageLinkedTests {
         #expect(try await Self.notices(server, DevelopmentDefaults.demoUsername).contains("A sign-in provider was linked to your account"))
         // The provider now signs in to this very account.
         let federated = try await fixture.tokens()
-        #expect(federated.id["sub"] != nil)
-        #expect(try await server.server.store.federatedIdentity(provider: "corp", subject: "corp-7")?.userId == demo.id)
+        let mine = try await server.verifiedClaims(try #require(try await server.tokens().idToken))
+        #expect(federated.id["sub"] != nil && federated.id["sub"] == mine["sub"])
 
         // The code was spent: opening the callback again links nothing and says so.
         let replay = try await browser.get(callback)
@@ -84,8 +84,10 @@ struct AccountPageLinkedTests {
         #expect(again.status == 404)
     }
 
-    /// Someone starts a link on their own account and sends the provider's page to another person: the code comes back
-    /// to that person's browser, where the page is signed in as them, and links nothing to either account.
+    /// Someone starts a link on their own account and sends the provider's page to another person: the provider's
+    /// answer in that person's browser (signed in to the page as them, without the starter's binding cookie) is refused
+    /// before any code is handed off, and links nothing to either account; a code handed off for the starter's browser
+    /// is taken only in the starter's session.
     @Test func aLinkCompletesOnlyInTheSessionOfTheAccountThatStartedIt() async throws {
         let fixture = try await Self.start(user: .init(sub: "corp-victim", email: "victim@upstream.example"))
         defer { Task { await fixture.stop() } }
@@ -94,16 +96,28 @@ struct AccountPageLinkedTests {
             server, username: DevelopmentDefaults.demoUsername, password: DevelopmentDefaults.demoPassword, path: "/account/linked")
         let (victim, _) = try await AccountPageRig.signIn(server, username: Self.other, path: "/account/linked")
         let callback = try await Self.startLink(fixture, starter, providerBrowser: victim)
+        #expect(URLComponents(string: callback)?.queryItems?.contains { $0.name == "code" } == false, "no code for another browser")
         let refused = try await victim.get(callback)
         #expect(refused.status == 400 && refused.text.contains("This sign-in has expired or was already used."), "\(refused.status)")
         #expect(try await server.server.store.federatedIdentity(provider: "corp", subject: "corp-victim") == nil)
-        let victimAccount = try #require(try await server.server.user(username: Self.other))
-        let failed = try await server.server.store.auditEvents(AuditQuery(subject: victimAccount.id, types: [.federatedIdentityLinked], limit: 5))
-        #expect(failed.map(\.outcome) == [.failure])
-        // A query that did not come from the provider shows the page's own words, never the query's.
+        let demo = try #require(try await server.server.user(username: DevelopmentDefaults.demoUsername))
+        let failed = try await server.server.store.auditEvents(AuditQuery(subject: demo.id, types: [.federatedIdentityLinked], limit: 5))
+        #expect(failed.map(\.outcome) == [.failure] && failed.first?.details["reason"] != nil, "the starter's link failed")
+
+        // The starter's own browser gets a code; opened in the other person's session it links nothing, and it is spent.
+        let handedOff = try await Self.startLink(fixture, starter)
+        let elsewhere = try await victim.get(handedOff)
+        #expect(elsewhere.status == 400 && elsewhere.text.contains("This sign-in has expired or was already used."))
+        #expect(try await starter.get(handedOff).status == 400, "single use")
+        #expect(try await server.server.store.federatedIdentity(provider: "corp", subject: "corp-victim") == nil)
+        // A query that did not come from the provider shows the page's own words, never the query's, and only a
+        // provider the page offers is named.
         let forged = try await victim.get(
             server.base + AccountLinkedAccounts.callbackPath("corp") + "?error=access_denied&error_message_key=page.csrf.body&error_user_msg=Call+us")
         #expect(forged.status == 400 && forged.text.contains("The account wasn&#39;t linked. Try again.") && !forged.text.contains("Call us"))
+        let named = try await victim.get(
+            server.base + AccountLinkedAccounts.callbackPath("Call-0800-555") + "?error=x&error_message_key=federation.unavailable")
+        #expect(named.status == 404 && !named.text.contains("Call-0800-555"), "\(named.status)")
     }
 
     @Test func linkingAndUnlinkingNeedARecentSignInAndTheLastWayInStays() async throws {
@@ -134,6 +148,6 @@ struct AccountPageLinkedTests {
         let unknown = try await AccountPageRig.signIn(
             server, username: Self.other, path: "/account/linked", browser: TestBrowser())
         let refused = try await AccountPageRig.post(server, unknown.0, "/account/linked/link", ["provider": "nowhere"])
-        #expect(refused.status == 400, "a provider the page does not offer")
+        #expect(refused.status == 400 && refused.text.contains("That item no longer exists."), "a provider the page does not offer")
     }
 }

@@ -114,7 +114,9 @@ struct RequestLimitsTests {
 
     @Test("an answer given before the body arrived does not switch the deadline off for the requests after it")
     func earlyAnswerKeepsTheDeadline() async throws {
-        let server = try await TestServer.start { $0.httpRequestTimeoutSeconds = 2 }
+        // 10 s: the three sends below must land within one deadline on a machine busy with other work (at 2 s, a loaded
+        // run saw the first request's deadline close the connection before the second was sent).
+        let server = try await TestServer.start { $0.httpRequestTimeoutSeconds = 10 }
         defer { Task { await server.stop() } }
         let connection = try await RawConnection.open(port: server.port)
         // Answered 404 before its one-byte body is sent; the byte follows; then a body trickles into the token endpoint.
@@ -124,7 +126,7 @@ struct RequestLimitsTests {
         try await connection.send(
             "POST /oauth2/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 200\r\n\r\n")
         let trickle = Task {
-            for _ in 0..<100 where connection.isActive {  // 30 s of bytes, each well within any idle timeout
+            for _ in 0..<200 where connection.isActive {  // 60 s of bytes, each well within any idle timeout
                 try await Task.sleep(for: .milliseconds(300))
                 try? await connection.send("a")
             }

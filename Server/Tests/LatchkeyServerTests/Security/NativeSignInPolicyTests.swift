@@ -99,7 +99,7 @@ struct NativeSignInPolicyTests {
                 "tkn": try await ticket("web-app", mfaPending: true), "client_id": "web-app", "redirect_uri": "https://web.example/cb",
                 "code_challenge": TestPKCE().challenge, "code_challenge_method": "S256"
             ])
-        #expect(stepUp.status == 403, "\(stepUp.text)")
+        #expect(stepUp.status == 403 && stepUp.text.contains("flows.errors.direct_initiation"), "\(stepUp.text)")
         // The same ticket for an application that may sign in natively is a sign-in.
         var demoOptions = AuthorizeOptions()
         demoOptions.extra["tkn"] = try await ticket(DevelopmentDefaults.demoClientId)

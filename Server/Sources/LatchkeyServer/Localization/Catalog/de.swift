@@ -589,6 +589,8 @@ extension MessageCatalog {
                 "Ihr Konto bei {provider} kann jetzt für die Anmeldung bei Ihrem Konto verwendet werden. Wenn Sie das nicht waren, entfernen Sie die Verknüpfung und ändern Sie sofort Ihr Passwort.",
             "email.notice.identity_unlinked.subject": "Bei Ihrem Konto wurde die Verknüpfung mit einem Anmeldeanbieter entfernt",
             "email.notice.identity_unlinked.body":
-                "Ihr Konto bei {provider} kann nicht mehr für die Anmeldung bei Ihrem Konto verwendet werden. Wenn Sie das nicht waren, ändern Sie sofort Ihr Passwort."
+                "Ihr Konto bei {provider} kann nicht mehr für die Anmeldung bei Ihrem Konto verwendet werden. Wenn Sie das nicht waren, ändern Sie sofort Ihr Passwort.",
+            "passkey.last_credential":
+                "Dieser Passkey ist die einzige Möglichkeit, sich bei Ihrem Konto anzumelden. Fügen Sie ein Passwort oder einen weiteren Passkey hinzu, bevor Sie ihn entfernen."
         ])
 }

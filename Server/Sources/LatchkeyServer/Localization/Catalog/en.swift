@@ -574,6 +574,8 @@ extension MessageCatalog {
                 "Your {provider} account can now sign in to your account. If this was not you, unlink it and change your password now.",
             "email.notice.identity_unlinked.subject": "A sign-in provider was unlinked from your account",
             "email.notice.identity_unlinked.body":
-                "Your {provider} account can no longer sign in to your account. If this was not you, change your password now."
+                "Your {provider} account can no longer sign in to your account. If this was not you, change your password now.",
+            "passkey.last_credential":
+                "This passkey is the only way to sign in to your account. Add a password or another passkey before you remove it."
         ])
 }

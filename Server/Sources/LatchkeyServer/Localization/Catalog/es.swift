@@ -581,6 +581,8 @@ extension MessageCatalog {
                 "Tu cuenta de {provider} ya puede iniciar sesión en tu cuenta. Si no has sido tú, desvincúlala y cambia tu contraseña ahora.",
             "email.notice.identity_unlinked.subject": "Se ha desvinculado un proveedor de inicio de sesión de tu cuenta",
             "email.notice.identity_unlinked.body":
-                "Tu cuenta de {provider} ya no puede iniciar sesión en tu cuenta. Si no has sido tú, cambia tu contraseña ahora."
+                "Tu cuenta de {provider} ya no puede iniciar sesión en tu cuenta. Si no has sido tú, cambia tu contraseña ahora.",
+            "passkey.last_credential":
+                "Esta llave de acceso es la única forma de iniciar sesión en tu cuenta. Añade una contraseña u otra llave de acceso antes de eliminarla."
         ])
 }

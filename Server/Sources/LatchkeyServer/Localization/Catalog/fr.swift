@@ -581,6 +581,8 @@ extension MessageCatalog {
                 "Votre compte {provider} peut désormais se connecter à votre compte. Si ce n'était pas vous, dissociez-le et changez votre mot de passe maintenant.",
             "email.notice.identity_unlinked.subject": "Un fournisseur de connexion a été dissocié de votre compte",
             "email.notice.identity_unlinked.body":
-                "Votre compte {provider} ne peut plus se connecter à votre compte. Si ce n'était pas vous, changez votre mot de passe maintenant."
+                "Votre compte {provider} ne peut plus se connecter à votre compte. Si ce n'était pas vous, changez votre mot de passe maintenant.",
+            "passkey.last_credential":
+                "Cette clé d'accès est le seul moyen de vous connecter à votre compte. Ajoutez un mot de passe ou une autre clé d'accès avant de la supprimer."
         ])
 }

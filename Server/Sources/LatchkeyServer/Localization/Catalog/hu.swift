@@ -576,6 +576,8 @@ extension MessageCatalog {
                 "A(z) {provider} szolgáltatásnál használt fiókkal mostantól be lehet jelentkezni az Ön fiókjába. Ha nem Ön volt, szüntesse meg az összekapcsolást, és azonnal változtassa meg jelszavát.",
             "email.notice.identity_unlinked.subject": "Megszüntették egy bejelentkezési szolgáltató összekapcsolását a fiókjával",
             "email.notice.identity_unlinked.body":
-                "A(z) {provider} szolgáltatásnál használt fiókkal többé nem lehet bejelentkezni az Ön fiókjába. Ha nem Ön volt, azonnal változtassa meg jelszavát."
+                "A(z) {provider} szolgáltatásnál használt fiókkal többé nem lehet bejelentkezni az Ön fiókjába. Ha nem Ön volt, azonnal változtassa meg jelszavát.",
+            "passkey.last_credential":
+                "Ez az azonosítókulcs az egyetlen módja annak, hogy bejelentkezzen a fiókjába. Mielőtt eltávolítja, adjon hozzá egy jelszót vagy egy másik azonosítókulcsot."
         ])
 }

@@ -574,6 +574,8 @@ extension MessageCatalog {
                 "Il tuo account {provider} ora può accedere al tuo account. Se non sei stato tu, scollegalo e cambia subito la password.",
             "email.notice.identity_unlinked.subject": "È stato scollegato un provider di accesso dal tuo account",
             "email.notice.identity_unlinked.body":
-                "Il tuo account {provider} non può più accedere al tuo account. Se non sei stato tu, cambia subito la password."
+                "Il tuo account {provider} non può più accedere al tuo account. Se non sei stato tu, cambia subito la password.",
+            "passkey.last_credential":
+                "Questa passkey è l'unico modo per accedere al tuo account. Aggiungi una password o un'altra passkey prima di rimuoverla."
         ])
 }

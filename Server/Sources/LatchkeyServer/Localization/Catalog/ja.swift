@@ -535,6 +535,7 @@ extension MessageCatalog {
             "email.notice.identity_linked.subject": "アカウントにサインイン用のプロバイダーが連携されました",
             "email.notice.identity_linked.body": "{provider}アカウントでアカウントにサインインできるようになりました。お心当たりがない場合は、連携を解除し、今すぐパスワードを変更してください。",
             "email.notice.identity_unlinked.subject": "アカウントからサインイン用のプロバイダーの連携が解除されました",
-            "email.notice.identity_unlinked.body": "{provider}アカウントでアカウントにサインインできなくなりました。お心当たりがない場合は、今すぐパスワードを変更してください。"
+            "email.notice.identity_unlinked.body": "{provider}アカウントでアカウントにサインインできなくなりました。お心当たりがない場合は、今すぐパスワードを変更してください。",
+            "passkey.last_credential": "このパスキーは、アカウントにサインインする唯一の方法です。削除する前に、パスワードまたは別のパスキーを追加してください。"
         ])
 }

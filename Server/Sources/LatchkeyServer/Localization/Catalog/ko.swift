@@ -535,6 +535,7 @@ extension MessageCatalog {
             "email.notice.identity_linked.subject": "계정에 로그인 서비스가 연결되었습니다",
             "email.notice.identity_linked.body": "이제 {provider} 계정으로 계정에 로그인할 수 있습니다. 본인이 연결하지 않았다면 연결을 해제하고 지금 바로 비밀번호를 변경해 주세요.",
             "email.notice.identity_unlinked.subject": "계정에서 로그인 서비스의 연결이 해제되었습니다",
-            "email.notice.identity_unlinked.body": "{provider} 계정으로 더 이상 계정에 로그인할 수 없습니다. 본인이 연결을 해제하지 않았다면 지금 바로 비밀번호를 변경해 주세요."
+            "email.notice.identity_unlinked.body": "{provider} 계정으로 더 이상 계정에 로그인할 수 없습니다. 본인이 연결을 해제하지 않았다면 지금 바로 비밀번호를 변경해 주세요.",
+            "passkey.last_credential": "이 패스키는 계정에 로그인할 수 있는 유일한 방법입니다. 삭제하기 전에 비밀번호 또는 다른 패스키를 추가해 주세요."
         ])
 }

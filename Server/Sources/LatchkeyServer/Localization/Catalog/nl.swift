@@ -573,6 +573,8 @@ extension MessageCatalog {
                 "Met je account bij {provider} kan nu worden aangemeld bij je account. Was jij dit niet? Ontkoppel het dan en wijzig nu je wachtwoord.",
             "email.notice.identity_unlinked.subject": "Er is een aanmelddienst van je account ontkoppeld",
             "email.notice.identity_unlinked.body":
-                "Met je account bij {provider} kan niet meer worden aangemeld bij je account. Was jij dit niet? Wijzig dan nu je wachtwoord."
+                "Met je account bij {provider} kan niet meer worden aangemeld bij je account. Was jij dit niet? Wijzig dan nu je wachtwoord.",
+            "passkey.last_credential":
+                "Deze toegangssleutel is de enige manier om je aan te melden bij je account. Voeg een wachtwoord of een andere toegangssleutel toe voordat je deze verwijdert."
         ])
 }

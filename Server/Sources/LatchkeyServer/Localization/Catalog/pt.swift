@@ -583,6 +583,8 @@ extension MessageCatalog {
                 "A sua conta de {provider} já pode iniciar sessão na sua conta. Se não foi o utilizador, desassocie-a e altere já a sua palavra-passe.",
             "email.notice.identity_unlinked.subject": "Foi desassociado um fornecedor de início de sessão da sua conta",
             "email.notice.identity_unlinked.body":
-                "A sua conta de {provider} já não pode iniciar sessão na sua conta. Se não foi o utilizador, altere já a sua palavra-passe."
+                "A sua conta de {provider} já não pode iniciar sessão na sua conta. Se não foi o utilizador, altere já a sua palavra-passe.",
+            "passkey.last_credential":
+                "Esta chave de acesso é a única forma de iniciar sessão na sua conta. Adicione uma palavra-passe ou outra chave de acesso antes de a remover."
         ])
 }

@@ -569,6 +569,8 @@ extension MessageCatalog {
                 "Váš účet {provider} sa teraz môže prihlásiť do vášho účtu. Ak ste to neboli vy, zrušte jeho prepojenie a ihneď si zmeňte heslo.",
             "email.notice.identity_unlinked.subject": "Prepojenie prihlasovacej služby s vaším účtom bolo zrušené",
             "email.notice.identity_unlinked.body":
-                "Váš účet {provider} sa už nemôže prihlásiť do vášho účtu. Ak ste to neboli vy, ihneď si zmeňte heslo."
+                "Váš účet {provider} sa už nemôže prihlásiť do vášho účtu. Ak ste to neboli vy, ihneď si zmeňte heslo.",
+            "passkey.last_credential":
+                "Tento prístupový kľúč je jediný spôsob, ako sa prihlásiť do vášho účtu. Pred jeho odstránením pridajte heslo alebo ďalší prístupový kľúč."
         ])
 }

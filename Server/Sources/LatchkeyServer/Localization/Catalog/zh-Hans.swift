@@ -534,6 +534,7 @@ extension MessageCatalog {
             "email.notice.identity_linked.subject": "你的账户关联了一个登录提供方",
             "email.notice.identity_linked.body": "你的 {provider} 账户现在可以登录你的账户。如果这不是你本人的操作，请解除关联并立即修改密码。",
             "email.notice.identity_unlinked.subject": "你的账户已解除与一个登录提供方的关联",
-            "email.notice.identity_unlinked.body": "你的 {provider} 账户已无法再登录你的账户。如果这不是你本人的操作，请立即修改密码。"
+            "email.notice.identity_unlinked.body": "你的 {provider} 账户已无法再登录你的账户。如果这不是你本人的操作，请立即修改密码。",
+            "passkey.last_credential": "此通行密钥是你登录账号的唯一方式。删除前，请先添加密码或其他通行密钥。"
         ])
 }

@@ -534,6 +534,7 @@ extension MessageCatalog {
             "email.notice.identity_linked.subject": "你的帳戶連結了一個登入提供者",
             "email.notice.identity_linked.body": "你的 {provider} 帳戶現在可以登入你的帳戶。如果這不是你本人的操作，請解除連結並立即變更密碼。",
             "email.notice.identity_unlinked.subject": "你的帳戶已解除與一個登入提供者的連結",
-            "email.notice.identity_unlinked.body": "你的 {provider} 帳戶已無法再登入你的帳戶。如果這不是你本人的操作，請立即變更密碼。"
+            "email.notice.identity_unlinked.body": "你的 {provider} 帳戶已無法再登入你的帳戶。如果這不是你本人的操作，請立即變更密碼。",
+            "passkey.last_credential": "此密碼金鑰是你登入帳號的唯一方式。刪除前，請先新增密碼或其他密碼金鑰。"
         ])
 }
