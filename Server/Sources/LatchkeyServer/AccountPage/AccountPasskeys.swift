@@ -117,9 +117,7 @@ struct AccountPasskeys: Sendable {
 
     /// A mail that cannot be sent now is logged, not turned into a failure of what was done.
     private func notify(_ user: UserRecord, _ notice: String, name: String, _ l: SupportedLocale, origin: AuditOrigin) async {
-        do { try await accounts.notifyAccountChange(user, notice, arguments: ["name": name], locale: l) } catch {
-            origin.logger.error("the account notice could not be sent", metadata: ["user": .string(user.id), "notice": .string(notice)])
-        }
+        await accounts.notifyAccountChange(user, notice, arguments: ["name": name], locale: l, logger: origin.logger)
     }
 
     // MARK: - The page
@@ -201,6 +199,7 @@ enum AccountPasskeyScript {
         (() => {
           "use strict";
           \(PasskeyScript.base64URL)
+          \(PasskeyScript.createCredential)
           const form = document.getElementById("add-passkey");
           const button = document.getElementById("add-passkey-button");
           const failure = document.getElementById("passkey-error");
@@ -228,15 +227,7 @@ enum AccountPasskeyScript {
             failure.textContent = failed;
             try {
               const o = await post("/account/passkeys/options", { name: form.elements.name.value });
-              const credential = await navigator.credentials.create({ publicKey: {
-                rp: o.rp, challenge: unb64(o.challenge),
-                user: { id: unb64(o.user.id), name: o.user.name, displayName: o.user.displayName },
-                pubKeyCredParams: o.pubKeyCredParams, timeout: o.timeout,
-                excludeCredentials: o.excludeCredentials.map((c) => ({ type: c.type, id: unb64(c.id) })),
-                authenticatorSelection: o.authenticatorSelection, attestation: o.attestation } });
-              const r = credential.response;
-              const done = await post("/account/passkeys/credential", {
-                raw_id: b64(credential.rawId), client_data_json: b64(r.clientDataJSON), attestation_object: b64(r.attestationObject) });
+              const done = await post("/account/passkeys/credential", await createPasskey(o));
               window.location.assign(done.next);
             } catch (error) {
               if (error && error.name === "InvalidStateError") failure.textContent = failure.dataset.exists;

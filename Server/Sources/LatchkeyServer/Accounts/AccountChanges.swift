@@ -146,6 +146,16 @@ extension Accounts {
                 body: MessageCatalog.text("email.notice.\(kind).body", locale: locale, arguments: arguments, default: "Your account was changed."),
                 code: nil, createdAt: clock.now))
     }
+
+    /// `notifyAccountChange` after a change that is done: a mail that cannot be sent now is logged (the account and the
+    /// kind, never the message), not turned into a failure of what was done.
+    func notifyAccountChange(
+        _ user: UserRecord, _ kind: String, arguments: [String: String] = [:], locale: SupportedLocale, logger: Logger
+    ) async {
+        do { try await notifyAccountChange(user, kind, arguments: arguments, locale: locale) } catch {
+            logger.error("the account notice could not be sent", metadata: ["user": .string(user.id), "notice": .string(kind)])
+        }
+    }
 }
 
 /// Why an email change was not confirmed.

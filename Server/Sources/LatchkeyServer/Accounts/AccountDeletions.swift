@@ -108,9 +108,7 @@ struct AccountDeletions: Sendable {
 
     /// A notice to the account's verified address; a failed delivery is logged, never undoes what was done.
     private func notify(_ user: UserRecord, _ kind: String, arguments: [String: String] = [:], locale: SupportedLocale, logger: Logger) async {
-        do { try await accounts.notifyAccountChange(user, kind, arguments: arguments, locale: locale) } catch {
-            logger.error("the account notice could not be sent", metadata: ["user": .string(user.id), "notice": .string(kind)])
-        }
+        await accounts.notifyAccountChange(user, kind, arguments: arguments, locale: locale, logger: logger)
     }
 
     /// The account's language (its `locale` claim), English without one.

@@ -83,10 +83,6 @@ extension Accounts {
         }
         origin.logger.notice("a recovery code stood in for the second factor", metadata: ["user": .string(user.id), "remaining": .string(remaining)])
         await audit.record(.recoveryCodeUsed, subject: user.id, details: ["remaining": remaining, "via": via], origin: origin)
-        do {
-            try await notifyAccountChange(user, "mfa_recovery_code_used", arguments: ["remaining": remaining], locale: locale)
-        } catch {
-            origin.logger.error("the account notice could not be sent", metadata: ["user": .string(user.id), "notice": "mfa_recovery_code_used"])
-        }
+        await notifyAccountChange(user, "mfa_recovery_code_used", arguments: ["remaining": remaining], locale: locale, logger: origin.logger)
     }
 }

@@ -23,6 +23,22 @@ enum PasskeyScript {
           const unb64 = (s) => Uint8Array.from(atob(s.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((s.length + 3) % 4)), (c) => c.charCodeAt(0));
         """
 
+    /// `createPasskey(o)`: the browser's WebAuthn creation for the server's W3C JSON options `o` (`Passkeys`' creation
+    /// options), answering the form fields the server's credential endpoints take (`raw_id`, `client_data_json`,
+    /// `attestation_object`). After `base64URL`, in the offer's and the account page's scripts.
+    static let createCredential = """
+        const createPasskey = async (o) => {
+            const credential = await navigator.credentials.create({ publicKey: {
+              rp: o.rp, challenge: unb64(o.challenge),
+              user: { id: unb64(o.user.id), name: o.user.name, displayName: o.user.displayName },
+              pubKeyCredParams: o.pubKeyCredParams, timeout: o.timeout,
+              excludeCredentials: o.excludeCredentials.map((c) => ({ type: c.type, id: unb64(c.id) })),
+              authenticatorSelection: o.authenticatorSelection, attestation: o.attestation } });
+            const r = credential.response;
+            return { raw_id: b64(credential.rawId), client_data_json: b64(r.clientDataJSON), attestation_object: b64(r.attestationObject) };
+          };
+        """
+
     static let source = """
         (() => {
           "use strict";

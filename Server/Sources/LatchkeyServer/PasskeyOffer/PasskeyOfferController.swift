@@ -150,11 +150,8 @@ struct PasskeyOfferController: Sendable {
                 how: .upgrade,
                 origin: AuditOrigin(client: waiting.client.clientId, address: context.clientAddress, logger: context.logger))
             // The passkey is in: a mail that cannot be sent now is logged, not turned into a failed offer.
-            do {
-                try await accounts.notifyAccountChange(waiting.user, "passkey_added", arguments: ["name": added.friendlyName], locale: waiting.locale)
-            } catch {
-                context.logger.error("the account notice could not be sent", metadata: ["user": .string(waiting.user.id), "notice": "passkey_added"])
-            }
+            await accounts.notifyAccountChange(
+                waiting.user, "passkey_added", arguments: ["name": added.friendlyName], locale: waiting.locale, logger: context.logger)
             return try Responses.json(["created": true], noStore: true)
         } catch let failure as PasskeyFailure {
             context.logger.notice("passkey offer: registration refused", metadata: ["reason": .string(failure.description)])

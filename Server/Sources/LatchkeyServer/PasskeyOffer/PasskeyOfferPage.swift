@@ -46,6 +46,7 @@ enum PasskeyOfferScript {
         (() => {
           "use strict";
           \(PasskeyScript.base64URL)
+          \(PasskeyScript.createCredential)
           const form = document.getElementById("offer-form");
           const button = document.getElementById("create-passkey");
           const failure = document.getElementById("offer-error");
@@ -59,15 +60,7 @@ enum PasskeyOfferScript {
           };
           const create = async () => {
             const o = await post("/passkey-offer/options", {});
-            const credential = await navigator.credentials.create({ publicKey: {
-              rp: o.rp, challenge: unb64(o.challenge),
-              user: { id: unb64(o.user.id), name: o.user.name, displayName: o.user.displayName },
-              pubKeyCredParams: o.pubKeyCredParams, timeout: o.timeout,
-              excludeCredentials: o.excludeCredentials.map((c) => ({ type: c.type, id: unb64(c.id) })),
-              authenticatorSelection: o.authenticatorSelection, attestation: o.attestation } });
-            const r = credential.response;
-            await post("/passkey-offer/credential", {
-              raw_id: b64(credential.rawId), client_data_json: b64(r.clientDataJSON), attestation_object: b64(r.attestationObject) });
+            await post("/passkey-offer/credential", await createPasskey(o));
           };
           button.addEventListener("click", async () => {
             button.disabled = true;

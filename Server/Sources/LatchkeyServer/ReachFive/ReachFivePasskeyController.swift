@@ -193,10 +193,7 @@ struct ReachFivePasskeyController: Sendable {
                 origin: AuditOrigin(client: caller.claims.clientId, address: address, logger: logger))
         }
         // Added: a mail that cannot be sent now is logged, not turned into a failure of what was done.
-        do { try await accounts.notifyAccountChange(user, "passkey_added", arguments: ["name": added.friendlyName], locale: request.locale()) } catch
-        {
-            logger.error("the account notice could not be sent", metadata: ["user": .string(user.id), "notice": "passkey_added"])
-        }
+        await accounts.notifyAccountChange(user, "passkey_added", arguments: ["name": added.friendlyName], locale: request.locale(), logger: logger)
         return Responses.empty(status: .noContent)
     }
 
@@ -221,11 +218,8 @@ struct ReachFivePasskeyController: Sendable {
                 id: id, of: user, origin: AuditOrigin(client: context.caller.claims.clientId, address: context.clientAddress, logger: logger))
         }
         // Removed: a mail that cannot be sent now is logged, not turned into a failure of what was done.
-        do {
-            try await accounts.notifyAccountChange(user, "passkey_removed", arguments: ["name": removed.friendlyName], locale: request.locale())
-        } catch {
-            logger.error("the account notice could not be sent", metadata: ["user": .string(user.id), "notice": "passkey_removed"])
-        }
+        await accounts.notifyAccountChange(
+            user, "passkey_removed", arguments: ["name": removed.friendlyName], locale: request.locale(), logger: logger)
         return Responses.empty(status: .noContent)
     }
 }

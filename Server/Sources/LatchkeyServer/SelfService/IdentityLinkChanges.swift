@@ -94,8 +94,6 @@ struct IdentityLinkChanges: Sendable {
 
     /// A mail that cannot be sent now is logged, not turned into a failure of what was done.
     private func notify(_ user: UserRecord, _ notice: String, provider: String, locale: SupportedLocale, origin: AuditOrigin) async {
-        do { try await accounts.notifyAccountChange(user, notice, arguments: ["provider": provider], locale: locale) } catch {
-            origin.logger.error("the account notice could not be sent", metadata: ["user": .string(user.id), "notice": .string(notice)])
-        }
+        await accounts.notifyAccountChange(user, notice, arguments: ["provider": provider], locale: locale, logger: origin.logger)
     }
 }

@@ -111,9 +111,7 @@ struct ProfileChanges: Sendable {
             logger.info("password changed through \(channel.password)", metadata: ["user": .string(user.id)])
             await audit.record(.passwordChanged, subject: user.id, details: ["sessions": "others_ended"], origin: origin)
             // Changed: a mail that cannot be sent now is logged, not turned into a failure of what was done.
-            do { try await accounts.notifyAccountChange(user, "password_changed", locale: locale) } catch {
-                logger.error("the account notice could not be sent", metadata: ["user": .string(user.id), "notice": "password_changed"])
-            }
+            await accounts.notifyAccountChange(user, "password_changed", locale: locale, logger: logger)
         case .failure(.invalid(let problems)):
             var error = SelfServiceErrors.credentials("invalid_credentials", "Invalid credentials", problems.map(\.message).joined(separator: "; "))
             error.fieldErrors = problems.map(\.fieldError)  // the password rule, in the user's language

@@ -204,9 +204,7 @@ struct SecondFactorChanges: Sendable {
         await audit.record(
             .mfaEnrolled, subject: user.id, details: replaced ? ["factor": "recovery_codes", "replaced": "true"] : ["factor": "recovery_codes"],
             origin: origin)
-        do { try await accounts.notifyAccountChange(user, "mfa_recovery_codes_added", locale: locale) } catch {
-            origin.logger.error("the account notice could not be sent", metadata: ["user": .string(user.id), "notice": "mfa_recovery_codes_added"])
-        }
+        await accounts.notifyAccountChange(user, "mfa_recovery_codes_added", locale: locale, logger: origin.logger)
         return generated
     }
 
@@ -242,10 +240,7 @@ struct SecondFactorChanges: Sendable {
             added ? "second factor enrolled by its account" : "second factor removed by its account",
             metadata: ["user": .string(user.id), "factor": .string(kind.rawValue)])
         await audit.record(added ? .mfaEnrolled : .mfaRemoved, subject: user.id, details: details, origin: origin)
-        let notice = "mfa_\(kind.rawValue)_\(added ? "added" : "removed")"
-        do { try await accounts.notifyAccountChange(user, notice, locale: locale) } catch {
-            origin.logger.error("the account notice could not be sent", metadata: ["user": .string(user.id), "notice": .string(notice)])
-        }
+        await accounts.notifyAccountChange(user, "mfa_\(kind.rawValue)_\(added ? "added" : "removed")", locale: locale, logger: origin.logger)
     }
 
     /// A factor's name in the API and on the page (`email`, where the store says `email_otp`).

@@ -127,4 +127,28 @@ struct LinkedIdentitiesTests {
             fixture, "POST", "/corp", token: try await fixture.server.tokens().accessToken, body: ["redirect_uri": "https://evil.example/cb"])
         #expect(unregistered.status == 400)
     }
+
+    /// A link is completed by the application that started it: another application's token for the same account, with
+    /// the right code and state, links nothing.
+    @Test func theLinkIsCompletedOnlyByTheApplicationThatStartedIt() async throws {
+        let fixture = try await FederationFixture.start(
+            user: UpstreamProviderDouble.User(sub: "corp-46", email: "other-app@upstream.example"),
+            configure: { configuration in
+                var other = DevelopmentDefaults.demoClient()
+                other.clientId = "other-app"
+                other.identityProviders = ["corp"]
+                configuration.clients.append(other)
+            })
+        defer { Task { await fixture.stop() } }
+        let starter = try await fixture.server.tokens()
+        let callback = try await startLink(fixture, token: starter.accessToken)
+        var options = AuthorizeOptions()
+        options.clientId = "other-app"
+        let other = try await fixture.server.tokens(TestBrowser(), options)
+        let refused = try await api(
+            fixture, "POST", "/corp/complete", token: other.accessToken,
+            body: ["code": try #require(callback["code"]), "state": try #require(callback["state"])])
+        #expect(refused.status == 400, "\(refused.text)")
+        #expect(try await fixture.server.server.store.federatedIdentity(provider: "corp", subject: "corp-46") == nil)
+    }
 }

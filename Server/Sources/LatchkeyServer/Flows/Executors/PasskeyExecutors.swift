@@ -90,9 +90,8 @@ enum PasskeyExecutors {
         if let id = run.state.userId, let user = try await services.store.user(id: id) {
             let added = try await services.passkeys.finishPasskeyRegistration(
                 user: user, response: response, friendlyName: name, origin: run.auditOrigin)
-            do {
-                try await services.accounts.notifyAccountChange(user, "passkey_added", arguments: ["name": added.friendlyName], locale: run.locale)
-            } catch { run.logger.error("the account notice could not be sent", metadata: ["user": .string(user.id), "notice": "passkey_added"]) }
+            await services.accounts.notifyAccountChange(
+                user, "passkey_added", arguments: ["name": added.friendlyName], locale: run.locale, logger: run.logger)
             return .next
         }
         let (ceremony, verified) = try await services.passkeys.verifyPasskeyCreation(response, expecting: .signup, logger: run.logger)

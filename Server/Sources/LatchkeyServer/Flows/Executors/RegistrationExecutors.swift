@@ -140,9 +140,7 @@ enum RecoveryExecutors {
         case .success:
             run.logger.info("password reset through recovery", metadata: ["user": .string(user.id)])
             await services.audit.record(.passwordReset, subject: user.id, details: ["method": "recovery_code"], origin: run.auditOrigin)
-            do { try await services.accounts.notifyAccountChange(user, "password_changed", locale: run.locale) } catch {
-                run.logger.error("the account notice could not be sent", metadata: ["user": .string(user.id), "notice": "password_changed"])
-            }
+            await services.accounts.notifyAccountChange(user, "password_changed", locale: run.locale, logger: run.logger)
             run.state.recoveryVerified = false
             return .next
         case .failure(.invalid(let problems)):
