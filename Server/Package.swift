@@ -67,7 +67,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                // The HTTP/1.1 client that connects to the address it checked (`PinnedHTTPClient`, review 3 R3-5).
+                // The HTTP/1.1 client that connects to the address it checked (`OutboundHTTPClient`, review 3 R3-5).
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -153,7 +153,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                // A loopback https server for `PinnedHTTPClient`'s TLS checks.
+                // A loopback https server for `OutboundHTTPClient`'s TLS checks.
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -40,6 +40,12 @@ public struct SigningKey: Sendable {
         }
     }
 
+    /// Restores a key from its PKCS#8 PEM with a key id its issuer chose (Apple's team keys are named by Apple).
+    @_spi(LatchkeyInternal) public init(algorithm: JWSAlgorithm, pem: String, kid: String) throws {
+        let key = try SigningKey(algorithm: algorithm, pem: pem)
+        self.init(material: key.material, kid: kid)
+    }
+
     private init(material: Material) throws {
         // The key id is the RFC 7638 thumbprint, so it is derived from the key and survives restarts unchanged.
         self.init(material: material, kid: try Self.publicJWK(of: material, kid: nil).thumbprint())

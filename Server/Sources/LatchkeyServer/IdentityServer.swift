@@ -82,9 +82,14 @@ public final class IdentityServer: Sendable {
         let window = TimeInterval(policy.addressWindowSeconds)
         let metrics = ServerMetrics()
         self.metrics = metrics
+        // The server's one HTTP client: every request it makes (providers, Apple, applications' documents, logout
+        // tokens, webhooks) goes through it, each use with its own limits.
+        let outbound = OutboundHTTPClient(resolver: configuration.hostResolver ?? SystemHostResolver())
         let webhooks =
             configuration.auditWebhooks.isEmpty
-            ? nil : AuditWebhooks(webhooks: configuration.auditWebhooks, store: store, clock: clock, metrics: metrics, logger: logger)
+            ? nil
+            : AuditWebhooks(
+                webhooks: configuration.auditWebhooks, store: store, http: outbound, clock: clock, metrics: metrics, logger: logger)
         self.auditWebhooks = webhooks
         let audit = AuditTrail(store: store, clock: clock, metrics: metrics, sinks: webhooks.map { [$0] } ?? [])
         self.audit = audit
@@ -114,9 +119,8 @@ public final class IdentityServer: Sendable {
         let reach = OutboundReach(operatorClients: Set(configuration.clients.map(\.clientId)))
         let subjects = SubjectIdentifiers(sealer: sealer)
         self.refreshReuse = RefreshTokenReuse(seconds: configuration.refreshTokenReuseSeconds, sealer: sealer)
-        let resolver = configuration.hostResolver ?? SystemHostResolver()
         self.backChannelLogout = BackChannelLogout(
-            store: store, keys: keys, issuerInForce: issuerInForce, clock: clock, reach: reach, resolver: resolver,
+            store: store, keys: keys, issuerInForce: issuerInForce, clock: clock, reach: reach, http: outbound,
             timeoutSeconds: configuration.outboundTimeoutSeconds, subjects: subjects, logger: logger)
         let kit = TokenKit(
             issuerInForce: issuerInForce, store: store, keys: keys, lifetimes: configuration.lifetimes, clock: clock, subjects: subjects)
@@ -126,7 +130,7 @@ public final class IdentityServer: Sendable {
             throttle: limiter("failed-logins", policy.maxFailuresPerAddress, .login), recoveryAlarm: OncePerInterval(),
             sealer: sealer, outbox: outbox, metrics: metrics, audit: audit)
         self.accounts = accounts
-        let http = UpstreamHTTP()
+        let http = UpstreamHTTP(http: outbound)
         let federation = Federation(
             providers: configuration.identityProviders, issuerInForce: issuerInForce, directory: UpstreamDirectory(http: http), http: http,
             store: store, clock: clock, lifetimes: configuration.lifetimes, metrics: metrics, sealer: sealer)
@@ -146,7 +150,7 @@ public final class IdentityServer: Sendable {
         self.proofThrottle = limiter("dpop-proof-failures", policy.maxStartsPerAddress, .dpopProof)
         // Documents applications registered by URL: their key sets (`jwks_uri`) and request objects (`request_uris`).
         let documents = ClientDocumentFetcher(
-            reach: reach, resolver: resolver, timeoutSeconds: configuration.outboundTimeoutSeconds, logger: logger)
+            http: outbound, reach: reach, timeoutSeconds: configuration.outboundTimeoutSeconds, logger: logger)
         let clientKeys = ClientKeySets(fetcher: documents, logger: logger)
         self.clientKeys = clientKeys
         self.requestObjectReferences = RequestObjectReference(fetcher: documents)
@@ -169,7 +173,7 @@ public final class IdentityServer: Sendable {
             lifetimes: configuration.lifetimes, userSchema: configuration.userSchema, store: store, clock: clock, metrics: metrics,
             audit: audit)
         self.apple = AppleSignIn(
-            appleKeys: AppleKeySet(settings: configuration.apple, metrics: metrics), appleIssuer: configuration.apple.issuer,
+            appleKeys: AppleKeySet(settings: configuration.apple, http: outbound, metrics: metrics), appleIssuer: configuration.apple.issuer,
             store: store, clock: clock, metrics: metrics, federation: federation)
         let dpop = DPoPVerifier(kit: kit, settings: configuration.dpop, sealer: sealer)
         self.dpop = dpop
@@ -338,9 +342,12 @@ public final class IdentityServer: Sendable {
         // store) stop before the pool closes, and the HTTP server (Hummingbird runs it last) before all of them.
         var services: [any Service] = []
         if let pool = store as? PostgresStore { services.append(PostgresStore.PoolService(store: pool)) }
-        if let smtpOutbox { services.append(MailDeliveryService(outbox: smtpOutbox)) }
-        if let auditWebhooks, configuration.runsDeliveryLoops { services.append(AuditWebhookDeliveryService(webhooks: auditWebhooks)) }
-        if configuration.runsDeliveryLoops { services.append(BackChannelLogoutService(logout: backChannelLogout)) }
+        if let smtpOutbox { services.append(DeliveryService { await smtpOutbox.runDelivery() }) }
+        if let auditWebhooks, configuration.runsDeliveryLoops { services.append(DeliveryService { await auditWebhooks.runDelivery() }) }
+        if configuration.runsDeliveryLoops {
+            let backChannelLogout = self.backChannelLogout
+            services.append(DeliveryService { await backChannelLogout.runDelivery() })
+        }
         return Application(
             router: makeRouter(),
             // Heads past the limits are answered 431 (`HeaderLimitHandler`); a client that trickles a request, or

@@ -1,5 +1,6 @@
 import LatchkeySDKTestSupport
 import Foundation
+@_spi(LatchkeyInternal) import LatchkeyJOSE
 @testable import Latchkey
 import Testing
 

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+@_spi(LatchkeyInternal) import LatchkeyJOSE
 @testable import Latchkey
 import LatchkeySDKTestSupport
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+@_spi(LatchkeyInternal) import LatchkeyJOSE
 
 /// The authorization-code flow with PKCE (RFC 6749 §4.1, RFC 7636, OpenID Connect Core §3.1): `start` builds the
 /// authorization URL and remembers the request under its `state`; `resume` takes the callback, checks it and redeems

@@ -1,4 +1,5 @@
 import Foundation
+@_spi(LatchkeyInternal) import LatchkeyJOSE
 
 /// A change of a session's state, as `LatchkeyClient.authStateChanges(sessionId:)` reports it — what supabase-swift's
 /// `authStateChanges` and Firebase's state listener give apps, so they never poll `isSignedIn`.

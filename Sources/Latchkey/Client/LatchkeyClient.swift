@@ -1,4 +1,5 @@
 import Foundation
+@_spi(LatchkeyInternal) import LatchkeyJOSE
 import Logging
 
 /// The Latchkey client: one core with the ThunderID-style and ReachFive-style compatibility APIs on it, each with the
@@ -545,18 +546,6 @@ public struct TokenExchangeRequestConfig: Sendable {
     ) {
         self.subjectToken = subjectToken; self.subjectTokenType = subjectTokenType; self.audience = audience; self.scope = scope
         self.requestedTokenType = requestedTokenType
-    }
-}
-
-/// A value behind a lock, for the few pieces of state synchronous API must read. Nothing escapes the closure.
-final class Locked<Value>: @unchecked Sendable {
-    private var value: Value
-    private let lock = NSLock()
-    init(_ value: Value) { self.value = value }
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+@_spi(LatchkeyInternal) import LatchkeyJOSE
 import Logging
 
 /// The provider's OAuth client as this app is configured for it: its endpoints (from discovery), its DPoP keys, its

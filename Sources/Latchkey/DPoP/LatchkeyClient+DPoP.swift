@@ -1,4 +1,5 @@
 import Foundation
+@_spi(LatchkeyInternal) import LatchkeyJOSE
 
 /// Calling your own APIs with the session's access token, Bearer or DPoP-bound alike.
 extension LatchkeyClient {

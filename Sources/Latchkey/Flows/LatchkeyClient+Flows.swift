@@ -1,4 +1,5 @@
 import Foundation
+@_spi(LatchkeyInternal) import LatchkeyJOSE
 
 /// A flow in progress, as the SDK tracks it between steps.
 struct FlowProgress: Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+@_spi(LatchkeyInternal) import LatchkeyJOSE
 
 /// The passkey seams a client was given.
 struct NativeLoginSeams: Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+@_spi(LatchkeyInternal) import LatchkeyJOSE
 
 /// The time every rule of the SDK decides by: when an access token is due for refresh, when a device code has
 /// expired, how long to wait between two device polls, when the key set may be fetched again, when a pending sign-in

@@ -1,4 +1,5 @@
 import Foundation
+@_spi(LatchkeyInternal) import LatchkeyJOSE
 
 /// The provider's time, as this device can know it: the device's clock corrected by the offset the provider's `Date`
 /// headers show (RFC 9110 §6.6.1: every origin server with a clock sends one).

@@ -1,4 +1,5 @@
 import Foundation
+@_spi(LatchkeyInternal) import LatchkeyJOSE
 #if canImport(Darwin)
 import os
 #else

@@ -1,4 +1,5 @@
 import Foundation
+@_spi(LatchkeyInternal) import LatchkeyJOSE
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -95,10 +95,4 @@ struct AuditTrail: Sendable {
         let prefix = String(micros, radix: 16)
         return String(repeating: "0", count: max(0, 14 - prefix.count)) + prefix + "-" + Secrets.identifier()
     }
-
-    /// A failure's case name (`nonceMismatch`), a closed set with no value in it (an associated value may carry text
-    /// a provider or a client chose); `fallback` for a case without associated values.
-    static func reason(of failure: some Error, fallback: String) -> String {
-        Mirror(reflecting: failure).children.first?.label ?? fallback
-    }
 }

@@ -25,7 +25,7 @@ public struct AuditWebhook: Sendable, Equatable, CustomStringConvertible {
     public var maxAttempts = 15
     /// How old a delivery may get before it is dropped, however few attempts it had (`max_age_seconds`).
     public var maxAgeSeconds = 86_400
-    /// The wait before the first retry; doubled after each failure, capped at `AuditWebhooks.maximumBackoff` (`retry_seconds`).
+    /// The wait before the first retry; doubled after each failure, capped at `DeliveryBackoff.maximum` (`retry_seconds`).
     public var retrySeconds = 30
     /// Deliveries that may wait for this webhook; further events are not queued for it (logged and counted) (`queue_limit`).
     public var queueLimit = 10_000

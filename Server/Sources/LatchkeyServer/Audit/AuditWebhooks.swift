@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import Logging
-import ServiceLifecycle
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -9,7 +8,7 @@ import FoundationNetworking
 
 /// Delivery of the audit trail to webhooks (`audit_webhooks`), like the mail queue: the audit trail hands every event
 /// to this sink, which queues one row per webhook that selects it in the store (`WebhookDeliveryStore`); a delivery
-/// loop, run by `AuditWebhookDeliveryService` beside the HTTP server, POSTs each row to its webhook, signed
+/// loop, run by a `DeliveryService` beside the HTTP server, POSTs each row to its webhook, signed
 /// (`WebhookSignature`), and retries failures with exponential backoff until the receiver answers 2xx or the delivery
 /// is given up (`max_attempts`, `max_age_seconds`).
 ///
@@ -29,9 +28,9 @@ struct AuditWebhooks: AuditSink {
     let metrics: ServerMetrics
     /// The server's logger: delivery runs in the background, for no request.
     let logger: Logger
-    /// One HTTP client per webhook id (`OutboundHTTP`: no redirect followed, so a 3xx is a failed attempt and the
-    /// body and its signature go only where the configuration says).
-    let clients: [String: OutboundHTTP]
+    /// The server's HTTP client (`OutboundHTTPClient`: no redirect followed, so a 3xx is a failed attempt and the body
+    /// and its signature go only where the configuration says).
+    let http: OutboundHTTPClient
     /// When each webhook's full queue was last logged: once a minute at most, while every refusal is counted.
     private let fullQueueAlarms: [String: OncePerInterval]
     /// The same for low-priority events refused (expected under a flood: a warning, not an error).
@@ -48,8 +47,6 @@ struct AuditWebhooks: AuditSink {
     /// Batches of one webhook per pass: between passes the queue-depth gauge is read; the loop starts the next pass at
     /// once while rows remain due.
     static let batchesPerPass = 20
-    /// The longest wait between two attempts.
-    static let maximumBackoff: TimeInterval = 3600
     /// The event types that share `low_priority_queue_limit`.
     static let lowPriorityTypes = AuditEvent.Kind.allCases.filter(\.isLowPriority).map(\.rawValue)
     /// A gap made only of low-priority events is reported at most this often: during a flood one would otherwise come
@@ -59,14 +56,15 @@ struct AuditWebhooks: AuditSink {
     static let gapDueAt = Date(timeIntervalSince1970: 0)
 
     init(
-        webhooks: [AuditWebhook], store: any WebhookDeliveryStore & AuditStore, clock: ServerClock, metrics: ServerMetrics, logger: Logger
+        webhooks: [AuditWebhook], store: any WebhookDeliveryStore & AuditStore, http: OutboundHTTPClient, clock: ServerClock,
+        metrics: ServerMetrics, logger: Logger
     ) {
         self.webhooks = webhooks
         self.store = store
         self.clock = clock
         self.metrics = metrics
         self.logger = logger
-        self.clients = Dictionary(uniqueKeysWithValues: webhooks.map { ($0.id, OutboundHTTP(timeoutSeconds: $0.timeoutSeconds)) })
+        self.http = http
         self.fullQueueAlarms = Dictionary(uniqueKeysWithValues: webhooks.map { ($0.id, OncePerInterval()) })
         self.lowPriorityAlarms = Dictionary(uniqueKeysWithValues: webhooks.map { ($0.id, OncePerInterval()) })
         self.gaps = Dictionary(uniqueKeysWithValues: webhooks.map { ($0.id, WebhookGap()) })
@@ -321,7 +319,7 @@ struct AuditWebhooks: AuditSink {
         }
         metrics.webhookDelivery(webhook.id, .failed)
         let attempt = delivery.attempts + 1
-        let next = clock.now.addingTimeInterval(Self.backoff(attempt: attempt, retrySeconds: webhook.retrySeconds))
+        let next = clock.now.addingTimeInterval(DeliveryBackoff.delay(afterAttempt: attempt, retrySeconds: webhook.retrySeconds))
         if attempt >= webhook.maxAttempts || next.timeIntervalSince(delivery.createdAt) > TimeInterval(webhook.maxAgeSeconds) {
             await drop(delivery, webhook: webhook, attempts: attempt, reason: reason)
         } else {
@@ -359,32 +357,26 @@ struct AuditWebhooks: AuditSink {
         try? await store.deleteWebhookDelivery(id: delivery.id)
     }
 
-    /// `retry_seconds` doubled after each failure, at most `maximumBackoff`.
-    static func backoff(attempt: Int, retrySeconds: Int) -> TimeInterval {
-        min(Double(retrySeconds) * pow(2, Double(max(0, min(attempt - 1, 30)))), maximumBackoff)
-    }
-
     enum Answer: Equatable {
         case delivered
         /// `unreachable`: no answer at all (a connection refused or timed out), rather than a status other than 2xx.
         case failed(String, unreachable: Bool)
     }
 
+    /// The most of a receiver's answer read (and ignored): only its status matters.
+    static let maximumAnswerBytes = 64 * 1024
+
     /// One signed POST of the row's body.
     private func send(_ delivery: QueuedWebhookDelivery, to webhook: AuditWebhook) async -> Answer {
         let body = Data(delivery.body.utf8)
-        var request = URLRequest(url: webhook.url)
-        request.httpMethod = "POST"
-        request.httpBody = body
-        request.timeoutInterval = TimeInterval(webhook.timeoutSeconds)
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue("Latchkey-Webhooks/1", forHTTPHeaderField: "User-Agent")
-        request.setValue(delivery.eventId, forHTTPHeaderField: "Latchkey-Event-Id")
-        request.setValue(delivery.eventType, forHTTPHeaderField: "Latchkey-Event-Type")
-        request.setValue(String(delivery.attempts + 1), forHTTPHeaderField: "Latchkey-Delivery-Attempt")
-        request.setValue(WebhookSignature.header(body: body, secret: webhook.secret, at: clock.now), forHTTPHeaderField: WebhookSignature.headerName)
-        guard let client = clients[webhook.id] else { return .failed("no client", unreachable: true) }
-        switch await client.post(request) {
+        let headers = [
+            ("Content-Type", "application/json"), ("User-Agent", "Latchkey-Webhooks/1"), ("Latchkey-Event-Id", delivery.eventId),
+            ("Latchkey-Event-Type", delivery.eventType), ("Latchkey-Delivery-Attempt", String(delivery.attempts + 1)),
+            (WebhookSignature.headerName, WebhookSignature.header(body: body, secret: webhook.secret, at: clock.now))
+        ]
+        // The operator named the URL: it may be a service on loopback or inside the network on purpose.
+        let limits = OutboundHTTPClient.Limits(timeoutSeconds: webhook.timeoutSeconds, maximumBytes: Self.maximumAnswerBytes, reach: .any)
+        switch await http.deliver(webhook.url, headers: headers, body: body, limits: limits) {
         case .status(let status) where (200..<300).contains(status): return .delivered
         case .status(let status): return .failed("answered \(status)", unreachable: false)
         case .unreachable(let reason): return .failed(reason, unreachable: true)
@@ -478,13 +470,5 @@ enum WebhookSignature {
         let expected = hex(body: body, secret: secret, timestamp: timestamp)
         guard signatures.contains(where: { Secrets.constantTimeEquals($0, expected) }) else { return nil }
         return Date(timeIntervalSince1970: TimeInterval(timestamp))
-    }
-}
-
-/// Runs the webhook delivery loop alongside the HTTP server, stopping with it.
-struct AuditWebhookDeliveryService: Service {
-    let webhooks: AuditWebhooks
-    func run() async throws {
-        await cancelWhenGracefulShutdown { await webhooks.runDelivery() }
     }
 }

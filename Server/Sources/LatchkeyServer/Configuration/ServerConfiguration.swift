@@ -118,7 +118,7 @@ public struct ServerConfiguration: Sendable {
     /// `deliverBackChannelLogouts()`); not read from the configuration file.
     public var runsDeliveryLoops = true
     /// Resolves the host names of URLs applications gave the server (`jwks_uri`, `request_uris`, back-channel logout
-    /// URIs) before it connects to a checked address (`PinnedHTTPClient`). Nil: the system's resolver. Tests give one
+    /// URIs) before it connects to a checked address (`OutboundHTTPClient`). Nil: the system's resolver. Tests give one
     /// that answers names of their choosing; not read from the configuration file.
     public var hostResolver: (any HostResolver)?
     /// Serves `sector_identifier_uri` documents in place of fetching them (tests: a registered application may only

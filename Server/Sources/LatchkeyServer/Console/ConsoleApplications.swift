@@ -123,7 +123,7 @@ struct ConsoleApplications: Sendable {
         let values = FormValues(params)
         do {
             let outcome = try await registrations.register(
-                values.metadata, actor: signedIn.caller.auditActor, origin: Self.origin(context))
+                values.metadata, actor: signedIn.caller.auditActor, via: "console", origin: Self.origin(context))
             let c = outcome.record.configuration
             let secret =
                 outcome.secret.map { (secret) -> String in
@@ -169,7 +169,8 @@ struct ConsoleApplications: Sendable {
             metadata.tokenEndpointAuthSigningAlg = nil  // only a private_key_jwt application has one
         }
         do {
-            let outcome = try await registrations.update(record, with: metadata, actor: signedIn.caller.auditActor, origin: Self.origin(context))
+            let outcome = try await registrations.update(
+                record, with: metadata, actor: signedIn.caller.auditActor, via: "console", origin: Self.origin(context))
             if let secret = outcome.secret {  // made confidential: its first secret, shown once
                 return Self.page(
                     signedIn, l, title: outcome.record.configuration.name,
@@ -196,7 +197,7 @@ struct ConsoleApplications: Sendable {
         let grace = Int(try params.single("grace_period_seconds") ?? "0") ?? -1
         do {
             let rotated = try await registrations.rotateSecret(
-                record, graceSeconds: grace, actor: signedIn.caller.auditActor, origin: Self.origin(context))
+                record, graceSeconds: grace, actor: signedIn.caller.auditActor, via: "console", origin: Self.origin(context))
             let until = Date(timeIntervalSince1970: TimeInterval(rotated.previousSecretExpiresAt))
             return Self.page(
                 signedIn, l, title: record.configuration.name,
@@ -223,7 +224,7 @@ struct ConsoleApplications: Sendable {
                 signedIn, l, title: record.configuration.name, body: ConsolePages.error(ConsolePages.t("console.apps.delete.unconfirmed", l)),
                 status: .badRequest)
         }
-        try await registrations.delete(record, actor: signedIn.caller.auditActor, origin: Self.origin(context))
+        try await registrations.delete(record, actor: signedIn.caller.auditActor, via: "console", origin: Self.origin(context))
         return Responses.redirect(to: "/admin/applications?done=deleted", afterPost: true)
     }
 

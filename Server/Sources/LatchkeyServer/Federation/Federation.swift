@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import LatchkeyJOSE
+@_spi(LatchkeyInternal) import LatchkeyJOSE
 import Logging
 
 /// Sign-in through another identity provider: the upstream leg (authorization code with PKCE, `state` and `nonce`),
@@ -232,21 +232,17 @@ struct Federation: Sendable {
     func appleClientSecret(
         _ provider: IdentityProviderConfiguration, clientId: String? = nil, now: Date
     ) throws(FederationFailure) -> String {
-        guard let pem = provider.privateKeyPEM, let key = try? P256.Signing.PrivateKey(pemRepresentation: pem), let keyId = provider.keyId,
-            let teamId = provider.teamId
+        guard let pem = provider.privateKeyPEM, let keyId = provider.keyId, let teamId = provider.teamId,
+            let key = try? SigningKey(algorithm: .es256, pem: pem, kid: keyId)
         else { throw .tokenExchange("the Apple team key is not usable") }
         let iat = Int(now.timeIntervalSince1970)
-        let header: JSONValue = .object(["alg": .string("ES256"), "kid": .string(keyId)])
-        let claims: JSONValue = .object([
+        let claims: [String: JSONValue] = [
             "iss": .string(teamId), "sub": .string(clientId ?? provider.clientId), "aud": .string("https://appleid.apple.com"),
             "iat": .number(Double(iat)), "exp": .number(Double(iat + 300))
-        ])
-        guard let headerData = try? JSONEncoder().encode(header), let claimsData = try? JSONEncoder().encode(claims) else {
-            throw .tokenExchange("the Apple client secret could not be encoded")
-        }
-        let input = Base64URL.encode(headerData) + "." + Base64URL.encode(claimsData)
-        guard let signature = try? key.signature(for: Data(input.utf8)) else { throw .tokenExchange("the Apple client secret could not be signed") }
-        return input + "." + Base64URL.encode(signature.rawRepresentation)
+        ]
+        // Apple's secret has no `typ`: its header is `alg` and `kid` alone.
+        guard let secret = try? key.sign(claims: claims, type: nil) else { throw .tokenExchange("the Apple client secret could not be signed") }
+        return secret
     }
 
     // MARK: Identities

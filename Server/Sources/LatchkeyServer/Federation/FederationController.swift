@@ -83,7 +83,7 @@ struct FederationController: Sendable {
                 subject: failure.pending.purpose == .link ? failure.pending.target : nil,
                 details: [
                     "method": "federated", "provider": providerId,
-                    "reason": AuditTrail.reason(of: failure.failure, fallback: failure.failure.messageKey)
+                    "reason": failure.failure.auditReason
                 ], origin: AuditOrigin(client: failure.pending.clientId, address: address, logger: logger))
             switch failure.pending.purpose {
             case .hostedLogin:

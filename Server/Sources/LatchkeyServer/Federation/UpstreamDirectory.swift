@@ -1,8 +1,6 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 @_spi(LatchkeyInternal) import LatchkeyJOSE
+import NIOHTTP1
 
 /// Where a provider's endpoints are, once resolved from its discovery document or its preset.
 struct UpstreamEndpoints: Sendable, Equatable {
@@ -30,8 +28,7 @@ actor UpstreamDirectory {
         var fetchedAt: Date
     }
     private var endpoints: [String: Cached<UpstreamEndpoints>] = [:]
-    private var keys: [String: Cached<JWKSet>] = [:]
-    private var lastForcedKeyFetch: [String: Date] = [:]
+    private var keySets: [String: RemoteKeySet] = [:]
     private let http: UpstreamHTTP
     private let cacheSeconds: TimeInterval = 3600
 
@@ -48,27 +45,31 @@ actor UpstreamDirectory {
 
     /// Verifies `jws` with the provider's keys, refetching them once when no key matches (a rotation).
     func verify(_ jws: CompactJWS, provider: IdentityProviderConfiguration, jwksURL: URL, now: Date) async throws(FederationFailure) {
-        let set = try await keySet(provider.id, url: jwksURL, now: now, force: false)
         do {
-            try jws.verify(with: set)
+            try await keySet(of: provider, url: jwksURL).verify(jws, now: now)
+        } catch let failure as FederationFailure {
+            throw failure
         } catch JOSEError.noMatchingKey {
-            if let last = lastForcedKeyFetch[provider.id], now.timeIntervalSince(last) < 60 {
-                throw .invalidIdentity("no key of the provider matches the ID token's kid")
-            }
-            lastForcedKeyFetch[provider.id] = now
-            let fresh = try await keySet(provider.id, url: jwksURL, now: now, force: true)
-            do { try jws.verify(with: fresh) } catch { throw .invalidIdentity("the ID token's signature does not verify") }
+            throw .invalidIdentity("no key of the provider matches the ID token's kid")
         } catch {
             throw .invalidIdentity("the ID token's signature does not verify")
         }
     }
 
-    private func keySet(_ id: String, url: URL, now: Date, force: Bool) async throws(FederationFailure) -> JWKSet {
-        if !force, let cached = keys[id], now.timeIntervalSince(cached.fetchedAt) < cacheSeconds { return cached.value }
-        let data = try await http.get(url)
-        guard let set = try? JSONDecoder().decode(JWKSet.self, from: data) else { throw .unavailable("its JWKS is not a key set") }
-        keys[id] = Cached(value: set, fetchedAt: now)
-        return set
+    /// The provider's key set at `url` (a provider whose discovery document moved its keys gets a new one).
+    private func keySet(of provider: IdentityProviderConfiguration, url: URL) -> RemoteKeySet {
+        let key = provider.id + "\u{0}" + url.absoluteString
+        if let known = keySets[key] { return known }
+        let http = self.http
+        let made = RemoteKeySet(policy: .init(lifetime: cacheSeconds, refetchInterval: 60)) { () async throws -> JWKSet in
+            let data = try await http.get(url)
+            guard let set = try? JSONDecoder().decode(JWKSet.self, from: data) else {
+                throw FederationFailure.unavailable("its JWKS is not a key set")
+            }
+            return set
+        }
+        keySets[key] = made
+        return made
     }
 
     private func resolve(_ provider: IdentityProviderConfiguration) async throws(FederationFailure) -> UpstreamEndpoints {
@@ -136,29 +137,21 @@ actor UpstreamDirectory {
     }
 }
 
-/// The server's HTTP client towards identity providers: short timeouts, no cookies, no cache, answers capped at 1 MB.
+/// The server's requests to identity providers, through its one HTTP client (`OutboundHTTPClient`): the whole exchange
+/// within 20 s, answers of at most 1 MB (the transfer is cut past it), no redirect followed, no cookie. A provider's
+/// URLs are the operator's (the configuration file or the preset), so any address may be reached.
 struct UpstreamHTTP: Sendable {
-    private let session: URLSession
-    static let maximumAnswer = 1 << 20
+    private let http: OutboundHTTPClient
+    static let limits = OutboundHTTPClient.Limits(timeoutSeconds: 20, maximumBytes: 1 << 20, reach: .any)
 
-    init() {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 10
-        configuration.timeoutIntervalForResource = 20
-        configuration.httpCookieAcceptPolicy = .never
-        configuration.httpShouldSetCookies = false
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        session = URLSession(configuration: configuration)
-    }
+    init(http: OutboundHTTPClient) { self.http = http }
 
     /// GET with `Accept: application/json`; a non-200 answer is the provider being unavailable.
     func get(_ url: URL, bearer: String? = nil, accept: String = "application/json") async throws(FederationFailure) -> Data {
-        var request = URLRequest(url: url)
-        request.setValue(accept, forHTTPHeaderField: "Accept")
         // GitHub's API refuses requests without a User-Agent.
-        request.setValue("Latchkey", forHTTPHeaderField: "User-Agent")
-        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
-        let (data, status) = try await send(request)
+        var headers = [("Accept", accept), ("User-Agent", "Latchkey")]
+        if let bearer { headers.append(("Authorization", "Bearer \(bearer)")) }
+        let (data, status) = try await send(.GET, url, headers: headers, body: nil)
         guard status == 200 else { throw .unavailable("GET \(url.path) answered \(status)") }
         return data
     }
@@ -167,28 +160,22 @@ struct UpstreamHTTP: Sendable {
     func postForm(_ url: URL, _ form: [(String, String)], basic: (user: String, password: String)? = nil) async throws(FederationFailure) -> (
         Data, Int
     ) {
-        var request = URLRequest(url: url)
-        request.httpMethod = "POST"
-        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
-        request.setValue("Latchkey", forHTTPHeaderField: "User-Agent")
+        var headers = [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json"), ("User-Agent", "Latchkey")]
         if let basic {
             // RFC 6749 §2.3.1: each part form-encoded before the base64.
             let credentials = FormEncoding.encode(basic.user) + ":" + FormEncoding.encode(basic.password)
-            request.setValue("Basic " + Data(credentials.utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+            headers.append(("Authorization", "Basic " + Data(credentials.utf8).base64EncodedString()))
         }
-        request.httpBody = Data(form.map { FormEncoding.encode($0.0) + "=" + FormEncoding.encode($0.1) }.joined(separator: "&").utf8)
-        return try await send(request)
+        let body = Data(form.map { FormEncoding.encode($0.0) + "=" + FormEncoding.encode($0.1) }.joined(separator: "&").utf8)
+        return try await send(.POST, url, headers: headers, body: body)
     }
 
-    private func send(_ request: URLRequest) async throws(FederationFailure) -> (Data, Int) {
-        let data: Data, response: URLResponse
-        do { (data, response) = try await session.cancellationSafeData(for: request) } catch {
-            throw .unavailable("\(request.url?.host ?? "the provider") could not be reached")
+    private func send(_ method: HTTPMethod, _ url: URL, headers: [(String, String)], body: Data?) async throws(FederationFailure) -> (Data, Int) {
+        let host = url.host ?? "the provider"
+        switch await http.send(method, url, headers: headers, body: body, limits: Self.limits) {
+        case .response(let status, let data): return (data, status)
+        case .tooLarge: throw .unavailable("\(host) answered what no provider should")
+        case .failed: throw .unavailable("\(host) could not be reached")
         }
-        guard data.count <= Self.maximumAnswer, let http = response as? HTTPURLResponse else {
-            throw .unavailable("\(request.url?.host ?? "the provider") answered what no provider should")
-        }
-        return (data, http.statusCode)
     }
 }

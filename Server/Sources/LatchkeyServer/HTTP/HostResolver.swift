@@ -11,7 +11,7 @@ import Darwin
 #endif
 
 /// Turns a host name into the addresses the server connects to, for its requests to URLs applications registered
-/// (`PinnedHTTPClient`). The server resolves once, checks every address, and connects to one it checked, so what it
+/// (`OutboundHTTPClient`). The server resolves once, checks every address, and connects to one it checked, so what it
 /// checked is what it reaches: a second lookup (inside a URL loader) could be answered differently (DNS rebinding).
 /// Tests give the server a resolver of their own (`ServerConfiguration.hostResolver`) that answers names they choose.
 public protocol HostResolver: Sendable {

@@ -219,7 +219,7 @@ struct HostedLoginController: Sendable {
                 .signInFailed, .failure, subject: nil,
                 details: [
                     "method": "federated", "provider": identity.provider,
-                    "reason": AuditTrail.reason(of: failure, fallback: failure.messageKey)
+                    "reason": failure.auditReason
                 ], origin: AuditOrigin(client: client.clientId, address: address, logger: logger))
             return try await federationFailed(
                 requestId: requestId, providerId: identity.provider, failure: failure, request: request, logger: logger)

@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import ServiceLifecycle
 
 /// Real email delivery: messages are queued in the database (so a restart or a relay outage loses nothing) and a
 /// delivery loop sends them through the SMTP relay, retrying with exponential backoff.
@@ -75,7 +74,7 @@ public final class SMTPOutbox: Outbox {
                 try? await store.deleteMail(id: mail.id)
                 return
             }
-            let delay = min(Double(settings.retrySeconds) * pow(2, Double(attempt - 1)), 3600)
+            let delay = DeliveryBackoff.delay(afterAttempt: attempt, retrySeconds: settings.retrySeconds)
             logger.warning(
                 "email delivery failed; will retry",
                 metadata: [
@@ -84,14 +83,6 @@ public final class SMTPOutbox: Outbox {
                 ])
             try? await store.rescheduleMail(id: mail.id, attempts: attempt, nextAttemptAt: clock.now.addingTimeInterval(delay))
         }
-    }
-}
-
-/// Runs the SMTP delivery loop alongside the HTTP server, stopping with it.
-struct MailDeliveryService: Service {
-    let outbox: SMTPOutbox
-    func run() async throws {
-        await cancelWhenGracefulShutdown { await outbox.runDelivery() }
     }
 }
 

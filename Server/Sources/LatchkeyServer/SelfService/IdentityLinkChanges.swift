@@ -55,7 +55,7 @@ struct IdentityLinkChanges: Sendable {
         } catch let failure as FederationFailure {
             await audit.record(
                 .federatedIdentityLinked, .failure, subject: user.id,
-                details: ["provider": String(providerId.prefix(64)), "reason": AuditTrail.reason(of: failure, fallback: failure.messageKey)],
+                details: ["provider": String(providerId.prefix(64)), "reason": failure.auditReason],
                 origin: origin)
             throw failure
         }

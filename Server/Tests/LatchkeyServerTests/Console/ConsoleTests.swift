@@ -117,6 +117,13 @@ struct ConsoleTests {
             browser, server.base + "/admin/applications/\(clientId)/delete", [("csrf", csrf), ("confirm", "yes")])
         #expect(deleted.status == 303 && deleted.location == "/admin/applications?done=deleted")
         #expect(try await server.userinfo(tokens.accessToken).status == 401, "a deleted application's tokens stop working")
+        // Every change is audited as the console's (docs/server.md: `via: console`), with the operator as actor.
+        let changes = try await server.server.store.auditEvents(
+            AuditQuery(types: [.applicationRegistered, .applicationUpdated, .applicationSecretRotated, .applicationDeleted], limit: 20))
+        #expect(Set(changes.map(\.type)).count == 4, "\(changes.map(\.type))")
+        for change in changes {
+            #expect(change.details["via"] == "console" && change.clientId == clientId && change.actor == event.actor, "\(change.type)")
+        }
         // A configured application is shown read-only; an invalid form is refused with the form again.
         let configured = try await browser.get(server.base + "/admin/applications/latchkey-demo")
         #expect(configured.status == 200 && !configured.text.contains("/admin/applications/latchkey-demo/delete"))

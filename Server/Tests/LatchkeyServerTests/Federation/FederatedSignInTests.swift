@@ -135,6 +135,13 @@ struct FederatedSignInTests {
         #expect(back.pageError?.contains("Corp SSO") == true, "\(back.pageError ?? back.text)")
         #expect(back.text.contains("name=\"idp\" value=\"corp\""), "and the person may try again")
         #expect(try await fixture.server.server.store.users(claim: "email", equals: "ada@upstream.example").isEmpty)
+        // The audit trail names the check that failed, each its own reason (a nonce and an issuer mix-up read apart).
+        let reasons = [
+            "wrongNonce": "nonce_mismatch", "wrongIssParameter": "issuer_mismatch", "tokenEndpointFails": "token_exchange",
+            "wrongAudience": "invalid_identity", "wrongIssuer": "invalid_identity", "badSignature": "invalid_identity", "expired": "invalid_identity"
+        ]
+        let refused = try await fixture.server.server.store.auditEvents(AuditQuery(types: [.signInFailed], limit: 5))
+        #expect(refused.map { $0.details["reason"] } == [reasons[failure]], "\(failure): \(refused.map(\.details))")
     }
 
     @Test func theProviderDenyingIsShownInThePersonsLanguage() async throws {

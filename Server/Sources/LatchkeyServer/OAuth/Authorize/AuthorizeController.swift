@@ -136,7 +136,7 @@ struct AuthorizeController: Sendable {
             logger.notice("Sign in with Apple refused", metadata: ["reason": .string(failure.description), "client": .string(clientId)])
             await audit.record(
                 .signInFailed, .failure, subject: nil,
-                details: ["method": "apple", "reason": AuditTrail.reason(of: failure, fallback: failure.messageKey)], origin: origin)
+                details: ["method": "apple", "reason": failure.auditReason], origin: origin)
             return responses.errorRedirect(
                 failure.oauthError, redirectUri: redirectUri, state: state, messageKey: failure.messageKey,
                 locale: request.locale(), responseMode: mode)
@@ -146,7 +146,7 @@ struct AuthorizeController: Sendable {
                 .signInFailed, .failure, subject: nil,
                 details: [
                     "method": "federated", "provider": String((try? params.single("provider")).flatMap { $0 }?.prefix(64) ?? ""),
-                    "reason": AuditTrail.reason(of: failure, fallback: failure.messageKey)
+                    "reason": failure.auditReason
                 ], origin: origin)
             return responses.errorRedirect(
                 failure.oauthError, redirectUri: redirectUri, state: state, messageKey: failure.messageKey, locale: request.locale(),

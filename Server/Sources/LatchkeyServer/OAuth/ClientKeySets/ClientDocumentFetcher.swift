@@ -4,7 +4,7 @@ import Logging
 /// Documents an application registered by URL, fetched by the server: its key set (`jwks_uri`, RFC 7591 §2) and its
 /// request objects (`request_uris`, RFC 9101 §5.2, OpenID Connect Core §6.2). Each fetch is a GET with a
 /// `timeoutSeconds` bound on the whole exchange (the lookup included), a body of at most `maximumBytes` (the transfer is
-/// cut past them), no redirect followed and no cookie (`PinnedHTTPClient`); only a 200 is a document.
+/// cut past them), no redirect followed and no cookie (the server's `OutboundHTTPClient`); only a 200 is a document.
 ///
 /// Only URLs the application registered are fetched, never one a request names (`RequestObjectReference` matches a
 /// request's `request_uri` against the registered ones first): a server-side fetch of a URL anyone chooses is an SSRF
@@ -24,13 +24,15 @@ struct ClientDocumentFetcher: Sendable {
         static let publicReason = "see the server's log"
     }
 
-    private let http: PinnedHTTPClient
+    private let http: OutboundHTTPClient
     private let reach: OutboundReach
+    private let timeoutSeconds: Int
     private let logger: Logger
 
-    init(reach: OutboundReach, resolver: any HostResolver = SystemHostResolver(), timeoutSeconds: Int, logger: Logger) {
-        http = PinnedHTTPClient(resolver: resolver, timeoutSeconds: timeoutSeconds)
+    init(http: OutboundHTTPClient, reach: OutboundReach, timeoutSeconds: Int, logger: Logger) {
+        self.http = http
         self.reach = reach
+        self.timeoutSeconds = timeoutSeconds
         self.logger = logger
     }
 
@@ -39,7 +41,8 @@ struct ClientDocumentFetcher: Sendable {
         let host = ClientMetadata.printable(url.host ?? "")
         let detail: String
         switch await http.send(
-            .GET, url, headers: [("Accept", accept), ("User-Agent", "Latchkey")], maximumBytes: Self.maximumBytes, reach: reach.of(client: client))
+            .GET, url, headers: [("Accept", accept), ("User-Agent", "Latchkey")],
+            limits: .init(timeoutSeconds: timeoutSeconds, maximumBytes: Self.maximumBytes, reach: reach.of(client: client)))
         {
         case .response(200, let body): return body
         case .response(let status, _) where (300..<400).contains(status): detail = "\(host) answered \(status) (redirects are not followed)"
@@ -53,14 +56,14 @@ struct ClientDocumentFetcher: Sendable {
     }
 }
 
-/// Where the server's requests for an application may go (`PinnedHTTPClient.Reach`): anywhere for an application of
+/// Where the server's requests for an application may go (`OutboundHTTPClient.Reach`): anywhere for an application of
 /// the configuration file (the operator may name a loopback or internal service on purpose), public addresses only for
 /// one registered through the API.
 struct OutboundReach: Sendable {
     /// The ids of the applications of the configuration file.
     let operatorClients: Set<String>
 
-    func of(client: String) -> PinnedHTTPClient.Reach { operatorClients.contains(client) ? .any : .publicOnly }
+    func of(client: String) -> OutboundHTTPClient.Reach { operatorClients.contains(client) ? .any : .publicOnly }
 }
 
 /// What a URL the server itself contacts may be (a fetched document, a back-channel logout URI): absolute, `https`, or `http` to a loopback host only when the operator set
@@ -83,7 +86,7 @@ enum ClientDocumentURL {
         // Through registration, not the server's own network by address: a loopback or private address literal, in
         // any spelling a resolver reads (`InternetAddress`), would let anyone who may register aim the server's
         // requests at services behind it. A name is checked where it matters, on the addresses it resolves to at
-        // each fetch (`PinnedHTTPClient`).
+        // each fetch (`OutboundHTTPClient`).
         if !operatorSet, InternetAddress.isInternal(host: host) {
             return "\(member): \(shown) names a loopback or private address"
         }

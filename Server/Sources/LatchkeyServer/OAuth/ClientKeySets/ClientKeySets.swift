@@ -29,77 +29,45 @@ struct ClientKeySets: Sendable {
             _ = try jws.verify(with: jwks)
             return
         }
-        guard client.jwksURI != nil else { throw JOSEError.noMatchingKey(kid: jws.header.kid) }
-        let keys = try await cache.keys(for: client, now: now, refresh: false)
-        do {
-            _ = try jws.verify(with: keys)
-        } catch JOSEError.noMatchingKey {
-            // Perhaps a key the application published since: the set is fetched again (when the last fetch is old
-            // enough), and the JWS tried once more.
-            let again = try await cache.keys(for: client, now: now, refresh: true)
-            _ = try jws.verify(with: again)
-        }
+        guard let keySet = await cache.keySet(for: client) else { throw JOSEError.noMatchingKey(kid: jws.header.kid) }
+        // A key the application published since is fetched again (when the last such fetch is old enough).
+        try await keySet.verify(jws, now: now)
     }
 }
 
 /// The key sets fetched from applications' `jwks_uri`s, by application (and URL and the settings they were checked
-/// against, so a changed registration is fetched anew), for `lifetimeSeconds`. A fetch is attempted at most every
-/// `refetchSeconds` per entry, whether it is a refresh asked for by an unknown `kid` or a retry after a failure (which
-/// is remembered for that long: an unreachable URL does not cost every request a timeout). Concurrent requests share
-/// one fetch.
+/// against, so a changed registration is fetched anew), each a `RemoteKeySet`: kept for `lifetimeSeconds`, fetched
+/// again for an unknown `kid` at most every `refetchSeconds`, and a failure remembered that long (an unreachable URL does
+/// not cost every request a timeout). Concurrent requests share one fetch.
 actor ClientKeySetCache {
     static let lifetimeSeconds: TimeInterval = 300
     static let refetchSeconds: TimeInterval = 30
     /// Far more applications than use `jwks_uri` in a deployment; past it the memory starts over rather than grow.
     static let capacity = 1024
-
-    private struct Entry {
-        var keys: JWKSet?
-        var failure: ClientKeySets.Unavailable?
-        var fetchedAt: Date
-    }
+    static let policy = RemoteKeySet.Policy(lifetime: lifetimeSeconds, refetchInterval: refetchSeconds, retryAfterFailure: refetchSeconds)
 
     private let fetcher: ClientDocumentFetcher
     private let logger: Logger
-    private var entries: [String: Entry] = [:]
-    private var inFlight: [String: Task<Result<JWKSet, ClientKeySets.Unavailable>, Never>] = [:]
+    private var entries: [String: RemoteKeySet] = [:]
 
     init(fetcher: ClientDocumentFetcher, logger: Logger) {
         self.fetcher = fetcher
         self.logger = logger
     }
 
-    /// `client`'s key set from its `jwks_uri`: the one kept while it is fresh (and `refresh` is false), else fetched
-    /// unless the last attempt is under `refetchSeconds` old (then what that attempt gave).
-    func keys(for client: ClientConfiguration, now: Date, refresh: Bool) async throws(ClientKeySets.Unavailable) -> JWKSet {
-        guard let uri = client.jwksURI else { throw ClientKeySets.Unavailable(reason: "the application has no jwks_uri") }
+    /// `client`'s key set from its `jwks_uri`, or nil when it has none.
+    func keySet(for client: ClientConfiguration) -> RemoteKeySet? {
+        guard let uri = client.jwksURI else { return nil }
         let key = [client.clientId, uri, client.tokenEndpointAuthSigningAlg?.rawValue ?? "", client.securityProfile?.rawValue ?? ""]
             .joined(separator: "\u{0}")
-        if let entry = entries[key] {
-            let age = now.timeIntervalSince(entry.fetchedAt)
-            let recent = age >= 0 && age < Self.refetchSeconds
-            if let keys = entry.keys, recent || (!refresh && age >= 0 && age < Self.lifetimeSeconds) { return keys }
-            // A failure is kept only until another attempt is allowed.
-            if entry.keys == nil, recent { throw entry.failure ?? ClientKeySets.Unavailable(reason: "the key set could not be fetched") }
+        if let known = entries[key] { return known }
+        if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+        let (fetcher, logger) = (self.fetcher, self.logger)
+        let made = RemoteKeySet(policy: Self.policy) { () async throws -> JWKSet in
+            try await Self.fetch(uri, client: client, fetcher: fetcher, logger: logger).get()
         }
-        let fetch: Task<Result<JWKSet, ClientKeySets.Unavailable>, Never>
-        if let running = inFlight[key] {
-            fetch = running
-        } else {
-            let (fetcher, logger) = (self.fetcher, self.logger)
-            fetch = Task { await Self.fetch(uri, client: client, fetcher: fetcher, logger: logger) }
-            inFlight[key] = fetch
-        }
-        let result = await fetch.value
-        if inFlight[key] == fetch {
-            inFlight[key] = nil
-            if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
-            switch result {
-            case .success(let keys): entries[key] = Entry(keys: keys, failure: nil, fetchedAt: now)
-            case .failure(let failure): entries[key] = Entry(keys: nil, failure: failure, fetchedAt: now)
-            }
-        }
-        return try result.get()
+        entries[key] = made
+        return made
     }
 
     /// One fetch of the set, read and checked as a `jwks` by value is (`ClientKeys.parse`, `ClientKeys.check`).

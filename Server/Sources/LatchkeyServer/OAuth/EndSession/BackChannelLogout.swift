@@ -1,7 +1,6 @@
 import Foundation
 import LatchkeyJOSE
 import Logging
-import ServiceLifecycle
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -13,7 +12,7 @@ import FoundationNetworking
 ///
 /// A session's end is a fact in the store (`ended_at`), however it came (signing out at the server or in an app, "sign
 /// out everywhere", an administrator, a password change, a disabled or deleted account). Each pass of a loop beside the
-/// HTTP server (`BackChannelLogoutService`) claims the ends not announced yet and queues one notice per application in
+/// HTTP server (a `DeliveryService`) claims the ends not announced yet and queues one notice per application in
 /// the store's delivery queue (the audit webhooks' table, `QueuedWebhookDelivery`, one queue per application named
 /// `backchannel_logout:<client_id>`), then delivers the due notices, retried with doubling backoff (from
 /// `retrySeconds` up to an hour) until the application answers 2xx, for at most `maximumAttempts` attempts and a day.
@@ -29,9 +28,9 @@ struct BackChannelLogout: Sendable {
     let clock: ServerClock
     let logger: Logger
     /// Where each application's notices may go: a registered application's URI is resolved at each attempt and never
-    /// reaches the server's own network (`PinnedHTTPClient`, review 3 R3-5).
+    /// reaches the server's own network (`OutboundHTTPClient`, review 3 R3-5).
     let reach: OutboundReach
-    private let http: PinnedHTTPClient
+    private let http: OutboundHTTPClient
 
     static let queuePrefix = "backchannel_logout:"
     static let eventType = "backchannel_logout"
@@ -52,7 +51,7 @@ struct BackChannelLogout: Sendable {
 
     init(
         store: any Store, keys: KeyRing, issuerInForce: @escaping @Sendable () -> String, clock: ServerClock, reach: OutboundReach,
-        resolver: any HostResolver = SystemHostResolver(), timeoutSeconds: Int, subjects: SubjectIdentifiers, logger: Logger
+        http: OutboundHTTPClient, timeoutSeconds: Int, subjects: SubjectIdentifiers, logger: Logger
     ) {
         self.timeoutSeconds = timeoutSeconds
         self.subjects = subjects
@@ -61,7 +60,7 @@ struct BackChannelLogout: Sendable {
         self.issuerInForce = issuerInForce
         self.clock = clock
         self.reach = reach
-        self.http = PinnedHTTPClient(resolver: resolver, timeoutSeconds: timeoutSeconds)
+        self.http = http
         self.logger = logger
     }
 
@@ -162,7 +161,7 @@ struct BackChannelLogout: Sendable {
                 await drop(delivery, clientId: clientId, attempts: delivery.attempts, reason: "too old")
                 continue
             }
-            let outcome: OutboundHTTP.Outcome
+            let outcome: OutboundHTTPClient.DeliveryOutcome
             do { outcome = try await send(delivery, to: url, client: client) } catch {
                 outcome = .unreachable("the logout token could not be made (\(type(of: error)))")
             }
@@ -182,7 +181,7 @@ struct BackChannelLogout: Sendable {
             case .unreachable(let why): reason = why
             }
             let attempt = delivery.attempts + 1
-            let next = clock.now.addingTimeInterval(AuditWebhooks.backoff(attempt: attempt, retrySeconds: Self.retrySeconds))
+            let next = clock.now.addingTimeInterval(DeliveryBackoff.delay(afterAttempt: attempt, retrySeconds: Self.retrySeconds))
             if attempt >= Self.maximumAttempts || next.timeIntervalSince(delivery.createdAt) > Self.maximumAgeSeconds {
                 await drop(delivery, clientId: clientId, attempts: attempt, reason: reason)
                 continue
@@ -205,21 +204,18 @@ struct BackChannelLogout: Sendable {
 
     /// One POST of a freshly signed logout token (Back-Channel Logout §2.5: `application/x-www-form-urlencoded`, the
     /// token as `logout_token`).
-    private func send(_ delivery: QueuedWebhookDelivery, to url: URL, client: ClientConfiguration) async throws -> OutboundHTTP.Outcome {
+    private func send(_ delivery: QueuedWebhookDelivery, to url: URL, client: ClientConfiguration) async throws -> OutboundHTTPClient.DeliveryOutcome
+    {
         let notice = try JSONDecoder().decode(Notice.self, from: Data(delivery.body.utf8))
         let token = try await LogoutToken.sign(
             subject: subjects.subject(of: notice.sub, for: client), sessionId: notice.sid, clientId: client.clientId, jti: delivery.eventId,
             issuer: issuerInForce(),
             now: clock.now, key: try await keys.signingKey(client.idTokenSignedResponseAlg))
         // A compact JWS is base64url and dots: nothing in it needs form encoding.
-        let answer = await http.send(
-            .POST, url, headers: [("Content-Type", "application/x-www-form-urlencoded"), ("User-Agent", "Latchkey-Logout/1")],
-            body: Data(("logout_token=" + token).utf8), maximumBytes: Self.maximumAnswerBytes, reach: reach.of(client: client.clientId))
-        switch answer {
-        case .response(let status, _): return .status(status)
-        case .tooLarge: return .unreachable("answered with a body of more than \(Self.maximumAnswerBytes / 1024) KiB")
-        case .failed(let why): return .unreachable(why)
-        }
+        return await http.deliver(
+            url, headers: [("Content-Type", "application/x-www-form-urlencoded"), ("User-Agent", "Latchkey-Logout/1")],
+            body: Data(("logout_token=" + token).utf8),
+            limits: .init(timeoutSeconds: timeoutSeconds, maximumBytes: Self.maximumAnswerBytes, reach: reach.of(client: client.clientId)))
     }
 }
 
@@ -244,13 +240,5 @@ enum LogoutToken {
     {
         try key.sign(
             claims: claims(subject: subject, sessionId: sessionId, clientId: clientId, jti: jti, issuer: issuer, now: now), type: type)
-    }
-}
-
-/// Runs the back-channel logout delivery loop alongside the HTTP server, stopping with it.
-struct BackChannelLogoutService: Service {
-    let logout: BackChannelLogout
-    func run() async throws {
-        await cancelWhenGracefulShutdown { await logout.runDelivery() }
     }
 }

@@ -28,7 +28,8 @@ struct ClientRegistrations: Sendable {
         var trimmed: [String: [String]]
     }
 
-    func register(_ metadata: ClientMetadata, actor: String, origin: AuditOrigin) async throws -> Outcome {
+    /// `via` names the way the change came when it is not the registration API (`console`), for the audit trail.
+    func register(_ metadata: ClientMetadata, actor: String, via: String? = nil, origin: AuditOrigin) async throws -> Outcome {
         let clientId = "lk-" + Secrets.identifier()
         let settings = try metadata.settings(clientId: clientId, policy: policy, providers: providers)
         try await sectors.check(settings.configuration)
@@ -39,14 +40,17 @@ struct ClientRegistrations: Sendable {
             registrationTokenHash: Secrets.digest(registrationToken), issuedAt: clock.now, registeredBy: actor)
         try await store.insertClient(record)
         await audit.record(
-            .applicationRegistered, subject: nil, actor: actor, details: Self.summary(settings.configuration, trimmed: settings.trimmed),
+            .applicationRegistered, subject: nil, actor: actor,
+            details: Self.with(via, Self.summary(settings.configuration, trimmed: settings.trimmed)),
             origin: origin.for(client: clientId))
         return Outcome(record: record, secret: secret, registrationToken: registrationToken, trimmed: settings.trimmed)
     }
 
     /// RFC 7592 §2.2: the metadata replace the application's (absent members take their defaults); `client_id` must
     /// be the application's, and a `client_secret`, when sent, its current one.
-    func update(_ record: ClientRecord, with metadata: ClientMetadata, actor: String, origin: AuditOrigin) async throws -> Outcome {
+    func update(
+        _ record: ClientRecord, with metadata: ClientMetadata, actor: String, via: String? = nil, origin: AuditOrigin
+    ) async throws -> Outcome {
         let clientId = record.configuration.clientId
         guard let sent = metadata.clientId, Secrets.constantTimeEquals(sent, clientId) else {
             throw OAuthError(.invalidRequest, "the body's client_id must be the application's own (RFC 7592 §2.2)")
@@ -74,20 +78,22 @@ struct ClientRegistrations: Sendable {
         guard try await store.updateClient(updated) else { throw RegistrationRefusal.unknownClient }
         var details = Self.changes(from: record.configuration, to: settings.configuration)
         if let trimmed = Self.trimmedSummary(settings.trimmed) { details["trimmed"] = trimmed }
-        await audit.record(.applicationUpdated, subject: nil, actor: actor, details: details, origin: origin.for(client: clientId))
+        await audit.record(.applicationUpdated, subject: nil, actor: actor, details: Self.with(via, details), origin: origin.for(client: clientId))
         return Outcome(record: updated, secret: secret, registrationToken: nil, trimmed: settings.trimmed)
     }
 
     /// Deletes the application: its tokens stop working at once (`ClientStore.deleteClient`).
-    func delete(_ record: ClientRecord, actor: String, origin: AuditOrigin) async throws {
+    func delete(_ record: ClientRecord, actor: String, via: String? = nil, origin: AuditOrigin) async throws {
         let clientId = record.configuration.clientId
         guard try await store.deleteClient(id: clientId, now: clock.now) else { throw RegistrationRefusal.unknownClient }
-        await audit.record(.applicationDeleted, subject: nil, actor: actor, details: [:], origin: origin.for(client: clientId))
+        await audit.record(.applicationDeleted, subject: nil, actor: actor, details: Self.with(via, [:]), origin: origin.for(client: clientId))
     }
 
     /// A new secret; the current one stays valid for `graceSeconds` more (0: it stops now), so the application's
     /// instances can move over one by one. A secret still in an earlier grace period stops now.
-    func rotateSecret(_ record: ClientRecord, graceSeconds: Int, actor: String, origin: AuditOrigin) async throws -> RotatedSecret {
+    func rotateSecret(
+        _ record: ClientRecord, graceSeconds: Int, actor: String, via: String? = nil, origin: AuditOrigin
+    ) async throws -> RotatedSecret {
         let clientId = record.configuration.clientId
         guard record.configuration.usesSecret, let current = record.secretHash else {
             throw OAuthError(
@@ -105,11 +111,17 @@ struct ClientRegistrations: Sendable {
         updated.previousSecretExpiresAt = graceSeconds > 0 ? now.addingTimeInterval(TimeInterval(graceSeconds)) : nil
         guard try await store.updateClient(updated) else { throw RegistrationRefusal.unknownClient }
         await audit.record(
-            .applicationSecretRotated, subject: nil, actor: actor, details: ["grace_period_seconds": String(graceSeconds)],
+            .applicationSecretRotated, subject: nil, actor: actor, details: Self.with(via, ["grace_period_seconds": String(graceSeconds)]),
             origin: origin.for(client: clientId))
         return RotatedSecret(
             clientId: clientId, clientSecret: secret,
             previousSecretExpiresAt: Int((updated.previousSecretExpiresAt ?? now).timeIntervalSince1970))
+    }
+
+    /// `details` with `via` when there is one.
+    private static func with(_ via: String?, _ details: [String: String]) -> [String: String] {
+        guard let via else { return details }
+        return details.merging(["via": via]) { _, new in new }
     }
 
     /// The audit details of a registration: what kind of application, never a secret.

@@ -5,17 +5,20 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 
-/// The server's HTTP/1.1 client for URLs applications gave it (a `jwks_uri`, `request_uris`, a back-channel logout
-/// URI): it resolves the host once, checks the addresses, and connects to an address it checked, so a name that
-/// resolves to the server's own network (at registration or only later: DNS rebinding) is never reached. A URL
-/// loader cannot be told which address to use, so this client is small and built on SwiftNIO: a TCP connection to the
-/// checked address, TLS with the URL's host as SNI and the usual certificate and host-name verification, one request,
-/// `Connection: close`.
+/// The server's one HTTP/1.1 client: every request the server makes goes through it (identity providers' discovery
+/// documents, keys, tokens and user info; Apple's keys; applications' `jwks_uri`, `request_uris` and sector documents;
+/// back-channel logout tokens; audit webhooks). One instance per server, shared; each use says its `Limits`.
 ///
-/// Every exchange, the lookup included, ends within `timeoutSeconds`; a body is read up to the limit asked for (past
-/// it, announced or seen while reading, the connection is closed); a redirect is an answer, never followed; no cookie
-/// is kept.
-struct PinnedHTTPClient: Sendable {
+/// It resolves the host once, checks the addresses (`Reach`), and connects to an address it checked, so a name that
+/// resolves to the server's own network (at registration or only later: DNS rebinding) is never reached where that is
+/// refused. A URL loader cannot be told which address to use, so this client is small and built on SwiftNIO: a TCP
+/// connection to the checked address, TLS with the URL's host as SNI and the usual certificate and host-name
+/// verification, one request, `Connection: close`.
+///
+/// Every exchange, the lookup included, ends within `Limits.timeoutSeconds`; a body is read up to
+/// `Limits.maximumBytes` (past it, announced or seen while reading, the connection is closed); a redirect is an
+/// answer, never followed; no cookie is kept.
+struct OutboundHTTPClient: Sendable {
     /// What an exchange gave.
     enum Answer: Sendable, Equatable {
         case response(status: Int, body: Data)
@@ -34,28 +37,53 @@ struct PinnedHTTPClient: Sendable {
         case any
     }
 
+    /// What one use of the client allows: how long the whole exchange may take, how large an answer's body may be,
+    /// and where the request may go.
+    struct Limits: Sendable, Equatable {
+        var timeoutSeconds: Int
+        var maximumBytes: Int
+        var reach: Reach
+    }
+
     let resolver: any HostResolver
-    let timeoutSeconds: Int
     private let tls: TLSContextCache
 
-    init(resolver: any HostResolver, timeoutSeconds: Int, additionalTrustRoots: [NIOSSLCertificate] = []) {
+    init(resolver: any HostResolver = SystemHostResolver(), additionalTrustRoots: [NIOSSLCertificate] = []) {
         self.resolver = resolver
-        self.timeoutSeconds = timeoutSeconds
         self.tls = TLSContextCache(additionalTrustRoots: additionalTrustRoots)
     }
 
-    /// One request to `url`: `method` with `headers` and `body`, reading at most `maximumBytes` of the answer's body.
-    func send(
-        _ method: HTTPMethod, _ url: URL, headers: [(String, String)] = [], body: Data? = nil, maximumBytes: Int, reach: Reach
-    ) async -> Answer {
+    /// One request to `url`: `method` with `headers` and `body`, within `limits`.
+    func send(_ method: HTTPMethod, _ url: URL, headers: [(String, String)] = [], body: Data? = nil, limits: Limits) async -> Answer {
+        let timeoutSeconds = limits.timeoutSeconds
         let deadline = NIODeadline.now() + .seconds(Int64(timeoutSeconds))
         return await Self.within(deadline, late: .failed("no answer within \(timeoutSeconds) s")) {
-            await exchange(method, url, headers: headers, body: body, maximumBytes: maximumBytes, reach: reach, deadline: deadline)
+            await exchange(
+                method, url, headers: headers, body: body, maximumBytes: limits.maximumBytes, reach: limits.reach, deadline: deadline,
+                timeoutSeconds: timeoutSeconds)
+        }
+    }
+
+    /// What a delivery gave (a POST whose answer's body does not matter: a webhook, a logout token): the status, or
+    /// why there was none.
+    enum DeliveryOutcome: Sendable, Equatable {
+        case status(Int)
+        case unreachable(String)
+    }
+
+    /// A POST of `body` whose answer counts by its status alone; an answer larger than `limits.maximumBytes` is a
+    /// failed delivery (a receiver has nothing to say at that length).
+    func deliver(_ url: URL, headers: [(String, String)], body: Data, limits: Limits) async -> DeliveryOutcome {
+        switch await send(.POST, url, headers: headers, body: body, limits: limits) {
+        case .response(let status, _): return .status(status)
+        case .tooLarge: return .unreachable("answered with a body of more than \(limits.maximumBytes / 1024) KiB")
+        case .failed(let why): return .unreachable(why)
         }
     }
 
     private func exchange(
-        _ method: HTTPMethod, _ url: URL, headers: [(String, String)], body: Data?, maximumBytes: Int, reach: Reach, deadline: NIODeadline
+        _ method: HTTPMethod, _ url: URL, headers: [(String, String)], body: Data?, maximumBytes: Int, reach: Reach, deadline: NIODeadline,
+        timeoutSeconds: Int
     ) async -> Answer {
         guard let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http", let host = url.host, !host.isEmpty else {
             return .failed("not an http(s) URL with a host")
@@ -208,12 +236,12 @@ private final class ResponseCollector: ChannelInboundHandler, RemovableChannelHa
     typealias InboundIn = HTTPClientResponsePart
 
     private let limit: Int
-    private let answer: EventLoopPromise<PinnedHTTPClient.Answer>
+    private let answer: EventLoopPromise<OutboundHTTPClient.Answer>
     private var status: Int?
     private var body = ByteBuffer()
     private var done = false
 
-    init(limit: Int, answer: EventLoopPromise<PinnedHTTPClient.Answer>) {
+    init(limit: Int, answer: EventLoopPromise<OutboundHTTPClient.Answer>) {
         self.limit = limit
         self.answer = answer
     }
@@ -258,7 +286,7 @@ private final class ResponseCollector: ChannelInboundHandler, RemovableChannelHa
         context.fireChannelInactive()
     }
 
-    private func finish(_ outcome: PinnedHTTPClient.Answer, context: ChannelHandlerContext) {
+    private func finish(_ outcome: OutboundHTTPClient.Answer, context: ChannelHandlerContext) {
         done = true
         answer.succeed(outcome)
         context.close(promise: nil)

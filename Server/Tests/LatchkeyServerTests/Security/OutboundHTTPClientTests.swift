@@ -105,11 +105,11 @@ final class TLSDocumentServer: Sendable {
     }
 }
 
-/// `PinnedHTTPClient` over real TLS on loopback: the connection goes to the address the resolver gave, the URL's name
+/// `OutboundHTTPClient` over real TLS on loopback: the connection goes to the address the resolver gave, the URL's name
 /// is the SNI and the name the certificate must carry, an untrusted or misnamed certificate is refused, a public-only
 /// request never connects to an internal address, and a server that never answers costs the timeout, no more.
-@Suite("PinnedHTTPClient: TLS to the checked address")
-struct PinnedHTTPClientTests {
+@Suite("OutboundHTTPClient: TLS to the checked address")
+struct OutboundHTTPClientTests {
     static let resolver = ScriptedResolver(["docs.tls.test": ["127.0.0.1"], "other.tls.test": ["127.0.0.1"]])
 
     @Test("https to a name resolved to the server: verified with the trusted root and the name; wrong name or unknown root refused")
@@ -118,21 +118,22 @@ struct PinnedHTTPClientTests {
         let server = try await TLSDocumentServer.start(pki, body: #"{"keys":[]}"#)
         defer { Task { await server.stop() } }
         // Verification is the subject, not time: a deadline a machine ten times slower than a busy CI one still meets.
-        let trusting = PinnedHTTPClient(resolver: Self.resolver, timeoutSeconds: 120, additionalTrustRoots: [pki.root])
+        let trusting = OutboundHTTPClient(resolver: Self.resolver, additionalTrustRoots: [pki.root])
         let url = try #require(URL(string: "https://docs.tls.test:\(server.port)/jwks"))
-        let answer = await trusting.send(.GET, url, maximumBytes: 1024, reach: .any)
+        let answer = await trusting.send(.GET, url, limits: .init(timeoutSeconds: 120, maximumBytes: 1024, reach: .any))
         #expect(answer == .response(status: 200, body: Data(#"{"keys":[]}"#.utf8)), "\(answer)")
 
         let misnamed = await trusting.send(
-            .GET, try #require(URL(string: "https://other.tls.test:\(server.port)/jwks")), maximumBytes: 1024, reach: .any)
+            .GET, try #require(URL(string: "https://other.tls.test:\(server.port)/jwks")),
+            limits: .init(timeoutSeconds: 120, maximumBytes: 1024, reach: .any))
         guard case .failed = misnamed else { Issue.record("a certificate for another name was accepted: \(misnamed)"); return }
-        let untrusting = PinnedHTTPClient(resolver: Self.resolver, timeoutSeconds: 120)
-        let untrusted = await untrusting.send(.GET, url, maximumBytes: 1024, reach: .any)
+        let untrusting = OutboundHTTPClient(resolver: Self.resolver)
+        let untrusted = await untrusting.send(.GET, url, limits: .init(timeoutSeconds: 120, maximumBytes: 1024, reach: .any))
         guard case .failed = untrusted else { Issue.record("an unknown root was accepted: \(untrusted)"); return }
         #expect(server.connections == 3)
 
         // Public only: the same name (127.0.0.1) is not even connected to.
-        let refused = await trusting.send(.GET, url, maximumBytes: 1024, reach: .publicOnly)
+        let refused = await trusting.send(.GET, url, limits: .init(timeoutSeconds: 120, maximumBytes: 1024, reach: .publicOnly))
         #expect(refused == .failed("docs.tls.test resolves to an internal address (127.0.0.1)"), "\(refused)")
         #expect(server.connections == 3)
     }
@@ -142,8 +143,10 @@ struct PinnedHTTPClientTests {
         let pki = try TLSTestPKI(name: "docs.tls.test")
         let server = try await TLSDocumentServer.start(pki, body: "", silent: true)
         defer { Task { await server.stop() } }
-        let client = PinnedHTTPClient(resolver: Self.resolver, timeoutSeconds: 1, additionalTrustRoots: [pki.root])
-        let answer = await client.send(.GET, try #require(URL(string: "https://docs.tls.test:\(server.port)/jwks")), maximumBytes: 1024, reach: .any)
+        let client = OutboundHTTPClient(resolver: Self.resolver, additionalTrustRoots: [pki.root])
+        let answer = await client.send(
+            .GET, try #require(URL(string: "https://docs.tls.test:\(server.port)/jwks")),
+            limits: .init(timeoutSeconds: 1, maximumBytes: 1024, reach: .any))
         #expect(answer == .failed("no answer within 1 s"), "\(answer)")
     }
 }
