@@ -130,7 +130,7 @@ public final class IdentityServer: Sendable {
             throttle: limiter("failed-logins", policy.maxFailuresPerAddress, .login), recoveryAlarm: OncePerInterval(),
             sealer: sealer, outbox: outbox, metrics: metrics, audit: audit)
         self.accounts = accounts
-        let http = UpstreamHTTP(http: outbound)
+        let http = UpstreamHTTP(http: outbound, outboundTimeoutSeconds: configuration.outboundTimeoutSeconds)
         let federation = Federation(
             providers: configuration.identityProviders, issuerInForce: issuerInForce, directory: UpstreamDirectory(http: http), http: http,
             store: store, clock: clock, lifetimes: configuration.lifetimes, metrics: metrics, sealer: sealer)
@@ -173,7 +173,7 @@ public final class IdentityServer: Sendable {
             lifetimes: configuration.lifetimes, userSchema: configuration.userSchema, store: store, clock: clock, metrics: metrics,
             audit: audit)
         self.apple = AppleSignIn(
-            appleKeys: AppleKeySet(settings: configuration.apple, http: outbound, metrics: metrics), appleIssuer: configuration.apple.issuer,
+            appleKeys: AppleKeySet(settings: configuration.apple, http: http, metrics: metrics), appleIssuer: configuration.apple.issuer,
             store: store, clock: clock, metrics: metrics, federation: federation)
         let dpop = DPoPVerifier(kit: kit, settings: configuration.dpop, sealer: sealer)
         self.dpop = dpop

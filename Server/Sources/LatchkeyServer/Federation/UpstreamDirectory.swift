@@ -138,13 +138,17 @@ actor UpstreamDirectory {
 }
 
 /// The server's requests to identity providers, through its one HTTP client (`OutboundHTTPClient`): the whole exchange
-/// within 20 s, answers of at most 1 MB (the transfer is cut past it), no redirect followed, no cookie. A provider's
-/// URLs are the operator's (the configuration file or the preset), so any address may be reached.
+/// within 20 s (or `outbound_timeout_seconds` when that is longer), answers of at most 1 MB (the transfer is cut past
+/// it), no redirect followed, no cookie. A provider's URLs are the operator's (the configuration file or the preset),
+/// so any address may be reached.
 struct UpstreamHTTP: Sendable {
     private let http: OutboundHTTPClient
-    static let limits = OutboundHTTPClient.Limits(timeoutSeconds: 20, maximumBytes: 1 << 20, reach: .any)
+    let limits: OutboundHTTPClient.Limits
 
-    init(http: OutboundHTTPClient) { self.http = http }
+    init(http: OutboundHTTPClient, outboundTimeoutSeconds: Int) {
+        self.http = http
+        limits = OutboundHTTPClient.Limits(timeoutSeconds: max(20, outboundTimeoutSeconds), maximumBytes: 1 << 20, reach: .any)
+    }
 
     /// GET with `Accept: application/json`; a non-200 answer is the provider being unavailable.
     func get(_ url: URL, bearer: String? = nil, accept: String = "application/json") async throws(FederationFailure) -> Data {
@@ -172,7 +176,7 @@ struct UpstreamHTTP: Sendable {
 
     private func send(_ method: HTTPMethod, _ url: URL, headers: [(String, String)], body: Data?) async throws(FederationFailure) -> (Data, Int) {
         let host = url.host ?? "the provider"
-        switch await http.send(method, url, headers: headers, body: body, limits: Self.limits) {
+        switch await http.send(method, url, headers: headers, body: body, limits: limits) {
         case .response(let status, let data): return (data, status)
         case .tooLarge: throw .unavailable("\(host) answered what no provider should")
         case .failed: throw .unavailable("\(host) could not be reached")
