@@ -70,7 +70,7 @@ public final class IdentityServer: Sendable {
 
     private init(
         configuration: ServerConfiguration, store: any Store, sharedStore: Bool, clock: ServerClock, logger: Logger,
-        sealer: SecretSealer, smtp: SMTPOutbox? = nil
+        sealer: SecretSealer, metrics: ServerMetrics, smtp: SMTPOutbox? = nil
     ) {
         self.configuration = configuration
         self.store = store
@@ -80,7 +80,6 @@ public final class IdentityServer: Sendable {
         let hasher = PasswordHasher(cost: configuration.bcryptCost, maxConcurrent: policy.maxConcurrentHashes, maxQueued: policy.maxQueuedHashes)
         self.hasher = hasher
         let window = TimeInterval(policy.addressWindowSeconds)
-        let metrics = ServerMetrics()
         self.metrics = metrics
         // The server's one HTTP client: every request it makes (providers, Apple, applications' documents, logout
         // tokens, webhooks) goes through it, each use with its own limits.
@@ -121,7 +120,7 @@ public final class IdentityServer: Sendable {
         self.refreshReuse = RefreshTokenReuse(seconds: configuration.refreshTokenReuseSeconds, sealer: sealer)
         self.backChannelLogout = BackChannelLogout(
             store: store, keys: keys, issuerInForce: issuerInForce, clock: clock, reach: reach, http: outbound,
-            timeoutSeconds: configuration.outboundTimeoutSeconds, subjects: subjects, logger: logger)
+            timeoutSeconds: configuration.outboundTimeoutSeconds, subjects: subjects, metrics: metrics, logger: logger)
         let kit = TokenKit(
             issuerInForce: issuerInForce, store: store, keys: keys, lifetimes: configuration.lifetimes, clock: clock, subjects: subjects)
         self.kit = kit
@@ -200,10 +199,11 @@ public final class IdentityServer: Sendable {
         let sealer = try SecretSealer(keyEncryptionKey: try KeyEncryptionKeySource.resolve(configuration, logger: logger))
         let store = try await openStore(configuration, sealer: sealer, logger: logger)
         let shared = store is PostgresStore
-        let smtp = try configuration.smtp.map { try SMTPOutbox(settings: $0, store: store, clock: clock, logger: logger) }
+        let metrics = ServerMetrics()
+        let smtp = try configuration.smtp.map { try SMTPOutbox(settings: $0, store: store, clock: clock, metrics: metrics, logger: logger) }
         let server = IdentityServer(
             configuration: configuration, store: store, sharedStore: shared, clock: clock, logger: logger,
-            sealer: sealer, smtp: smtp)
+            sealer: sealer, metrics: metrics, smtp: smtp)
         try await server.keys.bootstrap()
         try await server.seed()
         return server

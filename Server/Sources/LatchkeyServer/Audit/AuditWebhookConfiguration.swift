@@ -25,7 +25,7 @@ public struct AuditWebhook: Sendable, Equatable, CustomStringConvertible {
     public var maxAttempts = 15
     /// How old a delivery may get before it is dropped, however few attempts it had (`max_age_seconds`).
     public var maxAgeSeconds = 86_400
-    /// The wait before the first retry; doubled after each failure, capped at `DeliveryBackoff.maximum` (`retry_seconds`).
+    /// The wait before the first retry; doubled after each failure, capped at `DeliveryPolicy.maximumRetryDelay` (`retry_seconds`).
     public var retrySeconds = 30
     /// Deliveries that may wait for this webhook; further events are not queued for it (logged and counted) (`queue_limit`).
     public var queueLimit = 10_000
@@ -34,6 +34,13 @@ public struct AuditWebhook: Sendable, Equatable, CustomStringConvertible {
     /// events, so that a flood of refusals cannot fill the queue and shut out the events that matter
     /// (`low_priority_queue_limit`). Nil: a tenth of `queueLimit`.
     public var lowPriorityQueueLimit: Int?
+
+    /// How its deliveries are tried (`DeliveryLoop`).
+    var policy: DeliveryPolicy {
+        DeliveryPolicy(
+            timeoutSeconds: timeoutSeconds, maxAttempts: maxAttempts, maxAgeSeconds: maxAgeSeconds, retrySeconds: retrySeconds,
+            queueLimit: queueLimit)
+    }
 
     /// `lowPriorityQueueLimit` as it applies.
     var lowPriorityLimit: Int { lowPriorityQueueLimit ?? max(1, queueLimit / 10) }
@@ -81,8 +88,8 @@ public struct AuditWebhook: Sendable, Equatable, CustomStringConvertible {
         if let outcomes, outcomes.isEmpty { throw invalid("outcomes must name at least one outcome (leave it out for both)") }
         guard (1...300).contains(timeoutSeconds) else { throw invalid("timeout_seconds must be 1–300") }
         guard (1...100).contains(maxAttempts) else { throw invalid("max_attempts must be 1–100") }
-        guard (60...Int(WebhookDeliveryRetention.maximumAgeSeconds)).contains(maxAgeSeconds) else {
-            throw invalid("max_age_seconds must be 60–\(Int(WebhookDeliveryRetention.maximumAgeSeconds)) (7 days)")
+        guard (60...Int(DeliveryRetention.maximumAgeSeconds)).contains(maxAgeSeconds) else {
+            throw invalid("max_age_seconds must be 60–\(Int(DeliveryRetention.maximumAgeSeconds)) (7 days)")
         }
         guard (1...3600).contains(retrySeconds) else { throw invalid("retry_seconds must be 1–3600") }
         guard (1...1_000_000).contains(queueLimit) else { throw invalid("queue_limit must be 1–1000000") }

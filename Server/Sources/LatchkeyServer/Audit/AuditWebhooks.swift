@@ -6,11 +6,11 @@ import Logging
 import FoundationNetworking
 #endif
 
-/// Delivery of the audit trail to webhooks (`audit_webhooks`), like the mail queue: the audit trail hands every event
-/// to this sink, which queues one row per webhook that selects it in the store (`WebhookDeliveryStore`); a delivery
-/// loop, run by a `DeliveryService` beside the HTTP server, POSTs each row to its webhook, signed
-/// (`WebhookSignature`), and retries failures with exponential backoff until the receiver answers 2xx or the delivery
-/// is given up (`max_attempts`, `max_age_seconds`).
+/// Delivery of the audit trail to webhooks (`audit_webhooks`): the audit trail hands every event to this sink, which
+/// queues one row per webhook that selects it in the store's delivery queue (`DeliveryStore`, kind `audit_webhook`,
+/// the webhook's id as destination); the delivery loop (`DeliveryLoop`), run by a `DeliveryService` beside the HTTP
+/// server, POSTs each row to its webhook, signed (`WebhookDeliverer`, `WebhookSignature`), and retries failures with
+/// exponential backoff until the receiver answers 2xx or the delivery is given up (`max_attempts`, `max_age_seconds`).
 ///
 /// Queueing never fails the request that caused the event (the audit trail's rule): a full queue or a store error is
 /// logged at error level and counted (`latchkey_webhook_deliveries_total{result="queue_full"|"not_queued"}`), and the
@@ -18,19 +18,17 @@ import FoundationNetworking
 /// authentications, which anyone can cause without credentials) may fill only `low_priority_queue_limit` of the queue
 /// (refusals counted as `queue_full_low_priority`), so a flood of them cannot keep the other events out (third review,
 /// R3-4). Whatever a webhook lost is reported to it by a `webhook.gap` event, sent ahead of the rest once its queue has
-/// room again. Each pass sends every due row, several at once, and the loop waits only once nothing is due. Delivery is at least once: a receiver deduplicates by `Latchkey-Event-Id` (an
-/// instance that dies between the receiver's answer and the row's deletion leaves the row to be sent again).
+/// room again. Delivery is at least once: a receiver deduplicates by `Latchkey-Event-Id`.
 struct AuditWebhooks: AuditSink {
     let webhooks: [AuditWebhook]
     /// The queue, and the audit trail's table for the `webhook.gap` events this sink records itself.
-    let store: any WebhookDeliveryStore & AuditStore
+    let store: any DeliveryStore & AuditStore
     let clock: ServerClock
     let metrics: ServerMetrics
     /// The server's logger: delivery runs in the background, for no request.
     let logger: Logger
-    /// The server's HTTP client (`OutboundHTTPClient`: no redirect followed, so a 3xx is a failed attempt and the body
-    /// and its signature go only where the configuration says).
-    let http: OutboundHTTPClient
+    /// The delivery loop of the webhooks' queues.
+    let loop: DeliveryLoop<WebhookDeliverer>
     /// When each webhook's full queue was last logged: once a minute at most, while every refusal is counted.
     private let fullQueueAlarms: [String: OncePerInterval]
     /// The same for low-priority events refused (expected under a flood: a warning, not an error).
@@ -40,13 +38,6 @@ struct AuditWebhooks: AuditSink {
 
     /// How often the delivery loop looks for due deliveries once none is left.
     static let pollInterval: Duration = .seconds(1)
-    /// Deliveries of one webhook claimed at once.
-    static let batchSize = 50
-    /// POSTs to one webhook in flight at once (once the pass's first one has shown that the receiver answers).
-    static let concurrency = 8
-    /// Batches of one webhook per pass: between passes the queue-depth gauge is read; the loop starts the next pass at
-    /// once while rows remain due.
-    static let batchesPerPass = 20
     /// The event types that share `low_priority_queue_limit`.
     static let lowPriorityTypes = AuditEvent.Kind.allCases.filter(\.isLowPriority).map(\.rawValue)
     /// A gap made only of low-priority events is reported at most this often: during a flood one would otherwise come
@@ -56,7 +47,7 @@ struct AuditWebhooks: AuditSink {
     static let gapDueAt = Date(timeIntervalSince1970: 0)
 
     init(
-        webhooks: [AuditWebhook], store: any WebhookDeliveryStore & AuditStore, http: OutboundHTTPClient, clock: ServerClock,
+        webhooks: [AuditWebhook], store: any DeliveryStore & AuditStore, http: OutboundHTTPClient, clock: ServerClock,
         metrics: ServerMetrics, logger: Logger
     ) {
         self.webhooks = webhooks
@@ -64,11 +55,12 @@ struct AuditWebhooks: AuditSink {
         self.clock = clock
         self.metrics = metrics
         self.logger = logger
-        self.http = http
+        self.loop = DeliveryLoop(
+            deliverer: WebhookDeliverer(webhooks: webhooks, http: http, clock: clock), store: store, clock: clock, metrics: metrics,
+            logger: logger, pollInterval: Self.pollInterval)
         self.fullQueueAlarms = Dictionary(uniqueKeysWithValues: webhooks.map { ($0.id, OncePerInterval()) })
         self.lowPriorityAlarms = Dictionary(uniqueKeysWithValues: webhooks.map { ($0.id, OncePerInterval()) })
         self.gaps = Dictionary(uniqueKeysWithValues: webhooks.map { ($0.id, WebhookGap()) })
-        metrics.registerWebhooks(webhooks.map(\.id))
     }
 
     // MARK: Queueing (the audit trail's sink)
@@ -81,7 +73,7 @@ struct AuditWebhooks: AuditSink {
         do { body = try Self.body(of: event) } catch {
             requestLogger.error("audit event not queued for webhooks: it could not be encoded", metadata: ["audit.id": .string(event.id)])
             for webhook in selecting {
-                metrics.webhookDelivery(webhook.id, .notQueued)
+                metrics.delivery(.auditWebhook, webhook.id, .notQueued)
                 await gaps[webhook.id]?.lost(event.type, at: clock.now)
             }
             return
@@ -89,20 +81,20 @@ struct AuditWebhooks: AuditSink {
         let now = clock.now
         let lowPriority = event.type.isLowPriority
         for webhook in selecting {
-            let delivery = QueuedWebhookDelivery(
-                id: Secrets.identifier(), webhookId: webhook.id, eventId: event.id, eventType: event.type.rawValue, body: body,
-                nextAttemptAt: now, createdAt: now)
+            let delivery = QueuedDelivery(
+                id: Secrets.identifier(), kind: .auditWebhook, destination: webhook.id, eventId: event.id, eventType: event.type.rawValue,
+                body: body, nextAttemptAt: now, createdAt: now)
             // Low-priority events fill only their share of the queue: the rest stays free for the events that matter.
-            let share = lowPriority ? WebhookQueueShare(eventTypes: Self.lowPriorityTypes, limit: webhook.lowPriorityLimit) : nil
+            let share = lowPriority ? DeliveryQueueShare(eventTypes: Self.lowPriorityTypes, limit: webhook.lowPriorityLimit) : nil
             do {
-                if try await store.enqueueWebhookDelivery(delivery, limit: webhook.queueLimit, share: share) {
+                if try await store.enqueueDelivery(delivery, limit: webhook.queueLimit, share: share) {
                     // The queue has room again: what was lost before is reported first.
                     await queueGap(for: webhook, now: now)
                     continue
                 }
                 await gaps[webhook.id]?.lost(event.type, at: now)
                 if lowPriority {
-                    metrics.webhookDelivery(webhook.id, .queueFullLowPriority)
+                    metrics.delivery(.auditWebhook, webhook.id, .queueFullLowPriority)
                     if await lowPriorityAlarms[webhook.id]?.claim(now: now, interval: 60) ?? true {
                         requestLogger.warning(
                             "a webhook's share of its queue for low-priority audit events is full: they are not queued for it",
@@ -113,7 +105,7 @@ struct AuditWebhooks: AuditSink {
                     }
                     continue
                 }
-                metrics.webhookDelivery(webhook.id, .queueFull)
+                metrics.delivery(.auditWebhook, webhook.id, .queueFull)
                 if await fullQueueAlarms[webhook.id]?.claim(now: now, interval: 60) ?? true {
                     requestLogger.error(
                         "a webhook's queue is full: audit events are not queued for it until deliveries succeed or are given up",
@@ -122,7 +114,7 @@ struct AuditWebhooks: AuditSink {
                         ])
                 }
             } catch {
-                metrics.webhookDelivery(webhook.id, .notQueued)
+                metrics.delivery(.auditWebhook, webhook.id, .notQueued)
                 await gaps[webhook.id]?.lost(event.type, at: now)
                 requestLogger.error(
                     "audit event not queued for a webhook",
@@ -151,10 +143,10 @@ struct AuditWebhooks: AuditSink {
         // Written as every event is (logged, stored, counted), but sent to the webhooks only below: to this one alone.
         await AuditTrail(store: store, clock: clock, metrics: metrics).record(event, logger: logger)
         do {
-            let delivery = QueuedWebhookDelivery(
-                id: Secrets.identifier(), webhookId: webhook.id, eventId: event.id, eventType: event.type.rawValue,
+            let delivery = QueuedDelivery(
+                id: Secrets.identifier(), kind: .auditWebhook, destination: webhook.id, eventId: event.id, eventType: event.type.rawValue,
                 body: try Self.body(of: event), nextAttemptAt: Self.gapDueAt, createdAt: now)
-            if try await store.enqueueWebhookDelivery(delivery, limit: webhook.queueLimit, share: nil) { return }
+            if try await store.enqueueDelivery(delivery, limit: webhook.queueLimit) { return }
         } catch {
             logger.error(
                 "a webhook.gap event was not queued", metadata: ["webhook": .string(webhook.id), "error.type": .string("\(type(of: error))")])
@@ -173,201 +165,41 @@ struct AuditWebhooks: AuditSink {
     // MARK: Delivery
 
     /// Delivers due rows until cancelled; waits `pollInterval` only once a pass has left nothing due.
-    func runDelivery() async {
-        while !Task.isCancelled {
-            if await deliverDue() { continue }
-            try? await Task.sleep(for: Self.pollInterval)
-        }
-    }
+    func runDelivery() async { await loop.run() }
 
-    /// One pass: each webhook's due deliveries, the webhooks side by side (a slow or dead receiver holds up only its
-    /// own queue), then the queue-depth gauge. True when rows may still be due (the pass stopped at `batchesPerPass`).
+    /// One pass: each webhook's due deliveries, the webhooks side by side, then the queue-depth gauges. True when rows
+    /// may still be due.
     @discardableResult
-    func deliverDue() async -> Bool {
-        let more = await withTaskGroup(of: Bool.self) { group in
-            for webhook in webhooks {
-                group.addTask { await self.deliverDue(to: webhook) }
-            }
-            var more = false
-            for await webhookHasMore in group { more = more || webhookHasMore }
-            return more
-        }
-        do {
-            let depths = try await store.webhookQueueDepths()
-            for webhook in webhooks { metrics.webhookQueueDepth(webhook.id, depths[webhook.id] ?? 0) }
-        } catch {
-            logger.warning("cannot read the webhook queue's depth", metadata: ["error.type": .string("\(type(of: error))")])
-        }
-        return more
-    }
+    func deliverDue() async -> Bool { await loop.deliverDue() }
+}
 
-    /// What became of one claimed row's attempt.
-    private enum Attempt: Sendable {
-        /// Delivered, dropped after its last attempt, or rescheduled after an answer other than 2xx.
-        case done
-        /// Dropped without an attempt (too old): says nothing about the receiver.
-        case skipped
-        /// No answer at all: the rest of the webhook's rows wait for the same retry.
-        case unreachable(retryAt: Date)
-        /// The server is stopping: the row was given back, no attempt counted.
-        case cancelled
-    }
+/// Sends one queued audit event to its webhook: a signed POST of the row's body (`WebhookSignature`), through the
+/// server's HTTP client (`OutboundHTTPClient`: no redirect followed, so a 3xx is a failed attempt and the body and its
+/// signature go only where the configuration says).
+struct WebhookDeliverer: Deliverer {
+    let webhooks: [AuditWebhook]
+    let http: OutboundHTTPClient
+    let clock: ServerClock
 
-    /// The due deliveries of one webhook, a batch at a time, oldest first, several POSTs at once, until none is due.
-    /// True when rows may remain due after `batchesPerPass` batches.
-    private func deliverDue(to webhook: AuditWebhook) async -> Bool {
-        var answered = false
-        for _ in 0..<Self.batchesPerPass {
-            let now = clock.now
-            // Long enough for the whole batch to time out, `concurrency` at a time; a crash mid-batch makes the rows due
-            // again after it.
-            let rounds = (Self.batchSize + Self.concurrency - 1) / Self.concurrency + 1
-            let lease = now.addingTimeInterval(TimeInterval(webhook.timeoutSeconds * rounds + 60))
-            let due: [QueuedWebhookDelivery]
-            do {
-                due = try await store.claimDueWebhookDeliveries(webhookId: webhook.id, now: now, leaseUntil: lease, limit: Self.batchSize)
-            } catch {
-                logger.error(
-                    "cannot read the webhook queue", metadata: ["webhook": .string(webhook.id), "error.type": .string("\(type(of: error))")])
-                return false
-            }
-            var rest = due[...]
-            while !answered, let first = rest.popFirst() {
-                // The pass's first row goes alone: a receiver that cannot be reached costs one attempt and one timeout,
-                // and the rest of its queue waits for the same retry with no attempt counted.
-                switch await attempt(first, to: webhook) {
-                case .done: answered = true
-                case .skipped: continue
-                case .unreachable(let retryAt):
-                    await giveBack(rest, at: retryAt)
-                    return false
-                case .cancelled:
-                    await giveBack(rest, at: now)
-                    return false
-                }
-            }
-            guard await attemptAll(rest, to: webhook, claimedAt: now) else { return false }
-            if due.count < Self.batchSize { return false }
-        }
-        return true
-    }
+    var kind: DeliveryKind { .auditWebhook }
+    /// Deliveries of one webhook claimed at once.
+    var batchSize: Int { 50 }
+    /// POSTs to one webhook in flight at once.
+    var concurrency: Int { 8 }
+    var wording: DeliveryWording { DeliveryWording(attempt: "audit event delivery to a webhook", item: "an audit event's delivery to a webhook") }
+    /// The configured webhooks: rows of a webhook removed from the configuration are claimed by nobody and pruned
+    /// after `DeliveryRetention.pruneAfterSeconds`.
+    var configuredDestinations: [String]? { webhooks.map(\.id) }
+    var metricsLabels: [String] { webhooks.map(\.id) }
 
-    /// Tries `rows`, at most `concurrency` at a time; stops starting new ones when the receiver cannot be reached or the
-    /// server is stopping, and gives the rows not tried back. False when it stopped.
-    private func attemptAll(_ rows: ArraySlice<QueuedWebhookDelivery>, to webhook: AuditWebhook, claimedAt now: Date) async -> Bool {
-        guard !rows.isEmpty else { return true }
-        return await withTaskGroup(of: Attempt.self) { group in
-            var waiting = rows.makeIterator()
-            for _ in 0..<Self.concurrency {
-                guard let row = waiting.next() else { break }
-                group.addTask { await self.attempt(row, to: webhook) }
-            }
-            var retryAt: Date?
-            var stopping = false
-            while let outcome = await group.next() {
-                switch outcome {
-                case .done, .skipped: break
-                case .unreachable(let at): retryAt = min(retryAt ?? at, at)
-                case .cancelled: stopping = true
-                }
-                if retryAt == nil, !stopping, !Task.isCancelled, let row = waiting.next() {
-                    group.addTask { await self.attempt(row, to: webhook) }
-                }
-            }
-            let untried = Array(IteratorSequence(waiting))
-            if stopping || Task.isCancelled {
-                await giveBack(untried[...], at: now)
-                return false
-            }
-            if let retryAt {
-                await giveBack(untried[...], at: retryAt)
-                return false
-            }
-            return true
-        }
-    }
-
-    /// One attempt of one claimed row: delivered and deleted, dropped (too old, or out of attempts), or rescheduled.
-    private func attempt(_ delivery: QueuedWebhookDelivery, to webhook: AuditWebhook) async -> Attempt {
-        if Task.isCancelled {
-            await giveBack([delivery], at: clock.now)
-            return .cancelled
-        }
-        if clock.now.timeIntervalSince(delivery.createdAt) > TimeInterval(webhook.maxAgeSeconds) {
-            await drop(delivery, webhook: webhook, attempts: delivery.attempts, reason: "too old")
-            return .skipped
-        }
-        let answer = await send(delivery, to: webhook)
-        guard case .failed(let reason, let unreachable) = answer else {
-            do { try await store.deleteWebhookDelivery(id: delivery.id) } catch {
-                logger.warning(
-                    "a delivered webhook row could not be deleted; it will be sent again",
-                    metadata: ["webhook": .string(webhook.id), "delivery_id": .string(delivery.id)])
-            }
-            metrics.webhookDelivery(webhook.id, .delivered)
-            logger.debug(
-                "audit event delivered to a webhook",
-                metadata: [
-                    "webhook": .string(webhook.id), "audit.id": .string(delivery.eventId), "attempt": "\(delivery.attempts + 1)"
-                ])
-            return .done
-        }
-        if Task.isCancelled {
-            // The server is stopping and the POST was cut short: not the receiver's failure, no attempt counted.
-            await giveBack([delivery], at: clock.now)
-            return .cancelled
-        }
-        metrics.webhookDelivery(webhook.id, .failed)
-        let attempt = delivery.attempts + 1
-        let next = clock.now.addingTimeInterval(DeliveryBackoff.delay(afterAttempt: attempt, retrySeconds: webhook.retrySeconds))
-        if attempt >= webhook.maxAttempts || next.timeIntervalSince(delivery.createdAt) > TimeInterval(webhook.maxAgeSeconds) {
-            await drop(delivery, webhook: webhook, attempts: attempt, reason: reason)
-        } else {
-            logger.warning(
-                "audit event delivery to a webhook failed; will retry",
-                metadata: [
-                    "webhook": .string(webhook.id), "audit.id": .string(delivery.eventId), "attempt": "\(attempt)",
-                    "retry_in_seconds": "\(Int(next.timeIntervalSince(clock.now)))", "reason": .string(reason)
-                ])
-            do { try await store.rescheduleWebhookDelivery(id: delivery.id, attempts: attempt, nextAttemptAt: next) } catch {
-                logger.warning("cannot reschedule a webhook delivery", metadata: ["webhook": .string(webhook.id)])
-            }
-        }
-        // A receiver that cannot be reached (no connection, no answer in time) would make every other row wait for its
-        // own timeout: they wait for the same retry instead, no attempt counted. A receiver that answers (even 500) is
-        // tried with each row, so one event it refuses does not hold up the others.
-        return unreachable ? .unreachable(retryAt: next) : .done
-    }
-
-    /// Claimed rows not tried: due again at `at`, their attempts unchanged.
-    private func giveBack(_ rows: ArraySlice<QueuedWebhookDelivery>, at: Date) async {
-        for row in rows {
-            try? await store.rescheduleWebhookDelivery(id: row.id, attempts: row.attempts, nextAttemptAt: at)
-        }
-    }
-
-    private func drop(_ delivery: QueuedWebhookDelivery, webhook: AuditWebhook, attempts: Int, reason: String) async {
-        logger.error(
-            "giving up on an audit event's delivery to a webhook",
-            metadata: [
-                "webhook": .string(webhook.id), "audit.id": .string(delivery.eventId), "audit.type": .string(delivery.eventType),
-                "attempts": "\(attempts)", "reason": .string(reason)
-            ])
-        metrics.webhookDelivery(webhook.id, .dropped)
-        try? await store.deleteWebhookDelivery(id: delivery.id)
-    }
-
-    enum Answer: Equatable {
-        case delivered
-        /// `unreachable`: no answer at all (a connection refused or timed out), rather than a status other than 2xx.
-        case failed(String, unreachable: Bool)
+    func target(for destination: String) async throws -> (AuditWebhook, DeliveryPolicy)? {
+        webhooks.first { $0.id == destination }.map { ($0, $0.policy) }
     }
 
     /// The most of a receiver's answer read (and ignored): only its status matters.
     static let maximumAnswerBytes = 64 * 1024
 
-    /// One signed POST of the row's body.
-    private func send(_ delivery: QueuedWebhookDelivery, to webhook: AuditWebhook) async -> Answer {
+    func send(_ delivery: QueuedDelivery, to webhook: AuditWebhook) async -> DeliveryAnswer {
         let body = Data(delivery.body.utf8)
         let headers = [
             ("Content-Type", "application/json"), ("User-Agent", "Latchkey-Webhooks/1"), ("Latchkey-Event-Id", delivery.eventId),
@@ -376,11 +208,7 @@ struct AuditWebhooks: AuditSink {
         ]
         // The operator named the URL: it may be a service on loopback or inside the network on purpose.
         let limits = OutboundHTTPClient.Limits(timeoutSeconds: webhook.timeoutSeconds, maximumBytes: Self.maximumAnswerBytes, reach: .any)
-        switch await http.deliver(webhook.url, headers: headers, body: body, limits: limits) {
-        case .status(let status) where (200..<300).contains(status): return .delivered
-        case .status(let status): return .failed("answered \(status)", unreachable: false)
-        case .unreachable(let reason): return .failed(reason, unreachable: true)
-        }
+        return DeliveryAnswer(await http.deliver(webhook.url, headers: headers, body: body, limits: limits))
     }
 }
 

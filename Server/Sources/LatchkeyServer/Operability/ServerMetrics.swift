@@ -59,16 +59,16 @@ public final class ServerMetrics: Sendable {
         case recoveryCodes = "recovery_codes"
     }
 
-    /// What became of an audit event's delivery to a webhook (`AuditWebhooks`).
-    public enum WebhookResult: String, Sendable, CaseIterable {
-        /// The receiver answered 2xx.
+    /// What became of a delivery (`DeliveryLoop`: mail, audit webhooks, back-channel logout).
+    public enum DeliveryResult: String, Sendable, CaseIterable {
+        /// The receiver took it (2xx; the relay's 250).
         case delivered
         /// One attempt failed (an answer other than 2xx, a timeout, no connection); it is retried.
         case failed
         /// Given up after `max_attempts` or `max_age_seconds` (logged at error level).
         case dropped
-        /// Not queued: the webhook's queue held `queue_limit` deliveries already (logged at error level). Counts only
-        /// the events that are not low priority: the ones a flood must never keep from the receiver.
+        /// Not queued: the destination's queue held `queue_limit` deliveries already (logged at error level). For a
+        /// webhook it counts only the events that are not low priority: the ones a flood must never keep from it.
         case queueFull = "queue_full"
         /// A low-priority event (`AuditEvent.Kind.isLowPriority`: failed client authentications) not queued: their
         /// share of the queue (`low_priority_queue_limit`) or the whole queue was full. Expected under a flood.
@@ -156,19 +156,32 @@ public final class ServerMetrics: Sendable {
     /// An audit event was written to the store (`stored`), or its write failed (`failed`; the log line has it).
     func auditWrite(_ type: AuditEvent.Kind, succeeded: Bool) { auditCounter(type, succeeded ? "stored" : "failed").increment() }
 
-    /// The series of the configured webhooks, at zero (their ids come from the configuration: a closed set).
-    func registerWebhooks(_ ids: [String]) {
-        for id in ids {
-            for result in WebhookResult.allCases { _ = webhookCounter(id, result) }
-            _ = webhookQueueGauge(id)
+    /// The series of a kind's configured destinations, at zero (their labels come from the configuration or are one
+    /// shared name: a closed set).
+    func registerDeliveries(_ kind: DeliveryKind, labels: [String]) {
+        for label in labels {
+            for result in DeliveryResult.allCases { _ = deliveryCounter(kind, label, result) }
+            _ = deliveryQueueGauge(kind, label)
+            if kind == .auditWebhook {
+                for result in DeliveryResult.allCases { _ = webhookCounter(label, result) }
+                _ = webhookQueueGauge(label)
+            }
         }
     }
 
-    /// One delivery to webhook `id` (a configured id) ended with `result`.
-    func webhookDelivery(_ id: String, _ result: WebhookResult) { webhookCounter(id, result).increment() }
+    /// One delivery of `kind` to the destination labelled `label` ended with `result`. An audit webhook's is also
+    /// counted under the name it had before every kind shared one queue (`latchkey_webhook_deliveries_total`).
+    func delivery(_ kind: DeliveryKind, _ label: String, _ result: DeliveryResult) {
+        deliveryCounter(kind, label, result).increment()
+        if kind == .auditWebhook { webhookCounter(label, result).increment() }
+    }
 
-    /// Deliveries waiting for webhook `id`, as last read from the store (every instance sharing it reads the same).
-    func webhookQueueDepth(_ id: String, _ depth: Int) { webhookQueueGauge(id).set(to: Double(depth)) }
+    /// Deliveries of `kind` waiting for the destination labelled `label`, as last read from the store (every instance
+    /// sharing it reads the same).
+    func deliveryQueueDepth(_ kind: DeliveryKind, _ label: String, _ depth: Int) {
+        deliveryQueueGauge(kind, label).set(to: Double(depth))
+        if kind == .auditWebhook { webhookQueueGauge(label).set(to: Double(depth)) }
+    }
 
     // MARK: Exposition
 
@@ -234,7 +247,22 @@ public final class ServerMetrics: Sendable {
             labels: [("reason", reason.rawValue)])
     }
 
-    private func webhookCounter(_ id: String, _ result: WebhookResult) -> Counter {
+    private func deliveryCounter(_ kind: DeliveryKind, _ label: String, _ result: DeliveryResult) -> Counter {
+        registry.makeCounter(
+            descriptor: Self.name(
+                "deliveries", "total",
+                "Deliveries by kind (mail, audit_webhook, backchannel_logout), destination and result "
+                    + "(delivered, failed, dropped, queue_full, queue_full_low_priority, not_queued)"),
+            labels: [("kind", kind.rawValue), ("destination", label), ("result", result.rawValue)])
+    }
+
+    private func deliveryQueueGauge(_ kind: DeliveryKind, _ label: String) -> Gauge {
+        registry.makeGauge(
+            descriptor: Self.name("delivery_queue", "depth", "Deliveries waiting in the store, by kind and destination"),
+            labels: [("kind", kind.rawValue), ("destination", label)])
+    }
+
+    private func webhookCounter(_ id: String, _ result: DeliveryResult) -> Counter {
         registry.makeCounter(
             descriptor: Self.name(
                 "webhook_deliveries", "total",

@@ -27,6 +27,16 @@ enum SMTPError: Error, CustomStringConvertible, Equatable {
         }
     }
 
+    /// No relay answered at all (no connection, no greeting in time): every queued email would fail the same way, so
+    /// they wait for the same retry (`DeliveryLoop`) instead of each costing a timeout and an attempt.
+    var isUnreachable: Bool {
+        switch self {
+        case .connect: return true
+        case .timeout(let stage): return stage == "greeting"
+        default: return false
+        }
+    }
+
     var description: String {
         switch self {
         case .connect(let why): "cannot connect to the relay (\(why))"

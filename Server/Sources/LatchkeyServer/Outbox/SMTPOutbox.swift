@@ -1,20 +1,24 @@
 import Foundation
 import Logging
 
-/// Real email delivery: messages are queued in the database (so a restart or a relay outage loses nothing) and a
-/// delivery loop sends them through the SMTP relay, retrying with exponential backoff.
+/// Real email delivery: messages are queued in the store's delivery queue (kind `mail`, so a restart or a relay outage
+/// loses nothing) and the delivery loop (`DeliveryLoop`) sends them through the SMTP relay (`MailDeliverer`), retrying
+/// with exponential backoff.
 public final class SMTPOutbox: Outbox {
     let settings: SMTPSettings
     let store: any Store
     let clock: ServerClock
     let logger: Logger
-    let client: SMTPClient
-    /// How often the delivery loop looks for due messages.
+    let metrics: ServerMetrics
+    let loop: DeliveryLoop<MailDeliverer>
+    /// How often the delivery loop looks for due messages once none is left.
     static let pollInterval: Duration = .milliseconds(500)
 
-    init(settings: SMTPSettings, store: any Store, clock: ServerClock, logger: Logger) throws {
-        self.settings = settings; self.store = store; self.clock = clock; self.logger = logger
-        self.client = try SMTPClient(settings: settings)
+    init(settings: SMTPSettings, store: any Store, clock: ServerClock, metrics: ServerMetrics = ServerMetrics(), logger: Logger) throws {
+        self.settings = settings; self.store = store; self.clock = clock; self.logger = logger; self.metrics = metrics
+        let deliverer = MailDeliverer(settings: settings, client: try SMTPClient(settings: settings))
+        self.loop = DeliveryLoop(
+            deliverer: deliverer, store: store, clock: clock, metrics: metrics, logger: logger, pollInterval: Self.pollInterval)
     }
 
     public func send(_ message: OutboxMessage) async throws {
@@ -24,64 +28,65 @@ public final class SMTPOutbox: Outbox {
             from: settings.from, to: message.recipient, subject: message.subject, body: "",
             messageId: message.id, date: message.createdAt)
         let now = clock.now
-        let queued = QueuedMail(
-            id: message.id, recipient: message.recipient, subject: message.subject, body: message.body,
+        let queued = QueuedDelivery(
+            id: message.id, kind: .mail, destination: MailDeliverer.relay, eventId: message.id, eventType: MailDeliverer.eventType,
+            body: try MailDeliverer.Mail(recipient: message.recipient, subject: message.subject, body: message.body).encoded(),
             nextAttemptAt: now, createdAt: now)
-        guard try await store.enqueueMail(queued, limit: settings.queueLimit) else {
+        guard try await store.enqueueDelivery(queued, limit: settings.queueLimit) else {
+            metrics.delivery(.mail, MailDeliverer.relay, .queueFull)
             logger.error("the mail queue is full; an email was refused", metadata: ["queue_limit": "\(settings.queueLimit)"])
             throw OutboxError.queueFull
         }
     }
 
     /// Sends due messages until cancelled.
-    func runDelivery() async {
-        while !Task.isCancelled {
-            await deliverDue()
-            try? await Task.sleep(for: Self.pollInterval)
-        }
+    func runDelivery() async { await loop.run() }
+
+    /// One pass over the due messages.
+    func deliverDue() async { await loop.deliverDue() }
+}
+
+/// Sends one queued email through the SMTP relay.
+struct MailDeliverer: Deliverer {
+    let settings: SMTPSettings
+    let client: SMTPClient
+
+    /// The one destination: the configured relay.
+    static let relay = "relay"
+    static let eventType = "email"
+
+    /// What a queued email holds (its `Message-ID` is the row's `eventId`, its `Date` the row's `createdAt`).
+    struct Mail: Codable, Equatable {
+        var recipient: String
+        var subject: String
+        var body: String
+
+        func encoded() throws -> String { String(decoding: try JSONEncoder().encode(self), as: UTF8.self) }
     }
 
-    /// One pass over the due messages, one at a time.
-    func deliverDue() async {
-        let now = clock.now
-        // Long enough for a whole dialogue; a crash mid-delivery makes the message due again afterwards.
-        let lease = now.addingTimeInterval(TimeInterval(settings.timeoutSeconds * 12 + 60))
-        let due: [QueuedMail]
-        do { due = try await store.claimDueMail(now: now, leaseUntil: lease, limit: 20) } catch {
-            logger.error("cannot read the mail queue: \(type(of: error))")
-            return
-        }
-        for mail in due {
-            if Task.isCancelled { return }
-            await deliver(mail)
-        }
+    var kind: DeliveryKind { .mail }
+    var batchSize: Int { 20 }
+    /// One dialogue with the relay at a time.
+    var concurrency: Int { 1 }
+    var wording: DeliveryWording { DeliveryWording(attempt: "email delivery", item: "an email") }
+    var configuredDestinations: [String]? { [Self.relay] }
+    var metricsLabels: [String] { [Self.relay] }
+
+    func target(for destination: String) async throws -> (SMTPSettings, DeliveryPolicy)? {
+        (settings, settings.policy)
     }
 
-    private func deliver(_ mail: QueuedMail) async {
-        let attempt = mail.attempts + 1
+    func send(_ row: QueuedDelivery, to settings: SMTPSettings) async -> DeliveryAnswer {
         do {
+            let mail = try JSONDecoder().decode(Mail.self, from: Data(row.body.utf8))
             let data = try MailMessage.render(
-                from: settings.from, to: mail.recipient, subject: mail.subject, body: mail.body,
-                messageId: mail.id, date: mail.createdAt)
+                from: settings.from, to: mail.recipient, subject: mail.subject, body: mail.body, messageId: row.eventId, date: row.createdAt)
             try await client.send(from: settings.from, to: mail.recipient, data: data)
-            try await store.deleteMail(id: mail.id)
-            logger.info("email delivered", metadata: ["mail_id": .string(mail.id), "attempt": "\(attempt)"])
+            return .delivered
+        } catch let error as SMTPError {
+            return .failed(error.description, unreachable: error.isUnreachable, permanent: error.isPermanent)
         } catch {
-            let reason = (error as? SMTPError)?.description ?? "\(type(of: error))"
-            let permanent = (error as? SMTPError)?.isPermanent ?? false
-            if permanent || attempt >= settings.maxAttempts {
-                logger.error("giving up on an email", metadata: ["mail_id": .string(mail.id), "attempts": "\(attempt)", "reason": .string(reason)])
-                try? await store.deleteMail(id: mail.id)
-                return
-            }
-            let delay = DeliveryBackoff.delay(afterAttempt: attempt, retrySeconds: settings.retrySeconds)
-            logger.warning(
-                "email delivery failed; will retry",
-                metadata: [
-                    "mail_id": .string(mail.id), "attempt": "\(attempt)", "retry_in_seconds": "\(Int(delay))",
-                    "reason": .string(reason)
-                ])
-            try? await store.rescheduleMail(id: mail.id, attempts: attempt, nextAttemptAt: clock.now.addingTimeInterval(delay))
+            return .failed("\(type(of: error))", permanent: error is DecodingError)
         }
     }
 }

@@ -39,6 +39,13 @@ public struct SMTPSettings: Sendable, Equatable {
         self.from = from; self.caFile = caFile
     }
 
+    /// How queued emails are tried (`DeliveryLoop`): never older than the queue's retention, whatever `max_attempts`.
+    var policy: DeliveryPolicy {
+        DeliveryPolicy(
+            timeoutSeconds: timeoutSeconds, maxAttempts: maxAttempts, maxAgeSeconds: Int(DeliveryRetention.maximumAgeSeconds),
+            retrySeconds: retrySeconds, queueLimit: queueLimit)
+    }
+
     func validate() throws {
         func invalid(_ why: String) -> ConfigurationError { .invalid("smtp: \(why)") }
         guard !host.isEmpty, !host.contains(where: { $0.isWhitespace || $0.isNewline }) else { throw invalid("host is required") }

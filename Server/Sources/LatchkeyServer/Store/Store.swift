@@ -121,20 +121,10 @@ public protocol FlowExecutionStore: Sendable {
     func deleteFlowExecution(id: String) async throws
 }
 
-/// Messages: the development outbox and the SMTP delivery queue.
+/// Messages kept for the development outbox (`StoreOutbox`); email for a relay waits in the delivery queue.
 public protocol OutboxStore: Sendable {
     func insertOutboxMessage(_ message: OutboxMessage) async throws
     func outboxMessages(recipient: String, limit: Int) async throws -> [OutboxMessage]
-    /// Queues an email for SMTP delivery unless `limit` messages already wait (checked in the same transaction);
-    /// false when the queue is full.
-    func enqueueMail(_ mail: QueuedMail, limit: Int) async throws -> Bool
-    /// Takes up to `limit` queued emails due at `now` and, in the same transaction, pushes their next attempt to
-    /// `leaseUntil`, so a second server sharing the database does not send them too.
-    func claimDueMail(now: Date, leaseUntil: Date, limit: Int) async throws -> [QueuedMail]
-    /// Records a failed attempt and when to try again.
-    func rescheduleMail(id: String, attempts: Int, nextAttemptAt: Date) async throws
-    /// Removes a delivered (or abandoned) email: its body carries a code.
-    func deleteMail(id: String) async throws
 }
 
 /// Invitations to register.
@@ -349,45 +339,32 @@ public protocol AuditStore: Sendable {
     func pruneAuditEvents(before: Date) async throws -> Int
 }
 
-/// Audit events waiting for delivery to webhooks (`AuditWebhooks`): one row per event and webhook, retried until
-/// delivered or given up, claimed under a lease so that instances sharing the store never deliver one row at once.
-public protocol WebhookDeliveryStore: Sendable {
-    /// Queues a delivery unless `limit` deliveries of its webhook already wait, or, when its event type is one of
-    /// `share`'s, unless `share.limit` deliveries of those types already wait for that webhook (both checked in the same
-    /// transaction); false when that webhook's queue (or the share) is full.
-    func enqueueWebhookDelivery(_ delivery: QueuedWebhookDelivery, limit: Int, share: WebhookQueueShare?) async throws -> Bool
-    /// Takes up to `limit` deliveries of `webhookId` due at `now` (the earliest due first, then the oldest) and, in the
-    /// same transaction, pushes their next attempt to `leaseUntil`, so a second server sharing the database does not
-    /// deliver them too (and takes them up if this one dies before it is done).
-    func claimDueWebhookDeliveries(webhookId: String, now: Date, leaseUntil: Date, limit: Int) async throws -> [QueuedWebhookDelivery]
+/// The delivery queue (`DeliveryLoop`): mail, audit webhooks and back-channel logout in one table, one queue per kind
+/// and destination, each row retried until delivered or given up, claimed under a lease so that instances sharing the
+/// store never deliver one row at once.
+public protocol DeliveryStore: Sendable {
+    /// Queues a delivery unless `limit` deliveries of its kind and destination already wait, or, when its event type is
+    /// one of `share`'s, unless `share.limit` deliveries of those types already wait there (both checked in the same
+    /// transaction); false when that queue (or the share) is full.
+    func enqueueDelivery(_ delivery: QueuedDelivery, limit: Int, share: DeliveryQueueShare?) async throws -> Bool
+    /// Takes up to `limit` deliveries of `kind` to `destination` due at `now` (the earliest due first, then the oldest)
+    /// and, in the same transaction, pushes their next attempt to `leaseUntil`, so a second server sharing the database
+    /// does not deliver them too (and takes them up if this one dies before it is done).
+    func claimDueDeliveries(kind: DeliveryKind, destination: String, now: Date, leaseUntil: Date, limit: Int) async throws
+        -> [QueuedDelivery]
     /// Records the failed attempts so far and when to try again (or gives a claimed row back, attempts unchanged).
-    func rescheduleWebhookDelivery(id: String, attempts: Int, nextAttemptAt: Date) async throws
-    /// Removes a delivered (or given up) delivery.
-    func deleteWebhookDelivery(id: String) async throws
-    /// How many deliveries wait, by webhook id (webhooks with none are absent).
-    func webhookQueueDepths() async throws -> [String: Int]
+    func rescheduleDelivery(id: String, attempts: Int, nextAttemptAt: Date) async throws
+    /// Removes a delivered (or given up) delivery: its body may carry a code or a token.
+    func deleteDelivery(id: String) async throws
+    /// How many deliveries of `kind` wait, by destination (destinations with none are absent).
+    func deliveryQueueDepths(kind: DeliveryKind) async throws -> [String: Int]
 }
 
-extension WebhookDeliveryStore {
-    /// Queues a delivery unless `limit` deliveries of its webhook already wait (no share).
-    func enqueueWebhookDelivery(_ delivery: QueuedWebhookDelivery, limit: Int) async throws -> Bool {
-        try await enqueueWebhookDelivery(delivery, limit: limit, share: nil)
+extension DeliveryStore {
+    /// Queues a delivery unless `limit` deliveries of its kind and destination already wait (no share).
+    func enqueueDelivery(_ delivery: QueuedDelivery, limit: Int) async throws -> Bool {
+        try await enqueueDelivery(delivery, limit: limit, share: nil)
     }
-}
-
-/// The part of a webhook's queue some event types may fill (`AuditWebhook.lowPriorityQueueLimit`).
-public struct WebhookQueueShare: Sendable, Equatable {
-    /// The event types (`client.authentication_failed` …) that share the limit.
-    public var eventTypes: [String]
-    public var limit: Int
-
-    public init(eventTypes: [String], limit: Int) {
-        self.eventTypes = eventTypes
-        self.limit = limit
-    }
-
-    /// Whether a delivery of `eventType` counts against this share.
-    func covers(_ eventType: String) -> Bool { eventTypes.contains(eventType) }
 }
 
 /// Deleting what can no longer be used.
@@ -405,7 +382,7 @@ public protocol Store:
     PushedRequestStore, PasskeyStore, FederatedIdentityStore, FederatedLoginStore, ClientStore, LoginRequestStore, AuthorizationCodeStore, TokenStore,
     SessionStore,
     SigningKeyStore,
-    AddressEventStore, MaintenanceStore, AuditStore, WebhookDeliveryStore, ConsentStore, AccountDeletionStore
+    AddressEventStore, MaintenanceStore, AuditStore, DeliveryStore, ConsentStore, AccountDeletionStore
 {}
 
 /// How long single-use ids outlive their acceptance (`Store.consumeTokenId`).

@@ -87,20 +87,20 @@ extension StoreContractTests {
     @Test(arguments: StoreKind.available)
     func enqueueWebhookDeliveryKeepsASharedLimitForSomeEventTypes(_ kind: StoreKind) async throws {
         try await kind.withStore { store async throws in
-            func delivery(_ type: String, webhook: String = "siem") -> QueuedWebhookDelivery {
-                QueuedWebhookDelivery(
-                    id: StoreFixture.unique("delivery"), webhookId: webhook, eventId: StoreFixture.unique("event"), eventType: type,
-                    body: "{}", nextAttemptAt: StoreFixture.t0, createdAt: StoreFixture.t0)
+            func delivery(_ type: String, webhook: String = "siem") -> QueuedDelivery {
+                QueuedDelivery(
+                    id: StoreFixture.unique("delivery"), kind: .auditWebhook, destination: webhook, eventId: StoreFixture.unique("event"),
+                    eventType: type, body: "{}", nextAttemptAt: StoreFixture.t0, createdAt: StoreFixture.t0)
             }
-            let share = WebhookQueueShare(eventTypes: ["client.authentication_failed", "client.authentication_failed_aggregated"], limit: 2)
-            #expect(try await store.enqueueWebhookDelivery(delivery("client.authentication_failed"), limit: 4, share: share))
-            #expect(try await store.enqueueWebhookDelivery(delivery("client.authentication_failed_aggregated"), limit: 4, share: share))
-            #expect(try await store.enqueueWebhookDelivery(delivery("client.authentication_failed"), limit: 4, share: share) == false, "share full")
-            #expect(try await store.enqueueWebhookDelivery(delivery("client.authentication_failed", webhook: "other"), limit: 4, share: share))
-            #expect(try await store.enqueueWebhookDelivery(delivery("user.created"), limit: 4, share: share), "the rest is kept for others")
-            #expect(try await store.enqueueWebhookDelivery(delivery("account.locked"), limit: 4, share: nil))
-            #expect(try await store.enqueueWebhookDelivery(delivery("signin.failed"), limit: 4, share: nil) == false, "the whole queue is full")
-            #expect(try await store.webhookQueueDepths() == ["siem": 4, "other": 1])
+            let share = DeliveryQueueShare(eventTypes: ["client.authentication_failed", "client.authentication_failed_aggregated"], limit: 2)
+            #expect(try await store.enqueueDelivery(delivery("client.authentication_failed"), limit: 4, share: share))
+            #expect(try await store.enqueueDelivery(delivery("client.authentication_failed_aggregated"), limit: 4, share: share))
+            #expect(try await store.enqueueDelivery(delivery("client.authentication_failed"), limit: 4, share: share) == false, "share full")
+            #expect(try await store.enqueueDelivery(delivery("client.authentication_failed", webhook: "other"), limit: 4, share: share))
+            #expect(try await store.enqueueDelivery(delivery("user.created"), limit: 4, share: share), "the rest is kept for others")
+            #expect(try await store.enqueueDelivery(delivery("account.locked"), limit: 4, share: nil))
+            #expect(try await store.enqueueDelivery(delivery("signin.failed"), limit: 4, share: nil) == false, "the whole queue is full")
+            #expect(try await store.deliveryQueueDepths(kind: .auditWebhook) == ["siem": 4, "other": 1])
         }
     }
 }

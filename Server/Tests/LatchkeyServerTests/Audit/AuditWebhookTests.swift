@@ -141,7 +141,7 @@ struct AuditWebhookTests {
         let server = try await Self.start([try Self.webhook("siem", receiver)])
         defer { Task { await server.stop() } }
         try await Self.failSignIn(server)
-        #expect(try await server.rowCount("webhook_deliveries") == 1, "queued in the store, not sent inline")
+        #expect(try await server.rowCount("deliveries") == 1, "queued in the store, not sent inline")
         #expect(receiver.received.isEmpty)
 
         await server.server.deliverAuditWebhooks()
@@ -175,7 +175,7 @@ struct AuditWebhookTests {
         #expect(listed.count == 1)
         #expect(NSDictionary(dictionary: try #require(listed.first)) == NSDictionary(dictionary: event))
 
-        #expect(try await server.rowCount("webhook_deliveries") == 0, "a delivered row is deleted")
+        #expect(try await server.rowCount("deliveries") == 0, "a delivered row is deleted")
         let exposition = server.server.metrics.exposition()
         #expect(exposition.contains(Self.metric(server, "siem", "delivered") + " 1"), "\(exposition)")
         #expect(exposition.contains(Self.metric(server, "siem", "failed") + " 0"))
@@ -258,14 +258,14 @@ struct AuditWebhookTests {
         await server.server.deliverAuditWebhooks()  // attempt 1
         server.advanceClock(11)
         await server.server.deliverAuditWebhooks()  // attempt 2, after 10 s
-        #expect(try await server.rowCount("webhook_deliveries") == 1)
+        #expect(try await server.rowCount("deliveries") == 1)
         server.advanceClock(10)
         await server.server.deliverAuditWebhooks()
         #expect(receiver.received.count == 2, "the second backoff is 20 s")
         server.advanceClock(11)
         await server.server.deliverAuditWebhooks()  // attempt 3: the last
         #expect(receiver.received.count == 3)
-        #expect(try await server.rowCount("webhook_deliveries") == 0, "given up: deleted")
+        #expect(try await server.rowCount("deliveries") == 0, "given up: deleted")
         server.advanceClock(7200)
         await server.server.deliverAuditWebhooks()
         #expect(receiver.received.count == 3, "never tried again")
@@ -285,7 +285,7 @@ struct AuditWebhookTests {
         server.advanceClock(61)
         await server.server.deliverAuditWebhooks()
         #expect(receiver.received.isEmpty)
-        #expect(try await server.rowCount("webhook_deliveries") == 0)
+        #expect(try await server.rowCount("deliveries") == 0)
         #expect(server.server.metrics.exposition().contains(Self.metric(server, "siem", "dropped") + " 1"))
     }
 
@@ -337,10 +337,12 @@ struct AuditWebhookTests {
         let now = server.server.clock.now
         let store = server.server.store
         #expect(
-            try await store.claimDueWebhookDeliveries(webhookId: "gone", now: before.addingTimeInterval(29), leaseUntil: before, limit: 10)
-                .isEmpty)
-        let waiting = try await store.claimDueWebhookDeliveries(
-            webhookId: "gone", now: now.addingTimeInterval(31), leaseUntil: now.addingTimeInterval(31), limit: 10)
+            try await store.claimDueDeliveries(
+                kind: .auditWebhook, destination: "gone", now: before.addingTimeInterval(29), leaseUntil: before, limit: 10
+            )
+            .isEmpty)
+        let waiting = try await store.claimDueDeliveries(
+            kind: .auditWebhook, destination: "gone", now: now.addingTimeInterval(31), leaseUntil: now.addingTimeInterval(31), limit: 10)
         #expect(waiting.map(\.attempts).sorted() == [0, 1], "both wait for the retry; only the one tried counts an attempt")
     }
 
@@ -355,7 +357,7 @@ struct AuditWebhookTests {
         await server.server.deliverAuditWebhooks()
         #expect(receiver.received.map(\.path) == ["/hooks/siem"])
         #expect(server.server.metrics.exposition().contains(Self.metric(server, "siem", "failed") + " 1"))
-        #expect(try await server.rowCount("webhook_deliveries") == 1, "kept for a retry")
+        #expect(try await server.rowCount("deliveries") == 1, "kept for a retry")
     }
 
     @Test("the server's own delivery loop delivers without being asked")
@@ -366,7 +368,7 @@ struct AuditWebhookTests {
         defer { Task { await server.stop() } }
         try await Self.failSignIn(server)
         try await eventually("the loop delivered the event") { receiver.received.count == 1 }
-        try await eventually("the delivered row is deleted") { try await server.rowCount("webhook_deliveries") == 0 }
+        try await eventually("the delivered row is deleted") { try await server.rowCount("deliveries") == 0 }
         #expect(receiver.received.first?.json["type"] as? String == "signin.failed")
     }
 

@@ -147,7 +147,14 @@ struct LogoutChannelsTests {
             server.advanceClock(3601)
         }
         #expect(receiver.received.count == 3 + BackChannelLogout.maximumAttempts)
-        #expect(try await server.server.store.webhookQueueDepths().isEmpty)
+        #expect(try await server.server.store.deliveryQueueDepths(kind: .backchannelLogout).isEmpty)
+        // Counted as every kind of delivery is, under one label for all applications (anyone may register one).
+        let exposition = server.server.metrics.exposition()
+        let series = #"latchkey_deliveries_total{kind="backchannel_logout",destination="applications",result="#
+        #expect(exposition.contains(series + #""delivered"} 1"#), "\(exposition)")
+        #expect(exposition.contains(series + #""dropped"} 1"#))
+        #expect(exposition.contains(series + "\"failed\"} \(2 + BackChannelLogout.maximumAttempts)"))
+        #expect(exposition.contains(#"latchkey_delivery_queue_depth{kind="backchannel_logout",destination="applications"} 0"#))
     }
 
     @Test("every way a session ends is announced: sign out everywhere, an administrator, a password replaced in the store")

@@ -123,7 +123,7 @@ struct AuditFloodTests {
         let failed = types.filter { $0 == "client.authentication_failed" }.count
         #expect(details["dropped"] == String(2000 - failed), "the gap counts what was not queued: \(details)")
         #expect(failed < 300, "failed client authentications used only a share of the queue: \(failed)")
-        #expect(try await server.rowCount("webhook_deliveries") == 0, "every due row delivered in one pass")
+        #expect(try await server.rowCount("deliveries") == 0, "every due row delivered in one pass")
     }
 
     @Test("past the per-address budget nothing is written; one summary per address and window, with the count")

@@ -159,8 +159,9 @@ struct SMTPDeliveryTests {
         OutboxMessage(id: UUID().uuidString, channel: .email, recipient: recipient, subject: subject, body: body, code: "123456", createdAt: Date())
     }
 
-    static func queued(_ store: any Store) async throws -> [QueuedMail] {
-        try await store.claimDueMail(now: Date.distantFuture, leaseUntil: Date.distantFuture, limit: 100)
+    static func queued(_ store: any Store) async throws -> [QueuedDelivery] {
+        try await store.claimDueDeliveries(
+            kind: .mail, destination: MailDeliverer.relay, now: Date.distantFuture, leaseUntil: Date.distantFuture, limit: 100)
     }
 
     @Test func deliversWithAuthLoginAndDeletesTheQueuedMessage() async throws {
@@ -211,10 +212,29 @@ struct SMTPDeliveryTests {
         try await outbox.send(Self.message())
         for attempt in 1...3 {
             await outbox.deliverDue()
-            let left = try await store.claimDueMail(now: Date.distantFuture, leaseUntil: Date.distantPast, limit: 10)
+            let left = try await store.claimDueDeliveries(
+                kind: .mail, destination: MailDeliverer.relay, now: Date.distantFuture, leaseUntil: Date.distantPast, limit: 10)
             if attempt < 3 { #expect(left.first?.attempts == attempt) } else { #expect(left.isEmpty, "given up after max_attempts") }
             advance(3600)
         }
+    }
+
+    /// One delivery loop for every kind (issue 39): a relay nobody answers costs the pass one attempt, the other emails
+    /// wait for the same retry with no attempt counted, and mail is counted like every other kind.
+    @Test func anUnreachableRelayCostsOneAttemptAPassAndIsCounted() async throws {
+        let relay = try LoopbackPort.refusing()
+        defer { withExtendedLifetime(relay) {} }
+        let (outbox, store, _) = try Self.outbox(port: relay.port)
+        try await outbox.send(Self.message("ada@example.com"))
+        try await outbox.send(Self.message("bob@example.com"))
+        await outbox.deliverDue()
+        let left = try await Self.queued(store)
+        #expect(left.map(\.attempts).sorted() == [0, 1], "one attempt found no relay; the other email was given back untried")
+        #expect(Set(left.map(\.nextAttemptAt)).count == 1, "both wait for the same retry")
+        let exposition = outbox.metrics.exposition()
+        #expect(exposition.contains(#"latchkey_deliveries_total{kind="mail",destination="relay",result="failed"} 1"#), "\(exposition)")
+        #expect(exposition.contains(#"latchkey_deliveries_total{kind="mail",destination="relay",result="delivered"} 0"#))
+        #expect(exposition.contains(#"latchkey_delivery_queue_depth{kind="mail",destination="relay"} 2"#))
     }
 
     @Test func aSilentRelayTimesOut() async throws {

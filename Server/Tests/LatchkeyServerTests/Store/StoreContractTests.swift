@@ -613,7 +613,7 @@ struct StoreContractTests {
         }
     }
 
-    // MARK: Outbox and mail queue
+    // MARK: Outbox and the mail queue (the delivery queue, kind mail)
 
     @Test(arguments: StoreKind.available)
     func outboxMessagesAreTheRecipientsNewestFirstUpToTheLimit(_ kind: StoreKind) async throws {
@@ -639,10 +639,15 @@ struct StoreContractTests {
     @Test(arguments: StoreKind.available)
     func enqueueMailRefusesWhenTheQueueIsFull(_ kind: StoreKind) async throws {
         try await kind.withStore { store async throws in
-            #expect(try await store.enqueueMail(Make.mail(), limit: 2))
-            #expect(try await store.enqueueMail(Make.mail(), limit: 2))
-            #expect(try await store.enqueueMail(Make.mail(), limit: 2) == false)
-            #expect(try await store.claimDueMail(now: at(10), leaseUntil: at(70), limit: 10).count == 2, "the refused mail was not queued")
+            #expect(try await store.enqueueDelivery(Make.mail(), limit: 2))
+            #expect(try await store.enqueueDelivery(Make.mail(), limit: 2))
+            #expect(try await store.enqueueDelivery(Make.mail(), limit: 2) == false)
+            var hook = Make.mail()
+            hook.kind = .auditWebhook
+            #expect(try await store.enqueueDelivery(hook, limit: 2), "the limit is per kind and destination")
+            #expect(
+                try await store.claimDueDeliveries(kind: .mail, destination: MailDeliverer.relay, now: at(10), leaseUntil: at(70), limit: 10).count
+                    == 2, "the refused mail was not queued")
         }
     }
 
@@ -650,17 +655,24 @@ struct StoreContractTests {
     func claimDueMailTakesDueMailAndLeasesIt(_ kind: StoreKind) async throws {
         try await kind.withStore { store async throws in
             let first = Make.mail(nextAttemptAt: t0), second = Make.mail(nextAttemptAt: at(10)), later = Make.mail(nextAttemptAt: at(100))
-            for mail in [first, second, later] { #expect(try await store.enqueueMail(mail, limit: 10)) }
-            let claimed = try await store.claimDueMail(now: at(20), leaseUntil: at(80), limit: 10)
+            for mail in [first, second, later] { #expect(try await store.enqueueDelivery(mail, limit: 10)) }
+            let claimed = try await store.claimDueDeliveries(
+                kind: .mail, destination: MailDeliverer.relay, now: at(20), leaseUntil: at(80), limit: 10)
             #expect(Set(claimed.map(\.id)) == [first.id, second.id], "only mail due by now")
             let copy = try #require(claimed.first(where: { $0.id == first.id }))
-            #expect(copy.recipient == first.recipient && copy.subject == first.subject && copy.body == first.body)
+            #expect(copy.body == first.body && copy.eventId == first.eventId && copy.kind == .mail && copy.destination == MailDeliverer.relay)
             #expect(copy.attempts == 0 && copy.createdAt == first.createdAt)
-            #expect(try await store.claimDueMail(now: at(20), leaseUntil: at(80), limit: 10).isEmpty, "leased until at(80)")
             #expect(
-                Set(try await store.claimDueMail(now: at(81), leaseUntil: at(140), limit: 10).map(\.id)) == [first.id, second.id],
+                try await store.claimDueDeliveries(kind: .mail, destination: MailDeliverer.relay, now: at(20), leaseUntil: at(80), limit: 10).isEmpty,
+                "leased until at(80)")
+            #expect(
+                Set(
+                    try await store.claimDueDeliveries(kind: .mail, destination: MailDeliverer.relay, now: at(81), leaseUntil: at(140), limit: 10)
+                        .map(\.id)) == [first.id, second.id],
                 "due again once the lease ended (a server that claimed it died)")
-            #expect(try await store.claimDueMail(now: at(200), leaseUntil: at(300), limit: 2).count == 2, "at most limit")
+            #expect(
+                try await store.claimDueDeliveries(kind: .mail, destination: MailDeliverer.relay, now: at(200), leaseUntil: at(300), limit: 2).count
+                    == 2, "at most limit")
         }
     }
 
@@ -668,14 +680,20 @@ struct StoreContractTests {
     func rescheduleMailAndDeleteMail(_ kind: StoreKind) async throws {
         try await kind.withStore { store async throws in
             let mail = Make.mail(nextAttemptAt: t0)
-            #expect(try await store.enqueueMail(mail, limit: 10))
-            #expect(try await store.claimDueMail(now: t0, leaseUntil: at(60), limit: 10).map(\.id) == [mail.id])
-            try await store.rescheduleMail(id: mail.id, attempts: 1, nextAttemptAt: at(30))
-            #expect(try await store.claimDueMail(now: at(29), leaseUntil: at(90), limit: 10).isEmpty)
-            let retried = try await store.claimDueMail(now: at(31), leaseUntil: at(90), limit: 10)
+            #expect(try await store.enqueueDelivery(mail, limit: 10))
+            #expect(
+                try await store.claimDueDeliveries(kind: .mail, destination: MailDeliverer.relay, now: t0, leaseUntil: at(60), limit: 10).map(\.id)
+                    == [mail.id])
+            try await store.rescheduleDelivery(id: mail.id, attempts: 1, nextAttemptAt: at(30))
+            #expect(
+                try await store.claimDueDeliveries(kind: .mail, destination: MailDeliverer.relay, now: at(29), leaseUntil: at(90), limit: 10).isEmpty)
+            let retried = try await store.claimDueDeliveries(
+                kind: .mail, destination: MailDeliverer.relay, now: at(31), leaseUntil: at(90), limit: 10)
             #expect(retried.map(\.id) == [mail.id] && retried.first?.attempts == 1)
-            try await store.deleteMail(id: mail.id)
-            #expect(try await store.claimDueMail(now: at(10_000), leaseUntil: at(10_060), limit: 10).isEmpty)
+            try await store.deleteDelivery(id: mail.id)
+            #expect(
+                try await store.claimDueDeliveries(kind: .mail, destination: MailDeliverer.relay, now: at(10_000), leaseUntil: at(10_060), limit: 10)
+                    .isEmpty)
         }
     }
 
@@ -1888,11 +1906,11 @@ struct StoreContractTests {
             var queued: Set<String> = []
             for index in 0..<20 {
                 let mail = Make.mail(nextAttemptAt: at(TimeInterval(index % 5)))
-                #expect(try await store.enqueueMail(mail, limit: 100))
+                #expect(try await store.enqueueDelivery(mail, limit: 100))
                 queued.insert(mail.id)
             }
             let claims = try await Make.concurrently(8) { _ in
-                try await store.claimDueMail(now: at(10), leaseUntil: at(70), limit: 5).map(\.id)
+                try await store.claimDueDeliveries(kind: .mail, destination: MailDeliverer.relay, now: at(10), leaseUntil: at(70), limit: 5).map(\.id)
             }
             let claimed = claims.flatMap { $0 }
             #expect(claimed.count == 20, "every due mail claimed once: \(claims.map(\.count))")
@@ -1903,9 +1921,11 @@ struct StoreContractTests {
     @Test(arguments: StoreKind.available)
     func concurrentEnqueuesNeverOverfillTheQueue(_ kind: StoreKind) async throws {
         try await kind.withStore { store async throws in
-            let results = try await Make.concurrently(24) { _ in try await store.enqueueMail(Make.mail(), limit: 5) }
+            let results = try await Make.concurrently(24) { _ in try await store.enqueueDelivery(Make.mail(), limit: 5) }
             #expect(results.filter { $0 }.count == 5)
-            #expect(try await store.claimDueMail(now: at(10), leaseUntil: at(70), limit: 100).count == 5)
+            #expect(
+                try await store.claimDueDeliveries(kind: .mail, destination: MailDeliverer.relay, now: at(10), leaseUntil: at(70), limit: 100).count
+                    == 5)
         }
     }
 

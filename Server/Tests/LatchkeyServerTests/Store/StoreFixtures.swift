@@ -97,6 +97,11 @@ enum StoreKind: String, Sendable, CaseIterable, CustomTestStringConvertible {
 /// `PostgresClient`.
 enum PostgresAdmin {
     static func execute(_ sql: String, at location: PostgresLocation) async throws {
+        try await execute([sql], at: location)
+    }
+
+    /// `statements` one after the other, on one connection (a query carries one statement).
+    static func execute(_ statements: [String], at location: PostgresLocation) async throws {
         // The throwaway cluster is local: no TLS.
         let configuration = PostgresClient.Configuration(
             host: location.host, port: location.port, username: location.username,
@@ -107,7 +112,9 @@ enum PostgresAdmin {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await client.run() }
             defer { group.cancelAll() }
-            _ = try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger).collect()
+            for sql in statements {
+                _ = try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger).collect()
+            }
         }
     }
 }
@@ -283,9 +290,10 @@ enum StoreFixture {
     static func mail(
         id: String = StoreFixture.unique("mail"), nextAttemptAt: Date = StoreFixture.t0,
         createdAt: Date = StoreFixture.t0
-    ) -> QueuedMail {
-        QueuedMail(
-            id: id, recipient: "ada@example.com", subject: "Your code", body: "123456 is your code", attempts: 0,
+    ) -> QueuedDelivery {
+        QueuedDelivery(
+            id: id, kind: .mail, destination: MailDeliverer.relay, eventId: id, eventType: MailDeliverer.eventType,
+            body: #"{"recipient":"ada@example.com","subject":"Your code","body":"123456 is your code"}"#, attempts: 0,
             nextAttemptAt: nextAttemptAt, createdAt: createdAt)
     }
 

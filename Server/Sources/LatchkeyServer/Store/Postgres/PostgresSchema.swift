@@ -305,6 +305,41 @@ enum PostgresSchema {
                     user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, code_digest BYTEA NOT NULL,
                     created_at DOUBLE PRECISION NOT NULL, used_at DOUBLE PRECISION, PRIMARY KEY (user_id, code_digest))
                 """
+            ]),
+        // One delivery queue for every kind (`DeliveryStore`): the rows waiting in the mail and webhook queues move
+        // over with their attempts and due times (logout notices, queued under `backchannel_logout:<client>`, become
+        // their own kind).
+        Migration(
+            version: 16, name: "deliveries",
+            statements: [
+                """
+                CREATE TABLE deliveries (
+                    id TEXT PRIMARY KEY, kind TEXT NOT NULL, destination TEXT NOT NULL, event_id TEXT NOT NULL, event_type TEXT NOT NULL,
+                    body TEXT NOT NULL, attempts BIGINT NOT NULL DEFAULT 0, next_attempt_at DOUBLE PRECISION NOT NULL,
+                    created_at DOUBLE PRECISION NOT NULL)
+                """,
+                "CREATE INDEX deliveries_due ON deliveries (kind, destination, next_attempt_at, created_at)",
+                "CREATE INDEX deliveries_created ON deliveries (created_at)",
+                """
+                INSERT INTO deliveries (id, kind, destination, event_id, event_type, body, attempts, next_attempt_at, created_at)
+                    SELECT id, 'mail', 'relay', id, 'email',
+                        json_build_object('recipient', recipient, 'subject', subject, 'body', body)::text,
+                        attempts, next_attempt_at, created_at
+                    FROM mail_queue
+                """,
+                """
+                INSERT INTO deliveries (id, kind, destination, event_id, event_type, body, attempts, next_attempt_at, created_at)
+                    SELECT id, 'backchannel_logout', substr(webhook_id, 20), event_id, event_type, body, attempts, next_attempt_at,
+                        created_at
+                    FROM webhook_deliveries WHERE substr(webhook_id, 1, 19) = 'backchannel_logout:'
+                """,
+                """
+                INSERT INTO deliveries (id, kind, destination, event_id, event_type, body, attempts, next_attempt_at, created_at)
+                    SELECT id, 'audit_webhook', webhook_id, event_id, event_type, body, attempts, next_attempt_at, created_at
+                    FROM webhook_deliveries WHERE substr(webhook_id, 1, 19) <> 'backchannel_logout:'
+                """,
+                "DROP TABLE mail_queue",
+                "DROP TABLE webhook_deliveries"
             ])
     ]
 

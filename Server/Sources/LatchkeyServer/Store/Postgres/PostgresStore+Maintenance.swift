@@ -34,8 +34,8 @@ extension PostgresStore {
             "DELETE FROM login_attempts WHERE (locked_until IS NULL OR locked_until < \(t)) AND updated_at < \(quietSince)",
             // Per-address throttle events older than a day (no throttle window is longer).
             "DELETE FROM address_events WHERE at < \(t - 86400)",
-            // Webhook deliveries no loop will give up on: those of a webhook removed from the configuration.
-            "DELETE FROM webhook_deliveries WHERE created_at < \(t - WebhookDeliveryRetention.pruneAfterSeconds)"
+            // Deliveries no loop will give up on: those of a webhook removed from the configuration.
+            "DELETE FROM deliveries WHERE created_at < \(t - DeliveryRetention.pruneAfterSeconds)"
         ]
         // Each DELETE commits on its own (unlike SQLite's one write transaction), with its own deadline: pruning needs
         // no atomicity, and short statements hold no row locks across tables, so they cannot deadlock with requests

@@ -44,8 +44,8 @@ extension SQLiteStore {
                 // Failures from an address that has been quiet for a day are forgotten (and its expired locks).
                 ("DELETE FROM address_events WHERE at < ?", [t - 24 * 3600]),
                 ("DELETE FROM login_attempts WHERE (locked_until IS NULL OR locked_until < ?) AND updated_at < ?", [t, t - 24 * 3600]),
-                // Webhook deliveries no loop will give up on: those of a webhook removed from the configuration.
-                ("DELETE FROM webhook_deliveries WHERE created_at < ?", [t - WebhookDeliveryRetention.pruneAfterSeconds])
+                // Deliveries no loop will give up on: those of a webhook removed from the configuration.
+                ("DELETE FROM deliveries WHERE created_at < ?", [t - DeliveryRetention.pruneAfterSeconds])
             ]
             for (sql, arguments) in statements {
                 try db.execute(sql: sql, arguments: arguments)

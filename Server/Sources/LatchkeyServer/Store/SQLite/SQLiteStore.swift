@@ -122,6 +122,7 @@ public final class SQLiteStore: Store {
             try db.execute(sql: "ALTER TABLE federated_identities ADD COLUMN refresh_token_sealed TEXT")
         }
         migrator.registerMigration("v20-recovery-codes", migrate: Self.migrateRecoveryCodes)
+        migrator.registerMigration("v21-deliveries", migrate: Self.migrateDeliveries)
         return migrator
     }
 
