@@ -22,9 +22,6 @@ import FoundationNetworking
 ///
 /// Announcing happens after the sign-out, never in its way: errors are logged and the next pass tries again.
 struct BackChannelLogout: Sendable {
-    let store: any Store
-    let clock: ServerClock
-    let logger: Logger
     let loop: DeliveryLoop<LogoutDeliverer>
 
     static let eventType = "backchannel_logout"
@@ -38,9 +35,6 @@ struct BackChannelLogout: Sendable {
         store: any Store, keys: KeyRing, issuerInForce: @escaping @Sendable () -> String, clock: ServerClock, reach: OutboundReach,
         http: OutboundHTTPClient, timeoutSeconds: Int, subjects: SubjectIdentifiers, metrics: ServerMetrics, logger: Logger
     ) {
-        self.store = store
-        self.clock = clock
-        self.logger = logger
         let policy = DeliveryPolicy(
             timeoutSeconds: timeoutSeconds, maxAttempts: Self.maximumAttempts, maxAgeSeconds: Self.maximumAgeSeconds,
             retrySeconds: Self.retrySeconds, queueLimit: Self.queueLimit)
