@@ -134,8 +134,13 @@ struct PasskeyCommand: AsyncParsableCommand {
     }
 
     struct Delete: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete a passkey of the signed-in account (by the id `passkey list` shows).")
-        @Argument(help: "The passkey's id.") var id: String
+        /// Ids are base64url, so one in 64 begins with `-`, which a command line reads as an option.
+        static let dashDiscussion =
+            "An id that begins with a dash goes after `--`, e.g. `latchkey passkey delete -- -QFMmcx…`; scripts can always write `--`."
+        static let configuration = CommandConfiguration(
+            abstract: "Delete a passkey of the signed-in account (by the id `passkey list` shows).",
+            discussion: Self.dashDiscussion)
+        @Argument(help: "The passkey's id (after `--` when it begins with a dash).") var id: String
         func run() async throws {
             try await runClient {
                 let (client, token) = try await PasskeyCommand.signedIn(origin: nil)
@@ -146,8 +151,9 @@ struct PasskeyCommand: AsyncParsableCommand {
     }
 
     struct Rename: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Rename a passkey of the signed-in account.")
-        @Argument(help: "The passkey's id.") var id: String
+        static let configuration = CommandConfiguration(
+            abstract: "Rename a passkey of the signed-in account.", discussion: PasskeyCommand.Delete.dashDiscussion)
+        @Argument(help: "The passkey's id (after `--` when it begins with a dash).") var id: String
         @Argument(help: "The new name.") var name: String
         func run() async throws {
             try await runClient {

@@ -44,13 +44,17 @@ def test_passkey_signup_login_and_management(server):
     token = cli(home, "token").stdout.strip()
     items = requests.get(server.base + "/identity/v1/webauthn/registration", headers={"Authorization": "Bearer " + token}, timeout=10).json()
     second = next(item for item in items if item["friendly_name"] == "Second")
-    assert cli(home, "passkey", "rename", second["id"], "Renamed").returncode == 0
+    # Ids are base64url: one in 64 begins with "-", which reads as an option unless it comes after "--".
+    assert cli(home, "passkey", "rename", "--", second["id"], "Renamed").returncode == 0
     assert "Renamed" in cli(home, "passkey", "list").stdout
-    delete = cli(home, "passkey", "delete", second["id"])
+    delete = cli(home, "passkey", "delete", "--", second["id"])
     assert delete.returncode == 0, delete.stderr
     assert "Renamed" not in cli(home, "passkey", "list").stdout
-    again = cli(home, "passkey", "delete", second["id"])
+    again = cli(home, "passkey", "delete", "--", second["id"])
     assert again.returncode != 0 and again.stderr.strip(), "deleting twice is a clear error"
+    # An id that begins with a dash reaches the server after "--" (a usage error would exit 64).
+    dashed = cli(home, "passkey", "delete", "--", "-" + second["id"][1:])
+    assert dashed.returncode not in (0, 64) and dashed.stderr.strip(), dashed.stderr
 
 
 def test_passkey_login_without_a_passkey_is_a_clear_error(server):
