@@ -186,6 +186,7 @@ struct WebhookDeliverer: Deliverer {
     var batchSize: Int { 50 }
     /// POSTs to one webhook in flight at once.
     var concurrency: Int { 8 }
+    var leaseTimeoutSeconds: Int { webhooks.map(\.policy.timeoutSeconds).max() ?? 0 }
     var wording: DeliveryWording { DeliveryWording(attempt: "audit event delivery to a webhook", item: "an audit event's delivery to a webhook") }
     /// The configured webhooks: rows of a webhook removed from the configuration are claimed by nobody and pruned
     /// after `DeliveryRetention.pruneAfterSeconds`.

@@ -12,6 +12,9 @@ protocol Deliverer: Sendable {
     var batchSize: Int { get }
     /// Attempts to one destination in flight at once, once the pass's first one has shown that the receiver answers.
     var concurrency: Int { get }
+    /// The longest attempt any destination's policy allows, in seconds: a claim's lease covers its batch timing out at
+    /// it, so that the rows are claimed before their destination is read (nothing is read when nothing is due).
+    var leaseTimeoutSeconds: Int { get }
     /// How the logs name one delivery: `attempt` ("email delivery") and `item` ("an email").
     var wording: DeliveryWording { get }
     /// The destinations served at every pass, whose depth is reported even when empty (the configured webhooks, the
@@ -25,8 +28,9 @@ protocol Deliverer: Sendable {
     func metricsLabel(of destination: String) -> String
     /// Work done at the start of each pass (back-channel logout queues the sessions ended since the last).
     func beforePass() async
-    /// The destination's target and policy; nil when it takes no more deliveries (its claimed rows are dropped, no
-    /// attempt counted). Throws when they cannot be read now: the claimed rows are given back for the next pass.
+    /// The destination's target and policy, read once rows of it were claimed; nil when it takes no more deliveries (its
+    /// claimed rows are dropped, no attempt counted). Throws when they cannot be read now: the claimed rows are given
+    /// back for the next pass.
     func target(for destination: String) async throws -> (Target, DeliveryPolicy)?
     /// One attempt of `row` (its `attempts` are the failed ones before this one).
     func send(_ row: QueuedDelivery, to target: Target) async -> DeliveryAnswer

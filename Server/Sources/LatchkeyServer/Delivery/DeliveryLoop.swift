@@ -106,18 +106,23 @@ struct DeliveryLoop<D: Deliverer>: Sendable {
         for _ in 0..<Self.batchesPerPass {
             let now = clock.now
             let due: [QueuedDelivery]
-            let resolved: (D.Target, DeliveryPolicy)?
             do {
-                // The lease covers the whole batch timing out, `concurrency` at a time, and a minute more; the policy is
-                // read first so that the lease can follow its timeout.
-                resolved = try await deliverer.target(for: destination)
-                let timeout = resolved?.1.timeoutSeconds ?? 0
+                // The lease covers the whole batch timing out, `concurrency` at a time, and a minute more.
                 let rounds = (deliverer.batchSize + deliverer.concurrency - 1) / deliverer.concurrency + 1
-                let lease = now.addingTimeInterval(TimeInterval(timeout * rounds + 60))
+                let lease = now.addingTimeInterval(TimeInterval(deliverer.leaseTimeoutSeconds * rounds + 60))
                 due = try await store.claimDueDeliveries(
                     kind: deliverer.kind, destination: destination, now: now, leaseUntil: lease, limit: deliverer.batchSize)
             } catch {
                 logFailure("cannot read the delivery queue", error, destination: destination)
+                return false
+            }
+            // Nothing due: the destination is not read (an application with a notice waiting for its retry costs no
+            // read of it per pass).
+            guard !due.isEmpty else { return false }
+            let resolved: (D.Target, DeliveryPolicy)?
+            do { resolved = try await deliverer.target(for: destination) } catch {
+                logFailure("cannot read a delivery's destination", error, destination: destination)
+                await giveBack(due[...], at: now)
                 return false
             }
             guard let resolved else {

@@ -22,8 +22,8 @@ struct OutboundHTTPClient: Sendable {
     /// What an exchange gave.
     enum Answer: Sendable, Equatable {
         case response(status: Int, body: Data)
-        /// The body is larger than the limit: the transfer was cut short.
-        case tooLarge
+        /// The body is larger than the limit: the transfer was cut short after the answer's `status` line.
+        case tooLarge(status: Int)
         /// Why there was no answer: technical English for the server's log (it names the host, never the path).
         case failed(String)
     }
@@ -71,12 +71,11 @@ struct OutboundHTTPClient: Sendable {
         case unreachable(String)
     }
 
-    /// A POST of `body` whose answer counts by its status alone; an answer larger than `limits.maximumBytes` is a
-    /// failed delivery (a receiver has nothing to say at that length).
+    /// A POST of `body` whose answer counts by its status alone: one with a body larger than `limits.maximumBytes`
+    /// too (the receiver answered; the rest of its body is not read).
     func deliver(_ url: URL, headers: [(String, String)], body: Data, limits: Limits) async -> DeliveryOutcome {
         switch await send(.POST, url, headers: headers, body: body, limits: limits) {
-        case .response(let status, _): return .status(status)
-        case .tooLarge: return .unreachable("answered with a body of more than \(limits.maximumBytes / 1024) KiB")
+        case .response(let status, _), .tooLarge(let status): return .status(status)
         case .failed(let why): return .unreachable(why)
         }
     }
@@ -250,13 +249,15 @@ private final class ResponseCollector: ChannelInboundHandler, RemovableChannelHa
         guard !done else { return }
         switch unwrapInboundIn(data) {
         case .head(let head):
-            status = Int(head.status.code)
+            let code = Int(head.status.code)
+            status = code
             if let announced = head.headers.first(name: "content-length").flatMap(Int.init), announced > limit {
-                finish(.tooLarge, context: context)
+                finish(.tooLarge(status: code), context: context)
             }
         case .body(let part):
             guard body.readableBytes + part.readableBytes <= limit else {
-                finish(.tooLarge, context: context)
+                // A body part follows the answer's head, which set `status`.
+                finish(status.map { .tooLarge(status: $0) } ?? .failed("not an HTTP answer"), context: context)
                 return
             }
             var part = part

@@ -68,6 +68,7 @@ struct MailDeliverer: Deliverer {
     var batchSize: Int { 20 }
     /// One dialogue with the relay at a time.
     var concurrency: Int { 1 }
+    var leaseTimeoutSeconds: Int { settings.policy.timeoutSeconds }
     var wording: DeliveryWording { DeliveryWording(attempt: "email delivery", item: "an email") }
     var configuredDestinations: [String]? { [Self.relay] }
     var metricsLabels: [String] { [Self.relay] }

@@ -22,6 +22,8 @@ final class WebhookReceiver: Sendable {
     struct Answer: Sendable {
         var status: Int
         var location: String?
+        /// Bytes of body in the answer (spaces).
+        var bodyBytes = 0
     }
 
     let port: Int
@@ -35,6 +37,7 @@ final class WebhookReceiver: Sendable {
     /// The next requests are answered these statuses, in order.
     func answer(_ statuses: Int...) { state.withLockedValue { $0.script += statuses.map { Answer(status: $0) } } }
     func answer(redirectTo location: String) { state.withLockedValue { $0.script.append(Answer(status: 302, location: location)) } }
+    func answer(_ status: Int, bodyBytes: Int) { state.withLockedValue { $0.script.append(Answer(status: status, bodyBytes: bodyBytes)) } }
 
     private init(port: Int, service: GracefulService, state: NIOLockedValueBox<(received: [Received], script: [Answer])>) {
         self.port = port
@@ -56,7 +59,10 @@ final class WebhookReceiver: Sendable {
             }
             var fields = HTTPFields()
             if let location = answer.location { fields[.location] = location }
-            return Response(status: .init(code: answer.status), headers: fields)
+            guard answer.bodyBytes > 0 else { return Response(status: .init(code: answer.status), headers: fields) }
+            return Response(
+                status: .init(code: answer.status), headers: fields,
+                body: ResponseBody(byteBuffer: ByteBuffer(repeating: 0x20, count: answer.bodyBytes)))
         }
         let (port, service) = try await GracefulService.serve(router, label: "test.webhook-receiver")
         return WebhookReceiver(port: port, service: service, state: state)
@@ -344,6 +350,30 @@ struct AuditWebhookTests {
         let waiting = try await store.claimDueDeliveries(
             kind: .auditWebhook, destination: "gone", now: now.addingTimeInterval(31), leaseUntil: now.addingTimeInterval(31), limit: 10)
         #expect(waiting.map(\.attempts).sorted() == [0, 1], "both wait for the retry; only the one tried counts an attempt")
+    }
+
+    @Test("an answer with a body past the client's limit counts by its status: 200 delivered, 500 a failed attempt, neither unreachable")
+    func anOversizedAnswerCountsByItsStatus() async throws {
+        let receiver = try await WebhookReceiver.start()
+        defer { Task { await receiver.stop() } }
+        let server = try await Self.start([try Self.webhook("siem", receiver) { $0.retrySeconds = 30 }])
+        defer { Task { await server.stop() } }
+        receiver.answer(500, bodyBytes: 256 * 1024)
+        receiver.answer(200, bodyBytes: 256 * 1024)
+        try await Self.failSignIn(server)
+        try await Self.failSignIn(server)
+
+        await server.server.deliverAuditWebhooks()
+        #expect(receiver.received.count == 2, "the 500 is an answer: the second row is tried in the same pass, not given back")
+        var exposition = server.server.metrics.exposition()
+        #expect(exposition.contains(Self.metric(server, "siem", "failed") + " 1"))
+        #expect(exposition.contains(Self.metric(server, "siem", "delivered") + " 1"))
+        server.advanceClock(31)
+        receiver.answer(200, bodyBytes: 256 * 1024)
+        await server.server.deliverAuditWebhooks()
+        exposition = server.server.metrics.exposition()
+        #expect(exposition.contains(Self.metric(server, "siem", "delivered") + " 2"))
+        #expect(try await server.rowCount("deliveries") == 0)
     }
 
     @Test("a redirect is not followed: a failed attempt, the body sent nowhere else")

@@ -127,6 +127,8 @@ struct LogoutDeliverer: Deliverer {
     var kind: DeliveryKind { .backchannelLogout }
     var batchSize: Int { 10 }
     var concurrency: Int { 4 }
+    /// Every application's notices share the one policy.
+    var leaseTimeoutSeconds: Int { policy.timeoutSeconds }
     var wording: DeliveryWording { DeliveryWording(attempt: "back-channel logout", item: "a back-channel logout") }
     /// The applications with notices waiting: anyone may register one.
     var configuredDestinations: [String]? { nil }
