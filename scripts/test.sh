@@ -32,6 +32,9 @@ step "formatting (swift-format, the toolchain's, with .swift-format: 4 spaces, 1
 # Fix with: swift format format --in-place --recursive --parallel Sources Examples Package.swift Server/Package.swift Server/Sources Server/Tests
 swift format lint --strict --recursive --parallel Sources Examples Package.swift Server/Package.swift Server/Sources Server/Tests
 
+step "the docs name only files that exist (scripts/check-docs.py)"
+python3 scripts/check-docs.py
+
 step "the Apple-side modules and the example app against a real iOS SDK (scripts/ios-typecheck.sh)"
 # Runs where an extracted SDK is configured (LATCHKEY_IOS_SDK, or /tmp/ios-sdk/iPhoneOS17.4.sdk) and says in one line
 # that it skipped otherwise; errors or warnings fail the run.
@@ -47,35 +50,54 @@ sdk_pins="$(python3 -c 'import json; print(" ".join(sorted(p["identity"] for p i
 echo "an app that adds the SDK resolves: $sdk_pins"
 [ "$sdk_pins" = "swift-asn1 swift-crypto swift-log" ] || { echo "the SDK package must resolve swift-crypto and swift-log (and swift-crypto's swift-asn1) only"; exit 1; }
 
-# Two builds run in the background, beside the debug build and the tests, at the lowest CPU and I/O priority: the step
-# in the foreground keeps the cores it needs, and they take what it leaves (the suites wait on sockets, browsers and
-# databases for much of their time). Each is waited for, and its log checked, where its result is needed.
+# Two builds run in the background, beside the debug build and the tests: the ThreadSanitizer build (its own build
+# folder, since sanitizer flags would otherwise rebuild .build from scratch; LATCHKEY_TSAN_BUILD leaves out of the
+# package what its suites do not use, see Server/Package.swift) and the DocC catalogs of Latchkey, LatchkeyApple and
+# LatchkeySwiftUI (in the SDK's package, which builds on its own, its .build without the server; the plugin is added to
+# its dependencies only when LATCHKEY_DOCC is set, so an app never resolves it). They run in a CPU control group of the
+# lowest weight, so the step in the foreground keeps the cores it needs and they take what it leaves (the suites wait
+# on sockets, browsers and databases for much of their time); `nice` is not enough, because the build system starts
+# its compilers at the default priority. Where no such group can be made, each runs in the foreground at its step.
+tsan_build() { LATCHKEY_TSAN_BUILD=1 swift build --package-path Server --build-tests --sanitize=thread --scratch-path Server/.build-tsan; }
+docc_build() { LATCHKEY_DOCC=1 swift package --disable-sandbox generate-documentation --target Latchkey --target LatchkeyApple --target LatchkeySwiftUI; }
+background_group=""
+if mkdir -p "/sys/fs/cgroup/cpu/latchkey-background-$$" 2>/dev/null && echo 2 >"/sys/fs/cgroup/cpu/latchkey-background-$$/cpu.shares" 2>/dev/null; then
+  background_group="/sys/fs/cgroup/cpu/latchkey-background-$$"  # cgroup v1: cpu.shares 2 against 1024 per task outside
+elif grep -qw cpu /sys/fs/cgroup/cgroup.controllers 2>/dev/null && mkdir -p "/sys/fs/cgroup/latchkey-background-$$" 2>/dev/null \
+  && echo 1 >"/sys/fs/cgroup/latchkey-background-$$/cpu.weight" 2>/dev/null; then
+  background_group="/sys/fs/cgroup/latchkey-background-$$"  # cgroup v2: cpu.weight 1 against 100
+fi
+declare -A background_pid=()
+# start_background FUNCTION LOG: FUNCTION's run starts in the background group (nothing happens without one).
+start_background() {
+  [ -n "$background_group" ] || return 0
+  (echo "$BASHPID" >"$background_group/cgroup.procs" && "$1") >"$2" 2>&1 &
+  background_pid[$1]=$!
+}
+# finish FUNCTION LOG: waits for FUNCTION's background run, or runs it now; its log in full when it failed.
+finish() {
+  local started=$SECONDS status=0
+  if [ -n "${background_pid[$1]:-}" ]; then
+    wait "${background_pid[$1]}" || status=$?
+    echo "$1 ran in the background; waited $((SECONDS - started)) s for its end"
+  else
+    "$1" >"$2" 2>&1 || status=$?
+  fi
+  [ "$status" -eq 0 ] || { cat "$2"; echo "$1 failed"; exit 1; }
+}
+stop_background() {
+  [ -n "$background_group" ] || return 0
+  for pid in $(cat "$background_group/cgroup.procs" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
+  rmdir "$background_group" 2>/dev/null || true
+}
+trap 'status=$?; stop_background; step "done (exit $status)"' EXIT
 # The server package is resolved first, so the builds beside each other never write its Package.resolved at once.
 swift package --package-path Server resolve >/dev/null
-low_priority=(nice -n 19)
-ionice -c 3 true 2>/dev/null && low_priority+=(ionice -c 3)
-background_pids=()
-stop_background() { for pid in "${background_pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
-trap 'status=$?; stop_background; step "done (exit $status)"' EXIT
-# wait_for NAME PID LOG: the background step's outcome; its log in full when it failed.
-wait_for() {
-  local started=$SECONDS
-  if ! wait "$2"; then cat "$3"; echo "$1 failed"; exit 1; fi
-  echo "$1: waited $((SECONDS - started)) s for it"
-}
-
-# ThreadSanitizer's build: its own build folder (sanitizer flags would otherwise rebuild .build from scratch), and
-# LATCHKEY_TSAN_BUILD leaves out of the package what its suites do not use (the executables, the SwiftUI and Apple-layer
-# tests; Server/Package.swift). Its suites run at the end.
 TSAN_LOG="$(mktemp /tmp/latchkey-tsan-build.XXXXXX)"
-(export LATCHKEY_TSAN_BUILD=1; exec "${low_priority[@]}" swift build --package-path Server --build-tests --sanitize=thread --scratch-path Server/.build-tsan) >"$TSAN_LOG" 2>&1 &
-TSAN_PID=$!; background_pids+=("$TSAN_PID")
-# The DocC catalogs of Latchkey, LatchkeyApple and LatchkeySwiftUI, in the SDK's package, which builds here on its own
-# (its .build, without the server); the plugin is added to its dependencies only when LATCHKEY_DOCC is set, so an app
-# never resolves it. Checked for warnings after the system tests.
 DOCC_LOG="$(mktemp /tmp/latchkey-docc.XXXXXX)"
-(export LATCHKEY_DOCC=1; exec "${low_priority[@]}" swift package --disable-sandbox generate-documentation --target Latchkey --target LatchkeyApple --target LatchkeySwiftUI) >"$DOCC_LOG" 2>&1 &
-DOCC_PID=$!; background_pids+=("$DOCC_PID")
+start_background tsan_build "$TSAN_LOG"
+start_background docc_build "$DOCC_LOG"
+[ -n "$background_group" ] && echo "the ThreadSanitizer and DocC builds run in the background ($background_group)"
 
 step "swift build --package-path Server (the server, the CLI, the benchmarks, the fuzzers, every test; the SDK by path)"
 swift build --package-path Server --build-tests
@@ -134,13 +156,13 @@ step "system tests (pytest: two instances on one PostgreSQL, the OpenAPI documen
 LATCHKEY_BIN="$BIN/latchkey" python3 -m pytest -q --durations=12 Server/Tests/system
 
 step "documentation: DocC catalogs of Latchkey, LatchkeyApple and LatchkeySwiftUI (swift-docc-plugin), no warnings"
-wait_for "DocC" "$DOCC_PID" "$DOCC_LOG"
+finish docc_build "$DOCC_LOG"
 if grep -q "warning:" "$DOCC_LOG"; then grep -A4 "warning:" "$DOCC_LOG"; echo "DocC reported warnings"; exit 1; fi
 grep "Generated\|doccarchive" "$DOCC_LOG"
 rm -f "$DOCC_LOG"
 
 step "ThreadSanitizer: the concurrency-heavy suites (token manager single-flight, store contract, the PostgreSQL pool, server under concurrent requests)"
-wait_for "the ThreadSanitizer build" "$TSAN_PID" "$TSAN_LOG"
+finish tsan_build "$TSAN_LOG"
 export LATCHKEY_TSAN_BUILD=1
 # Server/Tests/tsan-suppressions.txt names the third-party false positives it ignores, and why.
 TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/Server/Tests/tsan-suppressions.txt" swift test --package-path Server --skip-build --sanitize=thread --scratch-path Server/.build-tsan \
