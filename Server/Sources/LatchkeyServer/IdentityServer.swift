@@ -470,7 +470,7 @@ public final class IdentityServer: Sendable {
             accounts: accounts
         ).addRoutes(to: pages)
         // Other identity providers send the browser back here; failures are pages in the person's language.
-        let federationController = FederationController(federation: federation, hostedLogin: hostedLogin, store: store, audit: audit)
+        let federationController = FederationController(federation: federation, hostedSignIn: hostedLogin, store: store, audit: audit)
         federationController.addRoutes(to: group("/federation", .html))
         PasskeyPageController().addRoutes(to: pages)
         OperabilityController(

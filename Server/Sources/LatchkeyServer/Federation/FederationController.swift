@@ -6,7 +6,8 @@ import Logging
 /// upstream), and the list of an application's providers for SDKs (reachFive's `/api/v1/providers`).
 struct FederationController: Sendable {
     let federation: Federation
-    let hostedLogin: HostedLoginController
+    /// The hosted sign-in's continuation once a provider answered (`HostedLoginController`).
+    let hostedSignIn: any HostedFederatedSignIn
     let store: any ClientStore
     let audit: AuditTrail
 
@@ -72,7 +73,7 @@ struct FederationController: Sendable {
         let pending: Federation.Pending, identity: UpstreamIdentity
         do {
             (pending, identity) = try await federation.complete(
-                providerId: providerId, params: single, browserBinding: request.cookieValue(hostedLogin.cookies.federationName), logger: logger)
+                providerId: providerId, params: single, browserBinding: request.cookieValue(hostedSignIn.federationCookieName), logger: logger)
         } catch let failure as Federation.PendingFailure {
             logger.notice(
                 "federated sign-in failed",
@@ -87,7 +88,7 @@ struct FederationController: Sendable {
                 ], origin: AuditOrigin(client: failure.pending.clientId, address: address, logger: logger))
             switch failure.pending.purpose {
             case .hostedLogin:
-                return try await hostedLogin.federationFailed(
+                return try await hostedSignIn.federationFailed(
                     requestId: failure.pending.target, providerId: providerId, failure: failure.failure, request: request, logger: logger)
             case .flow, .link:
                 // The app shows `error_user_msg` (reachFive's member), in the browser's language; the description is
@@ -109,7 +110,7 @@ struct FederationController: Sendable {
         }
         switch pending.purpose {
         case .hostedLogin:
-            return try await hostedLogin.continueFederated(
+            return try await hostedSignIn.continueFederated(
                 requestId: pending.target, identity: identity, request: request, address: address, logger: logger)
         case .flow, .link:
             let state = single["state"] ?? ""

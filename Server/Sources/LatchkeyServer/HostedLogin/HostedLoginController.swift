@@ -447,3 +447,7 @@ struct HostedLoginController: Sendable {
         Responses.html(Pages.message(titleKey: "page.expired.title", bodyKey: "page.expired.body", locale: locale), status: .badRequest)
     }
 }
+
+extension HostedLoginController: HostedFederatedSignIn {
+    var federationCookieName: String { cookies.federationName }
+}
