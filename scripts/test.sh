@@ -71,7 +71,8 @@ declare -A background_pid=()
 # start_background FUNCTION LOG: FUNCTION's run starts in the background group (nothing happens without one).
 start_background() {
   [ -n "$background_group" ] || return 0
-  (echo "$BASHPID" >"$background_group/cgroup.procs" && "$1") >"$2" 2>&1 &
+  # Should joining the group fail after all, the build still runs (at the default priority).
+  (echo "$BASHPID" >"$background_group/cgroup.procs" || true; "$1") >"$2" 2>&1 &
   background_pid[$1]=$!
 }
 # finish FUNCTION LOG: waits for FUNCTION's background run, or runs it now; its log in full when it failed.
