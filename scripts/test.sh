@@ -61,12 +61,19 @@ echo "an app that adds the SDK resolves: $sdk_pins"
 tsan_build() { LATCHKEY_TSAN_BUILD=1 swift build --package-path Server --build-tests --sanitize=thread --scratch-path Server/.build-tsan; }
 docc_build() { LATCHKEY_DOCC=1 swift package --disable-sandbox generate-documentation --target Latchkey --target LatchkeyApple --target LatchkeySwiftUI; }
 background_group=""
-if mkdir -p "/sys/fs/cgroup/cpu/latchkey-background-$$" 2>/dev/null && echo 2 >"/sys/fs/cgroup/cpu/latchkey-background-$$/cpu.shares" 2>/dev/null; then
-  background_group="/sys/fs/cgroup/cpu/latchkey-background-$$"  # cgroup v1: cpu.shares 2 against 1024 per task outside
-elif grep -qw cpu /sys/fs/cgroup/cgroup.controllers 2>/dev/null && mkdir -p "/sys/fs/cgroup/latchkey-background-$$" 2>/dev/null \
-  && echo 1 >"/sys/fs/cgroup/latchkey-background-$$/cpu.weight" 2>/dev/null; then
-  background_group="/sys/fs/cgroup/latchkey-background-$$"  # cgroup v2: cpu.weight 1 against 100
-fi
+make_background_group() {
+  local dir knob value
+  if [ -f /sys/fs/cgroup/cpu/cpu.shares ]; then  # cgroup v1: cpu.shares 2 against 1024 per task outside
+    dir="/sys/fs/cgroup/cpu/latchkey-background-$$" knob=cpu.shares value=2
+  elif grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then  # cgroup v2: cpu.weight 1 against 100
+    dir="/sys/fs/cgroup/latchkey-background-$$" knob=cpu.weight value=1
+  else
+    return 0
+  fi
+  mkdir "$dir" 2>/dev/null || return 0
+  if echo "$value" >"$dir/$knob" 2>/dev/null; then background_group="$dir"; else rmdir "$dir" 2>/dev/null || true; fi
+}
+make_background_group
 declare -A background_pid=()
 # start_background FUNCTION LOG: FUNCTION's run starts in the background group (nothing happens without one).
 start_background() {
