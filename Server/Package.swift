@@ -199,9 +199,9 @@ let package = Package(
 )
 
 // ThreadSanitizer's build in scripts/test.sh (LATCHKEY_TSAN_BUILD=1, its own scratch path) compiles only what its suites
-// need: the SDK's unit tests, the server's tests and the SDK end to end. Without the command, the benchmarks, the fuzzer
-// and the SwiftUI and Apple-layer tests (with the two modules and the stand-ins only they use), the sanitizer build is
-// about a third shorter; the other builds see the whole package.
+// need: the SDK's unit tests, the server's tests and the SDK end to end. It leaves out the `latchkey` command, the
+// benchmarks, the fuzzer and the SwiftUI and Apple-layer tests (with the two modules and the stand-ins only they use);
+// every other build sees the whole package.
 if Context.environment["LATCHKEY_TSAN_BUILD"] != nil {
     let sanitizerSuites: Set<String> = ["LatchkeyTests", "LatchkeyServerTests", "LatchkeySDKEndToEndTests"]
     package.targets.removeAll { target in

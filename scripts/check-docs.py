@@ -24,7 +24,7 @@ for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
             # `SQLiteStore+<Aggregate>.swift`-style patterns and wildcards are not paths.
             if "<" in path or "*" in path:
                 continue
-            if path.lstrip("./") not in suffixes:
+            if path.removeprefix("./") not in suffixes:
                 missing.append(f"{doc.relative_to(root)}:{number}: `{path}` names no file in the repository")
 if missing:
     print("\n".join(missing))
