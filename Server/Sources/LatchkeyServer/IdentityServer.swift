@@ -398,10 +398,17 @@ public final class IdentityServer: Sendable {
             subjects: kit.subjects)
         let consent = ConsentGate(store: store, clock: clock, lifetimes: configuration.lifetimes)
         let authorize = AuthorizeController(
-            kit: kit, admission: admission, accounts: accounts, ownTokens: ownTokens, apple: apple, sessions: sessions,
-            browserSessions: browserSessions, responses: responses, federation: federation, federatedAccounts: federatedAccounts,
-            metrics: metrics, audit: audit, clientKeys: clientKeys, references: requestObjectReferences, consent: consent,
-            nativeSignIn: nativeSignIn, nativeNonces: nativeNonces)
+            admission: admission,
+            resolver: AuthorizationRequestResolver(
+                store: store, clock: clock, issuer: { [kit] in kit.issuer }, clientKeys: clientKeys, references: requestObjectReferences),
+            ticketSignIn: LoginTicketSignIn(store: store, ownTokens: ownTokens, accounts: accounts, sessions: sessions, responses: responses),
+            providerSignIn: NativeProviderSignIn(
+                clock: clock, nativeSignIn: nativeSignIn, nativeNonces: nativeNonces, apple: apple, federation: federation,
+                federatedAccounts: federatedAccounts, accounts: accounts, ownTokens: ownTokens, sessions: sessions, responses: responses),
+            browserSignIn: BrowserSignIn(
+                store: store, clock: clock, lifetimes: kit.lifetimes, browserSessions: browserSessions, federation: federation,
+                accounts: accounts, consent: consent, responses: responses, metrics: metrics, audit: audit),
+            responses: responses, audit: audit)
         let pushed = PushedAuthorizationController(
             store: store, clock: clock, admission: admission, clientAuthentication: clientAuthentication, dpop: dpop, issuer: issuer,
             keys: clientKeys)
@@ -410,9 +417,8 @@ public final class IdentityServer: Sendable {
             clientAuthentication: clientAuthentication,
             accounts: accounts, browserSessions: browserSessions, audit: audit)
         let token = TokenController(
-            kit: kit, clientAuthentication: clientAuthentication, dpop: dpop, ownTokens: ownTokens, proofThrottle: proofThrottle,
-            pruner: pruner, metrics: metrics, audit: audit,
-            refreshReuse: refreshReuse)
+            clientAuthentication: clientAuthentication, dpop: dpop, proofThrottle: proofThrottle, pruner: pruner, clock: clock,
+            grants: TokenController.grants(kit: kit, ownTokens: ownTokens, refreshReuse: refreshReuse, metrics: metrics, audit: audit))
         let tokenManagement = TokenManagementController(kit: kit, clientAuthentication: clientAuthentication, dpop: dpop, audit: audit)
         let freshness = AdministratorFreshness(window: configuration.recentAuthenticationSeconds, clock: clock)
         let registration = ClientRegistrationController(

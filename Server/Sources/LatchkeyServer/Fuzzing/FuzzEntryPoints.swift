@@ -69,7 +69,7 @@ package enum LatchkeyServerFuzzEntryPoints {
     /// What the server reads from a compact JWS besides the JOSE parsing: DPoP proof claims and their `htu`, the
     /// flow-assertion peek of the token exchange.
     package static func jws(_ token: String) {
-        _ = TokenController.isFlowAssertion(token)
+        _ = TokenExchangeGrant.isFlowAssertion(token)
         guard let jws = try? CompactJWS(parsing: token) else { return }
         if let claims = try? jws.claims(as: DPoP.ProofClaims.self), let htu = claims.htu {
             _ = DPoP.normalizedURI(htu)
@@ -147,7 +147,7 @@ package enum LatchkeyServerFuzzEntryPoints {
         _ = try? params.single("scope")?.split(separator: " ").map(String.init)
         if let grant = try? params.required("grant_type") { _ = GrantType(rawValue: grant) }
         if let subject = try? params.required("subject_token"), (try? params.required("subject_token_type")) != nil {
-            _ = TokenController.isFlowAssertion(subject)
+            _ = TokenExchangeGrant.isFlowAssertion(subject)
         }
         _ = try? Parameters(formEncoded: String(decoding: body, as: UTF8.self))
     }

@@ -50,8 +50,7 @@ struct PushedAuthorizationController: Sendable {
             throw OAuthError(.invalidRequest, "redirect_uri is missing or not registered for this client")
         }
         // The same checks as at the authorization endpoint, answered here (the client can still fix its request).
-        let validated = try AuthorizeController.validateAuthorizationRequest(
-            params, client: client, redirectUri: redirectUri, state: try params.single("state"))
+        let validated = try AuthorizationRequest(validating: params, client: client, redirectUri: redirectUri, state: try params.single("state"))
         // RFC 9449 §10.1: a pushed request made with a DPoP proof binds the code to the proof's key; a dpop_jkt sent
         // too must name that key.
         var boundKey = validated.dpopJkt
@@ -76,23 +75,5 @@ struct PushedAuthorizationController: Sendable {
             enum CodingKeys: String, CodingKey { case requestURI = "request_uri", expiresIn = "expires_in" }
         }
         return try Responses.json(Pushed(requestURI: requestURI, expiresIn: Self.pushedRequestLifetime), status: .created, noStore: true)
-    }
-
-    /// The parameters of an authorization request: those pushed under its `request_uri` (single use, this client's
-    /// only; `pushed` true), else its own (with a `request_uri` that is not a pushed request's, which the authorization
-    /// endpoint resolves by reference: `RequestObjectReference`). Nil: show the error page.
-    static func resolveAuthorizationParameters(_ params: Parameters, store: any PushedRequestStore, now: Date) async throws -> (
-        parameters: Parameters, pushed: Bool
-    )? {
-        guard let requestURI = try? params.single("request_uri") else { return (params, false) }
-        guard requestURI.hasPrefix(Self.requestURIPrefix) else { return (params, false) }
-        guard let clientId = try? params.single("client_id"),
-            // Taken only with its own client_id: presented with another, it stays for its client.
-            let pushed = try await store.takePushedRequest(uriHash: Secrets.digest(requestURI), clientId: clientId, now: now),
-            Secrets.constantTimeEquals(pushed.clientId, clientId)
-        else {
-            return nil  // unknown, used, expired, or pushed by another client
-        }
-        return (Parameters(pushed.parameters), true)
     }
 }
