@@ -111,44 +111,17 @@ struct ClientMetadata: Sendable, Equatable {
         try self.init(object)
     }
 
+    /// Reads the members in `ClientMetadata.members`' order (`ClientSetting.all`), so that a body with several wrong
+    /// members is refused for the first of them.
     init(_ object: [String: Any]) throws(OAuthError) {
-        redirectUris = try Self.strings(object, "redirect_uris")
-        grantTypes = try Self.strings(object, "grant_types")
-        responseTypes = try Self.strings(object, "response_types")
-        tokenEndpointAuthMethod = try Self.string(object, "token_endpoint_auth_method")
-        scope = try Self.string(object, "scope")
-        clientName = try Self.string(object, "client_name")
-        postLogoutRedirectUris = try Self.strings(object, "post_logout_redirect_uris")
-        idTokenSignedResponseAlg = try Self.string(object, "id_token_signed_response_alg")
-        userinfoSignedResponseAlg = try Self.string(object, "userinfo_signed_response_alg")
-        applicationType = try Self.string(object, "application_type")
-        dpopBoundAccessTokens = try Self.bool(object, "dpop_bound_access_tokens")
-        requirePushedAuthorizationRequests = try Self.bool(object, "require_pushed_authorization_requests")
-        appType = try Self.string(object, "latchkey_app_type")
-        requirePKCE = try Self.bool(object, "latchkey_require_pkce")
-        userRegistration = try Self.string(object, "latchkey_registration")
-        recoveryEnabled = try Self.bool(object, "latchkey_recovery_enabled")
-        requireMFA = try Self.bool(object, "latchkey_require_mfa")
-        passkeyOrigins = try Self.strings(object, "latchkey_passkey_allowed_origins")
-        identityProviders = try Self.strings(object, "latchkey_identity_providers")
-        allowedAudiences = try Self.strings(object, "latchkey_allowed_audiences")
-        tokenEndpointAuthSigningAlg = try Self.string(object, "token_endpoint_auth_signing_alg")
-        jwks = try Self.keySet(object, "jwks")
-        backchannelLogoutUri = try Self.string(object, "backchannel_logout_uri")
-        backchannelLogoutSessionRequired = try Self.bool(object, "backchannel_logout_session_required")
-        frontchannelLogoutUri = try Self.string(object, "frontchannel_logout_uri")
-        frontchannelLogoutSessionRequired = try Self.bool(object, "frontchannel_logout_session_required")
-        securityProfile = try Self.string(object, "latchkey_security_profile")
-        logoUri = try Self.string(object, "logo_uri")
-        policyUri = try Self.string(object, "policy_uri")
-        tosUri = try Self.string(object, "tos_uri")
-        clientUri = try Self.string(object, "client_uri")
-        jwksURI = try Self.string(object, "jwks_uri")
-        requestURIs = try Self.strings(object, "request_uris")
-        subjectType = try Self.string(object, "subject_type")
-        sectorIdentifierURI = try Self.string(object, "sector_identifier_uri")
-        clientId = try Self.string(object, "client_id")
-        clientSecret = try Self.string(object, "client_secret")
+        for member in Self.members {
+            switch member {
+            case .string(let name, let path): self[keyPath: path] = try Self.string(object, name)
+            case .strings(let name, let path): self[keyPath: path] = try Self.strings(object, name)
+            case .bool(let name, let path): self[keyPath: path] = try Self.bool(object, name)
+            case .keySet(let name, let path): self[keyPath: path] = try Self.keySet(object, name)
+            }
+        }
     }
 
     private static func string(_ object: [String: Any], _ name: String) throws(OAuthError) -> String? {
@@ -185,5 +158,28 @@ struct ClientMetadata: Sendable, Equatable {
             throw OAuthError(.invalidClientMetadata, "\(name) must be true or false")
         }
         return number.boolValue
+    }
+}
+
+/// The members written under their registration names (`ClientInformation`), absent ones left out.
+extension ClientMetadata: Encodable {
+    private struct MemberKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: MemberKey.self)
+        for member in Self.members {
+            let key = MemberKey(stringValue: member.name)
+            switch member {
+            case .string(_, let path): try container.encodeIfPresent(self[keyPath: path], forKey: key)
+            case .strings(_, let path): try container.encodeIfPresent(self[keyPath: path], forKey: key)
+            case .bool(_, let path): try container.encodeIfPresent(self[keyPath: path], forKey: key)
+            case .keySet(_, let path): try container.encodeIfPresent(self[keyPath: path], forKey: key)
+            }
+        }
     }
 }

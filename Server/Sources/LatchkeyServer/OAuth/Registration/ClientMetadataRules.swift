@@ -50,7 +50,7 @@ extension ClientMetadata {
         configuration.appType = appType
         configuration.scopes = try scopesAllowed(policy, trimmed: &trimmed)
         configuration.requirePKCE = try pkceRequirement(policy, isPublic: method == .none)
-        configuration.registration = userRegistrationAllowed(policy, grants: grants, trimmed: &trimmed)
+        configuration.registration = try userRegistrationAllowed(policy, grants: grants, trimmed: &trimmed)
         configuration.recoveryEnabled = recoveryEnabled ?? true
         configuration.requireMFA = requireMFA ?? false
         configuration.requireDPoP = dpopBoundAccessTokens ?? false
@@ -316,8 +316,16 @@ extension ClientMetadata {
 
     private func userRegistrationAllowed(
         _ policy: ClientRegistrationPolicy, grants: [GrantType], trimmed: inout [String: [String]]
-    ) -> ClientConfiguration.RegistrationPolicy {
-        let asked = userRegistration.flatMap(ClientConfiguration.RegistrationPolicy.init(rawValue:))
+    ) throws(OAuthError) -> ClientConfiguration.RegistrationPolicy {
+        // Read strictly, as the configuration file reads it: an unknown value is refused, not taken for the default.
+        var asked: ClientConfiguration.RegistrationPolicy?
+        if let userRegistration {
+            guard let policy = ClientConfiguration.RegistrationPolicy(rawValue: userRegistration) else {
+                throw OAuthError(
+                    .invalidClientMetadata, "latchkey_registration must be open, invite_only or disabled, not \(Self.printable(userRegistration))")
+            }
+            asked = policy
+        }
         let wanted = asked ?? ClientConfiguration(clientId: "", grantTypes: grants).registration
         guard policy.userRegistration || wanted == .disabled else {
             if let asked { trimmed["latchkey_registration"] = [asked.rawValue] }

@@ -140,36 +140,13 @@ struct ClientRegistrations: Sendable {
         return trimmed.keys.sorted().map { "\($0): \(trimmed[$0, default: []].joined(separator: " "))" }.joined(separator: "; ")
     }
 
-    /// The names of the settings an update changed (`changed: redirect_uris scope`), for the audit trail.
-    private static func changes(from old: ClientConfiguration, to new: ClientConfiguration) -> [String: String] {
-        var changed: [String] = []
-        func compare<T: Equatable>(_ name: String, _ a: T, _ b: T) {
-            if a != b { changed.append(name) }
-        }
-        compare("client_name", old.name, new.name)
-        compare("redirect_uris", old.redirectUris, new.redirectUris)
-        compare("post_logout_redirect_uris", old.postLogoutRedirectUris, new.postLogoutRedirectUris)
-        compare("grant_types", old.grantTypes, new.grantTypes)
-        compare("response_types", old.responseTypes, new.responseTypes)
-        compare("token_endpoint_auth_method", old.tokenEndpointAuthMethod, new.tokenEndpointAuthMethod)
-        compare("scope", old.scopes, new.scopes)
-        compare("latchkey_app_type", old.appType, new.appType)
-        compare("latchkey_require_pkce", old.requirePKCE, new.requirePKCE)
-        compare("latchkey_registration", old.registration, new.registration)
-        compare("latchkey_recovery_enabled", old.recoveryEnabled, new.recoveryEnabled)
-        compare("latchkey_require_mfa", old.requireMFA, new.requireMFA)
-        compare("dpop_bound_access_tokens", old.requireDPoP, new.requireDPoP)
-        compare("require_pushed_authorization_requests", old.requirePushedAuthorizationRequests, new.requirePushedAuthorizationRequests)
-        compare("id_token_signed_response_alg", old.idTokenSignedResponseAlg, new.idTokenSignedResponseAlg)
-        compare("latchkey_passkey_allowed_origins", old.passkeyOrigins, new.passkeyOrigins)
-        compare("latchkey_identity_providers", old.identityProviders, new.identityProviders)
-        compare("latchkey_allowed_audiences", old.allowedAudiences, new.allowedAudiences)
-        compare("jwks", old.jwks, new.jwks)
-        compare("jwks_uri", old.jwksURI, new.jwksURI)
-        compare("request_uris", old.requestURIs, new.requestURIs)
-        compare("token_endpoint_auth_signing_alg", old.tokenEndpointAuthSigningAlg, new.tokenEndpointAuthSigningAlg)
-        compare("subject_type", old.subjectType, new.subjectType)
-        compare("sector_identifier_uri", old.sectorIdentifierURI, new.sectorIdentifierURI)
+    /// The names of the settings an update changed (`changed: client_name redirect_uris`, alphabetical), for the audit
+    /// trail: every registration member (`ClientMetadata.members`) but the credentials and the derived
+    /// `application_type`.
+    static func changes(from old: ClientConfiguration, to new: ClientConfiguration) -> [String: String] {
+        let before = ClientMetadata(describing: old), after = ClientMetadata(describing: new)
+        let unlisted: Set = ["client_id", "client_secret", "application_type"]
+        let changed = ClientMetadata.members.filter { !unlisted.contains($0.name) && !$0.same(before, after) }.map(\.name).sorted()
         var details = ["changed": changed.joined(separator: " ")]
         // Where codes may be sent is what an attacker with management rights would change: the trail keeps both
         // lists, so a redirect URI added by the wrong hand can be seen and undone.

@@ -4,7 +4,7 @@ import LatchkeyJOSE
 /// Verifies tokens this server issued (access tokens at userinfo/introspection, subject tokens, ID-token hints).
 struct TokenValidator: Sendable {
     let issuer: String
-    let store: any Store
+    let store: any TokenStore
     let keys: KeyRing
     let clock: ServerClock
 

@@ -27,7 +27,7 @@ struct TokenController: Sendable {
             .refreshToken: RefreshTokenGrant(store: kit.store, tokens: tokens, refreshReuse: refreshReuse, metrics: metrics, audit: audit),
             .clientCredentials: ClientCredentialsGrant(tokens: tokens),
             .tokenExchange: TokenExchangeGrant(store: kit.store, tokens: tokens, ownTokens: ownTokens),
-            .deviceCode: DeviceCodeGrant(store: kit.store, tokens: tokens),
+            .deviceCode: DeviceCodeGrant(store: kit.store, tokens: tokens)
         ]
     }
 

@@ -23,7 +23,7 @@ struct TokenResponse: Encodable {
 /// and records each in the store so revocation reaches them.
 struct TokenIssuer: Sendable {
     let issuer: String
-    let store: any Store
+    let store: any TokenStore
     let keys: KeyRing
     let lifetimes: TokenLifetimes
     let clock: ServerClock
