@@ -305,13 +305,17 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     }
 
     /// Logout URIs (OpenID Connect Back-Channel Logout §2.2, Front-Channel Logout §2) and the URLs the sign-in page
-    /// shows are absolute `https` URLs (or `http` on a loopback host, for development), without a fragment or user
-    /// information: `ClientDocumentURL`'s rule for a URL the operator set.
+    /// shows are absolute `https` URLs (or `http` on a loopback host, for development), without user information:
+    /// `ClientDocumentURL`'s rule for a URL the operator set. The logo and the logout URIs take no fragment; the pages a
+    /// person follows from the sign-in page (policy, terms, home) may point into a page, as registration lets them.
     private func validateContactedAndShownURLs() throws {
-        let shown = [("logo_uri", logoUri), ("policy_uri", policyUri), ("tos_uri", tosUri), ("client_uri", clientUri)]
-        for (name, uri) in [("backchannel_logout_uri", backchannelLogoutUri), ("frontchannel_logout_uri", frontchannelLogoutUri)] + shown {
+        let fetched = [
+            ("backchannel_logout_uri", backchannelLogoutUri), ("frontchannel_logout_uri", frontchannelLogoutUri), ("logo_uri", logoUri)
+        ]
+        let followed = [("policy_uri", policyUri), ("tos_uri", tosUri), ("client_uri", clientUri)]
+        for (name, uri, fragmentAllowed) in fetched.map({ ($0, $1, false) }) + followed.map({ ($0, $1, true) }) {
             guard let uri else { continue }
-            if let why = ClientDocumentURL.refusal(uri, member: name, operatorSet: true, fragmentAllowed: false) {
+            if let why = ClientDocumentURL.refusal(uri, member: name, operatorSet: true, fragmentAllowed: fragmentAllowed) {
                 throw ConfigurationError.invalid("client \(clientId): \(why)")
             }
         }

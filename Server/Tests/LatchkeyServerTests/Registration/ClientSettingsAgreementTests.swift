@@ -101,6 +101,31 @@ struct ClientSettingsAgreementTests {
         }
     }
 
+    /// The links the sign-in page shows are read alike by registration and the file: a fragment into the policy,
+    /// terms or home page is taken by both; a logo's is refused by both.
+    @Test func theFileAndRegistrationTakeTheSameShownLinks() throws {
+        for (member, uri, taken) in [
+            ("policy_uri", "https://app.example/legal#privacy", true), ("tos_uri", "https://app.example/legal#terms", true),
+            ("client_uri", "https://app.example/#home", true), ("logo_uri", "https://app.example/logo.png#x", false)
+        ] {
+            let metadata = try ClientMetadata(["redirect_uris": ["https://app.example/callback"], member: uri])
+            var registered = true
+            do { _ = try metadata.settings(clientId: "lk-app", policy: ClientRegistrationPolicy(), providers: []) } catch {
+                registered = false
+            }
+            var configured = ClientConfiguration(clientId: "app", redirectUris: ["https://app.example/callback"])
+            switch member {
+            case "policy_uri": configured.policyUri = uri
+            case "tos_uri": configured.tosUri = uri
+            case "client_uri": configured.clientUri = uri
+            default: configured.logoUri = uri
+            }
+            var inFile = true
+            do { try configured.validate() } catch { inFile = false }
+            #expect(registered == taken && inFile == taken, "\(member): registration \(registered), file \(inFile)")
+        }
+    }
+
     /// The answer writes every member the application has (and the derived `application_type`), read back into the
     /// same metadata: the reader and the answer are one table.
     @Test func theAnswerWritesWhatRegistrationReads() throws {
