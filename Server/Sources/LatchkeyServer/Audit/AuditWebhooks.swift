@@ -159,7 +159,7 @@ struct AuditWebhooks: AuditSink {
     static func body(of event: AuditEvent) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(AuditController.WireEvent(event)), as: UTF8.self)
+        return String(decoding: try encoder.encode(AuditEvent.Wire(event)), as: UTF8.self)
     }
 
     // MARK: Delivery

@@ -15,10 +15,10 @@ struct ConsentsController: Sendable {
 
     func addSelfRoutes(to group: RouterGroup<ResourceRequestContext>) {
         group.get("consents") { _, context in
-            try await self.listing(of: try SelfServiceController.user(context.caller).id)
+            try await self.listing(of: try context.caller.me().id)
         }
         group.delete("consents/:client") { _, context in
-            let user = try SelfServiceController.user(context.caller)
+            let user = try context.caller.me()
             return try await self.withdraw(try context.parameters.require("client"), of: user.id, context: context, byAdministrator: false)
         }
     }

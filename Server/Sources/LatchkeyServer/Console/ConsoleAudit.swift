@@ -26,7 +26,7 @@ struct ConsoleAudit: Sendable {
         var events: [AuditEvent] = []
         var next: String?
         do {
-            var query = try AuditController.query(from: Parameters(filters))
+            var query = try AuditQuery(parameters: Parameters(filters))
             query.limit = 51
             let found = try await store.auditEvents(query)
             events = Array(found.prefix(50))

@@ -19,20 +19,20 @@ struct LinkedIdentitiesController: Sendable {
 
     func addRoutes(to group: RouterGroup<ResourceRequestContext>) {
         group.get("identities") { _, context in
-            try await self.list(try SelfServiceController.user(context.caller), caller: context.caller)
+            try await self.list(try context.caller.me(), caller: context.caller)
         }
         group.post("identities/:provider") { request, context in
             try await self.start(
-                try context.parameters.require("provider"), request, try SelfServiceController.user(context.caller), caller: context.caller)
+                try context.parameters.require("provider"), request, try context.caller.me(), caller: context.caller)
         }
         group.post("identities/:provider/complete") { request, context in
             try await self.complete(
-                try context.parameters.require("provider"), request, try SelfServiceController.user(context.caller), caller: context.caller,
+                try context.parameters.require("provider"), request, try context.caller.me(), caller: context.caller,
                 locale: request.locale(), origin: context.auditOrigin)
         }
         group.delete("identities/:provider") { request, context in
             try await self.unlink(
-                try context.parameters.require("provider"), try SelfServiceController.user(context.caller), caller: context.caller,
+                try context.parameters.require("provider"), try context.caller.me(), caller: context.caller,
                 locale: request.locale(), origin: context.auditOrigin)
         }
     }

@@ -15,10 +15,10 @@ struct SecondFactorsController: Sendable {
 
     func addRoutes(to group: RouterGroup<ResourceRequestContext>) {
         group.get("factors") { _, context in
-            try await self.list(try SelfServiceController.user(context.caller), caller: context.caller)
+            try await self.list(try context.caller.me(), caller: context.caller)
         }
         group.post("factors/totp") { _, context in
-            let started = try changes.startTOTP(for: try SelfServiceController.user(context.caller), caller: context.caller)
+            let started = try changes.startTOTP(for: try context.caller.me(), caller: context.caller)
             return try Responses.json(
                 StartedBody(
                     secret: started.secret, uri: started.uri, enrollment: started.enrollment,
@@ -26,7 +26,7 @@ struct SecondFactorsController: Sendable {
                 status: .created, noStore: true)
         }
         group.post("factors/totp/verify") { request, context in
-            let user = try SelfServiceController.user(context.caller)
+            let user = try context.caller.me()
             // A stale sign-in is told so before anything about the body (`401 AUTH-4011`).
             try changes.accounts.requireRecentAuthentication(context.caller.claims)
             let body = try await SelfServiceController.decode(ConfirmBody.self, request)
@@ -36,13 +36,13 @@ struct SecondFactorsController: Sendable {
             return try Responses.json(Self.factorBody(factor, of: user), status: .created, noStore: true)
         }
         group.post("factors/email") { request, context in
-            let user = try SelfServiceController.user(context.caller)
+            let user = try context.caller.me()
             let (factor, created) = try await changes.enrollEmail(user, caller: context.caller, locale: request.locale(), origin: context.auditOrigin)
             return try Responses.json(Self.factorBody(factor, of: user), status: created ? .created : .ok, noStore: true)
         }
         group.post("factors/recovery-codes") { request, context in
             let (codes, summary) = try await changes.generateRecoveryCodes(
-                try SelfServiceController.user(context.caller), caller: context.caller, locale: request.locale(), origin: context.auditOrigin)
+                try context.caller.me(), caller: context.caller, locale: request.locale(), origin: context.auditOrigin)
             return try Responses.json(
                 GeneratedCodesBody(
                     codes: codes, createdAt: ISO8601DateFormatter().string(from: summary.createdAt), remaining: summary.remaining,
@@ -53,7 +53,7 @@ struct SecondFactorsController: Sendable {
         for name in SecondFactorChanges.FactorKind.allCases.map(\.rawValue) + [":kind"] {
             group.delete(RouterPath("factors/\(name)")) { request, context in
                 try await changes.remove(
-                    context.parameters.get("kind") ?? name, of: try SelfServiceController.user(context.caller), caller: context.caller,
+                    context.parameters.get("kind") ?? name, of: try context.caller.me(), caller: context.caller,
                     locale: request.locale(), origin: context.auditOrigin)
                 return Responses.empty(status: .noContent)
             }

@@ -25,40 +25,31 @@ struct SelfServiceController: Sendable {
     /// (answering a refused token with `refusal`).
     func addRoutes(to group: RouterGroup<ResourceRequestContext>) {
         group.get { _, context in
-            try await self.selfUserResponse(try Self.user(context.caller), caller: context.caller)
+            try await self.selfUserResponse(try context.caller.me(), caller: context.caller)
         }
         group.put { request, context in
-            try await self.replaceSelfAttributes(request, try Self.user(context.caller), caller: context.caller, origin: context.auditOrigin)
+            try await self.replaceSelfAttributes(request, try context.caller.me(), caller: context.caller, origin: context.auditOrigin)
         }
         group.delete { request, context in
-            try await self.deleteAccount(request, try Self.user(context.caller), caller: context.caller, origin: context.auditOrigin)
+            try await self.deleteAccount(request, try context.caller.me(), caller: context.caller, origin: context.auditOrigin)
         }
         group.get("export") { _, context in
-            try await self.exportAccount(try Self.user(context.caller), caller: context.caller, origin: context.auditOrigin)
+            try await self.exportAccount(try context.caller.me(), caller: context.caller, origin: context.auditOrigin)
         }
         group.get("meta") { _, context in
-            _ = try Self.user(context.caller)
+            _ = try context.caller.me()
             return try Responses.json(["schema": self.userSchema.jsonSchema()], noStore: true)
         }
         group.post("update-credentials") { request, context in
             try await self.updateSelfCredentials(
-                request, try Self.user(context.caller), caller: context.caller, origin: context.auditOrigin)
+                request, try context.caller.me(), caller: context.caller, origin: context.auditOrigin)
         }
         group.post("email") { request, context in
             try await admission.admitChallenge(address: context.clientAddress)  // each request sends an email
-            return try await self.requestEmailChange(request, try Self.user(context.caller), caller: context.caller, origin: context.auditOrigin)
+            return try await self.requestEmailChange(request, try context.caller.me(), caller: context.caller, origin: context.auditOrigin)
         }
         group.post("email/verify") { request, context in
-            try await self.verifyEmailChange(request, try Self.user(context.caller), caller: context.caller, origin: context.auditOrigin)
-        }
-    }
-
-    /// The user whose token called: a client acting for itself has no "me", and a token may outlive its user.
-    static func user(_ caller: ResourceCaller) throws -> UserRecord {
-        switch caller.subject {
-        case .user(let user): return user
-        case .client: throw SelfServiceErrors.notAUser
-        case .missingUser: throw SelfServiceErrors.userNotFound
+            try await self.verifyEmailChange(request, try context.caller.me(), caller: context.caller, origin: context.auditOrigin)
         }
     }
 

@@ -26,11 +26,11 @@ struct SessionsController: Sendable {
     /// `/users/me/sessions` and `/users/me/grants`, on the protected `/users/me` group.
     func addSelfRoutes(to group: RouterGroup<ResourceRequestContext>) {
         group.get("sessions") { _, context in
-            let user = try SelfServiceController.user(context.caller)
+            let user = try context.caller.me()
             return try await self.listing(of: user.id, caller: context.caller)
         }
         group.delete("sessions") { request, context in
-            let user = try SelfServiceController.user(context.caller)
+            let user = try context.caller.me()
             let keepCurrent = try Self.flag("keep_current", of: request)
             let caller = context.caller
             let family = keepCurrent ? try await store.accessToken(jti: caller.claims.jti)?.familyId : nil
@@ -40,11 +40,11 @@ struct SessionsController: Sendable {
             return Self.noContent
         }
         group.delete("sessions/:session") { _, context in
-            let user = try SelfServiceController.user(context.caller)
+            let user = try context.caller.me()
             return try await self.endSession(try context.parameters.require("session"), of: user.id, context: context, by: "user")
         }
         group.delete("grants/:grant") { _, context in
-            let user = try SelfServiceController.user(context.caller)
+            let user = try context.caller.me()
             return try await self.revokeGrant(try context.parameters.require("grant"), of: user.id, context: context, by: "user")
         }
     }
