@@ -200,7 +200,10 @@ struct ClientSettingsAgreementTests {
             let type = metadata[member.name]?["type"] as? String
             switch member {
             case .string: #expect(type == "string", "\(member.name)")
-            case .strings: #expect(type == "array", "\(member.name)")
+            case .strings:
+                #expect(type == "array", "\(member.name)")
+                // The reader's limit on every list, stated where a client reads the rules.
+                #expect(metadata[member.name]?["maxItems"] as? Int == ClientMetadata.maxListLength, "\(member.name)")
             case .bool: #expect(type == "boolean", "\(member.name)")
             case .keySet: #expect(type == "object", "\(member.name)")
             }

@@ -14662,7 +14662,8 @@ enum OpenAPIDocument {
                 "com.example.app:/callback",
                 "http://127.0.0.1/callback"
               ]
-            ]
+            ],
+            "maxItems": 20
           },
           "grant_types": {
             "type": "array",
@@ -14676,7 +14677,8 @@ enum OpenAPIDocument {
                 "urn:ietf:params:oauth:grant-type:device_code",
                 "implicit"
               ]
-            }
+            },
+            "maxItems": 20
           },
           "response_types": {
             "type": "array",
@@ -14691,7 +14693,8 @@ enum OpenAPIDocument {
                 "code id_token token"
               ]
             },
-            "description": "What the authorization endpoint may return (`code` by default). The implicit and hybrid types are offered only where the operator's `client_registration.response_types` lists them, bring the `implicit` grant, and are refused for a public application unless `allow_implicit_for_public_clients` is set. Values are sets: `token id_token` is `id_token token`."
+            "description": "What the authorization endpoint may return (`code` by default). The implicit and hybrid types are offered only where the operator's `client_registration.response_types` lists them, bring the `implicit` grant, and are refused for a public application unless `allow_implicit_for_public_clients` is set. Values are sets: `token id_token` is `id_token token`.",
+            "maxItems": 20
           },
           "token_endpoint_auth_method": {
             "type": "string",
@@ -14778,7 +14781,8 @@ enum OpenAPIDocument {
             "items": {
               "type": "string",
               "format": "uri"
-            }
+            },
+            "maxItems": 20
           },
           "id_token_signed_response_alg": {
             "type": "string",
@@ -14834,21 +14838,24 @@ enum OpenAPIDocument {
             "items": {
               "type": "string"
             },
-            "description": "Exact origins a passkey response may come from (`https://example.com`, `android:apk-key-hash:…`, or `self`)."
+            "description": "Exact origins a passkey response may come from (`https://example.com`, `android:apk-key-hash:…`, or `self`).",
+            "maxItems": 20
           },
           "latchkey_identity_providers": {
             "type": "array",
             "items": {
               "type": "string"
             },
-            "description": "The ids of the identity providers the application offers."
+            "description": "The ids of the identity providers the application offers.",
+            "maxItems": 20
           },
           "latchkey_allowed_audiences": {
             "type": "array",
             "items": {
               "type": "string"
             },
-            "description": "Audiences the client may ask tokens for (token exchange)."
+            "description": "Audiences the client may ask tokens for (token exchange).",
+            "maxItems": 20
           },
           "backchannel_logout_uri": {
             "type": "string",
