@@ -309,11 +309,12 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     /// `ClientDocumentURL`'s rule for a URL the operator set. The logo and the logout URIs take no fragment; the pages a
     /// person follows from the sign-in page (policy, terms, home) may point into a page, as registration lets them.
     private func validateContactedAndShownURLs() throws {
-        let fetched = [
+        // Requested as they stand (by the server or the browser): no fragment.
+        let requested = [
             ("backchannel_logout_uri", backchannelLogoutUri), ("frontchannel_logout_uri", frontchannelLogoutUri), ("logo_uri", logoUri)
         ]
         let followed = [("policy_uri", policyUri), ("tos_uri", tosUri), ("client_uri", clientUri)]
-        for (name, uri, fragmentAllowed) in fetched.map({ ($0, $1, false) }) + followed.map({ ($0, $1, true) }) {
+        for (name, uri, fragmentAllowed) in requested.map({ ($0, $1, false) }) + followed.map({ ($0, $1, true) }) {
             guard let uri else { continue }
             if let why = ClientDocumentURL.refusal(uri, member: name, operatorSet: true, fragmentAllowed: fragmentAllowed) {
                 throw ConfigurationError.invalid("client \(clientId): \(why)")

@@ -320,11 +320,11 @@ extension ClientMetadata {
         // Read strictly, as the configuration file reads it: an unknown value is refused, not taken for the default.
         var asked: ClientConfiguration.RegistrationPolicy?
         if let userRegistration {
-            guard let policy = ClientConfiguration.RegistrationPolicy(rawValue: userRegistration) else {
+            guard let known = ClientConfiguration.RegistrationPolicy(rawValue: userRegistration) else {
                 throw OAuthError(
                     .invalidClientMetadata, "latchkey_registration must be open, invite_only or disabled, not \(Self.printable(userRegistration))")
             }
-            asked = policy
+            asked = known
         }
         let wanted = asked ?? ClientConfiguration(clientId: "", grantTypes: grants).registration
         guard policy.userRegistration || wanted == .disabled else {
