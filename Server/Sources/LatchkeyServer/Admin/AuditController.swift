@@ -13,9 +13,6 @@ struct AuditController: Sendable {
     let store: any AuditStore
     let clock: ServerClock
 
-    static let defaultLimit = 50
-    static let maxLimit = 200
-
     func addRoutes(to group: RouterGroup<ResourceRequestContext>) {
         group.get("audit-events") { request, context in try await self.list(request, caller: context.caller) }
     }

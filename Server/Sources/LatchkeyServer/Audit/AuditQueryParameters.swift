@@ -1,10 +1,14 @@
 import Foundation
 
 extension AuditQuery {
+    /// A page's size when the request names none, and the most it may name.
+    static let defaultLimit = 50
+    static let maxLimit = 200
+
     /// The filters a request asks for; a malformed or unknown value is 400 (never silently ignored: a typo in `type`
     /// must not look like "no such events").
     init(parameters params: Parameters) throws {
-        var query = AuditQuery(limit: AuditController.defaultLimit)
+        var query = AuditQuery(limit: Self.defaultLimit)
         do {
             if let since = try params.single("since") { query.since = try Self.timestamp(since, "since") }
             if let until = try params.single("until") { query.until = try Self.timestamp(until, "until") }
@@ -25,8 +29,8 @@ extension AuditQuery {
                 query.outcome = value
             }
             if let limit = try params.single("limit") {
-                guard let value = Int(limit), (1...AuditController.maxLimit).contains(value) else {
-                    throw AdminErrors.invalidParameter("limit", "limit must be a whole number from 1 to \(AuditController.maxLimit)")
+                guard let value = Int(limit), (1...Self.maxLimit).contains(value) else {
+                    throw AdminErrors.invalidParameter("limit", "limit must be a whole number from 1 to \(Self.maxLimit)")
                 }
                 query.limit = value
             }

@@ -309,12 +309,11 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     /// `ClientDocumentURL`'s rule for a URL the operator set. The logo and the logout URIs take no fragment; the pages a
     /// person follows from the sign-in page (policy, terms, home) may point into a page, as registration lets them.
     private func validateContactedAndShownURLs() throws {
-        // Requested as they stand (by the server or the browser): no fragment.
-        let requested = [
-            ("backchannel_logout_uri", backchannelLogoutUri), ("frontchannel_logout_uri", frontchannelLogoutUri), ("logo_uri", logoUri)
+        let links: [(name: String, uri: String?, fragmentAllowed: Bool)] = [
+            ("backchannel_logout_uri", backchannelLogoutUri, false), ("frontchannel_logout_uri", frontchannelLogoutUri, false),
+            ("logo_uri", logoUri, false), ("policy_uri", policyUri, true), ("tos_uri", tosUri, true), ("client_uri", clientUri, true)
         ]
-        let followed = [("policy_uri", policyUri), ("tos_uri", tosUri), ("client_uri", clientUri)]
-        for (name, uri, fragmentAllowed) in requested.map({ ($0, $1, false) }) + followed.map({ ($0, $1, true) }) {
+        for (name, uri, fragmentAllowed) in links {
             guard let uri else { continue }
             if let why = ClientDocumentURL.refusal(uri, member: name, operatorSet: true, fragmentAllowed: fragmentAllowed) {
                 throw ConfigurationError.invalid("client \(clientId): \(why)")

@@ -71,10 +71,11 @@ struct ClientSettingsAgreementTests {
     /// naming it; a setting's file key, or a file-only setting, is no member (ignored, RFC 7591 §2).
     @Test func registrationReadsEveryMemberAndNothingElse() throws {
         for member in ClientMetadata.members {
-            #expect(throws: OAuthError.self, "\(member.name)") { try ClientMetadata([member.name: 42]) }
             do {
                 _ = try ClientMetadata([member.name: 42])
+                Issue.record("\(member.name) of the wrong type was read")
             } catch {
+                #expect(error.code == .invalidClientMetadata || error.code == .invalidRedirectURI, "\(member.name)")
                 #expect(error.description.hasPrefix(member.name), "\(error.description)")
             }
         }
@@ -162,14 +163,15 @@ struct ClientSettingsAgreementTests {
     /// What the console's form does not show, an edit keeps (the bug of 40409b6: a form that forgot a field reset it).
     @Test func aConsoleEditKeepsEverySettingItDoesNotShow() throws {
         let c = try Self.everySettingSet(2)
-        let before = ClientMetadata(describing: c)
+        var before = ClientMetadata(describing: c)
+        before.applicationType = "web"
         var after = before
         ConsoleApplications.FormValues(c).apply(to: &after)
         for setting in ClientSetting.all {
             guard case .kept = setting.console, let member = setting.member, member.name != "application_type" else { continue }
             #expect(member.same(before, after), "\(member.name)")
         }
-        // The coarser type follows the form's own `app_type`.
+        // The coarser type is dropped, so that the form's own `app_type` decides.
         #expect(after.applicationType == nil)
     }
 

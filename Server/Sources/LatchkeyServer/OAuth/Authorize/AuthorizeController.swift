@@ -83,7 +83,7 @@ struct AuthorizeController: Sendable {
                 ], origin: origin)
             return responses.errorRedirect(
                 failure.oauthError, redirectUri: redirectUri, state: state, messageKey: failure.messageKey, locale: request.locale(),
-                arguments: ["provider": NativeProviderSignIn.providerName(try? params.single("provider"), federation: providerSignIn.federation)],
+                arguments: ["provider": providerSignIn.providerName(try? params.single("provider"))],
                 responseMode: mode)
         }
     }

@@ -17,7 +17,6 @@ struct ClientInformation: Encodable, Sendable {
     /// `configuration` or `registration`: in the administrators' list only.
     var origin: String?
 
-    var clientId: String { metadata.clientId ?? "" }
     /// Only where it was just made.
     var clientSecret: String? {
         get { metadata.clientSecret }

@@ -79,7 +79,7 @@ struct NativeProviderSignIn: Sendable {
 
     /// The configured name of the provider a native sign-in named (for the person's message), else the id as sent,
     /// in printable form.
-    static func providerName(_ requested: String??, federation: Federation) -> String {
+    func providerName(_ requested: String??) -> String {
         let id = (requested ?? nil).map { String($0.split(separator: ":").first ?? "") } ?? ""
         return federation.providers.first { $0.id == id }?.name ?? Federation.printable(id)
     }
