@@ -40,7 +40,7 @@ public final class IdentityServer: Sendable {
     let pruner: Pruner
     let ownTokens: OwnTokens
     let passkeys: Passkeys
-    let apple: AppleSignIn
+    let apple: NativeAppleSignIn
     let dpop: DPoPVerifier
     let resources: ResourceAuthenticator
     let clientAuthentication: ClientAuthentication
@@ -171,16 +171,17 @@ public final class IdentityServer: Sendable {
             webAuthn: configuration.webAuthn, configuredIssuer: configuration.issuer, issuerInForce: issuerInForce,
             lifetimes: configuration.lifetimes, userSchema: configuration.userSchema, store: store, clock: clock, metrics: metrics,
             audit: audit)
-        self.apple = AppleSignIn(
-            appleKeys: AppleKeySet(settings: configuration.apple, http: http, metrics: metrics), appleIssuer: configuration.apple.issuer,
-            store: store, clock: clock, metrics: metrics, federation: federation)
         let dpop = DPoPVerifier(kit: kit, settings: configuration.dpop, sealer: sealer)
         self.dpop = dpop
         self.resources = ResourceAuthenticator(kit: kit, dpop: dpop)
         self.nativeNonces = NativeSignInNonces(sealer: sealer, store: store, clock: clock)
         self.nativeSignIn = NativeSignInPolicy(development: configuration.development, attestationVerifier: configuration.attestationVerifier)
         self.responses = AuthorizationResponses(kit: kit)
-        self.federatedAccounts = FederatedAccounts(store: store, userSchema: configuration.userSchema, clock: clock, audit: audit)
+        let federatedAccounts = FederatedAccounts(store: store, userSchema: configuration.userSchema, clock: clock, audit: audit)
+        self.federatedAccounts = federatedAccounts
+        self.apple = NativeAppleSignIn(
+            appleKeys: AppleKeySet(settings: configuration.apple, http: http, metrics: metrics), appleIssuer: configuration.apple.issuer,
+            clock: clock, metrics: metrics, federation: federation, accounts: federatedAccounts)
     }
 
     /// Validates the configuration, opens (and migrates) the database, creates signing keys on first start and

@@ -2,7 +2,7 @@
 /// places that report it need: the OAuth error an application is sent, the catalog key of what the person reads, and
 /// the audit trail's reason. The reason is a closed set of snake_case names with no value in it (a case's associated
 /// text may be a provider's or a client's choosing), one per case, so two refusals never read the same in the trail.
-protocol SignInRefusal: Error {
+protocol SignInRefusal: Error, CustomStringConvertible {
     var oauthError: OAuthError { get }
     var messageKey: String { get }
     var auditReason: String { get }
@@ -42,8 +42,6 @@ extension AppleSignInFailure: SignInRefusal {
         case .expired: "expired"
         case .nonceMismatch: "nonce_mismatch"
         case .replayed: "replayed"
-        case .accountDisabled: "account_disabled"
-        case .registrationClosed: "registration_closed"
         }
     }
 }

@@ -109,10 +109,10 @@ extension ClientSetting {
 extension ClientMetadata {
     /// A registration member: its name and where `ClientMetadata` holds it, by its JSON type.
     enum Member: Sendable {
-        case string(String, WritableKeyPath<ClientMetadata, String?> & Sendable)
-        case strings(String, WritableKeyPath<ClientMetadata, [String]?> & Sendable)
-        case bool(String, WritableKeyPath<ClientMetadata, Bool?> & Sendable)
-        case keySet(String, WritableKeyPath<ClientMetadata, JWKSet?> & Sendable)
+        case string(String, any WritableKeyPath<ClientMetadata, String?> & Sendable)
+        case strings(String, any WritableKeyPath<ClientMetadata, [String]?> & Sendable)
+        case bool(String, any WritableKeyPath<ClientMetadata, Bool?> & Sendable)
+        case keySet(String, any WritableKeyPath<ClientMetadata, JWKSet?> & Sendable)
 
         var name: String {
             switch self {

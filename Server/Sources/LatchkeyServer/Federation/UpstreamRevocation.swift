@@ -13,7 +13,7 @@ struct UpstreamRefreshGrant: Codable, Sendable, Equatable {
 /// the client secret JWT), which Apple asks of every app that deletes an account (App Store Review Guideline
 /// 5.1.1(v)); the person's Apple ID then no longer lists the app.
 extension Federation {
-    /// The link id of a native Sign in with Apple (`AppleSignIn`).
+    /// The link id of a native Sign in with Apple (`NativeAppleSignIn`).
     static let nativeAppleLink = "apple"
 
     /// Which providers were told, by link provider id.

@@ -351,15 +351,20 @@ struct ReachFiveLoginTests {
         o.nonce = verifier
         let result = try await tokens(server, o, ["provider": "apple", "id_token": token])
         #expect(try await server.verifiedClaims(try #require(result["id_token"] as? String))["sub"]?.stringValue == demo.id)
-        // The same email unverified must not take over the account: it gets an account of its own.
+        // The same email unverified must not take over the account, nor make a second account with its address: the
+        // federation's rule, which is now Apple's too (it used to make an account of its own holding the address).
         let verifier2 = try await server.nativeNonce()
         let unverified = try issuer.identityToken(
             sub: "apple-other", bundleId: Self.bundleId, verifier: verifier2, email: "demo@example.com",
             emailVerified: false)
-        var o2 = AuthorizeOptions()
-        o2.nonce = verifier2
-        let other = try await tokens(server, o2, ["provider": "apple", "id_token": unverified])
-        #expect(try await server.verifiedClaims(try #require(other["id_token"] as? String))["sub"]?.stringValue != demo.id)
+        let other = try await apple(server, token: unverified, verifier: verifier2)
+        #expect(other.locationQuery["code"] == nil, "\(other.location ?? "")")
+        #expect(other.locationQuery["error"] == "access_denied")
+        #expect(other.locationQuery["error_message_key"] == "federation.email_in_use")
+        #expect(try await server.server.store.federatedIdentity(provider: "apple", subject: "apple-other") == nil)
+        #expect(try await server.server.store.users(claim: "email", equals: "demo@example.com").count == 1)
+        let refusal = try #require(try await server.server.store.auditEvents(AuditQuery(types: [.signInFailed], limit: 1)).first)
+        #expect(refusal.details == ["method": "apple", "reason": "email_in_use"])
 
         // An account whose email was never verified (signed up by someone claiming it) is not linked either.
         let squatter = try await server.server.createUser(
@@ -367,10 +372,38 @@ struct ReachFiveLoginTests {
             claims: ["email": "victim@example.com"])
         let verifier3 = try await server.nativeNonce()
         let victim = try issuer.identityToken(sub: "apple-victim", bundleId: Self.bundleId, verifier: verifier3, email: "victim@example.com")
-        var o3 = AuthorizeOptions()
-        o3.nonce = verifier3
-        let third = try await tokens(server, o3, ["provider": "apple", "id_token": victim])
-        #expect(try await server.verifiedClaims(try #require(third["id_token"] as? String))["sub"]?.stringValue != squatter)
+        let third = try await apple(server, token: victim, verifier: verifier3)
+        #expect(third.locationQuery["code"] == nil, "\(third.location ?? "")")
+        #expect(third.locationQuery["error_message_key"] == "federation.email_in_use")
+        #expect(try await server.server.store.federatedIdentity(provider: "apple", subject: "apple-victim") == nil)
+        #expect(try await server.server.store.user(id: squatter)?.username == "victim@example.com")
+    }
+
+    @Test("Sign in with Apple: an address Apple did not verify is not kept on a new account (R3-8, as every provider)")
+    func appleUnverifiedAddressIsNotKept() async throws {
+        let issuer = try await AppleStandIn.start()
+        let server = try await Self.start(apple: issuer)
+        defer {
+            Task {
+                await server.stop(); await issuer.stop()
+            }
+        }
+        let verifier = try await server.nativeNonce()
+        let token = try issuer.identityToken(
+            sub: "apple-unverified", bundleId: Self.bundleId, verifier: verifier, email: "nobody-checked@example.com", emailVerified: false)
+        var o = AuthorizeOptions()
+        o.nonce = verifier
+        let result = try await tokens(server, o, ["provider": "apple", "id_token": token])
+        let claims = try await server.verifiedClaims(try #require(result["id_token"] as? String))
+        #expect(claims["email"] == nil, "\(claims)")
+        #expect(claims["idp"]?.stringValue == "apple", "the provider is named, as for every federated sign-in: \(claims)")
+        let link = try #require(try await server.server.store.federatedIdentity(provider: "apple", subject: "apple-unverified"))
+        let user = try #require(try await server.server.store.user(id: link.userId))
+        #expect(user.username == "apple.apple-unverified")
+        #expect(try await server.server.store.users(claim: "email", equals: "nobody-checked@example.com").isEmpty)
+        // The account's creation and link are in the audit trail, as for every provider's first sign-in.
+        let created = try await server.server.store.auditEvents(AuditQuery(types: [.userCreated, .federatedIdentityLinked], limit: 10))
+        #expect(Set(created.map(\.details)) == [["via": "federation", "provider": "apple"], ["provider": "apple", "how": "jit"]])
     }
 
     @Test(

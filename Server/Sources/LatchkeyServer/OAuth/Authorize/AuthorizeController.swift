@@ -65,26 +65,17 @@ struct AuthorizeController: Sendable {
             return try await browserSignIn.signIn(authRequest, request: request, client: client, identityProvider: hint, origin: origin)
         } catch let error as OAuthError {
             return responses.errorRedirect(error, redirectUri: redirectUri, state: state, responseMode: mode)
-        } catch let failure as AppleSignInFailure {
-            logger.notice("Sign in with Apple refused", metadata: ["reason": .string(failure.description), "client": .string(clientId)])
+        } catch let refusal as any SignInRefusal {
+            // Refused by the provider's token or by the account rules; a native sign-in names its provider.
+            let provider = try? params.single("provider")
+            logger.notice(
+                "native provider sign-in refused", metadata: ["reason": .string(refusal.description), "client": .string(clientId)])
             await audit.record(
-                .signInFailed, .failure, subject: nil,
-                details: ["method": "apple", "reason": failure.auditReason], origin: origin)
+                .signInFailed, .failure, subject: nil, details: providerSignIn.refusalDetails(provider, reason: refusal.auditReason),
+                origin: origin)
             return responses.errorRedirect(
-                failure.oauthError, redirectUri: redirectUri, state: state, messageKey: failure.messageKey,
-                locale: request.locale(), responseMode: mode)
-        } catch let failure as FederationFailure {
-            logger.notice("native provider sign-in refused", metadata: ["reason": .string(failure.description), "client": .string(clientId)])
-            await audit.record(
-                .signInFailed, .failure, subject: nil,
-                details: [
-                    "method": "federated", "provider": String((try? params.single("provider")).flatMap { $0 }?.prefix(64) ?? ""),
-                    "reason": failure.auditReason
-                ], origin: origin)
-            return responses.errorRedirect(
-                failure.oauthError, redirectUri: redirectUri, state: state, messageKey: failure.messageKey, locale: request.locale(),
-                arguments: ["provider": providerSignIn.providerName(try? params.single("provider"))],
-                responseMode: mode)
+                refusal.oauthError, redirectUri: redirectUri, state: state, messageKey: refusal.messageKey, locale: request.locale(),
+                arguments: ["provider": providerSignIn.providerName(provider)], responseMode: mode)
         }
     }
 }

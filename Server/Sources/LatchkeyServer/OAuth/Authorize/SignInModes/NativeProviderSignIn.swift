@@ -10,7 +10,7 @@ struct NativeProviderSignIn: Sendable {
     let nativeSignIn: NativeSignInPolicy
     /// The server's nonces for native provider sign-in, and the spending of upstream tokens.
     let nativeNonces: NativeSignInNonces
-    let apple: AppleSignIn
+    let apple: NativeAppleSignIn
     let federation: Federation
     let federatedAccounts: FederatedAccounts
     let accounts: Accounts
@@ -35,23 +35,21 @@ struct NativeProviderSignIn: Sendable {
         let logger = origin.logger
         try nativeSignIn.requireNativeSignInAllowed(client: client, attestation: request.headers[.attestationToken])
         let user: UserRecord
-        let amr: [String]
-        if provider == "apple" || provider.hasPrefix("apple:") {
-            user = try await apple.signInWithApple(
+        let identity: UpstreamIdentity
+        if Self.isApple(provider) {
+            (user, identity) = try await apple.signIn(
                 idToken: try params.required("id_token"), nonce: try params.single("nonce"), client: client,
                 givenName: try params.single("given_name"), familyName: try params.single("family_name"),
-                authorizationCode: try params.single("authorization_code"), nonces: nativeNonces, logger: logger)
-            // RFC 8176 `fed`: Apple authenticated the user; we cannot see how, so it never counts as a second factor.
-            amr = ["fed"]
+                authorizationCode: try params.single("authorization_code"), nonces: nativeNonces, origin: origin)
         } else {
             let configured = try federation.provider(provider, for: client)
             // The provider's checks are invisible here unless it asserts them (and is trusted with them).
-            let identity = try await federation.verifyNativeIDToken(
+            identity = try await federation.verifyNativeIDToken(
                 try params.required("id_token"), nonce: try params.single("nonce"), provider: configured, clientId: client.clientId,
                 nonces: nativeNonces)
             user = try await federatedAccounts.signIn(identity, provider: configured, client: client, origin: origin)
-            amr = identity.amr
         }
+        let amr = identity.amr
         let essential = authRequest.requiresMultiFactor
         switch try await accounts.completion(of: user, amr: amr, client: client, multiFactorEssential: essential) {
         case .complete:
@@ -75,6 +73,16 @@ struct NativeProviderSignIn: Sendable {
                 .interactionRequired, "the account's second factor is required: continue with the step-up, or sign in on the hosted page"),
             redirectUri: authRequest.redirectUri, state: authRequest.state, responseMode: authRequest.responseMode,
             extra: [("mfa_required", "true"), ("tkn", ticket)])
+    }
+
+    /// `apple` (or `apple:` with a bundle id): Sign in with Apple, the Apple preset's native path.
+    static func isApple(_ provider: String) -> Bool { provider == "apple" || provider.hasPrefix("apple:") }
+
+    /// What the audit trail records of a refused native sign-in: the method, and the provider when it is not Apple.
+    func refusalDetails(_ requested: String??, reason: String) -> [String: String] {
+        let provider = requested ?? nil
+        if let provider, Self.isApple(provider) { return ["method": "apple", "reason": reason] }
+        return ["method": "federated", "provider": String(provider?.prefix(64) ?? ""), "reason": reason]
     }
 
     /// The configured name of the provider a native sign-in named (for the person's message), else the id as sent,

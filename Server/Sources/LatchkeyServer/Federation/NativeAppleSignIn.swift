@@ -3,7 +3,7 @@ import Foundation
 import LatchkeyJOSE
 import Logging
 
-/// Why a Sign in with Apple identity token was refused.
+/// Why a Sign in with Apple identity token was refused (what the account then does is `FederationFailure`'s).
 enum AppleSignInFailure: Error, Equatable, CustomStringConvertible {
     case notConfigured
     case malformed
@@ -15,9 +15,6 @@ enum AppleSignInFailure: Error, Equatable, CustomStringConvertible {
     case nonceMismatch
     /// The token or its nonce was already exchanged (`NativeSignInNonces`).
     case replayed
-    case accountDisabled
-    /// No account is linked or linkable, and the application does not let new accounts register.
-    case registrationClosed
 
     var description: String {
         switch self {
@@ -30,8 +27,6 @@ enum AppleSignInFailure: Error, Equatable, CustomStringConvertible {
         case .expired: "id_token has expired"
         case .nonceMismatch: "id_token nonce is not a nonce this server issued to the application (or its SHA-256)"
         case .replayed: "id_token or its nonce was already used"
-        case .accountDisabled: "the account is disabled"
-        case .registrationClosed: "no account is linked to this Apple ID and the application's registration is not open"
         }
     }
 
@@ -39,8 +34,6 @@ enum AppleSignInFailure: Error, Equatable, CustomStringConvertible {
     var messageKey: String {
         switch self {
         case .expired: "apple.expired"
-        case .accountDisabled: "login.disabled"
-        case .registrationClosed: "flows.errors.registration_disabled"
         default: "apple.failed"
         }
     }
@@ -94,21 +87,31 @@ struct AppleIdentityClaims: Decodable, Sendable {
     }
 }
 
-/// Sign in with Apple for native apps: Apple's identity token verified against Apple's published keys, and the
-/// account it signs in to.
-struct AppleSignIn: Sendable {
+/// Sign in with Apple for native apps, the Apple preset's native path: Apple's identity token verified against Apple's
+/// published keys, then the account it signs in to by the federation's rules (`FederatedAccounts`), as the ID token of
+/// any other provider's native SDK.
+struct NativeAppleSignIn: Sendable {
     let appleKeys: AppleKeySet
     /// Apple's issuer (`ServerConfiguration.apple`).
     let appleIssuer: String
-    let store: any UserStore & FederatedIdentityStore
     let clock: ServerClock
     let metrics: ServerMetrics
     /// Exchanges the app's authorization code for the Apple refresh token the account's deletion revokes.
     let federation: Federation
+    let accounts: FederatedAccounts
 
-    /// Verifies a Sign in with Apple identity token for `client` and returns the account it signs in: the linked one,
-    /// else the account whose email claim is the same address when both Apple and the account have it verified (then
-    /// linked), else a new account (first-time name applied) when the application's registration is open.
+    /// The provider the native path links under (`apple`, the web preset's id too, so one Apple ID is one link). Apple
+    /// verifies every address it sends, its private relay addresses included, so an Apple identity links to the account
+    /// that has verified the same address (`link_by_verified_email`); Apple authenticated the person in a way we cannot
+    /// see, so it never counts as a second factor (`trust_mfa` off).
+    static let provider = IdentityProviderConfiguration(
+        id: Federation.nativeAppleLink, kind: .apple, name: "Apple", clientId: "", linkByVerifiedEmail: true, trustsMFA: false)
+
+    /// Verifies a Sign in with Apple identity token for `client` and returns the account it signs in to and the
+    /// identity it signed in with: the linked account, else the one that has verified the same address (then linked),
+    /// else a new account (first-time name applied) when the application's registration is open. An address another
+    /// account uses that may not be linked is refused (`FederationFailure.emailInUse`), and an address Apple did not
+    /// verify is not kept, as for every provider.
     ///
     /// The nonce is the server's (`NativeSignInNonces`): the app fetched one (`POST /identity/v1/native-nonce`), put
     /// its `base64url(SHA256(nonce))` in Apple's request and sends the nonce here. The token must be recent, and the
@@ -118,26 +121,29 @@ struct AppleSignIn: Sendable {
     /// `authorizationCode` is the credential's `authorizationCode`: with an `apple` provider configured (the team's
     /// key), it is exchanged at Apple for the refresh token that deleting the account revokes (kept sealed on the
     /// link). Without one, or when Apple refuses it, the sign-in goes on.
-    func signInWithApple(
-        idToken: String, nonce: String?, client: ClientConfiguration,
-        givenName: String?, familyName: String?, authorizationCode: String? = nil, nonces: NativeSignInNonces, logger: Logger
-    ) async throws -> UserRecord {
+    func signIn(
+        idToken: String, nonce: String?, client: ClientConfiguration, givenName: String?, familyName: String?,
+        authorizationCode: String? = nil, nonces: NativeSignInNonces, origin: AuditOrigin
+    ) async throws -> (user: UserRecord, identity: UpstreamIdentity) {
         do {
-            let user = try await verifyAppleSignIn(
+            let identity = try await verify(
                 idToken: idToken, nonce: nonce, client: client, givenName: givenName, familyName: familyName,
-                authorizationCode: authorizationCode, nonces: nonces, logger: logger)
+                authorizationCode: authorizationCode, nonces: nonces, logger: origin.logger)
+            // Store failures propagate as they are (a server fault, answered 500), not as a refused token.
+            let user = try await accounts.signIn(identity, provider: Self.provider, client: client, origin: origin)
             metrics.signIn(.apple, .success)
-            return user
-        } catch let failure as AppleSignInFailure {
+            return (user, identity)
+        } catch let refusal as any SignInRefusal {
             metrics.signIn(.apple, .failure)
-            throw failure
+            throw refusal
         }
     }
 
-    private func verifyAppleSignIn(
+    /// The identity Apple's token asserts, after its signature, its claims and its nonce.
+    private func verify(
         idToken: String, nonce: String?, client: ClientConfiguration,
         givenName: String?, familyName: String?, authorizationCode: String?, nonces: NativeSignInNonces, logger: Logger
-    ) async throws -> UserRecord {
+    ) async throws -> UpstreamIdentity {
         guard !client.appleBundleIds.isEmpty else { throw AppleSignInFailure.notConfigured }
         let jws: CompactJWS
         let claims: AppleIdentityClaims
@@ -161,15 +167,16 @@ struct AppleSignIn: Sendable {
             case .replayed: throw AppleSignInFailure.replayed
             }
         }
-        // Store failures propagate as they are (a server fault, answered 500), not as a refused token.
-        let user = try await appleAccount(claims, client: client, givenName: givenName, familyName: familyName, logger: logger)
-        guard !user.disabled else { throw AppleSignInFailure.accountDisabled }
-        if let code = authorizationCode?.nonEmpty, let bundleId = claims.aud.values.first(where: client.appleBundleIds.contains),
-            let sealed = await federation.nativeAppleRefreshToken(code: code, bundleId: bundleId, subject: claims.sub, logger: logger)
-        {
-            try await store.keepFederatedRefreshToken(provider: Federation.nativeAppleLink, subject: claims.sub, sealed: sealed)
+        // Apple's token carries no name: the app sends the one Apple gave it on the first authorization.
+        let name = [givenName, familyName].compactMap { $0?.nonEmpty }.joined(separator: " ").nonEmpty
+        var identity = UpstreamIdentity(
+            provider: Self.provider.id, subject: claims.sub, email: claims.email, emailVerified: claims.emailVerified == true,
+            name: name, givenName: givenName?.nonEmpty, familyName: familyName?.nonEmpty, preferredUsername: nil, assertsMFA: false)
+        if let code = authorizationCode?.nonEmpty, let bundleId = claims.aud.values.first(where: client.appleBundleIds.contains) {
+            identity.sealedRefreshToken = await federation.nativeAppleRefreshToken(
+                code: code, bundleId: bundleId, subject: claims.sub, logger: logger)
         }
-        return user
+        return identity
     }
 
     /// The claim rules, after the signature (the nonce, age and single use are `NativeSignInNonces`').
@@ -180,59 +187,5 @@ struct AppleSignIn: Sendable {
         guard claims.aud.values.contains(where: client.appleBundleIds.contains) else { throw .wrongAudience }
         guard TimeInterval(claims.exp) > now.timeIntervalSince1970 - 30 else { throw .expired }
         if let iat = claims.iat, TimeInterval(iat) > now.timeIntervalSince1970 + 300 { throw .malformed }
-    }
-
-    private func appleAccount(
-        _ claims: AppleIdentityClaims, client: ClientConfiguration, givenName: String?,
-        familyName: String?, logger: Logger
-    ) async throws -> UserRecord {
-        let provider = Federation.nativeAppleLink
-        if let link = try await store.federatedIdentity(provider: provider, subject: claims.sub),
-            let user = try await store.user(id: link.userId)
-        {
-            return user
-        }
-        let now = clock.now
-        if let email = claims.email, claims.emailVerified == true {
-            // Both sides must have proven the same address: an account whose email nobody verified (anyone can sign up
-            // with any address) is not handed to the Apple user, nor the other way round (account pre-hijacking).
-            // Matched on the email claim only, never the username: `email_verified` vouches for the claim, and a
-            // username that looks like an address proves nothing about who reads it.
-            let verified = try await store.users(claim: "email", equals: email).filter {
-                $0.claims["email"]?.lowercased() == email.lowercased() && $0.claims["email_verified"] == "true"
-            }
-            if verified.count == 1, let existing = verified.first {
-                try await store.linkFederatedIdentity(.init(provider: provider, subject: claims.sub, userId: existing.id, createdAt: now))
-                logger.info("Sign in with Apple linked to an existing account", metadata: ["user": .string(existing.id)])
-                return existing
-            }
-        }
-        // Linking is fine under any policy; a new account only where anyone may register (invite-only and closed
-        // applications create accounts through their own flows).
-        guard client.registration == .open else { throw AppleSignInFailure.registrationClosed }
-        var profile: [String: String] = [:]
-        if let email = claims.email {
-            profile["email"] = email
-            profile["email_verified"] = claims.emailVerified == true ? "true" : "false"
-        }
-        if let givenName = givenName?.nonEmpty { profile["given_name"] = givenName }
-        if let familyName = familyName?.nonEmpty { profile["family_name"] = familyName }
-        if let name = [givenName, familyName].compactMap({ $0?.nonEmpty }).joined(separator: " ").nonEmpty { profile["name"] = name }
-        let id = UUID().uuidString.lowercased()
-        // The email becomes the sign-in name unless an account already uses it (an unverified Apple email must not
-        // take over, nor be blocked by, someone else's account).
-        var username = "apple.\(claims.sub)"
-        if let email = claims.email, try await store.user(username: email) == nil,
-            try await store.users(claim: "email", equals: email).isEmpty
-        {
-            username = email
-        }
-        let user = UserRecord(
-            id: id, username: username, passwordHash: PasswordHasher.noPassword,
-            claims: profile, disabled: false, failedLogins: 0, lockedUntil: nil, createdAt: now)
-        try await store.insertUser(user)
-        try await store.linkFederatedIdentity(.init(provider: provider, subject: claims.sub, userId: id, createdAt: now))
-        logger.info("account created with Sign in with Apple", metadata: ["user": .string(id)])
-        return user
     }
 }
