@@ -486,11 +486,20 @@ public final class IdentityServer: Sendable {
         ).addRoutes(to: pages)
 
         // thunderID: app-native flows and the signed-in user's own account.
-        let flowServices = FlowServices(
-            store: store, clock: clock, accounts: accounts, passkeys: passkeys, admission: admission, ownTokens: ownTokens, kit: kit,
-            federation: federation, federatedAccounts: federatedAccounts, audit: audit)
+        let executors = FlowExecutors(
+            authentication: AuthenticationExecutors(accounts: accounts, store: store, clock: clock, audit: audit),
+            codes: CodeExecutors(
+                accounts: accounts, admission: admission, store: store, clock: clock, lifetimes: configuration.lifetimes,
+                outbox: accounts.outbox, audit: audit),
+            registration: RegistrationExecutors(
+                accounts: accounts, store: store, userSchema: accounts.userSchema, hasher: accounts.hasher, clock: clock),
+            recovery: RecoveryExecutors(accounts: accounts, store: store, audit: audit),
+            passkeys: PasskeyExecutors(accounts: accounts, passkeys: passkeys, store: store, clock: clock),
+            federation: FederationExecutors(federation: federation, federatedAccounts: federatedAccounts, clock: clock),
+            sessions: SessionExecutors(accounts: accounts, ownTokens: ownTokens, kit: kit, store: store, clock: clock))
         FlowController(
-            development: configuration.development, lifetimes: configuration.lifetimes, store: store, services: flowServices,
+            development: configuration.development, lifetimes: configuration.lifetimes, store: store, executors: executors,
+            userSchema: accounts.userSchema, clock: clock, admission: admission, federation: federation, kit: kit,
             resources: resources, nativeSignIn: nativeSignIn, metrics: metrics
         ).addRoutes(to: group("/flow", .thunder), development: group("/dev", .html))
         // The account's own management: first-party applications, or tokens with `latchkey.account` (R3-2).

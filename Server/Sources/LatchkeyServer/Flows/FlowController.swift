@@ -11,14 +11,18 @@ struct FlowController: Sendable {
     let development: Bool
     let lifetimes: TokenLifetimes
     let store: any FlowExecutionStore & OutboxStore & ClientStore
-    let services: FlowServices
+    /// The steps' executors, each group with what it uses.
+    let executors: FlowExecutors
+    let userSchema: UserSchema
+    let clock: ServerClock
+    let admission: Admission
+    /// The providers a default graph offers.
+    let federation: Federation
+    /// Validates the bearer access token a flow may carry (a sign-out's), with the issuer in force, read when used.
+    let kit: TokenKit
     let resources: ResourceAuthenticator
     let nativeSignIn: NativeSignInPolicy
     let metrics: ServerMetrics
-
-    private var userSchema: UserSchema { services.userSchema }
-    private var clock: ServerClock { services.clock }
-    private var admission: Admission { services.admission }
 
     /// `/flow/execute` and `/flow/meta` on the `/flow` group; in development, `/dev/outbox` on `development`.
     func addRoutes(to flow: RouterGroup<LatchkeyRequestContext>, development: RouterGroup<LatchkeyRequestContext>) {
@@ -75,7 +79,7 @@ struct FlowController: Sendable {
         guard let client = try await store.client(id: applicationId)?.configuration else { throw FlowFailure.invalidApplication.apiError }
         guard let type = body.flowType.flatMap(FlowType.init(rawValue:)) else { throw FlowFailure.invalidFlowType.apiError }
         try checkInitiationAllowed(client: client, type: type, attestation: attestation)
-        let graph = client.flows[type] ?? DefaultFlows.graph(type, offering: services.federation.providers(for: client))
+        let graph = client.flows[type] ?? DefaultFlows.graph(type, offering: federation.providers(for: client))
         guard let start = graph.start else { throw FlowFailure.internalError.apiError }
         let now = clock.now
         var state = FlowState(applicationId: applicationId, flowType: type, current: start.id)
@@ -84,7 +88,7 @@ struct FlowController: Sendable {
         var run = FlowRun(
             state: state, submitted: body.inputs ?? [:], executionId: executionId, requestInputs: body.inputs ?? [:], client: client,
             clientAddress: address, bearerToken: bearer, locale: locale, logger: logger)
-        let engine = FlowEngine(services: services, graph: graph)
+        let engine = FlowEngine(executors: executors, graph: graph)
         var stop = try await engine.run(from: start.id, &run)
         // Inputs sent with the initiation may satisfy the first prompt: then the flow runs on in this call.
         if case .prompt = stop, !(body.inputs ?? [:]).isEmpty {
@@ -142,7 +146,7 @@ struct FlowController: Sendable {
             try await store.deleteFlowExecution(id: executionId)
             throw FlowFailure.invalidExecution.apiError
         }
-        let graph = client.flows[type] ?? DefaultFlows.graph(type, offering: services.federation.providers(for: client))
+        let graph = client.flows[type] ?? DefaultFlows.graph(type, offering: federation.providers(for: client))
         // An explicit locale in this request switches the execution's language; otherwise it keeps the one it began in.
         let locale = LocaleNegotiator.negotiate(explicit: body.locale ?? state.locale, acceptLanguage: acceptLanguage)
         var run = FlowRun(
@@ -151,7 +155,7 @@ struct FlowController: Sendable {
         run.state.locale = locale.tag
         let stop: FlowStop
         do {
-            stop = try await FlowEngine(services: services, graph: graph).submit(action: body.action, &run)
+            stop = try await FlowEngine(executors: executors, graph: graph).submit(action: body.action, &run)
         } catch {
             try? await store.deleteFlowExecution(id: executionId)  // engine failures end the execution
             throw error
@@ -332,7 +336,7 @@ extension FlowController {
             let presented = try resources.presentedAccessToken(request, body: nil)
             // An expired or revoked token is "nothing to end", as for Bearer (the flow decides); a live one must come
             // with a proof by its key.
-            guard let claims = try? await services.validator.accessToken(presented.token) else { return nil }
+            guard let claims = try? await kit.validator.accessToken(presented.token) else { return nil }
             try await resources.enforceBinding(presented, claims: claims, request: request)
             return presented.token
         }

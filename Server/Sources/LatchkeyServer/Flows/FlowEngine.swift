@@ -25,7 +25,7 @@ enum FlowStop {
 
 /// Walks a flow graph: applies a submission at the current prompt, then runs tasks until the next prompt or the end.
 struct FlowEngine {
-    let services: FlowServices
+    let executors: FlowExecutors
     let graph: FlowGraph
 
     /// At most this many nodes per request, so a cyclic custom graph cannot spin.
@@ -46,8 +46,8 @@ struct FlowEngine {
                 guard let next = node.next else { return .failed(.internalError) }
                 id = next
             case .task:
-                guard let name = node.executor, let executor = FlowExecutors.executor(name) else { return .failed(.internalError) }
-                let outcome = try await executor(services, node, &run)
+                guard let name = node.executor, let executor = executors.executor(name) else { return .failed(.internalError) }
+                let outcome = try await executor(node, &run)
                 switch outcome {
                 case .next:
                     guard let next = node.next else { return .failed(.internalError) }

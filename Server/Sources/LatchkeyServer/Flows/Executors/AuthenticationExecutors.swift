@@ -2,19 +2,24 @@ import Crypto
 import Foundation
 
 /// Password and second-factor steps of sign-in. The password step is `checkPassword`, as on the hosted login page.
-enum AuthenticationExecutors {
-    static func password(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+struct AuthenticationExecutors: Sendable {
+    let accounts: Accounts
+    let store: any UserStore
+    let clock: ServerClock
+    let audit: AuditTrail
+
+    func password(_ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         let username = (run.value("username") ?? "").trimmingCharacters(in: .whitespaces)
-        let outcome = try await services.accounts.checkPassword(
+        let outcome = try await accounts.checkPassword(
             username: username, password: run.submitted["password"] ?? "", address: run.clientAddress,
             signIn: .flow, client: run.client.clientId, logger: run.logger)
         switch outcome {
-        case .throttled, .locked, .rejected: return .retry(.password(outcome, now: services.clock.now))
-        case .disabled: return .fail(.password(outcome, now: services.clock.now))
+        case .throttled, .locked, .rejected: return .retry(.password(outcome, now: clock.now))
+        case .disabled: return .fail(.password(outcome, now: clock.now))
         case .accepted(let user):
             run.state.userId = user.id
             run.state.amr = ["pwd"]
-            run.state.authTime = services.clock.now
+            run.state.authTime = clock.now
             return .next
         }
     }
@@ -23,13 +28,13 @@ enum AuthenticationExecutors {
     /// other front door decides it (`SignInCompletion`): `none` when the first factor was already multi-factor (a
     /// provider trusted with its MFA), a failure when the application (`require_mfa`) or the node (`required`) needs
     /// a second factor the account does not have.
-    static func resolveSecondFactor(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
-        guard let userId = run.state.userId, let user = try await services.store.user(id: userId) else { return .fail(.invalidCredentials) }
-        let completion = try await services.accounts.completion(
+    func resolveSecondFactor(_ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+        guard let userId = run.state.userId, let user = try await store.user(id: userId) else { return .fail(.invalidCredentials) }
+        let completion = try await accounts.completion(
             of: user, amr: run.state.amr, client: run.client, multiFactorEssential: node.properties?["required"] == "true")
         switch completion {
         case .secondFactorOwed(.totp):
-            run.state.additionalData = try await totpStepData(services, userId: userId)
+            run.state.additionalData = try await totpStepData(userId: userId)
             return .branch("totp")
         case .secondFactorOwed(.email):
             return .branch("email_otp")
@@ -41,30 +46,30 @@ enum AuthenticationExecutors {
     }
 
     /// What the TOTP step tells the app about its field (`recoveryCodeAccepted`: `Accounts.secondFactorStepData`).
-    static func totpStepData(_ services: FlowServices, userId: String) async throws -> [String: String] {
-        try await services.accounts.secondFactorStepData(["mfaMethod": "totp", "otpLength": "6", "otpNumericOnly": "true"], userId: userId)
+    func totpStepData(userId: String) async throws -> [String: String] {
+        try await accounts.secondFactorStepData(["mfaMethod": "totp", "otpLength": "6", "otpNumericOnly": "true"], userId: userId)
     }
 
     /// RFC 6238 through `TOTPVerifier` (±1 step, each step accepted once), or one of the account's recovery codes
     /// (`Accounts.proveSecondFactor`). Five wrong codes end the execution, and
     /// every code spends one attempt of the account's second-factor budget first, so new executions (which a known
     /// password starts at will) do not bring fresh guesses.
-    static func verifyTOTP(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
-        guard let userId = run.state.userId, let user = try await services.store.user(id: userId) else { return .fail(.invalidCredentials) }
+    func verifyTOTP(_ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+        guard let userId = run.state.userId, let user = try await store.user(id: userId) else { return .fail(.invalidCredentials) }
         let budget = CodeBudget.secondFactor(userId: userId)
-        if let wait = try await services.accounts.reserveCodeAttempt(budget) { return .fail(.codesLocked(seconds: wait)) }
-        guard let proof = try await services.accounts.proveSecondFactor(user, kind: .totp, answer: run.submitted["otp"] ?? "", emailCodeDigest: nil)
+        if let wait = try await accounts.reserveCodeAttempt(budget) { return .fail(.codesLocked(seconds: wait)) }
+        guard let proof = try await accounts.proveSecondFactor(user, kind: .totp, answer: run.submitted["otp"] ?? "", emailCodeDigest: nil)
         else {
-            await services.audit.record(
+            await audit.record(
                 .signInFailed, .failure, subject: userId, details: ["method": "totp", "reason": "invalid_code", "via": "flow"],
                 origin: run.auditOrigin)
             run.state.factorAttempts += 1
             if run.state.factorAttempts >= SecondFactor.maxAttempts { return .fail(.tooManyCodeAttempts) }
-            run.state.additionalData = try await totpStepData(services, userId: userId)
+            run.state.additionalData = try await totpStepData(userId: userId)
             return .retry(.invalidCode)
         }
-        try await services.accounts.codeAccepted(budget)
-        await services.accounts.announce(proof, of: user, locale: run.locale, origin: run.auditOrigin, via: "flow")
+        try await accounts.codeAccepted(budget)
+        await accounts.announce(proof, of: user, locale: run.locale, origin: run.auditOrigin, via: "flow")
         run.state.amr.append("otp")
         return .next
     }
@@ -78,45 +83,54 @@ enum AuthenticationExecutors {
 /// attempt spends one of the account's code budget (per purpose), wrong recovery codes also spend one of the
 /// budget all accounts share (`max_recovery_code_failures`), and recovery emails are limited per account and per
 /// address.
-enum CodeExecutors {
+struct CodeExecutors: Sendable {
+    let accounts: Accounts
+    let admission: Admission
+    let store: any UserStore
+    let clock: ServerClock
+    /// How long a one-time code stays good.
+    let lifetimes: TokenLifetimes
+    let outbox: any Outbox
+    let audit: AuditTrail
+
     static let maxSends = SecondFactor.maxSends
     static let maxAttempts = SecondFactor.maxAttempts
 
-    static func send(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+    func send(_ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         let recovery = node.properties?["purpose"] == "recovery"
-        guard run.state.codeSends < maxSends else { return .fail(recovery ? .recoveryFailed : .tooManyCodeAttempts) }
+        guard run.state.codeSends < Self.maxSends else { return .fail(recovery ? .recoveryFailed : .tooManyCodeAttempts) }
         var user: UserRecord?
         let budget: String
         if recovery {
             // Find the account by username or email (ambiguous ones name none); an unknown one gets the same answer and no
             // message.
             let identifier = (run.value("username") ?? "").trimmingCharacters(in: .whitespaces)
-            user = identifier.isEmpty ? nil : try await services.accounts.account(identifier: identifier)
+            user = identifier.isEmpty ? nil : try await accounts.account(identifier: identifier)
             run.state.userId = user?.id
             budget = CodeBudget.recovery(userId: user?.id, identifier: identifier)
             // Recovery needs no credentials: its emails are limited per address and per account (or unknown
             // identifier, answered alike), against brute force and mail bombing.
-            if let wait = try await services.admission.admitChallengeRequest(address: run.clientAddress) {
+            if let wait = try await admission.admitChallengeRequest(address: run.clientAddress) {
                 return .fail(.addressThrottled(seconds: wait))
             }
-            if let wait = try await services.accounts.codeLockout(budget) { return .fail(.codesLocked(seconds: wait)) }
-            if let wait = try await services.accounts.admitCodeEmail(budget) { return .fail(.recoveryThrottled(seconds: wait)) }
+            if let wait = try await accounts.codeLockout(budget) { return .fail(.codesLocked(seconds: wait)) }
+            if let wait = try await accounts.admitCodeEmail(budget) { return .fail(.recoveryThrottled(seconds: wait)) }
         } else if let userId = run.state.userId {
-            user = try await services.store.user(id: userId)
+            user = try await store.user(id: userId)
             budget = CodeBudget.secondFactor(userId: userId)
             // A locked account is not sent codes it could not use.
-            if let wait = try await services.accounts.codeLockout(budget) { return .fail(.codesLocked(seconds: wait)) }
+            if let wait = try await accounts.codeLockout(budget) { return .fail(.codesLocked(seconds: wait)) }
         } else {
             return .fail(.mfaNotEnrolled)
         }
         run.state.codeBudget = budget
         let code = recovery ? LongCode.newCode() : SecondFactor.newCode()
-        let now = services.clock.now
+        let now = clock.now
         run.state.codeSends += 1
         // A resend replaces the code but keeps the attempts already spent on this execution.
         run.state.code = .init(
-            digest: services.accounts.codeDigest(recovery ? LongCode.normalized(code) : code),
-            expiresAt: now.addingTimeInterval(TimeInterval(services.configuration.lifetimes.oneTimeCode)),
+            digest: accounts.codeDigest(recovery ? LongCode.normalized(code) : code),
+            expiresAt: now.addingTimeInterval(TimeInterval(lifetimes.oneTimeCode)),
             attempts: run.state.code?.attempts ?? 0)
         // Codes go only to a verified address: one nobody proved (typed in at sign-up, set by an administrator)
         // may belong to someone else.
@@ -125,11 +139,11 @@ enum CodeExecutors {
             let kind = recovery ? "recovery" : "signin"
             let arguments = [
                 "code": code, "app": run.client.name,
-                "minutes": String(MessageCatalog.minutes(seconds: services.configuration.lifetimes.oneTimeCode))
+                "minutes": String(MessageCatalog.minutes(seconds: lifetimes.oneTimeCode))
             ]
             let subject = MessageCatalog.text("email.code.\(kind).subject", locale: run.locale, default: "Your code")
             let body = MessageCatalog.text("email.code.\(kind).body", locale: run.locale, arguments: arguments, default: code)
-            try await services.outbox.send(
+            try await outbox.send(
                 OutboxMessage(
                     id: Secrets.identifier(), channel: .email, recipient: email, subject: subject,
                     body: body, code: code, createdAt: now))
@@ -143,39 +157,39 @@ enum CodeExecutors {
             "otpNumericOnly": recovery ? "false" : "true", "mfaMethod": recovery ? "recovery" : "email_otp"
         ]
         if !recovery, let user {
-            run.state.additionalData = try await services.accounts.secondFactorStepData(run.state.additionalData, userId: user.id)
+            run.state.additionalData = try await accounts.secondFactorStepData(run.state.additionalData, userId: user.id)
         }
         return .next
     }
 
     /// What the emailed-code step tells the app about its field when it is shown again (`recoveryCodeAccepted`).
-    static func emailStepData(_ services: FlowServices, _ run: FlowRun) async throws -> [String: String] {
+    func emailStepData(_ run: FlowRun) async throws -> [String: String] {
         let data = ["mfaMethod": "email_otp", "otpLength": "6", "otpNumericOnly": "true"]
         guard let userId = run.state.userId else { return data }
-        return try await services.accounts.secondFactorStepData(data, userId: userId)
+        return try await accounts.secondFactorStepData(data, userId: userId)
     }
 
-    static func verify(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+    func verify(_ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         let recovery = node.properties?["purpose"] == "recovery"
         let input = node.properties?["input"] ?? "otp"
         guard var pending = run.state.code else { return .fail(recovery ? .recoveryFailed : .invalidCode) }
         let typed = run.submitted[input] ?? ""
         // A recovery code stands in for the emailed second-factor code, whether that code expired or never arrived.
         let recoveryCodeAnswer = !recovery && RecoveryCodes.isRecoveryCode(typed)
-        if pending.expiresAt <= services.clock.now, !recoveryCodeAnswer {
-            if !recovery { run.state.additionalData = try await emailStepData(services, run) }
+        if pending.expiresAt <= clock.now, !recoveryCodeAnswer {
+            if !recovery { run.state.additionalData = try await emailStepData(run) }
             return .retry(.codeExpired)
         }
         let submitted = recovery ? LongCode.normalized(typed) : typed.filter { !$0.isWhitespace }
         let budget =
             run.state.codeBudget
             ?? run.state.userId.map { recovery ? CodeBudget.recovery(userId: $0, identifier: "") : CodeBudget.secondFactor(userId: $0) }
-        if let budget, let wait = try await services.accounts.reserveCodeAttempt(budget) {
+        if let budget, let wait = try await accounts.reserveCodeAttempt(budget) {
             run.state.code = nil
             return .fail(.codesLocked(seconds: wait))
         }
         // Counted before the check too, so a burst cannot pass a count taken before any of it was recorded.
-        let globalAttempt = recovery ? try await services.accounts.reserveRecoveryCodeAttempt(address: run.clientAddress, logger: run.logger) : nil
+        let globalAttempt = recovery ? try await accounts.reserveRecoveryCodeAttempt(address: run.clientAddress, logger: run.logger) : nil
         if case .refused(let wait)? = globalAttempt {
             run.state.code = nil
             return .fail(.codesLocked(seconds: wait))
@@ -185,11 +199,11 @@ enum CodeExecutors {
         let matched: Bool
         var proven: (user: UserRecord, proof: SecondFactorProof)?
         if recovery {
-            matched = !pending.digest.isEmpty && Secrets.constantTimeEquals(services.accounts.codeDigest(submitted), pending.digest)
+            matched = !pending.digest.isEmpty && Secrets.constantTimeEquals(accounts.codeDigest(submitted), pending.digest)
         } else {
-            guard let userId = run.state.userId, let user = try await services.store.user(id: userId) else { return .fail(.invalidCredentials) }
+            guard let userId = run.state.userId, let user = try await store.user(id: userId) else { return .fail(.invalidCredentials) }
             // An expired code got here only as a recovery code (checked above), which the code's digest does not concern.
-            proven = try await services.accounts.proveSecondFactor(user, kind: .email, answer: typed, emailCodeDigest: pending.digest).map {
+            proven = try await accounts.proveSecondFactor(user, kind: .email, answer: typed, emailCodeDigest: pending.digest).map {
                 (user, $0)
             }
             matched = proven != nil
@@ -198,32 +212,32 @@ enum CodeExecutors {
             // A wrong recovery code is a failed password reset (of an account, or of an unknown identifier: no subject);
             // a wrong emailed second-factor code, a failed sign-in.
             if recovery {
-                await services.audit.record(
+                await audit.record(
                     .passwordReset, .failure, subject: run.state.userId,
                     details: ["method": "recovery_code", "reason": "invalid_code", "via": "flow"], origin: run.auditOrigin)
             } else {
-                await services.audit.record(
+                await audit.record(
                     .signInFailed, .failure, subject: run.state.userId,
                     details: ["method": "email", "reason": "invalid_code", "via": "flow"], origin: run.auditOrigin)
             }
             pending.attempts += 1
             run.state.code = pending
-            if pending.attempts >= maxAttempts {
+            if pending.attempts >= Self.maxAttempts {
                 run.state.code = nil
                 return .fail(recovery ? .recoveryFailed : .tooManyCodeAttempts)
             }
             // The step again, still offering a recovery code (the engine clears a step's data on every submit).
-            if !recovery { run.state.additionalData = try await emailStepData(services, run) }
+            if !recovery { run.state.additionalData = try await emailStepData(run) }
             return .retry(.invalidCode)
         }
         run.state.code = nil  // single use
-        if let budget { try await services.accounts.codeAccepted(budget) }
-        if case .admitted(let at)? = globalAttempt { try await services.accounts.recoveryCodeAccepted(at: at) }
+        if let budget { try await accounts.codeAccepted(budget) }
+        if case .admitted(let at)? = globalAttempt { try await accounts.recoveryCodeAccepted(at: at) }
         if recovery {
             run.state.recoveryVerified = true
         } else {
             if let proven {
-                await services.accounts.announce(proven.proof, of: proven.user, locale: run.locale, origin: run.auditOrigin, via: "flow")
+                await accounts.announce(proven.proof, of: proven.user, locale: run.locale, origin: run.auditOrigin, via: "flow")
             }
             run.state.amr.append("otp")
         }

@@ -7,17 +7,21 @@ import Foundation
 ///   `code` and the `state`.
 /// - `finish`: the app submits that `code` and `state`; the verified identity signs in to its account (linked, linked
 ///   by verified email, or created) and the flow goes on (the account's second factor, then the assertion).
-enum FederationExecutors {
-    static func run(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+struct FederationExecutors: Sendable {
+    let federation: Federation
+    let federatedAccounts: FederatedAccounts
+    let clock: ServerClock
+
+    func run(_ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         switch node.properties?["mode"] {
-        case "start": try await start(services, node, &run)
-        case "finish": try await finish(services, &run)
+        case "start": try await start(node, &run)
+        case "finish": try await finish(&run)
         default: .fail(.internalError)
         }
     }
 
-    private static func start(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
-        guard let id = node.properties?["idp"], let provider = try? services.federation.provider(id, for: run.client) else {
+    private func start(_ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+        guard let id = node.properties?["idp"], let provider = try? federation.provider(id, for: run.client) else {
             return .fail(.badRequest("the identity provider of node \(node.id) is not offered to this application"))
         }
         let redirectUri: String
@@ -32,7 +36,7 @@ enum FederationExecutors {
             return .fail(.badRequest("the application has no redirect URI to come back to"))
         }
         do {
-            let (url, _) = try await services.federation.begin(
+            let (url, _) = try await federation.begin(
                 provider, purpose: .flow, target: run.executionId, clientId: run.client.clientId, redirectUri: redirectUri)
             run.state.federation = .init(provider: provider.id, redirectURL: url.absoluteString)
             run.state.additionalData = ["idpName": provider.name, "idpId": provider.id]
@@ -43,20 +47,20 @@ enum FederationExecutors {
         }
     }
 
-    private static func finish(_ services: FlowServices, _ run: inout FlowRun) async throws -> ExecutorOutcome {
-        guard let pending = run.state.federation, let provider = try? services.federation.provider(pending.provider, for: run.client) else {
+    private func finish(_ run: inout FlowRun) async throws -> ExecutorOutcome {
+        guard let pending = run.state.federation, let provider = try? federation.provider(pending.provider, for: run.client) else {
             return .fail(.internalError)
         }
         run.state.federation = nil
         do {
             if let error = run.submitted["error"], !error.isEmpty { throw FederationFailure.denied(Federation.printable(error)) }
-            let identity = try await services.federation.collect(
+            let identity = try await federation.collect(
                 code: run.submitted["code"] ?? "", state: run.submitted["state"] ?? "", purpose: .flow, target: run.executionId)
             guard identity.provider == provider.id else { throw FederationFailure.unknownResult }
-            let user = try await services.federatedAccounts.signIn(identity, provider: provider, client: run.client, origin: run.auditOrigin)
+            let user = try await federatedAccounts.signIn(identity, provider: provider, client: run.client, origin: run.auditOrigin)
             run.state.userId = user.id
             run.state.amr = identity.amr
-            run.state.authTime = services.clock.now
+            run.state.authTime = clock.now
             return .next
         } catch let failure as FederationFailure {
             run.logger.notice("federated flow step failed", metadata: ["reason": .string(failure.description)])

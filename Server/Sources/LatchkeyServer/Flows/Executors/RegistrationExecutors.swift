@@ -2,55 +2,61 @@ import Foundation
 
 /// Self-registration: optional invitation, username + password, the attributes the user schema requires,
 /// then the account is created.
-enum RegistrationExecutors {
+struct RegistrationExecutors: Sendable {
+    let accounts: Accounts
+    let store: any UserStore & InvitationStore & PasskeyStore
+    let userSchema: UserSchema
+    let hasher: PasswordHasher
+    let clock: ServerClock
+
     /// Branches `required` for invite-only applications, `open` otherwise.
-    static func invitationGate(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+    func invitationGate(_ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         run.client.registration == .inviteOnly ? .branch("required") : .branch("open")
     }
 
-    static func verifyInvitation(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+    func verifyInvitation(_ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         let code = (run.submitted["invitationCode"] ?? "").trimmingCharacters(in: .whitespaces)
         let digest = Secrets.digest(code)
-        guard let invitation = try await services.store.invitation(codeHash: digest), invitation.applicationId == run.state.applicationId,
+        guard let invitation = try await store.invitation(codeHash: digest), invitation.applicationId == run.state.applicationId,
             invitation.usedAt == nil
         else {
             return .retry(.invalidInvitation)
         }
-        guard invitation.expiresAt > services.clock.now else { return .retry(.expiredInvitation) }
+        guard invitation.expiresAt > clock.now else { return .retry(.expiredInvitation) }
         run.state.invitationHash = digest
         if let email = invitation.email { run.state.inputs["email"] = email }  // the invited address is the account's
         return .next
     }
 
-    static func credentials(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+    func credentials(_ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
         let username = (run.submitted["username"] ?? "").trimmingCharacters(in: .whitespaces)
         let password = run.submitted["password"] ?? ""
         // `credential: passkey` nodes register without a password: the passkey registered next is the credential.
         let passwordless = node.properties?["credential"] == "passkey"
         var problems: [FlowResponse.FieldError] = []
-        if let problem = services.userSchema.problem("username", username) {
+        if let problem = userSchema.problem("username", username) {
             problems.append(.init(identifier: "username", message: problem.text(run.locale)))
         }
         if !passwordless, let problem = PasswordPolicy.problem(password, username: username) {
             problems.append(.init(identifier: "password", message: problem.text(run.locale)))
         }
         if !problems.isEmpty { return .fieldErrors(problems) }
-        if try await services.store.user(username: username) != nil { return .retry(.userExists) }
+        if try await store.user(username: username) != nil { return .retry(.userExists) }
         run.state.inputs["username"] = username
-        run.state.pendingPasswordHash = passwordless ? PasswordHasher.noPassword : try await services.hasher.hash(password)
+        run.state.pendingPasswordHash = passwordless ? PasswordHasher.noPassword : try await hasher.hash(password)
         return .next
     }
 
     /// Asks (via `onIncomplete`) for the required attributes not collected yet, validates them, checks
     /// uniqueness and creates the account.
-    static func provision(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
-        let schema = services.userSchema
+    func provision(_ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+        let schema = userSchema
         guard let username = run.state.inputs["username"], let passwordHash = run.state.pendingPasswordHash else {
             return .fail(.badRequest("the registration has no credentials"))
         }
         let wanted = schema.attributes.filter { $0.required && $0.name != "username" }
         let asked = wanted.map { attribute in
-            FlowInputSpec(ref: "input_\(attribute.name)", identifier: attribute.name, type: inputType(attribute.kind), required: true)
+            FlowInputSpec(ref: "input_\(attribute.name)", identifier: attribute.name, type: Self.inputType(attribute.kind), required: true)
         }
         var claims: [String: String] = [:]
         var problems: [FlowResponse.FieldError] = []
@@ -73,13 +79,13 @@ enum RegistrationExecutors {
         }
         var invitedEmail: String?
         if let digest = run.state.invitationHash {
-            invitedEmail = try await services.store.invitation(codeHash: digest)?.email
+            invitedEmail = try await store.invitation(codeHash: digest)?.email
             if let invitedEmail, claims["email"]?.lowercased() != invitedEmail.lowercased() {
                 return .retry(.invalidInvitation, at: node.onIncomplete)
             }
         }
         claims["email_verified"] = invitedEmail != nil ? "true" : "false"
-        let now = services.clock.now
+        let now = clock.now
         // A passkey registration reserved the id (it is the passkey's user handle) and must bring its credential.
         if passwordHash == PasswordHasher.noPassword, run.state.pendingPasskey == nil {
             return .fail(.badRequest("a registration without a password needs a verified passkey"))
@@ -87,7 +93,7 @@ enum RegistrationExecutors {
         let user = UserRecord(
             id: run.state.reservedUserId ?? UUID().uuidString.lowercased(), username: username, passwordHash: passwordHash,
             claims: claims, disabled: false, failedLogins: 0, lockedUntil: nil, createdAt: now)
-        if let conflict = try await services.accounts.uniquenessConflict(for: user) {
+        if let conflict = try await accounts.uniquenessConflict(for: user) {
             if conflict.attribute == "username" { return .retry(.userExists, at: node.onFailure) }
             run.state.inputs[conflict.attribute] = nil
             let display = schema.attribute(conflict.attribute)?.displayName ?? conflict.attribute
@@ -95,19 +101,19 @@ enum RegistrationExecutors {
             return .retry(.attributeTaken(conflict.attribute, display: display), at: node.onIncomplete)
         }
         if let digest = run.state.invitationHash {
-            guard try await services.store.useInvitation(codeHash: digest, now: now) else { return .fail(.invalidInvitation) }
+            guard try await store.useInvitation(codeHash: digest, now: now) else { return .fail(.invalidInvitation) }
         }
         do {
             if let passkey = run.state.pendingPasskey {
-                try await services.store.insertUser(user, withPasskey: passkey)
+                try await store.insertUser(user, withPasskey: passkey)
             } else {
-                try await services.store.insertUser(user)
+                try await store.insertUser(user)
             }
         } catch StoreError.conflict("passkey") {
             return .fail(PasskeyFailure.alreadyRegistered.flowFailure)
         } catch {
             // Lost a race for the username (UNIQUE constraint) between the check and the insert.
-            if try await services.store.user(username: username) != nil { return .retry(.userExists, at: node.onFailure) }
+            if try await store.user(username: username) != nil { return .retry(.userExists, at: node.onFailure) }
             throw error
         }
         run.logger.info("user registered", metadata: ["user": .string(user.id), "application": .string(run.state.applicationId)])
@@ -131,16 +137,20 @@ enum RegistrationExecutors {
 }
 
 /// Password recovery's last step.
-enum RecoveryExecutors {
-    static func updatePassword(_ services: FlowServices, _ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
-        guard run.state.recoveryVerified, let userId = run.state.userId, let user = try await services.store.user(id: userId) else {
+struct RecoveryExecutors: Sendable {
+    let accounts: Accounts
+    let store: any UserStore
+    let audit: AuditTrail
+
+    func updatePassword(_ node: FlowNode, _ run: inout FlowRun) async throws -> ExecutorOutcome {
+        guard run.state.recoveryVerified, let userId = run.state.userId, let user = try await store.user(id: userId) else {
             return .fail(.recoveryFailed)
         }
-        switch try await services.accounts.setPassword(of: user, to: run.submitted["password"] ?? "") {
+        switch try await accounts.setPassword(of: user, to: run.submitted["password"] ?? "") {
         case .success:
             run.logger.info("password reset through recovery", metadata: ["user": .string(user.id)])
-            await services.audit.record(.passwordReset, subject: user.id, details: ["method": "recovery_code"], origin: run.auditOrigin)
-            await services.accounts.notifyAccountChange(user, "password_changed", locale: run.locale, logger: run.logger)
+            await audit.record(.passwordReset, subject: user.id, details: ["method": "recovery_code"], origin: run.auditOrigin)
+            await accounts.notifyAccountChange(user, "password_changed", locale: run.locale, logger: run.logger)
             run.state.recoveryVerified = false
             return .next
         case .failure(.invalid(let problems)):
