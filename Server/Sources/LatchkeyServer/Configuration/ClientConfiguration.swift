@@ -152,7 +152,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
     /// it and requires every redirect URI to be in it; the configuration file's is taken at its word.
     public var sectorIdentifierURI: String?
 
-    public enum SecurityProfile: String, Codable, Sendable {
+    public enum SecurityProfile: String, Codable, Sendable, CaseIterable {
         case fapi2
     }
 
@@ -165,7 +165,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         idTokenSignedResponseAlg = .es256
     }
 
-    public enum AppType: String, Codable, Sendable {
+    public enum AppType: String, Codable, Sendable, CaseIterable {
         /// Desktop, CLI or any native app: app-native flows allowed without attestation.
         case native
         /// iOS/Android app: outside development mode, app-native sign-in needs a platform `Attestation-Token`.
@@ -174,7 +174,7 @@ public struct ClientConfiguration: Sendable, Codable, Equatable {
         case browser
     }
 
-    public enum RegistrationPolicy: String, Codable, Sendable {
+    public enum RegistrationPolicy: String, Codable, Sendable, CaseIterable {
         case open, inviteOnly = "invite_only", disabled
     }
 

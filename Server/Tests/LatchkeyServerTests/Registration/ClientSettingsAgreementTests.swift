@@ -214,4 +214,25 @@ struct ClientSettingsAgreementTests {
         let own = information.compactMap { $0["properties"] as? [String: Any] }.flatMap(\.keys)
         #expect(Self.credentials.isSubset(of: Set(own)))
     }
+
+    /// `api/openapi.json`'s `ClientMetadata` properties are what the table generates (`ClientSetting.openAPIProperties`):
+    /// a new row, or a value added to an enum a rule checks, fails here until the description is regenerated.
+    @Test func theOpenAPIDescriptionIsTheTablesOutput() throws {
+        let document = try JSONValue.parse(Data(OpenAPIDocument.json.utf8))
+        let schemas = try #require(document.objectValue?["components"]?.objectValue?["schemas"]?.objectValue)
+        let properties = try #require(schemas["ClientMetadata"]?.objectValue?["properties"]?.objectValue)
+        let generated = ClientSetting.openAPIProperties
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let text = String(decoding: try encoder.encode(JSONValue.object(generated)), as: UTF8.self)
+        for name in Set(properties.keys).union(generated.keys).sorted() {
+            #expect(properties[name] == generated[name], "\(name) differs from the table's")
+        }
+        #expect(
+            properties == generated,
+            "put this in api/openapi.json as components.schemas.ClientMetadata.properties, then run scripts/embed-openapi.py:\n\(text)")
+        // Derived, not copied: the values come from the enums the rules check.
+        let grants = generated["grant_types"]?.objectValue?["items"]?.objectValue?["enum"]?.arrayValue?.compactMap(\.stringValue)
+        #expect(grants == GrantType.allCases.map(\.rawValue))
+    }
 }

@@ -338,10 +338,13 @@ extension ClientMetadata {
         try Self.serverSigningAlgorithm(idTokenSignedResponseAlg, member: "id_token_signed_response_alg") ?? .rs256
     }
 
-    /// An algorithm the server signs with (ID tokens, UserInfo): RS256 or ES256; `none` is never one.
+    /// What the server signs an application's ID tokens and UserInfo answers with; `none` is never one.
+    static let serverSigningAlgorithms: [JWSAlgorithm] = [.rs256, .es256]
+
+    /// An algorithm the server signs with (ID tokens, UserInfo): one of `serverSigningAlgorithms`.
     private static func serverSigningAlgorithm(_ name: String?, member: String) throws(OAuthError) -> JWSAlgorithm? {
         guard let name else { return nil }
-        guard let algorithm = JWSAlgorithm(rawValue: name), algorithm == .rs256 || algorithm == .es256 else {
+        guard let algorithm = JWSAlgorithm(rawValue: name), serverSigningAlgorithms.contains(algorithm) else {
             throw OAuthError(.invalidClientMetadata, "\(member) must be RS256 or ES256")
         }
         return algorithm
