@@ -4,7 +4,7 @@ import LatchkeySDKTestSupport
 import LatchkeyTestSupport
 import Testing
 
-/// The SDK's core (`LatchkeySession`, `AuthorizationCodeFlow`, `AppNativeFlow`) against the real server, and the
+/// The SDK's core (`LatchkeySession`, `AuthorizationCodeFlow`, `AppNativeFlow`, `LatchkeyConfig` in URLs) against the real server, and the
 /// compatibility names giving the same answers over it.
 @Suite("SDK ↔ server: the session value and the core under the compatibility names")
 struct SDKSessionValueTests {
@@ -184,5 +184,23 @@ struct SDKSessionValueTests {
         let again = try await server.browse(try client.buildSignInURL())
         #expect(try await AuthorizationCodeFlow(client: client).resume(with: again).sub == user.sub)
         #expect(try await client.session().isSignedIn())
+    }
+
+    @Test func aConfigurationInURLsIsTheSameConfiguration() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let strings = server.sdkConfig()
+        let urls = LatchkeyConfig(
+            issuerURL: try #require(URL(string: server.issuer)), clientId: "latchkey-demo", scopes: strings.scopes,
+            redirectURI: URL(string: "http://127.0.0.1:7777/callback"), postLogoutRedirectURI: URL(string: "http://127.0.0.1:7777/logout"))
+        #expect(urls.baseUrl == strings.baseUrl && urls.issuer == strings.issuer)
+        #expect(urls.afterSignInUrl == strings.afterSignInUrl && urls.afterSignOutUrl == strings.afterSignOutUrl)
+        #expect(strings.issuerURL?.absoluteString == server.issuer && strings.redirectURI == URL(string: "http://127.0.0.1:7777/callback"))
+
+        let client = LatchkeyClient(http: productionHTTPClient())
+        try await client.initialize(config: urls)
+        _ = try await client.handleRedirectCallback(url: try await server.browse(try client.buildSignInURL()))
+        #expect(try await client.session().isSignedIn())
+        #expect(try await client.session().signOut().afterSignOutUrl == "http://127.0.0.1:7777/logout")
     }
 }
