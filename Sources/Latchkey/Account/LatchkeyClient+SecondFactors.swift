@@ -117,15 +117,7 @@ extension LatchkeyClient {
     /// - Throws: `.sessionExpired` when not signed in or the token is refused; `.authenticationFailed` when the token
     ///   may not manage the account; `.serverError` for an answer without `factors`; `.networkError`.
     public func secondFactors(sessionId: String? = nil) async throws -> SecondFactors {
-        try await loading {
-            let object = try await Self.factorsCall(try context(), "GET", "/users/me/factors", sessionId: sessionId)
-            guard case .array(let items)? = object["factors"] else {
-                throw LatchkeyError(.serverError, "the factors answer has no factors")
-            }
-            return SecondFactors(
-                factors: items.compactMap(Self.secondFactor), recoveryCodes: object["recoveryCodes"].flatMap(Self.recoveryCodesStatus),
-                isRequired: object["mfaRequired"]?.boolValue ?? false)
-        }
+        try await session(sessionId).secondFactors()
     }
 
     /// Starts adding an authenticator app (`POST /users/me/factors/totp`): a new secret, shown once. Nothing changes on
@@ -135,16 +127,7 @@ extension LatchkeyClient {
     /// - Throws: `.reauthenticationRequired` when the sign-in is not recent enough; `.sessionExpired`;
     ///   `.authenticationFailed`; `.serverError` for an incomplete answer; `.networkError`.
     public func startTOTPEnrollment(sessionId: String? = nil) async throws -> TOTPEnrollment {
-        try await loading {
-            let object = try await Self.factorsCall(try context(), "POST", "/users/me/factors/totp", sessionId: sessionId)
-            guard let secret = object["secret"]?.stringValue, let uri = object["uri"]?.stringValue.flatMap(URL.init(string:)),
-                let enrollment = object["enrollment"]?.stringValue,
-                let expiresAt = object["expiresAt"]?.stringValue.flatMap({ ISO8601DateFormatter().date(from: $0) })
-            else {
-                throw LatchkeyError(.serverError, "the enrollment answer lacks secret, uri, enrollment or expiresAt")
-            }
-            return TOTPEnrollment(secret: secret, uri: uri, enrollment: enrollment, expiresAt: expiresAt)
-        }
+        try await session(sessionId).startTOTPEnrollment()
     }
 
     /// Turns the authenticator app on with its first code (`POST /users/me/factors/totp/verify`); an earlier
@@ -159,11 +142,7 @@ extension LatchkeyClient {
     ///   `.reauthenticationRequired`; `.sessionExpired`; `.networkError`.
     @discardableResult
     public func confirmTOTPEnrollment(_ enrollment: TOTPEnrollment, code: String, sessionId: String? = nil) async throws -> SecondFactor {
-        try await loading {
-            let body: JSONValue = .object(["enrollment": .string(enrollment.enrollment), "code": .string(code)])
-            return try Self.addedFactor(
-                try await Self.factorsCall(try context(), "POST", "/users/me/factors/totp/verify", body: body, sessionId: sessionId))
-        }
+        try await session(sessionId).confirmTOTPEnrollment(enrollment, code: code)
     }
 
     /// Turns emailed sign-in codes on (`POST /users/me/factors/email`); nothing changes when they are on already.
@@ -173,9 +152,7 @@ extension LatchkeyClient {
     ///   `.reauthenticationRequired`; `.sessionExpired`; `.networkError`.
     @discardableResult
     public func enableEmailCodes(sessionId: String? = nil) async throws -> SecondFactor {
-        try await loading {
-            try Self.addedFactor(try await Self.factorsCall(try context(), "POST", "/users/me/factors/email", sessionId: sessionId))
-        }
+        try await session(sessionId).enableEmailCodes()
     }
 
     /// Generates a new set of recovery codes (`POST /users/me/factors/recovery-codes`), replacing the earlier set.
@@ -186,17 +163,7 @@ extension LatchkeyClient {
     ///   for (add one first); `.reauthenticationRequired`; `.sessionExpired`; `.serverError` for an incomplete answer;
     ///   `.networkError`.
     public func generateRecoveryCodes(sessionId: String? = nil) async throws -> RecoveryCodes {
-        try await loading {
-            let object = try await Self.factorsCall(try context(), "POST", "/users/me/factors/recovery-codes", sessionId: sessionId)
-            guard case .array(let items)? = object["codes"],
-                let createdAt = object["createdAt"]?.stringValue.flatMap({ ISO8601DateFormatter().date(from: $0) })
-            else {
-                throw LatchkeyError(.serverError, "the recovery codes answer lacks codes or createdAt")
-            }
-            let codes = items.compactMap(\.stringValue)
-            guard !codes.isEmpty, codes.count == items.count else { throw LatchkeyError(.serverError, "the recovery codes answer has no codes") }
-            return RecoveryCodes(codes: codes, createdAt: createdAt)
-        }
+        try await session(sessionId).generateRecoveryCodes()
     }
 
     /// Removes a second factor (`DELETE /users/me/factors/{kind}`). Removing the last usable one also deletes the
@@ -208,9 +175,7 @@ extension LatchkeyClient {
     ///   second factor (this one, or one the account is signed in to; add another first), or with 404 when the account has none of this kind;
     ///   `.reauthenticationRequired`; `.sessionExpired`; `.networkError`.
     public func removeSecondFactor(_ kind: SecondFactorKind, sessionId: String? = nil) async throws {
-        try await loading {
-            _ = try await Self.factorsCall(try context(), "DELETE", "/users/me/factors/\(kind.rawValue)", sessionId: sessionId)
-        }
+        try await session(sessionId).removeSecondFactor(kind)
     }
 
     // MARK: Internals
@@ -266,5 +231,104 @@ extension LatchkeyError {
             }
         }
         return error
+    }
+}
+
+/// The session's person's second factors (the core of `secondFactors(sessionId:)` and the rest).
+extension LatchkeySession {
+    /// The account's second factors (`GET /users/me/factors`). Needs no recent sign-in.
+    /// - Throws: `.sessionExpired` when not signed in or the token is refused; `.authenticationFailed` when the token
+    ///   may not manage the account; `.serverError` for an answer without `factors`; `.networkError`.
+    public func secondFactors() async throws -> SecondFactors {
+        try await client.loading {
+            let object = try await LatchkeyClient.factorsCall(try client.context(), "GET", "/users/me/factors", sessionId: name)
+            guard case .array(let items)? = object["factors"] else {
+                throw LatchkeyError(.serverError, "the factors answer has no factors")
+            }
+            return SecondFactors(
+                factors: items.compactMap(LatchkeyClient.secondFactor),
+                recoveryCodes: object["recoveryCodes"].flatMap(LatchkeyClient.recoveryCodesStatus),
+                isRequired: object["mfaRequired"]?.boolValue ?? false)
+        }
+    }
+
+    /// Starts adding an authenticator app (`POST /users/me/factors/totp`): a new secret, shown once. Nothing changes on
+    /// the account until ``confirmTOTPEnrollment(_:code:)`` sends the app's first code.
+    /// - Returns: the secret, its `otpauth://` URI and the enrollment to confirm.
+    /// - Throws: `.reauthenticationRequired` when the sign-in is not recent enough; `.sessionExpired`;
+    ///   `.authenticationFailed`; `.serverError` for an incomplete answer; `.networkError`.
+    public func startTOTPEnrollment() async throws -> TOTPEnrollment {
+        try await client.loading {
+            let object = try await LatchkeyClient.factorsCall(try client.context(), "POST", "/users/me/factors/totp", sessionId: name)
+            guard let secret = object["secret"]?.stringValue, let uri = object["uri"]?.stringValue.flatMap(URL.init(string:)),
+                let enrollment = object["enrollment"]?.stringValue,
+                let expiresAt = object["expiresAt"]?.stringValue.flatMap({ ISO8601DateFormatter().date(from: $0) })
+            else {
+                throw LatchkeyError(.serverError, "the enrollment answer lacks secret, uri, enrollment or expiresAt")
+            }
+            return TOTPEnrollment(secret: secret, uri: uri, enrollment: enrollment, expiresAt: expiresAt)
+        }
+    }
+
+    /// Turns the authenticator app on with its first code (`POST /users/me/factors/totp/verify`); an earlier
+    /// authenticator is replaced. From the next sign-in on, its codes are asked for.
+    /// - Parameters:
+    ///   - enrollment: what ``startTOTPEnrollment()`` answered.
+    ///   - code: the 6 digits the app shows (spaces are ignored).
+    /// - Returns: the factor as added.
+    /// - Throws: `.mfaFailed` for a wrong code (try the next one) or, with HTTP status 429, after too many wrong codes;
+    ///   `.confirmationCodeExpired` when the enrollment expired or was confirmed already (start again);
+    ///   `.reauthenticationRequired`; `.sessionExpired`; `.networkError`.
+    @discardableResult
+    public func confirmTOTPEnrollment(_ enrollment: TOTPEnrollment, code: String) async throws -> SecondFactor {
+        try await client.loading {
+            let body: JSONValue = .object(["enrollment": .string(enrollment.enrollment), "code": .string(code)])
+            return try LatchkeyClient.addedFactor(
+                try await LatchkeyClient.factorsCall(try client.context(), "POST", "/users/me/factors/totp/verify", body: body, sessionId: name))
+        }
+    }
+
+    /// Turns emailed sign-in codes on (`POST /users/me/factors/email`); nothing changes when they are on already.
+    /// - Returns: the factor.
+    /// - Throws: `.invalidInput` when the account has no verified email address (verify it first);
+    ///   `.reauthenticationRequired`; `.sessionExpired`; `.networkError`.
+    @discardableResult
+    public func enableEmailCodes() async throws -> SecondFactor {
+        try await client.loading {
+            try LatchkeyClient.addedFactor(
+                try await LatchkeyClient.factorsCall(try client.context(), "POST", "/users/me/factors/email", sessionId: name))
+        }
+    }
+
+    /// Generates a new set of recovery codes (`POST /users/me/factors/recovery-codes`), replacing the earlier set.
+    /// Each code signs in once in place of the second factor; the server keeps only digests, so show them now.
+    /// - Returns: the codes, shown this once.
+    /// - Throws: `.invalidInput` (HTTP status 409) when the account has no usable second factor for the codes to stand in
+    ///   for (add one first); `.reauthenticationRequired`; `.sessionExpired`; `.serverError` for an incomplete answer;
+    ///   `.networkError`.
+    public func generateRecoveryCodes() async throws -> RecoveryCodes {
+        try await client.loading {
+            let object = try await LatchkeyClient.factorsCall(try client.context(), "POST", "/users/me/factors/recovery-codes", sessionId: name)
+            guard case .array(let items)? = object["codes"],
+                let createdAt = object["createdAt"]?.stringValue.flatMap({ ISO8601DateFormatter().date(from: $0) })
+            else {
+                throw LatchkeyError(.serverError, "the recovery codes answer lacks codes or createdAt")
+            }
+            let codes = items.compactMap(\.stringValue)
+            guard !codes.isEmpty, codes.count == items.count else { throw LatchkeyError(.serverError, "the recovery codes answer has no codes") }
+            return RecoveryCodes(codes: codes, createdAt: createdAt)
+        }
+    }
+
+    /// Removes a second factor (`DELETE /users/me/factors/{kind}`). Removing the last usable one also deletes the
+    /// recovery codes.
+    /// - Parameter kind: which one.
+    /// - Throws: `.invalidInput` with HTTP status 409 when it is the last usable one and an application requires a
+    ///   second factor (this one, or one the account is signed in to; add another first), or with 404 when the account has none of this kind;
+    ///   `.reauthenticationRequired`; `.sessionExpired`; `.networkError`.
+    public func removeSecondFactor(_ kind: SecondFactorKind) async throws {
+        try await client.loading {
+            _ = try await LatchkeyClient.factorsCall(try client.context(), "DELETE", "/users/me/factors/\(kind.rawValue)", sessionId: name)
+        }
     }
 }

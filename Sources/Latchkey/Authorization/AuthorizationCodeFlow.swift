@@ -1,12 +1,147 @@
 import Foundation
 @_spi(LatchkeyInternal) import LatchkeyJOSE
 
-/// The authorization-code flow with PKCE (RFC 6749 §4.1, RFC 7636, OpenID Connect Core §3.1): `start` builds the
-/// authorization URL and remembers the request under its `state`; `resume` takes the callback, checks it and redeems
-/// the code. Requests in flight are keyed by `state`, never one shared slot, so two sign-ins cannot answer each other.
-/// `LatchkeyClient` holds one and keeps the compatibility names (`buildSignInURL`, `handleRedirectCallback`,
-/// `webviewLogin`).
-final class AuthorizationCodeFlow: Sendable {
+/// A redirect sign-in: the authorization-code flow with PKCE (RFC 6749 §4.1, RFC 7636, OpenID Connect Core §3.1)
+/// into one ``LatchkeySession``.
+///
+/// ``start(options:)`` builds the authorization URL (PKCE S256, fresh `state` and `nonce`) and remembers the request
+/// under its `state`; the app shows it in a browser of its choosing; ``resume(with:)`` takes the URL the browser came
+/// back to, checks its `state`, redirect URI, `iss` (RFC 9207) and `error`, redeems the code, verifies the ID token and
+/// stores the session. ``signIn(options:presentationContextProvider:)`` does all of it through the client's
+/// ``AuthorizationUserAgent`` (pushing the request first where the provider offers PAR, RFC 9126).
+///
+/// ```swift
+/// let flow = AuthorizationCodeFlow(client: client, session: client.session(named: "work"))
+/// let url = try flow.start()
+/// // … the browser comes back to the redirect URI …
+/// let user = try await flow.resume(with: callbackURL)
+/// ```
+///
+/// Requests in flight are kept by the client, keyed by `state`, so two sign-ins cannot answer each other, and a
+/// value made later (after the app was suspended) resumes a request an earlier one started. The ThunderID-style
+/// `buildSignInURL(options:)`, `handleRedirectCallback(url:)` and `signInWithBrowser(options:sessionId:…)`, and the
+/// ReachFive-style `webviewLogin(_:)`, are this flow.
+public struct AuthorizationCodeFlow: Sendable {
+    /// The client whose configuration, user agent and pending requests the flow uses.
+    let client: LatchkeyClient
+    /// Where ``start(options:)``'s request stores the session when it completes.
+    public let session: LatchkeySession
+
+    /// A redirect sign-in into `session` (nil: the client's default session).
+    public init(client: LatchkeyClient, session: LatchkeySession? = nil) {
+        self.client = client
+        self.session = session ?? client.session()
+    }
+
+    /// The authorization URL to open in a browser, remembered (for ten minutes) until ``resume(with:)`` completes it.
+    /// - Parameter options: `prompt`, `login_hint`, `max_age`, the identity provider and other parameters.
+    /// - Throws: `.invalidConfiguration` without a redirect URI (`afterSignInUrl`); `.sdkNotInitialized`.
+    public func start(options: SignInOptions? = nil) throws -> URL {
+        try client.codeFlow.start(client.context(), options: options, sessionId: session.name).url
+    }
+
+    /// Completes a request ``start(options:)`` made (by any value of this client): checks the callback's `error`,
+    /// `state` (single use) and `iss`, exchanges the code (form-encoded, with the PKCE verifier), validates the ID
+    /// token and stores the session the request was started for.
+    /// - Parameter callback: the URL the browser came back to.
+    /// - Returns: the signed-in user.
+    /// - Throws: `.invalidGrant` for a callback without a pending request's `state`, without a code, or with another
+    ///   issuer; `.invalidRedirectUri` for a callback elsewhere; the callback's `error` mapped; the token endpoint's.
+    public func resume(with callback: URL) async throws -> User {
+        try await client.loading {
+            let context = try client.context()
+            // The app showed the page in a browser of its own choosing.
+            let tokens = try await client.codeFlow.resume(callback: callback, context: context, browser: .other)
+            return try await context.user(from: tokens)
+        }
+    }
+
+    /// Signs in through the client's user agent in one call: the authorization URL is shown (on Apple platforms in an
+    /// `ASWebAuthenticationSession` presented from `presentationContextProvider`) and the callback it returns is
+    /// handled at once.
+    /// - Returns: the signed-in user.
+    /// - Throws: `.canceled` when the person closes the page; the user agent's errors (a sign-in already showing, no
+    ///   presentation context) as they are; the provider's error page behind a closed sheet; the callback's and the
+    ///   token endpoint's errors mapped (a provider that refused the person: `.authenticationFailed`).
+    public func signIn(options: SignInOptions? = nil, presentationContextProvider: (any PresentationContextProviding)? = nil) async throws
+        -> User
+    {
+        try await client.loading {
+            let context = try client.context()
+            let tokens = try await throughUserAgent(
+                context, options: options, state: nil, nonce: nil, scopes: nil,
+                presentation: presentationContextProvider.map(PresentationContextProviderBox.init))
+            return try await context.user(from: tokens)
+        }
+    }
+
+    /// ReachFive's `webviewLogin`: as ``signIn(options:presentationContextProvider:)`` with the request's `state`,
+    /// `nonce`, `scope`, `provider` and `origin`, answering ReachFive's ``AuthToken``.
+    func webviewLogin(_ request: WebviewLoginRequest) async throws -> AuthToken {
+        try await client.loading {
+            let context = try client.context()
+            var options: SignInOptions?
+            if request.provider?.isEmpty == false || request.origin != nil {
+                options = SignInOptions(provider: request.provider, extra: request.origin.map { ["origin": $0] } ?? [:])
+            }
+            let tokens = try await throughUserAgent(
+                context, options: options, state: request.state,
+                nonce: request.nonce, scopes: request.scope, presentation: request.presentationContext)
+            return AuthToken(tokens, now: context.clock.deviceNow)
+        }
+    }
+
+    /// Starts a request for this session, shows it through the client's user agent and resumes with the callback.
+    private func throughUserAgent(
+        _ context: OAuthClient, options: SignInOptions?, state requestedState: String?,
+        nonce: String?, scopes: [String]?, presentation: PresentationContextProviderBox?
+    ) async throws -> TokenSet {
+        let userAgent = client.userAgent, codeFlow = client.codeFlow
+        // Fail before showing anything when the provider is unreachable or is not an OpenID Connect issuer.
+        _ = try await context.requireMetadata()
+        let redirect = try await userAgent.prepareRedirectURI()
+        let authorization: AuthorizationRequests.Request
+        do {
+            authorization = try codeFlow.start(
+                context, options: options, sessionId: session.name, state: requestedState,
+                nonce: nonce, scopes: scopes, redirectUri: redirect)
+        } catch {
+            if let redirect { userAgent.release(redirectURI: redirect) }
+            throw error
+        }
+        let callback: URL
+        var shown: URL?
+        do {
+            // RFC 9126: where the provider offers it, the request is pushed and the browser only carries its reference.
+            let url = try await context.pushIfOffered(authorization.url)
+            shown = url
+            callback = try await client.showThroughUserAgent(
+                url,
+                AuthorizationPresentation(
+                    redirectURI: authorization.redirectUri, contextProvider: presentation, state: authorization.state),
+                what: "sign-in")
+        } catch {
+            codeFlow.discard(state: authorization.state)
+            // A closed sheet may have shown the provider's error page (unpushed requests only: a pushed one was
+            // checked at the push): that is the error, not a cancel.
+            if let closed = error as? LatchkeyError, closed.code == .canceled, let shown, shown == authorization.url,
+                let page = await ErrorPageProbe.error(behind: shown, http: client.http)
+            {
+                throw page
+            }
+            if let e = error as? LatchkeyError { throw e }
+            if error is CancellationError { throw LatchkeyError(.unknownError, "the sign-in task was cancelled", underlying: error) }
+            throw LatchkeyError(.canceled, "the sign-in page was closed: \(error.localizedDescription)")
+        }
+        return try await codeFlow.resume(callback: callback, context: context, browser: userAgent.keepsProviderSession ? .userAgent : .other)
+    }
+}
+
+/// The requests of redirect sign-ins in flight, and the protocol steps of ``AuthorizationCodeFlow``: `start` builds
+/// the authorization URL and remembers the request under its `state`; `resume` takes the callback, checks it and
+/// redeems the code. Requests in flight are keyed by `state`, never one shared slot, so two sign-ins cannot answer each
+/// other. `LatchkeyClient` holds one (`codeFlow`), for every flow value and for native login's captured redirect.
+final class AuthorizationRequests: Sendable {
     /// A request `start` made: the URL to open, its `state`, and the redirect URI it names.
     struct Request: Sendable {
         var url: URL

@@ -22,7 +22,7 @@ public final class LatchkeyClient: Sendable {
     }
 
     /// Redirect sign-ins in flight (`buildSignInURL`, `webviewLogin`, native login's captured redirect).
-    let codeFlow = AuthorizationCodeFlow()
+    let codeFlow = AuthorizationRequests()
 
     private let state = Locked(State())
     /// App-native flows in progress, by execution id: each one's latest challenge token (single use, rotated by the
@@ -32,7 +32,7 @@ public final class LatchkeyClient: Sendable {
     let flowMetaCache = Locked<[String: FlowMeta]>([:])
     /// The passkey authenticator and credential provider of native login (see `LatchkeyClient+NativeLogin.swift`).
     let nativeLoginSeams = Locked(NativeLoginSeams())
-    private let http: any HTTPClient
+    let http: any HTTPClient
     /// How pages of the provider are shown: sign-in, sign-out, identity linking and flow redirections.
     let userAgent: any AuthorizationUserAgent
     private let defaultStorage: (@Sendable (LatchkeyConfig) throws -> any StorageAdapter)?
@@ -153,23 +153,18 @@ public final class LatchkeyClient: Sendable {
 
     /// The authorization URL (code flow, PKCE S256, fresh `state` and `nonce`) to open in a browser.
     public func buildSignInURL(options: SignInOptions? = nil) throws -> URL {
-        try codeFlow.start(context(), options: options, sessionId: nil).url
+        try AuthorizationCodeFlow(client: self).start(options: options)
     }
 
     /// As `buildSignInURL(options:)`, for a named session (multi-session apps): the callback stores its tokens there.
     public func buildSignInURL(options: SignInOptions?, sessionId: String?) throws -> URL {
-        try codeFlow.start(context(), options: options, sessionId: sessionId).url
+        try AuthorizationCodeFlow(client: self, session: session(sessionId)).start(options: options)
     }
 
     /// Completes a redirect sign-in: checks `error`, `state` and `iss`, exchanges the code (form-encoded, with the
     /// PKCE verifier), validates the ID token and stores the session.
     public func handleRedirectCallback(url: URL) async throws -> User {
-        try await loading {
-            let context = try context()
-            // The app showed the page in a browser of its own choosing.
-            let tokens = try await codeFlow.resume(callback: url, context: context, browser: .other)
-            return try await context.user(from: tokens)
-        }
+        try await AuthorizationCodeFlow(client: self).resume(with: url)
     }
 
     /// ReachFive's `webviewLogin`: signs in through the provider's own page in a browser (SSO cookies shared) and returns the
@@ -182,17 +177,7 @@ public final class LatchkeyClient: Sendable {
     ///   presentation context) as they are; the callback's and the token endpoint's errors mapped (a provider that
     ///   refused the person: `.authenticationFailed`).
     public func webviewLogin(_ request: WebviewLoginRequest) async throws -> AuthToken {
-        try await loading {
-            let context = try context()
-            var options: SignInOptions?
-            if request.provider?.isEmpty == false || request.origin != nil {
-                options = SignInOptions(provider: request.provider, extra: request.origin.map { ["origin": $0] } ?? [:])
-            }
-            let tokens = try await signInThroughUserAgent(
-                context, options: options, sessionId: request.sessionId, state: request.state,
-                nonce: request.nonce, scopes: request.scope, presentation: request.presentationContext)
-            return AuthToken(tokens, now: context.clock.deviceNow)
-        }
+        try await AuthorizationCodeFlow(client: self, session: session(request.sessionId)).webviewLogin(request)
     }
 
     /// ThunderID's `buildSignInURL(options:)` and `handleRedirectCallback(url:)` in one call: the client's user agent
@@ -203,56 +188,8 @@ public final class LatchkeyClient: Sendable {
         options: SignInOptions? = nil, sessionId: String? = nil,
         presentationContextProvider: (any PresentationContextProviding)? = nil
     ) async throws -> User {
-        try await loading {
-            let context = try context()
-            let tokens = try await signInThroughUserAgent(
-                context, options: options, sessionId: sessionId, state: nil, nonce: nil, scopes: nil,
-                presentation: presentationContextProvider.map(PresentationContextProviderBox.init))
-            return try await context.user(from: tokens)
-        }
-    }
-
-    private func signInThroughUserAgent(
-        _ context: OAuthClient, options: SignInOptions?, sessionId: String?, state requestedState: String?,
-        nonce: String?, scopes: [String]?, presentation: PresentationContextProviderBox?
-    ) async throws -> TokenSet {
-        // Fail before showing anything when the provider is unreachable or is not an OpenID Connect issuer.
-        _ = try await context.requireMetadata()
-        let redirect = try await userAgent.prepareRedirectURI()
-        let authorization: AuthorizationCodeFlow.Request
-        do {
-            authorization = try codeFlow.start(
-                context, options: options, sessionId: sessionId, state: requestedState,
-                nonce: nonce, scopes: scopes, redirectUri: redirect)
-        } catch {
-            if let redirect { userAgent.release(redirectURI: redirect) }
-            throw error
-        }
-        let callback: URL
-        var shown: URL?
-        do {
-            // RFC 9126: where the provider offers it, the request is pushed and the browser only carries its reference.
-            let url = try await context.pushIfOffered(authorization.url)
-            shown = url
-            callback = try await showThroughUserAgent(
-                url,
-                AuthorizationPresentation(
-                    redirectURI: authorization.redirectUri, contextProvider: presentation, state: authorization.state),
-                what: "sign-in")
-        } catch {
-            codeFlow.discard(state: authorization.state)
-            // A closed sheet may have shown the provider's error page (unpushed requests only: a pushed one was
-            // checked at the push): that is the error, not a cancel.
-            if let closed = error as? LatchkeyError, closed.code == .canceled, let shown, shown == authorization.url,
-                let page = await ErrorPageProbe.error(behind: shown, http: http)
-            {
-                throw page
-            }
-            if let e = error as? LatchkeyError { throw e }
-            if error is CancellationError { throw LatchkeyError(.unknownError, "the sign-in task was cancelled", underlying: error) }
-            throw LatchkeyError(.canceled, "the sign-in page was closed: \(error.localizedDescription)")
-        }
-        return try await codeFlow.resume(callback: callback, context: context, browser: userAgent.keepsProviderSession ? .userAgent : .other)
+        try await AuthorizationCodeFlow(client: self, session: session(sessionId))
+            .signIn(options: options, presentationContextProvider: presentationContextProvider)
     }
 
     /// Shows `url` through the client's user agent and returns the callback, the user agent's failures mapped: its
@@ -282,7 +219,7 @@ public final class LatchkeyClient: Sendable {
         return (configured, false)
     }
 
-    // MARK: Session and tokens
+    // MARK: Session and tokens (compatibility names over `LatchkeySession`)
 
     /// Every change of the session `sessionId` (nil: the default session) from now on, starting with its current state
     /// (`.initialSession`, read from storage), then `.signedIn`, `.tokenRefreshed`, `.userUpdated`, `.signedOut` and
@@ -290,27 +227,17 @@ public final class LatchkeyClient: Sendable {
     /// the consuming task is cancelled. An uninitialized client, or storage that cannot be read (a locked device),
     /// reports the initial session as signed out.
     public func authStateChanges(sessionId: String? = nil) -> AsyncStream<AuthStateChange> {
-        authState.stream(sessionId: sessionId) { [weak self] in
-            (try? await self?.isSignedIn(sessionId: sessionId)) ?? false
-        }
+        session(sessionId).authStateChanges()
     }
 
     /// A valid access token, refreshed first if it is about to expire. Concurrent callers share one refresh.
     @inlinable
     public func getAccessToken(sessionId: String? = nil) async throws -> String {
-        // Without the actor: the default session's token (loaded, saved, not yet due for refresh), or its refresh in
-        // flight.
-        if sessionId == nil {
-            switch accessTokenCache.lookup() {
-            case .token(let token): return token
-            case .refreshing(let refresh): return try await refresh.value.accessToken
-            case .askTheManager: break
-            }
-        }
-        return try await accessTokenFromManager(sessionId)
+        try await session(sessionId).accessToken()
     }
 
-    /// Every other case: the token manager loads, refreshes or waits for the refresh in flight.
+    /// Every case but the default session's cached token: the token manager loads, refreshes or waits for the
+    /// refresh in flight.
     @usableFromInline
     func accessTokenFromManager(_ sessionId: String?) async throws -> String {
         try await context().tokens.accessToken(sessionId)
@@ -318,9 +245,7 @@ public final class LatchkeyClient: Sendable {
 
     /// True when the session has tokens that are usable now or can be refreshed.
     public func isSignedIn(sessionId: String? = nil) async throws -> Bool {
-        let context = try context()
-        guard let tokens = try await context.tokens.tokens(sessionId) else { return false }
-        return !tokens.isExpired(now: context.clock.deviceNow) || tokens.refreshToken != nil
+        try await session(sessionId).isSignedIn()
     }
 
     /// Revokes the refresh token, ends the provider session (id_token_hint), clears local state and returns the
@@ -329,7 +254,7 @@ public final class LatchkeyClient: Sendable {
     /// `signOutReporting(options:sessionId:)`.
     @discardableResult
     public func signOut(options: SignOutOptions? = nil, sessionId: String? = nil) async throws -> String {
-        try await signOutReporting(options: options, sessionId: sessionId).afterSignOutUrl
+        try await session(sessionId).signOut(options: options).afterSignOutUrl
     }
 
     /// Signs out and says what happened: the local session is always forgotten first; then the refresh token and the
@@ -338,134 +263,19 @@ public final class LatchkeyClient: Sendable {
     /// unreachable) or unconfirmed (the answer does not show it happened). Each step that did not settle is also a
     /// warning on the client's logger. How the provider's session is ended: `SignOutOptions.ProviderSession`.
     public func signOutReporting(options: SignOutOptions? = nil, sessionId: String? = nil) async throws -> SignOutReport {
-        try await loading {
-            let context = try context()
-            let tokens = try await context.tokens.tokens(sessionId)
-            try await context.tokens.clear(sessionId)
-            let metadata = await context.metadata()
-            var report = SignOutReport(
-                refreshToken: .notNeeded("the session had no refresh token"),
-                accessToken: .notNeeded("the session had no access token"),
-                providerSession: .notNeeded("the session had no ID token to name it by"),
-                afterSignOutUrl: context.config.afterSignOutUrl ?? "/")
-            if let refresh = tokens?.refreshToken {
-                report.refreshToken = await context.revocationStep(
-                    refresh, hint: "refresh_token", metadata: metadata,
-                    accessToken: tokens?.accessToken, dpopKey: tokens?.dpopKey)
-            }
-            if let access = tokens?.accessToken {
-                report.accessToken = await context.revocationStep(
-                    access, hint: "access_token", metadata: metadata,
-                    accessToken: access, dpopKey: tokens?.dpopKey)
-                // A provider that revokes the whole grant with the refresh token refuses the access token's revocation
-                // when it wants that token as the credential (the bearer fallback): it may well be dead already.
-                if report.refreshToken == .done, case .failed(let why) = report.accessToken, why.contains("HTTP 401") {
-                    report.accessToken = .unconfirmed(
-                        "the provider refused to revoke it after revoking the refresh token, which may have revoked it too")
-                }
-            }
-            if options?.providerSession == .keep {
-                report.providerSession = .notNeeded("kept, as the app asked")
-            } else if let hint = options?.idTokenHint ?? tokens?.idToken {
-                report.providerSession = await endProviderSession(
-                    context, idTokenHint: hint, metadata: metadata, options: options,
-                    browser: tokens?.browser)
-            } else if tokens != nil, tokens?.browser != .withoutBrowser {
-                // A browser sign-in without an ID token (no `openid` scope) still left a session in that browser.
-                report.providerSession = .unconfirmed(
-                    "the session has no ID token to name it by, so the provider's session in the browser that signed in was not ended")
-            }
-            for (name, step) in [
-                ("refresh token", report.refreshToken), ("access token", report.accessToken),
-                ("provider session", report.providerSession)
-            ] where !step.isSettled {
-                logger.warning("sign-out: \(name) not ended at the provider: \(step.explanation); local session cleared anyway")
-            }
-            return report
-        }
-    }
-
-    /// Ends the provider's session as `options` ask: in the browser, by a request, or not at all.
-    private func endProviderSession(
-        _ context: OAuthClient, idTokenHint: String, metadata: ProviderMetadata?, options: SignOutOptions?,
-        browser: SignInBrowser?
-    ) async -> SignOutReport.Step {
-        let choice = options?.providerSession ?? .automatic
-        if choice == .inBrowser || (choice == .automatic && browser == .userAgent && userAgent.keepsProviderSession),
-            let inBrowser = await endSessionInBrowser(
-                context, idTokenHint: idTokenHint, metadata: metadata,
-                presentation: options?.presentationContext)
-        {
-            return inBrowser
-        }
-        // A redirect URI to name, so that a provider that ends the session can say so by redirecting (not followed).
-        let prepared = context.config.afterSignOutUrl == nil ? try? await userAgent.prepareSignOutRedirectURI() : nil
-        defer { if let prepared { userAgent.release(redirectURI: prepared) } }
-        // A session stored before the SDK recorded how it signed in (nil) may have a browser session: not confirmed.
-        return await context.endSessionStep(
-            idTokenHint: idTokenHint, metadata: metadata,
-            postLogoutRedirectURI: context.config.afterSignOutUrl ?? prepared,
-            signedInWithBrowser: browser != .withoutBrowser, namesPreparedURI: prepared != nil)
-    }
-
-    /// RP-Initiated Logout 1.0 in the user agent: the browser that holds the provider's session cookie is sent to
-    /// `end_session_endpoint` with `id_token_hint`, `client_id`, `post_logout_redirect_uri` and a fresh `state`, and the
-    /// step is done when the provider redirects back with that state. Nil when no page can be shown here (no
-    /// presentation context, no redirect URI to come back to): the caller then asks by a request.
-    private func endSessionInBrowser(
-        _ context: OAuthClient, idTokenHint: String, metadata: ProviderMetadata?,
-        presentation: PresentationContextProviderBox?
-    ) async -> SignOutReport.Step? {
-        guard let metadata else { return .failed("the provider could not be reached (discovery failed)") }
-        guard let endpoint = metadata.endSessionEndpoint else {
-            return .unsupported("the provider publishes no end_session_endpoint: its session (in the browser) stays open until it expires")
-        }
-        let prepared: String?
-        do { prepared = try await userAgent.prepareSignOutRedirectURI() } catch { return nil }
-        guard let redirect = prepared ?? context.config.afterSignOutUrl else { return nil }  // nowhere to come back to
-        let state = AuthorizationCodeFlow.randomValue()
-        var parameters = [
-            ("id_token_hint", idTokenHint), ("client_id", context.config.clientId),
-            ("post_logout_redirect_uri", redirect), ("state", state)
-        ]
-        let locales = context.config.languageTags
-        if !locales.isEmpty { parameters.append(("ui_locales", locales.joined(separator: " "))) }
-        guard let url = FormCoding.url(endpoint, adding: parameters) else {
-            if let prepared { userAgent.release(redirectURI: prepared) }
-            return nil
-        }
-        do {
-            let back = try await userAgent.authorize(
-                url: url,
-                presentation: AuthorizationPresentation(
-                    redirectURI: redirect, contextProvider: presentation, state: state))
-            let returned = URLComponents(url: back, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value
-            guard let returned, constantTimeEquals(returned, state) else {
-                return .failed("the browser came back without this sign-out's state: the provider's session may still be open")
-            }
-            return .done
-        } catch let error as LatchkeyError where error.code == .canceled {
-            // Closed, or timed out; and some providers end their session on a page of their own and never come back.
-            return .unconfirmed("the browser did not come back from the provider (closed, or timed out): its session may or may not have ended")
-        } catch {
-            // No page could be shown here (no browser to open, no presentation context, a callback the system cannot
-            // take, another sheet showing, the app in the background): ask by a request instead.
-            // (The message, not the error: a system error's description may carry the URL, and with it the ID token.)
-            logger.notice(
-                "sign-out: the provider's page could not be shown (\(OAuthClient.describe(error))); ending its session by a request instead")
-            return nil
-        }
+        try await session(sessionId).signOut(options: options)
     }
 
     /// Forgets the session locally without telling the server.
     public func clearSession(sessionId: String? = nil) {
-        guard let context = try? context() else { return }
-        Task { try? await context.tokens.clear(sessionId) }
+        guard (try? context()) != nil else { return }
+        let session = self.session(sessionId)
+        Task { try? await session.clear() }
     }
 
     /// Forgets the session locally and waits until storage has been updated.
     public func clearSessionAndWait(sessionId: String? = nil) async throws {
-        try await context().tokens.clear(sessionId)
+        try await session(sessionId).clear()
     }
 
     /// Decodes a JWT's payload without verifying it (for display and debugging; never for trust decisions).
@@ -481,12 +291,7 @@ public final class LatchkeyClient: Sendable {
 
     /// The signed-in user: validated ID-token claims, else the userinfo endpoint.
     public func getUser(options: [String: String]? = nil, sessionId: String? = nil) async throws -> User {
-        let context = try context()
-        guard let tokens = try await context.tokens.tokens(sessionId) else { throw LatchkeyError(.sessionExpired, "not signed in") }
-        if tokens.idToken != nil, options?["source"] != "userinfo" {
-            return try await context.user(from: tokens)
-        }
-        return try await context.userinfo(tokens: try await context.tokens.usableTokens(sessionId))
+        try await session(sessionId).user(source: options?["source"] == "userinfo" ? .userinfo : .idToken)
     }
 
     /// Asks the server whether the session still works, and returns its user as the server knows it now (userinfo).
@@ -499,40 +304,16 @@ public final class LatchkeyClient: Sendable {
     /// A provider without a userinfo endpoint cannot be asked: the tokens are refreshed if due and the user read from
     /// the ID token, as `getUser` does. `LatchkeyState` calls it at launch and in `refresh()` (`SessionCheck.server`).
     public func checkSession(sessionId: String? = nil) async throws -> User {
-        let context = try context()
-        let tokens = try await context.tokens.usableTokens(sessionId)
-        guard try await context.requireMetadata().userinfoEndpoint != nil else { return try await context.user(from: tokens) }
-        do {
-            return try await context.userinfo(tokens: tokens)
-        } catch let error as LatchkeyError where error.statusCode == 401 {
-            return try await context.userinfo(tokens: try await context.tokens.refreshed(sessionId))
-        }
+        try await session(sessionId).check()
     }
 
     /// RFC 8693 token exchange. Returns the new token; the session's own tokens are left untouched.
     public func exchangeToken(config: TokenExchangeRequestConfig, sessionId: String? = nil) async throws -> TokenResponse {
-        let context = try context()
-        let subject: String
-        var key: String?
-        if let given = config.subjectToken {
-            subject = given
-            key = await context.tokens.session(holding: given)?.dpopKey
-        } else {
-            let tokens = try await context.tokens.usableTokens(sessionId)
-            subject = tokens.accessToken
-            key = tokens.dpopKey
-        }
-        let exchange = TokenGrant.TokenExchange(
-            subjectToken: subject, subjectTokenType: config.subjectTokenType, audience: config.audience, scope: config.scope,
-            requestedTokenType: config.requestedTokenType)
-        // A DPoP-bound subject is exchanged with a proof by the session's key (the server refuses it otherwise); the
-        // token that comes back is bound to that key too. A subject of no session of this client gets no proof: a new
-        // key would bind the result to a key the app could never use.
-        return try await context.tokenRequest(.tokenExchange(exchange), proof: .stored(key))
+        try await session(sessionId).exchangeToken(config)
     }
 }
 
-/// Parameters of `exchangeToken(config:sessionId:)`.
+/// Parameters of a token exchange (``LatchkeySession/exchangeToken(_:)``, `exchangeToken(config:sessionId:)`).
 public struct TokenExchangeRequestConfig: Sendable {
     /// Defaults to the session's access token.
     public var subjectToken: String?

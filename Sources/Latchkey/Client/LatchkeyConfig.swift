@@ -25,14 +25,19 @@ public struct TokenValidation: Sendable, Equatable {
 public struct LatchkeyConfig: Sendable {
     /// The issuer / server base URL. HTTPS, or plain http on a loopback host for development.
     public var baseUrl: String
+    /// The application's client id.
     public var clientId: String
+    /// The scopes asked for at sign-in.
     public var scopes: [String]
     /// Redirect URI registered for the app (`io.example.app://callback`, or a loopback URL for the CLI).
     public var afterSignInUrl: String?
+    /// Where the provider sends the browser after a sign-out (`post_logout_redirect_uri`).
     public var afterSignOutUrl: String?
     /// ThunderID application id (defaults to the client id).
     public var applicationId: String?
+    /// How ID tokens are checked.
     public var tokenValidation: TokenValidation
+    /// The identity-API dialect the server speaks besides OAuth 2.0 and OpenID Connect.
     public var dialect: Dialect
     /// Supplies a platform attestation (Apple App Attest object, base64) sent as `Attestation-Token` when an
     /// app-native sign-in starts; servers require it for `mobile` applications outside development mode.
@@ -55,6 +60,8 @@ public struct LatchkeyConfig: Sendable {
     /// uses the Secure Enclave where there is one).
     public var dpopKeyProvider: (any DPoPKeyProvider)? = nil
 
+    /// A configuration (ThunderID's `ThunderIDConfig(baseUrl:clientId:scopes:afterSignInUrl:afterSignOutUrl:)`);
+    /// `init(issuerURL:clientId:scopes:redirectURI:postLogoutRedirectURI:…)` is the same in `URL`s.
     public init(
         baseUrl: String, clientId: String, scopes: [String] = ["openid", "profile", "email"], afterSignInUrl: String? = nil,
         afterSignOutUrl: String? = nil, applicationId: String? = nil, tokenValidation: TokenValidation = TokenValidation(),
@@ -64,6 +71,51 @@ public struct LatchkeyConfig: Sendable {
         self.baseUrl = baseUrl; self.clientId = clientId; self.scopes = scopes; self.afterSignInUrl = afterSignInUrl
         self.afterSignOutUrl = afterSignOutUrl; self.applicationId = applicationId; self.tokenValidation = tokenValidation
         self.dialect = dialect; self.attestationTokenProvider = attestationTokenProvider; self.preferredLanguages = preferredLanguages
+    }
+
+    /// A configuration in `URL`s, the core's spelling of the ThunderID-style initializer: the same configuration,
+    /// checked the same way by `initialize(config:storage:)`.
+    /// - Parameters:
+    ///   - issuerURL: the issuer (the server's base URL): HTTPS, or plain http on a loopback host for development.
+    ///   - clientId: the application's client id.
+    ///   - scopes: the scopes to ask for.
+    ///   - redirectURI: the redirect URI registered for the app (`io.example.app:/callback`, or a loopback URL).
+    ///   - postLogoutRedirectURI: where the provider sends the browser after a sign-out.
+    ///   - applicationId: the ThunderID application id of app-native flows (defaults to the client id).
+    ///   - tokenValidation: how ID tokens are checked.
+    ///   - dialect: the identity-API dialect the server speaks besides OAuth 2.0 and OpenID Connect.
+    ///   - attestationTokenProvider: a platform attestation sent when an app-native sign-in starts.
+    ///   - preferredLanguages: the user's languages, most preferred first; nil follows the device.
+    public init(
+        issuerURL: URL, clientId: String, scopes: [String] = ["openid", "profile", "email"], redirectURI: URL? = nil,
+        postLogoutRedirectURI: URL? = nil, applicationId: String? = nil, tokenValidation: TokenValidation = TokenValidation(),
+        dialect: Dialect = .standard, attestationTokenProvider: (@Sendable () async throws -> String)? = nil,
+        preferredLanguages: [String]? = nil
+    ) {
+        self.init(
+            baseUrl: issuerURL.absoluteString, clientId: clientId, scopes: scopes, afterSignInUrl: redirectURI?.absoluteString,
+            afterSignOutUrl: postLogoutRedirectURI?.absoluteString, applicationId: applicationId, tokenValidation: tokenValidation,
+            dialect: dialect, attestationTokenProvider: attestationTokenProvider, preferredLanguages: preferredLanguages)
+    }
+
+    /// `baseUrl` as a `URL`; nil when it is not one (which `initialize(config:storage:)` refuses). Setting it sets
+    /// `baseUrl`.
+    public var issuerURL: URL? {
+        get { URL(string: baseUrl) }
+        set { baseUrl = newValue?.absoluteString ?? "" }
+    }
+
+    /// `afterSignInUrl` as a `URL`: the redirect URI of sign-ins. Setting it sets `afterSignInUrl`.
+    public var redirectURI: URL? {
+        get { afterSignInUrl.flatMap(URL.init(string:)) }
+        set { afterSignInUrl = newValue?.absoluteString }
+    }
+
+    /// `afterSignOutUrl` as a `URL`: where the provider sends the browser after a sign-out. Setting it sets
+    /// `afterSignOutUrl`.
+    public var postLogoutRedirectURI: URL? {
+        get { afterSignOutUrl.flatMap(URL.init(string:)) }
+        set { afterSignOutUrl = newValue?.absoluteString }
     }
 
     /// The languages to send: `preferredLanguages`, or the device's, as clean BCP 47 tags without duplicates.

@@ -15,14 +15,12 @@ extension LatchkeyClient {
     /// `DPoP` proof made for exactly this method and URL — make a new set for every request.
     /// - Throws: `.sessionExpired` when not signed in or the session ended; `.invalidToken` when the stored key is gone.
     public func authorizationHeaders(method: String, url: URL, sessionId: String? = nil) async throws -> [String: String] {
-        let context = try context()
-        return try await context.authorizationHeaders(method: method, url: url, tokens: try await context.tokens.usableTokens(sessionId))
+        try await session(sessionId).authorizationHeaders(method: method, url: url)
     }
 
     /// Sends `request` to your API with the session's access token (see `authorizationHeaders(method:url:sessionId:)`)
     /// through the client's HTTP seam; a server that asks for a DPoP nonce (`use_dpop_nonce`) gets one retry with it.
     public func sendAuthorized(_ request: HTTPRequest, sessionId: String? = nil) async throws -> HTTPResponse {
-        let context = try context()
-        return try await context.sendAuthorized(request, tokens: try await context.tokens.usableTokens(sessionId))
+        try await session(sessionId).sendAuthorized(request)
     }
 }

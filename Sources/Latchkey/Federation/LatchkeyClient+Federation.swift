@@ -35,17 +35,7 @@ extension LatchkeyClient {
     ///   server wants a more recent sign-in (HTTP 401 `insufficient_user_authentication`); `.serverError` for an answer without `identities`;
     ///   `.networkError`.
     public func linkedIdentities(sessionId: String? = nil) async throws -> LinkedIdentities {
-        let context = try context()
-        let tokens = try await context.tokens.usableTokens(sessionId)
-        let response = try await Self.selfService(context, "GET", "/users/me/identities", tokens: tokens, provider: nil)
-        let body = try IdentityAPI.object(response, "linked identities")
-        guard case .array(let linked)? = body["identities"] else {
-            throw LatchkeyError(.serverError, "the linked identities answer has no identities", statusCode: response.status)
-        }
-        var available: [JSONValue] = []
-        if case .array(let offered)? = body["available"] { available = offered }
-        return LinkedIdentities(
-            identities: linked.compactMap { LinkedIdentity(json: $0) }, available: available.compactMap(ProviderConfig.init(json:)))
+        try await session(sessionId).linkedIdentities()
     }
 
     /// Links the identity provider `provider` to the signed-in account: the person signs in at the provider, in the
@@ -80,43 +70,7 @@ extension LatchkeyClient {
     public func linkIdentity(
         provider: String, presentationContextProvider: (any PresentationContextProviding)? = nil, sessionId: String? = nil
     ) async throws -> LinkedIdentity {
-        let presentation = presentationContextProvider.map(PresentationContextProviderBox.init)
-        let context = try context()
-        let segment = try Self.providerSegment(provider)
-        let path = "/users/me/identities/" + segment
-        let redirect = try await appRedirectURI()
-        let callback: URL
-        let state: String
-        do {
-            let tokens = try await context.tokens.usableTokens(sessionId)
-            let started = try IdentityAPI.object(
-                try await Self.selfService(
-                    context, "POST", path, tokens: tokens, body: .object(["redirect_uri": .string(redirect.uri)]), provider: provider),
-                "identity linking")
-            guard let link = started["authorization_url"]?.stringValue.flatMap(URL.init(string:)),
-                let scheme = link.scheme?.lowercased(), scheme == "https" || scheme == "http"
-            else {
-                throw LatchkeyError(.serverError, "the identity linking answer has no authorization_url")
-            }
-            guard let issued = started["state"]?.stringValue, !issued.isEmpty else {
-                throw LatchkeyError(.serverError, "the identity linking answer has no state")
-            }
-            state = issued
-            callback = try await showThroughUserAgent(
-                link, AuthorizationPresentation(redirectURI: redirect.uri, contextProvider: presentation, state: state),
-                what: "identity linking")
-        } catch {
-            if redirect.prepared { userAgent.release(redirectURI: redirect.uri) }
-            throw error
-        }
-        let code = try Self.linkingCode(callback, redirectURI: redirect.uri, state: state, provider: provider)
-        // The page may have been open for minutes: a token refreshed meanwhile is the one to send.
-        let tokens = try await context.tokens.usableTokens(sessionId)
-        let completed = try await Self.selfService(
-            context, "POST", path + "/complete", tokens: tokens,
-            body: .object(["code": .string(code), "state": .string(state)]), provider: provider)
-        let body = (try? JSONDecoder().decode(JSONValue.self, from: completed.body)) ?? .object([:])
-        return LinkedIdentity(json: body, fallbackProvider: provider) ?? LinkedIdentity(provider: provider)
+        try await session(sessionId).linkIdentity(provider: provider, presentationContextProvider: presentationContextProvider)
     }
 
     /// Unlinks the identity provider `provider` from the signed-in account (`DELETE /users/me/identities/{provider}`):
@@ -128,18 +82,14 @@ extension LatchkeyClient {
     ///   a passkey or another provider first), `.invalidInput` for an empty, unknown or unlinked provider;
     ///   `.reauthenticationRequired` (HTTP 401 `insufficient_user_authentication`) when the sign-in is not recent enough; `.sessionExpired`.
     public func unlinkIdentity(provider: String, sessionId: String? = nil) async throws {
-        let context = try context()
-        let segment = try Self.providerSegment(provider)
-        let tokens = try await context.tokens.usableTokens(sessionId)
-        _ = try await Self.selfService(
-            context, "DELETE", "/users/me/identities/" + segment, tokens: tokens, provider: provider, unlinking: true)
+        try await session(sessionId).unlinkIdentity(provider: provider)
     }
 
     // MARK: Internals
 
     /// The `code` of a linking callback, after its checks: the redirect URI, this linking's `state`, no `error`.
     static func linkingCode(_ callback: URL, redirectURI: String, state: String, provider: String) throws -> String {
-        guard AuthorizationCodeFlow.sameEndpoint(callback, redirectURI) else {
+        guard AuthorizationRequests.sameEndpoint(callback, redirectURI) else {
             throw LatchkeyError(
                 .invalidRedirectUri,
                 "the callback arrived at \(callback.scheme ?? "")://\(callback.host ?? "")\(callback.path), not at the redirect URI of the linking")
@@ -224,5 +174,111 @@ extension LatchkeyError {
             break
         }
         return error
+    }
+}
+
+/// The identity providers linked to the session's account (the core of `linkedIdentities(sessionId:)` and the rest).
+extension LatchkeySession {
+    /// The identity providers linked to the signed-in account, and those the application offers for linking
+    /// (`GET /users/me/identities`).
+    /// - Throws: `.sessionExpired` when not signed in or the token is refused; `.reauthenticationRequired` when the
+    ///   server wants a more recent sign-in (HTTP 401 `insufficient_user_authentication`); `.serverError` for an answer without `identities`;
+    ///   `.networkError`.
+    public func linkedIdentities() async throws -> LinkedIdentities {
+        let context = try client.context()
+        let tokens = try await context.tokens.usableTokens(name)
+        let response = try await LatchkeyClient.selfService(context, "GET", "/users/me/identities", tokens: tokens, provider: nil)
+        let body = try IdentityAPI.object(response, "linked identities")
+        guard case .array(let linked)? = body["identities"] else {
+            throw LatchkeyError(.serverError, "the linked identities answer has no identities", statusCode: response.status)
+        }
+        var available: [JSONValue] = []
+        if case .array(let offered)? = body["available"] { available = offered }
+        return LinkedIdentities(
+            identities: linked.compactMap { LinkedIdentity(json: $0) }, available: available.compactMap(ProviderConfig.init(json:)))
+    }
+
+    /// Links the identity provider `provider` to the signed-in account: the person signs in at the provider, in the
+    /// client's ``AuthorizationUserAgent`` (as ``LatchkeyClient/webviewLogin(_:)`` shows pages), and from then on can sign in with it.
+    ///
+    /// 1. `POST /users/me/identities/{provider}` with the app's redirect URI (the user agent's own, such as the
+    ///    loopback listener's, else `afterSignInUrl`) answers the provider's authorization URL and a `state`.
+    /// 2. The user agent shows that URL; the server's callback sends the browser back to the redirect URI with a
+    ///    one-time `code` and the `state`.
+    /// 3. The callback must arrive at the redirect URI and carry that `state`; an `error` there is thrown.
+    /// 4. `POST /users/me/identities/{provider}/complete` with the `code` and `state` links the identity.
+    ///
+    /// The sign-in must be recent: the server refuses otherwise (`.reauthenticationRequired`); sign in again (for
+    /// example `signInWithBrowser(options: SignInOptions(prompt: "login"))`) and retry.
+    ///
+    /// ```swift
+    /// let corp = try await client.session().linkIdentity(provider: "corp", presentationContextProvider: self)
+    /// print("linked", corp.name ?? corp.provider)
+    /// ```
+    /// - Parameters:
+    ///   - provider: the provider's id (``ProviderConfig/provider``, ``LinkedIdentities/available``).
+    ///   - presentationContextProvider: what the page is presented from (required by the Apple user agent).
+    /// - Returns: the linked identity as the server reports it.
+    /// - Throws: `.canceled` when the person closes the page; `.authenticationFailed` when the provider (or the
+    ///   person there) refused (`error=access_denied`), other callback errors mapped by their OAuth code;
+    ///   `.invalidGrant` for a callback without this linking's `state` or without a code; `.invalidRedirectUri` for a
+    ///   callback elsewhere; `.reauthenticationRequired` (HTTP 401 `insufficient_user_authentication`); `.userAlreadyExists` when that provider account
+    ///   is linked to another account (HTTP 409); `.invalidInput` for an empty or unknown provider;
+    ///   `.sessionExpired`; `.invalidConfiguration` without a redirect URI.
+    @discardableResult
+    public func linkIdentity(
+        provider: String, presentationContextProvider: (any PresentationContextProviding)? = nil
+    ) async throws -> LinkedIdentity {
+        let presentation = presentationContextProvider.map(PresentationContextProviderBox.init)
+        let context = try client.context()
+        let segment = try LatchkeyClient.providerSegment(provider)
+        let path = "/users/me/identities/" + segment
+        let redirect = try await client.appRedirectURI()
+        let callback: URL
+        let state: String
+        do {
+            let tokens = try await context.tokens.usableTokens(name)
+            let started = try IdentityAPI.object(
+                try await LatchkeyClient.selfService(
+                    context, "POST", path, tokens: tokens, body: .object(["redirect_uri": .string(redirect.uri)]), provider: provider),
+                "identity linking")
+            guard let link = started["authorization_url"]?.stringValue.flatMap(URL.init(string:)),
+                let scheme = link.scheme?.lowercased(), scheme == "https" || scheme == "http"
+            else {
+                throw LatchkeyError(.serverError, "the identity linking answer has no authorization_url")
+            }
+            guard let issued = started["state"]?.stringValue, !issued.isEmpty else {
+                throw LatchkeyError(.serverError, "the identity linking answer has no state")
+            }
+            state = issued
+            callback = try await client.showThroughUserAgent(
+                link, AuthorizationPresentation(redirectURI: redirect.uri, contextProvider: presentation, state: state),
+                what: "identity linking")
+        } catch {
+            if redirect.prepared { client.userAgent.release(redirectURI: redirect.uri) }
+            throw error
+        }
+        let code = try LatchkeyClient.linkingCode(callback, redirectURI: redirect.uri, state: state, provider: provider)
+        // The page may have been open for minutes: a token refreshed meanwhile is the one to send.
+        let tokens = try await context.tokens.usableTokens(name)
+        let completed = try await LatchkeyClient.selfService(
+            context, "POST", path + "/complete", tokens: tokens,
+            body: .object(["code": .string(code), "state": .string(state)]), provider: provider)
+        let body = (try? JSONDecoder().decode(JSONValue.self, from: completed.body)) ?? .object([:])
+        return LinkedIdentity(json: body, fallbackProvider: provider) ?? LinkedIdentity(provider: provider)
+    }
+
+    /// Unlinks the identity provider `provider` from the signed-in account (`DELETE /users/me/identities/{provider}`):
+    /// the person can no longer sign in with it.
+    /// - Parameter provider: the provider's id (``LinkedIdentity/provider``).
+    /// - Throws: `.invalidInput` with HTTP status 409 when it is the account's only way to sign in (add a password,
+    ///   a passkey or another provider first), `.invalidInput` for an empty, unknown or unlinked provider;
+    ///   `.reauthenticationRequired` (HTTP 401 `insufficient_user_authentication`) when the sign-in is not recent enough; `.sessionExpired`.
+    public func unlinkIdentity(provider: String) async throws {
+        let context = try client.context()
+        let segment = try LatchkeyClient.providerSegment(provider)
+        let tokens = try await context.tokens.usableTokens(name)
+        _ = try await LatchkeyClient.selfService(
+            context, "DELETE", "/users/me/identities/" + segment, tokens: tokens, provider: provider, unlinking: true)
     }
 }

@@ -56,11 +56,10 @@ public actor FlowRunner {
     public private(set) var state: FlowRunnerState = .idle
     /// True while a step is being sent.
     public private(set) var isSubmitting = false
-    private let client: LatchkeyClient
-    private let request: EmbeddedFlowRequestConfig
-    private let sessionId: String?
+    /// The flow this runner drives.
+    public nonisolated let flow: AppNativeFlow
     /// The redirect URI sent with the federated action whose redirection step is open: where the browser comes back.
-    private var redirect: FlowRedirect?
+    private var redirect: AppNativeFlow.RedirectURI?
     /// The texts of the client-side checks.
     public var checkMessages: FlowCheckMessages
 
@@ -69,9 +68,12 @@ public actor FlowRunner {
         client: LatchkeyClient, request: EmbeddedFlowRequestConfig, sessionId: String? = nil,
         checkMessages: FlowCheckMessages = FlowCheckMessages()
     ) {
-        self.client = client
-        self.request = request
-        self.sessionId = sessionId
+        self.init(flow: AppNativeFlow(client: client, request: request, session: client.session(sessionId)), checkMessages: checkMessages)
+    }
+
+    /// A runner for `flow`; nothing is sent before `start()`.
+    public init(flow: AppNativeFlow, checkMessages: FlowCheckMessages = FlowCheckMessages()) {
+        self.flow = flow
         self.checkMessages = checkMessages
     }
 
@@ -114,11 +116,11 @@ public actor FlowRunner {
         }
         var inputs = inputs
         isSubmitting = true  // no second submission while the redirect URI is prepared
-        let offered: FlowRedirect?
+        let offered: AppNativeFlow.RedirectURI?
         if let given = inputs["redirect_uri"] {
-            offered = FlowRedirect(uri: given, prepared: false)
-        } else if let prepared = try? await client.appRedirectURI() {
-            offered = FlowRedirect(uri: prepared.uri, prepared: prepared.prepared)
+            offered = AppNativeFlow.RedirectURI(uri: given, isReserved: false)
+        } else if let prepared = try? await flow.redirectURI() {
+            offered = prepared
             inputs["redirect_uri"] = prepared.uri
         } else {
             offered = nil
@@ -161,7 +163,7 @@ public actor FlowRunner {
         let redirectURI: String
         if let redirect {
             redirectURI = redirect.uri
-        } else if let configured = try? client.context().config.afterSignInUrl {
+        } else if let configured = flow.configuredRedirectURI {
             redirectURI = configured
         } else {
             step.error = Self.localError(LatchkeyError(.invalidConfiguration, "afterSignInUrl (the redirect URI) is not set"))
@@ -172,8 +174,7 @@ public actor FlowRunner {
         let callback: URL
         do {
             // The callback's state is the flow's business: the server checks it with the code.
-            callback = try await client.showThroughUserAgent(
-                page, AuthorizationPresentation(redirectURI: redirectURI, contextProvider: presentationContext), what: "sign-in")
+            callback = try await flow.showRedirection(page, redirectURI: redirectURI, presentationContext: presentationContext)
         } catch let error as LatchkeyError where error.code == .canceled {
             isSubmitting = false
             return state  // closed by the person: the step stays as it was
@@ -184,9 +185,9 @@ public actor FlowRunner {
             state = .step(step)
             return state
         }
-        redirect?.prepared = false  // the user agent took its listener
+        redirect?.isReserved = false  // the user agent took its listener
         isSubmitting = false
-        guard AuthorizationCodeFlow.sameEndpoint(callback, redirectURI) else {
+        guard AuthorizationRequests.sameEndpoint(callback, redirectURI) else {
             release(redirect)
             redirect = nil
             state = .failed(
@@ -262,10 +263,7 @@ public actor FlowRunner {
         defer { isSubmitting = false }
         let previous = state
         do {
-            let response: EmbeddedFlowResponse =
-                request.flowType == .registration
-                ? try await client.signUp(payload: payload, request: request, sessionId: sessionId)
-                : try await client.signIn(payload: payload, request: request, sessionId: sessionId)
+            let response = try await flow.step(payload)
             switch response.flowStatus {
             case .promptOnly: state = .step(response)
             case .complete: state = .completed(response)
@@ -310,8 +308,8 @@ public actor FlowRunner {
     }
 
     /// Gives back a redirect URI the user agent reserved and nobody will use.
-    private func release(_ redirect: FlowRedirect?) {
-        if let redirect, redirect.prepared { client.userAgent.release(redirectURI: redirect.uri) }
+    private func release(_ redirect: AppNativeFlow.RedirectURI?) {
+        if let redirect { flow.release(redirect) }
     }
 
     /// An error of the SDK's own shown on the step (the server's come with their code and localized message).
@@ -333,11 +331,4 @@ extension FlowRunnerState {
 
     /// True when the step is a redirection to an identity provider (`FlowRunner.followRedirection(presentationContext:)`).
     public var isRedirection: Bool { if case .step(let step) = self { step.type == .redirection } else { false } }
-}
-
-/// A redirect URI given with a federated action.
-struct FlowRedirect: Sendable {
-    var uri: String
-    /// The user agent reserved it (the loopback listener): given back when it is not used.
-    var prepared: Bool
 }

@@ -401,10 +401,7 @@ extension LatchkeyClient {
 
     /// The session as ReachFive's `AuthToken` (refreshed first when it is about to expire), for the calls that take one.
     public func authToken(sessionId: String? = nil) async throws -> AuthToken {
-        let context = try context()
-        _ = try await context.tokens.accessToken(sessionId)
-        guard let tokens = try await context.tokens.tokens(sessionId) else { throw LatchkeyError(.sessionExpired, "not signed in") }
-        return AuthToken(tokens, now: context.clock.deviceNow)
+        try await session(sessionId).authToken()
     }
 
     // MARK: Internals

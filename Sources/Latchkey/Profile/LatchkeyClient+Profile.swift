@@ -12,10 +12,7 @@ extension LatchkeyClient {
     /// - Throws: `LatchkeyError` — `.sessionExpired` when not signed in or the token is refused, `.invalidInput` for an
     ///   unknown endpoint option, `.serverError` for 5xx answers, `.networkError` when the server cannot be reached.
     public func getUserProfile(options: [String: String]? = nil, sessionId: String? = nil) async throws -> UserProfile {
-        let context = try context()
-        let endpoint = try ProfileEndpoint.resolve(options?["endpoint"], dialect: context.config.dialect)
-        let tokens = try await context.tokens.usableTokens(sessionId)
-        return try await Self.fetchProfile(context, endpoint: endpoint, path: "/" + endpoint.rawValue, tokens: tokens, selfTarget: true)
+        try await session(sessionId).profile(options: options)
     }
 
     /// Updates profile attributes and returns the user as the server now has them.
@@ -36,7 +33,7 @@ extension LatchkeyClient {
     ///   detail is in `message`), `.userAlreadyExists` (a unique value such as the email is taken),
     ///   `.authenticationFailed` (403: not allowed, e.g. no admin scope), `.sessionExpired` (401), `.serverError` (5xx).
     public func updateUserProfile(payload: [String: JSONValue], userId: String? = nil, sessionId: String? = nil) async throws -> User {
-        try await updateUserProfile(payload: payload, userId: userId, sessionId: sessionId, version: nil)
+        try await session(sessionId).updateProfile(payload, userId: userId)
     }
 
     /// As `updateUserProfile(payload:userId:sessionId:)`, refused when the profile changed since `version` was read.
@@ -54,75 +51,12 @@ extension LatchkeyClient {
         payload: [String: JSONValue], userId: String? = nil, sessionId: String? = nil,
         version: String?
     ) async throws -> User {
-        let user = try await performProfileUpdate(payload: payload, userId: userId, sessionId: sessionId, version: version)
-        // Another account's update (an administrator's `userId`) does not change this session's user.
-        if userId == nil { authState.publish(AuthStateChange(event: .userUpdated, sessionId: sessionId, isSignedIn: true)) }
-        return user
-    }
-
-    private func performProfileUpdate(payload: [String: JSONValue], userId: String?, sessionId: String?, version: String?) async throws -> User {
-        guard !payload.isEmpty else { throw LatchkeyError(.invalidInput, "the payload is empty: nothing to update") }
-        let context = try context()
-        let endpoint = try ProfileEndpoint.resolve(nil, dialect: context.config.dialect)
-        let tokens = try await context.tokens.usableTokens(sessionId)
-        switch endpoint {
-        case .scim:
-            var path = "/scim2/Me"
-            if let userId {
-                guard !userId.isEmpty, let escaped = userId.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(["-", "_", "."])) else {
-                    throw LatchkeyError(.invalidInput, "userId is empty")
-                }
-                path = "/scim2/Users/" + escaped
-            }
-            let operations: [JSONValue] = payload.sorted { $0.key < $1.key }.map { key, value in
-                let target = ProfileAttributes.scimPath(key, value: value)
-                return value == .null
-                    ? .object(["op": .string("remove"), "path": .string(target)])
-                    : .object(["op": .string("replace"), "path": .string(target), "value": value])
-            }
-            let body = JSONValue.object(["schemas": .array([.string(ProfileAttributes.patchOpURN)]), "Operations": .array(operations)])
-            let response = try await Self.send(
-                context, method: "PATCH", path: path, tokens: tokens, body: body, endpoint: .scim,
-                ifMatch: version)
-            let selfTarget = userId == nil
-            switch response.status {
-            case 200:
-                return User(claims: try Self.decodeProfile(response, endpoint: .scim).oidcClaims)
-            case 204:
-                // RFC 7644 §3.5.2 lets a server answer without the resource: read it back.
-                return User(
-                    claims: try await Self.fetchProfile(
-                        context, endpoint: .scim, path: path, tokens: tokens,
-                        selfTarget: selfTarget
-                    ).oidcClaims)
-            default:
-                throw LatchkeyError.profile(response, selfTarget: selfTarget)
-            }
-        case .usersMe:
-            guard userId == nil else {
-                throw LatchkeyError(
-                    .invalidInput, "updating another user needs SCIM (/scim2/Users/{id}); the users/me endpoint edits the signed-in user only")
-            }
-            guard version == nil else {
-                throw LatchkeyError(.invalidInput, "the users/me endpoint has no versions: a conditional update needs SCIM (/scim2/Me)")
-            }
-            let current = try await Self.fetchProfile(context, endpoint: .usersMe, path: "/users/me", tokens: tokens, selfTarget: true)
-            var attributes = current.claims
-            for (key, value) in payload {
-                let name = ProfileAttributes.claimName(key)
-                attributes[name] = value == .null ? nil : ProfileAttributes.claimValue(value)
-            }
-            let response = try await Self.send(
-                context, method: "PUT", path: "/users/me", tokens: tokens,
-                body: .object(["attributes": .object(attributes)]), endpoint: .usersMe)
-            guard response.status == 200 else { throw LatchkeyError.profile(response, selfTarget: true) }
-            return User(claims: try Self.decodeProfile(response, endpoint: .usersMe).oidcClaims)
-        }
+        try await session(sessionId).updateProfile(payload, userId: userId, version: version)
     }
 
     // MARK: Transport
 
-    private static func fetchProfile(
+    static func fetchProfile(
         _ context: OAuthClient, endpoint: ProfileEndpoint, path: String, tokens: TokenSet,
         selfTarget: Bool
     ) async throws -> UserProfile {
@@ -131,7 +65,7 @@ extension LatchkeyClient {
         return try decodeProfile(response, endpoint: endpoint)
     }
 
-    private static func send(
+    static func send(
         _ context: OAuthClient, method: String, path: String, tokens: TokenSet, body: JSONValue?,
         endpoint: ProfileEndpoint, ifMatch: String? = nil
     ) async throws -> HTTPResponse {
@@ -149,7 +83,7 @@ extension LatchkeyClient {
         return try await context.sendAuthorized(HTTPRequest(method: method, url: url, headers: headers, body: data), tokens: tokens)
     }
 
-    private static func decodeProfile(_ response: HTTPResponse, endpoint: ProfileEndpoint) throws -> UserProfile {
+    static func decodeProfile(_ response: HTTPResponse, endpoint: ProfileEndpoint) throws -> UserProfile {
         guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: response.body) else {
             throw LatchkeyError(
                 .serverError, "the profile endpoint answered \(response.status) with a body that is not a JSON object",
@@ -199,5 +133,119 @@ enum ProfileAttributes {
         let objects = entries.compactMap(\.objectMembers)
         let chosen = objects.first { $0["primary"]?.boolValue == true } ?? objects.first
         return chosen?["value"] ?? value
+    }
+}
+
+/// The session's person's profile (the core of `getUserProfile(options:sessionId:)` and `updateUserProfile(payload:userId:sessionId:)`).
+extension LatchkeySession {
+    /// The signed-in user's full profile.
+    ///
+    /// - Parameter options: `["endpoint": "users/me"]` or `["endpoint": "scim2/Me"]` chooses the API; without it, SCIM unless
+    ///   the configuration's dialect is `.thunderID`.
+    /// - Throws: `LatchkeyError` — `.sessionExpired` when not signed in or the token is refused, `.invalidInput` for an
+    ///   unknown endpoint option, `.serverError` for 5xx answers, `.networkError` when the server cannot be reached.
+    public func profile(options: [String: String]? = nil) async throws -> UserProfile {
+        let context = try client.context()
+        let endpoint = try ProfileEndpoint.resolve(options?["endpoint"], dialect: context.config.dialect)
+        let tokens = try await context.tokens.usableTokens(name)
+        return try await LatchkeyClient.fetchProfile(context, endpoint: endpoint, path: "/" + endpoint.rawValue, tokens: tokens, selfTarget: true)
+    }
+
+    /// Updates profile attributes and returns the user as the server now has them.
+    ///
+    /// `payload` maps attributes to new values; `.null` removes one. Keys may be SCIM paths (`userName`,
+    /// `name.givenName`, `displayName`, `emails[type eq "work"].value`, `active` …) or OpenID Connect claim names
+    /// (`given_name`, `family_name`, `name`, `email`, `phone_number`, `picture`, `locale`, `username`), which are
+    /// translated for the endpoint in use.
+    ///
+    /// - SCIM: one `PATCH` of `replace`/`remove` operations to `/scim2/Me`, or to `/scim2/Users/{userId}` when
+    ///   `userId` is given (the session's token then needs the server's admin scope, `scim.admin` on Latchkey). The
+    ///   operations apply atomically: all or none.
+    /// - thunderID dialect (`/users/me`): `PUT` replaces the whole attribute set, so the current attributes are read
+    ///   first and the payload merged into them (a concurrent change between the two calls can be lost). `userId` is
+    ///   not supported there.
+    ///
+    /// - Throws: `LatchkeyError` — `.invalidInput` (empty payload, invalid value, unknown attribute: the server's
+    ///   detail is in `message`), `.userAlreadyExists` (a unique value such as the email is taken),
+    ///   `.authenticationFailed` (403: not allowed, e.g. no admin scope), `.sessionExpired` (401), `.serverError` (5xx).
+    public func updateProfile(_ payload: [String: JSONValue], userId: String? = nil) async throws -> User {
+        try await updateProfile(payload, userId: userId, version: nil)
+    }
+
+    /// As ``updateProfile(_:userId:)``, refused when the profile changed since `version` was read.
+    ///
+    /// - Parameters:
+    ///   - payload: attributes and their new values, as for ``updateProfile(_:userId:)``.
+    ///   - userId: another user to update (SCIM, admin scope); nil for the signed-in user.
+    ///   - version: the `UserProfile.version` the edit was based on (SCIM `meta.version`), sent as `If-Match` so that
+    ///     a change made elsewhere in between (another device, an administrator) is not silently overwritten. Nil
+    ///     updates unconditionally. The `/users/me` endpoint has no versions: a version there is refused.
+    /// - Throws: `.profileConflict` when the server holds a newer version (HTTP 412): read the profile again,
+    ///   re-apply the edit and save; otherwise as ``updateProfile(_:userId:)``.
+    public func updateProfile(_ payload: [String: JSONValue], userId: String? = nil, version: String?) async throws -> User {
+        let user = try await performProfileUpdate(payload: payload, userId: userId, version: version)
+        // Another account's update (an administrator's `userId`) does not change this session's user.
+        if userId == nil { client.authState.publish(AuthStateChange(event: .userUpdated, sessionId: name, isSignedIn: true)) }
+        return user
+    }
+
+    private func performProfileUpdate(payload: [String: JSONValue], userId: String?, version: String?) async throws -> User {
+        guard !payload.isEmpty else { throw LatchkeyError(.invalidInput, "the payload is empty: nothing to update") }
+        let context = try client.context()
+        let endpoint = try ProfileEndpoint.resolve(nil, dialect: context.config.dialect)
+        let tokens = try await context.tokens.usableTokens(name)
+        switch endpoint {
+        case .scim:
+            var path = "/scim2/Me"
+            if let userId {
+                guard !userId.isEmpty, let escaped = userId.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(["-", "_", "."])) else {
+                    throw LatchkeyError(.invalidInput, "userId is empty")
+                }
+                path = "/scim2/Users/" + escaped
+            }
+            let operations: [JSONValue] = payload.sorted { $0.key < $1.key }.map { key, value in
+                let target = ProfileAttributes.scimPath(key, value: value)
+                return value == .null
+                    ? .object(["op": .string("remove"), "path": .string(target)])
+                    : .object(["op": .string("replace"), "path": .string(target), "value": value])
+            }
+            let body = JSONValue.object(["schemas": .array([.string(ProfileAttributes.patchOpURN)]), "Operations": .array(operations)])
+            let response = try await LatchkeyClient.send(
+                context, method: "PATCH", path: path, tokens: tokens, body: body, endpoint: .scim,
+                ifMatch: version)
+            let selfTarget = userId == nil
+            switch response.status {
+            case 200:
+                return User(claims: try LatchkeyClient.decodeProfile(response, endpoint: .scim).oidcClaims)
+            case 204:
+                // RFC 7644 §3.5.2 lets a server answer without the resource: read it back.
+                return User(
+                    claims: try await LatchkeyClient.fetchProfile(
+                        context, endpoint: .scim, path: path, tokens: tokens,
+                        selfTarget: selfTarget
+                    ).oidcClaims)
+            default:
+                throw LatchkeyError.profile(response, selfTarget: selfTarget)
+            }
+        case .usersMe:
+            guard userId == nil else {
+                throw LatchkeyError(
+                    .invalidInput, "updating another user needs SCIM (/scim2/Users/{id}); the users/me endpoint edits the signed-in user only")
+            }
+            guard version == nil else {
+                throw LatchkeyError(.invalidInput, "the users/me endpoint has no versions: a conditional update needs SCIM (/scim2/Me)")
+            }
+            let current = try await LatchkeyClient.fetchProfile(context, endpoint: .usersMe, path: "/users/me", tokens: tokens, selfTarget: true)
+            var attributes = current.claims
+            for (key, value) in payload {
+                let name = ProfileAttributes.claimName(key)
+                attributes[name] = value == .null ? nil : ProfileAttributes.claimValue(value)
+            }
+            let response = try await LatchkeyClient.send(
+                context, method: "PUT", path: "/users/me", tokens: tokens,
+                body: .object(["attributes": .object(attributes)]), endpoint: .usersMe)
+            guard response.status == 200 else { throw LatchkeyError.profile(response, selfTarget: true) }
+            return User(claims: try LatchkeyClient.decodeProfile(response, endpoint: .usersMe).oidcClaims)
+        }
     }
 }

@@ -3,7 +3,7 @@ import Latchkey
 import Observation
 
 /// The account-deletion button (`DeleteAccountButton`): a tap asks for confirmation, naming what is lost; only the
-/// confirmation deletes (`LatchkeyClient.deleteAccount(sessionId:)`). A sign-in too old for it asks the person to
+/// confirmation deletes (`LatchkeySession.deleteAccount()`). A sign-in too old for it asks the person to
 /// sign in again instead of failing vaguely; afterwards the state is signed out and `onDeleted` is called.
 @MainActor @Observable
 public final class DeleteAccountModel {
@@ -99,7 +99,7 @@ public final class DeleteAccountModel {
 
     private func delete() async {
         let deleted = await state.accountCall(onSignInRequired: onSignInRequired) { [state] in
-            try await state.client.deleteAccount(sessionId: state.sessionId)
+            try await state.session.deleteAccount()
         }
         switch deleted {
         case .success(let outcome):

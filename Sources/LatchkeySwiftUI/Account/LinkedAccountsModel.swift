@@ -81,8 +81,7 @@ public final class LinkedAccountsModel {
         // The provider is only asked for its anchor by the system, on the main thread (as `SignOutButtonModel` passes it).
         nonisolated(unsafe) let presentation = presentationContextProvider
         await change { [state] in
-            let identity = try await state.client.linkIdentity(
-                provider: provider.provider, presentationContextProvider: presentation, sessionId: state.sessionId)
+            let identity = try await state.session.linkIdentity(provider: provider.provider, presentationContextProvider: presentation)
             return state.text(.providerLinked, ["provider": identity.name ?? provider.name ?? provider.provider])
         }
     }
@@ -100,7 +99,7 @@ public final class LinkedAccountsModel {
         let name = name(of: identity)
         unlinking = nil
         await change { [state] in
-            try await state.client.unlinkIdentity(provider: identity.provider, sessionId: state.sessionId)
+            try await state.session.unlinkIdentity(provider: identity.provider)
             return state.text(.providerUnlinked, ["provider": name])
         }
     }
@@ -111,6 +110,6 @@ public final class LinkedAccountsModel {
         await activity.change(body, read: read, show: show)
     }
 
-    private func read() async throws -> LinkedIdentities { try await state.client.linkedIdentities(sessionId: state.sessionId) }
+    private func read() async throws -> LinkedIdentities { try await state.session.linkedIdentities() }
     private func show(_ loaded: LinkedIdentities) { linked = loaded }
 }

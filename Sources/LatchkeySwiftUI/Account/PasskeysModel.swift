@@ -6,7 +6,7 @@ import Observation
 /// device, renaming one, and deleting one after a confirmation.
 ///
 /// The SDK's passkey calls take the session as ReachFive's `AuthToken`: the model asks the client for it
-/// (`LatchkeyClient.authToken(sessionId:)`, refreshed first when due) before each call.
+/// (`LatchkeySession.authToken()`, refreshed first when due) before each call.
 @MainActor @Observable
 public final class PasskeysModel {
     /// The passkeys as last loaded, oldest first; empty before the first load.
@@ -78,7 +78,7 @@ public final class PasskeysModel {
     /// `friendlyName`. Closing the sheet says nothing.
     public func addPasskey(friendlyName: String, anchor: PresentationAnchor? = nil) async {
         await change { [state] in
-            let token = try await state.client.authToken(sessionId: state.sessionId)
+            let token = try await state.session.authToken()
             try await state.client.registerNewPasskey(withRequest: NewPasskeyRequest(anchor: anchor, friendlyName: friendlyName), authToken: token)
             return state.i18n.t(.passkeyAdded)
         }
@@ -105,7 +105,7 @@ public final class PasskeysModel {
         let name = name.trimmingCharacters(in: .whitespacesAndNewlines)
         cancelRenaming()
         await change { [state] in
-            let token = try await state.client.authToken(sessionId: state.sessionId)
+            let token = try await state.session.authToken()
             try await state.client.renameWebAuthnRegistration(id: passkey.id, friendlyName: name, authToken: token)
             return state.i18n.t(.passkeyRenamed)
         }
@@ -123,7 +123,7 @@ public final class PasskeysModel {
         guard !isLoading else { return }
         deletion = nil
         await change { [state] in
-            let token = try await state.client.authToken(sessionId: state.sessionId)
+            let token = try await state.session.authToken()
             try await state.client.deleteWebAuthnRegistration(id: passkey.id, authToken: token)
             return state.i18n.t(.passkeyDeleted)
         }
@@ -136,7 +136,7 @@ public final class PasskeysModel {
     }
 
     private func read() async throws -> [DeviceCredential] {
-        try await state.client.listWebAuthnCredentials(authToken: try await state.client.authToken(sessionId: state.sessionId))
+        try await state.client.listWebAuthnCredentials(authToken: try await state.session.authToken())
     }
 
     private func show(_ loaded: [DeviceCredential]) {

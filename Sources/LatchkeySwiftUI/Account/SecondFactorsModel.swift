@@ -130,7 +130,7 @@ public final class SecondFactorsModel {
     /// Starts adding an authenticator app: a new key, shown once with its QR code.
     public func startAuthenticatorApp() async {
         await change { [state] in
-            self.authenticatorSetup = try await state.client.startTOTPEnrollment(sessionId: state.sessionId)
+            self.authenticatorSetup = try await state.session.startTOTPEnrollment()
             self.code = ""
             return nil
         }
@@ -144,7 +144,7 @@ public final class SecondFactorsModel {
         code = ""
         await change { [state] in
             do {
-                try await state.client.confirmTOTPEnrollment(setup, code: typed, sessionId: state.sessionId)
+                try await state.session.confirmTOTPEnrollment(setup, code: typed)
             } catch let error as LatchkeyError where error.code == .mfaFailed && error.statusCode != 429 {
                 throw error  // a wrong code: the next one may be right
             } catch {
@@ -165,7 +165,7 @@ public final class SecondFactorsModel {
     /// Turns on codes by email (the account's email address must be verified).
     public func turnOnEmailCodes() async {
         await change { [state] in
-            try await state.client.enableEmailCodes(sessionId: state.sessionId)
+            try await state.session.enableEmailCodes()
             return state.text(.factorAdded, ["factor": self.name(of: .email)])
         }
     }
@@ -185,7 +185,7 @@ public final class SecondFactorsModel {
     public func createRecoveryCodes() async {
         isConfirmingReplacement = false
         await change { [state] in
-            self.newRecoveryCodes = try await state.client.generateRecoveryCodes(sessionId: state.sessionId)
+            self.newRecoveryCodes = try await state.session.generateRecoveryCodes()
             return state.i18n.t(.recoveryCodesCreated)
         }
     }
@@ -207,7 +207,7 @@ public final class SecondFactorsModel {
     public func remove(_ kind: SecondFactorKind) async {
         removal = nil
         await change { [state] in
-            try await state.client.removeSecondFactor(kind, sessionId: state.sessionId)
+            try await state.session.removeSecondFactor(kind)
             return state.text(.factorRemoved, ["factor": self.name(of: kind)])
         }
     }
@@ -231,6 +231,6 @@ public final class SecondFactorsModel {
         await activity.change(body, read: read, show: show)
     }
 
-    private func read() async throws -> SecondFactors { try await state.client.secondFactors(sessionId: state.sessionId) }
+    private func read() async throws -> SecondFactors { try await state.session.secondFactors() }
     private func show(_ loaded: SecondFactors) { factors = loaded }
 }

@@ -103,13 +103,13 @@ public final class SessionsModel {
         case .session(let session):
             ownSession = session.isCurrent
             body = { [state] in
-                try await state.client.endSession(id: session.id, sessionId: state.sessionId)
+                try await state.session.endSession(id: session.id)
                 return state.i18n.t(.sessionEnded)
             }
         case .allOthers:
             ownSession = false
             body = { [state] in
-                try await state.client.signOutEverywhere(keepingThisDevice: true, sessionId: state.sessionId)
+                try await state.session.signOutEverywhere(keepingThisDevice: true)
                 return state.i18n.t(.otherSessionsEnded)
             }
         }
@@ -119,7 +119,7 @@ public final class SessionsModel {
 
     // MARK: Internals
 
-    private func read() async throws -> [SignInSession] { try await state.client.sessions(sessionId: state.sessionId) }
+    private func read() async throws -> [SignInSession] { try await state.session.sessions() }
 
     /// This device's session first, then the server's order (newest first).
     private func show(_ list: [SignInSession]) {

@@ -123,9 +123,7 @@ public final class UserProfileModel {
         }
         do {
             _ = try await state.tracked {
-                try await self.state.client.updateUserProfile(
-                    payload: payload, userId: nil, sessionId: self.state.sessionId,
-                    version: self.profile?.version)
+                try await self.state.session.updateProfile(payload, userId: nil, version: self.profile?.version)
             }
             let fresh = try await state.tracked { try await self.fetch() }
             show(fresh, keepingEdits: false)
@@ -155,7 +153,7 @@ public final class UserProfileModel {
                 "name": .object(["givenName": given, "familyName": family])
             ])
         }
-        return try await state.client.getUserProfile(options: nil, sessionId: state.sessionId)
+        return try await state.session.profile()
     }
 
     private func show(_ profile: LatchkeyUserProfile, keepingEdits: Bool) {

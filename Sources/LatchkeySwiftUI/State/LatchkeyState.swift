@@ -61,6 +61,8 @@ public final class LatchkeyState {
     public let client: LatchkeyClient
     /// The session this state follows (nil: the default session).
     public let sessionId: String?
+    /// The session this state follows, as the core's value: what the account models call.
+    public var session: LatchkeySession { sessionId.map(client.session(named:)) ?? client.session() }
     /// The language of the components and of the server's messages.
     public let i18n: LatchkeyI18n
     /// How the stored session is checked at launch and by `refresh()`.
@@ -184,7 +186,7 @@ public final class LatchkeyState {
         let task = Task {
             await self.tracked {
                 do {
-                    self.lastSignOut = try await self.client.signOutReporting(options: options, sessionId: self.sessionId)
+                    self.lastSignOut = try await self.session.signOut(options: options)
                     self.apply(user: nil, signedIn: false)
                     self.clearError()
                 } catch {
@@ -264,7 +266,7 @@ public final class LatchkeyState {
                 try? client.setPreferredLanguages(languages)
             }
             // Subscribe before reading, so nothing that happens while the session is checked is missed.
-            let changes = client.authStateChanges(sessionId: sessionId)
+            let changes = session.authStateChanges()
             await reload(check: true)
             follow(changes)
             isInitialized = true
@@ -303,17 +305,17 @@ public final class LatchkeyState {
     /// refreshing the tokens if due); with `fromServer`, the user comes from userinfo rather than the stored ID token.
     private func reload(check: Bool, fromServer: Bool = false) async {
         do {
-            guard try await client.isSignedIn(sessionId: sessionId) else {
+            guard try await session.isSignedIn() else {
                 apply(user: nil, signedIn: false)
                 clearError()
                 return
             }
             let user: User
             if check, sessionCheck == .server {
-                user = try await client.checkSession(sessionId: sessionId)
+                user = try await session.check()
             } else {
-                if check { _ = try await client.getAccessToken(sessionId: sessionId) }
-                user = try await client.getUser(options: fromServer ? ["source": "userinfo"] : nil, sessionId: sessionId)
+                if check { _ = try await session.accessToken() }
+                user = try await session.user(source: fromServer ? .userinfo : .idToken)
             }
             apply(user: user, signedIn: true)
             clearError()
@@ -326,7 +328,7 @@ public final class LatchkeyState {
                 // (and no second prompt is raised by asking again here).
                 break
             default:
-                isSignedIn = (try? await client.isSignedIn(sessionId: sessionId)) ?? isSignedIn  // kept: only the check failed
+                isSignedIn = (try? await session.isSignedIn()) ?? isSignedIn  // kept: only the check failed
                 setStale(isSignedIn)
             }
             fail(error)
