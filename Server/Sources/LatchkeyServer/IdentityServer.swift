@@ -503,7 +503,7 @@ public final class IdentityServer: Sendable {
             resources: resources, nativeSignIn: nativeSignIn, metrics: metrics
         ).addRoutes(to: group("/flow", .thunder), development: group("/dev", .html))
         // The account's own management: first-party applications, or tokens with `latchkey.account` (R3-2).
-        let me = protected(group("/users/me", .thunder), refusal: SelfServiceController.refusal, accountManagement: true)
+        let me = protected(group("/users/me", .thunder), refusal: SelfServiceHTTP.refusal, accountManagement: true)
         SelfServiceController(
             store: store, clock: clock, accounts: accounts, deletions: accountDeletions, export: AccountExport(store: store, clock: clock),
             admission: admission, audit: audit
@@ -515,7 +515,7 @@ public final class IdentityServer: Sendable {
         let secondFactorChanges = SecondFactorChanges(store: store, clock: clock, accounts: accounts, audit: audit)
         SecondFactorsController(changes: secondFactorChanges).addRoutes(to: me)
         // Administration (administrators only, each handler checks): a user's sessions and grants, the audit trail.
-        let admin = protected(group("/admin/v1", .thunder), refusal: SelfServiceController.refusal)
+        let admin = protected(group("/admin/v1", .thunder), refusal: SelfServiceHTTP.refusal)
         // A user's sessions and grants: the user's own on `/users/me`, any user's for administrators on `/admin/v1`.
         let sessionsController = SessionsController(store: store, clock: clock, audit: audit)
         sessionsController.addSelfRoutes(to: me)

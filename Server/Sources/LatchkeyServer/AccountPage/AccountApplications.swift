@@ -3,7 +3,7 @@ import Hummingbird
 
 /// The account page's "Connected apps": the third-party applications the person consented to, with what each may do
 /// (the consent page's words, `scope.*`), and "Remove access", which forgets the consent and signs the application out
-/// (`ConsentsController.withdraw`): its next sign-in asks again.
+/// (`ConsentWithdrawal.withdraw`): its next sign-in asks again.
 struct AccountApplications: Sendable {
     let store: any Store
     let clock: ServerClock
@@ -24,7 +24,7 @@ struct AccountApplications: Sendable {
             try await account.serve(request, context, form: true, section: .applications) { holder, params, origin in
                 let clientId = try params.single("client") ?? ""
                 guard
-                    let revoked = try await ConsentsController.withdraw(
+                    let revoked = try await ConsentWithdrawal.withdraw(
                         clientId, of: holder.user.id, store: store, now: clock.now, byAdministrator: false)
                 else {
                     return try await self.page(holder, request.locale(), error: AccountPages.t("account.gone", request.locale()), status: .notFound)

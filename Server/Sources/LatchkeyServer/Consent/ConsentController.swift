@@ -23,7 +23,7 @@ struct ConsentController: Sendable {
     private func show(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
         let params = try Parameters.query(of: request)
         guard let id = try params.single("request"), let pending = try await store.loginRequest(id: id, now: clock.now) else {
-            return Self.expiredPage(request.locale())
+            return Responses.expiredPage(request.locale())
         }
         let locale = request.locale(uiLocales: pending.request.uiLocales)
         // Signed out meanwhile (another tab): sign in again for the same request; the page comes back after it.
@@ -34,7 +34,7 @@ struct ConsentController: Sendable {
         guard pending.request.consentFor == live.user.id, let record = try await store.client(id: pending.request.clientId),
             ApplicationTrust(record).isThirdParty
         else {
-            return Self.expiredPage(locale)
+            return Responses.expiredPage(locale)
         }
         let client = record.configuration
         let secret = Secrets.token()
@@ -53,7 +53,7 @@ struct ConsentController: Sendable {
     private func decide(_ request: Request, context: LatchkeyRequestContext) async throws -> Response {
         let params = try await Parameters.body(of: request)
         guard let id = try params.single("request"), let pending = try await store.loginRequest(id: id, now: clock.now) else {
-            return Self.expiredPage(request.locale())
+            return Responses.expiredPage(request.locale())
         }
         let locale = request.locale(uiLocales: pending.request.uiLocales)
         guard try cookies.formCarriesCSRFToken(params, request: request, scope: id) else {
@@ -64,7 +64,7 @@ struct ConsentController: Sendable {
             return Responses.redirect(to: "/login?request=" + FormEncoding.encode(id), afterPost: true)
         }
         // As on the page: only a request the gate handed over, for this account.
-        guard pending.request.consentFor == live.user.id else { return Self.expiredPage(locale) }
+        guard pending.request.consentFor == live.user.id else { return Responses.expiredPage(locale) }
         var authRequest = pending.request
         authRequest.consentFor = nil
         let origin = AuditOrigin(client: authRequest.clientId, address: context.clientAddress, logger: context.logger)
@@ -101,9 +101,5 @@ struct ConsentController: Sendable {
             return Pages.t("page.consent.registrant.application", locale, ["client": name])
         }
         return Pages.t("page.consent.registrant.administrator", locale)
-    }
-
-    static func expiredPage(_ locale: SupportedLocale) -> Response {
-        Responses.html(Pages.message(titleKey: "page.expired.title", bodyKey: "page.expired.body", locale: locale), status: .badRequest)
     }
 }

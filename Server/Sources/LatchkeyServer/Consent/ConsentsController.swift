@@ -48,7 +48,8 @@ struct ConsentsController: Sendable {
     }
 
     private func withdraw(_ clientId: String, of userId: String, context: ResourceRequestContext, byAdministrator: Bool) async throws -> Response {
-        guard let revoked = try await Self.withdraw(clientId, of: userId, store: store, now: clock.now, byAdministrator: byAdministrator) else {
+        guard let revoked = try await ConsentWithdrawal.withdraw(clientId, of: userId, store: store, now: clock.now, byAdministrator: byAdministrator)
+        else {
             throw Self.consentNotFound
         }
         var origin = context.auditOrigin
@@ -59,21 +60,8 @@ struct ConsentsController: Sendable {
         return Response(status: .noContent, headers: [.cacheControl: "no-store"])
     }
 
-    /// Forgets the consent and revokes the application's grants for the person (access given on that consent ends
-    /// with it); the number of grants revoked, nil when there was no consent. The API and the console both withdraw
-    /// through here.
-    static func withdraw(
-        _ clientId: String, of userId: String, store: any ConsentStore & SessionStore & TokenStore, now: Date, byAdministrator: Bool
-    ) async throws -> Int? {
-        guard try await store.withdrawConsent(userId: userId, clientId: clientId) else { return nil }
-        let grants = try await store.userSessions(userId: userId, now: now).grants.filter { $0.family.clientId == clientId }
-        let reason = byAdministrator ? "consent withdrawn by an administrator" : "consent withdrawn"
-        for grant in grants { try await store.revokeFamily(id: grant.family.id, reason: reason, now: now) }
-        return grants.count
-    }
-
     private func administeredUser(_ context: ResourceRequestContext) async throws -> UserRecord {
-        guard context.caller.isAdmin else { throw SessionsController.administratorsOnly }
+        guard context.caller.isAdmin else { throw SelfServiceErrors.administratorsOnly }
         guard let user = try await store.user(id: try context.parameters.require("user")) else { throw SelfServiceErrors.userNotFound }
         return user
     }

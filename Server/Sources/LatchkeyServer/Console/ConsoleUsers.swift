@@ -193,7 +193,7 @@ struct ConsoleUsers: Sendable {
             await audit.record(.passwordReset, subject: user.id, actor: actor, details: ["via": "console", "administrator": "true"], origin: origin)
         case "withdraw-consent":
             guard let clientId = try params.single("client"),
-                let revoked = try await ConsentsController.withdraw(clientId, of: user.id, store: store, now: now, byAdministrator: true)
+                let revoked = try await ConsentWithdrawal.withdraw(clientId, of: user.id, store: store, now: now, byAdministrator: true)
             else {
                 return Self.page(
                     signedIn, l, title: user.username, body: ConsolePages.error(ConsolePages.t("console.notfound.body", l)), status: .notFound)

@@ -82,9 +82,9 @@ package enum LatchkeyServerFuzzEntryPoints {
     package static func scimFilter(_ data: Data) {
         let text = String(decoding: data, as: UTF8.self)
         _ = try? SCIMFilter.parse(text)
-        if let filter = SCIMController.queryValue("filter", in: text) { _ = try? SCIMFilter.parse(filter) }
-        _ = SCIMController.queryValue("startIndex", in: text).flatMap { Int($0) }
-        _ = SCIMController.queryValue("count", in: text).flatMap { Int($0) }
+        if let filter = SCIMQuery.value("filter", in: text) { _ = try? SCIMFilter.parse(filter) }
+        _ = SCIMQuery.value("startIndex", in: text).flatMap { Int($0) }
+        _ = SCIMQuery.value("count", in: text).flatMap { Int($0) }
     }
 
     /// The `path` of a PATCH operation.

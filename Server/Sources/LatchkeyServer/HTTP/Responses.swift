@@ -4,6 +4,11 @@ import Hummingbird
 
 /// Response builders. Every response that carries a credential is marked `no-store` (RFC 6749 §5.1).
 enum Responses {
+    /// The page for a link or form that is no longer good (a used or expired consent or offer).
+    static func expiredPage(_ locale: SupportedLocale) -> Response {
+        Responses.html(Pages.message(titleKey: "page.expired.title", bodyKey: "page.expired.body", locale: locale), status: .badRequest)
+    }
+
     static func json(
         _ value: some Encodable, status: HTTPResponse.Status = .ok, noStore: Bool = false,
         headers: HTTPFields = [:]

@@ -51,7 +51,7 @@ struct PasskeyOfferController: Sendable {
     /// to sign in again for the same request; anything else that does not fit is the expired page.
     private func lookup(_ params: Parameters, request: Request, context: LatchkeyRequestContext, form: Bool) async throws -> Lookup {
         guard let id = try params.single("request"), let pending = try await store.loginRequest(id: id, now: clock.now) else {
-            return .answer(ConsentController.expiredPage(request.locale()))
+            return .answer(Responses.expiredPage(request.locale()))
         }
         let locale = request.locale(uiLocales: pending.request.uiLocales)
         if form {
@@ -65,7 +65,7 @@ struct PasskeyOfferController: Sendable {
         }
         guard pending.request.passkeyOfferFor == live.user.id, let client = try await store.client(id: pending.request.clientId)?.configuration
         else {
-            return .answer(ConsentController.expiredPage(locale))
+            return .answer(Responses.expiredPage(locale))
         }
         return .waiting(Waiting(pending: pending, session: live.session, user: live.user, client: client, locale: locale))
     }

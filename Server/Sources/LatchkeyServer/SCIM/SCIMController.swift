@@ -192,7 +192,7 @@ struct SCIMController: Sendable {
         try requireFreshAdministrator(caller)
         let query = request.uri.query ?? ""
         var application: String?
-        if let clientId = Self.queryValue("invite", in: query) {
+        if let clientId = SCIMQuery.value("invite", in: query) {
             guard !clientId.isEmpty, !clientId.contains("\u{0}"), let client = try await accounts.store.client(id: clientId) else {
                 throw SCIMError.badRequest(.invalidValue, "invite names no application of this server")
             }
@@ -293,7 +293,7 @@ struct SCIMController: Sendable {
         try Self.requireAdmin(caller)
         let query = request.uri.query ?? ""
         var conditions: [UserQuery.Condition] = []
-        if let filterText = Self.queryValue("filter", in: query), !filterText.trimmingCharacters(in: .whitespaces).isEmpty {
+        if let filterText = SCIMQuery.value("filter", in: query), !filterText.trimmingCharacters(in: .whitespaces).isEmpty {
             conditions = try Self.userConditions(SCIMFilter.parse(filterText))
         }
         let startIndex = max(1, try Self.integerParameter("startIndex", in: query) ?? 1)
@@ -311,7 +311,7 @@ struct SCIMController: Sendable {
 
     /// A pagination parameter: absent, or an integer (`400 invalidValue` otherwise).
     static func integerParameter(_ name: String, in query: String) throws(SCIMError) -> Int? {
-        guard let text = queryValue(name, in: query) else { return nil }
+        guard let text = SCIMQuery.value(name, in: query) else { return nil }
         guard let value = Int(text.trimmingCharacters(in: .whitespaces)) else {
             throw .badRequest(.invalidValue, "\(name) must be an integer")
         }
@@ -373,43 +373,4 @@ struct SCIMController: Sendable {
 
     static let scimListResponseURN = "urn:ietf:params:scim:api:messages:2.0:ListResponse"
     static let scimMaxResults = 100
-
-    /// One query parameter, percent-decoded. A `+` outside a quoted string is a space (form encoding, which many
-    /// clients use for `userName+eq+"x"`), inside one it is itself: email addresses contain `+` far more often
-    /// than user names contain spaces, and clients rarely escape it.
-    static func queryValue(_ name: String, in query: String) -> String? {
-        for pair in query.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts[0].removingPercentEncoding == name else { continue }
-            guard parts.count == 2 else { return "" }
-            var bytes: [UInt8] = []
-            var inString = false, escaped = false
-            var raw = Array(parts[1].utf8)[...]
-            while let byte = raw.popFirst() {
-                var decoded = byte
-                if byte == UInt8(ascii: "%"), raw.count >= 2,
-                    let value = UInt8(String(decoding: raw.prefix(2), as: UTF8.self), radix: 16)
-                {
-                    decoded = value
-                    raw = raw.dropFirst(2)
-                } else if byte == UInt8(ascii: "+") {
-                    decoded = inString ? byte : UInt8(ascii: " ")
-                }
-                if inString {
-                    if escaped {
-                        escaped = false
-                    } else if decoded == UInt8(ascii: "\\") {
-                        escaped = true
-                    } else if decoded == UInt8(ascii: "\"") {
-                        inString = false
-                    }
-                } else if decoded == UInt8(ascii: "\"") {
-                    inString = true
-                }
-                bytes.append(decoded)
-            }
-            return String(decoding: bytes, as: UTF8.self)
-        }
-        return nil
-    }
 }

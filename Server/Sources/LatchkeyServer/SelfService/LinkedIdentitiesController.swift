@@ -76,7 +76,7 @@ struct LinkedIdentitiesController: Sendable {
     /// Starts a link: where the app sends the browser, and the `state` that will come back with the code.
     private func start(_ providerId: String, _ request: Request, _ user: UserRecord, caller: ResourceCaller) async throws -> Response {
         try accounts.requireRecentAuthentication(caller.claims)
-        let body = try await SelfServiceController.decode(StartBody.self, request)
+        let body = try await SelfServiceHTTP.body(StartBody.self, request)
         guard let client = try await client(of: caller) else { throw SelfServiceErrors.invalidRequest("the token's application is unknown") }
         guard RedirectURIMatcher.isRegistered(body.redirectUri, in: client.redirectUris) else {
             throw SelfServiceErrors.invalidRequest("redirect_uri is not registered for the application")
@@ -107,7 +107,7 @@ struct LinkedIdentitiesController: Sendable {
         _ providerId: String, _ request: Request, _ user: UserRecord, caller: ResourceCaller, locale: SupportedLocale, origin: AuditOrigin
     ) async throws -> Response {
         try accounts.requireRecentAuthentication(caller.claims)
-        let body = try await SelfServiceController.decode(CompleteBody.self, request)
+        let body = try await SelfServiceHTTP.body(CompleteBody.self, request)
         do {
             let name = try await changes.complete(
                 providerId: providerId, code: body.code, state: body.state, user: user, clientId: caller.claims.clientId, locale: locale,

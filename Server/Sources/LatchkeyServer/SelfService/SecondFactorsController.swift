@@ -29,7 +29,7 @@ struct SecondFactorsController: Sendable {
             let user = try context.caller.me()
             // A stale sign-in is told so before anything about the body (`401 AUTH-4011`).
             try changes.accounts.requireRecentAuthentication(context.caller.claims)
-            let body = try await SelfServiceController.decode(ConfirmBody.self, request)
+            let body = try await SelfServiceHTTP.body(ConfirmBody.self, request)
             let factor = try await changes.confirmTOTP(
                 enrollment: body.enrollment, code: body.code, of: user, caller: context.caller, locale: request.locale(),
                 origin: context.auditOrigin)

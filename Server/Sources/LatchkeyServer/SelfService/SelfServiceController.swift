@@ -53,22 +53,6 @@ struct SelfServiceController: Sendable {
         }
     }
 
-    /// How `/users/me` refuses a token: a missing, invalid, expired or revoked token, or any token that is not an
-    /// access token, is `401 AUTH-4010` with the token's own challenge (RFC 6750 §3); a store failure is a 500.
-    static func refusal(_ error: OAuthError, request: Request) throws -> Response {
-        guard error.code != .serverError else { throw APIError.internalError() }
-        var response = try ErrorMiddleware.api(
-            SelfServiceErrors.unauthorized(error.description), dialect: .thunder, locale: request.locale())
-        // The token's own challenge (a DPoP-bound token gets the DPoP scheme, a missing nonce its `DPoP-Nonce`),
-        // as userinfo and SCIM answer it; a Bearer `invalid_token` when the refusal has none.
-        for field in ErrorMiddleware.challengeHeaders(error, request: request) { response.headers[field.name] = field.value }
-        if response.headers[.wwwAuthenticate] == nil {
-            response.headers[.wwwAuthenticate] =
-                "Bearer error=\"invalid_token\", error_description=\"\(error.description.replacingOccurrences(of: "\"", with: "'"))\""
-        }
-        return response
-    }
-
     /// `DELETE /users/me`: the person deletes their account (App Store Review Guideline 5.1.1(v)). Needs a recent
     /// sign-in, as any change that cannot be undone by the token's holder alone. `204` when the account is gone;
     /// `202 {"deletionDueAt": "<RFC 3339>"}` when `account_deletion_grace_days` keeps it until then (signing in again
@@ -202,20 +186,6 @@ struct SelfServiceController: Sendable {
         return Response(status: .noContent, headers: [.cacheControl: "no-store"])
     }
 
-    /// A JSON body of the self-service routes, or `400 USR-1001` (`415` for another media type).
-    static func decode<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
-        let buffer = try await request.boundedBody()
-        // As every JSON endpoint: a cross-site form can send `text/plain`.
-        guard JSONMediaType.accepts(request, body: buffer) else {
-            var error = SelfServiceErrors.invalidRequest("the body must be sent as application/json")
-            error.status = .unsupportedMediaType
-            throw error
-        }
-        do { return try JSONDecoder().decode(T.self, from: Data(buffer: buffer)) } catch {
-            throw SelfServiceErrors.invalidRequest("the body is not the expected JSON object")
-        }
-    }
-
     /// The `attributes` object of a `{"attributes": {…}}` JSON body, or `400 USR-1001`.
     private static func selfServiceAttributes(_ request: Request) async throws -> [String: JSONValue] {
         guard case .object(let attributes)? = try await jsonObject(request)["attributes"] else {
@@ -235,6 +205,12 @@ private struct SelfUserBody: Encodable {
 
 /// The thunderID user-service errors this dialect answers (`thunderid-api/user.yaml`).
 enum SelfServiceErrors {
+    /// A route for administrators (or a client acting for itself), called with another token.
+    static let administratorsOnly = APIError(
+        status: .forbidden, code: "AUTH-4030", error: "access_denied", messageKey: "error.forbidden", userMessage: "Forbidden",
+        technical:
+            "this API needs an administrator's access token: the \(ResourceCaller.adminScope) scope and the admin role, or a client's own token")
+
     static func unauthorized(_ why: String) -> APIError {
         APIError(
             status: .unauthorized, code: "AUTH-4010", error: "invalid_token", messageKey: "error.unauthorized",

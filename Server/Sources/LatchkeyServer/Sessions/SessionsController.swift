@@ -93,7 +93,7 @@ struct SessionsController: Sendable {
 
     /// The user an administrator names in the path; 403 for anyone else (before saying whether the user exists).
     private func administeredUser(_ context: ResourceRequestContext) async throws -> UserRecord {
-        guard context.caller.isAdmin else { throw Self.administratorsOnly }
+        guard context.caller.isAdmin else { throw SelfServiceErrors.administratorsOnly }
         guard let user = try await store.user(id: try context.parameters.require("user")) else { throw SelfServiceErrors.userNotFound }
         return user
     }
@@ -117,11 +117,6 @@ struct SessionsController: Sendable {
         default: throw SelfServiceErrors.invalidRequest("\(name) must be true or false")
         }
     }
-
-    static let administratorsOnly = APIError(
-        status: .forbidden, code: "AUTH-4030", error: "access_denied", messageKey: "error.forbidden", userMessage: "Forbidden",
-        technical:
-            "this API needs an administrator's access token: the \(ResourceCaller.adminScope) scope and the admin role, or a client's own token")
 
     static let sessionNotFound = APIError(
         status: .notFound, code: "SES-1001", error: "not_found", messageKey: "error.not_found", userMessage: "Session not found",
