@@ -91,4 +91,62 @@ struct SDKNativeSignInCoreTests {
         #expect(second.accessToken != token.accessToken)
         #expect(try await client.session().isSignedIn() == false)
     }
+
+    /// The person allows (or denies) `userCode` on the server's device page, signed in there as demo.
+    static func decide(_ server: TestServer, userCode: String, approve: Bool) async throws {
+        let browser = TestBrowser()
+        let entry = try await browser.get(server.base + "/device")
+        let csrf = try #require(TestBrowser.hiddenField("csrf", in: entry.text))
+        var page = try await browser.postForm(server.base + "/device", ["csrf": csrf, "user_code": userCode])
+        if page.status == 303, let location = page.location, location.hasPrefix("/login") {
+            let login = try await browser.get(server.base + location)
+            let done = try await server.submitLogin(browser, page: login, username: "demo@example.com", password: demoPassword)
+            page = try await browser.get(server.base + (done.location ?? "/device"))
+        }
+        let confirm = try #require(TestBrowser.hiddenField("csrf", in: page.text))
+        let decided = try await browser.postForm(
+            server.base + "/device", ["csrf": confirm, "user_code": userCode, "decision": approve ? "approve" : "deny"])
+        #expect(decided.status < 400)
+    }
+
+    @Test func aDeviceAuthorizationCompletesIntoANamedSession() async throws {
+        let server = try await TestServer.start(frozenClock: true) { $0.lifetimes.devicePollingInterval = 1 }
+        defer { Task { await server.stop() } }
+        // The server's clock, moved by the SDK's waits between polls: no test waits for one.
+        let clock = LatchkeyClock(
+            now: { server.server.clock.now },
+            sleep: { seconds in
+                try Task.checkCancellation()
+                server.advanceClock(seconds)
+                await Task.yield()
+            })
+        let client = LatchkeyClient(http: productionHTTPClient(), clock: clock)
+        try await client.initialize(config: server.sdkConfig())
+        let tv = DeviceAuthorizationFlow(client: client, session: client.session(named: "tv"))
+        #expect(tv.session.name == "tv" && DeviceAuthorizationFlow(client: client).session == client.session())
+
+        let authorization = try await tv.start(scopes: ["openid", "email"])
+        #expect(authorization.scopes == ["openid", "email"] && authorization.interval == 1)
+        try await Self.decide(server, userCode: authorization.userCode, approve: true)
+        let user = try await tv.resume(with: authorization)
+        #expect(user.email == "demo@example.com")
+        #expect(try await client.session(named: "tv").isSignedIn())
+        #expect(try await client.session().isSignedIn() == false, "stored in the flow's session, not the default")
+        let tvToken = try await client.session(named: "tv").accessToken()
+        #expect(try await server.userinfo(tvToken).status == 200)
+
+        // The compatibility pair is the same flow: started by one, completed into the default session by the other.
+        let started = try await client.startDeviceAuthorization()
+        try await Self.decide(server, userCode: started.userCode, approve: true)
+        #expect(try await DeviceAuthorizationFlow(client: client).resume(with: started).sub == user.sub)
+        #expect(try await client.session().isSignedIn())
+        #expect(try await client.session(named: "tv").accessToken() == tvToken, "the tv session's tokens are untouched")
+
+        let denied = try await tv.start()
+        try await Self.decide(server, userCode: denied.userCode, approve: false)
+        await #expect { try await client.completeDeviceAuthorization(denied, sessionId: "denied") } throws: {
+            Self.code($0) == .authenticationFailed
+        }
+        #expect(try await client.session(named: "denied").isSignedIn() == false)
+    }
 }
