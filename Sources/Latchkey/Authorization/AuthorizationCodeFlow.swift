@@ -20,7 +20,7 @@ import Foundation
 /// Requests in flight are kept by the client, keyed by `state`, so two sign-ins cannot answer each other, and a
 /// value made later (after the app was suspended) resumes a request an earlier one started. The ThunderID-style
 /// `buildSignInURL(options:)`, `handleRedirectCallback(url:)` and `signInWithBrowser(options:sessionId:…)`, and the
-/// ReachFive-style `webviewLogin(_:)`, are this flow.
+/// ReachFive-style `webviewLogin(_:)` (``signIn(_:)``), are this flow.
 public struct AuthorizationCodeFlow: Sendable {
     /// The client whose configuration, user agent and pending requests the flow uses.
     let client: LatchkeyClient
@@ -75,10 +75,23 @@ public struct AuthorizationCodeFlow: Sendable {
         }
     }
 
-    /// ReachFive's `webviewLogin`: as ``signIn(options:presentationContextProvider:)`` with the request's `state`,
-    /// `nonce`, `scope`, `provider` and `origin`, answering ReachFive's ``AuthToken``.
-    func webviewLogin(_ request: WebviewLoginRequest) async throws -> AuthToken {
-        try await client.loading {
+    /// Signs in through the client's user agent with ReachFive's ``WebviewLoginRequest``: as
+    /// ``signIn(options:presentationContextProvider:)`` with the request's `state`, `nonce`, `scope`, `provider`,
+    /// `origin` and presentation context, into this flow's session, answering ReachFive's ``AuthToken``. The
+    /// ReachFive-style `webviewLogin(_:)` is this call on a flow for the session the request's `sessionId` names.
+    ///
+    /// ```swift
+    /// let token = try await AuthorizationCodeFlow(client: client, session: client.session(named: "work"))
+    ///     .signIn(WebviewLoginRequest(state: state, scope: ["openid", "email"], presentationContextProvider: self))
+    /// ```
+    /// - Throws: `.invalidInput` when the request's `sessionId` names another session than ``session`` (give the
+    ///   flow the session and leave `sessionId` nil); otherwise as ``signIn(options:presentationContextProvider:)``.
+    public func signIn(_ request: WebviewLoginRequest) async throws -> AuthToken {
+        guard request.sessionId == nil || request.sessionId == session.name else {
+            throw LatchkeyError(
+                .invalidInput, "the request's sessionId names another session than the flow's: give the flow the session and leave sessionId nil")
+        }
+        return try await client.loading {
             let context = try client.context()
             var options: SignInOptions?
             if request.provider?.isEmpty == false || request.origin != nil {

@@ -177,7 +177,7 @@ public final class LatchkeyClient: Sendable {
     ///   presentation context) as they are; the callback's and the token endpoint's errors mapped (a provider that
     ///   refused the person: `.authenticationFailed`).
     public func webviewLogin(_ request: WebviewLoginRequest) async throws -> AuthToken {
-        try await AuthorizationCodeFlow(client: self, session: session(request.sessionId)).webviewLogin(request)
+        try await AuthorizationCodeFlow(client: self, session: session(request.sessionId)).signIn(request)
     }
 
     /// ThunderID's `buildSignInURL(options:)` and `handleRedirectCallback(url:)` in one call: the client's user agent
@@ -315,12 +315,18 @@ public final class LatchkeyClient: Sendable {
 
 /// Parameters of a token exchange (``LatchkeySession/exchangeToken(_:)``, `exchangeToken(config:sessionId:)`).
 public struct TokenExchangeRequestConfig: Sendable {
-    /// Defaults to the session's access token.
+    /// The token to exchange (`subject_token`); nil uses the session's access token.
     public var subjectToken: String?
+    /// The subject token's type URI (`subject_token_type`, RFC 8693 §3); an access token's by default.
     public var subjectTokenType: String
+    /// The service the new token is for (`audience`); nil leaves it to the server.
     public var audience: String?
+    /// The scopes of the new token (`scope`); nil leaves them to the server.
     public var scope: [String]?
+    /// The type URI of the token wanted back (`requested_token_type`); nil leaves it to the server.
     public var requestedTokenType: String?
+
+    /// An exchange's parameters; every member but the subject token's type is optional.
     public init(
         subjectToken: String? = nil, subjectTokenType: String = "urn:ietf:params:oauth:token-type:access_token",
         audience: String? = nil, scope: [String]? = nil, requestedTokenType: String? = nil

@@ -163,9 +163,12 @@ public struct LatchkeyConfig: Sendable {
 /// ThunderID's name for the configuration.
 public typealias ThunderIDConfig = LatchkeyConfig
 
-/// Optional hints for `buildSignInURL(options:)`.
+/// Optional hints for one redirect sign-in (``AuthorizationCodeFlow/start(options:)``,
+/// ``AuthorizationCodeFlow/signIn(options:presentationContextProvider:)``, `buildSignInURL(options:)`).
 public struct SignInOptions: Sendable {
+    /// OpenID Connect `prompt` (`"login"`, `"none"`, `"consent"` …); nil sends none.
     public var prompt: String?
+    /// `login_hint`: the username the provider's page proposes; nil sends none.
     public var loginHint: String?
     /// Federated identity provider hint.
     public var fidp: String?
@@ -173,6 +176,8 @@ public struct SignInOptions: Sendable {
     /// `WebviewLoginRequest.provider`): the server skips its login page and sends the browser straight to that
     /// provider (`"google"`, `"corp"`; a ReachFive `"name:variant"` is sent as given). Nil or empty sends nothing.
     public var provider: String?
+    /// `max_age` in seconds: the longest ago the person may have signed in at the provider; the ID token's
+    /// `auth_time` is checked against it. Nil sends none.
     public var maxAge: Int?
     /// Extra authorization parameters; they never override the ones the SDK sets.
     public var extra: [String: String]

@@ -68,7 +68,16 @@ public actor FlowRunner {
         client: LatchkeyClient, request: EmbeddedFlowRequestConfig, sessionId: String? = nil,
         checkMessages: FlowCheckMessages = FlowCheckMessages()
     ) {
-        self.init(flow: AppNativeFlow(client: client, request: request, session: client.session(sessionId)), checkMessages: checkMessages)
+        self.init(client: client, request: request, session: client.session(sessionId), checkMessages: checkMessages)
+    }
+
+    /// A runner for one flow of `request.flowType` for `session`: a completed sign-in or registration stores its
+    /// tokens there, a sign-out flow ends it. Nothing is sent before `start()`.
+    public init(
+        client: LatchkeyClient, request: EmbeddedFlowRequestConfig, session: LatchkeySession,
+        checkMessages: FlowCheckMessages = FlowCheckMessages()
+    ) {
+        self.init(flow: AppNativeFlow(client: client, request: request, session: session), checkMessages: checkMessages)
     }
 
     /// A runner for `flow`; nothing is sent before `start()`.

@@ -13,6 +13,9 @@ struct NativeLoginSeams: Sendable {
 /// the redirect URI is captured, never followed), with this request's own PKCE pair, `state` and `nonce`; the
 /// callback's `state` and `iss` are checked, the code is exchanged and the ID token verified — and the session is
 /// stored like a redirect sign-in's, so `getAccessToken`, `getUser` and `signOut` work afterwards.
+///
+/// The sign-in methods here are the ReachFive-style names of ``NativeSignIn`` into the default session; the core
+/// type signs in to any ``LatchkeySession``.
 extension LatchkeyClient {
     /// A client with the passkey seams (see `credentialProvider` and `passkeyAuthenticator`).
     public convenience init(
@@ -71,63 +74,7 @@ extension LatchkeyClient {
         withRequest request: NativeLoginRequest, usingModalAuthorizationFor requestTypes: [ModalAuthorization],
         display mode: Mode
     ) async throws -> AuthToken {
-        try await loading {
-            var types: [ModalAuthorization] = []
-            for type in requestTypes where !types.contains(type) { types.append(type) }
-            guard !types.isEmpty else {
-                throw LatchkeyError(.invalidInput, "usingModalAuthorizationFor is empty: name at least one of .Passkey, .Password, .SignInWithApple")
-            }
-            let context = try context()
-            let provider = try resolvedCredentialProvider()
-            let scopes = request.scopes ?? context.config.scopes
-            var origin = context.config.issuer
-            var passkeyOptions: PublicKeyCredentialRequestOptions?
-            if types.contains(.Passkey) {
-                // A type that cannot be prepared is dropped (as ReachFive's SDK does); its error is thrown only when
-                // nothing else is left to offer.
-                do {
-                    origin = try originWebAuthn(overriddenBy: request.originWebAuthn)
-                    passkeyOptions = try await authenticationOptions(context, origin: origin, scopes: scopes, username: nil)
-                } catch {
-                    types.removeAll { $0 == .Passkey }
-                    guard !types.isEmpty else { throw error }
-                    logger.notice("passkey sign-in cannot be offered; offering the other credential types", metadata: ["error": "\(error)"])
-                }
-            }
-            // Sign in with Apple uses the server's nonce (the token must carry its SHA-256): one that cannot be had is
-            // dropped like a passkey that cannot be prepared.
-            var apple: PKCEPair?
-            if types.contains(.SignInWithApple) {
-                do {
-                    apple = PKCEPair(verifier: try await nativeSignInNonce(context))
-                } catch {
-                    types.removeAll { $0 == .SignInWithApple }
-                    guard !types.isEmpty else { throw error }
-                    logger.notice("Sign in with Apple cannot be offered; offering the other credential types", metadata: ["error": "\(error)"])
-                }
-            }
-            let credentialRequest = CredentialRequest(
-                types: types, mode: mode, passkeyOptions: passkeyOptions, origin: origin,
-                appleNonce: apple?.challenge, appleScopes: Self.appleScopes(scopes), anchor: request.anchor)
-            let credential = try await ceremony { try await provider.credential(for: credentialRequest) }
-            switch credential {
-            case .passkey(let assertion):
-                return try await finishPasskeyLogin(assertion, context: context, scopes: scopes, origin: request.origin)
-            case .password(let username, let password):
-                return try await passwordLogin(
-                    username: Username.Unspecified(username), password: password, context: context,
-                    scopes: scopes, origin: request.origin)
-            case .appleID(let identityToken, let givenName, let familyName, let authorizationCode):
-                guard let apple else { throw LatchkeyError(.unknownError, "the credential provider returned an Apple ID that was not asked for") }
-                // The server's nonce itself; Apple got its SHA-256.
-                return try await authorizeWithoutBrowser(
-                    context, scopes: scopes, nonce: apple.verifier,
-                    extra: Self.compact([
-                        "provider": "apple", "id_token": identityToken, "given_name": givenName, "family_name": familyName,
-                        "authorization_code": authorizationCode, "origin": request.origin
-                    ]))
-            }
-        }
+        try await NativeSignIn(client: self).signIn(request, offering: requestTypes, display: mode)
     }
 
     /// Username-first passkey sign-in: the server binds the ceremony to the named account. A Latchkey server lists
@@ -139,28 +86,14 @@ extension LatchkeyClient {
         withNonDiscoverableUsername username: Username, forRequest request: NativeLoginRequest,
         usingModalAuthorizationFor requestTypes: [NonDiscoverableAuthorization], display mode: Mode
     ) async throws -> AuthToken {
-        try await loading {
-            guard requestTypes.contains(.Passkey) else {
-                throw LatchkeyError(.invalidInput, "usingModalAuthorizationFor is empty: name .Passkey")
-            }
-            let context = try context()
-            let provider = try resolvedCredentialProvider()
-            let scopes = request.scopes ?? context.config.scopes
-            let origin = try originWebAuthn(overriddenBy: request.originWebAuthn)
-            let options = try await authenticationOptions(context, origin: origin, scopes: scopes, username: username)
-            let credentialRequest = CredentialRequest(types: [.Passkey], mode: mode, passkeyOptions: options, origin: origin, anchor: request.anchor)
-            guard case .passkey(let assertion) = try await ceremony({ try await provider.credential(for: credentialRequest) }) else {
-                throw LatchkeyError(.unknownError, "the credential provider returned something other than the passkey asked for")
-            }
-            return try await finishPasskeyLogin(assertion, context: context, scopes: scopes, origin: request.origin)
-        }
+        try await NativeSignIn(client: self).signIn(username: username, request, offering: requestTypes, display: mode)
     }
 
     /// Passkey sign-in from the keyboard (ReachFive 11's name and signature): while it runs, the platform offers the
     /// relying party's passkeys in the suggestions of the screen's username field (a text field whose content type is
     /// `.username`); the person taps one, confirms with Face ID or Touch ID, and the call returns signed in, the session
-    /// stored as after `login(withRequest:usingModalAuthorizationFor:display:)`. This is the SDK's one AutoFill API: the
-    /// core has no other name for a passkey sign-in.
+    /// stored as after `login(withRequest:usingModalAuthorizationFor:display:)`. This is the SDK's one AutoFill API;
+    /// ``NativeSignIn/signInWithAutoFill(_:)`` is the same call into any session.
     ///
     /// The server's options are fetched first (`/identity/v1/webauthn/authentication-options`, discoverable: no
     /// username), then the credential provider is asked with `presentation: .autoFill` (on Apple platforms
@@ -183,18 +116,7 @@ extension LatchkeyClient {
     ///   `.mfaRequired` (with `mfaStepUp`) when the passkey was used without user verification and a second factor is
     ///   owed.
     public func beginAutoFillAssistedPasskeyLogin(withRequest request: NativeLoginRequest) async throws -> AuthToken {
-        let context = try context()
-        let provider = try resolvedCredentialProvider()
-        let scopes = request.scopes ?? context.config.scopes
-        let origin = try originWebAuthn(overriddenBy: request.originWebAuthn)
-        let options = try await authenticationOptions(context, origin: origin, scopes: scopes, username: nil)
-        let credentialRequest = CredentialRequest(
-            types: [.Passkey], mode: .Always, passkeyOptions: options, origin: origin, anchor: request.anchor, presentation: .autoFill)
-        guard case .passkey(let assertion) = try await ceremony({ try await provider.credential(for: credentialRequest) }) else {
-            throw LatchkeyError(.unknownError, "the credential provider returned something other than the passkey AutoFill asked for")
-        }
-        // Busy only from here: waiting in the keyboard's suggestions is not loading.
-        return try await loading { try await finishPasskeyLogin(assertion, context: context, scopes: scopes, origin: request.origin) }
+        try await NativeSignIn(client: self).signInWithAutoFill(request)
     }
 
     /// Exchanges a native provider's ID token (Sign in with Apple, Google Sign-In) for a session:
@@ -225,14 +147,8 @@ extension LatchkeyClient {
         withProvider provider: String, idToken: String, nonce: String, scope: [String]? = nil, origin: String? = nil,
         givenName: String? = nil, familyName: String? = nil
     ) async throws -> AuthToken {
-        try await loading {
-            let context = try context()
-            return try await authorizeWithoutBrowser(
-                context, scopes: scope ?? context.config.scopes, nonce: nonce,
-                extra: Self.compact([
-                    "provider": provider, "id_token": idToken, "given_name": givenName, "family_name": familyName, "origin": origin
-                ]))
-        }
+        try await NativeSignIn(client: self).signIn(
+            provider: provider, idToken: idToken, nonce: nonce, scopes: scope, origin: origin, givenName: givenName, familyName: familyName)
     }
 
     /// A nonce for one native provider sign-in (Sign in with Apple, Google Sign-In), issued by the server
@@ -243,16 +159,7 @@ extension LatchkeyClient {
     /// - Throws: `.sdkNotInitialized` before `initialize`; the server's `ApiError` mapped (a `browser` application,
     ///   or a `mobile` one without its attestation, gets none).
     public func nativeSignInNonce() async throws -> String {
-        try await nativeSignInNonce(try context())
-    }
-
-    func nativeSignInNonce(_ context: OAuthClient) async throws -> String {
-        let response = try await IdentityAPI.send(
-            context, "POST", "/identity/v1/native-nonce", body: .object(["client_id": .string(context.config.clientId)]))
-        guard let nonce = try IdentityAPI.object(response, "native sign-in nonce")["nonce"]?.stringValue, !nonce.isEmpty else {
-            throw LatchkeyError(.serverError, "the native sign-in nonce answer has no nonce", statusCode: response.status)
-        }
-        return nonce
+        try await NativeSignIn(client: self).providerNonce()
     }
 
     // MARK: Passkey sign-up and management (ReachFive-style)
@@ -262,30 +169,7 @@ extension LatchkeyClient {
     ///   without an authenticator; `.userAlreadyExists` (with the field errors in `apiError`) and other mapped
     ///   `ApiError`s; `.passkeyCanceled` when the user backs out.
     public func signup(withRequest request: PasskeySignupRequest) async throws -> AuthToken {
-        try await loading {
-            let context = try context()
-            let origin = try originWebAuthn(overriddenBy: request.originWebAuthn)
-            let authenticator = try resolvedAuthenticator()
-            let scopes = request.scopes ?? context.config.scopes
-            let body: [String: JSONValue] = [
-                "origin": .string(origin), "friendly_name": .string(request.friendlyName), "client_id": .string(context.config.clientId),
-                "scope": .string(scopes.joined(separator: " ")), "profile": request.passkeyProfile.wire
-            ]
-            let optionsResponse = try await IdentityAPI.send(context, "POST", "/identity/v1/webauthn/signup-options", body: .object(body))
-            var registration = try Self.registrationOptions(optionsResponse)
-            // The name the system shows for the passkey is the app's friendly name (as ReachFive's SDK does).
-            registration.options.user.name = request.friendlyName
-            let credential = try await ceremony {
-                try await authenticator.createCredential(for: registration.options, origin: origin, anchor: request.anchor)
-            }
-            let signup = try await IdentityAPI.send(
-                context, "POST", "/identity/v1/webauthn/signup",
-                body: .object([
-                    "webauthn_id": .string(registration.options.user.encodedId), "public_key_credential": credential.reachFiveJSON
-                ]))
-            let tkn = try IdentityAPI.tkn(try IdentityAPI.object(signup, "passkey sign-up"), "passkey sign-up")
-            return try await authorizeWithoutBrowser(context, scopes: scopes, nonce: nil, extra: Self.compact(["tkn": tkn, "origin": request.origin]))
-        }
+        try await NativeSignIn(client: self).signUp(request)
     }
 
     /// Adds a passkey to the signed-in account.
@@ -447,111 +331,6 @@ extension LatchkeyClient {
         return error.withPasskeyUserMessage(preferredLanguages: languages)
     }
 
-    private func authenticationOptions(_ context: OAuthClient, origin: String, scopes: [String], username: Username?) async throws
-        -> PublicKeyCredentialRequestOptions
-    {
-        var body: [String: JSONValue] = [
-            "client_id": .string(context.config.clientId), "origin": .string(origin),
-            "scope": .string(scopes.joined(separator: " "))
-        ]
-        if let username { body[username.wire.key] = .string(username.wire.value) }
-        let response = try await IdentityAPI.send(context, "POST", "/identity/v1/webauthn/authentication-options", body: .object(body))
-        do { return try PublicKeyCredentialRequestOptions(json: response.body, style: .reachFive) } catch let error as LatchkeyError {
-            throw LatchkeyError(.serverError, "the server's passkey options are unusable: \(error.message)", statusCode: response.status)
-        }
-    }
-
-    private func finishPasskeyLogin(_ assertion: AssertionCredential, context: OAuthClient, scopes: [String], origin: String?) async throws
-        -> AuthToken
-    {
-        let response = try await IdentityAPI.send(context, "POST", "/identity/v1/webauthn/authentication", body: assertion.reachFiveJSON)
-        let answer = try IdentityAPI.object(response, "passkey sign-in")
-        let tkn = try IdentityAPI.tkn(answer, "passkey sign-in")
-        // A passkey without user verification is one factor: the account's second factor may be owed, as after a password.
-        if answer["mfa_required"]?.boolValue == true {
-            throw try await stepUp(tkn: tkn, context: context, scopes: scopes)
-        }
-        return try await authorizeWithoutBrowser(context, scopes: scopes, nonce: nil, extra: Self.compact(["tkn": tkn, "origin": origin]))
-    }
-
-    private func passwordLogin(username: Username, password: String, context: OAuthClient, scopes: [String], origin: String?) async throws
-        -> AuthToken
-    {
-        var body: [String: JSONValue] = [
-            username.wire.key: .string(username.wire.value), "password": .string(password), "grant_type": .string("password"),
-            "client_id": .string(context.config.clientId), "scope": .string(scopes.joined(separator: " "))
-        ]
-        if let origin { body["origin"] = .string(origin) }
-        let response = try await IdentityAPI.send(context, "POST", "/identity/v1/password/login", body: .object(body))
-        let answer = try IdentityAPI.object(response, "password sign-in")
-        let tkn = try IdentityAPI.tkn(answer, "password sign-in")
-        if answer["mfa_required"]?.boolValue == true {
-            throw try await stepUp(tkn: tkn, context: context, scopes: scopes)
-        }
-        return try await authorizeWithoutBrowser(context, scopes: scopes, nonce: nil, extra: Self.compact(["tkn": tkn, "origin": origin]))
-    }
-
-    /// Starts the MFA step-up of a password sign-in and returns the `.mfaRequired` error that carries it.
-    private func stepUp(tkn: String, context: OAuthClient, scopes: [String]) async throws -> LatchkeyError {
-        guard let redirectUri = context.config.afterSignInUrl else {
-            throw LatchkeyError(.invalidConfiguration, "afterSignInUrl (the redirect URI) is not set")
-        }
-        let pkce = PKCEPair()
-        let response = try await IdentityAPI.send(
-            context, "POST", "/identity/v1/mfa/stepup",
-            body: .object([
-                "response_type": .string("code"), "client_id": .string(context.config.clientId), "redirect_uri": .string(redirectUri),
-                "code_challenge": .string(pkce.challenge), "code_challenge_method": .string("S256"),
-                "scope": .string(scopes.joined(separator: " ")), "tkn": .string(tkn)
-            ]))
-        let answer = try IdentityAPI.object(response, "MFA step-up")
-        guard let token = answer["token"]?.stringValue else { throw LatchkeyError(.serverError, "the MFA step-up answer has no token") }
-        let amr = answer["amr"]?.stringArray ?? []
-        var error = LatchkeyError(.mfaRequired, "a second factor is required (\(amr.joined(separator: ", ")))")
-        error.mfaStepUp = MfaStepUp(token: token, amr: amr, codeVerifier: pkce.verifier)
-        return error
-    }
-
-    /// `/oauth/authorize` without a browser: this request's own PKCE/state/nonce, the 302 captured (never followed)
-    /// and completed like a redirect callback (state, iss, error, code exchange, ID-token verification, session stored).
-    /// A native provider exchange (`id_token`) carries the app's `Attestation-Token`, and when the server answers that
-    /// the account's second factor is owed (`interaction_required` with an `mfa_pending` `tkn`), the step-up starts and
-    /// `.mfaRequired` is thrown, as after a password.
-    func authorizeWithoutBrowser(_ context: OAuthClient, scopes: [String], nonce: String?, extra: [String: String]) async throws -> AuthToken {
-        _ = try await context.requireMetadata()  // the authorization endpoint comes from discovery
-        let authorization = try codeFlow.start(context, options: SignInOptions(extra: extra), sessionId: nil, nonce: nonce, scopes: scopes)
-        var headers = ["Accept": "application/json"]
-        if extra["id_token"] != nil, let provider = context.config.attestationTokenProvider {
-            headers["Attestation-Token"] = try await provider()
-        }
-        var stepUpTicket: String?
-        do {
-            let response = try await context.http.send(HTTPRequest(url: authorization.url, headers: headers))
-            guard (300..<400).contains(response.status) else {
-                if response.status >= 400 { throw IdentityErrorMapping.error(from: response) }
-                throw LatchkeyError(
-                    .serverError, "the authorization endpoint did not redirect (HTTP \(response.status))", statusCode: response.status)
-            }
-            guard let location = response.location, let callback = URL(string: location, relativeTo: authorization.url)?.absoluteURL else {
-                throw LatchkeyError(.serverError, "the authorization endpoint redirected without a Location", statusCode: response.status)
-            }
-            let query = URLComponents(url: callback, resolvingAgainstBaseURL: false)?.queryItems ?? []
-            if query.contains(where: { $0.name == "mfa_required" && $0.value == "true" }) {
-                stepUpTicket = query.first { $0.name == "tkn" }?.value
-            }
-            // The redirect was captured without a browser: no browser holds a session of this sign-in.
-            return AuthToken(try await codeFlow.resume(callback: callback, context: context, browser: .withoutBrowser), now: context.clock.deviceNow)
-        } catch let error as LatchkeyError where error.serverCode == "interaction_required" && stepUpTicket?.isEmpty == false {
-            // `resume` checked the callback's state, redirect URI and iss before it read the error: the answer is this
-            // sign-in's. The ticket opens only the step-up, which needs the second factor itself.
-            codeFlow.discard(state: authorization.state)
-            throw try await stepUp(tkn: stepUpTicket ?? "", context: context, scopes: scopes)
-        } catch {
-            codeFlow.discard(state: authorization.state)
-            throw error
-        }
-    }
-
     static func registrationOptions(_ response: HTTPResponse) throws -> RegistrationOptions {
         do { return try RegistrationOptions(json: response.body) } catch let error as LatchkeyError {
             throw LatchkeyError(.serverError, "the server's passkey creation options are unusable: \(error.message)", statusCode: response.status)
@@ -573,14 +352,4 @@ extension LatchkeyClient {
         }
         return escaped
     }
-
-    /// Apple's scopes from the OAuth ones: `email` → email, `profile`/`name` → full name.
-    static func appleScopes(_ scopes: [String]) -> [AppleIDScope] {
-        var out: [AppleIDScope] = []
-        if scopes.contains("email") { out.append(.email) }
-        if scopes.contains("profile") || scopes.contains("name") { out.append(.fullName) }
-        return out
-    }
-
-    static func compact(_ values: [String: String?]) -> [String: String] { values.compactMapValues { $0 } }
 }

@@ -237,10 +237,14 @@ public struct MfaStepUp: Sendable, Equatable, CustomStringConvertible {
     public var amr: [String]
     /// The PKCE verifier whose challenge the step-up request carried; the code that ends the step-up is redeemed with it.
     let codeVerifier: String?
+    /// The name of the session the sign-in was for (nil: the default), where the step-up's tokens are stored.
+    let sessionName: String?
 
     /// A step-up (without the PKCE verifier, e.g. for tests).
-    public init(token: String, amr: [String]) { self.init(token: token, amr: amr, codeVerifier: nil) }
-    init(token: String, amr: [String], codeVerifier: String?) { self.token = token; self.amr = amr; self.codeVerifier = codeVerifier }
+    public init(token: String, amr: [String]) { self.init(token: token, amr: amr, codeVerifier: nil, sessionName: nil) }
+    init(token: String, amr: [String], codeVerifier: String?, sessionName: String?) {
+        self.token = token; self.amr = amr; self.codeVerifier = codeVerifier; self.sessionName = sessionName
+    }
 
     /// Never shows the token.
     public var description: String { "MfaStepUp(amr: \(amr))" }

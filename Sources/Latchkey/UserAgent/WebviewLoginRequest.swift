@@ -50,7 +50,9 @@ public struct WebviewLoginRequest: Sendable {
     /// Nil (or empty) shows the server's page, with every provider the application offers.
     /// ``LatchkeyClient/getProviders()`` lists them.
     public var provider: String?
-    /// The session the tokens are stored in (multi-session apps); nil is the default session.
+    /// The session the tokens are stored in (multi-session apps); nil is the default session. `webviewLogin` reads
+    /// it; the core takes the session as the flow's instead (``AuthorizationCodeFlow/signIn(_:)`` of an
+    /// ``AuthorizationCodeFlow`` made for a ``LatchkeySession``), and leaves this nil.
     public var sessionId: String?
 
     /// A request with ReachFive's labels, in ReachFive's order. `presentationContextProvider` is required by the Apple

@@ -42,7 +42,8 @@ public final class SignInButtonModel {
         nonisolated(unsafe) let provider = presentationContextProvider
         do {
             let user = try await state.tracked {
-                try await state.client.signInWithBrowser(options: nil, sessionId: state.sessionId, presentationContextProvider: provider)
+                try await AuthorizationCodeFlow(client: state.client, session: state.session)
+                    .signIn(options: nil, presentationContextProvider: provider)
             }
             await state.didSignIn(user)
         } catch let error as LatchkeyError where error.code == .canceled {

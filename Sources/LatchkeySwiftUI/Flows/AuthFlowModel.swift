@@ -114,7 +114,7 @@ public final class AuthFlowModel {
         self.applicationId = applicationId
         runner = FlowRunner(
             client: client, request: EmbeddedFlowRequestConfig(applicationId: applicationId, flowType: flowType),
-            sessionId: state?.sessionId, checkMessages: i18n.checkMessages)
+            session: state?.session ?? client.session(), checkMessages: i18n.checkMessages)
         passkeyAutoFill = PasskeyAutoFillModel(client: client, state: state, i18n: i18n)
     }
 
@@ -312,7 +312,7 @@ public final class AuthFlowModel {
     /// Right after a password sign-in, as Apple asks: the session's token, then the conditional registration.
     private func offerPasskeyUpgrade() async {
         do {
-            let token = try await client.authToken(sessionId: state?.sessionId)
+            let token = try await (state?.session ?? client.session()).authToken()
             passkeyUpgrade = try await client.upgradeToPasskey(authToken: token)
         } catch let failure as LatchkeyError {
             passkeyUpgradeError = failure

@@ -92,12 +92,12 @@ public final class PasskeyAutoFillModel {
             }
         }
         do {
-            _ = try await client.beginAutoFillAssistedPasskeyLogin(withRequest: request)
+            _ = try await NativeSignIn(client: client).signInWithAutoFill(request)
             if let state {
                 await state.didSignIn(nil)
                 user = state.user
             } else {
-                user = try? await client.getUser(options: nil, sessionId: nil)
+                user = try? await client.session().user()
             }
             onSignIn?()
         } catch {
