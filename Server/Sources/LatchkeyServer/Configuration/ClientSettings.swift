@@ -4,7 +4,7 @@ import LatchkeyJOSE
 /// One setting of an application, named once for every place that spells it: the configuration file and the stored
 /// row (`ClientConfiguration`'s key), dynamic registration (the member `ClientMetadata` reads and `ClientInformation`
 /// answers, both from this table), the audit trail's list of what an update changed (from this table too), and the
-/// console's form. `ClientSettingsAgreementTests` fails when a setting is readable in one of these places, or in the
+/// console's form (its fields are the rows' `ConsoleField`s). `ClientSettingsAgreementTests` fails when a setting is readable in one of these places, or in the
 /// OpenAPI description (`api/openapi.json`), and not in the others it should be.
 ///
 /// The OpenAPI description's `ClientMetadata` properties are generated from the rows too (`openAPIProperties`: each
@@ -32,8 +32,9 @@ struct ClientSetting: Sendable {
     }
 
     enum Console: Sendable {
-        /// A field of the console's form, under this name (`ConsoleApplications.FormValues`).
-        case field(String)
+        /// A field of the console's form: its control, its place, and how it reads and writes the metadata
+        /// (`ConsoleField`).
+        case field(ConsoleField)
         /// Not on the form: an edit keeps it (`ClientMetadata(describing:)`).
         case kept
     }
@@ -70,10 +71,12 @@ extension ClientSetting {
     /// several wrong members gets), then the configuration file's own.
     static let all: [ClientSetting] = [
         member(
-            "redirect_uris", .strings("redirect_uris", \.redirectUris), console: .field("redirect_uris"),
+            "redirect_uris", .strings("redirect_uris", \.redirectUris),
+            console: .field(
+                .lines("redirect_uris", position: 3, label: "console.apps.redirects", hint: "console.apps.redirects.hint", \.redirectUris)),
             schema: .init(format: "uri", example: ["com.example.app:/callback", "http://127.0.0.1/callback"])),
         member(
-            "grant_types", .strings("grant_types", \.grantTypes), console: .field("grant_types"),
+            "grant_types", .strings("grant_types", \.grantTypes), console: .field(.grants),
             schema: .init(values: GrantType.allCases.map(\.rawValue))),
         member(
             "response_types", .strings("response_types", \.responseTypes),
@@ -88,7 +91,7 @@ extension ClientSetting {
             )),
         // The form's `confidential` box chooses between `none` and `client_secret_basic`.
         member(
-            "token_endpoint_auth_method", .string("token_endpoint_auth_method", \.tokenEndpointAuthMethod), console: .field("confidential"),
+            "token_endpoint_auth_method", .string("token_endpoint_auth_method", \.tokenEndpointAuthMethod), console: .field(.confidential),
             schema: .init(
                 values: ClientAuthMethod.allCases.map(\.rawValue),
                 description:
@@ -98,7 +101,9 @@ extension ClientSetting {
                     """
             )),
         member(
-            "scopes", .string("scope", \.scope), console: .field("scope"),
+            "scopes", .string("scope", \.scope),
+            console: .field(
+                .text("scope", position: 6, label: "console.apps.scope", \.scope, leftToRight: true, blank: "openid profile email offline_access")),
             schema: .init(
                 example: ["openid profile email offline_access"],
                 description:
@@ -107,10 +112,13 @@ extension ClientSetting {
                     (they are trimmed: `latchkey_trimmed`).
                     """
             )),
-        member("name", .string("client_name", \.clientName), console: .field("name"), schema: .init()),
+        member(
+            "name", .string("client_name", \.clientName),
+            console: .field(.text("name", position: 0, label: "console.apps.name", \.clientName, required: true)), schema: .init()),
         member(
             "post_logout_redirect_uris", .strings("post_logout_redirect_uris", \.postLogoutRedirectUris),
-            console: .field("post_logout_redirect_uris"), schema: .init(format: "uri")),
+            console: .field(.lines("post_logout_redirect_uris", position: 4, label: "console.apps.logout_redirects", \.postLogoutRedirectUris)),
+            schema: .init(format: "uri")),
         member(
             "id_token_signed_response_alg", .string("id_token_signed_response_alg", \.idTokenSignedResponseAlg),
             schema: .init(values: ClientMetadata.serverSigningAlgorithms.map(\.rawValue))),
@@ -132,7 +140,7 @@ extension ClientSetting {
                 description:
                     "RFC 9126 §6: authorization requests only through `/oauth2/par`.")),
         member(
-            "app_type", .string("latchkey_app_type", \.appType), console: .field("app_type"),
+            "app_type", .string("latchkey_app_type", \.appType), console: .field(.appType),
             schema: .init(
                 values: ClientConfiguration.AppType.allCases.map(\.rawValue),
                 description:
@@ -145,7 +153,9 @@ extension ClientSetting {
                 description:
                     "Whether people may sign up through this application.")),
         member("recovery_enabled", .bool("latchkey_recovery_enabled", \.recoveryEnabled), schema: .init()),
-        member("require_mfa", .bool("latchkey_require_mfa", \.requireMFA), console: .field("require_mfa"), schema: .init()),
+        member(
+            "require_mfa", .bool("latchkey_require_mfa", \.requireMFA),
+            console: .field(.flag("require_mfa", position: 7, label: "console.apps.require_mfa", \.requireMFA)), schema: .init()),
         member(
             "passkey_allowed_origins", .strings("latchkey_passkey_allowed_origins", \.passkeyOrigins),
             schema: .init(

@@ -186,9 +186,16 @@ struct ClientSettingsAgreementTests {
         let fields = Set(form.text.matches(of: names).compactMap { $0.output[1].substring.map(String.init) })
         let table = Set(
             ClientSetting.all.compactMap { setting -> String? in
-                if case .field(let name) = setting.console { name } else { nil }
+                if case .field(let field) = setting.console { field.name } else { nil }
             })
         #expect(fields == table.union(["csrf"]))
+        // Each control drawn whole: every application type offered, every grant a box of its own with its value.
+        for type in ClientConfiguration.AppType.allCases {
+            #expect(form.text.contains(#"<option value="\#(type.rawValue)""#), "\(type)")
+        }
+        for grant in [GrantType.authorizationCode, .refreshToken, .clientCredentials, .deviceCode, .tokenExchange] {
+            #expect(form.text.contains(#"name="grant_types" value="\#(grant.rawValue)""#), "\(grant)")
+        }
     }
 
     /// The OpenAPI description's `ClientMetadata` is the table's members (the credentials in `ClientInformation`), each
