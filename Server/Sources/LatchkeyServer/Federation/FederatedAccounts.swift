@@ -73,7 +73,7 @@ struct FederatedAccounts: Sendable {
     }
 
     /// The newest refresh token on the link (Apple sends one with every sign-in; the newest is the one to revoke).
-    private func keepRefreshToken(of identity: UpstreamIdentity) async throws {
+    func keepRefreshToken(of identity: UpstreamIdentity) async throws {
         guard let sealed = identity.sealedRefreshToken else { return }
         try await store.keepFederatedRefreshToken(provider: identity.provider, subject: identity.subject, sealed: sealed)
     }

@@ -126,11 +126,20 @@ struct NativeAppleSignIn: Sendable {
         authorizationCode: String? = nil, nonces: NativeSignInNonces, origin: AuditOrigin
     ) async throws -> (user: UserRecord, identity: UpstreamIdentity) {
         do {
-            let identity = try await verify(
-                idToken: idToken, nonce: nonce, client: client, givenName: givenName, familyName: familyName,
-                authorizationCode: authorizationCode, nonces: nonces, logger: origin.logger)
+            let (identity, bundleId) = try await verify(
+                idToken: idToken, nonce: nonce, client: client, givenName: givenName, familyName: familyName, nonces: nonces)
             // Store failures propagate as they are (a server fault, answered 500), not as a refused token.
             let user = try await accounts.signIn(identity, provider: Self.provider, client: client, origin: origin)
+            // Only for a sign-in that went through: a refused one must not leave an Apple authorization behind that no
+            // deletion would ever revoke.
+            if let code = authorizationCode?.nonEmpty,
+                let sealed = await federation.nativeAppleRefreshToken(
+                    code: code, bundleId: bundleId, subject: identity.subject, logger: origin.logger)
+            {
+                var kept = identity
+                kept.sealedRefreshToken = sealed
+                try await accounts.keepRefreshToken(of: kept)
+            }
             metrics.signIn(.apple, .success)
             return (user, identity)
         } catch let refusal as any SignInRefusal {
@@ -139,11 +148,11 @@ struct NativeAppleSignIn: Sendable {
         }
     }
 
-    /// The identity Apple's token asserts, after its signature, its claims and its nonce.
+    /// The identity Apple's token asserts, after its signature, its claims and its nonce, and the application's bundle
+    /// id it was issued to.
     private func verify(
-        idToken: String, nonce: String?, client: ClientConfiguration,
-        givenName: String?, familyName: String?, authorizationCode: String?, nonces: NativeSignInNonces, logger: Logger
-    ) async throws -> UpstreamIdentity {
+        idToken: String, nonce: String?, client: ClientConfiguration, givenName: String?, familyName: String?, nonces: NativeSignInNonces
+    ) async throws -> (UpstreamIdentity, bundleId: String) {
         guard !client.appleBundleIds.isEmpty else { throw AppleSignInFailure.notConfigured }
         let jws: CompactJWS
         let claims: AppleIdentityClaims
@@ -169,14 +178,12 @@ struct NativeAppleSignIn: Sendable {
         }
         // Apple's token carries no name: the app sends the one Apple gave it on the first authorization.
         let name = [givenName, familyName].compactMap { $0?.nonEmpty }.joined(separator: " ").nonEmpty
-        var identity = UpstreamIdentity(
+        let identity = UpstreamIdentity(
             provider: Self.provider.id, subject: claims.sub, email: claims.email, emailVerified: claims.emailVerified == true,
             name: name, givenName: givenName?.nonEmpty, familyName: familyName?.nonEmpty, preferredUsername: nil, assertsMFA: false)
-        if let code = authorizationCode?.nonEmpty, let bundleId = claims.aud.values.first(where: client.appleBundleIds.contains) {
-            identity.sealedRefreshToken = await federation.nativeAppleRefreshToken(
-                code: code, bundleId: bundleId, subject: claims.sub, logger: logger)
-        }
-        return identity
+        // `check` found it.
+        guard let bundleId = claims.aud.values.first(where: client.appleBundleIds.contains) else { throw AppleSignInFailure.wrongAudience }
+        return (identity, bundleId)
     }
 
     /// The claim rules, after the signature (the nonce, age and single use are `NativeSignInNonces`').

@@ -135,6 +135,21 @@ struct AppleRevocationTests {
             return try #require(try await server.exchangeCode(code, options).json()["access_token"] as? String)
         }
 
+        // A refused sign-in (its address is another account's, unverified by Apple) redeems nothing at Apple: no Apple
+        // authorization outlives it that a deletion could revoke.
+        let refusedVerifier = try await server.nativeNonce()
+        var refusedOptions = AuthorizeOptions()
+        refusedOptions.nonce = refusedVerifier
+        refusedOptions.extra = [
+            "provider": "apple", "authorization_code": upstream.nativeAuthorizationCode(bundleId: bundleId),
+            "id_token": try issuer.identityToken(
+                sub: "001234.refused", bundleId: bundleId, verifier: refusedVerifier, email: "demo@example.com", emailVerified: false)
+        ]
+        let refused = try await TestBrowser().get(
+            server.authorizeURL(refusedOptions).replacingOccurrences(of: "/oauth2/authorize", with: "/oauth/authorize"))
+        #expect(refused.locationQuery["error_message_key"] == "federation.email_in_use", "\(refused.location ?? refused.text)")
+        #expect(upstream.tokenRequests == 0 && upstream.liveRefreshTokens.isEmpty)
+
         // A code Apple refuses (another app's) signs in all the same, and keeps nothing.
         _ = try await nativeSignIn(code: "not-a-code-apple-issued")
         #expect(try await server.server.store.federatedIdentity(provider: "apple", subject: "001234.native")?.sealedRefreshToken == nil)
